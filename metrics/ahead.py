@@ -1,0 +1,494 @@
+"""AHEaD: alignment, hallucination, exaggeration and diversity of cultural descriptors.
+
+Conventions (seed paper "Culture in Action", Sec. 3.2 and A.3):
+
+* Similarity of two descriptors is the cosine of their L2-normalised text embeddings
+  (all-MiniLM-L6-v2 by default). Every phrase is embedded once per embedder
+  (:class:`metrics.text_embedding.PhraseEmbeddingCache`); all similarity matrices of a
+  call are computed in one batched product on the embedder's device.
+* A reference descriptor is **aligned** iff its best similarity to the predicted
+  descriptors of the same dimension is ``> tau``; otherwise it is **missing**.
+* A predicted descriptor (after de-duplication) is **hallucinated** iff its best
+  similarity to the reference descriptors of the same dimension is ``<= tau``;
+  otherwise it is **supported**.
+* ALIGN of a dimension = aligned / references; HAL = hallucinated / predictions. A
+  dimension with references but no predictions has ALIGN 0 and HAL 0. The reported
+  value is the mean over the dimensions whose reference list is non-empty; predictions
+  in a dimension without references are listed in the feedback as ``unscored`` and do
+  not enter HAL.
+* Single-image mode scores each image on its own; multi-image mode pools (and
+  de-duplicates) the predictions of all images per dimension.
+* EXAG (per image) = the largest positive excess of a stereotype candidate's ITA score
+  over its baseline (mean score over real reference images); the reported value is the
+  mean over images. FAITH = mean(ALIGN, 1 - HAL, 1 - EXAG).
+* DDIV = normalised entropy of how often each reference descriptor is aligned across
+  N >= 2 images, per dimension (0 when nothing is aligned or the dimension has a single
+  reference), averaged over dimensions. SDIV = pooled ALIGN - mean single-image ALIGN.
+* tau defaults to 0.52; :func:`calibrate_tau` returns the q-th quantile (default 0.75)
+  of the best-match similarities of reference descriptors on real images.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import chain
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from metrics.descriptors import DIMENSIONS, normalise_descriptor_map, normalise_phrases
+from metrics.text_embedding import PhraseEmbeddingCache, TextEmbedder, default_cache
+
+if TYPE_CHECKING:
+    import torch
+
+DEFAULT_TAU = 0.52
+
+ALIGNED, MISSING = "aligned", "missing"
+SUPPORTED, HALLUCINATED, UNSCORED = "supported", "hallucinated", "unscored"
+
+DescriptorMap = Mapping[str, Sequence[str]]
+
+
+@dataclass
+class DescriptorMatch:
+    """One descriptor's verdict: its best counterpart on the other side and how close it is."""
+
+    dimension: str
+    phrase: str
+    status: str
+    best_match: str | None
+    similarity: float | None
+
+
+@dataclass
+class DimensionScore:
+    align: float | None
+    hal: float | None
+    n_references: int
+    n_predictions: int
+
+
+@dataclass
+class AheadScore:
+    """ALIGN/HAL of one image (single mode) or of a pool of images (multi mode)."""
+
+    align: float
+    hal: float
+    per_dimension: dict[str, DimensionScore]
+    references: list[DescriptorMatch]
+    predictions: list[DescriptorMatch]
+    tau: float
+
+    @property
+    def missing(self) -> list[DescriptorMatch]:
+        return [m for m in self.references if m.status == MISSING]
+
+    @property
+    def aligned(self) -> list[DescriptorMatch]:
+        return [m for m in self.references if m.status == ALIGNED]
+
+    @property
+    def hallucinated(self) -> list[DescriptorMatch]:
+        return [m for m in self.predictions if m.status == HALLUCINATED]
+
+    def feedback(self) -> dict[str, Any]:
+        return {
+            "references": [asdict(m) for m in self.references],
+            "predictions": [asdict(m) for m in self.predictions],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "align": self.align,
+            "hal": self.hal,
+            "per_dimension": {d: asdict(s) for d, s in self.per_dimension.items()},
+        }
+
+
+@dataclass
+class ExagScore:
+    """EXAG over N images and C stereotype candidates."""
+
+    value: float
+    per_image: list[float]
+    candidates: list[str]
+    excess: list[list[float]]  # [N][C]: score - baseline (may be negative)
+    baseline: list[float]
+
+    def exaggerated(self, image: int) -> list[tuple[str, float]]:
+        """Candidates of one image with a positive excess, largest first."""
+        row = self.excess[image]
+        ranked = sorted(
+            ((c, e) for c, e in zip(self.candidates, row, strict=True) if e > 0),
+            key=lambda item: -item[1],
+        )
+        return ranked
+
+    def exaggerated_overall(self) -> list[tuple[str, float]]:
+        """Candidates ranked by their mean positive excess over images."""
+        if not self.excess:
+            return []
+        mean_pos = np.clip(np.asarray(self.excess), 0.0, None).mean(axis=0)
+        ranked = sorted(zip(self.candidates, mean_pos.tolist(), strict=True), key=lambda x: -x[1])
+        return [(c, e) for c, e in ranked if e > 0]
+
+
+@dataclass
+class MultiImageScore:
+    pooled: AheadScore
+    images: list[AheadScore]
+    ddiv: float | None
+    sdiv: float | None
+    ddiv_per_dimension: dict[str, float] = field(default_factory=dict)
+    sdiv_per_dimension: dict[str, float] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- kernel
+
+
+def _pad(rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Pad ragged index lists to a [B, max_len] array (-1 = empty) and their lengths."""
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    width = int(lengths.max()) if len(rows) else 0
+    out = np.full((len(rows), max(width, 1)), -1, dtype=np.int64)
+    if lengths.sum():
+        flat = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
+        group = np.repeat(np.arange(len(rows)), lengths)
+        offsets = np.cumsum(lengths) - lengths
+        col = np.arange(flat.size) - np.repeat(offsets, lengths)
+        out[group, col] = flat
+    return out, lengths
+
+
+def best_matches(
+    matrix: torch.Tensor,
+    ref_rows: Sequence[Sequence[int]],
+    pred_rows: Sequence[Sequence[int]],
+    chunk: int = 8192,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Best matches within each group of (reference rows, predicted rows) of ``matrix``.
+
+    ``matrix`` holds L2-normalised embeddings. For B groups this computes the B
+    similarity matrices in one batched product and returns, padded to the longest list:
+    the best similarity of each reference over its group's predictions and that
+    prediction's position, and the same for each prediction over the references.
+    Missing counterparts give similarity ``-inf`` and position ``-1``.
+    """
+    import torch
+
+    ref_idx, _ = _pad(ref_rows)
+    pred_idx, _ = _pad(pred_rows)
+    n = len(ref_rows)
+    device = matrix.device
+    ref_best = np.empty(ref_idx.shape, dtype=np.float32)
+    ref_arg = np.empty(ref_idx.shape, dtype=np.int64)
+    pred_best = np.empty(pred_idx.shape, dtype=np.float32)
+    pred_arg = np.empty(pred_idx.shape, dtype=np.int64)
+    with torch.no_grad():
+        for start in range(0, n, chunk):
+            stop = min(start + chunk, n)
+            r = torch.as_tensor(ref_idx[start:stop], device=device)
+            p = torch.as_tensor(pred_idx[start:stop], device=device)
+            r_ok, p_ok = r >= 0, p >= 0
+            er = matrix[r.clamp(min=0)]  # [b, R, d]
+            ep = matrix[p.clamp(min=0)]  # [b, P, d]
+            sim = torch.bmm(er, ep.transpose(1, 2))  # [b, R, P]
+            valid = r_ok.unsqueeze(2) & p_ok.unsqueeze(1)
+            sim = sim.masked_fill(~valid, float("-inf"))
+            rb, ra = sim.max(dim=2)
+            pb, pa = sim.max(dim=1)
+            ra = ra.masked_fill(~torch.isfinite(rb), -1)
+            pa = pa.masked_fill(~torch.isfinite(pb), -1)
+            ref_best[start:stop] = rb.cpu().numpy()
+            ref_arg[start:stop] = ra.cpu().numpy()
+            pred_best[start:stop] = pb.cpu().numpy()
+            pred_arg[start:stop] = pa.cpu().numpy()
+    return ref_best, ref_arg, pred_best, pred_arg
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+def _normalised_refs(refs: DescriptorMap | Sequence[DescriptorMap], n_images: int):
+    if isinstance(refs, Mapping):
+        shared = normalise_descriptor_map(refs)
+        if not any(shared.values()):
+            raise ValueError("the reference descriptor set is empty in every dimension")
+        return [shared] * n_images, True
+    if len(refs) != n_images:
+        raise ValueError(f"got {len(refs)} reference sets for {n_images} images")
+    out = []
+    for i, r in enumerate(refs):
+        norm = normalise_descriptor_map(r)
+        if not any(norm.values()):
+            raise ValueError(f"reference set {i} is empty in every dimension")
+        out.append(norm)
+    return out, False
+
+
+def _score_groups(
+    refs_per_item: Sequence[dict[str, list[str]]],
+    preds_per_item: Sequence[dict[str, list[str]]],
+    embedder: TextEmbedder,
+    tau: float,
+    cache: PhraseEmbeddingCache,
+) -> list[AheadScore]:
+    """Score item i's predictions against item i's references (all items in one batch)."""
+    # Every unique phrase of the call is encoded (or found in the cache) at once.
+    phrases = list(
+        dict.fromkeys(
+            chain(
+                chain.from_iterable(chain.from_iterable(r.values()) for r in refs_per_item),
+                chain.from_iterable(chain.from_iterable(p.values()) for p in preds_per_item),
+            )
+        )
+    )
+    row_of = dict(zip(phrases, cache.lookup(embedder, phrases), strict=True)) if phrases else {}
+    matrix = cache.matrix(embedder)
+
+    groups: list[tuple[int, str]] = []
+    ref_rows: list[list[int]] = []
+    pred_rows: list[list[int]] = []
+    for i, (ref, pred) in enumerate(zip(refs_per_item, preds_per_item, strict=True)):
+        for dim in DIMENSIONS:
+            if ref[dim]:
+                groups.append((i, dim))
+                ref_rows.append([row_of[p] for p in ref[dim]])
+                pred_rows.append([row_of[p] for p in pred[dim]])
+
+    if groups:
+        ref_best, ref_arg, pred_best, pred_arg = best_matches(matrix, ref_rows, pred_rows)
+        ref_best_l, ref_arg_l = ref_best.tolist(), ref_arg.tolist()
+        pred_best_l, pred_arg_l = pred_best.tolist(), pred_arg.tolist()
+
+    results: list[AheadScore] = []
+    g = 0
+    for i, (ref, pred) in enumerate(zip(refs_per_item, preds_per_item, strict=True)):
+        per_dim: dict[str, DimensionScore] = {}
+        ref_fb: list[DescriptorMatch] = []
+        pred_fb: list[DescriptorMatch] = []
+        aligns: list[float] = []
+        hals: list[float] = []
+        for dim in DIMENSIONS:
+            r_list, p_list = ref[dim], pred[dim]
+            if not r_list:
+                per_dim[dim] = DimensionScore(None, None, 0, len(p_list))
+                pred_fb.extend(DescriptorMatch(dim, p, UNSCORED, None, None) for p in p_list)
+                continue
+            assert groups[g] == (i, dim)
+            n_hit = 0
+            rb, ra = ref_best_l[g], ref_arg_l[g]
+            for k, phrase in enumerate(r_list):
+                s = rb[k]
+                hit = s > tau
+                n_hit += hit
+                ref_fb.append(
+                    DescriptorMatch(
+                        dim,
+                        phrase,
+                        ALIGNED if hit else MISSING,
+                        p_list[ra[k]] if ra[k] >= 0 else None,
+                        s if ra[k] >= 0 else None,
+                    )
+                )
+            n_hal = 0
+            pb, pa = pred_best_l[g], pred_arg_l[g]
+            for k, phrase in enumerate(p_list):
+                s = pb[k]
+                hal = s <= tau
+                n_hal += hal
+                pred_fb.append(
+                    DescriptorMatch(
+                        dim, phrase, HALLUCINATED if hal else SUPPORTED, r_list[pa[k]], s
+                    )
+                )
+            a = n_hit / len(r_list)
+            h = n_hal / len(p_list) if p_list else 0.0
+            per_dim[dim] = DimensionScore(a, h, len(r_list), len(p_list))
+            aligns.append(a)
+            hals.append(h)
+            g += 1
+        results.append(
+            AheadScore(
+                align=sum(aligns) / len(aligns),
+                hal=sum(hals) / len(hals),
+                per_dimension=per_dim,
+                references=ref_fb,
+                predictions=pred_fb,
+                tau=tau,
+            )
+        )
+    return results
+
+
+def score_images(
+    refs: DescriptorMap | Sequence[DescriptorMap],
+    preds: Sequence[DescriptorMap],
+    embedder: TextEmbedder,
+    tau: float = DEFAULT_TAU,
+    cache: PhraseEmbeddingCache | None = None,
+) -> list[AheadScore]:
+    """Single-image mode: ALIGN, HAL and feedback for each image.
+
+    ``refs`` is one descriptor map shared by all images or one map per image;
+    ``preds`` holds the descriptors observed on each image.
+    """
+    _check_tau(tau)
+    refs_n, _ = _normalised_refs(refs, len(preds))
+    preds_n = [normalise_descriptor_map(p) for p in preds]
+    return _score_groups(refs_n, preds_n, embedder, tau, _cache(cache))
+
+
+def score_pooled(
+    refs: DescriptorMap,
+    preds: Sequence[DescriptorMap],
+    embedder: TextEmbedder,
+    tau: float = DEFAULT_TAU,
+    cache: PhraseEmbeddingCache | None = None,
+) -> MultiImageScore:
+    """Multi-image mode: predictions pooled over images, plus DDIV and SDIV (N >= 2)."""
+    _check_tau(tau)
+    if not isinstance(refs, Mapping):
+        raise ValueError("multi-image mode needs one reference set shared by all images")
+    if not preds:
+        raise ValueError("multi-image mode needs at least one image's predictions")
+    refs_n, _ = _normalised_refs(refs, 1)
+    preds_n = [normalise_descriptor_map(p) for p in preds]
+    pooled = {d: normalise_phrases(chain.from_iterable(p[d] for p in preds_n)) for d in DIMENSIONS}
+    scores = _score_groups(
+        refs_n * (len(preds_n) + 1), [pooled, *preds_n], embedder, tau, _cache(cache)
+    )
+    pooled_score, singles = scores[0], scores[1:]
+    ddiv = sdiv = None
+    ddiv_dims: dict[str, float] = {}
+    sdiv_dims: dict[str, float] = {}
+    if len(singles) >= 2:
+        ddiv_dims = descriptor_diversity(refs_n[0], singles)
+        ddiv = sum(ddiv_dims.values()) / len(ddiv_dims)
+        for dim, s in pooled_score.per_dimension.items():
+            if s.align is None:
+                continue
+            mean_single = sum(x.per_dimension[dim].align for x in singles) / len(singles)
+            sdiv_dims[dim] = s.align - mean_single
+        sdiv = pooled_score.align - sum(x.align for x in singles) / len(singles)
+    return MultiImageScore(pooled_score, singles, ddiv, sdiv, ddiv_dims, sdiv_dims)
+
+
+def descriptor_diversity(
+    refs: dict[str, list[str]], singles: Sequence[AheadScore]
+) -> dict[str, float]:
+    """DDIV per dimension from single-image verdicts over the same references."""
+    out: dict[str, float] = {}
+    for dim in DIMENSIONS:
+        phrases = refs[dim]
+        if not phrases:
+            continue
+        counts = np.zeros(len(phrases))
+        for s in singles:
+            hits = [m.status == ALIGNED for m in s.references if m.dimension == dim]
+            counts += np.asarray(hits, dtype=float)
+        out[dim] = normalised_entropy(counts)
+    return out
+
+
+def normalised_entropy(counts: Sequence[float] | np.ndarray) -> float:
+    """Entropy of ``counts / sum(counts)`` divided by ``log(len(counts))``.
+
+    0 when the counts sum to 0 or there is a single category.
+    """
+    c = np.asarray(counts, dtype=float)
+    total = c.sum()
+    if c.size < 2 or total <= 0:
+        return 0.0
+    p = c[c > 0] / total
+    return float(-(p * np.log(p)).sum() / math.log(c.size))
+
+
+# ----------------------------------------------------------------------------- EXAG, FAITH
+
+
+def exaggeration(
+    scores: Sequence[Sequence[float]] | np.ndarray,
+    baseline: Sequence[float] | np.ndarray,
+    candidates: Sequence[str] | None = None,
+) -> ExagScore:
+    """EXAG from an [images x candidates] matrix of ITA scores and per-candidate baselines."""
+    s = np.asarray(scores, dtype=float)
+    b = np.asarray(baseline, dtype=float)
+    if s.ndim != 2:
+        raise ValueError(f"scores must be an [images x candidates] matrix, got shape {s.shape}")
+    if b.ndim != 1 or b.shape[0] != s.shape[1]:
+        raise ValueError(
+            f"baseline has {b.size} values but scores have {s.shape[1]} candidates per image"
+        )
+    if not (np.isfinite(s).all() and np.isfinite(b).all()):
+        raise ValueError("scores and baseline must be finite numbers")
+    names = (
+        list(candidates) if candidates is not None else [f"candidate_{j}" for j in range(b.size)]
+    )
+    if len(names) != b.size:
+        raise ValueError(f"{len(names)} candidate names for {b.size} candidates")
+    excess = s - b[None, :]
+    per_image = np.clip(excess, 0.0, None).max(axis=1) if b.size else np.zeros(s.shape[0])
+    value = float(per_image.mean()) if per_image.size else 0.0
+    return ExagScore(value, per_image.tolist(), names, excess.tolist(), b.tolist())
+
+
+def faithfulness(align: float, hal: float, exag: float) -> float:
+    """FAITH = mean(ALIGN, 1 - HAL, 1 - EXAG)."""
+    return (align + (1.0 - hal) + (1.0 - exag)) / 3.0
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def top_missing(score: AheadScore, k: int | None = None) -> list[DescriptorMatch]:
+    """Missing references, the least covered first."""
+    items = sorted(score.missing, key=lambda m: -math.inf if m.similarity is None else m.similarity)
+    return items if k is None else items[:k]
+
+
+def top_hallucinated(score: AheadScore, k: int | None = None) -> list[DescriptorMatch]:
+    """Hallucinated predictions, the least supported first."""
+    items = sorted(score.hallucinated, key=lambda m: m.similarity)
+    return items if k is None else items[:k]
+
+
+def top_aligned(score: AheadScore, k: int | None = None) -> list[DescriptorMatch]:
+    """Aligned references, the best matched first."""
+    items = sorted(score.aligned, key=lambda m: -m.similarity)
+    return items if k is None else items[:k]
+
+
+def calibrate_tau(
+    refs: DescriptorMap | Sequence[DescriptorMap],
+    observed_on_real_images: Sequence[DescriptorMap],
+    embedder: TextEmbedder,
+    q: float = 0.75,
+    cache: PhraseEmbeddingCache | None = None,
+) -> float:
+    """The q-th quantile of best-match similarities of reference descriptors on real images.
+
+    For every real image and every reference descriptor, the best cosine similarity to
+    a descriptor observed on that image in the same dimension is collected; references
+    of a dimension where nothing was observed are left out.
+    """
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"q must be in [0, 1], got {q}")
+    scores = score_images(refs, observed_on_real_images, embedder, DEFAULT_TAU, cache)
+    sims = [m.similarity for s in scores for m in s.references if m.similarity is not None]
+    if not sims:
+        raise ValueError("no reference descriptor has an observed counterpart on the real images")
+    return float(np.quantile(np.asarray(sims), q))
+
+
+def _check_tau(tau: float) -> None:
+    if not (isinstance(tau, int | float) and math.isfinite(tau) and -1.0 <= tau <= 1.0):
+        raise ValueError(f"tau must be a cosine similarity in [-1, 1], got {tau!r}")
+
+
+def _cache(cache: PhraseEmbeddingCache | None) -> PhraseEmbeddingCache:
+    return default_cache() if cache is None else cache

@@ -1,0 +1,121 @@
+"""A registry of backends keyed by role and name prefix.
+
+``create("text_embedder", "st:all-MiniLM-L6-v2")`` imports the module that implements
+the ``st`` prefix for that role and builds the backend (unloaded: weights are loaded by
+its ``load()`` or on first use). Unknown roles or prefixes raise ``ValueError`` listing
+what is registered.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROLES: tuple[str, ...] = (
+    "generator",
+    "editor",
+    "observer",
+    "judge",
+    "llm",
+    "text_embedder",
+    "image_embedder",
+)
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    role: str
+    prefix: str
+    target: str  # "module:attribute" of the factory
+    description: str
+    example: str
+
+
+_REGISTRY: dict[str, dict[str, BackendInfo]] = {role: {} for role in ROLES}
+_DEFAULTS: dict[str, str] = {}
+
+
+def register(
+    role: str,
+    prefix: str,
+    target: str,
+    description: str,
+    example: str,
+    default: bool = False,
+) -> None:
+    """Register ``target`` (``"module:factory"``) as the backend for ``prefix:`` names."""
+    _check_role(role)
+    _REGISTRY[role][prefix] = BackendInfo(role, prefix, target, description, example)
+    if default:
+        _DEFAULTS[role] = example
+
+
+def _check_role(role: str) -> None:
+    if role not in _REGISTRY:
+        raise ValueError(f"unknown backend role {role!r}; roles are {', '.join(ROLES)}")
+
+
+def available(role: str | None = None) -> list[BackendInfo]:
+    """Registered backends, for one role or all."""
+    roles = [role] if role else list(ROLES)
+    for r in roles:
+        _check_role(r)
+    return [info for r in roles for info in _REGISTRY[r].values()]
+
+
+def default_name(role: str) -> str:
+    _check_role(role)
+    if role not in _DEFAULTS:
+        raise ValueError(f"no default backend is registered for role {role!r}")
+    return _DEFAULTS[role]
+
+
+def split_name(role: str, name: str) -> tuple[str, str]:
+    """``"st:all-MiniLM-L6-v2"`` -> ``("st", "all-MiniLM-L6-v2")``.
+
+    A bare local path is given to the role's default prefix.
+    """
+    _check_role(role)
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"backend name for role {role!r} must be a non-empty string, got {name!r}")
+    prefix, sep, rest = name.partition(":")
+    if sep and prefix in _REGISTRY[role]:
+        return prefix, rest
+    if Path(name).exists() and role in _DEFAULTS:
+        return split_name(role, _DEFAULTS[role])[0], name
+    known = ", ".join(f"{i.prefix}: ({i.example})" for i in _REGISTRY[role].values()) or "none"
+    raise ValueError(f"unknown {role} backend {name!r}; registered: {known}")
+
+
+_INSTANCES: dict[tuple, Any] = {}
+
+
+def create(role: str, name: str, shared: bool = True, **options: Any) -> Any:
+    """The backend named ``name`` for ``role`` (weights load on first use).
+
+    With ``shared`` (the default) the same name and options give the same instance for
+    the life of the process, so a model is loaded once and reused across rounds and runs.
+    """
+    prefix, rest = split_name(role, name)
+    key = (role, prefix, rest, tuple(sorted((k, repr(v)) for k, v in options.items())))
+    if shared and key in _INSTANCES:
+        return _INSTANCES[key]
+    info = _REGISTRY[role][prefix]
+    module_name, _, attr = info.target.partition(":")
+    factory = getattr(importlib.import_module(module_name), attr)
+    backend = factory(rest, **options)
+    if shared:
+        _INSTANCES[key] = backend
+    return backend
+
+
+register(
+    "text_embedder",
+    "st",
+    "refine.backends.st_text:SentenceTransformerTextEmbedder",
+    "sentence-transformers text embedder; all-MiniLM-L6-v2 ships with the package",
+    "st:all-MiniLM-L6-v2",
+    default=True,
+)

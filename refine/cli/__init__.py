@@ -1,0 +1,68 @@
+"""The ``refine`` command line.
+
+Every subcommand reads plain files and prints either a readable summary or, with
+``--json``, one JSON document on stdout. A bad input prints one line naming the file,
+the field and the problem on stderr and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+import typer
+
+from refine import __version__
+from refine.cli.inputs import UserInputError
+from refine.cli.metrics_cmd import metrics_app
+
+app = typer.Typer(
+    name="refine",
+    help=(
+        "Find, explain and fix cultural errors in generated images.\n\n"
+        "Subcommands: 'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
+        "from JSON and .npy files."
+    ),
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(metrics_app, name="metrics")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"refine {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress to stderr."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: user errors become one line on stderr and exit code 2."""
+    try:
+        rc = app(args=argv, prog_name="refine", standalone_mode=False)
+    except UserInputError as err:
+        typer.echo(f"error: {err}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    sys.exit(rc if isinstance(rc, int) else 0)

@@ -1,0 +1,54 @@
+"""Shared fixtures: a fixed-vector embedder for hand-computed cases and the real MiniLM."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSETS = ROOT / "assets"
+EXAMPLE = ASSETS / "examples" / "iran_eating_home"
+
+
+_SERIAL = itertools.count()
+
+
+class FixedEmbedder:
+    """Maps each phrase to a given vector (normalised): makes every similarity known.
+
+    Each instance has its own id, so caches never mix two instances' vectors.
+    """
+
+    def __init__(self, vectors: dict[str, list[float]], name: str = "fixed") -> None:
+        self.vectors = vectors
+        self.name = f"{name}-{next(_SERIAL)}"
+        self.calls: list[list[str]] = []
+
+    @property
+    def id(self) -> str:
+        return f"test:{self.name}"
+
+    def encode(self, phrases):
+        import torch
+
+        self.calls.append(list(phrases))
+        out = torch.tensor([self.vectors[p] for p in phrases], dtype=torch.float32)
+        return torch.nn.functional.normalize(out, dim=1)
+
+
+@pytest.fixture
+def fixed_embedder():
+    return FixedEmbedder
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    from refine.backends import create
+
+    return create("text_embedder", "st:all-MiniLM-L6-v2", device="cpu")

@@ -1,0 +1,94 @@
+"""Vendi score: invariants and hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from metrics import vendi
+
+
+def test_identical_items_have_vendi_one():
+    x = np.tile([[0.3, -1.2, 2.0]], (6, 1))
+    for q in (1.0, 2.0, 0.5, math.inf):
+        assert vendi.vendi_from_embeddings(x, q) == pytest.approx(1.0, abs=1e-6)
+    assert vendi.vendi_from_kernel(np.ones((6, 6))) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_orthogonal_items_have_vendi_n():
+    x = np.eye(5) * 3.0
+    for q in (1.0, 2.0, 0.5, math.inf):
+        assert vendi.vendi_from_embeddings(x, q) == pytest.approx(5.0, abs=1e-6)
+        assert vendi.vendi_from_kernel(np.eye(5), q) == pytest.approx(5.0, abs=1e-6)
+
+
+def test_two_item_kernel_hand_computed():
+    s = 0.5
+    k = np.array([[1.0, s], [s, 1.0]])
+    lam = np.array([(1 + s) / 2, (1 - s) / 2])  # eigenvalues of K / 2
+    shannon = math.exp(-(lam * np.log(lam)).sum())
+    assert vendi.vendi_from_kernel(k) == pytest.approx(shannon)  # 1.7548
+    assert vendi.vendi_from_kernel(k, q=2) == pytest.approx(1 / (lam**2).sum())  # 1.6
+    assert vendi.vendi_from_kernel(k, q=math.inf) == pytest.approx(1 / 0.75)
+    q = 3.0
+    assert vendi.vendi_from_kernel(k, q=q) == pytest.approx(
+        math.exp(math.log((lam**q).sum()) / (1 - q))
+    )
+
+
+def test_dual_form_equals_kernel_form():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(60, 7))  # d < n: the d x d form is used
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    k = xn @ xn.T
+    for q in (1.0, 2.0, math.inf):
+        assert vendi.vendi_from_embeddings(x, q) == pytest.approx(
+            vendi.vendi_from_kernel(k, q), rel=1e-9
+        )
+    wide = rng.normal(size=(5, 30))  # d > n: the n x n form
+    wn = wide / np.linalg.norm(wide, axis=1, keepdims=True)
+    assert vendi.vendi_from_embeddings(wide) == pytest.approx(vendi.vendi_from_kernel(wn @ wn.T))
+
+
+def test_tiny_negative_eigenvalues_are_dropped():
+    # rank-1 kernel plus round-off: eigvalsh returns values like -1e-17
+    v = np.array([[1.0], [1.0], [1.0]])
+    k = v @ v.T + np.diag([0.0, 0.0, 0.0]) - 1e-16
+    np.fill_diagonal(k, 1.0)
+    assert vendi.vendi_from_kernel(k) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_quality_weighted_scales_with_quality():
+    vs = vendi.vendi_from_embeddings(np.eye(4))
+    q1 = vendi.quality_weighted(vs, [0.5, 0.5, 0.5, 0.5])
+    q2 = vendi.quality_weighted(vs, [1.0, 1.0, 1.0, 1.0])
+    assert q1 == pytest.approx(2.0)
+    assert q2 == pytest.approx(2 * q1)
+    assert vendi.quality_weighted(vs, [0.0, 1.0, 0.5, 0.5]) == pytest.approx(2.0)
+
+
+def test_cube_size_normalisation():
+    assert vendi.normalised_by_size(embeddings=np.eye(16), group_size=8) == pytest.approx(1.0)
+    same = np.ones((16, 3))
+    assert vendi.normalised_by_size(embeddings=same, group_size=8) == pytest.approx(1 / 8)
+    # two groups: orthogonal (1.0) and identical (1/8)
+    mixed = np.vstack([np.eye(8), np.ones((8, 8))])
+    assert vendi.normalised_by_size(embeddings=mixed, group_size=8) == pytest.approx(
+        (1.0 + 1 / 8) / 2
+    )
+    assert vendi.normalised_by_size(kernel=np.eye(8), group_size=4) == pytest.approx(1.0)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="square"):
+        vendi.vendi_from_kernel(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="symmetric"):
+        vendi.vendi_from_kernel(np.array([[1.0, 0.2], [0.9, 1.0]]))
+    with pytest.raises(ValueError, match="NaN"):
+        vendi.vendi_from_embeddings(np.array([[1.0, np.nan]]))
+    with pytest.raises(ValueError, match="all-zero"):
+        vendi.vendi_from_embeddings(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="quality"):
+        vendi.quality_weighted(1.0, [])
