@@ -71,16 +71,102 @@ class DimensionScore:
     n_predictions: int
 
 
-@dataclass
-class AheadScore:
-    """ALIGN/HAL of one image (single mode) or of a pool of images (multi mode)."""
+class _MatchTable:
+    """Best matches of every (item, dimension) group of one call, kept as arrays.
 
-    align: float
-    hal: float
-    per_dimension: dict[str, DimensionScore]
-    references: list[DescriptorMatch]
-    predictions: list[DescriptorMatch]
-    tau: float
+    Per-descriptor feedback is built from it only when a score's feedback is read.
+    """
+
+    def __init__(self, groups, ref_lists, pred_lists, ref_best, ref_arg, pred_best, pred_arg, tau):
+        self.groups = groups  # [(item, dimension)]
+        self.ref_lists = ref_lists
+        self.pred_lists = pred_lists
+        self.ref_best, self.ref_arg = ref_best, ref_arg
+        self.pred_best, self.pred_arg = pred_best, pred_arg
+        self.tau = tau
+
+    def references(self, g: int) -> list[DescriptorMatch]:
+        dim, refs, preds = self.groups[g][1], self.ref_lists[g], self.pred_lists[g]
+        best, arg = self.ref_best[g].tolist(), self.ref_arg[g].tolist()
+        out = []
+        for k, phrase in enumerate(refs):
+            found = arg[k] >= 0
+            status = ALIGNED if found and best[k] > self.tau else MISSING
+            match, sim = (preds[arg[k]], best[k]) if found else (None, None)
+            out.append(DescriptorMatch(dim, phrase, status, match, sim))
+        return out
+
+    def predictions(self, g: int) -> list[DescriptorMatch]:
+        dim, refs, preds = self.groups[g][1], self.ref_lists[g], self.pred_lists[g]
+        best, arg = self.pred_best[g].tolist(), self.pred_arg[g].tolist()
+        return [
+            DescriptorMatch(
+                dim,
+                phrase,
+                HALLUCINATED if best[k] <= self.tau else SUPPORTED,
+                refs[arg[k]],
+                best[k],
+            )
+            for k, phrase in enumerate(preds)
+        ]
+
+
+class AheadScore:
+    """ALIGN/HAL of one image (single mode) or of a pool of images (multi mode).
+
+    ``references`` lists every reference descriptor as aligned or missing with its best
+    predicted match; ``predictions`` lists every prediction as supported, hallucinated or
+    unscored (its dimension has no references) with its best reference match.
+    """
+
+    def __init__(
+        self,
+        align: float,
+        hal: float,
+        per_dimension: dict[str, DimensionScore],
+        tau: float,
+        table: _MatchTable | None = None,
+        group_of: dict[str, int] | None = None,
+        unscored: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.align = align
+        self.hal = hal
+        self.per_dimension = per_dimension
+        self.tau = tau
+        self._table = table
+        self._group_of = group_of or {}
+        self._unscored = unscored or {}
+        self._refs: list[DescriptorMatch] | None = None
+        self._preds: list[DescriptorMatch] | None = None
+
+    def __repr__(self) -> str:
+        return f"AheadScore(align={self.align:.4f}, hal={self.hal:.4f}, tau={self.tau})"
+
+    @property
+    def references(self) -> list[DescriptorMatch]:
+        if self._refs is None:
+            self._refs = [
+                m
+                for dim in DIMENSIONS
+                if dim in self._group_of
+                for m in self._table.references(self._group_of[dim])
+            ]
+        return self._refs
+
+    @property
+    def predictions(self) -> list[DescriptorMatch]:
+        if self._preds is None:
+            out: list[DescriptorMatch] = []
+            for dim in DIMENSIONS:
+                if dim in self._group_of:
+                    out.extend(self._table.predictions(self._group_of[dim]))
+                else:
+                    out.extend(
+                        DescriptorMatch(dim, p, UNSCORED, None, None)
+                        for p in self._unscored.get(dim, [])
+                    )
+            self._preds = out
+        return self._preds
 
     @property
     def missing(self) -> list[DescriptorMatch]:
@@ -221,10 +307,13 @@ def _normalised_refs(refs: DescriptorMap | Sequence[DescriptorMap], n_images: in
     if len(refs) != n_images:
         raise ValueError(f"got {len(refs)} reference sets for {n_images} images")
     out = []
+    seen: dict[int, dict[str, list[str]]] = {}  # images of one activity share one map
     for i, r in enumerate(refs):
-        norm = normalise_descriptor_map(r)
-        if not any(norm.values()):
-            raise ValueError(f"reference set {i} is empty in every dimension")
+        norm = seen.get(id(r))
+        if norm is None:
+            norm = seen[id(r)] = normalise_descriptor_map(r)
+            if not any(norm.values()):
+                raise ValueError(f"reference set {i} is empty in every dimension")
         out.append(norm)
     return out, False
 
@@ -250,76 +339,57 @@ def _score_groups(
     matrix = cache.matrix(embedder)
 
     groups: list[tuple[int, str]] = []
-    ref_rows: list[list[int]] = []
-    pred_rows: list[list[int]] = []
+    ref_lists: list[list[str]] = []
+    pred_lists: list[list[str]] = []
     for i, (ref, pred) in enumerate(zip(refs_per_item, preds_per_item, strict=True)):
         for dim in DIMENSIONS:
             if ref[dim]:
                 groups.append((i, dim))
-                ref_rows.append([row_of[p] for p in ref[dim]])
-                pred_rows.append([row_of[p] for p in pred[dim]])
+                ref_lists.append(ref[dim])
+                pred_lists.append(pred[dim])
 
-    if groups:
+    n_groups = len(groups)
+    align_g = hal_g = np.zeros(0)
+    table = None
+    if n_groups:
+        ref_rows = [[row_of[p] for p in r] for r in ref_lists]
+        pred_rows = [[row_of[p] for p in p_] for p_ in pred_lists]
         ref_best, ref_arg, pred_best, pred_arg = best_matches(matrix, ref_rows, pred_rows)
-        ref_best_l, ref_arg_l = ref_best.tolist(), ref_arg.tolist()
-        pred_best_l, pred_arg_l = pred_best.tolist(), pred_arg.tolist()
+        table = _MatchTable(
+            groups, ref_lists, pred_lists, ref_best, ref_arg, pred_best, pred_arg, tau
+        )
+        n_ref = np.fromiter(map(len, ref_lists), dtype=np.int64, count=n_groups)
+        n_pred = np.fromiter(map(len, pred_lists), dtype=np.int64, count=n_groups)
+        # padding holds -inf: never a hit; predictions beyond n_pred are masked out
+        hits = (ref_best > tau).sum(axis=1)
+        pred_valid = np.arange(pred_best.shape[1])[None, :] < n_pred[:, None]
+        hals = ((pred_best <= tau) & pred_valid).sum(axis=1)
+        align_g = (hits / n_ref).tolist()
+        hal_g = np.divide(hals, n_pred, out=np.zeros(n_groups), where=n_pred > 0).tolist()
 
     results: list[AheadScore] = []
     g = 0
-    for i, (ref, pred) in enumerate(zip(refs_per_item, preds_per_item, strict=True)):
+    for ref, pred in zip(refs_per_item, preds_per_item, strict=True):
         per_dim: dict[str, DimensionScore] = {}
-        ref_fb: list[DescriptorMatch] = []
-        pred_fb: list[DescriptorMatch] = []
-        aligns: list[float] = []
-        hals: list[float] = []
+        group_of: dict[str, int] = {}
+        unscored: dict[str, list[str]] = {}
+        a_sum = h_sum = 0.0
+        n_dims = 0
         for dim in DIMENSIONS:
-            r_list, p_list = ref[dim], pred[dim]
-            if not r_list:
-                per_dim[dim] = DimensionScore(None, None, 0, len(p_list))
-                pred_fb.extend(DescriptorMatch(dim, p, UNSCORED, None, None) for p in p_list)
+            if not ref[dim]:
+                per_dim[dim] = DimensionScore(None, None, 0, len(pred[dim]))
+                if pred[dim]:
+                    unscored[dim] = pred[dim]
                 continue
-            assert groups[g] == (i, dim)
-            n_hit = 0
-            rb, ra = ref_best_l[g], ref_arg_l[g]
-            for k, phrase in enumerate(r_list):
-                s = rb[k]
-                hit = s > tau
-                n_hit += hit
-                ref_fb.append(
-                    DescriptorMatch(
-                        dim,
-                        phrase,
-                        ALIGNED if hit else MISSING,
-                        p_list[ra[k]] if ra[k] >= 0 else None,
-                        s if ra[k] >= 0 else None,
-                    )
-                )
-            n_hal = 0
-            pb, pa = pred_best_l[g], pred_arg_l[g]
-            for k, phrase in enumerate(p_list):
-                s = pb[k]
-                hal = s <= tau
-                n_hal += hal
-                pred_fb.append(
-                    DescriptorMatch(
-                        dim, phrase, HALLUCINATED if hal else SUPPORTED, r_list[pa[k]], s
-                    )
-                )
-            a = n_hit / len(r_list)
-            h = n_hal / len(p_list) if p_list else 0.0
-            per_dim[dim] = DimensionScore(a, h, len(r_list), len(p_list))
-            aligns.append(a)
-            hals.append(h)
+            a, h = align_g[g], hal_g[g]
+            per_dim[dim] = DimensionScore(a, h, len(ref[dim]), len(pred[dim]))
+            group_of[dim] = g
+            a_sum += a
+            h_sum += h
+            n_dims += 1
             g += 1
         results.append(
-            AheadScore(
-                align=sum(aligns) / len(aligns),
-                hal=sum(hals) / len(hals),
-                per_dimension=per_dim,
-                references=ref_fb,
-                predictions=pred_fb,
-                tau=tau,
-            )
+            AheadScore(a_sum / n_dims, h_sum / n_dims, per_dim, tau, table, group_of, unscored)
         )
     return results
 
