@@ -119,3 +119,18 @@ register(
     "st:all-MiniLM-L6-v2",
     default=True,
 )
+
+for _role, _cls, _example, _what in (
+    ("generator", "GeminiGenerator", "gemini:gemini-2.5-flash-image", "text-to-image"),
+    ("editor", "GeminiEditor", "gemini:gemini-2.5-flash-image", "instruction-based editing"),
+    ("observer", "GeminiObserver", "gemini:gemini-2.5-flash", "descriptor listing"),
+    ("judge", "GeminiJudge", "gemini:gemini-2.5-flash", "yes-probability and 1-5 ratings"),
+    ("llm", "GeminiLanguageModel", "gemini:gemini-2.5-flash", "JSON answers"),
+):
+    register(
+        _role,
+        "gemini",
+        f"refine.backends.gemini:{_cls}",
+        f"Gemini API {_what} (needs GEMINI_API_KEY)",
+        _example,
+    )

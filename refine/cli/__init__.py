@@ -22,7 +22,7 @@ app = typer.Typer(
     help=(
         "Find, explain and fix cultural errors in generated images.\n\n"
         "Subcommands: 'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
-        "from JSON and .npy files."
+        "from JSON and .npy files; 'backends' lists the model backends that can be named."
     ),
     no_args_is_help=True,
     rich_markup_mode=None,
@@ -30,6 +30,36 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(metrics_app, name="metrics")
+
+
+@app.command("backends")
+def backends_cmd(
+    role: str | None = typer.Option(None, "--role", help="Only this role."),
+    as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
+) -> None:
+    """List the registered model backends per role, with an example name for each."""
+    import json
+
+    from refine.backends import available
+
+    try:
+        infos = available(role)
+    except ValueError as err:
+        raise UserInputError(f"--role: {err}") from err
+    if as_json:
+        rows = [
+            {"role": i.role, "prefix": i.prefix, "example": i.example, "description": i.description}
+            for i in infos
+        ]
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("role", "name", "what it is")
+    for i in infos:
+        table.add_row(i.role, i.example, i.description)
+    Console().print(table)
 
 
 def _version(value: bool) -> None:

@@ -426,3 +426,14 @@ def test_installed_console_script():
     )
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: missing.npy: file not found"
+
+
+def test_backends_listing(capsys):
+    rows = run_json(capsys, "backends")
+    names = {(r["role"], r["example"]) for r in rows}
+    assert ("text_embedder", "st:all-MiniLM-L6-v2") in names
+    assert ("generator", "gemini:gemini-2.5-flash-image") in names
+    assert {r["role"] for r in rows} >= {"generator", "editor", "observer", "judge", "llm"}
+    only = run_json(capsys, "backends", "--role", "judge")
+    assert {r["role"] for r in only} == {"judge"}
+    _bad(capsys, ["backends", "--role", "painter"], "--role", "unknown backend role 'painter'")

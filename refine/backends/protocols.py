@@ -1,0 +1,86 @@
+"""One protocol per backend role.
+
+Every backend has an ``id`` (model, revision when known, dtype, device) that the loop
+records in each round, and a ``load()`` that imports heavy packages and loads weights
+(idempotent; calls made before ``load()`` load on first use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from PIL import Image
+    from pydantic import BaseModel
+
+T = TypeVar("T", bound="BaseModel")
+
+
+@dataclass(frozen=True)
+class Rating:
+    """A judge's 1-5 rating: the distribution over "1".."5", its argmax and expectation."""
+
+    probabilities: tuple[float, float, float, float, float]
+
+    @property
+    def argmax(self) -> int:
+        return 1 + max(range(5), key=lambda k: self.probabilities[k])
+
+    @property
+    def expectation(self) -> float:
+        return sum((k + 1) * p for k, p in enumerate(self.probabilities))
+
+
+@runtime_checkable
+class Generator(Protocol):
+    id: str
+
+    def generate(self, prompt: str, seeds: Sequence[int]) -> list[Image.Image]:
+        """One image per seed; the same seed gives the same image."""
+        ...
+
+
+@runtime_checkable
+class Editor(Protocol):
+    id: str
+
+    def edit(self, image: Image.Image, instruction: str, seeds: Sequence[int]) -> list[Image.Image]:
+        """One edited image per seed, the size of the input."""
+        ...
+
+
+@runtime_checkable
+class Observer(Protocol):
+    id: str
+
+    def describe(
+        self, image: Image.Image, dimensions: Sequence[str], max_per_dimension: int = 10
+    ) -> dict[str, list[str]]:
+        """The descriptors the model sees in the image, per dimension."""
+        ...
+
+
+@runtime_checkable
+class Judge(Protocol):
+    id: str
+
+    def yes_probability(
+        self, images: Sequence[Image.Image], questions: Sequence[str]
+    ) -> list[float]:
+        """P("Yes") / (P("Yes") + P("No")) for each (image, question) pair."""
+        ...
+
+    def rate(self, images: Sequence[Image.Image], prompts: Sequence[str]) -> list[Rating]:
+        """A 1-5 rating distribution for each (image, prompt) pair."""
+        ...
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    id: str
+
+    def complete_json(self, prompt: str, schema: type[T]) -> T:
+        """An answer validated against ``schema`` (a pydantic model)."""
+        ...

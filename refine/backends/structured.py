@@ -1,0 +1,117 @@
+"""Structured answers from language and vision-language models: parse, validate, repair.
+
+Models are asked for JSON; the answer is parsed and validated against a pydantic schema.
+An invalid answer is sent back with the error and a repair prompt a bounded number of
+times; after that :class:`InvalidModelOutput` is raised with the last raw answer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from refine.assets import prompt_template
+
+log = logging.getLogger(__name__)
+T = TypeVar("T", bound=BaseModel)
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+class InvalidModelOutput(ValueError):
+    """A model kept answering in a shape that could not be used."""
+
+    def __init__(self, model: str, error: str, raw: str, attempts: int) -> None:
+        shown = raw if len(raw) <= 2000 else raw[:2000] + " ..."
+        super().__init__(
+            f"{model} gave no valid answer in {attempts} attempt(s): {error}\nraw output:\n{shown}"
+        )
+        self.model, self.error, self.raw, self.attempts = model, error, raw, attempts
+
+
+def extract_json(raw: str) -> str:
+    """The JSON text inside an answer (strips code fences and text around one object)."""
+    fenced = _FENCE.search(raw)
+    text = fenced.group(1) if fenced else raw
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        return text.strip()
+    closer = "}" if text[start] == "{" else "]"
+    end = text.rfind(closer)
+    return text[start : end + 1] if end > start else text[start:]
+
+
+def parse_answer(raw: str, schema: type[T]) -> T:
+    """Parse and validate ``raw``; raises ``ValueError`` with a short reason."""
+    try:
+        data = json.loads(extract_json(raw))
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
+        ) from err
+    try:
+        return schema.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "answer"
+        raise ValueError(f"{where}: {first['msg']}") from err
+
+
+def ask_with_repair(
+    ask: Callable[[str], str],
+    prompt: str,
+    schema: type[T],
+    model: str,
+    max_repairs: int = 2,
+) -> T:
+    """Ask ``prompt``; on an invalid answer ask again with the repair prompt, at most
+    ``max_repairs`` times."""
+    raw = ask(prompt)
+    for attempt in range(max_repairs + 1):
+        try:
+            return parse_answer(raw, schema)
+        except ValueError as err:
+            if attempt == max_repairs:
+                raise InvalidModelOutput(model, str(err), raw, attempt + 1) from None
+            log.info("%s: invalid answer (%s); asking again", model, err)
+            repair = prompt_template("repair").format(error=err, raw=raw)
+            raw = ask(f"{prompt}\n\n{repair}")
+    raise AssertionError("unreachable")
+
+
+def descriptor_schema(dimensions: Sequence[str], max_per_dimension: int) -> type[BaseModel]:
+    """A schema with one list of phrases per dimension."""
+    fields = {
+        d: (list[str], Field(default_factory=list, max_length=max_per_dimension * 3))
+        for d in dimensions
+    }
+    return create_model("ObservedDescriptors", **fields)
+
+
+def observation_prompt(dimensions: Sequence[str], max_per_dimension: int) -> str:
+    help_lines = {
+        line.split(":", 1)[0].strip(): line.strip()
+        for line in prompt_template("dimensions").splitlines()
+        if ":" in line
+    }
+    dimension_help = "\n".join(f"- {help_lines.get(d, d)}" for d in dimensions)
+    return prompt_template("observe").format(
+        dimension_help=dimension_help,
+        max_per_dimension=max_per_dimension,
+        dimension_keys=", ".join(dimensions),
+    )
+
+
+def clean_descriptors(
+    answer: BaseModel, dimensions: Sequence[str], max_per_dimension: int
+) -> dict[str, list[str]]:
+    """Stripped, de-duplicated phrases, at most ``max_per_dimension`` per dimension."""
+    from metrics.descriptors import normalise_phrases
+
+    data = answer.model_dump()
+    return {d: normalise_phrases(data.get(d, []))[:max_per_dimension] for d in dimensions}

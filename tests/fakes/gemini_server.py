@@ -1,0 +1,133 @@
+"""A local HTTP server that answers like the Gemini API, for the real google-genai client.
+
+Tests queue answers (JSON bodies, HTTP errors, delays) and read back the requests the
+client sent. The server listens on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def png_bytes(color=(200, 30, 30), size=(16, 12)) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def usage(prompt=11, out=7) -> dict:
+    return {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": out,
+        "totalTokenCount": prompt + out,
+    }
+
+
+def text_answer(text: str, finish="STOP", logprobs: dict[str, float] | None = None) -> dict:
+    cand: dict[str, Any] = {
+        "content": {"role": "model", "parts": [{"text": text}]},
+        "finishReason": finish,
+    }
+    if logprobs is not None:
+        cand["logprobsResult"] = {
+            "topCandidates": [
+                {"candidates": [{"token": t, "logProbability": lp} for t, lp in logprobs.items()]}
+            ],
+            "chosenCandidates": [{"token": text, "logProbability": max(logprobs.values())}],
+        }
+    return {"candidates": [cand], "usageMetadata": usage()}
+
+
+def image_answer(data: bytes, text: str | None = None) -> dict:
+    parts: list[dict] = []
+    if text:
+        parts.append({"text": text})
+    parts.append({"inlineData": {"mimeType": "image/png", "data": b64(data)}})
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+        "usageMetadata": usage(20, 1290),
+    }
+
+
+def error_answer(code: int, status: str, message: str) -> tuple[int, dict]:
+    return code, {"error": {"code": code, "message": message, "status": status}}
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: dict = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+class FakeGemini:
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[dict] = []
+        self.paths: list[str] = []
+        self._server: ThreadingHTTPServer | None = None
+
+    # queueing
+    def reply(self, body: dict, delay_s: float = 0.0) -> None:
+        self.replies.append(Reply(200, body, delay_s))
+
+    def fail(self, code: int, status: str = "ERROR", message: str = "injected") -> None:
+        c, body = error_answer(code, status, message)
+        self.replies.append(Reply(c, body))
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> FakeGemini:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                fake.requests.append(body)
+                fake.paths.append(self.path)
+                if not fake.replies:
+                    reply = Reply(500, error_answer(500, "INTERNAL", "no reply queued")[1])
+                else:
+                    reply = fake.replies.popleft()
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                data = json.dumps(reply.body).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()

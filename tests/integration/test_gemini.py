@@ -1,0 +1,248 @@
+"""Gemini backends: the real google-genai client against a local fake server."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import pytest
+from PIL import Image
+
+from refine.backends import create
+from refine.backends.gemini import GeminiClient, GeminiError
+from refine.backends.structured import InvalidModelOutput
+from tests.fakes.gemini_server import FakeGemini, image_answer, png_bytes, text_answer
+
+
+@pytest.fixture
+def fake():
+    server = FakeGemini().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(fake):
+    sleeps: list[float] = []
+    c = GeminiClient(
+        api_key="test-key",
+        base_url=fake.url,
+        timeout_s=2.0,
+        max_retries=2,
+        initial_delay_s=0.5,
+        sleep=sleeps.append,
+    )
+    c.sleeps = sleeps
+    return c
+
+
+def backend(role, name, client, **kw):
+    return create(role, name, shared=False, client=client, **kw)
+
+
+def picture(color=(10, 120, 200), size=(20, 16)):
+    return Image.new("RGB", size, color)
+
+
+def test_generate_image_and_usage(fake, client):
+    fake.reply(image_answer(png_bytes((0, 255, 0), (24, 24)), text="here"))
+    fake.reply(image_answer(png_bytes((0, 0, 255), (24, 24))))
+    gen = backend("generator", "gemini:gemini-2.5-flash-image", client)
+    images = gen.generate("a family dinner in Tehran", seeds=[1, 2])
+    assert [im.getpixel((0, 0)) for im in images] == [(0, 255, 0), (0, 0, 255)]
+    assert fake.paths[0].endswith("/models/gemini-2.5-flash-image:generateContent")
+    req = fake.requests[0]
+    assert req["contents"][0]["parts"][0]["text"] == "a family dinner in Tehran"
+    assert "IMAGE" in req["generationConfig"]["responseModalities"]
+    assert [r["generationConfig"]["seed"] for r in fake.requests] == [1, 2]
+    assert [c.total_tokens for c in client.calls] == [1310, 1310]
+    assert gen.id == "gemini:gemini-2.5-flash-image"
+
+
+def test_edit_sends_image_and_keeps_input_size(fake, client):
+    fake.reply(image_answer(png_bytes((1, 2, 3), (40, 32))))
+    ed = backend("editor", "gemini:gemini-2.5-flash-image", client)
+    src = picture(size=(20, 16))
+    out = ed.edit(src, "remove the hookah", seeds=[7])[0]
+    assert out.size == (20, 16)
+    parts = fake.requests[0]["contents"][0]["parts"]
+    sent = parts[0]["inlineData"]
+    assert sent.get("mimeType", sent.get("mime_type")) == "image/png"
+    import base64
+
+    decoded = Image.open(io.BytesIO(base64.urlsafe_b64decode(sent["data"])))
+    assert decoded.size == (20, 16) and decoded.getpixel((0, 0)) == (10, 120, 200)
+    assert parts[1]["text"] == "remove the hookah"
+
+
+def test_retry_on_429_then_success(fake, client):
+    fake.fail(429, "RESOURCE_EXHAUSTED", "slow down")
+    fake.fail(503, "UNAVAILABLE", "busy")
+    fake.reply(image_answer(png_bytes()))
+    gen = backend("generator", "gemini:gemini-2.5-flash-image", client)
+    assert gen.generate("x", [0])[0].size == (16, 12)
+    assert client.sleeps == [0.5, 1.0]  # exponential backoff
+    assert client.calls[-1].attempts == 3
+
+
+def test_persistent_500_gives_up_with_message(fake, client):
+    for _ in range(3):
+        fake.fail(500, "INTERNAL", "boom")
+    gen = backend("generator", "gemini:gemini-2.5-flash-image", client)
+    with pytest.raises(GeminiError, match=r"HTTP 500 after 3 attempt\(s\): boom"):
+        gen.generate("x", [0])
+    assert len(fake.requests) == 3
+
+
+def test_bad_key_is_not_retried(fake, client):
+    fake.fail(403, "PERMISSION_DENIED", "API key not valid")
+    gen = backend("generator", "gemini:gemini-2.5-flash-image", client)
+    with pytest.raises(GeminiError, match="GEMINI_API_KEY"):
+        gen.generate("x", [0])
+    assert len(fake.requests) == 1
+
+
+def test_timeout_is_retried_then_reported(fake, client):
+    for _ in range(3):
+        fake.reply(image_answer(png_bytes()), delay_s=3.0)
+    gen = backend("generator", "gemini:gemini-2.5-flash-image", client)
+    with pytest.raises(GeminiError, match="no answer after 3 attempt"):
+        gen.generate("x", [0])
+
+
+def test_blocked_and_imageless_answers(fake, client):
+    fake.reply({"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {}})
+    gen = backend("generator", "gemini:gemini-2.5-flash-image", client)
+    with pytest.raises(GeminiError, match=r"blocked \(SAFETY\)"):
+        gen.generate("x", [0])
+    fake.reply(text_answer("I can't draw that", finish="STOP"))
+    with pytest.raises(GeminiError, match="no image .*finish reason STOP.*I can't draw that"):
+        gen.generate("x", [0])
+    fake.reply(text_answer("", finish="IMAGE_SAFETY"))
+    with pytest.raises(GeminiError, match="IMAGE_SAFETY"):
+        gen.generate("x", [0])
+
+
+def test_missing_key_message(monkeypatch, fake):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    gen = create(
+        "generator",
+        "gemini:gemini-2.5-flash-image",
+        shared=False,
+        client=GeminiClient(base_url=fake.url),
+    )
+    with pytest.raises(GeminiError, match="set GEMINI_API_KEY"):
+        gen.generate("x", [0])
+
+
+def test_key_from_environment(monkeypatch, fake):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.setenv("GOOGLE_API_KEY", "from-env")
+    fake.reply(image_answer(png_bytes()))
+    gen = create(
+        "generator",
+        "gemini:gemini-2.5-flash-image",
+        shared=False,
+        client=GeminiClient(base_url=fake.url),
+    )
+    gen.generate("x", [0])
+    assert len(fake.requests) == 1
+
+
+def test_observer_structured_output(fake, client):
+    answer = {
+        "setting": [" a carpet ", "a carpet", "a window"],
+        "objects": ["rice"] * 1,
+        "attire": [],
+        "interaction": ["sharing food"],
+        "spatial": [],
+    }
+    fake.reply(text_answer(json.dumps(answer)))
+    obs = backend("observer", "gemini:gemini-2.5-flash", client)
+    dims = ["setting", "objects", "attire", "interaction", "spatial"]
+    got = obs.describe(picture(), dims, max_per_dimension=1)
+    assert got == {
+        "setting": ["a carpet"],
+        "objects": ["rice"],
+        "attire": [],
+        "interaction": ["sharing food"],
+        "spatial": [],
+    }
+    cfg = fake.requests[0]["generationConfig"]
+    assert cfg["responseMimeType"] == "application/json"
+    assert "setting" in json.dumps(cfg.get("responseSchema") or cfg.get("responseJsonSchema"))
+    assert cfg["temperature"] == 0.0
+    assert "inlineData" in fake.requests[0]["contents"][0]["parts"][0]
+
+
+def test_observer_repairs_then_fails_with_raw_output(fake, client):
+    dims = ["setting"]
+    fake.reply(text_answer("Sure! The setting is a kitchen."))
+    fake.reply(text_answer('{"setting": ["a kitchen"]}'))
+    obs = backend("observer", "gemini:gemini-2.5-flash", client)
+    assert obs.describe(picture(), dims) == {"setting": ["a kitchen"]}
+    repair_prompt = fake.requests[1]["contents"][0]["parts"][-1]["text"]
+    assert "could not be used" in repair_prompt and "The setting is a kitchen" in repair_prompt
+    for _ in range(3):
+        fake.reply(text_answer('{"setting": "not a list"}'))
+    with pytest.raises(InvalidModelOutput, match=r"(?s)3 attempt.*setting.*valid list.*not a list"):
+        obs.describe(picture(), dims)
+
+
+def test_llm_complete_json(fake, client):
+    from pydantic import BaseModel
+
+    class Candidates(BaseModel):
+        candidates: list[str]
+
+    fake.reply(text_answer('{"candidates": ["giant domes", "oversized hookahs"]}'))
+    llm = backend("llm", "gemini:gemini-2.5-flash", client)
+    out = llm.complete_json("List stereotypes", Candidates)
+    assert out.candidates == ["giant domes", "oversized hookahs"]
+
+
+def test_judge_yes_probability_from_logprobs(fake, client):
+    fake.reply(
+        text_answer(
+            "Yes",
+            logprobs={
+                "Yes": math.log(0.6),
+                "No": math.log(0.2),
+                "yes": math.log(0.1),
+                "Maybe": math.log(0.05),
+            },
+        )
+    )
+    judge = backend("judge", "gemini:gemini-2.5-flash", client)
+    p = judge.yes_probability([picture()], ["Is there a giant dome?"])[0]
+    assert p == pytest.approx(0.7 / 0.9)  # Yes + yes over Yes + yes + No
+    cfg = fake.requests[0]["generationConfig"]
+    assert cfg["responseLogprobs"] is True
+
+
+def test_judge_rating_distribution(fake, client):
+    lp = {"4": math.log(0.5), "3": math.log(0.3), "5": math.log(0.1), "The": math.log(0.05)}
+    fake.reply(text_answer("4", logprobs=lp))
+    judge = backend("judge", "gemini:gemini-2.5-flash", client)
+    rating = judge.rate([picture()], ["Rate the relevance to Iran, 1-5."])[0]
+    assert rating.probabilities == pytest.approx((0.0, 0.0, 3 / 9, 5 / 9, 1 / 9))
+    assert sum(rating.probabilities) == pytest.approx(1.0)
+    assert rating.argmax == 4
+    assert rating.expectation == pytest.approx((3 * 3 + 4 * 5 + 5 * 1) / 9)
+
+
+def test_judge_errors_without_answer_tokens(fake, client):
+    judge = backend("judge", "gemini:gemini-2.5-flash", client)
+    fake.reply(text_answer("The", logprobs={"The": -0.1, "It": -2.0}))
+    with pytest.raises(GeminiError, match="none of the answer tokens"):
+        judge.rate([picture()], ["Rate"])
+    fake.reply(text_answer("Yes"))
+    with pytest.raises(GeminiError, match="no log-probabilities"):
+        judge.yes_probability([picture()], ["?"])
+
+
+def test_unknown_backend_lists_registered():
+    with pytest.raises(ValueError, match="unknown generator backend 'dalle:3'.*gemini:"):
+        create("generator", "dalle:3")
