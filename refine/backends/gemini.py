@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from refine.backends.imports import require
 from refine.backends.protocols import Rating
 from refine.backends.structured import (
     ask_with_repair,
@@ -89,13 +90,8 @@ class GeminiClient:
     def client(self) -> Any:
         with self._lock:
             if self._client is None:
-                try:
-                    from google import genai
-                    from google.genai import types
-                except ImportError as err:  # pragma: no cover - a declared dependency
-                    raise ImportError(
-                        "the gemini: backends need google-genai (pip install google-genai)"
-                    ) from err
+                genai = require("google.genai", "google-genai", "the gemini: backends")
+                types = genai.types
                 base_url = self.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
                 options = types.HttpOptions(
                     base_url=base_url,

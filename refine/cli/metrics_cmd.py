@@ -213,20 +213,17 @@ def vendi_cmd(
     if (embeddings is None) == (kernel is None):
         raise UserInputError("give exactly one of --embeddings X.npy or --kernel K.npy")
     order = parse_order(q)
-    if embeddings is not None:
-        x = load_matrix(embeddings, "embeddings")
-        try:
-            value = vendi.vendi_from_embeddings(x, order)
-        except ValueError as err:
-            raise UserInputError(f"{embeddings}: {err}") from err
-        n = x.shape[0]
-    else:
-        k = load_matrix(kernel, "kernel")
-        try:
-            value = vendi.vendi_from_kernel(k, order)
-        except ValueError as err:
-            raise UserInputError(f"{kernel}: {err}") from err
-        n = k.shape[0]
+    path, what, score = (
+        (embeddings, "embeddings", vendi.vendi_from_embeddings)
+        if embeddings is not None
+        else (kernel, "kernel", vendi.vendi_from_kernel)
+    )
+    matrix = load_matrix(path, what)
+    try:
+        value = score(matrix, order)
+    except ValueError as err:
+        raise UserInputError(f"{path}: {err}") from err
+    n = matrix.shape[0]
     payload: dict[str, Any] = {"vendi": value, "q": "inf" if math.isinf(order) else order, "n": n}
     if quality is not None:
         s = load_vector(quality, "quality")

@@ -1,0 +1,26 @@
+"""`import refine` and `import metrics` must not pull in model libraries."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = (
+    "torch",
+    "transformers",
+    "diffusers",
+    "google.genai",
+    "open_clip",
+    "gradio",
+    "sentence_transformers",
+)
+
+
+def test_top_level_imports_are_light():
+    code = (
+        "import sys, refine, metrics, refine.backends, refine.assets, metrics.ahead, "
+        "metrics.sos, metrics.vendi, metrics.text_embedding; "
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
