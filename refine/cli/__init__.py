@@ -37,29 +37,38 @@ def backends_cmd(
     role: str | None = typer.Option(None, "--role", help="Only this role."),
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
-    """List the registered model backends per role, with an example name for each."""
+    """List the registered model backends per role and the bundled profiles."""
     import json
 
     from refine.backends import available
+    from refine.profiles import list_profiles, load_profile
 
     try:
         infos = available(role)
     except ValueError as err:
         raise UserInputError(f"--role: {err}") from err
+    profiles = [load_profile(name) for name in list_profiles()]
     if as_json:
         rows = [
             {"role": i.role, "prefix": i.prefix, "example": i.example, "description": i.description}
             for i in infos
         ]
-        typer.echo(json.dumps(rows, indent=2))
+        profile_rows = [
+            {"name": p.name, "description": p.description, "roles": p.roles} for p in profiles
+        ]
+        typer.echo(json.dumps({"backends": rows, "profiles": profile_rows}, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("role", "name", "what it is")
+    table = Table("role", "name", "what it is", title="backends")
     for i in infos:
         table.add_row(i.role, i.example, i.description)
     Console().print(table)
+    for p in profiles:
+        Console().print(f"[bold]profile {p.name}[/bold]: {p.description}")
+        for r, name in p.roles.items():
+            Console().print(f"  {r:14} {name}")
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,59 @@
+"""Profiles: one backend name per role, stored as TOML in ``assets/profiles/``."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from refine.assets import assets_dir
+from refine.backends.registry import ROLES, split_name
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    roles: dict[str, str]
+    path: Path
+
+    def backend(self, role: str) -> str:
+        if role not in self.roles:
+            raise ValueError(f"profile {self.name!r} names no backend for role {role!r}")
+        return self.roles[role]
+
+
+def profiles_dir() -> Path:
+    return assets_dir() / "profiles"
+
+
+def list_profiles() -> list[str]:
+    return sorted(p.stem for p in profiles_dir().glob("*.toml"))
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """A bundled profile by name, or a profile file by path; every name is checked."""
+    path = Path(name_or_path)
+    if path.suffix != ".toml":
+        path = profiles_dir() / f"{name_or_path}.toml"
+    if not path.is_file():
+        raise ValueError(
+            f"unknown profile {name_or_path!r}; bundled profiles: {', '.join(list_profiles())}"
+        )
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{path}: invalid TOML ({err})") from err
+    roles = data.get("roles")
+    if not isinstance(roles, dict) or not roles:
+        raise ValueError(f"{path}: needs a [roles] table naming one backend per role")
+    for role, name in roles.items():
+        if role not in ROLES:
+            raise ValueError(f"{path}: unknown role {role!r}; roles are {', '.join(ROLES)}")
+        if not isinstance(name, str):
+            raise ValueError(f"{path}: roles.{role} must be a backend name string")
+        try:
+            split_name(role, name)
+        except ValueError as err:
+            raise ValueError(f"{path}: roles.{role}: {err}") from err
+    return Profile(path.stem, str(data.get("description", "")), dict(roles), path)
