@@ -134,3 +134,25 @@ for _role, _cls, _example, _what in (
         f"Gemini API {_what} (needs GEMINI_API_KEY)",
         _example,
     )
+
+register(
+    "generator",
+    "diffusers",
+    "refine.backends.diffusers_backends:DiffusersGenerator",
+    "any diffusers text-to-image pipeline (hub id or local path); LoRA, offload, tiling",
+    "diffusers:black-forest-labs/FLUX.2-klein-4B",
+)
+register(
+    "editor",
+    "diffusers",
+    "refine.backends.diffusers_backends:DiffusersEditor",
+    "instruction editing: FLUX.2-klein, FLUX.1 Kontext, Qwen-Image-Edit, InstructPix2Pix",
+    "diffusers:black-forest-labs/FLUX.1-Kontext-dev",
+)
+register(
+    "editor",
+    "img2img",
+    "refine.backends.diffusers_backends:DiffusersImg2Img",
+    "strength-based img2img sharing the weights of the generator of the same name",
+    "img2img:stabilityai/sd-turbo",
+)

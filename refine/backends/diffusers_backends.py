@@ -1,0 +1,388 @@
+"""Diffusers backends: text-to-image generation, instruction editing and img2img.
+
+* ``diffusers:<hub id or path>`` as a generator loads any text-to-image pipeline
+  (``AutoPipelineForText2Image``); LoRA adapters (through peft) with a scale, CPU offload
+  and VAE tiling are options.
+* ``diffusers:<hub id or path>`` as an editor loads an instruction-editing pipeline:
+  FLUX.2-klein, FLUX.1 Kontext, Qwen-Image-Edit (/Plus), InstructPix2Pix (SD, SDXL).
+* ``img2img:<hub id or path>`` edits by strength-based img2img with the weights of the
+  generator of the same name (``from_pipe``: one copy in memory).
+
+Seeds drive CPU ``torch.Generator`` objects, so the same seed gives the same image on any
+device. Output images of an editor have the size of the input.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from refine.backends.device import pick_device
+from refine.backends.imports import require
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]  # (step done, total steps)
+
+
+class ModelUnavailable(RuntimeError):
+    """A model that cannot be loaded here; the message says what to do."""
+
+
+class OutOfMemory(RuntimeError):
+    """The GPU ran out of memory; the message names the ways out."""
+
+
+def pick_dtype(device: str, dtype: str | None = None):
+    """``dtype`` if given; bfloat16 (or float16) on CUDA; float32 on CPU."""
+    import torch
+
+    if dtype:
+        try:
+            return getattr(torch, dtype)
+        except AttributeError as err:
+            raise ValueError(f"unknown dtype {dtype!r}; use float32, float16 or bfloat16") from err
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float32
+
+
+def load_pipeline(loader: Any, model: str, dtype: Any) -> Any:
+    """``loader.from_pretrained`` with errors that name the model and what to do."""
+    try:
+        from huggingface_hub import errors as hub_errors
+    except ImportError:  # pragma: no cover
+        hub_errors = None
+    try:
+        return loader.from_pretrained(model, torch_dtype=dtype)
+    except Exception as err:
+        gated = hub_errors is not None and isinstance(err, hub_errors.GatedRepoError)
+        if gated:
+            raise ModelUnavailable(
+                f"{model} is a gated model: accept its licence on its Hugging Face page, then "
+                "log in with `hf auth login` (or set HF_TOKEN)"
+            ) from err
+        missing = isinstance(err, OSError | EnvironmentError) or (
+            hub_errors is not None
+            and isinstance(
+                err, hub_errors.RepositoryNotFoundError | hub_errors.LocalEntryNotFoundError
+            )
+        )
+        if missing:
+            raise ModelUnavailable(
+                f"cannot load {model!r}: it is not a local model folder and not in the Hugging "
+                "Face cache, and it could not be downloaded. Check the name, download it with "
+                f"`hf download {model}` where there is internet, or give a local path. ({err})"
+            ) from err
+        raise
+
+
+def _oom_guard(model: str, fn: Callable[[], Any]) -> Any:
+    import torch
+
+    try:
+        return fn()
+    except torch.cuda.OutOfMemoryError as err:
+        torch.cuda.empty_cache()
+        raise OutOfMemory(
+            f"{model} ran out of GPU memory: use the 'small-gpu' profile, enable CPU offload "
+            "(cpu_offload=true), or lower the image size"
+        ) from err
+
+
+def _generators(seeds: Sequence[int]) -> list[Any]:
+    import torch
+
+    if not seeds:
+        raise ValueError("give at least one seed")
+    return [torch.Generator("cpu").manual_seed(int(s)) for s in seeds]
+
+
+def _step_callback(progress: Progress | None, total: int):
+    if progress is None:
+        return None
+
+    def callback(pipe, step, timestep, kwargs):
+        progress(step + 1, total)
+        return kwargs
+
+    return callback
+
+
+def _default_steps(pipe: Any) -> int:
+    import inspect
+
+    param = inspect.signature(pipe.__call__).parameters.get("num_inference_steps")
+    return int(param.default) if param and isinstance(param.default, int) else 0
+
+
+class _DiffusersBackend:
+    def __init__(
+        self,
+        model: str,
+        device: str | None = None,
+        dtype: str | None = None,
+        steps: int | None = None,
+        guidance: float | None = None,
+        cpu_offload: bool = False,
+        vae_tiling: bool = False,
+    ) -> None:
+        if not model:
+            raise ValueError("a diffusers backend needs a model id or a local path")
+        if steps is not None and steps < 1:
+            raise ValueError(f"steps must be >= 1, got {steps}")
+        self.model = model
+        self.device = pick_device(device)
+        self.dtype_name = dtype
+        self.steps = steps
+        self.guidance = guidance
+        self.cpu_offload = cpu_offload
+        self.vae_tiling = vae_tiling
+        self.pipe: Any = None
+
+    @property
+    def id(self) -> str:
+        return f"diffusers:{self.model}"
+
+    def info(self) -> dict[str, str]:
+        self.load()
+        return {
+            "id": self.id,
+            "pipeline": type(self.pipe).__name__,
+            "dtype": str(self.pipe.dtype).replace("torch.", ""),
+            "device": "cpu-offload" if self.cpu_offload else self.device,
+            "diffusers": self.pipe.config.get("_diffusers_version", ""),
+        }
+
+    def _place(self, pipe: Any) -> Any:
+        if self.cpu_offload and self.device.startswith("cuda"):
+            pipe.enable_model_cpu_offload()
+        else:
+            pipe.to(self.device)
+        if self.vae_tiling and hasattr(pipe, "vae"):
+            pipe.vae.enable_tiling()
+        pipe.set_progress_bar_config(disable=True)
+        return pipe
+
+
+class DiffusersGenerator(_DiffusersBackend):
+    """Any diffusers text-to-image pipeline."""
+
+    role = "generator"
+
+    def __init__(
+        self,
+        model: str,
+        width: int | None = None,
+        height: int | None = None,
+        negative_prompt: str | None = None,
+        loras: Sequence[tuple[str, float]] = (),
+        **kw: Any,
+    ) -> None:
+        super().__init__(model, **kw)
+        self.width, self.height = width, height
+        self.negative_prompt = negative_prompt
+        self.loras = [(str(p), float(s)) for p, s in loras]
+
+    def load(self) -> DiffusersGenerator:
+        if self.pipe is not None:
+            return self
+        diffusers = require("diffusers", "diffusers", "the diffusers: backends")
+        dtype = pick_dtype(self.device, self.dtype_name)
+        log.info("loading %s (%s) on %s", self.model, dtype, self.device)
+        pipe = load_pipeline(diffusers.AutoPipelineForText2Image, self.model, dtype)
+        self.pipe = self._place(pipe)
+        for i, (path, scale) in enumerate(self.loras):
+            self.add_lora(path, scale, name=f"lora{i}")
+        return self
+
+    def add_lora(self, path: str, scale: float = 1.0, name: str | None = None) -> None:
+        """Load a LoRA adapter (peft) and activate it with ``scale`` next to the others."""
+        require("peft", "peft", "LoRA adapters")
+        self.load()
+        name = name or f"lora{len(self.pipe.get_list_adapters().get('unet', []))}"
+        self.pipe.load_lora_weights(path, adapter_name=name)
+        names = [n for names in self.pipe.get_list_adapters().values() for n in names]
+        names = list(dict.fromkeys(names))
+        scales = self._lora_scales() | {name: scale}
+        self.pipe.set_adapters(names, [scales.get(n, 1.0) for n in names])
+        self._scales = scales
+
+    def _lora_scales(self) -> dict[str, float]:
+        return dict(getattr(self, "_scales", {}))
+
+    def unload_loras(self) -> None:
+        if self.pipe is not None:
+            self.pipe.unload_lora_weights()
+        self._scales = {}
+
+    def generate(
+        self, prompt: str, seeds: Sequence[int], progress: Progress | None = None
+    ) -> list[Image.Image]:
+        self.load()
+        kwargs: dict[str, Any] = {}
+        if self.steps is not None:
+            kwargs["num_inference_steps"] = self.steps
+        if self.guidance is not None:
+            kwargs["guidance_scale"] = self.guidance
+        if self.width:
+            kwargs["width"] = self.width
+        if self.height:
+            kwargs["height"] = self.height
+        if self.negative_prompt:
+            kwargs["negative_prompt"] = [self.negative_prompt] * len(seeds)
+        callback = _step_callback(progress, self.steps or _default_steps(self.pipe))
+        if callback:
+            kwargs["callback_on_step_end"] = callback
+        gens = _generators(seeds)
+        result = _oom_guard(
+            self.model, lambda: self.pipe(prompt=[prompt] * len(seeds), generator=gens, **kwargs)
+        )
+        return list(result.images)
+
+
+# pipeline class -> default call arguments of an instruction editor
+EDIT_PIPELINES: dict[str, dict[str, Any]] = {
+    "StableDiffusionInstructPix2PixPipeline": {
+        "num_inference_steps": 20,
+        "guidance_scale": 7.5,
+        "image_guidance_scale": 1.5,
+    },
+    "StableDiffusionXLInstructPix2PixPipeline": {
+        "num_inference_steps": 25,
+        "guidance_scale": 7.5,
+        "image_guidance_scale": 1.5,
+    },
+    "FluxKontextPipeline": {"num_inference_steps": 28, "guidance_scale": 2.5},
+    "Flux2KleinPipeline": {"num_inference_steps": 4},
+    "QwenImageEditPipeline": {"num_inference_steps": 40, "true_cfg_scale": 4.0},
+    "QwenImageEditPlusPipeline": {"num_inference_steps": 40, "true_cfg_scale": 4.0},
+}
+# pipelines that accept a working size and round it to this multiple
+SIZED_EDITS = {"FluxKontextPipeline": 16, "Flux2KleinPipeline": 16}
+
+
+def _fit_size(image: Image.Image, result: Image.Image) -> Image.Image:
+    from PIL import Image as PILImage
+
+    if result.size == image.size:
+        return result
+    return result.resize(image.size, PILImage.Resampling.LANCZOS)
+
+
+class DiffusersEditor(_DiffusersBackend):
+    """An instruction-based editing pipeline (see ``EDIT_PIPELINES``)."""
+
+    role = "editor"
+
+    def __init__(self, model: str, image_guidance: float | None = None, **kw: Any) -> None:
+        super().__init__(model, **kw)
+        self.image_guidance = image_guidance
+
+    def load(self) -> DiffusersEditor:
+        if self.pipe is not None:
+            return self
+        diffusers = require("diffusers", "diffusers", "the diffusers: backends")
+        dtype = pick_dtype(self.device, self.dtype_name)
+        pipe = load_pipeline(diffusers.DiffusionPipeline, self.model, dtype)
+        kind = type(pipe).__name__
+        if kind not in EDIT_PIPELINES:
+            raise ValueError(
+                f"{self.model} is a {kind}, not an instruction-editing pipeline "
+                f"({', '.join(EDIT_PIPELINES)}); for strength-based editing use "
+                f"'img2img:{self.model}'"
+            )
+        self.pipe = self._place(pipe)
+        return self
+
+    def _call_args(self, image: Image.Image) -> dict[str, Any]:
+        kind = type(self.pipe).__name__
+        args = dict(EDIT_PIPELINES[kind])
+        if self.steps is not None:
+            args["num_inference_steps"] = self.steps
+        if self.guidance is not None:
+            key = "true_cfg_scale" if "true_cfg_scale" in args else "guidance_scale"
+            args[key] = self.guidance
+        if self.image_guidance is not None and "image_guidance_scale" in args:
+            args["image_guidance_scale"] = self.image_guidance
+        if kind in SIZED_EDITS:
+            m = SIZED_EDITS[kind]
+            args["width"] = max(m, image.width // m * m)
+            args["height"] = max(m, image.height // m * m)
+        return args
+
+    def edit(
+        self,
+        image: Image.Image,
+        instruction: str,
+        seeds: Sequence[int],
+        progress: Progress | None = None,
+    ) -> list[Image.Image]:
+        self.load()
+        args = self._call_args(image)
+        callback = _step_callback(progress, args["num_inference_steps"])
+        if callback:
+            args["callback_on_step_end"] = callback
+        source = image.convert("RGB")
+        out = []
+        for gen in _generators(seeds):
+            result = _oom_guard(
+                self.model,
+                lambda gen=gen: self.pipe(prompt=instruction, image=source, generator=gen, **args),
+            )
+            out.append(_fit_size(image, result.images[0]))
+        return out
+
+
+class DiffusersImg2Img:
+    """Strength-based img2img that shares the weights of the generator ``diffusers:<model>``."""
+
+    role = "editor"
+
+    def __init__(self, model: str, strength: float = 0.6, **generator_options: Any) -> None:
+        if not 0.0 < strength <= 1.0:
+            raise ValueError(f"strength must be in (0, 1], got {strength}")
+        from refine.backends.registry import create
+
+        self.generator = create("generator", f"diffusers:{model}", **generator_options)
+        self.strength = strength
+        self.pipe: Any = None
+
+    @property
+    def id(self) -> str:
+        return f"img2img:{self.generator.model}"
+
+    def load(self) -> DiffusersImg2Img:
+        if self.pipe is None:
+            diffusers = require("diffusers", "diffusers", "the img2img: backend")
+            self.generator.load()
+            self.pipe = diffusers.AutoPipelineForImage2Image.from_pipe(self.generator.pipe)
+            self.pipe.set_progress_bar_config(disable=True)
+        return self
+
+    def edit(
+        self,
+        image: Image.Image,
+        instruction: str,
+        seeds: Sequence[int],
+        progress: Progress | None = None,
+    ) -> list[Image.Image]:
+        self.load()
+        args: dict[str, Any] = {"strength": self.strength}
+        if self.generator.steps is not None:
+            args["num_inference_steps"] = self.generator.steps
+        if self.generator.guidance is not None:
+            args["guidance_scale"] = self.generator.guidance
+        source = image.convert("RGB")
+        out = []
+        for gen in _generators(seeds):
+            result = _oom_guard(
+                self.generator.model,
+                lambda gen=gen: self.pipe(prompt=instruction, image=source, generator=gen, **args),
+            )
+            out.append(_fit_size(image, result.images[0]))
+        return out
