@@ -274,6 +274,25 @@ def _fit_size(image: Image.Image, result: Image.Image) -> Image.Image:
     return result.resize(image.size, PILImage.Resampling.LANCZOS)
 
 
+def _edit_per_seed(
+    model: str,
+    pipe: Any,
+    image: Image.Image,
+    instruction: str,
+    seeds: Sequence[int],
+    args: dict[str, Any],
+) -> list[Image.Image]:
+    """One pipeline call per seed; each result resized to the input's size."""
+    source = image.convert("RGB")
+    out = []
+    for gen in _generators(seeds):
+        result = _oom_guard(
+            model, lambda gen=gen: pipe(prompt=instruction, image=source, generator=gen, **args)
+        )
+        out.append(_fit_size(image, result.images[0]))
+    return out
+
+
 class DiffusersEditor(_DiffusersBackend):
     """An instruction-based editing pipeline (see ``EDIT_PIPELINES``)."""
 
@@ -327,15 +346,7 @@ class DiffusersEditor(_DiffusersBackend):
         callback = _step_callback(progress, args["num_inference_steps"])
         if callback:
             args["callback_on_step_end"] = callback
-        source = image.convert("RGB")
-        out = []
-        for gen in _generators(seeds):
-            result = _oom_guard(
-                self.model,
-                lambda gen=gen: self.pipe(prompt=instruction, image=source, generator=gen, **args),
-            )
-            out.append(_fit_size(image, result.images[0]))
-        return out
+        return _edit_per_seed(self.model, self.pipe, image, instruction, seeds, args)
 
 
 class DiffusersImg2Img:
@@ -377,12 +388,4 @@ class DiffusersImg2Img:
             args["num_inference_steps"] = self.generator.steps
         if self.generator.guidance is not None:
             args["guidance_scale"] = self.generator.guidance
-        source = image.convert("RGB")
-        out = []
-        for gen in _generators(seeds):
-            result = _oom_guard(
-                self.generator.model,
-                lambda gen=gen: self.pipe(prompt=instruction, image=source, generator=gen, **args),
-            )
-            out.append(_fit_size(image, result.images[0]))
-        return out
+        return _edit_per_seed(self.generator.model, self.pipe, image, instruction, seeds, args)
