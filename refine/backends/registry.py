@@ -156,3 +156,12 @@ register(
     "strength-based img2img sharing the weights of the generator of the same name",
     "img2img:stabilityai/sd-turbo",
 )
+
+register(
+    "image_embedder",
+    "clip",
+    "refine.backends.clip_embedder:OpenClipEmbedder",
+    "open_clip image/text embedder and CLIPScore",
+    "clip:ViT-L-14/openai",
+    default=True,
+)

@@ -1,0 +1,102 @@
+"""open_clip image and text embedder, and CLIPScore.
+
+``clip:<architecture>/<pretrained tag or checkpoint path>``, e.g. ``clip:ViT-L-14/openai``
+or ``clip:ViT-B-32/laion2b_s34b_b79k``. Embeddings are L2-normalised. CLIPScore follows
+the torchmetrics convention: ``100 * max(cos(image, text), 0)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from refine.backends.device import pick_device
+from refine.backends.imports import require
+
+if TYPE_CHECKING:
+    import torch
+    from PIL import Image
+
+
+class OpenClipEmbedder:
+    role = "image_embedder"
+
+    def __init__(self, name: str, device: str | None = None, batch_size: int = 32) -> None:
+        arch, sep, pretrained = name.partition("/")
+        if not arch or not sep or not pretrained:
+            raise ValueError(
+                f"clip backend name must be 'clip:<architecture>/<pretrained>', got 'clip:{name}' "
+                "(e.g. clip:ViT-L-14/openai)"
+            )
+        self.arch, self.pretrained = arch, pretrained
+        self.device = pick_device(device)
+        self.batch_size = batch_size
+        self.model: Any = None
+        self.preprocess: Any = None
+        self.tokenizer: Any = None
+
+    @property
+    def id(self) -> str:
+        return f"clip:{self.arch}/{self.pretrained}"
+
+    def load(self) -> OpenClipEmbedder:
+        if self.model is None:
+            open_clip = require("open_clip", "open_clip_torch", "the clip: embedders")
+            try:
+                model, _, preprocess = open_clip.create_model_and_transforms(
+                    self.arch, pretrained=self.pretrained, device=self.device
+                )
+            except RuntimeError as err:
+                raise ValueError(
+                    f"cannot load open_clip {self.arch!r} with weights {self.pretrained!r}: {err}. "
+                    "`open_clip.list_pretrained()` lists the known pairs"
+                ) from err
+            self.model = model.eval()
+            self.preprocess = preprocess
+            self.tokenizer = open_clip.get_tokenizer(self.arch)
+        return self
+
+    def info(self) -> dict[str, str]:
+        self.load()
+        dtype = str(next(self.model.parameters()).dtype).replace("torch.", "")
+        return {"id": self.id, "device": self.device, "dtype": dtype}
+
+    def encode_images(self, images: Sequence[Image.Image]) -> torch.Tensor:
+        import torch
+
+        self.load()
+        chunks = []
+        with torch.inference_mode():
+            for start in range(0, len(images), self.batch_size):
+                batch = torch.stack(
+                    [
+                        self.preprocess(im.convert("RGB"))
+                        for im in images[start : start + self.batch_size]
+                    ]
+                ).to(self.device)
+                chunks.append(
+                    torch.nn.functional.normalize(self.model.encode_image(batch).float(), dim=-1)
+                )
+        return torch.cat(chunks).clone()
+
+    def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
+        import torch
+
+        self.load()
+        chunks = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), self.batch_size):
+                tokens = self.tokenizer(list(texts[start : start + self.batch_size])).to(
+                    self.device
+                )
+                chunks.append(
+                    torch.nn.functional.normalize(self.model.encode_text(tokens).float(), dim=-1)
+                )
+        return torch.cat(chunks).clone()
+
+    def clip_score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[float]:
+        """CLIPScore of each (image, text) pair: 100 * max(cosine, 0)."""
+        if len(images) != len(texts):
+            raise ValueError(f"{len(images)} images but {len(texts)} texts")
+        cos = (self.encode_images(images) * self.encode_texts(texts)).sum(dim=-1)
+        return (100.0 * cos.clamp(min=0)).tolist()

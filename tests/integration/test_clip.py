@@ -1,0 +1,61 @@
+"""open_clip embedder and CLIPScore on a tiny random open_clip model loaded from a checkpoint."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from refine.backends import create
+
+TINY = {
+    "embed_dim": 16,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
+    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_clip(tmp_path_factory):
+    import open_clip
+
+    root = tmp_path_factory.mktemp("tiny-clip")
+    (root / "tiny-clip-test.json").write_text(json.dumps(TINY))
+    open_clip.add_model_config(root)
+    torch.manual_seed(0)
+    model = open_clip.create_model("tiny-clip-test")
+    ckpt = root / "weights.pt"
+    torch.save(model.state_dict(), ckpt)
+    return create("image_embedder", f"clip:tiny-clip-test/{ckpt}", shared=False, device="cpu")
+
+
+def test_embeddings_normalised_and_deterministic(tiny_clip):
+    images = [Image.new("RGB", (40, 30), c) for c in ((255, 0, 0), (0, 0, 255), (255, 0, 0))]
+    e = tiny_clip.encode_images(images)
+    assert e.shape == (3, 16)
+    assert torch.allclose(e.norm(dim=1), torch.ones(3), atol=1e-5)
+    assert torch.allclose(e[0], e[2], atol=1e-6)  # same picture, same embedding
+    assert not torch.allclose(e[0], e[1], atol=1e-3)
+    t = tiny_clip.encode_texts(["a red square", "a blue square"])
+    assert t.shape == (2, 16) and torch.allclose(t.norm(dim=1), torch.ones(2), atol=1e-5)
+
+
+def test_clip_score_formula(tiny_clip):
+    images = [Image.new("RGB", (32, 32), (200, 100, 0))] * 2
+    texts = ["a kitchen", "a wedding"]
+    scores = tiny_clip.clip_score(images, texts)
+    cos = (tiny_clip.encode_images(images) * tiny_clip.encode_texts(texts)).sum(1).numpy()
+    np.testing.assert_allclose(scores, 100 * np.clip(cos, 0, None), rtol=1e-5, atol=1e-4)
+    with pytest.raises(ValueError, match="2 images but 1 texts"):
+        tiny_clip.clip_score(images, ["x"])
+
+
+def test_bad_names():
+    with pytest.raises(ValueError, match="clip:<architecture>/<pretrained>"):
+        create("image_embedder", "clip:ViT-L-14", shared=False, device="cpu")
+    bad = create("image_embedder", "clip:ViT-B-32/no-such-tag", shared=False, device="cpu")
+    with pytest.raises(ValueError, match="no-such-tag"):
+        bad.load()
