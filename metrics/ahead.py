@@ -168,6 +168,14 @@ class AheadScore:
             self._preds = out
         return self._preds
 
+    def aligned_mask(self, dimension: str) -> np.ndarray:
+        """Which references of ``dimension`` are aligned, in reference order (no feedback built)."""
+        g = self._group_of.get(dimension)
+        if g is None:
+            return np.zeros(0, dtype=bool)
+        n = len(self._table.ref_lists[g])
+        return self._table.ref_best[g, :n] > self.tau
+
     @property
     def missing(self) -> list[DescriptorMatch]:
         return [m for m in self.references if m.status == MISSING]
@@ -298,12 +306,14 @@ def best_matches(
 # ----------------------------------------------------------------------------- scoring
 
 
-def _normalised_refs(refs: DescriptorMap | Sequence[DescriptorMap], n_images: int):
+def _normalised_refs(
+    refs: DescriptorMap | Sequence[DescriptorMap], n_images: int
+) -> list[dict[str, list[str]]]:
     if isinstance(refs, Mapping):
         shared = normalise_descriptor_map(refs)
         if not any(shared.values()):
             raise ValueError("the reference descriptor set is empty in every dimension")
-        return [shared] * n_images, True
+        return [shared] * n_images
     if len(refs) != n_images:
         raise ValueError(f"got {len(refs)} reference sets for {n_images} images")
     out = []
@@ -315,7 +325,7 @@ def _normalised_refs(refs: DescriptorMap | Sequence[DescriptorMap], n_images: in
             if not any(norm.values()):
                 raise ValueError(f"reference set {i} is empty in every dimension")
         out.append(norm)
-    return out, False
+    return out
 
 
 def _score_groups(
@@ -407,7 +417,7 @@ def score_images(
     ``preds`` holds the descriptors observed on each image.
     """
     _check_tau(tau)
-    refs_n, _ = _normalised_refs(refs, len(preds))
+    refs_n = _normalised_refs(refs, len(preds))
     preds_n = [normalise_descriptor_map(p) for p in preds]
     return _score_groups(refs_n, preds_n, embedder, tau, _cache(cache))
 
@@ -425,7 +435,7 @@ def score_pooled(
         raise ValueError("multi-image mode needs one reference set shared by all images")
     if not preds:
         raise ValueError("multi-image mode needs at least one image's predictions")
-    refs_n, _ = _normalised_refs(refs, 1)
+    refs_n = _normalised_refs(refs, 1)
     preds_n = [normalise_descriptor_map(p) for p in preds]
     pooled = {d: normalise_phrases(chain.from_iterable(p[d] for p in preds_n)) for d in DIMENSIONS}
     scores = _score_groups(
@@ -458,8 +468,7 @@ def descriptor_diversity(
             continue
         counts = np.zeros(len(phrases))
         for s in singles:
-            hits = [m.status == ALIGNED for m in s.references if m.dimension == dim]
-            counts += np.asarray(hits, dtype=float)
+            counts += s.aligned_mask(dim)
         out[dim] = normalised_entropy(counts)
     return out
 

@@ -70,8 +70,10 @@ class SosBank:
         e = _check_embeddings(embeddings, len(cultures))
         c_names = sorted(set(cultures))
         l_names = sorted(set(languages))
-        c_idx = np.array([c_names.index(c) for c in cultures])
-        l_idx = np.array([l_names.index(lang) for lang in languages])
+        c_pos = {c: k for k, c in enumerate(c_names)}
+        l_pos = {lang: k for k, lang in enumerate(l_names)}
+        c_idx = np.array([c_pos[c] for c in cultures])
+        l_idx = np.array([l_pos[lang] for lang in languages])
         semantic = np.stack([e[c_idx == k].mean(axis=0) for k in range(len(c_names))])
         surface = np.stack([e[l_idx == k].mean(axis=0) for k in range(len(l_names))])
         return cls(c_names, l_names, semantic, surface, embedder)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from refine.backends.device import pick_device
+from refine.backends.device import LazyDevice
 from refine.backends.imports import require
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 class OpenClipEmbedder:
     role = "image_embedder"
+    device = LazyDevice()
 
     def __init__(self, name: str, device: str | None = None, batch_size: int = 32) -> None:
         arch, sep, pretrained = name.partition("/")
@@ -29,7 +30,7 @@ class OpenClipEmbedder:
                 "(e.g. clip:ViT-L-14/openai)"
             )
         self.arch, self.pretrained = arch, pretrained
-        self.device = pick_device(device)
+        self.device = device
         self.batch_size = batch_size
         self.model: Any = None
         self.preprocess: Any = None

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from refine.backends.device import pick_device
+from refine.backends.device import LazyDevice
 from refine.backends.imports import require
 
 if TYPE_CHECKING:
@@ -121,6 +121,8 @@ def _default_steps(pipe: Any) -> int:
 
 
 class _DiffusersBackend:
+    device = LazyDevice()
+
     def __init__(
         self,
         model: str,
@@ -136,7 +138,7 @@ class _DiffusersBackend:
         if steps is not None and steps < 1:
             raise ValueError(f"steps must be >= 1, got {steps}")
         self.model = model
-        self.device = pick_device(device)
+        self.device = device
         self.dtype_name = dtype
         self.steps = steps
         self.guidance = guidance
@@ -187,6 +189,7 @@ class DiffusersGenerator(_DiffusersBackend):
         self.width, self.height = width, height
         self.negative_prompt = negative_prompt
         self.loras = [(str(p), float(s)) for p, s in loras]
+        self._scales: dict[str, float] = {}
 
     def load(self) -> DiffusersGenerator:
         if self.pipe is not None:
@@ -208,12 +211,8 @@ class DiffusersGenerator(_DiffusersBackend):
         self.pipe.load_lora_weights(path, adapter_name=name)
         names = [n for names in self.pipe.get_list_adapters().values() for n in names]
         names = list(dict.fromkeys(names))
-        scales = self._lora_scales() | {name: scale}
-        self.pipe.set_adapters(names, [scales.get(n, 1.0) for n in names])
-        self._scales = scales
-
-    def _lora_scales(self) -> dict[str, float]:
-        return dict(getattr(self, "_scales", {}))
+        self._scales[name] = scale
+        self.pipe.set_adapters(names, [self._scales.get(n, 1.0) for n in names])
 
     def unload_loras(self) -> None:
         if self.pipe is not None:
@@ -388,4 +387,8 @@ class DiffusersImg2Img:
             args["num_inference_steps"] = self.generator.steps
         if self.generator.guidance is not None:
             args["guidance_scale"] = self.generator.guidance
+        steps = args.get("num_inference_steps") or _default_steps(self.pipe)
+        callback = _step_callback(progress, max(1, int(steps * self.strength)))
+        if callback:
+            args["callback_on_step_end"] = callback
         return _edit_per_seed(self.generator.model, self.pipe, image, instruction, seeds, args)

@@ -336,16 +336,29 @@ class GeminiJudge(_GeminiBackend):
     role = "judge"
     top_logprobs = 20
 
+    def __init__(self, model: str = "", thinking_budget: int | None = 0, **kw: Any) -> None:
+        """``thinking_budget=0`` turns thinking off so the first token is the answer and the
+        short output limit is not spent on thoughts; use ``None`` for models that cannot
+        turn it off (then the limit is lifted and the first answer token is read)."""
+        super().__init__(model, **kw)
+        self.thinking_budget = thinking_budget
+
     def _first_token_logprobs(
         self, image: Image.Image, text: str, purpose: str
     ) -> dict[str, float]:
         from google.genai import types
 
+        thinking = (
+            types.ThinkingConfig(thinking_budget=self.thinking_budget)
+            if self.thinking_budget is not None
+            else None
+        )
         config = types.GenerateContentConfig(
             temperature=0.0,
-            max_output_tokens=4,
+            max_output_tokens=4 if self.thinking_budget == 0 else None,
             response_logprobs=True,
             logprobs=self.top_logprobs,
+            thinking_config=thinking,
         )
         response = self.gemini.generate(self.model, [_image_part(image), text], config, purpose)
         result = response.candidates[0].logprobs_result

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from refine.backends.device import pick_device
+from refine.backends.device import LazyDevice
 from refine.backends.imports import require
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ class SentenceTransformerTextEmbedder:
     """Encodes phrases to L2-normalised vectors with a sentence-transformers model."""
 
     role = "text_embedder"
+    device = LazyDevice()
 
     def __init__(
         self,
@@ -53,7 +54,7 @@ class SentenceTransformerTextEmbedder:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model_name = model or "all-MiniLM-L6-v2"
-        self.device = pick_device(device)
+        self.device = device
         self.batch_size = batch_size
         self._model: Any = None
         self._source = ""

@@ -157,6 +157,10 @@ def ahead_cmd(
         text_embedder = create("text_embedder", embedder, device=device)
     except ValueError as err:
         raise UserInputError(f"--embedder: {err}") from err
+    try:
+        _ = text_embedder.device  # an unusable --device is reported here, before any work
+    except ValueError as err:
+        raise UserInputError(f"--device: {err}") from err
 
     common = {"tau": tau, "mode": mode, "embedder": text_embedder.id, "n_images": len(pred_maps)}
     if mode == "single":
@@ -264,11 +268,12 @@ def sos_cmd(
 
     e = load_matrix(embeddings, "embeddings")
     cultures, languages = load_labels(labels, e.shape[0])
-    try:
-        built = SosBank.build(e, cultures, languages)
-    except ValueError as err:
-        raise UserInputError(f"{embeddings}: {err}") from err
-    used = built
+    built = None
+    if bank is None or save_bank is not None:
+        try:
+            built = SosBank.build(e, cultures, languages)
+        except ValueError as err:
+            raise UserInputError(f"{embeddings}: {err}") from err
     if bank is not None:
         if not bank.exists():
             raise UserInputError(f"{bank}: file not found")
@@ -276,6 +281,8 @@ def sos_cmd(
             used = SosBank.load(bank)
         except (ValueError, OSError) as err:
             raise UserInputError(f"{bank}: not a readable SoS bank ({err})") from err
+    else:
+        used = built
     try:
         per_image = used.score(e, cultures, languages)
     except ValueError as err:

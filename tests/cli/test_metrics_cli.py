@@ -301,6 +301,15 @@ def test_ahead_bad_inputs(capsys, tmp_path, files):
     )
 
 
+def test_unusable_device(capsys, files):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    args = ["metrics", "ahead", "--refs", str(files["refs"]), "--preds", str(files["preds"])]
+    _bad(capsys, [*args, "--device", "cuda"], "--device", "'cuda'", "no CUDA GPU")
+
+
 def test_exag_bad_inputs(capsys, tmp_path, files):
     base = ["metrics", "ahead", "--refs", str(files["refs"]), "--preds", str(files["preds"])]
     rows = write(

@@ -109,3 +109,10 @@ def test_missing_model_message():
     g = create("generator", "diffusers:no-such-org/no-such-model", shared=False, device="cpu")
     with pytest.raises(ModelUnavailable, match="no-such-org/no-such-model.*hf download"):
         g.load()
+
+
+def test_img2img_progress(tiny_dir):
+    ed = create("editor", f"img2img:{tiny_dir['sd']}", strength=0.5, steps=4, device="cpu")
+    seen = []
+    ed.edit(Image.new("RGB", (32, 32)), "x", seeds=[0], progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(1, 2), (2, 2)]  # 4 steps at strength 0.5 run 2

@@ -220,6 +220,9 @@ def test_judge_yes_probability_from_logprobs(fake, client):
     assert p == pytest.approx(0.7 / 0.9)  # Yes + yes over Yes + yes + No
     cfg = fake.requests[0]["generationConfig"]
     assert cfg["responseLogprobs"] is True
+    thinking = cfg["thinkingConfig"]
+    assert thinking.get("thinkingBudget", thinking.get("thinking_budget")) == 0
+    assert cfg["maxOutputTokens"] == 4
 
 
 def test_judge_rating_distribution(fake, client):

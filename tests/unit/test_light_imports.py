@@ -24,3 +24,15 @@ def test_top_level_imports_are_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_creating_backends_imports_no_torch():
+    code = (
+        "import sys; from refine.backends import create; "
+        "create('text_embedder', 'st:all-MiniLM-L6-v2'); "
+        "create('generator', 'diffusers:some/model', steps=2); "
+        "create('image_embedder', 'clip:ViT-B-32/openai'); "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
