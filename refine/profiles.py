@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from refine.assets import assets_dir
 from refine.backends.registry import ROLES, split_name
@@ -16,11 +17,25 @@ class Profile:
     description: str
     roles: dict[str, str]
     path: Path
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def backend(self, role: str) -> str:
         if role not in self.roles:
             raise ValueError(f"profile {self.name!r} names no backend for role {role!r}")
         return self.roles[role]
+
+    def create(self, role: str, **overrides: Any) -> Any:
+        """The profile's backend for ``role`` with its options (``overrides`` win)."""
+        from refine.backends.registry import create
+
+        name = self.backend(role)
+        options = {**self.options.get(role, {}), **overrides}
+        try:
+            return create(role, name, **options)
+        except TypeError as err:
+            raise ValueError(
+                f"profile {self.name!r}: options.{role} do not fit backend {name!r} ({err})"
+            ) from err
 
 
 def profiles_dir() -> Path:
@@ -56,4 +71,10 @@ def load_profile(name_or_path: str) -> Profile:
             split_name(role, name)
         except ValueError as err:
             raise ValueError(f"{path}: roles.{role}: {err}") from err
-    return Profile(path.stem, str(data.get("description", "")), dict(roles), path)
+    options = data.get("options", {})
+    if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
+        raise ValueError(f"{path}: [options.<role>] tables must hold backend options")
+    for role in options:
+        if role not in roles:
+            raise ValueError(f"{path}: options.{role} given but roles.{role} is not set")
+    return Profile(path.stem, str(data.get("description", "")), dict(roles), path, options)

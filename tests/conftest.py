@@ -52,3 +52,20 @@ def minilm():
     from refine.backends import create
 
     return create("text_embedder", "st:all-MiniLM-L6-v2", device="cpu")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``weights`` run only with REFINE_REAL_MODELS=1 (they need the real
+    models in the Hugging Face cache); tests marked ``gpu`` also need a CUDA GPU."""
+    real = os.environ.get("REFINE_REAL_MODELS") == "1"
+    gpu = None
+    for item in items:
+        if "weights" in item.keywords and not real:
+            item.add_marker(pytest.mark.skip(reason="real weights: set REFINE_REAL_MODELS=1"))
+        elif "gpu" in item.keywords:
+            if gpu is None:
+                import torch
+
+                gpu = torch.cuda.is_available()
+            if not gpu:
+                item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))

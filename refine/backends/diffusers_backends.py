@@ -20,78 +20,40 @@ from typing import TYPE_CHECKING, Any
 
 from refine.backends.device import LazyDevice
 from refine.backends.imports import require
+from refine.backends.loading import (
+    ModelUnavailable,
+    OutOfMemory,
+    load_or_explain,
+    oom_guard,
+    pick_dtype,
+)
 
 if TYPE_CHECKING:
     from PIL import Image
 
 log = logging.getLogger(__name__)
 
+__all__ = [
+    "DiffusersEditor",
+    "DiffusersGenerator",
+    "DiffusersImg2Img",
+    "ModelUnavailable",
+    "OutOfMemory",
+    "pick_dtype",
+]
+
 Progress = Callable[[int, int], None]  # (step done, total steps)
-
-
-class ModelUnavailable(RuntimeError):
-    """A model that cannot be loaded here; the message says what to do."""
-
-
-class OutOfMemory(RuntimeError):
-    """The GPU ran out of memory; the message names the ways out."""
-
-
-def pick_dtype(device: str, dtype: str | None = None):
-    """``dtype`` if given; bfloat16 (or float16) on CUDA; float32 on CPU."""
-    import torch
-
-    if dtype:
-        try:
-            return getattr(torch, dtype)
-        except AttributeError as err:
-            raise ValueError(f"unknown dtype {dtype!r}; use float32, float16 or bfloat16") from err
-    if device.startswith("cuda"):
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return torch.float32
 
 
 def load_pipeline(loader: Any, model: str, dtype: Any) -> Any:
     """``loader.from_pretrained`` with errors that name the model and what to do."""
-    try:
-        from huggingface_hub import errors as hub_errors
-    except ImportError:  # pragma: no cover
-        hub_errors = None
-    try:
-        return loader.from_pretrained(model, torch_dtype=dtype)
-    except Exception as err:
-        gated = hub_errors is not None and isinstance(err, hub_errors.GatedRepoError)
-        if gated:
-            raise ModelUnavailable(
-                f"{model} is a gated model: accept its licence on its Hugging Face page, then "
-                "log in with `hf auth login` (or set HF_TOKEN)"
-            ) from err
-        missing = isinstance(err, OSError | EnvironmentError) or (
-            hub_errors is not None
-            and isinstance(
-                err, hub_errors.RepositoryNotFoundError | hub_errors.LocalEntryNotFoundError
-            )
-        )
-        if missing:
-            raise ModelUnavailable(
-                f"cannot load {model!r}: it is not a local model folder and not in the Hugging "
-                "Face cache, and it could not be downloaded. Check the name, download it with "
-                f"`hf download {model}` where there is internet, or give a local path. ({err})"
-            ) from err
-        raise
+    from importlib.metadata import version
 
+    from packaging.version import Version
 
-def _oom_guard(model: str, fn: Callable[[], Any]) -> Any:
-    import torch
-
-    try:
-        return fn()
-    except torch.cuda.OutOfMemoryError as err:
-        torch.cuda.empty_cache()
-        raise OutOfMemory(
-            f"{model} ran out of GPU memory: use the 'small-gpu' profile, enable CPU offload "
-            "(cpu_offload=true), or lower the image size"
-        ) from err
+    # diffusers 0.42 renamed torch_dtype to dtype
+    key = "dtype" if Version(version("diffusers")) >= Version("0.42") else "torch_dtype"
+    return load_or_explain(model, lambda: loader.from_pretrained(model, **{key: dtype}))
 
 
 def _generators(seeds: Sequence[int]) -> list[Any]:
@@ -238,7 +200,7 @@ class DiffusersGenerator(_DiffusersBackend):
         if callback:
             kwargs["callback_on_step_end"] = callback
         gens = _generators(seeds)
-        result = _oom_guard(
+        result = oom_guard(
             self.model, lambda: self.pipe(prompt=[prompt] * len(seeds), generator=gens, **kwargs)
         )
         return list(result.images)
@@ -285,7 +247,7 @@ def _edit_per_seed(
     source = image.convert("RGB")
     out = []
     for gen in _generators(seeds):
-        result = _oom_guard(
+        result = oom_guard(
             model, lambda gen=gen: pipe(prompt=instruction, image=source, generator=gen, **args)
         )
         out.append(_fit_size(image, result.images[0]))
@@ -304,6 +266,11 @@ class DiffusersEditor(_DiffusersBackend):
     def load(self) -> DiffusersEditor:
         if self.pipe is not None:
             return self
+        shared = self._generator_pipe()
+        if shared is not None:
+            log.info("%s: editing with the generator's pipeline (one set of weights)", self.model)
+            self.pipe = shared
+            return self
         diffusers = require("diffusers", "diffusers", "the diffusers: backends")
         dtype = pick_dtype(self.device, self.dtype_name)
         pipe = load_pipeline(diffusers.DiffusionPipeline, self.model, dtype)
@@ -316,6 +283,23 @@ class DiffusersEditor(_DiffusersBackend):
             )
         self.pipe = self._place(pipe)
         return self
+
+    def _generator_pipe(self) -> Any:
+        """The pipeline of a generator already created for the same model, device and dtype
+        when it can also edit (FLUX.2-klein, Kontext): the weights are then loaded once."""
+        from refine.backends.registry import instances
+
+        for gen in instances("generator", f"diffusers:{self.model}"):
+            same = (
+                getattr(gen, "dtype_name", None) == self.dtype_name
+                and gen.device == self.device
+                and gen.cpu_offload == self.cpu_offload
+            )
+            if same:
+                gen.load()
+                if type(gen.pipe).__name__ in EDIT_PIPELINES:
+                    return gen.pipe
+        return None
 
     def _call_args(self, image: Image.Image) -> dict[str, Any]:
         kind = type(self.pipe).__name__

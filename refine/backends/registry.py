@@ -111,6 +111,12 @@ def create(role: str, name: str, shared: bool = True, **options: Any) -> Any:
     return backend
 
 
+def instances(role: str, name: str) -> list[Any]:
+    """Shared instances already created for ``role`` under ``name`` (any options)."""
+    prefix, rest = split_name(role, name)
+    return [b for key, b in _INSTANCES.items() if key[:3] == (role, prefix, rest)]
+
+
 register(
     "text_embedder",
     "st",
@@ -157,6 +163,19 @@ register(
     "img2img:stabilityai/sd-turbo",
 )
 
+for _role, _cls, _example, _what in (
+    ("observer", "HFObserver", "hf:Qwen/Qwen2.5-VL-7B-Instruct", "descriptor listing"),
+    ("judge", "HFJudge", "hf:Qwen/Qwen2.5-VL-7B-Instruct", "yes-probability and 1-5 ratings"),
+    ("llm", "HFLanguageModel", "hf:Qwen/Qwen2.5-7B-Instruct", "JSON answers"),
+):
+    register(
+        _role,
+        "hf",
+        f"refine.backends.hf_models:{_cls}",
+        f"transformers chat model, {_what} (Qwen2.5-VL, InternVL3-hf, LLaVA; text LMs for llm)",
+        _example,
+    )
+
 register(
     "image_embedder",
     "clip",
@@ -164,4 +183,11 @@ register(
     "open_clip image/text embedder and CLIPScore",
     "clip:ViT-L-14/openai",
     default=True,
+)
+register(
+    "image_embedder",
+    "siglip",
+    "refine.backends.siglip_embedder:SiglipEmbedder",
+    "SigLIP / SigLIP 2 image/text embedder through transformers",
+    "siglip:google/siglip-so400m-patch14-384",
 )

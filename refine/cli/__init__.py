@@ -54,7 +54,8 @@ def backends_cmd(
             for i in infos
         ]
         profile_rows = [
-            {"name": p.name, "description": p.description, "roles": p.roles} for p in profiles
+            {"name": p.name, "description": p.description, "roles": p.roles, "options": p.options}
+            for p in profiles
         ]
         typer.echo(json.dumps({"backends": rows, "profiles": profile_rows}, indent=2))
         return
@@ -68,7 +69,8 @@ def backends_cmd(
     for p in profiles:
         Console().print(f"[bold]profile {p.name}[/bold]: {p.description}")
         for r, name in p.roles.items():
-            Console().print(f"  {r:14} {name}")
+            opts = ", ".join(f"{k}={v}" for k, v in p.options.get(r, {}).items())
+            Console().print(f"  {r:14} {name}" + (f"  ({opts})" if opts else ""), markup=False)
 
 
 def _version(value: bool) -> None:

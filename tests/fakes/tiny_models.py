@@ -102,3 +102,283 @@ def build_tiny_sd(path: Path, in_channels: int = 4) -> Path:
     out = path / ("tiny-sd" if in_channels == 4 else "tiny-ip2p")
     pipe.save_pretrained(out)
     return out
+
+
+# A chat template in the Qwen style: images become <|vision_start|><|image_pad|><|vision_end|>
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+QWEN_SPECIALS = (
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
+# merges so that the judge's answers "Yes" and "No" are single tokens, as in real vocabularies
+QWEN_MERGES = (("Y", "e"), ("Ye", "s"), ("N", "o"))
+
+
+def tiny_qwen_tokenizer(path: Path):
+    """A byte-level Qwen2 tokenizer with the chat template and special tokens of Qwen2.5."""
+    from transformers import Qwen2Tokenizer
+
+    chars = byte_alphabet()
+    vocab = {c: i for i, c in enumerate(chars)}
+    for a, b in QWEN_MERGES:
+        vocab[a + b] = len(vocab)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "vocab.json").write_text(json.dumps(vocab))
+    merges = "\n".join(f"{a} {b}" for a, b in QWEN_MERGES)
+    (path / "merges.txt").write_text(f"#version: 0.2\n{merges}\n")
+    tok = Qwen2Tokenizer(
+        str(path / "vocab.json"),
+        str(path / "merges.txt"),
+        unk_token=None,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=list(QWEN_SPECIALS),
+    )
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def build_tiny_qwen_vl(path: Path) -> Path:
+    """A random Qwen2.5-VL (hidden 32, 2 layers, vision depth 2) with its processor."""
+    import torch
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+    )
+
+    tok = tiny_qwen_tokenizer(path / "_tokenizer_src")
+    ids = tok.convert_tokens_to_ids
+    sizes = {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2}
+    processor = Qwen2_5_VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**sizes, min_pixels=56 * 56, max_pixels=112 * 112),
+        video_processor=Qwen2VLVideoProcessor(**sizes),
+        tokenizer=tok,
+        chat_template=CHAT_TEMPLATE,
+    )
+    cfg = Qwen2_5_VLConfig(
+        text_config={
+            "vocab_size": len(tok),
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 2048,
+            # m-RoPE sections (time, height, width) sum to half the head dim (32 / 4 / 2)
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 1e4,
+                "mrope_section": [2, 1, 1],
+            },
+            "bos_token_id": ids("<|endoftext|>"),
+            "eos_token_id": ids("<|im_end|>"),
+            "pad_token_id": ids("<|endoftext|>"),
+        },
+        vision_config={
+            "depth": 2,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 4,
+            "out_hidden_size": 32,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "fullatt_block_indexes": [1],
+            "window_size": 28,
+        },
+        image_token_id=ids("<|image_pad|>"),
+        video_token_id=ids("<|video_pad|>"),
+        vision_start_token_id=ids("<|vision_start|>"),
+        vision_end_token_id=ids("<|vision_end|>"),
+    )
+    torch.manual_seed(0)
+    model = Qwen2_5_VLForConditionalGeneration(cfg).eval()
+    out = path / "tiny-qwen2.5-vl"
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
+def build_tiny_qwen_lm(path: Path) -> Path:
+    """A random text-only Qwen2 causal LM with the same tokenizer and chat template."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    tok = tiny_qwen_tokenizer(path / "_tokenizer_src_lm")
+    ids = tok.convert_tokens_to_ids
+    cfg = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        bos_token_id=ids("<|endoftext|>"),
+        eos_token_id=ids("<|im_end|>"),
+        pad_token_id=ids("<|endoftext|>"),
+    )
+    torch.manual_seed(1)
+    model = Qwen2ForCausalLM(cfg).eval()
+    out = path / "tiny-qwen2-lm"
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def build_tiny_flux2_klein(path: Path) -> Path:
+    """A random FLUX.2-klein pipeline (Qwen3 text encoder, Flux2 transformer and VAE)."""
+    import torch
+    from diffusers import (
+        AutoencoderKLFlux2,
+        FlowMatchEulerDiscreteScheduler,
+        Flux2KleinPipeline,
+        Flux2Transformer2DModel,
+    )
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    tok = tiny_qwen_tokenizer(path / "_tokenizer_src_klein")
+    torch.manual_seed(0)
+    # the pipeline reads hidden states 9, 18 and 27 of the text encoder: 28 layers, 16 wide
+    text_encoder = Qwen3ForCausalLM(
+        Qwen3Config(
+            vocab_size=len(tok),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=28,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            head_dim=8,
+            max_position_embeddings=1024,
+        )
+    )
+    transformer = Flux2Transformer2DModel(
+        patch_size=1,
+        in_channels=16,
+        num_layers=1,
+        num_single_layers=1,
+        attention_head_dim=16,
+        num_attention_heads=2,
+        joint_attention_dim=48,
+        timestep_guidance_channels=32,
+        axes_dims_rope=(4, 4, 4, 4),
+        guidance_embeds=False,
+    )
+    vae = AutoencoderKLFlux2(
+        block_out_channels=(8, 16),
+        down_block_types=("DownEncoderBlock2D",) * 2,
+        up_block_types=("UpDecoderBlock2D",) * 2,
+        layers_per_block=1,
+        latent_channels=4,
+        norm_num_groups=4,
+        sample_size=32,
+    )
+    pipe = Flux2KleinPipeline(
+        scheduler=FlowMatchEulerDiscreteScheduler(),
+        vae=vae,
+        text_encoder=text_encoder,
+        tokenizer=tok,
+        transformer=transformer,
+        is_distilled=True,
+    )
+    out = path / "tiny-flux2-klein"
+    pipe.save_pretrained(out)
+    return out
+
+
+def teach(backend, prompt: str, answer: str, image=None, max_steps: int = 400) -> float:
+    """Train an hf: backend's tiny model until it answers ``prompt`` (about ``image``) with
+    ``answer``; returns the final loss. Makes a random model produce a known answer through
+    the real generation path."""
+    import torch
+
+    backend.load()
+    proc = backend.processor
+    chat = backend._chat_text(prompt, image is not None)
+    full = chat + answer + "<|im_end|>"
+    if image is not None:
+        batch = proc(text=[full], images=[image.convert("RGB")], return_tensors="pt")
+        n_prompt = proc(text=[chat], images=[image.convert("RGB")], return_tensors="pt")
+    else:
+        batch = proc([full], return_tensors="pt", add_special_tokens=False)
+        n_prompt = proc([chat], return_tensors="pt", add_special_tokens=False)
+    labels = batch["input_ids"].clone()
+    labels[:, : n_prompt["input_ids"].shape[1]] = -100
+    model = backend.model
+    model.train()
+    torch.manual_seed(0)
+    opt = torch.optim.Adam(model.parameters(), lr=5e-3)
+    loss = float("inf")
+    for _ in range(max_steps):
+        out = model(**batch, labels=labels)
+        opt.zero_grad()
+        out.loss.backward()
+        opt.step()
+        loss = out.loss.item()
+        if loss < 0.005:
+            break
+    model.eval()
+    return loss
+
+
+SIGLIP_WORDS = (
+    "<pad> </s> <unk> a photo of people eating food at home in iran tea rice carpet red blue"
+).split()
+
+
+def build_tiny_siglip(path: Path) -> Path:
+    """A random SigLIP (32-wide, one layer per tower) with a word-level tokenizer."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (
+        PreTrainedTokenizerFast,
+        SiglipConfig,
+        SiglipImageProcessor,
+        SiglipModel,
+        SiglipProcessor,
+    )
+
+    words = Tokenizer(
+        models.WordLevel({w: i for i, w in enumerate(SIGLIP_WORDS)}, unk_token="<unk>")
+    )
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=words,
+        pad_token="<pad>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        model_max_length=16,
+    )
+    processor = SiglipProcessor(
+        image_processor=SiglipImageProcessor(size={"height": 32, "width": 32}), tokenizer=tok
+    )
+    layer = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1}
+    cfg = SiglipConfig(
+        text_config={
+            **layer,
+            "vocab_size": len(SIGLIP_WORDS),
+            "num_attention_heads": 2,
+            "max_position_embeddings": 16,
+        },
+        vision_config={**layer, "num_attention_heads": 2, "image_size": 32, "patch_size": 8},
+    )
+    torch.manual_seed(0)
+    out = path / "tiny-siglip"
+    SiglipModel(cfg).save_pretrained(out)
+    processor.save_pretrained(out)
+    return out

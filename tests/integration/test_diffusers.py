@@ -8,13 +8,17 @@ from PIL import Image
 
 from refine.backends import create
 from refine.backends.diffusers_backends import DiffusersEditor, ModelUnavailable
-from tests.fakes.tiny_models import build_tiny_sd
+from tests.fakes.tiny_models import build_tiny_flux2_klein, build_tiny_sd
 
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny-diffusers")
-    return {"sd": build_tiny_sd(root, 4), "ip2p": build_tiny_sd(root, 8)}
+    return {
+        "sd": build_tiny_sd(root, 4),
+        "ip2p": build_tiny_sd(root, 8),
+        "klein": build_tiny_flux2_klein(root),
+    }
 
 
 def gen_backend(path, **kw):
@@ -116,3 +120,45 @@ def test_img2img_progress(tiny_dir):
     seen = []
     ed.edit(Image.new("RGB", (32, 32)), "x", seeds=[0], progress=lambda d, t: seen.append((d, t)))
     assert seen == [(1, 2), (2, 2)]  # 4 steps at strength 0.5 run 2
+
+
+def test_flux2_klein_generates_and_edits_with_one_set_of_weights(tiny_dir):
+    name = f"diffusers:{tiny_dir['klein']}"
+    opts = {"device": "cpu", "steps": 2}
+    gen = create("generator", name, width=64, height=64, **opts)
+    ed = create("editor", name, **opts)
+    images = gen.generate("people eating food at home in Iran", seeds=[7, 8])
+    assert gen.info()["pipeline"] == "Flux2KleinPipeline"
+    assert [im.size for im in images] == [(64, 64), (64, 64)]
+    assert not np.array_equal(arr(images[0]), arr(images[1]))
+    ed.load()
+    assert ed.pipe is gen.pipe  # the editor uses the generator's pipeline
+    src = images[0].resize((72, 64))
+    steps = []
+    out = ed.edit(
+        src,
+        "replace the chairs with floor cushions",
+        seeds=[1],
+        progress=lambda d, t: steps.append((d, t)),
+    )[0]
+    assert out.size == (72, 64)  # worked at 64x64, returned at the input size
+    assert steps == [(1, 2), (2, 2)]
+    assert np.array_equal(
+        arr(ed.edit(src, "replace the chairs with floor cushions", [1])[0]), arr(out)
+    )
+    assert np.abs(arr(out) - arr(src)).max() > 0
+
+
+def test_editor_loads_its_own_pipeline_without_a_generator(tiny_dir):
+    ed = create(
+        "editor",
+        f"diffusers:{tiny_dir['klein']}",
+        shared=False,
+        device="cpu",
+        dtype="float32",
+        steps=1,
+    )
+    ed.load()  # the shared generator above uses dtype=None, so nothing is reused
+    assert type(ed.pipe).__name__ == "Flux2KleinPipeline"
+    out = ed.edit(Image.new("RGB", (64, 80), (0, 120, 0)), "add a samovar", seeds=[0])[0]
+    assert out.size == (64, 80)

@@ -32,6 +32,9 @@ def test_creating_backends_imports_no_torch():
         "create('text_embedder', 'st:all-MiniLM-L6-v2'); "
         "create('generator', 'diffusers:some/model', steps=2); "
         "create('image_embedder', 'clip:ViT-B-32/openai'); "
+        "create('image_embedder', 'siglip:google/siglip-base-patch16-224'); "
+        "create('observer', 'hf:Qwen/Qwen2.5-VL-3B-Instruct'); "
+        "from refine.profiles import load_profile; load_profile('local-gpu').create('editor'); "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -38,3 +38,42 @@ def test_profile_file_errors(tmp_path):
     broken.write_text("[roles\n")
     with pytest.raises(ValueError, match="invalid TOML"):
         load_profile(str(broken))
+
+
+def test_gpu_profiles():
+    assert {"gemini", "local-gpu", "small-gpu"} <= set(list_profiles())
+    local = load_profile("local-gpu")
+    assert local.backend("generator") == local.backend("editor")
+    assert "FLUX.2-klein-4B" in local.backend("generator")
+    assert local.options["generator"]["steps"] == 4 and local.options["editor"]["steps"] == 4
+    assert local.backend("observer") == local.backend("judge") == "hf:Qwen/Qwen2.5-VL-7B-Instruct"
+    assert local.backend("image_embedder") == "clip:ViT-L-14/openai"
+    small = load_profile("small-gpu")
+    assert "sd-turbo" in small.backend("generator")
+    assert "instruct-pix2pix" in small.backend("editor")
+    assert small.backend("observer") == "hf:Qwen/Qwen2.5-VL-3B-Instruct"
+    for p in (local, load_profile("gemini"), small):
+        assert set(p.roles) == {
+            "generator",
+            "editor",
+            "observer",
+            "judge",
+            "llm",
+            "text_embedder",
+            "image_embedder",
+        }
+
+
+def test_profile_creates_backends_with_options(tmp_path):
+    small = load_profile("small-gpu")
+    gen = small.create("generator", device="cpu")
+    assert (gen.model, gen.steps, gen.guidance, gen.width) == ("stabilityai/sd-turbo", 4, 0.0, 512)
+    assert gen.pipe is None  # nothing loaded yet
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[roles]\ngenerator = "diffusers:x"\n[options.generator]\nwings = 2\n')
+    with pytest.raises(ValueError, match="options.generator do not fit backend 'diffusers:x'"):
+        load_profile(str(bad)).create("generator")
+    orphan = tmp_path / "orphan.toml"
+    orphan.write_text('[roles]\ngenerator = "diffusers:x"\n[options.editor]\nsteps = 2\n')
+    with pytest.raises(ValueError, match="options.editor given but roles.editor is not set"):
+        load_profile(str(orphan))

@@ -1,0 +1,285 @@
+"""transformers backends: vision-language observers and judges, and causal language models.
+
+``hf:<hub id or local path>`` names any chat model with a chat template:
+
+* an image-text-to-text model (Qwen2.5-VL, InternVL3-hf, LLaVA, ...) can observe (list the
+  descriptors in an image), judge (answer-token probabilities) and answer JSON prompts;
+* a text-only causal LM (Qwen2.5-Instruct, ...) answers JSON prompts (``llm`` role).
+
+Generation is greedy (temperature 0) unless a temperature is given. Judge scores come from
+one forward pass: the logits at the last prompt position, restricted to the answer tokens
+("Yes"/"No" or "1".."5") and normalised with a softmax, as in VQAScore. Batches are padded
+on the left so that the last position is the next token of every prompt.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from refine.backends.device import LazyDevice
+from refine.backends.imports import require
+from refine.backends.loading import load_or_explain, oom_guard, pick_dtype, torch_dtype_name
+from refine.backends.protocols import Rating
+from refine.backends.structured import (
+    ask_with_repair,
+    clean_descriptors,
+    descriptor_schema,
+    observation_prompt,
+)
+
+if TYPE_CHECKING:
+    from PIL import Image
+    from pydantic import BaseModel
+
+log = logging.getLogger(__name__)
+T = TypeVar("T", bound="BaseModel")
+
+YES_NO = ("Yes", "No")
+RATINGS = ("1", "2", "3", "4", "5")
+
+# (model, revision, device, dtype) -> (model, processor, is_vision): the observer, judge and
+# llm backends of one model share one copy of its weights
+_LOADED: dict[tuple[str, str | None, str, str], tuple[Any, Any, bool]] = {}
+
+
+class HFModel:
+    """A transformers chat model; one instance serves the observer, judge and llm roles."""
+
+    role = "llm"
+    device = LazyDevice()
+
+    def __init__(
+        self,
+        model: str,
+        device: str | None = None,
+        dtype: str | None = None,
+        revision: str | None = None,
+        max_new_tokens: int = 512,
+        temperature: float = 0.0,
+        max_repairs: int = 2,
+        batch_size: int = 8,
+        max_image_side: int | None = 1024,
+    ) -> None:
+        if not model:
+            raise ValueError("an hf: backend needs a model id or a local path")
+        if batch_size < 1 or max_new_tokens < 1 or max_repairs < 0 or temperature < 0:
+            raise ValueError(
+                "hf: batch_size and max_new_tokens must be >= 1, max_repairs and temperature >= 0"
+            )
+        self.model_name = model
+        self.device = device
+        self.dtype_name = dtype
+        self.revision = revision
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.max_repairs = max_repairs
+        self.batch_size = batch_size
+        self.max_image_side = max_image_side
+        self.model: Any = None
+        self.processor: Any = None  # the processor of a VLM, or the tokenizer of a text model
+        self.is_vision = False
+
+    # -- loading -----------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        rev = f"@{self.revision}" if self.revision else ""
+        return f"hf:{self.model_name}{rev}"
+
+    def info(self) -> dict[str, str]:
+        self.load()
+        return {
+            "id": self.id,
+            "architecture": type(self.model).__name__,
+            "dtype": torch_dtype_name(self.model.dtype),
+            "device": str(self.device),
+            "revision": self.revision or "",
+        }
+
+    def load(self) -> HFModel:
+        if self.model is not None:
+            return self
+        transformers = require("transformers", "transformers", "the hf: backends")
+        dtype = pick_dtype(self.device, self.dtype_name)
+        name, rev = self.model_name, self.revision
+        key = (name, rev, str(self.device), torch_dtype_name(dtype))
+        if key in _LOADED:
+            self.model, self.processor, self.is_vision = _LOADED[key]
+            return self
+        config = load_or_explain(
+            name, lambda: transformers.AutoConfig.from_pretrained(name, revision=rev)
+        )
+        self.is_vision = getattr(config, "vision_config", None) is not None
+        log.info("loading %s (%s) on %s", name, dtype, self.device)
+        if self.is_vision:
+            loader = transformers.AutoModelForImageTextToText
+            processor_loader = transformers.AutoProcessor
+        else:
+            loader = transformers.AutoModelForCausalLM
+            processor_loader = transformers.AutoTokenizer
+        model = load_or_explain(
+            name, lambda: loader.from_pretrained(name, revision=rev, dtype=dtype)
+        )
+        processor = load_or_explain(
+            name, lambda: processor_loader.from_pretrained(name, revision=rev)
+        )
+        tokenizer = self._tokenizer(processor)
+        if getattr(tokenizer, "chat_template", None) is None and not getattr(
+            processor, "chat_template", None
+        ):
+            raise ValueError(
+                f"{name} has no chat template; use an instruct/chat model "
+                "(for example Qwen/Qwen2.5-VL-7B-Instruct)"
+            )
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.model = model.to(self.device).eval()
+        self.processor = processor
+        _LOADED[key] = (self.model, self.processor, self.is_vision)
+        return self
+
+    @staticmethod
+    def _tokenizer(processor: Any) -> Any:
+        return getattr(processor, "tokenizer", processor)
+
+    def _require_vision(self, what: str) -> None:
+        self.load()
+        if not self.is_vision:
+            raise ValueError(
+                f"{self.model_name} is a text-only model and cannot {what}; use a vision-language "
+                "model such as hf:Qwen/Qwen2.5-VL-7B-Instruct"
+            )
+
+    # -- prompts -----------------------------------------------------------------------
+
+    def _prepare_image(self, image: Image.Image) -> Image.Image:
+        image = image.convert("RGB")
+        side = self.max_image_side
+        if side and max(image.size) > side:
+            image = image.copy()
+            image.thumbnail((side, side))
+        return image
+
+    def _chat_text(self, text: str, with_image: bool) -> str:
+        content: Any
+        if self.is_vision:
+            content = [{"type": "image"}] if with_image else []
+            content = [*content, {"type": "text", "text": text}]
+        else:
+            content = text
+        messages = [{"role": "user", "content": content}]
+        return self.processor.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False
+        )
+
+    def _encode(self, texts: Sequence[str], images: Sequence[Image.Image] | None) -> Any:
+        chats = [self._chat_text(t, images is not None) for t in texts]
+        kwargs: dict[str, Any] = {"padding": True, "return_tensors": "pt"}
+        if images is not None:
+            kwargs["images"] = [self._prepare_image(im) for im in images]
+        if self.is_vision:
+            batch = self.processor(text=chats, **kwargs)
+        else:
+            batch = self.processor(chats, add_special_tokens=False, **kwargs)
+        return batch.to(self.device)
+
+    # -- generation --------------------------------------------------------------------
+
+    def generate_text(self, prompt: str, image: Image.Image | None = None) -> str:
+        """The model's answer to ``prompt`` (about ``image`` when given)."""
+        import torch
+
+        self.load()
+        if image is not None:
+            self._require_vision("look at images")
+        batch = self._encode([prompt], None if image is None else [image])
+        tokenizer = self._tokenizer(self.processor)
+        options: dict[str, Any] = {
+            "max_new_tokens": self.max_new_tokens,
+            "pad_token_id": tokenizer.pad_token_id,
+        }
+        if self.temperature > 0:
+            options.update(do_sample=True, temperature=self.temperature)
+        else:
+            options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        with torch.inference_mode():
+            out = oom_guard(self.model_name, lambda: self.model.generate(**batch, **options))
+        new_tokens = out[:, batch["input_ids"].shape[1] :]
+        return tokenizer.batch_decode(new_tokens, skip_special_tokens=True)[0].strip()
+
+    def complete_json(self, prompt: str, schema: type[T]) -> T:
+        return ask_with_repair(
+            lambda p: self.generate_text(p), prompt, schema, self.id, self.max_repairs
+        )
+
+    def describe(
+        self, image: Image.Image, dimensions: Sequence[str], max_per_dimension: int = 10
+    ) -> dict[str, list[str]]:
+        self._require_vision("observe images")
+        schema = descriptor_schema(dimensions, max_per_dimension)
+        prompt = observation_prompt(dimensions, max_per_dimension)
+        answer = ask_with_repair(
+            lambda p: self.generate_text(p, image), prompt, schema, self.id, self.max_repairs
+        )
+        return clean_descriptors(answer, dimensions, max_per_dimension)
+
+    # -- judging -----------------------------------------------------------------------
+
+    def answer_token_ids(self, answers: Sequence[str]) -> list[int]:
+        """The single token id of each answer; an answer that is not one token is an error."""
+        tokenizer = self._tokenizer(self.processor)
+        ids = []
+        for answer in answers:
+            tokens = tokenizer.encode(answer, add_special_tokens=False)
+            if len(tokens) != 1:
+                raise ValueError(
+                    f"{self.model_name}: the answer {answer!r} is {len(tokens)} tokens, not one; "
+                    "this model's tokenizer cannot be used as a judge"
+                )
+            ids.append(tokens[0])
+        return ids
+
+    def answer_distribution(
+        self, images: Sequence[Image.Image], texts: Sequence[str], answers: Sequence[str]
+    ) -> list[list[float]]:
+        """For each (image, text): softmax of the next-token logits over ``answers``."""
+        import torch
+
+        self._require_vision("judge images")
+        if len(images) != len(texts):
+            raise ValueError(f"{len(images)} images but {len(texts)} questions")
+        ids = torch.tensor(self.answer_token_ids(answers), device=self.device)
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = self._encode(
+                texts[start : start + self.batch_size], images[start : start + self.batch_size]
+            )
+            with torch.inference_mode():
+                logits = oom_guard(self.model_name, lambda b=batch: self.model(**b).logits)
+            last = logits[:, -1, :].float().index_select(1, ids)
+            out.extend(torch.softmax(last, dim=-1).cpu().tolist())
+        return out
+
+    def yes_probability(
+        self, images: Sequence[Image.Image], questions: Sequence[str]
+    ) -> list[float]:
+        texts = [f'{q} Please answer "Yes" or "No".' for q in questions]
+        return [p[0] for p in self.answer_distribution(images, texts, YES_NO)]
+
+    def rate(self, images: Sequence[Image.Image], prompts: Sequence[str]) -> list[Rating]:
+        return [Rating(tuple(p)) for p in self.answer_distribution(images, prompts, RATINGS)]
+
+
+class HFObserver(HFModel):
+    role = "observer"
+
+
+class HFJudge(HFModel):
+    role = "judge"
+
+
+class HFLanguageModel(HFModel):
+    role = "llm"

@@ -1,0 +1,79 @@
+"""Loading models with errors a user can act on, and the dtype/OOM rules the backends share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+R = TypeVar("R")
+
+
+class ModelUnavailable(RuntimeError):
+    """A model that cannot be loaded here; the message says what to do."""
+
+
+class OutOfMemory(RuntimeError):
+    """The GPU ran out of memory; the message names the ways out."""
+
+
+def pick_dtype(device: str, dtype: str | None = None):
+    """``dtype`` if given; bfloat16 (or float16) on CUDA; float32 on CPU."""
+    import torch
+
+    if dtype:
+        value = getattr(torch, dtype, None)
+        if not isinstance(value, torch.dtype):
+            raise ValueError(f"unknown dtype {dtype!r}; use float32, float16 or bfloat16")
+        return value
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float32
+
+
+def load_or_explain(model: str, load: Callable[[], R]) -> R:
+    """``load()``, turning hub and file errors into :class:`ModelUnavailable` that say what
+    to do (log in for a gated model, download it where there is internet, fix the path)."""
+    try:
+        from huggingface_hub import errors as hub_errors
+    except ImportError:  # pragma: no cover
+        hub_errors = None
+    try:
+        return load()
+    except Exception as err:
+        gated = hub_errors is not None and isinstance(err, hub_errors.GatedRepoError)
+        if gated or "gated repo" in str(err).lower():
+            raise ModelUnavailable(
+                f"{model} is a gated model: accept its licence on its Hugging Face page, then "
+                "log in with `hf auth login` (or set HF_TOKEN)"
+            ) from err
+        missing = isinstance(err, OSError) or (
+            hub_errors is not None
+            and isinstance(
+                err, hub_errors.RepositoryNotFoundError | hub_errors.LocalEntryNotFoundError
+            )
+        )
+        if missing:
+            raise ModelUnavailable(
+                f"cannot load {model!r}: it is not a local model folder and not in the Hugging "
+                "Face cache, and it could not be downloaded. Check the name, download it with "
+                f"`hf download {model}` where there is internet, or give a local path. ({err})"
+            ) from err
+        raise
+
+
+def oom_guard(model: str, fn: Callable[[], R]) -> R:
+    """``fn()``; CUDA out-of-memory becomes :class:`OutOfMemory` naming the ways out."""
+    import torch
+
+    try:
+        return fn()
+    except torch.cuda.OutOfMemoryError as err:
+        torch.cuda.empty_cache()
+        raise OutOfMemory(
+            f"{model} ran out of GPU memory: use the 'small-gpu' profile, enable CPU offload "
+            "(cpu_offload=true), or lower the image size"
+        ) from err
+
+
+def torch_dtype_name(dtype: Any) -> str:
+    return str(dtype).replace("torch.", "")

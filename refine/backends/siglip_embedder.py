@@ -1,0 +1,120 @@
+"""SigLIP / SigLIP 2 image and text embedder through transformers.
+
+``siglip:<hub id or path>``, e.g. ``siglip:google/siglip-so400m-patch14-384``. Embeddings
+are L2-normalised; ``clip_score`` is ``100 * max(cos, 0)`` as for the clip: embedders, and
+``match_probability`` is SigLIP's own sigmoid(scale * cos + bias).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from refine.backends.device import LazyDevice
+from refine.backends.imports import require
+from refine.backends.loading import load_or_explain, pick_dtype, torch_dtype_name
+
+if TYPE_CHECKING:
+    import torch
+    from PIL import Image
+
+
+def _features(output: Any) -> torch.Tensor:
+    """transformers 5 returns model outputs from ``get_*_features``; 4.x returned tensors."""
+    return output if hasattr(output, "dim") else output.pooler_output
+
+
+class SiglipEmbedder:
+    role = "image_embedder"
+    device = LazyDevice()
+
+    def __init__(
+        self, model: str, device: str | None = None, dtype: str | None = None, batch_size: int = 32
+    ) -> None:
+        if not model:
+            raise ValueError("a siglip: embedder needs a model id or a local path")
+        self.model_name = model
+        self.device = device
+        self.dtype_name = dtype
+        self.batch_size = batch_size
+        self.model: Any = None
+        self.processor: Any = None
+
+    @property
+    def id(self) -> str:
+        return f"siglip:{self.model_name}"
+
+    def load(self) -> SiglipEmbedder:
+        if self.model is None:
+            transformers = require("transformers", "transformers", "the siglip: embedders")
+            dtype = pick_dtype(self.device, self.dtype_name)
+            name = self.model_name
+            model = load_or_explain(
+                name, lambda: transformers.AutoModel.from_pretrained(name, dtype=dtype)
+            )
+            if not hasattr(model, "get_image_features") or not hasattr(model, "logit_bias"):
+                raise ValueError(f"{name} is a {type(model).__name__}, not a SigLIP model")
+            self.processor = load_or_explain(
+                name, lambda: transformers.AutoProcessor.from_pretrained(name)
+            )
+            self.model = model.to(self.device).eval()
+        return self
+
+    def info(self) -> dict[str, str]:
+        self.load()
+        return {
+            "id": self.id,
+            "architecture": type(self.model).__name__,
+            "device": str(self.device),
+            "dtype": torch_dtype_name(self.model.dtype),
+        }
+
+    def encode_images(self, images: Sequence[Image.Image]) -> torch.Tensor:
+        import torch
+
+        self.load()
+        chunks = []
+        with torch.inference_mode():
+            for start in range(0, len(images), self.batch_size):
+                batch = [im.convert("RGB") for im in images[start : start + self.batch_size]]
+                pixels = self.processor(images=batch, return_tensors="pt")["pixel_values"]
+                pixels = pixels.to(self.device, self.model.dtype)
+                feats = _features(self.model.get_image_features(pixel_values=pixels))
+                chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1))
+        return torch.cat(chunks).clone()
+
+    def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
+        import torch
+
+        self.load()
+        chunks = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), self.batch_size):
+                # SigLIP was trained on texts padded to the maximum length
+                batch = self.processor(
+                    text=list(texts[start : start + self.batch_size]),
+                    padding="max_length",
+                    truncation=True,
+                    return_tensors="pt",
+                ).to(self.device)
+                feats = _features(self.model.get_text_features(input_ids=batch["input_ids"]))
+                chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1))
+        return torch.cat(chunks).clone()
+
+    def clip_score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[float]:
+        """100 * max(cosine, 0) of each (image, text) pair."""
+        if len(images) != len(texts):
+            raise ValueError(f"{len(images)} images but {len(texts)} texts")
+        cos = (self.encode_images(images) * self.encode_texts(texts)).sum(dim=-1)
+        return (100.0 * cos.clamp(min=0)).tolist()
+
+    def match_probability(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[float]:
+        """SigLIP's probability that each text describes its image: sigmoid(s * cos + b)."""
+        import torch
+
+        if len(images) != len(texts):
+            raise ValueError(f"{len(images)} images but {len(texts)} texts")
+        cos = (self.encode_images(images) * self.encode_texts(texts)).sum(dim=-1)
+        scale = self.model.logit_scale.float().exp().cpu()
+        bias = self.model.logit_bias.float().cpu()
+        return torch.sigmoid(cos * scale + bias).reshape(-1).tolist()

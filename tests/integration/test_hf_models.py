@@ -1,0 +1,176 @@
+"""hf: observer, judge and language model on tiny random Qwen2.5-VL / Qwen2 models saved to
+disk and loaded by path, as a hub id would be."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from PIL import Image
+from pydantic import BaseModel
+
+from refine.backends import create
+from refine.backends.hf_models import HFModel
+from refine.backends.loading import ModelUnavailable
+from refine.backends.structured import InvalidModelOutput, observation_prompt
+from tests.fakes.tiny_models import build_tiny_qwen_lm, build_tiny_qwen_vl, teach
+
+DIMS = ["setting", "objects", "attire", "interaction", "spatial"]
+RED = Image.new("RGB", (64, 48), (200, 30, 30))
+BLUE = Image.new("RGB", (30, 90), (0, 0, 255))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny-hf")
+    return {"vl": build_tiny_qwen_vl(root), "lm": build_tiny_qwen_lm(root), "root": root}
+
+
+def backend(role, path, **kw):
+    return create(role, f"hf:{path}", shared=False, device="cpu", **kw)
+
+
+def manual_answer_probs(path, image, text, answers):
+    """The answer distribution computed directly with transformers, for comparison."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    proc = AutoProcessor.from_pretrained(path)
+    model = AutoModelForImageTextToText.from_pretrained(path).eval()
+    chat = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
+    prompt = proc.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    inputs = proc(text=[prompt], images=[image], return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**inputs).logits[0, -1]
+    ids = [proc.tokenizer.convert_tokens_to_ids(a) for a in answers]
+    return torch.softmax(logits[ids], dim=0).tolist()
+
+
+def test_judge_yes_probability_matches_direct_computation(tiny):
+    judge = backend("judge", tiny["vl"])
+    questions = ["Is there food on the table?", "Is anyone wearing a tall hat?"]
+    batched = judge.yes_probability([RED, BLUE], questions)
+    assert all(0.0 < p < 1.0 for p in batched)
+    # left padding: each prompt in a batch scores as it does alone
+    singles = [
+        judge.yes_probability([im], [q])[0] for im, q in zip([RED, BLUE], questions, strict=True)
+    ]
+    assert batched == pytest.approx(singles, abs=1e-5)
+    expected = manual_answer_probs(
+        tiny["vl"], RED, f'{questions[0]} Please answer "Yes" or "No".', ["Yes", "No"]
+    )
+    assert batched[0] == pytest.approx(expected[0], abs=1e-5)
+
+
+def test_judge_rating_distribution(tiny):
+    judge = backend("judge", tiny["vl"], batch_size=1)
+    prompts = ["Rate from 1 to 5 how Iranian this looks.", "Rate 1-5."]
+    ratings = judge.rate([RED, BLUE], prompts)
+    for r, (im, p) in zip(ratings, [(RED, prompts[0]), (BLUE, prompts[1])], strict=True):
+        assert sum(r.probabilities) == pytest.approx(1.0, abs=1e-6)
+        assert r.probabilities == pytest.approx(
+            manual_answer_probs(tiny["vl"], im, p, list("12345")), abs=1e-5
+        )
+        assert 1.0 <= r.expectation <= 5.0
+        assert r.argmax == 1 + max(range(5), key=lambda k: r.probabilities[k])
+
+
+def test_answer_tokens_must_be_single_tokens(tiny):
+    judge = backend("judge", tiny["vl"])
+    judge.load()
+    yes, no = judge.answer_token_ids(["Yes", "No"])
+    assert yes != no
+    with pytest.raises(ValueError, match="'Maybe' is 5 tokens"):
+        judge.answer_token_ids(["Maybe"])
+    with pytest.raises(ValueError, match="2 images but 1 questions"):
+        judge.yes_probability([RED, BLUE], ["one question"])
+
+
+def test_roles_of_one_model_share_weights(tiny):
+    obs = create("observer", f"hf:{tiny['vl']}", device="cpu")
+    judge = create("judge", f"hf:{tiny['vl']}", device="cpu")
+    assert obs is not judge
+    assert obs.load().model is judge.load().model
+    info = judge.info()
+    assert info["architecture"] == "Qwen2_5_VLForConditionalGeneration"
+    assert (info["dtype"], info["device"]) == ("float32", "cpu")
+    assert info["id"] == f"hf:{tiny['vl']}"
+
+
+def test_observer_random_model_fails_with_raw_output(tiny, monkeypatch):
+    obs = backend("observer", tiny["vl"], max_new_tokens=12, max_repairs=1)
+    prompts = []
+    real = HFModel.generate_text
+
+    def spy(self, prompt, image=None):
+        prompts.append(prompt)
+        return real(self, prompt, image)
+
+    monkeypatch.setattr(HFModel, "generate_text", spy)
+    with pytest.raises(InvalidModelOutput) as info:
+        obs.describe(RED, DIMS, 3)
+    assert info.value.attempts == 2 and len(prompts) == 2
+    assert "raw output:" in str(info.value) and info.value.raw in str(info.value)
+    assert "could not be used" in prompts[1]  # the repair prompt was sent
+
+
+def test_observer_repair_then_valid(tiny, monkeypatch):
+    obs = backend("observer", tiny["vl"])
+    answers = iter(
+        ['{"setting": "a kitchen"', '```json\n{"setting": ["Kitchen", "kitchen "]}\n```']
+    )
+    seen = []
+
+    def scripted(self, prompt, image=None):
+        seen.append((prompt, image))
+        return next(answers)
+
+    monkeypatch.setattr(HFModel, "generate_text", scripted)
+    out = obs.describe(RED, DIMS, 3)
+    assert out == {
+        "setting": ["Kitchen"],
+        "objects": [],
+        "attire": [],
+        "interaction": [],
+        "spatial": [],
+    }
+    assert seen[0][1] is RED and seen[1][1] is RED
+    assert "not valid JSON" in seen[1][0]
+
+
+def test_taught_observer_lists_descriptors_through_real_generation(tiny):
+    obs = backend("observer", tiny["vl"], max_new_tokens=160)
+    answer = (
+        '{"setting": ["living room"], "objects": ["rice", "tea glasses"], "attire": [], '
+        '"interaction": ["sharing food"], "spatial": ["sitting on the floor"]}'
+    )
+    loss = teach(obs, observation_prompt(DIMS, 3), answer, image=RED)
+    assert loss < 0.05
+    out = obs.describe(RED, DIMS, 3)
+    assert out == {
+        "setting": ["living room"],
+        "objects": ["rice", "tea glasses"],
+        "attire": [],
+        "interaction": ["sharing food"],
+        "spatial": ["sitting on the floor"],
+    }
+
+
+class Candidates(BaseModel):
+    candidates: list[str]
+
+
+def test_language_model_complete_json(tiny):
+    lm = backend("llm", tiny["lm"], max_new_tokens=60)
+    prompt = "List stereotype candidates for Iran as JSON."
+    teach(lm, prompt, '{"candidates": ["carpets", "turbans"]}')
+    assert lm.complete_json(prompt, Candidates) == Candidates(candidates=["carpets", "turbans"])
+    with pytest.raises(ValueError, match="text-only model and cannot observe"):
+        lm.describe(RED, DIMS, 3)
+
+
+def test_unavailable_model_errors_name_the_model(tmp_path):
+    with pytest.raises(ModelUnavailable, match="no-such-org/no-such-model.*hf download"):
+        backend("observer", "no-such-org/no-such-model").load()
+    with pytest.raises(ModelUnavailable, match="not a local model folder"):
+        backend("judge", tmp_path / "missing").load()
+    with pytest.raises(ValueError, match="needs a model id"):
+        create("llm", "hf:", shared=False)

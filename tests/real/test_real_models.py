@@ -1,0 +1,78 @@
+"""The bundled profiles' real models, on a GPU machine with the weights in the HF cache.
+
+Run with ``REFINE_REAL_MODELS=1 pytest tests/real`` (add ``HF_HUB_OFFLINE=0`` to let the
+hub download what is missing). Skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from refine.profiles import load_profile
+
+pytestmark = [pytest.mark.weights, pytest.mark.gpu]
+
+DIMS = ["setting", "objects", "attire", "interaction", "spatial"]
+
+
+def plain_scene() -> Image.Image:
+    """A red square on white: a picture whose content is known."""
+    im = Image.new("RGB", (448, 448), "white")
+    im.paste((220, 20, 20), (112, 112, 336, 336))
+    return im
+
+
+@pytest.mark.parametrize("profile", ["local-gpu", "small-gpu"])
+def test_generator_and_editor(profile):
+    p = load_profile(profile)
+    gen = p.create("generator")
+    a = gen.generate("people eating food at home in Iran", seeds=[0, 1])
+    again = gen.generate("people eating food at home in Iran", seeds=[0])[0]
+    assert np.abs(np.asarray(a[0], int) - np.asarray(again, int)).mean() < 2.0
+    assert not np.array_equal(np.asarray(a[0]), np.asarray(a[1]))
+    edited = p.create("editor").edit(a[0], "add a teapot on the table", seeds=[0])[0]
+    assert edited.size == a[0].size
+    assert np.abs(np.asarray(edited, int) - np.asarray(a[0], int)).mean() > 1.0
+
+
+@pytest.mark.parametrize("profile", ["local-gpu", "small-gpu"])
+def test_observer_and_judge(profile):
+    p = load_profile(profile)
+    seen = p.create("observer").describe(plain_scene(), DIMS, 5)
+    assert set(seen) == set(DIMS) and any(seen.values())
+    judge = p.create("judge")
+    yes = judge.yes_probability(
+        [plain_scene(), plain_scene()],
+        ["Is there a red square in the image?", "Is there an elephant in the image?"],
+    )
+    assert yes[0] > 0.5 > yes[1]
+    rating = judge.rate([plain_scene()], ["Rate 1-5 how red this image is. Answer with a digit."])
+    assert rating[0].argmax >= 3
+
+
+@pytest.mark.parametrize("profile", ["local-gpu", "small-gpu"])
+def test_language_model_json(profile):
+    from pydantic import BaseModel
+
+    class Foods(BaseModel):
+        foods: list[str]
+
+    llm = load_profile(profile).create("llm")
+    out = llm.complete_json('List three Iranian dishes as JSON: {"foods": [...]}', Foods)
+    assert len(out.foods) >= 3
+
+
+def test_clip_scores_the_matching_caption_higher():
+    emb = load_profile("local-gpu").create("image_embedder")
+    s = emb.clip_score([plain_scene()] * 2, ["a red square", "a photo of a dog on grass"])
+    assert s[0] > s[1]
+
+
+def test_siglip_scores_the_matching_caption_higher():
+    from refine.backends import create
+
+    emb = create("image_embedder", "siglip:google/siglip-so400m-patch14-384")
+    p = emb.match_probability([plain_scene()] * 2, ["a red square", "a photo of a dog on grass"])
+    assert p[0] > p[1]
