@@ -6,3 +6,13 @@ this package; scoring formulas live in the sibling package :mod:`metrics`. Impor
 """
 
 __version__ = "0.1.0"
+
+__all__ = ["Refiner", "__version__"]
+
+
+def __getattr__(name: str):
+    if name == "Refiner":  # imported on first use, so `import refine` stays light
+        from refine.loop import Refiner
+
+        return Refiner
+    raise AttributeError(f"module 'refine' has no attribute {name!r}")

@@ -16,12 +16,14 @@ import typer
 from refine import __version__
 from refine.cli.inputs import UserInputError
 from refine.cli.metrics_cmd import metrics_app
+from refine.cli.run_cmd import refs_app, run_cmd
 
 app = typer.Typer(
     name="refine",
     help=(
         "Find, explain and fix cultural errors in generated images.\n\n"
-        "Subcommands: 'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
+        "Subcommands: 'run' refines an image round by round; 'refs' shows reference "
+        "descriptors; 'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
         "from JSON and .npy files; 'backends' lists the model backends that can be named."
     ),
     no_args_is_help=True,
@@ -30,6 +32,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(metrics_app, name="metrics")
+app.add_typer(refs_app, name="refs")
+app.command("run")(run_cmd)
 
 
 @app.command("backends")

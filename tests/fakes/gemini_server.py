@@ -79,6 +79,8 @@ class FakeGemini:
         self.replies: deque[Reply] = deque()
         self.requests: list[dict] = []
         self.paths: list[str] = []
+        # when set, answers every request: handler(path, body) -> (status, body)
+        self.handler = None
         self._server: ThreadingHTTPServer | None = None
 
     # queueing
@@ -106,7 +108,10 @@ class FakeGemini:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append(body)
                 fake.paths.append(self.path)
-                if not fake.replies:
+                if fake.handler is not None and not fake.replies:
+                    status, answer = fake.handler(self.path, body)
+                    reply = Reply(status, answer)
+                elif not fake.replies:
                     reply = Reply(500, error_answer(500, "INTERNAL", "no reply queued")[1])
                 else:
                     reply = fake.replies.popleft()

@@ -1,0 +1,61 @@
+"""How far an edited image moved from its parent: SSIM and image-embedding cosine.
+
+SSIM follows Wang et al. (2004) on luminance in [0, 1] with a uniform 7x7 window,
+K1 = 0.01, K2 = 0.03 and population (co)variances, averaged over the valid windows.
+The child is resized to the parent's size first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+WINDOW = 7
+K1, K2 = 0.01, 0.03
+
+
+def _box_mean(x: np.ndarray, w: int) -> np.ndarray:
+    """Mean over every w x w window that fits (valid positions only)."""
+    c = np.pad(x, ((1, 0), (1, 0))).cumsum(0).cumsum(1)
+    s = c[w:, w:] - c[:-w, w:] - c[w:, :-w] + c[:-w, :-w]
+    return s / (w * w)
+
+
+def ssim_arrays(a: np.ndarray, b: np.ndarray, window: int = WINDOW) -> float:
+    """SSIM of two same-shape 2-D arrays with values in [0, 1]."""
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"SSIM needs two 2-D arrays of one shape, got {a.shape} and {b.shape}")
+    w = min(window, *a.shape)
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    mu_a, mu_b = _box_mean(a, w), _box_mean(b, w)
+    var_a = _box_mean(a * a, w) - mu_a**2
+    var_b = _box_mean(b * b, w) - mu_b**2
+    cov = _box_mean(a * b, w) - mu_a * mu_b
+    c1, c2 = K1**2, K2**2
+    num = (2 * mu_a * mu_b + c1) * (2 * cov + c2)
+    den = (mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2)
+    s = num / den
+    return float(s.mean())
+
+
+def ssim(parent: Image.Image, child: Image.Image) -> float:
+    """SSIM between the luminance of two images (the child resized to the parent's size)."""
+    from PIL import Image as PILImage
+
+    if child.size != parent.size:
+        child = child.resize(parent.size, PILImage.Resampling.BICUBIC)
+    a = np.asarray(parent.convert("L"), dtype=np.float64) / 255.0
+    b = np.asarray(child.convert("L"), dtype=np.float64) / 255.0
+    return ssim_arrays(a, b)
+
+
+def cosine(u: np.ndarray, v: np.ndarray) -> float:
+    u, v = np.asarray(u, dtype=np.float64).ravel(), np.asarray(v, dtype=np.float64).ravel()
+    nu, nv = np.linalg.norm(u), np.linalg.norm(v)
+    if nu == 0 or nv == 0:
+        raise ValueError("cosine of a zero vector is undefined")
+    return float(u @ v / (nu * nv))

@@ -1,0 +1,195 @@
+"""``refine run`` and ``refine refs``: the refinement loop and its references."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from refine.cli.inputs import UserInputError
+
+refs_app = typer.Typer(
+    help="Reference descriptors and stereotype candidates from the bundled pack.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+@refs_app.command("show")
+def refs_show(
+    activity: str = typer.Argument(..., help='An activity, e.g. "people eating food at home".'),
+    country: str = typer.Option(..., "--country", help="A country, e.g. Iran."),
+    as_json: bool = typer.Option(False, "--json", help="Print the reference pack as JSON."),
+) -> None:
+    """Print the reference descriptors by dimension and the stereotype candidates."""
+    from refine.references import ReferenceNotFound, find_references
+
+    try:
+        refs = find_references(activity, country)
+    except ReferenceNotFound as err:
+        raise UserInputError(str(err)) from err
+    if as_json:
+        typer.echo(refs.model_dump_json(indent=2))
+        return
+    typer.echo(f"{refs.activity} - {refs.country}")
+    for dim, phrases in refs.descriptors.items():
+        typer.echo(f"\n{dim}:")
+        for p in phrases:
+            typer.echo(f"  - {p}")
+    typer.echo("\nstereotype candidates:")
+    for s in refs.stereotypes:
+        typer.echo(f"  - {s}")
+    typer.echo(f"\nsource: {refs.source}")
+
+
+@refs_app.command("list")
+def refs_list(
+    country: str = typer.Option(None, "--country", help="Only this country."),
+) -> None:
+    """List the activities of the bundled pack (marked * where descriptors exist)."""
+    from refine.references import load_pack
+
+    pack = load_pack()
+    keys = list(pack.countries)
+    if country:
+        key = pack.country_key(country)
+        if key is None:
+            raise UserInputError(f"--country: unknown {country!r}; countries: {', '.join(keys)}")
+        keys = [key]
+    for key in keys:
+        acts = pack.countries[key]["activities"]
+        typer.echo(f"{key}:")
+        for phrase, entry in sorted(acts.items()):
+            typer.echo(f"  {'*' if entry.get('descriptors') else ' '} {phrase}")
+
+
+def _parse_instructions(values: list[str]) -> dict[int, str]:
+    out = {}
+    for v in values:
+        k, sep, text = v.partition("=")
+        if not sep or not k.strip().isdigit() or int(k) < 1 or not text.strip():
+            raise UserInputError(f"--instruction {v!r}: use ROUND=TEXT with ROUND >= 1")
+        out[int(k)] = text.strip()
+    return out
+
+
+def _parse_backends(values: list[str]) -> dict[str, str]:
+    from refine.backends.registry import ROLES
+
+    out = {}
+    for v in values:
+        role, sep, name = v.partition("=")
+        if not sep or role not in ROLES or not name:
+            raise UserInputError(
+                f"--backend {v!r}: use ROLE=NAME with ROLE one of {', '.join(ROLES)}"
+            )
+        out[role] = name
+    return out
+
+
+def run_cmd(
+    activity: str = typer.Argument(None, help='The activity, e.g. "people eating food at home".'),
+    country: str = typer.Option(None, "--country", help="The country, e.g. Iran."),
+    profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
+    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+    rounds: int = typer.Option(5, "--rounds", min=0, help="Editing rounds after round 0."),
+    target: float = typer.Option(0.7, "--target", min=0.0, max=1.0, help="Stop at this FAITH."),
+    patience: int = typer.Option(2, "--patience", min=1, help="Rejected rounds before stopping."),
+    candidates: int = typer.Option(2, "--candidates", min=1, help="Edit candidates per round."),
+    initial: int = typer.Option(1, "--initial", min=1, help="Best of N seeds for round 0."),
+    seed: int = typer.Option(42, "--seed", help="Base seed."),
+    margin: float = typer.Option(0.01, "--margin", min=0.0, help="Least FAITH gain to accept."),
+    max_drift: float = typer.Option(0.5, "--max-drift", min=0.0, help="Largest 1 - cosine."),
+    edit_from: str = typer.Option("best", "--edit-from", help="best or original."),
+    refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
+    image: Path = typer.Option(None, "--image", help="Refine this image instead of generating."),
+    instruction: list[str] = typer.Option([], "--instruction", help="ROUND=TEXT, your own."),
+    budget_s: float = typer.Option(None, "--budget-seconds", help="Wall-time budget."),
+    budget_calls: int = typer.Option(None, "--budget-calls", help="Model-call budget."),
+    out: Path = typer.Option(Path("runs"), "--out", help="Folder for run directories."),
+    resume: Path = typer.Option(None, "--resume", help="Finish the run in this directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print the final run record as JSON."),
+) -> None:
+    """Generate, score and refine an image of an activity in a country, round by round."""
+    from refine.loop import Refiner
+    from refine.references import ReferenceNotFound, find_references, load_references_file
+    from refine.store import RunStore
+
+    def progress(event: dict) -> None:
+        if as_json:
+            return
+        if event["type"] == "run":
+            typer.echo(f"run {event['run']} in {event['dir']}", err=True)
+        elif event["type"] == "stage":
+            extra = f" candidate {event['candidate']}" if "candidate" in event else ""
+            typer.echo(f"  round {event['round']}: {event['stage']}{extra}", err=True)
+        elif event["type"] == "round":
+            typer.echo(f"  round {event['round']}: {event['decision']}", err=True)
+
+    if resume is not None:
+        try:
+            run = RunStore(resume).load()
+        except ValueError as err:
+            raise UserInputError(f"--resume: {err}") from err
+        refiner = Refiner(
+            run.spec.profile, run.spec.backends, run.spec.backend_options, on_event=progress
+        )
+        run = refiner.resume(resume)
+    else:
+        if not activity or not country:
+            raise UserInputError("give an ACTIVITY and --country (or --resume DIR)")
+        if edit_from not in ("best", "original"):
+            raise UserInputError(f"--edit-from: {edit_from!r} is not 'best' or 'original'")
+        if image is not None and not image.is_file():
+            raise UserInputError(f"--image: {image} does not exist")
+        try:
+            refs = (
+                load_references_file(refs_file, activity, country)
+                if refs_file
+                else find_references(activity, country)
+            )
+        except (ReferenceNotFound, ValueError) as err:
+            raise UserInputError(str(err)) from err
+        try:
+            refiner = Refiner(profile, _parse_backends(backend), on_event=progress)
+        except ValueError as err:
+            raise UserInputError(f"--profile/--backend: {err}") from err
+        run = refiner.run(
+            activity,
+            country,
+            out=out,
+            references=refs,
+            rounds=rounds,
+            target=target,
+            patience=patience,
+            candidates=candidates,
+            initial_candidates=initial,
+            seed=seed,
+            margin=margin,
+            max_drift=max_drift,
+            edit_from=edit_from,
+            instructions=_parse_instructions(instruction),
+            budget_seconds=budget_s,
+            budget_calls=budget_calls,
+            input_image=str(image.resolve()) if image else None,
+        )
+    if as_json:
+        typer.echo(run.model_dump_json(indent=2))
+        return
+    print_summary(run)
+
+
+def print_summary(run) -> None:
+    typer.echo(f"\nrun {run.id}: {run.status}, stopped by {run.stop_reason}")
+    typer.echo(
+        f"{'round':>5} {'decision':9} {'FAITH':>6} {'ALIGN':>6} {'HAL':>6} {'EXAG':>6}  image"
+    )
+    for r in run.rounds:
+        s = r.best.scores
+        exag = f"{s.exag:6.3f}" if s.exag is not None else "   n/a"
+        mark = " *" if r.index == run.best_round else ""
+        typer.echo(
+            f"{r.index:>5} {r.decision:9} {s.faith:6.3f} {s.align:6.3f} {s.hal:6.3f} {exag}  "
+            f"{r.best.image}{mark}"
+        )
+    typer.echo(f"best round: {run.best_round} (*); EXAG: {run.rounds[0].best.scores.exag_variant}")

@@ -1,0 +1,61 @@
+"""Feedback -> editing instruction, from the template ``assets/prompts/edit_instruction.txt``.
+
+Remove hallucinated and exaggerated elements, add missing reference elements, keep the
+aligned ones; at most ``max_changes`` changes, taken in turn from the exaggerated (largest
+excess first), hallucinated (least supported first) and missing (furthest first) lists.
+"""
+
+from __future__ import annotations
+
+from itertools import zip_longest
+
+from refine.assets import prompt_template
+from refine.records import Feedback
+
+
+def planned_changes(feedback: Feedback, max_changes: int) -> list[str]:
+    exaggerated = [f"Tone down the exaggerated {e['candidate']}" for e in feedback.exaggerated]
+    # an observed phrase already named as an exaggerated candidate is not listed twice
+    covered = {str(e.get("observed", "")).casefold() for e in feedback.exaggerated}
+    hallucinated = [
+        f"Remove {h['phrase']}"
+        for h in sorted(feedback.hallucinated, key=lambda h: h.get("similarity") or 0.0)
+        if h["phrase"].casefold() not in covered
+    ]
+    missing = [
+        f"Add {m['phrase']}"
+        for m in sorted(feedback.missing, key=lambda m: m.get("similarity") or 0.0)
+    ]
+    out: list[str] = []
+    for group in zip_longest(exaggerated, hallucinated, missing):
+        out.extend(c for c in group if c)
+    # the same phrase may be both exaggerated and hallucinated: keep the first wording
+    seen: set[str] = set()
+    unique = []
+    for c in out:
+        key = c.split(" ", 1)[1].casefold().replace("the exaggerated ", "")
+        if key not in seen:
+            seen.add(key)
+            unique.append(c)
+    return unique[:max_changes]
+
+
+def build_instruction(
+    feedback: Feedback, activity: str, country: str, max_changes: int = 5, keep_max: int = 5
+) -> str | None:
+    """The editing instruction, or ``None`` when the feedback asks for no change."""
+    changes = planned_changes(feedback, max_changes)
+    if not changes:
+        return None
+    kept = [a["phrase"] for a in feedback.aligned][:keep_max]
+    keep = f", in particular {', '.join(kept)}" if kept else ""
+    return (
+        prompt_template("edit_instruction")
+        .format(
+            activity=activity,
+            country=country,
+            changes="\n".join(f"- {c}." for c in changes),
+            keep=keep,
+        )
+        .strip()
+    )

@@ -1,0 +1,497 @@
+"""The closed refinement loop: generate, observe, score, instruct, edit, accept or reject.
+
+Round 0 generates (best of ``initial_candidates`` seeds) or takes the user's image. Every
+later round builds an instruction from the parent's feedback (or takes the user's),
+edits ``candidates`` times with different seeds, scores each candidate and accepts the best
+one only if FAITH rises by at least ``margin`` and its drift from the parent (1 - cosine of
+image embeddings) stays within ``max_drift``. The run record is saved after every round.
+
+EXAG variants (named in every score):
+* ``judge-rating``: the judge rates exaggeration of the stereotype candidates 1-5 with the
+  rubric in ``assets/prompts/exaggeration.txt``; EXAG = (expected rating - 1) / 4. The
+  candidates listed as seen are those matching an observed descriptor (similarity > tau).
+* ``reference-yes``: with reference images, the judge's yes-probability per candidate
+  against its mean over the reference images (AHEaD's EXAG).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from metrics.ahead import exaggeration, faithfulness, score_images
+from metrics.descriptors import DIMENSIONS
+from metrics.drift import cosine, ssim
+from refine.assets import prompt_template
+from refine.instructions import build_instruction
+from refine.records import (
+    Candidate,
+    Drift,
+    Feedback,
+    ReferencePack,
+    Round,
+    Run,
+    RunSpec,
+    Scores,
+)
+from refine.store import RunStore, new_run_id
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+log = logging.getLogger(__name__)
+
+Event = dict[str, Any]
+MODEL_ROLES = ("generator", "editor", "observer", "judge", "text_embedder", "image_embedder")
+TEMPLATES = ("generate", "edit_instruction", "exaggeration", "observe", "repair")
+
+
+class _Stop(Exception):
+    pass
+
+
+class Backends:
+    """The model backends of a run, created lazily from a profile and overrides."""
+
+    def __init__(
+        self,
+        profile: str = "gemini",
+        overrides: dict[str, str] | None = None,
+        options: dict[str, dict[str, Any]] | None = None,
+        instances: dict[str, Any] | None = None,
+    ) -> None:
+        from refine.profiles import load_profile
+
+        overrides = dict(overrides or {})
+        self.profile = load_profile(profile)
+        self.names = {**self.profile.roles, **overrides}
+        # a profile's options belong to the profile's backend, not to an override
+        self.options = {
+            role: dict(opts)
+            for role, opts in self.profile.options.items()
+            if overrides.get(role, self.profile.roles.get(role)) == self.profile.roles.get(role)
+        }
+        for role, opts in (options or {}).items():
+            self.options.setdefault(role, {}).update(opts)
+        self._made: dict[str, Any] = dict(instances or {})
+        for role, backend in self._made.items():
+            self.names[role] = getattr(backend, "id", type(backend).__name__)
+
+    def get(self, role: str) -> Any:
+        if role not in self._made:
+            from refine.backends.registry import create
+
+            if role not in self.names:
+                raise ValueError(f"profile {self.profile.name!r} names no {role} backend")
+            self._made[role] = create(role, self.names[role], **self.options.get(role, {}))
+        return self._made[role]
+
+    def ids(self) -> dict[str, str]:
+        return {role: getattr(self.get(role), "id", self.names[role]) for role in self._made}
+
+
+class Refiner:
+    """Runs and resumes refinement runs; one instance reuses its models across runs."""
+
+    def __init__(
+        self,
+        profile: str = "gemini",
+        backends: dict[str, str] | None = None,
+        backend_options: dict[str, dict[str, Any]] | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        instances: dict[str, Any] | None = None,
+    ) -> None:
+        """``backends`` overrides the profile's backend names per role, ``backend_options``
+        their options; ``instances`` gives ready backend objects (any object following the
+        role's protocol)."""
+        self.backends = Backends(profile, backends, backend_options, instances)
+        self.profile_name = profile
+        self.overrides = dict(backends or {})
+        self.backend_options = dict(backend_options or {})
+        self.on_event = on_event or (lambda event: None)
+        self.calls = 0
+
+    # -- public API --------------------------------------------------------------------
+
+    def run(
+        self,
+        activity: str,
+        country: str,
+        out: str | Path = "runs",
+        references: ReferencePack | None = None,
+        **settings: Any,
+    ) -> Run:
+        """A new run to completion; returns the run record (also in ``out/<id>/run.json``)."""
+        from refine.references import find_references
+
+        spec = RunSpec(
+            activity=activity,
+            country=country,
+            profile=self.profile_name,
+            backends=self.backends.names,
+            backend_options=self.backends.options,
+            **settings,
+        )
+        refs = references or find_references(activity, country)
+        store = RunStore.create(out, new_run_id(activity, refs.country))
+        run = Run(
+            id=store.dir.name,
+            spec=spec,
+            references=refs,
+            templates={t: prompt_template(t) for t in TEMPLATES},
+            created=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        )
+        store.save(run)
+        return self._drive(run, store)
+
+    def resume(self, run_dir: str | Path) -> Run:
+        """Finish a run that stopped part-way (its completed rounds are kept)."""
+        store = RunStore(run_dir)
+        run = store.load()
+        if run.status == "finished":
+            return run
+        run.status, run.error = "running", None
+        return self._drive(run, store)
+
+    # -- the loop ----------------------------------------------------------------------
+
+    def _drive(self, run: Run, store: RunStore) -> Run:
+        started = time.monotonic() - run.elapsed_s
+        self.calls = run.model_calls
+        self._emit({"type": "run", "run": run.id, "dir": str(store.dir)})
+        try:
+            if not run.rounds:
+                self._round_zero(run, store)
+                self._save(run, store, started)
+            while run.stop_reason is None:
+                reason = self._stop_reason(run, started)
+                if reason:
+                    run.stop_reason = reason
+                    break
+                self._edit_round(run, store)
+                self._save(run, store, started)
+            run.status = "finished"
+        except BaseException as err:
+            run.status = "failed"
+            run.error = f"{type(err).__name__}: {err}"
+            self._save(run, store, started)
+            raise
+        self._save(run, store, started)
+        self._emit({"type": "done", "run": run.id, "stop_reason": run.stop_reason})
+        return run
+
+    def _save(self, run: Run, store: RunStore, started: float) -> None:
+        run.elapsed_s = time.monotonic() - started
+        run.model_calls = self.calls
+        ids = dict(run.backend_ids)
+        ids.update(self.backends.ids())
+        run.backend_ids = ids
+        store.save(run)
+
+    def _stop_reason(self, run: Run, started: float) -> str | None:
+        spec = run.spec
+        best = run.best()
+        edits = len(run.rounds) - 1
+        if best is not None and best.best.scores.faith is not None:
+            if best.best.scores.faith >= spec.target:
+                return f"target: FAITH {best.best.scores.faith:.3f} >= {spec.target}"
+        if edits >= spec.rounds:
+            return f"max rounds: {spec.rounds} editing round(s) done"
+        streak = 0
+        for r in reversed(run.rounds[1:]):
+            if r.decision == "accepted":
+                break
+            streak += 1
+        if streak >= spec.patience:
+            return f"patience: {streak} round(s) in a row without an accepted improvement"
+        if spec.budget_seconds is not None and time.monotonic() - started >= spec.budget_seconds:
+            return f"budget: {spec.budget_seconds:g} s of wall time used"
+        if spec.budget_calls is not None and self.calls >= spec.budget_calls:
+            return f"budget: {self.calls} model calls used (limit {spec.budget_calls})"
+        return None
+
+    def _round_zero(self, run: Run, store: RunStore) -> None:
+        spec = run.spec
+        timings: dict[str, float] = {}
+        if spec.input_image:
+            from PIL import Image as PILImage
+
+            with PILImage.open(spec.input_image) as im:
+                images = [im.convert("RGB")]
+            seeds = [spec.seed]
+            prompt = f"input image {Path(spec.input_image).name}"
+            source = "prompt"
+        else:
+            prompt = spec.prompt or prompt_template("generate").strip().format(
+                activity=spec.activity, country=run.references.country
+            )
+            seeds = [spec.seed + j for j in range(spec.initial_candidates)]
+            self._emit({"type": "stage", "round": 0, "stage": "generate", "n": len(seeds)})
+            t = time.perf_counter()
+            images = self.backends.get("generator").generate(prompt, seeds)
+            self.calls += len(seeds)
+            timings["generate"] = time.perf_counter() - t
+            source = "prompt"
+        candidates = [
+            self._candidate(run, store, 0, j, seed, image, None, timings)
+            for j, (seed, image) in enumerate(zip(seeds, images, strict=True))
+        ]
+        chosen = max(range(len(candidates)), key=lambda j: _faith(candidates[j]))
+        run.rounds.append(
+            Round(
+                index=0,
+                parent=None,
+                kind="generate",
+                text=prompt,
+                instruction_source=source,
+                candidates=candidates,
+                chosen=chosen,
+                decision="initial",
+                reason=f"best of {len(candidates)} initial image(s) by FAITH",
+                timings=timings,
+            )
+        )
+        run.best_round = 0
+        self._emit({"type": "round", "round": 0, "decision": "initial"})
+
+    def _edit_round(self, run: Run, store: RunStore) -> None:
+        spec = run.spec
+        k = len(run.rounds)
+        parent_index = run.best_round if spec.edit_from == "best" else 0
+        parent = run.rounds[parent_index]
+        timings: dict[str, float] = {}
+        user = spec.instructions.get(k)
+        if user:
+            instruction, source = user, "user"
+        else:
+            instruction = build_instruction(
+                parent.best.feedback, spec.activity, run.references.country, spec.max_changes
+            )
+            source = "template"
+            if instruction is None:
+                run.stop_reason = "nothing to change: no missing, hallucinated or exaggerated items"
+                return
+        parent_image = store.load_image(parent.best.image)
+        seeds = [spec.seed + 1000 * k + j for j in range(spec.candidates)]
+        self._emit({"type": "stage", "round": k, "stage": "edit", "n": len(seeds)})
+        t = time.perf_counter()
+        edited = self.backends.get("editor").edit(parent_image, instruction, seeds)
+        self.calls += len(seeds)
+        timings["edit"] = time.perf_counter() - t
+        candidates = [
+            self._candidate(run, store, k, j, seed, image, parent_image, timings)
+            for j, (seed, image) in enumerate(zip(seeds, edited, strict=True))
+        ]
+        parent_faith = _faith(parent.best)
+        within = [j for j, c in enumerate(candidates) if _drift(c) <= spec.max_drift]
+        pool = within or list(range(len(candidates)))
+        chosen = max(pool, key=lambda j: _faith(candidates[j]))
+        best = candidates[chosen]
+        gain = _faith(best) - parent_faith
+        if not within:
+            decision = "rejected"
+            reason = (
+                f"every candidate drifted too far from round {parent_index} "
+                f"(smallest 1 - cosine {min(_drift(c) for c in candidates):.3f} > "
+                f"{spec.max_drift})"
+            )
+        elif gain >= spec.margin:
+            decision = "accepted"
+            reason = f"FAITH {parent_faith:.3f} -> {_faith(best):.3f} (+{gain:.3f})"
+        else:
+            decision = "rejected"
+            reason = (
+                f"FAITH {parent_faith:.3f} -> {_faith(best):.3f} ({gain:+.3f}); "
+                f"needs at least +{spec.margin}"
+            )
+        run.rounds.append(
+            Round(
+                index=k,
+                parent=parent_index,
+                kind="edit",
+                text=instruction,
+                instruction_source=source,
+                candidates=candidates,
+                chosen=chosen,
+                decision=decision,
+                reason=reason,
+                timings=timings,
+            )
+        )
+        if decision == "accepted":
+            run.best_round = k
+        self._emit({"type": "round", "round": k, "decision": decision, "reason": reason})
+
+    # -- one image ---------------------------------------------------------------------
+
+    def _candidate(
+        self,
+        run: Run,
+        store: RunStore,
+        k: int,
+        j: int,
+        seed: int,
+        image: Image.Image,
+        parent: Image.Image | None,
+        timings: dict[str, float],
+    ) -> Candidate:
+        name = store.save_image(f"round_{k:02d}_c{j}.png", image)
+        self._emit({"type": "stage", "round": k, "stage": "observe", "candidate": j})
+        observed, scores, feedback, t = self.assess(image, run.references, run.spec)
+        for stage, seconds in t.items():
+            timings[stage] = timings.get(stage, 0.0) + seconds
+        drift = None
+        if parent is not None:
+            t0 = time.perf_counter()
+            drift = self.drift(parent, image)
+            timings["drift"] = timings.get("drift", 0.0) + time.perf_counter() - t0
+        return Candidate(
+            seed=seed,
+            image=name,
+            observed=observed,
+            scores=scores,
+            feedback=feedback,
+            drift=drift,
+        )
+
+    def assess(
+        self, image: Image.Image, refs: ReferencePack, spec: RunSpec
+    ) -> tuple[dict[str, list[str]], Scores, Feedback, dict[str, float]]:
+        """Observe and score one image against the references."""
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        observed = self.backends.get("observer").describe(
+            image, list(DIMENSIONS), spec.max_per_dimension
+        )
+        self.calls += 1
+        timings["observe"] = time.perf_counter() - t
+        t = time.perf_counter()
+        embedder = self.backends.get("text_embedder")
+        ahead = score_images(refs.descriptors, [observed], embedder, tau=spec.tau)[0]
+        timings["score"] = time.perf_counter() - t
+        t = time.perf_counter()
+        exag, variant, exaggerated = self._exaggeration(image, observed, refs, spec)
+        timings["judge"] = time.perf_counter() - t
+        faith = faithfulness(ahead.align, ahead.hal, exag) if exag is not None else None
+        if faith is None:
+            faith = (ahead.align + 1.0 - ahead.hal) / 2.0
+            variant += "; FAITH = mean(ALIGN, 1 - HAL) without EXAG"
+        per_dim = {
+            d: {"align": s.align, "hal": s.hal}
+            for d, s in ahead.per_dimension.items()
+            if s.align is not None or s.hal is not None
+        }
+        scores = Scores(
+            align=ahead.align,
+            hal=ahead.hal,
+            exag=exag,
+            faith=faith,
+            exag_variant=variant,
+            per_dimension=per_dim,
+        )
+        feedback = Feedback(
+            aligned=[_match(m) for m in ahead.aligned],
+            missing=[_match(m) for m in ahead.missing],
+            hallucinated=[_match(m) for m in ahead.hallucinated],
+            exaggerated=exaggerated,
+        )
+        return observed, scores, feedback, timings
+
+    def _exaggeration(
+        self,
+        image: Image.Image,
+        observed: dict[str, list[str]],
+        refs: ReferencePack,
+        spec: RunSpec,
+    ) -> tuple[float | None, str, list[dict[str, Any]]]:
+        candidates = refs.stereotypes
+        if not candidates:
+            return None, "not computed: no stereotype candidates", []
+        judge = self.backends.get("judge")
+        if refs.reference_images:
+            return self._exaggeration_from_references(image, refs, judge)
+        prompt = prompt_template("exaggeration").format(
+            activity=refs.activity, country=refs.country, candidates="; ".join(candidates)
+        )
+        rating = judge.rate([image], [prompt])[0]
+        self.calls += 1
+        value = (rating.expectation - 1.0) / 4.0
+        seen = self._candidates_seen(observed, candidates, spec.tau)
+        return value, "judge-rating (1-5 rubric, (E[rating] - 1) / 4)", seen
+
+    def _exaggeration_from_references(
+        self, image: Image.Image, refs: ReferencePack, judge: Any
+    ) -> tuple[float, str, list[dict[str, Any]]]:
+        from PIL import Image as PILImage
+
+        questions = [f"Does this image show {c}?" for c in refs.stereotypes]
+        ref_rows = []
+        for path in refs.reference_images:
+            with PILImage.open(path) as im:
+                ref = im.convert("RGB")
+            ref_rows.append(judge.yes_probability([ref] * len(questions), questions))
+            self.calls += len(questions)
+        baseline = [sum(col) / len(col) for col in zip(*ref_rows, strict=True)]
+        row = judge.yes_probability([image] * len(questions), questions)
+        self.calls += len(questions)
+        score = exaggeration([row], baseline, refs.stereotypes)
+        listed = [
+            {"candidate": c, "excess": e, "source": "judge yes-probability"}
+            for c, e in score.exaggerated(0)
+        ]
+        return score.value, "reference-yes (judge yes-probability vs reference images)", listed
+
+    def _candidates_seen(
+        self, observed: dict[str, list[str]], candidates: Sequence[str], tau: float
+    ) -> list[dict[str, Any]]:
+        phrases = [p for d in DIMENSIONS for p in observed.get(d, [])]
+        if not phrases:
+            return []
+        from metrics.text_embedding import default_cache
+
+        embedder = self.backends.get("text_embedder")
+        cache = default_cache()
+        cand = cache.embed(embedder, list(candidates))
+        obs = cache.embed(embedder, phrases)
+        sims = (cand @ obs.T).cpu().numpy()
+        seen = []
+        for i, c in enumerate(candidates):
+            j = int(sims[i].argmax())
+            if sims[i, j] > tau:
+                seen.append(
+                    {"candidate": c, "observed": phrases[j], "similarity": float(sims[i, j])}
+                )
+        return sorted(seen, key=lambda s: -s["similarity"])
+
+    def drift(self, parent: Image.Image, child: Image.Image) -> Drift:
+        embedder = self.backends.get("image_embedder")
+        e = embedder.encode_images([parent, child]).cpu().numpy()
+        return Drift(
+            embedding_cosine=cosine(e[0], e[1]), ssim=ssim(parent, child), embedder=embedder.id
+        )
+
+    def _emit(self, event: Event) -> None:
+        try:
+            self.on_event(event)
+        except Exception:  # a broken progress display must not stop a run
+            log.exception("progress callback failed")
+
+
+def _faith(c: Candidate) -> float:
+    return c.scores.faith if c.scores.faith is not None else float("-inf")
+
+
+def _drift(c: Candidate) -> float:
+    return 0.0 if c.drift is None else 1.0 - c.drift.embedding_cosine
+
+
+def _match(m: Any) -> dict[str, Any]:
+    return {
+        "dimension": m.dimension,
+        "phrase": m.phrase,
+        "best_match": m.best_match,
+        "similarity": m.similarity,
+    }

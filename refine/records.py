@@ -1,0 +1,141 @@
+"""Typed records of the loop, validated on load and round-tripped as JSON (pydantic)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from metrics.descriptors import DIMENSIONS, normalise_phrases
+
+Descriptors = dict[str, list[str]]
+
+
+def clean_descriptor_set(value: dict[str, Any]) -> Descriptors:
+    """Phrases stripped and de-duplicated; only the five dimensions are allowed."""
+    if not isinstance(value, dict):
+        raise ValueError("descriptors must be an object of {dimension: [phrases]}")
+    unknown = sorted(set(value) - set(DIMENSIONS))
+    if unknown:
+        raise ValueError(f"unknown dimension(s) {unknown}; dimensions are {', '.join(DIMENSIONS)}")
+    out: Descriptors = {}
+    for d in DIMENSIONS:
+        phrases = value.get(d, [])
+        if not isinstance(phrases, list) or not all(isinstance(p, str) for p in phrases):
+            raise ValueError(f"descriptors.{d} must be a list of strings")
+        out[d] = normalise_phrases(phrases)
+    return out
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReferencePack(_Record):
+    activity: str
+    country: str
+    descriptors: Descriptors
+    stereotypes: list[str] = Field(default_factory=list)
+    source: str = ""
+    reference_images: list[str] = Field(default_factory=list)
+
+    @field_validator("descriptors", mode="before")
+    @classmethod
+    def _clean(cls, v: Any) -> Descriptors:
+        return clean_descriptor_set(v)
+
+
+class Scores(_Record):
+    align: float
+    hal: float
+    exag: float | None  # None: not computed (the reason is in exag_variant)
+    faith: float | None
+    exag_variant: str
+    per_dimension: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
+class Feedback(_Record):
+    aligned: list[dict[str, Any]] = Field(default_factory=list)
+    missing: list[dict[str, Any]] = Field(default_factory=list)
+    hallucinated: list[dict[str, Any]] = Field(default_factory=list)
+    exaggerated: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Drift(_Record):
+    embedding_cosine: float
+    ssim: float
+    embedder: str
+
+
+class Candidate(_Record):
+    seed: int
+    image: str
+    observed: Descriptors
+    scores: Scores
+    feedback: Feedback
+    drift: Drift | None = None
+
+
+Decision = Literal["initial", "accepted", "rejected"]
+
+
+class Round(_Record):
+    index: int
+    parent: int | None
+    kind: Literal["generate", "edit"]
+    text: str  # the prompt of round 0 or the editing instruction
+    instruction_source: Literal["prompt", "template", "user"] = "template"
+    candidates: list[Candidate]
+    chosen: int  # index into candidates
+    decision: Decision
+    reason: str
+    timings: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def best(self) -> Candidate:
+        return self.candidates[self.chosen]
+
+
+class RunSpec(_Record):
+    activity: str
+    country: str
+    profile: str = "gemini"
+    backends: dict[str, str] = Field(default_factory=dict)
+    backend_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    rounds: int = Field(5, ge=0, description="editing rounds after round 0")
+    target: float = Field(0.7, ge=0.0, le=1.0)
+    patience: int = Field(2, ge=1)
+    candidates: int = Field(2, ge=1, description="edit candidates per round (best of N)")
+    initial_candidates: int = Field(1, ge=1, description="best of N seeds for round 0")
+    seed: int = 42
+    margin: float = Field(0.01, ge=0.0, description="least FAITH gain to accept an edit")
+    max_drift: float = Field(0.5, ge=0.0, le=2.0, description="largest 1 - cosine to the parent")
+    edit_from: Literal["best", "original"] = "best"
+    tau: float = Field(0.52, gt=0.0, lt=1.0)
+    max_changes: int = Field(5, ge=1)
+    max_per_dimension: int = Field(10, ge=1)
+    budget_seconds: float | None = Field(None, gt=0)
+    budget_calls: int | None = Field(None, gt=0)
+    instructions: dict[int, str] = Field(default_factory=dict)
+    prompt: str | None = None
+    input_image: str | None = None
+
+
+class Run(_Record):
+    id: str
+    spec: RunSpec
+    references: ReferencePack
+    templates: dict[str, str] = Field(default_factory=dict)
+    backend_ids: dict[str, str] = Field(default_factory=dict)
+    status: Literal["running", "finished", "failed"] = "running"
+    rounds: list[Round] = Field(default_factory=list)
+    best_round: int | None = None
+    stop_reason: str | None = None
+    error: str | None = None
+    created: str = ""
+    updated: str = ""
+    model_calls: int = 0
+    elapsed_s: float = 0.0
+
+    def best(self) -> Round | None:
+        return None if self.best_round is None else self.rounds[self.best_round]

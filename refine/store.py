@@ -1,0 +1,97 @@
+"""The run store: one directory per run, ``run.json`` written atomically after every round.
+
+Images are written before the record that names them, and the record is replaced by
+rename, so a run killed at any point keeps every completed round and can be resumed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from refine.records import Run
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+RUN_FILE = "run.json"
+
+
+def slug(text: str, limit: int = 40) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")
+    return s[:limit].strip("-") or "run"
+
+
+def new_run_id(activity: str, country: str) -> str:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{slug(country, 20)}-{slug(activity)}"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class RunStore:
+    """Reads and writes one run directory; never writes outside it."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.dir = Path(directory).resolve()
+
+    @classmethod
+    def create(cls, root: str | Path, run_id: str) -> RunStore:
+        if slug(run_id, 200) != run_id:
+            raise ValueError(f"run id {run_id!r} is not safe for a file name")
+        root = Path(root).resolve()
+        path = root / run_id
+        n = 1
+        while path.exists():
+            n += 1
+            path = root / f"{run_id}-{n}"
+        path.mkdir(parents=True)
+        return cls(path)
+
+    def _inside(self, name: str) -> Path:
+        path = (self.dir / name).resolve()
+        if path.parent != self.dir:
+            raise ValueError(f"{name!r} would be written outside the run directory")
+        return path
+
+    def save_image(self, name: str, image: Image.Image) -> str:
+        path = self._inside(name)
+        tmp = path.with_name(f".{path.name}.tmp")
+        image.save(tmp, format="PNG")
+        os.replace(tmp, path)
+        return name
+
+    def load_image(self, name: str) -> Image.Image:
+        from PIL import Image as PILImage
+
+        with PILImage.open(self._inside(name)) as im:
+            return im.convert("RGB")
+
+    def save(self, run: Run) -> None:
+        run.updated = time.strftime("%Y-%m-%dT%H:%M:%S")
+        atomic_write_text(self._inside(RUN_FILE), run.model_dump_json(indent=1))
+
+    def load(self) -> Run:
+        path = self.dir / RUN_FILE
+        if not path.is_file():
+            raise ValueError(f"{self.dir} is not a run directory (no {RUN_FILE})")
+        try:
+            return Run.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except (json.JSONDecodeError, ValueError) as err:
+            raise ValueError(f"{path}: not a valid run record ({err})") from err

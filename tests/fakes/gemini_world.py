@@ -1,0 +1,117 @@
+"""A small scripted world behind the fake Gemini server, for end-to-end loop tests.
+
+Images are solid colours. The world says what the observer sees in each colour, how the
+judge rates its exaggeration, what generating gives, and what an edit turns a colour into
+(per seed parity). Every answer goes through the real google-genai client and backends.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+from dataclasses import dataclass, field
+
+from tests.fakes.gemini_server import image_answer, png_bytes, text_answer
+
+RED, GREEN, BLUE, GREY = (200, 30, 30), (30, 160, 60), (40, 40, 200), (128, 128, 128)
+
+# Observations chosen against the Iran "people eating food at home" references of the pack
+SEEN = {
+    RED: {
+        "setting": ["modern restaurant with neon lights"],
+        "objects": ["oversized hookah", "Large rice platter", "hamburgers"],
+        "attire": ["turbans and robes"],
+        "interaction": ["Engaging in conversation"],
+        "spatial": [],
+    },
+    GREEN: {
+        "setting": ["Persian rug on floor", "Floor cushions (poshti)"],
+        "objects": ["Large rice platter", "Estekan tea glasses", "Basket of flatbreads"],
+        "attire": ["Casual modern attire", "Women wearing simple headscarves"],
+        "interaction": ["Sharing communal dishes", "Engaging in conversation"],
+        "spatial": ["People seated on floor", "Around a sofreh"],
+    },
+    BLUE: {
+        "setting": ["spaceship interior"],
+        "objects": ["robots", "laser guns"],
+        "attire": ["astronaut suits"],
+        "interaction": ["fighting aliens"],
+        "spatial": ["floating in zero gravity"],
+    },
+    GREY: {d: [] for d in ("setting", "objects", "attire", "interaction", "spatial")},
+}
+# expected judge rating (log-probabilities over "1".."5") per colour
+RATING = {RED: 4, GREEN: 1, BLUE: 2, GREY: 1}
+
+
+def _decode(data: str) -> bytes:
+    data = data + "=" * (-len(data) % 4)
+    return (
+        base64.urlsafe_b64decode(data) if ("-" in data or "_" in data) else base64.b64decode(data)
+    )
+
+
+def _colour(part: dict) -> tuple[int, int, int]:
+    from PIL import Image
+
+    inline = part.get("inlineData") or part.get("inline_data")
+    with Image.open(io.BytesIO(_decode(inline["data"]))) as im:
+        return im.convert("RGB").getpixel((im.width // 2, im.height // 2))
+
+
+def _nearest(c) -> tuple[int, int, int]:
+    return min(SEEN, key=lambda k: sum((a - b) ** 2 for a, b in zip(k, c, strict=True)))
+
+
+@dataclass
+class World:
+    generate: tuple[int, int, int] = RED
+    # colour -> (colour for even seeds, colour for odd seeds)
+    edits: dict = field(default_factory=lambda: {RED: (GREEN, BLUE), GREEN: (GREEN, BLUE)})
+    size: tuple[int, int] = (64, 48)
+    log: list[str] = field(default_factory=list)
+    fail_on: str | None = None  # a kind of request to answer with HTTP 500
+    edit_delay_s: float = 0.0  # a slow editor, to kill a process mid-round
+
+    def __call__(self, path: str, body: dict):
+        parts = body["contents"][0]["parts"]
+        config = body.get("generationConfig", {})
+        images = [p for p in parts if "inlineData" in p or "inline_data" in p]
+        text = " ".join(p.get("text", "") for p in parts)
+        modalities = config.get("responseModalities") or config.get("response_modalities") or []
+        if "IMAGE" in modalities:
+            kind = "edit" if images else "generate"
+        elif config.get("responseLogprobs") or config.get("response_logprobs"):
+            kind = "judge"
+        else:
+            kind = "observe"
+        self.log.append(kind)
+        if kind == self.fail_on:
+            return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
+        if kind == "generate":
+            return 200, image_answer(png_bytes(self.generate, self.size))
+        colour = _nearest(_colour(images[0]))
+        if kind == "edit":
+            if self.edit_delay_s:
+                import time
+
+                time.sleep(self.edit_delay_s)
+            seed = int(config.get("seed", 0))
+            new = self.edits.get(colour, (colour, colour))[seed % 2]
+            return 200, image_answer(png_bytes(new, self.size))
+        if kind == "judge":
+            peak = RATING[colour]
+            logprobs = {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
+            return 200, text_answer(str(peak), logprobs=logprobs)
+        assert "annotating a photograph" in text, text[:200]
+        return 200, text_answer(json.dumps(SEEN[colour]))
+
+
+def expected_exag(colour) -> float:
+    """EXAG of the judge-rating variant for a colour: (E[rating] - 1) / 4."""
+    peak = RATING[colour]
+    lp = {k: -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
+    z = sum(math.exp(v) for v in lp.values())
+    return (sum(k * math.exp(v) / z for k, v in lp.items()) - 1) / 4

@@ -1,0 +1,101 @@
+"""`refine run` and `refine refs` as a user runs them, in real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from refine.store import RunStore
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+MAIN = "from refine.cli import main; main()"
+
+
+def refine_cmd(*args):
+    return [sys.executable, "-c", MAIN, *args]
+
+
+def env():
+    return {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+
+def test_resume_after_kill_9_mid_round(world, siglip_path, tmp_path):
+    world.edit_delay_s = 60.0
+    args = ["run", ACT, "--country", COUNTRY, "--out", str(tmp_path), "--rounds", "2"]
+    args += [
+        "--target",
+        "1.0",
+        "--max-drift",
+        "2",
+        "--backend",
+        f"image_embedder=siglip:{siglip_path}",
+    ]
+    proc = subprocess.Popen(refine_cmd(*args), env=env(), stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while "edit" not in world.log:  # round 0 is saved before the first edit is asked for
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "the run never reached its first edit"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    killed = RunStore(run_dir).load()
+    assert killed.status == "running" and len(killed.rounds) == 1
+    assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
+    world.edit_delay_s = 0.0
+    out = subprocess.run(
+        refine_cmd("run", "--resume", str(run_dir), "--json"),
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    done = json.loads(out.stdout)
+    assert done["status"] == "finished" and done["id"] == killed.id
+    assert done["rounds"][0] == killed.rounds[0].model_dump(mode="json")
+    assert [r["decision"] for r in done["rounds"]] == ["initial", "accepted", "rejected"]
+    assert RunStore(run_dir).load().model_dump(mode="json") == done
+
+
+def test_run_summary_and_errors(world, siglip_path, tmp_path):
+    args = ["run", ACT, "--country", COUNTRY, "--out", str(tmp_path), "--rounds", "1"]
+    args += [
+        "--target",
+        "1.0",
+        "--max-drift",
+        "2",
+        "--backend",
+        f"image_embedder=siglip:{siglip_path}",
+    ]
+    out = subprocess.run(refine_cmd(*args), env=env(), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "stopped by max rounds: 1 editing round(s) done" in out.stdout
+    assert "round 1: edit" in out.stderr and "accepted" in out.stdout
+    bad = subprocess.run(
+        refine_cmd("run", "people eating at home", "--country", "Iran", "--out", str(tmp_path)),
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "did you mean 'people eating food at home'" in bad.stderr
+    bad = subprocess.run(
+        refine_cmd("run", ACT, "--country", "Iran", "--profile", "huge-gpu"),
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "unknown profile 'huge-gpu'" in bad.stderr
+    shown = subprocess.run(
+        refine_cmd("refs", "show", ACT, "--country", "iran", "--json"),
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    refs = json.loads(shown.stdout)
+    assert refs["country"] == "Iran" and "Persian rug on floor" in refs["descriptors"]["setting"]
+    assert len(refs["stereotypes"]) == 15 and "AHEaD" in refs["source"]

@@ -1,0 +1,174 @@
+"""The refinement loop end to end through the real Gemini backends and the fake server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from refine.instructions import build_instruction, planned_changes
+from refine.loop import Refiner
+from refine.records import Feedback, Run
+from refine.store import RunStore
+from tests.fakes.gemini_world import GREEN, RED, expected_exag
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+
+
+def refiner(backends, options, **kw):
+    return Refiner("gemini", backends=backends, backend_options=options, **kw)
+
+
+def colour(store: RunStore, name: str):
+    im = store.load_image(name)
+    return im.getpixel((im.width // 2, im.height // 2))
+
+
+def test_run_accepts_improvement_then_stops_on_patience(world, backends, options, tmp_path):
+    events = []
+    run = refiner(backends, options, on_event=events.append).run(
+        ACT, COUNTRY, out=tmp_path, rounds=5, candidates=2, target=0.99, max_drift=2.0
+    )
+    store = RunStore(tmp_path / run.id)
+    assert [r.decision for r in run.rounds] == ["initial", "accepted", "rejected", "rejected"]
+    assert run.stop_reason.startswith("patience: 2 round(s)")
+    assert run.status == "finished" and run.best_round == 1
+    r0, r1 = run.rounds[0], run.rounds[1]
+    assert colour(store, r0.best.image) == RED and colour(store, r1.best.image) == GREEN
+    # round 1: seed 1042 (even) gave GREEN, 1043 gave BLUE; the better one was chosen
+    assert [c.seed for c in r1.candidates] == [1042, 1043] and r1.chosen == 0
+    assert r1.best.scores.faith > r0.best.scores.faith + 0.2
+    assert r1.best.scores.align > r0.best.scores.align and r1.best.scores.hal < 0.5
+    assert r0.best.scores.exag == pytest.approx(expected_exag(RED), abs=1e-4)
+    assert r1.best.scores.exag == pytest.approx(expected_exag(GREEN), abs=1e-4)
+    assert r0.best.scores.exag_variant.startswith("judge-rating")
+    # FAITH is the mean of ALIGN, 1 - HAL and 1 - EXAG
+    s = r0.best.scores
+    assert s.faith == pytest.approx((s.align + 1 - s.hal + 1 - s.exag) / 3)
+    # the instruction removes what was hallucinated and adds what was missing
+    lines = [x[2:].rstrip(".") for x in r1.text.splitlines() if x.startswith("- ")]
+    assert len(lines) == 5  # max_changes
+    removed = {x.removeprefix("Remove ") for x in lines if x.startswith("Remove ")}
+    assert removed and removed <= {h["phrase"] for h in r0.best.feedback.hallucinated}
+    assert "oversized hookah" not in removed  # named once, as an exaggerated candidate
+    assert any(x.startswith("Add ") for x in lines)
+    assert r1.instruction_source == "template" and r1.parent == 0
+    seen = [e["candidate"] for e in r0.best.feedback.exaggerated]
+    assert "oversized hookahs" in seen
+    # rounds 2 and 3 edit the best image (round 1) and gain nothing
+    assert run.rounds[2].parent == 1 and "needs at least +0.01" in run.rounds[2].reason
+    # the record on disk is the record returned; every image exists
+    assert Run.model_validate(json.loads((store.dir / "run.json").read_text())) == run
+    for r in run.rounds:
+        for c in r.candidates:
+            assert (store.dir / c.image).is_file()
+        assert r.timings and all(v >= 0 for v in r.timings.values())
+    assert r1.best.drift is not None and -1.0 <= r1.best.drift.embedding_cosine <= 1.0
+    assert run.backend_ids["observer"] == "gemini:gemini-2.5-flash"
+    assert [e["round"] for e in events if e["type"] == "round"] == [0, 1, 2, 3]
+    assert world.log.count("generate") == 1 and world.log.count("edit") == 6
+
+
+def test_target_and_max_rounds_and_budget(world, backends, options, tmp_path):
+    r = refiner(backends, options)
+    first = r.run(ACT, COUNTRY, out=tmp_path, rounds=3, target=0.0)
+    assert len(first.rounds) == 1 and first.stop_reason.startswith("target: FAITH")
+    red = first.rounds[0].best.scores.faith
+    run = r.run(ACT, COUNTRY, out=tmp_path, rounds=3, target=red + 0.1, max_drift=2.0)
+    assert [x.decision for x in run.rounds] == ["initial", "accepted"]
+    assert run.stop_reason.startswith("target")
+    capped = r.run(ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0)
+    assert capped.stop_reason == "max rounds: 1 editing round(s) done"
+    budget = r.run(ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0, budget_calls=3)
+    # round 0 costs 3 calls (generate, observe, judge)
+    assert len(budget.rounds) == 1 and budget.stop_reason.startswith("budget: 3 model calls")
+
+
+def test_drift_bound_rejects_and_user_instruction(world, backends, options, tmp_path):
+    run = refiner(backends, options).run(
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=1,
+        target=1.0,
+        max_drift=0.0,
+        instructions={1: "Replace the hamburgers with a sofreh."},
+    )
+    r1 = run.rounds[1]
+    assert r1.text == "Replace the hamburgers with a sofreh." and r1.instruction_source == "user"
+    assert r1.decision == "rejected" and "drifted too far" in r1.reason
+    assert run.best_round == 0
+
+
+def test_backend_failure_keeps_completed_rounds_and_resumes(world, backends, options, tmp_path):
+    world.fail_on = "edit"
+    with pytest.raises(Exception, match="injected|500"):
+        refiner(backends, options).run(
+            ACT, COUNTRY, out=tmp_path, rounds=2, target=1.0, max_drift=2.0
+        )
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    saved = RunStore(run_dir).load()
+    assert saved.status == "failed" and "GeminiError" in saved.error
+    assert len(saved.rounds) == 1  # round 0 survived
+    world.fail_on = None
+    done = refiner(backends, options).resume(run_dir)
+    assert done.status == "finished" and done.rounds[0] == saved.rounds[0]
+    assert [r.decision for r in done.rounds] == ["initial", "accepted", "rejected"]
+
+
+def test_input_image_and_edit_from_original(world, backends, options, tmp_path):
+    src = tmp_path / "mine.png"
+    Image.new("RGB", (64, 48), RED).save(src)
+    run = refiner(backends, options).run(
+        ACT,
+        COUNTRY,
+        out=tmp_path / "runs",
+        input_image=str(src),
+        rounds=2,
+        target=1.0,
+        max_drift=2.0,
+        edit_from="original",
+        patience=5,
+    )
+    assert world.log.count("generate") == 0
+    assert run.rounds[0].text == "input image mine.png"
+    assert [r.parent for r in run.rounds[1:]] == [0, 0]
+
+
+def test_instruction_template_on_hand_written_feedback():
+    fb = Feedback(
+        aligned=[{"phrase": "Large rice platter"}],
+        missing=[
+            {"phrase": "Samovar or kettle", "similarity": 0.4},
+            {"phrase": "Around a sofreh", "similarity": 0.1},
+        ],
+        hallucinated=[{"phrase": "hamburgers", "similarity": 0.2}],
+        exaggerated=[{"candidate": "oversized hookahs"}],
+    )
+    assert planned_changes(fb, 3) == [
+        "Tone down the exaggerated oversized hookahs",
+        "Remove hamburgers",
+        "Add Around a sofreh",
+    ]
+    text = build_instruction(fb, ACT, COUNTRY, max_changes=5)
+    assert text == (
+        "Edit this photo of people eating food at home in Iran so that it shows the scene as "
+        "it really looks there. Make only these changes:\n"
+        "- Tone down the exaggerated oversized hookahs.\n- Remove hamburgers.\n"
+        "- Add Around a sofreh.\n- Add Samovar or kettle.\n"
+        "Keep everything else as it is, in particular Large rice platter."
+    )
+    assert build_instruction(Feedback(), ACT, COUNTRY) is None
+
+
+def test_python_api_and_store_safety(world, backends, options, tmp_path):
+    from refine import Refiner as Exported
+
+    assert Exported is Refiner
+    with pytest.raises(ValueError, match="not safe for a file name"):
+        RunStore.create(tmp_path, "../escape")
+    store = RunStore.create(tmp_path, "a-run")
+    with pytest.raises(ValueError, match="outside the run directory"):
+        store.save_image("../x.png", Image.new("RGB", (2, 2)))
+    assert RunStore.create(tmp_path, "a-run").dir.name == "a-run-2"  # never overwrites
