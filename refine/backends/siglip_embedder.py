@@ -101,20 +101,20 @@ class SiglipEmbedder:
                 chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1))
         return torch.cat(chunks).clone()
 
-    def clip_score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[float]:
-        """100 * max(cosine, 0) of each (image, text) pair."""
+    def pair_cosines(self, images: Sequence[Image.Image], texts: Sequence[str]) -> torch.Tensor:
         if len(images) != len(texts):
             raise ValueError(f"{len(images)} images but {len(texts)} texts")
-        cos = (self.encode_images(images) * self.encode_texts(texts)).sum(dim=-1)
-        return (100.0 * cos.clamp(min=0)).tolist()
+        return (self.encode_images(images) * self.encode_texts(texts)).sum(dim=-1)
+
+    def clip_score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[float]:
+        """100 * max(cosine, 0) of each (image, text) pair."""
+        return (100.0 * self.pair_cosines(images, texts).clamp(min=0)).tolist()
 
     def match_probability(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[float]:
         """SigLIP's probability that each text describes its image: sigmoid(s * cos + b)."""
         import torch
 
-        if len(images) != len(texts):
-            raise ValueError(f"{len(images)} images but {len(texts)} texts")
-        cos = (self.encode_images(images) * self.encode_texts(texts)).sum(dim=-1)
+        cos = self.pair_cosines(images, texts)
         scale = self.model.logit_scale.float().exp().cpu()
         bias = self.model.logit_bias.float().cpu()
         return torch.sigmoid(cos * scale + bias).reshape(-1).tolist()

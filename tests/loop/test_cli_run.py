@@ -23,17 +23,17 @@ def env():
     return {**os.environ, "HF_HUB_OFFLINE": "1"}
 
 
-def test_resume_after_kill_9_mid_round(world, siglip_path, tmp_path):
-    world.edit_delay_s = 60.0
-    args = ["run", ACT, "--country", COUNTRY, "--out", str(tmp_path), "--rounds", "2"]
-    args += [
-        "--target",
-        "1.0",
-        "--max-drift",
-        "2",
-        "--backend",
+def run_args(out, rounds, siglip_path):
+    return [
+        *("run", ACT, "--country", COUNTRY, "--out", str(out), "--rounds", str(rounds)),
+        *("--target", "1.0", "--max-drift", "2", "--backend"),
         f"image_embedder=siglip:{siglip_path}",
     ]
+
+
+def test_resume_after_kill_9_mid_round(world, siglip_path, tmp_path):
+    world.edit_delay_s = 60.0
+    args = run_args(tmp_path, 2, siglip_path)
     proc = subprocess.Popen(refine_cmd(*args), env=env(), stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while "edit" not in world.log:  # round 0 is saved before the first edit is asked for
@@ -63,15 +63,7 @@ def test_resume_after_kill_9_mid_round(world, siglip_path, tmp_path):
 
 
 def test_run_summary_and_errors(world, siglip_path, tmp_path):
-    args = ["run", ACT, "--country", COUNTRY, "--out", str(tmp_path), "--rounds", "1"]
-    args += [
-        "--target",
-        "1.0",
-        "--max-drift",
-        "2",
-        "--backend",
-        f"image_embedder=siglip:{siglip_path}",
-    ]
+    args = run_args(tmp_path, 1, siglip_path)
     out = subprocess.run(refine_cmd(*args), env=env(), capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "stopped by max rounds: 1 editing round(s) done" in out.stdout
