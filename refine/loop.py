@@ -113,6 +113,7 @@ class Refiner:
         self.backend_options = dict(backend_options or {})
         self.on_event = on_event or (lambda event: None)
         self.calls = 0
+        self._baselines: dict[tuple, list[float]] = {}
 
     # -- public API --------------------------------------------------------------------
 
@@ -223,7 +224,6 @@ class Refiner:
                 images = [im.convert("RGB")]
             seeds = [spec.seed]
             prompt = f"input image {Path(spec.input_image).name}"
-            source = "prompt"
         else:
             prompt = spec.prompt or prompt_template("generate").strip().format(
                 activity=spec.activity, country=run.references.country
@@ -234,7 +234,6 @@ class Refiner:
             images = self.backends.get("generator").generate(prompt, seeds)
             self.calls += len(seeds)
             timings["generate"] = time.perf_counter() - t
-            source = "prompt"
         candidates = [
             self._candidate(run, store, 0, j, seed, image, None, timings)
             for j, (seed, image) in enumerate(zip(seeds, images, strict=True))
@@ -246,7 +245,7 @@ class Refiner:
                 parent=None,
                 kind="generate",
                 text=prompt,
-                instruction_source=source,
+                instruction_source="prompt",
                 candidates=candidates,
                 chosen=chosen,
                 decision="initial",
@@ -428,13 +427,18 @@ class Refiner:
         from PIL import Image as PILImage
 
         questions = [f"Does this image show {c}?" for c in refs.stereotypes]
-        ref_rows = []
-        for path in refs.reference_images:
-            with PILImage.open(path) as im:
-                ref = im.convert("RGB")
-            ref_rows.append(judge.yes_probability([ref] * len(questions), questions))
-            self.calls += len(questions)
-        baseline = [sum(col) / len(col) for col in zip(*ref_rows, strict=True)]
+        # the baseline depends only on the references: judged once per run, not per image
+        key = (getattr(judge, "id", ""), tuple(refs.reference_images), tuple(questions))
+        baseline = self._baselines.get(key)
+        if baseline is None:
+            ref_rows = []
+            for path in refs.reference_images:
+                with PILImage.open(path) as im:
+                    ref = im.convert("RGB")
+                ref_rows.append(judge.yes_probability([ref] * len(questions), questions))
+                self.calls += len(questions)
+            baseline = [sum(col) / len(col) for col in zip(*ref_rows, strict=True)]
+            self._baselines[key] = baseline
         row = judge.yes_probability([image] * len(questions), questions)
         self.calls += len(questions)
         score = exaggeration([row], baseline, refs.stereotypes)

@@ -44,6 +44,8 @@ SEEN = {
 }
 # expected judge rating (log-probabilities over "1".."5") per colour
 RATING = {RED: 4, GREEN: 1, BLUE: 2, GREY: 1}
+# log P("Yes") to any "Does this image show <stereotype>?" question, per colour
+YES_LOGPROB = {RED: math.log(0.9), GREEN: math.log(0.3), BLUE: math.log(0.2), GREY: math.log(0.4)}
 
 
 def _decode(data: str) -> bytes:
@@ -101,6 +103,9 @@ class World:
             seed = int(config.get("seed", 0))
             new = self.edits.get(colour, (colour, colour))[seed % 2]
             return 200, image_answer(png_bytes(new, self.size))
+        if kind == "judge" and 'answer "Yes" or "No"' in text:
+            yes = YES_LOGPROB[colour]
+            return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-math.exp(yes))})
         if kind == "judge":
             peak = RATING[colour]
             logprobs = {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}

@@ -11,7 +11,7 @@ from refine.instructions import build_instruction, planned_changes
 from refine.loop import Refiner
 from refine.records import Feedback, Run
 from refine.store import RunStore
-from tests.fakes.gemini_world import GREEN, RED, expected_exag
+from tests.fakes.gemini_world import GREEN, GREY, RED, expected_exag
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -172,3 +172,28 @@ def test_python_api_and_store_safety(world, backends, options, tmp_path):
     with pytest.raises(ValueError, match="outside the run directory"):
         store.save_image("../x.png", Image.new("RGB", (2, 2)))
     assert RunStore.create(tmp_path, "a-run").dir.name == "a-run-2"  # never overwrites
+
+
+def test_reference_images_exag_variant(world, backends, options, tmp_path):
+    from refine.references import find_references
+
+    ref = tmp_path / "real.png"
+    Image.new("RGB", (64, 48), GREY).save(ref)  # the judge says Yes with p = 0.4 on it
+    refs = find_references(ACT, COUNTRY).model_copy(update={"reference_images": [str(ref)]})
+    run = refiner(backends, options).run(
+        ACT,
+        COUNTRY,
+        out=tmp_path / "runs",
+        references=refs,
+        rounds=1,
+        target=1.0,
+        max_drift=2.0,
+    )
+    r0, r1 = run.rounds[0].best, run.rounds[1].best
+    assert r0.scores.exag_variant.startswith("reference-yes")
+    assert r0.scores.exag == pytest.approx(0.9 - 0.4, abs=1e-6)  # RED: 0.9 vs baseline 0.4
+    assert r1.scores.exag == pytest.approx(0.0, abs=1e-6)  # GREEN: 0.3 is below the baseline
+    n = len(refs.stereotypes)
+    # the baseline is judged once per run; every image is then judged once per candidate
+    images_judged = 1 + len(run.rounds[1].candidates)
+    assert world.log.count("judge") == n + n * images_judged
