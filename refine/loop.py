@@ -16,9 +16,11 @@ EXAG variants (named in every score):
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +56,12 @@ class _Stop(Exception):
 
 
 class Backends:
-    """The model backends of a run, created lazily from a profile and overrides."""
+    """The model backends of a run, created lazily from a profile and overrides.
+
+    Several threads may share one ``Backends`` (batch workers): creation is locked, and
+    calls to a backend that does not declare ``thread_safe = True`` (local models on one
+    device) are serialised by one lock, so only API backends run concurrently.
+    """
 
     def __init__(
         self,
@@ -79,15 +86,28 @@ class Backends:
         self._made: dict[str, Any] = dict(instances or {})
         for role, backend in self._made.items():
             self.names[role] = getattr(backend, "id", type(backend).__name__)
+        self._create_lock = threading.Lock()
+        self.model_lock = threading.RLock()
 
     def get(self, role: str) -> Any:
-        if role not in self._made:
-            from refine.backends.registry import create
+        with self._create_lock:
+            if role not in self._made:
+                from refine.backends.registry import create
 
-            if role not in self.names:
-                raise ValueError(f"profile {self.profile.name!r} names no {role} backend")
-            self._made[role] = create(role, self.names[role], **self.options.get(role, {}))
-        return self._made[role]
+                if role not in self.names:
+                    raise ValueError(f"profile {self.profile.name!r} names no {role} backend")
+                self._made[role] = create(role, self.names[role], **self.options.get(role, {}))
+            return self._made[role]
+
+    @contextlib.contextmanager
+    def using(self, role: str) -> Iterator[Any]:
+        """The backend of ``role``, held under the model lock unless it is thread-safe."""
+        backend = self.get(role)
+        if getattr(backend, "thread_safe", False):
+            yield backend
+        else:
+            with self.model_lock:
+                yield backend
 
     def ids(self) -> dict[str, str]:
         return {role: getattr(self.get(role), "id", self.names[role]) for role in self._made}
@@ -103,17 +123,30 @@ class Refiner:
         backend_options: dict[str, dict[str, Any]] | None = None,
         on_event: Callable[[Event], None] | None = None,
         instances: dict[str, Any] | None = None,
+        shared: Backends | None = None,
     ) -> None:
         """``backends`` overrides the profile's backend names per role, ``backend_options``
         their options; ``instances`` gives ready backend objects (any object following the
-        role's protocol)."""
-        self.backends = Backends(profile, backends, backend_options, instances)
+        role's protocol); ``shared`` reuses another refiner's loaded backends."""
+        self.backends = shared or Backends(profile, backends, backend_options, instances)
         self.profile_name = profile
         self.overrides = dict(backends or {})
         self.backend_options = dict(backend_options or {})
         self.on_event = on_event or (lambda event: None)
         self.calls = 0
         self._baselines: dict[tuple, list[float]] = {}
+
+    def sibling(self, on_event: Callable[[Event], None] | None = None) -> Refiner:
+        """A refiner sharing this one's models (and nothing else): one per batch worker."""
+        other = Refiner(
+            self.profile_name,
+            self.overrides,
+            self.backend_options,
+            on_event=on_event or self.on_event,
+            shared=self.backends,
+        )
+        other._baselines = self._baselines
+        return other
 
     # -- public API --------------------------------------------------------------------
 
@@ -231,7 +264,8 @@ class Refiner:
             seeds = [spec.seed + j for j in range(spec.initial_candidates)]
             self._emit({"type": "stage", "round": 0, "stage": "generate", "n": len(seeds)})
             t = time.perf_counter()
-            images = self.backends.get("generator").generate(prompt, seeds)
+            with self.backends.using("generator") as generator:
+                images = generator.generate(prompt, seeds)
             self.calls += len(seeds)
             timings["generate"] = time.perf_counter() - t
         candidates = [
@@ -277,7 +311,8 @@ class Refiner:
         seeds = [spec.seed + 1000 * k + j for j in range(spec.candidates)]
         self._emit({"type": "stage", "round": k, "stage": "edit", "n": len(seeds)})
         t = time.perf_counter()
-        edited = self.backends.get("editor").edit(parent_image, instruction, seeds)
+        with self.backends.using("editor") as editor:
+            edited = editor.edit(parent_image, instruction, seeds)
         self.calls += len(seeds)
         timings["edit"] = time.perf_counter() - t
         candidates = [
@@ -362,14 +397,13 @@ class Refiner:
         """Observe and score one image against the references."""
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        observed = self.backends.get("observer").describe(
-            image, list(DIMENSIONS), spec.max_per_dimension
-        )
+        with self.backends.using("observer") as observer:
+            observed = observer.describe(image, list(DIMENSIONS), spec.max_per_dimension)
         self.calls += 1
         timings["observe"] = time.perf_counter() - t
         t = time.perf_counter()
-        embedder = self.backends.get("text_embedder")
-        ahead = score_images(refs.descriptors, [observed], embedder, tau=spec.tau)[0]
+        with self.backends.using("text_embedder") as embedder:
+            ahead = score_images(refs.descriptors, [observed], embedder, tau=spec.tau)[0]
         timings["score"] = time.perf_counter() - t
         t = time.perf_counter()
         exag, variant, exaggerated = self._exaggeration(image, observed, refs, spec)
@@ -409,19 +443,25 @@ class Refiner:
         candidates = refs.stereotypes
         if not candidates:
             return None, "not computed: no stereotype candidates", []
-        judge = self.backends.get("judge")
         if refs.reference_images:
-            return self._exaggeration_from_references(image, refs, judge)
+            return self._exaggeration_from_references(image, refs)
         prompt = prompt_template("exaggeration").format(
             activity=refs.activity, country=refs.country, candidates="; ".join(candidates)
         )
-        rating = judge.rate([image], [prompt])[0]
+        with self.backends.using("judge") as judge:
+            rating = judge.rate([image], [prompt])[0]
         self.calls += 1
         value = (rating.expectation - 1.0) / 4.0
         seen = self._candidates_seen(observed, candidates, spec.tau)
         return value, "judge-rating (1-5 rubric, (E[rating] - 1) / 4)", seen
 
     def _exaggeration_from_references(
+        self, image: Image.Image, refs: ReferencePack
+    ) -> tuple[float, str, list[dict[str, Any]]]:
+        with self.backends.using("judge") as judge:
+            return self._reference_yes(image, refs, judge)
+
+    def _reference_yes(
         self, image: Image.Image, refs: ReferencePack, judge: Any
     ) -> tuple[float, str, list[dict[str, Any]]]:
         from PIL import Image as PILImage
@@ -456,10 +496,10 @@ class Refiner:
             return []
         from metrics.text_embedding import default_cache
 
-        embedder = self.backends.get("text_embedder")
         cache = default_cache()
-        cand = cache.embed(embedder, list(candidates))
-        obs = cache.embed(embedder, phrases)
+        with self.backends.using("text_embedder") as embedder:
+            cand = cache.embed(embedder, list(candidates))
+            obs = cache.embed(embedder, phrases)
         sims = (cand @ obs.T).cpu().numpy()
         seen = []
         for i, c in enumerate(candidates):
@@ -471,8 +511,8 @@ class Refiner:
         return sorted(seen, key=lambda s: -s["similarity"])
 
     def drift(self, parent: Image.Image, child: Image.Image) -> Drift:
-        embedder = self.backends.get("image_embedder")
-        e = embedder.encode_images([parent, child]).cpu().numpy()
+        with self.backends.using("image_embedder") as embedder:
+            e = embedder.encode_images([parent, child]).cpu().numpy()
         return Drift(
             embedding_cosine=cosine(e[0], e[1]), ssim=ssim(parent, child), embedder=embedder.id
         )

@@ -229,6 +229,7 @@ def shared_client(**options: Any) -> GeminiClient:
 
 class _GeminiBackend:
     default_model = DEFAULT_TEXT_MODEL
+    thread_safe = True  # HTTP calls: batch workers may call at the same time
 
     def __init__(self, model: str = "", client: GeminiClient | None = None, **client_options):
         self.model = model or self.default_model

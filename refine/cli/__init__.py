@@ -14,6 +14,7 @@ import click
 import typer
 
 from refine import __version__
+from refine.cli.batch_cmd import batch_cmd, score_cmd
 from refine.cli.inputs import UserInputError
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.run_cmd import refs_app, run_cmd
@@ -22,7 +23,8 @@ app = typer.Typer(
     name="refine",
     help=(
         "Find, explain and fix cultural errors in generated images.\n\n"
-        "Subcommands: 'run' refines an image round by round; 'refs' shows reference "
+        "Subcommands: 'run' refines an image round by round; 'batch' runs one refinement "
+        "per line of a file; 'score' observes and scores existing images; 'refs' shows reference "
         "descriptors; 'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
         "from JSON and .npy files; 'backends' lists the model backends that can be named."
     ),
@@ -34,6 +36,8 @@ app = typer.Typer(
 app.add_typer(metrics_app, name="metrics")
 app.add_typer(refs_app, name="refs")
 app.command("run")(run_cmd)
+app.command("batch")(batch_cmd)
+app.command("score")(score_cmd)
 
 
 @app.command("backends")

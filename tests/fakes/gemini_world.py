@@ -76,6 +76,7 @@ class World:
     log: list[str] = field(default_factory=list)
     fail_on: str | None = None  # a kind of request to answer with HTTP 500
     edit_delay_s: float = 0.0  # a slow editor, to kill a process mid-round
+    fail_edit_of: tuple[int, int, int] | None = None  # edits of this colour answer HTTP 500
 
     def __call__(self, path: str, body: dict):
         parts = body["contents"][0]["parts"]
@@ -95,6 +96,8 @@ class World:
         if kind == "generate":
             return 200, image_answer(png_bytes(self.generate, self.size))
         colour = _nearest(_colour(images[0]))
+        if kind == "edit" and colour == self.fail_edit_of:
+            return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
         if kind == "edit":
             if self.edit_delay_s:
                 import time

@@ -1,0 +1,183 @@
+"""``refine batch`` and ``refine score``: many runs from a file, and scoring existing images."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from refine.cli.inputs import UserInputError
+from refine.cli.run_cmd import _parse_backends
+
+
+def _fmt(x: float | None) -> str:
+    return "   n/a" if x is None else f"{x:6.3f}"
+
+
+def batch_cmd(
+    specs: Path = typer.Argument(..., help="A .jsonl (one JSON object a line) or .csv file."),
+    out: Path = typer.Option(Path("runs"), "--out", help="Folder for the batch directory."),
+    resume: bool = typer.Option(False, "--resume", help="Finish this file's existing batch."),
+    workers: int = typer.Option(1, "--workers", min=1, help="Runs at the same time."),
+    profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
+    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+    as_json: bool = typer.Option(False, "--json", help="Print the batch record as JSON."),
+) -> None:
+    """One refinement run per line of SPECS, with a summary over the batch.
+
+    Each line names activity and country and any run setting (rounds, target, seed,
+    candidates, initial_candidates, margin, max_drift, edit_from, instructions, ...),
+    plus optional refs (a references file), image (refine this image) and name. Every
+    line is checked before anything runs. Runs that fail are recorded and the batch goes
+    on; the exit code is 1 when any run failed. Local models run one call at a time;
+    --workers helps with API backends.
+    """
+    from refine.batch import BatchSpecError, open_batch, run_batch
+    from refine.loop import Refiner
+
+    backends = _parse_backends(backend)
+    try:
+        batch, store = open_batch(specs, out, profile, backends, resume=resume)
+    except BatchSpecError as err:
+        raise UserInputError(str(err)) from err
+    try:
+        refiner = Refiner(profile, backends)
+    except ValueError as err:
+        raise UserInputError(f"--profile/--backend: {err}") from err
+
+    def progress(event: dict) -> None:
+        if as_json:
+            return
+        kind = event["type"]
+        if kind == "batch":
+            typer.echo(
+                f"batch {event['id']} in {event['dir']}: {event['todo']} of "
+                f"{event['total']} run(s) to do",
+                err=True,
+            )
+        elif kind == "entry" and "done" in event:
+            line = f"[{event['done']}/{event['total']}] {event['name']}: {event['status']}"
+            if event["status"] == "finished":
+                line += f", FAITH {_fmt(event['initial_faith'])} -> {_fmt(event['best_faith'])}"
+            elif event["error"]:
+                line += f" ({event['error']})"
+            typer.echo(line, err=True)
+        elif kind == "round":
+            typer.echo(f"    {event['name']}: round {event['round']} {event['decision']}", err=True)
+
+    batch = run_batch(batch, store, refiner, workers=workers, on_event=progress)
+    if as_json:
+        typer.echo(batch.model_dump_json(indent=2))
+    else:
+        print_batch_summary(batch, store.dir)
+    if batch.summary["failed"]:
+        raise typer.Exit(1)
+
+
+def print_batch_summary(batch, directory: Path) -> None:
+    typer.echo(f"\nbatch {batch.id} ({directory})")
+    typer.echo(f"{'line':>4} {'status':8} {'FAITH0':>6} {'best':>6} {'edits':>5}  run / error")
+    for e in batch.entries:
+        where = e.run_dir or ""
+        if e.status == "failed":
+            where = f"{where}  {e.error}".strip()
+        typer.echo(
+            f"{e.line:>4} {e.status:8} {_fmt(e.initial_faith)} {_fmt(e.best_faith)} "
+            f"{e.edit_rounds:>5}  {where}"
+        )
+    s = batch.summary
+
+    def pct(x):
+        return "n/a" if x is None else f"{100 * x:.0f}%"
+
+    gain = "n/a" if s["mean_faith_gain"] is None else f"{s['mean_faith_gain']:+.3f}"
+    mean_edits = "n/a" if s["mean_editing_rounds"] is None else f"{s['mean_editing_rounds']:.1f}"
+    typer.echo(
+        f"success rate {pct(s['success_rate'])} ({s['finished']}/{s['runs']}, "
+        f"{s['failed']} failed); mean FAITH gain {gain} ({s['improved_runs']} run(s) improved); "
+        f"regression rate {pct(s['regression_rate'])} of {s['editing_rounds']} editing "
+        f"round(s); {mean_edits} editing round(s) per run"
+    )
+
+
+def score_cmd(
+    images: list[Path] = typer.Argument(..., help="Image files to score."),
+    activity: str = typer.Option(..., "--activity", help="The activity the images show."),
+    country: str = typer.Option(..., "--country", help="The country they should show."),
+    refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
+    profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
+    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+    tau: float = typer.Option(0.52, "--tau", min=0.01, max=0.99, help="Match threshold."),
+    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+) -> None:
+    """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them."""
+    from PIL import Image, UnidentifiedImageError
+
+    from refine.loop import Refiner
+    from refine.records import RunSpec
+    from refine.references import ReferenceNotFound, find_references, load_references_file
+
+    loaded = []
+    for path in images:
+        if not path.is_file():
+            raise UserInputError(f"{path}: image not found")
+        try:
+            with Image.open(path) as im:
+                loaded.append(im.convert("RGB"))
+        except (UnidentifiedImageError, OSError) as err:
+            raise UserInputError(f"{path}: not an image PIL can read ({err})") from err
+    try:
+        refs = (
+            load_references_file(refs_file, activity, country)
+            if refs_file
+            else find_references(activity, country)
+        )
+    except (ReferenceNotFound, ValueError) as err:
+        raise UserInputError(str(err)) from err
+    try:
+        refiner = Refiner(profile, _parse_backends(backend))
+    except ValueError as err:
+        raise UserInputError(f"--profile/--backend: {err}") from err
+    spec = RunSpec(activity=refs.activity, country=refs.country, profile=profile, tau=tau)
+    rows = []
+    for path, image in zip(images, loaded, strict=True):
+        if not as_json:
+            typer.echo(f"scoring {path}", err=True)
+        observed, scores, feedback, _ = refiner.assess(image, refs, spec)
+        rows.append(
+            {
+                "image": str(path),
+                "observed": observed,
+                "scores": scores.model_dump(mode="json"),
+                "feedback": feedback.model_dump(mode="json"),
+            }
+        )
+    if as_json:
+        import json
+
+        doc = {
+            "activity": refs.activity,
+            "country": refs.country,
+            "references": refs.model_dump(mode="json"),
+            "backends": refiner.backends.ids(),
+            "images": rows,
+        }
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    typer.echo(f"\n{refs.activity} - {refs.country}")
+    typer.echo(f"{'FAITH':>6} {'ALIGN':>6} {'HAL':>6} {'EXAG':>6}  image")
+    for row in rows:
+        s = row["scores"]
+        typer.echo(
+            f"{_fmt(s['faith'])} {_fmt(s['align'])} {_fmt(s['hal'])} {_fmt(s['exag'])}  "
+            f"{row['image']}"
+        )
+    for row in rows:
+        fb = row["feedback"]
+        typer.echo(f"\n{row['image']}:")
+        for label in ("missing", "hallucinated"):
+            phrases = [m["phrase"] for m in fb[label]]
+            typer.echo(f"  {label}: {', '.join(phrases) or '-'}")
+        seen = [x["candidate"] for x in fb["exaggerated"]]
+        typer.echo(f"  stereotypes seen: {', '.join(seen) or '-'}")
+    typer.echo(f"\nEXAG: {rows[0]['scores']['exag_variant']}")

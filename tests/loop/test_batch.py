@@ -1,0 +1,166 @@
+"""`refine batch` and `refine score` through the real Gemini backends and the fake server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from PIL import Image
+
+from refine.batch import open_batch, read_specs, run_batch, summarise
+from refine.loop import Refiner
+from refine.store import RunStore
+from tests.fakes.gemini_world import BLUE, GREEN, RED
+from tests.loop.test_cli_run import env, refine_cmd
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+
+
+def write_jsonl(path, rows):
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def test_batch_records_a_failing_run_and_resumes_it(world, siglip_path, tmp_path):
+    Image.new("RGB", (64, 48), BLUE).save(tmp_path / "blue.png")
+    specs = write_jsonl(
+        tmp_path / "specs.jsonl",
+        [
+            # one candidate, seed 1043 (odd): RED -> BLUE, worse, rejected
+            {"activity": ACT, "country": COUNTRY, "rounds": 1, "seed": 43, "candidates": 1},
+            {"activity": ACT, "country": "iran", "image": "blue.png", "rounds": 1, "name": "blue"},
+            # RED -> GREEN accepted, then GREEN -> GREEN (no gain) rejected
+            {
+                "activity": ACT,
+                "country": COUNTRY,
+                "rounds": 2,
+                "seed": 7,
+                "target": 1.0,
+                "max_drift": 2,
+            },
+        ],
+    )
+    world.fail_edit_of = BLUE  # the second run fails in its first edit
+    args = ["batch", str(specs), "--out", str(tmp_path / "out")]
+    args += ["--backend", f"image_embedder=siglip:{siglip_path}"]
+    first = subprocess.run(
+        refine_cmd(*args, "--json"), env=env(), capture_output=True, text=True, timeout=300
+    )
+    assert first.returncode == 1, first.stderr
+    batch = json.loads(first.stdout)
+    assert [e["status"] for e in batch["entries"]] == ["finished", "failed", "finished"]
+    failed = batch["entries"][1]
+    assert "500" in failed["error"] and failed["name"] == "blue"
+    # the failed run kept its round 0 (the given image, observed and scored)
+    run_dir = tmp_path / "out" / batch["id"] / failed["run_dir"]
+    kept = RunStore(run_dir).load()
+    assert kept.status == "failed" and len(kept.rounds) == 1 and "500" in kept.error
+    assert failed["initial_faith"] == kept.rounds[0].best.scores.faith
+    # summary figures from the entries
+    s = batch["summary"]
+    assert s["runs"] == 3 and s["finished"] == 2 and s["failed"] == 1
+    assert s["success_rate"] == pytest.approx(2 / 3)
+    done = [batch["entries"][0], batch["entries"][2]]
+    gains = [e["best_faith"] - e["initial_faith"] for e in done]
+    assert gains[0] == 0.0 and gains[1] > 0.2 and s["improved_runs"] == 1
+    assert s["mean_faith_gain"] == pytest.approx(sum(gains) / 2)
+    assert [e["edit_rounds"] for e in done] == [1, 2] and s["editing_rounds"] == 3
+    assert [e["regressions"] for e in done] == [1, 0] and s["regression_rate"] == 1 / 3
+    generated = world.log.count("generate")
+    assert generated == 2
+
+    again = subprocess.run(refine_cmd(*args), env=env(), capture_output=True, text=True)
+    assert again.returncode == 2 and "add --resume" in again.stderr
+
+    world.fail_edit_of = None
+    resumed = subprocess.run(
+        refine_cmd(*args, "--resume"), env=env(), capture_output=True, text=True, timeout=300
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "[3/3] blue: finished" in resumed.stderr and "success rate 100% (3/3" in resumed.stdout
+    assert world.log.count("generate") == generated  # finished runs were not run again
+    final = RunStore(run_dir).load()
+    assert final.status == "finished" and final.rounds[0] == kept.rounds[0]
+    assert [r.decision for r in final.rounds] == ["initial", "rejected"]  # blue stays blue
+
+
+def test_specs_are_checked_before_anything_runs(tmp_path):
+    csv_path = tmp_path / "specs.csv"
+    csv_path.write_text(
+        "activity,country,rounds,instructions,profile\n"
+        f'{ACT},Iran,2,"{{""1"": ""Add a sofreh""}}",\n'
+        "people eating at home,Iran,1,,\n"
+        f"{ACT},Iran,many,,\n"
+        f"{ACT},Iran,1,,local-gpu\n"
+    )
+    out = subprocess.run(
+        refine_cmd("batch", str(csv_path), "--out", str(tmp_path / "out")),
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 3
+    assert "line 3" in lines[0] and "did you mean 'people eating food at home'" in lines[0]
+    assert "line 4: rounds:" in lines[1] and "valid integer" in lines[1]
+    assert "line 5: profile is set for the whole batch" in lines[2]
+    assert not (tmp_path / "out").exists()
+    csv_path.write_text(
+        f'activity,country,rounds,instructions\n{ACT},Iran,2,"{{""1"": ""Add a sofreh""}}"\n'
+    )
+    (entry,) = read_specs(csv_path)
+    assert entry.spec.rounds == 2 and entry.spec.instructions == {1: "Add a sofreh"}
+    assert entry.line == 2 and entry.references.country == "Iran"
+
+
+def test_workers_share_models_and_keep_runs_apart(world, backends, options, tmp_path):
+    specs = write_jsonl(
+        tmp_path / "same.jsonl",
+        [{"activity": ACT, "country": COUNTRY, "rounds": 1, "max_drift": 2}] * 4,
+    )
+    refiner = Refiner("gemini", backends=backends, backend_options=options)
+    assert refiner.sibling().backends is refiner.backends
+    batch, store = open_batch(specs, tmp_path, "gemini", backends)
+    events = []
+    batch = run_batch(batch, store, refiner, workers=2, on_event=events.append)
+    assert [e.status for e in batch.entries] == ["finished"] * 4
+    runs = [RunStore(store.dir / e.run_dir).load() for e in batch.entries]
+    assert len({r.id for r in runs}) == 4
+    # identical specs give identical runs: no counter or record is shared between workers
+    assert len({r.model_calls for r in runs}) == 1 and runs[0].model_calls > 0
+    assert {tuple(r.decision for r in run.rounds) for run in runs} == {("initial", "accepted")}
+    assert batch.summary == summarise(batch.entries)
+    assert batch.summary["improved_runs"] == 4
+    threads = {e["done"] for e in events if e["type"] == "entry" and "done" in e}
+    assert threads == {1, 2, 3, 4}
+    assert json.loads((store.dir / "batch.json").read_text())["summary"]["finished"] == 4
+
+
+def test_score_existing_images(world, siglip_path, tmp_path):
+    for name, colour in (("red.png", RED), ("green.png", GREEN)):
+        Image.new("RGB", (64, 48), colour).save(tmp_path / name)
+    args = ["score", str(tmp_path / "red.png"), str(tmp_path / "green.png")]
+    args += ["--activity", ACT, "--country", COUNTRY]
+    out = subprocess.run(
+        refine_cmd(*args, "--json"), env=env(), capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    red, green = doc["images"]
+    assert green["scores"]["faith"] > red["scores"]["faith"] + 0.2
+    assert "hamburgers" in [h["phrase"] for h in red["feedback"]["hallucinated"]]
+    assert red["observed"]["objects"] == ["oversized hookah", "Large rice platter", "hamburgers"]
+    assert doc["backends"]["observer"] == "gemini:gemini-2.5-flash"
+    assert world.log.count("edit") == 0 and world.log.count("generate") == 0
+    text = subprocess.run(refine_cmd(*args), env=env(), capture_output=True, text=True)
+    assert text.returncode == 0 and "hallucinated: " in text.stdout
+    assert "EXAG: judge-rating" in text.stdout
+    missing = subprocess.run(
+        refine_cmd("score", str(tmp_path / "nope.png"), "--activity", ACT, "--country", "Iran"),
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 2 and "nope.png: image not found" in missing.stderr
