@@ -14,7 +14,7 @@ import click
 import typer
 
 from refine import __version__
-from refine.cli.batch_cmd import batch_cmd, score_cmd
+from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
 from refine.cli.inputs import UserInputError
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.run_cmd import refs_app, run_cmd
@@ -24,7 +24,8 @@ app = typer.Typer(
     help=(
         "Find, explain and fix cultural errors in generated images.\n\n"
         "Subcommands: 'run' refines an image round by round; 'batch' runs one refinement "
-        "per line of a file; 'score' observes and scores existing images; 'refs' shows reference "
+        "per line of a file; 'score' observes and scores existing images; 'report' writes an "
+        "HTML report of a run or batch; 'refs' shows reference "
         "descriptors; 'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
         "from JSON and .npy files; 'backends' lists the model backends that can be named."
     ),
@@ -38,6 +39,7 @@ app.add_typer(refs_app, name="refs")
 app.command("run")(run_cmd)
 app.command("batch")(batch_cmd)
 app.command("score")(score_cmd)
+app.command("report")(report_cmd)
 
 
 @app.command("backends")

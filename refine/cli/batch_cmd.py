@@ -181,3 +181,19 @@ def score_cmd(
         seen = [x["candidate"] for x in fb["exaggerated"]]
         typer.echo(f"  stereotypes seen: {', '.join(seen) or '-'}")
     typer.echo(f"\nEXAG: {rows[0]['scores']['exag_variant']}")
+
+
+def report_cmd(
+    directory: Path = typer.Argument(..., help="A run directory or a batch directory."),
+    out: Path = typer.Option(None, "--out", help="The HTML file (default DIRECTORY/report.html)."),
+) -> None:
+    """Write a self-contained HTML report (images inline) of a run or a batch."""
+    from refine.report import write_report
+
+    if not directory.is_dir():
+        raise UserInputError(f"{directory}: no such directory")
+    try:
+        path = write_report(directory, out)
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
+    typer.echo(str(path))

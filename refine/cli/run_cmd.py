@@ -115,7 +115,11 @@ def run_cmd(
     from refine.references import ReferenceNotFound, find_references, load_references_file
     from refine.store import RunStore
 
+    where: dict[str, str] = {}
+
     def progress(event: dict) -> None:
+        if event["type"] == "run":
+            where["dir"] = event["dir"]
         if as_json:
             return
         if event["type"] == "run":
@@ -176,10 +180,10 @@ def run_cmd(
     if as_json:
         typer.echo(run.model_dump_json(indent=2))
         return
-    print_summary(run)
+    print_summary(run, where.get("dir", ""))
 
 
-def print_summary(run) -> None:
+def print_summary(run, run_dir) -> None:
     typer.echo(f"\nrun {run.id}: {run.status}, stopped by {run.stop_reason}")
     typer.echo(
         f"{'round':>5} {'decision':9} {'FAITH':>6} {'ALIGN':>6} {'HAL':>6} {'EXAG':>6}  image"
@@ -192,4 +196,8 @@ def print_summary(run) -> None:
             f"{r.index:>5} {r.decision:9} {s.faith:6.3f} {s.align:6.3f} {s.hal:6.3f} {exag}  "
             f"{r.best.image}{mark}"
         )
-    typer.echo(f"best round: {run.best_round} (*); EXAG: {run.rounds[0].best.scores.exag_variant}")
+    if run.rounds:
+        typer.echo(
+            f"best round: {run.best_round} (*); EXAG: {run.rounds[0].best.scores.exag_variant}"
+        )
+    typer.echo(f"files: {run_dir}; HTML report: refine report {run_dir}")

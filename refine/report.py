@@ -1,0 +1,410 @@
+"""Self-contained HTML reports of a run or a batch: images inline, no network, no scripts.
+
+A run report shows the metric curves (FAITH, ALIGN, HAL, EXAG and the best FAITH so far,
+as an inline SVG chart), then every round: its images (the chosen candidate first),
+scores, drift, the descriptor checklist per dimension (aligned, missing, hallucinated,
+stereotypes seen), the instruction or prompt, the decision and its reason, and timings.
+A batch report adds the batch summary, a FAITH-gain chart per run and every run.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from html import escape
+from pathlib import Path
+
+from metrics.descriptors import DIMENSIONS
+from refine.records import Round, Run
+
+MAX_SIDE = 768  # images larger than this are shown downscaled (the PNGs stay untouched)
+COLOURS = {
+    "FAITH": "#1f6feb",
+    "ALIGN": "#2da44e",
+    "HAL": "#cf222e",
+    "EXAG": "#bf8700",
+    "best FAITH": "#6e40c9",
+}
+
+CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#1f2328}
+h1{font-size:22px}h2{font-size:18px;margin-top:32px}h3{font-size:15px;margin:0 0 6px}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #d0d7de;padding:3px 8px;
+text-align:left;vertical-align:top}th{background:#f6f8fa}
+.round{border:1px solid #d0d7de;border-radius:8px;padding:12px;margin:14px 0}
+.round.accepted{border-left:6px solid #2da44e}.round.rejected{border-left:6px solid #cf222e}
+.round.initial{border-left:6px solid #1f6feb}
+.badge{display:inline-block;border-radius:10px;padding:0 8px;color:#fff;font-size:12px}
+.badge.accepted{background:#2da44e}.badge.rejected{background:#cf222e}
+.badge.initial{background:#1f6feb}.badge.failed{background:#cf222e}
+.badge.finished{background:#2da44e}.badge.running,.badge.pending{background:#bf8700}
+.imgs{display:flex;gap:10px;flex-wrap:wrap}figure{margin:0}
+figure img{max-width:360px;border:1px solid #d0d7de}
+figure.chosen img{border:3px solid #1f6feb}figcaption{font-size:12px;color:#57606a}
+pre{white-space:pre-wrap;background:#f6f8fa;padding:8px;border-radius:6px}
+.aligned{color:#1a7f37}.missing{color:#9a6700}.hallucinated{color:#cf222e}
+.exaggerated{color:#8250df}ul.check{margin:2px 0 6px 0;padding-left:18px}
+.cols{display:flex;gap:24px;flex-wrap:wrap}.muted{color:#57606a}
+"""
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _image_tag(path: Path, alt: str) -> str:
+    from PIL import Image
+
+    if not path.is_file():
+        return f'<p class="missing">image {escape(path.name)} is missing</p>'
+    with Image.open(path) as im:
+        im = im.convert("RGB")
+        size = im.size
+        if max(size) > MAX_SIDE:
+            im.thumbnail((MAX_SIDE, MAX_SIDE))
+        buf = io.BytesIO()
+        im.save(buf, format="PNG")
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return (
+        f'<img src="data:image/png;base64,{data}" alt="{escape(alt)}" '
+        f'data-file="{escape(path.name)}" data-size="{size[0]}x{size[1]}">'
+    )
+
+
+# -- charts ----------------------------------------------------------------------------
+
+
+def line_chart(
+    series: dict[str, list[float | None]],
+    labels: list[str],
+    marks: list[str] | None = None,
+    title: str = "",
+    width: int = 680,
+    height: int = 260,
+) -> str:
+    """An SVG line chart of values in [0, 1]; ``marks`` (accepted / rejected / initial)
+    are drawn under the x axis. Each line carries its values in ``data-values``."""
+    left, right, top, bottom = 44, 130, 24, 44
+    w, h = width - left - right, height - top - bottom
+    n = max(len(labels), 1)
+
+    def x(i: int) -> float:
+        return left + (w * i / (n - 1) if n > 1 else w / 2)
+
+    def y(v: float) -> float:
+        return top + h * (1.0 - max(0.0, min(1.0, v)))
+
+    out = [
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" role="img" aria-label="{escape(title)}">',
+        f'<text x="{left}" y="16" font-size="13" font-weight="600">{escape(title)}</text>',
+    ]
+    for k in range(5):
+        v = k / 4
+        out.append(
+            f'<line x1="{left}" x2="{left + w}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
+            f'stroke="#d0d7de" stroke-width="1"/>'
+            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" '
+            f'text-anchor="end">{v:.2f}</text>'
+        )
+    for i, label in enumerate(labels):
+        out.append(
+            f'<text x="{x(i):.1f}" y="{top + h + 16}" font-size="11" '
+            f'text-anchor="middle">{escape(label)}</text>'
+        )
+        if marks:
+            colour = {"accepted": "#2da44e", "rejected": "#cf222e"}.get(marks[i], "#1f6feb")
+            symbol = {"accepted": "\u2713", "rejected": "\u2717"}.get(marks[i], "\u25cf")
+            out.append(
+                f'<text x="{x(i):.1f}" y="{top + h + 32}" font-size="12" fill="{colour}" '
+                f'text-anchor="middle" class="mark">{symbol}<title>{escape(marks[i])}</title>'
+                f"</text>"
+            )
+    for k, (name, values) in enumerate(series.items()):
+        colour = COLOURS.get(name, "#57606a")
+        points = [(x(i), y(v)) for i, v in enumerate(values) if v is not None]
+        data = json.dumps([None if v is None else round(v, 6) for v in values])
+        if points:
+            path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
+            dash = ' stroke-dasharray="5 3"' if name == "best FAITH" else ""
+            out.append(
+                f'<polyline class="series" data-name="{escape(name)}" '
+                f'data-values=\'{escape(data)}\' points="{path}" fill="none" '
+                f'stroke="{colour}" stroke-width="2"{dash}/>'
+            )
+            for i, v in enumerate(values):
+                if v is not None:
+                    out.append(
+                        f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}">'
+                        f"<title>{escape(name)} {escape(labels[i])}: {v:.3f}</title></circle>"
+                    )
+        ly = top + 14 + 18 * k
+        out.append(
+            f'<line x1="{left + w + 14}" x2="{left + w + 34}" y1="{ly}" y2="{ly}" '
+            f'stroke="{colour}" stroke-width="3"/>'
+            f'<text x="{left + w + 40}" y="{ly + 4}" font-size="12">{escape(name)}</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def bar_chart(values: list[float | None], labels: list[str], title: str) -> str:
+    """An SVG bar chart of signed values (FAITH gain per run) around a zero line."""
+    width, height, left, top, bottom = 680, 220, 44, 24, 40
+    w, h = width - left - 20, height - top - bottom
+    known = [abs(v) for v in values if v is not None]
+    scale = max(known + [0.05])
+    n = max(len(values), 1)
+    slot = w / n
+    zero = top + h / 2
+    out = [
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" role="img" aria-label="{escape(title)}">',
+        f'<text x="{left}" y="16" font-size="13" font-weight="600">{escape(title)}</text>',
+        f'<line x1="{left}" x2="{left + w}" y1="{zero}" y2="{zero}" stroke="#57606a"/>',
+        f'<text x="{left - 6}" y="{top + 4}" font-size="11" text-anchor="end">+{scale:.2f}</text>',
+        f'<text x="{left - 6}" y="{top + h + 4}" font-size="11" '
+        f'text-anchor="end">-{scale:.2f}</text>',
+    ]
+    for i, (v, label) in enumerate(zip(values, labels, strict=True)):
+        cx = left + slot * i + slot * 0.15
+        bw = slot * 0.7
+        if v is not None:
+            bh = (h / 2) * abs(v) / scale
+            by = zero - bh if v >= 0 else zero
+            colour = "#2da44e" if v > 0 else "#cf222e" if v < 0 else "#57606a"
+            out.append(
+                f'<rect class="bar" data-value="{v:.6f}" x="{cx:.1f}" y="{by:.1f}" '
+                f'width="{bw:.1f}" height="{max(bh, 1):.1f}" fill="{colour}">'
+                f"<title>{escape(label)}: {v:+.3f}</title></rect>"
+            )
+        out.append(
+            f'<text x="{cx + bw / 2:.1f}" y="{top + h + 16}" font-size="11" '
+            f'text-anchor="middle">{escape(label)}</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+# -- a run -----------------------------------------------------------------------------
+
+
+def run_curves(run: Run) -> dict[str, list[float | None]]:
+    """Per round (chosen candidate): FAITH, ALIGN, HAL, EXAG and the best FAITH so far."""
+    series: dict[str, list[float | None]] = {k: [] for k in ("FAITH", "ALIGN", "HAL", "EXAG")}
+    best: list[float | None] = []
+    current: float | None = None
+    for r in run.rounds:
+        s = r.best.scores
+        series["FAITH"].append(s.faith)
+        series["ALIGN"].append(s.align)
+        series["HAL"].append(s.hal)
+        series["EXAG"].append(s.exag)
+        if r.decision in ("initial", "accepted"):
+            current = s.faith
+        best.append(current)
+    if all(v is None for v in series["EXAG"]):
+        del series["EXAG"]
+    series["best FAITH"] = best
+    return series
+
+
+def _checklist(run: Run, r: Round) -> str:
+    fb = r.best.feedback
+    by_dim: dict[str, list[str]] = {d: [] for d in DIMENSIONS}
+    for kind, mark in (("aligned", "\u2713"), ("missing", "\u2717"), ("hallucinated", "!")):
+        for m in getattr(fb, kind):
+            note = ""
+            if m.get("best_match") and kind != "aligned":
+                note = f' <span class="muted">(closest: {escape(str(m["best_match"]))})</span>'
+            elif m.get("best_match"):
+                note = f' <span class="muted">(seen as {escape(str(m["best_match"]))})</span>'
+            by_dim.setdefault(m["dimension"], []).append(
+                f'<li class="{kind}" data-kind="{kind}">{mark} {kind}: '
+                f"{escape(m['phrase'])}{note}</li>"
+            )
+    cols = []
+    for d, items in by_dim.items():
+        if items:
+            cols.append(f'<div><h3>{escape(d)}</h3><ul class="check">{"".join(items)}</ul></div>')
+    if fb.exaggerated:
+        items = []
+        for e in fb.exaggerated:
+            detail = ", ".join(
+                f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {escape(str(v))}"
+                for k, v in e.items()
+                if k != "candidate"
+            )
+            items.append(
+                f'<li class="exaggerated" data-kind="exaggerated">\u26a0 stereotype: '
+                f"{escape(str(e['candidate']))} <span class='muted'>({detail})</span></li>"
+            )
+        cols.append(f'<div><h3>stereotypes</h3><ul class="check">{"".join(items)}</ul></div>')
+    return f'<div class="cols checklist">{"".join(cols)}</div>'
+
+
+def _round_html(run: Run, r: Round, run_dir: Path) -> str:
+    s = r.best.scores
+    order = [r.chosen] + [j for j in range(len(r.candidates)) if j != r.chosen]
+    figs = []
+    for j in order:
+        c = r.candidates[j]
+        cls = "chosen" if j == r.chosen else ""
+        caption = f"candidate {j}, seed {c.seed}, FAITH {_num(c.scores.faith)}"
+        if c.drift is not None:
+            caption += f", cosine {c.drift.embedding_cosine:.3f}, SSIM {c.drift.ssim:.3f}"
+        if j == r.chosen:
+            caption = "chosen: " + caption
+        figs.append(
+            f'<figure class="{cls}">{_image_tag(run_dir / c.image, caption)}'
+            f"<figcaption>{escape(caption)}</figcaption></figure>"
+        )
+    drift = r.best.drift
+    drift_cells = (
+        f"<td>{drift.embedding_cosine:.3f}</td><td>{drift.ssim:.3f}</td>"
+        if drift
+        else "<td>-</td><td>-</td>"
+    )
+    parent = "" if r.parent is None else f" from round {r.parent}"
+    label = "prompt" if r.kind == "generate" else f"instruction ({r.instruction_source})"
+    timings = ", ".join(f"{k} {v:.2f} s" for k, v in r.timings.items())
+    best = " (best round)" if r.index == run.best_round else ""
+    return (
+        f'<section class="round {r.decision}" id="{escape(run.id)}-round-{r.index}" '
+        f'data-round="{r.index}" data-decision="{r.decision}">'
+        f'<h3>round {r.index}: {r.kind}{parent} <span class="badge {r.decision}">'
+        f"{r.decision}</span>{best}</h3>"
+        f'<p class="reason">{escape(r.reason)}</p>'
+        f'<div class="imgs">{"".join(figs)}</div>'
+        "<table><tr><th>FAITH</th><th>ALIGN</th><th>HAL</th><th>EXAG</th>"
+        "<th>drift cosine</th><th>SSIM</th></tr>"
+        f'<tr class="scores" data-faith="{_num(s.faith, 6)}"><td>{_num(s.faith)}</td>'
+        f"<td>{_num(s.align)}</td><td>{_num(s.hal)}</td><td>{_num(s.exag)}</td>"
+        f"{drift_cells}</tr></table>"
+        f"{_checklist(run, r)}"
+        f'<p><b>{escape(label)}</b></p><pre class="instruction">{escape(r.text)}</pre>'
+        f'<p class="muted">timings: {escape(timings) or "-"}</p>'
+        "</section>"
+    )
+
+
+def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
+    labels = [f"r{r.index}" for r in run.rounds]
+    marks = [r.decision for r in run.rounds]
+    backends = "".join(
+        f"<tr><td>{escape(role)}</td><td>{escape(name)}</td></tr>"
+        for role, name in sorted(run.backend_ids.items())
+    )
+    spec = run.spec
+    settings = ", ".join(
+        f"{k}={v}"
+        for k, v in spec.model_dump().items()
+        if k not in ("activity", "country", "backends", "backend_options", "instructions")
+        and v is not None
+    )
+    exag = run.rounds[0].best.scores.exag_variant if run.rounds else "-"
+    chart = (
+        line_chart(run_curves(run), labels, marks, title="metrics per round (chosen candidate)")
+        if run.rounds
+        else "<p>no round finished</p>"
+    )
+    error = f'<p class="hallucinated">error: {escape(run.error)}</p>' if run.error else ""
+    return (
+        f'<section class="run" id="{escape(run.id)}" data-run="{escape(run.id)}">'
+        f"<{heading}>{escape(spec.activity)} - {escape(run.references.country)} "
+        f'<span class="badge {run.status}">{run.status}</span></{heading}>'
+        f"<p>run <code>{escape(run.id)}</code>; stopped by: {escape(run.stop_reason or '-')}; "
+        f"best round: {run.best_round}; {len(run.rounds)} round(s), {run.model_calls} model "
+        f"call(s), {run.elapsed_s:.1f} s</p>{error}"
+        f'<p class="muted">EXAG: {escape(exag)}<br>settings: {escape(settings)}<br>'
+        f"references: {escape(run.references.source)}</p>"
+        f"<details><summary>backends</summary><table>{backends}</table></details>"
+        f"{chart}" + "".join(_round_html(run, r, run_dir) for r in run.rounds) + "</section>"
+    )
+
+
+def _document(title: str, body: str) -> str:
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>"
+        f"<body><h1>{escape(title)}</h1>{body}</body></html>\n"
+    )
+
+
+def render_run(run_dir: str | Path) -> str:
+    from refine.store import RunStore
+
+    run_dir = Path(run_dir).resolve()
+    run = RunStore(run_dir).load()
+    title = f"Refinement run: {run.spec.activity} - {run.references.country}"
+    return _document(title, run_section(run, run_dir))
+
+
+def render_batch(batch_dir: str | Path) -> str:
+    from refine.batch import BatchStore
+    from refine.store import RunStore
+
+    batch_dir = Path(batch_dir).resolve()
+    batch = BatchStore(batch_dir).load()
+    s = batch.summary
+
+    def pct(x: float | None) -> str:
+        return "n/a" if x is None else f"{100 * x:.0f}%"
+
+    rows, sections, gains, labels = [], [], [], []
+    for e in batch.entries:
+        run = None
+        if e.run_dir and (batch_dir / e.run_dir / "run.json").is_file():
+            run = RunStore(batch_dir / e.run_dir).load()
+            sections.append(run_section(run, batch_dir / e.run_dir, heading="h2"))
+        gain = (
+            e.best_faith - e.initial_faith
+            if e.best_faith is not None and e.initial_faith is not None
+            else None
+        )
+        gains.append(gain)
+        labels.append(f"line {e.line}")
+        link = f'<a href="#{escape(run.id)}">{escape(e.name)}</a>' if run else escape(e.name)
+        rows.append(
+            f'<tr class="entry" data-status="{e.status}"><td>{e.line}</td><td>{link}</td>'
+            f'<td><span class="badge {e.status}">{e.status}</span></td>'
+            f"<td>{_num(e.initial_faith)}</td><td>{_num(e.best_faith)}</td>"
+            f"<td>{'n/a' if gain is None else f'{gain:+.3f}'}</td><td>{e.edit_rounds}</td>"
+            f"<td>{escape(e.error or e.stop_reason or '')}</td></tr>"
+        )
+    gain = "n/a" if s.get("mean_faith_gain") is None else f"{s['mean_faith_gain']:+.3f}"
+    summary = (
+        f'<p class="summary">success rate {pct(s.get("success_rate"))} '
+        f"({s.get('finished')}/{s.get('runs')}, {s.get('failed')} failed); mean FAITH gain "
+        f"{gain}; regression rate {pct(s.get('regression_rate'))} of "
+        f"{s.get('editing_rounds')} editing round(s)</p>"
+        f'<p class="muted">specs: {escape(batch.source)}; profile {escape(batch.profile)}</p>'
+    )
+    table = (
+        "<table><tr><th>line</th><th>run</th><th>status</th><th>FAITH round 0</th>"
+        "<th>best FAITH</th><th>gain</th><th>edits</th><th>stop reason / error</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
+    chart = bar_chart(gains, labels, "FAITH gain per run (best round - round 0)")
+    return _document(f"Refinement batch {batch.id}", summary + chart + table + "".join(sections))
+
+
+def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
+    """``report.html`` for a run directory or a batch directory; returns its path."""
+    directory = Path(directory)
+    if (directory / "batch.json").is_file():
+        html = render_batch(directory)
+    elif (directory / "run.json").is_file():
+        html = render_run(directory)
+    else:
+        raise ValueError(
+            f"{directory} is neither a run directory (run.json) nor a batch (batch.json)"
+        )
+    target = Path(out) if out else directory / "report.html"
+    from refine.store import atomic_write_text
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, html)
+    return target
