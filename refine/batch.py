@@ -151,7 +151,7 @@ def read_specs(
     path: str | Path, profile: str = "gemini", find: Callable[..., ReferencePack] | None = None
 ) -> list[BatchEntry]:
     """Every line checked before anything runs; all bad lines are reported together."""
-    from refine.references import find_references
+    from refine.refs_build import find_any
 
     path = Path(path)
     try:
@@ -161,7 +161,7 @@ def read_specs(
     entries, problems = [], []
     for n, row in _rows(path, text):
         try:
-            entries.append(_entry(path, n, row, profile, find or find_references))
+            entries.append(_entry(path, n, row, profile, find or find_any))
         except BatchSpecError as err:
             problems.append(str(err))
     if problems:

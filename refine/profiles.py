@@ -18,6 +18,8 @@ class Profile:
     roles: dict[str, str]
     path: Path
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # language models that build references the pack lacks: proposers (list), refiner
+    refs: dict[str, Any] = field(default_factory=dict)
 
     def backend(self, role: str) -> str:
         if role not in self.roles:
@@ -77,4 +79,17 @@ def load_profile(name_or_path: str) -> Profile:
     for role in options:
         if role not in roles:
             raise ValueError(f"{path}: options.{role} given but roles.{role} is not set")
-    return Profile(path.stem, str(data.get("description", "")), dict(roles), path, options)
+    refs = data.get("refs", {})
+    if not isinstance(refs, dict) or set(refs) - {"proposers", "refiner"}:
+        raise ValueError(f"{path}: [refs] may hold 'proposers' (a list) and 'refiner'")
+    proposers = refs.get("proposers", [])
+    if not isinstance(proposers, list) or not all(isinstance(n, str) for n in proposers):
+        raise ValueError(f"{path}: refs.proposers must be a list of llm backend names")
+    for name in [*proposers, *([refs["refiner"]] if "refiner" in refs else [])]:
+        try:
+            split_name("llm", name)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{path}: refs: {err}") from err
+    return Profile(
+        path.stem, str(data.get("description", "")), dict(roles), path, options, dict(refs)
+    )

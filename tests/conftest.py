@@ -10,6 +10,11 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# built references and cached model answers go to a folder of this test session only
+if "REFINE_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["REFINE_CACHE_DIR"] = tempfile.mkdtemp(prefix="refine-test-cache-")
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "assets"

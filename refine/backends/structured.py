@@ -93,15 +93,19 @@ def descriptor_schema(dimensions: Sequence[str], max_per_dimension: int) -> type
     return create_model("ObservedDescriptors", **fields)
 
 
-def observation_prompt(dimensions: Sequence[str], max_per_dimension: int) -> str:
+def dimension_help(dimensions: Sequence[str]) -> str:
+    """One bullet per dimension with its meaning (``assets/prompts/dimensions.txt``)."""
     help_lines = {
         line.split(":", 1)[0].strip(): line.strip()
         for line in prompt_template("dimensions").splitlines()
         if ":" in line
     }
-    dimension_help = "\n".join(f"- {help_lines.get(d, d)}" for d in dimensions)
+    return "\n".join(f"- {help_lines.get(d, d)}" for d in dimensions)
+
+
+def observation_prompt(dimensions: Sequence[str], max_per_dimension: int) -> str:
     return prompt_template("observe").format(
-        dimension_help=dimension_help,
+        dimension_help=dimension_help(dimensions),
         max_per_dimension=max_per_dimension,
         dimension_keys=", ".join(dimensions),
     )

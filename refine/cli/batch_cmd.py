@@ -115,7 +115,8 @@ def score_cmd(
 
     from refine.loop import Refiner
     from refine.records import RunSpec
-    from refine.references import ReferenceNotFound, find_references, load_references_file
+    from refine.references import ReferenceNotFound, load_references_file
+    from refine.refs_build import find_any
 
     loaded = []
     for path in images:
@@ -130,7 +131,7 @@ def score_cmd(
         refs = (
             load_references_file(refs_file, activity, country)
             if refs_file
-            else find_references(activity, country)
+            else find_any(activity, country)
         )
     except (ReferenceNotFound, ValueError) as err:
         raise UserInputError(str(err)) from err

@@ -22,10 +22,11 @@ def refs_show(
     as_json: bool = typer.Option(False, "--json", help="Print the reference pack as JSON."),
 ) -> None:
     """Print the reference descriptors by dimension and the stereotype candidates."""
-    from refine.references import ReferenceNotFound, find_references
+    from refine.references import ReferenceNotFound
+    from refine.refs_build import find_any
 
     try:
-        refs = find_references(activity, country)
+        refs = find_any(activity, country)
     except ReferenceNotFound as err:
         raise UserInputError(str(err)) from err
     if as_json:
@@ -40,6 +41,96 @@ def refs_show(
     for s in refs.stereotypes:
         typer.echo(f"  - {s}")
     typer.echo(f"\nsource: {refs.source}")
+
+
+@refs_app.command("build")
+def refs_build(
+    activity: str = typer.Argument(..., help='An activity, e.g. "people repairing a bicycle".'),
+    country: str = typer.Option(..., "--country", help="A country, e.g. Peru."),
+    profile: str = typer.Option("gemini", "--profile", help="Profile whose [refs] models to use."),
+    proposer: list[str] = typer.Option([], "--proposer", help="A proposer llm (repeatable)."),
+    refiner: str = typer.Option(None, "--refiner", help="The refiner llm."),
+    per_dimension: int = typer.Option(8, "--per-dimension", min=1, max=30),
+    stereotypes: int = typer.Option(10, "--stereotypes", min=1, max=50),
+    out: Path = typer.Option(None, "--out", help="Also write the references JSON here."),
+    as_json: bool = typer.Option(False, "--json", help="Print the references as JSON."),
+) -> None:
+    """Build reference descriptors and stereotype candidates with language models.
+
+    Several proposers list descriptors per dimension; one refiner keeps the accurate,
+    typical ones and lists stereotype candidates. Every answer is cached on disk
+    ($REFINE_CACHE_DIR, default ~/.cache/cultural-refine), so asking again costs nothing;
+    `refine run` then finds the built references, and --out writes a file for --refs.
+    """
+    from refine.refs_build import LLMCache, build_references, models_for, save_built
+
+    try:
+        proposers, refiner_model = models_for(profile, proposer, refiner)
+    except ValueError as err:
+        raise UserInputError(f"--profile/--proposer/--refiner: {err}") from err
+
+    def progress(event: dict) -> None:
+        if not as_json:
+            n = f" {event['n']}/{event['of']}" if "n" in event else ""
+            typer.echo(f"  {event['stage']}{n}: {event['model']}", err=True)
+
+    cache = LLMCache()
+    try:
+        result = build_references(
+            activity,
+            country,
+            proposers,
+            refiner_model,
+            cache,
+            per_dimension,
+            stereotypes,
+            on_event=progress,
+        )
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
+    path = save_built(result)
+    if out is not None:
+        from refine.store import atomic_write_text
+
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out, result.pack.model_dump_json(indent=2))
+    if as_json:
+        typer.echo(result.pack.model_dump_json(indent=2))
+        return
+    refs = result.pack
+    typer.echo(f"{refs.activity} - {refs.country}")
+    for dim, phrases in refs.descriptors.items():
+        typer.echo(f"\n{dim}:")
+        for p in phrases:
+            typer.echo(f"  - {p}")
+    typer.echo("\nstereotype candidates:")
+    for s in refs.stereotypes:
+        typer.echo(f"  - {s}")
+    typer.echo(f"\nsource: {refs.source}")
+    typer.echo(
+        f"model answers: {result.asked} asked, {result.cached} from the cache ({cache.dir}); "
+        f"saved to {path}" + (f" and {out}" if out else "")
+    )
+
+
+def resolve_references(activity: str, country: str, profile: str, build: bool):
+    """The pack's references, else ones built earlier, else (with ``build``) new ones."""
+    from refine.references import ReferenceNotFound
+    from refine.refs_build import build_references, find_any, models_for, save_built
+
+    try:
+        return find_any(activity, country)
+    except ReferenceNotFound as err:
+        if not build:
+            raise UserInputError(f"{err}, or add --build-refs") from err
+    typer.echo(f"building references for {activity!r} in {country} ...", err=True)
+    try:
+        proposers, refiner_model = models_for(profile)
+        result = build_references(activity, country, proposers, refiner_model)
+    except ValueError as err:
+        raise UserInputError(f"building references: {err}") from err
+    save_built(result)
+    return result.pack
 
 
 @refs_app.command("list")
@@ -109,10 +200,13 @@ def run_cmd(
     out: Path = typer.Option(Path("runs"), "--out", help="Folder for run directories."),
     resume: Path = typer.Option(None, "--resume", help="Finish the run in this directory."),
     as_json: bool = typer.Option(False, "--json", help="Print the final run record as JSON."),
+    build_refs: bool = typer.Option(
+        False, "--build-refs", help="Build references with the profile's llms if none exist."
+    ),
 ) -> None:
     """Generate, score and refine an image of an activity in a country, round by round."""
     from refine.loop import Refiner
-    from refine.references import ReferenceNotFound, find_references, load_references_file
+    from refine.references import load_references_file
     from refine.store import RunStore
 
     where: dict[str, str] = {}
@@ -146,14 +240,13 @@ def run_cmd(
             raise UserInputError(f"--edit-from: {edit_from!r} is not 'best' or 'original'")
         if image is not None and not image.is_file():
             raise UserInputError(f"--image: {image} does not exist")
-        try:
-            refs = (
-                load_references_file(refs_file, activity, country)
-                if refs_file
-                else find_references(activity, country)
-            )
-        except (ReferenceNotFound, ValueError) as err:
-            raise UserInputError(str(err)) from err
+        if refs_file:
+            try:
+                refs = load_references_file(refs_file, activity, country)
+            except ValueError as err:
+                raise UserInputError(str(err)) from err
+        else:
+            refs = resolve_references(activity, country, profile, build_refs)
         try:
             refiner = Refiner(profile, _parse_backends(backend), on_event=progress)
         except ValueError as err:

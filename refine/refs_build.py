@@ -1,0 +1,251 @@
+"""Reference descriptors for activities and countries the bundled pack lacks.
+
+Proposer-refiner: several language models each propose descriptors per dimension
+(``assets/prompts/refs_propose.txt``); their union, de-duplicated, goes to one refiner
+model that keeps the accurate, typical ones (``refs_refine.txt``); the refiner then lists
+stereotype candidates (``stereotypes.txt``). Every model answer is cached on disk, keyed by
+model id, prompt and answer schema, so the same request never costs twice. Built packs
+are kept in the cache folder too, where ``refine run`` finds them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+
+from metrics.descriptors import DIMENSIONS
+from refine.assets import prompt_template
+from refine.records import ReferencePack
+from refine.store import atomic_write_text, slug
+
+log = logging.getLogger(__name__)
+T = TypeVar("T", bound=BaseModel)
+PROMPTS = ("refs_propose", "refs_refine", "stereotypes")
+
+
+class Descriptors(BaseModel):
+    setting: list[str] = Field(default_factory=list)
+    objects: list[str] = Field(default_factory=list)
+    attire: list[str] = Field(default_factory=list)
+    interaction: list[str] = Field(default_factory=list)
+    spatial: list[str] = Field(default_factory=list)
+
+
+class Stereotypes(BaseModel):
+    stereotypes: list[str] = Field(default_factory=list)
+
+
+def cache_dir() -> Path:
+    """``$REFINE_CACHE_DIR``, else ``~/.cache/cultural-refine``."""
+    env = os.environ.get("REFINE_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "cultural-refine"
+
+
+class LLMCache:
+    """Language-model answers on disk, one JSON file per (model id, prompt, schema)."""
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self.dir = Path(directory) if directory else cache_dir() / "llm"
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, model_id: str, prompt: str, schema: type[BaseModel]) -> str:
+        blob = json.dumps(
+            [model_id, prompt, schema.__name__, schema.model_json_schema()], sort_keys=True
+        )
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def ask(self, model: Any, prompt: str, schema: type[T]) -> T:
+        model_id = getattr(model, "id", type(model).__name__)
+        key = self.key(model_id, prompt, schema)
+        path = self.dir / key[:2] / f"{key}.json"
+        if path.is_file():
+            try:
+                answer = schema.model_validate(json.loads(path.read_text("utf-8"))["answer"])
+                self.hits += 1
+                return answer
+            except (ValueError, KeyError) as err:  # a damaged entry is asked again
+                log.warning("ignoring unreadable cache entry %s (%s)", path, err)
+        answer = model.complete_json(prompt, schema)
+        self.misses += 1
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"model": model_id, "schema": schema.__name__, "prompt": prompt}
+        record["answer"] = answer.model_dump(mode="json")
+        atomic_write_text(path, json.dumps(record, indent=1, ensure_ascii=False))
+        return answer
+
+
+@dataclass
+class BuildResult:
+    pack: ReferencePack
+    proposals: dict[str, dict[str, list[str]]]
+    union: dict[str, list[str]]
+    cached: int = 0
+    asked: int = 0
+    files: list[str] = field(default_factory=list)
+
+
+def _dedupe(phrases: Sequence[str]) -> list[str]:
+    seen, out = set(), []
+    for p in phrases:
+        p = " ".join(str(p).split()).strip(" .;,")
+        if p and p.casefold() not in seen:
+            seen.add(p.casefold())
+            out.append(p)
+    return out
+
+
+def union_of(proposals: Sequence[dict[str, list[str]]]) -> dict[str, list[str]]:
+    """Every proposed phrase once per dimension (case-insensitive), in proposal order."""
+    return {d: _dedupe([p for prop in proposals for p in prop.get(d, [])]) for d in DIMENSIONS}
+
+
+def build_references(
+    activity: str,
+    country: str,
+    proposers: Sequence[Any],
+    refiner: Any,
+    cache: LLMCache | None = None,
+    per_dimension: int = 8,
+    stereotypes: int = 10,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> BuildResult:
+    """Reference descriptors and stereotype candidates from language models."""
+    from refine.backends.structured import dimension_help
+
+    if not proposers:
+        raise ValueError("at least one proposer model is needed")
+    activity, country = " ".join(activity.split()), " ".join(country.split())
+    if not activity or not country:
+        raise ValueError("give an activity and a country")
+    cache = cache or LLMCache()
+    hits0, misses0 = cache.hits, cache.misses
+    emit = on_event or (lambda event: None)
+    common = {
+        "activity": activity,
+        "country": country,
+        "dimension_help": dimension_help(DIMENSIONS),
+        "dimension_keys": ", ".join(DIMENSIONS),
+        "per_dimension": per_dimension,
+    }
+    proposals: dict[str, dict[str, list[str]]] = {}
+    for k, model in enumerate(proposers):
+        model_id = getattr(model, "id", type(model).__name__)
+        emit(
+            {
+                "type": "stage",
+                "stage": "propose",
+                "model": model_id,
+                "n": k + 1,
+                "of": len(proposers),
+            }
+        )
+        answer = cache.ask(model, prompt_template("refs_propose").format(**common), Descriptors)
+        proposals[model_id] = {
+            d: _dedupe(getattr(answer, d))[: per_dimension * 2] for d in DIMENSIONS
+        }
+    union = union_of(list(proposals.values()))
+    if not any(union.values()):
+        raise ValueError(f"the proposers ({', '.join(proposals)}) proposed no descriptors")
+    listing = "\n".join(f"- {d}: {'; '.join(union[d]) or '(none)'}" for d in DIMENSIONS)
+    emit({"type": "stage", "stage": "refine", "model": getattr(refiner, "id", "")})
+    refined = cache.ask(
+        refiner, prompt_template("refs_refine").format(**common, proposals=listing), Descriptors
+    )
+    descriptors = {d: _dedupe(getattr(refined, d))[:per_dimension] for d in DIMENSIONS}
+    if not any(descriptors.values()):
+        raise ValueError(f"the refiner {getattr(refiner, 'id', '')} kept no descriptors")
+    emit({"type": "stage", "stage": "stereotypes", "model": getattr(refiner, "id", "")})
+    found = cache.ask(
+        refiner,
+        prompt_template("stereotypes").format(
+            activity=activity, country=country, count=stereotypes
+        ),
+        Stereotypes,
+    )
+    refiner_id = getattr(refiner, "id", type(refiner).__name__)
+    source = (
+        f"proposer-refiner: proposers {', '.join(proposals)}; refiner {refiner_id}; "
+        f"prompts assets/prompts/{{{','.join(PROMPTS)}}}.txt"
+    )
+    pack = ReferencePack(
+        activity=activity,
+        country=country,
+        descriptors=descriptors,
+        stereotypes=_dedupe(found.stereotypes)[:stereotypes],
+        source=source,
+    )
+    return BuildResult(
+        pack, proposals, union, cached=cache.hits - hits0, asked=cache.misses - misses0
+    )
+
+
+# -- built packs, found again ----------------------------------------------------------
+
+
+def built_path(activity: str, country: str, directory: str | Path | None = None) -> Path:
+    base = Path(directory) if directory else cache_dir() / "refs"
+    return base / f"{slug(country, 30)}--{slug(activity, 80)}.json"
+
+
+def save_built(result: BuildResult, directory: str | Path | None = None) -> Path:
+    path = built_path(result.pack.activity, result.pack.country, directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = result.pack.model_dump(mode="json")
+    doc["proposals"] = result.proposals
+    atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False))
+    return path
+
+
+def load_built(activity: str, country: str, directory: str | Path | None = None):
+    """A pack built earlier for this activity and country, or None."""
+    path = built_path(activity, country, directory)
+    if not path.is_file():
+        return None
+    doc = json.loads(path.read_text("utf-8"))
+    doc.pop("proposals", None)
+    return ReferencePack.model_validate(doc)
+
+
+def find_any(activity: str, country: str) -> ReferencePack:
+    """The bundled pack's references, else ones built earlier with ``refine refs build``."""
+    from refine.references import ReferenceNotFound, find_references
+
+    try:
+        return find_references(activity, country)
+    except ReferenceNotFound as err:
+        built = load_built(activity, country)
+        if built is None:
+            raise ReferenceNotFound(
+                f"{err}; or build references with language models: "
+                f'`refine refs build "{activity}" --country {country}`'
+            ) from err
+        return built
+
+
+def models_for(profile: str, proposers: Sequence[str] = (), refiner: str | None = None):
+    """The proposer and refiner language models: named ones, else the profile's ``[refs]``
+    table, else the profile's ``llm`` backend."""
+    from refine.backends.registry import create
+    from refine.profiles import load_profile
+
+    p = load_profile(profile)
+    names = list(proposers) or list(p.refs.get("proposers", [])) or [p.backend("llm")]
+    refiner_name = refiner or p.refs.get("refiner") or p.backend("llm")
+    made: dict[str, Any] = {}
+
+    def make(name: str) -> Any:
+        if name not in made:
+            options = p.options.get("llm", {}) if name == p.roles.get("llm") else {}
+            made[name] = create("llm", name, **options)
+        return made[name]
+
+    return [make(n) for n in names], make(refiner_name)

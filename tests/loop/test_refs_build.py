@@ -1,0 +1,159 @@
+"""Building references with language models: proposers, union, refiner, stereotypes, the
+on-disk cache, and finding built references again (through the fake Gemini server)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from refine.refs_build import LLMCache, build_references, load_built, union_of
+from tests.fakes.gemini_server import text_answer
+from tests.loop.test_cli_run import env, refine_cmd
+
+ACT, COUNTRY = "people repairing a bicycle", "Peru"
+PROPOSALS = {
+    "gemini-2.5-flash": {
+        "setting": ["Street-side repair stall", "Adobe walls"],
+        "objects": ["Bicycle on a stand", "Tyre levers"],
+        "attire": ["Work apron"],
+        "interaction": ["Mechanic explaining to customer"],
+        "spatial": ["Bicycle in the centre"],
+    },
+    "gemini-2.5-pro": {
+        "setting": ["street-side repair stall", "Market street"],
+        "objects": ["Inner tube in water basin"],
+        "attire": ["Chullo knitted hat"],
+        "interaction": [],
+        "spatial": ["Tools laid out on a cloth"],
+    },
+}
+REFINED = {
+    "setting": ["Street-side repair stall", "Market street"],
+    "objects": ["Bicycle on a stand", "Inner tube in water basin", "Tyre levers"],
+    "attire": ["Work apron"],
+    "interaction": ["Mechanic explaining to customer"],
+    "spatial": ["Tools laid out on a cloth"],
+}
+STEREOTYPES = ["llamas in the street", "ponchos on everyone", "Machu Picchu backdrop"]
+
+
+class Models:
+    """The fake server's answers per model and prompt; records what was asked."""
+
+    def __init__(self):
+        self.asked: list[tuple[str, str]] = []
+        self.refine_prompt = ""
+
+    def __call__(self, path, body):
+        model = path.split("models/")[1].split(":")[0]
+        text = " ".join(p.get("text", "") for p in body["contents"][0]["parts"])
+        if "Describe what a faithful" in text:
+            kind, answer = "propose", PROPOSALS[model]
+        elif "reviewing visual descriptors" in text:
+            kind, answer = "refine", REFINED
+            self.refine_prompt = text
+        elif "exaggerate cultural stereotypes" in text:
+            kind, answer = "stereotypes", {"stereotypes": STEREOTYPES}
+        else:
+            raise AssertionError(text[:200])
+        self.asked.append((model, kind))
+        return 200, text_answer(json.dumps(answer))
+
+
+@pytest.fixture
+def models(gemini_env):
+    m = Models()
+    gemini_env.handler = m
+    yield m
+    gemini_env.handler = None
+
+
+def test_refs_build_cli_asks_once_and_run_finds_it(models, tmp_path):
+    args = ["refs", "build", ACT, "--country", COUNTRY, "--out", str(tmp_path / "peru.json")]
+    first = subprocess.run(
+        refine_cmd(*args, "--json"), env=env(), capture_output=True, text=True, timeout=300
+    )
+    assert first.returncode == 0, first.stderr
+    pack = json.loads(first.stdout)
+    assert models.asked == [
+        ("gemini-2.5-flash", "propose"),
+        ("gemini-2.5-pro", "propose"),
+        ("gemini-2.5-pro", "refine"),
+        ("gemini-2.5-pro", "stereotypes"),
+    ]
+    assert pack["descriptors"] == REFINED and pack["stereotypes"] == STEREOTYPES
+    assert "proposers gemini:gemini-2.5-flash, gemini:gemini-2.5-pro" in pack["source"]
+    # the refiner saw the union: both proposers' phrases, the case-variant duplicate once
+    assert "Chullo knitted hat" in models.refine_prompt and "Adobe walls" in models.refine_prompt
+    assert models.refine_prompt.count("treet-side repair stall") == 1
+    assert json.loads((tmp_path / "peru.json").read_text())["descriptors"] == REFINED
+    # asked again: everything from the cache, nothing sent
+    again = subprocess.run(refine_cmd(*args), env=env(), capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert "0 asked, 4 from the cache" in again.stdout and len(models.asked) == 4
+    # refs show and refine run find the built references
+    shown = subprocess.run(
+        refine_cmd("refs", "show", ACT, "--country", "peru", "--json"),
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["descriptors"]["objects"] == REFINED["objects"]
+    unknown = subprocess.run(
+        refine_cmd("run", "people flying kites", "--country", "Peru", "--out", str(tmp_path)),
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    assert unknown.returncode == 2 and "--build-refs" in unknown.stderr
+    assert "refine refs build" in unknown.stderr and len(models.asked) == 4
+
+
+class CountingLM:
+    def __init__(self, name, answer):
+        self.id, self.answer, self.calls = f"test:{name}", answer, 0
+
+    def complete_json(self, prompt, schema):
+        self.calls += 1
+        return schema.model_validate(self.answer(prompt) if callable(self.answer) else self.answer)
+
+
+def test_union_cache_and_errors(tmp_path):
+    a = {"setting": ["Kitchen", "tiled floor"], "objects": ["pot"]}
+    b = {"setting": ["kitchen ", "Garden"], "objects": ["Pot", "ladle"]}
+    u = union_of([a, b])
+    assert u["setting"] == ["Kitchen", "tiled floor", "Garden"]
+    assert u["objects"] == ["pot", "ladle"] and u["attire"] == []
+
+    def refiner_answer(prompt):
+        if "stereotypes" in prompt and "Answer with one JSON object: {" in prompt:
+            return {"stereotypes": ["sombreros", "Sombreros", "cacti"]}
+        return {"setting": ["Kitchen"], "objects": ["pot", "ladle"]}
+
+    p1, p2 = CountingLM("p1", a), CountingLM("p2", b)
+    refiner = CountingLM("r", refiner_answer)
+    cache = LLMCache(tmp_path / "llm")
+    result = build_references("people cooking", "Mexico", [p1, p2], refiner, cache)
+    assert result.pack.descriptors["objects"] == ["pot", "ladle"]
+    assert result.pack.stereotypes == ["sombreros", "cacti"]
+    assert (result.asked, result.cached) == (4, 0)
+    assert result.union == u and result.proposals["test:p2"]["setting"] == ["kitchen", "Garden"]
+    again = build_references("people cooking", "Mexico", [p1, p2], refiner, cache)
+    assert (again.asked, again.cached) == (0, 4) and again.pack == result.pack
+    assert (p1.calls, p2.calls, refiner.calls) == (1, 1, 2)
+    # a damaged cache entry is asked again, not trusted
+    entry = next((tmp_path / "llm").rglob("*.json"))
+    entry.write_text("{not json")
+    third = build_references("people cooking", "Mexico", [p1, p2], refiner, cache)
+    assert third.asked == 1 and third.pack == result.pack
+    # a different prompt setting is a different request
+    build_references("people cooking", "Mexico", [p1], refiner, cache, per_dimension=3)
+    assert p1.calls == 2
+    with pytest.raises(ValueError, match="proposed no descriptors"):
+        build_references("x", "Mexico", [CountingLM("empty", {})], refiner, cache)
+    with pytest.raises(ValueError, match="kept no descriptors"):
+        build_references("y", "Mexico", [p1], CountingLM("r0", {}), cache)
+    assert load_built("people cooking", "Mexico", tmp_path / "none") is None
