@@ -2,7 +2,10 @@
 
 SSIM follows Wang et al. (2004) on luminance in [0, 1] with a uniform 7x7 window,
 K1 = 0.01, K2 = 0.03 and population (co)variances, averaged over the valid windows.
-The child is resized to the parent's size first.
+The child is resized to the parent's size first. As the authors recommend for large
+images, both are first downsampled by F = max(1, round(min(H, W) / 256)) (means over
+F x F blocks), so SSIM compares structure at a viewing scale and a 1024 px image costs
+no more than a 256 px one.
 """
 
 from __future__ import annotations
@@ -42,15 +45,29 @@ def ssim_arrays(a: np.ndarray, b: np.ndarray, window: int = WINDOW) -> float:
     return float(s.mean())
 
 
+def downsample_factor(height: int, width: int) -> int:
+    return max(1, round(min(height, width) / 256))
+
+
+def block_mean(x: np.ndarray, f: int) -> np.ndarray:
+    """Means over non-overlapping f x f blocks (a trailing partial block is dropped)."""
+    if f == 1:
+        return x
+    h, w = (x.shape[0] // f) * f, (x.shape[1] // f) * f
+    return x[:h, :w].reshape(h // f, f, w // f, f).mean(axis=(1, 3))
+
+
 def ssim(parent: Image.Image, child: Image.Image) -> float:
-    """SSIM between the luminance of two images (the child resized to the parent's size)."""
+    """SSIM between the luminance of two images (the child resized to the parent's size,
+    both downsampled by F = max(1, round(min(H, W) / 256)))."""
     from PIL import Image as PILImage
 
     if child.size != parent.size:
         child = child.resize(parent.size, PILImage.Resampling.BICUBIC)
-    a = np.asarray(parent.convert("L"), dtype=np.float64) / 255.0
-    b = np.asarray(child.convert("L"), dtype=np.float64) / 255.0
-    return ssim_arrays(a, b)
+    a = np.asarray(parent.convert("L"), dtype=np.float32) / 255.0
+    b = np.asarray(child.convert("L"), dtype=np.float32) / 255.0
+    f = downsample_factor(*a.shape)
+    return ssim_arrays(block_mean(a, f), block_mean(b, f))
 
 
 def cosine(u: np.ndarray, v: np.ndarray) -> float:

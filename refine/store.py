@@ -73,7 +73,7 @@ class RunStore:
     def save_image(self, name: str, image: Image.Image) -> str:
         path = self._inside(name)
         tmp = path.with_name(f".{path.name}.tmp")
-        image.save(tmp, format="PNG")
+        image.save(tmp, format="PNG", compress_level=1)  # fast; lossless all the same
         os.replace(tmp, path)
         return name
 

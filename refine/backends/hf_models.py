@@ -23,6 +23,7 @@ from refine.backends.imports import require
 from refine.backends.loading import load_or_explain, oom_guard, pick_dtype, torch_dtype_name
 from refine.backends.protocols import Rating
 from refine.backends.structured import (
+    InvalidModelOutput,
     ask_with_repair,
     clean_descriptors,
     descriptor_schema,
@@ -80,6 +81,7 @@ class HFModel:
         self.model: Any = None
         self.processor: Any = None  # the processor of a VLM, or the tokenizer of a text model
         self.is_vision = False
+        self.truncated = False  # the last answer hit max_new_tokens
 
     # -- loading -----------------------------------------------------------------------
 
@@ -208,12 +210,30 @@ class HFModel:
         with torch.inference_mode():
             out = oom_guard(self.model_name, lambda: self.model.generate(**batch, **options))
         new_tokens = out[:, batch["input_ids"].shape[1] :]
+        self.truncated = new_tokens.shape[1] >= self.max_new_tokens and not bool(
+            (new_tokens[0] == tokenizer.eos_token_id).any()
+        )
+        if self.truncated:
+            log.warning("%s: answer cut at max_new_tokens=%d", self.id, self.max_new_tokens)
         return tokenizer.batch_decode(new_tokens, skip_special_tokens=True)[0].strip()
 
+    def _ask(self, ask: Any, prompt: str, schema: type[T]) -> T:
+        self.truncated = False
+        try:
+            return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
+        except InvalidModelOutput as err:
+            if self.truncated:
+                raise InvalidModelOutput(
+                    err.model,
+                    f"{err.error}; the answer was cut at max_new_tokens={self.max_new_tokens}: "
+                    "raise the backend option max_new_tokens",
+                    err.raw,
+                    err.attempts,
+                ) from None
+            raise
+
     def complete_json(self, prompt: str, schema: type[T]) -> T:
-        return ask_with_repair(
-            lambda p: self.generate_text(p), prompt, schema, self.id, self.max_repairs
-        )
+        return self._ask(lambda p: self.generate_text(p), prompt, schema)
 
     def describe(
         self, image: Image.Image, dimensions: Sequence[str], max_per_dimension: int = 10
@@ -221,9 +241,7 @@ class HFModel:
         self._require_vision("observe images")
         schema = descriptor_schema(dimensions, max_per_dimension)
         prompt = observation_prompt(dimensions, max_per_dimension)
-        answer = ask_with_repair(
-            lambda p: self.generate_text(p, image), prompt, schema, self.id, self.max_repairs
-        )
+        answer = self._ask(lambda p: self.generate_text(p, image), prompt, schema)
         return clean_descriptors(answer, dimensions, max_per_dimension)
 
     # -- judging -----------------------------------------------------------------------

@@ -301,39 +301,48 @@ def build_tiny_flux2_klein(path: Path) -> Path:
     return out
 
 
-def teach(backend, prompt: str, answer: str, image=None, max_steps: int = 400) -> float:
-    """Train an hf: backend's tiny model until it answers ``prompt`` (about ``image``) with
-    ``answer``; returns the final loss. Makes a random model produce a known answer through
-    the real generation path."""
+def teach(
+    backend, prompt: str, answer: str, image=None, max_steps: int = 400, images=None
+) -> float:
+    """Train an hf: backend's tiny model until it answers ``prompt`` (about ``image``, or
+    about each of ``images`` in turn, so the answer holds for any image) with ``answer``;
+    returns the final loss. Makes a random model produce a known answer through the real
+    generation path."""
     import torch
 
     backend.load()
     proc = backend.processor
-    chat = backend._chat_text(prompt, image is not None)
+    pictures = list(images) if images else [image]
+    chat = backend._chat_text(prompt, pictures[0] is not None)
     full = chat + answer + "<|im_end|>"
-    if image is not None:
-        batch = proc(text=[full], images=[image.convert("RGB")], return_tensors="pt")
-        n_prompt = proc(text=[chat], images=[image.convert("RGB")], return_tensors="pt")
-    else:
-        batch = proc([full], return_tensors="pt", add_special_tokens=False)
-        n_prompt = proc([chat], return_tensors="pt", add_special_tokens=False)
-    labels = batch["input_ids"].clone()
-    labels[:, : n_prompt["input_ids"].shape[1]] = -100
+    batches = []
+    for picture in pictures:
+        if picture is not None:
+            batch = proc(text=[full], images=[picture.convert("RGB")], return_tensors="pt")
+            n_prompt = proc(text=[chat], images=[picture.convert("RGB")], return_tensors="pt")
+        else:
+            batch = proc([full], return_tensors="pt", add_special_tokens=False)
+            n_prompt = proc([chat], return_tensors="pt", add_special_tokens=False)
+        labels = batch["input_ids"].clone()
+        labels[:, : n_prompt["input_ids"].shape[1]] = -100
+        batches.append((batch, labels))
     model = backend.model
     model.train()
     torch.manual_seed(0)
     opt = torch.optim.Adam(model.parameters(), lr=5e-3)
-    loss = float("inf")
-    for _ in range(max_steps):
+    losses = [float("inf")] * len(batches)
+    for step in range(max_steps):
+        k = step % len(batches)
+        batch, labels = batches[k]
         out = model(**batch, labels=labels)
         opt.zero_grad()
         out.loss.backward()
         opt.step()
-        loss = out.loss.item()
-        if loss < 0.005:
+        losses[k] = out.loss.item()
+        if max(losses) < 0.005:
             break
     model.eval()
-    return loss
+    return max(losses)
 
 
 SIGLIP_WORDS = (

@@ -110,6 +110,8 @@ def test_observer_random_model_fails_with_raw_output(tiny, monkeypatch):
     assert info.value.attempts == 2 and len(prompts) == 2
     assert "raw output:" in str(info.value) and info.value.raw in str(info.value)
     assert "could not be used" in prompts[1]  # the repair prompt was sent
+    # 12 new tokens and no end of answer: the message says which option to raise
+    assert obs.truncated and "cut at max_new_tokens=12" in str(info.value)
 
 
 def test_observer_repair_then_valid(tiny, monkeypatch):

@@ -1,0 +1,114 @@
+"""One refinement run end to end on local models: a tiny Stable Diffusion generates, a
+tiny InstructPix2Pix edits, a tiny Qwen2.5-VL observes (taught one answer) and judges,
+MiniLM scores and a tiny SigLIP measures drift. Every call goes through the real
+backends; the assertions recompute the recorded numbers from the saved images."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from metrics.ahead import score_images
+from metrics.descriptors import DIMENSIONS
+from refine.assets import prompt_template
+from refine.backends.structured import observation_prompt
+from refine.loop import Refiner
+from refine.store import RunStore
+from tests.fakes.tiny_models import build_tiny_qwen_vl, build_tiny_sd, teach
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+SEEN = {
+    "setting": ["Persian rug on floor", "modern restaurant with neon lights"],
+    "objects": ["Large rice platter", "hamburgers"],
+    "attire": ["Casual modern attire"],
+    "interaction": ["Sharing communal dishes"],
+    "spatial": [],
+}
+
+
+@pytest.fixture(scope="module")
+def local_refiner(tmp_path_factory, siglip_path):
+    root = tmp_path_factory.mktemp("tiny-local")
+    sd, ip2p, vl = build_tiny_sd(root, 4), build_tiny_sd(root, 8), build_tiny_qwen_vl(root)
+    names = {
+        "generator": f"diffusers:{sd}",
+        "editor": f"diffusers:{ip2p}",
+        "observer": f"hf:{vl}",
+        "judge": f"hf:{vl}",
+        "text_embedder": "st:all-MiniLM-L6-v2",
+        "image_embedder": f"siglip:{siglip_path}",
+    }
+    cpu = {"device": "cpu"}
+    options = {
+        "generator": {**cpu, "steps": 2, "width": 64, "height": 64},
+        "editor": {**cpu, "steps": 2},
+        "observer": {**cpu, "max_new_tokens": 400},
+        "judge": cpu,
+        "text_embedder": cpu,
+        "image_embedder": cpu,
+    }
+    refiner = Refiner("local-gpu", backends=names, backend_options=options)
+    # teach the observer one answer on images of the kind the tiny pipelines make
+    gen, edit = refiner.backends.get("generator"), refiner.backends.get("editor")
+    prompt = prompt_template("generate").strip().format(activity=ACT, country=COUNTRY)
+    made = gen.generate(prompt, [42, 7, 8])
+    made += edit.edit(made[0], "Remove the hamburgers", [1042, 1043, 9])
+    made += edit.edit(made[3], "Add a sofreh", [2042, 2043])
+    rng = np.random.default_rng(0)
+    made += [Image.fromarray((rng.random((64, 64, 3)) * 255).astype("uint8")) for _ in range(2)]
+    prompt = observation_prompt(list(DIMENSIONS), 10)
+    loss = teach(refiner.backends.get("observer"), prompt, json.dumps(SEEN), images=made)
+    assert loss < 0.01
+    return refiner
+
+
+def test_run_on_tiny_local_models(local_refiner, tmp_path):
+    refiner = local_refiner
+    run = refiner.run(
+        ACT, COUNTRY, out=tmp_path, rounds=2, candidates=2, target=1.0, patience=3, max_drift=2.0
+    )
+    store = RunStore(tmp_path / run.id)
+    assert run.status == "finished", run.error
+    assert run.stop_reason == "max rounds: 2 editing round(s) done" and len(run.rounds) == 3
+    assert run.backend_ids["generator"].startswith("diffusers:")
+    assert run.backend_ids["observer"].startswith("hf:")
+    assert run.backend_ids["judge"].startswith("hf:")
+    refs = run.references
+    expected = score_images(refs.descriptors, [SEEN], refiner.backends.get("text_embedder"))[0]
+    judge = refiner.backends.get("judge")
+    rubric = prompt_template("exaggeration").format(
+        activity=refs.activity, country=refs.country, candidates="; ".join(refs.stereotypes)
+    )
+    for r in run.rounds:
+        for c in r.candidates:
+            image = store.load_image(c.image)
+            assert image.size == (64, 64)
+            # the taught observer saw what it was taught, through real generation
+            assert c.observed == SEEN
+            assert c.scores.align == pytest.approx(expected.align, abs=1e-6)
+            assert c.scores.hal == pytest.approx(expected.hal, abs=1e-6)
+            # EXAG is the judge's expected rating of the saved image, rescaled
+            rating = judge.rate([image], [rubric])[0]
+            assert c.scores.exag == pytest.approx((rating.expectation - 1) / 4, abs=1e-4)
+            assert c.scores.faith == pytest.approx(
+                (c.scores.align + 1 - c.scores.hal + 1 - c.scores.exag) / 3
+            )
+    for r in run.rounds[1:]:
+        parent = run.rounds[r.parent]
+        before = np.asarray(store.load_image(parent.best.image), dtype=np.int16)
+        for c in r.candidates:
+            after = np.asarray(store.load_image(c.image), dtype=np.int16)
+            assert np.abs(after - before).mean() > 1.0  # the editor changed the image
+            assert -1.0 <= c.drift.ssim <= 1.0 and c.drift.embedder.startswith("siglip:")
+        gain = r.best.scores.faith - parent.best.scores.faith
+        assert (r.decision == "accepted") == (gain >= run.spec.margin)
+        assert r.chosen == max(range(2), key=lambda j: r.candidates[j].scores.faith)
+        assert [c.seed for c in r.candidates] == [42 + 1000 * r.index, 43 + 1000 * r.index]
+        assert {"edit", "observe", "score", "judge", "drift"} <= set(r.timings)
+    best = max(
+        (r for r in run.rounds if r.decision != "rejected"), key=lambda r: r.best.scores.faith
+    )
+    assert run.best_round == best.index
