@@ -211,9 +211,15 @@ class Refiner:
         except BaseException as err:
             run.status = "failed"
             run.error = f"{type(err).__name__}: {err}"
-            self._save(run, store, started)
+            try:
+                self._save(run, store, started)
+            except Exception:  # keep the original error; the last good record stays
+                log.exception("could not save the failed run %s", run.id)
+            with contextlib.suppress(Exception):
+                store.close()
             raise
         self._save(run, store, started)
+        store.close()
         self._emit({"type": "done", "run": run.id, "stop_reason": run.stop_reason})
         return run
 

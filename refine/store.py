@@ -1,7 +1,9 @@
 """The run store: one directory per run, ``run.json`` written atomically after every round.
 
-Images are written before the record that names them, and the record is replaced by
-rename, so a run killed at any point keeps every completed round and can be resumed.
+Images are written before the record that names them (PNG encoding runs on a writer
+thread, overlapping the next model call; saving the record waits for it), and the record
+is replaced by rename, so a run killed at any point keeps every completed round and can
+be resumed. Recently written images stay in memory, so a parent is not read back.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import os
 import re
 import tempfile
 import time
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,8 +52,13 @@ def atomic_write_text(path: Path, text: str) -> None:
 class RunStore:
     """Reads and writes one run directory; never writes outside it."""
 
+    RECENT = 8  # images kept in memory
+
     def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory).resolve()
+        self._writer: ThreadPoolExecutor | None = None
+        self._pending: list[Future] = []
+        self._recent: OrderedDict[str, Image.Image] = OrderedDict()
 
     @classmethod
     def create(cls, root: str | Path, run_id: str) -> RunStore:
@@ -71,19 +80,42 @@ class RunStore:
         return path
 
     def save_image(self, name: str, image: Image.Image) -> str:
+        """Queue ``image`` for writing as ``name``; :meth:`flush` (and :meth:`save`) wait."""
         path = self._inside(name)
-        tmp = path.with_name(f".{path.name}.tmp")
-        image.save(tmp, format="PNG", compress_level=1)  # fast; lossless all the same
-        os.replace(tmp, path)
+        image = image.convert("RGB") if image.mode != "RGB" else image.copy()
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="run-store")
+        self._pending.append(self._writer.submit(_write_png, path, image))
+        self._recent[name] = image
+        while len(self._recent) > self.RECENT:
+            self._recent.popitem(last=False)
         return name
+
+    def flush(self) -> None:
+        """Wait until every queued image is on disk; a failed write is raised here."""
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+
+    def close(self) -> None:
+        """Write what is queued and stop the writer thread."""
+        try:
+            self.flush()
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)
+                self._writer = None
 
     def load_image(self, name: str) -> Image.Image:
         from PIL import Image as PILImage
 
+        if name in self._recent:
+            return self._recent[name].copy()
         with PILImage.open(self._inside(name)) as im:
             return im.convert("RGB")
 
     def save(self, run: Run) -> None:
+        self.flush()
         run.updated = time.strftime("%Y-%m-%dT%H:%M:%S")
         atomic_write_text(self._inside(RUN_FILE), run.model_dump_json(indent=1))
 
@@ -95,3 +127,9 @@ class RunStore:
             return Run.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except (json.JSONDecodeError, ValueError) as err:
             raise ValueError(f"{path}: not a valid run record ({err})") from err
+
+
+def _write_png(path: Path, image: Image.Image) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    image.save(tmp, format="PNG", compress_level=1)  # fast; lossless all the same
+    os.replace(tmp, path)

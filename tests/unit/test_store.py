@@ -1,0 +1,58 @@
+"""The run store: images on disk before the record that names them, safe names."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+import refine.store as store_module
+from refine.records import ReferencePack, Run, RunSpec
+from refine.store import RunStore
+
+
+def a_run(run_id: str) -> Run:
+    refs = ReferencePack(activity="a", country="b", descriptors={"setting": ["kitchen"]})
+    return Run(id=run_id, spec=RunSpec(activity="a", country="b"), references=refs)
+
+
+def test_images_are_written_before_the_record(tmp_path):
+    store = RunStore.create(tmp_path, "r1")
+    red = Image.new("RGB", (32, 16), (200, 30, 30))
+    store.save_image("round_00_c0.png", red)
+    red.paste((0, 0, 255), (0, 0, 32, 16))  # the caller's later changes do not leak in
+    store.save(a_run("r1"))
+    on_disk = Image.open(store.dir / "round_00_c0.png").convert("RGB")
+    assert on_disk.getpixel((5, 5)) == (200, 30, 30) and on_disk.size == (32, 16)
+    assert store.load_image("round_00_c0.png").getpixel((5, 5)) == (200, 30, 30)
+    assert RunStore(store.dir).load_image("round_00_c0.png").getpixel((5, 5)) == (200, 30, 30)
+    assert json.loads((store.dir / "run.json").read_text())["id"] == "r1"
+    store.close()
+
+
+def test_a_failed_image_write_stops_the_record(tmp_path, monkeypatch):
+    store = RunStore.create(tmp_path, "r2")
+    store.save(a_run("r2"))
+    before = (store.dir / "run.json").read_text()
+
+    def broken(path, image):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store_module, "_write_png", broken)
+    store.save_image("round_01_c0.png", Image.new("RGB", (8, 8)))
+    run = a_run("r2")
+    run.stop_reason = "changed"
+    with pytest.raises(OSError, match="disk full"):
+        store.save(run)
+    assert (store.dir / "run.json").read_text() == before  # no record names a lost image
+    store.close()
+
+
+def test_names_stay_inside_the_run_directory(tmp_path):
+    store = RunStore.create(tmp_path, "r3")
+    with pytest.raises(ValueError, match="outside the run directory"):
+        store.save_image("../escape.png", Image.new("RGB", (4, 4)))
+    with pytest.raises(ValueError, match="not safe for a file name"):
+        RunStore.create(tmp_path, "../x")
+    assert RunStore.create(tmp_path, "r3").dir.name == "r3-2"
