@@ -374,11 +374,14 @@ def render_batch(batch_dir: str | Path) -> str:
             f"<td>{escape(e.error or e.stop_reason or '')}</td></tr>"
         )
     gain = "n/a" if s.get("mean_faith_gain") is None else f"{s['mean_faith_gain']:+.3f}"
+    mean_edits = s.get("mean_editing_rounds")
+    per_run = "n/a" if mean_edits is None else f"{mean_edits:.1f}"
     summary = (
         f'<p class="summary">success rate {pct(s.get("success_rate"))} '
         f"({s.get('finished')}/{s.get('runs')}, {s.get('failed')} failed); mean FAITH gain "
         f"{gain}; regression rate {pct(s.get('regression_rate'))} of "
-        f"{s.get('editing_rounds')} editing round(s)</p>"
+        f"{s.get('editing_rounds')} editing round(s); "
+        f"{per_run} editing round(s) per finished run</p>"
         f'<p class="muted">specs: {escape(batch.source)}; profile {escape(batch.profile)}</p>'
     )
     table = (

@@ -142,6 +142,7 @@ def test_batch_report_with_a_failed_run(world, backends, options, tmp_path):
     gains = [e.best_faith - e.initial_faith for e in batch.entries]
     assert page.bars == pytest.approx(gains, abs=1e-6) and gains[0] > 0.2 and gains[1] == 0
     assert "success rate 50% (1/2, 1 failed)" in html
+    assert "1.0 editing round(s) per finished run" in html
     assert batch.entries[1].error and "500" in batch.entries[1].error
     assert html.count(html_escape(batch.entries[1].error)) >= 1
     assert [d for _, d in page.rounds] == ["initial", "accepted", "initial"]
