@@ -124,17 +124,29 @@ class Refiner:
         on_event: Callable[[Event], None] | None = None,
         instances: dict[str, Any] | None = None,
         shared: Backends | None = None,
+        review: Callable[[int, str, Run], str | None] | None = None,
     ) -> None:
         """``backends`` overrides the profile's backend names per role, ``backend_options``
         their options; ``instances`` gives ready backend objects (any object following the
-        role's protocol); ``shared`` reuses another refiner's loaded backends."""
+        role's protocol); ``shared`` reuses another refiner's loaded backends.
+
+        ``review(round, instruction, run)`` is called before every edit with the
+        instruction about to be applied; it returns the instruction to apply (a changed
+        text is recorded as the user's) or None to stop the run there. ``request_stop()``
+        stops a run at the next round boundary; completed rounds are kept."""
         self.backends = shared or Backends(profile, backends, backend_options, instances)
         self.profile_name = profile
         self.overrides = dict(backends or {})
         self.backend_options = dict(backend_options or {})
         self.on_event = on_event or (lambda event: None)
+        self.review = review
         self.calls = 0
         self._baselines: dict[tuple, list[float]] = {}
+        self._stop = threading.Event()
+
+    def request_stop(self) -> None:
+        """Stop the current run after the round in progress (it is saved as finished)."""
+        self._stop.set()
 
     def sibling(self, on_event: Callable[[Event], None] | None = None) -> Refiner:
         """A refiner sharing this one's models (and nothing else): one per batch worker."""
@@ -195,6 +207,7 @@ class Refiner:
     def _drive(self, run: Run, store: RunStore) -> Run:
         started = time.monotonic() - run.elapsed_s
         self.calls = run.model_calls
+        self._stop.clear()
         self._emit({"type": "run", "run": run.id, "dir": str(store.dir)})
         try:
             if not run.rounds:
@@ -232,6 +245,8 @@ class Refiner:
         store.save(run)
 
     def _stop_reason(self, run: Run, started: float) -> str | None:
+        if self._stop.is_set():
+            return "stopped by the user"
         spec = run.spec
         best = run.best()
         edits = len(run.rounds) - 1
@@ -313,6 +328,17 @@ class Refiner:
             if instruction is None:
                 run.stop_reason = "nothing to change: no missing, hallucinated or exaggerated items"
                 return
+        if self.review is not None:
+            self._emit({"type": "review", "round": k, "instruction": instruction})
+            reviewed = self.review(k, instruction, run)
+            if reviewed is None or self._stop.is_set():
+                run.stop_reason = "stopped by the user"
+                return
+            reviewed = reviewed.strip()
+            if not reviewed:
+                raise ValueError(f"round {k}: the reviewed instruction is empty")
+            if reviewed != instruction:
+                instruction, source = reviewed, "user"
         parent_image = store.load_image(parent.best.image)
         seeds = [spec.seed + 1000 * k + j for j in range(spec.candidates)]
         self._emit({"type": "stage", "round": k, "stage": "edit", "n": len(seeds)})

@@ -197,3 +197,43 @@ def test_reference_images_exag_variant(world, backends, options, tmp_path):
     # the baseline is judged once per run; every image is then judged once per candidate
     images_judged = 1 + len(run.rounds[1].candidates)
     assert world.log.count("judge") == n + n * images_judged
+
+
+def test_review_rewrites_or_stops_and_request_stop(world, backends, options, tmp_path):
+    seen = []
+
+    def review(k, instruction, run):
+        seen.append((k, instruction, len(run.rounds)))
+        if k == 1:
+            return "  Replace the hamburgers with a rice platter.  "
+        if k == 2:
+            return instruction  # unchanged: still the template's
+        return None  # round 3: stop here
+
+    r = refiner(backends, options, review=review)
+    run = r.run(ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0, patience=5, max_drift=2.0)
+    assert [k for k, _, _ in seen] == [1, 2, 3]
+    assert seen[0][2] == 1 and seen[0][1].startswith("Edit this photo")  # the template's
+    r1, r2 = run.rounds[1], run.rounds[2]
+    assert (r1.text, r1.instruction_source) == (
+        "Replace the hamburgers with a rice platter.",
+        "user",
+    )
+    assert (r2.text, r2.instruction_source) == (seen[1][1], "template")
+    assert len(run.rounds) == 3 and run.stop_reason == "stopped by the user"
+    assert run.status == "finished"
+
+    stopper = refiner(backends, options)
+
+    def on_event(event):
+        if event["type"] == "round" and event["round"] == 0:
+            stopper.request_stop()
+
+    stopper.on_event = on_event
+    run = stopper.run(ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0)
+    assert len(run.rounds) == 1 and run.stop_reason == "stopped by the user"
+    assert RunStore(tmp_path / run.id).load().stop_reason == "stopped by the user"
+    # the next run on the same refiner is not stopped by the old request
+    stopper.on_event = lambda event: None
+    again = stopper.run(ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0)
+    assert again.stop_reason.startswith("max rounds")
