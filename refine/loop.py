@@ -202,6 +202,69 @@ class Refiner:
         run.status, run.error = "running", None
         return self._drive(run, store)
 
+    def branch(
+        self, run_dir: str | Path, round_index: int, out: str | Path | None = None, **settings: Any
+    ) -> Run:
+        """Roll back: a new run holding rounds 0..``round_index`` of an earlier run (images
+        copied; the original is left as it is), continued from that round's chosen image.
+        ``settings`` change the spec; ``rounds`` counts the further editing rounds."""
+        source = RunStore(run_dir)
+        old = source.load()
+        if not 0 <= round_index < len(old.rounds):
+            last = len(old.rounds) - 1
+            raise ValueError(f"round {round_index} does not exist in {source.dir} (0..{last})")
+        further = settings.pop("rounds", old.spec.rounds)
+        spec = old.spec.model_copy(update={**settings, "rounds": round_index + further})
+        spec = RunSpec.model_validate(spec.model_dump())
+        store = RunStore.create(out or source.dir.parent, f"{old.id}-from-r{round_index}")
+        kept = [r.model_copy(deep=True) for r in old.rounds[: round_index + 1]]
+        for r in kept:
+            for c in r.candidates:
+                store.save_image(c.image, source.load_image(c.image))
+        run = old.model_copy(
+            update={
+                "id": store.dir.name,
+                "spec": spec,
+                "rounds": kept,
+                "best_round": round_index,
+                "status": "running",
+                "stop_reason": None,
+                "error": None,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "branched_from": {"run": str(source.dir), "round": round_index},
+            }
+        )
+        store.save(run)
+        return self._drive(run, store)
+
+    @staticmethod
+    def choose(run_dir: str | Path, round_index: int, candidate: int, accept: bool = True) -> Run:
+        """Decide the last round of a stopped run by hand: accept candidate ``candidate``
+        (it becomes the best image) or reject the round."""
+        store = RunStore(run_dir)
+        run = store.load()
+        if run.status == "running":
+            raise ValueError(f"{store.dir}: the run is still running; stop it first")
+        if round_index != len(run.rounds) - 1 or round_index == 0:
+            raise ValueError(
+                f"only the last editing round can be decided by hand (round {len(run.rounds) - 1})"
+            )
+        r = run.rounds[round_index]
+        if not 0 <= candidate < len(r.candidates):
+            raise ValueError(f"round {round_index} has candidates 0..{len(r.candidates) - 1}")
+        r.chosen, r.by_hand = candidate, True
+        if accept:
+            r.decision, r.reason = "accepted", f"accepted by hand (candidate {candidate})"
+            run.best_round = round_index
+        else:
+            r.decision, r.reason = "rejected", "rejected by hand"
+            if run.best_round == round_index:
+                run.best_round = max(
+                    i for i, x in enumerate(run.rounds[:round_index]) if x.decision != "rejected"
+                )
+        store.save(run)
+        return run
+
     # -- the loop ----------------------------------------------------------------------
 
     def _drive(self, run: Run, store: RunStore) -> Run:
@@ -256,7 +319,8 @@ class Refiner:
         if edits >= spec.rounds:
             return f"max rounds: {spec.rounds} editing round(s) done"
         streak = 0
-        for r in reversed(run.rounds[1:]):
+        start = 1 + (run.branched_from or {}).get("round", 0)  # a branch starts afresh
+        for r in reversed(run.rounds[start:]):
             if r.decision == "accepted":
                 break
             streak += 1

@@ -89,6 +89,7 @@ class Round(_Record):
     chosen: int  # index into candidates
     decision: Decision
     reason: str
+    by_hand: bool = False  # the decision was made by the user, not by the scores
     timings: dict[str, float] = Field(default_factory=dict)
 
     @property
@@ -136,6 +137,8 @@ class Run(_Record):
     updated: str = ""
     model_calls: int = 0
     elapsed_s: float = 0.0
+    # a run continued from a round of another run: {"run": dir, "round": k}
+    branched_from: dict[str, Any] | None = None
 
     def best(self) -> Round | None:
         return None if self.best_round is None else self.rounds[self.best_round]

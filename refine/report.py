@@ -274,7 +274,7 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f'<section class="round {r.decision}" id="{escape(run.id)}-round-{r.index}" '
         f'data-round="{r.index}" data-decision="{r.decision}">'
         f'<h3>round {r.index}: {r.kind}{parent} <span class="badge {r.decision}">'
-        f"{r.decision}</span>{best}</h3>"
+        f"{r.decision}{' by hand' if r.by_hand else ''}</span>{best}</h3>"
         f'<p class="reason">{escape(r.reason)}</p>'
         f'<div class="imgs">{"".join(figs)}</div>'
         "<table><tr><th>FAITH</th><th>ALIGN</th><th>HAL</th><th>EXAG</th>"
@@ -310,6 +310,12 @@ def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
         else "<p>no round finished</p>"
     )
     error = f'<p class="hallucinated">error: {escape(run.error)}</p>' if run.error else ""
+    if run.branched_from:
+        origin = Path(str(run.branched_from.get("run", ""))).name
+        error += (
+            f"<p>continued from round {run.branched_from.get('round')} of run "
+            f"<code>{escape(origin)}</code></p>"
+        )
     return (
         f'<section class="run" id="{escape(run.id)}" data-run="{escape(run.id)}">'
         f"<{heading}>{escape(spec.activity)} - {escape(run.references.country)} "

@@ -11,7 +11,7 @@ from refine.instructions import build_instruction, planned_changes
 from refine.loop import Refiner
 from refine.records import Feedback, Run
 from refine.store import RunStore
-from tests.fakes.gemini_world import GREEN, GREY, RED, expected_exag
+from tests.fakes.gemini_world import BLUE, GREEN, GREY, RED, expected_exag
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -237,3 +237,32 @@ def test_review_rewrites_or_stops_and_request_stop(world, backends, options, tmp
     stopper.on_event = lambda event: None
     again = stopper.run(ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0)
     assert again.stop_reason.startswith("max rounds")
+
+
+def test_branch_from_an_earlier_round_and_decide_by_hand(world, backends, options, tmp_path):
+    r = refiner(backends, options)
+    # one candidate per round, seed 43: round 1 edits with seed 1043 (odd): RED -> BLUE
+    first = r.run(ACT, COUNTRY, out=tmp_path, rounds=1, candidates=1, seed=43, max_drift=2.0)
+    assert [x.decision for x in first.rounds] == ["initial", "rejected"]
+    store = RunStore(tmp_path / first.id)
+    assert colour(store, first.rounds[1].best.image) == BLUE and first.best_round == 0
+    # accept the rejected blue candidate by hand: it becomes the best image
+    decided = Refiner.choose(store.dir, 1, 0)
+    assert decided.best_round == 1 and decided.rounds[1].by_hand
+    assert decided.rounds[1].reason == "accepted by hand (candidate 0)"
+    assert RunStore(store.dir).load() == decided
+    undone = Refiner.choose(store.dir, 1, 0, accept=False)
+    assert undone.best_round == 0 and undone.rounds[1].decision == "rejected"
+    with pytest.raises(ValueError, match="only the last editing round"):
+        Refiner.choose(store.dir, 0, 0)
+    # roll back to round 0 and continue with two candidates: a new run, the old one intact
+    before = (store.dir / "run.json").read_text()
+    branch = r.branch(store.dir, 0, rounds=1, candidates=2, seed=42, target=1.0)
+    assert (store.dir / "run.json").read_text() == before
+    assert branch.id != first.id and branch.branched_from == {"run": str(store.dir), "round": 0}
+    assert branch.rounds[0] == first.rounds[0] and len(branch.rounds) == 2
+    assert branch.rounds[1].decision == "accepted" and branch.rounds[1].parent == 0
+    assert colour(RunStore(tmp_path / branch.id), branch.rounds[1].best.image) == GREEN
+    assert branch.spec.rounds == 1 and branch.stop_reason.startswith("max rounds")
+    with pytest.raises(ValueError, match="round 7 does not exist"):
+        r.branch(store.dir, 7)
