@@ -1,0 +1,212 @@
+"""A run service for front ends: one run at a time on one set of models, watched live.
+
+``RunService.start(...)`` runs the loop on a worker thread and returns a :class:`Job`;
+``job.updates()`` yields an :class:`Update` after every stage and round (the run record
+as saved so far, the stage in progress, an instruction waiting for review). In pause
+mode the loop waits before every edit until ``job.submit_instruction(text)``; ``job.stop()``
+ends the run after the round in progress. Saved runs open without any model.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from refine.records import Run
+from refine.store import RunStore
+
+
+class ServiceBusy(RuntimeError):
+    """A run is in progress; one device runs one run at a time."""
+
+
+@dataclass
+class Update:
+    stage: str  # what is happening, in words
+    run: Run | None  # the record as saved so far (None before round 0 is saved)
+    run_dir: Path | None
+    review: tuple[int, str] | None = None  # (round, instruction) waiting for the user
+    done: bool = False
+    error: str | None = None
+
+
+class Job:
+    """One run on a worker thread; its updates are read with :meth:`updates`."""
+
+    def __init__(self, service: RunService, pause: bool) -> None:
+        self.service = service
+        self.pause = pause
+        self.run_dir: Path | None = None
+        self.run: Run | None = None
+        self.error: str | None = None
+        self._events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._answers: queue.Queue[str | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self.waiting: tuple[int, str] | None = None
+
+    # called on the worker thread ------------------------------------------------------
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        if event["type"] == "run":
+            self.run_dir = Path(event["dir"])
+        self._events.put(event)
+
+    def _review(self, k: int, instruction: str, run: Run) -> str | None:
+        if not self.pause:
+            return instruction
+        self.waiting = (k, instruction)
+        self._events.put({"type": "waiting", "round": k, "instruction": instruction})
+        answer = self._answers.get()
+        self.waiting = None
+        return answer
+
+    # called by the front end ----------------------------------------------------------
+
+    def submit_instruction(self, text: str) -> None:
+        """Apply ``text`` (the proposed instruction or a rewritten one) and go on."""
+        if not text or not text.strip():
+            raise ValueError("the instruction is empty; write one, or stop the run")
+        self._answers.put(text)
+
+    def stop(self) -> None:
+        """End the run after the round in progress; completed rounds are kept."""
+        self.service.refiner().request_stop()
+        if self.waiting is not None:
+            self._answers.put(None)
+
+    def updates(self, poll_s: float = 0.25) -> Iterator[Update]:
+        """An update per event until the run ends (the last one has ``done``)."""
+        while True:
+            try:
+                event = self._events.get(timeout=poll_s)
+            except queue.Empty:
+                if self._thread is not None and not self._thread.is_alive():
+                    event = {"type": "end"}
+                else:
+                    continue
+            if event["type"] == "end":
+                yield Update(
+                    "failed" if self.error else "finished",
+                    self._load(),
+                    self.run_dir,
+                    done=True,
+                    error=self.error,
+                )
+                return
+            yield Update(_describe(event), self._load(), self.run_dir, review=self.waiting)
+
+    def wait(self) -> Update:
+        """The last update (the run's end); in pause mode answer the reviews first."""
+        updates = list(self.updates())
+        return updates[-1]
+
+    def _load(self) -> Run | None:
+        if self.run_dir is None or not (self.run_dir / "run.json").is_file():
+            return None
+        return RunStore(self.run_dir).load()
+
+
+def _describe(event: dict[str, Any]) -> str:
+    kind = event["type"]
+    if kind == "run":
+        return f"run {event['run']} started"
+    if kind == "stage":
+        extra = f" (candidate {event['candidate']})" if "candidate" in event else ""
+        n = f" x{event['n']}" if event.get("n", 1) > 1 else ""
+        return f"round {event['round']}: {event['stage']}{n}{extra}"
+    if kind == "round":
+        return f"round {event['round']}: {event['decision']}"
+    if kind in ("review", "waiting"):
+        return f"round {event['round']}: waiting for the instruction to be reviewed"
+    if kind == "done":
+        return f"stopped: {event['stop_reason']}"
+    return kind
+
+
+class RunService:
+    """Owns one :class:`refine.loop.Refiner` (models load once) and one run at a time."""
+
+    def __init__(
+        self,
+        profile: str = "gemini",
+        out: str | Path = "runs",
+        backends: dict[str, str] | None = None,
+        backend_options: dict[str, dict[str, Any]] | None = None,
+        instances: dict[str, Any] | None = None,
+    ) -> None:
+        self.profile = profile
+        self.out = Path(out)
+        self._args = (profile, backends, backend_options, instances)
+        self._refiner: Any = None
+        self._busy = threading.Lock()
+        self.job: Job | None = None
+
+    def refiner(self) -> Any:
+        if self._refiner is None:
+            from refine.loop import Refiner
+
+            profile, backends, options, instances = self._args
+            self._refiner = Refiner(profile, backends, options, instances=instances)
+        return self._refiner
+
+    def start(
+        self,
+        activity: str,
+        country: str,
+        pause: bool = False,
+        references: Any = None,
+        branch: tuple[Path, int] | None = None,
+        **settings: Any,
+    ) -> Job:
+        """Start a run (or, with ``branch=(run_dir, round)``, continue an earlier run from
+        that round) on a worker thread. Raises :class:`ServiceBusy` while one runs."""
+        if not self._busy.acquire(blocking=False):
+            raise ServiceBusy("a run is in progress; wait for it or stop it")
+        job = Job(self, pause)
+        try:
+            refiner = self.refiner()
+        except Exception:
+            self._busy.release()
+            raise
+        refiner.on_event = job._on_event
+        refiner.review = job._review
+        self.job = job
+
+        def work() -> None:
+            try:
+                if branch is not None:
+                    job.run = refiner.branch(branch[0], branch[1], out=self.out, **settings)
+                else:
+                    job.run = refiner.run(
+                        activity, country, out=self.out, references=references, **settings
+                    )
+            except Exception as err:  # shown to the user; the service keeps working
+                job.error = f"{type(err).__name__}: {err}"
+            finally:
+                refiner.on_event, refiner.review = (lambda e: None), None
+                self._busy.release()
+                job._events.put({"type": "end"})
+
+        job._thread = threading.Thread(target=work, name="refine-run", daemon=True)
+        job._thread.start()
+        return job
+
+    @property
+    def busy(self) -> bool:
+        return self._busy.locked()
+
+    @staticmethod
+    def open(run_dir: str | Path) -> Run:
+        """A saved run (no models needed)."""
+        return RunStore(run_dir).load()
+
+    def runs(self) -> list[Path]:
+        """Saved run directories under ``out``, newest first."""
+        if not self.out.is_dir():
+            return []
+        found = [p.parent for p in self.out.rglob("run.json")]
+        return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)

@@ -1,0 +1,66 @@
+"""The run service front ends use: live updates, pause-and-rewrite, stop, errors, one run
+at a time, saved runs (through the real Gemini backends and the fake server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from refine.service import RunService, ServiceBusy
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+
+
+@pytest.fixture
+def service(backends, options, tmp_path):
+    return RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+
+
+def test_live_updates_and_one_run_at_a_time(world, service):
+    world.edit_delay_s = 0.3
+    job = service.start(ACT, COUNTRY, rounds=2, target=1.0, max_drift=2.0)
+    with pytest.raises(ServiceBusy):
+        service.start(ACT, COUNTRY)
+    updates = list(job.updates())
+    stages = [u.stage for u in updates]
+    assert stages[0].startswith("run ") and "round 0: generate" in stages
+    assert "round 1: edit x2" in stages and "round 1: accepted" in stages
+    assert updates[-1].done and updates[-1].error is None
+    final = updates[-1].run
+    assert final.status == "finished" and len(final.rounds) == 3
+    # the record grows round by round while the run is watched
+    sizes = [len(u.run.rounds) for u in updates if u.run is not None]
+    assert sizes == sorted(sizes) and sizes[0] <= 1 and sizes[-1] == 3
+    assert not service.busy
+    assert service.open(job.run_dir) == final and service.runs() == [job.run_dir]
+
+
+def test_pause_rewrite_then_stop(world, service):
+    job = service.start(ACT, COUNTRY, pause=True, rounds=5, target=1.0, max_drift=2.0)
+    reviews = []
+    final = None
+    for u in job.updates():
+        if u.review is not None and u.review not in reviews:
+            reviews.append(u.review)
+            if len(reviews) == 1:
+                assert u.review[0] == 1 and u.review[1].startswith("Edit this photo")
+                with pytest.raises(ValueError, match="empty"):
+                    job.submit_instruction("  ")
+                job.submit_instruction("Put a sofreh on the floor.")
+            else:
+                job.stop()
+        final = u
+    assert [k for k, _ in reviews] == [1, 2]
+    run = final.run
+    assert final.done and run.stop_reason == "stopped by the user" and len(run.rounds) == 2
+    assert run.rounds[1].text == "Put a sofreh on the floor."
+    assert run.rounds[1].instruction_source == "user"
+
+
+def test_a_failing_backend_is_reported_and_the_service_goes_on(world, service):
+    world.fail_on = "generate"
+    last = service.start(ACT, COUNTRY, rounds=1).wait()
+    assert last.done and "500" in last.error and last.stage == "failed"
+    assert not service.busy
+    world.fail_on = None
+    ok = service.start(ACT, COUNTRY, rounds=1, target=1.0, max_drift=2.0).wait()
+    assert ok.error is None and ok.run.status == "finished"
