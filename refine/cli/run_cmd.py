@@ -15,6 +15,19 @@ refs_app = typer.Typer(
 )
 
 
+def print_references(refs) -> None:
+    """Descriptors by dimension, stereotype candidates and the source, one per line."""
+    typer.echo(f"{refs.activity} - {refs.country}")
+    for dim, phrases in refs.descriptors.items():
+        typer.echo(f"\n{dim}:")
+        for p in phrases:
+            typer.echo(f"  - {p}")
+    typer.echo("\nstereotype candidates:")
+    for s in refs.stereotypes:
+        typer.echo(f"  - {s}")
+    typer.echo(f"\nsource: {refs.source}")
+
+
 @refs_app.command("show")
 def refs_show(
     activity: str = typer.Argument(..., help='An activity, e.g. "people eating food at home".'),
@@ -32,15 +45,7 @@ def refs_show(
     if as_json:
         typer.echo(refs.model_dump_json(indent=2))
         return
-    typer.echo(f"{refs.activity} - {refs.country}")
-    for dim, phrases in refs.descriptors.items():
-        typer.echo(f"\n{dim}:")
-        for p in phrases:
-            typer.echo(f"  - {p}")
-    typer.echo("\nstereotype candidates:")
-    for s in refs.stereotypes:
-        typer.echo(f"  - {s}")
-    typer.echo(f"\nsource: {refs.source}")
+    print_references(refs)
 
 
 @refs_app.command("build")
@@ -97,16 +102,7 @@ def refs_build(
     if as_json:
         typer.echo(result.pack.model_dump_json(indent=2))
         return
-    refs = result.pack
-    typer.echo(f"{refs.activity} - {refs.country}")
-    for dim, phrases in refs.descriptors.items():
-        typer.echo(f"\n{dim}:")
-        for p in phrases:
-            typer.echo(f"  - {p}")
-    typer.echo("\nstereotype candidates:")
-    for s in refs.stereotypes:
-        typer.echo(f"  - {s}")
-    typer.echo(f"\nsource: {refs.source}")
+    print_references(result.pack)
     typer.echo(
         f"model answers: {result.asked} asked, {result.cached} from the cache ({cache.dir}); "
         f"saved to {path}" + (f" and {out}" if out else "")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 from PIL import Image
@@ -12,7 +11,7 @@ from refine.batch import open_batch, read_specs, run_batch, summarise
 from refine.loop import Refiner
 from refine.store import RunStore
 from tests.fakes.gemini_world import BLUE, GREEN, RED
-from tests.loop.test_cli_run import env, refine_cmd
+from tests.loop.test_cli_run import cli
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -44,9 +43,7 @@ def test_batch_records_a_failing_run_and_resumes_it(world, siglip_path, tmp_path
     world.fail_edit_of = BLUE  # the second run fails in its first edit
     args = ["batch", str(specs), "--out", str(tmp_path / "out")]
     args += ["--backend", f"image_embedder=siglip:{siglip_path}"]
-    first = subprocess.run(
-        refine_cmd(*args, "--json"), env=env(), capture_output=True, text=True, timeout=300
-    )
+    first = cli(*args, "--json")
     assert first.returncode == 1, first.stderr
     batch = json.loads(first.stdout)
     assert [e["status"] for e in batch["entries"]] == ["finished", "failed", "finished"]
@@ -70,13 +67,11 @@ def test_batch_records_a_failing_run_and_resumes_it(world, siglip_path, tmp_path
     generated = world.log.count("generate")
     assert generated == 2
 
-    again = subprocess.run(refine_cmd(*args), env=env(), capture_output=True, text=True)
+    again = cli(*args)
     assert again.returncode == 2 and "add --resume" in again.stderr
 
     world.fail_edit_of = None
-    resumed = subprocess.run(
-        refine_cmd(*args, "--resume"), env=env(), capture_output=True, text=True, timeout=300
-    )
+    resumed = cli(*args, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert "[3/3] blue: finished" in resumed.stderr and "success rate 100% (3/3" in resumed.stdout
     assert world.log.count("generate") == generated  # finished runs were not run again
@@ -94,12 +89,7 @@ def test_specs_are_checked_before_anything_runs(tmp_path):
         f"{ACT},Iran,many,,\n"
         f"{ACT},Iran,1,,local-gpu\n"
     )
-    out = subprocess.run(
-        refine_cmd("batch", str(csv_path), "--out", str(tmp_path / "out")),
-        env=env(),
-        capture_output=True,
-        text=True,
-    )
+    out = cli("batch", str(csv_path), "--out", str(tmp_path / "out"))
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 3
@@ -143,9 +133,7 @@ def test_score_existing_images(world, siglip_path, tmp_path):
         Image.new("RGB", (64, 48), colour).save(tmp_path / name)
     args = ["score", str(tmp_path / "red.png"), str(tmp_path / "green.png")]
     args += ["--activity", ACT, "--country", COUNTRY]
-    out = subprocess.run(
-        refine_cmd(*args, "--json"), env=env(), capture_output=True, text=True, timeout=300
-    )
+    out = cli(*args, "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     red, green = doc["images"]
@@ -154,13 +142,8 @@ def test_score_existing_images(world, siglip_path, tmp_path):
     assert red["observed"]["objects"] == ["oversized hookah", "Large rice platter", "hamburgers"]
     assert doc["backends"]["observer"] == "gemini:gemini-2.5-flash"
     assert world.log.count("edit") == 0 and world.log.count("generate") == 0
-    text = subprocess.run(refine_cmd(*args), env=env(), capture_output=True, text=True)
+    text = cli(*args)
     assert text.returncode == 0 and "hallucinated: " in text.stdout
     assert "EXAG: judge-rating" in text.stdout
-    missing = subprocess.run(
-        refine_cmd("score", str(tmp_path / "nope.png"), "--activity", ACT, "--country", "Iran"),
-        env=env(),
-        capture_output=True,
-        text=True,
-    )
+    missing = cli("score", str(tmp_path / "nope.png"), "--activity", ACT, "--country", "Iran")
     assert missing.returncode == 2 and "nope.png: image not found" in missing.stderr

@@ -23,6 +23,13 @@ def env():
     return {**os.environ, "HF_HUB_OFFLINE": "1"}
 
 
+def cli(*args, timeout=300):
+    """``refine ARGS`` in a subprocess, its output captured as text."""
+    return subprocess.run(
+        refine_cmd(*args), env=env(), capture_output=True, text=True, timeout=timeout
+    )
+
+
 def run_args(out, rounds, siglip_path):
     return [
         *("run", ACT, "--country", COUNTRY, "--out", str(out), "--rounds", str(rounds)),
@@ -47,13 +54,7 @@ def test_resume_after_kill_9_mid_round(world, siglip_path, tmp_path):
     assert killed.status == "running" and len(killed.rounds) == 1
     assert not [p for p in run_dir.iterdir() if p.name.endswith(".tmp")]
     world.edit_delay_s = 0.0
-    out = subprocess.run(
-        refine_cmd("run", "--resume", str(run_dir), "--json"),
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    out = cli("run", "--resume", str(run_dir), "--json")
     assert out.returncode == 0, out.stderr
     done = json.loads(out.stdout)
     assert done["status"] == "finished" and done["id"] == killed.id
@@ -64,30 +65,15 @@ def test_resume_after_kill_9_mid_round(world, siglip_path, tmp_path):
 
 def test_run_summary_and_errors(world, siglip_path, tmp_path):
     args = run_args(tmp_path, 1, siglip_path)
-    out = subprocess.run(refine_cmd(*args), env=env(), capture_output=True, text=True, timeout=300)
+    out = cli(*args)
     assert out.returncode == 0, out.stderr
     assert "stopped by max rounds: 1 editing round(s) done" in out.stdout
     assert "round 1: edit" in out.stderr and "accepted" in out.stdout
-    bad = subprocess.run(
-        refine_cmd("run", "people eating at home", "--country", "Iran", "--out", str(tmp_path)),
-        env=env(),
-        capture_output=True,
-        text=True,
-    )
+    bad = cli("run", "people eating at home", "--country", "Iran", "--out", str(tmp_path))
     assert bad.returncode == 2 and "did you mean 'people eating food at home'" in bad.stderr
-    bad = subprocess.run(
-        refine_cmd("run", ACT, "--country", "Iran", "--profile", "huge-gpu"),
-        env=env(),
-        capture_output=True,
-        text=True,
-    )
+    bad = cli("run", ACT, "--country", "Iran", "--profile", "huge-gpu")
     assert bad.returncode == 2 and "unknown profile 'huge-gpu'" in bad.stderr
-    shown = subprocess.run(
-        refine_cmd("refs", "show", ACT, "--country", "iran", "--json"),
-        env=env(),
-        capture_output=True,
-        text=True,
-    )
+    shown = cli("refs", "show", ACT, "--country", "iran", "--json")
     refs = json.loads(shown.stdout)
     assert refs["country"] == "Iran" and "Persian rug on floor" in refs["descriptors"]["setting"]
     assert len(refs["stereotypes"]) == 15 and "AHEaD" in refs["source"]

@@ -4,13 +4,12 @@ on-disk cache, and finding built references again (through the fake Gemini serve
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from refine.refs_build import LLMCache, build_references, load_built, union_of
 from tests.fakes.gemini_server import text_answer
-from tests.loop.test_cli_run import env, refine_cmd
+from tests.loop.test_cli_run import cli
 
 ACT, COUNTRY = "people repairing a bicycle", "Peru"
 PROPOSALS = {
@@ -72,9 +71,7 @@ def models(gemini_env):
 
 def test_refs_build_cli_asks_once_and_run_finds_it(models, tmp_path):
     args = ["refs", "build", ACT, "--country", COUNTRY, "--out", str(tmp_path / "peru.json")]
-    first = subprocess.run(
-        refine_cmd(*args, "--json"), env=env(), capture_output=True, text=True, timeout=300
-    )
+    first = cli(*args, "--json")
     assert first.returncode == 0, first.stderr
     pack = json.loads(first.stdout)
     assert models.asked == [
@@ -90,24 +87,14 @@ def test_refs_build_cli_asks_once_and_run_finds_it(models, tmp_path):
     assert models.refine_prompt.count("treet-side repair stall") == 1
     assert json.loads((tmp_path / "peru.json").read_text())["descriptors"] == REFINED
     # asked again: everything from the cache, nothing sent
-    again = subprocess.run(refine_cmd(*args), env=env(), capture_output=True, text=True)
+    again = cli(*args)
     assert again.returncode == 0, again.stderr
     assert "0 asked, 4 from the cache" in again.stdout and len(models.asked) == 4
     # refs show and refine run find the built references
-    shown = subprocess.run(
-        refine_cmd("refs", "show", ACT, "--country", "peru", "--json"),
-        env=env(),
-        capture_output=True,
-        text=True,
-    )
+    shown = cli("refs", "show", ACT, "--country", "peru", "--json")
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["descriptors"]["objects"] == REFINED["objects"]
-    unknown = subprocess.run(
-        refine_cmd("run", "people flying kites", "--country", "Peru", "--out", str(tmp_path)),
-        env=env(),
-        capture_output=True,
-        text=True,
-    )
+    unknown = cli("run", "people flying kites", "--country", "Peru", "--out", str(tmp_path))
     assert unknown.returncode == 2 and "--build-refs" in unknown.stderr
     assert "refine refs build" in unknown.stderr and len(models.asked) == 4
 
