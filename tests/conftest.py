@@ -1,4 +1,4 @@
-"""Shared fixtures: a fixed-vector embedder for hand-computed cases and the real MiniLM."""
+"""Shared fixtures: a fixed-vector embedder, the real MiniLM, and the fake Gemini world."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
+
+from tests.fakes.gemini_server import FakeGemini
+from tests.fakes.gemini_world import World
+from tests.fakes.tiny_models import build_tiny_siglip
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -74,3 +78,48 @@ def pytest_collection_modifyitems(config, items):
                 gpu = torch.cuda.is_available()
             if not gpu:
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+
+
+# -- the loop's world: the fake Gemini server behind the real backends ----------------
+@pytest.fixture(scope="session")
+def gemini_env():
+    server = FakeGemini().start()
+    saved = {k: os.environ.get(k) for k in ("GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL")}
+    os.environ["GEMINI_API_KEY"] = "test-key"
+    os.environ["GOOGLE_GEMINI_BASE_URL"] = server.url
+    yield server
+    server.stop()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture
+def world(gemini_env):
+    w = World()
+    gemini_env.handler = w
+    yield w
+    gemini_env.handler = None
+
+
+@pytest.fixture(scope="session")
+def siglip_path(tmp_path_factory):
+    return build_tiny_siglip(tmp_path_factory.mktemp("loop-siglip"))
+
+
+@pytest.fixture
+def backends(siglip_path):
+    return {"image_embedder": f"siglip:{siglip_path}"}
+
+
+@pytest.fixture
+def options():
+    # no retries: an injected failure surfaces at once
+    fast = {"max_retries": 0}
+    return {
+        "image_embedder": {"device": "cpu"},
+        "text_embedder": {"device": "cpu"},
+        **{r: dict(fast) for r in ("generator", "editor", "observer", "judge")},
+    }

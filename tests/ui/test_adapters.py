@@ -1,0 +1,42 @@
+"""Run records to widget values, on a run made through the fake Gemini server."""
+
+from __future__ import annotations
+
+import pytest
+
+from refine.loop import Refiner
+from ui.adapters import before_after, checklist, gallery, metric_rows, rounds_table
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+
+
+def test_adapters_show_the_run(world, backends, options, tmp_path):
+    run = Refiner("gemini", backends=backends, backend_options=options).run(
+        ACT, COUNTRY, out=tmp_path, rounds=2, target=1.0, max_drift=2.0
+    )
+    run_dir = tmp_path / run.id
+    items = gallery(run, run_dir)
+    assert [p for p, _ in items] == [str(run_dir / r.best.image) for r in run.rounds]
+    assert items[0][1].startswith("\u25cf round 0: initial, FAITH ")
+    assert items[1][1].startswith("\u2713 round 1: accepted") and items[1][1].endswith("(best)")
+    assert items[2][1].startswith("\u2717 round 2: rejected")
+    rows = metric_rows(run)
+    faith = [x["value"] for x in rows if x["metric"] == "FAITH"]
+    assert faith == [pytest.approx(r.best.scores.faith, abs=1e-4) for r in run.rounds]
+    drift = [x for x in rows if x["metric"] == "drift"]
+    assert [x["round"] for x in drift] == [1, 2]  # round 0 has no parent
+    assert drift[0]["value"] == pytest.approx(
+        1 - run.rounds[1].best.drift.embedding_cosine, abs=1e-4
+    )
+    table = rounds_table(run)
+    assert [row[1] for row in table] == ["initial", "accepted", "rejected"]
+    assert table[2][7] == run.rounds[2].reason
+    marks = checklist(run.rounds[0])
+    assert ("hamburgers ", "hallucinated") in marks
+    assert ("oversized hookahs ", "exaggerated") in marks
+    assert ("setting: ", None) in marks and any(k == "missing" for _, k in marks)
+    assert before_after(run, run_dir, 0) is None
+    assert before_after(run, run_dir, 2) == (
+        str(run_dir / run.rounds[1].best.image),
+        str(run_dir / run.rounds[2].best.image),
+    )

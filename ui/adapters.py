@@ -1,0 +1,99 @@
+"""Run records turned into what the app's widgets show (no model code, no gradio import)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from metrics.descriptors import DIMENSIONS
+from refine.records import Round, Run
+
+CHECK_COLOURS = {
+    "aligned": "#2da44e",
+    "missing": "#bf8700",
+    "hallucinated": "#cf222e",
+    "exaggerated": "#8250df",
+}
+METRICS = ("FAITH", "ALIGN", "HAL", "EXAG", "drift")
+TABLE_HEADERS = ["round", "decision", "FAITH", "ALIGN", "HAL", "EXAG", "drift", "reason"]
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+def gallery(run: Run, run_dir: str | Path) -> list[tuple[str, str]]:
+    """Every round's chosen image with a caption: round, decision, FAITH."""
+    run_dir = Path(run_dir)
+    items = []
+    for r in run.rounds:
+        s = r.best.scores
+        mark = {"accepted": "\u2713", "rejected": "\u2717"}.get(r.decision, "\u25cf")
+        hand = " by hand" if r.by_hand else ""
+        best = " (best)" if r.index == run.best_round else ""
+        faith = "n/a" if s.faith is None else f"{s.faith:.3f}"
+        items.append(
+            (
+                str(run_dir / r.best.image),
+                f"{mark} round {r.index}: {r.decision}{hand}, FAITH {faith}{best}",
+            )
+        )
+    return items
+
+
+def metric_rows(run: Run) -> list[dict[str, Any]]:
+    """Long-format rows (round, metric, value) for a line plot; drift is 1 - cosine."""
+    rows = []
+    for r in run.rounds:
+        s = r.best.scores
+        values = {"FAITH": s.faith, "ALIGN": s.align, "HAL": s.hal, "EXAG": s.exag}
+        if r.best.drift is not None:
+            values["drift"] = 1.0 - r.best.drift.embedding_cosine
+        for metric in METRICS:
+            if values.get(metric) is not None:
+                rows.append({"round": r.index, "metric": metric, "value": _r(values[metric])})
+    return rows
+
+
+def rounds_table(run: Run) -> list[list[Any]]:
+    """One row per round, in :data:`TABLE_HEADERS` order."""
+    rows = []
+    for r in run.rounds:
+        s, d = r.best.scores, r.best.drift
+        drift = None if d is None else _r(1.0 - d.embedding_cosine)
+        decision = r.decision + (" (by hand)" if r.by_hand else "")
+        rows.append(
+            [r.index, decision, _r(s.faith), _r(s.align), _r(s.hal), _r(s.exag), drift, r.reason]
+        )
+    return rows
+
+
+def checklist(r: Round) -> list[tuple[str, str | None]]:
+    """Highlighted-text pairs per dimension: (phrase, aligned|missing|hallucinated), then
+    the stereotypes seen as exaggerated; dimension names as unlabelled headers."""
+    fb = r.best.feedback
+    out: list[tuple[str, str | None]] = []
+    for d in DIMENSIONS:
+        items = [
+            (m["phrase"], kind)
+            for kind in ("aligned", "missing", "hallucinated")
+            for m in getattr(fb, kind)
+            if m["dimension"] == d
+        ]
+        if items:
+            out.append((f"{d}: ", None))
+            out.extend((f"{phrase} ", kind) for phrase, kind in items)
+            out.append(("\n", None))
+    if fb.exaggerated:
+        out.append(("stereotypes: ", None))
+        out.extend((f"{e['candidate']} ", "exaggerated") for e in fb.exaggerated)
+    return out
+
+
+def before_after(run: Run, run_dir: str | Path, k: int) -> tuple[str, str] | None:
+    """(parent image, this round's chosen image) of round ``k``; None for round 0."""
+    r = run.rounds[k]
+    if r.parent is None:
+        return None
+    run_dir = Path(run_dir)
+    return str(run_dir / run.rounds[r.parent].best.image), str(run_dir / r.best.image)
