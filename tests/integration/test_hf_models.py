@@ -69,7 +69,7 @@ def test_judge_rating_distribution(tiny):
         assert r.probabilities == pytest.approx(
             manual_answer_probs(tiny["vl"], im, p, list("12345")), abs=1e-5
         )
-        assert 1.0 <= r.expectation <= 5.0
+        assert r.expectation >= 1.0 and r.expectation <= 5.0
         assert r.argmax == 1 + max(range(5), key=lambda k: r.probabilities[k])
 
 

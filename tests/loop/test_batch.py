@@ -123,8 +123,8 @@ def test_workers_share_models_and_keep_runs_apart(world, backends, options, tmp_
     assert {tuple(r.decision for r in run.rounds) for run in runs} == {("initial", "accepted")}
     assert batch.summary == summarise(batch.entries)
     assert batch.summary["improved_runs"] == 4
-    threads = {e["done"] for e in events if e["type"] == "entry" and "done" in e}
-    assert threads == {1, 2, 3, 4}
+    progress = {e["done"] for e in events if e["type"] == "entry" and "done" in e}
+    assert progress == {1, 2, 3, 4}
     assert json.loads((store.dir / "batch.json").read_text())["summary"]["finished"] == 4
 
 
