@@ -1,0 +1,244 @@
+"""The Gradio app: start a run, watch it round by round, steer it, open saved runs.
+
+The layout is built from a :class:`refine.service.RunService`; every widget value comes
+from ``ui.adapters``. There is no model code here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from refine.records import Run
+from refine.service import RunService, ServiceBusy, Update
+from ui import adapters
+
+UPLOAD_TYPES = [".png", ".jpg", ".jpeg", ".webp"]
+MAX_UPLOAD_MB = 20
+
+
+def pick_profile() -> tuple[str, str]:
+    """The profile to serve and a line saying why: gemini with an API key, else local-gpu
+    with a CUDA GPU, else gemini with a message that nothing can run yet."""
+    if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
+        return "gemini", "Gemini API key found: the gemini profile runs every model."
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return "local-gpu", f"GPU {torch.cuda.get_device_name(0)}: the local-gpu profile."
+    except ImportError:  # pragma: no cover
+        pass
+    return "gemini", (
+        "No model can run here yet: set GEMINI_API_KEY (Google AI Studio) for the gemini "
+        "profile, or start the app on a machine with a CUDA GPU for local-gpu. Saved runs "
+        "can still be opened."
+    )
+
+
+def _views(run: Run | None, run_dir: Path | None, k: int | None = None) -> list[Any]:
+    """Gallery, line-plot rows, table, checklist, before/after, instruction of a run."""
+    import pandas as pd
+
+    if run is None or run_dir is None or not run.rounds:
+        empty = pd.DataFrame({"round": [], "metric": [], "value": []})
+        return [[], empty, [], [], None, ""]
+    k = len(run.rounds) - 1 if k is None else max(0, min(k, len(run.rounds) - 1))
+    r = run.rounds[k]
+    pair = adapters.before_after(run, run_dir, k)
+    return [
+        adapters.gallery(run, run_dir),
+        pd.DataFrame(adapters.metric_rows(run)),
+        adapters.rounds_table(run),
+        adapters.checklist(r),
+        pair,
+        f"round {k} ({r.instruction_source}):\n{r.text}",
+    ]
+
+
+def build_app(service: RunService, status: str = "") -> Any:
+    import gradio as gr
+
+    from refine.references import load_pack
+
+    activities = load_pack().activities()
+    countries = list(load_pack().countries)
+
+    with gr.Blocks(title="Culturally faithful image refinement") as demo:
+        gr.Markdown("# Culturally faithful image refinement")
+        gr.Markdown(status or f"profile: {service.profile}", elem_id="status")
+        with gr.Row():
+            with gr.Column(scale=1):
+                activity = gr.Dropdown(
+                    activities,
+                    value="people eating food at home",
+                    allow_custom_value=True,
+                    label="activity",
+                )
+                country = gr.Dropdown(
+                    countries, value="Iran", allow_custom_value=True, label="country"
+                )
+                with gr.Row():
+                    rounds = gr.Number(3, precision=0, minimum=0, label="rounds")
+                    target = gr.Number(0.7, minimum=0, maximum=1, label="target FAITH")
+                    seed = gr.Number(42, precision=0, label="seed")
+                with gr.Row():
+                    candidates = gr.Number(2, precision=0, minimum=1, label="candidates")
+                    max_drift = gr.Number(0.5, minimum=0, maximum=2, label="max drift")
+                pause = gr.Checkbox(False, label="pause before each edit to review the instruction")
+                upload = gr.Image(
+                    type="filepath", label="refine this image instead (optional)", height=160
+                )
+                with gr.Row():
+                    start = gr.Button("Start", variant="primary", elem_id="start")
+                    stop = gr.Button("Stop", elem_id="stop")
+                stage = gr.Textbox(label="stage", interactive=False, elem_id="stage")
+                run_dir_box = gr.Textbox(
+                    label="run directory", interactive=False, elem_id="run-dir"
+                )
+                instruction = gr.Textbox(
+                    label="instruction (edit it in pause mode, then apply)",
+                    lines=6,
+                    elem_id="instruction",
+                )
+                apply = gr.Button("Apply instruction", elem_id="apply")
+            with gr.Column(scale=2):
+                gallery = gr.Gallery(label="rounds", columns=4, height=260, elem_id="gallery")
+                slider = gr.ImageSlider(label="before / after", elem_id="slider")
+                plot = gr.LinePlot(
+                    x="round", y="value", color="metric", label="metrics per round", height=240
+                )
+                checklist = gr.HighlightedText(
+                    label="descriptor checklist",
+                    color_map=adapters.CHECK_COLOURS,
+                    combine_adjacent=False,
+                    elem_id="checklist",
+                )
+                table = gr.Dataframe(
+                    headers=adapters.TABLE_HEADERS,
+                    label="rounds",
+                    interactive=False,
+                    elem_id="table",
+                )
+        with gr.Accordion("Open a saved run", open=False):
+            saved = gr.Textbox(label="run directory", elem_id="saved")
+            open_btn = gr.Button("Open", elem_id="open")
+
+        outputs = [stage, gallery, plot, table, checklist, slider, instruction, run_dir_box]
+
+        def show(update: Update) -> list[Any]:
+            views = _views(update.run, update.run_dir)
+            text = update.stage
+            if update.error:
+                text = f"error: {update.error}"
+            if update.review is not None:
+                views[5] = update.review[1]
+                text = f"round {update.review[0]}: review the instruction, then apply"
+            return [text, *views[:5], views[5], str(update.run_dir or "")]
+
+        def on_start(act, ctry, n_rounds, tgt, sd, n_cand, drift, paused, image):
+            settings = {
+                "rounds": int(n_rounds),
+                "target": float(tgt),
+                "seed": int(sd),
+                "candidates": int(n_cand),
+                "max_drift": float(drift),
+            }
+            if image:
+                if Path(str(image)).suffix.lower() not in UPLOAD_TYPES:
+                    yield [
+                        f"error: upload a {', '.join(UPLOAD_TYPES)} image",
+                        *_views(None, None),
+                        "",
+                    ]
+                    return
+                settings["input_image"] = str(image)
+            try:
+                refs = _references(act, ctry)
+                job = service.start(act, ctry, pause=bool(paused), references=refs, **settings)
+            except (ServiceBusy, ValueError) as err:
+                yield [f"error: {err}", *_views(None, None), ""]
+                return
+            for update in job.updates():
+                yield show(update)
+
+        def on_stop():
+            if service.job is not None and service.busy:
+                service.job.stop()
+                return "stopping after the round in progress ..."
+            return "no run in progress"
+
+        def on_apply(text):
+            job = service.job
+            if job is None or job.waiting is None:
+                return "no instruction is waiting for review"
+            try:
+                job.submit_instruction(text)
+            except ValueError as err:
+                return f"error: {err}"
+            return "instruction applied; editing ..."
+
+        def on_open(path):
+            try:
+                run = service.open(path)
+            except (ValueError, OSError) as err:
+                return [f"error: {err}", *_views(None, None), ""]
+            return [
+                f"run {run.id}: {run.status}, {run.stop_reason}",
+                *_views(run, Path(path)),
+                str(path),
+            ]
+
+        start.click(
+            on_start,
+            [activity, country, rounds, target, seed, candidates, max_drift, pause, upload],
+            outputs,
+            api_name="start",
+        )
+        stop.click(on_stop, None, stage, api_name="stop", queue=False)
+        apply.click(on_apply, instruction, stage, api_name="apply", queue=False)
+        open_btn.click(on_open, saved, outputs, api_name="open")
+    demo.queue(default_concurrency_limit=1)
+    return demo
+
+
+def _references(activity: str, country: str):
+    from refine.references import ReferenceNotFound
+    from refine.refs_build import find_any
+
+    try:
+        return find_any(activity, country)
+    except ReferenceNotFound as err:
+        raise ValueError(str(err)) from err
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="The refinement app (Gradio).")
+    parser.add_argument("--profile", help="backend profile (default: chosen from what runs)")
+    parser.add_argument("--out", default="runs", help="folder for run directories")
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on")
+    parser.add_argument("--port", type=int, default=7860)
+    parser.add_argument("--share", action="store_true", help="a public gradio.live link")
+    parser.add_argument("--auth", help="USER:PASS required to open the app")
+    args = parser.parse_args(argv)
+    profile, status = (args.profile, f"profile: {args.profile}") if args.profile else pick_profile()
+    auth = None
+    if args.auth:
+        user, sep, password = args.auth.partition(":")
+        if not sep or not user or not password:
+            parser.error("--auth takes USER:PASS")
+        auth = (user, password)
+    demo = build_app(RunService(profile, out=args.out), status)
+    demo.launch(
+        server_name=args.host,
+        server_port=args.port,
+        share=args.share,
+        auth=auth,
+        max_file_size=f"{MAX_UPLOAD_MB}mb",
+    )
+
+
+if __name__ == "__main__":
+    main()
