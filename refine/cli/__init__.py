@@ -25,7 +25,7 @@ app = typer.Typer(
         "Find, explain and fix cultural errors in generated images.\n\n"
         "Subcommands: 'run' refines an image round by round; 'batch' runs one refinement "
         "per line of a file; 'score' observes and scores existing images; 'report' writes an "
-        "HTML report of a run or batch; 'refs' shows reference "
+        "HTML report of a run or batch; 'app' serves the Gradio app; 'refs' shows reference "
         "descriptors; 'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
         "from JSON and .npy files; 'backends' lists the model backends that can be named."
     ),
@@ -81,6 +81,27 @@ def backends_cmd(
         for r, name in p.roles.items():
             opts = ", ".join(f"{k}={v}" for k, v in p.options.get(r, {}).items())
             Console().print(f"  {r:14} {name}" + (f"  ({opts})" if opts else ""), markup=False)
+
+
+@app.command("app")
+def app_cmd(
+    profile: str = typer.Option(
+        None, "--profile", help="Default: gemini with a key, else local-gpu."
+    ),
+    out: str = typer.Option("runs", "--out", help="Folder for run directories."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to serve on."),
+    port: int = typer.Option(7860, "--port"),
+    share: bool = typer.Option(False, "--share", help="A public gradio.live link."),
+    auth: str = typer.Option(None, "--auth", help="USER:PASS required to open the app."),
+) -> None:
+    """Serve the Gradio app: start, watch and steer runs; open saved runs."""
+    from ui.app import main as app_main
+
+    argv = ["--out", out, "--host", host, "--port", str(port)]
+    argv += ["--profile", profile] if profile else []
+    argv += ["--share"] if share else []
+    argv += ["--auth", auth] if auth else []
+    app_main(argv)
 
 
 def _version(value: bool) -> None:

@@ -42,3 +42,36 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
     assert opened_rows == rows
     bad = client.predict("/no/such/run", api_name="/open")
     assert bad[0].startswith("error: ") and "not a run directory" in bad[0]
+
+
+def test_pause_apply_and_stop_through_the_api(app_url, world):
+    import time
+
+    from gradio_client import Client
+
+    url, service = app_url
+    client = Client(url, verbose=False)
+    job = client.submit(
+        "people eating food at home", "Iran", 3, 1.0, 42, 2, 2.0, True, None, api_name="/start"
+    )
+    deadline = time.monotonic() + 120
+    while service.job is None or service.job.waiting is None:  # round 1 waits for review
+        assert time.monotonic() < deadline, "no instruction came up for review"
+        time.sleep(0.1)
+    assert client.predict("", api_name="/apply").startswith("error: the instruction is empty")
+    assert client.predict("Put a sofreh on the floor.", api_name="/apply").startswith(
+        "instruction applied"
+    )
+    while service.job.waiting is None or service.job.waiting[0] != 2:
+        assert time.monotonic() < deadline, "round 2 never came up for review"
+        time.sleep(0.1)
+    assert client.predict(api_name="/stop").startswith("stopping")
+    job.result(timeout=120)
+    last = job.outputs()[-1]
+    assert last[0] == "finished"
+    run = service.open(last[7])
+    assert run.stop_reason == "stopped by the user" and len(run.rounds) == 2
+    assert run.rounds[1].text == "Put a sofreh on the floor."
+    reviewed = [o for o in job.outputs() if o[0].startswith("round 1: review")]
+    assert reviewed and reviewed[0][6].startswith("Edit this photo")
+    assert client.predict(api_name="/stop") == "no run in progress"
