@@ -81,13 +81,21 @@ def build_app(service: RunService, status: str = "") -> Any:
                     countries, value="Iran", allow_custom_value=True, label="country"
                 )
                 with gr.Row():
-                    rounds = gr.Number(3, precision=0, minimum=0, label="rounds")
-                    target = gr.Number(0.7, minimum=0, maximum=1, label="target FAITH")
+                    rounds = gr.Number(3, precision=0, minimum=0, label="rounds", elem_id="rounds")
+                    target = gr.Number(
+                        0.7, minimum=0, maximum=1, label="target FAITH", elem_id="target"
+                    )
                     seed = gr.Number(42, precision=0, label="seed")
                 with gr.Row():
-                    candidates = gr.Number(2, precision=0, minimum=1, label="candidates")
-                    max_drift = gr.Number(0.5, minimum=0, maximum=2, label="max drift")
-                pause = gr.Checkbox(False, label="pause before each edit to review the instruction")
+                    candidates = gr.Number(
+                        2, precision=0, minimum=1, label="candidates", elem_id="candidates"
+                    )
+                    max_drift = gr.Number(
+                        0.5, minimum=0, maximum=2, label="max drift", elem_id="max-drift"
+                    )
+                pause = gr.Checkbox(
+                    False, label="pause before each edit to review the instruction", elem_id="pause"
+                )
                 upload = gr.Image(
                     type="filepath", label="refine this image instead (optional)", height=160
                 )
@@ -104,6 +112,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                     elem_id="instruction",
                 )
                 apply = gr.Button("Apply instruction", elem_id="apply")
+                notice = gr.Textbox(label="message", interactive=False, elem_id="notice")
             with gr.Column(scale=2):
                 gallery = gr.Gallery(label="rounds", columns=4, height=260, elem_id="gallery")
                 slider = gr.ImageSlider(label="before / after", elem_id="slider")
@@ -197,8 +206,9 @@ def build_app(service: RunService, status: str = "") -> Any:
             outputs,
             api_name="start",
         )
-        stop.click(on_stop, None, stage, api_name="stop", queue=False)
-        apply.click(on_apply, instruction, stage, api_name="apply", queue=False)
+        # their messages go to their own box, so they never hide the run's own stage
+        stop.click(on_stop, None, notice, api_name="stop", queue=False)
+        apply.click(on_apply, instruction, notice, api_name="apply", queue=False)
         open_btn.click(on_open, saved, outputs, api_name="open")
     demo.queue(default_concurrency_limit=1)
     return demo

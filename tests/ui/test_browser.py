@@ -1,0 +1,117 @@
+"""The app in a real headless Chromium (Debian's, driven by Playwright): rounds appear one
+by one, pause mode lets the user rewrite an instruction, screenshots show the images."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pytest
+
+from refine.service import RunService
+from tests.fakes.gemini_world import GREEN, RED
+from ui.app import build_app
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="Debian's chromium is needed (apt-get install chromium)"
+)
+
+
+@pytest.fixture
+def page(world, backends, options, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+    demo = build_app(service, "test profile: the fake Gemini world")
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        pg = browser.new_page(viewport={"width": 1400, "height": 1300})
+        pg.goto(url)
+        pg.wait_for_selector("#start")
+        yield pg, service
+        browser.close()
+    demo.close()
+
+
+def fill(pg, elem_id: str, value: str) -> None:
+    box = pg.locator(f"#{elem_id} input, #{elem_id} textarea").first
+    box.fill(value)
+    box.press("Tab")
+
+
+def stage(pg) -> str:
+    return pg.locator("#stage textarea").input_value()
+
+
+def has_colour(png: bytes, colour, tolerance: int = 12) -> bool:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as im:
+        pixels = im.convert("RGB").getdata()
+        return any(
+            all(abs(a - b) <= tolerance for a, b in zip(p, colour, strict=True)) for p in pixels
+        )
+
+
+def test_rounds_appear_one_by_one(page, world, tmp_path):
+    pg, _ = page
+    assert "test profile: the fake Gemini world" in pg.content()
+    world.edit_delay_s = 1.0
+    fill(pg, "rounds", "2")
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    pg.click("#start")
+    seen, deadline = [], time.monotonic() + 120
+    while stage(pg) != "finished":
+        assert time.monotonic() < deadline, f"the run did not finish (stage {stage(pg)!r})"
+        count = pg.locator("#gallery img").count()
+        if not seen or seen[-1] != count:
+            seen.append(count)
+        time.sleep(0.1)
+    seen.append(pg.locator("#gallery img").count())
+    assert seen[-1] >= 3 and 1 in seen and 2 in seen  # round 0, then 1, then 2
+    shot = pg.locator("#gallery").screenshot(path=str(tmp_path / "gallery.png"))
+    assert has_colour(shot, RED) and has_colour(shot, GREEN)  # round 0 red, round 1 green
+    table = pg.locator("#table").inner_text()
+    assert "accepted" in table and "rejected" in table and "initial" in table
+    checklist = pg.locator("#checklist").inner_text()
+    assert "Persian rug on floor" in checklist  # round 2's (green) aligned descriptor
+
+
+def test_pause_rewrite_instruction_and_stop(page, tmp_path):
+    pg, service = page
+    fill(pg, "rounds", "3")
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    pg.locator("#pause input").check()
+    pg.click("#start")
+    box = pg.locator("#instruction textarea")
+    deadline = time.monotonic() + 120
+    while not box.input_value().startswith("Edit this photo"):
+        assert time.monotonic() < deadline, "no instruction came up for review"
+        time.sleep(0.1)
+    assert "review the instruction" in stage(pg)
+    shot = pg.screenshot(path=str(tmp_path / "review.png"))
+    assert has_colour(shot, RED) and not has_colour(shot, GREEN)  # round 0 only, so far
+    box.fill("Put a sofreh on the floor.")
+    pg.click("#apply")
+    pg.wait_for_function(
+        "() => document.querySelector('#notice textarea').value.startsWith('instruction applied')"
+    )
+    while service.job.waiting is None or service.job.waiting[0] != 2:
+        assert time.monotonic() < deadline, "round 2 never came up for review"
+        time.sleep(0.1)
+    pg.click("#stop")
+    notice = pg.locator("#notice textarea")
+    while not notice.input_value().startswith("stopping"):
+        assert time.monotonic() < deadline, "the stop was not acknowledged"
+        time.sleep(0.1)
+    while stage(pg) != "finished":
+        assert time.monotonic() < deadline, f"the run did not stop (stage {stage(pg)!r})"
+        time.sleep(0.1)
+    assert box.input_value() == "round 1 (user):\nPut a sofreh on the floor."
+    run = service.open(pg.locator("#run-dir textarea").input_value())
+    assert run.stop_reason == "stopped by the user" and len(run.rounds) == 2
