@@ -131,6 +131,16 @@ def build_app(service: RunService, status: str = "") -> Any:
                     interactive=False,
                     elem_id="table",
                 )
+        with gr.Accordion("Steer: look at a round, roll back to it, decide by hand", open=True):
+            with gr.Row():
+                round_pick = gr.Number(0, precision=0, minimum=0, label="round", elem_id="round")
+                cand_pick = gr.Number(
+                    0, precision=0, minimum=0, label="candidate", elem_id="candidate"
+                )
+                show_btn = gr.Button("Show round", elem_id="show")
+                branch_btn = gr.Button("Roll back and continue from it", elem_id="branch")
+                accept_btn = gr.Button("Accept candidate by hand", elem_id="accept")
+                reject_btn = gr.Button("Reject round by hand", elem_id="reject")
         with gr.Accordion("Open a saved run", open=False):
             saved = gr.Textbox(label="run directory", elem_id="saved")
             open_btn = gr.Button("Open", elem_id="open")
@@ -200,6 +210,53 @@ def build_app(service: RunService, status: str = "") -> Any:
                 str(path),
             ]
 
+        def on_show(path, k):
+            try:
+                run = service.open(path)
+            except (ValueError, OSError) as err:
+                return [f"error: {err}", *_views(None, None), str(path or "")]
+            k = int(k)
+            if not 0 <= k < len(run.rounds):
+                return [
+                    f"error: round {k} does not exist (0..{len(run.rounds) - 1})",
+                    *_views(run, Path(path)),
+                    str(path),
+                ]
+            return [f"round {k}: {run.rounds[k].decision}", *_views(run, Path(path), k), str(path)]
+
+        def on_branch(path, k, n_rounds, tgt, sd, n_cand, drift, paused):
+            settings = {
+                "rounds": int(n_rounds),
+                "target": float(tgt),
+                "seed": int(sd),
+                "candidates": int(n_cand),
+                "max_drift": float(drift),
+            }
+            try:
+                old = service.open(path)
+                job = service.start(
+                    old.spec.activity,
+                    old.spec.country,
+                    pause=bool(paused),
+                    branch=(Path(path), int(k)),
+                    **settings,
+                )
+            except (ServiceBusy, ValueError, OSError) as err:
+                yield [f"error: {err}", *_views(None, None), str(path or "")]
+                return
+            for update in job.updates():
+                yield show(update)
+
+        def on_choose(path, k, j, accept):
+            from refine.loop import Refiner
+
+            try:
+                run = Refiner.choose(path, int(k), int(j), accept=accept)
+            except (ValueError, OSError) as err:
+                return [f"error: {err}", *_views(None, None), str(path or "")]
+            r = run.rounds[int(k)]
+            return [f"round {k}: {r.reason}", *_views(run, Path(path), int(k)), str(path)]
+
         start.click(
             on_start,
             [activity, country, rounds, target, seed, candidates, max_drift, pause, upload],
@@ -210,6 +267,25 @@ def build_app(service: RunService, status: str = "") -> Any:
         stop.click(on_stop, None, notice, api_name="stop", queue=False)
         apply.click(on_apply, instruction, notice, api_name="apply", queue=False)
         open_btn.click(on_open, saved, outputs, api_name="open")
+        show_btn.click(on_show, [run_dir_box, round_pick], outputs, api_name="show")
+        branch_btn.click(
+            on_branch,
+            [run_dir_box, round_pick, rounds, target, seed, candidates, max_drift, pause],
+            outputs,
+            api_name="branch",
+        )
+        accept_btn.click(
+            lambda p, k, j: on_choose(p, k, j, True),
+            [run_dir_box, round_pick, cand_pick],
+            outputs,
+            api_name="accept",
+        )
+        reject_btn.click(
+            lambda p, k, j: on_choose(p, k, j, False),
+            [run_dir_box, round_pick, cand_pick],
+            outputs,
+            api_name="reject",
+        )
     demo.queue(default_concurrency_limit=1)
     return demo
 

@@ -75,3 +75,32 @@ def test_pause_apply_and_stop_through_the_api(app_url, world):
     reviewed = [o for o in job.outputs() if o[0].startswith("round 1: review")]
     assert reviewed and reviewed[0][6].startswith("Edit this photo")
     assert client.predict(api_name="/stop") == "no run in progress"
+
+
+def test_show_roll_back_and_decide_by_hand(app_url):
+    from gradio_client import Client
+
+    url, service = app_url
+    client = Client(url, verbose=False)
+    # one candidate, seed 43: round 1 turns red into blue and is rejected
+    client.predict(
+        "people eating food at home", "Iran", 1, 1.0, 43, 1, 2.0, False, None, api_name="/start"
+    )
+    run_dir = service.job.run_dir
+    first = service.open(run_dir)
+    assert [r.decision for r in first.rounds] == ["initial", "rejected"]
+    shown = client.predict(str(run_dir), 0, api_name="/show")
+    assert shown[0] == "round 0: initial" and shown[6].startswith("round 0 (prompt)")
+    marks = [(m["token"], m["class_or_confidence"]) for m in shown[4]]
+    assert ("hamburgers ", "hallucinated") in marks
+    assert client.predict(str(run_dir), 9, api_name="/show")[0].startswith("error: round 9")
+    accepted = client.predict(str(run_dir), 1, 0, api_name="/accept")
+    assert accepted[0] == "round 1: accepted by hand (candidate 0)"
+    assert service.open(run_dir).best_round == 1
+    rejected = client.predict(str(run_dir), 1, 0, api_name="/reject")
+    assert rejected[0] == "round 1: rejected by hand" and service.open(run_dir).best_round == 0
+    # roll back to round 0 and continue with two candidates: a new run, green accepted
+    client.predict(str(run_dir), 0, 1, 1.0, 42, 2, 2.0, False, api_name="/branch")
+    branch = service.open(service.job.run_dir)
+    assert service.job.run_dir != run_dir and branch.branched_from["round"] == 0
+    assert [r.decision for r in branch.rounds] == ["initial", "accepted"]
