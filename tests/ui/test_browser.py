@@ -115,3 +115,32 @@ def test_pause_rewrite_instruction_and_stop(page, tmp_path):
     assert box.input_value() == "round 1 (user):\nPut a sofreh on the floor."
     run = service.open(pg.locator("#run-dir textarea").input_value())
     assert run.stop_reason == "stopped by the user" and len(run.rounds) == 2
+
+
+def test_show_a_round_and_roll_back_to_it(page, tmp_path):
+    pg, service = page
+    fill(pg, "rounds", "1")
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    pg.click("#start")
+    deadline = time.monotonic() + 120
+    while stage(pg) != "finished":
+        assert time.monotonic() < deadline, f"the run did not finish (stage {stage(pg)!r})"
+        time.sleep(0.1)
+    first_dir = pg.locator("#run-dir textarea").input_value()
+    fill(pg, "round", "0")
+    pg.click("#show")
+    pg.wait_for_function(
+        "() => document.querySelector('#stage textarea').value === 'round 0: initial'"
+    )
+    assert "hamburgers" in pg.locator("#checklist").inner_text()  # round 0's checklist
+    pg.click("#branch")
+    while (
+        pg.locator("#run-dir textarea").input_value() in ("", first_dir) or stage(pg) != "finished"
+    ):
+        assert time.monotonic() < deadline, "the rolled-back run did not finish"
+        time.sleep(0.1)
+    branch = service.open(pg.locator("#run-dir textarea").input_value())
+    assert branch.branched_from["round"] == 0 and len(branch.rounds) == 2
+    shot = pg.locator("#gallery").screenshot(path=str(tmp_path / "branch.png"))
+    assert has_colour(shot, RED) and has_colour(shot, GREEN)
