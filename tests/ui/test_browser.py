@@ -42,6 +42,17 @@ def fill(pg, elem_id: str, value: str) -> None:
     box.press("Tab")
 
 
+def images_loaded(pg, n: int) -> None:
+    """Wait until the gallery shows at least ``n`` images, all of them decoded."""
+    pg.wait_for_function(
+        """n => {
+            const imgs = [...document.querySelectorAll('#gallery img')];
+            return imgs.length >= n && imgs.every(i => i.complete && i.naturalWidth > 0);
+        }""",
+        arg=n,
+    )
+
+
 def stage(pg) -> str:
     return pg.locator("#stage textarea").input_value()
 
@@ -73,6 +84,7 @@ def test_rounds_appear_one_by_one(page, world, tmp_path):
         time.sleep(0.1)
     seen.append(pg.locator("#gallery img").count())
     assert seen[-1] >= 3 and 1 in seen and 2 in seen  # round 0, then 1, then 2
+    images_loaded(pg, 3)
     shot = pg.locator("#gallery").screenshot(path=str(tmp_path / "gallery.png"))
     assert has_colour(shot, RED) and has_colour(shot, GREEN)  # round 0 red, round 1 green
     table = pg.locator("#table").inner_text()
@@ -94,6 +106,7 @@ def test_pause_rewrite_instruction_and_stop(page, tmp_path):
         assert time.monotonic() < deadline, "no instruction came up for review"
         time.sleep(0.1)
     assert "review the instruction" in stage(pg)
+    images_loaded(pg, 1)
     shot = pg.screenshot(path=str(tmp_path / "review.png"))
     assert has_colour(shot, RED) and not has_colour(shot, GREEN)  # round 0 only, so far
     box.fill("Put a sofreh on the floor.")
@@ -142,5 +155,6 @@ def test_show_a_round_and_roll_back_to_it(page, tmp_path):
         time.sleep(0.1)
     branch = service.open(pg.locator("#run-dir textarea").input_value())
     assert branch.branched_from["round"] == 0 and len(branch.rounds) == 2
+    images_loaded(pg, 2)
     shot = pg.locator("#gallery").screenshot(path=str(tmp_path / "branch.png"))
     assert has_colour(shot, RED) and has_colour(shot, GREEN)
