@@ -158,13 +158,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             return [text, *views[:5], views[5], str(update.run_dir or "")]
 
         def on_start(act, ctry, n_rounds, tgt, sd, n_cand, drift, paused, image):
-            settings = {
-                "rounds": int(n_rounds),
-                "target": float(tgt),
-                "seed": int(sd),
-                "candidates": int(n_cand),
-                "max_drift": float(drift),
-            }
+            settings = _settings(n_rounds, tgt, sd, n_cand, drift)
             if image:
                 if Path(str(image)).suffix.lower() not in UPLOAD_TYPES:
                     yield [
@@ -225,13 +219,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             return [f"round {k}: {run.rounds[k].decision}", *_views(run, Path(path), k), str(path)]
 
         def on_branch(path, k, n_rounds, tgt, sd, n_cand, drift, paused):
-            settings = {
-                "rounds": int(n_rounds),
-                "target": float(tgt),
-                "seed": int(sd),
-                "candidates": int(n_cand),
-                "max_drift": float(drift),
-            }
+            settings = _settings(n_rounds, tgt, sd, n_cand, drift)
             try:
                 old = service.open(path)
                 job = service.start(
@@ -288,6 +276,17 @@ def build_app(service: RunService, status: str = "") -> Any:
         )
     demo.queue(default_concurrency_limit=1)
     return demo
+
+
+def _settings(n_rounds, target, seed, candidates, max_drift) -> dict[str, Any]:
+    """The run settings of the form, typed."""
+    return {
+        "rounds": int(n_rounds),
+        "target": float(target),
+        "seed": int(seed),
+        "candidates": int(candidates),
+        "max_drift": float(max_drift),
+    }
 
 
 def _references(activity: str, country: str):
