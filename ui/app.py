@@ -144,6 +144,11 @@ def build_app(service: RunService, status: str = "") -> Any:
         with gr.Accordion("Open a saved run", open=False):
             saved = gr.Textbox(label="run directory", elem_id="saved")
             open_btn = gr.Button("Open", elem_id="open")
+        with gr.Row():
+            download_btn = gr.Button(
+                "Download the run (zip) and its HTML report", elem_id="download"
+            )
+            files = gr.File(label="downloads", file_count="multiple", elem_id="files")
 
         outputs = [stage, gallery, plot, table, checklist, slider, instruction, run_dir_box]
 
@@ -245,6 +250,20 @@ def build_app(service: RunService, status: str = "") -> Any:
             r = run.rounds[int(k)]
             return [f"round {k}: {r.reason}", *_views(run, Path(path), int(k)), str(path)]
 
+        def on_download(path):
+            import shutil
+            import tempfile
+
+            from refine.report import write_report
+
+            if not path or not (Path(path) / "run.json").is_file():
+                raise gr.Error("no run to download yet: start one or open a saved run")
+            run_dir = Path(path)
+            report = write_report(run_dir)
+            folder = Path(tempfile.mkdtemp(prefix="refine-download-"))
+            archive = shutil.make_archive(str(folder / run_dir.name), "zip", run_dir)
+            return [archive, str(report)]
+
         start.click(
             on_start,
             [activity, country, rounds, target, seed, candidates, max_drift, pause, upload],
@@ -255,6 +274,7 @@ def build_app(service: RunService, status: str = "") -> Any:
         stop.click(on_stop, None, notice, api_name="stop", queue=False)
         apply.click(on_apply, instruction, notice, api_name="apply", queue=False)
         open_btn.click(on_open, saved, outputs, api_name="open")
+        download_btn.click(on_download, run_dir_box, files, api_name="download")
         show_btn.click(on_show, [run_dir_box, round_pick], outputs, api_name="show")
         branch_btn.click(
             on_branch,

@@ -104,3 +104,24 @@ def test_show_roll_back_and_decide_by_hand(app_url):
     branch = service.open(service.job.run_dir)
     assert service.job.run_dir != run_dir and branch.branched_from["round"] == 0
     assert [r.decision for r in branch.rounds] == ["initial", "accepted"]
+
+
+def test_download_zip_and_report(app_url):
+    import zipfile
+
+    from gradio_client import Client
+
+    url, service = app_url
+    client = Client(url, verbose=False)
+    client.predict(
+        "people eating food at home", "Iran", 1, 1.0, 42, 2, 2.0, False, None, api_name="/start"
+    )
+    run = service.open(service.job.run_dir)
+    archive, report = client.predict(str(service.job.run_dir), api_name="/download")
+    names = set(zipfile.ZipFile(archive).namelist())
+    images = {c.image for r in run.rounds for c in r.candidates}
+    assert "run.json" in names and images <= names and len(images) == 3
+    html = open(report, encoding="utf-8").read()
+    assert html.count('class="round ') == 2 and "data:image/png;base64," in html
+    with pytest.raises(Exception, match="no run to download yet"):
+        client.predict("", api_name="/download")
