@@ -125,3 +125,41 @@ def test_download_zip_and_report(app_url):
     assert html.count('class="round ') == 2 and "data:image/png;base64," in html
     with pytest.raises(Exception, match="no run to download yet"):
         client.predict("", api_name="/download")
+
+
+def test_missing_key_is_a_readable_message_and_the_app_goes_on(
+    world, backends, options, tmp_path, monkeypatch
+):
+    from gradio_client import Client
+
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    # a client of its own (the shared one already holds a key)
+    gemini_roles = ("generator", "editor", "observer", "judge")
+    keyless = {
+        role: {**opts, "timeout_s": 119.0} if role in gemini_roles else opts
+        for role, opts in options.items()
+    }
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=keyless)
+    demo = build_app(service, "no key")
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    try:
+        client = Client(url, verbose=False)
+        out = client.predict(
+            "people eating food at home",
+            "Iran",
+            1,
+            1.0,
+            42,
+            2,
+            2.0,
+            False,
+            None,
+            api_name="/start",
+        )
+        assert out[0].startswith("error: GeminiError: no Gemini API key: set GEMINI_API_KEY")
+        assert not service.busy
+        opened = client.predict("/nowhere", api_name="/open")  # the app still answers
+        assert opened[0].startswith("error: ")
+    finally:
+        demo.close()
