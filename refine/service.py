@@ -47,12 +47,15 @@ class Job:
         self._answers: queue.Queue[str | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self.waiting: tuple[int, str] | None = None
+        self.stopped = False
 
     # called on the worker thread ------------------------------------------------------
 
     def _on_event(self, event: dict[str, Any]) -> None:
         if event["type"] == "run":
             self.run_dir = Path(event["dir"])
+            if self.stopped:  # a stop asked for before the loop began still counts
+                self.service.refiner().request_stop()
         self._events.put(event)
 
     def _review(self, k: int, instruction: str, run: Run) -> str | None:
@@ -74,6 +77,7 @@ class Job:
 
     def stop(self) -> None:
         """End the run after the round in progress; completed rounds are kept."""
+        self.stopped = True
         self.service.refiner().request_stop()
         if self.waiting is not None:
             self._answers.put(None)
@@ -100,7 +104,8 @@ class Job:
             yield Update(_describe(event), self._load(), self.run_dir, review=self.waiting)
 
     def wait(self) -> Update:
-        """The last update (the run's end); in pause mode answer the reviews first."""
+        """The last update (the run's end). In pause mode another thread must answer the
+        reviews (``submit_instruction`` or ``stop``), or this waits for ever."""
         updates = list(self.updates())
         return updates[-1]
 

@@ -64,3 +64,11 @@ def test_a_failing_backend_is_reported_and_the_service_goes_on(world, service):
     world.fail_on = None
     ok = service.start(ACT, COUNTRY, rounds=1, target=1.0, max_drift=2.0).wait()
     assert ok.error is None and ok.run.status == "finished"
+
+
+def test_a_stop_before_the_loop_begins_still_stops(world, service):
+    world.edit_delay_s = 0.0
+    job = service.start(ACT, COUNTRY, rounds=3, target=1.0, max_drift=2.0)
+    job.stop()  # at once, possibly before round 0 has begun
+    last = job.wait()
+    assert last.run.stop_reason == "stopped by the user" and len(last.run.rounds) <= 1
