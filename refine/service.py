@@ -132,6 +132,24 @@ def _describe(event: dict[str, Any]) -> str:
     return kind
 
 
+def describe_error(err: BaseException) -> str:
+    """A failure in words a user can act on. The backends already explain missing models
+    (``ModelUnavailable``) and a full GPU (``OutOfMemory``); a raw CUDA out-of-memory
+    from elsewhere gets the same advice."""
+    name, text = type(err).__name__, str(err).strip()
+    if name == "ModelUnavailable":
+        return f"model not available: {text}"
+    if name == "OutOfMemory":
+        return f"out of GPU memory: {text}"
+    if name == "OutOfMemoryError":
+        first = text.splitlines()[0] if text else ""
+        return (
+            "out of GPU memory: use the 'small-gpu' profile, fewer candidates, or free the "
+            f"GPU of other work, then start again ({first})"
+        )
+    return f"{name}: {text}"
+
+
 class RunService:
     """Owns one :class:`refine.loop.Refiner` (models load once) and one run at a time."""
 
@@ -190,7 +208,7 @@ class RunService:
                         activity, country, out=self.out, references=references, **settings
                     )
             except Exception as err:  # shown to the user; the service keeps working
-                job.error = f"{type(err).__name__}: {err}"
+                job.error = describe_error(err)
             finally:
                 refiner.on_event, refiner.review = (lambda e: None), None
                 self._busy.release()

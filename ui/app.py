@@ -17,6 +17,9 @@ from ui import adapters
 
 UPLOAD_TYPES = [".png", ".jpg", ".jpeg", ".webp"]
 MAX_UPLOAD_MB = 20
+# starting and rolling back share one queue of one: a device runs one run at a time, and
+# a visitor who asks meanwhile waits in line and sees their place; browsing is not held up
+ONE_RUN = {"concurrency_id": "run", "concurrency_limit": 1}
 
 
 def pick_profile() -> tuple[str, str]:
@@ -162,6 +165,18 @@ def build_app(service: RunService, status: str = "") -> Any:
                 text = f"round {update.review[0]}: review the instruction, then apply"
             return [text, *views[:5], views[5], str(update.run_dir or "")]
 
+        def follow(job: Any):
+            """The job's updates as widget values; if the visitor cancels or leaves before
+            the end, the run stops after the round in progress (what is done is kept)."""
+            done = False
+            try:
+                for update in job.updates():
+                    yield show(update)
+                done = True
+            finally:
+                if not done:
+                    job.stop()
+
         def on_start(act, ctry, n_rounds, tgt, sd, n_cand, drift, paused, image):
             settings = _settings(n_rounds, tgt, sd, n_cand, drift)
             if image:
@@ -179,8 +194,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             except (ServiceBusy, ValueError) as err:
                 yield [f"error: {err}", *_views(None, None), ""]
                 return
-            for update in job.updates():
-                yield show(update)
+            yield from follow(job)
 
         def on_stop():
             if service.job is not None and service.busy:
@@ -223,6 +237,15 @@ def build_app(service: RunService, status: str = "") -> Any:
                 ]
             return [f"round {k}: {run.rounds[k].decision}", *_views(run, Path(path), k), str(path)]
 
+        def on_pick(path, evt):
+            """A click on a gallery image shows that round and picks it for steering."""
+            k = int(evt.index)
+            return [*on_show(path, k), k]
+
+        # set here, not as an annotation: this module's annotations are strings, and gradio
+        # finds the event argument by its type
+        on_pick.__annotations__["evt"] = gr.SelectData
+
         def on_branch(path, k, n_rounds, tgt, sd, n_cand, drift, paused):
             settings = _settings(n_rounds, tgt, sd, n_cand, drift)
             try:
@@ -237,8 +260,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             except (ServiceBusy, ValueError, OSError) as err:
                 yield [f"error: {err}", *_views(None, None), str(path or "")]
                 return
-            for update in job.updates():
-                yield show(update)
+            yield from follow(job)
 
         def on_choose(path, k, j, accept):
             from refine.loop import Refiner
@@ -269,18 +291,21 @@ def build_app(service: RunService, status: str = "") -> Any:
             [activity, country, rounds, target, seed, candidates, max_drift, pause, upload],
             outputs,
             api_name="start",
+            **ONE_RUN,
         )
         # their messages go to their own box, so they never hide the run's own stage
         stop.click(on_stop, None, notice, api_name="stop", queue=False)
         apply.click(on_apply, instruction, notice, api_name="apply", queue=False)
         open_btn.click(on_open, saved, outputs, api_name="open")
         download_btn.click(on_download, run_dir_box, files, api_name="download")
+        gallery.select(on_pick, run_dir_box, [*outputs, round_pick], api_name=False)
         show_btn.click(on_show, [run_dir_box, round_pick], outputs, api_name="show")
         branch_btn.click(
             on_branch,
             [run_dir_box, round_pick, rounds, target, seed, candidates, max_drift, pause],
             outputs,
             api_name="branch",
+            **ONE_RUN,
         )
         accept_btn.click(
             lambda p, k, j: on_choose(p, k, j, True),

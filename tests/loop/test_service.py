@@ -72,3 +72,66 @@ def test_a_stop_before_the_loop_begins_still_stops(world, service):
     job.stop()  # at once, possibly before round 0 has begun
     last = job.wait()
     assert last.run.stop_reason == "stopped by the user" and len(last.run.rounds) <= 1
+
+
+class _FullGpu:
+    """A generator whose GPU is full, as the diffusers backends report it."""
+
+    id = "full-gpu"
+
+    def generate(self, prompt, seeds):
+        import torch
+
+        from refine.backends.loading import oom_guard
+
+        def fail():
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+        return oom_guard("black-forest-labs/FLUX.2-klein-4B", fail)
+
+
+class _RawOom:
+    id = "raw-oom"
+
+    def generate(self, prompt, seeds):
+        import torch
+
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB\nmore")
+
+
+class _NotDownloaded:
+    id = "not-downloaded"
+
+    def generate(self, prompt, seeds):
+        from refine.backends.loading import load_or_explain
+
+        def load():
+            raise OSError("We couldn't connect to 'https://huggingface.co' to load the files")
+
+        return load_or_explain("Qwen/Qwen-Image", load)
+
+
+@pytest.mark.parametrize(
+    ("generator", "expected"),
+    [
+        (_FullGpu(), ["out of GPU memory:", "small-gpu", "FLUX.2-klein-4B"]),
+        (_RawOom(), ["out of GPU memory:", "small-gpu", "Tried to allocate 9.00 GiB"]),
+        (_NotDownloaded(), ["model not available:", "hf download Qwen/Qwen-Image"]),
+    ],
+)
+def test_gpu_and_model_errors_read_as_advice(
+    world, backends, options, tmp_path, generator, expected
+):
+    service = RunService(
+        "gemini",
+        out=tmp_path,
+        backends=backends,
+        backend_options=options,
+        instances={"generator": generator},
+    )
+    last = service.start(ACT, COUNTRY, rounds=1).wait()
+    assert last.done and last.stage == "failed"
+    for part in expected:
+        assert part in last.error
+    assert "\n" not in last.error and "more" not in last.error
+    assert not service.busy

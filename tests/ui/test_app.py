@@ -163,3 +163,100 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
         assert opened[0].startswith("error: ")
     finally:
         demo.close()
+
+
+def test_cancelling_a_run_stops_it_and_keeps_its_rounds(app_url, world):
+    import time
+
+    from gradio_client import Client
+
+    url, service = app_url
+    world.edit_delay_s = 0.5
+    client = Client(url, verbose=False)
+    job = client.submit(
+        "people eating food at home", "Iran", 6, 1.0, 42, 1, 2.0, False, None, api_name="/start"
+    )
+    deadline = time.monotonic() + 120
+    while (
+        service.job is None
+        or service.job.run_dir is None
+        or not (service.job.run_dir / "run.json").is_file()
+    ):
+        assert time.monotonic() < deadline, "round 0 never landed"
+        time.sleep(0.1)
+    job.cancel()
+    while service.busy:
+        assert time.monotonic() < deadline, "the run went on after the visitor cancelled"
+        time.sleep(0.1)
+    run = service.open(service.job.run_dir)
+    assert run.status == "finished" and run.stop_reason == "stopped by the user"
+    assert 1 <= len(run.rounds) < 7
+    for r in run.rounds:
+        assert (service.job.run_dir / r.best.image).is_file()
+
+
+def test_a_second_visitor_waits_in_line_and_can_browse_meanwhile(app_url):
+    import time
+
+    from gradio_client import Client
+    from gradio_client.utils import Status
+
+    url, service = app_url
+    first, second = Client(url, verbose=False), Client(url, verbose=False)
+    args = ("people eating food at home", "Iran", 1, 1.0, 42, 1, 2.0)
+    held = first.submit(*args, True, None, api_name="/start")  # waits for review
+    deadline = time.monotonic() + 120
+    while service.job is None or service.job.waiting is None:
+        assert time.monotonic() < deadline, "the first run never paused"
+        time.sleep(0.1)
+    first_dir = service.job.run_dir
+    queued = second.submit(*args, False, None, api_name="/start")
+    while True:
+        status = queued.status()
+        if status.code == Status.IN_QUEUE and status.rank is not None:
+            break
+        assert status.code not in (Status.PROCESSING, Status.FINISHED), status
+        assert time.monotonic() < deadline, f"no place in the queue was given: {status}"
+        time.sleep(0.1)
+    assert status.rank == 0 and status.queue_size >= 1  # next in line
+    # browsing a saved run is not held up by the run in progress
+    opened = second.predict(str(first_dir), api_name="/open")
+    assert opened[0].startswith("run ") and service.job.run_dir == first_dir
+    assert first.predict(api_name="/stop").startswith("stopping")
+    held.result(timeout=120)
+    queued.result(timeout=300)
+    last = queued.outputs()[-1]
+    assert last[0] == "finished" and last[7] != str(first_dir)
+    assert service.open(last[7]).status == "finished"
+
+
+def test_out_of_gpu_memory_is_advice_in_the_app(world, backends, options, tmp_path):
+    from gradio_client import Client
+
+    class FullGpu:
+        id = "full-gpu"
+
+        def generate(self, prompt, seeds):
+            import torch
+
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    service = RunService(
+        "gemini",
+        out=tmp_path,
+        backends=backends,
+        backend_options=options,
+        instances={"generator": FullGpu()},
+    )
+    demo = build_app(service, "full GPU")
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    try:
+        client = Client(url, verbose=False)
+        args = ("people eating food at home", "Iran", 1, 1.0, 42, 2, 2.0, False, None)
+        out = client.predict(*args, api_name="/start")
+        assert out[0].startswith("error: out of GPU memory: use the 'small-gpu' profile")
+        assert "Tried to allocate 2.00 GiB" in out[0] and not service.busy
+        again = client.predict(*args, api_name="/start")  # the app still takes runs
+        assert again[0].startswith("error: out of GPU memory")
+    finally:
+        demo.close()

@@ -141,6 +141,13 @@ def test_show_a_round_and_roll_back_to_it(page, tmp_path):
         assert time.monotonic() < deadline, f"the run did not finish (stage {stage(pg)!r})"
         time.sleep(0.1)
     first_dir = pg.locator("#run-dir textarea").input_value()
+    # a click on round 1's image in the gallery shows it and picks it for steering
+    images_loaded(pg, 2)
+    pg.locator("#gallery img").nth(1).click()
+    pg.wait_for_function(
+        "() => document.querySelector('#stage textarea').value.startsWith('round 1: ')"
+    )
+    assert pg.locator("#round input").first.input_value() == "1"
     fill(pg, "round", "0")
     pg.click("#show")
     pg.wait_for_function(
