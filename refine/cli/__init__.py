@@ -15,6 +15,7 @@ import typer
 
 from refine import __version__
 from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
+from refine.cli.caire_cmd import caire_app
 from refine.cli.inputs import UserInputError
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.run_cmd import refs_app, run_cmd
@@ -26,7 +27,8 @@ app = typer.Typer(
         "Subcommands: 'run' refines an image round by round; 'batch' runs one refinement "
         "per line of a file; 'score' observes and scores existing images; 'report' writes an "
         "HTML report of a run or batch; 'app' serves the Gradio app; 'refs' shows reference "
-        "descriptors; 'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
+        "descriptors; 'caire' builds knowledge bases and rates cultural relevance 1-5; "
+        "'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
         "from JSON and .npy files; 'backends' lists the model backends that can be named."
     ),
     no_args_is_help=True,
@@ -36,6 +38,7 @@ app = typer.Typer(
 )
 app.add_typer(metrics_app, name="metrics")
 app.add_typer(refs_app, name="refs")
+app.add_typer(caire_app, name="caire")
 app.command("run")(run_cmd)
 app.command("batch")(batch_cmd)
 app.command("score")(score_cmd)

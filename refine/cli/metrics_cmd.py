@@ -24,7 +24,8 @@ metrics_app = typer.Typer(
     help=(
         "Score from files, no image models needed: 'ahead' (ALIGN, HAL, EXAG, FAITH, DDIV, "
         "SDIV of descriptor sets), 'vendi' (diversity of embeddings or a kernel), "
-        "'sos' (surface-over-semantics of labelled image embeddings)."
+        "'sos' (surface-over-semantics of labelled image embeddings), 'caire-diversity' "
+        "(the spread of CAIRE 1-5 scores over images)."
     ),
     no_args_is_help=True,
     rich_markup_mode=None,
@@ -320,3 +321,49 @@ def sos_cmd(
     Console().print(table)
     if save_bank:
         typer.echo(f"bank written to {save_bank}")
+
+
+@metrics_app.command("caire-diversity")
+def caire_diversity_cmd(
+    scores: Path = typer.Option(
+        ...,
+        "--scores",
+        help='SCORES.json: {"labels": [...], "scores": [[1-5 per label] per image]}.',
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """CAIRE over a set of images: mean score per label, coverage (share of labels some
+    image rates 4 or more) and the pairwise Jensen-Shannon distance between the images'
+    score rows normalised to sum 1 (natural log): mean, population std, min, max."""
+    from metrics.caire import diversity
+    from refine.cli.caire_cmd import _print_diversity
+    from refine.cli.inputs import load_json
+
+    doc = load_json(scores)
+    if not isinstance(doc, dict) or "labels" not in doc or "scores" not in doc:
+        raise UserInputError(f'{scores}: expected {{"labels": [...], "scores": [[...], ...]}}')
+    labels, rows = doc["labels"], doc["scores"]
+    if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+        raise UserInputError(f"{scores}: 'labels' must be a list of strings")
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        raise UserInputError(f"{scores}: 'scores' must be a list of rows, one per image")
+    for n, row in enumerate(rows):
+        if len(row) != len(labels):
+            raise UserInputError(
+                f"{scores}: scores[{n}] has {len(row)} values for {len(labels)} labels"
+            )
+        bad = [
+            v
+            for v in row
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 1 <= v <= 5
+        ]
+        if bad:
+            raise UserInputError(f"{scores}: scores[{n}] holds {bad[0]!r}; scores lie in 1..5")
+    try:
+        summary = diversity(labels, rows)
+    except ValueError as err:
+        raise UserInputError(f"{scores}: {err}") from err
+    if as_json:
+        _emit_json(summary)
+        return
+    _print_diversity(summary)

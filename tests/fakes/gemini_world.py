@@ -11,6 +11,7 @@ import base64
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from tests.fakes.gemini_server import image_answer, png_bytes, text_answer
@@ -44,6 +45,13 @@ SEEN = {
 }
 # expected judge rating (log-probabilities over "1".."5") per colour
 RATING = {RED: 4, GREEN: 1, BLUE: 2, GREY: 1}
+# CAIRE: the judge's peak rating per colour and culture label (1 for labels not named)
+CULTURE = {
+    RED: {"Iran": 2, "Turkey": 4, "India": 1},
+    GREEN: {"Iran": 5, "Turkey": 2, "India": 1},
+    BLUE: {"Iran": 1, "Turkey": 1, "India": 3},
+    GREY: {},
+}
 # log P("Yes") to any "Does this image show <stereotype>?" question, per colour
 YES_LOGPROB = {RED: math.log(0.9), GREEN: math.log(0.3), BLUE: math.log(0.2), GREY: math.log(0.4)}
 
@@ -77,6 +85,7 @@ class World:
     fail_on: str | None = None  # a kind of request to answer with HTTP 500
     edit_delay_s: float = 0.0  # a slow editor, to kill a process mid-round
     fail_edit_of: tuple[int, int, int] | None = None  # edits of this colour answer HTTP 500
+    prompts: list[str] = field(default_factory=list)  # the judge's rating prompts, in order
 
     def __call__(self, path: str, body: dict):
         parts = body["contents"][0]["parts"]
@@ -110,11 +119,20 @@ class World:
             yes = YES_LOGPROB[colour]
             return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-math.exp(yes))})
         if kind == "judge":
-            peak = RATING[colour]
+            self.prompts.append(text)
+            label = re.search(r"reflect the culture of (.+?)\?", text)
+            peak = CULTURE[colour].get(label.group(1), 1) if label else RATING[colour]
             logprobs = {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
             return 200, text_answer(str(peak), logprobs=logprobs)
         assert "annotating a photograph" in text, text[:200]
         return 200, text_answer(json.dumps(SEEN[colour]))
+
+
+def rating_distribution(peak: int) -> list[float]:
+    """The probabilities of "1".."5" the world's judge answers for a peak rating."""
+    lp = {k: -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
+    z = sum(math.exp(v) for v in lp.values())
+    return [math.exp(lp[k]) / z for k in range(1, 6)]
 
 
 def expected_exag(colour) -> float:

@@ -1,0 +1,122 @@
+"""CAIRE's pure parts: pooling retrieved entities, re-ranking them, and the diversity
+summary of 1-5 relevance scores over a set of images.
+
+Conventions (as in CAIRE): an image's embedding retrieves the top-K knowledge-base images;
+the entities behind them are pooled and ranked either by how often they were hit
+(``frequency``) or by the cosine between the image and the entity's name
+(``similarity``). A judge rates each culture label 1-5; the score is the argmax of the
+probabilities of "1".."5". Over a set of images, diversity is the pairwise Jensen-Shannon
+distance (natural logarithm, as ``scipy.spatial.distance.jensenshannon``) between the
+images' score rows normalised to sum 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+RANKINGS = ("similarity", "frequency")
+
+
+@dataclass(frozen=True)
+class EntityHit:
+    """An entity found by retrieval: how many of the top-K images were its own, the best
+    of their similarities, and the score it is ranked by."""
+
+    entity: int
+    hits: int
+    best_image_similarity: float
+    score: float
+
+
+def pool_entities(
+    image_entities: Sequence[int],
+    image_similarities: Sequence[float],
+    name_similarity: dict[int, float] | None = None,
+    ranking: str = "similarity",
+) -> list[EntityHit]:
+    """The entities behind retrieved images, best first.
+
+    ``image_entities[i]`` is the entity of the i-th retrieved image and
+    ``image_similarities[i]`` its similarity to the query. ``ranking="frequency"`` ranks by
+    the number of hits (ties: the best image similarity); ``"similarity"`` ranks by
+    ``name_similarity[entity]``, the cosine between the query image and the entity's name
+    (ties: hits).
+    """
+    if ranking not in RANKINGS:
+        raise ValueError(f"unknown ranking {ranking!r}; use one of {', '.join(RANKINGS)}")
+    if len(image_entities) != len(image_similarities):
+        raise ValueError(
+            f"{len(image_entities)} entities but {len(image_similarities)} similarities"
+        )
+    hits: dict[int, int] = {}
+    best: dict[int, float] = {}
+    for e, s in zip(image_entities, image_similarities, strict=True):
+        e = int(e)
+        hits[e] = hits.get(e, 0) + 1
+        best[e] = max(best.get(e, -math.inf), float(s))
+    if ranking == "similarity":
+        if name_similarity is None or any(e not in name_similarity for e in hits):
+            raise ValueError("similarity ranking needs the name similarity of every entity")
+        pooled = [EntityHit(e, hits[e], best[e], float(name_similarity[e])) for e in hits]
+        pooled.sort(key=lambda h: (-h.score, -h.hits, -h.best_image_similarity, h.entity))
+    else:
+        pooled = [EntityHit(e, hits[e], best[e], float(hits[e])) for e in hits]
+        pooled.sort(key=lambda h: (-h.hits, -h.best_image_similarity, h.entity))
+    return pooled
+
+
+def js_distance(p: Sequence[float], q: Sequence[float]) -> float:
+    """Jensen-Shannon distance with the natural logarithm: sqrt of the mean of
+    KL(p || m) and KL(q || m), m = (p + q) / 2. Both are normalised to sum 1 first."""
+    a = np.asarray(p, dtype=np.float64)
+    b = np.asarray(q, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"rows must be vectors of one length, got {a.shape} and {b.shape}")
+    if (a < 0).any() or (b < 0).any() or a.sum() <= 0 or b.sum() <= 0:
+        raise ValueError("rows must be non-negative with a positive sum")
+    a, b = a / a.sum(), b / b.sum()
+    m = (a + b) / 2.0
+
+    def kl(x: np.ndarray) -> float:
+        nz = x > 0
+        return float(np.sum(x[nz] * np.log(x[nz] / m[nz])))
+
+    return math.sqrt(max(0.0, (kl(a) + kl(b)) / 2.0))
+
+
+def diversity(labels: Sequence[str], scores: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """The batch summary of a set of images' 1-5 scores (one row per image, one column per
+    label): the mean score per label, the share of labels that some image rates 4 or more,
+    and the pairwise Jensen-Shannon distances between rows normalised to sum 1 (mean,
+    population std, min, max; None with fewer than two images)."""
+    labels = list(labels)
+    if not labels:
+        raise ValueError("no labels")
+    rows = np.asarray(scores, dtype=np.float64)
+    if rows.ndim != 2 or rows.shape[0] == 0:
+        raise ValueError("scores must be a non-empty list of rows, one per image")
+    if rows.shape[1] != len(labels):
+        raise ValueError(f"each row must hold {len(labels)} scores (one per label)")
+    if ((rows < 1) | (rows > 5)).any():
+        raise ValueError("scores must lie in 1..5")
+    n = rows.shape[0]
+    distances = [js_distance(rows[i], rows[j]) for i in range(n) for j in range(i + 1, n)]
+    d = np.asarray(distances)
+    covered = [lab for k, lab in enumerate(labels) if (rows[:, k] >= 4).any()]
+    return {
+        "images": n,
+        "labels": labels,
+        "mean_per_label": {lab: float(rows[:, k].mean()) for k, lab in enumerate(labels)},
+        "coverage": len(covered) / len(labels),
+        "covered_labels": covered,
+        "pairs": len(distances),
+        "js_mean": float(d.mean()) if len(d) else None,
+        "js_std": float(d.std()) if len(d) else None,
+        "js_min": float(d.min()) if len(d) else None,
+        "js_max": float(d.max()) if len(d) else None,
+    }

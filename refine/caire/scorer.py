@@ -1,0 +1,197 @@
+"""CAIRE relevance: which cultures an image reads as, 1-5 per label, grounded in a KB.
+
+With a knowledge base: the image's embedding retrieves the top-K KB images, their entities
+are pooled and ranked (by image-to-name similarity, or by how often they were hit), and the
+best entity's text (cut to ``text_chars``) goes with the image and the rubric
+(``assets/prompts/caire_rubric.txt``) to the judge. Without one ("kb-free" mode, named
+so in every result) the judge sees the image and the rubric only. Each label's score is the
+argmax of the judge's probabilities of "1".."5"; the distribution and its expectation are
+kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from metrics.caire import RANKINGS, EntityHit, pool_entities
+from refine.assets import prompt_template
+
+
+@dataclass
+class LabelScore:
+    label: str
+    score: int  # argmax of the probabilities of "1".."5"
+    expected: float
+    probabilities: list[float]
+
+
+@dataclass
+class CaireResult:
+    mode: str  # "kb" or "kb-free"
+    labels: list[LabelScore]
+    judge: str
+    kb: str | None = None
+    embedder: str | None = None
+    ranking: str | None = None
+    entity: dict[str, Any] | None = None  # the entity whose text the judge saw
+    candidates: list[dict[str, Any]] = field(default_factory=list)  # the best few, ranked
+    knowledge: str | None = None  # the text the judge saw
+    image: str | None = None
+
+    def score_of(self, label: str) -> LabelScore:
+        for s in self.labels:
+            if s.label.casefold() == label.casefold():
+                return s
+        raise KeyError(label)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CaireResult:
+        d = dict(d)
+        d["labels"] = [LabelScore(**s) for s in d["labels"]]
+        return cls(**d)
+
+
+def parse_labels(text: str | Sequence[str]) -> list[str]:
+    """``"Iran, Turkey,India"`` or a list -> clean labels; empty or repeated ones refused."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    labels = [str(x).strip() for x in items if str(x).strip()]
+    if not labels:
+        raise ValueError("no culture labels given; name them like --labels 'Iran,Turkey,India'")
+    folded = [x.casefold() for x in labels]
+    dup = sorted({x for x in labels if folded.count(x.casefold()) > 1})
+    if dup:
+        raise ValueError(f"labels given twice: {', '.join(dup)}")
+    return labels
+
+
+class CaireScorer:
+    """Scores images for cultural relevance with a judge, and a KB and image embedder when
+    given (the embedder must be the one the KB was built with)."""
+
+    def __init__(
+        self,
+        judge: Any,
+        kb: Any = None,
+        embedder: Any = None,
+        top_k: int = 20,
+        ranking: str = "similarity",
+        text_chars: int = 1500,
+        shown: int = 5,
+    ) -> None:
+        if ranking not in RANKINGS:
+            raise ValueError(f"unknown ranking {ranking!r}; use one of {', '.join(RANKINGS)}")
+        if top_k < 1:
+            raise ValueError("top_k must be at least 1")
+        if kb is not None:
+            if embedder is None:
+                raise ValueError("a knowledge base needs the image embedder it was built with")
+            kb.check_embedder(embedder.id)
+        self.judge, self.kb, self.embedder = judge, kb, embedder
+        self.top_k, self.ranking, self.text_chars, self.shown = top_k, ranking, text_chars, shown
+
+    @property
+    def mode(self) -> str:
+        return "kb" if self.kb is not None else "kb-free"
+
+    def link(self, images: Sequence[Any]) -> list[list[EntityHit]]:
+        """Per image, the KB entities found by visual retrieval, best first."""
+        import numpy as np
+
+        from refine.caire.kb import _as_array
+
+        if self.kb is None:
+            raise ValueError("entity linking needs a knowledge base")
+        queries = _as_array(self.embedder.encode_images(list(images)))
+        sims, rows = self.kb.search(queries, self.top_k)
+        linked = []
+        for q, sim_row, row in zip(queries, sims, rows, strict=True):
+            keep = row >= 0
+            entities = self.kb.image_entities[row[keep]]
+            name_sim = None
+            if self.ranking == "similarity":
+                unique = sorted({int(e) for e in entities})
+                cos = np.asarray(self.kb.names[unique]) @ q
+                name_sim = {e: float(c) for e, c in zip(unique, cos, strict=True)}
+            linked.append(
+                pool_entities(entities.tolist(), sim_row[keep].tolist(), name_sim, self.ranking)
+            )
+        return linked
+
+    def knowledge(self, hit: EntityHit) -> tuple[str, str]:
+        """The entity's name and the text the judge sees (cut to ``text_chars``)."""
+        e = self.kb.entities[hit.entity]
+        text = self.kb.text(hit.entity, self.text_chars) or e.get("gloss") or ""
+        if e.get("gloss") and text != e["gloss"] and not text.startswith(e["gloss"]):
+            text = f"{e['gloss']}. {text}"
+        return e["name"], text
+
+    def prompt(self, label: str, entity: str | None = None, text: str | None = None) -> str:
+        block = ""
+        if entity is not None:
+            block = prompt_template("caire_knowledge").format(entity=entity, text=text or "")
+        return prompt_template("caire_rubric").format(label=label, knowledge=block)
+
+    def score(
+        self, images: Sequence[Any], labels: Sequence[str], names: Sequence[str] | None = None
+    ) -> list[CaireResult]:
+        """One :class:`CaireResult` per image; ``names`` (e.g. file names) are recorded."""
+        labels = parse_labels(labels)
+        images = list(images)
+        linked = self.link(images) if self.kb is not None else [[] for _ in images]
+        results = []
+        for n, (image, hits) in enumerate(zip(images, linked, strict=True)):
+            entity = candidates = knowledge = None
+            if hits:
+                best = hits[0]
+                name, knowledge = self.knowledge(best)
+                entity = _entity_dict(self.kb, best)
+                candidates = [_entity_dict(self.kb, h) for h in hits[: self.shown]]
+                prompts = [self.prompt(label, name, knowledge) for label in labels]
+            else:
+                prompts = [self.prompt(label) for label in labels]
+            ratings = self.judge.rate([image] * len(labels), prompts)
+            results.append(
+                CaireResult(
+                    mode=self.mode,
+                    labels=[
+                        LabelScore(lab, r.argmax, r.expectation, list(r.probabilities))
+                        for lab, r in zip(labels, ratings, strict=True)
+                    ],
+                    judge=getattr(self.judge, "id", type(self.judge).__name__),
+                    kb=str(self.kb.path) if self.kb is not None else None,
+                    embedder=getattr(self.embedder, "id", None) if self.kb is not None else None,
+                    ranking=self.ranking if self.kb is not None else None,
+                    entity=entity,
+                    candidates=candidates or [],
+                    knowledge=knowledge,
+                    image=names[n] if names else None,
+                )
+            )
+        return results
+
+
+def _entity_dict(kb: Any, hit: EntityHit) -> dict[str, Any]:
+    e = kb.entities[hit.entity]
+    return {
+        "id": e["id"],
+        "name": e["name"],
+        "score": round(hit.score, 6),
+        "hits": hit.hits,
+        "best_image_similarity": round(hit.best_image_similarity, 6),
+    }
+
+
+def scores_document(results: Sequence[CaireResult], labels: Sequence[str]) -> dict[str, Any]:
+    """What ``refine metrics caire-diversity --scores`` reads, with each image's details."""
+    labels = parse_labels(labels)
+    return {
+        "labels": labels,
+        "scores": [[r.score_of(lab).score for lab in labels] for r in results],
+        "mode": results[0].mode if results else None,
+        "images": [r.to_dict() for r in results],
+    }
