@@ -41,10 +41,18 @@ def planned_changes(feedback: Feedback, max_changes: int) -> list[str]:
 
 
 def build_instruction(
-    feedback: Feedback, activity: str, country: str, max_changes: int = 5, keep_max: int = 5
+    feedback: Feedback,
+    activity: str,
+    country: str,
+    max_changes: int = 5,
+    keep_max: int = 5,
+    extra: list[str] | None = None,
 ) -> str | None:
-    """The editing instruction, or ``None`` when the feedback asks for no change."""
-    changes = planned_changes(feedback, max_changes)
+    """The editing instruction, or ``None`` when the feedback asks for no change.
+    ``extra`` changes (such as CAIRE's "reads as another culture" line) come first and
+    count within ``max_changes``."""
+    extra = list(extra or [])[:max_changes]
+    changes = extra + planned_changes(feedback, max_changes - len(extra))
     if not changes:
         return None
     kept = [a["phrase"] for a in feedback.aligned][:keep_max]
@@ -59,3 +67,26 @@ def build_instruction(
         )
         .strip()
     )
+
+
+def caire_change(caire: dict | None, country: str) -> tuple[str | None, str | None]:
+    """From a round's CAIRE result: a note when the image reads more as another culture
+    than ``country`` (a higher 1-5 score), and the change that asks to fix it."""
+    if not caire:
+        return None, None
+    scores = {s["label"]: s["score"] for s in caire["labels"]}
+    own = next((v for k, v in scores.items() if k.casefold() == country.casefold()), None)
+    if own is None:
+        return None, None
+    others = [(v, k) for k, v in scores.items() if k.casefold() != country.casefold()]
+    if not others:
+        return None, None
+    top, other = max(others, key=lambda x: (x[0], -others.index(x)))
+    if top <= own:
+        return None, None
+    note = f"reads more as {other} ({top}/5) than {country} ({own}/5)"
+    change = (
+        f"Make it read as {country} rather than {other}: replace what points to {other} "
+        f"with what is typical of {country}"
+    )
+    return note, change

@@ -28,7 +28,7 @@ from metrics.ahead import exaggeration, faithfulness, score_images
 from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
 from refine.assets import prompt_template
-from refine.instructions import build_instruction
+from refine.instructions import build_instruction, caire_change
 from refine.records import (
     Candidate,
     Drift,
@@ -143,6 +143,7 @@ class Refiner:
         self.calls = 0
         self._baselines: dict[tuple, list[float]] = {}
         self._stop = threading.Event()
+        self._caire_scorers: dict[tuple[str | None, int], Any] = {}
 
     def request_stop(self) -> None:
         """Stop the current run after the round in progress (it is saved as finished)."""
@@ -182,6 +183,7 @@ class Refiner:
             **settings,
         )
         refs = references or find_references(activity, country)
+        self._check_caire(spec)
         store = RunStore.create(out, new_run_id(activity, refs.country))
         run = Run(
             id=store.dir.name,
@@ -373,6 +375,7 @@ class Refiner:
             )
         )
         run.best_round = 0
+        self._caire_round(run, store, run.rounds[-1])
         self._emit({"type": "round", "round": 0, "decision": "initial"})
 
     def _edit_round(self, run: Run, store: RunStore) -> None:
@@ -385,8 +388,13 @@ class Refiner:
         if user:
             instruction, source = user, "user"
         else:
+            _, extra = caire_change(parent.caire, run.references.country)
             instruction = build_instruction(
-                parent.best.feedback, spec.activity, run.references.country, spec.max_changes
+                parent.best.feedback,
+                spec.activity,
+                run.references.country,
+                spec.max_changes,
+                extra=[extra] if extra else None,
             )
             source = "template"
             if instruction is None:
@@ -453,7 +461,67 @@ class Refiner:
         )
         if decision == "accepted":
             run.best_round = k
+        self._caire_round(run, store, run.rounds[-1])
         self._emit({"type": "round", "round": k, "decision": decision, "reason": reason})
+
+    # -- CAIRE ---------------------------------------------------------------------------
+
+    def caire_scorer(self, spec: RunSpec) -> Any:
+        """The CAIRE scorer of a run's settings (its KB loaded once per Refiner)."""
+        key = (spec.caire_kb, spec.caire_top_k)
+        if key not in self._caire_scorers:
+            from refine.caire.scorer import CaireScorer
+
+            kb = embedder = None
+            if spec.caire_kb:
+                from refine.backends.registry import create
+                from refine.caire.kb import KnowledgeBase
+
+                kb = KnowledgeBase.load(spec.caire_kb)
+                own = self.backends.names.get("image_embedder")
+                if own == kb.embedder:
+                    embedder = self.backends.get("image_embedder")
+                else:
+                    options = self.backends.options.get("image_embedder", {})
+                    device = {"device": options["device"]} if "device" in options else {}
+                    embedder = create("image_embedder", kb.embedder, **device)
+            self._caire_scorers[key] = CaireScorer(None, kb, embedder, top_k=spec.caire_top_k)
+        return self._caire_scorers[key]
+
+    def _check_caire(self, spec: RunSpec) -> None:
+        """Fail before any model call when the CAIRE settings are wrong (bad labels, a
+        folder that is not a KB, a KB built with another embedder than can be made)."""
+        if not spec.caire_labels:
+            if spec.caire_kb:
+                raise ValueError("a CAIRE knowledge base was given but no culture labels")
+            return
+        from refine.caire.scorer import parse_labels
+
+        parse_labels(spec.caire_labels)
+        self.caire_scorer(spec)
+
+    def _caire_round(self, run: Run, store: RunStore, r: Round) -> None:
+        """CAIRE relevance of a round's chosen image, when the run names culture labels."""
+        spec = run.spec
+        if not spec.caire_labels:
+            return
+        country = run.references.country
+        labels = [country] + [x for x in spec.caire_labels if x.casefold() != country.casefold()]
+        self._emit({"type": "stage", "round": r.index, "stage": "caire"})
+        t = time.perf_counter()
+        scorer = self.caire_scorer(spec)
+        image = store.load_image(r.best.image)
+        linked = None
+        if scorer.kb is not None:
+            with self.backends.model_lock:
+                linked = scorer.link([image])
+        with self.backends.using("judge") as judge:
+            scorer.judge = judge
+            result = scorer.score([image], labels, names=[r.best.image], linked=linked)[0]
+        self.calls += len(labels)
+        r.timings["caire"] = time.perf_counter() - t
+        r.caire = result.to_dict()
+        r.caire_note, _ = caire_change(r.caire, country)
 
     # -- one image ---------------------------------------------------------------------
 

@@ -91,6 +91,10 @@ class Round(_Record):
     reason: str
     by_hand: bool = False  # the decision was made by the user, not by the scores
     timings: dict[str, float] = Field(default_factory=dict)
+    # CAIRE relevance of the chosen image when the run names culture labels
+    # (refine.caire.scorer.CaireResult as a dict), and the line it adds to the next edit
+    caire: dict[str, Any] | None = None
+    caire_note: str | None = None
 
     @property
     def best(self) -> Candidate:
@@ -120,6 +124,11 @@ class RunSpec(_Record):
     instructions: dict[int, str] = Field(default_factory=dict)
     prompt: str | None = None
     input_image: str | None = None
+    # CAIRE per round: other culture labels to rate the image against (the country is
+    # always rated first), a knowledge base folder (None: kb-free), retrieval depth
+    caire_labels: list[str] = Field(default_factory=list)
+    caire_kb: str | None = None
+    caire_top_k: int = Field(20, ge=1)
 
 
 class Run(_Record):

@@ -137,12 +137,18 @@ class CaireScorer:
         return prompt_template("caire_rubric").format(label=label, knowledge=block)
 
     def score(
-        self, images: Sequence[Any], labels: Sequence[str], names: Sequence[str] | None = None
+        self,
+        images: Sequence[Any],
+        labels: Sequence[str],
+        names: Sequence[str] | None = None,
+        linked: list[list[EntityHit]] | None = None,
     ) -> list[CaireResult]:
-        """One :class:`CaireResult` per image; ``names`` (e.g. file names) are recorded."""
+        """One :class:`CaireResult` per image; ``names`` (e.g. file names) are recorded;
+        ``linked`` gives :meth:`link`'s answer when it was computed already."""
         labels = parse_labels(labels)
         images = list(images)
-        linked = self.link(images) if self.kb is not None else [[] for _ in images]
+        if linked is None:
+            linked = self.link(images) if self.kb is not None else [[] for _ in images]
         results = []
         for n, (image, hits) in enumerate(zip(images, linked, strict=True)):
             entity = candidates = knowledge = None

@@ -199,6 +199,14 @@ def run_cmd(
     build_refs: bool = typer.Option(
         False, "--build-refs", help="Build references with the profile's llms if none exist."
     ),
+    caire_labels: str = typer.Option(
+        None,
+        "--caire-labels",
+        help='Rate each round 1-5 for the country and these cultures, e.g. "Turkey,India".',
+    ),
+    caire_kb: Path = typer.Option(
+        None, "--caire-kb", help="Knowledge base for CAIRE (without it: kb-free)."
+    ),
 ) -> None:
     """Generate, score and refine an image of an activity in a country, round by round."""
     from refine.loop import Refiner
@@ -236,6 +244,7 @@ def run_cmd(
             raise UserInputError(f"--edit-from: {edit_from!r} is not 'best' or 'original'")
         if image is not None and not image.is_file():
             raise UserInputError(f"--image: {image} does not exist")
+        caire = _caire_settings(caire_labels, caire_kb)
         if refs_file:
             try:
                 refs = load_references_file(refs_file, activity, country)
@@ -265,11 +274,34 @@ def run_cmd(
             budget_seconds=budget_s,
             budget_calls=budget_calls,
             input_image=str(image.resolve()) if image else None,
+            **caire,
         )
     if as_json:
         typer.echo(run.model_dump_json(indent=2))
         return
     print_summary(run, where.get("dir", ""))
+
+
+def _caire_settings(labels: str | None, kb: Path | None) -> dict:
+    """``--caire-labels`` / ``--caire-kb`` checked before anything runs."""
+    if labels is None:
+        if kb is not None:
+            raise UserInputError("--caire-kb needs --caire-labels (the cultures to rate)")
+        return {}
+    from refine.caire.kb import KBError, KnowledgeBase
+    from refine.caire.scorer import parse_labels
+
+    try:
+        out: dict = {"caire_labels": parse_labels(labels)}
+    except ValueError as err:
+        raise UserInputError(f"--caire-labels: {err}") from err
+    if kb is not None:
+        try:
+            KnowledgeBase.load(kb)
+        except KBError as err:
+            raise UserInputError(f"--caire-kb: {err}") from err
+        out["caire_kb"] = str(kb.resolve())
+    return out
 
 
 def print_summary(run, run_dir) -> None:
@@ -289,4 +321,9 @@ def print_summary(run, run_dir) -> None:
         typer.echo(
             f"best round: {run.best_round} (*); EXAG: {run.rounds[0].best.scores.exag_variant}"
         )
+    for r in run.rounds:
+        if r.caire:
+            scores = ", ".join(f"{s['label']} {s['score']}" for s in r.caire["labels"])
+            note = f"  <- {r.caire_note}" if r.caire_note else ""
+            typer.echo(f"CAIRE round {r.index} ({r.caire['mode']}): {scores}{note}")
     typer.echo(f"files: {run_dir}; HTML report: refine report {run_dir}")

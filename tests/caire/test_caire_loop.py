@@ -1,0 +1,114 @@
+"""CAIRE as a per-round metric and feedback in the loop (fake Gemini world, tiny SigLIP KB)."""
+
+from __future__ import annotations
+
+import pytest
+
+from refine.backends import create
+from refine.caire.kb import KnowledgeBase, read_source
+from refine.loop import Refiner
+from tests.caire.test_kb import folder_source
+from tests.fakes.gemini_world import CULTURE, GREEN, RED, rating_distribution
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+
+
+@pytest.fixture
+def kb_dir(tmp_path, siglip_path):
+    embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
+    kb = KnowledgeBase.open_or_create(tmp_path / "kb", embedder.id)
+    kb.add(read_source(folder_source(tmp_path)), embedder)
+    return tmp_path / "kb"
+
+
+def test_each_round_is_rated_and_a_misreading_feeds_the_next_edit(
+    world, backends, options, tmp_path, kb_dir
+):
+    events = []
+    refiner = Refiner("gemini", backends, options, on_event=events.append)
+    run = refiner.run(
+        ACT,
+        COUNTRY,
+        out=tmp_path / "runs",
+        rounds=1,
+        candidates=2,
+        target=1.0,
+        max_drift=2.0,
+        caire_labels=["Turkey", "India"],
+        caire_kb=str(kb_dir),
+        caire_top_k=3,
+    )
+    r0, r1 = run.rounds
+    assert [s["label"] for s in r0.caire["labels"]] == ["Iran", "Turkey", "India"]
+    # round 0 is red: the world's judge reads it as Turkey 4, Iran 2
+    assert [s["score"] for s in r0.caire["labels"]] == [
+        CULTURE[RED][x] for x in ("Iran", "Turkey", "India")
+    ]
+    assert r0.caire["labels"][0]["probabilities"] == pytest.approx(rating_distribution(2))
+    assert r0.caire["mode"] == "kb" and r0.caire["entity"]["name"] == "tea"
+    assert r0.caire_note == "reads more as Turkey (4/5) than Iran (2/5)"
+    # the next instruction asks for that first, within max_changes
+    lines = [x[2:] for x in r1.text.splitlines() if x.startswith("- ")]
+    assert lines[0].startswith("Make it read as Iran rather than Turkey")
+    assert len(lines) == 5
+    # round 1's chosen image is green: Iran 5, no note
+    assert [s["score"] for s in r1.caire["labels"]] == [
+        CULTURE[GREEN][x] for x in ("Iran", "Turkey", "India")
+    ]
+    assert r1.caire_note is None and r1.timings["caire"] > 0
+    assert {"type": "stage", "round": 1, "stage": "caire"} in events
+    # the saved record holds the same
+    from refine.store import RunStore
+
+    again = RunStore(tmp_path / "runs" / run.id).load()
+    assert again.rounds[0].caire == r0.caire and again.rounds[0].caire_note == r0.caire_note
+
+
+def test_kb_free_rounds_and_bad_settings_fail_before_any_call(world, backends, options, tmp_path):
+    refiner = Refiner("gemini", backends, options)
+    run = refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, caire_labels=["Turkey"])
+    assert run.rounds[0].caire["mode"] == "kb-free" and run.rounds[0].caire["entity"] is None
+    assert [s["score"] for s in run.rounds[0].caire["labels"]] == [2, 4]
+    calls = len(world.log)
+    with pytest.raises(ValueError, match="not a knowledge base"):
+        refiner.run(
+            ACT, COUNTRY, out=tmp_path, rounds=0, caire_labels=["Turkey"], caire_kb=str(tmp_path)
+        )
+    with pytest.raises(ValueError, match="labels given twice"):
+        refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, caire_labels=["Turkey", "turkey"])
+    with pytest.raises(ValueError, match="no culture labels"):
+        refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, caire_kb="kb")
+    assert len(world.log) == calls
+
+
+def test_refine_run_with_caire_flags(capsys, world, siglip_path, tmp_path, kb_dir):
+    from tests.caire.test_kb import run as cli
+
+    base = (
+        "run",
+        ACT,
+        "--country",
+        COUNTRY,
+        "--out",
+        tmp_path / "runs",
+        "--rounds",
+        "1",
+        "--target",
+        "1",
+        "--max-drift",
+        "2",
+        "--backend",
+        f"image_embedder=siglip:{siglip_path}",
+    )
+    code, out, err = cli(capsys, *base, "--caire-labels", "Turkey,India", "--caire-kb", kb_dir)
+    assert code == 0, err
+    assert (
+        "CAIRE round 0 (kb): Iran 2, Turkey 4, India 1  <- reads more as Turkey (4/5) than "
+        "Iran (2/5)" in out
+    )
+    assert "CAIRE round 1 (kb): Iran 5, Turkey 2, India 1\n" in out
+    assert "round 0: caire" in err
+    code, _, err = cli(capsys, *base, "--caire-labels", "Turkey", "--caire-kb", tmp_path)
+    assert code == 2 and "--caire-kb: " in err and "not a knowledge base" in err
+    code, _, err = cli(capsys, *base, "--caire-kb", kb_dir)
+    assert code == 2 and "--caire-kb needs --caire-labels" in err
