@@ -244,6 +244,29 @@ def _checklist(run: Run, r: Round) -> str:
     return f'<div class="cols checklist">{"".join(cols)}</div>'
 
 
+def _caire_html(r: Round) -> str:
+    """CAIRE 1-5 per culture label with bars, the linked entity, the misreading note."""
+    if not r.caire:
+        return ""
+    c = r.caire
+    where = "knowledge base" if c["mode"] == "kb" else "kb-free: image only"
+    if c.get("entity"):
+        where += f", linked to {c['entity']['name']}"
+    rows = "".join(
+        f'<tr class="caire-label" data-label="{escape(s["label"])}" data-score="{s["score"]}">'
+        f"<td>{escape(s['label'])}</td><td>{s['score']}</td><td>{s['expected']:.2f}</td>"
+        f'<td><svg width="100" height="10"><rect width="{20 * s["score"]}" height="10" '
+        f'fill="#0969da"/></svg></td></tr>'
+        for s in c["labels"]
+    )
+    note = f'<p class="caire-note">{escape(r.caire_note)}</p>' if r.caire_note else ""
+    return (
+        f'<div class="caire" data-mode="{escape(c["mode"])}"><p><b>CAIRE cultural relevance '
+        f"(1-5; {escape(where)})</b></p><table><tr><th>culture</th><th>score</th>"
+        f"<th>expected</th><th></th></tr>{rows}</table>{note}</div>"
+    )
+
+
 def _round_html(run: Run, r: Round, run_dir: Path) -> str:
     s = r.best.scores
     order = [r.chosen] + [j for j in range(len(r.candidates)) if j != r.chosen]
@@ -282,6 +305,7 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f'<tr class="scores" data-faith="{_num(s.faith, 6)}"><td>{_num(s.faith)}</td>'
         f"<td>{_num(s.align)}</td><td>{_num(s.hal)}</td><td>{_num(s.exag)}</td>"
         f"{drift_cells}</tr></table>"
+        f"{_caire_html(r)}"
         f"{_checklist(run, r)}"
         f'<p><b>{escape(label)}</b></p><pre class="instruction">{escape(r.text)}</pre>'
         f'<p class="muted">timings: {escape(timings) or "-"}</p>'

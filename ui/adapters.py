@@ -15,7 +15,17 @@ CHECK_COLOURS = {
     "exaggerated": "#8250df",
 }
 METRICS = ("FAITH", "ALIGN", "HAL", "EXAG", "drift")
-TABLE_HEADERS = ["round", "decision", "FAITH", "ALIGN", "HAL", "EXAG", "drift", "reason"]
+TABLE_HEADERS = [
+    "round",
+    "decision",
+    "FAITH",
+    "ALIGN",
+    "HAL",
+    "EXAG",
+    "drift",
+    "reason",
+    "CAIRE 1-5",
+]
 
 
 def _r(x: float | None) -> float | None:
@@ -52,6 +62,15 @@ def metric_rows(run: Run) -> list[dict[str, Any]]:
         for metric in METRICS:
             if values.get(metric) is not None:
                 rows.append({"round": r.index, "metric": metric, "value": _r(values[metric])})
+        if r.caire:  # the country's 1-5 score on the plot's 0-1 scale: (score - 1) / 4
+            own = r.caire["labels"][0]
+            rows.append(
+                {
+                    "round": r.index,
+                    "metric": f"CAIRE {own['label']} (0-1)",
+                    "value": _r((own["score"] - 1) / 4),
+                }
+            )
     return rows
 
 
@@ -63,9 +82,32 @@ def rounds_table(run: Run) -> list[list[Any]]:
         drift = None if d is None else _r(1.0 - d.embedding_cosine)
         decision = r.decision + (" (by hand)" if r.by_hand else "")
         rows.append(
-            [r.index, decision, _r(s.faith), _r(s.align), _r(s.hal), _r(s.exag), drift, r.reason]
+            [
+                r.index,
+                decision,
+                _r(s.faith),
+                _r(s.align),
+                _r(s.hal),
+                _r(s.exag),
+                drift,
+                r.reason,
+                caire_text(r),
+            ]
         )
     return rows
+
+
+def caire_text(r: Round) -> str:
+    """A round's CAIRE scores in one line: labels and 1-5 scores, the linked entity, and
+    the note when the image reads more as another culture; empty without CAIRE."""
+    if not r.caire:
+        return ""
+    scores = " \u00b7 ".join(f"{s['label']} {s['score']}" for s in r.caire["labels"])
+    where = r.caire["mode"]
+    if r.caire.get("entity"):
+        where += f", linked to {r.caire['entity']['name']}"
+    note = f"; {r.caire_note}" if r.caire_note else ""
+    return f"{scores} ({where}){note}"
 
 
 def checklist(r: Round) -> list[tuple[str, str | None]]:

@@ -99,6 +99,17 @@ def build_app(service: RunService, status: str = "") -> Any:
                 pause = gr.Checkbox(
                     False, label="pause before each edit to review the instruction", elem_id="pause"
                 )
+                with gr.Row():
+                    caire_labels = gr.Textbox(
+                        label="CAIRE: other cultures to rate 1-5 (optional)",
+                        placeholder="Turkey, India",
+                        elem_id="caire-labels",
+                    )
+                    caire_kb = gr.Textbox(
+                        label="CAIRE knowledge base folder (optional)",
+                        placeholder="kb/",
+                        elem_id="caire-kb",
+                    )
                 upload = gr.Image(
                     type="filepath", label="refine this image instead (optional)", height=160
                 )
@@ -177,8 +188,13 @@ def build_app(service: RunService, status: str = "") -> Any:
                 if not done:
                     job.stop()
 
-        def on_start(act, ctry, n_rounds, tgt, sd, n_cand, drift, paused, image):
+        def on_start(act, ctry, n_rounds, tgt, sd, n_cand, drift, paused, image, labels="", kb=""):
             settings = _settings(n_rounds, tgt, sd, n_cand, drift)
+            try:
+                settings.update(_caire(labels, kb))
+            except ValueError as err:
+                yield [f"error: {err}", *_views(None, None), ""]
+                return
             if image:
                 if Path(str(image)).suffix.lower() not in UPLOAD_TYPES:
                     yield [
@@ -288,7 +304,19 @@ def build_app(service: RunService, status: str = "") -> Any:
 
         start.click(
             on_start,
-            [activity, country, rounds, target, seed, candidates, max_drift, pause, upload],
+            [
+                activity,
+                country,
+                rounds,
+                target,
+                seed,
+                candidates,
+                max_drift,
+                pause,
+                upload,
+                caire_labels,
+                caire_kb,
+            ],
             outputs,
             api_name="start",
             **ONE_RUN,
@@ -332,6 +360,23 @@ def _settings(n_rounds, target, seed, candidates, max_drift) -> dict[str, Any]:
         "candidates": int(candidates),
         "max_drift": float(max_drift),
     }
+
+
+def _caire(labels: str | None, kb: str | None) -> dict[str, Any]:
+    """The form's CAIRE fields as run settings, checked (labels, a KB that loads)."""
+    labels, kb = (labels or "").strip(), (kb or "").strip()
+    if not labels:
+        if kb:
+            raise ValueError("a CAIRE knowledge base needs cultures to rate: fill in the labels")
+        return {}
+    from refine.caire.kb import KnowledgeBase
+    from refine.caire.scorer import parse_labels
+
+    out: dict[str, Any] = {"caire_labels": parse_labels(labels)}
+    if kb:
+        KnowledgeBase.load(kb)
+        out["caire_kb"] = str(Path(kb).resolve())
+    return out
 
 
 def _references(activity: str, country: str):

@@ -62,6 +62,24 @@ def test_each_round_is_rated_and_a_misreading_feeds_the_next_edit(
 
     again = RunStore(tmp_path / "runs" / run.id).load()
     assert again.rounds[0].caire == r0.caire and again.rounds[0].caire_note == r0.caire_note
+    # the HTML report shows each round's scores and the note
+    import re
+
+    from refine.report import write_report
+
+    html = write_report(tmp_path / "runs" / run.id).read_text(encoding="utf-8")
+    found = re.findall(r'class="caire-label" data-label="(\w+)" data-score="(\d)"', html)
+    assert found == [
+        ("Iran", "2"),
+        ("Turkey", "4"),
+        ("India", "1"),
+        ("Iran", "5"),
+        ("Turkey", "2"),
+        ("India", "1"),
+    ]
+    assert html.count('class="caire-note"') == 1
+    assert "reads more as Turkey (4/5) than Iran (2/5)" in html
+    assert 'data-mode="kb"' in html and "linked to tea" in html
 
 
 def test_kb_free_rounds_and_bad_settings_fail_before_any_call(world, backends, options, tmp_path):

@@ -260,3 +260,31 @@ def test_out_of_gpu_memory_is_advice_in_the_app(world, backends, options, tmp_pa
         assert again[0].startswith("error: out of GPU memory")
     finally:
         demo.close()
+
+
+def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
+    from gradio_client import Client
+
+    from refine.backends import create
+    from refine.caire.kb import KnowledgeBase, read_source
+    from tests.caire.test_kb import folder_source
+
+    embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
+    kb = KnowledgeBase.open_or_create(tmp_path / "kb", embedder.id)
+    kb.add(read_source(folder_source(tmp_path)), embedder)
+    url, service = app_url
+    client = Client(url, verbose=False)
+    args = ("people eating food at home", "Iran", 1, 1.0, 42, 2, 2.0, False, None)
+    out = client.predict(*args, "Turkey, India", str(tmp_path / "kb"), api_name="/start")
+    assert out[0] == "finished"
+    rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
+    # linked by name similarity over all six KB pictures (a random tiny model): either entity
+    assert rows[0][8].startswith("Iran 2 \u00b7 Turkey 4 \u00b7 India 1 (kb, linked to ")
+    assert rows[0][8].endswith("); reads more as Turkey (4/5) than Iran (2/5)")
+    assert rows[1][8].startswith("Iran 5 \u00b7 Turkey 2 \u00b7 India 1 (kb, linked to ")
+    plot = out[2]["value"]["data"] if "value" in out[2] else out[2]["data"]
+    caire = [row for row in plot if "CAIRE Iran (0-1)" in row]
+    assert len(caire) == 2 and [row[-1] for row in caire] in ([0.25, 1.0], [0.25, 1])
+    bad = client.predict(*args, "Turkey", str(tmp_path), api_name="/start")
+    assert bad[0].startswith("error: ") and "not a knowledge base" in bad[0]
+    assert not service.busy
