@@ -129,6 +129,8 @@ def _entry(
         if not image.is_file():
             raise BatchSpecError(f"{where}: image {extra['image']!r} does not exist")
         row["input_image"] = str(image)
+    if row.get("caire_labels") or row.get("caire_kb"):
+        row.update(_caire_fields(path, where, row))
     try:
         spec = RunSpec(profile=profile, **row)
     except ValidationError as err:
@@ -145,6 +147,27 @@ def _entry(
         raise BatchSpecError(f"{where}: {err}") from err
     name = str(extra.get("name") or f"{spec.activity} ({refs.country})")
     return BatchEntry(line=n, name=name, spec=spec, references=refs)
+
+
+def _caire_fields(path: Path, where: str, row: dict[str, Any]) -> dict[str, Any]:
+    """``caire_labels`` ("Turkey,India" or a list) and ``caire_kb`` (relative to the spec
+    file, checked to be a knowledge base)."""
+    from refine.caire.kb import KBError, KnowledgeBase
+    from refine.caire.scorer import parse_labels
+
+    out: dict[str, Any] = {}
+    try:
+        out["caire_labels"] = parse_labels(row.get("caire_labels") or [])
+    except ValueError as err:
+        raise BatchSpecError(f"{where}: caire_labels: {err}") from err
+    if row.get("caire_kb"):
+        kb = (path.parent / str(row["caire_kb"])).resolve()
+        try:
+            KnowledgeBase.load(kb)
+        except KBError as err:
+            raise BatchSpecError(f"{where}: caire_kb: {err}") from err
+        out["caire_kb"] = str(kb)
+    return out
 
 
 def read_specs(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from refine.backends import create
@@ -130,3 +132,24 @@ def test_refine_run_with_caire_flags(capsys, world, siglip_path, tmp_path, kb_di
     assert code == 2 and "--caire-kb: " in err and "not a knowledge base" in err
     code, _, err = cli(capsys, *base, "--caire-kb", kb_dir)
     assert code == 2 and "--caire-kb needs --caire-labels" in err
+
+
+def test_batch_lines_name_caire_settings(tmp_path, kb_dir):
+    from refine.batch import BatchSpecError, read_specs
+
+    specs = tmp_path / "specs.csv"
+    specs.write_text(
+        "activity,country,caire_labels,caire_kb\n"
+        f'{ACT},{COUNTRY},"Turkey, India",{kb_dir.name}\n'
+        f"{ACT},{COUNTRY},Turkey,\n"
+    )
+    first, second = read_specs(specs)
+    assert first.spec.caire_labels == ["Turkey", "India"]
+    assert first.spec.caire_kb == str(kb_dir.resolve())
+    assert second.spec.caire_labels == ["Turkey"] and second.spec.caire_kb is None
+    bad = tmp_path / "bad.jsonl"
+    line = {"activity": ACT, "country": "Iran", "caire_labels": ["Turkey"], "caire_kb": "runs"}
+    bad.write_text(json.dumps(line) + "\n")
+    (tmp_path / "runs").mkdir(exist_ok=True)
+    with pytest.raises(BatchSpecError, match="line 1: caire_kb: .*not a knowledge base"):
+        read_specs(bad)
