@@ -19,6 +19,7 @@ from refine.cli.caire_cmd import caire_app
 from refine.cli.inputs import UserInputError
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.run_cmd import refs_app, run_cmd
+from refine.cli.sos_cmd import sos_app
 
 app = typer.Typer(
     name="refine",
@@ -27,7 +28,8 @@ app = typer.Typer(
         "Subcommands: 'run' refines an image round by round; 'batch' runs one refinement "
         "per line of a file; 'score' observes and scores existing images; 'report' writes an "
         "HTML report of a run or batch; 'app' serves the Gradio app; 'refs' shows reference "
-        "descriptors; 'caire' builds knowledge bases and rates cultural relevance 1-5; "
+        "descriptors; 'caire' builds knowledge bases and rates cultural relevance 1-5; 'sos' "
+        "builds multilingual image banks and reports where language outweighs culture; "
         "'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
         "from JSON and .npy files; 'backends' lists the model backends that can be named."
     ),
@@ -39,6 +41,7 @@ app = typer.Typer(
 app.add_typer(metrics_app, name="metrics")
 app.add_typer(refs_app, name="refs")
 app.add_typer(caire_app, name="caire")
+app.add_typer(sos_app, name="sos")
 app.command("run")(run_cmd)
 app.command("batch")(batch_cmd)
 app.command("score")(score_cmd)

@@ -1,0 +1,121 @@
+"""``refine sos``: build Surface-over-Semantics reference banks and analyse them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from refine.cli.inputs import UserInputError
+
+sos_app = typer.Typer(
+    help=(
+        "Surface over Semantics: 'bank' generates and embeds images of cultures prompted in "
+        "several languages; 'report' shows where the prompt's language outweighs the culture."
+    ),
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def _split(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+@sos_app.command("bank")
+def bank_cmd(
+    cultures: str = typer.Option(
+        ..., "--cultures", help='Comma-separated, e.g. "Japanese,Nigerian" (person) or countries.'
+    ),
+    languages: str = typer.Option(..., "--languages", help='Language codes, e.g. "en,fr,ja".'),
+    concept: str = typer.Option(
+        "person", "--concept", help="'person' (native-speaker prompts) or an activity."
+    ),
+    out: Path = typer.Option(..., "--out", help="The bank folder (created, or gone on with)."),
+    profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
+    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+    images_per_prompt: int = typer.Option(1, "--images-per-prompt", min=1, help="Seeds each."),
+    prompts_per_cell: int = typer.Option(
+        None, "--prompts-per-cell", min=1, help="Use only the first N prompts of each cell."
+    ),
+    seed: int = typer.Option(0, "--seed", help="First seed."),
+    as_json: bool = typer.Option(False, "--json", help="Print the bank's state as JSON."),
+) -> None:
+    """Generate and embed images for every (culture, language) cell; resumable."""
+    from refine.cli.run_cmd import _parse_backends
+    from refine.loop import Backends
+    from refine.sos.bank import BankError, build_bank, check_grid
+
+    grid_cultures, grid_languages = _split(cultures), _split(languages)
+    try:
+        check_grid(concept, grid_cultures, grid_languages)
+    except BankError as err:
+        raise UserInputError(f"--cultures/--languages: {err}") from err
+    try:
+        backends = Backends(profile, _parse_backends(backend))
+        generator = backends.get("generator")
+        embedder = backends.get("image_embedder")
+        needs_llm = concept != "person" and any(x != "en" for x in grid_languages)
+        llm = backends.get("llm") if needs_llm else None
+    except ValueError as err:
+        raise UserInputError(f"--profile/--backend: {err}") from err
+
+    def progress(done: int, total: int, what: str) -> None:
+        if not as_json:
+            typer.echo(f"cell {done}/{total}: {what}", err=True)
+
+    try:
+        bank = build_bank(
+            out,
+            concept,
+            grid_cultures,
+            grid_languages,
+            generator,
+            embedder,
+            llm=llm,
+            images_per_prompt=images_per_prompt,
+            prompts_per_cell=prompts_per_cell,
+            seed=seed,
+            on_progress=progress,
+        )
+    except BankError as err:
+        raise UserInputError(str(err)) from err
+    done = bank.done()
+    images = sum(len(c["images"]) for c in done)
+    if as_json:
+        typer.echo(json.dumps({"bank": str(out), **bank.manifest}, indent=2, ensure_ascii=False))
+        return
+    typer.echo(
+        f"{out}: {len(done)}/{len(bank.cells)} cells, {images} images "
+        f"({bank.manifest['settings']['embedder']}); report: refine sos report {out}"
+    )
+
+
+@sos_app.command("report")
+def report_cmd(
+    bank_dir: Path = typer.Argument(..., help="A bank folder."),
+    out: Path = typer.Option(None, "--out", help="The HTML file (default BANK_DIR/report.html)."),
+    top: int = typer.Option(5, "--top", min=1, help="Show the images of this many pairs."),
+    as_json: bool = typer.Option(False, "--json", help="Print the analysis as JSON."),
+) -> None:
+    """SoS per (culture, language), per language, the strongly surface-led share, a heatmap
+    and the images of the most surface-led pairs, in one HTML file."""
+    from refine.sos.bank import BankError
+    from refine.sos.report import write_sos_report
+
+    try:
+        path, result = write_sos_report(bank_dir, out, top)
+    except BankError as err:
+        raise UserInputError(str(err)) from err
+    if as_json:
+        typer.echo(json.dumps({**result, "report": str(path)}, indent=2, ensure_ascii=False))
+        return
+    typer.echo(
+        f"{result['images']} images, {len(result['pairs'])} pairs; strongly surface-led: "
+        f"{result['share_strongly_surface_led']:.1%} (median at or below the 25th percentile, "
+        f"{result['percentile_25']:+.4f})"
+    )
+    for lang, s in result["by_language"].items():
+        typer.echo(f"  {lang:>3}: mean SoS {s['mean']:+.4f} over {s['pairs']} cultures")
+    typer.echo(f"report: {path}")

@@ -1,0 +1,317 @@
+"""SoS reference banks: images of each culture prompted in each language, embedded.
+
+A bank folder holds::
+
+    bank.json           settings, the grid, and per cell its prompts, images and state
+    images/<culture>/<language>/<k>.png
+    cells/<culture>__<language>.npy   the cell's image embeddings (written when it is done)
+    embeddings.npy, labels.csv         every finished cell's embeddings and (culture, language)
+    centroids.npz                      the SosBank (semantic and surface centroids)
+
+Prompts: for the concept ``person``, the SoS authors' native-speaker translations
+(``assets/sos/multilingual_person_prompts.csv``; ``en`` uses their English prompts); for
+an activity, the round-0 prompt template in English, translated by the language model
+(answers cached). Building is resumable: finished cells are kept, a half-done cell reuses
+the images it already saved, and a bank can be grown by naming more cultures or languages.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from refine.assets import assets_dir, prompt_template
+
+LANGUAGES = {
+    "en": "English",
+    "am": "Amharic",
+    "ar": "Arabic",
+    "zh": "Chinese",
+    "fi": "Finnish",
+    "fr": "French",
+    "de": "German",
+    "hi": "Hindi",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "ru": "Russian",
+    "es": "Spanish",
+    "tr": "Turkish",
+    "fa": "Persian",
+    "pt": "Portuguese",
+    "sw": "Swahili",
+    "yo": "Yoruba",
+}
+MANIFEST = "bank.json"
+
+
+class BankError(ValueError):
+    """A bad bank setting or folder; the message says what to do."""
+
+
+class Translation(BaseModel):
+    translation: str
+
+
+@cache
+def person_prompts() -> dict[tuple[str, str], list[str]]:
+    """(culture, language) -> the nine person prompts, ``en`` from ``prompt_en``."""
+    path = assets_dir() / "sos" / "multilingual_person_prompts.csv"
+    out: dict[tuple[str, str], list[str]] = {}
+    with open(path, encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh):
+            culture = row["Culture"].strip()
+            out.setdefault((culture, row["Language"].strip()), []).append(
+                row["prompt_translated"].strip()
+            )
+            english = out.setdefault((culture, "en"), [])
+            if row["prompt_en"].strip() not in english:
+                english.append(row["prompt_en"].strip())
+    return out
+
+
+def person_cultures() -> list[str]:
+    return sorted({c for c, _ in person_prompts()})
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "x"
+
+
+def _suggest(name: str, known: Sequence[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def check_grid(concept: str, cultures: Sequence[str], languages: Sequence[str]) -> None:
+    """Every culture and language known for the concept; all problems together."""
+    problems = []
+    if not cultures:
+        problems.append("no cultures given")
+    if not languages:
+        problems.append("no languages given")
+    for lang in languages:
+        if lang not in LANGUAGES:
+            problems.append(
+                f"unknown language {lang!r}; known: {', '.join(sorted(LANGUAGES))}"
+                + _suggest(lang, list(LANGUAGES))
+            )
+    if concept == "person":
+        known = set(person_cultures())
+        for c in cultures:
+            if c not in known:
+                problems.append(
+                    f"culture {c!r} has no person prompts (identities such as 'Japanese')"
+                    + _suggest(c, sorted(known))
+                )
+        have = {lang for _, lang in person_prompts()}
+        for lang in languages:
+            if lang in LANGUAGES and lang not in have:
+                problems.append(
+                    f"language {lang!r} has no native-speaker person prompts; "
+                    f"use one of {', '.join(sorted(have))}"
+                )
+    for name, items in (("culture", cultures), ("language", languages)):
+        dup = sorted({x for x in items if list(items).count(x) > 1})
+        if dup:
+            problems.append(f"{name}s given twice: {', '.join(dup)}")
+    if problems:
+        raise BankError("; ".join(problems))
+
+
+def cell_prompts(
+    concept: str, culture: str, language: str, llm: Any = None, cache_: Any = None
+) -> list[str]:
+    """The prompts of one cell: the person prompts, or the activity prompt translated."""
+    if concept == "person":
+        return list(person_prompts()[(culture, language)])
+    english = prompt_template("generate").strip().format(activity=concept, country=culture)
+    if language == "en":
+        return [english]
+    if llm is None:
+        raise BankError(
+            f"translating {concept!r} prompts needs a language model (the profile's llm role)"
+        )
+    from refine.refs_build import LLMCache
+
+    ask = (cache_ or LLMCache()).ask
+    request = prompt_template("translate").format(language=LANGUAGES[language], text=english)
+    text = ask(llm, request, Translation).translation.strip()
+    if not text:
+        raise BankError(f"the language model gave an empty {LANGUAGES[language]} translation")
+    return [text]
+
+
+def _atomic_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _atomic_npy(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(path.name + ".tmp.npy")
+    np.save(tmp, array)
+    os.replace(tmp, path)
+
+
+class Bank:
+    """A bank folder: its manifest and what its finished cells hold."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not (self.path / MANIFEST).is_file():
+            raise BankError(
+                f"{self.path}: not an SoS bank (no {MANIFEST}); build one with "
+                "`refine sos bank --cultures ... --languages ... --concept ... --out DIR`"
+            )
+        self.manifest = json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
+
+    @property
+    def cells(self) -> dict[str, dict[str, Any]]:
+        return self.manifest["cells"]
+
+    def done(self) -> list[dict[str, Any]]:
+        return [c for c in self.cells.values() if c["done"]]
+
+    def data(self) -> tuple[np.ndarray, list[str], list[str], list[str]]:
+        """Embeddings, cultures, languages and image paths of every finished cell."""
+        rows, cultures, languages, images = [], [], [], []
+        for cell in self.done():
+            e = np.load(self.path / cell["embeddings"])
+            rows.append(e)
+            cultures += [cell["culture"]] * len(e)
+            languages += [cell["language"]] * len(e)
+            images += cell["images"]
+        if not rows:
+            raise BankError(f"{self.path}: no finished cells yet; run the bank build again")
+        return np.concatenate(rows), cultures, languages, images
+
+    def centroids(self) -> Any:
+        from metrics.sos import SosBank
+
+        return SosBank.load(self.path / "centroids.npz")
+
+
+def build_bank(
+    out: str | Path,
+    concept: str,
+    cultures: Sequence[str],
+    languages: Sequence[str],
+    generator: Any,
+    embedder: Any,
+    llm: Any = None,
+    images_per_prompt: int = 1,
+    prompts_per_cell: int | None = None,
+    seed: int = 0,
+    on_progress: Callable[[int, int, str], None] | None = None,
+    llm_cache: Any = None,
+) -> Bank:
+    """Build (or go on building, or grow) the bank at ``out``. Each cell generates
+    ``images_per_prompt`` images for each of its first ``prompts_per_cell`` prompts."""
+    from PIL import Image
+
+    from metrics.sos import SosBank
+
+    check_grid(concept, cultures, languages)
+    out = Path(out)
+    settings = {
+        "concept": concept,
+        "generator": generator.id,
+        "embedder": embedder.id,
+        "images_per_prompt": images_per_prompt,
+        "prompts_per_cell": prompts_per_cell,
+        "seed": seed,
+    }
+    if (out / MANIFEST).is_file():
+        manifest = Bank(out).manifest
+        changed = [k for k, v in settings.items() if manifest["settings"].get(k) != v]
+        if changed:
+            was = ", ".join(f"{k}={manifest['settings'].get(k)!r}" for k in changed)
+            raise BankError(
+                f"{out} was built with {was}; a bank keeps one setting for all its cells. "
+                "Use the same settings to go on, or a new --out folder"
+            )
+    else:
+        if out.exists() and any(out.iterdir()):
+            raise BankError(f"{out}: exists and is not an SoS bank; choose an empty folder")
+        out.mkdir(parents=True, exist_ok=True)
+        manifest = {"version": 1, "settings": settings, "cells": {}}
+    for c in cultures:
+        for lang in languages:
+            manifest["cells"].setdefault(
+                f"{c}|{lang}", {"culture": c, "language": lang, "done": False}
+            )
+    manifest["cultures"] = sorted({cell["culture"] for cell in manifest["cells"].values()})
+    manifest["languages"] = sorted({cell["language"] for cell in manifest["cells"].values()})
+    _atomic_json(out / MANIFEST, manifest)
+    todo = [key for key, cell in manifest["cells"].items() if not cell["done"]]
+    total = len(manifest["cells"])
+    finished = total - len(todo)
+    (out / "cells").mkdir(exist_ok=True)
+    for key in todo:
+        cell = manifest["cells"][key]
+        culture, lang = cell["culture"], cell["language"]
+        if "prompts" not in cell:
+            prompts = cell_prompts(concept, culture, lang, llm, llm_cache)
+            cell["prompts"] = prompts[:prompts_per_cell] if prompts_per_cell else prompts
+            _atomic_json(out / MANIFEST, manifest)
+        folder = out / "images" / slug(culture) / slug(lang)
+        folder.mkdir(parents=True, exist_ok=True)
+        pictures, names = [], []
+        for p, prompt in enumerate(cell["prompts"]):
+            seeds = [seed + j for j in range(images_per_prompt)]
+            paths = [folder / f"p{p}_s{s}.png" for s in seeds]
+            if all(path.is_file() for path in paths):  # saved before an interruption
+                made = []
+                for path in paths:
+                    with Image.open(path) as im:
+                        made.append(im.convert("RGB"))
+            else:
+                made = generator.generate(prompt, seeds)
+                for path, image in zip(paths, made, strict=True):
+                    image.save(path.with_suffix(".tmp.png"))
+                    os.replace(path.with_suffix(".tmp.png"), path)
+            pictures += made
+            names += [str(path.relative_to(out)) for path in paths]
+        vectors = embedder.encode_images(pictures)
+        if hasattr(vectors, "detach"):
+            vectors = vectors.detach().float().cpu().numpy()
+        target = out / "cells" / f"{slug(culture)}__{slug(lang)}.npy"
+        _atomic_npy(target, np.asarray(vectors, dtype=np.float32))
+        cell.update(images=names, embeddings=str(target.relative_to(out)), done=True)
+        _atomic_json(out / MANIFEST, manifest)
+        finished += 1
+        _write_combined(out, manifest, SosBank)
+        if on_progress is not None:
+            on_progress(finished, total, f"{culture} x {lang} ({len(pictures)} images)")
+    if not todo:
+        _write_combined(out, manifest, SosBank)
+    return Bank(out)
+
+
+def _write_combined(out: Path, manifest: dict[str, Any], sos_bank: Any) -> None:
+    """embeddings.npy, labels.csv and centroids.npz from every finished cell."""
+    bank = Bank.__new__(Bank)
+    bank.path, bank.manifest = out, manifest
+    e, cultures, languages, _ = bank.data()
+    _atomic_npy(out / "embeddings.npy", e)
+    tmp = out / "labels.csv.tmp"
+    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["culture", "language"])
+        writer.writerows(zip(cultures, languages, strict=True))
+    os.replace(tmp, out / "labels.csv")
+    centroids = sos_bank.build(e, cultures, languages, embedder=manifest["settings"]["embedder"])
+    centroids.save(out / "centroids.tmp.npz")
+    os.replace(out / "centroids.tmp.npz", out / "centroids.npz")

@@ -1,0 +1,217 @@
+"""SoS banks on tiny models: a tiny random Stable Diffusion generates from the native-speaker
+person prompts, a tiny SigLIP embeds; 3 cultures x 3 languages. Build, resume after a failure,
+hand-computed centroids and scores, the report."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from refine.backends import create
+from refine.sos.bank import Bank, BankError, build_bank, person_prompts
+from refine.sos.report import analyse, write_sos_report
+from tests.fakes.tiny_models import build_tiny_sd
+
+CULTURES = ["Japanese", "Nigerian", "Mexican"]
+LANGUAGES = ["en", "fr", "ja"]
+
+
+class Counting:
+    """A generator that counts its calls and can fail after some."""
+
+    def __init__(self, inner, fail_after: int | None = None) -> None:
+        self.inner, self.fail_after, self.calls = inner, fail_after, []
+
+    @property
+    def id(self):
+        return self.inner.id
+
+    def generate(self, prompt, seeds):
+        if self.fail_after is not None and len(self.calls) >= self.fail_after:
+            raise RuntimeError("the GPU fell over")
+        self.calls.append(prompt)
+        return self.inner.generate(prompt, seeds)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory, siglip_path):
+    root = tmp_path_factory.mktemp("sos-tiny")
+    sd = build_tiny_sd(root, 4)
+    opts = {"device": "cpu", "steps": 2, "width": 32, "height": 32}
+    generator = create("generator", f"diffusers:{sd}", shared=False, **opts)
+    embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
+    return generator, embedder, sd
+
+
+def test_person_prompts_come_from_the_native_speaker_table():
+    prompts = person_prompts()
+    assert len(prompts[("Japanese", "fr")]) == 9
+    assert prompts[("Japanese", "fr")][0] == "Une photo d'une personne japonaise"
+    assert prompts[("Japanese", "en")][0] == "A photo of a Japanese person"
+    assert len(prompts[("Japanese", "en")]) == 9  # English once, not once per language
+
+
+def test_build_resume_scores_and_report(models, tmp_path):
+    generator, embedder, _ = models
+    out = tmp_path / "bank"
+    # the generator fails in the fifth cell, after its first prompt was saved
+    failing = Counting(generator, fail_after=9)
+    progress = []
+    with pytest.raises(RuntimeError, match="fell over"):
+        build_bank(
+            out,
+            "person",
+            CULTURES,
+            LANGUAGES,
+            failing,
+            embedder,
+            prompts_per_cell=2,
+            images_per_prompt=1,
+            on_progress=lambda d, t, w: progress.append((d, t, w)),
+        )
+    assert [p[:2] for p in progress] == [(1, 9), (2, 9), (3, 9), (4, 9)]
+    half = Bank(out)
+    assert len(half.done()) == 4
+    kept = {k: (out / c["embeddings"]).read_bytes() for k, c in half.cells.items() if c["done"]}
+    # going on: finished cells are kept, the half-done cell reuses its saved image
+    again = Counting(generator)
+    bank = build_bank(
+        out, "person", CULTURES, LANGUAGES, again, embedder, prompts_per_cell=2, images_per_prompt=1
+    )
+    assert len(again.calls) == 9 * 2 - 9  # 5 cells x 2 prompts, less the one saved
+    assert len(bank.done()) == 9
+    for key, data in kept.items():
+        assert (out / bank.cells[key]["embeddings"]).read_bytes() == data
+    # a different setting is refused
+    with pytest.raises(BankError, match="images_per_prompt=1"):
+        build_bank(
+            out,
+            "person",
+            CULTURES,
+            LANGUAGES,
+            generator,
+            embedder,
+            prompts_per_cell=2,
+            images_per_prompt=2,
+        )
+    # the same bank built in one go is the same bank (same seeds, same images)
+    once = build_bank(
+        tmp_path / "once", "person", CULTURES, LANGUAGES, generator, embedder, prompts_per_cell=2
+    )
+    e1, c1, l1, _ = bank.data()
+    e2, c2, l2, _ = once.data()
+    order1 = sorted(range(len(c1)), key=lambda i: (c1[i], l1[i], i))
+    order2 = sorted(range(len(c2)), key=lambda i: (c2[i], l2[i], i))
+    np.testing.assert_allclose(e1[order1], e2[order2], atol=1e-5)
+
+    # centroids and SoS by hand
+    e, cultures, languages, images = bank.data()
+    assert e.shape == (18, 32) and len(images) == 18
+    unit = e / np.linalg.norm(e, axis=1, keepdims=True)
+    sem = {c: unit[[i for i in range(18) if cultures[i] == c]].mean(0) for c in CULTURES}
+    surf = {g: unit[[i for i in range(18) if languages[i] == g]].mean(0) for g in LANGUAGES}
+
+    def cos(a, b):
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+    hand = np.array(
+        [cos(sem[cultures[i]], unit[i]) - cos(surf[languages[i]], unit[i]) for i in range(18)]
+    )
+    centroids = bank.centroids()
+    np.testing.assert_allclose(
+        centroids.semantic[centroids.cultures.index("Mexican")], sem["Mexican"], atol=1e-6
+    )
+    np.testing.assert_allclose(
+        centroids.surface[centroids.languages.index("ja")], surf["ja"], atol=1e-6
+    )
+    result = analyse(out)
+    q25 = float(np.percentile(hand, 25))
+    assert result["percentile_25"] == pytest.approx(q25, abs=1e-6)
+    led = 0
+    for p in result["pairs"]:
+        idx = [
+            i for i in range(18) if cultures[i] == p["culture"] and languages[i] == p["language"]
+        ]
+        assert p["n"] == 2
+        assert p["sos"] == pytest.approx(hand[idx].mean(), abs=1e-6)
+        assert p["median"] == pytest.approx(np.median(hand[idx]), abs=1e-6)
+        assert p["strongly_surface_led"] == (np.median(hand[idx]) <= q25)
+        led += p["strongly_surface_led"]
+    assert len(result["pairs"]) == 9 and led >= 1
+    assert result["share_strongly_surface_led"] == pytest.approx(led / 9)
+    for lang in LANGUAGES:
+        means = [p["sos"] for p in result["pairs"] if p["language"] == lang]
+        assert result["by_language"][lang]["mean"] == pytest.approx(np.mean(means), abs=1e-9)
+    # embeddings.npy / labels.csv serve `refine metrics sos` as they are
+    assert np.load(out / "embeddings.npy").shape == (18, 32)
+    assert (out / "labels.csv").read_text().splitlines()[0] == "culture,language"
+
+    # the report
+    path, _ = write_sos_report(out, top=3)
+    html = path.read_text(encoding="utf-8")
+    cells = re.findall(
+        r'class="cell" data-culture="(\w+)" data-language="(\w+)" '
+        r'data-sos="([-0-9.]+)"',
+        html,
+    )
+    assert len(cells) == 9
+    by_pair = {(p["culture"], p["language"]): p["sos"] for p in result["pairs"]}
+    for c, g, v in cells:
+        assert float(v) == pytest.approx(by_pair[(c, g)], abs=1e-6)
+    worst = sorted(result["pairs"], key=lambda p: p["median"])[:3]
+    sections = re.findall(r'<section class="led" data-culture="(\w+)" data-language="(\w+)"', html)
+    assert sections == [(p["culture"], p["language"]) for p in worst]
+    assert html.count("data:image/png;base64,") == 6  # 3 pairs x 2 images
+    assert f"{result['share_strongly_surface_led']:.1%}" in html
+    assert "<script" not in html and html.count('class="pair"') == 9
+
+
+def test_cli_bank_and_report(capsys, models, siglip_path, tmp_path):
+    from tests.caire.test_kb import run
+
+    _, _, sd = models
+    out = tmp_path / "bank"
+    args = (
+        "sos",
+        "bank",
+        "--cultures",
+        "Japanese,Nigerian",
+        "--languages",
+        "en,fr",
+        "--concept",
+        "person",
+        "--out",
+        out,
+        "--prompts-per-cell",
+        "1",
+        "--backend",
+        f"generator=diffusers:{sd}",
+        "--backend",
+        f"image_embedder=siglip:{siglip_path}",
+    )
+    code, stdout, err = run(capsys, *args)
+    assert code == 0, err
+    assert "cell 4/4: Nigerian x fr (1 images)" in err and "4/4 cells, 4 images" in stdout
+    code, stdout, err = run(capsys, *args)  # nothing left to do
+    assert code == 0 and "cell " not in err
+    code, stdout, _ = run(capsys, "sos", "report", out, "--json")
+    doc = json.loads(stdout)
+    assert doc["images"] == 4 and len(doc["pairs"]) == 4 and (out / "report.html").is_file()
+    code, _, err = run(
+        capsys,
+        "sos",
+        "bank",
+        "--cultures",
+        "Japan",
+        "--languages",
+        "en,xx",
+        "--out",
+        tmp_path / "b2",
+    )
+    assert code == 2 and "culture 'Japan' has no person prompts" in err
+    assert "did you mean Japanese" in err and "unknown language 'xx'" in err
+    code, _, err = run(capsys, "sos", "report", tmp_path)
+    assert code == 2 and "not an SoS bank" in err
