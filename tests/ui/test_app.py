@@ -7,6 +7,8 @@ import pytest
 from refine.service import RunService
 from ui.app import build_app
 
+NO_CAIRE = ("", "")  # the CAIRE labels and knowledge base fields, left empty
+
 
 @pytest.fixture
 def app_url(world, backends, options, tmp_path):
@@ -23,7 +25,17 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
     url, service = app_url
     client = Client(url, verbose=False)
     job = client.submit(
-        "people eating food at home", "Iran", 2, 1.0, 42, 2, 2.0, False, None, api_name="/start"
+        "people eating food at home",
+        "Iran",
+        2,
+        1.0,
+        42,
+        2,
+        2.0,
+        False,
+        None,
+        *NO_CAIRE,
+        api_name="/start",
     )
     job.result(timeout=300)
     outputs = job.outputs()
@@ -52,7 +64,17 @@ def test_pause_apply_and_stop_through_the_api(app_url, world):
     url, service = app_url
     client = Client(url, verbose=False)
     job = client.submit(
-        "people eating food at home", "Iran", 3, 1.0, 42, 2, 2.0, True, None, api_name="/start"
+        "people eating food at home",
+        "Iran",
+        3,
+        1.0,
+        42,
+        2,
+        2.0,
+        True,
+        None,
+        *NO_CAIRE,
+        api_name="/start",
     )
     deadline = time.monotonic() + 120
     while service.job is None or service.job.waiting is None:  # round 1 waits for review
@@ -84,7 +106,17 @@ def test_show_roll_back_and_decide_by_hand(app_url):
     client = Client(url, verbose=False)
     # one candidate, seed 43: round 1 turns red into blue and is rejected
     client.predict(
-        "people eating food at home", "Iran", 1, 1.0, 43, 1, 2.0, False, None, api_name="/start"
+        "people eating food at home",
+        "Iran",
+        1,
+        1.0,
+        43,
+        1,
+        2.0,
+        False,
+        None,
+        *NO_CAIRE,
+        api_name="/start",
     )
     run_dir = service.job.run_dir
     first = service.open(run_dir)
@@ -114,7 +146,17 @@ def test_download_zip_and_report(app_url):
     url, service = app_url
     client = Client(url, verbose=False)
     client.predict(
-        "people eating food at home", "Iran", 1, 1.0, 42, 2, 2.0, False, None, api_name="/start"
+        "people eating food at home",
+        "Iran",
+        1,
+        1.0,
+        42,
+        2,
+        2.0,
+        False,
+        None,
+        *NO_CAIRE,
+        api_name="/start",
     )
     run = service.open(service.job.run_dir)
     archive, report = client.predict(str(service.job.run_dir), api_name="/download")
@@ -155,6 +197,7 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
             2.0,
             False,
             None,
+            *NO_CAIRE,
             api_name="/start",
         )
         assert out[0].startswith("error: GeminiError: no Gemini API key: set GEMINI_API_KEY")
@@ -174,7 +217,17 @@ def test_cancelling_a_run_stops_it_and_keeps_its_rounds(app_url, world):
     world.edit_delay_s = 0.5
     client = Client(url, verbose=False)
     job = client.submit(
-        "people eating food at home", "Iran", 6, 1.0, 42, 1, 2.0, False, None, api_name="/start"
+        "people eating food at home",
+        "Iran",
+        6,
+        1.0,
+        42,
+        1,
+        2.0,
+        False,
+        None,
+        *NO_CAIRE,
+        api_name="/start",
     )
     deadline = time.monotonic() + 120
     while (
@@ -204,13 +257,13 @@ def test_a_second_visitor_waits_in_line_and_can_browse_meanwhile(app_url):
     url, service = app_url
     first, second = Client(url, verbose=False), Client(url, verbose=False)
     args = ("people eating food at home", "Iran", 1, 1.0, 42, 1, 2.0)
-    held = first.submit(*args, True, None, api_name="/start")  # waits for review
+    held = first.submit(*args, True, None, *NO_CAIRE, api_name="/start")  # waits for review
     deadline = time.monotonic() + 120
     while service.job is None or service.job.waiting is None:
         assert time.monotonic() < deadline, "the first run never paused"
         time.sleep(0.1)
     first_dir = service.job.run_dir
-    queued = second.submit(*args, False, None, api_name="/start")
+    queued = second.submit(*args, False, None, *NO_CAIRE, api_name="/start")
     while True:
         status = queued.status()
         if status.code == Status.IN_QUEUE and status.rank is not None:
@@ -253,10 +306,10 @@ def test_out_of_gpu_memory_is_advice_in_the_app(world, backends, options, tmp_pa
     try:
         client = Client(url, verbose=False)
         args = ("people eating food at home", "Iran", 1, 1.0, 42, 2, 2.0, False, None)
-        out = client.predict(*args, api_name="/start")
+        out = client.predict(*args, *NO_CAIRE, api_name="/start")
         assert out[0].startswith("error: out of GPU memory: use the 'small-gpu' profile")
         assert "Tried to allocate 2.00 GiB" in out[0] and not service.busy
-        again = client.predict(*args, api_name="/start")  # the app still takes runs
+        again = client.predict(*args, *NO_CAIRE, api_name="/start")  # the app still takes runs
         assert again[0].startswith("error: out of GPU memory")
     finally:
         demo.close()
