@@ -144,6 +144,7 @@ class Refiner:
         self._baselines: dict[tuple, list[float]] = {}
         self._stop = threading.Event()
         self._caire_scorers: dict[tuple[str | None, int], Any] = {}
+        self._sos_banks: dict[str, Any] = {}
 
     def request_stop(self) -> None:
         """Stop the current run after the round in progress (it is saved as finished)."""
@@ -184,6 +185,7 @@ class Refiner:
         )
         refs = references or find_references(activity, country)
         self._check_caire(spec)
+        self._check_languages(spec, refs.country)
         store = RunStore.create(out, new_run_id(activity, refs.country))
         run = Run(
             id=store.dir.name,
@@ -376,6 +378,7 @@ class Refiner:
         )
         run.best_round = 0
         self._caire_round(run, store, run.rounds[-1])
+        self._languages_round(run, store, run.rounds[-1])
         self._emit({"type": "round", "round": 0, "decision": "initial"})
 
     def _edit_round(self, run: Run, store: RunStore) -> None:
@@ -462,6 +465,7 @@ class Refiner:
         if decision == "accepted":
             run.best_round = k
         self._caire_round(run, store, run.rounds[-1])
+        self._languages_round(run, store, run.rounds[-1])
         self._emit({"type": "round", "round": k, "decision": decision, "reason": reason})
 
     # -- CAIRE ---------------------------------------------------------------------------
@@ -522,6 +526,111 @@ class Refiner:
         r.timings["caire"] = time.perf_counter() - t
         r.caire = result.to_dict()
         r.caire_note, _ = caire_change(r.caire, country)
+
+    # -- prompt languages and SoS ------------------------------------------------------
+
+    def sos_bank(self, path: str) -> tuple[Any, Any, Any]:
+        """(bank, centroids, image embedder) of an SoS bank folder, loaded once."""
+        if path not in self._sos_banks:
+            from refine.backends.registry import create
+            from refine.sos.bank import Bank
+
+            bank = Bank(path)
+            name = bank.manifest["settings"]["embedder"]
+            if self.backends.names.get("image_embedder") == name:
+                embedder = self.backends.get("image_embedder")
+            else:
+                options = self.backends.options.get("image_embedder", {})
+                device = {"device": options["device"]} if "device" in options else {}
+                embedder = create("image_embedder", name, **device)
+            self._sos_banks[path] = (bank, bank.centroids(), embedder)
+        return self._sos_banks[path]
+
+    def _check_languages(self, spec: RunSpec, country: str) -> None:
+        """Fail before any model call when prompt languages or the SoS bank cannot work."""
+        from refine.sos.bank import LANGUAGES
+
+        langs = spec.prompt_languages
+        problems = [f"unknown language {x!r}" for x in langs if x not in LANGUAGES]
+        if len(set(langs)) != len(langs):
+            problems.append("a prompt language is given twice")
+        if "en" in langs:
+            problems.append("'en' is the run's own prompt language; name only the others")
+        if langs and spec.input_image:
+            problems.append("prompt languages need a generated round 0, not an input image")
+        if spec.sos_bank:
+            _, centroids, _ = self.sos_bank(spec.sos_bank)
+            if _bank_culture(centroids, country) is None:
+                problems.append(
+                    f"the SoS bank {spec.sos_bank} has no culture {country!r} "
+                    f"(it has {', '.join(centroids.cultures)})"
+                )
+            missing = [x for x in ["en", *langs] if x not in centroids.languages]
+            if missing:
+                problems.append(
+                    f"the SoS bank {spec.sos_bank} has no images prompted in "
+                    f"{', '.join(missing)} (it has {', '.join(centroids.languages)})"
+                )
+        if problems:
+            raise ValueError("; ".join(problems) + f" (known: {', '.join(sorted(LANGUAGES))})")
+
+    def _sos(self, spec: RunSpec, country: str, images: list[Any], langs: list[str]) -> list:
+        if not spec.sos_bank:
+            return [None] * len(images)
+        _, centroids, embedder = self.sos_bank(spec.sos_bank)
+        with self.backends.model_lock:
+            e = embedder.encode_images(images)
+        if hasattr(e, "detach"):
+            e = e.detach().float().cpu().numpy()
+        culture = _bank_culture(centroids, country)
+        return [float(v) for v in centroids.score(e, [culture] * len(images), langs)]
+
+    def _languages_round(self, run: Run, store: RunStore, r: Round) -> None:
+        """The round in every extra prompt language, and the SoS of each image."""
+        spec = run.spec
+        if not spec.prompt_languages and not spec.sos_bank:
+            return
+        country = run.references.country
+        t = time.perf_counter()
+        langs = list(spec.prompt_languages)
+        seed = spec.seed + 1000 * r.index
+        images, entries = [], {}
+        if langs:
+            self._emit({"type": "stage", "round": r.index, "stage": "languages", "n": len(langs)})
+        for lang in langs:
+            if r.kind == "generate":
+                prompt = self._translate(r.text, lang)
+                with self.backends.using("generator") as generator:
+                    (image,) = generator.generate(prompt, [seed])
+                entry: dict[str, Any] = {"prompt": prompt}
+            else:
+                parent = run.rounds[r.parent].languages[lang]
+                with self.backends.using("editor") as editor:
+                    (image,) = editor.edit(store.load_image(parent["image"]), r.text, [seed])
+                entry = {"parent_image": parent["image"]}
+            self.calls += 1
+            entry["image"] = store.save_image(f"round_{r.index:02d}_{lang}.png", image)
+            images.append(image)
+            entries[lang] = entry
+        scores = self._sos(spec, country, [store.load_image(r.best.image), *images], ["en", *langs])
+        r.sos = scores[0]
+        for lang, value in zip(langs, scores[1:], strict=True):
+            entries[lang]["sos"] = value
+        r.languages = entries
+        r.timings["languages"] = time.perf_counter() - t
+
+    def _translate(self, text: str, lang: str) -> str:
+        from refine.assets import prompt_template
+        from refine.refs_build import LLMCache
+        from refine.sos.bank import LANGUAGES, Translation
+
+        request = prompt_template("translate").format(language=LANGUAGES[lang], text=text)
+        with self.backends.using("llm") as llm:
+            answer = LLMCache().ask(llm, request, Translation).translation.strip()
+        self.calls += 1
+        if not answer:
+            raise ValueError(f"the language model gave an empty {LANGUAGES[lang]} translation")
+        return answer
 
     # -- one image ---------------------------------------------------------------------
 
@@ -686,6 +795,14 @@ class Refiner:
             self.on_event(event)
         except Exception:  # a broken progress display must not stop a run
             log.exception("progress callback failed")
+
+
+def _bank_culture(centroids: Any, country: str) -> str | None:
+    """The bank's name for ``country`` (case-insensitive), or None."""
+    for c in centroids.cultures:
+        if c.casefold() == country.casefold():
+            return c
+    return None
 
 
 def _faith(c: Candidate) -> float:

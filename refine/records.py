@@ -95,6 +95,10 @@ class Round(_Record):
     # (refine.caire.scorer.CaireResult as a dict), and the line it adds to the next edit
     caire: dict[str, Any] | None = None
     caire_note: str | None = None
+    # SoS of the chosen image against the run's bank (its prompt language: English), and
+    # the same round in each extra prompt language: {lang: {"image", "sos", "prompt"}}
+    sos: float | None = None
+    languages: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     @property
     def best(self) -> Candidate:
@@ -129,6 +133,10 @@ class RunSpec(_Record):
     caire_labels: list[str] = Field(default_factory=list)
     caire_kb: str | None = None
     caire_top_k: int = Field(20, ge=1)
+    # the round-0 prompt is also rendered in these languages, each followed round by round
+    # with the same instructions; with an SoS bank every image gets its SoS
+    prompt_languages: list[str] = Field(default_factory=list)
+    sos_bank: str | None = None
 
 
 class Run(_Record):

@@ -207,6 +207,14 @@ def run_cmd(
     caire_kb: Path = typer.Option(
         None, "--caire-kb", help="Knowledge base for CAIRE (without it: kb-free)."
     ),
+    prompt_languages: str = typer.Option(
+        None,
+        "--prompt-languages",
+        help='Also follow the run in these prompt languages, e.g. "fr,ja" (translated).',
+    ),
+    sos_bank: Path = typer.Option(
+        None, "--sos-bank", help="An SoS bank (refine sos bank): every round's images get SoS."
+    ),
 ) -> None:
     """Generate, score and refine an image of an activity in a country, round by round."""
     from refine.loop import Refiner
@@ -245,6 +253,7 @@ def run_cmd(
         if image is not None and not image.is_file():
             raise UserInputError(f"--image: {image} does not exist")
         caire = _caire_settings(caire_labels, caire_kb)
+        caire.update(_language_settings(prompt_languages, sos_bank))
         if refs_file:
             try:
                 refs = load_references_file(refs_file, activity, country)
@@ -256,30 +265,51 @@ def run_cmd(
             refiner = Refiner(profile, _parse_backends(backend), on_event=progress)
         except ValueError as err:
             raise UserInputError(f"--profile/--backend: {err}") from err
-        run = refiner.run(
-            activity,
-            country,
-            out=out,
-            references=refs,
-            rounds=rounds,
-            target=target,
-            patience=patience,
-            candidates=candidates,
-            initial_candidates=initial,
-            seed=seed,
-            margin=margin,
-            max_drift=max_drift,
-            edit_from=edit_from,
-            instructions=_parse_instructions(instruction),
-            budget_seconds=budget_s,
-            budget_calls=budget_calls,
-            input_image=str(image.resolve()) if image else None,
-            **caire,
-        )
+        try:
+            run = refiner.run(
+                activity,
+                country,
+                out=out,
+                references=refs,
+                rounds=rounds,
+                target=target,
+                patience=patience,
+                candidates=candidates,
+                initial_candidates=initial,
+                seed=seed,
+                margin=margin,
+                max_drift=max_drift,
+                edit_from=edit_from,
+                instructions=_parse_instructions(instruction),
+                budget_seconds=budget_s,
+                budget_calls=budget_calls,
+                input_image=str(image.resolve()) if image else None,
+                **caire,
+            )
+        except ValueError as err:
+            if "dir" in where:  # the run had begun: not a settings problem
+                raise
+            raise UserInputError(str(err)) from err
     if as_json:
         typer.echo(run.model_dump_json(indent=2))
         return
     print_summary(run, where.get("dir", ""))
+
+
+def _language_settings(languages: str | None, bank: Path | None) -> dict:
+    """``--prompt-languages`` / ``--sos-bank``; the loop checks them against the bank."""
+    out: dict = {}
+    if languages:
+        out["prompt_languages"] = [x.strip() for x in languages.split(",") if x.strip()]
+    if bank is not None:
+        from refine.sos.bank import Bank, BankError
+
+        try:
+            Bank(bank)
+        except BankError as err:
+            raise UserInputError(f"--sos-bank: {err}") from err
+        out["sos_bank"] = str(bank.resolve())
+    return out
 
 
 def _caire_settings(labels: str | None, kb: Path | None) -> dict:
@@ -304,6 +334,17 @@ def _caire_settings(labels: str | None, kb: Path | None) -> dict:
     return out
 
 
+def sos_line(r) -> str:
+    """``en SoS -0.156 · fr round_01_fr.png SoS -0.409`` (SoS only with a bank)."""
+
+    def fmt(v):
+        return "" if v is None else f" SoS {v:+.3f}"
+
+    parts = [f"en{fmt(r.sos)}"]
+    parts += [f"{lang} {e['image']}{fmt(e.get('sos'))}" for lang, e in r.languages.items()]
+    return " \u00b7 ".join(parts)
+
+
 def print_summary(run, run_dir) -> None:
     typer.echo(f"\nrun {run.id}: {run.status}, stopped by {run.stop_reason}")
     typer.echo(
@@ -326,4 +367,7 @@ def print_summary(run, run_dir) -> None:
             scores = ", ".join(f"{s['label']} {s['score']}" for s in r.caire["labels"])
             note = f"  <- {r.caire_note}" if r.caire_note else ""
             typer.echo(f"CAIRE round {r.index} ({r.caire['mode']}): {scores}{note}")
+    for r in run.rounds:
+        if r.languages or r.sos is not None:
+            typer.echo(f"languages round {r.index}: {sos_line(r)}")
     typer.echo(f"files: {run_dir}; HTML report: refine report {run_dir}")

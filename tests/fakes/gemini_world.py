@@ -86,6 +86,9 @@ class World:
     edit_delay_s: float = 0.0  # a slow editor, to kill a process mid-round
     fail_edit_of: tuple[int, int, int] | None = None  # edits of this colour answer HTTP 500
     prompts: list[str] = field(default_factory=list)  # the judge's rating prompts, in order
+    # a prompt containing one of these texts generates that colour (first match wins)
+    generate_for: dict = field(default_factory=dict)
+    translations: list[str] = field(default_factory=list)  # the prompts asked to translate
 
     def __call__(self, path: str, body: dict):
         parts = body["contents"][0]["parts"]
@@ -103,7 +106,13 @@ class World:
         if kind == self.fail_on:
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
         if kind == "generate":
-            return 200, image_answer(png_bytes(self.generate, self.size))
+            colour = next((c for key, c in self.generate_for.items() if key in text), None)
+            return 200, image_answer(png_bytes(colour or self.generate, self.size))
+        asked = re.search(r"prompt into (\w+)\. .*?Prompt: (.+?)\n", text, re.S)
+        if asked:  # a translation: "[French] the prompt"
+            self.translations.append(asked.group(2))
+            answer = {"translation": f"[{asked.group(1)}] {asked.group(2)}"}
+            return 200, text_answer(json.dumps(answer))
         colour = _nearest(_colour(images[0]))
         if kind == "edit" and colour == self.fail_edit_of:
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}

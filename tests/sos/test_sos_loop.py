@@ -1,0 +1,133 @@
+"""Prompt languages and SoS in the loop (fake Gemini world, tiny SigLIP, a 2 x 2 bank)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from refine.backends import create
+from refine.loop import Refiner
+from refine.sos.bank import build_bank
+from refine.store import RunStore
+from tests.fakes.gemini_world import BLUE, GREEN, RED
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+
+
+@pytest.fixture
+def bank_dir(world, backends, options, siglip_path, tmp_path):
+    """Iran and Turkey, prompted in English and French: the world draws French prompts blue,
+    Turkey green and Iran red."""
+    world.generate_for = {"[French]": BLUE, "in Turkey": GREEN}
+    refiner = Refiner("gemini", backends, options)
+    b = refiner.backends
+    build_bank(
+        tmp_path / "bank",
+        ACT,
+        ["Iran", "Turkey"],
+        ["en", "fr"],
+        b.get("generator"),
+        b.get("image_embedder"),
+        llm=b.get("llm"),
+    )
+    world.translations.clear()
+    return tmp_path / "bank"
+
+
+def test_every_round_in_every_language_with_sos(
+    world, backends, options, siglip_path, bank_dir, tmp_path
+):
+    events = []
+    refiner = Refiner("gemini", backends, options, on_event=events.append)
+    run = refiner.run(
+        ACT,
+        COUNTRY,
+        out=tmp_path / "runs",
+        rounds=1,
+        candidates=2,
+        target=1.0,
+        max_drift=2.0,
+        prompt_languages=["fr"],
+        sos_bank=str(bank_dir),
+    )
+    store = RunStore(tmp_path / "runs" / run.id)
+    r0, r1 = run.rounds
+    # round 0 was rendered in French by the language model, and generated from that prompt
+    assert r0.languages["fr"]["prompt"] == f"[French] {r0.text}"
+    # the bank asked for the same translation, so the answer came from the cache
+    assert world.translations == []
+
+    def colour(name):
+        im = store.load_image(name)
+        return im.getpixel((im.width // 2, im.height // 2))
+
+    assert colour(r0.best.image) == RED and colour(r0.languages["fr"]["image"]) == BLUE
+    # round 1 applied the same instruction to the French image: the fix held in English only
+    assert colour(r1.best.image) == GREEN and colour(r1.languages["fr"]["image"]) == BLUE
+    assert r1.languages["fr"]["parent_image"] == r0.languages["fr"]["image"]
+    # SoS by hand from the bank's centroids and the same embedder
+    embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
+    from metrics.sos import SosBank
+
+    centroids = SosBank.load(bank_dir / "centroids.npz")
+
+    def sos(name, lang):
+        e = embedder.encode_images([store.load_image(name)]).numpy()[0]
+        sem = centroids.semantic[centroids.cultures.index("Iran")]
+        surf = centroids.surface[centroids.languages.index(lang)]
+        return float(sem @ e / np.linalg.norm(sem) - surf @ e / np.linalg.norm(surf))
+
+    assert r0.sos == pytest.approx(sos(r0.best.image, "en"), abs=1e-5)
+    assert r0.languages["fr"]["sos"] == pytest.approx(
+        sos(r0.languages["fr"]["image"], "fr"), abs=1e-5
+    )
+    assert r1.sos == pytest.approx(sos(r1.best.image, "en"), abs=1e-5)
+    # the blue French image sits on its language's look: surface leads more than in English
+    assert r0.languages["fr"]["sos"] < r0.sos
+    assert {"type": "stage", "round": 1, "stage": "languages", "n": 1} in events
+    saved = store.load()
+    assert saved.rounds[1].languages == r1.languages and saved.rounds[0].sos == r0.sos
+
+
+def test_bad_language_settings_fail_before_any_call(world, backends, options, bank_dir, tmp_path):
+    refiner = Refiner("gemini", backends, options)
+    calls = len(world.log)
+    with pytest.raises(ValueError, match="unknown language 'xx'"):
+        refiner.run(ACT, COUNTRY, out=tmp_path, prompt_languages=["xx"])
+    with pytest.raises(ValueError, match="'en' is the run's own prompt language"):
+        refiner.run(ACT, COUNTRY, out=tmp_path, prompt_languages=["en"])
+    with pytest.raises(ValueError, match=r"no images prompted in ja \(it has en, fr\)"):
+        refiner.run(ACT, COUNTRY, out=tmp_path, prompt_languages=["ja"], sos_bank=str(bank_dir))
+    with pytest.raises(ValueError, match="has no culture 'India'"):
+        refiner.run(ACT, "India", out=tmp_path, sos_bank=str(bank_dir))
+    assert len(world.log) == calls
+
+
+def test_refine_run_with_languages(capsys, world, siglip_path, bank_dir, tmp_path):
+    from tests.caire.test_kb import run as cli
+
+    base = (
+        "run",
+        ACT,
+        "--country",
+        COUNTRY,
+        "--out",
+        tmp_path / "runs",
+        "--rounds",
+        "1",
+        "--target",
+        "1",
+        "--max-drift",
+        "2",
+        "--backend",
+        f"image_embedder=siglip:{siglip_path}",
+    )
+    code, out, err = cli(capsys, *base, "--prompt-languages", "fr", "--sos-bank", bank_dir)
+    assert code == 0, err
+    line = [x for x in out.splitlines() if x.startswith("languages round 0: ")][0]
+    assert "en SoS -" in line and "\u00b7 fr round_00_fr.png SoS -" in line
+    assert "round 1: languages" in err
+    code, _, err = cli(capsys, *base, "--prompt-languages", "xx")
+    assert code == 2 and "unknown language 'xx'" in err and "Traceback" not in err
+    code, _, err = cli(capsys, *base, "--sos-bank", tmp_path)
+    assert code == 2 and "--sos-bank: " in err and "not an SoS bank" in err
