@@ -131,6 +131,19 @@ def _entry(
         row["input_image"] = str(image)
     if row.get("caire_labels") or row.get("caire_kb"):
         row.update(_caire_fields(path, where, row))
+    if isinstance(row.get("prompt_languages"), str):
+        row["prompt_languages"] = [
+            x.strip() for x in row["prompt_languages"].split(",") if x.strip()
+        ]
+    if row.get("sos_bank"):
+        from refine.sos.bank import Bank, BankError
+
+        bank = (path.parent / str(row["sos_bank"])).resolve()
+        try:
+            Bank(bank)
+        except BankError as err:
+            raise BatchSpecError(f"{where}: sos_bank: {err}") from err
+        row["sos_bank"] = str(bank)
     try:
         spec = RunSpec(profile=profile, **row)
     except ValidationError as err:

@@ -244,6 +244,29 @@ def _checklist(run: Run, r: Round) -> str:
     return f'<div class="cols checklist">{"".join(cols)}</div>'
 
 
+def _languages_html(r: Round, run_dir: Path) -> str:
+    """The round in the other prompt languages, with SoS when the run has a bank."""
+    if not r.languages and r.sos is None:
+        return ""
+
+    def sos(v: float | None) -> str:
+        return "" if v is None else f"SoS {v:+.3f}"
+
+    figs = "".join(
+        f'<figure class="language" data-language="{escape(lang)}" '
+        f'data-sos="{_num(e.get("sos"), 6) if e.get("sos") is not None else ""}">'
+        f"{_image_tag(run_dir / e['image'], lang)}<figcaption>{escape(lang)} "
+        f"{sos(e.get('sos'))}"
+        + (f"<br>{escape(e['prompt'])}" if e.get("prompt") else "")
+        + "</figcaption></figure>"
+        for lang, e in r.languages.items()
+    )
+    head = f"prompt languages; English {sos(r.sos)}" if r.sos is not None else "prompt languages"
+    return (
+        f'<div class="languages"><p><b>{escape(head)}</b></p><div class="imgs">{figs}</div></div>'
+    )
+
+
 def _caire_html(r: Round) -> str:
     """CAIRE 1-5 per culture label with bars, the linked entity, the misreading note."""
     if not r.caire:
@@ -306,6 +329,7 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f"<td>{_num(s.align)}</td><td>{_num(s.hal)}</td><td>{_num(s.exag)}</td>"
         f"{drift_cells}</tr></table>"
         f"{_caire_html(r)}"
+        f"{_languages_html(r, run_dir)}"
         f"{_checklist(run, r)}"
         f'<p><b>{escape(label)}</b></p><pre class="instruction">{escape(r.text)}</pre>'
         f'<p class="muted">timings: {escape(timings) or "-"}</p>'

@@ -25,6 +25,7 @@ TABLE_HEADERS = [
     "drift",
     "reason",
     "CAIRE 1-5",
+    "SoS / languages",
 ]
 
 
@@ -62,6 +63,10 @@ def metric_rows(run: Run) -> list[dict[str, Any]]:
         for metric in METRICS:
             if values.get(metric) is not None:
                 rows.append({"round": r.index, "metric": metric, "value": _r(values[metric])})
+        sos = {"en": r.sos, **{k: v.get("sos") for k, v in r.languages.items()}}
+        for lang, value in sos.items():
+            if value is not None:
+                rows.append({"round": r.index, "metric": f"SoS {lang}", "value": _r(value)})
         if r.caire:  # the country's 1-5 score on the plot's 0-1 scale: (score - 1) / 4
             own = r.caire["labels"][0]
             rows.append(
@@ -92,9 +97,33 @@ def rounds_table(run: Run) -> list[list[Any]]:
                 drift,
                 r.reason,
                 caire_text(r),
+                languages_text(r),
             ]
         )
     return rows
+
+
+def languages_text(r: Round) -> str:
+    """SoS per prompt language (``en -0.156 · fr -0.409``), or the languages followed."""
+    if r.sos is None and not r.languages:
+        return ""
+
+    def one(lang: str, value: float | None) -> str:
+        return lang if value is None else f"{lang} {value:+.3f}"
+
+    parts = [one("en", r.sos)] + [one(k, v.get("sos")) for k, v in r.languages.items()]
+    return " \u00b7 ".join(parts)
+
+
+def language_gallery(run: Run, run_dir: str | Path, k: int) -> list[tuple[str, str]]:
+    """Round ``k``'s image in each extra prompt language, captioned with its SoS."""
+    r = run.rounds[k]
+    items = []
+    for lang, entry in r.languages.items():
+        sos = entry.get("sos")
+        caption = f"round {k}, {lang}" + ("" if sos is None else f": SoS {sos:+.3f}")
+        items.append((str(Path(run_dir) / entry["image"]), caption))
+    return items
 
 
 def caire_text(r: Round) -> str:

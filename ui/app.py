@@ -42,12 +42,13 @@ def pick_profile() -> tuple[str, str]:
 
 
 def _views(run: Run | None, run_dir: Path | None, k: int | None = None) -> list[Any]:
-    """Gallery, line-plot rows, table, checklist, before/after, instruction of a run."""
+    """Gallery, line-plot rows, table, checklist, before/after, instruction of a run, and
+    round ``k`` (default: the last) in the other prompt languages."""
     import pandas as pd
 
     if run is None or run_dir is None or not run.rounds:
         empty = pd.DataFrame({"round": [], "metric": [], "value": []})
-        return [[], empty, [], [], None, ""]
+        return [[], empty, [], [], None, "", []]
     k = len(run.rounds) - 1 if k is None else max(0, min(k, len(run.rounds) - 1))
     r = run.rounds[k]
     pair = adapters.before_after(run, run_dir, k)
@@ -58,7 +59,15 @@ def _views(run: Run | None, run_dir: Path | None, k: int | None = None) -> list[
         adapters.checklist(r),
         pair,
         f"round {k} ({r.instruction_source}):\n{r.text}",
+        adapters.language_gallery(run, run_dir, k),
     ]
+
+
+def _pack(message: str, path: Any, run: Run | None = None, k: int | None = None) -> list[Any]:
+    """Every output of the app's main views, in the order of ``outputs``."""
+    run_dir = Path(path) if run is not None and path else None
+    views = _views(run, run_dir, k)
+    return [message, *views[:6], str(path or ""), views[6]]
 
 
 def build_app(service: RunService, status: str = "") -> Any:
@@ -110,6 +119,17 @@ def build_app(service: RunService, status: str = "") -> Any:
                         placeholder="kb/",
                         elem_id="caire-kb",
                     )
+                with gr.Row():
+                    prompt_languages = gr.Textbox(
+                        label="other prompt languages (optional)",
+                        placeholder="fr, ja",
+                        elem_id="prompt-languages",
+                    )
+                    sos_bank = gr.Textbox(
+                        label="SoS bank folder (optional)",
+                        placeholder="banks/people-eating",
+                        elem_id="sos-bank",
+                    )
                 upload = gr.Image(
                     type="filepath", label="refine this image instead (optional)", height=160
                 )
@@ -130,6 +150,12 @@ def build_app(service: RunService, status: str = "") -> Any:
             with gr.Column(scale=2):
                 gallery = gr.Gallery(label="rounds", columns=4, height=260, elem_id="gallery")
                 slider = gr.ImageSlider(label="before / after", elem_id="slider")
+                languages_gallery = gr.Gallery(
+                    label="this round in the other prompt languages (SoS with a bank)",
+                    columns=4,
+                    height=180,
+                    elem_id="languages",
+                )
                 plot = gr.LinePlot(
                     x="round", y="value", color="metric", label="metrics per round", height=240
                 )
@@ -164,7 +190,17 @@ def build_app(service: RunService, status: str = "") -> Any:
             )
             files = gr.File(label="downloads", file_count="multiple", elem_id="files")
 
-        outputs = [stage, gallery, plot, table, checklist, slider, instruction, run_dir_box]
+        outputs = [
+            stage,
+            gallery,
+            plot,
+            table,
+            checklist,
+            slider,
+            instruction,
+            run_dir_box,
+            languages_gallery,
+        ]
 
         def show(update: Update) -> list[Any]:
             views = _views(update.run, update.run_dir)
@@ -174,7 +210,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             if update.review is not None:
                 views[5] = update.review[1]
                 text = f"round {update.review[0]}: review the instruction, then apply"
-            return [text, *views[:5], views[5], str(update.run_dir or "")]
+            return [text, *views[:6], str(update.run_dir or ""), views[6]]
 
         def follow(job: Any):
             """The job's updates as widget values; if the visitor cancels or leaves before
@@ -188,27 +224,38 @@ def build_app(service: RunService, status: str = "") -> Any:
                 if not done:
                     job.stop()
 
-        def on_start(act, ctry, n_rounds, tgt, sd, n_cand, drift, paused, image, labels="", kb=""):
+        def on_start(
+            act,
+            ctry,
+            n_rounds,
+            tgt,
+            sd,
+            n_cand,
+            drift,
+            paused,
+            image,
+            labels="",
+            kb="",
+            langs="",
+            bank="",
+        ):
             settings = _settings(n_rounds, tgt, sd, n_cand, drift)
             try:
                 settings.update(_caire(labels, kb))
+                settings.update(_languages(langs, bank))
             except ValueError as err:
-                yield [f"error: {err}", *_views(None, None), ""]
+                yield _pack(f"error: {err}", "")
                 return
             if image:
                 if Path(str(image)).suffix.lower() not in UPLOAD_TYPES:
-                    yield [
-                        f"error: upload a {', '.join(UPLOAD_TYPES)} image",
-                        *_views(None, None),
-                        "",
-                    ]
+                    yield _pack(f"error: upload a {', '.join(UPLOAD_TYPES)} image", "")
                     return
                 settings["input_image"] = str(image)
             try:
                 refs = _references(act, ctry)
                 job = service.start(act, ctry, pause=bool(paused), references=refs, **settings)
             except (ServiceBusy, ValueError) as err:
-                yield [f"error: {err}", *_views(None, None), ""]
+                yield _pack(f"error: {err}", "")
                 return
             yield from follow(job)
 
@@ -232,26 +279,20 @@ def build_app(service: RunService, status: str = "") -> Any:
             try:
                 run = service.open(path)
             except (ValueError, OSError) as err:
-                return [f"error: {err}", *_views(None, None), ""]
-            return [
-                f"run {run.id}: {run.status}, {run.stop_reason}",
-                *_views(run, Path(path)),
-                str(path),
-            ]
+                return _pack(f"error: {err}", "")
+            return _pack(f"run {run.id}: {run.status}, {run.stop_reason}", path, run)
 
         def on_show(path, k):
             try:
                 run = service.open(path)
             except (ValueError, OSError) as err:
-                return [f"error: {err}", *_views(None, None), str(path or "")]
+                return _pack(f"error: {err}", str(path or ""))
             k = int(k)
             if not 0 <= k < len(run.rounds):
-                return [
-                    f"error: round {k} does not exist (0..{len(run.rounds) - 1})",
-                    *_views(run, Path(path)),
-                    str(path),
-                ]
-            return [f"round {k}: {run.rounds[k].decision}", *_views(run, Path(path), k), str(path)]
+                return _pack(
+                    f"error: round {k} does not exist (0..{len(run.rounds) - 1})", path, run
+                )
+            return _pack(f"round {k}: {run.rounds[k].decision}", path, run, k)
 
         def on_pick(path, evt):
             """A click on a gallery image shows that round and picks it for steering."""
@@ -274,7 +315,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                     **settings,
                 )
             except (ServiceBusy, ValueError, OSError) as err:
-                yield [f"error: {err}", *_views(None, None), str(path or "")]
+                yield _pack(f"error: {err}", str(path or ""))
                 return
             yield from follow(job)
 
@@ -284,9 +325,9 @@ def build_app(service: RunService, status: str = "") -> Any:
             try:
                 run = Refiner.choose(path, int(k), int(j), accept=accept)
             except (ValueError, OSError) as err:
-                return [f"error: {err}", *_views(None, None), str(path or "")]
+                return _pack(f"error: {err}", str(path or ""))
             r = run.rounds[int(k)]
-            return [f"round {k}: {r.reason}", *_views(run, Path(path), int(k)), str(path)]
+            return _pack(f"round {k}: {r.reason}", path, run, int(k))
 
         def on_download(path):
             import shutil
@@ -316,6 +357,8 @@ def build_app(service: RunService, status: str = "") -> Any:
                 upload,
                 caire_labels,
                 caire_kb,
+                prompt_languages,
+                sos_bank,
             ],
             outputs,
             api_name="start",
@@ -360,6 +403,20 @@ def _settings(n_rounds, target, seed, candidates, max_drift) -> dict[str, Any]:
         "candidates": int(candidates),
         "max_drift": float(max_drift),
     }
+
+
+def _languages(languages: str | None, bank: str | None) -> dict[str, Any]:
+    """The form's prompt languages and SoS bank as run settings (a bank that opens)."""
+    out: dict[str, Any] = {}
+    names = [x.strip() for x in (languages or "").split(",") if x.strip()]
+    if names:
+        out["prompt_languages"] = names
+    if (bank or "").strip():
+        from refine.sos.bank import Bank
+
+        Bank(bank.strip())
+        out["sos_bank"] = str(Path(bank.strip()).resolve())
+    return out
 
 
 def _caire(labels: str | None, kb: str | None) -> dict[str, Any]:

@@ -87,6 +87,17 @@ def test_every_round_in_every_language_with_sos(
     assert {"type": "stage", "round": 1, "stage": "languages", "n": 1} in events
     saved = store.load()
     assert saved.rounds[1].languages == r1.languages and saved.rounds[0].sos == r0.sos
+    # the HTML report shows each round in French with its SoS and the translated prompt
+    import re
+
+    from refine.report import write_report
+
+    html = write_report(store.dir).read_text(encoding="utf-8")
+    found = re.findall(r'<figure class="language" data-language="fr" data-sos="([-0-9.]+)">', html)
+    assert [float(x) for x in found] == pytest.approx(
+        [r0.languages["fr"]["sos"], r1.languages["fr"]["sos"]], abs=1e-6
+    )
+    assert f"[French] {r0.text}" in html and f"English SoS {r0.sos:+.3f}" in html
 
 
 def test_bad_language_settings_fail_before_any_call(world, backends, options, bank_dir, tmp_path):
@@ -131,3 +142,18 @@ def test_refine_run_with_languages(capsys, world, siglip_path, bank_dir, tmp_pat
     assert code == 2 and "unknown language 'xx'" in err and "Traceback" not in err
     code, _, err = cli(capsys, *base, "--sos-bank", tmp_path)
     assert code == 2 and "--sos-bank: " in err and "not an SoS bank" in err
+
+
+def test_batch_lines_name_languages_and_a_bank(tmp_path, bank_dir):
+    from refine.batch import BatchSpecError, read_specs
+
+    specs = tmp_path / "specs.csv"
+    specs.write_text(
+        f'activity,country,prompt_languages,sos_bank\n{ACT},{COUNTRY},"fr, ja",{bank_dir.name}\n'
+    )
+    (entry,) = read_specs(specs)
+    assert entry.spec.prompt_languages == ["fr", "ja"]
+    assert entry.spec.sos_bank == str(bank_dir.resolve())
+    specs.write_text(f"activity,country,sos_bank\n{ACT},{COUNTRY},nowhere\n")
+    with pytest.raises(BatchSpecError, match="line 2: sos_bank: .*not an SoS bank"):
+        read_specs(specs)

@@ -7,7 +7,7 @@ import pytest
 from refine.service import RunService
 from ui.app import build_app
 
-NO_CAIRE = ("", "")  # the CAIRE labels and knowledge base fields, left empty
+NO_EXTRAS = ("", "", "", "")  # CAIRE labels and KB, prompt languages, SoS bank: empty
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
         2.0,
         False,
         None,
-        *NO_CAIRE,
+        *NO_EXTRAS,
         api_name="/start",
     )
     job.result(timeout=300)
@@ -73,7 +73,7 @@ def test_pause_apply_and_stop_through_the_api(app_url, world):
         2.0,
         True,
         None,
-        *NO_CAIRE,
+        *NO_EXTRAS,
         api_name="/start",
     )
     deadline = time.monotonic() + 120
@@ -115,7 +115,7 @@ def test_show_roll_back_and_decide_by_hand(app_url):
         2.0,
         False,
         None,
-        *NO_CAIRE,
+        *NO_EXTRAS,
         api_name="/start",
     )
     run_dir = service.job.run_dir
@@ -155,7 +155,7 @@ def test_download_zip_and_report(app_url):
         2.0,
         False,
         None,
-        *NO_CAIRE,
+        *NO_EXTRAS,
         api_name="/start",
     )
     run = service.open(service.job.run_dir)
@@ -197,7 +197,7 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
             2.0,
             False,
             None,
-            *NO_CAIRE,
+            *NO_EXTRAS,
             api_name="/start",
         )
         assert out[0].startswith("error: GeminiError: no Gemini API key: set GEMINI_API_KEY")
@@ -226,7 +226,7 @@ def test_cancelling_a_run_stops_it_and_keeps_its_rounds(app_url, world):
         2.0,
         False,
         None,
-        *NO_CAIRE,
+        *NO_EXTRAS,
         api_name="/start",
     )
     deadline = time.monotonic() + 120
@@ -257,13 +257,13 @@ def test_a_second_visitor_waits_in_line_and_can_browse_meanwhile(app_url):
     url, service = app_url
     first, second = Client(url, verbose=False), Client(url, verbose=False)
     args = ("people eating food at home", "Iran", 1, 1.0, 42, 1, 2.0)
-    held = first.submit(*args, True, None, *NO_CAIRE, api_name="/start")  # waits for review
+    held = first.submit(*args, True, None, *NO_EXTRAS, api_name="/start")  # waits for review
     deadline = time.monotonic() + 120
     while service.job is None or service.job.waiting is None:
         assert time.monotonic() < deadline, "the first run never paused"
         time.sleep(0.1)
     first_dir = service.job.run_dir
-    queued = second.submit(*args, False, None, *NO_CAIRE, api_name="/start")
+    queued = second.submit(*args, False, None, *NO_EXTRAS, api_name="/start")
     while True:
         status = queued.status()
         if status.code == Status.IN_QUEUE and status.rank is not None:
@@ -306,10 +306,10 @@ def test_out_of_gpu_memory_is_advice_in_the_app(world, backends, options, tmp_pa
     try:
         client = Client(url, verbose=False)
         args = ("people eating food at home", "Iran", 1, 1.0, 42, 2, 2.0, False, None)
-        out = client.predict(*args, *NO_CAIRE, api_name="/start")
+        out = client.predict(*args, *NO_EXTRAS, api_name="/start")
         assert out[0].startswith("error: out of GPU memory: use the 'small-gpu' profile")
         assert "Tried to allocate 2.00 GiB" in out[0] and not service.busy
-        again = client.predict(*args, *NO_CAIRE, api_name="/start")  # the app still takes runs
+        again = client.predict(*args, *NO_EXTRAS, api_name="/start")  # the app still takes runs
         assert again[0].startswith("error: out of GPU memory")
     finally:
         demo.close()
@@ -328,7 +328,7 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     url, service = app_url
     client = Client(url, verbose=False)
     args = ("people eating food at home", "Iran", 1, 1.0, 42, 2, 2.0, False, None)
-    out = client.predict(*args, "Turkey, India", str(tmp_path / "kb"), api_name="/start")
+    out = client.predict(*args, "Turkey, India", str(tmp_path / "kb"), "", "", api_name="/start")
     assert out[0] == "finished"
     rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
     # linked by name similarity over all six KB pictures (a random tiny model): either entity
@@ -338,6 +338,47 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     plot = out[2]["value"]["data"] if "value" in out[2] else out[2]["data"]
     caire = [row for row in plot if "CAIRE Iran (0-1)" in row]
     assert len(caire) == 2 and [row[-1] for row in caire] in ([0.25, 1.0], [0.25, 1])
-    bad = client.predict(*args, "Turkey", str(tmp_path), api_name="/start")
+    bad = client.predict(*args, "Turkey", str(tmp_path), "", "", api_name="/start")
     assert bad[0].startswith("error: ") and "not a knowledge base" in bad[0]
     assert not service.busy
+
+
+def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path):
+    from gradio_client import Client
+
+    from refine.sos.bank import build_bank
+    from tests.fakes.gemini_world import BLUE, GREEN
+
+    url, service = app_url
+    world.generate_for = {"[French]": BLUE, "in Turkey": GREEN}
+    b = service.refiner().backends
+    act = "people eating food at home"
+    build_bank(
+        tmp_path / "bank",
+        act,
+        ["Iran", "Turkey"],
+        ["en", "fr"],
+        b.get("generator"),
+        b.get("image_embedder"),
+        llm=b.get("llm"),
+    )
+    client = Client(url, verbose=False)
+    args = (act, "Iran", 1, 1.0, 42, 2, 2.0, False, None, "", "")
+    out = client.predict(*args, "fr", str(tmp_path / "bank"), api_name="/start")
+    assert out[0] == "finished"
+    run = service.open(out[7])
+    rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
+    for row, r in zip(rows, run.rounds, strict=True):
+        fr = r.languages["fr"]["sos"]
+        assert row[9] == f"en {r.sos:+.3f} \u00b7 fr {fr:+.3f}"
+    (item,) = out[8]
+    caption = item["caption"] if isinstance(item, dict) else item[1]
+    assert caption == f"round 1, fr: SoS {run.rounds[1].languages['fr']['sos']:+.3f}"
+    plot = out[2]["value"]["data"] if "value" in out[2] else out[2]["data"]
+    assert sum(1 for row in plot if "SoS fr" in row) == 2
+    shown = client.predict(out[7], 0, api_name="/show")  # round 0 in French
+    (item,) = shown[8]
+    caption = item["caption"] if isinstance(item, dict) else item[1]
+    assert caption.startswith("round 0, fr: SoS ")
+    bad = client.predict(*args, "fr", str(tmp_path), api_name="/start")
+    assert bad[0].startswith("error: ") and "not an SoS bank" in bad[0]
