@@ -604,7 +604,12 @@ class Refiner:
                     (image,) = generator.generate(prompt, [seed])
                 entry: dict[str, Any] = {"prompt": prompt}
             else:
-                parent = run.rounds[r.parent].languages[lang]
+                parent = run.rounds[r.parent].languages.get(lang)
+                if parent is None:
+                    raise ValueError(
+                        f"round {r.parent} has no {lang} image to edit: prompt languages are "
+                        "chosen when a run starts (start a new run to add one)"
+                    )
                 with self.backends.using("editor") as editor:
                     (image,) = editor.edit(store.load_image(parent["image"]), r.text, [seed])
                 entry = {"parent_image": parent["image"]}
@@ -625,9 +630,10 @@ class Refiner:
         from refine.sos.bank import LANGUAGES, Translation
 
         request = prompt_template("translate").format(language=LANGUAGES[lang], text=text)
+        cache = LLMCache()
         with self.backends.using("llm") as llm:
-            answer = LLMCache().ask(llm, request, Translation).translation.strip()
-        self.calls += 1
+            answer = cache.ask(llm, request, Translation).translation.strip()
+        self.calls += cache.misses
         if not answer:
             raise ValueError(f"the language model gave an empty {LANGUAGES[lang]} translation")
         return answer
