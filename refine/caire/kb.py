@@ -177,12 +177,30 @@ class KnowledgeBase:
         self.path = path
         self.manifest = manifest
         self.entities: list[dict[str, Any]] = []
-        self.images: list[dict[str, Any]] = []
+        self._images: list[dict[str, Any]] | None = []
         self.names = np.zeros((0, manifest["dim"] or 0), dtype=np.float32)
         self.image_entities = np.zeros((0,), dtype=np.int32)
         self.index: Any = None
 
     # opening ---------------------------------------------------------------------------
+
+    @property
+    def images(self) -> list[dict[str, Any]]:
+        """Each indexed image's entity, source and SHA-1 (read on first use: querying
+        needs only the index and ``image_entities``)."""
+        if self._images is None:
+            lines = (self.path / "images.jsonl").read_text(encoding="utf-8").splitlines()
+            self._images = [json.loads(x) for x in lines[: self.manifest["images"]]]
+            if len(self._images) != self.manifest["images"]:
+                raise KBError(
+                    f"{self.path}: images.jsonl disagrees with {MANIFEST}; run the same "
+                    "`refine caire kb build` again to repair it"
+                )
+        return self._images
+
+    @property
+    def n_images(self) -> int:
+        return int(self.image_entities.shape[0])
 
     @property
     def embedder(self) -> str:
@@ -209,16 +227,17 @@ class KnowledgeBase:
         n_ent, n_img = manifest["entities"], manifest["images"]
         lines = (path / "entities.jsonl").read_text(encoding="utf-8").splitlines()
         kb.entities = [json.loads(x) for x in lines[:n_ent]]
-        image_lines = (path / "images.jsonl").read_text(encoding="utf-8").splitlines()
-        kb.images = [json.loads(x) for x in image_lines[:n_img]]
+        kb._images = None
         mode = "r" if mmap else None
         kb.names = np.load(path / "names.npy", mmap_mode=mode)[:n_ent]
         kb.image_entities = np.load(path / "image_entities.npy", mmap_mode=mode)[:n_img]
-        flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
+        # IO_FLAG_MMAP_IFC maps a flat index's vectors instead of reading them
+        mapped = getattr(faiss, "IO_FLAG_MMAP_IFC", faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+        flags = mapped if mmap else 0
         kb.index = faiss.read_index(str(path / "images.faiss"), flags)
         if (
             len(kb.entities) != n_ent
-            or len(kb.images) != n_img
+            or not (path / "images.jsonl").is_file()
             or kb.names.shape[0] != n_ent
             or kb.image_entities.shape[0] != n_img
             or kb.index.ntotal < n_img
@@ -238,8 +257,8 @@ class KnowledgeBase:
         if (path / MANIFEST).is_file():
             kb = cls.load(path, mmap=False)
             kb.check_embedder(embedder_id)
-            if kb.index.ntotal > len(kb.images):  # a save cut short after the index
-                kept = kb.index.reconstruct_n(0, len(kb.images))
+            if kb.index.ntotal > kb.n_images:  # a save cut short after the index
+                kept = kb.index.reconstruct_n(0, kb.n_images)
                 kb.index = faiss.IndexFlatIP(kb.manifest["dim"])
                 kb.index.add(np.ascontiguousarray(kept, dtype=np.float32))
             kb.names = np.array(kb.names)
@@ -397,8 +416,8 @@ class KnowledgeBase:
                 f"query vectors of shape {q.shape} do not match the KB's dimension "
                 f"{self.manifest['dim']}"
             )
-        sims, rows = self.index.search(q, min(k, max(1, len(self.images))))
-        rows = np.where(rows >= len(self.images), -1, rows)
+        sims, rows = self.index.search(q, min(k, max(1, self.n_images)))
+        rows = np.where(rows >= self.n_images, -1, rows)
         return sims, rows
 
     def text(self, entity: int, max_chars: int | None = None) -> str:
@@ -420,7 +439,7 @@ class KnowledgeBase:
             "embedder": self.embedder,
             "dimension": self.manifest["dim"],
             "entities": len(self.entities),
-            "images": len(self.images),
+            "images": self.n_images,
             "images_per_entity": {
                 "min": min(per) if per else 0,
                 "mean": (sum(per) / len(per)) if per else 0.0,
