@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import UserInputError, load_images
 from refine.cli.run_cmd import _parse_backends
 
 
@@ -111,22 +111,12 @@ def score_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
     """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them."""
-    from PIL import Image, UnidentifiedImageError
-
     from refine.loop import Refiner
     from refine.records import RunSpec
     from refine.references import ReferenceNotFound, load_references_file
     from refine.refs_build import find_any
 
-    loaded = []
-    for path in images:
-        if not path.is_file():
-            raise UserInputError(f"{path}: image not found")
-        try:
-            with Image.open(path) as im:
-                loaded.append(im.convert("RGB"))
-        except (UnidentifiedImageError, OSError) as err:
-            raise UserInputError(f"{path}: not an image PIL can read ({err})") from err
+    loaded = load_images(images)
     try:
         refs = (
             load_references_file(refs_file, activity, country)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import UserInputError, load_images
 
 caire_app = typer.Typer(
     help=(
@@ -129,8 +129,6 @@ def score_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
     """Rate each image 1-5 for each culture label (argmax of the judge's probabilities)."""
-    from PIL import Image, UnidentifiedImageError
-
     from metrics.caire import diversity
     from refine.caire.kb import KBError, KnowledgeBase
     from refine.caire.scorer import CaireScorer, parse_labels, scores_document
@@ -143,15 +141,7 @@ def score_cmd(
         raise UserInputError(f"--labels: {err}") from err
     if ranking not in ("similarity", "frequency"):
         raise UserInputError(f"--ranking: {ranking!r} is neither 'similarity' nor 'frequency'")
-    loaded = []
-    for path in images:
-        if not path.is_file():
-            raise UserInputError(f"{path}: image not found")
-        try:
-            with Image.open(path) as im:
-                loaded.append(im.convert("RGB"))
-        except (UnidentifiedImageError, OSError) as err:
-            raise UserInputError(f"{path}: not an image PIL can read ({err})") from err
+    loaded = load_images(images)
     kb = image_embedder = None
     try:
         if kb_dir is not None:

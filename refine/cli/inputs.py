@@ -213,3 +213,19 @@ def parse_order(value: str) -> float:
     if math.isnan(q) or q < 0:
         raise UserInputError(f"--q: the order must be >= 0 or 'inf', got {value!r}")
     return q
+
+
+def load_images(paths: list[Path]) -> list[Any]:
+    """Each file as an RGB PIL image; a missing or unreadable one names the file."""
+    from PIL import Image, UnidentifiedImageError
+
+    loaded = []
+    for path in paths:
+        if not path.is_file():
+            raise UserInputError(f"{path}: image not found")
+        try:
+            with Image.open(path) as im:
+                loaded.append(im.convert("RGB"))
+        except (UnidentifiedImageError, OSError) as err:
+            raise UserInputError(f"{path}: not an image PIL can read ({err})") from err
+    return loaded

@@ -6,21 +6,10 @@ import json
 
 import pytest
 
-from refine.backends import create
-from refine.caire.kb import KnowledgeBase, read_source
 from refine.loop import Refiner
-from tests.caire.test_kb import folder_source
 from tests.fakes.gemini_world import CULTURE, GREEN, RED, rating_distribution
 
 ACT, COUNTRY = "people eating food at home", "Iran"
-
-
-@pytest.fixture
-def kb_dir(tmp_path, siglip_path):
-    embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
-    kb = KnowledgeBase.open_or_create(tmp_path / "kb", embedder.id)
-    kb.add(read_source(folder_source(tmp_path)), embedder)
-    return tmp_path / "kb"
 
 
 def test_each_round_is_rated_and_a_misreading_feeds_the_next_edit(

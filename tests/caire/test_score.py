@@ -9,20 +9,12 @@ import pytest
 
 from metrics.caire import diversity
 from refine.backends import create
-from refine.caire.kb import KnowledgeBase, read_source
+from refine.caire.kb import KnowledgeBase
 from refine.caire.scorer import CaireScorer
-from tests.caire.test_kb import BLUE, GREEN, RED, TEA_TEXT, draw, folder_source, run
+from tests.caire.test_kb import BLUE, GREEN, RED, TEA_TEXT, draw, run
 from tests.fakes.gemini_world import CULTURE, rating_distribution
 
 LABELS = ["Iran", "Turkey", "India"]
-
-
-@pytest.fixture
-def kb_dir(tmp_path, siglip_path):
-    embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
-    kb = KnowledgeBase.open_or_create(tmp_path / "kb", embedder.id)
-    kb.add(read_source(folder_source(tmp_path)), embedder)
-    return tmp_path / "kb"
 
 
 def images(tmp_path):
