@@ -130,6 +130,9 @@ def _root(
     )
 
 
+EXPLAINED = ("GeminiError", "ModelUnavailable", "OutOfMemory", "OutOfMemoryError")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors become one line on stderr and exit code 2."""
     try:
@@ -143,4 +146,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as err:
         err.show()
         sys.exit(err.exit_code)
+    except Exception as err:
+        # a model that cannot answer (no API key, not downloaded, a full GPU): its message
+        # says what to do, so it is shown without a traceback (exit code 1)
+        if type(err).__name__ not in EXPLAINED:
+            raise
+        from refine.service import describe_error
+
+        typer.echo(f"error: {describe_error(err)}", err=True)
+        sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)
