@@ -25,7 +25,10 @@ COLOURS = {
     "HAL": "#cf222e",
     "EXAG": "#bf8700",
     "best FAITH": "#6e40c9",
+    "drift": "#57606a",
 }
+# for the other series (SoS per language, CAIRE), in order of appearance
+PALETTE = ("#0a7ea4", "#e16f24", "#8250df", "#1b7c83", "#bc4c00", "#6639ba", "#116329")
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#1f2328}
@@ -82,18 +85,22 @@ def line_chart(
     title: str = "",
     width: int = 680,
     height: int = 260,
+    y_range: tuple[float, float] = (0.0, 1.0),
 ) -> str:
-    """An SVG line chart of values in [0, 1]; ``marks`` (accepted / rejected / initial)
-    are drawn under the x axis. Each line carries its values in ``data-values``."""
-    left, right, top, bottom = 44, 130, 24, 44
+    """An SVG line chart of values in ``y_range`` (default [0, 1]); ``marks`` (accepted /
+    rejected / initial) are drawn under the x axis. Each line carries its values in
+    ``data-values``."""
+    left, right, top, bottom = 44, 170, 24, 44
     w, h = width - left - right, height - top - bottom
     n = max(len(labels), 1)
+    lo, hi = y_range
+    span = (hi - lo) or 1.0
 
     def x(i: int) -> float:
         return left + (w * i / (n - 1) if n > 1 else w / 2)
 
     def y(v: float) -> float:
-        return top + h * (1.0 - max(0.0, min(1.0, v)))
+        return top + h * (1.0 - max(0.0, min(1.0, (v - lo) / span)))
 
     out = [
         f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
@@ -101,7 +108,7 @@ def line_chart(
         f'<text x="{left}" y="16" font-size="13" font-weight="600">{escape(title)}</text>',
     ]
     for k in range(5):
-        v = k / 4
+        v = lo + span * k / 4
         out.append(
             f'<line x1="{left}" x2="{left + w}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
             f'stroke="#d0d7de" stroke-width="1"/>'
@@ -121,8 +128,9 @@ def line_chart(
                 f'text-anchor="middle" class="mark">{symbol}<title>{escape(marks[i])}</title>'
                 f"</text>"
             )
+    others = iter(PALETTE * (1 + len(series) // len(PALETTE)))
     for k, (name, values) in enumerate(series.items()):
-        colour = COLOURS.get(name, "#57606a")
+        colour = COLOURS.get(name) or next(others)
         points = [(x(i), y(v)) for i, v in enumerate(values) if v is not None]
         data = json.dumps([None if v is None else round(v, 6) for v in values])
         if points:

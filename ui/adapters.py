@@ -79,6 +79,25 @@ def metric_rows(run: Run) -> list[dict[str, Any]]:
     return rows
 
 
+def metric_chart(run: Run) -> str:
+    """The metrics per round as an inline SVG line chart (the rows of :func:`metric_rows`,
+    one line per metric, accepted / rejected marks under the axis). The y range is [0, 1],
+    widened to hold negative SoS values."""
+    from refine.report import line_chart
+
+    rows = metric_rows(run)
+    names = list(dict.fromkeys(r["metric"] for r in rows))
+    series: dict[str, list[float | None]] = {n: [None] * len(run.rounds) for n in names}
+    for row in rows:
+        series[row["metric"]][row["round"]] = row["value"]
+    values = [row["value"] for row in rows]
+    low = min([0.0, *values])
+    y_range = (-1.0 if low < 0 else 0.0, 1.0)
+    labels = [str(r.index) for r in run.rounds]
+    marks = [r.decision for r in run.rounds]
+    return line_chart(series, labels, marks, "metrics per round", y_range=y_range)
+
+
 def rounds_table(run: Run) -> list[list[Any]]:
     """One row per round, in :data:`TABLE_HEADERS` order."""
     rows = []

@@ -42,19 +42,17 @@ def pick_profile() -> tuple[str, str]:
 
 
 def _views(run: Run | None, run_dir: Path | None, k: int | None = None) -> list[Any]:
-    """Gallery, line-plot rows, table, checklist, before/after, instruction of a run, and
+    """Gallery, metric chart, table, checklist, before/after, instruction of a run, and
     round ``k`` (default: the last) in the other prompt languages."""
-    import pandas as pd
 
     if run is None or run_dir is None or not run.rounds:
-        empty = pd.DataFrame({"round": [], "metric": [], "value": []})
-        return [[], empty, [], [], None, "", []]
+        return [[], "", [], [], None, "", []]
     k = len(run.rounds) - 1 if k is None else max(0, min(k, len(run.rounds) - 1))
     r = run.rounds[k]
     pair = adapters.before_after(run, run_dir, k)
     return [
         adapters.gallery(run, run_dir),
-        pd.DataFrame(adapters.metric_rows(run)),
+        adapters.metric_chart(run),
         adapters.rounds_table(run),
         adapters.checklist(r),
         pair,
@@ -156,9 +154,9 @@ def build_app(service: RunService, status: str = "") -> Any:
                     height=180,
                     elem_id="languages",
                 )
-                plot = gr.LinePlot(
-                    x="round", y="value", color="metric", label="metrics per round", height=240
-                )
+                # an inline SVG chart: it redraws whole on every update, whatever metrics
+                # (SoS per language, CAIRE) a run adds
+                plot = gr.HTML(label="metrics per round", elem_id="plot")
                 checklist = gr.HighlightedText(
                     label="descriptor checklist",
                     color_map=adapters.CHECK_COLOURS,

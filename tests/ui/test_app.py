@@ -7,6 +7,16 @@ import pytest
 from refine.service import RunService
 from ui.app import build_app
 
+
+def chart_series(html: str) -> dict[str, list]:
+    """The lines of the app's metric chart: name -> values per round."""
+    import json
+    import re
+
+    found = re.findall(r'data-name="([^"]+)" data-values=\'([^\']+)\'', html)
+    return {name: json.loads(values) for name, values in found}
+
+
 NO_EXTRAS = ("", "", "", "")  # CAIRE labels and KB, prompt languages, SoS bank: empty
 
 
@@ -48,6 +58,10 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
     sizes = [len(o[1] or []) for o in outputs]
     assert sizes == sorted(sizes) and sizes[-1] == 3 and 1 in sizes
     run_dir = outputs[-1][7]
+    run = service.open(run_dir)
+    chart = chart_series(outputs[-1][2])
+    assert chart["FAITH"] == pytest.approx([r.best.scores.faith for r in run.rounds], abs=1e-4)
+    assert chart["drift"][0] is None and len(chart["ALIGN"]) == 3
     opened = client.predict(run_dir, api_name="/open")
     assert opened[0].startswith("run ") and "finished" in opened[0]
     opened_rows = opened[3]["data"] if isinstance(opened[3], dict) else opened[3]
@@ -335,9 +349,7 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     assert rows[0][8].startswith("Iran 2 \u00b7 Turkey 4 \u00b7 India 1 (kb, linked to ")
     assert rows[0][8].endswith("); reads more as Turkey (4/5) than Iran (2/5)")
     assert rows[1][8].startswith("Iran 5 \u00b7 Turkey 2 \u00b7 India 1 (kb, linked to ")
-    plot = out[2]["value"]["data"] if "value" in out[2] else out[2]["data"]
-    caire = [row for row in plot if "CAIRE Iran (0-1)" in row]
-    assert len(caire) == 2 and [row[-1] for row in caire] in ([0.25, 1.0], [0.25, 1])
+    assert chart_series(out[2])["CAIRE Iran (0-1)"] == [0.25, 1.0]
     bad = client.predict(*args, "Turkey", str(tmp_path), "", "", api_name="/start")
     assert bad[0].startswith("error: ") and "not a knowledge base" in bad[0]
     assert not service.busy
@@ -374,8 +386,11 @@ def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path)
     (item,) = out[8]
     caption = item["caption"] if isinstance(item, dict) else item[1]
     assert caption == f"round 1, fr: SoS {run.rounds[1].languages['fr']['sos']:+.3f}"
-    plot = out[2]["value"]["data"] if "value" in out[2] else out[2]["data"]
-    assert sum(1 for row in plot if "SoS fr" in row) == 2
+    chart = chart_series(out[2])
+    assert chart["SoS fr"] == pytest.approx(
+        [r.languages["fr"]["sos"] for r in run.rounds], abs=1e-4
+    )
+    assert chart["SoS en"] == pytest.approx([r.sos for r in run.rounds], abs=1e-4)
     shown = client.predict(out[7], 0, api_name="/show")  # round 0 in French
     (item,) = shown[8]
     caption = item["caption"] if isinstance(item, dict) else item[1]

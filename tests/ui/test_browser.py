@@ -85,6 +85,11 @@ def test_rounds_appear_one_by_one(page, world, tmp_path):
     seen.append(pg.locator("#gallery img").count())
     assert seen[-1] >= 3 and 1 in seen and 2 in seen  # round 0, then 1, then 2
     images_loaded(pg, 3)
+    # the metric chart draws its lines (FAITH blue, ALIGN green) as the rounds come in
+    chart = pg.locator("#plot svg polyline")
+    assert chart.count() >= 4
+    plot = pg.locator("#plot").screenshot(path=str(tmp_path / "plot.png"))
+    assert has_colour(plot, (0x1F, 0x6F, 0xEB), 20) and has_colour(plot, (0x2D, 0xA4, 0x4E), 20)
     shot = pg.locator("#gallery").screenshot(path=str(tmp_path / "gallery.png"))
     assert has_colour(shot, RED) and has_colour(shot, GREEN)  # round 0 red, round 1 green
     table = pg.locator("#table").inner_text()
@@ -165,3 +170,48 @@ def test_show_a_round_and_roll_back_to_it(page, tmp_path):
     images_loaded(pg, 2)
     shot = pg.locator("#gallery").screenshot(path=str(tmp_path / "branch.png"))
     assert has_colour(shot, RED) and has_colour(shot, GREEN)
+
+
+def test_other_prompt_languages_and_caire_show_per_round(page, world, tmp_path):
+    from refine.sos.bank import build_bank
+    from tests.fakes.gemini_world import BLUE
+
+    pg, service = page
+    world.generate_for = {"[French]": BLUE, "in Turkey": GREEN}
+    b = service.refiner().backends
+    act = "people eating food at home"
+    build_bank(
+        tmp_path / "bank",
+        act,
+        ["Iran", "Turkey"],
+        ["en", "fr"],
+        b.get("generator"),
+        b.get("image_embedder"),
+        llm=b.get("llm"),
+    )
+    fill(pg, "rounds", "1")
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    fill(pg, "prompt-languages", "fr")
+    fill(pg, "sos-bank", str(tmp_path / "bank"))
+    fill(pg, "caire-labels", "Turkey")
+    pg.click("#start")
+    deadline = time.monotonic() + 120
+    while stage(pg) != "finished":
+        assert time.monotonic() < deadline, f"the run did not finish (stage {stage(pg)!r})"
+        time.sleep(0.1)
+    pg.wait_for_function(
+        """() => {
+            const imgs = [...document.querySelectorAll('#languages img')];
+            return imgs.length >= 1 && imgs.every(i => i.complete && i.naturalWidth > 0);
+        }"""
+    )
+    run = service.open(pg.locator("#run-dir textarea").input_value())
+    fr = run.rounds[1].languages["fr"]["sos"]
+    assert f"round 1, fr: SoS {fr:+.3f}" in pg.locator("#languages").inner_text()
+    shot = pg.locator("#languages").screenshot(path=str(tmp_path / "languages.png"))
+    assert has_colour(shot, BLUE) and not has_colour(shot, RED)  # the French image stayed blue
+    table = pg.locator("#table").inner_text()
+    assert "reads more as Turkey (4/5) than Iran (2/5)" in table
+    assert f"fr {fr:+.3f}" in table
+    pg.screenshot(path=str(tmp_path / "app.png"), full_page=True)
