@@ -150,3 +150,21 @@ def expected_exag(colour) -> float:
     lp = {k: -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
     z = sum(math.exp(v) for v in lp.values())
     return (sum(k * math.exp(v) / z for k, v in lp.items()) - 1) / 4
+
+
+def build_activity_bank(world: World, backends, out):
+    """A 2 x 2 SoS bank of "people eating food at home" (Iran, Turkey; en, fr) made through
+    the fake server: the world draws French prompts blue, Turkey green and Iran red."""
+    from refine.sos.bank import build_bank
+
+    world.generate_for = {"[French]": BLUE, "in Turkey": GREEN}
+    build_bank(
+        out,
+        "people eating food at home",
+        ["Iran", "Turkey"],
+        ["en", "fr"],
+        backends.get("generator"),
+        backends.get("image_embedder"),
+        llm=backends.get("llm"),
+    )
+    return out

@@ -7,9 +7,8 @@ import pytest
 
 from refine.backends import create
 from refine.loop import Refiner
-from refine.sos.bank import build_bank
 from refine.store import RunStore
-from tests.fakes.gemini_world import BLUE, GREEN, RED
+from tests.fakes.gemini_world import BLUE, GREEN, RED, build_activity_bank
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -18,18 +17,7 @@ ACT, COUNTRY = "people eating food at home", "Iran"
 def bank_dir(world, backends, options, siglip_path, tmp_path):
     """Iran and Turkey, prompted in English and French: the world draws French prompts blue,
     Turkey green and Iran red."""
-    world.generate_for = {"[French]": BLUE, "in Turkey": GREEN}
-    refiner = Refiner("gemini", backends, options)
-    b = refiner.backends
-    build_bank(
-        tmp_path / "bank",
-        ACT,
-        ["Iran", "Turkey"],
-        ["en", "fr"],
-        b.get("generator"),
-        b.get("image_embedder"),
-        llm=b.get("llm"),
-    )
+    build_activity_bank(world, Refiner("gemini", backends, options).backends, tmp_path / "bank")
     world.translations.clear()
     return tmp_path / "bank"
 

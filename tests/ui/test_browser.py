@@ -173,22 +173,10 @@ def test_show_a_round_and_roll_back_to_it(page, tmp_path):
 
 
 def test_other_prompt_languages_and_caire_show_per_round(page, world, tmp_path):
-    from refine.sos.bank import build_bank
-    from tests.fakes.gemini_world import BLUE
+    from tests.fakes.gemini_world import BLUE, build_activity_bank
 
     pg, service = page
-    world.generate_for = {"[French]": BLUE, "in Turkey": GREEN}
-    b = service.refiner().backends
-    act = "people eating food at home"
-    build_bank(
-        tmp_path / "bank",
-        act,
-        ["Iran", "Turkey"],
-        ["en", "fr"],
-        b.get("generator"),
-        b.get("image_embedder"),
-        llm=b.get("llm"),
-    )
+    build_activity_bank(world, service.refiner().backends, tmp_path / "bank")
     fill(pg, "rounds", "1")
     fill(pg, "target", "1")
     fill(pg, "max-drift", "2")
