@@ -259,44 +259,45 @@ def build_bank(
     total = len(manifest["cells"])
     finished = total - len(todo)
     (out / "cells").mkdir(exist_ok=True)
-    for key in todo:
-        cell = manifest["cells"][key]
-        culture, lang = cell["culture"], cell["language"]
-        if "prompts" not in cell:
-            prompts = cell_prompts(concept, culture, lang, llm, llm_cache)
-            cell["prompts"] = prompts[:prompts_per_cell] if prompts_per_cell else prompts
+    try:
+        for key in todo:
+            cell = manifest["cells"][key]
+            culture, lang = cell["culture"], cell["language"]
+            if "prompts" not in cell:
+                prompts = cell_prompts(concept, culture, lang, llm, llm_cache)
+                cell["prompts"] = prompts[:prompts_per_cell] if prompts_per_cell else prompts
+                _atomic_json(out / MANIFEST, manifest)
+            folder = out / "images" / slug(culture) / slug(lang)
+            folder.mkdir(parents=True, exist_ok=True)
+            pictures, names = [], []
+            for p, prompt in enumerate(cell["prompts"]):
+                seeds = [seed + j for j in range(images_per_prompt)]
+                paths = [folder / f"p{p}_s{s}.png" for s in seeds]
+                if all(path.is_file() for path in paths):  # saved before an interruption
+                    made = []
+                    for path in paths:
+                        with Image.open(path) as im:
+                            made.append(im.convert("RGB"))
+                else:
+                    made = generator.generate(prompt, seeds)
+                    for path, image in zip(paths, made, strict=True):
+                        image.save(path.with_suffix(".tmp.png"))
+                        os.replace(path.with_suffix(".tmp.png"), path)
+                pictures += made
+                names += [str(path.relative_to(out)) for path in paths]
+            vectors = embedder.encode_images(pictures)
+            if hasattr(vectors, "detach"):
+                vectors = vectors.detach().float().cpu().numpy()
+            target = out / "cells" / f"{slug(culture)}__{slug(lang)}.npy"
+            _atomic_npy(target, np.asarray(vectors, dtype=np.float32))
+            cell.update(images=names, embeddings=str(target.relative_to(out)), done=True)
             _atomic_json(out / MANIFEST, manifest)
-        folder = out / "images" / slug(culture) / slug(lang)
-        folder.mkdir(parents=True, exist_ok=True)
-        pictures, names = [], []
-        for p, prompt in enumerate(cell["prompts"]):
-            seeds = [seed + j for j in range(images_per_prompt)]
-            paths = [folder / f"p{p}_s{s}.png" for s in seeds]
-            if all(path.is_file() for path in paths):  # saved before an interruption
-                made = []
-                for path in paths:
-                    with Image.open(path) as im:
-                        made.append(im.convert("RGB"))
-            else:
-                made = generator.generate(prompt, seeds)
-                for path, image in zip(paths, made, strict=True):
-                    image.save(path.with_suffix(".tmp.png"))
-                    os.replace(path.with_suffix(".tmp.png"), path)
-            pictures += made
-            names += [str(path.relative_to(out)) for path in paths]
-        vectors = embedder.encode_images(pictures)
-        if hasattr(vectors, "detach"):
-            vectors = vectors.detach().float().cpu().numpy()
-        target = out / "cells" / f"{slug(culture)}__{slug(lang)}.npy"
-        _atomic_npy(target, np.asarray(vectors, dtype=np.float32))
-        cell.update(images=names, embeddings=str(target.relative_to(out)), done=True)
-        _atomic_json(out / MANIFEST, manifest)
-        finished += 1
-        _write_combined(out, manifest, SosBank)
-        if on_progress is not None:
-            on_progress(finished, total, f"{culture} x {lang} ({len(pictures)} images)")
-    if not todo:
-        _write_combined(out, manifest, SosBank)
+            finished += 1
+            if on_progress is not None:
+                on_progress(finished, total, f"{culture} x {lang} ({len(pictures)} images)")
+    finally:  # the combined files follow every finished cell, even after a failure
+        if any(cell["done"] for cell in manifest["cells"].values()):
+            _write_combined(out, manifest, SosBank)
     return Bank(out)
 
 

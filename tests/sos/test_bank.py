@@ -75,6 +75,9 @@ def test_build_resume_scores_and_report(models, tmp_path):
     assert [p[:2] for p in progress] == [(1, 9), (2, 9), (3, 9), (4, 9)]
     half = Bank(out)
     assert len(half.done()) == 4
+    # the combined files hold the finished cells even though the build failed
+    assert np.load(out / "embeddings.npy").shape == (8, 32)
+    assert half.centroids().cultures == ["Japanese", "Nigerian"]
     kept = {k: (out / c["embeddings"]).read_bytes() for k, c in half.cells.items() if c["done"]}
     # going on: finished cells are kept, the half-done cell reuses its saved image
     again = Counting(generator)
