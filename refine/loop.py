@@ -556,6 +556,8 @@ class Refiner:
             problems.append("a prompt language is given twice")
         if "en" in langs:
             problems.append("'en' is the run's own prompt language; name only the others")
+        if spec.language_scores and not langs:
+            problems.append("language scores need prompt languages to score")
         if langs and spec.input_image:
             problems.append("prompt languages need a generated round 0, not an input image")
         if spec.sos_bank:
@@ -615,6 +617,11 @@ class Refiner:
                 entry = {"parent_image": parent["image"]}
             self.calls += 1
             entry["image"] = store.save_image(f"round_{r.index:02d}_{lang}.png", image)
+            if spec.language_scores:  # the same observation and scores as the main image
+                _, scores, feedback, _ = self.assess(image, run.references, spec)
+                entry["scores"] = scores.model_dump(mode="json")
+                entry["missing"] = [m["phrase"] for m in feedback.missing]
+                entry["hallucinated"] = [h["phrase"] for h in feedback.hallucinated]
             images.append(image)
             entries[lang] = entry
         scores = self._sos(spec, country, [store.load_image(r.best.image), *images], ["en", *langs])

@@ -137,6 +137,8 @@ class RunSpec(_Record):
     # with the same instructions; with an SoS bank every image gets its SoS
     prompt_languages: list[str] = Field(default_factory=list)
     sos_bank: str | None = None
+    # also observe and score (FAITH, ALIGN, HAL, EXAG) each language's image every round
+    language_scores: bool = False
 
 
 class Run(_Record):

@@ -252,6 +252,21 @@ def _checklist(run: Run, r: Round) -> str:
     return f'<div class="cols checklist">{"".join(cols)}</div>'
 
 
+def _language_scores(e: dict) -> str:
+    """FAITH, ALIGN, HAL, EXAG and what is missing or hallucinated in one language."""
+    s = e.get("scores")
+    if not s:
+        return ""
+    line = (
+        f"<br>FAITH {_num(s.get('faith'))}, ALIGN {_num(s.get('align'))}, "
+        f"HAL {_num(s.get('hal'))}, EXAG {_num(s.get('exag'))}"
+    )
+    for kind in ("missing", "hallucinated"):
+        if e.get(kind):
+            line += f'<br><span class="{kind}">{kind}: {escape(", ".join(e[kind]))}</span>'
+    return line
+
+
 def _languages_html(r: Round, run_dir: Path) -> str:
     """The round in the other prompt languages, with SoS when the run has a bank."""
     if not r.languages and r.sos is None:
@@ -264,7 +279,7 @@ def _languages_html(r: Round, run_dir: Path) -> str:
         f'<figure class="language" data-language="{escape(lang)}" '
         f'data-sos="{_num(e.get("sos"), 6) if e.get("sos") is not None else ""}">'
         f"{_image_tag(run_dir / e['image'], lang)}<figcaption>{escape(lang)} "
-        f"{sos(e.get('sos'))}"
+        f"{sos(e.get('sos'))}{_language_scores(e)}"
         + (f"<br>{escape(e['prompt'])}" if e.get("prompt") else "")
         + "</figcaption></figure>"
         for lang, e in r.languages.items()

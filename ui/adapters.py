@@ -67,6 +67,10 @@ def metric_rows(run: Run) -> list[dict[str, Any]]:
         for lang, value in sos.items():
             if value is not None:
                 rows.append({"round": r.index, "metric": f"SoS {lang}", "value": _r(value)})
+        for lang, entry in r.languages.items():
+            value = (entry.get("scores") or {}).get("faith")
+            if value is not None:
+                rows.append({"round": r.index, "metric": f"FAITH {lang}", "value": _r(value)})
         if r.caire:  # the country's 1-5 score on the plot's 0-1 scale: (score - 1) / 4
             own = r.caire["labels"][0]
             rows.append(
@@ -127,10 +131,13 @@ def languages_text(r: Round) -> str:
     if r.sos is None and not r.languages:
         return ""
 
-    def one(lang: str, value: float | None) -> str:
-        return lang if value is None else f"{lang} {value:+.3f}"
+    def one(lang: str, value: float | None, faith: float | None = None) -> str:
+        text = lang if value is None else f"{lang} {value:+.3f}"
+        return text if faith is None else f"{text} (FAITH {faith:.3f})"
 
-    parts = [one("en", r.sos)] + [one(k, v.get("sos")) for k, v in r.languages.items()]
+    parts = [one("en", r.sos)] + [
+        one(k, v.get("sos"), (v.get("scores") or {}).get("faith")) for k, v in r.languages.items()
+    ]
     return " \u00b7 ".join(parts)
 
 
@@ -141,6 +148,9 @@ def language_gallery(run: Run, run_dir: str | Path, k: int) -> list[tuple[str, s
     for lang, entry in r.languages.items():
         sos = entry.get("sos")
         caption = f"round {k}, {lang}" + ("" if sos is None else f": SoS {sos:+.3f}")
+        faith = (entry.get("scores") or {}).get("faith")
+        if faith is not None:
+            caption += f", FAITH {faith:.3f}"
         items.append((str(Path(run_dir) / entry["image"]), caption))
     return items
 

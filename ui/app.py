@@ -128,6 +128,11 @@ def build_app(service: RunService, status: str = "") -> Any:
                         placeholder="banks/people-eating",
                         elem_id="sos-bank",
                     )
+                language_scores = gr.Checkbox(
+                    False,
+                    label="also observe and score each language's image (FAITH per language)",
+                    elem_id="language-scores",
+                )
                 upload = gr.Image(
                     type="filepath", label="refine this image instead (optional)", height=160
                 )
@@ -236,11 +241,14 @@ def build_app(service: RunService, status: str = "") -> Any:
             kb="",
             langs="",
             bank="",
+            lang_scores=False,
         ):
             settings = _settings(n_rounds, tgt, sd, n_cand, drift)
             try:
                 settings.update(_caire(labels, kb))
                 settings.update(_languages(langs, bank))
+                if lang_scores:
+                    settings["language_scores"] = True
             except ValueError as err:
                 yield _pack(f"error: {err}", "")
                 return
@@ -357,6 +365,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                 caire_kb,
                 prompt_languages,
                 sos_bank,
+                language_scores,
             ],
             outputs,
             api_name="start",

@@ -215,6 +215,9 @@ def run_cmd(
     sos_bank: Path = typer.Option(
         None, "--sos-bank", help="An SoS bank (refine sos bank): every round's images get SoS."
     ),
+    language_scores: bool = typer.Option(
+        False, "--language-scores", help="Also observe and score FAITH in each prompt language."
+    ),
 ) -> None:
     """Generate, score and refine an image of an activity in a country, round by round."""
     from refine.loop import Refiner
@@ -254,6 +257,8 @@ def run_cmd(
             raise UserInputError(f"--image: {image} does not exist")
         caire = _caire_settings(caire_labels, caire_kb)
         caire.update(_language_settings(prompt_languages, sos_bank))
+        if language_scores:
+            caire["language_scores"] = True
         if refs_file:
             try:
                 refs = load_references_file(refs_file, activity, country)
@@ -340,8 +345,14 @@ def sos_line(r) -> str:
     def fmt(v):
         return "" if v is None else f" SoS {v:+.3f}"
 
-    parts = [f"en{fmt(r.sos)}"]
-    parts += [f"{lang} {e['image']}{fmt(e.get('sos'))}" for lang, e in r.languages.items()]
+    def faith(e):
+        f = (e.get("scores") or {}).get("faith")
+        return "" if f is None else f" FAITH {f:.3f}"
+
+    parts = [f"en{fmt(r.sos)} FAITH {r.best.scores.faith:.3f}"]
+    parts += [
+        f"{lang} {e['image']}{fmt(e.get('sos'))}{faith(e)}" for lang, e in r.languages.items()
+    ]
     return " \u00b7 ".join(parts)
 
 

@@ -145,3 +145,30 @@ def test_batch_lines_name_languages_and_a_bank(tmp_path, bank_dir):
     specs.write_text(f"activity,country,sos_bank\n{ACT},{COUNTRY},nowhere\n")
     with pytest.raises(BatchSpecError, match="line 2: sos_bank: .*not an SoS bank"):
         read_specs(specs)
+
+
+def test_language_scores_observe_and_score_each_language(world, backends, options, tmp_path):
+    world.generate_for = {"[French]": BLUE}
+    refiner = Refiner("gemini", backends, options)
+    run = refiner.run(
+        ACT, COUNTRY, out=tmp_path, rounds=0, prompt_languages=["fr"], language_scores=True
+    )
+    store = RunStore(tmp_path / run.id)
+    fr = run.rounds[0].languages["fr"]
+    assert fr.get("sos") is None  # no bank: no SoS, but scores
+    # the same observation and scoring as any image gets
+    _, scores, feedback, _ = refiner.assess(store.load_image(fr["image"]), run.references, run.spec)
+    assert fr["scores"] == scores.model_dump(mode="json")
+    assert fr["hallucinated"] == [h["phrase"] for h in feedback.hallucinated]
+    assert (
+        "robots" in fr["hallucinated"] and fr["scores"]["faith"] < run.rounds[0].best.scores.faith
+    )
+    from refine.report import write_report
+
+    html = write_report(store.dir).read_text(encoding="utf-8")
+    figure = html[html.index('<figure class="language" data-language="fr"') :]
+    figure = figure[: figure.index("</figure>")]
+    assert f"FAITH {fr['scores']['faith']:.3f}, ALIGN {fr['scores']['align']:.3f}" in figure
+    assert '<span class="hallucinated">hallucinated: ' in figure and "robots" in figure
+    with pytest.raises(ValueError, match="language scores need prompt languages"):
+        refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, language_scores=True)

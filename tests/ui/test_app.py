@@ -17,7 +17,8 @@ def chart_series(html: str) -> dict[str, list]:
     return {name: json.loads(values) for name, values in found}
 
 
-NO_EXTRAS = ("", "", "", "")  # CAIRE labels and KB, prompt languages, SoS bank: empty
+# CAIRE labels and KB, prompt languages, SoS bank: empty; no scores per language
+NO_EXTRAS = ("", "", "", "", False)
 
 
 @pytest.fixture
@@ -342,7 +343,9 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     url, service = app_url
     client = Client(url, verbose=False)
     args = ("people eating food at home", "Iran", 1, 1.0, 42, 2, 2.0, False, None)
-    out = client.predict(*args, "Turkey, India", str(tmp_path / "kb"), "", "", api_name="/start")
+    out = client.predict(
+        *args, "Turkey, India", str(tmp_path / "kb"), "", "", False, api_name="/start"
+    )
     assert out[0] == "finished"
     rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
     # linked by name similarity over all six KB pictures (a random tiny model): either entity
@@ -350,7 +353,7 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     assert rows[0][8].endswith("); reads more as Turkey (4/5) than Iran (2/5)")
     assert rows[1][8].startswith("Iran 5 \u00b7 Turkey 2 \u00b7 India 1 (kb, linked to ")
     assert chart_series(out[2])["CAIRE Iran (0-1)"] == [0.25, 1.0]
-    bad = client.predict(*args, "Turkey", str(tmp_path), "", "", api_name="/start")
+    bad = client.predict(*args, "Turkey", str(tmp_path), "", "", False, api_name="/start")
     assert bad[0].startswith("error: ") and "not a knowledge base" in bad[0]
     assert not service.busy
 
@@ -365,24 +368,35 @@ def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path)
     act = "people eating food at home"
     client = Client(url, verbose=False)
     args = (act, "Iran", 1, 1.0, 42, 2, 2.0, False, None, "", "")
-    out = client.predict(*args, "fr", str(tmp_path / "bank"), api_name="/start")
+    out = client.predict(*args, "fr", str(tmp_path / "bank"), True, api_name="/start")
     assert out[0] == "finished"
     run = service.open(out[7])
     rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
     for row, r in zip(rows, run.rounds, strict=True):
-        fr = r.languages["fr"]["sos"]
-        assert row[9] == f"en {r.sos:+.3f} \u00b7 fr {fr:+.3f}"
+        fr = r.languages["fr"]
+        faith = fr["scores"]["faith"]
+        assert row[9] == f"en {r.sos:+.3f} \u00b7 fr {fr['sos']:+.3f} (FAITH {faith:.3f})"
+    # the French image stays blue (the world's blue scene), so its FAITH stays low
+    r1 = run.rounds[1]
+    assert r1.languages["fr"]["scores"]["faith"] < r1.best.scores.faith
+    assert "robots" in r1.languages["fr"]["hallucinated"]
     (item,) = out[8]
     caption = item["caption"] if isinstance(item, dict) else item[1]
-    assert caption == f"round 1, fr: SoS {run.rounds[1].languages['fr']['sos']:+.3f}"
+    assert caption == (
+        f"round 1, fr: SoS {r1.languages['fr']['sos']:+.3f}, "
+        f"FAITH {r1.languages['fr']['scores']['faith']:.3f}"
+    )
     chart = chart_series(out[2])
     assert chart["SoS fr"] == pytest.approx(
         [r.languages["fr"]["sos"] for r in run.rounds], abs=1e-4
     )
     assert chart["SoS en"] == pytest.approx([r.sos for r in run.rounds], abs=1e-4)
+    assert chart["FAITH fr"] == pytest.approx(
+        [r.languages["fr"]["scores"]["faith"] for r in run.rounds], abs=1e-4
+    )
     shown = client.predict(out[7], 0, api_name="/show")  # round 0 in French
     (item,) = shown[8]
     caption = item["caption"] if isinstance(item, dict) else item[1]
     assert caption.startswith("round 0, fr: SoS ")
-    bad = client.predict(*args, "fr", str(tmp_path), api_name="/start")
+    bad = client.predict(*args, "fr", str(tmp_path), False, api_name="/start")
     assert bad[0].startswith("error: ") and "not an SoS bank" in bad[0]
