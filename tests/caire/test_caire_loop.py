@@ -92,23 +92,9 @@ def test_kb_free_rounds_and_bad_settings_fail_before_any_call(world, backends, o
 
 def test_refine_run_with_caire_flags(capsys, world, siglip_path, tmp_path, kb_dir):
     from tests.caire.test_kb import run as cli
+    from tests.loop.test_cli_run import run_args
 
-    base = (
-        "run",
-        ACT,
-        "--country",
-        COUNTRY,
-        "--out",
-        tmp_path / "runs",
-        "--rounds",
-        "1",
-        "--target",
-        "1",
-        "--max-drift",
-        "2",
-        "--backend",
-        f"image_embedder=siglip:{siglip_path}",
-    )
+    base = run_args(tmp_path / "runs", 1, siglip_path)
     code, out, err = cli(capsys, *base, "--caire-labels", "Turkey,India", "--caire-kb", kb_dir)
     assert code == 0, err
     assert (

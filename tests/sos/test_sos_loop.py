@@ -104,23 +104,9 @@ def test_bad_language_settings_fail_before_any_call(world, backends, options, ba
 
 def test_refine_run_with_languages(capsys, world, siglip_path, bank_dir, tmp_path):
     from tests.caire.test_kb import run as cli
+    from tests.loop.test_cli_run import run_args
 
-    base = (
-        "run",
-        ACT,
-        "--country",
-        COUNTRY,
-        "--out",
-        tmp_path / "runs",
-        "--rounds",
-        "1",
-        "--target",
-        "1",
-        "--max-drift",
-        "2",
-        "--backend",
-        f"image_embedder=siglip:{siglip_path}",
-    )
+    base = run_args(tmp_path / "runs", 1, siglip_path)
     code, out, err = cli(capsys, *base, "--prompt-languages", "fr", "--sos-bank", bank_dir)
     assert code == 0, err
     line = [x for x in out.splitlines() if x.startswith("languages round 0: ")][0]

@@ -21,6 +21,14 @@ def chart_series(html: str) -> dict[str, list]:
 NO_EXTRAS = ("", "", "", "", False)
 
 
+def start_args(
+    rounds: int, seed: int = 42, candidates: int = 2, pause: bool = False, extras=NO_EXTRAS
+) -> tuple:
+    """The values /start takes, in the form's order (target 1, max drift 2, no upload)."""
+    act = "people eating food at home"
+    return (act, "Iran", rounds, 1.0, seed, candidates, 2.0, pause, None, *extras)
+
+
 @pytest.fixture
 def app_url(world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
@@ -35,19 +43,7 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
 
     url, service = app_url
     client = Client(url, verbose=False)
-    job = client.submit(
-        "people eating food at home",
-        "Iran",
-        2,
-        1.0,
-        42,
-        2,
-        2.0,
-        False,
-        None,
-        *NO_EXTRAS,
-        api_name="/start",
-    )
+    job = client.submit(*start_args(2), api_name="/start")
     job.result(timeout=300)
     outputs = job.outputs()
     stages = [o[0] for o in outputs]
@@ -78,19 +74,7 @@ def test_pause_apply_and_stop_through_the_api(app_url, world):
 
     url, service = app_url
     client = Client(url, verbose=False)
-    job = client.submit(
-        "people eating food at home",
-        "Iran",
-        3,
-        1.0,
-        42,
-        2,
-        2.0,
-        True,
-        None,
-        *NO_EXTRAS,
-        api_name="/start",
-    )
+    job = client.submit(*start_args(3, pause=True), api_name="/start")
     deadline = time.monotonic() + 120
     while service.job is None or service.job.waiting is None:  # round 1 waits for review
         assert time.monotonic() < deadline, "no instruction came up for review"
@@ -120,19 +104,7 @@ def test_show_roll_back_and_decide_by_hand(app_url):
     url, service = app_url
     client = Client(url, verbose=False)
     # one candidate, seed 43: round 1 turns red into blue and is rejected
-    client.predict(
-        "people eating food at home",
-        "Iran",
-        1,
-        1.0,
-        43,
-        1,
-        2.0,
-        False,
-        None,
-        *NO_EXTRAS,
-        api_name="/start",
-    )
+    client.predict(*start_args(1, seed=43, candidates=1), api_name="/start")
     run_dir = service.job.run_dir
     first = service.open(run_dir)
     assert [r.decision for r in first.rounds] == ["initial", "rejected"]
@@ -160,19 +132,7 @@ def test_download_zip_and_report(app_url):
 
     url, service = app_url
     client = Client(url, verbose=False)
-    client.predict(
-        "people eating food at home",
-        "Iran",
-        1,
-        1.0,
-        42,
-        2,
-        2.0,
-        False,
-        None,
-        *NO_EXTRAS,
-        api_name="/start",
-    )
+    client.predict(*start_args(1), api_name="/start")
     run = service.open(service.job.run_dir)
     archive, report = client.predict(str(service.job.run_dir), api_name="/download")
     names = set(zipfile.ZipFile(archive).namelist())
@@ -202,19 +162,7 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
     _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
     try:
         client = Client(url, verbose=False)
-        out = client.predict(
-            "people eating food at home",
-            "Iran",
-            1,
-            1.0,
-            42,
-            2,
-            2.0,
-            False,
-            None,
-            *NO_EXTRAS,
-            api_name="/start",
-        )
+        out = client.predict(*start_args(1), api_name="/start")
         assert out[0].startswith("error: GeminiError: no Gemini API key: set GEMINI_API_KEY")
         assert not service.busy
         opened = client.predict("/nowhere", api_name="/open")  # the app still answers
@@ -231,19 +179,7 @@ def test_cancelling_a_run_stops_it_and_keeps_its_rounds(app_url, world):
     url, service = app_url
     world.edit_delay_s = 0.5
     client = Client(url, verbose=False)
-    job = client.submit(
-        "people eating food at home",
-        "Iran",
-        6,
-        1.0,
-        42,
-        1,
-        2.0,
-        False,
-        None,
-        *NO_EXTRAS,
-        api_name="/start",
-    )
+    job = client.submit(*start_args(6, candidates=1), api_name="/start")
     deadline = time.monotonic() + 120
     while (
         service.job is None
@@ -271,14 +207,15 @@ def test_a_second_visitor_waits_in_line_and_can_browse_meanwhile(app_url):
 
     url, service = app_url
     first, second = Client(url, verbose=False), Client(url, verbose=False)
-    args = ("people eating food at home", "Iran", 1, 1.0, 42, 1, 2.0)
-    held = first.submit(*args, True, None, *NO_EXTRAS, api_name="/start")  # waits for review
+    held = first.submit(
+        *start_args(1, candidates=1, pause=True), api_name="/start"
+    )  # waits for review
     deadline = time.monotonic() + 120
     while service.job is None or service.job.waiting is None:
         assert time.monotonic() < deadline, "the first run never paused"
         time.sleep(0.1)
     first_dir = service.job.run_dir
-    queued = second.submit(*args, False, None, *NO_EXTRAS, api_name="/start")
+    queued = second.submit(*start_args(1, candidates=1), api_name="/start")
     while True:
         status = queued.status()
         if status.code == Status.IN_QUEUE and status.rank is not None:
@@ -320,11 +257,10 @@ def test_out_of_gpu_memory_is_advice_in_the_app(world, backends, options, tmp_pa
     _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
     try:
         client = Client(url, verbose=False)
-        args = ("people eating food at home", "Iran", 1, 1.0, 42, 2, 2.0, False, None)
-        out = client.predict(*args, *NO_EXTRAS, api_name="/start")
+        out = client.predict(*start_args(1), api_name="/start")
         assert out[0].startswith("error: out of GPU memory: use the 'small-gpu' profile")
         assert "Tried to allocate 2.00 GiB" in out[0] and not service.busy
-        again = client.predict(*args, *NO_EXTRAS, api_name="/start")  # the app still takes runs
+        again = client.predict(*start_args(1), api_name="/start")  # the app still takes runs
         assert again[0].startswith("error: out of GPU memory")
     finally:
         demo.close()
@@ -342,10 +278,8 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     kb.add(read_source(folder_source(tmp_path)), embedder)
     url, service = app_url
     client = Client(url, verbose=False)
-    args = ("people eating food at home", "Iran", 1, 1.0, 42, 2, 2.0, False, None)
-    out = client.predict(
-        *args, "Turkey, India", str(tmp_path / "kb"), "", "", False, api_name="/start"
-    )
+    caire = ("Turkey, India", str(tmp_path / "kb"), "", "", False)
+    out = client.predict(*start_args(1, extras=caire), api_name="/start")
     assert out[0] == "finished"
     rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
     # linked by name similarity over all six KB pictures (a random tiny model): either entity
@@ -353,7 +287,8 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     assert rows[0][8].endswith("); reads more as Turkey (4/5) than Iran (2/5)")
     assert rows[1][8].startswith("Iran 5 \u00b7 Turkey 2 \u00b7 India 1 (kb, linked to ")
     assert chart_series(out[2])["CAIRE Iran (0-1)"] == [0.25, 1.0]
-    bad = client.predict(*args, "Turkey", str(tmp_path), "", "", False, api_name="/start")
+    bad_kb = ("Turkey", str(tmp_path), "", "", False)
+    bad = client.predict(*start_args(1, extras=bad_kb), api_name="/start")
     assert bad[0].startswith("error: ") and "not a knowledge base" in bad[0]
     assert not service.busy
 
@@ -365,10 +300,9 @@ def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path)
 
     url, service = app_url
     build_activity_bank(world, service.refiner().backends, tmp_path / "bank")
-    act = "people eating food at home"
     client = Client(url, verbose=False)
-    args = (act, "Iran", 1, 1.0, 42, 2, 2.0, False, None, "", "")
-    out = client.predict(*args, "fr", str(tmp_path / "bank"), True, api_name="/start")
+    languages = ("", "", "fr", str(tmp_path / "bank"), True)
+    out = client.predict(*start_args(1, extras=languages), api_name="/start")
     assert out[0] == "finished"
     run = service.open(out[7])
     rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
@@ -398,5 +332,6 @@ def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path)
     (item,) = shown[8]
     caption = item["caption"] if isinstance(item, dict) else item[1]
     assert caption.startswith("round 0, fr: SoS ")
-    bad = client.predict(*args, "fr", str(tmp_path), False, api_name="/start")
+    bad_bank = ("", "", "fr", str(tmp_path), False)
+    bad = client.predict(*start_args(1, extras=bad_bank), api_name="/start")
     assert bad[0].startswith("error: ") and "not an SoS bank" in bad[0]

@@ -57,6 +57,15 @@ def stage(pg) -> str:
     return pg.locator("#stage textarea").input_value()
 
 
+def wait_finished(pg, seconds: float = 120) -> float:
+    """Wait until the stage reads "finished"; returns the deadline for later waits."""
+    deadline = time.monotonic() + seconds
+    while stage(pg) != "finished":
+        assert time.monotonic() < deadline, f"the run did not finish (stage {stage(pg)!r})"
+        time.sleep(0.1)
+    return deadline
+
+
 def has_colour(png: bytes, colour, tolerance: int = 12) -> bool:
     from PIL import Image
 
@@ -141,10 +150,7 @@ def test_show_a_round_and_roll_back_to_it(page, tmp_path):
     fill(pg, "target", "1")
     fill(pg, "max-drift", "2")
     pg.click("#start")
-    deadline = time.monotonic() + 120
-    while stage(pg) != "finished":
-        assert time.monotonic() < deadline, f"the run did not finish (stage {stage(pg)!r})"
-        time.sleep(0.1)
+    deadline = wait_finished(pg)
     first_dir = pg.locator("#run-dir textarea").input_value()
     # a click on round 1's image in the gallery shows it and picks it for steering
     images_loaded(pg, 2)
@@ -184,10 +190,7 @@ def test_other_prompt_languages_and_caire_show_per_round(page, world, tmp_path):
     fill(pg, "sos-bank", str(tmp_path / "bank"))
     fill(pg, "caire-labels", "Turkey")
     pg.click("#start")
-    deadline = time.monotonic() + 120
-    while stage(pg) != "finished":
-        assert time.monotonic() < deadline, f"the run did not finish (stage {stage(pg)!r})"
-        time.sleep(0.1)
+    wait_finished(pg)
     pg.wait_for_function(
         """() => {
             const imgs = [...document.querySelectorAll('#languages img')];
