@@ -149,6 +149,7 @@ def build_models(root: Path):
 
 
 def measure(models: dict, latency: dict[str, float], rounds: int, size: int, out: Path):
+    from refine.events import RoundDecided, RunStarted
     from refine.loop import Refiner
 
     clock = Clock()
@@ -163,7 +164,7 @@ def measure(models: dict, latency: dict[str, float], rounds: int, size: int, out
     marks: list[tuple[float, float]] = []
 
     def on_event(event):
-        if event["type"] in ("run", "round"):
+        if isinstance(event, RunStarted | RoundDecided):
             marks.append((time.perf_counter(), clock.model_s))
 
     refiner = Refiner("local-gpu", instances=instances, on_event=on_event)

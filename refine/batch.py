@@ -26,17 +26,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from refine.events import BatchStarted, EntryChanged, EntryEvent, Event, RunStarted
 from refine.records import ReferencePack, Run, RunSpec
 from refine.store import RunStore, atomic_write_text, slug
 
 log = logging.getLogger(__name__)
 
 BATCH_FILE = "batch.json"
-LINE_ONLY = ("refs", "image", "name")
 BATCH_WIDE = ("profile", "backends", "backend_options")
-JSON_COLUMNS = ("instructions",)
 
 
 class BatchSpecError(ValueError):
@@ -108,7 +107,7 @@ def _rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
 def _entry(
     path: Path, n: int, row: dict[str, Any], profile: str, find: Callable[..., ReferencePack]
 ) -> BatchEntry:
-    from refine.references import load_references_file
+    from refine import settings
 
     where = f"{path.name} line {n}"
     wide = [k for k in BATCH_WIDE if k in row]
@@ -117,70 +116,15 @@ def _entry(
             f"{where}: {', '.join(wide)} is set for the whole batch (--profile, --backend)"
         )
     row = dict(row)
-    for k in JSON_COLUMNS:
-        if isinstance(row.get(k), str):
-            try:
-                row[k] = json.loads(row[k])
-            except json.JSONDecodeError as err:
-                raise BatchSpecError(f"{where}: {k} must be JSON ({err.msg})") from err
-    extra = {k: row.pop(k) for k in LINE_ONLY if k in row}
-    if extra.get("image"):
-        image = (path.parent / str(extra["image"])).resolve()
-        if not image.is_file():
-            raise BatchSpecError(f"{where}: image {extra['image']!r} does not exist")
-        row["input_image"] = str(image)
-    if row.get("caire_labels") or row.get("caire_kb"):
-        row.update(_caire_fields(path, where, row))
-    if isinstance(row.get("prompt_languages"), str):
-        row["prompt_languages"] = [
-            x.strip() for x in row["prompt_languages"].split(",") if x.strip()
-        ]
-    if row.get("sos_bank"):
-        from refine.sos.bank import Bank, BankError
-
-        bank = (path.parent / str(row["sos_bank"])).resolve()
-        try:
-            Bank(bank)
-        except BankError as err:
-            raise BatchSpecError(f"{where}: sos_bank: {err}") from err
-        row["sos_bank"] = str(bank)
+    name = row.pop("name", None)
     try:
-        spec = RunSpec(profile=profile, **row)
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(x) for x in first["loc"]) or "line"
-        raise BatchSpecError(f"{where}: {field}: {first['msg']}") from err
-    try:
-        if extra.get("refs"):
-            refs_path = path.parent / str(extra["refs"])
-            refs = load_references_file(refs_path, spec.activity, spec.country)
-        else:
-            refs = find(spec.activity, spec.country)
-    except ValueError as err:
-        raise BatchSpecError(f"{where}: {err}") from err
-    name = str(extra.get("name") or f"{spec.activity} ({refs.country})")
-    return BatchEntry(line=n, name=name, spec=spec, references=refs)
-
-
-def _caire_fields(path: Path, where: str, row: dict[str, Any]) -> dict[str, Any]:
-    """``caire_labels`` ("Turkey,India" or a list) and ``caire_kb`` (relative to the spec
-    file, checked to be a knowledge base)."""
-    from refine.caire.kb import KBError, KnowledgeBase
-    from refine.caire.scorer import parse_labels
-
-    out: dict[str, Any] = {}
-    try:
-        out["caire_labels"] = parse_labels(row.get("caire_labels") or [])
-    except ValueError as err:
-        raise BatchSpecError(f"{where}: caire_labels: {err}") from err
-    if row.get("caire_kb"):
-        kb = (path.parent / str(row["caire_kb"])).resolve()
-        try:
-            KnowledgeBase.load(kb)
-        except KBError as err:
-            raise BatchSpecError(f"{where}: caire_kb: {err}") from err
-        out["caire_kb"] = str(kb)
-    return out
+        spec, refs = settings.load(row, base_dir=path.parent, find=find)
+    except settings.SettingsError as err:
+        raise BatchSpecError(f"{where}: {err.field}: {err.message}") from err
+    spec = spec.model_copy(update={"profile": profile})
+    return BatchEntry(
+        line=n, name=str(name or f"{spec.activity} ({refs.country})"), spec=spec, references=refs
+    )
 
 
 def read_specs(
@@ -336,7 +280,7 @@ def run_batch(
     store: BatchStore,
     refiner: Any,
     workers: int = 1,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_event: Callable[[Event], None] | None = None,
 ) -> Batch:
     """Run every unfinished entry (``workers`` at a time) and return the batch record.
 
@@ -357,30 +301,21 @@ def run_batch(
     def one(i: int, worker: Any) -> None:
         entry = batch.entries[i]
 
-        def on_run_event(event: dict[str, Any]) -> None:
-            if event["type"] == "run" and entry.run_dir is None:
-                entry.run_dir = str(Path(event["dir"]).relative_to(store.dir))
+        def on_run_event(event: Event) -> None:
+            if isinstance(event, RunStarted) and entry.run_dir is None:
+                entry.run_dir = str(Path(event.dir).relative_to(store.dir))
                 store.save(batch)
-            emit({**event, "entry": i, "name": entry.name})
+            emit(EntryEvent(entry=i, name=entry.name, event=event))
 
         worker.on_event = on_run_event
         entry.status, entry.error = "running", None
         store.save(batch)
-        emit({"type": "entry", "entry": i, "name": entry.name, "status": "running"})
+        emit(EntryChanged(entry=i, name=entry.name, status="running"))
         try:
             if entry.run_dir and (store.dir / entry.run_dir / "run.json").is_file():
                 run = worker.resume(store.dir / entry.run_dir)
             else:
-                settings = entry.spec.model_dump(
-                    exclude={"activity", "country", "profile", "backends", "backend_options"}
-                )
-                run = worker.run(
-                    entry.spec.activity,
-                    entry.spec.country,
-                    out=runs_dir,
-                    references=entry.references,
-                    **settings,
-                )
+                run = worker.start(entry.spec, entry.references, out=runs_dir)
             record_run(entry, run)
         except Exception as err:  # recorded; the batch goes on
             log.debug("batch entry %d failed", i, exc_info=True)
@@ -393,17 +328,16 @@ def run_batch(
             done_count[0] += 1
             n = done_count[0]
         emit(
-            {
-                "type": "entry",
-                "entry": i,
-                "name": entry.name,
-                "status": entry.status,
-                "done": n,
-                "total": total,
-                "initial_faith": entry.initial_faith,
-                "best_faith": entry.best_faith,
-                "error": entry.error,
-            }
+            EntryChanged(
+                entry=i,
+                name=entry.name,
+                status=entry.status,
+                done=n,
+                total=total,
+                initial_faith=entry.initial_faith,
+                best_faith=entry.best_faith,
+                error=entry.error,
+            )
         )
 
     def worker_loop() -> None:
@@ -415,15 +349,7 @@ def run_batch(
                 return
             one(i, worker)
 
-    emit(
-        {
-            "type": "batch",
-            "id": batch.id,
-            "dir": str(store.dir),
-            "total": total,
-            "todo": todo.qsize(),
-        }
-    )
+    emit(BatchStarted(id=batch.id, dir=str(store.dir), total=total, todo=todo.qsize()))
     threads = [
         threading.Thread(target=worker_loop, name=f"batch-worker-{k}", daemon=True)
         for k in range(max(1, min(workers, todo.qsize())))

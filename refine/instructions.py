@@ -10,21 +10,20 @@ from __future__ import annotations
 from itertools import zip_longest
 
 from refine.assets import prompt_template
-from refine.records import Feedback
+from refine.records import CaireScore, Feedback
 
 
 def planned_changes(feedback: Feedback, max_changes: int) -> list[str]:
-    exaggerated = [f"Tone down the exaggerated {e['candidate']}" for e in feedback.exaggerated]
+    exaggerated = [f"Tone down the exaggerated {e.candidate}" for e in feedback.exaggerated]
     # an observed phrase already named as an exaggerated candidate is not listed twice
-    covered = {str(e.get("observed", "")).casefold() for e in feedback.exaggerated}
+    covered = {(e.observed or "").casefold() for e in feedback.exaggerated}
     hallucinated = [
-        f"Remove {h['phrase']}"
-        for h in sorted(feedback.hallucinated, key=lambda h: h.get("similarity") or 0.0)
-        if h["phrase"].casefold() not in covered
+        f"Remove {h.phrase}"
+        for h in sorted(feedback.hallucinated, key=lambda h: h.similarity or 0.0)
+        if h.phrase.casefold() not in covered
     ]
     missing = [
-        f"Add {m['phrase']}"
-        for m in sorted(feedback.missing, key=lambda m: m.get("similarity") or 0.0)
+        f"Add {m.phrase}" for m in sorted(feedback.missing, key=lambda m: m.similarity or 0.0)
     ]
     out: list[str] = []
     for group in zip_longest(exaggerated, hallucinated, missing):
@@ -55,7 +54,7 @@ def build_instruction(
     changes = extra + planned_changes(feedback, max_changes - len(extra))
     if not changes:
         return None
-    kept = [a["phrase"] for a in feedback.aligned][:keep_max]
+    kept = [a.phrase for a in feedback.aligned][:keep_max]
     keep = f", in particular {', '.join(kept)}" if kept else ""
     return (
         prompt_template("edit_instruction")
@@ -69,12 +68,12 @@ def build_instruction(
     )
 
 
-def caire_change(caire: dict | None, country: str) -> tuple[str | None, str | None]:
+def caire_change(caire: CaireScore | None, country: str) -> tuple[str | None, str | None]:
     """From a round's CAIRE result: a note when the image reads more as another culture
     than ``country`` (a higher 1-5 score), and the change that asks to fix it."""
     if not caire:
         return None, None
-    scores = {s["label"]: s["score"] for s in caire["labels"]}
+    scores = {s.label: s.score for s in caire.labels}
     own = next((v for k, v in scores.items() if k.casefold() == country.casefold()), None)
     if own is None:
         return None, None

@@ -1,17 +1,18 @@
 """The closed refinement loop: generate, observe, score, instruct, edit, accept or reject.
 
-Round 0 generates (best of ``initial_candidates`` seeds) or takes the user's image. Every
-later round builds an instruction from the parent's feedback (or takes the user's),
-edits ``candidates`` times with different seeds, scores each candidate and accepts the best
-one only if FAITH rises by at least ``margin`` and its drift from the parent (1 - cosine of
-image embeddings) stays within ``max_drift``. The run record is saved after every round.
+:class:`Refiner` only orchestrates; each concern has its own home:
 
-EXAG variants (named in every score):
-* ``judge-rating``: the judge rates exaggeration of the stereotype candidates 1-5 with the
-  rubric in ``assets/prompts/exaggeration.txt``; EXAG = (expected rating - 1) / 4. The
-  candidates listed as seen are those matching an observed descriptor (similarity > tau).
-* ``reference-yes``: with reference images, the judge's yes-probability per candidate
-  against its mean over the reference images (AHEaD's EXAG).
+* settings are validated by :mod:`refine.settings` (the spec here is trusted),
+* models are chosen by :class:`refine.backends.selection.Backends`,
+* an image is observed and scored by :class:`refine.assess.Assessor`,
+* decisions are the pure functions of :mod:`refine.policy`,
+* per-round measurements (CAIRE, prompt languages and SoS) are :mod:`refine.steps`,
+* files are kept by :class:`refine.store.RunStore` (``run.json`` saved after every round).
+
+Round 0 generates (best of ``initial_candidates`` seeds) or takes the user's image. Every
+later round builds an instruction from the parent's feedback (or takes the user's), edits
+``candidates`` times with different seeds, scores each candidate and accepts the best one
+only if FAITH rises by at least ``margin`` and its drift stays within ``max_drift``.
 """
 
 from __future__ import annotations
@@ -20,25 +21,18 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metrics.ahead import exaggeration, faithfulness, score_images
-from metrics.descriptors import DIMENSIONS
-from metrics.drift import cosine, ssim
+from refine import policy
+from refine.assess import Assessor, CallCounter
 from refine.assets import prompt_template
+from refine.backends.selection import Backends
+from refine.events import Event, ReviewWaiting, RoundDecided, RunFinished, RunStarted, StageStarted
 from refine.instructions import build_instruction, caire_change
-from refine.records import (
-    Candidate,
-    Drift,
-    Feedback,
-    ReferencePack,
-    Round,
-    Run,
-    RunSpec,
-    Scores,
-)
+from refine.records import Candidate, ReferencePack, Round, Run, RunSpec
+from refine.steps import StepContext, default_steps
 from refine.store import RunStore, new_run_id
 
 if TYPE_CHECKING:
@@ -46,71 +40,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Event = dict[str, Any]
-MODEL_ROLES = ("generator", "editor", "observer", "judge", "text_embedder", "image_embedder")
 TEMPLATES = ("generate", "edit_instruction", "exaggeration", "observe", "repair")
-
-
-class _Stop(Exception):
-    pass
-
-
-class Backends:
-    """The model backends of a run, created lazily from a profile and overrides.
-
-    Several threads may share one ``Backends`` (batch workers): creation is locked, and
-    calls to a backend that does not declare ``thread_safe = True`` (local models on one
-    device) are serialised by one lock, so only API backends run concurrently.
-    """
-
-    def __init__(
-        self,
-        profile: str = "gemini",
-        overrides: dict[str, str] | None = None,
-        options: dict[str, dict[str, Any]] | None = None,
-        instances: dict[str, Any] | None = None,
-    ) -> None:
-        from refine.profiles import load_profile
-
-        overrides = dict(overrides or {})
-        self.profile = load_profile(profile)
-        self.names = {**self.profile.roles, **overrides}
-        # a profile's options belong to the profile's backend, not to an override
-        self.options = {
-            role: dict(opts)
-            for role, opts in self.profile.options.items()
-            if overrides.get(role, self.profile.roles.get(role)) == self.profile.roles.get(role)
-        }
-        for role, opts in (options or {}).items():
-            self.options.setdefault(role, {}).update(opts)
-        self._made: dict[str, Any] = dict(instances or {})
-        for role, backend in self._made.items():
-            self.names[role] = getattr(backend, "id", type(backend).__name__)
-        self._create_lock = threading.Lock()
-        self.model_lock = threading.RLock()
-
-    def get(self, role: str) -> Any:
-        with self._create_lock:
-            if role not in self._made:
-                from refine.backends.registry import create
-
-                if role not in self.names:
-                    raise ValueError(f"profile {self.profile.name!r} names no {role} backend")
-                self._made[role] = create(role, self.names[role], **self.options.get(role, {}))
-            return self._made[role]
-
-    @contextlib.contextmanager
-    def using(self, role: str) -> Iterator[Any]:
-        """The backend of ``role``, held under the model lock unless it is thread-safe."""
-        backend = self.get(role)
-        if getattr(backend, "thread_safe", False):
-            yield backend
-        else:
-            with self.model_lock:
-                yield backend
-
-    def ids(self) -> dict[str, str]:
-        return {role: getattr(self.get(role), "id", self.names[role]) for role in self._made}
+Review = Callable[[int, str, Run], "str | None"]
 
 
 class Refiner:
@@ -124,11 +55,12 @@ class Refiner:
         on_event: Callable[[Event], None] | None = None,
         instances: dict[str, Any] | None = None,
         shared: Backends | None = None,
-        review: Callable[[int, str, Run], str | None] | None = None,
+        review: Review | None = None,
+        steps: list[Any] | None = None,
     ) -> None:
         """``backends`` overrides the profile's backend names per role, ``backend_options``
         their options; ``instances`` gives ready backend objects (any object following the
-        role's protocol); ``shared`` reuses another refiner's loaded backends.
+        role's protocol); ``shared`` reuses another refiner's backends.
 
         ``review(round, instruction, run)`` is called before every edit with the
         instruction about to be applied; it returns the instruction to apply (a changed
@@ -136,31 +68,31 @@ class Refiner:
         stops a run at the next round boundary; completed rounds are kept."""
         self.backends = shared or Backends(profile, backends, backend_options, instances)
         self.profile_name = profile
-        self.overrides = dict(backends or {})
-        self.backend_options = dict(backend_options or {})
         self.on_event = on_event or (lambda event: None)
         self.review = review
-        self.calls = 0
-        self._baselines: dict[tuple, list[float]] = {}
+        self.steps = steps if steps is not None else default_steps()
+        self.baselines: dict[tuple, list[float]] = {}
+        self.calls = CallCounter()
         self._stop = threading.Event()
-        self._caire_scorers: dict[tuple[str | None, int], Any] = {}
-        self._sos_banks: dict[str, Any] = {}
 
     def request_stop(self) -> None:
         """Stop the current run after the round in progress (it is saved as finished)."""
         self._stop.set()
 
     def sibling(self, on_event: Callable[[Event], None] | None = None) -> Refiner:
-        """A refiner sharing this one's models (and nothing else): one per batch worker."""
+        """A refiner sharing this one's models, steps and baselines: one per batch worker."""
         other = Refiner(
             self.profile_name,
-            self.overrides,
-            self.backend_options,
             on_event=on_event or self.on_event,
             shared=self.backends,
+            steps=self.steps,
         )
-        other._baselines = self._baselines
+        other.baselines = self.baselines
         return other
+
+    def assessor(self) -> Assessor:
+        """An assessor on this refiner's models, counting into the current run's calls."""
+        return Assessor(self.backends, self.calls, self.baselines)
 
     # -- public API --------------------------------------------------------------------
 
@@ -172,25 +104,31 @@ class Refiner:
         references: ReferencePack | None = None,
         **settings: Any,
     ) -> Run:
-        """A new run to completion; returns the run record (also in ``out/<id>/run.json``)."""
-        from refine.references import find_references
+        """A new run to completion from raw settings (validated by :mod:`refine.settings`);
+        returns the run record (also in ``out/<id>/run.json``)."""
+        from refine import settings as run_settings
 
-        spec = RunSpec(
-            activity=activity,
-            country=country,
-            profile=self.profile_name,
-            backends=self.backends.names,
-            backend_options=self.backends.options,
-            **settings,
+        spec = run_settings.run_spec({"activity": activity, "country": country, **settings})
+        refs = references or run_settings.references(spec.activity, spec.country)
+        return self.start(spec, refs, out)
+
+    def start(self, spec: RunSpec, references: ReferencePack, out: str | Path = "runs") -> Run:
+        """A new run of a validated spec to completion. Every step checks its settings
+        against the models before anything is spent."""
+        spec = spec.model_copy(
+            update={
+                "profile": self.profile_name,
+                "backends": dict(self.backends.names),
+                "backend_options": dict(self.backends.options),
+            }
         )
-        refs = references or find_references(activity, country)
-        self._check_caire(spec)
-        self._check_languages(spec, refs.country)
-        store = RunStore.create(out, new_run_id(activity, refs.country))
+        for step in self.steps:
+            step.check(spec, references.country, self.backends)
+        store = RunStore.create(out, new_run_id(spec.activity, references.country))
         run = Run(
             id=store.dir.name,
             spec=spec,
-            references=refs,
+            references=references,
             templates={t: prompt_template(t) for t in TEMPLATES},
             created=time.strftime("%Y-%m-%dT%H:%M:%S"),
         )
@@ -225,6 +163,8 @@ class Refiner:
         for r in kept:
             for c in r.candidates:
                 store.save_image(c.image, source.load_image(c.image))
+            for entry in r.languages.values():
+                store.save_image(entry.image, source.load_image(entry.image))
         run = old.model_copy(
             update={
                 "id": store.dir.name,
@@ -273,15 +213,20 @@ class Refiner:
 
     def _drive(self, run: Run, store: RunStore) -> Run:
         started = time.monotonic() - run.elapsed_s
-        self.calls = run.model_calls
+        self.calls = CallCounter(run.model_calls)
         self._stop.clear()
-        self._emit({"type": "run", "run": run.id, "dir": str(store.dir)})
+        self._emit(RunStarted(run=run.id, dir=str(store.dir)))
         try:
             if not run.rounds:
                 self._round_zero(run, store)
                 self._save(run, store, started)
             while run.stop_reason is None:
-                reason = self._stop_reason(run, started)
+                reason = policy.stop_reason(
+                    run,
+                    stop_requested=self._stop.is_set(),
+                    elapsed_s=time.monotonic() - started,
+                    calls=self.calls.n,
+                )
                 if reason:
                     run.stop_reason = reason
                     break
@@ -300,45 +245,27 @@ class Refiner:
             raise
         self._save(run, store, started)
         store.close()
-        self._emit({"type": "done", "run": run.id, "stop_reason": run.stop_reason})
+        self._emit(RunFinished(run=run.id, stop_reason=run.stop_reason))
         return run
 
     def _save(self, run: Run, store: RunStore, started: float) -> None:
         run.elapsed_s = time.monotonic() - started
-        run.model_calls = self.calls
-        ids = dict(run.backend_ids)
-        ids.update(self.backends.ids())
-        run.backend_ids = ids
+        run.model_calls = self.calls.n
+        run.backend_ids = {**run.backend_ids, **self.backends.ids()}
+        run.backend_info = {**run.backend_info, **self.backends.info()}
         store.save(run)
 
-    def _stop_reason(self, run: Run, started: float) -> str | None:
-        if self._stop.is_set():
-            return "stopped by the user"
-        spec = run.spec
-        best = run.best()
-        edits = len(run.rounds) - 1
-        if best is not None and best.best.scores.faith is not None:
-            if best.best.scores.faith >= spec.target:
-                return f"target: FAITH {best.best.scores.faith:.3f} >= {spec.target}"
-        if edits >= spec.rounds:
-            return f"max rounds: {spec.rounds} editing round(s) done"
-        streak = 0
-        start = 1 + (run.branched_from or {}).get("round", 0)  # a branch starts afresh
-        for r in reversed(run.rounds[start:]):
-            if r.decision == "accepted":
-                break
-            streak += 1
-        if streak >= spec.patience:
-            return f"patience: {streak} round(s) in a row without an accepted improvement"
-        if spec.budget_seconds is not None and time.monotonic() - started >= spec.budget_seconds:
-            return f"budget: {spec.budget_seconds:g} s of wall time used"
-        if spec.budget_calls is not None and self.calls >= spec.budget_calls:
-            return f"budget: {self.calls} model calls used (limit {spec.budget_calls})"
-        return None
-
     def _round_zero(self, run: Run, store: RunStore) -> None:
+        """Round 0:
+        1. the prompt from the template (or the user's prompt), or the user's image;
+        2. generate ``initial_candidates`` images, one seed each;
+        3. assess each (observe, score);
+        4. keep the best by FAITH;
+        5. run the steps (CAIRE, languages and SoS).
+        """
         spec = run.spec
         timings: dict[str, float] = {}
+        # 1-2. the images
         if spec.input_image:
             from PIL import Image as PILImage
 
@@ -351,60 +278,47 @@ class Refiner:
                 activity=spec.activity, country=run.references.country
             )
             seeds = [spec.seed + j for j in range(spec.initial_candidates)]
-            self._emit({"type": "stage", "round": 0, "stage": "generate", "n": len(seeds)})
+            self._emit(StageStarted(round=0, stage="generate", n=len(seeds)))
             t = time.perf_counter()
             with self.backends.using("generator") as generator:
                 images = generator.generate(prompt, seeds)
-            self.calls += len(seeds)
+            self.calls.add(len(seeds))
             timings["generate"] = time.perf_counter() - t
+        # 3. assess
         candidates = [
             self._candidate(run, store, 0, j, seed, image, None, timings)
             for j, (seed, image) in enumerate(zip(seeds, images, strict=True))
         ]
-        chosen = max(range(len(candidates)), key=lambda j: _faith(candidates[j]))
-        run.rounds.append(
-            Round(
-                index=0,
-                parent=None,
-                kind="generate",
-                text=prompt,
-                instruction_source="prompt",
-                candidates=candidates,
-                chosen=chosen,
-                decision="initial",
-                reason=f"best of {len(candidates)} initial image(s) by FAITH",
-                timings=timings,
-            )
-        )
-        run.best_round = 0
-        self._caire_round(run, store, run.rounds[-1])
-        self._languages_round(run, store, run.rounds[-1])
-        self._emit({"type": "round", "round": 0, "decision": "initial"})
+        # 4. decide
+        verdict = policy.choose_initial(candidates)
+        r = _append_round(run, verdict, candidates, timings, None, "generate", prompt, "prompt")
+        # 5. steps
+        self._after_round(run, store, r)
+        self._emit(RoundDecided(round=0, decision=r.decision))
 
     def _edit_round(self, run: Run, store: RunStore) -> None:
+        """An editing round:
+        1. the instruction: the user's for this round, else one built from the parent's
+           feedback (a CAIRE misreading first);
+        2. review: a front end may rewrite it, or stop the run;
+        3. edit the parent image ``candidates`` times, one seed each;
+        4. assess each candidate (observe, score, drift from the parent);
+        5. decide: keep the best within the drift limit, accept it if FAITH rose enough;
+        6. run the steps (CAIRE, languages and SoS).
+        """
         spec = run.spec
         k = len(run.rounds)
-        parent_index = run.best_round if spec.edit_from == "best" else 0
+        parent_index = policy.parent_of_next(run)
         parent = run.rounds[parent_index]
         timings: dict[str, float] = {}
-        user = spec.instructions.get(k)
-        if user:
-            instruction, source = user, "user"
-        else:
-            _, extra = caire_change(parent.caire, run.references.country)
-            instruction = build_instruction(
-                parent.best.feedback,
-                spec.activity,
-                run.references.country,
-                spec.max_changes,
-                extra=[extra] if extra else None,
-            )
-            source = "template"
-            if instruction is None:
-                run.stop_reason = "nothing to change: no missing, hallucinated or exaggerated items"
-                return
+        # 1. instruction
+        instruction, source = self._instruction(run, k, parent)
+        if instruction is None:
+            run.stop_reason = "nothing to change: no missing, hallucinated or exaggerated items"
+            return
+        # 2. review
         if self.review is not None:
-            self._emit({"type": "review", "round": k, "instruction": instruction})
+            self._emit(ReviewWaiting(round=k, instruction=instruction))
             reviewed = self.review(k, instruction, run)
             if reviewed is None or self._stop.is_set():
                 run.stop_reason = "stopped by the user"
@@ -414,238 +328,51 @@ class Refiner:
                 raise ValueError(f"round {k}: the reviewed instruction is empty")
             if reviewed != instruction:
                 instruction, source = reviewed, "user"
+        # 3. edit
         parent_image = store.load_image(parent.best.image)
         seeds = [spec.seed + 1000 * k + j for j in range(spec.candidates)]
-        self._emit({"type": "stage", "round": k, "stage": "edit", "n": len(seeds)})
+        self._emit(StageStarted(round=k, stage="edit", n=len(seeds)))
         t = time.perf_counter()
         with self.backends.using("editor") as editor:
             edited = editor.edit(parent_image, instruction, seeds)
-        self.calls += len(seeds)
+        self.calls.add(len(seeds))
         timings["edit"] = time.perf_counter() - t
+        # 4. assess
         candidates = [
             self._candidate(run, store, k, j, seed, image, parent_image, timings)
             for j, (seed, image) in enumerate(zip(seeds, edited, strict=True))
         ]
-        parent_faith = _faith(parent.best)
-        within = [j for j, c in enumerate(candidates) if _drift(c) <= spec.max_drift]
-        pool = within or list(range(len(candidates)))
-        chosen = max(pool, key=lambda j: _faith(candidates[j]))
-        best = candidates[chosen]
-        gain = _faith(best) - parent_faith
-        if not within:
-            decision = "rejected"
-            reason = (
-                f"every candidate drifted too far from round {parent_index} "
-                f"(smallest 1 - cosine {min(_drift(c) for c in candidates):.3f} > "
-                f"{spec.max_drift})"
-            )
-        elif gain >= spec.margin:
-            decision = "accepted"
-            reason = f"FAITH {parent_faith:.3f} -> {_faith(best):.3f} (+{gain:.3f})"
-        else:
-            decision = "rejected"
-            reason = (
-                f"FAITH {parent_faith:.3f} -> {_faith(best):.3f} ({gain:+.3f}); "
-                f"needs at least +{spec.margin}"
-            )
-        run.rounds.append(
-            Round(
-                index=k,
-                parent=parent_index,
-                kind="edit",
-                text=instruction,
-                instruction_source=source,
-                candidates=candidates,
-                chosen=chosen,
-                decision=decision,
-                reason=reason,
-                timings=timings,
-            )
+        # 5. decide
+        verdict = policy.decide_edit(
+            candidates, parent.best, parent_index, spec.margin, spec.max_drift
         )
-        if decision == "accepted":
-            run.best_round = k
-        self._caire_round(run, store, run.rounds[-1])
-        self._languages_round(run, store, run.rounds[-1])
-        self._emit({"type": "round", "round": k, "decision": decision, "reason": reason})
+        r = _append_round(
+            run, verdict, candidates, timings, parent_index, "edit", instruction, source
+        )
+        # 6. steps
+        self._after_round(run, store, r)
+        self._emit(RoundDecided(round=k, decision=r.decision, reason=r.reason))
 
-    # -- CAIRE ---------------------------------------------------------------------------
+    def _instruction(self, run: Run, k: int, parent: Round) -> tuple[str | None, str]:
+        """(instruction, source) for round ``k``: the user's, else the template's (None:
+        nothing to change)."""
+        user = run.spec.instructions.get(k)
+        if user:
+            return user, "user"
+        _, extra = caire_change(parent.caire, run.references.country)
+        text = build_instruction(
+            parent.best.feedback,
+            run.spec.activity,
+            run.references.country,
+            run.spec.max_changes,
+            extra=[extra] if extra else None,
+        )
+        return text, "template"
 
-    def caire_scorer(self, spec: RunSpec) -> Any:
-        """The CAIRE scorer of a run's settings (its KB loaded once per Refiner)."""
-        key = (spec.caire_kb, spec.caire_top_k)
-        if key not in self._caire_scorers:
-            from refine.caire.scorer import CaireScorer
-
-            kb = embedder = None
-            if spec.caire_kb:
-                from refine.backends.registry import create
-                from refine.caire.kb import KnowledgeBase
-
-                kb = KnowledgeBase.load(spec.caire_kb)
-                own = self.backends.names.get("image_embedder")
-                if own == kb.embedder:
-                    embedder = self.backends.get("image_embedder")
-                else:
-                    options = self.backends.options.get("image_embedder", {})
-                    device = {"device": options["device"]} if "device" in options else {}
-                    embedder = create("image_embedder", kb.embedder, **device)
-            self._caire_scorers[key] = CaireScorer(None, kb, embedder, top_k=spec.caire_top_k)
-        return self._caire_scorers[key]
-
-    def _check_caire(self, spec: RunSpec) -> None:
-        """Fail before any model call when the CAIRE settings are wrong (bad labels, a
-        folder that is not a KB, a KB built with another embedder than can be made)."""
-        if not spec.caire_labels:
-            if spec.caire_kb:
-                raise ValueError("a CAIRE knowledge base was given but no culture labels")
-            return
-        from refine.caire.scorer import parse_labels
-
-        parse_labels(spec.caire_labels)
-        self.caire_scorer(spec)
-
-    def _caire_round(self, run: Run, store: RunStore, r: Round) -> None:
-        """CAIRE relevance of a round's chosen image, when the run names culture labels."""
-        spec = run.spec
-        if not spec.caire_labels:
-            return
-        country = run.references.country
-        labels = [country] + [x for x in spec.caire_labels if x.casefold() != country.casefold()]
-        self._emit({"type": "stage", "round": r.index, "stage": "caire"})
-        t = time.perf_counter()
-        scorer = self.caire_scorer(spec)
-        image = store.load_image(r.best.image)
-        linked = None
-        if scorer.kb is not None:
-            with self.backends.model_lock:
-                linked = scorer.link([image])
-        with self.backends.using("judge") as judge:
-            scorer.judge = judge
-            result = scorer.score([image], labels, names=[r.best.image], linked=linked)[0]
-        self.calls += len(labels)
-        r.timings["caire"] = time.perf_counter() - t
-        r.caire = result.to_dict()
-        r.caire_note, _ = caire_change(r.caire, country)
-
-    # -- prompt languages and SoS ------------------------------------------------------
-
-    def sos_bank(self, path: str) -> tuple[Any, Any, Any]:
-        """(bank, centroids, image embedder) of an SoS bank folder, loaded once."""
-        if path not in self._sos_banks:
-            from refine.backends.registry import create
-            from refine.sos.bank import Bank
-
-            bank = Bank(path)
-            name = bank.manifest["settings"]["embedder"]
-            if self.backends.names.get("image_embedder") == name:
-                embedder = self.backends.get("image_embedder")
-            else:
-                options = self.backends.options.get("image_embedder", {})
-                device = {"device": options["device"]} if "device" in options else {}
-                embedder = create("image_embedder", name, **device)
-            self._sos_banks[path] = (bank, bank.centroids(), embedder)
-        return self._sos_banks[path]
-
-    def _check_languages(self, spec: RunSpec, country: str) -> None:
-        """Fail before any model call when prompt languages or the SoS bank cannot work."""
-        from refine.sos.bank import LANGUAGES
-
-        langs = spec.prompt_languages
-        problems = [f"unknown language {x!r}" for x in langs if x not in LANGUAGES]
-        if len(set(langs)) != len(langs):
-            problems.append("a prompt language is given twice")
-        if "en" in langs:
-            problems.append("'en' is the run's own prompt language; name only the others")
-        if spec.language_scores and not langs:
-            problems.append("language scores need prompt languages to score")
-        if langs and spec.input_image:
-            problems.append("prompt languages need a generated round 0, not an input image")
-        if spec.sos_bank:
-            _, centroids, _ = self.sos_bank(spec.sos_bank)
-            if _bank_culture(centroids, country) is None:
-                problems.append(
-                    f"the SoS bank {spec.sos_bank} has no culture {country!r} "
-                    f"(it has {', '.join(centroids.cultures)})"
-                )
-            missing = [x for x in ["en", *langs] if x not in centroids.languages]
-            if missing:
-                problems.append(
-                    f"the SoS bank {spec.sos_bank} has no images prompted in "
-                    f"{', '.join(missing)} (it has {', '.join(centroids.languages)})"
-                )
-        if problems:
-            raise ValueError("; ".join(problems) + f" (known: {', '.join(sorted(LANGUAGES))})")
-
-    def _sos(self, spec: RunSpec, country: str, images: list[Any], langs: list[str]) -> list:
-        if not spec.sos_bank:
-            return [None] * len(images)
-        _, centroids, embedder = self.sos_bank(spec.sos_bank)
-        with self.backends.model_lock:
-            e = embedder.encode_images(images)
-        if hasattr(e, "detach"):
-            e = e.detach().float().cpu().numpy()
-        culture = _bank_culture(centroids, country)
-        return [float(v) for v in centroids.score(e, [culture] * len(images), langs)]
-
-    def _languages_round(self, run: Run, store: RunStore, r: Round) -> None:
-        """The round in every extra prompt language, and the SoS of each image."""
-        spec = run.spec
-        if not spec.prompt_languages and not spec.sos_bank:
-            return
-        country = run.references.country
-        t = time.perf_counter()
-        langs = list(spec.prompt_languages)
-        seed = spec.seed + 1000 * r.index
-        images, entries = [], {}
-        if langs:
-            self._emit({"type": "stage", "round": r.index, "stage": "languages", "n": len(langs)})
-        for lang in langs:
-            if r.kind == "generate":
-                prompt = self._translate(r.text, lang)
-                with self.backends.using("generator") as generator:
-                    (image,) = generator.generate(prompt, [seed])
-                entry: dict[str, Any] = {"prompt": prompt}
-            else:
-                parent = run.rounds[r.parent].languages.get(lang)
-                if parent is None:
-                    raise ValueError(
-                        f"round {r.parent} has no {lang} image to edit: prompt languages are "
-                        "chosen when a run starts (start a new run to add one)"
-                    )
-                with self.backends.using("editor") as editor:
-                    (image,) = editor.edit(store.load_image(parent["image"]), r.text, [seed])
-                entry = {"parent_image": parent["image"]}
-            self.calls += 1
-            entry["image"] = store.save_image(f"round_{r.index:02d}_{lang}.png", image)
-            if spec.language_scores:  # the same observation and scores as the main image
-                _, scores, feedback, _ = self.assess(image, run.references, spec)
-                entry["scores"] = scores.model_dump(mode="json")
-                entry["missing"] = [m["phrase"] for m in feedback.missing]
-                entry["hallucinated"] = [h["phrase"] for h in feedback.hallucinated]
-            images.append(image)
-            entries[lang] = entry
-        scores = self._sos(spec, country, [store.load_image(r.best.image), *images], ["en", *langs])
-        r.sos = scores[0]
-        for lang, value in zip(langs, scores[1:], strict=True):
-            entries[lang]["sos"] = value
-        r.languages = entries
-        r.timings["languages"] = time.perf_counter() - t
-
-    def _translate(self, text: str, lang: str) -> str:
-        from refine.assets import prompt_template
-        from refine.refs_build import LLMCache
-        from refine.sos.bank import LANGUAGES, Translation
-
-        request = prompt_template("translate").format(language=LANGUAGES[lang], text=text)
-        cache = LLMCache()
-        with self.backends.using("llm") as llm:
-            answer = cache.ask(llm, request, Translation).translation.strip()
-        self.calls += cache.misses
-        if not answer:
-            raise ValueError(f"the language model gave an empty {LANGUAGES[lang]} translation")
-        return answer
-
-    # -- one image ---------------------------------------------------------------------
+    def _after_round(self, run: Run, store: RunStore, r: Round) -> None:
+        ctx = StepContext(self.backends, store, self._emit, self.calls, self.assessor())
+        for step in self.steps:
+            step.after_round(run, r, ctx)
 
     def _candidate(
         self,
@@ -658,15 +385,19 @@ class Refiner:
         parent: Image.Image | None,
         timings: dict[str, float],
     ) -> Candidate:
+        """Save one image, assess it, and measure its drift from the parent."""
         name = store.save_image(f"round_{k:02d}_c{j}.png", image)
-        self._emit({"type": "stage", "round": k, "stage": "observe", "candidate": j})
-        observed, scores, feedback, t = self.assess(image, run.references, run.spec)
+        self._emit(StageStarted(round=k, stage="observe", candidate=j))
+        assessor = self.assessor()
+        observed, scores, feedback, t = assessor.assess(
+            image, run.references, run.spec.tau, run.spec.max_per_dimension
+        )
         for stage, seconds in t.items():
             timings[stage] = timings.get(stage, 0.0) + seconds
         drift = None
         if parent is not None:
             t0 = time.perf_counter()
-            drift = self.drift(parent, image)
+            drift = assessor.drift(parent, image)
             timings["drift"] = timings.get("drift", 0.0) + time.perf_counter() - t0
         return Candidate(
             seed=seed,
@@ -677,132 +408,6 @@ class Refiner:
             drift=drift,
         )
 
-    def assess(
-        self, image: Image.Image, refs: ReferencePack, spec: RunSpec
-    ) -> tuple[dict[str, list[str]], Scores, Feedback, dict[str, float]]:
-        """Observe and score one image against the references."""
-        timings: dict[str, float] = {}
-        t = time.perf_counter()
-        with self.backends.using("observer") as observer:
-            observed = observer.describe(image, list(DIMENSIONS), spec.max_per_dimension)
-        self.calls += 1
-        timings["observe"] = time.perf_counter() - t
-        t = time.perf_counter()
-        with self.backends.using("text_embedder") as embedder:
-            ahead = score_images(refs.descriptors, [observed], embedder, tau=spec.tau)[0]
-        timings["score"] = time.perf_counter() - t
-        t = time.perf_counter()
-        exag, variant, exaggerated = self._exaggeration(image, observed, refs, spec)
-        timings["judge"] = time.perf_counter() - t
-        faith = faithfulness(ahead.align, ahead.hal, exag) if exag is not None else None
-        if faith is None:
-            faith = (ahead.align + 1.0 - ahead.hal) / 2.0
-            variant += "; FAITH = mean(ALIGN, 1 - HAL) without EXAG"
-        per_dim = {
-            d: {"align": s.align, "hal": s.hal}
-            for d, s in ahead.per_dimension.items()
-            if s.align is not None or s.hal is not None
-        }
-        scores = Scores(
-            align=ahead.align,
-            hal=ahead.hal,
-            exag=exag,
-            faith=faith,
-            exag_variant=variant,
-            per_dimension=per_dim,
-        )
-        feedback = Feedback(
-            aligned=[_match(m) for m in ahead.aligned],
-            missing=[_match(m) for m in ahead.missing],
-            hallucinated=[_match(m) for m in ahead.hallucinated],
-            exaggerated=exaggerated,
-        )
-        return observed, scores, feedback, timings
-
-    def _exaggeration(
-        self,
-        image: Image.Image,
-        observed: dict[str, list[str]],
-        refs: ReferencePack,
-        spec: RunSpec,
-    ) -> tuple[float | None, str, list[dict[str, Any]]]:
-        candidates = refs.stereotypes
-        if not candidates:
-            return None, "not computed: no stereotype candidates", []
-        if refs.reference_images:
-            return self._exaggeration_from_references(image, refs)
-        prompt = prompt_template("exaggeration").format(
-            activity=refs.activity, country=refs.country, candidates="; ".join(candidates)
-        )
-        with self.backends.using("judge") as judge:
-            rating = judge.rate([image], [prompt])[0]
-        self.calls += 1
-        value = (rating.expectation - 1.0) / 4.0
-        seen = self._candidates_seen(observed, candidates, spec.tau)
-        return value, "judge-rating (1-5 rubric, (E[rating] - 1) / 4)", seen
-
-    def _exaggeration_from_references(
-        self, image: Image.Image, refs: ReferencePack
-    ) -> tuple[float, str, list[dict[str, Any]]]:
-        with self.backends.using("judge") as judge:
-            return self._reference_yes(image, refs, judge)
-
-    def _reference_yes(
-        self, image: Image.Image, refs: ReferencePack, judge: Any
-    ) -> tuple[float, str, list[dict[str, Any]]]:
-        from PIL import Image as PILImage
-
-        questions = [f"Does this image show {c}?" for c in refs.stereotypes]
-        # the baseline depends only on the references: judged once per run, not per image
-        key = (getattr(judge, "id", ""), tuple(refs.reference_images), tuple(questions))
-        baseline = self._baselines.get(key)
-        if baseline is None:
-            ref_rows = []
-            for path in refs.reference_images:
-                with PILImage.open(path) as im:
-                    ref = im.convert("RGB")
-                ref_rows.append(judge.yes_probability([ref] * len(questions), questions))
-                self.calls += len(questions)
-            baseline = [sum(col) / len(col) for col in zip(*ref_rows, strict=True)]
-            self._baselines[key] = baseline
-        row = judge.yes_probability([image] * len(questions), questions)
-        self.calls += len(questions)
-        score = exaggeration([row], baseline, refs.stereotypes)
-        listed = [
-            {"candidate": c, "excess": e, "source": "judge yes-probability"}
-            for c, e in score.exaggerated(0)
-        ]
-        return score.value, "reference-yes (judge yes-probability vs reference images)", listed
-
-    def _candidates_seen(
-        self, observed: dict[str, list[str]], candidates: Sequence[str], tau: float
-    ) -> list[dict[str, Any]]:
-        phrases = [p for d in DIMENSIONS for p in observed.get(d, [])]
-        if not phrases:
-            return []
-        from metrics.text_embedding import default_cache
-
-        cache = default_cache()
-        with self.backends.using("text_embedder") as embedder:
-            cand = cache.embed(embedder, list(candidates))
-            obs = cache.embed(embedder, phrases)
-        sims = (cand @ obs.T).cpu().numpy()
-        seen = []
-        for i, c in enumerate(candidates):
-            j = int(sims[i].argmax())
-            if sims[i, j] > tau:
-                seen.append(
-                    {"candidate": c, "observed": phrases[j], "similarity": float(sims[i, j])}
-                )
-        return sorted(seen, key=lambda s: -s["similarity"])
-
-    def drift(self, parent: Image.Image, child: Image.Image) -> Drift:
-        with self.backends.using("image_embedder") as embedder:
-            e = embedder.encode_images([parent, child]).cpu().numpy()
-        return Drift(
-            embedding_cosine=cosine(e[0], e[1]), ssim=ssim(parent, child), embedder=embedder.id
-        )
-
     def _emit(self, event: Event) -> None:
         try:
             self.on_event(event)
@@ -810,26 +415,30 @@ class Refiner:
             log.exception("progress callback failed")
 
 
-def _bank_culture(centroids: Any, country: str) -> str | None:
-    """The bank's name for ``country`` (case-insensitive), or None."""
-    for c in centroids.cultures:
-        if c.casefold() == country.casefold():
-            return c
-    return None
-
-
-def _faith(c: Candidate) -> float:
-    return c.scores.faith if c.scores.faith is not None else float("-inf")
-
-
-def _drift(c: Candidate) -> float:
-    return 0.0 if c.drift is None else 1.0 - c.drift.embedding_cosine
-
-
-def _match(m: Any) -> dict[str, Any]:
-    return {
-        "dimension": m.dimension,
-        "phrase": m.phrase,
-        "best_match": m.best_match,
-        "similarity": m.similarity,
-    }
+def _append_round(
+    run: Run,
+    verdict: policy.Verdict,
+    candidates: list[Candidate],
+    timings: dict[str, float],
+    parent: int | None,
+    kind: str,
+    text: str,
+    source: str,
+) -> Round:
+    """The decided round, added to the run; an initial or accepted round becomes the best."""
+    r = Round(
+        index=len(run.rounds),
+        parent=parent,
+        kind=kind,
+        text=text,
+        instruction_source=source,
+        candidates=candidates,
+        chosen=verdict.chosen,
+        decision=verdict.decision,
+        reason=verdict.reason,
+        timings=timings,
+    )
+    run.rounds.append(r)
+    if r.decision in ("initial", "accepted"):
+        run.best_round = r.index
+    return r

@@ -54,11 +54,33 @@ class Scores(_Record):
     per_dimension: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
+class Match(_Record):
+    """A descriptor and its closest counterpart: a reference phrase and its best predicted
+    match (aligned or missing), or a predicted phrase and its best reference (hallucinated)."""
+
+    dimension: str
+    phrase: str
+    best_match: str | None = None
+    similarity: float | None = None
+
+
+class Exaggerated(_Record):
+    """A stereotype candidate seen in an image: matched to an observed phrase (judge-rating
+    EXAG, ``observed`` and ``similarity``) or above its reference-image baseline
+    (reference-yes EXAG, ``excess`` and ``source``)."""
+
+    candidate: str
+    observed: str | None = None
+    similarity: float | None = None
+    excess: float | None = None
+    source: str | None = None
+
+
 class Feedback(_Record):
-    aligned: list[dict[str, Any]] = Field(default_factory=list)
-    missing: list[dict[str, Any]] = Field(default_factory=list)
-    hallucinated: list[dict[str, Any]] = Field(default_factory=list)
-    exaggerated: list[dict[str, Any]] = Field(default_factory=list)
+    aligned: list[Match] = Field(default_factory=list)
+    missing: list[Match] = Field(default_factory=list)
+    hallucinated: list[Match] = Field(default_factory=list)
+    exaggerated: list[Exaggerated] = Field(default_factory=list)
 
 
 class Drift(_Record):
@@ -76,6 +98,55 @@ class Candidate(_Record):
     drift: Drift | None = None
 
 
+class LabelScore(_Record):
+    label: str
+    score: int  # argmax of the judge's probabilities of "1".."5"
+    expected: float
+    probabilities: list[float]
+
+
+class CaireScore(_Record):
+    """CAIRE relevance of one image: 1-5 per culture label, and what grounded it."""
+
+    mode: str  # "kb" or "kb-free"
+    labels: list[LabelScore]
+    judge: str
+    kb: str | None = None
+    embedder: str | None = None
+    ranking: str | None = None
+    entity: dict[str, Any] | None = None  # the KB entity whose text the judge saw
+    candidates: list[dict[str, Any]] = Field(default_factory=list)  # the best few, ranked
+    knowledge: str | None = None  # the text the judge saw
+    image: str | None = None
+
+    def score_of(self, label: str) -> LabelScore:
+        for s in self.labels:
+            if s.label.casefold() == label.casefold():
+                return s
+        raise KeyError(label)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CaireScore:
+        return cls.model_validate(d)
+
+
+class LanguageImage(_Record):
+    """A round's image in one extra prompt language: the translated prompt (round 0) or
+    the parent image it was edited from, its SoS against the run's bank, and with
+    language scores its FAITH and what is missing or hallucinated."""
+
+    image: str
+    prompt: str | None = None
+    parent_image: str | None = None
+    sos: float | None = None
+    scores: Scores | None = None
+    missing: list[str] = Field(default_factory=list)
+    hallucinated: list[str] = Field(default_factory=list)
+
+
 Decision = Literal["initial", "accepted", "rejected"]
 
 
@@ -91,14 +162,14 @@ class Round(_Record):
     reason: str
     by_hand: bool = False  # the decision was made by the user, not by the scores
     timings: dict[str, float] = Field(default_factory=dict)
-    # CAIRE relevance of the chosen image when the run names culture labels
-    # (refine.caire.scorer.CaireResult as a dict), and the line it adds to the next edit
-    caire: dict[str, Any] | None = None
+    # CAIRE relevance of the chosen image when the run names culture labels, and the
+    # line it adds to the next edit
+    caire: CaireScore | None = None
     caire_note: str | None = None
     # SoS of the chosen image against the run's bank (its prompt language: English), and
-    # the same round in each extra prompt language: {lang: {"image", "sos", "prompt"}}
+    # the same round in each extra prompt language
     sos: float | None = None
-    languages: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    languages: dict[str, LanguageImage] = Field(default_factory=dict)
 
     @property
     def best(self) -> Candidate:
@@ -147,6 +218,8 @@ class Run(_Record):
     references: ReferencePack
     templates: dict[str, str] = Field(default_factory=dict)
     backend_ids: dict[str, str] = Field(default_factory=dict)
+    # each backend's info(): id, device, dtype, revision (what it reports)
+    backend_info: dict[str, dict[str, str]] = Field(default_factory=dict)
     status: Literal["running", "finished", "failed"] = "running"
     rounds: list[Round] = Field(default_factory=list)
     best_round: int | None = None

@@ -1,10 +1,10 @@
 """Self-contained HTML reports of a run or a batch: images inline, no network, no scripts.
 
-A run report shows the metric curves (FAITH, ALIGN, HAL, EXAG and the best FAITH so far,
-as an inline SVG chart), then every round: its images (the chosen candidate first),
-scores, drift, the descriptor checklist per dimension (aligned, missing, hallucinated,
-stereotypes seen), the instruction or prompt, the decision and its reason, and timings.
-A batch report adds the batch summary, a FAITH-gain chart per run and every run.
+A run report shows the metric curves (the series of :func:`refine.views.metric_series`, the
+same as the app's chart, as an inline SVG chart), then every round: its images (the chosen
+candidate first), scores, drift, the descriptor checklist per dimension (aligned, missing,
+hallucinated, stereotypes seen), the instruction or prompt, the decision and its reason, and
+timings. A batch report adds the batch summary, a FAITH-gain chart per run and every run.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import json
 from html import escape
 from pathlib import Path
 
-from metrics.descriptors import DIMENSIONS
-from refine.records import Round, Run
+from refine import views
+from refine.records import LanguageImage, Round, Run
 
 MAX_SIDE = 768  # images larger than this are shown downscaled (the PNGs stay untouched)
 COLOURS = {
@@ -198,72 +198,46 @@ def bar_chart(values: list[float | None], labels: list[str], title: str) -> str:
 # -- a run -----------------------------------------------------------------------------
 
 
-def run_curves(run: Run) -> dict[str, list[float | None]]:
-    """Per round (chosen candidate): FAITH, ALIGN, HAL, EXAG and the best FAITH so far."""
-    series: dict[str, list[float | None]] = {k: [] for k in ("FAITH", "ALIGN", "HAL", "EXAG")}
-    best: list[float | None] = []
-    current: float | None = None
-    for r in run.rounds:
-        s = r.best.scores
-        series["FAITH"].append(s.faith)
-        series["ALIGN"].append(s.align)
-        series["HAL"].append(s.hal)
-        series["EXAG"].append(s.exag)
-        if r.decision in ("initial", "accepted"):
-            current = s.faith
-        best.append(current)
-    if all(v is None for v in series["EXAG"]):
-        del series["EXAG"]
-    series["best FAITH"] = best
-    return series
-
-
 def _checklist(run: Run, r: Round) -> str:
-    fb = r.best.feedback
-    by_dim: dict[str, list[str]] = {d: [] for d in DIMENSIONS}
-    for kind, mark in (("aligned", "\u2713"), ("missing", "\u2717"), ("hallucinated", "!")):
-        for m in getattr(fb, kind):
-            note = ""
-            if m.get("best_match") and kind != "aligned":
-                note = f' <span class="muted">(closest: {escape(str(m["best_match"]))})</span>'
-            elif m.get("best_match"):
-                note = f' <span class="muted">(seen as {escape(str(m["best_match"]))})</span>'
-            by_dim.setdefault(m["dimension"], []).append(
-                f'<li class="{kind}" data-kind="{kind}">{mark} {kind}: '
-                f"{escape(m['phrase'])}{note}</li>"
-            )
+    by_dim, exaggerated = views.checklist(r)
+    marks = {"aligned": "\u2713", "missing": "\u2717", "hallucinated": "!"}
     cols = []
-    for d, items in by_dim.items():
-        if items:
-            cols.append(f'<div><h3>{escape(d)}</h3><ul class="check">{"".join(items)}</ul></div>')
-    if fb.exaggerated:
+    for d, checks in by_dim.items():
         items = []
-        for e in fb.exaggerated:
-            detail = ", ".join(
-                f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {escape(str(v))}"
-                for k, v in e.items()
-                if k != "candidate"
-            )
+        for c in checks:
+            note = ""
+            if c.match.best_match and c.kind != "aligned":
+                note = f' <span class="muted">(closest: {escape(c.match.best_match)})</span>'
+            elif c.match.best_match:
+                note = f' <span class="muted">(seen as {escape(c.match.best_match)})</span>'
             items.append(
-                f'<li class="exaggerated" data-kind="exaggerated">\u26a0 stereotype: '
-                f"{escape(str(e['candidate']))} <span class='muted'>({detail})</span></li>"
+                f'<li class="{c.kind}" data-kind="{c.kind}">{marks[c.kind]} {c.kind}: '
+                f"{escape(c.match.phrase)}{note}</li>"
             )
+        cols.append(f'<div><h3>{escape(d)}</h3><ul class="check">{"".join(items)}</ul></div>')
+    if exaggerated:
+        items = [
+            f'<li class="exaggerated" data-kind="exaggerated">\u26a0 stereotype: '
+            f"{escape(e.candidate)} <span class='muted'>({escape(views.exaggerated_detail(e))})"
+            "</span></li>"
+            for e in exaggerated
+        ]
         cols.append(f'<div><h3>stereotypes</h3><ul class="check">{"".join(items)}</ul></div>')
     return f'<div class="cols checklist">{"".join(cols)}</div>'
 
 
-def _language_scores(e: dict) -> str:
+def _language_scores(e: LanguageImage) -> str:
     """FAITH, ALIGN, HAL, EXAG and what is missing or hallucinated in one language."""
-    s = e.get("scores")
-    if not s:
+    s = e.scores
+    if s is None:
         return ""
     line = (
-        f"<br>FAITH {_num(s.get('faith'))}, ALIGN {_num(s.get('align'))}, "
-        f"HAL {_num(s.get('hal'))}, EXAG {_num(s.get('exag'))}"
+        f"<br>FAITH {_num(s.faith)}, ALIGN {_num(s.align)}, HAL {_num(s.hal)}, EXAG {_num(s.exag)}"
     )
     for kind in ("missing", "hallucinated"):
-        if e.get(kind):
-            line += f'<br><span class="{kind}">{kind}: {escape(", ".join(e[kind]))}</span>'
+        phrases = getattr(e, kind)
+        if phrases:
+            line += f'<br><span class="{kind}">{kind}: {escape(", ".join(phrases))}</span>'
     return line
 
 
@@ -277,10 +251,10 @@ def _languages_html(r: Round, run_dir: Path) -> str:
 
     figs = "".join(
         f'<figure class="language" data-language="{escape(lang)}" '
-        f'data-sos="{_num(e.get("sos"), 6) if e.get("sos") is not None else ""}">'
-        f"{_image_tag(run_dir / e['image'], lang)}<figcaption>{escape(lang)} "
-        f"{sos(e.get('sos'))}{_language_scores(e)}"
-        + (f"<br>{escape(e['prompt'])}" if e.get("prompt") else "")
+        f'data-sos="{_num(e.sos, 6) if e.sos is not None else ""}">'
+        f"{_image_tag(run_dir / e.image, lang)}<figcaption>{escape(lang)} "
+        f"{sos(e.sos)}{_language_scores(e)}"
+        + (f"<br>{escape(e.prompt)}" if e.prompt else "")
         + "</figcaption></figure>"
         for lang, e in r.languages.items()
     )
@@ -295,19 +269,19 @@ def _caire_html(r: Round) -> str:
     if not r.caire:
         return ""
     c = r.caire
-    where = "knowledge base" if c["mode"] == "kb" else "kb-free: image only"
-    if c.get("entity"):
-        where += f", linked to {c['entity']['name']}"
+    where = "knowledge base" if c.mode == "kb" else "kb-free: image only"
+    if c.entity:
+        where += f", linked to {c.entity['name']}"
     rows = "".join(
-        f'<tr class="caire-label" data-label="{escape(s["label"])}" data-score="{s["score"]}">'
-        f"<td>{escape(s['label'])}</td><td>{s['score']}</td><td>{s['expected']:.2f}</td>"
-        f'<td><svg width="100" height="10"><rect width="{20 * s["score"]}" height="10" '
+        f'<tr class="caire-label" data-label="{escape(s.label)}" data-score="{s.score}">'
+        f"<td>{escape(s.label)}</td><td>{s.score}</td><td>{s.expected:.2f}</td>"
+        f'<td><svg width="100" height="10"><rect width="{20 * s.score}" height="10" '
         f'fill="#0969da"/></svg></td></tr>'
-        for s in c["labels"]
+        for s in c.labels
     )
     note = f'<p class="caire-note">{escape(r.caire_note)}</p>' if r.caire_note else ""
     return (
-        f'<div class="caire" data-mode="{escape(c["mode"])}"><p><b>CAIRE cultural relevance '
+        f'<div class="caire" data-mode="{escape(c.mode)}"><p><b>CAIRE cultural relevance '
         f"(1-5; {escape(where)})</b></p><table><tr><th>culture</th><th>score</th>"
         f"<th>expected</th><th></th></tr>{rows}</table>{note}</div>"
     )
@@ -375,8 +349,15 @@ def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
         and v is not None
     )
     exag = run.rounds[0].best.scores.exag_variant if run.rounds else "-"
+    series = views.metric_series(run)
     chart = (
-        line_chart(run_curves(run), labels, marks, title="metrics per round (chosen candidate)")
+        line_chart(
+            series,
+            labels,
+            marks,
+            title="metrics per round (chosen candidate)",
+            y_range=views.chart_range(series),
+        )
         if run.rounds
         else "<p>no round finished</p>"
     )

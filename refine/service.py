@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from refine.events import Event, ReviewWaiting, RunStarted
 from refine.records import Run
 from refine.store import RunStore
+
+_END = "end"  # put on a job's queue when its worker thread is done
 
 
 class ServiceBusy(RuntimeError):
@@ -43,7 +46,7 @@ class Job:
         self.run_dir: Path | None = None
         self.run: Run | None = None
         self.error: str | None = None
-        self._events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._events: queue.Queue[Event | str] = queue.Queue()
         self._answers: queue.Queue[str | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self.waiting: tuple[int, str] | None = None
@@ -51,9 +54,9 @@ class Job:
 
     # called on the worker thread ------------------------------------------------------
 
-    def _on_event(self, event: dict[str, Any]) -> None:
-        if event["type"] == "run":
-            self.run_dir = Path(event["dir"])
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.run_dir = Path(event.dir)
             if self.stopped:  # a stop asked for before the loop began still counts
                 self.service.refiner().request_stop()
         self._events.put(event)
@@ -62,7 +65,7 @@ class Job:
         if not self.pause:
             return instruction
         self.waiting = (k, instruction)
-        self._events.put({"type": "waiting", "round": k, "instruction": instruction})
+        self._events.put(ReviewWaiting(round=k, instruction=instruction))
         answer = self._answers.get()
         self.waiting = None
         return answer
@@ -89,10 +92,10 @@ class Job:
                 event = self._events.get(timeout=poll_s)
             except queue.Empty:
                 if self._thread is not None and not self._thread.is_alive():
-                    event = {"type": "end"}
+                    event = _END
                 else:
                     continue
-            if event["type"] == "end":
+            if event == _END:
                 yield Update(
                     "failed" if self.error else "finished",
                     self._load(),
@@ -101,7 +104,7 @@ class Job:
                     error=self.error,
                 )
                 return
-            yield Update(_describe(event), self._load(), self.run_dir, review=self.waiting)
+            yield Update(event.describe(), self._load(), self.run_dir, review=self.waiting)
 
     def wait(self) -> Update:
         """The last update (the run's end). In pause mode another thread must answer the
@@ -113,23 +116,6 @@ class Job:
         if self.run_dir is None or not (self.run_dir / "run.json").is_file():
             return None
         return RunStore(self.run_dir).load()
-
-
-def _describe(event: dict[str, Any]) -> str:
-    kind = event["type"]
-    if kind == "run":
-        return f"run {event['run']} started"
-    if kind == "stage":
-        extra = f" (candidate {event['candidate']})" if "candidate" in event else ""
-        n = f" x{event['n']}" if event.get("n", 1) > 1 else ""
-        return f"round {event['round']}: {event['stage']}{n}{extra}"
-    if kind == "round":
-        return f"round {event['round']}: {event['decision']}"
-    if kind in ("review", "waiting"):
-        return f"round {event['round']}: waiting for the instruction to be reviewed"
-    if kind == "done":
-        return f"stopped: {event['stop_reason']}"
-    return kind
 
 
 def describe_error(err: BaseException) -> str:
@@ -178,15 +164,18 @@ class RunService:
 
     def start(
         self,
-        activity: str,
-        country: str,
+        activity: str | None = None,
+        country: str | None = None,
         pause: bool = False,
         references: Any = None,
         branch: tuple[Path, int] | None = None,
+        spec: Any = None,
         **settings: Any,
     ) -> Job:
-        """Start a run (or, with ``branch=(run_dir, round)``, continue an earlier run from
-        that round) on a worker thread. Raises :class:`ServiceBusy` while one runs."""
+        """Start a run on a worker thread: of a validated ``spec`` (with its
+        ``references``), or of raw ``settings`` for ``activity`` and ``country``; with
+        ``branch=(run_dir, round)``, continue an earlier run from that round. Raises
+        :class:`ServiceBusy` while one runs."""
         if not self._busy.acquire(blocking=False):
             raise ServiceBusy("a run is in progress; wait for it or stop it")
         job = Job(self, pause)
@@ -203,6 +192,8 @@ class RunService:
             try:
                 if branch is not None:
                     job.run = refiner.branch(branch[0], branch[1], out=self.out, **settings)
+                elif spec is not None:
+                    job.run = refiner.start(spec, references, out=self.out)
                 else:
                     job.run = refiner.run(
                         activity, country, out=self.out, references=references, **settings
@@ -212,7 +203,7 @@ class RunService:
             finally:
                 refiner.on_event, refiner.review = (lambda e: None), None
                 self._busy.release()
-                job._events.put({"type": "end"})
+                job._events.put(_END)
 
         job._thread = threading.Thread(target=work, name="refine-run", daemon=True)
         job._thread.start()

@@ -123,3 +123,17 @@ def options():
         "text_embedder": {"device": "cpu"},
         **{r: dict(fast) for r in ("generator", "editor", "observer", "judge")},
     }
+
+
+@pytest.fixture
+def kb_dir(tmp_path, siglip_path):
+    """A small CAIRE knowledge base (tea: red pictures with a text; rice: blue ones) on the
+    tiny SigLIP the loop fixtures use."""
+    from refine.backends import create
+    from refine.caire.kb import KnowledgeBase, read_source
+    from tests.integration.test_caire_kb import folder_source
+
+    embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
+    kb = KnowledgeBase.open_or_create(tmp_path / "kb", embedder.id)
+    kb.add(read_source(folder_source(tmp_path)), embedder)
+    return tmp_path / "kb"

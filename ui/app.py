@@ -6,16 +6,28 @@ from ``ui.adapters``. There is no model code here.
 
 from __future__ import annotations
 
-import argparse
 import os
 from pathlib import Path
 from typing import Any
 
+from refine import settings
 from refine.records import Run
 from refine.service import RunService, ServiceBusy, Update
+from refine.settings import default
 from ui import adapters
 
-UPLOAD_TYPES = [".png", ".jpg", ".jpeg", ".webp"]
+# how the form names a setting in a message
+FIELD_LABELS = {
+    "image": "the uploaded image",
+    "caire_labels": "CAIRE cultures",
+    "caire_kb": "CAIRE knowledge base",
+    "prompt_languages": "prompt languages",
+    "sos_bank": "SoS bank",
+    "language_scores": "language scores",
+    "refs": "references",
+    "max_drift": "max drift",
+    "target": "target FAITH",
+}
 MAX_UPLOAD_MB = 20
 # starting and rolling back share one queue of one: a device runs one run at a time, and
 # a visitor who asks meanwhile waits in line and sees their place; browsing is not held up
@@ -91,17 +103,31 @@ def build_app(service: RunService, status: str = "") -> Any:
                     countries, value="Iran", allow_custom_value=True, label="country"
                 )
                 with gr.Row():
-                    rounds = gr.Number(3, precision=0, minimum=0, label="rounds", elem_id="rounds")
-                    target = gr.Number(
-                        0.7, minimum=0, maximum=1, label="target FAITH", elem_id="target"
+                    rounds = gr.Number(
+                        default("rounds"), precision=0, minimum=0, label="rounds", elem_id="rounds"
                     )
-                    seed = gr.Number(42, precision=0, label="seed")
+                    target = gr.Number(
+                        default("target"),
+                        minimum=0,
+                        maximum=1,
+                        label="target FAITH",
+                        elem_id="target",
+                    )
+                    seed = gr.Number(default("seed"), precision=0, label="seed")
                 with gr.Row():
                     candidates = gr.Number(
-                        2, precision=0, minimum=1, label="candidates", elem_id="candidates"
+                        default("candidates"),
+                        precision=0,
+                        minimum=1,
+                        label="candidates",
+                        elem_id="candidates",
                     )
                     max_drift = gr.Number(
-                        0.5, minimum=0, maximum=2, label="max drift", elem_id="max-drift"
+                        default("max_drift"),
+                        minimum=0,
+                        maximum=2,
+                        label="max drift",
+                        elem_id="max-drift",
                     )
                 pause = gr.Checkbox(
                     False, label="pause before each edit to review the instruction", elem_id="pause"
@@ -243,23 +269,24 @@ def build_app(service: RunService, status: str = "") -> Any:
             bank="",
             lang_scores=False,
         ):
-            settings = _settings(n_rounds, tgt, sd, n_cand, drift)
+            raw = {
+                "activity": act,
+                "country": ctry,
+                **_numbers(n_rounds, tgt, sd, n_cand, drift),
+                "caire_labels": labels or None,
+                "caire_kb": (kb or "").strip() or None,
+                "prompt_languages": langs or None,
+                "sos_bank": (bank or "").strip() or None,
+                "language_scores": bool(lang_scores) or None,
+                "image": image or None,
+            }
             try:
-                settings.update(_caire(labels, kb))
-                settings.update(_languages(langs, bank))
-                if lang_scores:
-                    settings["language_scores"] = True
-            except ValueError as err:
-                yield _pack(f"error: {err}", "")
+                spec, refs = settings.load(raw)
+            except settings.SettingsError as err:
+                yield _pack(f"error: {FIELD_LABELS.get(err.field, err.field)}: {err.message}", "")
                 return
-            if image:
-                if Path(str(image)).suffix.lower() not in UPLOAD_TYPES:
-                    yield _pack(f"error: upload a {', '.join(UPLOAD_TYPES)} image", "")
-                    return
-                settings["input_image"] = str(image)
             try:
-                refs = _references(act, ctry)
-                job = service.start(act, ctry, pause=bool(paused), references=refs, **settings)
+                job = service.start(spec=spec, references=refs, pause=bool(paused))
             except (ServiceBusy, ValueError) as err:
                 yield _pack(f"error: {err}", "")
                 return
@@ -310,7 +337,9 @@ def build_app(service: RunService, status: str = "") -> Any:
         on_pick.__annotations__["evt"] = gr.SelectData
 
         def on_branch(path, k, n_rounds, tgt, sd, n_cand, drift, paused):
-            settings = _settings(n_rounds, tgt, sd, n_cand, drift)
+            changes = {
+                k: v for k, v in _numbers(n_rounds, tgt, sd, n_cand, drift).items() if v is not None
+            }
             try:
                 old = service.open(path)
                 job = service.start(
@@ -318,7 +347,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                     old.spec.country,
                     pause=bool(paused),
                     branch=(Path(path), int(k)),
-                    **settings,
+                    **changes,
                 )
             except (ServiceBusy, ValueError, OSError) as err:
                 yield _pack(f"error: {err}", str(path or ""))
@@ -401,83 +430,37 @@ def build_app(service: RunService, status: str = "") -> Any:
     return demo
 
 
-def _settings(n_rounds, target, seed, candidates, max_drift) -> dict[str, Any]:
-    """The run settings of the form, typed."""
+def _numbers(n_rounds, target, seed, candidates, max_drift) -> dict[str, Any]:
+    """The form's numeric run settings (None where a field is empty: the default)."""
+
+    def num(value, kind):
+        return None if value is None or value == "" else kind(value)
+
     return {
-        "rounds": int(n_rounds),
-        "target": float(target),
-        "seed": int(seed),
-        "candidates": int(candidates),
-        "max_drift": float(max_drift),
+        "rounds": num(n_rounds, int),
+        "target": num(target, float),
+        "seed": num(seed, int),
+        "candidates": num(candidates, int),
+        "max_drift": num(max_drift, float),
     }
 
 
-def _languages(languages: str | None, bank: str | None) -> dict[str, Any]:
-    """The form's prompt languages and SoS bank as run settings (a bank that opens)."""
-    out: dict[str, Any] = {}
-    names = [x.strip() for x in (languages or "").split(",") if x.strip()]
-    if names:
-        out["prompt_languages"] = names
-    if (bank or "").strip():
-        from refine.sos.bank import Bank
-
-        Bank(bank.strip())
-        out["sos_bank"] = str(Path(bank.strip()).resolve())
-    return out
-
-
-def _caire(labels: str | None, kb: str | None) -> dict[str, Any]:
-    """The form's CAIRE fields as run settings, checked (labels, a KB that loads)."""
-    labels, kb = (labels or "").strip(), (kb or "").strip()
-    if not labels:
-        if kb:
-            raise ValueError("a CAIRE knowledge base needs cultures to rate: fill in the labels")
-        return {}
-    from refine.caire.kb import KnowledgeBase
-    from refine.caire.scorer import parse_labels
-
-    out: dict[str, Any] = {"caire_labels": parse_labels(labels)}
-    if kb:
-        KnowledgeBase.load(kb)
-        out["caire_kb"] = str(Path(kb).resolve())
-    return out
-
-
-def _references(activity: str, country: str):
-    from refine.references import ReferenceNotFound
-    from refine.refs_build import find_any
-
-    try:
-        return find_any(activity, country)
-    except ReferenceNotFound as err:
-        raise ValueError(str(err)) from err
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="The refinement app (Gradio).")
-    parser.add_argument("--profile", help="backend profile (default: chosen from what runs)")
-    parser.add_argument("--out", default="runs", help="folder for run directories")
-    parser.add_argument("--host", default="127.0.0.1", help="address to serve on")
-    parser.add_argument("--port", type=int, default=7860)
-    parser.add_argument("--share", action="store_true", help="a public gradio.live link")
-    parser.add_argument("--auth", help="USER:PASS required to open the app")
-    args = parser.parse_args(argv)
-    profile, status = (args.profile, f"profile: {args.profile}") if args.profile else pick_profile()
-    auth = None
-    if args.auth:
-        user, sep, password = args.auth.partition(":")
-        if not sep or not user or not password:
-            parser.error("--auth takes USER:PASS")
-        auth = (user, password)
-    demo = build_app(RunService(profile, out=args.out), status)
+def serve(
+    profile: str | None = None,
+    out: str | Path = "runs",
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    share: bool = False,
+    auth: tuple[str, str] | None = None,
+    backends: dict[str, str] | None = None,
+) -> None:
+    """Serve the app (``refine app``); the profile is chosen from what can run unless given."""
+    profile, status = (profile, f"profile: {profile}") if profile else pick_profile()
+    demo = build_app(RunService(profile, out=out, backends=backends), status)
     demo.launch(
-        server_name=args.host,
-        server_port=args.port,
-        share=args.share,
+        server_name=host,
+        server_port=port,
+        share=share,
         auth=auth,
         max_file_size=f"{MAX_UPLOAD_MB}mb",
     )
-
-
-if __name__ == "__main__":
-    main()

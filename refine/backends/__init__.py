@@ -9,8 +9,7 @@ from refine.backends.registry import (
     BackendInfo,
     available,
     create,
-    default_name,
     register,
 )
 
-__all__ = ["ROLES", "BackendInfo", "available", "create", "default_name", "register"]
+__all__ = ["ROLES", "BackendInfo", "available", "create", "register"]

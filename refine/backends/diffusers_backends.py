@@ -350,6 +350,10 @@ class DiffusersImg2Img:
     def id(self) -> str:
         return f"img2img:{self.generator.model}"
 
+    def info(self) -> dict[str, str]:
+        self.load()
+        return {**self.generator.info(), "id": self.id, "pipeline": type(self.pipe).__name__}
+
     def load(self) -> DiffusersImg2Img:
         if self.pipe is None:
             diffusers = require("diffusers", "diffusers", "the img2img: backend")

@@ -65,13 +65,6 @@ def available(role: str | None = None) -> list[BackendInfo]:
     return [info for r in roles for info in _REGISTRY[r].values()]
 
 
-def default_name(role: str) -> str:
-    _check_role(role)
-    if role not in _DEFAULTS:
-        raise ValueError(f"no default backend is registered for role {role!r}")
-    return _DEFAULTS[role]
-
-
 def split_name(role: str, name: str) -> tuple[str, str]:
     """``"st:all-MiniLM-L6-v2"`` -> ``("st", "all-MiniLM-L6-v2")``.
 

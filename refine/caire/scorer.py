@@ -12,48 +12,11 @@ kept.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from metrics.caire import RANKINGS, EntityHit, pool_entities
 from refine.assets import prompt_template
-
-
-@dataclass
-class LabelScore:
-    label: str
-    score: int  # argmax of the probabilities of "1".."5"
-    expected: float
-    probabilities: list[float]
-
-
-@dataclass
-class CaireResult:
-    mode: str  # "kb" or "kb-free"
-    labels: list[LabelScore]
-    judge: str
-    kb: str | None = None
-    embedder: str | None = None
-    ranking: str | None = None
-    entity: dict[str, Any] | None = None  # the entity whose text the judge saw
-    candidates: list[dict[str, Any]] = field(default_factory=list)  # the best few, ranked
-    knowledge: str | None = None  # the text the judge saw
-    image: str | None = None
-
-    def score_of(self, label: str) -> LabelScore:
-        for s in self.labels:
-            if s.label.casefold() == label.casefold():
-                return s
-        raise KeyError(label)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CaireResult:
-        d = dict(d)
-        d["labels"] = [LabelScore(**s) for s in d["labels"]]
-        return cls(**d)
+from refine.records import CaireScore, LabelScore
 
 
 def parse_labels(text: str | Sequence[str]) -> list[str]:
@@ -142,8 +105,8 @@ class CaireScorer:
         labels: Sequence[str],
         names: Sequence[str] | None = None,
         linked: list[list[EntityHit]] | None = None,
-    ) -> list[CaireResult]:
-        """One :class:`CaireResult` per image; ``names`` (e.g. file names) are recorded;
+    ) -> list[CaireScore]:
+        """One :class:`CaireScore` per image; ``names`` (e.g. file names) are recorded;
         ``linked`` gives :meth:`link`'s answer when it was computed already."""
         labels = parse_labels(labels)
         images = list(images)
@@ -162,10 +125,15 @@ class CaireScorer:
                 prompts = [self.prompt(label) for label in labels]
             ratings = self.judge.rate([image] * len(labels), prompts)
             results.append(
-                CaireResult(
+                CaireScore(
                     mode=self.mode,
                     labels=[
-                        LabelScore(lab, r.argmax, r.expectation, list(r.probabilities))
+                        LabelScore(
+                            label=lab,
+                            score=r.argmax,
+                            expected=r.expectation,
+                            probabilities=list(r.probabilities),
+                        )
                         for lab, r in zip(labels, ratings, strict=True)
                     ],
                     judge=getattr(self.judge, "id", type(self.judge).__name__),
@@ -192,7 +160,7 @@ def _entity_dict(kb: Any, hit: EntityHit) -> dict[str, Any]:
     }
 
 
-def scores_document(results: Sequence[CaireResult], labels: Sequence[str]) -> dict[str, Any]:
+def scores_document(results: Sequence[CaireScore], labels: Sequence[str]) -> dict[str, Any]:
     """What ``refine metrics caire-diversity --scores`` reads, with each image's details."""
     labels = parse_labels(labels)
     return {

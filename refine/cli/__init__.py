@@ -99,15 +99,27 @@ def app_cmd(
     port: int = typer.Option(7860, "--port"),
     share: bool = typer.Option(False, "--share", help="A public gradio.live link."),
     auth: str = typer.Option(None, "--auth", help="USER:PASS required to open the app."),
+    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
 ) -> None:
     """Serve the Gradio app: start, watch and steer runs; open saved runs."""
-    from ui.app import main as app_main
+    from refine.cli.run_cmd import parse_backends
+    from ui.app import serve
 
-    argv = ["--out", out, "--host", host, "--port", str(port)]
-    argv += ["--profile", profile] if profile else []
-    argv += ["--share"] if share else []
-    argv += ["--auth", auth] if auth else []
-    app_main(argv)
+    credentials = None
+    if auth:
+        user, sep, password = auth.partition(":")
+        if not sep or not user or not password:
+            raise UserInputError("--auth: use USER:PASS")
+        credentials = (user, password)
+    overrides = parse_backends(backend)
+    if profile:
+        from refine.profiles import load_profile
+
+        try:
+            load_profile(profile)
+        except ValueError as err:
+            raise UserInputError(f"--profile: {err}") from err
+    serve(profile, out, host, port, share, credentials, overrides)
 
 
 def _version(value: bool) -> None:

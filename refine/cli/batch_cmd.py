@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 
 from refine.cli.inputs import UserInputError, load_images
-from refine.cli.run_cmd import _parse_backends
+from refine.cli.run_cmd import parse_backends
+from refine.settings import default
 
 
 def _fmt(x: float | None) -> str:
@@ -33,9 +34,10 @@ def batch_cmd(
     --workers helps with API backends.
     """
     from refine.batch import BatchSpecError, open_batch, run_batch
+    from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
     from refine.loop import Refiner
 
-    backends = _parse_backends(backend)
+    backends = parse_backends(backend)
     try:
         batch, store = open_batch(specs, out, profile, backends, resume=resume)
     except BatchSpecError as err:
@@ -45,25 +47,15 @@ def batch_cmd(
     except ValueError as err:
         raise UserInputError(f"--profile/--backend: {err}") from err
 
-    def progress(event: dict) -> None:
+    def progress(event) -> None:
         if as_json:
             return
-        kind = event["type"]
-        if kind == "batch":
-            typer.echo(
-                f"batch {event['id']} in {event['dir']}: {event['todo']} of "
-                f"{event['total']} run(s) to do",
-                err=True,
-            )
-        elif kind == "entry" and "done" in event:
-            line = f"[{event['done']}/{event['total']}] {event['name']}: {event['status']}"
-            if event["status"] == "finished":
-                line += f", FAITH {_fmt(event['initial_faith'])} -> {_fmt(event['best_faith'])}"
-            elif event["error"]:
-                line += f" ({event['error']})"
-            typer.echo(line, err=True)
-        elif kind == "round":
-            typer.echo(f"    {event['name']}: round {event['round']} {event['decision']}", err=True)
+        if isinstance(event, BatchStarted) or (
+            isinstance(event, EntryChanged) and event.done is not None
+        ):
+            typer.echo(event.describe(), err=True)
+        elif isinstance(event, EntryEvent) and isinstance(event.event, RoundDecided):
+            typer.echo(f"    {event.describe()}", err=True)
 
     batch = run_batch(batch, store, refiner, workers=workers, on_event=progress)
     if as_json:
@@ -107,34 +99,29 @@ def score_cmd(
     refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
     profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    tau: float = typer.Option(0.52, "--tau", min=0.01, max=0.99, help="Match threshold."),
+    tau: float = typer.Option(default("tau"), "--tau", min=0.01, max=0.99, help="Match threshold."),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
     """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them."""
-    from refine.loop import Refiner
-    from refine.records import RunSpec
-    from refine.references import ReferenceNotFound, load_references_file
-    from refine.refs_build import find_any
+    from refine import settings
+    from refine.assess import Assessor
+    from refine.backends.selection import Backends
 
     loaded = load_images(images)
     try:
-        refs = (
-            load_references_file(refs_file, activity, country)
-            if refs_file
-            else find_any(activity, country)
-        )
-    except (ReferenceNotFound, ValueError) as err:
+        refs = settings.references(activity, country, refs_file)
+    except settings.SettingsError as err:
         raise UserInputError(str(err)) from err
     try:
-        refiner = Refiner(profile, _parse_backends(backend))
+        backends = Backends(profile, parse_backends(backend))
     except ValueError as err:
         raise UserInputError(f"--profile/--backend: {err}") from err
-    spec = RunSpec(activity=refs.activity, country=refs.country, profile=profile, tau=tau)
+    assessor = Assessor(backends)
     rows = []
     for path, image in zip(images, loaded, strict=True):
         if not as_json:
             typer.echo(f"scoring {path}", err=True)
-        observed, scores, feedback, _ = refiner.assess(image, refs, spec)
+        observed, scores, feedback, _ = assessor.assess(image, refs, tau=tau)
         rows.append(
             {
                 "image": str(path),
@@ -150,7 +137,7 @@ def score_cmd(
             "activity": refs.activity,
             "country": refs.country,
             "references": refs.model_dump(mode="json"),
-            "backends": refiner.backends.ids(),
+            "backends": backends.ids(),
             "images": rows,
         }
         typer.echo(json.dumps(doc, indent=2))

@@ -22,13 +22,14 @@ caire_app.add_typer(kb_app, name="kb")
 
 
 def _embedder(name: str | None, profile: str, device: str | None):
-    from refine.backends.registry import create
-    from refine.profiles import load_profile
+    """The image embedder ``name`` (default: the profile's) on ``device``."""
+    from refine.backends.selection import Backends
 
     try:
-        name = name or load_profile(profile).roles["image_embedder"]
-        options = {"device": device} if device else {}
-        return create("image_embedder", name, **options)
+        backends = Backends(
+            profile, options={"image_embedder": {"device": device}} if device else None
+        )
+        return backends.embedder_for(name or backends.names["image_embedder"])
     except (ValueError, KeyError) as err:
         raise UserInputError(f"--embedder/--profile: {err}") from err
 
@@ -130,10 +131,10 @@ def score_cmd(
 ) -> None:
     """Rate each image 1-5 for each culture label (argmax of the judge's probabilities)."""
     from metrics.caire import diversity
+    from refine.backends.selection import Backends
     from refine.caire.kb import KBError, KnowledgeBase
     from refine.caire.scorer import CaireScorer, parse_labels, scores_document
-    from refine.cli.run_cmd import _parse_backends
-    from refine.loop import Backends
+    from refine.cli.run_cmd import parse_backends
 
     try:
         label_list = parse_labels(labels)
@@ -147,7 +148,7 @@ def score_cmd(
         if kb_dir is not None:
             kb = KnowledgeBase.load(kb_dir)
             image_embedder = _embedder(embedder or kb.embedder, profile, device)
-        backends = Backends(profile, _parse_backends(backend))
+        backends = Backends(profile, parse_backends(backend))
         judge = backends.get("judge")
         scorer = CaireScorer(judge, kb, image_embedder, top_k, ranking, text_chars)
     except KBError as err:

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from refine.cli.inputs import UserInputError
+from refine.settings import default
 
 refs_app = typer.Typer(
     help="Reference descriptors and stereotype candidates from the bundled pack.",
@@ -150,28 +151,46 @@ def refs_list(
             typer.echo(f"  {'*' if entry.get('descriptors') else ' '} {phrase}")
 
 
-def _parse_instructions(values: list[str]) -> dict[int, str]:
-    out = {}
-    for v in values:
-        k, sep, text = v.partition("=")
-        if not sep or not k.strip().isdigit() or int(k) < 1 or not text.strip():
-            raise UserInputError(f"--instruction {v!r}: use ROUND=TEXT with ROUND >= 1")
-        out[int(k)] = text.strip()
-    return out
+# the options that name a run setting, for messages about it
+OPTION_OF = {
+    "activity": "ACTIVITY",
+    "country": "--country",
+    "rounds": "--rounds",
+    "target": "--target",
+    "patience": "--patience",
+    "candidates": "--candidates",
+    "initial_candidates": "--initial",
+    "seed": "--seed",
+    "margin": "--margin",
+    "max_drift": "--max-drift",
+    "edit_from": "--edit-from",
+    "image": "--image",
+    "input_image": "--image",
+    "refs": "--refs",
+    "instructions": "--instruction",
+    "backends": "--backend",
+    "budget_seconds": "--budget-seconds",
+    "budget_calls": "--budget-calls",
+    "caire_labels": "--caire-labels",
+    "caire_kb": "--caire-kb",
+    "prompt_languages": "--prompt-languages",
+    "sos_bank": "--sos-bank",
+    "language_scores": "--language-scores",
+}
 
 
-def _parse_backends(values: list[str]) -> dict[str, str]:
-    from refine.backends.registry import ROLES
+def settings_error(err) -> UserInputError:
+    """A settings problem as ``--option: message``."""
+    return UserInputError(f"{OPTION_OF.get(err.field, err.field)}: {err.message}")
 
-    out = {}
-    for v in values:
-        role, sep, name = v.partition("=")
-        if not sep or role not in ROLES or not name:
-            raise UserInputError(
-                f"--backend {v!r}: use ROLE=NAME with ROLE one of {', '.join(ROLES)}"
-            )
-        out[role] = name
-    return out
+
+def parse_backends(values: list[str]) -> dict[str, str]:
+    from refine.settings import SettingsError, parse_backends
+
+    try:
+        return parse_backends(values)
+    except SettingsError as err:
+        raise settings_error(err) from err
 
 
 def run_cmd(
@@ -179,15 +198,29 @@ def run_cmd(
     country: str = typer.Option(None, "--country", help="The country, e.g. Iran."),
     profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    rounds: int = typer.Option(5, "--rounds", min=0, help="Editing rounds after round 0."),
-    target: float = typer.Option(0.7, "--target", min=0.0, max=1.0, help="Stop at this FAITH."),
-    patience: int = typer.Option(2, "--patience", min=1, help="Rejected rounds before stopping."),
-    candidates: int = typer.Option(2, "--candidates", min=1, help="Edit candidates per round."),
-    initial: int = typer.Option(1, "--initial", min=1, help="Best of N seeds for round 0."),
-    seed: int = typer.Option(42, "--seed", help="Base seed."),
-    margin: float = typer.Option(0.01, "--margin", min=0.0, help="Least FAITH gain to accept."),
-    max_drift: float = typer.Option(0.5, "--max-drift", min=0.0, help="Largest 1 - cosine."),
-    edit_from: str = typer.Option("best", "--edit-from", help="best or original."),
+    rounds: int = typer.Option(
+        default("rounds"), "--rounds", min=0, help="Editing rounds after round 0."
+    ),
+    target: float = typer.Option(
+        default("target"), "--target", min=0.0, max=1.0, help="Stop at this FAITH."
+    ),
+    patience: int = typer.Option(
+        default("patience"), "--patience", min=1, help="Rejected rounds before stopping."
+    ),
+    candidates: int = typer.Option(
+        default("candidates"), "--candidates", min=1, help="Edit candidates per round."
+    ),
+    initial: int = typer.Option(
+        default("initial_candidates"), "--initial", min=1, help="Best of N seeds for round 0."
+    ),
+    seed: int = typer.Option(default("seed"), "--seed", help="Base seed."),
+    margin: float = typer.Option(
+        default("margin"), "--margin", min=0.0, help="Least FAITH gain to accept."
+    ),
+    max_drift: float = typer.Option(
+        default("max_drift"), "--max-drift", min=0.0, help="Largest 1 - cosine."
+    ),
+    edit_from: str = typer.Option(default("edit_from"), "--edit-from", help="best or original."),
     refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
     image: Path = typer.Option(None, "--image", help="Refine this image instead of generating."),
     instruction: list[str] = typer.Option([], "--instruction", help="ROUND=TEXT, your own."),
@@ -220,24 +253,19 @@ def run_cmd(
     ),
 ) -> None:
     """Generate, score and refine an image of an activity in a country, round by round."""
+    from refine import settings
+    from refine.events import RunStarted
     from refine.loop import Refiner
-    from refine.references import load_references_file
     from refine.store import RunStore
+    from refine.views import summary_lines
 
     where: dict[str, str] = {}
 
-    def progress(event: dict) -> None:
-        if event["type"] == "run":
-            where["dir"] = event["dir"]
-        if as_json:
-            return
-        if event["type"] == "run":
-            typer.echo(f"run {event['run']} in {event['dir']}", err=True)
-        elif event["type"] == "stage":
-            extra = f" candidate {event['candidate']}" if "candidate" in event else ""
-            typer.echo(f"  round {event['round']}: {event['stage']}{extra}", err=True)
-        elif event["type"] == "round":
-            typer.echo(f"  round {event['round']}: {event['decision']}", err=True)
+    def progress(event) -> None:
+        if isinstance(event, RunStarted):
+            where["dir"] = event.dir
+        if not as_json:
+            typer.echo(f"  {event.describe()}", err=True)
 
     if resume is not None:
         try:
@@ -251,46 +279,42 @@ def run_cmd(
     else:
         if not activity or not country:
             raise UserInputError("give an ACTIVITY and --country (or --resume DIR)")
-        if edit_from not in ("best", "original"):
-            raise UserInputError(f"--edit-from: {edit_from!r} is not 'best' or 'original'")
-        if image is not None and not image.is_file():
-            raise UserInputError(f"--image: {image} does not exist")
-        caire = _caire_settings(caire_labels, caire_kb)
-        caire.update(_language_settings(prompt_languages, sos_bank))
-        if language_scores:
-            caire["language_scores"] = True
-        if refs_file:
-            try:
-                refs = load_references_file(refs_file, activity, country)
-            except ValueError as err:
-                raise UserInputError(str(err)) from err
-        else:
-            refs = resolve_references(activity, country, profile, build_refs)
+        raw = {
+            "activity": activity,
+            "country": country,
+            "rounds": rounds,
+            "target": target,
+            "patience": patience,
+            "candidates": candidates,
+            "initial_candidates": initial,
+            "seed": seed,
+            "margin": margin,
+            "max_drift": max_drift,
+            "edit_from": edit_from,
+            "image": image,
+            "budget_seconds": budget_s,
+            "budget_calls": budget_calls,
+            "caire_labels": caire_labels,
+            "caire_kb": caire_kb,
+            "prompt_languages": prompt_languages,
+            "sos_bank": sos_bank,
+            "language_scores": language_scores or None,
+        }
         try:
-            refiner = Refiner(profile, _parse_backends(backend), on_event=progress)
+            raw["instructions"] = settings.parse_instructions(instruction)
+            spec = settings.run_spec(raw)
+            if refs_file:
+                refs = settings.references(activity, country, refs_file)
+            else:
+                refs = resolve_references(activity, country, profile, build_refs)
+        except settings.SettingsError as err:
+            raise settings_error(err) from err
+        try:
+            refiner = Refiner(profile, parse_backends(backend), on_event=progress)
         except ValueError as err:
             raise UserInputError(f"--profile/--backend: {err}") from err
         try:
-            run = refiner.run(
-                activity,
-                country,
-                out=out,
-                references=refs,
-                rounds=rounds,
-                target=target,
-                patience=patience,
-                candidates=candidates,
-                initial_candidates=initial,
-                seed=seed,
-                margin=margin,
-                max_drift=max_drift,
-                edit_from=edit_from,
-                instructions=_parse_instructions(instruction),
-                budget_seconds=budget_s,
-                budget_calls=budget_calls,
-                input_image=str(image.resolve()) if image else None,
-                **caire,
-            )
+            run = refiner.start(spec, refs, out=out)
         except ValueError as err:
             if "dir" in where:  # the run had begun: not a settings problem
                 raise
@@ -298,87 +322,5 @@ def run_cmd(
     if as_json:
         typer.echo(run.model_dump_json(indent=2))
         return
-    print_summary(run, where.get("dir", ""))
-
-
-def _language_settings(languages: str | None, bank: Path | None) -> dict:
-    """``--prompt-languages`` / ``--sos-bank``; the loop checks them against the bank."""
-    out: dict = {}
-    if languages:
-        out["prompt_languages"] = [x.strip() for x in languages.split(",") if x.strip()]
-    if bank is not None:
-        from refine.sos.bank import Bank, BankError
-
-        try:
-            Bank(bank)
-        except BankError as err:
-            raise UserInputError(f"--sos-bank: {err}") from err
-        out["sos_bank"] = str(bank.resolve())
-    return out
-
-
-def _caire_settings(labels: str | None, kb: Path | None) -> dict:
-    """``--caire-labels`` / ``--caire-kb`` checked before anything runs."""
-    if labels is None:
-        if kb is not None:
-            raise UserInputError("--caire-kb needs --caire-labels (the cultures to rate)")
-        return {}
-    from refine.caire.kb import KBError, KnowledgeBase
-    from refine.caire.scorer import parse_labels
-
-    try:
-        out: dict = {"caire_labels": parse_labels(labels)}
-    except ValueError as err:
-        raise UserInputError(f"--caire-labels: {err}") from err
-    if kb is not None:
-        try:
-            KnowledgeBase.load(kb)
-        except KBError as err:
-            raise UserInputError(f"--caire-kb: {err}") from err
-        out["caire_kb"] = str(kb.resolve())
-    return out
-
-
-def sos_line(r) -> str:
-    """``en SoS -0.156 · fr round_01_fr.png SoS -0.409`` (SoS only with a bank)."""
-
-    def fmt(v):
-        return "" if v is None else f" SoS {v:+.3f}"
-
-    def faith(e):
-        f = (e.get("scores") or {}).get("faith")
-        return "" if f is None else f" FAITH {f:.3f}"
-
-    parts = [f"en{fmt(r.sos)} FAITH {r.best.scores.faith:.3f}"]
-    parts += [
-        f"{lang} {e['image']}{fmt(e.get('sos'))}{faith(e)}" for lang, e in r.languages.items()
-    ]
-    return " \u00b7 ".join(parts)
-
-
-def print_summary(run, run_dir) -> None:
-    typer.echo(f"\nrun {run.id}: {run.status}, stopped by {run.stop_reason}")
-    typer.echo(
-        f"{'round':>5} {'decision':9} {'FAITH':>6} {'ALIGN':>6} {'HAL':>6} {'EXAG':>6}  image"
-    )
-    for r in run.rounds:
-        s = r.best.scores
-        exag = f"{s.exag:6.3f}" if s.exag is not None else "   n/a"
-        mark = " *" if r.index == run.best_round else ""
-        typer.echo(
-            f"{r.index:>5} {r.decision:9} {s.faith:6.3f} {s.align:6.3f} {s.hal:6.3f} {exag}  "
-            f"{r.best.image}{mark}"
-        )
-    if run.rounds:
-        typer.echo(
-            f"best round: {run.best_round} (*); EXAG: {run.rounds[0].best.scores.exag_variant}"
-        )
-    for r in run.rounds:
-        if r.caire:
-            scores = ", ".join(f"{s['label']} {s['score']}" for s in r.caire["labels"])
-            note = f"  <- {r.caire_note}" if r.caire_note else ""
-            typer.echo(f"CAIRE round {r.index} ({r.caire['mode']}): {scores}{note}")
-    for r in run.rounds:
-        if r.languages or r.sos is not None:
-            typer.echo(f"languages round {r.index}: {sos_line(r)}")
-    typer.echo(f"files: {run_dir}; HTML report: refine report {run_dir}")
+    for line in summary_lines(run, where.get("dir", "")):
+        typer.echo(line)

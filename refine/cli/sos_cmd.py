@@ -43,8 +43,8 @@ def bank_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the bank's state as JSON."),
 ) -> None:
     """Generate and embed images for every (culture, language) cell; resumable."""
-    from refine.cli.run_cmd import _parse_backends
-    from refine.loop import Backends
+    from refine.backends.selection import Backends
+    from refine.cli.run_cmd import parse_backends
     from refine.sos.bank import BankError, build_bank, check_grid
 
     grid_cultures, grid_languages = _split(cultures), _split(languages)
@@ -53,7 +53,7 @@ def bank_cmd(
     except BankError as err:
         raise UserInputError(f"--cultures/--languages: {err}") from err
     try:
-        backends = Backends(profile, _parse_backends(backend))
+        backends = Backends(profile, parse_backends(backend))
         generator = backends.get("generator")
         embedder = backends.get("image_embedder")
         needs_llm = concept != "person" and any(x != "en" for x in grid_languages)

@@ -271,7 +271,7 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
 
     from refine.backends import create
     from refine.caire.kb import KnowledgeBase, read_source
-    from tests.caire.test_kb import folder_source
+    from tests.integration.test_caire_kb import folder_source
 
     embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
     kb = KnowledgeBase.open_or_create(tmp_path / "kb", embedder.id)
@@ -308,25 +308,23 @@ def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path)
     rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
     for row, r in zip(rows, run.rounds, strict=True):
         fr = r.languages["fr"]
-        faith = fr["scores"]["faith"]
-        assert row[9] == f"en {r.sos:+.3f} \u00b7 fr {fr['sos']:+.3f} (FAITH {faith:.3f})"
+        faith = fr.scores.faith
+        assert row[9] == f"en {r.sos:+.3f} \u00b7 fr {fr.sos:+.3f} (FAITH {faith:.3f})"
     # the French image stays blue (the world's blue scene), so its FAITH stays low
     r1 = run.rounds[1]
-    assert r1.languages["fr"]["scores"]["faith"] < r1.best.scores.faith
-    assert "robots" in r1.languages["fr"]["hallucinated"]
+    assert r1.languages["fr"].scores.faith < r1.best.scores.faith
+    assert "robots" in r1.languages["fr"].hallucinated
     (item,) = out[8]
     caption = item["caption"] if isinstance(item, dict) else item[1]
     assert caption == (
-        f"round 1, fr: SoS {r1.languages['fr']['sos']:+.3f}, "
-        f"FAITH {r1.languages['fr']['scores']['faith']:.3f}"
+        f"round 1, fr: SoS {r1.languages['fr'].sos:+.3f}, "
+        f"FAITH {r1.languages['fr'].scores.faith:.3f}"
     )
     chart = chart_series(out[2])
-    assert chart["SoS fr"] == pytest.approx(
-        [r.languages["fr"]["sos"] for r in run.rounds], abs=1e-4
-    )
+    assert chart["SoS fr"] == pytest.approx([r.languages["fr"].sos for r in run.rounds], abs=1e-4)
     assert chart["SoS en"] == pytest.approx([r.sos for r in run.rounds], abs=1e-4)
     assert chart["FAITH fr"] == pytest.approx(
-        [r.languages["fr"]["scores"]["faith"] for r in run.rounds], abs=1e-4
+        [r.languages["fr"].scores.faith for r in run.rounds], abs=1e-4
     )
     shown = client.predict(out[7], 0, api_name="/show")  # round 0 in French
     (item,) = shown[8]

@@ -198,7 +198,7 @@ def test_other_prompt_languages_and_caire_show_per_round(page, world, tmp_path):
         }"""
     )
     run = service.open(pg.locator("#run-dir textarea").input_value())
-    fr = run.rounds[1].languages["fr"]["sos"]
+    fr = run.rounds[1].languages["fr"].sos
     assert f"round 1, fr: SoS {fr:+.3f}" in pg.locator("#languages").inner_text()
     shot = pg.locator("#languages").screenshot(path=str(tmp_path / "languages.png"))
     assert has_colour(shot, BLUE) and not has_colour(shot, RED)  # the French image stayed blue

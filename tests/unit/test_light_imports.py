@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = (
     "torch",
@@ -20,7 +21,9 @@ def test_top_level_imports_are_light():
     code = (
         "import sys, refine, metrics, refine.backends, refine.assets, metrics.ahead, "
         "metrics.sos, metrics.vendi, metrics.text_embedding, metrics.drift, refine.loop, "
-        "refine.records, refine.references, refine.store, refine.instructions; "
+        "refine.records, refine.references, refine.store, refine.instructions, refine.settings, "
+        "refine.assess, refine.policy, refine.views, refine.events, refine.steps, "
+        "refine.steps.caire, refine.steps.languages, refine.backends.selection, refine.service; "
         "from refine import Refiner; "
         f"print([m for m in {HEAVY!r} if m in sys.modules])"
     )
@@ -41,3 +44,51 @@ def test_creating_backends_imports_no_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_app_imports_no_torch():
+    code = "import sys, ui.app, ui.adapters; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def _imports(path: Path) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_imports_go_one_way():
+    """ui and refine.cli -> loop -> steps, assess, policy -> backends and metrics; metrics
+    imports nothing from refine; nothing below the loop imports it or a front end."""
+    root = Path(__file__).resolve().parents[2]
+    for path in (root / "metrics").rglob("*.py"):
+        assert not {m for m in _imports(path) if m.split(".")[0] in ("refine", "ui")}, path
+    below = [
+        *(root / "refine" / "steps").rglob("*.py"),
+        *(root / "refine" / "backends").rglob("*.py"),
+        *(
+            root / "refine" / name
+            for name in (
+                "assess.py",
+                "policy.py",
+                "settings.py",
+                "views.py",
+                "records.py",
+                "events.py",
+                "store.py",
+                "instructions.py",
+                "report.py",
+            )
+        ),
+    ]
+    for path in below:
+        found = {m for m in _imports(path) if m in ("refine.loop", "refine.service")}
+        found |= {m for m in _imports(path) if m.startswith(("refine.cli", "ui"))}
+        assert not found, f"{path} imports {found}"

@@ -7,6 +7,7 @@ import json
 import pytest
 from PIL import Image
 
+from refine.events import RoundDecided
 from refine.instructions import build_instruction, planned_changes
 from refine.loop import Refiner
 from refine.records import Feedback, Run
@@ -50,11 +51,11 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
     lines = [x[2:].rstrip(".") for x in r1.text.splitlines() if x.startswith("- ")]
     assert len(lines) == 5  # max_changes
     removed = {x.removeprefix("Remove ") for x in lines if x.startswith("Remove ")}
-    assert removed and removed <= {h["phrase"] for h in r0.best.feedback.hallucinated}
+    assert removed and removed <= {h.phrase for h in r0.best.feedback.hallucinated}
     assert "oversized hookah" not in removed  # named once, as an exaggerated candidate
     assert any(x.startswith("Add ") for x in lines)
     assert r1.instruction_source == "template" and r1.parent == 0
-    seen = [e["candidate"] for e in r0.best.feedback.exaggerated]
+    seen = [e.candidate for e in r0.best.feedback.exaggerated]
     assert "oversized hookahs" in seen
     # rounds 2 and 3 edit the best image (round 1) and gain nothing
     assert run.rounds[2].parent == 1 and "needs at least +0.01" in run.rounds[2].reason
@@ -66,7 +67,12 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
         assert r.timings and all(v >= 0 for v in r.timings.values())
     assert r1.best.drift is not None and -1.0 <= r1.best.drift.embedding_cosine <= 1.0
     assert run.backend_ids["observer"] == "gemini:gemini-2.5-flash"
-    assert [e["round"] for e in events if e["type"] == "round"] == [0, 1, 2, 3]
+    assert run.backend_info["observer"] == {
+        "id": "gemini:gemini-2.5-flash",
+        "device": "api",
+        "dtype": "n/a",
+    }
+    assert [e.round for e in events if isinstance(e, RoundDecided)] == [0, 1, 2, 3]
     assert world.log.count("generate") == 1 and world.log.count("edit") == 6
 
 
@@ -138,12 +144,12 @@ def test_input_image_and_edit_from_original(world, backends, options, tmp_path):
 
 def test_instruction_template_on_hand_written_feedback():
     fb = Feedback(
-        aligned=[{"phrase": "Large rice platter"}],
+        aligned=[{"dimension": "objects", "phrase": "Large rice platter"}],
         missing=[
-            {"phrase": "Samovar or kettle", "similarity": 0.4},
-            {"phrase": "Around a sofreh", "similarity": 0.1},
+            {"dimension": "objects", "phrase": "Samovar or kettle", "similarity": 0.4},
+            {"dimension": "spatial", "phrase": "Around a sofreh", "similarity": 0.1},
         ],
-        hallucinated=[{"phrase": "hamburgers", "similarity": 0.2}],
+        hallucinated=[{"dimension": "objects", "phrase": "hamburgers", "similarity": 0.2}],
         exaggerated=[{"candidate": "oversized hookahs"}],
     )
     assert planned_changes(fb, 3) == [
@@ -226,7 +232,7 @@ def test_review_rewrites_or_stops_and_request_stop(world, backends, options, tmp
     stopper = refiner(backends, options)
 
     def on_event(event):
-        if event["type"] == "round" and event["round"] == 0:
+        if isinstance(event, RoundDecided) and event.round == 0:
             stopper.request_stop()
 
     stopper.on_event = on_event

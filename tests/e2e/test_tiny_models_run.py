@@ -76,6 +76,11 @@ def test_run_on_tiny_local_models(local_refiner, tmp_path):
     assert run.backend_ids["generator"].startswith("diffusers:")
     assert run.backend_ids["observer"].startswith("hf:")
     assert run.backend_ids["judge"].startswith("hf:")
+    # each backend's own account of itself: pipeline, dtype, device
+    info = run.backend_info
+    assert info["generator"]["pipeline"] == type(refiner.backends.get("generator").pipe).__name__
+    assert info["observer"]["device"] == "cpu" and info["observer"]["dtype"] == "float32"
+    assert info["text_embedder"]["id"] == "st:all-MiniLM-L6-v2"
     refs = run.references
     expected = score_images(refs.descriptors, [SEEN], refiner.backends.get("text_embedder"))[0]
     judge = refiner.backends.get("judge")

@@ -8,10 +8,11 @@ import pytest
 from PIL import Image
 
 from refine.batch import open_batch, read_specs, run_batch, summarise
+from refine.events import EntryChanged
 from refine.loop import Refiner
 from refine.store import RunStore
+from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import BLUE, GREEN, RED
-from tests.loop.test_cli_run import cli
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -123,7 +124,7 @@ def test_workers_share_models_and_keep_runs_apart(world, backends, options, tmp_
     assert {tuple(r.decision for r in run.rounds) for run in runs} == {("initial", "accepted")}
     assert batch.summary == summarise(batch.entries)
     assert batch.summary["improved_runs"] == 4
-    progress = {e["done"] for e in events if e["type"] == "entry" and "done" in e}
+    progress = {e.done for e in events if isinstance(e, EntryChanged) and e.done is not None}
     assert progress == {1, 2, 3, 4}
     assert json.loads((store.dir / "batch.json").read_text())["summary"]["finished"] == 4
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from refine.refs_build import LLMCache, build_references, load_built, union_of
+from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_server import text_answer
-from tests.loop.test_cli_run import cli
 
 ACT, COUNTRY = "people repairing a bicycle", "Peru"
 PROPOSALS = {

@@ -14,8 +14,9 @@ from PIL import Image
 from refine.batch import open_batch, run_batch
 from refine.cli import main
 from refine.loop import Refiner
-from refine.report import run_curves, write_report
+from refine.report import write_report
 from refine.store import RunStore
+from refine.views import metric_series
 from tests.fakes.gemini_world import BLUE, GREEN, RED
 
 ACT, COUNTRY = "people eating food at home", "Iran"
@@ -109,7 +110,7 @@ def test_run_report_shows_every_round(world, backends, options, tmp_path, capsys
     assert page.series["EXAG"] == pytest.approx([r.best.scores.exag for r in run.rounds], abs=1e-6)
     # best-so-far only moves on accepted rounds
     assert page.series["best FAITH"] == pytest.approx([faith[0]] + [faith[1]] * 3, abs=1e-6)
-    assert run_curves(run)["ALIGN"] == [r.best.scores.align for r in run.rounds]
+    assert metric_series(run)["ALIGN"] == [r.best.scores.align for r in run.rounds]
     # checklist of round 0: hamburgers hallucinated, the hookah stereotype seen
     r0 = [(k, text) for k, text, idx in page.items if idx == 0]
     assert any(k == "hallucinated" and "hamburgers" in t for k, t in r0)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from refine.events import StageStarted
 from refine.loop import Refiner
 from tests.fakes.gemini_world import CULTURE, GREEN, RED, rating_distribution
 
@@ -30,24 +31,24 @@ def test_each_round_is_rated_and_a_misreading_feeds_the_next_edit(
         caire_top_k=3,
     )
     r0, r1 = run.rounds
-    assert [s["label"] for s in r0.caire["labels"]] == ["Iran", "Turkey", "India"]
+    assert [s.label for s in r0.caire.labels] == ["Iran", "Turkey", "India"]
     # round 0 is red: the world's judge reads it as Turkey 4, Iran 2
-    assert [s["score"] for s in r0.caire["labels"]] == [
+    assert [s.score for s in r0.caire.labels] == [
         CULTURE[RED][x] for x in ("Iran", "Turkey", "India")
     ]
-    assert r0.caire["labels"][0]["probabilities"] == pytest.approx(rating_distribution(2))
-    assert r0.caire["mode"] == "kb" and r0.caire["entity"]["name"] == "tea"
+    assert r0.caire.labels[0].probabilities == pytest.approx(rating_distribution(2))
+    assert r0.caire.mode == "kb" and r0.caire.entity["name"] == "tea"
     assert r0.caire_note == "reads more as Turkey (4/5) than Iran (2/5)"
     # the next instruction asks for that first, within max_changes
     lines = [x[2:] for x in r1.text.splitlines() if x.startswith("- ")]
     assert lines[0].startswith("Make it read as Iran rather than Turkey")
     assert len(lines) == 5
     # round 1's chosen image is green: Iran 5, no note
-    assert [s["score"] for s in r1.caire["labels"]] == [
+    assert [s.score for s in r1.caire.labels] == [
         CULTURE[GREEN][x] for x in ("Iran", "Turkey", "India")
     ]
     assert r1.caire_note is None and r1.timings["caire"] > 0
-    assert {"type": "stage", "round": 1, "stage": "caire"} in events
+    assert StageStarted(round=1, stage="caire") in events
     # the saved record holds the same
     from refine.store import RunStore
 
@@ -76,8 +77,8 @@ def test_each_round_is_rated_and_a_misreading_feeds_the_next_edit(
 def test_kb_free_rounds_and_bad_settings_fail_before_any_call(world, backends, options, tmp_path):
     refiner = Refiner("gemini", backends, options)
     run = refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, caire_labels=["Turkey"])
-    assert run.rounds[0].caire["mode"] == "kb-free" and run.rounds[0].caire["entity"] is None
-    assert [s["score"] for s in run.rounds[0].caire["labels"]] == [2, 4]
+    assert run.rounds[0].caire.mode == "kb-free" and run.rounds[0].caire.entity is None
+    assert [s.score for s in run.rounds[0].caire.labels] == [2, 4]
     calls = len(world.log)
     with pytest.raises(ValueError, match="not a knowledge base"):
         refiner.run(
@@ -85,14 +86,14 @@ def test_kb_free_rounds_and_bad_settings_fail_before_any_call(world, backends, o
         )
     with pytest.raises(ValueError, match="labels given twice"):
         refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, caire_labels=["Turkey", "turkey"])
-    with pytest.raises(ValueError, match="no culture labels"):
+    with pytest.raises(ValueError, match="needs culture labels"):
         refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, caire_kb="kb")
     assert len(world.log) == calls
 
 
 def test_refine_run_with_caire_flags(capsys, world, siglip_path, tmp_path, kb_dir):
-    from tests.caire.test_kb import run as cli
-    from tests.loop.test_cli_run import run_args
+    from tests.e2e.test_cli_run import run_args
+    from tests.integration.test_caire_kb import run as cli
 
     base = run_args(tmp_path / "runs", 1, siglip_path)
     code, out, err = cli(capsys, *base, "--caire-labels", "Turkey,India", "--caire-kb", kb_dir)
@@ -106,7 +107,7 @@ def test_refine_run_with_caire_flags(capsys, world, siglip_path, tmp_path, kb_di
     code, _, err = cli(capsys, *base, "--caire-labels", "Turkey", "--caire-kb", tmp_path)
     assert code == 2 and "--caire-kb: " in err and "not a knowledge base" in err
     code, _, err = cli(capsys, *base, "--caire-kb", kb_dir)
-    assert code == 2 and "--caire-kb needs --caire-labels" in err
+    assert code == 2 and "--caire-kb: a CAIRE knowledge base needs culture labels" in err
 
 
 def test_batch_lines_name_caire_settings(tmp_path, kb_dir):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from refine.backends import create
+from refine.events import StageStarted
 from refine.loop import Refiner
 from refine.store import RunStore
 from tests.fakes.gemini_world import BLUE, GREEN, RED, build_activity_bank
@@ -41,7 +42,7 @@ def test_every_round_in_every_language_with_sos(
     store = RunStore(tmp_path / "runs" / run.id)
     r0, r1 = run.rounds
     # round 0 was rendered in French by the language model, and generated from that prompt
-    assert r0.languages["fr"]["prompt"] == f"[French] {r0.text}"
+    assert r0.languages["fr"].prompt == f"[French] {r0.text}"
     # the bank asked for the same translation, so the answer came from the cache
     assert world.translations == []
 
@@ -49,10 +50,10 @@ def test_every_round_in_every_language_with_sos(
         im = store.load_image(name)
         return im.getpixel((im.width // 2, im.height // 2))
 
-    assert colour(r0.best.image) == RED and colour(r0.languages["fr"]["image"]) == BLUE
+    assert colour(r0.best.image) == RED and colour(r0.languages["fr"].image) == BLUE
     # round 1 applied the same instruction to the French image: the fix held in English only
-    assert colour(r1.best.image) == GREEN and colour(r1.languages["fr"]["image"]) == BLUE
-    assert r1.languages["fr"]["parent_image"] == r0.languages["fr"]["image"]
+    assert colour(r1.best.image) == GREEN and colour(r1.languages["fr"].image) == BLUE
+    assert r1.languages["fr"].parent_image == r0.languages["fr"].image
     # SoS by hand from the bank's centroids and the same embedder
     embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
     from metrics.sos import SosBank
@@ -66,13 +67,11 @@ def test_every_round_in_every_language_with_sos(
         return float(sem @ e / np.linalg.norm(sem) - surf @ e / np.linalg.norm(surf))
 
     assert r0.sos == pytest.approx(sos(r0.best.image, "en"), abs=1e-5)
-    assert r0.languages["fr"]["sos"] == pytest.approx(
-        sos(r0.languages["fr"]["image"], "fr"), abs=1e-5
-    )
+    assert r0.languages["fr"].sos == pytest.approx(sos(r0.languages["fr"].image, "fr"), abs=1e-5)
     assert r1.sos == pytest.approx(sos(r1.best.image, "en"), abs=1e-5)
     # the blue French image sits on its language's look: surface leads more than in English
-    assert r0.languages["fr"]["sos"] < r0.sos
-    assert {"type": "stage", "round": 1, "stage": "languages", "n": 1} in events
+    assert r0.languages["fr"].sos < r0.sos
+    assert StageStarted(round=1, stage="languages", n=1) in events
     saved = store.load()
     assert saved.rounds[1].languages == r1.languages and saved.rounds[0].sos == r0.sos
     # the HTML report shows each round in French with its SoS and the translated prompt
@@ -83,7 +82,7 @@ def test_every_round_in_every_language_with_sos(
     html = write_report(store.dir).read_text(encoding="utf-8")
     found = re.findall(r'<figure class="language" data-language="fr" data-sos="([-0-9.]+)">', html)
     assert [float(x) for x in found] == pytest.approx(
-        [r0.languages["fr"]["sos"], r1.languages["fr"]["sos"]], abs=1e-6
+        [r0.languages["fr"].sos, r1.languages["fr"].sos], abs=1e-6
     )
     assert f"[French] {r0.text}" in html and f"English SoS {r0.sos:+.3f}" in html
 
@@ -103,8 +102,8 @@ def test_bad_language_settings_fail_before_any_call(world, backends, options, ba
 
 
 def test_refine_run_with_languages(capsys, world, siglip_path, bank_dir, tmp_path):
-    from tests.caire.test_kb import run as cli
-    from tests.loop.test_cli_run import run_args
+    from tests.e2e.test_cli_run import run_args
+    from tests.integration.test_caire_kb import run as cli
 
     base = run_args(tmp_path / "runs", 1, siglip_path)
     code, out, err = cli(capsys, *base, "--prompt-languages", "fr", "--sos-bank", bank_dir)
@@ -141,20 +140,20 @@ def test_language_scores_observe_and_score_each_language(world, backends, option
     )
     store = RunStore(tmp_path / run.id)
     fr = run.rounds[0].languages["fr"]
-    assert fr.get("sos") is None  # no bank: no SoS, but scores
+    assert fr.sos is None  # no bank: no SoS, but scores
     # the same observation and scoring as any image gets
-    _, scores, feedback, _ = refiner.assess(store.load_image(fr["image"]), run.references, run.spec)
-    assert fr["scores"] == scores.model_dump(mode="json")
-    assert fr["hallucinated"] == [h["phrase"] for h in feedback.hallucinated]
-    assert (
-        "robots" in fr["hallucinated"] and fr["scores"]["faith"] < run.rounds[0].best.scores.faith
+    _, scores, feedback, _ = refiner.assessor().assess(
+        store.load_image(fr.image), run.references, run.spec.tau
     )
+    assert fr.scores == scores
+    assert fr.hallucinated == [h.phrase for h in feedback.hallucinated]
+    assert "robots" in fr.hallucinated and fr.scores.faith < run.rounds[0].best.scores.faith
     from refine.report import write_report
 
     html = write_report(store.dir).read_text(encoding="utf-8")
     figure = html[html.index('<figure class="language" data-language="fr"') :]
     figure = figure[: figure.index("</figure>")]
-    assert f"FAITH {fr['scores']['faith']:.3f}, ALIGN {fr['scores']['align']:.3f}" in figure
+    assert f"FAITH {fr.scores.faith:.3f}, ALIGN {fr.scores.align:.3f}" in figure
     assert '<span class="hallucinated">hallucinated: ' in figure and "robots" in figure
     with pytest.raises(ValueError, match="language scores need prompt languages"):
         refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, language_scores=True)

@@ -173,7 +173,7 @@ def test_build_resume_scores_and_report(models, tmp_path):
 
 
 def test_cli_bank_and_report(capsys, models, siglip_path, tmp_path):
-    from tests.caire.test_kb import run
+    from tests.integration.test_caire_kb import run
 
     _, _, sd = models
     out = tmp_path / "bank"

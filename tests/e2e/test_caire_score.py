@@ -11,8 +11,8 @@ from metrics.caire import diversity
 from refine.backends import create
 from refine.caire.kb import KnowledgeBase
 from refine.caire.scorer import CaireScorer
-from tests.caire.test_kb import BLUE, GREEN, RED, TEA_TEXT, draw, run
 from tests.fakes.gemini_world import CULTURE, rating_distribution
+from tests.integration.test_caire_kb import BLUE, GREEN, RED, TEA_TEXT, draw, run
 
 LABELS = ["Iran", "Turkey", "India"]
 
@@ -143,7 +143,7 @@ def test_no_api_key_is_one_line_not_a_traceback(tmp_path):
     import os
     import subprocess
 
-    from tests.loop.test_cli_run import refine_cmd
+    from tests.e2e.test_cli_run import refine_cmd
 
     red, _ = images(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}

@@ -1,0 +1,215 @@
+"""Assessing one image: observe it, score it against the references, measure drift.
+
+An :class:`Assessor` holds the backends and nothing of a run, so ``refine score``, the loop
+and its steps use the same code. AHEaD's formulas live in ``metrics/``; here they meet the
+models.
+
+EXAG variants (named in every score):
+
+* ``judge-rating``: the judge rates exaggeration of the stereotype candidates 1-5 with the
+  rubric in ``assets/prompts/exaggeration.txt``; EXAG = (expected rating - 1) / 4. The
+  candidates listed as seen are those matching an observed descriptor (similarity > tau).
+* ``reference-yes``: with reference images, the judge's yes-probability per candidate
+  against its mean over the reference images (AHEaD's EXAG).
+
+FAITH = mean(ALIGN, 1 - HAL, 1 - EXAG); without stereotype candidates EXAG is not computed
+and FAITH = mean(ALIGN, 1 - HAL), which the variant says.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from metrics.ahead import exaggeration, faithfulness, score_images
+from metrics.descriptors import DIMENSIONS
+from metrics.drift import cosine, ssim
+from refine.assets import prompt_template
+from refine.records import Drift, Exaggerated, Feedback, Match, ReferencePack, RunSpec, Scores
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from refine.backends.selection import Backends
+
+DEFAULT_TAU: float = RunSpec.model_fields["tau"].default
+DEFAULT_MAX_PER_DIMENSION: int = RunSpec.model_fields["max_per_dimension"].default
+
+
+class CallCounter:
+    """Model calls made for one run (or one command); safe to add to from several threads."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.n = start
+        self._lock = threading.Lock()
+
+    def add(self, k: int = 1) -> None:
+        with self._lock:
+            self.n += k
+
+
+class Assessment(NamedTuple):
+    observed: dict[str, list[str]]
+    scores: Scores
+    feedback: Feedback
+    timings: dict[str, float]
+
+
+class Assessor:
+    """Observes and scores images with a set of backends.
+
+    ``calls`` counts the model calls made; ``baselines`` caches the judge's reference-image
+    baselines (they depend only on the references), and may be shared between assessors.
+    """
+
+    def __init__(
+        self,
+        backends: Backends,
+        calls: CallCounter | None = None,
+        baselines: dict[tuple, list[float]] | None = None,
+    ) -> None:
+        self.backends = backends
+        self.calls = calls if calls is not None else CallCounter()
+        self.baselines = baselines if baselines is not None else {}
+
+    def assess(
+        self,
+        image: Image.Image,
+        refs: ReferencePack,
+        tau: float = DEFAULT_TAU,
+        max_per_dimension: int = DEFAULT_MAX_PER_DIMENSION,
+    ) -> Assessment:
+        """Observe ``image`` and score it against ``refs`` (AHEaD with the EXAG variant the
+        references allow)."""
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        with self.backends.using("observer") as observer:
+            observed = observer.describe(image, list(DIMENSIONS), max_per_dimension)
+        self.calls.add()
+        timings["observe"] = time.perf_counter() - t
+        t = time.perf_counter()
+        with self.backends.using("text_embedder") as embedder:
+            ahead = score_images(refs.descriptors, [observed], embedder, tau=tau)[0]
+        timings["score"] = time.perf_counter() - t
+        t = time.perf_counter()
+        exag, variant, exaggerated = self.exaggeration(image, observed, refs, tau)
+        timings["judge"] = time.perf_counter() - t
+        faith = faithfulness(ahead.align, ahead.hal, exag) if exag is not None else None
+        if faith is None:
+            faith = (ahead.align + 1.0 - ahead.hal) / 2.0
+            variant += "; FAITH = mean(ALIGN, 1 - HAL) without EXAG"
+        per_dim = {
+            d: {"align": s.align, "hal": s.hal}
+            for d, s in ahead.per_dimension.items()
+            if s.align is not None or s.hal is not None
+        }
+        scores = Scores(
+            align=ahead.align,
+            hal=ahead.hal,
+            exag=exag,
+            faith=faith,
+            exag_variant=variant,
+            per_dimension=per_dim,
+        )
+        feedback = Feedback(
+            aligned=[_match(m) for m in ahead.aligned],
+            missing=[_match(m) for m in ahead.missing],
+            hallucinated=[_match(m) for m in ahead.hallucinated],
+            exaggerated=exaggerated,
+        )
+        return Assessment(observed, scores, feedback, timings)
+
+    # -- EXAG --------------------------------------------------------------------------
+
+    def exaggeration(
+        self,
+        image: Image.Image,
+        observed: dict[str, list[str]],
+        refs: ReferencePack,
+        tau: float = DEFAULT_TAU,
+    ) -> tuple[float | None, str, list[Exaggerated]]:
+        """(EXAG or None, its variant, the candidates seen as exaggerated)."""
+        candidates = refs.stereotypes
+        if not candidates:
+            return None, "not computed: no stereotype candidates", []
+        if refs.reference_images:
+            with self.backends.using("judge") as judge:
+                return self._reference_yes(image, refs, judge)
+        prompt = prompt_template("exaggeration").format(
+            activity=refs.activity, country=refs.country, candidates="; ".join(candidates)
+        )
+        with self.backends.using("judge") as judge:
+            rating = judge.rate([image], [prompt])[0]
+        self.calls.add()
+        value = (rating.expectation - 1.0) / 4.0
+        seen = self.candidates_seen(observed, candidates, tau)
+        return value, "judge-rating (1-5 rubric, (E[rating] - 1) / 4)", seen
+
+    def _reference_yes(
+        self, image: Image.Image, refs: ReferencePack, judge: Any
+    ) -> tuple[float, str, list[Exaggerated]]:
+        from PIL import Image as PILImage
+
+        questions = [f"Does this image show {c}?" for c in refs.stereotypes]
+        # the baseline depends only on the references: judged once, not per image
+        key = (getattr(judge, "id", ""), tuple(refs.reference_images), tuple(questions))
+        baseline = self.baselines.get(key)
+        if baseline is None:
+            ref_rows = []
+            for path in refs.reference_images:
+                with PILImage.open(path) as im:
+                    ref = im.convert("RGB")
+                ref_rows.append(judge.yes_probability([ref] * len(questions), questions))
+                self.calls.add(len(questions))
+            baseline = [sum(col) / len(col) for col in zip(*ref_rows, strict=True)]
+            self.baselines[key] = baseline
+        row = judge.yes_probability([image] * len(questions), questions)
+        self.calls.add(len(questions))
+        score = exaggeration([row], baseline, refs.stereotypes)
+        listed = [
+            Exaggerated(candidate=c, excess=e, source="judge yes-probability")
+            for c, e in score.exaggerated(0)
+        ]
+        return score.value, "reference-yes (judge yes-probability vs reference images)", listed
+
+    def candidates_seen(
+        self, observed: dict[str, list[str]], candidates: Sequence[str], tau: float
+    ) -> list[Exaggerated]:
+        """Stereotype candidates matching an observed phrase (similarity > tau), closest
+        first."""
+        phrases = [p for d in DIMENSIONS for p in observed.get(d, [])]
+        if not phrases:
+            return []
+        from metrics.text_embedding import default_cache
+
+        cache = default_cache()
+        with self.backends.using("text_embedder") as embedder:
+            cand = cache.embed(embedder, list(candidates))
+            obs = cache.embed(embedder, phrases)
+        sims = (cand @ obs.T).cpu().numpy()
+        seen = []
+        for i, c in enumerate(candidates):
+            j = int(sims[i].argmax())
+            if sims[i, j] > tau:
+                seen.append(
+                    Exaggerated(candidate=c, observed=phrases[j], similarity=float(sims[i, j]))
+                )
+        return sorted(seen, key=lambda s: -(s.similarity or 0.0))
+
+    # -- drift -------------------------------------------------------------------------
+
+    def drift(self, parent: Image.Image, child: Image.Image) -> Drift:
+        """How far an edit moved from its parent: cosine of image embeddings and SSIM."""
+        with self.backends.using("image_embedder") as embedder:
+            e = embedder.encode_images([parent, child]).cpu().numpy()
+        return Drift(
+            embedding_cosine=cosine(e[0], e[1]), ssim=ssim(parent, child), embedder=embedder.id
+        )
+
+
+def _match(m: Any) -> Match:
+    return Match(
+        dimension=m.dimension, phrase=m.phrase, best_match=m.best_match, similarity=m.similarity
+    )

@@ -1,0 +1,102 @@
+"""The model backends of a run: a profile plus per-role overrides and options.
+
+This is the one place that turns names into backend objects. Several threads may share one
+``Backends`` (batch workers): creation is locked, and calls to a backend that does not
+declare ``thread_safe = True`` (local models on one device) are serialised by one lock, so
+only API backends run concurrently. Instances come from the registry's process-wide cache
+(:func:`refine.backends.registry.create`), so a model loads once per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class Backends:
+    def __init__(
+        self,
+        profile: str = "gemini",
+        overrides: dict[str, str] | None = None,
+        options: dict[str, dict[str, Any]] | None = None,
+        instances: dict[str, Any] | None = None,
+    ) -> None:
+        """``overrides`` replaces the profile's backend name per role, ``options`` adds
+        backend options per role; ``instances`` gives ready objects (any object following
+        the role's protocol)."""
+        from refine.profiles import load_profile
+
+        overrides = dict(overrides or {})
+        self.profile = load_profile(profile)
+        self.overrides = overrides
+        self.extra_options = {role: dict(opts) for role, opts in (options or {}).items()}
+        self.names = {**self.profile.roles, **overrides}
+        # a profile's options belong to the profile's backend, not to an override
+        self.options = {
+            role: dict(opts)
+            for role, opts in self.profile.options.items()
+            if overrides.get(role, self.profile.roles.get(role)) == self.profile.roles.get(role)
+        }
+        for role, opts in self.extra_options.items():
+            self.options.setdefault(role, {}).update(opts)
+        self._made: dict[str, Any] = dict(instances or {})
+        for role, backend in self._made.items():
+            self.names[role] = getattr(backend, "id", type(backend).__name__)
+        self._create_lock = threading.Lock()
+        self.model_lock = threading.RLock()
+
+    def get(self, role: str) -> Any:
+        """The backend of ``role`` (created on first use; weights load on first call)."""
+        with self._create_lock:
+            if role not in self._made:
+                from refine.backends.registry import create
+
+                if role not in self.names:
+                    raise ValueError(f"profile {self.profile.name!r} names no {role} backend")
+                self._made[role] = create(role, self.names[role], **self.options.get(role, {}))
+            return self._made[role]
+
+    @contextlib.contextmanager
+    def using(self, role: str) -> Iterator[Any]:
+        """The backend of ``role``, held under the model lock unless it is thread-safe."""
+        backend = self.get(role)
+        if getattr(backend, "thread_safe", False):
+            yield backend
+        else:
+            with self.model_lock:
+                yield backend
+
+    def embedder_for(self, name: str) -> Any:
+        """The image embedder called ``name`` (a CAIRE KB's or an SoS bank's): the run's own
+        when it has that name, else that model on the run's embedder device."""
+        if self.names.get("image_embedder") == name:
+            return self.get("image_embedder")
+        from refine.backends.registry import create
+
+        options = self.options.get("image_embedder", {})
+        device = {"device": options["device"]} if "device" in options else {}
+        return create("image_embedder", name, **device)
+
+    def ids(self) -> dict[str, str]:
+        """The id of every backend created so far, per role."""
+        return {role: getattr(self.get(role), "id", self.names[role]) for role in self._made}
+
+    def info(self) -> dict[str, dict[str, str]]:
+        """Each created backend's ``info()`` (id, device, dtype, revision), per role."""
+        out = {}
+        for role, backend in list(self._made.items()):
+            details: dict[str, Any] = {}
+            describe = getattr(backend, "info", None)
+            if callable(describe):
+                try:
+                    details = describe()
+                except Exception:  # a record of what ran must not stop the run
+                    log.warning("could not read the %s backend's info", role, exc_info=True)
+            out[role] = {"id": getattr(backend, "id", self.names[role]), **details}
+            out[role] = {k: str(v) for k, v in out[role].items()}
+        return out

@@ -1,0 +1,122 @@
+"""What a run or a batch reports while it works: small typed events, each with ``describe()``.
+
+The loop and the batch emit them; the CLI progress lines, the batch progress and the app
+all show ``describe()`` (or read the fields), so every front end says the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    run: str
+    dir: str
+
+    def describe(self) -> str:
+        return f"run {self.run} started in {self.dir}"
+
+
+@dataclass(frozen=True)
+class StageStarted:
+    round: int
+    stage: str  # generate, edit, observe, caire, languages
+    n: int = 1
+    candidate: int | None = None
+
+    def describe(self) -> str:
+        times = f" x{self.n}" if self.n > 1 else ""
+        which = f" (candidate {self.candidate})" if self.candidate is not None else ""
+        return f"round {self.round}: {self.stage}{times}{which}"
+
+
+@dataclass(frozen=True)
+class ReviewWaiting:
+    round: int
+    instruction: str
+
+    def describe(self) -> str:
+        return f"round {self.round}: waiting for the instruction to be reviewed"
+
+
+@dataclass(frozen=True)
+class RoundDecided:
+    round: int
+    decision: str
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"round {self.round}: {self.decision}"
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    run: str
+    stop_reason: str | None
+
+    def describe(self) -> str:
+        return f"stopped: {self.stop_reason}"
+
+
+@dataclass(frozen=True)
+class BatchStarted:
+    id: str
+    dir: str
+    total: int
+    todo: int
+
+    def describe(self) -> str:
+        return f"batch {self.id} in {self.dir}: {self.todo} of {self.total} run(s) to do"
+
+
+@dataclass(frozen=True)
+class EntryChanged:
+    """A batch entry started (``done`` is None) or ended (finished or failed)."""
+
+    entry: int
+    name: str
+    status: str
+    done: int | None = None
+    total: int | None = None
+    initial_faith: float | None = None
+    best_faith: float | None = None
+    error: str | None = None
+
+    def describe(self) -> str:
+        if self.done is None:
+            return f"{self.name}: {self.status}"
+        line = f"[{self.done}/{self.total}] {self.name}: {self.status}"
+        if self.status == "finished":
+            line += f", FAITH {_fmt(self.initial_faith)} -> {_fmt(self.best_faith)}"
+        elif self.error:
+            line += f" ({self.error})"
+        return line
+
+
+@dataclass(frozen=True)
+class EntryEvent:
+    """A run's own event inside a batch, with the entry it belongs to."""
+
+    entry: int
+    name: str
+    event: Event
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.event.describe()}"
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+Event = (
+    RunStarted
+    | StageStarted
+    | ReviewWaiting
+    | RoundDecided
+    | RunFinished
+    | BatchStarted
+    | EntryChanged
+    | EntryEvent
+)

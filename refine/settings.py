@@ -1,0 +1,221 @@
+"""Run settings: the one place that turns raw settings into a validated :class:`RunSpec`.
+
+The command line (options), the app (its form) and batch files (one line each) hand their
+values here as a plain mapping of RunSpec field names; each shows a :class:`SettingsError`
+its own way (``--option: message``, ``line N: field: message``, a message box). The loop
+trusts the spec it gets. Defaults live in :class:`refine.records.RunSpec` and nowhere else:
+use :func:`default` to show one.
+
+Besides the RunSpec fields, a mapping may hold ``image`` (an image to refine instead of
+generating) and ``refs`` (a references file); relative paths (``image``, ``refs``,
+``caire_kb``, ``sos_bank``) are read against ``base_dir`` (a batch file's folder).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from refine.records import ReferencePack, RunSpec
+
+IMAGE_TYPES = (".png", ".jpg", ".jpeg", ".webp")
+
+
+class SettingsError(ValueError):
+    """A setting that cannot run; ``field`` names it (a RunSpec field, ``image`` or
+    ``refs``), the message says what is wrong and what to do."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def default(name: str) -> Any:
+    """The default of a RunSpec field (what every front end shows)."""
+    return RunSpec.model_fields[name].default
+
+
+def split_list(value: str | Iterable[str] | None) -> list[str]:
+    """``"fr, ja"`` or ``["fr", "ja"]`` -> ``["fr", "ja"]`` (blanks dropped)."""
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [str(x).strip() for x in items if str(x).strip()]
+
+
+def parse_instructions(values: Iterable[str]) -> dict[int, str]:
+    """``ROUND=TEXT`` items (round 1 or later) -> ``{round: text}``."""
+    out = {}
+    for v in values:
+        k, sep, text = v.partition("=")
+        if not sep or not k.strip().isdigit() or int(k) < 1 or not text.strip():
+            raise SettingsError("instructions", f"{v!r}: use ROUND=TEXT with ROUND >= 1")
+        out[int(k)] = text.strip()
+    return out
+
+
+def parse_backends(values: Iterable[str]) -> dict[str, str]:
+    """``ROLE=NAME`` items -> ``{role: name}``; roles are checked, names by the registry."""
+    from refine.backends.registry import ROLES, split_name
+
+    out = {}
+    for v in values:
+        role, sep, name = v.partition("=")
+        if not sep or role not in ROLES or not name:
+            raise SettingsError(
+                "backends", f"{v!r}: use ROLE=NAME with ROLE one of {', '.join(ROLES)}"
+            )
+        try:
+            split_name(role, name)
+        except ValueError as err:
+            raise SettingsError("backends", f"{v!r}: {err}") from err
+        out[role] = name
+    return out
+
+
+def _path(value: Any, base_dir: Path | None) -> Path:
+    path = Path(str(value)).expanduser()
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    return path.resolve()
+
+
+def _check_image(path: Path) -> None:
+    if not path.is_file():
+        raise SettingsError("image", f"{path}: no such image file")
+    if path.suffix.lower() not in IMAGE_TYPES:
+        raise SettingsError("image", f"{path.name}: use a {', '.join(IMAGE_TYPES)} image")
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            im.verify()
+    except (UnidentifiedImageError, OSError) as err:
+        raise SettingsError("image", f"{path.name}: not an image that can be read ({err})") from err
+
+
+def _caire(row: dict[str, Any], base_dir: Path | None) -> None:
+    labels, kb = row.get("caire_labels"), row.get("caire_kb")
+    if not split_list(labels):
+        row.pop("caire_labels", None)
+        if kb:
+            raise SettingsError(
+                "caire_kb", "a CAIRE knowledge base needs culture labels to rate (caire_labels)"
+            )
+        row.pop("caire_kb", None)
+        return
+    from refine.caire.scorer import parse_labels
+
+    try:
+        row["caire_labels"] = parse_labels(split_list(labels))
+    except ValueError as err:
+        raise SettingsError("caire_labels", str(err)) from err
+    if kb:
+        from refine.caire.kb import KBError, KnowledgeBase
+
+        path = _path(kb, base_dir)
+        try:
+            KnowledgeBase.load(path)
+        except KBError as err:
+            raise SettingsError("caire_kb", str(err)) from err
+        row["caire_kb"] = str(path)
+    else:
+        row.pop("caire_kb", None)
+
+
+def _languages(row: dict[str, Any], base_dir: Path | None) -> None:
+    from refine.sos.bank import LANGUAGES
+
+    langs = split_list(row.get("prompt_languages"))
+    row["prompt_languages"] = langs
+    problems = [f"unknown language {x!r}" for x in langs if x not in LANGUAGES]
+    if len(set(langs)) != len(langs):
+        problems.append("a prompt language is given twice")
+    if "en" in langs:
+        problems.append("'en' is the run's own prompt language; name only the others")
+    if problems:
+        known = ", ".join(sorted(LANGUAGES))
+        raise SettingsError("prompt_languages", "; ".join(problems) + f" (known: {known})")
+    if row.get("language_scores") and not langs:
+        raise SettingsError("language_scores", "language scores need prompt languages to score")
+    if langs and row.get("input_image"):
+        raise SettingsError(
+            "prompt_languages", "prompt languages need a generated round 0, not an input image"
+        )
+    if row.get("sos_bank"):
+        from refine.sos.bank import Bank, BankError
+
+        path = _path(row["sos_bank"], base_dir)
+        try:
+            Bank(path)
+        except BankError as err:
+            raise SettingsError("sos_bank", str(err)) from err
+        row["sos_bank"] = str(path)
+    else:
+        row.pop("sos_bank", None)
+
+
+def run_spec(raw: Mapping[str, Any], base_dir: str | Path | None = None) -> RunSpec:
+    """A validated RunSpec from raw settings (None values take the default)."""
+    from pydantic import ValidationError
+
+    base = Path(base_dir) if base_dir is not None else None
+    row = {k: v for k, v in raw.items() if v is not None and k != "refs"}
+    image = row.pop("image", None) or row.pop("input_image", None)
+    if image:
+        path = _path(image, base)
+        _check_image(path)
+        row["input_image"] = str(path)
+    if isinstance(row.get("instructions"), str):
+        try:
+            row["instructions"] = json.loads(row["instructions"])
+        except json.JSONDecodeError as err:
+            raise SettingsError("instructions", f"must be JSON ({err.msg})") from err
+    for key in ("activity", "country"):
+        if not str(row.get(key) or "").strip():
+            raise SettingsError(key, f"give the {key}")
+        row[key] = str(row[key]).strip()
+    _caire(row, base)
+    _languages(row, base)
+    try:
+        return RunSpec(**row)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(x) for x in first["loc"]) or "settings"
+        raise SettingsError(field, f"{first['msg']} (got {first.get('input')!r})") from err
+
+
+def references(
+    activity: str,
+    country: str,
+    refs: str | Path | None = None,
+    base_dir: str | Path | None = None,
+    find: Callable[[str, str], ReferencePack] | None = None,
+) -> ReferencePack:
+    """The run's references: a references file when given, else the bundled pack's or ones
+    built earlier (``refine refs build``)."""
+    from refine.references import load_references_file
+
+    try:
+        if refs:
+            path = _path(refs, Path(base_dir) if base_dir is not None else None)
+            return load_references_file(path, activity, country)
+        if find is None:
+            from refine.refs_build import find_any as find
+        return find(activity, country)
+    except ValueError as err:
+        raise SettingsError("refs", str(err)) from err
+
+
+def load(
+    raw: Mapping[str, Any],
+    base_dir: str | Path | None = None,
+    find: Callable[[str, str], ReferencePack] | None = None,
+) -> tuple[RunSpec, ReferencePack]:
+    """Raw settings -> (validated spec, references), every path read against ``base_dir``."""
+    spec = run_spec(raw, base_dir)
+    refs = references(spec.activity, spec.country, raw.get("refs"), base_dir, find)
+    return spec, refs

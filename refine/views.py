@@ -1,0 +1,281 @@
+"""Views of a run record: metric series, table rows, the descriptor checklist and short
+texts. The CLI summary, the app (``ui/adapters.py``) and the HTML report are all built from
+these, so they show the same numbers for the same run. No model code, no UI code.
+
+Series are per round (the chosen candidate): FAITH, ALIGN, HAL, EXAG, drift (1 - cosine to
+the parent), the best FAITH so far, SoS per prompt language (``SoS en``, ``SoS fr``), FAITH
+per extra language (``FAITH fr``, with language scores), and the country's CAIRE score on
+a 0-1 scale (``CAIRE Iran (0-1)`` = (score - 1) / 4). A series that never has a value is left
+out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from metrics.descriptors import DIMENSIONS
+from refine.records import Exaggerated, Match, Round, Run
+
+METRICS = ("FAITH", "ALIGN", "HAL", "EXAG", "drift", "best FAITH")
+CHECK_KINDS = ("aligned", "missing", "hallucinated")
+TABLE_HEADERS = [
+    "round",
+    "decision",
+    "FAITH",
+    "ALIGN",
+    "HAL",
+    "EXAG",
+    "drift",
+    "reason",
+    "CAIRE 1-5",
+    "SoS / languages",
+]
+
+
+def rounded(x: float | None, digits: int = 4) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def drift_value(r: Round) -> float | None:
+    """1 - cosine of the chosen image and its parent (None for round 0)."""
+    d = r.best.drift
+    return None if d is None else 1.0 - d.embedding_cosine
+
+
+def caire_unit(r: Round) -> tuple[str, float] | None:
+    """(label, the run country's CAIRE score on a 0-1 scale) of a round, or None."""
+    if not r.caire:
+        return None
+    own = r.caire.labels[0]
+    return own.label, (own.score - 1) / 4
+
+
+def metric_series(run: Run) -> dict[str, list[float | None]]:
+    """Every metric per round, in a stable order (see the module docstring)."""
+    n = len(run.rounds)
+    series: dict[str, list[float | None]] = {}
+
+    def put(name: str, k: int, value: float | None) -> None:
+        if value is not None:
+            series.setdefault(name, [None] * n)[k] = value
+
+    best: float | None = None
+    for k, r in enumerate(run.rounds):
+        s = r.best.scores
+        put("FAITH", k, s.faith)
+        put("ALIGN", k, s.align)
+        put("HAL", k, s.hal)
+        put("EXAG", k, s.exag)
+        put("drift", k, drift_value(r))
+        if r.decision in ("initial", "accepted"):
+            best = s.faith
+        put("best FAITH", k, best)
+    order = [m for m in METRICS if m in series]
+    series = {m: series[m] for m in order}
+    for k, r in enumerate(run.rounds):
+        put("SoS en", k, r.sos)
+        for lang, entry in r.languages.items():
+            put(f"SoS {lang}", k, entry.sos)
+        for lang, entry in r.languages.items():
+            put(f"FAITH {lang}", k, entry.scores.faith if entry.scores else None)
+        own = caire_unit(r)
+        if own is not None:
+            put(f"CAIRE {own[0]} (0-1)", k, own[1])
+    return series
+
+
+def metric_rows(run: Run) -> list[dict[str, object]]:
+    """The series in long format, ``{"round", "metric", "value"}`` (values rounded)."""
+    return [
+        {"round": k, "metric": name, "value": rounded(v)}
+        for k in range(len(run.rounds))
+        for name, values in metric_series(run).items()
+        if (v := values[k]) is not None
+    ]
+
+
+def chart_range(series: dict[str, list[float | None]]) -> tuple[float, float]:
+    """[0, 1], widened to [-1, 1] when a value (an SoS) is negative."""
+    low = min([0.0, *(v for vs in series.values() for v in vs if v is not None)])
+    return (-1.0 if low < 0 else 0.0, 1.0)
+
+
+def decision_text(r: Round) -> str:
+    return r.decision + (" (by hand)" if r.by_hand else "")
+
+
+def rounds_table(run: Run) -> list[list[object]]:
+    """One row per round, in :data:`TABLE_HEADERS` order."""
+    rows = []
+    for r in run.rounds:
+        s = r.best.scores
+        rows.append(
+            [
+                r.index,
+                decision_text(r),
+                rounded(s.faith),
+                rounded(s.align),
+                rounded(s.hal),
+                rounded(s.exag),
+                rounded(drift_value(r)),
+                r.reason,
+                caire_text(r),
+                languages_text(r),
+            ]
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the descriptor checklist."""
+
+    dimension: str
+    kind: str  # aligned, missing, hallucinated
+    match: Match
+
+
+def checklist(r: Round) -> tuple[dict[str, list[Check]], list[Exaggerated]]:
+    """The chosen image's descriptors per dimension (aligned, missing, hallucinated, in
+    that order) and the stereotype candidates seen as exaggerated."""
+    fb = r.best.feedback
+    by_dim: dict[str, list[Check]] = {}
+    for d in DIMENSIONS:
+        items = [
+            Check(d, kind, m) for kind in CHECK_KINDS for m in getattr(fb, kind) if m.dimension == d
+        ]
+        if items:
+            by_dim[d] = items
+    return by_dim, list(fb.exaggerated)
+
+
+def exaggerated_detail(e: Exaggerated) -> str:
+    """``observed oversized hookah, similarity 0.812`` or ``excess 0.300, source ...``."""
+    parts = []
+    for key in ("observed", "similarity", "excess", "source"):
+        v = getattr(e, key)
+        if v is not None:
+            parts.append(f"{key} {v:.3f}" if isinstance(v, float) else f"{key} {v}")
+    return ", ".join(parts)
+
+
+def caire_scores_text(r: Round) -> str:
+    """``Iran 2 · Turkey 4`` (empty without CAIRE)."""
+    if not r.caire:
+        return ""
+    return " \u00b7 ".join(f"{s.label} {s.score}" for s in r.caire.labels)
+
+
+def caire_text(r: Round) -> str:
+    """A round's CAIRE scores in one line: labels and 1-5 scores, the linked entity, and
+    the note when the image reads more as another culture; empty without CAIRE."""
+    if not r.caire:
+        return ""
+    where = r.caire.mode
+    if r.caire.entity:
+        where += f", linked to {r.caire.entity['name']}"
+    note = f"; {r.caire_note}" if r.caire_note else ""
+    return f"{caire_scores_text(r)} ({where}){note}"
+
+
+def languages_text(r: Round) -> str:
+    """SoS (and FAITH with language scores) per prompt language: ``en -0.156 · fr -0.409
+    (FAITH 0.612)``; the languages followed when there is no bank."""
+    if r.sos is None and not r.languages:
+        return ""
+
+    def one(lang: str, sos: float | None, faith: float | None = None) -> str:
+        text = lang if sos is None else f"{lang} {sos:+.3f}"
+        return text if faith is None else f"{text} (FAITH {faith:.3f})"
+
+    parts = [one("en", r.sos)] + [
+        one(k, v.sos, v.scores.faith if v.scores else None) for k, v in r.languages.items()
+    ]
+    return " \u00b7 ".join(parts)
+
+
+def faith_text(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def round_caption(run: Run, r: Round) -> str:
+    """``✓ round 1: accepted, FAITH 0.712 (best)``."""
+    mark = {"accepted": "\u2713", "rejected": "\u2717"}.get(r.decision, "\u25cf")
+    hand = " by hand" if r.by_hand else ""
+    best = " (best)" if r.index == run.best_round else ""
+    return (
+        f"{mark} round {r.index}: {r.decision}{hand}, FAITH {faith_text(r.best.scores.faith)}{best}"
+    )
+
+
+def gallery(run: Run, run_dir: str | Path) -> list[tuple[str, str]]:
+    """Every round's chosen image (a path under ``run_dir``) with its caption."""
+    return [(str(Path(run_dir) / r.best.image), round_caption(run, r)) for r in run.rounds]
+
+
+def language_gallery(run: Run, run_dir: str | Path, k: int) -> list[tuple[str, str]]:
+    """Round ``k``'s image in each extra prompt language, captioned with SoS and FAITH."""
+    items = []
+    for lang, entry in run.rounds[k].languages.items():
+        caption = f"round {k}, {lang}" + ("" if entry.sos is None else f": SoS {entry.sos:+.3f}")
+        if entry.scores and entry.scores.faith is not None:
+            caption += f", FAITH {entry.scores.faith:.3f}"
+        items.append((str(Path(run_dir) / entry.image), caption))
+    return items
+
+
+def before_after(run: Run, run_dir: str | Path, k: int) -> tuple[str, str] | None:
+    """(parent image, this round's chosen image) of round ``k``; None for round 0."""
+    r = run.rounds[k]
+    if r.parent is None:
+        return None
+    run_dir = Path(run_dir)
+    return str(run_dir / run.rounds[r.parent].best.image), str(run_dir / r.best.image)
+
+
+def summary_lines(run: Run, run_dir: str | Path) -> list[str]:
+    """The command line's summary of a finished run."""
+    lines = [
+        f"\nrun {run.id}: {run.status}, stopped by {run.stop_reason}",
+        f"{'round':>5} {'decision':9} {'FAITH':>6} {'ALIGN':>6} {'HAL':>6} {'EXAG':>6}  image",
+    ]
+    for r in run.rounds:
+        s = r.best.scores
+        exag = f"{s.exag:6.3f}" if s.exag is not None else "   n/a"
+        faith = f"{s.faith:6.3f}" if s.faith is not None else "   n/a"
+        mark = " *" if r.index == run.best_round else ""
+        lines.append(
+            f"{r.index:>5} {r.decision:9} {faith} {s.align:6.3f} {s.hal:6.3f} {exag}  "
+            f"{r.best.image}{mark}"
+        )
+    if run.rounds:
+        variant = run.rounds[0].best.scores.exag_variant
+        lines.append(f"best round: {run.best_round} (*); EXAG: {variant}")
+    for r in run.rounds:
+        if r.caire:
+            note = f"  <- {r.caire_note}" if r.caire_note else ""
+            scores = caire_scores_text(r).replace(" \u00b7 ", ", ")
+            lines.append(f"CAIRE round {r.index} ({r.caire.mode}): {scores}{note}")
+    for r in run.rounds:
+        if r.languages or r.sos is not None:
+            lines.append(f"languages round {r.index}: {sos_line(r)}")
+    lines.append(f"files: {run_dir}; HTML report: refine report {run_dir}")
+    return lines
+
+
+def sos_line(r: Round) -> str:
+    """``en SoS -0.156 FAITH 0.700 · fr round_01_fr.png SoS -0.409 FAITH 0.612``."""
+
+    def sos(v: float | None) -> str:
+        return "" if v is None else f" SoS {v:+.3f}"
+
+    def faith(v: float | None) -> str:
+        return "" if v is None else f" FAITH {v:.3f}"
+
+    parts = [f"en{sos(r.sos)}{faith(r.best.scores.faith)}"]
+    parts += [
+        f"{lang} {e.image}{sos(e.sos)}{faith(e.scores.faith if e.scores else None)}"
+        for lang, e in r.languages.items()
+    ]
+    return " \u00b7 ".join(parts)

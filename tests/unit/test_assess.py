@@ -1,0 +1,134 @@
+"""Observing and scoring one image with stand-in backends: every number by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from refine.assess import Assessor
+from refine.backends.protocols import Rating
+from refine.backends.selection import Backends
+from refine.records import ReferencePack
+
+SEEN = {"objects": ["tea glasses", "hamburgers"]}
+VECTORS = {
+    "tea glasses": [1, 0, 0],
+    "rice platter": [0, 1, 0],
+    "hamburgers": [0, 0, 1],
+    "oversized hookahs": [0, 0.6, 0.8],  # cosine 0.8 with hamburgers
+}
+
+
+class Observer:
+    id = "test:observer"
+
+    def describe(self, image, dimensions, max_per_dimension):
+        return {d: list(SEEN.get(d, []))[:max_per_dimension] for d in dimensions}
+
+
+class Judge:
+    id = "test:judge"
+
+    def __init__(self):
+        self.asked = 0
+
+    def rate(self, images, prompts):
+        self.asked += len(images)
+        return [Rating((0.0, 0.25, 0.5, 0.25, 0.0)) for _ in images]  # E = 3
+
+    def yes_probability(self, images, questions):
+        self.asked += len(images)
+        # real photos (white) show the stereotype with p 0.2, the generated image with 0.5
+        return [0.2 if im.getpixel((0, 0)) == (255, 255, 255) else 0.5 for im in images]
+
+
+class ImageEmbedder:
+    id = "test:image"
+
+    def encode_images(self, images):
+        import torch
+
+        rows = [[1.0, 0.0] if im.getpixel((0, 0))[0] > 100 else [0.6, 0.8] for im in images]
+        return torch.tensor(rows)
+
+
+def assessor(fixed_embedder):
+    judge = Judge()
+    backends = Backends(
+        "gemini",
+        instances={
+            "observer": Observer(),
+            "judge": judge,
+            "text_embedder": fixed_embedder(VECTORS),
+            "image_embedder": ImageEmbedder(),
+        },
+    )
+    return Assessor(backends), judge
+
+
+def refs(**extra):
+    return ReferencePack(
+        activity="people eating food at home",
+        country="Iran",
+        descriptors={"objects": ["tea glasses", "rice platter"]},
+        **extra,
+    )
+
+
+def test_judge_rating_variant(fixed_embedder):
+    a, judge = assessor(fixed_embedder)
+    image = Image.new("RGB", (8, 8), (200, 0, 0))
+    observed, scores, feedback, timings = a.assess(
+        image, refs(stereotypes=["oversized hookahs"]), tau=0.52
+    )
+    assert observed["objects"] == ["tea glasses", "hamburgers"]
+    assert (scores.align, scores.hal) == (0.5, 0.5)
+    assert scores.exag == pytest.approx(0.5)  # (E[rating] - 1) / 4 with E = 3
+    assert scores.faith == pytest.approx((0.5 + 0.5 + 0.5) / 3)
+    assert scores.exag_variant.startswith("judge-rating")
+    assert [m.phrase for m in feedback.missing] == ["rice platter"]
+    assert [m.phrase for m in feedback.hallucinated] == ["hamburgers"]
+    (seen,) = feedback.exaggerated
+    assert (seen.candidate, seen.observed) == ("oversized hookahs", "hamburgers")
+    assert seen.similarity == pytest.approx(0.8)
+    assert a.calls.n == 2 and judge.asked == 1  # one observation, one rating
+    assert set(timings) == {"observe", "score", "judge"}
+    # above tau 0.8 the candidate is no longer seen
+    assert (
+        a.assess(image, refs(stereotypes=["oversized hookahs"]), tau=0.85).feedback.exaggerated
+        == []
+    )
+
+
+def test_without_candidates_faith_leaves_exag_out(fixed_embedder):
+    a, judge = assessor(fixed_embedder)
+    _, scores, _, _ = a.assess(Image.new("RGB", (8, 8)), refs())
+    assert scores.exag is None and scores.faith == pytest.approx(0.5)
+    assert "without EXAG" in scores.exag_variant and judge.asked == 0 and a.calls.n == 1
+
+
+def test_reference_yes_variant_judges_the_references_once(fixed_embedder, tmp_path):
+    a, judge = assessor(fixed_embedder)
+    paths = []
+    for k in range(2):
+        paths.append(str(tmp_path / f"real{k}.png"))
+        Image.new("RGB", (8, 8), (255, 255, 255)).save(paths[-1])
+    pack = refs(stereotypes=["oversized hookahs"], reference_images=paths)
+    image = Image.new("RGB", (8, 8), (200, 0, 0))
+    _, scores, feedback, _ = a.assess(image, pack)
+    assert scores.exag == pytest.approx(0.3)  # 0.5 on the image - 0.2 on the references
+    assert scores.exag_variant.startswith("reference-yes")
+    assert feedback.exaggerated[0].excess == pytest.approx(0.3)
+    assert a.calls.n == 1 + 2 + 1  # observation, two reference images, the image
+    a.assess(image, pack)
+    assert a.calls.n == 4 + 1 + 1  # the baseline is not asked again
+
+
+def test_drift_is_the_embedding_cosine_and_ssim(fixed_embedder):
+    a, _ = assessor(fixed_embedder)
+    red, dark = Image.new("RGB", (16, 16), (200, 0, 0)), Image.new("RGB", (16, 16), (10, 0, 0))
+    d = a.drift(red, dark)
+    assert d.embedding_cosine == pytest.approx(0.6) and d.embedder == "test:image"
+    assert a.drift(red, red).ssim == pytest.approx(1.0)
+    assert 0.0 <= d.ssim < 1.0 and np.isfinite(d.ssim)

@@ -1,0 +1,113 @@
+"""Raw settings -> a validated RunSpec, without any model."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+from PIL import Image
+
+from refine import settings
+from refine.records import RunSpec
+from refine.settings import SettingsError
+
+ACT = "people eating food at home"
+
+
+def spec(**raw):
+    return settings.run_spec({"activity": ACT, "country": "Iran", **raw})
+
+
+def test_none_takes_the_default_and_text_lists_are_split():
+    s = spec(rounds=None, caire_labels="Turkey, India", prompt_languages="fr,ja")
+    assert s.rounds == RunSpec.model_fields["rounds"].default == settings.default("rounds") == 5
+    assert s.caire_labels == ["Turkey", "India"] and s.prompt_languages == ["fr", "ja"]
+    # a CSV line's text values become typed ones
+    s = spec(rounds="3", target="0.8", language_scores="true", prompt_languages="fr")
+    assert (s.rounds, s.target, s.language_scores) == (3, 0.8, True)
+    assert spec(instructions='{"1": "add tea"}').instructions == {1: "add tea"}
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "text"),
+    [
+        ({"rounds": -1}, "rounds", "greater than or equal to 0"),
+        ({"edit_from": "middle"}, "edit_from", "'best' or 'original'"),
+        ({"caire_kb": "kb"}, "caire_kb", "needs culture labels"),
+        ({"caire_labels": "Turkey, turkey"}, "caire_labels", "labels given twice"),
+        ({"prompt_languages": "fr,xx"}, "prompt_languages", "unknown language 'xx'"),
+        ({"prompt_languages": "en"}, "prompt_languages", "'en' is the run's own"),
+        ({"language_scores": True}, "language_scores", "need prompt languages"),
+        ({"sos_bank": "nowhere"}, "sos_bank", "nowhere"),
+        ({"instructions": "{1:"}, "instructions", "must be JSON"),
+        ({"country": " "}, "country", "give the country"),
+    ],
+)
+def test_each_bad_setting_names_its_field(raw, field, text):
+    with pytest.raises(SettingsError, match=text) as err:
+        spec(**raw)
+    assert err.value.field == field
+
+
+def test_paths_are_read_against_the_base_folder(tmp_path):
+    Image.new("RGB", (8, 8), (1, 2, 3)).save(tmp_path / "mine.png")
+    s = settings.run_spec({"activity": ACT, "country": "Iran", "image": "mine.png"}, tmp_path)
+    assert s.input_image == str((tmp_path / "mine.png").resolve())
+    with pytest.raises(SettingsError, match="no such image file") as err:
+        settings.run_spec({"activity": ACT, "country": "Iran", "image": "gone.png"}, tmp_path)
+    assert err.value.field == "image"
+    (tmp_path / "fake.png").write_text("not a picture")
+    with pytest.raises(SettingsError, match="fake.png: not an image"):
+        settings.run_spec({"activity": ACT, "country": "Iran", "image": "fake.png"}, tmp_path)
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(SettingsError, match="use a .png"):
+        settings.run_spec({"activity": ACT, "country": "Iran", "image": "notes.txt"}, tmp_path)
+    with pytest.raises(SettingsError, match="generated round 0"):
+        settings.run_spec(
+            {"activity": ACT, "country": "Iran", "image": "mine.png", "prompt_languages": "fr"},
+            tmp_path,
+        )
+
+
+def test_references_from_a_file_the_pack_or_a_clear_error(tmp_path):
+    (tmp_path / "refs.json").write_text(json.dumps({"setting": ["a clay oven"]}))
+    s, refs = settings.load({"activity": ACT, "country": "Iran", "refs": "refs.json"}, tmp_path)
+    assert refs.descriptors["setting"] == ["a clay oven"] and s.country == "Iran"
+    _, pack = settings.load({"activity": ACT, "country": "Iran"})
+    assert pack.country == "Iran" and pack.descriptors["objects"] and pack.stereotypes
+    with pytest.raises(SettingsError) as err:
+        settings.load({"activity": "people eating fod at home", "country": "Iran"})
+    assert err.value.field == "refs" and "did you mean" in err.value.message
+
+
+def test_instruction_and_backend_items():
+    assert settings.parse_instructions(["1=add tea", "3= keep it "]) == {1: "add tea", 3: "keep it"}
+    for bad in ("0=x", "one=x", "2=", "x"):
+        with pytest.raises(SettingsError, match="ROUND=TEXT"):
+            settings.parse_instructions([bad])
+    assert settings.parse_backends(["judge=gemini:gemini-2.5-pro"]) == {
+        "judge": "gemini:gemini-2.5-pro"
+    }
+    with pytest.raises(SettingsError, match="ROLE one of"):
+        settings.parse_backends(["painter=gemini:x"])
+    with pytest.raises(SettingsError, match="unknown judge backend"):
+        settings.parse_backends(["judge=nonsense:x"])
+
+
+def test_the_command_line_shows_the_specs_defaults():
+    from refine.cli.run_cmd import run_cmd
+
+    params = inspect.signature(run_cmd).parameters
+    for option, field in (
+        ("rounds", "rounds"),
+        ("target", "target"),
+        ("patience", "patience"),
+        ("candidates", "candidates"),
+        ("initial", "initial_candidates"),
+        ("seed", "seed"),
+        ("margin", "margin"),
+        ("max_drift", "max_drift"),
+        ("edit_from", "edit_from"),
+    ):
+        assert params[option].default.default == settings.default(field), option
