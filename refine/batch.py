@@ -120,7 +120,8 @@ def _entry(
     try:
         spec, refs = settings.load(row, base_dir=path.parent, find=find)
     except settings.SettingsError as err:
-        raise BatchSpecError(f"{where}: {err.field}: {err.message}") from err
+        hint = f" (set {err.related})" if err.related else ""
+        raise BatchSpecError(f"{where}: {err.field}: {err.message}{hint}") from err
     spec = spec.model_copy(update={"profile": profile})
     return BatchEntry(
         line=n, name=str(name or f"{spec.activity} ({refs.country})"), spec=spec, references=refs

@@ -93,3 +93,23 @@ def load_profile(name_or_path: str) -> Profile:
     return Profile(
         path.stem, str(data.get("description", "")), dict(roles), path, options, dict(refs)
     )
+
+
+def choose_profile() -> tuple[str, str]:
+    """The profile a front end should use when none is named, and a line saying why:
+    gemini with an API key, else local-gpu with a CUDA GPU, else gemini with a message
+    that nothing can run yet."""
+    import os
+
+    if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
+        return "gemini", "Gemini API key found: the gemini profile runs every model."
+    from refine.backends.device import gpu_name
+
+    gpu = gpu_name()
+    if gpu:
+        return "local-gpu", f"GPU {gpu}: the local-gpu profile."
+    return "gemini", (
+        "No model can run here yet: set GEMINI_API_KEY (Google AI Studio) for the gemini "
+        "profile, or start the app on a machine with a CUDA GPU for local-gpu. Saved runs "
+        "can still be opened."
+    )

@@ -234,18 +234,10 @@ def find_any(activity: str, country: str) -> ReferencePack:
 def models_for(profile: str, proposers: Sequence[str] = (), refiner: str | None = None):
     """The proposer and refiner language models: named ones, else the profile's ``[refs]``
     table, else the profile's ``llm`` backend."""
-    from refine.backends.registry import create
-    from refine.profiles import load_profile
+    from refine.backends.selection import Backends
 
-    p = load_profile(profile)
+    backends = Backends(profile)
+    p = backends.profile
     names = list(proposers) or list(p.refs.get("proposers", [])) or [p.backend("llm")]
     refiner_name = refiner or p.refs.get("refiner") or p.backend("llm")
-    made: dict[str, Any] = {}
-
-    def make(name: str) -> Any:
-        if name not in made:
-            options = p.options.get("llm", {}) if name == p.roles.get("llm") else {}
-            made[name] = create("llm", name, **options)
-        return made[name]
-
-    return [make(n) for n in names], make(refiner_name)
+    return [backends.named("llm", n) for n in names], backends.named("llm", refiner_name)

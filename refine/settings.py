@@ -25,12 +25,14 @@ IMAGE_TYPES = (".png", ".jpg", ".jpeg", ".webp")
 
 class SettingsError(ValueError):
     """A setting that cannot run; ``field`` names it (a RunSpec field, ``image`` or
-    ``refs``), the message says what is wrong and what to do."""
+    ``refs``), the message says what is wrong; ``related`` names another field the fix
+    involves (each front end names it its own way)."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, related: str | None = None) -> None:
         super().__init__(message)
         self.field = field
         self.message = message
+        self.related = related
 
 
 def default(name: str) -> Any:
@@ -103,7 +105,7 @@ def _caire(row: dict[str, Any], base_dir: Path | None) -> None:
         row.pop("caire_labels", None)
         if kb:
             raise SettingsError(
-                "caire_kb", "a CAIRE knowledge base needs culture labels to rate (caire_labels)"
+                "caire_kb", "a CAIRE knowledge base needs culture labels to rate", "caire_labels"
             )
         row.pop("caire_kb", None)
         return
@@ -140,7 +142,9 @@ def _languages(row: dict[str, Any], base_dir: Path | None) -> None:
         known = ", ".join(sorted(LANGUAGES))
         raise SettingsError("prompt_languages", "; ".join(problems) + f" (known: {known})")
     if row.get("language_scores") and not langs:
-        raise SettingsError("language_scores", "language scores need prompt languages to score")
+        raise SettingsError(
+            "language_scores", "language scores need prompt languages to score", "prompt_languages"
+        )
     if langs and row.get("input_image"):
         raise SettingsError(
             "prompt_languages", "prompt languages need a generated round 0, not an input image"

@@ -6,7 +6,6 @@ from ``ui.adapters``. There is no model code here.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -32,25 +31,6 @@ MAX_UPLOAD_MB = 20
 # starting and rolling back share one queue of one: a device runs one run at a time, and
 # a visitor who asks meanwhile waits in line and sees their place; browsing is not held up
 ONE_RUN = {"concurrency_id": "run", "concurrency_limit": 1}
-
-
-def pick_profile() -> tuple[str, str]:
-    """The profile to serve and a line saying why: gemini with an API key, else local-gpu
-    with a CUDA GPU, else gemini with a message that nothing can run yet."""
-    if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
-        return "gemini", "Gemini API key found: the gemini profile runs every model."
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            return "local-gpu", f"GPU {torch.cuda.get_device_name(0)}: the local-gpu profile."
-    except ImportError:  # pragma: no cover
-        pass
-    return "gemini", (
-        "No model can run here yet: set GEMINI_API_KEY (Google AI Studio) for the gemini "
-        "profile, or start the app on a machine with a CUDA GPU for local-gpu. Saved runs "
-        "can still be opened."
-    )
 
 
 def _views(run: Run | None, run_dir: Path | None, k: int | None = None) -> list[Any]:
@@ -283,7 +263,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             try:
                 spec, refs = settings.load(raw)
             except settings.SettingsError as err:
-                yield _pack(f"error: {FIELD_LABELS.get(err.field, err.field)}: {err.message}", "")
+                yield _pack(f"error: {_settings_message(err)}", "")
                 return
             try:
                 job = service.start(spec=spec, references=refs, pause=bool(paused))
@@ -430,6 +410,13 @@ def build_app(service: RunService, status: str = "") -> Any:
     return demo
 
 
+def _settings_message(err: settings.SettingsError) -> str:
+    """A settings problem in the form's words: ``CAIRE knowledge base: ... (fill in CAIRE
+    cultures)``."""
+    hint = f" (fill in {FIELD_LABELS.get(err.related, err.related)})" if err.related else ""
+    return f"{FIELD_LABELS.get(err.field, err.field)}: {err.message}{hint}"
+
+
 def _numbers(n_rounds, target, seed, candidates, max_drift) -> dict[str, Any]:
     """The form's numeric run settings (None where a field is empty: the default)."""
 
@@ -455,7 +442,9 @@ def serve(
     backends: dict[str, str] | None = None,
 ) -> None:
     """Serve the app (``refine app``); the profile is chosen from what can run unless given."""
-    profile, status = (profile, f"profile: {profile}") if profile else pick_profile()
+    from refine.profiles import choose_profile
+
+    profile, status = (profile, f"profile: {profile}") if profile else choose_profile()
     demo = build_app(RunService(profile, out=out, backends=backends), status)
     demo.launch(
         server_name=host,

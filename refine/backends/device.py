@@ -16,6 +16,15 @@ def pick_device(device: str | None = None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def gpu_name() -> str | None:
+    """The name of the first CUDA GPU, or None when there is none (or no torch)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
 class LazyDevice:
     """An attribute that stores the requested device and resolves it on first read.
 

@@ -71,16 +71,19 @@ class Backends:
             with self.model_lock:
                 yield backend
 
-    def embedder_for(self, name: str) -> Any:
-        """The image embedder called ``name`` (a CAIRE KB's or an SoS bank's): the run's own
-        when it has that name, else that model on the run's embedder device."""
-        if self.names.get("image_embedder") == name:
-            return self.get("image_embedder")
+    def named(self, role: str, name: str) -> Any:
+        """The ``role`` backend called ``name``: this set's own when it has that name (with
+        its options), else that model on this set's device for the role."""
+        if self.names.get(role) == name:
+            return self.get(role)
         from refine.backends.registry import create
 
-        options = self.options.get("image_embedder", {})
-        device = {"device": options["device"]} if "device" in options else {}
-        return create("image_embedder", name, **device)
+        options = self.options.get(role, {})
+        return create(role, name, **({"device": options["device"]} if "device" in options else {}))
+
+    def embedder_for(self, name: str) -> Any:
+        """The image embedder called ``name`` (a CAIRE KB's or an SoS bank's)."""
+        return self.named("image_embedder", name)
 
     def ids(self) -> dict[str, str]:
         """The id of every backend created so far, per role."""

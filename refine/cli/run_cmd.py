@@ -180,8 +180,9 @@ OPTION_OF = {
 
 
 def settings_error(err) -> UserInputError:
-    """A settings problem as ``--option: message``."""
-    return UserInputError(f"{OPTION_OF.get(err.field, err.field)}: {err.message}")
+    """A settings problem as ``--option: message (add --other)``."""
+    hint = f" (add {OPTION_OF.get(err.related, err.related)})" if err.related else ""
+    return UserInputError(f"{OPTION_OF.get(err.field, err.field)}: {err.message}{hint}")
 
 
 def parse_backends(values: list[str]) -> dict[str, str]:

@@ -108,6 +108,7 @@ def test_refine_run_with_caire_flags(capsys, world, siglip_path, tmp_path, kb_di
     assert code == 2 and "--caire-kb: " in err and "not a knowledge base" in err
     code, _, err = cli(capsys, *base, "--caire-kb", kb_dir)
     assert code == 2 and "--caire-kb: a CAIRE knowledge base needs culture labels" in err
+    assert "(add --caire-labels)" in err
 
 
 def test_batch_lines_name_caire_settings(tmp_path, kb_dir):

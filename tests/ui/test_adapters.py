@@ -40,3 +40,24 @@ def test_adapters_show_the_run(world, backends, options, tmp_path):
         str(run_dir / run.rounds[1].best.image),
         str(run_dir / run.rounds[2].best.image),
     )
+
+
+def test_the_app_and_the_report_draw_the_same_series(world, backends, options, tmp_path):
+    """One source of views: the app's chart and the report's chart carry the same series
+    (drift, SoS and CAIRE included) with the same values."""
+    import re
+
+    from refine.report import render_run
+    from ui.adapters import metric_chart
+
+    run = Refiner("gemini", backends=backends, backend_options=options).run(
+        ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0, caire_labels=["Turkey"]
+    )
+
+    def series(html: str) -> dict[str, str]:
+        return dict(re.findall(r'data-name="([^"]+)" data-values=\'([^\']+)\'', html))
+
+    app, report = series(metric_chart(run)), series(render_run(tmp_path / run.id))
+    assert app == report
+    assert {"FAITH", "drift", "best FAITH", "CAIRE Iran (0-1)"} <= set(app)
+    assert app["CAIRE Iran (0-1)"] == "[0.25, 1.0]"  # Iran 2/5 then 5/5

@@ -77,3 +77,18 @@ def test_profile_creates_backends_with_options(tmp_path):
     orphan.write_text('[roles]\ngenerator = "diffusers:x"\n[options.editor]\nsteps = 2\n')
     with pytest.raises(ValueError, match="options.editor given but roles.editor is not set"):
         load_profile(str(orphan))
+
+
+def test_the_profile_chosen_when_none_is_named(monkeypatch):
+    import refine.backends.device as device
+    from refine.profiles import choose_profile
+
+    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(device, "gpu_name", lambda: None)
+    name, why = choose_profile()
+    assert name == "gemini" and why.startswith("No model can run here yet")
+    monkeypatch.setattr(device, "gpu_name", lambda: "NVIDIA H100")
+    assert choose_profile() == ("local-gpu", "GPU NVIDIA H100: the local-gpu profile.")
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    assert choose_profile()[0] == "gemini"
