@@ -125,6 +125,7 @@ class Refiner:
         for step in self.steps:
             step.check(spec, references.country, self.backends)
         store = RunStore.create(out, new_run_id(spec.activity, references.country))
+        store.acquire()
         run = Run(
             id=store.dir.name,
             spec=spec,
@@ -136,10 +137,17 @@ class Refiner:
         return self._drive(run, store)
 
     def resume(self, run_dir: str | Path) -> Run:
-        """Finish a run that stopped part-way (its completed rounds are kept)."""
+        """Finish a run that stopped part-way (its completed rounds are kept). Refused while
+        another process (or another driver here) holds the run."""
         store = RunStore(run_dir)
-        run = store.load()
+        store.acquire()
+        try:
+            run = store.load()
+        except BaseException:
+            store.release()
+            raise
         if run.status == "finished":
+            store.release()
             return run
         run.status, run.error = "running", None
         return self._drive(run, store)
@@ -159,6 +167,7 @@ class Refiner:
         spec = old.spec.model_copy(update={**settings, "rounds": round_index + further})
         spec = RunSpec.model_validate(spec.model_dump())
         store = RunStore.create(out or source.dir.parent, f"{old.id}-from-r{round_index}")
+        store.acquire()
         kept = [r.model_copy(deep=True) for r in old.rounds[: round_index + 1]]
         for r in kept:
             for c in r.candidates:
@@ -187,8 +196,10 @@ class Refiner:
         (it becomes the best image) or reject the round."""
         store = RunStore(run_dir)
         run = store.load()
-        if run.status == "running":
-            raise ValueError(f"{store.dir}: the run is still running; stop it first")
+        held = store.holder()
+        if run.status == "running" or held:
+            who = f" (process {held})" if held else ""
+            raise ValueError(f"{store.dir}: the run is still running{who}; stop it first")
         if round_index != len(run.rounds) - 1 or round_index == 0:
             raise ValueError(
                 f"only the last editing round can be decided by hand (round {len(run.rounds) - 1})"

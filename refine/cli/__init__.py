@@ -7,10 +7,10 @@ the field and the problem on stderr and exits with code 2.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
-import click
 import typer
 
 from refine import __version__
@@ -96,7 +96,7 @@ def app_cmd(
     ),
     out: str = typer.Option("runs", "--out", help="Folder for run directories."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to serve on."),
-    port: int = typer.Option(7860, "--port"),
+    port: int = typer.Option(7860, "--port", min=1, max=65535),
     share: bool = typer.Option(False, "--share", help="A public gradio.live link."),
     auth: str = typer.Option(None, "--auth", help="USER:PASS required to open the app."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
@@ -145,19 +145,77 @@ def _root(
 EXPLAINED = ("GeminiError", "ModelUnavailable", "OutOfMemory", "OutOfMemoryError")
 
 
+def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(ClickException, Abort) classes of the click that typer uses: typer 0.29 and newer
+    carry their own copy (``typer._click``), older ones use the ``click`` package."""
+    errors: list[type] = []
+    aborts: list[type] = [typer.Abort] if hasattr(typer, "Abort") else []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        errors.append(module.ClickException)
+        if hasattr(module, "Abort"):
+            aborts.append(module.Abort)
+    return tuple(errors), tuple(aborts)
+
+
+def _given(opts: list[str], argv: list[str]) -> str | None:
+    """The value given on the command line to one of ``opts`` (``--x V`` or ``--x=V``)."""
+    for k, arg in enumerate(argv):
+        for opt in opts:
+            if arg == opt and k + 1 < len(argv):
+                return argv[k + 1]
+            if arg.startswith(opt + "="):
+                return arg[len(opt) + 1 :]
+    return None
+
+
+def usage_line(err: Exception, argv: list[str]) -> str:
+    """A click usage error as one line: the option, the value given and what is wrong."""
+    param = getattr(err, "param", None)
+    if param is not None and type(err).__name__ == "BadParameter":
+        opts = list(getattr(param, "opts", []) or [])
+        name = "/".join(opts) or str(getattr(param, "human_readable_name", "argument"))
+        value = _given(opts, argv)
+        shown = f" {value!r}" if value is not None else ""
+        return f"{name}{shown}: {getattr(err, 'message', '') or err.format_message()}"
+    message = err.format_message() if hasattr(err, "format_message") else str(err)
+    return f"{message} (see '{_command_path(argv)} --help')"
+
+
+def _command_path(argv: list[str]) -> str:
+    """``refine metrics vendi`` for ``["metrics", "vendi", "--q"]``: the subcommands named."""
+    path = ["refine"]
+    try:
+        command = typer.main.get_command(app)
+    except Exception:  # only for a message
+        return "refine"
+    for token in argv:
+        commands = getattr(command, "commands", None)
+        if not commands or token not in commands:
+            break
+        path.append(token)
+        command = commands[token]
+    return " ".join(path)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors become one line on stderr and exit code 2."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    click_error, abort = _click_errors()
     try:
-        rc = app(args=argv, prog_name="refine", standalone_mode=False)
+        rc = app(args=args, prog_name="refine", standalone_mode=False)
     except UserInputError as err:
         typer.echo(f"error: {err}", err=True)
         sys.exit(2)
-    except click.exceptions.Abort:
+    except abort:
         typer.echo("aborted", err=True)
         sys.exit(130)
-    except click.ClickException as err:
-        err.show()
-        sys.exit(err.exit_code)
+    except click_error as err:
+        typer.echo(f"error: {usage_line(err, args)}", err=True)
+        sys.exit(getattr(err, "exit_code", 2) or 2)
     except Exception as err:
         # a model that cannot answer (no API key, not downloaded, a full GPU): its message
         # says what to do, so it is shown without a traceback (exit code 1)

@@ -273,10 +273,15 @@ def run_cmd(
             run = RunStore(resume).load()
         except ValueError as err:
             raise UserInputError(f"--resume: {err}") from err
+        from refine.store import RunLocked
+
         refiner = Refiner(
             run.spec.profile, run.spec.backends, run.spec.backend_options, on_event=progress
         )
-        run = refiner.resume(resume)
+        try:
+            run = refiner.resume(resume)
+        except RunLocked as err:
+            raise UserInputError(f"--resume: {err}") from err
     else:
         if not activity or not country:
             raise UserInputError("give an ACTIVITY and --country (or --resume DIR)")

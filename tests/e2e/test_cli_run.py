@@ -77,3 +77,23 @@ def test_run_summary_and_errors(world, siglip_path, tmp_path):
     refs = json.loads(shown.stdout)
     assert refs["country"] == "Iran" and "Persian rug on floor" in refs["descriptors"]["setting"]
     assert len(refs["stereotypes"]) == 15 and "AHEaD" in refs["source"]
+
+
+def test_a_second_process_on_a_held_run_is_refused(tmp_path):
+    import socket
+
+    from refine.records import ReferencePack, Run, RunSpec
+
+    store = RunStore.create(tmp_path, "held")
+    refs = ReferencePack(activity=ACT, country=COUNTRY, descriptors={"setting": ["a kitchen"]})
+    store.save(Run(id="held", spec=RunSpec(activity=ACT, country=COUNTRY), references=refs))
+    store.acquire()  # this test's process drives the run
+    try:
+        out = cli("run", "--resume", str(store.dir))
+    finally:
+        store.release()
+    assert out.returncode == 2, out.stderr
+    me = f"{os.getpid()}@{socket.gethostname()}"
+    assert out.stderr.strip() == f"error: --resume: {store.dir} is in use by process {me}; " + (
+        "wait for it to end, or stop it"
+    )

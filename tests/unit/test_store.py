@@ -56,3 +56,55 @@ def test_names_stay_inside_the_run_directory(tmp_path):
     with pytest.raises(ValueError, match="not safe for a file name"):
         RunStore.create(tmp_path, "../x")
     assert RunStore.create(tmp_path, "r3").dir.name == "r3-2"
+
+
+def test_runs_started_at_once_never_collide(tmp_path):
+    import threading
+
+    made, errors = [], []
+
+    def create():
+        try:
+            made.append(RunStore.create(tmp_path / "runs", "20261122-140000-iran-eating").dir)
+        except Exception as err:  # pragma: no cover - the failure this test looks for
+            errors.append(err)
+
+    threads = [threading.Thread(target=create) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(set(made)) == 8
+    assert sorted(p.name for p in made)[:2] == [
+        "20261122-140000-iran-eating",
+        "20261122-140000-iran-eating-2",
+    ]
+
+
+def test_a_held_run_is_refused_and_a_stale_lock_taken_over(tmp_path):
+    import os
+    import socket
+    import stat
+
+    from refine.store import FILE_MODE, RunLocked
+
+    store = RunStore.create(tmp_path, "r3")
+    store.save(a_run("r3"))
+    store.acquire()
+    me = f"{os.getpid()}@{socket.gethostname()}"
+    with pytest.raises(RunLocked, match=f"in use by process {me}"):
+        RunStore(store.dir).acquire()
+    store.close()  # closing releases the lock
+    assert not (store.dir / ".lock").exists()
+    # a lock left by a process that is gone (killed) is taken over, with its temp files
+    (store.dir / ".lock").write_text(f"999999999@{socket.gethostname()}")
+    (store.dir / ".run.json.abc.tmp").write_text("half")
+    (store.dir / ".round_01_c0.png.tmp").write_bytes(b"\x89PNG")
+    again = RunStore(store.dir)
+    assert again.holder() is None
+    again.acquire()
+    assert not list(store.dir.glob(".*.tmp"))
+    assert (store.dir / ".lock").read_text() == me
+    again.release()
+    # files follow the umask, not mkstemp's 0600
+    assert stat.S_IMODE((store.dir / "run.json").stat().st_mode) == FILE_MODE
