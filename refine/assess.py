@@ -50,6 +50,12 @@ class CallCounter:
             self.n += k
 
 
+def judge_calls(judge: Any, answers: int) -> int:
+    """Model calls behind ``answers`` judge answers: k each when the judge samples."""
+    sampled = getattr(judge, "method", "logprobs") != "logprobs"
+    return answers * (getattr(judge, "samples", 1) if sampled else 1)
+
+
 class Assessment(NamedTuple):
     observed: dict[str, list[str]]
     scores: Scores
@@ -94,7 +100,7 @@ class Assessor:
             ahead = score_images(refs.descriptors, [observed], embedder, tau=tau)[0]
         timings["score"] = time.perf_counter() - t
         t = time.perf_counter()
-        exag, variant, exaggerated = self.exaggeration(image, observed, refs, tau)
+        exag, variant, exaggerated, judged = self.exaggeration(image, observed, refs, tau)
         timings["judge"] = time.perf_counter() - t
         faith = faithfulness(ahead.align, ahead.hal, exag) if exag is not None else None
         if faith is None:
@@ -112,6 +118,8 @@ class Assessor:
             faith=faith,
             exag_variant=variant,
             per_dimension=per_dim,
+            judge_mode=judged[0],
+            exag_stderr=judged[1],
         )
         feedback = Feedback(
             aligned=[_match(m) for m in ahead.aligned],
@@ -129,23 +137,32 @@ class Assessor:
         observed: dict[str, list[str]],
         refs: ReferencePack,
         tau: float = DEFAULT_TAU,
-    ) -> tuple[float | None, str, list[Exaggerated]]:
-        """(EXAG or None, its variant, the candidates seen as exaggerated)."""
+    ) -> tuple[float | None, str, list[Exaggerated], tuple[str | None, float | None]]:
+        """(EXAG or None, its variant, the candidates seen as exaggerated, (the judge's
+        method, the standard error of EXAG when sampled))."""
         candidates = refs.stereotypes
         if not candidates:
-            return None, "not computed: no stereotype candidates", []
+            return None, "not computed: no stereotype candidates", [], (None, None)
         if refs.reference_images:
             with self.backends.using("judge") as judge:
-                return self._reference_yes(image, refs, judge)
+                value, variant, listed = self._reference_yes(image, refs, judge)
+                method = getattr(judge, "method", "logprobs")
+            if method != "logprobs":
+                variant += f" [judge {method}]"
+            return value, variant, listed, (method, None)
         prompt = prompt_template("exaggeration").format(
             activity=refs.activity, country=refs.country, candidates="; ".join(candidates)
         )
         with self.backends.using("judge") as judge:
             rating = judge.rate([image], [prompt])[0]
-        self.calls.add()
+            self.calls.add(judge_calls(judge, 1))
         value = (rating.expectation - 1.0) / 4.0
         seen = self.candidates_seen(observed, candidates, tau)
-        return value, "judge-rating (1-5 rubric, (E[rating] - 1) / 4)", seen
+        variant = "judge-rating (1-5 rubric, (E[rating] - 1) / 4)"
+        stderr = None if rating.stderr is None else rating.stderr / 4.0
+        if rating.method != "logprobs":
+            variant += f" [judge {rating.method}, EXAG s.e. {stderr:.3f}]"
+        return value, variant, seen, (rating.method, stderr)
 
     def _reference_yes(
         self, image: Image.Image, refs: ReferencePack, judge: Any
@@ -162,11 +179,11 @@ class Assessor:
                 with PILImage.open(path) as im:
                     ref = im.convert("RGB")
                 ref_rows.append(judge.yes_probability([ref] * len(questions), questions))
-                self.calls.add(len(questions))
+                self.calls.add(judge_calls(judge, len(questions)))
             baseline = [sum(col) / len(col) for col in zip(*ref_rows, strict=True)]
             self.baselines[key] = baseline
         row = judge.yes_probability([image] * len(questions), questions)
-        self.calls.add(len(questions))
+        self.calls.add(judge_calls(judge, len(questions)))
         score = exaggeration([row], baseline, refs.stereotypes)
         listed = [
             Exaggerated(candidate=c, excess=e, source="judge yes-probability")

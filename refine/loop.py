@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from refine import policy
+from refine import policy, usage
 from refine.assess import Assessor, CallCounter
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
@@ -124,6 +124,7 @@ class Refiner:
         )
         for step in self.steps:
             step.check(spec, references.country, self.backends)
+        self.backends.preflight(roles_needed(spec))  # before any directory or paid call
         store = RunStore.create(out, new_run_id(spec.activity, references.country))
         store.acquire()
         run = Run(
@@ -132,6 +133,7 @@ class Refiner:
             references=references,
             templates={t: prompt_template(t) for t in TEMPLATES},
             created=time.strftime("%Y-%m-%dT%H:%M:%S"),
+            packages=usage.package_versions(),
         )
         store.save(run)
         return self._drive(run, store)
@@ -149,6 +151,11 @@ class Refiner:
         if run.status == "finished":
             store.release()
             return run
+        try:
+            self.backends.preflight(roles_needed(run.spec))
+        except BaseException:
+            store.release()
+            raise
         run.status, run.error = "running", None
         return self._drive(run, store)
 
@@ -166,6 +173,7 @@ class Refiner:
         further = settings.pop("rounds", old.spec.rounds)
         spec = old.spec.model_copy(update={**settings, "rounds": round_index + further})
         spec = RunSpec.model_validate(spec.model_dump())
+        self.backends.preflight(roles_needed(spec))
         store = RunStore.create(out or source.dir.parent, f"{old.id}-from-r{round_index}")
         store.acquire()
         kept = [r.model_copy(deep=True) for r in old.rounds[: round_index + 1]]
@@ -223,13 +231,13 @@ class Refiner:
     # -- the loop ----------------------------------------------------------------------
 
     def _drive(self, run: Run, store: RunStore) -> Run:
-        started = time.monotonic() - run.elapsed_s
+        started = self._started = time.monotonic() - run.elapsed_s
         self.calls = CallCounter(run.model_calls)
         self._stop.clear()
         self._emit(RunStarted(run=run.id, dir=str(store.dir)))
         try:
             if not run.rounds:
-                self._round_zero(run, store)
+                self._round(run, self._round_zero, store)
                 self._save(run, store, started)
             while run.stop_reason is None:
                 reason = policy.stop_reason(
@@ -241,7 +249,7 @@ class Refiner:
                 if reason:
                     run.stop_reason = reason
                     break
-                self._edit_round(run, store)
+                self._round(run, self._edit_round, store)
                 self._save(run, store, started)
             run.status = "finished"
         except BaseException as err:
@@ -258,6 +266,24 @@ class Refiner:
         store.close()
         self._emit(RunFinished(run=run.id, stop_reason=run.stop_reason))
         return run
+
+    def _round(self, run: Run, recipe: Callable[[Run, RunStore], None], store: RunStore) -> None:
+        """One round, its API token usage kept with it and added to the run's."""
+        done = len(run.rounds)
+        budget = run.spec.budget_seconds
+        until = None if budget is None else self._started + budget
+        with usage.collecting() as spent, usage.deadline(until):
+            try:
+                recipe(run, store)
+            except usage.BudgetExhausted:
+                # the round in progress is dropped; the rounds done are kept
+                del run.rounds[done:]
+                kept = [r.index for r in run.rounds if r.decision in ("initial", "accepted")]
+                run.best_round = max(kept) if kept else None
+                run.stop_reason = f"budget: {budget:g} s of wall time used (during round {done})"
+        if len(run.rounds) > done:
+            run.rounds[-1].usage = spent
+        usage.add(run.usage, spent)
 
     def _save(self, run: Run, store: RunStore, started: float) -> None:
         run.elapsed_s = time.monotonic() - started
@@ -424,6 +450,18 @@ class Refiner:
             self.on_event(event)
         except Exception:  # a broken progress display must not stop a run
             log.exception("progress callback failed")
+
+
+def roles_needed(spec: RunSpec) -> list[str]:
+    """The model roles a run of ``spec`` calls."""
+    roles = ["observer", "judge", "text_embedder"]
+    if not spec.input_image or spec.prompt_languages:
+        roles.insert(0, "generator")
+    if spec.rounds > 0:
+        roles += ["editor", "image_embedder"]
+    if spec.prompt_languages:
+        roles.append("llm")
+    return roles
 
 
 def _append_round(

@@ -52,6 +52,10 @@ class Scores(_Record):
     faith: float | None
     exag_variant: str
     per_dimension: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # how the judge read its probabilities ("logprobs" or "sampled k=N"; None: no judge
+    # call) and, for a sampled judge-rating EXAG, the standard error of EXAG
+    judge_mode: str | None = None
+    exag_stderr: float | None = None
 
 
 class Match(_Record):
@@ -103,6 +107,7 @@ class LabelScore(_Record):
     score: int  # argmax of the judge's probabilities of "1".."5"
     expected: float
     probabilities: list[float]
+    stderr: float | None = None  # of ``expected``, with a sampled judge
 
 
 class CaireScore(_Record):
@@ -111,6 +116,7 @@ class CaireScore(_Record):
     mode: str  # "kb" or "kb-free"
     labels: list[LabelScore]
     judge: str
+    judge_mode: str | None = None  # "logprobs" or "sampled k=N"
     kb: str | None = None
     embedder: str | None = None
     ranking: str | None = None
@@ -170,6 +176,8 @@ class Round(_Record):
     # the same round in each extra prompt language
     sos: float | None = None
     languages: dict[str, LanguageImage] = Field(default_factory=dict)
+    # API token usage of the round per model (calls, prompt/output/total tokens)
+    usage: dict[str, dict[str, int]] = Field(default_factory=dict)
 
     @property
     def best(self) -> Candidate:
@@ -220,6 +228,10 @@ class Run(_Record):
     backend_ids: dict[str, str] = Field(default_factory=dict)
     # each backend's info(): id, device, dtype, revision (what it reports)
     backend_info: dict[str, dict[str, str]] = Field(default_factory=dict)
+    # versions of the packages that decide the numbers (absent: not installed)
+    packages: dict[str, str] = Field(default_factory=dict)
+    # Gemini token usage per model: calls, prompt_tokens, output_tokens, total_tokens
+    usage: dict[str, dict[str, int]] = Field(default_factory=dict)
     status: Literal["running", "finished", "failed"] = "running"
     rounds: list[Round] = Field(default_factory=list)
     best_round: int | None = None

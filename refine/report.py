@@ -17,6 +17,7 @@ from pathlib import Path
 
 from refine import views
 from refine.records import LanguageImage, Round, Run
+from refine.usage import tokens_text
 
 MAX_SIDE = 768  # images larger than this are shown downscaled (the PNGs stay untouched)
 COLOURS = {
@@ -349,6 +350,7 @@ def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
         and v is not None
     )
     exag = run.rounds[0].best.scores.exag_variant if run.rounds else "-"
+    api = f"; API usage: {escape(tokens_text(run.usage))}" if run.usage else ""
     series = views.metric_series(run)
     chart = (
         line_chart(
@@ -374,7 +376,7 @@ def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
         f'<span class="badge {run.status}">{run.status}</span></{heading}>'
         f"<p>run <code>{escape(run.id)}</code>; stopped by: {escape(run.stop_reason or '-')}; "
         f"best round: {run.best_round}; {len(run.rounds)} round(s), {run.model_calls} model "
-        f"call(s), {run.elapsed_s:.1f} s</p>{error}"
+        f"call(s), {run.elapsed_s:.1f} s{api}</p>{error}"
         f'<p class="muted">EXAG: {escape(exag)}<br>settings: {escape(settings)}<br>'
         f"references: {escape(run.references.source)}</p>"
         f"<details><summary>backends</summary><table>{backends}</table></details>"

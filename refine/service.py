@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from refine.backends.loading import describe_error
 from refine.events import Event, ReviewWaiting, RunStarted
 from refine.records import Run
 from refine.store import RunStore
@@ -116,24 +117,6 @@ class Job:
         if self.run_dir is None or not (self.run_dir / "run.json").is_file():
             return None
         return RunStore(self.run_dir).load()
-
-
-def describe_error(err: BaseException) -> str:
-    """A failure in words a user can act on. The backends already explain missing models
-    (``ModelUnavailable``) and a full GPU (``OutOfMemory``); a raw CUDA out-of-memory
-    from elsewhere gets the same advice."""
-    name, text = type(err).__name__, str(err).strip()
-    if name == "ModelUnavailable":
-        return f"model not available: {text}"
-    if name == "OutOfMemory":
-        return f"out of GPU memory: {text}"
-    if name == "OutOfMemoryError":
-        first = text.splitlines()[0] if text else ""
-        return (
-            "out of GPU memory: use the 'small-gpu' profile, fewer candidates, or free the "
-            f"GPU of other work, then start again ({first})"
-        )
-    return f"{name}: {text}"
 
 
 class RunService:

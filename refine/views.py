@@ -16,6 +16,7 @@ from pathlib import Path
 
 from metrics.descriptors import DIMENSIONS
 from refine.records import Exaggerated, Match, Round, Run
+from refine.usage import tokens_text
 
 METRICS = ("FAITH", "ALIGN", "HAL", "EXAG", "drift", "best FAITH")
 CHECK_KINDS = ("aligned", "missing", "hallucinated")
@@ -30,6 +31,7 @@ TABLE_HEADERS = [
     "reason",
     "CAIRE 1-5",
     "SoS / languages",
+    "API tokens",
 ]
 
 
@@ -122,6 +124,7 @@ def rounds_table(run: Run) -> list[list[object]]:
                 r.reason,
                 caire_text(r),
                 languages_text(r),
+                tokens_text(r.usage),
             ]
         )
     return rows
@@ -260,6 +263,8 @@ def summary_lines(run: Run, run_dir: str | Path) -> list[str]:
     for r in run.rounds:
         if r.languages or r.sos is not None:
             lines.append(f"languages round {r.index}: {sos_line(r)}")
+    if run.usage:
+        lines.append(f"API usage: {tokens_text(run.usage)}")
     lines.append(f"files: {run_dir}; HTML report: refine report {run_dir}")
     return lines
 

@@ -48,6 +48,14 @@ class OpenClipEmbedder:
                     self.arch, pretrained=self.pretrained, device=self.device
                 )
             except RuntimeError as err:
+                if "download" in str(err).lower():
+                    from refine.backends.loading import ModelUnavailable
+
+                    raise ModelUnavailable(
+                        f"cannot load {self.id}: its weights are not in the cache and could not "
+                        "be downloaded; run once where there is internet (the weights are "
+                        "cached), or name a local checkpoint file as clip:ARCH/PATH"
+                    ) from err
                 raise ValueError(
                     f"cannot load open_clip {self.arch!r} with weights {self.pretrained!r}: {err}. "
                     "`open_clip.list_pretrained()` lists the known pairs"

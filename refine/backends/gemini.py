@@ -1,8 +1,22 @@
 """Gemini backends for every role, through the google-genai client.
 
-* ``gemini:gemini-2.5-flash-image`` generates images and edits an input image;
-* ``gemini:gemini-2.5-flash`` (or another text model) observes (structured output), judges
-  (next-token log-probabilities of the answer tokens) and answers JSON for the loop.
+* ``gemini:gemini-3.1-flash-image`` (Nano Banana 2) generates images and edits an input image;
+* ``gemini:gemini-3.5-flash`` (or another text model) observes (structured output), judges
+  and answers JSON for the loop.
+
+Before a run spends anything, :meth:`GeminiClient.check_model` asks the API whether each named
+model exists and can generate content; an unknown or retired model is reported with the
+models the API offers for that role.
+
+The judge reads the first answer token's log-probabilities when the model gives them
+(``judge_mode="logprobs"``). Many models answer such a request with HTTP 400 "Logprobs is
+not enabled"; with ``judge_mode="auto"`` (the default) that answer is remembered for the
+model for the life of the process and the judge samples instead: ``samples`` answers (k
+calls at temperature 1, one seed each, structured output restricted to the answer tokens),
+whose frequencies are the distribution (``judge_mode="sampled"`` always does this). Every
+result names its method, and a sampled rating carries the standard error of its expectation
+(the sample standard deviation over sqrt(k)); a yes-probability p from k samples has
+standard error sqrt(p (1 - p) / k).
 
 The API key comes from ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; ``GOOGLE_GEMINI_BASE_URL``
 points the client at another endpoint. Calls time out, and 408/429/5xx answers and
@@ -40,12 +54,31 @@ T = TypeVar("T", bound="BaseModel")
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-DEFAULT_IMAGE_MODEL = "gemini-2.5-flash-image"
-DEFAULT_TEXT_MODEL = "gemini-2.5-flash"
+DEFAULT_IMAGE_MODEL = "gemini-3.1-flash-image"  # Nano Banana 2
+DEFAULT_TEXT_MODEL = "gemini-3.5-flash"
 
 
 class GeminiError(RuntimeError):
-    """A Gemini call that failed for good; the message says what to do."""
+    """A Gemini call that failed for good; the message says what to do. ``code`` is the
+    HTTP status when the API answered, ``detail`` its own message."""
+
+    def __init__(self, message: str, code: int | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.detail = detail
+
+
+# models that answered that they give no log-probabilities (for the life of the process)
+_NO_LOGPROBS: set[str] = set()
+JUDGE_MODES = ("auto", "logprobs", "sampled")
+
+
+def logprobs_unavailable(err: GeminiError) -> bool:
+    """The API's answer to a log-probability request on a model that has none."""
+    text = err.detail.casefold()
+    return (
+        err.code == 400 and "logprob" in text and ("not enabled" in text or "not support" in text)
+    )
 
 
 @dataclass
@@ -75,6 +108,51 @@ class GeminiClient:
     def __post_init__(self) -> None:
         self._client: Any = None
         self._lock = threading.Lock()
+        self._checked: set[str] = set()
+
+    def check_model(self, model: str, image: bool) -> None:
+        """The API knows ``model`` and it can generate content; else a GeminiError naming
+        the models offered for the role (image models when ``image``). Checked once."""
+        from google.genai import errors
+
+        if model in self._checked:
+            return
+        client = self.client()
+        try:
+            info = client.models.get(model=model)
+        except errors.APIError as err:
+            detail = (err.message or str(err)).strip()
+            if err.code == 404:
+                offered = ", ".join(self.offered(image)) or "none"
+                kind = "image" if image else "text"
+                raise GeminiError(
+                    f"{model}: no such Gemini model (unknown or retired); {kind} models the "
+                    f"API offers: {offered}",
+                    404,
+                    detail,
+                ) from err
+            raise GeminiError(_explain(model, err, 1), err.code, detail) from err
+        actions = list(getattr(info, "supported_actions", None) or [])
+        if actions and "generateContent" not in actions:
+            raise GeminiError(
+                f"{model}: this model cannot generate content (it offers {', '.join(actions)})"
+            )
+        self._checked.add(model)
+
+    def offered(self, image: bool) -> list[str]:
+        """Models the API offers that generate content: image models, or text models."""
+        try:
+            models = list(self.client().models.list())
+        except Exception:  # only for a message
+            log.debug("could not list the Gemini models", exc_info=True)
+            return []
+        names = []
+        for m in models:
+            name = str(getattr(m, "name", "") or "").removeprefix("models/")
+            actions = list(getattr(m, "supported_actions", None) or [])
+            if name and "generateContent" in actions and ("image" in name) == image:
+                names.append(name)
+        return sorted(names)
 
     def _resolve_key(self) -> str:
         if self.api_key:
@@ -102,12 +180,27 @@ class GeminiClient:
             return self._client
 
     def generate(self, model: str, contents: list[Any], config: Any, purpose: str) -> Any:
-        """``generate_content`` with retries; returns the response of the first candidate."""
+        """``generate_content`` with retries; returns the response of the first candidate.
+
+        Under a wall-time budget (:func:`refine.usage.deadline`) each attempt first checks
+        the time left, its timeout and retry waits are capped to it, and
+        :class:`refine.usage.BudgetExhausted` is raised when it is spent."""
         from google.genai import errors
+
+        from refine.usage import BudgetExhausted, time_left
 
         client = self.client()
         start = time.perf_counter()
         for attempt in range(self.max_retries + 1):
+            left = time_left()
+            if left is not None and left <= 0:
+                raise BudgetExhausted(f"{model}: the wall-time budget is spent ({purpose})")
+            capped = left is not None and left < self.timeout_s
+            if capped:
+                from google.genai import types
+
+                limit = types.HttpOptions(timeout=max(1, int(left * 1000)))
+                config = config.model_copy(update={"http_options": limit})
             try:
                 response = client.models.generate_content(
                     model=model, contents=contents, config=config
@@ -116,11 +209,16 @@ class GeminiClient:
             except errors.APIError as err:
                 retry = err.code in RETRY_STATUS and attempt < self.max_retries
                 if not retry:
-                    raise GeminiError(_explain(model, err, attempt + 1)) from err
+                    detail = (err.message or str(err)).strip()
+                    raise GeminiError(_explain(model, err, attempt + 1), err.code, detail) from err
                 reason = f"HTTP {err.code}"
             except Exception as err:  # timeouts and dropped connections
                 if not _is_transient(err):
                     raise
+                if capped:  # the timeout was the budget's
+                    raise BudgetExhausted(
+                        f"{model}: the wall-time budget ran out waiting for an answer ({purpose})"
+                    ) from err
                 if attempt >= self.max_retries:
                     raise GeminiError(
                         f"{model}: no answer after {attempt + 1} attempt(s) "
@@ -128,19 +226,29 @@ class GeminiClient:
                     ) from err
                 reason = type(err).__name__
             delay = min(self.max_delay_s, self.initial_delay_s * 2**attempt)
+            left = time_left()
+            if left is not None:
+                if left <= delay:
+                    raise BudgetExhausted(
+                        f"{model}: {reason}, and the wall-time budget ends before a retry"
+                    )
             log.warning("%s: %s, retrying in %.1f s", model, reason, delay)
             self.sleep(delay)
         usage = getattr(response, "usage_metadata", None)
-        self.calls.append(
-            CallRecord(
-                model,
-                purpose,
-                int(getattr(usage, "prompt_token_count", 0) or 0),
-                int(getattr(usage, "candidates_token_count", 0) or 0),
-                int(getattr(usage, "total_token_count", 0) or 0),
-                time.perf_counter() - start,
-                attempt + 1,
-            )
+        record = CallRecord(
+            model,
+            purpose,
+            int(getattr(usage, "prompt_token_count", 0) or 0),
+            int(getattr(usage, "candidates_token_count", 0) or 0),
+            int(getattr(usage, "total_token_count", 0) or 0),
+            time.perf_counter() - start,
+            attempt + 1,
+        )
+        self.calls.append(record)
+        from refine.usage import record as record_usage
+
+        record_usage(
+            f"gemini:{model}", record.prompt_tokens, record.output_tokens, record.total_tokens
         )
         _check_not_blocked(model, response)
         return response
@@ -246,6 +354,10 @@ class _GeminiBackend:
     def info(self) -> dict[str, str]:
         return {"id": self.id, "device": "api", "dtype": "n/a"}
 
+    def verify(self) -> None:
+        """The key is set and the API offers this model for this role (no paid call)."""
+        self.gemini.check_model(self.model, image=self.role in ("generator", "editor"))
+
 
 class GeminiGenerator(_GeminiBackend):
     """Text-to-image with a Gemini image model; the seed is sent with each request."""
@@ -332,41 +444,77 @@ class GeminiObserver(GeminiLanguageModel):
 
 
 class GeminiJudge(_GeminiBackend):
-    """Answer-token probabilities from the log-probabilities of the first answer token."""
+    """Answer probabilities: from the first answer token's log-probabilities, or from k
+    sampled answers when the model gives none (see the module docstring)."""
 
     role = "judge"
     top_logprobs = 20
 
-    def __init__(self, model: str = "", thinking_budget: int | None = 0, **kw: Any) -> None:
+    def __init__(
+        self,
+        model: str = "",
+        thinking_budget: int | None = 0,
+        judge_mode: str = "auto",
+        samples: int = 8,
+        thinking_level: str | None = None,
+        **kw: Any,
+    ) -> None:
         """``thinking_budget=0`` turns thinking off so the first token is the answer and the
         short output limit is not spent on thoughts; use ``None`` for models that cannot
-        turn it off (then the limit is lifted and the first answer token is read)."""
+        turn it off (then the limit is lifted and the first answer token is read). Gemini 3
+        models take ``thinking_level`` (minimal, low, ...) instead, which replaces the
+        budget. ``judge_mode`` is auto, logprobs or sampled; ``samples`` is k."""
+        if judge_mode not in JUDGE_MODES:
+            raise ValueError(f"judge_mode {judge_mode!r}: use one of {', '.join(JUDGE_MODES)}")
+        if not isinstance(samples, int) or samples < 2:
+            raise ValueError(f"samples must be an integer of at least 2, got {samples!r}")
         super().__init__(model, **kw)
-        self.thinking_budget = thinking_budget
+        self.thinking_budget = None if thinking_level else thinking_budget
+        self.thinking_level = thinking_level
+        self.judge_mode = judge_mode
+        self.samples = samples
+
+    def _thinking(self) -> Any:
+        from google.genai import types
+
+        if self.thinking_level:
+            return types.ThinkingConfig(thinking_level=self.thinking_level.upper())
+        if self.thinking_budget is not None:
+            return types.ThinkingConfig(thinking_budget=self.thinking_budget)
+        return None
+
+    @property
+    def sampling(self) -> bool:
+        return self.judge_mode == "sampled" or (
+            self.judge_mode == "auto" and self.model in _NO_LOGPROBS
+        )
+
+    @property
+    def method(self) -> str:
+        """How this judge reads probabilities now: ``logprobs`` or ``sampled k=N``."""
+        return f"sampled k={self.samples}" if self.sampling else "logprobs"
+
+    def info(self) -> dict[str, str]:
+        return {**super().info(), "judge_mode": self.judge_mode, "method": self.method}
 
     def _first_token_logprobs(
         self, image: Image.Image, text: str, purpose: str
     ) -> dict[str, float]:
         from google.genai import types
 
-        thinking = (
-            types.ThinkingConfig(thinking_budget=self.thinking_budget)
-            if self.thinking_budget is not None
-            else None
-        )
         config = types.GenerateContentConfig(
             temperature=0.0,
             max_output_tokens=4 if self.thinking_budget == 0 else None,
             response_logprobs=True,
             logprobs=self.top_logprobs,
-            thinking_config=thinking,
+            thinking_config=self._thinking(),
         )
         response = self.gemini.generate(self.model, [_image_part(image), text], config, purpose)
         result = response.candidates[0].logprobs_result
         if result is None or not result.top_candidates:
             raise GeminiError(
                 f"{self.model}: the answer has no log-probabilities; this model cannot judge "
-                "(use a model that supports response_logprobs, such as gemini-2.5-flash)"
+                'by log-probabilities (set judge_mode = "sampled" in [options.judge])'
             )
         out: dict[str, float] = {}
         for cand in result.top_candidates[0].candidates or []:
@@ -374,6 +522,64 @@ class GeminiJudge(_GeminiBackend):
             if token and token not in out:
                 out[token] = float(cand.log_probability)
         return out
+
+    def _sampled(
+        self, image: Image.Image, text: str, answers: Sequence[str], purpose: str
+    ) -> list[float]:
+        """The frequencies of ``samples`` answers restricted to ``answers``."""
+        import json
+
+        from google.genai import types
+
+        schema = {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "enum": list(answers)}},
+            "required": ["answer"],
+        }
+        thinking = self._thinking()
+        counts = dict.fromkeys(answers, 0)
+        for seed in range(self.samples):
+            config = types.GenerateContentConfig(
+                temperature=1.0,
+                seed=seed,
+                response_mime_type="application/json",
+                response_json_schema=schema,
+                thinking_config=thinking,
+            )
+            response = self.gemini.generate(
+                self.model, [_image_part(image), text], config, f"{purpose}_sampled"
+            )
+            try:
+                answer = str(json.loads(_text(response))["answer"]).strip()
+            except (ValueError, KeyError, TypeError):
+                answer = ""
+            matched = next((a for a in answers if a.casefold() == answer.casefold()), None)
+            if matched is None:
+                raise GeminiError(
+                    f"{self.model}: a sampled answer {answer[:40]!r} is none of {list(answers)}"
+                )
+            counts[matched] += 1
+        return [counts[a] / self.samples for a in answers]
+
+    def _probabilities(
+        self, image: Image.Image, text: str, answers: Sequence[str], purpose: str
+    ) -> list[float]:
+        if not self.sampling:
+            try:
+                lp = self._first_token_logprobs(image, text, purpose)
+                if answers == ("Yes", "No"):
+                    lp = _merge_case(lp, answers)
+                return self._distribution(lp, answers)
+            except GeminiError as err:
+                if self.judge_mode != "auto" or not logprobs_unavailable(err):
+                    raise
+                _NO_LOGPROBS.add(self.model)
+                log.warning(
+                    "%s gives no log-probabilities; judging by %d sampled answers from now on",
+                    self.model,
+                    self.samples,
+                )
+        return self._sampled(image, text, answers, purpose)
 
     def _distribution(self, logprobs: dict[str, float], answers: Sequence[str]) -> list[float]:
         found = {a: logprobs[a] for a in answers if a in logprobs}
@@ -395,19 +601,26 @@ class GeminiJudge(_GeminiBackend):
         out = []
         for image, question in zip(images, questions, strict=True):
             prompt = f'{question} Please answer "Yes" or "No".'
-            lp = self._first_token_logprobs(image, prompt, "judge_yes")
-            merged = _merge_case(lp, ("Yes", "No"))
-            out.append(self._distribution(merged, ("Yes", "No"))[0])
+            out.append(self._probabilities(image, prompt, ("Yes", "No"), "judge_yes")[0])
         return out
 
     def rate(self, images: Sequence[Image.Image], prompts: Sequence[str]) -> list[Rating]:
         _check_pairs(images, prompts)
         out = []
         for image, prompt in zip(images, prompts, strict=True):
-            lp = self._first_token_logprobs(image, prompt, "judge_rate")
-            dist = self._distribution(lp, ("1", "2", "3", "4", "5"))
-            out.append(Rating(tuple(dist)))
+            dist = self._probabilities(image, prompt, ("1", "2", "3", "4", "5"), "judge_rate")
+            if self.sampling:
+                out.append(Rating(tuple(dist), self.method, _rating_stderr(dist, self.samples)))
+            else:
+                out.append(Rating(tuple(dist)))
         return out
+
+
+def _rating_stderr(dist: Sequence[float], k: int) -> float:
+    """Standard error of the mean rating of k samples with frequencies ``dist``."""
+    mean = sum((i + 1) * p for i, p in enumerate(dist))
+    var = sum(p * ((i + 1) - mean) ** 2 for i, p in enumerate(dist))  # of the sample
+    return math.sqrt(var / (k - 1)) if k > 1 else float("nan")
 
 
 def _merge_case(logprobs: dict[str, float], answers: Sequence[str]) -> dict[str, float]:

@@ -77,3 +77,23 @@ def oom_guard(model: str, fn: Callable[[], R]) -> R:
 
 def torch_dtype_name(dtype: Any) -> str:
     return str(dtype).replace("torch.", "")
+
+
+def describe_error(err: BaseException) -> str:
+    """A failure in words a user can act on. The backends already explain missing models
+    (``ModelUnavailable``) and a full GPU (``OutOfMemory``); a raw CUDA out-of-memory
+    from elsewhere gets the same advice."""
+    name, text = type(err).__name__, str(err).strip()
+    if name == "ModelsUnavailable":
+        return "models not available: " + "; ".join(getattr(err, "problems", [text]))
+    if name == "ModelUnavailable":
+        return f"model not available: {text}"
+    if name == "OutOfMemory":
+        return f"out of GPU memory: {text}"
+    if name == "OutOfMemoryError":
+        first = text.splitlines()[0] if text else ""
+        return (
+            "out of GPU memory: use the 'small-gpu' profile, fewer candidates, or free the "
+            f"GPU of other work, then start again ({first})"
+        )
+    return f"{name}: {text}"

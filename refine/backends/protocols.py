@@ -20,9 +20,15 @@ T = TypeVar("T", bound="BaseModel")
 
 @dataclass(frozen=True)
 class Rating:
-    """A judge's 1-5 rating: the distribution over "1".."5", its argmax and expectation."""
+    """A judge's 1-5 rating: the distribution over "1".."5", its argmax and expectation.
+
+    ``method`` says how the distribution was read: ``logprobs`` (the first answer token's
+    probabilities) or ``sampled k=N`` (the frequencies of N sampled answers, whose
+    expectation has the standard error ``stderr``)."""
 
     probabilities: tuple[float, float, float, float, float]
+    method: str = "logprobs"
+    stderr: float | None = None
 
     @property
     def argmax(self) -> int:

@@ -120,11 +120,11 @@ register(
 )
 
 for _role, _cls, _example, _what in (
-    ("generator", "GeminiGenerator", "gemini:gemini-2.5-flash-image", "text-to-image"),
-    ("editor", "GeminiEditor", "gemini:gemini-2.5-flash-image", "instruction-based editing"),
-    ("observer", "GeminiObserver", "gemini:gemini-2.5-flash", "descriptor listing"),
-    ("judge", "GeminiJudge", "gemini:gemini-2.5-flash", "yes-probability and 1-5 ratings"),
-    ("llm", "GeminiLanguageModel", "gemini:gemini-2.5-flash", "JSON answers"),
+    ("generator", "GeminiGenerator", "gemini:gemini-3.1-flash-image", "text-to-image"),
+    ("editor", "GeminiEditor", "gemini:gemini-3.1-flash-image", "instruction-based editing"),
+    ("observer", "GeminiObserver", "gemini:gemini-3.5-flash", "descriptor listing"),
+    ("judge", "GeminiJudge", "gemini:gemini-3.5-flash", "yes-probability and 1-5 ratings"),
+    ("llm", "GeminiLanguageModel", "gemini:gemini-3.5-flash", "JSON answers"),
 ):
     register(
         _role,

@@ -18,6 +18,14 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
+class ModelsUnavailable(RuntimeError):
+    """Models a run needs that cannot load or answer; one line each in ``problems``."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
 class Backends:
     def __init__(
         self,
@@ -84,6 +92,30 @@ class Backends:
     def embedder_for(self, name: str) -> Any:
         """The image embedder called ``name`` (a CAIRE KB's or an SoS bank's)."""
         return self.named("image_embedder", name)
+
+    def preflight(self, roles: list[str]) -> None:
+        """Before anything is spent: load every local model of ``roles`` and ask the API
+        about every API model (no paid call). All problems are raised together as
+        :class:`ModelsUnavailable`, one line per problem (roles sharing one are joined)."""
+        found: dict[str, list[str]] = {}
+        checked: set[int] = set()
+        for role in roles:
+            try:
+                backend = self.get(role)
+                if id(backend) in checked:
+                    continue
+                checked.add(id(backend))
+                check = getattr(backend, "verify", None) or getattr(backend, "load", None)
+                if callable(check):
+                    check()
+            except Exception as err:  # every problem is reported, not only the first
+                from refine.backends.loading import describe_error
+
+                found.setdefault(describe_error(err), []).append(
+                    f"{role} ({self.names.get(role, '?')})"
+                )
+        if found:
+            raise ModelsUnavailable([f"{', '.join(who)}: {why}" for why, who in found.items()])
 
     def ids(self) -> dict[str, str]:
         """The id of every backend created so far, per role."""

@@ -133,10 +133,12 @@ class CaireScorer:
                             score=r.argmax,
                             expected=r.expectation,
                             probabilities=list(r.probabilities),
+                            stderr=getattr(r, "stderr", None),
                         )
                         for lab, r in zip(labels, ratings, strict=True)
                     ],
                     judge=getattr(self.judge, "id", type(self.judge).__name__),
+                    judge_mode=getattr(ratings[0], "method", None) if ratings else None,
                     kb=str(self.kb.path) if self.kb is not None else None,
                     embedder=getattr(self.embedder, "id", None) if self.kb is not None else None,
                     ranking=self.ranking if self.kb is not None else None,

@@ -142,7 +142,13 @@ def _root(
     )
 
 
-EXPLAINED = ("GeminiError", "ModelUnavailable", "OutOfMemory", "OutOfMemoryError")
+EXPLAINED = (
+    "GeminiError",
+    "ModelUnavailable",
+    "ModelsUnavailable",
+    "OutOfMemory",
+    "OutOfMemoryError",
+)
 
 
 def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
@@ -221,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
         # says what to do, so it is shown without a traceback (exit code 1)
         if type(err).__name__ not in EXPLAINED:
             raise
-        from refine.service import describe_error
+        from refine.backends.loading import describe_error
 
         typer.echo(f"error: {describe_error(err)}", err=True)
         sys.exit(1)

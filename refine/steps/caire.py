@@ -8,6 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from refine.assess import judge_calls
 from refine.events import StageStarted
 from refine.instructions import caire_change
 
@@ -62,7 +63,7 @@ class CaireStep:
         with ctx.backends.using("judge") as judge:
             scorer.judge = judge
             result = scorer.score([image], labels, names=[r.best.image], linked=linked)[0]
-        ctx.calls.add(len(labels))
+            ctx.calls.add(judge_calls(judge, len(labels)))
         r.timings["caire"] = time.perf_counter() - t
         r.caire = result
         r.caire_note, _ = caire_change(r.caire, country)

@@ -74,11 +74,34 @@ class Reply:
     delay_s: float = 0.0
 
 
+# the models the fake API offers (GET /models): today's and the 2.5 ones tests name
+CATALOG = (
+    "gemini-3.1-flash-image",
+    "gemini-3-pro-image",
+    "gemini-3.5-flash",
+    "gemini-3.1-flash-lite",
+    "gemini-3.1-pro-preview",
+    "gemini-2.5-flash",
+    "gemini-2.5-flash-image",
+    "gemini-2.5-pro",
+)
+
+
+def model_entry(name: str) -> dict:
+    return {
+        "name": f"models/{name}",
+        "displayName": name,
+        "supportedGenerationMethods": ["generateContent", "countTokens"],
+    }
+
+
 class FakeGemini:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[dict] = []
         self.paths: list[str] = []
+        self.models: list[str] = list(CATALOG)
+        self.model_gets: list[str] = []  # GET paths (model checks), apart from requests
         # when set, answers every request: handler(path, body) -> (status, body)
         self.handler = None
         self._server: ThreadingHTTPServer | None = None
@@ -102,6 +125,24 @@ class FakeGemini:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):  # quiet
                 pass
+
+            def do_GET(self):
+                path = self.path.split("?", 1)[0].rstrip("/")
+                fake.model_gets.append(path)
+                name = path.rsplit("/", 1)[-1]
+                if name == "models":
+                    status, body = 200, {"models": [model_entry(m) for m in fake.models]}
+                elif name in fake.models:
+                    status, body = 200, model_entry(name)
+                else:
+                    message = f"models/{name} is not found for API version v1beta"
+                    status, body = error_answer(404, "NOT_FOUND", message)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))

@@ -89,6 +89,9 @@ class World:
     # a prompt containing one of these texts generates that colour (first match wins)
     generate_for: dict = field(default_factory=dict)
     translations: list[str] = field(default_factory=list)  # the prompts asked to translate
+    # answer log-probability requests with HTTP 400 "Logprobs is not enabled", as many
+    # current models do; sampled judge requests are answered per seed (see below)
+    no_logprobs: bool = False
 
     def __call__(self, path: str, body: dict):
         parts = body["contents"][0]["parts"]
@@ -100,6 +103,8 @@ class World:
             kind = "edit" if images else "generate"
         elif config.get("responseLogprobs") or config.get("response_logprobs"):
             kind = "judge"
+        elif "answer" in ((config.get("responseJsonSchema") or {}).get("properties") or {}):
+            kind = "sampled"
         else:
             kind = "observe"
         self.log.append(kind)
@@ -124,17 +129,40 @@ class World:
             seed = int(config.get("seed", 0))
             new = self.edits.get(colour, (colour, colour))[seed % 2]
             return 200, image_answer(png_bytes(new, self.size))
+        if kind == "judge" and self.no_logprobs:
+            model = path.rsplit("/", 1)[-1].split(":")[0]
+            message = f"Logprobs is not enabled for models/{model}"
+            return 400, {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
+        if kind == "sampled":
+            seed = int(config.get("seed", 0))
+            if 'answer "Yes" or "No"' in text:
+                answer = "Yes" if seed % 10 < round(10 * math.exp(YES_LOGPROB[colour])) else "No"
+            else:
+                answer = str(sampled_rating(self._peak(colour, text), seed))
+            return 200, text_answer(json.dumps({"answer": answer}))
         if kind == "judge" and 'answer "Yes" or "No"' in text:
             yes = YES_LOGPROB[colour]
             return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-math.exp(yes))})
         if kind == "judge":
             self.prompts.append(text)
-            label = re.search(r"reflect the culture of (.+?)\?", text)
-            peak = CULTURE[colour].get(label.group(1), 1) if label else RATING[colour]
+            peak = self._peak(colour, text)
             logprobs = {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
             return 200, text_answer(str(peak), logprobs=logprobs)
         assert "annotating a photograph" in text, text[:200]
         return 200, text_answer(json.dumps(SEEN[colour]))
+
+    @staticmethod
+    def _peak(colour, text: str) -> int:
+        """The rating the judge gives: CAIRE's per culture label, else exaggeration's."""
+        label = re.search(r"reflect the culture of (.+?)\?", text)
+        return CULTURE[colour].get(label.group(1), 1) if label else RATING[colour]
+
+
+def sampled_rating(peak: int, seed: int) -> int:
+    """A sampled judge's answer: the peak, but a neighbour for every fourth seed."""
+    if seed % 4 != 3:
+        return peak
+    return peak - 1 if peak > 1 else peak + 1
 
 
 def rating_distribution(peak: int) -> list[float]:

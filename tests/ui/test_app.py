@@ -163,7 +163,9 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
     try:
         client = Client(url, verbose=False)
         out = client.predict(*start_args(1), api_name="/start")
-        assert out[0].startswith("error: GeminiError: no Gemini API key: set GEMINI_API_KEY")
+        # found before anything is spent, for every Gemini role at once
+        assert out[0].startswith("error: models not available: generator (gemini:")
+        assert "GeminiError: no Gemini API key: set GEMINI_API_KEY" in out[0]
         assert not service.busy
         opened = client.predict("/nowhere", api_name="/open")  # the app still answers
         assert opened[0].startswith("error: ")

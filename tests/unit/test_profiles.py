@@ -10,7 +10,7 @@ from refine.profiles import list_profiles, load_profile
 def test_gemini_profile_names_registered_backends():
     assert "gemini" in list_profiles()
     p = load_profile("gemini")
-    assert p.backend("generator") == "gemini:gemini-2.5-flash-image"
+    assert p.backend("generator") == "gemini:gemini-3.1-flash-image"
     assert p.backend("text_embedder") == "st:all-MiniLM-L6-v2"
     assert {"generator", "editor", "observer", "judge", "llm"} <= set(p.roles)
     assert "GEMINI_API_KEY" in p.description

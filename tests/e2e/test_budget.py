@@ -1,0 +1,26 @@
+"""A wall-time budget holds against a hung API: the call in progress is cut at the budget,
+the run stops there, and the rounds done are kept."""
+
+from __future__ import annotations
+
+import time
+
+from refine.loop import Refiner
+from refine.store import RunStore
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+
+
+def test_a_hung_editor_stops_at_the_budget(world, backends, options, tmp_path):
+    world.edit_delay_s = 60.0  # the editor never answers in time
+    start = time.monotonic()
+    run = Refiner("gemini", backends, options).run(
+        ACT, COUNTRY, out=tmp_path, rounds=3, target=1.0, max_drift=2.0, budget_seconds=8
+    )
+    took = time.monotonic() - start
+    assert took < 8 + 3, took  # the budget plus one short timeout at most, not 60 s
+    assert run.status == "finished" and len(run.rounds) == 1 and run.best_round == 0
+    assert run.stop_reason == "budget: 8 s of wall time used (during round 1)"
+    saved = RunStore(tmp_path / run.id).load()
+    assert saved.stop_reason == run.stop_reason and len(saved.rounds) == 1
+    world.edit_delay_s = 0.0
