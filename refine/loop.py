@@ -281,9 +281,10 @@ class Refiner:
                 kept = [r.index for r in run.rounds if r.decision in ("initial", "accepted")]
                 run.best_round = max(kept) if kept else None
                 run.stop_reason = f"budget: {budget:g} s of wall time used (during round {done})"
+            finally:  # what was sent counts, even when the round failed
+                usage.add(run.usage, spent)
         if len(run.rounds) > done:
             run.rounds[-1].usage = spent
-        usage.add(run.usage, spent)
 
     def _save(self, run: Run, store: RunStore, started: float) -> None:
         run.elapsed_s = time.monotonic() - started

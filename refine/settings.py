@@ -95,8 +95,26 @@ def _check_image(path: Path) -> None:
     try:
         with Image.open(path) as im:
             im.verify()
+    except Image.DecompressionBombError as err:
+        raise SettingsError("image", f"{path.name}: too large to open safely ({err})") from err
     except (UnidentifiedImageError, OSError) as err:
         raise SettingsError("image", f"{path.name}: not an image that can be read ({err})") from err
+
+
+def output_folder(path: str | Path) -> Path:
+    """A folder runs can be written to (created when missing)."""
+    import os
+
+    folder = Path(path).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise SettingsError("out", f"{folder} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise SettingsError("out", f"{folder}: cannot be created ({err.strerror})") from err
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SettingsError("out", f"{folder}: cannot be written to")
+    return folder
 
 
 def _caire(row: dict[str, Any], base_dir: Path | None) -> None:
@@ -121,7 +139,7 @@ def _caire(row: dict[str, Any], base_dir: Path | None) -> None:
         path = _path(kb, base_dir)
         try:
             KnowledgeBase.load(path)
-        except KBError as err:
+        except (KBError, ImportError) as err:
             raise SettingsError("caire_kb", str(err)) from err
         row["caire_kb"] = str(path)
     else:

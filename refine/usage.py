@@ -25,7 +25,8 @@ PACKAGES = (
     "peft",
     "numpy",
 )
-FIELDS = ("calls", "prompt_tokens", "output_tokens", "total_tokens")
+# calls: answers received; sent: requests sent (retries and failures included)
+FIELDS = ("calls", "sent", "prompt_tokens", "output_tokens", "total_tokens")
 
 _local = threading.local()
 
@@ -90,6 +91,12 @@ def record(model: str, prompt_tokens: int, output_tokens: int, total_tokens: int
         row["total_tokens"] += total_tokens
 
 
+def sent(model: str) -> None:
+    """One request about to be sent (counted before it leaves, so a crash cannot lose it)."""
+    for usage in getattr(_local, "stack", None) or []:
+        usage.setdefault(model, dict.fromkeys(FIELDS, 0))["sent"] += 1
+
+
 def add(total: dict[str, dict[str, int]], part: dict[str, dict[str, int]]) -> None:
     """``total += part``, per model and field."""
     for model, row in part.items():
@@ -105,4 +112,6 @@ def tokens_text(usage: dict[str, dict[str, int]]) -> str:
     p = sum(r["prompt_tokens"] for r in usage.values())
     o = sum(r["output_tokens"] for r in usage.values())
     c = sum(r["calls"] for r in usage.values())
-    return f"{p:,} tokens in, {o:,} out ({c} API calls)"
+    n = sum(r.get("sent", 0) for r in usage.values())
+    tried = f", {n} sent" if n != c else ""
+    return f"{p:,} tokens in, {o:,} out ({c} API calls{tried})"

@@ -61,7 +61,9 @@ def _pack(message: str, path: Any, run: Run | None = None, k: int | None = None)
 
 
 def build_app(service: RunService, status: str = "") -> Any:
-    import gradio as gr
+    from refine.backends.imports import require
+
+    gr = require("gradio", "gradio", "the app", "app")
 
     from refine.references import load_pack
 

@@ -156,7 +156,7 @@ class DiffusersGenerator(_DiffusersBackend):
     def load(self) -> DiffusersGenerator:
         if self.pipe is not None:
             return self
-        diffusers = require("diffusers", "diffusers", "the diffusers: backends")
+        diffusers = require("diffusers", "diffusers", "the diffusers: backends", "local")
         dtype = pick_dtype(self.device, self.dtype_name)
         log.info("loading %s (%s) on %s", self.model, dtype, self.device)
         pipe = load_pipeline(diffusers.AutoPipelineForText2Image, self.model, dtype)
@@ -167,7 +167,7 @@ class DiffusersGenerator(_DiffusersBackend):
 
     def add_lora(self, path: str, scale: float = 1.0, name: str | None = None) -> None:
         """Load a LoRA adapter (peft) and activate it with ``scale`` next to the others."""
-        require("peft", "peft", "LoRA adapters")
+        require("peft", "peft", "LoRA adapters", "local")
         self.load()
         name = name or f"lora{len(self.pipe.get_list_adapters().get('unet', []))}"
         self.pipe.load_lora_weights(path, adapter_name=name)
@@ -271,7 +271,7 @@ class DiffusersEditor(_DiffusersBackend):
             log.info("%s: editing with the generator's pipeline (one set of weights)", self.model)
             self.pipe = shared
             return self
-        diffusers = require("diffusers", "diffusers", "the diffusers: backends")
+        diffusers = require("diffusers", "diffusers", "the diffusers: backends", "local")
         dtype = pick_dtype(self.device, self.dtype_name)
         pipe = load_pipeline(diffusers.DiffusionPipeline, self.model, dtype)
         kind = type(pipe).__name__
@@ -356,7 +356,7 @@ class DiffusersImg2Img:
 
     def load(self) -> DiffusersImg2Img:
         if self.pipe is None:
-            diffusers = require("diffusers", "diffusers", "the img2img: backend")
+            diffusers = require("diffusers", "diffusers", "the img2img: backend", "local")
             self.generator.load()
             self.pipe = diffusers.AutoPipelineForImage2Image.from_pipe(self.generator.pipe)
             self.pipe.set_progress_bar_config(disable=True)

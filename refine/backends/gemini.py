@@ -187,7 +187,7 @@ class GeminiClient:
         :class:`refine.usage.BudgetExhausted` is raised when it is spent."""
         from google.genai import errors
 
-        from refine.usage import BudgetExhausted, time_left
+        from refine.usage import BudgetExhausted, sent, time_left
 
         client = self.client()
         start = time.perf_counter()
@@ -201,6 +201,7 @@ class GeminiClient:
 
                 limit = types.HttpOptions(timeout=max(1, int(left * 1000)))
                 config = config.model_copy(update={"http_options": limit})
+            sent(f"gemini:{model}")
             try:
                 response = client.models.generate_content(
                     model=model, contents=contents, config=config

@@ -6,11 +6,11 @@ import importlib
 from types import ModuleType
 
 
-def require(module: str, package: str, purpose: str) -> ModuleType:
-    """``import module``; if missing, ``ImportError`` naming ``package`` and ``purpose``."""
+def require(module: str, package: str, purpose: str, extra: str | None = None) -> ModuleType:
+    """``import module``; if missing, ``ImportError`` naming ``package``, ``purpose`` and the
+    optional extra of cultural-refine that brings it."""
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        raise ImportError(
-            f"{purpose} needs the package '{package}' (pip install {package})"
-        ) from err
+        how = f"pip install 'cultural-refine[{extra}]'" if extra else f"pip install {package}"
+        raise ImportError(f"{purpose} needs the package '{package}' ({how})") from err

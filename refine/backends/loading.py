@@ -84,6 +84,8 @@ def describe_error(err: BaseException) -> str:
     (``ModelUnavailable``) and a full GPU (``OutOfMemory``); a raw CUDA out-of-memory
     from elsewhere gets the same advice."""
     name, text = type(err).__name__, str(err).strip()
+    if isinstance(err, ImportError) and "cultural-refine[" in text:
+        return text  # a missing optional extra: the message says what to install
     if name == "ModelsUnavailable":
         return "models not available: " + "; ".join(getattr(err, "problems", [text]))
     if name == "ModelUnavailable":

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from refine.backends.imports import require
+
 KB_VERSION = 1
 MANIFEST = "kb.json"
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
@@ -208,7 +210,7 @@ class KnowledgeBase:
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = True) -> KnowledgeBase:
-        import faiss
+        faiss = require("faiss", "faiss-cpu", "CAIRE knowledge bases", "caire")
 
         path = Path(path)
         manifest_path = path / MANIFEST
@@ -251,7 +253,7 @@ class KnowledgeBase:
     @classmethod
     def open_or_create(cls, path: str | Path, embedder_id: str) -> KnowledgeBase:
         """The KB at ``path`` (checked to use ``embedder_id``), or a new empty one."""
-        import faiss
+        faiss = require("faiss", "faiss-cpu", "CAIRE knowledge bases", "caire")
 
         path = Path(path)
         if (path / MANIFEST).is_file():
@@ -354,7 +356,7 @@ class KnowledgeBase:
         counts["images_added"] += len(rows)
 
     def _append(self, new_entities, names, rows, vectors) -> None:
-        import faiss
+        faiss = require("faiss", "faiss-cpu", "CAIRE knowledge bases", "caire")
 
         dim = vectors.shape[1]
         if self.manifest["dim"] is None:
@@ -391,7 +393,7 @@ class KnowledgeBase:
         self.index.add(np.ascontiguousarray(vectors, dtype=np.float32))
 
     def _save(self) -> None:
-        import faiss
+        faiss = require("faiss", "faiss-cpu", "CAIRE knowledge bases", "caire")
 
         if self.index is None:
             return

@@ -30,6 +30,7 @@ app = typer.Typer(
         "HTML report of a run or batch; 'app' serves the Gradio app; 'refs' shows reference "
         "descriptors; 'caire' builds knowledge bases and rates cultural relevance 1-5; 'sos' "
         "builds multilingual image banks and reports where language outweighs culture; "
+        "'models download' fetches a profile's weights ahead of time; "
         "'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
         "from JSON and .npy files; 'backends' lists the model backends that can be named."
     ),
@@ -87,6 +88,46 @@ def backends_cmd(
         for r, name in p.roles.items():
             opts = ", ".join(f"{k}={v}" for k, v in p.options.get(r, {}).items())
             Console().print(f"  {r:14} {name}" + (f"  ({opts})" if opts else ""), markup=False)
+
+
+models_app = typer.Typer(
+    help="Model weights: fetch a profile's ahead of time.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("download")
+def models_download_cmd(
+    profile: str = typer.Option("gemini", "--profile", help="Profile whose models to fetch."),
+    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+    as_json: bool = typer.Option(False, "--json", help="Print what was fetched as JSON."),
+) -> None:
+    """Fetch the weights of a profile's local models into the Hugging Face cache."""
+    import json
+    from dataclasses import asdict
+
+    from refine.backends.download import download
+    from refine.backends.selection import Backends
+    from refine.cli.run_cmd import parse_backends
+
+    try:
+        backends = Backends(profile, parse_backends(backend))
+    except ValueError as err:
+        raise UserInputError(f"--profile/--backend: {err}") from err
+    results = download(
+        backends.names,
+        backends.options,
+        progress=None if as_json else (lambda text: typer.echo(text, err=True)),
+    )
+    if as_json:
+        typer.echo(json.dumps([asdict(r) for r in results], indent=2))
+    else:
+        for r in results:
+            typer.echo(f"{r.status:10} {r.name}  ({r.role}){'  ' + r.detail if r.detail else ''}")
+    if any(r.status == "failed" for r in results):
+        raise typer.Exit(1)
 
 
 @app.command("app")
@@ -225,7 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as err:
         # a model that cannot answer (no API key, not downloaded, a full GPU): its message
         # says what to do, so it is shown without a traceback (exit code 1)
-        if type(err).__name__ not in EXPLAINED:
+        missing_extra = isinstance(err, ImportError) and "cultural-refine[" in str(err)
+        if type(err).__name__ not in EXPLAINED and not missing_extra:
             raise
         from refine.backends.loading import describe_error
 

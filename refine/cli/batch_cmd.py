@@ -36,8 +36,13 @@ def batch_cmd(
     from refine.batch import BatchSpecError, open_batch, run_batch
     from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
     from refine.loop import Refiner
+    from refine.settings import SettingsError, output_folder
 
     backends = parse_backends(backend)
+    try:
+        output_folder(out)
+    except SettingsError as err:
+        raise UserInputError(f"--out: {err.message}") from err
     try:
         batch, store = open_batch(specs, out, profile, backends, resume=resume)
     except BatchSpecError as err:

@@ -226,6 +226,8 @@ def load_images(paths: list[Path]) -> list[Any]:
         try:
             with Image.open(path) as im:
                 loaded.append(im.convert("RGB"))
+        except Image.DecompressionBombError as err:
+            raise UserInputError(f"{path}: too large to open safely ({err})") from err
         except (UnidentifiedImageError, OSError) as err:
             raise UserInputError(f"{path}: not an image PIL can read ({err})") from err
     return loaded

@@ -176,6 +176,7 @@ OPTION_OF = {
     "prompt_languages": "--prompt-languages",
     "sos_bank": "--sos-bank",
     "language_scores": "--language-scores",
+    "out": "--out",
 }
 
 
@@ -309,6 +310,7 @@ def run_cmd(
         try:
             raw["instructions"] = settings.parse_instructions(instruction)
             spec = settings.run_spec(raw)
+            settings.output_folder(out)
             if refs_file:
                 refs = settings.references(activity, country, refs_file)
             else:

@@ -24,3 +24,28 @@ def test_a_hung_editor_stops_at_the_budget(world, backends, options, tmp_path):
     saved = RunStore(tmp_path / run.id).load()
     assert saved.stop_reason == run.stop_reason and len(saved.rounds) == 1
     world.edit_delay_s = 0.0
+
+
+def test_requests_sent_before_a_crash_are_kept(world, backends, options, tmp_path):
+    import pytest
+
+    from refine.backends.gemini import GeminiError
+
+    world.fail_on = "edit"  # every edit answers HTTP 500 (no retries in these tests)
+    with pytest.raises(GeminiError, match="HTTP 500"):
+        Refiner("gemini", backends, options).run(
+            ACT, COUNTRY, out=tmp_path, rounds=2, target=1.0, max_drift=2.0
+        )
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    failed = RunStore(run_dir).load()
+    assert failed.status == "failed" and len(failed.rounds) == 1
+    images = failed.usage["gemini:gemini-3.1-flash-image"]
+    # one generation answered; the edit that failed was sent all the same
+    assert (
+        (images["calls"], images["sent"])
+        == (1, 2)
+        == (
+            world.log.count("generate"),
+            world.log.count("generate") + world.log.count("edit"),
+        )
+    )

@@ -33,6 +33,9 @@ BAD = [
     (["sos", "bank", "--cultures", "x"], "Missing option '--languages'"),
     (["refs", "show"], "Missing argument 'activity'"),
     (["backends", "--role", "painter"], "--role: unknown backend role 'painter'"),
+    (["run", ACT, "--country", "Iran", "--out", "/etc/hostname"], "--out: /etc/hostname is a file"),
+    (["batch", "x.jsonl", "--out", "/etc/hostname"], "--out: /etc/hostname is a file"),
+    (["score", "/etc/hostname", "--activity", ACT, "--country", "Iran"], "not an image PIL"),
 ]
 
 

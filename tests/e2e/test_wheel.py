@@ -1,5 +1,7 @@
-"""A built wheel, installed (not editable) into a fresh virtual environment, carries its
-bundled data and runs: ``refine refs show`` and ``refine metrics ahead`` on the example."""
+"""A built wheel, installed (not editable) into a fresh virtual environment that has only
+the core dependencies (no diffusers, peft, accelerate, gradio or faiss: an API-only
+install), carries its bundled data and runs: ``refine refs show``, ``refine metrics ahead``
+on the example, and ``refine run`` with the gemini profile against the fake server."""
 
 from __future__ import annotations
 
@@ -15,7 +17,23 @@ ROOT = Path(__file__).resolve().parents[2]
 SKIP = {".git", ".venv", "runs", "build", "dist", "__pycache__", ".pytest_cache", ".ruff_cache"}
 
 
-def test_the_wheel_carries_its_data_and_runs(tmp_path):
+# what the extras bring: left out of the fresh environment
+EXTRAS_ONLY = ("diffusers", "peft", "accelerate", "gradio", "gradio_client", "faiss", "faiss_cpu")
+
+
+def _core_only(site: Path, into: Path) -> None:
+    """``into``: links to everything installed in ``site`` but the extras' packages."""
+    into.mkdir()
+    for entry in site.iterdir():
+        stem = entry.name.split("-")[0].split(".")[0].lower()
+        if stem in EXTRAS_ONLY or entry.suffix == ".pth" or entry.name.startswith("__editable__"):
+            continue
+        if stem == "cultural_refine":
+            continue
+        (into / entry.name).symlink_to(entry)
+
+
+def test_the_wheel_carries_its_data_and_runs(tmp_path, world, siglip_path):
     # build from a copy, so the checkout gets no build folders
     src = tmp_path / "src"
     shutil.copytree(
@@ -61,7 +79,8 @@ def test_the_wheel_carries_its_data_and_runs(tmp_path):
             text=True,
         ).stdout.strip()
     )
-    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    _core_only(Path(sysconfig.get_paths()["purelib"]), tmp_path / "core")
+    (site / "deps.pth").write_text(str(tmp_path / "core") + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "REFINE_ASSETS")}
     env["HF_HUB_OFFLINE"] = "1"
 
@@ -98,3 +117,34 @@ def test_the_wheel_carries_its_data_and_runs(tmp_path):
     assert scored.returncode == 0, scored.stderr
     doc = json.loads(scored.stdout)
     assert 0.0 <= doc["align"] <= 1.0 and 0.0 <= doc["hal"] <= 1.0 and "ddiv" in doc
+    # an API-only install: the extras are missing, and the gemini profile runs
+    missing = run(str(python), "-c", "import importlib.util as u; print(u.find_spec('diffusers'))")
+    assert missing.stdout.strip() == "None", missing.stderr
+    out = tmp_path / "runs"
+    ran = run(
+        refine,
+        "run",
+        "people eating food at home",
+        "--country",
+        "Iran",
+        "--rounds",
+        "1",
+        "--target",
+        "1",
+        "--max-drift",
+        "2",
+        "--out",
+        str(out),
+        "--json",
+        "--backend",
+        f"image_embedder=siglip:{siglip_path}",
+    )
+    assert ran.returncode == 0, ran.stderr
+    record = json.loads(ran.stdout)
+    assert [r["decision"] for r in record["rounds"]] == ["initial", "accepted"]
+    assert "diffusers" not in record["packages"] and record["packages"]["cultural-refine"]
+    app = run(refine, "app", "--port", "7999")
+    assert app.returncode == 1 and "Traceback" not in app.stderr, app.stderr
+    assert "error: the app needs the package 'gradio' (pip install 'cultural-refine[app]')" in (
+        app.stderr
+    )

@@ -113,3 +113,15 @@ def test_the_command_line_shows_the_specs_defaults():
         ("edit_from", "edit_from"),
     ):
         assert params[option].default.default == settings.default(field), option
+
+
+def test_a_decompression_bomb_and_bad_output_folders_are_refused(tmp_path, monkeypatch):
+    Image.new("RGB", (64, 64)).save(tmp_path / "big.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # 4096 px > 2 x the limit
+    with pytest.raises(SettingsError, match="big.png: too large to open safely") as err:
+        settings.run_spec({"activity": ACT, "country": "Iran", "image": "big.png"}, tmp_path)
+    assert err.value.field == "image"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SettingsError, match="is a file, not a folder"):
+        settings.output_folder(tmp_path / "file")
+    assert settings.output_folder(tmp_path / "new" / "runs").is_dir()

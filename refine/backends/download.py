@@ -1,0 +1,100 @@
+"""Fetching a profile's model weights ahead of time (``refine models download``), so that a
+run, or a machine without internet later, finds them in the Hugging Face cache.
+
+Hub models (``diffusers:``, ``img2img:``, ``hf:``, ``siglip:``) are fetched whole with
+``huggingface_hub.snapshot_download`` (at the ``revision`` the profile names, if any);
+open_clip weights (``clip:ARCH/TAG``) with open_clip's own download of that tag. API models
+(``gemini:``), the bundled MiniLM and local paths need nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HUB_PREFIXES = ("diffusers", "img2img", "hf", "siglip")
+
+
+@dataclass
+class Fetched:
+    role: str
+    name: str
+    status: str  # downloaded, cached, skipped, failed
+    detail: str = ""
+
+
+def plan(names: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(roles, name, what to do) per distinct model: ``hub``, ``clip`` or why it is skipped."""
+    from refine.backends.registry import split_name
+
+    seen: dict[str, list[str]] = {}
+    for role, name in names.items():
+        seen.setdefault(name, []).append(role)
+    out = []
+    for name, roles in seen.items():
+        prefix, rest = split_name(roles[0], name)
+        if prefix == "gemini":
+            what = "skip: an API model"
+        elif prefix == "st":
+            what = "skip: bundled" if rest == "all-MiniLM-L6-v2" else "hub"
+        elif Path(rest).exists():
+            what = "skip: a local path"
+        elif prefix == "clip":
+            what = "clip"
+        elif prefix in HUB_PREFIXES:
+            what = "hub"
+        else:
+            what = f"skip: no download for {prefix}:"
+        out.append((", ".join(roles), name, what))
+    return out
+
+
+def download(
+    names: dict[str, str],
+    options: dict[str, dict[str, Any]] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[Fetched]:
+    """Fetch every model of ``names`` (role -> backend name); failures are reported per
+    model, the others still fetched."""
+    from refine.backends.registry import split_name
+
+    options = options or {}
+    say = progress or (lambda text: None)
+    results = []
+    for roles, name, what in plan(names):
+        role = roles.split(", ")[0]
+        if what.startswith("skip"):
+            results.append(Fetched(roles, name, "skipped", what.removeprefix("skip: ")))
+            continue
+        _, rest = split_name(role, name)
+        say(f"fetching {name} ({roles}) ...")
+        try:
+            if what == "clip":
+                detail = _clip(rest)
+            else:
+                repo = rest.split("@", 1)[0]
+                revision = options.get(role, {}).get("revision")
+                detail = _hub(repo, revision)
+            results.append(Fetched(roles, name, "downloaded", detail))
+        except Exception as err:  # reported per model
+            results.append(Fetched(roles, name, "failed", f"{type(err).__name__}: {err}"))
+    return results
+
+
+def _hub(repo: str, revision: str | None) -> str:
+    from huggingface_hub import snapshot_download
+
+    return str(snapshot_download(repo_id=repo, revision=revision))
+
+
+def _clip(rest: str) -> str:
+    from refine.backends.imports import require
+
+    arch, _, tag = rest.partition("/")
+    open_clip = require("open_clip", "open_clip_torch", "the clip: embedders")
+    cfg = open_clip.pretrained.get_pretrained_cfg(arch, tag)
+    if not cfg:
+        raise ValueError(f"open_clip knows no weights {tag!r} for {arch!r}")
+    return str(open_clip.pretrained.download_pretrained(cfg))

@@ -1,0 +1,65 @@
+"""``refine models download``: a profile's weights fetched ahead of time, with the downloads
+stubbed at the hub boundary only (huggingface_hub and open_clip's own download)."""
+
+from __future__ import annotations
+
+import json
+
+import huggingface_hub
+import open_clip
+import pytest
+
+from refine.cli import main
+
+
+@pytest.fixture
+def hub(monkeypatch, tmp_path):
+    fetched: list[tuple] = []
+
+    def snapshot_download(repo_id, revision=None, **kw):
+        if repo_id.endswith("Qwen2.5-7B-Instruct"):
+            raise OSError("Connection refused")
+        fetched.append(("hub", repo_id, revision))
+        return str(tmp_path / repo_id)
+
+    def download_pretrained(cfg, **kw):
+        fetched.append(("clip", cfg.get("hf_hub") or cfg.get("url")))
+        return str(tmp_path / "clip.bin")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setattr(open_clip.pretrained, "download_pretrained", download_pretrained)
+    return fetched
+
+
+def test_a_profiles_models_are_fetched_once_each(capsys, hub):
+    with pytest.raises(SystemExit) as done:
+        main(["models", "download", "--profile", "local-gpu", "--json"])
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert done.value.code == 1  # one model could not be fetched
+    flux = rows["diffusers:black-forest-labs/FLUX.2-klein-4B"]
+    assert flux["status"] == "downloaded" and flux["role"] == "generator, editor"
+    assert rows["hf:Qwen/Qwen2.5-VL-7B-Instruct"]["role"] == "observer, judge"
+    failed = rows["hf:Qwen/Qwen2.5-7B-Instruct"]
+    assert failed["status"] == "failed" and "Connection refused" in failed["detail"]
+    assert rows["st:all-MiniLM-L6-v2"] == {
+        "role": "text_embedder",
+        "name": "st:all-MiniLM-L6-v2",
+        "status": "skipped",
+        "detail": "bundled",
+    }
+    assert rows["clip:ViT-L-14/openai"]["status"] == "downloaded"
+    assert [f[:2] for f in hub if f[0] == "hub"] == [
+        ("hub", "black-forest-labs/FLUX.2-klein-4B"),
+        ("hub", "Qwen/Qwen2.5-VL-7B-Instruct"),
+    ]
+    assert sum(f[0] == "clip" for f in hub) == 1
+
+
+def test_the_gemini_profile_needs_only_its_clip_weights(capsys, hub):
+    with pytest.raises(SystemExit) as done:
+        main(["models", "download", "--profile", "gemini"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert "skipped    gemini:gemini-3.5-flash  (observer, judge, llm)  an API model" in out
+    assert "downloaded clip:ViT-B-32/laion2b_s34b_b79k" in out
+    assert [f[0] for f in hub] == ["clip"]
