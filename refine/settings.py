@@ -102,18 +102,20 @@ def _check_image(path: Path) -> None:
 
 
 def output_folder(path: str | Path) -> Path:
-    """A folder runs can be written to (created when missing)."""
+    """A folder runs can be written to: it is one, or it can be created (it is not created
+    here, so a run that never starts leaves nothing behind)."""
     import os
 
-    folder = Path(path).expanduser()
+    folder = Path(path).expanduser().absolute()
     if folder.exists() and not folder.is_dir():
         raise SettingsError("out", f"{folder} is a file, not a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise SettingsError("out", f"{folder}: cannot be created ({err.strerror})") from err
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise SettingsError("out", f"{folder}: cannot be written to")
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise SettingsError("out", f"{folder}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise SettingsError("out", f"{folder}: {existing} cannot be written to")
     return folder
 
 

@@ -45,15 +45,23 @@ __all__ = [
 Progress = Callable[[int, int], None]  # (step done, total steps)
 
 
-def load_pipeline(loader: Any, model: str, dtype: Any) -> Any:
-    """``loader.from_pretrained`` with errors that name the model and what to do."""
+def load_pipeline(
+    loader: Any, model: str, dtype: Any, revision: str | None = None, variant: str | None = None
+) -> Any:
+    """``loader.from_pretrained`` (at ``revision``, with the weight ``variant`` such as
+    fp16 when given) with errors that name the model and what to do."""
     from importlib.metadata import version
 
     from packaging.version import Version
 
     # diffusers 0.42 renamed torch_dtype to dtype
     key = "dtype" if Version(version("diffusers")) >= Version("0.42") else "torch_dtype"
-    return load_or_explain(model, lambda: loader.from_pretrained(model, **{key: dtype}))
+    kwargs: dict[str, Any] = {key: dtype}
+    if revision:
+        kwargs["revision"] = revision
+    if variant:
+        kwargs["variant"] = variant
+    return load_or_explain(model, lambda: loader.from_pretrained(model, **kwargs))
 
 
 def _generators(seeds: Sequence[int]) -> list[Any]:
@@ -94,6 +102,8 @@ class _DiffusersBackend:
         guidance: float | None = None,
         cpu_offload: bool = False,
         vae_tiling: bool = False,
+        revision: str | None = None,
+        variant: str | None = None,
     ) -> None:
         if not model:
             raise ValueError("a diffusers backend needs a model id or a local path")
@@ -106,11 +116,13 @@ class _DiffusersBackend:
         self.guidance = guidance
         self.cpu_offload = cpu_offload
         self.vae_tiling = vae_tiling
+        self.revision = revision
+        self.variant = variant
         self.pipe: Any = None
 
     @property
     def id(self) -> str:
-        return f"diffusers:{self.model}"
+        return f"diffusers:{self.model}" + (f"@{self.revision}" if self.revision else "")
 
     def info(self) -> dict[str, str]:
         self.load()
@@ -120,6 +132,7 @@ class _DiffusersBackend:
             "dtype": str(self.pipe.dtype).replace("torch.", ""),
             "device": "cpu-offload" if self.cpu_offload else self.device,
             "diffusers": self.pipe.config.get("_diffusers_version", ""),
+            "revision": self.revision or "",
         }
 
     def _place(self, pipe: Any) -> Any:
@@ -159,7 +172,9 @@ class DiffusersGenerator(_DiffusersBackend):
         diffusers = require("diffusers", "diffusers", "the diffusers: backends", "local")
         dtype = pick_dtype(self.device, self.dtype_name)
         log.info("loading %s (%s) on %s", self.model, dtype, self.device)
-        pipe = load_pipeline(diffusers.AutoPipelineForText2Image, self.model, dtype)
+        pipe = load_pipeline(
+            diffusers.AutoPipelineForText2Image, self.model, dtype, self.revision, self.variant
+        )
         self.pipe = self._place(pipe)
         for i, (path, scale) in enumerate(self.loras):
             self.add_lora(path, scale, name=f"lora{i}")
@@ -273,7 +288,9 @@ class DiffusersEditor(_DiffusersBackend):
             return self
         diffusers = require("diffusers", "diffusers", "the diffusers: backends", "local")
         dtype = pick_dtype(self.device, self.dtype_name)
-        pipe = load_pipeline(diffusers.DiffusionPipeline, self.model, dtype)
+        pipe = load_pipeline(
+            diffusers.DiffusionPipeline, self.model, dtype, self.revision, self.variant
+        )
         kind = type(pipe).__name__
         if kind not in EDIT_PIPELINES:
             raise ValueError(

@@ -20,8 +20,10 @@ standard error sqrt(p (1 - p) / k).
 
 The API key comes from ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; ``GOOGLE_GEMINI_BASE_URL``
 points the client at another endpoint. Calls time out, and 408/429/5xx answers and
-timeouts are retried with exponential backoff; a blocked or image-less answer raises
-:class:`GeminiError` with the finish reason. Token usage is recorded per call.
+timeouts are retried with jittered exponential backoff (a loop of ours rather than the
+SDK's ``HttpRetryOptions``, because each wait and timeout must also fit the run's budget);
+a blocked or image-less answer raises :class:`GeminiError` with the finish reason. Token
+usage is recorded per call.
 """
 
 from __future__ import annotations
@@ -102,6 +104,9 @@ class GeminiClient:
     max_retries: int = 4
     initial_delay_s: float = 1.0
     max_delay_s: float = 32.0
+    # each wait is scaled by a random factor in [1 - jitter, 1 + jitter], so workers that hit
+    # a rate limit together do not retry in step
+    jitter: float = 0.2
     sleep: Callable[[float], None] = time.sleep
     calls: list[CallRecord] = field(default_factory=list)
 
@@ -227,6 +232,10 @@ class GeminiClient:
                     ) from err
                 reason = type(err).__name__
             delay = min(self.max_delay_s, self.initial_delay_s * 2**attempt)
+            if self.jitter:
+                import random
+
+                delay *= 1.0 + random.uniform(-self.jitter, self.jitter)
             left = time_left()
             if left is not None:
                 if left <= delay:

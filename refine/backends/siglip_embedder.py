@@ -29,10 +29,16 @@ class SiglipEmbedder:
     device = LazyDevice()
 
     def __init__(
-        self, model: str, device: str | None = None, dtype: str | None = None, batch_size: int = 32
+        self,
+        model: str,
+        device: str | None = None,
+        dtype: str | None = None,
+        batch_size: int = 32,
+        revision: str | None = None,
     ) -> None:
         if not model:
             raise ValueError("a siglip: embedder needs a model id or a local path")
+        self.revision = revision
         self.model_name = model
         self.device = device
         self.dtype_name = dtype
@@ -42,7 +48,7 @@ class SiglipEmbedder:
 
     @property
     def id(self) -> str:
-        return f"siglip:{self.model_name}"
+        return f"siglip:{self.model_name}" + (f"@{self.revision}" if self.revision else "")
 
     def load(self) -> SiglipEmbedder:
         if self.model is None:
@@ -50,12 +56,16 @@ class SiglipEmbedder:
             dtype = pick_dtype(self.device, self.dtype_name)
             name = self.model_name
             model = load_or_explain(
-                name, lambda: transformers.AutoModel.from_pretrained(name, dtype=dtype)
+                name,
+                lambda: transformers.AutoModel.from_pretrained(
+                    name, dtype=dtype, revision=self.revision
+                ),
             )
             if not hasattr(model, "get_image_features") or not hasattr(model, "logit_bias"):
                 raise ValueError(f"{name} is a {type(model).__name__}, not a SigLIP model")
             self.processor = load_or_explain(
-                name, lambda: transformers.AutoProcessor.from_pretrained(name)
+                name,
+                lambda: transformers.AutoProcessor.from_pretrained(name, revision=self.revision),
             )
             self.model = model.to(self.device).eval()
         return self
@@ -67,6 +77,7 @@ class SiglipEmbedder:
             "architecture": type(self.model).__name__,
             "device": str(self.device),
             "dtype": torch_dtype_name(self.model.dtype),
+            "revision": self.revision or "",
         }
 
     def encode_images(self, images: Sequence[Image.Image]) -> torch.Tensor:

@@ -3,14 +3,15 @@ the API, or the run stops with all problems, one line each, and no run directory
 
 from __future__ import annotations
 
+import pytest
+
 from refine.cli import main
+from tests.e2e.test_cli_run import run_args
 
 ACT = "people eating food at home"
 
 
 def run(capsys, tmp_path, *args):
-    import pytest
-
     with pytest.raises(SystemExit) as done:
         main(["run", ACT, "--country", "Iran", "--out", str(tmp_path / "runs"), *args])
     return done.value.code, capsys.readouterr().err
@@ -48,18 +49,9 @@ def test_known_models_are_checked_once_then_the_run_goes(
     for client in gemini._SHARED.values():
         client._checked.clear()  # checked once per process: forget earlier tests' checks
     gemini_env.model_gets.clear()
-    code, err = run(
-        capsys,
-        tmp_path,
-        "--rounds",
-        "1",
-        "--target",
-        "1",
-        "--max-drift",
-        "2",
-        "--backend",
-        f"image_embedder=siglip:{siglip_path}",
-    )
+    with pytest.raises(SystemExit) as done:
+        main([*run_args(tmp_path / "runs", 1, siglip_path)])
+    code, err = done.value.code, capsys.readouterr().err
     assert code == 0, err
     checked = [p.rsplit("/", 1)[-1] for p in gemini_env.model_gets]
     assert sorted(set(checked)) == ["gemini-3.1-flash-image", "gemini-3.5-flash"]

@@ -13,6 +13,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from tests.e2e.test_cli_run import run_args
+
 ROOT = Path(__file__).resolve().parents[2]
 SKIP = {".git", ".venv", "runs", "build", "dist", "__pycache__", ".pytest_cache", ".ruff_cache"}
 
@@ -121,24 +123,7 @@ def test_the_wheel_carries_its_data_and_runs(tmp_path, world, siglip_path):
     missing = run(str(python), "-c", "import importlib.util as u; print(u.find_spec('diffusers'))")
     assert missing.stdout.strip() == "None", missing.stderr
     out = tmp_path / "runs"
-    ran = run(
-        refine,
-        "run",
-        "people eating food at home",
-        "--country",
-        "Iran",
-        "--rounds",
-        "1",
-        "--target",
-        "1",
-        "--max-drift",
-        "2",
-        "--out",
-        str(out),
-        "--json",
-        "--backend",
-        f"image_embedder=siglip:{siglip_path}",
-    )
+    ran = run(refine, *run_args(out, 1, siglip_path), "--json")
     assert ran.returncode == 0, ran.stderr
     record = json.loads(ran.stdout)
     assert [r["decision"] for r in record["rounds"]] == ["initial", "accepted"]

@@ -162,3 +162,21 @@ def test_editor_loads_its_own_pipeline_without_a_generator(tiny_dir):
     assert type(ed.pipe).__name__ == "Flux2KleinPipeline"
     out = ed.edit(Image.new("RGB", (64, 80), (0, 120, 0)), "add a samovar", seeds=[0])[0]
     assert out.size == (64, 80)
+
+
+def test_revision_and_variant_reach_from_pretrained(tiny_dir, monkeypatch):
+    import diffusers
+
+    seen = {}
+    real = diffusers.AutoPipelineForText2Image.from_pretrained
+
+    def spy(model, **kwargs):
+        seen.update(kwargs)
+        kwargs.pop("variant", None)  # the tiny pipeline has no fp16 files
+        return real(model, **kwargs)
+
+    monkeypatch.setattr(diffusers.AutoPipelineForText2Image, "from_pretrained", spy)
+    gen = gen_backend(tiny_dir["sd"], revision="main", variant="fp16")
+    gen.load()
+    assert (seen["revision"], seen["variant"]) == ("main", "fp16")
+    assert gen.id.endswith("@main") and gen.info()["revision"] == "main"

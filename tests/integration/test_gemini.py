@@ -31,6 +31,7 @@ def client(fake):
         timeout_s=2.0,
         max_retries=2,
         initial_delay_s=0.5,
+        jitter=0.0,
         sleep=sleeps.append,
     )
     c.sleeps = sleeps
@@ -249,3 +250,19 @@ def test_judge_errors_without_answer_tokens(fake, client):
 def test_unknown_backend_lists_registered():
     with pytest.raises(ValueError, match="unknown generator backend 'dalle:3'.*gemini:"):
         create("generator", "dalle:3")
+
+
+def test_retry_waits_are_jittered(fake):
+    sleeps: list[float] = []
+    c = GeminiClient(
+        api_key="k", base_url=fake.url, max_retries=3, initial_delay_s=1.0, sleep=sleeps.append
+    )
+    for _ in range(3):
+        fake.fail(503, "UNAVAILABLE")
+    fake.reply(text_answer("ok"))
+    from google.genai import types
+
+    c.generate("gemini-3.5-flash", ["hi"], types.GenerateContentConfig(), "test")
+    assert len(sleeps) == 3
+    for k, wait in enumerate(sleeps):  # 1, 2, 4 s, each within 20 %
+        assert 0.8 * 2**k <= wait <= 1.2 * 2**k

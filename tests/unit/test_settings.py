@@ -124,4 +124,7 @@ def test_a_decompression_bomb_and_bad_output_folders_are_refused(tmp_path, monke
     (tmp_path / "file").write_text("x")
     with pytest.raises(SettingsError, match="is a file, not a folder"):
         settings.output_folder(tmp_path / "file")
-    assert settings.output_folder(tmp_path / "new" / "runs").is_dir()
+    with pytest.raises(SettingsError, match="file is a file, not a folder"):
+        settings.output_folder(tmp_path / "file" / "runs")
+    new = settings.output_folder(tmp_path / "new" / "runs")
+    assert new == tmp_path / "new" / "runs" and not new.exists()  # checked, not created
