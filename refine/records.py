@@ -31,6 +31,15 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def plain_file_name(value: str | None) -> str | None:
+    """An image name inside a run folder: no folders, no hidden or parent names."""
+    if value is None:
+        return value
+    if not value or "/" in value or "\\" in value or value.startswith(".") or "\x00" in value:
+        raise ValueError(f"{value!r} is not a file name inside the run folder")
+    return value
+
+
 class ReferencePack(_Record):
     activity: str
     country: str
@@ -97,6 +106,12 @@ class Candidate(_Record):
     seed: int
     image: str
     observed: Descriptors
+
+    @field_validator("image")
+    @classmethod
+    def _plain(cls, v: str) -> str:
+        return plain_file_name(v)
+
     scores: Scores
     feedback: Feedback
     drift: Drift | None = None
@@ -148,6 +163,12 @@ class LanguageImage(_Record):
     prompt: str | None = None
     parent_image: str | None = None
     sos: float | None = None
+
+    @field_validator("image", "parent_image")
+    @classmethod
+    def _plain(cls, v: str | None) -> str | None:
+        return plain_file_name(v)
+
     scores: Scores | None = None
     missing: list[str] = Field(default_factory=list)
     hallucinated: list[str] = Field(default_factory=list)

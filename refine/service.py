@@ -41,9 +41,17 @@ class Update:
 class Job:
     """One run on a worker thread; its updates are read with :meth:`updates`."""
 
-    def __init__(self, service: RunService, pause: bool) -> None:
+    def __init__(
+        self,
+        service: RunService,
+        pause: bool,
+        owner: str | None = None,
+        review_timeout_s: float | None = None,
+    ) -> None:
         self.service = service
         self.pause = pause
+        self.owner = owner  # who may stop or steer it (an app session); None: anyone
+        self.review_timeout_s = review_timeout_s
         self.run_dir: Path | None = None
         self.run: Run | None = None
         self.error: str | None = None
@@ -67,7 +75,12 @@ class Job:
             return instruction
         self.waiting = (k, instruction)
         self._events.put(ReviewWaiting(round=k, instruction=instruction))
-        answer = self._answers.get()
+        try:
+            answer = self._answers.get(timeout=self.review_timeout_s)
+        except queue.Empty:  # nobody answered: the owner is gone, the slot is freed
+            self.stopped = True
+            self.error = None
+            answer = None
         self.waiting = None
         return answer
 
@@ -107,6 +120,15 @@ class Job:
                 return
             yield Update(event.describe(), self._load(), self.run_dir, review=self.waiting)
 
+    def owned_by(self, who: str | None) -> bool:
+        """Whether ``who`` may stop or steer this run (its owner; anyone when unowned)."""
+        return self.owner is None or who == self.owner
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait until the worker thread has ended (the run fully stopped and saved)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
     def wait(self) -> Update:
         """The last update (the run's end). In pause mode another thread must answer the
         reviews (``submit_instruction`` or ``stop``), or this waits for ever."""
@@ -117,6 +139,15 @@ class Job:
         if self.run_dir is None or not (self.run_dir / "run.json").is_file():
             return None
         return RunStore(self.run_dir).load()
+
+
+def image_names(run: Run) -> list[str]:
+    """Every image file a run record names."""
+    names = []
+    for r in run.rounds:
+        names += [c.image for c in r.candidates]
+        names += [e.image for e in r.languages.values()]
+    return names
 
 
 class RunService:
@@ -153,6 +184,8 @@ class RunService:
         references: Any = None,
         branch: tuple[Path, int] | None = None,
         spec: Any = None,
+        owner: str | None = None,
+        review_timeout_s: float | None = None,
         **settings: Any,
     ) -> Job:
         """Start a run on a worker thread: of a validated ``spec`` (with its
@@ -161,7 +194,7 @@ class RunService:
         :class:`ServiceBusy` while one runs."""
         if not self._busy.acquire(blocking=False):
             raise ServiceBusy("a run is in progress; wait for it or stop it")
-        job = Job(self, pause)
+        job = Job(self, pause, owner, review_timeout_s)
         try:
             refiner = self.refiner()
         except Exception:
@@ -196,10 +229,41 @@ class RunService:
     def busy(self) -> bool:
         return self._busy.locked()
 
-    @staticmethod
-    def open(run_dir: str | Path) -> Run:
-        """A saved run (no models needed)."""
-        return RunStore(run_dir).load()
+    def resolve(self, value: str | Path | None) -> Path:
+        """The folder of a saved run named by a client (a run id, a path relative to ``out``
+        or a path inside it), confined to ``out``: no ``..`` out of it, no link on the way,
+        a real ``run.json``. Anything else is refused with a ValueError."""
+        import os
+
+        text = str(value or "").strip()
+        if not text or "\x00" in text:
+            raise ValueError("no run given: start one or open a saved run")
+        root = Path(os.path.abspath(self.out))
+        given = Path(text)
+        path = Path(os.path.abspath(given if given.is_absolute() else root / given))
+        try:
+            rel = path.relative_to(root)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a run of this app") from None
+        here = root
+        for part in rel.parts:
+            here = here / part
+            if here.is_symlink():
+                raise ValueError(f"{text!r} is not a run of this app")
+        record = path / "run.json"
+        if not path.is_dir() or not record.is_file() or record.is_symlink():
+            raise ValueError(f"{text!r} is not a run of this app")
+        return path
+
+    def open(self, run_dir: str | Path) -> Run:
+        """A saved run inside ``out`` (no models needed); refused when it names images that
+        are links or lie outside its folder."""
+        path = self.resolve(run_dir)
+        run = RunStore(path).load()
+        for name in image_names(run):
+            if (path / name).is_symlink():
+                raise ValueError(f"{path.name}: {name} is a link, not an image of the run")
+        return run
 
     def runs(self) -> list[Path]:
         """Saved run directories under ``out``, newest first."""

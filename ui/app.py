@@ -31,6 +31,8 @@ MAX_UPLOAD_MB = 20
 # starting and rolling back share one queue of one: a device runs one run at a time, and
 # a visitor who asks meanwhile waits in line and sees their place; browsing is not held up
 ONE_RUN = {"concurrency_id": "run", "concurrency_limit": 1}
+# a run paused for review whose owner does not answer within this time is stopped
+REVIEW_TIMEOUT_S = 15 * 60
 
 
 def _views(run: Run | None, run_dir: Path | None, k: int | None = None) -> list[Any]:
@@ -67,8 +69,8 @@ def build_app(service: RunService, status: str = "") -> Any:
 
     from refine.references import load_pack
 
-    activities = load_pack().activities()
     countries = list(load_pack().countries)
+    activities = ready_activities("Iran")
 
     with gr.Blocks(title="Culturally faithful image refinement") as demo:
         gr.Markdown("# Culturally faithful image refinement")
@@ -220,7 +222,11 @@ def build_app(service: RunService, status: str = "") -> Any:
                 text = f"error: {update.error}"
             if update.review is not None:
                 views[5] = update.review[1]
-                text = f"round {update.review[0]}: review the instruction, then apply"
+                minutes = REVIEW_TIMEOUT_S // 60
+                text = (
+                    f"round {update.review[0]}: review the instruction, then apply "
+                    f"(within {minutes} minutes, or the run stops)"
+                )
             return [text, *views[:6], str(update.run_dir or ""), views[6]]
 
         def follow(job: Any):
@@ -234,6 +240,9 @@ def build_app(service: RunService, status: str = "") -> Any:
             finally:
                 if not done:
                     job.stop()
+                    # the queue's slot goes to the next visitor only once this run has
+                    # fully stopped, so a queued start never finds the service busy
+                    job.join()
 
         def on_start(
             act,
@@ -250,6 +259,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             langs="",
             bank="",
             lang_scores=False,
+            request=None,
         ):
             raw = {
                 "activity": act,
@@ -268,22 +278,33 @@ def build_app(service: RunService, status: str = "") -> Any:
                 yield _pack(f"error: {_settings_message(err)}", "")
                 return
             try:
-                job = service.start(spec=spec, references=refs, pause=bool(paused))
+                job = service.start(
+                    spec=spec,
+                    references=refs,
+                    pause=bool(paused),
+                    owner=_session(request),
+                    review_timeout_s=REVIEW_TIMEOUT_S,
+                )
             except (ServiceBusy, ValueError) as err:
                 yield _pack(f"error: {err}", "")
                 return
             yield from follow(job)
 
-        def on_stop():
-            if service.job is not None and service.busy:
-                service.job.stop()
+        def on_stop(request=None):
+            job = service.job
+            if job is not None and service.busy:
+                if not job.owned_by(_session(request)):
+                    return NOT_YOURS
+                job.stop()
                 return "stopping after the round in progress ..."
             return "no run in progress"
 
-        def on_apply(text):
+        def on_apply(text, request=None):
             job = service.job
             if job is None or job.waiting is None:
                 return "no instruction is waiting for review"
+            if not job.owned_by(_session(request)):
+                return NOT_YOURS
             try:
                 job.submit_instruction(text)
             except ValueError as err:
@@ -292,16 +313,16 @@ def build_app(service: RunService, status: str = "") -> Any:
 
         def on_open(path):
             try:
-                run = service.open(path)
+                run, path = service.open(path), service.resolve(path)
             except (ValueError, OSError) as err:
                 return _pack(f"error: {err}", "")
             return _pack(f"run {run.id}: {run.status}, {run.stop_reason}", path, run)
 
         def on_show(path, k):
             try:
-                run = service.open(path)
+                run, path = service.open(path), service.resolve(path)
             except (ValueError, OSError) as err:
-                return _pack(f"error: {err}", str(path or ""))
+                return _pack(f"error: {err}", "")
             k = int(k)
             if not 0 <= k < len(run.rounds):
                 return _pack(
@@ -315,10 +336,10 @@ def build_app(service: RunService, status: str = "") -> Any:
             return [*on_show(path, k), k]
 
         # set here, not as an annotation: this module's annotations are strings, and gradio
-        # finds the event argument by its type
+        # finds the event and request arguments by their types
         on_pick.__annotations__["evt"] = gr.SelectData
 
-        def on_branch(path, k, n_rounds, tgt, sd, n_cand, drift, paused):
+        def on_branch(path, k, n_rounds, tgt, sd, n_cand, drift, paused, request=None):
             changes = {
                 k: v for k, v in _numbers(n_rounds, tgt, sd, n_cand, drift).items() if v is not None
             }
@@ -328,7 +349,9 @@ def build_app(service: RunService, status: str = "") -> Any:
                     old.spec.activity,
                     old.spec.country,
                     pause=bool(paused),
-                    branch=(Path(path), int(k)),
+                    branch=(service.resolve(path), int(k)),
+                    owner=_session(request),
+                    review_timeout_s=REVIEW_TIMEOUT_S,
                     **changes,
                 )
             except (ServiceBusy, ValueError, OSError) as err:
@@ -340,26 +363,40 @@ def build_app(service: RunService, status: str = "") -> Any:
             from refine.loop import Refiner
 
             try:
+                service.open(path)  # a run of this app, with no linked images
+                path = service.resolve(path)
                 run = Refiner.choose(path, int(k), int(j), accept=accept)
             except (ValueError, OSError) as err:
-                return _pack(f"error: {err}", str(path or ""))
+                return _pack(f"error: {err}", "")
             r = run.rounds[int(k)]
             return _pack(f"round {k}: {r.reason}", path, run, int(k))
 
         def on_download(path):
-            import shutil
             import tempfile
 
-            from refine.report import write_report
+            from refine.report import render_run
 
-            if not path or not (Path(path) / "run.json").is_file():
-                raise gr.Error("no run to download yet: start one or open a saved run")
-            run_dir = Path(path)
-            report = write_report(run_dir)
+            try:
+                service.open(path)
+                run_dir = service.resolve(path)
+            except (ValueError, OSError) as err:
+                raise gr.Error(f"no run to download yet: {err}") from err
             folder = Path(tempfile.mkdtemp(prefix="refine-download-"))
-            archive = shutil.make_archive(str(folder / run_dir.name), "zip", run_dir)
-            return [archive, str(report)]
+            report = folder / f"{run_dir.name}-report.html"
+            report.write_text(render_run(run_dir), encoding="utf-8")
+            archive = _zip_run(run_dir, folder / f"{run_dir.name}.zip")
+            return [str(archive), str(report)]
 
+        for handler in (on_start, on_stop, on_apply, on_branch):
+            handler.__annotations__["request"] = gr.Request
+
+        def on_country(ctry, act):
+            """The activities the pack has references for in this country."""
+            choices = ready_activities(ctry)
+            keep = act if act in choices else (choices[0] if choices else act)
+            return gr.update(choices=choices, value=keep)
+
+        country.change(on_country, [country, activity], activity, api_name=False)
         start.click(
             on_start,
             [
@@ -412,6 +449,41 @@ def build_app(service: RunService, status: str = "") -> Any:
     return demo
 
 
+def ready_activities(country: str | None) -> list[str]:
+    """The activities of ``country`` that the bundled pack holds references for; for a
+    country with none, all its activities (their references are built first, with
+    `refine refs build`); empty for a country the pack lacks."""
+    from refine.references import load_pack
+
+    pack = load_pack()
+    key = pack.country_key(country or "")
+    if key is None:
+        return []
+    acts = pack.countries[key]["activities"]
+    ready = sorted(a for a, entry in acts.items() if entry.get("descriptors"))
+    return ready or sorted(acts)
+
+
+NOT_YOURS = "this run belongs to another visitor: you can watch it, not stop or steer it"
+
+
+def _session(request: Any) -> str | None:
+    """The browser session (or API client) a request comes from."""
+    return getattr(request, "session_hash", None) if request is not None else None
+
+
+def _zip_run(run_dir: Path, archive: Path) -> Path:
+    """The run folder's own regular files (never a link, never anything outside it)."""
+    import zipfile
+
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for entry in sorted(run_dir.iterdir()):
+            if entry.is_symlink() or not entry.is_file() or entry.name.startswith("."):
+                continue
+            zf.write(entry, entry.name)
+    return archive
+
+
 def _settings_message(err: settings.SettingsError) -> str:
     """A settings problem in the form's words: ``CAIRE knowledge base: ... (fill in CAIRE
     cultures)``."""
@@ -447,6 +519,7 @@ def serve(
     from refine.profiles import choose_profile
 
     profile, status = (profile, f"profile: {profile}") if profile else choose_profile()
+    Path(out).mkdir(parents=True, exist_ok=True)
     demo = build_app(RunService(profile, out=out, backends=backends), status)
     demo.launch(
         server_name=host,
@@ -454,4 +527,5 @@ def serve(
         share=share,
         auth=auth,
         max_file_size=f"{MAX_UPLOAD_MB}mb",
+        allowed_paths=[str(Path(out).resolve())],  # run images are served from --out only
     )

@@ -135,3 +135,16 @@ def test_gpu_and_model_errors_read_as_advice(
         assert part in last.error
     assert "\n" not in last.error and "more" not in last.error
     assert not service.busy
+
+
+def test_a_review_nobody_answers_stops_the_run_and_frees_the_service(
+    world, backends, options, tmp_path
+):
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+    job = service.start(
+        ACT, COUNTRY, pause=True, review_timeout_s=0.5, rounds=3, target=1.0, max_drift=2.0
+    )
+    last = job.wait()
+    assert last.done and last.error is None
+    assert last.run.stop_reason == "stopped by the user" and len(last.run.rounds) == 1
+    assert not service.busy

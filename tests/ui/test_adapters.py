@@ -61,3 +61,18 @@ def test_the_app_and_the_report_draw_the_same_series(world, backends, options, t
     assert app == report
     assert {"FAITH", "drift", "best FAITH", "CAIRE Iran (0-1)"} <= set(app)
     assert app["CAIRE Iran (0-1)"] == "[0.25, 1.0]"  # Iran 2/5 then 5/5
+
+
+def test_the_activity_list_follows_the_country():
+    from refine.references import load_pack
+    from ui.app import ready_activities
+
+    pack = load_pack()
+    iran = pack.countries[pack.country_key("Iran")]["activities"]
+    ready = ready_activities("Iran")
+    assert "people eating food at home" in ready
+    assert ready == sorted(iran) and all(iran[a].get("descriptors") for a in ready)
+    assert len(ready) < len(pack.activities())  # not every country's activities
+    france = pack.countries[pack.country_key("France")]["activities"]
+    assert ready_activities("france") == sorted(france)  # none ready there: all, to build
+    assert ready_activities("Atlantis") == []

@@ -64,7 +64,7 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
     opened_rows = opened[3]["data"] if isinstance(opened[3], dict) else opened[3]
     assert opened_rows == rows
     bad = client.predict("/no/such/run", api_name="/open")
-    assert bad[0].startswith("error: ") and "not a run directory" in bad[0]
+    assert bad[0].startswith("error: ") and "is not a run of this app" in bad[0]
 
 
 def test_pause_apply_and_stop_through_the_api(app_url, world):
@@ -229,6 +229,12 @@ def test_a_second_visitor_waits_in_line_and_can_browse_meanwhile(app_url):
     # browsing a saved run is not held up by the run in progress
     opened = second.predict(str(first_dir), api_name="/open")
     assert opened[0].startswith("run ") and service.job.run_dir == first_dir
+    # the run belongs to the first client: the second can watch it, not stop or steer it
+    assert second.predict(api_name="/stop").startswith("this run belongs to another visitor")
+    assert second.predict("Paint it all red.", api_name="/apply").startswith(
+        "this run belongs to another visitor"
+    )
+    assert service.job.waiting is not None and service.busy  # still waiting for its owner
     assert first.predict(api_name="/stop").startswith("stopping")
     held.result(timeout=120)
     queued.result(timeout=300)

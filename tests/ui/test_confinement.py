@@ -1,0 +1,105 @@
+"""The app reads and writes only inside its --out folder: probes from outside, through
+gradio_client against a launched app, are refused and touch nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+
+import pytest
+
+from refine.service import RunService
+from tests.ui.test_app import start_args
+from ui.app import build_app
+
+
+@pytest.fixture
+def app(world, backends, options, tmp_path):
+    from gradio_client import Client
+
+    out = tmp_path / "out"
+    out.mkdir()
+    service = RunService("gemini", out=out, backends=backends, backend_options=options)
+    demo = build_app(service, "test profile")
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    client = Client(url, verbose=False)
+    client.predict(*start_args(1), api_name="/start")
+    yield client, service, service.job.run_dir, tmp_path
+    demo.close()
+
+
+def secret(tmp_path):
+    """A file outside --out that no probe may read or change."""
+    path = tmp_path / "secret.txt"
+    path.write_text("API_KEY=do-not-leak")
+    os.utime(path, (1_000_000_000, 1_000_000_000))
+    return path
+
+
+def untouched(path):
+    assert path.read_text() == "API_KEY=do-not-leak" and path.stat().st_mtime == 1_000_000_000
+
+
+def test_paths_outside_out_are_refused(app):
+    client, service, run_dir, tmp_path = app
+    s = secret(tmp_path)
+    # a copy of a real run, outside --out
+    outside = tmp_path / "elsewhere"
+    shutil.copytree(run_dir, outside)
+    before = (outside / "run.json").read_text()
+    for probe in (str(outside), "../elsewhere", str(run_dir / ".." / ".." / "elsewhere"), "/etc"):
+        opened = client.predict(probe, api_name="/open")
+        assert opened[0].startswith("error: ") and "is not a run of this app" in opened[0]
+        shown = client.predict(probe, 0, api_name="/show")
+        assert shown[0].startswith("error: ") and shown[1] == []
+        for api in ("/accept", "/reject"):
+            decided = client.predict(probe, 1, 0, api_name=api)
+            assert decided[0].startswith("error: ")
+        with pytest.raises(Exception, match="no run to download yet"):
+            client.predict(probe, api_name="/download")
+    assert (outside / "run.json").read_text() == before  # accept/reject wrote nothing
+    untouched(s)
+    # a run id alone works
+    assert client.predict(run_dir.name, api_name="/open")[0].startswith("run ")
+
+
+def test_a_crafted_record_cannot_name_files_outside_its_folder(app):
+    client, service, run_dir, tmp_path = app
+    s = secret(tmp_path)
+    record = json.loads((run_dir / "run.json").read_text())
+    record["rounds"][0]["candidates"][0]["image"] = "../../secret.txt"
+    crafted = run_dir.parent / "crafted"
+    shutil.copytree(run_dir, crafted)
+    (crafted / "run.json").write_text(json.dumps(record))
+    opened = client.predict("crafted", api_name="/open")
+    assert opened[0].startswith("error: ") and "not a file name inside the run folder" in opened[0]
+    assert opened[1] == []  # no gallery: nothing was served
+    untouched(s)
+
+
+def test_links_inside_a_run_folder_are_not_followed(app):
+    client, service, run_dir, tmp_path = app
+    s = secret(tmp_path)
+    linked = run_dir.parent / "linked"
+    shutil.copytree(run_dir, linked)
+    run = service.open(linked)
+    first = run.rounds[0].best.image
+    (linked / first).unlink()
+    (linked / first).symlink_to(s)  # an image that is really the secret
+    (linked / "notes.txt").symlink_to(s)
+    opened = client.predict("linked", api_name="/open")
+    assert opened[0].startswith("error: ") and "is a link" in opened[0]
+    with pytest.raises(Exception, match="no run to download yet"):
+        client.predict("linked", api_name="/download")
+    # a link to a run folder is refused as well
+    (run_dir.parent / "alias").symlink_to(run_dir)
+    assert "is not a run of this app" in client.predict("alias", api_name="/open")[0]
+    # a good run's zip holds only its own regular files
+    (run_dir / "notes.txt").symlink_to(s)
+    archive, _ = client.predict(run_dir.name, api_name="/download")
+    names = zipfile.ZipFile(archive).namelist()
+    assert "notes.txt" not in names and "run.json" in names
+    assert all(b"do-not-leak" not in zipfile.ZipFile(archive).read(n) for n in names)
+    untouched(s)
