@@ -86,6 +86,11 @@ def build_app(service: RunService, status: str = "") -> Any:
                 country = gr.Dropdown(
                     countries, value="Iran", allow_custom_value=True, label="country"
                 )
+                # Start, Stop and the stage come first: the settings below are optional
+                with gr.Row():
+                    start = gr.Button("Start", variant="primary", elem_id="start")
+                    stop = gr.Button("Stop", elem_id="stop")
+                stage = gr.Textbox(label="stage", interactive=False, elem_id="stage")
                 with gr.Row():
                     rounds = gr.Number(
                         default("rounds"), precision=0, minimum=0, label="rounds", elem_id="rounds"
@@ -146,10 +151,6 @@ def build_app(service: RunService, status: str = "") -> Any:
                 upload = gr.Image(
                     type="filepath", label="refine this image instead (optional)", height=160
                 )
-                with gr.Row():
-                    start = gr.Button("Start", variant="primary", elem_id="start")
-                    stop = gr.Button("Stop", elem_id="stop")
-                stage = gr.Textbox(label="stage", interactive=False, elem_id="stage")
                 run_dir_box = gr.Textbox(
                     label="run directory", interactive=False, elem_id="run-dir"
                 )
