@@ -87,11 +87,15 @@ def line_chart(
     width: int = 680,
     height: int = 260,
     y_range: tuple[float, float] = (0.0, 1.0),
+    target: float | None = None,
+    x_title: str = "",
+    y_title: str = "",
 ) -> str:
     """An SVG line chart of values in ``y_range`` (default [0, 1]); ``marks`` (accepted /
-    rejected / initial) are drawn under the x axis. Each line carries its values in
-    ``data-values``."""
-    left, right, top, bottom = 44, 170, 24, 44
+    rejected / initial) are drawn under the x axis, ``target`` as a dashed line. Each line
+    carries its values in ``data-values``. It scales down to the width it is given (a
+    phone) and keeps its proportions."""
+    left, right, top, bottom = 52, 170, 24, 58
     w, h = width - left - right, height - top - bottom
     n = max(len(labels), 1)
     lo, hi = y_range
@@ -104,10 +108,29 @@ def line_chart(
         return top + h * (1.0 - max(0.0, min(1.0, (v - lo) / span)))
 
     out = [
-        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height}" role="img" aria-label="{escape(title)}">',
+        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="100%" style="max-width:{width}px;height:auto" role="img" '
+        f'aria-label="{escape(title)}">',
         f'<text x="{left}" y="16" font-size="13" font-weight="600">{escape(title)}</text>',
     ]
+    if x_title:
+        out.append(
+            f'<text x="{left + w / 2:.1f}" y="{height - 4}" font-size="11" '
+            f'text-anchor="middle" class="axis-title">{escape(x_title)}</text>'
+        )
+    if y_title:
+        out.append(
+            f'<text x="12" y="{top + h / 2:.1f}" font-size="11" text-anchor="middle" '
+            f'class="axis-title" transform="rotate(-90 12 {top + h / 2:.1f})">'
+            f"{escape(y_title)}</text>"
+        )
+    if target is not None:
+        out.append(
+            f'<line class="target" data-target="{target:g}" x1="{left}" x2="{left + w}" '
+            f'y1="{y(target):.1f}" y2="{y(target):.1f}" stroke="#1f6feb" stroke-width="1" '
+            f'stroke-dasharray="2 3"/><text x="{left + w + 4}" y="{y(target) + 4:.1f}" '
+            f'font-size="11" fill="#1f6feb">target {target:g}</text>'
+        )
     for k in range(5):
         v = lo + span * k / 4
         out.append(
@@ -359,6 +382,9 @@ def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
             marks,
             title="metrics per round (chosen candidate)",
             y_range=views.chart_range(series),
+            target=spec.target,
+            x_title=views.CHART_X,
+            y_title=views.CHART_Y,
         )
         if run.rounds
         else "<p>no round finished</p>"

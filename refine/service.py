@@ -266,8 +266,33 @@ class RunService:
         return run
 
     def runs(self) -> list[Path]:
-        """Saved run directories under ``out``, newest first."""
+        """Saved run directories under ``out`` (no links followed), newest first."""
         if not self.out.is_dir():
             return []
-        found = [p.parent for p in self.out.rglob("run.json")]
+        found = []
+        for record in self.out.rglob("run.json"):
+            try:
+                found.append(self.resolve(record.parent))
+            except ValueError:
+                continue
         return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+    def saved(self, limit: int = 200) -> list[tuple[str, str]]:
+        """(label, run id relative to ``out``) of the saved runs, newest first: activity,
+        country, best FAITH, status and id."""
+        out = []
+        root = self.out.resolve()
+        for path in self.runs()[:limit]:
+            try:
+                run = RunStore(path).load()
+            except ValueError:
+                continue
+            best = run.best()
+            faith = best.best.scores.faith if best is not None else None
+            shown = "n/a" if faith is None else f"{faith:.3f}"
+            label = (
+                f"{run.spec.activity} - {run.references.country} - best FAITH {shown} - "
+                f"{run.status} - {run.id}"
+            )
+            out.append((label, str(path.resolve().relative_to(root))))
+        return out

@@ -19,6 +19,7 @@ from refine.records import Exaggerated, Match, Round, Run
 from refine.usage import tokens_text
 
 METRICS = ("FAITH", "ALIGN", "HAL", "EXAG", "drift", "best FAITH")
+CHART_X, CHART_Y = "round", "score (0 to 1; SoS -1 to 1)"
 CHECK_KINDS = ("aligned", "missing", "hallucinated")
 TABLE_HEADERS = [
     "round",
@@ -228,13 +229,33 @@ def language_gallery(run: Run, run_dir: str | Path, k: int) -> list[tuple[str, s
     return items
 
 
-def before_after(run: Run, run_dir: str | Path, k: int) -> tuple[str, str] | None:
-    """(parent image, this round's chosen image) of round ``k``; None for round 0."""
+def before_after(run: Run, run_dir: str | Path, k: int) -> tuple[str, str]:
+    """(parent image, this round's chosen image) of round ``k``; round 0 has no parent and
+    is shown alone (the same image on both sides)."""
     r = run.rounds[k]
-    if r.parent is None:
-        return None
     run_dir = Path(run_dir)
-    return str(run_dir / run.rounds[r.parent].best.image), str(run_dir / r.best.image)
+    here = str(run_dir / r.best.image)
+    if r.parent is None:
+        return here, here
+    return str(run_dir / run.rounds[r.parent].best.image), here
+
+
+def progress_line(run: Run | None) -> str:
+    """How far a run is: ``1 of 5 editing rounds · best FAITH 0.712 · 14 model calls ·
+    9,310 tokens in, 1,204 out (14 API calls) · 23 s``; empty before round 0 is saved."""
+    if run is None or not run.rounds:
+        return ""
+    parts = [f"{len(run.rounds) - 1} of {run.spec.rounds} editing rounds"]
+    best = run.best()
+    if best is not None and best.best.scores.faith is not None:
+        parts.append(f"best FAITH {best.best.scores.faith:.3f} (target {run.spec.target:g})")
+    parts.append(f"{run.model_calls} model calls")
+    if run.usage:
+        parts.append(tokens_text(run.usage))
+    parts.append(f"{run.elapsed_s:.0f} s")
+    if run.status != "running" and run.stop_reason:
+        parts.append(f"stopped: {run.stop_reason}")
+    return " \u00b7 ".join(parts)
 
 
 def summary_lines(run: Run, run_dir: str | Path) -> list[str]:

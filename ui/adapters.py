@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from refine.records import Round, Run
 from refine.views import (
+    CHART_X,
+    CHART_Y,
     TABLE_HEADERS,
     before_after,
     caire_text,
@@ -50,7 +52,16 @@ def metric_chart(run: Run) -> str:
     series = metric_series(run)
     labels = [str(r.index) for r in run.rounds]
     marks = [r.decision for r in run.rounds]
-    return line_chart(series, labels, marks, "metrics per round", y_range=chart_range(series))
+    return line_chart(
+        series,
+        labels,
+        marks,
+        "metrics per round",
+        y_range=chart_range(series),
+        target=run.spec.target,
+        x_title=CHART_X,
+        y_title=CHART_Y,
+    )
 
 
 def checklist(r: Round) -> list[tuple[str, str | None]]:

@@ -13,6 +13,7 @@ from refine import settings
 from refine.records import Run
 from refine.service import RunService, ServiceBusy, Update
 from refine.settings import default
+from refine.views import progress_line
 from ui import adapters
 
 # how the form names a setting in a message
@@ -59,7 +60,7 @@ def _pack(message: str, path: Any, run: Run | None = None, k: int | None = None)
     """Every output of the app's main views, in the order of ``outputs``."""
     run_dir = Path(path) if run is not None and path else None
     views = _views(run, run_dir, k)
-    return [message, *views[:6], str(path or ""), views[6]]
+    return [message, *views[:6], str(path or ""), views[6], progress_line(run)]
 
 
 def build_app(service: RunService, status: str = "") -> Any:
@@ -91,6 +92,9 @@ def build_app(service: RunService, status: str = "") -> Any:
                     start = gr.Button("Start", variant="primary", elem_id="start")
                     stop = gr.Button("Stop", elem_id="stop")
                 stage = gr.Textbox(label="stage", interactive=False, elem_id="stage")
+                progress = gr.Textbox(
+                    label="progress", interactive=False, elem_id="progress", max_lines=2
+                )
                 with gr.Row():
                     rounds = gr.Number(
                         default("rounds"), precision=0, minimum=0, label="rounds", elem_id="rounds"
@@ -196,7 +200,15 @@ def build_app(service: RunService, status: str = "") -> Any:
                 accept_btn = gr.Button("Accept candidate by hand", elem_id="accept")
                 reject_btn = gr.Button("Reject round by hand", elem_id="reject")
         with gr.Accordion("Open a saved run", open=False):
-            saved = gr.Textbox(label="run directory", elem_id="saved")
+            with gr.Row():
+                saved = gr.Dropdown(
+                    service.saved(),
+                    label="saved runs, newest first",
+                    allow_custom_value=True,
+                    elem_id="saved",
+                    scale=4,
+                )
+                refresh_btn = gr.Button("Refresh the list", elem_id="refresh", scale=1)
             open_btn = gr.Button("Open", elem_id="open")
         with gr.Row():
             download_btn = gr.Button(
@@ -214,6 +226,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             instruction,
             run_dir_box,
             languages_gallery,
+            progress,
         ]
 
         def show(update: Update) -> list[Any]:
@@ -228,7 +241,13 @@ def build_app(service: RunService, status: str = "") -> Any:
                     f"round {update.review[0]}: review the instruction, then apply "
                     f"(within {minutes} minutes, or the run stops)"
                 )
-            return [text, *views[:6], str(update.run_dir or ""), views[6]]
+            return [
+                text,
+                *views[:6],
+                str(update.run_dir or ""),
+                views[6],
+                progress_line(update.run),
+            ]
 
         def follow(job: Any):
             """The job's updates as widget values; if the visitor cancels or leaves before
@@ -276,8 +295,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             try:
                 spec, refs = settings.load(raw)
             except settings.SettingsError as err:
-                yield _pack(f"error: {_settings_message(err)}", "")
-                return
+                raise gr.Error(_settings_message(err)) from err
             try:
                 job = service.start(
                     spec=spec,
@@ -287,8 +305,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                     review_timeout_s=REVIEW_TIMEOUT_S,
                 )
             except (ServiceBusy, ValueError) as err:
-                yield _pack(f"error: {err}", "")
-                return
+                raise gr.Error(str(err)) from err
             yield from follow(job)
 
         def on_stop(request=None):
@@ -316,19 +333,17 @@ def build_app(service: RunService, status: str = "") -> Any:
             try:
                 run, path = service.open(path), service.resolve(path)
             except (ValueError, OSError) as err:
-                return _pack(f"error: {err}", "")
+                raise gr.Error(str(err)) from err
             return _pack(f"run {run.id}: {run.status}, {run.stop_reason}", path, run)
 
         def on_show(path, k):
             try:
                 run, path = service.open(path), service.resolve(path)
             except (ValueError, OSError) as err:
-                return _pack(f"error: {err}", "")
+                raise gr.Error(str(err)) from err
             k = int(k)
             if not 0 <= k < len(run.rounds):
-                return _pack(
-                    f"error: round {k} does not exist (0..{len(run.rounds) - 1})", path, run
-                )
+                raise gr.Error(f"round {k} does not exist (0..{len(run.rounds) - 1})")
             return _pack(f"round {k}: {run.rounds[k].decision}", path, run, k)
 
         def on_pick(path, evt):
@@ -356,8 +371,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                     **changes,
                 )
             except (ServiceBusy, ValueError, OSError) as err:
-                yield _pack(f"error: {err}", str(path or ""))
-                return
+                raise gr.Error(str(err)) from err
             yield from follow(job)
 
         def on_choose(path, k, j, accept):
@@ -368,7 +382,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                 path = service.resolve(path)
                 run = Refiner.choose(path, int(k), int(j), accept=accept)
             except (ValueError, OSError) as err:
-                return _pack(f"error: {err}", "")
+                raise gr.Error(str(err)) from err
             r = run.rounds[int(k)]
             return _pack(f"round {k}: {r.reason}", path, run, int(k))
 
@@ -423,10 +437,18 @@ def build_app(service: RunService, status: str = "") -> Any:
         # their messages go to their own box, so they never hide the run's own stage
         stop.click(on_stop, None, notice, api_name="stop", queue=False)
         apply.click(on_apply, instruction, notice, api_name="apply", queue=False)
-        open_btn.click(on_open, saved, outputs, api_name="open")
+        # steering and browsing: a refused click is a toast, and the view stays as it was
+        # (no status marks on the outputs)
+        quiet = {"show_progress": "hidden"}
+        open_btn.click(on_open, saved, outputs, api_name="open", **quiet)
+        saved.select(on_open, saved, outputs, api_name=False, **quiet)
+        refresh_btn.click(
+            lambda: gr.update(choices=service.saved()), None, saved, api_name="runs", queue=False
+        )
+        demo.load(lambda: gr.update(choices=service.saved()), None, saved, api_name=False)
         download_btn.click(on_download, run_dir_box, files, api_name="download")
-        gallery.select(on_pick, run_dir_box, [*outputs, round_pick], api_name=False)
-        show_btn.click(on_show, [run_dir_box, round_pick], outputs, api_name="show")
+        gallery.select(on_pick, run_dir_box, [*outputs, round_pick], api_name=False, **quiet)
+        show_btn.click(on_show, [run_dir_box, round_pick], outputs, api_name="show", **quiet)
         branch_btn.click(
             on_branch,
             [run_dir_box, round_pick, rounds, target, seed, candidates, max_drift, pause],
@@ -439,12 +461,14 @@ def build_app(service: RunService, status: str = "") -> Any:
             [run_dir_box, round_pick, cand_pick],
             outputs,
             api_name="accept",
+            **quiet,
         )
         reject_btn.click(
             lambda p, k, j: on_choose(p, k, j, False),
             [run_dir_box, round_pick, cand_pick],
             outputs,
             api_name="reject",
+            **quiet,
         )
     demo.queue(default_concurrency_limit=1)
     return demo

@@ -32,6 +32,15 @@ def test_live_updates_and_one_run_at_a_time(world, service):
     assert sizes == sorted(sizes) and sizes[0] <= 1 and sizes[-1] == 3
     assert not service.busy
     assert service.open(job.run_dir) == final and service.runs() == [job.run_dir]
+    # the app's list of saved runs: a label to read and the run's id to open it by
+    faith = final.best().best.scores.faith
+    assert service.saved() == [
+        (
+            f"{ACT} - {COUNTRY} - best FAITH {faith:.3f} - finished - {final.id}",
+            job.run_dir.name,
+        )
+    ]
+    assert service.open(job.run_dir.name) == final
 
 
 def test_pause_rewrite_then_stop(world, service):

@@ -35,7 +35,8 @@ def test_adapters_show_the_run(world, backends, options, tmp_path):
     assert ("hamburgers ", "hallucinated") in marks
     assert ("oversized hookahs ", "exaggerated") in marks
     assert ("setting: ", None) in marks and any(k == "missing" for _, k in marks)
-    assert before_after(run, run_dir, 0) is None
+    first = str(run_dir / run.rounds[0].best.image)
+    assert before_after(run, run_dir, 0) == (first, first)  # round 0 alone
     assert before_after(run, run_dir, 2) == (
         str(run_dir / run.rounds[1].best.image),
         str(run_dir / run.rounds[2].best.image),

@@ -59,12 +59,20 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
     chart = chart_series(outputs[-1][2])
     assert chart["FAITH"] == pytest.approx([r.best.scores.faith for r in run.rounds], abs=1e-4)
     assert chart["drift"][0] is None and len(chart["ALIGN"]) == 3
+    assert 'class="target" data-target="1"' in outputs[-1][2]  # the target FAITH line
+    assert 'class="axis-title"' in outputs[-1][2]
+    # progress in words: rounds done of all, best FAITH, calls, tokens, time, why it stopped
+    progress = outputs[-1][9]
+    assert progress.startswith("2 of 2 editing rounds · best FAITH ")
+    assert f"· {run.model_calls} model calls · " in progress and "tokens in" in progress
+    assert progress.endswith("stopped: max rounds: 2 editing round(s) done")
+    assert any(o[9].startswith("0 of 2 editing rounds") for o in outputs)  # after round 0
     opened = client.predict(run_dir, api_name="/open")
     assert opened[0].startswith("run ") and "finished" in opened[0]
     opened_rows = opened[3]["data"] if isinstance(opened[3], dict) else opened[3]
     assert opened_rows == rows
-    bad = client.predict("/no/such/run", api_name="/open")
-    assert bad[0].startswith("error: ") and "is not a run of this app" in bad[0]
+    with pytest.raises(Exception, match="is not a run of this app"):  # an error, not a view
+        client.predict("/no/such/run", api_name="/open")
 
 
 def test_pause_apply_and_stop_through_the_api(app_url, world):
@@ -112,7 +120,8 @@ def test_show_roll_back_and_decide_by_hand(app_url):
     assert shown[0] == "round 0: initial" and shown[6].startswith("round 0 (prompt)")
     marks = [(m["token"], m["class_or_confidence"]) for m in shown[4]]
     assert ("hamburgers ", "hallucinated") in marks
-    assert client.predict(str(run_dir), 9, api_name="/show")[0].startswith("error: round 9")
+    with pytest.raises(Exception, match=r"round 9 does not exist \(0..1\)"):
+        client.predict(str(run_dir), 9, api_name="/show")
     accepted = client.predict(str(run_dir), 1, 0, api_name="/accept")
     assert accepted[0] == "round 1: accepted by hand (candidate 0)"
     assert service.open(run_dir).best_round == 1
@@ -167,8 +176,8 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
         assert out[0].startswith("error: models not available: generator (gemini:")
         assert "GeminiError: no Gemini API key: set GEMINI_API_KEY" in out[0]
         assert not service.busy
-        opened = client.predict("/nowhere", api_name="/open")  # the app still answers
-        assert opened[0].startswith("error: ")
+        with pytest.raises(Exception, match="is not a run of this app"):  # still answering
+            client.predict("/nowhere", api_name="/open")
     finally:
         demo.close()
 
@@ -296,8 +305,8 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     assert rows[1][8].startswith("Iran 5 \u00b7 Turkey 2 \u00b7 India 1 (kb, linked to ")
     assert chart_series(out[2])["CAIRE Iran (0-1)"] == [0.25, 1.0]
     bad_kb = ("Turkey", str(tmp_path), "", "", False)
-    bad = client.predict(*start_args(1, extras=bad_kb), api_name="/start")
-    assert bad[0].startswith("error: ") and "not a knowledge base" in bad[0]
+    with pytest.raises(Exception, match="CAIRE knowledge base: .*not a knowledge base"):
+        client.predict(*start_args(1, extras=bad_kb), api_name="/start")
     assert not service.busy
 
 
@@ -339,5 +348,5 @@ def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path)
     caption = item["caption"] if isinstance(item, dict) else item[1]
     assert caption.startswith("round 0, fr: SoS ")
     bad_bank = ("", "", "fr", str(tmp_path), False)
-    bad = client.predict(*start_args(1, extras=bad_bank), api_name="/start")
-    assert bad[0].startswith("error: ") and "not an SoS bank" in bad[0]
+    with pytest.raises(Exception, match="SoS bank: .*not an SoS bank"):
+        client.predict(*start_args(1, extras=bad_bank), api_name="/start")

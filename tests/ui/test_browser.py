@@ -206,3 +206,30 @@ def test_other_prompt_languages_and_caire_show_per_round(page, world, tmp_path):
     assert "reads more as Turkey (4/5) than Iran (2/5)" in table
     assert f"fr {fr:+.3f}" in table
     pg.screenshot(path=str(tmp_path / "app.png"), full_page=True)
+
+
+def test_a_wrong_steering_click_is_a_toast_and_the_view_stays(page, world, tmp_path):
+    """Rejecting a round that is not the last shows the reason as a toast; the gallery and
+    the table stay as they were. At phone width the first screen holds Start."""
+    pg, service = page
+    fill(pg, "rounds", "1")
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    pg.click("#start")
+    wait_finished(pg)
+    images_loaded(pg, 2)
+    table = pg.locator("#table").inner_text()
+    fill(pg, "round", "0")
+    pg.click("#reject")
+    toast = pg.get_by_text("only the last editing round can be decided by hand")
+    toast.first.wait_for(timeout=20_000)
+    images_loaded(pg, 2)  # the gallery is still there
+    pg.screenshot(path="/tmp/toast.png")
+    # the rows are unchanged (Gradio marks the refused event's outputs, the values stay)
+    assert pg.locator("#table").inner_text().removeprefix("Error\n\n") == table
+    assert stage(pg) == "finished"
+    shot = pg.locator("#gallery").screenshot(path=str(tmp_path / "after-toast.png"))
+    assert has_colour(shot, RED) and has_colour(shot, GREEN)
+    pg.set_viewport_size({"width": 390, "height": 844})
+    start = pg.locator("#start").bounding_box()
+    assert start is not None and start["y"] + start["height"] <= 844
