@@ -64,6 +64,15 @@ def metric_chart(run: Run) -> str:
     )
 
 
+def check_text(c) -> str:
+    """A checklist item with why it counts: a missing or hallucinated phrase names its
+    closest counterpart and their similarity (tau decides)."""
+    m = c.match
+    if c.kind == "aligned" or not m.best_match or m.similarity is None:
+        return f"{m.phrase} "
+    return f"{m.phrase} (closest: {m.best_match}, {m.similarity:.2f}) "
+
+
 def checklist(r: Round) -> list[tuple[str, str | None]]:
     """Highlighted-text pairs per dimension: (phrase, aligned|missing|hallucinated), then
     the stereotypes seen as exaggerated; dimension names as unlabelled headers."""
@@ -73,7 +82,7 @@ def checklist(r: Round) -> list[tuple[str, str | None]]:
     out: list[tuple[str, str | None]] = []
     for d, items in by_dim.items():
         out.append((f"{d}: ", None))
-        out.extend((f"{c.match.phrase} ", c.kind) for c in items)
+        out.extend((check_text(c), c.kind) for c in items)
         out.append(("\n", None))
     if exaggerated:
         out.append(("stereotypes: ", None))

@@ -87,6 +87,16 @@ def build_app(service: RunService, status: str = "") -> Any:
                 country = gr.Dropdown(
                     countries, value="Iran", allow_custom_value=True, label="country"
                 )
+                # examples the bundled pack holds references for
+                gr.Examples(
+                    [
+                        ["people eating food at home", "Iran"],
+                        ["wedding celebration", "India"],
+                        ["people participating in New Yam Festival", "Nigeria"],
+                    ],
+                    [activity, country],
+                    label="examples",
+                )
                 # Start, Stop and the stage come first: the settings below are optional
                 with gr.Row():
                     start = gr.Button("Start", variant="primary", elem_id="start")
@@ -374,12 +384,15 @@ def build_app(service: RunService, status: str = "") -> Any:
                 raise gr.Error(str(err)) from err
             yield from follow(job)
 
-        def on_choose(path, k, j, accept):
+        def on_choose(path, k, j, accept, request=None):
             from refine.loop import Refiner
 
             try:
                 service.open(path)  # a run of this app, with no linked images
                 path = service.resolve(path)
+                job = service.job
+                if job is not None and job.run_dir == path and not job.owned_by(_session(request)):
+                    raise ValueError(NOT_YOURS)
                 run = Refiner.choose(path, int(k), int(j), accept=accept)
             except (ValueError, OSError) as err:
                 raise gr.Error(str(err)) from err
@@ -456,15 +469,24 @@ def build_app(service: RunService, status: str = "") -> Any:
             api_name="branch",
             **ONE_RUN,
         )
+
+        def on_accept(p, k, j, request=None):
+            return on_choose(p, k, j, True, request)
+
+        def on_reject(p, k, j, request=None):
+            return on_choose(p, k, j, False, request)
+
+        for handler in (on_accept, on_reject):
+            handler.__annotations__["request"] = gr.Request
         accept_btn.click(
-            lambda p, k, j: on_choose(p, k, j, True),
+            on_accept,
             [run_dir_box, round_pick, cand_pick],
             outputs,
             api_name="accept",
             **quiet,
         )
         reject_btn.click(
-            lambda p, k, j: on_choose(p, k, j, False),
+            on_reject,
             [run_dir_box, round_pick, cand_pick],
             outputs,
             api_name="reject",

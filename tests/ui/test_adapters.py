@@ -32,7 +32,12 @@ def test_adapters_show_the_run(world, backends, options, tmp_path):
     assert [row[1] for row in table] == ["initial", "accepted", "rejected"]
     assert table[2][7] == run.rounds[2].reason
     marks = checklist(run.rounds[0])
-    assert ("hamburgers ", "hallucinated") in marks
+    hamburgers = next(t for t, k in marks if t.startswith("hamburgers"))
+    assert dict(marks)[hamburgers] == "hallucinated"
+    # why it counts: its closest reference and their similarity (at most tau)
+    (h,) = [x for x in run.rounds[0].best.feedback.hallucinated if x.phrase == "hamburgers"]
+    assert hamburgers == f"hamburgers (closest: {h.best_match}, {h.similarity:.2f}) "
+    assert h.similarity <= run.spec.tau
     assert ("oversized hookahs ", "exaggerated") in marks
     assert ("setting: ", None) in marks and any(k == "missing" for _, k in marks)
     first = str(run_dir / run.rounds[0].best.image)
@@ -77,3 +82,20 @@ def test_the_activity_list_follows_the_country():
     france = pack.countries[pack.country_key("France")]["activities"]
     assert ready_activities("france") == sorted(france)  # none ready there: all, to build
     assert ready_activities("Atlantis") == []
+
+
+def test_the_apps_examples_can_run_from_the_bundled_pack():
+    import gradio as gr
+
+    from refine import settings
+    from refine.service import RunService
+    from ui.app import build_app
+
+    demo = build_app(RunService("gemini"))
+    examples = [b for b in demo.blocks.values() if isinstance(b, gr.Dataset)]
+    (dataset,) = examples
+    rows = dataset.samples
+    assert len(rows) == 3 and len({country for _, country in rows}) == 3
+    for activity, country in rows:  # each has references: a run can start from it
+        spec, refs = settings.load({"activity": activity, "country": country})
+        assert refs.descriptors["objects"] and spec.country == country
