@@ -177,11 +177,8 @@ class Refiner:
         store = RunStore.create(out or source.dir.parent, f"{old.id}-from-r{round_index}")
         store.acquire()
         kept = [r.model_copy(deep=True) for r in old.rounds[: round_index + 1]]
-        for r in kept:
-            for c in r.candidates:
-                store.save_image(c.image, source.load_image(c.image))
-            for entry in r.languages.values():
-                store.save_image(entry.image, source.load_image(entry.image))
+        for name in old.image_names(upto=round_index):
+            store.save_image(name, source.load_image(name))
         run = old.model_copy(
             update={
                 "id": store.dir.name,

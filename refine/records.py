@@ -267,3 +267,10 @@ class Run(_Record):
 
     def best(self) -> Round | None:
         return None if self.best_round is None else self.rounds[self.best_round]
+
+    def image_names(self, upto: int | None = None) -> list[str]:
+        """Every image file the record names (rounds 0..``upto``, or all)."""
+        rounds = self.rounds if upto is None else self.rounds[: upto + 1]
+        return [c.image for r in rounds for c in r.candidates] + [
+            e.image for r in rounds for e in r.languages.values()
+        ]

@@ -79,7 +79,6 @@ class Job:
             answer = self._answers.get(timeout=self.review_timeout_s)
         except queue.Empty:  # nobody answered: the owner is gone, the slot is freed
             self.stopped = True
-            self.error = None
             answer = None
         self.waiting = None
         return answer
@@ -139,15 +138,6 @@ class Job:
         if self.run_dir is None or not (self.run_dir / "run.json").is_file():
             return None
         return RunStore(self.run_dir).load()
-
-
-def image_names(run: Run) -> list[str]:
-    """Every image file a run record names."""
-    names = []
-    for r in run.rounds:
-        names += [c.image for c in r.candidates]
-        names += [e.image for e in r.languages.values()]
-    return names
 
 
 class RunService:
@@ -229,41 +219,60 @@ class RunService:
     def busy(self) -> bool:
         return self._busy.locked()
 
-    def resolve(self, value: str | Path | None) -> Path:
-        """The folder of a saved run named by a client (a run id, a path relative to ``out``
-        or a path inside it), confined to ``out``: no ``..`` out of it, no link on the way,
-        a real ``run.json``. Anything else is refused with a ValueError."""
+    def inside(self, value: str | Path | None, what: str = "folder") -> Path:
+        """A folder named by a client (relative to ``out``, or a path inside it), confined
+        to ``out``: no ``..`` out of it, no link on the way. Else a ValueError."""
         import os
 
         text = str(value or "").strip()
         if not text or "\x00" in text:
-            raise ValueError("no run given: start one or open a saved run")
+            raise ValueError(f"no {what} given")
+        refused = ValueError(f"{text!r} is not a {what} inside this app's folder ({self.out})")
         root = Path(os.path.abspath(self.out))
         given = Path(text)
         path = Path(os.path.abspath(given if given.is_absolute() else root / given))
         try:
             rel = path.relative_to(root)
         except ValueError:
-            raise ValueError(f"{text!r} is not a run of this app") from None
+            raise refused from None
         here = root
         for part in rel.parts:
             here = here / part
             if here.is_symlink():
-                raise ValueError(f"{text!r} is not a run of this app")
+                raise refused
+        if not path.is_dir():
+            raise refused
+        return path
+
+    def resolve(self, value: str | Path | None) -> Path:
+        """The folder of a saved run named by a client (a run id, a path relative to ``out``
+        or a path inside it), confined to ``out`` (see :meth:`inside`) and holding a real
+        ``run.json``. Anything else is refused with a ValueError."""
+        text = str(value or "").strip()
+        if not text:
+            raise ValueError("no run given: start one or open a saved run")
+        try:
+            path = self.inside(text, "run")
+        except ValueError:
+            raise ValueError(f"{text!r} is not a run of this app") from None
         record = path / "run.json"
-        if not path.is_dir() or not record.is_file() or record.is_symlink():
+        if not record.is_file() or record.is_symlink():
             raise ValueError(f"{text!r} is not a run of this app")
         return path
 
-    def open(self, run_dir: str | Path) -> Run:
-        """A saved run inside ``out`` (no models needed); refused when it names images that
-        are links or lie outside its folder."""
+    def opened(self, run_dir: str | Path) -> tuple[Run, Path]:
+        """A saved run inside ``out`` and its folder (no models needed); refused when it
+        names images that are links or lie outside its folder."""
         path = self.resolve(run_dir)
         run = RunStore(path).load()
-        for name in image_names(run):
+        for name in run.image_names():
             if (path / name).is_symlink():
                 raise ValueError(f"{path.name}: {name} is a link, not an image of the run")
-        return run
+        return run, path
+
+    def open(self, run_dir: str | Path) -> Run:
+        """A saved run inside ``out`` (see :meth:`opened`)."""
+        return self.opened(run_dir)[0]
 
     def runs(self) -> list[Path]:
         """Saved run directories under ``out`` (no links followed), newest first."""
@@ -277,9 +286,9 @@ class RunService:
                 continue
         return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
-    def saved(self, limit: int = 200) -> list[tuple[str, str]]:
-        """(label, run id relative to ``out``) of the saved runs, newest first: activity,
-        country, best FAITH, status and id."""
+    def saved(self, limit: int = 50) -> list[tuple[str, str]]:
+        """(label, run id relative to ``out``) of the ``limit`` newest saved runs: activity,
+        country, best FAITH, status and id (each record is read, so the list is short)."""
         out = []
         root = self.out.resolve()
         for path in self.runs()[:limit]:

@@ -291,6 +291,12 @@ def build_app(service: RunService, status: str = "") -> Any:
             lang_scores=False,
             request=None,
         ):
+            # knowledge bases and SoS banks are read from inside --out only
+            try:
+                kb = str(service.inside(kb, "CAIRE knowledge base")) if (kb or "").strip() else ""
+                bank = str(service.inside(bank, "SoS bank")) if (bank or "").strip() else ""
+            except ValueError as err:
+                raise gr.Error(str(err)) from err
             raw = {
                 "activity": act,
                 "country": ctry,
@@ -341,17 +347,17 @@ def build_app(service: RunService, status: str = "") -> Any:
 
         def on_open(path):
             try:
-                run, path = service.open(path), service.resolve(path)
+                run, path = service.opened(path)
             except (ValueError, OSError) as err:
                 raise gr.Error(str(err)) from err
             return _pack(f"run {run.id}: {run.status}, {run.stop_reason}", path, run)
 
         def on_show(path, k):
             try:
-                run, path = service.open(path), service.resolve(path)
+                run, path = service.opened(path)
+                k = _index(k, "round")
             except (ValueError, OSError) as err:
                 raise gr.Error(str(err)) from err
-            k = int(k)
             if not 0 <= k < len(run.rounds):
                 raise gr.Error(f"round {k} does not exist (0..{len(run.rounds) - 1})")
             return _pack(f"round {k}: {run.rounds[k].decision}", path, run, k)
@@ -370,12 +376,12 @@ def build_app(service: RunService, status: str = "") -> Any:
                 k: v for k, v in _numbers(n_rounds, tgt, sd, n_cand, drift).items() if v is not None
             }
             try:
-                old = service.open(path)
+                old, run_dir = service.opened(path)
                 job = service.start(
                     old.spec.activity,
                     old.spec.country,
                     pause=bool(paused),
-                    branch=(service.resolve(path), int(k)),
+                    branch=(run_dir, _index(k, "round")),
                     owner=_session(request),
                     review_timeout_s=REVIEW_TIMEOUT_S,
                     **changes,
@@ -388,16 +394,16 @@ def build_app(service: RunService, status: str = "") -> Any:
             from refine.loop import Refiner
 
             try:
-                service.open(path)  # a run of this app, with no linked images
-                path = service.resolve(path)
+                k, j = _index(k, "round"), _index(j, "candidate")
+                _, path = service.opened(path)  # a run of this app, with no linked images
                 job = service.job
                 if job is not None and job.run_dir == path and not job.owned_by(_session(request)):
                     raise ValueError(NOT_YOURS)
-                run = Refiner.choose(path, int(k), int(j), accept=accept)
+                run = Refiner.choose(path, k, j, accept=accept)
             except (ValueError, OSError) as err:
                 raise gr.Error(str(err)) from err
-            r = run.rounds[int(k)]
-            return _pack(f"round {k}: {r.reason}", path, run, int(k))
+            r = run.rounds[k]
+            return _pack(f"round {k}: {r.reason}", path, run, k)
 
         def on_download(path):
             import tempfile
@@ -405,8 +411,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             from refine.report import render_run
 
             try:
-                service.open(path)
-                run_dir = service.resolve(path)
+                _, run_dir = service.opened(path)
             except (ValueError, OSError) as err:
                 raise gr.Error(f"no run to download yet: {err}") from err
             folder = Path(tempfile.mkdtemp(prefix="refine-download-"))
@@ -512,6 +517,17 @@ def ready_activities(country: str | None) -> list[str]:
 
 
 NOT_YOURS = "this run belongs to another visitor: you can watch it, not stop or steer it"
+
+
+def _index(value: Any, what: str) -> int:
+    """A round or candidate number from a client: a whole number, or a ValueError."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"the {what} must be a whole number, got {value!r}") from None
+    if not number.is_integer():
+        raise ValueError(f"the {what} must be a whole number, got {value!r}")
+    return int(number)
 
 
 def _session(request: Any) -> str | None:

@@ -32,6 +32,7 @@ import io
 import logging
 import math
 import os
+import random
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -233,8 +234,6 @@ class GeminiClient:
                 reason = type(err).__name__
             delay = min(self.max_delay_s, self.initial_delay_s * 2**attempt)
             if self.jitter:
-                import random
-
                 delay *= 1.0 + random.uniform(-self.jitter, self.jitter)
             left = time_left()
             if left is not None:

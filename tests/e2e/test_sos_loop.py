@@ -85,6 +85,11 @@ def test_every_round_in_every_language_with_sos(
         [r0.languages["fr"].sos, r1.languages["fr"].sos], abs=1e-6
     )
     assert f"[French] {r0.text}" in html and f"English SoS {r0.sos:+.3f}" in html
+    # rolled back to round 0, the French image comes along and round 1 edits it again
+    branch = refiner.branch(store.dir, 0, rounds=1)
+    assert branch.status == "finished" and len(branch.rounds) == 2
+    assert (tmp_path / "runs" / branch.id / r0.languages["fr"].image).is_file()
+    assert branch.rounds[1].languages["fr"].parent_image == r0.languages["fr"].image
 
 
 def test_bad_language_settings_fail_before_any_call(world, backends, options, bank_dir, tmp_path):

@@ -99,3 +99,12 @@ def test_the_apps_examples_can_run_from_the_bundled_pack():
     for activity, country in rows:  # each has references: a run can start from it
         spec, refs = settings.load({"activity": activity, "country": country})
         assert refs.descriptors["objects"] and spec.country == country
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "1.5", "1; rm -rf /", None, ""])
+def test_round_numbers_from_clients_must_be_whole(bad):
+    from ui.app import _index
+
+    with pytest.raises(ValueError, match="the round must be a whole number"):
+        _index(bad, "round")
+    assert _index("2", "round") == 2 and _index(3.0, "round") == 3

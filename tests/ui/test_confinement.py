@@ -99,3 +99,39 @@ def test_links_inside_a_run_folder_are_not_followed(app):
     assert "notes.txt" not in names and "run.json" in names
     assert all(b"do-not-leak" not in zipfile.ZipFile(archive).read(n) for n in names)
     untouched(s)
+
+
+def test_start_reads_knowledge_bases_banks_and_images_from_inside_only(app, kb_dir):
+    client, service, run_dir, tmp_path = app
+    # kb_dir is a real knowledge base, but outside --out: refused before anything runs
+    outside_kb = ("Turkey", str(kb_dir), "", "", False)
+    with pytest.raises(Exception, match="is not a CAIRE knowledge base inside this app"):
+        client.predict(*start_args(1, extras=outside_kb), api_name="/start")
+    for bank in ("/etc", "../elsewhere", str(tmp_path)):
+        extras = ("", "", "fr", bank, False)
+        with pytest.raises(Exception, match="is not a SoS bank inside this app"):
+            client.predict(*start_args(1, extras=extras), api_name="/start")
+    assert service.job.run_dir == run_dir  # no new run began
+    # an image path the client did not upload is refused by Gradio itself (raw HTTP)
+    import httpx
+    from PIL import Image
+
+    s = tmp_path / "not-uploaded.png"
+    Image.new("RGB", (8, 8)).save(s)
+    data = list(start_args(1))
+    data[8] = {"path": str(s), "meta": {"_type": "gradio.FileData"}}
+    url = client.src.rstrip("/") + "/"
+    event = httpx.post(url + "gradio_api/call/start", json={"data": data}).json()["event_id"]
+    answer = httpx.get(url + f"gradio_api/call/start/{event}", timeout=60).text
+    assert "event: error" in answer and service.job.run_dir == run_dir
+
+
+def test_round_and_candidate_numbers_must_be_numbers(app):
+    client, service, run_dir, tmp_path = app
+    before = (run_dir / "run.json").read_text()
+    for bad in ("1; rm -rf /", "nan", None):
+        with pytest.raises(Exception):  # noqa: B017 - Gradio's or the app's refusal
+            client.predict(run_dir.name, bad, api_name="/show")
+        with pytest.raises(Exception):  # noqa: B017
+            client.predict(run_dir.name, 1, bad, api_name="/reject")
+    assert (run_dir / "run.json").read_text() == before  # nothing was decided
