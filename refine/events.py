@@ -10,9 +10,21 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class ModelsLoading:
+    """The models a run needs are being loaded (before round 0, never in a round)."""
+
+    roles: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"loading models: {', '.join(self.roles)}"
+
+
+@dataclass(frozen=True)
 class RunStarted:
     run: str
     dir: str
+    first: int = 0  # the first round this drive makes (rounds before it are kept)
+    last: int = 0  # the last round it may make (the spec's rounds)
 
     def describe(self) -> str:
         return f"run {self.run} started in {self.dir}"
@@ -29,6 +41,19 @@ class StageStarted:
         times = f" x{self.n}" if self.n > 1 else ""
         which = f" (candidate {self.candidate})" if self.candidate is not None else ""
         return f"round {self.round}: {self.stage}{times}{which}"
+
+
+@dataclass(frozen=True)
+class StepDone:
+    """A step of a diffusion pipeline's denoising (generate or edit) is done."""
+
+    round: int
+    stage: str
+    step: int
+    total: int
+
+    def describe(self) -> str:
+        return f"round {self.round}: {self.stage} step {self.step} of {self.total}"
 
 
 @dataclass(frozen=True)
@@ -111,8 +136,10 @@ def _fmt(x: float | None) -> str:
 
 
 Event = (
-    RunStarted
+    ModelsLoading
+    | RunStarted
     | StageStarted
+    | StepDone
     | ReviewWaiting
     | RoundDecided
     | RunFinished

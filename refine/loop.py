@@ -29,7 +29,16 @@ from refine import policy, usage
 from refine.assess import Assessor, CallCounter
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
-from refine.events import Event, ReviewWaiting, RoundDecided, RunFinished, RunStarted, StageStarted
+from refine.events import (
+    Event,
+    ModelsLoading,
+    ReviewWaiting,
+    RoundDecided,
+    RunFinished,
+    RunStarted,
+    StageStarted,
+    StepDone,
+)
 from refine.instructions import build_instruction, caire_change
 from refine.records import Candidate, ReferencePack, Round, Run, RunSpec
 from refine.steps import StepContext, default_steps
@@ -124,7 +133,7 @@ class Refiner:
         )
         for step in self.steps:
             step.check(spec, references.country, self.backends)
-        self.backends.preflight(roles_needed(spec))  # before any directory or paid call
+        self._preflight(spec)  # before any directory or paid call
         store = RunStore.create(out, new_run_id(spec.activity, references.country))
         store.acquire()
         run = Run(
@@ -152,7 +161,7 @@ class Refiner:
             store.release()
             return run
         try:
-            self.backends.preflight(roles_needed(run.spec))
+            self._preflight(run.spec)
         except BaseException:
             store.release()
             raise
@@ -173,7 +182,7 @@ class Refiner:
         further = settings.pop("rounds", old.spec.rounds)
         spec = old.spec.model_copy(update={**settings, "rounds": round_index + further})
         spec = RunSpec.model_validate(spec.model_dump())
-        self.backends.preflight(roles_needed(spec))
+        self._preflight(spec)
         store = RunStore.create(out or source.dir.parent, f"{old.id}-from-r{round_index}")
         store.acquire()
         kept = [r.model_copy(deep=True) for r in old.rounds[: round_index + 1]]
@@ -231,7 +240,9 @@ class Refiner:
         started = self._started = time.monotonic() - run.elapsed_s
         self.calls = CallCounter(run.model_calls)
         self._stop.clear()
-        self._emit(RunStarted(run=run.id, dir=str(store.dir)))
+        self._emit(
+            RunStarted(run=run.id, dir=str(store.dir), first=len(run.rounds), last=run.spec.rounds)
+        )
         try:
             if not run.rounds:
                 self._round(run, self._round_zero, store)
@@ -316,7 +327,7 @@ class Refiner:
             self._emit(StageStarted(round=0, stage="generate", n=len(seeds)))
             t = time.perf_counter()
             with self.backends.using("generator") as generator:
-                images = generator.generate(prompt, seeds)
+                images = generator.generate(prompt, seeds, **self._steps_shown(generator, 0))
             self.calls.add(len(seeds))
             timings["generate"] = time.perf_counter() - t
         # 3. assess
@@ -369,7 +380,9 @@ class Refiner:
         self._emit(StageStarted(round=k, stage="edit", n=len(seeds)))
         t = time.perf_counter()
         with self.backends.using("editor") as editor:
-            edited = editor.edit(parent_image, instruction, seeds)
+            edited = editor.edit(
+                parent_image, instruction, seeds, **self._steps_shown(editor, k, "edit")
+            )
         self.calls.add(len(seeds))
         timings["edit"] = time.perf_counter() - t
         # 4. assess
@@ -442,6 +455,29 @@ class Refiner:
             feedback=feedback,
             drift=drift,
         )
+
+    def _preflight(self, spec: RunSpec) -> None:
+        roles = roles_needed(spec)
+        self._emit(ModelsLoading(roles=tuple(roles)))
+        self.backends.preflight(roles)
+
+    def _steps_shown(self, backend: Any, k: int, stage: str = "generate") -> dict[str, Any]:
+        """``progress=`` for a backend whose generate/edit reports denoising steps (the
+        diffusers backends): each step becomes a :class:`StepDone` event."""
+        import inspect
+
+        method = getattr(backend, "edit" if stage == "edit" else "generate", None)
+        try:
+            takes = method is not None and "progress" in inspect.signature(method).parameters
+        except (TypeError, ValueError):
+            takes = False
+        if not takes:
+            return {}
+
+        def progress(step: int, total: int) -> None:
+            self._emit(StepDone(round=k, stage=stage, step=step, total=total))
+
+        return {"progress": progress}
 
     def _emit(self, event: Event) -> None:
         try:

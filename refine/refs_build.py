@@ -215,14 +215,17 @@ def load_built(activity: str, country: str, directory: str | Path | None = None)
     return ReferencePack.model_validate(doc)
 
 
-def find_any(activity: str, country: str) -> ReferencePack:
-    """The bundled pack's references, else ones built earlier with ``refine refs build``."""
+def find_any(activity: str, country: str, directory: str | Path | None = None) -> ReferencePack:
+    """The bundled pack's references, else ones built earlier with ``refine refs build``
+    (in ``directory``, else the cache's)."""
     from refine.references import ReferenceNotFound, find_references
 
     try:
         return find_references(activity, country)
     except ReferenceNotFound as err:
-        built = load_built(activity, country)
+        built = load_built(activity, country, directory)
+        if built is None and directory is not None:
+            built = load_built(activity, country)
         if built is None:
             raise ReferenceNotFound(
                 f"{err}; or build references with language models: "
@@ -231,13 +234,17 @@ def find_any(activity: str, country: str) -> ReferencePack:
         return built
 
 
-def models_for(profile: str, proposers: Sequence[str] = (), refiner: str | None = None):
+def models_for(
+    profile: str, proposers: Sequence[str] = (), refiner: str | None = None, backends: Any = None
+):
     """The proposer and refiner language models: named ones, else the profile's ``[refs]``
-    table, else the profile's ``llm`` backend."""
+    table, else the profile's ``llm`` backend; from ``backends`` (a
+    :class:`refine.backends.selection.Backends`, its overrides and options) when given."""
     from refine.backends.selection import Backends
 
-    backends = Backends(profile)
+    backends = backends or Backends(profile)
     p = backends.profile
-    names = list(proposers) or list(p.refs.get("proposers", [])) or [p.backend("llm")]
-    refiner_name = refiner or p.refs.get("refiner") or p.backend("llm")
+    llm = backends.names.get("llm") or p.backend("llm")
+    names = list(proposers) or list(p.refs.get("proposers", [])) or [llm]
+    refiner_name = refiner or p.refs.get("refiner") or llm
     return [backends.named("llm", n) for n in names], backends.named("llm", refiner_name)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from refine.backends.loading import describe_error
-from refine.events import Event, ReviewWaiting, RunStarted
+from refine.events import Event, ReviewWaiting, RunStarted, StepDone
+from refine.progress import RunProgress
 from refine.records import Run
 from refine.store import RunStore
 
@@ -30,12 +31,15 @@ class ServiceBusy(RuntimeError):
 
 @dataclass
 class Update:
-    stage: str  # what is happening, in words
+    stage: str  # the event, in words (``round 1: edit x2``)
     run: Run | None  # the record as saved so far (None before round 0 is saved)
     run_dir: Path | None
     review: tuple[int, str] | None = None  # (round, instruction) waiting for the user
     done: bool = False
     error: str | None = None
+    fraction: float = 0.0  # of the rounds this run may make (see refine.progress)
+    progress: str = ""  # round k of N, stage, time spent, time left
+    light: bool = False  # only the progress moved (a denoising step): the run is as before
 
 
 class Job:
@@ -60,10 +64,14 @@ class Job:
         self._thread: threading.Thread | None = None
         self.waiting: tuple[int, str] | None = None
         self.stopped = False
+        self.tracker = RunProgress()
 
     # called on the worker thread ------------------------------------------------------
 
     def _on_event(self, event: Event) -> None:
+        if isinstance(event, ReviewWaiting):
+            return  # reported by _review, and only when this job pauses for one
+        self.tracker.see(event)
         if isinstance(event, RunStarted):
             self.run_dir = Path(event.dir)
             if self.stopped:  # a stop asked for before the loop began still counts
@@ -74,7 +82,9 @@ class Job:
         if not self.pause:
             return instruction
         self.waiting = (k, instruction)
-        self._events.put(ReviewWaiting(round=k, instruction=instruction))
+        event = ReviewWaiting(round=k, instruction=instruction)
+        self.tracker.see(event)
+        self._events.put(event)
         try:
             answer = self._answers.get(timeout=self.review_timeout_s)
         except queue.Empty:  # nobody answered: the owner is gone, the slot is freed
@@ -100,6 +110,7 @@ class Job:
 
     def updates(self, poll_s: float = 0.25) -> Iterator[Update]:
         """An update per event until the run ends (the last one has ``done``)."""
+        shown: Run | None = None
         while True:
             try:
                 event = self._events.get(timeout=poll_s)
@@ -115,9 +126,29 @@ class Job:
                     self.run_dir,
                     done=True,
                     error=self.error,
+                    fraction=1.0 if not self.error else self.tracker.fraction(),
+                    progress=self.tracker.describe(),
                 )
                 return
-            yield Update(event.describe(), self._load(), self.run_dir, review=self.waiting)
+            light = isinstance(event, StepDone)
+            if light:  # steps come fast: only the latest one queued is shown
+                while isinstance(self._peek(), StepDone):
+                    event = self._events.get_nowait()
+            else:
+                shown = self._load()
+            yield Update(
+                event.describe(),
+                shown,
+                self.run_dir,
+                review=self.waiting,
+                fraction=self.tracker.fraction(),
+                progress=self.tracker.describe(),
+                light=light,
+            )
+
+    def _peek(self) -> Event | str | None:
+        with self._events.mutex:
+            return self._events.queue[0] if self._events.queue else None
 
     def owned_by(self, who: str | None) -> bool:
         """Whether ``who`` may stop or steer this run (its owner; anyone when unowned)."""
@@ -215,6 +246,80 @@ class RunService:
         job._thread.start()
         return job
 
+    # -- references ---------------------------------------------------------------------
+
+    @property
+    def references_dir(self) -> Path:
+        """Where references built through this service are kept (inside ``out``)."""
+        return self.out / "references"
+
+    def find_references(self, activity: str, country: str) -> Any:
+        """The references a run of ``activity`` in ``country`` uses: the bundled pack's, else
+        ones built here, else ones built with ``refine refs build``; a ValueError (saying
+        how to get some) when there are none."""
+        from refine.refs_build import find_any
+
+        return find_any(activity, country, self.references_dir)
+
+    def build_references(self, activity: str, country: str, on_event: Any = None) -> Any:
+        """Build references with the profile's language models (answers cached inside
+        ``out``) and keep them for later runs; returns the
+        :class:`refine.refs_build.BuildResult`. One job at a time, like runs."""
+        from refine.refs_build import LLMCache, build_references, models_for, save_built
+
+        activity, country = _phrase(activity, "activity"), _phrase(country, "country")
+        if not self._busy.acquire(blocking=False):
+            raise ServiceBusy("a run is in progress; wait for it or stop it")
+        try:
+            proposers, refiner = models_for(self.profile, backends=self.refiner().backends)
+            cache = LLMCache(self.references_dir / "llm")
+            result = build_references(
+                activity, country, proposers, refiner, cache, on_event=on_event
+            )
+            save_built(result, self.references_dir)
+            return result
+        finally:
+            self._busy.release()
+
+    def save_references(self, activity: str, country: str, text: str) -> Any:
+        """Keep references a user reviewed (JSON: ``descriptors`` per dimension and
+        ``stereotypes``) for ``activity`` in ``country``; a ValueError names what is wrong."""
+        import json
+
+        from pydantic import ValidationError
+
+        from refine.records import ReferencePack
+        from refine.refs_build import built_path
+        from refine.store import atomic_write_text
+
+        activity, country = _phrase(activity, "activity"), _phrase(country, "country")
+        if len(text) > 200_000:
+            raise ValueError("the references are too long (at most 200,000 characters)")
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"the references are not JSON: {err.msg} (line {err.lineno})") from err
+        if not isinstance(doc, dict) or not isinstance(doc.get("descriptors"), dict):
+            raise ValueError('the references need a "descriptors" object (dimension: phrases)')
+        try:
+            pack = ReferencePack(
+                activity=activity,
+                country=country,
+                descriptors=doc["descriptors"],
+                stereotypes=doc.get("stereotypes", []),
+                source=f"reviewed in the app ({doc.get('source') or 'written by hand'})",
+            )
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ValueError(f"the references: {where}: {first['msg']}") from err
+        if not any(pack.descriptors.values()):
+            raise ValueError("the references hold no descriptors")
+        path = built_path(activity, country, self.references_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(pack.model_dump(mode="json"), indent=1))
+        return pack
+
     @property
     def busy(self) -> bool:
         return self._busy.locked()
@@ -289,12 +394,16 @@ class RunService:
     def saved(self, limit: int = 50) -> list[tuple[str, str]]:
         """(label, run id relative to ``out``) of the ``limit`` newest saved runs: activity,
         country, best FAITH, status and id (each record is read, so the list is short)."""
+        return [(card.label, card.id) for card in self.cards(limit)]
+
+    def cards(self, limit: int = 50) -> list[SavedRun]:
+        """The ``limit`` newest saved runs, each with its best image for a thumbnail."""
         out = []
         root = self.out.resolve()
         for path in self.runs()[:limit]:
             try:
-                run = RunStore(path).load()
-            except ValueError:
+                run, path = self.opened(path)
+            except (ValueError, OSError):
                 continue
             best = run.best()
             faith = best.best.scores.faith if best is not None else None
@@ -303,5 +412,27 @@ class RunService:
                 f"{run.spec.activity} - {run.references.country} - best FAITH {shown} - "
                 f"{run.status} - {run.id}"
             )
-            out.append((label, str(path.resolve().relative_to(root))))
+            image = None
+            if best is not None and (path / best.best.image).is_file():
+                image = path / best.best.image
+            caption = f"{run.references.country}: {run.spec.activity} \u00b7 FAITH {shown}"
+            out.append(SavedRun(str(path.resolve().relative_to(root)), label, caption, image))
         return out
+
+
+def _phrase(value: Any, what: str, limit: int = 120) -> str:
+    """An activity or country from a client: one line of printable text, not too long."""
+    text = " ".join(str(value or "").split())
+    if not text:
+        raise ValueError(f"give the {what}")
+    if len(text) > limit or not text.isprintable():
+        raise ValueError(f"the {what} must be printable text of at most {limit} characters")
+    return text
+
+
+@dataclass
+class SavedRun:
+    id: str  # the run's folder relative to the service's ``out``
+    label: str  # activity - country - best FAITH - status - id
+    caption: str  # a short one, under a thumbnail
+    image: Path | None  # the best image (None before round 0 is saved)

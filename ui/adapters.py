@@ -88,3 +88,20 @@ def checklist(r: Round) -> list[tuple[str, str | None]]:
         out.append(("stereotypes: ", None))
         out.extend((f"{e.candidate} ", "exaggerated") for e in exaggerated)
     return out
+
+
+def progress_bar(fraction: float, text: str) -> str:
+    """A progress bar with its words (``round 2 of 5 · editing, step 12 of 30 · ...``), as
+    HTML an assistive reader announces (role progressbar, value in percent)."""
+    from html import escape
+
+    pct = round(100 * max(0.0, min(1.0, float(fraction))))
+    return (
+        f'<div class="refine-progress" role="progressbar" aria-valuemin="0" '
+        f'aria-valuemax="100" aria-valuenow="{pct}" aria-label="run progress">'
+        '<div style="height:10px;border-radius:5px;background:#e5e7eb;overflow:hidden">'
+        f'<div class="refine-progress-fill" style="height:100%;width:{pct}%;'
+        'background:#1f6feb;transition:width .3s"></div></div>'
+        f'<div class="refine-progress-text" style="font-size:.9em;margin-top:4px">'
+        f"{pct}% \u00b7 {escape(text)}</div></div>"
+    )

@@ -29,11 +29,19 @@ FIELD_LABELS = {
     "target": "target FAITH",
 }
 MAX_UPLOAD_MB = 20
+UPLOAD_LIMITS = f"PNG, JPEG or WebP, at most {MAX_UPLOAD_MB} MB"
 # starting and rolling back share one queue of one: a device runs one run at a time, and
 # a visitor who asks meanwhile waits in line and sees their place; browsing is not held up
 ONE_RUN = {"concurrency_id": "run", "concurrency_limit": 1}
 # a run paused for review whose owner does not answer within this time is stopped
 REVIEW_TIMEOUT_S = 15 * 60
+# examples that the bundled pack holds references for, one per country
+EXAMPLES = [
+    ["people eating food at home", "Iran"],
+    ["wedding celebration", "India"],
+    ["people participating in New Yam Festival", "Nigeria"],
+]
+SAVED_SHOWN = 24  # saved runs listed (each record is read)
 
 
 def _views(run: Run | None, run_dir: Path | None, k: int | None = None) -> list[Any]:
@@ -60,7 +68,11 @@ def _pack(message: str, path: Any, run: Run | None = None, k: int | None = None)
     """Every output of the app's main views, in the order of ``outputs``."""
     run_dir = Path(path) if run is not None and path else None
     views = _views(run, run_dir, k)
-    return [message, *views[:6], str(path or ""), views[6], progress_line(run)]
+    done = 0.0
+    if run is not None and run.rounds:
+        done = 1.0 if run.status != "running" else len(run.rounds) / (run.spec.rounds + 1)
+    bar = adapters.progress_bar(done, f"run {run.id}: {run.status}" if run else "not started")
+    return [message, *views[:6], str(path or ""), views[6], progress_line(run), bar]
 
 
 def build_app(service: RunService, status: str = "") -> Any:
@@ -83,88 +95,125 @@ def build_app(service: RunService, status: str = "") -> Any:
                     value="people eating food at home",
                     allow_custom_value=True,
                     label="activity",
+                    elem_id="activity",
                 )
                 country = gr.Dropdown(
-                    countries, value="Iran", allow_custom_value=True, label="country"
+                    countries,
+                    value="Iran",
+                    allow_custom_value=True,
+                    label="country",
+                    elem_id="country",
                 )
-                # examples the bundled pack holds references for
-                gr.Examples(
-                    [
-                        ["people eating food at home", "Iran"],
-                        ["wedding celebration", "India"],
-                        ["people participating in New Yam Festival", "Nigeria"],
-                    ],
-                    [activity, country],
+                # examples the bundled pack holds references for; they fill plain text
+                # boxes (a dropdown shows only the values among its current choices),
+                # which set the country, its activities and the activity
+                example_act = gr.Textbox(label="activity", visible=False)
+                example_ctry = gr.Textbox(label="country", visible=False)
+                examples = gr.Examples(
+                    EXAMPLES,
+                    [example_act, example_ctry],
                     label="examples",
+                    elem_id="examples",
                 )
-                # Start, Stop and the stage come first: the settings below are optional
+                # Start, Stop and the progress come first: the settings below are optional
                 with gr.Row():
                     start = gr.Button("Start", variant="primary", elem_id="start")
                     stop = gr.Button("Stop", elem_id="stop")
+                bar = gr.HTML(adapters.progress_bar(0, "not started"), elem_id="progress-bar")
                 stage = gr.Textbox(label="stage", interactive=False, elem_id="stage")
                 progress = gr.Textbox(
-                    label="progress", interactive=False, elem_id="progress", max_lines=2
+                    label="so far", interactive=False, elem_id="progress", max_lines=2
                 )
-                with gr.Row():
-                    rounds = gr.Number(
-                        default("rounds"), precision=0, minimum=0, label="rounds", elem_id="rounds"
-                    )
-                    target = gr.Number(
-                        default("target"),
-                        minimum=0,
-                        maximum=1,
-                        label="target FAITH",
-                        elem_id="target",
-                    )
-                    seed = gr.Number(default("seed"), precision=0, label="seed")
-                with gr.Row():
-                    candidates = gr.Number(
-                        default("candidates"),
-                        precision=0,
-                        minimum=1,
-                        label="candidates",
-                        elem_id="candidates",
-                    )
-                    max_drift = gr.Number(
-                        default("max_drift"),
-                        minimum=0,
-                        maximum=2,
-                        label="max drift",
-                        elem_id="max-drift",
-                    )
-                pause = gr.Checkbox(
-                    False, label="pause before each edit to review the instruction", elem_id="pause"
+                # references: where they come from, or a way to build them here
+                refs_note = gr.Markdown(
+                    references_note(service, activity.value, "Iran")[0], elem_id="refs-note"
                 )
-                with gr.Row():
-                    caire_labels = gr.Textbox(
-                        label="CAIRE: other cultures to rate 1-5 (optional)",
-                        placeholder="Turkey, India",
-                        elem_id="caire-labels",
-                    )
-                    caire_kb = gr.Textbox(
-                        label="CAIRE knowledge base folder (optional)",
-                        placeholder="kb/",
-                        elem_id="caire-kb",
-                    )
-                with gr.Row():
-                    prompt_languages = gr.Textbox(
-                        label="other prompt languages (optional)",
-                        placeholder="fr, ja",
-                        elem_id="prompt-languages",
-                    )
-                    sos_bank = gr.Textbox(
-                        label="SoS bank folder (optional)",
-                        placeholder="banks/people-eating",
-                        elem_id="sos-bank",
-                    )
-                language_scores = gr.Checkbox(
-                    False,
-                    label="also observe and score each language's image (FAITH per language)",
-                    elem_id="language-scores",
+                build_btn = gr.Button(
+                    "Build references with the language models",
+                    visible=False,
+                    elem_id="build-refs",
                 )
-                upload = gr.Image(
-                    type="filepath", label="refine this image instead (optional)", height=160
+                refs_review = gr.Code(
+                    language="json",
+                    label="references to review: edit, then save (descriptors per dimension, "
+                    "stereotype candidates)",
+                    interactive=True,
+                    visible=False,
+                    elem_id="refs-review",
                 )
+                save_refs_btn = gr.Button(
+                    "Save the reviewed references", visible=False, elem_id="save-refs"
+                )
+                with gr.Accordion("Options", open=False, elem_id="options"):
+                    with gr.Row():
+                        rounds = gr.Number(
+                            default("rounds"),
+                            precision=0,
+                            minimum=0,
+                            label="rounds",
+                            elem_id="rounds",
+                        )
+                        target = gr.Number(
+                            default("target"),
+                            minimum=0,
+                            maximum=1,
+                            label="target FAITH",
+                            elem_id="target",
+                        )
+                        seed = gr.Number(default("seed"), precision=0, label="seed")
+                    with gr.Row():
+                        candidates = gr.Number(
+                            default("candidates"),
+                            precision=0,
+                            minimum=1,
+                            label="candidates",
+                            elem_id="candidates",
+                        )
+                        max_drift = gr.Number(
+                            default("max_drift"),
+                            minimum=0,
+                            maximum=2,
+                            label="max drift",
+                            elem_id="max-drift",
+                        )
+                    pause = gr.Checkbox(
+                        False,
+                        label="pause before each edit to review the instruction",
+                        elem_id="pause",
+                    )
+                    with gr.Row():
+                        caire_labels = gr.Textbox(
+                            label="CAIRE: other cultures to rate 1-5 (optional)",
+                            placeholder="Turkey, India",
+                            elem_id="caire-labels",
+                        )
+                        caire_kb = gr.Textbox(
+                            label="CAIRE knowledge base folder (optional)",
+                            placeholder="kb/",
+                            elem_id="caire-kb",
+                        )
+                    with gr.Row():
+                        prompt_languages = gr.Textbox(
+                            label="other prompt languages (optional)",
+                            placeholder="fr, ja",
+                            elem_id="prompt-languages",
+                        )
+                        sos_bank = gr.Textbox(
+                            label="SoS bank folder (optional)",
+                            placeholder="banks/people-eating",
+                            elem_id="sos-bank",
+                        )
+                    language_scores = gr.Checkbox(
+                        False,
+                        label="also observe and score each language's image (FAITH per language)",
+                        elem_id="language-scores",
+                    )
+                    upload = gr.Image(
+                        type="filepath",
+                        label=f"refine this image instead (optional; {UPLOAD_LIMITS})",
+                        height=160,
+                        elem_id="upload",
+                    )
                 run_dir_box = gr.Textbox(
                     label="run directory", interactive=False, elem_id="run-dir"
                 )
@@ -209,16 +258,25 @@ def build_app(service: RunService, status: str = "") -> Any:
                 branch_btn = gr.Button("Roll back and continue from it", elem_id="branch")
                 accept_btn = gr.Button("Accept candidate by hand", elem_id="accept")
                 reject_btn = gr.Button("Reject round by hand", elem_id="reject")
-        with gr.Accordion("Open a saved run", open=False):
+        with gr.Accordion("Open a saved run", open=False, elem_id="saved-runs") as saved_box:
+            # thumbnails of the newest runs: a click opens one
+            saved_gallery = gr.Gallery(
+                label="saved runs, newest first (click one to open it)",
+                columns=6,
+                height=230,
+                allow_preview=False,
+                elem_id="saved-gallery",
+            )
+            saved_ids = gr.State([])  # the run id of each thumbnail, this visitor's own
             with gr.Row():
                 saved = gr.Dropdown(
                     service.saved(),
-                    label="saved runs, newest first",
+                    label="or pick one from the list",
                     allow_custom_value=True,
                     elem_id="saved",
                     scale=4,
                 )
-                refresh_btn = gr.Button("Refresh the list", elem_id="refresh", scale=1)
+                refresh_btn = gr.Button("Refresh", elem_id="refresh", scale=1)
             open_btn = gr.Button("Open", elem_id="open")
         with gr.Row():
             download_btn = gr.Button(
@@ -237,11 +295,15 @@ def build_app(service: RunService, status: str = "") -> Any:
             run_dir_box,
             languages_gallery,
             progress,
+            bar,
         ]
 
         def show(update: Update) -> list[Any]:
+            bar_html = adapters.progress_bar(update.fraction, update.progress or update.stage)
+            text = update.stage if update.done else (update.progress or update.stage)
+            if update.light:  # a denoising step: only the progress moved
+                return [text, *[gr.skip()] * 9, bar_html]
             views = _views(update.run, update.run_dir)
-            text = update.stage
             if update.error:
                 text = f"error: {update.error}"
             if update.review is not None:
@@ -257,6 +319,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                 str(update.run_dir or ""),
                 views[6],
                 progress_line(update.run),
+                bar_html,
             ]
 
         def follow(job: Any):
@@ -309,7 +372,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                 "image": image or None,
             }
             try:
-                spec, refs = settings.load(raw)
+                spec, refs = settings.load(raw, find=service.find_references)
             except settings.SettingsError as err:
                 raise gr.Error(_settings_message(err)) from err
             try:
@@ -427,9 +490,80 @@ def build_app(service: RunService, status: str = "") -> Any:
             """The activities the pack has references for in this country."""
             choices = ready_activities(ctry)
             keep = act if act in choices else (choices[0] if choices else act)
-            return gr.update(choices=choices, value=keep)
+            return [gr.update(choices=choices, value=keep), *on_activity(keep, ctry)]
 
-        country.change(on_country, [country, activity], activity, api_name=False)
+        def on_activity(act, ctry):
+            """Where this activity's references come from, or the offer to build them."""
+            note, missing = references_note(service, act, ctry)
+            hide = gr.update(visible=False)
+            return [note, gr.update(visible=missing), hide, hide]
+
+        def on_build(act, ctry, progress=gr.Progress()):  # noqa: B008 (gradio's way)
+            asked = {"of": 1}
+
+            def seen(event: dict) -> None:
+                """propose 1..n, refine, stereotypes: n + 2 model answers in all."""
+                stage = event.get("stage")
+                if stage == "propose":
+                    asked["of"] = int(event.get("of", 1))
+                    done = int(event.get("n", 1)) - 1
+                else:
+                    done = asked["of"] + (0 if stage == "refine" else 1)
+                progress((done, asked["of"] + 2), desc=f"{stage}: {event.get('model', '')}")
+
+            try:
+                result = service.build_references(act, ctry, on_event=seen)
+            except (ServiceBusy, ValueError) as err:
+                raise gr.Error(str(err)) from err
+            except Exception as err:  # a model or API failure: said, the app goes on
+                from refine.backends.loading import describe_error
+
+                raise gr.Error(f"could not build references: {describe_error(err)}") from err
+            pack = result.pack
+            text = references_json(pack)
+            shown = gr.update(visible=True)
+            note = (
+                f"**references built** for *{_md(pack.activity)}* in {_md(pack.country)} "
+                f"({result.asked} model calls, {result.cached} answers from the cache): "
+                "review them below, save any change, then Start."
+            )
+            return [note, gr.update(visible=False), gr.update(value=text, visible=True), shown]
+
+        def on_save_refs(act, ctry, text):
+            try:
+                pack = service.save_references(act, ctry, text or "")
+            except ValueError as err:
+                raise gr.Error(str(err)) from err
+            count = sum(len(v) for v in pack.descriptors.values())
+            return (
+                f"**references saved** for *{_md(pack.activity)}* in {_md(pack.country)} "
+                f"({count} descriptors): Start when ready."
+            )
+
+        def on_example(act, ctry):
+            choices = ready_activities(ctry)
+            return [
+                gr.update(choices=choices, value=act),
+                gr.update(value=ctry),
+                *on_activity(act, ctry),
+            ]
+
+        refs_outputs = [refs_note, build_btn, refs_review, save_refs_btn]
+        examples.load_input_event.then(
+            on_example,
+            [example_act, example_ctry],
+            [activity, country, *refs_outputs],
+            api_name=False,
+            queue=False,
+        )
+        country.change(on_country, [country, activity], [activity, *refs_outputs], api_name=False)
+        activity.change(on_activity, [activity, country], refs_outputs, api_name=False)
+        build_btn.click(
+            on_build, [activity, country], refs_outputs, api_name="build_references", **ONE_RUN
+        )
+        save_refs_btn.click(
+            on_save_refs, [activity, country, refs_review], refs_note, api_name="save_references"
+        )
         start.click(
             on_start,
             [
@@ -460,10 +594,25 @@ def build_app(service: RunService, status: str = "") -> Any:
         quiet = {"show_progress": "hidden"}
         open_btn.click(on_open, saved, outputs, api_name="open", **quiet)
         saved.select(on_open, saved, outputs, api_name=False, **quiet)
-        refresh_btn.click(
-            lambda: gr.update(choices=service.saved()), None, saved, api_name="runs", queue=False
-        )
-        demo.load(lambda: gr.update(choices=service.saved()), None, saved, api_name=False)
+
+        def on_refresh():
+            cards = service.cards(SAVED_SHOWN)
+            thumbs = [(str(c.image), c.caption) for c in cards if c.image is not None]
+            ids = [c.id for c in cards if c.image is not None]
+            return gr.update(choices=[(c.label, c.id) for c in cards]), thumbs, ids
+
+        def on_saved_pick(ids, evt):
+            k = int(evt.index)
+            if not 0 <= k < len(ids):
+                raise gr.Error("that run is no longer in the list: refresh it")
+            return on_open(ids[k])
+
+        on_saved_pick.__annotations__["evt"] = gr.SelectData
+        listing = [saved, saved_gallery, saved_ids]
+        refresh_btn.click(on_refresh, None, listing, api_name="runs", queue=False)
+        demo.load(on_refresh, None, listing, api_name=False)
+        saved_box.expand(on_refresh, None, listing, api_name=False)
+        saved_gallery.select(on_saved_pick, saved_ids, outputs, api_name=False, **quiet)
         download_btn.click(on_download, run_dir_box, files, api_name="download")
         gallery.select(on_pick, run_dir_box, [*outputs, round_pick], api_name=False, **quiet)
         show_btn.click(on_show, [run_dir_box, round_pick], outputs, api_name="show", **quiet)
@@ -514,6 +663,55 @@ def ready_activities(country: str | None) -> list[str]:
     acts = pack.countries[key]["activities"]
     ready = sorted(a for a, entry in acts.items() if entry.get("descriptors"))
     return ready or sorted(acts)
+
+
+def references_note(service: RunService, activity: Any, country: Any) -> tuple[str, bool]:
+    """(a line on where the references of ``activity`` in ``country`` come from, whether
+    they are missing and can be built here)."""
+    act, ctry = _md(activity), _md(country)
+    if not str(activity or "").strip() or not str(country or "").strip():
+        return "pick an activity and a country", False
+    try:
+        pack = service.find_references(str(activity), str(country))
+    except ValueError:
+        return (
+            f"**no references yet** for *{act}* in {ctry}: build them with the profile's "
+            "language models (a few calls, cached), review them, then Start.",
+            True,
+        )
+    n = sum(len(v) for v in pack.descriptors.values())
+    if "pack (" in pack.source:
+        where = "the bundled CULTIVate pack"
+    elif pack.source.startswith("reviewed in the app"):
+        where = "reviewed in this app"
+    else:
+        where = "built with language models"
+    return (
+        f"references: {n} descriptors and {len(pack.stereotypes)} stereotype candidates "
+        f"for *{act}* in {ctry} ({where})",
+        False,
+    )
+
+
+def references_json(pack: Any) -> str:
+    """A reference pack as the JSON the review box shows and ``save_references`` reads."""
+    import json
+
+    doc = {
+        "descriptors": dict(pack.descriptors),
+        "stereotypes": list(pack.stereotypes),
+        "source": pack.source,
+    }
+    return json.dumps(doc, indent=1, ensure_ascii=False)
+
+
+def _md(value: Any) -> str:
+    """A client's text, safe inside Markdown (no markup, no HTML)."""
+    import html
+    import re
+
+    text = html.escape(" ".join(str(value or "").split())[:120], quote=False)
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|>~])", r"\\\1", text)
 
 
 NOT_YOURS = "this run belongs to another visitor: you can watch it, not stop or steer it"

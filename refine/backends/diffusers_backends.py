@@ -72,12 +72,14 @@ def _generators(seeds: Sequence[int]) -> list[Any]:
     return [torch.Generator("cpu").manual_seed(int(s)) for s in seeds]
 
 
-def _step_callback(progress: Progress | None, total: int):
+def _step_callback(progress: Progress | None, total: int, before: int = 0, overall: int = 0):
+    """A pipeline's ``callback_on_step_end`` reporting ``(steps done, all steps)``; for the
+    k-th of several calls, ``before`` steps were done by the earlier ones, of ``overall``."""
     if progress is None:
         return None
 
     def callback(pipe, step, timestep, kwargs):
-        progress(step + 1, total)
+        progress(before + min(step + 1, total), overall or total)
         return kwargs
 
     return callback
@@ -257,13 +259,23 @@ def _edit_per_seed(
     instruction: str,
     seeds: Sequence[int],
     args: dict[str, Any],
+    progress: Progress | None = None,
+    steps: int = 0,
 ) -> list[Image.Image]:
-    """One pipeline call per seed; each result resized to the input's size."""
+    """One pipeline call per seed; each result resized to the input's size. ``progress``
+    hears the steps of all the calls together (``steps`` per call)."""
     source = image.convert("RGB")
     out = []
-    for gen in _generators(seeds):
+    for j, gen in enumerate(_generators(seeds)):
+        call = dict(args)
+        callback = _step_callback(progress, steps, j * steps, steps * len(seeds))
+        if callback:
+            call["callback_on_step_end"] = callback
         result = oom_guard(
-            model, lambda gen=gen: pipe(prompt=instruction, image=source, generator=gen, **args)
+            model,
+            lambda gen=gen, call=call: pipe(
+                prompt=instruction, image=source, generator=gen, **call
+            ),
         )
         out.append(_fit_size(image, result.images[0]))
     return out
@@ -343,10 +355,16 @@ class DiffusersEditor(_DiffusersBackend):
     ) -> list[Image.Image]:
         self.load()
         args = self._call_args(image)
-        callback = _step_callback(progress, args["num_inference_steps"])
-        if callback:
-            args["callback_on_step_end"] = callback
-        return _edit_per_seed(self.model, self.pipe, image, instruction, seeds, args)
+        return _edit_per_seed(
+            self.model,
+            self.pipe,
+            image,
+            instruction,
+            seeds,
+            args,
+            progress,
+            int(args["num_inference_steps"]),
+        )
 
 
 class DiffusersImg2Img:
@@ -393,7 +411,13 @@ class DiffusersImg2Img:
         if self.generator.guidance is not None:
             args["guidance_scale"] = self.generator.guidance
         steps = args.get("num_inference_steps") or _default_steps(self.pipe)
-        callback = _step_callback(progress, max(1, int(steps * self.strength)))
-        if callback:
-            args["callback_on_step_end"] = callback
-        return _edit_per_seed(self.generator.model, self.pipe, image, instruction, seeds, args)
+        return _edit_per_seed(
+            self.generator.model,
+            self.pipe,
+            image,
+            instruction,
+            seeds,
+            args,
+            progress,
+            max(1, int(steps * self.strength)),
+        )

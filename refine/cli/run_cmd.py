@@ -256,7 +256,7 @@ def run_cmd(
 ) -> None:
     """Generate, score and refine an image of an activity in a country, round by round."""
     from refine import settings
-    from refine.events import RunStarted
+    from refine.events import RunStarted, StepDone
     from refine.loop import Refiner
     from refine.store import RunStore
     from refine.views import summary_lines
@@ -266,7 +266,8 @@ def run_cmd(
     def progress(event) -> None:
         if isinstance(event, RunStarted):
             where["dir"] = event.dir
-        if not as_json:
+        # a line per denoising step would bury the stages
+        if not as_json and not isinstance(event, StepDone):
             typer.echo(f"  {event.describe()}", err=True)
 
     if resume is not None:

@@ -22,7 +22,12 @@ def test_live_updates_and_one_run_at_a_time(world, service):
         service.start(ACT, COUNTRY)
     updates = list(job.updates())
     stages = [u.stage for u in updates]
-    assert stages[0].startswith("run ") and "round 0: generate" in stages
+    # the models load before the run starts (never inside a round)
+    assert stages[0].startswith("loading models: generator, observer, judge")
+    assert stages[1].startswith("run ") and "round 0: generate" in stages
+    fractions = [u.fraction for u in updates]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions[0] == 0.0
+    assert updates[-1].progress.startswith("finished: max rounds")
     assert "round 1: edit x2" in stages and "round 1: accepted" in stages
     assert updates[-1].done and updates[-1].error is None
     final = updates[-1].run

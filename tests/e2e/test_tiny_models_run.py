@@ -66,12 +66,40 @@ def local_refiner(tmp_path_factory, siglip_path):
 
 
 def test_run_on_tiny_local_models(local_refiner, tmp_path):
+    from refine.events import StepDone
+    from refine.progress import RunProgress
+
     refiner = local_refiner
-    run = refiner.run(
-        ACT, COUNTRY, out=tmp_path, rounds=2, candidates=2, target=1.0, patience=3, max_drift=2.0
-    )
+    events, tracker, seen = [], RunProgress(), []
+
+    def watch(event):
+        events.append(event)
+        tracker.see(event)
+        seen.append(tracker.fraction())
+
+    refiner.on_event = watch
+    try:
+        run = refiner.run(
+            ACT,
+            COUNTRY,
+            out=tmp_path,
+            rounds=2,
+            candidates=2,
+            target=1.0,
+            patience=3,
+            max_drift=2.0,
+        )
+    finally:
+        refiner.on_event = lambda e: None
     store = RunStore(tmp_path / run.id)
     assert run.status == "finished", run.error
+    # the pipelines' step callbacks reach the loop's events: 2 steps to generate (one
+    # call), and 2 steps per candidate to edit (a call each, counted together); the
+    # progress only ever moves forward
+    steps = [(e.round, e.stage, e.step, e.total) for e in events if isinstance(e, StepDone)]
+    edits = [(k, "edit", s, 4) for k in (1, 2) for s in (1, 2, 3, 4)]
+    assert steps == [(0, "generate", 1, 2), (0, "generate", 2, 2), *edits]
+    assert seen == sorted(seen) and seen[-1] == 1.0
     assert run.stop_reason == "max rounds: 2 editing round(s) done" and len(run.rounds) == 3
     assert run.backend_ids["generator"].startswith("diffusers:")
     assert run.backend_ids["observer"].startswith("hf:")

@@ -75,6 +75,31 @@ def _nearest(c) -> tuple[int, int, int]:
     return min(SEEN, key=lambda k: sum((a - b) ** 2 for a, b in zip(k, c, strict=True)))
 
 
+# the reference-building prompts, by a phrase each holds
+REFS_PROMPTS = {
+    "Describe what a faithful": "propose",
+    "reviewing visual descriptors": "refine",
+    "exaggerate cultural stereotypes": "stereotypes",
+}
+NOWRUZ_REFS = {
+    "propose": {
+        "setting": ["Home decorated for spring", "Haft-sin table by a window"],
+        "objects": ["Sabzeh sprouts", "Goldfish bowl", "Painted eggs"],
+        "attire": ["New spring clothes"],
+        "interaction": ["Family greeting elders"],
+        "spatial": ["Family gathered around the haft-sin"],
+    },
+    "refine": {
+        "setting": ["Haft-sin table by a window"],
+        "objects": ["Sabzeh sprouts", "Goldfish bowl", "Painted eggs"],
+        "attire": ["New spring clothes"],
+        "interaction": ["Family greeting elders"],
+        "spatial": ["Family gathered around the haft-sin"],
+    },
+    "stereotypes": {"stereotypes": ["flying carpets", "desert backdrop"]},
+}
+
+
 @dataclass
 class World:
     generate: tuple[int, int, int] = RED
@@ -92,6 +117,9 @@ class World:
     # answer log-probability requests with HTTP 400 "Logprobs is not enabled", as many
     # current models do; sampled judge requests are answered per seed (see below)
     no_logprobs: bool = False
+    # answers to the reference-building prompts (refine refs build, the app's Build button)
+    refs: dict = field(default_factory=lambda: dict(NOWRUZ_REFS))
+    refs_asked: list[str] = field(default_factory=list)
 
     def __call__(self, path: str, body: dict):
         parts = body["contents"][0]["parts"]
@@ -110,6 +138,10 @@ class World:
         self.log.append(kind)
         if kind == self.fail_on:
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
+        for marker, key in REFS_PROMPTS.items():
+            if kind == "observe" and marker in text:
+                self.refs_asked.append(key)
+                return 200, text_answer(json.dumps(self.refs[key]))
         if kind == "generate":
             colour = next((c for key, c in self.generate_for.items() if key in text), None)
             return 200, image_answer(png_bytes(colour or self.generate, self.size))

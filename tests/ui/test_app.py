@@ -47,7 +47,11 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
     job.result(timeout=300)
     outputs = job.outputs()
     stages = [o[0] for o in outputs]
-    assert "round 1: edit x2" in stages and stages[-1] == "finished"
+    # the stage in words: the round of all, what happens, the time spent
+    assert any(s.startswith("round 1 of 2 \u00b7 ") and " elapsed" in s for s in stages)
+    assert stages[-1] == "finished"
+    # the progress bar ends full
+    assert 'aria-valuenow="100"' in outputs[-1][10]
     table = outputs[-1][3]
     rows = table["data"] if isinstance(table, dict) else table
     assert [row[1] for row in rows] == ["initial", "accepted", "rejected"]
@@ -352,3 +356,78 @@ def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path)
     bad_bank = ("", "", "fr", str(tmp_path), False)
     with pytest.raises(Exception, match="SoS bank: .*not an SoS bank"):
         client.predict(*start_args(1, extras=bad_bank), api_name="/start")
+
+
+def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path):
+    """An activity the pack lacks: Build asks the profile's language models (two proposers,
+    one refiner) once, keeps the result inside --out, shows it for review; a reviewed
+    change is saved and the next run uses it."""
+    import json
+
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    from ui.app import references_note
+
+    url, service = app_url
+    client = Client(url, verbose=False)
+    act = "people celebrating Nowruz at home"
+    note, missing = references_note(service, act, "Iran")
+    assert missing and "no references yet" in note
+    note, review = client.predict(act, "Iran", api_name="/build_references")
+    assert world.refs_asked == ["propose", "propose", "refine", "stereotypes"]
+    assert "references built" in note and "(4 model calls, 0 answers from the cache)" in note
+    assert review["visible"] is True  # the review box opens with the references in it
+    shown = json.loads(review["value"])
+    assert shown["descriptors"]["objects"] == ["Sabzeh sprouts", "Goldfish bowl", "Painted eggs"]
+    assert shown["stereotypes"] == ["flying carpets", "desert backdrop"]
+    kept = list((tmp_path / "references").glob("*.json"))
+    assert len(kept) == 1 and "nowruz" in kept[0].name
+    # asked again: every answer comes from the cache inside --out
+    note, _ = client.predict(act, "Iran", api_name="/build_references")
+    assert "(0 model calls, 4 answers from the cache)" in note and len(world.refs_asked) == 4
+    assert references_note(service, act, "Iran") == (
+        "references: 7 descriptors and 2 stereotype candidates for *people celebrating Nowruz "
+        "at home* in Iran (built with language models)",
+        False,
+    )
+    # the user adds a descriptor and saves; the run uses the reviewed references
+    shown["descriptors"]["objects"].append("Samanu pudding")
+    note = client.predict(act, "Iran", json.dumps(shown), api_name="/save_references")
+    assert "references saved" in note and "(8 descriptors)" in note
+    args = (act, "Iran", 0, 1.0, 42, 1, 2.0, False, None, *NO_EXTRAS)
+    job = client.submit(*args, api_name="/start")
+    job.result(timeout=300)
+    run = service.open(job.outputs()[-1][7])
+    assert run.references.descriptors["objects"][-1] == "Samanu pudding"
+    assert run.references.source.startswith("reviewed in the app")
+    # bad input is an error naming it; nothing is written
+    before = sorted(p.name for p in (tmp_path / "references").iterdir())
+    with pytest.raises(AppError, match="not JSON"):
+        client.predict(act, "Iran", "{descriptors: oops", api_name="/save_references")
+    with pytest.raises(AppError, match="at most 120 characters"):
+        client.predict("x" * 500, "Iran", api_name="/build_references")
+    with pytest.raises(AppError, match='"descriptors" object'):
+        client.predict(act, "Iran", json.dumps(["a"]), api_name="/save_references")
+    assert sorted(p.name for p in (tmp_path / "references").iterdir()) == before
+    assert len(world.refs_asked) == 4
+
+
+def test_saved_runs_as_thumbnails(app_url):
+    """/runs lists the saved runs newest first, each with its best image as a thumbnail."""
+    from gradio_client import Client
+
+    url, service = app_url
+    client = Client(url, verbose=False)
+    for seed in (1, 2):
+        client.submit(*start_args(0, seed=seed, candidates=1), api_name="/start").result(
+            timeout=300
+        )
+    listing, thumbs = client.predict(api_name="/runs")
+    assert len(thumbs) == 2 and len(listing["choices"]) == 2
+    cards = service.cards()
+    assert [c.id for c in cards] == [choice[1] for choice in listing["choices"]]
+    for card in cards:
+        assert card.image is not None and card.image.name == "round_00_c0.png"
+        assert card.caption.startswith("Iran: people eating food at home \u00b7 FAITH 0.")
+    assert [t["caption"] for t in thumbs] == [c.caption for c in cards]

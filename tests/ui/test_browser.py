@@ -38,8 +38,17 @@ def page(world, backends, options, tmp_path):
 
 def fill(pg, elem_id: str, value: str) -> None:
     box = pg.locator(f"#{elem_id} input, #{elem_id} textarea").first
+    if not box.is_visible():  # an optional setting: the Options accordion opens first
+        open_options(pg)
     box.fill(value)
     box.press("Tab")
+
+
+def open_options(pg) -> None:
+    """Open the Options accordion (folded on the first screen) unless it is open."""
+    if not pg.locator("#rounds input").first.is_visible():
+        pg.locator("#options").get_by_text("Options", exact=True).first.click()
+    pg.locator("#rounds input").first.wait_for(state="visible")
 
 
 def images_loaded(pg, n: int) -> None:
@@ -112,6 +121,7 @@ def test_pause_rewrite_instruction_and_stop(page, tmp_path):
     fill(pg, "rounds", "3")
     fill(pg, "target", "1")
     fill(pg, "max-drift", "2")
+    open_options(pg)
     pg.locator("#pause input").check()
     pg.click("#start")
     box = pg.locator("#instruction textarea")
@@ -233,3 +243,119 @@ def test_a_wrong_steering_click_is_a_toast_and_the_view_stays(page, world, tmp_p
     pg.set_viewport_size({"width": 390, "height": 844})
     start = pg.locator("#start").bounding_box()
     assert start is not None and start["y"] + start["height"] <= 844
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_first_screen_country_activities_and_examples(page, size, tmp_path):
+    """The first screen holds activity, country and Start; a country lists only its own
+    activities; an example fills the form."""
+    pg, _ = page
+    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    pg.goto(pg.url)
+    pg.wait_for_selector("#start")
+    for elem in ("#activity", "#country", "#start", "#progress-bar"):
+        box = pg.locator(elem).bounding_box()
+        assert box is not None and box["y"] + box["height"] <= size[1], elem
+    assert not pg.locator("#rounds input").first.is_visible()  # folded into Options
+    pg.screenshot(path=str(tmp_path / f"first-{size[0]}.png"))
+    # India's activities only, once India is picked
+    from ui.app import ready_activities
+
+    india = ready_activities("India")
+    assert "people dancing Garba" in india and "people participating in Nowruz" not in india
+    pick(pg, "country", "India")
+    deadline = time.monotonic() + 20
+    while (options := dropdown_options(pg, "activity")) != india:
+        assert time.monotonic() < deadline, f"the activities did not follow: {options[:5]}"
+        time.sleep(0.2)
+    # an example fills activity and country
+    pg.get_by_text("people participating in New Yam Festival").first.click()
+    pg.wait_for_function("() => document.querySelector('#country input').value === 'Nigeria'")
+    value = pg.locator("#activity input").first.input_value()
+    assert value == "people participating in New Yam Festival"
+    assert "CULTIVate" in pg.locator("#refs-note").inner_text()
+
+
+def pick(pg, elem_id: str, value: str) -> None:
+    box = pg.locator(f"#{elem_id} input").first
+    box.click()
+    box.fill(value)
+    pg.locator(f"li[role=option][aria-label='{value}']").first.click()
+
+
+def dropdown_options(pg, elem_id: str) -> list[str]:
+    """The choices a dropdown offers (opened, its filter cleared)."""
+    box = pg.locator(f"#{elem_id} input").first
+    box.click()
+    box.fill("")
+    items = pg.locator(f"#{elem_id} li[role=option]")
+    items.first.wait_for()
+    names = [items.nth(i).get_attribute("aria-label") for i in range(items.count())]
+    box.press("Escape")
+    return names
+
+
+def test_the_progress_bar_advances_to_the_end(page, world):
+    pg, _ = page
+    world.edit_delay_s = 0.6
+    fill(pg, "rounds", "3")
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    pg.click("#start")
+    seen, deadline = [], time.monotonic() + 120
+    while stage(pg) != "finished":
+        assert time.monotonic() < deadline, f"the run did not finish (stage {stage(pg)!r})"
+        value = pg.locator("#progress-bar [role=progressbar]").get_attribute("aria-valuenow")
+        if value is not None and (not seen or seen[-1] != int(value)):
+            seen.append(int(value))
+        time.sleep(0.05)
+    pg.wait_for_function(
+        "() => document.querySelector('#progress-bar [role=progressbar]')"
+        ".getAttribute('aria-valuenow') === '100'"
+    )
+    assert seen == sorted(seen) and len([v for v in seen if 0 < v < 100]) >= 3, seen
+    text = pg.locator("#progress-bar").inner_text()
+    assert text.startswith("100% \u00b7 finished: ") and " elapsed" in text
+
+
+def test_build_references_in_the_browser_then_run(page, world, tmp_path):
+    pg, service = page
+    act = "people celebrating Nowruz at home"
+    box = pg.locator("#activity input").first
+    box.click()
+    box.fill(act)
+    box.press("Enter")
+    pg.locator("#build-refs").wait_for(state="visible")
+    assert "no references yet" in pg.locator("#refs-note").inner_text()
+    pg.click("#build-refs")
+    pg.locator("#refs-review").wait_for(state="visible")
+    pg.wait_for_function(
+        "() => document.querySelector('#refs-note').innerText.includes('references built')"
+    )
+    assert "Sabzeh sprouts" in pg.locator("#refs-review").inner_text()
+    fill(pg, "rounds", "0")
+    pg.click("#start")
+    wait_finished(pg)
+    run = service.open(pg.locator("#run-dir textarea").input_value())
+    assert (
+        run.references.activity == act and "Goldfish bowl" in run.references.descriptors["objects"]
+    )
+
+
+def test_saved_runs_open_from_their_thumbnails(page, world):
+    pg, service = page
+    fill(pg, "rounds", "0")
+    pg.click("#start")
+    wait_finished(pg)
+    first = pg.locator("#run-dir textarea").input_value()
+    pg.reload()
+    pg.wait_for_selector("#start")
+    pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
+    thumbs = pg.locator("#saved-gallery img")
+    thumbs.first.wait_for()
+    assert thumbs.count() == 1
+    assert "Iran: people eating food at home" in pg.locator("#saved-gallery").inner_text()
+    thumbs.first.click()
+    pg.wait_for_function("() => document.querySelector('#run-dir textarea').value !== ''")
+    assert pg.locator("#run-dir textarea").input_value() == first
+    images_loaded(pg, 1)
