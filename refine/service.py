@@ -37,6 +37,8 @@ class Update:
     review: tuple[int, str] | None = None  # (round, instruction) waiting for the user
     done: bool = False
     error: str | None = None
+    # (round, instruction) the user applied, for the round in progress
+    applied: tuple[int, str] | None = None
     fraction: float = 0.0  # of the rounds this run may make (see refine.progress)
     progress: str = ""  # round k of N, stage, time spent, time left
     light: bool = False  # only the progress moved (a denoising step): the run is as before
@@ -65,6 +67,7 @@ class Job:
         self.waiting: tuple[int, str] | None = None
         self.stopped = False
         self.tracker = RunProgress()
+        self.applied: tuple[int, str] | None = None
 
     # called on the worker thread ------------------------------------------------------
 
@@ -99,6 +102,8 @@ class Job:
         """Apply ``text`` (the proposed instruction or a rewritten one) and go on."""
         if not text or not text.strip():
             raise ValueError("the instruction is empty; write one, or stop the run")
+        if self.waiting is not None:
+            self.applied = (self.waiting[0], text.strip())
         self._answers.put(text)
 
     def stop(self) -> None:
@@ -141,6 +146,7 @@ class Job:
                 shown,
                 self.run_dir,
                 review=self.waiting,
+                applied=self.applied,
                 fraction=self.tracker.fraction(),
                 progress=self.tracker.describe(),
                 light=light,

@@ -85,6 +85,12 @@ def _path(value: Any, base_dir: Path | None) -> Path:
     return path.resolve()
 
 
+def check_image(path: str | Path) -> None:
+    """An input image that can be refined: a file of a known type that opens as an image
+    and is not a decompression bomb; else a SettingsError naming the file."""
+    _check_image(Path(path))
+
+
 def _check_image(path: Path) -> None:
     if not path.is_file():
         raise SettingsError("image", f"{path}: no such image file")
@@ -96,7 +102,10 @@ def _check_image(path: Path) -> None:
         with Image.open(path) as im:
             im.verify()
     except Image.DecompressionBombError as err:
-        raise SettingsError("image", f"{path.name}: too large to open safely ({err})") from err
+        limit = f"{Image.MAX_IMAGE_PIXELS:,}" if Image.MAX_IMAGE_PIXELS else "the"
+        raise SettingsError(
+            "image", f"{path.name}: too many pixels to open safely (limit {limit} pixels; {err})"
+        ) from err
     except (UnidentifiedImageError, OSError) as err:
         raise SettingsError("image", f"{path.name}: not an image that can be read ({err})") from err
 

@@ -30,6 +30,7 @@ FIELD_LABELS = {
 }
 MAX_UPLOAD_MB = 20
 UPLOAD_LIMITS = f"PNG, JPEG or WebP, at most {MAX_UPLOAD_MB} MB"
+UPLOAD_TYPES = settings.IMAGE_TYPES
 # starting and rolling back share one queue of one: a device runs one run at a time, and
 # a visitor who asks meanwhile waits in line and sees their place; browsing is not held up
 ONE_RUN = {"concurrency_id": "run", "concurrency_limit": 1}
@@ -208,11 +209,21 @@ def build_app(service: RunService, status: str = "") -> Any:
                         label="also observe and score each language's image (FAITH per language)",
                         elem_id="language-scores",
                     )
-                    upload = gr.Image(
+                    # a file box, not an image box: a file that is not an image gets a
+                    # message naming it and the limits (an image box fails without one)
+                    upload = gr.File(
                         type="filepath",
+                        file_types=list(UPLOAD_TYPES),
                         label=f"refine this image instead (optional; {UPLOAD_LIMITS})",
-                        height=160,
+                        height=120,
                         elem_id="upload",
+                    )
+                    upload_preview = gr.Image(
+                        label="the image to refine",
+                        interactive=False,
+                        visible=False,
+                        height=160,
+                        elem_id="upload-preview",
                     )
                 run_dir_box = gr.Textbox(
                     label="run directory", interactive=False, elem_id="run-dir"
@@ -306,6 +317,10 @@ def build_app(service: RunService, status: str = "") -> Any:
             views = _views(update.run, update.run_dir)
             if update.error:
                 text = f"error: {update.error}"
+            done = len(update.run.rounds) if update.run is not None else 0
+            if update.applied is not None and update.applied[0] >= done:
+                # the instruction applied for the round in progress, not the last one's
+                views[5] = f"round {update.applied[0]} (applied, editing):\n{update.applied[1]}"
             if update.review is not None:
                 views[5] = update.review[1]
                 minutes = REVIEW_TIMEOUT_S // 60
@@ -539,6 +554,23 @@ def build_app(service: RunService, status: str = "") -> Any:
                 f"**references saved** for *{_md(pack.activity)}* in {_md(pack.country)} "
                 f"({count} descriptors): Start when ready."
             )
+
+        def on_upload(path):
+            """A file the visitor uploaded: previewed when it is an image that can be
+            refined, else a message naming it and the limits, and the box is emptied."""
+            if not path:
+                return None, gr.update(value=None, visible=False)
+            try:
+                settings.check_image(path)
+            except settings.SettingsError as err:
+                gr.Warning(f"{err.message} (use {UPLOAD_LIMITS})")
+                return None, gr.update(value=None, visible=False)
+            return gr.skip(), gr.update(value=path, visible=True)
+
+        upload.upload(on_upload, upload, [upload, upload_preview], api_name=False)
+        upload.clear(
+            lambda: gr.update(value=None, visible=False), None, upload_preview, api_name=False
+        )
 
         def on_example(act, ctry):
             choices = ready_activities(ctry)
@@ -782,11 +814,13 @@ def serve(
     profile, status = (profile, f"profile: {profile}") if profile else choose_profile()
     Path(out).mkdir(parents=True, exist_ok=True)
     demo = build_app(RunService(profile, out=out, backends=backends), status)
-    demo.launch(
-        server_name=host,
-        server_port=port,
-        share=share,
-        auth=auth,
-        max_file_size=f"{MAX_UPLOAD_MB}mb",
-        allowed_paths=[str(Path(out).resolve())],  # run images are served from --out only
-    )
+    demo.launch(server_name=host, server_port=port, share=share, auth=auth, **launch_options(out))
+
+
+def launch_options(out: str | Path) -> dict[str, Any]:
+    """What ``demo.launch`` needs besides the address: the upload limit, and ``--out`` as
+    the only folder files are served from (run images, thumbnails)."""
+    return {
+        "max_file_size": f"{MAX_UPLOAD_MB}mb",
+        "allowed_paths": [str(Path(out).resolve())],
+    }

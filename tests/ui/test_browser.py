@@ -11,7 +11,7 @@ import pytest
 
 from refine.service import RunService
 from tests.fakes.gemini_world import GREEN, RED
-from ui.app import build_app
+from ui.app import build_app, launch_options
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(
@@ -25,7 +25,9 @@ def page(world, backends, options, tmp_path):
 
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "test profile: the fake Gemini world")
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    _, url, _ = demo.launch(
+        server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **launch_options(tmp_path)
+    )
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         pg = browser.new_page(viewport={"width": 1400, "height": 1300})
@@ -359,3 +361,57 @@ def test_saved_runs_open_from_their_thumbnails(page, world):
     pg.wait_for_function("() => document.querySelector('#run-dir textarea').value !== ''")
     assert pg.locator("#run-dir textarea").input_value() == first
     images_loaded(pg, 1)
+
+
+def toast_text(pg, words: str) -> str:
+    toast = pg.get_by_text(words)
+    toast.first.wait_for(timeout=20_000)
+    return toast.first.inner_text()
+
+
+def test_bad_uploads_are_named_with_the_limits(page, tmp_path):
+    """Not an image, too many pixels, too large: each a message naming the file and the
+    limit, and nothing is kept; an image is previewed."""
+    from PIL import Image
+
+    pg, _ = page
+    open_options(pg)
+    chooser = pg.locator("#upload input[type=file]")
+    fake = tmp_path / "notes.png"
+    fake.write_text("not an image")
+    chooser.set_input_files(str(fake))
+    text = toast_text(pg, "notes.png: not an image that can be read")
+    assert "PNG, JPEG or WebP, at most 20 MB" in text
+    assert not pg.locator("#upload-preview").is_visible()
+    pg.reload()
+    pg.wait_for_selector("#start")
+    open_options(pg)
+    bomb = tmp_path / "huge.png"
+    Image.new("1", (20_000, 12_000)).save(bomb)  # 240 million pixels in a small file
+    assert bomb.stat().st_size < 1_000_000
+    chooser.set_input_files(str(bomb))
+    text = toast_text(pg, "huge.png: too many pixels to open safely")
+    assert f"limit {Image.MAX_IMAGE_PIXELS:,} pixels" in text
+    pg.reload()
+    pg.wait_for_selector("#start")
+    open_options(pg)
+    big = tmp_path / "big.png"
+    big.write_bytes(b"\x89PNG" + bytes(21 * 1024 * 1024))
+    chooser.set_input_files(str(big))
+    toast_text(pg, 'exceed the maximum allowed size of 20.0 Mb: "big.png"')
+    good = tmp_path / "mine.png"
+    Image.new("RGB", (64, 48), (200, 30, 30)).save(good)
+    pg.reload()
+    pg.wait_for_selector("#start")
+    open_options(pg)
+    chooser.set_input_files(str(good))
+    pg.locator("#upload-preview img").first.wait_for()
+    shot = pg.locator("#upload-preview").screenshot()
+    assert has_colour(shot, (200, 30, 30))
+    # and it is the image the run refines
+    pg, service = page
+    fill(pg, "rounds", "0")
+    pg.click("#start")
+    wait_finished(pg)
+    run = service.open(pg.locator("#run-dir textarea").input_value())
+    assert run.rounds[0].text == "input image mine.png"
