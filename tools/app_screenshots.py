@@ -1,0 +1,90 @@
+"""Screenshots of the app for docs/screenshots: the first screen at desktop (1440x900) and
+phone (390x844) width, a run in progress and a finished two-round run, served by the
+app on the test suite's stand-in Gemini world (no key, no network). Needs Debian's
+chromium and the test extras. Usage:
+
+    .venv/bin/python tools/app_screenshots.py OUT_DIR
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(out_dir: str) -> None:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("REFINE_CACHE_DIR", tempfile.mkdtemp(prefix="refine-shots-"))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from playwright.sync_api import sync_playwright
+
+    from refine.service import RunService
+    from tests.fakes.gemini_server import FakeGemini
+    from tests.fakes.gemini_world import World
+    from tests.fakes.tiny_models import build_tiny_siglip
+    from ui.app import build_app, launch_options
+
+    server = FakeGemini().start()
+    os.environ["GEMINI_API_KEY"] = "stand-in"
+    os.environ["GOOGLE_GEMINI_BASE_URL"] = server.url
+    server.handler = World(edit_delay_s=0.5)
+    tmp = Path(tempfile.mkdtemp(prefix="refine-shots-"))
+    siglip = build_tiny_siglip(tmp)
+    options = {
+        "image_embedder": {"device": "cpu"},
+        "text_embedder": {"device": "cpu"},
+        **{r: {"max_retries": 0} for r in ("generator", "editor", "observer", "judge")},
+    }
+    runs = tmp / "runs"
+    service = RunService(
+        "gemini", out=runs, backends={"image_embedder": f"siglip:{siglip}"}, backend_options=options
+    )
+    demo = build_app(service, "profile: gemini (a local stand-in for the Gemini API)")
+    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, **launch_options(runs))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+            for name, (w, h) in (("desktop", (1440, 900)), ("phone", (390, 844))):
+                page = browser.new_page(viewport={"width": w, "height": h})
+                page.goto(url)
+                page.wait_for_selector("#start")
+                time.sleep(1.5)
+                page.screenshot(path=str(out / f"first-screen-{name}.png"))
+                page.close()
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.goto(url)
+            page.wait_for_selector("#start")
+            page.locator("#options").get_by_text("Options", exact=True).first.click()
+            for elem, value in (("rounds", "2"), ("target", "1"), ("max-drift", "2")):
+                box = page.locator(f"#{elem} input").first
+                box.fill(value)
+                box.press("Tab")
+            page.click("#start")
+            time.sleep(4)
+            page.screenshot(path=str(out / "running-desktop.png"), full_page=True)
+            deadline = time.monotonic() + 120
+            while page.locator("#stage textarea").input_value() != "finished":
+                if time.monotonic() > deadline:
+                    raise SystemExit("the run did not finish")
+                time.sleep(0.2)
+            time.sleep(2)
+            page.screenshot(path=str(out / "finished-desktop.png"), full_page=True)
+            page.set_viewport_size({"width": 390, "height": 844})
+            time.sleep(1)
+            page.screenshot(path=str(out / "finished-phone.png"), full_page=True)
+            browser.close()
+    finally:
+        demo.close()
+        server.stop()
+    print(f"screenshots in {out}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots/now")
