@@ -63,6 +63,9 @@ class Assessment(NamedTuple):
     timings: dict[str, float]
 
 
+_BASELINES = threading.RLock()
+
+
 class Assessor:
     """Observes and scores images with a set of backends.
 
@@ -167,11 +170,24 @@ class Assessor:
     def _reference_yes(
         self, image: Image.Image, refs: ReferencePack, judge: Any
     ) -> tuple[float, str, list[Exaggerated]]:
-        from PIL import Image as PILImage
 
         questions = [f"Does this image show {c}?" for c in refs.stereotypes]
         # the baseline depends only on the references: judged once, not per image
         key = (getattr(judge, "id", ""), tuple(refs.reference_images), tuple(questions))
+        with _BASELINES:  # a round's candidates in parallel judge the baseline once
+            baseline = self._baseline(key, refs, questions, judge)
+        row = judge.yes_probability([image] * len(questions), questions)
+        self.calls.add(judge_calls(judge, len(questions)))
+        score = exaggeration([row], baseline, refs.stereotypes)
+        listed = [
+            Exaggerated(candidate=c, excess=e, source="judge yes-probability")
+            for c, e in score.exaggerated(0)
+        ]
+        return score.value, "reference-yes (judge yes-probability vs reference images)", listed
+
+    def _baseline(self, key: tuple, refs: ReferencePack, questions: list[str], judge: Any):
+        from PIL import Image as PILImage
+
         baseline = self.baselines.get(key)
         if baseline is None:
             ref_rows = []
@@ -182,14 +198,7 @@ class Assessor:
                 self.calls.add(judge_calls(judge, len(questions)))
             baseline = [sum(col) / len(col) for col in zip(*ref_rows, strict=True)]
             self.baselines[key] = baseline
-        row = judge.yes_probability([image] * len(questions), questions)
-        self.calls.add(judge_calls(judge, len(questions)))
-        score = exaggeration([row], baseline, refs.stereotypes)
-        listed = [
-            Exaggerated(candidate=c, excess=e, source="judge yes-probability")
-            for c, e in score.exaggerated(0)
-        ]
-        return score.value, "reference-yes (judge yes-probability vs reference images)", listed
+        return baseline
 
     def candidates_seen(
         self, observed: dict[str, list[str]], candidates: Sequence[str], tau: float

@@ -66,6 +66,7 @@ class Refiner:
         shared: Backends | None = None,
         review: Review | None = None,
         steps: list[Any] | None = None,
+        parallel: bool = True,
     ) -> None:
         """``backends`` overrides the profile's backend names per role, ``backend_options``
         their options; ``instances`` gives ready backend objects (any object following the
@@ -74,8 +75,13 @@ class Refiner:
         ``review(round, instruction, run)`` is called before every edit with the
         instruction about to be applied; it returns the instruction to apply (a changed
         text is recorded as the user's) or None to stop the run there. ``request_stop()``
-        stops a run at the next round boundary; completed rounds are kept."""
+        stops a run at the next round boundary; completed rounds are kept.
+
+        ``parallel``: a round's candidates proceed at the same time where their models allow
+        it (API models, up to each backend's ``concurrency``); off, one after the other. The
+        records are the same either way, only the timings differ."""
         self.backends = shared or Backends(profile, backends, backend_options, instances)
+        self.parallel = parallel
         self.profile_name = profile
         self.on_event = on_event or (lambda event: None)
         self.review = review
@@ -95,6 +101,7 @@ class Refiner:
             on_event=on_event or self.on_event,
             shared=self.backends,
             steps=self.steps,
+            parallel=self.parallel,
         )
         other.baselines = self.baselines
         return other
@@ -324,20 +331,20 @@ class Refiner:
                 activity=spec.activity, country=run.references.country
             )
             seeds = [spec.seed + j for j in range(spec.initial_candidates)]
-            self._emit(StageStarted(round=0, stage="generate", n=len(seeds)))
-            t = time.perf_counter()
-            with self.backends.using("generator") as generator:
-                images = generator.generate(prompt, seeds, **self._steps_shown(generator, 0))
-            self.calls.add(len(seeds))
-            timings["generate"] = time.perf_counter() - t
-        # 3. assess
-        candidates = [
-            self._candidate(run, store, 0, j, seed, image, None, timings)
-            for j, (seed, image) in enumerate(zip(seeds, images, strict=True))
-        ]
+        # 2-3. make (unless given) and assess each candidate
+        if spec.input_image:
+            made = self._candidates(run, store, 0, seeds, None, None, timings, images)
+        else:
+
+            def make(generator: Any, some: list[int], **progress: Any) -> list[Image.Image]:
+                return generator.generate(prompt, some, **progress)
+
+            made = self._candidates(run, store, 0, seeds, None, make, timings)
+        candidates, failures = made
         # 4. decide
         verdict = policy.choose_initial(candidates)
         r = _append_round(run, verdict, candidates, timings, None, "generate", prompt, "prompt")
+        r.failures = failures
         # 5. steps
         self._after_round(run, store, r)
         self._emit(RoundDecided(round=0, decision=r.decision))
@@ -377,19 +384,12 @@ class Refiner:
         # 3. edit
         parent_image = store.load_image(parent.best.image)
         seeds = [spec.seed + 1000 * k + j for j in range(spec.candidates)]
-        self._emit(StageStarted(round=k, stage="edit", n=len(seeds)))
-        t = time.perf_counter()
-        with self.backends.using("editor") as editor:
-            edited = editor.edit(
-                parent_image, instruction, seeds, **self._steps_shown(editor, k, "edit")
-            )
-        self.calls.add(len(seeds))
-        timings["edit"] = time.perf_counter() - t
-        # 4. assess
-        candidates = [
-            self._candidate(run, store, k, j, seed, image, parent_image, timings)
-            for j, (seed, image) in enumerate(zip(seeds, edited, strict=True))
-        ]
+
+        def make(editor: Any, some: list[int], **progress: Any) -> list[Image.Image]:
+            return editor.edit(parent_image, instruction, some, **progress)
+
+        # 4. assess (with 3: each candidate made and assessed, see _candidates)
+        candidates, failures = self._candidates(run, store, k, seeds, parent_image, make, timings)
         # 5. decide
         verdict = policy.decide_edit(
             candidates, parent.best, parent_index, spec.margin, spec.max_drift
@@ -397,6 +397,7 @@ class Refiner:
         r = _append_round(
             run, verdict, candidates, timings, parent_index, "edit", instruction, source
         )
+        r.failures = failures
         # 6. steps
         self._after_round(run, store, r)
         self._emit(RoundDecided(round=k, decision=r.decision, reason=r.reason))
@@ -421,6 +422,90 @@ class Refiner:
         ctx = StepContext(self.backends, store, self._emit, self.calls, self.assessor())
         for step in self.steps:
             step.after_round(run, r, ctx)
+
+    def _candidates(
+        self,
+        run: Run,
+        store: RunStore,
+        k: int,
+        seeds: list[int],
+        parent: Image.Image | None,
+        make: Callable[..., list[Image.Image]] | None,
+        timings: dict[str, float],
+        given: list[Image.Image] | None = None,
+    ) -> tuple[list[Candidate], list[str]]:
+        """One candidate per seed, made by ``make(backend, seeds, **progress)`` (or
+        ``given``) and assessed.
+
+        A maker that calls an API once per image (``thread_safe``) runs each candidate's
+        chain (make, observe, judge, drift) on its own: up to the backend's
+        ``concurrency`` chains at once when ``parallel`` is on, so a round takes about as
+        long as its slowest chain. A local maker makes all images in one call (one batch
+        on the device), then each is assessed. Either way the candidates come back in
+        seed order, so the record does not depend on which call finished first.
+
+        A candidate whose calls fail is left out and its failure returned (the round
+        decides among the others); when every candidate fails, the first failure is
+        raised, as before. ``timings`` gets each stage's model time summed over the
+        candidates and ``wall``, the time the candidates took together."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from refine.backends.loading import describe_error
+
+        stage, role = ("generate", "generator") if parent is None else ("edit", "editor")
+        started = time.perf_counter()
+        maker = None if make is None else self.backends.get(role)
+        per_call = maker is not None and getattr(maker, "thread_safe", False)
+        images: list[Image.Image | None] = list(given) if given is not None else [None] * len(seeds)
+        if maker is not None:
+            self._emit(StageStarted(round=k, stage=stage, n=len(seeds)))
+        if maker is not None and not per_call:  # one batched call on the local device
+            t = time.perf_counter()
+            with self.backends.using(role) as backend:
+                images = list(make(backend, seeds, **self._steps_shown(backend, k, stage)))
+            self.calls.add(len(seeds))
+            timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t
+        ctx = usage.context()
+
+        def chain(j: int) -> tuple[Candidate | None, dict[str, float], BaseException | None]:
+            own: dict[str, float] = {}
+            with usage.inherited(ctx):
+                try:
+                    image = images[j]
+                    if image is None:
+                        t = time.perf_counter()
+                        with self.backends.using(role) as backend:
+                            image = make(backend, [seeds[j]])[0]
+                        self.calls.add(1)
+                        own[stage] = time.perf_counter() - t
+                    made = self._candidate(run, store, k, j, seeds[j], image, parent, own)
+                    return made, own, None
+                except usage.BudgetExhausted:
+                    raise
+                except Exception as err:  # this candidate only; the others go on
+                    return None, own, err
+
+        workers = 1
+        if per_call and self.parallel:
+            workers = max(1, min(len(seeds), int(getattr(maker, "concurrency", 1))))
+        if workers > 1:
+            with ThreadPoolExecutor(workers, thread_name_prefix=f"round-{k}") as pool:
+                outcomes = list(pool.map(chain, range(len(seeds))))
+        else:
+            outcomes = [chain(j) for j in range(len(seeds))]
+        candidates, failures, first = [], [], None
+        for j, (made, own, err) in enumerate(outcomes):
+            for name, seconds in own.items():
+                timings[name] = timings.get(name, 0.0) + seconds
+            if made is not None:
+                candidates.append(made)
+            else:
+                first = first or err
+                failures.append(f"candidate {j} (seed {seeds[j]}): {describe_error(err)}")
+        if not candidates:
+            raise first
+        timings["wall"] = time.perf_counter() - started
+        return candidates, failures
 
     def _candidate(
         self,

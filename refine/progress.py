@@ -82,7 +82,7 @@ class RunProgress:
         elif isinstance(event, StageStarted):
             self._stage(event)
         elif isinstance(event, StepDone) and event.round == self.round and event.total > 0:
-            self.within = MAKE * min(1.0, event.step / event.total)
+            self.within = max(self.within, MAKE * min(1.0, event.step / event.total))
             self.detail = f"step {event.step} of {event.total}"
         elif isinstance(event, ReviewWaiting):
             self.review_since = now
@@ -105,11 +105,12 @@ class RunProgress:
             self.within = 0.0
             self.detail = f"{event.n} candidates" if event.n > 1 else ""
         elif event.stage == "observe":
+            # candidates assessed at the same time report in any order: never backwards
             j = event.candidate or 0
-            self.within = MAKE + ASSESS * j / self.candidates
+            self.within = max(self.within, MAKE + ASSESS * j / self.candidates)
             self.detail = f"candidate {j + 1} of {self.candidates}" if self.candidates > 1 else ""
         else:
-            self.within = MAKE + ASSESS
+            self.within = max(self.within, MAKE + ASSESS)
             self.detail = ""
 
     # -- reading -----------------------------------------------------------------------

@@ -189,6 +189,8 @@ class Round(_Record):
     reason: str
     by_hand: bool = False  # the decision was made by the user, not by the scores
     timings: dict[str, float] = Field(default_factory=dict)
+    # candidates left out because their model calls failed ("candidate 1 (seed 43): ...")
+    failures: list[str] = Field(default_factory=list)
     # CAIRE relevance of the chosen image when the run names culture labels, and the
     # line it adds to the next edit
     caire: CaireScore | None = None

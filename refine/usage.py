@@ -29,6 +29,7 @@ PACKAGES = (
 FIELDS = ("calls", "sent", "prompt_tokens", "output_tokens", "total_tokens")
 
 _local = threading.local()
+_lock = threading.Lock()  # collections may be shared by a round's worker threads
 
 
 class BudgetExhausted(RuntimeError):
@@ -83,18 +84,37 @@ def collecting() -> Iterator[dict[str, dict[str, int]]]:
 
 def record(model: str, prompt_tokens: int, output_tokens: int, total_tokens: int) -> None:
     """One API answer's tokens, added to every collection open on this thread."""
-    for usage in getattr(_local, "stack", None) or []:
-        row = usage.setdefault(model, dict.fromkeys(FIELDS, 0))
-        row["calls"] += 1
-        row["prompt_tokens"] += prompt_tokens
-        row["output_tokens"] += output_tokens
-        row["total_tokens"] += total_tokens
+    with _lock:
+        for usage in getattr(_local, "stack", None) or []:
+            row = usage.setdefault(model, dict.fromkeys(FIELDS, 0))
+            row["calls"] += 1
+            row["prompt_tokens"] += prompt_tokens
+            row["output_tokens"] += output_tokens
+            row["total_tokens"] += total_tokens
 
 
 def sent(model: str) -> None:
     """One request about to be sent (counted before it leaves, so a crash cannot lose it)."""
-    for usage in getattr(_local, "stack", None) or []:
-        usage.setdefault(model, dict.fromkeys(FIELDS, 0))["sent"] += 1
+    with _lock:
+        for usage in getattr(_local, "stack", None) or []:
+            usage.setdefault(model, dict.fromkeys(FIELDS, 0))["sent"] += 1
+
+
+def context() -> tuple[list[dict[str, dict[str, int]]], float | None]:
+    """This thread's open collections and deadline, for :func:`inherited` on a worker."""
+    return list(getattr(_local, "stack", None) or []), getattr(_local, "deadline", None)
+
+
+@contextmanager
+def inherited(ctx: tuple[list[dict[str, dict[str, int]]], float | None]) -> Iterator[None]:
+    """Run a worker thread's calls under the :func:`context` of the thread that started it:
+    their usage goes to the same collections, and the same deadline holds."""
+    saved = getattr(_local, "stack", None), getattr(_local, "deadline", None)
+    _local.stack, _local.deadline = list(ctx[0]), ctx[1]
+    try:
+        yield
+    finally:
+        _local.stack, _local.deadline = saved
 
 
 def add(total: dict[str, dict[str, int]], part: dict[str, dict[str, int]]) -> None:

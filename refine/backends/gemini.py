@@ -348,9 +348,19 @@ class _GeminiBackend:
     default_model = DEFAULT_TEXT_MODEL
     thread_safe = True  # HTTP calls: batch workers may call at the same time
 
-    def __init__(self, model: str = "", client: GeminiClient | None = None, **client_options):
+    def __init__(
+        self,
+        model: str = "",
+        client: GeminiClient | None = None,
+        concurrency: int = 4,
+        **client_options,
+    ):
         self.model = model or self.default_model
         self.gemini = client or shared_client(**client_options)
+        if int(concurrency) < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        # how many of a round's candidates may call this model at the same time
+        self.concurrency = int(concurrency)
 
     @property
     def id(self) -> str:

@@ -40,10 +40,10 @@ def test_requests_sent_before_a_crash_are_kept(world, backends, options, tmp_pat
     failed = RunStore(run_dir).load()
     assert failed.status == "failed" and len(failed.rounds) == 1
     images = failed.usage["gemini:gemini-3.1-flash-image"]
-    # one generation answered; the edit that failed was sent all the same
+    # one generation answered; the two candidates' edits that failed were sent all the same
     assert (
         (images["calls"], images["sent"])
-        == (1, 2)
+        == (1, 3)
         == (
             world.log.count("generate"),
             world.log.count("generate") + world.log.count("edit"),

@@ -30,6 +30,9 @@ def test_unknown_models_stop_the_run_before_any_request(capsys, world, gemini_en
         "image_embedder=clip:ViT-B-32/laion2b_s34b_b79k",
     )
     assert code == 1, err
+    # the loading is said first; then one error line
+    loading, err = err.split("\n", 1)
+    assert loading.strip().startswith("loading models: generator, observer, judge")
     assert err.startswith("error: models not available: ") and err.count("\n") == 1
     # every problem at once: the retired text model, the unknown image model, the CLIP
     # weights that are not in the cache (no network here)

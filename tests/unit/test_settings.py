@@ -118,7 +118,7 @@ def test_the_command_line_shows_the_specs_defaults():
 def test_a_decompression_bomb_and_bad_output_folders_are_refused(tmp_path, monkeypatch):
     Image.new("RGB", (64, 64)).save(tmp_path / "big.png")
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # 4096 px > 2 x the limit
-    with pytest.raises(SettingsError, match="big.png: too large to open safely") as err:
+    with pytest.raises(SettingsError, match="big.png: too many pixels to open safely") as err:
         settings.run_spec({"activity": ACT, "country": "Iran", "image": "big.png"}, tmp_path)
     assert err.value.field == "image"
     (tmp_path / "file").write_text("x")
