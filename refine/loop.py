@@ -344,7 +344,7 @@ class Refiner:
         # 4. decide
         verdict = policy.choose_initial(candidates)
         r = _append_round(run, verdict, candidates, timings, None, "generate", prompt, "prompt")
-        r.failures = failures
+        r.failures, r.notes = failures, self._take_notes()
         # 5. steps
         self._after_round(run, store, r)
         self._emit(RoundDecided(round=0, decision=r.decision))
@@ -397,7 +397,7 @@ class Refiner:
         r = _append_round(
             run, verdict, candidates, timings, parent_index, "edit", instruction, source
         )
-        r.failures = failures
+        r.failures, r.notes = failures, self._take_notes()
         # 6. steps
         self._after_round(run, store, r)
         self._emit(RoundDecided(round=k, decision=r.decision, reason=r.reason))
@@ -463,6 +463,8 @@ class Refiner:
             t = time.perf_counter()
             with self.backends.using(role) as backend:
                 images = list(make(backend, seeds, **self._steps_shown(backend, k, stage)))
+                take = getattr(backend, "take_notes", None)
+                self._notes = list(take()) if callable(take) else []
             self.calls.add(len(seeds))
             timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t
         ctx = usage.context()
@@ -540,6 +542,10 @@ class Refiner:
             feedback=feedback,
             drift=drift,
         )
+
+    def _take_notes(self) -> list[str]:
+        notes, self._notes = getattr(self, "_notes", []), []
+        return notes
 
     def _preflight(self, spec: RunSpec) -> None:
         roles = roles_needed(spec)

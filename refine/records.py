@@ -191,6 +191,8 @@ class Round(_Record):
     timings: dict[str, float] = Field(default_factory=dict)
     # candidates left out because their model calls failed ("candidate 1 (seed 43): ...")
     failures: list[str] = Field(default_factory=list)
+    # how the round's models worked around a limit (a batch halved for lack of GPU memory)
+    notes: list[str] = Field(default_factory=list)
     # CAIRE relevance of the chosen image when the run names culture labels, and the
     # line it adds to the next edit
     caire: CaireScore | None = None

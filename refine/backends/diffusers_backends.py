@@ -24,7 +24,7 @@ from refine.backends.loading import (
     ModelUnavailable,
     OutOfMemory,
     load_or_explain,
-    oom_guard,
+    out_of_memory,
     pick_dtype,
 )
 
@@ -121,10 +121,16 @@ class _DiffusersBackend:
         self.revision = revision
         self.variant = variant
         self.pipe: Any = None
+        self.notes: list[str] = []  # batches made smaller for lack of memory (see take_notes)
 
     @property
     def id(self) -> str:
         return f"diffusers:{self.model}" + (f"@{self.revision}" if self.revision else "")
+
+    def take_notes(self) -> list[str]:
+        """What happened to the last calls' batches (and forget it)."""
+        notes, self.notes = self.notes, []
+        return notes
 
     def info(self) -> dict[str, str]:
         self.load()
@@ -211,16 +217,16 @@ class DiffusersGenerator(_DiffusersBackend):
             kwargs["width"] = self.width
         if self.height:
             kwargs["height"] = self.height
-        if self.negative_prompt:
-            kwargs["negative_prompt"] = [self.negative_prompt] * len(seeds)
-        callback = _step_callback(progress, self.steps or _default_steps(self.pipe))
-        if callback:
-            kwargs["callback_on_step_end"] = callback
-        gens = _generators(seeds)
-        result = oom_guard(
-            self.model, lambda: self.pipe(prompt=[prompt] * len(seeds), generator=gens, **kwargs)
-        )
-        return list(result.images)
+
+        def call(gens: list[Any], extra: dict[str, Any]) -> list[Image.Image]:
+            n = len(gens)
+            args = dict(kwargs)
+            if self.negative_prompt:
+                args["negative_prompt"] = [self.negative_prompt] * n
+            return list(self.pipe(prompt=[prompt] * n, generator=gens, **args, **extra).images)
+
+        steps = self.steps or _default_steps(self.pipe)
+        return _in_batches(self.model, seeds, call, progress, steps, self.notes)
 
 
 # pipeline class -> default call arguments of an instruction editor
@@ -252,33 +258,72 @@ def _fit_size(image: Image.Image, result: Image.Image) -> Image.Image:
     return result.resize(image.size, PILImage.Resampling.LANCZOS)
 
 
-def _edit_per_seed(
+def _in_batches(
+    model: str,
+    seeds: Sequence[int],
+    call: Callable[[list[Any], dict[str, Any]], list[Image.Image]],
+    progress: Progress | None,
+    steps: int,
+    notes: list[str],
+) -> list[Image.Image]:
+    """``call(generators, extra_args)`` for all ``seeds`` in one batch (one pipeline call,
+    one generator per seed, so each image is the one its seed gives alone). When the GPU
+    runs out of memory the batch is halved and the rest goes on in smaller batches (said
+    in ``notes``); out of memory with one image is the :class:`OutOfMemory` advice.
+    ``progress`` hears the steps of all the calls together (``steps`` per call)."""
+    import torch
+
+    gens = _generators(seeds)
+    size, done, calls, out = len(gens), 0, 0, []
+    while done < len(gens):
+        part = gens[done : done + size]
+        calls_left = -(-(len(gens) - done) // size)
+        before = steps * calls
+        extra: dict[str, Any] = {}
+        callback = _step_callback(progress, steps, before, before + steps * calls_left)
+        if callback:
+            extra["callback_on_step_end"] = callback
+        try:
+            images = call(part, extra)
+        except torch.cuda.OutOfMemoryError as err:
+            torch.cuda.empty_cache()
+            if size == 1:
+                raise out_of_memory(model) from err
+            smaller = max(1, size // 2)
+            notes.append(
+                f"{model}: out of GPU memory with {size} images at once; "
+                f"went on {smaller} at a time"
+            )
+            size = smaller
+            continue
+        out.extend(images)
+        done += len(part)
+        calls += 1
+    return out
+
+
+def _edit_batch(
     model: str,
     pipe: Any,
     image: Image.Image,
     instruction: str,
     seeds: Sequence[int],
     args: dict[str, Any],
-    progress: Progress | None = None,
-    steps: int = 0,
+    progress: Progress | None,
+    steps: int,
+    notes: list[str],
 ) -> list[Image.Image]:
-    """One pipeline call per seed; each result resized to the input's size. ``progress``
-    hears the steps of all the calls together (``steps`` per call)."""
+    """All seeds' edits of ``image`` in one pipeline call (see :func:`_in_batches`), each
+    result resized to the input's size."""
     source = image.convert("RGB")
-    out = []
-    for j, gen in enumerate(_generators(seeds)):
-        call = dict(args)
-        callback = _step_callback(progress, steps, j * steps, steps * len(seeds))
-        if callback:
-            call["callback_on_step_end"] = callback
-        result = oom_guard(
-            model,
-            lambda gen=gen, call=call: pipe(
-                prompt=instruction, image=source, generator=gen, **call
-            ),
-        )
-        out.append(_fit_size(image, result.images[0]))
-    return out
+
+    def call(gens: list[Any], extra: dict[str, Any]) -> list[Image.Image]:
+        n = len(gens)
+        result = pipe(prompt=[instruction] * n, image=[source] * n, generator=gens, **args, **extra)
+        return list(result.images)
+
+    made = _in_batches(model, seeds, call, progress, steps, notes)
+    return [_fit_size(image, im) for im in made]
 
 
 class DiffusersEditor(_DiffusersBackend):
@@ -355,15 +400,9 @@ class DiffusersEditor(_DiffusersBackend):
     ) -> list[Image.Image]:
         self.load()
         args = self._call_args(image)
-        return _edit_per_seed(
-            self.model,
-            self.pipe,
-            image,
-            instruction,
-            seeds,
-            args,
-            progress,
-            int(args["num_inference_steps"]),
+        steps = int(args["num_inference_steps"])
+        return _edit_batch(
+            self.model, self.pipe, image, instruction, seeds, args, progress, steps, self.notes
         )
 
 
@@ -380,10 +419,16 @@ class DiffusersImg2Img:
         self.generator = create("generator", f"diffusers:{model}", **generator_options)
         self.strength = strength
         self.pipe: Any = None
+        self.notes: list[str] = []  # batches made smaller for lack of memory (see take_notes)
 
     @property
     def id(self) -> str:
         return f"img2img:{self.generator.model}"
+
+    def take_notes(self) -> list[str]:
+        """What happened to the last calls' batches (and forget it)."""
+        notes, self.notes = self.notes, []
+        return notes
 
     def info(self) -> dict[str, str]:
         self.load()
@@ -411,7 +456,7 @@ class DiffusersImg2Img:
         if self.generator.guidance is not None:
             args["guidance_scale"] = self.generator.guidance
         steps = args.get("num_inference_steps") or _default_steps(self.pipe)
-        return _edit_per_seed(
+        return _edit_batch(
             self.generator.model,
             self.pipe,
             image,
@@ -420,4 +465,5 @@ class DiffusersImg2Img:
             args,
             progress,
             max(1, int(steps * self.strength)),
+            self.notes,
         )

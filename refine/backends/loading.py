@@ -69,10 +69,15 @@ def oom_guard(model: str, fn: Callable[[], R]) -> R:
         return fn()
     except torch.cuda.OutOfMemoryError as err:
         torch.cuda.empty_cache()
-        raise OutOfMemory(
-            f"{model} ran out of GPU memory: use the 'small-gpu' profile, enable CPU offload "
-            "(cpu_offload=true), or lower the image size"
-        ) from err
+        raise out_of_memory(model) from err
+
+
+def out_of_memory(model: str) -> OutOfMemory:
+    """The advice for a model that ran out of GPU memory."""
+    return OutOfMemory(
+        f"{model} ran out of GPU memory: use the 'small-gpu' profile, enable CPU offload "
+        "(cpu_offload=true), or lower the image size"
+    )
 
 
 def torch_dtype_name(dtype: Any) -> str:

@@ -93,11 +93,10 @@ def test_run_on_tiny_local_models(local_refiner, tmp_path):
         refiner.on_event = lambda e: None
     store = RunStore(tmp_path / run.id)
     assert run.status == "finished", run.error
-    # the pipelines' step callbacks reach the loop's events: 2 steps to generate (one
-    # call), and 2 steps per candidate to edit (a call each, counted together); the
-    # progress only ever moves forward
+    # the pipelines' step callbacks reach the loop's events: 2 steps to generate and 2 to
+    # edit both candidates (one batched call each); the progress only ever moves forward
     steps = [(e.round, e.stage, e.step, e.total) for e in events if isinstance(e, StepDone)]
-    edits = [(k, "edit", s, 4) for k in (1, 2) for s in (1, 2, 3, 4)]
+    edits = [(k, "edit", s, 2) for k in (1, 2) for s in (1, 2)]
     assert steps == [(0, "generate", 1, 2), (0, "generate", 2, 2), *edits]
     assert seen == sorted(seen) and seen[-1] == 1.0
     assert run.stop_reason == "max rounds: 2 editing round(s) done" and len(run.rounds) == 3

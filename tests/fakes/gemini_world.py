@@ -12,6 +12,7 @@ import io
 import json
 import math
 import re
+import threading
 from dataclasses import dataclass, field
 
 from tests.fakes.gemini_server import image_answer, png_bytes, text_answer
@@ -100,6 +101,9 @@ NOWRUZ_REFS = {
 }
 
 
+_BUSY = threading.Lock()
+
+
 @dataclass
 class World:
     generate: tuple[int, int, int] = RED
@@ -110,6 +114,9 @@ class World:
     fail_on: str | None = None  # a kind of request to answer with HTTP 500
     edit_delay_s: float = 0.0  # a slow editor, to kill a process mid-round
     fail_edit_of: tuple[int, int, int] | None = None  # edits of this colour answer HTTP 500
+    fail_edit_seeds: set = field(default_factory=set)  # edits with these seeds answer 500
+    delay_s: float = 0.0  # added to every answer: an API's latency
+    busy: list = field(default_factory=lambda: [0, 0])  # requests in flight now, at most
     prompts: list[str] = field(default_factory=list)  # the judge's rating prompts, in order
     # a prompt containing one of these texts generates that colour (first match wins)
     generate_for: dict = field(default_factory=dict)
@@ -122,6 +129,16 @@ class World:
     refs_asked: list[str] = field(default_factory=list)
 
     def __call__(self, path: str, body: dict):
+        with _BUSY:
+            self.busy[0] += 1
+            self.busy[1] = max(self.busy)
+        try:
+            return self._answer(path, body)
+        finally:
+            with _BUSY:
+                self.busy[0] -= 1
+
+    def _answer(self, path: str, body: dict):
         parts = body["contents"][0]["parts"]
         config = body.get("generationConfig", {})
         images = [p for p in parts if "inlineData" in p or "inline_data" in p]
@@ -136,6 +153,10 @@ class World:
         else:
             kind = "observe"
         self.log.append(kind)
+        if self.delay_s:
+            import time
+
+            time.sleep(self.delay_s)
         if kind == self.fail_on:
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
         for marker, key in REFS_PROMPTS.items():
@@ -151,7 +172,9 @@ class World:
             answer = {"translation": f"[{asked.group(1)}] {asked.group(2)}"}
             return 200, text_answer(json.dumps(answer))
         colour = _nearest(_colour(images[0]))
-        if kind == "edit" and colour == self.fail_edit_of:
+        if kind == "edit" and (
+            colour == self.fail_edit_of or int(config.get("seed", -1)) in self.fail_edit_seeds
+        ):
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
         if kind == "edit":
             if self.edit_delay_s:

@@ -1,0 +1,77 @@
+"""A round's candidates at the same time (API models) or in one batch (local models): the
+same record as one after the other, only faster. Through the fake Gemini world."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from refine.loop import Refiner
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+
+
+def record(run_dir) -> dict:
+    """run.json without what depends on timing or on the run's folder name."""
+    doc = json.loads((run_dir / "run.json").read_text())
+    for key in ("id", "created", "updated", "elapsed_s"):
+        doc.pop(key)
+    for r in doc["rounds"]:
+        r.pop("timings")
+    return doc
+
+
+def images(run_dir) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(run_dir.glob("*.png"))}
+
+
+def run_twice(world, backends, options, tmp_path, **settings):
+    out = {}
+    for parallel in (False, True):
+        world.busy[:] = [0, 0]
+        refiner = Refiner("gemini", backends, options, parallel=parallel)
+        run = refiner.run(ACT, COUNTRY, out=tmp_path / f"parallel-{parallel}", **settings)
+        run_dir = tmp_path / f"parallel-{parallel}" / run.id
+        out[parallel] = (run, run_dir, world.busy[1])
+    return out
+
+
+def test_candidates_at_once_make_the_same_record(world, backends, options, tmp_path):
+    world.delay_s = 0.1  # every API answer takes a while, so calls overlap when they can
+    runs = run_twice(
+        world, backends, options, tmp_path, rounds=2, candidates=3, target=1.0, max_drift=2.0
+    )
+    (seq, seq_dir, seq_busy), (par, par_dir, par_busy) = runs[False], runs[True]
+    assert seq.status == par.status == "finished" and len(par.rounds) == 3
+    assert record(seq_dir) == record(par_dir)  # scores, decisions, instructions, usage, calls
+    assert images(seq_dir) == images(par_dir)
+    # one after the other, one request at a time; at once, the 3 candidates' chains overlap
+    assert seq_busy == 1 and par_busy == 3
+    r = par.rounds[1]
+    assert r.timings["wall"] > 0 and r.timings["edit"] > 0 and r.failures == []
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["one-by-one", "at-once"])
+def test_a_candidate_whose_edit_fails_is_left_out(world, backends, options, tmp_path, parallel):
+    world.fail_edit_seeds = {42 + 1000 + 1}  # round 1, candidate 1
+    run = Refiner("gemini", backends, options, parallel=parallel).run(
+        ACT, COUNTRY, out=tmp_path, rounds=1, candidates=3, target=1.0, max_drift=2.0
+    )
+    assert run.status == "finished", run.error
+    r = run.rounds[1]
+    assert [c.seed for c in r.candidates] == [1042, 1044]
+    assert [c.image for c in r.candidates] == ["round_01_c0.png", "round_01_c2.png"]
+    assert len(r.failures) == 1
+    assert r.failures[0].startswith("candidate 1 (seed 1043): ") and "HTTP 500" in r.failures[0]
+    assert r.decision in ("accepted", "rejected") and 0 <= r.chosen < 2
+    assert not (tmp_path / run.id / "round_01_c1.png").exists()
+
+
+def test_the_same_failure_gives_the_same_record_either_way(world, backends, options, tmp_path):
+    world.fail_edit_seeds = {2043}  # round 2, candidate 1
+    runs = run_twice(
+        world, backends, options, tmp_path, rounds=2, candidates=2, target=1.0, max_drift=2.0
+    )
+    assert record(runs[False][1]) == record(runs[True][1])
+    assert runs[True][0].rounds[2].failures[0].startswith("candidate 1 (seed 2043)")
