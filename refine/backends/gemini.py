@@ -373,6 +373,24 @@ class _GeminiBackend:
     def info(self) -> dict[str, str]:
         return {"id": self.id, "device": "api", "dtype": "n/a"}
 
+    def _each(self, seeds: Sequence[int], one: Any) -> list[Any]:
+        """``one(seed)`` for every seed, in seed order: up to ``concurrency`` requests at
+        once (each on a worker thread that keeps the caller's usage and deadline)."""
+        from refine import usage
+
+        if len(seeds) < 2 or self.concurrency < 2:
+            return [one(seed) for seed in seeds]
+        from concurrent.futures import ThreadPoolExecutor
+
+        ctx = usage.context()
+
+        def call(seed: int) -> Any:
+            with usage.inherited(ctx):
+                return one(seed)
+
+        with ThreadPoolExecutor(min(len(seeds), self.concurrency)) as pool:
+            return list(pool.map(call, seeds))
+
     def verify(self) -> None:
         """The key is set and the API offers this model for this role (no paid call)."""
         self.gemini.check_model(self.model, image=self.role in ("generator", "editor"))
@@ -387,12 +405,12 @@ class GeminiGenerator(_GeminiBackend):
     def generate(self, prompt: str, seeds: Sequence[int]) -> list[Image.Image]:
         from google.genai import types
 
-        out = []
-        for seed in seeds:
+        def one(seed: int) -> Image.Image:
             config = types.GenerateContentConfig(response_modalities=["IMAGE", "TEXT"], seed=seed)
             response = self.gemini.generate(self.model, [prompt], config, "generate")
-            out.append(_first_image(self.model, response))
-        return out
+            return _first_image(self.model, response)
+
+        return self._each(seeds, one)
 
 
 class GeminiEditor(_GeminiBackend):
@@ -405,8 +423,7 @@ class GeminiEditor(_GeminiBackend):
         from google.genai import types
         from PIL import Image as PILImage
 
-        out = []
-        for seed in seeds:
+        def one(seed: int) -> Image.Image:
             config = types.GenerateContentConfig(response_modalities=["IMAGE", "TEXT"], seed=seed)
             response = self.gemini.generate(
                 self.model, [_image_part(image), instruction], config, "edit"
@@ -414,8 +431,9 @@ class GeminiEditor(_GeminiBackend):
             edited = _first_image(self.model, response)
             if edited.size != image.size:
                 edited = edited.resize(image.size, PILImage.Resampling.LANCZOS)
-            out.append(edited)
-        return out
+            return edited
+
+        return self._each(seeds, one)
 
 
 class GeminiLanguageModel(_GeminiBackend):

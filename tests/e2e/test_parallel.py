@@ -75,3 +75,24 @@ def test_the_same_failure_gives_the_same_record_either_way(world, backends, opti
     )
     assert record(runs[False][1]) == record(runs[True][1])
     assert runs[True][0].rounds[2].failures[0].startswith("candidate 1 (seed 2043)")
+
+
+def test_an_api_generator_asks_for_several_seeds_at_once(world):
+    """generate(prompt, seeds) (a SoS bank cell, several first drafts): up to the backend's
+    concurrency requests at once; the usage is the caller's, the images in seed order."""
+    from refine import usage
+    from refine.backends import create
+
+    world.delay_s = 0.1
+    world.generate_for = {"blue please": (0, 0, 255)}
+    model = "gemini:gemini-3.1-flash-image"
+    for concurrency, most in ((4, 4), (2, 2), (1, 1)):
+        world.busy[:] = [0, 0]
+        gen = create("generator", model, max_retries=0, concurrency=concurrency)
+        with usage.collecting() as spent:
+            images = gen.generate("a picture, blue please", [1, 2, 3, 4])
+        assert len(images) == 4 and world.busy[1] == most
+        assert spent[model]["calls"] == spent[model]["sent"] == 4
+        assert all(im.getpixel((5, 5)) == (0, 0, 255) for im in images)
+    with pytest.raises(ValueError, match="concurrency must be at least 1"):
+        create("generator", model, concurrency=0)
