@@ -103,34 +103,61 @@ class Assessor:
             ahead = score_images(refs.descriptors, [observed], embedder, tau=tau)[0]
         timings["score"] = time.perf_counter() - t
         t = time.perf_counter()
-        exag, variant, exaggerated, judged = self.exaggeration(image, observed, refs, tau)
+        judged = self.exaggeration(image, observed, refs, tau)
         timings["judge"] = time.perf_counter() - t
-        faith = faithfulness(ahead.align, ahead.hal, exag) if exag is not None else None
-        if faith is None:
-            faith = (ahead.align + 1.0 - ahead.hal) / 2.0
-            variant += "; FAITH = mean(ALIGN, 1 - HAL) without EXAG"
-        per_dim = {
-            d: {"align": s.align, "hal": s.hal}
-            for d, s in ahead.per_dimension.items()
-            if s.align is not None or s.hal is not None
-        }
-        scores = Scores(
-            align=ahead.align,
-            hal=ahead.hal,
-            exag=exag,
-            faith=faith,
-            exag_variant=variant,
-            per_dimension=per_dim,
-            judge_mode=judged[0],
-            exag_stderr=judged[1],
+        return _assessment(observed, ahead, judged, timings)
+
+    def assess_many(
+        self,
+        images: Sequence[Image.Image],
+        refs: ReferencePack,
+        tau: float = DEFAULT_TAU,
+        max_per_dimension: int = DEFAULT_MAX_PER_DIMENSION,
+    ) -> list[Assessment]:
+        """:meth:`assess` for several images with one batched call per model where the
+        model can take a batch (an observer with ``describe_many``; the judge's rating; the
+        text embedder). The batch's timings are the first assessment's."""
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        with self.backends.using("observer") as observer:
+            many = getattr(observer, "describe_many", None)
+            if callable(many) and len(images) > 1:
+                observed = many(list(images), list(DIMENSIONS), max_per_dimension)
+            else:
+                observed = [
+                    observer.describe(im, list(DIMENSIONS), max_per_dimension) for im in images
+                ]
+        self.calls.add(len(images))
+        timings["observe"] = time.perf_counter() - t
+        t = time.perf_counter()
+        with self.backends.using("text_embedder") as embedder:
+            aheads = score_images(refs.descriptors, observed, embedder, tau=tau)
+        timings["score"] = time.perf_counter() - t
+        t = time.perf_counter()
+        if refs.stereotypes and not refs.reference_images:
+            judged = self._ratings(list(images), observed, refs, tau)
+        else:
+            judged = [
+                self.exaggeration(im, o, refs, tau) for im, o in zip(images, observed, strict=True)
+            ]
+        timings["judge"] = time.perf_counter() - t
+        return [
+            _assessment(o, a, j, timings if i == 0 else {})
+            for i, (o, a, j) in enumerate(zip(observed, aheads, judged, strict=True))
+        ]
+
+    def _ratings(self, images, observed, refs, tau):
+        """The judge-rating EXAG of several images in one rating call."""
+        prompt = prompt_template("exaggeration").format(
+            activity=refs.activity, country=refs.country, candidates="; ".join(refs.stereotypes)
         )
-        feedback = Feedback(
-            aligned=[_match(m) for m in ahead.aligned],
-            missing=[_match(m) for m in ahead.missing],
-            hallucinated=[_match(m) for m in ahead.hallucinated],
-            exaggerated=exaggerated,
-        )
-        return Assessment(observed, scores, feedback, timings)
+        with self.backends.using("judge") as judge:
+            ratings = judge.rate(images, [prompt] * len(images))
+            self.calls.add(judge_calls(judge, len(images)))
+        return [
+            _from_rating(r, self.candidates_seen(o, refs.stereotypes, tau))
+            for r, o in zip(ratings, observed, strict=True)
+        ]
 
     # -- EXAG --------------------------------------------------------------------------
 
@@ -159,13 +186,7 @@ class Assessor:
         with self.backends.using("judge") as judge:
             rating = judge.rate([image], [prompt])[0]
             self.calls.add(judge_calls(judge, 1))
-        value = (rating.expectation - 1.0) / 4.0
-        seen = self.candidates_seen(observed, candidates, tau)
-        variant = "judge-rating (1-5 rubric, (E[rating] - 1) / 4)"
-        stderr = None if rating.stderr is None else rating.stderr / 4.0
-        if rating.method != "logprobs":
-            variant += f" [judge {rating.method}, EXAG s.e. {stderr:.3f}]"
-        return value, variant, seen, (rating.method, stderr)
+        return _from_rating(rating, self.candidates_seen(observed, candidates, tau))
 
     def _reference_yes(
         self, image: Image.Image, refs: ReferencePack, judge: Any
@@ -226,6 +247,17 @@ class Assessor:
 
     # -- drift -------------------------------------------------------------------------
 
+    def drifts(self, parent: Image.Image, children: Sequence[Image.Image]) -> list[Drift]:
+        """:meth:`drift` of several children in one image-embedding call."""
+        with self.backends.using("image_embedder") as embedder:
+            e = embedder.encode_images([parent, *children]).cpu().numpy()
+        return [
+            Drift(
+                embedding_cosine=cosine(e[0], e[i + 1]), ssim=ssim(parent, c), embedder=embedder.id
+            )
+            for i, c in enumerate(children)
+        ]
+
     def drift(self, parent: Image.Image, child: Image.Image) -> Drift:
         """How far an edit moved from its parent: cosine of image embeddings and SSIM."""
         with self.backends.using("image_embedder") as embedder:
@@ -239,3 +271,44 @@ def _match(m: Any) -> Match:
     return Match(
         dimension=m.dimension, phrase=m.phrase, best_match=m.best_match, similarity=m.similarity
     )
+
+
+def _from_rating(rating: Any, seen: list[Exaggerated]):
+    """(EXAG, variant, exaggerated, (method, s.e.)) from a 1-5 rating of the rubric."""
+    value = (rating.expectation - 1.0) / 4.0
+    variant = "judge-rating (1-5 rubric, (E[rating] - 1) / 4)"
+    stderr = None if rating.stderr is None else rating.stderr / 4.0
+    if rating.method != "logprobs":
+        variant += f" [judge {rating.method}, EXAG s.e. {stderr:.3f}]"
+    return value, variant, seen, (rating.method, stderr)
+
+
+def _assessment(observed, ahead, judged, timings: dict[str, float]) -> Assessment:
+    """Scores and feedback of one image from its AHEaD score and its EXAG judgement."""
+    exag, variant, exaggerated, judged = judged
+    faith = faithfulness(ahead.align, ahead.hal, exag) if exag is not None else None
+    if faith is None:
+        faith = (ahead.align + 1.0 - ahead.hal) / 2.0
+        variant += "; FAITH = mean(ALIGN, 1 - HAL) without EXAG"
+    per_dim = {
+        d: {"align": s.align, "hal": s.hal}
+        for d, s in ahead.per_dimension.items()
+        if s.align is not None or s.hal is not None
+    }
+    scores = Scores(
+        align=ahead.align,
+        hal=ahead.hal,
+        exag=exag,
+        faith=faith,
+        exag_variant=variant,
+        per_dimension=per_dim,
+        judge_mode=judged[0],
+        exag_stderr=judged[1],
+    )
+    feedback = Feedback(
+        aligned=[_match(m) for m in ahead.aligned],
+        missing=[_match(m) for m in ahead.missing],
+        hallucinated=[_match(m) for m in ahead.hallucinated],
+        exaggerated=exaggerated,
+    )
+    return Assessment(observed, scores, feedback, timings)

@@ -467,6 +467,10 @@ class Refiner:
                 self._notes = list(take()) if callable(take) else []
             self.calls.add(len(seeds))
             timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t
+        if not per_call and len(seeds) > 1:  # a local batch: each model called once
+            candidates = self._assess_batch(run, store, k, seeds, images, parent, timings)
+            timings["wall"] = time.perf_counter() - started
+            return candidates, []
         ctx = usage.context()
 
         def chain(j: int) -> tuple[Candidate | None, dict[str, float], BaseException | None]:
@@ -508,6 +512,46 @@ class Refiner:
             raise first
         timings["wall"] = time.perf_counter() - started
         return candidates, failures
+
+    def _assess_batch(
+        self,
+        run: Run,
+        store: RunStore,
+        k: int,
+        seeds: list[int],
+        images: list[Any],
+        parent: Image.Image | None,
+        timings: dict[str, float],
+    ) -> list[Candidate]:
+        """Save and assess a local batch's images: one observe, one rating, one embedding
+        call for all of them where the models take batches."""
+        names = [
+            store.save_image(f"round_{k:02d}_c{j}.png", image) for j, image in enumerate(images)
+        ]
+        self._emit(StageStarted(round=k, stage="observe", n=len(images)))
+        assessor = self.assessor()
+        done = assessor.assess_many(
+            images, run.references, run.spec.tau, run.spec.max_per_dimension
+        )
+        for a in done:
+            for stage, seconds in a.timings.items():
+                timings[stage] = timings.get(stage, 0.0) + seconds
+        drifts: list[Any] = [None] * len(images)
+        if parent is not None:
+            t0 = time.perf_counter()
+            drifts = assessor.drifts(parent, images)
+            timings["drift"] = timings.get("drift", 0.0) + time.perf_counter() - t0
+        return [
+            Candidate(
+                seed=seed,
+                image=name,
+                observed=a.observed,
+                scores=a.scores,
+                feedback=a.feedback,
+                drift=drift,
+            )
+            for seed, name, a, drift in zip(seeds, names, done, drifts, strict=True)
+        ]
 
     def _candidate(
         self,

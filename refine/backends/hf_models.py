@@ -77,6 +77,7 @@ class HFModel:
         self.temperature = temperature
         self.max_repairs = max_repairs
         self.batch_size = batch_size
+        self.cut: list[bool] = []  # per answer of the last generate_texts: cut short
         self.max_image_side = max_image_side
         self.model: Any = None
         self.processor: Any = None  # the processor of a VLM, or the tokenizer of a text model
@@ -192,12 +193,36 @@ class HFModel:
 
     def generate_text(self, prompt: str, image: Image.Image | None = None) -> str:
         """The model's answer to ``prompt`` (about ``image`` when given)."""
+        answers, cut = self._generate([prompt], None if image is None else [image])
+        self.truncated = cut[0]
+        return answers[0]
+
+    def generate_texts(
+        self, prompts: Sequence[str], images: Sequence[Image.Image] | None = None
+    ) -> list[str]:
+        """The answers to several prompts (each about its image) in batches of
+        ``batch_size`` (left-padded: one generate call per batch)."""
+        if images is not None and len(images) != len(prompts):
+            raise ValueError(f"{len(images)} images but {len(prompts)} prompts")
+        answers: list[str] = []
+        self.cut = []
+        for start in range(0, len(prompts), self.batch_size):
+            part = list(prompts[start : start + self.batch_size])
+            pics = None if images is None else list(images[start : start + self.batch_size])
+            got, cut = self._generate(part, pics)
+            answers += got
+            self.cut += cut
+        return answers
+
+    def _generate(
+        self, prompts: list[str], images: list[Image.Image] | None
+    ) -> tuple[list[str], list[bool]]:
         import torch
 
         self.load()
-        if image is not None:
+        if images is not None:
             self._require_vision("look at images")
-        batch = self._encode([prompt], None if image is None else [image])
+        batch = self._encode(prompts, images)
         tokenizer = self._tokenizer(self.processor)
         options: dict[str, Any] = {
             "max_new_tokens": self.max_new_tokens,
@@ -210,12 +235,12 @@ class HFModel:
         with torch.inference_mode():
             out = oom_guard(self.model_name, lambda: self.model.generate(**batch, **options))
         new_tokens = out[:, batch["input_ids"].shape[1] :]
-        self.truncated = new_tokens.shape[1] >= self.max_new_tokens and not bool(
-            (new_tokens[0] == tokenizer.eos_token_id).any()
-        )
-        if self.truncated:
+        full = new_tokens.shape[1] >= self.max_new_tokens
+        cut = [bool(full and not (row == tokenizer.eos_token_id).any()) for row in new_tokens]
+        if any(cut):
             log.warning("%s: answer cut at max_new_tokens=%d", self.id, self.max_new_tokens)
-        return tokenizer.batch_decode(new_tokens, skip_special_tokens=True)[0].strip()
+        texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        return [t.strip() for t in texts], cut
 
     def _ask(self, ask: Any, prompt: str, schema: type[T]) -> T:
         self.truncated = False
@@ -243,6 +268,45 @@ class HFModel:
         prompt = observation_prompt(dimensions, max_per_dimension)
         answer = self._ask(lambda p: self.generate_text(p, image), prompt, schema)
         return clean_descriptors(answer, dimensions, max_per_dimension)
+
+    def describe_many(
+        self, images: Sequence[Image.Image], dimensions: Sequence[str], max_per_dimension: int = 10
+    ) -> list[dict[str, list[str]]]:
+        """:meth:`describe` for several images: their first answers in batched generate
+        calls; an answer that needs repairing is repaired on its own."""
+        self._require_vision("observe images")
+        schema = descriptor_schema(dimensions, max_per_dimension)
+        prompt = observation_prompt(dimensions, max_per_dimension)
+        firsts = self.generate_texts([prompt] * len(images), images)
+        cuts = list(self.cut)
+        out = []
+        for image, first, cut in zip(images, firsts, cuts, strict=True):
+            pending = [first]
+
+            def ask(p: str, image: Image.Image = image, pending: list[str] = pending) -> str:
+                if pending:
+                    return pending.pop()
+                return self.generate_text(p, image)
+
+            self.truncated = cut
+            answer = self._ask_after(ask, prompt, schema, cut)
+            out.append(clean_descriptors(answer, dimensions, max_per_dimension))
+        return out
+
+    def _ask_after(self, ask: Any, prompt: str, schema: type[T], cut: bool) -> T:
+        """:meth:`_ask` where the first answer is already there (``cut``: it was cut)."""
+        try:
+            return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
+        except InvalidModelOutput as err:
+            if self.truncated or cut:
+                raise InvalidModelOutput(
+                    err.model,
+                    f"{err.error}; the answer was cut at max_new_tokens={self.max_new_tokens}: "
+                    "raise the backend option max_new_tokens",
+                    err.raw,
+                    err.attempts,
+                ) from None
+            raise
 
     # -- judging -----------------------------------------------------------------------
 

@@ -156,6 +156,31 @@ def test_taught_observer_lists_descriptors_through_real_generation(tiny):
     }
 
 
+def test_observer_describes_several_images_in_one_generate_call(tiny):
+    """describe_many: the first answers of all images in one left-padded generate call,
+    the same as describing each alone; an invalid answer is repaired on its own."""
+    obs = backend("observer", tiny["vl"], max_new_tokens=160)
+    answer = (
+        '{"setting": ["living room"], "objects": ["rice"], "attire": [], '
+        '"interaction": [], "spatial": ["sitting on the floor"]}'
+    )
+    teach(obs, observation_prompt(DIMS, 3), answer, image=RED)
+    alone = obs.describe(RED, DIMS, 3)
+    calls = []
+    generate = obs.model.generate
+
+    def counting(**kw):
+        calls.append(kw["input_ids"].shape[0])
+        return generate(**kw)
+
+    obs.model.generate = counting
+    try:
+        many = obs.describe_many([RED, RED, RED], DIMS, 3)
+    finally:
+        obs.model.generate = generate
+    assert calls == [3] and many == [alone] * 3
+
+
 class Candidates(BaseModel):
     candidates: list[str]
 

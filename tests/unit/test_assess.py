@@ -132,3 +132,27 @@ def test_drift_is_the_embedding_cosine_and_ssim(fixed_embedder):
     assert d.embedding_cosine == pytest.approx(0.6) and d.embedder == "test:image"
     assert a.drift(red, red).ssim == pytest.approx(1.0)
     assert 0.0 <= d.ssim < 1.0 and np.isfinite(d.ssim)
+
+
+@pytest.mark.parametrize("with_images", [False, True], ids=["rating", "reference-yes"])
+def test_a_batch_is_assessed_as_each_image_alone(fixed_embedder, tmp_path, with_images):
+    """assess_many: the same scores and feedback as assess per image, with one rating
+    call for the batch (the judge-rating variant) and the batch's timings once."""
+    extra: dict = {"stereotypes": ["oversized hookahs"]}
+    if with_images:
+        path = tmp_path / "real.png"
+        Image.new("RGB", (8, 8), (255, 255, 255)).save(path)
+        extra["reference_images"] = [str(path)]
+    images = [Image.new("RGB", (8, 8), c) for c in ((200, 0, 0), (10, 0, 0), (0, 90, 0))]
+    a, judge = assessor(fixed_embedder)
+    alone = [a.assess(im, refs(**extra)) for im in images]
+    b, judge_b = assessor(fixed_embedder)
+    many = b.assess_many(images, refs(**extra))
+    for x, y in zip(alone, many, strict=True):
+        assert (x.observed, x.scores, x.feedback) == (y.observed, y.scores, y.feedback)
+    assert set(many[0].timings) == {"observe", "score", "judge"} and many[1].timings == {}
+    assert b.calls.n == a.calls.n  # the same model calls counted
+    assert judge_b.asked == judge.asked
+    # drift of several children against one parent, one embedding call
+    parent = images[0]
+    assert b.drifts(parent, images[1:]) == [b.drift(parent, c) for c in images[1:]]
