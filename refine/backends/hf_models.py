@@ -242,12 +242,14 @@ class HFModel:
         texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
         return [t.strip() for t in texts], cut
 
-    def _ask(self, ask: Any, prompt: str, schema: type[T]) -> T:
-        self.truncated = False
+    def _ask(self, ask: Any, prompt: str, schema: type[T], cut: bool = False) -> T:
+        """A structured answer, repaired when invalid; ``cut``: the first answer, asked
+        before, was cut at max_new_tokens (the error then says so)."""
+        self.truncated = cut
         try:
             return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
         except InvalidModelOutput as err:
-            if self.truncated:
+            if self.truncated or cut:
                 raise InvalidModelOutput(
                     err.model,
                     f"{err.error}; the answer was cut at max_new_tokens={self.max_new_tokens}: "
@@ -288,25 +290,9 @@ class HFModel:
                     return pending.pop()
                 return self.generate_text(p, image)
 
-            self.truncated = cut
-            answer = self._ask_after(ask, prompt, schema, cut)
+            answer = self._ask(ask, prompt, schema, cut)
             out.append(clean_descriptors(answer, dimensions, max_per_dimension))
         return out
-
-    def _ask_after(self, ask: Any, prompt: str, schema: type[T], cut: bool) -> T:
-        """:meth:`_ask` where the first answer is already there (``cut``: it was cut)."""
-        try:
-            return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
-        except InvalidModelOutput as err:
-            if self.truncated or cut:
-                raise InvalidModelOutput(
-                    err.model,
-                    f"{err.error}; the answer was cut at max_new_tokens={self.max_new_tokens}: "
-                    "raise the backend option max_new_tokens",
-                    err.raw,
-                    err.attempts,
-                ) from None
-            raise
 
     # -- judging -----------------------------------------------------------------------
 
