@@ -49,7 +49,8 @@ def picture(color=(10, 120, 200), size=(20, 16)):
 def test_generate_image_and_usage(fake, client):
     fake.reply(image_answer(png_bytes((0, 255, 0), (24, 24)), text="here"))
     fake.reply(image_answer(png_bytes((0, 0, 255), (24, 24))))
-    gen = backend("generator", "gemini:gemini-2.5-flash-image", client)
+    # one request at a time: the stand-in answers in the order the requests come
+    gen = backend("generator", "gemini:gemini-2.5-flash-image", client, concurrency=1)
     images = gen.generate("a family dinner in Tehran", seeds=[1, 2])
     assert [im.getpixel((0, 0)) for im in images] == [(0, 255, 0), (0, 0, 255)]
     assert fake.paths[0].endswith("/models/gemini-2.5-flash-image:generateContent")
