@@ -555,13 +555,26 @@ def calibrate_tau(
     a descriptor observed on that image in the same dimension is collected; references
     of a dimension where nothing was observed are left out.
     """
-    if not 0.0 <= q <= 1.0:
+    if not (isinstance(q, int | float) and math.isfinite(q) and 0.0 <= q <= 1.0):
         raise ValueError(f"q must be in [0, 1], got {q}")
+    sims = best_match_similarities(refs, observed_on_real_images, embedder, cache)
+    return float(np.quantile(np.asarray(sims), q))
+
+
+def best_match_similarities(
+    refs: DescriptorMap | Sequence[DescriptorMap],
+    observed_on_real_images: Sequence[DescriptorMap],
+    embedder: TextEmbedder,
+    cache: PhraseEmbeddingCache | None = None,
+) -> list[float]:
+    """Every reference descriptor's best cosine similarity to a descriptor observed on
+    each real image in the same dimension (what :func:`calibrate_tau` takes a quantile
+    of); a ValueError when there is none."""
     scores = score_images(refs, observed_on_real_images, embedder, DEFAULT_TAU, cache)
     sims = [m.similarity for s in scores for m in s.references if m.similarity is not None]
     if not sims:
         raise ValueError("no reference descriptor has an observed counterpart on the real images")
-    return float(np.quantile(np.asarray(sims), q))
+    return sims
 
 
 def _check_tau(tau: float) -> None:

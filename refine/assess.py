@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from metrics.ahead import exaggeration, faithfulness, score_images
+from metrics.ahead import DEFAULT_TAU, exaggeration, faithfulness, score_images
 from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
 from refine.assets import prompt_template
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
     from refine.backends.selection import Backends
 
-DEFAULT_TAU: float = RunSpec.model_fields["tau"].default
 DEFAULT_MAX_PER_DIMENSION: int = RunSpec.model_fields["max_per_dimension"].default
 
 
@@ -304,6 +303,7 @@ def _assessment(observed, ahead, judged, timings: dict[str, float]) -> Assessmen
         per_dimension=per_dim,
         judge_mode=judged[0],
         exag_stderr=judged[1],
+        tau=ahead.tau,
     )
     feedback = Feedback(
         aligned=[_match(m) for m in ahead.aligned],

@@ -131,11 +131,13 @@ class Refiner:
     def start(self, spec: RunSpec, references: ReferencePack, out: str | Path = "runs") -> Run:
         """A new run of a validated spec to completion. Every step checks its settings
         against the models before anything is spent."""
+        tau, tau_source = (spec.tau, "given") if spec.tau is not None else self.backends.tau()
         spec = spec.model_copy(
             update={
                 "profile": self.profile_name,
                 "backends": dict(self.backends.names),
                 "backend_options": dict(self.backends.options),
+                "tau": tau,
             }
         )
         for step in self.steps:
@@ -150,6 +152,7 @@ class Refiner:
             templates={t: prompt_template(t) for t in TEMPLATES},
             created=time.strftime("%Y-%m-%dT%H:%M:%S"),
             packages=usage.package_versions(),
+            tau_source=tau_source,
         )
         store.save(run)
         return self._drive(run, store)

@@ -20,6 +20,9 @@ class Profile:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # language models that build references the pack lacks: proposers (list), refiner
     refs: dict[str, Any] = field(default_factory=dict)
+    # the match threshold calibrated for this profile's observer, and where it comes from
+    tau: float | None = None
+    tau_source: str = ""
 
     def backend(self, role: str) -> str:
         if role not in self.roles:
@@ -90,8 +93,18 @@ def load_profile(name_or_path: str) -> Profile:
             split_name("llm", name)
         except (ValueError, TypeError) as err:
             raise ValueError(f"{path}: refs: {err}") from err
+    tau = data.get("tau")
+    if tau is not None and not (isinstance(tau, int | float) and 0.0 < tau < 1.0):
+        raise ValueError(f"{path}: tau must be a number between 0 and 1, got {tau!r}")
     return Profile(
-        path.stem, str(data.get("description", "")), dict(roles), path, options, dict(refs)
+        path.stem,
+        str(data.get("description", "")),
+        dict(roles),
+        path,
+        options,
+        dict(refs),
+        None if tau is None else float(tau),
+        str(data.get("tau_source", "")),
     )
 
 

@@ -65,6 +65,7 @@ class Scores(_Record):
     # call) and, for a sampled judge-rating EXAG, the standard error of EXAG
     judge_mode: str | None = None
     exag_stderr: float | None = None
+    tau: float | None = None  # the match threshold ALIGN and HAL were scored with
 
 
 class Match(_Record):
@@ -224,7 +225,9 @@ class RunSpec(_Record):
     margin: float = Field(0.01, ge=0.0, description="least FAITH gain to accept an edit")
     max_drift: float = Field(0.5, ge=0.0, le=2.0, description="largest 1 - cosine to the parent")
     edit_from: Literal["best", "original"] = "best"
-    tau: float = Field(0.52, gt=0.0, lt=1.0)
+    # the match threshold on cosine similarity; None: the profile's (calibrated for its
+    # observer), set when the run starts, so a record always holds the value used
+    tau: float | None = Field(None, gt=0.0, lt=1.0)
     max_changes: int = Field(5, ge=1)
     max_per_dimension: int = Field(10, ge=1)
     budget_seconds: float | None = Field(None, gt=0)
@@ -255,6 +258,8 @@ class Run(_Record):
     backend_info: dict[str, dict[str, str]] = Field(default_factory=dict)
     # versions of the packages that decide the numbers (absent: not installed)
     packages: dict[str, str] = Field(default_factory=dict)
+    # where spec.tau comes from ("given", or the profile's calibration and its source)
+    tau_source: str = ""
     # Gemini token usage per model: calls, prompt_tokens, output_tokens, total_tokens
     usage: dict[str, dict[str, int]] = Field(default_factory=dict)
     status: Literal["running", "finished", "failed"] = "running"

@@ -121,6 +121,14 @@ def load_references_file(path: str | Path, activity: str, country: str) -> Refer
         raise ValueError(f"{path}: references must be a JSON object")
     if "descriptors" not in data:
         data = {"descriptors": data}
+    images = data.get("reference_images", [])
+    if not isinstance(images, list) or not all(isinstance(x, str) for x in images):
+        raise ValueError(f"{path}: reference_images must be a list of image paths")
+    # paths relative to the references file
+    images = [str((path.parent / x).resolve()) for x in images]
+    missing = [x for x in images if not Path(x).is_file()]
+    if missing:
+        raise ValueError(f"{path}: reference image {missing[0]} does not exist")
     try:
         return ReferencePack(
             activity=activity,
@@ -128,6 +136,7 @@ def load_references_file(path: str | Path, activity: str, country: str) -> Refer
             descriptors=data["descriptors"],
             stereotypes=data.get("stereotypes", []),
             source=str(path),
+            reference_images=images,
         )
     except ValidationError as err:
         first = err.errors()[0]

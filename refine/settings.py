@@ -243,6 +243,28 @@ def references(
         raise SettingsError("refs", str(err)) from err
 
 
+def with_reference_images(
+    pack: ReferencePack, folder: str | Path | None, base_dir: str | Path | None = None
+) -> ReferencePack:
+    """``pack`` with the real photos in ``folder`` as its reference images (the paper's
+    EXAG: a stereotype's yes-probability on an image over its mean on these); each photo
+    is checked like an input image. Unchanged without a folder."""
+    if not folder:
+        return pack
+    path = _path(folder, Path(base_dir) if base_dir is not None else None)
+    if not path.is_dir():
+        raise SettingsError("reference_images", f"{path}: not a folder of real photos")
+    photos = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_TYPES)
+    if not photos:
+        raise SettingsError("reference_images", f"{path}: no {', '.join(IMAGE_TYPES)} images in it")
+    for photo in photos:
+        try:
+            _check_image(photo)
+        except SettingsError as err:
+            raise SettingsError("reference_images", err.message) from err
+    return pack.model_copy(update={"reference_images": [str(p.resolve()) for p in photos]})
+
+
 def load(
     raw: Mapping[str, Any],
     base_dir: str | Path | None = None,

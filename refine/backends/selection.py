@@ -117,6 +117,20 @@ class Backends:
         if found:
             raise ModelsUnavailable([f"{', '.join(who)}: {why}" for why, who in found.items()])
 
+    def tau(self) -> tuple[float, str]:
+        """(the match threshold for this set's observer, where it comes from): the
+        profile's calibrated value while the profile's observer is used, else the AHEaD
+        default."""
+        from metrics.ahead import DEFAULT_TAU
+
+        p = self.profile
+        if p.tau is not None and self.names.get("observer") == p.roles.get("observer"):
+            return p.tau, f"profile {p.name}: {p.tau_source or 'calibrated for its observer'}"
+        return DEFAULT_TAU, (
+            f"AHEaD default {DEFAULT_TAU} (no value calibrated for the observer "
+            f"{self.names.get('observer', '?')}: see refine calibrate-tau)"
+        )
+
     def ids(self) -> dict[str, str]:
         """The id of every backend created so far, per role."""
         return {role: getattr(self.get(role), "id", self.names[role]) for role in self._made}

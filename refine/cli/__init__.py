@@ -20,6 +20,7 @@ from refine.cli.inputs import UserInputError
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.run_cmd import refs_app, run_cmd
 from refine.cli.sos_cmd import sos_app
+from refine.cli.tau_cmd import calibrate_tau_cmd
 
 app = typer.Typer(
     name="refine",
@@ -30,7 +31,8 @@ app = typer.Typer(
         "HTML report of a run or batch; 'app' serves the Gradio app; 'refs' shows reference "
         "descriptors; 'caire' builds knowledge bases and rates cultural relevance 1-5; 'sos' "
         "builds multilingual image banks and reports where language outweighs culture; "
-        "'models download' fetches a profile's weights ahead of time; "
+        "'models download' fetches a profile's weights ahead of time; 'calibrate-tau' sets the "
+        "match threshold for an observer from real photos; "
         "'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
         "from JSON and .npy files; 'backends' lists the model backends that can be named."
     ),
@@ -47,6 +49,7 @@ app.command("run")(run_cmd)
 app.command("batch")(batch_cmd)
 app.command("score")(score_cmd)
 app.command("report")(report_cmd)
+app.command("calibrate-tau")(calibrate_tau_cmd)
 
 
 @app.command("backends")

@@ -8,7 +8,6 @@ import typer
 
 from refine.cli.inputs import UserInputError, load_images
 from refine.cli.run_cmd import parse_backends
-from refine.settings import default
 
 
 def _fmt(x: float | None) -> str:
@@ -102,9 +101,20 @@ def score_cmd(
     activity: str = typer.Option(..., "--activity", help="The activity the images show."),
     country: str = typer.Option(..., "--country", help="The country they should show."),
     refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
+    reference_images: Path = typer.Option(
+        None,
+        "--reference-images",
+        help="A folder of real photos: EXAG as the paper defines it (reference-yes).",
+    ),
     profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    tau: float = typer.Option(default("tau"), "--tau", min=0.01, max=0.99, help="Match threshold."),
+    tau: float = typer.Option(
+        None,
+        "--tau",
+        min=0.01,
+        max=0.99,
+        help="Match threshold on cosine similarity (default: the profile's, for its observer).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
     """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them."""
@@ -115,12 +125,17 @@ def score_cmd(
     loaded = load_images(images)
     try:
         refs = settings.references(activity, country, refs_file)
+        refs = settings.with_reference_images(refs, reference_images)
     except settings.SettingsError as err:
-        raise UserInputError(str(err)) from err
+        raise UserInputError(f"--{err.field.replace('_', '-')}: {err.message}") from err
     try:
         backends = Backends(profile, parse_backends(backend))
     except ValueError as err:
         raise UserInputError(f"--profile/--backend: {err}") from err
+    if tau is None:
+        tau, source = backends.tau()
+        if not as_json:
+            typer.echo(f"tau {tau:g} ({source})", err=True)
     assessor = Assessor(backends)
     rows = []
     for path, image in zip(images, loaded, strict=True):

@@ -164,9 +164,11 @@ OPTION_OF = {
     "margin": "--margin",
     "max_drift": "--max-drift",
     "edit_from": "--edit-from",
+    "tau": "--tau",
     "image": "--image",
     "input_image": "--image",
     "refs": "--refs",
+    "reference_images": "--reference-images",
     "instructions": "--instruction",
     "backends": "--backend",
     "budget_seconds": "--budget-seconds",
@@ -223,7 +225,19 @@ def run_cmd(
         default("max_drift"), "--max-drift", min=0.0, help="Largest 1 - cosine."
     ),
     edit_from: str = typer.Option(default("edit_from"), "--edit-from", help="best or original."),
+    tau: float = typer.Option(
+        None,
+        "--tau",
+        min=0.01,
+        max=0.99,
+        help="Match threshold on cosine similarity (default: the profile's, for its observer).",
+    ),
     refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
+    reference_images: Path = typer.Option(
+        None,
+        "--reference-images",
+        help="A folder of real photos: EXAG as the paper defines it (reference-yes).",
+    ),
     image: Path = typer.Option(None, "--image", help="Refine this image instead of generating."),
     instruction: list[str] = typer.Option([], "--instruction", help="ROUND=TEXT, your own."),
     budget_s: float = typer.Option(None, "--budget-seconds", help="Wall-time budget."),
@@ -299,6 +313,7 @@ def run_cmd(
             "margin": margin,
             "max_drift": max_drift,
             "edit_from": edit_from,
+            "tau": tau,
             "image": image,
             "budget_seconds": budget_s,
             "budget_calls": budget_calls,
@@ -316,6 +331,7 @@ def run_cmd(
                 refs = settings.references(activity, country, refs_file)
             else:
                 refs = resolve_references(activity, country, profile, build_refs)
+            refs = settings.with_reference_images(refs, reference_images)
         except settings.SettingsError as err:
             raise settings_error(err) from err
         try:
