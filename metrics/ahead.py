@@ -31,6 +31,7 @@ Conventions (seed paper "Culture in Action", Sec. 3.2 and A.3):
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import chain
@@ -517,7 +518,11 @@ def exaggeration(
 
 
 def faithfulness(align: float, hal: float, exag: float) -> float:
-    """FAITH = mean(ALIGN, 1 - HAL, 1 - EXAG)."""
+    """FAITH = mean(ALIGN, 1 - HAL, 1 - EXAG); each a number in [0, 1]."""
+    for name, value in (("ALIGN", align), ("HAL", hal), ("EXAG", exag)):
+        ok = isinstance(value, numbers.Real) and math.isfinite(value)
+        if not (ok and -1e-9 <= value <= 1 + 1e-9):
+            raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
     return (align + (1.0 - hal) + (1.0 - exag)) / 3.0
 
 

@@ -102,6 +102,8 @@ def diversity(labels: Sequence[str], scores: Sequence[Sequence[float]]) -> dict[
         raise ValueError("scores must be a non-empty list of rows, one per image")
     if rows.shape[1] != len(labels):
         raise ValueError(f"each row must hold {len(labels)} scores (one per label)")
+    if not np.isfinite(rows).all():
+        raise ValueError("scores contain NaN or infinite values")
     if ((rows < 1) | (rows > 5)).any():
         raise ValueError("scores must lie in 1..5")
     n = rows.shape[0]

@@ -19,6 +19,7 @@ normalises by sample size: items are split into consecutive groups of ``group_si
 from __future__ import annotations
 
 import math
+import numbers
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,14 +42,14 @@ def _entropy_order(eigenvalues: torch.Tensor, q: float) -> float:
     """Vendi of order q from the eigenvalues of K/n (which sum to 1)."""
     import torch
 
+    if not isinstance(q, numbers.Real) or math.isnan(q) or q < 0:
+        raise ValueError(f"the order q must be a number >= 0, got {q!r}")
     lam = eigenvalues[eigenvalues > 1e-12]
     lam = lam / lam.sum()
     if math.isinf(q):
         return float(1.0 / lam.max())
     if q == 1:
         return float(torch.exp(-(lam * torch.log(lam)).sum()))
-    if q < 0:
-        raise ValueError(f"the order q must be >= 0, got {q}")
     return float(torch.exp(torch.log((lam**q).sum()) / (1.0 - q)))
 
 

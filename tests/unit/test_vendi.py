@@ -91,3 +91,27 @@ def test_bad_inputs():
         vendi.vendi_from_embeddings(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="quality"):
         vendi.quality_weighted(1.0, [])
+
+
+def test_the_python_api_refuses_nan_and_out_of_range_input():
+    """As the command line does: NaN orders, NaN or out-of-range scores are errors."""
+    import math
+
+    import numpy as np
+    import pytest
+
+    from metrics.ahead import faithfulness
+    from metrics.caire import diversity
+    from metrics.vendi import vendi_from_embeddings
+
+    x = np.eye(3)
+    for q in (math.nan, -1.0, "2"):
+        with pytest.raises(ValueError, match="the order q must be a number >= 0"):
+            vendi_from_embeddings(x, q=q)
+    assert vendi_from_embeddings(x, q=np.float32(2.0)) == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        diversity(["Iran", "Turkey"], [[1.0, math.nan], [2.0, 3.0]])
+    for bad in (math.nan, 1.5, -0.1):
+        with pytest.raises(ValueError, match="must be a number in \\[0, 1\\]"):
+            faithfulness(0.5, bad, 0.2)
+    assert faithfulness(np.float32(0.5), 0.5, 0.5) == pytest.approx(0.5)
