@@ -123,7 +123,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                 bar = gr.HTML(adapters.progress_bar(0, "not started"), elem_id="progress-bar")
                 stage = gr.Textbox(label="stage", interactive=False, elem_id="stage")
                 progress = gr.Textbox(
-                    label="so far", interactive=False, elem_id="progress", max_lines=2
+                    label="so far", interactive=False, elem_id="progress", max_lines=5
                 )
                 # references: where they come from, or a way to build them here
                 refs_note = gr.Markdown(

@@ -127,7 +127,10 @@ def score_cmd(
         refs = settings.references(activity, country, refs_file)
         refs = settings.with_reference_images(refs, reference_images)
     except settings.SettingsError as err:
-        raise UserInputError(f"--{err.field.replace('_', '-')}: {err.message}") from err
+        where = f"--{err.field.replace('_', '-')}"
+        if err.field == "refs" and not refs_file:
+            where = "--activity/--country"
+        raise UserInputError(f"{where}: {err.message}") from err
     try:
         backends = Backends(profile, parse_backends(backend))
     except ValueError as err:

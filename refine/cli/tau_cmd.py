@@ -32,7 +32,9 @@ def histogram(values: list[float], bins: int = BINS, width: int = 40) -> list[st
 
 
 def calibrate_tau_cmd(
-    images: list[Path] = typer.Argument(..., help="Real photos of the activity in the country."),
+    images: list[Path] = typer.Argument(
+        ..., help="Real photos of the activity in the country (files or folders)."
+    ),
     activity: str = typer.Option(..., "--activity", help="What the photos show."),
     country: str = typer.Option(..., "--country", help="Where they were taken."),
     refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
@@ -54,12 +56,24 @@ def calibrate_tau_cmd(
     from refine.backends.selection import Backends
     from refine.cli.run_cmd import parse_backends
     from refine.profiles import load_profile
+    from refine.settings import IMAGE_TYPES
 
+    # a folder stands for the photos in it
+    images = [
+        q
+        for p in images
+        for q in (
+            sorted(x for x in p.iterdir() if x.suffix.lower() in IMAGE_TYPES) if p.is_dir() else [p]
+        )
+    ]
+    if not images:
+        raise UserInputError("IMAGES: no .png, .jpg, .jpeg or .webp photos given")
     loaded = load_images(images)
     try:
         refs = settings.references(activity, country, refs_file)
     except settings.SettingsError as err:
-        raise UserInputError(f"--refs: {err.message}") from err
+        where = "--refs" if refs_file else "--activity/--country"
+        raise UserInputError(f"{where}: {err.message}") from err
     try:
         backends = Backends(profile, parse_backends(backend))
         base = load_profile(profile)
