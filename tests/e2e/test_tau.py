@@ -79,6 +79,11 @@ def test_calibrate_tau_prints_the_percentile_and_writes_a_profile(
     assert run["spec"]["tau"] == p.tau
     assert run["tau_source"].startswith("profile calibrated: refine calibrate-tau")
     assert run["rounds"][0]["candidates"][0]["scores"]["tau"] == p.tau
+    # a folder stands for its photos; an activity the pack lacks names the options
+    folder = cli("calibrate-tau", str(tmp_path / "real"), "--activity", ACT, "--country", "Iran")
+    assert folder.stdout.startswith(f"tau = {doc['tau']:.4f} ")
+    lost = cli("calibrate-tau", str(real[0]), "--activity", "x y z", "--country", COUNTRY)
+    assert lost.returncode == 2 and lost.stderr.startswith("error: --activity/--country: ")
     # the text output: the value and a histogram of the similarities
     text = cli("calibrate-tau", str(real[0]), "--activity", ACT, "--country", COUNTRY)
     assert text.returncode == 0, text.stderr
