@@ -14,6 +14,7 @@ import io
 import json
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from refine import views
 from refine.records import LanguageImage, Round, Run
@@ -497,3 +498,182 @@ def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, html)
     return target
+
+
+# -- benchmark leaderboard -------------------------------------------------------------
+
+
+def _interval_text(stat: dict[str, Any]) -> str:
+    mean, iv = stat.get("mean"), stat.get("interval")
+    if mean is None:
+        return "n/a"
+    return f"{mean:.3f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")
+
+
+def _bars(rows: list[tuple[str, float | None, Any]], width: int = 680) -> str:
+    """Horizontal bars with 95% intervals: (label, mean, (lo, hi) or None), values 0..1."""
+    left, bar_h, gap = 260, 16, 6
+    height = len(rows) * (bar_h + gap) + 24
+    scale = width - left - 20
+    parts = [
+        f'<svg class="bars" width="100%" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label="FAITH per country and generator">'
+    ]
+    for i, (label, mean, iv) in enumerate(rows):
+        y = 8 + i * (bar_h + gap)
+        parts.append(
+            f'<text x="{left - 6}" y="{y + bar_h - 4}" font-size="11" text-anchor="end">'
+            f"{escape(label)}</text>"
+        )
+        if mean is None:
+            continue
+        colour = PALETTE[i % len(PALETTE)]
+        parts.append(
+            f'<rect x="{left}" y="{y}" width="{scale * mean:.1f}" height="{bar_h}" '
+            f'fill="{colour}" data-label="{escape(label)}" data-mean="{mean:.6f}"/>'
+        )
+        if iv:
+            x0, x1, cy = left + scale * iv[0], left + scale * iv[1], y + bar_h / 2
+            parts.append(
+                f'<line x1="{x0:.1f}" x2="{x1:.1f}" y1="{cy}" y2="{cy}" stroke="#1f2328" '
+                f'stroke-width="2"/>'
+            )
+        parts.append(
+            f'<text x="{left + scale * mean + 4:.1f}" y="{y + bar_h - 4}" font-size="11">'
+            f"{mean:.3f}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _scatter(points: dict[str, list[tuple[float, float]]], width: int = 680) -> str:
+    """FAITH (x, 0..1) against Vendi (y) per prompt, one colour per generator."""
+    height, pad = 300, 40
+    ys = [y for pts in points.values() for _, y in pts] or [1.0]
+    top = max(ys) * 1.1 or 1.0
+    parts = [
+        f'<svg class="scatter" width="100%" viewBox="0 0 {width} {height}" role="img" '
+        'aria-label="FAITH against Vendi per prompt">',
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - 10}" y2="{height - pad}" '
+        'stroke="#8c959f"/>',
+        f'<line x1="{pad}" y1="10" x2="{pad}" y2="{height - pad}" stroke="#8c959f"/>',
+        f'<text x="{width / 2}" y="{height - 8}" font-size="12" text-anchor="middle">'
+        "FAITH (prompt mean)</text>",
+        f'<text x="12" y="{height / 2}" font-size="12" transform="rotate(-90 12 {height / 2})" '
+        'text-anchor="middle">Vendi of the prompt\'s images</text>',
+    ]
+    for i, (gen, pts) in enumerate(points.items()):
+        colour = PALETTE[i % len(PALETTE)]
+        for x, y in pts:
+            cx = pad + (width - pad - 10) * x
+            cy = height - pad - (height - pad - 10) * (y / top)
+            parts.append(
+                f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="{colour}" '
+                f'data-generator="{escape(gen)}" data-faith="{x:.6f}" data-vendi="{y:.6f}"/>'
+            )
+        parts.append(
+            f'<text x="{width - 200}" y="{20 + 14 * i}" font-size="12" fill="{colour}">'
+            f"\u25cf {escape(gen)}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _raw(x: float | None) -> str:
+    return "" if x is None else f"{x:.6f}"
+
+
+def _paired_row(p: dict[str, Any]) -> str:
+    iv = p["interval"]
+    interval = "n/a" if not iv else f"[{iv[0]:.4f}, {iv[1]:.4f}]"
+    share = "n/a" if p["share_improved"] is None else f"{100 * p['share_improved']:.0f}%"
+    return (
+        f"<tr><td>{escape(p['other'])} vs {escape(p['base'])}</td><td>{p['prompts']}</td>"
+        f'<td data-metric="mean_difference" data-mean="{_raw(p["mean_difference"])}">'
+        f"{_num(p['mean_difference'], 4)}</td><td>{interval}</td><td>{share}</td></tr>"
+    )
+
+
+def render_bench_leaderboard(
+    folder: str | Path, summary: dict[str, Any], cells: list[dict[str, Any]]
+) -> str:
+    """One self-contained HTML page: the leaderboard with intervals, FAITH per country,
+    FAITH against Vendi per prompt, the paired comparison, the best and worst images."""
+    from refine.bench import METRICS, PROMPT_METRICS, cell_mean
+
+    folder = Path(folder)
+    names = list(summary["generators"])
+    ranked = sorted(names, key=lambda g: -(summary["generators"][g]["faith"]["mean"] or -1.0))
+    head = "".join(
+        f"<th>{m.upper() if m in METRICS else m}</th>" for m in (*METRICS, *PROMPT_METRICS)
+    )
+    rows = []
+    for g in ranked:
+        s = summary["generators"][g]
+        cells_html = "".join(
+            f'<td data-generator="{escape(g)}" data-metric="{m}" '
+            f'data-mean="{_raw(s[m]["mean"])}">{escape(_interval_text(s[m]))}</td>'
+            for m in (*METRICS, *PROMPT_METRICS)
+        )
+        rows.append(
+            f"<tr><td>{escape(g)}</td><td>{s['prompts']}</td><td>{s['images']}</td>"
+            f"{cells_html}</tr>"
+        )
+    table = (
+        '<table class="leaderboard"><tr><th>generator</th><th>prompts</th><th>images</th>'
+        f"{head}</tr>{''.join(rows)}</table>"
+    )
+    bars = []
+    for country in sorted({c for g in names for c in summary["countries"][g]}):
+        for g in names:
+            stat = summary["countries"][g].get(country)
+            if stat:
+                bars.append(
+                    (f"{country} \u00b7 {g}", stat["faith"]["mean"], stat["faith"]["interval"])
+                )
+    points = {
+        g: [
+            (cell_mean(c, "faith"), c["vendi"])
+            for c in cells
+            if c["generator"] == g and cell_mean(c, "faith") is not None
+        ]
+        for g in names
+    }
+    paired = "".join(_paired_row(p) for p in summary["paired"])
+    paired_html = (
+        "<h2>Paired comparison (FAITH, same prompts and seeds)</h2><table><tr><th>pair</th>"
+        "<th>prompts</th><th>mean difference</th><th>95% interval</th><th>prompts improved</th>"
+        f"</tr>{paired}</table>"
+        if paired
+        else ""
+    )
+    extremes = []
+    for country in sorted({c["country"] for c in cells}):
+        images = [
+            (im["faith"], c["generator"], c["activity"], im)
+            for c in cells
+            if c["country"] == country
+            for im in c["images"]
+            if im["faith"] is not None
+        ]
+        if not images:
+            continue
+        images.sort(key=lambda t: t[0])
+        figs = []
+        for label, (faith, gen, act, im) in (("worst", images[0]), ("best", images[-1])):
+            caption = f"{label}: {gen}, {act}, seed {im['seed']}, FAITH {faith:.3f}"
+            figs.append(
+                f"<figure>{_image_tag(folder / im['file'], caption)}"
+                f"<figcaption>{escape(caption)}</figcaption></figure>"
+            )
+        extremes.append(f'<h3>{escape(country)}</h3><div class="imgs">{"".join(figs)}</div>')
+    scorer = ", ".join(f"{r} {n}" for r, n in summary.get("scorer", {}).items())
+    tau = f"tau {summary.get('tau')} ({summary.get('tau_source', '')})"
+    body = (
+        f'<p class="muted">{len(cells)} prompt cells; every image scored by one scorer: '
+        f"{escape(scorer)}; {escape(tau)}; intervals: 95% bootstrap over prompts.</p>"
+        f"<h2>Leaderboard</h2>{table}<h2>FAITH per country</h2>{_bars(bars)}"
+        f"<h2>FAITH against diversity (Vendi) per prompt</h2>{_scatter(points)}"
+        f"{paired_html}<h2>Best and worst images per country</h2>{''.join(extremes)}"
+    )
+    return _document("Benchmark: cultural faithfulness of generators", body)

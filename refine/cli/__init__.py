@@ -15,6 +15,7 @@ import typer
 
 from refine import __version__
 from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
+from refine.cli.bench_cmd import bench_cmd
 from refine.cli.caire_cmd import caire_app
 from refine.cli.inputs import UserInputError
 from refine.cli.metrics_cmd import metrics_app
@@ -31,6 +32,7 @@ app = typer.Typer(
         "HTML report of a run or batch; 'app' serves the Gradio app; 'refs' shows reference "
         "descriptors; 'caire' builds knowledge bases and rates cultural relevance 1-5; 'sos' "
         "builds multilingual image banks and reports where language outweighs culture; "
+        "'bench' compares generators on the CULTIVate catalog; "
         "'models download' fetches a profile's weights ahead of time; 'calibrate-tau' sets the "
         "match threshold for an observer from real photos; "
         "'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
@@ -50,6 +52,7 @@ app.command("batch")(batch_cmd)
 app.command("score")(score_cmd)
 app.command("report")(report_cmd)
 app.command("calibrate-tau")(calibrate_tau_cmd)
+app.command("bench")(bench_cmd)
 
 
 @app.command("backends")

@@ -120,6 +120,8 @@ class World:
     prompts: list[str] = field(default_factory=list)  # the judge's rating prompts, in order
     # a prompt containing one of these texts generates that colour (first match wins)
     generate_for: dict = field(default_factory=dict)
+    # an image model's name -> the colour it always draws (two generators to compare)
+    generate_by_model: dict = field(default_factory=dict)
     translations: list[str] = field(default_factory=list)  # the prompts asked to translate
     # answer log-probability requests with HTTP 400 "Logprobs is not enabled", as many
     # current models do; sampled judge requests are answered per seed (see below)
@@ -164,7 +166,11 @@ class World:
                 self.refs_asked.append(key)
                 return 200, text_answer(json.dumps(self.refs[key]))
         if kind == "generate":
-            colour = next((c for key, c in self.generate_for.items() if key in text), None)
+            model = path.rsplit("/", 1)[-1].split(":")[0]
+            colour = self.generate_by_model.get(model)
+            colour = colour or next(
+                (c for key, c in self.generate_for.items() if key in text), None
+            )
             return 200, image_answer(png_bytes(colour or self.generate, self.size))
         asked = re.search(r"prompt into (\w+)\. .*?Prompt: (.+?)\n", text, re.S)
         if asked:  # a translation: "[French] the prompt"

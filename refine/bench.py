@@ -1,0 +1,370 @@
+"""Benchmark mode: compare generators the way the AHEaD paper does, on a slice of the
+bundled CULTIVate catalog.
+
+Every generator draws ``images_per_prompt`` images (the same seeds) for every (activity,
+country) prompt; one fixed scorer (the profile's observer, judge and embedders) observes
+and scores them all, so generators are compared on equal terms. Per prompt: ALIGN, HAL,
+EXAG and FAITH per image and their means, pooled ALIGN, DDIV and SDIV over the prompt's
+images, the Vendi score of their image embeddings and its quality-weighted form (quality =
+FAITH). Aggregates per generator and per generator and country come with 95% bootstrap
+intervals over prompts; the first generator is compared with each other one on the same
+prompts and seeds (mean FAITH difference, its interval, share of prompts improved).
+
+A bench folder holds ``cells.jsonl`` (one line per generator and prompt, appended and
+synced as each is done: a bench killed half-way goes on from the next cell with
+``--resume``, and adding a generator reuses the cells done), the images, and the outputs
+``bench.json``, ``rows.csv`` (one row per image, for pandas or an HF dataset) and
+``bench.html`` (a self-contained leaderboard).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from refine.store import atomic_write_text, slug
+
+METRICS = ("faith", "align", "hal", "exag")
+PROMPT_METRICS = ("pooled_align", "ddiv", "sdiv", "vendi", "qvendi")
+BOOTSTRAP = 1000
+
+
+@dataclass
+class BenchPlan:
+    generators: list[str]  # generator backend names ("gemini:...", "diffusers:...")
+    prompts: list[tuple[str, str]]  # (activity, country)
+    images_per_prompt: int = 2
+    seed: int = 42
+    tau: float | None = None  # None: the scorer profile's
+    profile: str = "gemini"
+    backends: dict[str, str] = field(default_factory=dict)  # the scorer's overrides
+
+    def check(self) -> None:
+        if not self.generators:
+            raise ValueError("name at least one generator")
+        if len(set(self.generators)) != len(self.generators):
+            raise ValueError("a generator is named twice")
+        if not self.prompts:
+            raise ValueError("no prompts: the countries and activities given leave none")
+        if self.images_per_prompt < 1:
+            raise ValueError("images per prompt must be at least 1")
+
+
+def plan_prompts(
+    countries: Sequence[str] = (),
+    activities: Sequence[str] = (),
+    sample: int | None = None,
+    seed: int = 42,
+) -> list[tuple[str, str]]:
+    """(activity, country) pairs the bundled pack holds reference descriptors for: of the
+    countries named (default: every country with descriptors), the activities named
+    (default: all of them), then ``sample`` of those drawn with ``seed``."""
+    from refine.references import load_pack
+
+    pack = load_pack()
+    keys = []
+    for name in countries:
+        key = pack.country_key(name)
+        if key is None:
+            raise ValueError(
+                f"the pack has no country {name!r} (countries: {', '.join(pack.countries)})"
+            )
+        keys.append(key)
+    if not keys:
+        keys = list(pack.countries)
+    wanted = {a.casefold() for a in activities}
+    out = []
+    for key in keys:
+        for act, entry in pack.countries[key]["activities"].items():
+            if entry.get("descriptors") and (not wanted or act.casefold() in wanted):
+                out.append((act, key))
+    if wanted:
+        found = {a.casefold() for a, _ in out}
+        missing = sorted(wanted - found)
+        if missing:
+            raise ValueError(
+                f"no reference descriptors for {missing[0]!r} in {', '.join(keys)}; "
+                "`refine refs list --country C` lists the activities"
+            )
+    if sample is not None and sample < len(out):
+        out = sorted(random.Random(seed).sample(out, sample), key=lambda p: (p[1], p[0]))
+    return out
+
+
+class BenchStore:
+    """A bench folder: ``cells.jsonl`` appended cell by cell, images under ``images/``."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.dir = Path(folder)
+        self.cells_path = self.dir / "cells.jsonl"
+
+    def cells(self) -> list[dict[str, Any]]:
+        if not self.cells_path.is_file():
+            return []
+        out = []
+        for line in self.cells_path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:  # a line cut by a kill: done again
+                    continue
+        return out
+
+    def append(self, cell: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        cut = False  # a line a kill left unfinished: the new cell starts on a line of its own
+        if self.cells_path.is_file() and self.cells_path.stat().st_size:
+            with open(self.cells_path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                cut = f.read(1) != b"\n"
+        with open(self.cells_path, "a", encoding="utf-8") as f:
+            f.write(("\n" if cut else "") + json.dumps(cell, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def image_path(self, generator: str, activity: str, country: str, seed: int) -> Path:
+        name = f"{slug(country, 30)}--{slug(activity, 60)}--s{seed}.png"
+        return self.dir / "images" / slug(generator, 80) / name
+
+
+def cell_key(cell: dict[str, Any]) -> tuple[str, str, str, tuple[int, ...]]:
+    return cell["generator"], cell["activity"], cell["country"], tuple(cell["seeds"])
+
+
+def run_bench(
+    plan: BenchPlan,
+    out: str | Path,
+    backend_options: dict[str, dict[str, Any]] | None = None,
+    instances: dict[str, Any] | None = None,
+    on_event: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Make, score and summarise every cell of ``plan`` not done yet in ``out``; returns
+    the summary (also written as bench.json, rows.csv and bench.html)."""
+    from metrics.ahead import score_pooled
+    from metrics.vendi import quality_weighted, vendi_from_embeddings
+    from refine.assess import Assessor
+    from refine.assets import prompt_template
+    from refine.backends.selection import Backends
+    from refine.references import find_references
+
+    plan.check()
+    emit = on_event or (lambda line: None)
+    store = BenchStore(out)
+    scorer = Backends(plan.profile, plan.backends, backend_options, instances)
+    tau, tau_source = (plan.tau, "given") if plan.tau is not None else scorer.tau()
+    # every model loads (or is checked with its API) before the first image is paid for
+    scorer.preflight(["observer", "judge", "text_embedder", "image_embedder"])
+    for name in plan.generators:
+        generator = scorer.named("generator", name)
+        check = getattr(generator, "verify", None) or getattr(generator, "load", None)
+        if callable(check):
+            check()
+    assessor = Assessor(scorer)
+    seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
+    done = {cell_key(c) for c in store.cells()}
+    todo = [
+        (g, a, c)
+        for g in plan.generators
+        for a, c in plan.prompts
+        if (g, a, c, tuple(seeds)) not in done
+    ]
+    total = len(plan.generators) * len(plan.prompts)
+    emit(f"bench in {store.dir}: {len(todo)} of {total} cell(s) to do")
+    for n, (gen_name, act, country) in enumerate(todo, 1):
+        refs = find_references(act, country)
+        generator = scorer.named("generator", gen_name)
+        prompt = prompt_template("generate").strip().format(activity=act, country=country)
+        images = generator.generate(prompt, seeds)
+        files = []
+        for s, image in zip(seeds, images, strict=True):
+            path = store.image_path(gen_name, act, country, s)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            image.save(path)
+            files.append(str(path.relative_to(store.dir)))
+        assessed = assessor.assess_many(images, refs, tau)
+        observed = [a.observed for a in assessed]
+        with scorer.using("text_embedder") as embedder:
+            pooled = score_pooled(refs.descriptors, observed, embedder, tau)
+        with scorer.using("image_embedder") as embedder:
+            emb = embedder.encode_images(images).float().cpu().numpy()
+        faiths = [a.scores.faith for a in assessed]
+        vendi = vendi_from_embeddings(emb)
+        cell = {
+            "generator": gen_name,
+            "activity": act,
+            "country": country,
+            "prompt": prompt,
+            "seeds": seeds,
+            "tau": tau,
+            "images": [
+                {
+                    "file": f,
+                    "seed": s,
+                    "observed": a.observed,
+                    **{m: getattr(a.scores, m) for m in METRICS},
+                    "exag_variant": a.scores.exag_variant,
+                }
+                for f, s, a in zip(files, seeds, assessed, strict=True)
+            ],
+            "pooled_align": pooled.pooled.align,
+            "ddiv": pooled.ddiv,
+            "sdiv": pooled.sdiv,
+            "vendi": vendi,
+            "qvendi": quality_weighted(vendi, faiths),
+            "embeddings": emb.tolist(),
+            "image_embedder": scorer.ids().get("image_embedder", ""),
+        }
+        store.append(cell)
+        mean = sum(faiths) / len(faiths)
+        emit(
+            f"[{n}/{len(todo)}] {gen_name}: {act} ({country}): FAITH {mean:.3f}, Vendi {vendi:.2f}"
+        )
+    cells = [c for c in store.cells() if cell_key(c)[:3] in _wanted(plan) and c["seeds"] == seeds]
+    summary = summarise(cells, plan.generators, seed=plan.seed)
+    summary.update(
+        {
+            "profile": plan.profile,
+            "scorer": scorer.ids(),
+            "tau": tau,
+            "tau_source": tau_source,
+            "images_per_prompt": plan.images_per_prompt,
+            "seeds": seeds,
+            "prompts": [list(p) for p in plan.prompts],
+        }
+    )
+    write_outputs(store, summary, cells)
+    emit(f"written: {store.dir / 'bench.json'}, rows.csv, bench.html")
+    return summary
+
+
+def _wanted(plan: BenchPlan) -> set[tuple[str, str, str]]:
+    return {(g, a, c) for g in plan.generators for a, c in plan.prompts}
+
+
+# -- statistics ----------------------------------------------------------------------
+
+
+def bootstrap_interval(
+    values: Sequence[float], seed: int = 42, reps: int = BOOTSTRAP
+) -> tuple[float, float] | None:
+    """The 95% percentile bootstrap interval of the mean (None with fewer than two values):
+    ``reps`` resamples with replacement, drawn with ``numpy.random.default_rng(seed)``."""
+    import numpy as np
+
+    x = np.asarray([v for v in values if v is not None], dtype=float)
+    if x.size < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(reps, x.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return sum(got) / len(got) if got else None
+
+
+def cell_mean(cell: dict[str, Any], metric: str) -> float | None:
+    """A prompt's mean of a per-image metric (or its prompt-level value)."""
+    if metric in PROMPT_METRICS:
+        return cell.get(metric)
+    return _mean([im[metric] for im in cell["images"]])
+
+
+def summarise(
+    cells: list[dict[str, Any]], generators: Sequence[str], seed: int = 42
+) -> dict[str, Any]:
+    """Per generator and per generator and country: each metric's mean over prompts
+    (per-image metrics averaged within a prompt first) and its bootstrap interval; the
+    first generator against each other one on their common prompts."""
+    out: dict[str, Any] = {"generators": {}, "countries": {}, "paired": []}
+    for g in generators:
+        mine = [c for c in cells if c["generator"] == g]
+        out["generators"][g] = _stats(mine, seed)
+        by_country: dict[str, Any] = {}
+        for country in sorted({c["country"] for c in mine}):
+            by_country[country] = _stats([c for c in mine if c["country"] == country], seed)
+        out["countries"][g] = by_country
+    base = generators[0] if generators else None
+    for other in generators[1:]:
+        a = {
+            (c["activity"], c["country"]): cell_mean(c, "faith")
+            for c in cells
+            if c["generator"] == base
+        }
+        b = {
+            (c["activity"], c["country"]): cell_mean(c, "faith")
+            for c in cells
+            if c["generator"] == other
+        }
+        common = sorted(k for k in a if k in b and a[k] is not None and b[k] is not None)
+        diffs = [b[k] - a[k] for k in common]
+        out["paired"].append(
+            {
+                "base": base,
+                "other": other,
+                "metric": "faith",
+                "prompts": len(common),
+                "mean_difference": _mean(diffs),
+                "interval": bootstrap_interval(diffs, seed),
+                "share_improved": (sum(d > 0 for d in diffs) / len(diffs)) if diffs else None,
+            }
+        )
+    return out
+
+
+def _stats(cells: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"prompts": len(cells), "images": sum(len(c["images"]) for c in cells)}
+    for metric in (*METRICS, *PROMPT_METRICS):
+        values = [cell_mean(c, metric) for c in cells]
+        row[metric] = {"mean": _mean(values), "interval": bootstrap_interval(values, seed)}
+    return row
+
+
+# -- outputs -------------------------------------------------------------------------
+
+ROW_FIELDS = (
+    "generator",
+    "activity",
+    "country",
+    "seed",
+    "file",
+    *METRICS,
+    "exag_variant",
+    "pooled_align",
+    "ddiv",
+    "sdiv",
+    "vendi",
+    "qvendi",
+)
+
+
+def write_outputs(store: BenchStore, summary: dict[str, Any], cells: list[dict[str, Any]]) -> None:
+    import io
+
+    atomic_write_text(store.dir / "bench.json", json.dumps(summary, indent=1))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=ROW_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for c in cells:
+        for im in c["images"]:
+            writer.writerow(
+                {
+                    "generator": c["generator"],
+                    "activity": c["activity"],
+                    "country": c["country"],
+                    **{k: im[k] for k in ("seed", "file", *METRICS, "exag_variant")},
+                    **{k: c[k] for k in PROMPT_METRICS},
+                }
+            )
+    atomic_write_text(store.dir / "rows.csv", buf.getvalue())
+    from refine.report import render_bench_leaderboard
+
+    atomic_write_text(store.dir / "bench.html", render_bench_leaderboard(store.dir, summary, cells))

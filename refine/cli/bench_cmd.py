@@ -1,0 +1,89 @@
+"""``refine bench``: compare generators on a slice of the CULTIVate catalog."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from refine.cli.inputs import UserInputError
+
+
+def bench_cmd(
+    generator: list[str] = typer.Option(
+        [], "--generator", help="A generator to compare (repeatable); default: the profile's."
+    ),
+    profile: str = typer.Option(
+        "gemini", "--profile", help="The scorer's profile: observer, judge, embedders."
+    ),
+    backend: list[str] = typer.Option([], "--backend", help="Override a scorer role: ROLE=NAME."),
+    countries: str = typer.Option(
+        None, "--countries", help='Countries, e.g. "Iran,India" (default: all with references).'
+    ),
+    activity: list[str] = typer.Option(
+        [], "--activity", help="An activity (repeatable; default: all with references)."
+    ),
+    sample: int = typer.Option(None, "--sample", min=1, help="Draw this many prompts."),
+    images: int = typer.Option(2, "--images-per-prompt", min=1, help="Seeds per prompt."),
+    seed: int = typer.Option(42, "--seed", help="First seed (and the sample's and intervals')."),
+    tau: float = typer.Option(
+        None, "--tau", min=0.01, max=0.99, help="Match threshold (default: the profile's)."
+    ),
+    out: Path = typer.Option(
+        Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print bench.json."),
+) -> None:
+    """Benchmark generators the way the AHEaD paper does: every generator draws the same
+    seeds for every prompt; one scorer observes and scores all images (ALIGN, HAL, EXAG,
+    FAITH, DDIV, SDIV, Vendi); means with 95% bootstrap intervals per generator and
+    country, a paired comparison, bench.json, rows.csv and an HTML leaderboard."""
+    from refine.bench import BenchPlan, plan_prompts, run_bench
+    from refine.cli.run_cmd import parse_backends
+    from refine.profiles import load_profile
+    from refine.settings import split_list
+
+    try:
+        names = list(generator) or [load_profile(profile).backend("generator")]
+        prompts = plan_prompts(split_list(countries), activity, sample, seed)
+    except ValueError as err:
+        raise UserInputError(f"--profile/--countries/--activity: {err}") from err
+    plan = BenchPlan(
+        generators=names,
+        prompts=prompts,
+        images_per_prompt=images,
+        seed=seed,
+        tau=tau,
+        profile=profile,
+        backends=parse_backends(backend),
+    )
+    try:
+        plan.check()
+    except ValueError as err:
+        raise UserInputError(f"--generator/--countries/--activity: {err}") from err
+
+    def progress(line: str) -> None:
+        if not as_json:
+            typer.echo(line, err=True)
+
+    summary = run_bench(plan, out, on_event=progress)
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    typer.echo(f"{'generator':40} {'prompts':>7} {'FAITH':>22} {'Vendi':>7}")
+    for name, row in summary["generators"].items():
+        faith = row["faith"]
+        iv = faith["interval"]
+        shown = "n/a" if faith["mean"] is None else f"{faith['mean']:.3f}"
+        if iv:
+            shown += f" [{iv[0]:.3f}, {iv[1]:.3f}]"
+        vendi = row["vendi"]["mean"]
+        typer.echo(f"{name:40} {row['prompts']:>7} {shown:>22} {vendi or 0:7.2f}")
+    for p in summary["paired"]:
+        if p["mean_difference"] is not None:
+            typer.echo(
+                f"{p['other']} - {p['base']}: FAITH {p['mean_difference']:+.4f} over "
+                f"{p['prompts']} prompts, better on {100 * p['share_improved']:.0f}%"
+            )
+    typer.echo(f"leaderboard: {out / 'bench.html'}")

@@ -1,0 +1,172 @@
+"""refine bench: two generators (stand-in Gemini image models drawing different scenes)
+over 2 countries x 2 activities x 2 seeds, every number recomputed by hand from what the
+bench stored; a killed bench goes on; the leaderboard holds the same values."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from metrics.ahead import faithfulness, score_images
+from refine.bench import BenchPlan, BenchStore, plan_prompts, run_bench
+from refine.references import find_references
+from tests.e2e.test_cli_run import cli
+from tests.fakes.gemini_world import GREEN, RED
+
+GENS = ["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"]
+ACTS = ["people eating food at home", "wedding celebration"]
+
+
+@pytest.fixture
+def bench(world, siglip_path, options, tmp_path):
+    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
+    plan = BenchPlan(
+        generators=GENS,
+        prompts=plan_prompts(["Iran", "India"], ACTS),
+        images_per_prompt=2,
+        seed=42,
+        profile="gemini",
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+    )
+    out = tmp_path / "bench"
+    summary = run_bench(plan, out, backend_options=options)
+    return plan, out, summary
+
+
+def by_hand_interval(values, seed=42, reps=1000):
+    rng = np.random.default_rng(seed)
+    x = np.asarray(values, dtype=float)
+    idx = rng.integers(0, x.size, size=(reps, x.size))
+    means = x[idx].mean(axis=1)
+    return tuple(np.percentile(means, [2.5, 97.5]))
+
+
+def entropy(counts):
+    total = sum(counts)
+    if len(counts) < 2 or total == 0:
+        return 0.0
+    return -sum(c / total * math.log(c / total) for c in counts if c) / math.log(len(counts))
+
+
+def test_every_number_recomputed_by_hand(bench, minilm, world):
+    plan, out, summary = bench
+    cells = BenchStore(out).cells()
+    assert len(cells) == 8 and plan.prompts == [
+        ("people eating food at home", "Iran"),
+        ("wedding celebration", "Iran"),
+        ("people eating food at home", "India"),
+        ("wedding celebration", "India"),
+    ]
+    per_gen = {g: [] for g in GENS}
+    for cell in cells:
+        refs = find_references(cell["activity"], cell["country"]).descriptors
+        aligned_counts = {d: [0] * len(v) for d, v in refs.items() if v}
+        singles = []
+        for im in cell["images"]:
+            (s,) = score_images(refs, [im["observed"]], minilm, tau=0.52)
+            assert im["align"] == pytest.approx(s.align, abs=1e-6)
+            assert im["hal"] == pytest.approx(s.hal, abs=1e-6)
+            assert im["faith"] == pytest.approx(faithfulness(s.align, s.hal, im["exag"]), abs=1e-9)
+            assert (out / im["file"]).is_file()
+            singles.append(s.align)
+            for d in aligned_counts:
+                for k, ok in enumerate(s.aligned_mask(d)):
+                    aligned_counts[d][k] += int(ok)
+        ddiv = sum(entropy(c) for c in aligned_counts.values()) / len(aligned_counts)
+        assert cell["ddiv"] == pytest.approx(ddiv, abs=1e-6)
+        merged = {
+            d: sorted({p for im in cell["images"] for p in im["observed"].get(d, [])}) for d in refs
+        }
+        (pooled,) = score_images(refs, [merged], minilm, tau=0.52)
+        assert cell["pooled_align"] == pytest.approx(pooled.align, abs=1e-6)
+        assert cell["sdiv"] == pytest.approx(pooled.align - sum(singles) / len(singles), abs=1e-6)
+        # Vendi: exp of the entropy of the eigenvalues of the cosine kernel over n
+        e = np.asarray(cell["embeddings"], dtype=float)
+        e /= np.linalg.norm(e, axis=1, keepdims=True)
+        lam = np.linalg.eigvalsh(e @ e.T / len(e))
+        lam = lam[lam > 1e-12] / lam[lam > 1e-12].sum()
+        assert cell["vendi"] == pytest.approx(math.exp(-(lam * np.log(lam)).sum()), abs=1e-4)
+        faiths = [im["faith"] for im in cell["images"]]
+        assert cell["qvendi"] == pytest.approx(np.mean(faiths) * cell["vendi"], abs=1e-9)
+        per_gen[cell["generator"]].append(float(np.mean(faiths)))
+    for g in GENS:
+        row = summary["generators"][g]
+        assert row["prompts"] == 4 and row["images"] == 8
+        assert row["faith"]["mean"] == pytest.approx(np.mean(per_gen[g]), abs=1e-9)
+        assert tuple(row["faith"]["interval"]) == pytest.approx(by_hand_interval(per_gen[g]))
+    diffs = [b - a for a, b in zip(per_gen[GENS[0]], per_gen[GENS[1]], strict=True)]
+    (paired,) = summary["paired"]
+    assert paired["mean_difference"] == pytest.approx(np.mean(diffs), abs=1e-9)
+    assert paired["share_improved"] == sum(d > 0 for d in diffs) / 4
+    assert tuple(paired["interval"]) == pytest.approx(by_hand_interval(diffs))
+    # the green scenes score better than the red ones (the fake world's observations)
+    assert paired["mean_difference"] > 0
+    # the tidy table: one row per image
+    rows = list(csv.DictReader((out / "rows.csv").open()))
+    assert len(rows) == 16 and {r["generator"] for r in rows} == set(GENS)
+    assert float(rows[0]["faith"]) == pytest.approx(cells[0]["images"][0]["faith"])
+    # the leaderboard holds the same values
+    html = (out / "bench.html").read_text()
+    for g in GENS:
+        found = re.search(
+            rf'data-generator="{re.escape(g)}" data-metric="faith" data-mean="([0-9.]+)"', html
+        )
+        assert float(found.group(1)) == pytest.approx(summary["generators"][g]["faith"]["mean"])
+    assert html.count("<figure>") == 4  # best and worst per country
+    assert 'class="bars"' in html and 'class="scatter"' in html
+
+
+def test_a_killed_bench_goes_on_and_a_new_generator_reuses_the_rest(
+    bench, world, options, siglip_path
+):
+    plan, out, summary = bench
+    store = BenchStore(out)
+    lines = store.cells_path.read_text().splitlines()
+    store.cells_path.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:40])  # cut mid-line
+    before = world.log.count("generate")
+    again = run_bench(plan, out, backend_options=options)
+    assert world.log.count("generate") - before == 2  # only the lost cell, two seeds
+    assert again["generators"] == summary["generators"]
+    # a third generator: only its cells are made
+    world.generate_by_model["gemini-2.5-flash-image"] = GREEN
+    plan.generators.append("gemini:gemini-2.5-flash-image")
+    before = world.log.count("generate")
+    third = run_bench(plan, out, backend_options=options)
+    assert world.log.count("generate") - before == 8
+    assert third["generators"][GENS[0]] == summary["generators"][GENS[0]]
+    assert len(third["paired"]) == 2
+
+
+def test_bench_from_the_command_line(world, siglip_path, tmp_path):
+    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
+    args = [
+        "bench",
+        "--generator",
+        GENS[0],
+        "--generator",
+        GENS[1],
+        "--countries",
+        "Iran",
+        "--activity",
+        ACTS[0],
+        "--images-per-prompt",
+        "2",
+        "--out",
+        str(tmp_path / "b"),
+        "--backend",
+        f"image_embedder=siglip:{siglip_path}",
+    ]
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert "gemini:gemini-3-pro-image - gemini:gemini-3.1-flash-image: FAITH +" in done.stdout
+    doc = json.loads((tmp_path / "b" / "bench.json").read_text())
+    assert doc["prompts"] == [[ACTS[0], "Iran"]] and doc["tau"] == 0.52
+    bad = cli("bench", "--countries", "Atlantis", "--out", str(tmp_path / "c"))
+    assert bad.returncode == 2 and "no country 'Atlantis'" in bad.stderr
+    bad = cli("bench", "--countries", "France", "--out", str(tmp_path / "c"))
+    assert bad.returncode == 2 and "no prompts" in bad.stderr
