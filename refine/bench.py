@@ -230,7 +230,11 @@ def run_bench(
     summary.update(
         {
             "profile": plan.profile,
-            "scorer": scorer.ids(),
+            "scorer": {
+                r: n
+                for r, n in scorer.ids().items()
+                if r in ("observer", "judge", "text_embedder", "image_embedder")
+            },
             "tau": tau,
             "tau_source": tau_source,
             "images_per_prompt": plan.images_per_prompt,

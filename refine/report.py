@@ -538,8 +538,9 @@ def _bars(rows: list[tuple[str, float | None, Any]], width: int = 680) -> str:
                 f'<line x1="{x0:.1f}" x2="{x1:.1f}" y1="{cy}" y2="{cy}" stroke="#1f2328" '
                 f'stroke-width="2"/>'
             )
+        end = max(mean, iv[1]) if iv else mean
         parts.append(
-            f'<text x="{left + scale * mean + 4:.1f}" y="{y + bar_h - 4}" font-size="11">'
+            f'<text x="{left + scale * end + 4:.1f}" y="{y + bar_h - 4}" font-size="11">'
             f"{mean:.3f}</text>"
         )
     parts.append("</svg>")
@@ -561,6 +562,10 @@ def _scatter(points: dict[str, list[tuple[float, float]]], width: int = 680) -> 
         "FAITH (prompt mean)</text>",
         f'<text x="12" y="{height / 2}" font-size="12" transform="rotate(-90 12 {height / 2})" '
         'text-anchor="middle">Vendi of the prompt\'s images</text>',
+        f'<text x="{pad - 4}" y="{height - pad}" font-size="10" text-anchor="end">0</text>',
+        f'<text x="{pad - 4}" y="16" font-size="10" text-anchor="end">{top:.2f}</text>',
+        f'<text x="{pad}" y="{height - pad + 14}" font-size="10">0</text>',
+        f'<text x="{width - 10}" y="{height - pad + 14}" font-size="10" text-anchor="end">1</text>',
     ]
     for i, (gen, pts) in enumerate(points.items()):
         colour = PALETTE[i % len(PALETTE)]
