@@ -160,8 +160,8 @@ def run_bench(
     tau, tau_source = (plan.tau, "given") if plan.tau is not None else scorer.tau()
     # every model loads (or is checked with its API) before the first image is paid for
     scorer.preflight(["observer", "judge", "text_embedder", "image_embedder"])
-    for name in plan.generators:
-        generator = scorer.named("generator", name)
+    generators = {name: scorer.named("generator", name) for name in plan.generators}
+    for generator in generators.values():
         check = getattr(generator, "verify", None) or getattr(generator, "load", None)
         if callable(check):
             check()
@@ -178,7 +178,7 @@ def run_bench(
     emit(f"bench in {store.dir}: {len(todo)} of {total} cell(s) to do")
     for n, (gen_name, act, country) in enumerate(todo, 1):
         refs = find_references(act, country)
-        generator = scorer.named("generator", gen_name)
+        generator = generators[gen_name]
         prompt = prompt_template("generate").strip().format(activity=act, country=country)
         images = generator.generate(prompt, seeds)
         files = []
