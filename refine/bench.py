@@ -167,7 +167,17 @@ def run_bench(
             check()
     assessor = Assessor(scorer)
     seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
-    done = {cell_key(c) for c in store.cells()}
+    scoring = {
+        r: n
+        for r, n in scorer.ids().items()
+        if r in ("observer", "judge", "text_embedder", "image_embedder")
+    }
+
+    def same_scoring(cell: dict[str, Any]) -> bool:
+        """Made with the same seeds and scored the same way: reusable."""
+        return cell["seeds"] == seeds and cell.get("tau") == tau and cell.get("scorer") == scoring
+
+    done = {cell_key(c) for c in store.cells() if same_scoring(c)}
     todo = [
         (g, a, c)
         for g in plan.generators
@@ -218,23 +228,20 @@ def run_bench(
             "vendi": vendi,
             "qvendi": quality_weighted(vendi, faiths),
             "embeddings": emb.tolist(),
-            "image_embedder": scorer.ids().get("image_embedder", ""),
+            "scorer": scoring,
         }
         store.append(cell)
         mean = sum(faiths) / len(faiths)
         emit(
             f"[{n}/{len(todo)}] {gen_name}: {act} ({country}): FAITH {mean:.3f}, Vendi {vendi:.2f}"
         )
-    cells = [c for c in store.cells() if cell_key(c)[:3] in _wanted(plan) and c["seeds"] == seeds]
+    wanted = _wanted(plan)
+    cells = [c for c in store.cells() if cell_key(c)[:3] in wanted and same_scoring(c)]
     summary = summarise(cells, plan.generators, seed=plan.seed)
     summary.update(
         {
             "profile": plan.profile,
-            "scorer": {
-                r: n
-                for r, n in scorer.ids().items()
-                if r in ("observer", "judge", "text_embedder", "image_embedder")
-            },
+            "scorer": scoring,
             "tau": tau,
             "tau_source": tau_source,
             "images_per_prompt": plan.images_per_prompt,

@@ -140,6 +140,12 @@ def test_a_killed_bench_goes_on_and_a_new_generator_reuses_the_rest(
     assert world.log.count("generate") - before == 8
     assert third["generators"][GENS[0]] == summary["generators"][GENS[0]]
     assert len(third["paired"]) == 2
+    # scored another way (another tau): nothing is reused, nothing is mixed
+    plan.tau = 0.6
+    before = world.log.count("generate")
+    other = run_bench(plan, out, backend_options=options)
+    assert world.log.count("generate") - before == 24 and other["tau"] == 0.6
+    assert all(row["prompts"] == 4 for row in other["generators"].values())
 
 
 def test_bench_from_the_command_line(world, siglip_path, tmp_path):
