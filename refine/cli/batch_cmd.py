@@ -6,7 +6,12 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError, load_images
+from refine.cli.inputs import (
+    UserInputError,
+    load_images,
+    reference_images_option,
+    tau_option,
+)
 from refine.cli.run_cmd import parse_backends
 
 
@@ -101,20 +106,10 @@ def score_cmd(
     activity: str = typer.Option(..., "--activity", help="The activity the images show."),
     country: str = typer.Option(..., "--country", help="The country they should show."),
     refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
-    reference_images: Path = typer.Option(
-        None,
-        "--reference-images",
-        help="A folder of real photos: EXAG as the paper defines it (reference-yes).",
-    ),
+    reference_images: Path = reference_images_option(),
     profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    tau: float = typer.Option(
-        None,
-        "--tau",
-        min=0.01,
-        max=0.99,
-        help="Match threshold on cosine similarity (default: the profile's, for its observer).",
-    ),
+    tau: float = tau_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
     """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them."""

@@ -231,3 +231,27 @@ def load_images(paths: list[Path]) -> list[Any]:
         except (UnidentifiedImageError, OSError) as err:
             raise UserInputError(f"{path}: not an image PIL can read ({err})") from err
     return loaded
+
+
+def tau_option() -> Any:
+    """``--tau`` as ``run`` and ``score`` take it."""
+    import typer
+
+    return typer.Option(
+        None,
+        "--tau",
+        min=0.01,
+        max=0.99,
+        help="Match threshold on cosine similarity (default: the profile's, for its observer).",
+    )
+
+
+def reference_images_option() -> Any:
+    """``--reference-images`` as ``run`` and ``score`` take it."""
+    import typer
+
+    return typer.Option(
+        None,
+        "--reference-images",
+        help="A folder of real photos: EXAG as the paper defines it (reference-yes).",
+    )

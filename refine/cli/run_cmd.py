@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import UserInputError, reference_images_option, tau_option
 from refine.settings import default
 
 refs_app = typer.Typer(
@@ -225,19 +225,9 @@ def run_cmd(
         default("max_drift"), "--max-drift", min=0.0, help="Largest 1 - cosine."
     ),
     edit_from: str = typer.Option(default("edit_from"), "--edit-from", help="best or original."),
-    tau: float = typer.Option(
-        None,
-        "--tau",
-        min=0.01,
-        max=0.99,
-        help="Match threshold on cosine similarity (default: the profile's, for its observer).",
-    ),
+    tau: float = tau_option(),
     refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
-    reference_images: Path = typer.Option(
-        None,
-        "--reference-images",
-        help="A folder of real photos: EXAG as the paper defines it (reference-yes).",
-    ),
+    reference_images: Path = reference_images_option(),
     image: Path = typer.Option(None, "--image", help="Refine this image instead of generating."),
     instruction: list[str] = typer.Option([], "--instruction", help="ROUND=TEXT, your own."),
     budget_s: float = typer.Option(None, "--budget-seconds", help="Wall-time budget."),
