@@ -23,6 +23,7 @@ import csv
 import json
 import os
 import random
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,9 +144,12 @@ def run_bench(
     backend_options: dict[str, dict[str, Any]] | None = None,
     instances: dict[str, Any] | None = None,
     on_event: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Make, score and summarise every cell of ``plan`` not done yet in ``out``; returns
-    the summary (also written as bench.json, rows.csv and bench.html)."""
+    the summary (also written as bench.json, rows.csv and bench.html). ``workers`` cells
+    at a time (API models; local models take turns on the device); the summary is the
+    same for any number of workers."""
     from metrics.ahead import score_pooled
     from metrics.vendi import quality_weighted, vendi_from_embeddings
     from refine.assess import Assessor
@@ -186,11 +190,19 @@ def run_bench(
     ]
     total = len(plan.generators) * len(plan.prompts)
     emit(f"bench in {store.dir}: {len(todo)} of {total} cell(s) to do")
-    for n, (gen_name, act, country) in enumerate(todo, 1):
+    lock = threading.Lock()
+    finished = [0]
+
+    def make(job: tuple[str, str, str]) -> None:
+        gen_name, act, country = job
         refs = find_references(act, country)
         generator = generators[gen_name]
         prompt = prompt_template("generate").strip().format(activity=act, country=country)
-        images = generator.generate(prompt, seeds)
+        if getattr(generator, "thread_safe", False):
+            images = generator.generate(prompt, seeds)
+        else:  # a local pipeline: one job on the device at a time
+            with scorer.model_lock:
+                images = generator.generate(prompt, seeds)
         files = []
         for s, image in zip(seeds, images, strict=True):
             path = store.image_path(gen_name, act, country, s)
@@ -230,13 +242,28 @@ def run_bench(
             "embeddings": emb.tolist(),
             "scorer": scoring,
         }
-        store.append(cell)
         mean = sum(faiths) / len(faiths)
-        emit(
-            f"[{n}/{len(todo)}] {gen_name}: {act} ({country}): FAITH {mean:.3f}, Vendi {vendi:.2f}"
-        )
-    wanted = _wanted(plan)
-    cells = [c for c in store.cells() if cell_key(c)[:3] in wanted and same_scoring(c)]
+        with lock:
+            store.append(cell)
+            finished[0] += 1
+            emit(
+                f"[{finished[0]}/{len(todo)}] {gen_name}: {act} ({country}): FAITH {mean:.3f}, "
+                f"Vendi {vendi:.2f}"
+            )
+
+    if workers > 1 and len(todo) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(workers, len(todo)), thread_name_prefix="bench") as pool:
+            for _ in pool.map(make, todo):  # the first failure stops the bench; done is kept
+                pass
+    else:
+        for job in todo:
+            make(job)
+    # in the plan's order (generators, then prompts), whatever order they were made in
+    order = {(g, a, c): k for k, (g, a, c) in enumerate(sorted(_wanted(plan), key=_rank(plan)))}
+    cells = [c for c in store.cells() if cell_key(c)[:3] in order and same_scoring(c)]
+    cells.sort(key=lambda c: order[cell_key(c)[:3]])
     summary = summarise(cells, plan.generators, seed=plan.seed)
     summary.update(
         {
@@ -256,6 +283,12 @@ def run_bench(
 
 def _wanted(plan: BenchPlan) -> set[tuple[str, str, str]]:
     return {(g, a, c) for g in plan.generators for a, c in plan.prompts}
+
+
+def _rank(plan: BenchPlan) -> Callable[[tuple[str, str, str]], tuple[int, int]]:
+    gens = {g: k for k, g in enumerate(plan.generators)}
+    prompts = {p: k for k, p in enumerate(plan.prompts)}
+    return lambda key: (gens[key[0]], prompts[(key[1], key[2])])
 
 
 # -- statistics ----------------------------------------------------------------------

@@ -33,6 +33,9 @@ def bench_cmd(
     out: Path = typer.Option(
         Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."
     ),
+    workers: int = typer.Option(
+        1, "--workers", min=1, help="Prompts at a time (API models; local ones take turns)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print bench.json."),
 ) -> None:
     """Benchmark generators the way the AHEaD paper does: every generator draws the same
@@ -67,7 +70,7 @@ def bench_cmd(
         if not as_json:
             typer.echo(line, err=True)
 
-    summary = run_bench(plan, out, on_event=progress)
+    summary = run_bench(plan, out, on_event=progress, workers=workers)
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return

@@ -176,3 +176,25 @@ def test_bench_from_the_command_line(world, siglip_path, tmp_path):
     assert bad.returncode == 2 and "no country 'Atlantis'" in bad.stderr
     bad = cli("bench", "--countries", "France", "--out", str(tmp_path / "c"))
     assert bad.returncode == 2 and "no prompts" in bad.stderr
+
+
+def test_workers_make_the_same_bench(world, siglip_path, options, tmp_path):
+    """Several prompts at a time (API models): the same bench.json as one at a time."""
+    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
+    world.delay_s = 0.05
+    plan = BenchPlan(
+        generators=GENS,
+        prompts=plan_prompts(["Iran", "India"], ACTS),
+        images_per_prompt=2,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+    )
+    docs = {}
+    for workers in (1, 4):
+        world.busy[:] = [0, 0]
+        run_bench(plan, tmp_path / f"w{workers}", backend_options=options, workers=workers)
+        docs[workers] = (
+            json.loads((tmp_path / f"w{workers}" / "bench.json").read_text()),
+            world.busy[1],
+        )
+    assert docs[1][0] == docs[4][0]
+    assert docs[4][1] > docs[1][1]  # requests of several prompts overlapped
