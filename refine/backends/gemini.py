@@ -73,6 +73,8 @@ class GeminiError(RuntimeError):
 
 # models that answered that they give no log-probabilities (for the life of the process)
 _NO_LOGPROBS: set[str] = set()
+_HAS_LOGPROBS: set[str] = set()  # models that answered with log-probabilities
+_PROBE = threading.Lock()  # one thread finds out which a model is
 JUDGE_MODES = ("auto", "logprobs", "sampled")
 
 
@@ -602,21 +604,41 @@ class GeminiJudge(_GeminiBackend):
         self, image: Image.Image, text: str, answers: Sequence[str], purpose: str
     ) -> list[float]:
         if not self.sampling:
-            try:
-                lp = self._first_token_logprobs(image, text, purpose)
-                if answers == ("Yes", "No"):
-                    lp = _merge_case(lp, answers)
-                return self._distribution(lp, answers)
-            except GeminiError as err:
-                if self.judge_mode != "auto" or not logprobs_unavailable(err):
-                    raise
-                _NO_LOGPROBS.add(self.model)
-                log.warning(
-                    "%s gives no log-probabilities; judging by %d sampled answers from now on",
-                    self.model,
-                    self.samples,
-                )
+            if self.judge_mode == "auto" and self.model not in _HAS_LOGPROBS:
+                # until the model is known to give log-probabilities or not, one thread
+                # asks at a time: candidates judged at once send what one by one would
+                with _PROBE:
+                    if not self.sampling:
+                        got = self._by_logprobs(image, text, answers, purpose)
+                        if got is not None:
+                            return got
+            else:
+                got = self._by_logprobs(image, text, answers, purpose)
+                if got is not None:
+                    return got
         return self._sampled(image, text, answers, purpose)
+
+    def _by_logprobs(
+        self, image: Image.Image, text: str, answers: Sequence[str], purpose: str
+    ) -> list[float] | None:
+        """The answers' distribution from first-token log-probabilities; None when the
+        model gives none and the judge is in ``auto`` mode (it samples from then on)."""
+        try:
+            lp = self._first_token_logprobs(image, text, purpose)
+        except GeminiError as err:
+            if self.judge_mode != "auto" or not logprobs_unavailable(err):
+                raise
+            _NO_LOGPROBS.add(self.model)
+            log.warning(
+                "%s gives no log-probabilities; judging by %d sampled answers from now on",
+                self.model,
+                self.samples,
+            )
+            return None
+        _HAS_LOGPROBS.add(self.model)
+        if answers == ("Yes", "No"):
+            lp = _merge_case(lp, answers)
+        return self._distribution(lp, answers)
 
     def _distribution(self, logprobs: dict[str, float], answers: Sequence[str]) -> list[float]:
         found = {a: logprobs[a] for a in answers if a in logprobs}

@@ -96,3 +96,34 @@ def test_an_api_generator_asks_for_several_seeds_at_once(world):
         assert all(im.getpixel((5, 5)) == (0, 0, 255) for im in images)
     with pytest.raises(ValueError, match="concurrency must be at least 1"):
         create("generator", model, concurrency=0)
+
+
+def test_a_judge_without_log_probabilities_is_found_out_once(world, backends, options, tmp_path):
+    """Candidates judged at once ask a model without log-probabilities once, as one by one
+    would: the same record, usage (requests sent) included."""
+    from refine.backends import gemini
+
+    world.no_logprobs = True
+    world.delay_s = 0.05
+    try:
+        docs = {}
+        for parallel in (False, True):
+            gemini._NO_LOGPROBS.clear()
+            gemini._HAS_LOGPROBS.clear()
+            run = Refiner("gemini", backends, options, parallel=parallel).run(
+                ACT,
+                COUNTRY,
+                out=tmp_path / str(parallel),
+                rounds=1,
+                candidates=3,
+                initial_candidates=3,  # round 0: three first judgements at once
+                target=1.0,
+                max_drift=2.0,
+            )
+            docs[parallel] = record(tmp_path / str(parallel) / run.id)
+        assert docs[False] == docs[True]
+        assert docs[True]["rounds"][1]["candidates"][0]["scores"]["judge_mode"].startswith(
+            "sampled"
+        )
+    finally:
+        gemini._NO_LOGPROBS.clear()
