@@ -4,7 +4,8 @@
 
 * settings are validated by :mod:`refine.settings` (the spec here is trusted),
 * models are chosen by :class:`refine.backends.selection.Backends`,
-* an image is observed and scored by :class:`refine.assess.Assessor`,
+* an image is observed and scored by :class:`refine.assess.Assessor`, and a round's
+  candidates are made and assessed by :class:`refine.candidates.CandidateMaker`,
 * decisions are the pure functions of :mod:`refine.policy`,
 * per-round measurements (CAIRE, prompt languages and SoS) are :mod:`refine.steps`,
 * files are kept by :class:`refine.store.RunStore` (``run.json`` saved after every round).
@@ -29,6 +30,7 @@ from refine import policy, usage
 from refine.assess import Assessor, CallCounter
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
+from refine.candidates import CandidateMaker, Made
 from refine.events import (
     Event,
     ModelsLoading,
@@ -36,8 +38,6 @@ from refine.events import (
     RoundDecided,
     RunFinished,
     RunStarted,
-    StageStarted,
-    StepDone,
 )
 from refine.instructions import build_instruction, caire_change
 from refine.records import Candidate, ReferencePack, Round, Run, RunSpec
@@ -343,11 +343,12 @@ class Refiner:
                 return generator.generate(prompt, some, **progress)
 
             made = self._candidates(run, store, 0, seeds, None, make, timings)
-        candidates, failures = made
         # 4. decide
-        verdict = policy.choose_initial(candidates)
-        r = _append_round(run, verdict, candidates, timings, None, "generate", prompt, "prompt")
-        r.failures, r.notes = failures, self._take_notes()
+        verdict = policy.choose_initial(made.candidates)
+        r = _append_round(
+            run, verdict, made.candidates, timings, None, "generate", prompt, "prompt"
+        )
+        r.failures, r.notes = made.failures, made.notes
         # 5. steps
         self._after_round(run, store, r)
         self._emit(RoundDecided(round=0, decision=r.decision))
@@ -391,16 +392,16 @@ class Refiner:
         def make(editor: Any, some: list[int], **progress: Any) -> list[Image.Image]:
             return editor.edit(parent_image, instruction, some, **progress)
 
-        # 4. assess (with 3: each candidate made and assessed, see _candidates)
-        candidates, failures = self._candidates(run, store, k, seeds, parent_image, make, timings)
+        # 3-4. edit and assess each candidate (see refine.candidates)
+        made = self._candidates(run, store, k, seeds, parent_image, make, timings)
         # 5. decide
         verdict = policy.decide_edit(
-            candidates, parent.best, parent_index, spec.margin, spec.max_drift
+            made.candidates, parent.best, parent_index, spec.margin, spec.max_drift
         )
         r = _append_round(
-            run, verdict, candidates, timings, parent_index, "edit", instruction, source
+            run, verdict, made.candidates, timings, parent_index, "edit", instruction, source
         )
-        r.failures, r.notes = failures, self._take_notes()
+        r.failures, r.notes = made.failures, made.notes
         # 6. steps
         self._after_round(run, store, r)
         self._emit(RoundDecided(round=k, decision=r.decision, reason=r.reason))
@@ -436,186 +437,15 @@ class Refiner:
         make: Callable[..., list[Image.Image]] | None,
         timings: dict[str, float],
         given: list[Image.Image] | None = None,
-    ) -> tuple[list[Candidate], list[str]]:
-        """One candidate per seed, made by ``make(backend, seeds, **progress)`` (or
-        ``given``) and assessed.
-
-        A maker that calls an API once per image (``thread_safe``) runs each candidate's
-        chain (make, observe, judge, drift) on its own: up to the backend's
-        ``concurrency`` chains at once when ``parallel`` is on, so a round takes about as
-        long as its slowest chain. A local maker makes all images in one call (one batch
-        on the device), then each is assessed. Either way the candidates come back in
-        seed order, so the record does not depend on which call finished first.
-
-        A candidate whose calls fail is left out and its failure returned (the round
-        decides among the others); when every candidate fails, the first failure is
-        raised, as before. ``timings`` gets each stage's model time summed over the
-        candidates and ``wall``, the time the candidates took together."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        from refine.backends.loading import describe_error
-
-        stage, role = ("generate", "generator") if parent is None else ("edit", "editor")
-        started = time.perf_counter()
-        maker = None if make is None else self.backends.get(role)
-        per_call = maker is not None and getattr(maker, "thread_safe", False)
-        images: list[Image.Image | None] = list(given) if given is not None else [None] * len(seeds)
-        if maker is not None:
-            self._emit(StageStarted(round=k, stage=stage, n=len(seeds)))
-        if maker is not None and not per_call:  # one batched call on the local device
-            t = time.perf_counter()
-            with self.backends.using(role) as backend:
-                images = list(make(backend, seeds, **self._steps_shown(backend, k, stage)))
-                take = getattr(backend, "take_notes", None)
-                self._notes = list(take()) if callable(take) else []
-            self.calls.add(len(seeds))
-            timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - t
-        if not per_call and len(seeds) > 1:  # a local batch: each model called once
-            candidates = self._assess_batch(run, store, k, seeds, images, parent, timings)
-            timings["wall"] = time.perf_counter() - started
-            return candidates, []
-        ctx = usage.context()
-
-        def chain(j: int) -> tuple[Candidate | None, dict[str, float], BaseException | None]:
-            own: dict[str, float] = {}
-            with usage.inherited(ctx):
-                try:
-                    image = images[j]
-                    if image is None:
-                        t = time.perf_counter()
-                        with self.backends.using(role) as backend:
-                            image = make(backend, [seeds[j]])[0]
-                        self.calls.add(1)
-                        own[stage] = time.perf_counter() - t
-                    made = self._candidate(run, store, k, j, seeds[j], image, parent, own)
-                    return made, own, None
-                except usage.BudgetExhausted:
-                    raise
-                except Exception as err:  # this candidate only; the others go on
-                    return None, own, err
-
-        workers = 1
-        if per_call and self.parallel:
-            workers = max(1, min(len(seeds), int(getattr(maker, "concurrency", 1))))
-        if workers > 1:
-            with ThreadPoolExecutor(workers, thread_name_prefix=f"round-{k}") as pool:
-                outcomes = list(pool.map(chain, range(len(seeds))))
-        else:
-            outcomes = [chain(j) for j in range(len(seeds))]
-        candidates, failures, first = [], [], None
-        for j, (made, own, err) in enumerate(outcomes):
-            for name, seconds in own.items():
-                timings[name] = timings.get(name, 0.0) + seconds
-            if made is not None:
-                candidates.append(made)
-            else:
-                first = first or err
-                failures.append(f"candidate {j} (seed {seeds[j]}): {describe_error(err)}")
-        if not candidates:
-            raise first
-        timings["wall"] = time.perf_counter() - started
-        return candidates, failures
-
-    def _assess_batch(
-        self,
-        run: Run,
-        store: RunStore,
-        k: int,
-        seeds: list[int],
-        images: list[Any],
-        parent: Image.Image | None,
-        timings: dict[str, float],
-    ) -> list[Candidate]:
-        """Save and assess a local batch's images: one observe, one rating, one embedding
-        call for all of them where the models take batches."""
-        names = [
-            store.save_image(f"round_{k:02d}_c{j}.png", image) for j, image in enumerate(images)
-        ]
-        self._emit(StageStarted(round=k, stage="observe", n=len(images)))
-        assessor = self.assessor()
-        done = assessor.assess_many(
-            images, run.references, run.spec.tau, run.spec.max_per_dimension
-        )
-        for a in done:
-            for stage, seconds in a.timings.items():
-                timings[stage] = timings.get(stage, 0.0) + seconds
-        drifts: list[Any] = [None] * len(images)
-        if parent is not None:
-            t0 = time.perf_counter()
-            drifts = assessor.drifts(parent, images)
-            timings["drift"] = timings.get("drift", 0.0) + time.perf_counter() - t0
-        return [
-            Candidate(
-                seed=seed,
-                image=name,
-                observed=a.observed,
-                scores=a.scores,
-                feedback=a.feedback,
-                drift=drift,
-            )
-            for seed, name, a, drift in zip(seeds, names, done, drifts, strict=True)
-        ]
-
-    def _candidate(
-        self,
-        run: Run,
-        store: RunStore,
-        k: int,
-        j: int,
-        seed: int,
-        image: Image.Image,
-        parent: Image.Image | None,
-        timings: dict[str, float],
-    ) -> Candidate:
-        """Save one image, assess it, and measure its drift from the parent."""
-        name = store.save_image(f"round_{k:02d}_c{j}.png", image)
-        self._emit(StageStarted(round=k, stage="observe", candidate=j))
-        assessor = self.assessor()
-        observed, scores, feedback, t = assessor.assess(
-            image, run.references, run.spec.tau, run.spec.max_per_dimension
-        )
-        for stage, seconds in t.items():
-            timings[stage] = timings.get(stage, 0.0) + seconds
-        drift = None
-        if parent is not None:
-            t0 = time.perf_counter()
-            drift = assessor.drift(parent, image)
-            timings["drift"] = timings.get("drift", 0.0) + time.perf_counter() - t0
-        return Candidate(
-            seed=seed,
-            image=name,
-            observed=observed,
-            scores=scores,
-            feedback=feedback,
-            drift=drift,
-        )
-
-    def _take_notes(self) -> list[str]:
-        notes, self._notes = getattr(self, "_notes", []), []
-        return notes
+    ) -> Made:
+        """The round's candidates, made and assessed (see :mod:`refine.candidates`)."""
+        maker = CandidateMaker(self.backends, self.assessor, self.calls, self._emit, self.parallel)
+        return maker.make(run, store, k, seeds, parent, make, timings, given)
 
     def _preflight(self, spec: RunSpec) -> None:
         roles = roles_needed(spec)
         self._emit(ModelsLoading(roles=tuple(roles)))
         self.backends.preflight(roles)
-
-    def _steps_shown(self, backend: Any, k: int, stage: str = "generate") -> dict[str, Any]:
-        """``progress=`` for a backend whose generate/edit reports denoising steps (the
-        diffusers backends): each step becomes a :class:`StepDone` event."""
-        import inspect
-
-        method = getattr(backend, "edit" if stage == "edit" else "generate", None)
-        try:
-            takes = method is not None and "progress" in inspect.signature(method).parameters
-        except (TypeError, ValueError):
-            takes = False
-        if not takes:
-            return {}
-
-        def progress(step: int, total: int) -> None:
-            self._emit(StepDone(round=k, stage=stage, step=step, total=total))
-
-        return {"progress": progress}
 
     def _emit(self, event: Event) -> None:
         try:
