@@ -273,7 +273,7 @@ class RunService:
         :class:`refine.refs_build.BuildResult`. One job at a time, like runs."""
         from refine.refs_build import LLMCache, build_references, models_for, save_built
 
-        activity, country = _phrase(activity, "activity"), _phrase(country, "country")
+        activity, country = phrase(activity, "activity"), phrase(country, "country")
         if not self._busy.acquire(blocking=False):
             raise ServiceBusy("a run is in progress; wait for it or stop it")
         try:
@@ -298,7 +298,7 @@ class RunService:
         from refine.refs_build import built_path
         from refine.store import atomic_write_text
 
-        activity, country = _phrase(activity, "activity"), _phrase(country, "country")
+        activity, country = phrase(activity, "activity"), phrase(country, "country")
         if len(text) > 200_000:
             raise ValueError("the references are too long (at most 200,000 characters)")
         try:
@@ -426,7 +426,7 @@ class RunService:
         return out
 
 
-def _phrase(value: Any, what: str, limit: int = 120) -> str:
+def phrase(value: Any, what: str, limit: int = 120) -> str:
     """An activity or country from a client: one line of printable text, not too long."""
     text = " ".join(str(value or "").split())
     if not text:

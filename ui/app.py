@@ -11,7 +11,7 @@ from typing import Any
 
 from refine import settings
 from refine.records import Run
-from refine.service import RunService, ServiceBusy, Update
+from refine.service import RunService, ServiceBusy, Update, phrase
 from refine.settings import default
 from refine.views import progress_line
 from ui import adapters
@@ -700,11 +700,15 @@ def ready_activities(country: str | None) -> list[str]:
 def references_note(service: RunService, activity: Any, country: Any) -> tuple[str, bool]:
     """(a line on where the references of ``activity`` in ``country`` come from, whether
     they are missing and can be built here)."""
-    act, ctry = _md(activity), _md(country)
     if not str(activity or "").strip() or not str(country or "").strip():
         return "pick an activity and a country", False
+    try:  # what a client sends: one line of printable text, not too long
+        activity, country = phrase(activity, "activity"), phrase(country, "country")
+    except ValueError as err:
+        return _md(str(err)), False
+    act, ctry = _md(activity), _md(country)
     try:
-        pack = service.find_references(str(activity), str(country))
+        pack = service.find_references(activity, country)
     except ValueError:
         return (
             f"**no references yet** for *{act}* in {ctry}: build them with the profile's "

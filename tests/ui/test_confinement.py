@@ -135,3 +135,34 @@ def test_round_and_candidate_numbers_must_be_numbers(app):
         with pytest.raises(Exception):  # noqa: B017
             client.predict(run_dir.name, 1, bad, api_name="/reject")
     assert (run_dir / "run.json").read_text() == before  # nothing was decided
+
+
+def test_references_named_to_climb_out_stay_inside(app):
+    """/save_references and /build_references with hostile activity and country names:
+    what is written stays in --out/references; control characters, over-long names and
+    an over-long text are refused; the form's reference line refuses them the same way."""
+    from gradio_client.exceptions import AppError
+
+    from ui.app import references_note
+
+    client, service, _, tmp_path = app
+    s = secret(tmp_path)
+    body = json.dumps({"descriptors": {"objects": ["Sabzeh sprouts"]}})
+    note = client.predict("../../../secret", "../..", body, api_name="/save_references")
+    assert "references saved" in note
+    written = [p for p in (tmp_path / "out" / "references").rglob("*") if p.is_file()]
+    assert len(written) == 1 and ".." not in written[0].name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "secret.txt"]
+    for act, ctry in (("tea\x00time", "Iran"), ("x" * 121, "Iran"), ("tea", "Ir\x07an")):
+        with pytest.raises(AppError, match="printable text of at most 120 characters"):
+            client.predict(act, ctry, body, api_name="/save_references")
+        with pytest.raises(AppError, match="printable text of at most 120 characters"):
+            client.predict(act, ctry, api_name="/build_references")
+        note, missing = references_note(service, act, ctry)
+        assert "printable text of at most 120" in note and missing is False
+    with pytest.raises(AppError, match="too long"):
+        client.predict("tea", "Iran", " " * 200_001, api_name="/save_references")
+    # markup in a name is shown as text, never as HTML
+    note, _ = references_note(service, "<img src=x onerror=alert(1)>", "Iran")
+    assert "<img" not in note and "&lt;img" in note
+    untouched(s)
