@@ -282,9 +282,10 @@ def _from_rating(rating: Any, seen: list[Exaggerated]):
     return value, variant, seen, (rating.method, stderr)
 
 
-def _assessment(observed, ahead, judged, timings: dict[str, float]) -> Assessment:
-    """Scores and feedback of one image from its AHEaD score and its EXAG judgement."""
-    exag, variant, exaggerated, judged = judged
+def _assessment(observed, ahead, judgement, timings: dict[str, float]) -> Assessment:
+    """Scores and feedback of one image from its AHEaD score and its EXAG judgement
+    (EXAG, its variant, the stereotypes seen, (judge method, EXAG standard error))."""
+    exag, variant, exaggerated, judged = judgement
     faith = faithfulness(ahead.align, ahead.hal, exag) if exag is not None else None
     if faith is None:
         faith = (ahead.align + 1.0 - ahead.hal) / 2.0
