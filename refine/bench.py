@@ -36,9 +36,51 @@ PROMPT_METRICS = ("pooled_align", "ddiv", "sdiv", "vendi", "qvendi")
 BOOTSTRAP = 1000
 
 
+@dataclass(frozen=True)
+class GeneratorSpec:
+    """A generator as named on the command line: a backend name, optionally followed by
+    LoRA adapters, ``diffusers:ID+lora=PATH[@SCALE]`` (repeatable), so a base model and
+    the same model with an adapter are two generators of one bench."""
+
+    label: str
+    name: str
+    loras: tuple[tuple[str, float], ...] = ()
+
+
+def parse_generator(spec: str) -> GeneratorSpec:
+    """``NAME`` or ``NAME+lora=PATH[@SCALE]...``; raises ValueError naming the problem."""
+    label = spec.strip()
+    name, *adapters = label.split("+lora=")
+    name = name.strip()
+    if not name:
+        raise ValueError(f"generator {spec!r}: no backend name before '+lora='")
+    if "+" in name and adapters == []:
+        raise ValueError(f"generator {spec!r}: adapters are written NAME+lora=PATH[@SCALE]")
+    loras = []
+    for adapter in adapters:
+        path, sep, scale_text = adapter.rpartition("@")
+        if not sep:
+            path, scale_text = adapter, "1"
+        path = path.strip()
+        if not path:
+            raise ValueError(f"generator {spec!r}: '+lora=' needs a path or hub id")
+        try:
+            scale = float(scale_text)
+        except ValueError:
+            raise ValueError(
+                f"generator {spec!r}: the LoRA scale {scale_text!r} is not a number"
+            ) from None
+        if not 0.0 <= scale <= 4.0 or scale != scale:
+            raise ValueError(f"generator {spec!r}: the LoRA scale must be between 0 and 4")
+        loras.append((path, scale))
+    if loras and not name.startswith("diffusers:"):
+        raise ValueError(f"generator {spec!r}: LoRA adapters apply to diffusers: generators only")
+    return GeneratorSpec(label, name, tuple(loras))
+
+
 @dataclass
 class BenchPlan:
-    generators: list[str]  # generator backend names ("gemini:...", "diffusers:...")
+    generators: list[str]  # generator names ("gemini:...", "diffusers:...+lora=PATH@0.8")
     prompts: list[tuple[str, str]]  # (activity, country)
     images_per_prompt: int = 2
     seed: int = 42
@@ -51,6 +93,8 @@ class BenchPlan:
             raise ValueError("name at least one generator")
         if len(set(self.generators)) != len(self.generators):
             raise ValueError("a generator is named twice")
+        for spec in self.generators:
+            parse_generator(spec)
         if not self.prompts:
             raise ValueError("no prompts: the countries and activities given leave none")
         if self.images_per_prompt < 1:
@@ -62,13 +106,27 @@ def plan_prompts(
     activities: Sequence[str] = (),
     sample: int | None = None,
     seed: int = 42,
+    categories: Sequence[str] = (),
 ) -> list[tuple[str, str]]:
     """(activity, country) pairs the bundled pack holds reference descriptors for: of the
     countries named (default: every country with descriptors), the activities named
-    (default: all of them), then ``sample`` of those drawn with ``seed``."""
+    (default: all of them) in the CULTIVate categories named (eating, greeting, dancing,
+    concert, game, celebration, religious, wedding, funeral; default: all), then
+    ``sample`` of those drawn with ``seed``."""
     from refine.references import load_pack
 
     pack = load_pack()
+    known = {
+        str(e.get("category", "")).casefold()
+        for c in pack.countries.values()
+        for e in c["activities"].values()
+    }
+    cats = {c.casefold() for c in categories}
+    unknown = sorted(cats - known)
+    if unknown:
+        raise ValueError(
+            f"no activity category {unknown[0]!r} (categories: {', '.join(sorted(known - {''}))})"
+        )
     keys = []
     for name in countries:
         key = pack.country_key(name)
@@ -83,8 +141,17 @@ def plan_prompts(
     out = []
     for key in keys:
         for act, entry in pack.countries[key]["activities"].items():
-            if entry.get("descriptors") and (not wanted or act.casefold() in wanted):
+            if (
+                entry.get("descriptors")
+                and (not wanted or act.casefold() in wanted)
+                and (not cats or str(entry.get("category", "")).casefold() in cats)
+            ):
                 out.append((act, key))
+    if not out and cats:
+        raise ValueError(
+            f"no activity with reference descriptors in {', '.join(sorted(cats))} "
+            f"for {', '.join(keys)}"
+        )
     if wanted:
         found = {a.casefold() for a, _ in out}
         missing = sorted(wanted - found)
@@ -130,8 +197,14 @@ class BenchStore:
             os.fsync(f.fileno())
 
     def image_path(self, generator: str, activity: str, country: str, seed: int) -> Path:
+        import hashlib
+
         name = f"{slug(country, 30)}--{slug(activity, 60)}--s{seed}.png"
-        return self.dir / "images" / slug(generator, 80) / name
+        folder = slug(generator, 80)
+        if folder != slug(generator, 10_000) or "+lora=" in generator:
+            # long names or adapters: slugs alone could clash
+            folder = f"{slug(generator, 60)}-{hashlib.sha1(generator.encode()).hexdigest()[:8]}"
+        return self.dir / "images" / folder / name
 
 
 def cell_key(cell: dict[str, Any]) -> tuple[str, str, str, tuple[int, ...]]:
@@ -164,7 +237,11 @@ def run_bench(
     tau, tau_source = (plan.tau, "given") if plan.tau is not None else scorer.tau()
     # every model loads (or is checked with its API) before the first image is paid for
     scorer.preflight(["observer", "judge", "text_embedder", "image_embedder"])
-    generators = {name: scorer.named("generator", name) for name in plan.generators}
+    generators = {}
+    for label in plan.generators:
+        spec = parse_generator(label)
+        extra = {"loras": spec.loras} if spec.loras else {}
+        generators[label] = scorer.named("generator", spec.name, **extra)
     for generator in generators.values():
         check = getattr(generator, "verify", None) or getattr(generator, "load", None)
         if callable(check):
@@ -192,6 +269,14 @@ def run_bench(
     emit(f"bench in {store.dir}: {len(todo)} of {total} cell(s) to do")
     lock = threading.Lock()
     finished = [0]
+
+    from refine.references import load_pack
+
+    pack = load_pack()
+
+    def category(act: str, country: str) -> str | None:
+        entry = pack.countries.get(country, {}).get("activities", {}).get(act) or {}
+        return entry.get("category")
 
     def make(job: tuple[str, str, str]) -> None:
         gen_name, act, country = job
@@ -221,6 +306,7 @@ def run_bench(
             "generator": gen_name,
             "activity": act,
             "country": country,
+            "category": category(act, country),
             "prompt": prompt,
             "seeds": seeds,
             "tau": tau,
@@ -264,6 +350,8 @@ def run_bench(
     order = {(g, a, c): k for k, (g, a, c) in enumerate(sorted(_wanted(plan), key=_rank(plan)))}
     cells = [c for c in store.cells() if cell_key(c)[:3] in order and same_scoring(c)]
     cells.sort(key=lambda c: order[cell_key(c)[:3]])
+    for c in cells:  # cells made before categories were kept
+        c.setdefault("category", category(c["activity"], c["country"]))
     summary = summarise(cells, plan.generators, seed=plan.seed)
     summary.update(
         {
@@ -328,7 +416,7 @@ def summarise(
     """Per generator and per generator and country: each metric's mean over prompts
     (per-image metrics averaged within a prompt first) and its bootstrap interval; the
     first generator against each other one on their common prompts."""
-    out: dict[str, Any] = {"generators": {}, "countries": {}, "paired": []}
+    out: dict[str, Any] = {"generators": {}, "countries": {}, "categories": {}, "paired": []}
     for g in generators:
         mine = [c for c in cells if c["generator"] == g]
         out["generators"][g] = _stats(mine, seed)
@@ -336,6 +424,11 @@ def summarise(
         for country in sorted({c["country"] for c in mine}):
             by_country[country] = _stats([c for c in mine if c["country"] == country], seed)
         out["countries"][g] = by_country
+        by_category: dict[str, Any] = {}
+        for cat in sorted({c.get("category") or "" for c in mine}):
+            if cat:
+                by_category[cat] = _stats([c for c in mine if c.get("category") == cat], seed)
+        out["categories"][g] = by_category
     base = generators[0] if generators else None
     for other in generators[1:]:
         a = {
@@ -378,6 +471,7 @@ ROW_FIELDS = (
     "generator",
     "activity",
     "country",
+    "category",
     "seed",
     "file",
     *METRICS,
@@ -404,6 +498,7 @@ def write_outputs(store: BenchStore, summary: dict[str, Any], cells: list[dict[s
                     "generator": c["generator"],
                     "activity": c["activity"],
                     "country": c["country"],
+                    "category": c.get("category") or "",
                     **{k: im[k] for k in ("seed", "file", *METRICS, "exag_variant")},
                     **{k: c[k] for k in PROMPT_METRICS},
                 }

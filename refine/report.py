@@ -636,6 +636,15 @@ def render_bench_leaderboard(
                 bars.append(
                     (f"{country} \u00b7 {g}", stat["faith"]["mean"], stat["faith"]["interval"])
                 )
+    cat_bars = []
+    for cat in sorted({c for g in names for c in summary.get("categories", {}).get(g, {})}):
+        for g in names:
+            stat = summary["categories"][g].get(cat)
+            if stat:
+                cat_bars.append(
+                    (f"{cat} \u00b7 {g}", stat["faith"]["mean"], stat["faith"]["interval"])
+                )
+    cat_html = f"<h2>FAITH per activity category</h2>{_bars(cat_bars)}" if cat_bars else ""
     points = {
         g: [
             (cell_mean(c, "faith"), c["vendi"])
@@ -677,7 +686,7 @@ def render_bench_leaderboard(
     body = (
         f'<p class="muted">{len(cells)} prompt cells; every image scored by one scorer: '
         f"{escape(scorer)}; {escape(tau)}; intervals: 95% bootstrap over prompts.</p>"
-        f"<h2>Leaderboard</h2>{table}<h2>FAITH per country</h2>{_bars(bars)}"
+        f"<h2>Leaderboard</h2>{table}<h2>FAITH per country</h2>{_bars(bars)}{cat_html}"
         f"<h2>FAITH against diversity (Vendi) per prompt</h2>{_scatter(points)}"
         f"{paired_html}<h2>Best and worst images per country</h2>{''.join(extremes)}"
     )

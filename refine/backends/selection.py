@@ -79,15 +79,21 @@ class Backends:
             with self.model_lock:
                 yield backend
 
-    def named(self, role: str, name: str) -> Any:
+    def named(self, role: str, name: str, **extra: Any) -> Any:
         """The ``role`` backend called ``name``: this set's own when it has that name (with
-        its options), else that model on this set's device for the role."""
-        if self.names.get(role) == name:
+        its options), else that model on this set's device for the role. ``extra`` options
+        (a generator's LoRA adapters) make a backend of its own, with this set's options
+        for the role when the name is its own."""
+        if self.names.get(role) == name and not extra:
             return self.get(role)
         from refine.backends.registry import create
 
         options = self.options.get(role, {})
-        return create(role, name, **({"device": options["device"]} if "device" in options else {}))
+        if self.names.get(role) == name:
+            return create(role, name, **{**options, **extra})
+        return create(
+            role, name, **({"device": options["device"]} if "device" in options else {}), **extra
+        )
 
     def embedder_for(self, name: str) -> Any:
         """The image embedder called ``name`` (a CAIRE KB's or an SoS bank's)."""

@@ -12,7 +12,10 @@ from refine.cli.inputs import UserInputError
 
 def bench_cmd(
     generator: list[str] = typer.Option(
-        [], "--generator", help="A generator to compare (repeatable); default: the profile's."
+        [],
+        "--generator",
+        help="A generator to compare (repeatable); default: the profile's. "
+        "NAME+lora=PATH[@SCALE] adds a LoRA adapter to a diffusers: generator.",
     ),
     profile: str = typer.Option(
         "gemini", "--profile", help="The scorer's profile: observer, judge, embedders."
@@ -23,6 +26,12 @@ def bench_cmd(
     ),
     activity: list[str] = typer.Option(
         [], "--activity", help="An activity (repeatable; default: all with references)."
+    ),
+    category: list[str] = typer.Option(
+        [],
+        "--category",
+        help="An activity category (repeatable): eating, greeting, dancing, concert, game, "
+        "celebration, religious, wedding, funeral.",
     ),
     sample: int = typer.Option(None, "--sample", min=1, help="Draw this many prompts."),
     images: int = typer.Option(2, "--images-per-prompt", min=1, help="Seeds per prompt."),
@@ -49,9 +58,9 @@ def bench_cmd(
 
     try:
         names = list(generator) or [load_profile(profile).backend("generator")]
-        prompts = plan_prompts(split_list(countries), activity, sample, seed)
+        prompts = plan_prompts(split_list(countries), activity, sample, seed, category)
     except ValueError as err:
-        raise UserInputError(f"--profile/--countries/--activity: {err}") from err
+        raise UserInputError(f"--profile/--countries/--activity/--category: {err}") from err
     plan = BenchPlan(
         generators=names,
         prompts=prompts,

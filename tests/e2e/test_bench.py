@@ -198,3 +198,82 @@ def test_workers_make_the_same_bench(world, siglip_path, options, tmp_path):
         )
     assert docs[1][0] == docs[4][0]
     assert docs[4][1] > docs[1][1]  # requests of several prompts overlapped
+
+
+def test_categories_select_prompts_and_get_their_own_aggregates(bench):
+    plan, out, summary = bench
+    cells = BenchStore(out).cells()
+    assert {c["category"] for c in cells} == {"eating", "wedding"}
+    for g in GENS:
+        for cat in ("eating", "wedding"):
+            mine = [
+                float(np.mean([im["faith"] for im in c["images"]]))
+                for c in cells
+                if c["generator"] == g and c["category"] == cat
+            ]
+            stat = summary["categories"][g][cat]
+            assert stat["prompts"] == 2
+            assert stat["faith"]["mean"] == pytest.approx(np.mean(mine), abs=1e-9)
+    rows = list(csv.DictReader((out / "rows.csv").open()))
+    assert {r["category"] for r in rows} == {"eating", "wedding"}
+    assert "FAITH per activity category" in (out / "bench.html").read_text()
+    # selection by category
+    from refine.references import load_pack
+
+    acts = load_pack().countries["Iran"]["activities"]
+    eating = plan_prompts(["Iran"], categories=["Eating"])
+    assert eating == [
+        (a, "Iran") for a, e in acts.items() if e["category"] == "eating" and e.get("descriptors")
+    ]
+    assert len(eating) == 3 and ("wedding celebration", "Iran") not in eating
+    with pytest.raises(ValueError, match="no activity category 'cooking'.*eating"):
+        plan_prompts(["Iran"], categories=["cooking"])
+
+
+def test_generator_specs_name_their_problem():
+    from refine.bench import parse_generator
+
+    spec = parse_generator("diffusers:org/sd+lora=adapters/a@0.5+lora=hub/b")
+    assert spec.name == "diffusers:org/sd"
+    assert spec.loras == (("adapters/a", 0.5), ("hub/b", 1.0))
+    with pytest.raises(ValueError, match="diffusers: generators only"):
+        parse_generator("gemini:gemini-3-pro-image+lora=a")
+    with pytest.raises(ValueError, match="scale 'x' is not a number"):
+        parse_generator("diffusers:m+lora=a@x")
+    with pytest.raises(ValueError, match="between 0 and 4"):
+        parse_generator("diffusers:m+lora=a@9")
+    with pytest.raises(ValueError, match="needs a path"):
+        parse_generator("diffusers:m+lora=@1")
+
+
+def test_a_base_model_against_itself_with_a_lora(world, siglip_path, options, tmp_path):
+    """A tiny random SD pipeline with and without a LoRA adapter: two generators of one
+    bench, the adapter's images differ from the base's, the same seeds otherwise."""
+    from PIL import Image
+
+    from tests.fakes.tiny_models import build_tiny_sd, save_random_lora
+
+    sd = build_tiny_sd(tmp_path / "sd")
+    lora = save_random_lora(sd, tmp_path / "lora")
+    base = f"diffusers:{sd}"
+    tuned = f"{base}+lora={lora}@1.0"
+    plan = BenchPlan(
+        generators=[base, tuned],
+        prompts=plan_prompts(["Iran"], [ACTS[0]]),
+        images_per_prompt=2,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+    )
+    opts = {**options, "generator": {"device": "cpu"}}
+    summary = run_bench(plan, tmp_path / "b", backend_options=opts)
+    cells = {c["generator"]: c for c in BenchStore(tmp_path / "b").cells()}
+    assert set(cells) == {base, tuned} and set(summary["generators"]) == {base, tuned}
+    a, b = (
+        [
+            np.asarray(Image.open(tmp_path / "b" / im["file"]), dtype=int)
+            for im in cells[g]["images"]
+        ]
+        for g in (base, tuned)
+    )
+    assert cells[base]["images"][0]["file"] != cells[tuned]["images"][0]["file"]
+    assert np.abs(a[0] - b[0]).max() > 5  # the adapter changes what is drawn
+    assert summary["paired"][0]["other"] == tuned and summary["paired"][0]["prompts"] == 1

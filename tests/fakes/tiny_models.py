@@ -391,3 +391,29 @@ def build_tiny_siglip(path: Path) -> Path:
     SiglipModel(cfg).save_pretrained(out)
     processor.save_pretrained(out)
     return out
+
+
+def save_random_lora(sd_dir: Path | str, out: Path | str, strength: float = 20.0) -> Path:
+    """A random LoRA on the UNet attention projections of the tiny SD pipeline in
+    ``sd_dir``, scaled up so it visibly changes the images, saved as a trained one is."""
+    import torch
+    from diffusers import StableDiffusionPipeline
+    from peft import LoraConfig, get_peft_model_state_dict
+
+    torch.manual_seed(0)
+    pipe = StableDiffusionPipeline.from_pretrained(str(sd_dir))
+    cfg = LoraConfig(
+        r=4,
+        lora_alpha=4,
+        target_modules=["to_q", "to_k", "to_v", "to_out.0"],
+        init_lora_weights=False,
+    )
+    pipe.unet.add_adapter(cfg)
+    with torch.no_grad():
+        for name, p in pipe.unet.named_parameters():
+            if "lora_" in name:
+                p.mul_(strength)
+    StableDiffusionPipeline.save_lora_weights(
+        Path(out), unet_lora_layers=get_peft_model_state_dict(pipe.unet)
+    )
+    return Path(out)

@@ -8,7 +8,7 @@ from PIL import Image
 
 from refine.backends import create
 from refine.backends.diffusers_backends import DiffusersEditor, ModelUnavailable
-from tests.fakes.tiny_models import build_tiny_flux2_klein, build_tiny_sd
+from tests.fakes.tiny_models import build_tiny_flux2_klein, build_tiny_sd, save_random_lora
 
 
 @pytest.fixture(scope="module")
@@ -52,28 +52,9 @@ def test_generator_progress_callback(tiny_dir):
 
 
 def test_lora_changes_output_and_unloads(tiny_dir, tmp_path):
-    import torch
-    from diffusers import StableDiffusionPipeline
-    from peft import LoraConfig, get_peft_model_state_dict
-
     g = gen_backend(tiny_dir["sd"])
     base = arr(g.generate("x", seeds=[3])[0])
-    # a random LoRA on the UNet attention projections, saved like a trained one
-    pipe = StableDiffusionPipeline.from_pretrained(str(tiny_dir["sd"]))
-    cfg = LoraConfig(
-        r=4,
-        lora_alpha=4,
-        target_modules=["to_q", "to_k", "to_v", "to_out.0"],
-        init_lora_weights=False,
-    )
-    pipe.unet.add_adapter(cfg)
-    with torch.no_grad():
-        for name, p in pipe.unet.named_parameters():
-            if "lora_" in name:
-                p.mul_(20.0)
-    StableDiffusionPipeline.save_lora_weights(
-        tmp_path / "lora", unet_lora_layers=get_peft_model_state_dict(pipe.unet)
-    )
+    save_random_lora(tiny_dir["sd"], tmp_path / "lora")
     g.add_lora(str(tmp_path / "lora"), scale=1.0)
     with_lora = arr(g.generate("x", seeds=[3])[0])
     assert np.abs(with_lora - base).max() > 5
