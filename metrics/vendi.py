@@ -109,16 +109,22 @@ def normalised_by_size(
     kernel=None,
     group_size: int = 8,
     q: float = 1.0,
+    authors: bool = False,
 ) -> float:
     """CUBE's per-size normalisation: mean over consecutive groups of VS(group) / |group|.
 
-    A trailing group smaller than ``group_size`` is scored with its own size.
+    A trailing group smaller than ``group_size`` is scored with its own size. With
+    ``authors`` the CUBE authors' notebook is followed instead: every group, the trailing
+    one too, is divided by ``group_size``, and of fewer than 32 items only the first 24
+    are used.
     """
     if (embeddings is None) == (kernel is None):
         raise ValueError("give exactly one of embeddings or kernel")
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
     n = (kernel if kernel is not None else embeddings).shape[0]
+    if authors and n < 32:
+        n = min(n, 24)
     values = []
     for start in range(0, n, group_size):
         stop = min(start + group_size, n)
@@ -126,5 +132,29 @@ def normalised_by_size(
             vs = vendi_from_kernel(np.asarray(kernel)[start:stop, start:stop], q)
         else:
             vs = vendi_from_embeddings(np.asarray(embeddings)[start:stop], q)
-        values.append(vs / (stop - start))
+        values.append(vs / (group_size if authors else stop - start))
     return float(np.mean(values))
+
+
+def tag_kernel(tags, weights=(1.0, 0.0, 0.0)) -> np.ndarray:
+    """CUBE's hierarchical similarity of geo-tags (continent, country, artifact):
+    ``K_ij = w_1 [continent_i = continent_j] + w_2 [country_i = country_j] + w_3
+    [artifact_i = artifact_j]`` (compared after trimming and case folding). ``weights``
+    are non-negative and sum to 1 (a unit diagonal); ``None`` makes two tags similar only
+    when all three parts are equal (CUBE's within-culture case)."""
+    rows = [tuple(str(p).strip().casefold() for p in t) for t in tags]
+    if not rows or any(len(r) != 3 for r in rows):
+        raise ValueError("tags must be a non-empty list of (continent, country, artifact)")
+    n = len(rows)
+    if weights is None:
+        return np.array([[float(a == b) for b in rows] for a in rows])
+    w = np.asarray(weights, dtype=float)
+    if w.shape != (3,) or not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError(f"weights must be three non-negative numbers, got {weights!r}")
+    if abs(w.sum() - 1.0) > 1e-9:
+        raise ValueError(f"weights must sum to 1 (a unit diagonal), got {w.sum():g}")
+    k = np.zeros((n, n))
+    for part in range(3):
+        same = np.array([[float(a[part] == b[part]) for b in rows] for a in rows])
+        k += w[part] * same
+    return k

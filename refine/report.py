@@ -691,3 +691,81 @@ def render_bench_leaderboard(
         f"{paired_html}<h2>Best and worst images per country</h2>{''.join(extremes)}"
     )
     return _document("Benchmark: cultural faithfulness of generators", body)
+
+
+def render_concepts(
+    folder: str | Path, summary: dict[str, Any], cells: list[dict[str, Any]]
+) -> str:
+    """One self-contained HTML page of a CUBE-style diversity comparison: the means per
+    generator, per concept each generator's figures with a bar of its CUBE diversity
+    (0..1), and every image with its geo-tag."""
+    from refine.concepts import FIGURES
+
+    folder = Path(folder)
+    names = list(summary["generators"])
+    head = "".join(f"<th>{f}</th>" for f in FIGURES)
+    rows = []
+    for g in names:
+        s = summary["generators"][g]
+        tds = "".join(
+            f'<td data-generator="{escape(g)}" data-figure="{f}" data-value="{_raw(s[f])}">'
+            f"{_num(s[f])}</td>"
+            for f in FIGURES
+        )
+        rows.append(f"<tr><td>{escape(g)}</td><td>{s['concepts']}</td>{tds}</tr>")
+    table = (
+        f'<table class="leaderboard"><tr><th>generator</th><th>concepts</th>{head}</tr>'
+        f"{''.join(rows)}</table>"
+    )
+    sections = []
+    for concept in summary["concepts"]:
+        bars = [
+            (g, concept["generators"][g]["cube_diversity"], None)
+            for g in names
+            if g in concept["generators"]
+        ]
+        lines = []
+        for g, figs in concept["generators"].items():
+            spread = ", ".join(f"{escape(k)} {v}" for k, v in figs["countries"].items())
+            lines.append(
+                f"<tr><td>{escape(g)}</td>"
+                + "".join(
+                    f'<td data-concept="{escape(concept["prompt"])}" data-generator="{escape(g)}" '
+                    f'data-figure="{f}" data-value="{_raw(figs[f])}">{_num(figs[f])}</td>'
+                    for f in FIGURES
+                )
+                + f"<td>{spread}</td></tr>"
+            )
+        grids = []
+        for c in cells:
+            if c["prompt"] != concept["prompt"] or c["country"] != concept["country"]:
+                continue
+            figs = []
+            for im in c["images"]:
+                caption = (
+                    f"seed {im['seed']}: {' / '.join(im['tag'])} (quality {im['quality']:.2f})"
+                )
+                figs.append(
+                    f"<figure>{_image_tag(folder / im['file'], caption)}"
+                    f"<figcaption>{escape(caption)}</figcaption></figure>"
+                )
+            grids.append(
+                f'<h4>{escape(c["generator"])}</h4><div class="imgs">{"".join(figs)}</div>'
+            )
+        where = concept["country"] or "global"
+        sections.append(
+            f'<h2>{escape(concept["prompt"])} <span class="muted">({escape(concept["concept"])}, '
+            f"{escape(where)})</span></h2>{_bars(bars)}<table><tr><th>generator</th>{head}"
+            f"<th>tagged countries</th></tr>{''.join(lines)}</table>{''.join(grids)}"
+        )
+    weights = summary.get("weights")
+    body = (
+        '<p class="muted">CUBE diversity: the Vendi score of the images\' geo-tags '
+        f"(continent, country, artifact; similarity weights {escape(str(weights))} for "
+        "global concepts, all three parts for a country's own) per chunk of 8 images over the "
+        "chunk's size, mean over chunks; the authors' form divides the last chunk by 8 too. "
+        "qVendi: mean quality x Vendi (CUBE Eq. 3), quality the judge's yes-probability that "
+        "the image shows the prompt.</p>"
+        f"<h2>Generators</h2>{table}{''.join(sections)}"
+    )
+    return _document("Cultural diversity of generators (CUBE)", body)

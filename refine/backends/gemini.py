@@ -481,6 +481,11 @@ class GeminiObserver(GeminiLanguageModel):
         answer = ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
         return clean_descriptors(answer, dimensions, max_per_dimension)
 
+    def ask_json(self, image: Image.Image, prompt: str, schema: type[T]) -> T:
+        """An answer about ``image`` validated against ``schema`` (a geo-tag, say)."""
+        ask = self._ask_json([_image_part(image)], schema, "ask")
+        return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
+
 
 class GeminiJudge(_GeminiBackend):
     """Answer probabilities: from the first answer token's log-probabilities, or from k

@@ -271,6 +271,11 @@ class HFModel:
         answer = self._ask(lambda p: self.generate_text(p, image), prompt, schema)
         return clean_descriptors(answer, dimensions, max_per_dimension)
 
+    def ask_json(self, image: Image.Image, prompt: str, schema: type[T]) -> T:
+        """An answer about ``image`` validated against ``schema`` (a geo-tag, say)."""
+        self._require_vision("look at images")
+        return self._ask(lambda p: self.generate_text(p, image), prompt, schema)
+
     def describe_many(
         self, images: Sequence[Image.Image], dimensions: Sequence[str], max_per_dimension: int = 10
     ) -> list[dict[str, list[str]]]:

@@ -34,7 +34,20 @@ def bench_cmd(
         "celebration, religious, wedding, funeral.",
     ),
     sample: int = typer.Option(None, "--sample", min=1, help="Draw this many prompts."),
-    images: int = typer.Option(2, "--images-per-prompt", min=1, help="Seeds per prompt."),
+    images: int = typer.Option(
+        None, "--images-per-prompt", min=1, help="Seeds per prompt (2; 16 with --concepts)."
+    ),
+    concepts: Path = typer.Option(
+        None,
+        "--concepts",
+        help="CUBE-style diversity: a JSONL/JSON/CSV file of concept prompts "
+        "(prompt, concept, country, artifacts) instead of CULTIVate activities.",
+    ),
+    cube_weights: str = typer.Option(
+        "1,0,0",
+        "--cube-weights",
+        help="With --concepts: geo-tag similarity weights of continent, country, artifact.",
+    ),
     seed: int = typer.Option(42, "--seed", help="First seed (and the sample's and intervals')."),
     tau: float = typer.Option(
         None, "--tau", min=0.01, max=0.99, help="Match threshold (default: the profile's)."
@@ -56,6 +69,25 @@ def bench_cmd(
     from refine.profiles import load_profile
     from refine.settings import split_list
 
+    if concepts is not None:
+        if countries or activity or category or sample:
+            raise UserInputError(
+                "--concepts: the concepts file names the prompts; leave out "
+                "--countries, --activity, --category and --sample"
+            )
+        _concepts(
+            generator,
+            profile,
+            backend,
+            concepts,
+            cube_weights,
+            images or 16,
+            seed,
+            out,
+            workers,
+            as_json,
+        )
+        return
     try:
         names = list(generator) or [load_profile(profile).backend("generator")]
         prompts = plan_prompts(split_list(countries), activity, sample, seed, category)
@@ -64,7 +96,7 @@ def bench_cmd(
     plan = BenchPlan(
         generators=names,
         prompts=prompts,
-        images_per_prompt=images,
+        images_per_prompt=images or 2,
         seed=seed,
         tau=tau,
         profile=profile,
@@ -99,3 +131,58 @@ def bench_cmd(
                 f"{p['prompts']} prompts, better on {100 * p['share_improved']:.0f}%"
             )
     typer.echo(f"leaderboard: {out / 'bench.html'}")
+
+
+def _concepts(
+    generator, profile, backend, path, weights_text, images, seed, out, workers, as_json
+) -> None:
+    from refine.cli.run_cmd import parse_backends
+    from refine.concepts import ConceptPlan, load_concepts, run_concepts
+    from refine.profiles import load_profile
+
+    try:
+        found = load_concepts(path)
+    except ValueError as err:
+        raise UserInputError(f"--concepts: {err}") from err
+    try:
+        weights = tuple(float(w) for w in weights_text.split(","))
+        from metrics.vendi import tag_kernel
+
+        tag_kernel([("a", "b", "c")], weights)
+    except ValueError as err:
+        raise UserInputError(f"--cube-weights {weights_text!r}: {err}") from err
+    if images < 2:
+        raise UserInputError("--images-per-prompt: diversity needs at least 2 images")
+    try:
+        names = list(generator) or [load_profile(profile).backend("generator")]
+        from refine.bench import parse_generator
+
+        for name in names:
+            parse_generator(name)
+    except ValueError as err:
+        raise UserInputError(f"--generator/--profile: {err}") from err
+    plan = ConceptPlan(
+        generators=names,
+        concepts=found,
+        images_per_prompt=images,
+        seed=seed,
+        weights=weights,
+        profile=profile,
+        backends=parse_backends(backend),
+    )
+
+    def progress(line: str) -> None:
+        if not as_json:
+            typer.echo(line, err=True)
+
+    summary = run_concepts(plan, out, on_event=progress, workers=workers)
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    typer.echo(f"{'generator':40} {'concepts':>8} {'CUBE div.':>9} {'tag qVS':>8} {'Vendi':>7}")
+    for name, row in summary["generators"].items():
+        typer.echo(
+            f"{name:40} {row['concepts']:>8} {row['cube_diversity'] or 0:9.3f} "
+            f"{row['tag_qvendi'] or 0:8.3f} {row['vendi'] or 0:7.2f}"
+        )
+    typer.echo(f"report: {out / 'concepts.html'}")

@@ -53,6 +53,13 @@ CULTURE = {
     BLUE: {"Iran": 1, "Turkey": 1, "India": 3},
     GREY: {},
 }
+# CUBE geo-tags (continent, country, artifact) the observer gives per colour
+GEO = {
+    RED: ("Asia", "Turkey", "Hookah"),
+    GREEN: ("Asia", "Iran", "Sabzi polo"),
+    BLUE: ("Europe", "France", "Croissant"),
+    GREY: ("Africa", "Nigeria", "Jollof rice"),
+}
 # log P("Yes") to any "Does this image show <stereotype>?" question, per colour
 YES_LOGPROB = {RED: math.log(0.9), GREEN: math.log(0.3), BLUE: math.log(0.2), GREY: math.log(0.4)}
 
@@ -122,6 +129,9 @@ class World:
     generate_for: dict = field(default_factory=dict)
     # an image model's name -> the colour it always draws (two generators to compare)
     generate_by_model: dict = field(default_factory=dict)
+    # an image model's name -> colours it draws by seed (seed % len): diverse generators
+    generate_by_seed: dict = field(default_factory=dict)
+    geotags: list[str] = field(default_factory=list)  # the geo-tagging prompts asked
     translations: list[str] = field(default_factory=list)  # the prompts asked to translate
     # answer log-probability requests with HTTP 400 "Logprobs is not enabled", as many
     # current models do; sampled judge requests are answered per seed (see below)
@@ -168,6 +178,9 @@ class World:
         if kind == "generate":
             model = path.rsplit("/", 1)[-1].split(":")[0]
             colour = self.generate_by_model.get(model)
+            if model in self.generate_by_seed:
+                cycle = self.generate_by_seed[model]
+                colour = cycle[int(config.get("seed", 0)) % len(cycle)]
             colour = colour or next(
                 (c for key, c in self.generate_for.items() if key in text), None
             )
@@ -209,6 +222,11 @@ class World:
             peak = self._peak(colour, text)
             logprobs = {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
             return 200, text_answer(str(peak), logprobs=logprobs)
+        if kind == "observe" and "Tag the image with the closest continent" in text:
+            self.geotags.append(text)
+            continent, country, artifact = GEO[colour]
+            answer = {"continent": continent, "country": country, "artifact": artifact}
+            return 200, text_answer(json.dumps(answer))
         assert "annotating a photograph" in text, text[:200]
         return 200, text_answer(json.dumps(SEEN[colour]))
 

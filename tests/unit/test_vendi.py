@@ -115,3 +115,28 @@ def test_the_python_api_refuses_nan_and_out_of_range_input():
         with pytest.raises(ValueError, match="must be a number in \\[0, 1\\]"):
             faithfulness(0.5, bad, 0.2)
     assert faithfulness(np.float32(0.5), 0.5, 0.5) == pytest.approx(0.5)
+
+
+def test_cube_tag_kernel_and_the_authors_normalisation():
+    tags = [("Asia", "Iran", "Tahdig"), ("asia ", "Japan", "Sushi"), ("Africa", "Nigeria", "Suya")]
+    k = vendi.tag_kernel(tags)  # continents alike, case folded
+    assert k.tolist() == [[1, 1, 0], [1, 1, 0], [0, 0, 1]]
+    k = vendi.tag_kernel(tags, (0.5, 0.25, 0.25))
+    assert k[0, 1] == pytest.approx(0.5) and k[0, 0] == pytest.approx(1.0)
+    assert vendi.tag_kernel(tags[:2] * 2, None).tolist() == [
+        [1, 0, 1, 0],
+        [0, 1, 0, 1],
+        [1, 0, 1, 0],
+        [0, 1, 0, 1],
+    ]
+    with pytest.raises(ValueError, match="sum to 1"):
+        vendi.tag_kernel(tags, (1, 1, 0))
+    with pytest.raises(ValueError, match="non-negative"):
+        vendi.tag_kernel(tags, (1.5, -0.5, 0))
+    # 10 distinct items: chunks of 8 and 2; ours divides the last by 2, the authors' by 8
+    eye = np.eye(10)
+    assert vendi.normalised_by_size(kernel=eye) == pytest.approx(1.0)
+    assert vendi.normalised_by_size(kernel=eye, authors=True) == pytest.approx((1 + 2 / 8) / 2)
+    # fewer than 32 items: the authors' code keeps the first 24
+    assert vendi.normalised_by_size(kernel=np.eye(30), authors=True) == pytest.approx(1.0)
+    assert vendi.normalised_by_size(kernel=np.eye(30)) == pytest.approx(1.0)

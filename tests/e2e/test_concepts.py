@@ -1,0 +1,150 @@
+"""refine bench --concepts: CUBE-style cultural diversity of two stand-in generators (one
+draws four cultures by seed, one always the same), every figure recomputed by hand from
+the stored geo-tags, qualities and embeddings; a killed run goes on; bad files are named."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from refine.bench import BenchStore
+from refine.concepts import ConceptPlan, load_concepts, run_concepts
+from tests.e2e.test_cli_run import cli
+from tests.fakes.gemini_world import BLUE, GEO, GREEN, GREY, RED, YES_LOGPROB
+
+GENS = ["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"]
+CYCLE = [RED, GREEN, BLUE, GREY]
+
+
+def vendi_of(kernel):
+    lam = np.linalg.eigvalsh(np.asarray(kernel, dtype=float) / len(kernel))
+    lam = lam[lam > 1e-12]
+    lam = lam / lam.sum()
+    return math.exp(-(lam * np.log(lam)).sum())
+
+
+@pytest.fixture
+def concepts_file(tmp_path):
+    path = tmp_path / "concepts.jsonl"
+    lines = [
+        {"prompt": "Image of traditional food", "concept": "cuisine", "artifacts": "jollof; kebab"},
+        {"concept": "cuisine", "country": "Iran", "artifacts": ["sabzi polo", "tahdig"]},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def run(world, siglip_path, options, tmp_path, concepts_file):
+    world.generate_by_seed = {"gemini-3.1-flash-image": CYCLE}
+    world.generate_by_model = {"gemini-3-pro-image": GREEN}
+    plan = ConceptPlan(
+        generators=GENS,
+        concepts=load_concepts(concepts_file),
+        images_per_prompt=10,
+        seed=0,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+    )
+    out = tmp_path / "cube"
+    return plan, out, run_concepts(plan, out, backend_options=options)
+
+
+def test_every_figure_by_hand(run, world):
+    plan, out, summary = run
+    store = BenchStore(out)
+    store.cells_path = out / "concepts.jsonl"
+    cells = store.cells()
+    assert len(cells) == 4
+    for cell in cells:
+        colours = [CYCLE[s % 4] if "flash" in cell["generator"] else GREEN for s in range(10)]
+        assert [tuple(im["tag"]) for im in cell["images"]] == [GEO[c] for c in colours]
+        quality = [math.exp(YES_LOGPROB[c]) for c in colours]
+        assert [im["quality"] for im in cell["images"]] == pytest.approx(quality, abs=1e-6)
+        tags = [GEO[c] for c in colours]
+        if cell["country"] is None:  # global: continents alike (weights 1, 0, 0)
+            k = np.array([[float(a[0] == b[0]) for b in tags] for a in tags])
+        else:  # within a country: the whole tag
+            k = np.array([[float(a == b) for b in tags] for a in tags])
+        ours = (vendi_of(k[:8, :8]) / 8 + vendi_of(k[8:, 8:]) / 2) / 2
+        authors = (vendi_of(k[:8, :8]) / 8 + vendi_of(k[8:, 8:]) / 8) / 2
+        assert cell["cube_diversity"] == pytest.approx(ours, abs=1e-6)
+        assert cell["cube_diversity_authors"] == pytest.approx(authors, abs=1e-6)
+        assert cell["tag_vendi"] == pytest.approx(vendi_of(k), abs=1e-6)
+        assert cell["tag_qvendi"] == pytest.approx(np.mean(quality) * vendi_of(k), abs=1e-6)
+        e = np.asarray(cell["embeddings"], dtype=float)
+        e /= np.linalg.norm(e, axis=1, keepdims=True)
+        assert cell["vendi"] == pytest.approx(vendi_of(e @ e.T), abs=1e-4)
+        assert cell["qvendi"] == pytest.approx(np.mean(quality) * cell["vendi"], abs=1e-9)
+    # the diverse generator is more diverse, on every figure
+    flash, pro = (summary["generators"][g] for g in GENS)
+    assert flash["cube_diversity"] > pro["cube_diversity"]
+    assert pro["tag_vendi"] == pytest.approx(1.0)
+    # the examples reached the geo-tagger
+    assert any("sabzi polo, tahdig" in t for t in world.geotags)
+    assert any('"Image of cuisine from Iran"' in t for t in world.geotags)
+    # the page shows the same values
+    html = (out / "concepts.html").read_text()
+    for g in GENS:
+        found = re.search(
+            rf'data-generator="{re.escape(g)}" data-figure="cube_diversity" data-value="([0-9.]+)"',
+            html,
+        )
+        assert float(found.group(1)) == pytest.approx(summary["generators"][g]["cube_diversity"])
+    assert html.count("<figure>") == 40
+    rows = (out / "concept_rows.csv").read_text().splitlines()
+    assert len(rows) == 41 and "Europe,France,Croissant" in rows[3]
+
+
+def test_a_killed_run_goes_on(run, world, options):
+    plan, out, summary = run
+    path = out / "concepts.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:30])
+    before = world.log.count("generate")
+    again = run_concepts(plan, out, backend_options=options)
+    assert world.log.count("generate") - before == 10
+    assert again["generators"] == summary["generators"]
+
+
+def test_concept_files_and_the_command_line(world, siglip_path, tmp_path, concepts_file):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"prompt": "Image of a dish"}\n{"concept": "dish"}\nnot json\n{"prompt": 3}\n'
+        '{"prompt": "x", "colour": "red"}\n'
+    )
+    with pytest.raises(ValueError) as err:
+        load_concepts(bad)
+    lines = str(err.value).splitlines()
+    assert len(lines) == 4
+    assert "bad.jsonl:2: give a prompt (or a concept and a country)" in lines[0]
+    assert "bad.jsonl:3: not JSON" in lines[1] and "prompt must be text" in lines[2]
+    assert "unknown field 'colour'" in lines[3]
+    # a CUBE-CSpace export: one artifact a row, grouped per (concept, country)
+    cspace = tmp_path / "cspace.csv"
+    cspace.write_text(
+        "concept,country,artifact\ncuisine,Nigeria,Jollof rice\ncuisine,Nigeria,Suya\n"
+        "cuisine,Japan,Sushi\n"
+    )
+    got = load_concepts(cspace)
+    assert [(c.prompt, c.artifacts) for c in got] == [
+        ("Image of cuisine from Nigeria", ("Jollof rice", "Suya")),
+        ("Image of cuisine from Japan", ("Sushi",)),
+    ]
+    world.generate_by_seed = {"gemini-3.1-flash-image": CYCLE}
+    args = ["bench", "--concepts", str(concepts_file), "--images-per-prompt", "4"]
+    args += ["--out", str(tmp_path / "c"), "--backend", f"image_embedder=siglip:{siglip_path}"]
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert "gemini:gemini-3.1-flash-image" in done.stdout and "concepts.html" in done.stdout
+    doc = json.loads((tmp_path / "c" / "concepts.json").read_text())
+    assert len(doc["concepts"]) == 2 and doc["weights"] == [1.0, 0.0, 0.0]
+    no = cli("bench", "--concepts", str(concepts_file), "--countries", "Iran")
+    assert no.returncode == 2 and "leave out" in no.stderr
+    no = cli("bench", "--concepts", str(concepts_file), "--cube-weights", "1,1,0")
+    assert no.returncode == 2 and "sum to 1" in no.stderr
+    no = cli("bench", "--concepts", str(bad))
+    assert no.returncode == 2 and "bad.jsonl:2" in no.stderr
