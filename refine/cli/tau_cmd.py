@@ -44,6 +44,9 @@ def calibrate_tau_cmd(
     write: Path = typer.Option(
         None, "--write", help="Write a profile file (a copy of --profile) that carries tau."
     ),
+    html: Path = typer.Option(
+        None, "--html", help="Also write the distribution as a self-contained HTML page."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Calibrate tau for the profile's observer on real photos (AHEaD: the 75th percentile
@@ -103,6 +106,12 @@ def calibrate_tau_cmd(
     )
     if write is not None:
         write_profile(base.path, write, tau, source, dict(backends.names), backends.options)
+    if html is not None:
+        from refine.report import render_tau
+        from refine.store import atomic_write_text
+
+        html.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(html, render_tau(sims, tau, q, source))
     if as_json:
         doc = {
             "tau": tau,
@@ -111,6 +120,7 @@ def calibrate_tau_cmd(
             "observer": observer_name,
             "images": [str(p) for p in images],
             "profile": str(write) if write else None,
+            "html": str(html) if html else None,
         }
         typer.echo(json.dumps(doc, indent=2))
         return
@@ -119,6 +129,8 @@ def calibrate_tau_cmd(
         typer.echo(f"  {line}")
     if write is not None:
         typer.echo(f"profile written: {write} (use --profile {write})")
+    if html is not None:
+        typer.echo(f"distribution: {html}")
 
 
 def write_profile(

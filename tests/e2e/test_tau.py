@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from metrics.ahead import best_match_similarities
 from refine.profiles import load_profile
 from refine.references import find_references
 from refine.store import RunStore
@@ -85,12 +87,25 @@ def test_calibrate_tau_prints_the_percentile_and_writes_a_profile(
     lost = cli("calibrate-tau", str(real[0]), "--activity", "x y z", "--country", COUNTRY)
     assert lost.returncode == 2 and lost.stderr.startswith("error: --activity/--country: ")
     # the text output: the value and a histogram of the similarities
-    text = cli("calibrate-tau", str(real[0]), "--activity", ACT, "--country", COUNTRY)
+    page = tmp_path / "tau.html"
+    text = cli(
+        "calibrate-tau", str(real[0]), "--activity", ACT, "--country", COUNTRY, "--html", str(page)
+    )
     assert text.returncode == 0, text.stderr
+    # the page: the same tau, and bins that count every similarity in the right place
+    html = page.read_text()
+    assert float(re.search(r'data-tau="([0-9.]+)"', html).group(1)) == pytest.approx(
+        by_hand(refs, [SEEN[RED]], minilm), abs=1e-5
+    )
+    sims = best_match_similarities(refs, [SEEN[RED]], minilm)
+    bins = [int(n) for n in re.findall(r'data-count="(\d+)"', html)]
+    assert len(bins) == 20 and sum(bins) == len(sims)
+    assert bins[min(19, int(max(sims) * 20))] >= 1 and "<script" not in html
     first = text.stdout.splitlines()[0]
     alone = by_hand(refs, [SEEN[RED]], minilm)
+    assert f"distribution: {page}" in text.stdout
     assert first.startswith(f"tau = {alone:.4f} (q=0.75 of ")
-    assert sum(int(line.split()[-1]) for line in text.stdout.splitlines()[1:]) == int(
+    assert sum(int(line.split()[-1]) for line in text.stdout.splitlines()[1:-1]) == int(
         first.split(" of ")[1].split()[0]
     )
 
