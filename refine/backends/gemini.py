@@ -481,6 +481,14 @@ class GeminiObserver(GeminiLanguageModel):
         answer = ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
         return clean_descriptors(answer, dimensions, max_per_dimension)
 
+    def describe_many(
+        self, images: Sequence[Image.Image], dimensions: Sequence[str], max_per_dimension: int = 10
+    ) -> list[dict[str, list[str]]]:
+        """:meth:`describe` for several images, up to ``concurrency`` requests at once."""
+        return self._each(
+            range(len(images)), lambda k: self.describe(images[k], dimensions, max_per_dimension)
+        )
+
     def ask_json(self, image: Image.Image, prompt: str, schema: type[T]) -> T:
         """An answer about ``image`` validated against ``schema`` (a geo-tag, say)."""
         ask = self._ask_json([_image_part(image)], schema, "ask")
@@ -662,22 +670,26 @@ class GeminiJudge(_GeminiBackend):
         self, images: Sequence[Image.Image], questions: Sequence[str]
     ) -> list[float]:
         _check_pairs(images, questions)
-        out = []
-        for image, question in zip(images, questions, strict=True):
-            prompt = f'{question} Please answer "Yes" or "No".'
-            out.append(self._probabilities(image, prompt, ("Yes", "No"), "judge_yes")[0])
-        return out
+
+        def one(k: int) -> float:
+            prompt = f'{questions[k]} Please answer "Yes" or "No".'
+            return self._probabilities(images[k], prompt, ("Yes", "No"), "judge_yes")[0]
+
+        # several pairs: up to ``concurrency`` requests at once, answers in order
+        return self._each(range(len(images)), one)
 
     def rate(self, images: Sequence[Image.Image], prompts: Sequence[str]) -> list[Rating]:
         _check_pairs(images, prompts)
-        out = []
-        for image, prompt in zip(images, prompts, strict=True):
-            dist = self._probabilities(image, prompt, ("1", "2", "3", "4", "5"), "judge_rate")
+
+        def one(k: int) -> Rating:
+            dist = self._probabilities(
+                images[k], prompts[k], ("1", "2", "3", "4", "5"), "judge_rate"
+            )
             if self.sampling:
-                out.append(Rating(tuple(dist), self.method, _rating_stderr(dist, self.samples)))
-            else:
-                out.append(Rating(tuple(dist)))
-        return out
+                return Rating(tuple(dist), self.method, _rating_stderr(dist, self.samples))
+            return Rating(tuple(dist))
+
+        return self._each(range(len(images)), one)
 
 
 def _rating_stderr(dist: Sequence[float], k: int) -> float:

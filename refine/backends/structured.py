@@ -7,6 +7,7 @@ times; after that :class:`InvalidModelOutput` is raised with the last raw answer
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -85,7 +86,12 @@ def ask_with_repair(
 
 
 def descriptor_schema(dimensions: Sequence[str], max_per_dimension: int) -> type[BaseModel]:
-    """A schema with one list of phrases per dimension."""
+    """A schema with one list of phrases per dimension (made once per shape)."""
+    return _descriptor_schema(tuple(dimensions), int(max_per_dimension))
+
+
+@functools.lru_cache(maxsize=64)
+def _descriptor_schema(dimensions: tuple[str, ...], max_per_dimension: int) -> type[BaseModel]:
     fields = {
         d: (list[str], Field(default_factory=list, max_length=max_per_dimension * 3))
         for d in dimensions

@@ -65,7 +65,9 @@ def test_score_with_a_kb_through_the_cli(capsys, world, kb_dir, tmp_path):
     assert all("What the image shows may be tea" in p for p in red_prompts)
     assert TEA_TEXT[:40] in red_prompts[0] and TEA_TEXT[:400] not in red_prompts[0]
     assert first["knowledge"].startswith("a drink. Tea in Iran") and len(first["knowledge"]) < 140
-    assert [p.split("reflect the culture of ")[1].split("?")[0] for p in red_prompts] == LABELS
+    # (the labels of one image are judged at once: in any order)
+    asked = [p.split("reflect the culture of ")[1].split("?")[0] for p in red_prompts]
+    assert sorted(asked) == sorted(LABELS)
     # the green image links to no green entity (none in this KB): still a nearest entity
     assert doc["images"][1]["entity"]["name"] in ("tea", "rice")
     hand = diversity(LABELS, doc["scores"])

@@ -123,6 +123,7 @@ class World:
     fail_edit_of: tuple[int, int, int] | None = None  # edits of this colour answer HTTP 500
     fail_edit_seeds: set = field(default_factory=set)  # edits with these seeds answer 500
     delay_s: float = 0.0  # added to every answer: an API's latency
+    delay_by_kind: dict = field(default_factory=dict)  # per kind ("generate", ...), over delay_s
     busy: list = field(default_factory=lambda: [0, 0])  # requests in flight now, at most
     prompts: list[str] = field(default_factory=list)  # the judge's rating prompts, in order
     # a prompt containing one of these texts generates that colour (first match wins)
@@ -165,10 +166,11 @@ class World:
         else:
             kind = "observe"
         self.log.append(kind)
-        if self.delay_s:
+        delay = self.delay_by_kind.get(kind, self.delay_s)
+        if delay:
             import time
 
-            time.sleep(self.delay_s)
+            time.sleep(delay)
         if kind == self.fail_on:
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
         for marker, key in REFS_PROMPTS.items():
