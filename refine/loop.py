@@ -39,6 +39,7 @@ from refine.events import (
     RunFinished,
     RunStarted,
 )
+from refine.expectations import missed_changes
 from refine.instructions import build_instruction, caire_change
 from refine.records import Candidate, ReferencePack, Round, Run, RunSpec
 from refine.steps import StepContext, default_steps
@@ -413,12 +414,15 @@ class Refiner:
         if user:
             return user, "user"
         _, extra = caire_change(parent.caire, run.references.country)
+        extras = [extra] if extra else []
+        # missed expectations take at most half the changes; descriptors keep the rest
+        extras += missed_changes(parent.expectations, (run.spec.max_changes + 1) // 2)
         text = build_instruction(
             parent.best.feedback,
             run.spec.activity,
             run.references.country,
             run.spec.max_changes,
-            extra=[extra] if extra else None,
+            extra=extras or None,
         )
         return text, "template"
 

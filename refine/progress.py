@@ -32,6 +32,7 @@ STAGE_WORDS = {
     "observe": "observing and scoring",
     "caire": "rating cultures (CAIRE)",
     "languages": "other prompt languages",
+    "expectations": "checking cultural expectations",
 }
 
 

@@ -175,6 +175,41 @@ class LanguageImage(_Record):
     hallucinated: list[str] = Field(default_factory=list)
 
 
+class Expectation(_Record):
+    """A cultural expectation of a prompt: a checkable statement, explicit (the prompt says
+    it) or implicit (people of the culture take it for granted), and why."""
+
+    statement: str = Field(min_length=1, max_length=300)
+    kind: Literal["explicit", "implicit"]
+    reason: str = Field("", max_length=500)
+
+
+class ExpectationSet(_Record):
+    """A prompt's expectations as built (and perhaps edited): an expectations file."""
+
+    prompt: str
+    country: str
+    expectations: list[Expectation]
+    source: str = ""
+
+
+class ExpectationCheck(_Record):
+    statement: str
+    kind: Literal["explicit", "implicit"]
+    p_yes: float  # the judge's yes-probability that the image shows the statement
+    met: bool  # p_yes > 0.5
+
+
+class ExpectationScore(_Record):
+    """One image's expectations: each checked, and the met share per kind."""
+
+    checks: list[ExpectationCheck]
+    explicit_met: float | None = None
+    implicit_met: float | None = None
+    judge: str = ""
+    judge_mode: str | None = None
+
+
 Decision = Literal["initial", "accepted", "rejected"]
 
 
@@ -204,6 +239,8 @@ class Round(_Record):
     languages: dict[str, LanguageImage] = Field(default_factory=dict)
     # API token usage of the round per model (calls, prompt/output/total tokens)
     usage: dict[str, dict[str, int]] = Field(default_factory=dict)
+    # the chosen image's cultural expectations, when the run has some
+    expectations: ExpectationScore | None = None
 
     @property
     def best(self) -> Candidate:
@@ -246,6 +283,9 @@ class RunSpec(_Record):
     sos_bank: str | None = None
     # also observe and score (FAITH, ALIGN, HAL, EXAG) each language's image every round
     language_scores: bool = False
+    # cultural expectations checked on each round's chosen image; missed ones are asked
+    # for in the next edit
+    expectations: list[Expectation] = Field(default_factory=list)
 
 
 class Run(_Record):

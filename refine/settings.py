@@ -191,6 +191,24 @@ def _languages(row: dict[str, Any], base_dir: Path | None) -> None:
         row.pop("sos_bank", None)
 
 
+def _expectations(row: dict[str, Any], base_dir: Path | None) -> None:
+    """An expectations file (``refine expectations build --out``) becomes the list of
+    expectations the run checks; a list given as such is validated by the spec."""
+    value = row.get("expectations")
+    if not value:
+        row.pop("expectations", None)
+        return
+    if isinstance(value, (str, Path)):
+        from refine.expectations import load_expectations
+
+        try:
+            row["expectations"] = [
+                e.model_dump() for e in load_expectations(_path(value, base_dir)).expectations
+            ]
+        except ValueError as err:
+            raise SettingsError("expectations", str(err)) from err
+
+
 def run_spec(raw: Mapping[str, Any], base_dir: str | Path | None = None) -> RunSpec:
     """A validated RunSpec from raw settings (None values take the default)."""
     from pydantic import ValidationError
@@ -213,6 +231,7 @@ def run_spec(raw: Mapping[str, Any], base_dir: str | Path | None = None) -> RunS
         row[key] = str(row[key]).strip()
     _caire(row, base)
     _languages(row, base)
+    _expectations(row, base)
     try:
         return RunSpec(**row)
     except ValidationError as err:

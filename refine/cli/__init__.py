@@ -17,6 +17,7 @@ from refine import __version__
 from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
 from refine.cli.bench_cmd import bench_cmd
 from refine.cli.caire_cmd import caire_app
+from refine.cli.expectations_cmd import expectations_app
 from refine.cli.inputs import UserInputError
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.run_cmd import refs_app, run_cmd
@@ -32,7 +33,8 @@ app = typer.Typer(
         "HTML report of a run or batch; 'app' serves the Gradio app; 'refs' shows reference "
         "descriptors; 'caire' builds knowledge bases and rates cultural relevance 1-5; 'sos' "
         "builds multilingual image banks and reports where language outweighs culture; "
-        "'bench' compares generators on the CULTIVate catalog; "
+        "'bench' compares generators on the CULTIVate catalog; 'expectations build' lists a "
+        "prompt's explicit and implicit cultural expectations; "
         "'models download' fetches a profile's weights ahead of time; 'calibrate-tau' sets the "
         "match threshold for an observer from real photos; "
         "'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
@@ -47,6 +49,7 @@ app.add_typer(metrics_app, name="metrics")
 app.add_typer(refs_app, name="refs")
 app.add_typer(caire_app, name="caire")
 app.add_typer(sos_app, name="sos")
+app.add_typer(expectations_app, name="expectations")
 app.command("run")(run_cmd)
 app.command("batch")(batch_cmd)
 app.command("score")(score_cmd)

@@ -110,9 +110,13 @@ def score_cmd(
     profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
     tau: float = tau_option(),
+    expectations: Path = typer.Option(
+        None, "--expectations", help="An expectations file: check each image against it."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
-    """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them."""
+    """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them; with
+    --expectations, which explicit and implicit expectations each image meets."""
     from refine import settings
     from refine.assess import Assessor
     from refine.backends.selection import Backends
@@ -126,6 +130,14 @@ def score_cmd(
         if err.field == "refs" and not refs_file:
             where = "--activity/--country"
         raise UserInputError(f"{where}: {err.message}") from err
+    wanted = None
+    if expectations is not None:
+        from refine.expectations import load_expectations
+
+        try:
+            wanted = load_expectations(expectations)
+        except ValueError as err:
+            raise UserInputError(f"--expectations: {err}") from err
     try:
         backends = Backends(profile, parse_backends(backend))
     except ValueError as err:
@@ -140,14 +152,19 @@ def score_cmd(
         if not as_json:
             typer.echo(f"scoring {path}", err=True)
         observed, scores, feedback, _ = assessor.assess(image, refs, tau=tau)
-        rows.append(
-            {
-                "image": str(path),
-                "observed": observed,
-                "scores": scores.model_dump(mode="json"),
-                "feedback": feedback.model_dump(mode="json"),
-            }
-        )
+        row = {
+            "image": str(path),
+            "observed": observed,
+            "scores": scores.model_dump(mode="json"),
+            "feedback": feedback.model_dump(mode="json"),
+        }
+        if wanted is not None:
+            from refine.expectations import check_images
+
+            with backends.using("judge") as judge:
+                (checked,) = check_images([image], wanted.expectations, judge)
+            row["expectations"] = checked.model_dump(mode="json")
+        rows.append(row)
     if as_json:
         import json
 
@@ -176,6 +193,18 @@ def score_cmd(
             typer.echo(f"  {label}: {', '.join(phrases) or '-'}")
         seen = [x["candidate"] for x in fb["exaggerated"]]
         typer.echo(f"  stereotypes seen: {', '.join(seen) or '-'}")
+        ex = row.get("expectations")
+        if ex:
+            for kind in ("explicit", "implicit"):
+                share = ex[f"{kind}_met"]
+                if share is not None:
+                    missed = [
+                        c["statement"] for c in ex["checks"] if c["kind"] == kind and not c["met"]
+                    ]
+                    typer.echo(
+                        f"  {kind} expectations met: {100 * share:.0f}%"
+                        + (f"; missed: {'; '.join(missed)}" if missed else "")
+                    )
     typer.echo(f"\nEXAG: {rows[0]['scores']['exag_variant']}")
 
 

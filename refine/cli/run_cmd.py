@@ -178,6 +178,7 @@ OPTION_OF = {
     "prompt_languages": "--prompt-languages",
     "sos_bank": "--sos-bank",
     "language_scores": "--language-scores",
+    "expectations": "--expectations",
     "out": "--out",
 }
 
@@ -257,6 +258,12 @@ def run_cmd(
     language_scores: bool = typer.Option(
         False, "--language-scores", help="Also observe and score FAITH in each prompt language."
     ),
+    expectations: Path = typer.Option(
+        None,
+        "--expectations",
+        help="An expectations file (refine expectations build): checked every round; "
+        "missed ones are asked for in the next edit.",
+    ),
 ) -> None:
     """Generate, score and refine an image of an activity in a country, round by round."""
     from refine import settings
@@ -312,6 +319,7 @@ def run_cmd(
             "prompt_languages": prompt_languages,
             "sos_bank": sos_bank,
             "language_scores": language_scores or None,
+            "expectations": expectations,
         }
         try:
             raw["instructions"] = settings.parse_instructions(instruction)

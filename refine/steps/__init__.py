@@ -42,6 +42,7 @@ class RoundStep(Protocol):
 def default_steps() -> list[Any]:
     """The steps every run has; each does nothing unless its settings are given."""
     from refine.steps.caire import CaireStep
+    from refine.steps.expectations import ExpectationsStep
     from refine.steps.languages import LanguagesStep
 
-    return [CaireStep(), LanguagesStep()]
+    return [CaireStep(), LanguagesStep(), ExpectationsStep()]

@@ -88,6 +88,7 @@ REFS_PROMPTS = {
     "Describe what a faithful": "propose",
     "reviewing visual descriptors": "refine",
     "exaggerate cultural stereotypes": "stereotypes",
+    "take for granted in such a scene": "expectations",
 }
 NOWRUZ_REFS = {
     "propose": {
@@ -105,6 +106,36 @@ NOWRUZ_REFS = {
         "spatial": ["Family gathered around the haft-sin"],
     },
     "stereotypes": {"stereotypes": ["flying carpets", "desert backdrop"]},
+    "expectations": {
+        "explicit": [
+            {"statement": "A family is together at home", "reason": "the prompt says so"},
+            {"statement": "People are celebrating Nowruz", "reason": "the prompt says so"},
+        ],
+        "implicit": [
+            {"statement": "A haft-sin table is set", "reason": "every Nowruz home has one"},
+            {"statement": "A goldfish bowl stands on the table", "reason": "part of haft-sin"},
+            {"statement": "People wear new spring clothes.", "reason": "new clothes for spring"},
+        ],
+    },
+}
+# the judge's yes-probability of each expectation statement per colour
+EXPECT_P = {
+    RED: {
+        "A family": 0.8,
+        "celebrating Nowruz": 0.3,
+        "haft-sin": 0.1,
+        "goldfish": 0.2,
+        "spring clothes": 0.6,
+    },
+    GREEN: {
+        "A family": 0.9,
+        "celebrating Nowruz": 0.85,
+        "haft-sin": 0.7,
+        "goldfish": 0.45,
+        "spring clothes": 0.75,
+    },
+    BLUE: {},
+    GREY: {},
 }
 
 
@@ -140,6 +171,7 @@ class World:
     # answers to the reference-building prompts (refine refs build, the app's Build button)
     refs: dict = field(default_factory=lambda: dict(NOWRUZ_REFS))
     refs_asked: list[str] = field(default_factory=list)
+    expectations_asked: list[str] = field(default_factory=list)  # statements judged
 
     def __call__(self, path: str, body: dict):
         with _BUSY:
@@ -216,6 +248,12 @@ class World:
             else:
                 answer = str(sampled_rating(self._peak(colour, text), seed))
             return 200, text_answer(json.dumps({"answer": answer}))
+        if kind == "judge" and "Does this image show the following:" in text:
+            statement = text.split("the following:", 1)[1]
+            p = next((v for k, v in EXPECT_P[colour].items() if k in statement), 0.5)
+            self.expectations_asked.append(statement.split("?")[0].strip())
+            yes = math.log(p)
+            return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-p)})
         if kind == "judge" and 'answer "Yes" or "No"' in text:
             yes = YES_LOGPROB[colour]
             return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-math.exp(yes))})
