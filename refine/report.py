@@ -223,6 +223,9 @@ def bar_chart(values: list[float | None], labels: list[str], title: str) -> str:
 # -- a run -----------------------------------------------------------------------------
 
 
+MET_MARK = {True: "\u2713", False: "\u2717"}
+
+
 def _checklist(run: Run, r: Round) -> str:
     by_dim, exaggerated = views.checklist(r)
     marks = {"aligned": "\u2713", "missing": "\u2717", "hallucinated": "!"}
@@ -248,6 +251,20 @@ def _checklist(run: Run, r: Round) -> str:
             for e in exaggerated
         ]
         cols.append(f'<div><h3>stereotypes</h3><ul class="check">{"".join(items)}</ul></div>')
+    for kind in ("explicit", "implicit"):
+        lines = [x for x in views.expectation_lines(r) if x[0] == kind]
+        if lines:
+            items = [
+                f'<li class="{"aligned" if ok else "missing"}" data-kind="{kind}" '
+                f'data-met="{str(ok).lower()}" data-p="{p:.6f}">{MET_MARK[ok]} '
+                f"{escape(text)} <span class='muted'>(yes {p:.2f})</span></li>"
+                for _, text, p, ok in lines
+            ]
+            met = sum(x[3] for x in lines)
+            cols.append(
+                f"<div><h3>{kind} expectations ({met}/{len(lines)} met)</h3>"
+                f'<ul class="check">{"".join(items)}</ul></div>'
+            )
     return f'<div class="cols checklist">{"".join(cols)}</div>'
 
 

@@ -287,6 +287,19 @@ class RunService:
         finally:
             self._busy.release()
 
+    def expectations_for(self, activity: str, country: str) -> Any:
+        """The cultural expectations of the run prompt of ``activity`` in ``country``,
+        listed by the profile's language model (answers cached inside ``out``)."""
+        from refine.assets import prompt_template
+        from refine.expectations import build_expectations
+        from refine.refs_build import LLMCache
+
+        activity, country = phrase(activity, "activity"), phrase(country, "country")
+        prompt = prompt_template("generate").strip().format(activity=activity, country=country)
+        backends = self.refiner().backends
+        with backends.using("llm") as model:
+            return build_expectations(prompt, country, model, LLMCache(self.references_dir / "llm"))
+
     def save_references(self, activity: str, country: str, text: str) -> Any:
         """Keep references a user reviewed (JSON: ``descriptors`` per dimension and
         ``stereotypes``) for ``activity`` in ``country``; a ValueError names what is wrong."""

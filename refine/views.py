@@ -85,7 +85,31 @@ def metric_series(run: Run) -> dict[str, list[float | None]]:
         own = caire_unit(r)
         if own is not None:
             put(f"CAIRE {own[0]} (0-1)", k, own[1])
+        if r.expectations:
+            put("explicit met", k, r.expectations.explicit_met)
+            put("implicit met", k, r.expectations.implicit_met)
     return series
+
+
+def expectation_lines(r: Round) -> list[tuple[str, str, float, bool]]:
+    """The chosen image's expectations as (kind, statement, yes-probability, met), explicit
+    first, in the order they were listed."""
+    if not r.expectations:
+        return []
+    checks = sorted(r.expectations.checks, key=lambda c: c.kind != "explicit")
+    return [(c.kind, c.statement, c.p_yes, c.met) for c in checks]
+
+
+def expectations_text(r: Round) -> str:
+    """``explicit 1/2 met, implicit 1/3 met`` (empty without expectations)."""
+    if not r.expectations:
+        return ""
+    parts = []
+    for kind in ("explicit", "implicit"):
+        mine = [c for c in r.expectations.checks if c.kind == kind]
+        if mine:
+            parts.append(f"{kind} {sum(c.met for c in mine)}/{len(mine)} met")
+    return ", ".join(parts)
 
 
 def metric_rows(run: Run) -> list[dict[str, object]]:

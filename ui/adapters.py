@@ -41,6 +41,8 @@ CHECK_COLOURS = {
     "missing": "#bf8700",
     "hallucinated": "#cf222e",
     "exaggerated": "#8250df",
+    "met": "#2da44e",
+    "not met": "#bf8700",
 }
 
 
@@ -87,6 +89,18 @@ def checklist(r: Round) -> list[tuple[str, str | None]]:
     if exaggerated:
         out.append(("stereotypes: ", None))
         out.extend((f"{e.candidate} ", "exaggerated") for e in exaggerated)
+        out.append(("\n", None))
+    from refine.views import expectation_lines
+
+    for kind in ("explicit", "implicit"):
+        lines = [x for x in expectation_lines(r) if x[0] == kind]
+        if lines:
+            met = sum(x[3] for x in lines)
+            out.append((f"{kind} expectations ({met}/{len(lines)} met): ", None))
+            out.extend(
+                (f"{text} ({p:.2f}) ", "met" if ok else "not met") for _, text, p, ok in lines
+            )
+            out.append(("\n", None))
     return out
 
 

@@ -24,6 +24,7 @@ FIELD_LABELS = {
     "prompt_languages": "prompt languages",
     "sos_bank": "SoS bank",
     "language_scores": "language scores",
+    "expectations": "cultural expectations",
     "refs": "references",
     "max_drift": "max drift",
     "target": "target FAITH",
@@ -209,6 +210,12 @@ def build_app(service: RunService, status: str = "") -> Any:
                         label="also observe and score each language's image (FAITH per language)",
                         elem_id="language-scores",
                     )
+                    expectations = gr.Checkbox(
+                        False,
+                        label="check cultural expectations (explicit and implicit, listed by "
+                        "the language model) every round, and ask for the missed ones",
+                        elem_id="expectations",
+                    )
                     # a file box, not an image box: a file that is not an image gets a
                     # message naming it and the limits (an image box fails without one)
                     upload = gr.File(
@@ -367,6 +374,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             langs="",
             bank="",
             lang_scores=False,
+            check_expectations=False,
             request=None,
         ):
             # knowledge bases and SoS banks are read from inside --out only
@@ -386,6 +394,13 @@ def build_app(service: RunService, status: str = "") -> Any:
                 "language_scores": bool(lang_scores) or None,
                 "image": image or None,
             }
+            if check_expectations:
+                try:  # built from the run's own prompt (cached inside --out); never a path
+                    raw["expectations"] = [
+                        e.model_dump() for e in service.expectations_for(act, ctry).expectations
+                    ]
+                except ValueError as err:
+                    raise gr.Error(f"cultural expectations: {err}") from err
             try:
                 spec, refs = settings.load(raw, find=service.find_references)
             except settings.SettingsError as err:
@@ -613,6 +628,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                 prompt_languages,
                 sos_bank,
                 language_scores,
+                expectations,
             ],
             outputs,
             api_name="start",

@@ -126,3 +126,32 @@ def test_a_run_checks_every_round_and_asks_for_what_is_missed(built, world, sigl
     assert r1["expectations"]["implicit_met"] is not None
     stored = RunStore(next((tmp_path / "runs").iterdir())).load()
     assert stored.rounds[1].expectations.judge == "gemini:gemini-3.5-flash"
+
+
+def test_the_report_chart_and_app_checklist_show_them(built, world, siglip_path, tmp_path):
+    out, _ = built
+    args = [*run_args(tmp_path / "runs", 1, siglip_path), "--expectations", str(out)]
+    assert cli(*args, "--candidates", "1").returncode == 0
+    run_dir = next((tmp_path / "runs").iterdir())
+    run = RunStore(run_dir).load()
+    from refine import views
+    from refine.report import write_report
+    from ui import adapters
+
+    series = views.metric_series(run)
+    assert series["explicit met"][0] == 0.5 and series["implicit met"][0] == pytest.approx(1 / 3)
+    html = write_report(run_dir).read_text()
+    import re
+
+    first = html.split("round 1")[0]  # round 0's section comes first
+    found = re.findall(
+        r'data-kind="(explicit|implicit)" data-met="(true|false)" data-p="([0-9.]+)"', first
+    )
+    assert [(k, m == "true", float(p)) for k, m, p in found][:5] == [
+        (c.kind, c.met, pytest.approx(c.p_yes, abs=1e-6))
+        for c in sorted(run.rounds[0].expectations.checks, key=lambda c: c.kind != "explicit")
+    ]
+    pairs = adapters.checklist(run.rounds[0])
+    assert ("explicit expectations (1/2 met): ", None) in pairs
+    assert ("A haft-sin table is set (0.10) ", "not met") in pairs
+    assert views.expectations_text(run.rounds[0]) == "explicit 1/2 met, implicit 1/3 met"

@@ -26,6 +26,8 @@ def start_args(
 ) -> tuple:
     """The values /start takes, in the form's order (target 1, max drift 2, no upload)."""
     act = "people eating food at home"
+    if len(extras) == 5:  # no cultural expectations
+        extras = (*extras, False)
     return (act, "Iran", rounds, 1.0, seed, candidates, 2.0, pause, None, *extras)
 
 
@@ -436,3 +438,28 @@ def test_saved_runs_as_thumbnails(app_url):
         assert card.image is not None and card.image.name == "round_00_c0.png"
         assert card.caption.startswith("Iran: people eating food at home \u00b7 FAITH 0.")
     assert [t["caption"] for t in thumbs] == [c.caption for c in cards]
+
+
+def test_cultural_expectations_in_the_app(app_url, world):
+    """The Options box asks for expectations: built from the run's prompt by the language
+    model (cached inside --out), checked every round, shown in the checklist and chart."""
+    from gradio_client import Client
+
+    url, service = app_url
+    client = Client(url, verbose=False)
+    out = client.predict(*start_args(1, extras=("", "", "", "", False, True)), api_name="/start")
+    assert out[0] == "finished"
+    run = service.open(out[7])
+    assert len(run.spec.expectations) == 5 and run.rounds[1].expectations is not None
+    assert world.refs_asked.count("expectations") == 1  # asked once, for the run prompt
+    assert list((service.out / "references" / "llm").rglob("*.json"))  # cached inside --out
+    chart = chart_series(out[2])
+    assert chart["explicit met"] == [r.expectations.explicit_met for r in run.rounds]
+    pairs = out[4]
+    pairs = [
+        (p["token"], p["class_or_confidence"]) if isinstance(p, dict) else tuple(p) for p in pairs
+    ]
+    last = run.rounds[1].expectations
+    met = sum(c.met for c in last.checks if c.kind == "implicit")
+    assert (f"implicit expectations ({met}/3 met): ", None) in pairs
+    assert sum(1 for _, kind in pairs if kind in ("met", "not met")) == 5
