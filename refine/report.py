@@ -835,3 +835,79 @@ def render_tau(similarities: list[float], tau: float, q: float, source: str) -> 
         + "".join(parts)
     )
     return _document("Calibrating tau", body)
+
+
+def _xy_plot(pairs: list[tuple[float, float]], x_label: str, y_label: str) -> str:
+    """A small scatter of (metric, mean human rating) per image, axes from the data."""
+    width, height, pad = 320, 240, 40
+    xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
+    x0, x1 = min(xs), max(xs)
+    y0, y1 = min(1.0, min(ys)), max(5.0, max(ys))
+    xr = (x1 - x0) or 1.0
+    parts = [
+        f'<svg class="agree-scatter" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(x_label)} against {escape(y_label)}">',
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - 10}" y2="{height - pad}" '
+        'stroke="#8c959f"/>',
+        f'<line x1="{pad}" y1="10" x2="{pad}" y2="{height - pad}" stroke="#8c959f"/>',
+        f'<text x="{width / 2}" y="{height - 8}" font-size="11" text-anchor="middle">'
+        f"{escape(x_label)} ({x0:.2f} to {x1:.2f})</text>",
+        f'<text x="12" y="{height / 2}" font-size="11" transform="rotate(-90 12 {height / 2})" '
+        f'text-anchor="middle">{escape(y_label)} (mean)</text>',
+    ]
+    for x, y in pairs:
+        cx = pad + (width - pad - 20) * (x - x0) / xr
+        cy = height - pad - (height - pad - 20) * (y - y0) / (y1 - y0)
+        parts.append(
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="#0969da" fill-opacity="0.7" '
+            f'data-x="{x:.6f}" data-y="{y:.6f}"/>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_agreement(result: Any) -> str:
+    """One self-contained HTML page: the raters' alpha per question, per metric and
+    question the three correlations with their intervals, and a scatter per metric."""
+
+    def fig(v: float | None, iv: Any) -> str:
+        if v is None:
+            return "n/a"
+        return f"{v:+.3f}" + (f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else "")
+
+    alpha = "".join(
+        f'<tr><td>{escape(q)}</td><td data-question="{escape(q)}" data-alpha="{_raw(a)}">'
+        f"{_num(a)}</td></tr>"
+        for q, a in result.alpha.items()
+    )
+    rows = []
+    for m, by_q in result.table.items():
+        for q, row in by_q.items():
+            cells = "".join(
+                f'<td data-metric="{m}" data-question="{q}" data-stat="{s}" '
+                f'data-value="{_raw(row[s])}">{fig(row[s], row[s + "_interval"])}</td>'
+                for s in ("spearman", "kendall", "pearson")
+            )
+            rows.append(
+                f"<tr><td>{escape(m)}</td><td>{escape(q)}</td><td>{row['n']}</td>{cells}</tr>"
+            )
+    plots = []
+    for m, by_q in result.points.items():
+        q = "faithfulness" if "faithfulness" in by_q else next(iter(by_q))
+        plots.append(
+            f"<figure>{_xy_plot(by_q[q], m, q)}<figcaption>{escape(m)}</figcaption></figure>"
+        )
+    missing = ", ".join(f"{m}: {n}" for m, n in result.missing.items() if n)
+    body = (
+        f'<p class="muted">{result.images} images, {len(result.raters)} raters '
+        f"({escape(', '.join(result.raters))}). Correlations of each metric with the raters' "
+        "mean answer per image, 95% bootstrap intervals; HAL and EXAG count faults, so "
+        "agreeing with people shows as a negative correlation. Krippendorff's alpha "
+        "(interval) between raters is the ceiling a metric can hope to reach.</p>"
+        f"<h2>Raters' agreement</h2><table><tr><th>question</th><th>alpha</th></tr>{alpha}</table>"
+        "<h2>Metrics against people</h2><table><tr><th>metric</th><th>question</th><th>n</th>"
+        f"<th>Spearman</th><th>Kendall tau-b</th><th>Pearson</th></tr>{''.join(rows)}</table>"
+        + (f'<p class="muted">images without the metric: {escape(missing)}</p>' if missing else "")
+        + f'<h2>Scatter per metric</h2><div class="imgs">{"".join(plots)}</div>'
+    )
+    return _document("Agreement of metrics with human ratings", body)

@@ -14,6 +14,7 @@ import sys
 import typer
 
 from refine import __version__
+from refine.cli.agree_cmd import agree_cmd
 from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
 from refine.cli.bench_cmd import bench_cmd
 from refine.cli.caire_cmd import caire_app
@@ -34,7 +35,8 @@ app = typer.Typer(
         "descriptors; 'caire' builds knowledge bases and rates cultural relevance 1-5; 'sos' "
         "builds multilingual image banks and reports where language outweighs culture; "
         "'bench' compares generators on the CULTIVate catalog; 'expectations build' lists a "
-        "prompt's explicit and implicit cultural expectations; "
+        "prompt's explicit and implicit cultural expectations; 'agree' says which metric agrees "
+        "with human ratings; "
         "'models download' fetches a profile's weights ahead of time; 'calibrate-tau' sets the "
         "match threshold for an observer from real photos; "
         "'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
@@ -56,6 +58,7 @@ app.command("score")(score_cmd)
 app.command("report")(report_cmd)
 app.command("calibrate-tau")(calibrate_tau_cmd)
 app.command("bench")(bench_cmd)
+app.command("agree")(agree_cmd)
 
 
 @app.command("backends")

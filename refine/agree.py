@@ -1,0 +1,368 @@
+"""Which metric agrees with people: human ratings joined to the metrics stored for the same
+images, correlations with intervals, and the raters' own agreement as the ceiling.
+
+A ratings file is CSV (a header row) or JSONL (one object a line), one rating a row:
+
+* ``image`` (required): the image file, relative to the ratings file (or absolute);
+* ``rater`` (required): who rated;
+* ``alignment`` and/or ``faithfulness``: the CulturalFrames questions, whole numbers 1-5
+  (image-prompt alignment; overall cultural faithfulness); at least one of them;
+* ``expectations`` and ``unmet`` (optional): the statements shown and those the rater
+  marked as not met (JSON lists, or ``;`` between them in CSV); their met share is the
+  question ``expectations_met``;
+* ``comment``, ``time``, ``image_sha256``, ``prompt``, ``activity``, ``country``
+  (optional; the app's Rate view writes all of them).
+
+Metrics are found by image content (SHA-256), so copied or renamed images still join: in
+bench folders (``cells.jsonl``), run folders (``run.json``; every candidate's scores, the
+chosen image's expectations met share and CAIRE score) and folders of those. With
+``compute``, images without stored metrics are observed and scored by the profile (the
+row's activity and country); ``clipscore`` is always computed from the row's prompt with
+the profile's image embedder.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+QUESTIONS = ("alignment", "faithfulness", "expectations_met")
+METRICS = ("faith", "align", "hal", "exag", "expectations", "caire", "clipscore")
+FIELDS = {
+    "image",
+    "rater",
+    "alignment",
+    "faithfulness",
+    "expectations",
+    "unmet",
+    "comment",
+    "time",
+    "image_sha256",
+    "prompt",
+    "activity",
+    "country",
+}
+
+
+@dataclass
+class Rating:
+    image: Path
+    sha256: str
+    rater: str
+    answers: dict[str, float]  # question -> value
+    prompt: str | None = None
+    activity: str | None = None
+    country: str | None = None
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _list(value: Any, where: str, name: str) -> list[str]:
+    if value in (None, ""):
+        return []
+    if isinstance(value, str):
+        try:
+            got = json.loads(value) if value.lstrip().startswith("[") else value.split(";")
+        except json.JSONDecodeError:
+            got = value.split(";")
+    else:
+        got = value
+    if not isinstance(got, list) or not all(isinstance(s, str) for s in got):
+        raise ValueError(f"{where}: {name} must be a list of statements")
+    return [" ".join(s.split()) for s in got if s.strip()]
+
+
+def _score(value: Any, where: str, name: str) -> float | None:
+    if value in (None, ""):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: {name} {value!r} is not a number") from None
+    if v != int(v) or not 1 <= v <= 5:
+        raise ValueError(f"{where}: {name} {value!r} is out of range (a whole number 1-5)")
+    return v
+
+
+def load_ratings(path: str | Path) -> list[Rating]:
+    """The ratings of a file (see the module docstring). Every problem is listed in one
+    ValueError, one line each, naming the file, the line and what is wrong."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    text = path.read_text(encoding="utf-8")
+    rows: list[tuple[str, Any]] = []
+    problems: list[str] = []
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        header = set(reader.fieldnames or [])
+        for need in ("image", "rater"):
+            if need not in header:
+                problems.append(f"{path}: missing column {need!r} (columns: image, rater, ...)")
+        if not header & {"alignment", "faithfulness"}:
+            problems.append(f"{path}: missing column 'alignment' or 'faithfulness'")
+        if problems:
+            raise ValueError("\n".join(problems))
+        rows = [(f"{path}:{k}", r) for k, r in enumerate(reader, start=2)]
+    else:
+        for k, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append((f"{path}:{k}", json.loads(line)))
+                except json.JSONDecodeError as err:
+                    problems.append(f"{path}:{k}: not JSON ({err.msg})")
+    out: list[Rating] = []
+    for where, row in rows:
+        try:
+            if not isinstance(row, dict):
+                raise ValueError(f"{where}: each rating is an object")
+            unknown = sorted(set(k for k in row if k) - FIELDS)
+            if unknown:
+                raise ValueError(f"{where}: unknown column {unknown[0]!r}")
+            for need in ("image", "rater"):
+                if not str(row.get(need) or "").strip():
+                    raise ValueError(f"{where}: no {need}")
+            answers = {}
+            for q in ("alignment", "faithfulness"):
+                v = _score(row.get(q), where, q)
+                if v is not None:
+                    answers[q] = v
+            shown = _list(row.get("expectations"), where, "expectations")
+            unmet = _list(row.get("unmet"), where, "unmet")
+            if unmet and not shown:
+                raise ValueError(f"{where}: unmet expectations need the expectations shown")
+            stray = [s for s in unmet if s not in shown]
+            if stray:
+                raise ValueError(f"{where}: unmet {stray[0]!r} is not among the expectations")
+            if shown:
+                answers["expectations_met"] = 1.0 - len(unmet) / len(shown)
+            if not answers:
+                raise ValueError(f"{where}: no alignment or faithfulness rating")
+            image = Path(str(row["image"]))
+            image = image if image.is_absolute() else path.parent / image
+            if not image.is_file():
+                raise ValueError(f"{where}: unknown image {row['image']!r} (no such file)")
+            sha = file_sha256(image)
+            given = str(row.get("image_sha256") or "")
+            if given and given != sha:
+                raise ValueError(f"{where}: {row['image']} has changed since it was rated")
+            out.append(
+                Rating(
+                    image.resolve(),
+                    sha,
+                    str(row["rater"]).strip(),
+                    answers,
+                    row.get("prompt") or None,
+                    row.get("activity") or None,
+                    row.get("country") or None,
+                )
+            )
+        except ValueError as err:
+            problems.append(str(err))
+    if problems:
+        raise ValueError("\n".join(problems))
+    if not out:
+        raise ValueError(f"{path}: no ratings")
+    return out
+
+
+# -- metrics stored for images ---------------------------------------------------------
+
+
+def stored_metrics(sources: Sequence[str | Path]) -> dict[str, dict[str, float]]:
+    """Image SHA-256 -> {metric: value} from bench folders, run folders and folders of
+    either (one level down)."""
+    found: dict[str, dict[str, float]] = {}
+    for source in sources:
+        folder = Path(source)
+        if not folder.is_dir():
+            raise ValueError(f"{folder}: no such folder")
+        if not _collect(folder, found):
+            subs = [p for p in sorted(folder.iterdir()) if p.is_dir()]
+            if not any([_collect(p, found) for p in subs]):
+                raise ValueError(f"{folder}: no bench (cells.jsonl) or run (run.json) inside")
+    return found
+
+
+def _put(found: dict[str, dict[str, float]], image: Path, values: dict[str, Any]) -> None:
+    if image.is_file():
+        row = found.setdefault(file_sha256(image), {})
+        row.update({k: float(v) for k, v in values.items() if v is not None})
+
+
+def _collect(folder: Path, found: dict[str, dict[str, float]]) -> bool:
+    if (folder / "cells.jsonl").is_file():
+        from refine.bench import BenchStore
+
+        for cell in BenchStore(folder).cells():
+            for im in cell["images"]:
+                _put(found, folder / im["file"], {m: im.get(m) for m in METRICS[:4]})
+        return True
+    if (folder / "run.json").is_file():
+        from refine.store import RunStore
+
+        run = RunStore(folder).load()
+        for r in run.rounds:
+            for j, c in enumerate(r.candidates):
+                values: dict[str, Any] = {m: getattr(c.scores, m) for m in METRICS[:4]}
+                if j == r.chosen and r.expectations and r.expectations.checks:
+                    checks = r.expectations.checks
+                    values["expectations"] = sum(x.met for x in checks) / len(checks)
+                if j == r.chosen and r.caire:
+                    values["caire"] = r.caire.labels[0].score
+                _put(found, folder / c.image, values)
+        return True
+    return False
+
+
+# -- agreement -------------------------------------------------------------------------
+
+
+@dataclass
+class Agreement:
+    images: int
+    raters: list[str]
+    alpha: dict[str, float | None]
+    table: dict[str, dict[str, dict[str, Any]]]  # metric -> question -> figures
+    points: dict[str, dict[str, list[tuple[float, float]]]] = field(default_factory=dict)
+    missing: dict[str, int] = field(default_factory=dict)  # metric -> images without it
+    computed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "images": self.images,
+            "raters": self.raters,
+            "alpha": self.alpha,
+            "metrics": self.table,
+            "missing": self.missing,
+            "computed": self.computed,
+        }
+
+
+def agreement(
+    ratings: Sequence[Rating],
+    metrics_by_image: dict[str, dict[str, float]],
+    metrics: Sequence[str] = METRICS,
+    seed: int = 0,
+    reps: int = 1000,
+) -> Agreement:
+    """Per metric and question: Spearman, Kendall tau-b and Pearson correlations of the
+    metric with the raters' mean answer per image, each with its 95% bootstrap interval
+    (``seed``); Krippendorff's interval alpha per question over images x raters."""
+    from metrics.agreement import CORRELATIONS, bootstrap, krippendorff_alpha
+
+    by_image: dict[str, dict[str, list[float]]] = {}
+    for r in ratings:
+        for q, v in r.answers.items():
+            by_image.setdefault(r.sha256, {}).setdefault(q, []).append(v)
+    images = sorted(by_image)
+    alpha = {
+        q: krippendorff_alpha([by_image[s].get(q, []) for s in images], "interval")
+        for q in QUESTIONS
+        if any(q in by_image[s] for s in images)
+    }
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    points: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    missing: dict[str, int] = {}
+    for m in metrics:
+        have = [s for s in images if m in metrics_by_image.get(s, {})]
+        missing[m] = len(images) - len(have)
+        if not have:
+            continue
+        for q in alpha:
+            pairs = [
+                (metrics_by_image[s][m], sum(by_image[s][q]) / len(by_image[s][q]))
+                for s in have
+                if by_image[s].get(q)
+            ]
+            if len(pairs) < 2:
+                continue
+            x = [p[0] for p in pairs]
+            y = [p[1] for p in pairs]
+            row: dict[str, Any] = {"n": len(pairs)}
+            for name, fn in CORRELATIONS.items():
+                row[name] = fn(x, y)
+                row[f"{name}_interval"] = bootstrap(x, y, fn, seed=seed, reps=reps)
+            table.setdefault(m, {})[q] = row
+            points.setdefault(m, {})[q] = pairs
+    raters = sorted({r.rater for r in ratings})
+    return Agreement(len(images), raters, alpha, table, points, missing)
+
+
+def compute_missing(
+    ratings: Sequence[Rating],
+    found: dict[str, dict[str, float]],
+    metrics: Sequence[str],
+    profile: str = "gemini",
+    backends: dict[str, str] | None = None,
+    backend_options: dict[str, dict[str, Any]] | None = None,
+    activity: str | None = None,
+    country: str | None = None,
+) -> int:
+    """Score the rated images that have no stored FAITH (the row's activity and country,
+    else the ones given) and every image's CLIPScore from its prompt; returns how many
+    images were scored. A ValueError names an image that cannot be scored and why."""
+    from PIL import Image
+
+    from refine.backends.selection import Backends
+
+    need_scores = [m for m in metrics if m in METRICS[:4]]
+    todo: dict[str, Rating] = {}
+    for r in ratings:
+        if need_scores and "faith" not in found.get(r.sha256, {}):
+            todo.setdefault(r.sha256, r)
+    clip = "clipscore" in metrics
+    if not todo and not clip:
+        return 0
+    models = Backends(profile, backends or {}, backend_options)
+    scored = 0
+    if todo:
+        from refine import settings
+        from refine.assess import Assessor
+
+        assessor = Assessor(models)
+        tau, _ = models.tau()
+        for sha, r in todo.items():
+            act, ctry = r.activity or activity, r.country or country
+            if not act or not ctry:
+                raise ValueError(
+                    f"{r.image.name}: no stored metrics; give --activity and --country (or "
+                    "the activity and country columns) to score it, or --source the folder "
+                    "it came from"
+                )
+            refs = settings.references(act, ctry)
+            with Image.open(r.image) as im:
+                _, scores, _, _ = assessor.assess(im.convert("RGB"), refs, tau=tau)
+            found.setdefault(sha, {}).update(
+                {
+                    m: float(getattr(scores, m))
+                    for m in METRICS[:4]
+                    if getattr(scores, m) is not None
+                }
+            )
+            scored += 1
+    if clip:
+        with models.using("image_embedder") as embedder:
+            for sha, r in {r.sha256: r for r in ratings}.items():
+                prompt = r.prompt or (
+                    f"{r.activity or activity} in {r.country or country}"
+                    if (r.activity or activity) and (r.country or country)
+                    else None
+                )
+                if prompt is None:
+                    continue
+                with Image.open(r.image) as im:
+                    (value,) = embedder.clip_score([im.convert("RGB")], [prompt])
+                found.setdefault(sha, {})["clipscore"] = float(value)
+    return scored

@@ -1,0 +1,96 @@
+"""``refine agree``: which metric agrees with human ratings of the same images."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from refine.cli.inputs import UserInputError
+
+
+def agree_cmd(
+    ratings: Path = typer.Option(..., "--ratings", help="A ratings file (CSV or JSONL)."),
+    source: list[Path] = typer.Option(
+        [], "--source", help="A bench or run folder (or a folder of them) holding metrics."
+    ),
+    metrics: str = typer.Option(
+        "faith,align,hal,exag,expectations,caire,clipscore",
+        "--metrics",
+        help="Metrics to compare with the ratings.",
+    ),
+    compute: bool = typer.Option(
+        False, "--compute", help="Score rated images that have no stored metrics."
+    ),
+    activity: str = typer.Option(None, "--activity", help="With --compute: what images show."),
+    country: str = typer.Option(None, "--country", help="With --compute: where."),
+    profile: str = typer.Option("gemini", "--profile", help="With --compute: the scorer."),
+    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap intervals."),
+    out: Path = typer.Option(None, "--out", help="Folder for agree.json and agree.html."),
+    as_json: bool = typer.Option(False, "--json", help="Print agree.json."),
+) -> None:
+    """Join human ratings (the app's Rate view, or a file in the documented columns) to the
+    metrics stored for the same images and report per metric Spearman, Kendall tau-b and
+    Pearson correlations with each question (95% bootstrap intervals), Krippendorff's alpha
+    between raters as the ceiling, and a scatter per metric (agree.json, agree.html)."""
+    from refine.agree import METRICS, agreement, compute_missing, load_ratings, stored_metrics
+    from refine.cli.run_cmd import parse_backends
+    from refine.report import render_agreement
+    from refine.settings import split_list
+    from refine.store import atomic_write_text
+
+    wanted = split_list(metrics)
+    unknown = [m for m in wanted if m not in METRICS]
+    if unknown or not wanted:
+        raise UserInputError(
+            f"--metrics: unknown metric {unknown[0] if unknown else ''!r} "
+            f"(metrics: {', '.join(METRICS)})"
+        )
+    try:
+        rated = load_ratings(ratings)
+    except ValueError as err:
+        raise UserInputError(f"--ratings: {err}") from err
+    try:
+        found = stored_metrics(source)
+    except ValueError as err:
+        raise UserInputError(f"--source: {err}") from err
+    computed = 0
+    if compute:
+        try:
+            computed = compute_missing(
+                rated, found, wanted, profile, parse_backends(backend), None, activity, country
+            )
+        except ValueError as err:
+            raise UserInputError(f"--compute: {err}") from err
+    result = agreement(rated, found, wanted, seed=seed)
+    result.computed = computed
+    if not result.table:
+        raise UserInputError(
+            "--source: no rated image has any of the metrics; --source the bench or run "
+            "folders the images came from, or --compute with --activity and --country"
+        )
+    doc = result.to_dict()
+    folder = out or ratings.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / "agree.json", json.dumps(doc, indent=1))
+    atomic_write_text(folder / "agree.html", render_agreement(result))
+    if as_json:
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    typer.echo(f"{result.images} images, raters: {', '.join(result.raters)}")
+    for q, a in result.alpha.items():
+        shown = "n/a" if a is None else f"{a:.3f}"
+        typer.echo(f"  Krippendorff's alpha ({q}): {shown}")
+    typer.echo(
+        f"{'metric':13} {'question':17} {'n':>4} {'Spearman':>9} {'Kendall':>8} {'Pearson':>8}"
+    )
+    for m, by_q in result.table.items():
+        for q, row in by_q.items():
+            figs = " ".join(
+                f"{'n/a' if row[s] is None else format(row[s], '+.3f'):>8}"
+                for s in ("spearman", "kendall", "pearson")
+            )
+            typer.echo(f"{m:13} {q:17} {row['n']:>4} {figs}")
+    typer.echo(f"written: {folder / 'agree.json'}, {folder / 'agree.html'}")

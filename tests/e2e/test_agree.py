@@ -1,0 +1,213 @@
+"""refine agree: ratings built in the test joined by image content to a bench's stored
+metrics; every correlation equals scipy's on the raters' means, alpha the hand value,
+intervals reproducible with the seed; the HTML holds the same values; bad files get one
+clear line each."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+from scipy import stats
+
+from metrics.agreement import krippendorff_alpha
+from tests.e2e.test_cli_run import cli
+
+FAITH = [0.2, 0.35, 0.5, 0.55, 0.7, 0.9]
+HAL = [0.6, 0.5, 0.4, 0.45, 0.2, 0.1]
+ANA = {"faithfulness": [1, 2, 3, 3, 4, 5], "alignment": [2, 2, 3, 4, 4, 5]}
+BEN = {"faithfulness": [2, 1, 3, 4, 4, 5], "alignment": [1, 3, 3, 3, 5, 4]}
+
+
+@pytest.fixture
+def rated(tmp_path):
+    """A bench folder with six distinct images and their metrics; the images copied and
+    renamed elsewhere, and rated there by two raters."""
+    bench = tmp_path / "bench"
+    (bench / "images").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    images = []
+    for k in range(6):
+        name = f"images/im{k}.png"
+        Image.fromarray(rng.integers(0, 255, (16, 16, 3), dtype=np.uint8)).save(bench / name)
+        images.append(
+            {
+                "file": name,
+                "seed": k,
+                "faith": FAITH[k],
+                "align": FAITH[k] / 2,
+                "hal": HAL[k],
+                "exag": 0.1,
+                "observed": {},
+            }
+        )
+    cell = {
+        "generator": "g",
+        "activity": "a",
+        "country": "Iran",
+        "seeds": list(range(6)),
+        "images": images,
+    }
+    (bench / "cells.jsonl").write_text(json.dumps(cell) + "\n")
+    rate_dir = tmp_path / "rating"
+    rate_dir.mkdir()
+    rows = []
+    for k in range(6):
+        shutil.copy(bench / f"images/im{k}.png", rate_dir / f"copy-{k}.png")
+        for rater, answers in (("ana", ANA), ("ben", BEN)):
+            rows.append(
+                {"image": f"copy-{k}.png", "rater": rater, **{q: answers[q][k] for q in answers}}
+            )
+    with open(rate_dir / "ratings.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["image", "rater", "faithfulness", "alignment"])
+        w.writeheader()
+        w.writerows(rows)
+    return bench, rate_dir / "ratings.csv"
+
+
+def test_correlations_alpha_and_page(rated, tmp_path):
+    bench, ratings = rated
+    args = [
+        "agree",
+        "--ratings",
+        str(ratings),
+        "--source",
+        str(bench),
+        "--metrics",
+        "faith,align,hal,exag",
+        "--seed",
+        "7",
+        "--json",
+    ]
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["images"] == 6 and doc["raters"] == ["ana", "ben"]
+    for q in ("faithfulness", "alignment"):
+        mean = [(a + b) / 2 for a, b in zip(ANA[q], BEN[q], strict=True)]
+        for metric, values in (("faith", FAITH), ("hal", HAL)):
+            row = doc["metrics"][metric][q]
+            assert row["n"] == 6
+            assert row["spearman"] == pytest.approx(stats.spearmanr(values, mean)[0], abs=1e-9)
+            assert row["kendall"] == pytest.approx(stats.kendalltau(values, mean)[0], abs=1e-9)
+            assert row["pearson"] == pytest.approx(stats.pearsonr(values, mean)[0], abs=1e-9)
+        units = [[ANA[q][k], BEN[q][k]] for k in range(6)]
+        assert doc["alpha"][q] == pytest.approx(krippendorff_alpha(units), abs=1e-12)
+    assert doc["metrics"]["faith"]["faithfulness"]["spearman"] > 0.9
+    assert doc["metrics"]["hal"]["faithfulness"]["spearman"] < -0.9
+    # a constant metric has no correlation: said as n/a, not as a number
+    assert doc["metrics"]["exag"]["faithfulness"]["spearman"] is None
+    # intervals reproducible with the seed
+    again = json.loads(cli(*args).stdout)
+    assert again["metrics"] == doc["metrics"]
+    other = json.loads(cli(*args[:-3], "--seed", "8", "--json").stdout)
+    assert other["metrics"] != doc["metrics"]  # another seed draws other resamples
+    html = (ratings.parent / "agree.html").read_text()
+    found = re.search(
+        r'data-metric="faith" data-question="faithfulness" data-stat="spearman" '
+        r'data-value="([-0-9.]+)"',
+        html,
+    )
+    assert float(found.group(1)) == pytest.approx(
+        doc["metrics"]["faith"]["faithfulness"]["spearman"]
+    )
+    assert html.count('class="agree-scatter"') == 4 and "<script" not in html
+
+
+def test_bad_ratings_files_get_one_line_each(rated, tmp_path):
+    bench, ratings = rated
+    bad = tmp_path / "rating" / "bad.csv"
+    bad.write_text(
+        "image,rater,faithfulness\ncopy-0.png,ana,7\nnowhere.png,ana,3\ncopy-1.png,,2\n"
+        "copy-2.png,ben,2.5\n"
+    )
+    done = cli("agree", "--ratings", str(bad), "--source", str(bench))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 4, lines
+    assert "bad.csv:2: faithfulness '7' is out of range (a whole number 1-5)" in lines[0]
+    assert "bad.csv:3: unknown image 'nowhere.png' (no such file)" in lines[1]
+    assert "bad.csv:4: no rater" in lines[2] and "bad.csv:5: faithfulness '2.5'" in lines[3]
+    nocol = tmp_path / "rating" / "nocol.csv"
+    nocol.write_text("picture,rater,faithfulness\ncopy-0.png,ana,3\n")
+    done = cli("agree", "--ratings", str(nocol), "--source", str(bench))
+    assert done.returncode == 2 and "missing column 'image'" in done.stderr
+    done = cli("agree", "--ratings", str(ratings), "--source", str(tmp_path / "rating"))
+    assert done.returncode == 2 and "no bench (cells.jsonl) or run (run.json)" in done.stderr
+    done = cli("agree", "--ratings", str(ratings), "--source", str(bench), "--metrics", "vibes")
+    assert done.returncode == 2 and "unknown metric 'vibes'" in done.stderr
+
+
+def test_run_folders_expectations_and_computed_scores(world, siglip_path, tmp_path):
+    """Metrics stored in a run (every candidate's scores, the chosen image's expectations
+    met share) and, with --compute, an image no folder holds, scored by the profile."""
+    from refine.store import RunStore
+    from tests.e2e.test_cli_run import run_args
+    from tests.e2e.test_expectations import PROMPT
+    from tests.fakes.gemini_world import GREY
+
+    exp = tmp_path / "exp.json"
+    assert (
+        cli("expectations", "build", PROMPT, "--country", "Iran", "--out", str(exp)).returncode == 0
+    )
+    ran = cli(*run_args(tmp_path / "runs", 1, siglip_path), "--expectations", str(exp))
+    assert ran.returncode == 0, ran.stderr
+    run_dir = next((tmp_path / "runs").iterdir())
+    run = RunStore(run_dir).load()
+    shown = [e.statement for e in run.spec.expectations]
+    Image.new("RGB", (64, 48), GREY).save(tmp_path / "grey.png")
+    rows = []
+    names = [c.image for r in run.rounds for c in r.candidates]
+    for k, name in enumerate(names):
+        for rater, score in (("ana", 1 + k), ("ben", min(5, 2 + k))):
+            rows.append(
+                {
+                    "image": str(run_dir / name),
+                    "rater": rater,
+                    "faithfulness": score,
+                    "expectations": shown,
+                    "unmet": shown[: 4 - k],
+                }
+            )
+    rows.append(
+        {
+            "image": "grey.png",
+            "rater": "ana",
+            "faithfulness": 1,
+            "activity": "people eating food at home",
+            "country": "Iran",
+        }
+    )
+    ratings = tmp_path / "ratings.jsonl"
+    ratings.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    args = [
+        "agree",
+        "--ratings",
+        str(ratings),
+        "--source",
+        str(tmp_path / "runs"),
+        "--metrics",
+        "faith,expectations",
+        "--json",
+    ]
+    without = cli(*args)
+    assert without.returncode == 0, without.stderr
+    doc = json.loads(without.stdout)
+    assert doc["missing"]["faith"] == 1 and doc["images"] == len(names) + 1
+    faiths = [c.scores.faith for r in run.rounds for c in r.candidates]
+    means = [(1 + k + min(5, 2 + k)) / 2 for k in range(len(names))]
+    assert doc["metrics"]["faith"]["faithfulness"]["n"] == len(names)
+    assert doc["metrics"]["faith"]["faithfulness"]["pearson"] == pytest.approx(
+        stats.pearsonr(faiths, means)[0], abs=1e-9
+    )
+    # the expectations question: the share the raters did not mark as unmet
+    met = doc["metrics"]["expectations"]["expectations_met"]
+    assert met["n"] == len(run.rounds)  # the chosen images carry the judge's share
+    computed = json.loads(cli(*args[:-1], "--compute", "--json").stdout)
+    assert computed["missing"]["faith"] == 0 and computed["computed"] == 1
+    assert computed["metrics"]["faith"]["faithfulness"]["n"] == len(names) + 1
