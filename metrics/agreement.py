@@ -114,9 +114,7 @@ def bootstrap(
     return float(lo), float(hi)
 
 
-def krippendorff_alpha(
-    units: Sequence[Sequence[float]], level: str = "interval"
-) -> float | None:
+def krippendorff_alpha(units: Sequence[Sequence[float]], level: str = "interval") -> float | None:
     """Krippendorff's alpha of ``units`` (one list of the values raters gave per unit; a
     unit with fewer than two values is left out). ``level``: interval (squared
     difference), ordinal (cumulative ranks of the values seen) or nominal. None when no

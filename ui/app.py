@@ -301,6 +301,9 @@ def build_app(service: RunService, status: str = "") -> Any:
                 "Download the run (zip) and its HTML report", elem_id="download"
             )
             files = gr.File(label="downloads", file_count="multiple", elem_id="files")
+        from ui.rate_view import add_rate_view
+
+        keys_js = add_rate_view(service)
 
         outputs = [
             stage,
@@ -659,6 +662,7 @@ def build_app(service: RunService, status: str = "") -> Any:
         listing = [saved, saved_gallery, saved_ids]
         refresh_btn.click(on_refresh, None, listing, api_name="runs", queue=False)
         demo.load(on_refresh, None, listing, api_name=False)
+        demo.load(None, None, None, js=keys_js, api_name=False)  # the Rate view's keys
         saved_box.expand(on_refresh, None, listing, api_name=False)
         saved_gallery.select(on_saved_pick, saved_ids, outputs, api_name=False, **quiet)
         download_btn.click(on_download, run_dir_box, files, api_name="download")

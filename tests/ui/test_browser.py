@@ -415,3 +415,70 @@ def test_bad_uploads_are_named_with_the_limits(page, tmp_path):
     wait_finished(pg)
     run = service.open(pg.locator("#run-dir textarea").input_value())
     assert run.rounds[0].text == "input image mine.png"
+
+
+def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
+    """The Rate view: four images in a folder inside --out, rated by keyboard (1-5 for
+    alignment, q-t for faithfulness, Enter to save); after a reload the same rater goes on
+    with the fourth; ratings.jsonl holds every answer with the image's hash."""
+    import json
+
+    from PIL import Image
+
+    from refine.agree import file_sha256
+
+    pg, service = page
+    folder = tmp_path / "to-rate"
+    folder.mkdir()
+    colours = [(200, 30, 30), (30, 160, 60), (40, 40, 200), (128, 128, 128)]
+    for k, colour in enumerate(colours):
+        Image.new("RGB", (64, 48), colour).save(folder / f"im{k}.png")
+    (folder / "prompts.json").write_text(
+        json.dumps({f"im{k}.png": f"prompt {k}" for k in range(4)})
+    )
+
+    def begin():
+        box = pg.locator("#rate")
+        if not pg.locator("#rate-set textarea, #rate-set input").first.is_visible():
+            box.get_by_text("Rate images (human ratings)").first.click()
+        pg.locator("#rate-set textarea, #rate-set input").first.fill("to-rate")
+        pg.locator("#rate-rater textarea, #rate-rater input").first.fill("Ana")
+        pg.locator("#rate-begin").click()
+
+    def rate(align_key: str, faith_key: str, before: str) -> None:
+        pg.wait_for_function(
+            "t => document.querySelector('#rate-status').innerText.includes(t)", arg=before
+        )
+        pg.wait_for_function("() => document.querySelector('#rate-image img') !== null")
+        pg.locator("#rate-prompt").click()  # focus off the text boxes
+        pg.keyboard.press(align_key)
+        pg.keyboard.press(faith_key)
+        pg.keyboard.press("Enter")
+
+    begin()
+    rate("4", "w", "0 of 4 rated by Ana")
+    rate("2", "t", "1 of 4 rated by Ana")
+    rate("5", "q", "2 of 4 rated by Ana")
+    pg.wait_for_function(
+        "() => document.querySelector('#rate-status').innerText.includes('3 of 4 rated')"
+    )
+    rows = [json.loads(x) for x in (folder / "ratings.jsonl").read_text().splitlines()]
+    assert [(r["alignment"], r["faithfulness"]) for r in rows] == [(4, 2), (2, 5), (5, 1)]
+    pg.reload()
+    pg.wait_for_selector("#start")
+    begin()
+    rate("3", "e", "3 of 4 rated by Ana")
+    pg.wait_for_function(
+        "() => document.querySelector('#rate-status').innerText.includes('All 4 images rated')"
+    )
+    rows = [json.loads(x) for x in (folder / "ratings.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and {r["image"] for r in rows} == {f"im{k}.png" for k in range(4)}
+    assert rows[-1]["alignment"] == 3 and rows[-1]["faithfulness"] == 3
+    for r in rows:
+        assert r["rater"] == "Ana" and r["image_sha256"] == file_sha256(folder / r["image"])
+        assert r["prompt"] == f"prompt {r['image'][2]}" and r["time"]
+    # the order is the rater's own, the same after the reload
+    from refine.rating import RatingSet
+
+    order = [it.image for it in RatingSet.open(folder).order("Ana")]
+    assert [r["image"] for r in rows] == order

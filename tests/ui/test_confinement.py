@@ -166,3 +166,39 @@ def test_references_named_to_climb_out_stay_inside(app):
     note, _ = references_note(service, "<img src=x onerror=alert(1)>", "Iran")
     assert "<img" not in note and "&lt;img" in note
     untouched(s)
+
+
+def test_rating_probes_stay_inside_out(app):
+    """The Rate view: sets outside --out, images not in the set, bad raters and answers
+    are refused, write nothing, and a run of the app can be rated."""
+    client, service, run_dir, tmp_path = app
+    s = secret(tmp_path)
+    (tmp_path / "pics").mkdir()
+    from PIL import Image
+
+    Image.new("RGB", (8, 8), (1, 2, 3)).save(tmp_path / "pics" / "a.png")
+    for where in (str(tmp_path / "pics"), "../pics", "/etc", str(s)):
+        with pytest.raises(Exception, match="not a rating set inside this app's folder"):
+            client.predict(where, "ana", api_name="/rate_begin")
+    assert not (tmp_path / "pics" / "ratings.jsonl").exists()
+    run_id = run_dir.name
+    first = client.predict(run_id, "ana", api_name="/rate_begin")
+    assert first[0].startswith("0 of 3 rated by ana")  # round 0, round 1 two candidates
+    item = first[7]
+    for bad_item in ("../../secret.txt", "/etc/passwd", "nothing.png"):
+        with pytest.raises(Exception, match="is not an image of this set"):
+            client.predict(run_id, "ana", bad_item, "3", [], "4", "", api_name="/rate_save")
+    with pytest.raises(Exception, match="rater name must be printable"):
+        client.predict(run_id, "a\x00b", item, "3", [], "4", "", api_name="/rate_save")
+    with pytest.raises(Exception, match="alignment rating must be 1-5|not in the list of choices"):
+        client.predict(run_id, "ana", item, "9", [], "4", "", api_name="/rate_save")
+    with pytest.raises(
+        Exception, match="is not an expectation of this image|not in the list of choices"
+    ):
+        client.predict(run_id, "ana", item, "3", ["<script>"], "4", "", api_name="/rate_save")
+    assert not (run_dir / "ratings.jsonl").exists()
+    done = client.predict(run_id, "ana", item, "3", [], "4", "fine", api_name="/rate_save")
+    assert done[0].startswith("Saved. 1 of 3 rated by ana")
+    (row,) = [json.loads(x) for x in (run_dir / "ratings.jsonl").read_text().splitlines()]
+    assert row["image"] == item and row["alignment"] == 3 and row["comment"] == "fine"
+    untouched(s)

@@ -1,0 +1,205 @@
+"""Human ratings of a set of images (the app's Rate view): one image at a time in an order
+of the rater's own, the CulturalFrames questions, answers appended to ``ratings.jsonl``
+beside the images as they are given (nothing is lost on a reload; several raters share
+one file; ``refine agree`` reads it).
+
+A set is a folder: a run (``run.json``: every image of the run, its prompt and
+expectations), a bench (``cells.jsonl``) or concepts folder (``concepts.jsonl``), a
+folder of runs or benches, or any folder of images (PNG, JPEG, WebP; an optional
+``prompts.json`` maps file names to prompts). Image paths stay relative to the set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+RATINGS = "ratings.jsonl"
+_APPEND = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Item:
+    image: str  # relative to the set's folder, "/" separated
+    prompt: str = ""
+    expectations: tuple[str, ...] = ()
+    activity: str | None = None
+    country: str | None = None
+
+
+@dataclass
+class RatingSet:
+    folder: Path
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def ratings_path(self) -> Path:
+        return self.folder / RATINGS
+
+    @classmethod
+    def open(cls, folder: str | Path) -> RatingSet:
+        """The images of ``folder`` (see the module docstring); ValueError when none."""
+        folder = Path(folder)
+        items: dict[str, Item] = {}
+        if not _collect(folder, folder, items):
+            for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()):
+                _collect(folder, sub, items)
+        if not items:
+            _plain(folder, items)
+        if not items:
+            raise ValueError(f"{folder.name}: no images to rate (PNG, JPEG or WebP)")
+        return cls(folder, sorted(items.values(), key=lambda i: i.image))
+
+    def item(self, image: str) -> Item:
+        """The set's item of that name (a client's value: anything else is refused)."""
+        for it in self.items:
+            if it.image == image:
+                return it
+        raise ValueError(f"{image!r} is not an image of this set")
+
+    def rated_by(self, rater: str) -> set[str]:
+        """The images ``rater`` has rated (a line cut by a kill is skipped)."""
+        done = set()
+        if self.ratings_path.is_file():
+            for line in self.ratings_path.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(row, dict) and row.get("rater") == rater:
+                    done.add(str(row.get("image")))
+        return done
+
+    def order(self, rater: str) -> list[Item]:
+        """The items in the rater's own random order (the same on every visit)."""
+        items = list(self.items)
+        random.Random(f"{rater}\x00{self.folder.name}").shuffle(items)
+        return items
+
+    def next_for(self, rater: str) -> tuple[Item | None, int, int]:
+        """(the next image the rater has not rated or None, rated so far, in the set)."""
+        done = self.rated_by(rater)
+        rated = sum(it.image in done for it in self.items)
+        nxt = next((it for it in self.order(rater) if it.image not in done), None)
+        return nxt, rated, len(self.items)
+
+    def record(
+        self,
+        rater: str,
+        image: str,
+        alignment: Any,
+        faithfulness: Any,
+        unmet: list[str] | None = None,
+        comment: str = "",
+    ) -> dict[str, Any]:
+        """Append one rating (validated: both answers 1-5, unmet statements among the
+        image's expectations, a comment of at most 1000 characters) and sync it."""
+        from refine.agree import file_sha256
+
+        it = self.item(image)
+        answers = {}
+        for name, value in (("alignment", alignment), ("faithfulness", faithfulness)):
+            try:
+                v = int(str(value).strip())
+            except (TypeError, ValueError):
+                raise ValueError(f"give the {name} rating (1-5)") from None
+            if not 1 <= v <= 5:
+                raise ValueError(f"the {name} rating must be 1-5, got {v}")
+            answers[name] = v
+        unmet = [str(u) for u in (unmet or [])]
+        stray = [u for u in unmet if u not in it.expectations]
+        if stray:
+            raise ValueError(f"{stray[0]!r} is not an expectation of this image")
+        comment = " ".join(str(comment or "").split())
+        if len(comment) > 1000:
+            raise ValueError("the comment is longer than 1000 characters")
+        row = {
+            "image": it.image,
+            "rater": rater,
+            **answers,
+            "expectations": list(it.expectations),
+            "unmet": unmet,
+            "comment": comment,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "image_sha256": file_sha256(self.folder / it.image),
+            "prompt": it.prompt,
+            "activity": it.activity,
+            "country": it.country,
+        }
+        with _APPEND:
+            cut = False
+            if self.ratings_path.is_file() and self.ratings_path.stat().st_size:
+                with open(self.ratings_path, "rb") as f:
+                    f.seek(-1, os.SEEK_END)
+                    cut = f.read(1) != b"\n"
+            with open(self.ratings_path, "a", encoding="utf-8") as f:
+                f.write(("\n" if cut else "") + json.dumps(row, ensure_ascii=False) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        return row
+
+
+def _rel(root: Path, path: Path) -> str | None:
+    """``path`` relative to ``root`` when it is a plain image file inside it."""
+    try:
+        rel = path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
+    if path.is_symlink() or not path.is_file() or path.suffix.lower() not in IMAGE_SUFFIXES:
+        return None
+    return rel.as_posix()
+
+
+def _collect(root: Path, folder: Path, items: dict[str, Item]) -> bool:
+    if (folder / "run.json").is_file():
+        from refine.store import RunStore
+
+        run = RunStore(folder).load()
+        prompt = run.rounds[0].text if run.rounds else run.spec.activity
+        expectations = tuple(e.statement for e in run.spec.expectations)
+        for name in run.image_names():
+            rel = _rel(root, folder / name)
+            if rel:
+                items[rel] = Item(rel, prompt, expectations, run.spec.activity, run.spec.country)
+        return True
+    for cells in ("cells.jsonl", "concepts.jsonl"):
+        if (folder / cells).is_file():
+            for line in (folder / cells).read_text(encoding="utf-8").splitlines():
+                try:
+                    cell = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                for im in cell.get("images", []):
+                    rel = _rel(root, folder / str(im.get("file", "")))
+                    if rel:
+                        items[rel] = Item(
+                            rel,
+                            cell.get("prompt", ""),
+                            (),
+                            cell.get("activity"),
+                            cell.get("country"),
+                        )
+            return True
+    return False
+
+
+def _plain(folder: Path, items: dict[str, Item]) -> None:
+    prompts: dict[str, str] = {}
+    named = folder / "prompts.json"
+    if named.is_file():
+        try:
+            data = json.loads(named.read_text(encoding="utf-8"))
+            prompts = {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+        except json.JSONDecodeError:
+            prompts = {}
+    for path in sorted(folder.iterdir()):
+        rel = _rel(folder, path)
+        if rel:
+            items[rel] = Item(rel, prompts.get(path.name, ""))

@@ -1,0 +1,167 @@
+"""The Rate view: people of a culture rate images one at a time (the CulturalFrames
+questions), with keyboard shortcuts; answers go to ``ratings.jsonl`` beside the images as
+each is saved, so a reload loses nothing (see :mod:`refine.rating`).
+
+Keys (outside text boxes): 1-5 image-prompt alignment, q w e r t cultural faithfulness
+1-5, Enter save and show the next image.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from refine.rating import RatingSet
+from refine.service import RunService, phrase
+
+HELP = (
+    "Keys: **1-5** image-prompt alignment · **q w e r t** cultural faithfulness 1-5 · "
+    "**Enter** save and next (outside the comment box)."
+)
+
+# clicks the radio buttons the keys stand for; Enter clicks "Save and next"
+KEYS_JS = """
+() => {
+  if (window.__rateKeys) return;
+  window.__rateKeys = true;
+  const faith = {q: 1, w: 2, e: 3, r: 4, t: 5};
+  const pick = (id, value) => {
+    const box = document.getElementById(id);
+    if (!box) return false;
+    const input = box.querySelector(`input[type=radio][value="${value}"]`);
+    if (!input) return false;
+    input.click();
+    return true;
+  };
+  document.addEventListener('keydown', (ev) => {
+    const panel = document.getElementById('rate-image');
+    if (!panel || panel.offsetParent === null) return;
+    const tag = (ev.target && ev.target.tagName || '').toLowerCase();
+    if (tag === 'textarea' || (tag === 'input' && ev.target.type === 'text')) return;
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    let done = false;
+    if (/^[1-5]$/.test(ev.key)) done = pick('rate-alignment', ev.key);
+    else if (ev.key in faith) done = pick('rate-faithfulness', String(faith[ev.key]));
+    else if (ev.key === 'Enter') {
+      const save = document.getElementById('rate-save');
+      if (save) { save.click(); done = true; }
+    }
+    if (done) ev.preventDefault();
+  });
+}
+"""
+
+
+def _rater(value: Any) -> str:
+    return phrase(value, "rater name", 60)
+
+
+def add_rate_view(service: RunService) -> Any:
+    """The Rate accordion and its events, inside the app's Blocks; returns the load event's
+    JavaScript to install (the keyboard shortcuts)."""
+    with gr.Accordion("Rate images (human ratings)", open=False, elem_id="rate"):
+        gr.Markdown(
+            "Rate a set of images inside this app's folder: a run, a batch or bench folder, "
+            "or any folder of images. Answers are saved as you go in the set's "
+            "`ratings.jsonl` (for `refine agree`); come back with the same name to go on. " + HELP
+        )
+        with gr.Row():
+            set_box = gr.Textbox(
+                label="set (a folder inside the app's folder)",
+                placeholder="bench, or a run id",
+                elem_id="rate-set",
+                scale=3,
+            )
+            rater = gr.Textbox(label="your name", elem_id="rate-rater", scale=2)
+            begin = gr.Button("Begin / continue", elem_id="rate-begin", scale=1)
+        status = gr.Markdown("", elem_id="rate-status")
+        with gr.Row():
+            image = gr.Image(
+                label="image", interactive=False, elem_id="rate-image", height=380, scale=3
+            )
+            with gr.Column(scale=2):
+                prompt = gr.Markdown("", elem_id="rate-prompt")
+                alignment = gr.Radio(
+                    ["1", "2", "3", "4", "5"],
+                    label="How well does the image match the prompt? (1 not at all - 5 fully)",
+                    elem_id="rate-alignment",
+                )
+                unmet = gr.CheckboxGroup(
+                    [], label="Which expectations does the image NOT meet?", elem_id="rate-unmet"
+                )
+                faithfulness = gr.Radio(
+                    ["1", "2", "3", "4", "5"],
+                    label="How culturally faithful is the image overall? (1 not at all - 5 fully)",
+                    elem_id="rate-faithfulness",
+                )
+                comment = gr.Textbox(label="comment (optional)", lines=2, elem_id="rate-comment")
+                save = gr.Button("Save and next", variant="primary", elem_id="rate-save")
+        current = gr.Textbox(visible=False, elem_id="rate-item")
+
+    def show_next(folder_value: str, who: str, note: str = "") -> list[Any]:
+        folder = service.inside(folder_value, "rating set")
+        rating_set = RatingSet.open(folder)
+        item, done, total = rating_set.next_for(who)
+        lead = f"{note} " if note else ""
+        if item is None:
+            return [
+                f"{lead}**All {total} images rated** by {who}; thank you. Answers: "
+                f"`{rating_set.ratings_path.name}` in the set's folder.",
+                None,
+                "",
+                gr.update(choices=[], value=[]),
+                None,
+                None,
+                "",
+                "",
+            ]
+        text = item.prompt or "(no prompt recorded for this image)"
+        return [
+            f"{lead}{done} of {total} rated by {who}; this is image {done + 1}.",
+            str(folder / item.image),
+            f"**Prompt:** {_plain(text)}",
+            gr.update(choices=list(item.expectations), value=[], visible=bool(item.expectations)),
+            None,
+            None,
+            "",
+            item.image,
+        ]
+
+    outputs = [status, image, prompt, unmet, alignment, faithfulness, comment, current]
+
+    def on_begin(folder_value: str, who: str) -> list[Any]:
+        try:
+            return show_next(folder_value, _rater(who))
+        except ValueError as err:
+            raise gr.Error(str(err)) from err
+
+    def on_save(folder_value, who, item, align, missed, faith, note) -> list[Any]:
+        try:
+            who = _rater(who)
+            folder = service.inside(folder_value, "rating set")
+            if not item:
+                raise ValueError("press Begin first")
+            RatingSet.open(folder).record(who, item, align, faith, list(missed or []), note)
+            return show_next(folder_value, who, "Saved.")
+        except ValueError as err:
+            raise gr.Error(str(err)) from err
+
+    begin.click(on_begin, [set_box, rater], outputs, api_name="rate_begin", queue=False)
+    save.click(
+        on_save,
+        [set_box, rater, current, alignment, unmet, faithfulness, comment],
+        outputs,
+        api_name="rate_save",
+        queue=False,
+    )
+    return KEYS_JS
+
+
+def _plain(text: str) -> str:
+    """A prompt, safe inside Markdown (no markup, no HTML)."""
+    import html
+    import re
+
+    text = html.escape(" ".join(str(text or "").split())[:400], quote=False)
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|>~])", r"\\\1", text)
