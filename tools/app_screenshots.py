@@ -1,5 +1,6 @@
 """Screenshots of the app for docs/screenshots: the first screen at desktop (1440x900) and
-phone (390x844) width, a run in progress and a finished two-round run, served by the
+phone (390x844) width, a run in progress and a finished two-round run, the Rate view on
+that run at both widths, served by the
 app on the test suite's stand-in Gemini world (no key, no network). Needs Debian's
 chromium and the test extras. Usage:
 
@@ -79,6 +80,21 @@ def main(out_dir: str) -> None:
             page.set_viewport_size({"width": 390, "height": 844})
             time.sleep(1)
             page.screenshot(path=str(out / "finished-phone.png"), full_page=True)
+            # the Rate view on the finished run, at both widths
+            run_id = Path(page.locator("#run-dir textarea, #run-dir input").first.input_value()).name
+            for name, (w, h) in (("desktop", (1440, 900)), ("phone", (390, 844))):
+                rate = browser.new_page(viewport={"width": w, "height": h})
+                rate.goto(url)
+                rate.wait_for_selector("#start")
+                rate.locator("#rate").get_by_text("Rate images (human ratings)").first.click()
+                rate.locator("#rate-set textarea, #rate-set input").first.fill(run_id)
+                rate.locator("#rate-rater textarea, #rate-rater input").first.fill("Ana")
+                rate.locator("#rate-begin").click()
+                rate.wait_for_selector("#rate-image img")
+                time.sleep(1)
+                rate.locator("#rate").scroll_into_view_if_needed()
+                rate.locator("#rate").screenshot(path=str(out / f"rate-{name}.png"))
+                rate.close()
             browser.close()
     finally:
         demo.close()
