@@ -207,7 +207,11 @@ def _collect(folder: Path, found: dict[str, dict[str, float]]) -> bool:
 
         for cell in BenchStore(folder).cells():
             for im in cell["images"]:
-                _put(found, folder / im["file"], {m: im.get(m) for m in METRICS[:4]})
+                values = {m: im.get(m) for m in METRICS[:4]}
+                checks = im.get("expectations") or []
+                if checks:
+                    values["expectations"] = sum(bool(c["met"]) for c in checks) / len(checks)
+                _put(found, folder / im["file"], values)
         return True
     if (folder / "run.json").is_file():
         from refine.store import RunStore

@@ -33,6 +33,7 @@ from refine.store import atomic_write_text, slug
 
 METRICS = ("faith", "align", "hal", "exag")
 PROMPT_METRICS = ("pooled_align", "ddiv", "sdiv", "vendi", "qvendi")
+EXPECTATION_METRICS = ("explicit_met", "implicit_met")  # with --expectations
 BOOTSTRAP = 1000
 
 
@@ -87,6 +88,9 @@ class BenchPlan:
     tau: float | None = None  # None: the scorer profile's
     profile: str = "gemini"
     backends: dict[str, str] = field(default_factory=dict)  # the scorer's overrides
+    # also list each prompt's cultural expectations (the scorer's llm, cached) and check
+    # them on every image (the judge)
+    expectations: bool = False
 
     def check(self) -> None:
         if not self.generators:
@@ -236,7 +240,10 @@ def run_bench(
     scorer = Backends(plan.profile, plan.backends, backend_options, instances)
     tau, tau_source = (plan.tau, "given") if plan.tau is not None else scorer.tau()
     # every model loads (or is checked with its API) before the first image is paid for
-    scorer.preflight(["observer", "judge", "text_embedder", "image_embedder"])
+    scorer.preflight(
+        ["observer", "judge", "text_embedder", "image_embedder"]
+        + (["llm"] if plan.expectations else [])
+    )
     generators = {}
     for label in plan.generators:
         spec = parse_generator(label)
@@ -256,7 +263,12 @@ def run_bench(
 
     def same_scoring(cell: dict[str, Any]) -> bool:
         """Made with the same seeds and scored the same way: reusable."""
-        return cell["seeds"] == seeds and cell.get("tau") == tau and cell.get("scorer") == scoring
+        return (
+            cell["seeds"] == seeds
+            and cell.get("tau") == tau
+            and cell.get("scorer") == scoring
+            and bool(cell.get("expectations")) == plan.expectations
+        )
 
     done = {cell_key(c) for c in store.cells() if same_scoring(c)}
     todo = [
@@ -302,6 +314,15 @@ def run_bench(
             emb = embedder.encode_images(images).float().cpu().numpy()
         faiths = [a.scores.faith for a in assessed]
         vendi = vendi_from_embeddings(emb)
+        checked: list[Any] = [None] * len(images)
+        if plan.expectations:
+            from refine.expectations import build_expectations, check_images
+            from refine.refs_build import LLMCache
+
+            with scorer.using("llm") as llm:
+                built = build_expectations(prompt, country, llm, LLMCache())
+            with scorer.using("judge") as judge:
+                checked = check_images(images, built.expectations, judge)
         cell = {
             "generator": gen_name,
             "activity": act,
@@ -317,9 +338,19 @@ def run_bench(
                     "observed": a.observed,
                     **{m: getattr(a.scores, m) for m in METRICS},
                     "exag_variant": a.scores.exag_variant,
+                    **(
+                        {
+                            "explicit_met": ex.explicit_met,
+                            "implicit_met": ex.implicit_met,
+                            "expectations": [c.model_dump() for c in ex.checks],
+                        }
+                        if ex is not None
+                        else {}
+                    ),
                 }
-                for f, s, a in zip(files, seeds, assessed, strict=True)
+                for f, s, a, ex in zip(files, seeds, assessed, checked, strict=True)
             ],
+            "expectations": plan.expectations,
             "pooled_align": pooled.pooled.align,
             "ddiv": pooled.ddiv,
             "sdiv": pooled.sdiv,
@@ -407,7 +438,7 @@ def cell_mean(cell: dict[str, Any], metric: str) -> float | None:
     """A prompt's mean of a per-image metric (or its prompt-level value)."""
     if metric in PROMPT_METRICS:
         return cell.get(metric)
-    return _mean([im[metric] for im in cell["images"]])
+    return _mean([im.get(metric) for im in cell["images"]])
 
 
 def summarise(
@@ -459,8 +490,10 @@ def summarise(
 
 def _stats(cells: list[dict[str, Any]], seed: int) -> dict[str, Any]:
     row: dict[str, Any] = {"prompts": len(cells), "images": sum(len(c["images"]) for c in cells)}
-    for metric in (*METRICS, *PROMPT_METRICS):
+    for metric in (*METRICS, *PROMPT_METRICS, *EXPECTATION_METRICS):
         values = [cell_mean(c, metric) for c in cells]
+        if metric in EXPECTATION_METRICS and all(v is None for v in values):
+            continue  # a bench without expectations
         row[metric] = {"mean": _mean(values), "interval": bootstrap_interval(values, seed)}
     return row
 
@@ -481,6 +514,7 @@ ROW_FIELDS = (
     "sdiv",
     "vendi",
     "qvendi",
+    *EXPECTATION_METRICS,
 )
 
 
@@ -501,6 +535,7 @@ def write_outputs(store: BenchStore, summary: dict[str, Any], cells: list[dict[s
                     "category": c.get("category") or "",
                     **{k: im[k] for k in ("seed", "file", *METRICS, "exag_variant")},
                     **{k: c[k] for k in PROMPT_METRICS},
+                    **{k: im.get(k, "") for k in EXPECTATION_METRICS},
                 }
             )
     atomic_write_text(store.dir / "rows.csv", buf.getvalue())

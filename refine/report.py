@@ -621,21 +621,24 @@ def render_bench_leaderboard(
 ) -> str:
     """One self-contained HTML page: the leaderboard with intervals, FAITH per country,
     FAITH against Vendi per prompt, the paired comparison, the best and worst images."""
-    from refine.bench import METRICS, PROMPT_METRICS, cell_mean
+    from refine.bench import EXPECTATION_METRICS, METRICS, PROMPT_METRICS, cell_mean
 
     folder = Path(folder)
     names = list(summary["generators"])
     ranked = sorted(names, key=lambda g: -(summary["generators"][g]["faith"]["mean"] or -1.0))
-    head = "".join(
-        f"<th>{m.upper() if m in METRICS else m}</th>" for m in (*METRICS, *PROMPT_METRICS)
+    shown = (*METRICS, *PROMPT_METRICS) + tuple(
+        m for m in EXPECTATION_METRICS if any(m in summary["generators"][g] for g in names)
     )
+    head = "".join(f"<th>{m.upper() if m in METRICS else m}</th>" for m in shown)
     rows = []
     for g in ranked:
         s = summary["generators"][g]
         cells_html = "".join(
             f'<td data-generator="{escape(g)}" data-metric="{m}" '
             f'data-mean="{_raw(s[m]["mean"])}">{escape(_interval_text(s[m]))}</td>'
-            for m in (*METRICS, *PROMPT_METRICS)
+            if m in s
+            else "<td>n/a</td>"
+            for m in shown
         )
         rows.append(
             f"<tr><td>{escape(g)}</td><td>{s['prompts']}</td><td>{s['images']}</td>"

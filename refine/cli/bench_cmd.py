@@ -58,6 +58,12 @@ def bench_cmd(
     workers: int = typer.Option(
         1, "--workers", min=1, help="Prompts at a time (API models; local ones take turns)."
     ),
+    expectations: bool = typer.Option(
+        False,
+        "--expectations",
+        help="Also list each prompt's cultural expectations (the profile's llm, cached) "
+        "and check them on every image (explicit_met, implicit_met).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print bench.json."),
 ) -> None:
     """Benchmark generators the way the AHEaD paper does: every generator draws the same
@@ -101,6 +107,7 @@ def bench_cmd(
         tau=tau,
         profile=profile,
         backends=parse_backends(backend),
+        expectations=expectations,
     )
     try:
         plan.check()

@@ -277,3 +277,39 @@ def test_a_base_model_against_itself_with_a_lora(world, siglip_path, options, tm
     assert cells[base]["images"][0]["file"] != cells[tuned]["images"][0]["file"]
     assert np.abs(a[0] - b[0]).max() > 5  # the adapter changes what is drawn
     assert summary["paired"][0]["other"] == tuned and summary["paired"][0]["prompts"] == 1
+
+
+def test_expectations_in_a_bench(world, siglip_path, options, tmp_path):
+    """--expectations: each prompt's expectations listed once (cached) and checked on every
+    image; the met shares per image by hand, their means in bench.json, rows.csv and the
+    leaderboard; cells made without them are not reused."""
+    from tests.fakes.gemini_world import EXPECT_P
+
+    world.generate_by_model = {"gemini-3.1-flash-image": RED}
+    plan = BenchPlan(
+        generators=[GENS[0]],
+        prompts=plan_prompts(["Iran"], ACTS),
+        images_per_prompt=2,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+    )
+    out = tmp_path / "b"
+    plain = run_bench(plan, out, backend_options=options)
+    assert "explicit_met" not in plain["generators"][GENS[0]]
+    plan.expectations = True
+    before = world.log.count("generate")
+    summary = run_bench(plan, out, backend_options=options)
+    assert world.log.count("generate") - before == 4  # nothing reused from the plain cells
+    red = EXPECT_P[RED]
+    explicit = (red["A family"] > 0.5) / 2 + (red["celebrating Nowruz"] > 0.5) / 2
+    implicit = sum(red[k] > 0.5 for k in ("haft-sin", "goldfish", "spring clothes")) / 3
+    for cell in (c for c in BenchStore(out).cells() if c["expectations"]):
+        for im in cell["images"]:
+            assert im["explicit_met"] == explicit and im["implicit_met"] == pytest.approx(implicit)
+            assert len(im["expectations"]) == 5
+    row = summary["generators"][GENS[0]]
+    assert row["explicit_met"]["mean"] == explicit
+    assert row["implicit_met"]["mean"] == pytest.approx(implicit)
+    rows = list(csv.DictReader((out / "rows.csv").open()))
+    assert {float(r["explicit_met"]) for r in rows} == {explicit}
+    html = (out / "bench.html").read_text()
+    assert 'data-metric="explicit_met" data-mean="0.500000"' in html
