@@ -46,15 +46,30 @@ class GeneratorSpec:
     label: str
     name: str
     loras: tuple[tuple[str, float], ...] = ()
+    options: tuple[tuple[str, Any], ...] = ()  # a profile's generator options
 
 
 def parse_generator(spec: str) -> GeneratorSpec:
-    """``NAME`` or ``NAME+lora=PATH[@SCALE]...``; raises ValueError naming the problem."""
+    """``NAME`` or ``NAME+lora=PATH[@SCALE]...``, NAME a backend name (``prefix:model``) or
+    a profile (its generator with the profile's options); raises ValueError naming the
+    problem."""
     label = spec.strip()
     name, *adapters = label.split("+lora=")
     name = name.strip()
     if not name:
         raise ValueError(f"generator {spec!r}: no backend name before '+lora='")
+    options: tuple[tuple[str, Any], ...] = ()
+    if ":" not in name:  # a profile: its generator and that generator's options
+        from refine.profiles import load_profile
+
+        try:
+            profile = load_profile(name)
+        except (ValueError, OSError) as err:
+            raise ValueError(
+                f"generator {spec!r}: neither a backend name (prefix:model) nor a profile ({err})"
+            ) from None
+        options = tuple(sorted(profile.options.get("generator", {}).items()))
+        name = profile.backend("generator")
     if "+" in name and adapters == []:
         raise ValueError(f"generator {spec!r}: adapters are written NAME+lora=PATH[@SCALE]")
     loras = []
@@ -76,7 +91,7 @@ def parse_generator(spec: str) -> GeneratorSpec:
         loras.append((path, scale))
     if loras and not name.startswith("diffusers:"):
         raise ValueError(f"generator {spec!r}: LoRA adapters apply to diffusers: generators only")
-    return GeneratorSpec(label, name, tuple(loras))
+    return GeneratorSpec(label, name, tuple(loras), options)
 
 
 @dataclass
@@ -215,6 +230,15 @@ def cell_key(cell: dict[str, Any]) -> tuple[str, str, str, tuple[int, ...]]:
     return cell["generator"], cell["activity"], cell["country"], tuple(cell["seeds"])
 
 
+def make_generator(scorer: Any, label: str) -> Any:
+    """The generator a bench names (see :func:`parse_generator`), on the scorer's device."""
+    spec = parse_generator(label)
+    extra: dict[str, Any] = dict(spec.options)
+    if spec.loras:
+        extra["loras"] = spec.loras
+    return scorer.named("generator", spec.name, **extra)
+
+
 def run_bench(
     plan: BenchPlan,
     out: str | Path,
@@ -244,11 +268,7 @@ def run_bench(
         ["observer", "judge", "text_embedder", "image_embedder"]
         + (["llm"] if plan.expectations else [])
     )
-    generators = {}
-    for label in plan.generators:
-        spec = parse_generator(label)
-        extra = {"loras": spec.loras} if spec.loras else {}
-        generators[label] = scorer.named("generator", spec.name, **extra)
+    generators = {label: make_generator(scorer, label) for label in plan.generators}
     for generator in generators.values():
         check = getattr(generator, "verify", None) or getattr(generator, "load", None)
         if callable(check):

@@ -212,7 +212,7 @@ def run_concepts(
     concepts.html and returns the summary."""
     from refine.assets import prompt_template
     from refine.backends.selection import Backends
-    from refine.bench import BenchStore, parse_generator
+    from refine.bench import BenchStore, make_generator
 
     if not plan.generators or not plan.concepts:
         raise ValueError("name at least one generator and one concept")
@@ -225,9 +225,7 @@ def run_concepts(
     scorer.preflight(["observer", "judge", "image_embedder"])
     generators = {}
     for label in plan.generators:
-        spec = parse_generator(label)
-        extra = {"loras": spec.loras} if spec.loras else {}
-        generators[label] = scorer.named("generator", spec.name, **extra)
+        generators[label] = make_generator(scorer, label)
         check = getattr(generators[label], "verify", None) or getattr(
             generators[label], "load", None
         )

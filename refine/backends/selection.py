@@ -91,9 +91,8 @@ class Backends:
         options = self.options.get(role, {})
         if self.names.get(role) == name:
             return create(role, name, **{**options, **extra})
-        return create(
-            role, name, **({"device": options["device"]} if "device" in options else {}), **extra
-        )
+        own = {"device": options["device"]} if "device" in options else {}
+        return create(role, name, **{**own, **extra})
 
     def embedder_for(self, name: str) -> Any:
         """The image embedder called ``name`` (a CAIRE KB's or an SoS bank's)."""

@@ -313,3 +313,15 @@ def test_expectations_in_a_bench(world, siglip_path, options, tmp_path):
     assert {float(r["explicit_met"]) for r in rows} == {explicit}
     html = (out / "bench.html").read_text()
     assert 'data-metric="explicit_met" data-mean="0.500000"' in html
+
+
+def test_a_profile_names_its_generator_with_its_options(tmp_path):
+    from refine.bench import parse_generator
+    from refine.profiles import load_profile
+
+    spec = parse_generator("small-gpu")
+    small = load_profile("small-gpu")
+    assert spec.name == small.backend("generator") and spec.label == "small-gpu"
+    assert dict(spec.options) == small.options.get("generator", {})
+    with pytest.raises(ValueError, match="neither a backend name .* nor a profile"):
+        parse_generator("no-such-profile")
