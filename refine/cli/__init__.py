@@ -19,6 +19,7 @@ from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
 from refine.cli.bench_cmd import bench_cmd
 from refine.cli.caire_cmd import caire_app
 from refine.cli.expectations_cmd import expectations_app
+from refine.cli.export_cmd import export_cmd
 from refine.cli.inputs import UserInputError
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.run_cmd import refs_app, run_cmd
@@ -36,7 +37,7 @@ app = typer.Typer(
         "builds multilingual image banks and reports where language outweighs culture; "
         "'bench' compares generators on the CULTIVate catalog; 'expectations build' lists a "
         "prompt's explicit and implicit cultural expectations; 'agree' says which metric agrees "
-        "with human ratings; "
+        "with human ratings; 'export' writes runs as training data; "
         "'models download' fetches a profile's weights ahead of time; 'calibrate-tau' sets the "
         "match threshold for an observer from real photos; "
         "'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
@@ -59,6 +60,7 @@ app.command("report")(report_cmd)
 app.command("calibrate-tau")(calibrate_tau_cmd)
 app.command("bench")(bench_cmd)
 app.command("agree")(agree_cmd)
+app.command("export")(export_cmd)
 
 
 @app.command("backends")

@@ -1,0 +1,50 @@
+"""``refine export``: refinement runs as training data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from refine.cli.inputs import UserInputError
+
+
+def export_cmd(
+    runs: list[Path] = typer.Argument(..., help="Run or batch directories (or folders of them)."),
+    fmt: str = typer.Option(..., "--format", help="imagefolder, pairs or edits."),
+    out: Path = typer.Option(..., "--out", help="The dataset folder to write."),
+    min_margin: float = typer.Option(
+        0.02, "--min-margin", min=0.0, help="pairs: least FAITH difference of a pair."
+    ),
+    max_drift: float = typer.Option(
+        0.5, "--max-drift", min=0.0, help="pairs: largest drift between a pair's images."
+    ),
+    holdout: str = typer.Option(
+        None, "--holdout", help='pairs: activities held out for testing, e.g. "wedding".'
+    ),
+    include_initial: bool = typer.Option(
+        False, "--include-initial", help="imagefolder: round 0's images too."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
+) -> None:
+    """Export refinement runs as a dataset: accepted images with metadata (imagefolder),
+    preference pairs for one prompt (pairs, for Diffusion-DPO), or (input, instruction,
+    edited) triplets (edits, for InstructPix2Pix training). Says what it took and why it
+    left the rest out."""
+    from refine.export import FORMATS, export
+    from refine.settings import split_list
+
+    if fmt not in FORMATS:
+        raise UserInputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if out.exists() and any(out.iterdir()):
+        raise UserInputError(f"--out: {out} is not empty; give a new folder")
+    try:
+        result = export(runs, out, fmt, min_margin, max_drift, split_list(holdout), include_initial)
+    except ValueError as err:
+        raise UserInputError(f"RUNS: {err}") from err
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    for line in result.lines():
+        typer.echo(line)

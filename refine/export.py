@@ -1,0 +1,269 @@
+"""Refinement runs as training data (``refine export``).
+
+* ``imagefolder``: every accepted image (the chosen candidate of an accepted editing
+  round; with ``include_initial`` round 0's too) copied to ``OUT/train/`` with
+  ``metadata.jsonl`` (file_name, prompt, activity, country, round, faith, align, hal, exag,
+  run): ``datasets.load_dataset("imagefolder", data_dir=OUT)`` loads it.
+* ``pairs``: preference pairs for one prompt, ``image_w`` preferred over ``image_l``:
+  ``best-vs-first`` (the run's best round against its round 0) and ``within-round`` (two
+  candidates of one editing round); a pair is kept when FAITH differs by at least
+  ``min_margin`` and the drift is at most ``max_drift`` (within a round: both candidates'
+  drift from their parent; best against first: the accepted rounds' drifts added up);
+  the same two images make one pair. Activities are held out whole:
+  ``OUT/{train,test}/metadata.jsonl``, the images under ``OUT/images/``.
+* ``edits``: (input image, instruction, edited image) of every accepted editing round, in
+  the column names diffusers' InstructPix2Pix training reads (``input_image``,
+  ``edit_prompt``, ``edited_image``), ``OUT/train/metadata.jsonl``.
+
+Every export returns how many items it took and, per reason, how many it left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMATS = ("imagefolder", "pairs", "edits")
+
+
+@dataclass
+class ExportResult:
+    format: str
+    out: Path
+    taken: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    splits: dict[str, int] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        out = [f"{self.format}: {self.taken} item(s) written to {self.out}"]
+        out += [f"  {split}: {n}" for split, n in self.splits.items()]
+        out += [f"  skipped {n}: {why}" for why, n in sorted(self.skipped.items())]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "out": str(self.out),
+            "taken": self.taken,
+            "splits": self.splits,
+            "skipped": dict(self.skipped),
+        }
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[Path]:
+    """Run directories (holding ``run.json``) among ``paths`` and their sub-folders (a
+    batch's runs, a folder of runs); ValueError naming a path that holds none."""
+    runs: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if not path.is_dir():
+            raise ValueError(f"{path}: no such folder")
+        found = sorted(f.parent for f in path.rglob("run.json") if not f.is_symlink())
+        if not found:
+            raise ValueError(f"{path}: no runs inside (no run.json)")
+        runs += found
+    return list(dict.fromkeys(runs))
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _copy(src: Path, folder: Path, name: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, folder / name)
+    return name
+
+
+def _prompt(run: Any) -> str:
+    from refine.assets import prompt_template
+
+    if run.rounds and run.rounds[0].kind == "generate":
+        return run.rounds[0].text
+    return (
+        prompt_template("generate")
+        .strip()
+        .format(activity=run.spec.activity, country=run.references.country)
+    )
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    from refine.store import atomic_write_text
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def export(
+    paths: Sequence[str | Path],
+    out: str | Path,
+    fmt: str,
+    min_margin: float = 0.02,
+    max_drift: float = 0.5,
+    holdout: Sequence[str] = (),
+    include_initial: bool = False,
+) -> ExportResult:
+    """Export the runs under ``paths`` in format ``fmt`` (see the module docstring)."""
+    from refine.store import RunStore
+
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
+    if min_margin < 0 or max_drift < 0:
+        raise ValueError("the margin and the drift limit are at least 0")
+    out = Path(out)
+    result = ExportResult(fmt, out)
+    loaded = []
+    for run_dir in find_runs(paths):
+        try:
+            loaded.append((run_dir, RunStore(run_dir).load()))
+        except ValueError as err:
+            result.skipped[f"unreadable run ({err})"] += 1
+    held = {a.casefold() for a in holdout}
+    if fmt == "imagefolder":
+        rows = []
+        for run_dir, run in loaded:
+            took = 0
+            for r in run.rounds:
+                keep = r.decision == "accepted" or (include_initial and r.decision == "initial")
+                if not keep:
+                    continue
+                c = r.best
+                name = _copy(run_dir / c.image, out / "train", f"{run.id}-r{r.index}-{c.image}")
+                s = c.scores
+                rows.append(
+                    {
+                        "file_name": name,
+                        "prompt": _prompt(run),
+                        "activity": run.spec.activity,
+                        "country": run.references.country,
+                        "round": r.index,
+                        "faith": s.faith,
+                        "align": s.align,
+                        "hal": s.hal,
+                        "exag": s.exag,
+                        "run": run.id,
+                    }
+                )
+                took += 1
+            if not took:
+                result.skipped["run without an accepted round"] += 1
+        if rows:
+            _write_jsonl(out / "train" / "metadata.jsonl", rows)
+        result.taken = len(rows)
+        result.splits = {"train": len(rows)} if rows else {}
+    elif fmt == "edits":
+        rows = []
+        for run_dir, run in loaded:
+            took = 0
+            for r in run.rounds:
+                if r.kind != "edit" or r.decision != "accepted" or r.parent is None:
+                    continue
+                parent = run.rounds[r.parent].best
+                stem = f"{run.id}-r{r.index}"
+                rows.append(
+                    {
+                        "input_image": _copy(
+                            run_dir / parent.image, out / "train", f"{stem}-input.png"
+                        ),
+                        "edit_prompt": r.text,
+                        "edited_image": _copy(
+                            run_dir / r.best.image, out / "train", f"{stem}-edited.png"
+                        ),
+                        "activity": run.spec.activity,
+                        "country": run.references.country,
+                        "faith_gain": (r.best.scores.faith or 0.0) - (parent.scores.faith or 0.0),
+                        "run": run.id,
+                    }
+                )
+                took += 1
+            if not took:
+                result.skipped["run without an accepted edit"] += 1
+        if rows:
+            _write_jsonl(out / "train" / "metadata.jsonl", rows)
+        result.taken = len(rows)
+        result.splits = {"train": len(rows)} if rows else {}
+    else:
+        result = _pairs(loaded, out, result, min_margin, max_drift, held)
+    if result.taken == 0:
+        reasons = "; ".join(f"{n} {why}" for why, n in result.skipped.items()) or "no runs"
+        raise ValueError(f"nothing to export as {fmt} ({reasons})")
+    return result
+
+
+def _pairs(loaded, out: Path, result: ExportResult, min_margin, max_drift, held) -> ExportResult:
+    seen: set[tuple[str, str]] = set()
+    rows: dict[str, list[dict[str, Any]]] = {"train": [], "test": []}
+
+    def add(run_dir, run, w, lo, source: str, drift: float) -> None:
+        fw, fl = w.scores.faith, lo.scores.faith
+        if fw is None or fl is None:
+            result.skipped["no FAITH (EXAG not computed)"] += 1
+            return
+        margin = fw - fl
+        if margin < min_margin:
+            result.skipped[f"FAITH margin below {min_margin:g}"] += 1
+            return
+        if drift > max_drift:
+            result.skipped[f"drift above {max_drift:g}"] += 1
+            return
+        key = (_digest(run_dir / w.image), _digest(run_dir / lo.image))
+        if key in seen or key[0] == key[1]:
+            result.skipped["the same pair again"] += 1
+            return
+        seen.add(key)
+        split = "test" if run.spec.activity.casefold() in held else "train"
+        images = out / "images"
+        rows[split].append(
+            {
+                "image_w": "../images/" + _copy(run_dir / w.image, images, f"{key[0][:16]}.png"),
+                "image_l": "../images/" + _copy(run_dir / lo.image, images, f"{key[1][:16]}.png"),
+                "prompt": _prompt(run),
+                "margin": margin,
+                "faith_w": fw,
+                "faith_l": fl,
+                "source": source,
+                "activity": run.spec.activity,
+                "country": run.references.country,
+                "run": run.id,
+            }
+        )
+
+    for run_dir, run in loaded:
+        if not run.rounds:
+            result.skipped["run without rounds"] += 1
+            continue
+        best = run.best_round
+        if best is not None and best > 0:
+            chain, k = 0.0, best  # the drifts of the accepted rounds from round 0 to the best
+            while k is not None and k > 0:
+                r = run.rounds[k]
+                d = r.best.drift
+                chain += 0.0 if d is None else 1.0 - d.embedding_cosine
+                k = r.parent
+            add(run_dir, run, run.rounds[best].best, run.rounds[0].best, "best-vs-first", chain)
+        for r in run.rounds:
+            if r.kind != "edit" or len(r.candidates) < 2:
+                continue
+            ranked = sorted(
+                (c for c in r.candidates if c.scores.faith is not None),
+                key=lambda c: -(c.scores.faith or 0.0),
+            )
+            for i in range(len(ranked)):
+                for j in range(i + 1, len(ranked)):
+                    w, lo = ranked[i], ranked[j]
+                    drift = max(
+                        0.0 if c.drift is None else 1.0 - c.drift.embedding_cosine for c in (w, lo)
+                    )
+                    add(run_dir, run, w, lo, "within-round", drift)
+    for split, items in rows.items():
+        if items:
+            _write_jsonl(out / split / "metadata.jsonl", items)
+    result.splits = {k: len(v) for k, v in rows.items() if v}
+    result.taken = sum(result.splits.values())
+    return result

@@ -1,0 +1,159 @@
+"""refine export on runs of the fake Gemini world: the image folder, the preference pairs
+and the edit triplets equal what the run records say; datasets loads the image folder;
+bad inputs get one clear line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from refine.store import RunStore
+from tests.e2e.test_cli_run import cli
+
+ACTS = ["people eating food at home", "wedding celebration"]
+
+
+@pytest.fixture
+def runs(world, siglip_path, tmp_path):
+    out = tmp_path / "runs"
+    for k, act in enumerate(ACTS):
+        world.size = (64 + 8 * k, 48)  # other bytes: the runs' images are not the same files
+        done = cli(
+            "run",
+            act,
+            "--country",
+            "Iran",
+            "--out",
+            str(out),
+            "--rounds",
+            "2",
+            "--target",
+            "1.0",
+            "--max-drift",
+            "2",
+            "--patience",
+            "3",
+            "--backend",
+            f"image_embedder=siglip:{siglip_path}",
+        )
+        assert done.returncode == 0, done.stderr
+    return out, [RunStore(p).load() for p in sorted(out.iterdir())], sorted(out.iterdir())
+
+
+def read(path):
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_imagefolder_and_datasets(runs, tmp_path):
+    out, loaded, dirs = runs
+    done = cli("export", str(out), "--format", "imagefolder", "--out", str(tmp_path / "if"))
+    assert done.returncode == 0, done.stderr
+    rows = read(tmp_path / "if" / "train" / "metadata.jsonl")
+    accepted = [(run, r) for run in loaded for r in run.rounds if r.decision == "accepted"]
+    assert len(rows) == len(accepted) >= 2
+    for row, (run, r) in zip(rows, accepted, strict=True):
+        assert row["run"] == run.id and row["round"] == r.index
+        assert row["faith"] == r.best.scores.faith and row["hal"] == r.best.scores.hal
+        assert row["prompt"] == run.rounds[0].text and row["activity"] == run.spec.activity
+    import datasets
+
+    ds = datasets.load_dataset("imagefolder", data_dir=str(tmp_path / "if"), split="train")
+    assert len(ds) == len(rows) and set(ds["faith"]) == {r["faith"] for r in rows}
+    assert ds[0]["image"].size[1] == 48
+    assert f"imagefolder: {len(rows)} item(s) written" in done.stdout
+
+
+def test_pairs_margins_holdout_and_duplicates(runs, tmp_path):
+    out, loaded, dirs = runs
+    args = [
+        "export",
+        str(out),
+        "--format",
+        "pairs",
+        "--out",
+        str(tmp_path / "p"),
+        "--max-drift",
+        "2",
+        "--holdout",
+        ACTS[1],
+        "--json",
+    ]
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    train = read(tmp_path / "p" / "train" / "metadata.jsonl")
+    test = read(tmp_path / "p" / "test" / "metadata.jsonl")
+    assert {r["activity"] for r in train} == {ACTS[0]} and {r["activity"] for r in test} == {
+        ACTS[1]
+    }
+    for rows, run in zip((train, test), loaded, strict=True):
+        best = run.rounds[run.best_round].best
+        first = [r for r in rows if r["source"] == "best-vs-first"]
+        assert len(first) == 1
+        assert first[0]["margin"] == pytest.approx(
+            best.scores.faith - run.rounds[0].best.scores.faith
+        )
+        # within a round: the better candidate first; the same two pictures only once
+        within = [r for r in rows if r["source"] == "within-round"]
+        assert within and all(r["faith_w"] - r["faith_l"] >= 0.02 for r in within)
+        for r in rows:
+            assert (tmp_path / "p" / "train" / r["image_w"]).is_file()
+    assert doc["skipped"].get("the same pair again", 0) >= 1
+    strict_args = [a if a != str(tmp_path / "p") else str(tmp_path / "p2") for a in args[:-1]]
+    strict = cli(*strict_args, "--min-margin", "0.99")
+    assert strict.returncode == 2
+    assert (
+        "nothing to export as pairs" in strict.stderr and "FAITH margin below 0.99" in strict.stderr
+    )
+    assert len(strict.stderr.strip().splitlines()) == 1
+
+
+def test_edits_and_bad_inputs(runs, world, siglip_path, tmp_path):
+    out, loaded, dirs = runs
+    done = cli("export", str(out), "--format", "edits", "--out", str(tmp_path / "e"))
+    assert done.returncode == 0, done.stderr
+    rows = read(tmp_path / "e" / "train" / "metadata.jsonl")
+    edits = [
+        (d, run, r)
+        for d, run in zip(dirs, loaded, strict=True)
+        for r in run.rounds
+        if r.decision == "accepted"
+    ]
+    assert len(rows) == len(edits)
+    for row, (d, run, r) in zip(rows, edits, strict=True):
+        assert row["edit_prompt"] == r.text
+        parent = run.rounds[r.parent].best
+        assert (tmp_path / "e" / "train" / row["input_image"]).read_bytes() == (
+            d / parent.image
+        ).read_bytes()
+        assert (tmp_path / "e" / "train" / row["edited_image"]).read_bytes() == (
+            d / r.best.image
+        ).read_bytes()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    no = cli("export", str(empty), "--format", "pairs", "--out", str(tmp_path / "x"))
+    assert no.returncode == 2 and "no runs inside" in no.stderr
+    # a run with no editing rounds has nothing accepted
+    zero = tmp_path / "zero"
+    assert (
+        cli(
+            "run",
+            ACTS[0],
+            "--country",
+            "Iran",
+            "--out",
+            str(zero),
+            "--rounds",
+            "0",
+            "--backend",
+            f"image_embedder=siglip:{siglip_path}",
+        ).returncode
+        == 0
+    )
+    no = cli("export", str(zero), "--format", "imagefolder", "--out", str(tmp_path / "y"))
+    assert no.returncode == 2 and "1 run without an accepted round" in no.stderr
+    no = cli("export", str(out), "--format", "zip", "--out", str(tmp_path / "z"))
+    assert no.returncode == 2 and "'zip' is not one of imagefolder, pairs, edits" in no.stderr
+    no = cli("export", str(out), "--format", "edits", "--out", str(tmp_path / "e"))
+    assert no.returncode == 2 and "is not empty" in no.stderr
