@@ -166,13 +166,29 @@ class DiffusersGenerator(_DiffusersBackend):
         height: int | None = None,
         negative_prompt: str | None = None,
         loras: Sequence[tuple[str, float]] = (),
+        lora: str | None = None,
+        lora_scale: float = 1.0,
         **kw: Any,
     ) -> None:
+        # "MODEL+lora=PATH[@SCALE]" (repeatable) names adapters with the model, as in
+        # --backend generator=diffusers:MODEL+lora=ADAPTER@0.8; "lora" is a profile's option
+        model, *adapters = str(model).split("+lora=")
+        named = []
+        for adapter in adapters:
+            path, sep, scale = adapter.rpartition("@")
+            named.append((path, float(scale)) if sep else (adapter, 1.0))
         super().__init__(model, **kw)
         self.width, self.height = width, height
         self.negative_prompt = negative_prompt
-        self.loras = [(str(p), float(s)) for p, s in loras]
+        given = [*loras, *named, *([(lora, lora_scale)] if lora else [])]
+        self.loras = [(str(p), float(s)) for p, s in given]
         self._scales: dict[str, float] = {}
+
+    @property
+    def id(self) -> str:
+        """The model's id with its LoRA adapters and scales (records say what drew)."""
+        base = f"diffusers:{self.model}" + (f"@{self.revision}" if self.revision else "")
+        return base + "".join(f"+lora={p}@{sc:g}" for p, sc in self.loras)
 
     def load(self) -> DiffusersGenerator:
         if self.pipe is not None:

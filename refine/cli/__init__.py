@@ -25,6 +25,7 @@ from refine.cli.metrics_cmd import metrics_app
 from refine.cli.run_cmd import refs_app, run_cmd
 from refine.cli.sos_cmd import sos_app
 from refine.cli.tau_cmd import calibrate_tau_cmd
+from refine.cli.tune_cmd import tune_cmd
 
 app = typer.Typer(
     name="refine",
@@ -61,6 +62,7 @@ app.command("calibrate-tau")(calibrate_tau_cmd)
 app.command("bench")(bench_cmd)
 app.command("agree")(agree_cmd)
 app.command("export")(export_cmd)
+app.command("tune")(tune_cmd)
 
 
 @app.command("backends")
