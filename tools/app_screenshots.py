@@ -81,7 +81,8 @@ def main(out_dir: str) -> None:
             time.sleep(1)
             page.screenshot(path=str(out / "finished-phone.png"), full_page=True)
             # the Rate view on the finished run, at both widths
-            run_id = Path(page.locator("#run-dir textarea, #run-dir input").first.input_value()).name
+            run_box = page.locator("#run-dir textarea, #run-dir input").first
+            run_id = Path(run_box.input_value()).name
             for name, (w, h) in (("desktop", (1440, 900)), ("phone", (390, 844))):
                 rate = browser.new_page(viewport={"width": w, "height": h})
                 rate.goto(url)

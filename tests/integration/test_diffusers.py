@@ -225,3 +225,25 @@ def test_out_of_memory_halves_the_batch_and_says_so(tiny_dir):
     for x, y in zip(out, reference, strict=True):
         assert np.abs(arr(x) - arr(y)).max() <= 2
     assert steps == sorted(steps) and steps[-1] == 6  # 3 calls of 2 steps, counted together
+
+
+def test_a_lora_named_with_the_generator(tiny_dir, tmp_path):
+    """``diffusers:MODEL+lora=PATH@SCALE`` (as --backend generator=... takes it) and the
+    ``lora`` option load the adapter; the id says which; scale 0 draws the base."""
+    lora = save_random_lora(tiny_dir["sd"], tmp_path / "lora")
+    base = gen_backend(tiny_dir["sd"])
+    named = create(
+        "generator",
+        f"diffusers:{tiny_dir['sd']}+lora={lora}@1",
+        shared=False,
+        device="cpu",
+        steps=2,
+        width=32,
+        height=32,
+    )
+    assert named.loras == [(str(lora), 1.0)] and named.id.endswith(f"+lora={lora}@1")
+    assert named.model == str(tiny_dir["sd"])
+    a, b = arr(base.generate("x", seeds=[3])[0]), arr(named.generate("x", seeds=[3])[0])
+    assert np.abs(a - b).max() > 5
+    optioned = gen_backend(tiny_dir["sd"], lora=str(lora), lora_scale=0.0)
+    assert np.abs(arr(optioned.generate("x", seeds=[3])[0]) - a).max() <= 2
