@@ -108,8 +108,12 @@ def export(
     max_drift: float = 0.5,
     holdout: Sequence[str] = (),
     include_initial: bool = False,
+    dry_run: bool = False,
 ) -> ExportResult:
-    """Export the runs under ``paths`` in format ``fmt`` (see the module docstring)."""
+    """Export the runs under ``paths`` in format ``fmt`` (see the module docstring); with
+    ``dry_run`` only count what would be written."""
+    copy = (lambda src, folder, name: name) if dry_run else _copy
+    write = (lambda path, rows: None) if dry_run else _write_jsonl
     from refine.store import RunStore
 
     if fmt not in FORMATS:
@@ -134,7 +138,7 @@ def export(
                 if not keep:
                     continue
                 c = r.best
-                name = _copy(run_dir / c.image, out / "train", f"{run.id}-r{r.index}-{c.image}")
+                name = copy(run_dir / c.image, out / "train", f"{run.id}-r{r.index}-{c.image}")
                 s = c.scores
                 rows.append(
                     {
@@ -154,7 +158,7 @@ def export(
             if not took:
                 result.skipped["run without an accepted round"] += 1
         if rows:
-            _write_jsonl(out / "train" / "metadata.jsonl", rows)
+            write(out / "train" / "metadata.jsonl", rows)
         result.taken = len(rows)
         result.splits = {"train": len(rows)} if rows else {}
     elif fmt == "edits":
@@ -168,11 +172,11 @@ def export(
                 stem = f"{run.id}-r{r.index}"
                 rows.append(
                     {
-                        "input_image": _copy(
+                        "input_image": copy(
                             run_dir / parent.image, out / "train", f"{stem}-input.png"
                         ),
                         "edit_prompt": r.text,
-                        "edited_image": _copy(
+                        "edited_image": copy(
                             run_dir / r.best.image, out / "train", f"{stem}-edited.png"
                         ),
                         "activity": run.spec.activity,
@@ -185,18 +189,21 @@ def export(
             if not took:
                 result.skipped["run without an accepted edit"] += 1
         if rows:
-            _write_jsonl(out / "train" / "metadata.jsonl", rows)
+            write(out / "train" / "metadata.jsonl", rows)
         result.taken = len(rows)
         result.splits = {"train": len(rows)} if rows else {}
     else:
-        result = _pairs(loaded, out, result, min_margin, max_drift, held)
+        result = _pairs(loaded, out, result, min_margin, max_drift, held, copy, write)
     if result.taken == 0:
         reasons = "; ".join(f"{n} {why}" for why, n in result.skipped.items()) or "no runs"
         raise ValueError(f"nothing to export as {fmt} ({reasons})")
     return result
 
 
-def _pairs(loaded, out: Path, result: ExportResult, min_margin, max_drift, held) -> ExportResult:
+def _pairs(
+    loaded, out: Path, result: ExportResult, min_margin, max_drift, held, copy=_copy, write=None
+) -> ExportResult:
+    write = write or _write_jsonl
     seen: set[tuple[str, str]] = set()
     rows: dict[str, list[dict[str, Any]]] = {"train": [], "test": []}
 
@@ -221,8 +228,8 @@ def _pairs(loaded, out: Path, result: ExportResult, min_margin, max_drift, held)
         images = out / "images"
         rows[split].append(
             {
-                "image_w": "../images/" + _copy(run_dir / w.image, images, f"{key[0][:16]}.png"),
-                "image_l": "../images/" + _copy(run_dir / lo.image, images, f"{key[1][:16]}.png"),
+                "image_w": "../images/" + copy(run_dir / w.image, images, f"{key[0][:16]}.png"),
+                "image_l": "../images/" + copy(run_dir / lo.image, images, f"{key[1][:16]}.png"),
                 "prompt": _prompt(run),
                 "margin": margin,
                 "faith_w": fw,
@@ -263,7 +270,7 @@ def _pairs(loaded, out: Path, result: ExportResult, min_margin, max_drift, held)
                     add(run_dir, run, w, lo, "within-round", drift)
     for split, items in rows.items():
         if items:
-            _write_jsonl(out / split / "metadata.jsonl", items)
+            write(out / split / "metadata.jsonl", items)
     result.splits = {k: len(v) for k, v in rows.items() if v}
     result.taken = sum(result.splits.values())
     return result

@@ -302,8 +302,10 @@ def build_app(service: RunService, status: str = "") -> Any:
             )
             files = gr.File(label="downloads", file_count="multiple", elem_id="files")
         from ui.rate_view import add_rate_view
+        from ui.tune_view import add_tune_view
 
         keys_js = add_rate_view(service)
+        add_tune_view(service)
 
         outputs = [
             stage,

@@ -1,0 +1,74 @@
+"""The app's Tune view through gradio_client: the saved runs counted as training data, a
+small DPO tune of the profile's generator (a tiny random SD pipeline) inside --out, base
+against tuned images for one prompt and seed; hostile values refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from refine.service import RunService
+from tests.fakes.tiny_models import build_tiny_sd
+from tests.ui.test_app import start_args
+from ui.app import build_app
+
+
+@pytest.fixture
+def app(world, siglip_path, tmp_path):
+    from gradio_client import Client
+
+    sd = build_tiny_sd(tmp_path / "models")
+    backends = {"image_embedder": f"siglip:{siglip_path}", "generator": f"diffusers:{sd}"}
+    options = {
+        "image_embedder": {"device": "cpu"},
+        "text_embedder": {"device": "cpu"},
+        "generator": {"device": "cpu", "steps": 2},
+        **{r: {"max_retries": 0} for r in ("editor", "observer", "judge")},
+    }
+    out = tmp_path / "out"
+    service = RunService("gemini", out=out, backends=backends, backend_options=options)
+    demo = build_app(service, "test profile")
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    yield Client(url, verbose=False), service
+    demo.close()
+
+
+def test_count_tune_and_compare(app, world):
+    from tests.fakes.gemini_world import BLUE, GREEN, GREY, RED
+
+    client, service = app
+    # whatever colour the tiny pipeline's first draft reads as, an edit makes it green or blue
+    world.edits = {c: (GREEN, BLUE) for c in (RED, GREEN, BLUE, GREY)}
+    assert client.predict(2.0, api_name="/tune_count").startswith("0 saved runs")
+    with pytest.raises(Exception, match="no saved runs to learn from yet"):
+        client.predict("dpo", 5, 1e-3, 32, 2.0, api_name="/tune")
+    assert client.predict(*start_args(1), api_name="/start")[0] == "finished"
+    counted = client.predict(2.0, api_name="/tune_count")
+    assert counted.startswith("1 saved runs: ") and "the generator to tune: `diffusers:" in counted
+    pairs = int(counted.split(": ")[1].split()[0])
+    assert pairs >= 1
+    for bad, match in (
+        (("rm -rf", 5, 1e-3, 32), "dpo or sft|not in the list of choices"),
+        (("dpo", 99999, 1e-3, 32), "steps must be a whole number from 1 to 5000|maximum"),
+        (("dpo", 5, 5.0, 32), "learning rate|maximum"),
+        (("dpo", 5, 1e-3, 33), "multiple of 8"),
+    ):
+        with pytest.raises(Exception, match=match):
+            client.predict(*bad, 2.0, api_name="/tune")
+    text, chosen = client.predict("dpo", 30, 5e-3, 32, 2.0, api_name="/tune")
+    assert text.startswith("**tuned** ") and f"on {pairs} rows" in text
+    name = chosen if isinstance(chosen, str) else chosen["value"]
+    assert (service.out / "tunes" / name / "adapter" / "pytorch_lora_weights.safetensors").is_file()
+    assert (service.out / "tunes" / name / "data" / "train" / "metadata.jsonl").is_file()
+    base, tuned = client.predict(name, "a photo of food", 3, api_name="/tune_compare")
+    a = np.asarray(Image.open(base), dtype=int)
+    b = np.asarray(Image.open(tuned), dtype=int)
+    assert a.shape == b.shape and np.abs(a - b).max() > 0  # the adapter changes the drawing
+    # the generator is back to the base afterwards
+    again, _ = client.predict(name, "a photo of food", 3, api_name="/tune_compare")
+    assert np.array_equal(np.asarray(Image.open(again), dtype=int), a)
+    for bad in ("../../etc", "/tmp", "nothing"):
+        with pytest.raises(Exception, match="is not a tune of this app|not in the list"):
+            client.predict(bad, "a photo", 3, api_name="/tune_compare")
+    assert service.training_data()["runs"] == 1  # the tune's own folders are not runs

@@ -1,0 +1,112 @@
+"""The Tune view: what the saved runs hold for tuning, a small LoRA tune of the profile's
+generator on them (with progress), and base against tuned images for a prompt, side by
+side. Everything stays inside the app's folder (``out/tunes``); the generator is always
+the profile's, never a name a client sends."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from refine.service import RunService, ServiceBusy
+
+
+def _data_text(service: RunService, max_drift: float = 0.5) -> str:
+    counts = service.training_data(max_drift)
+    try:
+        base = f"the generator to tune: `{service.tunable_base()}`"
+    except ValueError as err:
+        base = f"**{err}**"
+    return (
+        f"{counts['runs']} saved runs: {counts['pairs']} preference pairs (for dpo), "
+        f"{counts['images']} accepted images (for sft); {base}."
+    )
+
+
+def add_tune_view(service: RunService) -> None:
+    with gr.Accordion("Tune the generator (a LoRA from your runs)", open=False, elem_id="tune"):
+        gr.Markdown(
+            "Distil the saved runs into a LoRA for the profile's generator: **dpo** learns "
+            "from the preference pairs (a refined image over its first draft, a better "
+            "candidate over a worse one), **sft** from the accepted images. Then draw the "
+            "same prompt and seed with the base and the tuned generator. For long tunes "
+            "use `refine export` and `refine tune`."
+        )
+        data = gr.Markdown("", elem_id="tune-data")
+        count = gr.Button("Count the training data", elem_id="tune-count")
+        with gr.Row():
+            method = gr.Radio(["dpo", "sft"], value="dpo", label="method", elem_id="tune-method")
+            steps = gr.Number(
+                200, precision=0, minimum=1, maximum=5000, label="steps", elem_id="tune-steps"
+            )
+            lr = gr.Number(1e-4, minimum=0, maximum=0.1, label="learning rate", elem_id="tune-lr")
+            resolution = gr.Number(
+                512,
+                precision=0,
+                minimum=32,
+                maximum=1024,
+                label="resolution (px)",
+                elem_id="tune-resolution",
+            )
+            drift = gr.Number(
+                0.5,
+                minimum=0,
+                maximum=2,
+                label="largest drift between a pair's images",
+                elem_id="tune-drift",
+            )
+        start = gr.Button("Tune", variant="primary", elem_id="tune-start")
+        result = gr.Markdown("", elem_id="tune-result")
+        with gr.Row():
+            tune = gr.Dropdown(service.tunes(), label="tuned adapter", elem_id="tune-adapter")
+            prompt = gr.Textbox(
+                label="prompt",
+                elem_id="tune-prompt",
+                placeholder="A photorealistic photo of people eating food at home in Iran.",
+            )
+            seed = gr.Number(0, precision=0, label="seed", elem_id="tune-seed")
+        compare = gr.Button("Draw with the base and the tuned generator", elem_id="tune-compare")
+        with gr.Row():
+            base_image = gr.Image(label="base", interactive=False, elem_id="tune-base")
+            tuned_image = gr.Image(label="tuned", interactive=False, elem_id="tune-tuned")
+
+    def on_count(max_drift) -> str:
+        try:
+            value = float(max_drift if max_drift is not None else 0.5)
+        except (TypeError, ValueError):
+            raise gr.Error("the drift is a number from 0 to 2") from None
+        if not 0 <= value <= 2:
+            raise gr.Error("the drift is a number from 0 to 2")
+        return _data_text(service, value)
+
+    def on_tune(m, n, rate, px, max_drift, progress=gr.Progress()):
+        def report(info: dict) -> None:
+            acc = "" if info["accuracy"] is None else f", reward accuracy {info['accuracy']:.2f}"
+            progress(
+                info["step"] / info["steps"],
+                desc=f"step {info['step']} of {info['steps']}: loss {info['loss']:.4f}{acc}",
+            )
+
+        try:
+            summary = service.tune(m, n, rate, px, report, max_drift=max_drift)
+        except (ServiceBusy, ValueError) as err:
+            raise gr.Error(str(err)) from err
+        held = summary["held_out_accuracy"]
+        name = summary["adapter"].split("/")[-2]
+        text = (
+            f"**tuned** `{name}`: {summary['steps']} steps of {summary['method']} on "
+            f"{summary['rows']} rows, final loss {summary['final_loss']:.4f}"
+            + (f", held-out reward accuracy {held:.2f}" if held is not None else "")
+        )
+        return text, gr.update(choices=service.tunes(), value=name)
+
+    def on_compare(name, text, number):
+        try:
+            return service.compare(name, text, int(number or 0))
+        except (ServiceBusy, ValueError) as err:
+            raise gr.Error(str(err)) from err
+
+    count.click(on_count, drift, data, api_name="tune_count", queue=False)
+    start.click(on_tune, [method, steps, lr, resolution, drift], [result, tune], api_name="tune")
+    compare.click(
+        on_compare, [tune, prompt, seed], [base_image, tuned_image], api_name="tune_compare"
+    )
