@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import random
 import threading
 from collections.abc import Callable, Sequence
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from refine.store import atomic_write_text, slug
+from refine.store import append_jsonl, atomic_write_text, slug
 
 METRICS = ("faith", "align", "hal", "exag")
 PROMPT_METRICS = ("pooled_align", "ddiv", "sdiv", "vendi", "qvendi")
@@ -204,16 +203,7 @@ class BenchStore:
         return out
 
     def append(self, cell: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        cut = False  # a line a kill left unfinished: the new cell starts on a line of its own
-        if self.cells_path.is_file() and self.cells_path.stat().st_size:
-            with open(self.cells_path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                cut = f.read(1) != b"\n"
-        with open(self.cells_path, "a", encoding="utf-8") as f:
-            f.write(("\n" if cut else "") + json.dumps(cell, ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        append_jsonl(self.cells_path, cell)
 
     def image_path(self, generator: str, activity: str, country: str, seed: int) -> Path:
         import hashlib
@@ -388,15 +378,7 @@ def run_bench(
                 f"Vendi {vendi:.2f}"
             )
 
-    if workers > 1 and len(todo) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(workers, len(todo)), thread_name_prefix="bench") as pool:
-            for _ in pool.map(make, todo):  # the first failure stops the bench; done is kept
-                pass
-    else:
-        for job in todo:
-            make(job)
+    run_jobs(make, todo, workers, "bench")
     # in the plan's order (generators, then prompts), whatever order they were made in
     order = {(g, a, c): k for k, (g, a, c) in enumerate(sorted(_wanted(plan), key=_rank(plan)))}
     cells = [c for c in store.cells() if cell_key(c)[:3] in order and same_scoring(c)]
@@ -418,6 +400,20 @@ def run_bench(
     write_outputs(store, summary, cells)
     emit(f"written: {store.dir / 'bench.json'}, rows.csv, bench.html")
     return summary
+
+
+def run_jobs(make: Callable[[Any], None], todo: Sequence[Any], workers: int, name: str) -> None:
+    """``make(job)`` for every job: ``workers`` at a time on threads (API models), else
+    one after the other. The first failure stops the rest; what is done is kept."""
+    if workers > 1 and len(todo) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(workers, len(todo)), thread_name_prefix=name) as pool:
+            for _ in pool.map(make, todo):
+                pass
+    else:
+        for job in todo:
+            make(job)
 
 
 def _wanted(plan: BenchPlan) -> set[tuple[str, str, str]]:

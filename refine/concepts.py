@@ -212,7 +212,7 @@ def run_concepts(
     concepts.html and returns the summary."""
     from refine.assets import prompt_template
     from refine.backends.selection import Backends
-    from refine.bench import BenchStore, make_generator
+    from refine.bench import BenchStore, make_generator, run_jobs
 
     if not plan.generators or not plan.concepts:
         raise ValueError("name at least one generator and one concept")
@@ -308,15 +308,7 @@ def run_concepts(
                 f"{stats['cube_diversity']:.3f}, {len(stats['countries'])} countries"
             )
 
-    if workers > 1 and len(todo) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(workers, len(todo)), thread_name_prefix="concepts") as pool:
-            for _ in pool.map(make, todo):
-                pass
-    else:
-        for job in todo:
-            make(job)
+    run_jobs(make, todo, workers, "concepts")
     order = {
         (g, c.key): k
         for k, (g, c) in enumerate((g, c) for g in plan.generators for c in plan.concepts)

@@ -12,7 +12,6 @@ folder of runs or benches, or any folder of images (PNG, JPEG, WebP; an optional
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import time
@@ -102,6 +101,7 @@ class RatingSet:
         """Append one rating (validated: both answers 1-5, unmet statements among the
         image's expectations, a comment of at most 1000 characters) and sync it."""
         from refine.agree import file_sha256
+        from refine.store import append_jsonl
 
         it = self.item(image)
         answers = {}
@@ -134,15 +134,7 @@ class RatingSet:
             "country": it.country,
         }
         with _APPEND:
-            cut = False
-            if self.ratings_path.is_file() and self.ratings_path.stat().st_size:
-                with open(self.ratings_path, "rb") as f:
-                    f.seek(-1, os.SEEK_END)
-                    cut = f.read(1) != b"\n"
-            with open(self.ratings_path, "a", encoding="utf-8") as f:
-                f.write(("\n" if cut else "") + json.dumps(row, ensure_ascii=False) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            append_jsonl(self.ratings_path, row)
         return row
 
 

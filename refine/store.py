@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from refine.records import Run
 
@@ -56,6 +56,21 @@ def slug(text: str, limit: int = 40) -> str:
 def new_run_id(activity: str, country: str) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{slug(country, 20)}-{slug(activity)}"
+
+
+def append_jsonl(path: Path, row: Any) -> None:
+    """Append one JSON line and sync it; a line a kill left unfinished is closed first, so
+    the new one starts on a line of its own (readers skip the cut one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cut = False
+    if path.is_file() and path.stat().st_size:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            cut = f.read(1) != b"\n"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(("\n" if cut else "") + json.dumps(row, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def atomic_write_text(path: Path, text: str) -> None:
