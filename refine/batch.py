@@ -58,6 +58,7 @@ class BatchEntry(BaseModel):
     regressions: int = 0
     stop_reason: str | None = None
     elapsed_s: float = 0.0
+    retries: int = 0  # times its worker died mid-run and the run went on elsewhere (Ray)
 
 
 class Batch(BaseModel):
@@ -186,6 +187,7 @@ def summarise(entries: list[BatchEntry]) -> dict[str, Any]:
         "regression_rate": sum(e.regressions for e in done) / edits if edits else None,
         "editing_rounds": edits,
         "mean_editing_rounds": edits / len(done) if done else None,
+        "retries": sum(e.retries for e in entries),
     }
 
 

@@ -26,6 +26,15 @@ def batch_cmd(
     workers: int = typer.Option(1, "--workers", min=1, help="Runs at the same time."),
     profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+    engine: str = typer.Option(
+        "local", "--engine", help="local (threads, one set of models) or ray (Ray actors)."
+    ),
+    address: str = typer.Option(
+        None, "--address", help="ray: the cluster (auto, host:port or ray://host:port)."
+    ),
+    gpus_per_worker: float = typer.Option(
+        0.0, "--gpus-per-worker", min=0.0, help="ray: GPUs each worker holds (0: API models)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the batch record as JSON."),
 ) -> None:
     """One refinement run per line of SPECS, with a summary over the batch.
@@ -35,7 +44,8 @@ def batch_cmd(
     plus optional refs (a references file), image (refine this image) and name. Every
     line is checked before anything runs. Runs that fail are recorded and the batch goes
     on; the exit code is 1 when any run failed. Local models run one call at a time;
-    --workers helps with API backends.
+    --workers helps with API backends. --engine ray runs the same batch on Ray actors
+    (one set of models each; the batch directory must be on storage every node sees).
     """
     from refine.batch import BatchSpecError, open_batch, run_batch
     from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
@@ -43,6 +53,17 @@ def batch_cmd(
     from refine.settings import SettingsError, output_folder
 
     backends = parse_backends(backend)
+    if engine not in ("local", "ray"):
+        raise UserInputError(f"--engine: {engine!r} is not local or ray")
+    if engine == "local" and (address or gpus_per_worker):
+        raise UserInputError("--address/--gpus-per-worker: only with --engine ray")
+    if engine == "ray":
+        from refine.batch_ray import RayEngineError, import_ray
+
+        try:
+            import_ray()
+        except RayEngineError as err:
+            raise UserInputError(f"--engine: {err}") from err
     try:
         output_folder(out)
     except SettingsError as err:
@@ -60,13 +81,31 @@ def batch_cmd(
         if as_json:
             return
         if isinstance(event, BatchStarted) or (
-            isinstance(event, EntryChanged) and event.done is not None
+            isinstance(event, EntryChanged)
+            and (event.done is not None or event.status == "retrying")
         ):
             typer.echo(event.describe(), err=True)
         elif isinstance(event, EntryEvent) and isinstance(event.event, RoundDecided):
             typer.echo(f"    {event.describe()}", err=True)
 
-    batch = run_batch(batch, store, refiner, workers=workers, on_event=progress)
+    if engine == "ray":
+        from refine.batch_ray import RayEngineError, run_batch_ray
+
+        try:
+            batch = run_batch_ray(
+                batch,
+                store,
+                profile,
+                backends,
+                workers=workers,
+                gpus_per_worker=gpus_per_worker,
+                address=address,
+                on_event=progress,
+            )
+        except RayEngineError as err:
+            raise UserInputError(str(err)) from err
+    else:
+        batch = run_batch(batch, store, refiner, workers=workers, on_event=progress)
     if as_json:
         typer.echo(batch.model_dump_json(indent=2))
     else:
@@ -98,6 +137,7 @@ def print_batch_summary(batch, directory: Path) -> None:
         f"{s['failed']} failed); mean FAITH gain {gain} ({s['improved_runs']} run(s) improved); "
         f"regression rate {pct(s['regression_rate'])} of {s['editing_rounds']} editing "
         f"round(s); {mean_edits} editing round(s) per run"
+        + (f"; {s['retries']} run(s) resumed after a worker died" if s.get("retries") else "")
     )
 
 

@@ -1,0 +1,176 @@
+"""refine batch on a real local Ray instance (2 CPUs, 127.0.0.1) through the fake Gemini
+world: the same run records as the local engine; a worker killed mid-run is replaced and
+its run resumes with no round lost or made twice; an interrupted driver is finished by
+the local engine's --resume; bad settings get one line each."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from refine.batch import open_batch, run_batch
+from refine.events import EntryChanged
+from refine.loop import Refiner
+from refine.store import RunStore
+from tests.e2e.test_batch import write_jsonl
+from tests.e2e.test_cli_run import env
+
+ray = pytest.importorskip("ray")
+ACT, COUNTRY = "people eating food at home", "Iran"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def specs(tmp_path, n=6, rounds=1):
+    rows = [
+        {
+            "activity": ACT,
+            "country": COUNTRY,
+            "rounds": rounds,
+            "seed": 40 + k,
+            "target": 1.0,
+            "max_drift": 2,
+            "name": f"run{k}",
+        }
+        for k in range(n)
+    ]
+    return write_jsonl(tmp_path / "specs.jsonl", rows)
+
+
+def rounds_of(store_dir, batch):
+    out = {}
+    for e in batch.entries:
+        run = RunStore(store_dir / e.run_dir).load()
+        out[e.name] = [
+            (r.index, r.decision, r.text, [c.scores.faith for c in r.candidates], r.chosen)
+            for r in run.rounds
+        ]
+    return out
+
+
+def test_the_same_records_as_the_local_engine(cluster, world, backends, options, tmp_path):
+    from refine.batch_ray import run_batch_ray
+
+    path = specs(tmp_path)
+    local, lstore = open_batch(path, tmp_path / "local", "gemini", backends)
+    local = run_batch(local, lstore, Refiner("gemini", backends, options), workers=2)
+    remote, rstore = open_batch(path, tmp_path / "ray", "gemini", backends)
+    seen = []
+    remote = run_batch_ray(
+        remote, rstore, "gemini", backends, options, workers=2, on_workers=seen.extend
+    )
+    assert len(seen) == 2 and all("@" in w for w in seen) and str(os.getpid()) not in seen[0]
+    assert remote.summary["finished"] == 6 and remote.summary["retries"] == 0
+    assert rounds_of(rstore.dir, remote) == rounds_of(lstore.dir, local)
+    assert remote.summary == local.summary
+    assert len(list((rstore.dir / "runs").glob("*/run.json"))) == 6
+
+
+def test_a_killed_worker_is_replaced_and_its_run_resumes(
+    cluster, world, backends, options, tmp_path
+):
+    from refine.batch_ray import run_batch_ray
+
+    world.edit_delay_s = 1.0  # runs long enough to be killed in the middle
+    path = specs(tmp_path, n=4, rounds=2)
+    batch, store = open_batch(path, tmp_path / "b", "gemini", backends)
+    pids = []
+    killed = []
+
+    def kill_one():
+        while "edit" not in world.log:
+            threading.Event().wait(0.05)
+        os.kill(int(pids[0].split("@")[0]), signal.SIGKILL)
+        killed.append(pids[0])
+
+    def on_workers(names):
+        pids.extend(names)
+        threading.Thread(target=kill_one, daemon=True).start()
+
+    batch = run_batch_ray(
+        batch, store, "gemini", backends, options, workers=2, on_workers=on_workers
+    )
+    assert killed and batch.summary["finished"] == 4 and batch.summary["retries"] >= 1
+    runs = sorted((store.dir / "runs").glob("*/run.json"))
+    assert len(runs) == 4  # the killed run was resumed, not started again
+    for e in batch.entries:
+        run = RunStore(store.dir / e.run_dir).load()
+        assert [r.index for r in run.rounds] == list(range(len(run.rounds)))  # none twice
+        assert run.status == "finished" and len(run.rounds) == 3
+    assert json.loads((store.dir / "batch.json").read_text())["summary"]["retries"] >= 1
+
+
+def test_an_interrupted_driver_is_finished_by_the_local_engine(
+    cluster, world, backends, options, tmp_path
+):
+    from refine.batch_ray import run_batch_ray
+
+    path = specs(tmp_path, n=4)
+    batch, store = open_batch(path, tmp_path / "b", "gemini", backends)
+
+    def stop_after_first(event):
+        if isinstance(event, EntryChanged) and event.done == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_batch_ray(
+            batch, store, "gemini", backends, options, workers=2, on_event=stop_after_first
+        )
+    again, store = open_batch(path, tmp_path / "b", "gemini", backends, resume=True)
+    assert sum(e.status == "finished" for e in again.entries) >= 1
+    again = run_batch(again, store, Refiner("gemini", backends, options), workers=2)
+    assert again.summary["finished"] == 4
+    assert len(list((store.dir / "runs").glob("*/run.json"))) == 4  # begun runs went on
+
+
+def test_bad_settings_get_one_line_each(tmp_path, world):
+    path = specs(tmp_path, n=1)
+    base = [sys.executable, "-c"]
+    main = "from refine.cli import main; main()"
+    no_ray = "import sys; sys.modules['ray'] = None; " + main
+    done = subprocess.run(
+        [*base, no_ray, "batch", str(path), "--engine", "ray", "--out", str(tmp_path / "o")],
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "pip install 'cultural-refine[ray]'" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    done = subprocess.run(
+        [
+            *base,
+            main,
+            "batch",
+            str(path),
+            "--engine",
+            "ray",
+            "--address",
+            "127.0.0.1:9",
+            "--out",
+            str(tmp_path / "p"),
+        ],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "--address 127.0.0.1:9: nothing answers there" in done.stderr
+    done = subprocess.run(
+        [*base, main, "batch", str(path), "--address", "x:1", "--out", str(tmp_path / "q")],
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "only with --engine ray" in done.stderr
+    assert "edit" not in world.log and "generate" not in world.log  # no model was called
