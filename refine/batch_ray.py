@@ -144,6 +144,7 @@ def run_batch_ray(
     address: str | None = None,
     on_event: Callable[[Event], None] | None = None,
     on_workers: Callable[[list[str]], None] | None = None,
+    timings: list[tuple[int, float, float]] | None = None,
 ) -> Batch:
     """Run every unfinished entry of ``batch`` on ``workers`` Ray actors (a local Ray
     instance, or the cluster at ``address``) and return the batch record; the same
@@ -177,13 +178,16 @@ def run_batch_ray(
             env,
             emit,
             on_workers,
+            timings,
         )
     finally:
         if started_here:
             ray.shutdown()
 
 
-def _drive(ray, batch, store, profile, backends, options, workers, gpus, env, emit, on_workers):
+def _drive(
+    ray, batch, store, profile, backends, options, workers, gpus, env, emit, on_workers, timings
+):
     from ray.exceptions import RayActorError
 
     remote = ray.remote(RunWorker)
@@ -194,9 +198,10 @@ def _drive(ray, batch, store, profile, backends, options, workers, gpus, env, em
         return batch
     n = max(1, min(workers, len(todo)))
     actors = [
-        remote.options(num_gpus=gpus, max_restarts=-1, max_task_retries=0).remote(
-            profile, backends or {}, options or {}, env
-        )
+        # API workers wait on the network: they hold no CPU, so N may exceed the cores
+        remote.options(
+            num_cpus=1 if gpus else 0, num_gpus=gpus, max_restarts=-1, max_task_retries=0
+        ).remote(profile, backends or {}, options or {}, env)
         for _ in range(n)
     ]
     # every worker must see the batch directory: a token written here, read there
@@ -217,6 +222,7 @@ def _drive(ray, batch, store, profile, backends, options, workers, gpus, env, em
         on_workers(list(identity.values()))
     idle = list(actors)
     pending: dict[Any, tuple[int, Any]] = {}
+    submitted: dict[Any, float] = {}
     done_count = total - len(todo)
     try:
         while todo or pending:
@@ -229,6 +235,7 @@ def _drive(ray, batch, store, profile, backends, options, workers, gpus, env, em
                 emit(EntryChanged(entry=i, name=entry.name, status="running"))
                 fut = actor.run.remote(i, entry.model_dump_json(), str(store.dir))
                 pending[fut] = (i, actor)
+                submitted[fut] = time.perf_counter()
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
             for fut in ready:
                 i, actor = pending.pop(fut)
@@ -236,7 +243,10 @@ def _drive(ray, batch, store, profile, backends, options, workers, gpus, env, em
                 entry.run_dir = entry.run_dir or claimed(store.dir, i)
                 try:
                     entry.run_dir = ray.get(fut)
-                    record_run(entry, RunStore(store.dir / entry.run_dir).load())
+                    run = RunStore(store.dir / entry.run_dir).load()
+                    record_run(entry, run)
+                    if timings is not None:  # (entry, driver's wall time, the run's own)
+                        timings.append((i, time.perf_counter() - submitted[fut], run.elapsed_s))
                 except RayActorError:
                     # the worker died mid-run: free its lock, resume the run elsewhere
                     entry.retries += 1
