@@ -278,6 +278,20 @@ def open_batch(
     return batch, store
 
 
+def entry_ended(i: int, entry: BatchEntry, done: int, total: int) -> EntryChanged:
+    """The event of an entry that finished or failed, the ``done``-th of ``total``."""
+    return EntryChanged(
+        entry=i,
+        name=entry.name,
+        status=entry.status,
+        done=done,
+        total=total,
+        initial_faith=entry.initial_faith,
+        best_faith=entry.best_faith,
+        error=entry.error,
+    )
+
+
 def run_batch(
     batch: Batch,
     store: BatchStore,
@@ -330,18 +344,7 @@ def run_batch(
         with store.lock:
             done_count[0] += 1
             n = done_count[0]
-        emit(
-            EntryChanged(
-                entry=i,
-                name=entry.name,
-                status=entry.status,
-                done=n,
-                total=total,
-                initial_faith=entry.initial_faith,
-                best_faith=entry.best_faith,
-                error=entry.error,
-            )
-        )
+        emit(entry_ended(i, entry, n, total))
 
     def worker_loop() -> None:
         worker = refiner.sibling()

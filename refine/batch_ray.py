@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from refine.batch import Batch, BatchStore, record_run
+from refine.batch import Batch, BatchStore, entry_ended, record_run
 from refine.events import BatchStarted, EntryChanged, Event
 from refine.store import LOCK_FILE, RunStore, atomic_write_text
 
@@ -269,18 +269,7 @@ def _drive(
                 idle.append(actor)
                 store.save(batch)
                 done_count += 1
-                emit(
-                    EntryChanged(
-                        entry=i,
-                        name=entry.name,
-                        status=entry.status,
-                        done=done_count,
-                        total=total,
-                        initial_faith=entry.initial_faith,
-                        best_faith=entry.best_faith,
-                        error=entry.error,
-                    )
-                )
+                emit(entry_ended(i, entry, done_count, total))
     except KeyboardInterrupt:
         _stop(ray, actors, identity)
         for i, _ in pending.values():  # runs begun: --resume goes on with them
