@@ -144,7 +144,7 @@ def run_batch_ray(
     address: str | None = None,
     on_event: Callable[[Event], None] | None = None,
     on_workers: Callable[[list[str]], None] | None = None,
-    timings: list[tuple[int, float, float]] | None = None,
+    timings: list[tuple[int, float, float, bool]] | None = None,
 ) -> Batch:
     """Run every unfinished entry of ``batch`` on ``workers`` Ray actors (a local Ray
     instance, or the cluster at ``address``) and return the batch record; the same
@@ -223,6 +223,7 @@ def _drive(
     idle = list(actors)
     pending: dict[Any, tuple[int, Any]] = {}
     submitted: dict[Any, float] = {}
+    warmed: set[Any] = set()
     done_count = total - len(todo)
     try:
         while todo or pending:
@@ -245,8 +246,14 @@ def _drive(
                     entry.run_dir = ray.get(fut)
                     run = RunStore(store.dir / entry.run_dir).load()
                     record_run(entry, run)
-                    if timings is not None:  # (entry, driver's wall time, the run's own)
-                        timings.append((i, time.perf_counter() - submitted[fut], run.elapsed_s))
+                    if timings is not None:
+                        # (entry, the driver's wall time, the run's own, the worker's first:
+                        # its models loaded on the way)
+                        first = actor not in warmed
+                        warmed.add(actor)
+                        timings.append(
+                            (i, time.perf_counter() - submitted[fut], run.elapsed_s, first)
+                        )
                 except RayActorError:
                     # the worker died mid-run: free its lock, resume the run elsewhere
                     entry.retries += 1

@@ -17,7 +17,7 @@ module reports:
 * ``tag_vendi`` and ``tag_qvendi``: the Vendi score of all the tags at once and its
   quality-weighted form (CUBE's Eq. 3: mean quality x VS);
 * ``vendi`` and ``qvendi``: the same over the image embeddings (cosine kernel);
-* quality per image: the judge's yes-probability that the image shows the prompt.
+* quality per image: the judge's yes-probability that the image matches the prompt.
 
 A concepts file is JSONL, JSON (a list) or CSV, one concept per line: ``prompt``
 (required unless ``concept`` and ``country`` are given, then "Image of <concept> from
@@ -278,7 +278,7 @@ def run_concepts(
             tags.append((tag.continent.strip(), tag.country.strip(), tag.artifact.strip()))
         with scorer.using("judge") as judge:
             quality = judge.yes_probability(
-                images, [f"Does this image show {concept.prompt}?"] * len(images)
+                images, [f'Does this image match the prompt "{concept.prompt}"?'] * len(images)
             )
         with scorer.using("image_embedder") as embedder:
             emb = embedder.encode_images(images).float().cpu().numpy()

@@ -51,7 +51,7 @@ class TuneConfig:
     validate_every: int = 0
     seed: int = 0
     device: str | None = None
-    mixed_precision: str = "auto"  # auto: fp16 on CUDA, none on CPU
+    mixed_precision: str = "auto"  # auto: bf16 on a GPU that has it, else none
     gradient_checkpointing: bool = False
 
     def check(self) -> None:
@@ -170,9 +170,14 @@ class Tuner:
         self.noise_scheduler = DDPMScheduler.from_config(pipe.scheduler.config)
         self.optimizer = torch.optim.AdamW(self.params, lr=self.c.lr)
         mp = self.c.mixed_precision
-        if mp == "auto":
-            mp = "fp16" if self.device.type == "cuda" else "no"
+        if mp == "auto":  # bf16 where the GPU has it; fp16 needs loss scaling, asked for
+            cuda = self.device.type == "cuda"
+            mp = "bf16" if cuda and torch.cuda.is_bf16_supported() else "no"
         self.autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(mp)
+        # fp16 gradients underflow without scaling; for bf16 and fp32 the scaler passes through
+        self.scaler = torch.amp.GradScaler(
+            self.device.type, enabled=self.autocast_dtype == torch.float16
+        )
         self._embeds: dict[str, Any] = {}
 
     def _prompt_embeds(self, prompts: list[str]) -> Any:
@@ -233,7 +238,7 @@ class Tuner:
         gen = torch.Generator().manual_seed(int(rng.integers(0, 2**31 - 1)))
         return picked, gen
 
-    def loss_on(self, rows: list[dict], step: int, train: bool = True):
+    def loss_on(self, rows: list[dict], step: int):
         """(loss, implicit reward accuracy or None) of the batch drawn for ``step``."""
         import torch
         import torch.nn.functional as F
@@ -271,7 +276,7 @@ class Tuner:
         accs = []
         with torch.no_grad():
             for k in range(draws):
-                _, acc = self.loss_on(rows, 10_000_000 + k, train=False)
+                _, acc = self.loss_on(rows, 10_000_000 + k)
                 accs.append(acc)
         return sum(accs) / len(accs)
 
@@ -293,12 +298,14 @@ class Tuner:
             total, accs = 0.0, []
             for micro in range(self.c.grad_accum):
                 loss, acc = self.loss_on(self.rows, self.step * self.c.grad_accum + micro)
-                (loss / self.c.grad_accum).backward()
+                self.scaler.scale(loss / self.c.grad_accum).backward()
                 total += loss.item() / self.c.grad_accum
                 if acc is not None:
                     accs.append(acc)
+            self.scaler.unscale_(self.optimizer)
             torch.nn.utils.clip_grad_norm_(self.params, 1.0)
-            self.optimizer.step()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
             self.step += 1
             acc = sum(accs) / len(accs) if accs else None
             self.losses.append((self.step, total, acc))
