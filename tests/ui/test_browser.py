@@ -406,6 +406,10 @@ def test_bad_uploads_are_named_with_the_limits(page, tmp_path):
     open_options(pg)
     chooser.set_input_files(str(good))
     pg.locator("#upload-preview img").first.wait_for()
+    pg.wait_for_function(  # decoded, not only in the page
+        """() => [...document.querySelectorAll('#upload-preview img')]
+                   .some(i => i.complete && i.naturalWidth > 0)"""
+    )
     shot = pg.locator("#upload-preview").screenshot()
     assert has_colour(shot, (200, 30, 30))
     # and it is the image the run refines
