@@ -179,16 +179,23 @@ class Tuner:
             self.device.type, enabled=self.autocast_dtype == torch.float16
         )
         self._embeds: dict[str, Any] = {}
+        self._latent_cache: dict[str, Any] = {}
 
     def _prompt_embeds(self, prompts: list[str]) -> Any:
         import torch
 
         missing = [p for p in dict.fromkeys(prompts) if p not in self._embeds]
         if missing:
+            # a tokenizer saved without model_max_length reports a huge one: the text
+            # encoder's positions are the real limit
+            limit = min(
+                self.pipe.tokenizer.model_max_length,
+                self.pipe.text_encoder.config.max_position_embeddings,
+            )
             tok = self.pipe.tokenizer(
                 missing,
                 padding="max_length",
-                max_length=self.pipe.tokenizer.model_max_length,
+                max_length=limit,
                 truncation=True,
                 return_tensors="pt",
             )
@@ -201,10 +208,16 @@ class Tuner:
     def _latents(self, paths: list[str]) -> Any:
         import torch
 
-        x = torch.stack([_image_tensor(p, self.c.resolution) for p in paths]).to(self.device)
-        with torch.no_grad():
-            dist = self.pipe.vae.encode(x.to(self.pipe.vae.dtype)).latent_dist
-            return dist.mean * self.pipe.vae.config.scaling_factor
+        # the VAE is frozen and the latent is its mean: each image is encoded once, and kept
+        # on the CPU (64 KiB a 512 px image) so that large sets do not fill the GPU
+        missing = [p for p in dict.fromkeys(paths) if p not in self._latent_cache]
+        if missing:
+            x = torch.stack([_image_tensor(p, self.c.resolution) for p in missing])
+            with torch.no_grad():
+                dist = self.pipe.vae.encode(x.to(self.device, self.pipe.vae.dtype)).latent_dist
+                z = (dist.mean * self.pipe.vae.config.scaling_factor).cpu()
+            self._latent_cache.update(zip(missing, z, strict=True))
+        return torch.stack([self._latent_cache[p] for p in paths]).to(self.device)
 
     def _errors(self, latents, noise, t, emb, adapter: bool = True):
         """Per-sample denoising error (mean squared error over the latent)."""
