@@ -74,10 +74,7 @@ class RunWorker:
 
     def sees(self, probe: str, token: str) -> bool:
         """Whether this node sees the driver's batch directory (the shared-storage check)."""
-        try:
-            return Path(probe).read_text(encoding="utf-8") == token
-        except OSError:
-            return False
+        return sees(probe, token)
 
     def run(self, i: int, entry_json: str, batch_dir: str) -> str:
         """Make or resume the run of entry ``i``; returns its directory (relative)."""
@@ -125,6 +122,53 @@ def check_reachable(address: str | None, timeout: float = 5.0) -> None:
         ) from None
 
 
+def connect(ray: Any, address: str | None) -> bool:
+    """Join the cluster at ``address`` (or start a local Ray instance) unless this process
+    has joined one already; True when this call did (the caller shuts it down)."""
+    if ray.is_initialized():
+        return False
+    check_reachable(address)
+    try:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(include_dashboard=False, log_to_driver=False)
+    except Exception as err:  # an unreachable or wrong address
+        raise RayEngineError(f"--address {address or 'local'}: cannot join Ray ({err})") from None
+    return True
+
+
+def check_shared(ray: Any, actors: list[Any], folder: Path, what: str) -> None:
+    """Every worker sees ``folder``: a token written here is read there (each actor has a
+    ``sees(probe, token)`` method)."""
+    token = uuid.uuid4().hex
+    folder.mkdir(parents=True, exist_ok=True)
+    probe = folder / f".shared-{token[:8]}"
+    probe.write_text(token, encoding="utf-8")
+    try:
+        seen = ray.get([a.sees.remote(str(probe), token) for a in actors])
+    finally:
+        probe.unlink(missing_ok=True)
+    if not all(seen):
+        raise RayEngineError(
+            f"{folder} is not visible from every Ray worker: put {what} on storage every "
+            "node sees, such as a shared filesystem"
+        )
+
+
+def sees(probe: str, token: str) -> bool:
+    """Whether this node reads ``token`` in ``probe`` (see :func:`check_shared`)."""
+    try:
+        return Path(probe).read_text(encoding="utf-8") == token
+    except OSError:
+        return False
+
+
+def worker_env() -> dict[str, str]:
+    """The driver's environment that workers need (API keys, caches, offline switches)."""
+    return {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+
+
 def claimed(root: Path, i: int) -> str | None:
     """The run directory a worker started for entry ``i``, if any."""
     try:
@@ -151,20 +195,8 @@ def run_batch_ray(
     record and run directories as :func:`refine.batch.run_batch`."""
     ray = import_ray()
     emit = on_event or (lambda event: None)
-    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-    started_here = False
-    if not ray.is_initialized():
-        check_reachable(address)
-        try:
-            if address:
-                ray.init(address=address, log_to_driver=False)
-            else:
-                ray.init(include_dashboard=False, log_to_driver=False)
-            started_here = True
-        except Exception as err:  # an unreachable or wrong address
-            raise RayEngineError(
-                f"--address {address or 'local'}: cannot join Ray ({err})"
-            ) from None
+    env = worker_env()
+    started_here = connect(ray, address)
     try:
         return _drive(
             ray,
@@ -204,19 +236,7 @@ def _drive(
         ).remote(profile, backends or {}, options or {}, env)
         for _ in range(n)
     ]
-    # every worker must see the batch directory: a token written here, read there
-    token = uuid.uuid4().hex
-    probe = store.dir / f".shared-{token[:8]}"
-    probe.write_text(token, encoding="utf-8")
-    try:
-        seen = ray.get([a.sees.remote(str(probe), token) for a in actors])
-    finally:
-        probe.unlink(missing_ok=True)
-    if not all(seen):
-        raise RayEngineError(
-            f"{store.dir} is not visible from every Ray worker: put the batch directory "
-            "(--out) on storage every node sees, such as a shared filesystem"
-        )
+    check_shared(ray, actors, store.dir, "the batch directory (--out)")
     identity = dict(zip(actors, ray.get([a.whoami.remote() for a in actors]), strict=True))
     if on_workers:
         on_workers(list(identity.values()))
@@ -258,7 +278,7 @@ def _drive(
                     # the worker died mid-run: free its lock, resume the run elsewhere
                     entry.retries += 1
                     _release(store.dir, entry.run_dir, identity.get(actor))
-                    identity[actor] = ray.get(actor.whoami.remote())  # restarted
+                    identity[actor] = restarted(ray, actor)
                     idle.append(actor)
                     if entry.retries <= MAX_RETRIES:
                         entry.status = "pending"
@@ -319,6 +339,21 @@ def _release(root: Path, run_dir: str | None, dead: str | None) -> None:
             lock.unlink(missing_ok=True)
     except OSError:
         pass
+
+
+def restarted(ray: Any, actor: Any, seconds: float = 120.0) -> str:
+    """The identity of ``actor`` once Ray has restarted it (asked again while it is still
+    restarting)."""
+    from ray.exceptions import ActorUnavailableError
+
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            return ray.get(actor.whoami.remote())
+        except ActorUnavailableError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.2)
 
 
 def wait_for(condition: Callable[[], bool], seconds: float) -> bool:

@@ -229,81 +229,63 @@ def make_generator(scorer: Any, label: str) -> Any:
     return scorer.named("generator", spec.name, **extra)
 
 
-def run_bench(
-    plan: BenchPlan,
-    out: str | Path,
-    backend_options: dict[str, dict[str, Any]] | None = None,
-    instances: dict[str, Any] | None = None,
-    on_event: Callable[[str], None] | None = None,
-    workers: int = 1,
-) -> dict[str, Any]:
-    """Make, score and summarise every cell of ``plan`` not done yet in ``out``; returns
-    the summary (also written as bench.json, rows.csv and bench.html). ``workers`` cells
-    at a time (API models; local models take turns on the device); the summary is the
-    same for any number of workers."""
-    from metrics.ahead import score_pooled
-    from metrics.vendi import quality_weighted, vendi_from_embeddings
-    from refine.assess import Assessor
-    from refine.assets import prompt_template
-    from refine.backends.selection import Backends
-    from refine.references import find_references
+class CellMaker:
+    """One set of scoring models and generators that makes and scores bench cells (one
+    per process: the local engine's, or each Ray worker's)."""
 
-    plan.check()
-    emit = on_event or (lambda line: None)
-    store = BenchStore(out)
-    scorer = Backends(plan.profile, plan.backends, backend_options, instances)
-    tau, tau_source = (plan.tau, "given") if plan.tau is not None else scorer.tau()
-    # every model loads (or is checked with its API) before the first image is paid for
-    scorer.preflight(
-        ["observer", "judge", "text_embedder", "image_embedder"]
-        + (["llm"] if plan.expectations else [])
-    )
-    generators = {label: make_generator(scorer, label) for label in plan.generators}
-    for generator in generators.values():
-        check = getattr(generator, "verify", None) or getattr(generator, "load", None)
-        if callable(check):
-            check()
-    assessor = Assessor(scorer)
-    seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
-    scoring = {
-        r: n
-        for r, n in scorer.ids().items()
-        if r in ("observer", "judge", "text_embedder", "image_embedder")
-    }
+    def __init__(
+        self,
+        plan: BenchPlan,
+        backend_options: dict[str, dict[str, Any]] | None = None,
+        instances: dict[str, Any] | None = None,
+    ) -> None:
+        from refine.assess import Assessor
+        from refine.backends.selection import Backends
+        from refine.references import load_pack
 
-    def same_scoring(cell: dict[str, Any]) -> bool:
-        """Made with the same seeds and scored the same way: reusable."""
-        return (
-            cell["seeds"] == seeds
-            and cell.get("tau") == tau
-            and cell.get("scorer") == scoring
-            and bool(cell.get("expectations")) == plan.expectations
+        plan.check()
+        self.plan = plan
+        self.scorer = scorer = Backends(plan.profile, plan.backends, backend_options, instances)
+        self.tau, self.tau_source = (plan.tau, "given") if plan.tau is not None else scorer.tau()
+        # every model loads (or is checked with its API) before the first image is paid for
+        scorer.preflight(
+            ["observer", "judge", "text_embedder", "image_embedder"]
+            + (["llm"] if plan.expectations else [])
         )
+        self.generators = {label: make_generator(scorer, label) for label in plan.generators}
+        for generator in self.generators.values():
+            check = getattr(generator, "verify", None) or getattr(generator, "load", None)
+            if callable(check):
+                check()
+        self.assessor = Assessor(scorer)
+        self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
+        self.scoring = {
+            r: n
+            for r, n in scorer.ids().items()
+            if r in ("observer", "judge", "text_embedder", "image_embedder")
+        }
+        self.pack = load_pack()
 
-    done = {cell_key(c) for c in store.cells() if same_scoring(c)}
-    todo = [
-        (g, a, c)
-        for g in plan.generators
-        for a, c in plan.prompts
-        if (g, a, c, tuple(seeds)) not in done
-    ]
-    total = len(plan.generators) * len(plan.prompts)
-    emit(f"bench in {store.dir}: {len(todo)} of {total} cell(s) to do")
-    lock = threading.Lock()
-    finished = [0]
+    def describe(self) -> tuple[float, str, dict[str, str]]:
+        """(tau, where it comes from, the scoring models' ids): what a cell is scored with."""
+        return self.tau, self.tau_source, self.scoring
 
-    from refine.references import load_pack
-
-    pack = load_pack()
-
-    def category(act: str, country: str) -> str | None:
-        entry = pack.countries.get(country, {}).get("activities", {}).get(act) or {}
+    def category(self, act: str, country: str) -> str | None:
+        entry = self.pack.countries.get(country, {}).get("activities", {}).get(act) or {}
         return entry.get("category")
 
-    def make(job: tuple[str, str, str]) -> None:
+    def make(self, job: tuple[str, str, str], store: BenchStore) -> dict[str, Any]:
+        """Generate, save (under ``store``) and score the images of one (generator,
+        activity, country) job; returns its cell."""
+        from metrics.ahead import score_pooled
+        from metrics.vendi import quality_weighted, vendi_from_embeddings
+        from refine.assets import prompt_template
+        from refine.references import find_references
+
+        plan, scorer, seeds = self.plan, self.scorer, self.seeds
         gen_name, act, country = job
         refs = find_references(act, country)
-        generator = generators[gen_name]
+        generator = self.generators[gen_name]
         prompt = prompt_template("generate").strip().format(activity=act, country=country)
         if getattr(generator, "thread_safe", False):
             images = generator.generate(prompt, seeds)
@@ -316,10 +298,10 @@ def run_bench(
             path.parent.mkdir(parents=True, exist_ok=True)
             image.save(path)
             files.append(str(path.relative_to(store.dir)))
-        assessed = assessor.assess_many(images, refs, tau)
+        assessed = self.assessor.assess_many(images, refs, self.tau)
         observed = [a.observed for a in assessed]
         with scorer.using("text_embedder") as embedder:
-            pooled = score_pooled(refs.descriptors, observed, embedder, tau)
+            pooled = score_pooled(refs.descriptors, observed, embedder, self.tau)
         with scorer.using("image_embedder") as embedder:
             emb = embedder.encode_images(images).float().cpu().numpy()
         faiths = [a.scores.faith for a in assessed]
@@ -333,14 +315,14 @@ def run_bench(
                 built = build_expectations(prompt, country, llm, LLMCache())
             with scorer.using("judge") as judge:
                 checked = check_images(images, built.expectations, judge)
-        cell = {
+        return {
             "generator": gen_name,
             "activity": act,
             "country": country,
-            "category": category(act, country),
+            "category": self.category(act, country),
             "prompt": prompt,
             "seeds": seeds,
-            "tau": tau,
+            "tau": self.tau,
             "images": [
                 {
                     "file": f,
@@ -367,18 +349,120 @@ def run_bench(
             "vendi": vendi,
             "qvendi": quality_weighted(vendi, faiths),
             "embeddings": emb.tolist(),
-            "scorer": scoring,
+            "scorer": self.scoring,
         }
+
+
+class LocalCells:
+    """The local engine: one :class:`CellMaker`, ``workers`` jobs at a time on threads."""
+
+    def __init__(
+        self,
+        plan: BenchPlan,
+        backend_options: dict[str, dict[str, Any]] | None = None,
+        instances: dict[str, Any] | None = None,
+        workers: int = 1,
+    ) -> None:
+        self.maker = CellMaker(plan, backend_options, instances)
+        self.workers = workers
+
+    def describe(self) -> tuple[float, str, dict[str, str]]:
+        return self.maker.describe()
+
+    def run(
+        self,
+        todo: Sequence[tuple[str, str, str]],
+        store: BenchStore,
+        done: Callable[[dict[str, Any], str], None],
+    ) -> None:
+        run_jobs(lambda job: done(self.maker.make(job, store), ""), todo, self.workers, "bench")
+
+    def close(self) -> None:
+        pass
+
+
+def run_bench(
+    plan: BenchPlan,
+    out: str | Path,
+    backend_options: dict[str, dict[str, Any]] | None = None,
+    instances: dict[str, Any] | None = None,
+    on_event: Callable[[str], None] | None = None,
+    workers: int = 1,
+    engine: str = "local",
+    address: str | None = None,
+    gpus_per_worker: float = 0.0,
+) -> dict[str, Any]:
+    """Make, score and summarise every cell of ``plan`` not done yet in ``out``; returns
+    the summary (also written as bench.json, rows.csv and bench.html). ``workers`` cells
+    at a time: threads sharing one set of models (``engine="local"``; API models, local
+    ones take turns on the device) or Ray actors with a set each (``engine="ray"``, see
+    :mod:`refine.bench_ray`). The summary is the same for any engine and number of
+    workers."""
+    plan.check()
+    emit = on_event or (lambda line: None)
+    store = BenchStore(out)
+    if engine == "ray":
+        from refine.bench_ray import RayCells
+
+        cells_engine: Any = RayCells(
+            plan, store, backend_options, workers, gpus_per_worker, address, emit
+        )
+    elif engine == "local":
+        cells_engine = LocalCells(plan, backend_options, instances, workers)
+    else:
+        raise ValueError(f"engine {engine!r}: local or ray")
+    try:
+        return _bench(plan, store, cells_engine, emit)
+    finally:
+        cells_engine.close()
+
+
+def _bench(plan: BenchPlan, store: BenchStore, engine: Any, emit: Callable[[str], None]):
+    from refine.references import load_pack
+
+    tau, tau_source, scoring = engine.describe()
+    seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
+
+    def same_scoring(cell: dict[str, Any]) -> bool:
+        """Made with the same seeds and scored the same way: reusable."""
+        return (
+            cell["seeds"] == seeds
+            and cell.get("tau") == tau
+            and cell.get("scorer") == scoring
+            and bool(cell.get("expectations")) == plan.expectations
+        )
+
+    done = {cell_key(c) for c in store.cells() if same_scoring(c)}
+    todo = [
+        (g, a, c)
+        for g in plan.generators
+        for a, c in plan.prompts
+        if (g, a, c, tuple(seeds)) not in done
+    ]
+    total = len(plan.generators) * len(plan.prompts)
+    emit(f"bench in {store.dir}: {len(todo)} of {total} cell(s) to do")
+    lock = threading.Lock()
+    finished = [0]
+
+    def record(cell: dict[str, Any], worker: str) -> None:
+        faiths = [im["faith"] for im in cell["images"]]
         mean = sum(faiths) / len(faiths)
+        where = f" [{worker}]" if worker else ""
         with lock:
             store.append(cell)
             finished[0] += 1
             emit(
-                f"[{finished[0]}/{len(todo)}] {gen_name}: {act} ({country}): FAITH {mean:.3f}, "
-                f"Vendi {vendi:.2f}"
+                f"[{finished[0]}/{len(todo)}] {cell['generator']}: {cell['activity']} "
+                f"({cell['country']}): FAITH {mean:.3f}, Vendi {cell['vendi']:.2f}{where}"
             )
 
-    run_jobs(make, todo, workers, "bench")
+    engine.run(todo, store, record)
+    pack = load_pack()
+
+    def category(act: str, country: str) -> str | None:
+        entry = pack.countries.get(country, {}).get("activities", {}).get(act) or {}
+        return entry.get("category")
+
     # in the plan's order (generators, then prompts), whatever order they were made in
     order = {(g, a, c): k for k, (g, a, c) in enumerate(sorted(_wanted(plan), key=_rank(plan)))}
     cells = [c for c in store.cells() if cell_key(c)[:3] in order and same_scoring(c)]

@@ -8,6 +8,7 @@ import typer
 
 from refine.cli.inputs import (
     UserInputError,
+    check_engine,
     load_images,
     reference_images_option,
     tau_option,
@@ -53,17 +54,7 @@ def batch_cmd(
     from refine.settings import SettingsError, output_folder
 
     backends = parse_backends(backend)
-    if engine not in ("local", "ray"):
-        raise UserInputError(f"--engine: {engine!r} is not local or ray")
-    if engine == "local" and (address or gpus_per_worker):
-        raise UserInputError("--address/--gpus-per-worker: only with --engine ray")
-    if engine == "ray":
-        from refine.batch_ray import RayEngineError, import_ray
-
-        try:
-            import_ray()
-        except RayEngineError as err:
-            raise UserInputError(f"--engine: {err}") from err
+    check_engine(engine, address, gpus_per_worker)
     try:
         output_folder(out)
     except SettingsError as err:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import UserInputError, check_engine
 
 
 def bench_cmd(
@@ -58,6 +58,15 @@ def bench_cmd(
     workers: int = typer.Option(
         1, "--workers", min=1, help="Prompts at a time (API models; local ones take turns)."
     ),
+    engine: str = typer.Option(
+        "local", "--engine", help="local (threads, one set of models) or ray (Ray actors)."
+    ),
+    address: str = typer.Option(
+        None, "--address", help="ray: the cluster (auto, host:port or ray://host:port)."
+    ),
+    gpus_per_worker: float = typer.Option(
+        0.0, "--gpus-per-worker", min=0.0, help="ray: GPUs each worker holds (0: API models)."
+    ),
     expectations: bool = typer.Option(
         False,
         "--expectations",
@@ -69,13 +78,18 @@ def bench_cmd(
     """Benchmark generators the way the AHEaD paper does: every generator draws the same
     seeds for every prompt; one scorer observes and scores all images (ALIGN, HAL, EXAG,
     FAITH, DDIV, SDIV, Vendi); means with 95% bootstrap intervals per generator and
-    country, a paired comparison, bench.json, rows.csv and an HTML leaderboard."""
+    country, a paired comparison, bench.json, rows.csv and an HTML leaderboard.
+    --engine ray makes the cells on Ray actors (one set of models each; the bench folder
+    must be on storage every node sees) with the same results."""
     from refine.bench import BenchPlan, plan_prompts, run_bench
     from refine.cli.run_cmd import parse_backends
     from refine.profiles import load_profile
     from refine.settings import split_list
 
+    check_engine(engine, address, gpus_per_worker)
     if concepts is not None:
+        if engine != "local":
+            raise UserInputError("--concepts: runs on the local engine only (leave out --engine)")
         if countries or activity or category or sample:
             raise UserInputError(
                 "--concepts: the concepts file names the prompts; leave out "
@@ -118,7 +132,20 @@ def bench_cmd(
         if not as_json:
             typer.echo(line, err=True)
 
-    summary = run_bench(plan, out, on_event=progress, workers=workers)
+    from refine.batch_ray import RayEngineError
+
+    try:
+        summary = run_bench(
+            plan,
+            out,
+            on_event=progress,
+            workers=workers,
+            engine=engine,
+            address=address,
+            gpus_per_worker=gpus_per_worker,
+        )
+    except RayEngineError as err:
+        raise UserInputError(str(err)) from err
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return

@@ -255,3 +255,18 @@ def reference_images_option() -> Any:
         "--reference-images",
         help="A folder of real photos: EXAG as the paper defines it (reference-yes).",
     )
+
+
+def check_engine(engine: str, address: str | None, gpus_per_worker: float) -> None:
+    """--engine local|ray and the options only Ray takes; Ray itself when asked for."""
+    if engine not in ("local", "ray"):
+        raise UserInputError(f"--engine: {engine!r} is not local or ray")
+    if engine == "local" and (address or gpus_per_worker):
+        raise UserInputError("--address/--gpus-per-worker: only with --engine ray")
+    if engine == "ray":
+        from refine.batch_ray import RayEngineError, import_ray
+
+        try:
+            import_ray()
+        except RayEngineError as err:
+            raise UserInputError(f"--engine: {err}") from err

@@ -174,3 +174,90 @@ def test_bad_settings_get_one_line_each(tmp_path, world):
     )
     assert done.returncode == 2 and "only with --engine ray" in done.stderr
     assert "edit" not in world.log and "generate" not in world.log  # no model was called
+
+
+# -- refine bench on Ray ---------------------------------------------------------------
+def bench_plan(siglip_path):
+    from refine.bench import BenchPlan, plan_prompts
+
+    return BenchPlan(
+        generators=["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"],
+        prompts=plan_prompts(["Iran", "India"], [ACT, "wedding celebration"]),
+        images_per_prompt=2,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+    )
+
+
+def test_bench_on_ray_makes_the_same_bench(cluster, world, siglip_path, options, tmp_path):
+    from refine.bench import BenchStore, run_bench
+    from tests.fakes.gemini_world import GREEN, RED
+
+    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
+    plan = bench_plan(siglip_path)
+    lines = []
+    run_bench(plan, tmp_path / "local", backend_options=options)
+    run_bench(
+        plan,
+        tmp_path / "ray",
+        backend_options=options,
+        workers=2,
+        engine="ray",
+        on_event=lines.append,
+    )
+    docs = [json.loads((tmp_path / f / "bench.json").read_text()) for f in ("local", "ray")]
+    assert docs[0] == docs[1] and docs[1]["generators"]["gemini:gemini-3-pro-image"]["prompts"] == 4
+    rows = [(tmp_path / f / "rows.csv").read_text() for f in ("local", "ray")]
+    assert rows[0] == rows[1]
+    # each cell was made by one of the two workers (named in its progress line), in its
+    # own process; the images are in the bench folder
+    workers = lines[0].removeprefix("ray: 2 worker(s): ").split(", ")
+    assert len(workers) == 2 and all(
+        "@" in w and not w.startswith(f"{os.getpid()}@") for w in workers
+    )
+    made = [line for line in lines if line.startswith("[")]
+    assert len(made) == 8 and all(any(f"[{w}]" in line for w in workers) for line in made)
+    cells = BenchStore(tmp_path / "ray").cells()
+    assert len(cells) == 8
+    assert all((tmp_path / "ray" / im["file"]).is_file() for c in cells for im in c["images"])
+
+
+def test_bench_on_ray_survives_a_killed_worker(cluster, world, siglip_path, options, tmp_path):
+    from refine.bench import BenchStore, cell_key, run_bench
+
+    world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
+    plan = bench_plan(siglip_path)
+    lines, killed = [], []
+
+    def on_event(line):
+        lines.append(line)
+        if line.startswith("ray: "):
+            first = line.removeprefix("ray: 2 worker(s): ").split(", ")[0]
+
+            def kill():
+                while "generate" not in world.log:
+                    threading.Event().wait(0.05)
+                os.kill(int(first.split("@")[0]), signal.SIGKILL)
+                killed.append(first)
+
+            threading.Thread(target=kill, daemon=True).start()
+
+    summary = run_bench(
+        plan, tmp_path / "b", backend_options=options, workers=2, engine="ray", on_event=on_event
+    )
+    assert killed and any(line.startswith("retrying ") for line in lines)
+    cells = BenchStore(tmp_path / "b").cells()
+    keys = [cell_key(c) for c in cells]
+    assert len(keys) == 8 and len(set(keys)) == 8  # every cell once
+    assert sum(row["prompts"] for row in summary["generators"].values()) == 8
+
+
+def test_bench_engine_settings_get_one_line_each(tmp_path):
+    from tests.e2e.test_cli_run import cli
+
+    done = cli("bench", "--address", "x:1", "--out", str(tmp_path / "a"))
+    assert done.returncode == 2 and "only with --engine ray" in done.stderr
+    concepts = tmp_path / "c.jsonl"
+    concepts.write_text('{"prompt": "a teapot"}\n')
+    done = cli("bench", "--concepts", str(concepts), "--engine", "ray", "--out", str(tmp_path))
+    assert done.returncode == 2 and "--concepts: runs on the local engine only" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

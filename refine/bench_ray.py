@@ -1,0 +1,181 @@
+"""The Ray engine of ``refine bench``: the same bench folder, its cells made by Ray actors.
+
+Each worker is a Ray actor holding one :class:`refine.bench.CellMaker` (the scorer's models
+and the generators, ``--gpus-per-worker`` GPUs each, or none for API profiles). A cell (one
+generator and prompt) is the unit of work and of retry: the worker generates and saves the
+cell's images in the bench folder, which every node must see, and returns the scored cell;
+the driver alone appends it to ``cells.jsonl``, so the file has one writer. A worker that
+dies mid-cell is restarted by Ray and the cell is made again (its images are overwritten:
+the seeds are fixed), up to three times. Ctrl-C stops the workers; cells done are kept and
+the next ``refine bench`` with the same folder goes on from there, with either engine.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from refine.batch_ray import (
+    MAX_RETRIES,
+    RayEngineError,
+    _alive,
+    check_shared,
+    connect,
+    import_ray,
+    restarted,
+    sees,
+    wait_for,
+    worker_env,
+)
+
+
+class CellWorker:
+    """One worker: a CellMaker (one set of models) in its own process."""
+
+    def __init__(self, plan: Any, backend_options: dict, env: dict[str, str]) -> None:
+        os.environ.update(env)
+        from refine.bench import CellMaker
+
+        self.maker = CellMaker(plan, backend_options)
+        self.identity = f"{os.getpid()}@{socket.gethostname()}"
+
+    def whoami(self) -> str:
+        return self.identity
+
+    def sees(self, probe: str, token: str) -> bool:
+        return sees(probe, token)
+
+    def describe(self) -> tuple[float, str, dict[str, str]]:
+        return self.maker.describe()
+
+    def make(self, job: tuple[str, str, str], bench_dir: str) -> dict[str, Any]:
+        from refine.bench import BenchStore
+
+        return self.maker.make(tuple(job), BenchStore(bench_dir))
+
+
+class RayCells:
+    """``workers`` CellWorker actors on a local Ray instance or the cluster at ``address``."""
+
+    def __init__(
+        self,
+        plan: Any,
+        store: Any,
+        backend_options: dict[str, dict[str, Any]] | None,
+        workers: int,
+        gpus_per_worker: float,
+        address: str | None,
+        emit: Callable[[str], None],
+    ) -> None:
+        self.ray = ray = import_ray()
+        self.emit = emit
+        self.actors: list[Any] = []
+        self.identity: dict[Any, str] = {}
+        self.started_here = connect(ray, address)
+        try:
+            remote = ray.remote(CellWorker)
+            self.actors = [
+                # API workers wait on the network: they hold no CPU, so N may exceed the cores
+                remote.options(
+                    num_cpus=1 if gpus_per_worker else 0,
+                    num_gpus=gpus_per_worker,
+                    max_restarts=-1,
+                    max_task_retries=0,
+                ).remote(plan, backend_options or {}, worker_env())
+                for _ in range(max(1, workers))
+            ]
+            check_shared(ray, self.actors, Path(store.dir), "the bench folder (--out)")
+            names = self._get([a.whoami.remote() for a in self.actors])
+            self.identity = dict(zip(self.actors, names, strict=True))
+            emit(f"ray: {len(self.actors)} worker(s): {', '.join(names)}")
+        except BaseException:
+            self.close()
+            raise
+
+    def _get(self, refs: Any) -> Any:
+        """``ray.get``; a worker that could not start (its models unavailable, say) is one
+        clear error."""
+        from ray.exceptions import ActorDiedError
+
+        try:
+            return self.ray.get(refs)
+        except ActorDiedError as err:
+            cause = str(err).strip().splitlines()
+            raise RayEngineError(
+                "a Ray worker could not start: " + (cause[-1] if cause else "no reason given")
+            ) from None
+
+    def describe(self) -> tuple[float, str, dict[str, str]]:
+        seen = self._get([a.describe.remote() for a in self.actors])
+        first = seen[0]
+        for other in seen[1:]:
+            if tuple(other) != tuple(first):
+                raise RayEngineError(
+                    f"the Ray workers score differently ({first[2]} against {other[2]}): "
+                    "give every node the same models and versions"
+                )
+        return first[0], first[1], first[2]
+
+    def run(
+        self,
+        todo: Sequence[tuple[str, str, str]],
+        store: Any,
+        done: Callable[[dict[str, Any], str], None],
+    ) -> None:
+        from ray.exceptions import RayActorError
+
+        ray = self.ray
+        queue = deque(todo)
+        idle = list(self.actors)
+        pending: dict[Any, tuple[tuple[str, str, str], Any]] = {}
+        retries: dict[tuple[str, str, str], int] = {}
+        bench_dir = str(store.dir)
+        while queue or pending:
+            while queue and idle:
+                job, actor = queue.popleft(), idle.pop()
+                pending[actor.make.remote(list(job), bench_dir)] = (job, actor)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+            for fut in ready:
+                job, actor = pending.pop(fut)
+                try:
+                    cell = ray.get(fut)
+                except RayActorError:
+                    # the worker died mid-cell: Ray restarts it; the cell is made again
+                    retries[job] = retries.get(job, 0) + 1
+                    self.identity[actor] = self._restarted(actor)
+                    idle.append(actor)
+                    if retries[job] > MAX_RETRIES:
+                        raise RayEngineError(
+                            f"{job[0]}: {job[1]} ({job[2]}): its worker died {retries[job]} times"
+                        ) from None
+                    self.emit(
+                        f"retrying {job[0]}: {job[1]} ({job[2]}) (its worker died; "
+                        f"retry {retries[job]} of {MAX_RETRIES})"
+                    )
+                    queue.appendleft(job)
+                    continue
+                except Exception as err:  # the first failure stops the bench, as locally
+                    raise (getattr(err, "cause", None) or err) from None
+                idle.append(actor)
+                done(cell, self.identity.get(actor, "?"))
+
+    def _restarted(self, actor: Any) -> str:
+        return restarted(self.ray, actor)
+
+    def close(self) -> None:
+        """Kill the workers (waiting up to 15 s for those on this host) and leave Ray if
+        this engine joined it."""
+        ray = self.ray
+        for actor in self.actors:
+            ray.kill(actor)
+        here = socket.gethostname()
+        pids = [int(w.split("@")[0]) for w in self.identity.values() if w.endswith(f"@{here}")]
+        wait_for(lambda: not any(_alive(pid) for pid in pids), 15.0)
+        self.actors = []
+        if self.started_here:
+            ray.shutdown()
+            self.started_here = False
