@@ -4,10 +4,11 @@ against a second frozen copy of the denoiser (the straightforward way), both mea
 the same run.
 
 On CPU (no GPU here) it uses the test suite's tiny random pipeline at 32 px; with
-``--device cuda`` an SD 1.5-size UNet (random weights, no download) at 512 px, batch 4,
-rank 8, and the peak GPU memory of each variant.
+``--device cuda`` an SD 1.5-size (``--arch sd15``) or SDXL-size (``--arch sdxl``) pipeline
+(random weights, no download) at 512 px, batch 4, rank 8, and the peak GPU memory of each
+variant.
 
-Usage: python benchmarks/bench_tune.py [--device cpu|cuda] [--steps 20]
+Usage: python benchmarks/bench_tune.py [--device cpu|cuda] [--arch sd15|sdxl] [--steps 20]
 """
 
 from __future__ import annotations
@@ -75,6 +76,90 @@ def sd15_size_pipeline(root: Path) -> Path:
     return out
 
 
+def sdxl_size_pipeline(root: Path) -> Path:
+    """An SDXL-size pipeline (UNet, VAE, CLIP-L and bigG text encoders) with random weights,
+    built on the GPU (fast random init)."""
+    import torch
+    from diffusers import (
+        AutoencoderKL,
+        DDPMScheduler,
+        StableDiffusionXLPipeline,
+        UNet2DConditionModel,
+    )
+    from transformers import (
+        CLIPTextConfig,
+        CLIPTextModel,
+        CLIPTextModelWithProjection,
+        CLIPTokenizer,
+    )
+
+    from tests.fakes.tiny_models import write_clip_tokenizer
+
+    write_clip_tokenizer(root / "tok")
+    tok = CLIPTokenizer(
+        str(root / "tok" / "vocab.json"), str(root / "tok" / "merges.txt"), model_max_length=77
+    )
+    n = len(tok)
+    ids = {"bos_token_id": n - 2, "eos_token_id": n - 1, "pad_token_id": n - 1}
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        unet = UNet2DConditionModel(  # stabilityai/stable-diffusion-xl-base-1.0's UNet
+            block_out_channels=(320, 640, 1280),
+            down_block_types=("DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"),
+            up_block_types=("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"),
+            transformer_layers_per_block=(1, 2, 10),
+            attention_head_dim=(5, 10, 20),
+            cross_attention_dim=2048,
+            use_linear_projection=True,
+            addition_embed_type="text_time",
+            addition_time_embed_dim=256,
+            projection_class_embeddings_input_dim=2816,
+            sample_size=128,
+        )
+        vae = AutoencoderKL(
+            block_out_channels=(128, 256, 512, 512),
+            down_block_types=("DownEncoderBlock2D",) * 4,
+            up_block_types=("UpDecoderBlock2D",) * 4,
+            layers_per_block=2,
+            scaling_factor=0.13025,
+        )
+        text = CLIPTextModel(
+            CLIPTextConfig(
+                vocab_size=n,
+                hidden_size=768,
+                num_hidden_layers=12,
+                intermediate_size=3072,
+                num_attention_heads=12,
+                **ids,
+            )
+        )
+        text_2 = CLIPTextModelWithProjection(
+            CLIPTextConfig(
+                vocab_size=n,
+                hidden_size=1280,
+                num_hidden_layers=32,
+                intermediate_size=5120,
+                num_attention_heads=20,
+                projection_dim=1280,
+                **ids,
+            )
+        )
+    pipe = StableDiffusionXLPipeline(
+        unet=unet,
+        vae=vae,
+        text_encoder=text,
+        text_encoder_2=text_2,
+        tokenizer=tok,
+        tokenizer_2=tok,
+        scheduler=DDPMScheduler(),
+    )
+    out = root / "sdxl-size"
+    pipe.save_pretrained(out)
+    del pipe, unet, vae, text, text_2
+    torch.cuda.empty_cache()
+    return out
+
+
 def data_folder(root: Path, size: int, n: int = 8) -> Path:
     import numpy as np
     from PIL import Image
@@ -129,6 +214,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument(
+        "--arch", default="sd15", choices=["sd15", "sdxl"], help="with cuda: the UNet's size"
+    )
+    parser.add_argument(
         "--reverse", action="store_true", help="measure the second copy first (order check)"
     )
     args = parser.parse_args(argv)
@@ -136,7 +224,8 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-tune-") as tmp:
         root = Path(tmp)
         if cuda:
-            base, size, batch = sd15_size_pipeline(root), 512, 4
+            build = sdxl_size_pipeline if args.arch == "sdxl" else sd15_size_pipeline
+            base, size, batch = build(root), 512, 4
         else:
             from tests.fakes.tiny_models import build_tiny_sd
 
@@ -191,7 +280,8 @@ def main(argv: list[str] | None = None) -> None:
             if variant == "second copy":
                 del frozen
         print(
-            f"refine tune (dpo), {args.device}, {size} px, batch {batch}, rank 8, "
+            f"refine tune (dpo), {args.device}, {args.arch if cuda else 'tiny'}, {size} px, "
+            f"batch {batch}, rank 8, "
             f"{args.steps} steps (rates over the steps after the first {max(1, args.steps // 4)})"
         )
         ours, theirs = results["adapter-off reference"], results["second copy"]

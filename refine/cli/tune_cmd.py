@@ -13,7 +13,7 @@ from refine.cli.inputs import UserInputError
 def tune_cmd(
     data: Path = typer.Option(..., "--data", help="A folder made by refine export."),
     base: str = typer.Option(
-        ..., "--base", help="The generator: diffusers:ID-or-path (SD 1.5/2.1/SD-Turbo)."
+        ..., "--base", help="The generator: diffusers:ID-or-path (SD 1.5/2.1/SD-Turbo, SDXL)."
     ),
     method: str = typer.Option("dpo", "--method", help="dpo (pairs) or sft (imagefolder)."),
     rank: int = typer.Option(8, "--rank", min=1, help="LoRA rank."),
@@ -37,7 +37,9 @@ def tune_cmd(
 ) -> None:
     """Train a LoRA (peft) on the generator's UNet: Diffusion-DPO on preference pairs, or
     the denoising loss on accepted images. Saves the adapter where pipe.load_lora_weights
-    reads it, a model card, the loss curve and validation images."""
+    reads it, a model card, the loss curve and validation images. On several GPUs:
+    accelerate launch --num_processes N $(which refine) tune ... (each process draws its
+    own batches; the gradients are averaged)."""
     from refine.tune import TuneConfig, Tuner
 
     config = TuneConfig(
@@ -77,6 +79,8 @@ def tune_cmd(
     try:
         tuner = Tuner(config, progress)
         summary = tuner.run(resume=resume)
+        if not tuner.main:  # launched as several processes: the main one reports
+            return
         if not validate_every:
             tuner.validate("final")
     except ValueError as err:

@@ -104,6 +104,84 @@ def build_tiny_sd(path: Path, in_channels: int = 4) -> Path:
     return out
 
 
+def build_tiny_sdxl(path: Path) -> Path:
+    """A Stable Diffusion XL pipeline: two text encoders (the second with a projection,
+    whose pooled output and the size/crop ids condition the UNet), random weights."""
+    import torch
+    from diffusers import (
+        AutoencoderKL,
+        EulerDiscreteScheduler,
+        StableDiffusionXLPipeline,
+        UNet2DConditionModel,
+    )
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, CLIPTokenizer
+
+    torch.manual_seed(0)
+    unet = UNet2DConditionModel(
+        block_out_channels=(32, 64),
+        layers_per_block=1,
+        sample_size=16,
+        in_channels=4,
+        out_channels=4,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        attention_head_dim=(2, 4),
+        use_linear_projection=True,
+        addition_embed_type="text_time",
+        addition_time_embed_dim=8,
+        transformer_layers_per_block=(1, 2),
+        projection_class_embeddings_input_dim=6 * 8 + 32,  # six size ids + the pooled text
+        cross_attention_dim=64,  # the two encoders' hidden states side by side
+        norm_num_groups=8,
+    )
+    vae = AutoencoderKL(
+        block_out_channels=(32, 64),
+        in_channels=3,
+        out_channels=3,
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+        latent_channels=4,
+        norm_num_groups=8,
+        sample_size=32,
+    )
+    scheduler = EulerDiscreteScheduler(
+        beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", steps_offset=1
+    )
+    tok_dir = path / "_tokenizer_src"
+    write_clip_tokenizer(tok_dir)
+    tokenizer = CLIPTokenizer(
+        str(tok_dir / "vocab.json"), str(tok_dir / "merges.txt"), model_max_length=77
+    )
+    text_encoder = tiny_clip_text(len(tokenizer))
+    n = len(tokenizer)
+    text_encoder_2 = CLIPTextModelWithProjection(
+        CLIPTextConfig(
+            vocab_size=n,
+            hidden_size=32,
+            intermediate_size=37,
+            num_attention_heads=4,
+            num_hidden_layers=2,
+            max_position_embeddings=77,
+            projection_dim=32,
+            bos_token_id=n - 2,
+            eos_token_id=n - 1,
+            pad_token_id=n - 1,
+        )
+    )
+    pipe = StableDiffusionXLPipeline(
+        unet=unet,
+        vae=vae,
+        scheduler=scheduler,
+        text_encoder=text_encoder,
+        text_encoder_2=text_encoder_2,
+        tokenizer=tokenizer,
+        tokenizer_2=tokenizer,
+    )
+    out = path / "tiny-sdxl"
+    pipe.save_pretrained(out)
+    return out
+
+
 # A chat template in the Qwen style: images become <|vision_start|><|image_pad|><|vision_end|>
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
