@@ -24,6 +24,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -229,12 +230,18 @@ def _drive(
     if not todo:
         return batch
     n = max(1, min(workers, len(todo)))
+    tag = uuid.uuid4().hex[:6]
     actors = [
-        # API workers wait on the network: they hold no CPU, so N may exceed the cores
+        # API workers wait on the network: they hold no CPU, so N may exceed the cores;
+        # the name is what Ray's dashboard shows
         remote.options(
-            num_cpus=1 if gpus else 0, num_gpus=gpus, max_restarts=-1, max_task_retries=0
+            name=f"refine-batch-{tag}-{k}",
+            num_cpus=1 if gpus else 0,
+            num_gpus=gpus,
+            max_restarts=-1,
+            max_task_retries=0,
         ).remote(profile, backends or {}, options or {}, env)
-        for _ in range(n)
+        for k in range(n)
     ]
     check_shared(ray, actors, store.dir, "the batch directory (--out)")
     identity = dict(zip(actors, ray.get([a.whoami.remote() for a in actors]), strict=True))
@@ -245,6 +252,8 @@ def _drive(
     submitted: dict[Any, float] = {}
     warmed: set[Any] = set()
     done_count = total - len(todo)
+    began = time.perf_counter()
+    made: dict[Any, list[int]] = {a: [0, 0] for a in actors}  # runs, rounds per worker
     try:
         while todo or pending:
             while todo and idle:
@@ -266,6 +275,8 @@ def _drive(
                     entry.run_dir = ray.get(fut)
                     run = RunStore(store.dir / entry.run_dir).load()
                     record_run(entry, run)
+                    made[actor][0] += 1
+                    made[actor][1] += len(run.rounds)
                     if timings is not None:
                         # (entry, the driver's wall time, the run's own, the worker's first:
                         # its models loaded on the way)
@@ -296,7 +307,16 @@ def _drive(
                 idle.append(actor)
                 store.save(batch)
                 done_count += 1
-                emit(entry_ended(i, entry, done_count, total))
+                minutes = max(time.perf_counter() - began, 1e-6) / 60
+                emit(
+                    replace(
+                        entry_ended(i, entry, done_count, total),
+                        worker=identity.get(actor),
+                        worker_runs=made[actor][0],
+                        worker_rounds_per_min=made[actor][1] / minutes,
+                        rounds_per_min=sum(m[1] for m in made.values()) / minutes,
+                    )
+                )
     except KeyboardInterrupt:
         _stop(ray, actors, identity)
         for i, _ in pending.values():  # runs begun: --resume goes on with them

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -58,18 +59,22 @@ class CellWorker:
         return self.maker.make(tuple(job), BenchStore(bench_dir))
 
 
-class RayCells:
-    """``workers`` CellWorker actors on a local Ray instance or the cluster at ``address``."""
+class RayPool:
+    """``workers`` actors of ``worker_cls`` (each built with ``args``) on a local Ray
+    instance or the cluster at ``address``, all seeing ``folder``; jobs are handed to idle
+    workers and a job whose worker died is handed out again (up to MAX_RETRIES times)."""
 
     def __init__(
         self,
-        plan: Any,
-        store: Any,
-        backend_options: dict[str, dict[str, Any]] | None,
+        worker_cls: type,
+        args: tuple,
         workers: int,
         gpus_per_worker: float,
         address: str | None,
+        folder: Path,
+        what: str,
         emit: Callable[[str], None],
+        kind: str,
     ) -> None:
         self.ray = ray = import_ray()
         self.emit = emit
@@ -77,26 +82,29 @@ class RayCells:
         self.identity: dict[Any, str] = {}
         self.started_here = connect(ray, address)
         try:
-            remote = ray.remote(CellWorker)
+            remote = ray.remote(worker_cls)
+            tag = uuid.uuid4().hex[:6]
             self.actors = [
-                # API workers wait on the network: they hold no CPU, so N may exceed the cores
+                # API workers wait on the network: they hold no CPU, so N may exceed the
+                # cores; the name is what Ray's dashboard shows
                 remote.options(
+                    name=f"refine-{kind}-{tag}-{k}",
                     num_cpus=1 if gpus_per_worker else 0,
                     num_gpus=gpus_per_worker,
                     max_restarts=-1,
                     max_task_retries=0,
-                ).remote(plan, backend_options or {}, worker_env())
-                for _ in range(max(1, workers))
+                ).remote(*args, worker_env())
+                for k in range(max(1, workers))
             ]
-            check_shared(ray, self.actors, Path(store.dir), "the bench folder (--out)")
-            names = self._get([a.whoami.remote() for a in self.actors])
+            check_shared(ray, self.actors, Path(folder), what)
+            names = self.get([a.whoami.remote() for a in self.actors])
             self.identity = dict(zip(self.actors, names, strict=True))
             emit(f"ray: {len(self.actors)} worker(s): {', '.join(names)}")
         except BaseException:
             self.close()
             raise
 
-    def _get(self, refs: Any) -> Any:
+    def get(self, refs: Any) -> Any:
         """``ray.get``; a worker that could not start (its models unavailable, say) is one
         clear error."""
         from ray.exceptions import ActorDiedError
@@ -109,8 +117,93 @@ class RayCells:
                 "a Ray worker could not start: " + (cause[-1] if cause else "no reason given")
             ) from None
 
+    def run(
+        self,
+        jobs: Sequence[Any],
+        submit: Callable[[Any, Any], Any],
+        done: Callable[[Any, Any, str], None],
+        label: Callable[[Any], str],
+    ) -> None:
+        """``submit(actor, job)`` for every job; ``done(job, result, worker)`` as each
+        ends. The first failure of a job itself stops the rest (what is done is kept)."""
+        from ray.exceptions import RayActorError
+
+        ray = self.ray
+        queue = deque(range(len(jobs)))
+        idle = list(self.actors)
+        pending: dict[Any, tuple[int, Any]] = {}
+        retries: dict[int, int] = {}
+        while queue or pending:
+            while queue and idle:
+                k, actor = queue.popleft(), idle.pop()
+                pending[submit(actor, jobs[k])] = (k, actor)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+            for fut in ready:
+                k, actor = pending.pop(fut)
+                try:
+                    result = ray.get(fut)
+                except RayActorError:
+                    # the worker died mid-job: Ray restarts it; the job is done again
+                    retries[k] = retries.get(k, 0) + 1
+                    self.identity[actor] = restarted(ray, actor)
+                    idle.append(actor)
+                    if retries[k] > MAX_RETRIES:
+                        raise RayEngineError(
+                            f"{label(jobs[k])}: its worker died {retries[k]} times"
+                        ) from None
+                    self.emit(
+                        f"retrying {label(jobs[k])} (its worker died; "
+                        f"retry {retries[k]} of {MAX_RETRIES})"
+                    )
+                    queue.appendleft(k)
+                    continue
+                except Exception as err:  # the first failure stops the rest, as locally
+                    raise (getattr(err, "cause", None) or err) from None
+                idle.append(actor)
+                done(jobs[k], result, self.identity.get(actor, "?"))
+
+    def close(self) -> None:
+        """Kill the workers (waiting up to 15 s for those on this host) and leave Ray if
+        this pool joined it."""
+        ray = self.ray
+        for actor in self.actors:
+            ray.kill(actor)
+        here = socket.gethostname()
+        pids = [int(w.split("@")[0]) for w in self.identity.values() if w.endswith(f"@{here}")]
+        wait_for(lambda: not any(_alive(pid) for pid in pids), 15.0)
+        self.actors = []
+        if self.started_here:
+            ray.shutdown()
+            self.started_here = False
+
+
+class RayCells:
+    """The Ray engine of ``refine bench`` (see :func:`refine.bench.run_bench`)."""
+
+    def __init__(
+        self,
+        plan: Any,
+        store: Any,
+        backend_options: dict[str, dict[str, Any]] | None,
+        workers: int,
+        gpus_per_worker: float,
+        address: str | None,
+        emit: Callable[[str], None],
+    ) -> None:
+        self.pool = RayPool(
+            CellWorker,
+            (plan, backend_options or {}),
+            workers,
+            gpus_per_worker,
+            address,
+            Path(store.dir),
+            "the bench folder (--out)",
+            emit,
+            "bench",
+        )
+
     def describe(self) -> tuple[float, str, dict[str, str]]:
-        seen = self._get([a.describe.remote() for a in self.actors])
+        seen = self.pool.get([a.describe.remote() for a in self.pool.actors])
         first = seen[0]
         for other in seen[1:]:
             if tuple(other) != tuple(first):
@@ -126,56 +219,13 @@ class RayCells:
         store: Any,
         done: Callable[[dict[str, Any], str], None],
     ) -> None:
-        from ray.exceptions import RayActorError
-
-        ray = self.ray
-        queue = deque(todo)
-        idle = list(self.actors)
-        pending: dict[Any, tuple[tuple[str, str, str], Any]] = {}
-        retries: dict[tuple[str, str, str], int] = {}
         bench_dir = str(store.dir)
-        while queue or pending:
-            while queue and idle:
-                job, actor = queue.popleft(), idle.pop()
-                pending[actor.make.remote(list(job), bench_dir)] = (job, actor)
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-            for fut in ready:
-                job, actor = pending.pop(fut)
-                try:
-                    cell = ray.get(fut)
-                except RayActorError:
-                    # the worker died mid-cell: Ray restarts it; the cell is made again
-                    retries[job] = retries.get(job, 0) + 1
-                    self.identity[actor] = self._restarted(actor)
-                    idle.append(actor)
-                    if retries[job] > MAX_RETRIES:
-                        raise RayEngineError(
-                            f"{job[0]}: {job[1]} ({job[2]}): its worker died {retries[job]} times"
-                        ) from None
-                    self.emit(
-                        f"retrying {job[0]}: {job[1]} ({job[2]}) (its worker died; "
-                        f"retry {retries[job]} of {MAX_RETRIES})"
-                    )
-                    queue.appendleft(job)
-                    continue
-                except Exception as err:  # the first failure stops the bench, as locally
-                    raise (getattr(err, "cause", None) or err) from None
-                idle.append(actor)
-                done(cell, self.identity.get(actor, "?"))
-
-    def _restarted(self, actor: Any) -> str:
-        return restarted(self.ray, actor)
+        self.pool.run(
+            list(todo),
+            lambda actor, job: actor.make.remote(list(job), bench_dir),
+            lambda job, cell, worker: done(cell, worker),
+            lambda job: f"{job[0]}: {job[1]} ({job[2]})",
+        )
 
     def close(self) -> None:
-        """Kill the workers (waiting up to 15 s for those on this host) and leave Ray if
-        this engine joined it."""
-        ray = self.ray
-        for actor in self.actors:
-            ray.kill(actor)
-        here = socket.gethostname()
-        pids = [int(w.split("@")[0]) for w in self.identity.values() if w.endswith(f"@{here}")]
-        wait_for(lambda: not any(_alive(pid) for pid in pids), 15.0)
-        self.actors = []
-        if self.started_here:
-            ray.shutdown()
-            self.started_here = False
+        self.pool.close()

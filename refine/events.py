@@ -107,6 +107,12 @@ class EntryChanged:
     initial_faith: float | None = None
     best_faith: float | None = None
     error: str | None = None
+    # the Ray engine: the worker that made the run, its runs so far and its rounds per
+    # minute, and the whole batch's rounds per minute
+    worker: str | None = None
+    worker_runs: int | None = None
+    worker_rounds_per_min: float | None = None
+    rounds_per_min: float | None = None
 
     def describe(self) -> str:
         if self.done is None:
@@ -116,6 +122,12 @@ class EntryChanged:
             line += f", FAITH {_fmt(self.initial_faith)} -> {_fmt(self.best_faith)}"
         elif self.error:
             line += f" ({self.error})"
+        if self.worker:
+            line += (
+                f" [worker {self.worker}: {self.worker_runs} run(s), "
+                f"{self.worker_rounds_per_min or 0:.1f} rounds/min; "
+                f"batch {self.rounds_per_min or 0:.1f} rounds/min]"
+            )
         return line
 
 

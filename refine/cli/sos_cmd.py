@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import UserInputError, check_engine
 
 sos_app = typer.Typer(
     help=(
@@ -40,13 +40,26 @@ def bank_cmd(
         None, "--prompts-per-cell", min=1, help="Use only the first N prompts of each cell."
     ),
     seed: int = typer.Option(0, "--seed", help="First seed."),
+    engine: str = typer.Option(
+        "local", "--engine", help="local (this process) or ray (Ray actors, a cell each)."
+    ),
+    workers: int = typer.Option(2, "--workers", min=1, help="ray: workers (a set of models each)."),
+    address: str = typer.Option(
+        None, "--address", help="ray: the cluster (auto, host:port or ray://host:port)."
+    ),
+    gpus_per_worker: float = typer.Option(
+        0.0, "--gpus-per-worker", min=0.0, help="ray: GPUs each worker holds (0: API models)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the bank's state as JSON."),
 ) -> None:
-    """Generate and embed images for every (culture, language) cell; resumable."""
+    """Generate and embed images for every (culture, language) cell; resumable.
+    --engine ray makes the cells on Ray actors (the bank folder must be on storage every
+    node sees)."""
     from refine.backends.selection import Backends
     from refine.cli.run_cmd import parse_backends
     from refine.sos.bank import BankError, build_bank, check_grid
 
+    check_engine(engine, address, gpus_per_worker)
     grid_cultures, grid_languages = _split(cultures), _split(languages)
     try:
         check_grid(concept, grid_cultures, grid_languages)
@@ -65,7 +78,23 @@ def bank_cmd(
         if not as_json:
             typer.echo(f"cell {done}/{total}: {what}", err=True)
 
+    from refine.batch_ray import RayEngineError
+
+    pool = None
     try:
+        if engine == "ray":
+            from refine.sos.bank_ray import RayBankCells
+
+            pool = RayBankCells(
+                profile,
+                parse_backends(backend),
+                needs_llm,
+                out,
+                workers,
+                gpus_per_worker,
+                address,
+                lambda line: None if as_json else typer.echo(line, err=True),
+            )
         bank = build_bank(
             out,
             concept,
@@ -78,9 +107,13 @@ def bank_cmd(
             prompts_per_cell=prompts_per_cell,
             seed=seed,
             on_progress=progress,
+            engine=pool,
         )
-    except BankError as err:
+    except (BankError, RayEngineError) as err:
         raise UserInputError(str(err)) from err
+    finally:
+        if pool is not None:
+            pool.close()
     done = bank.done()
     images = sum(len(c["images"]) for c in done)
     if as_json:

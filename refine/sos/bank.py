@@ -216,11 +216,12 @@ def build_bank(
     seed: int = 0,
     on_progress: Callable[[int, int, str], None] | None = None,
     llm_cache: Any = None,
+    engine: Any = None,
 ) -> Bank:
     """Build (or go on building, or grow) the bank at ``out``. Each cell generates
-    ``images_per_prompt`` images for each of its first ``prompts_per_cell`` prompts."""
-    from PIL import Image
-
+    ``images_per_prompt`` images for each of its first ``prompts_per_cell`` prompts.
+    ``engine`` (:class:`refine.sos.bank_ray.RayBankCells`) makes the cells on Ray workers
+    instead of with ``generator``, ``embedder`` and ``llm`` here."""
     from metrics.sos import SosBank
 
     check_grid(concept, cultures, languages)
@@ -257,48 +258,108 @@ def build_bank(
     _atomic_json(out / MANIFEST, manifest)
     todo = [key for key, cell in manifest["cells"].items() if not cell["done"]]
     total = len(manifest["cells"])
-    finished = total - len(todo)
+    finished = [total - len(todo)]
     (out / "cells").mkdir(exist_ok=True)
-    try:
-        for key in todo:
-            cell = manifest["cells"][key]
-            culture, lang = cell["culture"], cell["language"]
-            if "prompts" not in cell:
-                prompts = cell_prompts(concept, culture, lang, llm, llm_cache)
-                cell["prompts"] = prompts[:prompts_per_cell] if prompts_per_cell else prompts
-                _atomic_json(out / MANIFEST, manifest)
-            folder = out / "images" / slug(culture) / slug(lang)
-            folder.mkdir(parents=True, exist_ok=True)
-            pictures, names = [], []
-            for p, prompt in enumerate(cell["prompts"]):
-                seeds = [seed + j for j in range(images_per_prompt)]
-                paths = [folder / f"p{p}_s{s}.png" for s in seeds]
-                if all(path.is_file() for path in paths):  # saved before an interruption
-                    made = []
-                    for path in paths:
-                        with Image.open(path) as im:
-                            made.append(im.convert("RGB"))
-                else:
-                    made = generator.generate(prompt, seeds)
-                    for path, image in zip(paths, made, strict=True):
-                        image.save(path.with_suffix(".tmp.png"))
-                        os.replace(path.with_suffix(".tmp.png"), path)
-                pictures += made
-                names += [str(path.relative_to(out)) for path in paths]
-            vectors = embedder.encode_images(pictures)
-            if hasattr(vectors, "detach"):
-                vectors = vectors.detach().float().cpu().numpy()
-            target = out / "cells" / f"{slug(culture)}__{slug(lang)}.npy"
-            _atomic_npy(target, np.asarray(vectors, dtype=np.float32))
-            cell.update(images=names, embeddings=str(target.relative_to(out)), done=True)
-            _atomic_json(out / MANIFEST, manifest)
-            finished += 1
+    params = {
+        "concept": concept,
+        "images_per_prompt": images_per_prompt,
+        "prompts_per_cell": prompts_per_cell,
+        "seed": seed,
+    }
+
+    def record(key: str, update: dict[str, Any]) -> None:
+        """A made cell into the manifest (this process alone writes it)."""
+        cell = manifest["cells"][key]
+        update = dict(update)
+        worker = update.pop("worker", None)  # who made it: said, not kept
+        cell.update(update)
+        _atomic_json(out / MANIFEST, manifest)
+        if cell["done"]:
+            finished[0] += 1
             if on_progress is not None:
-                on_progress(finished, total, f"{culture} x {lang} ({len(pictures)} images)")
+                n = len(cell["images"])
+                where = f" [{worker}]" if worker else ""
+                on_progress(
+                    finished[0],
+                    total,
+                    f"{cell['culture']} x {cell['language']} ({n} images){where}",
+                )
+
+    try:
+        if engine is not None:  # Ray workers make the cells; the manifest is written here
+            engine.run(
+                [(key, dict(manifest["cells"][key])) for key in todo], str(out), params, record
+            )
+        else:
+            for key in todo:
+                make_cell(
+                    out, key, manifest["cells"][key], params, generator, embedder, llm, llm_cache,
+                    on_prompts=record,
+                )  # fmt: skip
     finally:  # the combined files follow every finished cell, even after a failure
         if any(cell["done"] for cell in manifest["cells"].values()):
             _write_combined(out, manifest, SosBank)
     return Bank(out)
+
+
+def make_cell(
+    out: Path,
+    key: str,
+    cell: dict[str, Any],
+    params: dict[str, Any],
+    generator: Any,
+    embedder: Any,
+    llm: Any = None,
+    llm_cache: Any = None,
+    on_prompts: Callable[[str, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Generate (or reuse, after an interruption) and embed one cell's images under
+    ``out``; returns what the manifest keeps of it. ``on_prompts`` hears the prompts as
+    soon as they are chosen, then the finished cell."""
+    from PIL import Image
+
+    culture, lang = cell["culture"], cell["language"]
+    seed, per_prompt = params["seed"], params["images_per_prompt"]
+    prompts = cell.get("prompts")
+    if prompts is None:
+        prompts = cell_prompts(params["concept"], culture, lang, llm, llm_cache)
+        if params["prompts_per_cell"]:
+            prompts = prompts[: params["prompts_per_cell"]]
+        if on_prompts is not None:
+            on_prompts(key, {"prompts": prompts})
+    folder = out / "images" / slug(culture) / slug(lang)
+    folder.mkdir(parents=True, exist_ok=True)
+    pictures, names = [], []
+    for p, prompt in enumerate(prompts):
+        seeds = [seed + j for j in range(per_prompt)]
+        paths = [folder / f"p{p}_s{s}.png" for s in seeds]
+        if all(path.is_file() for path in paths):  # saved before an interruption
+            made = []
+            for path in paths:
+                with Image.open(path) as im:
+                    made.append(im.convert("RGB"))
+        else:
+            made = generator.generate(prompt, seeds)
+            for path, image in zip(paths, made, strict=True):
+                image.save(path.with_suffix(".tmp.png"))
+                os.replace(path.with_suffix(".tmp.png"), path)
+        pictures += made
+        names += [str(path.relative_to(out)) for path in paths]
+    vectors = embedder.encode_images(pictures)
+    if hasattr(vectors, "detach"):
+        vectors = vectors.detach().float().cpu().numpy()
+    (out / "cells").mkdir(exist_ok=True)
+    target = out / "cells" / f"{slug(culture)}__{slug(lang)}.npy"
+    _atomic_npy(target, np.asarray(vectors, dtype=np.float32))
+    update = {
+        "prompts": prompts,
+        "images": names,
+        "embeddings": str(target.relative_to(out)),
+        "done": True,
+    }
+    if on_prompts is not None:
+        on_prompts(key, update)
+    return update
 
 
 def _write_combined(out: Path, manifest: dict[str, Any], sos_bank: Any) -> None:

@@ -66,11 +66,26 @@ def test_the_same_records_as_the_local_engine(cluster, world, backends, options,
     local, lstore = open_batch(path, tmp_path / "local", "gemini", backends)
     local = run_batch(local, lstore, Refiner("gemini", backends, options), workers=2)
     remote, rstore = open_batch(path, tmp_path / "ray", "gemini", backends)
-    seen = []
+    seen, events = [], []
     remote = run_batch_ray(
-        remote, rstore, "gemini", backends, options, workers=2, on_workers=seen.extend
+        remote,
+        rstore,
+        "gemini",
+        backends,
+        options,
+        workers=2,
+        on_workers=seen.extend,
+        on_event=events.append,
     )
     assert len(seen) == 2 and all("@" in w for w in seen) and str(os.getpid()) not in seen[0]
+    # progress per worker: who made each run, its runs so far, rounds per minute
+    ended = [e for e in events if isinstance(e, EntryChanged) and e.done is not None]
+    assert len(ended) == 6 and {e.worker for e in ended} <= set(seen)
+    for worker in {e.worker for e in ended}:
+        runs = [e.worker_runs for e in ended if e.worker == worker]
+        assert runs == list(range(1, len(runs) + 1))
+    assert all(e.rounds_per_min > 0 and e.worker_rounds_per_min > 0 for e in ended)
+    assert f"[worker {ended[-1].worker}: " in ended[-1].describe()
     assert remote.summary["finished"] == 6 and remote.summary["retries"] == 0
     assert rounds_of(rstore.dir, remote) == rounds_of(lstore.dir, local)
     assert remote.summary == local.summary
@@ -261,3 +276,51 @@ def test_bench_engine_settings_get_one_line_each(tmp_path):
     done = cli("bench", "--concepts", str(concepts), "--engine", "ray", "--out", str(tmp_path))
     assert done.returncode == 2 and "--concepts: runs on the local engine only" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+# -- refine sos bank on Ray ------------------------------------------------------------
+def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path):
+    import numpy as np
+
+    from refine.backends.selection import Backends
+    from refine.sos.bank import Bank, build_bank
+    from refine.sos.bank_ray import RayBankCells
+
+    overrides = {"image_embedder": f"siglip:{siglip_path}"}
+    chosen = Backends("gemini", overrides)
+    gen, emb = chosen.get("generator"), chosen.get("image_embedder")
+    grid = ("person", ["Japanese", "Nigerian"], ["en", "fr"])
+    build_bank(tmp_path / "local", *grid, gen, emb, prompts_per_cell=2)
+    lines = []
+    pool = RayBankCells("gemini", overrides, False, tmp_path / "ray", 2, 0.0, None, lines.append)
+    try:
+        build_bank(
+            tmp_path / "ray",
+            *grid,
+            gen,
+            emb,
+            prompts_per_cell=2,
+            engine=pool,
+            on_progress=lambda done, total, what: lines.append(f"cell {done}/{total}: {what}"),
+        )
+    finally:
+        pool.close()
+    local, remote = Bank(tmp_path / "local"), Bank(tmp_path / "ray")
+    assert remote.manifest == local.manifest  # prompts, image files, embeddings, done
+    for name in ("embeddings.npy",):
+        np.testing.assert_allclose(
+            np.load(tmp_path / "ray" / name), np.load(tmp_path / "local" / name), atol=1e-5
+        )
+    a, b = (
+        np.load(tmp_path / "ray" / "centroids.npz"),
+        np.load(tmp_path / "local" / "centroids.npz"),
+    )
+    assert sorted(a.files) == sorted(b.files)
+    for key in a.files:
+        if a[key].dtype.kind == "f":
+            np.testing.assert_allclose(a[key], b[key], atol=1e-5)
+        else:
+            assert (a[key] == b[key]).all()
+    workers = lines[0].removeprefix("ray: 2 worker(s): ").split(", ")
+    cells = [line for line in lines if line.startswith("cell ")]
+    assert len(cells) == 4 and all(any(f"[{w}]" in line for w in workers) for line in cells)
