@@ -332,7 +332,8 @@ class RunService:
         if not name.startswith("diffusers:"):
             raise ValueError(
                 f"the generator {name or '(none)'} cannot be tuned here: tuning needs a "
-                "diffusers: Stable Diffusion generator (the small-gpu profile, say)"
+                "diffusers: Stable Diffusion, SDXL or FLUX.2 [klein] generator (the small-gpu or "
+                "local-gpu profile, say)"
             )
         return name
 

@@ -1,8 +1,11 @@
 """Distil refinement runs into a LoRA for the generator (``refine tune``).
 
-Two objectives on the denoiser (the UNet of a Stable Diffusion family pipeline: SD 1.5,
+Two objectives on the denoiser: the UNet of a Stable Diffusion family pipeline (SD 1.5,
 SD 2.1, SD-Turbo, or SDXL with its second text encoder, pooled text and size
-conditioning; other families, FLUX among them, are refused with a message):
+conditioning), or the transformer of FLUX.2 [klein], trained as a rectified flow (the
+noisy latent ``(1 - s) x + s n`` at a logit-normal noise level ``s``, the target the
+velocity ``n - x``; the error below is that of the velocity). Other pipelines are refused
+with a message naming what they are:
 
 * ``dpo``, Diffusion-DPO (Wallace et al. 2023) on preference pairs (``refine export
   --format pairs``): for one prompt, the same noise and timestep on the preferred latent
@@ -33,6 +36,16 @@ from pathlib import Path
 from typing import Any
 
 TARGET_MODULES = ["to_q", "to_k", "to_v", "to_out.0"]
+# FLUX.2: the double-stream blocks' image and text attention, the single-stream blocks'
+# fused input projection
+FLUX2_TARGET_MODULES = [
+    *TARGET_MODULES,
+    "add_q_proj",
+    "add_k_proj",
+    "add_v_proj",
+    "to_add_out",
+    "to_qkv_mlp_proj",
+]
 
 
 @dataclass
@@ -105,6 +118,7 @@ def load_rows(data: str | Path, method: str, split: str = "train") -> list[dict[
 TUNABLE = {
     "StableDiffusionPipeline": "SD 1.5, SD 2.1, SD-Turbo",
     "StableDiffusionXLPipeline": "SDXL, SDXL-Turbo",
+    "Flux2KleinPipeline": "FLUX.2 [klein]",
 }
 
 
@@ -123,7 +137,7 @@ def pipeline_class(model: str) -> Any:
         families = "; ".join(TUNABLE.values())
         raise ValueError(
             f"{model}: a {name}, not a pipeline that can be tuned here ({families}); "
-            "FLUX and other transformer pipelines are not supported yet"
+            "other FLUX and transformer pipelines are not supported yet"
         )
     return getattr(diffusers, name)
 
@@ -180,14 +194,19 @@ class Tuner:
             self.device = state.device
         cls = pipeline_class(model)
         self.xl = cls.__name__ == "StableDiffusionXLPipeline"
+        self.flux = cls.__name__ == "Flux2KleinPipeline"
+        if self.flux and self.c.resolution % 16:
+            raise ValueError("FLUX.2 needs a resolution that is a multiple of 16")
+        sd = not (self.xl or self.flux)
         try:
-            pipe = cls.from_pretrained(model, **({} if self.xl else {"safety_checker": None}))
+            pipe = cls.from_pretrained(model, **({"safety_checker": None} if sd else {}))
         except (OSError, ValueError) as err:
             raise ValueError(f"{model}: cannot load it ({str(err).splitlines()[0]})") from None
         pipe.set_progress_bar_config(disable=True)
         pipe.to(self.device)
         self.pipe = pipe
-        self.unet = pipe.unet
+        # the denoiser: a UNet (SD, SDXL) or a transformer (FLUX.2); called unet throughout
+        self.unet = pipe.transformer if self.flux else pipe.unet
         for part in (pipe.vae, pipe.text_encoder, getattr(pipe, "text_encoder_2", None)):
             if part is not None:
                 part.requires_grad_(False)
@@ -198,7 +217,7 @@ class Tuner:
                 r=self.c.rank,
                 lora_alpha=self.c.rank,
                 init_lora_weights="gaussian",
-                target_modules=TARGET_MODULES,
+                target_modules=FLUX2_TARGET_MODULES if self.flux else TARGET_MODULES,
             )
         )
         # the reference pass switches the LoRA layers off and on again every step: flipping
@@ -217,7 +236,11 @@ class Tuner:
 
             for p in self.params:
                 dist.broadcast(p.data, src=0)
-        self.noise_scheduler = DDPMScheduler.from_config(pipe.scheduler.config)
+        # SD and SDXL learn the noise (or v) of their DDPM schedule; FLUX.2 learns the flow
+        # from noise to image (rectified flow), with no noise schedule to keep
+        self.noise_scheduler = (
+            None if self.flux else DDPMScheduler.from_config(pipe.scheduler.config)
+        )
         self.optimizer = torch.optim.AdamW(self.params, lr=self.c.lr)
         mp = self.c.mixed_precision
         if mp == "auto":  # bf16 where the GPU has it; fp16 needs loss scaling, asked for
@@ -238,7 +261,12 @@ class Tuner:
         import torch
 
         missing = [p for p in dict.fromkeys(prompts) if p not in self._embeds]
-        if missing and self.xl:
+        if missing and self.flux:
+            with torch.no_grad():
+                emb, ids = self.pipe.encode_prompt(missing, device=self.device)
+            for p, e, i in zip(missing, emb, ids, strict=True):
+                self._embeds[p] = {"emb": e, "txt_ids": i}
+        elif missing and self.xl:
             with torch.no_grad():
                 emb, _, pooled, _ = self.pipe.encode_prompt(
                     missing,
@@ -280,8 +308,12 @@ class Tuner:
         if missing:
             x = torch.stack([_image_tensor(p, self.c.resolution) for p in missing])
             with torch.no_grad():
-                dist = self.pipe.vae.encode(x.to(self.device, self.pipe.vae.dtype)).latent_dist
-                z = (dist.mean * self.pipe.vae.config.scaling_factor).cpu()
+                x = x.to(self.device, self.pipe.vae.dtype)
+                if self.flux:  # patchified and normalised as the pipeline does
+                    z = self.pipe._encode_vae_image(x, generator=None).cpu()
+                else:
+                    dist = self.pipe.vae.encode(x).latent_dist
+                    z = (dist.mean * self.pipe.vae.config.scaling_factor).cpu()
             self._latent_cache.update(zip(missing, z, strict=True))
         return torch.stack([self._latent_cache[p] for p in paths]).to(self.device)
 
@@ -294,14 +326,20 @@ class Tuner:
             layer._disable_adapters = not on
 
     def _errors(self, latents, noise, t, emb, adapter: bool = True):
-        """Per-sample denoising error (mean squared error over the latent)."""
+        """Per-sample denoising error (mean squared error over the latent). ``t`` is the
+        DDPM timestep (SD, SDXL) or the flow's noise level sigma in (0, 1) (FLUX.2)."""
         import torch
 
-        noisy = self.noise_scheduler.add_noise(latents, noise, t)
-        if self.noise_scheduler.config.prediction_type == "v_prediction":
-            target = self.noise_scheduler.get_velocity(latents, noise, t)
+        if self.flux:
+            s = t.view(-1, 1, 1, 1).to(latents.dtype)
+            noisy = (1 - s) * latents + s * noise
+            target = noise - latents
         else:
-            target = noise
+            noisy = self.noise_scheduler.add_noise(latents, noise, t)
+            if self.noise_scheduler.config.prediction_type == "v_prediction":
+                target = self.noise_scheduler.get_velocity(latents, noise, t)
+            else:
+                target = noise
         if not adapter:
             self._switch_adapters(False)
         try:
@@ -311,18 +349,31 @@ class Tuner:
                 enabled=self.autocast_dtype is not None,
             ):
                 extra = {}
-                if self.xl:  # SDXL: the pooled text and the size/crop conditioning
+                if self.flux:
+                    pred = self.unet(
+                        hidden_states=self.pipe._pack_latents(noisy),
+                        timestep=t,
+                        guidance=None,
+                        encoder_hidden_states=emb["emb"],
+                        txt_ids=emb["txt_ids"],
+                        img_ids=self.pipe._prepare_latent_ids(noisy).to(self.device),
+                        return_dict=False,
+                    )[0]
+                    target = self.pipe._pack_latents(target)
+                elif self.xl:  # SDXL: the pooled text and the size/crop conditioning
                     r = self.c.resolution
                     sizes = torch.tensor([r, r, 0, 0, r, r], device=self.device)
                     extra["added_cond_kwargs"] = {
                         "text_embeds": emb["pooled"],
                         "time_ids": sizes.repeat(noisy.shape[0], 1).to(emb["pooled"].dtype),
                     }
-                pred = self.unet(noisy, t, emb["emb"], **extra).sample
+                if not self.flux:
+                    pred = self.unet(noisy, t, emb["emb"], **extra).sample
         finally:
             if not adapter:
                 self._switch_adapters(True)
-        return ((pred.float() - target.float()) ** 2).mean(dim=(1, 2, 3))
+        dims = tuple(range(1, pred.dim()))
+        return ((pred.float() - target.float()) ** 2).mean(dim=dims)
 
     def _batch(self, rows: list[dict], step: int) -> tuple[list[dict], Any]:
         import numpy as np
@@ -341,9 +392,12 @@ class Tuner:
         picked, gen = self._batch(rows, step)
         n = len(picked)
         prompts = [r["prompt"] for r in picked]
-        t = torch.randint(
-            0, self.noise_scheduler.config.num_train_timesteps, (n,), generator=gen
-        ).to(self.device)
+        if self.flux:  # noise levels from a logit-normal, as rectified-flow training does
+            t = torch.sigmoid(torch.randn((n,), generator=gen)).to(self.device)
+        else:
+            t = torch.randint(
+                0, self.noise_scheduler.config.num_train_timesteps, (n,), generator=gen
+            ).to(self.device)
         if self.c.method == "sft":
             latents = self._latents([r["file_name"] for r in picked])
             noise = torch.randn(latents.shape, generator=gen).to(self.device)
@@ -513,7 +567,7 @@ class Tuner:
             gen = torch.Generator(device="cpu").manual_seed(seed)
             with torch.no_grad():
                 image = self.pipe(
-                    prompt,
+                    prompt=prompt,
                     num_inference_steps=20,
                     height=self.c.resolution,
                     width=self.c.resolution,
@@ -536,7 +590,12 @@ class Tuner:
             self._barrier()
             return {"method": self.c.method, "steps": self.step, "rank": self.rank}
         type(self.pipe).save_lora_weights(
-            self.out, unet_lora_layers=get_peft_model_state_dict(self.unet)
+            self.out,
+            **{
+                ("transformer_lora_layers" if self.flux else "unet_lora_layers"): (
+                    get_peft_model_state_dict(self.unet)
+                )
+            },
         )
         summary = {
             "method": self.c.method,

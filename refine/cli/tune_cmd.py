@@ -13,7 +13,9 @@ from refine.cli.inputs import UserInputError
 def tune_cmd(
     data: Path = typer.Option(..., "--data", help="A folder made by refine export."),
     base: str = typer.Option(
-        ..., "--base", help="The generator: diffusers:ID-or-path (SD 1.5/2.1/SD-Turbo, SDXL)."
+        ...,
+        "--base",
+        help="The generator: diffusers:ID-or-path (SD 1.5/2.1/SD-Turbo, SDXL, FLUX.2 klein).",
     ),
     method: str = typer.Option("dpo", "--method", help="dpo (pairs) or sft (imagefolder)."),
     rank: int = typer.Option(8, "--rank", min=1, help="LoRA rank."),

@@ -346,3 +346,47 @@ def test_two_processes_average_their_gradients(world, tmp_path):
     assert summary["held_out_accuracy"] > 0.8
     steps = (tmp_path / "a" / "loss.csv").read_text().splitlines()[1:]
     assert [int(line.split(",")[0]) for line in steps] == list(range(1, 61))
+
+
+def test_flux2_klein_learns_the_preference_and_its_adapter_loads(world, tmp_path):
+    """FLUX.2 [klein] (the local-gpu profile's generator): the rectified-flow form of
+    Diffusion-DPO on the transformer; the adapter loads with load_lora_weights and through
+    the toolkit's diffusers:MODEL+lora=ADAPTER generator."""
+    from diffusers import Flux2KleinPipeline
+
+    from refine.backends import create
+    from tests.fakes.tiny_models import build_tiny_flux2_klein
+
+    flux = build_tiny_flux2_klein(tmp_path)
+    tuner = Tuner(config(world, tmp_path / "fx", base=f"diffusers:{flux}", steps=120))
+    tuner.load()
+    assert tuner.flux and tuner.noise_scheduler is None
+    before = tuner.accuracy(tuner.held)
+    tuner.load = lambda: None
+    summary = tuner.run()
+    assert before == 0.0 and summary["held_out_accuracy"] > 0.8
+    fresh = Flux2KleinPipeline.from_pretrained(flux)
+    fresh.load_lora_weights(str(tmp_path / "fx"))
+    fresh.set_progress_bar_config(disable=True)
+    tuner.unet.eval()
+    outs = []
+    for pipe in (tuner.pipe, fresh):
+        with torch.no_grad():
+            outs.append(
+                pipe(
+                    prompt=PROMPT,
+                    num_inference_steps=4,
+                    height=32,
+                    width=32,
+                    generator=torch.Generator().manual_seed(0),
+                    output_type="latent",
+                ).images
+            )
+    torch.testing.assert_close(outs[0], outs[1], atol=1e-4, rtol=1e-4)
+    opts = {"device": "cpu", "steps": 4, "width": 32, "height": 32, "shared": False}
+    base = create("generator", f"diffusers:{flux}", **opts).generate(PROMPT, [0])[0]
+    tuned = create("generator", f"diffusers:{flux}+lora={tmp_path / 'fx'}", **opts)
+    moved = np.abs(np.asarray(tuned.generate(PROMPT, [0])[0], float) - np.asarray(base, float))
+    assert moved.mean() > 0.5  # the adapter is applied
+    with pytest.raises(ValueError, match="multiple of 16"):
+        Tuner(config(world, tmp_path / "fy", base=f"diffusers:{flux}", resolution=40)).load()
