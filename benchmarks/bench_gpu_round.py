@@ -60,14 +60,11 @@ def build_sd(root: Path, kind: str, tiny: bool, device: str) -> Path:
         StableDiffusionPipeline,
         UNet2DConditionModel,
     )
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+    from transformers import CLIPTextConfig, CLIPTextModel
 
-    from tests.fakes.tiny_models import write_clip_tokenizer
+    from tests.fakes.tiny_models import clip_tokenizer
 
-    write_clip_tokenizer(root / "tok")
-    tok = CLIPTokenizer(
-        str(root / "tok" / "vocab.json"), str(root / "tok" / "merges.txt"), model_max_length=77
-    )
+    tok = clip_tokenizer(root / "tok")
     turbo = kind == "turbo"
     torch.manual_seed(0)
     with _on(device):
@@ -145,67 +142,47 @@ def build_sd(root: Path, kind: str, tiny: bool, device: str) -> Path:
 def build_qwen_vl(root: Path, tiny: bool, device: str) -> Path:
     """A Qwen2.5-VL-3B-size model (random weights) with the test suite's tokenizer; its
     image processor takes the real model's patch sizes and up to 448 x 448 pixels."""
-    import torch
-    from transformers import (
-        Qwen2_5_VLConfig,
-        Qwen2_5_VLForConditionalGeneration,
-        Qwen2_5_VLProcessor,
-        Qwen2VLImageProcessor,
-        Qwen2VLVideoProcessor,
-    )
+    from tests.fakes import tiny_models
 
-    from tests.fakes.tiny_models import CHAT_TEMPLATE, tiny_qwen_tokenizer
-
-    tok = tiny_qwen_tokenizer(root / "qwen-tok")
-    ids = tok.convert_tokens_to_ids
-    sizes = {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2}
-    processor = Qwen2_5_VLProcessor(
-        image_processor=Qwen2VLImageProcessor(**sizes, min_pixels=56 * 56, max_pixels=448 * 448),
-        video_processor=Qwen2VLVideoProcessor(**sizes),
-        tokenizer=tok,
-        chat_template=CHAT_TEMPLATE,
-    )
     if tiny:
-        text = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2}
-        text.update(num_attention_heads=4, num_key_value_heads=2, vocab_size=len(tok))
-        mrope = [2, 1, 1]
-        vision = {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 4}
-        vision.update(out_hidden_size=32, fullatt_block_indexes=[1])
+        shape = {
+            "text": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2},
+            "heads": (4, 2),
+            "mrope": [2, 1, 1],
+            "vision": {"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 4},
+            "vision_out": 32,
+            "full_attention": [1],
+        }
     else:  # Qwen/Qwen2.5-VL-3B-Instruct's config.json
-        text = {"hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36}
-        text.update(num_attention_heads=16, num_key_value_heads=2, vocab_size=151936)
-        mrope = [16, 24, 24]
-        vision = {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16}
-        vision.update(out_hidden_size=2048, fullatt_block_indexes=[7, 15, 23, 31])
-    cfg = Qwen2_5_VLConfig(
-        text_config={
-            **text,
-            "max_position_embeddings": 32768,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": mrope},
-            "bos_token_id": ids("<|endoftext|>"),
-            "eos_token_id": ids("<|im_end|>"),
-            "pad_token_id": ids("<|endoftext|>"),
-            "tie_word_embeddings": True,
-        },
-        vision_config={
-            **vision,
-            "patch_size": 14,
-            "spatial_merge_size": 2,
-            "temporal_patch_size": 2,
-            "window_size": 112,
-        },
-        image_token_id=ids("<|image_pad|>"),
-        video_token_id=ids("<|video_pad|>"),
-        vision_start_token_id=ids("<|vision_start|>"),
-        vision_end_token_id=ids("<|vision_end|>"),
-    )
-    torch.manual_seed(0)
+        shape = {
+            "text": {
+                "hidden_size": 2048,
+                "intermediate_size": 11008,
+                "num_hidden_layers": 36,
+                "tie_word_embeddings": True,
+            },
+            "heads": (16, 2),
+            "mrope": [16, 24, 24],
+            "vision": {
+                "depth": 32,
+                "hidden_size": 1280,
+                "intermediate_size": 3420,
+                "num_heads": 16,
+            },
+            "vision_out": 2048,
+            "full_attention": [7, 15, 23, 31],
+            "vocab_size": 151936,
+        }
     with _on(device):
-        model = Qwen2_5_VLForConditionalGeneration(cfg).eval()
-    out = root / "qwen2.5-vl"
-    model.save_pretrained(out)
-    processor.save_pretrained(out)
-    return out
+        return tiny_models.build_qwen_vl(
+            root,
+            window=112,
+            max_pixels=448 * 448,
+            name="qwen2.5-vl",
+            max_positions=32768,
+            rope_theta=1e6,
+            **shape,
+        )
 
 
 def timed(fn, repeat: int = 3) -> float:

@@ -35,9 +35,9 @@ def sd15_size_pipeline(root: Path) -> Path:
         StableDiffusionPipeline,
         UNet2DConditionModel,
     )
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+    from transformers import CLIPTextConfig, CLIPTextModel
 
-    from tests.fakes.tiny_models import write_clip_tokenizer
+    from tests.fakes.tiny_models import clip_tokenizer
 
     torch.manual_seed(0)
     unet = UNet2DConditionModel(cross_attention_dim=768, attention_head_dim=8)  # SD 1.5 shape
@@ -48,10 +48,7 @@ def sd15_size_pipeline(root: Path) -> Path:
         latent_channels=4,
         layers_per_block=2,
     )
-    write_clip_tokenizer(root / "tok")
-    tok = CLIPTokenizer(
-        str(root / "tok" / "vocab.json"), str(root / "tok" / "merges.txt"), model_max_length=77
-    )
+    tok = clip_tokenizer(root / "tok")
     text = CLIPTextModel(
         CLIPTextConfig(
             vocab_size=len(tok),
@@ -90,15 +87,11 @@ def sdxl_size_pipeline(root: Path) -> Path:
         CLIPTextConfig,
         CLIPTextModel,
         CLIPTextModelWithProjection,
-        CLIPTokenizer,
     )
 
-    from tests.fakes.tiny_models import write_clip_tokenizer
+    from tests.fakes.tiny_models import clip_tokenizer
 
-    write_clip_tokenizer(root / "tok")
-    tok = CLIPTokenizer(
-        str(root / "tok" / "vocab.json"), str(root / "tok" / "merges.txt"), model_max_length=77
-    )
+    tok = clip_tokenizer(root / "tok")
     n = len(tok)
     ids = {"bos_token_id": n - 2, "eos_token_id": n - 1, "pad_token_id": n - 1}
     torch.manual_seed(0)

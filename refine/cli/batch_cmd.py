@@ -8,7 +8,10 @@ import typer
 
 from refine.cli.inputs import (
     UserInputError,
+    address_option,
     check_engine,
+    engine_option,
+    gpus_option,
     load_images,
     reference_images_option,
     tau_option,
@@ -27,15 +30,9 @@ def batch_cmd(
     workers: int = typer.Option(1, "--workers", min=1, help="Runs at the same time."),
     profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    engine: str = typer.Option(
-        "local", "--engine", help="local (threads, one set of models) or ray (Ray actors)."
-    ),
-    address: str = typer.Option(
-        None, "--address", help="ray: the cluster (auto, host:port or ray://host:port)."
-    ),
-    gpus_per_worker: float = typer.Option(
-        0.0, "--gpus-per-worker", min=0.0, help="ray: GPUs each worker holds (0: API models)."
-    ),
+    engine: str = engine_option(),
+    address: str = address_option(),
+    gpus_per_worker: float = gpus_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the batch record as JSON."),
 ) -> None:
     """One refinement run per line of SPECS, with a summary over the batch.

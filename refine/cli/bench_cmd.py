@@ -7,7 +7,13 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError, check_engine
+from refine.cli.inputs import (
+    UserInputError,
+    address_option,
+    check_engine,
+    engine_option,
+    gpus_option,
+)
 
 
 def bench_cmd(
@@ -58,15 +64,9 @@ def bench_cmd(
     workers: int = typer.Option(
         1, "--workers", min=1, help="Prompts at a time (API models; local ones take turns)."
     ),
-    engine: str = typer.Option(
-        "local", "--engine", help="local (threads, one set of models) or ray (Ray actors)."
-    ),
-    address: str = typer.Option(
-        None, "--address", help="ray: the cluster (auto, host:port or ray://host:port)."
-    ),
-    gpus_per_worker: float = typer.Option(
-        0.0, "--gpus-per-worker", min=0.0, help="ray: GPUs each worker holds (0: API models)."
-    ),
+    engine: str = engine_option(),
+    address: str = address_option(),
+    gpus_per_worker: float = gpus_option(),
     expectations: bool = typer.Option(
         False,
         "--expectations",

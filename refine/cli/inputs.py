@@ -257,6 +257,31 @@ def reference_images_option() -> Any:
     )
 
 
+def engine_option() -> Any:
+    """``--engine`` as batch, bench and sos bank take it."""
+    import typer
+
+    return typer.Option(
+        "local", "--engine", help="local (this process, one set of models) or ray (Ray actors)."
+    )
+
+
+def address_option() -> Any:
+    import typer
+
+    return typer.Option(
+        None, "--address", help="ray: the cluster (auto, host:port or ray://host:port)."
+    )
+
+
+def gpus_option() -> Any:
+    import typer
+
+    return typer.Option(
+        0.0, "--gpus-per-worker", min=0.0, help="ray: GPUs each worker holds (0: API models)."
+    )
+
+
 def check_engine(engine: str, address: str | None, gpus_per_worker: float) -> None:
     """--engine local|ray and the options only Ray takes; Ray itself when asked for."""
     if engine not in ("local", "ray"):

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError, check_engine
+from refine.cli.inputs import (
+    UserInputError,
+    address_option,
+    check_engine,
+    engine_option,
+    gpus_option,
+)
 
 sos_app = typer.Typer(
     help=(
@@ -40,16 +46,10 @@ def bank_cmd(
         None, "--prompts-per-cell", min=1, help="Use only the first N prompts of each cell."
     ),
     seed: int = typer.Option(0, "--seed", help="First seed."),
-    engine: str = typer.Option(
-        "local", "--engine", help="local (this process) or ray (Ray actors, a cell each)."
-    ),
+    engine: str = engine_option(),
     workers: int = typer.Option(2, "--workers", min=1, help="ray: workers (a set of models each)."),
-    address: str = typer.Option(
-        None, "--address", help="ray: the cluster (auto, host:port or ray://host:port)."
-    ),
-    gpus_per_worker: float = typer.Option(
-        0.0, "--gpus-per-worker", min=0.0, help="ray: GPUs each worker holds (0: API models)."
-    ),
+    address: str = address_option(),
+    gpus_per_worker: float = gpus_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the bank's state as JSON."),
 ) -> None:
     """Generate and embed images for every (culture, language) cell; resumable.

@@ -44,17 +44,41 @@ def tiny_clip_text(vocab_size: int):
     return CLIPTextModel(cfg)
 
 
+def tiny_vae():
+    """A two-level AutoencoderKL (4 latent channels, a factor of 2)."""
+    from diffusers import AutoencoderKL
+
+    return AutoencoderKL(
+        block_out_channels=(32, 64),
+        in_channels=3,
+        out_channels=3,
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+        latent_channels=4,
+        norm_num_groups=8,
+        sample_size=32,
+    )
+
+
+def clip_tokenizer(folder: Path):
+    """The byte-level CLIP tokenizer of :func:`write_clip_tokenizer`, 77 tokens long."""
+    from transformers import CLIPTokenizer
+
+    write_clip_tokenizer(folder)
+    return CLIPTokenizer(
+        str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=77
+    )
+
+
 def build_tiny_sd(path: Path, in_channels: int = 4) -> Path:
     """A Stable Diffusion (in_channels=4) or InstructPix2Pix (in_channels=8) pipeline."""
     import torch
     from diffusers import (
-        AutoencoderKL,
         EulerAncestralDiscreteScheduler,
         StableDiffusionInstructPix2PixPipeline,
         StableDiffusionPipeline,
         UNet2DConditionModel,
     )
-    from transformers import CLIPTokenizer
 
     torch.manual_seed(0)
     unet = UNet2DConditionModel(
@@ -69,24 +93,11 @@ def build_tiny_sd(path: Path, in_channels: int = 4) -> Path:
         norm_num_groups=8,
         attention_head_dim=8,
     )
-    vae = AutoencoderKL(
-        block_out_channels=(32, 64),
-        in_channels=3,
-        out_channels=3,
-        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
-        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
-        latent_channels=4,
-        norm_num_groups=8,
-        sample_size=32,
-    )
+    vae = tiny_vae()
     scheduler = EulerAncestralDiscreteScheduler(
         beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear"
     )
-    tok_dir = path / "_tokenizer_src"
-    write_clip_tokenizer(tok_dir)
-    tokenizer = CLIPTokenizer(
-        str(tok_dir / "vocab.json"), str(tok_dir / "merges.txt"), model_max_length=77
-    )
+    tokenizer = clip_tokenizer(path / "_tokenizer_src")
     text_encoder = tiny_clip_text(len(tokenizer))
     cls = StableDiffusionPipeline if in_channels == 4 else StableDiffusionInstructPix2PixPipeline
     pipe = cls(
@@ -109,12 +120,11 @@ def build_tiny_sdxl(path: Path) -> Path:
     whose pooled output and the size/crop ids condition the UNet), random weights."""
     import torch
     from diffusers import (
-        AutoencoderKL,
         EulerDiscreteScheduler,
         StableDiffusionXLPipeline,
         UNet2DConditionModel,
     )
-    from transformers import CLIPTextConfig, CLIPTextModelWithProjection, CLIPTokenizer
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection
 
     torch.manual_seed(0)
     unet = UNet2DConditionModel(
@@ -134,24 +144,11 @@ def build_tiny_sdxl(path: Path) -> Path:
         cross_attention_dim=64,  # the two encoders' hidden states side by side
         norm_num_groups=8,
     )
-    vae = AutoencoderKL(
-        block_out_channels=(32, 64),
-        in_channels=3,
-        out_channels=3,
-        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
-        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
-        latent_channels=4,
-        norm_num_groups=8,
-        sample_size=32,
-    )
+    vae = tiny_vae()
     scheduler = EulerDiscreteScheduler(
         beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", steps_offset=1
     )
-    tok_dir = path / "_tokenizer_src"
-    write_clip_tokenizer(tok_dir)
-    tokenizer = CLIPTokenizer(
-        str(tok_dir / "vocab.json"), str(tok_dir / "merges.txt"), model_max_length=77
-    )
+    tokenizer = clip_tokenizer(path / "_tokenizer_src")
     text_encoder = tiny_clip_text(len(tokenizer))
     n = len(tokenizer)
     text_encoder_2 = CLIPTextModelWithProjection(
@@ -230,6 +227,40 @@ def tiny_qwen_tokenizer(path: Path):
 
 def build_tiny_qwen_vl(path: Path) -> Path:
     """A random Qwen2.5-VL (hidden 32, 2 layers, vision depth 2) with its processor."""
+    return build_qwen_vl(
+        path,
+        text={"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2},
+        heads=(4, 2),
+        # m-RoPE sections (time, height, width) sum to half the head dim (32 / 4 / 2)
+        mrope=[2, 1, 1],
+        vision={"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 4},
+        vision_out=32,
+        full_attention=[1],
+        window=28,
+        max_pixels=112 * 112,
+        name="tiny-qwen2.5-vl",
+        max_positions=2048,
+        rope_theta=1e4,
+    )
+
+
+def build_qwen_vl(
+    path: Path,
+    text: dict,
+    heads: tuple[int, int],
+    mrope: list[int],
+    vision: dict,
+    vision_out: int,
+    full_attention: list[int],
+    window: int,
+    max_pixels: int,
+    name: str,
+    max_positions: int,
+    rope_theta: float,
+    vocab_size: int | None = None,
+) -> Path:
+    """A Qwen2.5-VL of the given shape (random weights) with the test suite's byte-level
+    tokenizer and a processor that takes up to ``max_pixels`` pixels an image."""
     import torch
     from transformers import (
         Qwen2_5_VLConfig,
@@ -243,41 +274,35 @@ def build_tiny_qwen_vl(path: Path) -> Path:
     ids = tok.convert_tokens_to_ids
     sizes = {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2}
     processor = Qwen2_5_VLProcessor(
-        image_processor=Qwen2VLImageProcessor(**sizes, min_pixels=56 * 56, max_pixels=112 * 112),
+        image_processor=Qwen2VLImageProcessor(**sizes, min_pixels=56 * 56, max_pixels=max_pixels),
         video_processor=Qwen2VLVideoProcessor(**sizes),
         tokenizer=tok,
         chat_template=CHAT_TEMPLATE,
     )
     cfg = Qwen2_5_VLConfig(
         text_config={
-            "vocab_size": len(tok),
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 2048,
-            # m-RoPE sections (time, height, width) sum to half the head dim (32 / 4 / 2)
+            **text,
+            "vocab_size": vocab_size or len(tok),
+            "num_attention_heads": heads[0],
+            "num_key_value_heads": heads[1],
+            "max_position_embeddings": max_positions,
             "rope_parameters": {
                 "rope_type": "default",
-                "rope_theta": 1e4,
-                "mrope_section": [2, 1, 1],
+                "rope_theta": rope_theta,
+                "mrope_section": mrope,
             },
             "bos_token_id": ids("<|endoftext|>"),
             "eos_token_id": ids("<|im_end|>"),
             "pad_token_id": ids("<|endoftext|>"),
         },
         vision_config={
-            "depth": 2,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_heads": 4,
-            "out_hidden_size": 32,
+            **vision,
+            "out_hidden_size": vision_out,
             "patch_size": 14,
             "spatial_merge_size": 2,
             "temporal_patch_size": 2,
-            "fullatt_block_indexes": [1],
-            "window_size": 28,
+            "fullatt_block_indexes": full_attention,
+            "window_size": window,
         },
         image_token_id=ids("<|image_pad|>"),
         video_token_id=ids("<|video_pad|>"),
@@ -286,7 +311,7 @@ def build_tiny_qwen_vl(path: Path) -> Path:
     )
     torch.manual_seed(0)
     model = Qwen2_5_VLForConditionalGeneration(cfg).eval()
-    out = path / "tiny-qwen2.5-vl"
+    out = path / name
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return out
