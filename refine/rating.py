@@ -15,6 +15,7 @@ import json
 import random
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,26 @@ class RatingSet:
         if not items:
             raise ValueError(f"{folder.name}: no images to rate (PNG, JPEG or WebP)")
         return cls(folder, sorted(items.values(), key=lambda i: i.image))
+
+    @classmethod
+    def cached(cls, folder: str | Path) -> RatingSet:
+        """:meth:`open`, kept while nothing it reads changed (the folder's entries, its
+        subfolders' and their run.json / cells.jsonl / concepts.jsonl / prompts.json):
+        a set of thousands of images is not read again at every click."""
+        folder = Path(folder)
+        key = str(folder.resolve())
+        sig = _signature(folder)
+        with _CACHE_LOCK:
+            hit = _CACHE.get(key)
+            if hit is not None and hit[0] == sig:
+                _CACHE.move_to_end(key)
+                return hit[1]
+        opened = cls.open(folder)
+        with _CACHE_LOCK:
+            _CACHE[key] = (sig, opened)
+            while len(_CACHE) > 8:
+                _CACHE.popitem(last=False)
+        return opened
 
     def item(self, image: str) -> Item:
         """The set's item of that name (a client's value: anything else is refused)."""
@@ -136,6 +157,27 @@ class RatingSet:
         with _APPEND:
             append_jsonl(self.ratings_path, row)
         return row
+
+
+_CACHE: OrderedDict[str, tuple[tuple, RatingSet]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_INDEXES = ("run.json", "cells.jsonl", "concepts.jsonl", "prompts.json")
+
+
+def _signature(folder: Path) -> tuple:
+    """What :meth:`RatingSet.open` depends on, cheaply: the folder's entries (but its
+    ratings file), the modification times of its subfolders and the index files in both."""
+    entries = sorted(p for p in folder.iterdir() if p.name != RATINGS)
+    out: list[tuple] = [tuple(p.name for p in entries)]
+    for d in [folder, *(p for p in entries if p.is_dir() and not p.is_symlink())]:
+        if d is not folder:
+            out.append((d.name, d.stat().st_mtime_ns))
+        for name in _INDEXES:
+            f = d / name
+            if f.is_file():
+                st = f.stat()
+                out.append((d.name, name, st.st_mtime_ns, st.st_size))
+    return tuple(out)
 
 
 def _rel(root: Path, path: Path) -> str | None:

@@ -101,7 +101,7 @@ def add_rate_view(service: RunService) -> Any:
 
     def show_next(folder_value: str, who: str, note: str = "") -> list[Any]:
         folder = service.inside(folder_value, "rating set")
-        rating_set = RatingSet.open(folder)
+        rating_set = RatingSet.cached(folder)
         item, done, total = rating_set.next_for(who)
         lead = f"{note} " if note else ""
         if item is None:
@@ -142,7 +142,7 @@ def add_rate_view(service: RunService) -> Any:
             folder = service.inside(folder_value, "rating set")
             if not item:
                 raise ValueError("press Begin first")
-            RatingSet.open(folder).record(who, item, align, faith, list(missed or []), note)
+            RatingSet.cached(folder).record(who, item, align, faith, list(missed or []), note)
             return show_next(folder_value, who, "Saved.")
         except ValueError as err:
             raise gr.Error(str(err)) from err

@@ -324,3 +324,46 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
     workers = lines[0].removeprefix("ray: 2 worker(s): ").split(", ")
     cells = [line for line in lines if line.startswith("cell ")]
     assert len(cells) == 4 and all(any(f"[{w}]" in line for w in workers) for line in cells)
+
+
+def test_sos_bank_on_ray_survives_a_killed_worker(cluster, world, siglip_path, tmp_path):
+    from refine.backends.selection import Backends
+    from refine.sos.bank import Bank, build_bank
+    from refine.sos.bank_ray import RayBankCells
+
+    world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
+    overrides = {"image_embedder": f"siglip:{siglip_path}"}
+    chosen = Backends("gemini", overrides)
+    lines, killed = [], []
+
+    def emit(line):
+        lines.append(line)
+        if line.startswith("ray: "):
+            first = line.removeprefix("ray: 2 worker(s): ").split(", ")[0]
+
+            def kill():
+                while "generate" not in world.log:
+                    threading.Event().wait(0.05)
+                os.kill(int(first.split("@")[0]), signal.SIGKILL)
+                killed.append(first)
+
+            threading.Thread(target=kill, daemon=True).start()
+
+    pool = RayBankCells("gemini", overrides, False, tmp_path / "b", 2, 0.0, None, emit)
+    try:
+        build_bank(
+            tmp_path / "b",
+            "person",
+            ["Japanese", "Nigerian"],
+            ["en", "fr"],
+            chosen.get("generator"),
+            chosen.get("image_embedder"),
+            prompts_per_cell=2,
+            engine=pool,
+        )
+    finally:
+        pool.close()
+    assert killed and any(line.startswith("retrying ") for line in lines)
+    bank = Bank(tmp_path / "b")
+    assert len(bank.done()) == 4 and all(len(c["images"]) == 2 for c in bank.done())
+    assert (tmp_path / "b" / "centroids.npz").is_file()

@@ -46,3 +46,28 @@ def test_order_answers_and_a_cut_line(folder):
     lines = s.ratings_path.read_text().splitlines()
     assert len(lines) == 3 and json.loads(lines[2])["image"] == nxt.image
     assert s.next_for("ana")[1] == 2 and s.next_for("ben")[1] == 0
+
+
+def test_a_set_is_read_again_only_when_what_it_reads_changed(folder):
+    import os
+
+    first = RatingSet.cached(folder)
+    assert RatingSet.cached(folder) is first and len(first.items) == 5
+    # a rating is not part of the set: still the same object
+    first.record("ana", "im0.png", 3, 3)
+    assert RatingSet.cached(folder) is first
+    Image.new("RGB", (8, 8)).save(folder / "im9.png")
+    os.utime(folder, ns=(1, 1))  # a folder whose clock did not move still differs
+    grown = RatingSet.cached(folder)
+    assert grown is not first and [i.image for i in grown.items][-1] == "im9.png"
+    # a bench's cells file grows in a subfolder: the set follows it
+    bench = folder / "bench"
+    bench.mkdir()
+    Image.new("RGB", (8, 8)).save(bench / "a.png")
+    Image.new("RGB", (8, 8)).save(bench / "b.png")
+    cells = bench / "cells.jsonl"
+    cells.write_text(json.dumps({"prompt": "p", "images": [{"file": "a.png"}]}) + "\n")
+    assert [i.image for i in RatingSet.cached(bench).items] == ["a.png"]
+    with cells.open("a") as fh:
+        fh.write(json.dumps({"prompt": "q", "images": [{"file": "b.png"}]}) + "\n")
+    assert [i.image for i in RatingSet.cached(bench).items] == ["a.png", "b.png"]
