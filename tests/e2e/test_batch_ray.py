@@ -236,14 +236,11 @@ def test_bench_on_ray_makes_the_same_bench(cluster, world, siglip_path, options,
     assert all((tmp_path / "ray" / im["file"]).is_file() for c in cells for im in c["images"])
 
 
-def test_bench_on_ray_survives_a_killed_worker(cluster, world, siglip_path, options, tmp_path):
-    from refine.bench import BenchStore, cell_key, run_bench
+def killer(world, lines, killed):
+    """A progress callback that keeps the lines and, once the pool names its workers,
+    SIGKILLs the first one as soon as the world has been asked for an image."""
 
-    world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
-    plan = bench_plan(siglip_path)
-    lines, killed = [], []
-
-    def on_event(line):
+    def on_line(line):
         lines.append(line)
         if line.startswith("ray: "):
             first = line.removeprefix("ray: 2 worker(s): ").split(", ")[0]
@@ -255,6 +252,17 @@ def test_bench_on_ray_survives_a_killed_worker(cluster, world, siglip_path, opti
                 killed.append(first)
 
             threading.Thread(target=kill, daemon=True).start()
+
+    return on_line
+
+
+def test_bench_on_ray_survives_a_killed_worker(cluster, world, siglip_path, options, tmp_path):
+    from refine.bench import BenchStore, cell_key, run_bench
+
+    world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
+    plan = bench_plan(siglip_path)
+    lines, killed = [], []
+    on_event = killer(world, lines, killed)
 
     summary = run_bench(
         plan, tmp_path / "b", backend_options=options, workers=2, engine="ray", on_event=on_event
@@ -335,19 +343,7 @@ def test_sos_bank_on_ray_survives_a_killed_worker(cluster, world, siglip_path, t
     overrides = {"image_embedder": f"siglip:{siglip_path}"}
     chosen = Backends("gemini", overrides)
     lines, killed = [], []
-
-    def emit(line):
-        lines.append(line)
-        if line.startswith("ray: "):
-            first = line.removeprefix("ray: 2 worker(s): ").split(", ")[0]
-
-            def kill():
-                while "generate" not in world.log:
-                    threading.Event().wait(0.05)
-                os.kill(int(first.split("@")[0]), signal.SIGKILL)
-                killed.append(first)
-
-            threading.Thread(target=kill, daemon=True).start()
+    emit = killer(world, lines, killed)
 
     pool = RayBankCells("gemini", overrides, False, tmp_path / "b", 2, 0.0, None, emit)
     try:
