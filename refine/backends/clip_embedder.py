@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from refine.backends.device import LazyDevice
 from refine.backends.imports import require
+from refine.backends.loading import serialised_load
 
 if TYPE_CHECKING:
     import torch
@@ -40,6 +41,7 @@ class OpenClipEmbedder:
     def id(self) -> str:
         return f"clip:{self.arch}/{self.pretrained}"
 
+    @serialised_load(lambda self: self.model is not None)
     def load(self) -> OpenClipEmbedder:
         if self.model is None:
             open_clip = require("open_clip", "open_clip_torch", "the clip: embedders")

@@ -26,6 +26,7 @@ from refine.backends.loading import (
     load_or_explain,
     out_of_memory,
     pick_dtype,
+    serialised_load,
 )
 
 if TYPE_CHECKING:
@@ -190,6 +191,7 @@ class DiffusersGenerator(_DiffusersBackend):
         base = f"diffusers:{self.model}" + (f"@{self.revision}" if self.revision else "")
         return base + "".join(f"+lora={p}@{sc:g}" for p, sc in self.loras)
 
+    @serialised_load(lambda self: self.pipe is not None)
     def load(self) -> DiffusersGenerator:
         if self.pipe is not None:
             return self
@@ -351,6 +353,7 @@ class DiffusersEditor(_DiffusersBackend):
         super().__init__(model, **kw)
         self.image_guidance = image_guidance
 
+    @serialised_load(lambda self: self.pipe is not None)
     def load(self) -> DiffusersEditor:
         if self.pipe is not None:
             return self
@@ -450,6 +453,7 @@ class DiffusersImg2Img:
         self.load()
         return {**self.generator.info(), "id": self.id, "pipeline": type(self.pipe).__name__}
 
+    @serialised_load(lambda self: self.pipe is not None)
     def load(self) -> DiffusersImg2Img:
         if self.pipe is None:
             diffusers = require("diffusers", "diffusers", "the img2img: backend", "local")

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from refine.backends.device import LazyDevice
 from refine.backends.imports import require
-from refine.backends.loading import load_or_explain, oom_guard, pick_dtype, torch_dtype_name
+from refine.backends.loading import (
+    load_or_explain,
+    oom_guard,
+    pick_dtype,
+    serialised_load,
+    torch_dtype_name,
+)
 from refine.backends.protocols import Rating
 from refine.backends.structured import (
     InvalidModelOutput,
@@ -101,6 +107,7 @@ class HFModel:
             "revision": self.revision or "",
         }
 
+    @serialised_load(lambda self: self.model is not None)
     def load(self) -> HFModel:
         if self.model is not None:
             return self

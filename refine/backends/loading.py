@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -28,6 +30,33 @@ def pick_dtype(device: str, dtype: str | None = None):
     if device.startswith("cuda"):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
+
+
+# One model loads at a time in this process. transformers and diffusers build models
+# under process-wide switches (the default device and dtype, weight initialisation turned
+# off while a checkpoint is read); two loads on two threads can interleave them, and one
+# model then comes out with weights that are not its checkpoint's (seen with SigLIP: 1 in
+# 25 pairs of concurrent loads). Candidates, batch workers and app sessions share models.
+LOAD_LOCK = threading.RLock()
+
+
+def serialised_load(loaded: Callable[[Any], bool]) -> Callable[[Callable], Callable]:
+    """Decorate a backend's ``load()``: nothing to do once ``loaded(self)``; otherwise the
+    load runs under :data:`LOAD_LOCK` (a second thread waits, then finds it loaded)."""
+
+    def wrap(load: Callable) -> Callable:
+        @functools.wraps(load)
+        def guarded(self, *args: Any, **kwargs: Any) -> Any:
+            if loaded(self):
+                return self
+            with LOAD_LOCK:
+                if loaded(self):
+                    return self
+                return load(self, *args, **kwargs)
+
+        return guarded
+
+    return wrap
 
 
 def load_or_explain(model: str, load: Callable[[], R]) -> R:

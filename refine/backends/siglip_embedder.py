@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from refine.backends.device import LazyDevice
 from refine.backends.imports import require
-from refine.backends.loading import load_or_explain, pick_dtype, torch_dtype_name
+from refine.backends.loading import load_or_explain, pick_dtype, serialised_load, torch_dtype_name
 
 if TYPE_CHECKING:
     import torch
@@ -50,6 +50,7 @@ class SiglipEmbedder:
     def id(self) -> str:
         return f"siglip:{self.model_name}" + (f"@{self.revision}" if self.revision else "")
 
+    @serialised_load(lambda self: self.model is not None)
     def load(self) -> SiglipEmbedder:
         if self.model is None:
             transformers = require("transformers", "transformers", "the siglip: embedders")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from refine.backends.device import LazyDevice
 from refine.backends.imports import require
+from refine.backends.loading import serialised_load
 
 if TYPE_CHECKING:
     import torch
@@ -72,6 +73,7 @@ class SentenceTransformerTextEmbedder:
             "dtype": str(next(self._model.parameters()).dtype).replace("torch.", ""),
         }
 
+    @serialised_load(lambda self: self._model is not None)
     def load(self) -> SentenceTransformerTextEmbedder:
         if self._model is not None:
             return self

@@ -38,3 +38,25 @@ def test_scores_follow_their_formulas(siglip):
     assert info["architecture"] == "SiglipModel" and info["device"] == "cpu"
     with pytest.raises(ValueError, match="1 images but 2 texts"):
         siglip.clip_score([im], ["a", "b"])
+
+
+def test_models_loaded_on_several_threads_at_once_are_their_checkpoints(siglip):
+    """Candidates, batch workers and app sessions first use a shared model at the same
+    time: loads on several threads must each give the checkpoint's weights. (Unserialised,
+    about 1 in 25 rounds of three concurrent loads gave a model with other weights.)"""
+    import threading
+
+    from refine.backends.siglip_embedder import SiglipEmbedder
+
+    path = siglip.model_name
+    image = Image.new("RGB", (32, 32), (200, 30, 30))
+    expected = siglip.encode_images([image])
+    for _ in range(60):
+        shared, other = SiglipEmbedder(path, device="cpu"), SiglipEmbedder(path, device="cpu")
+        threads = [threading.Thread(target=b.load) for b in (shared, shared, other)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for backend in (shared, other):
+            torch.testing.assert_close(backend.encode_images([image]), expected)
