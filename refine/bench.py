@@ -119,6 +119,14 @@ class BenchPlan:
             raise ValueError("images per prompt must be at least 1")
 
 
+def activity_category(activity: str, country: str) -> str | None:
+    """The CULTIVate category of an activity of a country in the bundled pack."""
+    from refine.references import load_pack
+
+    entry = load_pack().countries.get(country, {}).get("activities", {}).get(activity) or {}
+    return entry.get("category")
+
+
 def plan_prompts(
     countries: Sequence[str] = (),
     activities: Sequence[str] = (),
@@ -241,7 +249,6 @@ class CellMaker:
     ) -> None:
         from refine.assess import Assessor
         from refine.backends.selection import Backends
-        from refine.references import load_pack
 
         plan.check()
         self.plan = plan
@@ -264,15 +271,10 @@ class CellMaker:
             for r, n in scorer.ids().items()
             if r in ("observer", "judge", "text_embedder", "image_embedder")
         }
-        self.pack = load_pack()
 
     def describe(self) -> tuple[float, str, dict[str, str]]:
         """(tau, where it comes from, the scoring models' ids): what a cell is scored with."""
         return self.tau, self.tau_source, self.scoring
-
-    def category(self, act: str, country: str) -> str | None:
-        entry = self.pack.countries.get(country, {}).get("activities", {}).get(act) or {}
-        return entry.get("category")
 
     def make(self, job: tuple[str, str, str], store: BenchStore) -> dict[str, Any]:
         """Generate, save (under ``store``) and score the images of one (generator,
@@ -319,7 +321,7 @@ class CellMaker:
             "generator": gen_name,
             "activity": act,
             "country": country,
-            "category": self.category(act, country),
+            "category": activity_category(act, country),
             "prompt": prompt,
             "seeds": seeds,
             "tau": self.tau,
@@ -418,7 +420,6 @@ def run_bench(
 
 
 def _bench(plan: BenchPlan, store: BenchStore, engine: Any, emit: Callable[[str], None]):
-    from refine.references import load_pack
 
     tau, tau_source, scoring = engine.describe()
     seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
@@ -457,18 +458,12 @@ def _bench(plan: BenchPlan, store: BenchStore, engine: Any, emit: Callable[[str]
             )
 
     engine.run(todo, store, record)
-    pack = load_pack()
-
-    def category(act: str, country: str) -> str | None:
-        entry = pack.countries.get(country, {}).get("activities", {}).get(act) or {}
-        return entry.get("category")
-
     # in the plan's order (generators, then prompts), whatever order they were made in
     order = {(g, a, c): k for k, (g, a, c) in enumerate(sorted(_wanted(plan), key=_rank(plan)))}
     cells = [c for c in store.cells() if cell_key(c)[:3] in order and same_scoring(c)]
     cells.sort(key=lambda c: order[cell_key(c)[:3]])
     for c in cells:  # cells made before categories were kept
-        c.setdefault("category", category(c["activity"], c["country"]))
+        c.setdefault("category", activity_category(c["activity"], c["country"]))
     summary = summarise(cells, plan.generators, seed=plan.seed)
     summary.update(
         {

@@ -348,32 +348,38 @@ class Tuner:
                 dtype=self.autocast_dtype or torch.float32,
                 enabled=self.autocast_dtype is not None,
             ):
-                extra = {}
-                if self.flux:
-                    pred = self.unet(
-                        hidden_states=self.pipe._pack_latents(noisy),
-                        timestep=t,
-                        guidance=None,
-                        encoder_hidden_states=emb["emb"],
-                        txt_ids=emb["txt_ids"],
-                        img_ids=self.pipe._prepare_latent_ids(noisy).to(self.device),
-                        return_dict=False,
-                    )[0]
-                    target = self.pipe._pack_latents(target)
-                elif self.xl:  # SDXL: the pooled text and the size/crop conditioning
-                    r = self.c.resolution
-                    sizes = torch.tensor([r, r, 0, 0, r, r], device=self.device)
-                    extra["added_cond_kwargs"] = {
-                        "text_embeds": emb["pooled"],
-                        "time_ids": sizes.repeat(noisy.shape[0], 1).to(emb["pooled"].dtype),
-                    }
-                if not self.flux:
-                    pred = self.unet(noisy, t, emb["emb"], **extra).sample
+                pred, target = self._predict(noisy, t, emb, target)
         finally:
             if not adapter:
                 self._switch_adapters(True)
         dims = tuple(range(1, pred.dim()))
         return ((pred.float() - target.float()) ** 2).mean(dim=dims)
+
+    def _predict(self, noisy, t, emb, target):
+        """The denoiser's prediction for ``noisy`` and the target in the same layout
+        (FLUX.2's transformer reads and answers packed latent tokens)."""
+        import torch
+
+        if self.flux:
+            pred = self.unet(
+                hidden_states=self.pipe._pack_latents(noisy),
+                timestep=t,
+                guidance=None,
+                encoder_hidden_states=emb["emb"],
+                txt_ids=emb["txt_ids"],
+                img_ids=self.pipe._prepare_latent_ids(noisy).to(self.device),
+                return_dict=False,
+            )[0]
+            return pred, self.pipe._pack_latents(target)
+        extra = {}
+        if self.xl:  # SDXL: the pooled text and the size/crop conditioning
+            r = self.c.resolution
+            sizes = torch.tensor([r, r, 0, 0, r, r], device=self.device)
+            extra["added_cond_kwargs"] = {
+                "text_embeds": emb["pooled"],
+                "time_ids": sizes.repeat(noisy.shape[0], 1).to(emb["pooled"].dtype),
+            }
+        return self.unet(noisy, t, emb["emb"], **extra).sample, target
 
     def _batch(self, rows: list[dict], step: int) -> tuple[list[dict], Any]:
         import numpy as np
