@@ -12,6 +12,9 @@ models allow and with the same record whatever the timing.
   round decides among the others); when every candidate fails, the first failure is raised.
 * ``timings`` gets each stage's model time summed over the candidates, and ``wall``, the
   time the candidates took together.
+* A stop asked for (:func:`refine.usage.stop_on`) ends the round between candidates and
+  model calls: :class:`refine.usage.StopRequested` carries the candidates finished by then
+  (``made``), so the round is kept as stopped rather than lost.
 """
 
 from __future__ import annotations
@@ -122,6 +125,7 @@ class CandidateMaker:
             own: dict[str, float] = {}
             with usage.inherited(ctx):
                 try:
+                    usage.check_stop()  # between candidates
                     image = images[j]
                     if image is None:
                         t = time.perf_counter()
@@ -131,27 +135,51 @@ class CandidateMaker:
                         own[stage] = time.perf_counter() - t
                     one = self._one(run, store, k, j, seeds[j], image, parent, own)
                     return one, own, None
-                except usage.BudgetExhausted:
+                except (usage.BudgetExhausted, usage.StopRequested):
                     raise
                 except Exception as err:  # this candidate only; the others go on
                     return None, own, err
 
+        outcomes: list[Any] = []
+        stopped: usage.StopRequested | None = None
         if workers > 1:
-            from concurrent.futures import ThreadPoolExecutor
+            from concurrent.futures import CancelledError, ThreadPoolExecutor
 
-            with ThreadPoolExecutor(workers, thread_name_prefix=f"round-{k}") as pool:
-                outcomes = list(pool.map(chain, range(len(seeds))))
+            pool = ThreadPoolExecutor(workers, thread_name_prefix=f"round-{k}")
+            try:
+                futures = [pool.submit(chain, j) for j in range(len(seeds))]
+                for future in futures:
+                    try:
+                        outcomes.append(future.result())
+                    except (usage.StopRequested, CancelledError) as stop:
+                        if isinstance(stop, usage.StopRequested):
+                            stopped = stopped or stop
+                        outcomes.append(None)
+                        pool.shutdown(wait=False, cancel_futures=True)
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
         else:
-            outcomes = [chain(j) for j in range(len(seeds))]
+            for j in range(len(seeds)):
+                try:
+                    outcomes.append(chain(j))
+                except usage.StopRequested as stop:
+                    stopped = stop
+                    break
         out = _Chains([], [], {})
         first: BaseException | None = None
-        for j, (one, own, err) in enumerate(outcomes):
+        for j, outcome in enumerate(outcomes):
+            if outcome is None:  # not finished: a stop came first
+                continue
+            one, own, err = outcome
             _add(out.timings, own)
             if one is not None:
                 out.candidates.append(one)
             else:
                 first = first or err
                 out.failures.append(f"candidate {j} (seed {seeds[j]}): {describe_error(err)}")
+        if stopped is not None:
+            stopped.made = Made(out.candidates, out.failures)
+            raise stopped
         if not out.candidates and first is not None:
             raise first
         return out

@@ -92,7 +92,10 @@ class Refiner:
         self._stop = threading.Event()
 
     def request_stop(self) -> None:
-        """Stop the current run after the round in progress (it is saved as finished)."""
+        """Stop the current run within moments (it is saved as finished): between
+        candidates, before every model call and between denoising steps; an API call in
+        flight is abandoned. Completed rounds are kept; the round in progress is kept as
+        ``stopped`` with the candidates finished by then (when there are any)."""
         self._stop.set()
 
     def sibling(self, on_event: Callable[[Event], None] | None = None) -> Refiner:
@@ -291,9 +294,12 @@ class Refiner:
         done = len(run.rounds)
         budget = run.spec.budget_seconds
         until = None if budget is None else self._started + budget
-        with usage.collecting() as spent, usage.deadline(until):
+        with usage.collecting() as spent, usage.deadline(until), usage.stop_on(self._stop):
             try:
                 recipe(run, store)
+            except usage.StopRequested:
+                # what was finished is kept (see _keep_stopped); the run ends here
+                run.stop_reason = f"stopped by the user during round {done}"
             except usage.BudgetExhausted:
                 # the round in progress is dropped; the rounds done are kept
                 del run.rounds[done:]
@@ -336,14 +342,18 @@ class Refiner:
             )
             seeds = [spec.seed + j for j in range(spec.initial_candidates)]
         # 2-3. make (unless given) and assess each candidate
-        if spec.input_image:
-            made = self._candidates(run, store, 0, seeds, None, None, timings, images)
-        else:
+        try:
+            if spec.input_image:
+                made = self._candidates(run, store, 0, seeds, None, None, timings, images)
+            else:
 
-            def make(generator: Any, some: list[int], **progress: Any) -> list[Image.Image]:
-                return generator.generate(prompt, some, **progress)
+                def make(generator: Any, some: list[int], **progress: Any) -> list[Image.Image]:
+                    return generator.generate(prompt, some, **progress)
 
-            made = self._candidates(run, store, 0, seeds, None, make, timings)
+                made = self._candidates(run, store, 0, seeds, None, make, timings)
+        except usage.StopRequested as stop:
+            _keep_stopped(run, stop, len(seeds), timings, None, "generate", prompt, "prompt")
+            raise
         # 4. decide
         verdict = policy.choose_initial(made.candidates)
         r = _append_round(
@@ -394,7 +404,11 @@ class Refiner:
             return editor.edit(parent_image, instruction, some, **progress)
 
         # 3-4. edit and assess each candidate (see refine.candidates)
-        made = self._candidates(run, store, k, seeds, parent_image, make, timings)
+        try:
+            made = self._candidates(run, store, k, seeds, parent_image, make, timings)
+        except usage.StopRequested as stop:
+            _keep_stopped(run, stop, len(seeds), timings, parent_index, "edit", instruction, source)
+            raise
         # 5. decide
         verdict = policy.decide_edit(
             made.candidates, parent.best, parent_index, spec.margin, spec.max_drift
@@ -468,6 +482,28 @@ def roles_needed(spec: RunSpec) -> list[str]:
     if spec.prompt_languages:
         roles.append("llm")
     return roles
+
+
+def _keep_stopped(
+    run: Run,
+    stop: usage.StopRequested,
+    asked: int,
+    timings: dict[str, float],
+    parent: int | None,
+    kind: str,
+    text: str,
+    source: str,
+) -> None:
+    """The round a stop cut short, kept as ``stopped`` with the candidates finished by then
+    (nothing is kept when none was)."""
+    made = getattr(stop, "made", None)
+    if made is None or not made.candidates:
+        return
+    chosen = max(range(len(made.candidates)), key=lambda j: policy.faith_of(made.candidates[j]))
+    reason = f"stopped by the user: {len(made.candidates)} of {asked} candidate(s) finished"
+    verdict = policy.Verdict(chosen, "stopped", reason)
+    r = _append_round(run, verdict, made.candidates, timings, parent, kind, text, source)
+    r.failures = list(made.failures)
 
 
 def _append_round(

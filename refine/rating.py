@@ -22,6 +22,7 @@ from typing import Any
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 RATINGS = "ratings.jsonl"
+RATERS = ".raters.json"  # rater name -> the hash of the app visitor who rates under it
 _APPEND = threading.Lock()
 
 
@@ -83,6 +84,32 @@ class RatingSet:
             if it.image == image:
                 return it
         raise ValueError(f"{image!r} is not an image of this set")
+
+    def claim(self, rater: str, visitor: str) -> None:
+        """Rate under ``rater`` as ``visitor`` (a visitor hash): the first visitor to use a
+        name in this set keeps it; another is refused (nobody's answers are written under
+        someone else's name). The claims are kept in the set's hidden ``.raters.json``."""
+        from refine.store import atomic_write_text
+
+        path = self.folder / RATERS
+        with _APPEND:
+            claims: dict[str, str] = {}
+            if path.is_file() and not path.is_symlink():
+                try:
+                    loaded = json.loads(path.read_text(encoding="utf-8"))
+                    claims = loaded if isinstance(loaded, dict) else {}
+                except json.JSONDecodeError:
+                    claims = {}
+            held = claims.get(rater)
+            if held == visitor:
+                return
+            if held is not None:
+                raise ValueError(
+                    f"the rater name {rater!r} is taken in this set by another visitor: "
+                    "rate under a name of your own"
+                )
+            claims[rater] = visitor
+            atomic_write_text(path, json.dumps(claims, indent=1, ensure_ascii=False))
 
     def rated_by(self, rater: str) -> set[str]:
         """The images ``rater`` has rated (a line cut by a kill is skipped)."""

@@ -210,7 +210,9 @@ class ExpectationScore(_Record):
     judge_mode: str | None = None
 
 
-Decision = Literal["initial", "accepted", "rejected"]
+# "stopped": the round a stop cut short, kept with the candidates finished by then (it is
+# never a parent or the best; a person may still accept one of them by hand)
+Decision = Literal["initial", "accepted", "rejected", "stopped"]
 
 
 class Round(_Record):
@@ -253,11 +255,12 @@ class RunSpec(_Record):
     profile: str = "gemini"
     backends: dict[str, str] = Field(default_factory=dict)
     backend_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    rounds: int = Field(5, ge=0, description="editing rounds after round 0")
+    # upper bounds no caller can pass (the CLI's options and the app's limits stay below)
+    rounds: int = Field(5, ge=0, le=100, description="editing rounds after round 0")
     target: float = Field(0.7, ge=0.0, le=1.0)
     patience: int = Field(2, ge=1)
-    candidates: int = Field(2, ge=1, description="edit candidates per round (best of N)")
-    initial_candidates: int = Field(1, ge=1, description="best of N seeds for round 0")
+    candidates: int = Field(2, ge=1, le=64, description="edit candidates per round (best of N)")
+    initial_candidates: int = Field(1, ge=1, le=64, description="best of N seeds for round 0")
     seed: int = 42
     margin: float = Field(0.01, ge=0.0, description="least FAITH gain to accept an edit")
     max_drift: float = Field(0.5, ge=0.0, le=2.0, description="largest 1 - cosine to the parent")

@@ -4,7 +4,15 @@
 ``job.updates()`` yields an :class:`Update` after every stage and round (the run record
 as saved so far, the stage in progress, an instruction waiting for review). In pause
 mode the loop waits before every edit until ``job.submit_instruction(text)``; ``job.stop()``
-ends the run after the round in progress. Saved runs open without any model.
+ends the run within seconds (the round in progress is recorded as stopped). Saved runs open
+without any model.
+
+Visitors: a front end names who asks (a visitor id, see :func:`visitor_hash`). A run started
+for a visitor keeps its owner for as long as it exists: the hash of the id is written to the
+run folder's ``.owner`` (never returned, never zipped); :meth:`RunService.check_owner` is
+what every change to a saved run goes through. A run without one (made by the CLI) is
+read-only to visitors. References built or reviewed by a visitor are kept in a folder of
+that visitor's; the shared ones under ``out/references`` change only for an admin.
 """
 
 from __future__ import annotations
@@ -24,6 +32,20 @@ from refine.records import Run
 from refine.store import RunStore
 
 _END = "end"  # put on a job's queue when its worker thread is done
+OWNER_FILE = ".owner"  # the hash of the visitor who started the run
+NOT_YOURS = "this run belongs to another visitor: you can watch it, not stop or steer it"
+READ_ONLY = (
+    "this run was made outside the app (or before runs had owners): it can be opened and "
+    "watched here, not changed"
+)
+
+
+def visitor_hash(visitor: str) -> str:
+    """What a run folder keeps of a visitor id: its SHA-256 (the id itself is never
+    written, so a folder that is read or downloaded gives no one another visitor's id)."""
+    import hashlib
+
+    return hashlib.sha256(f"refine-visitor\x00{visitor}".encode()).hexdigest()
 
 
 class ServiceBusy(RuntimeError):
@@ -57,7 +79,7 @@ class Job:
     ) -> None:
         self.service = service
         self.pause = pause
-        self.owner = owner  # who may stop or steer it (an app session); None: anyone
+        self.owner = owner  # the visitor who may stop or steer it; None: anyone
         self.review_timeout_s = review_timeout_s
         self.run_dir: Path | None = None
         self.run: Run | None = None
@@ -78,6 +100,8 @@ class Job:
         self.tracker.see(event)
         if isinstance(event, RunStarted):
             self.run_dir = Path(event.dir)
+            if self.owner is not None:
+                self.service.claim(self.run_dir, self.owner)
             if self.stopped:  # a stop asked for before the loop began still counts
                 self.service.refiner().request_stop()
         self._events.put(event)
@@ -108,7 +132,8 @@ class Job:
         self._answers.put(text)
 
     def stop(self) -> None:
-        """End the run after the round in progress; completed rounds are kept."""
+        """End the run within moments (see :meth:`refine.loop.Refiner.request_stop`):
+        completed rounds are kept, the round in progress is kept as stopped."""
         self.stopped = True
         self.service.refiner().request_stop()
         if self.waiting is not None:
@@ -188,9 +213,12 @@ class RunService:
         backends: dict[str, str] | None = None,
         backend_options: dict[str, dict[str, Any]] | None = None,
         instances: dict[str, Any] | None = None,
+        admins: tuple[str, ...] | list[str] = (),
     ) -> None:
         self.profile = profile
         self.out = Path(out)
+        # visitor ids that change the shared references and tune from every run
+        self.admins = frozenset(admins)
         self._args = (profile, backends, backend_options, instances)
         self._refiner: Any = None
         self._busy = threading.Lock()
@@ -260,18 +288,32 @@ class RunService:
         """Where references built through this service are kept (inside ``out``)."""
         return self.out / "references"
 
-    def find_references(self, activity: str, country: str) -> Any:
+    def find_references(self, activity: str, country: str, visitor: str | None = None) -> Any:
         """The references a run of ``activity`` in ``country`` uses: the bundled pack's, else
-        ones built here, else ones built with ``refine refs build``; a ValueError (saying
-        how to get some) when there are none."""
-        from refine.refs_build import find_any
+        ones ``visitor`` built or reviewed here, else shared ones built here, else ones
+        built with ``refine refs build``; a ValueError (saying how to get some) when there
+        are none."""
+        from refine.refs_build import find_any, load_built
 
+        own = self.visitor_references_dir(visitor)
+        if own != self.references_dir:
+            try:
+                from refine.references import find_references
+
+                return find_references(activity, country)
+            except ValueError:
+                built = load_built(activity, country, own)
+                if built is not None:
+                    return built
         return find_any(activity, country, self.references_dir)
 
-    def build_references(self, activity: str, country: str, on_event: Any = None) -> Any:
+    def build_references(
+        self, activity: str, country: str, on_event: Any = None, visitor: str | None = None
+    ) -> Any:
         """Build references with the profile's language models (answers cached inside
-        ``out``) and keep them for later runs; returns the
-        :class:`refine.refs_build.BuildResult`. One job at a time, like runs."""
+        ``out``) and keep them for ``visitor``'s later runs (see
+        :meth:`visitor_references_dir`); returns the :class:`refine.refs_build.BuildResult`.
+        One job at a time, like runs."""
         from refine.refs_build import LLMCache, build_references, models_for, save_built
 
         activity, country = phrase(activity, "activity"), phrase(country, "country")
@@ -283,7 +325,7 @@ class RunService:
             result = build_references(
                 activity, country, proposers, refiner, cache, on_event=on_event
             )
-            save_built(result, self.references_dir)
+            save_built(result, self.visitor_references_dir(visitor))
             return result
         finally:
             self._busy.release()
@@ -307,14 +349,13 @@ class RunService:
     def tunes_dir(self) -> Path:
         return self.out / "tunes"
 
-    def training_data(self, max_drift: float = 0.5) -> dict[str, Any]:
-        """What the saved runs hold for tuning: runs, preference pairs (at most
-        ``max_drift`` apart), accepted images (counted, nothing written)."""
-        from refine.export import export, find_runs
+    def training_data(self, max_drift: float = 0.5, visitor: str | None = None) -> dict[str, Any]:
+        """What the saved runs ``visitor`` may learn from hold for tuning: runs, preference
+        pairs (at most ``max_drift`` apart), accepted images (counted, nothing written)."""
+        from refine.export import export
 
-        try:
-            runs = [p for p in find_runs([self.out]) if self.tunes_dir not in p.parents]
-        except ValueError:
+        runs = self.runs_of(visitor)
+        if not runs:
             return {"runs": 0, "pairs": 0, "images": 0}
         counts = {"runs": len(runs)}
         for fmt, key in (("pairs", "pairs"), ("imagefolder", "images")):
@@ -345,11 +386,13 @@ class RunService:
         resolution: int,
         on_progress: Any = None,
         max_drift: float = 0.5,
+        visitor: str | None = None,
     ) -> dict[str, Any]:
-        """Export the saved runs (pairs for dpo, accepted images for sft) into a new folder
-        under ``out/tunes`` and train a LoRA for the profile's generator there; one job at a
-        time, like runs. Returns the tune summary with the adapter folder."""
-        from refine.export import export, find_runs
+        """Export the saved runs ``visitor`` may learn from (see :meth:`runs_of`; pairs for
+        dpo, accepted images for sft) into a new folder under ``out/tunes`` and train a
+        LoRA for the profile's generator there; one job at a time, like runs. Returns the
+        tune summary with the adapter folder."""
+        from refine.export import export
         from refine.tune import TuneConfig, Tuner
 
         if method not in ("dpo", "sft"):
@@ -371,12 +414,12 @@ class RunService:
             while folder.exists():
                 n += 1
                 folder = self.tunes_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{n}"
-            try:
-                runs = [p for p in find_runs([self.out]) if self.tunes_dir not in p.parents]
-            except ValueError:
-                runs = []
+            runs = self.runs_of(visitor)
             if not runs:
-                raise ValueError("no saved runs to learn from yet: refine some images first")
+                raise ValueError(
+                    "no saved runs to learn from yet: refine some images first (a visitor "
+                    "tunes from their own runs)"
+                )
             fmt = "pairs" if method == "dpo" else "imagefolder"
             exported = export(runs, folder / "data", fmt, max_drift=float(max_drift))
             options = self.refiner().backends.options.get("generator", {})
@@ -433,9 +476,12 @@ class RunService:
         finally:
             self._busy.release()
 
-    def save_references(self, activity: str, country: str, text: str) -> Any:
+    def save_references(
+        self, activity: str, country: str, text: str, visitor: str | None = None
+    ) -> Any:
         """Keep references a user reviewed (JSON: ``descriptors`` per dimension and
-        ``stereotypes``) for ``activity`` in ``country``; a ValueError names what is wrong."""
+        ``stereotypes``) for ``activity`` in ``country``, for ``visitor``'s runs; a
+        ValueError names what is wrong."""
         import json
 
         from pydantic import ValidationError
@@ -467,7 +513,7 @@ class RunService:
             raise ValueError(f"the references: {where}: {first['msg']}") from err
         if not any(pack.descriptors.values()):
             raise ValueError("the references hold no descriptors")
-        path = built_path(activity, country, self.references_dir)
+        path = built_path(activity, country, self.visitor_references_dir(visitor))
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(pack.model_dump(mode="json"), indent=1))
         return pack
@@ -475,6 +521,58 @@ class RunService:
     @property
     def busy(self) -> bool:
         return self._busy.locked()
+
+    # -- visitors and what they may change ----------------------------------------------
+
+    def is_admin(self, visitor: str | None) -> bool:
+        return visitor is not None and visitor in self.admins
+
+    def claim(self, run_dir: str | Path, visitor: str) -> None:
+        """Make ``visitor`` the owner of the run in ``run_dir`` (a run this service started)."""
+        from refine.store import atomic_write_text
+
+        atomic_write_text(Path(run_dir) / OWNER_FILE, visitor_hash(visitor) + "\n")
+
+    def owner_of(self, run_dir: str | Path) -> str | None:
+        """The hash of the visitor who owns a run, or None (a run made outside the app)."""
+        path = Path(run_dir) / OWNER_FILE
+        if path.is_symlink() or not path.is_file():
+            return None
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+        return text if len(text) == 64 else None
+
+    def owns(self, run_dir: str | Path, visitor: str | None) -> bool:
+        owner = self.owner_of(run_dir)
+        return owner is not None and visitor is not None and owner == visitor_hash(visitor)
+
+    def check_owner(self, run_dir: str | Path, visitor: str | None) -> None:
+        """Nothing when ``visitor`` owns the run; else a ValueError saying why not (another
+        visitor's run, or a run without an owner: read-only)."""
+        owner = self.owner_of(run_dir)
+        if owner is None:
+            raise ValueError(READ_ONLY)
+        if visitor is None or owner != visitor_hash(visitor):
+            raise ValueError(NOT_YOURS)
+
+    def visitor_references_dir(self, visitor: str | None) -> Path:
+        """Where ``visitor``'s references are written: the shared folder for an admin (or
+        without a visitor: a script's own service), else one of the visitor's own."""
+        if visitor is None or self.is_admin(visitor):
+            return self.references_dir
+        return self.references_dir / "visitors" / visitor_hash(visitor)[:32]
+
+    def runs_of(self, visitor: str | None) -> list[Path]:
+        """The saved runs (tunes' folders left out) whose data ``visitor`` may learn from:
+        every run for an admin or a script (no visitor), else the visitor's own."""
+        from refine.export import find_runs
+
+        try:
+            runs = [p for p in find_runs([self.out]) if self.tunes_dir not in p.parents]
+        except ValueError:
+            return []
+        if visitor is None or self.is_admin(visitor):
+            return runs
+        return [p for p in runs if self.owns(p, visitor)]
 
     def inside(self, value: str | Path | None, what: str = "folder") -> Path:
         """A folder named by a client (relative to ``out``, or a path inside it), confined

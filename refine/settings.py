@@ -40,6 +40,15 @@ def default(name: str) -> Any:
     return RunSpec.model_fields[name].default
 
 
+def upper(name: str) -> Any:
+    """The upper bound of a RunSpec field (``le``), or None: what no caller can exceed."""
+    for rule in RunSpec.model_fields[name].metadata:
+        bound = getattr(rule, "le", None)
+        if bound is not None:
+            return bound
+    return None
+
+
 def split_list(value: str | Iterable[str] | None) -> list[str]:
     """``"fr, ja"`` or ``["fr", "ja"]`` -> ``["fr", "ja"]`` (blanks dropped)."""
     if value is None:

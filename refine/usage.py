@@ -6,13 +6,20 @@ collects it with ``with collecting() as usage:`` on the same thread (each run dr
 rounds on one thread, so batch workers never mix their usage). In the same way
 ``with deadline(t):`` makes every API call on the thread check the time left before it is
 sent, and cap its timeout (and any retry wait) to it: :class:`BudgetExhausted` when none is.
+``with stop_on(event):`` makes a stop asked for (the event set) end the work on the thread
+within moments: :func:`check_stop` raises :class:`StopRequested` between candidates, before
+every model call and between denoising steps, and an API call in flight is abandoned
+(:func:`abandonable`: its answer is discarded, nothing is recorded from it).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 PACKAGES = (
     "cultural-refine",
@@ -36,15 +43,90 @@ class BudgetExhausted(RuntimeError):
     """The wall-time budget ran out before or during a model call."""
 
 
+class StopRequested(RuntimeError):
+    """A stop was asked for while the work was in progress. ``made`` may carry what was
+    finished before it (a round's candidates), for the round to be kept as stopped."""
+
+    def __init__(self, message: str = "stopped by the user", made: Any = None) -> None:
+        super().__init__(message)
+        self.made = made
+
+
+@contextmanager
+def stop_on(event: threading.Event | None) -> Iterator[None]:
+    """Work on this thread (and on workers started under :func:`inherited`) ends with
+    :class:`StopRequested` soon after ``event`` is set."""
+    with _thread_setting("stop", event):
+        yield
+
+
+def stop_event() -> threading.Event | None:
+    return getattr(_local, "stop", None)
+
+
+def check_stop() -> None:
+    """:class:`StopRequested` when a stop was asked for on this thread's work."""
+    event = getattr(_local, "stop", None)
+    if event is not None and event.is_set():
+        raise StopRequested()
+
+
+def abandonable(call: Callable[[], T], poll_s: float = 0.1) -> T:
+    """``call()``, given up as soon as a stop is asked for: it runs on a helper thread
+    while this one waits; on a stop :class:`StopRequested` is raised at once and the call's
+    answer, when it comes, is dropped. Without a stop event it runs here."""
+    event = getattr(_local, "stop", None)
+    if event is None:
+        return call()
+    check_stop()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as err:  # handed to the waiting thread
+            box["error"] = err
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="abandonable-call", daemon=True).start()
+    while not done.wait(poll_s):
+        if event.is_set():
+            raise StopRequested()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def pause(seconds: float) -> None:
+    """Sleep ``seconds``, cut short by a stop (then :class:`StopRequested`)."""
+    import time
+
+    event = getattr(_local, "stop", None)
+    if event is None:
+        time.sleep(seconds)
+        return
+    if event.wait(seconds):
+        raise StopRequested()
+
+
 @contextmanager
 def deadline(at: float | None) -> Iterator[None]:
     """API calls on this thread must end by ``at`` (``time.monotonic()``; None: no limit)."""
-    saved = getattr(_local, "deadline", None)
-    _local.deadline = at
+    with _thread_setting("deadline", at):
+        yield
+
+
+@contextmanager
+def _thread_setting(name: str, value: Any) -> Iterator[None]:
+    """This thread's ``name`` setting is ``value`` inside the block, as before after it."""
+    saved = getattr(_local, name, None)
+    setattr(_local, name, value)
     try:
         yield
     finally:
-        _local.deadline = saved
+        setattr(_local, name, saved)
 
 
 def time_left() -> float | None:
@@ -100,21 +182,30 @@ def sent(model: str) -> None:
             usage.setdefault(model, dict.fromkeys(FIELDS, 0))["sent"] += 1
 
 
-def context() -> tuple[list[dict[str, dict[str, int]]], float | None]:
-    """This thread's open collections and deadline, for :func:`inherited` on a worker."""
-    return list(getattr(_local, "stack", None) or []), getattr(_local, "deadline", None)
+def context() -> tuple[Any, ...]:
+    """This thread's open collections, deadline and stop event, for :func:`inherited` on a
+    worker."""
+    return (
+        list(getattr(_local, "stack", None) or []),
+        getattr(_local, "deadline", None),
+        getattr(_local, "stop", None),
+    )
 
 
 @contextmanager
-def inherited(ctx: tuple[list[dict[str, dict[str, int]]], float | None]) -> Iterator[None]:
+def inherited(ctx: tuple[Any, ...]) -> Iterator[None]:
     """Run a worker thread's calls under the :func:`context` of the thread that started it:
-    their usage goes to the same collections, and the same deadline holds."""
-    saved = getattr(_local, "stack", None), getattr(_local, "deadline", None)
-    _local.stack, _local.deadline = list(ctx[0]), ctx[1]
+    their usage goes to the same collections, the same deadline and stop hold."""
+    saved = (
+        getattr(_local, "stack", None),
+        getattr(_local, "deadline", None),
+        getattr(_local, "stop", None),
+    )
+    _local.stack, _local.deadline, _local.stop = list(ctx[0]), ctx[1], ctx[2]
     try:
         yield
     finally:
-        _local.stack, _local.deadline = saved
+        _local.stack, _local.deadline, _local.stop = saved
 
 
 def add(total: dict[str, dict[str, int]], part: dict[str, dict[str, int]]) -> None:

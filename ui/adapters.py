@@ -107,7 +107,7 @@ def checklist(r: Round) -> list[tuple[str, str | None]]:
 def progress_bar(fraction: float, text: str) -> str:
     """A progress bar with its words (``round 2 of 5 · editing, step 12 of 30 · ...``), as
     HTML an assistive reader announces (role progressbar, value in percent)."""
-    from html import escape
+    from ui.safe import html_text as escape
 
     pct = round(100 * max(0.0, min(1.0, float(fraction))))
     return (

@@ -11,10 +11,13 @@ from typing import Any
 
 from refine import settings
 from refine.records import Run
-from refine.service import RunService, ServiceBusy, Update, phrase
+from refine.service import NOT_YOURS, RunService, ServiceBusy, Update, phrase
 from refine.settings import default
 from refine.views import progress_line
 from ui import adapters
+from ui.limits import Limits
+from ui.safe import error, html_text, md_text
+from ui.visitors import browser_secret, new_token, visitor_id
 
 # how the form names a setting in a message
 FIELD_LABELS = {
@@ -77,8 +80,12 @@ def _pack(message: str, path: Any, run: Run | None = None, k: int | None = None)
     return [message, *views[:6], str(path or ""), views[6], progress_line(run), bar]
 
 
-def build_app(service: RunService, status: str = "") -> Any:
+def build_app(service: RunService, status: str = "", limits: Limits | None = None) -> Any:
+    """The app on ``service``; ``limits``: the operator's limits on each visitor's run
+    (default :class:`ui.limits.Limits`)."""
     from refine.backends.imports import require
+
+    limits = (limits or Limits()).check()
 
     gr = require("gradio", "gradio", "the app", "app")
 
@@ -88,6 +95,12 @@ def build_app(service: RunService, status: str = "") -> Any:
     activities = ready_activities("Iran")
 
     with gr.Blocks(title="Culturally faithful image refinement") as demo:
+        # who the visitor is: a token kept in the browser (encrypted with a key kept in
+        # --out), read into this session's state on load; see ui.visitors
+        token_store = gr.BrowserState(
+            None, storage_key="refine-visitor", secret=browser_secret(service.out)
+        )
+        token = gr.State(None)
         gr.Markdown("# Culturally faithful image refinement")
         gr.Markdown(status or f"profile: {service.profile}", elem_id="status")
         with gr.Row():
@@ -149,10 +162,11 @@ def build_app(service: RunService, status: str = "") -> Any:
                 with gr.Accordion("Options", open=False, elem_id="options"):
                     with gr.Row():
                         rounds = gr.Number(
-                            default("rounds"),
+                            limits.default_of("rounds"),
                             precision=0,
                             minimum=0,
-                            label="rounds",
+                            maximum=limits.rounds,
+                            label=f"rounds (at most {limits.rounds})",
                             elem_id="rounds",
                         )
                         target = gr.Number(
@@ -165,10 +179,11 @@ def build_app(service: RunService, status: str = "") -> Any:
                         seed = gr.Number(default("seed"), precision=0, label="seed")
                     with gr.Row():
                         candidates = gr.Number(
-                            default("candidates"),
+                            limits.default_of("candidates"),
                             precision=0,
                             minimum=1,
-                            label="candidates",
+                            maximum=limits.candidates,
+                            label=f"candidates (at most {limits.candidates})",
                             elem_id="candidates",
                         )
                         max_drift = gr.Number(
@@ -304,8 +319,8 @@ def build_app(service: RunService, status: str = "") -> Any:
         from ui.rate_view import add_rate_view
         from ui.tune_view import add_tune_view
 
-        keys_js = add_rate_view(service)
-        add_tune_view(service)
+        keys_js = add_rate_view(service, token)
+        add_tune_view(service, token)
 
         outputs = [
             stage,
@@ -351,7 +366,7 @@ def build_app(service: RunService, status: str = "") -> Any:
 
         def follow(job: Any):
             """The job's updates as widget values; if the visitor cancels or leaves before
-            the end, the run stops after the round in progress (what is done is kept)."""
+            the end, the run stops within moments (what is done is kept)."""
             done = False
             try:
                 for update in job.updates():
@@ -365,6 +380,7 @@ def build_app(service: RunService, status: str = "") -> Any:
                     job.join()
 
         def on_start(
+            tok,
             act,
             ctry,
             n_rounds,
@@ -382,16 +398,21 @@ def build_app(service: RunService, status: str = "") -> Any:
             check_expectations=False,
             request=None,
         ):
+            visitor = _visitor(tok, request)
             # knowledge bases and SoS banks are read from inside --out only
             try:
                 kb = str(service.inside(kb, "CAIRE knowledge base")) if (kb or "").strip() else ""
                 bank = str(service.inside(bank, "SoS bank")) if (bank or "").strip() else ""
             except ValueError as err:
-                raise gr.Error(str(err)) from err
+                raise error(err) from err
+            try:  # the operator's limits, and each run's budget of time and calls
+                numbers = limits.apply(_numbers(n_rounds, tgt, sd, n_cand, drift))
+            except ValueError as err:
+                raise error(err) from err
             raw = {
                 "activity": act,
                 "country": ctry,
-                **_numbers(n_rounds, tgt, sd, n_cand, drift),
+                **numbers,
                 "caire_labels": labels or None,
                 "caire_kb": (kb or "").strip() or None,
                 "prompt_languages": langs or None,
@@ -405,37 +426,41 @@ def build_app(service: RunService, status: str = "") -> Any:
                         e.model_dump() for e in service.expectations_for(act, ctry).expectations
                     ]
                 except ValueError as err:
-                    raise gr.Error(f"cultural expectations: {err}") from err
+                    raise error(f"cultural expectations: {err}") from err
+
+            def find(a: str, c: str) -> Any:
+                return service.find_references(a, c, visitor)
+
             try:
-                spec, refs = settings.load(raw, find=service.find_references)
+                spec, refs = settings.load(raw, find=find)
             except settings.SettingsError as err:
-                raise gr.Error(_settings_message(err)) from err
+                raise error(_settings_message(err)) from err
             try:
                 job = service.start(
                     spec=spec,
                     references=refs,
                     pause=bool(paused),
-                    owner=_session(request),
+                    owner=visitor,
                     review_timeout_s=REVIEW_TIMEOUT_S,
                 )
             except (ServiceBusy, ValueError) as err:
-                raise gr.Error(str(err)) from err
+                raise error(err) from err
             yield from follow(job)
 
-        def on_stop(request=None):
+        def on_stop(tok, request=None):
             job = service.job
             if job is not None and service.busy:
-                if not job.owned_by(_session(request)):
+                if not job.owned_by(_visitor(tok, request)):
                     return NOT_YOURS
                 job.stop()
-                return "stopping after the round in progress ..."
+                return "stopping now: the round in progress is cut short, the rounds done are kept"
             return "no run in progress"
 
-        def on_apply(text, request=None):
+        def on_apply(tok, text, request=None):
             job = service.job
             if job is None or job.waiting is None:
                 return "no instruction is waiting for review"
-            if not job.owned_by(_session(request)):
+            if not job.owned_by(_visitor(tok, request)):
                 return NOT_YOURS
             try:
                 job.submit_instruction(text)
@@ -447,7 +472,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             try:
                 run, path = service.opened(path)
             except (ValueError, OSError) as err:
-                raise gr.Error(str(err)) from err
+                raise error(err) from err
             return _pack(f"run {run.id}: {run.status}, {run.stop_reason}", path, run)
 
         def on_show(path, k):
@@ -455,9 +480,9 @@ def build_app(service: RunService, status: str = "") -> Any:
                 run, path = service.opened(path)
                 k = _index(k, "round")
             except (ValueError, OSError) as err:
-                raise gr.Error(str(err)) from err
+                raise error(err) from err
             if not 0 <= k < len(run.rounds):
-                raise gr.Error(f"round {k} does not exist (0..{len(run.rounds) - 1})")
+                raise error(f"round {k} does not exist (0..{len(run.rounds) - 1})")
             return _pack(f"round {k}: {run.rounds[k].decision}", path, run, k)
 
         def on_pick(path, evt):
@@ -469,41 +494,41 @@ def build_app(service: RunService, status: str = "") -> Any:
         # finds the event and request arguments by their types
         on_pick.__annotations__["evt"] = gr.SelectData
 
-        def on_branch(path, k, n_rounds, tgt, sd, n_cand, drift, paused, request=None):
-            changes = {
-                k: v for k, v in _numbers(n_rounds, tgt, sd, n_cand, drift).items() if v is not None
-            }
+        def on_branch(tok, path, k, n_rounds, tgt, sd, n_cand, drift, paused, request=None):
+            visitor = _visitor(tok, request)
             try:
                 old, run_dir = service.opened(path)
+                service.check_owner(run_dir, visitor)  # a roll-back continues one's own run
+                numbers = limits.apply(_numbers(n_rounds, tgt, sd, n_cand, drift), old.spec)
+                changes = {k: v for k, v in numbers.items() if v is not None}
                 job = service.start(
                     old.spec.activity,
                     old.spec.country,
                     pause=bool(paused),
                     branch=(run_dir, _index(k, "round")),
-                    owner=_session(request),
+                    owner=visitor,
                     review_timeout_s=REVIEW_TIMEOUT_S,
                     **changes,
                 )
             except (ServiceBusy, ValueError, OSError) as err:
-                raise gr.Error(str(err)) from err
+                raise error(err) from err
             yield from follow(job)
 
-        def on_choose(path, k, j, accept, request=None):
+        def on_choose(tok, path, k, j, accept, request=None):
             from refine.loop import Refiner
 
             try:
                 k, j = _index(k, "round"), _index(j, "candidate")
                 _, path = service.opened(path)  # a run of this app, with no linked images
-                job = service.job
-                if job is not None and job.run_dir == path and not job.owned_by(_session(request)):
-                    raise ValueError(NOT_YOURS)
+                service.check_owner(path, _visitor(tok, request))  # for as long as it exists
                 run = Refiner.choose(path, k, j, accept=accept)
             except (ValueError, OSError) as err:
-                raise gr.Error(str(err)) from err
+                raise error(err) from err
             r = run.rounds[k]
             return _pack(f"round {k}: {r.reason}", path, run, k)
 
         def on_download(path):
+            import shutil
             import tempfile
 
             from refine.report import render_run
@@ -511,29 +536,38 @@ def build_app(service: RunService, status: str = "") -> Any:
             try:
                 _, run_dir = service.opened(path)
             except (ValueError, OSError) as err:
-                raise gr.Error(f"no run to download yet: {err}") from err
-            folder = Path(tempfile.mkdtemp(prefix="refine-download-"))
+                raise error(f"no run to download yet: {err}") from err
+            # one zip and report per run and version of its record, made once: asking
+            # again (any visitor, any number of times) does not fill the disk
+            record = run_dir / "run.json"
+            version = f"{record.stat().st_mtime_ns}-{record.stat().st_size}"
+            folder = Path(tempfile.gettempdir()) / "refine-downloads" / f"{run_dir.name}-{version}"
             report = folder / f"{run_dir.name}-report.html"
-            report.write_text(render_run(run_dir), encoding="utf-8")
-            archive = _zip_run(run_dir, folder / f"{run_dir.name}.zip")
+            archive = folder / f"{run_dir.name}.zip"
+            if not (report.is_file() and archive.is_file()):
+                made = Path(tempfile.mkdtemp(prefix="refine-download-"))
+                (made / report.name).write_text(render_run(run_dir), encoding="utf-8")
+                _zip_run(run_dir, made / archive.name)
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    made.rename(folder)
+                except OSError:  # made at the same time by another request: theirs is kept
+                    shutil.rmtree(made, ignore_errors=True)
             return [str(archive), str(report)]
 
-        for handler in (on_start, on_stop, on_apply, on_branch):
-            handler.__annotations__["request"] = gr.Request
-
-        def on_country(ctry, act):
+        def on_country(tok, ctry, act, request=None):
             """The activities the pack has references for in this country."""
             choices = ready_activities(ctry)
             keep = act if act in choices else (choices[0] if choices else act)
-            return [gr.update(choices=choices, value=keep), *on_activity(keep, ctry)]
+            return [gr.update(choices=choices, value=keep), *on_activity(tok, keep, ctry, request)]
 
-        def on_activity(act, ctry):
+        def on_activity(tok, act, ctry, request=None):
             """Where this activity's references come from, or the offer to build them."""
-            note, missing = references_note(service, act, ctry)
+            note, missing = references_note(service, act, ctry, _visitor(tok, request))
             hide = gr.update(visible=False)
             return [note, gr.update(visible=missing), hide, hide]
 
-        def on_build(act, ctry, progress=gr.Progress()):  # noqa: B008 (gradio's way)
+        def on_build(tok, act, ctry, request=None, progress=gr.Progress()):  # noqa: B008
             asked = {"of": 1}
 
             def seen(event: dict) -> None:
@@ -547,31 +581,33 @@ def build_app(service: RunService, status: str = "") -> Any:
                 progress((done, asked["of"] + 2), desc=f"{stage}: {event.get('model', '')}")
 
             try:
-                result = service.build_references(act, ctry, on_event=seen)
+                result = service.build_references(
+                    act, ctry, on_event=seen, visitor=_visitor(tok, request)
+                )
             except (ServiceBusy, ValueError) as err:
-                raise gr.Error(str(err)) from err
+                raise error(err) from err
             except Exception as err:  # a model or API failure: said, the app goes on
                 from refine.backends.loading import describe_error
 
-                raise gr.Error(f"could not build references: {describe_error(err)}") from err
+                raise error(f"could not build references: {describe_error(err)}") from err
             pack = result.pack
             text = references_json(pack)
             shown = gr.update(visible=True)
             note = (
-                f"**references built** for *{_md(pack.activity)}* in {_md(pack.country)} "
+                f"**references built** for *{md_text(pack.activity)}* in {md_text(pack.country)} "
                 f"({result.asked} model calls, {result.cached} answers from the cache): "
                 "review them below, save any change, then Start."
             )
             return [note, gr.update(visible=False), gr.update(value=text, visible=True), shown]
 
-        def on_save_refs(act, ctry, text):
+        def on_save_refs(tok, act, ctry, text, request=None):
             try:
-                pack = service.save_references(act, ctry, text or "")
+                pack = service.save_references(act, ctry, text or "", _visitor(tok, request))
             except ValueError as err:
-                raise gr.Error(str(err)) from err
+                raise error(err) from err
             count = sum(len(v) for v in pack.descriptors.values())
             return (
-                f"**references saved** for *{_md(pack.activity)}* in {_md(pack.country)} "
+                f"**references saved** for *{md_text(pack.activity)}* in {md_text(pack.country)} "
                 f"({count} descriptors): Start when ready."
             )
 
@@ -583,7 +619,7 @@ def build_app(service: RunService, status: str = "") -> Any:
             try:
                 settings.check_image(path)
             except settings.SettingsError as err:
-                gr.Warning(f"{err.message} (use {UPLOAD_LIMITS})")
+                gr.Warning(html_text(f"{err.message} (use {UPLOAD_LIMITS})"))
                 return None, gr.update(value=None, visible=False)
             return gr.skip(), gr.update(value=path, visible=True)
 
@@ -592,33 +628,65 @@ def build_app(service: RunService, status: str = "") -> Any:
             lambda: gr.update(value=None, visible=False), None, upload_preview, api_name=False
         )
 
-        def on_example(act, ctry):
+        def on_example(tok, act, ctry, request=None):
             choices = ready_activities(ctry)
             return [
                 gr.update(choices=choices, value=act),
                 gr.update(value=ctry),
-                *on_activity(act, ctry),
+                *on_activity(tok, act, ctry, request),
             ]
+
+        for handler in (
+            on_start,
+            on_stop,
+            on_apply,
+            on_branch,
+            on_country,
+            on_activity,
+            on_build,
+            on_save_refs,
+            on_example,
+        ):
+            handler.__annotations__["request"] = gr.Request
+
+        def on_visit(kept):
+            """The browser's token (made on the first visit), into this session's state."""
+            made = new_token(kept)
+            return made, made
+
+        demo.load(on_visit, token_store, [token_store, token], api_name=False, queue=False)
 
         refs_outputs = [refs_note, build_btn, refs_review, save_refs_btn]
         examples.load_input_event.then(
             on_example,
-            [example_act, example_ctry],
+            [token, example_act, example_ctry],
             [activity, country, *refs_outputs],
             api_name=False,
             queue=False,
         )
-        country.change(on_country, [country, activity], [activity, *refs_outputs], api_name=False)
-        activity.change(on_activity, [activity, country], refs_outputs, api_name=False)
+        # a visitor's own pick only (.input): an example sets the country too, and its
+        # activity must stay (a .change would reset it to the country's first activity)
+        country.input(
+            on_country, [token, country, activity], [activity, *refs_outputs], api_name=False
+        )
+        activity.change(on_activity, [token, activity, country], refs_outputs, api_name=False)
         build_btn.click(
-            on_build, [activity, country], refs_outputs, api_name="build_references", **ONE_RUN
+            on_build,
+            [token, activity, country],
+            refs_outputs,
+            api_name="build_references",
+            **ONE_RUN,
         )
         save_refs_btn.click(
-            on_save_refs, [activity, country, refs_review], refs_note, api_name="save_references"
+            on_save_refs,
+            [token, activity, country, refs_review],
+            refs_note,
+            api_name="save_references",
         )
         start.click(
             on_start,
             [
+                token,
                 activity,
                 country,
                 rounds,
@@ -640,8 +708,8 @@ def build_app(service: RunService, status: str = "") -> Any:
             **ONE_RUN,
         )
         # their messages go to their own box, so they never hide the run's own stage
-        stop.click(on_stop, None, notice, api_name="stop", queue=False)
-        apply.click(on_apply, instruction, notice, api_name="apply", queue=False)
+        stop.click(on_stop, token, notice, api_name="stop", queue=False)
+        apply.click(on_apply, [token, instruction], notice, api_name="apply", queue=False)
         # steering and browsing: a refused click is a toast, and the view stays as it was
         # (no status marks on the outputs)
         quiet = {"show_progress": "hidden"}
@@ -657,7 +725,7 @@ def build_app(service: RunService, status: str = "") -> Any:
         def on_saved_pick(ids, evt):
             k = int(evt.index)
             if not 0 <= k < len(ids):
-                raise gr.Error("that run is no longer in the list: refresh it")
+                raise error("that run is no longer in the list: refresh it")
             return on_open(ids[k])
 
         on_saved_pick.__annotations__["evt"] = gr.SelectData
@@ -672,30 +740,30 @@ def build_app(service: RunService, status: str = "") -> Any:
         show_btn.click(on_show, [run_dir_box, round_pick], outputs, api_name="show", **quiet)
         branch_btn.click(
             on_branch,
-            [run_dir_box, round_pick, rounds, target, seed, candidates, max_drift, pause],
+            [token, run_dir_box, round_pick, rounds, target, seed, candidates, max_drift, pause],
             outputs,
             api_name="branch",
             **ONE_RUN,
         )
 
-        def on_accept(p, k, j, request=None):
-            return on_choose(p, k, j, True, request)
+        def on_accept(tok, p, k, j, request=None):
+            return on_choose(tok, p, k, j, True, request)
 
-        def on_reject(p, k, j, request=None):
-            return on_choose(p, k, j, False, request)
+        def on_reject(tok, p, k, j, request=None):
+            return on_choose(tok, p, k, j, False, request)
 
         for handler in (on_accept, on_reject):
             handler.__annotations__["request"] = gr.Request
         accept_btn.click(
             on_accept,
-            [run_dir_box, round_pick, cand_pick],
+            [token, run_dir_box, round_pick, cand_pick],
             outputs,
             api_name="accept",
             **quiet,
         )
         reject_btn.click(
             on_reject,
-            [run_dir_box, round_pick, cand_pick],
+            [token, run_dir_box, round_pick, cand_pick],
             outputs,
             api_name="reject",
             **quiet,
@@ -719,18 +787,20 @@ def ready_activities(country: str | None) -> list[str]:
     return ready or sorted(acts)
 
 
-def references_note(service: RunService, activity: Any, country: Any) -> tuple[str, bool]:
-    """(a line on where the references of ``activity`` in ``country`` come from, whether
-    they are missing and can be built here)."""
+def references_note(
+    service: RunService, activity: Any, country: Any, visitor: str | None = None
+) -> tuple[str, bool]:
+    """(a line on where the references of ``activity`` in ``country`` come from for
+    ``visitor``, whether they are missing and can be built here)."""
     if not str(activity or "").strip() or not str(country or "").strip():
         return "pick an activity and a country", False
     try:  # what a client sends: one line of printable text, not too long
         activity, country = phrase(activity, "activity"), phrase(country, "country")
     except ValueError as err:
-        return _md(str(err)), False
-    act, ctry = _md(activity), _md(country)
+        return md_text(err), False
+    act, ctry = md_text(activity), md_text(country)
     try:
-        pack = service.find_references(activity, country)
+        pack = service.find_references(activity, country, visitor)
     except ValueError:
         return (
             f"**no references yet** for *{act}* in {ctry}: build them with the profile's "
@@ -763,18 +833,6 @@ def references_json(pack: Any) -> str:
     return json.dumps(doc, indent=1, ensure_ascii=False)
 
 
-def _md(value: Any) -> str:
-    """A client's text, safe inside Markdown (no markup, no HTML)."""
-    import html
-    import re
-
-    text = html.escape(" ".join(str(value or "").split())[:120], quote=False)
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|>~])", r"\\\1", text)
-
-
-NOT_YOURS = "this run belongs to another visitor: you can watch it, not stop or steer it"
-
-
 def _index(value: Any, what: str) -> int:
     """A round or candidate number from a client: a whole number, or a ValueError."""
     try:
@@ -786,9 +844,9 @@ def _index(value: Any, what: str) -> int:
     return int(number)
 
 
-def _session(request: Any) -> str | None:
-    """The browser session (or API client) a request comes from."""
-    return getattr(request, "session_hash", None) if request is not None else None
+def _visitor(token: Any, request: Any) -> str | None:
+    """The visitor a request comes from (see :mod:`ui.visitors`)."""
+    return visitor_id(request, token)
 
 
 def _zip_run(run_dir: Path, archive: Path) -> Path:
@@ -833,13 +891,17 @@ def serve(
     share: bool = False,
     auth: tuple[str, str] | None = None,
     backends: dict[str, str] | None = None,
+    admins: list[str] | tuple[str, ...] = (),
+    limits: Limits | None = None,
 ) -> None:
-    """Serve the app (``refine app``); the profile is chosen from what can run unless given."""
+    """Serve the app (``refine app``); the profile is chosen from what can run unless given.
+    ``admins``: user names that change the shared references and tune from every run."""
     from refine.profiles import choose_profile
 
     profile, status = (profile, f"profile: {profile}") if profile else choose_profile()
     Path(out).mkdir(parents=True, exist_ok=True)
-    demo = build_app(RunService(profile, out=out, backends=backends), status)
+    service = RunService(profile, out=out, backends=backends, admins=[f"user:{a}" for a in admins])
+    demo = build_app(service, status, limits)
     demo.launch(server_name=host, server_port=port, share=share, auth=auth, **launch_options(out))
 
 

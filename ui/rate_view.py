@@ -13,7 +13,9 @@ from typing import Any
 import gradio as gr
 
 from refine.rating import RatingSet
-from refine.service import RunService, phrase
+from refine.service import RunService, phrase, visitor_hash
+from ui.safe import error, md_text
+from ui.visitors import visitor_id
 
 HELP = (
     "Keys: **1-5** image-prompt alignment · **q w e r t** cultural faithfulness 1-5 · "
@@ -57,9 +59,24 @@ def _rater(value: Any) -> str:
     return phrase(value, "rater name", 60)
 
 
-def add_rate_view(service: RunService) -> Any:
-    """The Rate accordion and its events, inside the app's Blocks; returns the load event's
-    JavaScript to install (the keyboard shortcuts)."""
+def _open(service: RunService, folder_value: str, who: str, visitor: str | None) -> RatingSet:
+    """The rating set a visitor may add ``who``'s answers to: a folder inside ``out``; a run
+    folder only when the visitor owns the run; the rater name claimed by this visitor (one
+    visitor's answers are never written under another's name)."""
+    folder = service.inside(folder_value, "rating set")
+    if (folder / "run.json").is_file():
+        service.check_owner(folder, visitor)
+    if visitor is None:
+        raise ValueError("this request names no visitor: open the app in a browser")
+    rating_set = RatingSet.cached(folder)
+    rating_set.claim(who, visitor_hash(visitor))
+    return rating_set
+
+
+def add_rate_view(service: RunService, token: Any = None) -> Any:
+    """The Rate accordion and its events, inside the app's Blocks (``token``: the session's
+    visitor state); returns the load event's JavaScript to install (the keyboard
+    shortcuts)."""
     with gr.Accordion("Rate images (human ratings)", open=False, elem_id="rate"):
         gr.Markdown(
             "Rate a set of images inside this app's folder: a run, a batch or bench folder, "
@@ -99,14 +116,14 @@ def add_rate_view(service: RunService) -> Any:
                 save = gr.Button("Save and next", variant="primary", elem_id="rate-save")
         current = gr.Textbox(visible=False, elem_id="rate-item")
 
-    def show_next(folder_value: str, who: str, note: str = "") -> list[Any]:
-        folder = service.inside(folder_value, "rating set")
-        rating_set = RatingSet.cached(folder)
+    def show_next(rating_set: RatingSet, who: str, note: str = "") -> list[Any]:
+        folder = rating_set.folder
         item, done, total = rating_set.next_for(who)
         lead = f"{note} " if note else ""
+        name = md_text(who, 60)
         if item is None:
             return [
-                f"{lead}**All {total} images rated** by {who}; thank you. Answers: "
+                f"{lead}**All {total} images rated** by {name}; thank you. Answers: "
                 f"`{rating_set.ratings_path.name}` in the set's folder.",
                 None,
                 "",
@@ -118,9 +135,9 @@ def add_rate_view(service: RunService) -> Any:
             ]
         text = item.prompt or "(no prompt recorded for this image)"
         return [
-            f"{lead}{done} of {total} rated by {who}; this is image {done + 1}.",
+            f"{lead}{done} of {total} rated by {name}; this is image {done + 1}.",
             str(folder / item.image),
-            f"**Prompt:** {_plain(text)}",
+            f"**Prompt:** {md_text(text, 400)}",
             gr.update(choices=list(item.expectations), value=[], visible=bool(item.expectations)),
             None,
             None,
@@ -130,38 +147,32 @@ def add_rate_view(service: RunService) -> Any:
 
     outputs = [status, image, prompt, unmet, alignment, faithfulness, comment, current]
 
-    def on_begin(folder_value: str, who: str) -> list[Any]:
-        try:
-            return show_next(folder_value, _rater(who))
-        except ValueError as err:
-            raise gr.Error(str(err)) from err
-
-    def on_save(folder_value, who, item, align, missed, faith, note) -> list[Any]:
+    def on_begin(tok, folder_value: str, who: str, request=None) -> list[Any]:
         try:
             who = _rater(who)
-            folder = service.inside(folder_value, "rating set")
+            return show_next(_open(service, folder_value, who, visitor_id(request, tok)), who)
+        except ValueError as err:
+            raise error(err) from err
+
+    def on_save(tok, folder_value, who, item, align, missed, faith, note, request=None):
+        try:
+            who = _rater(who)
+            rating_set = _open(service, folder_value, who, visitor_id(request, tok))
             if not item:
                 raise ValueError("press Begin first")
-            RatingSet.cached(folder).record(who, item, align, faith, list(missed or []), note)
-            return show_next(folder_value, who, "Saved.")
+            rating_set.record(who, item, align, faith, list(missed or []), note)
+            return show_next(rating_set, who, "Saved.")
         except ValueError as err:
-            raise gr.Error(str(err)) from err
+            raise error(err) from err
 
-    begin.click(on_begin, [set_box, rater], outputs, api_name="rate_begin", queue=False)
+    for handler in (on_begin, on_save):
+        handler.__annotations__["request"] = gr.Request
+    begin.click(on_begin, [token, set_box, rater], outputs, api_name="rate_begin", queue=False)
     save.click(
         on_save,
-        [set_box, rater, current, alignment, unmet, faithfulness, comment],
+        [token, set_box, rater, current, alignment, unmet, faithfulness, comment],
         outputs,
         api_name="rate_save",
         queue=False,
     )
     return KEYS_JS
-
-
-def _plain(text: str) -> str:
-    """A prompt, safe inside Markdown (no markup, no HTML)."""
-    import html
-    import re
-
-    text = html.escape(" ".join(str(text or "").split())[:400], quote=False)
-    return re.sub(r"([\\`*_{}\[\]()#+\-.!|>~])", r"\\\1", text)

@@ -8,21 +8,26 @@ from __future__ import annotations
 import gradio as gr
 
 from refine.service import RunService, ServiceBusy
+from ui.safe import error, md_text
+from ui.visitors import visitor_id
 
 
-def _data_text(service: RunService, max_drift: float = 0.5) -> str:
-    counts = service.training_data(max_drift)
+def _data_text(service: RunService, max_drift: float = 0.5, visitor: str | None = None) -> str:
+    counts = service.training_data(max_drift, visitor)
     try:
         base = f"the generator to tune: `{service.tunable_base()}`"
     except ValueError as err:
-        base = f"**{err}**"
+        base = f"**{md_text(err, 400)}**"
+    mine = "" if visitor is None or service.is_admin(visitor) else " of yours"
     return (
-        f"{counts['runs']} saved runs: {counts['pairs']} preference pairs (for dpo), "
+        f"{counts['runs']} saved runs{mine}: {counts['pairs']} preference pairs (for dpo), "
         f"{counts['images']} accepted images (for sft); {base}."
     )
 
 
-def add_tune_view(service: RunService) -> None:
+def add_tune_view(service: RunService, token: gr.State) -> None:
+    """The Tune accordion and its events (``token``: the session's visitor state): a
+    visitor tunes from their own runs (an admin from all)."""
     with gr.Accordion("Tune the generator (a LoRA from your runs)", open=False, elem_id="tune"):
         gr.Markdown(
             "Distil the saved runs into a LoRA for the profile's generator: **dpo** learns "
@@ -69,16 +74,16 @@ def add_tune_view(service: RunService) -> None:
             base_image = gr.Image(label="base", interactive=False, elem_id="tune-base")
             tuned_image = gr.Image(label="tuned", interactive=False, elem_id="tune-tuned")
 
-    def on_count(max_drift) -> str:
+    def on_count(tok, max_drift, request=None) -> str:
         try:
             value = float(max_drift if max_drift is not None else 0.5)
         except (TypeError, ValueError):
-            raise gr.Error("the drift is a number from 0 to 2") from None
+            raise error("the drift is a number from 0 to 2") from None
         if not 0 <= value <= 2:
-            raise gr.Error("the drift is a number from 0 to 2")
-        return _data_text(service, value)
+            raise error("the drift is a number from 0 to 2")
+        return _data_text(service, value, visitor_id(request, tok))
 
-    def on_tune(m, n, rate, px, max_drift, progress=gr.Progress()):
+    def on_tune(tok, m, n, rate, px, max_drift, request=None, progress=gr.Progress()):  # noqa: B008
         def report(info: dict) -> None:
             acc = "" if info["accuracy"] is None else f", reward accuracy {info['accuracy']:.2f}"
             progress(
@@ -87,9 +92,11 @@ def add_tune_view(service: RunService) -> None:
             )
 
         try:
-            summary = service.tune(m, n, rate, px, report, max_drift=max_drift)
+            summary = service.tune(
+                m, n, rate, px, report, max_drift=max_drift, visitor=visitor_id(request, tok)
+            )
         except (ServiceBusy, ValueError) as err:
-            raise gr.Error(str(err)) from err
+            raise error(err) from err
         held = summary["held_out_accuracy"]
         name = summary["adapter"].split("/")[-2]
         text = (
@@ -103,10 +110,14 @@ def add_tune_view(service: RunService) -> None:
         try:
             return service.compare(name, text, int(number or 0))
         except (ServiceBusy, ValueError) as err:
-            raise gr.Error(str(err)) from err
+            raise error(err) from err
 
-    count.click(on_count, drift, data, api_name="tune_count", queue=False)
-    start.click(on_tune, [method, steps, lr, resolution, drift], [result, tune], api_name="tune")
+    for handler in (on_count, on_tune):
+        handler.__annotations__["request"] = gr.Request
+    count.click(on_count, [token, drift], data, api_name="tune_count", queue=False)
+    start.click(
+        on_tune, [token, method, steps, lr, resolution, drift], [result, tune], api_name="tune"
+    )
     compare.click(
         on_compare, [tune, prompt, seed], [base_image, tuned_image], api_name="tune_compare"
     )

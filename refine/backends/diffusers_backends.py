@@ -75,12 +75,18 @@ def _generators(seeds: Sequence[int]) -> list[Any]:
 
 def _step_callback(progress: Progress | None, total: int, before: int = 0, overall: int = 0):
     """A pipeline's ``callback_on_step_end`` reporting ``(steps done, all steps)``; for the
-    k-th of several calls, ``before`` steps were done by the earlier ones, of ``overall``."""
-    if progress is None:
+    k-th of several calls, ``before`` steps were done by the earlier ones, of ``overall``.
+    Every step also checks for a stop (:func:`refine.usage.check_stop`): a stop asked for
+    ends the pipeline call between two denoising steps."""
+    from refine.usage import check_stop, stop_event
+
+    if progress is None and stop_event() is None:
         return None
 
     def callback(pipe, step, timestep, kwargs):
-        progress(before + min(step + 1, total), overall or total)
+        check_stop()
+        if progress is not None:
+            progress(before + min(step + 1, total), overall or total)
         return kwargs
 
     return callback

@@ -192,14 +192,17 @@ class GeminiClient:
 
         Under a wall-time budget (:func:`refine.usage.deadline`) each attempt first checks
         the time left, its timeout and retry waits are capped to it, and
-        :class:`refine.usage.BudgetExhausted` is raised when it is spent."""
+        :class:`refine.usage.BudgetExhausted` is raised when it is spent. Under a stop
+        (:func:`refine.usage.stop_on`) a call in flight is abandoned when the stop comes
+        (:class:`refine.usage.StopRequested`; its answer is never used)."""
         from google.genai import errors
 
-        from refine.usage import BudgetExhausted, sent, time_left
+        from refine.usage import BudgetExhausted, abandonable, check_stop, sent, time_left
 
         client = self.client()
         start = time.perf_counter()
         for attempt in range(self.max_retries + 1):
+            check_stop()
             left = time_left()
             if left is not None and left <= 0:
                 raise BudgetExhausted(f"{model}: the wall-time budget is spent ({purpose})")
@@ -211,8 +214,10 @@ class GeminiClient:
                 config = config.model_copy(update={"http_options": limit})
             sent(f"gemini:{model}")
             try:
-                response = client.models.generate_content(
-                    model=model, contents=contents, config=config
+                response = abandonable(
+                    lambda config=config: client.models.generate_content(
+                        model=model, contents=contents, config=config
+                    )
                 )
                 break
             except errors.APIError as err:
@@ -245,6 +250,7 @@ class GeminiClient:
                     )
             log.warning("%s: %s, retrying in %.1f s", model, reason, delay)
             self.sleep(delay)
+            check_stop()
         usage = getattr(response, "usage_metadata", None)
         record = CallRecord(
             model,

@@ -71,12 +71,17 @@ class Backends:
 
     @contextlib.contextmanager
     def using(self, role: str) -> Iterator[Any]:
-        """The backend of ``role``, held under the model lock unless it is thread-safe."""
+        """The backend of ``role``, held under the model lock unless it is thread-safe. A
+        stop asked for on the caller's work ends it here, before the model call."""
+        from refine.usage import check_stop
+
+        check_stop()
         backend = self.get(role)
         if getattr(backend, "thread_safe", False):
             yield backend
         else:
             with self.model_lock:
+                check_stop()
                 yield backend
 
     def named(self, role: str, name: str, **extra: Any) -> Any:

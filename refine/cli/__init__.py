@@ -26,6 +26,7 @@ from refine.cli.run_cmd import refs_app, run_cmd
 from refine.cli.sos_cmd import sos_app
 from refine.cli.tau_cmd import calibrate_tau_cmd
 from refine.cli.tune_cmd import tune_cmd
+from refine.settings import upper
 
 app = typer.Typer(
     name="refine",
@@ -157,6 +158,32 @@ def app_cmd(
     share: bool = typer.Option(False, "--share", help="A public gradio.live link."),
     auth: str = typer.Option(None, "--auth", help="USER:PASS required to open the app."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+    admin: list[str] = typer.Option(
+        [],
+        "--admin",
+        help="A user (of --auth or a Hugging Face login) who changes the shared references "
+        "and tunes from every run. Repeatable.",
+    ),
+    max_rounds: int = typer.Option(
+        10,
+        "--max-rounds",
+        min=0,
+        max=upper("rounds"),
+        help="Editing rounds a visitor's run may ask for.",
+    ),
+    max_candidates: int = typer.Option(
+        8,
+        "--max-candidates",
+        min=1,
+        max=upper("candidates"),
+        help="Edit candidates per round a run may ask for.",
+    ),
+    max_run_minutes: float = typer.Option(
+        30.0, "--max-run-minutes", min=0.1, max=1440.0, help="Wall time of one visitor's run."
+    ),
+    max_run_calls: int = typer.Option(
+        400, "--max-run-calls", min=1, help="Model calls of one visitor's run."
+    ),
 ) -> None:
     """Serve the Gradio app: start, watch and steer runs; open saved runs."""
     from refine.cli.run_cmd import parse_backends
@@ -176,7 +203,16 @@ def app_cmd(
             load_profile(profile)
         except ValueError as err:
             raise UserInputError(f"--profile: {err}") from err
-    serve(profile, out, host, port, share, credentials, overrides)
+    names = [a.strip() for a in admin]
+    if any(not n or not n.isprintable() for n in names):
+        raise UserInputError("--admin: give a user name")
+    from ui.limits import Limits
+
+    try:
+        limits = Limits(max_rounds, max_candidates, max_run_minutes, max_run_calls).check()
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
+    serve(profile, out, host, port, share, credentials, overrides, admins=names, limits=limits)
 
 
 def _version(value: bool) -> None:

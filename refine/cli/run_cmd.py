@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from refine.cli.inputs import UserInputError, reference_images_option, tau_option
-from refine.settings import default
+from refine.settings import default, upper
 
 refs_app = typer.Typer(
     help="Reference descriptors and stereotype candidates from the bundled pack.",
@@ -204,7 +204,11 @@ def run_cmd(
     profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
     rounds: int = typer.Option(
-        default("rounds"), "--rounds", min=0, help="Editing rounds after round 0."
+        default("rounds"),
+        "--rounds",
+        min=0,
+        max=upper("rounds"),
+        help="Editing rounds after round 0.",
     ),
     target: float = typer.Option(
         default("target"), "--target", min=0.0, max=1.0, help="Stop at this FAITH."
@@ -213,10 +217,18 @@ def run_cmd(
         default("patience"), "--patience", min=1, help="Rejected rounds before stopping."
     ),
     candidates: int = typer.Option(
-        default("candidates"), "--candidates", min=1, help="Edit candidates per round."
+        default("candidates"),
+        "--candidates",
+        min=1,
+        max=upper("candidates"),
+        help="Edit candidates per round.",
     ),
     initial: int = typer.Option(
-        default("initial_candidates"), "--initial", min=1, help="Best of N seeds for round 0."
+        default("initial_candidates"),
+        "--initial",
+        min=1,
+        max=upper("initial_candidates"),
+        help="Best of N seeds for round 0.",
     ),
     seed: int = typer.Option(default("seed"), "--seed", help="Base seed."),
     margin: float = typer.Option(

@@ -247,3 +247,25 @@ def test_a_lora_named_with_the_generator(tiny_dir, tmp_path):
     assert np.abs(a - b).max() > 5
     optioned = gen_backend(tiny_dir["sd"], lora=str(lora), lora_scale=0.0)
     assert np.abs(arr(optioned.generate("x", seeds=[3])[0]) - a).max() <= 2
+
+
+def test_a_stop_ends_a_pipeline_between_denoising_steps(tiny_dir):
+    """With a stop event on the work (refine.usage.stop_on), a stop asked for during step 2
+    of 6 ends the pipeline call before step 3."""
+    import threading
+
+    from refine import usage
+
+    g = gen_backend(tiny_dir["sd"], steps=6)
+    stop, steps = threading.Event(), []
+
+    def progress(done, total):
+        steps.append(done)
+        if done == 2:
+            stop.set()
+
+    with usage.stop_on(stop), pytest.raises(usage.StopRequested):
+        g.generate("x", seeds=[0], progress=progress)
+    assert steps == [1, 2]
+    with usage.stop_on(threading.Event()):  # no stop asked: the whole call
+        assert len(g.generate("x", seeds=[0])) == 1

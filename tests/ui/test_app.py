@@ -162,6 +162,13 @@ def test_download_zip_and_report(app_url):
     assert html.count('class="round ') == 2 and "data:image/png;base64," in html
     with pytest.raises(Exception, match="no run to download yet"):
         client.predict("", api_name="/download")
+    # asked again: the same files, not another copy on the server's disk
+    import tempfile
+    from pathlib import Path
+
+    client.predict(str(service.job.run_dir), api_name="/download")
+    made = Path(tempfile.gettempdir()) / "refine-downloads"
+    assert len(list(made.glob(f"{service.job.run_dir.name}-*"))) == 1
 
 
 def test_missing_key_is_a_readable_message_and_the_app_goes_on(
@@ -215,8 +222,10 @@ def test_cancelling_a_run_stops_it_and_keeps_its_rounds(app_url, world):
         assert time.monotonic() < deadline, "the run went on after the visitor cancelled"
         time.sleep(0.1)
     run = service.open(service.job.run_dir)
-    assert run.status == "finished" and run.stop_reason == "stopped by the user"
+    # between rounds, or at once during one (the finished candidates kept as stopped)
+    assert run.status == "finished" and run.stop_reason.startswith("stopped by the user")
     assert len(run.rounds) in range(1, 7)
+    assert all(r.decision != "stopped" for r in run.rounds[:-1])
     for r in run.rounds:
         assert (service.job.run_dir / r.best.image).is_file()
 
@@ -388,12 +397,17 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path)
     shown = json.loads(review["value"])
     assert shown["descriptors"]["objects"] == ["Sabzeh sprouts", "Goldfish bowl", "Painted eggs"]
     assert shown["stereotypes"] == ["flying carpets", "desert backdrop"]
-    kept = list((tmp_path / "references").glob("*.json"))
+    # kept for this visitor's runs (an API client: its session), not in the shared folder
+    me = f"session:{client.session_hash}"
+    assert not list((tmp_path / "references").glob("*.json"))
+    kept = list((tmp_path / "references" / "visitors").glob("*/*.json"))
     assert len(kept) == 1 and "nowruz" in kept[0].name
+    assert kept[0].parent == service.visitor_references_dir(me)
+    assert references_note(service, act, "Iran")[1]  # another visitor has none yet
     # asked again: every answer comes from the cache inside --out
     note, _ = client.predict(act, "Iran", api_name="/build_references")
     assert "(0 model calls, 4 answers from the cache)" in note and len(world.refs_asked) == 4
-    assert references_note(service, act, "Iran") == (
+    assert references_note(service, act, "Iran", me) == (
         "references: 7 descriptors and 2 stereotype candidates for *people celebrating Nowruz "
         "at home* in Iran (built with language models)",
         False,
@@ -409,14 +423,14 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path)
     assert run.references.descriptors["objects"][-1] == "Samanu pudding"
     assert run.references.source.startswith("reviewed in the app")
     # bad input is an error naming it; nothing is written
-    before = sorted(p.name for p in (tmp_path / "references").iterdir())
+    before = sorted(str(p) for p in (tmp_path / "references").rglob("*"))
     with pytest.raises(AppError, match="not JSON"):
         client.predict(act, "Iran", "{descriptors: oops", api_name="/save_references")
     with pytest.raises(AppError, match="at most 120 characters"):
         client.predict("x" * 500, "Iran", api_name="/build_references")
     with pytest.raises(AppError, match='"descriptors" object'):
         client.predict(act, "Iran", json.dumps(["a"]), api_name="/save_references")
-    assert sorted(p.name for p in (tmp_path / "references").iterdir()) == before
+    assert sorted(str(p) for p in (tmp_path / "references").rglob("*")) == before
     assert len(world.refs_asked) == 4
 
 

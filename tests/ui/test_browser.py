@@ -260,6 +260,23 @@ def test_first_screen_country_activities_and_examples(page, size, tmp_path):
         assert box is not None and box["y"] + box["height"] <= size[1], elem
     assert not pg.locator("#rounds input").first.is_visible()  # folded into Options
     pg.screenshot(path=str(tmp_path / f"first-{size[0]}.png"))
+    # a visitor's first click: an example fills activity and country, and they stay once
+    # every handler has run (the country's change does not reset the example's activity)
+    for act, ctry in (
+        ("wedding celebration", "India"),
+        ("people participating in New Yam Festival", "Nigeria"),
+    ):
+        pg.locator("#examples").get_by_text(act).first.click()
+        pg.wait_for_function("c => document.querySelector('#country input').value === c", arg=ctry)
+        settled = time.monotonic() + 3
+        while time.monotonic() < settled:
+            assert pg.locator("#activity input").first.input_value() == act
+            assert pg.locator("#country input").first.input_value() == ctry
+            time.sleep(0.1)
+        pg.wait_for_function(
+            "a => document.querySelector('#refs-note').innerText.includes(a)", arg=act
+        )
+        assert "CULTIVate" in pg.locator("#refs-note").inner_text()
     # India's activities only, once India is picked
     from ui.app import ready_activities
 
@@ -270,12 +287,6 @@ def test_first_screen_country_activities_and_examples(page, size, tmp_path):
     while (options := dropdown_options(pg, "activity")) != india:
         assert time.monotonic() < deadline, f"the activities did not follow: {options[:5]}"
         time.sleep(0.2)
-    # an example fills activity and country
-    pg.get_by_text("people participating in New Yam Festival").first.click()
-    pg.wait_for_function("() => document.querySelector('#country input').value === 'Nigeria'")
-    value = pg.locator("#activity input").first.input_value()
-    assert value == "people participating in New Yam Festival"
-    assert "CULTIVate" in pg.locator("#refs-note").inner_text()
 
 
 def pick(pg, elem_id: str, value: str) -> None:
@@ -486,3 +497,54 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
 
     order = [it.image for it in RatingSet.open(folder).order("Ana")]
     assert [r["image"] for r in rows] == order
+
+
+def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeypatch, tmp_path):
+    """The browser keeps its visitor token: after a reload the owner still decides their
+    run by hand; a second browser (its own storage) is refused and nothing changes. A
+    model's answer carrying markup shows as text, never as an element."""
+    from tests.fakes import gemini_world
+
+    hostile = "<img src=x onerror=window.__owned=1>"
+    monkeypatch.setitem(gemini_world.SEEN[gemini_world.RED], "objects", [hostile, "hamburgers"])
+    pg, service = page
+    fill(pg, "rounds", "1")
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    fill(pg, "candidates", "1")
+    pg.click("#start")
+    wait_finished(pg)
+    run_dir = pg.locator("#run-dir textarea").input_value()
+    assert service.open(run_dir).rounds[1].decision == "accepted"
+    fill(pg, "round", "0")
+    pg.click("#show")
+    pg.wait_for_function(
+        "() => document.querySelector('#stage textarea').value === 'round 0: initial'"
+    )
+    assert hostile in pg.locator("#checklist").inner_text()  # shown as text
+    assert pg.locator("img[src='x']").count() == 0 and pg.evaluate("window.__owned") is None
+
+    def open_saved(p) -> None:
+        p.wait_for_selector("#start")
+        p.locator("#saved-runs").get_by_text("Open a saved run").first.click()
+        p.locator("#saved-gallery img").first.click()
+        p.wait_for_function("() => document.querySelector('#run-dir textarea').value !== ''")
+        fill(p, "round", "1")
+
+    # another browser: its own storage, so another visitor; it may watch, not decide
+    other = pg.context.browser.new_page(viewport={"width": 1400, "height": 1300})
+    other.goto(pg.url)
+    open_saved(other)
+    before = (Path(run_dir) / "run.json").read_bytes()
+    other.click("#reject")
+    toast_text(other, "this run belongs to another visitor")
+    assert (Path(run_dir) / "run.json").read_bytes() == before
+    other.close()
+    # the owner, after a reload
+    pg.reload()
+    open_saved(pg)
+    pg.click("#reject")
+    pg.wait_for_function(
+        "() => document.querySelector('#stage textarea').value === 'round 1: rejected by hand'"
+    )
+    assert service.open(run_dir).rounds[1].decision == "rejected"

@@ -40,12 +40,13 @@ def test_count_tune_and_compare(app, world):
     client, service = app
     # whatever colour the tiny pipeline's first draft reads as, an edit makes it green or blue
     world.edits = {c: (GREEN, BLUE) for c in (RED, GREEN, BLUE, GREY)}
-    assert client.predict(2.0, api_name="/tune_count").startswith("0 saved runs")
+    assert client.predict(2.0, api_name="/tune_count").startswith("0 saved runs of yours")
     with pytest.raises(Exception, match="no saved runs to learn from yet"):
         client.predict("dpo", 5, 1e-3, 32, 2.0, api_name="/tune")
     assert client.predict(*start_args(1), api_name="/start")[0] == "finished"
     counted = client.predict(2.0, api_name="/tune_count")
-    assert counted.startswith("1 saved runs: ") and "the generator to tune: `diffusers:" in counted
+    assert counted.startswith("1 saved runs of yours: ")
+    assert "the generator to tune: `diffusers:" in counted
     pairs = int(counted.split(": ")[1].split()[0])
     assert pairs >= 1
     for bad, match in (

@@ -98,3 +98,46 @@ def test_steps_of_another_round_are_ignored_and_durations_read_well():
         "3 min 05 s",
         "1 h 02 min",
     ]
+
+
+def test_a_call_in_flight_is_abandoned_on_a_stop():
+    """usage.abandonable: a stop ends the wait at once, the late answer is dropped; a
+    worker under usage.inherited sees the same stop; without a stop the call just runs."""
+    import threading
+    import time
+
+    import pytest
+
+    from refine import usage
+
+    assert usage.abandonable(lambda: 7) == 7
+    stop, answered = threading.Event(), []
+
+    def slow():
+        time.sleep(1.5)
+        answered.append("late")
+        return "late"
+
+    threading.Timer(0.2, stop.set).start()
+    began = time.monotonic()
+    with usage.stop_on(stop), pytest.raises(usage.StopRequested):
+        usage.abandonable(slow)
+    assert time.monotonic() - began < 1.0 and not answered
+    with usage.stop_on(stop):
+        ctx = usage.context()
+    seen = []
+
+    def worker():
+        with usage.inherited(ctx):
+            try:
+                usage.check_stop()
+            except usage.StopRequested:
+                seen.append("stopped")
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen == ["stopped"]
+    with usage.stop_on(threading.Event()):
+        with pytest.raises(ZeroDivisionError):  # the call's own error comes through
+            usage.abandonable(lambda: 1 / 0)

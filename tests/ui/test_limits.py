@@ -1,0 +1,146 @@
+"""Bounded work: the operator's limits on each visitor's run (refused above them, a budget
+of time and calls on every app run), below the CLI's bounds, below RunSpec's."""
+
+from __future__ import annotations
+
+import pytest
+
+from refine import settings
+from refine.service import RunService
+from tests.ui.test_app import start_args
+from ui.app import build_app
+from ui.limits import Limits
+
+
+@pytest.fixture
+def limited(world, backends, options, tmp_path):
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+    demo = build_app(service, "limited", Limits(rounds=3, candidates=2, run_calls=12))
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    yield url, service, demo
+    demo.close()
+
+
+def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    url, service, demo = limited
+    client = Client(url, verbose=False)
+    for args, match in (
+        (start_args(100_000), "rounds|maximum"),
+        (start_args(4), "rounds|maximum"),
+        (start_args(1, candidates=5000), "candidates|maximum"),
+        (start_args(1, candidates=3), "candidates|maximum"),
+    ):
+        with pytest.raises(AppError, match=match):
+            client.predict(*args, api_name="/start")
+    assert not service.busy and not list(service.out.rglob("run.json"))
+    # the handler itself refuses too (a client that gets past the form's maximum)
+    handler = next(fn.fn for fn in demo.fns.values() if getattr(fn, "api_name", None) == "start")
+    with pytest.raises(Exception, match=r"rounds: 4 is above this app's limit of 3 editing"):
+        next(handler(None, *start_args(4)))
+    with pytest.raises(Exception, match=r"--max-candidates"):
+        next(handler(None, *start_args(1, candidates=3)))
+    # the page's number fields carry the same maxima
+    fields = {c["props"].get("elem_id"): c["props"] for c in demo.config["components"]}
+    assert fields["rounds"]["maximum"] == 3 and fields["candidates"]["maximum"] == 2
+    assert fields["rounds"]["value"] == 3  # the run default (5) capped to the limit
+
+
+def test_every_app_run_has_the_budget_and_says_which_limit_ended_it(limited):
+    from gradio_client import Client
+
+    url, service, _ = limited
+    client = Client(url, verbose=False)
+    # each round of two candidates takes several calls: the call limit ends the run early
+    out = client.predict(*start_args(3, candidates=2), api_name="/start")
+    run = service.open(out[7])
+    assert run.spec.budget_calls == 12 and run.spec.budget_seconds == 30 * 60
+    assert run.stop_reason.startswith("budget: ") and "model calls used (limit 12)" in (
+        run.stop_reason
+    )
+    assert len(run.rounds) < 4
+
+
+def test_the_order_of_bounds_holds():
+    """app limit <= CLI bound <= RunSpec bound, and each is one clear line."""
+    assert settings.upper("rounds") == 100 and settings.upper("candidates") == 64
+    with pytest.raises(settings.SettingsError, match="less than or equal to 100"):
+        settings.run_spec({"activity": "a", "country": "Iran", "rounds": 101})
+    with pytest.raises(settings.SettingsError, match="less than or equal to 64"):
+        settings.run_spec({"activity": "a", "country": "Iran", "candidates": 65})
+    for bad, match in (
+        (Limits(rounds=101), "--max-rounds: a whole number from 0 to 100"),
+        (Limits(candidates=65), "--max-candidates: a whole number from 1 to 64"),
+        (Limits(run_minutes=0), "--max-run-minutes"),
+        (Limits(run_calls=0), "--max-run-calls"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            bad.check()
+    assert Limits().check().describe().startswith("at most 10 editing rounds, 8 candidates")
+
+
+def test_the_cli_refuses_a_run_above_a_bound(tmp_path):
+    from tests.e2e.test_cli_run import cli
+
+    for option, value, bound in (("--rounds", "101", "100"), ("--candidates", "65", "64")):
+        args = ("--country", "Iran", option, value, "--out", str(tmp_path / "runs"))
+        done = cli("run", "people eating food at home", *args)
+        assert done.returncode != 0
+        lines = [x for x in done.stderr.splitlines() if x.strip()]
+        said = f"error: {option} '{value}': Input should be less than or equal to {bound}"
+        assert lines[-1] == said
+    assert not (tmp_path / "runs").exists()
+    done = cli("app", "--max-rounds", "101", "--out", str(tmp_path / "app"))
+    assert done.returncode != 0 and "--max-rounds" in done.stderr and "100" in done.stderr
+
+
+def test_a_stop_during_a_round_of_many_candidates_ends_the_run_at_once(
+    world, backends, options, tmp_path
+):
+    """A round of 60 slow edits (about 25 s at the editor's 4 requests at once) is cut
+    short by the owner's stop: the job ends within moments, the finished candidates are
+    kept as a stopped round, nothing is asked of the models afterwards."""
+    import time
+
+    from gradio_client import Client
+
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+    demo = build_app(service, "many candidates", Limits(candidates=60))
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    try:
+        client = Client(url, verbose=False)
+        world.edit_delay_s = 1.5
+        job = client.submit(*start_args(3, candidates=60), api_name="/start")
+        deadline = time.monotonic() + 120
+        # round 1 under way with the first four candidates finished: four chains run at
+        # once, so a fifth observation comes only once one of the first four is done
+        while not (
+            "edit" in world.log and world.log[world.log.index("edit") :].count("observe") >= 5
+        ):
+            assert time.monotonic() < deadline, "round 1 never got going"
+            time.sleep(0.05)
+        assert client.predict(api_name="/stop").startswith("stopping now")
+        asked = time.monotonic()
+        while service.busy:
+            assert time.monotonic() - asked < 15, "the run went on after the stop"
+            time.sleep(0.05)
+        took = time.monotonic() - asked
+        sent = len(world.log)
+        job.result(timeout=60)
+        time.sleep(2.0)  # abandoned calls may still be answered, never followed up
+        assert world.log[sent:].count("edit") == 0
+        run = service.open(service.job.run_dir)
+        assert run.status == "finished" and run.stop_reason == "stopped by the user during round 1"
+        assert [r.decision for r in run.rounds] == ["initial", "stopped"]
+        stopped = run.rounds[1]
+        assert 1 <= len(stopped.candidates) < 60 and stopped.reason.startswith(
+            "stopped by the user"
+        )
+        assert run.best_round == 0
+        for c in stopped.candidates:
+            assert (service.job.run_dir / c.image).is_file() and c.scores.faith is not None
+        assert took < 10, f"the stop took {took:.1f} s"
+    finally:
+        demo.close()
