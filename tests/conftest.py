@@ -12,6 +12,11 @@ from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.gemini_world import World
 from tests.fakes.tiny_models import build_tiny_siglip
 
+# under pytest-xdist each worker keeps to one core's worth of threads (two workers share
+# two cores; more threads per worker only make them wait on each other)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # built references and cached model answers go to a folder of this test session only

@@ -539,8 +539,11 @@ def build_app(service: RunService, status: str = "", limits: Limits | None = Non
                 raise error(f"no run to download yet: {err}") from err
             # one zip and report per run and version of its record, made once: asking
             # again (any visitor, any number of times) does not fill the disk
+            import hashlib
+
             record = run_dir / "run.json"
-            version = f"{record.stat().st_mtime_ns}-{record.stat().st_size}"
+            where = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:12]
+            version = f"{where}-{record.stat().st_mtime_ns}-{record.stat().st_size}"
             folder = Path(tempfile.gettempdir()) / "refine-downloads" / f"{run_dir.name}-{version}"
             report = folder / f"{run_dir.name}-report.html"
             archive = folder / f"{run_dir.name}.zip"

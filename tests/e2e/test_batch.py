@@ -22,6 +22,7 @@ def write_jsonl(path, rows):
     return path
 
 
+@pytest.mark.slow
 def test_batch_records_a_failing_run_and_resumes_it(world, siglip_path, tmp_path):
     Image.new("RGB", (64, 48), BLUE).save(tmp_path / "blue.png")
     specs = write_jsonl(

@@ -21,6 +21,8 @@ from refine.store import RunStore
 from tests.e2e.test_batch import write_jsonl
 from tests.e2e.test_cli_run import env
 
+pytestmark = pytest.mark.slow  # Ray: a cluster of worker processes
+
 ray = pytest.importorskip("ray")
 ACT, COUNTRY = "people eating food at home", "Iran"
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from refine.loop import Refiner
 from refine.store import RunStore
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
 
+@pytest.mark.slow
 def test_a_hung_editor_stops_at_the_budget(world, backends, options, tmp_path):
     world.edit_delay_s = 60.0  # the editor never answers in time
     start = time.monotonic()

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from refine.store import RunStore
 
 ACT, COUNTRY = "people eating food at home", "Iran"
@@ -23,11 +25,41 @@ def env():
     return {**os.environ, "HF_HUB_OFFLINE": "1"}
 
 
-def cli(*args, timeout=300):
-    """``refine ARGS`` in a subprocess, its output captured as text."""
-    return subprocess.run(
-        refine_cmd(*args), env=env(), capture_output=True, text=True, timeout=timeout
-    )
+def cli(*args, timeout=300, process=False):
+    """``refine ARGS`` as a user runs it, its output captured as text: the console entry
+    point (``refine.cli.main``) in this process, where the packages are already imported
+    (a new process spends about 5 s importing torch and transformers before it starts);
+    with ``process`` (or REFINE_TEST_SUBPROCESS=1, to run every call so), in a subprocess.
+    A kill, a Ray cluster or a fresh import each want ``process``."""
+    if process or os.environ.get("REFINE_TEST_SUBPROCESS") == "1":
+        return subprocess.run(
+            refine_cmd(*args), env=env(), capture_output=True, text=True, timeout=timeout
+        )
+    return in_process(*args)
+
+
+def in_process(*args) -> subprocess.CompletedProcess:
+    """``refine ARGS`` through ``refine.cli.main`` here: stdout, stderr and the exit code
+    as a subprocess would give them (an unexplained error: its traceback, code 1)."""
+    import contextlib
+    import io
+    import traceback
+
+    from refine.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+            if not isinstance(done.code, int | None):
+                print(done.code, file=sys.stderr)
+        except Exception:
+            traceback.print_exc()
+            code = 1
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def run_args(out, rounds, siglip_path):
@@ -38,6 +70,7 @@ def run_args(out, rounds, siglip_path):
     ]
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9_mid_round(world, siglip_path, tmp_path):
     world.edit_delay_s = 60.0
     args = run_args(tmp_path, 2, siglip_path)

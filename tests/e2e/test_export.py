@@ -14,9 +14,20 @@ from tests.e2e.test_cli_run import cli
 ACTS = ["people eating food at home", "wedding celebration"]
 
 
-@pytest.fixture
-def runs(world, siglip_path, tmp_path):
-    out = tmp_path / "runs"
+@pytest.fixture(scope="module")
+def runs(gemini_env, siglip_path, tmp_path_factory):
+    """Two runs made once for the module (the tests only read them)."""
+    from tests.fakes.gemini_world import World
+
+    world, saved = World(), gemini_env.handler
+    gemini_env.handler = world
+    try:
+        return _make_runs(world, siglip_path, tmp_path_factory.mktemp("export") / "runs")
+    finally:
+        gemini_env.handler = saved
+
+
+def _make_runs(world, siglip_path, out):
     for k, act in enumerate(ACTS):
         world.size = (64 + 8 * k, 48)  # other bytes: the runs' images are not the same files
         done = cli(

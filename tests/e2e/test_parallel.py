@@ -98,6 +98,7 @@ def test_an_api_generator_asks_for_several_seeds_at_once(world):
         create("generator", model, concurrency=0)
 
 
+@pytest.mark.slow
 def test_a_judge_without_log_probabilities_is_found_out_once(world, backends, options, tmp_path):
     """Candidates judged at once ask a model without log-probabilities once, as one by one
     would: the same record, usage (requests sent) included."""

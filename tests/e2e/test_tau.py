@@ -46,6 +46,7 @@ def by_hand(refs: dict, observed: list[dict], minilm, q: float = 0.75) -> float:
     return float(np.quantile(np.asarray(sims), q))
 
 
+@pytest.mark.slow
 def test_calibrate_tau_prints_the_percentile_and_writes_a_profile(
     world, minilm, siglip_path, tmp_path
 ):

@@ -65,6 +65,7 @@ def local_refiner(tmp_path_factory, siglip_path):
     return refiner
 
 
+@pytest.mark.slow
 def test_run_on_tiny_local_models(local_refiner, tmp_path):
     from refine.events import StepDone
     from refine.progress import RunProgress

@@ -13,7 +13,11 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_cli_run import run_args
+
+pytestmark = pytest.mark.slow  # a wheel built and installed
 
 ROOT = Path(__file__).resolve().parents[2]
 SKIP = {".git", ".venv", "runs", "build", "dist", "__pycache__", ".pytest_cache", ".ruff_cache"}

@@ -105,6 +105,7 @@ def test_bad_key_is_not_retried(fake, client):
     assert len(fake.requests) == 1
 
 
+@pytest.mark.slow
 def test_timeout_is_retried_then_reported(fake, client):
     for _ in range(3):
         fake.reply(image_answer(png_bytes()), delay_s=3.0)

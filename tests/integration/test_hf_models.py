@@ -138,6 +138,7 @@ def test_observer_repair_then_valid(tiny, monkeypatch):
     assert "not valid JSON" in seen[1][0]
 
 
+@pytest.mark.slow
 def test_taught_observer_lists_descriptors_through_real_generation(tiny):
     obs = backend("observer", tiny["vl"], max_new_tokens=160)
     answer = (

@@ -20,6 +20,8 @@ from PIL import Image
 from refine.tune import TuneConfig, Tuner
 from tests.fakes.tiny_models import build_tiny_sd
 
+pytestmark = pytest.mark.slow  # training: about a minute and a half of work
+
 RED, BLUE = (210, 40, 40), (40, 40, 210)
 PROMPT = "a photo of food"
 

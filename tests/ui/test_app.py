@@ -163,12 +163,14 @@ def test_download_zip_and_report(app_url):
     with pytest.raises(Exception, match="no run to download yet"):
         client.predict("", api_name="/download")
     # asked again: the same files, not another copy on the server's disk
+    import hashlib
     import tempfile
     from pathlib import Path
 
     client.predict(str(service.job.run_dir), api_name="/download")
     made = Path(tempfile.gettempdir()) / "refine-downloads"
-    assert len(list(made.glob(f"{service.job.run_dir.name}-*"))) == 1
+    where = hashlib.sha256(str(service.job.run_dir.resolve()).encode()).hexdigest()[:12]
+    assert len(list(made.glob(f"{service.job.run_dir.name}-{where}-*"))) == 1
 
 
 def test_missing_key_is_a_readable_message_and_the_app_goes_on(

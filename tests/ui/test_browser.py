@@ -14,9 +14,12 @@ from tests.fakes.gemini_world import GREEN, RED
 from ui.app import build_app, launch_options
 
 CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="Debian's chromium is needed (apt-get install chromium)"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="Debian's chromium is needed (apt-get install chromium)"
+    ),
+]
 
 
 @pytest.fixture

@@ -96,6 +96,7 @@ def test_the_cli_refuses_a_run_above_a_bound(tmp_path):
     assert done.returncode != 0 and "--max-rounds" in done.stderr and "100" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_stop_during_a_round_of_many_candidates_ends_the_run_at_once(
     world, backends, options, tmp_path
 ):

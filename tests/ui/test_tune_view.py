@@ -34,6 +34,7 @@ def app(world, siglip_path, tmp_path):
     demo.close()
 
 
+@pytest.mark.slow
 def test_count_tune_and_compare(app, world):
     from tests.fakes.gemini_world import BLUE, GREEN, GREY, RED
 
