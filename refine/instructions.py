@@ -1,42 +1,124 @@
 """Feedback -> editing instruction, from the template ``assets/prompts/edit_instruction.txt``.
 
-Remove hallucinated and exaggerated elements, add missing reference elements, keep the
-aligned ones; at most ``max_changes`` changes, taken in turn from the exaggerated (largest
-excess first), hallucinated (least supported first) and missing (furthest first) lists.
+:func:`plan` decides the changes, :func:`sentence` words each one as a person would:
+
+* **Near matches are kept.** An observed item whose closest reference is within
+  ``near_margin`` below tau is left alone, and that reference is not asked for either (the
+  metrics still count the item as hallucinated, as the papers define it; only the edit
+  spares what is probably right, worded a little differently).
+* **Replace, not remove.** A hallucinated item whose closest reference in its dimension is
+  at least ``replace_floor`` similar, and missing from the image, is replaced by it (the
+  edit leaves no hole); other hallucinated items are removed.
+* Exaggerated stereotypes are toned down; missing references are added.
+
+At most ``max_changes`` changes, taken in turn from the exaggerated (largest first),
+hallucinated (least supported first) and missing (furthest first) lists. Each change is
+phrased by its dimension: objects are added with an article, attire dresses the people,
+a place sets the scene, an interaction is shown, an arrangement arranges them.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from itertools import zip_longest
 
 from refine.assets import prompt_template
-from refine.records import CaireScore, Feedback
+from refine.records import CaireScore, Feedback, Match
+
+NEAR_MARGIN = 0.05  # below tau, on the cosine similarity scale
+REPLACE_FLOOR = 0.3  # least similarity of a reference that replaces a hallucinated item
 
 
-def planned_changes(feedback: Feedback, max_changes: int) -> list[str]:
-    exaggerated = [f"Tone down the exaggerated {e.candidate}" for e in feedback.exaggerated]
+@dataclass(frozen=True)
+class Change:
+    kind: str  # add, remove, replace, tone down
+    dimension: str | None  # None: a stereotype (any dimension)
+    item: str  # what to add, remove, replace or tone down
+    reference: str | None = None  # replace: what takes its place
+    similarity: float | None = None  # of the item to its closest counterpart
+
+
+@dataclass(frozen=True)
+class Plan:
+    changes: list[Change]
+    near: list[Match]  # observed items kept as near matches of their reference
+    keep: list[str]  # aligned items, named in the keep clause
+
+
+def plan(
+    feedback: Feedback,
+    max_changes: int,
+    tau: float | None = None,
+    near_margin: float = NEAR_MARGIN,
+    replace_floor: float = REPLACE_FLOOR,
+) -> Plan:
+    """The changes the feedback asks for (see the module docstring)."""
+    near = near_matches(feedback, tau, near_margin)
+    spared = {(m.dimension, (m.best_match or "").casefold()) for m in near}
+    near_items = {(m.dimension, m.phrase.casefold()) for m in near}
+    exaggerated = [Change("tone down", None, e.candidate) for e in feedback.exaggerated]
     # an observed phrase already named as an exaggerated candidate is not listed twice
     covered = {(e.observed or "").casefold() for e in feedback.exaggerated}
-    hallucinated = [
-        f"Remove {h.phrase}"
-        for h in sorted(feedback.hallucinated, key=lambda h: h.similarity or 0.0)
-        if h.phrase.casefold() not in covered
+    missing = {(m.dimension, m.phrase.casefold()): m for m in feedback.missing}
+    used: set[tuple[str, str]] = set()
+    hallucinated = []
+    for h in sorted(feedback.hallucinated, key=lambda h: h.similarity or 0.0):
+        key = (h.dimension, h.phrase.casefold())
+        if h.phrase.casefold() in covered or key in near_items:
+            continue
+        ref = (h.dimension, (h.best_match or "").casefold())
+        if (
+            h.similarity is not None
+            and h.similarity >= replace_floor
+            and ref in missing
+            and ref not in spared
+            and ref not in used
+        ):
+            used.add(ref)
+            hallucinated.append(
+                Change("replace", h.dimension, h.phrase, missing[ref].phrase, h.similarity)
+            )
+        else:
+            hallucinated.append(Change("remove", h.dimension, h.phrase, similarity=h.similarity))
+    adds = [
+        Change("add", m.dimension, m.phrase, similarity=m.similarity)
+        for m in sorted(feedback.missing, key=lambda m: m.similarity or 0.0)
+        if (m.dimension, m.phrase.casefold()) not in spared | used
     ]
-    missing = [
-        f"Add {m.phrase}" for m in sorted(feedback.missing, key=lambda m: m.similarity or 0.0)
-    ]
-    out: list[str] = []
-    for group in zip_longest(exaggerated, hallucinated, missing):
-        out.extend(c for c in group if c)
-    # the same phrase may be both exaggerated and hallucinated: keep the first wording
+    out: list[Change] = []
     seen: set[str] = set()
-    unique = []
-    for c in out:
-        key = c.split(" ", 1)[1].casefold().replace("the exaggerated ", "")
-        if key not in seen:
-            seen.add(key)
-            unique.append(c)
-    return unique[:max_changes]
+    for group in zip_longest(exaggerated, hallucinated, adds):
+        for c in group:
+            # the same phrase may be both exaggerated and hallucinated: keep the first
+            if c is not None and c.item.casefold() not in seen:
+                seen.add(c.item.casefold())
+                out.append(c)
+    return Plan(out[:max_changes], near, [a.phrase for a in feedback.aligned])
+
+
+def near_matches(feedback: Feedback, tau: float | None, margin: float) -> list[Match]:
+    """Hallucinated items within ``margin`` below ``tau`` of their closest reference."""
+    if tau is None or margin <= 0:
+        return []
+    return [
+        h
+        for h in feedback.hallucinated
+        if h.similarity is not None and h.best_match and h.similarity >= tau - margin
+    ]
+
+
+def planned_changes(
+    feedback: Feedback,
+    max_changes: int,
+    tau: float | None = None,
+    near_margin: float = NEAR_MARGIN,
+    replace_floor: float = REPLACE_FLOOR,
+) -> list[str]:
+    """The planned changes as the sentences of the instruction."""
+    return [
+        sentence(c) for c in plan(feedback, max_changes, tau, near_margin, replace_floor).changes
+    ]
 
 
 def build_instruction(
@@ -44,18 +126,22 @@ def build_instruction(
     activity: str,
     country: str,
     max_changes: int = 5,
-    keep_max: int = 5,
+    keep_max: int = 3,
     extra: list[str] | None = None,
+    tau: float | None = None,
+    near_margin: float = NEAR_MARGIN,
+    replace_floor: float = REPLACE_FLOOR,
 ) -> str | None:
     """The editing instruction, or ``None`` when the feedback asks for no change.
     ``extra`` changes (such as CAIRE's "reads as another culture" line) come first and
     count within ``max_changes``."""
     extra = list(extra or [])[:max_changes]
-    changes = extra + planned_changes(feedback, max_changes - len(extra))
+    planned = plan(feedback, max_changes - len(extra), tau, near_margin, replace_floor)
+    changes = extra + [sentence(c) for c in planned.changes]
     if not changes:
         return None
-    kept = [a.phrase for a in feedback.aligned][:keep_max]
-    keep = f", in particular {', '.join(kept)}" if kept else ""
+    kept = [noun_phrase(k, article=False) for k in planned.keep[:keep_max]]
+    keep = f", in particular {_join(kept)}" if kept else ""
     return (
         prompt_template("edit_instruction")
         .format(
@@ -66,6 +152,124 @@ def build_instruction(
         )
         .strip()
     )
+
+
+# -- wording -----------------------------------------------------------------------------
+
+# words that start a clause rather than name a thing: "Sharing communal dishes"
+_PLACES = {
+    "home", "house", "room", "kitchen", "courtyard", "garden", "street", "market", "hall",
+    "temple", "mosque", "church", "village", "yard", "interior", "apartment", "restaurant",
+    "field", "square", "terrace", "rooftop", "veranda", "tent", "backyard", "setting",
+}  # fmt: skip
+_PREPOSITIONS = ("around ", "on ", "at ", "in ", "under ", "near ", "beside ", "along ")
+_DETERMINERS = ("a ", "an ", "the ", "some ", "two ", "three ", "several ", "many ")
+# Persian, Japanese, Korean, Turkish, Arabic, Punjabi; words with those endings that are
+# not names stay lower case
+_PROPER = ("ian", "ese", "ean", "ish", "ic", "i")
+_COMMON = {
+    "radish", "garnish", "basic", "music", "plastic", "fabric", "ceramic", "mosaic",
+    "metallic", "rustic", "electric", "classic", "organic", "relish", "polish", "varnish",
+    "civilian", "median", "guardian", "pedestrian", "chili", "chilli", "sari", "safari",
+}  # fmt: skip
+
+
+def sentence(c: Change) -> str:
+    """One change as a person would write it (no final full stop)."""
+    if c.kind == "tone down":
+        return f"Tone down the {_lower_first(c.item)}"
+    item = _lower_first(" ".join(c.item.split()))
+    if c.kind == "remove":
+        if _starts_with_verb(item):  # an action: "fighting aliens"
+            return f"Leave out anyone {item}"
+        return f"Remove the {item}"
+    if c.kind == "replace":
+        if c.dimension == "setting":
+            return f"Turn the {item} into {noun_phrase(c.reference or '')}"
+        # clothes are named without an article: "casual modern attire", "headscarves"
+        new = noun_phrase(c.reference or "", article=c.dimension != "attire")
+        return f"Replace the {item} with {new}"
+    return _add(c.dimension, c.item)
+
+
+def _add(dimension: str | None, item: str) -> str:
+    text = _lower_first(item.strip())
+    low = text.casefold()
+    clause = _starts_with_verb(text)
+    if dimension == "attire":
+        if clause or " wearing " in f" {low} ":
+            return f"Show {noun_phrase(item)}"
+        return f"Dress them in {noun_phrase(item, article=False)}"
+    if dimension == "setting":
+        if low.startswith(_PREPOSITIONS):
+            return f"Set the scene {text}"
+        if _head(low) in _PLACES:
+            return f"Set the scene in {noun_phrase(item)}"
+        return f"Add {noun_phrase(item)} to the setting"
+    if dimension == "interaction":
+        return f"Show people {text}" if clause else f"Show {noun_phrase(item)}"
+    if dimension == "spatial":
+        if low.startswith(_PREPOSITIONS):
+            return f"Arrange them {text}"
+        return f"Show people {text}" if clause else f"Show {noun_phrase(item)}"
+    return f"Add {noun_phrase(item)}"
+
+
+def noun_phrase(phrase: str, article: bool = True) -> str:
+    """``Basket of flatbreads`` -> ``a basket of flatbreads``; ``Estekan tea glasses`` ->
+    ``estekan tea glasses`` (a plural takes no article); ``Persian rug`` keeps its capital;
+    a phrase that starts with a determiner is kept as it is."""
+    text = _lower_first(" ".join(phrase.split()))
+    low = text.casefold()
+    if not article or not text or low.startswith(_DETERMINERS) or _plural(low):
+        return text
+    return f"{'an' if low[0] in 'aeiou' else 'a'} {text}"
+
+
+def _lower_first(text: str) -> str:
+    """The first word in lower case, unless it is a proper adjective or name (``Persian``)
+    or an acronym."""
+    if not text:
+        return text
+    first = text.split(" ", 1)[0]
+    word = re.sub(r"[^A-Za-z]", "", first)
+    low = word.casefold()
+    proper = len(low) >= 5 and low.endswith(_PROPER) and low not in _COMMON
+    if not word or (word.isupper() and len(word) > 1) or (proper and word[0].isupper()):
+        return text
+    return text[0].lower() + text[1:]
+
+
+_LINKS = ("of", "with", "on", "in", "at", "for", "from", "around", "by", "or", "and")
+_PLURALS = {"people", "children", "women", "men", "elders", "guests", "feet", "teeth"}
+
+
+def _head(low: str) -> str:
+    """The head noun: the last word before a link (``of``, ``with``, ``on``, ...) or a
+    participle (``seated``, ``wearing``), else the last word."""
+    words = re.sub(r"\(.*?\)", "", low).split()
+    for k, w in enumerate(words):
+        if k and (w in _LINKS or (len(w) > 4 and w.endswith(("ing", "ed")))):
+            return words[k - 1]
+    return words[-1] if words else ""
+
+
+def _plural(low: str) -> bool:
+    head = _head(low)
+    if head in _PLURALS:
+        return True
+    return head.endswith("s") and not head.endswith(("ss", "us", "is"))
+
+
+def _starts_with_verb(text: str) -> bool:
+    first = text.split(" ", 1)[0].casefold()
+    return first.endswith("ing") and len(first) > 4
+
+
+def _join(items: list[str]) -> str:
+    if len(items) < 3:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + f" and {items[-1]}"
 
 
 def caire_change(caire: CaireScore | None, country: str) -> tuple[str | None, str | None]:

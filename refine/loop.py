@@ -437,6 +437,9 @@ class Refiner:
             run.references.country,
             run.spec.max_changes,
             extra=extras or None,
+            tau=parent.best.scores.tau if parent.best.scores.tau is not None else run.spec.tau,
+            near_margin=run.spec.near_margin,
+            replace_floor=run.spec.replace_floor,
         )
         return text, "template"
 

@@ -269,6 +269,11 @@ class RunSpec(_Record):
     # observer), set when the run starts, so a record always holds the value used
     tau: float | None = Field(None, gt=0.0, lt=1.0)
     max_changes: int = Field(5, ge=1)
+    # the instruction spares an observed item within this much below tau of a reference
+    # (a near match), and replaces a hallucinated item by its closest missing reference
+    # when that is at least replace_floor similar (see refine.instructions)
+    near_margin: float = Field(0.05, ge=0.0, le=0.5)
+    replace_floor: float = Field(0.3, ge=0.0, le=1.0)
     max_per_dimension: int = Field(10, ge=1)
     budget_seconds: float | None = Field(None, gt=0)
     budget_calls: int | None = Field(None, gt=0)

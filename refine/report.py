@@ -48,7 +48,7 @@ text-align:left;vertical-align:top}th{background:#f6f8fa}
 figure img{max-width:360px;border:1px solid #d0d7de}
 figure.chosen img{border:3px solid #1f6feb}figcaption{font-size:12px;color:#57606a}
 pre{white-space:pre-wrap;background:#f6f8fa;padding:8px;border-radius:6px}
-.aligned{color:#1a7f37}.missing{color:#9a6700}.hallucinated{color:#cf222e}
+.aligned{color:#1a7f37}.missing{color:#9a6700}.hallucinated{color:#cf222e}.near{color:#0969da}
 .exaggerated{color:#8250df}ul.check{margin:2px 0 6px 0;padding-left:18px}
 .cols{display:flex;gap:24px;flex-wrap:wrap}.muted{color:#57606a}
 """
@@ -227,19 +227,26 @@ MET_MARK = {True: "\u2713", False: "\u2717"}
 
 
 def _checklist(run: Run, r: Round) -> str:
-    by_dim, exaggerated = views.checklist(r)
-    marks = {"aligned": "\u2713", "missing": "\u2717", "hallucinated": "!"}
+    by_dim, exaggerated = views.checklist(r, run.spec.near_margin)
+    marks = {"aligned": "\u2713", "missing": "\u2717", "hallucinated": "!", "near": "\u2248"}
+    words = {"near": "near match"}
     cols = []
     for d, checks in by_dim.items():
         items = []
         for c in checks:
             note = ""
-            if c.match.best_match and c.kind != "aligned":
+            if c.kind == "near":
+                note = (
+                    f' <span class="muted">(of {escape(c.match.best_match or "")}, '
+                    f"{c.match.similarity:.2f}: left as it is)</span>"
+                )
+            elif c.match.best_match and c.kind != "aligned":
                 note = f' <span class="muted">(closest: {escape(c.match.best_match)})</span>'
             elif c.match.best_match:
                 note = f' <span class="muted">(seen as {escape(c.match.best_match)})</span>'
             items.append(
-                f'<li class="{c.kind}" data-kind="{c.kind}">{marks[c.kind]} {c.kind}: '
+                f'<li class="{c.kind}" data-kind="{c.kind}">{marks[c.kind]} '
+                f"{words.get(c.kind, c.kind)}: "
                 f"{escape(c.match.phrase)}{note}</li>"
             )
         cols.append(f'<div><h3>{escape(d)}</h3><ul class="check">{"".join(items)}</ul></div>')

@@ -160,22 +160,47 @@ class Check:
     """One line of the descriptor checklist."""
 
     dimension: str
-    kind: str  # aligned, missing, hallucinated
+    kind: str  # aligned, missing, hallucinated, near (a near match the edit leaves alone)
     match: Match
 
 
-def checklist(r: Round) -> tuple[dict[str, list[Check]], list[Exaggerated]]:
+def checklist(
+    r: Round, near_margin: float | None = None
+) -> tuple[dict[str, list[Check]], list[Exaggerated]]:
     """The chosen image's descriptors per dimension (aligned, missing, hallucinated, in
-    that order) and the stereotype candidates seen as exaggerated."""
+    that order) and the stereotype candidates seen as exaggerated. A hallucinated item
+    within ``near_margin`` below tau of its reference is a ``near`` match (the edit leaves
+    it alone; see :mod:`refine.instructions`)."""
+    from refine.instructions import NEAR_MARGIN, near_matches
+
     fb = r.best.feedback
+    margin = NEAR_MARGIN if near_margin is None else near_margin
+    near = {id(m) for m in near_matches(fb, r.best.scores.tau, margin)}
     by_dim: dict[str, list[Check]] = {}
     for d in DIMENSIONS:
         items = [
-            Check(d, kind, m) for kind in CHECK_KINDS for m in getattr(fb, kind) if m.dimension == d
+            Check(d, "near" if id(m) in near else kind, m)
+            for kind in CHECK_KINDS
+            for m in getattr(fb, kind)
+            if m.dimension == d
         ]
         if items:
             by_dim[d] = items
     return by_dim, list(fb.exaggerated)
+
+
+def near_lines(run: Run) -> list[str]:
+    """``round 0: Bowl of stew ~ bowl of stew with herbs (0.50)`` per near match of a
+    round's chosen image (what the next edit leaves alone)."""
+    from refine.instructions import near_matches
+
+    lines = []
+    for r in run.rounds:
+        near = near_matches(r.best.feedback, r.best.scores.tau, run.spec.near_margin)
+        if near:
+            items = "; ".join(f"{m.phrase} ~ {m.best_match} ({m.similarity:.2f})" for m in near)
+            lines.append(f"near matches round {r.index} (kept by the next edit): {items}")
+    return lines
 
 
 def exaggerated_detail(e: Exaggerated) -> str:
@@ -308,6 +333,7 @@ def summary_lines(run: Run, run_dir: str | Path) -> list[str]:
     for r in run.rounds:
         if r.languages or r.sos is not None:
             lines.append(f"languages round {r.index}: {sos_line(r)}")
+    lines.extend(near_lines(run))
     if run.usage:
         lines.append(f"API usage: {tokens_text(run.usage)}")
     lines.append(f"files: {run_dir}; HTML report: refine report {run_dir}")

@@ -40,10 +40,14 @@ CHECK_COLOURS = {
     "aligned": "#2da44e",
     "missing": "#bf8700",
     "hallucinated": "#cf222e",
+    "near match": "#0969da",
     "exaggerated": "#8250df",
     "met": "#2da44e",
     "not met": "#bf8700",
 }
+
+
+KIND_LABELS = {"near": "near match"}
 
 
 def metric_chart(run: Run) -> str:
@@ -70,21 +74,23 @@ def check_text(c) -> str:
     """A checklist item with why it counts: a missing or hallucinated phrase names its
     closest counterpart and their similarity (tau decides)."""
     m = c.match
+    if c.kind == "near":
+        return f"{m.phrase} (near match of {m.best_match}, {m.similarity:.2f}: kept) "
     if c.kind == "aligned" or not m.best_match or m.similarity is None:
         return f"{m.phrase} "
     return f"{m.phrase} (closest: {m.best_match}, {m.similarity:.2f}) "
 
 
-def checklist(r: Round) -> list[tuple[str, str | None]]:
+def checklist(r: Round, near_margin: float | None = None) -> list[tuple[str, str | None]]:
     """Highlighted-text pairs per dimension: (phrase, aligned|missing|hallucinated), then
     the stereotypes seen as exaggerated; dimension names as unlabelled headers."""
     from refine.views import checklist as view
 
-    by_dim, exaggerated = view(r)
+    by_dim, exaggerated = view(r, near_margin)
     out: list[tuple[str, str | None]] = []
     for d, items in by_dim.items():
         out.append((f"{d}: ", None))
-        out.extend((check_text(c), c.kind) for c in items)
+        out.extend((check_text(c), KIND_LABELS.get(c.kind, c.kind)) for c in items)
         out.append(("\n", None))
     if exaggerated:
         out.append(("stereotypes: ", None))

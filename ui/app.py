@@ -62,7 +62,7 @@ def _views(run: Run | None, run_dir: Path | None, k: int | None = None) -> list[
         adapters.gallery(run, run_dir),
         adapters.metric_chart(run),
         adapters.rounds_table(run),
-        adapters.checklist(r),
+        adapters.checklist(r, run.spec.near_margin),
         pair,
         f"round {k} ({r.instruction_source}):\n{r.text}",
         adapters.language_gallery(run, run_dir, k),

@@ -164,6 +164,8 @@ OPTION_OF = {
     "margin": "--margin",
     "max_drift": "--max-drift",
     "edit_from": "--edit-from",
+    "near_margin": "--near-margin",
+    "replace_floor": "--replace-floor",
     "tau": "--tau",
     "image": "--image",
     "input_image": "--image",
@@ -238,6 +240,22 @@ def run_cmd(
         default("max_drift"), "--max-drift", min=0.0, help="Largest 1 - cosine."
     ),
     edit_from: str = typer.Option(default("edit_from"), "--edit-from", help="best or original."),
+    near_margin: float = typer.Option(
+        default("near_margin"),
+        "--near-margin",
+        min=0.0,
+        max=upper("near_margin"),
+        help="An observed item this close below tau to a reference is a near match: the "
+        "edit leaves it (and its reference) alone.",
+    ),
+    replace_floor: float = typer.Option(
+        default("replace_floor"),
+        "--replace-floor",
+        min=0.0,
+        max=1.0,
+        help="A hallucinated item is replaced by its closest missing reference when that "
+        "is at least this similar (else removed).",
+    ),
     tau: float = tau_option(),
     refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
     reference_images: Path = reference_images_option(),
@@ -322,6 +340,8 @@ def run_cmd(
             "margin": margin,
             "max_drift": max_drift,
             "edit_from": edit_from,
+            "near_margin": near_margin,
+            "replace_floor": replace_floor,
             "tau": tau,
             "image": image,
             "budget_seconds": budget_s,

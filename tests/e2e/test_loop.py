@@ -8,9 +8,8 @@ import pytest
 from PIL import Image
 
 from refine.events import RoundDecided
-from refine.instructions import build_instruction, planned_changes
 from refine.loop import Refiner
-from refine.records import Feedback, Run
+from refine.records import Run
 from refine.store import RunStore
 from tests.fakes.gemini_world import BLUE, GREEN, GREY, RED, expected_exag
 
@@ -50,10 +49,14 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
     # the instruction removes what was hallucinated and adds what was missing
     lines = [x[2:].rstrip(".") for x in r1.text.splitlines() if x.startswith("- ")]
     assert len(lines) == 5  # max_changes
-    removed = {x.removeprefix("Remove ") for x in lines if x.startswith("Remove ")}
-    assert removed and removed <= {h.phrase for h in r0.best.feedback.hallucinated}
-    assert "oversized hookah" not in removed  # named once, as an exaggerated candidate
-    assert any(x.startswith("Add ") for x in lines)
+    # a hallucinated item close to a missing reference is replaced by it, not removed
+    fb = {h.phrase: h for h in r0.best.feedback.hallucinated}
+    assert fb["hamburgers"].best_match == "Basket of flatbreads"
+    assert fb["hamburgers"].similarity >= 0.3
+    assert "Replace the hamburgers with a basket of flatbreads" in lines
+    assert not any("oversized hookah " in x or x.endswith("oversized hookah") for x in lines)
+    assert "Tone down the oversized hookahs" in lines  # named once, as a stereotype
+    assert any(x.startswith(("Add ", "Show ", "Arrange them ", "Dress them ")) for x in lines)
     assert r1.instruction_source == "template" and r1.parent == 0
     seen = [e.candidate for e in r0.best.feedback.exaggerated]
     assert "oversized hookahs" in seen
@@ -151,32 +154,6 @@ def test_input_image_and_edit_from_original(world, backends, options, tmp_path):
     assert world.log.count("generate") == 0
     assert run.rounds[0].text == "input image mine.png"
     assert [r.parent for r in run.rounds[1:]] == [0, 0]
-
-
-def test_instruction_template_on_hand_written_feedback():
-    fb = Feedback(
-        aligned=[{"dimension": "objects", "phrase": "Large rice platter"}],
-        missing=[
-            {"dimension": "objects", "phrase": "Samovar or kettle", "similarity": 0.4},
-            {"dimension": "spatial", "phrase": "Around a sofreh", "similarity": 0.1},
-        ],
-        hallucinated=[{"dimension": "objects", "phrase": "hamburgers", "similarity": 0.2}],
-        exaggerated=[{"candidate": "oversized hookahs"}],
-    )
-    assert planned_changes(fb, 3) == [
-        "Tone down the exaggerated oversized hookahs",
-        "Remove hamburgers",
-        "Add Around a sofreh",
-    ]
-    text = build_instruction(fb, ACT, COUNTRY, max_changes=5)
-    assert text == (
-        "Edit this photo of people eating food at home in Iran so that it shows the scene as "
-        "it really looks there. Make only these changes:\n"
-        "- Tone down the exaggerated oversized hookahs.\n- Remove hamburgers.\n"
-        "- Add Around a sofreh.\n- Add Samovar or kettle.\n"
-        "Keep everything else as it is, in particular Large rice platter."
-    )
-    assert build_instruction(Feedback(), ACT, COUNTRY) is None
 
 
 def test_python_api_and_store_safety(world, backends, options, tmp_path):

@@ -1,0 +1,172 @@
+"""The editing instruction: changes worded by their dimension and kind, near matches left
+alone, hallucinated items replaced by their closest missing reference."""
+
+from __future__ import annotations
+
+import pytest
+
+from refine.instructions import Change, build_instruction, plan, planned_changes, sentence
+from refine.records import Feedback
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (Change("add", "objects", "Basket of flatbreads"), "Add a basket of flatbreads"),
+        (Change("add", "objects", "Estekan tea glasses"), "Add estekan tea glasses"),
+        (Change("add", "objects", "Samovar or kettle"), "Add a samovar or kettle"),
+        (Change("add", "objects", "Oil lamp"), "Add an oil lamp"),
+        (Change("add", "attire", "Casual modern attire"), "Dress them in casual modern attire"),
+        (
+            Change("add", "attire", "Women wearing simple headscarves"),
+            "Show women wearing simple headscarves",
+        ),
+        (
+            Change("add", "setting", "Traditional courtyard"),
+            "Set the scene in a traditional courtyard",
+        ),
+        (
+            Change("add", "setting", "Persian rug on floor"),
+            "Add a Persian rug on floor to the setting",
+        ),
+        (
+            Change("add", "interaction", "Sharing communal dishes"),
+            "Show people sharing communal dishes",
+        ),
+        (Change("add", "interaction", "Family greeting elders"), "Show a family greeting elders"),
+        (Change("add", "spatial", "Around a sofreh"), "Arrange them around a sofreh"),
+        (Change("add", "spatial", "People seated on floor"), "Show people seated on floor"),
+        (Change("remove", "objects", "hamburgers"), "Remove the hamburgers"),
+        (Change("remove", "setting", "Modern restaurant"), "Remove the modern restaurant"),
+        (
+            Change("replace", "objects", "fork", "Basket of flatbreads", 0.41),
+            "Replace the fork with a basket of flatbreads",
+        ),
+        (Change("tone down", None, "oversized hookahs"), "Tone down the oversized hookahs"),
+        (
+            Change("replace", "attire", "turbans and robes", "Casual modern attire", 0.42),
+            "Replace the turbans and robes with casual modern attire",
+        ),
+        (
+            Change("replace", "setting", "neon restaurant", "Well-lit living room", 0.45),
+            "Turn the neon restaurant into a well-lit living room",
+        ),
+        (Change("remove", "interaction", "Fighting aliens"), "Leave out anyone fighting aliens"),
+    ],
+)
+def test_each_change_is_worded_by_its_dimension_and_kind(change, expected):
+    assert sentence(change) == expected
+
+
+def item(dimension: str, phrase: str, similarity=None, best_match=None) -> dict:
+    return {
+        "dimension": dimension,
+        "phrase": phrase,
+        "similarity": similarity,
+        "best_match": best_match,
+    }
+
+
+def measured() -> Feedback:
+    """The measured case: a correct dish observed as "bowl of stew", 0.50 from the
+    reference "Bowl of stew with herbs" (tau 0.52)."""
+    return Feedback(
+        aligned=[item("objects", "Large rice platter")],
+        missing=[
+            item("objects", "Bowl of stew with herbs", 0.5),
+            item("spatial", "Around a sofreh", 0.1),
+        ],
+        hallucinated=[
+            item("objects", "bowl of stew", 0.5, "Bowl of stew with herbs"),
+            item("objects", "hamburgers", 0.2, "Large rice platter"),
+        ],
+    )
+
+
+def test_a_near_match_is_neither_removed_nor_its_reference_added():
+    near = plan(measured(), 5, tau=0.52, near_margin=0.05)
+    assert [(m.phrase, m.best_match) for m in near.near] == [
+        ("bowl of stew", "Bowl of stew with herbs")
+    ]
+    texts = [sentence(c) for c in near.changes]
+    assert texts == ["Remove the hamburgers", "Arrange them around a sofreh"]
+    assert not any("stew" in t for t in texts)
+    # just outside the margin (tau 0.56: 0.50 is 0.06 below) the dish is changed: replaced
+    # by its missing reference, or removed when that is not similar enough to replace it
+    outside = planned_changes(measured(), 5, tau=0.56, near_margin=0.05)
+    assert "Replace the bowl of stew with a bowl of stew with herbs" in outside
+    assert "Add a bowl of stew with herbs" not in outside  # asked once, as the replacement
+    removed = planned_changes(measured(), 5, tau=0.56, near_margin=0.05, replace_floor=0.6)
+    assert "Remove the bowl of stew" in removed and "Add a bowl of stew with herbs" in removed
+
+
+def test_the_instruction_a_person_would_write():
+    fb = Feedback(
+        aligned=[
+            item("objects", "Large rice platter"),
+            item("interaction", "Engaging in conversation"),
+        ],
+        missing=[
+            item("objects", "Samovar or kettle", 0.4),
+            item("spatial", "Around a sofreh", 0.1),
+            item("objects", "Basket of flatbreads", 0.35),
+        ],
+        hallucinated=[
+            item("objects", "hamburgers", 0.2, "Samovar or kettle"),
+            item("objects", "fork", 0.35, "Basket of flatbreads"),
+        ],
+        exaggerated=[{"candidate": "oversized hookahs"}],
+    )
+    assert build_instruction(fb, ACT, COUNTRY, max_changes=5, tau=0.52) == (
+        "Edit this photo of people eating food at home in Iran so that it shows the scene as "
+        "it really looks there. Make only these changes:\n"
+        "- Tone down the oversized hookahs.\n"
+        "- Remove the hamburgers.\n"
+        "- Arrange them around a sofreh.\n"
+        "- Replace the fork with a basket of flatbreads.\n"
+        "- Add a samovar or kettle.\n"
+        "Keep everything else as it is, in particular large rice platter and engaging in "
+        "conversation."
+    )
+    assert build_instruction(Feedback(), ACT, COUNTRY) is None
+
+
+def test_the_checklist_shows_a_near_match():
+    from refine.records import Candidate, Round, Scores
+    from refine.views import checklist
+    from ui.adapters import checklist as widget
+
+    scores = Scores(align=0.5, hal=0.5, exag=0.0, faith=0.6, exag_variant="x", tau=0.52)
+    cand = Candidate(seed=1, image="a.png", observed={}, scores=scores, feedback=measured())
+    r = Round(
+        index=0,
+        parent=None,
+        kind="generate",
+        text="p",
+        candidates=[cand],
+        chosen=0,
+        decision="initial",
+        reason="",
+    )
+    by_dim, _ = checklist(r, 0.05)
+    kinds = {c.match.phrase: c.kind for c in by_dim["objects"]}
+    assert kinds["bowl of stew"] == "near" and kinds["hamburgers"] == "hallucinated"
+    assert checklist(r, 0.01)[0]["objects"][-2].kind == "hallucinated"  # outside a small margin
+    pairs = widget(r, 0.05)
+    assert ("bowl of stew (near match of Bowl of stew with herbs, 0.50: kept) ", "near match") in (
+        pairs
+    )
+
+
+def test_the_margins_are_run_settings_with_bounds():
+    from refine import settings
+    from tests.e2e.test_cli_run import cli
+
+    spec = settings.run_spec({"activity": ACT, "country": COUNTRY})
+    assert (spec.near_margin, spec.replace_floor) == (0.05, 0.3)
+    with pytest.raises(settings.SettingsError, match="less than or equal to 0.5"):
+        settings.run_spec({"activity": ACT, "country": COUNTRY, "near_margin": 0.9})
+    done = cli("run", ACT, "--country", COUNTRY, "--near-margin", "0.9")
+    assert done.returncode == 2 and "--near-margin" in done.stderr
