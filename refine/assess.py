@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 DEFAULT_MAX_PER_DIMENSION: int = RunSpec.model_fields["max_per_dimension"].default
 
 
+# the dimensions whose references can replace an exaggerated stereotype
+REPLACING = ("objects", "attire", "setting")
+
+
 class CallCounter:
     """Model calls made for one run (or one command); safe to add to from several threads."""
 
@@ -102,7 +106,7 @@ class Assessor:
             ahead = score_images(refs.descriptors, [observed], embedder, tau=tau)[0]
         timings["score"] = time.perf_counter() - t
         t = time.perf_counter()
-        judged = self.exaggeration(image, observed, refs, tau)
+        judged = self.with_replacements(self.exaggeration(image, observed, refs, tau), refs)
         timings["judge"] = time.perf_counter() - t
         return _assessment(observed, ahead, judged, timings)
 
@@ -139,6 +143,7 @@ class Assessor:
             judged = [
                 self.exaggeration(im, o, refs, tau) for im, o in zip(images, observed, strict=True)
             ]
+        judged = [self.with_replacements(j, refs) for j in judged]
         timings["judge"] = time.perf_counter() - t
         return [
             _assessment(o, a, j, timings if i == 0 else {})
@@ -159,6 +164,37 @@ class Assessor:
         ]
 
     # -- EXAG --------------------------------------------------------------------------
+
+    def with_replacements(self, judged: tuple, refs: ReferencePack) -> tuple:
+        """An EXAG judgement whose exaggerated candidates each name the reference
+        descriptor closest to them among the objects, attire and setting (text-embedding
+        cosine): what an edit may put in the stereotype's place."""
+        listed = judged[2]
+        # what can stand in an object's place: things, clothes, places (an interaction or
+        # an arrangement cannot replace a hookah)
+        phrases = [(d, p) for d in REPLACING for p in refs.descriptors.get(d, [])]
+        if not listed or not phrases:
+            return judged
+        from metrics.text_embedding import default_cache
+
+        cache = default_cache()
+        with self.backends.using("text_embedder") as embedder:
+            cand = cache.embed(embedder, [e.candidate for e in listed])
+            ref = cache.embed(embedder, [p for _, p in phrases])
+        sims = (cand @ ref.T).cpu().numpy()
+        named = []
+        for i, e in enumerate(listed):
+            j = int(sims[i].argmax())
+            named.append(
+                e.model_copy(
+                    update={
+                        "replacement": phrases[j][1],
+                        "replacement_dimension": phrases[j][0],
+                        "replacement_similarity": float(sims[i, j]),
+                    }
+                )
+            )
+        return (judged[0], judged[1], named, *judged[3:])
 
     def exaggeration(
         self,

@@ -9,7 +9,10 @@
 * **Replace, not remove.** A hallucinated item whose closest reference in its dimension is
   at least ``replace_floor`` similar, and missing from the image, is replaced by it (the
   edit leaves no hole); other hallucinated items are removed.
-* Exaggerated stereotypes are toned down; missing references are added.
+* An exaggerated stereotype is replaced by the reference closest to it (among objects,
+  attire and setting: an action or an arrangement cannot stand in a thing's place) when
+  that is at least ``replace_floor`` similar and not in the image yet, else toned down;
+  missing references are added.
 
 At most ``max_changes`` changes, taken in turn from the exaggerated (largest first),
 hallucinated (least supported first) and missing (furthest first) lists. Each change is
@@ -57,11 +60,21 @@ def plan(
     near = near_matches(feedback, tau, near_margin)
     spared = {(m.dimension, (m.best_match or "").casefold()) for m in near}
     near_items = {(m.dimension, m.phrase.casefold()) for m in near}
-    exaggerated = [Change("tone down", None, e.candidate) for e in feedback.exaggerated]
-    # an observed phrase already named as an exaggerated candidate is not listed twice
-    covered = {(e.observed or "").casefold() for e in feedback.exaggerated}
     missing = {(m.dimension, m.phrase.casefold()): m for m in feedback.missing}
     used: set[tuple[str, str]] = set()
+    exaggerated = []
+    for e in feedback.exaggerated:
+        ref = (e.replacement_dimension or "", (e.replacement or "").casefold())
+        sim = e.replacement_similarity
+        usable = ref in missing and ref not in used and ref not in spared
+        if sim is not None and sim >= replace_floor and usable:
+            used.add(ref)
+            swap = missing[ref].phrase
+            exaggerated.append(Change("replace", ref[0], e.candidate, swap, sim))
+        else:
+            exaggerated.append(Change("tone down", None, e.candidate))
+    # an observed phrase already named as an exaggerated candidate is not listed twice
+    covered = {(e.observed or "").casefold() for e in feedback.exaggerated}
     hallucinated = []
     for h in sorted(feedback.hallucinated, key=lambda h: h.similarity or 0.0):
         key = (h.dimension, h.phrase.casefold())

@@ -88,6 +88,11 @@ class Exaggerated(_Record):
     similarity: float | None = None
     excess: float | None = None
     source: str | None = None
+    # the reference descriptor closest to the candidate among objects, attire and setting:
+    # what an edit may put in its place (see refine.instructions)
+    replacement: str | None = None
+    replacement_dimension: str | None = None
+    replacement_similarity: float | None = None
 
 
 class Feedback(_Record):

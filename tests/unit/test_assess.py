@@ -92,6 +92,17 @@ def test_judge_rating_variant(fixed_embedder):
     (seen,) = feedback.exaggerated
     assert (seen.candidate, seen.observed) == ("oversized hookahs", "hamburgers")
     assert seen.similarity == pytest.approx(0.8)
+    # the reference closest to the stereotype, in any dimension: what may replace it
+    assert (seen.replacement, seen.replacement_dimension) == ("rice platter", "objects")
+    assert seen.replacement_similarity == pytest.approx(0.6)
+    from refine.instructions import planned_changes
+
+    assert planned_changes(feedback, 5, tau=0.52)[0] == (
+        "Replace the oversized hookahs with a rice platter"
+    )
+    assert planned_changes(feedback, 5, tau=0.52, replace_floor=0.7)[0] == (
+        "Tone down the oversized hookahs"
+    )
     assert a.calls.n == 2 and judge.asked == 1  # one observation, one rating
     assert set(timings) == {"observe", "score", "judge"}
     # above tau 0.8 the candidate is no longer seen
