@@ -59,7 +59,8 @@ def main(out_dir: str) -> None:
                 time.sleep(1.5)
                 page.screenshot(path=str(out / f"first-screen-{name}.png"))
                 page.close()
-            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            context = browser.new_context(viewport={"width": 1440, "height": 900})
+            page = context.new_page()
             page.goto(url)
             page.wait_for_selector("#start")
             page.locator("#options").get_by_text("Options", exact=True).first.click()
@@ -83,8 +84,11 @@ def main(out_dir: str) -> None:
             # the Rate view on the finished run, at both widths
             run_box = page.locator("#run-dir textarea, #run-dir input").first
             run_id = Path(run_box.input_value()).name
+            # the same browser (its context keeps the visitor token): a run is rated by
+            # the visitor who made it
             for name, (w, h) in (("desktop", (1440, 900)), ("phone", (390, 844))):
-                rate = browser.new_page(viewport={"width": w, "height": h})
+                rate = context.new_page()
+                rate.set_viewport_size({"width": w, "height": h})
                 rate.goto(url)
                 rate.wait_for_selector("#start")
                 rate.locator("#rate").get_by_text("Rate images (human ratings)").first.click()

@@ -79,9 +79,10 @@ def add_rate_view(service: RunService, token: Any = None) -> Any:
     shortcuts)."""
     with gr.Accordion("Rate images (human ratings)", open=False, elem_id="rate"):
         gr.Markdown(
-            "Rate a set of images inside this app's folder: a run, a batch or bench folder, "
-            "or any folder of images. Answers are saved as you go in the set's "
-            "`ratings.jsonl` (for `refine agree`); come back with the same name to go on. " + HELP
+            "Rate a set of images inside this app's folder: a run of yours, a batch or bench "
+            "folder, or any folder of images. Answers are saved as you go in the set's "
+            "`ratings.jsonl` (for `refine agree`); come back with the same name to go on (a "
+            "name is yours once you rate under it). " + HELP
         )
         with gr.Row():
             set_box = gr.Textbox(
