@@ -60,6 +60,8 @@ class StepDone:
 class ReviewWaiting:
     round: int
     instruction: str
+    source: str = "template"  # who wrote it (template, language model, user)
+    changes: tuple[str, ...] = ()  # the items of the changes it was built from
 
     def describe(self) -> str:
         return f"round {self.round}: waiting for the instruction to be reviewed"

@@ -14,6 +14,11 @@
   that is at least ``replace_floor`` similar and not in the image yet, else toned down;
   missing references are added.
 
+:func:`write_instruction` has the profile's language model word the planned changes as one
+short instruction (prompt ``assets/prompts/write_instruction.txt``, structured output,
+answers cached); the loop falls back to the template when there is no model or its call
+fails, and records which wrote it and why.
+
 At most ``max_changes`` changes, taken in turn from the exaggerated (largest first),
 hallucinated (least supported first) and missing (furthest first) lists. Each change is
 phrased by its dimension: objects are added with an article, attire dresses the people,
@@ -25,9 +30,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import zip_longest
+from typing import Any
+
+from pydantic import BaseModel
 
 from refine.assets import prompt_template
-from refine.records import CaireScore, Feedback, Match
+from refine.records import CaireScore, Feedback, Match, PlannedChange
 
 NEAR_MARGIN = 0.05  # below tau, on the cosine similarity scale
 REPLACE_FLOOR = 0.3  # least similarity of a reference that replaces a hallucinated item
@@ -165,6 +173,70 @@ def build_instruction(
         )
         .strip()
     )
+
+
+# -- the language model's wording ----------------------------------------------------------
+
+WRITER_MOST_WORDS = 90  # the prompt asks for 60; a longer answer is refused
+
+
+class WrittenInstruction(BaseModel):
+    instruction: str
+
+
+def change_records(planned: Plan, extra: list[str] | None = None) -> list[PlannedChange]:
+    """The changes an instruction is built from, as the round records them."""
+    out = [PlannedChange(kind="other", item=e) for e in extra or []]
+    out += [
+        PlannedChange(
+            kind=c.kind,
+            dimension=c.dimension,
+            item=c.item,
+            reference=c.reference,
+            similarity=c.similarity,
+        )
+        for c in planned.changes
+    ]
+    return out
+
+
+def write_instruction(
+    model: Any,
+    activity: str,
+    country: str,
+    changes: list[PlannedChange],
+    keep: list[str],
+    cache: Any = None,
+) -> str:
+    """The instruction the language model ``model`` (``complete_json``) writes from the
+    planned ``changes`` and what to ``keep``; through ``cache`` (a
+    :class:`refine.refs_build.LLMCache`) when given. A ValueError when the answer is empty
+    or too long."""
+    lines = []
+    for c in changes:
+        parts = [c.kind, c.dimension or ("stereotype" if c.kind != "other" else "any"), c.item]
+        if c.reference:
+            parts.append(f"with {c.reference}")
+        if c.similarity is not None:
+            parts.append(f"similarity {c.similarity:.2f}")
+        lines.append("- " + "; ".join(parts))
+    prompt = prompt_template("write_instruction").format(
+        activity=activity,
+        country=country,
+        changes="\n".join(lines),
+        keep=", ".join(keep) or "(nothing named)",
+    )
+    if cache is not None:
+        answer = cache.ask(model, prompt, WrittenInstruction)
+    else:
+        answer = model.complete_json(prompt, WrittenInstruction)
+    text = " ".join(str(answer.instruction or "").split())
+    if not text:
+        raise ValueError("the language model wrote an empty instruction")
+    words = len(text.split())
+    if words > WRITER_MOST_WORDS:
+        raise ValueError(f"the language model wrote {words} words (at most {WRITER_MOST_WORDS})")
+    return text
 
 
 # -- wording -----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,8 +41,14 @@ from refine.events import (
     RunStarted,
 )
 from refine.expectations import missed_changes
-from refine.instructions import build_instruction, caire_change
-from refine.records import Candidate, ReferencePack, Round, Run, RunSpec
+from refine.instructions import (
+    build_instruction,
+    caire_change,
+    change_records,
+    plan,
+    write_instruction,
+)
+from refine.records import Candidate, PlannedChange, ReferencePack, Round, Run, RunSpec
 from refine.steps import StepContext, default_steps
 from refine.store import RunStore, new_run_id
 
@@ -380,13 +387,21 @@ class Refiner:
         parent = run.rounds[parent_index]
         timings: dict[str, float] = {}
         # 1. instruction
-        instruction, source = self._instruction(run, k, parent)
-        if instruction is None:
+        written = self._instruction(run, k, parent)
+        if written is None:
             run.stop_reason = "nothing to change: no missing, hallucinated or exaggerated items"
             return
+        instruction, source = written.text, written.source
         # 2. review
         if self.review is not None:
-            self._emit(ReviewWaiting(round=k, instruction=instruction))
+            self._emit(
+                ReviewWaiting(
+                    round=k,
+                    instruction=instruction,
+                    source=source,
+                    changes=tuple(c.item for c in written.changes),
+                )
+            )
             reviewed = self.review(k, instruction, run)
             if reviewed is None or self._stop.is_set():
                 run.stop_reason = "stopped by the user"
@@ -395,7 +410,7 @@ class Refiner:
             if not reviewed:
                 raise ValueError(f"round {k}: the reviewed instruction is empty")
             if reviewed != instruction:
-                instruction, source = reviewed, "user"
+                instruction, source = reviewed, "person"
         # 3. edit
         parent_image = store.load_image(parent.best.image)
         seeds = [spec.seed + 1000 * k + j for j in range(spec.candidates)]
@@ -417,31 +432,70 @@ class Refiner:
             run, verdict, made.candidates, timings, parent_index, "edit", instruction, source
         )
         r.failures, r.notes = made.failures, made.notes
+        r.changes, r.instruction_note = written.changes, written.note
+        r.instruction_model = written.model if source == "language model" else None
         # 6. steps
         self._after_round(run, store, r)
         self._emit(RoundDecided(round=k, decision=r.decision, reason=r.reason))
 
-    def _instruction(self, run: Run, k: int, parent: Round) -> tuple[str | None, str]:
-        """(instruction, source) for round ``k``: the user's, else the template's (None:
-        nothing to change)."""
+    def _instruction(self, run: Run, k: int, parent: Round) -> Written | None:
+        """Round ``k``'s instruction: the user's, else the planned changes worded by the
+        profile's language model, else by the template (None: nothing to change)."""
         user = run.spec.instructions.get(k)
         if user:
-            return user, "user"
+            return Written(user, "user")
         _, extra = caire_change(parent.caire, run.references.country)
         extras = [extra] if extra else []
         # missed expectations take at most half the changes; descriptors keep the rest
         extras += missed_changes(parent.expectations, (run.spec.max_changes + 1) // 2)
+        spec = run.spec
+        tau = parent.best.scores.tau if parent.best.scores.tau is not None else spec.tau
+        extras = extras[: spec.max_changes]
         text = build_instruction(
             parent.best.feedback,
-            run.spec.activity,
+            spec.activity,
             run.references.country,
-            run.spec.max_changes,
+            spec.max_changes,
             extra=extras or None,
-            tau=parent.best.scores.tau if parent.best.scores.tau is not None else run.spec.tau,
-            near_margin=run.spec.near_margin,
-            replace_floor=run.spec.replace_floor,
+            tau=tau,
+            near_margin=spec.near_margin,
+            replace_floor=spec.replace_floor,
         )
-        return text, "template"
+        if text is None:
+            return None
+        planned = plan(
+            parent.best.feedback,
+            spec.max_changes - len(extras),
+            tau,
+            spec.near_margin,
+            spec.replace_floor,
+        )
+        changes = change_records(planned, extras)
+        if spec.writer != "llm":
+            return Written(text, "template", changes=changes)
+        if not self.backends.names.get("llm"):
+            note = "the template wrote it: the profile has no language model"
+            return Written(text, "template", changes=changes, note=note)
+        from refine.refs_build import LLMCache
+
+        cache = LLMCache()
+        try:
+            with self.backends.using("llm") as model:
+                before = cache.misses
+                keep = planned.keep[:5]
+                own = write_instruction(
+                    model, spec.activity, run.references.country, changes, keep, cache
+                )
+                self.calls.add(cache.misses - before)
+                name = getattr(model, "id", self.backends.names["llm"])
+        except (usage.StopRequested, usage.BudgetExhausted):
+            raise
+        except Exception as err:  # the template stands in, and the round says why
+            from refine.backends.loading import describe_error
+
+            note = f"the template wrote it: the language model failed ({describe_error(err)})"
+            return Written(text, "template", changes=changes, note=note[:500])
+        return Written(own, "language model", model=name, changes=changes)
 
     def _after_round(self, run: Run, store: RunStore, r: Round) -> None:
         ctx = StepContext(self.backends, store, self._emit, self.calls, self.assessor())
@@ -485,6 +539,17 @@ def roles_needed(spec: RunSpec) -> list[str]:
     if spec.prompt_languages:
         roles.append("llm")
     return roles
+
+
+@dataclass
+class Written:
+    """A round's instruction, who wrote it, and what it was built from."""
+
+    text: str
+    source: str  # template, language model, user
+    changes: list[PlannedChange] = field(default_factory=list)
+    model: str | None = None
+    note: str | None = None  # why the template wrote it when the model was asked
 
 
 def _keep_stopped(

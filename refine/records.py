@@ -218,6 +218,20 @@ class ExpectationScore(_Record):
 # "stopped": the round a stop cut short, kept with the candidates finished by then (it is
 # never a parent or the best; a person may still accept one of them by hand)
 Decision = Literal["initial", "accepted", "rejected", "stopped"]
+# who wrote a round's text: the run's prompt (round 0), the template, the language model
+# (from the planned changes), a person reviewing it in the app ("person"), or the user's
+# own instruction given up front ("user")
+InstructionSource = Literal["prompt", "template", "language model", "person", "user"]
+
+
+class PlannedChange(_Record):
+    """One change an instruction was built from (see refine.instructions)."""
+
+    kind: Literal["add", "remove", "replace", "tone down", "other"]
+    dimension: str | None = None
+    item: str
+    reference: str | None = None
+    similarity: float | None = None
 
 
 class Round(_Record):
@@ -225,7 +239,12 @@ class Round(_Record):
     parent: int | None
     kind: Literal["generate", "edit"]
     text: str  # the prompt of round 0 or the editing instruction
-    instruction_source: Literal["prompt", "template", "user"] = "template"
+    instruction_source: InstructionSource = "template"
+    # the language model that wrote the instruction, why the template wrote it instead (a
+    # writer that failed or is off), and the changes it was built from
+    instruction_model: str | None = None
+    instruction_note: str | None = None
+    changes: list[PlannedChange] = Field(default_factory=list)
     candidates: list[Candidate]
     chosen: int  # index into candidates
     decision: Decision
@@ -274,6 +293,9 @@ class RunSpec(_Record):
     # observer), set when the run starts, so a record always holds the value used
     tau: float | None = Field(None, gt=0.0, lt=1.0)
     max_changes: int = Field(5, ge=1)
+    # who words the instruction from the planned changes: the profile's language model
+    # (the template when it has none or its call fails), or the template
+    writer: Literal["llm", "template"] = "llm"
     # the instruction spares an observed item within this much below tau of a reference
     # (a near match), and replaces a hallucinated item by its closest missing reference
     # when that is at least replace_floor similar (see refine.instructions)

@@ -359,7 +359,8 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         else "<td>-</td><td>-</td>"
     )
     parent = "" if r.parent is None else f" from round {r.parent}"
-    label = "prompt" if r.kind == "generate" else f"instruction ({r.instruction_source})"
+    by = r.instruction_source + (f", {r.instruction_model}" if r.instruction_model else "")
+    label = "prompt" if r.kind == "generate" else f"instruction ({by})"
     timings = ", ".join(f"{k} {v:.2f} s" for k, v in r.timings.items())
     best = " (best round)" if r.index == run.best_round else ""
     return (
@@ -378,8 +379,26 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f"{_languages_html(r, run_dir)}"
         f"{_checklist(run, r)}"
         f'<p><b>{escape(label)}</b></p><pre class="instruction">{escape(r.text)}</pre>'
+        f"{_changes_html(r)}"
         f'<p class="muted">timings: {escape(timings) or "-"}</p>'
         "</section>"
+    )
+
+
+def _changes_html(r: Round) -> str:
+    """Why the template wrote an instruction, and the planned changes it was built from."""
+    note = f'<p class="muted">{escape(r.instruction_note)}</p>' if r.instruction_note else ""
+    if not r.changes:
+        return note
+    items = "".join(
+        f'<li data-kind="{escape(c.kind)}">{escape(c.kind)}: {escape(c.item)}'
+        + (f" \u2192 {escape(c.reference)}" if c.reference else "")
+        + "</li>"
+        for c in r.changes
+    )
+    return (
+        f'{note}<details class="changes"><summary>built from {len(r.changes)} planned '
+        f"change(s)</summary><ul>{items}</ul></details>"
     )
 
 

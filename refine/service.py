@@ -65,6 +65,9 @@ class Update:
     fraction: float = 0.0  # of the rounds this run may make (see refine.progress)
     progress: str = ""  # round k of N, stage, time spent, time left
     light: bool = False  # only the progress moved (a denoising step): the run is as before
+    # with a review: who wrote the instruction and the changes it was built from
+    review_source: str = ""
+    review_changes: tuple[str, ...] = ()
 
 
 class Job:
@@ -91,12 +94,15 @@ class Job:
         self.stopped = False
         self.tracker = RunProgress()
         self.applied: tuple[int, str] | None = None
+        self.review_info: tuple[str, tuple[str, ...]] = ("", ())  # (source, changes)
 
     # called on the worker thread ------------------------------------------------------
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, ReviewWaiting):
-            return  # reported by _review, and only when this job pauses for one
+            # reported by _review, and only when this job pauses for one
+            self.review_info = (event.source, event.changes)
+            return
         self.tracker.see(event)
         if isinstance(event, RunStarted):
             self.run_dir = Path(event.dir)
@@ -173,6 +179,8 @@ class Job:
                 self.run_dir,
                 review=self.waiting,
                 applied=self.applied,
+                review_source=self.review_info[0],
+                review_changes=self.review_info[1],
                 fraction=self.tracker.fraction(),
                 progress=self.tracker.describe(),
                 light=light,

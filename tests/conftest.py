@@ -126,7 +126,7 @@ def options():
     return {
         "image_embedder": {"device": "cpu"},
         "text_embedder": {"device": "cpu"},
-        **{r: dict(fast) for r in ("generator", "editor", "observer", "judge")},
+        **{r: dict(fast) for r in ("generator", "editor", "observer", "judge", "llm")},
     }
 
 

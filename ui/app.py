@@ -351,9 +351,12 @@ def build_app(service: RunService, status: str = "", limits: Limits | None = Non
             if update.review is not None:
                 views[5] = update.review[1]
                 minutes = REVIEW_TIMEOUT_S // 60
+                by = f" (written by the {update.review_source})" if update.review_source else ""
+                changes = "; ".join(update.review_changes)
                 text = (
-                    f"round {update.review[0]}: review the instruction, then apply "
-                    f"(within {minutes} minutes, or the run stops)"
+                    f"round {update.review[0]}: review the instruction{by}, then apply "
+                    f"(within {minutes} minutes, or the run stops); an edit of yours is "
+                    f"recorded as a person's" + (f"\nplanned changes: {changes}" if changes else "")
                 )
             return [
                 text,

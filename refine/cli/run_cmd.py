@@ -165,6 +165,7 @@ OPTION_OF = {
     "max_drift": "--max-drift",
     "edit_from": "--edit-from",
     "near_margin": "--near-margin",
+    "writer": "--writer",
     "replace_floor": "--replace-floor",
     "tau": "--tau",
     "image": "--image",
@@ -256,6 +257,12 @@ def run_cmd(
         help="A hallucinated item is replaced by its closest missing reference when that "
         "is at least this similar (else removed).",
     ),
+    writer: str = typer.Option(
+        default("writer"),
+        "--writer",
+        help="Who words the instruction: llm (the profile's language model; the template "
+        "when it has none or the call fails) or template.",
+    ),
     tau: float = tau_option(),
     refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
     reference_images: Path = reference_images_option(),
@@ -341,6 +348,7 @@ def run_cmd(
             "max_drift": max_drift,
             "edit_from": edit_from,
             "near_margin": near_margin,
+            "writer": writer,
             "replace_floor": replace_floor,
             "tau": tau,
             "image": image,

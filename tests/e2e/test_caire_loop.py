@@ -28,6 +28,7 @@ def test_each_round_is_rated_and_a_misreading_feeds_the_next_edit(
         max_drift=2.0,
         caire_labels=["Turkey", "India"],
         caire_kb=str(kb_dir),
+        writer="template",  # the template's lines are read below
         caire_top_k=3,
     )
     r0, r1 = run.rounds

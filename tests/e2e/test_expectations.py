@@ -109,10 +109,12 @@ def test_score_checks_each_image(built, world, tmp_path):
 def test_a_run_checks_every_round_and_asks_for_what_is_missed(built, world, siglip_path, tmp_path):
     out, _ = built
     args = [*run_args(tmp_path / "runs", 1, siglip_path), "--expectations", str(out), "--json"]
-    done = cli(*args, "--candidates", "1")
+    done = cli(*args, "--candidates", "1", "--writer", "template")
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout)
     r0, r1 = run["rounds"]
+    # the changes the instruction was built from: the missed expectations first
+    assert [c["kind"] for c in r1["changes"][:3]] == ["other"] * 3
     assert len(run["spec"]["expectations"]) == 5
     ex = r0["expectations"]
     assert [c["p_yes"] for c in ex["checks"]] == pytest.approx(

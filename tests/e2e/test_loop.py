@@ -28,7 +28,14 @@ def colour(store: RunStore, name: str):
 def test_run_accepts_improvement_then_stops_on_patience(world, backends, options, tmp_path):
     events = []
     run = refiner(backends, options, on_event=events.append).run(
-        ACT, COUNTRY, out=tmp_path, rounds=5, candidates=2, target=0.99, max_drift=2.0
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=5,
+        candidates=2,
+        target=0.99,
+        max_drift=2.0,
+        writer="template",  # the template's lines are checked here; the writer below
     )
     store = RunStore(tmp_path / run.id)
     assert [r.decision for r in run.rounds] == ["initial", "accepted", "rejected", "rejected"]
@@ -207,13 +214,13 @@ def test_review_rewrites_or_stops_and_request_stop(world, backends, options, tmp
     r = refiner(backends, options, review=review)
     run = r.run(ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0, patience=5, max_drift=2.0)
     assert [k for k, _, _ in seen] == [1, 2, 3]
-    assert seen[0][2] == 1 and seen[0][1].startswith("Edit this photo")  # the template's
+    assert seen[0][2] == 1 and seen[0][1].startswith("Edit this photo")  # the writer's
     r1, r2 = run.rounds[1], run.rounds[2]
     assert (r1.text, r1.instruction_source) == (
         "Replace the hamburgers with a rice platter.",
-        "user",
+        "person",  # rewritten in review
     )
-    assert (r2.text, r2.instruction_source) == (seen[1][1], "template")
+    assert (r2.text, r2.instruction_source) == (seen[1][1], "language model")  # as written
     assert len(run.rounds) == 3 and run.stop_reason == "stopped by the user"
     assert run.status == "finished"
 
@@ -260,3 +267,53 @@ def test_branch_from_an_earlier_round_and_decide_by_hand(world, backends, option
     assert branch.spec.rounds == 1 and branch.stop_reason.startswith("max rounds")
     with pytest.raises(ValueError, match="round 7 does not exist"):
         r.branch(store.dir, 7)
+
+
+def test_the_language_model_writes_the_instruction_by_default(
+    world, backends, options, tmp_path, monkeypatch
+):
+    """The profile's language model words the planned changes: its request carries every
+    change and the keep list, the round records it (source, model, changes); a refused
+    call falls back to the template and the round says why; an answer is asked once."""
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))  # nothing asked before
+    options = {**options, "llm": {"max_retries": 0}}  # a refusal is final at once
+    run = refiner(backends, options).run(
+        ACT, COUNTRY, out=tmp_path, rounds=1, candidates=1, target=1.0, max_drift=2.0
+    )
+    r1 = run.rounds[1]
+    assert r1.instruction_source == "language model"
+    assert r1.instruction_model == "gemini:gemini-3.5-flash" and r1.instruction_note is None
+    (asked,) = world.written
+    assert [c.item for c in r1.changes][:2] == [
+        "oversized hookahs",
+        "modern restaurant with neon lights",
+    ]
+    for c in r1.changes:  # every planned change is in the request, with its kind
+        assert f"- {c.kind}; " in asked and c.item in asked
+    assert "Keep these, which are right: Large rice platter" in asked
+    assert r1.text.startswith("Edit this photo: tone down oversized hookahs, replace modern")
+    assert r1.text.endswith("replace hamburgers (with Basket of flatbreads).")
+    assert "Replace the hamburgers" not in r1.text  # the model's words, not the template's
+    # refused: the template writes it, and the round says why
+    world.refuse_writer = 503
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache-2"))
+    again = refiner(backends, options).run(
+        ACT, COUNTRY, out=tmp_path, rounds=1, candidates=1, target=1.0, max_drift=2.0, seed=7
+    )
+    r1 = again.rounds[1]
+    assert r1.instruction_source == "template" and r1.instruction_model is None
+    assert r1.instruction_note.startswith("the template wrote it: the language model failed")
+    assert "503" in r1.instruction_note and "Replace the hamburgers with" in r1.text
+    assert r1.changes  # the changes are recorded either way
+    # the first run's answer is kept: the same changes are not asked again
+    world.refuse_writer = None
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
+    refiner(backends, options).run(
+        ACT, COUNTRY, out=tmp_path, rounds=1, candidates=1, target=1.0, max_drift=2.0
+    )
+    assert len(world.written) == 2
+    from refine.report import render_run
+
+    html = render_run(tmp_path / run.id)
+    assert "instruction (language model, gemini:gemini-3.5-flash)" in html
+    assert 'class="changes"' in html and "built from" in html

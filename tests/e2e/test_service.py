@@ -67,7 +67,7 @@ def test_pause_rewrite_then_stop(world, service):
     run = final.run
     assert final.done and run.stop_reason == "stopped by the user" and len(run.rounds) == 2
     assert run.rounds[1].text == "Put a sofreh on the floor."
-    assert run.rounds[1].instruction_source == "user"
+    assert run.rounds[1].instruction_source == "person"  # edited in review
 
 
 def test_a_failing_backend_is_reported_and_the_service_goes_on(world, service):

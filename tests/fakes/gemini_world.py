@@ -140,6 +140,7 @@ EXPECT_P = {
 
 
 _BUSY = threading.Lock()
+WRITER_PROMPT = "You write editing instructions for an image editing model"
 
 
 @dataclass
@@ -172,6 +173,9 @@ class World:
     refs: dict = field(default_factory=lambda: dict(NOWRUZ_REFS))
     refs_asked: list[str] = field(default_factory=list)
     expectations_asked: list[str] = field(default_factory=list)  # statements judged
+    # the instruction writer's prompts, and an HTTP status to refuse them with
+    written: list[str] = field(default_factory=list)
+    refuse_writer: int | None = None
 
     def __call__(self, path: str, body: dict):
         with _BUSY:
@@ -205,6 +209,8 @@ class World:
             time.sleep(delay)
         if kind == self.fail_on:
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
+        if kind == "observe" and WRITER_PROMPT in text:
+            return self._write(text)
         for marker, key in REFS_PROMPTS.items():
             if kind == "observe" and marker in text:
                 self.refs_asked.append(key)
@@ -269,6 +275,21 @@ class World:
             return 200, text_answer(json.dumps(answer))
         assert "annotating a photograph" in text, text[:200]
         return 200, text_answer(json.dumps(SEEN[colour]))
+
+    def _write(self, text: str):
+        """The instruction writer: one sentence naming each planned change it was given."""
+        self.written.append(text)
+        if self.refuse_writer:
+            code = self.refuse_writer
+            return code, {"error": {"code": code, "message": "refused", "status": "UNAVAILABLE"}}
+        items = []
+        for line in text.splitlines():
+            if line.startswith("- "):
+                parts = line[2:].split("; ")
+                swap = next((p[5:] for p in parts if p.startswith("with ")), None)
+                items.append(f"{parts[0]} {parts[2]}" + (f" (with {swap})" if swap else ""))
+        answer = "Edit this photo: " + ", ".join(items) + "."
+        return 200, text_answer(json.dumps({"instruction": answer}))
 
     @staticmethod
     def _peak(colour, text: str) -> int:

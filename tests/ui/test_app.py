@@ -109,11 +109,14 @@ def test_pause_apply_and_stop_through_the_api(app_url, world):
     assert run.rounds[1].text == "Put a sofreh on the floor."
     reviewed = [o for o in job.outputs() if o[0].startswith("round 1: review")]
     assert reviewed and reviewed[0][6].startswith("Edit this photo")
+    # who wrote it and the changes it was built from, beside the box
+    assert "review the instruction (written by the language model)" in reviewed[0][0]
+    assert "\nplanned changes: oversized hookahs; " in reviewed[0][0]
     # while round 1 is edited, the box shows the applied instruction (not round 0's prompt)
     boxes = [o[6] for o in job.outputs()]
     applied = "round 1 (applied, editing):\nPut a sofreh on the floor."
     assert applied in boxes
-    assert boxes.index(applied) < boxes.index("round 1 (user):\nPut a sofreh on the floor.")
+    assert boxes.index(applied) < boxes.index("round 1 (person):\nPut a sofreh on the floor.")
     assert client.predict(api_name="/stop") == "no run in progress"
 
 

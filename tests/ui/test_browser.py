@@ -154,7 +154,7 @@ def test_pause_rewrite_instruction_and_stop(page, tmp_path):
     while stage(pg) != "finished":
         assert time.monotonic() < deadline, f"the run did not stop (stage {stage(pg)!r})"
         time.sleep(0.1)
-    assert box.input_value() == "round 1 (user):\nPut a sofreh on the floor."
+    assert box.input_value() == "round 1 (person):\nPut a sofreh on the floor."
     run = service.open(pg.locator("#run-dir textarea").input_value())
     assert run.stop_reason == "stopped by the user" and len(run.rounds) == 2
 

@@ -165,8 +165,40 @@ def test_the_margins_are_run_settings_with_bounds():
     from tests.e2e.test_cli_run import cli
 
     spec = settings.run_spec({"activity": ACT, "country": COUNTRY})
-    assert (spec.near_margin, spec.replace_floor) == (0.05, 0.3)
+    assert (spec.near_margin, spec.replace_floor, spec.writer) == (0.05, 0.3, "llm")
     with pytest.raises(settings.SettingsError, match="less than or equal to 0.5"):
         settings.run_spec({"activity": ACT, "country": COUNTRY, "near_margin": 0.9})
     done = cli("run", ACT, "--country", COUNTRY, "--near-margin", "0.9")
     assert done.returncode == 2 and "--near-margin" in done.stderr
+    done = cli("run", ACT, "--country", COUNTRY, "--writer", "nobody")
+    assert done.returncode == 2 and "--writer: Input should be 'llm' or 'template'" in done.stderr
+
+
+def test_the_writer_refuses_an_empty_or_long_answer():
+    from refine.instructions import change_records, write_instruction
+
+    class Model:
+        id = "test:llm"
+
+        def __init__(self, text):
+            self.text, self.prompts = text, []
+
+        def complete_json(self, prompt, schema):
+            self.prompts.append(prompt)
+            return schema(instruction=self.text)
+
+    planned = plan(measured(), 5, tau=0.56)
+    changes = change_records(planned, ["Show that the family shares one plate"])
+    ok = Model("  Swap the  bowl of stew for a herb stew.  ")
+    assert write_instruction(ok, ACT, COUNTRY, changes, planned.keep) == (
+        "Swap the bowl of stew for a herb stew."
+    )
+    (prompt,) = ok.prompts
+    assert "- other; any; Show that the family shares one plate" in prompt
+    assert "- replace; objects; bowl of stew; with Bowl of stew with herbs; similarity 0.50" in (
+        prompt
+    )
+    assert "Keep these, which are right: Large rice platter." in prompt
+    for bad, match in (("   ", "empty"), ("word " * 91, "91 words")):
+        with pytest.raises(ValueError, match=match):
+            write_instruction(Model(bad), ACT, COUNTRY, changes, planned.keep)
