@@ -158,7 +158,15 @@ def build_instruction(
     count within ``max_changes``."""
     extra = list(extra or [])[:max_changes]
     planned = plan(feedback, max_changes - len(extra), tau, near_margin, replace_floor)
-    changes = extra + [sentence(c) for c in planned.changes]
+    return template_instruction(planned, activity, country, extra, keep_max)
+
+
+def template_instruction(
+    planned: Plan, activity: str, country: str, extra: list[str] | None = None, keep_max: int = 3
+) -> str | None:
+    """The template's instruction for planned changes (``extra`` lines first); None when
+    there is nothing to change."""
+    changes = list(extra or []) + [sentence(c) for c in planned.changes]
     if not changes:
         return None
     kept = [noun_phrase(k, article=False) for k in planned.keep[:keep_max]]

@@ -42,10 +42,10 @@ from refine.events import (
 )
 from refine.expectations import missed_changes
 from refine.instructions import (
-    build_instruction,
     caire_change,
     change_records,
     plan,
+    template_instruction,
     write_instruction,
 )
 from refine.records import Candidate, PlannedChange, ReferencePack, Round, Run, RunSpec
@@ -451,18 +451,6 @@ class Refiner:
         spec = run.spec
         tau = parent.best.scores.tau if parent.best.scores.tau is not None else spec.tau
         extras = extras[: spec.max_changes]
-        text = build_instruction(
-            parent.best.feedback,
-            spec.activity,
-            run.references.country,
-            spec.max_changes,
-            extra=extras or None,
-            tau=tau,
-            near_margin=spec.near_margin,
-            replace_floor=spec.replace_floor,
-        )
-        if text is None:
-            return None
         planned = plan(
             parent.best.feedback,
             spec.max_changes - len(extras),
@@ -470,6 +458,9 @@ class Refiner:
             spec.near_margin,
             spec.replace_floor,
         )
+        text = template_instruction(planned, spec.activity, run.references.country, extras)
+        if text is None:
+            return None
         changes = change_records(planned, extras)
         if spec.writer != "llm":
             return Written(text, "template", changes=changes)

@@ -438,6 +438,8 @@ def build_app(service: RunService, status: str = "", limits: Limits | None = Non
                 spec, refs = settings.load(raw, find=find)
             except settings.SettingsError as err:
                 raise error(_settings_message(err)) from err
+            if visitor is None:  # a run nobody owns could be stopped by anyone
+                raise error(NO_VISITOR)
             try:
                 job = service.start(
                     spec=spec,
@@ -848,6 +850,9 @@ def _index(value: Any, what: str) -> int:
     if not number.is_integer():
         raise ValueError(f"the {what} must be a whole number, got {value!r}")
     return int(number)
+
+
+NO_VISITOR = "this request names no visitor: open the app in a browser or with gradio_client"
 
 
 def _visitor(token: Any, request: Any) -> str | None:

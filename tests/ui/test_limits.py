@@ -42,6 +42,9 @@ def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
         next(handler(None, *start_args(4)))
     with pytest.raises(Exception, match=r"--max-candidates"):
         next(handler(None, *start_args(1, candidates=3)))
+    with pytest.raises(Exception, match="names no visitor"):  # nobody to own the run
+        next(handler(None, *start_args(1)))
+    assert not service.busy
     # the page's number fields carry the same maxima
     fields = {c["props"].get("elem_id"): c["props"] for c in demo.config["components"]}
     assert fields["rounds"]["maximum"] == 3 and fields["candidates"]["maximum"] == 2
