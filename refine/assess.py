@@ -14,10 +14,16 @@ EXAG variants (named in every score):
 
 FAITH = mean(ALIGN, 1 - HAL, 1 - EXAG); without stereotype candidates EXAG is not computed
 and FAITH = mean(ALIGN, 1 - HAL), which the variant says.
+
+Quality (:meth:`Assessor.quality`): the judge rates naturalness and artifacts 0-10
+(``assets/prompts/quality_*.txt``), quality = min / 10 (VIEScore); with a local judge and a
+CLIP image embedder, CLIP-IQA too. Both are cached per image, so an image scored twice
+(a bench's rescoring, a resumed round) costs nothing more.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Sequence
@@ -27,7 +33,16 @@ from metrics.ahead import DEFAULT_TAU, exaggeration, faithfulness, score_images
 from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
 from refine.assets import prompt_template
-from refine.records import Drift, Exaggerated, Feedback, Match, ReferencePack, RunSpec, Scores
+from refine.records import (
+    Drift,
+    Exaggerated,
+    Feedback,
+    Match,
+    QualityReading,
+    ReferencePack,
+    RunSpec,
+    Scores,
+)
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -59,6 +74,32 @@ def judge_calls(judge: Any, answers: int) -> int:
     return answers * (getattr(judge, "samples", 1) if sampled else 1)
 
 
+class Quality(NamedTuple):
+    score: float | None
+    clip_iqa: float | None
+    reading: QualityReading | None
+
+
+class QualityCache:
+    """Quality readings per (judge, image), safe for candidates judged at once: an image
+    being rated holds its key until its reading is in, so equal images are rated once
+    whatever the timing (the record, its model calls included, does not depend on it)."""
+
+    def __init__(self) -> None:
+        self.readings: dict[tuple, Quality] = {}
+        self._locks: dict[tuple, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def hold(self, keys: Sequence[tuple]) -> contextlib.ExitStack:
+        """Hold the locks of ``keys`` (in sorted order: no deadlock between batches)."""
+        stack = contextlib.ExitStack()
+        for key in sorted(set(keys)):
+            with self._guard:
+                lock = self._locks.setdefault(key, threading.Lock())
+            stack.enter_context(lock)
+        return stack
+
+
 class Assessment(NamedTuple):
     observed: dict[str, list[str]]
     scores: Scores
@@ -81,10 +122,12 @@ class Assessor:
         backends: Backends,
         calls: CallCounter | None = None,
         baselines: dict[tuple, list[float]] | None = None,
+        qualities: QualityCache | None = None,
     ) -> None:
         self.backends = backends
         self.calls = calls if calls is not None else CallCounter()
         self.baselines = baselines if baselines is not None else {}
+        self.qualities = qualities if qualities is not None else QualityCache()
 
     def assess(
         self,
@@ -108,7 +151,10 @@ class Assessor:
         t = time.perf_counter()
         judged = self.with_replacements(self.exaggeration(image, observed, refs, tau), refs)
         timings["judge"] = time.perf_counter() - t
-        return _assessment(observed, ahead, judged, timings)
+        t = time.perf_counter()
+        (quality,) = self.quality([image])
+        timings["quality"] = time.perf_counter() - t
+        return _assessment(observed, ahead, judged, timings, quality)
 
     def assess_many(
         self,
@@ -145,10 +191,83 @@ class Assessor:
             ]
         judged = [self.with_replacements(j, refs) for j in judged]
         timings["judge"] = time.perf_counter() - t
+        t = time.perf_counter()
+        qualities = self.quality(list(images))
+        timings["quality"] = time.perf_counter() - t
         return [
-            _assessment(o, a, j, timings if i == 0 else {})
-            for i, (o, a, j) in enumerate(zip(observed, aheads, judged, strict=True))
+            _assessment(o, a, j, timings if i == 0 else {}, q)
+            for i, (o, a, j, q) in enumerate(zip(observed, aheads, judged, qualities, strict=True))
         ]
+
+    # -- quality -----------------------------------------------------------------------
+
+    def quality(self, images: Sequence[Image.Image]) -> list[Quality]:
+        """Each image's perceptual quality: the judge's VIEScore reading (None when the
+        judge cannot rate on a 0-10 scale) and, with a local judge and a CLIP image
+        embedder, CLIP-IQA. One rating call (and one CLIP call) for the images not
+        cached."""
+
+        judge_name = self.backends.names.get("judge", "")
+        keys = [(judge_name, _digest(im)) for im in images]
+        cache = self.qualities
+        with cache.hold(keys):
+            todo: dict[tuple, Image.Image] = {}
+            for key, im in zip(keys, images, strict=True):
+                if key not in cache.readings:
+                    todo.setdefault(key, im)
+            if todo:
+                for key, quality in zip(todo, self._read_quality(list(todo.values())), strict=True):
+                    cache.readings[key] = quality
+            return [cache.readings[key] for key in keys]
+
+    def _read_quality(self, images: list[Image.Image]) -> list[Quality]:
+        from metrics.quality import HIGH, LOW, viescore_quality
+
+        n = len(images)
+        readings: list[QualityReading | None] = [None] * n
+        with self.backends.using("judge") as judge:
+            rate_scale = getattr(judge, "rate_scale", None)
+            if callable(rate_scale):
+                # one question after the other, each for every image at once
+                ratings = []
+                for question in ("quality_naturalness", "quality_artifacts"):
+                    prompts = [prompt_template(question)] * n
+                    ratings += rate_scale(images, prompts, LOW, HIGH)
+                self.calls.add(_rating_calls(judge, ratings))
+                name = getattr(judge, "id", self.backends.names.get("judge", ""))
+                for i in range(n):
+                    nat, art = ratings[i], ratings[n + i]
+                    lower = nat if nat.expectation <= art.expectation else art
+                    sampled = [r.method for r in (nat, art) if r.method != "logprobs"]
+                    readings[i] = QualityReading(
+                        naturalness=nat.expectation,
+                        artifacts=art.expectation,
+                        judge=name,
+                        method=sampled[0] if sampled else "logprobs",
+                        stderr=None if lower.stderr is None else lower.stderr / HIGH,
+                    )
+        iqa: list[float | None] = [None] * n
+        if self._clip_iqa_reading():
+            with self.backends.using("image_embedder") as embedder:
+                iqa = list(embedder.clip_iqa(images))
+        out = []
+        for reading, value in zip(readings, iqa, strict=True):
+            score = None
+            if reading is not None:
+                nat = min(max(reading.naturalness, LOW), HIGH)
+                art = min(max(reading.artifacts, LOW), HIGH)
+                score = viescore_quality(nat, art)
+            out.append(Quality(score, value, reading))
+        return out
+
+    def _clip_iqa_reading(self) -> bool:
+        """CLIP-IQA is read with a local profile (a judge that is no API model) whose
+        image embedder is a CLIP."""
+        names = self.backends.names
+        if names.get("judge", "").startswith("gemini:") or not names.get("image_embedder"):
+            return False
+        embedder = self.backends.get("image_embedder")
+        return callable(getattr(embedder, "clip_iqa", None))
 
     def _ratings(self, images, observed, refs, tau):
         """The judge-rating EXAG of several images in one rating call."""
@@ -318,7 +437,33 @@ def _from_rating(rating: Any, seen: list[Exaggerated]):
     return value, variant, seen, (rating.method, stderr)
 
 
-def _assessment(observed, ahead, judgement, timings: dict[str, float]) -> Assessment:
+def _digest(image: Image.Image) -> str:
+    """The image's pixels, hashed: equal pictures share their quality reading."""
+    import hashlib
+
+    h = hashlib.sha256(f"{image.mode}{image.size}".encode())
+    h.update(image.tobytes())
+    return h.hexdigest()
+
+
+def _rating_calls(judge: Any, ratings: Sequence[Any]) -> int:
+    """Model calls behind ratings: one each by log-probabilities, k each sampled (and
+    the log-probability call before when the judge reads log-probabilities but the
+    rating's first token was ambiguous)."""
+    samples = int(getattr(judge, "samples", 1) or 1)
+    judge_sampled = getattr(judge, "method", "logprobs") != "logprobs"
+    calls = 0
+    for r in ratings:
+        if r.method == "logprobs":
+            calls += 1
+        else:
+            calls += samples + (0 if judge_sampled else 1)
+    return calls
+
+
+def _assessment(
+    observed, ahead, judgement, timings: dict[str, float], quality: Quality | None = None
+) -> Assessment:
     """Scores and feedback of one image from its AHEaD score and its EXAG judgement
     (EXAG, its variant, the stereotypes seen, (judge method, EXAG standard error))."""
     exag, variant, exaggerated, judged = judgement
@@ -341,6 +486,9 @@ def _assessment(observed, ahead, judgement, timings: dict[str, float]) -> Assess
         judge_mode=judged[0],
         exag_stderr=judged[1],
         tau=ahead.tau,
+        quality=None if quality is None else quality.score,
+        clip_iqa=None if quality is None else quality.clip_iqa,
+        quality_reading=None if quality is None else quality.reading,
     )
     feedback = Feedback(
         aligned=[_match(m) for m in ahead.aligned],

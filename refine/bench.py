@@ -33,6 +33,8 @@ from refine.store import append_jsonl, atomic_write_text, slug
 METRICS = ("faith", "align", "hal", "exag")
 PROMPT_METRICS = ("pooled_align", "ddiv", "sdiv", "vendi", "qvendi")
 EXPECTATION_METRICS = ("explicit_met", "implicit_met")  # with --expectations
+# perceptual quality per image (the judge's VIEScore reading; CLIP-IQA with a local scorer)
+QUALITY_METRICS = ("quality", "clip_iqa")
 BOOTSTRAP = 1000
 
 
@@ -332,6 +334,7 @@ class CellMaker:
                     "observed": a.observed,
                     **{m: getattr(a.scores, m) for m in METRICS},
                     "exag_variant": a.scores.exag_variant,
+                    **{m: getattr(a.scores, m) for m in QUALITY_METRICS},
                     **(
                         {
                             "explicit_met": ex.explicit_met,
@@ -585,10 +588,11 @@ def summarise(
 
 def _stats(cells: list[dict[str, Any]], seed: int) -> dict[str, Any]:
     row: dict[str, Any] = {"prompts": len(cells), "images": sum(len(c["images"]) for c in cells)}
-    for metric in (*METRICS, *PROMPT_METRICS, *EXPECTATION_METRICS):
+    for metric in (*METRICS, *QUALITY_METRICS, *PROMPT_METRICS, *EXPECTATION_METRICS):
         values = [cell_mean(c, metric) for c in cells]
-        if metric in EXPECTATION_METRICS and all(v is None for v in values):
-            continue  # a bench without expectations
+        optional = (*QUALITY_METRICS, *EXPECTATION_METRICS)
+        if metric in optional and all(v is None for v in values):
+            continue  # a bench without expectations, a scorer that reads no quality
         row[metric] = {"mean": _mean(values), "interval": bootstrap_interval(values, seed)}
     return row
 
@@ -604,6 +608,7 @@ ROW_FIELDS = (
     "file",
     *METRICS,
     "exag_variant",
+    *QUALITY_METRICS,
     "pooled_align",
     "ddiv",
     "sdiv",
@@ -611,6 +616,10 @@ ROW_FIELDS = (
     "qvendi",
     *EXPECTATION_METRICS,
 )
+
+
+def _blank(value: Any) -> Any:
+    return "" if value is None else value
 
 
 def write_outputs(store: BenchStore, summary: dict[str, Any], cells: list[dict[str, Any]]) -> None:
@@ -629,6 +638,7 @@ def write_outputs(store: BenchStore, summary: dict[str, Any], cells: list[dict[s
                     "country": c["country"],
                     "category": c.get("category") or "",
                     **{k: im[k] for k in ("seed", "file", *METRICS, "exag_variant")},
+                    **{k: _blank(im.get(k)) for k in QUALITY_METRICS},
                     **{k: c[k] for k in PROMPT_METRICS},
                     **{k: im.get(k, "") for k in EXPECTATION_METRICS},
                 }

@@ -72,9 +72,19 @@ class RoundDecided:
     round: int
     decision: str
     reason: str = ""
+    faith: float | None = None  # the chosen image's
+    quality: float | None = None
 
     def describe(self) -> str:
-        return f"round {self.round}: {self.decision}"
+        """``round 1: accepted, FAITH 0.712, quality 0.700 (FAITH 0.500 -> 0.712 ...)``."""
+        text = f"round {self.round}: {self.decision}"
+        if self.faith is not None:
+            text += f", FAITH {self.faith:.3f}"
+        if self.quality is not None:
+            text += f", quality {self.quality:.3f}"
+        if self.reason and self.round > 0:
+            text += f" ({self.reason})"
+        return text
 
 
 @dataclass(frozen=True)

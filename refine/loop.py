@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from refine import policy, usage
-from refine.assess import Assessor, CallCounter
+from refine.assess import Assessor, CallCounter, QualityCache
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.candidates import CandidateMaker, Made
@@ -95,6 +95,9 @@ class Refiner:
         self.review = review
         self.steps = steps if steps is not None else default_steps()
         self.baselines: dict[tuple, list[float]] = {}
+        # quality readings per (judge, image), kept for one run: a run's record (its model
+        # calls) does not depend on what other runs rated before
+        self.qualities = QualityCache()
         self.calls = CallCounter()
         self._stop = threading.Event()
 
@@ -119,7 +122,7 @@ class Refiner:
 
     def assessor(self) -> Assessor:
         """An assessor on this refiner's models, counting into the current run's calls."""
-        return Assessor(self.backends, self.calls, self.baselines)
+        return Assessor(self.backends, self.calls, self.baselines, self.qualities)
 
     # -- public API --------------------------------------------------------------------
 
@@ -260,6 +263,7 @@ class Refiner:
     def _drive(self, run: Run, store: RunStore) -> Run:
         started = self._started = time.monotonic() - run.elapsed_s
         self.calls = CallCounter(run.model_calls)
+        self.qualities = QualityCache()
         self._stop.clear()
         self._emit(
             RunStarted(run=run.id, dir=str(store.dir), first=len(run.rounds), last=run.spec.rounds)
@@ -362,14 +366,14 @@ class Refiner:
             _keep_stopped(run, stop, len(seeds), timings, None, "generate", prompt, "prompt")
             raise
         # 4. decide
-        verdict = policy.choose_initial(made.candidates)
+        verdict = policy.choose_initial(made.candidates, spec.margin)
         r = _append_round(
             run, verdict, made.candidates, timings, None, "generate", prompt, "prompt"
         )
         r.failures, r.notes = made.failures, made.notes
         # 5. steps
         self._after_round(run, store, r)
-        self._emit(RoundDecided(round=0, decision=r.decision))
+        self._emit(_decided(r))
 
     def _edit_round(self, run: Run, store: RunStore) -> None:
         """An editing round:
@@ -425,8 +429,15 @@ class Refiner:
             _keep_stopped(run, stop, len(seeds), timings, parent_index, "edit", instruction, source)
             raise
         # 5. decide
+        best = run.best()
         verdict = policy.decide_edit(
-            made.candidates, parent.best, parent_index, spec.margin, spec.max_drift
+            made.candidates,
+            parent.best,
+            parent_index,
+            spec.margin,
+            spec.max_drift,
+            None if best is None else best.best.scores.quality,
+            spec.max_quality_drop,
         )
         r = _append_round(
             run, verdict, made.candidates, timings, parent_index, "edit", instruction, source
@@ -436,7 +447,7 @@ class Refiner:
         r.instruction_model = written.model if source == "language model" else None
         # 6. steps
         self._after_round(run, store, r)
-        self._emit(RoundDecided(round=k, decision=r.decision, reason=r.reason))
+        self._emit(_decided(r))
 
     def _instruction(self, run: Run, k: int, parent: Round) -> Written | None:
         """Round ``k``'s instruction: the user's, else the planned changes worded by the
@@ -541,6 +552,13 @@ class Written:
     changes: list[PlannedChange] = field(default_factory=list)
     model: str | None = None
     note: str | None = None  # why the template wrote it when the model was asked
+
+
+def _decided(r: Round) -> RoundDecided:
+    s = r.best.scores
+    return RoundDecided(
+        round=r.index, decision=r.decision, reason=r.reason, faith=s.faith, quality=s.quality
+    )
 
 
 def _keep_stopped(

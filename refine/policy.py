@@ -1,11 +1,14 @@
 """The loop's decisions as pure functions of the records: which candidate to keep, whether
 an edit is accepted (and why), and why a run stops. No model and no file is touched here.
 
-* Round 0 keeps the candidate with the highest FAITH.
+* Round 0 keeps the candidate with the highest FAITH (the better-looking one among those
+  within ``margin`` of it).
 * An editing round keeps, among the candidates whose drift from the parent (1 - cosine of
-  image embeddings) is within ``max_drift``, the one with the highest FAITH; it is
-  accepted when FAITH rises by at least ``margin``. When every candidate drifted too far,
-  the round is rejected (the highest FAITH of all is shown).
+  image embeddings) is within ``max_drift`` and whose quality is at most
+  ``max_quality_drop`` below the best round's, the one with the highest FAITH (the
+  better-looking one among those as good within ``margin``); it is accepted when FAITH
+  rises by at least ``margin``. When every candidate drifted too far, or every one within
+  the drift limit lost too much quality, the round is rejected and says so.
 * A run stops on the first of: a stop asked for, the target FAITH reached, the round
   limit, ``patience`` rejected rounds in a row (counted from a branch point afresh), the
   wall-time budget, the model-call budget.
@@ -36,10 +39,31 @@ class Verdict:
     reason: str
 
 
-def choose_initial(candidates: Sequence[Candidate]) -> Verdict:
-    """Round 0: the best of the initial images by FAITH."""
-    chosen = max(range(len(candidates)), key=lambda j: faith_of(candidates[j]))
+def quality_of(c: Candidate) -> float:
+    """A candidate's quality; without a reading it ranks below every other."""
+    return c.scores.quality if c.scores.quality is not None else float("-inf")
+
+
+def best_looking(candidates: Sequence[Candidate], pool: Sequence[int], margin: float) -> int:
+    """The highest FAITH of ``pool``; among the candidates within ``margin`` of it (equal
+    FAITH as far as the loop can tell), the one of highest quality (then FAITH)."""
+    top = max(faith_of(candidates[j]) for j in pool)
+    tied = [j for j in pool if faith_of(candidates[j]) >= top - margin]
+    return max(tied, key=lambda j: (quality_of(candidates[j]), faith_of(candidates[j])))
+
+
+def choose_initial(candidates: Sequence[Candidate], margin: float = 0.0) -> Verdict:
+    """Round 0: the best of the initial images by FAITH (by quality within ``margin``)."""
+    chosen = best_looking(candidates, range(len(candidates)), margin)
     return Verdict(chosen, "initial", f"best of {len(candidates)} initial image(s) by FAITH")
+
+
+def quality_fell(c: Candidate, best_quality: float | None, max_drop: float) -> bool:
+    """Whether ``c`` lost more than ``max_drop`` of quality against the best round's (never
+    without both readings)."""
+    q = c.scores.quality
+    # a drop of exactly max_drop is allowed (1e-9: the rounding of best - max_drop)
+    return best_quality is not None and q is not None and best_quality - q > max_drop + 1e-9
 
 
 def decide_edit(
@@ -48,16 +72,16 @@ def decide_edit(
     parent_index: int,
     margin: float,
     max_drift: float,
+    best_quality: float | None = None,
+    max_quality_drop: float = 1.0,
 ) -> Verdict:
-    """An editing round: the best candidate within the drift limit, accepted when its FAITH
-    gain over the parent is at least ``margin``."""
+    """An editing round: the best candidate within the drift limit that kept its quality
+    (at most ``max_quality_drop`` below ``best_quality``, the best round's), accepted when
+    its FAITH gain over the parent is at least ``margin``."""
     parent_faith = faith_of(parent)
     within = [j for j, c in enumerate(candidates) if drift_of(c) <= max_drift]
-    pool = within or list(range(len(candidates)))
-    chosen = max(pool, key=lambda j: faith_of(candidates[j]))
-    best = faith_of(candidates[chosen])
-    gain = best - parent_faith
     if not within:
+        chosen = max(range(len(candidates)), key=lambda j: faith_of(candidates[j]))
         smallest = min(drift_of(c) for c in candidates)
         return Verdict(
             chosen,
@@ -65,12 +89,33 @@ def decide_edit(
             f"every candidate drifted too far from round {parent_index} "
             f"(smallest 1 - cosine {smallest:.3f} > {max_drift})",
         )
+    kept = [j for j in within if not quality_fell(candidates[j], best_quality, max_quality_drop)]
+    if not kept:
+        chosen = max(within, key=lambda j: faith_of(candidates[j]))
+        return Verdict(
+            chosen,
+            "rejected",
+            f"quality fell from {best_quality:.3f} to {quality_of(candidates[chosen]):.3f} "
+            f"(more than {max_quality_drop:g}; FAITH {faith_of(candidates[chosen]):.3f})",
+        )
+    top = max(faith_of(candidates[j]) for j in kept)
+    # the better-looking among the equally faithful; when the best one is accepted, only
+    # among those that would be accepted too
+    floor = parent_faith + margin if top - parent_faith >= margin else float("-inf")
+    tied = [j for j in kept if faith_of(candidates[j]) >= floor]
+    chosen = best_looking(candidates, tied, margin)
+    best = faith_of(candidates[chosen])
+    gain = best - parent_faith
+    dropped = len(within) - len(kept)
+    note = f"; {dropped} candidate(s) left out: quality fell too far" if dropped else ""
     if gain >= margin:
-        return Verdict(chosen, "accepted", f"FAITH {parent_faith:.3f} -> {best:.3f} (+{gain:.3f})")
+        return Verdict(
+            chosen, "accepted", f"FAITH {parent_faith:.3f} -> {best:.3f} (+{gain:.3f}){note}"
+        )
     return Verdict(
         chosen,
         "rejected",
-        f"FAITH {parent_faith:.3f} -> {best:.3f} ({gain:+.3f}); needs at least +{margin}",
+        f"FAITH {parent_faith:.3f} -> {best:.3f} ({gain:+.3f}); needs at least +{margin}{note}",
     )
 
 

@@ -66,6 +66,25 @@ class Scores(_Record):
     judge_mode: str | None = None
     exag_stderr: float | None = None
     tau: float | None = None  # the match threshold ALIGN and HAL were scored with
+    # perceptual quality in [0, 1] (VIEScore: min(naturalness, artifacts) / 10 from the
+    # judge) and CLIP-IQA (a local profile's CLIP); None: not measured (how, in
+    # quality_reading)
+    quality: float | None = None
+    clip_iqa: float | None = None
+    quality_reading: QualityReading | None = None
+
+
+class QualityReading(_Record):
+    """How ``quality`` was read: the judge's expected 0-10 ratings, how it read them."""
+
+    naturalness: float
+    artifacts: float
+    judge: str
+    method: str  # "logprobs" or "sampled k=N" (either rating sampled)
+    stderr: float | None = None  # of quality, when the lower rating was sampled
+
+
+Scores.model_rebuild()
 
 
 class Match(_Record):
@@ -288,6 +307,10 @@ class RunSpec(_Record):
     seed: int = 42
     margin: float = Field(0.01, ge=0.0, description="least FAITH gain to accept an edit")
     max_drift: float = Field(0.5, ge=0.0, le=2.0, description="largest 1 - cosine to the parent")
+    # a candidate whose quality is more than this below the best round's is rejected (1: off)
+    max_quality_drop: float = Field(
+        0.2, ge=0.0, le=1.0, description="largest quality drop below the best round"
+    )
     edit_from: Literal["best", "original"] = "best"
     # the match threshold on cosine similarity; None: the profile's (calibrated for its
     # observer), set when the run starts, so a record always holds the value used

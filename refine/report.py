@@ -28,6 +28,8 @@ COLOURS = {
     "EXAG": "#bf8700",
     "best FAITH": "#6e40c9",
     "drift": "#57606a",
+    "quality": "#fb8f44",
+    "CLIP-IQA": "#bf3989",
 }
 # for the other series (SoS per language, CAIRE), in order of appearance
 PALETTE = ("#0a7ea4", "#e16f24", "#8250df", "#1b7c83", "#bc4c00", "#6639ba", "#116329")
@@ -647,15 +649,24 @@ def render_bench_leaderboard(
 ) -> str:
     """One self-contained HTML page: the leaderboard with intervals, FAITH per country,
     FAITH against Vendi per prompt, the paired comparison, the best and worst images."""
-    from refine.bench import EXPECTATION_METRICS, METRICS, PROMPT_METRICS, cell_mean
+    from refine.bench import (
+        EXPECTATION_METRICS,
+        METRICS,
+        PROMPT_METRICS,
+        QUALITY_METRICS,
+        cell_mean,
+    )
 
     folder = Path(folder)
     names = list(summary["generators"])
     ranked = sorted(names, key=lambda g: -(summary["generators"][g]["faith"]["mean"] or -1.0))
-    shown = (*METRICS, *PROMPT_METRICS) + tuple(
-        m for m in EXPECTATION_METRICS if any(m in summary["generators"][g] for g in names)
-    )
-    head = "".join(f"<th>{m.upper() if m in METRICS else m}</th>" for m in shown)
+
+    def present(metrics: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(m for m in metrics if any(m in summary["generators"][g] for g in names))
+
+    shown = (*METRICS, *present(QUALITY_METRICS), *PROMPT_METRICS) + present(EXPECTATION_METRICS)
+    labels = {"clip_iqa": "CLIP-IQA"}
+    head = "".join(f"<th>{m.upper() if m in METRICS else labels.get(m, m)}</th>" for m in shown)
     rows = []
     for g in ranked:
         s = summary["generators"][g]

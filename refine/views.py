@@ -3,7 +3,8 @@ texts. The CLI summary, the app (``ui/adapters.py``) and the HTML report are all
 these, so they show the same numbers for the same run. No model code, no UI code.
 
 Series are per round (the chosen candidate): FAITH, ALIGN, HAL, EXAG, drift (1 - cosine to
-the parent), the best FAITH so far, SoS per prompt language (``SoS en``, ``SoS fr``), FAITH
+the parent), the best FAITH so far, quality (the judge's VIEScore reading) and CLIP-IQA,
+SoS per prompt language (``SoS en``, ``SoS fr``), FAITH
 per extra language (``FAITH fr``, with language scores), and the country's CAIRE score on
 a 0-1 scale (``CAIRE Iran (0-1)`` = (score - 1) / 4). A series that never has a value is left
 out.
@@ -15,16 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metrics.descriptors import DIMENSIONS
-from refine.records import Exaggerated, Match, Round, Run
+from refine.records import Exaggerated, Match, Round, Run, Scores
 from refine.usage import tokens_text
 
-METRICS = ("FAITH", "ALIGN", "HAL", "EXAG", "drift", "best FAITH")
+METRICS = ("FAITH", "ALIGN", "HAL", "EXAG", "drift", "best FAITH", "quality", "CLIP-IQA")
 CHART_X, CHART_Y = "round", "score (0 to 1; SoS -1 to 1)"
 CHECK_KINDS = ("aligned", "missing", "hallucinated")
 TABLE_HEADERS = [
     "round",
     "decision",
     "FAITH",
+    "quality",
     "ALIGN",
     "HAL",
     "EXAG",
@@ -74,6 +76,8 @@ def metric_series(run: Run) -> dict[str, list[float | None]]:
         if r.decision in ("initial", "accepted"):
             best = s.faith
         put("best FAITH", k, best)
+        put("quality", k, s.quality)
+        put("CLIP-IQA", k, s.clip_iqa)
     order = [m for m in METRICS if m in series]
     series = {m: series[m] for m in order}
     for k, r in enumerate(run.rounds):
@@ -142,6 +146,7 @@ def rounds_table(run: Run) -> list[list[object]]:
                 r.index,
                 decision_text(r),
                 rounded(s.faith),
+                rounded(s.quality),
                 rounded(s.align),
                 rounded(s.hal),
                 rounded(s.exag),
@@ -252,13 +257,26 @@ def faith_text(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
+def quality_text(s: Scores) -> str:
+    """``quality 0.700`` (``, CLIP-IQA 0.61`` with a local profile); empty when not read."""
+    parts = []
+    if s.quality is not None:
+        parts.append(f"quality {s.quality:.3f}")
+    if s.clip_iqa is not None:
+        parts.append(f"CLIP-IQA {s.clip_iqa:.3f}")
+    return ", ".join(parts)
+
+
 def round_caption(run: Run, r: Round) -> str:
-    """``✓ round 1: accepted, FAITH 0.712 (best)``."""
+    """``✓ round 1: accepted, FAITH 0.712, quality 0.700 (best)``."""
     mark = {"accepted": "\u2713", "rejected": "\u2717"}.get(r.decision, "\u25cf")
     hand = " by hand" if r.by_hand else ""
     best = " (best)" if r.index == run.best_round else ""
+    quality = quality_text(r.best.scores)
+    quality = f", {quality}" if quality else ""
     return (
-        f"{mark} round {r.index}: {r.decision}{hand}, FAITH {faith_text(r.best.scores.faith)}{best}"
+        f"{mark} round {r.index}: {r.decision}{hand}, "
+        f"FAITH {faith_text(r.best.scores.faith)}{quality}{best}"
     )
 
 
@@ -311,15 +329,17 @@ def summary_lines(run: Run, run_dir: str | Path) -> list[str]:
     """The command line's summary of a finished run."""
     lines = [
         f"\nrun {run.id}: {run.status}, stopped by {run.stop_reason}",
-        f"{'round':>5} {'decision':9} {'FAITH':>6} {'ALIGN':>6} {'HAL':>6} {'EXAG':>6}  image",
+        f"{'round':>5} {'decision':9} {'FAITH':>6} {'qual.':>6} {'ALIGN':>6} {'HAL':>6} "
+        f"{'EXAG':>6}  image",
     ]
     for r in run.rounds:
         s = r.best.scores
         exag = f"{s.exag:6.3f}" if s.exag is not None else "   n/a"
         faith = f"{s.faith:6.3f}" if s.faith is not None else "   n/a"
+        quality = f"{s.quality:6.3f}" if s.quality is not None else "   n/a"
         mark = " *" if r.index == run.best_round else ""
         lines.append(
-            f"{r.index:>5} {r.decision:9} {faith} {s.align:6.3f} {s.hal:6.3f} {exag}  "
+            f"{r.index:>5} {r.decision:9} {faith} {quality} {s.align:6.3f} {s.hal:6.3f} {exag}  "
             f"{r.best.image}{mark}"
         )
     if run.rounds:

@@ -30,6 +30,7 @@ FIELD_LABELS = {
     "expectations": "cultural expectations",
     "refs": "references",
     "max_drift": "max drift",
+    "max_quality_drop": "max quality drop",
     "target": "target FAITH",
 }
 MAX_UPLOAD_MB = 20
@@ -192,6 +193,15 @@ def build_app(service: RunService, status: str = "", limits: Limits | None = Non
                             maximum=2,
                             label="max drift",
                             elem_id="max-drift",
+                        )
+                        max_quality_drop = gr.Number(
+                            default("max_quality_drop"),
+                            minimum=0,
+                            maximum=1,
+                            label="max quality drop (1: off)",
+                            info="an edit that looks worse than the best round by more "
+                            "than this is rejected",
+                            elem_id="max-quality-drop",
                         )
                     pause = gr.Checkbox(
                         False,
@@ -399,6 +409,7 @@ def build_app(service: RunService, status: str = "", limits: Limits | None = Non
             bank="",
             lang_scores=False,
             check_expectations=False,
+            quality_drop=None,
             request=None,
         ):
             visitor = _visitor(tok, request)
@@ -409,7 +420,7 @@ def build_app(service: RunService, status: str = "", limits: Limits | None = Non
             except ValueError as err:
                 raise error(err) from err
             try:  # the operator's limits, and each run's budget of time and calls
-                numbers = limits.apply(_numbers(n_rounds, tgt, sd, n_cand, drift))
+                numbers = limits.apply(_numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop))
             except ValueError as err:
                 raise error(err) from err
             raw = {
@@ -499,12 +510,16 @@ def build_app(service: RunService, status: str = "", limits: Limits | None = Non
         # finds the event and request arguments by their types
         on_pick.__annotations__["evt"] = gr.SelectData
 
-        def on_branch(tok, path, k, n_rounds, tgt, sd, n_cand, drift, paused, request=None):
+        def on_branch(
+            tok, path, k, n_rounds, tgt, sd, n_cand, drift, paused, quality_drop=None, request=None
+        ):
             visitor = _visitor(tok, request)
             try:
                 old, run_dir = service.opened(path)
                 service.check_owner(run_dir, visitor)  # a roll-back continues one's own run
-                numbers = limits.apply(_numbers(n_rounds, tgt, sd, n_cand, drift), old.spec)
+                numbers = limits.apply(
+                    _numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop), old.spec
+                )
                 changes = {k: v for k, v in numbers.items() if v is not None}
                 job = service.start(
                     old.spec.activity,
@@ -710,6 +725,7 @@ def build_app(service: RunService, status: str = "", limits: Limits | None = Non
                 sos_bank,
                 language_scores,
                 expectations,
+                max_quality_drop,
             ],
             outputs,
             api_name="start",
@@ -748,7 +764,18 @@ def build_app(service: RunService, status: str = "", limits: Limits | None = Non
         show_btn.click(on_show, [run_dir_box, round_pick], outputs, api_name="show", **quiet)
         branch_btn.click(
             on_branch,
-            [token, run_dir_box, round_pick, rounds, target, seed, candidates, max_drift, pause],
+            [
+                token,
+                run_dir_box,
+                round_pick,
+                rounds,
+                target,
+                seed,
+                candidates,
+                max_drift,
+                pause,
+                max_quality_drop,
+            ],
             outputs,
             api_name="branch",
             **ONE_RUN,
@@ -879,7 +906,7 @@ def _settings_message(err: settings.SettingsError) -> str:
     return f"{FIELD_LABELS.get(err.field, err.field)}: {err.message}{hint}"
 
 
-def _numbers(n_rounds, target, seed, candidates, max_drift) -> dict[str, Any]:
+def _numbers(n_rounds, target, seed, candidates, max_drift, quality_drop=None) -> dict[str, Any]:
     """The form's numeric run settings (None where a field is empty: the default)."""
 
     def num(value, kind):
@@ -891,6 +918,7 @@ def _numbers(n_rounds, target, seed, candidates, max_drift) -> dict[str, Any]:
         "seed": num(seed, int),
         "candidates": num(candidates, int),
         "max_drift": num(max_drift, float),
+        "max_quality_drop": num(quality_drop, float),
     }
 
 

@@ -2,7 +2,8 @@
 
 ``clip:<architecture>/<pretrained tag or checkpoint path>``, e.g. ``clip:ViT-L-14/openai``
 or ``clip:ViT-B-32/laion2b_s34b_b79k``. Embeddings are L2-normalised. CLIPScore follows
-the torchmetrics convention: ``100 * max(cos(image, text), 0)``.
+the torchmetrics convention: ``100 * max(cos(image, text), 0)``; CLIP-IQA is the share of
+"Good photo." against "Bad photo." (:mod:`metrics.quality`).
 """
 
 from __future__ import annotations
@@ -104,6 +105,22 @@ class OpenClipEmbedder:
                     torch.nn.functional.normalize(self.model.encode_text(tokens).float(), dim=-1)
                 )
         return torch.cat(chunks).clone()
+
+    def logit_scale(self) -> float:
+        """CLIP's learned temperature: cosines times this are the model's logits."""
+        self.load()
+        return float(self.model.logit_scale.exp().item())
+
+    def clip_iqa(self, images: Sequence[Image.Image]) -> list[float]:
+        """CLIP-IQA of each image: the softmax share of "Good photo." against "Bad photo."
+        at the model's logit scale (see :func:`metrics.quality.clip_iqa`)."""
+        from metrics.quality import BAD, GOOD, clip_iqa
+
+        if not images:
+            return []
+        pair = self.encode_texts([GOOD, BAD]).cpu().numpy()
+        emb = self.encode_images(images).cpu().numpy()
+        return clip_iqa(emb, pair[0], pair[1], self.logit_scale())
 
     def clip_score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[float]:
         """CLIPScore of each (image, text) pair: 100 * max(cosine, 0)."""

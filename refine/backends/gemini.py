@@ -558,6 +558,13 @@ class GeminiJudge(_GeminiBackend):
     def _first_token_logprobs(
         self, image: Image.Image, text: str, purpose: str
     ) -> dict[str, float]:
+        return self._answer_logprobs(image, text, purpose)[0][0]
+
+    def _answer_logprobs(
+        self, image: Image.Image, text: str, purpose: str
+    ) -> tuple[list[dict[str, float]], list[str]]:
+        """The most likely tokens at each position of the answer (their log-probabilities)
+        and the tokens chosen."""
         from google.genai import types
 
         config = types.GenerateContentConfig(
@@ -574,12 +581,16 @@ class GeminiJudge(_GeminiBackend):
                 f"{self.model}: the answer has no log-probabilities; this model cannot judge "
                 'by log-probabilities (set judge_mode = "sampled" in [options.judge])'
             )
-        out: dict[str, float] = {}
-        for cand in result.top_candidates[0].candidates or []:
-            token = (cand.token or "").strip()
-            if token and token not in out:
-                out[token] = float(cand.log_probability)
-        return out
+        positions = []
+        for top in result.top_candidates:
+            out: dict[str, float] = {}
+            for cand in top.candidates or []:
+                token = (cand.token or "").strip()
+                if token and token not in out:
+                    out[token] = float(cand.log_probability)
+            positions.append(out)
+        chosen = [(c.token or "").strip() for c in result.chosen_candidates or []]
+        return positions, chosen
 
     def _sampled(
         self, image: Image.Image, text: str, answers: Sequence[str], purpose: str
@@ -620,30 +631,43 @@ class GeminiJudge(_GeminiBackend):
         return [counts[a] / self.samples for a in answers]
 
     def _probabilities(
-        self, image: Image.Image, text: str, answers: Sequence[str], purpose: str
+        self,
+        image: Image.Image,
+        text: str,
+        answers: Sequence[str],
+        purpose: str,
+        read: Callable[[list[dict[str, float]], list[str]], list[float]] | None = None,
     ) -> list[float]:
-        if not self.sampling:
-            if self.judge_mode == "auto" and self.model not in _HAS_LOGPROBS:
-                # until the model is known to give log-probabilities or not, one thread
-                # asks at a time: candidates judged at once send what one by one would
-                with _PROBE:
-                    if not self.sampling:
-                        got = self._by_logprobs(image, text, answers, purpose)
-                        if got is not None:
-                            return got
-            else:
-                got = self._by_logprobs(image, text, answers, purpose)
-                if got is not None:
-                    return got
-        return self._sampled(image, text, answers, purpose)
+        """The answers' distribution: by log-probabilities where the model gives them
+        (``read`` turns the answer's positions into it; by default the first token's), else
+        by sampling."""
+        got = self._by_logprobs_first(image, text, answers, purpose, read)
+        return got if got is not None else self._sampled(image, text, answers, purpose)
+
+    def _by_logprobs_first(self, image, text, answers, purpose, read) -> list[float] | None:
+        if self.sampling:
+            return None
+        if self.judge_mode == "auto" and self.model not in _HAS_LOGPROBS:
+            # until the model is known to give log-probabilities or not, one thread asks
+            # at a time: candidates judged at once send what one by one would
+            with _PROBE:
+                if self.sampling:
+                    return None
+                return self._by_logprobs(image, text, answers, purpose, read)
+        return self._by_logprobs(image, text, answers, purpose, read)
 
     def _by_logprobs(
-        self, image: Image.Image, text: str, answers: Sequence[str], purpose: str
+        self,
+        image: Image.Image,
+        text: str,
+        answers: Sequence[str],
+        purpose: str,
+        read: Callable[[list[dict[str, float]], list[str]], list[float]] | None = None,
     ) -> list[float] | None:
-        """The answers' distribution from first-token log-probabilities; None when the
+        """The answers' distribution from the answer's log-probabilities; None when the
         model gives none and the judge is in ``auto`` mode (it samples from then on)."""
         try:
-            lp = self._first_token_logprobs(image, text, purpose)
+            positions, chosen = self._answer_logprobs(image, text, purpose)
         except GeminiError as err:
             if self.judge_mode != "auto" or not logprobs_unavailable(err):
                 raise
@@ -655,6 +679,9 @@ class GeminiJudge(_GeminiBackend):
             )
             return None
         _HAS_LOGPROBS.add(self.model)
+        if read is not None:
+            return read(positions, chosen)
+        lp = positions[0]
         if answers == ("Yes", "No"):
             lp = _merge_case(lp, answers)
         return self._distribution(lp, answers)
@@ -694,6 +721,42 @@ class GeminiJudge(_GeminiBackend):
             if self.sampling:
                 return Rating(tuple(dist), self.method, _rating_stderr(dist, self.samples))
             return Rating(tuple(dist))
+
+        return self._each(range(len(images)), one)
+
+    def rate_scale(
+        self, images: Sequence[Image.Image], prompts: Sequence[str], low: int, high: int
+    ) -> list[Rating]:
+        """A ``low``..``high`` rating distribution per (image, prompt): from the first
+        answer token's log-probabilities (see :func:`metrics.quality.rating_distribution`;
+        "10" written as "1" then "0" is split by the second position when the answer began
+        with "1"), else, or when "1" cannot be told from "10", from k sampled answers."""
+        from metrics.quality import AmbiguousRating, rating_distribution
+
+        _check_pairs(images, prompts)
+        answers = tuple(str(v) for v in range(low, high + 1))
+
+        def read(positions: list[dict[str, float]], chosen: list[str]) -> list[float] | None:
+            ten = None
+            if len(positions) > 1 and chosen[:1] == ["1"]:
+                after = positions[1]
+                zero = after.get("0")
+                ten = 0.0 if zero is None else math.exp(zero)
+            try:
+                return rating_distribution(positions[0], low, high, ten)
+            except AmbiguousRating as err:
+                log.info("%s: %s; this rating is sampled", self.model, err)
+                return None
+            except ValueError as err:
+                raise GeminiError(f"{self.model}: {err}") from None
+
+        def one(k: int) -> Rating:
+            dist = self._by_logprobs_first(images[k], prompts[k], answers, "judge_scale", read)
+            if dist is not None:
+                return Rating(tuple(dist), low=low)
+            dist = self._sampled(images[k], prompts[k], answers, "judge_scale")
+            method = f"sampled k={self.samples}"
+            return Rating(tuple(dist), method, _rating_stderr(dist, self.samples), low)
 
         return self._each(range(len(images)), one)
 

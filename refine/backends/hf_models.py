@@ -185,8 +185,11 @@ class HFModel:
             messages, add_generation_prompt=True, tokenize=False
         )
 
-    def _encode(self, texts: Sequence[str], images: Sequence[Image.Image] | None) -> Any:
-        chats = [self._chat_text(t, images is not None) for t in texts]
+    def _encode(
+        self, texts: Sequence[str], images: Sequence[Image.Image] | None, answer: str = ""
+    ) -> Any:
+        """The chats of ``texts`` (about ``images``) with the answer begun by ``answer``."""
+        chats = [self._chat_text(t, images is not None) + answer for t in texts]
         kwargs: dict[str, Any] = {"padding": True, "return_tensors": "pt"}
         if images is not None:
             kwargs["images"] = [self._prepare_image(im) for im in images]
@@ -351,6 +354,59 @@ class HFModel:
 
     def rate(self, images: Sequence[Image.Image], prompts: Sequence[str]) -> list[Rating]:
         return [Rating(tuple(p)) for p in self.answer_distribution(images, prompts, RATINGS)]
+
+    def rate_scale(
+        self, images: Sequence[Image.Image], prompts: Sequence[str], low: int, high: int
+    ) -> list[Rating]:
+        """A ``low``..``high`` rating per (image, prompt) from the first answer token,
+        renormalised over the rating tokens. When the tokenizer writes 10 as "1" then "0",
+        the probability of "1" is split by P("0" | "1"), read from a second pass with the
+        answer begun by "1" (see :func:`metrics.quality.rating_distribution`)."""
+        import math
+
+        from metrics.quality import rating_distribution
+
+        self._require_vision("judge images")
+        tokenizer = self._tokenizer(self.processor)
+        values = [str(v) for v in range(low, high + 1)]
+        single = [v for v in values if len(tokenizer.encode(v, add_special_tokens=False)) == 1]
+        split = [v for v in values if v not in single]
+        if split not in ([], ["10"]) or (split and "1" not in single):
+            raise ValueError(
+                f"{self.model_name}: the ratings {split} are not one token each; this "
+                "model's tokenizer cannot rate on this scale"
+            )
+        dists = self.answer_distribution(images, prompts, single)
+        tens: list[float | None] = [None] * len(images)
+        if split:
+            tens = list(self.next_token_probability(images, prompts, "1", "0"))
+        out = []
+        for dist, ten in zip(dists, tens, strict=True):
+            lp = {v: math.log(p) for v, p in zip(single, dist, strict=True) if p > 0}
+            out.append(Rating(tuple(rating_distribution(lp, low, high, ten)), low=low))
+        return out
+
+    def next_token_probability(
+        self, images: Sequence[Image.Image], texts: Sequence[str], answer: str, token: str
+    ) -> list[float]:
+        """P(``token`` next | the answer begun by ``answer``) for each (image, text), over
+        the whole vocabulary."""
+        import torch
+
+        self._require_vision("judge images")
+        (token_id,) = self.answer_token_ids([token])
+        out: list[float] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = self._encode(
+                texts[start : start + self.batch_size],
+                images[start : start + self.batch_size],
+                answer,
+            )
+            with torch.inference_mode():
+                logits = oom_guard(self.model_name, lambda b=batch: self.model(**b).logits)
+            probs = torch.softmax(logits[:, -1, :].float(), dim=-1)[:, token_id]
+            out.extend(probs.cpu().tolist())
+        return out
 
 
 class HFObserver(HFModel):

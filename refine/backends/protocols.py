@@ -20,23 +20,25 @@ T = TypeVar("T", bound="BaseModel")
 
 @dataclass(frozen=True)
 class Rating:
-    """A judge's 1-5 rating: the distribution over "1".."5", its argmax and expectation.
+    """A judge's rating: the distribution over ``low``, ``low + 1``, ... (1-5 unless said:
+    0-10 for quality), its argmax and expectation.
 
     ``method`` says how the distribution was read: ``logprobs`` (the first answer token's
     probabilities) or ``sampled k=N`` (the frequencies of N sampled answers, whose
     expectation has the standard error ``stderr``)."""
 
-    probabilities: tuple[float, float, float, float, float]
+    probabilities: tuple[float, ...]
     method: str = "logprobs"
     stderr: float | None = None
+    low: int = 1
 
     @property
     def argmax(self) -> int:
-        return 1 + max(range(5), key=lambda k: self.probabilities[k])
+        return self.low + max(range(len(self.probabilities)), key=lambda k: self.probabilities[k])
 
     @property
     def expectation(self) -> float:
-        return sum((k + 1) * p for k, p in enumerate(self.probabilities))
+        return sum((self.low + k) * p for k, p in enumerate(self.probabilities))
 
 
 @runtime_checkable
@@ -81,6 +83,9 @@ class Judge(Protocol):
     def rate(self, images: Sequence[Image.Image], prompts: Sequence[str]) -> list[Rating]:
         """A 1-5 rating distribution for each (image, prompt) pair."""
         ...
+
+    # optional: rate_scale(images, prompts, low, high) -> list[Rating], a rating on another
+    # scale (quality's 0-10, see metrics.quality); a judge without it gives no quality
 
 
 @runtime_checkable

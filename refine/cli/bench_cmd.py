@@ -149,15 +149,11 @@ def bench_cmd(
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
-    typer.echo(f"{'generator':40} {'prompts':>7} {'FAITH':>22} {'Vendi':>7}")
+    typer.echo(f"{'generator':40} {'prompts':>7} {'FAITH':>22} {'quality':>22} {'Vendi':>7}")
     for name, row in summary["generators"].items():
-        faith = row["faith"]
-        iv = faith["interval"]
-        shown = "n/a" if faith["mean"] is None else f"{faith['mean']:.3f}"
-        if iv:
-            shown += f" [{iv[0]:.3f}, {iv[1]:.3f}]"
+        faith, quality = _with_interval(row.get("faith")), _with_interval(row.get("quality"))
         vendi = row["vendi"]["mean"]
-        typer.echo(f"{name:40} {row['prompts']:>7} {shown:>22} {vendi or 0:7.2f}")
+        typer.echo(f"{name:40} {row['prompts']:>7} {faith:>22} {quality:>22} {vendi or 0:7.2f}")
     for p in summary["paired"]:
         if p["mean_difference"] is not None:
             typer.echo(
@@ -165,6 +161,14 @@ def bench_cmd(
                 f"{p['prompts']} prompts, better on {100 * p['share_improved']:.0f}%"
             )
     typer.echo(f"leaderboard: {out / 'bench.html'}")
+
+
+def _with_interval(stat: dict | None) -> str:
+    """``0.712 [0.650, 0.770]``, or n/a."""
+    if not stat or stat["mean"] is None:
+        return "n/a"
+    iv = stat["interval"]
+    return f"{stat['mean']:.3f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")
 
 
 def _concepts(

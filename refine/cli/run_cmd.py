@@ -163,6 +163,7 @@ OPTION_OF = {
     "seed": "--seed",
     "margin": "--margin",
     "max_drift": "--max-drift",
+    "max_quality_drop": "--max-quality-drop",
     "edit_from": "--edit-from",
     "near_margin": "--near-margin",
     "writer": "--writer",
@@ -239,6 +240,14 @@ def run_cmd(
     ),
     max_drift: float = typer.Option(
         default("max_drift"), "--max-drift", min=0.0, help="Largest 1 - cosine."
+    ),
+    max_quality_drop: float = typer.Option(
+        default("max_quality_drop"),
+        "--max-quality-drop",
+        min=0.0,
+        max=1.0,
+        help="Reject an edit whose quality (0-1, the judge's naturalness and artifacts "
+        "ratings) falls more than this below the best round's; 1 turns the guard off.",
     ),
     edit_from: str = typer.Option(default("edit_from"), "--edit-from", help="best or original."),
     near_margin: float = typer.Option(
@@ -346,6 +355,7 @@ def run_cmd(
             "seed": seed,
             "margin": margin,
             "max_drift": max_drift,
+            "max_quality_drop": max_quality_drop,
             "edit_from": edit_from,
             "near_margin": near_margin,
             "writer": writer,

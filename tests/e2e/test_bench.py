@@ -110,6 +110,16 @@ def test_every_number_recomputed_by_hand(bench, minilm, world):
     rows = list(csv.DictReader((out / "rows.csv").open()))
     assert len(rows) == 16 and {r["generator"] for r in rows} == set(GENS)
     assert float(rows[0]["faith"]) == pytest.approx(cells[0]["images"][0]["faith"])
+    # quality per image beside FAITH, and per generator with its interval
+    assert float(rows[0]["quality"]) == pytest.approx(cells[0]["images"][0]["quality"])
+    assert rows[0]["clip_iqa"] == ""  # an API judge: no CLIP-IQA reading
+    for g in GENS:
+        mine = [c for c in cells if c["generator"] == g]
+        q = [float(np.mean([im["quality"] for im in c["images"]])) for c in mine]
+        stat = summary["generators"][g]["quality"]
+        assert stat["mean"] == pytest.approx(np.mean(q), abs=1e-9)
+        assert tuple(stat["interval"]) == pytest.approx(by_hand_interval(q))
+        assert "clip_iqa" not in summary["generators"][g]
     # the leaderboard holds the same values
     html = (out / "bench.html").read_text()
     for g in GENS:
@@ -117,6 +127,7 @@ def test_every_number_recomputed_by_hand(bench, minilm, world):
             rf'data-generator="{re.escape(g)}" data-metric="faith" data-mean="([0-9.]+)"', html
         )
         assert float(found.group(1)) == pytest.approx(summary["generators"][g]["faith"]["mean"])
+    assert 'data-metric="quality"' in html and "<th>quality</th>" in html
     assert html.count("<figure>") == 4  # best and worst per country
     assert 'class="bars"' in html and 'class="scatter"' in html
 

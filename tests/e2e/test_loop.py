@@ -107,9 +107,9 @@ def test_target_and_max_rounds_and_budget(world, backends, options, tmp_path):
     assert run.stop_reason.startswith("target")
     capped = r.run(ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0)
     assert capped.stop_reason == "max rounds: 1 editing round(s) done"
-    budget = r.run(ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0, budget_calls=3)
-    # round 0 costs 3 calls (generate, observe, judge)
-    assert len(budget.rounds) == 1 and budget.stop_reason.startswith("budget: 3 model calls")
+    budget = r.run(ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0, budget_calls=5)
+    # round 0 costs 5 calls (generate, observe, judge EXAG, judge naturalness and artifacts)
+    assert len(budget.rounds) == 1 and budget.stop_reason.startswith("budget: 5 model calls")
 
 
 def test_drift_bound_rejects_and_user_instruction(world, backends, options, tmp_path):
@@ -195,9 +195,10 @@ def test_reference_images_exag_variant(world, backends, options, tmp_path):
     assert r0.scores.exag == pytest.approx(0.9 - 0.4, abs=1e-6)  # RED: 0.9 vs baseline 0.4
     assert r1.scores.exag == pytest.approx(0.0, abs=1e-6)  # GREEN: 0.3 is below the baseline
     n = len(refs.stereotypes)
-    # the baseline is judged once per run; every image is then judged once per candidate
+    # the baseline is judged once per run; every image is then judged once per candidate,
+    # and its quality twice (naturalness, artifacts)
     images_judged = 1 + len(run.rounds[1].candidates)
-    assert world.log.count("judge") == n + n * images_judged
+    assert world.log.count("judge") == n + n * images_judged + 2 * images_judged
 
 
 def test_review_rewrites_or_stops_and_request_stop(world, backends, options, tmp_path):

@@ -27,11 +27,19 @@ def images(run_dir) -> dict[str, bytes]:
 
 
 def run_twice(world, backends, options, tmp_path, **settings):
+    import os
+
     out = {}
     for parallel in (False, True):
         world.busy[:] = [0, 0]
         refiner = Refiner("gemini", backends, options, parallel=parallel)
-        run = refiner.run(ACT, COUNTRY, out=tmp_path / f"parallel-{parallel}", **settings)
+        # each run starts from an empty answer cache: the instruction writer is asked alike
+        before = os.environ["REFINE_CACHE_DIR"]
+        os.environ["REFINE_CACHE_DIR"] = str(tmp_path / f"cache-{parallel}")
+        try:
+            run = refiner.run(ACT, COUNTRY, out=tmp_path / f"parallel-{parallel}", **settings)
+        finally:
+            os.environ["REFINE_CACHE_DIR"] = before
         run_dir = tmp_path / f"parallel-{parallel}" / run.id
         out[parallel] = (run, run_dir, world.busy[1])
     return out

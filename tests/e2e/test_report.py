@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import math
 from html import escape as html_escape
 from html.parser import HTMLParser
 
@@ -108,6 +109,17 @@ def test_run_report_shows_every_round(world, backends, options, tmp_path, capsys
     faith = [r.best.scores.faith for r in run.rounds]
     assert page.series["FAITH"] == pytest.approx(faith, abs=1e-6)
     assert page.series["EXAG"] == pytest.approx([r.best.scores.exag for r in run.rounds], abs=1e-6)
+    # quality beside FAITH: the world's judge rates red 7 and green 8 of 10 (first tokens)
+    from tests.fakes.gemini_world import QUALITY, quality_logprobs
+
+    def by_hand(colour):
+        lp = quality_logprobs(QUALITY[colour])
+        z = sum(math.exp(v) for v in lp.values())
+        return sum(int(k) * math.exp(v) / z for k, v in lp.items()) / 10
+
+    quality = [r.best.scores.quality for r in run.rounds]
+    assert quality[0] == pytest.approx(by_hand(RED)) and quality[1] == pytest.approx(by_hand(GREEN))
+    assert page.series["quality"] == pytest.approx(quality, abs=1e-6)
     # best-so-far only moves on accepted rounds
     assert page.series["best FAITH"] == pytest.approx([faith[0]] + [faith[1]] * 3, abs=1e-6)
     assert metric_series(run)["ALIGN"] == [r.best.scores.align for r in run.rounds]

@@ -36,9 +36,9 @@ def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, t
     assert run.status == "finished" and [r.decision for r in run.rounds] == ["initial", "accepted"]
     # one refused log-probability request, remembered: every later judgement samples
     assert world.log.count("judge") == 1
-    # EXAG of round 0's image and of round 1's two candidates, CAIRE of 2 labels per round:
-    # 7 judgements of k samples each
-    assert world.log.count("sampled") == 7 * K
+    # EXAG of round 0's image and of round 1's two candidates, CAIRE of 2 labels per round,
+    # the quality of the 3 images (2 questions each): 13 judgements of k samples each
+    assert world.log.count("sampled") == (7 + 2 * 3) * K
     for r, colour in zip(run.rounds, (RED, GREEN), strict=True):
         s = r.best.scores
         dist = frequencies(RATING[colour])

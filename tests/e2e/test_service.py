@@ -28,7 +28,13 @@ def test_live_updates_and_one_run_at_a_time(world, service):
     fractions = [u.fraction for u in updates]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions[0] == 0.0
     assert updates[-1].progress.startswith("finished: max rounds")
-    assert "round 1: edit x2" in stages and "round 1: accepted" in stages
+    assert "round 1: edit x2" in stages
+    # the decision with the chosen image's FAITH and quality, and why
+    decided = next(s for s in stages if s.startswith("round 1: accepted"))
+    r1 = updates[-1].run.rounds[1].best.scores
+    assert decided.startswith(
+        f"round 1: accepted, FAITH {r1.faith:.3f}, quality {r1.quality:.3f} ("
+    )
     assert updates[-1].done and updates[-1].error is None
     final = updates[-1].run
     assert final.status == "finished" and len(final.rounds) == 3

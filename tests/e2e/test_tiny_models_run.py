@@ -126,6 +126,14 @@ def test_run_on_tiny_local_models(local_refiner, tmp_path):
             # EXAG is the judge's expected rating of the saved image, rescaled
             rating = judge.rate([image], [rubric])[0]
             assert c.scores.exag == pytest.approx((rating.expectation - 1) / 4, abs=1e-4)
+            # quality: the lower of the judge's expected 0-10 ratings of the saved image
+            nat, art = (
+                judge.rate_scale([image], [prompt_template(q)], 0, 10)[0].expectation
+                for q in ("quality_naturalness", "quality_artifacts")
+            )
+            assert c.scores.quality == pytest.approx(min(nat, art) / 10, abs=1e-4)
+            assert c.scores.quality_reading.method == "logprobs"
+            assert c.scores.clip_iqa is None  # the image embedder is SigLIP, not CLIP
             assert c.scores.faith == pytest.approx(
                 (c.scores.align + 1 - c.scores.hal + 1 - c.scores.exag) / 3
             )

@@ -37,17 +37,30 @@ def usage(prompt=11, out=7) -> dict:
     }
 
 
-def text_answer(text: str, finish="STOP", logprobs: dict[str, float] | None = None) -> dict:
+def text_answer(
+    text: str,
+    finish="STOP",
+    logprobs: dict[str, float] | None = None,
+    positions: list[tuple[str, dict[str, float]]] | None = None,
+) -> dict:
+    """A text answer; ``logprobs`` gives its one token's most likely alternatives, or
+    ``positions`` (chosen token, alternatives) for each token of a longer answer."""
     cand: dict[str, Any] = {
         "content": {"role": "model", "parts": [{"text": text}]},
         "finishReason": finish,
     }
     if logprobs is not None:
+        positions = [(text, logprobs)]
+    if positions is not None:
         cand["logprobsResult"] = {
             "topCandidates": [
-                {"candidates": [{"token": t, "logProbability": lp} for t, lp in logprobs.items()]}
+                {"candidates": [{"token": t, "logProbability": lp} for t, lp in top.items()]}
+                for _, top in positions
             ],
-            "chosenCandidates": [{"token": text, "logProbability": max(logprobs.values())}],
+            "chosenCandidates": [
+                {"token": chosen, "logProbability": top.get(chosen, max(top.values()))}
+                for chosen, top in positions
+            ],
         }
     return {"candidates": [cand], "usageMetadata": usage()}
 

@@ -60,6 +60,9 @@ GEO = {
     BLUE: ("Europe", "France", "Croissant"),
     GREY: ("Africa", "Nigeria", "Jollof rice"),
 }
+# the judge's peak 0-10 quality rating per colour (naturalness and artifacts alike)
+QUALITY = {RED: 7, GREEN: 8, BLUE: 6, GREY: 5}
+QUALITY_PROMPT = "perceptual quality of an AI-generated"
 # log P("Yes") to any "Does this image show <stereotype>?" question, per colour
 YES_LOGPROB = {RED: math.log(0.9), GREEN: math.log(0.3), BLUE: math.log(0.2), GREY: math.log(0.4)}
 
@@ -77,6 +80,35 @@ def _colour(part: dict) -> tuple[int, int, int]:
     inline = part.get("inlineData") or part.get("inline_data")
     with Image.open(io.BytesIO(_decode(inline["data"]))) as im:
         return im.convert("RGB").getpixel((im.width // 2, im.height // 2))
+
+
+def _depth(part: dict) -> int:
+    """How many edits made an image: its top-left pixel's blue value when that pixel differs
+    from the centre (only images edited in a world with ``degrade_after``)."""
+    from PIL import Image
+
+    inline = part.get("inlineData") or part.get("inline_data")
+    with Image.open(io.BytesIO(_decode(inline["data"]))) as im:
+        rgb = im.convert("RGB")
+        corner, centre = rgb.getpixel((0, 0)), rgb.getpixel((im.width // 2, im.height // 2))
+    return 0 if corner == centre else corner[2]
+
+
+def _marked(colour, size, depth: int) -> bytes:
+    """A solid image whose top-left pixel says how many edits made it."""
+    from PIL import Image
+
+    im = Image.new("RGB", size, colour)
+    im.putpixel((0, 0), (0, 0, depth))
+    buf = io.BytesIO()
+    im.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def quality_logprobs(peak: int) -> dict[str, float]:
+    """The first-token log-probabilities of a quality rating: digits "0".."9" as Gemini's
+    tokenizer writes them (10 is "1" then "0")."""
+    return {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(10)}
 
 
 def _nearest(c) -> tuple[int, int, int]:
@@ -176,6 +208,10 @@ class World:
     # the instruction writer's prompts, and an HTTP status to refuse them with
     written: list[str] = field(default_factory=list)
     refuse_writer: int | None = None
+    # images made by this many edits or more look broken: the judge rates their quality 1 of
+    # 10 (edited images then carry their edit count in their top-left pixel)
+    degrade_after: int | None = None
+    quality_asked: list[int] = field(default_factory=list)  # the peak quality of each ask
 
     def __call__(self, path: str, body: dict):
         with _BUSY:
@@ -242,7 +278,12 @@ class World:
                 time.sleep(self.edit_delay_s)
             seed = int(config.get("seed", 0))
             new = self.edits.get(colour, (colour, colour))[seed % 2]
+            if self.degrade_after is not None:
+                depth = _depth(images[0]) + 1
+                return 200, image_answer(_marked(new, self.size, depth))
             return 200, image_answer(png_bytes(new, self.size))
+        if kind in ("judge", "sampled") and QUALITY_PROMPT in text:
+            return self._quality(kind, images[0], colour, config)
         if kind == "judge" and self.no_logprobs:
             model = path.rsplit("/", 1)[-1].split(":")[0]
             message = f"Logprobs is not enabled for models/{model}"
@@ -275,6 +316,19 @@ class World:
             return 200, text_answer(json.dumps(answer))
         assert "annotating a photograph" in text, text[:200]
         return 200, text_answer(json.dumps(SEEN[colour]))
+
+    def _quality(self, kind: str, image: dict, colour, config: dict):
+        """A quality rating: the colour's, or 1 for an image of ``degrade_after`` edits."""
+        peak = QUALITY[colour]
+        if self.degrade_after is not None and _depth(image) >= self.degrade_after:
+            peak = 1
+        self.quality_asked.append(peak)
+        if kind == "sampled":
+            answer = str(sampled_rating(peak, int(config.get("seed", 0))))
+            return 200, text_answer(json.dumps({"answer": answer}))
+        if self.no_logprobs:
+            return 400, {"error": {"code": 400, "message": "Logprobs is not enabled"}}
+        return 200, text_answer(str(peak), logprobs=quality_logprobs(peak))
 
     def _write(self, text: str):
         """The instruction writer: one sentence naming each planned change it was given."""

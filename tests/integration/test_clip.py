@@ -59,3 +59,42 @@ def test_bad_names():
     bad = create("image_embedder", "clip:ViT-B-32/no-such-tag", shared=False, device="cpu")
     with pytest.raises(ValueError, match="no-such-tag"):
         bad.load()
+
+
+def test_clip_iqa_formula_on_the_models_own_embeddings(tiny_clip):
+    images = [Image.new("RGB", (32, 32), c) for c in ((200, 100, 0), (20, 40, 220))]
+    got = tiny_clip.clip_iqa(images)
+    e = tiny_clip.encode_images(images).double()
+    t = tiny_clip.encode_texts(["Good photo.", "Bad photo."]).double()
+    scale = tiny_clip.model.logit_scale.exp().item()
+    logits = scale * e @ t.T
+    expected = torch.softmax(logits, dim=1)[:, 0].tolist()
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+    assert tiny_clip.logit_scale() == pytest.approx(scale)
+
+
+def _pushed(model, direction: float) -> Image.Image:
+    """A 32 x 32 image moved by gradient steps towards "Good photo." (direction +1) or
+    "Bad photo." (-1) through the model's own preprocessing."""
+    mean = torch.tensor(model.preprocess.transforms[-1].mean).view(1, 3, 1, 1)
+    std = torch.tensor(model.preprocess.transforms[-1].std).view(1, 3, 1, 1)
+    with torch.no_grad():
+        t = model.encode_texts(["Good photo.", "Bad photo."])
+    torch.manual_seed(1)
+    x = torch.full((1, 3, 32, 32), 0.5).requires_grad_()
+    for _ in range(30):
+        e = torch.nn.functional.normalize(model.model.encode_image((x - mean) / std), dim=-1)
+        gain = direction * (e @ t[0] - e @ t[1]).sum()
+        (grad,) = torch.autograd.grad(gain, x)
+        with torch.no_grad():
+            x += 0.05 * grad.sign()
+            x.clamp_(0, 1)
+    pixels = (x.detach()[0].permute(1, 2, 0).numpy() * 255).round().astype("uint8")
+    return Image.fromarray(pixels)
+
+
+def test_clip_iqa_prefers_the_image_made_closer_to_good_photo(tiny_clip):
+    good, bad = _pushed(tiny_clip, +1.0), _pushed(tiny_clip, -1.0)
+    iqa_good, iqa_bad = tiny_clip.clip_iqa([good, bad])
+    assert iqa_good > iqa_bad
+    assert tiny_clip.clip_iqa([bad, good]) == pytest.approx([iqa_bad, iqa_good], abs=1e-6)

@@ -239,6 +239,28 @@ def test_judge_rating_distribution(fake, client):
     assert rating.expectation == pytest.approx((3 * 3 + 4 * 5 + 5 * 1) / 9)
 
 
+def test_judge_rates_quality_0_to_10_with_ten_as_two_tokens(fake, client):
+    judge = backend("judge", "gemini:gemini-2.5-flash", client, samples=2)
+    # the answer "10", written "1" then "0" as Gemini's tokenizer writes numbers
+    first = {"1": math.log(0.7), "9": math.log(0.3)}
+    fake.reply(text_answer("10", positions=[("1", first), ("0", {"0": math.log(0.9)})]))
+    (rating,) = judge.rate_scale([picture()], ["Rate 0-10."], 0, 10)
+    assert rating.low == 0 and rating.method == "logprobs"
+    assert rating.probabilities[10] == pytest.approx(0.63)
+    assert rating.probabilities[1] == pytest.approx(0.07)
+    assert rating.probabilities[9] == pytest.approx(0.3)
+    assert rating.expectation == pytest.approx(6.3 + 0.07 + 2.7)
+    # "9" with "1" as a strong second: 1 or 10 cannot be told apart, so 2 answers are sampled
+    fake.reply(text_answer("9", logprobs={"9": math.log(0.7), "1": math.log(0.3)}))
+    fake.reply(text_answer(json.dumps({"answer": "9"})))
+    fake.reply(text_answer(json.dumps({"answer": "10"})))
+    (rating,) = judge.rate_scale([picture()], ["Rate 0-10."], 0, 10)
+    assert rating.method == "sampled k=2" and rating.expectation == pytest.approx(9.5)
+    assert rating.stderr == pytest.approx(0.5)  # sd 0.707 (ddof 1) over sqrt(2)
+    sampled = fake.requests[-1]["generationConfig"]["responseJsonSchema"]
+    assert sampled["properties"]["answer"]["enum"] == [str(v) for v in range(11)]
+
+
 def test_judge_errors_without_answer_tokens(fake, client):
     judge = backend("judge", "gemini:gemini-2.5-flash", client)
     fake.reply(text_answer("The", logprobs={"The": -0.1, "It": -2.0}))

@@ -73,6 +73,32 @@ def test_judge_rating_distribution(tiny):
         assert r.argmax == 1 + max(range(5), key=lambda k: r.probabilities[k])
 
 
+def test_judge_rates_quality_0_to_10_splitting_one_and_ten(tiny):
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from metrics.quality import expected_rating
+
+    judge = backend("judge", tiny["vl"], batch_size=2)
+    prompt = "Rate the naturalness from 0 to 10. Answer with the number only."
+    ratings = judge.rate_scale([RED, BLUE], [prompt, prompt], 0, 10)
+    # by hand: the first token over the digits, and P("0" | "1") over the whole vocabulary
+    proc = AutoProcessor.from_pretrained(tiny["vl"])
+    model = AutoModelForImageTextToText.from_pretrained(tiny["vl"]).eval()
+    chat = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
+    text = proc.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    for rating, image in zip(ratings, [RED, BLUE], strict=True):
+        first = manual_answer_probs(tiny["vl"], image, prompt, [str(d) for d in range(10)])
+        inputs = proc(text=[text + "1"], images=[image], return_tensors="pt")
+        with torch.no_grad():
+            nxt = torch.softmax(model(**inputs).logits[0, -1], dim=0)
+        ten = float(nxt[proc.tokenizer.convert_tokens_to_ids("0")])
+        expected = [*first, 0.0]
+        expected[1], expected[10] = first[1] * (1 - ten), first[1] * ten
+        assert rating.low == 0 and len(rating.probabilities) == 11
+        assert rating.probabilities == pytest.approx(expected, abs=1e-5)
+        assert rating.expectation == pytest.approx(expected_rating(expected), abs=1e-4)
+
+
 def test_answer_tokens_must_be_single_tokens(tiny):
     judge = backend("judge", tiny["vl"])
     judge.load()

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from refine.loop import Refiner
-from ui.adapters import before_after, checklist, gallery, metric_rows, rounds_table
+from ui.adapters import (
+    TABLE_HEADERS,
+    before_after,
+    checklist,
+    gallery,
+    metric_rows,
+    rounds_table,
+)
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -30,7 +37,11 @@ def test_adapters_show_the_run(world, backends, options, tmp_path):
     )
     table = rounds_table(run)
     assert [row[1] for row in table] == ["initial", "accepted", "rejected"]
-    assert table[2][7] == run.rounds[2].reason
+    assert table[2][TABLE_HEADERS.index("reason")] == run.rounds[2].reason
+    quality = TABLE_HEADERS.index("quality")
+    assert [row[quality] for row in table] == [
+        pytest.approx(r.best.scores.quality, abs=1e-4) for r in run.rounds
+    ]
     marks = checklist(run.rounds[0])
     hamburgers = next(t for t, k in marks if t.startswith("hamburgers"))
     assert dict(marks)[hamburgers] == "hallucinated"

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from refine.service import RunService
+from ui.adapters import TABLE_HEADERS
 from ui.app import build_app
+
+CAIRE, LANGUAGES = TABLE_HEADERS.index("CAIRE 1-5"), TABLE_HEADERS.index("SoS / languages")
 
 
 def chart_series(html: str) -> dict[str, list]:
@@ -65,6 +68,11 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
     chart = chart_series(outputs[-1][2])
     assert chart["FAITH"] == pytest.approx([r.best.scores.faith for r in run.rounds], abs=1e-4)
     assert chart["drift"][0] is None and len(chart["ALIGN"]) == 3
+    # quality beside FAITH, in the chart and the table
+    quality = [r.best.scores.quality for r in run.rounds]
+    assert chart["quality"] == pytest.approx(quality, abs=1e-4)
+    column = TABLE_HEADERS.index("quality")
+    assert [row[column] for row in rows] == pytest.approx(quality, abs=1e-4)
     assert 'class="target" data-target="1"' in outputs[-1][2]  # the target FAITH line
     assert 'class="axis-title"' in outputs[-1][2]
     # progress in words: rounds done of all, best FAITH, calls, tokens, time, why it stopped
@@ -327,9 +335,9 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     assert out[0] == "finished"
     rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
     # linked by name similarity over all six KB pictures (a random tiny model): either entity
-    assert rows[0][8].startswith("Iran 2 \u00b7 Turkey 4 \u00b7 India 1 (kb, linked to ")
-    assert rows[0][8].endswith("); reads more as Turkey (4/5) than Iran (2/5)")
-    assert rows[1][8].startswith("Iran 5 \u00b7 Turkey 2 \u00b7 India 1 (kb, linked to ")
+    assert rows[0][CAIRE].startswith("Iran 2 \u00b7 Turkey 4 \u00b7 India 1 (kb, linked to ")
+    assert rows[0][CAIRE].endswith("); reads more as Turkey (4/5) than Iran (2/5)")
+    assert rows[1][CAIRE].startswith("Iran 5 \u00b7 Turkey 2 \u00b7 India 1 (kb, linked to ")
     assert chart_series(out[2])["CAIRE Iran (0-1)"] == [0.25, 1.0]
     bad_kb = ("Turkey", str(tmp_path), "", "", False)
     with pytest.raises(Exception, match="CAIRE knowledge base: .*not a knowledge base"):
@@ -353,7 +361,7 @@ def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path)
     for row, r in zip(rows, run.rounds, strict=True):
         fr = r.languages["fr"]
         faith = fr.scores.faith
-        assert row[9] == f"en {r.sos:+.3f} \u00b7 fr {fr.sos:+.3f} (FAITH {faith:.3f})"
+        assert row[LANGUAGES] == f"en {r.sos:+.3f} \u00b7 fr {fr.sos:+.3f} (FAITH {faith:.3f})"
     # the French image stays blue (the world's blue scene), so its FAITH stays low
     r1 = run.rounds[1]
     assert r1.languages["fr"].scores.faith < r1.best.scores.faith

@@ -104,7 +104,7 @@ def test_judge_rating_variant(fixed_embedder):
         "Tone down the oversized hookahs"
     )
     assert a.calls.n == 2 and judge.asked == 1  # one observation, one rating
-    assert set(timings) == {"observe", "score", "judge"}
+    assert set(timings) == {"observe", "score", "judge", "quality"}
     # above tau 0.8 the candidate is no longer seen
     assert (
         a.assess(image, refs(stereotypes=["oversized hookahs"]), tau=0.85).feedback.exaggerated
@@ -161,9 +161,68 @@ def test_a_batch_is_assessed_as_each_image_alone(fixed_embedder, tmp_path, with_
     many = b.assess_many(images, refs(**extra))
     for x, y in zip(alone, many, strict=True):
         assert (x.observed, x.scores, x.feedback) == (y.observed, y.scores, y.feedback)
-    assert set(many[0].timings) == {"observe", "score", "judge"} and many[1].timings == {}
+    assert set(many[0].timings) == {"observe", "score", "judge", "quality"}
+    assert many[1].timings == {}
     assert b.calls.n == a.calls.n  # the same model calls counted
     assert judge_b.asked == judge.asked
     # drift of several children against one parent, one embedding call
     parent = images[0]
     assert b.drifts(parent, images[1:]) == [b.drift(parent, c) for c in images[1:]]
+
+
+class QualityJudge(Judge):
+    """Rates naturalness 8 and artifacts 6 of 10 (the rating distributions below), and
+    counts the quality questions asked."""
+
+    id = "hf:test-judge"
+
+    def __init__(self):
+        super().__init__()
+        self.scaled = []
+
+    def rate_scale(self, images, prompts, low, high):
+        self.scaled += [(p.split("Rate ")[1][:14], low, high) for p in prompts]
+        peak = 8 if "naturalness" in prompts[0] else 6
+        dist = [0.0] * (high - low + 1)
+        dist[peak - 1], dist[peak], dist[peak + 1] = 0.25, 0.5, 0.25  # E = peak
+        return [Rating(tuple(dist), low=low) for _ in images]
+
+
+class ClipEmbedder(ImageEmbedder):
+    def clip_iqa(self, images):
+        return [0.25 if im.getpixel((0, 0))[0] > 100 else 0.75 for im in images]
+
+
+def test_quality_is_the_lower_rating_over_ten_with_clip_iqa_for_a_local_judge(fixed_embedder):
+    judge = QualityJudge()
+    backends = Backends(
+        "gemini",
+        instances={
+            "observer": Observer(),
+            "judge": judge,
+            "text_embedder": fixed_embedder(VECTORS),
+            "image_embedder": ClipEmbedder(),
+        },
+    )
+    a = Assessor(backends)
+    red, dark = Image.new("RGB", (8, 8), (200, 0, 0)), Image.new("RGB", (8, 8), (10, 0, 0))
+    out = a.assess_many([red, dark, red], refs())
+    assert [x.scores.quality for x in out] == [pytest.approx(0.6)] * 3
+    assert [x.scores.clip_iqa for x in out] == [0.25, 0.75, 0.25]
+    reading = out[0].scores.quality_reading
+    assert (reading.naturalness, reading.artifacts) == (pytest.approx(8), pytest.approx(6))
+    assert reading.judge == "hf:test-judge" and reading.method == "logprobs"
+    # the two equal images are rated once: 2 images x 2 questions, each on 0..10
+    assert judge.scaled == [("its naturalnes", 0, 10)] * 2 + [("how free it is", 0, 10)] * 2
+    # cached: the same images again cost no call
+    before = a.calls.n
+    again = a.assess(red, refs())
+    # the observation only (no stereotype candidates: no EXAG call)
+    assert again.scores.quality == pytest.approx(0.6) and a.calls.n == before + 1
+    assert len(judge.scaled) == 4
+
+
+def test_a_judge_that_cannot_rate_0_to_10_reads_no_quality(fixed_embedder):
+    a, _ = assessor(fixed_embedder)
+    scores = a.assess(Image.new("RGB", (8, 8), (200, 0, 0)), refs()).scores
+    assert scores.quality is None and scores.quality_reading is None and scores.clip_iqa is None

@@ -107,3 +107,47 @@ def test_a_branch_counts_patience_from_its_branch_point():
 def test_the_next_edit_starts_from_the_best_or_the_original(edit_from, expected):
     run = a_run(["initial", "accepted", "rejected"], edit_from=edit_from)
     assert policy.parent_of_next(run) == expected
+
+
+def looking(faith: float, quality: float | None, cosine: float = 0.9) -> Candidate:
+    c = cand(faith, cosine)
+    return c.model_copy(update={"scores": c.scores.model_copy(update={"quality": quality})})
+
+
+def test_a_candidate_that_lost_too_much_quality_is_rejected_with_the_reason():
+    parent = looking(0.5, 0.8)
+    # the only candidate gains FAITH but falls from 0.8 to 0.5 (a drop of 0.3 > 0.2)
+    v = policy.decide_edit([looking(0.7, 0.5)], parent, 0, 0.01, 0.5, 0.8, 0.2)
+    assert v.decision == "rejected" and v.chosen == 0
+    assert v.reason == "quality fell from 0.800 to 0.500 (more than 0.2; FAITH 0.700)"
+    # a drop of exactly the limit is allowed; the guard at 1 never rejects
+    assert policy.decide_edit([looking(0.7, 0.6)], parent, 0, 0.01, 0.5, 0.8, 0.2).decision == (
+        "accepted"
+    )
+    assert policy.decide_edit([looking(0.7, 0.0)], parent, 0, 0.01, 0.5, 0.8, 1.0).decision == (
+        "accepted"
+    )
+    # without a reading (a judge that gives none) the guard does not apply
+    assert policy.decide_edit([looking(0.7, None)], parent, 0, 0.01, 0.5, 0.8).decision == (
+        "accepted"
+    )
+    # a candidate that kept its quality wins over a more faithful broken one
+    v = policy.decide_edit([looking(0.9, 0.1), looking(0.6, 0.75)], parent, 0, 0.01, 0.5, 0.8, 0.2)
+    assert (v.decision, v.chosen) == ("accepted", 1)
+    assert v.reason.endswith("1 candidate(s) left out: quality fell too far")
+
+
+def test_equal_faith_within_the_margin_goes_to_the_better_looking():
+    parent = looking(0.5, 0.8)
+    pair = [looking(0.705, 0.6), looking(0.700, 0.9)]
+    assert policy.decide_edit(pair, parent, 0, 0.01, 0.5, 0.8, 1.0).chosen == 1
+    # beyond the margin FAITH decides
+    apart = [looking(0.75, 0.6), looking(0.70, 0.9)]
+    assert policy.decide_edit(apart, parent, 0, 0.01, 0.5, 0.8, 1.0).chosen == 0
+    # the tie-break never trades an accepted edit for a rejected one
+    edge = [looking(0.512, 0.6), looking(0.505, 0.9)]
+    v = policy.decide_edit(edge, parent, 0, 0.01, 0.5, 0.8, 1.0)
+    assert (v.decision, v.chosen) == ("accepted", 0)
+    # round 0 too
+    assert policy.choose_initial(pair, 0.01).chosen == 1
+    assert policy.choose_initial(pair).chosen == 0

@@ -1,0 +1,82 @@
+"""Quality readings: the expected 0-10 rating from log-probabilities, the sampled fallback,
+VIEScore's minimum and CLIP-IQA's softmax, against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from metrics import quality
+
+
+def test_expected_rating_renormalises_over_the_rating_tokens():
+    # "7" 0.5, "8" 0.25, "9" 0.125 and two tokens that are no rating (0.125 between them)
+    logprobs = {
+        "7": math.log(0.5),
+        "8": math.log(0.25),
+        "9": math.log(0.125),
+        "N": math.log(0.1),
+        "the": math.log(0.025),
+    }
+    dist = quality.rating_distribution(logprobs, 0, 10, ten_after_one=0.0)
+    # the three ratings keep their ratios and sum to 1: 4/7, 2/7, 1/7
+    assert dist[7] == pytest.approx(4 / 7) and dist[8] == pytest.approx(2 / 7)
+    assert dist[9] == pytest.approx(1 / 7) and sum(dist) == pytest.approx(1.0)
+    assert quality.expected_rating(dist, 0) == pytest.approx((7 * 4 + 8 * 2 + 9) / 7)
+
+
+def test_ten_from_its_own_token_or_from_one_then_zero():
+    own = quality.rating_distribution({"10": math.log(0.6), "9": math.log(0.4)})
+    assert own[10] == pytest.approx(0.6) and quality.expected_rating(own) == pytest.approx(9.6)
+    # "1" (0.6) began "10" with P("0" | "1") = 0.75: 0.45 on 10, 0.15 on 1
+    split = quality.rating_distribution(
+        {"1": math.log(0.6), "9": math.log(0.4)}, ten_after_one=0.75
+    )
+    assert split[10] == pytest.approx(0.45) and split[1] == pytest.approx(0.15)
+    assert split[9] == pytest.approx(0.4)
+    assert quality.expected_rating(split) == pytest.approx(0.45 * 10 + 0.15 + 0.4 * 9)
+
+
+def test_one_that_may_begin_ten_is_ambiguous_unless_negligible():
+    with pytest.raises(quality.AmbiguousRating, match="1 or 10"):
+        quality.rating_distribution({"1": math.log(0.3), "9": math.log(0.7)})
+    # below the threshold "1" cannot move the score by 0.001: it stays a 1
+    tiny_one = quality.rating_distribution({"1": math.log(1e-5), "8": 0.0})
+    assert tiny_one[1] == pytest.approx(1e-5, rel=1e-3)
+    with pytest.raises(ValueError, match="no rating token"):
+        quality.rating_distribution({"Yes": -0.1})
+
+
+def test_sampled_rating_mean_and_standard_error():
+    answers = [7, 8, 8, 9, 6, 8, 7, 8]
+    mean, se = quality.sampled_rating(answers)
+    assert mean == pytest.approx(61 / 8)
+    var = sum((a - 61 / 8) ** 2 for a in answers) / 7  # ddof = 1
+    assert se == pytest.approx(math.sqrt(var / 8))
+    with pytest.raises(ValueError, match="at least 2"):
+        quality.sampled_rating([5])
+
+
+def test_the_gemini_judge_stderr_is_the_sampled_standard_error():
+    from refine.backends.gemini import _rating_stderr
+
+    answers = [7, 8, 8, 9, 6, 8, 7, 8]
+    dist = [answers.count(v) / 8 for v in range(11)]
+    assert _rating_stderr(dist, 8) == pytest.approx(quality.sampled_rating(answers)[1])
+
+
+def test_viescore_takes_the_lower_rating():
+    assert quality.viescore_quality(8.2, 6.5) == pytest.approx(0.65)
+    with pytest.raises(ValueError, match="artifacts rating 11"):
+        quality.viescore_quality(5, 11)
+
+
+def test_clip_iqa_is_the_good_share_of_a_softmax():
+    good, bad = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    images = np.array([[0.6, 0.8], [0.8, 0.6]])
+    got = quality.clip_iqa(images, good, bad, 100.0)
+    e = np.exp(100 * np.array([[0.6, 0.8], [0.8, 0.6]]))
+    assert got == pytest.approx((e[:, 0] / e.sum(1)).tolist())
+    assert got[1] > 0.5 > got[0]
