@@ -372,9 +372,11 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f"{r.decision}{' by hand' if r.by_hand else ''}</span>{best}</h3>"
         f'<p class="reason">{escape(r.reason)}</p>'
         f'<div class="imgs">{"".join(figs)}</div>'
-        "<table><tr><th>FAITH</th><th>ALIGN</th><th>HAL</th><th>EXAG</th>"
+        "<table><tr><th>FAITH</th><th>quality</th><th>ALIGN</th><th>HAL</th><th>EXAG</th>"
         "<th>drift cosine</th><th>SSIM</th></tr>"
-        f'<tr class="scores" data-faith="{_num(s.faith, 6)}"><td>{_num(s.faith)}</td>'
+        f'<tr class="scores" data-faith="{_num(s.faith, 6)}" '
+        f'data-quality="{_num(s.quality, 6)}"><td>{_num(s.faith)}</td>'
+        f'<td title="{escape(_quality_title(s))}">{_num(s.quality)}</td>'
         f"<td>{_num(s.align)}</td><td>{_num(s.hal)}</td><td>{_num(s.exag)}</td>"
         f"{drift_cells}</tr></table>"
         f"{_caire_html(r)}"
@@ -385,6 +387,22 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f'<p class="muted">timings: {escape(timings) or "-"}</p>'
         "</section>"
     )
+
+
+def _quality_title(s: Any) -> str:
+    """How quality was read: ``naturalness 7.0, artifacts 7.0 of 10 (judge, logprobs)``."""
+    q = s.quality_reading
+    if q is None:
+        return "not read: the judge cannot rate on a 0-10 scale"
+    text = (
+        f"naturalness {q.naturalness:.1f}, artifacts {q.artifacts:.1f} of 10 "
+        f"({q.judge}, {q.method})"
+    )
+    if q.stderr is not None:
+        text += f", s.e. {q.stderr:.3f}"
+    if s.clip_iqa is not None:
+        text += f"; CLIP-IQA {s.clip_iqa:.3f}"
+    return text
 
 
 def _changes_html(r: Round) -> str:

@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import math
+import re
 from html import escape as html_escape
 from html.parser import HTMLParser
 
@@ -120,6 +121,9 @@ def test_run_report_shows_every_round(world, backends, options, tmp_path, capsys
     quality = [r.best.scores.quality for r in run.rounds]
     assert quality[0] == pytest.approx(by_hand(RED)) and quality[1] == pytest.approx(by_hand(GREEN))
     assert page.series["quality"] == pytest.approx(quality, abs=1e-6)
+    shown = [float(x) for x in re.findall(r'data-quality="([0-9.]+)"', html)]
+    assert shown == pytest.approx(quality, abs=1e-6)
+    assert "naturalness 7.0, artifacts 7.0 of 10 (gemini:gemini-3.5-flash, logprobs)" in html
     # best-so-far only moves on accepted rounds
     assert page.series["best FAITH"] == pytest.approx([faith[0]] + [faith[1]] * 3, abs=1e-6)
     assert metric_series(run)["ALIGN"] == [r.best.scores.align for r in run.rounds]
