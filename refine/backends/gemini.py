@@ -501,6 +501,11 @@ class GeminiObserver(GeminiLanguageModel):
         return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
 
 
+# turns an answer's positions (most likely tokens and their log-probabilities) and the
+# tokens chosen into the answers' distribution (None: it cannot, the judge samples)
+Reader = Callable[[list[dict[str, float]], list[str]], "list[float] | None"]
+
+
 class GeminiJudge(_GeminiBackend):
     """Answer probabilities: from the first answer token's log-probabilities, or from k
     sampled answers when the model gives none (see the module docstring)."""
@@ -636,7 +641,7 @@ class GeminiJudge(_GeminiBackend):
         text: str,
         answers: Sequence[str],
         purpose: str,
-        read: Callable[[list[dict[str, float]], list[str]], list[float]] | None = None,
+        read: Reader | None = None,
     ) -> list[float]:
         """The answers' distribution: by log-probabilities where the model gives them
         (``read`` turns the answer's positions into it; by default the first token's), else
@@ -662,7 +667,7 @@ class GeminiJudge(_GeminiBackend):
         text: str,
         answers: Sequence[str],
         purpose: str,
-        read: Callable[[list[dict[str, float]], list[str]], list[float]] | None = None,
+        read: Reader | None = None,
     ) -> list[float] | None:
         """The answers' distribution from the answer's log-probabilities; None when the
         model gives none and the judge is in ``auto`` mode (it samples from then on)."""

@@ -53,15 +53,15 @@ class ImageEmbedder:
         return torch.tensor(rows)
 
 
-def assessor(fixed_embedder):
-    judge = Judge()
+def assessor(fixed_embedder, judge=None, image_embedder=None):
+    judge = judge or Judge()
     backends = Backends(
         "gemini",
         instances={
             "observer": Observer(),
             "judge": judge,
             "text_embedder": fixed_embedder(VECTORS),
-            "image_embedder": ImageEmbedder(),
+            "image_embedder": image_embedder or ImageEmbedder(),
         },
     )
     return Assessor(backends), judge
@@ -194,17 +194,7 @@ class ClipEmbedder(ImageEmbedder):
 
 
 def test_quality_is_the_lower_rating_over_ten_with_clip_iqa_for_a_local_judge(fixed_embedder):
-    judge = QualityJudge()
-    backends = Backends(
-        "gemini",
-        instances={
-            "observer": Observer(),
-            "judge": judge,
-            "text_embedder": fixed_embedder(VECTORS),
-            "image_embedder": ClipEmbedder(),
-        },
-    )
-    a = Assessor(backends)
+    a, judge = assessor(fixed_embedder, QualityJudge(), ClipEmbedder())
     red, dark = Image.new("RGB", (8, 8), (200, 0, 0)), Image.new("RGB", (8, 8), (10, 0, 0))
     out = a.assess_many([red, dark, red], refs())
     assert [x.scores.quality for x in out] == [pytest.approx(0.6)] * 3
