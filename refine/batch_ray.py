@@ -55,7 +55,8 @@ def import_ray() -> Any:
         import ray
     except ImportError:
         raise RayEngineError(
-            "--engine ray needs Ray: pip install 'cultural-refine[ray]' (or pip install ray)"
+            "--engine ray needs Ray: pip install ray (or the cultural-refine[ray] extra: "
+            "pip install '.[ray]' in a clone)"
         ) from None
     return ray
 

@@ -81,9 +81,12 @@ def _pack(message: str, path: Any, run: Run | None = None, k: int | None = None)
     return [message, *views[:6], str(path or ""), views[6], progress_line(run), bar]
 
 
-def build_app(service: RunService, status: str = "", limits: Limits | None = None) -> Any:
+def build_app(
+    service: RunService, status: str = "", limits: Limits | None = None, login: bool = False
+) -> Any:
     """The app on ``service``; ``limits``: the operator's limits on each visitor's run
-    (default :class:`ui.limits.Limits`)."""
+    (default :class:`ui.limits.Limits`); ``login``: a Hugging Face login button (a Space
+    with ``hf_oauth: true``), whose user name then names the visitor."""
     from refine.backends.imports import require
 
     limits = (limits or Limits()).check()
@@ -104,6 +107,8 @@ def build_app(service: RunService, status: str = "", limits: Limits | None = Non
         token = gr.State(None)
         gr.Markdown("# Culturally faithful image refinement")
         gr.Markdown(status or f"profile: {service.profile}", elem_id="status")
+        if login:
+            gr.LoginButton()
         with gr.Row():
             with gr.Column(scale=1):
                 activity = gr.Dropdown(

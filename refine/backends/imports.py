@@ -12,5 +12,9 @@ def require(module: str, package: str, purpose: str, extra: str | None = None) -
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        how = f"pip install 'cultural-refine[{extra}]'" if extra else f"pip install {package}"
+        how = (
+            f"the cultural-refine[{extra}] extra: pip install '.[{extra}]' in a clone"
+            if extra
+            else f"pip install {package}"
+        )
         raise ImportError(f"{purpose} needs the package '{package}' ({how})") from err

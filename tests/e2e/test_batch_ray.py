@@ -162,7 +162,10 @@ def test_bad_settings_get_one_line_each(tmp_path, world):
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 2 and "pip install 'cultural-refine[ray]'" in done.stderr
+    assert (
+        done.returncode == 2
+        and "the cultural-refine[ray] extra: pip install '.[ray]'" in done.stderr
+    )
     assert len(done.stderr.strip().splitlines()) == 1
     done = subprocess.run(
         [

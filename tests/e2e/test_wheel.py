@@ -134,6 +134,7 @@ def test_the_wheel_carries_its_data_and_runs(tmp_path, world, siglip_path):
     assert "diffusers" not in record["packages"] and record["packages"]["cultural-refine"]
     app = run(refine, "app", "--port", "7999")
     assert app.returncode == 1 and "Traceback" not in app.stderr, app.stderr
-    assert "error: the app needs the package 'gradio' (pip install 'cultural-refine[app]')" in (
-        app.stderr
+    assert (
+        "error: the app needs the package 'gradio' (the cultural-refine[app] extra: "
+        "pip install '.[app]' in a clone)" in (app.stderr)
     )

@@ -1,0 +1,127 @@
+"""The demo as hosted: the Space folder and its entry point configured from environment
+variables alone, and the container files (read, since this machine runs no container
+engine)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.ui.test_app import start_args
+from ui import deploy
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_environment_names_what_is_wrong(tmp_path):
+    key = {"GEMINI_API_KEY": "k", "REFINE_OUT": str(tmp_path / "runs")}
+    with pytest.raises(deploy.DeployError, match="GEMINI_API_KEY is not set: the gemini profile"):
+        deploy.from_env({})
+    with pytest.raises(deploy.DeployError, match=r"REFINE_MAX_ROUNDS: a whole number from 0"):
+        deploy.from_env({**key, "REFINE_MAX_ROUNDS": "1000"})
+    with pytest.raises(
+        deploy.DeployError, match=r"REFINE_MAX_RUN_CALLS='many': not a whole number"
+    ):
+        deploy.from_env({**key, "REFINE_MAX_RUN_CALLS": "many"})
+    with pytest.raises(deploy.DeployError, match="REFINE_AUTH: use USER:PASS"):
+        deploy.from_env({**key, "REFINE_AUTH": "nopassword"})
+    with pytest.raises(deploy.DeployError, match="REFINE_PROFILE: unknown profile 'nope'"):
+        deploy.from_env({**key, "REFINE_PROFILE": "nope"})
+    with pytest.raises(deploy.DeployError, match="REFINE_BACKENDS: 'judge'"):
+        deploy.from_env({**key, "REFINE_BACKENDS": "judge"})
+    # a profile of local models needs no key
+    assert deploy.from_env({"REFINE_PROFILE": "local-gpu"}).profile == "local-gpu"
+    got = deploy.from_env(
+        {**key, "REFINE_MAX_ROUNDS": "2", "REFINE_AUTH": "ann:pw", "REFINE_ADMINS": "ann, bo"}
+    )
+    assert (got.limits.rounds, got.auth, got.admins) == (2, ("ann", "pw"), ("ann", "bo"))
+    assert (got.host, got.port, got.login) == ("0.0.0.0", 7860, False)
+    # runs outside /data do not survive a restart, and the page says so
+    assert not got.persistent and "lost when the demo restarts" in got.status()
+    assert deploy.from_env({**key, "OAUTH_CLIENT_ID": "x"}).login
+
+
+def test_the_space_entry_point_refuses_to_start_without_the_key(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from make_space import make_space
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    written = make_space(tmp_path / "space")
+    assert written[:3] == ["README.md", "app.py", "requirements.txt"]
+    space = tmp_path / "space"
+    header = (space / "README.md").read_text().split("---")[1]
+    for line in ("sdk: gradio", "app_file: app.py", "hf_oauth: true", 'python_version: "3.11"'):
+        assert line in header
+    import gradio
+
+    assert f"sdk_version: {gradio.__version__}" in header  # the Gradio the tests ran
+    requirements = (space / "requirements.txt").read_text()
+    assert "download.pytorch.org/whl/cpu" in requirements and "gradio>=" in requirements
+    assert (space / "refine" / "assets" / "prompts" / "quality_artifacts.txt").is_file()
+    env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    done = subprocess.run(
+        [sys.executable, "app.py"], cwd=space, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: GEMINI_API_KEY is not set: the gemini profile calls the Gemini API. Add it as a "
+        "secret (Space settings > Variables and secrets) or pass -e GEMINI_API_KEY=... to the "
+        "container"
+    ]
+    gpu = make_space(tmp_path / "gpu", gpu=True)
+    assert gpu and "suggested_hardware: l40sx1" in (tmp_path / "gpu" / "README.md").read_text()
+    assert "diffusers" in (tmp_path / "gpu" / "requirements.txt").read_text()
+
+
+def test_the_space_app_runs_from_the_environment_alone(world, siglip_path, tmp_path):
+    from gradio_client import Client
+
+    env = {
+        "GEMINI_API_KEY": os.environ["GEMINI_API_KEY"],  # the stand-in server's
+        "REFINE_OUT": str(tmp_path / "runs"),
+        "REFINE_BACKENDS": f"image_embedder=siglip:{siglip_path}",
+        "REFINE_MAX_ROUNDS": "1",
+        "REFINE_MAX_CANDIDATES": "2",
+    }
+    deployment = deploy.from_env(env)
+    demo = deploy.build(deployment)
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    try:
+        fields = {c["props"].get("elem_id"): c["props"] for c in demo.config["components"]}
+        assert fields["rounds"]["maximum"] == 1 and fields["candidates"]["maximum"] == 2
+        assert "lost when the demo restarts" in fields["status"]["value"]
+        out = Client(url, verbose=False).predict(*start_args(1), api_name="/start")
+        assert out[0] == "finished"
+        assert (tmp_path / "runs").is_dir() and list((tmp_path / "runs").rglob("run.json"))
+    finally:
+        demo.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "base", "profile"),
+    [
+        ("Dockerfile", "python:3.11-slim", "gemini"),
+        ("Dockerfile.gpu", "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime", "local-gpu"),
+    ],
+)
+def test_the_container_files(name, base, profile):
+    text = (ROOT / "deploy" / "docker" / name).read_text()
+    lines = [x.strip() for x in text.splitlines() if x.strip() and not x.startswith("#")]
+    assert lines[0] == f"FROM {base}"
+    # a user without privileges runs the app, on the volume, on the exposed port
+    users = [x.split()[1] for x in lines if x.startswith("USER ")]
+    assert users and users[-1] not in ("root", "0")
+    assert "EXPOSE 7860" in lines and 'VOLUME ["/data"]' in lines
+    assert any(x.startswith("HEALTHCHECK") for x in lines)
+    cmd = [x for x in lines if x.startswith("CMD [")][-1]  # the last CMD is the one run
+    for part in ('"refine", "app"', '"--host", "0.0.0.0"', '"--out", "/data/runs"', profile):
+        assert part in cmd
+    # no secret is baked in: keys come from the environment when the container runs
+    assert not re.search(r"(?i)^(ENV|ARG)\b.*(KEY|TOKEN|SECRET|PASS)", text, re.M)
+    assert "AIza" not in text and "hf_" not in text.replace("hf-cache", "")

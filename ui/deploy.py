@@ -1,0 +1,189 @@
+"""The app as a hosted demo: everything read from the environment (a Hugging Face Space's
+variables and secrets, or a container's ``-e`` options), never from files in the image.
+
+=========================  ==========================================================
+variable                   meaning (default)
+=========================  ==========================================================
+``GEMINI_API_KEY``         the API key (a Space secret); required by the gemini profile
+``REFINE_PROFILE``         gemini, local-gpu, small-gpu or a .toml path (gemini)
+``REFINE_OUT``             where runs are kept (``/data/runs`` when ``/data`` is
+                           mounted and writable, else ``runs``: lost on restart)
+``REFINE_MAX_ROUNDS``      editing rounds a visitor's run may ask for (10)
+``REFINE_MAX_CANDIDATES``  candidates per round (8)
+``REFINE_MAX_RUN_MINUTES`` wall time of one run (30)
+``REFINE_MAX_RUN_CALLS``   model calls of one run (400)
+``REFINE_BACKENDS``        role overrides, ``ROLE=NAME`` separated by spaces (none)
+``REFINE_AUTH``            ``USER:PASS`` required to open the app (none)
+``REFINE_ADMINS``          comma-separated user names that change the shared references
+``REFINE_HOST``            address to listen on (``0.0.0.0``)
+``PORT``                   port (7860, as a Space expects)
+``OAUTH_CLIENT_ID``        set by a Space with ``hf_oauth: true``: a Hugging Face login
+                           button is shown and the login names the visitor
+=========================  ==========================================================
+
+A bad or missing value stops the start with one line naming the variable
+(:class:`DeployError`); ``python -m ui.deploy`` is the Space's and the container's entry.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PERSISTENT = Path("/data")  # where a Space mounts persistent storage
+
+
+class DeployError(ValueError):
+    """A setting in the environment that the demo cannot start with."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    profile: str
+    out: Path
+    persistent: bool  # whether runs survive a restart
+    limits: Any
+    host: str = "0.0.0.0"
+    port: int = 7860
+    auth: tuple[str, str] | None = None
+    admins: tuple[str, ...] = ()
+    login: bool = False  # a Hugging Face login button (a Space with hf_oauth)
+    backends: dict[str, str] = field(default_factory=dict)  # role overrides
+    notes: list[str] = field(default_factory=list)
+
+    def status(self) -> str:
+        """The line the page shows under its title: the profile and where runs are kept."""
+        if self.persistent:
+            kept = f"saved runs are kept in `{self.out}` (persistent storage)"
+        else:
+            kept = (
+                f"saved runs are kept in `{self.out}` and are **lost when the demo restarts** "
+                "(no persistent storage is mounted at /data)"
+            )
+        return f"profile: {self.profile} · {kept} · limits: {self.limits.describe()}"
+
+
+def _number(env: Mapping[str, str], name: str, kind: type, default: Any) -> Any:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        what = "whole number" if kind is int else "number"
+        raise DeployError(f"{name}={raw!r}: not a {what}") from None
+
+
+def _writable(path: Path) -> bool:
+    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
+
+
+def from_env(env: Mapping[str, str] | None = None) -> Deployment:
+    """The deployment the environment describes; :class:`DeployError` names what is wrong."""
+    from refine.profiles import load_profile
+    from ui.limits import Limits
+
+    env = os.environ if env is None else env
+    profile = env.get("REFINE_PROFILE", "").strip() or "gemini"
+    try:
+        loaded = load_profile(profile)
+    except ValueError as err:
+        raise DeployError(f"REFINE_PROFILE: {err}") from None
+    from refine.settings import SettingsError, parse_backends
+
+    try:
+        backends = parse_backends(env.get("REFINE_BACKENDS", "").split())
+    except SettingsError as err:
+        raise DeployError(f"REFINE_BACKENDS: {err.message}") from None
+    roles = {**loaded.roles, **backends}
+    uses_api = any(name.startswith("gemini:") for name in roles.values())
+    if uses_api and not (env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY")):
+        raise DeployError(
+            f"GEMINI_API_KEY is not set: the {profile} profile calls the Gemini API. Add it as a "
+            "secret (Space settings > Variables and secrets) or pass -e GEMINI_API_KEY=... to "
+            "the container"
+        )
+    given = env.get("REFINE_OUT", "").strip()
+    if given:
+        out = Path(given)
+        persistent = out.resolve().is_relative_to(PERSISTENT) and _writable(PERSISTENT)
+    elif _writable(PERSISTENT):
+        out, persistent = PERSISTENT / "runs", True
+    else:
+        out, persistent = Path("runs"), False
+    asked = Limits(
+        _number(env, "REFINE_MAX_ROUNDS", int, Limits.rounds),
+        _number(env, "REFINE_MAX_CANDIDATES", int, Limits.candidates),
+        _number(env, "REFINE_MAX_RUN_MINUTES", float, Limits.run_minutes),
+        _number(env, "REFINE_MAX_RUN_CALLS", int, Limits.run_calls),
+    )
+    try:
+        limits = asked.check()
+    except ValueError as err:
+        variable = str(err).split(":", 1)[0].lstrip("-").upper().replace("-", "_")
+        raise DeployError(f"REFINE_{variable}: {str(err).split(':', 1)[1].strip()}") from None
+    auth = None
+    if env.get("REFINE_AUTH"):
+        user, sep, password = env["REFINE_AUTH"].partition(":")
+        if not sep or not user or not password:
+            raise DeployError("REFINE_AUTH: use USER:PASS")
+        auth = (user, password)
+    admins = tuple(a.strip() for a in env.get("REFINE_ADMINS", "").split(",") if a.strip())
+    port = _number(env, "PORT", int, 7860)
+    if not 1 <= port <= 65535:
+        raise DeployError(f"PORT={port}: a port from 1 to 65535")
+    return Deployment(
+        profile=profile,
+        out=out,
+        persistent=persistent,
+        limits=limits,
+        host=env.get("REFINE_HOST", "").strip() or "0.0.0.0",
+        port=port,
+        auth=auth,
+        admins=admins,
+        login=bool(env.get("OAUTH_CLIENT_ID")),
+        backends=backends,
+    )
+
+
+def build(deployment: Deployment, **service_options: Any) -> Any:
+    """The app of a deployment (not launched); ``service_options`` go to the run service
+    (backend options)."""
+    from refine.service import RunService
+    from ui.app import build_app
+
+    deployment.out.mkdir(parents=True, exist_ok=True)
+    service = RunService(
+        deployment.profile,
+        out=deployment.out,
+        backends=deployment.backends or None,
+        admins=[f"user:{a}" for a in deployment.admins],
+        **service_options,
+    )
+    return build_app(service, deployment.status(), deployment.limits, login=deployment.login)
+
+
+def main(env: Mapping[str, str] | None = None) -> None:
+    """Start the demo from the environment, or stop with one line saying what is missing."""
+    from ui.app import launch_options
+
+    try:
+        deployment = from_env(env)
+    except DeployError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    demo = build(deployment)
+    demo.launch(
+        server_name=deployment.host,
+        server_port=deployment.port,
+        auth=deployment.auth,
+        **launch_options(deployment.out),
+    )
+
+
+if __name__ == "__main__":
+    main()
