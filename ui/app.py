@@ -6,18 +6,23 @@ from ``ui.adapters``. There is no model code here.
 
 from __future__ import annotations
 
+import logging
+import math
 from pathlib import Path
 from typing import Any
 
 from refine import settings
 from refine.records import Run
-from refine.service import NOT_YOURS, RunService, ServiceBusy, Update, phrase
+from refine.service import NOT_YOURS, RunService, ServiceBusy, Update, phrase, visitor_hash
 from refine.settings import default
 from refine.views import progress_line
 from ui import adapters
 from ui.limits import Limits
+from ui.quotas import QuotaExceeded, Quotas, client_address
 from ui.safe import error, html_text, md_text
 from ui.visitors import browser_secret, new_token, visitor_id
+
+log = logging.getLogger(__name__)
 
 # how the form names a setting in a message
 FIELD_LABELS = {
@@ -82,11 +87,18 @@ def _pack(message: str, path: Any, run: Run | None = None, k: int | None = None)
 
 
 def build_app(
-    service: RunService, status: str = "", limits: Limits | None = None, login: bool = False
+    service: RunService,
+    status: str = "",
+    limits: Limits | None = None,
+    login: bool = False,
+    quotas: Quotas | None = None,
+    trust_proxy: bool = False,
 ) -> Any:
     """The app on ``service``; ``limits``: the operator's limits on each visitor's run
     (default :class:`ui.limits.Limits`); ``login``: a Hugging Face login button (a Space
-    with ``hf_oauth: true``), whose user name then names the visitor."""
+    with ``hf_oauth: true``), whose user name then names the visitor; ``quotas``: runs per
+    visitor and address per hour, calls per day (:mod:`ui.quotas`), the address read from
+    ``X-Forwarded-For`` only with ``trust_proxy``."""
     from refine.backends.imports import require
 
     limits = (limits or Limits()).check()
@@ -397,6 +409,28 @@ def build_app(
                     # fully stopped, so a queued start never finds the service busy
                     job.join()
 
+        def admitted(visitor: str | None, request: Any) -> str | None:
+            """The client's address, once the visitor's quota allows a start."""
+            if quotas is None or visitor is None:
+                return None
+            address = client_address(request, trust_proxy)
+            try:
+                quotas.check_start(visitor, address)
+            except QuotaExceeded as err:
+                raise error(err) from err
+            return address
+
+        def counted(job: Any, visitor: str, address: str | None, base: int = 0):
+            """Follow a started run, counting it and its model calls against the quotas."""
+            if quotas is not None:
+                n = quotas.record_start(visitor, address)
+                log.info("run started by visitor %s (%d this hour)", visitor_hash(visitor)[:12], n)
+            try:
+                yield from follow(job)
+            finally:
+                if quotas is not None and job.run is not None:
+                    quotas.spent(visitor, job.run.model_calls - base)
+
         def on_start(
             tok,
             act,
@@ -456,6 +490,7 @@ def build_app(
                 raise error(_settings_message(err)) from err
             if visitor is None:  # a run nobody owns could be stopped by anyone
                 raise error(NO_VISITOR)
+            address = admitted(visitor, request)
             try:
                 job = service.start(
                     spec=spec,
@@ -466,7 +501,7 @@ def build_app(
                 )
             except (ServiceBusy, ValueError) as err:
                 raise error(err) from err
-            yield from follow(job)
+            yield from counted(job, visitor, address)
 
         def on_stop(tok, request=None):
             job = service.job
@@ -526,6 +561,7 @@ def build_app(
                     _numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop), old.spec
                 )
                 changes = {k: v for k, v in numbers.items() if v is not None}
+                address = admitted(visitor, request)
                 job = service.start(
                     old.spec.activity,
                     old.spec.country,
@@ -537,7 +573,7 @@ def build_app(
                 )
             except (ServiceBusy, ValueError, OSError) as err:
                 raise error(err) from err
-            yield from follow(job)
+            yield from counted(job, visitor, address, old.model_calls)
 
         def on_choose(tok, path, k, j, accept, request=None):
             from refine.loop import Refiner
@@ -808,7 +844,7 @@ def build_app(
             api_name="reject",
             **quiet,
         )
-    demo.queue(default_concurrency_limit=1)
+    demo.queue(default_concurrency_limit=1, **queue_options(limits))
     return demo
 
 
@@ -937,16 +973,31 @@ def serve(
     backends: dict[str, str] | None = None,
     admins: list[str] | tuple[str, ...] = (),
     limits: Limits | None = None,
+    quotas: Quotas | None = None,
+    trust_proxy: bool = False,
 ) -> None:
     """Serve the app (``refine app``); the profile is chosen from what can run unless given.
-    ``admins``: user names that change the shared references and tune from every run."""
+    ``admins``: user names that change the shared references and tune from every run;
+    ``quotas``: runs per visitor per hour and calls per day (:mod:`ui.quotas`)."""
     from refine.profiles import choose_profile
 
     profile, status = (profile, f"profile: {profile}") if profile else choose_profile()
+    if quotas is not None and quotas.describe():
+        status += f" · quotas: {quotas.describe()}"
     Path(out).mkdir(parents=True, exist_ok=True)
     service = RunService(profile, out=out, backends=backends, admins=[f"user:{a}" for a in admins])
-    demo = build_app(service, status, limits)
+    demo = build_app(service, status, limits, quotas=quotas, trust_proxy=trust_proxy)
     demo.launch(server_name=host, server_port=port, share=share, auth=auth, **launch_options(out))
+
+
+def queue_options(limits: Limits | None) -> dict[str, Any]:
+    """The waiting line's length from the limits: runs are made one at a time (the start
+    and roll-back events share one slot), and the line holds the runs the device can finish
+    in two hours at the longest run allowed (at least 8). A crowd waits in line and sees its
+    place; past that, Gradio says the demo is full instead of leaving a visitor waiting
+    for hours."""
+    minutes = (limits or Limits()).run_minutes
+    return {"max_size": max(8, math.ceil(120 / minutes))}
 
 
 def launch_options(out: str | Path) -> dict[str, Any]:

@@ -13,6 +13,11 @@ variable                   meaning (default)
 ``REFINE_MAX_RUN_MINUTES`` wall time of one run (30)
 ``REFINE_MAX_RUN_CALLS``   model calls of one run (400)
 ``REFINE_BACKENDS``        role overrides, ``ROLE=NAME`` separated by spaces (none)
+``REFINE_RUNS_PER_HOUR``   runs one visitor (and one address) may start per hour (6; 0: no
+                           limit)
+``REFINE_DAILY_CALLS``     model calls a day for all visitors together (no limit)
+``REFINE_TRUST_PROXY``     1: read the client address from X-Forwarded-For (on in a Space,
+                           whose proxy sets it; off elsewhere, where a client could forge it)
 ``REFINE_AUTH``            ``USER:PASS`` required to open the app (none)
 ``REFINE_ADMINS``          comma-separated user names that change the shared references
 ``REFINE_HOST``            address to listen on (``0.0.0.0``)
@@ -52,6 +57,9 @@ class Deployment:
     auth: tuple[str, str] | None = None
     admins: tuple[str, ...] = ()
     login: bool = False  # a Hugging Face login button (a Space with hf_oauth)
+    runs_per_hour: int | None = None  # per visitor and address; None: no limit
+    daily_calls: int | None = None
+    trust_proxy: bool = False
     backends: dict[str, str] = field(default_factory=dict)  # role overrides
     notes: list[str] = field(default_factory=list)
 
@@ -64,7 +72,14 @@ class Deployment:
                 f"saved runs are kept in `{self.out}` and are **lost when the demo restarts** "
                 "(no persistent storage is mounted at /data)"
             )
-        return f"profile: {self.profile} · {kept} · limits: {self.limits.describe()}"
+        text = f"profile: {self.profile} · {kept} · limits: {self.limits.describe()}"
+        quotas = self.quotas().describe()
+        return text + (f" · quotas: {quotas}" if quotas else "")
+
+    def quotas(self) -> Any:
+        from ui.quotas import Quotas
+
+        return Quotas(self.out, self.runs_per_hour, self.daily_calls)
 
 
 def _number(env: Mapping[str, str], name: str, kind: type, default: Any) -> Any:
@@ -133,6 +148,14 @@ def from_env(env: Mapping[str, str] | None = None) -> Deployment:
             raise DeployError("REFINE_AUTH: use USER:PASS")
         auth = (user, password)
     admins = tuple(a.strip() for a in env.get("REFINE_ADMINS", "").split(",") if a.strip())
+    from ui.quotas import PUBLIC_RUNS_PER_HOUR
+
+    runs_per_hour = _number(env, "REFINE_RUNS_PER_HOUR", int, PUBLIC_RUNS_PER_HOUR)
+    daily_calls = _number(env, "REFINE_DAILY_CALLS", int, None)
+    if runs_per_hour < 0:
+        raise DeployError(f"REFINE_RUNS_PER_HOUR={runs_per_hour}: 0 (no limit) or more")
+    if daily_calls is not None and daily_calls < 1:
+        raise DeployError(f"REFINE_DAILY_CALLS={daily_calls}: 1 or more")
     port = _number(env, "PORT", int, 7860)
     if not 1 <= port <= 65535:
         raise DeployError(f"PORT={port}: a port from 1 to 65535")
@@ -147,6 +170,11 @@ def from_env(env: Mapping[str, str] | None = None) -> Deployment:
         admins=admins,
         login=bool(env.get("OAUTH_CLIENT_ID")),
         backends=backends,
+        runs_per_hour=runs_per_hour or None,
+        daily_calls=daily_calls,
+        # a Space (SPACE_ID set) is behind Hugging Face's proxy
+        trust_proxy=env.get("REFINE_TRUST_PROXY", "1" if env.get("SPACE_ID") else "").strip()
+        in ("1", "true", "yes"),
     )
 
 
@@ -164,7 +192,14 @@ def build(deployment: Deployment, **service_options: Any) -> Any:
         admins=[f"user:{a}" for a in deployment.admins],
         **service_options,
     )
-    return build_app(service, deployment.status(), deployment.limits, login=deployment.login)
+    return build_app(
+        service,
+        deployment.status(),
+        deployment.limits,
+        login=deployment.login,
+        quotas=deployment.quotas(),
+        trust_proxy=deployment.trust_proxy,
+    )
 
 
 def main(env: Mapping[str, str] | None = None) -> None:

@@ -8,8 +8,10 @@ the field and the problem on stderr and exits with code 2.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import sys
+from pathlib import Path
 
 import typer
 
@@ -184,6 +186,21 @@ def app_cmd(
     max_run_calls: int = typer.Option(
         400, "--max-run-calls", min=1, help="Model calls of one visitor's run."
     ),
+    runs_per_hour: int = typer.Option(
+        None,
+        "--runs-per-visitor-per-hour",
+        min=0,
+        help="Runs one visitor (and one client address) may start in an hour; 0: no limit. "
+        "Default: 6 when the app listens beyond this machine (--host, --share), else none.",
+    ),
+    daily_calls: int = typer.Option(
+        None, "--daily-calls", min=1, help="Model calls a day for all visitors together."
+    ),
+    trust_proxy: bool = typer.Option(
+        False,
+        "--trust-proxy",
+        help="Read the client address from X-Forwarded-For (only behind a proxy that sets it).",
+    ),
 ) -> None:
     """Serve the Gradio app: start, watch and steer runs; open saved runs."""
     from refine.cli.run_cmd import parse_backends
@@ -212,7 +229,48 @@ def app_cmd(
         limits = Limits(max_rounds, max_candidates, max_run_minutes, max_run_calls).check()
     except ValueError as err:
         raise UserInputError(str(err)) from err
-    serve(profile, out, host, port, share, credentials, overrides, admins=names, limits=limits)
+    from ui.quotas import PUBLIC_RUNS_PER_HOUR, Quotas
+
+    if runs_per_hour is None:
+        local = host in ("127.0.0.1", "localhost", "::1") and not share
+        runs_per_hour = 0 if local else PUBLIC_RUNS_PER_HOUR
+    quotas = Quotas(Path(out), runs_per_hour or None, daily_calls)
+    serve(
+        profile,
+        out,
+        host,
+        port,
+        share,
+        credentials,
+        overrides,
+        admins=names,
+        limits=limits,
+        quotas=quotas,
+        trust_proxy=trust_proxy,
+    )
+
+
+@app.command("app-usage")
+def app_usage_cmd(
+    out: str = typer.Option("runs", "--out", help="The app's --out folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+) -> None:
+    """What each visitor of the app (hashed) started and spent: runs in the last hour and
+    day, model calls today (UTC)."""
+    from ui.quotas import LEDGER, Quotas
+
+    folder = Path(out)
+    if not (folder / LEDGER).is_file():
+        raise UserInputError(f"--out: {folder} holds no app usage yet ({LEDGER})")
+    table = Quotas(folder).usage()
+    if as_json:
+        typer.echo(json.dumps(table, indent=2))
+        return
+    typer.echo(f"{'visitor (hashed)':18} {'runs 1 h':>8} {'runs 24 h':>9} {'calls today':>11}")
+    for who, row in sorted(table.items(), key=lambda kv: -kv[1]["calls_today"]):
+        typer.echo(f"{who:18} {row['runs_hour']:>8} {row['runs_day']:>9} {row['calls_today']:>11}")
+    total = sum(r["calls_today"] for r in table.values())
+    typer.echo(f"{len(table)} visitor(s), {total} model calls today")
 
 
 def _version(value: bool) -> None:

@@ -44,6 +44,15 @@ def test_the_environment_names_what_is_wrong(tmp_path):
     # runs outside /data do not survive a restart, and the page says so
     assert not got.persistent and "lost when the demo restarts" in got.status()
     assert deploy.from_env({**key, "OAUTH_CLIENT_ID": "x"}).login
+    # quotas: 6 runs per visitor per hour unless set (0: none); a Space trusts its proxy
+    assert (got.runs_per_hour, got.daily_calls, got.trust_proxy) == (6, None, False)
+    assert "quotas: 6 runs per visitor per hour" in got.status()
+    space = deploy.from_env(
+        {**key, "SPACE_ID": "u/s", "REFINE_RUNS_PER_HOUR": "0", "REFINE_DAILY_CALLS": "500"}
+    )
+    assert (space.runs_per_hour, space.daily_calls, space.trust_proxy) == (None, 500, True)
+    with pytest.raises(deploy.DeployError, match="REFINE_DAILY_CALLS=0: 1 or more"):
+        deploy.from_env({**key, "REFINE_DAILY_CALLS": "0"})
 
 
 def test_the_space_entry_point_refuses_to_start_without_the_key(tmp_path):

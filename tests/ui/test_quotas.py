@@ -1,0 +1,148 @@
+"""Quotas of a shared demo: runs per visitor and per address per hour, calls per day, a
+message saying when to come back; through gradio_client as visitors meet them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from refine.service import RunService
+from tests.e2e.test_cli_run import cli
+from tests.ui.test_app import start_args
+from ui.app import build_app
+from ui.quotas import LEDGER, QuotaExceeded, Quotas, client_address
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_runs_per_hour_per_visitor_and_address_with_when_to_come_back(tmp_path):
+    clock = Clock(1_700_000_000.0)  # 22:13:20 UTC
+    q = Quotas(tmp_path, runs_per_hour=2, clock=clock).check()
+    q.check_start("browser:a", "10.0.0.1")
+    assert q.record_start("browser:a", "10.0.0.1") == 1
+    clock.t += 600
+    q.record_start("browser:a", "10.0.0.1")
+    with pytest.raises(QuotaExceeded) as refused:
+        q.check_start("browser:a", "10.0.0.9")
+    # the first start leaves the hour at 23:13:20, 50 minutes from now
+    assert str(refused.value) == (
+        "you have started 2 run(s) in the last hour (this demo allows 2); you can start "
+        "again at 23:13 UTC (in 50 minutes)"
+    )
+    # a new token from the same address is still counted; another visitor elsewhere is not
+    with pytest.raises(QuotaExceeded, match="your address has started 2"):
+        q.check_start("browser:new", "10.0.0.1")
+    q.check_start("browser:b", "10.0.0.2")
+    # a restart keeps the counts (the ledger is on disk, hashed)
+    again = Quotas(tmp_path, runs_per_hour=2, clock=clock)
+    with pytest.raises(QuotaExceeded):
+        again.check_start("browser:a", None)
+    ledger = (tmp_path / LEDGER).read_text()
+    assert "browser:a" not in ledger and "10.0.0.1" not in ledger
+    clock.t += 3001  # the first start has left the hour
+    q.check_start("browser:a", "10.0.0.1")
+    # a line cut by a crash is skipped, the rest still counts
+    with open(tmp_path / LEDGER, "a") as fh:
+        fh.write('{"t": 17')
+    assert q.usage()[next(iter(q.usage()))]["runs_day"] == 2
+    with pytest.raises(ValueError, match="--runs-per-visitor-per-hour: a whole number"):
+        Quotas(tmp_path, runs_per_hour=0).check()
+
+
+def test_the_daily_allowance_of_calls(tmp_path):
+    clock = Clock(1_700_000_000.0)
+    q = Quotas(tmp_path, daily_calls=100, clock=clock)
+    q.record_start("browser:a", None)
+    q.spent("browser:a", 60)
+    q.check_start("browser:b", None)
+    q.spent("browser:b", 40)
+    with pytest.raises(QuotaExceeded) as refused:
+        q.check_start("browser:c", None)
+    assert str(refused.value) == (
+        "this demo's daily allowance of 100 model calls is spent (100 used); it renews at "
+        "00:00 UTC (in 107 minutes)"
+    )
+    clock.t += 2 * 3600  # past midnight UTC
+    q.check_start("browser:c", None)
+    usage = Quotas(tmp_path, clock=Clock(1_700_000_000.0)).usage()
+    assert sorted(r["calls_today"] for r in usage.values()) == [40, 60]
+
+
+def test_the_forwarded_address_is_read_only_behind_a_trusted_proxy():
+    class Request:
+        headers = {"x-forwarded-for": "6.6.6.6, 10.0.0.7"}
+
+        class client:  # noqa: N801
+            host = "172.17.0.1"
+
+    assert client_address(Request()) == "172.17.0.1"
+    # the proxy's own entry is the last one: what a client forged comes before it
+    assert client_address(Request(), trust_proxy=True) == "10.0.0.7"
+    assert client_address(None) is None
+
+
+@pytest.fixture
+def quota_app(world, backends, options, tmp_path):
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+    demo = build_app(service, "quotas", quotas=Quotas(tmp_path, runs_per_hour=1), trust_proxy=True)
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    yield url, tmp_path
+    demo.close()
+
+
+def test_a_visitor_over_quota_is_refused_and_another_is_not(quota_app):
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    url, out = quota_app
+
+    def visitor(address: str) -> Client:  # a new client: a new visitor, from this address
+        return Client(url, verbose=False, headers={"X-Forwarded-For": address})
+
+    first = visitor("10.0.0.1")
+    assert first.predict(*start_args(0), api_name="/start")[0] == "finished"
+    with pytest.raises(AppError, match=r"you have started 1 run\(s\) in the last hour"):
+        first.predict(*start_args(0), api_name="/start")
+    # another visitor from another address may start
+    assert visitor("10.0.0.2").predict(*start_args(0), api_name="/start")[0] == "finished"
+    # a new visitor (a cleared browser) from the first address is still counted
+    with pytest.raises(AppError, match="your address has started 1 run"):
+        visitor("10.0.0.1").predict(*start_args(0), api_name="/start")
+    # the operator's view: two visitors, one run each, their calls counted
+    done = cli("app-usage", "--out", out, "--json")
+    assert done.returncode == 0, done.stderr
+    table = json.loads(done.stdout)
+    assert sorted(r["runs_hour"] for r in table.values()) == [1, 1]
+    assert all(r["calls_today"] > 0 for r in table.values())
+    text = cli("app-usage", "--out", out).stdout
+    assert "2 visitor(s)" in text and "browser:" not in text and "session:" not in text
+    missing = cli("app-usage", "--out", out / "nowhere")
+    assert missing.returncode == 2 and "holds no app usage yet" in missing.stderr
+
+
+def test_refine_app_sets_a_modest_quota_when_it_listens_beyond_this_machine(monkeypatch, tmp_path):
+    import ui.app
+
+    seen = {}
+    monkeypatch.setattr(ui.app, "serve", lambda *a, **kw: seen.update(kw))
+    base = ["app", "--profile", "gemini", "--out", tmp_path]
+    for extra, expected in (
+        ([], None),
+        (["--host", "0.0.0.0"], 6),
+        (["--share"], 6),
+        (["--host", "0.0.0.0", "--runs-per-visitor-per-hour", "0"], None),
+        (["--runs-per-visitor-per-hour", "3", "--daily-calls", "900"], 3),
+    ):
+        seen.clear()
+        assert cli(*base, *extra).returncode == 0
+        assert seen["quotas"].runs_per_hour == expected, extra
+    assert seen["quotas"].daily_calls == 900 and seen["trust_proxy"] is False
+    bad = cli(*base, "--daily-calls", "0")
+    assert bad.returncode == 2 and "--daily-calls" in bad.stderr

@@ -1,0 +1,184 @@
+"""Quotas of a shared demo (``refine app --runs-per-visitor-per-hour N --daily-calls N``).
+
+* Runs per visitor per hour: a visitor (see :mod:`ui.visitors`) may start N runs in any
+  hour. The same count is kept per client address (behind a trusted proxy, the address it
+  forwards), so clearing the browser's token does not reset it.
+* Model calls per day: every run's calls count against the whole app's daily allowance,
+  which renews at midnight UTC.
+
+A start over quota is refused with one message saying when the visitor can start again.
+The ledger is ``--out/.usage.jsonl``: hashed visitors and addresses (never the ids), one
+line per start and per finished run's calls, so a restart keeps the counts. ``refine
+app-usage --out DIR`` prints it per visitor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LEDGER = ".usage.jsonl"
+HOUR, DAY = 3600.0, 86400.0
+# runs per visitor per hour when the app listens beyond this machine and none is given
+PUBLIC_RUNS_PER_HOUR = 6
+
+
+class QuotaExceeded(ValueError):
+    """A start over quota; the message says when the visitor can start again."""
+
+
+def hashed(kind: str, value: str) -> str:
+    return hashlib.sha256(f"refine-{kind}\x00{value}".encode()).hexdigest()[:16]
+
+
+def _when(t: float, now: float) -> str:
+    minutes = max(1, int((t - now + 59) // 60))
+    clock = time.strftime("%H:%M UTC", time.gmtime(t))
+    if minutes < 120:
+        return f"{clock} (in {minutes} minute{'s' if minutes != 1 else ''})"
+    return f"{clock} (in {minutes // 60} hours)"
+
+
+@dataclass
+class Quotas:
+    out: Path
+    runs_per_hour: int | None = None  # per visitor and per address; None: no limit
+    daily_calls: int | None = None  # all visitors together; None: no limit
+    clock: Callable[[], float] = time.time
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def check(self) -> Quotas:
+        for name, option in (
+            ("runs_per_hour", "--runs-per-visitor-per-hour"),
+            ("daily_calls", "--daily-calls"),
+        ):
+            value = getattr(self, name)
+            if value is not None and (int(value) != value or value < 1):
+                raise ValueError(f"{option}: a whole number of at least 1, got {value}")
+        return self
+
+    @property
+    def path(self) -> Path:
+        return Path(self.out) / LEDGER
+
+    def _lines(self, since: float) -> list[dict[str, Any]]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by a crash: the rest still counts
+                continue
+            if isinstance(entry, dict) and float(entry.get("t", 0)) >= since:
+                out.append(entry)
+        return out
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def check_start(self, visitor: str, address: str | None) -> None:
+        """Raise :class:`QuotaExceeded`, saying when they can start again, when ``visitor``
+        (or ``address``) may not start a run now."""
+        now = self.clock()
+        who, where = hashed("visitor", visitor), hashed("address", address or "")
+        with self._lock:
+            if self.daily_calls is not None:
+                midnight = now - now % DAY
+                used = sum(
+                    int(e.get("n", 0)) for e in self._lines(midnight) if e["kind"] == "calls"
+                )
+                if used >= self.daily_calls:
+                    raise QuotaExceeded(
+                        f"this demo's daily allowance of {self.daily_calls} model calls is "
+                        f"spent ({used} used); it renews at {_when(midnight + DAY, now)}"
+                    )
+            if self.runs_per_hour is None:
+                return
+            starts = [e for e in self._lines(now - HOUR) if e["kind"] == "start"]
+            mine = [e["t"] for e in starts if e.get("visitor") == who]
+            here = [e["t"] for e in starts if address and e.get("address") == where]
+            for times, whose in ((mine, "you have"), (here, "your address has")):
+                if len(times) >= self.runs_per_hour:
+                    # the oldest start of the window leaves it first
+                    free = sorted(times)[len(times) - self.runs_per_hour] + HOUR
+                    raise QuotaExceeded(
+                        f"{whose} started {len(times)} run(s) in the last hour (this demo "
+                        f"allows {self.runs_per_hour}); you can start again at "
+                        f"{_when(free, now)}"
+                    )
+
+    def record_start(self, visitor: str, address: str | None) -> int:
+        """Count a start; returns the visitor's starts in the last hour, this one included."""
+        now = self.clock()
+        who, where = hashed("visitor", visitor), hashed("address", address or "")
+        with self._lock:
+            self._append({"t": now, "kind": "start", "visitor": who, "address": where})
+            return sum(
+                1
+                for e in self._lines(now - HOUR)
+                if e["kind"] == "start" and e.get("visitor") == who
+            )
+
+    def spent(self, visitor: str, calls: int) -> None:
+        """Record the model calls a visitor's run made."""
+        if calls > 0:
+            with self._lock:
+                who = hashed("visitor", visitor)
+                self._append({"t": self.clock(), "kind": "calls", "visitor": who, "n": calls})
+
+    def usage(self) -> dict[str, dict[str, int]]:
+        """Per hashed visitor: runs in the last hour and day, calls today (UTC)."""
+        now = self.clock()
+        midnight = now - now % DAY
+        table: dict[str, dict[str, int]] = {}
+        for e in self._lines(min(now - DAY, midnight)):
+            row = table.setdefault(
+                e.get("visitor", "?"), {"runs_hour": 0, "runs_day": 0, "calls_today": 0}
+            )
+            if e["kind"] == "start":
+                row["runs_day"] += int(e["t"] >= now - DAY)
+                row["runs_hour"] += int(e["t"] >= now - HOUR)
+            elif e["kind"] == "calls" and e["t"] >= midnight:
+                row["calls_today"] += int(e.get("n", 0))
+        return table
+
+    def describe(self) -> str:
+        parts = []
+        if self.runs_per_hour is not None:
+            parts.append(f"{self.runs_per_hour} runs per visitor per hour")
+        if self.daily_calls is not None:
+            parts.append(f"{self.daily_calls} model calls a day for everyone")
+        return ", ".join(parts)
+
+
+def client_address(request: Any, trust_proxy: bool = False) -> str | None:
+    """The client's address as Gradio reports it; behind a trusted proxy, the address that
+    proxy put last in ``X-Forwarded-For`` (what a client writes there itself comes before
+    it, so a forged header moves nothing; the header is read only when the operator says a
+    proxy sets it)."""
+    if request is None:
+        return None
+    if trust_proxy:
+        headers = getattr(request, "headers", None) or {}
+        forwarded = headers.get("x-forwarded-for") or headers.get("X-Forwarded-For")
+        if forwarded:
+            last = str(forwarded).split(",")[-1].strip()
+            if last:
+                return last[:100]
+    client = getattr(request, "client", None)
+    host = getattr(client, "host", None)
+    return str(host) if host else None
