@@ -532,6 +532,11 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
         p.locator("#saved-runs").get_by_text("Open a saved run").first.click()
         p.locator("#saved-gallery img").first.click()
         p.wait_for_function("() => document.querySelector('#run-dir textarea').value !== ''")
+        # the opened run's outputs are all in (they set the round field too) before it is
+        # filled in: under load they can arrive after the run folder's
+        p.wait_for_function(
+            "() => document.querySelector('#stage textarea').value.startsWith('run ')"
+        )
         fill(p, "round", "1")
 
     # another browser: its own storage, so another visitor; it may watch, not decide
