@@ -36,6 +36,9 @@ def test_a_circle_through_a_function_level_import_is_found(tmp_path):
             "pkg/b.py": "def f():\n    from pkg.c import g\n    return g\n",
             "pkg/c.py": "from . import a\n",  # relative: pkg.a
             "pkg/d.py": "import pkg.a\n",  # only one way: no circle
+            # an import for type annotations only never runs: e and f make no circle
+            "pkg/e.py": "import pkg.f\n",
+            "pkg/f.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.e\n",
         },
     )
     assert names(root) == ["import circle: pkg/a.py pkg/b.py pkg/c.py"]
