@@ -950,16 +950,22 @@ def _settings_message(err: settings.SettingsError) -> str:
 def _numbers(n_rounds, target, seed, candidates, max_drift, quality_drop=None) -> dict[str, Any]:
     """The form's numeric run settings (None where a field is empty: the default)."""
 
-    def num(value, kind):
-        return None if value is None or value == "" else kind(value)
+    def num(value, kind, name):
+        if value is None or value == "":
+            return None
+        try:
+            return kind(value)
+        except (TypeError, ValueError):
+            label = FIELD_LABELS.get(name, name)
+            raise ValueError(f"{label}: {str(value)[:40]!r} is not a number") from None
 
     return {
-        "rounds": num(n_rounds, int),
-        "target": num(target, float),
-        "seed": num(seed, int),
-        "candidates": num(candidates, int),
-        "max_drift": num(max_drift, float),
-        "max_quality_drop": num(quality_drop, float),
+        "rounds": num(n_rounds, int, "rounds"),
+        "target": num(target, float, "target"),
+        "seed": num(seed, int, "seed"),
+        "candidates": num(candidates, int, "candidates"),
+        "max_drift": num(max_drift, float, "max_drift"),
+        "max_quality_drop": num(quality_drop, float, "max_quality_drop"),
     }
 
 

@@ -83,8 +83,9 @@ def test_the_space_entry_point_refuses_to_start_without_the_key(tmp_path):
         "secret (Space settings > Variables and secrets) or pass -e GEMINI_API_KEY=... to the "
         "container"
     ]
-    gpu = make_space(tmp_path / "gpu", gpu=True)
-    assert gpu and "suggested_hardware: l40sx1" in (tmp_path / "gpu" / "README.md").read_text()
+    assert make_space(tmp_path / "gpu", gpu=True) == written
+    assert "suggested_hardware: l40sx1" in (tmp_path / "gpu" / "README.md").read_text()
+    assert "suggested_hardware" not in (space / "README.md").read_text()
     assert "diffusers" in (tmp_path / "gpu" / "requirements.txt").read_text()
 
 

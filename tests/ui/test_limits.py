@@ -148,3 +148,23 @@ def test_a_stop_during_a_round_of_many_candidates_ends_the_run_at_once(
         assert took < 10, f"the stop took {took:.1f} s"
     finally:
         demo.close()
+
+
+@pytest.mark.parametrize("value", [5, -1, "nan", "inf", "0.2; rm -rf /"])
+def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited, value):
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    url, service, demo = limited
+    # the form's last input: the largest quality drop (0 to 1)
+    args = (*start_args(1), value)
+    handler = next(fn.fn for fn in demo.fns.values() if getattr(fn, "api_name", None) == "start")
+
+    class Request:
+        username, session_hash, headers, client = "ann", "s1", {}, None
+
+    with pytest.raises(Exception, match="max quality drop|max_quality_drop"):
+        next(handler(None, *args, request=Request()))
+    with pytest.raises(AppError):
+        Client(url, verbose=False).predict(*args, api_name="/start")
+    assert not service.busy and not list(service.out.rglob("run.json"))
