@@ -1,0 +1,116 @@
+"""Golden outputs: the six jobs of tests/golden made again on the stand-in Gemini world give
+the files of tests/golden/data (numbers to 1e-9; timings and start times aside), and those
+folders, written by an earlier version, still open and go on without a new model call."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.e2e.test_cli_run import cli
+from tests.fakes.gemini_world import World
+from tests.golden.produce import (
+    DATA,
+    GENS,
+    agree_args,
+    bench_args,
+    compare,
+    concepts_args,
+    differences,
+    files,
+    produce,
+    read_meta,
+    sos_args,
+    write_meta,
+)
+
+REMAKE = "if the change is on purpose: python tools/make_golden.py, and say why in the commit"
+
+
+def test_the_jobs_give_the_golden_outputs(gemini_env, siglip_path, tmp_path):
+    fresh = tmp_path / "data"
+    produce(fresh, gemini_env, siglip_path, cli)
+    write_meta(fresh, siglip_path)
+    found = differences(DATA, fresh)
+    assert not found, "\n".join([*found[:40], REMAKE])
+
+
+def moved(tmp_path, siglip_path):
+    """The golden tree copied here, its machine's folder names changed to this one's."""
+    copy = tmp_path / "data"
+    shutil.copytree(DATA, copy)
+    meta = read_meta(DATA)
+    for path in files(copy).values():
+        if path.suffix in {".json", ".jsonl", ".csv", ".html"}:
+            text = path.read_text()
+            text = text.replace(meta["siglip"], str(siglip_path)).replace(meta["root"], str(copy))
+            path.write_text(text)
+    write_meta(copy, siglip_path)
+    return copy
+
+
+def test_golden_folders_open_and_go_on(gemini_env, siglip_path, tmp_path):
+    copy = moved(tmp_path, siglip_path)
+    embedder = ["--backend", f"image_embedder=siglip:{siglip_path}"]
+    world = World()
+    gemini_env.handler = world
+    try:
+        (run_dir,) = (copy / "run").iterdir()
+        (batch_dir,) = (copy / "batch").iterdir()
+        done = [
+            cli("run", "--resume", run_dir, "--json"),
+            cli("batch", copy / "inputs" / "batch.jsonl", "--out", copy / "batch", "--resume"),
+            cli(*bench_args(copy / "bench", embedder), "--json"),
+            cli(*concepts_args(copy / "concepts", copy / "inputs" / "concepts.jsonl", embedder)),
+            cli(*sos_args(copy / "sos", embedder), "--json"),
+            cli("report", run_dir, "--out", tmp_path / "run.html"),
+            cli("report", batch_dir, "--out", tmp_path / "batch.html"),
+            # read again by the jobs that read these folders, written over in place
+            cli("sos", "report", copy / "sos", "--json"),
+            cli(*agree_args(copy)),
+        ]
+    finally:
+        gemini_env.handler = None
+    for d in done:
+        assert d.returncode == 0, d.stderr
+    # nothing was made again: not one model call
+    assert world.log == []
+    # what they say is what the golden files hold
+    record = json.loads(done[0].stdout)
+    stored = json.loads((run_dir / "run.json").read_text())  # paths of this machine
+    assert record["status"] == "finished"
+    assert not compare(record["rounds"], stored["rounds"], "rounds")
+    bench = json.loads(done[2].stdout)
+    assert not compare(bench, json.loads((copy / "bench" / "bench.json").read_text()), "")
+    assert [g for g in bench["generators"]] == GENS
+    (copy / "sos" / "analysis.json").write_text(done[-2].stdout)
+    for name in ("run.html", "batch.html"):
+        assert "<html" in (tmp_path / name).read_text()
+    # and the folders still hold the same files and numbers
+    found = differences(DATA, copy)
+    assert not found, "\n".join(found[:40])
+
+
+def test_a_changed_number_is_found(tmp_path):
+    copy = tmp_path / "data"
+    shutil.copytree(DATA, copy)
+    bench = copy / "bench" / "bench.json"
+    doc = json.loads(bench.read_text())
+    (gen,) = [g for g in doc["generators"] if g == GENS[0]]
+    doc["generators"][gen]["faith"]["mean"] += 1e-6
+    bench.write_text(json.dumps(doc))
+    rows = copy / "bench" / "rows.csv"
+    rows.write_text(rows.read_text().replace("faith", "faithful", 1))
+    (copy / "sos" / "labels.csv").unlink()
+    found = differences(DATA, copy)
+    assert any("bench.json: .generators" in f and ".faith.mean" in f for f in found), found
+    assert any(f.startswith("bench/rows.csv: columns") for f in found), found
+    assert "sos/labels.csv: only in golden" in found
+    assert len(found) == 3, found
+
+
+@pytest.mark.parametrize("a,b,same", [(0.5, 0.5 + 1e-10, True), (0.5, 0.5 + 1e-8, False)])
+def test_numbers_agree_to_1e_9(a, b, same):
+    assert (compare({"x": [a]}, {"x": [b]}, "") == []) is same

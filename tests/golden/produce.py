@@ -1,0 +1,408 @@
+"""Golden outputs: six jobs run through the CLI on the stand-in Gemini world (a single run,
+a batch, a bench, a CUBE concepts run, an SoS bank with its report, an agree run), and
+a comparison of two such trees that ignores only what differs from run to run (timings,
+timestamps, the temporary folders' names).
+
+``tools/make_golden.py`` writes them to ``tests/golden/data`` on purpose;
+``tests/e2e/test_golden.py`` makes them again and compares.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.fakes.gemini_world import BLUE, GREEN, GREY, RED, World
+
+DATA = Path(__file__).resolve().parent / "data"
+JOBS = ("run", "batch", "bench", "concepts", "sos", "agree")
+ACTS = ["people eating food at home", "wedding celebration"]
+GENS = ["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"]
+TOLERANCE = 1e-9
+FIXED_TIME = 1767225600  # 2026-01-01 00:00:00 UTC
+
+# keys whose values differ between two identical runs
+VOLATILE_KEYS = {
+    "elapsed_s",
+    "timings",
+    "seconds",
+    "started",
+    "finished",
+    "created",
+    "updated",
+    "elapsed",
+    "elapsed_seconds",
+    "time",
+    "timestamp",
+    "at",
+    "duration",
+    "wall_seconds",
+}
+# files that record who held a folder or when
+VOLATILE_FILES = {".lock", "run.lock", ".usage.jsonl", "golden.json"}
+
+
+def produce(dest: Path, server, siglip: Path, cli: Callable) -> dict[str, str]:
+    """Run the six jobs into ``dest/JOB``, each in a fresh stand-in world served by
+    ``server``; ``cli`` runs ``refine ARGS``. Returns each job's stdout. Cached model
+    answers go to a new folder beside ``dest``, so no earlier answer saves a call; torch
+    computes on one thread, since float32 sums come out in another order (about 1e-7
+    apart) on another number of threads; the clock that names run folders reads one fixed
+    time, so two runs in a batch are named alike whatever second they start in."""
+    import os
+    import tempfile
+    import time
+    from unittest import mock
+
+    import torch
+
+    real = time.strftime
+
+    def fixed(fmt: str, when=None) -> str:
+        return real(fmt, time.gmtime(FIXED_TIME) if when is None else when)
+
+    saved, threads = os.environ.get("REFINE_CACHE_DIR"), torch.get_num_threads()
+    with tempfile.TemporaryDirectory(prefix="golden-cache-") as cache:
+        os.environ["REFINE_CACHE_DIR"] = cache
+        torch.set_num_threads(1)
+        try:
+            with mock.patch("time.strftime", fixed):
+                return _produce(dest, server, siglip, cli)
+        finally:
+            torch.set_num_threads(threads)
+            if saved is None:
+                os.environ.pop("REFINE_CACHE_DIR", None)
+            else:
+                os.environ["REFINE_CACHE_DIR"] = saved
+
+
+def _produce(dest: Path, server, siglip: Path, cli: Callable) -> dict[str, str]:
+    dest.mkdir(parents=True, exist_ok=True)
+    inputs = dest / "inputs"
+    inputs.mkdir(exist_ok=True)
+    embedder = ["--backend", f"image_embedder=siglip:{siglip}"]
+    out: dict[str, str] = {}
+
+    def job(name: str, args: list, world: World | None = None) -> None:
+        server.handler = world or World()
+        try:
+            done = cli(*args)
+        finally:
+            server.handler = None
+        if done.returncode != 0:
+            raise RuntimeError(f"golden {name}: refine {' '.join(map(str, args))}\n{done.stderr}")
+        out[name] = done.stdout
+
+    act, country = ACTS[0], "Iran"
+    job(
+        "run",
+        ["run", act, "--country", country, "--rounds", "2", "--seed", "7"]
+        + ["--target", "1.0", "--out", dest / "run", *embedder],
+    )
+
+    specs = inputs / "batch.jsonl"
+    specs.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in (
+                {"activity": act, "country": country, "rounds": 1, "seed": 43, "candidates": 1},
+                {"activity": act, "country": country, "rounds": 2, "seed": 7, "target": 1.0},
+            )
+        )
+        + "\n"
+    )
+    job("batch", ["batch", specs, "--out", dest / "batch", *embedder])
+
+    bench_world = World()
+    bench_world.generate_by_seed = {"gemini-3.1-flash-image": [RED, GREEN, BLUE, GREY]}
+    bench_world.generate_by_model = {"gemini-3-pro-image": GREEN}
+    job("bench", bench_args(dest / "bench", embedder), bench_world)
+
+    concepts = inputs / "concepts.jsonl"
+    concepts.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in (
+                {
+                    "prompt": "Image of traditional food",
+                    "concept": "cuisine",
+                    "artifacts": "jollof",
+                },
+                {"concept": "cuisine", "country": "Iran", "artifacts": ["sabzi polo", "tahdig"]},
+            )
+        )
+        + "\n"
+    )
+    concepts_world = World()
+    concepts_world.generate_by_seed = {"gemini-3.1-flash-image": [RED, GREEN, BLUE, GREY]}
+    concepts_world.generate_by_model = {"gemini-3-pro-image": GREEN}
+    job("concepts", concepts_args(dest / "concepts", concepts, embedder), concepts_world)
+
+    sos_world = World()
+    sos_world.generate_by_seed = {"gemini-3.1-flash-image": [RED, GREEN, BLUE, GREY]}
+    job("sos", sos_args(dest / "sos", embedder), sos_world)
+    job("sos-report", ["sos", "report", dest / "sos", "--json"])
+    (dest / "sos" / "analysis.json").write_text(out["sos-report"])
+
+    write_ratings(dest / "bench", inputs / "rating")
+    job("agree", agree_args(dest))
+    return out
+
+
+def agree_args(dest: Path) -> list:
+    ratings = dest / "inputs" / "rating" / "ratings.csv"
+    args = ["agree", "--ratings", ratings, "--source", dest / "bench", "--seed", "3"]
+    return args + ["--out", dest / "agree", "--json"]
+
+
+def bench_args(out: Path, embedder: list) -> list:
+    args = ["bench", *[x for g in GENS for x in ("--generator", g)], "--countries", "Iran,India"]
+    args += [x for a in ACTS for x in ("--activity", a)]
+    return args + ["--images-per-prompt", "2", "--out", out, *embedder]
+
+
+def concepts_args(out: Path, concepts: Path, embedder: list) -> list:
+    args = ["bench", *[x for g in GENS for x in ("--generator", g)], "--concepts", concepts]
+    return args + ["--images-per-prompt", "4", "--seed", "0", "--out", out, *embedder]
+
+
+def sos_args(out: Path, embedder: list) -> list:
+    args = ["sos", "bank", "--cultures", "Japanese,Nigerian", "--languages", "en,fr"]
+    args += ["--prompts-per-cell", "2", "--images-per-prompt", "2", "--out", out]
+    return args + ["--backend", "generator=gemini:gemini-3.1-flash-image", *embedder]
+
+
+def write_ratings(bench: Path, folder: Path) -> Path:
+    """Two raters rate every image of the golden bench (copied beside the ratings file)
+    on two questions, by a fixed rule; one rater answers one image twice."""
+    folder.mkdir(parents=True, exist_ok=True)
+    images = sorted((bench / "images").rglob("*.png"))
+    rows = []
+    for k, image in enumerate(images):
+        name = f"r{k:02d}.png"
+        shutil.copy(image, folder / name)
+        rows.append(
+            {"image": name, "rater": "ana", "faithfulness": 1 + k % 5, "alignment": 1 + (k * 3) % 5}
+        )
+        rows.append(
+            {
+                "image": name,
+                "rater": "ben",
+                "faithfulness": 1 + (k + 1) % 5,
+                "alignment": 1 + (k * 2) % 5,
+            }
+        )
+    rows.append({"image": "r00.png", "rater": "ana", "faithfulness": 5, "alignment": 5})
+    path = folder / "ratings.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["image", "rater", "faithfulness", "alignment"])
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+# -- comparison ---------------------------------------------------------------------
+def files(root: Path) -> dict[str, Path]:
+    """The tree's files by their names."""
+    return {
+        p.relative_to(root).as_posix(): p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name not in VOLATILE_FILES
+    }
+
+
+def placeholders(root: Path) -> dict[str, str]:
+    """The machine's names in a tree (from its golden.json) and what stands for them."""
+    meta = read_meta(root)
+    return {meta["siglip"]: "<siglip>", meta["root"]: "<root>"}
+
+
+def normalise_text(text: str, names: dict[str, str]) -> str:
+    for old, new in names.items():
+        text = text.replace(old, new)
+    return text
+
+
+def compare_arrays(a: Path, b: Path, na: dict[str, str], nb: dict[str, str]) -> list[str]:
+    import numpy as np
+
+    xa, xb = np.load(a), np.load(b)
+    if a.suffix == ".npz":
+        if sorted(xa.files) != sorted(xb.files):
+            return [f"arrays {sorted(xa.files)} against {sorted(xb.files)}"]
+        pairs = [(k, xa[k], xb[k]) for k in sorted(xa.files)]
+    else:
+        pairs = [("", xa, xb)]
+    out = []
+    for key, x, y in pairs:
+        if x.shape != y.shape:
+            out.append(f"{key} shape {x.shape} against {y.shape}")
+        elif x.dtype.kind in "fc" and not np.allclose(x, y, rtol=TOLERANCE, atol=TOLERANCE):
+            out.append(f"{key} differs by up to {float(np.max(np.abs(x - y)))}")
+        elif x.dtype.kind in "US":
+            if [normalise_text(str(v), na) for v in x.ravel()] != [
+                normalise_text(str(v), nb) for v in y.ravel()
+            ]:
+                out.append(f"{key} differs")
+        elif x.dtype.kind not in "fc" and not np.array_equal(x, y):
+            out.append(f"{key} differs")
+    return out
+
+
+def differences(golden: Path, fresh: Path) -> list[str]:
+    """Every difference between two golden trees: files present in one only, and per
+    file the first values that differ (numbers beyond TOLERANCE)."""
+    found: list[str] = []
+    names = (placeholders(golden), placeholders(fresh))
+    mine, theirs = files(golden), files(fresh)
+    for name in sorted(set(mine) ^ set(theirs)):
+        found.append(f"{name}: only in {'golden' if name in mine else 'fresh'}")
+    for name in sorted(set(mine) & set(theirs)):
+        a, b = mine[name], theirs[name]
+        found += [f"{name}: {d}" for d in compare_file(a, b, *names)][:5]
+    return found
+
+
+def compare_file(a: Path, b: Path, na: dict[str, str], nb: dict[str, str]) -> list[str]:
+    suffix = a.suffix
+    if suffix in {".png", ".jpg", ".webp"}:
+        return [] if a.read_bytes() == b.read_bytes() else ["bytes differ"]
+    if suffix in {".npy", ".npz"}:
+        return compare_arrays(a, b, na, nb)
+    ta = normalise_text(a.read_text(), na)
+    tb = normalise_text(b.read_text(), nb)
+    if suffix == ".json":
+        return compare(json.loads(ta), json.loads(tb), "")
+    if suffix == ".jsonl":
+        la, lb = ta.splitlines(), tb.splitlines()
+        if len(la) != len(lb):
+            return [f"{len(la)} lines against {len(lb)}"]
+        return [
+            d
+            for k, (x, y) in enumerate(zip(la, lb, strict=True))
+            for d in compare(json.loads(x), json.loads(y), f"line {k + 1}")
+        ]
+    if suffix == ".csv":
+        return compare_csv(ta, tb)
+    if suffix == ".html":
+        return compare_numbers_in_text(ta, tb)
+    return [] if ta == tb else ["text differs"]
+
+
+def compare_csv(ta: str, tb: str) -> list[str]:
+    ra, rb = list(csv.reader(io.StringIO(ta))), list(csv.reader(io.StringIO(tb)))
+    if not ra or not rb or ra[0] != rb[0]:
+        return [f"columns {ra[:1]} against {rb[:1]}"]
+    if len(ra) != len(rb):
+        return [f"{len(ra)} rows against {len(rb)}"]
+    keep = [k for k, c in enumerate(ra[0]) if c not in VOLATILE_KEYS]
+    out = []
+    for n, (x, y) in enumerate(zip(ra[1:], rb[1:], strict=True), start=2):
+        out += compare([x[k] for k in keep], [y[k] for k in keep], f"row {n}")
+    return out
+
+
+NUMBER = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")
+
+
+def compare_numbers_in_text(ta: str, tb: str) -> list[str]:
+    """HTML: the same text once numbers are set aside, and the same numbers."""
+    if NUMBER.sub("#", ta) != NUMBER.sub("#", tb):
+        return ["text differs"]
+    return compare(
+        [float(x) for x in NUMBER.findall(ta)], [float(x) for x in NUMBER.findall(tb)], ""
+    )
+
+
+def compare(a, b, where: str) -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return [f"{where}: keys {sorted(set(a) ^ set(b))} in one only"]
+        return [d for k in a if k not in VOLATILE_KEYS for d in compare(a[k], b[k], f"{where}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{where}: {len(a)} items against {len(b)}"]
+        return [
+            d
+            for k, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in compare(x, y, f"{where}[{k}]")
+        ]
+    na, nb = number(a), number(b)
+    if na is not None and nb is not None:
+        same = (math.isnan(na) and math.isnan(nb)) or abs(na - nb) <= TOLERANCE * max(1.0, abs(na))
+        return [] if same else [f"{where}: {a!r} against {b!r}"]
+    return [] if a == b else [f"{where}: {a!r} against {b!r}"]
+
+
+def number(x) -> float | None:
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int | float):
+        return float(x)
+    if isinstance(x, str):
+        try:
+            return float(x) if NUMBERISH.fullmatch(x) else None
+        except ValueError:
+            return None
+    return None
+
+
+NUMBERISH = re.compile(r"-?(\d+\.?\d*(e-?\d+)?|nan|inf)")
+
+
+# -- the world the golden outputs are made in -----------------------------------------
+class Stage:
+    """The stand-in Gemini server (its address and a key in the environment) and the tiny
+    SigLIP, for a script run outside pytest."""
+
+    def __enter__(self) -> Stage:
+        import os
+        import tempfile
+
+        from tests.fakes.gemini_server import FakeGemini
+        from tests.fakes.tiny_models import build_tiny_siglip
+
+        self._saved = {
+            k: os.environ.get(k)
+            for k in (
+                "GEMINI_API_KEY",
+                "GOOGLE_GEMINI_BASE_URL",
+                "HF_HUB_OFFLINE",
+                "REFINE_CACHE_DIR",
+            )
+        }
+        self._tmp = tempfile.TemporaryDirectory(prefix="refine-golden-")
+        os.environ.update(HF_HUB_OFFLINE="1", REFINE_CACHE_DIR=f"{self._tmp.name}/cache")
+        self.server = FakeGemini().start()
+        os.environ["GEMINI_API_KEY"] = "test-key"
+        os.environ["GOOGLE_GEMINI_BASE_URL"] = self.server.url
+        self.siglip = build_tiny_siglip(Path(self._tmp.name))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import os
+
+        self.server.stop()
+        for k, v in self._saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        self._tmp.cleanup()
+
+
+def write_meta(dest: Path, siglip: Path) -> None:
+    """What the trees name that belongs to the machine that made them."""
+    (dest / "golden.json").write_text(
+        json.dumps({"root": str(dest), "siglip": str(siglip)}, indent=1) + "\n"
+    )
+
+
+def read_meta(dest: Path) -> dict[str, str]:
+    return json.loads((dest / "golden.json").read_text())
