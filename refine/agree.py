@@ -33,6 +33,7 @@ from typing import Any
 
 QUESTIONS = ("alignment", "faithfulness", "expectations_met")
 METRICS = ("faith", "align", "hal", "exag", "expectations", "caire", "clipscore")
+SCORES = METRICS[:4]  # what every scored image has
 FIELDS = {
     "image",
     "rater",
@@ -180,10 +181,72 @@ def load_ratings(path: str | Path) -> list[Rating]:
 # -- metrics stored for images ---------------------------------------------------------
 
 
-def stored_metrics(sources: Sequence[str | Path]) -> dict[str, dict[str, float]]:
-    """Image SHA-256 -> {metric: value} from bench folders, run folders and folders of
-    either (one level down)."""
-    found: dict[str, dict[str, float]] = {}
+@dataclass
+class Stored:
+    """The metrics stored for one image of a bench or run folder."""
+
+    file: Path
+    activity: str | None
+    country: str | None
+    values: dict[str, float]
+
+
+class StoredMetrics:
+    """Metrics stored for images, found by content (SHA-256). Images with the same bytes
+    stay apart (two prompts can give one picture with different references and scores);
+    ``find`` says which one a rating means, or that it cannot tell."""
+
+    def __init__(self) -> None:
+        self.by_sha: dict[str, list[Stored]] = {}
+
+    def add(self, image: Path, activity: Any, country: Any, values: dict[str, Any]) -> None:
+        if not image.is_file():
+            return
+        got = {k: float(v) for k, v in values.items() if v is not None}
+        entries = self.by_sha.setdefault(file_sha256(image), [])
+        here = image.resolve()
+        for e in entries:  # the same file seen twice (a run inside a scanned folder)
+            if e.file == here:
+                e.values.update(got)
+                return
+        entries.append(Stored(here, activity or None, country or None, got))
+
+    def find(self, rating: Rating) -> tuple[dict[str, float] | None, bool]:
+        """The metrics of the rated image and whether it was ambiguous: (None, False) when
+        no stored image has its bytes; (None, True) when several do, with different
+        metrics, and neither the file itself nor the rating's activity and country pick
+        one."""
+        entries = self.by_sha.get(rating.sha256, [])
+        same_file = [e for e in entries if e.file == rating.image]
+        if same_file:
+            entries = same_file
+        for attr in ("activity", "country"):
+            wanted = getattr(rating, attr)
+            if wanted and len(entries) > 1:
+                entries = [e for e in entries if _same(getattr(e, attr), wanted)] or entries
+        if not entries:
+            return None, False
+        if any(e.values != entries[0].values for e in entries[1:]):
+            return None, True
+        return entries[0].values, False
+
+    def put(self, sha: str, values: dict[str, float], image: Path) -> None:
+        """Metrics computed for a rated image (``compute_missing``)."""
+        entries = self.by_sha.setdefault(sha, [])
+        if not entries:
+            entries.append(Stored(image, None, None, {}))
+        for e in entries:
+            e.values.update(values)
+
+
+def _same(a: str | None, b: str) -> bool:
+    return a is not None and a.casefold().strip() == b.casefold().strip()
+
+
+def stored_metrics(sources: Sequence[str | Path]) -> StoredMetrics:
+    """Metrics stored for images in bench folders, run folders and folders of either
+    (one level down)."""
+    found = StoredMetrics()
     for source in sources:
         folder = Path(source)
         if not folder.is_dir():
@@ -195,23 +258,17 @@ def stored_metrics(sources: Sequence[str | Path]) -> dict[str, dict[str, float]]
     return found
 
 
-def _put(found: dict[str, dict[str, float]], image: Path, values: dict[str, Any]) -> None:
-    if image.is_file():
-        row = found.setdefault(file_sha256(image), {})
-        row.update({k: float(v) for k, v in values.items() if v is not None})
-
-
-def _collect(folder: Path, found: dict[str, dict[str, float]]) -> bool:
+def _collect(folder: Path, found: StoredMetrics) -> bool:
     if (folder / "cells.jsonl").is_file():
         from refine.bench import BenchStore
 
         for cell in BenchStore(folder).cells():
             for im in cell["images"]:
-                values = {m: im.get(m) for m in METRICS[:4]}
+                values = {m: im.get(m) for m in SCORES}
                 checks = im.get("expectations") or []
                 if checks:
                     values["expectations"] = sum(bool(c["met"]) for c in checks) / len(checks)
-                _put(found, folder / im["file"], values)
+                found.add(folder / im["file"], cell.get("activity"), cell.get("country"), values)
         return True
     if (folder / "run.json").is_file():
         from refine.store import RunStore
@@ -219,13 +276,13 @@ def _collect(folder: Path, found: dict[str, dict[str, float]]) -> bool:
         run = RunStore(folder).load()
         for r in run.rounds:
             for j, c in enumerate(r.candidates):
-                values: dict[str, Any] = {m: getattr(c.scores, m) for m in METRICS[:4]}
+                values: dict[str, Any] = {m: getattr(c.scores, m) for m in SCORES}
                 if j == r.chosen and r.expectations and r.expectations.checks:
                     checks = r.expectations.checks
                     values["expectations"] = sum(x.met for x in checks) / len(checks)
                 if j == r.chosen and r.caire:
                     values["caire"] = r.caire.labels[0].score
-                _put(found, folder / c.image, values)
+                found.add(folder / c.image, run.spec.activity, run.spec.country, values)
         return True
     return False
 
@@ -237,58 +294,113 @@ def _collect(folder: Path, found: dict[str, dict[str, float]]) -> bool:
 class Agreement:
     images: int
     raters: list[str]
-    alpha: dict[str, float | None]
+    alpha: dict[str, float | None]  # interval level
     table: dict[str, dict[str, dict[str, Any]]]  # metric -> question -> figures
     points: dict[str, dict[str, list[tuple[float, float]]]] = field(default_factory=dict)
     missing: dict[str, int] = field(default_factory=dict)  # metric -> images without it
     computed: int = 0
+    alpha_ordinal: dict[str, float | None] = field(default_factory=dict)
+    replaced: int = 0  # answers replaced by the same rater's later answer to the image
+    identical: list[list[str]] = field(default_factory=list)  # rated files of equal bytes
+    ambiguous: list[str] = field(default_factory=list)  # rated files matching several
+
+    def notes(self) -> list[str]:
+        """What was done to the ratings before counting, one line each."""
+        out = []
+        if self.replaced:
+            out.append(
+                f"{self.replaced} answers replaced by the same rater's later answer to the "
+                "same image (each rater counts once per image)"
+            )
+        for names in self.identical:
+            out.append(f"identical images kept apart: {', '.join(names)}")
+        if self.ambiguous:
+            out.append(
+                f"left out, their bytes match stored images with different metrics "
+                f"(add activity and country columns to tell them apart): "
+                f"{', '.join(self.ambiguous)}"
+            )
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "images": self.images,
             "raters": self.raters,
             "alpha": self.alpha,
+            "alpha_ordinal": self.alpha_ordinal,
             "metrics": self.table,
             "missing": self.missing,
             "computed": self.computed,
+            "replaced": self.replaced,
+            "identical": self.identical,
+            "ambiguous": self.ambiguous,
         }
+
+
+def latest_answers(
+    ratings: Sequence[Rating],
+) -> tuple[dict[Path, dict[str, dict[str, float]]], dict[Path, Rating], int]:
+    """Per rated image file: question -> rater -> that rater's latest answer (a later row
+    of the file replaces an earlier one); the image's first rating; how many answers
+    were replaced."""
+    answers: dict[Path, dict[str, dict[str, float]]] = {}
+    first: dict[Path, Rating] = {}
+    replaced = 0
+    for r in ratings:
+        first.setdefault(r.image, r)
+        for q, v in r.answers.items():
+            by_rater = answers.setdefault(r.image, {}).setdefault(q, {})
+            replaced += r.rater in by_rater
+            by_rater[r.rater] = v
+    return answers, first, replaced
 
 
 def agreement(
     ratings: Sequence[Rating],
-    metrics_by_image: dict[str, dict[str, float]],
+    stored: StoredMetrics,
     metrics: Sequence[str] = METRICS,
     seed: int = 0,
     reps: int = 1000,
 ) -> Agreement:
     """Per metric and question: Spearman, Kendall tau-b and Pearson correlations of the
-    metric with the raters' mean answer per image, each with its 95% bootstrap interval
-    (``seed``); Krippendorff's interval alpha per question over images x raters."""
-    from metrics.agreement import CORRELATIONS, bootstrap, krippendorff_alpha
+    metric with the raters' mean answer per image (each rater's latest answer), each with
+    its 95% bootstrap interval (``seed``); Krippendorff's alpha per question over images
+    x raters, at the interval and the ordinal level. Each rated file is one image, even
+    when another has the same bytes (listed in ``identical``); a file whose bytes match
+    stored images with different metrics that its activity and country cannot tell apart
+    is left out (``ambiguous``)."""
+    from metrics.stats import CORRELATIONS, correlation_interval, krippendorff_alpha
 
-    by_image: dict[str, dict[str, list[float]]] = {}
-    for r in ratings:
-        for q, v in r.answers.items():
-            by_image.setdefault(r.sha256, {}).setdefault(q, []).append(v)
-    images = sorted(by_image)
-    alpha = {
-        q: krippendorff_alpha([by_image[s].get(q, []) for s in images], "interval")
+    answers, first, replaced = latest_answers(ratings)
+    images = sorted(answers, key=str)
+    units = {
+        q: [list(answers[i].get(q, {}).values()) for i in images]
         for q in QUESTIONS
-        if any(q in by_image[s] for s in images)
+        if any(q in answers[i] for i in images)
     }
+    alpha = {q: krippendorff_alpha(u, "interval") for q, u in units.items()}
+    ordinal = {q: krippendorff_alpha(u, "ordinal") for q, u in units.items()}
+    found: dict[Path, dict[str, float]] = {}
+    ambiguous: list[str] = []
+    for i in images:
+        values, unclear = stored.find(first[i])
+        if values is not None:
+            found[i] = values
+        elif unclear:
+            ambiguous.append(i.name)
     table: dict[str, dict[str, dict[str, Any]]] = {}
     points: dict[str, dict[str, list[tuple[float, float]]]] = {}
     missing: dict[str, int] = {}
     for m in metrics:
-        have = [s for s in images if m in metrics_by_image.get(s, {})]
+        have = [i for i in images if m in found.get(i, {})]
         missing[m] = len(images) - len(have)
         if not have:
             continue
         for q in alpha:
             pairs = [
-                (metrics_by_image[s][m], sum(by_image[s][q]) / len(by_image[s][q]))
-                for s in have
-                if by_image[s].get(q)
+                (found[i][m], sum(answers[i][q].values()) / len(answers[i][q]))
+                for i in have
+                if answers[i].get(q)
             ]
             if len(pairs) < 2:
                 continue
@@ -297,16 +409,31 @@ def agreement(
             row: dict[str, Any] = {"n": len(pairs)}
             for name, fn in CORRELATIONS.items():
                 row[name] = fn(x, y)
-                row[f"{name}_interval"] = bootstrap(x, y, fn, seed=seed, reps=reps)
+                row[f"{name}_interval"] = correlation_interval(x, y, name, seed=seed, reps=reps)
             table.setdefault(m, {})[q] = row
             points.setdefault(m, {})[q] = pairs
+    by_bytes: dict[str, list[str]] = {}
+    for i in images:
+        by_bytes.setdefault(first[i].sha256, []).append(i.name)
+    identical = [names for names in by_bytes.values() if len(names) > 1]
     raters = sorted({r.rater for r in ratings})
-    return Agreement(len(images), raters, alpha, table, points, missing)
+    return Agreement(
+        len(images),
+        raters,
+        alpha,
+        table,
+        points,
+        missing,
+        alpha_ordinal=ordinal,
+        replaced=replaced,
+        identical=identical,
+        ambiguous=ambiguous,
+    )
 
 
 def compute_missing(
     ratings: Sequence[Rating],
-    found: dict[str, dict[str, float]],
+    found: StoredMetrics,
     metrics: Sequence[str],
     profile: str = "gemini",
     backends: dict[str, str] | None = None,
@@ -321,10 +448,10 @@ def compute_missing(
 
     from refine.backends.selection import Backends
 
-    need_scores = [m for m in metrics if m in METRICS[:4]]
+    need_scores = [m for m in metrics if m in SCORES]
     todo: dict[str, Rating] = {}
     for r in ratings:
-        if need_scores and "faith" not in found.get(r.sha256, {}):
+        if need_scores and r.sha256 not in found.by_sha:
             todo.setdefault(r.sha256, r)
     clip = "clipscore" in metrics
     if not todo and not clip:
@@ -348,13 +475,8 @@ def compute_missing(
             refs = settings.references(act, ctry)
             with Image.open(r.image) as im:
                 _, scores, _, _ = assessor.assess(im.convert("RGB"), refs, tau=tau)
-            found.setdefault(sha, {}).update(
-                {
-                    m: float(getattr(scores, m))
-                    for m in METRICS[:4]
-                    if getattr(scores, m) is not None
-                }
-            )
+            values = {m: getattr(scores, m) for m in SCORES}
+            found.put(sha, {m: float(v) for m, v in values.items() if v is not None}, r.image)
             scored += 1
     if clip:
         with models.using("image_embedder") as embedder:
@@ -368,5 +490,5 @@ def compute_missing(
                     continue
                 with Image.open(r.image) as im:
                     (value,) = embedder.clip_score([im.convert("RGB")], [prompt])
-                found.setdefault(sha, {})["clipscore"] = float(value)
+                found.put(sha, {"clipscore": float(value)}, r.image)
     return scored

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from metrics.stats import mean_interval
 from refine.store import append_jsonl, atomic_write_text, slug
 
 METRICS = ("faith", "align", "hal", "exag")
@@ -35,7 +36,6 @@ PROMPT_METRICS = ("pooled_align", "ddiv", "sdiv", "vendi", "qvendi")
 EXPECTATION_METRICS = ("explicit_met", "implicit_met")  # with --expectations
 # perceptual quality per image (the judge's VIEScore reading; CLIP-IQA with a local scorer)
 QUALITY_METRICS = ("quality", "clip_iqa")
-BOOTSTRAP = 1000
 
 
 @dataclass(frozen=True)
@@ -511,22 +511,6 @@ def _rank(plan: BenchPlan) -> Callable[[tuple[str, str, str]], tuple[int, int]]:
 # -- statistics ----------------------------------------------------------------------
 
 
-def bootstrap_interval(
-    values: Sequence[float], seed: int = 42, reps: int = BOOTSTRAP
-) -> tuple[float, float] | None:
-    """The 95% percentile bootstrap interval of the mean (None with fewer than two values):
-    ``reps`` resamples with replacement, drawn with ``numpy.random.default_rng(seed)``."""
-    import numpy as np
-
-    x = np.asarray([v for v in values if v is not None], dtype=float)
-    if x.size < 2:
-        return None
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, x.size, size=(reps, x.size))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
 def _mean(values: Sequence[float | None]) -> float | None:
     got = [v for v in values if v is not None]
     return sum(got) / len(got) if got else None
@@ -579,7 +563,7 @@ def summarise(
                 "metric": "faith",
                 "prompts": len(common),
                 "mean_difference": _mean(diffs),
-                "interval": bootstrap_interval(diffs, seed),
+                "interval": mean_interval(diffs, seed),
                 "share_improved": (sum(d > 0 for d in diffs) / len(diffs)) if diffs else None,
             }
         )
@@ -593,7 +577,7 @@ def _stats(cells: list[dict[str, Any]], seed: int) -> dict[str, Any]:
         optional = (*QUALITY_METRICS, *EXPECTATION_METRICS)
         if metric in optional and all(v is None for v in values):
             continue  # a bench without expectations, a scorer that reads no quality
-        row[metric] = {"mean": _mean(values), "interval": bootstrap_interval(values, seed)}
+        row[metric] = {"mean": _mean(values), "interval": mean_interval(values, seed)}
     return row
 
 

@@ -933,11 +933,14 @@ def render_agreement(result: Any) -> str:
             return "n/a"
         return f"{v:+.3f}" + (f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else "")
 
+    ordinal = getattr(result, "alpha_ordinal", {})
     alpha = "".join(
         f'<tr><td>{escape(q)}</td><td data-question="{escape(q)}" data-alpha="{_raw(a)}">'
-        f"{_num(a)}</td></tr>"
+        f'{_num(a)}</td><td data-question="{escape(q)}" '
+        f'data-alpha-ordinal="{_raw(ordinal.get(q))}">{_num(ordinal.get(q))}</td></tr>'
         for q, a in result.alpha.items()
     )
+    notes = "".join(f"<li>{escape(n)}</li>" for n in result.notes())
     rows = []
     for m, by_q in result.table.items():
         for q, row in by_q.items():
@@ -960,9 +963,13 @@ def render_agreement(result: Any) -> str:
         f'<p class="muted">{result.images} images, {len(result.raters)} raters '
         f"({escape(', '.join(result.raters))}). Correlations of each metric with the raters' "
         "mean answer per image, 95% bootstrap intervals; HAL and EXAG count faults, so "
-        "agreeing with people shows as a negative correlation. Krippendorff's alpha "
-        "(interval) between raters is the ceiling a metric can hope to reach.</p>"
-        f"<h2>Raters' agreement</h2><table><tr><th>question</th><th>alpha</th></tr>{alpha}</table>"
+        "agreeing with people shows as a negative correlation. Each rater counts once per "
+        "image (their latest answer). Krippendorff's alpha between raters is the ceiling a "
+        "metric can hope to reach: interval treats the 1-5 answers as distances (a 2 and a "
+        "4 disagree four times as much as a 2 and a 3); ordinal uses only their order.</p>"
+        + (f'<ul class="muted">{notes}</ul>' if notes else "")
+        + "<h2>Raters' agreement</h2><table><tr><th>question</th><th>alpha (interval)</th>"
+        f"<th>alpha (ordinal)</th></tr>{alpha}</table>"
         "<h2>Metrics against people</h2><table><tr><th>metric</th><th>question</th><th>n</th>"
         f"<th>Spearman</th><th>Kendall tau-b</th><th>Pearson</th></tr>{''.join(rows)}</table>"
         + (f'<p class="muted">images without the metric: {escape(missing)}</p>' if missing else "")

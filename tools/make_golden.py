@@ -25,8 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--diff", action="store_true", help="print the differences only")
     args = parser.parse_args(argv)
-    with Stage() as stage, tempfile.TemporaryDirectory(prefix="golden-") as tmp:
-        fresh = Path(tmp) / "data"
+    # fixed folders, so the paths the files name are the same every time
+    root = Path(tempfile.gettempdir()) / "refine-golden"
+    with Stage(root / "stage") as stage:
+        fresh = root / "data"
+        shutil.rmtree(fresh, ignore_errors=True)
         produce(fresh, stage.server, stage.siglip, in_process)
         write_meta(fresh, stage.siglip)
         if DATA.is_dir():
@@ -36,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(DATA, ignore_errors=True)
             shutil.copytree(fresh, DATA)
             print(f"wrote {DATA}")
+        shutil.rmtree(fresh)
     return 0
 
 

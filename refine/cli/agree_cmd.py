@@ -80,8 +80,13 @@ def agree_cmd(
         typer.echo(json.dumps(doc, indent=2))
         return
     typer.echo(f"{result.images} images, raters: {', '.join(result.raters)}")
+    for note in result.notes():
+        typer.echo(f"  note: {note}")
     for q, a in result.alpha.items():
-        shown = "n/a" if a is None else f"{a:.3f}"
+        shown = " ".join(
+            f"{level} {'n/a' if v is None else format(v, '.3f')}"
+            for level, v in (("interval", a), ("ordinal", result.alpha_ordinal.get(q)))
+        )
         typer.echo(f"  Krippendorff's alpha ({q}): {shown}")
     typer.echo(
         f"{'metric':13} {'question':17} {'n':>4} {'Spearman':>9} {'Kendall':>8} {'Pearson':>8}"

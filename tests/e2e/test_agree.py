@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 from scipy import stats
 
-from metrics.agreement import krippendorff_alpha
+from metrics.stats import krippendorff_alpha
 from tests.e2e.test_cli_run import cli
 
 FAITH = [0.2, 0.35, 0.5, 0.55, 0.7, 0.9]
@@ -211,3 +211,58 @@ def test_run_folders_expectations_and_computed_scores(world, siglip_path, tmp_pa
     computed = json.loads(cli(*args[:-1], "--compute", "--json").stdout)
     assert computed["missing"]["faith"] == 0 and computed["computed"] == 1
     assert computed["metrics"]["faith"]["faithfulness"]["n"] == len(names) + 1
+
+
+def test_each_rater_once_per_image_and_identical_images_apart(rated, tmp_path):
+    """A rater who answers an image twice counts once, with the later answer; two rated
+    files with the same bytes are two images; a file matching stored images of different
+    metrics is left out unless its activity and country say which it is."""
+    bench, ratings = rated
+    folder = ratings.parent
+    # the bench gets a second image with im0's bytes, stored for another prompt
+    shutil.copy(bench / "images/im0.png", bench / "images/twin.png")
+    cell = json.loads((bench / "cells.jsonl").read_text())
+    twin = {**cell["images"][0], "file": "images/twin.png", "faith": 0.95}
+    other = {**cell, "activity": "wedding celebration", "images": [twin], "seeds": [0]}
+    (bench / "cells.jsonl").write_text(json.dumps(cell) + "\n" + json.dumps(other) + "\n")
+    shutil.copy(folder / "copy-1.png", folder / "again-1.png")  # same bytes as copy-1
+    with open(ratings, "a", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["copy-2.png", "ana", 5, 5])  # ana changes her mind about image 2
+        w.writerow(["again-1.png", "ana", 4, 4])
+        w.writerow(["again-1.png", "ben", 4, 2])
+    args = ["agree", "--ratings", ratings, "--source", bench, "--metrics", "faith,hal"]
+    done = cli(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["images"] == 7 and doc["replaced"] == 2
+    assert doc["identical"] == [["again-1.png", "copy-1.png"]]
+    assert doc["ambiguous"] == ["copy-0.png"]  # im0 or twin: different FAITH, no hint
+    ana = {**dict(enumerate(ANA["faithfulness"])), 2: 5}
+    mean = [(ana[k] + BEN["faithfulness"][k]) / 2 for k in (1, 2, 3, 4, 5)] + [4.0]
+    faith = [FAITH[k] for k in (1, 2, 3, 4, 5)] + [FAITH[1]]
+    row = doc["metrics"]["faith"]["faithfulness"]
+    assert row["n"] == 6
+    assert row["pearson"] == pytest.approx(stats.pearsonr(faith, mean)[0], abs=1e-12)
+    units = [[ANA["faithfulness"][0], BEN["faithfulness"][0]]]
+    units += [[ana[k], BEN["faithfulness"][k]] for k in range(1, 6)] + [[4, 4]]
+    assert doc["alpha"]["faithfulness"] == pytest.approx(krippendorff_alpha(units), abs=1e-12)
+    assert doc["alpha_ordinal"]["faithfulness"] == pytest.approx(
+        krippendorff_alpha(units, "ordinal"), abs=1e-12
+    )
+    text = cli(*args)
+    assert "identical images kept apart: again-1.png, copy-1.png" in text.stdout
+    assert "left out" in text.stdout and "copy-0.png" in text.stdout
+    assert "alpha (faithfulness): interval" in text.stdout and "ordinal" in text.stdout
+    html = (folder / "agree.html").read_text()
+    assert "identical images kept apart" in html and "data-alpha-ordinal=" in html
+    # with the activity, copy-0 is im0 (people eating), not the wedding's twin
+    rows = list(csv.DictReader(ratings.open()))
+    for r in rows:
+        r["activity"] = "a" if r["image"] == "copy-0.png" else ""
+    with open(ratings, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=[*rows[0].keys()])
+        w.writeheader()
+        w.writerows(rows)
+    told = json.loads(cli(*args, "--json").stdout)
+    assert told["ambiguous"] == [] and told["metrics"]["faith"]["faithfulness"]["n"] == 7

@@ -9,6 +9,7 @@ timestamps, the temporary folders' names).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -72,7 +73,7 @@ def produce(dest: Path, server, siglip: Path, cli: Callable) -> dict[str, str]:
         os.environ["REFINE_CACHE_DIR"] = cache
         torch.set_num_threads(1)
         try:
-            with mock.patch("time.strftime", fixed):
+            with fresh_models(), mock.patch("time.strftime", fixed):
                 return _produce(dest, server, siglip, cli)
         finally:
             torch.set_num_threads(threads)
@@ -80,6 +81,21 @@ def produce(dest: Path, server, siglip: Path, cli: Callable) -> dict[str, str]:
                 os.environ.pop("REFINE_CACHE_DIR", None)
             else:
                 os.environ["REFINE_CACHE_DIR"] = saved
+
+
+@contextlib.contextmanager
+def fresh_models():
+    """Models and phrase embeddings of this production only: a phrase embedded earlier in
+    this process, in a batch of other phrases, comes out about 1e-7 apart (padding)."""
+    from unittest import mock
+
+    from metrics.text_embedding import default_cache
+    from refine.backends import registry
+
+    default_cache().clear()
+    with mock.patch.dict(registry._INSTANCES, clear=True):
+        yield
+    default_cache().clear()
 
 
 def _produce(dest: Path, server, siglip: Path, cli: Callable) -> dict[str, str]:
@@ -179,29 +195,31 @@ def sos_args(out: Path, embedder: list) -> list:
 
 
 def write_ratings(bench: Path, folder: Path) -> Path:
-    """Two raters rate every image of the golden bench (copied beside the ratings file)
-    on two questions, by a fixed rule; one rater answers one image twice."""
+    """Two raters rate every image of the golden bench (copied beside the ratings file,
+    with its activity and country, as the app's Rate view writes them) on two questions,
+    by a fixed rule; one rater answers one image twice."""
     folder.mkdir(parents=True, exist_ok=True)
+    cells = [json.loads(line) for line in (bench / "cells.jsonl").read_text().splitlines()]
+    where = {im["file"]: (c["activity"], c["country"]) for c in cells for im in c["images"]}
     images = sorted((bench / "images").rglob("*.png"))
     rows = []
     for k, image in enumerate(images):
         name = f"r{k:02d}.png"
         shutil.copy(image, folder / name)
+        act, country = where[image.relative_to(bench).as_posix()]
+        about = {"activity": act, "country": country}
         rows.append(
-            {"image": name, "rater": "ana", "faithfulness": 1 + k % 5, "alignment": 1 + (k * 3) % 5}
+            {"image": name, "rater": "ana", **about}
+            | {"faithfulness": 1 + k % 5, "alignment": 1 + (k * 3) % 5}
         )
         rows.append(
-            {
-                "image": name,
-                "rater": "ben",
-                "faithfulness": 1 + (k + 1) % 5,
-                "alignment": 1 + (k * 2) % 5,
-            }
+            {"image": name, "rater": "ben", **about}
+            | {"faithfulness": 1 + (k + 1) % 5, "alignment": 1 + (k * 2) % 5}
         )
-    rows.append({"image": "r00.png", "rater": "ana", "faithfulness": 5, "alignment": 5})
+    rows.append({**rows[0], "faithfulness": 5, "alignment": 5})
     path = folder / "ratings.csv"
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["image", "rater", "faithfulness", "alignment"])
+        w = csv.DictWriter(f, fieldnames=[*rows[0]])
         w.writeheader()
         w.writerows(rows)
     return path
@@ -361,6 +379,9 @@ class Stage:
     """The stand-in Gemini server (its address and a key in the environment) and the tiny
     SigLIP, for a script run outside pytest."""
 
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root  # a fixed folder: the trees name the same paths every time
+
     def __enter__(self) -> Stage:
         import os
         import tempfile
@@ -377,12 +398,18 @@ class Stage:
                 "REFINE_CACHE_DIR",
             )
         }
-        self._tmp = tempfile.TemporaryDirectory(prefix="refine-golden-")
-        os.environ.update(HF_HUB_OFFLINE="1", REFINE_CACHE_DIR=f"{self._tmp.name}/cache")
+        if self.root is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="refine-golden-")
+            self.root = Path(self._tmp.name)
+        else:
+            self._tmp = None
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.root.mkdir(parents=True)
+        os.environ.update(HF_HUB_OFFLINE="1", REFINE_CACHE_DIR=f"{self.root}/cache")
         self.server = FakeGemini().start()
         os.environ["GEMINI_API_KEY"] = "test-key"
         os.environ["GOOGLE_GEMINI_BASE_URL"] = self.server.url
-        self.siglip = build_tiny_siglip(Path(self._tmp.name))
+        self.siglip = build_tiny_siglip(self.root)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -394,7 +421,10 @@ class Stage:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        self._tmp.cleanup()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 def write_meta(dest: Path, siglip: Path) -> None:

@@ -1,0 +1,187 @@
+"""Statistics of the benchmarks and of agreement with people, on scipy.
+
+* Correlations: ``scipy.stats.pearsonr``, ``spearmanr`` and ``kendalltau`` (tau-b). A
+  correlation is None (undefined) with fewer than two pairs or when either side is
+  constant, tested exactly as scipy tests it (every value equal to the first), so no
+  float rounding in a mean can turn a constant input into a number.
+* Ranks: ``scipy.stats.rankdata`` (ties share their average rank).
+* Bootstrap intervals: ``reps`` resamples with replacement drawn with
+  ``numpy.random.default_rng(seed)`` (one row of indices per resample), the 2.5th and
+  97.5th percentiles of the statistic over the resamples where it is defined. Drawn by
+  hand rather than by ``scipy.stats.bootstrap``, whose resampling order differs: the
+  intervals stay those of every bench and agree file already written for the same seed.
+  Pearson and Spearman are computed for all resamples at once (one matrix operation
+  instead of 1,000 scipy calls); Kendall's tau-b is scipy's per resample.
+* Krippendorff's alpha (interval, ordinal or nominal): ``1 - D_o / D_e`` from the
+  coincidences of values within units; only units with two or more values count. scipy
+  has no alpha; the values equal the ``krippendorff`` package's (tests/unit/test_stats.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+BOOTSTRAP = 1000
+CORRELATION_NAMES = ("spearman", "kendall", "pearson")
+
+
+def _pair(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"x and y must be vectors of one length, got {a.shape} and {b.shape}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("x and y must hold finite numbers (no NaN)")
+    return a, b
+
+
+def constant(a: np.ndarray) -> bool:
+    """scipy's own test of a constant input: every value equals the first."""
+    return bool((a == a[0]).all())
+
+
+def _defined(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.size >= 2 and not constant(a) and not constant(b)
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+    from scipy import stats
+
+    a, b = _pair(x, y)
+    return float(stats.pearsonr(a, b).statistic) if _defined(a, b) else None
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    from scipy import stats
+
+    a, b = _pair(x, y)
+    return float(stats.spearmanr(a, b).statistic) if _defined(a, b) else None
+
+
+def kendall(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Kendall's tau-b."""
+    from scipy import stats
+
+    a, b = _pair(x, y)
+    return float(stats.kendalltau(a, b).statistic) if _defined(a, b) else None
+
+
+def ranks(x: Sequence[float]) -> np.ndarray:
+    """1-based ranks, ties sharing their average rank."""
+    from scipy import stats
+
+    return stats.rankdata(np.asarray(x, dtype=float))
+
+
+CORRELATIONS: dict[str, Callable[[Sequence[float], Sequence[float]], float | None]] = {
+    "spearman": spearman,
+    "kendall": kendall,
+    "pearson": pearson,
+}
+
+
+# -- bootstrap -----------------------------------------------------------------------
+def resamples(n: int, seed: int, reps: int) -> np.ndarray:
+    """``reps`` rows of ``n`` indices drawn with replacement: the same draws, row by row,
+    as ``reps`` calls of ``rng.integers(0, n, size=n)``."""
+    return np.random.default_rng(seed).integers(0, n, size=(reps, n))
+
+
+def _percentiles(values: np.ndarray) -> tuple[float, float]:
+    lo, hi = np.percentile(values, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def mean_interval(
+    values: Sequence[float | None], seed: int = 42, reps: int = BOOTSTRAP
+) -> tuple[float, float] | None:
+    """The 95% percentile bootstrap interval of the mean of the values given (None left
+    out; None with fewer than two)."""
+    x = np.asarray([v for v in values if v is not None], dtype=float)
+    if x.size < 2:
+        return None
+    return _percentiles(x[resamples(x.size, seed, reps)].mean(axis=1))
+
+
+def _rows_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson r of each row pair, NaN where a row is constant (every value equal to
+    the row's first, as scipy tests it)."""
+    defined = ~((a == a[:, :1]).all(axis=1) | (b == b[:, :1]).all(axis=1))
+    am = a - a.mean(axis=1, keepdims=True)
+    bm = b - b.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (am * bm).sum(axis=1) / np.sqrt((am * am).sum(axis=1) * (bm * bm).sum(axis=1))
+    return np.where(defined, np.clip(r, -1.0, 1.0), np.nan)
+
+
+def correlation_interval(
+    x: Sequence[float], y: Sequence[float], name: str, seed: int = 0, reps: int = BOOTSTRAP
+) -> tuple[float, float] | None:
+    """The 95% percentile bootstrap interval of a correlation (``spearman``, ``kendall``
+    or ``pearson``) over resampled pairs; None with fewer than three pairs or fewer than
+    ten resamples where it is defined."""
+    from scipy import stats
+
+    if name not in CORRELATIONS:
+        raise ValueError(f"unknown correlation {name!r} (one of {', '.join(CORRELATIONS)})")
+    a, b = _pair(x, y)
+    if a.size < 3:
+        return None
+    idx = resamples(a.size, seed, reps)
+    ra, rb = a[idx], b[idx]
+    if name == "pearson":
+        values = _rows_pearson(ra, rb)
+    elif name == "spearman":
+        values = _rows_pearson(stats.rankdata(ra, axis=1), stats.rankdata(rb, axis=1))
+        # a row constant before ranking is constant after it, and only then
+    else:
+        values = np.array(
+            [kendall(p, q) if _defined(p, q) else np.nan for p, q in zip(ra, rb, strict=True)],
+            dtype=float,
+        )
+    values = values[~np.isnan(values)]
+    if values.size < 10:
+        return None
+    return _percentiles(values)
+
+
+# -- agreement between raters ----------------------------------------------------------
+def krippendorff_alpha(units: Sequence[Sequence[float]], level: str = "interval") -> float | None:
+    """Krippendorff's alpha of ``units`` (one list of the values raters gave per unit; a
+    unit with fewer than two values is left out). ``level``: interval (squared
+    difference), ordinal (cumulative ranks of the values seen) or nominal. None when no
+    unit has two values or every value is the same."""
+    if level not in ("interval", "ordinal", "nominal"):
+        raise ValueError(f"level must be interval, ordinal or nominal, got {level!r}")
+    pairable = [np.asarray(u, dtype=float) for u in units if len(u) >= 2]
+    if not pairable:
+        return None
+    values = np.concatenate(pairable)
+    if not np.isfinite(values).all():
+        raise ValueError("ratings must be finite numbers")
+    n = values.size
+    cats = np.unique(values)
+    if cats.size < 2:
+        return None
+    # coincidence matrix o[c, k]: pairs of values within units, each unit weighted 1/(m-1):
+    # per unit, the outer product of its category counts less its own pairs of a value
+    o = np.zeros((cats.size, cats.size))
+    for u in pairable:
+        counts = np.bincount(np.searchsorted(cats, u), minlength=cats.size).astype(float)
+        o += (np.outer(counts, counts) - np.diag(counts)) / (u.size - 1)
+    marg = o.sum(axis=1)
+    if level == "interval":
+        delta = (cats[:, None] - cats[None, :]) ** 2
+    elif level == "nominal":
+        delta = (cats[:, None] != cats[None, :]).astype(float)
+    else:  # ordinal: the squared sum of the marginals between the two values
+        cum = np.concatenate([[0.0], np.cumsum(marg)])
+        lo = np.minimum.outer(np.arange(cats.size), np.arange(cats.size))
+        hi = np.maximum.outer(np.arange(cats.size), np.arange(cats.size))
+        delta = (cum[hi + 1] - cum[lo] - (marg[:, None] + marg[None, :]) / 2) ** 2
+    d_o = float((o * delta).sum()) / n
+    d_e = float((marg[:, None] * marg[None, :] * delta).sum()) / (n * (n - 1))
+    if d_e == 0.0:
+        return None
+    return 1.0 - d_o / d_e

@@ -1,0 +1,100 @@
+"""metrics.stats: correlations equal scipy's, constant inputs undefined exactly as scipy
+says, bootstrap intervals equal scipy per resample for a seed, the mean's interval by
+hand, and Krippendorff's alpha against the values Krippendorff publishes."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats as sp
+
+from metrics import stats
+
+# "Computing Krippendorff's alpha-reliability" (Krippendorff 2011): 4 coders, 12 units
+A = [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None]
+B = [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3]
+C = [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None]
+D = [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None]
+UNITS = [[v for v in row if v is not None] for row in zip(A, B, C, D, strict=True)]
+SCIPY = {"spearman": sp.spearmanr, "kendall": sp.kendalltau, "pearson": sp.pearsonr}
+
+
+@pytest.mark.parametrize(
+    "level,value", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849)]
+)
+def test_alpha_matches_the_published_example(level, value):
+    assert stats.krippendorff_alpha(UNITS, level) == pytest.approx(value, abs=5e-4)
+
+
+def test_alpha_edge_cases():
+    assert stats.krippendorff_alpha([[3, 3], [4, 4], [2, 2]]) == pytest.approx(1.0)
+    assert stats.krippendorff_alpha([[3], [4]]) is None  # no unit rated twice
+    assert stats.krippendorff_alpha([[3, 3], [3, 3]]) is None  # one value: undefined
+    with pytest.raises(ValueError, match="level"):
+        stats.krippendorff_alpha(UNITS, "ratio")
+
+
+def test_correlations_equal_scipy_with_ties():
+    rng = np.random.default_rng(0)
+    x = rng.integers(1, 6, 40).astype(float)
+    y = x + rng.normal(0, 1.2, 40).round()
+    for name, fn in stats.CORRELATIONS.items():
+        assert fn(x, y) == pytest.approx(SCIPY[name](x, y)[0], abs=1e-12)
+    with pytest.raises(ValueError, match="NaN"):
+        stats.spearman([1, float("nan")], [1, 2])
+
+
+@pytest.mark.parametrize("value,n", [(0.1, 3), (0.3, 10), (1 / 3, 10), (5.0, 4)])
+def test_a_constant_input_is_undefined_as_scipy_says(value, n):
+    """The mean of three 0.1s is not exactly 0.1: computed by hand, Pearson came out 0.0
+    where scipy says the input is constant and the correlation undefined."""
+    x, y = np.full(n, value), np.arange(n, dtype=float)
+    for name, fn in stats.CORRELATIONS.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert np.isnan(SCIPY[name](x, y)[0])
+        assert fn(x, y) is None and fn(y, x) is None, name
+    assert stats.pearson([1.0], [2.0]) is None
+
+
+@pytest.mark.parametrize("name", stats.CORRELATION_NAMES)
+def test_intervals_equal_scipy_on_each_resample(name):
+    """The interval of every correlation is the percentiles of scipy's statistic over the
+    same resamples (a loop of rng.integers for the seed), constant resamples left out."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(1, 4, 9).astype(float)  # few values: some resamples are constant
+    y = rng.integers(1, 6, 9).astype(float)
+    got = stats.correlation_interval(x, y, name, seed=11, reps=400)
+    draw, values = np.random.default_rng(11), []
+    for _ in range(400):
+        idx = draw.integers(0, 9, size=9)
+        a, b = x[idx], y[idx]
+        if (a == a[0]).all() or (b == b[0]).all():
+            continue
+        values.append(SCIPY[name](a, b)[0])
+    assert len(values) < 400  # the case of a constant resample was met
+    want = np.percentile(values, [2.5, 97.5])
+    assert got == pytest.approx(tuple(want), abs=1e-12)
+    assert got == stats.correlation_interval(x, y, name, seed=11, reps=400)
+    assert got != stats.correlation_interval(x, y, name, seed=12, reps=400)
+
+
+def test_interval_edge_cases():
+    assert stats.correlation_interval([1, 2], [2, 3], "pearson") is None  # two pairs
+    # almost every resample of one distinct pair is constant: fewer than ten defined
+    assert stats.correlation_interval([1, 1, 1, 2], [1, 1, 1, 2], "pearson", reps=10) is None
+    with pytest.raises(ValueError, match="unknown correlation"):
+        stats.correlation_interval([1, 2, 3], [1, 2, 3], "cosine")
+
+
+def test_the_mean_interval_by_hand():
+    values = [0.2, None, 0.5, 0.9, 0.4, 0.7]
+    x = np.array([0.2, 0.5, 0.9, 0.4, 0.7])
+    rng = np.random.default_rng(42)
+    means = [x[rng.integers(0, 5, size=5)].mean() for _ in range(1000)]
+    assert stats.mean_interval(values, seed=42) == pytest.approx(
+        tuple(np.percentile(means, [2.5, 97.5])), abs=1e-12
+    )
+    assert stats.mean_interval([0.3]) is None and stats.mean_interval([None, 1.0]) is None
