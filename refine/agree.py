@@ -31,9 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from metrics.catalog import AGREE, BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_QUALITY, names
+
 QUESTIONS = ("alignment", "faithfulness", "expectations_met")
-METRICS = ("faith", "align", "hal", "exag", "expectations", "caire", "clipscore")
-SCORES = METRICS[:4]  # what every scored image has
+METRICS = AGREE  # every metric that can be compared with ratings
+DEFAULT_METRICS = (*BENCH_IMAGE, *names("human"))  # compared unless --metrics says
+SCORES = BENCH_IMAGE  # what every scored image has
+STORED = (*BENCH_IMAGE, *BENCH_QUALITY, *BENCH_EXPECTATIONS)  # read per image from folders
 FIELDS = {
     "image",
     "rater",
@@ -264,7 +268,7 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
 
         for cell in BenchStore(folder).cells():
             for im in cell["images"]:
-                values = {m: im.get(m) for m in SCORES}
+                values = {m: im.get(m) for m in STORED}
                 checks = im.get("expectations") or []
                 if checks:
                     values["expectations"] = sum(bool(c["met"]) for c in checks) / len(checks)
@@ -276,10 +280,13 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
         run = RunStore(folder).load()
         for r in run.rounds:
             for j, c in enumerate(r.candidates):
-                values: dict[str, Any] = {m: getattr(c.scores, m) for m in SCORES}
+                values: dict[str, Any] = {
+                    m: getattr(c.scores, m) for m in (*BENCH_IMAGE, *BENCH_QUALITY)
+                }
                 if j == r.chosen and r.expectations and r.expectations.checks:
                     checks = r.expectations.checks
                     values["expectations"] = sum(x.met for x in checks) / len(checks)
+                    values.update({m: getattr(r.expectations, m) for m in BENCH_EXPECTATIONS})
                 if j == r.chosen and r.caire:
                     values["caire"] = r.caire.labels[0].score
                 found.add(folder / c.image, run.spec.activity, run.spec.country, values)
@@ -312,8 +319,8 @@ class Agreement:
                 f"{self.replaced} answers replaced by the same rater's later answer to the "
                 "same image (each rater counts once per image)"
             )
-        for names in self.identical:
-            out.append(f"identical images kept apart: {', '.join(names)}")
+        for group in self.identical:
+            out.append(f"identical images kept apart: {', '.join(group)}")
         if self.ambiguous:
             out.append(
                 f"left out, their bytes match stored images with different metrics "
@@ -358,7 +365,7 @@ def latest_answers(
 def agreement(
     ratings: Sequence[Rating],
     stored: StoredMetrics,
-    metrics: Sequence[str] = METRICS,
+    metrics: Sequence[str] = DEFAULT_METRICS,
     seed: int = 0,
     reps: int = 1000,
 ) -> Agreement:

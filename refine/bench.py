@@ -28,14 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, BENCH_QUALITY
 from metrics.stats import mean_interval
 from refine.store import append_jsonl, atomic_write_text, slug
-
-METRICS = ("faith", "align", "hal", "exag")
-PROMPT_METRICS = ("pooled_align", "ddiv", "sdiv", "vendi", "qvendi")
-EXPECTATION_METRICS = ("explicit_met", "implicit_met")  # with --expectations
-# perceptual quality per image (the judge's VIEScore reading; CLIP-IQA with a local scorer)
-QUALITY_METRICS = ("quality", "clip_iqa")
 
 
 @dataclass(frozen=True)
@@ -332,9 +327,9 @@ class CellMaker:
                     "file": f,
                     "seed": s,
                     "observed": a.observed,
-                    **{m: getattr(a.scores, m) for m in METRICS},
+                    **{m: getattr(a.scores, m) for m in BENCH_IMAGE},
                     "exag_variant": a.scores.exag_variant,
-                    **{m: getattr(a.scores, m) for m in QUALITY_METRICS},
+                    **{m: getattr(a.scores, m) for m in BENCH_QUALITY},
                     **(
                         {
                             "explicit_met": ex.explicit_met,
@@ -518,7 +513,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 def cell_mean(cell: dict[str, Any], metric: str) -> float | None:
     """A prompt's mean of a per-image metric (or its prompt-level value)."""
-    if metric in PROMPT_METRICS:
+    if metric in BENCH_PROMPT:
         return cell.get(metric)
     return _mean([im.get(metric) for im in cell["images"]])
 
@@ -572,9 +567,9 @@ def summarise(
 
 def _stats(cells: list[dict[str, Any]], seed: int) -> dict[str, Any]:
     row: dict[str, Any] = {"prompts": len(cells), "images": sum(len(c["images"]) for c in cells)}
-    for metric in (*METRICS, *QUALITY_METRICS, *PROMPT_METRICS, *EXPECTATION_METRICS):
+    for metric in (*BENCH_IMAGE, *BENCH_QUALITY, *BENCH_PROMPT, *BENCH_EXPECTATIONS):
         values = [cell_mean(c, metric) for c in cells]
-        optional = (*QUALITY_METRICS, *EXPECTATION_METRICS)
+        optional = (*BENCH_QUALITY, *BENCH_EXPECTATIONS)
         if metric in optional and all(v is None for v in values):
             continue  # a bench without expectations, a scorer that reads no quality
         row[metric] = {"mean": _mean(values), "interval": mean_interval(values, seed)}
@@ -590,15 +585,11 @@ ROW_FIELDS = (
     "category",
     "seed",
     "file",
-    *METRICS,
+    *BENCH_IMAGE,
     "exag_variant",
-    *QUALITY_METRICS,
-    "pooled_align",
-    "ddiv",
-    "sdiv",
-    "vendi",
-    "qvendi",
-    *EXPECTATION_METRICS,
+    *BENCH_QUALITY,
+    *BENCH_PROMPT,
+    *BENCH_EXPECTATIONS,
 )
 
 
@@ -621,10 +612,10 @@ def write_outputs(store: BenchStore, summary: dict[str, Any], cells: list[dict[s
                     "activity": c["activity"],
                     "country": c["country"],
                     "category": c.get("category") or "",
-                    **{k: im[k] for k in ("seed", "file", *METRICS, "exag_variant")},
-                    **{k: _blank(im.get(k)) for k in QUALITY_METRICS},
-                    **{k: c[k] for k in PROMPT_METRICS},
-                    **{k: im.get(k, "") for k in EXPECTATION_METRICS},
+                    **{k: im[k] for k in ("seed", "file", *BENCH_IMAGE, "exag_variant")},
+                    **{k: _blank(im.get(k)) for k in BENCH_QUALITY},
+                    **{k: c[k] for k in BENCH_PROMPT},
+                    **{k: im.get(k, "") for k in BENCH_EXPECTATIONS},
                 }
             )
     atomic_write_text(store.dir / "rows.csv", buf.getvalue())

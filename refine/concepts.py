@@ -39,6 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from metrics.catalog import CUBE_FIGURES
 from refine.store import atomic_write_text, slug
 
 CHUNK = 8
@@ -322,15 +323,7 @@ def run_concepts(
     return summary
 
 
-FIGURES = (
-    "cube_diversity",
-    "cube_diversity_authors",
-    "tag_vendi",
-    "tag_qvendi",
-    "vendi",
-    "qvendi",
-    "quality",
-)
+FIGURES = CUBE_FIGURES  # the last, quality, is per image
 
 
 def summarise_concepts(cells: list[dict[str, Any]], generators: Sequence[str]) -> dict[str, Any]:

@@ -21,16 +21,13 @@ from refine.records import LanguageImage, Round, Run
 from refine.usage import tokens_text
 
 MAX_SIDE = 768  # images larger than this are shown downscaled (the PNGs stay untouched)
-COLOURS = {
-    "FAITH": "#1f6feb",
-    "ALIGN": "#2da44e",
-    "HAL": "#cf222e",
-    "EXAG": "#bf8700",
-    "best FAITH": "#6e40c9",
-    "drift": "#57606a",
-    "quality": "#fb8f44",
-    "CLIP-IQA": "#bf3989",
-}
+COLOURS = dict(
+    zip(
+        views.METRICS,
+        ("#1f6feb", "#2da44e", "#cf222e", "#bf8700", "#57606a", "#6e40c9", "#fb8f44", "#bf3989"),
+        strict=True,
+    )
+)
 # for the other series (SoS per language, CAIRE), in order of appearance
 PALETTE = ("#0a7ea4", "#e16f24", "#8250df", "#1b7c83", "#bc4c00", "#6639ba", "#116329")
 
@@ -162,7 +159,7 @@ def line_chart(
         data = json.dumps([None if v is None else round(v, 6) for v in values])
         if points:
             path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
-            dash = ' stroke-dasharray="5 3"' if name == "best FAITH" else ""
+            dash = ' stroke-dasharray="5 3"' if name == views.BEST_FAITH else ""
             out.append(
                 f'<polyline class="series" data-name="{escape(name)}" '
                 f'data-values=\'{escape(data)}\' points="{path}" fill="none" '
@@ -667,13 +664,8 @@ def render_bench_leaderboard(
 ) -> str:
     """One self-contained HTML page: the leaderboard with intervals, FAITH per country,
     FAITH against Vendi per prompt, the paired comparison, the best and worst images."""
-    from refine.bench import (
-        EXPECTATION_METRICS,
-        METRICS,
-        PROMPT_METRICS,
-        QUALITY_METRICS,
-        cell_mean,
-    )
+    from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, BENCH_QUALITY, label
+    from refine.bench import cell_mean
 
     folder = Path(folder)
     names = list(summary["generators"])
@@ -682,9 +674,9 @@ def render_bench_leaderboard(
     def present(metrics: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(m for m in metrics if any(m in summary["generators"][g] for g in names))
 
-    shown = (*METRICS, *present(QUALITY_METRICS), *PROMPT_METRICS) + present(EXPECTATION_METRICS)
-    labels = {"clip_iqa": "CLIP-IQA"}
-    head = "".join(f"<th>{m.upper() if m in METRICS else labels.get(m, m)}</th>" for m in shown)
+    shown = (*BENCH_IMAGE, *present(BENCH_QUALITY), *BENCH_PROMPT) + present(BENCH_EXPECTATIONS)
+    scores = (*BENCH_IMAGE, *BENCH_QUALITY)  # by label; the rest by name
+    head = "".join(f"<th>{label(m) if m in scores else m}</th>" for m in shown)
     rows = []
     for g in ranked:
         s = summary["generators"][g]
@@ -749,8 +741,8 @@ def render_bench_leaderboard(
             continue
         images.sort(key=lambda t: t[0])
         figs = []
-        for label, (faith, gen, act, im) in (("worst", images[0]), ("best", images[-1])):
-            caption = f"{label}: {gen}, {act}, seed {im['seed']}, FAITH {faith:.3f}"
+        for end, (faith, gen, act, im) in (("worst", images[0]), ("best", images[-1])):
+            caption = f"{end}: {gen}, {act}, seed {im['seed']}, FAITH {faith:.3f}"
             figs.append(
                 f"<figure>{_image_tag(folder / im['file'], caption)}"
                 f"<figcaption>{escape(caption)}</figcaption></figure>"

@@ -15,22 +15,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from metrics.catalog import label
 from metrics.descriptors import DIMENSIONS
 from refine.records import Exaggerated, Match, Round, Run, Scores
 from refine.usage import tokens_text
 
-METRICS = ("FAITH", "ALIGN", "HAL", "EXAG", "drift", "best FAITH", "quality", "CLIP-IQA")
+FAITH, ALIGN, HAL, EXAG = label("faith"), label("align"), label("hal"), label("exag")
+DRIFT, QUALITY, CLIP_IQA = label("drift"), label("quality"), label("clip_iqa")
+BEST_FAITH = f"best {FAITH}"
+METRICS = (FAITH, ALIGN, HAL, EXAG, DRIFT, BEST_FAITH, QUALITY, CLIP_IQA)  # the series' order
 CHART_X, CHART_Y = "round", "score (0 to 1; SoS -1 to 1)"
 CHECK_KINDS = ("aligned", "missing", "hallucinated")
 TABLE_HEADERS = [
     "round",
     "decision",
-    "FAITH",
-    "quality",
-    "ALIGN",
-    "HAL",
-    "EXAG",
-    "drift",
+    FAITH,
+    QUALITY,
+    ALIGN,
+    HAL,
+    EXAG,
+    DRIFT,
     "reason",
     "CAIRE 1-5",
     "SoS / languages",
@@ -68,16 +72,16 @@ def metric_series(run: Run) -> dict[str, list[float | None]]:
     best: float | None = None
     for k, r in enumerate(run.rounds):
         s = r.best.scores
-        put("FAITH", k, s.faith)
-        put("ALIGN", k, s.align)
-        put("HAL", k, s.hal)
-        put("EXAG", k, s.exag)
-        put("drift", k, drift_value(r))
+        put(FAITH, k, s.faith)
+        put(ALIGN, k, s.align)
+        put(HAL, k, s.hal)
+        put(EXAG, k, s.exag)
+        put(DRIFT, k, drift_value(r))
         if r.decision in ("initial", "accepted"):
             best = s.faith
-        put("best FAITH", k, best)
-        put("quality", k, s.quality)
-        put("CLIP-IQA", k, s.clip_iqa)
+        put(BEST_FAITH, k, best)
+        put(QUALITY, k, s.quality)
+        put(CLIP_IQA, k, s.clip_iqa)
     order = [m for m in METRICS if m in series]
     series = {m: series[m] for m in order}
     for k, r in enumerate(run.rounds):

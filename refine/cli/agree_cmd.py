@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from metrics.catalog import AGREE
+from refine.agree import DEFAULT_METRICS
 from refine.cli.inputs import UserInputError
 
 
@@ -16,9 +18,9 @@ def agree_cmd(
         [], "--source", help="A bench or run folder (or a folder of them) holding metrics."
     ),
     metrics: str = typer.Option(
-        "faith,align,hal,exag,expectations,caire,clipscore",
+        ",".join(DEFAULT_METRICS),
         "--metrics",
-        help="Metrics to compare with the ratings.",
+        help=f"Metrics to compare with the ratings, of: {', '.join(AGREE)}.",
     ),
     compute: bool = typer.Option(
         False, "--compute", help="Score rated images that have no stored metrics."

@@ -82,11 +82,9 @@ def _print_score(title: str, d: dict[str, Any]) -> None:
     from rich.table import Table
 
     console = Console()
-    head = ", ".join(
-        f"{k.upper()} {d[k]:.3f}"
-        for k in ("align", "hal", "exag", "faith", "ddiv", "sdiv")
-        if d.get(k) is not None
-    )
+    from metrics.catalog import CATALOG
+
+    head = ", ".join(f"{m.label} {d[k]:.3f}" for k, m in CATALOG.items() if d.get(k) is not None)
     console.print(f"[bold]{title}[/bold]  {head}")
     table = Table("dimension", "ALIGN", "HAL", "refs", "preds")
     for dim, s in d["per_dimension"].items():

@@ -1,0 +1,379 @@
+"""Every metric the product shows, once: its name in files, its label on screen, its range,
+which way is better, its unit, what it needs to be computed, and a line saying what it
+means. Bench rows and summaries, ``refine agree``, the reports and the app's tables and
+charts read their names, labels and order from here.
+
+``level``: ``image`` (one value per image), ``prompt`` (one per prompt's images), ``run``
+(per round of a run). ``group`` gathers what is computed together: ``ahead`` (always),
+``quality`` (a judge that reads 0-10 ratings; CLIP-IQA with a CLIP embedder),
+``diversity`` (several images per prompt), ``expectations`` (with --expectations),
+``human`` (agree only), ``cube`` (CUBE concepts runs, whose names are their own).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    label: str
+    low: float | None
+    high: float | None  # None: no upper bound
+    better: str  # "higher" or "lower"
+    unit: str
+    needs: tuple[str, ...]
+    level: str
+    group: str
+    help: str
+
+    @property
+    def arrow(self) -> str:
+        return "↑" if self.better == "higher" else "↓"
+
+    @property
+    def heading(self) -> str:
+        """The label with its direction, for table headers and chart legends."""
+        return f"{self.label} {self.arrow}"
+
+
+_SCORER = ("observer", "text_embedder", "references")
+_ALL = (
+    Metric(
+        "faith",
+        "FAITH",
+        0,
+        1,
+        "higher",
+        "",
+        (*_SCORER, "judge", "stereotypes"),
+        "image",
+        "ahead",
+        "Cultural faithfulness: ALIGN less HAL, discounted by EXAG.",
+    ),
+    Metric(
+        "align",
+        "ALIGN",
+        0,
+        1,
+        "higher",
+        "",
+        _SCORER,
+        "image",
+        "ahead",
+        "Share of the reference descriptors the image shows.",
+    ),
+    Metric(
+        "hal",
+        "HAL",
+        0,
+        1,
+        "lower",
+        "",
+        _SCORER,
+        "image",
+        "ahead",
+        "Share of what the image shows that matches no reference (hallucinated).",
+    ),
+    Metric(
+        "exag",
+        "EXAG",
+        0,
+        1,
+        "lower",
+        "",
+        ("judge", "stereotypes"),
+        "image",
+        "ahead",
+        "How strongly the image exaggerates the country's stereotypes.",
+    ),
+    Metric(
+        "quality",
+        "quality",
+        0,
+        1,
+        "higher",
+        "",
+        ("judge",),
+        "image",
+        "quality",
+        "Perceptual quality: the lower of naturalness and freedom from artifacts, 0-10 / 10.",
+    ),
+    Metric(
+        "clip_iqa",
+        "CLIP-IQA",
+        0,
+        1,
+        "higher",
+        "",
+        ("image_embedder",),
+        "image",
+        "quality",
+        "CLIP's preference for 'Good photo.' over 'Bad photo.'.",
+    ),
+    Metric(
+        "drift",
+        "drift",
+        0,
+        2,
+        "lower",
+        "",
+        ("image_embedder",),
+        "run",
+        "ahead",
+        "1 - cosine between the edited image and its parent: how far an edit moved it.",
+    ),
+    Metric(
+        "pooled_align",
+        "pooled ALIGN",
+        0,
+        1,
+        "higher",
+        "",
+        (*_SCORER, "several images"),
+        "prompt",
+        "diversity",
+        "ALIGN of everything a prompt's images show together.",
+    ),
+    Metric(
+        "ddiv",
+        "DDIV",
+        0,
+        1,
+        "higher",
+        "",
+        (*_SCORER, "several images"),
+        "prompt",
+        "diversity",
+        "Descriptor diversity: entropy of which references a prompt's images show.",
+    ),
+    Metric(
+        "sdiv",
+        "SDIV",
+        -1,
+        1,
+        "higher",
+        "",
+        (*_SCORER, "several images"),
+        "prompt",
+        "diversity",
+        "Set diversity: pooled ALIGN less the images' mean ALIGN.",
+    ),
+    Metric(
+        "vendi",
+        "Vendi",
+        1,
+        None,
+        "higher",
+        "effective images",
+        ("image_embedder", "several images"),
+        "prompt",
+        "diversity",
+        "Vendi score: the effective number of different images among a prompt's images.",
+    ),
+    Metric(
+        "qvendi",
+        "qVendi",
+        0,
+        None,
+        "higher",
+        "",
+        ("image_embedder", "several images"),
+        "prompt",
+        "diversity",
+        "Vendi score times the images' mean FAITH.",
+    ),
+    Metric(
+        "explicit_met",
+        "explicit met",
+        0,
+        1,
+        "higher",
+        "",
+        ("llm", "judge"),
+        "image",
+        "expectations",
+        "Share of the prompt's explicit expectations the image meets.",
+    ),
+    Metric(
+        "implicit_met",
+        "implicit met",
+        0,
+        1,
+        "higher",
+        "",
+        ("llm", "judge"),
+        "image",
+        "expectations",
+        "Share of the prompt's implicit cultural expectations the image meets.",
+    ),
+    Metric(
+        "expectations",
+        "expectations met",
+        0,
+        1,
+        "higher",
+        "",
+        ("llm", "judge"),
+        "image",
+        "human",
+        "Share of all expectations (explicit and implicit) the image meets.",
+    ),
+    Metric(
+        "caire",
+        "CAIRE",
+        1,
+        5,
+        "higher",
+        "rating",
+        ("judge", "knowledge base"),
+        "image",
+        "human",
+        "CAIRE cultural relevance of the image to the country, rated 1-5.",
+    ),
+    Metric(
+        "clipscore",
+        "CLIPScore",
+        0,
+        100,
+        "higher",
+        "",
+        ("image_embedder", "prompt"),
+        "image",
+        "human",
+        "100 x max(cosine of the image and its prompt, 0).",
+    ),
+    Metric(
+        "sos",
+        "SoS",
+        -1,
+        1,
+        "higher",
+        "",
+        ("image_embedder", "SoS bank"),
+        "image",
+        "sos",
+        "Surface over semantics: closer to the culture (positive) or to the prompt's "
+        "language (negative).",
+    ),
+)
+CUBE = (
+    Metric(
+        "cube_diversity",
+        "CUBE diversity",
+        0,
+        1,
+        "higher",
+        "",
+        ("observer", "several images"),
+        "prompt",
+        "cube",
+        "Vendi of the geo-tags per chunk, over its size, averaged.",
+    ),
+    Metric(
+        "cube_diversity_authors",
+        "CUBE diversity (authors')",
+        0,
+        1,
+        "higher",
+        "",
+        ("observer", "several images"),
+        "prompt",
+        "cube",
+        "As CUBE diversity, every chunk divided by the full chunk size.",
+    ),
+    Metric(
+        "tag_vendi",
+        "tag Vendi",
+        1,
+        None,
+        "higher",
+        "effective tags",
+        ("observer", "several images"),
+        "prompt",
+        "cube",
+        "Vendi score of the geo-tags.",
+    ),
+    Metric(
+        "tag_qvendi",
+        "tag qVendi",
+        0,
+        None,
+        "higher",
+        "",
+        ("observer", "judge", "several images"),
+        "prompt",
+        "cube",
+        "tag Vendi times the images' mean quality.",
+    ),
+    Metric(
+        "vendi",
+        "Vendi",
+        1,
+        None,
+        "higher",
+        "effective images",
+        ("image_embedder", "several images"),
+        "prompt",
+        "cube",
+        "Vendi score of the image embeddings.",
+    ),
+    Metric(
+        "qvendi",
+        "qVendi",
+        0,
+        None,
+        "higher",
+        "",
+        ("image_embedder", "judge", "several images"),
+        "prompt",
+        "cube",
+        "Vendi score times the images' mean quality.",
+    ),
+    Metric(
+        "quality",
+        "concept quality",
+        0,
+        1,
+        "higher",
+        "probability",
+        ("judge",),
+        "image",
+        "cube",
+        "The judge's probability that the image shows the concept.",
+    ),
+)
+CATALOG: dict[str, Metric] = {m.name: m for m in _ALL}
+
+
+def metric(name: str) -> Metric:
+    try:
+        return CATALOG[name]
+    except KeyError:
+        raise KeyError(f"unknown metric {name!r} (known: {', '.join(CATALOG)})") from None
+
+
+def names(*groups: str, level: str | None = None) -> tuple[str, ...]:
+    """The names of the metrics of these groups (all when none), in catalog order."""
+    return tuple(
+        m.name
+        for m in _ALL
+        if (not groups or m.group in groups) and (level is None or m.level == level)
+    )
+
+
+def label(name: str) -> str:
+    """The metric's label, or the name itself for a figure the catalog does not hold."""
+    return CATALOG[name].label if name in CATALOG else name
+
+
+# what bench stores per image, and per prompt, in the order of rows.csv
+BENCH_IMAGE = names("ahead", level="image")
+BENCH_QUALITY = names("quality")
+BENCH_PROMPT = names("diversity")
+BENCH_EXPECTATIONS = names("expectations")
+# what refine agree can compare with human ratings
+AGREE = (*BENCH_IMAGE, *BENCH_QUALITY, *BENCH_EXPECTATIONS, *names("human"))
+# CUBE concepts runs' figures
+CUBE_FIGURES = tuple(m.name for m in CUBE)

@@ -1,0 +1,63 @@
+"""metrics.catalog: each metric once, with a range and a direction; the bench's rows, the
+agree command and the app's series take their names from it, and no other list of metric
+names is written out in the code."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from metrics import catalog
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_each_metric_once_with_a_range_and_a_direction():
+    for group in (catalog._ALL, catalog.CUBE):
+        assert len({m.name for m in group}) == len(group)
+        for m in group:
+            assert m.label and m.help.endswith(".") and m.better in ("higher", "lower")
+            assert m.high is None or m.low < m.high, m.name
+    assert catalog.metric("hal").better == "lower" and catalog.metric("hal").heading == "HAL ↓"
+    assert catalog.metric("faith").heading == "FAITH ↑"
+    assert catalog.label("cube_diversity") == "cube_diversity"  # not in the main table
+
+
+def test_bench_rows_and_agree_read_the_catalog():
+    from refine.agree import METRICS
+    from refine.bench import ROW_FIELDS
+    from refine.views import METRICS as SERIES
+
+    per_image = [f for f in ROW_FIELDS if f in catalog.CATALOG]
+    assert per_image == [
+        *catalog.names("ahead", level="image"),
+        *catalog.names("quality"),
+        *catalog.names("diversity"),
+        *catalog.names("expectations"),
+    ]
+    assert set(catalog.BENCH_IMAGE) | {"quality", "explicit_met", "caire"} <= set(METRICS)
+    assert SERIES[0] == catalog.label("faith") and catalog.label("clip_iqa") in SERIES
+
+
+def _literal_lists(path: Path):
+    """Tuples, lists and sets written out in a file, of three or more strings."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Tuple | ast.List | ast.Set) and len(node.elts) >= 3:
+            values = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+            if len(values) == len(node.elts) and all(isinstance(v, str) for v in values):
+                yield node.lineno, values
+
+
+def test_no_other_list_of_metric_names():
+    known = {m.name for m in (*catalog._ALL, *catalog.CUBE)} | {m.label for m in catalog._ALL}
+    found = []
+    for folder in ("refine", "metrics", "ui"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.name == "catalog.py":
+                continue
+            for line, values in _literal_lists(path):
+                if sum(v in known for v in values) >= 3:
+                    found.append(f"{path.relative_to(ROOT)}:{line}: {values}")
+    assert not found, "metric names written out again; read metrics/catalog.py:\n" + "\n".join(
+        found
+    )
