@@ -24,7 +24,6 @@ the profile's image embedder.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from metrics.catalog import AGREE, BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_QUALITY, names
+from refine.io.files import file_sha256
 
 QUESTIONS = ("alignment", "faithfulness", "expectations_met")
 METRICS = AGREE  # every metric that can be compared with ratings
@@ -63,14 +63,6 @@ class Rating:
     prompt: str | None = None
     activity: str | None = None
     country: str | None = None
-
-
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _list(value: Any, where: str, name: str) -> list[str]:
@@ -275,7 +267,7 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
                 found.add(folder / im["file"], cell.get("activity"), cell.get("country"), values)
         return True
     if (folder / "run.json").is_file():
-        from refine.store import RunStore
+        from refine.io.store import RunStore
 
         run = RunStore(folder).load()
         for r in run.rounds:

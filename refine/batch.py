@@ -29,8 +29,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from refine.events import BatchStarted, EntryChanged, EntryEvent, Event, RunStarted
+from refine.io.files import atomic_write_text, slug
+from refine.io.store import RunStore
 from refine.records import ReferencePack, Run, RunSpec
-from refine.store import RunStore, atomic_write_text, slug
 
 log = logging.getLogger(__name__)
 

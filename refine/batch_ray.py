@@ -30,7 +30,8 @@ from typing import Any
 
 from refine.batch import Batch, BatchStore, entry_ended, record_run
 from refine.events import BatchStarted, EntryChanged, Event
-from refine.store import LOCK_FILE, RunStore, atomic_write_text
+from refine.io.files import atomic_write_text
+from refine.io.store import LOCK_FILE, RunStore
 
 # environment a worker needs to reach the same models and caches as the driver
 PASSED_ENV = (

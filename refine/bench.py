@@ -30,7 +30,7 @@ from typing import Any
 
 from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, BENCH_QUALITY
 from metrics.stats import mean_interval
-from refine.store import append_jsonl, atomic_write_text, slug
+from refine.io.files import append_jsonl, atomic_write_text, slug
 
 
 @dataclass(frozen=True)

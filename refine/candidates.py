@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
     from refine.assess import Assessor, CallCounter
     from refine.backends.selection import Backends
+    from refine.io.store import RunStore
     from refine.records import Run
-    from refine.store import RunStore
 
 Make = Callable[..., list["Image.Image"]]  # make(backend, seeds, **progress) -> images
 

@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from metrics.catalog import CUBE_FIGURES
-from refine.store import atomic_write_text, slug
+from refine.io.files import atomic_write_text, slug
 
 CHUNK = 8
 

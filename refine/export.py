@@ -20,7 +20,6 @@ Every export returns how many items it took and, per reason, how many it left ou
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections import Counter
@@ -28,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from refine.io.files import file_sha256
 
 FORMATS = ("imagefolder", "pairs", "edits")
 
@@ -71,10 +72,6 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
     return list(dict.fromkeys(runs))
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _copy(src: Path, folder: Path, name: str) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, folder / name)
@@ -94,7 +91,7 @@ def _prompt(run: Any) -> str:
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    from refine.store import atomic_write_text
+    from refine.io.files import atomic_write_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
@@ -114,7 +111,7 @@ def export(
     ``dry_run`` only count what would be written."""
     copy = (lambda src, folder, name: name) if dry_run else _copy
     write = (lambda path, rows: None) if dry_run else _write_jsonl
-    from refine.store import RunStore
+    from refine.io.store import RunStore
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")
@@ -219,7 +216,7 @@ def _pairs(
         if drift > max_drift:
             result.skipped[f"drift above {max_drift:g}"] += 1
             return
-        key = (_digest(run_dir / w.image), _digest(run_dir / lo.image))
+        key = (file_sha256(run_dir / w.image), file_sha256(run_dir / lo.image))
         if key in seen or key[0] == key[1]:
             result.skipped["the same pair again"] += 1
             return

@@ -8,7 +8,7 @@
   candidates are made and assessed by :class:`refine.candidates.CandidateMaker`,
 * decisions are the pure functions of :mod:`refine.policy`,
 * per-round measurements (CAIRE, prompt languages and SoS) are :mod:`refine.steps`,
-* files are kept by :class:`refine.store.RunStore` (``run.json`` saved after every round).
+* files are kept by :class:`refine.io.store.RunStore` (``run.json`` saved after every round).
 
 Round 0 generates (best of ``initial_candidates`` seeds) or takes the user's image. Every
 later round builds an instruction from the parent's feedback (or takes the user's), edits
@@ -48,9 +48,9 @@ from refine.instructions import (
     template_instruction,
     write_instruction,
 )
+from refine.io.store import RunStore, new_run_id
 from refine.records import Candidate, PlannedChange, ReferencePack, Round, Run, RunSpec
 from refine.steps import StepContext, default_steps
-from refine.store import RunStore, new_run_id
 
 if TYPE_CHECKING:
     from PIL import Image

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+from refine.io.files import file_sha256, plain_file_inside
+
 RATINGS = "ratings.jsonl"
 RATERS = ".raters.json"  # rater name -> the hash of the app visitor who rates under it
 _APPEND = threading.Lock()
@@ -89,7 +90,7 @@ class RatingSet:
         """Rate under ``rater`` as ``visitor`` (a visitor hash): the first visitor to use a
         name in this set keeps it; another is refused (nobody's answers are written under
         someone else's name). The claims are kept in the set's hidden ``.raters.json``."""
-        from refine.store import atomic_write_text
+        from refine.io.files import atomic_write_text
 
         path = self.folder / RATERS
         with _APPEND:
@@ -148,8 +149,7 @@ class RatingSet:
     ) -> dict[str, Any]:
         """Append one rating (validated: both answers 1-5, unmet statements among the
         image's expectations, a comment of at most 1000 characters) and sync it."""
-        from refine.agree import file_sha256
-        from refine.store import append_jsonl
+        from refine.io.files import append_jsonl
 
         it = self.item(image)
         answers = {}
@@ -207,26 +207,15 @@ def _signature(folder: Path) -> tuple:
     return tuple(out)
 
 
-def _rel(root: Path, path: Path) -> str | None:
-    """``path`` relative to ``root`` when it is a plain image file inside it."""
-    try:
-        rel = path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return None
-    if path.is_symlink() or not path.is_file() or path.suffix.lower() not in IMAGE_SUFFIXES:
-        return None
-    return rel.as_posix()
-
-
 def _collect(root: Path, folder: Path, items: dict[str, Item]) -> bool:
     if (folder / "run.json").is_file():
-        from refine.store import RunStore
+        from refine.io.store import RunStore
 
         run = RunStore(folder).load()
         prompt = run.rounds[0].text if run.rounds else run.spec.activity
         expectations = tuple(e.statement for e in run.spec.expectations)
         for name in run.image_names():
-            rel = _rel(root, folder / name)
+            rel = plain_file_inside(root, folder / name)
             if rel:
                 items[rel] = Item(rel, prompt, expectations, run.spec.activity, run.spec.country)
         return True
@@ -238,7 +227,7 @@ def _collect(root: Path, folder: Path, items: dict[str, Item]) -> bool:
                 except json.JSONDecodeError:
                     continue
                 for im in cell.get("images", []):
-                    rel = _rel(root, folder / str(im.get("file", "")))
+                    rel = plain_file_inside(root, folder / str(im.get("file", "")))
                     if rel:
                         items[rel] = Item(
                             rel,
@@ -261,6 +250,6 @@ def _plain(folder: Path, items: dict[str, Item]) -> None:
         except json.JSONDecodeError:
             prompts = {}
     for path in sorted(folder.iterdir()):
-        rel = _rel(folder, path)
+        rel = plain_file_inside(folder, path)
         if rel:
             items[rel] = Item(rel, prompts.get(path.name, ""))

@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 
 from metrics.descriptors import DIMENSIONS
 from refine.assets import prompt_template
+from refine.io.files import atomic_write_text, slug
 from refine.records import ReferencePack
-from refine.store import atomic_write_text, slug
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)

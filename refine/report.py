@@ -480,7 +480,7 @@ def _document(title: str, body: str) -> str:
 
 
 def render_run(run_dir: str | Path) -> str:
-    from refine.store import RunStore
+    from refine.io.store import RunStore
 
     run_dir = Path(run_dir).resolve()
     run = RunStore(run_dir).load()
@@ -490,7 +490,7 @@ def render_run(run_dir: str | Path) -> str:
 
 def render_batch(batch_dir: str | Path) -> str:
     from refine.batch import BatchStore
-    from refine.store import RunStore
+    from refine.io.store import RunStore
 
     batch_dir = Path(batch_dir).resolve()
     batch = BatchStore(batch_dir).load()
@@ -553,7 +553,7 @@ def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
             f"{directory} is neither a run directory (run.json) nor a batch (batch.json)"
         )
     target = Path(out) if out else directory / "report.html"
-    from refine.store import atomic_write_text
+    from refine.io.files import atomic_write_text
 
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, html)

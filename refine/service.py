@@ -27,9 +27,9 @@ from typing import Any
 
 from refine.backends.loading import describe_error
 from refine.events import Event, ReviewWaiting, RunStarted, StepDone
+from refine.io.store import RunStore
 from refine.progress import RunProgress
 from refine.records import Run
-from refine.store import RunStore
 
 _END = "end"  # put on a job's queue when its worker thread is done
 OWNER_FILE = ".owner"  # the hash of the visitor who started the run
@@ -494,9 +494,9 @@ class RunService:
 
         from pydantic import ValidationError
 
+        from refine.io.files import atomic_write_text
         from refine.records import ReferencePack
         from refine.refs_build import built_path
-        from refine.store import atomic_write_text
 
         activity, country = phrase(activity, "activity"), phrase(country, "country")
         if len(text) > 200_000:
@@ -537,7 +537,7 @@ class RunService:
 
     def claim(self, run_dir: str | Path, visitor: str) -> None:
         """Make ``visitor`` the owner of the run in ``run_dir`` (a run this service started)."""
-        from refine.store import atomic_write_text
+        from refine.io.files import atomic_write_text
 
         atomic_write_text(Path(run_dir) / OWNER_FILE, visitor_hash(visitor) + "\n")
 
@@ -584,27 +584,15 @@ class RunService:
 
     def inside(self, value: str | Path | None, what: str = "folder") -> Path:
         """A folder named by a client (relative to ``out``, or a path inside it), confined
-        to ``out``: no ``..`` out of it, no link on the way. Else a ValueError."""
-        import os
+        to ``out``: no ``..`` out of it, no link on the way (refine.io.files.confined).
+        Else a ValueError."""
+        from refine.io.files import confined
 
-        text = str(value or "").strip()
-        if not text or "\x00" in text:
-            raise ValueError(f"no {what} given")
-        refused = ValueError(f"{text!r} is not a {what} inside this app's folder ({self.out})")
-        root = Path(os.path.abspath(self.out))
-        given = Path(text)
-        path = Path(os.path.abspath(given if given.is_absolute() else root / given))
-        try:
-            rel = path.relative_to(root)
-        except ValueError:
-            raise refused from None
-        here = root
-        for part in rel.parts:
-            here = here / part
-            if here.is_symlink():
-                raise refused
+        path = confined(self.out, value, what)
         if not path.is_dir():
-            raise refused
+            raise ValueError(
+                f"{str(value).strip()!r} is not a {what} inside this app's folder ({self.out})"
+            )
         return path
 
     def resolve(self, value: str | Path | None) -> Path:

@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from refine.io.files import IMAGE_SUFFIXES, image_files
 from refine.records import ReferencePack, RunSpec
 
-IMAGE_TYPES = (".png", ".jpg", ".jpeg", ".webp")
+IMAGE_TYPES = IMAGE_SUFFIXES  # what an image or a folder of photos may hold
 
 
 class SettingsError(ValueError):
@@ -282,7 +283,7 @@ def with_reference_images(
     path = _path(folder, Path(base_dir) if base_dir is not None else None)
     if not path.is_dir():
         raise SettingsError("reference_images", f"{path}: not a folder of real photos")
-    photos = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_TYPES)
+    photos = image_files(path)
     if not photos:
         raise SettingsError("reference_images", f"{path}: no {', '.join(IMAGE_TYPES)} images in it")
     for photo in photos:

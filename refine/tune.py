@@ -529,6 +529,8 @@ class Tuner:
         import torch
         from peft import get_peft_model_state_dict
 
+        from refine.io.files import atomic_write
+
         state = {
             "step": self.step,
             "lora": get_peft_model_state_dict(self.unet),
@@ -536,9 +538,7 @@ class Tuner:
             "losses": self.losses,
             "config": asdict(self.c),
         }
-        tmp = self.out / "checkpoint.pt.tmp"
-        torch.save(state, tmp)
-        os.replace(tmp, self.out / "checkpoint.pt")
+        atomic_write(self.out / "checkpoint.pt", lambda tmp: torch.save(state, tmp))
 
     def _restore(self) -> None:
         import torch
@@ -589,7 +589,7 @@ class Tuner:
     def _finish(self) -> dict[str, Any]:
         from peft import get_peft_model_state_dict
 
-        from refine.store import atomic_write_text
+        from refine.io.files import atomic_write_text
 
         held = self.accuracy(self.held)
         if not self.main:  # the main process writes; the others wait for it

@@ -38,7 +38,7 @@ KNOWN: dict[str, str] = {
     "class refine/service.py:RunService": "issue 41 part 1: the app in views",
     "class refine/tune.py:Tuner": "issue 41 part 3: training in parts on accelerate",
     "function ui/app.py:build_app": "issue 41 part 1: the app in views",
-    "flat modules in refine/: 27": "issue 39 part 6: folders named for concerns",
+    "flat modules in refine/: 26": "issue 39 part 6: folders named for concerns",
 }
 
 

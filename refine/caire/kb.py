@@ -18,9 +18,7 @@ Loading memory-maps the index and the name embeddings.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,10 +27,12 @@ from typing import Any
 import numpy as np
 
 from refine.backends.imports import require
+from refine.io.files import IMAGE_SUFFIXES as FOLDER_IMAGES
+from refine.io.files import atomic_write, atomic_write_bytes, file_digest, image_files
 
 KB_VERSION = 1
 MANIFEST = "kb.json"
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")
+IMAGE_SUFFIXES = (*FOLDER_IMAGES, ".bmp", ".gif")  # PIL reads these too
 
 
 class KBError(ValueError):
@@ -137,7 +137,7 @@ def _from_folder(folder: Path, problems: list[str]) -> list[SourceEntity]:
         text = str(meta.get("text") or "")
         if not text and (sub / "text.txt").is_file():
             text = (sub / "text.txt").read_text(encoding="utf-8")
-        images = sorted(p for p in sub.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        images = image_files(sub, IMAGE_SUFFIXES)
         if not images:
             problems.append(f"{sub}: no images")
             continue
@@ -151,24 +151,6 @@ def _from_folder(folder: Path, problems: list[str]) -> list[SourceEntity]:
             )
         )
     return out
-
-
-def _sha1(path: Path) -> str:
-    return hashlib.sha1(path.read_bytes()).hexdigest()
-
-
-def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def _npy_bytes(array: np.ndarray) -> bytes:
-    import io
-
-    buf = io.BytesIO()
-    np.save(buf, array)
-    return buf.getvalue()
 
 
 class KnowledgeBase:
@@ -319,7 +301,7 @@ class KnowledgeBase:
         for e in part:
             fresh = []
             for image in e.images:
-                digest = _sha1(image)
+                digest = file_digest(image, "sha1")
                 if digest in known:
                     continue
                 known.add(digest)
@@ -398,15 +380,19 @@ class KnowledgeBase:
         if self.index is None:
             return
         p = self.path
-        _write(p / "entities.jsonl", "".join(json.dumps(e) + "\n" for e in self.entities).encode())
-        _write(p / "images.jsonl", "".join(json.dumps(i) + "\n" for i in self.images).encode())
-        _write(p / "names.npy", _npy_bytes(np.asarray(self.names, dtype=np.float32)))
-        _write(p / "image_entities.npy", _npy_bytes(np.asarray(self.image_entities, np.int32)))
-        tmp = p / "images.faiss.tmp"
-        faiss.write_index(self.index, str(tmp))
-        os.replace(tmp, p / "images.faiss")
+        atomic_write_bytes(
+            p / "entities.jsonl", "".join(json.dumps(e) + "\n" for e in self.entities).encode()
+        )
+        atomic_write_bytes(
+            p / "images.jsonl", "".join(json.dumps(i) + "\n" for i in self.images).encode()
+        )
+        names = np.asarray(self.names, dtype=np.float32)
+        atomic_write(p / "names.npy", lambda tmp: np.save(tmp, names))
+        links = np.asarray(self.image_entities, np.int32)
+        atomic_write(p / "image_entities.npy", lambda tmp: np.save(tmp, links))
+        atomic_write(p / "images.faiss", lambda tmp: faiss.write_index(self.index, str(tmp)))
         self.manifest.update(entities=len(self.entities), images=len(self.images))
-        _write(p / MANIFEST, json.dumps(self.manifest, indent=2).encode())
+        atomic_write_bytes(p / MANIFEST, json.dumps(self.manifest, indent=2).encode())
 
     # querying --------------------------------------------------------------------------
 

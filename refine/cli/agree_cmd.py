@@ -39,9 +39,9 @@ def agree_cmd(
     between raters as the ceiling, and a scatter per metric (agree.json, agree.html)."""
     from refine.agree import METRICS, agreement, compute_missing, load_ratings, stored_metrics
     from refine.cli.run_cmd import parse_backends
+    from refine.io.files import atomic_write_text
     from refine.report import render_agreement
     from refine.settings import split_list
-    from refine.store import atomic_write_text
 
     wanted = split_list(metrics)
     unknown = [m for m in wanted if m not in METRICS]

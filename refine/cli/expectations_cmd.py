@@ -33,9 +33,9 @@ def build_cmd(
     from refine.backends.selection import Backends
     from refine.cli.run_cmd import parse_backends
     from refine.expectations import build_expectations
+    from refine.io.files import atomic_write_text
     from refine.refs_build import LLMCache
     from refine.service import phrase
-    from refine.store import atomic_write_text
 
     try:
         prompt, country = phrase(prompt, "prompt", 300), phrase(country, "country")

@@ -96,7 +96,7 @@ def refs_build(
         raise UserInputError(str(err)) from err
     path = save_built(result)
     if out is not None:
-        from refine.store import atomic_write_text
+        from refine.io.files import atomic_write_text
 
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out, result.pack.model_dump_json(indent=2))
@@ -314,8 +314,8 @@ def run_cmd(
     """Generate, score and refine an image of an activity in a country, round by round."""
     from refine import settings
     from refine.events import RunStarted, StepDone
+    from refine.io.store import RunStore
     from refine.loop import Refiner
-    from refine.store import RunStore
     from refine.views import summary_lines
 
     where: dict[str, str] = {}
@@ -332,7 +332,7 @@ def run_cmd(
             run = RunStore(resume).load()
         except ValueError as err:
             raise UserInputError(f"--resume: {err}") from err
-        from refine.store import RunLocked
+        from refine.io.store import RunLocked
 
         refiner = Refiner(
             run.spec.profile, run.spec.backends, run.spec.backend_options, on_event=progress

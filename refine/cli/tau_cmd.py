@@ -58,17 +58,11 @@ def calibrate_tau_cmd(
     from refine import settings
     from refine.backends.selection import Backends
     from refine.cli.run_cmd import parse_backends
+    from refine.io.files import image_files
     from refine.profiles import load_profile
-    from refine.settings import IMAGE_TYPES
 
     # a folder stands for the photos in it
-    images = [
-        q
-        for p in images
-        for q in (
-            sorted(x for x in p.iterdir() if x.suffix.lower() in IMAGE_TYPES) if p.is_dir() else [p]
-        )
-    ]
+    images = [q for p in images for q in (image_files(p) if p.is_dir() else [p])]
     if not images:
         raise UserInputError("IMAGES: no .png, .jpg, .jpeg or .webp photos given")
     loaded = load_images(images)
@@ -107,8 +101,8 @@ def calibrate_tau_cmd(
     if write is not None:
         write_profile(base.path, write, tau, source, dict(backends.names), backends.options)
     if html is not None:
+        from refine.io.files import atomic_write_text
         from refine.report import render_tau
-        from refine.store import atomic_write_text
 
         html.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(html, render_tau(sims, tau, q, source))
@@ -145,7 +139,7 @@ def write_profile(
     options in use (a --backend override is part of what the value was calibrated for)."""
     import tomllib
 
-    from refine.store import atomic_write_text
+    from refine.io.files import atomic_write_text
 
     data = tomllib.loads(base.read_text(encoding="utf-8"))
     lines = [

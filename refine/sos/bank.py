@@ -18,8 +18,8 @@ the images it already saved, and a bank can be grown by naming more cultures or 
 from __future__ import annotations
 
 import csv
+import io
 import json
-import os
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from refine.assets import assets_dir, prompt_template
+from refine.io.files import atomic_write, atomic_write_json, atomic_write_text
 
 LANGUAGES = {
     "en": "English",
@@ -153,16 +154,8 @@ def cell_prompts(
     return [text]
 
 
-def _atomic_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _atomic_npy(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(path.name + ".tmp.npy")
-    np.save(tmp, array)
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: np.save(tmp, array))
 
 
 class Bank:
@@ -255,7 +248,7 @@ def build_bank(
             )
     manifest["cultures"] = sorted({cell["culture"] for cell in manifest["cells"].values()})
     manifest["languages"] = sorted({cell["language"] for cell in manifest["cells"].values()})
-    _atomic_json(out / MANIFEST, manifest)
+    atomic_write_json(out / MANIFEST, manifest)
     todo = [key for key, cell in manifest["cells"].items() if not cell["done"]]
     total = len(manifest["cells"])
     finished = [total - len(todo)]
@@ -273,7 +266,7 @@ def build_bank(
         update = dict(update)
         worker = update.pop("worker", None)  # who made it: said, not kept
         cell.update(update)
-        _atomic_json(out / MANIFEST, manifest)
+        atomic_write_json(out / MANIFEST, manifest)
         if cell["done"]:
             finished[0] += 1
             if on_progress is not None:
@@ -341,8 +334,7 @@ def make_cell(
         else:
             made = generator.generate(prompt, seeds)
             for path, image in zip(paths, made, strict=True):
-                image.save(path.with_suffix(".tmp.png"))
-                os.replace(path.with_suffix(".tmp.png"), path)
+                atomic_write(path, image.save)
         pictures += made
         names += [str(path.relative_to(out)) for path in paths]
     vectors = embedder.encode_images(pictures)
@@ -368,12 +360,10 @@ def _write_combined(out: Path, manifest: dict[str, Any], sos_bank: Any) -> None:
     bank.path, bank.manifest = out, manifest
     e, cultures, languages, _ = bank.data()
     _atomic_npy(out / "embeddings.npy", e)
-    tmp = out / "labels.csv.tmp"
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["culture", "language"])
-        writer.writerows(zip(cultures, languages, strict=True))
-    os.replace(tmp, out / "labels.csv")
+    rows = io.StringIO(newline="")
+    writer = csv.writer(rows)
+    writer.writerow(["culture", "language"])
+    writer.writerows(zip(cultures, languages, strict=True))
+    atomic_write_text(out / "labels.csv", rows.getvalue())
     centroids = sos_bank.build(e, cultures, languages, embedder=manifest["settings"]["embedder"])
-    centroids.save(out / "centroids.tmp.npz")
-    os.replace(out / "centroids.tmp.npz", out / "centroids.npz")
+    atomic_write(out / "centroids.npz", centroids.save)

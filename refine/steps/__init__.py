@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from refine.assess import Assessor, CallCounter
     from refine.backends.selection import Backends
     from refine.events import Event
+    from refine.io.store import RunStore
     from refine.records import Round, Run, RunSpec
-    from refine.store import RunStore
 
 
 @dataclass

@@ -146,7 +146,7 @@ def test_bad_ratings_files_get_one_line_each(rated, tmp_path):
 def test_run_folders_expectations_and_computed_scores(world, siglip_path, tmp_path):
     """Metrics stored in a run (every candidate's scores, the chosen image's expectations
     met share) and, with --compute, an image no folder holds, scored by the profile."""
-    from refine.store import RunStore
+    from refine.io.store import RunStore
     from tests.e2e.test_cli_run import run_args
     from tests.e2e.test_expectations import PROMPT
     from tests.fakes.gemini_world import GREY

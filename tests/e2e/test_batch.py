@@ -9,8 +9,8 @@ from PIL import Image
 
 from refine.batch import open_batch, read_specs, run_batch, summarise
 from refine.events import EntryChanged
+from refine.io.store import RunStore
 from refine.loop import Refiner
-from refine.store import RunStore
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import BLUE, GREEN, RED
 

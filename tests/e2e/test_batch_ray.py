@@ -16,8 +16,8 @@ import pytest
 
 from refine.batch import open_batch, run_batch
 from refine.events import EntryChanged
+from refine.io.store import RunStore
 from refine.loop import Refiner
-from refine.store import RunStore
 from tests.e2e.test_batch import write_jsonl
 from tests.e2e.test_cli_run import env
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from refine.io.store import RunStore
 from refine.loop import Refiner
-from refine.store import RunStore
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 

@@ -51,7 +51,7 @@ def test_each_round_is_rated_and_a_misreading_feeds_the_next_edit(
     assert r1.caire_note is None and r1.timings["caire"] > 0
     assert StageStarted(round=1, stage="caire") in events
     # the saved record holds the same
-    from refine.store import RunStore
+    from refine.io.store import RunStore
 
     again = RunStore(tmp_path / "runs" / run.id).load()
     assert again.rounds[0].caire == r0.caire and again.rounds[0].caire_note == r0.caire_note

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from refine.store import RunStore
+from refine.io.store import RunStore
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 MAIN = "from refine.cli import main; main()"

@@ -9,7 +9,7 @@ import json
 import pytest
 from PIL import Image
 
-from refine.store import RunStore
+from refine.io.store import RunStore
 from tests.e2e.test_cli_run import cli, run_args
 from tests.fakes.gemini_world import EXPECT_P, GREEN, NOWRUZ_REFS, RED
 

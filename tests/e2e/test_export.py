@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from refine.store import RunStore
+from refine.io.store import RunStore
 from tests.e2e.test_cli_run import cli
 
 ACTS = ["people eating food at home", "wedding celebration"]

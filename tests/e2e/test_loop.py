@@ -8,9 +8,9 @@ import pytest
 from PIL import Image
 
 from refine.events import RoundDecided
+from refine.io.store import RunStore
 from refine.loop import Refiner
 from refine.records import Run
-from refine.store import RunStore
 from tests.fakes.gemini_world import BLUE, GREEN, GREY, RED, expected_exag
 
 ACT, COUNTRY = "people eating food at home", "Iran"

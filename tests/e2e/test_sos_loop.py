@@ -7,8 +7,8 @@ import pytest
 
 from refine.backends import create
 from refine.events import StageStarted
+from refine.io.store import RunStore
 from refine.loop import Refiner
-from refine.store import RunStore
 from tests.fakes.gemini_world import BLUE, GREEN, RED, build_activity_bank
 
 ACT, COUNTRY = "people eating food at home", "Iran"

@@ -15,8 +15,8 @@ from metrics.ahead import score_images
 from metrics.descriptors import DIMENSIONS
 from refine.assets import prompt_template
 from refine.backends.structured import observation_prompt
+from refine.io.store import RunStore
 from refine.loop import Refiner
-from refine.store import RunStore
 from tests.fakes.tiny_models import build_tiny_qwen_vl, build_tiny_sd, teach
 
 ACT, COUNTRY = "people eating food at home", "Iran"

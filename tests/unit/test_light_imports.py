@@ -21,7 +21,8 @@ def test_top_level_imports_are_light():
     code = (
         "import sys, refine, metrics, refine.backends, refine.assets, metrics.ahead, "
         "metrics.sos, metrics.vendi, metrics.text_embedding, metrics.drift, refine.loop, "
-        "refine.records, refine.references, refine.store, refine.instructions, refine.settings, "
+        "refine.records, refine.references, refine.io.store, refine.io.files, "
+        "refine.instructions, refine.settings, "
         "refine.assess, refine.policy, refine.views, refine.events, refine.steps, "
         "refine.steps.caire, refine.steps.languages, refine.backends.selection, refine.service; "
         "from refine import Refiner; "
@@ -73,6 +74,7 @@ def test_imports_go_one_way():
     below = [
         *(root / "refine" / "steps").rglob("*.py"),
         *(root / "refine" / "backends").rglob("*.py"),
+        *(root / "refine" / "io").rglob("*.py"),
         *(
             root / "refine" / name
             for name in (
@@ -82,7 +84,6 @@ def test_imports_go_one_way():
                 "views.py",
                 "records.py",
                 "events.py",
-                "store.py",
                 "instructions.py",
                 "report.py",
             )

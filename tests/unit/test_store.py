@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from PIL import Image
 
-import refine.store as store_module
+import refine.io.store as store_module
+from refine.io.store import RunLocked, RunStore
 from refine.records import ReferencePack, Run, RunSpec
-from refine.store import RunStore
 
 
 def a_run(run_id: str) -> Run:
@@ -86,7 +87,8 @@ def test_a_held_run_is_refused_and_a_stale_lock_taken_over(tmp_path):
     import socket
     import stat
 
-    from refine.store import FILE_MODE, RunLocked
+    from refine.io.files import FILE_MODE
+    from refine.io.store import RunLocked
 
     store = RunStore.create(tmp_path, "r3")
     store.save(a_run("r3"))
@@ -108,3 +110,67 @@ def test_a_held_run_is_refused_and_a_stale_lock_taken_over(tmp_path):
     again.release()
     # files follow the umask, not mkstemp's 0600
     assert stat.S_IMODE((store.dir / "run.json").stat().st_mode) == FILE_MODE
+
+
+def _race(run_dir, start, done, won):
+    from refine.io.store import RunLocked, RunStore
+
+    store = RunStore(run_dir)
+    start.wait()
+    try:
+        store.acquire()
+        won.put(os.getpid())
+    except RunLocked:
+        pass
+    done.wait()  # the winner holds the run until everyone has tried
+    store.release()
+
+
+def test_processes_racing_for_a_run_get_one_holder_every_time(tmp_path):
+    """Six processes try to take one run at the same moment, 24 times over: each time
+    exactly one holds it (with the lock created first and its owner written after, a
+    loser could read an empty lock as stale and take it too: 9 of 24 trials did)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    store = RunStore.create(tmp_path, "race")
+    store.save(a_run("race"))
+    for trial in range(24):
+        start, done, won = ctx.Barrier(6), ctx.Barrier(6), ctx.Queue()
+        procs = [ctx.Process(target=_race, args=(store.dir, start, done, won)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(30)
+            assert p.exitcode == 0
+        winners = []
+        while not won.empty():
+            winners.append(won.get())
+        assert len(winners) == 1, f"trial {trial}: {len(winners)} holders"
+        assert store.holder() is None  # released, and free for the next trial
+
+
+def test_the_lock_dies_with_its_process(tmp_path):
+    """A process killed while it holds a run leaves it free: the OS drops the lock."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    store = RunStore.create(tmp_path, "killed")
+    store.save(a_run("killed"))
+    code = (
+        "import sys, time; from refine.io.store import RunStore; "
+        f"RunStore({str(store.dir)!r}).acquire(); print('held', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    assert store.holder() == f"{proc.pid}@{__import__('socket').gethostname()}"
+    with pytest.raises(RunLocked, match=f"process {proc.pid}@"):
+        RunStore(store.dir).acquire()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    time.sleep(0.05)
+    assert store.holder() is None
+    store.acquire()  # taken over at once
+    store.release()

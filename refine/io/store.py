@@ -7,25 +7,26 @@ be resumed. Recently written images stay in memory, so a parent is not read back
 
 Run directories are created exclusively (a suffix on a name already taken, so runs started
 in the same second by several threads or processes never collide). While a process drives
-a run it holds ``.lock`` (its PID and host): a second process, or a second driver in the
-same process, is refused with the PID that holds it; a lock whose process is gone is taken
-over, and the temp files a killed write left behind are removed. Files are written with
-the user's umask.
+a run it holds an OS lock (``flock``) on ``.lock``, where it writes its PID and host: a
+second process, or a second driver in the same process, is refused with the PID that holds
+it; the OS drops the lock of a process that is gone, however it ended, and the temp files a
+killed write left behind are removed. Files are written atomically with the user's umask
+(refine.io.files).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-import re
 import socket
-import tempfile
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from refine.io.files import FILE_MODE, atomic_write, atomic_write_text, is_temp, slug
 from refine.records import Run
 
 if TYPE_CHECKING:
@@ -35,56 +36,13 @@ RUN_FILE = "run.json"
 LOCK_FILE = ".lock"
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-FILE_MODE = 0o666 & ~_umask()
-
-
 class RunLocked(RuntimeError):
     """Another process (or another driver in this one) is working on the run."""
-
-
-def slug(text: str, limit: int = 40) -> str:
-    s = re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")
-    return s[:limit].strip("-") or "run"
 
 
 def new_run_id(activity: str, country: str) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{slug(country, 20)}-{slug(activity)}"
-
-
-def append_jsonl(path: Path, row: Any) -> None:
-    """Append one JSON line and sync it; a line a kill left unfinished is closed first, so
-    the new one starts on a line of its own (readers skip the cut one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cut = False
-    if path.is_file() and path.stat().st_size:
-        with open(path, "rb") as f:
-            f.seek(-1, os.SEEK_END)
-            cut = f.read(1) != b"\n"
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(("\n" if cut else "") + json.dumps(row, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, FILE_MODE)  # mkstemp makes 0600; a run's files follow the umask
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class RunStore:
@@ -97,7 +55,7 @@ class RunStore:
         self._writer: ThreadPoolExecutor | None = None
         self._pending: list[Future] = []
         self._recent: OrderedDict[str, Image.Image] = OrderedDict()
-        self._locked = False
+        self._lock_fd: int | None = None
 
     @classmethod
     def create(cls, root: str | Path, run_id: str) -> RunStore:
@@ -118,50 +76,71 @@ class RunStore:
     # -- the lock ----------------------------------------------------------------------
 
     def holder(self) -> str | None:
-        """``pid@host`` of the live process holding the lock, or None."""
+        """``pid@host`` of the process holding the run (as it wrote it), or None when no
+        process holds it. Held means an OS lock on ``.lock``, which the OS releases when
+        its process ends, however it ends."""
+        lock = self.dir / LOCK_FILE
         try:
-            text = (self.dir / LOCK_FILE).read_text(encoding="utf-8").strip()
+            fd = os.open(lock, os.O_RDONLY)
         except OSError:
             return None
-        pid, _, host = text.partition("@")
-        if host and host != socket.gethostname():
-            return text  # another machine's process: it cannot be checked from here
         try:
-            os.kill(int(pid), 0)
-        except (ValueError, ProcessLookupError):
-            return None  # a stale lock: its process is gone
-        except PermissionError:
-            return text  # alive, owned by someone else
-        return text
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                text = os.pread(fd, 256, 0).decode("utf-8", "replace").strip()
+                return text or "another process"
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        finally:
+            os.close(fd)
 
     def acquire(self) -> None:
-        """Hold the run for this process; refused while another live driver holds it. A
-        stale lock is taken over and leftover temp files are removed."""
+        """Hold the run for this process, or RunLocked naming who holds it. One OS lock
+        (``flock``) decides: of processes racing for a run exactly one gets it, and there
+        is no moment when the file exists without its owner holding it. A lock whose
+        process is gone is free (the OS dropped it); temp files a killed write left behind
+        are removed."""
         me = f"{os.getpid()}@{socket.gethostname()}"
         lock = self.dir / LOCK_FILE
-        for _ in range(3):
+        for attempt in range(50):
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, FILE_MODE)
             try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
-            except FileExistsError:
-                held = self.holder()
-                if held is not None:
-                    raise RunLocked(
-                        f"{self.dir} is in use by process {held}; wait for it to end, or stop it"
-                    ) from None
-                lock.unlink(missing_ok=True)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                if attempt < 2:  # a moment's look by holder() also blocks: ask again
+                    time.sleep(0.02)
+                    continue
+                held = self.holder() or "another process"
+                raise RunLocked(
+                    f"{self.dir} is in use by process {held}; wait for it to end, or stop it"
+                ) from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:  # released (and removed) by its holder between open and lock
+                os.close(fd)
                 continue
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(me)
-            self._locked = True
-            for leftover in self.dir.glob(".*.tmp"):
-                leftover.unlink(missing_ok=True)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, me.encode(), 0)
+            os.fsync(fd)
+            self._lock_fd = fd
+            for leftover in self.dir.glob(".*"):
+                if is_temp(leftover):
+                    leftover.unlink(missing_ok=True)
             return
         raise RunLocked(f"{self.dir}: could not take the lock")
 
     def release(self) -> None:
-        if self._locked:
-            (self.dir / LOCK_FILE).unlink(missing_ok=True)
-            self._locked = False
+        """Give the run up: the lock file goes while still held, then the lock."""
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            try:
+                (self.dir / LOCK_FILE).unlink(missing_ok=True)
+            finally:
+                os.close(fd)
 
     def _inside(self, name: str) -> Path:
         path = (self.dir / name).resolve()
@@ -221,7 +200,5 @@ class RunStore:
 
 
 def _write_png(path: Path, image: Image.Image) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    image.save(tmp, format="PNG", compress_level=1)  # fast; lossless all the same
-    os.chmod(tmp, FILE_MODE)
-    os.replace(tmp, path)
+    # compress level 1: fast, and lossless all the same
+    atomic_write(path, lambda tmp: image.save(tmp, format="PNG", compress_level=1))

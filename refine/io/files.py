@@ -1,0 +1,154 @@
+"""Files, written and read one way everywhere.
+
+* Atomic writes: the content goes to a unique temp file beside the target (``.NAME.*.tmp``),
+  is synced, takes the user's umask (not mkstemp's 0600) and replaces the target by
+  rename, so a reader sees the old file or the new one, never half of one, and a kill
+  leaves at most a temp file (a run's lock holder removes them).
+* Appended JSON lines, synced; a line a kill cut short is closed first.
+* Names, not paths: ``slug`` makes a safe file name from any text.
+* Confined paths (the app's rules for anything a client names): inside the root, no
+  ``..`` out of it, no link on the way.
+* Image folders: the plain image files of a folder, sorted.
+* Content hashes of files, read in blocks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+FILE_MODE = 0o666 & ~_umask()
+
+
+# -- atomic writes -----------------------------------------------------------------------
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)`` fills a temp file beside ``path`` (same suffix, so writers that go
+    by it, such as PIL, numpy and FAISS, keep their format), which then replaces ``path``."""
+    path = Path(path)
+    fd, name = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{path.suffix}"
+    )
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    atomic_write(path, lambda tmp: tmp.write_bytes(data))
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def atomic_write_json(path: str | Path, data: Any, indent: int | None = 1) -> None:
+    atomic_write_text(path, json.dumps(data, indent=indent, ensure_ascii=False))
+
+
+def is_temp(path: Path) -> bool:
+    """A temp file an atomic write left behind (a kill during the write)."""
+    return path.name.startswith(".") and ".tmp" in path.name
+
+
+def append_jsonl(path: str | Path, row: Any) -> None:
+    """Append one JSON line and sync it; a line a kill left unfinished is closed first, so
+    the new one starts on a line of its own (readers skip the cut one)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cut = False
+    if path.is_file() and path.stat().st_size:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            cut = f.read(1) != b"\n"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(("\n" if cut else "") + json.dumps(row, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# -- names and confined paths --------------------------------------------------------------
+def slug(text: str, limit: int = 40) -> str:
+    """A safe file name made of ``text``: lower-case letters, digits and dashes."""
+    s = re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")
+    return s[:limit].strip("-") or "run"
+
+
+def confined(root: str | Path, value: str | Path | None, what: str = "folder") -> Path:
+    """A path named by a client (relative to ``root``, or absolute inside it), confined to
+    ``root``: no ``..`` out of it, no link on the way, and it must exist. Else a
+    ValueError naming what was refused."""
+    text = str(value or "").strip()
+    if not text or "\x00" in text:
+        raise ValueError(f"no {what} given")
+    refused = ValueError(f"{text!r} is not a {what} inside this app's folder ({root})")
+    base = Path(os.path.abspath(root))
+    given = Path(text)
+    path = Path(os.path.abspath(given if given.is_absolute() else base / given))
+    try:
+        rel = path.relative_to(base)
+    except ValueError:
+        raise refused from None
+    here = base
+    for part in rel.parts:
+        here = here / part
+        if here.is_symlink():
+            raise refused
+    if not path.exists():
+        raise refused
+    return path
+
+
+def plain_file_inside(
+    root: Path, path: Path, suffixes: tuple[str, ...] = IMAGE_SUFFIXES
+) -> str | None:
+    """``path`` relative to ``root`` (POSIX) when it is a plain file inside it (not a link)
+    with one of ``suffixes``; else None."""
+    try:
+        rel = path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
+    if path.is_symlink() or not path.is_file() or path.suffix.lower() not in suffixes:
+        return None
+    return rel.as_posix()
+
+
+# -- image folders and hashes --------------------------------------------------------------
+def image_files(folder: str | Path, suffixes: tuple[str, ...] = IMAGE_SUFFIXES) -> list[Path]:
+    """The image files directly in ``folder`` (by suffix, any case), sorted by name."""
+    return sorted(p for p in Path(folder).iterdir() if p.is_file() and p.suffix.lower() in suffixes)
+
+
+def file_digest(path: str | Path, algorithm: str = "sha256") -> str:
+    """The hex digest of a file's bytes, read in blocks of 1 MiB."""
+    h = hashlib.new(algorithm)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_sha256(path: str | Path) -> str:
+    return file_digest(path, "sha256")
