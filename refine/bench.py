@@ -393,7 +393,8 @@ def run_bench(
     gpus_per_worker: float = 0.0,
 ) -> dict[str, Any]:
     """Make, score and summarise every cell of ``plan`` not done yet in ``out``; returns
-    the summary (also written as bench.json, rows.csv and bench.html). ``workers`` cells
+    the summary (also written as bench.json and rows.csv; its page is
+    :func:`refine.present.report.bench.write_bench_page`). ``workers`` cells
     at a time: threads sharing one set of models (``engine="local"``; API models, local
     ones take turns on the device) or Ray actors with a set each (``engine="ray"``, see
     :mod:`refine.bench_ray`). The summary is the same for any engine and number of
@@ -405,7 +406,7 @@ def run_bench(
         from refine.bench_ray import RayCells
 
         cells_engine: Any = RayCells(
-            plan, store, backend_options, workers, gpus_per_worker, address, emit
+            CellMaker, plan, store, backend_options, workers, gpus_per_worker, address, emit
         )
     elif engine == "local":
         cells_engine = LocalCells(plan, backend_options, instances, workers)
@@ -415,6 +416,15 @@ def run_bench(
         return _bench(plan, store, cells_engine, emit)
     finally:
         cells_engine.close()
+
+
+class Summary(dict):
+    """What a bench or concepts run found (the dict its JSON file holds), and ``cells``: the
+    cells it was made from, in its order, for a page to show them."""
+
+    def __init__(self, summary: dict[str, Any], cells: list[dict[str, Any]]) -> None:
+        super().__init__(summary)
+        self.cells = cells
 
 
 def _bench(plan: BenchPlan, store: BenchStore, engine: Any, emit: Callable[[str], None]):
@@ -475,8 +485,8 @@ def _bench(plan: BenchPlan, store: BenchStore, engine: Any, emit: Callable[[str]
         }
     )
     write_outputs(store, summary, cells)
-    emit(f"written: {store.dir / 'bench.json'}, rows.csv, bench.html")
-    return summary
+    emit(f"written: {store.dir / 'bench.json'}, rows.csv")
+    return Summary(summary, cells)
 
 
 def run_jobs(make: Callable[[Any], None], todo: Sequence[Any], workers: int, name: str) -> None:
@@ -619,6 +629,3 @@ def write_outputs(store: BenchStore, summary: dict[str, Any], cells: list[dict[s
                 }
             )
     atomic_write_text(store.dir / "rows.csv", buf.getvalue())
-    from refine.report import render_bench_leaderboard
-
-    atomic_write_text(store.dir / "bench.html", render_bench_leaderboard(store.dir, summary, cells))

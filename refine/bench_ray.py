@@ -35,13 +35,16 @@ from refine.batch_ray import (
 
 
 class CellWorker:
-    """One worker: a CellMaker (one set of models) in its own process."""
+    """One worker: a cell maker (one set of models) in its own process. The bench hands
+    over its maker and store classes (Ray sends them by reference), so this engine needs
+    no import of the bench."""
 
-    def __init__(self, plan: Any, backend_options: dict, env: dict[str, str]) -> None:
+    def __init__(
+        self, maker_cls: type, store_cls: type, plan: Any, backend_options: dict, env: dict
+    ) -> None:
         os.environ.update(env)
-        from refine.bench import CellMaker
-
-        self.maker = CellMaker(plan, backend_options)
+        self.maker = maker_cls(plan, backend_options)
+        self.store_cls = store_cls
         self.identity = f"{os.getpid()}@{socket.gethostname()}"
 
     def whoami(self) -> str:
@@ -54,9 +57,7 @@ class CellWorker:
         return self.maker.describe()
 
     def make(self, job: tuple[str, str, str], bench_dir: str) -> dict[str, Any]:
-        from refine.bench import BenchStore
-
-        return self.maker.make(tuple(job), BenchStore(bench_dir))
+        return self.maker.make(tuple(job), self.store_cls(bench_dir))
 
 
 class RayPool:
@@ -182,6 +183,7 @@ class RayCells:
 
     def __init__(
         self,
+        maker_cls: type,
         plan: Any,
         store: Any,
         backend_options: dict[str, dict[str, Any]] | None,
@@ -192,7 +194,7 @@ class RayCells:
     ) -> None:
         self.pool = RayPool(
             CellWorker,
-            (plan, backend_options or {}),
+            (maker_cls, type(store), plan, backend_options or {}),
             workers,
             gpus_per_worker,
             address,

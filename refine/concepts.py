@@ -213,7 +213,7 @@ def run_concepts(
     concepts.html and returns the summary."""
     from refine.assets import prompt_template
     from refine.backends.selection import Backends
-    from refine.bench import BenchStore, make_generator, run_jobs
+    from refine.bench import BenchStore, Summary, make_generator, run_jobs
 
     if not plan.generators or not plan.concepts:
         raise ValueError("name at least one generator and one concept")
@@ -319,8 +319,8 @@ def run_concepts(
     summary = summarise_concepts(cells, plan.generators)
     summary.update({"profile": plan.profile, "scorer": scoring, "seeds": seeds, "weights": weights})
     write_concept_outputs(store.dir, summary, cells)
-    emit(f"written: {store.dir / 'concepts.json'}, concept_rows.csv, concepts.html")
-    return summary
+    emit(f"written: {store.dir / 'concepts.json'}, concept_rows.csv")
+    return Summary(summary, cells)
 
 
 FIGURES = CUBE_FIGURES  # the last, quality, is per image
@@ -396,6 +396,3 @@ def write_concept_outputs(folder: Path, summary: dict[str, Any], cells: list[dic
                 }
             )
     atomic_write_text(folder / "concept_rows.csv", buf.getvalue())
-    from refine.report import render_concepts
-
-    atomic_write_text(folder / "concepts.html", render_concepts(folder, summary, cells))

@@ -53,7 +53,7 @@ KIND_LABELS = {"near": "near match"}
 def metric_chart(run: Run) -> str:
     """The metric series as an inline SVG line chart (the same chart as the report's),
     accepted / rejected marks under the axis."""
-    from refine.report import line_chart
+    from refine.present.charts import line_chart
 
     series = metric_series(run)
     labels = [str(r.index) for r in run.rounds]

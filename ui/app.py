@@ -592,7 +592,7 @@ def build_app(
             import shutil
             import tempfile
 
-            from refine.report import render_run
+            from refine.present.report.run import render_run
 
             try:
                 _, run_dir = service.opened(path)

@@ -40,7 +40,7 @@ def agree_cmd(
     from refine.agree import METRICS, agreement, compute_missing, load_ratings, stored_metrics
     from refine.cli.run_cmd import parse_backends
     from refine.io.files import atomic_write_text
-    from refine.report import render_agreement
+    from refine.present.report.agreement import render_agreement
     from refine.settings import split_list
 
     wanted = split_list(metrics)

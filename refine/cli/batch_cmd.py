@@ -241,7 +241,7 @@ def report_cmd(
     out: Path = typer.Option(None, "--out", help="The HTML file (default DIRECTORY/report.html)."),
 ) -> None:
     """Write a self-contained HTML report (images inline) of a run or a batch."""
-    from refine.report import write_report
+    from refine.present.report import write_report
 
     if not directory.is_dir():
         raise UserInputError(f"{directory}: no such directory")

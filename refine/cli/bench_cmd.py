@@ -146,6 +146,9 @@ def bench_cmd(
         )
     except RayEngineError as err:
         raise UserInputError(str(err)) from err
+    from refine.present.report.bench import write_bench_page
+
+    write_bench_page(out, summary)
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
@@ -214,6 +217,9 @@ def _concepts(
             typer.echo(line, err=True)
 
     summary = run_concepts(plan, out, on_event=progress, workers=workers)
+    from refine.present.report.concepts import write_concepts_page
+
+    write_concepts_page(out, summary)
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return

@@ -134,8 +134,8 @@ def report_cmd(
 ) -> None:
     """SoS per (culture, language), per language, the strongly surface-led share, a heatmap
     and the images of the most surface-led pairs, in one HTML file."""
+    from refine.present.report.sos import write_sos_report
     from refine.sos.bank import BankError
-    from refine.sos.report import write_sos_report
 
     try:
         path, result = write_sos_report(bank_dir, out, top)

@@ -102,7 +102,7 @@ def calibrate_tau_cmd(
         write_profile(base.path, write, tau, source, dict(backends.names), backends.options)
     if html is not None:
         from refine.io.files import atomic_write_text
-        from refine.report import render_tau
+        from refine.present.report.tau import render_tau
 
         html.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(html, render_tau(sims, tau, q, source))

@@ -1,2 +1,2 @@
 """Surface-over-Semantics reference banks (``refine.sos.bank``) and their analysis
-(``refine.sos.report``). Heavy packages load on use."""
+(``refine.sos.analysis``; the page: ``refine.present.report.sos``). Heavy packages load on use."""

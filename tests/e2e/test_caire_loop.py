@@ -58,7 +58,7 @@ def test_each_round_is_rated_and_a_misreading_feeds_the_next_edit(
     # the HTML report shows each round's scores and the note
     import re
 
-    from refine.report import write_report
+    from refine.present.report import write_report
 
     html = write_report(tmp_path / "runs" / run.id).read_text(encoding="utf-8")
     found = re.findall(r'class="caire-label" data-label="(\w+)" data-score="(\d)"', html)

@@ -13,6 +13,7 @@ import pytest
 
 from refine.bench import BenchStore
 from refine.concepts import ConceptPlan, load_concepts, run_concepts
+from refine.present.report.concepts import write_concepts_page
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import BLUE, GEO, GREEN, GREY, RED, YES_LOGPROB
 
@@ -87,7 +88,7 @@ def test_every_figure_by_hand(run, world):
     assert any("sabzi polo, tahdig" in t for t in world.geotags)
     assert any('"Image of cuisine from Iran"' in t for t in world.geotags)
     # the page shows the same values
-    html = (out / "concepts.html").read_text()
+    html = write_concepts_page(out, summary).read_text()
     for g in GENS:
         found = re.search(
             rf'data-generator="{re.escape(g)}" data-figure="cube_diversity" data-value="([0-9.]+)"',

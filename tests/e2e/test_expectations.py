@@ -137,7 +137,7 @@ def test_the_report_chart_and_app_checklist_show_them(built, world, siglip_path,
     run_dir = next((tmp_path / "runs").iterdir())
     run = RunStore(run_dir).load()
     from refine import views
-    from refine.report import write_report
+    from refine.present.report import write_report
     from ui import adapters
 
     series = views.metric_series(run)

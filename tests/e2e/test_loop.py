@@ -313,7 +313,7 @@ def test_the_language_model_writes_the_instruction_by_default(
         ACT, COUNTRY, out=tmp_path, rounds=1, candidates=1, target=1.0, max_drift=2.0
     )
     assert len(world.written) == 2
-    from refine.report import render_run
+    from refine.present.report.run import render_run
 
     html = render_run(tmp_path / run.id)
     assert "instruction (language model, gemini:gemini-3.5-flash)" in html

@@ -17,7 +17,7 @@ from refine.batch import open_batch, run_batch
 from refine.cli import main
 from refine.io.store import RunStore
 from refine.loop import Refiner
-from refine.report import write_report
+from refine.present.report import write_report
 from refine.views import metric_series
 from tests.fakes.gemini_world import BLUE, GREEN, RED
 

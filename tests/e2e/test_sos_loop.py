@@ -77,7 +77,7 @@ def test_every_round_in_every_language_with_sos(
     # the HTML report shows each round in French with its SoS and the translated prompt
     import re
 
-    from refine.report import write_report
+    from refine.present.report import write_report
 
     html = write_report(store.dir).read_text(encoding="utf-8")
     found = re.findall(r'<figure class="language" data-language="fr" data-sos="([-0-9.]+)">', html)
@@ -153,7 +153,7 @@ def test_language_scores_observe_and_score_each_language(world, backends, option
     assert fr.scores == scores
     assert fr.hallucinated == [h.phrase for h in feedback.hallucinated]
     assert "robots" in fr.hallucinated and fr.scores.faith < run.rounds[0].best.scores.faith
-    from refine.report import write_report
+    from refine.present.report import write_report
 
     html = write_report(store.dir).read_text(encoding="utf-8")
     figure = html[html.index('<figure class="language" data-language="fr"') :]

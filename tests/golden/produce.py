@@ -330,7 +330,9 @@ NUMBER = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")
 
 
 def compare_numbers_in_text(ta: str, tb: str) -> list[str]:
-    """HTML: the same text once numbers are set aside, and the same numbers."""
+    """HTML: the same text once numbers are set aside (and a final newline), and the same
+    numbers."""
+    ta, tb = ta.rstrip("\n"), tb.rstrip("\n")
     if NUMBER.sub("#", ta) != NUMBER.sub("#", tb):
         return ["text differs"]
     return compare(

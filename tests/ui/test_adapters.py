@@ -64,7 +64,7 @@ def test_the_app_and_the_report_draw_the_same_series(world, backends, options, t
     (drift, SoS and CAIRE included) with the same values."""
     import re
 
-    from refine.report import render_run
+    from refine.present.report.run import render_run
     from ui.adapters import metric_chart
 
     run = Refiner("gemini", backends=backends, backend_options=options).run(

@@ -75,6 +75,7 @@ def test_imports_go_one_way():
         *(root / "refine" / "steps").rglob("*.py"),
         *(root / "refine" / "backends").rglob("*.py"),
         *(root / "refine" / "io").rglob("*.py"),
+        *(root / "refine" / "present").rglob("*.py"),
         *(
             root / "refine" / name
             for name in (
@@ -85,7 +86,6 @@ def test_imports_go_one_way():
                 "records.py",
                 "events.py",
                 "instructions.py",
-                "report.py",
             )
         ),
     ]
@@ -93,3 +93,14 @@ def test_imports_go_one_way():
         found = {m for m in _imports(path) if m in ("refine.loop", "refine.service")}
         found |= {m for m in _imports(path) if m.startswith(("refine.cli", "ui"))}
         assert not found, f"{path} imports {found}"
+
+
+def test_no_task_imports_a_renderer():
+    """Tasks return results; the CLI and the app render them with refine.present."""
+    root = Path(__file__).resolve().parents[2]
+    fronts = (root / "refine" / "present", root / "refine" / "cli")
+    for path in (root / "refine").rglob("*.py"):
+        if any(f in path.parents for f in fronts):
+            continue
+        found = {m for m in _imports(path) if m.startswith("refine.present")}
+        assert not found, f"{path.relative_to(root)} imports {found}"

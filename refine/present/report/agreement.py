@@ -1,0 +1,63 @@
+"""The page of ``refine agree``: alpha per question, correlations per metric and question
+with their intervals, a scatter per metric."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from refine.present.charts import xy_plot
+from refine.present.html import document, escape, num, raw
+
+
+def render_agreement(result: Any) -> str:
+    """One self-contained HTML page: the raters' alpha per question, per metric and
+    question the three correlations with their intervals, and a scatter per metric."""
+
+    def fig(v: float | None, iv: Any) -> str:
+        if v is None:
+            return "n/a"
+        return f"{v:+.3f}" + (f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else "")
+
+    ordinal = getattr(result, "alpha_ordinal", {})
+    alpha = "".join(
+        f'<tr><td>{escape(q)}</td><td data-question="{escape(q)}" data-alpha="{raw(a)}">'
+        f'{num(a)}</td><td data-question="{escape(q)}" '
+        f'data-alpha-ordinal="{raw(ordinal.get(q))}">{num(ordinal.get(q))}</td></tr>'
+        for q, a in result.alpha.items()
+    )
+    notes = "".join(f"<li>{escape(n)}</li>" for n in result.notes())
+    rows = []
+    for m, by_q in result.table.items():
+        for q, row in by_q.items():
+            cells = "".join(
+                f'<td data-metric="{m}" data-question="{q}" data-stat="{s}" '
+                f'data-value="{raw(row[s])}">{fig(row[s], row[s + "_interval"])}</td>'
+                for s in ("spearman", "kendall", "pearson")
+            )
+            rows.append(
+                f"<tr><td>{escape(m)}</td><td>{escape(q)}</td><td>{row['n']}</td>{cells}</tr>"
+            )
+    plots = []
+    for m, by_q in result.points.items():
+        q = "faithfulness" if "faithfulness" in by_q else next(iter(by_q))
+        plots.append(
+            f"<figure>{xy_plot(by_q[q], m, q)}<figcaption>{escape(m)}</figcaption></figure>"
+        )
+    missing = ", ".join(f"{m}: {n}" for m, n in result.missing.items() if n)
+    body = (
+        f'<p class="muted">{result.images} images, {len(result.raters)} raters '
+        f"({escape(', '.join(result.raters))}). Correlations of each metric with the raters' "
+        "mean answer per image, 95% bootstrap intervals; HAL and EXAG count faults, so "
+        "agreeing with people shows as a negative correlation. Each rater counts once per "
+        "image (their latest answer). Krippendorff's alpha between raters is the ceiling a "
+        "metric can hope to reach: interval treats the 1-5 answers as distances (a 2 and a "
+        "4 disagree four times as much as a 2 and a 3); ordinal uses only their order.</p>"
+        + (f'<ul class="muted">{notes}</ul>' if notes else "")
+        + "<h2>Raters' agreement</h2><table><tr><th>question</th><th>alpha (interval)</th>"
+        f"<th>alpha (ordinal)</th></tr>{alpha}</table>"
+        "<h2>Metrics against people</h2><table><tr><th>metric</th><th>question</th><th>n</th>"
+        f"<th>Spearman</th><th>Kendall tau-b</th><th>Pearson</th></tr>{''.join(rows)}</table>"
+        + (f'<p class="muted">images without the metric: {escape(missing)}</p>' if missing else "")
+        + f'<h2>Scatter per metric</h2><div class="imgs">{"".join(plots)}</div>'
+    )
+    return document("Agreement of metrics with human ratings", body)

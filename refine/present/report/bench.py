@@ -1,0 +1,132 @@
+"""The bench leaderboard page: means with intervals per generator, FAITH per country,
+FAITH against Vendi per prompt, the paired comparison, the best and worst images."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from refine.present.charts import mean_bars, scatter
+from refine.present.html import document, escape, image_tag, interval_text, num, raw
+
+
+def _paired_row(p: dict[str, Any]) -> str:
+    iv = p["interval"]
+    interval = "n/a" if not iv else f"[{iv[0]:.4f}, {iv[1]:.4f}]"
+    share = "n/a" if p["share_improved"] is None else f"{100 * p['share_improved']:.0f}%"
+    return (
+        f"<tr><td>{escape(p['other'])} vs {escape(p['base'])}</td><td>{p['prompts']}</td>"
+        f'<td data-metric="mean_difference" data-mean="{raw(p["mean_difference"])}">'
+        f"{num(p['mean_difference'], 4)}</td><td>{interval}</td><td>{share}</td></tr>"
+    )
+
+
+def write_bench_page(folder: str | Path, summary: Any) -> Path:
+    """``bench.html`` in the bench folder, from what :func:`refine.bench.run_bench`
+    returned; returns its path."""
+    from refine.io.files import atomic_write_text
+
+    path = Path(folder) / "bench.html"
+    atomic_write_text(path, render_bench_leaderboard(folder, summary, summary.cells))
+    return path
+
+
+def render_bench_leaderboard(
+    folder: str | Path, summary: dict[str, Any], cells: list[dict[str, Any]]
+) -> str:
+    """One self-contained HTML page: the leaderboard with intervals, FAITH per country,
+    FAITH against Vendi per prompt, the paired comparison, the best and worst images."""
+    from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, BENCH_QUALITY, label
+    from refine.bench import cell_mean
+
+    folder = Path(folder)
+    names = list(summary["generators"])
+    ranked = sorted(names, key=lambda g: -(summary["generators"][g]["faith"]["mean"] or -1.0))
+
+    def present(metrics: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(m for m in metrics if any(m in summary["generators"][g] for g in names))
+
+    shown = (*BENCH_IMAGE, *present(BENCH_QUALITY), *BENCH_PROMPT) + present(BENCH_EXPECTATIONS)
+    scores = (*BENCH_IMAGE, *BENCH_QUALITY)  # by label; the rest by name
+    head = "".join(f"<th>{label(m) if m in scores else m}</th>" for m in shown)
+    rows = []
+    for g in ranked:
+        s = summary["generators"][g]
+        cells_html = "".join(
+            f'<td data-generator="{escape(g)}" data-metric="{m}" '
+            f'data-mean="{raw(s[m]["mean"])}">{escape(interval_text(s[m]))}</td>'
+            if m in s
+            else "<td>n/a</td>"
+            for m in shown
+        )
+        rows.append(
+            f"<tr><td>{escape(g)}</td><td>{s['prompts']}</td><td>{s['images']}</td>"
+            f"{cells_html}</tr>"
+        )
+    table = (
+        '<table class="leaderboard"><tr><th>generator</th><th>prompts</th><th>images</th>'
+        f"{head}</tr>{''.join(rows)}</table>"
+    )
+    bars = []
+    for country in sorted({c for g in names for c in summary["countries"][g]}):
+        for g in names:
+            stat = summary["countries"][g].get(country)
+            if stat:
+                bars.append(
+                    (f"{country} \u00b7 {g}", stat["faith"]["mean"], stat["faith"]["interval"])
+                )
+    cat_bars = []
+    for cat in sorted({c for g in names for c in summary.get("categories", {}).get(g, {})}):
+        for g in names:
+            stat = summary["categories"][g].get(cat)
+            if stat:
+                cat_bars.append(
+                    (f"{cat} \u00b7 {g}", stat["faith"]["mean"], stat["faith"]["interval"])
+                )
+    cat_html = f"<h2>FAITH per activity category</h2>{mean_bars(cat_bars)}" if cat_bars else ""
+    points = {
+        g: [
+            (cell_mean(c, "faith"), c["vendi"])
+            for c in cells
+            if c["generator"] == g and cell_mean(c, "faith") is not None
+        ]
+        for g in names
+    }
+    paired = "".join(_paired_row(p) for p in summary["paired"])
+    paired_html = (
+        "<h2>Paired comparison (FAITH, same prompts and seeds)</h2><table><tr><th>pair</th>"
+        "<th>prompts</th><th>mean difference</th><th>95% interval</th><th>prompts improved</th>"
+        f"</tr>{paired}</table>"
+        if paired
+        else ""
+    )
+    extremes = []
+    for country in sorted({c["country"] for c in cells}):
+        images = [
+            (im["faith"], c["generator"], c["activity"], im)
+            for c in cells
+            if c["country"] == country
+            for im in c["images"]
+            if im["faith"] is not None
+        ]
+        if not images:
+            continue
+        images.sort(key=lambda t: t[0])
+        figs = []
+        for end, (faith, gen, act, im) in (("worst", images[0]), ("best", images[-1])):
+            caption = f"{end}: {gen}, {act}, seed {im['seed']}, FAITH {faith:.3f}"
+            figs.append(
+                f"<figure>{image_tag(folder / im['file'], caption)}"
+                f"<figcaption>{escape(caption)}</figcaption></figure>"
+            )
+        extremes.append(f'<h3>{escape(country)}</h3><div class="imgs">{"".join(figs)}</div>')
+    scorer = ", ".join(f"{r} {n}" for r, n in summary.get("scorer", {}).items())
+    tau = f"tau {summary.get('tau')} ({summary.get('tau_source', '')})"
+    body = (
+        f'<p class="muted">{len(cells)} prompt cells; every image scored by one scorer: '
+        f"{escape(scorer)}; {escape(tau)}; intervals: 95% bootstrap over prompts.</p>"
+        f"<h2>Leaderboard</h2>{table}<h2>FAITH per country</h2>{mean_bars(bars)}{cat_html}"
+        f"<h2>FAITH against diversity (Vendi) per prompt</h2>{scatter(points)}"
+        f"{paired_html}<h2>Best and worst images per country</h2>{''.join(extremes)}"
+    )
+    return document("Benchmark: cultural faithfulness of generators", body)

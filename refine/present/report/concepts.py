@@ -1,0 +1,97 @@
+"""The page of a CUBE-style concepts run: the means per generator, per concept each
+generator's figures with a bar of its CUBE diversity, and every image with its geo-tag."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from metrics.catalog import CUBE_FIGURES as FIGURES
+from refine.present.charts import mean_bars
+from refine.present.html import document, escape, image_tag, num, raw
+
+
+def write_concepts_page(folder: str | Path, summary: Any) -> Path:
+    """``concepts.html`` in the folder, from what :func:`refine.concepts.run_concepts`
+    returned; returns its path."""
+    from refine.io.files import atomic_write_text
+
+    path = Path(folder) / "concepts.html"
+    atomic_write_text(path, render_concepts(folder, summary, summary.cells))
+    return path
+
+
+def render_concepts(
+    folder: str | Path, summary: dict[str, Any], cells: list[dict[str, Any]]
+) -> str:
+    """One self-contained HTML page of a CUBE-style diversity comparison: the means per
+    generator, per concept each generator's figures with a bar of its CUBE diversity
+    (0..1), and every image with its geo-tag."""
+    folder = Path(folder)
+    names = list(summary["generators"])
+    head = "".join(f"<th>{f}</th>" for f in FIGURES)
+    rows = []
+    for g in names:
+        s = summary["generators"][g]
+        tds = "".join(
+            f'<td data-generator="{escape(g)}" data-figure="{f}" data-value="{raw(s[f])}">'
+            f"{num(s[f])}</td>"
+            for f in FIGURES
+        )
+        rows.append(f"<tr><td>{escape(g)}</td><td>{s['concepts']}</td>{tds}</tr>")
+    table = (
+        f'<table class="leaderboard"><tr><th>generator</th><th>concepts</th>{head}</tr>'
+        f"{''.join(rows)}</table>"
+    )
+    sections = []
+    for concept in summary["concepts"]:
+        bars = [
+            (g, concept["generators"][g]["cube_diversity"], None)
+            for g in names
+            if g in concept["generators"]
+        ]
+        lines = []
+        for g, figs in concept["generators"].items():
+            spread = ", ".join(f"{escape(k)} {v}" for k, v in figs["countries"].items())
+            lines.append(
+                f"<tr><td>{escape(g)}</td>"
+                + "".join(
+                    f'<td data-concept="{escape(concept["prompt"])}" data-generator="{escape(g)}" '
+                    f'data-figure="{f}" data-value="{raw(figs[f])}">{num(figs[f])}</td>'
+                    for f in FIGURES
+                )
+                + f"<td>{spread}</td></tr>"
+            )
+        grids = []
+        for c in cells:
+            if c["prompt"] != concept["prompt"] or c["country"] != concept["country"]:
+                continue
+            figs = []
+            for im in c["images"]:
+                caption = (
+                    f"seed {im['seed']}: {' / '.join(im['tag'])} (quality {im['quality']:.2f})"
+                )
+                figs.append(
+                    f"<figure>{image_tag(folder / im['file'], caption)}"
+                    f"<figcaption>{escape(caption)}</figcaption></figure>"
+                )
+            grids.append(
+                f'<h4>{escape(c["generator"])}</h4><div class="imgs">{"".join(figs)}</div>'
+            )
+        where = concept["country"] or "global"
+        sections.append(
+            f'<h2>{escape(concept["prompt"])} <span class="muted">({escape(concept["concept"])}, '
+            f"{escape(where)})</span></h2>{mean_bars(bars)}<table><tr><th>generator</th>{head}"
+            f"<th>tagged countries</th></tr>{''.join(lines)}</table>{''.join(grids)}"
+        )
+    weights = summary.get("weights")
+    body = (
+        '<p class="muted">CUBE diversity: the Vendi score of the images\' geo-tags '
+        f"(continent, country, artifact; similarity weights {escape(str(weights))} for "
+        "global concepts, all three parts for a country's own) per chunk of 8 images over the "
+        "chunk's size, mean over chunks; the authors' form divides the last chunk by 8 too. "
+        "qVendi: mean quality x Vendi (CUBE Eq. 3), quality the judge's yes-probability that "
+        "the image shows the prompt.</p>"
+        f"<h2>Generators</h2>{table}{''.join(sections)}"
+    )
+    return document("Cultural diversity of generators (CUBE)", body)

@@ -1,0 +1,76 @@
+"""The SoS page of a bank: the heatmap, the distribution per language, and the images of
+the most surface-led pairs (the analysis is :func:`refine.sos.analysis.analyse`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from refine.present.charts import heatmap, strip_plot
+from refine.present.html import document, escape, image_tag
+
+
+def render(result: dict[str, Any], top: int = 5) -> str:
+    bank = Path(result["bank"])
+    rows = "".join(
+        f'<tr class="pair-row" data-culture="{escape(p["culture"])}" '
+        f'data-language="{escape(p["language"])}"><td>{escape(p["culture"])}</td>'
+        f"<td>{escape(p['language'])}</td><td>{p['n']}</td><td>{p['sos']:+.4f}</td>"
+        f"<td>{p['median']:+.4f}</td><td>{'yes' if p['strongly_surface_led'] else ''}</td></tr>"
+        for p in sorted(result["pairs"], key=lambda p: p["sos"])
+    )
+    lang_rows = "".join(
+        f"<tr><td>{escape(lang)}</td><td>{s['pairs']}</td><td>{s['mean']:+.4f}</td>"
+        f"<td>{s['median']:+.4f}</td><td>{s['min']:+.4f}</td><td>{s['max']:+.4f}</td>"
+        f"<td>{s['strongly_surface_led']}</td></tr>"
+        for lang, s in result["by_language"].items()
+    )
+    worst = sorted(result["pairs"], key=lambda p: p["median"])[:top]
+    galleries = "".join(
+        f'<section class="led" data-culture="{escape(p["culture"])}" '
+        f'data-language="{escape(p["language"])}"><h3>{escape(p["culture"])} prompted in '
+        f'{escape(p["language"])}: median SoS {p["median"]:+.4f}</h3><div class="imgs">'
+        + "".join(
+            f"<figure>{image_tag(bank / img, img)}<figcaption>SoS {v:+.3f}</figcaption></figure>"
+            for img, v in zip(p["images"], p["image_sos"], strict=True)
+        )
+        + "</div></section>"
+        for p in worst
+    )
+    partial = (
+        f'<p class="partial">{result["cells_done"]} of {result["cells"]} cells are done; '
+        "run the bank build again to finish it.</p>"
+        if result["cells_done"] < result["cells"]
+        else ""
+    )
+    body = (
+        f"<p>bank <code>{escape(result['bank'])}</code>; {result['images']} images; generator "
+        f"<code>{escape(result['generator'])}</code>; embedder "
+        f"<code>{escape(result['embedder'])}</code></p>{partial}"
+        "<p>SoS = cos(culture centroid, image) - cos(language centroid, image): positive when "
+        "an image looks like its culture whatever the prompt's language, negative when it "
+        "looks like its language's images whatever the culture.</p>"
+        f'<p class="share">Strongly surface-led pairs (median SoS at or below the 25th '
+        f"percentile of all images, {result['percentile_25']:+.4f}): "
+        f"<b>{result['share_strongly_surface_led']:.1%}</b></p>"
+        f"<h2>Cultures by languages</h2>{heatmap(result)}"
+        f"<h2>Distribution per language</h2>{strip_plot(result)}"
+        "<table><tr><th>language</th><th>pairs</th><th>mean</th><th>median</th><th>min</th>"
+        f"<th>max</th><th>strongly surface-led</th></tr>{lang_rows}</table>"
+        f"<h2>The most surface-led pairs</h2>{galleries}"
+        "<h2>Every pair</h2><table><tr><th>culture</th><th>language</th><th>images</th>"
+        f"<th>mean SoS</th><th>median</th><th>strongly surface-led</th></tr>{rows}</table>"
+    )
+    return document("SoS report", body, f"Surface over Semantics: {result['concept']}")
+
+
+def write_sos_report(bank_dir: str | Path, out: str | Path | None = None, top: int = 5):
+    """Analyse the bank and write its page (default ``BANK_DIR/report.html``); returns the
+    page's path and the analysis."""
+    from refine.io.files import atomic_write_text
+    from refine.sos.analysis import analyse
+
+    result = analyse(bank_dir)
+    path = Path(out) if out else Path(bank_dir) / "report.html"
+    atomic_write_text(path, render(result, top))
+    return path, result

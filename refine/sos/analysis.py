@@ -1,0 +1,80 @@
+"""The SoS analysis of a bank: per (culture, language) SoS, the distribution per language
+and the share of strongly surface-led pairs (the page: refine.present.report.sos).
+
+Conventions: SoS(image) = cos(semantic centroid of its culture, e) - cos(surface centroid
+of its prompt language, e), centroids from the bank itself (``metrics.sos``). A pair's SoS
+is the mean over its images; its median is kept too. A pair is *strongly surface-led* when
+its median SoS is at or below the 25th percentile of the SoS of every image in the bank
+(numpy's linear interpolation).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from refine.sos.bank import Bank
+
+
+def analyse(bank_dir: str | Path) -> dict[str, Any]:
+    """The analysis as plain data (what ``--json`` prints and the HTML shows)."""
+    from metrics.sos import SosBank
+
+    bank = Bank(bank_dir)
+    e, cultures, languages, images = bank.data()
+    centroids = SosBank.build(
+        e, cultures, languages, embedder=bank.manifest["settings"]["embedder"]
+    )
+    per_image = centroids.score(e, cultures, languages)
+    q25 = float(np.percentile(per_image, 25))
+    pairs = []
+    for c in centroids.cultures:
+        for lang in centroids.languages:
+            idx = [i for i in range(len(per_image)) if cultures[i] == c and languages[i] == lang]
+            if not idx:
+                continue
+            values = per_image[idx]
+            median = float(np.median(values))
+            pairs.append(
+                {
+                    "culture": c,
+                    "language": lang,
+                    "n": len(idx),
+                    "sos": float(values.mean()),
+                    "median": median,
+                    "strongly_surface_led": median <= q25,
+                    "images": [images[i] for i in idx],
+                    "image_sos": [float(v) for v in values],
+                }
+            )
+    by_language = {}
+    for lang in centroids.languages:
+        means = np.array([p["sos"] for p in pairs if p["language"] == lang])
+        by_language[lang] = {
+            "pairs": len(means),
+            "mean": float(means.mean()),
+            "median": float(np.median(means)),
+            "min": float(means.min()),
+            "max": float(means.max()),
+            "strongly_surface_led": sum(
+                1 for p in pairs if p["language"] == lang and p["strongly_surface_led"]
+            ),
+        }
+    led = [p for p in pairs if p["strongly_surface_led"]]
+    return {
+        "bank": str(bank.path),
+        "concept": bank.manifest["settings"]["concept"],
+        "embedder": bank.manifest["settings"]["embedder"],
+        "generator": bank.manifest["settings"]["generator"],
+        "images": len(per_image),
+        "cells_done": len(bank.done()),
+        "cells": len(bank.cells),
+        "percentile_25": q25,
+        "share_strongly_surface_led": len(led) / len(pairs),
+        "pairs": pairs,
+        "by_language": by_language,
+        "cultures": centroids.cultures,
+        "languages": centroids.languages,
+    }
