@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("REFINE_CACHE_DIR", tempfile.mkdtemp(prefix="bench-bench-"))
 
-    from refine.bench import BenchPlan, plan_prompts, run_bench
+    from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
     from tests.fakes.gemini_server import FakeGemini
     from tests.fakes.gemini_world import World
     from tests.fakes.tiny_models import build_tiny_siglip

@@ -23,7 +23,7 @@ import numpy as np
 def write_kb(path: Path, images: int, dim: int, entities: int) -> None:
     import faiss
 
-    from refine.caire.kb import KB_VERSION, _npy_bytes, _write
+    from refine.evaluate.caire.kb import KB_VERSION, _npy_bytes, _write
 
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((images, dim), dtype=np.float32)
@@ -71,7 +71,7 @@ def best_of(fn, repeat: int = 3) -> float:
 
 
 def main() -> None:
-    from refine.caire.kb import KnowledgeBase
+    from refine.evaluate.caire.kb import KnowledgeBase
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=200_000)

@@ -150,7 +150,7 @@ def build_models(root: Path):
 
 def measure(models: dict, latency: dict[str, float], rounds: int, size: int, out: Path):
     from refine.events import RoundDecided, RunStarted
-    from refine.loop import Refiner
+    from refine.loop.refiner import Refiner
 
     clock = Clock()
     instances = {

@@ -63,7 +63,7 @@ def api_rounds(refiner, out: Path, n: int, rounds: int) -> list[float]:
 
 
 def api_scenario(latency: float, rounds: int, root: Path) -> None:
-    from refine.loop import Refiner
+    from refine.loop.refiner import Refiner
     from tests.fakes.gemini_server import FakeGemini
     from tests.fakes.gemini_world import World
     from tests.fakes.tiny_models import build_tiny_siglip

@@ -35,9 +35,9 @@ def main(argv: list[str] | None = None) -> None:
 
     import ray
 
-    from refine.batch import open_batch, run_batch
-    from refine.batch_ray import run_batch_ray
-    from refine.loop import Refiner
+    from refine.harness.batch_ray import run_batch_ray
+    from refine.harness.tasks.batch import open_batch, run_batch
+    from refine.loop.refiner import Refiner
     from tests.fakes.gemini_server import FakeGemini
     from tests.fakes.gemini_world import World
     from tests.fakes.tiny_models import build_tiny_siglip

@@ -201,7 +201,7 @@ def second_copy_reference(tuner, frozen) -> None:
 def main(argv: list[str] | None = None) -> None:
     import torch
 
-    from refine.tune import TuneConfig, Tuner
+    from refine.train.tune import TuneConfig, Tuner
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cpu")

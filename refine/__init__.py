@@ -12,7 +12,7 @@ __all__ = ["Refiner", "__version__"]
 
 def __getattr__(name: str):
     if name == "Refiner":  # imported on first use, so `import refine` stays light
-        from refine.loop import Refiner
+        from refine.loop.refiner import Refiner
 
         return Refiner
     raise AttributeError(f"module 'refine' has no attribute {name!r}")

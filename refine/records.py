@@ -108,7 +108,7 @@ class Exaggerated(_Record):
     excess: float | None = None
     source: str | None = None
     # the reference descriptor closest to the candidate among objects, attire and setting:
-    # what an edit may put in its place (see refine.instructions)
+    # what an edit may put in its place (see refine.loop.instructions)
     replacement: str | None = None
     replacement_dimension: str | None = None
     replacement_similarity: float | None = None
@@ -244,7 +244,7 @@ InstructionSource = Literal["prompt", "template", "language model", "person", "u
 
 
 class PlannedChange(_Record):
-    """One change an instruction was built from (see refine.instructions)."""
+    """One change an instruction was built from (see refine.loop.instructions)."""
 
     kind: Literal["add", "remove", "replace", "tone down", "other"]
     dimension: str | None = None
@@ -321,7 +321,7 @@ class RunSpec(_Record):
     writer: Literal["llm", "template"] = "llm"
     # the instruction spares an observed item within this much below tau of a reference
     # (a near match), and replaces a hallucinated item by its closest missing reference
-    # when that is at least replace_floor similar (see refine.instructions)
+    # when that is at least replace_floor similar (see refine.loop.instructions)
     near_margin: float = Field(0.05, ge=0.0, le=0.5)
     replace_floor: float = Field(0.3, ge=0.0, le=1.0)
     max_per_dimension: int = Field(10, ge=1)

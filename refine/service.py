@@ -138,7 +138,7 @@ class Job:
         self._answers.put(text)
 
     def stop(self) -> None:
-        """End the run within moments (see :meth:`refine.loop.Refiner.request_stop`):
+        """End the run within moments (see :meth:`refine.loop.refiner.Refiner.request_stop`):
         completed rounds are kept, the round in progress is kept as stopped."""
         self.stopped = True
         self.service.refiner().request_stop()
@@ -212,7 +212,7 @@ class Job:
 
 
 class RunService:
-    """Owns one :class:`refine.loop.Refiner` (models load once) and one run at a time."""
+    """Owns one :class:`refine.loop.refiner.Refiner` (models load once) and one run at a time."""
 
     def __init__(
         self,
@@ -234,7 +234,7 @@ class RunService:
 
     def refiner(self) -> Any:
         if self._refiner is None:
-            from refine.loop import Refiner
+            from refine.loop.refiner import Refiner
 
             profile, backends, options, instances = self._args
             self._refiner = Refiner(profile, backends, options, instances=instances)
@@ -301,12 +301,12 @@ class RunService:
         ones ``visitor`` built or reviewed here, else shared ones built here, else ones
         built with ``refine refs build``; a ValueError (saying how to get some) when there
         are none."""
-        from refine.refs_build import find_any, load_built
+        from refine.evaluate.refs_build import find_any, load_built
 
         own = self.visitor_references_dir(visitor)
         if own != self.references_dir:
             try:
-                from refine.references import find_references
+                from refine.evaluate.references import find_references
 
                 return find_references(activity, country)
             except ValueError:
@@ -320,9 +320,10 @@ class RunService:
     ) -> Any:
         """Build references with the profile's language models (answers cached inside
         ``out``) and keep them for ``visitor``'s later runs (see
-        :meth:`visitor_references_dir`); returns the :class:`refine.refs_build.BuildResult`.
+        :meth:`visitor_references_dir`); returns the
+        :class:`refine.evaluate.refs_build.BuildResult`.
         One job at a time, like runs."""
-        from refine.refs_build import LLMCache, build_references, models_for, save_built
+        from refine.evaluate.refs_build import LLMCache, build_references, models_for, save_built
 
         activity, country = phrase(activity, "activity"), phrase(country, "country")
         if not self._busy.acquire(blocking=False):
@@ -342,8 +343,8 @@ class RunService:
         """The cultural expectations of the run prompt of ``activity`` in ``country``,
         listed by the profile's language model (answers cached inside ``out``)."""
         from refine.assets import prompt_template
-        from refine.expectations import build_expectations
-        from refine.refs_build import LLMCache
+        from refine.evaluate.expectations import build_expectations
+        from refine.evaluate.refs_build import LLMCache
 
         activity, country = phrase(activity, "activity"), phrase(country, "country")
         prompt = prompt_template("generate").strip().format(activity=activity, country=country)
@@ -360,7 +361,7 @@ class RunService:
     def training_data(self, max_drift: float = 0.5, visitor: str | None = None) -> dict[str, Any]:
         """What the saved runs ``visitor`` may learn from hold for tuning: runs, preference
         pairs (at most ``max_drift`` apart), accepted images (counted, nothing written)."""
-        from refine.export import export
+        from refine.train.export import export
 
         runs = self.runs_of(visitor)
         if not runs:
@@ -400,8 +401,8 @@ class RunService:
         dpo, accepted images for sft) into a new folder under ``out/tunes`` and train a
         LoRA for the profile's generator there; one job at a time, like runs. Returns the
         tune summary with the adapter folder."""
-        from refine.export import export
-        from refine.tune import TuneConfig, Tuner
+        from refine.train.export import export
+        from refine.train.tune import TuneConfig, Tuner
 
         if method not in ("dpo", "sft"):
             raise ValueError("the method is dpo or sft")
@@ -494,9 +495,9 @@ class RunService:
 
         from pydantic import ValidationError
 
+        from refine.evaluate.refs_build import built_path
         from refine.io.files import atomic_write_text
         from refine.records import ReferencePack
-        from refine.refs_build import built_path
 
         activity, country = phrase(activity, "activity"), phrase(country, "country")
         if len(text) > 200_000:
@@ -572,7 +573,7 @@ class RunService:
     def runs_of(self, visitor: str | None) -> list[Path]:
         """The saved runs (tunes' folders left out) whose data ``visitor`` may learn from:
         every run for an admin or a script (no visitor), else the visitor's own."""
-        from refine.export import find_runs
+        from refine.train.export import find_runs
 
         try:
             runs = [p for p in find_runs([self.out]) if self.tunes_dir not in p.parents]

@@ -148,14 +148,14 @@ def _caire(row: dict[str, Any], base_dir: Path | None) -> None:
             )
         row.pop("caire_kb", None)
         return
-    from refine.caire.scorer import parse_labels
+    from refine.evaluate.caire.scorer import parse_labels
 
     try:
         row["caire_labels"] = parse_labels(split_list(labels))
     except ValueError as err:
         raise SettingsError("caire_labels", str(err)) from err
     if kb:
-        from refine.caire.kb import KBError, KnowledgeBase
+        from refine.evaluate.caire.kb import KBError, KnowledgeBase
 
         path = _path(kb, base_dir)
         try:
@@ -168,7 +168,7 @@ def _caire(row: dict[str, Any], base_dir: Path | None) -> None:
 
 
 def _languages(row: dict[str, Any], base_dir: Path | None) -> None:
-    from refine.sos.bank import LANGUAGES
+    from refine.evaluate.sos import LANGUAGES
 
     langs = split_list(row.get("prompt_languages"))
     row["prompt_languages"] = langs
@@ -189,7 +189,7 @@ def _languages(row: dict[str, Any], base_dir: Path | None) -> None:
             "prompt_languages", "prompt languages need a generated round 0, not an input image"
         )
     if row.get("sos_bank"):
-        from refine.sos.bank import Bank, BankError
+        from refine.evaluate.sos import Bank, BankError
 
         path = _path(row["sos_bank"], base_dir)
         try:
@@ -209,7 +209,7 @@ def _expectations(row: dict[str, Any], base_dir: Path | None) -> None:
         row.pop("expectations", None)
         return
     if isinstance(value, (str, Path)):
-        from refine.expectations import load_expectations
+        from refine.evaluate.expectations import load_expectations
 
         try:
             row["expectations"] = [
@@ -259,14 +259,14 @@ def references(
 ) -> ReferencePack:
     """The run's references: a references file when given, else the bundled pack's or ones
     built earlier (``refine refs build``)."""
-    from refine.references import load_references_file
+    from refine.evaluate.references import load_references_file
 
     try:
         if refs:
             path = _path(refs, Path(base_dir) if base_dir is not None else None)
             return load_references_file(path, activity, country)
         if find is None:
-            from refine.refs_build import find_any as find
+            from refine.evaluate.refs_build import find_any as find
         return find(activity, country)
     except ValueError as err:
         raise SettingsError("refs", str(err)) from err

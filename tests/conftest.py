@@ -135,7 +135,7 @@ def kb_dir(tmp_path, siglip_path):
     """A small CAIRE knowledge base (tea: red pictures with a text; rice: blue ones) on the
     tiny SigLIP the loop fixtures use."""
     from refine.backends import create
-    from refine.caire.kb import KnowledgeBase, read_source
+    from refine.evaluate.caire.kb import KnowledgeBase, read_source
     from tests.integration.test_caire_kb import folder_source
 
     embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")

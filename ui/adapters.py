@@ -1,13 +1,12 @@
 """Run views turned into what the app's widgets take (no model code, no gradio import).
 
-Every value comes from :mod:`refine.views`; this module only changes its shape (the chart
+Every value comes from :mod:`refine.present.views`; this module only changes its shape (the chart
 as inline SVG, the checklist as highlighted-text pairs).
 """
 
 from __future__ import annotations
 
-from refine.records import Round, Run
-from refine.views import (
+from refine.present.views import (
     CHART_X,
     CHART_Y,
     TABLE_HEADERS,
@@ -21,6 +20,7 @@ from refine.views import (
     metric_series,
     rounds_table,
 )
+from refine.records import Round, Run
 
 __all__ = [
     "CHECK_COLOURS",
@@ -84,7 +84,7 @@ def check_text(c) -> str:
 def checklist(r: Round, near_margin: float | None = None) -> list[tuple[str, str | None]]:
     """Highlighted-text pairs per dimension: (phrase, aligned|missing|hallucinated), then
     the stereotypes seen as exaggerated; dimension names as unlabelled headers."""
-    from refine.views import checklist as view
+    from refine.present.views import checklist as view
 
     by_dim, exaggerated = view(r, near_margin)
     out: list[tuple[str, str | None]] = []
@@ -96,7 +96,7 @@ def checklist(r: Round, near_margin: float | None = None) -> list[tuple[str, str
         out.append(("stereotypes: ", None))
         out.extend((f"{e.candidate} ", "exaggerated") for e in exaggerated)
         out.append(("\n", None))
-    from refine.views import expectation_lines
+    from refine.present.views import expectation_lines
 
     for kind in ("explicit", "implicit"):
         lines = [x for x in expectation_lines(r) if x[0] == kind]

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from refine import settings
+from refine.present.views import progress_line
 from refine.records import Run
 from refine.service import NOT_YOURS, RunService, ServiceBusy, Update, phrase, visitor_hash
 from refine.settings import default
-from refine.views import progress_line
 from ui import adapters
 from ui.limits import Limits
 from ui.quotas import QuotaExceeded, Quotas, client_address
@@ -105,7 +105,7 @@ def build_app(
 
     gr = require("gradio", "gradio", "the app", "app")
 
-    from refine.references import load_pack
+    from refine.evaluate.references import load_pack
 
     countries = list(load_pack().countries)
     activities = ready_activities("Iran")
@@ -576,7 +576,7 @@ def build_app(
             yield from counted(job, visitor, address, old.model_calls)
 
         def on_choose(tok, path, k, j, accept, request=None):
-            from refine.loop import Refiner
+            from refine.loop.refiner import Refiner
 
             try:
                 k, j = _index(k, "round"), _index(j, "candidate")
@@ -852,7 +852,7 @@ def ready_activities(country: str | None) -> list[str]:
     """The activities of ``country`` that the bundled pack holds references for; for a
     country with none, all its activities (their references are built first, with
     `refine refs build`); empty for a country the pack lacks."""
-    from refine.references import load_pack
+    from refine.evaluate.references import load_pack
 
     pack = load_pack()
     key = pack.country_key(country or "")

@@ -1,6 +1,6 @@
 """The Rate view: people of a culture rate images one at a time (the CulturalFrames
 questions), with keyboard shortcuts; answers go to ``ratings.jsonl`` beside the images as
-each is saved, so a reload loses nothing (see :mod:`refine.rating`).
+each is saved, so a reload loses nothing (see :mod:`refine.human.rating`).
 
 Keys (outside text boxes): 1-5 image-prompt alignment, q w e r t cultural faithfulness
 1-5, Enter save and show the next image.
@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from refine.rating import RatingSet
+from refine.human.rating import RatingSet
 from refine.service import RunService, phrase, visitor_hash
 from ui.safe import error, md_text
 from ui.visitors import visitor_id

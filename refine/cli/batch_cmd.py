@@ -45,9 +45,9 @@ def batch_cmd(
     --workers helps with API backends. --engine ray runs the same batch on Ray actors
     (one set of models each; the batch directory must be on storage every node sees).
     """
-    from refine.batch import BatchSpecError, open_batch, run_batch
     from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
-    from refine.loop import Refiner
+    from refine.harness.tasks.batch import BatchSpecError, open_batch, run_batch
+    from refine.loop.refiner import Refiner
     from refine.settings import SettingsError, output_folder
 
     backends = parse_backends(backend)
@@ -77,7 +77,7 @@ def batch_cmd(
             typer.echo(f"    {event.describe()}", err=True)
 
     if engine == "ray":
-        from refine.batch_ray import RayEngineError, run_batch_ray
+        from refine.harness.batch_ray import RayEngineError, run_batch_ray
 
         try:
             batch = run_batch_ray(
@@ -146,8 +146,8 @@ def score_cmd(
     """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them; with
     --expectations, which explicit and implicit expectations each image meets."""
     from refine import settings
-    from refine.assess import Assessor
     from refine.backends.selection import Backends
+    from refine.evaluate.assess import Assessor
 
     loaded = load_images(images)
     try:
@@ -160,7 +160,7 @@ def score_cmd(
         raise UserInputError(f"{where}: {err.message}") from err
     wanted = None
     if expectations is not None:
-        from refine.expectations import load_expectations
+        from refine.evaluate.expectations import load_expectations
 
         try:
             wanted = load_expectations(expectations)
@@ -187,7 +187,7 @@ def score_cmd(
             "feedback": feedback.model_dump(mode="json"),
         }
         if wanted is not None:
-            from refine.expectations import check_images
+            from refine.evaluate.expectations import check_images
 
             with backends.using("judge") as judge:
                 (checked,) = check_images([image], wanted.expectations, judge)

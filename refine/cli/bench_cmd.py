@@ -81,8 +81,8 @@ def bench_cmd(
     country, a paired comparison, bench.json, rows.csv and an HTML leaderboard.
     --engine ray makes the cells on Ray actors (one set of models each; the bench folder
     must be on storage every node sees) with the same results."""
-    from refine.bench import BenchPlan, plan_prompts, run_bench
     from refine.cli.run_cmd import parse_backends
+    from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
     from refine.profiles import load_profile
     from refine.settings import split_list
 
@@ -132,7 +132,7 @@ def bench_cmd(
         if not as_json:
             typer.echo(line, err=True)
 
-    from refine.batch_ray import RayEngineError
+    from refine.harness.batch_ray import RayEngineError
 
     try:
         summary = run_bench(
@@ -178,7 +178,7 @@ def _concepts(
     generator, profile, backend, path, weights_text, images, seed, out, workers, as_json
 ) -> None:
     from refine.cli.run_cmd import parse_backends
-    from refine.concepts import ConceptPlan, load_concepts, run_concepts
+    from refine.harness.tasks.concepts import ConceptPlan, load_concepts, run_concepts
     from refine.profiles import load_profile
 
     try:
@@ -196,7 +196,7 @@ def _concepts(
         raise UserInputError("--images-per-prompt: diversity needs at least 2 images")
     try:
         names = list(generator) or [load_profile(profile).backend("generator")]
-        from refine.bench import parse_generator
+        from refine.harness.tasks.bench import parse_generator
 
         for name in names:
             parse_generator(name)

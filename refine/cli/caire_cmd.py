@@ -49,7 +49,7 @@ def kb_build_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print what was added as JSON."),
 ) -> None:
     """Build a knowledge base, or add new entities and images to one (incremental)."""
-    from refine.caire.kb import KBError, KnowledgeBase, read_source
+    from refine.evaluate.caire.kb import KBError, KnowledgeBase, read_source
 
     try:
         entities = read_source(source)
@@ -87,7 +87,7 @@ def kb_info_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """What a knowledge base holds."""
-    from refine.caire.kb import KBError, KnowledgeBase
+    from refine.evaluate.caire.kb import KBError, KnowledgeBase
 
     try:
         info = KnowledgeBase.load(kb_dir).info()
@@ -132,9 +132,9 @@ def score_cmd(
     """Rate each image 1-5 for each culture label (argmax of the judge's probabilities)."""
     from metrics.caire import diversity
     from refine.backends.selection import Backends
-    from refine.caire.kb import KBError, KnowledgeBase
-    from refine.caire.scorer import CaireScorer, parse_labels, scores_document
     from refine.cli.run_cmd import parse_backends
+    from refine.evaluate.caire.kb import KBError, KnowledgeBase
+    from refine.evaluate.caire.scorer import CaireScorer, parse_labels, scores_document
 
     try:
         label_list = parse_labels(labels)

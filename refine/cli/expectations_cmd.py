@@ -32,9 +32,9 @@ def build_cmd(
     edit the file written with --out and pass it to `refine run/score --expectations`."""
     from refine.backends.selection import Backends
     from refine.cli.run_cmd import parse_backends
-    from refine.expectations import build_expectations
+    from refine.evaluate.expectations import build_expectations
+    from refine.evaluate.refs_build import LLMCache
     from refine.io.files import atomic_write_text
-    from refine.refs_build import LLMCache
     from refine.service import phrase
 
     try:

@@ -57,7 +57,7 @@ def bank_cmd(
     node sees)."""
     from refine.backends.selection import Backends
     from refine.cli.run_cmd import parse_backends
-    from refine.sos.bank import BankError, build_bank, check_grid
+    from refine.harness.tasks.sos_bank import BankError, build_bank, check_grid
 
     check_engine(engine, address, gpus_per_worker)
     grid_cultures, grid_languages = _split(cultures), _split(languages)
@@ -78,12 +78,12 @@ def bank_cmd(
         if not as_json:
             typer.echo(f"cell {done}/{total}: {what}", err=True)
 
-    from refine.batch_ray import RayEngineError
+    from refine.harness.batch_ray import RayEngineError
 
     pool = None
     try:
         if engine == "ray":
-            from refine.sos.bank_ray import RayBankCells
+            from refine.harness.bank_ray import RayBankCells
 
             pool = RayBankCells(
                 profile,
@@ -134,8 +134,8 @@ def report_cmd(
 ) -> None:
     """SoS per (culture, language), per language, the strongly surface-led share, a heatmap
     and the images of the most surface-led pairs, in one HTML file."""
+    from refine.evaluate.sos import BankError
     from refine.present.report.sos import write_sos_report
-    from refine.sos.bank import BankError
 
     try:
         path, result = write_sos_report(bank_dir, out, top)

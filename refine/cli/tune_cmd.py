@@ -42,7 +42,7 @@ def tune_cmd(
     reads it, a model card, the loss curve and validation images. On several GPUs:
     accelerate launch --num_processes N $(which refine) tune ... (each process draws its
     own batches; the gradients are averaged)."""
-    from refine.tune import TuneConfig, Tuner
+    from refine.train.tune import TuneConfig, Tuner
 
     config = TuneConfig(
         data=str(data),

@@ -9,7 +9,7 @@ import json
 from html import escape
 from typing import Any
 
-from refine import views
+from refine.present import views
 
 COLOURS = dict(
     zip(

@@ -7,10 +7,10 @@ import json
 import pytest
 from PIL import Image
 
-from refine.batch import open_batch, read_specs, run_batch, summarise
 from refine.events import EntryChanged
+from refine.harness.tasks.batch import open_batch, read_specs, run_batch, summarise
 from refine.io.store import RunStore
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import BLUE, GREEN, RED
 

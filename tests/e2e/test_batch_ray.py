@@ -14,10 +14,10 @@ import threading
 
 import pytest
 
-from refine.batch import open_batch, run_batch
 from refine.events import EntryChanged
+from refine.harness.tasks.batch import open_batch, run_batch
 from refine.io.store import RunStore
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 from tests.e2e.test_batch import write_jsonl
 from tests.e2e.test_cli_run import env
 
@@ -62,7 +62,7 @@ def rounds_of(store_dir, batch):
 
 
 def test_the_same_records_as_the_local_engine(cluster, world, backends, options, tmp_path):
-    from refine.batch_ray import run_batch_ray
+    from refine.harness.batch_ray import run_batch_ray
 
     path = specs(tmp_path)
     local, lstore = open_batch(path, tmp_path / "local", "gemini", backends)
@@ -97,7 +97,7 @@ def test_the_same_records_as_the_local_engine(cluster, world, backends, options,
 def test_a_killed_worker_is_replaced_and_its_run_resumes(
     cluster, world, backends, options, tmp_path
 ):
-    from refine.batch_ray import run_batch_ray
+    from refine.harness.batch_ray import run_batch_ray
 
     world.edit_delay_s = 1.0  # runs long enough to be killed in the middle
     path = specs(tmp_path, n=4, rounds=2)
@@ -131,7 +131,7 @@ def test_a_killed_worker_is_replaced_and_its_run_resumes(
 def test_an_interrupted_driver_is_finished_by_the_local_engine(
     cluster, world, backends, options, tmp_path
 ):
-    from refine.batch_ray import run_batch_ray
+    from refine.harness.batch_ray import run_batch_ray
 
     path = specs(tmp_path, n=4)
     batch, store = open_batch(path, tmp_path / "b", "gemini", backends)
@@ -198,7 +198,7 @@ def test_bad_settings_get_one_line_each(tmp_path, world):
 
 # -- refine bench on Ray ---------------------------------------------------------------
 def bench_plan(siglip_path):
-    from refine.bench import BenchPlan, plan_prompts
+    from refine.harness.tasks.bench import BenchPlan, plan_prompts
 
     return BenchPlan(
         generators=["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"],
@@ -209,7 +209,7 @@ def bench_plan(siglip_path):
 
 
 def test_bench_on_ray_makes_the_same_bench(cluster, world, siglip_path, options, tmp_path):
-    from refine.bench import BenchStore, run_bench
+    from refine.harness.tasks.bench import BenchStore, run_bench
     from tests.fakes.gemini_world import GREEN, RED
 
     world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
@@ -262,7 +262,7 @@ def killer(world, lines, killed):
 
 
 def test_bench_on_ray_survives_a_killed_worker(cluster, world, siglip_path, options, tmp_path):
-    from refine.bench import BenchStore, cell_key, run_bench
+    from refine.harness.tasks.bench import BenchStore, cell_key, run_bench
 
     world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
     plan = bench_plan(siglip_path)
@@ -296,8 +296,8 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
     import numpy as np
 
     from refine.backends.selection import Backends
-    from refine.sos.bank import Bank, build_bank
-    from refine.sos.bank_ray import RayBankCells
+    from refine.harness.bank_ray import RayBankCells
+    from refine.harness.tasks.sos_bank import Bank, build_bank
 
     overrides = {"image_embedder": f"siglip:{siglip_path}"}
     chosen = Backends("gemini", overrides)
@@ -341,8 +341,8 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
 
 def test_sos_bank_on_ray_survives_a_killed_worker(cluster, world, siglip_path, tmp_path):
     from refine.backends.selection import Backends
-    from refine.sos.bank import Bank, build_bank
-    from refine.sos.bank_ray import RayBankCells
+    from refine.harness.bank_ray import RayBankCells
+    from refine.harness.tasks.sos_bank import Bank, build_bank
 
     world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
     overrides = {"image_embedder": f"siglip:{siglip_path}"}

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from metrics.ahead import faithfulness, score_images
-from refine.bench import BenchPlan, BenchStore, plan_prompts, run_bench
+from refine.evaluate.references import find_references
+from refine.harness.tasks.bench import BenchPlan, BenchStore, plan_prompts, run_bench
 from refine.present.report.bench import write_bench_page
-from refine.references import find_references
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import GREEN, RED
 
@@ -230,7 +230,7 @@ def test_categories_select_prompts_and_get_their_own_aggregates(bench):
     assert {r["category"] for r in rows} == {"eating", "wedding"}
     assert "FAITH per activity category" in write_bench_page(out, summary).read_text()
     # selection by category
-    from refine.references import load_pack
+    from refine.evaluate.references import load_pack
 
     acts = load_pack().countries["Iran"]["activities"]
     eating = plan_prompts(["Iran"], categories=["Eating"])
@@ -243,7 +243,7 @@ def test_categories_select_prompts_and_get_their_own_aggregates(bench):
 
 
 def test_generator_specs_name_their_problem():
-    from refine.bench import parse_generator
+    from refine.harness.tasks.bench import parse_generator
 
     spec = parse_generator("diffusers:org/sd+lora=adapters/a@0.5+lora=hub/b")
     assert spec.name == "diffusers:org/sd"
@@ -328,7 +328,7 @@ def test_expectations_in_a_bench(world, siglip_path, options, tmp_path):
 
 
 def test_a_profile_names_its_generator_with_its_options(tmp_path):
-    from refine.bench import parse_generator
+    from refine.harness.tasks.bench import parse_generator
     from refine.profiles import load_profile
 
     spec = parse_generator("small-gpu")

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from refine.io.store import RunStore
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 

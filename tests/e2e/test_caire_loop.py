@@ -7,7 +7,7 @@ import json
 import pytest
 
 from refine.events import StageStarted
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 from tests.fakes.gemini_world import CULTURE, GREEN, RED, rating_distribution
 
 ACT, COUNTRY = "people eating food at home", "Iran"
@@ -113,7 +113,7 @@ def test_refine_run_with_caire_flags(capsys, world, siglip_path, tmp_path, kb_di
 
 
 def test_batch_lines_name_caire_settings(tmp_path, kb_dir):
-    from refine.batch import BatchSpecError, read_specs
+    from refine.harness.tasks.batch import BatchSpecError, read_specs
 
     specs = tmp_path / "specs.csv"
     specs.write_text(

@@ -9,8 +9,8 @@ import pytest
 
 from metrics.caire import diversity
 from refine.backends import create
-from refine.caire.kb import KnowledgeBase
-from refine.caire.scorer import CaireScorer
+from refine.evaluate.caire.kb import KnowledgeBase
+from refine.evaluate.caire.scorer import CaireScorer
 from tests.fakes.gemini_world import CULTURE, rating_distribution
 from tests.integration.test_caire_kb import BLUE, GREEN, RED, TEA_TEXT, draw, run
 

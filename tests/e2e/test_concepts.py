@@ -11,8 +11,8 @@ import re
 import numpy as np
 import pytest
 
-from refine.bench import BenchStore
-from refine.concepts import ConceptPlan, load_concepts, run_concepts
+from refine.harness.tasks.bench import BenchStore
+from refine.harness.tasks.concepts import ConceptPlan, load_concepts, run_concepts
 from refine.present.report.concepts import write_concepts_page
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import BLUE, GEO, GREEN, GREY, RED, YES_LOGPROB

@@ -136,7 +136,7 @@ def test_the_report_chart_and_app_checklist_show_them(built, world, siglip_path,
     assert cli(*args, "--candidates", "1").returncode == 0
     run_dir = next((tmp_path / "runs").iterdir())
     run = RunStore(run_dir).load()
-    from refine import views
+    from refine.present import views
     from refine.present.report import write_report
     from ui import adapters
 

@@ -9,7 +9,7 @@ from PIL import Image
 
 from refine.events import RoundDecided
 from refine.io.store import RunStore
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 from refine.records import Run
 from tests.fakes.gemini_world import BLUE, GREEN, GREY, RED, expected_exag
 
@@ -176,7 +176,7 @@ def test_python_api_and_store_safety(world, backends, options, tmp_path):
 
 
 def test_reference_images_exag_variant(world, backends, options, tmp_path):
-    from refine.references import find_references
+    from refine.evaluate.references import find_references
 
     ref = tmp_path / "real.png"
     Image.new("RGB", (64, 48), GREY).save(ref)  # the judge says Yes with p = 0.4 on it

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from refine.io.store import RunStore
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 from tests.e2e.test_cli_run import cli, run_args
 from tests.fakes.gemini_world import BLUE, GREEN, RED
 

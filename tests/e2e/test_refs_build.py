@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from refine.refs_build import LLMCache, build_references, load_built, union_of
+from refine.evaluate.refs_build import LLMCache, build_references, load_built, union_of
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_server import text_answer
 

@@ -13,12 +13,12 @@ from html.parser import HTMLParser
 import pytest
 from PIL import Image
 
-from refine.batch import open_batch, run_batch
 from refine.cli import main
+from refine.harness.tasks.batch import open_batch, run_batch
 from refine.io.store import RunStore
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 from refine.present.report import write_report
-from refine.views import metric_series
+from refine.present.views import metric_series
 from tests.fakes.gemini_world import BLUE, GREEN, RED
 
 ACT, COUNTRY = "people eating food at home", "Iran"

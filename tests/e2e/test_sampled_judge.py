@@ -8,7 +8,7 @@ import math
 import pytest
 
 import refine.backends.gemini as gemini
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 from tests.fakes.gemini_world import CULTURE, GREEN, RATING, RED, sampled_rating
 
 ACT, COUNTRY = "people eating food at home", "Iran"

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from refine.backends import create
+from refine.evaluate.sos import analyse
+from refine.harness.tasks.sos_bank import Bank, BankError, build_bank, person_prompts
 from refine.present.report.sos import write_sos_report
-from refine.sos.analysis import analyse
-from refine.sos.bank import Bank, BankError, build_bank, person_prompts
 from tests.fakes.tiny_models import build_tiny_sd
 
 CULTURES = ["Japanese", "Nigerian", "Mexican"]

@@ -8,7 +8,7 @@ import pytest
 from refine.backends import create
 from refine.events import StageStarted
 from refine.io.store import RunStore
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 from tests.fakes.gemini_world import BLUE, GREEN, RED, build_activity_bank
 
 ACT, COUNTRY = "people eating food at home", "Iran"
@@ -123,7 +123,7 @@ def test_refine_run_with_languages(capsys, world, siglip_path, bank_dir, tmp_pat
 
 
 def test_batch_lines_name_languages_and_a_bank(tmp_path, bank_dir):
-    from refine.batch import BatchSpecError, read_specs
+    from refine.harness.tasks.batch import BatchSpecError, read_specs
 
     specs = tmp_path / "specs.csv"
     specs.write_text(

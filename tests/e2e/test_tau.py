@@ -13,9 +13,9 @@ import pytest
 from PIL import Image
 
 from metrics.ahead import best_match_similarities
+from refine.evaluate.references import find_references
 from refine.io.store import RunStore
 from refine.profiles import load_profile
-from refine.references import find_references
 from tests.e2e.test_cli_run import cli, run_args
 from tests.fakes.gemini_world import GREEN, RED, SEEN, YES_LOGPROB
 

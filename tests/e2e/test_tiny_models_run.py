@@ -16,7 +16,7 @@ from metrics.descriptors import DIMENSIONS
 from refine.assets import prompt_template
 from refine.backends.structured import observation_prompt
 from refine.io.store import RunStore
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 from tests.fakes.tiny_models import build_tiny_qwen_vl, build_tiny_sd, teach
 
 ACT, COUNTRY = "people eating food at home", "Iran"

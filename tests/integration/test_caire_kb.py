@@ -10,9 +10,9 @@ import pytest
 from PIL import Image, ImageDraw
 
 from refine.backends import create
-from refine.caire.kb import KBError, KnowledgeBase, read_source
-from refine.caire.scorer import CaireScorer
 from refine.cli import main
+from refine.evaluate.caire.kb import KBError, KnowledgeBase, read_source
+from refine.evaluate.caire.scorer import CaireScorer
 from tests.fakes.tiny_models import build_tiny_siglip
 
 RED, BLUE, GREEN = (200, 30, 30), (40, 40, 200), (30, 160, 60)

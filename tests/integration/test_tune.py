@@ -17,7 +17,7 @@ import pytest
 import torch
 from PIL import Image
 
-from refine.tune import TuneConfig, Tuner
+from refine.train.tune import TuneConfig, Tuner
 from tests.fakes.tiny_models import build_tiny_sd
 
 pytestmark = pytest.mark.slow  # training: about a minute and a half of work
@@ -301,7 +301,7 @@ def test_other_pipelines_are_refused_with_what_they_are(world, tmp_path):
 
 LAUNCH = """
 import hashlib, sys
-import refine.tune as T
+import refine.train.tune as T
 
 run = T.Tuner.run
 

@@ -83,7 +83,7 @@ def test_a_200_step_dpo_lora_on_the_small_gpu_generator(tmp_path):
     on pairs of real generated images (the prompt's own images, preferred by colour)."""
     import json
 
-    from refine.tune import TuneConfig, Tuner
+    from refine.train.tune import TuneConfig, Tuner
 
     p = load_profile("small-gpu")
     base = p.backend("generator")

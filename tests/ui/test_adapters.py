@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from refine.loop import Refiner
+from refine.loop.refiner import Refiner
 from ui.adapters import (
     TABLE_HEADERS,
     before_after,
@@ -81,7 +81,7 @@ def test_the_app_and_the_report_draw_the_same_series(world, backends, options, t
 
 
 def test_the_activity_list_follows_the_country():
-    from refine.references import load_pack
+    from refine.evaluate.references import load_pack
     from ui.app import ready_activities
 
     pack = load_pack()

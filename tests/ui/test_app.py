@@ -322,7 +322,7 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     from gradio_client import Client
 
     from refine.backends import create
-    from refine.caire.kb import KnowledgeBase, read_source
+    from refine.evaluate.caire.kb import KnowledgeBase, read_source
     from tests.integration.test_caire_kb import folder_source
 
     embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")

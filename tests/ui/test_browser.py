@@ -443,7 +443,7 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
 
     from PIL import Image
 
-    from refine.agree import file_sha256
+    from refine.human.agree import file_sha256
 
     pg, service = page
     folder = tmp_path / "to-rate"
@@ -496,7 +496,7 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
         assert r["rater"] == "Ana" and r["image_sha256"] == file_sha256(folder / r["image"])
         assert r["prompt"] == f"prompt {r['image'][2]}" and r["time"]
     # the order is the rater's own, the same after the reload
-    from refine.rating import RatingSet
+    from refine.human.rating import RatingSet
 
     order = [it.image for it in RatingSet.open(folder).order("Ana")]
     assert [r["image"] for r in rows] == order

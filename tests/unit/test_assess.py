@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from refine.assess import Assessor
 from refine.backends.protocols import Rating
 from refine.backends.selection import Backends
+from refine.evaluate.assess import Assessor
 from refine.records import ReferencePack
 
 SEEN = {"objects": ["tea glasses", "hamburgers"]}
@@ -95,7 +95,7 @@ def test_judge_rating_variant(fixed_embedder):
     # the reference closest to the stereotype, in any dimension: what may replace it
     assert (seen.replacement, seen.replacement_dimension) == ("rice platter", "objects")
     assert seen.replacement_similarity == pytest.approx(0.6)
-    from refine.instructions import planned_changes
+    from refine.loop.instructions import planned_changes
 
     assert planned_changes(feedback, 5, tau=0.52)[0] == (
         "Replace the oversized hookahs with a rice platter"

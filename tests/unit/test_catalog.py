@@ -24,9 +24,9 @@ def test_each_metric_once_with_a_range_and_a_direction():
 
 
 def test_bench_rows_and_agree_read_the_catalog():
-    from refine.agree import METRICS
-    from refine.bench import ROW_FIELDS
-    from refine.views import METRICS as SERIES
+    from refine.harness.tasks.bench import ROW_FIELDS
+    from refine.human.agree import METRICS
+    from refine.present.views import METRICS as SERIES
 
     per_image = [f for f in ROW_FIELDS if f in catalog.CATALOG]
     assert per_image == [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from refine.instructions import Change, build_instruction, plan, planned_changes, sentence
+from refine.loop.instructions import Change, build_instruction, plan, planned_changes, sentence
 from refine.records import Feedback
 
 ACT, COUNTRY = "people eating food at home", "Iran"
@@ -134,8 +134,8 @@ def test_the_instruction_a_person_would_write():
 
 
 def test_the_checklist_shows_a_near_match():
+    from refine.present.views import checklist
     from refine.records import Candidate, Round, Scores
-    from refine.views import checklist
     from ui.adapters import checklist as widget
 
     scores = Scores(align=0.5, hal=0.5, exag=0.0, faith=0.6, exag_variant="x", tau=0.52)
@@ -175,7 +175,7 @@ def test_the_margins_are_run_settings_with_bounds():
 
 
 def test_the_writer_refuses_an_empty_or_long_answer():
-    from refine.instructions import change_records, write_instruction
+    from refine.loop.instructions import change_records, write_instruction
 
     class Model:
         id = "test:llm"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from refine import policy
+from refine.loop import policy
 from refine.records import (
     Candidate,
     Drift,

@@ -1,4 +1,4 @@
-"""refine.rating: a set's images, each rater's own order, validated answers appended and
+"""refine.human.rating: a set's images, each rater's own order, validated answers appended and
 synced, a line cut by a kill skipped (the image is rated again)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 from PIL import Image
 
-from refine.rating import RatingSet
+from refine.human.rating import RatingSet
 
 
 @pytest.fixture

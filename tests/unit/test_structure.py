@@ -72,8 +72,8 @@ def test_the_exception_list_only_shrinks():
 def test_the_repository_passes_with_its_listed_exceptions():
     found = cs.problems()
     assert cs.check(found, cs.KNOWN) == []
-    flat = [p.name for p in found if p.name.startswith("flat modules")]
-    assert flat == [f"flat modules in refine/: {len(list((ROOT / 'refine').glob('*.py'))) - 1}"]
+    assert not [p.name for p in found if p.name.startswith("flat modules")]
+    assert len(list((ROOT / "refine").glob("*.py"))) - 1 <= cs.MAX_FLAT  # no exception needed
 
 
 @pytest.mark.parametrize("package", cs.PACKAGES)

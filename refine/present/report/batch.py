@@ -10,7 +10,7 @@ from refine.present.report.run import run_section
 
 
 def render_batch(batch_dir: str | Path) -> str:
-    from refine.batch import BatchStore
+    from refine.harness.tasks.batch import BatchStore
     from refine.io.store import RunStore
 
     batch_dir = Path(batch_dir).resolve()

@@ -22,7 +22,7 @@ def _paired_row(p: dict[str, Any]) -> str:
 
 
 def write_bench_page(folder: str | Path, summary: Any) -> Path:
-    """``bench.html`` in the bench folder, from what :func:`refine.bench.run_bench`
+    """``bench.html`` in the bench folder, from what :func:`refine.harness.tasks.bench.run_bench`
     returned; returns its path."""
     from refine.io.files import atomic_write_text
 
@@ -37,7 +37,7 @@ def render_bench_leaderboard(
     """One self-contained HTML page: the leaderboard with intervals, FAITH per country,
     FAITH against Vendi per prompt, the paired comparison, the best and worst images."""
     from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, BENCH_QUALITY, label
-    from refine.bench import cell_mean
+    from refine.harness.tasks.bench import cell_mean
 
     folder = Path(folder)
     names = list(summary["generators"])

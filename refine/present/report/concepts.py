@@ -12,7 +12,7 @@ from refine.present.html import document, escape, image_tag, num, raw
 
 
 def write_concepts_page(folder: str | Path, summary: Any) -> Path:
-    """``concepts.html`` in the folder, from what :func:`refine.concepts.run_concepts`
+    """``concepts.html`` in the folder, from what :func:`refine.harness.tasks.concepts.run_concepts`
     returned; returns its path."""
     from refine.io.files import atomic_write_text
 

@@ -1,14 +1,15 @@
-"""The report of one run: the metric curves (the series of :func:`refine.views.metric_series`,
-as in the app), then every round: its images (the chosen candidate first), scores, drift,
-the descriptor checklist per dimension (aligned, missing, hallucinated, stereotypes seen),
-the instruction or prompt, the decision and its reason, and timings."""
+"""The report of one run: the metric curves (the series of
+:func:`refine.present.views.metric_series`, as in the app), then every round: its images
+(the chosen candidate first), scores, drift, the descriptor checklist per dimension
+(aligned, missing, hallucinated, stereotypes seen), the instruction or prompt, the
+decision and its reason, and timings."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from refine import views
+from refine.present import views
 from refine.present.charts import line_chart
 from refine.present.html import document, escape, image_tag, num
 from refine.records import LanguageImage, Round, Run

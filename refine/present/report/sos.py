@@ -1,5 +1,5 @@
 """The SoS page of a bank: the heatmap, the distribution per language, and the images of
-the most surface-led pairs (the analysis is :func:`refine.sos.analysis.analyse`)."""
+the most surface-led pairs (the analysis is :func:`refine.evaluate.sos.analyse`)."""
 
 from __future__ import annotations
 
@@ -67,8 +67,8 @@ def render(result: dict[str, Any], top: int = 5) -> str:
 def write_sos_report(bank_dir: str | Path, out: str | Path | None = None, top: int = 5):
     """Analyse the bank and write its page (default ``BANK_DIR/report.html``); returns the
     page's path and the analysis."""
+    from refine.evaluate.sos import analyse
     from refine.io.files import atomic_write_text
-    from refine.sos.analysis import analyse
 
     result = analyse(bank_dir)
     path = Path(out) if out else Path(bank_dir) / "report.html"

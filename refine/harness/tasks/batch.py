@@ -134,7 +134,7 @@ def read_specs(
     path: str | Path, profile: str = "gemini", find: Callable[..., ReferencePack] | None = None
 ) -> list[BatchEntry]:
     """Every line checked before anything runs; all bad lines are reported together."""
-    from refine.refs_build import find_any
+    from refine.evaluate.refs_build import find_any
 
     path = Path(path)
     try:
@@ -302,7 +302,7 @@ def run_batch(
 ) -> Batch:
     """Run every unfinished entry (``workers`` at a time) and return the batch record.
 
-    ``refiner`` is a :class:`refine.loop.Refiner`; each worker uses a sibling sharing its
+    ``refiner`` is a :class:`refine.loop.refiner.Refiner`; each worker uses a sibling sharing its
     models. A run that fails is recorded and the others go on. Ctrl-C saves the record
     and stops; completed rounds stay in the run directories for ``--resume``.
     """

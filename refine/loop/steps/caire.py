@@ -8,14 +8,14 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from refine.assess import judge_calls
+from refine.evaluate.assess import judge_calls
 from refine.events import StageStarted
-from refine.instructions import caire_change
+from refine.loop.instructions import caire_change
 
 if TYPE_CHECKING:
     from refine.backends.selection import Backends
+    from refine.loop.steps import StepContext
     from refine.records import Round, Run, RunSpec
-    from refine.steps import StepContext
 
 
 class CaireStep:
@@ -30,11 +30,11 @@ class CaireStep:
         key = (spec.caire_kb, spec.caire_top_k)
         with self._lock:
             if key not in self._scorers:
-                from refine.caire.scorer import CaireScorer
+                from refine.evaluate.caire.scorer import CaireScorer
 
                 kb = embedder = None
                 if spec.caire_kb:
-                    from refine.caire.kb import KnowledgeBase
+                    from refine.evaluate.caire.kb import KnowledgeBase
 
                     kb = KnowledgeBase.load(spec.caire_kb)
                     embedder = backends.embedder_for(kb.embedder)

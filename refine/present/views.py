@@ -179,8 +179,8 @@ def checklist(
     """The chosen image's descriptors per dimension (aligned, missing, hallucinated, in
     that order) and the stereotype candidates seen as exaggerated. A hallucinated item
     within ``near_margin`` below tau of its reference is a ``near`` match (the edit leaves
-    it alone; see :mod:`refine.instructions`)."""
-    from refine.instructions import NEAR_MARGIN, near_matches
+    it alone; see :mod:`refine.loop.instructions`)."""
+    from refine.loop.instructions import NEAR_MARGIN, near_matches
 
     fb = r.best.feedback
     margin = NEAR_MARGIN if near_margin is None else near_margin
@@ -201,7 +201,7 @@ def checklist(
 def near_lines(run: Run) -> list[str]:
     """``round 0: Bowl of stew ~ bowl of stew with herbs (0.50)`` per near match of a
     round's chosen image (what the next edit leaves alone)."""
-    from refine.instructions import near_matches
+    from refine.loop.instructions import near_matches
 
     lines = []
     for r in run.rounds:

@@ -218,7 +218,7 @@ def load_built(activity: str, country: str, directory: str | Path | None = None)
 def find_any(activity: str, country: str, directory: str | Path | None = None) -> ReferencePack:
     """The bundled pack's references, else ones built earlier with ``refine refs build``
     (in ``directory``, else the cache's)."""
-    from refine.references import ReferenceNotFound, find_references
+    from refine.evaluate.references import ReferenceNotFound, find_references
 
     try:
         return find_references(activity, country)

@@ -1,4 +1,5 @@
-"""The SoS analysis of a bank: per (culture, language) SoS, the distribution per language
+"""An SoS bank read (``Bank``, what ``refine.harness.tasks.sos_bank`` builds) and its
+analysis: per (culture, language) SoS, the distribution per language
 and the share of strongly surface-led pairs (the page: refine.present.report.sos).
 
 Conventions: SoS(image) = cos(semantic centroid of its culture, e) - cos(surface centroid
@@ -10,12 +11,80 @@ its median SoS is at or below the 25th percentile of the SoS of every image in t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
-from refine.sos.bank import Bank
+LANGUAGES = {
+    "en": "English",
+    "am": "Amharic",
+    "ar": "Arabic",
+    "zh": "Chinese",
+    "fi": "Finnish",
+    "fr": "French",
+    "de": "German",
+    "hi": "Hindi",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "ru": "Russian",
+    "es": "Spanish",
+    "tr": "Turkish",
+    "fa": "Persian",
+    "pt": "Portuguese",
+    "sw": "Swahili",
+    "yo": "Yoruba",
+}
+MANIFEST = "bank.json"
+
+
+class BankError(ValueError):
+    """A bad bank setting or folder; the message says what to do."""
+
+
+class Translation(BaseModel):
+    translation: str
+
+
+class Bank:
+    """A bank folder: its manifest and what its finished cells hold."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not (self.path / MANIFEST).is_file():
+            raise BankError(
+                f"{self.path}: not an SoS bank (no {MANIFEST}); build one with "
+                "`refine sos bank --cultures ... --languages ... --concept ... --out DIR`"
+            )
+        self.manifest = json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
+
+    @property
+    def cells(self) -> dict[str, dict[str, Any]]:
+        return self.manifest["cells"]
+
+    def done(self) -> list[dict[str, Any]]:
+        return [c for c in self.cells.values() if c["done"]]
+
+    def data(self) -> tuple[np.ndarray, list[str], list[str], list[str]]:
+        """Embeddings, cultures, languages and image paths of every finished cell."""
+        rows, cultures, languages, images = [], [], [], []
+        for cell in self.done():
+            e = np.load(self.path / cell["embeddings"])
+            rows.append(e)
+            cultures += [cell["culture"]] * len(e)
+            languages += [cell["language"]] * len(e)
+            images += cell["images"]
+        if not rows:
+            raise BankError(f"{self.path}: no finished cells yet; run the bank build again")
+        return np.concatenate(rows), cultures, languages, images
+
+    def centroids(self) -> Any:
+        from metrics.sos import SosBank
+
+        return SosBank.load(self.path / "centroids.npz")
 
 
 def analyse(bank_dir: str | Path) -> dict[str, Any]:

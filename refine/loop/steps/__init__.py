@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from refine.assess import Assessor, CallCounter
     from refine.backends.selection import Backends
+    from refine.evaluate.assess import Assessor, CallCounter
     from refine.events import Event
     from refine.io.store import RunStore
     from refine.records import Round, Run, RunSpec
@@ -41,8 +41,8 @@ class RoundStep(Protocol):
 
 def default_steps() -> list[Any]:
     """The steps every run has; each does nothing unless its settings are given."""
-    from refine.steps.caire import CaireStep
-    from refine.steps.expectations import ExpectationsStep
-    from refine.steps.languages import LanguagesStep
+    from refine.loop.steps.caire import CaireStep
+    from refine.loop.steps.expectations import ExpectationsStep
+    from refine.loop.steps.languages import LanguagesStep
 
     return [CaireStep(), LanguagesStep(), ExpectationsStep()]

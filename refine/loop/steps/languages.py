@@ -18,8 +18,8 @@ from refine.records import LanguageImage
 
 if TYPE_CHECKING:
     from refine.backends.selection import Backends
+    from refine.loop.steps import StepContext
     from refine.records import Round, Run, RunSpec
-    from refine.steps import StepContext
 
 
 def bank_culture(centroids: Any, country: str) -> str | None:
@@ -41,7 +41,7 @@ class LanguagesStep:
         """(bank, centroids, image embedder) of an SoS bank folder, loaded once."""
         with self._lock:
             if path not in self._banks:
-                from refine.sos.bank import Bank
+                from refine.evaluate.sos import Bank
 
                 bank = Bank(path)
                 embedder = backends.embedder_for(bank.manifest["settings"]["embedder"])
@@ -134,8 +134,8 @@ class LanguagesStep:
     @staticmethod
     def translate(text: str, lang: str, ctx: StepContext) -> str:
         from refine.assets import prompt_template
-        from refine.refs_build import LLMCache
-        from refine.sos.bank import LANGUAGES, Translation
+        from refine.evaluate.refs_build import LLMCache
+        from refine.evaluate.sos import LANGUAGES, Translation
 
         request = prompt_template("translate").format(language=LANGUAGES[lang], text=text)
         cache = LLMCache()

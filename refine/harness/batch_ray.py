@@ -28,8 +28,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from refine.batch import Batch, BatchStore, entry_ended, record_run
 from refine.events import BatchStarted, EntryChanged, Event
+from refine.harness.tasks.batch import Batch, BatchStore, entry_ended, record_run
 from refine.io.files import atomic_write_text
 from refine.io.store import LOCK_FILE, RunStore
 
@@ -67,7 +67,7 @@ class RunWorker:
 
     def __init__(self, profile, backends, options, env: dict[str, str]) -> None:
         os.environ.update(env)
-        from refine.loop import Refiner
+        from refine.loop.refiner import Refiner
 
         self.refiner = Refiner(profile, backends, options)
         self.identity = f"{os.getpid()}@{socket.gethostname()}"
@@ -81,8 +81,8 @@ class RunWorker:
 
     def run(self, i: int, entry_json: str, batch_dir: str) -> str:
         """Make or resume the run of entry ``i``; returns its directory (relative)."""
-        from refine.batch import BatchEntry
         from refine.events import RunStarted
+        from refine.harness.tasks.batch import BatchEntry
 
         entry = BatchEntry.model_validate_json(entry_json)
         root = Path(batch_dir)
@@ -195,7 +195,7 @@ def run_batch_ray(
 ) -> Batch:
     """Run every unfinished entry of ``batch`` on ``workers`` Ray actors (a local Ray
     instance, or the cluster at ``address``) and return the batch record; the same
-    record and run directories as :func:`refine.batch.run_batch`."""
+    record and run directories as :func:`refine.harness.tasks.batch.run_batch`."""
     ray = import_ray()
     emit = on_event or (lambda event: None)
     env = worker_env()

@@ -1,14 +1,14 @@
 """The Ray engine of ``refine bench``: the same bench folder, its cells made by Ray actors.
 
-Each worker is a Ray actor holding one :class:`refine.bench.CellMaker` (the scorer's models
-and the generators, ``--gpus-per-worker`` GPUs each, or none for API profiles). A cell (one
-generator and prompt) is the unit of work and of retry: the worker generates and saves the
-cell's images in the bench folder, which every node must see, and returns the scored cell;
-the driver alone appends it to ``cells.jsonl``, so the file has one writer. A worker that
-dies mid-cell is restarted by Ray and the cell is made again (its images are overwritten:
-the seeds are fixed), up to three times. Ctrl-C stops the workers; cells done are kept and
-the next ``refine bench`` with the same folder goes on from there, with either engine.
-"""
+Each worker is a Ray actor holding one :class:`refine.harness.tasks.bench.CellMaker`
+(the scorer's models and the generators, ``--gpus-per-worker`` GPUs each, or none for
+API profiles). A cell (one generator and prompt) is the unit of work and of retry: the
+worker generates and saves the cell's images in the bench folder, which every node must
+see, and returns the scored cell; the driver alone appends it to ``cells.jsonl``, so the
+file has one writer. A worker that dies mid-cell is restarted by Ray and the cell is
+made again (its images are overwritten: the seeds are fixed), up to three times. Ctrl-C
+stops the workers; cells done are kept and the next ``refine bench`` with the same
+folder goes on from there, with either engine."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from refine.batch_ray import (
+from refine.harness.batch_ray import (
     MAX_RETRIES,
     RayEngineError,
     _alive,
@@ -179,7 +179,7 @@ class RayPool:
 
 
 class RayCells:
-    """The Ray engine of ``refine bench`` (see :func:`refine.bench.run_bench`)."""
+    """The Ray engine of ``refine bench`` (see :func:`refine.harness.tasks.bench.run_bench`)."""
 
     def __init__(
         self,

@@ -118,7 +118,7 @@ class BenchPlan:
 
 def activity_category(activity: str, country: str) -> str | None:
     """The CULTIVate category of an activity of a country in the bundled pack."""
-    from refine.references import load_pack
+    from refine.evaluate.references import load_pack
 
     entry = load_pack().countries.get(country, {}).get("activities", {}).get(activity) or {}
     return entry.get("category")
@@ -136,7 +136,7 @@ def plan_prompts(
     (default: all of them) in the CULTIVate categories named (eating, greeting, dancing,
     concert, game, celebration, religious, wedding, funeral; default: all), then
     ``sample`` of those drawn with ``seed``."""
-    from refine.references import load_pack
+    from refine.evaluate.references import load_pack
 
     pack = load_pack()
     known = {
@@ -244,8 +244,8 @@ class CellMaker:
         backend_options: dict[str, dict[str, Any]] | None = None,
         instances: dict[str, Any] | None = None,
     ) -> None:
-        from refine.assess import Assessor
         from refine.backends.selection import Backends
+        from refine.evaluate.assess import Assessor
 
         plan.check()
         self.plan = plan
@@ -279,7 +279,7 @@ class CellMaker:
         from metrics.ahead import score_pooled
         from metrics.vendi import quality_weighted, vendi_from_embeddings
         from refine.assets import prompt_template
-        from refine.references import find_references
+        from refine.evaluate.references import find_references
 
         plan, scorer, seeds = self.plan, self.scorer, self.seeds
         gen_name, act, country = job
@@ -307,8 +307,8 @@ class CellMaker:
         vendi = vendi_from_embeddings(emb)
         checked: list[Any] = [None] * len(images)
         if plan.expectations:
-            from refine.expectations import build_expectations, check_images
-            from refine.refs_build import LLMCache
+            from refine.evaluate.expectations import build_expectations, check_images
+            from refine.evaluate.refs_build import LLMCache
 
             with scorer.using("llm") as llm:
                 built = build_expectations(prompt, country, llm, LLMCache())
@@ -397,13 +397,13 @@ def run_bench(
     :func:`refine.present.report.bench.write_bench_page`). ``workers`` cells
     at a time: threads sharing one set of models (``engine="local"``; API models, local
     ones take turns on the device) or Ray actors with a set each (``engine="ray"``, see
-    :mod:`refine.bench_ray`). The summary is the same for any engine and number of
+    :mod:`refine.harness.bench_ray`). The summary is the same for any engine and number of
     workers."""
     plan.check()
     emit = on_event or (lambda line: None)
     store = BenchStore(out)
     if engine == "ray":
-        from refine.bench_ray import RayCells
+        from refine.harness.bench_ray import RayCells
 
         cells_engine: Any = RayCells(
             CellMaker, plan, store, backend_options, workers, gpus_per_worker, address, emit

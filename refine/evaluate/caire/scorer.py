@@ -65,7 +65,7 @@ class CaireScorer:
         """Per image, the KB entities found by visual retrieval, best first."""
         import numpy as np
 
-        from refine.caire.kb import _as_array
+        from refine.evaluate.caire.kb import _as_array
 
         if self.kb is None:
             raise ValueError("entity linking needs a knowledge base")

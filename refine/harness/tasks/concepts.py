@@ -213,7 +213,7 @@ def run_concepts(
     concepts.html and returns the summary."""
     from refine.assets import prompt_template
     from refine.backends.selection import Backends
-    from refine.bench import BenchStore, Summary, make_generator, run_jobs
+    from refine.harness.tasks.bench import BenchStore, Summary, make_generator, run_jobs
 
     if not plan.generators or not plan.concepts:
         raise ValueError("name at least one generator and one concept")

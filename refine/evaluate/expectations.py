@@ -43,9 +43,9 @@ def build_expectations(
     count: int = MAX_PER_KIND,
 ) -> ExpectationSet:
     """Ask ``model`` (a language model) for the prompt's explicit and implicit
-    expectations; ``cache`` (an :class:`refine.refs_build.LLMCache`) keeps the answer."""
+    expectations; ``cache`` (an :class:`refine.evaluate.refs_build.LLMCache`) keeps the answer."""
     from refine.assets import prompt_template
-    from refine.refs_build import LLMCache
+    from refine.evaluate.refs_build import LLMCache
 
     cache = cache or LLMCache()
     text = prompt_template("expectations").format(prompt=prompt, country=country, count=count)

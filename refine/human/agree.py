@@ -256,7 +256,7 @@ def stored_metrics(sources: Sequence[str | Path]) -> StoredMetrics:
 
 def _collect(folder: Path, found: StoredMetrics) -> bool:
     if (folder / "cells.jsonl").is_file():
-        from refine.bench import BenchStore
+        from refine.harness.tasks.bench import BenchStore
 
         for cell in BenchStore(folder).cells():
             for im in cell["images"]:
@@ -459,7 +459,7 @@ def compute_missing(
     scored = 0
     if todo:
         from refine import settings
-        from refine.assess import Assessor
+        from refine.evaluate.assess import Assessor
 
         assessor = Assessor(models)
         tau, _ = models.tau()

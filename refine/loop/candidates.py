@@ -6,7 +6,7 @@ models allow and with the same record whatever the timing.
   chains at once when ``parallel`` is on, so a round takes about as long as its slowest
   chain. The chains run under the caller's API usage collection and deadline.
 * A local maker makes all images in one call (one batch on the device); then every model
-  is called once for the batch (:meth:`refine.assess.Assessor.assess_many`, ``drifts``).
+  is called once for the batch (:meth:`refine.evaluate.assess.Assessor.assess_many`, ``drifts``).
 * The candidates come back in seed order, so the record does not depend on which call
   finished first. A candidate whose calls fail is left out and its failure returned (the
   round decides among the others); when every candidate fails, the first failure is raised.
@@ -31,8 +31,8 @@ from refine.records import Candidate
 if TYPE_CHECKING:
     from PIL import Image
 
-    from refine.assess import Assessor, CallCounter
     from refine.backends.selection import Backends
+    from refine.evaluate.assess import Assessor, CallCounter
     from refine.io.store import RunStore
     from refine.records import Run
 

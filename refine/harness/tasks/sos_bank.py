@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -27,40 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
 from refine.assets import assets_dir, prompt_template
+from refine.evaluate.sos import LANGUAGES, MANIFEST, Bank, BankError, Translation
 from refine.io.files import atomic_write, atomic_write_json, atomic_write_text
-
-LANGUAGES = {
-    "en": "English",
-    "am": "Amharic",
-    "ar": "Arabic",
-    "zh": "Chinese",
-    "fi": "Finnish",
-    "fr": "French",
-    "de": "German",
-    "hi": "Hindi",
-    "it": "Italian",
-    "ja": "Japanese",
-    "ko": "Korean",
-    "ru": "Russian",
-    "es": "Spanish",
-    "tr": "Turkish",
-    "fa": "Persian",
-    "pt": "Portuguese",
-    "sw": "Swahili",
-    "yo": "Yoruba",
-}
-MANIFEST = "bank.json"
-
-
-class BankError(ValueError):
-    """A bad bank setting or folder; the message says what to do."""
-
-
-class Translation(BaseModel):
-    translation: str
 
 
 @cache
@@ -144,7 +113,7 @@ def cell_prompts(
         raise BankError(
             f"translating {concept!r} prompts needs a language model (the profile's llm role)"
         )
-    from refine.refs_build import LLMCache
+    from refine.evaluate.refs_build import LLMCache
 
     ask = (cache_ or LLMCache()).ask
     request = prompt_template("translate").format(language=LANGUAGES[language], text=english)
@@ -156,44 +125,6 @@ def cell_prompts(
 
 def _atomic_npy(path: Path, array: np.ndarray) -> None:
     atomic_write(path, lambda tmp: np.save(tmp, array))
-
-
-class Bank:
-    """A bank folder: its manifest and what its finished cells hold."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        if not (self.path / MANIFEST).is_file():
-            raise BankError(
-                f"{self.path}: not an SoS bank (no {MANIFEST}); build one with "
-                "`refine sos bank --cultures ... --languages ... --concept ... --out DIR`"
-            )
-        self.manifest = json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
-
-    @property
-    def cells(self) -> dict[str, dict[str, Any]]:
-        return self.manifest["cells"]
-
-    def done(self) -> list[dict[str, Any]]:
-        return [c for c in self.cells.values() if c["done"]]
-
-    def data(self) -> tuple[np.ndarray, list[str], list[str], list[str]]:
-        """Embeddings, cultures, languages and image paths of every finished cell."""
-        rows, cultures, languages, images = [], [], [], []
-        for cell in self.done():
-            e = np.load(self.path / cell["embeddings"])
-            rows.append(e)
-            cultures += [cell["culture"]] * len(e)
-            languages += [cell["language"]] * len(e)
-            images += cell["images"]
-        if not rows:
-            raise BankError(f"{self.path}: no finished cells yet; run the bank build again")
-        return np.concatenate(rows), cultures, languages, images
-
-    def centroids(self) -> Any:
-        from metrics.sos import SosBank
-
-        return SosBank.load(self.path / "centroids.npz")
 
 
 def build_bank(
@@ -213,7 +144,7 @@ def build_bank(
 ) -> Bank:
     """Build (or go on building, or grow) the bank at ``out``. Each cell generates
     ``images_per_prompt`` images for each of its first ``prompts_per_cell`` prompts.
-    ``engine`` (:class:`refine.sos.bank_ray.RayBankCells`) makes the cells on Ray workers
+    ``engine`` (:class:`refine.harness.bank_ray.RayBankCells`) makes the cells on Ray workers
     instead of with ``generator``, ``embedder`` and ``llm`` here."""
     from metrics.sos import SosBank
 

@@ -4,10 +4,10 @@
 
 * settings are validated by :mod:`refine.settings` (the spec here is trusted),
 * models are chosen by :class:`refine.backends.selection.Backends`,
-* an image is observed and scored by :class:`refine.assess.Assessor`, and a round's
-  candidates are made and assessed by :class:`refine.candidates.CandidateMaker`,
-* decisions are the pure functions of :mod:`refine.policy`,
-* per-round measurements (CAIRE, prompt languages and SoS) are :mod:`refine.steps`,
+* an image is observed and scored by :class:`refine.evaluate.assess.Assessor`, and a round's
+  candidates are made and assessed by :class:`refine.loop.candidates.CandidateMaker`,
+* decisions are the pure functions of :mod:`refine.loop.policy`,
+* per-round measurements (CAIRE, prompt languages and SoS) are :mod:`refine.loop.steps`,
 * files are kept by :class:`refine.io.store.RunStore` (``run.json`` saved after every round).
 
 Round 0 generates (best of ``initial_candidates`` seeds) or takes the user's image. Every
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from refine import policy, usage
-from refine.assess import Assessor, CallCounter, QualityCache
+from refine import usage
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
-from refine.candidates import CandidateMaker, Made
+from refine.evaluate.assess import Assessor, CallCounter, QualityCache
+from refine.evaluate.expectations import missed_changes
 from refine.events import (
     Event,
     ModelsLoading,
@@ -40,17 +40,18 @@ from refine.events import (
     RunFinished,
     RunStarted,
 )
-from refine.expectations import missed_changes
-from refine.instructions import (
+from refine.io.store import RunStore, new_run_id
+from refine.loop import policy
+from refine.loop.candidates import CandidateMaker, Made
+from refine.loop.instructions import (
     caire_change,
     change_records,
     plan,
     template_instruction,
     write_instruction,
 )
-from refine.io.store import RunStore, new_run_id
+from refine.loop.steps import StepContext, default_steps
 from refine.records import Candidate, PlannedChange, ReferencePack, Round, Run, RunSpec
-from refine.steps import StepContext, default_steps
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -422,7 +423,7 @@ class Refiner:
         def make(editor: Any, some: list[int], **progress: Any) -> list[Image.Image]:
             return editor.edit(parent_image, instruction, some, **progress)
 
-        # 3-4. edit and assess each candidate (see refine.candidates)
+        # 3-4. edit and assess each candidate (see refine.loop.candidates)
         try:
             made = self._candidates(run, store, k, seeds, parent_image, make, timings)
         except usage.StopRequested as stop:
@@ -478,7 +479,7 @@ class Refiner:
         if not self.backends.names.get("llm"):
             note = "the template wrote it: the profile has no language model"
             return Written(text, "template", changes=changes, note=note)
-        from refine.refs_build import LLMCache
+        from refine.evaluate.refs_build import LLMCache
 
         cache = LLMCache()
         try:
@@ -515,7 +516,7 @@ class Refiner:
         timings: dict[str, float],
         given: list[Image.Image] | None = None,
     ) -> Made:
-        """The round's candidates, made and assessed (see :mod:`refine.candidates`)."""
+        """The round's candidates, made and assessed (see :mod:`refine.loop.candidates`)."""
         maker = CandidateMaker(self.backends, self.assessor, self.calls, self._emit, self.parallel)
         return maker.make(run, store, k, seeds, parent, make, timings, given)
 

@@ -1,19 +1,19 @@
 """Cultural expectations per round: the judge checks each of the run's expectations on the
 chosen image (met iff its yes-probability is above 0.5); the missed ones are asked for in
-the next edit (see :func:`refine.expectations.missed_changes`)."""
+the next edit (see :func:`refine.evaluate.expectations.missed_changes`)."""
 
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING
 
-from refine.assess import judge_calls
+from refine.evaluate.assess import judge_calls
 from refine.events import StageStarted
 
 if TYPE_CHECKING:
     from refine.backends.selection import Backends
+    from refine.loop.steps import StepContext
     from refine.records import Round, Run, RunSpec
-    from refine.steps import StepContext
 
 
 class ExpectationsStep:
@@ -28,7 +28,7 @@ class ExpectationsStep:
     def after_round(self, run: Run, r: Round, ctx: StepContext) -> None:
         if not run.spec.expectations:
             return
-        from refine.expectations import check_images
+        from refine.evaluate.expectations import check_images
 
         ctx.emit(StageStarted(round=r.index, stage="expectations"))
         t = time.perf_counter()

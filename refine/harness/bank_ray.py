@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from refine.batch_ray import sees
-from refine.bench_ray import RayPool
+from refine.harness.batch_ray import sees
+from refine.harness.bench_ray import RayPool
 
 
 class BankWorker:
@@ -41,13 +41,13 @@ class BankWorker:
         return sees(probe, token)
 
     def make(self, key: str, cell: dict, out: str, params: dict) -> dict:
-        from refine.sos.bank import make_cell
+        from refine.harness.tasks.sos_bank import make_cell
 
         return make_cell(Path(out), key, cell, params, self.generator, self.embedder, self.llm)
 
 
 class RayBankCells:
-    """``workers`` BankWorker actors (see :func:`refine.sos.bank.build_bank`)."""
+    """``workers`` BankWorker actors (see :func:`refine.harness.tasks.sos_bank.build_bank`)."""
 
     def __init__(
         self,

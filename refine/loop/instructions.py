@@ -218,7 +218,7 @@ def write_instruction(
 ) -> str:
     """The instruction the language model ``model`` (``complete_json``) writes from the
     planned ``changes`` and what to ``keep``; through ``cache`` (a
-    :class:`refine.refs_build.LLMCache`) when given. A ValueError when the answer is empty
+    :class:`refine.evaluate.refs_build.LLMCache`) when given. A ValueError when the answer is empty
     or too long."""
     lines = []
     for c in changes:
