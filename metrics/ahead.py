@@ -417,7 +417,7 @@ def score_images(
     ``refs`` is one descriptor map shared by all images or one map per image;
     ``preds`` holds the descriptors observed on each image.
     """
-    _check_tau(tau)
+    check_tau(tau)
     refs_n = _normalised_refs(refs, len(preds))
     preds_n = [normalise_descriptor_map(p) for p in preds]
     return _score_groups(refs_n, preds_n, embedder, tau, _cache(cache))
@@ -431,7 +431,7 @@ def score_pooled(
     cache: PhraseEmbeddingCache | None = None,
 ) -> MultiImageScore:
     """Multi-image mode: predictions pooled over images, plus DDIV and SDIV (N >= 2)."""
-    _check_tau(tau)
+    check_tau(tau)
     if not isinstance(refs, Mapping):
         raise ValueError("multi-image mode needs one reference set shared by all images")
     if not preds:
@@ -582,9 +582,15 @@ def best_match_similarities(
     return sims
 
 
-def _check_tau(tau: float) -> None:
-    if not (isinstance(tau, int | float) and math.isfinite(tau) and -1.0 <= tau <= 1.0):
-        raise ValueError(f"tau must be a cosine similarity in [-1, 1], got {tau!r}")
+TAU_RANGE = (0.01, 0.99)  # the match thresholds accepted everywhere (CLI, app, profiles, runs)
+
+
+def check_tau(tau: Any) -> float:
+    """``tau`` as a float when it lies in TAU_RANGE; else a ValueError saying the range."""
+    lo, hi = TAU_RANGE
+    if isinstance(tau, bool) or not isinstance(tau, int | float) or not lo <= tau <= hi:
+        raise ValueError(f"tau must be a cosine similarity from {lo} to {hi}, got {tau!r}")
+    return float(tau)
 
 
 def _cache(cache: PhraseEmbeddingCache | None) -> PhraseEmbeddingCache:

@@ -94,8 +94,13 @@ def load_profile(name_or_path: str) -> Profile:
         except (ValueError, TypeError) as err:
             raise ValueError(f"{path}: refs: {err}") from err
     tau = data.get("tau")
-    if tau is not None and not (isinstance(tau, int | float) and 0.0 < tau < 1.0):
-        raise ValueError(f"{path}: tau must be a number between 0 and 1, got {tau!r}")
+    if tau is not None:
+        from metrics.ahead import check_tau
+
+        try:
+            tau = check_tau(tau)
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
     return Profile(
         path.stem,
         str(data.get("description", "")),

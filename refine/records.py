@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from metrics.ahead import TAU_RANGE
 from metrics.descriptors import DIMENSIONS, normalise_phrases
 
 Descriptors = dict[str, list[str]]
@@ -314,7 +315,7 @@ class RunSpec(_Record):
     edit_from: Literal["best", "original"] = "best"
     # the match threshold on cosine similarity; None: the profile's (calibrated for its
     # observer), set when the run starts, so a record always holds the value used
-    tau: float | None = Field(None, gt=0.0, lt=1.0)
+    tau: float | None = Field(None, ge=TAU_RANGE[0], le=TAU_RANGE[1])
     max_changes: int = Field(5, ge=1)
     # who words the instruction from the planned changes: the profile's language model
     # (the template when it has none or its call fails), or the template

@@ -179,11 +179,9 @@ class DiffusersGenerator(_DiffusersBackend):
     ) -> None:
         # "MODEL+lora=PATH[@SCALE]" (repeatable) names adapters with the model, as in
         # --backend generator=diffusers:MODEL+lora=ADAPTER@0.8; "lora" is a profile's option
-        model, *adapters = str(model).split("+lora=")
-        named = []
-        for adapter in adapters:
-            path, sep, scale = adapter.rpartition("@")
-            named.append((path, float(scale)) if sep else (adapter, 1.0))
+        from refine.backends.lora import split_adapters
+
+        model, named = split_adapters(model)
         super().__init__(model, **kw)
         self.width, self.height = width, height
         self.negative_prompt = negative_prompt
@@ -195,7 +193,9 @@ class DiffusersGenerator(_DiffusersBackend):
     def id(self) -> str:
         """The model's id with its LoRA adapters and scales (records say what drew)."""
         base = f"diffusers:{self.model}" + (f"@{self.revision}" if self.revision else "")
-        return base + "".join(f"+lora={p}@{sc:g}" for p, sc in self.loras)
+        from refine.backends.lora import join_adapters
+
+        return join_adapters(base, self.loras)
 
     @serialised_load(lambda self: self.pipe is not None)
     def load(self) -> DiffusersGenerator:

@@ -127,12 +127,14 @@ class Backends:
         if found:
             raise ModelsUnavailable([f"{', '.join(who)}: {why}" for why, who in found.items()])
 
-    def tau(self) -> tuple[float, str]:
-        """(the match threshold for this set's observer, where it comes from): the
-        profile's calibrated value while the profile's observer is used, else the AHEaD
-        default."""
-        from metrics.ahead import DEFAULT_TAU
+    def tau(self, given: float | None = None) -> tuple[float, str]:
+        """(the match threshold, where it comes from): ``given`` when it is (checked
+        against TAU_RANGE), else the profile's calibrated value while the profile's observer
+        is used, else the AHEaD default. The one place tau is resolved."""
+        from metrics.ahead import DEFAULT_TAU, check_tau
 
+        if given is not None:
+            return check_tau(given), "given"
         p = self.profile
         if p.tau is not None and self.names.get("observer") == p.roles.get("observer"):
             return p.tau, f"profile {p.name}: {p.tau_source or 'calibrated for its observer'}"

@@ -170,10 +170,9 @@ def score_cmd(
         backends = Backends(profile, parse_backends(backend))
     except ValueError as err:
         raise UserInputError(f"--profile/--backend: {err}") from err
-    if tau is None:
-        tau, source = backends.tau()
-        if not as_json:
-            typer.echo(f"tau {tau:g} ({source})", err=True)
+    tau, source = backends.tau(tau)
+    if source != "given" and not as_json:
+        typer.echo(f"tau {tau:g} ({source})", err=True)
     assessor = Assessor(backends)
     rows = []
     for path, image in zip(images, loaded, strict=True):

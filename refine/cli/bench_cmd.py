@@ -13,6 +13,7 @@ from refine.cli.inputs import (
     check_engine,
     engine_option,
     gpus_option,
+    tau_option,
 )
 
 
@@ -55,9 +56,7 @@ def bench_cmd(
         help="With --concepts: geo-tag similarity weights of continent, country, artifact.",
     ),
     seed: int = typer.Option(42, "--seed", help="First seed (and the sample's and intervals')."),
-    tau: float = typer.Option(
-        None, "--tau", min=0.01, max=0.99, help="Match threshold (default: the profile's)."
-    ),
+    tau: float = tau_option(),
     out: Path = typer.Option(
         Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."
     ),

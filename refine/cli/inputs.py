@@ -237,11 +237,13 @@ def tau_option() -> Any:
     """``--tau`` as ``run`` and ``score`` take it."""
     import typer
 
+    from metrics.ahead import TAU_RANGE
+
     return typer.Option(
         None,
         "--tau",
-        min=0.01,
-        max=0.99,
+        min=TAU_RANGE[0],
+        max=TAU_RANGE[1],
         help="Match threshold on cosine similarity (default: the profile's, for its observer).",
     )
 

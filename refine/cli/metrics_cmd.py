@@ -144,8 +144,10 @@ def ahead_cmd(
 
     if mode not in ("single", "multi"):
         raise UserInputError(f"--mode: expected 'single' or 'multi', got {mode!r}")
-    if not (math.isfinite(tau) and -1.0 <= tau <= 1.0):
-        raise UserInputError(f"--tau: must be a cosine similarity in [-1, 1], got {tau}")
+    try:
+        ahead.check_tau(tau)
+    except ValueError as err:
+        raise UserInputError(f"--tau: {err}") from None
     ref_map = load_refs(refs)
     pred_maps = load_preds(preds)
     exag_score = None

@@ -54,7 +54,7 @@ def calibrate_tau_cmd(
     saves a profile that runs with it."""
     import numpy as np
 
-    from metrics.ahead import best_match_similarities
+    from metrics.ahead import best_match_similarities, check_tau
     from refine import settings
     from refine.backends.selection import Backends
     from refine.cli.run_cmd import parse_backends
@@ -91,6 +91,13 @@ def calibrate_tau_cmd(
     except ValueError as err:
         raise UserInputError(f"{err}: try other photos, or check --activity") from err
     tau = float(np.quantile(np.asarray(sims), q))
+    try:
+        check_tau(tau)
+    except ValueError as err:
+        raise UserInputError(
+            f"the calibrated {err}: these photos give no usable threshold; try other photos "
+            "or another --q"
+        ) from None
     observer_name = backends.names.get("observer", "?")
     source = (
         f"refine calibrate-tau: q={q:g} of {len(sims)} best-match similarities on "

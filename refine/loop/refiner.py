@@ -146,7 +146,7 @@ class Refiner:
     def start(self, spec: RunSpec, references: ReferencePack, out: str | Path = "runs") -> Run:
         """A new run of a validated spec to completion. Every step checks its settings
         against the models before anything is spent."""
-        tau, tau_source = (spec.tau, "given") if spec.tau is not None else self.backends.tau()
+        tau, tau_source = self.backends.tau(spec.tau)
         spec = spec.model_copy(
             update={
                 "profile": self.profile_name,

@@ -49,11 +49,13 @@ def parse_generator(spec: str) -> GeneratorSpec:
     """``NAME`` or ``NAME+lora=PATH[@SCALE]...``, NAME a backend name (``prefix:model``) or
     a profile (its generator with the profile's options); raises ValueError naming the
     problem."""
+    from refine.backends.lora import MARK, split_adapters
+
     label = spec.strip()
-    name, *adapters = label.split("+lora=")
-    name = name.strip()
-    if not name:
-        raise ValueError(f"generator {spec!r}: no backend name before '+lora='")
+    try:
+        name, loras = split_adapters(label)
+    except ValueError as err:
+        raise ValueError(f"generator {err}") from None
     options: tuple[tuple[str, Any], ...] = ()
     if ":" not in name:  # a profile: its generator and that generator's options
         from refine.profiles import load_profile
@@ -66,25 +68,8 @@ def parse_generator(spec: str) -> GeneratorSpec:
             ) from None
         options = tuple(sorted(profile.options.get("generator", {}).items()))
         name = profile.backend("generator")
-    if "+" in name and adapters == []:
-        raise ValueError(f"generator {spec!r}: adapters are written NAME+lora=PATH[@SCALE]")
-    loras = []
-    for adapter in adapters:
-        path, sep, scale_text = adapter.rpartition("@")
-        if not sep:
-            path, scale_text = adapter, "1"
-        path = path.strip()
-        if not path:
-            raise ValueError(f"generator {spec!r}: '+lora=' needs a path or hub id")
-        try:
-            scale = float(scale_text)
-        except ValueError:
-            raise ValueError(
-                f"generator {spec!r}: the LoRA scale {scale_text!r} is not a number"
-            ) from None
-        if not 0.0 <= scale <= 4.0 or scale != scale:
-            raise ValueError(f"generator {spec!r}: the LoRA scale must be between 0 and 4")
-        loras.append((path, scale))
+    if "+" in name and not loras:
+        raise ValueError(f"generator {spec!r}: adapters are written NAME{MARK}PATH[@SCALE]")
     if loras and not name.startswith("diffusers:"):
         raise ValueError(f"generator {spec!r}: LoRA adapters apply to diffusers: generators only")
     return GeneratorSpec(label, name, tuple(loras), options)
@@ -250,7 +235,7 @@ class CellMaker:
         plan.check()
         self.plan = plan
         self.scorer = scorer = Backends(plan.profile, plan.backends, backend_options, instances)
-        self.tau, self.tau_source = (plan.tau, "given") if plan.tau is not None else scorer.tau()
+        self.tau, self.tau_source = scorer.tau(plan.tau)
         # every model loads (or is checked with its API) before the first image is paid for
         scorer.preflight(
             ["observer", "judge", "text_embedder", "image_embedder"]
