@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from refine.assets import assets_dir
-from refine.backends.registry import ROLES, split_name
+from refine.backends import device
+from refine.backends.registry import ROLES, create, split_name
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,6 @@ class Profile:
 
     def create(self, role: str, **overrides: Any) -> Any:
         """The profile's backend for ``role`` with its options (``overrides`` win)."""
-        from refine.backends.registry import create
 
         name = self.backend(role)
         options = {**self.options.get(role, {}), **overrides}
@@ -121,9 +121,8 @@ def choose_profile() -> tuple[str, str]:
 
     if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
         return "gemini", "Gemini API key found: the gemini profile runs every model."
-    from refine.backends.device import gpu_name
 
-    gpu = gpu_name()
+    gpu = device.gpu_name()
     if gpu:
         return "local-gpu", f"GPU {gpu}: the local-gpu profile."
     return "gemini", (

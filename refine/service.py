@@ -25,11 +25,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from refine.assets import prompt_template
 from refine.backends.loading import describe_error
+from refine.evaluate.expectations import build_expectations
+from refine.evaluate.refs_build import (
+    LLMCache,
+    build_references,
+    built_path,
+    find_any,
+    load_built,
+    models_for,
+    save_built,
+)
 from refine.events import Event, ReviewWaiting, RunStarted, StepDone
+from refine.io.files import atomic_write_text, confined
 from refine.io.store import RunStore
 from refine.progress import RunProgress
-from refine.records import Run
+from refine.records import ReferencePack, Run
+from refine.train.export import export, find_runs
+from refine.train.tune import TuneConfig, Tuner
 
 _END = "end"  # put on a job's queue when its worker thread is done
 OWNER_FILE = ".owner"  # the hash of the visitor who started the run
@@ -301,7 +315,6 @@ class RunService:
         ones ``visitor`` built or reviewed here, else shared ones built here, else ones
         built with ``refine refs build``; a ValueError (saying how to get some) when there
         are none."""
-        from refine.evaluate.refs_build import find_any, load_built
 
         own = self.visitor_references_dir(visitor)
         if own != self.references_dir:
@@ -323,7 +336,6 @@ class RunService:
         :meth:`visitor_references_dir`); returns the
         :class:`refine.evaluate.refs_build.BuildResult`.
         One job at a time, like runs."""
-        from refine.evaluate.refs_build import LLMCache, build_references, models_for, save_built
 
         activity, country = phrase(activity, "activity"), phrase(country, "country")
         if not self._busy.acquire(blocking=False):
@@ -342,9 +354,6 @@ class RunService:
     def expectations_for(self, activity: str, country: str) -> Any:
         """The cultural expectations of the run prompt of ``activity`` in ``country``,
         listed by the profile's language model (answers cached inside ``out``)."""
-        from refine.assets import prompt_template
-        from refine.evaluate.expectations import build_expectations
-        from refine.evaluate.refs_build import LLMCache
 
         activity, country = phrase(activity, "activity"), phrase(country, "country")
         prompt = prompt_template("generate").strip().format(activity=activity, country=country)
@@ -361,7 +370,6 @@ class RunService:
     def training_data(self, max_drift: float = 0.5, visitor: str | None = None) -> dict[str, Any]:
         """What the saved runs ``visitor`` may learn from hold for tuning: runs, preference
         pairs (at most ``max_drift`` apart), accepted images (counted, nothing written)."""
-        from refine.train.export import export
 
         runs = self.runs_of(visitor)
         if not runs:
@@ -401,8 +409,6 @@ class RunService:
         dpo, accepted images for sft) into a new folder under ``out/tunes`` and train a
         LoRA for the profile's generator there; one job at a time, like runs. Returns the
         tune summary with the adapter folder."""
-        from refine.train.export import export
-        from refine.train.tune import TuneConfig, Tuner
 
         if method not in ("dpo", "sft"):
             raise ValueError("the method is dpo or sft")
@@ -495,10 +501,6 @@ class RunService:
 
         from pydantic import ValidationError
 
-        from refine.evaluate.refs_build import built_path
-        from refine.io.files import atomic_write_text
-        from refine.records import ReferencePack
-
         activity, country = phrase(activity, "activity"), phrase(country, "country")
         if len(text) > 200_000:
             raise ValueError("the references are too long (at most 200,000 characters)")
@@ -538,7 +540,6 @@ class RunService:
 
     def claim(self, run_dir: str | Path, visitor: str) -> None:
         """Make ``visitor`` the owner of the run in ``run_dir`` (a run this service started)."""
-        from refine.io.files import atomic_write_text
 
         atomic_write_text(Path(run_dir) / OWNER_FILE, visitor_hash(visitor) + "\n")
 
@@ -573,7 +574,6 @@ class RunService:
     def runs_of(self, visitor: str | None) -> list[Path]:
         """The saved runs (tunes' folders left out) whose data ``visitor`` may learn from:
         every run for an admin or a script (no visitor), else the visitor's own."""
-        from refine.train.export import find_runs
 
         try:
             runs = [p for p in find_runs([self.out]) if self.tunes_dir not in p.parents]
@@ -587,7 +587,6 @@ class RunService:
         """A folder named by a client (relative to ``out``, or a path inside it), confined
         to ``out``: no ``..`` out of it, no link on the way (refine.io.files.confined).
         Else a ValueError."""
-        from refine.io.files import confined
 
         path = confined(self.out, value, what)
         if not path.is_dir():

@@ -18,6 +18,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from refine.backends.registry import ROLES, split_name
+from refine.evaluate.caire.scorer import parse_labels
+from refine.evaluate.references import load_references_file
+from refine.evaluate.sos import LANGUAGES
 from refine.io.files import IMAGE_SUFFIXES, image_files
 from refine.records import ReferencePack, RunSpec
 
@@ -71,7 +75,6 @@ def parse_instructions(values: Iterable[str]) -> dict[int, str]:
 
 def parse_backends(values: Iterable[str]) -> dict[str, str]:
     """``ROLE=NAME`` items -> ``{role: name}``; roles are checked, names by the registry."""
-    from refine.backends.registry import ROLES, split_name
 
     out = {}
     for v in values:
@@ -148,7 +151,6 @@ def _caire(row: dict[str, Any], base_dir: Path | None) -> None:
             )
         row.pop("caire_kb", None)
         return
-    from refine.evaluate.caire.scorer import parse_labels
 
     try:
         row["caire_labels"] = parse_labels(split_list(labels))
@@ -168,7 +170,6 @@ def _caire(row: dict[str, Any], base_dir: Path | None) -> None:
 
 
 def _languages(row: dict[str, Any], base_dir: Path | None) -> None:
-    from refine.evaluate.sos import LANGUAGES
 
     langs = split_list(row.get("prompt_languages"))
     row["prompt_languages"] = langs
@@ -259,7 +260,6 @@ def references(
 ) -> ReferencePack:
     """The run's references: a references file when given, else the bundled pack's or ones
     built earlier (``refine refs build``)."""
-    from refine.evaluate.references import load_references_file
 
     try:
         if refs:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from metrics.quality import BAD, GOOD, clip_iqa
 from refine.backends.device import LazyDevice
 from refine.backends.imports import require
 from refine.backends.loading import serialised_load
@@ -114,7 +115,6 @@ class OpenClipEmbedder:
     def clip_iqa(self, images: Sequence[Image.Image]) -> list[float]:
         """CLIP-IQA of each image: the softmax share of "Good photo." against "Bad photo."
         at the model's logit scale (see :func:`metrics.quality.clip_iqa`)."""
-        from metrics.quality import BAD, GOOD, clip_iqa
 
         if not images:
             return []

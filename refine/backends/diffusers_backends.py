@@ -28,6 +28,9 @@ from refine.backends.loading import (
     pick_dtype,
     serialised_load,
 )
+from refine.backends.lora import join_adapters, split_adapters
+from refine.backends.registry import create, instances
+from refine.usage import check_stop, stop_event
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -78,7 +81,6 @@ def _step_callback(progress: Progress | None, total: int, before: int = 0, overa
     k-th of several calls, ``before`` steps were done by the earlier ones, of ``overall``.
     Every step also checks for a stop (:func:`refine.usage.check_stop`): a stop asked for
     ends the pipeline call between two denoising steps."""
-    from refine.usage import check_stop, stop_event
 
     if progress is None and stop_event() is None:
         return None
@@ -179,7 +181,6 @@ class DiffusersGenerator(_DiffusersBackend):
     ) -> None:
         # "MODEL+lora=PATH[@SCALE]" (repeatable) names adapters with the model, as in
         # --backend generator=diffusers:MODEL+lora=ADAPTER@0.8; "lora" is a profile's option
-        from refine.backends.lora import split_adapters
 
         model, named = split_adapters(model)
         super().__init__(model, **kw)
@@ -193,7 +194,6 @@ class DiffusersGenerator(_DiffusersBackend):
     def id(self) -> str:
         """The model's id with its LoRA adapters and scales (records say what drew)."""
         base = f"diffusers:{self.model}" + (f"@{self.revision}" if self.revision else "")
-        from refine.backends.lora import join_adapters
 
         return join_adapters(base, self.loras)
 
@@ -386,7 +386,6 @@ class DiffusersEditor(_DiffusersBackend):
     def _generator_pipe(self) -> Any:
         """The pipeline of a generator already created for the same model, device and dtype
         when it can also edit (FLUX.2-klein, Kontext): the weights are then loaded once."""
-        from refine.backends.registry import instances
 
         for gen in instances("generator", f"diffusers:{self.model}"):
             same = (
@@ -439,7 +438,6 @@ class DiffusersImg2Img:
     def __init__(self, model: str, strength: float = 0.6, **generator_options: Any) -> None:
         if not 0.0 < strength <= 1.0:
             raise ValueError(f"strength must be in (0, 1], got {strength}")
-        from refine.backends.registry import create
 
         self.generator = create("generator", f"diffusers:{model}", **generator_options)
         self.strength = strength

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from refine.backends.imports import require
+from refine.backends.registry import split_name
+
 HUB_PREFIXES = ("diffusers", "img2img", "hf", "siglip")
 
 
@@ -27,7 +30,6 @@ class Fetched:
 
 def plan(names: dict[str, str]) -> list[tuple[str, str, str]]:
     """(roles, name, what to do) per distinct model: ``hub``, ``clip`` or why it is skipped."""
-    from refine.backends.registry import split_name
 
     seen: dict[str, list[str]] = {}
     for role, name in names.items():
@@ -58,7 +60,6 @@ def download(
 ) -> list[Fetched]:
     """Fetch every model of ``names`` (role -> backend name); failures are reported per
     model, the others still fetched."""
-    from refine.backends.registry import split_name
 
     options = options or {}
     say = progress or (lambda text: None)
@@ -90,7 +91,6 @@ def _hub(repo: str, revision: str | None) -> str:
 
 
 def _clip(rest: str) -> str:
-    from refine.backends.imports import require
 
     arch, _, tag = rest.partition("/")
     open_clip = require("open_clip", "open_clip_torch", "the clip: embedders")

@@ -39,6 +39,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from metrics.quality import AmbiguousRating, rating_distribution
+from refine import usage
 from refine.backends.imports import require
 from refine.backends.protocols import Rating
 from refine.backends.structured import (
@@ -47,6 +49,8 @@ from refine.backends.structured import (
     descriptor_schema,
     observation_prompt,
 )
+from refine.usage import BudgetExhausted, abandonable, check_stop, sent, time_left
+from refine.usage import record as record_usage
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -197,8 +201,6 @@ class GeminiClient:
         (:class:`refine.usage.StopRequested`; its answer is never used)."""
         from google.genai import errors
 
-        from refine.usage import BudgetExhausted, abandonable, check_stop, sent, time_left
-
         client = self.client()
         start = time.perf_counter()
         for attempt in range(self.max_retries + 1):
@@ -262,7 +264,6 @@ class GeminiClient:
             attempt + 1,
         )
         self.calls.append(record)
-        from refine.usage import record as record_usage
 
         record_usage(
             f"gemini:{model}", record.prompt_tokens, record.output_tokens, record.total_tokens
@@ -384,7 +385,6 @@ class _GeminiBackend:
     def _each(self, seeds: Sequence[int], one: Any) -> list[Any]:
         """``one(seed)`` for every seed, in seed order: up to ``concurrency`` requests at
         once (each on a worker thread that keeps the caller's usage and deadline)."""
-        from refine import usage
 
         if len(seeds) < 2 or self.concurrency < 2:
             return [one(seed) for seed in seeds]
@@ -736,7 +736,6 @@ class GeminiJudge(_GeminiBackend):
         answer token's log-probabilities (see :func:`metrics.quality.rating_distribution`;
         "10" written as "1" then "0" is split by the second position when the answer began
         with "1"), else, or when "1" cannot be told from "10", from k sampled answers."""
-        from metrics.quality import AmbiguousRating, rating_distribution
 
         _check_pairs(images, prompts)
         answers = tuple(str(v) for v in range(low, high + 1))

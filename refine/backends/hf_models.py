@@ -18,6 +18,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from metrics.quality import rating_distribution
 from refine.backends.device import LazyDevice
 from refine.backends.imports import require
 from refine.backends.loading import (
@@ -363,8 +364,6 @@ class HFModel:
         the probability of "1" is split by P("0" | "1"), read from a second pass with the
         answer begun by "1" (see :func:`metrics.quality.rating_distribution`)."""
         import math
-
-        from metrics.quality import rating_distribution
 
         self._require_vision("judge images")
         tokenizer = self._tokenizer(self.processor)

@@ -15,6 +15,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from metrics.ahead import DEFAULT_TAU, check_tau
+from refine.backends.registry import create
+from refine.profiles import load_profile
+from refine.usage import check_stop
+
 log = logging.getLogger(__name__)
 
 
@@ -37,7 +42,6 @@ class Backends:
         """``overrides`` replaces the profile's backend name per role, ``options`` adds
         backend options per role; ``instances`` gives ready objects (any object following
         the role's protocol)."""
-        from refine.profiles import load_profile
 
         overrides = dict(overrides or {})
         self.profile = load_profile(profile)
@@ -73,7 +77,6 @@ class Backends:
     def using(self, role: str) -> Iterator[Any]:
         """The backend of ``role``, held under the model lock unless it is thread-safe. A
         stop asked for on the caller's work ends it here, before the model call."""
-        from refine.usage import check_stop
 
         check_stop()
         backend = self.get(role)
@@ -91,7 +94,6 @@ class Backends:
         for the role when the name is its own."""
         if self.names.get(role) == name and not extra:
             return self.get(role)
-        from refine.backends.registry import create
 
         options = self.options.get(role, {})
         if self.names.get(role) == name:
@@ -131,7 +133,6 @@ class Backends:
         """(the match threshold, where it comes from): ``given`` when it is (checked
         against TAU_RANGE), else the profile's calibrated value while the profile's observer
         is used, else the AHEaD default. The one place tau is resolved."""
-        from metrics.ahead import DEFAULT_TAU, check_tau
 
         if given is not None:
             return check_tau(given), "given"

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
+from metrics.descriptors import normalise_phrases
 from refine.assets import prompt_template
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,6 @@ def clean_descriptors(
     answer: BaseModel, dimensions: Sequence[str], max_per_dimension: int
 ) -> dict[str, list[str]]:
     """Stripped, de-duplicated phrases, at most ``max_per_dimension`` per dimension."""
-    from metrics.descriptors import normalise_phrases
 
     data = answer.model_dump()
     return {d: normalise_phrases(data.get(d, []))[:max_per_dimension] for d in dimensions}

@@ -16,6 +16,9 @@ from pathlib import Path
 import typer
 
 from refine import __version__
+from refine.backends import available
+from refine.backends.download import download
+from refine.backends.selection import Backends
 from refine.cli.agree_cmd import agree_cmd
 from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
 from refine.cli.bench_cmd import bench_cmd
@@ -24,10 +27,11 @@ from refine.cli.expectations_cmd import expectations_app
 from refine.cli.export_cmd import export_cmd
 from refine.cli.inputs import UserInputError
 from refine.cli.metrics_cmd import metrics_app
-from refine.cli.run_cmd import refs_app, run_cmd
+from refine.cli.run_cmd import parse_backends, refs_app, run_cmd
 from refine.cli.sos_cmd import sos_app
 from refine.cli.tau_cmd import calibrate_tau_cmd
 from refine.cli.tune_cmd import tune_cmd
+from refine.profiles import list_profiles, load_profile
 from refine.settings import upper
 
 app = typer.Typer(
@@ -76,9 +80,6 @@ def backends_cmd(
     """List the registered model backends per role and the bundled profiles."""
     import json
 
-    from refine.backends import available
-    from refine.profiles import list_profiles, load_profile
-
     try:
         infos = available(role)
     except ValueError as err:
@@ -126,10 +127,6 @@ def models_download_cmd(
     """Fetch the weights of a profile's local models into the Hugging Face cache."""
     import json
     from dataclasses import asdict
-
-    from refine.backends.download import download
-    from refine.backends.selection import Backends
-    from refine.cli.run_cmd import parse_backends
 
     try:
         backends = Backends(profile, parse_backends(backend))
@@ -203,8 +200,10 @@ def app_cmd(
     ),
 ) -> None:
     """Serve the Gradio app: start, watch and steer runs; open saved runs."""
-    from refine.cli.run_cmd import parse_backends
+    # the app's modules load only for `refine app` (a test replaces ui.app.serve)
     from ui.app import serve
+    from ui.limits import Limits
+    from ui.quotas import PUBLIC_RUNS_PER_HOUR, Quotas
 
     credentials = None
     if auth:
@@ -223,13 +222,11 @@ def app_cmd(
     names = [a.strip() for a in admin]
     if any(not n or not n.isprintable() for n in names):
         raise UserInputError("--admin: give a user name")
-    from ui.limits import Limits
 
     try:
         limits = Limits(max_rounds, max_candidates, max_run_minutes, max_run_calls).check()
     except ValueError as err:
         raise UserInputError(str(err)) from err
-    from ui.quotas import PUBLIC_RUNS_PER_HOUR, Quotas
 
     if runs_per_hour is None:
         local = host in ("127.0.0.1", "localhost", "::1") and not share

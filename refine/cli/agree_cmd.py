@@ -9,7 +9,18 @@ import typer
 
 from metrics.catalog import AGREE
 from refine.cli.inputs import UserInputError
-from refine.human.agree import DEFAULT_METRICS
+from refine.cli.run_cmd import parse_backends
+from refine.human.agree import (
+    DEFAULT_METRICS,
+    METRICS,
+    agreement,
+    compute_missing,
+    load_ratings,
+    stored_metrics,
+)
+from refine.io.files import atomic_write_text
+from refine.present.report.agreement import render_agreement
+from refine.settings import split_list
 
 
 def agree_cmd(
@@ -37,11 +48,6 @@ def agree_cmd(
     metrics stored for the same images and report per metric Spearman, Kendall tau-b and
     Pearson correlations with each question (95% bootstrap intervals), Krippendorff's alpha
     between raters as the ceiling, and a scatter per metric (agree.json, agree.html)."""
-    from refine.cli.run_cmd import parse_backends
-    from refine.human.agree import METRICS, agreement, compute_missing, load_ratings, stored_metrics
-    from refine.io.files import atomic_write_text
-    from refine.present.report.agreement import render_agreement
-    from refine.settings import split_list
 
     wanted = split_list(metrics)
     unknown = [m for m in wanted if m not in METRICS]

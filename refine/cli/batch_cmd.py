@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from refine import settings
+from refine.backends.selection import Backends
 from refine.cli.inputs import (
     UserInputError,
     address_option,
@@ -17,6 +19,12 @@ from refine.cli.inputs import (
     tau_option,
 )
 from refine.cli.run_cmd import parse_backends
+from refine.evaluate.assess import Assessor
+from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
+from refine.harness.tasks.batch import BatchSpecError, open_batch, run_batch
+from refine.loop.refiner import Refiner
+from refine.present.report import write_report
+from refine.settings import SettingsError, output_folder
 
 
 def _fmt(x: float | None) -> str:
@@ -45,10 +53,6 @@ def batch_cmd(
     --workers helps with API backends. --engine ray runs the same batch on Ray actors
     (one set of models each; the batch directory must be on storage every node sees).
     """
-    from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
-    from refine.harness.tasks.batch import BatchSpecError, open_batch, run_batch
-    from refine.loop.refiner import Refiner
-    from refine.settings import SettingsError, output_folder
 
     backends = parse_backends(backend)
     check_engine(engine, address, gpus_per_worker)
@@ -145,9 +149,6 @@ def score_cmd(
 ) -> None:
     """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them; with
     --expectations, which explicit and implicit expectations each image meets."""
-    from refine import settings
-    from refine.backends.selection import Backends
-    from refine.evaluate.assess import Assessor
 
     loaded = load_images(images)
     try:
@@ -240,7 +241,6 @@ def report_cmd(
     out: Path = typer.Option(None, "--out", help="The HTML file (default DIRECTORY/report.html)."),
 ) -> None:
     """Write a self-contained HTML report (images inline) of a run or a batch."""
-    from refine.present.report import write_report
 
     if not directory.is_dir():
         raise UserInputError(f"{directory}: no such directory")

@@ -15,6 +15,14 @@ from refine.cli.inputs import (
     gpus_option,
     tau_option,
 )
+from refine.cli.run_cmd import parse_backends
+from refine.harness.batch_ray import RayEngineError
+from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
+from refine.harness.tasks.concepts import ConceptPlan, load_concepts, run_concepts
+from refine.present.report.bench import write_bench_page
+from refine.present.report.concepts import write_concepts_page
+from refine.profiles import load_profile
+from refine.settings import split_list
 
 
 def bench_cmd(
@@ -80,10 +88,6 @@ def bench_cmd(
     country, a paired comparison, bench.json, rows.csv and an HTML leaderboard.
     --engine ray makes the cells on Ray actors (one set of models each; the bench folder
     must be on storage every node sees) with the same results."""
-    from refine.cli.run_cmd import parse_backends
-    from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
-    from refine.profiles import load_profile
-    from refine.settings import split_list
 
     check_engine(engine, address, gpus_per_worker)
     if concepts is not None:
@@ -131,8 +135,6 @@ def bench_cmd(
         if not as_json:
             typer.echo(line, err=True)
 
-    from refine.harness.batch_ray import RayEngineError
-
     try:
         summary = run_bench(
             plan,
@@ -145,7 +147,6 @@ def bench_cmd(
         )
     except RayEngineError as err:
         raise UserInputError(str(err)) from err
-    from refine.present.report.bench import write_bench_page
 
     write_bench_page(out, summary)
     if as_json:
@@ -176,9 +177,6 @@ def _with_interval(stat: dict | None) -> str:
 def _concepts(
     generator, profile, backend, path, weights_text, images, seed, out, workers, as_json
 ) -> None:
-    from refine.cli.run_cmd import parse_backends
-    from refine.harness.tasks.concepts import ConceptPlan, load_concepts, run_concepts
-    from refine.profiles import load_profile
 
     try:
         found = load_concepts(path)
@@ -216,7 +214,6 @@ def _concepts(
             typer.echo(line, err=True)
 
     summary = run_concepts(plan, out, on_event=progress, workers=workers)
-    from refine.present.report.concepts import write_concepts_page
 
     write_concepts_page(out, summary)
     if as_json:

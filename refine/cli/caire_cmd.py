@@ -7,7 +7,12 @@ from pathlib import Path
 
 import typer
 
+from metrics.caire import diversity
+from refine.backends.selection import Backends
 from refine.cli.inputs import UserInputError, load_images
+from refine.cli.run_cmd import parse_backends
+from refine.evaluate.caire.kb import KBError, KnowledgeBase, read_source
+from refine.evaluate.caire.scorer import CaireScorer, parse_labels, scores_document
 
 caire_app = typer.Typer(
     help=(
@@ -23,7 +28,6 @@ caire_app.add_typer(kb_app, name="kb")
 
 def _embedder(name: str | None, profile: str, device: str | None):
     """The image embedder ``name`` (default: the profile's) on ``device``."""
-    from refine.backends.selection import Backends
 
     try:
         backends = Backends(
@@ -49,7 +53,6 @@ def kb_build_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print what was added as JSON."),
 ) -> None:
     """Build a knowledge base, or add new entities and images to one (incremental)."""
-    from refine.evaluate.caire.kb import KBError, KnowledgeBase, read_source
 
     try:
         entities = read_source(source)
@@ -87,7 +90,6 @@ def kb_info_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """What a knowledge base holds."""
-    from refine.evaluate.caire.kb import KBError, KnowledgeBase
 
     try:
         info = KnowledgeBase.load(kb_dir).info()
@@ -130,11 +132,6 @@ def score_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
     """Rate each image 1-5 for each culture label (argmax of the judge's probabilities)."""
-    from metrics.caire import diversity
-    from refine.backends.selection import Backends
-    from refine.cli.run_cmd import parse_backends
-    from refine.evaluate.caire.kb import KBError, KnowledgeBase
-    from refine.evaluate.caire.scorer import CaireScorer, parse_labels, scores_document
 
     try:
         label_list = parse_labels(labels)

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import typer
 
+from refine.backends.selection import Backends
 from refine.cli.inputs import UserInputError
+from refine.cli.run_cmd import parse_backends
+from refine.evaluate.expectations import build_expectations
+from refine.evaluate.refs_build import LLMCache
+from refine.io.files import atomic_write_text
+from refine.service import phrase
 
 expectations_app = typer.Typer(
     help="Cultural expectations of a prompt (explicit and implicit), to check images against.",
@@ -30,12 +36,6 @@ def build_cmd(
     prompt states (explicit) and what people of the country take for granted (implicit),
     each a checkable statement with a reason. The answer is cached ($REFINE_CACHE_DIR);
     edit the file written with --out and pass it to `refine run/score --expectations`."""
-    from refine.backends.selection import Backends
-    from refine.cli.run_cmd import parse_backends
-    from refine.evaluate.expectations import build_expectations
-    from refine.evaluate.refs_build import LLMCache
-    from refine.io.files import atomic_write_text
-    from refine.service import phrase
 
     try:
         prompt, country = phrase(prompt, "prompt", 300), phrase(country, "country")

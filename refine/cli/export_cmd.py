@@ -8,6 +8,8 @@ from pathlib import Path
 import typer
 
 from refine.cli.inputs import UserInputError
+from refine.settings import split_list
+from refine.train.export import FORMATS, export
 
 
 def export_cmd(
@@ -32,8 +34,6 @@ def export_cmd(
     preference pairs for one prompt (pairs, for Diffusion-DPO), or (input, instruction,
     edited) triplets (edits, for InstructPix2Pix training). Says what it took and why it
     left the rest out."""
-    from refine.settings import split_list
-    from refine.train.export import FORMATS, export
 
     if fmt not in FORMATS:
         raise UserInputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")

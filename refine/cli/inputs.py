@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from metrics.ahead import TAU_RANGE
 from metrics.descriptors import DIMENSIONS
 
 
@@ -236,8 +237,6 @@ def load_images(paths: list[Path]) -> list[Any]:
 def tau_option() -> Any:
     """``--tau`` as ``run`` and ``score`` take it."""
     import typer
-
-    from metrics.ahead import TAU_RANGE
 
     return typer.Option(
         None,

@@ -9,9 +9,17 @@ from typing import Any
 
 import typer
 
+from metrics import ahead, vendi
+from metrics.ahead import faithfulness
+from metrics.caire import diversity
+from metrics.catalog import CATALOG
+from metrics.sos import SosBank, mean_by_pair
+from refine.backends import create
+from refine.cli.caire_cmd import _print_diversity
 from refine.cli.inputs import (
     UserInputError,
     load_exag,
+    load_json,
     load_labels,
     load_matrix,
     load_preds,
@@ -51,7 +59,6 @@ def _match_dict(m) -> dict[str, Any]:
 
 
 def _score_dict(score, exag=None, image: int | None = None) -> dict[str, Any]:
-    from metrics.ahead import faithfulness
 
     out: dict[str, Any] = {"align": score.align, "hal": score.hal}
     feedback: dict[str, Any] = {
@@ -82,7 +89,6 @@ def _print_score(title: str, d: dict[str, Any]) -> None:
     from rich.table import Table
 
     console = Console()
-    from metrics.catalog import CATALOG
 
     head = ", ".join(f"{m.label} {d[k]:.3f}" for k, m in CATALOG.items() if d.get(k) is not None)
     console.print(f"[bold]{title}[/bold]  {head}")
@@ -139,8 +145,6 @@ def ahead_cmd(
     when its best match is above tau; a prediction is hallucinated when its best match
     is at or below tau. With --exag, EXAG and FAITH = mean(ALIGN, 1-HAL, 1-EXAG).
     """
-    from metrics import ahead
-    from refine.backends import create
 
     if mode not in ("single", "multi"):
         raise UserInputError(f"--mode: expected 'single' or 'multi', got {mode!r}")
@@ -213,7 +217,6 @@ def vendi_cmd(
 
     With --quality: qvendi = mean quality x vendi, and qvendi_per_item = qvendi / n.
     """
-    from metrics import vendi
 
     if (embeddings is None) == (kernel is None):
         raise UserInputError("give exactly one of --embeddings X.npy or --kernel K.npy")
@@ -265,7 +268,6 @@ def sos_cmd(
     Positive: the image follows its culture; negative: the prompt's language dominates.
     Without --bank the centroids are built from the given embeddings.
     """
-    from metrics.sos import SosBank, mean_by_pair
 
     e = load_matrix(embeddings, "embeddings")
     cultures, languages = load_labels(labels, e.shape[0])
@@ -335,9 +337,6 @@ def caire_diversity_cmd(
     """CAIRE over a set of images: mean score per label, coverage (share of labels some
     image rates 4 or more) and the pairwise Jensen-Shannon distance between the images'
     score rows normalised to sum 1 (natural log): mean, population std, min, max."""
-    from metrics.caire import diversity
-    from refine.cli.caire_cmd import _print_diversity
-    from refine.cli.inputs import load_json
 
     doc = load_json(scores)
     if not isinstance(doc, dict) or "labels" not in doc or "scores" not in doc:

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import typer
 
+from refine import settings
 from refine.cli.inputs import UserInputError, reference_images_option, tau_option
+from refine.evaluate.references import ReferenceNotFound, load_pack
+from refine.evaluate.refs_build import LLMCache, build_references, find_any, models_for, save_built
+from refine.events import RunStarted, StepDone
+from refine.io.store import RunStore
+from refine.loop.refiner import Refiner
+from refine.present.views import summary_lines
 from refine.settings import default, upper
 
 refs_app = typer.Typer(
@@ -36,8 +43,6 @@ def refs_show(
     as_json: bool = typer.Option(False, "--json", help="Print the reference pack as JSON."),
 ) -> None:
     """Print the reference descriptors by dimension and the stereotype candidates."""
-    from refine.evaluate.references import ReferenceNotFound
-    from refine.evaluate.refs_build import find_any
 
     try:
         refs = find_any(activity, country)
@@ -68,7 +73,6 @@ def refs_build(
     ($REFINE_CACHE_DIR, default ~/.cache/cultural-refine), so asking again costs nothing;
     `refine run` then finds the built references, and --out writes a file for --refs.
     """
-    from refine.evaluate.refs_build import LLMCache, build_references, models_for, save_built
 
     try:
         proposers, refiner_model = models_for(profile, proposer, refiner)
@@ -112,8 +116,6 @@ def refs_build(
 
 def resolve_references(activity: str, country: str, profile: str, build: bool):
     """The pack's references, else ones built earlier, else (with ``build``) new ones."""
-    from refine.evaluate.references import ReferenceNotFound
-    from refine.evaluate.refs_build import build_references, find_any, models_for, save_built
 
     try:
         return find_any(activity, country)
@@ -135,7 +137,6 @@ def refs_list(
     country: str = typer.Option(None, "--country", help="Only this country."),
 ) -> None:
     """List the activities of the bundled pack (marked * where descriptors exist)."""
-    from refine.evaluate.references import load_pack
 
     pack = load_pack()
     keys = list(pack.countries)
@@ -312,11 +313,6 @@ def run_cmd(
     ),
 ) -> None:
     """Generate, score and refine an image of an activity in a country, round by round."""
-    from refine import settings
-    from refine.events import RunStarted, StepDone
-    from refine.io.store import RunStore
-    from refine.loop.refiner import Refiner
-    from refine.present.views import summary_lines
 
     where: dict[str, str] = {}
 

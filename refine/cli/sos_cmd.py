@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from refine.backends.selection import Backends
 from refine.cli.inputs import (
     UserInputError,
     address_option,
@@ -14,6 +15,10 @@ from refine.cli.inputs import (
     engine_option,
     gpus_option,
 )
+from refine.cli.run_cmd import parse_backends
+from refine.harness.batch_ray import RayEngineError
+from refine.harness.tasks.sos_bank import BankError, build_bank, check_grid
+from refine.present.report.sos import write_sos_report
 
 sos_app = typer.Typer(
     help=(
@@ -55,9 +60,6 @@ def bank_cmd(
     """Generate and embed images for every (culture, language) cell; resumable.
     --engine ray makes the cells on Ray actors (the bank folder must be on storage every
     node sees)."""
-    from refine.backends.selection import Backends
-    from refine.cli.run_cmd import parse_backends
-    from refine.harness.tasks.sos_bank import BankError, build_bank, check_grid
 
     check_engine(engine, address, gpus_per_worker)
     grid_cultures, grid_languages = _split(cultures), _split(languages)
@@ -77,8 +79,6 @@ def bank_cmd(
     def progress(done: int, total: int, what: str) -> None:
         if not as_json:
             typer.echo(f"cell {done}/{total}: {what}", err=True)
-
-    from refine.harness.batch_ray import RayEngineError
 
     pool = None
     try:
@@ -135,7 +135,6 @@ def report_cmd(
     """SoS per (culture, language), per language, the strongly surface-led share, a heatmap
     and the images of the most surface-led pairs, in one HTML file."""
     from refine.evaluate.sos import BankError
-    from refine.present.report.sos import write_sos_report
 
     try:
         path, result = write_sos_report(bank_dir, out, top)

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import typer
 
+from metrics.ahead import best_match_similarities, check_tau
+from metrics.descriptors import DIMENSIONS
+from refine import settings
+from refine.backends.selection import Backends
 from refine.cli.inputs import UserInputError, load_images
+from refine.cli.run_cmd import parse_backends
+from refine.io.files import atomic_write_text, image_files
+from refine.profiles import load_profile
 
 BINS = 10
 
@@ -54,13 +61,6 @@ def calibrate_tau_cmd(
     saves a profile that runs with it."""
     import numpy as np
 
-    from metrics.ahead import best_match_similarities, check_tau
-    from refine import settings
-    from refine.backends.selection import Backends
-    from refine.cli.run_cmd import parse_backends
-    from refine.io.files import image_files
-    from refine.profiles import load_profile
-
     # a folder stands for the photos in it
     images = [q for p in images for q in (image_files(p) if p.is_dir() else [p])]
     if not images:
@@ -80,7 +80,6 @@ def calibrate_tau_cmd(
         raise UserInputError(f"--write: {write}: a profile file ends in .toml")
     observer = backends.get("observer")
     observed = []
-    from metrics.descriptors import DIMENSIONS
 
     for path, image in zip(images, loaded, strict=True):
         if not as_json:
@@ -145,8 +144,6 @@ def write_profile(
     """A copy of the profile file ``base`` with ``tau`` and its source, and the roles and
     options in use (a --backend override is part of what the value was calibrated for)."""
     import tomllib
-
-    from refine.io.files import atomic_write_text
 
     data = tomllib.loads(base.read_text(encoding="utf-8"))
     lines = [

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from refine.cli.inputs import UserInputError
+from refine.train.tune import TuneConfig, Tuner
 
 
 def tune_cmd(
@@ -42,7 +43,6 @@ def tune_cmd(
     reads it, a model card, the loss curve and validation images. On several GPUs:
     accelerate launch --num_processes N $(which refine) tune ... (each process draws its
     own batches; the gradients are averaged)."""
-    from refine.train.tune import TuneConfig, Tuner
 
     config = TuneConfig(
         data=str(data),

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from metrics.ahead import DEFAULT_TAU, exaggeration, faithfulness, score_images
 from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
+from metrics.quality import HIGH, LOW, viescore_quality
+from metrics.text_embedding import default_cache
 from refine.assets import prompt_template
 from refine.records import (
     Drift,
@@ -221,7 +223,6 @@ class Assessor:
             return [cache.readings[key] for key in keys]
 
     def _read_quality(self, images: list[Image.Image]) -> list[Quality]:
-        from metrics.quality import HIGH, LOW, viescore_quality
 
         n = len(images)
         readings: list[QualityReading | None] = [None] * n
@@ -294,7 +295,6 @@ class Assessor:
         phrases = [(d, p) for d in REPLACING for p in refs.descriptors.get(d, [])]
         if not listed or not phrases:
             return judged
-        from metrics.text_embedding import default_cache
 
         cache = default_cache()
         with self.backends.using("text_embedder") as embedder:
@@ -383,7 +383,6 @@ class Assessor:
         phrases = [p for d in DIMENSIONS for p in observed.get(d, [])]
         if not phrases:
             return []
-        from metrics.text_embedding import default_cache
 
         cache = default_cache()
         with self.backends.using("text_embedder") as embedder:

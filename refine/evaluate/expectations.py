@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from refine.assets import prompt_template
+from refine.evaluate.refs_build import LLMCache
 from refine.records import Expectation, ExpectationCheck, ExpectationScore, ExpectationSet
 
 MET = 0.5  # a statement is met iff the judge's yes-probability is above this
@@ -44,8 +46,6 @@ def build_expectations(
 ) -> ExpectationSet:
     """Ask ``model`` (a language model) for the prompt's explicit and implicit
     expectations; ``cache`` (an :class:`refine.evaluate.refs_build.LLMCache`) keeps the answer."""
-    from refine.assets import prompt_template
-    from refine.evaluate.refs_build import LLMCache
 
     cache = cache or LLMCache()
     text = prompt_template("expectations").format(prompt=prompt, country=country, count=count)

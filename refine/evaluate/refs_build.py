@@ -23,6 +23,9 @@ from pydantic import BaseModel, Field
 
 from metrics.descriptors import DIMENSIONS
 from refine.assets import prompt_template
+from refine.backends.selection import Backends
+from refine.backends.structured import dimension_help
+from refine.evaluate.references import ReferenceNotFound, find_references
 from refine.io.files import atomic_write_text, slug
 from refine.records import ReferencePack
 
@@ -119,7 +122,6 @@ def build_references(
     on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> BuildResult:
     """Reference descriptors and stereotype candidates from language models."""
-    from refine.backends.structured import dimension_help
 
     if not proposers:
         raise ValueError("at least one proposer model is needed")
@@ -218,7 +220,6 @@ def load_built(activity: str, country: str, directory: str | Path | None = None)
 def find_any(activity: str, country: str, directory: str | Path | None = None) -> ReferencePack:
     """The bundled pack's references, else ones built earlier with ``refine refs build``
     (in ``directory``, else the cache's)."""
-    from refine.evaluate.references import ReferenceNotFound, find_references
 
     try:
         return find_references(activity, country)
@@ -240,7 +241,6 @@ def models_for(
     """The proposer and refiner language models: named ones, else the profile's ``[refs]``
     table, else the profile's ``llm`` backend; from ``backends`` (a
     :class:`refine.backends.selection.Backends`, its overrides and options) when given."""
-    from refine.backends.selection import Backends
 
     backends = backends or Backends(profile)
     p = backends.profile

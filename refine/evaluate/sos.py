@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from metrics.sos import SosBank
+
 LANGUAGES = {
     "en": "English",
     "am": "Amharic",
@@ -82,14 +84,12 @@ class Bank:
         return np.concatenate(rows), cultures, languages, images
 
     def centroids(self) -> Any:
-        from metrics.sos import SosBank
 
         return SosBank.load(self.path / "centroids.npz")
 
 
 def analyse(bank_dir: str | Path) -> dict[str, Any]:
     """The analysis as plain data (what ``--json`` prints and the HTML shows)."""
-    from metrics.sos import SosBank
 
     bank = Bank(bank_dir)
     e, cultures, languages, images = bank.data()

@@ -15,8 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from refine.backends.selection import Backends
 from refine.harness.batch_ray import sees
 from refine.harness.bench_ray import RayPool
+from refine.harness.tasks.sos_bank import make_cell
 
 
 class BankWorker:
@@ -26,7 +28,6 @@ class BankWorker:
         self, profile: str, overrides: dict[str, str], needs_llm: bool, env: dict[str, str]
     ) -> None:
         os.environ.update(env)
-        from refine.backends.selection import Backends
 
         backends = Backends(profile, overrides)
         self.generator = backends.get("generator")
@@ -41,7 +42,6 @@ class BankWorker:
         return sees(probe, token)
 
     def make(self, key: str, cell: dict, out: str, params: dict) -> dict:
-        from refine.harness.tasks.sos_bank import make_cell
 
         return make_cell(Path(out), key, cell, params, self.generator, self.embedder, self.llm)
 

@@ -28,10 +28,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from refine.events import BatchStarted, EntryChanged, Event
-from refine.harness.tasks.batch import Batch, BatchStore, entry_ended, record_run
+from refine.events import BatchStarted, EntryChanged, Event, RunStarted
+from refine.harness.tasks.batch import Batch, BatchEntry, BatchStore, entry_ended, record_run
 from refine.io.files import atomic_write_text
 from refine.io.store import LOCK_FILE, RunStore
+from refine.loop.refiner import Refiner
 
 # environment a worker needs to reach the same models and caches as the driver
 PASSED_ENV = (
@@ -67,7 +68,6 @@ class RunWorker:
 
     def __init__(self, profile, backends, options, env: dict[str, str]) -> None:
         os.environ.update(env)
-        from refine.loop.refiner import Refiner
 
         self.refiner = Refiner(profile, backends, options)
         self.identity = f"{os.getpid()}@{socket.gethostname()}"
@@ -81,8 +81,6 @@ class RunWorker:
 
     def run(self, i: int, entry_json: str, batch_dir: str) -> str:
         """Make or resume the run of entry ``i``; returns its directory (relative)."""
-        from refine.events import RunStarted
-        from refine.harness.tasks.batch import BatchEntry
 
         entry = BatchEntry.model_validate_json(entry_json)
         root = Path(batch_dir)

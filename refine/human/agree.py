@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from metrics.catalog import AGREE, BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_QUALITY, names
+from metrics.stats import CORRELATIONS, correlation_interval, krippendorff_alpha
+from refine.backends.selection import Backends
 from refine.io.files import file_sha256
 
 QUESTIONS = ("alignment", "faithfulness", "expectations_met")
@@ -368,7 +370,6 @@ def agreement(
     when another has the same bytes (listed in ``identical``); a file whose bytes match
     stored images with different metrics that its activity and country cannot tell apart
     is left out (``ambiguous``)."""
-    from metrics.stats import CORRELATIONS, correlation_interval, krippendorff_alpha
 
     answers, first, replaced = latest_answers(ratings)
     images = sorted(answers, key=str)
@@ -444,8 +445,6 @@ def compute_missing(
     else the ones given) and every image's CLIPScore from its prompt; returns how many
     images were scored. A ValueError names an image that cannot be scored and why."""
     from PIL import Image
-
-    from refine.backends.selection import Backends
 
     need_scores = [m for m in metrics if m in SCORES]
     todo: dict[str, Rating] = {}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from refine.io.files import file_sha256, plain_file_inside
+from refine.io.files import append_jsonl, atomic_write_text, file_sha256, plain_file_inside
 
 RATINGS = "ratings.jsonl"
 RATERS = ".raters.json"  # rater name -> the hash of the app visitor who rates under it
@@ -90,7 +90,6 @@ class RatingSet:
         """Rate under ``rater`` as ``visitor`` (a visitor hash): the first visitor to use a
         name in this set keeps it; another is refused (nobody's answers are written under
         someone else's name). The claims are kept in the set's hidden ``.raters.json``."""
-        from refine.io.files import atomic_write_text
 
         path = self.folder / RATERS
         with _APPEND:
@@ -149,7 +148,6 @@ class RatingSet:
     ) -> dict[str, Any]:
         """Append one rating (validated: both answers 1-5, unmet statements among the
         image's expectations, a comment of at most 1000 characters) and sync it."""
-        from refine.io.files import append_jsonl
 
         it = self.item(image)
         answers = {}

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from refine import usage
+from refine.backends.loading import describe_error
 from refine.events import Event, StageStarted, StepDone
 from refine.records import Candidate
 
@@ -116,7 +117,6 @@ class CandidateMaker:
         role: str,
         workers: int,
     ) -> _Chains:
-        from refine.backends.loading import describe_error
 
         stage = "generate" if role == "generator" else "edit"
         ctx = usage.context()

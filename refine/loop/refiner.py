@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from refine import settings as run_settings
 from refine import usage
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor, CallCounter, QualityCache
 from refine.evaluate.expectations import missed_changes
+from refine.evaluate.refs_build import LLMCache
 from refine.events import (
     Event,
     ModelsLoading,
@@ -137,7 +139,6 @@ class Refiner:
     ) -> Run:
         """A new run to completion from raw settings (validated by :mod:`refine.settings`);
         returns the run record (also in ``out/<id>/run.json``)."""
-        from refine import settings as run_settings
 
         spec = run_settings.run_spec({"activity": activity, "country": country, **settings})
         refs = references or run_settings.references(spec.activity, spec.country)
@@ -479,7 +480,6 @@ class Refiner:
         if not self.backends.names.get("llm"):
             note = "the template wrote it: the profile has no language model"
             return Written(text, "template", changes=changes, note=note)
-        from refine.evaluate.refs_build import LLMCache
 
         cache = LLMCache()
         try:

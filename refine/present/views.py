@@ -17,6 +17,7 @@ from pathlib import Path
 
 from metrics.catalog import label
 from metrics.descriptors import DIMENSIONS
+from refine.loop.instructions import NEAR_MARGIN, near_matches
 from refine.records import Exaggerated, Match, Round, Run, Scores
 from refine.usage import tokens_text
 
@@ -180,7 +181,6 @@ def checklist(
     that order) and the stereotype candidates seen as exaggerated. A hallucinated item
     within ``near_margin`` below tau of its reference is a ``near`` match (the edit leaves
     it alone; see :mod:`refine.loop.instructions`)."""
-    from refine.loop.instructions import NEAR_MARGIN, near_matches
 
     fb = r.best.feedback
     margin = NEAR_MARGIN if near_margin is None else near_margin
@@ -201,7 +201,6 @@ def checklist(
 def near_lines(run: Run) -> list[str]:
     """``round 0: Bowl of stew ~ bowl of stew with herbs (0.50)`` per near match of a
     round's chosen image (what the next edit leaves alone)."""
-    from refine.loop.instructions import near_matches
 
     lines = []
     for r in run.rounds:

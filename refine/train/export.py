@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from refine.io.files import file_sha256
+from refine.assets import prompt_template
+from refine.io.files import atomic_write_text, file_sha256
+from refine.io.store import RunStore
 
 FORMATS = ("imagefolder", "pairs", "edits")
 
@@ -79,7 +81,6 @@ def _copy(src: Path, folder: Path, name: str) -> str:
 
 
 def _prompt(run: Any) -> str:
-    from refine.assets import prompt_template
 
     if run.rounds and run.rounds[0].kind == "generate":
         return run.rounds[0].text
@@ -91,7 +92,6 @@ def _prompt(run: Any) -> str:
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    from refine.io.files import atomic_write_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
@@ -111,7 +111,6 @@ def export(
     ``dry_run`` only count what would be written."""
     copy = (lambda src, folder, name: name) if dry_run else _copy
     write = (lambda path, rows: None) if dry_run else _write_jsonl
-    from refine.io.store import RunStore
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")

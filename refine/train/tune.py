@@ -35,6 +35,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from refine.backends.device import pick_device
+from refine.io.files import atomic_write, atomic_write_text
+
 TARGET_MODULES = ["to_q", "to_k", "to_v", "to_out.0"]
 # FLUX.2: the double-stream blocks' image and text attention, the single-stream blocks'
 # fused input projection
@@ -179,8 +182,6 @@ class Tuner:
         import torch
         from diffusers import DDPMScheduler
         from peft import LoraConfig
-
-        from refine.backends.device import pick_device
 
         model = self.c.base.removeprefix("diffusers:")
         self.device = torch.device(self.c.device or pick_device())
@@ -529,8 +530,6 @@ class Tuner:
         import torch
         from peft import get_peft_model_state_dict
 
-        from refine.io.files import atomic_write
-
         state = {
             "step": self.step,
             "lora": get_peft_model_state_dict(self.unet),
@@ -588,8 +587,6 @@ class Tuner:
 
     def _finish(self) -> dict[str, Any]:
         from peft import get_peft_model_state_dict
-
-        from refine.io.files import atomic_write_text
 
         held = self.accuracy(self.held)
         if not self.main:  # the main process writes; the others wait for it

@@ -16,6 +16,7 @@ from typing import Any
 
 from metrics.caire import RANKINGS, EntityHit, pool_entities
 from refine.assets import prompt_template
+from refine.evaluate.caire.kb import _as_array
 from refine.records import CaireScore, LabelScore
 
 
@@ -64,8 +65,6 @@ class CaireScorer:
     def link(self, images: Sequence[Any]) -> list[list[EntityHit]]:
         """Per image, the KB entities found by visual retrieval, best first."""
         import numpy as np
-
-        from refine.evaluate.caire.kb import _as_array
 
         if self.kb is None:
             raise ValueError("entity linking needs a knowledge base")

@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from refine import settings
+from refine.evaluate.refs_build import find_any
 from refine.events import BatchStarted, EntryChanged, EntryEvent, Event, RunStarted
 from refine.io.files import atomic_write_text, slug
 from refine.io.store import RunStore
@@ -109,7 +111,6 @@ def _rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
 def _entry(
     path: Path, n: int, row: dict[str, Any], profile: str, find: Callable[..., ReferencePack]
 ) -> BatchEntry:
-    from refine import settings
 
     where = f"{path.name} line {n}"
     wide = [k for k in BATCH_WIDE if k in row]
@@ -134,7 +135,6 @@ def read_specs(
     path: str | Path, profile: str = "gemini", find: Callable[..., ReferencePack] | None = None
 ) -> list[BatchEntry]:
     """Every line checked before anything runs; all bad lines are reported together."""
-    from refine.evaluate.refs_build import find_any
 
     path = Path(path)
     try:

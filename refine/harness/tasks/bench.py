@@ -28,8 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from metrics.ahead import score_pooled
 from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, BENCH_QUALITY
 from metrics.stats import mean_interval
+from metrics.vendi import quality_weighted, vendi_from_embeddings
+from refine.assets import prompt_template
+from refine.backends.lora import MARK, split_adapters
+from refine.backends.selection import Backends
+from refine.evaluate.assess import Assessor
+from refine.evaluate.references import find_references, load_pack
 from refine.io.files import append_jsonl, atomic_write_text, slug
 
 
@@ -49,7 +56,6 @@ def parse_generator(spec: str) -> GeneratorSpec:
     """``NAME`` or ``NAME+lora=PATH[@SCALE]...``, NAME a backend name (``prefix:model``) or
     a profile (its generator with the profile's options); raises ValueError naming the
     problem."""
-    from refine.backends.lora import MARK, split_adapters
 
     label = spec.strip()
     try:
@@ -103,7 +109,6 @@ class BenchPlan:
 
 def activity_category(activity: str, country: str) -> str | None:
     """The CULTIVate category of an activity of a country in the bundled pack."""
-    from refine.evaluate.references import load_pack
 
     entry = load_pack().countries.get(country, {}).get("activities", {}).get(activity) or {}
     return entry.get("category")
@@ -121,7 +126,6 @@ def plan_prompts(
     (default: all of them) in the CULTIVate categories named (eating, greeting, dancing,
     concert, game, celebration, religious, wedding, funeral; default: all), then
     ``sample`` of those drawn with ``seed``."""
-    from refine.evaluate.references import load_pack
 
     pack = load_pack()
     known = {
@@ -229,8 +233,6 @@ class CellMaker:
         backend_options: dict[str, dict[str, Any]] | None = None,
         instances: dict[str, Any] | None = None,
     ) -> None:
-        from refine.backends.selection import Backends
-        from refine.evaluate.assess import Assessor
 
         plan.check()
         self.plan = plan
@@ -261,10 +263,6 @@ class CellMaker:
     def make(self, job: tuple[str, str, str], store: BenchStore) -> dict[str, Any]:
         """Generate, save (under ``store``) and score the images of one (generator,
         activity, country) job; returns its cell."""
-        from metrics.ahead import score_pooled
-        from metrics.vendi import quality_weighted, vendi_from_embeddings
-        from refine.assets import prompt_template
-        from refine.evaluate.references import find_references
 
         plan, scorer, seeds = self.plan, self.scorer, self.seeds
         gen_name, act, country = job

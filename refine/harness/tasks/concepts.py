@@ -40,6 +40,16 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from metrics.catalog import CUBE_FIGURES
+from metrics.vendi import (
+    normalised_by_size,
+    quality_weighted,
+    tag_kernel,
+    vendi_from_embeddings,
+    vendi_from_kernel,
+)
+from refine.assets import prompt_template
+from refine.backends.selection import Backends
+from refine.harness.tasks.bench import BenchStore, Summary, make_generator, run_jobs
 from refine.io.files import atomic_write_text, slug
 
 CHUNK = 8
@@ -172,14 +182,6 @@ def concept_stats(
     """The diversity figures of one concept's images (see the module docstring)."""
     import numpy as np
 
-    from metrics.vendi import (
-        normalised_by_size,
-        quality_weighted,
-        tag_kernel,
-        vendi_from_embeddings,
-        vendi_from_kernel,
-    )
-
     kernel = tag_kernel(tags, None if within_country else tuple(weights))
     emb = np.asarray(embeddings, dtype=float)
     tag_vendi = vendi_from_kernel(kernel)
@@ -211,9 +213,6 @@ def run_concepts(
     """Make, tag and score every (generator, concept) cell not done yet in ``out``
     (``concepts.jsonl``, synced cell by cell); writes concepts.json, concept_rows.csv and
     concepts.html and returns the summary."""
-    from refine.assets import prompt_template
-    from refine.backends.selection import Backends
-    from refine.harness.tasks.bench import BenchStore, Summary, make_generator, run_jobs
 
     if not plan.generators or not plan.concepts:
         raise ValueError("name at least one generator and one concept")

@@ -27,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from metrics.sos import SosBank
 from refine.assets import assets_dir, prompt_template
+from refine.evaluate.refs_build import LLMCache
 from refine.evaluate.sos import LANGUAGES, MANIFEST, Bank, BankError, Translation
 from refine.io.files import atomic_write, atomic_write_json, atomic_write_text
 
@@ -113,7 +115,6 @@ def cell_prompts(
         raise BankError(
             f"translating {concept!r} prompts needs a language model (the profile's llm role)"
         )
-    from refine.evaluate.refs_build import LLMCache
 
     ask = (cache_ or LLMCache()).ask
     request = prompt_template("translate").format(language=LANGUAGES[language], text=english)
@@ -146,7 +147,6 @@ def build_bank(
     ``images_per_prompt`` images for each of its first ``prompts_per_cell`` prompts.
     ``engine`` (:class:`refine.harness.bank_ray.RayBankCells`) makes the cells on Ray workers
     instead of with ``generator``, ``embedder`` and ``llm`` here."""
-    from metrics.sos import SosBank
 
     check_grid(concept, cultures, languages)
     out = Path(out)

@@ -12,6 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from refine.loop.steps.caire import CaireStep
+from refine.loop.steps.expectations import ExpectationsStep
+from refine.loop.steps.languages import LanguagesStep
+
 if TYPE_CHECKING:
     from refine.backends.selection import Backends
     from refine.evaluate.assess import Assessor, CallCounter
@@ -41,8 +45,5 @@ class RoundStep(Protocol):
 
 def default_steps() -> list[Any]:
     """The steps every run has; each does nothing unless its settings are given."""
-    from refine.loop.steps.caire import CaireStep
-    from refine.loop.steps.expectations import ExpectationsStep
-    from refine.loop.steps.languages import LanguagesStep
 
     return [CaireStep(), LanguagesStep(), ExpectationsStep()]

@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from refine.evaluate.assess import judge_calls
+from refine.evaluate.expectations import check_images
 from refine.events import StageStarted
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ class ExpectationsStep:
     def after_round(self, run: Run, r: Round, ctx: StepContext) -> None:
         if not run.spec.expectations:
             return
-        from refine.evaluate.expectations import check_images
 
         ctx.emit(StageStarted(round=r.index, stage="expectations"))
         t = time.perf_counter()

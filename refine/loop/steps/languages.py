@@ -13,6 +13,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from refine.assets import prompt_template
+from refine.evaluate.refs_build import LLMCache
+from refine.evaluate.sos import LANGUAGES, Translation
 from refine.events import StageStarted
 from refine.records import LanguageImage
 
@@ -133,9 +136,6 @@ class LanguagesStep:
 
     @staticmethod
     def translate(text: str, lang: str, ctx: StepContext) -> str:
-        from refine.assets import prompt_template
-        from refine.evaluate.refs_build import LLMCache
-        from refine.evaluate.sos import LANGUAGES, Translation
 
         request = prompt_template("translate").format(language=LANGUAGES[lang], text=text)
         cache = LLMCache()

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from refine.harness.tasks.batch import BatchStore
+from refine.io.store import RunStore
 from refine.present.charts import bar_chart
 from refine.present.html import document, escape, num
 from refine.present.report.run import run_section
 
 
 def render_batch(batch_dir: str | Path) -> str:
-    from refine.harness.tasks.batch import BatchStore
-    from refine.io.store import RunStore
 
     batch_dir = Path(batch_dir).resolve()
     batch = BatchStore(batch_dir).load()

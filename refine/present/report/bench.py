@@ -6,6 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, BENCH_QUALITY, label
+from refine.harness.tasks.bench import cell_mean
+from refine.io.files import atomic_write_text
 from refine.present.charts import mean_bars, scatter
 from refine.present.html import document, escape, image_tag, interval_text, num, raw
 
@@ -24,7 +27,6 @@ def _paired_row(p: dict[str, Any]) -> str:
 def write_bench_page(folder: str | Path, summary: Any) -> Path:
     """``bench.html`` in the bench folder, from what :func:`refine.harness.tasks.bench.run_bench`
     returned; returns its path."""
-    from refine.io.files import atomic_write_text
 
     path = Path(folder) / "bench.html"
     atomic_write_text(path, render_bench_leaderboard(folder, summary, summary.cells))
@@ -36,8 +38,6 @@ def render_bench_leaderboard(
 ) -> str:
     """One self-contained HTML page: the leaderboard with intervals, FAITH per country,
     FAITH against Vendi per prompt, the paired comparison, the best and worst images."""
-    from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, BENCH_QUALITY, label
-    from refine.harness.tasks.bench import cell_mean
 
     folder = Path(folder)
     names = list(summary["generators"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from refine.io.store import RunStore
 from refine.present import views
 from refine.present.charts import line_chart
 from refine.present.html import document, escape, image_tag, num
@@ -263,7 +264,6 @@ def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
 
 
 def render_run(run_dir: str | Path) -> str:
-    from refine.io.store import RunStore
 
     run_dir = Path(run_dir).resolve()
     run = RunStore(run_dir).load()

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from refine.evaluate.sos import analyse
+from refine.io.files import atomic_write_text
 from refine.present.charts import heatmap, strip_plot
 from refine.present.html import document, escape, image_tag
 
@@ -67,8 +69,6 @@ def render(result: dict[str, Any], top: int = 5) -> str:
 def write_sos_report(bank_dir: str | Path, out: str | Path | None = None, top: int = 5):
     """Analyse the bank and write its page (default ``BANK_DIR/report.html``); returns the
     page's path and the analysis."""
-    from refine.evaluate.sos import analyse
-    from refine.io.files import atomic_write_text
 
     result = analyse(bank_dir)
     path = Path(out) if out else Path(bank_dir) / "report.html"
