@@ -31,9 +31,6 @@ KNOWN: dict[str, str] = {
     "function refine/cli/run_cmd.py:run_cmd": (
         "issue 41 part 2: one table of settings generates the options"
     ),
-    "class refine/loop/refiner.py:Refiner": (
-        "issue 39 part 7: rounds apart from runs in the loop folder"
-    ),
     "class refine/service.py:RunService": "issue 41 part 1: the app in views",
     "class refine/train/tune.py:Tuner": "issue 41 part 3: training in parts on accelerate",
     "function ui/app.py:build_app": "issue 41 part 1: the app in views",

@@ -28,14 +28,19 @@ a place sets the scene, an interaction is shown, an arrangement arranges them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Any
 
 from pydantic import BaseModel
 
+from refine import usage
 from refine.assets import prompt_template
-from refine.records import CaireScore, Feedback, Match, PlannedChange
+from refine.backends.selection import Backends
+from refine.evaluate.assess import CallCounter
+from refine.evaluate.expectations import missed_changes
+from refine.evaluate.refs_build import LLMCache
+from refine.records import CaireScore, Feedback, Match, PlannedChange, Round, Run
 
 NEAR_MARGIN = 0.05  # below tau, on the cosine similarity scale
 REPLACE_FLOOR = 0.3  # least similarity of a reference that replaces a hallucinated item
@@ -386,3 +391,69 @@ def caire_change(caire: CaireScore | None, country: str) -> tuple[str | None, st
         f"with what is typical of {country}"
     )
     return note, change
+
+
+# -- a round's instruction ---------------------------------------------------------
+
+
+@dataclass
+class Written:
+    """A round's instruction, who wrote it, and what it was built from."""
+
+    text: str
+    source: str  # template, language model, user
+    changes: list[PlannedChange] = field(default_factory=list)
+    model: str | None = None
+    note: str | None = None  # why the template wrote it when the model was asked
+
+
+def round_instruction(
+    run: Run, k: int, parent: Round, backends: Backends, calls: CallCounter
+) -> Written | None:
+    """Round ``k``'s instruction: the user's, else the planned changes worded by the
+    profile's language model, else by the template (None: nothing to change)."""
+    user = run.spec.instructions.get(k)
+    if user:
+        return Written(user, "user")
+    _, extra = caire_change(parent.caire, run.references.country)
+    extras = [extra] if extra else []
+    # missed expectations take at most half the changes; descriptors keep the rest
+    extras += missed_changes(parent.expectations, (run.spec.max_changes + 1) // 2)
+    spec = run.spec
+    tau = parent.best.scores.tau if parent.best.scores.tau is not None else spec.tau
+    extras = extras[: spec.max_changes]
+    planned = plan(
+        parent.best.feedback,
+        spec.max_changes - len(extras),
+        tau,
+        spec.near_margin,
+        spec.replace_floor,
+    )
+    text = template_instruction(planned, spec.activity, run.references.country, extras)
+    if text is None:
+        return None
+    changes = change_records(planned, extras)
+    if spec.writer != "llm":
+        return Written(text, "template", changes=changes)
+    if not backends.names.get("llm"):
+        note = "the template wrote it: the profile has no language model"
+        return Written(text, "template", changes=changes, note=note)
+
+    cache = LLMCache()
+    try:
+        with backends.using("llm") as model:
+            before = cache.misses
+            keep = planned.keep[:5]
+            own = write_instruction(
+                model, spec.activity, run.references.country, changes, keep, cache
+            )
+            calls.add(cache.misses - before)
+            name = getattr(model, "id", backends.names["llm"])
+    except (usage.StopRequested, usage.BudgetExhausted):
+        raise
+    except Exception as err:  # the template stands in, and the round says why
+        from refine.backends.loading import describe_error
+
+        note = f"the template wrote it: the language model failed ({describe_error(err)})"
+        return Written(text, "template", changes=changes, note=note[:500])
+    return Written(own, "language model", model=name, changes=changes)

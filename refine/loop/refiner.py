@@ -23,7 +23,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +31,6 @@ from refine import usage
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor, CallCounter, QualityCache
-from refine.evaluate.expectations import missed_changes
-from refine.evaluate.refs_build import LLMCache
 from refine.events import (
     Event,
     ModelsLoading,
@@ -45,15 +42,9 @@ from refine.events import (
 from refine.io.store import RunStore, new_run_id
 from refine.loop import policy
 from refine.loop.candidates import CandidateMaker, Made
-from refine.loop.instructions import (
-    caire_change,
-    change_records,
-    plan,
-    template_instruction,
-    write_instruction,
-)
+from refine.loop.instructions import round_instruction
 from refine.loop.steps import StepContext, default_steps
-from refine.records import Candidate, PlannedChange, ReferencePack, Round, Run, RunSpec
+from refine.records import Candidate, ReferencePack, Round, Run, RunSpec
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -62,6 +53,38 @@ log = logging.getLogger(__name__)
 
 TEMPLATES = ("generate", "edit_instruction", "exaggeration", "observe", "repair")
 Review = Callable[[int, str, Run], "str | None"]
+
+
+def choose_by_hand(
+    run_dir: str | Path, round_index: int, candidate: int, accept: bool = True
+) -> Run:
+    """Decide the last round of a stopped run by hand: accept candidate ``candidate``
+    (it becomes the best image) or reject the round."""
+    store = RunStore(run_dir)
+    run = store.load()
+    held = store.holder()
+    if run.status == "running" or held:
+        who = f" (process {held})" if held else ""
+        raise ValueError(f"{store.dir}: the run is still running{who}; stop it first")
+    if round_index != len(run.rounds) - 1 or round_index == 0:
+        raise ValueError(
+            f"only the last editing round can be decided by hand (round {len(run.rounds) - 1})"
+        )
+    r = run.rounds[round_index]
+    if not 0 <= candidate < len(r.candidates):
+        raise ValueError(f"round {round_index} has candidates 0..{len(r.candidates) - 1}")
+    r.chosen, r.by_hand = candidate, True
+    if accept:
+        r.decision, r.reason = "accepted", f"accepted by hand (candidate {candidate})"
+        run.best_round = round_index
+    else:
+        r.decision, r.reason = "rejected", "rejected by hand"
+        if run.best_round == round_index:
+            run.best_round = max(
+                i for i, x in enumerate(run.rounds[:round_index]) if x.decision != "rejected"
+            )
+    store.save(run)
+    return run
 
 
 class Refiner:
@@ -230,35 +253,7 @@ class Refiner:
         store.save(run)
         return self._drive(run, store)
 
-    @staticmethod
-    def choose(run_dir: str | Path, round_index: int, candidate: int, accept: bool = True) -> Run:
-        """Decide the last round of a stopped run by hand: accept candidate ``candidate``
-        (it becomes the best image) or reject the round."""
-        store = RunStore(run_dir)
-        run = store.load()
-        held = store.holder()
-        if run.status == "running" or held:
-            who = f" (process {held})" if held else ""
-            raise ValueError(f"{store.dir}: the run is still running{who}; stop it first")
-        if round_index != len(run.rounds) - 1 or round_index == 0:
-            raise ValueError(
-                f"only the last editing round can be decided by hand (round {len(run.rounds) - 1})"
-            )
-        r = run.rounds[round_index]
-        if not 0 <= candidate < len(r.candidates):
-            raise ValueError(f"round {round_index} has candidates 0..{len(r.candidates) - 1}")
-        r.chosen, r.by_hand = candidate, True
-        if accept:
-            r.decision, r.reason = "accepted", f"accepted by hand (candidate {candidate})"
-            run.best_round = round_index
-        else:
-            r.decision, r.reason = "rejected", "rejected by hand"
-            if run.best_round == round_index:
-                run.best_round = max(
-                    i for i, x in enumerate(run.rounds[:round_index]) if x.decision != "rejected"
-                )
-        store.save(run)
-        return run
+    choose = staticmethod(choose_by_hand)  # a stopped run's last round, by hand
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -393,7 +388,7 @@ class Refiner:
         parent = run.rounds[parent_index]
         timings: dict[str, float] = {}
         # 1. instruction
-        written = self._instruction(run, k, parent)
+        written = round_instruction(run, k, parent, self.backends, self.calls)
         if written is None:
             run.stop_reason = "nothing to change: no missing, hallucinated or exaggerated items"
             return
@@ -451,55 +446,6 @@ class Refiner:
         self._after_round(run, store, r)
         self._emit(_decided(r))
 
-    def _instruction(self, run: Run, k: int, parent: Round) -> Written | None:
-        """Round ``k``'s instruction: the user's, else the planned changes worded by the
-        profile's language model, else by the template (None: nothing to change)."""
-        user = run.spec.instructions.get(k)
-        if user:
-            return Written(user, "user")
-        _, extra = caire_change(parent.caire, run.references.country)
-        extras = [extra] if extra else []
-        # missed expectations take at most half the changes; descriptors keep the rest
-        extras += missed_changes(parent.expectations, (run.spec.max_changes + 1) // 2)
-        spec = run.spec
-        tau = parent.best.scores.tau if parent.best.scores.tau is not None else spec.tau
-        extras = extras[: spec.max_changes]
-        planned = plan(
-            parent.best.feedback,
-            spec.max_changes - len(extras),
-            tau,
-            spec.near_margin,
-            spec.replace_floor,
-        )
-        text = template_instruction(planned, spec.activity, run.references.country, extras)
-        if text is None:
-            return None
-        changes = change_records(planned, extras)
-        if spec.writer != "llm":
-            return Written(text, "template", changes=changes)
-        if not self.backends.names.get("llm"):
-            note = "the template wrote it: the profile has no language model"
-            return Written(text, "template", changes=changes, note=note)
-
-        cache = LLMCache()
-        try:
-            with self.backends.using("llm") as model:
-                before = cache.misses
-                keep = planned.keep[:5]
-                own = write_instruction(
-                    model, spec.activity, run.references.country, changes, keep, cache
-                )
-                self.calls.add(cache.misses - before)
-                name = getattr(model, "id", self.backends.names["llm"])
-        except (usage.StopRequested, usage.BudgetExhausted):
-            raise
-        except Exception as err:  # the template stands in, and the round says why
-            from refine.backends.loading import describe_error
-
-            note = f"the template wrote it: the language model failed ({describe_error(err)})"
-            return Written(text, "template", changes=changes, note=note[:500])
-        return Written(own, "language model", model=name, changes=changes)
-
     def _after_round(self, run: Run, store: RunStore, r: Round) -> None:
         ctx = StepContext(self.backends, store, self._emit, self.calls, self.assessor())
         for step in self.steps:
@@ -542,17 +488,6 @@ def roles_needed(spec: RunSpec) -> list[str]:
     if spec.prompt_languages:
         roles.append("llm")
     return roles
-
-
-@dataclass
-class Written:
-    """A round's instruction, who wrote it, and what it was built from."""
-
-    text: str
-    source: str  # template, language model, user
-    changes: list[PlannedChange] = field(default_factory=list)
-    model: str | None = None
-    note: str | None = None  # why the template wrote it when the model was asked
 
 
 def _decided(r: Round) -> RoundDecided:
