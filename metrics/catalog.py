@@ -12,7 +12,7 @@ charts read their names, labels and order from here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -258,6 +258,7 @@ _ALL = (
         "language (negative).",
     ),
 )
+CATALOG: dict[str, Metric] = {m.name: m for m in _ALL}
 CUBE = (
     Metric(
         "cube_diversity",
@@ -307,29 +308,12 @@ CUBE = (
         "cube",
         "tag Vendi times the images' mean quality.",
     ),
-    Metric(
-        "vendi",
-        "Vendi",
-        1,
-        None,
-        "higher",
-        "effective images",
-        ("image_embedder", "several images"),
-        "prompt",
-        "cube",
-        "Vendi score of the image embeddings.",
-    ),
-    Metric(
-        "qvendi",
-        "qVendi",
-        0,
-        None,
-        "higher",
-        "",
-        ("image_embedder", "judge", "several images"),
-        "prompt",
-        "cube",
-        "Vendi score times the images' mean quality.",
+    replace(CATALOG["vendi"], group="cube", help="Vendi score of the image embeddings."),
+    replace(
+        CATALOG["qvendi"],
+        needs=("image_embedder", "judge", "several images"),
+        group="cube",
+        help="Vendi score times the images' mean quality.",
     ),
     Metric(
         "quality",
@@ -344,7 +328,6 @@ CUBE = (
         "The judge's probability that the image shows the concept.",
     ),
 )
-CATALOG: dict[str, Metric] = {m.name: m for m in _ALL}
 
 
 def metric(name: str) -> Metric:

@@ -78,3 +78,12 @@ def document(title: str, body: str, heading: str | None = None) -> str:
         f"<title>{escape(title)}</title><style>{CSS}</style></head>"
         f"<body><h1>{escape(heading or title)}</h1>{body}</body></html>\n"
     )
+
+
+def write_page(path: str | Path, page: str) -> Path:
+    """Write a whole page (atomically) and return where it went."""
+    from refine.io.files import atomic_write_text
+
+    path = Path(path)
+    atomic_write_text(path, page)
+    return path

@@ -8,9 +8,8 @@ from typing import Any
 
 from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, BENCH_QUALITY, label
 from refine.harness.tasks.bench import cell_mean
-from refine.io.files import atomic_write_text
 from refine.present.charts import mean_bars, scatter
-from refine.present.html import document, escape, image_tag, interval_text, num, raw
+from refine.present.html import document, escape, image_tag, interval_text, num, raw, write_page
 
 
 def _paired_row(p: dict[str, Any]) -> str:
@@ -27,10 +26,9 @@ def _paired_row(p: dict[str, Any]) -> str:
 def write_bench_page(folder: str | Path, summary: Any) -> Path:
     """``bench.html`` in the bench folder, from what :func:`refine.harness.tasks.bench.run_bench`
     returned; returns its path."""
-
-    path = Path(folder) / "bench.html"
-    atomic_write_text(path, render_bench_leaderboard(folder, summary, summary.cells))
-    return path
+    return write_page(
+        Path(folder) / "bench.html", render_bench_leaderboard(folder, summary, summary.cells)
+    )
 
 
 def render_bench_leaderboard(

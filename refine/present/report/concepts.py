@@ -7,18 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from metrics.catalog import CUBE_FIGURES as FIGURES
-from refine.io.files import atomic_write_text
 from refine.present.charts import mean_bars
-from refine.present.html import document, escape, image_tag, num, raw
+from refine.present.html import document, escape, image_tag, num, raw, write_page
 
 
 def write_concepts_page(folder: str | Path, summary: Any) -> Path:
     """``concepts.html`` in the folder, from what :func:`refine.harness.tasks.concepts.run_concepts`
     returned; returns its path."""
-
-    path = Path(folder) / "concepts.html"
-    atomic_write_text(path, render_concepts(folder, summary, summary.cells))
-    return path
+    return write_page(
+        Path(folder) / "concepts.html", render_concepts(folder, summary, summary.cells)
+    )
 
 
 def render_concepts(
