@@ -37,7 +37,9 @@ from refine.backends.lora import MARK, split_adapters
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor
 from refine.evaluate.references import find_references, load_pack
-from refine.io.files import append_jsonl, atomic_write_text, slug
+from refine.harness.cells import CellStore, cell_key
+from refine.harness.engine import LocalEngine
+from refine.io.files import atomic_write_text
 
 
 @dataclass(frozen=True)
@@ -177,41 +179,8 @@ def plan_prompts(
     return out
 
 
-class BenchStore:
+class BenchStore(CellStore):
     """A bench folder: ``cells.jsonl`` appended cell by cell, images under ``images/``."""
-
-    def __init__(self, folder: str | Path) -> None:
-        self.dir = Path(folder)
-        self.cells_path = self.dir / "cells.jsonl"
-
-    def cells(self) -> list[dict[str, Any]]:
-        if not self.cells_path.is_file():
-            return []
-        out = []
-        for line in self.cells_path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:  # a line cut by a kill: done again
-                    continue
-        return out
-
-    def append(self, cell: dict[str, Any]) -> None:
-        append_jsonl(self.cells_path, cell)
-
-    def image_path(self, generator: str, activity: str, country: str, seed: int) -> Path:
-        import hashlib
-
-        name = f"{slug(country, 30)}--{slug(activity, 60)}--s{seed}.png"
-        folder = slug(generator, 80)
-        if folder != slug(generator, 10_000) or "+lora=" in generator:
-            # long names or adapters: slugs alone could clash
-            folder = f"{slug(generator, 60)}-{hashlib.sha1(generator.encode()).hexdigest()[:8]}"
-        return self.dir / "images" / folder / name
-
-
-def cell_key(cell: dict[str, Any]) -> tuple[str, str, str, tuple[int, ...]]:
-    return cell["generator"], cell["activity"], cell["country"], tuple(cell["seeds"])
 
 
 def make_generator(scorer: Any, label: str) -> Any:
@@ -336,34 +305,6 @@ class CellMaker:
         }
 
 
-class LocalCells:
-    """The local engine: one :class:`CellMaker`, ``workers`` jobs at a time on threads."""
-
-    def __init__(
-        self,
-        plan: BenchPlan,
-        backend_options: dict[str, dict[str, Any]] | None = None,
-        instances: dict[str, Any] | None = None,
-        workers: int = 1,
-    ) -> None:
-        self.maker = CellMaker(plan, backend_options, instances)
-        self.workers = workers
-
-    def describe(self) -> tuple[float, str, dict[str, str]]:
-        return self.maker.describe()
-
-    def run(
-        self,
-        todo: Sequence[tuple[str, str, str]],
-        store: BenchStore,
-        done: Callable[[dict[str, Any], str], None],
-    ) -> None:
-        run_jobs(lambda job: done(self.maker.make(job, store), ""), todo, self.workers, "bench")
-
-    def close(self) -> None:
-        pass
-
-
 def run_bench(
     plan: BenchPlan,
     out: str | Path,
@@ -392,7 +333,7 @@ def run_bench(
             CellMaker, plan, store, backend_options, workers, gpus_per_worker, address, emit
         )
     elif engine == "local":
-        cells_engine = LocalCells(plan, backend_options, instances, workers)
+        cells_engine = LocalEngine(CellMaker(plan, backend_options, instances), workers, "bench")
     else:
         raise ValueError(f"engine {engine!r}: local or ray")
     try:
@@ -470,20 +411,6 @@ def _bench(plan: BenchPlan, store: BenchStore, engine: Any, emit: Callable[[str]
     write_outputs(store, summary, cells)
     emit(f"written: {store.dir / 'bench.json'}, rows.csv")
     return Summary(summary, cells)
-
-
-def run_jobs(make: Callable[[Any], None], todo: Sequence[Any], workers: int, name: str) -> None:
-    """``make(job)`` for every job: ``workers`` at a time on threads (API models), else
-    one after the other. The first failure stops the rest; what is done is kept."""
-    if workers > 1 and len(todo) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(workers, len(todo)), thread_name_prefix=name) as pool:
-            for _ in pool.map(make, todo):
-                pass
-    else:
-        for job in todo:
-            make(job)
 
 
 def _wanted(plan: BenchPlan) -> set[tuple[str, str, str]]:

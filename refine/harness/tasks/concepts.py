@@ -49,7 +49,9 @@ from metrics.vendi import (
 )
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
-from refine.harness.tasks.bench import BenchStore, Summary, make_generator, run_jobs
+from refine.harness.cells import CellStore
+from refine.harness.engine import run_jobs
+from refine.harness.tasks.bench import Summary, make_generator
 from refine.io.files import atomic_write_text, slug
 
 CHUNK = 8
@@ -219,8 +221,7 @@ def run_concepts(
     if plan.images_per_prompt < 2:
         raise ValueError("diversity needs at least 2 images per concept")
     emit = on_event or (lambda line: None)
-    store = BenchStore(out)
-    store.cells_path = store.dir / "concepts.jsonl"
+    store = CellStore(out, "concepts.jsonl")
     scorer = Backends(plan.profile, plan.backends, backend_options, instances)
     scorer.preflight(["observer", "judge", "image_embedder"])
     generators = {}
