@@ -32,6 +32,7 @@ FIXED_TIME = 1767225600  # 2026-01-01 00:00:00 UTC
 VOLATILE_KEYS = {
     "elapsed_s",
     "timings",
+    "packages",  # the versions installed where it ran: the environment, not the behaviour
     "seconds",
     "started",
     "finished",
@@ -238,7 +239,10 @@ def files(root: Path) -> dict[str, Path]:
 def placeholders(root: Path) -> dict[str, str]:
     """The machine's names in a tree (from its golden.json) and what stands for them."""
     meta = read_meta(root)
-    return {meta["siglip"]: "<siglip>", meta["root"]: "<root>"}
+    names = {meta["siglip"]: "<siglip>", meta["root"]: "<root>"}
+    if meta.get("prefix"):
+        names[meta["prefix"]] = "<prefix>"
+    return names
 
 
 def normalise_text(text: str, names: dict[str, str]) -> str:
@@ -430,10 +434,12 @@ class Stage:
 
 
 def write_meta(dest: Path, siglip: Path) -> None:
-    """What the trees name that belongs to the machine that made them."""
-    (dest / "golden.json").write_text(
-        json.dumps({"root": str(dest), "siglip": str(siglip)}, indent=1) + "\n"
-    )
+    """What the trees name that belongs to the machine that made them: the folder, the
+    tiny SigLIP and the Python environment (the bundled MiniLM's path lies inside it)."""
+    import sys
+
+    meta = {"root": str(dest), "siglip": str(siglip), "prefix": sys.prefix}
+    (dest / "golden.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
 def read_meta(dest: Path) -> dict[str, str]:
