@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 
 import pytest
 
@@ -38,7 +39,8 @@ def test_the_jobs_give_the_golden_outputs(gemini_env, siglip_path, tmp_path):
 
 
 def moved(tmp_path, siglip_path):
-    """The golden tree copied here, its machine's folder names changed to this one's."""
+    """The golden tree copied here, its machine's folder names (and Python environment)
+    changed to this one's."""
     copy = tmp_path / "data"
     shutil.copytree(DATA, copy)
     meta = read_meta(DATA)
@@ -46,6 +48,7 @@ def moved(tmp_path, siglip_path):
         if path.suffix in {".json", ".jsonl", ".csv", ".html"}:
             text = path.read_text()
             text = text.replace(meta["siglip"], str(siglip_path)).replace(meta["root"], str(copy))
+            text = text.replace(meta["prefix"], sys.prefix)
             path.write_text(text)
     write_meta(copy, siglip_path)
     return copy
