@@ -132,7 +132,10 @@ def test_processes_racing_for_a_run_get_one_holder_every_time(tmp_path):
     loser could read an empty lock as stale and take it too: 9 of 24 trials did)."""
     import multiprocessing
 
-    ctx = multiprocessing.get_context("fork")
+    # forked from a clean one-thread server: a fork of a busy test process can inherit a
+    # lock another thread held, and hang
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["refine.io.store", "tests.unit.test_store"])
     store = RunStore.create(tmp_path, "race")
     store.save(a_run("race"))
     for trial in range(24):
