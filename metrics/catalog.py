@@ -337,6 +337,11 @@ def metric(name: str) -> Metric:
         raise KeyError(f"unknown metric {name!r} (known: {', '.join(CATALOG)})") from None
 
 
+def known(name: str) -> bool:
+    """Whether the catalog holds a metric of this name (bench's or CUBE's)."""
+    return name in CATALOG or any(m.name == name for m in CUBE)
+
+
 def names(*groups: str, level: str | None = None) -> tuple[str, ...]:
     """The names of the metrics of these groups (all when none), in catalog order."""
     return tuple(

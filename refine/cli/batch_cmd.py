@@ -81,7 +81,8 @@ def batch_cmd(
             typer.echo(f"    {event.describe()}", err=True)
 
     if engine == "ray":
-        from refine.harness.batch_ray import RayEngineError, run_batch_ray
+        from refine.harness.batch_ray import run_batch_ray
+        from refine.harness.ray import RayEngineError
 
         try:
             batch = run_batch_ray(

@@ -16,7 +16,8 @@ from refine.cli.inputs import (
     tau_option,
 )
 from refine.cli.run_cmd import parse_backends
-from refine.harness.batch_ray import RayEngineError
+from refine.harness.cells import CellSchemaError
+from refine.harness.ray import RayEngineError
 from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
 from refine.harness.tasks.concepts import ConceptPlan, load_concepts, run_concepts
 from refine.present.report.bench import write_bench_page
@@ -145,7 +146,7 @@ def bench_cmd(
             address=address,
             gpus_per_worker=gpus_per_worker,
         )
-    except RayEngineError as err:
+    except (RayEngineError, CellSchemaError) as err:
         raise UserInputError(str(err)) from err
 
     write_bench_page(out, summary)
@@ -213,7 +214,10 @@ def _concepts(
         if not as_json:
             typer.echo(line, err=True)
 
-    summary = run_concepts(plan, out, on_event=progress, workers=workers)
+    try:
+        summary = run_concepts(plan, out, on_event=progress, workers=workers)
+    except CellSchemaError as err:
+        raise UserInputError(str(err)) from err
 
     write_concepts_page(out, summary)
     if as_json:

@@ -290,7 +290,7 @@ def check_engine(engine: str, address: str | None, gpus_per_worker: float) -> No
     if engine == "local" and (address or gpus_per_worker):
         raise UserInputError("--address/--gpus-per-worker: only with --engine ray")
     if engine == "ray":
-        from refine.harness.batch_ray import RayEngineError, import_ray
+        from refine.harness.ray import RayEngineError, import_ray
 
         try:
             import_ray()

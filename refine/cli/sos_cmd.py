@@ -16,7 +16,7 @@ from refine.cli.inputs import (
     gpus_option,
 )
 from refine.cli.run_cmd import parse_backends
-from refine.harness.batch_ray import RayEngineError
+from refine.harness.ray import RayEngineError
 from refine.harness.tasks.sos_bank import BankError, build_bank, check_grid
 from refine.present.report.sos import write_sos_report
 

@@ -1,2 +1,4 @@
-"""Jobs that run many cells: ``tasks`` (batch, bench, concepts, the SoS bank) and their Ray
-engines (``batch_ray``, ``bench_ray``, ``bank_ray``)."""
+"""Jobs that run many cells: typed cells and their store (``cells``), the engine interface
+and its choice (``engine``; Ray in ``ray``), tasks on it (``task``; ``tasks``: bench,
+concepts, batch, the SoS bank) and the batch's and bank's Ray drivers (``batch_ray``,
+``bank_ray``)."""

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from refine.backends.selection import Backends
-from refine.harness.batch_ray import sees
-from refine.harness.bench_ray import RayPool
+from refine.harness.ray import RayPool, sees
 from refine.harness.tasks.sos_bank import make_cell
 
 

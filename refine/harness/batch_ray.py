@@ -29,38 +29,21 @@ from pathlib import Path
 from typing import Any
 
 from refine.events import BatchStarted, EntryChanged, Event, RunStarted
+from refine.harness.ray import (
+    MAX_RETRIES,
+    _alive,
+    check_shared,
+    connect,
+    import_ray,
+    restarted,
+    sees,
+    wait_for,
+    worker_env,
+)
 from refine.harness.tasks.batch import Batch, BatchEntry, BatchStore, entry_ended, record_run
 from refine.io.files import atomic_write_text
 from refine.io.store import LOCK_FILE, RunStore
 from refine.loop.refiner import Refiner
-
-# environment a worker needs to reach the same models and caches as the driver
-PASSED_ENV = (
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "GOOGLE_GEMINI_BASE_URL",
-    "REFINE_CACHE_DIR",
-    "HF_HOME",
-    "HF_HUB_OFFLINE",
-    "TRANSFORMERS_OFFLINE",
-    "HF_HUB_CACHE",
-)
-MAX_RETRIES = 3
-
-
-class RayEngineError(RuntimeError):
-    """The Ray engine cannot run here; the message says what to do."""
-
-
-def import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise RayEngineError(
-            "--engine ray needs Ray: pip install ray (or the cultural-refine[ray] extra: "
-            "pip install '.[ray]' in a clone)"
-        ) from None
-    return ray
 
 
 class RunWorker:
@@ -102,72 +85,6 @@ class RunWorker:
             run = self.refiner.start(entry.spec, entry.references, out=root / "runs")
             started.setdefault("dir", str(Path(run.id)))
         return started["dir"]
-
-
-def check_reachable(address: str | None, timeout: float = 5.0) -> None:
-    """A ``host:port`` or ``ray://host:port`` address answers a TCP connection (Ray itself
-    would wait minutes on one that does not); ``auto`` and local are left to Ray."""
-    if not address or address == "auto":
-        return
-    hostport = address.removeprefix("ray://").split("/")[0]
-    host, sep, port = hostport.rpartition(":")
-    if not sep or not port.isdigit():
-        raise RayEngineError(f"--address {address}: give auto, host:port or ray://host:port")
-    try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
-            pass
-    except OSError as err:
-        raise RayEngineError(
-            f"--address {address}: nothing answers there ({err.strerror or err}); start the "
-            "cluster (ray start --head) or check the address"
-        ) from None
-
-
-def connect(ray: Any, address: str | None) -> bool:
-    """Join the cluster at ``address`` (or start a local Ray instance) unless this process
-    has joined one already; True when this call did (the caller shuts it down)."""
-    if ray.is_initialized():
-        return False
-    check_reachable(address)
-    try:
-        if address:
-            ray.init(address=address, log_to_driver=False)
-        else:
-            ray.init(include_dashboard=False, log_to_driver=False)
-    except Exception as err:  # an unreachable or wrong address
-        raise RayEngineError(f"--address {address or 'local'}: cannot join Ray ({err})") from None
-    return True
-
-
-def check_shared(ray: Any, actors: list[Any], folder: Path, what: str) -> None:
-    """Every worker sees ``folder``: a token written here is read there (each actor has a
-    ``sees(probe, token)`` method)."""
-    token = uuid.uuid4().hex
-    folder.mkdir(parents=True, exist_ok=True)
-    probe = folder / f".shared-{token[:8]}"
-    probe.write_text(token, encoding="utf-8")
-    try:
-        seen = ray.get([a.sees.remote(str(probe), token) for a in actors])
-    finally:
-        probe.unlink(missing_ok=True)
-    if not all(seen):
-        raise RayEngineError(
-            f"{folder} is not visible from every Ray worker: put {what} on storage every "
-            "node sees, such as a shared filesystem"
-        )
-
-
-def sees(probe: str, token: str) -> bool:
-    """Whether this node reads ``token`` in ``probe`` (see :func:`check_shared`)."""
-    try:
-        return Path(probe).read_text(encoding="utf-8") == token
-    except OSError:
-        return False
-
-
-def worker_env() -> dict[str, str]:
-    """The driver's environment that workers need (API keys, caches, offline switches)."""
-    return {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
 
 
 def claimed(root: Path, i: int) -> str | None:
@@ -339,16 +256,6 @@ def _stop(ray: Any, actors: list[Any], identity: dict[Any, str]) -> None:
     wait_for(lambda: not any(_alive(pid) for pid in pids), 15.0)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _release(root: Path, run_dir: str | None, dead: str | None) -> None:
     """Remove a run's lock when the dead worker held it (its host may be another)."""
     if not run_dir or not dead:
@@ -359,28 +266,3 @@ def _release(root: Path, run_dir: str | None, dead: str | None) -> None:
             lock.unlink(missing_ok=True)
     except OSError:
         pass
-
-
-def restarted(ray: Any, actor: Any, seconds: float = 120.0) -> str:
-    """The identity of ``actor`` once Ray has restarted it (asked again while it is still
-    restarting)."""
-    from ray.exceptions import ActorUnavailableError
-
-    end = time.monotonic() + seconds
-    while True:
-        try:
-            return ray.get(actor.whoami.remote())
-        except ActorUnavailableError:
-            if time.monotonic() > end:
-                raise
-            time.sleep(0.2)
-
-
-def wait_for(condition: Callable[[], bool], seconds: float) -> bool:
-    """Poll ``condition`` until it holds or ``seconds`` pass (tests and benchmarks)."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False

@@ -33,7 +33,7 @@ from typing import Any
 from metrics.catalog import AGREE, BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_QUALITY, names
 from metrics.stats import CORRELATIONS, correlation_interval, krippendorff_alpha
 from refine.backends.selection import Backends
-from refine.harness.cells import CellStore
+from refine.harness.tasks.bench import BenchStore
 from refine.io.files import file_sha256
 
 QUESTIONS = ("alignment", "faithfulness", "expectations_met")
@@ -259,7 +259,7 @@ def stored_metrics(sources: Sequence[str | Path]) -> StoredMetrics:
 
 def _collect(folder: Path, found: StoredMetrics) -> bool:
     if (folder / "cells.jsonl").is_file():
-        for cell in CellStore(folder).cells():
+        for cell in BenchStore(folder).records():
             for im in cell["images"]:
                 values = {m: im.get(m) for m in STORED}
                 checks = im.get("expectations") or []

@@ -236,7 +236,7 @@ def test_bench_on_ray_makes_the_same_bench(cluster, world, siglip_path, options,
     )
     made = [line for line in lines if line.startswith("[")]
     assert len(made) == 8 and all(any(f"[{w}]" in line for w in workers) for line in made)
-    cells = BenchStore(tmp_path / "ray").cells()
+    cells = BenchStore(tmp_path / "ray").records()
     assert len(cells) == 8
     assert all((tmp_path / "ray" / im["file"]).is_file() for c in cells for im in c["images"])
 
@@ -273,7 +273,7 @@ def test_bench_on_ray_survives_a_killed_worker(cluster, world, siglip_path, opti
         plan, tmp_path / "b", backend_options=options, workers=2, engine="ray", on_event=on_event
     )
     assert killed and any(line.startswith("retrying ") for line in lines)
-    cells = BenchStore(tmp_path / "b").cells()
+    cells = BenchStore(tmp_path / "b").records()
     keys = [cell_key(c) for c in cells]
     assert len(keys) == 8 and len(set(keys)) == 8  # every cell once
     assert sum(row["prompts"] for row in summary["generators"].values()) == 8

@@ -56,7 +56,7 @@ def entropy(counts):
 
 def test_every_number_recomputed_by_hand(bench, minilm, world):
     plan, out, summary = bench
-    cells = BenchStore(out).cells()
+    cells = BenchStore(out).records()
     assert len(cells) == 8 and plan.prompts == [
         ("people eating food at home", "Iran"),
         ("wedding celebration", "Iran"),
@@ -214,7 +214,7 @@ def test_workers_make_the_same_bench(world, siglip_path, options, tmp_path):
 
 def test_categories_select_prompts_and_get_their_own_aggregates(bench):
     plan, out, summary = bench
-    cells = BenchStore(out).cells()
+    cells = BenchStore(out).records()
     assert {c["category"] for c in cells} == {"eating", "wedding"}
     for g in GENS:
         for cat in ("eating", "wedding"):
@@ -277,7 +277,7 @@ def test_a_base_model_against_itself_with_a_lora(world, siglip_path, options, tm
     )
     opts = {**options, "generator": {"device": "cpu"}}
     summary = run_bench(plan, tmp_path / "b", backend_options=opts)
-    cells = {c["generator"]: c for c in BenchStore(tmp_path / "b").cells()}
+    cells = {c["generator"]: c for c in BenchStore(tmp_path / "b").records()}
     assert set(cells) == {base, tuned} and set(summary["generators"]) == {base, tuned}
     a, b = (
         [
@@ -314,7 +314,7 @@ def test_expectations_in_a_bench(world, siglip_path, options, tmp_path):
     red = EXPECT_P[RED]
     explicit = (red["A family"] > 0.5) / 2 + (red["celebrating Nowruz"] > 0.5) / 2
     implicit = sum(red[k] > 0.5 for k in ("haft-sin", "goldfish", "spring clothes")) / 3
-    for cell in (c for c in BenchStore(out).cells() if c["expectations"]):
+    for cell in (c for c in BenchStore(out).records() if c["expectations"]):
         for im in cell["images"]:
             assert im["explicit_met"] == explicit and im["implicit_met"] == pytest.approx(implicit)
             assert len(im["expectations"]) == 5

@@ -11,8 +11,8 @@ import re
 import numpy as np
 import pytest
 
-from refine.harness.tasks.bench import BenchStore
-from refine.harness.tasks.concepts import ConceptPlan, load_concepts, run_concepts
+from refine.harness.cells import CellStore
+from refine.harness.tasks.concepts import CONCEPT_CELLS, ConceptPlan, load_concepts, run_concepts
 from refine.present.report.concepts import write_concepts_page
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import BLUE, GEO, GREEN, GREY, RED, YES_LOGPROB
@@ -56,9 +56,7 @@ def run(world, siglip_path, options, tmp_path, concepts_file):
 
 def test_every_figure_by_hand(run, world):
     plan, out, summary = run
-    store = BenchStore(out)
-    store.cells_path = out / "concepts.jsonl"
-    cells = store.cells()
+    cells = CellStore(out, CONCEPT_CELLS).records()
     assert len(cells) == 4
     for cell in cells:
         colours = [CYCLE[s % 4] if "flash" in cell["generator"] else GREEN for s in range(10)]

@@ -117,3 +117,47 @@ def test_a_changed_number_is_found(tmp_path):
 @pytest.mark.parametrize("a,b,same", [(0.5, 0.5 + 1e-10, True), (0.5, 0.5 + 1e-8, False)])
 def test_numbers_agree_to_1e_9(a, b, same):
     assert (compare({"x": [a]}, {"x": [b]}, "") == []) is same
+
+
+def test_cells_written_before_their_schema_open_and_go_on(gemini_env, siglip_path, tmp_path):
+    """Bench and concepts lines of layout version 0 (no schema, timings or errors, as
+    written before the harness) are read as they were: nothing is made again and the
+    summaries are the golden ones."""
+    copy = moved(tmp_path, siglip_path)
+    for name in ("bench/cells.jsonl", "concepts/concepts.jsonl"):
+        path = copy / name
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        assert all(line.pop("schema") == 1 for line in lines)
+        for line in lines:
+            del line["timings"], line["errors"]
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    embedder = ["--backend", f"image_embedder=siglip:{siglip_path}"]
+    world = World()
+    gemini_env.handler = world
+    try:
+        bench = cli(*bench_args(copy / "bench", embedder), "--json")
+        concepts = cli(
+            *concepts_args(copy / "concepts", copy / "inputs" / "concepts.jsonl", embedder)
+        )
+    finally:
+        gemini_env.handler = None
+    assert bench.returncode == 0, bench.stderr
+    assert concepts.returncode == 0, concepts.stderr
+    assert world.log == []
+    for name in ("bench/bench.json", "bench/rows.csv", "concepts/concepts.json"):
+        found = [d for d in differences(DATA, copy) if d.startswith(f"{name}:")]
+        assert not found, found
+
+
+def test_cells_of_a_newer_layout_are_refused(gemini_env, siglip_path, tmp_path):
+    copy = moved(tmp_path, siglip_path)
+    path = copy / "bench" / "cells.jsonl"
+    first, *rest = path.read_text().splitlines()
+    line = json.loads(first)
+    line["schema"] = 99
+    path.write_text("\n".join([json.dumps(line), *rest]) + "\n")
+    embedder = ["--backend", f"image_embedder=siglip:{siglip_path}"]
+    done = cli(*bench_args(copy / "bench", embedder))
+    assert done.returncode != 0
+    assert "layout version 99" in done.stderr and "upgrade" in done.stderr
+    assert "Traceback" not in done.stderr

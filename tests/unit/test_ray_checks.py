@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from refine.harness.batch_ray import RayEngineError, check_reachable, check_shared, sees
+from refine.harness.ray import RayEngineError, check_reachable, check_shared, sees
 
 
 class Ref:

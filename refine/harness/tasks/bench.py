@@ -22,7 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import random
-import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +37,9 @@ from refine.backends.lora import MARK, split_adapters
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor
 from refine.evaluate.references import find_references, load_pack
-from refine.harness.cells import CellStore, cell_key
-from refine.harness.engine import LocalEngine
+from refine.harness.cells import Cell, CellFormat, CellStore
+from refine.harness.engine import MakerSpec
+from refine.harness.task import Summary, run_task
 from refine.io.files import atomic_write_text
 
 
@@ -179,8 +180,34 @@ def plan_prompts(
     return out
 
 
+BENCH_CELLS = CellFormat(
+    "cells.jsonl",
+    inputs=(
+        "generator",
+        "activity",
+        "country",
+        "category",
+        "prompt",
+        "seeds",
+        "tau",
+        "expectations",
+        "scorer",
+    ),
+    key=("generator", "activity", "country", "seeds"),
+    data=("embeddings",),
+)
+
+
 class BenchStore(CellStore):
     """A bench folder: ``cells.jsonl`` appended cell by cell, images under ``images/``."""
+
+    def __init__(self, folder: str | Path) -> None:
+        super().__init__(folder, BENCH_CELLS)
+
+
+def cell_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    """A bench cell's identity: generator, activity, country and seeds."""
+    return BENCH_CELLS.key_of(record)
 
 
 def make_generator(scorer: Any, label: str) -> Any:
@@ -192,19 +219,41 @@ def make_generator(scorer: Any, label: str) -> Any:
     return scorer.named("generator", spec.name, **extra)
 
 
+def generate(scorer: Any, generator: Any, prompt: str, seeds: list[int]) -> list[Any]:
+    """A generator's images of a prompt: API generators at once, a local pipeline one job
+    at a time on the device."""
+    if getattr(generator, "thread_safe", False):
+        return generator.generate(prompt, seeds)
+    with scorer.model_lock:
+        return generator.generate(prompt, seeds)
+
+
+def checked_generators(scorer: Any, labels: Sequence[str]) -> dict[str, Any]:
+    """The generators a job names, each loaded (or checked with its API) before the first
+    image is paid for."""
+    generators = {label: make_generator(scorer, label) for label in labels}
+    for generator in generators.values():
+        check = getattr(generator, "verify", None) or getattr(generator, "load", None)
+        if callable(check):
+            check()
+    return generators
+
+
 class CellMaker:
-    """One set of scoring models and generators that makes and scores bench cells (one
-    per process: the local engine's, or each Ray worker's)."""
+    """One set of scoring models and generators that makes and scores bench cells in a
+    bench folder (one per process: the local engine's, or each Ray worker's)."""
 
     def __init__(
         self,
         plan: BenchPlan,
+        folder: str,
         backend_options: dict[str, dict[str, Any]] | None = None,
         instances: dict[str, Any] | None = None,
     ) -> None:
 
         plan.check()
         self.plan = plan
+        self.store = BenchStore(folder)
         self.scorer = scorer = Backends(plan.profile, plan.backends, backend_options, instances)
         self.tau, self.tau_source = scorer.tau(plan.tau)
         # every model loads (or is checked with its API) before the first image is paid for
@@ -212,11 +261,7 @@ class CellMaker:
             ["observer", "judge", "text_embedder", "image_embedder"]
             + (["llm"] if plan.expectations else [])
         )
-        self.generators = {label: make_generator(scorer, label) for label in plan.generators}
-        for generator in self.generators.values():
-            check = getattr(generator, "verify", None) or getattr(generator, "load", None)
-            if callable(check):
-                check()
+        self.generators = checked_generators(scorer, plan.generators)
         self.assessor = Assessor(scorer)
         self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
         self.scoring = {
@@ -229,26 +274,22 @@ class CellMaker:
         """(tau, where it comes from, the scoring models' ids): what a cell is scored with."""
         return self.tau, self.tau_source, self.scoring
 
-    def make(self, job: tuple[str, str, str], store: BenchStore) -> dict[str, Any]:
-        """Generate, save (under ``store``) and score the images of one (generator,
-        activity, country) job; returns its cell."""
+    def make(self, job: tuple[str, str, str]) -> Cell:
+        """Generate, save and score the images of one (generator, activity, country) job."""
 
-        plan, scorer, seeds = self.plan, self.scorer, self.seeds
+        plan, scorer, seeds, store = self.plan, self.scorer, self.seeds, self.store
         gen_name, act, country = job
+        began = time.perf_counter()
         refs = find_references(act, country)
-        generator = self.generators[gen_name]
         prompt = prompt_template("generate").strip().format(activity=act, country=country)
-        if getattr(generator, "thread_safe", False):
-            images = generator.generate(prompt, seeds)
-        else:  # a local pipeline: one job on the device at a time
-            with scorer.model_lock:
-                images = generator.generate(prompt, seeds)
+        images = generate(scorer, self.generators[gen_name], prompt, seeds)
         files = []
         for s, image in zip(seeds, images, strict=True):
             path = store.image_path(gen_name, act, country, s)
             path.parent.mkdir(parents=True, exist_ok=True)
             image.save(path)
             files.append(str(path.relative_to(store.dir)))
+        generated = time.perf_counter()
         assessed = self.assessor.assess_many(images, refs, self.tau)
         observed = [a.observed for a in assessed]
         with scorer.using("text_embedder") as embedder:
@@ -266,43 +307,127 @@ class CellMaker:
                 built = build_expectations(prompt, country, llm, LLMCache())
             with scorer.using("judge") as judge:
                 checked = check_images(images, built.expectations, judge)
-        return {
-            "generator": gen_name,
-            "activity": act,
-            "country": country,
-            "category": activity_category(act, country),
-            "prompt": prompt,
-            "seeds": seeds,
-            "tau": self.tau,
-            "images": [
-                {
-                    "file": f,
-                    "seed": s,
-                    "observed": a.observed,
-                    **{m: getattr(a.scores, m) for m in BENCH_IMAGE},
-                    "exag_variant": a.scores.exag_variant,
-                    **{m: getattr(a.scores, m) for m in BENCH_QUALITY},
-                    **(
-                        {
-                            "explicit_met": ex.explicit_met,
-                            "implicit_met": ex.implicit_met,
-                            "expectations": [c.model_dump() for c in ex.checks],
-                        }
-                        if ex is not None
-                        else {}
-                    ),
-                }
+        return Cell(
+            key=(gen_name, act, country, tuple(seeds)),
+            inputs={
+                "generator": gen_name,
+                "activity": act,
+                "country": country,
+                "category": activity_category(act, country),
+                "prompt": prompt,
+                "seeds": seeds,
+                "tau": self.tau,
+                "expectations": plan.expectations,
+                "scorer": self.scoring,
+            },
+            outputs={
+                "pooled_align": pooled.pooled.align,
+                "ddiv": pooled.ddiv,
+                "sdiv": pooled.sdiv,
+                "vendi": vendi,
+                "qvendi": quality_weighted(vendi, faiths),
+            },
+            images=[
+                _image_record(f, s, a, ex)
                 for f, s, a, ex in zip(files, seeds, assessed, checked, strict=True)
             ],
-            "expectations": plan.expectations,
-            "pooled_align": pooled.pooled.align,
-            "ddiv": pooled.ddiv,
-            "sdiv": pooled.sdiv,
-            "vendi": vendi,
-            "qvendi": quality_weighted(vendi, faiths),
-            "embeddings": emb.tolist(),
-            "scorer": self.scoring,
-        }
+            data={"embeddings": emb.tolist()},
+            timings={
+                "generate_s": generated - began,
+                "score_s": time.perf_counter() - generated,
+            },
+        )
+
+
+def _image_record(file: str, seed: int, assessed: Any, checked: Any) -> dict[str, Any]:
+    scores = assessed.scores
+    record = {
+        "file": file,
+        "seed": seed,
+        "observed": assessed.observed,
+        **{m: getattr(scores, m) for m in BENCH_IMAGE},
+        "exag_variant": scores.exag_variant,
+        **{m: getattr(scores, m) for m in BENCH_QUALITY},
+    }
+    if checked is not None:
+        record["explicit_met"] = checked.explicit_met
+        record["implicit_met"] = checked.implicit_met
+        record["expectations"] = [c.model_dump() for c in checked.checks]
+    return record
+
+
+class BenchTask:
+    """A bench on the harness: one cell per generator and prompt."""
+
+    name = "bench"
+    what = "the bench folder (--out)"
+    form = BENCH_CELLS
+
+    def __init__(
+        self,
+        plan: BenchPlan,
+        out: str | Path,
+        backend_options: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        plan.check()
+        self.plan, self.folder = plan, str(out)
+        self.backend_options = backend_options or {}
+        self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
+
+    def maker(self) -> MakerSpec:
+        return MakerSpec(
+            CellMaker,
+            {"plan": self.plan, "folder": self.folder, "backend_options": self.backend_options},
+        )
+
+    def jobs(self) -> list[tuple[str, str, str]]:
+        return [(g, a, c) for g in self.plan.generators for a, c in self.plan.prompts]
+
+    def job_key(self, job: tuple[str, str, str]) -> tuple[Any, ...]:
+        return (*job, tuple(self.seeds))
+
+    def label(self, job: tuple[str, str, str]) -> str:
+        return f"{job[0]}: {job[1]} ({job[2]})"
+
+    def reusable(self, cell: Cell, scoring: Any) -> bool:
+        """Made with the same seeds and scored the same way."""
+        tau, _, scorer = scoring
+        given = cell.inputs
+        return (
+            given["seeds"] == self.seeds
+            and given.get("tau") == tau
+            and given.get("scorer") == scorer
+            and bool(given.get("expectations")) == self.plan.expectations
+        )
+
+    def progress(self, cell: Cell) -> str:
+        given = cell.inputs
+        return (
+            f"{given['generator']}: {given['activity']} ({given['country']}): "
+            f"FAITH {cell.mean('faith'):.3f}, Vendi {cell.outputs['vendi']:.2f}"
+        )
+
+    def summarise(self, cells: list[Cell], scoring: Any, store: CellStore) -> Summary:
+        plan = self.plan
+        tau, tau_source, scorer = scoring
+        for c in cells:  # cells made before categories were kept
+            if c.inputs.get("category") is None:
+                c.inputs["category"] = activity_category(c.inputs["activity"], c.inputs["country"])
+        summary = summarise(cells, plan.generators, seed=plan.seed)
+        summary.update(
+            {
+                "profile": plan.profile,
+                "scorer": scorer,
+                "tau": tau,
+                "tau_source": tau_source,
+                "images_per_prompt": plan.images_per_prompt,
+                "seeds": self.seeds,
+                "prompts": [list(p) for p in plan.prompts],
+            }
+        )
+        records = [c.record() for c in cells]
+        write_outputs(store, summary, records)
+        return Summary(summary, records)
 
 
 def run_bench(
@@ -315,112 +440,25 @@ def run_bench(
     engine: str = "local",
     address: str | None = None,
     gpus_per_worker: float = 0.0,
-) -> dict[str, Any]:
+) -> Summary:
     """Make, score and summarise every cell of ``plan`` not done yet in ``out``; returns
     the summary (also written as bench.json and rows.csv; its page is
-    :func:`refine.present.report.bench.write_bench_page`). ``workers`` cells
-    at a time: threads sharing one set of models (``engine="local"``; API models, local
-    ones take turns on the device) or Ray actors with a set each (``engine="ray"``, see
-    :mod:`refine.harness.bench_ray`). The summary is the same for any engine and number of
-    workers."""
-    plan.check()
+    :func:`refine.present.report.bench.write_bench_page`). ``workers`` cells at a time, on
+    ``engine`` (see :func:`refine.harness.engine.open_engine`); the summary is the same for
+    any engine and number of workers."""
     emit = on_event or (lambda line: None)
-    store = BenchStore(out)
-    if engine == "ray":
-        from refine.harness.bench_ray import RayCells
-
-        cells_engine: Any = RayCells(
-            CellMaker, plan, store, backend_options, workers, gpus_per_worker, address, emit
-        )
-    elif engine == "local":
-        cells_engine = LocalEngine(CellMaker(plan, backend_options, instances), workers, "bench")
-    else:
-        raise ValueError(f"engine {engine!r}: local or ray")
-    try:
-        return _bench(plan, store, cells_engine, emit)
-    finally:
-        cells_engine.close()
-
-
-class Summary(dict):
-    """What a bench or concepts run found (the dict its JSON file holds), and ``cells``: the
-    cells it was made from, in its order, for a page to show them."""
-
-    def __init__(self, summary: dict[str, Any], cells: list[dict[str, Any]]) -> None:
-        super().__init__(summary)
-        self.cells = cells
-
-
-def _bench(plan: BenchPlan, store: BenchStore, engine: Any, emit: Callable[[str], None]):
-
-    tau, tau_source, scoring = engine.describe()
-    seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
-
-    def same_scoring(cell: dict[str, Any]) -> bool:
-        """Made with the same seeds and scored the same way: reusable."""
-        return (
-            cell["seeds"] == seeds
-            and cell.get("tau") == tau
-            and cell.get("scorer") == scoring
-            and bool(cell.get("expectations")) == plan.expectations
-        )
-
-    done = {cell_key(c) for c in store.cells() if same_scoring(c)}
-    todo = [
-        (g, a, c)
-        for g in plan.generators
-        for a, c in plan.prompts
-        if (g, a, c, tuple(seeds)) not in done
-    ]
-    total = len(plan.generators) * len(plan.prompts)
-    emit(f"bench in {store.dir}: {len(todo)} of {total} cell(s) to do")
-    lock = threading.Lock()
-    finished = [0]
-
-    def record(cell: dict[str, Any], worker: str) -> None:
-        faiths = [im["faith"] for im in cell["images"]]
-        mean = sum(faiths) / len(faiths)
-        where = f" [{worker}]" if worker else ""
-        with lock:
-            store.append(cell)
-            finished[0] += 1
-            emit(
-                f"[{finished[0]}/{len(todo)}] {cell['generator']}: {cell['activity']} "
-                f"({cell['country']}): FAITH {mean:.3f}, Vendi {cell['vendi']:.2f}{where}"
-            )
-
-    engine.run(todo, store, record)
-    # in the plan's order (generators, then prompts), whatever order they were made in
-    order = {(g, a, c): k for k, (g, a, c) in enumerate(sorted(_wanted(plan), key=_rank(plan)))}
-    cells = [c for c in store.cells() if cell_key(c)[:3] in order and same_scoring(c)]
-    cells.sort(key=lambda c: order[cell_key(c)[:3]])
-    for c in cells:  # cells made before categories were kept
-        c.setdefault("category", activity_category(c["activity"], c["country"]))
-    summary = summarise(cells, plan.generators, seed=plan.seed)
-    summary.update(
-        {
-            "profile": plan.profile,
-            "scorer": scoring,
-            "tau": tau,
-            "tau_source": tau_source,
-            "images_per_prompt": plan.images_per_prompt,
-            "seeds": seeds,
-            "prompts": [list(p) for p in plan.prompts],
-        }
+    summary = run_task(
+        BenchTask(plan, out, backend_options),
+        out,
+        engine=engine,
+        workers=workers,
+        instances=instances,
+        address=address,
+        gpus_per_worker=gpus_per_worker,
+        on_event=emit,
     )
-    write_outputs(store, summary, cells)
-    emit(f"written: {store.dir / 'bench.json'}, rows.csv")
-    return Summary(summary, cells)
-
-
-def _wanted(plan: BenchPlan) -> set[tuple[str, str, str]]:
-    return {(g, a, c) for g in plan.generators for a, c in plan.prompts}
-
-
-def _rank(plan: BenchPlan) -> Callable[[tuple[str, str, str]], tuple[int, int]]:
-    gens = {g: k for k, g in enumerate(plan.generators)}
-    prompts = {p: k for k, p in enumerate(plan.prompts)}
-    return lambda key: (gens[key[0]], prompts[(key[1], key[2])])
+    emit(f"written: {Path(out) / 'bench.json'}, rows.csv")
+    return summary
 
 
 # -- statistics ----------------------------------------------------------------------
@@ -432,43 +470,33 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def cell_mean(cell: dict[str, Any], metric: str) -> float | None:
-    """A prompt's mean of a per-image metric (or its prompt-level value)."""
+    """A prompt's mean of a per-image metric (or its prompt-level value), from its line."""
     if metric in BENCH_PROMPT:
         return cell.get(metric)
     return _mean([im.get(metric) for im in cell["images"]])
 
 
-def summarise(
-    cells: list[dict[str, Any]], generators: Sequence[str], seed: int = 42
-) -> dict[str, Any]:
+def summarise(cells: list[Cell], generators: Sequence[str], seed: int = 42) -> dict[str, Any]:
     """Per generator and per generator and country: each metric's mean over prompts
     (per-image metrics averaged within a prompt first) and its bootstrap interval; the
     first generator against each other one on their common prompts."""
     out: dict[str, Any] = {"generators": {}, "countries": {}, "categories": {}, "paired": []}
     for g in generators:
-        mine = [c for c in cells if c["generator"] == g]
+        mine = [c for c in cells if c.inputs["generator"] == g]
         out["generators"][g] = _stats(mine, seed)
         by_country: dict[str, Any] = {}
-        for country in sorted({c["country"] for c in mine}):
-            by_country[country] = _stats([c for c in mine if c["country"] == country], seed)
+        for country in sorted({c.inputs["country"] for c in mine}):
+            by_country[country] = _stats([c for c in mine if c.inputs["country"] == country], seed)
         out["countries"][g] = by_country
         by_category: dict[str, Any] = {}
-        for cat in sorted({c.get("category") or "" for c in mine}):
+        for cat in sorted({c.inputs.get("category") or "" for c in mine}):
             if cat:
-                by_category[cat] = _stats([c for c in mine if c.get("category") == cat], seed)
+                same = [c for c in mine if c.inputs.get("category") == cat]
+                by_category[cat] = _stats(same, seed)
         out["categories"][g] = by_category
     base = generators[0] if generators else None
     for other in generators[1:]:
-        a = {
-            (c["activity"], c["country"]): cell_mean(c, "faith")
-            for c in cells
-            if c["generator"] == base
-        }
-        b = {
-            (c["activity"], c["country"]): cell_mean(c, "faith")
-            for c in cells
-            if c["generator"] == other
-        }
+        a, b = _faith_by_prompt(cells, base), _faith_by_prompt(cells, other)
         common = sorted(k for k in a if k in b and a[k] is not None and b[k] is not None)
         diffs = [b[k] - a[k] for k in common]
         out["paired"].append(
@@ -485,10 +513,18 @@ def summarise(
     return out
 
 
-def _stats(cells: list[dict[str, Any]], seed: int) -> dict[str, Any]:
-    row: dict[str, Any] = {"prompts": len(cells), "images": sum(len(c["images"]) for c in cells)}
+def _faith_by_prompt(cells: list[Cell], generator: str | None) -> dict[tuple[str, str], Any]:
+    return {
+        (c.inputs["activity"], c.inputs["country"]): c.mean("faith")
+        for c in cells
+        if c.inputs["generator"] == generator
+    }
+
+
+def _stats(cells: list[Cell], seed: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"prompts": len(cells), "images": sum(len(c.images) for c in cells)}
     for metric in (*BENCH_IMAGE, *BENCH_QUALITY, *BENCH_PROMPT, *BENCH_EXPECTATIONS):
-        values = [cell_mean(c, metric) for c in cells]
+        values = [c.mean(metric) for c in cells]
         optional = (*BENCH_QUALITY, *BENCH_EXPECTATIONS)
         if metric in optional and all(v is None for v in values):
             continue  # a bench without expectations, a scorer that reads no quality
@@ -517,7 +553,8 @@ def _blank(value: Any) -> Any:
     return "" if value is None else value
 
 
-def write_outputs(store: BenchStore, summary: dict[str, Any], cells: list[dict[str, Any]]) -> None:
+def write_outputs(store: CellStore, summary: dict[str, Any], cells: list[dict[str, Any]]) -> None:
+    """bench.json and rows.csv (one row per image) from the summary and the cells' lines."""
     import io
 
     atomic_write_text(store.dir / "bench.json", json.dumps(summary, indent=1))

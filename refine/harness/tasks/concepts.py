@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import csv
 import json
-import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,9 +49,10 @@ from metrics.vendi import (
 )
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
-from refine.harness.cells import CellStore
-from refine.harness.engine import run_jobs
-from refine.harness.tasks.bench import Summary, make_generator
+from refine.harness.cells import Cell, CellFormat, CellStore
+from refine.harness.engine import MakerSpec
+from refine.harness.task import Summary, run_task
+from refine.harness.tasks.bench import checked_generators, generate
 from refine.io.files import atomic_write_text, slug
 
 CHUNK = 8
@@ -204,65 +205,59 @@ def concept_stats(
     }
 
 
-def run_concepts(
-    plan: ConceptPlan,
-    out: str | Path,
-    backend_options: dict[str, dict[str, Any]] | None = None,
-    instances: dict[str, Any] | None = None,
-    on_event: Callable[[str], None] | None = None,
-    workers: int = 1,
-) -> dict[str, Any]:
-    """Make, tag and score every (generator, concept) cell not done yet in ``out``
-    (``concepts.jsonl``, synced cell by cell); writes concepts.json, concept_rows.csv and
-    concepts.html and returns the summary."""
+CONCEPT_CELLS = CellFormat(
+    "concepts.jsonl",
+    inputs=(
+        "generator",
+        "key",
+        "concept",
+        "prompt",
+        "country",
+        "artifacts",
+        "seeds",
+        "weights",
+        "scorer",
+    ),
+    key=("generator", "key"),
+    data=("embeddings", "countries", "similarity"),
+)
 
-    if not plan.generators or not plan.concepts:
-        raise ValueError("name at least one generator and one concept")
-    if plan.images_per_prompt < 2:
-        raise ValueError("diversity needs at least 2 images per concept")
-    emit = on_event or (lambda line: None)
-    store = CellStore(out, "concepts.jsonl")
-    scorer = Backends(plan.profile, plan.backends, backend_options, instances)
-    scorer.preflight(["observer", "judge", "image_embedder"])
-    generators = {}
-    for label in plan.generators:
-        generators[label] = make_generator(scorer, label)
-        check = getattr(generators[label], "verify", None) or getattr(
-            generators[label], "load", None
-        )
-        if callable(check):
-            check()
-    observer = scorer.get("observer")
-    if not callable(getattr(observer, "ask_json", None)):
-        raise ValueError(f"the observer {scorer.names.get('observer')} cannot geo-tag images")
-    seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
-    scoring = {
-        r: n for r, n in scorer.ids().items() if r in ("observer", "judge", "image_embedder")
-    }
-    template = prompt_template("geotag")
-    weights = [float(w) for w in plan.weights]
 
-    def reusable(cell: dict[str, Any]) -> bool:
-        return (
-            cell["seeds"] == seeds and cell.get("scorer") == scoring and cell["weights"] == weights
-        )
+class ConceptMaker:
+    """The generators, observer, judge and image embedder that make and score concept
+    cells in a concepts folder (one per process)."""
 
-    done = {(c["generator"], c["key"]) for c in store.cells() if reusable(c)}
-    todo = [(g, c) for g in plan.generators for c in plan.concepts if (g, c.key) not in done]
-    emit(
-        f"concepts in {store.dir}: {len(todo)} of {len(plan.generators) * len(plan.concepts)} to do"
-    )
-    lock = threading.Lock()
-    finished = [0]
+    def __init__(
+        self,
+        plan: ConceptPlan,
+        folder: str,
+        backend_options: dict[str, dict[str, Any]] | None = None,
+        instances: dict[str, Any] | None = None,
+    ) -> None:
+        self.plan = plan
+        self.store = CellStore(folder, CONCEPT_CELLS)
+        self.scorer = scorer = Backends(plan.profile, plan.backends, backend_options, instances)
+        scorer.preflight(["observer", "judge", "image_embedder"])
+        self.generators = checked_generators(scorer, plan.generators)
+        observer = scorer.get("observer")
+        if not callable(getattr(observer, "ask_json", None)):
+            raise ValueError(f"the observer {scorer.names.get('observer')} cannot geo-tag images")
+        self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
+        self.scoring = {
+            r: n for r, n in scorer.ids().items() if r in ("observer", "judge", "image_embedder")
+        }
+        self.template = prompt_template("geotag")
+        self.weights = [float(w) for w in plan.weights]
 
-    def make(job: tuple[str, Concept]) -> None:
+    def describe(self) -> dict[str, str]:
+        """The scoring models' ids: what a cell is scored with."""
+        return self.scoring
+
+    def make(self, job: tuple[str, Concept]) -> Cell:
         gen_name, concept = job
-        generator = generators[gen_name]
-        if getattr(generator, "thread_safe", False):
-            images = generator.generate(concept.prompt, seeds)
-        else:
-            with scorer.model_lock:
-                images = generator.generate(concept.prompt, seeds)
+        scorer, seeds, store = self.scorer, self.seeds, self.store
+        began = time.perf_counter()
+        images = generate(scorer, self.generators[gen_name], concept.prompt, seeds)
         files = []
         for s, image in zip(seeds, images, strict=True):
             path = store.image_path(gen_name, concept.name, concept.country or "global", s)
@@ -270,8 +265,9 @@ def run_concepts(
             path.parent.mkdir(parents=True, exist_ok=True)
             image.save(path)
             files.append(str(path.relative_to(store.dir)))
+        generated = time.perf_counter()
         examples = ", ".join(concept.artifacts) or "(none given)"
-        question = template.strip().format(prompt=concept.prompt, examples=examples)
+        question = self.template.strip().format(prompt=concept.prompt, examples=examples)
         tags = []
         for image in images:
             with scorer.using("observer") as obs:
@@ -283,44 +279,131 @@ def run_concepts(
             )
         with scorer.using("image_embedder") as embedder:
             emb = embedder.encode_images(images).float().cpu().numpy()
-        stats = concept_stats(tags, emb, quality, concept.country is not None, weights)
-        cell = {
-            "generator": gen_name,
-            "key": concept.key,
-            "concept": concept.name,
-            "prompt": concept.prompt,
-            "country": concept.country,
-            "artifacts": list(concept.artifacts),
-            "seeds": seeds,
-            "weights": weights,
-            "images": [
+        stats = concept_stats(tags, emb, quality, concept.country is not None, self.weights)
+        return Cell(
+            key=(gen_name, concept.key),
+            inputs={
+                "generator": gen_name,
+                "key": concept.key,
+                "concept": concept.name,
+                "prompt": concept.prompt,
+                "country": concept.country,
+                "artifacts": list(concept.artifacts),
+                "seeds": seeds,
+                "weights": self.weights,
+                "scorer": self.scoring,
+            },
+            outputs={f: stats[f] for f in FIGURES},
+            images=[
                 {"file": f, "seed": s, "tag": list(t), "quality": q}
                 for f, s, t, q in zip(files, seeds, tags, quality, strict=True)
             ],
-            **stats,
-            "embeddings": emb.tolist(),
-            "scorer": scoring,
-        }
-        with lock:
-            store.append(cell)
-            finished[0] += 1
-            emit(
-                f"[{finished[0]}/{len(todo)}] {gen_name}: {concept.prompt}: CUBE diversity "
-                f"{stats['cube_diversity']:.3f}, {len(stats['countries'])} countries"
-            )
+            data={
+                "countries": stats["countries"],
+                "similarity": stats["similarity"],
+                "embeddings": emb.tolist(),
+            },
+            timings={
+                "generate_s": generated - began,
+                "score_s": time.perf_counter() - generated,
+            },
+        )
 
-    run_jobs(make, todo, workers, "concepts")
-    order = {
-        (g, c.key): k
-        for k, (g, c) in enumerate((g, c) for g in plan.generators for c in plan.concepts)
-    }
-    cells = [c for c in store.cells() if (c["generator"], c["key"]) in order and reusable(c)]
-    cells.sort(key=lambda c: order[(c["generator"], c["key"])])
-    summary = summarise_concepts(cells, plan.generators)
-    summary.update({"profile": plan.profile, "scorer": scoring, "seeds": seeds, "weights": weights})
-    write_concept_outputs(store.dir, summary, cells)
-    emit(f"written: {store.dir / 'concepts.json'}, concept_rows.csv")
-    return Summary(summary, cells)
+
+class ConceptsTask:
+    """A CUBE concepts run on the harness: one cell per generator and concept."""
+
+    name = "concepts"
+    what = "the concepts folder (--out)"
+    form = CONCEPT_CELLS
+
+    def __init__(
+        self,
+        plan: ConceptPlan,
+        out: str | Path,
+        backend_options: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        if not plan.generators or not plan.concepts:
+            raise ValueError("name at least one generator and one concept")
+        if plan.images_per_prompt < 2:
+            raise ValueError("diversity needs at least 2 images per concept")
+        self.plan, self.folder = plan, str(out)
+        self.backend_options = backend_options or {}
+        self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
+        self.weights = [float(w) for w in plan.weights]
+
+    def maker(self) -> MakerSpec:
+        return MakerSpec(
+            ConceptMaker,
+            {"plan": self.plan, "folder": self.folder, "backend_options": self.backend_options},
+        )
+
+    def jobs(self) -> list[tuple[str, Concept]]:
+        return [(g, c) for g in self.plan.generators for c in self.plan.concepts]
+
+    def job_key(self, job: tuple[str, Concept]) -> tuple[str, str]:
+        return job[0], job[1].key
+
+    def label(self, job: tuple[str, Concept]) -> str:
+        return f"{job[0]}: {job[1].prompt}"
+
+    def reusable(self, cell: Cell, scoring: Any) -> bool:
+        given = cell.inputs
+        return (
+            given["seeds"] == self.seeds
+            and given.get("scorer") == scoring
+            and given["weights"] == self.weights
+        )
+
+    def progress(self, cell: Cell) -> str:
+        return (
+            f"{cell.inputs['generator']}: {cell.inputs['prompt']}: CUBE diversity "
+            f"{cell.outputs['cube_diversity']:.3f}, {len(cell.data['countries'])} countries"
+        )
+
+    def summarise(self, cells: list[Cell], scoring: Any, store: CellStore) -> Summary:
+        records = [c.record() for c in cells]
+        summary = summarise_concepts(records, self.plan.generators)
+        summary.update(
+            {
+                "profile": self.plan.profile,
+                "scorer": scoring,
+                "seeds": self.seeds,
+                "weights": self.weights,
+            }
+        )
+        write_concept_outputs(store.dir, summary, records)
+        return Summary(summary, records)
+
+
+def run_concepts(
+    plan: ConceptPlan,
+    out: str | Path,
+    backend_options: dict[str, dict[str, Any]] | None = None,
+    instances: dict[str, Any] | None = None,
+    on_event: Callable[[str], None] | None = None,
+    workers: int = 1,
+    engine: str = "local",
+    address: str | None = None,
+    gpus_per_worker: float = 0.0,
+) -> Summary:
+    """Make, tag and score every (generator, concept) cell not done yet in ``out``
+    (``concepts.jsonl``, synced cell by cell) on ``engine``; writes concepts.json and
+    concept_rows.csv and returns the summary (its page is
+    :func:`refine.present.report.concepts.write_concepts_page`)."""
+    emit = on_event or (lambda line: None)
+    summary = run_task(
+        ConceptsTask(plan, out, backend_options),
+        out,
+        engine=engine,
+        workers=workers,
+        instances=instances,
+        address=address,
+        gpus_per_worker=gpus_per_worker,
+        on_event=emit,
+    )
+    emit(f"written: {Path(out) / 'concepts.json'}, concept_rows.csv")
+    return summary
 
 
 FIGURES = CUBE_FIGURES  # the last, quality, is per image

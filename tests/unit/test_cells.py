@@ -1,0 +1,125 @@
+"""The typed cell, its store and the engine interface of the harness."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from refine.harness.cells import SCHEMA, Cell, CellFormat, CellSchemaError, CellStore, latest
+from refine.harness.engine import MakerSpec, open_engine
+
+FORM = CellFormat(
+    "cells.jsonl", inputs=("generator", "seeds", "expectations"), key=("generator", "seeds")
+)
+
+
+def a_cell(generator: str = "g", vendi: float = 1.5) -> Cell:
+    return Cell(
+        key=(generator, (1, 2)),
+        inputs={"generator": generator, "seeds": [1, 2], "expectations": True},
+        outputs={"vendi": vendi},
+        images=[{"file": "a.png", "faith": 0.25}, {"file": "b.png", "faith": 0.75}],
+        data={"embeddings": [[1.0, 0.0]]},
+        timings={"generate_s": 0.5},
+    )
+
+
+def test_a_cell_goes_to_its_line_and_back(tmp_path):
+    store = CellStore(tmp_path, FORM)
+    store.append(a_cell())
+    (line,) = store.records()
+    assert line["schema"] == SCHEMA == 1
+    assert (
+        line["generator"] == "g" and line["vendi"] == 1.5 and line["timings"] == {"generate_s": 0.5}
+    )
+    (back,) = store.cells()
+    # "expectations" is a catalog metric name, but this format declares it an input
+    assert back.inputs == {"generator": "g", "seeds": [1, 2], "expectations": True}
+    assert back.outputs == {"vendi": 1.5}
+    assert back.key == ("g", (1, 2))
+    assert back.data == {"embeddings": [[1.0, 0.0]]}
+    assert back.mean("faith") == 0.5 and back.mean("vendi") == 1.5 and back.mean("hal") is None
+
+
+def test_a_line_before_the_schema_reads_as_version_0(tmp_path):
+    path = tmp_path / "cells.jsonl"
+    old = {"generator": "g", "seeds": [1, 2], "vendi": 2.0, "images": [], "legacy": 3}
+    path.write_text(json.dumps(old) + "\n" + '{"generator": "cut')  # a line cut by a kill
+    (cell,) = CellStore(tmp_path, FORM).cells()
+    assert cell.schema == 0 and cell.timings == {} and cell.errors == []
+    assert cell.outputs == {"vendi": 2.0}
+    assert cell.data == {"legacy": 3}  # not a metric: kept, not lost
+
+
+def test_a_newer_layout_is_refused_with_its_file_and_line(tmp_path):
+    path = tmp_path / "cells.jsonl"
+    line = a_cell().record()
+    path.write_text(json.dumps(line) + "\n" + json.dumps({**line, "schema": SCHEMA + 1}) + "\n")
+    with pytest.raises(CellSchemaError) as err:
+        CellStore(tmp_path, FORM).cells()
+    assert f"{path} line 2" in str(err.value) and "upgrade" in str(err.value)
+
+
+def test_outputs_are_catalog_metrics_and_fields_are_named_once():
+    with pytest.raises(ValueError, match="not metrics"):
+        Cell(key=("g",), inputs={"generator": "g"}, outputs={"faithfulness": 1.0})
+    with pytest.raises(ValueError, match="given twice"):
+        Cell(key=("g",), inputs={"vendi": 1.0}, outputs={"vendi": 1.0})
+    with pytest.raises(ValueError, match="given twice"):
+        Cell(key=("g",), inputs={"timings": 1.0}, outputs={})
+
+
+def test_the_latest_cell_of_a_key_wins():
+    kept = latest([a_cell("g", 1.0), a_cell("h", 2.0), a_cell("g", 3.0)])
+    assert {k: c.outputs["vendi"] for k, c in kept.items()} == {
+        ("g", (1, 2)): 3.0,
+        ("h", (1, 2)): 2.0,
+    }
+
+
+class Squares:
+    """A cell maker: one per engine, shared by its threads."""
+
+    built = 0
+
+    def __init__(self, offset: int, instances=None) -> None:
+        Squares.built += 1
+        self.offset = offset
+        self.threads: set[str] = set()
+        self.barrier = threading.Barrier(3, timeout=10)
+
+    def describe(self) -> str:
+        return f"squares+{self.offset}"
+
+    def make(self, job: int) -> int:
+        self.threads.add(threading.current_thread().name)
+        self.barrier.wait()  # three jobs at once, or this times out
+        return job * job + self.offset
+
+
+def test_the_local_engine_makes_every_job_on_its_workers(tmp_path):
+    Squares.built = 0
+    engine = open_engine(
+        "local",
+        MakerSpec(Squares, {"offset": 1}),
+        workers=3,
+        name="sq",
+        folder=tmp_path,
+        what="here",
+        emit=print,
+    )
+    got: dict[int, int] = {}
+    engine.run([1, 2, 3, 4, 5, 6], lambda job, result, worker: got.update({job: result}), str)
+    engine.close()
+    assert got == {k: k * k + 1 for k in range(1, 7)}
+    assert engine.describe() == "squares+1" and Squares.built == 1
+    assert len(engine.maker.threads) == 3 and all(t.startswith("sq") for t in engine.maker.threads)
+
+
+def test_an_unknown_engine_is_named(tmp_path):
+    with pytest.raises(ValueError, match="engine 'spark': local or ray"):
+        open_engine(
+            "spark", MakerSpec(Squares, {"offset": 0}), folder=tmp_path, what="x", emit=print
+        )
