@@ -35,7 +35,6 @@ def main(argv: list[str] | None = None) -> None:
 
     import ray
 
-    from refine.harness.batch_ray import run_batch_ray
     from refine.harness.tasks.batch import open_batch, run_batch
     from refine.loop.refiner import Refiner
     from tests.fakes.gemini_server import FakeGemini
@@ -88,7 +87,14 @@ def main(argv: list[str] | None = None) -> None:
                 batch, store = open_batch(specs, root / f"ray{n}", "gemini", backends)
                 timings: list[tuple[int, float, float, bool]] = []
                 t = time.perf_counter()
-                run_batch_ray(batch, store, "gemini", backends, options, workers=n, timings=timings)
+                run_batch(
+                    batch,
+                    store,
+                    workers=n,
+                    engine="ray",
+                    backend_options=options,
+                    timings=timings,
+                )
                 remote = args.runs / (time.perf_counter() - t) * 60
                 # each worker's first run loads its models: left out
                 warm = [(wall - own) / wall for _, wall, own, first in timings if not first]

@@ -21,6 +21,7 @@ from refine.cli.inputs import (
 from refine.cli.run_cmd import parse_backends
 from refine.evaluate.assess import Assessor
 from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
+from refine.harness.ray import RayEngineError
 from refine.harness.tasks.batch import BatchSpecError, open_batch, run_batch
 from refine.loop.refiner import Refiner
 from refine.present.report import write_report
@@ -80,25 +81,19 @@ def batch_cmd(
         elif isinstance(event, EntryEvent) and isinstance(event.event, RoundDecided):
             typer.echo(f"    {event.describe()}", err=True)
 
-    if engine == "ray":
-        from refine.harness.batch_ray import run_batch_ray
-        from refine.harness.ray import RayEngineError
-
-        try:
-            batch = run_batch_ray(
-                batch,
-                store,
-                profile,
-                backends,
-                workers=workers,
-                gpus_per_worker=gpus_per_worker,
-                address=address,
-                on_event=progress,
-            )
-        except RayEngineError as err:
-            raise UserInputError(str(err)) from err
-    else:
-        batch = run_batch(batch, store, refiner, workers=workers, on_event=progress)
+    try:
+        batch = run_batch(
+            batch,
+            store,
+            refiner,
+            workers=workers,
+            on_event=progress,
+            engine=engine,
+            address=address,
+            gpus_per_worker=gpus_per_worker,
+        )
+    except RayEngineError as err:
+        raise UserInputError(str(err)) from err
     if as_json:
         typer.echo(batch.model_dump_json(indent=2))
     else:

@@ -16,6 +16,7 @@ import numpy as np
 
 from metrics.ahead import TAU_RANGE
 from metrics.descriptors import DIMENSIONS
+from refine.harness.engine import ENGINES
 
 
 class UserInputError(Exception):
@@ -285,8 +286,8 @@ def gpus_option() -> Any:
 
 def check_engine(engine: str, address: str | None, gpus_per_worker: float) -> None:
     """--engine local|ray and the options only Ray takes; Ray itself when asked for."""
-    if engine not in ("local", "ray"):
-        raise UserInputError(f"--engine: {engine!r} is not local or ray")
+    if engine not in ENGINES:
+        raise UserInputError(f"--engine: {engine!r} is not {' or '.join(ENGINES)}")
     if engine == "local" and (address or gpus_per_worker):
         raise UserInputError("--address/--gpus-per-worker: only with --engine ray")
     if engine == "ray":

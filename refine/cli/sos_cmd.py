@@ -80,21 +80,7 @@ def bank_cmd(
         if not as_json:
             typer.echo(f"cell {done}/{total}: {what}", err=True)
 
-    pool = None
     try:
-        if engine == "ray":
-            from refine.harness.bank_ray import RayBankCells
-
-            pool = RayBankCells(
-                profile,
-                parse_backends(backend),
-                needs_llm,
-                out,
-                workers,
-                gpus_per_worker,
-                address,
-                lambda line: None if as_json else typer.echo(line, err=True),
-            )
         bank = build_bank(
             out,
             concept,
@@ -107,13 +93,15 @@ def bank_cmd(
             prompts_per_cell=prompts_per_cell,
             seed=seed,
             on_progress=progress,
-            engine=pool,
+            engine=engine,
+            workers=workers,
+            address=address,
+            gpus_per_worker=gpus_per_worker,
+            models=(profile, parse_backends(backend)),
+            emit=lambda line: None if as_json else typer.echo(line, err=True),
         )
     except (BankError, RayEngineError) as err:
         raise UserInputError(str(err)) from err
-    finally:
-        if pool is not None:
-            pool.close()
     done = bank.done()
     images = sum(len(c["images"]) for c in done)
     if as_json:

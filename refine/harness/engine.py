@@ -6,13 +6,15 @@ set of models) its cells are made with, and which an engine sends to each of its
 The local engine builds one maker and runs ``workers`` jobs at a time on threads sharing
 it (API models wait on the network together; local models take turns on the device). The
 Ray engine (:mod:`refine.harness.ray`) builds a maker in each of its actors. Either way the
-driver alone hears each finished cell (``done``) and writes it.
+engine tells the job's :class:`Driver`, in the driver process alone, when a job starts,
+ends or loses its worker, so one process writes the job's record.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,8 +25,9 @@ ENGINES = ("local", "ray")
 @dataclass(frozen=True)
 class MakerSpec:
     """``cls(**kwargs)`` builds a cell maker: an object with ``describe()`` (what its
-    cells are scored with, the same on every worker) and ``make(job)`` (the job's cell).
-    Plain data and a module-level class, so Ray can send it to a worker."""
+    cells are made with, the same on every worker) and ``make(job, tell=None)`` (the job's
+    result; ``tell(news)``, when given, hears how it goes). Plain data and a module-level
+    class, so Ray can send it to a worker."""
 
     cls: type
     kwargs: dict[str, Any] = field(default_factory=dict)
@@ -33,30 +36,39 @@ class MakerSpec:
         return self.cls(**self.kwargs, **local)
 
 
-Done = Callable[[Any, Any, str], None]  # (job, its result, the worker that made it)
+class Driver(Protocol):
+    """What an engine tells the job that runs on it, in the driver (the process that
+    called it)."""
+
+    def label(self, job: Any) -> str:
+        """The job in a message ("generator: activity (country)")."""
+
+    def started(self, job: Any) -> None:
+        """The job was handed to a worker."""
+
+    def heard(self, job: Any, news: Any) -> None:
+        """News from a job under way (the local engine's workers tell; Ray's do not)."""
+
+    def done(self, job: Any, result: Any, worker: str) -> None:
+        """The job ended with ``result`` on ``worker`` ("" on the local engine)."""
+
+    def lost(self, job: Any, worker: str, retries: int) -> bool:
+        """The job's worker died mid-job (``retries`` times now): True to make it again,
+        False when the driver has given it up (and recorded why)."""
 
 
 class Engine(Protocol):
     def describe(self) -> Any:
-        """What the cells are scored with (checked to be the same on every worker)."""
+        """What the cells are made with (checked to be the same on every worker)."""
 
-    def run(self, jobs: Sequence[Any], done: Done, label: Callable[[Any], str]) -> None:
-        """Make every job; ``done(job, result, worker)`` in the driver as each ends. The
-        first failure of a job stops the rest; what is done is kept."""
+    def run(self, jobs: Sequence[Any], driver: Driver) -> None:
+        """Make every job, telling ``driver``. The first failure of a job stops the rest
+        (jobs under way end first); what is done is kept."""
+
+    def workers(self) -> list[str]:
+        """The workers' names (none on the local engine)."""
 
     def close(self) -> None: ...
-
-
-def run_jobs(make: Callable[[Any], None], todo: Sequence[Any], workers: int, name: str) -> None:
-    """``make(job)`` for every job: ``workers`` at a time on threads (API models), else
-    one after the other. The first failure stops the rest; what is done is kept."""
-    if workers > 1 and len(todo) > 1:
-        with ThreadPoolExecutor(min(workers, len(todo)), thread_name_prefix=name) as pool:
-            for _ in pool.map(make, todo):
-                pass
-    else:
-        for job in todo:
-            make(job)
 
 
 class LocalEngine:
@@ -66,13 +78,54 @@ class LocalEngine:
         self, spec: MakerSpec, workers: int = 1, name: str = "cells", instances: Any = None
     ) -> None:
         self.maker = spec.build(instances=instances)
-        self.workers, self.name = workers, name
+        self.threads, self.name = max(1, workers), name
 
     def describe(self) -> Any:
         return self.maker.describe()
 
-    def run(self, jobs: Sequence[Any], done: Done, label: Callable[[Any], str]) -> None:
-        run_jobs(lambda job: done(job, self.maker.make(job), ""), jobs, self.workers, self.name)
+    def run(self, jobs: Sequence[Any], driver: Driver) -> None:
+        queue = deque(jobs)
+        lock = threading.Lock()
+        stop = threading.Event()
+        failures: list[BaseException] = []
+
+        def work() -> None:
+            while not stop.is_set():
+                with lock:
+                    if not queue:
+                        return
+                    job = queue.popleft()
+                try:
+                    driver.started(job)
+                    result = self.maker.make(job, lambda news, job=job: driver.heard(job, news))
+                    driver.done(job, result, "")
+                except BaseException as err:  # the first failure stops the rest
+                    failures.append(err)
+                    stop.set()
+                    return
+
+        n = min(self.threads, len(queue))
+        if n <= 1:
+            work()
+        else:
+            threads = [
+                threading.Thread(target=work, name=f"{self.name}-{k}", daemon=True)
+                for k in range(n)
+            ]
+            for t in threads:
+                t.start()
+            try:
+                for t in threads:
+                    while t.is_alive():
+                        t.join(0.2)  # Ctrl-C reaches this thread between waits
+            except KeyboardInterrupt:
+                stop.set()  # no job starts after this; those under way are left to end
+                raise
+        if failures:
+            raise failures[0]
+
+    def workers(self) -> list[str]:
+        return []
 
     def close(self) -> None:
         pass

@@ -198,15 +198,11 @@ class RayPool:
                 "a Ray worker could not start: " + (cause[-1] if cause else "no reason given")
             ) from None
 
-    def run(
-        self,
-        jobs: Sequence[Any],
-        submit: Callable[[Any, Any], Any],
-        done: Callable[[Any, Any, str], None],
-        label: Callable[[Any], str],
-    ) -> None:
-        """``submit(actor, job)`` for every job; ``done(job, result, worker)`` as each
-        ends. The first failure of a job itself stops the rest (what is done is kept)."""
+    def run(self, jobs: Sequence[Any], driver: Any) -> None:
+        """Every job on an idle worker (``make(job)``), telling ``driver`` (see
+        :class:`refine.harness.engine.Driver`). A job whose worker died is made again
+        while the driver wants it, up to MAX_RETRIES times; the first failure of a job
+        itself stops the rest (what is done is kept)."""
         from ray.exceptions import RayActorError
 
         ray = self.ray
@@ -217,23 +213,27 @@ class RayPool:
         while queue or pending:
             while queue and idle:
                 k, actor = queue.popleft(), idle.pop()
-                pending[submit(actor, jobs[k])] = (k, actor)
+                driver.started(jobs[k])
+                pending[actor.make.remote(jobs[k])] = (k, actor)
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
             for fut in ready:
                 k, actor = pending.pop(fut)
                 try:
                     result = ray.get(fut)
                 except RayActorError:
-                    # the worker died mid-job: Ray restarts it; the job is done again
+                    # the worker died mid-job: Ray restarts it; the job is made again
                     retries[k] = retries.get(k, 0) + 1
+                    dead = self.identity.get(actor, "?")
                     self.identity[actor] = restarted(ray, actor)
                     idle.append(actor)
+                    if not driver.lost(jobs[k], dead, retries[k]):
+                        continue  # given up by the driver, which said why
                     if retries[k] > MAX_RETRIES:
                         raise RayEngineError(
-                            f"{label(jobs[k])}: its worker died {retries[k]} times"
+                            f"{driver.label(jobs[k])}: its worker died {retries[k]} times"
                         ) from None
                     self.emit(
-                        f"retrying {label(jobs[k])} (its worker died; "
+                        f"retrying {driver.label(jobs[k])} (its worker died; "
                         f"retry {retries[k]} of {MAX_RETRIES})"
                     )
                     queue.appendleft(k)
@@ -241,7 +241,7 @@ class RayPool:
                 except Exception as err:  # the first failure stops the rest, as locally
                     raise (getattr(err, "cause", None) or err) from None
                 idle.append(actor)
-                done(jobs[k], result, self.identity.get(actor, "?"))
+                driver.done(jobs[k], result, self.identity.get(actor, "?"))
 
     def close(self) -> None:
         """Kill the workers (waiting up to 15 s for those on this host) and leave Ray if
@@ -287,13 +287,12 @@ class RayEngine:
                 )
         return seen[0]
 
-    def run(
-        self,
-        jobs: Sequence[Any],
-        done: Callable[[Any, Any, str], None],
-        label: Callable[[Any], str],
-    ) -> None:
-        self.pool.run(list(jobs), lambda actor, job: actor.make.remote(job), done, label)
+    def run(self, jobs: Sequence[Any], driver: Any) -> None:
+        self.pool.run(list(jobs), driver)
+
+    def workers(self) -> list[str]:
+        """The workers, as ``pid@host``."""
+        return list(self.pool.identity.values())
 
     def close(self) -> None:
         self.pool.close()

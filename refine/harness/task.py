@@ -1,9 +1,14 @@
-"""A many-cell job as a task on the harness: the task says how a cell is made (its
-:class:`refine.harness.engine.MakerSpec`) and how cells are summarised; :func:`run_task`
-does the rest, the same for every task and engine: it opens the task's folder, asks the
-engine what the cells are scored with, keeps the cells already made that still fit, makes
-the others (each appended as it ends, so a job killed half-way goes on from there), and
-hands the task its cells in the plan's order.
+"""A many-cell job as a task on the harness.
+
+A task says how its jobs are made (its :class:`refine.harness.engine.MakerSpec`), which are
+left to do, what to record as each ends and what the job's result is; :func:`run_task` does
+the rest, the same for every task and engine: it opens the engine, runs the jobs left, and
+on Ctrl-C stops the workers before the task saves what it knows.
+
+:class:`CellTask` is the task of a job whose results are cells in a :class:`CellStore`
+(bench, CUBE concepts): it keeps the cells already made that still fit, appends each new one
+as it ends (a job killed half-way goes on from there) and summarises them in the plan's
+order. Batches and SoS banks keep their own records (``batch.json``, ``bank.json``).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from refine.harness.cells import Cell, CellFormat, CellStore, latest
 from refine.harness.engine import MakerSpec, open_engine
@@ -26,37 +31,48 @@ class Summary(dict):
         self.cells = cells
 
 
-class Task(Protocol):
-    name: str  # in progress lines, thread names and Ray's dashboard: "bench"
-    what: str  # the folder as the user knows it: "the bench folder (--out)"
-    form: CellFormat
+class Task:
+    """A job on the harness. Subclasses set ``name`` (in progress lines, thread names and
+    Ray's dashboard) and ``what`` (its folder as the user knows it) and give ``maker``,
+    ``begin``, ``done`` and ``end``; the other hooks are the engine's news, ignored here."""
+
+    name = "cells"
+    what = "the output folder (--out)"
+    folder: str | Path = "."
 
     def maker(self) -> MakerSpec:
-        """How a process builds the maker of this task's cells."""
+        """How a process builds the maker of this task's jobs."""
+        raise NotImplementedError
 
-    def jobs(self) -> list[Any]:
-        """Every job of the plan, in the plan's order."""
+    def begin(self, made_with: Any, workers: list[str]) -> list[Any]:
+        """The jobs left to do; ``made_with`` is what the engine's makers describe."""
+        raise NotImplementedError
 
-    def job_key(self, job: Any) -> tuple[Any, ...]:
-        """The key the job's cell has."""
+    def end(self, made_with: Any) -> Any:
+        """The job's result, once every job is made."""
+        raise NotImplementedError
 
     def label(self, job: Any) -> str:
-        """The job in a message ("generator: activity (country)")."""
+        return str(job)
 
-    def reusable(self, cell: Cell, scoring: Any) -> bool:
-        """Whether a cell on record was made the way this plan makes cells (``scoring``
-        is what the engine's makers describe)."""
+    def started(self, job: Any) -> None:
+        pass
 
-    def progress(self, cell: Cell) -> str:
-        """One line about a finished cell."""
+    def heard(self, job: Any, news: Any) -> None:
+        pass
 
-    def summarise(self, cells: list[Cell], scoring: Any, store: CellStore) -> Summary:
-        """The summary of the plan's cells (in its order); writes the task's outputs."""
+    def done(self, job: Any, result: Any, worker: str) -> None:
+        raise NotImplementedError
+
+    def lost(self, job: Any, worker: str, retries: int) -> bool:
+        return True  # made again (the engine gives up after its own limit)
+
+    def interrupted(self) -> None:
+        """Ctrl-C, once the workers are stopped: save what is known."""
 
 
 def run_task(
     task: Task,
-    out: str | Path,
     *,
     engine: str = "local",
     workers: int = 1,
@@ -64,42 +80,85 @@ def run_task(
     address: str | None = None,
     gpus_per_worker: float = 0.0,
     on_event: Callable[[str], None] | None = None,
-) -> Summary:
-    """Make every cell of ``task`` not done yet in ``out`` on ``engine`` and return the
-    summary. It is the same for any engine and number of workers."""
-    emit = on_event or (lambda line: None)
-    store = CellStore(out, task.form)
+) -> Any:
+    """Make every job of ``task`` left to do on ``engine`` and return its result, the same
+    for any engine and number of workers."""
     cells_engine = open_engine(
         engine,
         task.maker(),
         workers=workers,
         name=task.name,
-        folder=store.dir,
+        folder=task.folder,
         what=task.what,
-        emit=emit,
+        emit=on_event or (lambda line: None),
         instances=instances,
         address=address,
         gpus_per_worker=gpus_per_worker,
     )
     try:
-        scoring = cells_engine.describe()
-        jobs = task.jobs()
-        done = {c.key for c in store.cells() if task.reusable(c, scoring)}
-        todo = [job for job in jobs if task.job_key(job) not in done]
-        emit(f"{task.name} in {store.dir}: {len(todo)} of {len(jobs)} cell(s) to do")
-        lock = threading.Lock()
-        finished = [0]
-
-        def record(job: Any, cell: Cell, worker: str) -> None:
-            where = f" [{worker}]" if worker else ""
-            with lock:
-                store.append(cell)
-                finished[0] += 1
-                emit(f"[{finished[0]}/{len(todo)}] {task.progress(cell)}{where}")
-
-        cells_engine.run(todo, record, task.label)
+        made_with = cells_engine.describe()
+        todo = task.begin(made_with, cells_engine.workers())
+        if todo:
+            cells_engine.run(todo, task)
+    except KeyboardInterrupt:
+        cells_engine.close()
+        task.interrupted()
+        raise
     finally:
         cells_engine.close()
-    kept = latest(c for c in store.cells() if task.reusable(c, scoring))
-    cells = [kept[key] for key in map(task.job_key, jobs) if key in kept]
-    return task.summarise(cells, scoring, store)
+    return task.end(made_with)
+
+
+class CellTask(Task):
+    """A task whose results are cells kept in ``folder`` (see the module docstring).
+    Subclasses give ``form``, ``maker``, ``jobs``, ``job_key``, ``reusable``, ``progress``
+    and ``summarise``."""
+
+    form: CellFormat
+
+    def __init__(self, folder: str | Path, emit: Callable[[str], None] | None = None) -> None:
+        self.folder = str(folder)
+        self.store = CellStore(folder, self.form)
+        self.emit = emit or (lambda line: None)
+        self.lock = threading.Lock()
+        self.todo: list[Any] = []
+        self.finished = 0
+
+    def jobs(self) -> list[Any]:
+        """Every job of the plan, in the plan's order."""
+        raise NotImplementedError
+
+    def job_key(self, job: Any) -> tuple[Any, ...]:
+        """The key the job's cell has."""
+        raise NotImplementedError
+
+    def reusable(self, cell: Cell, made_with: Any) -> bool:
+        """Whether a cell on record was made the way this plan makes cells."""
+        raise NotImplementedError
+
+    def progress(self, cell: Cell) -> str:
+        """One line about a finished cell."""
+        raise NotImplementedError
+
+    def summarise(self, cells: list[Cell], made_with: Any) -> Summary:
+        """The summary of the plan's cells (in its order); writes the task's outputs."""
+        raise NotImplementedError
+
+    def begin(self, made_with: Any, workers: list[str]) -> list[Any]:
+        jobs = self.jobs()
+        done = {c.key for c in self.store.cells() if self.reusable(c, made_with)}
+        self.todo = [job for job in jobs if self.job_key(job) not in done]
+        self.emit(f"{self.name} in {self.store.dir}: {len(self.todo)} of {len(jobs)} cell(s) to do")
+        return self.todo
+
+    def done(self, job: Any, cell: Cell, worker: str) -> None:
+        where = f" [{worker}]" if worker else ""
+        with self.lock:
+            self.store.append(cell)
+            self.finished += 1
+            self.emit(f"[{self.finished}/{len(self.todo)}] {self.progress(cell)}{where}")
+
+    def end(self, made_with: Any) -> Summary:
+        kept = latest(c for c in self.store.cells() if self.reusable(c, made_with))
+        cells = [kept[key] for key in map(self.job_key, self.jobs()) if key in kept]
+        return self.summarise(cells, made_with)

@@ -114,6 +114,10 @@ def test_workers_share_models_and_keep_runs_apart(world, backends, options, tmp_
     )
     refiner = Refiner("gemini", backends=backends, backend_options=options)
     assert refiner.sibling().backends is refiner.backends
+    # one run first: answers cached on disk and baselines shared by the workers are then
+    # there for every run alike (else the two first runs, side by side, each pay for them)
+    one = write_jsonl(tmp_path / "one.jsonl", [json.loads(specs.read_text().splitlines()[0])])
+    run_batch(*open_batch(one, tmp_path / "warm", "gemini", backends), refiner)
     batch, store = open_batch(specs, tmp_path, "gemini", backends)
     events = []
     batch = run_batch(batch, store, refiner, workers=2, on_event=events.append)

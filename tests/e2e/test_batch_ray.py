@@ -62,22 +62,19 @@ def rounds_of(store_dir, batch):
 
 
 def test_the_same_records_as_the_local_engine(cluster, world, backends, options, tmp_path):
-    from refine.harness.batch_ray import run_batch_ray
-
     path = specs(tmp_path)
     local, lstore = open_batch(path, tmp_path / "local", "gemini", backends)
     local = run_batch(local, lstore, Refiner("gemini", backends, options), workers=2)
     remote, rstore = open_batch(path, tmp_path / "ray", "gemini", backends)
     seen, events = [], []
-    remote = run_batch_ray(
+    remote = run_batch(
         remote,
         rstore,
-        "gemini",
-        backends,
-        options,
         workers=2,
-        on_workers=seen.extend,
         on_event=events.append,
+        engine="ray",
+        backend_options=options,
+        on_workers=seen.extend,
     )
     assert len(seen) == 2 and all("@" in w for w in seen) and str(os.getpid()) not in seen[0]
     # progress per worker: who made each run, its runs so far, rounds per minute
@@ -97,8 +94,6 @@ def test_the_same_records_as_the_local_engine(cluster, world, backends, options,
 def test_a_killed_worker_is_replaced_and_its_run_resumes(
     cluster, world, backends, options, tmp_path
 ):
-    from refine.harness.batch_ray import run_batch_ray
-
     world.edit_delay_s = 1.0  # runs long enough to be killed in the middle
     path = specs(tmp_path, n=4, rounds=2)
     batch, store = open_batch(path, tmp_path / "b", "gemini", backends)
@@ -115,8 +110,8 @@ def test_a_killed_worker_is_replaced_and_its_run_resumes(
         pids.extend(names)
         threading.Thread(target=kill_one, daemon=True).start()
 
-    batch = run_batch_ray(
-        batch, store, "gemini", backends, options, workers=2, on_workers=on_workers
+    batch = run_batch(
+        batch, store, workers=2, engine="ray", backend_options=options, on_workers=on_workers
     )
     assert killed and batch.summary["finished"] == 4 and batch.summary["retries"] >= 1
     runs = sorted((store.dir / "runs").glob("*/run.json"))
@@ -131,8 +126,6 @@ def test_a_killed_worker_is_replaced_and_its_run_resumes(
 def test_an_interrupted_driver_is_finished_by_the_local_engine(
     cluster, world, backends, options, tmp_path
 ):
-    from refine.harness.batch_ray import run_batch_ray
-
     path = specs(tmp_path, n=4)
     batch, store = open_batch(path, tmp_path / "b", "gemini", backends)
 
@@ -141,8 +134,13 @@ def test_an_interrupted_driver_is_finished_by_the_local_engine(
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_batch_ray(
-            batch, store, "gemini", backends, options, workers=2, on_event=stop_after_first
+        run_batch(
+            batch,
+            store,
+            workers=2,
+            on_event=stop_after_first,
+            engine="ray",
+            backend_options=options,
         )
     again, store = open_batch(path, tmp_path / "b", "gemini", backends, resume=True)
     assert sum(e.status == "finished" for e in again.entries) >= 1
@@ -296,7 +294,6 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
     import numpy as np
 
     from refine.backends.selection import Backends
-    from refine.harness.bank_ray import RayBankCells
     from refine.harness.tasks.sos_bank import Bank, build_bank
 
     overrides = {"image_embedder": f"siglip:{siglip_path}"}
@@ -305,19 +302,17 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
     grid = ("person", ["Japanese", "Nigerian"], ["en", "fr"])
     build_bank(tmp_path / "local", *grid, gen, emb, prompts_per_cell=2)
     lines = []
-    pool = RayBankCells("gemini", overrides, False, tmp_path / "ray", 2, 0.0, None, lines.append)
-    try:
-        build_bank(
-            tmp_path / "ray",
-            *grid,
-            gen,
-            emb,
-            prompts_per_cell=2,
-            engine=pool,
-            on_progress=lambda done, total, what: lines.append(f"cell {done}/{total}: {what}"),
-        )
-    finally:
-        pool.close()
+    build_bank(
+        tmp_path / "ray",
+        *grid,
+        gen,
+        emb,
+        prompts_per_cell=2,
+        on_progress=lambda done, total, what: lines.append(f"cell {done}/{total}: {what}"),
+        engine="ray",
+        models=("gemini", overrides),
+        emit=lines.append,
+    )
     local, remote = Bank(tmp_path / "local"), Bank(tmp_path / "ray")
     assert remote.manifest == local.manifest  # prompts, image files, embeddings, done
     for name in ("embeddings.npy",):
@@ -341,7 +336,6 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
 
 def test_sos_bank_on_ray_survives_a_killed_worker(cluster, world, siglip_path, tmp_path):
     from refine.backends.selection import Backends
-    from refine.harness.bank_ray import RayBankCells
     from refine.harness.tasks.sos_bank import Bank, build_bank
 
     world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
@@ -350,20 +344,18 @@ def test_sos_bank_on_ray_survives_a_killed_worker(cluster, world, siglip_path, t
     lines, killed = [], []
     emit = killer(world, lines, killed)
 
-    pool = RayBankCells("gemini", overrides, False, tmp_path / "b", 2, 0.0, None, emit)
-    try:
-        build_bank(
-            tmp_path / "b",
-            "person",
-            ["Japanese", "Nigerian"],
-            ["en", "fr"],
-            chosen.get("generator"),
-            chosen.get("image_embedder"),
-            prompts_per_cell=2,
-            engine=pool,
-        )
-    finally:
-        pool.close()
+    build_bank(
+        tmp_path / "b",
+        "person",
+        ["Japanese", "Nigerian"],
+        ["en", "fr"],
+        chosen.get("generator"),
+        chosen.get("image_embedder"),
+        prompts_per_cell=2,
+        engine="ray",
+        models=("gemini", overrides),
+        emit=emit,
+    )
     assert killed and any(line.startswith("retrying ") for line in lines)
     bank = Bank(tmp_path / "b")
     assert len(bank.done()) == 4 and all(len(c["images"]) == 2 for c in bank.done())

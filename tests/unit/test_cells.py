@@ -93,10 +93,33 @@ class Squares:
     def describe(self) -> str:
         return f"squares+{self.offset}"
 
-    def make(self, job: int) -> int:
+    def make(self, job: int, tell=None) -> int:
         self.threads.add(threading.current_thread().name)
+        tell(f"making {job}")
         self.barrier.wait()  # three jobs at once, or this times out
         return job * job + self.offset
+
+
+class Heard:
+    """A driver that writes down what the engine tells it."""
+
+    def __init__(self) -> None:
+        self.news, self.got = [], {}
+
+    def label(self, job):
+        return str(job)
+
+    def started(self, job):
+        pass
+
+    def heard(self, job, news):
+        self.news.append((job, news))
+
+    def done(self, job, result, worker):
+        self.got[job] = (result, worker)
+
+    def lost(self, job, worker, retries):
+        raise AssertionError("no worker dies here")
 
 
 def test_the_local_engine_makes_every_job_on_its_workers(tmp_path):
@@ -110,12 +133,30 @@ def test_the_local_engine_makes_every_job_on_its_workers(tmp_path):
         what="here",
         emit=print,
     )
-    got: dict[int, int] = {}
-    engine.run([1, 2, 3, 4, 5, 6], lambda job, result, worker: got.update({job: result}), str)
+    driver = Heard()
+    engine.run([1, 2, 3, 4, 5, 6], driver)
     engine.close()
-    assert got == {k: k * k + 1 for k in range(1, 7)}
-    assert engine.describe() == "squares+1" and Squares.built == 1
+    assert driver.got == {k: (k * k + 1, "") for k in range(1, 7)}
+    assert sorted(driver.news) == [(k, f"making {k}") for k in range(1, 7)]
+    assert engine.describe() == "squares+1" and Squares.built == 1 and engine.workers() == []
     assert len(engine.maker.threads) == 3 and all(t.startswith("sq") for t in engine.maker.threads)
+
+
+class Failing(Squares):
+    def make(self, job: int, tell=None) -> int:
+        if job == 2:
+            raise RuntimeError("job 2 failed")
+        return job
+
+
+def test_the_first_failure_stops_the_rest(tmp_path):
+    engine = open_engine(
+        "local", MakerSpec(Failing, {"offset": 0}), folder=tmp_path, what="x", emit=print
+    )
+    driver = Heard()
+    with pytest.raises(RuntimeError, match="job 2 failed"):
+        engine.run([1, 2, 3, 4], driver)
+    assert driver.got == {1: (1, "")}  # one worker: 3 and 4 never started
 
 
 def test_an_unknown_engine_is_named(tmp_path):

@@ -19,10 +19,10 @@ import hashlib
 import io
 import json
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,8 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from refine import settings
 from refine.evaluate.refs_build import find_any
 from refine.events import BatchStarted, EntryChanged, EntryEvent, Event, RunStarted
+from refine.harness.engine import MakerSpec
+from refine.harness.ray import MAX_RETRIES
+from refine.harness.task import Task, run_task
 from refine.io.files import atomic_write_text, slug
-from refine.io.store import RunStore
+from refine.io.store import LOCK_FILE, RunStore
+from refine.loop.refiner import Refiner
 from refine.records import ReferencePack, Run, RunSpec
 
 log = logging.getLogger(__name__)
@@ -293,83 +297,248 @@ def entry_ended(i: int, entry: BatchEntry, done: int, total: int) -> EntryChange
     )
 
 
+def claimed(root: Path, i: int) -> str | None:
+    """The run directory a Ray worker started for entry ``i``, if any."""
+    try:
+        return json.loads((root / "runs" / ".claims" / f"{i}.json").read_text())["run_dir"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _release(root: Path, run_dir: str | None, dead: str | None) -> None:
+    """Remove a run's lock when the dead worker held it (its host may be another)."""
+    if not run_dir or not dead:
+        return
+    lock = root / run_dir / LOCK_FILE
+    try:
+        if lock.read_text(encoding="utf-8").strip() == dead:
+            lock.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+class RunMaker:
+    """Makes or resumes the runs of a batch's entries in the batch directory: one Refiner
+    (one set of models) per process, a sibling sharing its models per thread. A worker
+    that can tell the driver (the local engine) tells it every run event; one that cannot
+    (a Ray worker) writes ``runs/.claims/<entry>.json`` as soon as its run starts, so a
+    retry elsewhere resumes that run instead of starting another."""
+
+    def __init__(
+        self,
+        profile: str,
+        backends: dict[str, str],
+        options: dict[str, dict[str, Any]],
+        root: str,
+        instances: Any = None,
+    ) -> None:
+        self.refiner = instances if instances is not None else Refiner(profile, backends, options)
+        self.root = Path(root)
+        self.local = threading.local()
+
+    def describe(self) -> None:
+        return None
+
+    def make(self, job: tuple[int, BatchEntry], tell: Any = None) -> dict[str, Any]:
+        """The entry's run made or resumed: ``{"run_dir": ..., "error": ...}`` (a run that
+        fails is reported, not raised: the batch goes on)."""
+        i, entry = job
+        worker = getattr(self.local, "refiner", None)
+        if worker is None:
+            worker = self.local.refiner = self.refiner.sibling()
+        root = self.root
+        started: dict[str, str] = {}
+
+        def on_event(event: Event) -> None:
+            if isinstance(event, RunStarted) and "dir" not in started:
+                started["dir"] = str(Path(event.dir).relative_to(root))
+                if tell is None:
+                    claim = root / "runs" / ".claims" / f"{i}.json"
+                    claim.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write_text(claim, json.dumps({"run_dir": started["dir"]}))
+            if tell is not None:
+                tell(event)
+
+        worker.on_event = on_event
+        run_dir = entry.run_dir or claimed(root, i)
+        try:
+            if run_dir and (root / run_dir / "run.json").is_file():
+                worker.resume(root / run_dir)
+                started.setdefault("dir", run_dir)
+            else:
+                worker.start(entry.spec, entry.references, out=root / "runs")
+            return {"run_dir": started.get("dir"), "error": None}
+        except Exception as err:  # recorded; the batch goes on
+            log.debug("batch entry %d failed", i, exc_info=True)
+            return {"run_dir": started.get("dir", run_dir), "error": f"{type(err).__name__}: {err}"}
+
+
+class BatchTask(Task):
+    """A batch on the harness: one job per unfinished entry, ``batch.json`` saved (by the
+    driver alone) at every change."""
+
+    name = "batch"
+    what = "the batch directory (--out)"
+
+    def __init__(
+        self,
+        batch: Batch,
+        store: BatchStore,
+        emit: Callable[[Event], None],
+        options: dict[str, dict[str, Any]] | None = None,
+        on_workers: Callable[[list[str]], None] | None = None,
+        timings: list[tuple[int, float, float, bool]] | None = None,
+    ) -> None:
+        self.batch, self.store, self.emit = batch, store, emit
+        self.folder = store.dir
+        self.options = options or {}
+        self.on_workers, self.timings = on_workers, timings
+        self.total = len(batch.entries)
+        self.count = 0
+        self.lock = threading.Lock()
+        self.began = time.perf_counter()
+        self.submitted: dict[int, float] = {}
+        self.made: dict[str, list[int]] = {}  # per Ray worker: runs, rounds
+
+    def maker(self) -> MakerSpec:
+        return MakerSpec(
+            RunMaker,
+            {
+                "profile": self.batch.profile,
+                "backends": dict(self.batch.backends),
+                "options": self.options,
+                "root": str(self.store.dir),
+            },
+        )
+
+    def begin(self, made_with: Any, workers: list[str]) -> list[tuple[int, BatchEntry]]:
+        if workers and self.on_workers is not None:
+            self.on_workers(workers)
+        todo = [(i, e) for i, e in enumerate(self.batch.entries) if e.status != "finished"]
+        self.count = self.total - len(todo)
+        self.emit(
+            BatchStarted(
+                id=self.batch.id, dir=str(self.store.dir), total=self.total, todo=len(todo)
+            )
+        )
+        self.began = time.perf_counter()
+        return todo
+
+    def label(self, job: tuple[int, BatchEntry]) -> str:
+        return f"line {job[1].line} ({job[1].name})"
+
+    def started(self, job: tuple[int, BatchEntry]) -> None:
+        i, entry = job
+        entry.status, entry.error = "running", None
+        self.submitted[i] = time.perf_counter()
+        self.store.save(self.batch)
+        self.emit(EntryChanged(entry=i, name=entry.name, status="running"))
+
+    def heard(self, job: tuple[int, BatchEntry], event: Event) -> None:
+        i, entry = job
+        if isinstance(event, RunStarted) and entry.run_dir is None:
+            entry.run_dir = str(Path(event.dir).relative_to(self.store.dir))
+            self.store.save(self.batch)
+        self.emit(EntryEvent(entry=i, name=entry.name, event=event))
+
+    def done(self, job: tuple[int, BatchEntry], outcome: dict[str, Any], worker: str) -> None:
+        i, entry = job
+        root = self.store.dir
+        entry.run_dir = outcome.get("run_dir") or entry.run_dir or claimed(root, i)
+        run = None
+        if entry.run_dir and (root / entry.run_dir / "run.json").is_file():
+            run = RunStore(root / entry.run_dir).load()
+            record_run(entry, run)
+        if outcome.get("error") or run is None:
+            entry.status = "failed"
+            entry.error = outcome.get("error") or "the run left no record"
+        self._ended(i, entry, worker, run)
+
+    def lost(self, job: tuple[int, BatchEntry], worker: str, retries: int) -> bool:
+        """Its worker died: free the dead worker's lock on the run and resume it elsewhere
+        (``retries`` in batch.json counts this), or give up after MAX_RETRIES."""
+        i, entry = job
+        entry.retries += 1
+        entry.run_dir = entry.run_dir or claimed(self.store.dir, i)
+        _release(self.store.dir, entry.run_dir, worker)
+        if entry.retries <= MAX_RETRIES:
+            entry.status = "pending"
+            self.store.save(self.batch)
+            self.emit(EntryChanged(entry=i, name=entry.name, status="retrying"))
+            return True
+        entry.status, entry.error = "failed", "its worker died too often"
+        self._ended(i, entry, worker, None)
+        return False
+
+    def _ended(self, i: int, entry: BatchEntry, worker: str, run: Run | None) -> None:
+        with self.lock:
+            self.store.save(self.batch)
+            self.count += 1
+            event = entry_ended(i, entry, self.count, self.total)
+            if worker and run is not None:  # a Ray worker: who made it, and how fast
+                made = self.made.setdefault(worker, [0, 0])
+                first = made[0] == 0
+                made[0] += 1
+                made[1] += len(run.rounds)
+                minutes = max(time.perf_counter() - self.began, 1e-6) / 60
+                event = replace(
+                    event,
+                    worker=worker,
+                    worker_runs=made[0],
+                    worker_rounds_per_min=made[1] / minutes,
+                    rounds_per_min=sum(m[1] for m in self.made.values()) / minutes,
+                )
+                if self.timings is not None:
+                    # (entry, the driver's wall time, the run's own, the worker's first:
+                    # its models loaded on the way)
+                    wall = time.perf_counter() - self.submitted.get(i, self.began)
+                    self.timings.append((i, wall, run.elapsed_s, first))
+        self.emit(event)
+
+    def interrupted(self) -> None:
+        """Ctrl-C: runs begun keep their folders, so ``--resume`` goes on with them."""
+        for i, entry in enumerate(self.batch.entries):
+            if entry.status == "running":
+                entry.run_dir = entry.run_dir or claimed(self.store.dir, i)
+        self.store.save(self.batch)
+
+    def end(self, made_with: Any) -> Batch:
+        self.store.save(self.batch)
+        return self.batch
+
+
 def run_batch(
     batch: Batch,
     store: BatchStore,
-    refiner: Any,
+    refiner: Any = None,
     workers: int = 1,
     on_event: Callable[[Event], None] | None = None,
+    *,
+    engine: str = "local",
+    backend_options: dict[str, dict[str, Any]] | None = None,
+    address: str | None = None,
+    gpus_per_worker: float = 0.0,
+    on_workers: Callable[[list[str]], None] | None = None,
+    timings: list[tuple[int, float, float, bool]] | None = None,
 ) -> Batch:
     """Run every unfinished entry (``workers`` at a time) and return the batch record.
 
-    ``refiner`` is a :class:`refine.loop.refiner.Refiner`; each worker uses a sibling sharing its
-    models. A run that fails is recorded and the others go on. Ctrl-C saves the record
-    and stops; completed rounds stay in the run directories for ``--resume``.
+    On the local engine ``refiner`` (a :class:`refine.loop.refiner.Refiner`; built from
+    the batch's profile and backends when not given) lends each thread a sibling sharing
+    its models; on Ray (``engine="ray"``) each worker builds its own from the batch's
+    profile, backends and ``backend_options``, on this machine or the cluster at
+    ``address``, and the batch directory must be on storage every node sees. A run that
+    fails is recorded and the others go on; a worker that dies mid-run is replaced and its
+    run resumed from its last complete round. Ctrl-C saves the record and stops; completed
+    rounds stay in the run directories for ``--resume`` (either engine).
     """
     emit = on_event or (lambda event: None)
-    todo: queue.Queue[int] = queue.Queue()
-    for i, e in enumerate(batch.entries):
-        if e.status != "finished":
-            todo.put(i)
-    total = len(batch.entries)
-    done_count = [total - todo.qsize()]
-    stop = threading.Event()
-    runs_dir = store.dir / "runs"
-
-    def one(i: int, worker: Any) -> None:
-        entry = batch.entries[i]
-
-        def on_run_event(event: Event) -> None:
-            if isinstance(event, RunStarted) and entry.run_dir is None:
-                entry.run_dir = str(Path(event.dir).relative_to(store.dir))
-                store.save(batch)
-            emit(EntryEvent(entry=i, name=entry.name, event=event))
-
-        worker.on_event = on_run_event
-        entry.status, entry.error = "running", None
-        store.save(batch)
-        emit(EntryChanged(entry=i, name=entry.name, status="running"))
-        try:
-            if entry.run_dir and (store.dir / entry.run_dir / "run.json").is_file():
-                run = worker.resume(store.dir / entry.run_dir)
-            else:
-                run = worker.start(entry.spec, entry.references, out=runs_dir)
-            record_run(entry, run)
-        except Exception as err:  # recorded; the batch goes on
-            log.debug("batch entry %d failed", i, exc_info=True)
-            if entry.run_dir and (store.dir / entry.run_dir / "run.json").is_file():
-                record_run(entry, RunStore(store.dir / entry.run_dir).load())
-            entry.status = "failed"
-            entry.error = f"{type(err).__name__}: {err}"
-        store.save(batch)
-        with store.lock:
-            done_count[0] += 1
-            n = done_count[0]
-        emit(entry_ended(i, entry, n, total))
-
-    def worker_loop() -> None:
-        worker = refiner.sibling()
-        while not stop.is_set():
-            try:
-                i = todo.get_nowait()
-            except queue.Empty:
-                return
-            one(i, worker)
-
-    emit(BatchStarted(id=batch.id, dir=str(store.dir), total=total, todo=todo.qsize()))
-    threads = [
-        threading.Thread(target=worker_loop, name=f"batch-worker-{k}", daemon=True)
-        for k in range(max(1, min(workers, todo.qsize())))
-    ]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            while t.is_alive():
-                t.join(0.2)
-    except KeyboardInterrupt:
-        stop.set()
-        store.save(batch)
-        raise
-    store.save(batch)
-    return batch
+    task = BatchTask(batch, store, emit, backend_options, on_workers, timings)
+    return run_task(
+        task,
+        engine=engine,
+        workers=workers,
+        instances=refiner,
+        address=address,
+        gpus_per_worker=gpus_per_worker,
+    )

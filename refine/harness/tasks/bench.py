@@ -39,7 +39,7 @@ from refine.evaluate.assess import Assessor
 from refine.evaluate.references import find_references, load_pack
 from refine.harness.cells import Cell, CellFormat, CellStore
 from refine.harness.engine import MakerSpec
-from refine.harness.task import Summary, run_task
+from refine.harness.task import CellTask, Summary, run_task
 from refine.io.files import atomic_write_text
 
 
@@ -274,7 +274,7 @@ class CellMaker:
         """(tau, where it comes from, the scoring models' ids): what a cell is scored with."""
         return self.tau, self.tau_source, self.scoring
 
-    def make(self, job: tuple[str, str, str]) -> Cell:
+    def make(self, job: tuple[str, str, str], tell: Any = None) -> Cell:
         """Generate, save and score the images of one (generator, activity, country) job."""
 
         plan, scorer, seeds, store = self.plan, self.scorer, self.seeds, self.store
@@ -356,7 +356,7 @@ def _image_record(file: str, seed: int, assessed: Any, checked: Any) -> dict[str
     return record
 
 
-class BenchTask:
+class BenchTask(CellTask):
     """A bench on the harness: one cell per generator and prompt."""
 
     name = "bench"
@@ -368,9 +368,11 @@ class BenchTask:
         plan: BenchPlan,
         out: str | Path,
         backend_options: dict[str, dict[str, Any]] | None = None,
+        emit: Callable[[str], None] | None = None,
     ) -> None:
         plan.check()
-        self.plan, self.folder = plan, str(out)
+        super().__init__(out, emit)
+        self.plan = plan
         self.backend_options = backend_options or {}
         self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
 
@@ -407,7 +409,7 @@ class BenchTask:
             f"FAITH {cell.mean('faith'):.3f}, Vendi {cell.outputs['vendi']:.2f}"
         )
 
-    def summarise(self, cells: list[Cell], scoring: Any, store: CellStore) -> Summary:
+    def summarise(self, cells: list[Cell], scoring: Any) -> Summary:
         plan = self.plan
         tau, tau_source, scorer = scoring
         for c in cells:  # cells made before categories were kept
@@ -426,7 +428,7 @@ class BenchTask:
             }
         )
         records = [c.record() for c in cells]
-        write_outputs(store, summary, records)
+        write_outputs(self.store, summary, records)
         return Summary(summary, records)
 
 
@@ -448,8 +450,7 @@ def run_bench(
     any engine and number of workers."""
     emit = on_event or (lambda line: None)
     summary = run_task(
-        BenchTask(plan, out, backend_options),
-        out,
+        BenchTask(plan, out, backend_options, emit),
         engine=engine,
         workers=workers,
         instances=instances,

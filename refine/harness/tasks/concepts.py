@@ -51,7 +51,7 @@ from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.harness.cells import Cell, CellFormat, CellStore
 from refine.harness.engine import MakerSpec
-from refine.harness.task import Summary, run_task
+from refine.harness.task import CellTask, Summary, run_task
 from refine.harness.tasks.bench import checked_generators, generate
 from refine.io.files import atomic_write_text, slug
 
@@ -253,7 +253,7 @@ class ConceptMaker:
         """The scoring models' ids: what a cell is scored with."""
         return self.scoring
 
-    def make(self, job: tuple[str, Concept]) -> Cell:
+    def make(self, job: tuple[str, Concept], tell: Any = None) -> Cell:
         gen_name, concept = job
         scorer, seeds, store = self.scorer, self.seeds, self.store
         began = time.perf_counter()
@@ -310,7 +310,7 @@ class ConceptMaker:
         )
 
 
-class ConceptsTask:
+class ConceptsTask(CellTask):
     """A CUBE concepts run on the harness: one cell per generator and concept."""
 
     name = "concepts"
@@ -322,12 +322,14 @@ class ConceptsTask:
         plan: ConceptPlan,
         out: str | Path,
         backend_options: dict[str, dict[str, Any]] | None = None,
+        emit: Callable[[str], None] | None = None,
     ) -> None:
         if not plan.generators or not plan.concepts:
             raise ValueError("name at least one generator and one concept")
         if plan.images_per_prompt < 2:
             raise ValueError("diversity needs at least 2 images per concept")
-        self.plan, self.folder = plan, str(out)
+        super().__init__(out, emit)
+        self.plan = plan
         self.backend_options = backend_options or {}
         self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
         self.weights = [float(w) for w in plan.weights]
@@ -361,7 +363,7 @@ class ConceptsTask:
             f"{cell.outputs['cube_diversity']:.3f}, {len(cell.data['countries'])} countries"
         )
 
-    def summarise(self, cells: list[Cell], scoring: Any, store: CellStore) -> Summary:
+    def summarise(self, cells: list[Cell], scoring: Any) -> Summary:
         records = [c.record() for c in cells]
         summary = summarise_concepts(records, self.plan.generators)
         summary.update(
@@ -372,7 +374,7 @@ class ConceptsTask:
                 "weights": self.weights,
             }
         )
-        write_concept_outputs(store.dir, summary, records)
+        write_concept_outputs(self.store.dir, summary, records)
         return Summary(summary, records)
 
 
@@ -393,8 +395,7 @@ def run_concepts(
     :func:`refine.present.report.concepts.write_concepts_page`)."""
     emit = on_event or (lambda line: None)
     summary = run_task(
-        ConceptsTask(plan, out, backend_options),
-        out,
+        ConceptsTask(plan, out, backend_options, emit),
         engine=engine,
         workers=workers,
         instances=instances,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import threading
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
@@ -29,8 +30,11 @@ import numpy as np
 
 from metrics.sos import SosBank
 from refine.assets import assets_dir, prompt_template
+from refine.backends.selection import Backends
 from refine.evaluate.refs_build import LLMCache
 from refine.evaluate.sos import LANGUAGES, MANIFEST, Bank, BankError, Translation
+from refine.harness.engine import MakerSpec
+from refine.harness.task import Task, run_task
 from refine.io.files import atomic_write, atomic_write_json, atomic_write_text
 
 
@@ -141,12 +145,21 @@ def build_bank(
     seed: int = 0,
     on_progress: Callable[[int, int, str], None] | None = None,
     llm_cache: Any = None,
-    engine: Any = None,
+    *,
+    engine: str = "local",
+    workers: int = 2,
+    address: str | None = None,
+    gpus_per_worker: float = 0.0,
+    models: tuple[str, dict[str, str]] | None = None,
+    emit: Callable[[str], None] | None = None,
 ) -> Bank:
     """Build (or go on building, or grow) the bank at ``out``. Each cell generates
-    ``images_per_prompt`` images for each of its first ``prompts_per_cell`` prompts.
-    ``engine`` (:class:`refine.harness.bank_ray.RayBankCells`) makes the cells on Ray workers
-    instead of with ``generator``, ``embedder`` and ``llm`` here."""
+    ``images_per_prompt`` images for each of its first ``prompts_per_cell`` prompts, one
+    cell at a time with ``generator``, ``embedder`` and ``llm`` here, or on ``workers`` Ray
+    actors (``engine="ray"``), each building its own from ``models`` (profile, backend
+    overrides): the bank folder must be on storage every node sees."""
+    if engine == "ray" and models is None:
+        raise ValueError("the Ray engine needs models=(profile, backend overrides)")
 
     check_grid(concept, cultures, languages)
     out = Path(out)
@@ -180,9 +193,6 @@ def build_bank(
     manifest["cultures"] = sorted({cell["culture"] for cell in manifest["cells"].values()})
     manifest["languages"] = sorted({cell["language"] for cell in manifest["cells"].values()})
     atomic_write_json(out / MANIFEST, manifest)
-    todo = [key for key, cell in manifest["cells"].items() if not cell["done"]]
-    total = len(manifest["cells"])
-    finished = [total - len(todo)]
     (out / "cells").mkdir(exist_ok=True)
     params = {
         "concept": concept,
@@ -191,39 +201,137 @@ def build_bank(
         "seed": seed,
     }
 
-    def record(key: str, update: dict[str, Any]) -> None:
-        """A made cell into the manifest (this process alone writes it)."""
-        cell = manifest["cells"][key]
-        update = dict(update)
-        worker = update.pop("worker", None)  # who made it: said, not kept
-        cell.update(update)
-        atomic_write_json(out / MANIFEST, manifest)
-        if cell["done"]:
-            finished[0] += 1
-            if on_progress is not None:
-                n = len(cell["images"])
-                where = f" [{worker}]" if worker else ""
-                on_progress(
-                    finished[0],
-                    total,
-                    f"{cell['culture']} x {cell['language']} ({n} images){where}",
-                )
-
+    task = BankTask(out, manifest, params, on_progress)
+    profile, overrides = models or ("", {})
     try:
-        if engine is not None:  # Ray workers make the cells; the manifest is written here
-            engine.run(
-                [(key, dict(manifest["cells"][key])) for key in todo], str(out), params, record
-            )
-        else:
-            for key in todo:
-                make_cell(
-                    out, key, manifest["cells"][key], params, generator, embedder, llm, llm_cache,
-                    on_prompts=record,
-                )  # fmt: skip
+        run_task(
+            task.with_models(profile, overrides, llm is not None),
+            engine=engine,
+            workers=workers if engine == "ray" else 1,  # local models: one cell at a time
+            instances={
+                "generator": generator,
+                "image_embedder": embedder,
+                "llm": llm,
+                "llm_cache": llm_cache,
+            },
+            address=address,
+            gpus_per_worker=gpus_per_worker,
+            on_event=emit,
+        )
     finally:  # the combined files follow every finished cell, even after a failure
         if any(cell["done"] for cell in manifest["cells"].values()):
             _write_combined(out, manifest, SosBank)
     return Bank(out)
+
+
+class BankMaker:
+    """The bank's generator, image embedder and (when prompts are translated) language
+    model in one process: the models given here (local), or the profile's (a Ray worker)."""
+
+    def __init__(
+        self,
+        profile: str,
+        overrides: dict[str, str],
+        needs_llm: bool,
+        root: str,
+        params: dict[str, Any],
+        instances: dict[str, Any] | None = None,
+    ) -> None:
+        if instances is None:
+            backends = Backends(profile, overrides)
+            instances = {
+                "generator": backends.get("generator"),
+                "image_embedder": backends.get("image_embedder"),
+                "llm": backends.get("llm") if needs_llm else None,
+            }
+        self.generator, self.embedder = instances["generator"], instances["image_embedder"]
+        self.llm, self.llm_cache = instances.get("llm"), instances.get("llm_cache")
+        self.root, self.params = Path(root), params
+
+    def describe(self) -> tuple[str, str]:
+        return self.generator.id, self.embedder.id
+
+    def make(self, job: tuple[str, dict[str, Any]], tell: Any = None) -> dict[str, Any]:
+        key, cell = job
+        return make_cell(
+            self.root, key, cell, self.params, self.generator, self.embedder, self.llm,
+            self.llm_cache,
+            on_prompts=None if tell is None else (lambda k, update: tell(update)),
+        )  # fmt: skip
+
+
+class BankTask(Task):
+    """A bank on the harness: one job per cell (culture and language) not done; the
+    manifest is written here alone, as each cell's prompts are chosen and as it ends."""
+
+    name = "sos-bank"
+    what = "the bank folder (--out)"
+
+    def __init__(
+        self,
+        out: Path,
+        manifest: dict[str, Any],
+        params: dict[str, Any],
+        on_progress: Callable[[int, int, str], None] | None,
+    ) -> None:
+        self.folder, self.manifest, self.params = out, manifest, params
+        self.on_progress = on_progress
+        self.total = len(manifest["cells"])
+        self.finished = 0
+        self.lock = threading.Lock()
+        self.models: tuple[str, dict[str, str], bool] = ("", {}, False)
+
+    def with_models(self, profile: str, overrides: dict[str, str], needs_llm: bool) -> BankTask:
+        """How a Ray worker builds its models."""
+        self.models = (profile, overrides, needs_llm)
+        return self
+
+    def maker(self) -> MakerSpec:
+        profile, overrides, needs_llm = self.models
+        return MakerSpec(
+            BankMaker,
+            {
+                "profile": profile,
+                "overrides": overrides,
+                "needs_llm": needs_llm,
+                "root": str(self.folder),
+                "params": self.params,
+            },
+        )
+
+    def begin(self, made_with: Any, workers: list[str]) -> list[tuple[str, dict[str, Any]]]:
+        cells = self.manifest["cells"]
+        todo = [(key, dict(cell)) for key, cell in cells.items() if not cell["done"]]
+        self.finished = self.total - len(todo)
+        return todo
+
+    def label(self, job: tuple[str, dict[str, Any]]) -> str:
+        return f"{job[1]['culture']} x {job[1]['language']}"
+
+    def heard(self, job: tuple[str, dict[str, Any]], update: dict[str, Any]) -> None:
+        if not update.get("done"):  # the prompts, chosen: a cell made again reuses them
+            self.record(job[0], update, "")
+
+    def done(self, job: tuple[str, dict[str, Any]], update: dict[str, Any], worker: str) -> None:
+        self.record(job[0], update, worker)
+
+    def record(self, key: str, update: dict[str, Any], worker: str) -> None:
+        """A made cell (or its prompts) into the manifest."""
+        with self.lock:
+            cell = self.manifest["cells"][key]
+            cell.update(update)
+            atomic_write_json(self.folder / MANIFEST, self.manifest)
+            if not cell["done"]:
+                return
+            self.finished += 1
+            n = self.finished
+        if self.on_progress is not None:
+            where = f" [{worker}]" if worker else ""
+            what = f"{cell['culture']} x {cell['language']} ({len(cell['images'])} images)"
+            self.on_progress(n, self.total, what + where)
+
+    def end(self, made_with: Any) -> None:
+        return None
 
 
 def make_cell(
