@@ -118,6 +118,14 @@ class FakeGemini:
         # when set, answers every request: handler(path, body) -> (status, body)
         self.handler = None
         self._server: ThreadingHTTPServer | None = None
+        # requests being answered now, and the most at once since the last reset
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._flight = threading.Lock()
+
+    def reset_peak(self) -> None:
+        with self._flight:
+            self.peak_in_flight = self.in_flight
 
     # queueing
     def reply(self, body: dict, delay_s: float = 0.0) -> None:
@@ -158,6 +166,16 @@ class FakeGemini:
                 self.wfile.write(data)
 
             def do_POST(self):
+                with fake._flight:
+                    fake.in_flight += 1
+                    fake.peak_in_flight = max(fake.peak_in_flight, fake.in_flight)
+                try:
+                    self._post()
+                finally:
+                    with fake._flight:
+                        fake.in_flight -= 1
+
+            def _post(self):
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append(body)
