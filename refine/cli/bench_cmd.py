@@ -92,8 +92,6 @@ def bench_cmd(
 
     check_engine(engine, address, gpus_per_worker)
     if concepts is not None:
-        if engine != "local":
-            raise UserInputError("--concepts: runs on the local engine only (leave out --engine)")
         if countries or activity or category or sample:
             raise UserInputError(
                 "--concepts: the concepts file names the prompts; leave out "
@@ -110,6 +108,7 @@ def bench_cmd(
             out,
             workers,
             as_json,
+            (engine, address, gpus_per_worker),
         )
         return
     try:
@@ -176,7 +175,7 @@ def _with_interval(stat: dict | None) -> str:
 
 
 def _concepts(
-    generator, profile, backend, path, weights_text, images, seed, out, workers, as_json
+    generator, profile, backend, path, weights_text, images, seed, out, workers, as_json, where
 ) -> None:
 
     try:
@@ -215,8 +214,17 @@ def _concepts(
             typer.echo(line, err=True)
 
     try:
-        summary = run_concepts(plan, out, on_event=progress, workers=workers)
-    except CellSchemaError as err:
+        engine, address, gpus_per_worker = where
+        summary = run_concepts(
+            plan,
+            out,
+            on_event=progress,
+            workers=workers,
+            engine=engine,
+            address=address,
+            gpus_per_worker=gpus_per_worker,
+        )
+    except (RayEngineError, CellSchemaError) as err:
         raise UserInputError(str(err)) from err
 
     write_concepts_page(out, summary)

@@ -239,6 +239,38 @@ def test_bench_on_ray_makes_the_same_bench(cluster, world, siglip_path, options,
     assert all((tmp_path / "ray" / im["file"]).is_file() for c in cells for im in c["images"])
 
 
+def test_concepts_on_ray_are_the_same_concepts(cluster, world, siglip_path, options, tmp_path):
+    from refine.harness.tasks.concepts import ConceptPlan, load_concepts, run_concepts
+
+    concepts = tmp_path / "c.jsonl"
+    concepts.write_text(
+        '{"prompt": "Image of traditional clothing"}\n'
+        '{"concept": "a dish", "country": "Nigeria", "artifacts": "jollof rice; egusi"}\n'
+    )
+    plan = ConceptPlan(
+        generators=["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"],
+        concepts=load_concepts(concepts),
+        images_per_prompt=4,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+    )
+    lines = []
+    local = run_concepts(plan, tmp_path / "local", backend_options=options)
+    remote = run_concepts(
+        plan,
+        tmp_path / "ray",
+        backend_options=options,
+        workers=2,
+        engine="ray",
+        on_event=lines.append,
+    )
+    assert remote == local and len(remote.cells) == 4
+    rows = [(tmp_path / f / "concept_rows.csv").read_text() for f in ("local", "ray")]
+    assert rows[0] == rows[1]
+    workers = lines[0].removeprefix("ray: 2 worker(s): ").split(", ")
+    made = [line for line in lines if line.startswith("[")]
+    assert len(made) == 4 and all(any(f"[{w}]" in line for w in workers) for line in made)
+
+
 def killer(world, lines, killed):
     """A progress callback that keeps the lines and, once the pool names its workers,
     SIGKILLs the first one as soon as the world has been asked for an image."""
@@ -282,11 +314,6 @@ def test_bench_engine_settings_get_one_line_each(tmp_path):
 
     done = cli("bench", "--address", "x:1", "--out", str(tmp_path / "a"))
     assert done.returncode == 2 and "only with --engine ray" in done.stderr
-    concepts = tmp_path / "c.jsonl"
-    concepts.write_text('{"prompt": "a teapot"}\n')
-    done = cli("bench", "--concepts", str(concepts), "--engine", "ray", "--out", str(tmp_path))
-    assert done.returncode == 2 and "--concepts: runs on the local engine only" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
 
 
 # -- refine sos bank on Ray ------------------------------------------------------------

@@ -164,3 +164,28 @@ def test_an_unknown_engine_is_named(tmp_path):
         open_engine(
             "spark", MakerSpec(Squares, {"offset": 0}), folder=tmp_path, what="x", emit=print
         )
+
+
+def test_only_the_harness_imports_ray_or_chooses_an_engine():
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    ray_users, choosers = [], []
+    for path in [*(root / "refine").rglob("*.py"), *(root / "ui").rglob("*.py")]:
+        name = str(path.relative_to(root))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(
+                a.name.split(".")[0] == "ray" for a in node.names
+            ):
+                ray_users.append(name)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ray":
+                ray_users.append(name)
+            elif isinstance(node, ast.Call):
+                called = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if called in {"open_engine", "LocalEngine", "RayEngine", "RayPool"}:
+                    choosers.append(name)
+    assert set(ray_users) == {"refine/harness/ray.py"}
+    assert {c for c in choosers if not c.startswith("refine/harness/")} == set()
+    assert "refine/harness/task.py" in choosers
