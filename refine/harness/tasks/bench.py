@@ -429,6 +429,7 @@ class BenchTask(CellTask):
         )
         records = [c.record() for c in cells]
         write_outputs(self.store, summary, records)
+        self.emit(f"written: {self.store.dir / 'bench.json'}, rows.csv")
         return Summary(summary, records)
 
 
@@ -448,18 +449,15 @@ def run_bench(
     :func:`refine.present.report.bench.write_bench_page`). ``workers`` cells at a time, on
     ``engine`` (see :func:`refine.harness.engine.open_engine`); the summary is the same for
     any engine and number of workers."""
-    emit = on_event or (lambda line: None)
-    summary = run_task(
-        BenchTask(plan, out, backend_options, emit),
+    return run_task(
+        BenchTask(plan, out, backend_options, on_event),
         engine=engine,
         workers=workers,
         instances=instances,
         address=address,
         gpus_per_worker=gpus_per_worker,
-        on_event=emit,
+        on_event=on_event,
     )
-    emit(f"written: {Path(out) / 'bench.json'}, rows.csv")
-    return summary
 
 
 # -- statistics ----------------------------------------------------------------------

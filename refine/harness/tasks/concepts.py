@@ -375,6 +375,7 @@ class ConceptsTask(CellTask):
             }
         )
         write_concept_outputs(self.store.dir, summary, records)
+        self.emit(f"written: {self.store.dir / 'concepts.json'}, concept_rows.csv")
         return Summary(summary, records)
 
 
@@ -393,18 +394,15 @@ def run_concepts(
     (``concepts.jsonl``, synced cell by cell) on ``engine``; writes concepts.json and
     concept_rows.csv and returns the summary (its page is
     :func:`refine.present.report.concepts.write_concepts_page`)."""
-    emit = on_event or (lambda line: None)
-    summary = run_task(
-        ConceptsTask(plan, out, backend_options, emit),
+    return run_task(
+        ConceptsTask(plan, out, backend_options, on_event),
         engine=engine,
         workers=workers,
         instances=instances,
         address=address,
         gpus_per_worker=gpus_per_worker,
-        on_event=emit,
+        on_event=on_event,
     )
-    emit(f"written: {Path(out) / 'concepts.json'}, concept_rows.csv")
-    return summary
 
 
 FIGURES = CUBE_FIGURES  # the last, quality, is per image
