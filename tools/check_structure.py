@@ -33,7 +33,6 @@ KNOWN: dict[str, str] = {
     ),
     "class refine/service.py:RunService": "issue 41 part 1: the app in views",
     "class refine/train/tune.py:Tuner": "issue 41 part 3: training in parts on accelerate",
-    "function ui/app.py:build_app": "issue 41 part 1: the app in views",
 }
 
 

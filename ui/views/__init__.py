@@ -1,0 +1,1 @@
+"""The app's views: each builds its block of the page and wires its own events."""

@@ -1,0 +1,247 @@
+"""What the app's views share: the run display (the widgets every run view fills, by name),
+the visitor's session (who asks, their quota, following a started run) and the form's
+checks on what a client sends."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from refine import settings
+from refine.present.views import progress_line
+from refine.records import Run
+from refine.service import RunService, Update, visitor_hash
+from ui import adapters
+from ui.limits import Limits
+from ui.quotas import QuotaExceeded, Quotas, client_address
+from ui.safe import error
+from ui.visitors import visitor_id
+
+log = logging.getLogger(__name__)
+
+# starting and rolling back share one queue of one: a device runs one run at a time, and
+# a visitor who asks meanwhile waits in line and sees their place; browsing is not held up
+ONE_RUN = {"concurrency_id": "run", "concurrency_limit": 1}
+# steering and browsing: a refused click is a toast, and the view stays as it was
+QUIET = {"show_progress": "hidden"}
+# a run paused for review whose owner does not answer within this time is stopped
+REVIEW_TIMEOUT_S = 15 * 60
+NO_VISITOR = "this request names no visitor: open the app in a browser or with gradio_client"
+# how the form names a setting in a message
+FIELD_LABELS = {
+    "image": "the uploaded image",
+    "caire_labels": "CAIRE cultures",
+    "caire_kb": "CAIRE knowledge base",
+    "prompt_languages": "prompt languages",
+    "sos_bank": "SoS bank",
+    "language_scores": "language scores",
+    "expectations": "cultural expectations",
+    "refs": "references",
+    "max_drift": "max drift",
+    "max_quality_drop": "max quality drop",
+    "target": "target FAITH",
+}
+
+
+@dataclass
+class RunDisplay:
+    """The widgets that show a run; a handler that shows one returns ``values(...)``, in
+    the order of ``outputs()``."""
+
+    stage: Any
+    gallery: Any
+    plot: Any
+    table: Any
+    checklist: Any
+    slider: Any
+    instruction: Any
+    run_dir: Any
+    languages: Any
+    progress: Any
+    bar: Any
+
+    def outputs(self) -> list[Any]:
+        return [getattr(self, f.name) for f in fields(self)]
+
+    @staticmethod
+    def values(**named: Any) -> list[Any]:
+        """Every widget's value, by name, in the order of ``outputs()``."""
+        names = [f.name for f in fields(RunDisplay)]
+        if set(named) != set(names):
+            raise TypeError(f"a run display needs {names}, got {sorted(named)}")
+        return [named[n] for n in names]
+
+    @staticmethod
+    def of_run(run: Run | None, run_dir: Path | None, k: int | None = None) -> dict[str, Any]:
+        """The gallery, chart, table, checklist, before/after, instruction and languages of
+        a run, at round ``k`` (default: the last)."""
+        if run is None or run_dir is None or not run.rounds:
+            return {
+                "gallery": [],
+                "plot": "",
+                "table": [],
+                "checklist": [],
+                "slider": None,
+                "instruction": "",
+                "languages": [],
+            }
+        k = len(run.rounds) - 1 if k is None else max(0, min(k, len(run.rounds) - 1))
+        r = run.rounds[k]
+        return {
+            "gallery": adapters.gallery(run, run_dir),
+            "plot": adapters.metric_chart(run),
+            "table": adapters.rounds_table(run),
+            "checklist": adapters.checklist(r, run.spec.near_margin),
+            "slider": adapters.before_after(run, run_dir, k),
+            "instruction": f"round {k} ({r.instruction_source}):\n{r.text}",
+            "languages": adapters.language_gallery(run, run_dir, k),
+        }
+
+    @classmethod
+    def pack(cls, message: str, path: Any, run: Run | None = None, k: int | None = None):
+        """A saved run's values, with ``message`` as its stage."""
+        run_dir = Path(path) if run is not None and path else None
+        done = 0.0
+        if run is not None and run.rounds:
+            done = 1.0 if run.status != "running" else len(run.rounds) / (run.spec.rounds + 1)
+        bar = adapters.progress_bar(done, f"run {run.id}: {run.status}" if run else "not started")
+        return cls.values(
+            stage=message,
+            **cls.of_run(run, run_dir, k),
+            run_dir=str(path or ""),
+            progress=progress_line(run),
+            bar=bar,
+        )
+
+    @classmethod
+    def show(cls, update: Update, skip: Any) -> list[Any]:
+        """A run's progress as values (``skip``: gradio's no-change, for the widgets a
+        denoising step leaves as they were)."""
+        bar = adapters.progress_bar(update.fraction, update.progress or update.stage)
+        text = update.stage if update.done else (update.progress or update.stage)
+        if update.light:  # a denoising step: only the progress moved
+            kept = {f.name: skip for f in fields(cls)}
+            return cls.values(**{**kept, "stage": text, "bar": bar})
+        views = cls.of_run(update.run, update.run_dir)
+        if update.error:
+            text = f"error: {update.error}"
+        done = len(update.run.rounds) if update.run is not None else 0
+        if update.applied is not None and update.applied[0] >= done:
+            # the instruction applied for the round in progress, not the last one's
+            views["instruction"] = (
+                f"round {update.applied[0]} (applied, editing):\n{update.applied[1]}"
+            )
+        if update.review is not None:
+            views["instruction"] = update.review[1]
+            minutes = REVIEW_TIMEOUT_S // 60
+            by = f" (written by the {update.review_source})" if update.review_source else ""
+            changes = "; ".join(update.review_changes)
+            text = (
+                f"round {update.review[0]}: review the instruction{by}, then apply "
+                f"(within {minutes} minutes, or the run stops); an edit of yours is "
+                f"recorded as a person's" + (f"\nplanned changes: {changes}" if changes else "")
+            )
+        return cls.values(
+            stage=text,
+            **views,
+            run_dir=str(update.run_dir or ""),
+            progress=progress_line(update.run),
+            bar=bar,
+        )
+
+
+@dataclass
+class Session:
+    """The app's service and the operator's limits and quotas, as every view uses them."""
+
+    service: RunService
+    limits: Limits
+    quotas: Quotas | None
+    trust_proxy: bool
+    token: Any  # this browser session's visitor token (a gr.State)
+
+    @staticmethod
+    def visitor(token: Any, request: Any) -> str | None:
+        """The visitor a request comes from (see :mod:`ui.visitors`)."""
+        return visitor_id(request, token)
+
+    def admitted(self, visitor: str | None, request: Any) -> str | None:
+        """The client's address, once the visitor's quota allows a start."""
+        if self.quotas is None or visitor is None:
+            return None
+        address = client_address(request, self.trust_proxy)
+        try:
+            self.quotas.check_start(visitor, address)
+        except QuotaExceeded as err:
+            raise error(err) from err
+        return address
+
+    @staticmethod
+    def follow(job: Any, skip: Any):
+        """The job's updates as widget values; if the visitor cancels or leaves before
+        the end, the run stops within moments (what is done is kept)."""
+        done = False
+        try:
+            for update in job.updates():
+                yield RunDisplay.show(update, skip)
+            done = True
+        finally:
+            if not done:
+                job.stop()
+                # the queue's slot goes to the next visitor only once this run has
+                # fully stopped, so a queued start never finds the service busy
+                job.join()
+
+    def counted(self, job: Any, visitor: str, address: str | None, skip: Any, base: int = 0):
+        """Follow a started run, counting it and its model calls against the quotas."""
+        quotas = self.quotas
+        if quotas is not None:
+            n = quotas.record_start(visitor, address)
+            log.info("run started by visitor %s (%d this hour)", visitor_hash(visitor)[:12], n)
+        try:
+            yield from self.follow(job, skip)
+        finally:
+            if quotas is not None and job.run is not None:
+                quotas.spent(visitor, job.run.model_calls - base)
+
+
+def index(value: Any, what: str) -> int:
+    """A round or candidate number from a client: a whole number, or a ValueError."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"the {what} must be a whole number, got {value!r}") from None
+    if not number.is_integer():
+        raise ValueError(f"the {what} must be a whole number, got {value!r}")
+    return int(number)
+
+
+def settings_message(err: settings.SettingsError) -> str:
+    """A settings problem in the form's words: ``CAIRE knowledge base: ... (fill in CAIRE
+    cultures)``."""
+    hint = f" (fill in {FIELD_LABELS.get(err.related, err.related)})" if err.related else ""
+    return f"{FIELD_LABELS.get(err.field, err.field)}: {err.message}{hint}"
+
+
+def numbers(n_rounds, target, seed, candidates, max_drift, quality_drop=None) -> dict[str, Any]:
+    """The form's numeric run settings (None where a field is empty: the default)."""
+
+    def num(value, kind, name):
+        if value is None or value == "":
+            return None
+        try:
+            return kind(value)
+        except (TypeError, ValueError):
+            label = FIELD_LABELS.get(name, name)
+            raise ValueError(f"{label}: {str(value)[:40]!r} is not a number") from None
+
+    return {
+        "rounds": num(n_rounds, int, "rounds"),
+        "target": num(target, float, "target"),
+        "seed": num(seed, int, "seed"),
+        "candidates": num(candidates, int, "candidates"),
+        "max_drift": num(max_drift, float, "max_drift"),
+        "max_quality_drop": num(quality_drop, float, "max_quality_drop"),
+    }

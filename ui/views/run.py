@@ -1,0 +1,427 @@
+"""The run view: the form (activity, country, examples, Start and Stop, the progress, the
+references, the options, the instruction to review) beside the run display (rounds,
+before / after, the other prompt languages, the metrics, the checklist and the table)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from refine import settings
+from refine.service import NOT_YOURS, ServiceBusy
+from refine.settings import default
+from ui import adapters
+from ui.safe import error, html_text
+from ui.views.common import (
+    NO_VISITOR,
+    ONE_RUN,
+    REVIEW_TIMEOUT_S,
+    RunDisplay,
+    Session,
+    numbers,
+    settings_message,
+)
+from ui.views.references import (
+    EXAMPLES,
+    References,
+    add_references,
+    ready_activities,
+    wire_references,
+)
+
+MAX_UPLOAD_MB = 20
+UPLOAD_LIMITS = f"PNG, JPEG or WebP, at most {MAX_UPLOAD_MB} MB"
+UPLOAD_TYPES = settings.IMAGE_TYPES
+
+
+@dataclass
+class RunForm:
+    """The settings of a run as the form holds them."""
+
+    activity: Any
+    country: Any
+    rounds: Any
+    target: Any
+    seed: Any
+    candidates: Any
+    max_drift: Any
+    max_quality_drop: Any
+    pause: Any
+    caire_labels: Any
+    caire_kb: Any
+    prompt_languages: Any
+    sos_bank: Any
+    language_scores: Any
+    expectations: Any
+    upload: Any
+    upload_preview: Any
+
+    def start_inputs(self) -> list[Any]:
+        """What ``/start`` takes after the visitor's token, in its order."""
+        return [
+            self.activity,
+            self.country,
+            self.rounds,
+            self.target,
+            self.seed,
+            self.candidates,
+            self.max_drift,
+            self.pause,
+            self.upload,
+            self.caire_labels,
+            self.caire_kb,
+            self.prompt_languages,
+            self.sos_bank,
+            self.language_scores,
+            self.expectations,
+            self.max_quality_drop,
+        ]
+
+    def numbers(self) -> list[Any]:
+        """The numeric settings a roll-back may change, then pause (``/branch``'s order)."""
+        return [
+            self.rounds,
+            self.target,
+            self.seed,
+            self.candidates,
+            self.max_drift,
+            self.pause,
+            self.max_quality_drop,
+        ]
+
+
+@dataclass
+class RunView:
+    form: RunForm
+    display: RunDisplay
+    refs: References
+    start: Any
+    stop: Any
+    apply: Any
+    notice: Any
+
+
+def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
+    """The form and the display, side by side, with their events."""
+    with gr.Row():
+        with gr.Column(scale=1):
+            activity = gr.Dropdown(
+                ready_activities("Iran"),
+                value="people eating food at home",
+                allow_custom_value=True,
+                label="activity",
+                elem_id="activity",
+            )
+            country = gr.Dropdown(
+                countries, value="Iran", allow_custom_value=True, label="country", elem_id="country"
+            )
+            # examples the bundled pack holds references for; they fill plain text boxes (a
+            # dropdown shows only the values among its current choices), which set the
+            # country, its activities and the activity
+            example_act = gr.Textbox(label="activity", visible=False)
+            example_ctry = gr.Textbox(label="country", visible=False)
+            examples = gr.Examples(
+                EXAMPLES, [example_act, example_ctry], label="examples", elem_id="examples"
+            )
+            # Start, Stop and the progress come first: the settings below are optional
+            with gr.Row():
+                start = gr.Button("Start", variant="primary", elem_id="start")
+                stop = gr.Button("Stop", elem_id="stop")
+            bar = gr.HTML(adapters.progress_bar(0, "not started"), elem_id="progress-bar")
+            stage = gr.Textbox(label="stage", interactive=False, elem_id="stage")
+            progress = gr.Textbox(
+                label="so far", interactive=False, elem_id="progress", max_lines=5
+            )
+            # references: where they come from, or a way to build them here
+            refs = add_references(gr, session.service, activity.value)
+            form = _options(gr, session, activity, country)
+            run_dir = gr.Textbox(label="run directory", interactive=False, elem_id="run-dir")
+            instruction = gr.Textbox(
+                label="instruction (edit it in pause mode, then apply)",
+                lines=6,
+                elem_id="instruction",
+            )
+            apply = gr.Button("Apply instruction", elem_id="apply")
+            notice = gr.Textbox(label="message", interactive=False, elem_id="notice")
+        with gr.Column(scale=2):
+            gallery = gr.Gallery(label="rounds", columns=4, height=260, elem_id="gallery")
+            slider = gr.ImageSlider(label="before / after", elem_id="slider")
+            languages = gr.Gallery(
+                label="this round in the other prompt languages (SoS with a bank)",
+                columns=4,
+                height=180,
+                elem_id="languages",
+            )
+            # an inline SVG chart: it redraws whole on every update, whatever metrics (SoS
+            # per language, CAIRE) a run adds
+            plot = gr.HTML(label="metrics per round", elem_id="plot")
+            checklist = gr.HighlightedText(
+                label="descriptor checklist",
+                color_map=adapters.CHECK_COLOURS,
+                combine_adjacent=False,
+                elem_id="checklist",
+            )
+            table = gr.Dataframe(
+                headers=adapters.TABLE_HEADERS, label="rounds", interactive=False, elem_id="table"
+            )
+    display = RunDisplay(
+        stage=stage,
+        gallery=gallery,
+        plot=plot,
+        table=table,
+        checklist=checklist,
+        slider=slider,
+        instruction=instruction,
+        run_dir=run_dir,
+        languages=languages,
+        progress=progress,
+        bar=bar,
+    )
+    view = RunView(form, display, refs, start, stop, apply, notice)
+    _wire_upload(gr, form)
+    wire_references(gr, session, refs, activity, country, examples, example_act, example_ctry)
+    _wire_run(gr, session, view)
+    return view
+
+
+def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
+    """The optional settings, folded."""
+    limits = session.limits
+    with gr.Accordion("Options", open=False, elem_id="options"):
+        with gr.Row():
+            rounds = gr.Number(
+                limits.default_of("rounds"),
+                precision=0,
+                minimum=0,
+                maximum=limits.rounds,
+                label=f"rounds (at most {limits.rounds})",
+                elem_id="rounds",
+            )
+            target = gr.Number(
+                default("target"), minimum=0, maximum=1, label="target FAITH", elem_id="target"
+            )
+            seed = gr.Number(default("seed"), precision=0, label="seed")
+        with gr.Row():
+            candidates = gr.Number(
+                limits.default_of("candidates"),
+                precision=0,
+                minimum=1,
+                maximum=limits.candidates,
+                label=f"candidates (at most {limits.candidates})",
+                elem_id="candidates",
+            )
+            max_drift = gr.Number(
+                default("max_drift"), minimum=0, maximum=2, label="max drift", elem_id="max-drift"
+            )
+            max_quality_drop = gr.Number(
+                default("max_quality_drop"),
+                minimum=0,
+                maximum=1,
+                label="max quality drop (1: off)",
+                info="an edit that looks worse than the best round by more than this is rejected",
+                elem_id="max-quality-drop",
+            )
+        pause = gr.Checkbox(
+            False, label="pause before each edit to review the instruction", elem_id="pause"
+        )
+        with gr.Row():
+            caire_labels = gr.Textbox(
+                label="CAIRE: other cultures to rate 1-5 (optional)",
+                placeholder="Turkey, India",
+                elem_id="caire-labels",
+            )
+            caire_kb = gr.Textbox(
+                label="CAIRE knowledge base folder (optional)",
+                placeholder="kb/",
+                elem_id="caire-kb",
+            )
+        with gr.Row():
+            prompt_languages = gr.Textbox(
+                label="other prompt languages (optional)",
+                placeholder="fr, ja",
+                elem_id="prompt-languages",
+            )
+            sos_bank = gr.Textbox(
+                label="SoS bank folder (optional)",
+                placeholder="banks/people-eating",
+                elem_id="sos-bank",
+            )
+        language_scores = gr.Checkbox(
+            False,
+            label="also observe and score each language's image (FAITH per language)",
+            elem_id="language-scores",
+        )
+        expectations = gr.Checkbox(
+            False,
+            label="check cultural expectations (explicit and implicit, listed by the language "
+            "model) every round, and ask for the missed ones",
+            elem_id="expectations",
+        )
+        # a file box, not an image box: a file that is not an image gets a message naming
+        # it and the limits (an image box fails without one)
+        upload = gr.File(
+            type="filepath",
+            file_types=list(UPLOAD_TYPES),
+            label=f"refine this image instead (optional; {UPLOAD_LIMITS})",
+            height=120,
+            elem_id="upload",
+        )
+        upload_preview = gr.Image(
+            label="the image to refine",
+            interactive=False,
+            visible=False,
+            height=160,
+            elem_id="upload-preview",
+        )
+    return RunForm(
+        activity=activity,
+        country=country,
+        rounds=rounds,
+        target=target,
+        seed=seed,
+        candidates=candidates,
+        max_drift=max_drift,
+        max_quality_drop=max_quality_drop,
+        pause=pause,
+        caire_labels=caire_labels,
+        caire_kb=caire_kb,
+        prompt_languages=prompt_languages,
+        sos_bank=sos_bank,
+        language_scores=language_scores,
+        expectations=expectations,
+        upload=upload,
+        upload_preview=upload_preview,
+    )
+
+
+def _wire_upload(gr: Any, form: RunForm) -> None:
+    def on_upload(path):
+        """A file the visitor uploaded: previewed when it is an image that can be refined,
+        else a message naming it and the limits, and the box is emptied."""
+        if not path:
+            return None, gr.update(value=None, visible=False)
+        try:
+            settings.check_image(path)
+        except settings.SettingsError as err:
+            gr.Warning(html_text(f"{err.message} (use {UPLOAD_LIMITS})"))
+            return None, gr.update(value=None, visible=False)
+        return gr.skip(), gr.update(value=path, visible=True)
+
+    form.upload.upload(on_upload, form.upload, [form.upload, form.upload_preview], api_name=False)
+    form.upload.clear(
+        lambda: gr.update(value=None, visible=False), None, form.upload_preview, api_name=False
+    )
+
+
+def _wire_run(gr: Any, session: Session, view: RunView) -> None:
+    """Start, Stop and Apply."""
+    service, limits, visitor = session.service, session.limits, session.visitor
+
+    def on_start(
+        tok,
+        act,
+        ctry,
+        n_rounds,
+        tgt,
+        sd,
+        n_cand,
+        drift,
+        paused,
+        image,
+        labels="",
+        kb="",
+        langs="",
+        bank="",
+        lang_scores=False,
+        check_expectations=False,
+        quality_drop=None,
+        request=None,
+    ):
+        who = visitor(tok, request)
+        # knowledge bases and SoS banks are read from inside --out only
+        try:
+            kb = str(service.inside(kb, "CAIRE knowledge base")) if (kb or "").strip() else ""
+            bank = str(service.inside(bank, "SoS bank")) if (bank or "").strip() else ""
+        except ValueError as err:
+            raise error(err) from err
+        try:  # the operator's limits, and each run's budget of time and calls
+            given = limits.apply(numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop))
+        except ValueError as err:
+            raise error(err) from err
+        raw = {
+            "activity": act,
+            "country": ctry,
+            **given,
+            "caire_labels": labels or None,
+            "caire_kb": (kb or "").strip() or None,
+            "prompt_languages": langs or None,
+            "sos_bank": (bank or "").strip() or None,
+            "language_scores": bool(lang_scores) or None,
+            "image": image or None,
+        }
+        if check_expectations:
+            try:  # built from the run's own prompt (cached inside --out); never a path
+                raw["expectations"] = [
+                    e.model_dump() for e in service.expectations_for(act, ctry).expectations
+                ]
+            except ValueError as err:
+                raise error(f"cultural expectations: {err}") from err
+
+        def find(a: str, c: str) -> Any:
+            return service.find_references(a, c, who)
+
+        try:
+            spec, refs = settings.load(raw, find=find)
+        except settings.SettingsError as err:
+            raise error(settings_message(err)) from err
+        if who is None:  # a run nobody owns could be stopped by anyone
+            raise error(NO_VISITOR)
+        address = session.admitted(who, request)
+        try:
+            job = service.start(
+                spec=spec,
+                references=refs,
+                pause=bool(paused),
+                owner=who,
+                review_timeout_s=REVIEW_TIMEOUT_S,
+            )
+        except (ServiceBusy, ValueError) as err:
+            raise error(err) from err
+        yield from session.counted(job, who, address, gr.skip())
+
+    def on_stop(tok, request=None):
+        job = service.job
+        if job is not None and service.busy:
+            if not job.owned_by(visitor(tok, request)):
+                return NOT_YOURS
+            job.stop()
+            return "stopping now: the round in progress is cut short, the rounds done are kept"
+        return "no run in progress"
+
+    def on_apply(tok, text, request=None):
+        job = service.job
+        if job is None or job.waiting is None:
+            return "no instruction is waiting for review"
+        if not job.owned_by(visitor(tok, request)):
+            return NOT_YOURS
+        try:
+            job.submit_instruction(text)
+        except ValueError as err:
+            return f"error: {err}"
+        return "instruction applied; editing ..."
+
+    for handler in (on_start, on_stop, on_apply):
+        handler.__annotations__["request"] = gr.Request
+    token = session.token
+    view.start.click(
+        on_start,
+        [token, *view.form.start_inputs()],
+        view.display.outputs(),
+        api_name="start",
+        **ONE_RUN,
+    )
+    # their messages go to their own box, so they never hide the run's own stage
+    view.stop.click(on_stop, token, view.notice, api_name="stop", queue=False)
+    view.apply.click(
+        on_apply, [token, view.display.instruction], view.notice, api_name="apply", queue=False
+    )

@@ -1,0 +1,101 @@
+"""The steering view: look at a round, roll back to it and go on, or decide a round by
+hand; a click on a round's image picks it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from refine.loop.refiner import Refiner
+from refine.service import ServiceBusy
+from ui.safe import error
+from ui.views.common import ONE_RUN, QUIET, REVIEW_TIMEOUT_S, RunDisplay, Session, index, numbers
+from ui.views.run import RunView
+
+
+def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
+    with gr.Accordion("Steer: look at a round, roll back to it, decide by hand", open=True):
+        with gr.Row():
+            round_pick = gr.Number(0, precision=0, minimum=0, label="round", elem_id="round")
+            cand_pick = gr.Number(0, precision=0, minimum=0, label="candidate", elem_id="candidate")
+            show_btn = gr.Button("Show round", elem_id="show")
+            branch_btn = gr.Button("Roll back and continue from it", elem_id="branch")
+            accept_btn = gr.Button("Accept candidate by hand", elem_id="accept")
+            reject_btn = gr.Button("Reject round by hand", elem_id="reject")
+    service, limits, token = session.service, session.limits, session.token
+    display, outputs = run.display, run.display.outputs()
+
+    def on_show(path, k):
+        try:
+            record, path = service.opened(path)
+            k = index(k, "round")
+        except (ValueError, OSError) as err:
+            raise error(err) from err
+        if not 0 <= k < len(record.rounds):
+            raise error(f"round {k} does not exist (0..{len(record.rounds) - 1})")
+        return RunDisplay.pack(f"round {k}: {record.rounds[k].decision}", path, record, k)
+
+    def on_pick(path, evt):
+        """A click on a gallery image shows that round and picks it for steering."""
+        k = int(evt.index)
+        return [*on_show(path, k), k]
+
+    # set here, not as an annotation: this module's annotations are strings, and gradio
+    # finds the event and request arguments by their types
+    on_pick.__annotations__["evt"] = gr.SelectData
+
+    def on_branch(
+        tok, path, k, n_rounds, tgt, sd, n_cand, drift, paused, quality_drop=None, request=None
+    ):
+        who = session.visitor(tok, request)
+        try:
+            old, run_dir = service.opened(path)
+            service.check_owner(run_dir, who)  # a roll-back continues one's own run
+            given = limits.apply(numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop), old.spec)
+            changes = {name: v for name, v in given.items() if v is not None}
+            address = session.admitted(who, request)
+            job = service.start(
+                old.spec.activity,
+                old.spec.country,
+                pause=bool(paused),
+                branch=(run_dir, index(k, "round")),
+                owner=who,
+                review_timeout_s=REVIEW_TIMEOUT_S,
+                **changes,
+            )
+        except (ServiceBusy, ValueError, OSError) as err:
+            raise error(err) from err
+        yield from session.counted(job, who, address, gr.skip(), old.model_calls)
+
+    def on_choose(tok, path, k, j, accept, request=None):
+        try:
+            k, j = index(k, "round"), index(j, "candidate")
+            _, path = service.opened(path)  # a run of this app, with no linked images
+            service.check_owner(path, session.visitor(tok, request))  # for as long as it exists
+            record = Refiner.choose(path, k, j, accept=accept)
+        except (ValueError, OSError) as err:
+            raise error(err) from err
+        return RunDisplay.pack(f"round {k}: {record.rounds[k].reason}", path, record, k)
+
+    def on_accept(tok, p, k, j, request=None):
+        return on_choose(tok, p, k, j, True, request)
+
+    def on_reject(tok, p, k, j, request=None):
+        return on_choose(tok, p, k, j, False, request)
+
+    for handler in (on_branch, on_accept, on_reject):
+        handler.__annotations__["request"] = gr.Request
+    display.gallery.select(
+        on_pick, display.run_dir, [*outputs, round_pick], api_name=False, **QUIET
+    )
+    show_btn.click(on_show, [display.run_dir, round_pick], outputs, api_name="show", **QUIET)
+    form = run.form
+    branch_btn.click(
+        on_branch,
+        [token, display.run_dir, round_pick, *form.numbers()],
+        outputs,
+        api_name="branch",
+        **ONE_RUN,
+    )
+    picked = [token, display.run_dir, round_pick, cand_pick]
+    accept_btn.click(on_accept, picked, outputs, api_name="accept", **QUIET)
+    reject_btn.click(on_reject, picked, outputs, api_name="reject", **QUIET)
