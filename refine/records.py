@@ -293,41 +293,111 @@ class Round(_Record):
         return self.candidates[self.chosen]
 
 
+_RUN = {"surfaces": ["run", "batch"]}  # refine run's options and batch lines
+_ALL = {"surfaces": ["run", "batch", "app"]}  # and the app's form
+
+
 class RunSpec(_Record):
     activity: str
     country: str
     profile: str = "gemini"
     backends: dict[str, str] = Field(default_factory=dict)
     backend_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    # upper bounds no caller can pass (the CLI's options and the app's limits stay below)
-    rounds: int = Field(5, ge=0, le=100, description="editing rounds after round 0")
-    target: float = Field(0.7, ge=0.0, le=1.0)
-    patience: int = Field(2, ge=1)
-    candidates: int = Field(2, ge=1, le=64, description="edit candidates per round (best of N)")
-    initial_candidates: int = Field(1, ge=1, le=64, description="best of N seeds for round 0")
-    seed: int = 42
-    margin: float = Field(0.01, ge=0.0, description="least FAITH gain to accept an edit")
-    max_drift: float = Field(0.5, ge=0.0, le=2.0, description="largest 1 - cosine to the parent")
+    # the table of run settings: each field's type, bounds, default and help, and which
+    # fronts show it ("run": refine run's options, "app": the app's form, "batch": a batch
+    # line; see refine.settings.SETTINGS); the bounds are ones no caller can pass (the
+    # app's operator limits stay below them)
+    rounds: int = Field(
+        5, ge=0, le=100, description="Editing rounds after round 0.", json_schema_extra=_ALL
+    )
+    target: float = Field(
+        0.7, ge=0.0, le=1.0, description="Stop at this FAITH.", json_schema_extra=_ALL
+    )
+    patience: int = Field(
+        2, ge=1, description="Rejected rounds before stopping.", json_schema_extra=_RUN
+    )
+    candidates: int = Field(
+        2,
+        ge=1,
+        le=64,
+        description="Edit candidates per round (best of N).",
+        json_schema_extra=_ALL,
+    )
+    initial_candidates: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Best of N seeds for round 0.",
+        json_schema_extra={**_RUN, "flag": "--initial"},
+    )
+    seed: int = Field(42, description="Base seed.", json_schema_extra=_ALL)
+    margin: float = Field(
+        0.01, ge=0.0, description="Least FAITH gain to accept an edit.", json_schema_extra=_RUN
+    )
+    max_drift: float = Field(
+        0.5,
+        ge=0.0,
+        le=2.0,
+        description="Largest drift from the parent image (1 - cosine of their embeddings).",
+        json_schema_extra=_ALL,
+    )
     # a candidate whose quality is more than this below the best round's is rejected (1: off)
     max_quality_drop: float = Field(
-        0.2, ge=0.0, le=1.0, description="largest quality drop below the best round"
+        0.2,
+        ge=0.0,
+        le=1.0,
+        description="Reject an edit whose quality (0-1, the judge's naturalness and artifacts "
+        "ratings) falls more than this below the best round's; 1 turns the guard off.",
+        json_schema_extra=_ALL,
     )
-    edit_from: Literal["best", "original"] = "best"
+    edit_from: Literal["best", "original"] = Field(
+        "best", description="Edit the best round's image, or the original.", json_schema_extra=_RUN
+    )
     # the match threshold on cosine similarity; None: the profile's (calibrated for its
     # observer), set when the run starts, so a record always holds the value used
-    tau: float | None = Field(None, ge=TAU_RANGE[0], le=TAU_RANGE[1])
+    tau: float | None = Field(
+        None,
+        ge=TAU_RANGE[0],
+        le=TAU_RANGE[1],
+        description="Match threshold on cosine similarity (default: the profile's, for its "
+        "observer).",
+        json_schema_extra=_RUN,
+    )
     max_changes: int = Field(5, ge=1)
     # who words the instruction from the planned changes: the profile's language model
     # (the template when it has none or its call fails), or the template
-    writer: Literal["llm", "template"] = "llm"
+    writer: Literal["llm", "template"] = Field(
+        "llm",
+        description="Who words the instruction: llm (the profile's language model; the "
+        "template when it has none or the call fails) or template.",
+        json_schema_extra=_RUN,
+    )
     # the instruction spares an observed item within this much below tau of a reference
     # (a near match), and replaces a hallucinated item by its closest missing reference
     # when that is at least replace_floor similar (see refine.loop.instructions)
-    near_margin: float = Field(0.05, ge=0.0, le=0.5)
-    replace_floor: float = Field(0.3, ge=0.0, le=1.0)
+    near_margin: float = Field(
+        0.05,
+        ge=0.0,
+        le=0.5,
+        description="An observed item this close below tau to a reference is a near match: "
+        "the edit leaves it (and its reference) alone.",
+        json_schema_extra=_RUN,
+    )
+    replace_floor: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description="A hallucinated item is replaced by its closest missing reference when "
+        "that is at least this similar (else removed).",
+        json_schema_extra=_RUN,
+    )
     max_per_dimension: int = Field(10, ge=1)
-    budget_seconds: float | None = Field(None, gt=0)
-    budget_calls: int | None = Field(None, gt=0)
+    budget_seconds: float | None = Field(
+        None, gt=0, description="Wall-time budget in seconds.", json_schema_extra=_RUN
+    )
+    budget_calls: int | None = Field(
+        None, gt=0, description="Model-call budget.", json_schema_extra=_RUN
+    )
     instructions: dict[int, str] = Field(default_factory=dict)
     prompt: str | None = None
     input_image: str | None = None

@@ -3,8 +3,10 @@
 The command line (options), the app (its form) and batch files (one line each) hand their
 values here as a plain mapping of RunSpec field names; each shows a :class:`SettingsError`
 its own way (``--option: message``, ``line N: field: message``, a message box). The loop
-trusts the spec it gets. Defaults live in :class:`refine.records.RunSpec` and nowhere else:
-use :func:`default` to show one.
+trusts the spec it gets. Each setting's type, bounds, default, help and the fronts that show
+it live in :class:`refine.records.RunSpec`'s fields and nowhere else: :data:`SETTINGS` is that
+table, from which ``refine run``'s options (``refine.cli.inputs.spec_option``) and the app's
+form are made, and against which batch lines are checked.
 
 Besides the RunSpec fields, a mapping may hold ``image`` (an image to refine instead of
 generating) and ``refs`` (a references file); relative paths (``image``, ``refs``,
@@ -15,8 +17,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 from refine.backends.registry import ROLES, split_name
 from refine.evaluate.caire.scorer import parse_labels
@@ -45,13 +48,79 @@ def default(name: str) -> Any:
     return RunSpec.model_fields[name].default
 
 
-def upper(name: str) -> Any:
-    """The upper bound of a RunSpec field (``le``), or None: what no caller can exceed."""
+def _bound(name: str, kind: str) -> Any:
     for rule in RunSpec.model_fields[name].metadata:
-        bound = getattr(rule, "le", None)
+        bound = getattr(rule, kind, None)
         if bound is not None:
             return bound
     return None
+
+
+def upper(name: str) -> Any:
+    """The upper bound of a RunSpec field (``le``), or None: what no caller can exceed."""
+    return _bound(name, "le")
+
+
+def lower(name: str) -> Any:
+    """The lower bound of a RunSpec field (``ge``), or None."""
+    return _bound(name, "ge")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One run setting as every front shows it: its flag on ``refine run``, its type,
+    default and bounds (``above``: a bound the value must exceed, not reach), its help,
+    and the fronts that show it (``run``, ``batch``, ``app``)."""
+
+    name: str
+    flag: str
+    kind: type
+    default: Any
+    lower: Any
+    upper: Any
+    above: Any
+    help: str
+    surfaces: tuple[str, ...]
+    choices: tuple[str, ...] = ()
+
+
+def _setting(name: str, field: Any) -> Setting:
+    extra = field.json_schema_extra or {}
+    annotation = field.annotation
+    choices: tuple[str, ...] = ()
+    kind: type = str
+    for option in (annotation, *get_args(annotation)):
+        if option in (int, float, bool, str):
+            kind = option
+            break
+        if get_origin(option) is Literal:
+            choices, kind = tuple(get_args(option)), str
+            break
+    return Setting(
+        name=name,
+        flag=extra.get("flag", "--" + name.replace("_", "-")),
+        kind=kind,
+        default=field.default,
+        lower=lower(name),
+        upper=upper(name),
+        above=_bound(name, "gt"),
+        help=field.description or "",
+        surfaces=tuple(extra["surfaces"]),
+        choices=choices,
+    )
+
+
+# the table of run settings, from RunSpec's fields that name the fronts showing them
+SETTINGS: dict[str, Setting] = {
+    name: _setting(name, field)
+    for name, field in RunSpec.model_fields.items()
+    if isinstance(field.json_schema_extra, dict) and "surfaces" in field.json_schema_extra
+}
+
+
+def shown_on(surface: str) -> list[Setting]:
+    """The settings a front shows (``run``, ``batch`` or ``app``), in RunSpec's order."""
+    return [s for s in SETTINGS.values() if surface in s.surfaces]
 
 
 def split_list(value: str | Iterable[str] | None) -> list[str]:

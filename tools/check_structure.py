@@ -28,10 +28,7 @@ MAX_CLASS, MAX_FUNCTION, MAX_FLAT = 400, 150, 12
 
 # each known exception, by name, with what removes it
 KNOWN: dict[str, str] = {
-    "function refine/cli/run_cmd.py:run_cmd": (
-        "issue 41 part 2: one table of settings generates the options"
-    ),
-    "class refine/service.py:RunService": "issue 41 part 1: the app in views",
+    "class refine/service.py:RunService": "issue 41: the service behind the app's views",
     "class refine/train/tune.py:Tuner": "issue 41 part 3: training in parts on accelerate",
 }
 

@@ -23,7 +23,7 @@ from refine.harness.tasks.concepts import ConceptPlan, load_concepts, run_concep
 from refine.present.report.bench import write_bench_page
 from refine.present.report.concepts import write_concepts_page
 from refine.profiles import load_profile
-from refine.settings import split_list
+from refine.settings import default, split_list
 
 
 def bench_cmd(
@@ -64,7 +64,9 @@ def bench_cmd(
         "--cube-weights",
         help="With --concepts: geo-tag similarity weights of continent, country, artifact.",
     ),
-    seed: int = typer.Option(42, "--seed", help="First seed (and the sample's and intervals')."),
+    seed: int = typer.Option(
+        default("seed"), "--seed", help="First seed (and the sample's and intervals')."
+    ),
     tau: float = tau_option(),
     out: Path = typer.Option(
         Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."

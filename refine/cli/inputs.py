@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from metrics.ahead import TAU_RANGE
 from metrics.descriptors import DIMENSIONS
 from refine.harness.engine import ENGINES
+from refine.settings import SETTINGS
 
 
 class UserInputError(Exception):
@@ -235,17 +235,24 @@ def load_images(paths: list[Path]) -> list[Any]:
     return loaded
 
 
-def tau_option() -> Any:
-    """``--tau`` as ``run`` and ``score`` take it."""
+def spec_option(name: str) -> Any:
+    """The option of a run setting, all from the settings table (its flag, default, bounds
+    and help; see :data:`refine.settings.SETTINGS`). A bound the value must exceed (a
+    budget above 0) is the spec's to check: click's ranges include their ends."""
     import typer
 
-    return typer.Option(
-        None,
-        "--tau",
-        min=TAU_RANGE[0],
-        max=TAU_RANGE[1],
-        help="Match threshold on cosine similarity (default: the profile's, for its observer).",
-    )
+    setting = SETTINGS[name]
+    bounds = {}
+    if setting.lower is not None:
+        bounds["min"] = setting.lower
+    if setting.upper is not None:
+        bounds["max"] = setting.upper
+    return typer.Option(setting.default, setting.flag, help=setting.help, **bounds)
+
+
+def tau_option() -> Any:
+    """``--tau`` as ``run`` and ``score`` take it."""
+    return spec_option("tau")
 
 
 def reference_images_option() -> Any:

@@ -7,14 +7,13 @@ from pathlib import Path
 import typer
 
 from refine import settings
-from refine.cli.inputs import UserInputError, reference_images_option, tau_option
+from refine.cli.inputs import UserInputError, reference_images_option, spec_option, tau_option
 from refine.evaluate.references import ReferenceNotFound, load_pack
 from refine.evaluate.refs_build import LLMCache, build_references, find_any, models_for, save_built
 from refine.events import RunStarted, StepDone
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from refine.present.views import summary_lines
-from refine.settings import default, upper
 
 refs_app = typer.Typer(
     help="Reference descriptors and stereotype candidates from the bundled pack.",
@@ -208,78 +207,26 @@ def run_cmd(
     country: str = typer.Option(None, "--country", help="The country, e.g. Iran."),
     profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    rounds: int = typer.Option(
-        default("rounds"),
-        "--rounds",
-        min=0,
-        max=upper("rounds"),
-        help="Editing rounds after round 0.",
-    ),
-    target: float = typer.Option(
-        default("target"), "--target", min=0.0, max=1.0, help="Stop at this FAITH."
-    ),
-    patience: int = typer.Option(
-        default("patience"), "--patience", min=1, help="Rejected rounds before stopping."
-    ),
-    candidates: int = typer.Option(
-        default("candidates"),
-        "--candidates",
-        min=1,
-        max=upper("candidates"),
-        help="Edit candidates per round.",
-    ),
-    initial: int = typer.Option(
-        default("initial_candidates"),
-        "--initial",
-        min=1,
-        max=upper("initial_candidates"),
-        help="Best of N seeds for round 0.",
-    ),
-    seed: int = typer.Option(default("seed"), "--seed", help="Base seed."),
-    margin: float = typer.Option(
-        default("margin"), "--margin", min=0.0, help="Least FAITH gain to accept."
-    ),
-    max_drift: float = typer.Option(
-        default("max_drift"), "--max-drift", min=0.0, help="Largest 1 - cosine."
-    ),
-    max_quality_drop: float = typer.Option(
-        default("max_quality_drop"),
-        "--max-quality-drop",
-        min=0.0,
-        max=1.0,
-        help="Reject an edit whose quality (0-1, the judge's naturalness and artifacts "
-        "ratings) falls more than this below the best round's; 1 turns the guard off.",
-    ),
-    edit_from: str = typer.Option(default("edit_from"), "--edit-from", help="best or original."),
-    near_margin: float = typer.Option(
-        default("near_margin"),
-        "--near-margin",
-        min=0.0,
-        max=upper("near_margin"),
-        help="An observed item this close below tau to a reference is a near match: the "
-        "edit leaves it (and its reference) alone.",
-    ),
-    replace_floor: float = typer.Option(
-        default("replace_floor"),
-        "--replace-floor",
-        min=0.0,
-        max=1.0,
-        help="A hallucinated item is replaced by its closest missing reference when that "
-        "is at least this similar (else removed).",
-    ),
-    writer: str = typer.Option(
-        default("writer"),
-        "--writer",
-        help="Who words the instruction: llm (the profile's language model; the template "
-        "when it has none or the call fails) or template.",
-    ),
+    rounds: int = spec_option("rounds"),
+    target: float = spec_option("target"),
+    patience: int = spec_option("patience"),
+    candidates: int = spec_option("candidates"),
+    initial: int = spec_option("initial_candidates"),
+    seed: int = spec_option("seed"),
+    margin: float = spec_option("margin"),
+    max_drift: float = spec_option("max_drift"),
+    max_quality_drop: float = spec_option("max_quality_drop"),
+    edit_from: str = spec_option("edit_from"),
+    near_margin: float = spec_option("near_margin"),
+    replace_floor: float = spec_option("replace_floor"),
+    writer: str = spec_option("writer"),
     tau: float = tau_option(),
     refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
     reference_images: Path = reference_images_option(),
     image: Path = typer.Option(None, "--image", help="Refine this image instead of generating."),
     instruction: list[str] = typer.Option([], "--instruction", help="ROUND=TEXT, your own."),
-    budget_s: float = typer.Option(None, "--budget-seconds", help="Wall-time budget."),
-    budget_calls: int = typer.Option(None, "--budget-calls", help="Model-call budget."),
+    budget_s: float = spec_option("budget_seconds"),
+    budget_calls: int = spec_option("budget_calls"),
     out: Path = typer.Option(Path("runs"), "--out", help="Folder for run directories."),
     resume: Path = typer.Option(None, "--resume", help="Finish the run in this directory."),
     as_json: bool = typer.Option(False, "--json", help="Print the final run record as JSON."),

@@ -9,7 +9,7 @@ from typing import Any
 
 from refine import settings
 from refine.service import NOT_YOURS, ServiceBusy
-from refine.settings import default
+from refine.settings import SETTINGS
 from ui import adapters
 from ui.safe import error, html_text
 from ui.views.common import (
@@ -189,35 +189,24 @@ def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
     limits = session.limits
     with gr.Accordion("Options", open=False, elem_id="options"):
         with gr.Row():
-            rounds = gr.Number(
-                limits.default_of("rounds"),
-                precision=0,
-                minimum=0,
-                maximum=limits.rounds,
-                label=f"rounds (at most {limits.rounds})",
-                elem_id="rounds",
+            rounds = _number(
+                gr, "rounds", f"rounds (at most {limits.rounds})", limits, elem_id="rounds"
             )
-            target = gr.Number(
-                default("target"), minimum=0, maximum=1, label="target FAITH", elem_id="target"
-            )
-            seed = gr.Number(default("seed"), precision=0, label="seed")
+            target = _number(gr, "target", "target FAITH", elem_id="target")
+            seed = _number(gr, "seed", "seed")
         with gr.Row():
-            candidates = gr.Number(
-                limits.default_of("candidates"),
-                precision=0,
-                minimum=1,
-                maximum=limits.candidates,
-                label=f"candidates (at most {limits.candidates})",
+            candidates = _number(
+                gr,
+                "candidates",
+                f"candidates (at most {limits.candidates})",
+                limits,
                 elem_id="candidates",
             )
-            max_drift = gr.Number(
-                default("max_drift"), minimum=0, maximum=2, label="max drift", elem_id="max-drift"
-            )
-            max_quality_drop = gr.Number(
-                default("max_quality_drop"),
-                minimum=0,
-                maximum=1,
-                label="max quality drop (1: off)",
+            max_drift = _number(gr, "max_drift", "max drift", elem_id="max-drift")
+            max_quality_drop = _number(
+                gr,
+                "max_quality_drop",
+                "max quality drop (1: off)",
                 info="an edit that looks worse than the best round by more than this is rejected",
                 elem_id="max-quality-drop",
             )
@@ -291,6 +280,23 @@ def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
         expectations=expectations,
         upload=upload,
         upload_preview=upload_preview,
+    )
+
+
+def _number(gr: Any, name: str, label: str, limits: Any = None, **extra: Any) -> Any:
+    """A number box of a run setting, its default and bounds from the settings table; with
+    ``limits``, capped by the operator's limit (rounds, candidates)."""
+    setting = SETTINGS[name]
+    value, most = setting.default, setting.upper
+    if limits is not None:
+        value, most = limits.default_of(name), getattr(limits, name)
+    return gr.Number(
+        value,
+        precision=0 if setting.kind is int else None,
+        minimum=setting.lower,
+        maximum=most,
+        label=label,
+        **extra,
     )
 
 

@@ -1,0 +1,129 @@
+"""One table of run settings: ``refine run --help``, a batch line and the app's form show
+every setting with the same default and bounds (the app's maxima for rounds and candidates
+are the operator's limits, below the table's)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from refine.settings import SETTINGS, shown_on
+from tests.e2e.test_cli_run import cli
+
+
+def number(value, kind) -> str:
+    return str(kind(value))
+
+
+def expected_brackets(setting) -> str:
+    """What click prints after the help: ``[default: D; LO<=x<=HI]``."""
+    parts = []
+    if setting.default is not None:
+        parts.append(f"default: {setting.default}")
+    lo, hi, kind = setting.lower, setting.upper, setting.kind
+    if lo is not None and hi is not None:
+        parts.append(f"{number(lo, kind)}<=x<={number(hi, kind)}")
+    elif lo is not None:
+        parts.append(f"x>={number(lo, kind)}")
+    elif hi is not None:
+        parts.append(f"x<={number(hi, kind)}")
+    return "; ".join(parts)
+
+
+def test_the_table_is_every_setting_a_front_shows():
+    assert [s.name for s in shown_on("app")] == [
+        "rounds",
+        "target",
+        "candidates",
+        "seed",
+        "max_drift",
+        "max_quality_drop",
+    ]
+    assert {s.name for s in shown_on("run")} == set(SETTINGS)
+    assert SETTINGS["initial_candidates"].flag == "--initial"
+    assert SETTINGS["writer"].choices == ("llm", "template")
+    assert all(s.help for s in SETTINGS.values())
+
+
+def test_refine_run_help_shows_the_table(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    done = cli("run", "--help")
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    for setting in shown_on("run"):
+        found = re.search(re.escape(setting.flag) + r" <[^>]+>(.*?)(?= --[a-z]|\Z)", text)
+        assert found, f"{setting.flag} is not in refine run --help"
+        shown = found.group(1)
+        assert " ".join(setting.help.split()) in shown, setting.flag
+        brackets = re.findall(r"\[([^\]]*)\]", shown)
+        want = expected_brackets(setting)
+        assert (brackets[-1] if brackets else "") == want, (setting.flag, shown)
+
+
+def test_a_batch_line_takes_the_table_bounds(tmp_path):
+    from refine.harness.tasks.batch import BatchSpecError, read_specs
+
+    base = {"activity": "people eating food at home", "country": "Iran"}
+    bounded = [s for s in shown_on("batch") if s.lower is not None or s.upper is not None]
+    at_bounds = tmp_path / "ok.jsonl"
+    rows = []
+    for s in bounded:
+        for bound in (s.lower, s.upper):
+            if bound is not None:
+                rows.append({**base, s.name: s.kind(bound)})
+    at_bounds.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    entries = read_specs(at_bounds)
+    assert len(entries) == len(rows)
+    outside, names = tmp_path / "bad.jsonl", []
+    rows = []
+    for s in bounded:
+        step = 1 if s.kind is int else 0.01
+        if s.upper is not None:
+            rows.append({**base, s.name: s.kind(s.upper + step)})
+            names.append(s.name)
+        if s.lower is not None:
+            rows.append({**base, s.name: s.kind(s.lower - step)})
+            names.append(s.name)
+    outside.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(BatchSpecError) as err:
+        read_specs(outside)
+    lines = str(err.value).splitlines()
+    assert len(lines) == len(rows)
+    for n, (name, line) in enumerate(zip(names, lines, strict=True), start=1):
+        assert line.startswith(f"bad.jsonl line {n}: {name}: "), line
+
+
+def test_the_app_form_shows_the_table(tmp_path, backends, options):
+    from refine.service import RunService
+    from ui.app import build_app
+    from ui.limits import Limits
+
+    limits = Limits(rounds=7, candidates=3)
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+    demo = build_app(service, "test profile", limits)
+    boxes = {}
+    for c in demo.config["components"]:
+        props = c.get("props", {})
+        if c.get("type") == "number":
+            boxes[props.get("elem_id") or props.get("label")] = props
+    ids = {
+        "rounds": "rounds",
+        "target": "target",
+        "candidates": "candidates",
+        "seed": "seed",
+        "max_drift": "max-drift",
+        "max_quality_drop": "max-quality-drop",
+    }
+    for setting in shown_on("app"):
+        box = boxes[ids[setting.name]]
+        value, most = setting.default, setting.upper
+        if setting.name in ("rounds", "candidates"):  # the operator's limits
+            most = getattr(limits, setting.name)
+            value = min(setting.default, most)
+            assert most <= setting.upper
+        assert box["value"] == value, setting.name
+        assert box.get("minimum") == setting.lower, setting.name
+        assert box.get("maximum") == most, setting.name
+        assert (box.get("precision") == 0) == (setting.kind is int), setting.name
