@@ -7,11 +7,16 @@ from types import ModuleType
 
 
 def require(module: str, package: str, purpose: str, extra: str | None = None) -> ModuleType:
-    """``import module``; if missing, ``ImportError`` naming ``package``, ``purpose`` and the
-    optional extra of cultural-refine that brings it."""
+    """``import module``; if it is not installed, ``ImportError`` naming ``package``,
+    ``purpose`` and the optional extra of cultural-refine that brings it. An installed
+    package that fails to import (a dependency of its own missing, a broken build) raises
+    its own error: installing the extra again would not help."""
     try:
         return importlib.import_module(module)
-    except ImportError as err:
+    except ModuleNotFoundError as err:
+        missing = err.name or ""
+        if missing not in (module, module.split(".")[0]) and not module.startswith(missing + "."):
+            raise  # installed, but something it imports is missing: its own message
         how = (
             f"the cultural-refine[{extra}] extra: pip install '.[{extra}]' in a clone"
             if extra

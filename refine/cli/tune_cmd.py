@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from refine.cli.inputs import UserInputError
-from refine.train.tune import TuneConfig, Tuner
+from refine.train.tune import TuneConfig, Tuner, need_training
 
 
 def tune_cmd(
@@ -44,6 +44,7 @@ def tune_cmd(
     accelerate launch --num_processes N $(which refine) tune ... (each process draws its
     own batches; the gradients are averaged)."""
 
+    need_training()  # one line naming the extra, before any data is read
     config = TuneConfig(
         data=str(data),
         base=base,

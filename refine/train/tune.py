@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from refine.backends.device import pick_device
+from refine.backends.imports import require
 from refine.io.files import atomic_write, atomic_write_text
 
 TARGET_MODULES = ["to_q", "to_k", "to_v", "to_out.0"]
@@ -162,6 +163,16 @@ def _image_tensor(path: str, resolution: int) -> Any:
     return x.permute(2, 0, 1)
 
 
+TRAINING = (("torch", "torch"), ("diffusers", "diffusers"), ("peft", "peft"))
+
+
+def need_training() -> None:
+    """The packages training needs, or one ImportError naming the extra that brings them
+    (a package that is installed but fails to import raises its own error)."""
+    for module, package in TRAINING:
+        require(module, package, "refine tune", "local")
+
+
 class Tuner:
     """A LoRA tune of one pipeline's UNet (see the module docstring)."""
 
@@ -179,6 +190,7 @@ class Tuner:
     # -- models ---------------------------------------------------------------------------
 
     def load(self) -> None:
+        need_training()
         import torch
         from diffusers import DDPMScheduler
         from peft import LoraConfig

@@ -132,6 +132,12 @@ def test_the_wheel_carries_its_data_and_runs(tmp_path, world, siglip_path):
     record = json.loads(ran.stdout)
     assert [r["decision"] for r in record["rounds"]] == ["initial", "accepted"]
     assert "diffusers" not in record["packages"] and record["packages"]["cultural-refine"]
+    tune = run(refine, "tune", "--data", str(out), "--base", "diffusers:x", "--out", str(tmp_path))
+    assert tune.returncode == 1 and "Traceback" not in tune.stderr, tune.stderr
+    assert tune.stderr.strip().splitlines() == [
+        "error: refine tune needs the package 'diffusers' (the cultural-refine[local] extra: "
+        "pip install '.[local]' in a clone)"
+    ]
     app = run(refine, "app", "--port", "7999")
     assert app.returncode == 1 and "Traceback" not in app.stderr, app.stderr
     assert (

@@ -1,0 +1,31 @@
+"""A missing package names the extra that brings it; an installed package that fails to
+import shows its own error."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from refine.backends.imports import require
+
+
+def test_a_missing_package_names_its_extra():
+    with pytest.raises(ImportError) as err:
+        require("refine_absent_pkg.sub", "absent-pkg", "refine tune", "local")
+    assert str(err.value) == (
+        "refine tune needs the package 'absent-pkg' (the cultural-refine[local] extra: "
+        "pip install '.[local]' in a clone)"
+    )
+
+
+def test_a_package_that_fails_to_import_shows_its_own_error(tmp_path, monkeypatch):
+    package = tmp_path / "refine_broken_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("import refine_missing_dependency_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModuleNotFoundError) as err:
+        require("refine_broken_pkg", "broken", "refine tune", "local")
+    assert err.value.name == "refine_missing_dependency_xyz"
+    assert "cultural-refine[" not in str(err.value)
+    sys.modules.pop("refine_broken_pkg", None)
