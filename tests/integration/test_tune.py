@@ -26,9 +26,9 @@ RED, BLUE = (210, 40, 40), (40, 40, 210)
 PROMPT = "a photo of food"
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tune")
+def build_world(root):
+    """A tiny SD pipeline, 24 + 8 preference pairs (red preferred, blue rejected) and 16
+    red images for sft, under ``root``."""
     sd = build_tiny_sd(root)
     rng = np.random.default_rng(0)
 
@@ -56,6 +56,11 @@ def world(tmp_path_factory):
         rows.append({"file_name": f"r{k}.png", "prompt": PROMPT})
     (images / "train" / "metadata.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return sd, pairs, images, root
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return build_world(tmp_path_factory.mktemp("tune"))
 
 
 def config(world, out, **kw):
@@ -392,3 +397,33 @@ def test_flux2_klein_learns_the_preference_and_its_adapter_loads(world, tmp_path
     assert moved.mean() > 0.5  # the adapter is applied
     with pytest.raises(ValueError, match="multiple of 16"):
         Tuner(config(world, tmp_path / "fy", base=f"diffusers:{flux}", resolution=40)).load()
+
+
+@pytest.fixture(scope="module")
+def recorded(world, tmp_path_factory):
+    """The recorded losses and the tiny SDXL and FLUX.2 pipelines they were made on."""
+    from tools.make_tune_golden import GOLDEN, models_under
+
+    return json.loads(GOLDEN.read_text()), models_under(tmp_path_factory.mktemp("models"))
+
+
+@pytest.mark.parametrize(
+    "case", ["sd-dpo", "sd-dpo-accumulated", "sd-dpo-bf16", "sd-sft", "sdxl-dpo", "flux2-dpo"]
+)
+def test_the_losses_are_the_recorded_ones(world, recorded, case, tmp_path):
+    """Each step's loss (to 1e-6) and reward accuracy, and the held-out accuracy, as
+    tools/make_tune_golden.py recorded them (on one thread, as there)."""
+    from tools.make_tune_golden import CASES, run_case
+
+    golden, models = recorded
+    assert sorted(golden) == sorted(CASES)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        got = run_case(world, models, case, tmp_path)
+    finally:
+        torch.set_num_threads(threads)
+    want = golden[case]
+    np.testing.assert_allclose(got["losses"], want["losses"], rtol=0, atol=1e-6)
+    assert got["accuracies"] == want["accuracies"]
+    assert got["held_out_accuracy"] == want["held_out_accuracy"]
