@@ -182,20 +182,21 @@ def data_folder(root: Path, size: int, n: int = 8) -> Path:
 def second_copy_reference(tuner, frozen) -> None:
     """Make ``tuner`` read the reference from ``frozen`` (a second copy of the denoiser)
     instead of switching its own adapter off."""
-    own = tuner._errors
+    model = tuner.denoiser
+    own = model.errors
     frozen.disable_adapters = lambda: None  # the copy's adapters stay off
     frozen.enable_adapters = lambda: None
 
     def errors(latents, noise, t, emb, adapter=True):
         if adapter:
             return own(latents, noise, t, emb)
-        unet, tuner.unet = tuner.unet, frozen
+        unet, model.unet = model.unet, frozen
         try:
             return own(latents, noise, t, emb, adapter=False)
         finally:
-            tuner.unet = unet
+            model.unet = unet
 
-    tuner._errors = errors
+    model.errors = errors
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -250,7 +251,7 @@ def main(argv: list[str] | None = None) -> None:
             tuner.load()
             copy_bytes = 0
             if variant == "second copy":
-                frozen = copy.deepcopy(tuner.unet)
+                frozen = copy.deepcopy(tuner.denoiser.unet)
                 frozen.disable_adapters()
                 frozen.requires_grad_(False)
                 copy_bytes = sum(p.numel() * p.element_size() for p in frozen.parameters())
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> None:
             warm = max(1, args.steps // 4)
             rate = (args.steps - warm) / (marks[args.steps] - marks[warm])
             peak = torch.cuda.max_memory_allocated() - before if cuda else None
-            weights = sum(p.numel() * p.element_size() for p in tuner.unet.parameters())
+            weights = sum(p.numel() * p.element_size() for p in tuner.denoiser.unet.parameters())
             results[variant] = (rate, peak, weights + copy_bytes)
             del tuner
             if variant == "second copy":

@@ -29,7 +29,6 @@ MAX_CLASS, MAX_FUNCTION, MAX_FLAT = 400, 150, 12
 # each known exception, by name, with what removes it
 KNOWN: dict[str, str] = {
     "class refine/service.py:RunService": "issue 41: the service behind the app's views",
-    "class refine/train/tune.py:Tuner": "issue 41 part 3: training in parts on accelerate",
 }
 
 

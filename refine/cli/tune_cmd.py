@@ -24,7 +24,9 @@ def tune_cmd(
     lr: float = typer.Option(1e-4, "--lr", help="Learning rate."),
     beta: float = typer.Option(5000.0, "--beta", help="dpo: the KL weight (Diffusion-DPO)."),
     resolution: int = typer.Option(512, "--resolution", min=8, help="Training image side."),
-    batch_size: int = typer.Option(1, "--batch-size", min=1, help="Rows per micro-batch."),
+    batch_size: int = typer.Option(
+        1, "--batch-size", min=1, help="Rows per micro-batch and process."
+    ),
     grad_accum: int = typer.Option(1, "--grad-accum", min=1, help="Micro-batches per step."),
     checkpoint_every: int = typer.Option(100, "--checkpoint-every", min=0, help="0: never."),
     validate_every: int = typer.Option(0, "--validate-every", min=0, help="0: at the end only."),
@@ -34,6 +36,12 @@ def tune_cmd(
     checkpointing: bool = typer.Option(
         False, "--gradient-checkpointing", help="Less memory, slower steps."
     ),
+    report_to: str = typer.Option(
+        "none",
+        "--report-to",
+        help="Trackers for the loss (accelerate's: tensorboard, wandb, mlflow, ..., all "
+        "installed, none), comma-separated; their logs go under --out.",
+    ),
     out: Path = typer.Option(..., "--out", help="The adapter folder."),
     resume: bool = typer.Option(False, "--resume", help="Go on from the checkpoint in --out."),
     as_json: bool = typer.Option(False, "--json", help="Print tune.json."),
@@ -41,8 +49,8 @@ def tune_cmd(
     """Train a LoRA (peft) on the generator's UNet: Diffusion-DPO on preference pairs, or
     the denoising loss on accepted images. Saves the adapter where pipe.load_lora_weights
     reads it, a model card, the loss curve and validation images. On several GPUs:
-    accelerate launch --num_processes N $(which refine) tune ... (each process draws its
-    own batches; the gradients are averaged)."""
+    accelerate launch --multi_gpu --num_processes N $(which refine) tune ... (each process
+    trains on its share of one batch of batch-size x N rows; the gradients are averaged)."""
 
     need_training()  # one line naming the extra, before any data is read
     config = TuneConfig(
@@ -63,6 +71,7 @@ def tune_cmd(
         device=device,
         mixed_precision=precision,
         gradient_checkpointing=checkpointing,
+        report_to=report_to,
     )
     shown = {"last": 0}
 
@@ -87,7 +96,7 @@ def tune_cmd(
         if not validate_every:
             tuner.validate("final")
     except ValueError as err:
-        raise UserInputError(f"--data/--base/--out: {err}") from err
+        raise UserInputError(f"refine tune: {err}") from err
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return

@@ -83,14 +83,14 @@ def config(world, out, **kw):
 
 def latents(tuner, adapter=True, seeds=range(6)):
     if not adapter:
-        tuner.unet.disable_adapters()
+        tuner.denoiser.unet.disable_adapters()
     out = []
     try:
         for s in seeds:
             g = torch.Generator().manual_seed(s)
             with torch.no_grad():
                 out.append(
-                    tuner.pipe(
+                    tuner.denoiser.pipe(
                         PROMPT,
                         num_inference_steps=10,
                         height=32,
@@ -101,14 +101,14 @@ def latents(tuner, adapter=True, seeds=range(6)):
                 )
     finally:
         if not adapter:
-            tuner.unet.enable_adapters()
+            tuner.denoiser.unet.enable_adapters()
     return torch.stack(out)
 
 
 def toward(tuner, lats, rows_w, rows_l):
     """How far generated latents lie toward the preferred images' mean latent (along the
     line from the rejected mean to the preferred mean, from their midpoint)."""
-    mw, ml = tuner._latents(rows_w).mean(0), tuner._latents(rows_l).mean(0)
+    mw, ml = tuner.denoiser.latents(rows_w).mean(0), tuner.denoiser.latents(rows_l).mean(0)
     axis, mid = (mw - ml).flatten(), ((mw + ml) / 2).flatten()
     return float(((lats.flatten(1) - mid) @ axis).mean() / axis.norm())
 
@@ -176,7 +176,7 @@ def test_the_adapter_round_trips_and_unloads(world, dpo):
 
     plain = draw(fresh)
     fresh.load_lora_weights(str(out))
-    assert torch.allclose(draw(fresh), draw(tuner.pipe), atol=1e-5)
+    assert torch.allclose(draw(fresh), draw(tuner.denoiser.pipe), atol=1e-5)
     assert not torch.allclose(draw(fresh), plain, atol=1e-3)
     fresh.unload_lora_weights()
     assert torch.equal(draw(fresh), plain)
@@ -197,7 +197,6 @@ def test_sft_moves_toward_the_training_images(world, tmp_path):
 
 
 def test_resume_ends_where_an_uninterrupted_tune_does(world, tmp_path):
-    from peft import get_peft_model_state_dict
 
     whole = Tuner(config(world, tmp_path / "whole", steps=12, checkpoint_every=6))
     whole.run()
@@ -207,7 +206,7 @@ def test_resume_ends_where_an_uninterrupted_tune_does(world, tmp_path):
     with pytest.raises(ValueError, match="holds a tune already"):
         Tuner(config(world, tmp_path / "cut", steps=12, checkpoint_every=6)).run()
     second.run(resume=True)
-    a, b = get_peft_model_state_dict(whole.unet), get_peft_model_state_dict(second.unet)
+    a, b = whole.denoiser.lora_state(), second.denoiser.lora_state()
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert [round(x[1], 6) for x in whole.losses] == [round(x[1], 6) for x in second.losses]
     changed = Tuner(config(world, tmp_path / "cut", steps=14, checkpoint_every=6, lr=1e-2))
@@ -247,6 +246,10 @@ def test_the_command_line(world, tmp_path):
     )
     nodata = cli(*args[:1], "--data", str(tmp_path), *args[3:], "--out", str(tmp_path / "c"))
     assert nodata.returncode == 2 and "no train/metadata.jsonl" in nodata.stderr
+    tracker = cli(*args, "--out", str(tmp_path / "d"), "--report-to", "wandb")
+    assert tracker.returncode == 2
+    assert "report to wandb: its package is not installed (pip install wandb)" in tracker.stderr
+    assert not (tmp_path / "d").exists()
 
 
 def test_sdxl_learns_the_preference_and_its_adapter_loads(world, tmp_path):
@@ -259,7 +262,7 @@ def test_sdxl_learns_the_preference_and_its_adapter_loads(world, tmp_path):
     sdxl = build_tiny_sdxl(tmp_path)
     tuner = Tuner(config(world, tmp_path / "xl", base=f"diffusers:{sdxl}", steps=120))
     tuner.load()
-    assert tuner.xl
+    assert tuner.denoiser.xl
     before = tuner.accuracy(tuner.held)
     base = latents(tuner, adapter=False, seeds=range(2))
     tuner.load = lambda: None
@@ -273,10 +276,10 @@ def test_sdxl_learns_the_preference_and_its_adapter_loads(world, tmp_path):
     fresh = StableDiffusionXLPipeline.from_pretrained(sdxl)
     fresh.load_lora_weights(str(tmp_path / "xl"))
     fresh.set_progress_bar_config(disable=True)
-    tuner.unet.eval()
+    tuner.denoiser.unet.eval()
     for s in range(2):
         outs = []
-        for pipe in (tuner.pipe, fresh):
+        for pipe in (tuner.denoiser.pipe, fresh):
             with torch.no_grad():
                 outs.append(
                     pipe(
@@ -305,54 +308,99 @@ def test_other_pipelines_are_refused_with_what_they_are(world, tmp_path):
 
 
 LAUNCH = """
-import hashlib, sys
+import hashlib, json, sys
+from pathlib import Path
+
+import safetensors.torch
+
 import refine.train.tune as T
 
-run = T.Tuner.run
+save_file, run = safetensors.torch.save_file, T.Tuner.run
 
 
-def hashed(self, *a, **k):
+def saving(tensors, filename, *a, **k):  # every file of weights written, by which process
+    with open(Path(filename).parent.parent / "writes.txt", "a") as f:
+        f.write(f"{T.Tuner.current.rank} {Path(filename).name}\\n")
+    return save_file(tensors, filename, *a, **k)
+
+
+def recorded(self, *a, **k):
+    T.Tuner.current = self
     out = run(self, *a, **k)
-    digest = hashlib.sha1(b"".join(p.detach().numpy().tobytes() for p in self.params))
-    (self.out.parent / f"rank{self.rank}.sha").write_text(digest.hexdigest())
+    params = self.denoiser.params
+    digest = hashlib.sha1(b"".join(p.detach().numpy().tobytes() for p in params)).hexdigest()
+    doc = {"adapter": digest, "history": self.losses}
+    (self.out.parent / f"rank{self.rank}.json").write_text(json.dumps(doc))
     return out
 
 
-T.Tuner.run = hashed
+safetensors.torch.save_file, T.Tuner.run = saving, recorded
 from refine.cli import main
 
 main(sys.argv[1:])
 """
 
 
-def test_two_processes_average_their_gradients(world, tmp_path):
-    """refine tune launched as two processes (torchrun, gloo on CPU, as accelerate joins
-    them): each draws its own batches, both end with the same adapter, the main one alone
-    reports and writes, and the preference is learnt."""
+def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
+    """refine tune under accelerate launch as two CPU processes: the first step's loss and
+    gradient norm are those of one process with the same global batch and seed, both end
+    with the same adapter, the main one alone reports and writes the LoRA (once), which
+    loads with load_lora_weights, and the preference is learnt."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
+    from diffusers import StableDiffusionPipeline
+
     sd, pairs, _, _ = world
     script = tmp_path / "launch.py"
     script.write_text(LAUNCH)
-    torchrun = Path(sys.executable).with_name("torchrun")
-    args = [str(torchrun), "--standalone", "--nproc_per_node", "2", str(script), "tune"]
+    launcher = Path(sys.executable).with_name("accelerate")
+    # --multi_gpu is accelerate's launcher of local processes (torch.distributed.run): on a
+    # machine without a GPU they train on the CPU, joined through gloo (--cpu would start one)
+    args = [str(launcher), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
+    args += ["--mixed_precision", "no", "--dynamo_backend", "no", str(script), "tune"]
     args += ["--data", str(pairs), "--base", f"diffusers:{sd}", "--out", str(tmp_path / "a")]
     args += ["--steps", "60", "--resolution", "32", "--batch-size", "4", "--rank", "4"]
     args += ["--lr", "5e-3", "--beta", "2000", "--checkpoint-every", "30", "--device", "cpu"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    hashes = {(tmp_path / f"rank{r}.sha").read_text() for r in (0, 1)}
-    assert len(hashes) == 1  # the gradients were averaged: one adapter
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert ranks[0]["adapter"] == ranks[1]["adapter"]  # the gradients were averaged
+    assert ranks[0]["history"] == ranks[1]["history"]  # the step's loss, averaged
+    # one process with the two processes' global batch (2 x 4) and seed: the same first step
+    one = Tuner(config(world, tmp_path / "one", steps=1, batch_size=8))
+    one.run()
+    (_, loss, acc, norm), (_, loss2, acc2, norm2) = one.losses[0], ranks[0]["history"][0]
+    assert loss2 == pytest.approx(loss, rel=1e-5) and acc2 == acc
+    assert norm > 0 and norm2 == pytest.approx(norm, rel=1e-5)
+    assert (tmp_path / "writes.txt").read_text() == "0 pytorch_lora_weights.safetensors\n"
     assert done.stdout.count("adapter: ") == 1
     summary = json.loads((tmp_path / "a" / "tune.json").read_text())
     assert summary["processes"] == 2 and summary["steps"] == 60
     assert summary["held_out_accuracy"] > 0.8
-    steps = (tmp_path / "a" / "loss.csv").read_text().splitlines()[1:]
-    assert [int(line.split(",")[0]) for line in steps] == list(range(1, 61))
+    steps = (tmp_path / "a" / "loss.csv").read_text().splitlines()
+    assert steps[0] == "step,loss,accuracy,grad_norm"
+    assert [int(line.split(",")[0]) for line in steps[1:]] == list(range(1, 61))
+    fresh = StableDiffusionPipeline.from_pretrained(str(sd), safety_checker=None)
+    fresh.set_progress_bar_config(disable=True)
+
+    def draw():
+        with torch.no_grad():
+            return fresh(
+                PROMPT,
+                num_inference_steps=5,
+                height=32,
+                width=32,
+                generator=torch.Generator().manual_seed(0),
+                output_type="latent",
+            ).images[0]
+
+    plain = draw()
+    fresh.load_lora_weights(str(tmp_path / "a"))
+    assert float((draw() - plain).abs().mean()) > 0.01  # the adapter is applied
 
 
 def test_flux2_klein_learns_the_preference_and_its_adapter_loads(world, tmp_path):
@@ -367,7 +415,7 @@ def test_flux2_klein_learns_the_preference_and_its_adapter_loads(world, tmp_path
     flux = build_tiny_flux2_klein(tmp_path)
     tuner = Tuner(config(world, tmp_path / "fx", base=f"diffusers:{flux}", steps=120))
     tuner.load()
-    assert tuner.flux and tuner.noise_scheduler is None
+    assert tuner.denoiser.flux and tuner.denoiser.noise_scheduler is None
     before = tuner.accuracy(tuner.held)
     tuner.load = lambda: None
     summary = tuner.run()
@@ -375,9 +423,9 @@ def test_flux2_klein_learns_the_preference_and_its_adapter_loads(world, tmp_path
     fresh = Flux2KleinPipeline.from_pretrained(flux)
     fresh.load_lora_weights(str(tmp_path / "fx"))
     fresh.set_progress_bar_config(disable=True)
-    tuner.unet.eval()
+    tuner.denoiser.unet.eval()
     outs = []
-    for pipe in (tuner.pipe, fresh):
+    for pipe in (tuner.denoiser.pipe, fresh):
         with torch.no_grad():
             outs.append(
                 pipe(
@@ -427,3 +475,23 @@ def test_the_losses_are_the_recorded_ones(world, recorded, case, tmp_path):
     np.testing.assert_allclose(got["losses"], want["losses"], rtol=0, atol=1e-6)
     assert got["accuracies"] == want["accuracies"]
     assert got["held_out_accuracy"] == want["held_out_accuracy"]
+
+
+def test_trackers_log_every_step_where_tensorboard_reads_it(world, tmp_path):
+    """--report-to tensorboard: each step's loss, reward accuracy and gradient norm in event
+    files under the adapter folder, as tensorboard reads them; a tracker that is not
+    installed, or not a tracker, is refused before any work."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tuner = Tuner(config(world, tmp_path / "tb", steps=3, report_to="tensorboard"))
+    tuner.run()
+    events = EventAccumulator(str(tmp_path / "tb" / "refine-tune"))
+    events.Reload()
+    for k, name in ((1, "loss"), (2, "accuracy"), (3, "grad_norm")):
+        read = events.Scalars(name)
+        assert [e.step for e in read] == [1, 2, 3]
+        np.testing.assert_allclose([e.value for e in read], [x[k] for x in tuner.losses], rtol=1e-6)
+    with pytest.raises(ValueError, match=r"report to wandb: its package is not installed"):
+        Tuner(config(world, tmp_path / "w", report_to="wandb"))
+    with pytest.raises(ValueError, match=r"report to 'nonsense': not a tracker \(aim, "):
+        Tuner(config(world, tmp_path / "w", report_to="nonsense"))
