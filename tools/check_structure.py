@@ -28,7 +28,7 @@ MAX_CLASS, MAX_FUNCTION, MAX_FLAT = 400, 150, 12
 
 # each known exception, by name, with what removes it
 KNOWN: dict[str, str] = {
-    "class refine/service.py:RunService": "issue 41: the service behind the app's views",
+    "class refine/service.py:RunService": "issue 42: the service behind the app's views",
 }
 
 
