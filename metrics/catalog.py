@@ -37,6 +37,18 @@ class Metric:
         """The label with its direction, for table headers and chart legends."""
         return f"{self.label} {self.arrow}"
 
+    @property
+    def span(self) -> str:
+        """Its range in words: ``0 to 1``, ``at least 1 effective images``."""
+        unit = f" {self.unit}" if self.unit else ""
+        if self.high is None:
+            return f"at least {self.low:g}{unit}"
+        return f"{self.low:g} to {self.high:g}{unit}"
+
+    def explain(self) -> str:
+        """One glossary line: ``FAITH ↑ (higher is better; 0 to 1): Cultural ...``."""
+        return f"{self.heading} ({self.better} is better; {self.span}): {self.help}"
+
 
 _SCORER = ("observer", "text_embedder", "references")
 _ALL = (
@@ -349,6 +361,24 @@ def names(*groups: str, level: str | None = None) -> tuple[str, ...]:
         for m in _ALL
         if (not groups or m.group in groups) and (level is None or m.level == level)
     )
+
+
+def of_series(name: str) -> Metric | None:
+    """The metric a chart series or a table column shows: one named by its label, alone,
+    after ``best`` (``best FAITH``) or before a qualifier (``SoS fr``, ``FAITH fr``,
+    ``CAIRE Iran (0-1)``, ``CAIRE 1-5``); None for anything else."""
+    name = name.removeprefix("best ")
+    for m in sorted(_ALL, key=lambda m: -len(m.label)):
+        if name == m.label or name.startswith(m.label + " "):
+            return m
+    return None
+
+
+def heading_of(name: str) -> str:
+    """A series' or a column's name with its metric's direction arrow (as it is when it
+    names no metric)."""
+    m = of_series(name)
+    return f"{name} {m.arrow}" if m else name
 
 
 def label(name: str) -> str:

@@ -14,6 +14,7 @@ from refine.present.views import (
     caire_text,
     chart_range,
     gallery,
+    glossary,
     language_gallery,
     languages_text,
     metric_rows,
@@ -29,6 +30,8 @@ __all__ = [
     "caire_text",
     "checklist",
     "gallery",
+    "GLOSSARY_TITLE",
+    "glossary_markdown",
     "language_gallery",
     "languages_text",
     "metric_chart",
@@ -48,6 +51,14 @@ CHECK_COLOURS = {
 
 
 KIND_LABELS = {"near": "near match"}
+
+
+GLOSSARY_TITLE = "What the numbers mean (\u2191 higher is better, \u2193 lower is better)"
+
+
+def glossary_markdown() -> str:
+    """The glossary of a run's numbers as a Markdown list (terms in bold)."""
+    return "\n".join(f"- **{term}**: {meaning}" for term, meaning in glossary())
 
 
 def metric_chart(run: Run) -> str:

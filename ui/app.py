@@ -22,7 +22,7 @@ from ui.views.common import Session
 from ui.views.common import index as _index  # noqa: F401 (the app's rule for numbers)
 from ui.views.rate import add_rate_view
 from ui.views.references import ready_activities, references_note  # noqa: F401
-from ui.views.run import MAX_UPLOAD_MB, add_run_view
+from ui.views.run import MAX_UPLOAD_MB, add_run_view, clear_notice_on_other_actions
 from ui.views.saved import add_saved_view
 from ui.views.steer import add_steer_view
 from ui.views.tune import add_tune_view
@@ -61,6 +61,7 @@ def build_app(
         add_saved_view(gr, demo, session, run.display)
         keys_js = add_rate_view(service, token)
         add_tune_view(service, token)
+        clear_notice_on_other_actions(gr, demo, run)
 
         def on_visit(kept):
             """The browser's token (made on the first visit), into this session's state."""

@@ -9,6 +9,7 @@ import json
 from html import escape
 from typing import Any
 
+from metrics.catalog import heading_of, of_series
 from refine.present import views
 
 COLOURS = dict(
@@ -115,10 +116,15 @@ def line_chart(
                         f"<title>{escape(name)} {escape(labels[i])}: {v:.3f}</title></circle>"
                     )
         ly = top + 14 + 18 * k
+        # the legend names the metric with its direction; hovering it says what it means
+        metric = of_series(name)
+        meaning = f"<title>{escape(metric.explain())}</title>" if metric else ""
         out.append(
+            f'<g class="legend-item">{meaning}'
             f'<line x1="{left + w + 14}" x2="{left + w + 34}" y1="{ly}" y2="{ly}" '
             f'stroke="{colour}" stroke-width="3"/>'
-            f'<text x="{left + w + 40}" y="{ly + 4}" font-size="12">{escape(name)}</text>'
+            f'<text x="{left + w + 40}" y="{ly + 4}" font-size="12">'
+            f"{escape(heading_of(name))}</text></g>"
         )
     out.append("</svg>")
     return "".join(out)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from metrics.catalog import label
+from metrics.catalog import CATALOG, heading_of, label, names
 from metrics.descriptors import DIMENSIONS
 from refine.loop.instructions import NEAR_MARGIN, near_matches
 from refine.records import Exaggerated, Match, Round, Run, Scores
@@ -27,20 +27,58 @@ BEST_FAITH = f"best {FAITH}"
 METRICS = (FAITH, ALIGN, HAL, EXAG, DRIFT, BEST_FAITH, QUALITY, CLIP_IQA)  # the series' order
 CHART_X, CHART_Y = "round", "score (0 to 1; SoS -1 to 1)"
 CHECK_KINDS = ("aligned", "missing", "hallucinated")
+# the table's columns; a metric's carries its direction (FAITH ↑, HAL ↓)
 TABLE_HEADERS = [
-    "round",
-    "decision",
-    FAITH,
-    QUALITY,
-    ALIGN,
-    HAL,
-    EXAG,
-    DRIFT,
-    "reason",
-    "CAIRE 1-5",
-    "SoS / languages",
-    "API tokens",
+    heading_of(h)
+    for h in (
+        "round",
+        "decision",
+        FAITH,
+        QUALITY,
+        ALIGN,
+        HAL,
+        EXAG,
+        DRIFT,
+        "reason",
+        "CAIRE 1-5",
+        "SoS / languages",
+        "API tokens",
+    )
 ]
+# every metric a run can show, in the glossary's order
+RUN_METRICS = (*names("ahead", "quality"), "caire", *names("sos"), *names("expectations"))
+
+
+def glossary() -> list[tuple[str, str]]:
+    """(term, what it means) for every number a run shows: its metrics from the catalog
+    (with direction and range), then the best FAITH, the target, tau and the round marks."""
+    from refine.settings import SETTINGS
+
+    out = [(CATALOG[n].heading, _meaning(n)) for n in RUN_METRICS]
+    out += [
+        (
+            heading_of(BEST_FAITH),
+            "the FAITH of the best round so far (the dashed line): the image the next edit "
+            "starts from.",
+        ),
+        ("target", f"{SETTINGS['target'].help.rstrip('.')}: the dotted line on the chart."),
+        (
+            "tau",
+            f"{SETTINGS['tau'].help} A phrase the image shows counts as a reference it matches "
+            "when their similarity reaches tau; a near match falls just below it.",
+        ),
+        (
+            "\u2713 accepted / \u2717 rejected",
+            "an edit is kept when it raises FAITH enough without drifting too far or losing "
+            "quality; after a rejected one, the next edit starts again from the best round.",
+        ),
+    ]
+    return out
+
+
+def _meaning(name: str) -> str:
+    m = CATALOG[name]
+    return f"{m.better} is better, {m.span}. {m.help}"
 
 
 def rounded(x: float | None, digits: int = 4) -> float | None:

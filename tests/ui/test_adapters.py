@@ -38,7 +38,7 @@ def test_adapters_show_the_run(world, backends, options, tmp_path):
     table = rounds_table(run)
     assert [row[1] for row in table] == ["initial", "accepted", "rejected"]
     assert table[2][TABLE_HEADERS.index("reason")] == run.rounds[2].reason
-    quality = TABLE_HEADERS.index("quality")
+    quality = TABLE_HEADERS.index("quality ↑")
     assert [row[quality] for row in table] == [
         pytest.approx(r.best.scores.quality, abs=1e-4) for r in run.rounds
     ]

@@ -10,7 +10,8 @@ from refine.service import RunService
 from ui.adapters import TABLE_HEADERS
 from ui.app import build_app
 
-CAIRE, LANGUAGES = TABLE_HEADERS.index("CAIRE 1-5"), TABLE_HEADERS.index("SoS / languages")
+CAIRE = TABLE_HEADERS.index("CAIRE 1-5 ↑")
+LANGUAGES = TABLE_HEADERS.index("SoS / languages ↑")
 
 
 def chart_series(html: str) -> dict[str, list]:
@@ -73,7 +74,7 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
     # quality beside FAITH, in the chart and the table
     quality = [r.best.scores.quality for r in run.rounds]
     assert chart["quality"] == pytest.approx(quality, abs=1e-4)
-    column = TABLE_HEADERS.index("quality")
+    column = TABLE_HEADERS.index("quality ↑")
     assert [row[column] for row in rows] == pytest.approx(quality, abs=1e-4)
     assert 'class="target" data-target="1"' in outputs[-1][2]  # the target FAITH line
     assert 'class="axis-title"' in outputs[-1][2]

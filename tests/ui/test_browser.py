@@ -556,3 +556,53 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
         "() => document.querySelector('#stage textarea').value === 'round 1: rejected by hand'"
     )
     assert service.open(run_dir).rounds[1].decision == "rejected"
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_metric_words_and_a_message_that_answers_one_action(page, size):
+    """Every metric label says which way is better and what it means: the table's headers
+    and the chart's legend carry arrows, the legend says on hover what each line measures,
+    and the glossary under the table explains every metric a run shows, all from the metric
+    catalog. The message box answers one action: the next one clears it."""
+    from metrics.catalog import CATALOG
+    from refine.present.views import RUN_METRICS
+
+    pg, _ = page
+    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    pg.goto(pg.url)
+    pg.wait_for_selector("#start")
+    fill(pg, "rounds", "1")
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    pg.click("#start")
+    wait_finished(pg)
+    headers = " | ".join(pg.locator("#table th").all_inner_texts())
+    for heading in ("FAITH ↑", "ALIGN ↑", "HAL ↓", "EXAG ↓", "drift ↓"):
+        assert heading in headers, headers
+    for name in ("faith", "hal", "exag"):
+        item = pg.locator("#plot .legend-item", has_text=CATALOG[name].heading).first
+        assert item.locator("title").text_content() == CATALOG[name].explain()
+    assert pg.locator("#plot .legend-item", has_text="best FAITH ↑").count() == 1
+    # the glossary sits under the table, folded; opened, it explains every metric
+    table, glossary = pg.locator("#table").bounding_box(), pg.locator("#glossary").bounding_box()
+    assert 0 <= glossary["y"] - (table["y"] + table["height"]) < 80
+    pg.locator("#glossary").get_by_text("What the numbers mean").first.click()
+    text = pg.locator("#glossary-text").inner_text()
+    for name in RUN_METRICS:
+        m = CATALOG[name]
+        assert f"{m.heading}: {m.better} is better" in text and m.help in text, name
+    assert "tau:" in text and "target:" in text
+    # Stop's answer stays until the next action, which clears it
+    notice = pg.locator("#notice textarea")
+    pg.click("#stop")
+    pg.wait_for_function("() => document.querySelector('#notice textarea').value !== ''")
+    assert notice.input_value() == "no run in progress"
+    pg.click("#show")
+    pg.wait_for_function("() => document.querySelector('#notice textarea').value === ''")
+    pg.wait_for_function(
+        "() => document.querySelector('#stage textarea').value.startsWith('round 0')"
+    )
+    pg.click("#apply")  # an action with an answer of its own puts it there
+    pg.wait_for_function(
+        "() => document.querySelector('#notice textarea').value.startsWith('no instruction')"
+    )

@@ -95,3 +95,34 @@ def test_the_views_wire_the_app_api(tmp_path, backends, options):
         "pause",
         "max-quality-drop",
     ]
+
+
+def test_the_app_says_what_each_metric_means_and_which_way_is_better(tmp_path, backends, options):
+    """In the app's component config: the table's headers carry each metric's arrow, the
+    glossary under it explains every metric a run shows (from the catalog), and the target
+    and max drift boxes say what they do; every other button empties the message box in
+    the browser, Stop and Apply answer there themselves."""
+    from metrics.catalog import CATALOG
+    from refine.present.views import RUN_METRICS
+
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+    demo = build_app(service, "test profile")
+    props = {
+        c.get("props", {}).get("elem_id"): c.get("props", {}) for c in demo.config["components"]
+    }
+    headers = props["table"]["value"]["headers"]
+    assert headers[2:8] == ["FAITH ↑", "quality ↑", "ALIGN ↑", "HAL ↓", "EXAG ↓", "drift ↓"]
+    text = props["glossary-text"]["value"]
+    for name in RUN_METRICS:
+        m = CATALOG[name]
+        assert f"- **{m.heading}**: {m.better} is better, {m.span}. {m.help}" in text
+    assert "0 to 1, higher is better" in props["target"]["info"]
+    assert "further than this from its parent" in props["max-drift"]["info"]
+    ids = {c["id"]: c.get("props", {}).get("elem_id") for c in demo.config["components"]}
+    clears = {
+        ids[d["targets"][0][0]]
+        for d in demo.config["dependencies"]
+        if d.get("js") and "''" in d["js"] and [ids[k] for k in d["outputs"]] == ["notice"]
+    }
+    assert {"start", "show", "branch", "accept", "reject", "open", "tune-start"} <= clears
+    assert not {"stop", "apply"} & clears

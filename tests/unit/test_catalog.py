@@ -61,3 +61,29 @@ def test_no_other_list_of_metric_names():
     assert not found, "metric names written out again; read metrics/catalog.py:\n" + "\n".join(
         found
     )
+
+
+def test_series_and_columns_name_their_metric_and_its_direction():
+    from metrics.catalog import CATALOG, heading_of, of_series
+
+    cases = {
+        "FAITH": "faith",
+        "best FAITH": "faith",
+        "FAITH fr": "faith",
+        "HAL": "hal",
+        "SoS ja": "sos",
+        "CAIRE Iran (0-1)": "caire",
+        "CAIRE 1-5": "caire",
+        "explicit met": "explicit_met",
+        "CLIP-IQA": "clip_iqa",
+    }
+    for series, name in cases.items():
+        assert of_series(series) is CATALOG[name], series
+    assert heading_of("HAL") == "HAL ↓" and heading_of("best FAITH") == "best FAITH ↑"
+    assert heading_of("drift") == "drift ↓" and heading_of("round") == "round"
+    assert of_series("reason") is None and of_series("HALO") is None
+    assert CATALOG["vendi"].span == "at least 1 effective images"
+    assert CATALOG["sdiv"].explain() == (
+        "SDIV ↑ (higher is better; -1 to 1): Set diversity: pooled ALIGN less the images' "
+        "mean ALIGN."
+    )

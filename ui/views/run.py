@@ -15,6 +15,7 @@ from ui.safe import error, html_text
 from ui.views.common import (
     NO_VISITOR,
     ONE_RUN,
+    QUIET,
     REVIEW_TIMEOUT_S,
     RunDisplay,
     Session,
@@ -164,6 +165,10 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
             table = gr.Dataframe(
                 headers=adapters.TABLE_HEADERS, label="rounds", interactive=False, elem_id="table"
             )
+            # what every metric label above means, from the metric catalog (the chart's
+            # legend says it too, on hover)
+            with gr.Accordion(adapters.GLOSSARY_TITLE, open=False, elem_id="glossary"):
+                gr.Markdown(adapters.glossary_markdown(), elem_id="glossary-text")
     display = RunDisplay(
         stage=stage,
         gallery=gallery,
@@ -192,7 +197,13 @@ def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
             rounds = _number(
                 gr, "rounds", f"rounds (at most {limits.rounds})", limits, elem_id="rounds"
             )
-            target = _number(gr, "target", "target FAITH", elem_id="target")
+            target = _number(
+                gr,
+                "target",
+                "target FAITH",
+                info="stop at this FAITH (0 to 1, higher is better)",
+                elem_id="target",
+            )
             seed = _number(gr, "seed", "seed")
         with gr.Row():
             candidates = _number(
@@ -202,7 +213,14 @@ def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
                 limits,
                 elem_id="candidates",
             )
-            max_drift = _number(gr, "max_drift", "max drift", elem_id="max-drift")
+            max_drift = _number(
+                gr,
+                "max_drift",
+                "max drift",
+                info="reject an edit that moves the image further than this from its parent "
+                "(0: same picture, 2: opposite)",
+                elem_id="max-drift",
+            )
             max_quality_drop = _number(
                 gr,
                 "max_quality_drop",
@@ -281,6 +299,17 @@ def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
         upload=upload,
         upload_preview=upload_preview,
     )
+
+
+def clear_notice_on_other_actions(gr: Any, blocks: Any, view: RunView) -> None:
+    """A message answers one action: any other button empties the message box, at once
+    and in the browser (Stop and Apply write their own message there)."""
+    own = {view.stop._id, view.apply._id}
+    for block in list(blocks.blocks.values()):
+        if isinstance(block, gr.Button) and block._id not in own:
+            block.click(
+                None, None, view.notice, js="() => ''", queue=False, api_name=False, **QUIET
+            )
 
 
 def _number(gr: Any, name: str, label: str, limits: Any = None, **extra: Any) -> Any:
