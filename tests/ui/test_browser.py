@@ -606,3 +606,56 @@ def test_metric_words_and_a_message_that_answers_one_action(page, size):
     pg.wait_for_function(
         "() => document.querySelector('#notice textarea').value.startsWith('no instruction')"
     )
+
+
+def box_in_view(pg, elem_id: str) -> dict:
+    """Where ``#elem_id`` is in the viewport now (top, bottom), and the viewport's height."""
+    return pg.evaluate(
+        """id => {
+            const r = document.getElementById(id).getBoundingClientRect();
+            return {top: r.top, bottom: r.bottom, height: window.innerHeight};
+        }""",
+        elem_id,
+    )
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_the_image_under_review_its_instruction_and_apply_on_one_screen(page, size, tmp_path):
+    """Paused for review, the current image, the instruction and Apply fit on one screen
+    (on a desktop, the first one); on a phone the progress and the current image come
+    right after Start, with the options folded."""
+    pg, _ = page
+    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    pg.goto(pg.url)
+    pg.wait_for_selector("#start")
+    assert not pg.locator("#rounds input").first.is_visible()  # the options are folded
+    start = pg.locator("#start").bounding_box()
+    bar, slider = pg.locator("#progress-bar").bounding_box(), pg.locator("#slider").bounding_box()
+    if size[0] < 600:  # stacked: Start, the progress, then the image
+        assert start["y"] < bar["y"] < slider["y"]
+        between = slider["y"] - (start["y"] + start["height"])
+        assert between < 360, between  # the progress bar, the stage and "so far" only
+        for later in ("examples", "options", "gallery", "run-dir"):
+            assert pg.locator(f"#{later}").bounding_box()["y"] > slider["y"], later
+    fill(pg, "rounds", "2")
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    pg.locator("#pause input").check()
+    pg.click("#start")
+    box = pg.locator("#instruction textarea")
+    deadline = time.monotonic() + 120
+    while not box.input_value().startswith("Edit this photo"):
+        assert time.monotonic() < deadline, "no instruction came up for review"
+        time.sleep(0.1)
+    pg.wait_for_function(
+        "() => [...document.querySelectorAll('#slider img')].some(i => i.naturalWidth > 0)"
+    )
+    if size[0] >= 600:  # a desktop: the first screen, unscrolled
+        pg.evaluate("window.scrollTo(0, 0)")
+    else:
+        pg.evaluate("document.getElementById('slider').scrollIntoView({block: 'start'})")
+    where = {e: box_in_view(pg, e) for e in ("slider", "instruction", "apply")}
+    pg.screenshot(path=str(tmp_path / f"review-{size[0]}.png"))
+    for elem, b in where.items():
+        assert -1 <= b["top"] and b["bottom"] <= b["height"] + 1, (elem, where)
+    pg.click("#stop")

@@ -103,9 +103,13 @@ class RunView:
 
 
 def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
-    """The form and the display, side by side, with their events."""
-    with gr.Row():
-        with gr.Column(scale=1):
+    """The form and the display in two rows. First, the form's top (activity, country,
+    Start and Stop, the progress) beside the current image, the instruction under review
+    and Apply: on a desktop that is one screen, and on a phone, where the columns stack,
+    the image comes right after the progress and the instruction right under it. Then the
+    optional settings (folded) and the examples beside the rounds, the chart and the table."""
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=300):
             activity = gr.Dropdown(
                 ready_activities("Iran"),
                 value="people eating food at home",
@@ -116,15 +120,6 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
             country = gr.Dropdown(
                 countries, value="Iran", allow_custom_value=True, label="country", elem_id="country"
             )
-            # examples the bundled pack holds references for; they fill plain text boxes (a
-            # dropdown shows only the values among its current choices), which set the
-            # country, its activities and the activity
-            example_act = gr.Textbox(label="activity", visible=False)
-            example_ctry = gr.Textbox(label="country", visible=False)
-            examples = gr.Examples(
-                EXAMPLES, [example_act, example_ctry], label="examples", elem_id="examples"
-            )
-            # Start, Stop and the progress come first: the settings below are optional
             with gr.Row():
                 start = gr.Button("Start", variant="primary", elem_id="start")
                 stop = gr.Button("Stop", elem_id="stop")
@@ -133,20 +128,34 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
             progress = gr.Textbox(
                 label="so far", interactive=False, elem_id="progress", max_lines=5
             )
-            # references: where they come from, or a way to build them here
-            refs = add_references(gr, session.service, activity.value)
-            form = _options(gr, session, activity, country)
-            run_dir = gr.Textbox(label="run directory", interactive=False, elem_id="run-dir")
+        with gr.Column(scale=2, min_width=300):
+            slider = gr.ImageSlider(
+                label="this round: before / after", height=360, elem_id="slider"
+            )
             instruction = gr.Textbox(
                 label="instruction (edit it in pause mode, then apply)",
-                lines=6,
+                lines=4,
+                max_lines=8,
                 elem_id="instruction",
             )
             apply = gr.Button("Apply instruction", elem_id="apply")
             notice = gr.Textbox(label="message", interactive=False, elem_id="notice")
-        with gr.Column(scale=2):
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=1, min_width=300):
+            # examples the bundled pack holds references for; they fill plain text boxes (a
+            # dropdown shows only the values among its current choices), which set the
+            # country, its activities and the activity
+            example_act = gr.Textbox(label="activity", visible=False)
+            example_ctry = gr.Textbox(label="country", visible=False)
+            examples = gr.Examples(
+                EXAMPLES, [example_act, example_ctry], label="examples", elem_id="examples"
+            )
+            # references: where they come from, or a way to build them here
+            refs = add_references(gr, session.service, activity.value)
+            form = _options(gr, session, activity, country)
+            run_dir = gr.Textbox(label="run directory", interactive=False, elem_id="run-dir")
+        with gr.Column(scale=2, min_width=300):
             gallery = gr.Gallery(label="rounds", columns=4, height=260, elem_id="gallery")
-            slider = gr.ImageSlider(label="before / after", elem_id="slider")
             languages = gr.Gallery(
                 label="this round in the other prompt languages (SoS with a bank)",
                 columns=4,
