@@ -471,6 +471,8 @@ class RunService:
     def compare(self, tune: str, prompt: str, seed: int) -> tuple[Any, Any]:
         """(the base generator's image, the tuned one's) for ``prompt`` and ``seed``; the
         tune is one of :meth:`tunes` (a client's value: anything else is refused)."""
+        if not tune:
+            raise ValueError("pick a tuned adapter first (tune one above if there is none)")
         if tune not in self.tunes():
             raise ValueError(f"{tune!r} is not a tune of this app")
         prompt = phrase(prompt, "prompt", 300)

@@ -39,6 +39,8 @@ def test_count_tune_and_compare(app, world):
     from tests.fakes.gemini_world import BLUE, GREEN, GREY, RED
 
     client, service = app
+    with pytest.raises(Exception, match="pick a tuned adapter first"):
+        client.predict(None, "a photo", 3, api_name="/tune_compare")
     # whatever colour the tiny pipeline's first draft reads as, an edit makes it green or blue
     world.edits = {c: (GREEN, BLUE) for c in (RED, GREEN, BLUE, GREY)}
     assert client.predict(2.0, api_name="/tune_count").startswith("0 saved runs of yours")
@@ -79,3 +81,14 @@ def test_count_tune_and_compare(app, world):
             client.predict(drift, api_name="/tune_count")
     with pytest.raises(Exception, match="upstream Gradio app|float"):  # refused before the handler
         client.predict("lots", api_name="/tune_count")
+
+
+def test_the_tune_view_is_on_where_the_generator_can_be_tuned(app):
+    """On a profile with a diffusers generator every control of the Tune view is on, and
+    nothing says tuning is off."""
+    client, _ = app
+    config = client.config
+    props = {c.get("props", {}).get("elem_id"): c.get("props", {}) for c in config["components"]}
+    assert "tune-off" not in props
+    for elem in ("tune-start", "tune-count", "tune-compare", "tune-steps"):
+        assert props[elem].get("interactive") is not False, elem

@@ -126,3 +126,33 @@ def test_the_app_says_what_each_metric_means_and_which_way_is_better(tmp_path, b
     }
     assert {"start", "show", "branch", "accept", "reject", "open", "tune-start"} <= clears
     assert not {"stop", "apply"} & clears
+
+
+def test_the_tune_view_says_why_it_is_off_on_an_api_profile(tmp_path, backends, options):
+    """On the gemini profile (no local generator) the Tune view's title and first line say
+    tuning is off and why, every control is disabled, and the endpoints refuse anyway."""
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+    demo = build_app(service, "test profile")
+    comps = demo.config["components"]
+    props = {c.get("props", {}).get("elem_id"): c.get("props", {}) for c in comps}
+    assert props["tune"]["label"].endswith(": not on this profile")
+    off = props["tune-off"]["value"]
+    assert off.startswith("**Tuning is off here:** the generator gemini:") and (
+        "cannot be tuned here: tuning needs a diffusers:" in off
+    )
+    for elem in (
+        "tune-count",
+        "tune-method",
+        "tune-steps",
+        "tune-lr",
+        "tune-resolution",
+        "tune-drift",
+        "tune-start",
+        "tune-adapter",
+        "tune-prompt",
+        "tune-seed",
+        "tune-compare",
+    ):
+        assert props[elem]["interactive"] is False, elem
+    with pytest.raises(ValueError, match="cannot be tuned here"):
+        service.tune("dpo", 5, 1e-3, 32)

@@ -28,7 +28,18 @@ def _data_text(service: RunService, max_drift: float = 0.5, visitor: str | None 
 def add_tune_view(service: RunService, token: gr.State) -> None:
     """The Tune accordion and its events (``token``: the session's visitor state): a
     visitor tunes from their own runs (an admin from all)."""
-    with gr.Accordion("Tune the generator (a LoRA from your runs)", open=False, elem_id="tune"):
+    try:  # tuning needs the profile's generator to be a local diffusers pipeline
+        service.tunable_base()
+        off = None
+    except ValueError as err:
+        off = str(err)
+    title = "Tune the generator (a LoRA from your runs)"
+    if off is not None:
+        title += ": not on this profile"
+    on = off is None
+    with gr.Accordion(title, open=False, elem_id="tune"):
+        if off is not None:  # said first, and every control below is disabled
+            gr.Markdown(f"**Tuning is off here:** {md_text(off, 400)}.", elem_id="tune-off")
         gr.Markdown(
             "Distil the saved runs into a LoRA for the profile's generator: **dpo** learns "
             "from the preference pairs (a refined image over its first draft, a better "
@@ -37,13 +48,28 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
             "use `refine export` and `refine tune`."
         )
         data = gr.Markdown("", elem_id="tune-data")
-        count = gr.Button("Count the training data", elem_id="tune-count")
+        count = gr.Button("Count the training data", elem_id="tune-count", interactive=on)
         with gr.Row():
-            method = gr.Radio(["dpo", "sft"], value="dpo", label="method", elem_id="tune-method")
-            steps = gr.Number(
-                200, precision=0, minimum=1, maximum=5000, label="steps", elem_id="tune-steps"
+            method = gr.Radio(
+                ["dpo", "sft"], value="dpo", label="method", elem_id="tune-method", interactive=on
             )
-            lr = gr.Number(1e-4, minimum=0, maximum=0.1, label="learning rate", elem_id="tune-lr")
+            steps = gr.Number(
+                200,
+                precision=0,
+                minimum=1,
+                maximum=5000,
+                label="steps",
+                elem_id="tune-steps",
+                interactive=on,
+            )
+            lr = gr.Number(
+                1e-4,
+                minimum=0,
+                maximum=0.1,
+                label="learning rate",
+                elem_id="tune-lr",
+                interactive=on,
+            )
             resolution = gr.Number(
                 512,
                 precision=0,
@@ -51,6 +77,7 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
                 maximum=1024,
                 label="resolution (px)",
                 elem_id="tune-resolution",
+                interactive=on,
             )
             drift = gr.Number(
                 0.5,
@@ -58,18 +85,24 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
                 maximum=2,
                 label="largest drift between a pair's images",
                 elem_id="tune-drift",
+                interactive=on,
             )
-        start = gr.Button("Tune", variant="primary", elem_id="tune-start")
+        start = gr.Button("Tune", variant="primary", elem_id="tune-start", interactive=on)
         result = gr.Markdown("", elem_id="tune-result")
         with gr.Row():
-            tune = gr.Dropdown(service.tunes(), label="tuned adapter", elem_id="tune-adapter")
+            tune = gr.Dropdown(
+                service.tunes(), label="tuned adapter", elem_id="tune-adapter", interactive=on
+            )
             prompt = gr.Textbox(
                 label="prompt",
                 elem_id="tune-prompt",
                 placeholder="A photorealistic photo of people eating food at home in Iran.",
+                interactive=on,
             )
-            seed = gr.Number(0, precision=0, label="seed", elem_id="tune-seed")
-        compare = gr.Button("Draw with the base and the tuned generator", elem_id="tune-compare")
+            seed = gr.Number(0, precision=0, label="seed", elem_id="tune-seed", interactive=on)
+        compare = gr.Button(
+            "Draw with the base and the tuned generator", elem_id="tune-compare", interactive=on
+        )
         with gr.Row():
             base_image = gr.Image(label="base", interactive=False, elem_id="tune-base")
             tuned_image = gr.Image(label="tuned", interactive=False, elem_id="tune-tuned")
