@@ -457,9 +457,11 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
 
     def begin():
         box = pg.locator("#rate")
-        if not pg.locator("#rate-set textarea, #rate-set input").first.is_visible():
+        if not pg.locator("#rate-set input").first.is_visible():
             box.get_by_text("Rate images (human ratings)").first.click()
-        pg.locator("#rate-set textarea, #rate-set input").first.fill("to-rate")
+        # the set is picked from the list the view fills as it opens
+        pg.locator("#rate-set input").first.click()
+        pg.locator("li[role=option][aria-label='images: to-rate']").first.click()
         pg.locator("#rate-rater textarea, #rate-rater input").first.fill("Ana")
         pg.locator("#rate-begin").click()
 

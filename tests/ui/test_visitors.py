@@ -270,3 +270,41 @@ def test_reviewed_references_stay_with_their_visitor_unless_admin(tmp_path):
     service.save_references(act, "Iran", json.dumps(doc), "user:root")
     assert [p.parent for p in service.references_dir.glob("*.json")] == [service.references_dir]
     assert service.find_references(act, "Iran", "user:ben").activity == act  # shared now
+
+
+def test_the_rate_view_lists_the_sets_a_visitor_may_rate(app_url):  # noqa: F811
+    """The Rate view's list (filled when it opens): the visitor's own runs, never another
+    visitor's, the batch and bench folders and the folders of images inside --out, newest
+    first; tunes and hidden folders are left out; a listed set opens for rating."""
+    from gradio_client import Client
+
+    from tests.fakes.gemini_server import png_bytes
+
+    url, service = app_url
+    ana, ben = Client(url, verbose=False), Client(url, verbose=False)
+    ana.predict(*start_args(0, candidates=1), api_name="/start")
+    ana_run = service.job.run_dir.relative_to(service.out).as_posix()
+    ben.predict(*start_args(0, candidates=1), api_name="/start")
+    ben_run = service.job.run_dir.relative_to(service.out).as_posix()
+    for folder, marker in (("studies/bench-a", "bench.json"), ("batches/b1", "batch.json")):
+        (service.out / folder).mkdir(parents=True)
+        (service.out / folder / marker).write_text("{}")
+    for folder in ("photos", ".hidden", "tunes/t1"):
+        (service.out / folder).mkdir(parents=True)
+        (service.out / folder / "a.png").write_bytes(png_bytes((10, 20, 30), (16, 16)))
+
+    def listed(client) -> dict[str, str]:
+        update = client.predict(api_name="/rate_sets")
+        return {value: label for label, value in update["choices"]}
+
+    mine = listed(ana)
+    assert mine == {
+        ana_run: f"run: {ana_run}",
+        "studies/bench-a": "bench: studies/bench-a",
+        "batches/b1": "batch: batches/b1",
+        "photos": "images: photos",
+    }
+    assert list(mine)[-1] == ana_run  # the oldest last
+    assert ben_run in listed(ben) and ana_run not in listed(ben)
+    assert "0 of 1 rated by ana" in ana.predict("photos", "ana", api_name="/rate_begin")[0]
+    assert "0 of 1 rated by ana" in ana.predict(ana_run, "ana", api_name="/rate_begin")[0]

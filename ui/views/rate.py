@@ -8,6 +8,7 @@ Keys (outside text boxes): 1-5 image-prompt alignment, q w e r t cultural faithf
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -59,6 +60,41 @@ def _rater(value: Any) -> str:
     return phrase(value, "rater name", 60)
 
 
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+SET_MARKERS = (("batch.json", "batch"), ("bench.json", "bench"))
+
+
+def rating_sets(service: RunService, visitor: str | None) -> list[tuple[str, str]]:
+    """(what it is, its folder relative to the app's folder) of every set ``visitor`` may
+    rate, newest first: their runs (every run for an admin; none for a request that names
+    no visitor), the batch and bench folders (up to three folders down), and the folders of
+    images right under the app's folder."""
+    root = service.out.resolve()
+    found: dict[Path, str] = {}
+    for path in service.runs_of(visitor) if visitor is not None else ():
+        found[path.resolve()] = "run"
+    for marker, kind in SET_MARKERS:
+        for depth in range(1, 4):
+            for file in root.glob("/".join(["*"] * depth) + "/" + marker):
+                found.setdefault(file.parent.resolve(), kind)
+    for folder in root.iterdir() if root.is_dir() else ():
+        # a run is listed to its owner only, above, never as a folder of images
+        run = (folder / "run.json").exists()
+        if folder.is_dir() and not folder.is_symlink() and not run and folder not in found:
+            if any(f.suffix.lower() in IMAGE_SUFFIXES for f in folder.iterdir()):
+                found[folder.resolve()] = "images"
+    hidden = [service.tunes_dir.resolve()]
+    items = []
+    for folder, kind in found.items():
+        rel = folder.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts) or any(
+            h == folder or h in folder.parents for h in hidden
+        ):
+            continue
+        items.append((folder.stat().st_mtime, f"{kind}: {rel.as_posix()}", rel.as_posix()))
+    return [(label, value) for _, label, value in sorted(items, reverse=True)]
+
+
 def _open(service: RunService, folder_value: str, who: str, visitor: str | None) -> RatingSet:
     """The rating set a visitor may add ``who``'s answers to: a folder inside ``out``; a run
     folder only when the visitor owns the run; the rater name claimed by this visitor (one
@@ -77,7 +113,7 @@ def add_rate_view(service: RunService, token: Any = None) -> Any:
     """The Rate accordion and its events, inside the app's Blocks (``token``: the session's
     visitor state); returns the load event's JavaScript to install (the keyboard
     shortcuts)."""
-    with gr.Accordion("Rate images (human ratings)", open=False, elem_id="rate"):
+    with gr.Accordion("Rate images (human ratings)", open=False, elem_id="rate") as box:
         gr.Markdown(
             "Rate a set of images inside this app's folder: a run of yours, a batch or bench "
             "folder, or any folder of images. Answers are saved as you go in the set's "
@@ -85,9 +121,13 @@ def add_rate_view(service: RunService, token: Any = None) -> Any:
             "name is yours once you rate under it). " + HELP
         )
         with gr.Row():
-            set_box = gr.Textbox(
-                label="set (a folder inside the app's folder)",
-                placeholder="bench, or a run id",
+            # the sets are listed once the view opens, for the visitor who opens it (a run
+            # is listed to its owner only); another folder inside the app's may be typed
+            set_box = gr.Dropdown(
+                [],
+                value=None,
+                allow_custom_value=True,
+                label="set: a run, batch, bench or folder of images inside the app's folder",
                 elem_id="rate-set",
                 scale=3,
             )
@@ -166,8 +206,12 @@ def add_rate_view(service: RunService, token: Any = None) -> Any:
         except ValueError as err:
             raise error(err) from err
 
-    for handler in (on_begin, on_save):
+    def on_sets(tok, request=None):
+        return gr.update(choices=rating_sets(service, visitor_id(request, tok)))
+
+    for handler in (on_begin, on_save, on_sets):
         handler.__annotations__["request"] = gr.Request
+    box.expand(on_sets, token, set_box, api_name="rate_sets", queue=False)
     begin.click(on_begin, [token, set_box, rater], outputs, api_name="rate_begin", queue=False)
     save.click(
         on_save,
