@@ -403,7 +403,6 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path)
     """An activity the pack lacks: Build asks the profile's language models (two proposers,
     one refiner) once, keeps the result inside --out, shows it for review; a reviewed
     change is saved and the next run uses it."""
-    import json
 
     from gradio_client import Client
     from gradio_client.exceptions import AppError
@@ -418,10 +417,18 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path)
     note, review = client.predict(act, "Iran", api_name="/build_references")
     assert world.refs_asked == ["propose", "propose", "refine", "stereotypes"]
     assert "references built" in note and "(4 model calls, 0 answers from the cache)" in note
-    assert review["visible"] is True  # the review box opens with the references in it
-    shown = json.loads(review["value"])
-    assert shown["descriptors"]["objects"] == ["Sabzeh sprouts", "Goldfish bowl", "Painted eggs"]
-    assert shown["stereotypes"] == ["flying carpets", "desert backdrop"]
+    # the review table: one row per descriptor (its dimension, its phrase), then stereotypes
+    assert review["headers"] == ["dimension", "phrase"]
+    rows = review["data"]
+    assert [p for d, p in rows if d == "objects"] == [
+        "Sabzeh sprouts",
+        "Goldfish bowl",
+        "Painted eggs",
+    ]
+    assert [p for d, p in rows if d == "stereotype"] == ["flying carpets", "desert backdrop"]
+    assert {d for d, _ in rows} == {"setting", "objects", "attire", "interaction", "spatial"} | {
+        "stereotype"
+    }
     # kept for this visitor's runs (an API client: its session), not in the shared folder
     me = f"session:{client.session_hash}"
     assert not list((tmp_path / "references").glob("*.json"))
@@ -437,24 +444,36 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path)
         "at home* in Iran (built with language models)",
         False,
     )
-    # the user adds a descriptor and saves; the run uses the reviewed references
-    shown["descriptors"]["objects"].append("Samanu pudding")
-    note = client.predict(act, "Iran", json.dumps(shown), api_name="/save_references")
-    assert "references saved" in note and "(8 descriptors)" in note
+    # the user adds a descriptor, empties another (removing it) and saves; the run uses
+    # the reviewed references
+    edited = [[d, "" if p == "Painted eggs" else p] for d, p in rows]
+    table = {"headers": ["dimension", "phrase"], "data": [*edited, ["objects", "Samanu pudding"]]}
+    note = client.predict(act, "Iran", table, api_name="/save_references")
+    assert "references saved" in note and "(7 descriptors)" in note
     args = (act, "Iran", 0, 1.0, 42, 1, 2.0, False, None, *NO_EXTRAS)
     job = client.submit(*args, api_name="/start")
     job.result(timeout=300)
     run = service.open(job.outputs()[-1][7])
-    assert run.references.descriptors["objects"][-1] == "Samanu pudding"
+    assert run.references.descriptors["objects"] == [
+        "Sabzeh sprouts",
+        "Goldfish bowl",
+        "Samanu pudding",
+    ]
+    assert run.references.stereotypes == ["flying carpets", "desert backdrop"]
     assert run.references.source.startswith("reviewed in the app")
     # bad input is an error naming it; nothing is written
     before = sorted(str(p) for p in (tmp_path / "references").rglob("*"))
-    with pytest.raises(AppError, match="not JSON"):
-        client.predict(act, "Iran", "{descriptors: oops", api_name="/save_references")
+    wrong = {"headers": ["dimension", "phrase"], "data": [*rows, ["colour", "red"]]}
+    with pytest.raises(AppError, match="row 10: 'colour' is not one of setting, objects, "):
+        client.predict(act, "Iran", wrong, api_name="/save_references")
     with pytest.raises(AppError, match="at most 120 characters"):
         client.predict("x" * 500, "Iran", api_name="/build_references")
-    with pytest.raises(AppError, match='"descriptors" object'):
-        client.predict(act, "Iran", json.dumps(["a"]), api_name="/save_references")
+    nothing = {"headers": ["dimension", "phrase"], "data": [["objects", " "]]}
+    with pytest.raises(AppError, match="hold no descriptors"):
+        client.predict(act, "Iran", nothing, api_name="/save_references")
+    many = {"headers": ["dimension", "phrase"], "data": [["objects", "x"]] * 501}
+    with pytest.raises(AppError, match="a table of at most 500 rows"):
+        client.predict(act, "Iran", many, api_name="/save_references")
     assert sorted(str(p) for p in (tmp_path / "references").rglob("*")) == before
     assert len(world.refs_asked) == 4
 

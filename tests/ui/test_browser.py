@@ -334,8 +334,14 @@ def test_the_progress_bar_advances_to_the_end(page, world):
     assert text.startswith("100% \u00b7 finished: ") and " elapsed" in text
 
 
-def test_build_references_in_the_browser_then_run(page, world, tmp_path):
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_build_references_review_them_in_a_table_then_run(page, world, size):
+    """References built in the browser are reviewed as a table (dimension, phrase): a row
+    added, a row clicked and removed, saved; the run uses them."""
     pg, service = page
+    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    pg.goto(pg.url)
+    pg.wait_for_selector("#start")
     act = "people celebrating Nowruz at home"
     box = pg.locator("#activity input").first
     box.click()
@@ -348,14 +354,31 @@ def test_build_references_in_the_browser_then_run(page, world, tmp_path):
     pg.wait_for_function(
         "() => document.querySelector('#refs-note').innerText.includes('references built')"
     )
-    assert "Sabzeh sprouts" in pg.locator("#refs-review").inner_text()
+    table = pg.locator("#refs-review")
+    assert "Sabzeh sprouts" in table.inner_text() and "stereotype" in table.inner_text()
+    pg.locator("#refs-phrase textarea, #refs-phrase input").first.fill("Samanu pudding")
+    pg.click("#refs-add")
+    pg.wait_for_function(
+        "() => document.querySelector('#refs-review').innerText.includes('Samanu pudding')"
+    )
+    table.get_by_text("Painted eggs", exact=True).first.click()
+    pg.keyboard.press("Escape")  # a click opens the cell for editing: leave it as it is
+    pg.click("#refs-remove")
+    pg.wait_for_function(
+        "() => !document.querySelector('#refs-review').innerText.includes('Painted eggs')"
+    )
+    pg.click("#save-refs")
+    pg.wait_for_function(
+        "() => document.querySelector('#refs-note').innerText.includes('references saved')"
+    )
     fill(pg, "rounds", "0")
     pg.click("#start")
     wait_finished(pg)
     run = service.open(pg.locator("#run-dir textarea").input_value())
-    assert (
-        run.references.activity == act and "Goldfish bowl" in run.references.descriptors["objects"]
-    )
+    objects = run.references.descriptors["objects"]
+    assert run.references.activity == act and "Goldfish bowl" in objects
+    assert "Samanu pudding" in objects and "Painted eggs" not in objects
+    assert run.references.source.startswith("reviewed in the app (")
 
 
 def test_saved_runs_open_from_their_thumbnails(page, world):

@@ -147,7 +147,7 @@ def test_references_named_to_climb_out_stay_inside(app):
 
     client, service, _, tmp_path = app
     s = secret(tmp_path)
-    body = json.dumps({"descriptors": {"objects": ["Sabzeh sprouts"]}})
+    body = {"headers": ["dimension", "phrase"], "data": [["objects", "Sabzeh sprouts"]]}
     note = client.predict("../../../secret", "../..", body, api_name="/save_references")
     assert "references saved" in note
     written = [p for p in (tmp_path / "out" / "references").rglob("*") if p.is_file()]
@@ -160,8 +160,9 @@ def test_references_named_to_climb_out_stay_inside(app):
             client.predict(act, ctry, api_name="/build_references")
         note, missing = references_note(service, act, ctry)
         assert "printable text of at most 120" in note and missing is False
+    long = {"headers": ["dimension", "phrase"], "data": [["objects", "x" * 1000]] * 250}
     with pytest.raises(AppError, match="too long"):
-        client.predict("tea", "Iran", " " * 200_001, api_name="/save_references")
+        client.predict("tea", "Iran", long, api_name="/save_references")
     # markup in a name is shown as text, never as HTML
     note, _ = references_note(service, "<img src=x onerror=alert(1)>", "Iran")
     assert "<img" not in note and "&lt;img" in note

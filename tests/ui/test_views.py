@@ -156,3 +156,35 @@ def test_the_tune_view_says_why_it_is_off_on_an_api_profile(tmp_path, backends, 
         assert props[elem]["interactive"] is False, elem
     with pytest.raises(ValueError, match="cannot be tuned here"):
         service.tune("dpo", 5, 1e-3, 32)
+
+
+def test_the_references_table_round_trips_and_names_a_bad_row():
+    import json
+
+    from refine.evaluate.references import ReferencePack
+    from ui.views.references import references_doc, references_rows
+
+    pack = ReferencePack(
+        activity="tea",
+        country="Iran",
+        descriptors={"objects": ["samovar", "glass cups"], "setting": ["living room"]},
+        stereotypes=["camels"],
+        source="built",
+    )
+    rows = references_rows(pack)
+    assert rows == [
+        ["setting", "living room"],
+        ["objects", "samovar"],
+        ["objects", "glass cups"],
+        ["stereotype", "camels"],
+    ]
+    doc = json.loads(references_doc([*rows, ["attire", " scarf "], ["objects", None]], "built"))
+    assert doc["descriptors"]["objects"] == ["samovar", "glass cups"]
+    assert doc["descriptors"]["attire"] == ["scarf"] and doc["stereotypes"] == ["camels"]
+    assert doc["source"] == "built"
+    with pytest.raises(ValueError, match="row 2: a row is a dimension and a phrase"):
+        references_doc([["objects", "a"], ["objects"]])
+    with pytest.raises(ValueError, match="row 1: 'smell' is not one of setting"):
+        references_doc([["smell", "smoke"]])
+    with pytest.raises(ValueError, match="a table of at most 500 rows"):
+        references_doc("objects,samovar")

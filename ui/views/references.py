@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from metrics.descriptors import DIMENSIONS
 from refine.evaluate.references import load_pack
 from refine.service import RunService, ServiceBusy, phrase
 from ui.safe import error, md_text
@@ -68,43 +69,103 @@ def references_note(
     )
 
 
-def references_json(pack: Any) -> str:
-    """A reference pack as the JSON the review box shows and ``save_references`` reads."""
-    doc = {
-        "descriptors": dict(pack.descriptors),
-        "stereotypes": list(pack.stereotypes),
-        "source": pack.source,
-    }
-    return json.dumps(doc, indent=1, ensure_ascii=False)
+# what a row of the review table may name: a descriptor's dimension, or a stereotype
+KINDS = (*DIMENSIONS, "stereotype")
+MAX_ROWS = 500
+TABLE_HEADERS = ["dimension", "phrase"]
+
+
+def references_rows(pack: Any) -> list[list[str]]:
+    """A reference pack as the review table's rows: (dimension, phrase) for each
+    descriptor, dimension by dimension, then (stereotype, phrase) for each candidate."""
+    rows = [[d, text] for d in DIMENSIONS for text in pack.descriptors.get(d, [])]
+    return rows + [["stereotype", text] for text in pack.stereotypes]
+
+
+def references_doc(rows: Any, source: str | None = None) -> str:
+    """The review table's rows as the JSON ``save_references`` reads; a row whose phrase
+    was emptied is left out; ValueError naming the first row that is not a known
+    dimension and a phrase."""
+    if hasattr(rows, "values") and hasattr(rows, "columns"):  # a pandas table
+        rows = rows.values.tolist()
+    if isinstance(rows, dict):  # the table as an API client sends it
+        rows = rows.get("data")
+    if not isinstance(rows, list) or len(rows) > MAX_ROWS:
+        raise ValueError(f"the references are a table of at most {MAX_ROWS} rows")
+    descriptors: dict[str, list[str]] = {d: [] for d in DIMENSIONS}
+    stereotypes: list[str] = []
+    for k, row in enumerate(rows, start=1):
+        if not isinstance(row, (list, tuple)) or len(row) != 2:
+            raise ValueError(f"row {k}: a row is a dimension and a phrase")
+        kind, text = ("" if x is None else str(x).strip() for x in row)
+        if not text:
+            continue  # an emptied phrase: the row is removed
+        if kind not in KINDS:
+            raise ValueError(f"row {k}: {kind[:40]!r} is not one of {', '.join(KINDS)}")
+        (stereotypes if kind == "stereotype" else descriptors[kind]).append(text)
+    doc = {"descriptors": descriptors, "stereotypes": stereotypes, "source": source}
+    return json.dumps(doc, ensure_ascii=False)
 
 
 @dataclass
 class References:
     note: Any
     build: Any
-    review: Any
+    editor: Any  # the review block, shown once references are built
+    review: Any  # the table: dimension, phrase
+    kind: Any
+    phrase: Any
+    add: Any
+    remove: Any
     save: Any
+    picked: Any  # the row last clicked (a State)
+    source: Any  # where the references under review came from (a State)
 
     def outputs(self) -> list[Any]:
-        return [self.note, self.build, self.review, self.save]
+        return [self.note, self.build, self.editor]
 
 
 def add_references(gr: Any, service: RunService, activity: str) -> References:
-    """The references block (in the run form's column)."""
-    return References(
-        note=gr.Markdown(references_note(service, activity, "Iran")[0], elem_id="refs-note"),
-        build=gr.Button(
-            "Build references with the language models", visible=False, elem_id="build-refs"
-        ),
-        review=gr.Code(
-            language="json",
-            label="references to review: edit, then save (descriptors per dimension, "
-            "stereotype candidates)",
+    """The references block (in the run form's column): the note, the offer to build
+    references, and their review as a table with add, remove and save."""
+    note = gr.Markdown(references_note(service, activity, "Iran")[0], elem_id="refs-note")
+    build = gr.Button(
+        "Build references with the language models", visible=False, elem_id="build-refs"
+    )
+    with gr.Group(visible=False, elem_id="refs-editor") as editor:
+        review = gr.Dataframe(
+            value=[],
+            headers=TABLE_HEADERS,
+            datatype=["str", "str"],
+            type="array",
+            col_count=(2, "fixed"),
             interactive=True,
-            visible=False,
+            wrap=True,
+            label="references to review: edit a phrase (empty it to remove the row), click a "
+            "row and remove it, or add one below; then save",
             elem_id="refs-review",
-        ),
-        save=gr.Button("Save the reviewed references", visible=False, elem_id="save-refs"),
+        )
+        with gr.Row():
+            kind = gr.Dropdown(
+                list(KINDS), value="objects", label="dimension", elem_id="refs-kind", scale=1
+            )
+            phrase_box = gr.Textbox(label="phrase", elem_id="refs-phrase", scale=2)
+        with gr.Row():
+            add = gr.Button("Add the row", elem_id="refs-add")
+            remove = gr.Button("Remove the clicked row", elem_id="refs-remove")
+        save = gr.Button("Save the reviewed references", elem_id="save-refs")
+    return References(
+        note=note,
+        build=build,
+        editor=editor,
+        review=review,
+        kind=kind,
+        phrase=phrase_box,
+        add=add,
+        remove=remove,
+        save=save,
+        picked=gr.State(None),
+        source=gr.State(None),
     )
 
 
@@ -131,8 +192,7 @@ def wire_references(
     def on_activity(tok, act, ctry, request=None):
         """Where this activity's references come from, or the offer to build them."""
         note, missing = references_note(service, act, ctry, visitor(tok, request))
-        hide = gr.update(visible=False)
-        return [note, gr.update(visible=missing), hide, hide]
+        return [note, gr.update(visible=missing), gr.update(visible=False)]
 
     def on_build(tok, act, ctry, request=None, progress=gr.Progress()):  # noqa: B008
         asked = {"of": 1}
@@ -163,12 +223,36 @@ def wire_references(
             f"({result.asked} model calls, {result.cached} answers from the cache): "
             "review them below, save any change, then Start."
         )
-        shown = gr.update(value=references_json(pack), visible=True)
-        return [note, gr.update(visible=False), shown, gr.update(visible=True)]
+        shown = gr.update(visible=True)
+        return [note, gr.update(visible=False), shown, references_rows(pack), pack.source]
 
-    def on_save_refs(tok, act, ctry, text, request=None):
+    def on_add(rows, kind, text):
         try:
-            pack = service.save_references(act, ctry, text or "", visitor(tok, request))
+            if kind not in KINDS:
+                raise ValueError(f"the dimension is one of {', '.join(KINDS)}")
+            text = phrase(text, "phrase")
+            rows = [list(r) for r in (rows or [])]
+            if len(rows) >= MAX_ROWS:
+                raise ValueError(f"the references hold at most {MAX_ROWS} rows")
+        except ValueError as err:
+            raise error(err) from err
+        return [*rows, [kind, text]], ""
+
+    def on_pick(evt):
+        return evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+
+    on_pick.__annotations__["evt"] = gr.SelectData
+
+    def on_remove(rows, picked):
+        rows = [list(r) for r in (rows or [])]
+        if picked is None or not 0 <= int(picked) < len(rows):
+            raise error("click a row of the table first")
+        return rows[: int(picked)] + rows[int(picked) + 1 :], None
+
+    def on_save_refs(tok, act, ctry, rows, source=None, request=None):
+        try:
+            text = references_doc(rows, source)
+            pack = service.save_references(act, ctry, text, visitor(tok, request))
         except ValueError as err:
             raise error(err) from err
         count = sum(len(v) for v in pack.descriptors.values())
@@ -203,13 +287,20 @@ def wire_references(
     refs.build.click(
         on_build,
         [token, activity, country],
-        refs.outputs(),
+        [*refs.outputs(), refs.review, refs.source],
         api_name="build_references",
         **ONE_RUN,
     )
+    refs.add.click(
+        on_add, [refs.review, refs.kind, refs.phrase], [refs.review, refs.phrase], api_name=False
+    )
+    refs.review.select(on_pick, None, refs.picked, api_name=False, queue=False)
+    refs.remove.click(
+        on_remove, [refs.review, refs.picked], [refs.review, refs.picked], api_name=False
+    )
     refs.save.click(
         on_save_refs,
-        [token, activity, country, refs.review],
+        [token, activity, country, refs.review, refs.source],
         refs.note,
         api_name="save_references",
     )
