@@ -663,7 +663,11 @@ class RunService:
             image = None
             if best is not None and (path / best.best.image).is_file():
                 image = path / best.best.image
-            caption = f"{run.references.country}: {run.spec.activity} \u00b7 FAITH {shown}"
+            when = (run.created or run.updated)[:16].replace("T", " ")
+            caption = (
+                f"{run.references.country}: {run.spec.activity} \u00b7 best FAITH {shown}"
+                f" \u00b7 {when}"
+            )
             out.append(SavedRun(str(path.resolve().relative_to(root)), label, caption, image))
         return out
 

@@ -111,10 +111,30 @@ def queue_options(limits: Limits | None) -> dict[str, Any]:
     return {"max_size": max(8, math.ceil(120 / minutes))}
 
 
+# the saved runs' thumbnails: each whole picture with its caption under it, in full
+# (Gradio's gallery lays the caption over the picture, cut to one line)
+APP_CSS = """
+#saved-gallery .grid-wrap.fixed-height { min-height: 0; max-height: none; }
+#saved-gallery .grid-container {
+  grid-template-rows: none; grid-auto-rows: auto;
+  grid-template-columns: repeat(auto-fill, minmax(140px, 1fr));
+}
+#saved-gallery .thumbnail-lg {
+  display: flex; flex-direction: column; height: auto; aspect-ratio: auto;
+}
+#saved-gallery .thumbnail-lg > img { height: 150px; object-fit: contain; }
+#saved-gallery .caption-label {
+  position: static; max-width: 100%; white-space: normal; overflow: visible;
+  border: none; border-radius: 0; font-size: 13px; text-align: center;
+}
+"""
+
+
 def launch_options(out: str | Path) -> dict[str, Any]:
-    """What ``demo.launch`` needs besides the address: the upload limit, and ``--out`` as
-    the only folder files are served from (run images, thumbnails)."""
+    """What ``demo.launch`` needs besides the address: the upload limit, ``--out`` as the
+    only folder files are served from (run images, thumbnails), and the app's styles."""
     return {
         "max_file_size": f"{MAX_UPLOAD_MB}mb",
         "allowed_paths": [str(Path(out).resolve())],
+        "css": APP_CSS,
     }

@@ -199,6 +199,27 @@ class RunStore:
             raise ValueError(f"{path}: not a valid run record ({err})") from err
 
 
+def branches_of(run_dir: str | Path) -> list[tuple[str, int]]:
+    """The runs rolled back from the run in ``run_dir`` and continued from one of its
+    rounds, as (their folder's name, the round), oldest first. A roll-back is made beside
+    its parent, named ``PARENT-from-rK`` (``-2``, ... when taken), and records its parent in
+    ``branched_from``: only the folders so named are read."""
+    source = Path(run_dir).resolve()
+    found = []
+    for folder in sorted(source.parent.glob(f"{source.name}-from-r*")):
+        record = folder / "run.json"
+        if folder.is_symlink() or not record.is_file():
+            continue
+        try:
+            run = Run.model_validate_json(record.read_text(encoding="utf-8"))
+        except ValueError:
+            continue
+        parent = run.branched_from or {}
+        if Path(str(parent.get("run", ""))).resolve() == source:
+            found.append((record.stat().st_mtime, folder.name, int(parent.get("round", 0))))
+    return [(name, k) for _, name, k in sorted(found)]
+
+
 def _write_png(path: Path, image: Image.Image) -> None:
     # compress level 1: fast, and lossless all the same
     atomic_write(path, lambda tmp: image.save(tmp, format="PNG", compress_level=1))

@@ -354,6 +354,8 @@ def progress_line(run: Run | None) -> str:
     if run is None or not run.rounds:
         return ""
     parts = [f"{len(run.rounds) - 1} of {run.spec.rounds} editing rounds"]
+    if run.branched_from:  # a roll-back names where it comes from
+        parts.insert(0, parent_text(run))
     best = run.best()
     if best is not None and best.best.scores.faith is not None:
         parts.append(f"best FAITH {best.best.scores.faith:.3f} (target {run.spec.target:g})")
@@ -364,6 +366,19 @@ def progress_line(run: Run | None) -> str:
     if run.status != "running" and run.stop_reason:
         parts.append(f"stopped: {run.stop_reason}")
     return " \u00b7 ".join(parts)
+
+
+def parent_text(run: Run) -> str:
+    """``a new run from round 1 of RUN`` for a roll-back, else empty."""
+    if not run.branched_from:
+        return ""
+    parent = Path(str(run.branched_from.get("run", ""))).name
+    return f"a new run from round {run.branched_from.get('round', 0)} of {parent}"
+
+
+def branches_text(branches: list[tuple[str, int]]) -> str:
+    """``continued from round 1 in RUN-from-r1`` for each run rolled back from this one."""
+    return "; ".join(f"continued from round {k} in {name}" for name, k in branches)
 
 
 def summary_lines(run: Run, run_dir: str | Path) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -153,10 +154,16 @@ def test_show_roll_back_and_decide_by_hand(app_url):
     rejected = client.predict(str(run_dir), 1, 0, api_name="/reject")
     assert rejected[0] == "round 1: rejected by hand" and service.open(run_dir).best_round == 0
     # roll back to round 0 and continue with two candidates: a new run, green accepted
-    client.predict(str(run_dir), 0, 1, 1.0, 42, 2, 2.0, False, api_name="/branch")
+    job = client.submit(str(run_dir), 0, 1, 1.0, 42, 2, 2.0, False, api_name="/branch")
+    job.result(timeout=300)
     branch = service.open(service.job.run_dir)
     assert service.job.run_dir != run_dir and branch.branched_from["round"] == 0
     assert [r.decision for r in branch.rounds] == ["initial", "accepted"]
+    # said at once, and kept in the new run's "so far" line; the parent names its child
+    assert job.outputs()[0][0] == f"a new run from round 0 of {run_dir.name}: starting"
+    assert job.outputs()[-1][9].startswith(f"a new run from round 0 of {run_dir.name} · ")
+    opened = client.predict(str(run_dir), api_name="/open")
+    assert opened[9].endswith(f" · continued from round 0 in {service.job.run_dir.name}")
 
 
 def test_download_zip_and_report(app_url):
@@ -494,7 +501,10 @@ def test_saved_runs_as_thumbnails(app_url):
     assert [c.id for c in cards] == [choice[1] for choice in listing["choices"]]
     for card in cards:
         assert card.image is not None and card.image.name == "round_00_c0.png"
-        assert card.caption.startswith("Iran: people eating food at home \u00b7 FAITH 0.")
+        assert re.fullmatch(
+            r"Iran: people eating food at home · best FAITH 0\.\d{3} · \d{4}-\d\d-\d\d \d\d:\d\d",
+            card.caption,
+        ), card.caption
     assert [t["caption"] for t in thumbs] == [c.caption for c in cards]
 
 

@@ -186,11 +186,23 @@ def test_show_a_round_and_roll_back_to_it(page, tmp_path):
     ):
         assert time.monotonic() < deadline, "the rolled-back run did not finish"
         time.sleep(0.1)
-    branch = service.open(pg.locator("#run-dir textarea").input_value())
+    branch_dir = pg.locator("#run-dir textarea").input_value()
+    branch = service.open(branch_dir)
     assert branch.branched_from["round"] == 0 and len(branch.rounds) == 2
     images_loaded(pg, 2)
     shot = pg.locator("#gallery").screenshot(path=str(tmp_path / "branch.png"))
     assert has_colour(shot, RED) and has_colour(shot, GREEN)
+    # the new run names its parent, and the parent, opened again, names it
+    parent, child = Path(first_dir).name, Path(branch_dir).name
+    so_far = pg.locator("#progress textarea").input_value()
+    assert so_far.startswith(f"a new run from round 0 of {parent} · ")
+    pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
+    pick(pg, "saved", next(label for label, run in service.saved() if run == parent))
+    pg.click("#open")
+    pg.wait_for_function(
+        "c => document.querySelector('#progress textarea').value.includes(c)",
+        arg=f"continued from round 0 in {child}",
+    )
 
 
 def test_other_prompt_languages_and_caire_show_per_round(page, world, tmp_path):
@@ -381,8 +393,14 @@ def test_build_references_review_them_in_a_table_then_run(page, world, size):
     assert run.references.source.startswith("reviewed in the app (")
 
 
-def test_saved_runs_open_from_their_thumbnails(page, world):
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_saved_runs_open_from_their_thumbnails(page, world, size):
+    """Saved runs' thumbnails show whole pictures (never cropped), each with its country,
+    activity, best FAITH and date in sight; a click opens the run."""
+    import re
+
     pg, service = page
+    pg.set_viewport_size({"width": size[0], "height": size[1]})
     fill(pg, "rounds", "0")
     pg.click("#start")
     wait_finished(pg)
@@ -393,7 +411,14 @@ def test_saved_runs_open_from_their_thumbnails(page, world):
     thumbs = pg.locator("#saved-gallery img")
     thumbs.first.wait_for()
     assert thumbs.count() == 1
-    assert "Iran: people eating food at home" in pg.locator("#saved-gallery").inner_text()
+    assert thumbs.first.evaluate("i => getComputedStyle(i).objectFit") == "contain"
+    caption = pg.locator("#saved-gallery").get_by_text("Iran: people eating food at home")
+    caption.first.wait_for()
+    text = caption.first.inner_text()
+    assert re.search(r"best FAITH 0\.\d{3} · \d{4}-\d\d-\d\d \d\d:\d\d", text), text
+    thumb, label = thumbs.first.bounding_box(), caption.first.bounding_box()
+    assert label["width"] > 0 and label["height"] > 0  # in sight, not clipped away
+    assert label["y"] >= thumb["y"] + thumb["height"] - 2 or label["width"] <= thumb["width"]
     thumbs.first.click()
     pg.wait_for_function("() => document.querySelector('#run-dir textarea').value !== ''")
     assert pg.locator("#run-dir textarea").input_value() == first

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from refine import settings
-from refine.present.views import progress_line
+from refine.io.store import branches_of
+from refine.present.views import branches_text, progress_line
 from refine.records import Run
 from refine.service import RunService, Update, visitor_hash
 from ui import adapters
@@ -73,6 +74,11 @@ class RunDisplay:
             raise TypeError(f"a run display needs {names}, got {sorted(named)}")
         return [named[n] for n in names]
 
+    @classmethod
+    def only(cls, skip: Any, **named: Any) -> list[Any]:
+        """The values of the widgets named, the others left as they are (``skip``)."""
+        return cls.values(**{**{f.name: skip for f in fields(cls)}, **named})
+
     @staticmethod
     def of_run(run: Run | None, run_dir: Path | None, k: int | None = None) -> dict[str, Any]:
         """The gallery, chart, table, checklist, before/after, instruction and languages of
@@ -107,11 +113,14 @@ class RunDisplay:
         if run is not None and run.rounds:
             done = 1.0 if run.status != "running" else len(run.rounds) / (run.spec.rounds + 1)
         bar = adapters.progress_bar(done, f"run {run.id}: {run.status}" if run else "not started")
+        # where the run comes from (a roll-back) and the runs rolled back from it
+        branches = branches_text(branches_of(run_dir)) if run_dir is not None else ""
+        progress = " \u00b7 ".join(x for x in (progress_line(run), branches) if x)
         return cls.values(
             stage=message,
             **cls.of_run(run, run_dir, k),
             run_dir=str(path or ""),
-            progress=progress_line(run),
+            progress=progress,
             bar=bar,
         )
 
@@ -122,8 +131,7 @@ class RunDisplay:
         bar = adapters.progress_bar(update.fraction, update.progress or update.stage)
         text = update.stage if update.done else (update.progress or update.stage)
         if update.light:  # a denoising step: only the progress moved
-            kept = {f.name: skip for f in fields(cls)}
-            return cls.values(**{**kept, "stage": text, "bar": bar})
+            return cls.only(skip, stage=text, bar=bar)
         views = cls.of_run(update.run, update.run_dir)
         if update.error:
             text = f"error: {update.error}"

@@ -30,10 +30,13 @@ def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) ->
     service = session.service
     with gr.Accordion("Open a saved run", open=False, elem_id="saved-runs") as saved_box:
         # thumbnails of the newest runs: a click opens one
+        # whole pictures (never cropped), each with its country, activity, best FAITH
+        # and date under it
         saved_gallery = gr.Gallery(
             label="saved runs, newest first (click one to open it)",
-            columns=6,
-            height=230,
+            columns=4,
+            height="auto",
+            object_fit="contain",
             allow_preview=False,
             elem_id="saved-gallery",
         )

@@ -18,7 +18,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
             round_pick = gr.Number(0, precision=0, minimum=0, label="round", elem_id="round")
             cand_pick = gr.Number(0, precision=0, minimum=0, label="candidate", elem_id="candidate")
             show_btn = gr.Button("Show round", elem_id="show")
-            branch_btn = gr.Button("Roll back and continue from it", elem_id="branch")
+            branch_btn = gr.Button("Roll back: a new run from this round", elem_id="branch")
             accept_btn = gr.Button("Accept candidate by hand", elem_id="accept")
             reject_btn = gr.Button("Reject round by hand", elem_id="reject")
     service, limits, token = session.service, session.limits, session.token
@@ -64,6 +64,9 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
             )
         except (ServiceBusy, ValueError, OSError) as err:
             raise error(err) from err
+        # said at once: a roll-back is a new run, the old one is kept as it was
+        started = f"a new run from round {index(k, 'round')} of {old.id}: starting"
+        yield RunDisplay.only(gr.skip(), stage=started)
         yield from session.counted(job, who, address, gr.skip(), old.model_calls)
 
     def on_choose(tok, path, k, j, accept, request=None):
