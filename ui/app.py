@@ -21,6 +21,7 @@ from ui.quotas import Quotas
 from ui.views.common import Session
 from ui.views.common import index as _index  # noqa: F401 (the app's rule for numbers)
 from ui.views.rate import add_rate_view
+from ui.views.ready import Readiness, add_ready_line
 from ui.views.references import ready_activities, references_note  # noqa: F401
 from ui.views.run import MAX_UPLOAD_MB, add_run_view, clear_notice_on_other_actions
 from ui.views.saved import add_saved_view
@@ -53,9 +54,11 @@ def build_app(
         token = gr.State(None)
         gr.Markdown("# Culturally faithful image refinement")
         gr.Markdown(status or f"profile: {service.profile}", elem_id="status")
+        ready = Readiness(service)
+        add_ready_line(gr, demo, ready)
         if login:
             gr.LoginButton()
-        session = Session(service, limits, quotas, trust_proxy, token)
+        session = Session(service, limits, quotas, trust_proxy, token, ready)
         run = add_run_view(gr, session, list(load_pack().countries))
         add_steer_view(gr, session, run)
         add_saved_view(gr, demo, session, run.display)

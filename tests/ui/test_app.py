@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
@@ -211,12 +212,23 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
     demo = build_app(service, "no key")
     _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
     try:
+        from gradio_client.exceptions import AppError
+
         client = Client(url, verbose=False)
-        out = client.predict(*start_args(1), api_name="/start")
-        # found before anything is spent, for every Gemini role at once
-        assert out[0].startswith("error: models not available: generator (gemini:")
-        assert "GeminiError: no Gemini API key: set GEMINI_API_KEY" in out[0]
-        assert not service.busy
+        # said as the page opens, in one line with what to do, for every Gemini role at once
+        line = client.predict(api_name="/ready")
+        assert line == (
+            "\u26a0 **Not ready:** generator, observer, judge and editor: no Gemini API key: "
+            "set GEMINI_API_KEY (or GOOGLE_API_KEY) to a key from Google AI Studio, or pick a "
+            "local profile such as 'local-gpu'"
+        )
+        # and at Start, at once, before anything is spent
+        began = time.monotonic()
+        with pytest.raises(AppError) as err:
+            client.predict(*start_args(1), api_name="/start")
+        assert time.monotonic() - began < 10
+        assert str(err.value).startswith("generator, observer, judge and editor: no Gemini API")
+        assert len(str(err.value)) < 250 and not service.busy and service.job is None
         with pytest.raises(Exception, match="is not a run of this app"):  # still answering
             client.predict("/nowhere", api_name="/open")
     finally:

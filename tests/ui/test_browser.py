@@ -270,7 +270,11 @@ def test_first_screen_country_activities_and_examples(page, size, tmp_path):
     pg.set_viewport_size({"width": size[0], "height": size[1]})
     pg.goto(pg.url)
     pg.wait_for_selector("#start")
-    for elem in ("#activity", "#country", "#start", "#progress-bar"):
+    # whether the profile's models answer is said as the page opens, above the form
+    pg.wait_for_function(
+        "() => document.querySelector('#ready').innerText.includes('models answer')"
+    )
+    for elem in ("#ready", "#activity", "#country", "#start", "#progress-bar"):
         box = pg.locator(elem).bounding_box()
         assert box is not None and box["y"] + box["height"] <= size[1], elem
     assert not pg.locator("#rounds input").first.is_visible()  # folded into Options

@@ -188,3 +188,19 @@ def test_the_references_table_round_trips_and_names_a_bad_row():
         references_doc([["smell", "smoke"]])
     with pytest.raises(ValueError, match="a table of at most 500 rows"):
         references_doc("objects,samovar")
+
+
+def test_a_problem_with_the_models_reads_as_one_line():
+    from ui.views.ready import _short
+
+    assert (
+        _short(
+            "generator (gemini:gemini-2.5-flash-image), judge (gemini:gemini-2.5-flash): "
+            "GeminiError: no Gemini API key: set GEMINI_API_KEY"
+        )
+        == "generator and judge: no Gemini API key: set GEMINI_API_KEY"
+    )
+    assert (
+        _short("image_embedder (clip:ViT-B-32): model not available: run refine models download")
+        == "image_embedder: model not available: run refine models download"
+    )

@@ -169,6 +169,14 @@ class Session:
     quotas: Quotas | None
     trust_proxy: bool
     token: Any  # this browser session's visitor token (a gr.State)
+    ready: Any = None  # the check of the profile's models (ui.views.ready.Readiness)
+
+    def check_ready(self) -> None:
+        """Nothing when the profile's models answer; else a ValueError in one line."""
+        if self.ready is not None:
+            from ui.views.ready import check_before_start
+
+            check_before_start(self.ready)
 
     @staticmethod
     def visitor(token: Any, request: Any) -> str | None:

@@ -382,6 +382,10 @@ def _wire_run(gr: Any, session: Session, view: RunView) -> None:
         request=None,
     ):
         who = visitor(tok, request)
+        try:  # a missing key or a model that cannot load: said at once, in one line
+            session.check_ready()
+        except ValueError as err:
+            raise error(err) from err
         # knowledge bases and SoS banks are read from inside --out only
         try:
             kb = str(service.inside(kb, "CAIRE knowledge base")) if (kb or "").strip() else ""

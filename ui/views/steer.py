@@ -48,6 +48,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
     ):
         who = session.visitor(tok, request)
         try:
+            session.check_ready()
             old, run_dir = service.opened(path)
             service.check_owner(run_dir, who)  # a roll-back continues one's own run
             given = limits.apply(numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop), old.spec)

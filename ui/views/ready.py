@@ -1,0 +1,84 @@
+"""Whether the profile's models answer, said as the app opens and again at Start: a missing
+key or a model that cannot load is one line with what to do, before anything is spent
+(the run's own check would say it only after loading every other model)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+from refine.backends.loading import describe_error
+from refine.backends.selection import ModelsUnavailable
+from refine.service import RunService
+
+# what a run of the form's defaults calls (refine.loop.refiner.roles_needed)
+ROLES = ("generator", "observer", "judge", "text_embedder", "editor", "image_embedder")
+CHECKING = "checking the profile's models ..."
+READY = "\u2713 the profile's models answer"
+
+
+class Readiness:
+    """The check of one service's models: made once (the app's first visitor waits for
+    it, the others read it) and made again while it finds a problem."""
+
+    def __init__(self, service: RunService):
+        self.service = service
+        self._lock = threading.Lock()
+        self._problems: list[str] | None = None  # None: not checked yet
+
+    def problems(self, again: bool = False) -> list[str]:
+        """The problems found, one line each (empty: ready); checked again with ``again``
+        while there were problems."""
+        with self._lock:
+            if self._problems is None or (again and self._problems):
+                self._problems = self._check()
+            return list(self._problems)
+
+    def _check(self) -> list[str]:
+        try:
+            backends = self.service.refiner().backends
+            names = backends.names
+            # API models first: a missing key is found at once, before local models load
+            roles = sorted(
+                (r for r in ROLES if r in names), key=lambda r: not names[r].startswith("gemini")
+            )
+            backends.preflight(roles)
+        except ModelsUnavailable as err:
+            return [_short(line) for line in err.problems]
+        except Exception as err:  # a profile that cannot even be read
+            return [_short(describe_error(err))]
+        return []
+
+    def line(self, again: bool = False) -> str:
+        """One line for the page: ready, or the first problem and how many more."""
+        problems = self.problems(again)
+        if not problems:
+            return READY
+        more = len(problems) - 1
+        rest = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        return f"\u26a0 **Not ready:** {problems[0]}{rest}"
+
+
+def _short(line: str) -> str:
+    """A problem line without the model ids after each role and the error's class name:
+    ``generator, editor and judge: no Gemini API key: set GEMINI_API_KEY ...``."""
+    who, _, why = line.partition(": ")
+    roles = re.findall(r"(\w+) \([^)]*\)", who) or [who]
+    joined = ", ".join(roles[:-1]) + f" and {roles[-1]}" if len(roles) > 1 else roles[0]
+    why = re.sub(r"^[A-Za-z]*Error: ", "", why.strip())
+    return f"{joined}: {why}"
+
+
+def check_before_start(ready: Readiness) -> None:
+    """Raise a ValueError with the one line when the models are not ready."""
+    problems = ready.problems(again=True)
+    if problems:
+        raise ValueError(ready.line().removeprefix("\u26a0 **Not ready:** "))
+
+
+def add_ready_line(gr: Any, demo: Any, ready: Readiness) -> Any:
+    """The line under the status, filled as the page opens."""
+    box = gr.Markdown(CHECKING, elem_id="ready")
+    demo.load(lambda: ready.line(), None, box, api_name="ready")
+    return box
