@@ -46,6 +46,29 @@ def duration_text(seconds: float) -> str:
     return f"{s // 3600} h {(s % 3600) // 60:02d} min"
 
 
+class Countdown:
+    """The time left over ``total`` jobs, from the mean time of those done so far (jobs
+    made side by side count as they end): ``about 2 min 10 s left``. ``clock`` is
+    injectable for tests."""
+
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total, self.done, self.clock = total, 0, clock
+        self.started = clock()
+
+    def left(self) -> str:
+        """The time left in words (empty before the first job ends and after the last)."""
+        remaining = self.total - self.done
+        if remaining <= 0 or self.done <= 0:
+            return ""
+        spent = self.clock() - self.started
+        return f"about {duration_text(spent / self.done * remaining)} left"
+
+    def tick(self, n: int = 1) -> str:
+        """Count ``n`` more jobs done; the time left in words."""
+        self.done += n
+        return self.left()
+
+
 class RunProgress:
     """Feed it a run's events with :meth:`see`; read :meth:`fraction`, :meth:`eta_s` and
     :meth:`describe`. ``clock`` is injectable for tests."""

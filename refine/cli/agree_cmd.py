@@ -64,15 +64,27 @@ def agree_cmd(
         found = stored_metrics(source)
     except ValueError as err:
         raise UserInputError(f"--source: {err}") from err
+
+    def progress(line: str) -> None:  # how far, and the time left, on stderr
+        typer.echo(f"  {line}", err=True)
+
     computed = 0
     if compute:
         try:
             computed = compute_missing(
-                rated, found, wanted, profile, parse_backends(backend), None, activity, country
+                rated,
+                found,
+                wanted,
+                profile,
+                parse_backends(backend),
+                None,
+                activity,
+                country,
+                on_progress=progress,
             )
         except ValueError as err:
             raise UserInputError(f"--compute: {err}") from err
-    result = agreement(rated, found, wanted, seed=seed)
+    result = agreement(rated, found, wanted, seed=seed, on_progress=progress)
     result.computed = computed
     if not result.table:
         raise UserInputError(

@@ -20,6 +20,7 @@ from typing import Any
 
 from refine.harness.cells import Cell, CellFormat, CellStore, latest
 from refine.harness.engine import MakerSpec, open_engine
+from refine.progress import Countdown
 
 
 class Summary(dict):
@@ -148,6 +149,7 @@ class CellTask(Task):
         jobs = self.jobs()
         done = {c.key for c in self.store.cells() if self.reusable(c, made_with)}
         self.todo = [job for job in jobs if self.job_key(job) not in done]
+        self.countdown = Countdown(len(self.todo))
         self.emit(f"{self.name} in {self.store.dir}: {len(self.todo)} of {len(jobs)} cell(s) to do")
         return self.todo
 
@@ -156,7 +158,9 @@ class CellTask(Task):
         with self.lock:
             self.store.append(cell)
             self.finished += 1
-            self.emit(f"[{self.finished}/{len(self.todo)}] {self.progress(cell)}{where}")
+            left = self.countdown.tick()
+            left = f" · {left}" if left else ""
+            self.emit(f"[{self.finished}/{len(self.todo)}] {self.progress(cell)}{where}{left}")
 
     def end(self, made_with: Any) -> Summary:
         kept = latest(c for c in self.store.cells() if self.reusable(c, made_with))

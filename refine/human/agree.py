@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,11 @@ from metrics.stats import CORRELATIONS, correlation_interval, krippendorff_alpha
 from refine.backends.selection import Backends
 from refine.harness.tasks.bench import BenchStore
 from refine.io.files import file_sha256
+from refine.progress import Countdown
 
 QUESTIONS = ("alignment", "faithfulness", "expectations_met")
 METRICS = AGREE  # every metric that can be compared with ratings
+FEW_IMAGES = 30  # below this many rated images, agree warns that its figures are rough
 DEFAULT_METRICS = (*BENCH_IMAGE, *names("human"))  # compared unless --metrics says
 SCORES = BENCH_IMAGE  # what every scored image has
 STORED = (*BENCH_IMAGE, *BENCH_QUALITY, *BENCH_EXPECTATIONS)  # read per image from folders
@@ -312,6 +314,12 @@ class Agreement:
                 f"{self.replaced} answers replaced by the same rater's later answer to the "
                 "same image (each rater counts once per image)"
             )
+        if self.images < FEW_IMAGES:
+            out.append(
+                f"only {self.images} images rated: below {FEW_IMAGES}, the correlations and "
+                "alpha are rough (their intervals are wide); rate more images before "
+                "drawing conclusions"
+            )
         for group in self.identical:
             out.append(f"identical images kept apart: {', '.join(group)}")
         if self.ambiguous:
@@ -361,6 +369,7 @@ def agreement(
     metrics: Sequence[str] = DEFAULT_METRICS,
     seed: int = 0,
     reps: int = 1000,
+    on_progress: Callable[[str], None] | None = None,
 ) -> Agreement:
     """Per metric and question: Spearman, Kendall tau-b and Pearson correlations of the
     metric with the raters' mean answer per image (each rater's latest answer), each with
@@ -390,12 +399,20 @@ def agreement(
     table: dict[str, dict[str, dict[str, Any]]] = {}
     points: dict[str, dict[str, list[tuple[float, float]]]] = {}
     missing: dict[str, int] = {}
+    emit = on_progress or (lambda line: None)
+    # each metric and question: three correlations with their bootstrap intervals
+    countdown = Countdown(len(metrics) * len(alpha))
     for m in metrics:
         have = [i for i in images if m in found.get(i, {})]
         missing[m] = len(images) - len(have)
         if not have:
+            countdown.total -= len(alpha)
             continue
         for q in alpha:
+            left = countdown.left()
+            where = f"agreement: {m} / {q} ({countdown.done + 1} of {countdown.total})"
+            emit(where + (f", {left}" if left else ""))
+            countdown.tick()
             pairs = [
                 (found[i][m], sum(answers[i][q].values()) / len(answers[i][q]))
                 for i in have
@@ -439,10 +456,12 @@ def compute_missing(
     backend_options: dict[str, dict[str, Any]] | None = None,
     activity: str | None = None,
     country: str | None = None,
+    on_progress: Callable[[str], None] | None = None,
 ) -> int:
     """Score the rated images that have no stored FAITH (the row's activity and country,
     else the ones given) and every image's CLIPScore from its prompt; returns how many
     images were scored. A ValueError names an image that cannot be scored and why."""
+    emit = on_progress or (lambda line: None)
     from PIL import Image
 
     need_scores = [m for m in metrics if m in SCORES]
@@ -461,6 +480,7 @@ def compute_missing(
 
         assessor = Assessor(models)
         tau, _ = models.tau()
+        countdown = Countdown(len(todo))
         for sha, r in todo.items():
             act, ctry = r.activity or activity, r.country or country
             if not act or not ctry:
@@ -475,6 +495,8 @@ def compute_missing(
             values = {m: getattr(scores, m) for m in SCORES}
             found.put(sha, {m: float(v) for m, v in values.items() if v is not None}, r.image)
             scored += 1
+            left = countdown.tick()
+            emit(f"scored {scored} of {len(todo)} images" + (f", {left}" if left else ""))
     if clip:
         with models.using("image_embedder") as embedder:
             for sha, r in {r.sha256: r for r in ratings}.items():

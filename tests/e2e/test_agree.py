@@ -252,6 +252,13 @@ def test_each_rater_once_per_image_and_identical_images_apart(rated, tmp_path):
     )
     text = cli(*args)
     assert "identical images kept apart: again-1.png, copy-1.png" in text.stdout
+    # 7 images: a warning that the figures are rough; how far it is, on stderr
+    assert "only 7 images rated: below 30, the correlations and alpha are rough" in text.stdout
+    lines = [x.strip() for x in text.stderr.splitlines() if x.strip().startswith("agreement: ")]
+    assert lines[0] == "agreement: faith / alignment (1 of 4)"
+    assert lines[1].startswith("agreement: faith / faithfulness (2 of 4), about ")
+    assert lines[-1].startswith("agreement: hal / faithfulness (4 of 4), about ")
+    assert all(x.endswith(" left") for x in lines[1:])
     assert "left out" in text.stdout and "copy-0.png" in text.stdout
     assert "alpha (faithfulness): interval" in text.stdout and "ordinal" in text.stdout
     html = (folder / "agree.html").read_text()

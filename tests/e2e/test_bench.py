@@ -182,6 +182,11 @@ def test_bench_from_the_command_line(world, siglip_path, tmp_path):
     done = cli(*args)
     assert done.returncode == 0, done.stderr
     assert "gemini:gemini-3-pro-image - gemini:gemini-3.1-flash-image: FAITH +" in done.stdout
+    # each cell's line says the time left, until the last
+    cells = [x for x in done.stderr.splitlines() if x.lstrip().startswith("[")]
+    assert len(cells) == 2 and cells[0].lstrip().startswith("[1/2] ")
+    assert cells[0].rstrip().endswith(" left") and " · about " in cells[0]
+    assert not cells[1].rstrip().endswith(" left")
     doc = json.loads((tmp_path / "b" / "bench.json").read_text())
     assert doc["prompts"] == [[ACTS[0], "Iran"]] and doc["tau"] == 0.52
     bad = cli("bench", "--countries", "Atlantis", "--out", str(tmp_path / "c"))

@@ -13,7 +13,7 @@ from refine.events import (
     StageStarted,
     StepDone,
 )
-from refine.progress import RunProgress, duration_text
+from refine.progress import Countdown, RunProgress, duration_text
 
 
 class Clock:
@@ -141,3 +141,14 @@ def test_a_call_in_flight_is_abandoned_on_a_stop():
     with usage.stop_on(threading.Event()):
         with pytest.raises(ZeroDivisionError):  # the call's own error comes through
             usage.abandonable(lambda: 1 / 0)
+
+
+def test_a_countdown_tells_the_time_left_from_the_pace_so_far():
+    now = [100.0]
+    c = Countdown(4, clock=lambda: now[0])
+    assert c.left() == ""  # no pace yet
+    now[0] = 130.0
+    assert c.tick() == "about 1 min 30 s left"  # 30 s a job, 3 to go
+    now[0] = 140.0
+    assert c.tick(2) == "about 13 s left"  # 40 s for 3 jobs, 1 to go
+    assert c.tick() == "" and c.done == 4
