@@ -57,9 +57,11 @@ def download(
     names: dict[str, str],
     options: dict[str, dict[str, Any]] | None = None,
     progress: Callable[[str], None] | None = None,
+    on_bytes: Callable[[str, int, int], None] | None = None,
 ) -> list[Fetched]:
     """Fetch every model of ``names`` (role -> backend name); failures are reported per
-    model, the others still fetched."""
+    model, the others still fetched. ``on_bytes(name, done, total)`` follows a hub
+    model's bytes as they arrive."""
 
     options = options or {}
     say = progress or (lambda text: None)
@@ -77,17 +79,42 @@ def download(
             else:
                 repo = rest.split("@", 1)[0]
                 revision = options.get(role, {}).get("revision")
-                detail = _hub(repo, revision)
+                follow = None if on_bytes is None else (lambda d, t, n=name: on_bytes(n, d, t))
+                detail = _hub(repo, revision, follow)
             results.append(Fetched(roles, name, "downloaded", detail))
         except Exception as err:  # reported per model
             results.append(Fetched(roles, name, "failed", f"{type(err).__name__}: {err}"))
     return results
 
 
-def _hub(repo: str, revision: str | None) -> str:
+def cached(repo: str, revision: str | None = None) -> bool:
+    """Whether the hub model is in the local cache already (nothing is asked online)."""
     from huggingface_hub import snapshot_download
 
-    return str(snapshot_download(repo_id=repo, revision=revision))
+    try:
+        snapshot_download(repo_id=repo, revision=revision, local_files_only=True)
+    except Exception:  # not there, or only part of it
+        return False
+    return True
+
+
+def _hub(
+    repo: str, revision: str | None, on_bytes: Callable[[int, int], None] | None = None
+) -> str:
+    from huggingface_hub import snapshot_download
+
+    if on_bytes is None:
+        return str(snapshot_download(repo_id=repo, revision=revision))
+    from tqdm.auto import tqdm
+
+    class Follow(tqdm):  # huggingface_hub's bar of the bytes received, told as it moves
+        def update(self, n: float | None = 1) -> bool | None:
+            done = super().update(n)
+            if str(self.desc or "").startswith("Downloading"):
+                on_bytes(int(self.n), int(self.total or 0))
+            return done
+
+    return str(snapshot_download(repo_id=repo, revision=revision, tqdm_class=Follow))
 
 
 def _clip(rest: str) -> str:

@@ -26,6 +26,7 @@ class Readiness:
         self.service = service
         self._lock = threading.Lock()
         self._problems: list[str] | None = None  # None: not checked yet
+        self.status = CHECKING  # what the check is doing now (a download and how far)
 
     def problems(self, again: bool = False) -> list[str]:
         """The problems found, one line each (empty: ready); checked again with ``again``
@@ -43,12 +44,55 @@ class Readiness:
             roles = sorted(
                 (r for r in ROLES if r in names), key=lambda r: not names[r].startswith("gemini")
             )
+            self._fetch({r: names[r] for r in roles})
+            self.status = "loading the profile's models ..."
             backends.preflight(roles)
         except ModelsUnavailable as err:
             return [_short(line) for line in err.problems]
         except Exception as err:  # a profile that cannot even be read
             return [_short(describe_error(err))]
         return []
+
+    def _fetch(self, names: dict[str, str]) -> None:
+        """Download the hub models not in the cache yet, saying how far each is (a model
+        that cannot be fetched is then named by the check that loads it)."""
+        from refine.backends.download import cached, download, plan
+        from refine.backends.registry import split_name
+
+        options = self.service.refiner().backends.options
+        missing = {}
+        for roles, name, what in plan(names):
+            role = roles.split(", ")[0]
+            repo = split_name(role, name)[1].split("@", 1)[0]
+            if what == "hub" and not cached(repo, options.get(role, {}).get("revision")):
+                missing[role] = name
+
+        def follow(name: str, done: int, total: int) -> None:
+            far = f"{100 * done / total:.0f}% of {size_text(total)}" if total else size_text(done)
+            self.status = f"downloading {name}: {far}"
+
+        if missing:
+            download(missing, options, lambda text: None, on_bytes=follow)
+
+    def stream(self):
+        """The line as the check goes (each download and how far it is), then its
+        result: what the page's load event shows."""
+        result: dict[str, str] = {}
+        finished = threading.Event()
+
+        def work() -> None:
+            try:
+                result["line"] = self.line()
+            finally:
+                finished.set()
+
+        threading.Thread(target=work, daemon=True).start()
+        shown = None
+        while not finished.wait(0.2):
+            if self.status != shown:
+                shown = self.status
+                yield shown
+        yield result.get("line", "\u26a0 **Not ready:** the check of the models failed")
 
     def line(self, again: bool = False) -> str:
         """One line for the page: ready, or the first problem and how many more."""
@@ -70,6 +114,15 @@ def _short(line: str) -> str:
     return f"{joined}: {why}"
 
 
+def size_text(n: float) -> str:
+    """``960 B``, ``126 kB``, ``1.4 GB``."""
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit in ("B", "kB") else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"
+
+
 def check_before_start(ready: Readiness) -> None:
     """Raise a ValueError with the one line when the models are not ready."""
     problems = ready.problems(again=True)
@@ -80,5 +133,5 @@ def check_before_start(ready: Readiness) -> None:
 def add_ready_line(gr: Any, demo: Any, ready: Readiness) -> Any:
     """The line under the status, filled as the page opens."""
     box = gr.Markdown(CHECKING, elem_id="ready")
-    demo.load(lambda: ready.line(), None, box, api_name="ready")
+    demo.load(ready.stream, None, box, api_name="ready")
     return box
