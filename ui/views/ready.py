@@ -61,9 +61,12 @@ class Readiness:
 
         options = self.service.refiner().backends.options
         missing = {}
-        for roles, name, what in plan(names):
-            role = roles.split(", ")[0]
-            repo = split_name(role, name)[1].split("@", 1)[0]
+        for role, name in names.items():
+            try:  # a ready-made backend, or a name the load check will explain
+                ((_, _, what),) = plan({role: name})
+                repo = split_name(role, name)[1].split("@", 1)[0]
+            except ValueError:
+                continue
             if what == "hub" and not cached(repo, options.get(role, {}).get("revision")):
                 missing[role] = name
 
