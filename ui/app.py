@@ -15,6 +15,7 @@ from typing import Any
 
 from refine.backends.imports import require
 from refine.evaluate.references import load_pack
+from refine.present.charts import CHART_CSS
 from refine.service import RunService
 from ui.limits import Limits
 from ui.quotas import Quotas
@@ -114,9 +115,12 @@ def queue_options(limits: Limits | None) -> dict[str, Any]:
     return {"max_size": max(8, math.ceil(120 / minutes))}
 
 
-# the saved runs' thumbnails: each whole picture with its caption under it, in full
-# (Gradio's gallery lays the caption over the picture, cut to one line)
-APP_CSS = """
+# the charts drawn for a wide column or a phone, the one that fits shown; the saved runs'
+# thumbnails: each whole picture with its caption under it, in full (Gradio's gallery lays
+# the caption over the picture, cut to one line)
+APP_CSS = (
+    CHART_CSS
+    + """
 #saved-gallery .grid-wrap.fixed-height { min-height: 0; max-height: none; }
 #saved-gallery .grid-container {
   grid-template-rows: none; grid-auto-rows: auto;
@@ -131,6 +135,7 @@ APP_CSS = """
   border: none; border-radius: 0; font-size: 13px; text-align: center;
 }
 """
+)
 
 
 def launch_options(out: str | Path) -> dict[str, Any]:

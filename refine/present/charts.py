@@ -6,6 +6,7 @@ order."""
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from typing import Any
 
@@ -23,111 +24,189 @@ COLOURS = dict(
 PALETTE = ("#0a7ea4", "#e16f24", "#8250df", "#1b7c83", "#bc4c00", "#6639ba", "#116329")
 
 
+# one colour per metric, the same in every chart: Okabe and Ito's colour-blind-safe
+# palette, then Tol's muted colours for the rarer metrics; several series of one metric
+# (best FAITH, FAITH per language, SoS per language) share its colour, told apart by
+# their line style
+METRIC_COLOURS = {
+    "faith": "#0072B2",
+    "align": "#009E73",
+    "hal": "#D55E00",
+    "exag": "#E69F00",
+    "drift": "#555555",
+    "quality": "#CC79A7",
+    "clip_iqa": "#56B4E9",
+    "sos": "#000000",
+    "caire": "#882255",
+    "explicit_met": "#44AA99",
+    "implicit_met": "#999933",
+}
+OTHER_COLOURS = ("#332288", "#88CCEE", "#117733", "#DDCC77", "#AA4499")
+LINE_STYLES = ("-", "--", ":", "-.")
+# the chart drawn twice, for a wide column and for a phone: each at the width it is shown at,
+# so that its text is never below 11 px; the page's styles show the one that fits
+WIDE, NARROW = (600, 12.0), (300, 12.0)
+CHART_CSS = (
+    ".chart-narrow{display:none}"
+    "@media (max-width:640px){.chart-wide{display:none}.chart-narrow{display:block}}"
+)
+
+
+def series_styles(names: list[str]) -> dict[str, tuple[str, str, str | None]]:
+    """(colour, line style, marker) of each series: its metric's colour; the first series
+    of a metric solid with dots, the next ones dashed, dotted, ...; a "best" series a wide
+    pale band (``band``) under its metric's line."""
+    seen: dict[str, int] = {}
+    others = iter(OTHER_COLOURS * (1 + len(names)))
+    out = {}
+    for name in names:
+        metric = of_series(name)
+        key = metric.name if metric else name
+        colour = METRIC_COLOURS.get(key) or next(others)
+        if name.startswith("best "):  # a wide pale band under its metric's line
+            out[name] = (colour, "band", None)
+            continue
+        k = seen.get(key, 0)
+        seen[key] = k + 1
+        style = LINE_STYLES[k % len(LINE_STYLES)]
+        out[name] = (colour, style, "o" if style == "-" else None)
+    return out
+
+
+def _svg(fig: Any, width: int, legend_titles: list[str]) -> str:
+    """The figure as inline SVG that scales with the page (at most ``width`` px): its text
+    stays text, legend entries say on hover what they mean."""
+    import io
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg") :]
+    svg = re.sub(
+        r'<svg ([^>]*?)width="[^"]*" height="[^"]*"',
+        rf'<svg class="chart" \1width="100%" style="max-width:{width}px;height:auto"',
+        svg,
+        count=1,
+    )
+    for k, title in enumerate(legend_titles):
+        hover = f"<title>{escape(title)}</title>" if title else ""
+        svg = svg.replace(f'<g id="legend-{k}">', f'<g id="legend-{k}" class="legend-item">{hover}')
+    return svg
+
+
+def _line_svg(
+    series: dict[str, list[float | None]],
+    labels: list[str],
+    marks: list[str] | None,
+    y_range: tuple[float, float],
+    target: float | None,
+    x_title: str,
+    y_title: str,
+    size: tuple[int, float],
+) -> str:
+    import matplotlib
+
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: searchable, crisp
+    matplotlib.rcParams["svg.hashsalt"] = "refine"  # the same chart, the same ids
+    from matplotlib.figure import Figure
+
+    width, font = size
+    narrow = width < 500
+    height = width * (1.2 if narrow else 0.55)
+    fig = Figure(figsize=(width / 72, height / 72), dpi=72, layout="constrained")
+    ax = fig.add_subplot()
+    xs = list(range(len(labels)))
+    styles = series_styles(list(series))
+    titles = []
+    for k, (name, values) in enumerate(series.items()):
+        colour, style, marker = styles[name]
+        points = [(x, v) for x, v in zip(xs, values, strict=True) if v is not None]
+        band = style == "band"  # seen around its metric's line where the two agree
+        (line,) = ax.plot(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            linestyle="-" if band else style,
+            marker=marker,
+            markersize=4,
+            color=colour,
+            alpha=0.3 if band else 1.0,
+            linewidth=7 if band else 2.4 if style == "-" else 1.8,
+            label=heading_of(name),
+            zorder=1 if band else 3 if style == "-" else 2,
+        )
+        line.set_gid(f"series-{k}")
+        metric = of_series(name)
+        titles.append(metric.explain() if metric else "")
+    if target is not None:
+        ax.axhline(
+            target, linestyle=":", color="#555555", linewidth=1.2, label=f"target {target:g}"
+        ).set_gid("target")
+        titles.append("the FAITH at which the run stops")
+    symbols = {"accepted": "\u2713", "rejected": "\u2717"}
+    other = "\u2022"
+    ticks = [
+        f"{label}\n{symbols.get(marks[i], other)}" if marks else label
+        for i, label in enumerate(labels)
+    ]
+    ax.set_xticks(xs, ticks)
+    if len(xs) == 1:
+        ax.set_xlim(-0.5, 0.5)
+    lo, hi = y_range
+    ax.set_ylim(lo, hi + 0.02 * (hi - lo))
+    ax.set_xlabel(x_title, fontsize=font, gid="x-title")
+    ax.set_ylabel(y_title, fontsize=font, gid="y-title")
+    ax.tick_params(labelsize=font)
+    ax.grid(axis="y", color="#d0d7de", linewidth=0.8)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    where = "outside lower center" if narrow else "outside right upper"
+    # on a phone the legend goes under the chart, in two columns where the names are short
+    short = max((len(heading_of(n)) for n in series), default=0) <= 14
+    columns = 2 if narrow and short else 1
+    legend = fig.legend(loc=where, ncols=columns, fontsize=font, frameon=False)
+    for k, text in enumerate(legend.get_texts()):
+        text.set_gid(f"legend-{k}")
+    svg = _svg(fig, width, titles)
+    for k, (name, values) in enumerate(series.items()):  # each line carries its values
+        data = json.dumps([None if v is None else round(v, 6) for v in values])
+        svg = svg.replace(
+            f'<g id="series-{k}">',
+            f'<g id="series-{k}" class="series" data-name="{escape(name)}" '
+            f"data-values='{escape(data)}'>",
+        )
+    for axis in ("x", "y"):
+        svg = svg.replace(f'<g id="{axis}-title">', f'<g id="{axis}-title" class="axis-title">')
+    if target is not None:
+        svg = svg.replace(
+            '<g id="target">', f'<g id="target" class="target" data-target="{target:g}">', 1
+        )
+    return svg
+
+
 def line_chart(
     series: dict[str, list[float | None]],
     labels: list[str],
     marks: list[str] | None = None,
     title: str = "",
-    width: int = 680,
-    height: int = 260,
     y_range: tuple[float, float] = (0.0, 1.0),
     target: float | None = None,
     x_title: str = "",
     y_title: str = "",
 ) -> str:
-    """An SVG line chart of values in ``y_range`` (default [0, 1]); ``marks`` (accepted /
-    rejected / initial) are drawn under the x axis, ``target`` as a dashed line. Each line
-    carries its values in ``data-values``. It scales down to the width it is given (a
-    phone) and keeps its proportions."""
-    left, right, top, bottom = 52, 170, 24, 58
-    w, h = width - left - right, height - top - bottom
-    n = max(len(labels), 1)
-    lo, hi = y_range
-    span = (hi - lo) or 1.0
-
-    def x(i: int) -> float:
-        return left + (w * i / (n - 1) if n > 1 else w / 2)
-
-    def y(v: float) -> float:
-        return top + h * (1.0 - max(0.0, min(1.0, (v - lo) / span)))
-
-    out = [
-        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'width="100%" style="max-width:{width}px;height:auto" role="img" '
-        f'aria-label="{escape(title)}">',
-        f'<text x="{left}" y="16" font-size="13" font-weight="600">{escape(title)}</text>',
-    ]
-    if x_title:
-        out.append(
-            f'<text x="{left + w / 2:.1f}" y="{height - 4}" font-size="11" '
-            f'text-anchor="middle" class="axis-title">{escape(x_title)}</text>'
-        )
-    if y_title:
-        out.append(
-            f'<text x="12" y="{top + h / 2:.1f}" font-size="11" text-anchor="middle" '
-            f'class="axis-title" transform="rotate(-90 12 {top + h / 2:.1f})">'
-            f"{escape(y_title)}</text>"
-        )
-    if target is not None:
-        out.append(
-            f'<line class="target" data-target="{target:g}" x1="{left}" x2="{left + w}" '
-            f'y1="{y(target):.1f}" y2="{y(target):.1f}" stroke="#1f6feb" stroke-width="1" '
-            f'stroke-dasharray="2 3"/><text x="{left + w + 4}" y="{y(target) + 4:.1f}" '
-            f'font-size="11" fill="#1f6feb">target {target:g}</text>'
-        )
-    for k in range(5):
-        v = lo + span * k / 4
-        out.append(
-            f'<line x1="{left}" x2="{left + w}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
-            f'stroke="#d0d7de" stroke-width="1"/>'
-            f'<text x="{left - 6}" y="{y(v) + 4:.1f}" font-size="11" '
-            f'text-anchor="end">{v:.2f}</text>'
-        )
-    for i, label in enumerate(labels):
-        out.append(
-            f'<text x="{x(i):.1f}" y="{top + h + 16}" font-size="11" '
-            f'text-anchor="middle">{escape(label)}</text>'
-        )
-        if marks:
-            colour = {"accepted": "#2da44e", "rejected": "#cf222e"}.get(marks[i], "#1f6feb")
-            symbol = {"accepted": "\u2713", "rejected": "\u2717"}.get(marks[i], "\u25cf")
-            out.append(
-                f'<text x="{x(i):.1f}" y="{top + h + 32}" font-size="12" fill="{colour}" '
-                f'text-anchor="middle" class="mark">{symbol}<title>{escape(marks[i])}</title>'
-                f"</text>"
-            )
-    others = iter(PALETTE * (1 + len(series) // len(PALETTE)))
-    for k, (name, values) in enumerate(series.items()):
-        colour = COLOURS.get(name) or next(others)
-        points = [(x(i), y(v)) for i, v in enumerate(values) if v is not None]
-        data = json.dumps([None if v is None else round(v, 6) for v in values])
-        if points:
-            path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
-            dash = ' stroke-dasharray="5 3"' if name == views.BEST_FAITH else ""
-            out.append(
-                f'<polyline class="series" data-name="{escape(name)}" '
-                f'data-values=\'{escape(data)}\' points="{path}" fill="none" '
-                f'stroke="{colour}" stroke-width="2"{dash}/>'
-            )
-            for i, v in enumerate(values):
-                if v is not None:
-                    out.append(
-                        f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}">'
-                        f"<title>{escape(name)} {escape(labels[i])}: {v:.3f}</title></circle>"
-                    )
-        ly = top + 14 + 18 * k
-        # the legend names the metric with its direction; hovering it says what it means
-        metric = of_series(name)
-        meaning = f"<title>{escape(metric.explain())}</title>" if metric else ""
-        out.append(
-            f'<g class="legend-item">{meaning}'
-            f'<line x1="{left + w + 14}" x2="{left + w + 34}" y1="{ly}" y2="{ly}" '
-            f'stroke="{colour}" stroke-width="3"/>'
-            f'<text x="{left + w + 40}" y="{ly + 4}" font-size="12">'
-            f"{escape(heading_of(name))}</text></g>"
-        )
-    out.append("</svg>")
-    return "".join(out)
+    """A line chart of values in ``y_range`` drawn with matplotlib, as inline SVG: the
+    x axis's labels carry ``marks`` (✓ accepted, ✗ rejected, • other), ``target`` is a
+    dotted line; every series in the legend with its direction arrow (a series of the
+    same metric in its colour, another line style), axes titled. Drawn for a wide column
+    and for a phone (see :data:`CHART_CSS`); each line carries its values in
+    ``data-values``."""
+    args = (series, labels, marks, y_range, target, x_title, y_title)
+    return (
+        f"<style>{CHART_CSS}</style>"
+        f'<figure class="chart-figure" aria-label="{escape(title)}">'
+        f"<figcaption>{escape(title)}</figcaption>"
+        f'<div class="chart-wide">{_line_svg(*args, WIDE)}</div>'
+        f'<div class="chart-narrow">{_line_svg(*args, NARROW)}</div></figure>'
+    )
 
 
 def bar_chart(values: list[float | None], labels: list[str], title: str) -> str:

@@ -58,8 +58,8 @@ def glossary() -> list[tuple[str, str]]:
     out += [
         (
             heading_of(BEST_FAITH),
-            "the FAITH of the best round so far (the dashed line): the image the next edit "
-            "starts from.",
+            "the FAITH of the best round so far (the pale band under FAITH): the image the "
+            "next edit starts from.",
         ),
         ("target", f"{SETTINGS['target'].help.rstrip('.')}: the dotted line on the chart."),
         (

@@ -42,7 +42,7 @@ class Page(HTMLParser):
             self.runs.append(a["data-run"])
         if tag == "img":
             self.images.append(a)
-        if tag == "polyline":
+        if "data-name" in a and "data-values" in a:  # a chart's line
             self.series[a["data-name"]] = json.loads(a["data-values"])
         if tag == "rect" and "data-value" in a:
             self.bars.append(float(a["data-value"]))

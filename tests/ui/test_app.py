@@ -79,7 +79,8 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
     column = TABLE_HEADERS.index("quality ↑")
     assert [row[column] for row in rows] == pytest.approx(quality, abs=1e-4)
     assert 'class="target" data-target="1"' in outputs[-1][2]  # the target FAITH line
-    assert 'class="axis-title"' in outputs[-1][2]
+    assert outputs[-1][2].count('class="axis-title"') == 4  # x and y, wide and narrow
+    assert "score (0 to 1; SoS -1 to 1)" in outputs[-1][2]
     # progress in words: rounds done of all, best FAITH, calls, tokens, time, why it stopped
     progress = outputs[-1][9]
     assert progress.startswith("2 of 2 editing rounds · best FAITH ")

@@ -109,10 +109,10 @@ def test_rounds_appear_one_by_one(page, world, tmp_path):
     assert seen[-1] >= 3 and 1 in seen and 2 in seen  # round 0, then 1, then 2
     images_loaded(pg, 3)
     # the metric chart draws its lines (FAITH blue, ALIGN green) as the rounds come in
-    chart = pg.locator("#plot svg polyline")
+    chart = pg.locator("#plot .chart-wide .series")
     assert chart.count() >= 4
     plot = pg.locator("#plot").screenshot(path=str(tmp_path / "plot.png"))
-    assert has_colour(plot, (0x1F, 0x6F, 0xEB), 20) and has_colour(plot, (0x2D, 0xA4, 0x4E), 20)
+    assert has_colour(plot, (0x00, 0x72, 0xB2), 20) and has_colour(plot, (0x00, 0x9E, 0x73), 20)
     shot = pg.locator("#gallery").screenshot(path=str(tmp_path / "gallery.png"))
     assert has_colour(shot, RED) and has_colour(shot, GREEN)  # round 0 red, round 1 green
     table = pg.locator("#table").inner_text()
@@ -636,7 +636,35 @@ def test_metric_words_and_a_message_that_answers_one_action(page, size):
     for name in ("faith", "hal", "exag"):
         item = pg.locator("#plot .legend-item", has_text=CATALOG[name].heading).first
         assert item.locator("title").text_content() == CATALOG[name].explain()
-    assert pg.locator("#plot .legend-item", has_text="best FAITH ↑").count() == 1
+    assert pg.locator("#plot .chart-wide .legend-item", has_text="best FAITH ↑").count() == 1
+    # the chart shown fits the width: its text is at least 11 px, no two legend entries or
+    # round labels overlap, and every line of the chart is in the legend
+    shown = pg.evaluate(
+        """() => {
+            const svg = [...document.querySelectorAll('#plot svg.chart')]
+                .find(s => s.getBoundingClientRect().width > 0);
+            const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+            const sizes = [...svg.querySelectorAll('text')].map(
+                t => parseFloat(getComputedStyle(t).fontSize) * scale);
+            const boxes = sel => [...svg.querySelectorAll(sel)].map(e => {
+                const r = e.getBoundingClientRect();
+                return [r.left, r.top, r.right, r.bottom];
+            });
+            return {
+                sizes, legend: boxes('.legend-item'), ticks: boxes('#xtick_1, [id^=xtick_] text'),
+                series: svg.querySelectorAll('.series').length,
+                entries: svg.querySelectorAll('.legend-item').length,
+            };
+        }"""
+    )
+    assert min(shown["sizes"]) >= 11, shown["sizes"]
+
+    def overlap(a, b):
+        return a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1
+
+    for boxes in (shown["legend"],):
+        assert not any(overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    assert shown["entries"] == shown["series"] + 1  # every line, and the target
     # the glossary sits under the table, folded; opened, it explains every metric
     table, glossary = pg.locator("#table").bounding_box(), pg.locator("#glossary").bounding_box()
     assert 0 <= glossary["y"] - (table["y"] + table["height"]) < 80
