@@ -160,9 +160,19 @@ def test_references_named_to_climb_out_stay_inside(app):
             client.predict(act, ctry, api_name="/build_references")
         note, missing = references_note(service, act, ctry)
         assert "printable text of at most 120" in note and missing is False
-    long = {"headers": ["dimension", "phrase"], "data": [["objects", "x" * 1000]] * 250}
-    with pytest.raises(AppError, match="too long"):
-        client.predict("tea", "Iran", long, api_name="/save_references")
+    # a hostile table: too many rows, a row of three cells, a phrase with a control
+    # character; nothing is written
+    before = sorted(p.name for p in (tmp_path / "out" / "references").rglob("*"))
+    for table, match in (
+        ([["objects", "x" * 100]] * 501, "a table of at most 500 rows"),
+        ([["objects", "tea", "pot"]], "a dimension and a phrase|columns|header"),
+        ([["objects", "tea\x07pot"]], "row 1: the phrase must be printable"),
+    ):
+        with pytest.raises(AppError, match=match):
+            body = {"headers": ["dimension", "phrase"], "data": table}
+            client.predict("tea", "Iran", body, api_name="/save_references")
+    after = sorted(p.name for p in (tmp_path / "out" / "references").rglob("*"))
+    assert after == before
     # markup in a name is shown as text, never as HTML
     note, _ = references_note(service, "<img src=x onerror=alert(1)>", "Iran")
     assert "<img" not in note and "&lt;img" in note

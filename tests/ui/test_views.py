@@ -188,6 +188,10 @@ def test_the_references_table_round_trips_and_names_a_bad_row():
         references_doc([["smell", "smoke"]])
     with pytest.raises(ValueError, match="a table of at most 500 rows"):
         references_doc("objects,samovar")
+    with pytest.raises(ValueError, match="row 2: the phrase must be printable text of at most 200"):
+        references_doc([["objects", "tea"], ["objects", "tea\x00pot"]])
+    with pytest.raises(ValueError, match="row 1: the phrase must be printable"):
+        references_doc([["attire", "x" * 201]])
 
 
 def test_a_problem_with_the_models_reads_as_one_line():

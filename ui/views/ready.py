@@ -100,11 +100,7 @@ class Readiness:
     def line(self, again: bool = False) -> str:
         """One line for the page: ready, or the first problem and how many more."""
         problems = self.problems(again)
-        if not problems:
-            return READY
-        more = len(problems) - 1
-        rest = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-        return f"\u26a0 **Not ready:** {problems[0]}{rest}"
+        return f"\u26a0 **Not ready:** {summary(problems)}" if problems else READY
 
 
 def _short(line: str) -> str:
@@ -126,11 +122,17 @@ def size_text(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+def summary(problems: list[str]) -> str:
+    """The first problem, and how many more."""
+    more = len(problems) - 1
+    return problems[0] + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+
+
 def check_before_start(ready: Readiness) -> None:
     """Raise a ValueError with the one line when the models are not ready."""
     problems = ready.problems(again=True)
     if problems:
-        raise ValueError(ready.line().removeprefix("\u26a0 **Not ready:** "))
+        raise ValueError(summary(problems))
 
 
 def add_ready_line(gr: Any, demo: Any, ready: Readiness) -> Any:

@@ -72,6 +72,7 @@ def references_note(
 # what a row of the review table may name: a descriptor's dimension, or a stereotype
 KINDS = (*DIMENSIONS, "stereotype")
 MAX_ROWS = 500
+MAX_PHRASE = 200  # characters in one descriptor or stereotype
 TABLE_HEADERS = ["dimension", "phrase"]
 
 
@@ -86,10 +87,6 @@ def references_doc(rows: Any, source: str | None = None) -> str:
     """The review table's rows as the JSON ``save_references`` reads; a row whose phrase
     was emptied is left out; ValueError naming the first row that is not a known
     dimension and a phrase."""
-    if hasattr(rows, "values") and hasattr(rows, "columns"):  # a pandas table
-        rows = rows.values.tolist()
-    if isinstance(rows, dict):  # the table as an API client sends it
-        rows = rows.get("data")
     if not isinstance(rows, list) or len(rows) > MAX_ROWS:
         raise ValueError(f"the references are a table of at most {MAX_ROWS} rows")
     descriptors: dict[str, list[str]] = {d: [] for d in DIMENSIONS}
@@ -102,6 +99,10 @@ def references_doc(rows: Any, source: str | None = None) -> str:
             continue  # an emptied phrase: the row is removed
         if kind not in KINDS:
             raise ValueError(f"row {k}: {kind[:40]!r} is not one of {', '.join(KINDS)}")
+        try:  # one line of printable text, as every phrase from a client
+            text = phrase(text, "phrase", MAX_PHRASE)
+        except ValueError as err:
+            raise ValueError(f"row {k}: {err}") from None
         (stereotypes if kind == "stereotype" else descriptors[kind]).append(text)
     doc = {"descriptors": descriptors, "stereotypes": stereotypes, "source": source}
     return json.dumps(doc, ensure_ascii=False)
@@ -230,7 +231,7 @@ def wire_references(
         try:
             if kind not in KINDS:
                 raise ValueError(f"the dimension is one of {', '.join(KINDS)}")
-            text = phrase(text, "phrase")
+            text = phrase(text, "phrase", MAX_PHRASE)
             rows = [list(r) for r in (rows or [])]
             if len(rows) >= MAX_ROWS:
                 raise ValueError(f"the references hold at most {MAX_ROWS} rows")
