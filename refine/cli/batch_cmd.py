@@ -233,10 +233,16 @@ def score_cmd(
 
 
 def report_cmd(
-    directory: Path = typer.Argument(..., help="A run directory or a batch directory."),
-    out: Path = typer.Option(None, "--out", help="The HTML file (default DIRECTORY/report.html)."),
+    directory: Path = typer.Argument(
+        ..., help="A run directory, a batch directory or a tune's output folder."
+    ),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        help="The HTML file (default DIRECTORY/report.html; a tune's DIRECTORY/loss.html).",
+    ),
 ) -> None:
-    """Write a self-contained HTML report (images inline) of a run or a batch."""
+    """Write a self-contained HTML report (images inline) of a run, a batch or a tune."""
 
     if not directory.is_dir():
         raise UserInputError(f"{directory}: no such directory")

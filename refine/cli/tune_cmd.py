@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from refine.cli.inputs import UserInputError
+from refine.present.report.tune import write_tune_page
 from refine.train.tune import TuneConfig, Tuner, need_training
 
 
@@ -97,10 +98,12 @@ def tune_cmd(
             tuner.validate("final")
     except ValueError as err:
         raise UserInputError(f"refine tune: {err}") from err
+    page = write_tune_page(out)
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
     typer.echo(f"adapter: {out} ({summary['steps']} steps, final loss {summary['final_loss']:.4f})")
     if summary["held_out_accuracy"] is not None:
         typer.echo(f"held-out implicit reward accuracy: {summary['held_out_accuracy']:.3f}")
+    typer.echo(f"loss curve: {page}")
     typer.echo(f'use it: --generator "diffusers:{base.removeprefix("diffusers:")}+lora={out}"')

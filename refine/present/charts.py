@@ -1,28 +1,30 @@
-"""Every chart of the reports and the app, as inline SVG: the run's metric curves, signed
-bars (FAITH gain per run), means with intervals, scatters, the tau histogram, and the SoS
-heatmap and strip plot. One colour per metric series (``COLOURS``), the rest in ``PALETTE``
-order."""
+"""Every chart of the reports and the app, drawn with matplotlib as inline SVG: the run's
+metric curves, signed bars (FAITH gain per run), means with intervals, scatters, the
+histogram of a tau calibration, the SoS heatmap and strip plot, and a tune's loss.
+
+The same rules hold for all of them:
+- one colour per metric in every chart (:data:`METRIC_COLOURS`, colour-blind-safe), several
+  series of one metric told apart by line style; what is not a metric (generators, a loss)
+  takes :data:`OTHER_COLOURS` and a marker shape of its own;
+- axes titled, with units where there are any; every series in a legend;
+- text stays text in the SVG and is drawn at 12 px at the width it is shown at: a chart a
+  phone would shrink is drawn twice, for a wide column and for a phone, and the page's
+  styles (:data:`CHART_CSS`) show the one that fits, so that no text is below 11 px;
+- each drawn thing a reader or a test wants carries its numbers as ``data-*`` attributes
+  (a series its values, a bar its value, a cell its SoS) and says them on hover.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
 from metrics.catalog import heading_of, of_series
-from refine.present import views
-
-COLOURS = dict(
-    zip(
-        views.METRICS,
-        ("#1f6feb", "#2da44e", "#cf222e", "#bf8700", "#57606a", "#6e40c9", "#fb8f44", "#bf3989"),
-        strict=True,
-    )
-)
-
-PALETTE = ("#0a7ea4", "#e16f24", "#8250df", "#1b7c83", "#bc4c00", "#6639ba", "#116329")
-
+from metrics.catalog import label as metric_label
 
 # one colour per metric, the same in every chart: Okabe and Ito's colour-blind-safe
 # palette, then Tol's muted colours for the rarer metrics; several series of one metric
@@ -41,15 +43,48 @@ METRIC_COLOURS = {
     "explicit_met": "#44AA99",
     "implicit_met": "#999933",
 }
-OTHER_COLOURS = ("#332288", "#88CCEE", "#117733", "#DDCC77", "#AA4499")
+# what is not a metric (a generator, a loss): Tol's muted colours METRIC_COLOURS leaves,
+# each with a marker shape of its own, so that a colour is never the only difference
+OTHER_COLOURS = ("#332288", "#117733", "#AA4499", "#88CCEE", "#DDCC77")
+MARKERS = ("o", "s", "^", "D", "v")
 LINE_STYLES = ("-", "--", ":", "-.")
+REFERENCE = "#555555"  # reference lines: a target, a zero, a percentile, tau
+GRID = "#d0d7de"
 # the chart drawn twice, for a wide column and for a phone: each at the width it is shown at,
-# so that its text is never below 11 px; the page's styles show the one that fits
-WIDE, NARROW = (600, 12.0), (300, 12.0)
+# so that its text is never below 11 px; the page's styles show the one that fits. A small
+# chart (SMALL) fits a phone as it is and is drawn once
+WIDE, NARROW, SMALL = (600, 12.0), (300, 12.0), (320, 12.0)
 CHART_CSS = (
     ".chart-narrow{display:none}"
     "@media (max-width:640px){.chart-wide{display:none}.chart-narrow{display:block}}"
 )
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What an SVG group drawn with the id ``gid`` says of itself: a class, its numbers as
+    ``data-*`` attributes (floats to 6 decimals, lists as JSON) and a hover title."""
+
+    cls: str
+    data: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+
+    def attributes(self) -> str:
+        out = [f'class="{self.cls}"']
+        for key, value in self.data.items():
+            if isinstance(value, list | tuple):
+                out.append(f"data-{key}='{escape(json.dumps(_rounded(value)))}'")
+            elif isinstance(value, float):
+                out.append(f'data-{key}="{value:.6f}"')
+            else:
+                out.append(f'data-{key}="{escape(str(value))}"')
+        return " ".join(out)
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    return round(value, 6) if isinstance(value, float) else value
 
 
 def series_styles(names: list[str]) -> dict[str, tuple[str, str, str | None]]:
@@ -73,9 +108,79 @@ def series_styles(names: list[str]) -> dict[str, tuple[str, str, str | None]]:
     return out
 
 
-def _svg(fig: Any, width: int, legend_titles: list[str]) -> str:
+def colour_of(name: str, k: int = 0) -> str:
+    """A metric's colour (by name or label), else the ``k``-th of :data:`OTHER_COLOURS`."""
+    metric = of_series(name)
+    key = metric.name if metric else name
+    return METRIC_COLOURS.get(key) or OTHER_COLOURS[k % len(OTHER_COLOURS)]
+
+
+# the settings every chart is drawn under (and nothing else is: they are set for the
+# drawing only): text stays text, searchable and crisp; the same chart gets the same ids;
+# a label is shown as written, never read as TeX (a "$" in a name is a dollar sign)
+RC = {"svg.fonttype": "none", "svg.hashsalt": "refine", "text.parse_math": False}
+
+
+def _figure(width: int, height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width / 72, height / 72), dpi=72, layout="constrained")
+
+
+def _axes(fig: Any, font: float, x_title: str, y_title: str, grid: str = "y") -> Any:
+    """Axes with their titles (wrapped to the figure's width), ticks at ``font`` px, a
+    light grid along ``grid`` ("x", "y", "both" or none) and no top or right frame."""
+    import textwrap
+
+    ax = fig.add_subplot()
+    width = fig.get_figwidth() * fig.dpi
+    # an axis title is centred on the axes, which take about half a narrow figure
+    ax.set_xlabel(textwrap.fill(x_title, int(width * 0.5 / (font * 0.6))), fontsize=font)
+    ax.set_ylabel(textwrap.fill(y_title, int(width * 0.9 / (font * 0.62))), fontsize=font)
+    ax.tick_params(labelsize=font)
+    if grid:
+        ax.grid(axis=grid, color=GRID, linewidth=0.8)
+        ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return ax
+
+
+def _short(text: str, most: int) -> str:
+    """``text`` cut to ``most`` characters: a phrase at its end (``people eating food…``),
+    a name in its middle, where names of one family differ least
+    (``gemini:g…3.1-flash-image``); the whole text is in the mark's title."""
+    if len(text) <= most:
+        return text
+    if " " in text:
+        return text[: most - 1].rstrip() + "\u2026"
+    head = most // 3
+    return text[:head].rstrip() + "\u2026" + text[-(most - head - 1) :].lstrip()
+
+
+def _tick(label: str, most: int) -> str:
+    """A row's label: its parts (``country · generator``) on lines of their own, each cut
+    to ``most`` characters."""
+    return "\n".join(_short(part, most) for part in label.split(" \u00b7 "))
+
+
+def _rows_height(labels: list[str], font: float, extra: float) -> float:
+    """A figure tall enough for one row per label, each as many lines high as it has, and
+    for an axis title beside a few rows."""
+    lines = max((label.count(" \u00b7 ") + 1 for label in labels), default=1)
+    return extra + max(len(labels) * font * (1.25 * lines + 0.9), 9 * font)
+
+
+def _svg(
+    fig: Any,
+    width: int,
+    legend_titles: list[str] | None = None,
+    marks: dict[str, Mark] | None = None,
+    prefix: str = "",
+) -> str:
     """The figure as inline SVG that scales with the page (at most ``width`` px): its text
-    stays text, legend entries say on hover what they mean."""
+    stays text, legend entries (text gids ``{prefix}legend-k``) say on hover what they
+    mean, and each group in ``marks`` carries its class, numbers and title."""
     import io
 
     buf = io.StringIO()
@@ -88,10 +193,56 @@ def _svg(fig: Any, width: int, legend_titles: list[str]) -> str:
         svg,
         count=1,
     )
-    for k, title in enumerate(legend_titles):
+    for k, title in enumerate(legend_titles or []):
         hover = f"<title>{escape(title)}</title>" if title else ""
-        svg = svg.replace(f'<g id="legend-{k}">', f'<g id="legend-{k}" class="legend-item">{hover}')
+        gid = f"{prefix}legend-{k}"
+        svg = svg.replace(f'<g id="{gid}">', f'<g id="{gid}" class="legend-item">{hover}')
+    for gid, mark in (marks or {}).items():
+        hover = f"<title>{escape(mark.title)}</title>" if mark.title else ""
+        svg = svg.replace(f'<g id="{gid}">', f'<g id="{gid}" {mark.attributes()}>{hover}', 1)
     return svg
+
+
+def _legend(fig: Any, font: float, narrow: bool, names: list[str], prefix: str) -> None:
+    """The legend beside the chart, or under it on a phone (two columns where the names
+    are short); its entries get the gids ``_svg`` gives hover titles to."""
+    short = max((len(n) for n in names), default=0) <= 14
+    legend = fig.legend(
+        loc="outside lower center" if narrow else "outside right upper",
+        ncols=2 if narrow and short else 1,
+        fontsize=font,
+        frameon=False,
+    )
+    for k, text in enumerate(legend.get_texts()):
+        text.set_gid(f"{prefix}legend-{k}")
+
+
+Draw = Callable[[tuple[int, float], str], str]
+
+
+def _figure_html(title: str, draw: Draw, cls: str = "", sizes=(WIDE, NARROW)) -> str:
+    """``draw(size, prefix)`` once per size, in a ``<figure>`` titled ``title``: wide and
+    narrow drawings shown by :data:`CHART_CSS`, or a single one."""
+    from matplotlib import rc_context
+
+    def drawn(size: tuple[int, float], prefix: str) -> str:
+        with rc_context(RC):
+            return draw(size, prefix)
+
+    kind = f"chart-figure {cls}".strip()
+    head = f'<figure class="{kind}" aria-label="{escape(title)}">'
+    caption = f"<figcaption>{escape(title)}</figcaption>" if title else ""
+    if len(sizes) == 1:
+        return f"{head}{caption}{drawn(sizes[0], 's-')}</figure>"
+    wide, narrow = sizes
+    return (
+        f"<style>{CHART_CSS}</style>{head}{caption}"
+        f'<div class="chart-wide">{drawn(wide, "w-")}</div>'
+        f'<div class="chart-narrow">{drawn(narrow, "n-")}</div></figure>'
+    )
+
+
+# --- the run's metric curves -------------------------------------------------------------
 
 
 def _line_svg(
@@ -103,21 +254,15 @@ def _line_svg(
     x_title: str,
     y_title: str,
     size: tuple[int, float],
+    prefix: str,
 ) -> str:
-    import matplotlib
-
-    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: searchable, crisp
-    matplotlib.rcParams["svg.hashsalt"] = "refine"  # the same chart, the same ids
-    from matplotlib.figure import Figure
-
     width, font = size
     narrow = width < 500
-    height = width * (1.2 if narrow else 0.55)
-    fig = Figure(figsize=(width / 72, height / 72), dpi=72, layout="constrained")
-    ax = fig.add_subplot()
+    fig = _figure(width, width * (1.2 if narrow else 0.55))
+    ax = _axes(fig, font, x_title, y_title)
     xs = list(range(len(labels)))
     styles = series_styles(list(series))
-    titles = []
+    titles, groups = [], {}
     for k, (name, values) in enumerate(series.items()):
         colour, style, marker = styles[name]
         points = [(x, v) for x, v in zip(xs, values, strict=True) if v is not None]
@@ -134,18 +279,20 @@ def _line_svg(
             label=heading_of(name),
             zorder=1 if band else 3 if style == "-" else 2,
         )
-        line.set_gid(f"series-{k}")
+        gid = f"{prefix}series-{k}"
+        line.set_gid(gid)
+        groups[gid] = Mark("series", {"name": name, "values": list(values)})
         metric = of_series(name)
         titles.append(metric.explain() if metric else "")
     if target is not None:
         ax.axhline(
-            target, linestyle=":", color="#555555", linewidth=1.2, label=f"target {target:g}"
-        ).set_gid("target")
+            target, linestyle=":", color=REFERENCE, linewidth=1.2, label=f"target {target:g}"
+        ).set_gid(f"{prefix}target")
+        groups[f"{prefix}target"] = Mark("target", {"target": f"{target:g}"})
         titles.append("the FAITH at which the run stops")
     symbols = {"accepted": "\u2713", "rejected": "\u2717"}
-    other = "\u2022"
     ticks = [
-        f"{label}\n{symbols.get(marks[i], other)}" if marks else label
+        f"{label}\n{symbols.get(marks[i], chr(0x2022))}" if marks else label
         for i, label in enumerate(labels)
     ]
     ax.set_xticks(xs, ticks)
@@ -153,34 +300,11 @@ def _line_svg(
         ax.set_xlim(-0.5, 0.5)
     lo, hi = y_range
     ax.set_ylim(lo, hi + 0.02 * (hi - lo))
-    ax.set_xlabel(x_title, fontsize=font, gid="x-title")
-    ax.set_ylabel(y_title, fontsize=font, gid="y-title")
-    ax.tick_params(labelsize=font)
-    ax.grid(axis="y", color="#d0d7de", linewidth=0.8)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    where = "outside lower center" if narrow else "outside right upper"
-    # on a phone the legend goes under the chart, in two columns where the names are short
-    short = max((len(heading_of(n)) for n in series), default=0) <= 14
-    columns = 2 if narrow and short else 1
-    legend = fig.legend(loc=where, ncols=columns, fontsize=font, frameon=False)
-    for k, text in enumerate(legend.get_texts()):
-        text.set_gid(f"legend-{k}")
-    svg = _svg(fig, width, titles)
-    for k, (name, values) in enumerate(series.items()):  # each line carries its values
-        data = json.dumps([None if v is None else round(v, 6) for v in values])
-        svg = svg.replace(
-            f'<g id="series-{k}">',
-            f'<g id="series-{k}" class="series" data-name="{escape(name)}" '
-            f"data-values='{escape(data)}'>",
-        )
-    for axis in ("x", "y"):
-        svg = svg.replace(f'<g id="{axis}-title">', f'<g id="{axis}-title" class="axis-title">')
-    if target is not None:
-        svg = svg.replace(
-            '<g id="target">', f'<g id="target" class="target" data-target="{target:g}">', 1
-        )
-    return svg
+    ax.xaxis.label.set_gid(f"{prefix}x-title")
+    ax.yaxis.label.set_gid(f"{prefix}y-title")
+    groups[f"{prefix}x-title"] = groups[f"{prefix}y-title"] = Mark("axis-title")
+    _legend(fig, font, narrow, [heading_of(n) for n in series], prefix)
+    return _svg(fig, width, titles, groups, prefix)
 
 
 def line_chart(
@@ -193,249 +317,405 @@ def line_chart(
     x_title: str = "",
     y_title: str = "",
 ) -> str:
-    """A line chart of values in ``y_range`` drawn with matplotlib, as inline SVG: the
-    x axis's labels carry ``marks`` (✓ accepted, ✗ rejected, • other), ``target`` is a
-    dotted line; every series in the legend with its direction arrow (a series of the
-    same metric in its colour, another line style), axes titled. Drawn for a wide column
-    and for a phone (see :data:`CHART_CSS`); each line carries its values in
-    ``data-values``."""
+    """A line chart of values in ``y_range``: the x axis's labels carry ``marks``
+    (✓ accepted, ✗ rejected, • other), ``target`` is a dotted line; every series in the
+    legend with its direction arrow (a series of the same metric in its colour, another
+    line style), axes titled; each line carries its values in ``data-values``."""
     args = (series, labels, marks, y_range, target, x_title, y_title)
-    return (
-        f"<style>{CHART_CSS}</style>"
-        f'<figure class="chart-figure" aria-label="{escape(title)}">'
-        f"<figcaption>{escape(title)}</figcaption>"
-        f'<div class="chart-wide">{_line_svg(*args, WIDE)}</div>'
-        f'<div class="chart-narrow">{_line_svg(*args, NARROW)}</div></figure>'
-    )
+    return _figure_html(title, lambda size, prefix: _line_svg(*args, size, prefix))
 
 
-def bar_chart(values: list[float | None], labels: list[str], title: str) -> str:
-    """An SVG bar chart of signed values (FAITH gain per run) around a zero line."""
-    width, height, left, top, bottom = 680, 220, 44, 24, 40
-    w, h = width - left - 20, height - top - bottom
+# --- bars ----------------------------------------------------------------------------------
+
+
+def bar_chart(
+    values: list[float | None],
+    labels: list[str],
+    title: str,
+    x_title: str = "FAITH gain \u2191 (best round \u2212 round 0)",
+    metric: str = "faith",
+) -> str:
+    """Signed values (FAITH gain per run) as horizontal bars from a zero line, one row per
+    label, in the metric's colour: a loss hatched, each bar's value written at its end;
+    a row without a value says n/a."""
+    colour = colour_of(metric)
     known = [abs(v) for v in values if v is not None]
     scale = max(known + [0.05])
-    n = max(len(values), 1)
-    slot = w / n
-    zero = top + h / 2
-    out = [
-        f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height}" role="img" aria-label="{escape(title)}">',
-        f'<text x="{left}" y="16" font-size="13" font-weight="600">{escape(title)}</text>',
-        f'<line x1="{left}" x2="{left + w}" y1="{zero}" y2="{zero}" stroke="#57606a"/>',
-        f'<text x="{left - 6}" y="{top + 4}" font-size="11" text-anchor="end">+{scale:.2f}</text>',
-        f'<text x="{left - 6}" y="{top + h + 4}" font-size="11" '
-        f'text-anchor="end">-{scale:.2f}</text>',
-    ]
-    for i, (v, label) in enumerate(zip(values, labels, strict=True)):
-        cx = left + slot * i + slot * 0.15
-        bw = slot * 0.7
-        if v is not None:
-            bh = (h / 2) * abs(v) / scale
-            by = zero - bh if v >= 0 else zero
-            colour = "#2da44e" if v > 0 else "#cf222e" if v < 0 else "#57606a"
-            out.append(
-                f'<rect class="bar" data-value="{v:.6f}" x="{cx:.1f}" y="{by:.1f}" '
-                f'width="{bw:.1f}" height="{max(bh, 1):.1f}" fill="{colour}">'
-                f"<title>{escape(label)}: {v:+.3f}</title></rect>"
+
+    def draw(size: tuple[int, float], prefix: str) -> str:
+        width, font = size
+        narrow = width < 500
+        fig = _figure(width, _rows_height(labels, font, 70))
+        ax = _axes(fig, font, x_title, "", grid="x")
+        groups = {}
+        for k, (v, label) in enumerate(zip(values, labels, strict=True)):
+            if v is None:
+                ax.text(0, k, " n/a", va="center", fontsize=font, color=REFERENCE)
+                continue
+            (bar,) = ax.barh(
+                k,
+                v,
+                height=0.6,
+                color=colour if v >= 0 else "white",
+                edgecolor=colour,
+                hatch=None if v >= 0 else "///",
+                linewidth=1.2,
+            ).patches
+            gid = f"{prefix}bar-{k}"
+            bar.set_gid(gid)
+            groups[gid] = Mark("bar", {"label": label, "value": v}, f"{label}: {v:+.3f}")
+            ax.annotate(
+                f"{v:+.3f}",
+                (v, k),
+                xytext=(4 if v >= 0 else -4, 0),
+                textcoords="offset points",
+                va="center",
+                ha="left" if v >= 0 else "right",
+                fontsize=font,
             )
-        out.append(
-            f'<text x="{cx + bw / 2:.1f}" y="{top + h + 16}" font-size="11" '
-            f'text-anchor="middle">{escape(label)}</text>'
-        )
-    out.append("</svg>")
-    return "".join(out)
+        ax.axvline(0, color=REFERENCE, linewidth=1)
+        ax.set_yticks(range(len(labels)), [_tick(x, 18 if narrow else 34) for x in labels])
+        ax.set_ylim(len(labels) - 0.5, -0.5)
+        ax.set_xlim(-scale * 1.6, scale * 1.6)
+        return _svg(fig, width, marks=groups, prefix=prefix)
+
+    return _figure_html(title, draw, "bars")
 
 
-def mean_bars(rows: list[tuple[str, float | None, Any]], width: int = 680) -> str:
-    """Horizontal bars with 95% intervals: (label, mean, (lo, hi) or None), values 0..1."""
-    left, bar_h, gap = 260, 16, 6
-    height = len(rows) * (bar_h + gap) + 24
-    scale = width - left - 20
-    parts = [
-        f'<svg class="bars" width="100%" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label="FAITH per country and generator">'
-    ]
-    for i, (label, mean, iv) in enumerate(rows):
-        y = 8 + i * (bar_h + gap)
-        parts.append(
-            f'<text x="{left - 6}" y="{y + bar_h - 4}" font-size="11" text-anchor="end">'
-            f"{escape(label)}</text>"
-        )
-        if mean is None:
-            continue
-        colour = PALETTE[i % len(PALETTE)]
-        parts.append(
-            f'<rect x="{left}" y="{y}" width="{scale * mean:.1f}" height="{bar_h}" '
-            f'fill="{colour}" data-label="{escape(label)}" data-mean="{mean:.6f}"/>'
-        )
-        if iv:
-            x0, x1, cy = left + scale * iv[0], left + scale * iv[1], y + bar_h / 2
-            parts.append(
-                f'<line x1="{x0:.1f}" x2="{x1:.1f}" y1="{cy}" y2="{cy}" stroke="#1f2328" '
-                f'stroke-width="2"/>'
+def mean_bars(
+    rows: list[tuple[str, float | None, Any]],
+    title: str = "",
+    x_title: str = "FAITH \u2191 (mean, 95% interval)",
+    metric: str = "faith",
+) -> str:
+    """Horizontal bars of means in 0..1 with their 95% intervals: rows of (label, mean,
+    (lo, hi) or None), in the metric's colour, each mean written beside its interval."""
+    colour = colour_of(metric)
+
+    def draw(size: tuple[int, float], prefix: str) -> str:
+        width, font = size
+        narrow = width < 500
+        fig = _figure(width, _rows_height([r[0] for r in rows], font, 70))
+        ax = _axes(fig, font, x_title, "", grid="x")
+        groups = {}
+        for k, (label, mean, iv) in enumerate(rows):
+            if mean is None:
+                ax.text(0, k, " n/a", va="center", fontsize=font, color=REFERENCE)
+                continue
+            (bar,) = ax.barh(k, mean, height=0.6, color=colour, alpha=0.85).patches
+            gid = f"{prefix}bar-{k}"
+            bar.set_gid(gid)
+            data: dict[str, Any] = {"label": label, "mean": mean}
+            hover = f"{label}: {mean:.3f}"
+            if iv:
+                data.update(lo=float(iv[0]), hi=float(iv[1]))
+                hover += f" [{iv[0]:.3f}, {iv[1]:.3f}]"
+                ax.plot([iv[0], iv[1]], [k, k], color="#1f2328", linewidth=2)
+            groups[gid] = Mark("bar", data, hover)
+            end = max(mean, iv[1]) if iv else mean
+            ax.annotate(
+                f"{mean:.3f}",
+                (end, k),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=font,
             )
-        end = max(mean, iv[1]) if iv else mean
-        parts.append(
-            f'<text x="{left + scale * end + 4:.1f}" y="{y + bar_h - 4}" font-size="11">'
-            f"{mean:.3f}</text>"
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+        ax.set_yticks(range(len(rows)), [_tick(r[0], 18 if narrow else 34) for r in rows])
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_xlim(0, 1.25 if narrow else 1.15)
+        ax.set_xticks([0, 0.5, 1.0] if narrow else [0, 0.25, 0.5, 0.75, 1.0])
+        return _svg(fig, width, marks=groups, prefix=prefix)
+
+    return _figure_html(title, draw, "bars")
 
 
-def scatter(points: dict[str, list[tuple[float, float]]], width: int = 680) -> str:
-    """FAITH (x, 0..1) against Vendi (y) per prompt, one colour per generator."""
-    height, pad = 300, 40
+def histogram(
+    values: list[float],
+    lines: list[tuple[float, str, bool]],
+    x_title: str,
+    y_title: str = "count",
+    bins: int = 20,
+    title: str = "",
+) -> str:
+    """Counts of ``values`` in ``bins`` equal bins over 0..1 (a value of 1 in the last),
+    with vertical ``lines`` (value, legend label, emphasised); each bin carries its lower
+    edge and count."""
+    counts = [0] * bins
+    for v in values:
+        counts[min(bins - 1, max(0, int(v * bins)))] += 1
+
+    def draw(size: tuple[int, float], prefix: str) -> str:
+        width, font = size
+        narrow = width < 500
+        fig = _figure(width, width * (0.9 if narrow else 0.45))
+        ax = _axes(fig, font, x_title, y_title)
+        groups = {}
+        for k, n in enumerate(counts):
+            (bar,) = ax.bar(
+                k / bins,
+                n,
+                width=1 / bins,
+                align="edge",
+                color=OTHER_COLOURS[0],
+                edgecolor="white",
+                linewidth=1,
+            ).patches
+            gid = f"{prefix}bin-{k}"
+            bar.set_gid(gid)
+            lo = k / bins
+            groups[gid] = Mark(
+                "bin", {"bin": f"{lo:.2f}", "count": n}, f"{lo:.2f} to {lo + 1 / bins:.2f}: {n}"
+            )
+        styles = iter(LINE_STYLES[1:] * (1 + len(lines)))
+        for value, label, strong in lines:
+            ax.axvline(
+                value,
+                color="#1f2328" if strong else REFERENCE,
+                linestyle="-" if strong else next(styles),
+                linewidth=2 if strong else 1.2,
+                label=label,
+            )
+        ax.set_xlim(0, 1)
+        if lines:
+            _legend(fig, font, narrow, [x[1] for x in lines], prefix)
+        return _svg(fig, width, marks=groups, prefix=prefix)
+
+    return _figure_html(title, draw, "histogram")
+
+
+# --- points --------------------------------------------------------------------------------
+
+
+def scatter(
+    points: dict[str, list[tuple[float, float]]],
+    title: str = "",
+    x_title: str = "FAITH (prompt mean) \u2191",
+    y_title: str = "Vendi of the prompt's images \u2191",
+) -> str:
+    """Points (x in 0..1, y from 0) per group, one colour and marker shape per group, in a
+    legend; each group carries its points."""
     ys = [y for pts in points.values() for _, y in pts] or [1.0]
     top = max(ys) * 1.1 or 1.0
-    parts = [
-        f'<svg class="scatter" width="100%" viewBox="0 0 {width} {height}" role="img" '
-        'aria-label="FAITH against Vendi per prompt">',
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - 10}" y2="{height - pad}" '
-        'stroke="#8c959f"/>',
-        f'<line x1="{pad}" y1="10" x2="{pad}" y2="{height - pad}" stroke="#8c959f"/>',
-        f'<text x="{width / 2}" y="{height - 8}" font-size="12" text-anchor="middle">'
-        "FAITH (prompt mean)</text>",
-        f'<text x="12" y="{height / 2}" font-size="12" transform="rotate(-90 12 {height / 2})" '
-        'text-anchor="middle">Vendi of the prompt\'s images</text>',
-        f'<text x="{pad - 4}" y="{height - pad}" font-size="10" text-anchor="end">0</text>',
-        f'<text x="{pad - 4}" y="16" font-size="10" text-anchor="end">{top:.2f}</text>',
-        f'<text x="{pad}" y="{height - pad + 14}" font-size="10">0</text>',
-        f'<text x="{width - 10}" y="{height - pad + 14}" font-size="10" text-anchor="end">1</text>',
-    ]
-    for i, (gen, pts) in enumerate(points.items()):
-        colour = PALETTE[i % len(PALETTE)]
-        for x, y in pts:
-            cx = pad + (width - pad - 10) * x
-            cy = height - pad - (height - pad - 10) * (y / top)
-            parts.append(
-                f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="{colour}" '
-                f'data-generator="{escape(gen)}" data-faith="{x:.6f}" data-vendi="{y:.6f}"/>'
+
+    def draw(size: tuple[int, float], prefix: str) -> str:
+        width, font = size
+        narrow = width < 500
+        fig = _figure(width, width * (0.95 if narrow else 0.5))
+        ax = _axes(fig, font, x_title, y_title, grid="both")
+        groups = {}
+        for k, (name, pts) in enumerate(points.items()):
+            (line,) = ax.plot(
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                linestyle="none",
+                marker=MARKERS[k % len(MARKERS)],
+                markersize=6,
+                alpha=0.8,
+                color=OTHER_COLOURS[k % len(OTHER_COLOURS)],
+                label=name,
             )
-        parts.append(
-            f'<text x="{width - 200}" y="{20 + 14 * i}" font-size="12" fill="{colour}">'
-            f"\u25cf {escape(gen)}</text>"
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+            gid = f"{prefix}points-{k}"
+            line.set_gid(gid)
+            groups[gid] = Mark("points", {"name": name, "points": [list(p) for p in pts]})
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, top)
+        if points:
+            _legend(fig, font, narrow, list(points), prefix)
+        return _svg(fig, width, marks=groups, prefix=prefix)
+
+    return _figure_html(title, draw, "scatter")
 
 
 def xy_plot(pairs: list[tuple[float, float]], x_label: str, y_label: str) -> str:
-    """A small scatter of (metric, mean human rating) per image, axes from the data."""
-    width, height, pad = 320, 240, 40
-    xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
-    x0, x1 = min(xs), max(xs)
-    y0, y1 = min(1.0, min(ys)), max(5.0, max(ys))
-    xr = (x1 - x0) or 1.0
-    parts = [
-        f'<svg class="agree-scatter" width="{width}" height="{height}" role="img" '
-        f'aria-label="{escape(x_label)} against {escape(y_label)}">',
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - 10}" y2="{height - pad}" '
-        'stroke="#8c959f"/>',
-        f'<line x1="{pad}" y1="10" x2="{pad}" y2="{height - pad}" stroke="#8c959f"/>',
-        f'<text x="{width / 2}" y="{height - 8}" font-size="11" text-anchor="middle">'
-        f"{escape(x_label)} ({x0:.2f} to {x1:.2f})</text>",
-        f'<text x="12" y="{height / 2}" font-size="11" transform="rotate(-90 12 {height / 2})" '
-        f'text-anchor="middle">{escape(y_label)} (mean)</text>',
-    ]
-    for x, y in pairs:
-        cx = pad + (width - pad - 20) * (x - x0) / xr
-        cy = height - pad - (height - pad - 20) * (y - y0) / (y1 - y0)
-        parts.append(
-            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="#0969da" fill-opacity="0.7" '
-            f'data-x="{x:.6f}" data-y="{y:.6f}"/>'
+    """A small scatter of (metric, mean human rating 1..5) per image in the metric's
+    colour, drawn once at a width a phone shows whole; x from the data."""
+    xs = [p[0] for p in pairs] or [0.0]
+    ys = [p[1] for p in pairs] or [3.0]
+
+    def draw(size: tuple[int, float], prefix: str) -> str:
+        width, font = size
+        fig = _figure(width, width * 0.78)
+        x_title = heading_of(metric_label(x_label))
+        ax = _axes(fig, font, x_title, f"{y_label} (mean rating, 1\u20135)", grid="both")
+        (line,) = ax.plot(
+            xs if pairs else [],
+            ys if pairs else [],
+            linestyle="none",
+            marker="o",
+            markersize=5,
+            alpha=0.7,
+            color=colour_of(metric_label(x_label)),
         )
-    parts.append("</svg>")
-    return "".join(parts)
+        gid = f"{prefix}points-0"
+        line.set_gid(gid)
+        mark = Mark("points", {"name": x_label, "points": [list(p) for p in pairs]})
+        pad = (max(xs) - min(xs)) * 0.05 or 0.05
+        ax.set_xlim(min(xs) - pad, max(xs) + pad)
+        ax.set_ylim(min(0.8, min(ys) - 0.2), max(5.2, max(ys) + 0.2))
+        return _svg(fig, width, marks={gid: mark}, prefix=prefix)
+
+    return _figure_html("", draw, "agree-scatter", sizes=(SMALL,))
 
 
-def _colour(v: float, scale: float) -> str:
-    """Diverging: red for surface-led (negative), blue for semantics-led (positive)."""
-    t = max(-1.0, min(1.0, v / scale)) if scale > 0 else 0.0
-    if t < 0:
-        a = -t
-        rgb = (255, round(255 * (1 - a * 0.75)), round(255 * (1 - a * 0.75)))
-    else:
-        rgb = (round(255 * (1 - t * 0.75)), round(255 * (1 - t * 0.55)), 255)
-    return "#" + "".join(f"{v:02x}" for v in rgb)
+# --- SoS: cultures by languages ------------------------------------------------------------
 
 
 def heatmap(result: dict[str, Any]) -> str:
-    """Cultures (rows) by languages (columns), the pair's mean SoS in each cell."""
+    """Cultures (rows) by languages (columns), each cell its pair's mean SoS on a diverging
+    red (surface-led, negative) to blue (semantics-led, positive) scale, strongly
+    surface-led pairs outlined, values written in the cells where they fit."""
+    from matplotlib import colormaps
+    from matplotlib.colors import Normalize
+
     cultures, languages = result["cultures"], result["languages"]
     cell = {(p["culture"], p["language"]): p for p in result["pairs"]}
     scale = max((abs(p["sos"]) for p in result["pairs"]), default=1.0) or 1.0
-    cw, ch, left, top = 64, 26, 150, 28
-    width, height = left + cw * len(languages) + 10, top + ch * len(cultures) + 10
-    parts = [
-        f'<svg class="heatmap" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height}" role="img" aria-label="SoS by culture and language">'
-    ]
-    for j, lang in enumerate(languages):
-        x = left + j * cw + cw / 2
-        parts.append(f'<text x="{x}" y="18" text-anchor="middle">{escape(lang)}</text>')
-    for i, c in enumerate(cultures):
-        y = top + i * ch
-        parts.append(
-            f'<text x="{left - 6}" y="{y + ch / 2 + 4}" text-anchor="end">{escape(c)}</text>'
-        )
-        for j, lang in enumerate(languages):
-            x = left + j * cw
-            p = cell.get((c, lang))
-            if p is None:
-                parts.append(
-                    f'<rect x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" fill="#eee"/>'
+    norm, cmap = Normalize(-scale, scale), colormaps["RdBu"]
+
+    def draw(size: tuple[int, float], prefix: str) -> str:
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.patches import Rectangle
+
+        width, font = size
+        narrow = width < 500
+        fig = _figure(width, _rows_height(cultures, font * 1.2, 110))
+        ax = _axes(fig, font, "prompt language", "culture", grid="")
+        groups = {}
+        # the values are written where a cell is wide enough for "+0.123" at this size
+        written = (width - 140) / max(len(languages), 1) > font * 4
+        for i, c in enumerate(cultures):
+            for j, lang in enumerate(languages):
+                p = cell.get((c, lang))
+                if p is None:
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, color="#eeeeee"))
+                    continue
+                v = p["sos"]
+                strong = bool(p["strongly_surface_led"])
+                patch = Rectangle(
+                    (j - 0.48, i - 0.48),
+                    0.96,
+                    0.96,
+                    facecolor=cmap(norm(v)),
+                    edgecolor="#000000" if strong else "none",
+                    linewidth=2.5 if strong else 0,
                 )
-                continue
-            stroke = ' stroke="#000" stroke-width="2"' if p["strongly_surface_led"] else ""
-            parts.append(
-                f'<rect class="cell" data-culture="{escape(c)}" data-language="{escape(lang)}" '
-                f'data-sos="{p["sos"]:.6f}" x="{x}" y="{y}" width="{cw - 2}" height="{ch - 2}" '
-                f'fill="{_colour(p["sos"], scale)}"{stroke}/>'
-                f'<text x="{x + cw / 2 - 1}" y="{y + ch / 2 + 4}" text-anchor="middle" '
-                f'font-size="11">{p["sos"]:+.3f}</text>'
-            )
-    parts.append("</svg>")
-    return "".join(parts)
+                ax.add_patch(patch)
+                gid = f"{prefix}cell-{i}-{j}"
+                patch.set_gid(gid)
+                note = ", strongly surface-led" if strong else ""
+                groups[gid] = Mark(
+                    "cell",
+                    {"culture": c, "language": lang, "sos": float(v)},
+                    f"{c} in {lang}: SoS {v:+.3f}{note}",
+                )
+                if written:
+                    dark = abs(norm(v) - 0.5) > 0.3
+                    ax.text(
+                        j,
+                        i,
+                        f"{v:+.3f}",
+                        ha="center",
+                        va="center",
+                        fontsize=font,
+                        color="white" if dark else "#1f2328",
+                    )
+        ax.set_xlim(-0.5, len(languages) - 0.5)
+        ax.set_ylim(len(cultures) - 0.5, -0.5)
+        ax.set_xticks(range(len(languages)), languages)
+        ax.set_yticks(range(len(cultures)), [_short(c, 12 if narrow else 24) for c in cultures])
+        ax.xaxis.tick_top()
+        ax.xaxis.set_label_position("top")
+        for side in ("left", "bottom"):
+            ax.spines[side].set_visible(False)
+        bar = fig.colorbar(
+            ScalarMappable(norm, cmap), ax=ax, location="bottom", shrink=0.9, aspect=30
+        )
+        scale_title = "SoS \u2191 (\u2212 surface-led, + semantics-led)"
+        bar.set_label(scale_title.replace(" (", "\n(") if narrow else scale_title, fontsize=font)
+        bar.ax.tick_params(labelsize=font)
+        return _svg(fig, width, marks=groups, prefix=prefix)
+
+    return _figure_html("", draw, "heatmap")
 
 
 def strip_plot(result: dict[str, Any]) -> str:
-    """Per language, one dot per culture at its pair SoS, and the 25th-percentile line."""
+    """Per language (rows), one dot per culture at its pair's SoS, and the 25th percentile
+    of all pairs as a dashed line; each dot carries its culture, language and SoS."""
     languages = result["languages"]
-    values = [p["sos"] for p in result["pairs"]] + [result["percentile_25"]]
-    lo, hi = min(values), max(values)
-    span = (hi - lo) or 1.0
-    w, rh, left = 520, 24, 60
-    height = rh * len(languages) + 30
+    colour = colour_of("sos")
 
-    def x(v: float) -> float:
-        return left + (v - lo) / span * (w - left - 20)
+    def draw(size: tuple[int, float], prefix: str) -> str:
+        width, font = size
+        narrow = width < 500
+        fig = _figure(width, _rows_height(languages, font, 90))
+        ax = _axes(fig, font, "SoS \u2191 of a culture's images", "prompt language", grid="x")
+        groups = {}
+        row = {lang: i for i, lang in enumerate(languages)}
+        for k, p in enumerate(result["pairs"]):
+            (dot,) = ax.plot(
+                [p["sos"]],
+                [row[p["language"]]],
+                linestyle="none",
+                marker="o",
+                markersize=6,
+                alpha=0.7,
+                color=colour,
+            )
+            gid = f"{prefix}pair-{k}"
+            dot.set_gid(gid)
+            groups[gid] = Mark(
+                "pair",
+                {"language": p["language"], "culture": p["culture"], "sos": float(p["sos"])},
+                f"{p['culture']} in {p['language']}: {p['sos']:+.3f}",
+            )
+        q = result["percentile_25"]
+        ax.axvline(
+            q, color=REFERENCE, linestyle="--", linewidth=1.2, label=f"25th percentile {q:+.3f}"
+        )
+        ax.set_yticks(range(len(languages)), languages)
+        ax.set_ylim(len(languages) - 0.5, -0.5)
+        _legend(fig, font, narrow, [f"25th percentile {q:+.3f}"], prefix)
+        return _svg(fig, width, marks=groups, prefix=prefix)
 
-    parts = [
-        f'<svg class="distribution" xmlns="http://www.w3.org/2000/svg" width="{w}" '
-        f'height="{height}" role="img" aria-label="SoS per language">'
-    ]
-    q = x(result["percentile_25"])
-    parts.append(
-        f'<line x1="{q:.1f}" y1="0" x2="{q:.1f}" y2="{height - 20}" stroke="#cf222e" '
-        'stroke-dasharray="4 3"/>'
-    )
-    for i, lang in enumerate(languages):
-        y = 12 + i * rh
-        parts.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{escape(lang)}</text>')
-        for p in result["pairs"]:
-            if p["language"] == lang:
-                parts.append(
-                    f'<circle class="pair" data-language="{escape(lang)}" '
-                    f'data-sos="{p["sos"]:.6f}" cx="{x(p["sos"]):.1f}" cy="{y}" r="4" '
-                    f'fill="#0969da" fill-opacity="0.7"><title>{escape(p["culture"])} '
-                    f"{p['sos']:+.3f}</title></circle>"
-                )
-    parts.append(
-        f'<text x="{left}" y="{height - 4}">{lo:+.3f}</text>'
-        f'<text x="{w - 20}" y="{height - 4}" text-anchor="end">{hi:+.3f}</text>'
-        f'<text x="{q:.1f}" y="{height - 4}" text-anchor="middle" fill="#cf222e">25th pct</text>'
-        "</svg>"
-    )
-    return "".join(parts)
+    return _figure_html("", draw, "distribution")
+
+
+# --- a tune's loss -------------------------------------------------------------------------
+
+
+def step_chart(
+    series: dict[str, list[tuple[int, float]]],
+    title: str,
+    x_title: str = "step",
+    y_title: str = "",
+) -> str:
+    """Lines of (step, value) per series, in :data:`OTHER_COLOURS` and line styles of
+    their own; each line carries its steps and values."""
+
+    def draw(size: tuple[int, float], prefix: str) -> str:
+        width, font = size
+        narrow = width < 500
+        fig = _figure(width, width * (0.9 if narrow else 0.45))
+        ax = _axes(fig, font, x_title, y_title)
+        groups = {}
+        for k, (name, pts) in enumerate(series.items()):
+            (line,) = ax.plot(
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                color=OTHER_COLOURS[k % len(OTHER_COLOURS)],
+                linestyle=LINE_STYLES[k % len(LINE_STYLES)],
+                linewidth=1.8,
+                label=name,
+            )
+            gid = f"{prefix}series-{k}"
+            line.set_gid(gid)
+            groups[gid] = Mark(
+                "series",
+                {"name": name, "steps": [p[0] for p in pts], "values": [p[1] for p in pts]},
+            )
+        if series:
+            _legend(fig, font, narrow, list(series), prefix)
+        return _svg(fig, width, marks=groups, prefix=prefix)
+
+    return _figure_html(title, draw, "steps")

@@ -15,9 +15,11 @@ __all__ = ["CSS", "MAX_SIDE", "document", "escape", "image_tag", "interval_text"
 MAX_SIDE = 768  # images larger than this are shown downscaled (the PNGs stay untouched)
 
 CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#1f2328}
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#1f2328;
+padding:0 12px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px}h3{font-size:15px;margin:0 0 6px}
-table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #d0d7de;padding:3px 8px;
+table{border-collapse:collapse;margin:8px 0;display:block;overflow-x:auto;max-width:100%}
+td,th{border:1px solid #d0d7de;padding:3px 8px;
 text-align:left;vertical-align:top}th{background:#f6f8fa}
 .round{border:1px solid #d0d7de;border-radius:8px;padding:12px;margin:14px 0}
 .round.accepted{border-left:6px solid #2da44e}.round.rejected{border-left:6px solid #cf222e}
@@ -27,7 +29,7 @@ text-align:left;vertical-align:top}th{background:#f6f8fa}
 .badge.initial{background:#1f6feb}.badge.failed{background:#cf222e}
 .badge.finished{background:#2da44e}.badge.running,.badge.pending{background:#bf8700}
 .imgs{display:flex;gap:10px;flex-wrap:wrap}figure{margin:0}
-figure img{max-width:360px;border:1px solid #d0d7de}
+figure img{max-width:min(360px,100%);border:1px solid #d0d7de}
 figure.chosen img{border:3px solid #1f6feb}figcaption{font-size:12px;color:#57606a}
 pre{white-space:pre-wrap;background:#f6f8fa;padding:8px;border-radius:6px}
 .aligned{color:#1a7f37}.missing{color:#9a6700}.hallucinated{color:#cf222e}.near{color:#0969da}
@@ -75,6 +77,7 @@ def document(title: str, body: str, heading: str | None = None) -> str:
     on the page, then ``body`` (already escaped where it holds outside text)."""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{CSS}</style></head>"
         f"<body><h1>{escape(heading or title)}</h1>{body}</body></html>\n"
     )

@@ -116,7 +116,7 @@ def test_correlations_alpha_and_page(rated, tmp_path):
     assert float(found.group(1)) == pytest.approx(
         doc["metrics"]["faith"]["faithfulness"]["spearman"]
     )
-    assert html.count('class="agree-scatter"') == 4 and "<script" not in html
+    assert html.count('class="chart-figure agree-scatter"') == 4 and "<script" not in html
 
 
 def test_bad_ratings_files_get_one_line_each(rated, tmp_path):

@@ -130,7 +130,7 @@ def test_every_number_recomputed_by_hand(bench, minilm, world):
         assert float(found.group(1)) == pytest.approx(summary["generators"][g]["faith"]["mean"])
     assert 'data-metric="quality"' in html and "<th>quality</th>" in html
     assert html.count("<figure>") == 4  # best and worst per country
-    assert 'class="bars"' in html and 'class="scatter"' in html
+    assert 'class="chart-figure bars"' in html and 'class="chart-figure scatter"' in html
 
 
 def test_a_killed_bench_goes_on_and_a_new_generator_reuses_the_rest(

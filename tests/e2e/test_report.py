@@ -44,7 +44,7 @@ class Page(HTMLParser):
             self.images.append(a)
         if "data-name" in a and "data-values" in a:  # a chart's line
             self.series[a["data-name"]] = json.loads(a["data-values"])
-        if tag == "rect" and "data-value" in a:
+        if a.get("class") == "bar" and a.get("id", "").startswith("w-"):  # the wide drawing's
             self.bars.append(float(a["data-value"]))
         if tag == "tr" and "data-status" in a:
             self.entries.append(a["data-status"])

@@ -157,7 +157,7 @@ def test_build_resume_scores_and_report(models, tmp_path):
     path, _ = write_sos_report(out, top=3)
     html = path.read_text(encoding="utf-8")
     cells = re.findall(
-        r'class="cell" data-culture="(\w+)" data-language="(\w+)" '
+        r'id="w-cell-\d+-\d+" class="cell" data-culture="(\w+)" data-language="(\w+)" '
         r'data-sos="([-0-9.]+)"',
         html,
     )
@@ -168,9 +168,9 @@ def test_build_resume_scores_and_report(models, tmp_path):
     worst = sorted(result["pairs"], key=lambda p: p["median"])[:3]
     sections = re.findall(r'<section class="led" data-culture="(\w+)" data-language="(\w+)"', html)
     assert sections == [(p["culture"], p["language"]) for p in worst]
-    assert html.count("data:image/png;base64,") == 6  # 3 pairs x 2 images
+    assert html.count('<img src="data:image/png;base64,') == 6  # 3 pairs x 2 images
     assert f"{result['share_strongly_surface_led']:.1%}" in html
-    assert "<script" not in html and html.count('class="pair"') == 9
+    assert "<script" not in html and len(re.findall(r'id="w-pair-\d+" class="pair"', html)) == 9
 
 
 def test_cli_bank_and_report(capsys, models, siglip_path, tmp_path):

@@ -99,7 +99,12 @@ def test_calibrate_tau_prints_the_percentile_and_writes_a_profile(
         by_hand(refs, [SEEN[RED]], minilm), abs=1e-5
     )
     sims = best_match_similarities(refs, [SEEN[RED]], minilm)
-    bins = [int(n) for n in re.findall(r'data-count="(\d+)"', html)]
+    bins = [
+        int(n)
+        for n in re.findall(
+            r'id="w-bin-\d+" class="bin" data-bin="[0-9.]+" data-count="(\d+)"', html
+        )
+    ]
     assert len(bins) == 20 and sum(bins) == len(sims)
     assert bins[min(19, int(max(sims) * 20))] >= 1 and "<script" not in html
     first = text.stdout.splitlines()[0]

@@ -4,6 +4,10 @@ against tuned images for one prompt and seed; hostile values refused."""
 
 from __future__ import annotations
 
+import csv
+import json
+import re
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -60,10 +64,23 @@ def test_count_tune_and_compare(app, world):
     ):
         with pytest.raises(Exception, match=match):
             client.predict(*bad, 2.0, api_name="/tune")
-    text, chosen = client.predict("dpo", 30, 5e-3, 32, 2.0, api_name="/tune")
+    text, chart, chosen = client.predict("dpo", 30, 5e-3, 32, 2.0, api_name="/tune")
     assert text.startswith("**tuned** ") and f"on {pairs} rows" in text
     name = chosen if isinstance(chosen, str) else chosen["value"]
-    assert (service.out / "tunes" / name / "adapter" / "pytorch_lora_weights.safetensors").is_file()
+    adapter = service.out / "tunes" / name / "adapter"
+    assert (adapter / "pytorch_lora_weights.safetensors").is_file()
+    # the view shows the loss per step, the numbers of loss.csv, and loss.html beside it
+    with open(adapter / "loss.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 30
+    found = re.search(
+        r'id="w-series-0" class="series" data-name="dpo loss" '
+        r"data-steps='([^']+)' data-values='([^']+)'",
+        chart,
+    )
+    assert json.loads(found.group(1)) == list(range(1, 31))
+    assert json.loads(found.group(2)) == pytest.approx([float(r["loss"]) for r in rows], abs=1e-6)
+    assert "reward accuracy" in chart and "dpo loss" in (adapter / "loss.html").read_text()
     assert (service.out / "tunes" / name / "data" / "train" / "metadata.jsonl").is_file()
     base, tuned = client.predict(name, "a photo of food", 3, api_name="/tune_compare")
     a = np.asarray(Image.open(base), dtype=int)

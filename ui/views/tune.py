@@ -5,8 +5,11 @@ the profile's, never a name a client sends."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gradio as gr
 
+from refine.present.report.tune import loss_charts, read_history, write_tune_page
 from refine.service import RunService, ServiceBusy
 from ui.safe import error, md_text
 from ui.visitors import visitor_id
@@ -89,6 +92,7 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
             )
         start = gr.Button("Tune", variant="primary", elem_id="tune-start", interactive=on)
         result = gr.Markdown("", elem_id="tune-result")
+        losses = gr.HTML("", elem_id="tune-loss")
         with gr.Row():
             tune = gr.Dropdown(
                 service.tunes(), label="tuned adapter", elem_id="tune-adapter", interactive=on
@@ -137,7 +141,11 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
             f"{summary['rows']} rows, final loss {summary['final_loss']:.4f}"
             + (f", held-out reward accuracy {held:.2f}" if held is not None else "")
         )
-        return text, gr.update(choices=service.tunes(), value=name)
+        # the loss page beside the adapter, and its charts here
+        folder = Path(summary["adapter"])
+        write_tune_page(folder)
+        chart = loss_charts(read_history(folder), summary["method"])
+        return text, chart, gr.update(choices=service.tunes(), value=name)
 
     def on_compare(name, text, number):
         try:
@@ -149,7 +157,10 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
         handler.__annotations__["request"] = gr.Request
     count.click(on_count, [token, drift], data, api_name="tune_count", queue=False)
     start.click(
-        on_tune, [token, method, steps, lr, resolution, drift], [result, tune], api_name="tune"
+        on_tune,
+        [token, method, steps, lr, resolution, drift],
+        [result, losses, tune],
+        api_name="tune",
     )
     compare.click(
         on_compare, [tune, prompt, seed], [base_image, tuned_image], api_name="tune_compare"

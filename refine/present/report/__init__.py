@@ -8,20 +8,26 @@ from pathlib import Path
 from refine.io.files import atomic_write_text
 from refine.present.report.batch import render_batch
 from refine.present.report.run import render_run
+from refine.present.report.tune import render_tune
 
 
 def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
-    """``report.html`` for a run directory or a batch directory; returns its path."""
+    """``report.html`` for a run directory or a batch directory, ``loss.html`` for a tune's
+    output folder; returns its path."""
     directory = Path(directory)
-    if (directory / "batch.json").is_file():
+    name = "report.html"
+    if (directory / "tune.json").is_file():
+        html, name = render_tune(directory), "loss.html"
+    elif (directory / "batch.json").is_file():
         html = render_batch(directory)
     elif (directory / "run.json").is_file():
         html = render_run(directory)
     else:
         raise ValueError(
-            f"{directory} is neither a run directory (run.json) nor a batch (batch.json)"
+            f"{directory} is neither a run directory (run.json), a batch (batch.json) nor a "
+            "tune's output folder (tune.json)"
         )
-    target = Path(out) if out else directory / "report.html"
+    target = Path(out) if out else directory / name
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, html)
     return target

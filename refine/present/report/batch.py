@@ -32,7 +32,7 @@ def render_batch(batch_dir: str | Path) -> str:
             else None
         )
         gains.append(gain)
-        labels.append(f"line {e.line}")
+        labels.append(f"line {e.line}: {e.spec.country} \u00b7 {e.spec.activity}")
         link = f'<a href="#{escape(run.id)}">{escape(e.name)}</a>' if run else escape(e.name)
         rows.append(
             f'<tr class="entry" data-status="{e.status}"><td>{e.line}</td><td>{link}</td>'
@@ -58,5 +58,5 @@ def render_batch(batch_dir: str | Path) -> str:
         + "".join(rows)
         + "</table>"
     )
-    chart = bar_chart(gains, labels, "FAITH gain per run (best round - round 0)")
+    chart = bar_chart(gains, labels, "FAITH gain per run (best round \u2212 round 0)")
     return document(f"Refinement batch {batch.id}", summary + chart + table + "".join(sections))

@@ -10,6 +10,8 @@ from metrics.catalog import CUBE_FIGURES as FIGURES
 from refine.present.charts import mean_bars
 from refine.present.html import document, escape, image_tag, num, raw, write_page
 
+CUBE_AXIS = "CUBE diversity \u2191 (0 to 1)"
+
 
 def write_concepts_page(folder: str | Path, summary: Any) -> Path:
     """``concepts.html`` in the folder, from what :func:`refine.harness.tasks.concepts.run_concepts`
@@ -77,9 +79,10 @@ def render_concepts(
                 f'<h4>{escape(c["generator"])}</h4><div class="imgs">{"".join(figs)}</div>'
             )
         where = concept["country"] or "global"
+        chart = mean_bars(bars, x_title=CUBE_AXIS, metric="cube_diversity")
         sections.append(
             f'<h2>{escape(concept["prompt"])} <span class="muted">({escape(concept["concept"])}, '
-            f"{escape(where)})</span></h2>{mean_bars(bars)}<table><tr><th>generator</th>{head}"
+            f"{escape(where)})</span></h2>{chart}<table><tr><th>generator</th>{head}"
             f"<th>tagged countries</th></tr>{''.join(lines)}</table>{''.join(grids)}"
         )
     weights = summary.get("weights")

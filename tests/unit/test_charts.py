@@ -1,0 +1,120 @@
+"""The one charts module: every chart drawn with matplotlib carries its numbers, keeps a
+metric's colour in every chart, escapes what it is given, reads no label as TeX, and
+leaves matplotlib's settings as it found them."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import pytest
+
+from refine.present import charts
+
+HOSTILE = "<script>alert(1)</script> $\\frac{$ & 'q'"
+SOS = {
+    "cultures": ["Japanese", HOSTILE],
+    "languages": ["en", "fr"],
+    "percentile_25": -0.1,
+    "pairs": [
+        {"culture": c, "language": g, "sos": v, "strongly_surface_led": v < -0.1}
+        for (c, g), v in zip(
+            [("Japanese", "en"), ("Japanese", "fr"), (HOSTILE, "en"), (HOSTILE, "fr")],
+            (0.2, -0.15, 0.05, -0.3),
+            strict=True,
+        )
+    ],
+}
+
+
+def _every_chart(label: str = HOSTILE) -> dict[str, str]:
+    return {
+        "line": charts.line_chart({"FAITH": [0.2, 0.5], "HAL": [0.3, None]}, ["0", label]),
+        "bars": charts.bar_chart([0.1, -0.2, None], [label, "b", "c"], label),
+        "means": charts.mean_bars([(label, 0.6, (0.5, 0.7)), ("b", None, None)], label),
+        "scatter": charts.scatter({label: [(0.5, 1.5)], "b": [(0.2, 2.0)]}, label),
+        "xy": charts.xy_plot([(0.1, 2.0), (0.4, 4.5)], "faith", label),
+        "heatmap": charts.heatmap(SOS),
+        "strip": charts.strip_plot(SOS),
+        "histogram": charts.histogram([0.1, 0.15, 0.9, 1.0], [(0.5, label, True)], label),
+        "steps": charts.step_chart({label: [(1, 0.7), (2, 0.5)]}, label),
+    }
+
+
+def test_what_a_chart_is_given_is_escaped_and_never_read_as_tex():
+    import matplotlib
+
+    before = {k: matplotlib.rcParams[k] for k in charts.RC}
+    drawn = _every_chart()
+    for name, svg in drawn.items():
+        assert "<script" not in svg, name
+        assert "alert(1)" in html.unescape(svg) or name in ("heatmap", "strip"), name
+    # a "$" is a dollar sign: the label is written as given, not as TeX
+    assert "$\\frac{$" in html.unescape(drawn["bars"])
+    # the settings are the drawing's only
+    assert {k: matplotlib.rcParams[k] for k in charts.RC} == before
+
+
+def test_each_drawing_carries_its_numbers_once_per_width():
+    line = charts.line_chart({"FAITH": [0.2, 0.5], "best FAITH": [0.2, 0.5]}, ["0", "1"])
+    found = re.findall(
+        r'id="(\w)-series-\d" class="series" data-name="([^"]+)" '
+        r"data-values='([^']+)'",
+        line,
+    )
+    assert sorted((w, n, tuple(json.loads(v))) for w, n, v in found) == [
+        ("n", "FAITH", (0.2, 0.5)),
+        ("n", "best FAITH", (0.2, 0.5)),
+        ("w", "FAITH", (0.2, 0.5)),
+        ("w", "best FAITH", (0.2, 0.5)),
+    ]
+    bars = charts.bar_chart([0.125, -0.25], ["a", "b"], "gain")
+    values = re.findall(
+        r'id="w-bar-\d" class="bar" data-label="(\w)" data-value="([-0-9.]+)"', bars
+    )
+    assert values == [("a", "0.125000"), ("b", "-0.250000")]
+    assert "<title>b: -0.250</title>" in bars  # said on hover
+    for svg in _every_chart("x").values():  # the wide and the narrow drawing apart
+        drawn = [i for i in re.findall(r'<g id="([^"]+)" class=', svg)]
+        assert drawn and len(drawn) == len(set(drawn))
+    counts = re.findall(
+        r'id="w-bin-\d+" class="bin" data-bin="[0-9.]+" data-count="(\d+)"',
+        _every_chart()["histogram"],
+    )
+    assert [int(c) for c in counts][:4] == [0, 0, 1, 1] and sum(map(int, counts)) == 4
+    assert int(counts[18]) == int(counts[19]) == 1  # 1.0 counts in the last bin
+
+
+def _fill(svg: str, gid: str) -> str:
+    """The colour matplotlib drew a group with (a line's stroke, a bar's fill)."""
+    group = svg[svg.index(f'<g id="{gid}"') :]
+    group = group[: group.index("</g>")]
+    return re.search(r"(?:stroke|fill): (#[0-9a-f]{6})", group).group(1)
+
+
+def test_a_metric_has_one_colour_in_every_chart():
+    faith = charts.METRIC_COLOURS["faith"].lower()
+    line = charts.line_chart({"HAL": [0.3, 0.2], "FAITH": [0.2, 0.5]}, ["0", "1"])
+    assert _fill(line, "w-series-1") == faith and _fill(line, "n-series-1") == faith
+    assert _fill(line, "w-series-0") == charts.METRIC_COLOURS["hal"].lower()
+    assert _fill(charts.mean_bars([("a", 0.5, None)]), "w-bar-0") == faith
+    assert _fill(charts.bar_chart([0.5], ["a"], "gain"), "w-bar-0") == faith
+    assert _fill(charts.xy_plot([(0.1, 2.0)], "faith", "q"), "s-points-0") == faith
+    # every metric its own colour
+    assert len(set(charts.METRIC_COLOURS.values())) == len(charts.METRIC_COLOURS)
+
+
+def test_long_names_are_cut_where_they_differ():
+    assert charts._short("gemini:gemini-3.1-flash-image", 18) == "gemini\u2026flash-image"
+    assert charts._short("gemini:gemini-3-pro-image", 18) == "gemini\u20263-pro-image"
+    assert charts._short("people eating food at home", 18) == "people eating foo\u2026"
+    assert charts._tick("India \u00b7 gemini:gemini-3-pro-image", 40) == (
+        "India\ngemini:gemini-3-pro-image"
+    )
+
+
+@pytest.mark.parametrize("values", [[], [None, None]])
+def test_charts_without_values_draw_an_empty_frame(values):
+    svg = charts.bar_chart(values, ["x"] * len(values), "gain")
+    assert 'class="chart"' in svg and 'class="bar"' not in svg
