@@ -27,9 +27,7 @@ PACKAGES = ("refine", "metrics", "ui")
 MAX_CLASS, MAX_FUNCTION, MAX_FLAT = 400, 150, 12
 
 # each known exception, by name, with what removes it
-KNOWN: dict[str, str] = {
-    "class refine/service.py:RunService": "issue 42: the service behind the app's views",
-}
+KNOWN: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

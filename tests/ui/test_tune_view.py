@@ -92,7 +92,7 @@ def test_count_tune_and_compare(app, world):
     for bad in ("../../etc", "/tmp", "nothing"):
         with pytest.raises(Exception, match="is not a tune of this app|not in the list"):
             client.predict(bad, "a photo", 3, api_name="/tune_compare")
-    assert service.training_data()["runs"] == 1  # the tune's own folders are not runs
+    assert service.tuning.training_data()["runs"] == 1  # the tune's own folders are not runs
     for drift in (-1, 99):
         with pytest.raises(Exception, match="drift is a number from 0 to 2|minimum|maximum"):
             client.predict(drift, api_name="/tune_count")

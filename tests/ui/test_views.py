@@ -155,7 +155,7 @@ def test_the_tune_view_says_why_it_is_off_on_an_api_profile(tmp_path, backends, 
     ):
         assert props[elem]["interactive"] is False, elem
     with pytest.raises(ValueError, match="cannot be tuned here"):
-        service.tune("dpo", 5, 1e-3, 32)
+        service.tuning.tune("dpo", 5, 1e-3, 32)
 
 
 def test_the_references_table_round_trips_and_names_a_bad_row():

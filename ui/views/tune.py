@@ -16,9 +16,9 @@ from ui.visitors import visitor_id
 
 
 def _data_text(service: RunService, max_drift: float = 0.5, visitor: str | None = None) -> str:
-    counts = service.training_data(max_drift, visitor)
+    counts = service.tuning.training_data(max_drift, visitor)
     try:
-        base = f"the generator to tune: `{service.tunable_base()}`"
+        base = f"the generator to tune: `{service.tuning.tunable_base()}`"
     except ValueError as err:
         base = f"**{md_text(err, 400)}**"
     mine = "" if visitor is None or service.is_admin(visitor) else " of yours"
@@ -32,7 +32,7 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
     """The Tune accordion and its events (``token``: the session's visitor state): a
     visitor tunes from their own runs (an admin from all)."""
     try:  # tuning needs the profile's generator to be a local diffusers pipeline
-        service.tunable_base()
+        service.tuning.tunable_base()
         off = None
     except ValueError as err:
         off = str(err)
@@ -95,7 +95,10 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
         losses = gr.HTML("", elem_id="tune-loss")
         with gr.Row():
             tune = gr.Dropdown(
-                service.tunes(), label="tuned adapter", elem_id="tune-adapter", interactive=on
+                service.tuning.tunes(),
+                label="tuned adapter",
+                elem_id="tune-adapter",
+                interactive=on,
             )
             prompt = gr.Textbox(
                 label="prompt",
@@ -129,7 +132,7 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
             )
 
         try:
-            summary = service.tune(
+            summary = service.tuning.tune(
                 m, n, rate, px, report, max_drift=max_drift, visitor=visitor_id(request, tok)
             )
         except (ServiceBusy, ValueError) as err:
@@ -145,11 +148,11 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
         folder = Path(summary["adapter"])
         write_tune_page(folder)
         chart = loss_charts(read_history(folder), summary["method"])
-        return text, chart, gr.update(choices=service.tunes(), value=name)
+        return text, chart, gr.update(choices=service.tuning.tunes(), value=name)
 
     def on_compare(name, text, number):
         try:
-            return service.compare(name, text, int(number or 0))
+            return service.tuning.compare(name, text, int(number or 0))
         except (ServiceBusy, ValueError) as err:
             raise error(err) from err
 

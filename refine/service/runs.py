@@ -1,0 +1,199 @@
+"""The run service: one :class:`refine.loop.refiner.Refiner` (models load once) and one
+job at a time (a run, a references build, a tune), with the references a run uses."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from refine.assets import prompt_template
+from refine.backends.loading import describe_error
+from refine.evaluate.expectations import build_expectations
+from refine.evaluate.refs_build import (
+    LLMCache,
+    build_references,
+    built_path,
+    find_any,
+    load_built,
+    models_for,
+    save_built,
+)
+from refine.io.files import atomic_write_text
+from refine.records import ReferencePack
+from refine.service.folders import RunFolders, phrase
+from refine.service.jobs import END, Job, ServiceBusy
+from refine.service.tuning import Tuning
+
+
+class RunService(RunFolders):
+    """Owns one :class:`refine.loop.refiner.Refiner` (models load once) and one run at a time."""
+
+    def __init__(
+        self,
+        profile: str = "gemini",
+        out: str | Path = "runs",
+        backends: dict[str, str] | None = None,
+        backend_options: dict[str, dict[str, Any]] | None = None,
+        instances: dict[str, Any] | None = None,
+        admins: tuple[str, ...] | list[str] = (),
+    ) -> None:
+        super().__init__(out, admins)
+        self.profile = profile
+        self._args = (profile, backends, backend_options, instances)
+        self._refiner: Any = None
+        self._busy = threading.Lock()
+        self.job: Job | None = None
+        self.tuning = Tuning(self)
+
+    def refiner(self) -> Any:
+        if self._refiner is None:
+            from refine.loop.refiner import Refiner
+
+            profile, backends, options, instances = self._args
+            self._refiner = Refiner(profile, backends, options, instances=instances)
+        return self._refiner
+
+    def start(
+        self,
+        activity: str | None = None,
+        country: str | None = None,
+        pause: bool = False,
+        references: Any = None,
+        branch: tuple[Path, int] | None = None,
+        spec: Any = None,
+        owner: str | None = None,
+        review_timeout_s: float | None = None,
+        **settings: Any,
+    ) -> Job:
+        """Start a run on a worker thread: of a validated ``spec`` (with its
+        ``references``), or of raw ``settings`` for ``activity`` and ``country``; with
+        ``branch=(run_dir, round)``, continue an earlier run from that round. Raises
+        :class:`ServiceBusy` while one runs."""
+        if not self._busy.acquire(blocking=False):
+            raise ServiceBusy("a run is in progress; wait for it or stop it")
+        job = Job(self, pause, owner, review_timeout_s)
+        try:
+            refiner = self.refiner()
+        except Exception:
+            self._busy.release()
+            raise
+        refiner.on_event = job._on_event
+        refiner.review = job._review
+        self.job = job
+
+        def work() -> None:
+            try:
+                if branch is not None:
+                    job.run = refiner.branch(branch[0], branch[1], out=self.out, **settings)
+                elif spec is not None:
+                    job.run = refiner.start(spec, references, out=self.out)
+                else:
+                    job.run = refiner.run(
+                        activity, country, out=self.out, references=references, **settings
+                    )
+            except Exception as err:  # shown to the user; the service keeps working
+                job.error = describe_error(err)
+            finally:
+                refiner.on_event, refiner.review = (lambda e: None), None
+                self._busy.release()
+                job._events.put(END)
+
+        job._thread = threading.Thread(target=work, name="refine-run", daemon=True)
+        job._thread.start()
+        return job
+
+    # -- references ---------------------------------------------------------------------
+
+    def find_references(self, activity: str, country: str, visitor: str | None = None) -> Any:
+        """The references a run of ``activity`` in ``country`` uses: the bundled pack's, else
+        ones ``visitor`` built or reviewed here, else shared ones built here, else ones
+        built with ``refine refs build``; a ValueError (saying how to get some) when there
+        are none."""
+
+        own = self.visitor_references_dir(visitor)
+        if own != self.references_dir:
+            try:
+                from refine.evaluate.references import find_references
+
+                return find_references(activity, country)
+            except ValueError:
+                built = load_built(activity, country, own)
+                if built is not None:
+                    return built
+        return find_any(activity, country, self.references_dir)
+
+    def build_references(
+        self, activity: str, country: str, on_event: Any = None, visitor: str | None = None
+    ) -> Any:
+        """Build references with the profile's language models (answers cached inside
+        ``out``) and keep them for ``visitor``'s later runs (see
+        :meth:`visitor_references_dir`); returns the
+        :class:`refine.evaluate.refs_build.BuildResult`.
+        One job at a time, like runs."""
+
+        activity, country = phrase(activity, "activity"), phrase(country, "country")
+        if not self._busy.acquire(blocking=False):
+            raise ServiceBusy("a run is in progress; wait for it or stop it")
+        try:
+            proposers, refiner = models_for(self.profile, backends=self.refiner().backends)
+            cache = LLMCache(self.references_dir / "llm")
+            result = build_references(
+                activity, country, proposers, refiner, cache, on_event=on_event
+            )
+            save_built(result, self.visitor_references_dir(visitor))
+            return result
+        finally:
+            self._busy.release()
+
+    def expectations_for(self, activity: str, country: str) -> Any:
+        """The cultural expectations of the run prompt of ``activity`` in ``country``,
+        listed by the profile's language model (answers cached inside ``out``)."""
+
+        activity, country = phrase(activity, "activity"), phrase(country, "country")
+        prompt = prompt_template("generate").strip().format(activity=activity, country=country)
+        backends = self.refiner().backends
+        with backends.using("llm") as model:
+            return build_expectations(prompt, country, model, LLMCache(self.references_dir / "llm"))
+
+    def save_references(
+        self, activity: str, country: str, text: str, visitor: str | None = None
+    ) -> Any:
+        """Keep references a user reviewed (JSON: ``descriptors`` per dimension and
+        ``stereotypes``) for ``activity`` in ``country``, for ``visitor``'s runs; a
+        ValueError names what is wrong."""
+        import json
+
+        from pydantic import ValidationError
+
+        activity, country = phrase(activity, "activity"), phrase(country, "country")
+        if len(text) > 200_000:
+            raise ValueError("the references are too long (at most 200,000 characters)")
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"the references are not JSON: {err.msg} (line {err.lineno})") from err
+        if not isinstance(doc, dict) or not isinstance(doc.get("descriptors"), dict):
+            raise ValueError('the references need a "descriptors" object (dimension: phrases)')
+        try:
+            pack = ReferencePack(
+                activity=activity,
+                country=country,
+                descriptors=doc["descriptors"],
+                stereotypes=doc.get("stereotypes", []),
+                source=f"reviewed in the app ({doc.get('source') or 'written by hand'})",
+            )
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ValueError(f"the references: {where}: {first['msg']}") from err
+        if not any(pack.descriptors.values()):
+            raise ValueError("the references hold no descriptors")
+        path = built_path(activity, country, self.visitor_references_dir(visitor))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(pack.model_dump(mode="json"), indent=1))
+        return pack
+
+    @property
+    def busy(self) -> bool:
+        return self._busy.locked()
