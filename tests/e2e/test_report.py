@@ -170,3 +170,32 @@ def test_report_of_a_folder_that_is_neither(tmp_path, capsys):
         main(["report", str(tmp_path)])
     assert done.value.code == 2
     assert "neither a run directory" in capsys.readouterr().err
+
+
+def test_report_of_a_tune_folder_draws_its_loss_or_says_what_is_missing(tmp_path, capsys):
+    """``refine report`` on a tune's --out writes loss.html from loss.csv; a folder that
+    is not a finished tune is named with what it lacks, in one line."""
+    (tmp_path / "tune.json").write_text('{"method": "dpo"}')
+    for fix, said in (
+        (None, "tune.json: no 'base'"),
+        (
+            ("tune.json", '{"method": "dpo", "base": "b", "steps": 2, "rows": 3}'),
+            "no loss.csv (refine tune writes it",
+        ),
+        (("loss.csv", "step,loss,accuracy,grad_norm\n1,0.5,,1\nx,y,,\n"), "line 3 is not"),
+    ):
+        if fix:
+            (tmp_path / fix[0]).write_text(fix[1])
+        with pytest.raises(SystemExit) as done:
+            main(["report", str(tmp_path)])
+        err = capsys.readouterr().err
+        assert done.value.code == 2 and said in err and "Traceback" not in err, err
+        assert not (tmp_path / "loss.html").exists()
+    (tmp_path / "loss.csv").write_text("step,loss,accuracy,grad_norm\n1,0.5,,1\n2,0.25,0.5,1\n")
+    with pytest.raises(SystemExit) as done:
+        main(["report", str(tmp_path)])
+    assert done.value.code == 0 and capsys.readouterr().out.strip().endswith("loss.html")
+    html = (tmp_path / "loss.html").read_text()
+    found = re.search(r"data-name=\"dpo loss\" data-steps='([^']+)' data-values='([^']+)'", html)
+    assert json.loads(found.group(1)) == [1, 2] and json.loads(found.group(2)) == [0.5, 0.25]
+    assert "data-name=\"reward accuracy\" data-steps='[2]' data-values='[0.5]'" in html

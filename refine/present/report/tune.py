@@ -14,12 +14,19 @@ from refine.present.html import document, escape
 
 
 def read_history(folder: str | Path) -> list[tuple[int, float, float | None]]:
-    """(step, loss, reward accuracy or None) per step of a tune's ``loss.csv``."""
+    """(step, loss, reward accuracy or None) per step of a tune's ``loss.csv``; a
+    ValueError names a missing file or a bad line."""
+    path = Path(folder) / "loss.csv"
+    if not path.is_file():
+        raise ValueError(f"{folder}: no loss.csv (refine tune writes it when a tune ends)")
     out = []
-    with open(Path(folder) / "loss.csv", newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            acc = row.get("accuracy") or ""
-            out.append((int(row["step"]), float(row["loss"]), float(acc) if acc else None))
+    with open(path, newline="", encoding="utf-8") as f:
+        for n, row in enumerate(csv.DictReader(f), start=2):
+            try:
+                acc = row.get("accuracy") or ""
+                out.append((int(row["step"]), float(row["loss"]), float(acc) if acc else None))
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"{path}: line {n} is not step,loss,accuracy,...") from None
     return out
 
 
@@ -41,8 +48,19 @@ def loss_charts(history: list[tuple[int, float, float | None]], method: str) -> 
 
 
 def render_tune(folder: str | Path) -> str:
+    """The loss page of the tune in ``folder``; a ValueError says what is missing."""
     folder = Path(folder)
-    summary = json.loads((folder / "tune.json").read_text(encoding="utf-8"))
+    try:
+        summary = json.loads((folder / "tune.json").read_text(encoding="utf-8"))
+        summary = {k: summary[k] for k in ("method", "base", "steps", "rows")} | {
+            "held_out_accuracy": summary.get("held_out_accuracy")
+        }
+    except KeyError as err:
+        raise ValueError(
+            f"{folder / 'tune.json'}: no {err.args[0]!r} (not a tune's summary)"
+        ) from None
+    except (OSError, ValueError, TypeError, AttributeError) as err:
+        raise ValueError(f"{folder / 'tune.json'} is not a tune's summary ({err})") from None
     history = read_history(folder)
     held = summary.get("held_out_accuracy")
     body = (
