@@ -134,9 +134,14 @@ def _axes(fig: Any, font: float, x_title: str, y_title: str, grid: str = "y") ->
 
     ax = fig.add_subplot()
     width = fig.get_figwidth() * fig.dpi
+
+    def wrapped(title: str, chars: float) -> str:  # an arrow stays beside its word
+        glued = title.replace(" \u2191", "\u00a0\u2191").replace(" \u2193", "\u00a0\u2193")
+        return textwrap.fill(glued, int(chars))
+
     # an axis title is centred on the axes, which take about half a narrow figure
-    ax.set_xlabel(textwrap.fill(x_title, int(width * 0.5 / (font * 0.6))), fontsize=font)
-    ax.set_ylabel(textwrap.fill(y_title, int(width * 0.9 / (font * 0.62))), fontsize=font)
+    ax.set_xlabel(wrapped(x_title, width * 0.5 / (font * 0.6)), fontsize=font)
+    ax.set_ylabel(wrapped(y_title, width * 0.9 / (font * 0.62)), fontsize=font)
     ax.tick_params(labelsize=font)
     if grid:
         ax.grid(axis=grid, color=GRID, linewidth=0.8)
