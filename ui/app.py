@@ -63,16 +63,18 @@ def build_app(
         run = add_run_view(gr, session, list(load_pack().countries))
         add_steer_view(gr, session, run)
         add_saved_view(gr, demo, session, run.display)
-        keys_js = add_rate_view(service, token)
-        add_tune_view(service, token)
+        keys_js = add_rate_view(service, token, session.gate)
+        add_tune_view(service, token, session.gate)
         clear_notice_on_other_actions(gr, demo, run)
 
         def on_visit(kept):
-            """The browser's token (made on the first visit), into this session's state."""
+            """The browser's token (made on the first visit), into this session's state;
+            then the buttons that act as the visitor are enabled (see VisitorGate)."""
             made = new_token(kept)
-            return made, made
+            return [made, made, *session.gate.opened(gr)]
 
-        demo.load(on_visit, token_store, [token_store, token], api_name=False, queue=False)
+        gated = [button for button, _ in session.gate.buttons]
+        demo.load(on_visit, token_store, [token_store, token, *gated], api_name=False, queue=False)
         demo.load(None, None, None, js=keys_js, api_name=False)  # the Rate view's keys
     demo.queue(default_concurrency_limit=1, **queue_options(limits))
     return demo

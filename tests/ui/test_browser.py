@@ -612,6 +612,44 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
     assert service.open(run_dir).rounds[1].decision == "rejected"
 
 
+def test_the_buttons_wait_for_the_visitor_so_a_run_started_at_once_stays_the_starters(
+    page, monkeypatch
+):
+    """Under load the page's load event, which reads the browser's token into the session,
+    can answer after the first click. A run started in that moment would belong to the
+    page's session only, and a reload would take it from its starter. So every button that
+    acts as the visitor is disabled until the token is read, and the run started next is
+    the browser token's."""
+    import threading
+
+    import ui.app as app_module
+    from refine.service import visitor_hash
+
+    pg, service = page
+    read, release = [], threading.Event()
+    real = app_module.new_token
+
+    def slow(kept):
+        release.wait(30)
+        read.append(real(kept))
+        return read[-1]
+
+    monkeypatch.setattr(app_module, "new_token", slow)
+    pg.reload()
+    pg.wait_for_selector("#start")
+    for button in ("start", "stop", "apply", "branch", "accept", "reject"):
+        assert pg.locator(f"#{button}").is_disabled(), button
+    release.set()
+    pg.wait_for_function("() => !document.querySelector('#start').disabled")
+    assert pg.locator("#reject").is_enabled() and pg.locator("#branch").is_enabled()
+    fill(pg, "rounds", "1")
+    fill(pg, "candidates", "1")
+    pg.click("#start")
+    wait_finished(pg)
+    run_dir = Path(pg.locator("#run-dir textarea").input_value())
+    assert read and service.owner_of(run_dir) == visitor_hash(f"browser:{read[-1]}")
+
+
 @pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
 def test_metric_words_and_a_message_that_answers_one_action(page, size):
     """Every metric label says which way is better and what it means: the table's headers

@@ -102,10 +102,19 @@ def test_count_tune_and_compare(app, world):
 
 def test_the_tune_view_is_on_where_the_generator_can_be_tuned(app):
     """On a profile with a diffusers generator every control of the Tune view is on, and
-    nothing says tuning is off."""
-    client, _ = app
+    nothing says tuning is off. Its buttons act as the visitor, so they are drawn disabled
+    and the page's load event, once it has read the visitor's token, turns them on."""
+    client, service = app
     config = client.config
     props = {c.get("props", {}).get("elem_id"): c.get("props", {}) for c in config["components"]}
     assert "tune-off" not in props
-    for elem in ("tune-start", "tune-count", "tune-compare", "tune-steps"):
-        assert props[elem].get("interactive") is not False, elem
+    assert props["tune-steps"].get("interactive") is not False
+    demo = build_app(service, "test profile")
+    (visit,) = [f for f in demo.fns.values() if f.name == "on_visit"]
+    made = visit.fn(None)
+    after = {
+        b.elem_id: u for b, u in zip(visit.outputs, made, strict=True) if hasattr(b, "elem_id")
+    }
+    for elem in ("tune-start", "tune-count", "tune-compare"):
+        assert props[elem].get("interactive") is False, elem  # until the visitor is known
+        assert after[elem]["interactive"] is True, elem

@@ -154,6 +154,15 @@ def test_the_tune_view_says_why_it_is_off_on_an_api_profile(tmp_path, backends, 
         "tune-compare",
     ):
         assert props[elem]["interactive"] is False, elem
+    # the page's load event turns on the buttons that wait for the visitor, not these
+    (visit,) = [f for f in demo.fns.values() if f.name == "on_visit"]
+    made = visit.fn(None)
+    after = {
+        b.elem_id: u for b, u in zip(visit.outputs, made, strict=True) if hasattr(b, "elem_id")
+    }
+    assert after["start"]["interactive"] is True
+    for elem in ("tune-count", "tune-start", "tune-compare"):
+        assert after[elem]["interactive"] is False, elem
     with pytest.raises(ValueError, match="cannot be tuned here"):
         service.tuning.tune("dpo", 5, 1e-3, 32)
 

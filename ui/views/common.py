@@ -5,7 +5,7 @@ checks on what a client sends."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +161,28 @@ class RunDisplay:
 
 
 @dataclass
+class VisitorGate:
+    """The buttons that act as the visitor (start, stop and steer a run, build and save
+    references, rate, tune): drawn disabled, and enabled by the page's load event once it
+    has read the browser's token into the session (:func:`ui.app.build_app`). Before that,
+    a click acts as the page's session only, which a reload forgets: a run started in that
+    moment would no longer be its starter's after a reload."""
+
+    buttons: list[tuple[Any, bool]] = field(default_factory=list)
+
+    def button(self, gr: Any, label: str, enabled: bool = True, **extra: Any) -> Any:
+        """A button that waits for the visitor; ``enabled``: whether it is enabled then
+        (a view off on this profile keeps its buttons disabled)."""
+        made = gr.Button(label, interactive=False, **extra)
+        self.buttons.append((made, enabled))
+        return made
+
+    def opened(self, gr: Any) -> list[Any]:
+        """Each button's update once the visitor is known, in the order of :attr:`buttons`."""
+        return [gr.update(interactive=enabled) for _, enabled in self.buttons]
+
+
+@dataclass
 class Session:
     """The app's service and the operator's limits and quotas, as every view uses them."""
 
@@ -170,6 +192,7 @@ class Session:
     trust_proxy: bool
     token: Any  # this browser session's visitor token (a gr.State)
     ready: Any = None  # the check of the profile's models (ui.views.ready.Readiness)
+    gate: VisitorGate = field(default_factory=VisitorGate)  # buttons that wait for the visitor
 
     def check_ready(self) -> None:
         """Nothing when the profile's models answer; else a ValueError in one line."""

@@ -16,6 +16,7 @@ import gradio as gr
 from refine.human.rating import RatingSet
 from refine.service import RunService, phrase, visitor_hash
 from ui.safe import error, md_text
+from ui.views.common import VisitorGate
 from ui.visitors import visitor_id
 
 HELP = (
@@ -109,10 +110,10 @@ def _open(service: RunService, folder_value: str, who: str, visitor: str | None)
     return rating_set
 
 
-def add_rate_view(service: RunService, token: Any = None) -> Any:
+def add_rate_view(service: RunService, token: Any, gate: VisitorGate) -> Any:
     """The Rate accordion and its events, inside the app's Blocks (``token``: the session's
-    visitor state); returns the load event's JavaScript to install (the keyboard
-    shortcuts)."""
+    visitor state; ``gate``: the buttons that wait for the visitor); returns the load
+    event's JavaScript to install (the keyboard shortcuts)."""
     with gr.Accordion("Rate images (human ratings)", open=False, elem_id="rate") as box:
         gr.Markdown(
             "Rate a set of images inside this app's folder: a run of yours, a batch or bench "
@@ -132,7 +133,7 @@ def add_rate_view(service: RunService, token: Any = None) -> Any:
                 scale=3,
             )
             rater = gr.Textbox(label="your name", elem_id="rate-rater", scale=2)
-            begin = gr.Button("Begin / continue", elem_id="rate-begin", scale=1)
+            begin = gate.button(gr, "Begin / continue", elem_id="rate-begin", scale=1)
         status = gr.Markdown("", elem_id="rate-status")
         with gr.Row():
             image = gr.Image(
@@ -154,7 +155,7 @@ def add_rate_view(service: RunService, token: Any = None) -> Any:
                     elem_id="rate-faithfulness",
                 )
                 comment = gr.Textbox(label="comment (optional)", lines=2, elem_id="rate-comment")
-                save = gr.Button("Save and next", variant="primary", elem_id="rate-save")
+                save = gate.button(gr, "Save and next", variant="primary", elem_id="rate-save")
         current = gr.Textbox(visible=False, elem_id="rate-item")
 
     def show_next(rating_set: RatingSet, who: str, note: str = "") -> list[Any]:

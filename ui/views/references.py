@@ -12,7 +12,7 @@ from metrics.descriptors import DIMENSIONS
 from refine.evaluate.references import load_pack
 from refine.service import RunService, ServiceBusy, phrase
 from ui.safe import error, md_text
-from ui.views.common import ONE_RUN, Session
+from ui.views.common import ONE_RUN, Session, VisitorGate
 
 # examples that the bundled pack holds references for, one per country
 EXAMPLES = [
@@ -126,12 +126,13 @@ class References:
         return [self.note, self.build, self.editor]
 
 
-def add_references(gr: Any, service: RunService, activity: str) -> References:
+def add_references(gr: Any, service: RunService, activity: str, gate: VisitorGate) -> References:
     """The references block (in the run form's column): the note, the offer to build
-    references, and their review as a table with add, remove and save."""
+    references, and their review as a table with add, remove and save (``gate``: the
+    buttons that wait for the visitor)."""
     note = gr.Markdown(references_note(service, activity, "Iran")[0], elem_id="refs-note")
-    build = gr.Button(
-        "Build references with the language models", visible=False, elem_id="build-refs"
+    build = gate.button(
+        gr, "Build references with the language models", visible=False, elem_id="build-refs"
     )
     with gr.Group(visible=False, elem_id="refs-editor") as editor:
         review = gr.Dataframe(
@@ -154,7 +155,7 @@ def add_references(gr: Any, service: RunService, activity: str) -> References:
         with gr.Row():
             add = gr.Button("Add the row", elem_id="refs-add")
             remove = gr.Button("Remove the clicked row", elem_id="refs-remove")
-        save = gr.Button("Save the reviewed references", elem_id="save-refs")
+        save = gate.button(gr, "Save the reviewed references", elem_id="save-refs")
     return References(
         note=note,
         build=build,

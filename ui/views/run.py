@@ -121,8 +121,8 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
                 countries, value="Iran", allow_custom_value=True, label="country", elem_id="country"
             )
             with gr.Row():
-                start = gr.Button("Start", variant="primary", elem_id="start")
-                stop = gr.Button("Stop", elem_id="stop")
+                start = session.gate.button(gr, "Start", variant="primary", elem_id="start")
+                stop = session.gate.button(gr, "Stop", elem_id="stop")
             bar = gr.HTML(adapters.progress_bar(0, "not started"), elem_id="progress-bar")
             stage = gr.Textbox(label="stage", interactive=False, elem_id="stage")
             progress = gr.Textbox(
@@ -138,7 +138,7 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
                 max_lines=8,
                 elem_id="instruction",
             )
-            apply = gr.Button("Apply instruction", elem_id="apply")
+            apply = session.gate.button(gr, "Apply instruction", elem_id="apply")
             notice = gr.Textbox(label="message", interactive=False, elem_id="notice")
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
@@ -151,7 +151,7 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
                 EXAMPLES, [example_act, example_ctry], label="examples", elem_id="examples"
             )
             # references: where they come from, or a way to build them here
-            refs = add_references(gr, session.service, activity.value)
+            refs = add_references(gr, session.service, activity.value, session.gate)
             form = _options(gr, session, activity, country)
             run_dir = gr.Textbox(label="run directory", interactive=False, elem_id="run-dir")
         with gr.Column(scale=2, min_width=300):

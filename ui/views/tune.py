@@ -12,6 +12,7 @@ import gradio as gr
 from refine.present.report.tune import loss_charts, read_history, write_tune_page
 from refine.service import RunService, ServiceBusy
 from ui.safe import error, md_text
+from ui.views.common import VisitorGate
 from ui.visitors import visitor_id
 
 
@@ -28,9 +29,10 @@ def _data_text(service: RunService, max_drift: float = 0.5, visitor: str | None 
     )
 
 
-def add_tune_view(service: RunService, token: gr.State) -> None:
-    """The Tune accordion and its events (``token``: the session's visitor state): a
-    visitor tunes from their own runs (an admin from all)."""
+def add_tune_view(service: RunService, token: gr.State, gate: VisitorGate) -> None:
+    """The Tune accordion and its events (``token``: the session's visitor state; ``gate``:
+    the buttons that wait for the visitor): a visitor tunes from their own runs (an admin
+    from all)."""
     try:  # tuning needs the profile's generator to be a local diffusers pipeline
         service.tuning.tunable_base()
         off = None
@@ -51,7 +53,7 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
             "use `refine export` and `refine tune`."
         )
         data = gr.Markdown("", elem_id="tune-data")
-        count = gr.Button("Count the training data", elem_id="tune-count", interactive=on)
+        count = gate.button(gr, "Count the training data", enabled=on, elem_id="tune-count")
         with gr.Row():
             method = gr.Radio(
                 ["dpo", "sft"], value="dpo", label="method", elem_id="tune-method", interactive=on
@@ -90,7 +92,7 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
                 elem_id="tune-drift",
                 interactive=on,
             )
-        start = gr.Button("Tune", variant="primary", elem_id="tune-start", interactive=on)
+        start = gate.button(gr, "Tune", enabled=on, variant="primary", elem_id="tune-start")
         result = gr.Markdown("", elem_id="tune-result")
         losses = gr.HTML("", elem_id="tune-loss")
         with gr.Row():
@@ -107,8 +109,8 @@ def add_tune_view(service: RunService, token: gr.State) -> None:
                 interactive=on,
             )
             seed = gr.Number(0, precision=0, label="seed", elem_id="tune-seed", interactive=on)
-        compare = gr.Button(
-            "Draw with the base and the tuned generator", elem_id="tune-compare", interactive=on
+        compare = gate.button(
+            gr, "Draw with the base and the tuned generator", enabled=on, elem_id="tune-compare"
         )
         with gr.Row():
             base_image = gr.Image(label="base", interactive=False, elem_id="tune-base")
