@@ -33,7 +33,7 @@ def main(out_dir: str) -> None:
     server = FakeGemini().start()
     os.environ["GEMINI_API_KEY"] = "stand-in"
     os.environ["GOOGLE_GEMINI_BASE_URL"] = server.url
-    server.handler = World(edit_delay_s=0.5)
+    server.handler = World(edit_delay_s=2.0)  # time to see the run going
     tmp = Path(tempfile.mkdtemp(prefix="refine-shots-"))
     siglip = build_tiny_siglip(tmp)
     options = {
@@ -69,7 +69,15 @@ def main(out_dir: str) -> None:
                 box.fill(value)
                 box.press("Tab")
             page.click("#start")
-            time.sleep(4)
+            # while the run is going: its first image in, the first edit under way
+            page.wait_for_function(
+                """() => {
+                    const stage = document.querySelector('#stage textarea').value;
+                    return document.querySelector('#gallery img') !== null
+                        && stage !== '' && stage !== 'finished';
+                }""",
+                timeout=120_000,
+            )
             page.screenshot(path=str(out / "running-desktop.png"), full_page=True)
             deadline = time.monotonic() + 120
             while page.locator("#stage textarea").input_value() != "finished":

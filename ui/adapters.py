@@ -26,6 +26,7 @@ from refine.records import Round, Run
 __all__ = [
     "CHECK_COLOURS",
     "TABLE_HEADERS",
+    "TABLE_WIDTHS",
     "before_after",
     "caire_text",
     "checklist",
@@ -51,6 +52,11 @@ CHECK_COLOURS = {
 
 
 KIND_LABELS = {"near": "near match"}
+
+# the rounds table's column widths, in TABLE_HEADERS order (round, decision, six metrics,
+# reason, CAIRE, SoS, tokens): the numbers narrow and the reason wide enough to wrap in a
+# few lines, so that round to reason fit the 800 px the table has on a desktop
+TABLE_WIDTHS = ["62px", "86px", "68px", "80px", *["68px"] * 4, "230px", "140px", "150px", "150px"]
 
 
 GLOSSARY_TITLE = "What the numbers mean (\u2191 higher is better, \u2193 lower is better)"

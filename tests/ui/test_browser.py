@@ -655,11 +655,12 @@ def test_metric_words_and_a_message_that_answers_one_action(page, size):
     """Every metric label says which way is better and what it means: the table's headers
     and the chart's legend carry arrows, the legend says on hover what each line measures,
     and the glossary under the table explains every metric a run shows, all from the metric
-    catalog. The message box answers one action: the next one clears it."""
+    catalog. The table shows each round's reason whole. The message box answers one
+    action: the next one clears it."""
     from metrics.catalog import CATALOG
     from refine.present.views import RUN_METRICS
 
-    pg, _ = page
+    pg, service = page
     pg.set_viewport_size({"width": size[0], "height": size[1]})
     pg.goto(pg.url)
     pg.wait_for_selector("#start")
@@ -671,6 +672,24 @@ def test_metric_words_and_a_message_that_answers_one_action(page, size):
     headers = " | ".join(pg.locator("#table th").all_inner_texts())
     for heading in ("FAITH ↑", "ALIGN ↑", "HAL ↓", "EXAG ↓", "drift ↓"):
         assert heading in headers, headers
+    # each round's reason is shown whole, wrapped in its column, and on a desktop the
+    # columns up to it are in sight without scrolling the table
+    reasons = [r.reason for r in service.open(pg.locator("#run-dir textarea").input_value()).rounds]
+    shown_reasons = pg.evaluate(
+        """reasons => {
+            const box = document.querySelector('#table').getBoundingClientRect();
+            return [...document.querySelectorAll('#table span')]
+                .filter(e => reasons.includes(e.textContent.trim()))
+                .map(e => [e.textContent.trim(), e.getBoundingClientRect().right - box.right,
+                           e.scrollWidth - e.clientWidth]);
+        }""",
+        reasons,
+    )
+    assert {text for text, _, _ in shown_reasons} == set(reasons), shown_reasons
+    for text, beyond, clipped in shown_reasons:
+        assert clipped <= 0, text
+        if size[0] >= 1000:
+            assert beyond <= 0, text
     for name in ("faith", "hal", "exag"):
         item = pg.locator("#plot .legend-item", has_text=CATALOG[name].heading).first
         assert item.locator("title").text_content() == CATALOG[name].explain()

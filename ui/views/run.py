@@ -171,8 +171,15 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
                 combine_adjacent=False,
                 elem_id="checklist",
             )
+            # the reason wraps in a column of its own width, so that on a desktop every
+            # column up to it is in sight (CAIRE, SoS and tokens scroll in when used)
             table = gr.Dataframe(
-                headers=adapters.TABLE_HEADERS, label="rounds", interactive=False, elem_id="table"
+                headers=adapters.TABLE_HEADERS,
+                label="rounds",
+                interactive=False,
+                wrap=True,
+                column_widths=adapters.TABLE_WIDTHS,
+                elem_id="table",
             )
             # what every metric label above means, from the metric catalog (the chart's
             # legend says it too, on hover)
