@@ -98,32 +98,45 @@ def check_text(c) -> str:
     return f"{m.phrase} (closest: {m.best_match}, {m.similarity:.2f}) "
 
 
-def checklist(r: Round, near_margin: float | None = None) -> list[tuple[str, str | None]]:
-    """Highlighted-text pairs per dimension: (phrase, aligned|missing|hallucinated), then
-    the stereotypes seen as exaggerated; dimension names as unlabelled headers."""
-    from refine.present.views import checklist as view
+# what an edit should change; the rest of a checklist (aligned, near matches, met
+# expectations) is what the image already gets right
+TO_FIX = frozenset({"missing", "hallucinated", "exaggerated", "not met"})
+NOTHING_TO_FIX = "nothing to fix: every descriptor in sight, no stereotype exaggerated"
 
-    by_dim, exaggerated = view(r, near_margin)
-    out: list[tuple[str, str | None]] = []
-    for d, items in by_dim.items():
-        out.append((f"{d}: ", None))
-        out.extend((check_text(c), KIND_LABELS.get(c.kind, c.kind)) for c in items)
-        out.append(("\n", None))
-    if exaggerated:
-        out.append(("stereotypes: ", None))
-        out.extend((f"{e.candidate} ", "exaggerated") for e in exaggerated)
-        out.append(("\n", None))
+
+def checklist(
+    r: Round, near_margin: float | None = None, part: str | None = None
+) -> list[tuple[str, str | None]]:
+    """Highlighted-text pairs per dimension: (phrase, aligned|missing|hallucinated), then
+    the stereotypes seen as exaggerated, then the expectations; dimension names as
+    unlabelled headers. ``part``: ``"fix"`` keeps what an edit should change (missing,
+    hallucinated, exaggerated, not met), ``"ok"`` what the image gets right, None both. A
+    group with nothing of the part is left out whole."""
+    from refine.present.views import checklist as view
     from refine.present.views import expectation_lines
 
+    by_dim, exaggerated = view(r, near_margin)
+    groups: list[tuple[str, list[tuple[str, str]]]] = [
+        (f"{d}: ", [(check_text(c), KIND_LABELS.get(c.kind, c.kind)) for c in items])
+        for d, items in by_dim.items()
+    ]
+    if exaggerated:
+        groups.append(("stereotypes: ", [(f"{e.candidate} ", "exaggerated") for e in exaggerated]))
     for kind in ("explicit", "implicit"):
         lines = [x for x in expectation_lines(r) if x[0] == kind]
         if lines:
             met = sum(x[3] for x in lines)
-            out.append((f"{kind} expectations ({met}/{len(lines)} met): ", None))
-            out.extend(
-                (f"{text} ({p:.2f}) ", "met" if ok else "not met") for _, text, p, ok in lines
-            )
-            out.append(("\n", None))
+            items = [(f"{text} ({p:.2f}) ", "met" if ok else "not met") for _, text, p, ok in lines]
+            groups.append((f"{kind} expectations ({met}/{len(lines)} met): ", items))
+    if part not in (None, "fix", "ok"):
+        raise ValueError(f"part is 'fix', 'ok' or None, not {part!r}")
+    out: list[tuple[str, str | None]] = []
+    for header, items in groups:
+        kept = [x for x in items if part is None or (x[1] in TO_FIX) == (part == "fix")]
+        if kept:
+            out += [(header, None), *kept, ("\n", None)]
+    if part == "fix" and not out and groups:
+        out.append((NOTHING_TO_FIX, None))
     return out
 
 

@@ -51,6 +51,15 @@ def test_adapters_show_the_run(world, backends, options, tmp_path):
     assert h.similarity <= run.spec.tau
     assert ("oversized hookahs ", "exaggerated") in marks
     assert ("setting: ", None) in marks and any(k == "missing" for _, k in marks)
+    # split: what to fix, and what the image gets right; together, every item once
+    to_fix, ok = checklist(run.rounds[0], part="fix"), checklist(run.rounds[0], part="ok")
+    assert {k for _, k in to_fix} == {None, "missing", "hallucinated", "exaggerated"}
+    assert {k for _, k in ok} == {None, "aligned"}
+    items = sorted(x for x in marks if x[1] is not None)
+    assert sorted(x for x in to_fix + ok if x[1] is not None) == items
+    assert ("stereotypes: ", None) in to_fix and ("stereotypes: ", None) not in ok
+    with pytest.raises(ValueError, match="part is 'fix', 'ok' or None"):
+        checklist(run.rounds[0], part="all")
     first = str(run_dir / run.rounds[0].best.image)
     assert before_after(run, run_dir, 0) == (first, first)  # round 0 alone
     assert before_after(run, run_dir, 2) == (

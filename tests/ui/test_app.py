@@ -553,11 +553,20 @@ def test_cultural_expectations_in_the_app(app_url, world):
     assert list((service.out / "references" / "llm").rglob("*.json"))  # cached inside --out
     chart = chart_series(out[2])
     assert chart["explicit met"] == [r.expectations.explicit_met for r in run.rounds]
-    pairs = out[4]
-    pairs = [
-        (p["token"], p["class_or_confidence"]) if isinstance(p, dict) else tuple(p) for p in pairs
-    ]
+
+    def pairs_of(shown):
+        return [
+            (p["token"], p["class_or_confidence"]) if isinstance(p, dict) else tuple(p)
+            for p in shown
+        ]
+
+    # the checklist holds what to fix (not met), the folded part under it what is met
+    to_fix, checked = pairs_of(out[4]), pairs_of(out[11])
+    assert {k for _, k in to_fix} - {None} <= {"missing", "hallucinated", "exaggerated", "not met"}
+    assert {k for _, k in checked} - {None} <= {"aligned", "near match", "met"}
+    pairs = to_fix + checked
     last = run.rounds[1].expectations
     met = sum(c.met for c in last.checks if c.kind == "implicit")
     assert (f"implicit expectations ({met}/3 met): ", None) in pairs
     assert sum(1 for _, kind in pairs if kind in ("met", "not met")) == 5
+    assert sum(1 for _, kind in checked if kind == "met") == sum(c.met for c in last.checks)

@@ -117,8 +117,18 @@ def test_rounds_appear_one_by_one(page, world, tmp_path):
     assert has_colour(shot, RED) and has_colour(shot, GREEN)  # round 0 red, round 1 green
     table = pg.locator("#table").inner_text()
     assert "accepted" in table and "rejected" in table and "initial" in table
+    # what to fix in sight; what the image gets right folded under it
     checklist = pg.locator("#checklist").inner_text()
-    assert "Persian rug on floor" in checklist  # round 2's (green) aligned descriptor
+    assert "Sitting on floor around sofreh" in checklist and "MISSING" in checklist.upper()
+    assert "ALIGNED" not in checklist.upper()
+    assert not any(
+        line.strip().startswith("Persian rug on floor") for line in checklist.split("\n")
+    )
+    pg.locator("#checked-box").get_by_text("What the image already shows").first.click()
+    pg.locator("#checked").wait_for(state="visible")
+    checked = pg.locator("#checked").inner_text()
+    assert "Persian rug on floor" in checked  # round 2's (green) aligned descriptor
+    assert "MISSING" not in checked.upper() and "Sitting on floor around sofreh" not in checked
 
 
 def test_pause_rewrite_instruction_and_stop(page, tmp_path):

@@ -21,6 +21,7 @@ NAMES = [
     "languages",
     "progress",
     "bar",
+    "checked",
 ]
 
 
@@ -42,6 +43,7 @@ def test_the_run_display_is_filled_by_name():
         "run_dir": "",
         "languages": [],
         "progress": "",
+        "checked": [],
     }
     assert "not started" in bar and 'aria-valuenow="0"' in bar
 
@@ -82,6 +84,7 @@ def test_the_views_wire_the_app_api(tmp_path, backends, options):
         "languages",
         "progress",
         "progress-bar",
+        "checked",
     ]
     for endpoint in ("open", "show", "branch", "accept", "reject"):
         assert [ids[k] for k in named[endpoint]["outputs"]] == shown

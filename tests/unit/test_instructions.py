@@ -202,3 +202,39 @@ def test_the_writer_refuses_an_empty_or_long_answer():
     for bad, match in (("   ", "empty"), ("word " * 91, "91 words")):
         with pytest.raises(ValueError, match=match):
             write_instruction(Model(bad), ACT, COUNTRY, changes, planned.keep)
+
+
+def test_the_app_checklist_parts_put_a_near_match_with_what_is_right():
+    """The app shows what to fix in sight and what the image gets right folded: a near
+    match, which the edit leaves alone, is with the aligned items; an image with nothing
+    to fix says so in one line."""
+    from refine.records import Candidate, Feedback, Round, Scores
+    from ui.adapters import NOTHING_TO_FIX
+    from ui.adapters import checklist as widget
+
+    def round_of(feedback):
+        scores = Scores(align=0.5, hal=0.5, exag=0.0, faith=0.6, exag_variant="x", tau=0.52)
+        cand = Candidate(seed=1, image="a.png", observed={}, scores=scores, feedback=feedback)
+        return Round(
+            index=0,
+            parent=None,
+            kind="generate",
+            text="p",
+            candidates=[cand],
+            chosen=0,
+            decision="initial",
+            reason="",
+        )
+
+    r = round_of(measured())
+    to_fix, ok = widget(r, 0.05, "fix"), widget(r, 0.05, "ok")
+    assert [k for _, k in to_fix if k] == ["missing", "hallucinated", "missing"]
+    assert [k for _, k in ok if k] == ["aligned", "near match"]
+    assert ("spatial: ", None) in to_fix and ("spatial: ", None) not in ok
+    right = round_of(Feedback(aligned=[item("objects", "Large rice platter")]))
+    assert widget(right, 0.05, "fix") == [(NOTHING_TO_FIX, None)]
+    assert widget(right, 0.05, "ok") == [
+        ("objects: ", None),
+        ("Large rice platter ", "aligned"),
+        ("\n", None),
+    ]

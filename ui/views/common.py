@@ -62,6 +62,7 @@ class RunDisplay:
     languages: Any
     progress: Any
     bar: Any
+    checked: Any  # the checklist's part the image gets right (last: API positions hold)
 
     def outputs(self) -> list[Any]:
         return [getattr(self, f.name) for f in fields(self)]
@@ -89,6 +90,7 @@ class RunDisplay:
                 "plot": "",
                 "table": [],
                 "checklist": [],
+                "checked": [],
                 "slider": None,
                 "instruction": "",
                 "languages": [],
@@ -99,7 +101,8 @@ class RunDisplay:
             "gallery": adapters.gallery(run, run_dir),
             "plot": adapters.metric_chart(run),
             "table": adapters.rounds_table(run),
-            "checklist": adapters.checklist(r, run.spec.near_margin),
+            "checklist": adapters.checklist(r, run.spec.near_margin, "fix"),
+            "checked": adapters.checklist(r, run.spec.near_margin, "ok"),
             "slider": adapters.before_after(run, run_dir, k),
             "instruction": f"round {k} ({r.instruction_source}):\n{r.text}",
             "languages": adapters.language_gallery(run, run_dir, k),

@@ -165,12 +165,25 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
             # an inline SVG chart: it redraws whole on every update, whatever metrics (SoS
             # per language, CAIRE) a run adds
             plot = gr.HTML(label="metrics per round", elem_id="plot")
+            # what to fix in sight, what the image gets right folded under it: on a good
+            # image the first is a few lines, not the whole list of references
             checklist = gr.HighlightedText(
-                label="descriptor checklist",
+                label="descriptor checklist: what to fix",
                 color_map=adapters.CHECK_COLOURS,
                 combine_adjacent=False,
                 elem_id="checklist",
             )
+            with gr.Accordion(
+                "What the image already shows (aligned, near matches, met expectations)",
+                open=False,
+                elem_id="checked-box",
+            ):
+                checked = gr.HighlightedText(
+                    show_label=False,
+                    color_map=adapters.CHECK_COLOURS,
+                    combine_adjacent=False,
+                    elem_id="checked",
+                )
             # the reason wraps in a column of its own width, so that on a desktop every
             # column up to it is in sight (CAIRE, SoS and tokens scroll in when used)
             table = gr.Dataframe(
@@ -197,6 +210,7 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
         languages=languages,
         progress=progress,
         bar=bar,
+        checked=checked,
     )
     view = RunView(form, display, refs, start, stop, apply, notice)
     _wire_upload(gr, form)
