@@ -133,14 +133,13 @@ def test_the_instruction_a_person_would_write():
     assert build_instruction(Feedback(), ACT, COUNTRY) is None
 
 
-def test_the_checklist_shows_a_near_match():
-    from refine.present.views import checklist
+def round_of(feedback: Feedback):
+    """A first round whose one image has this feedback (tau 0.52)."""
     from refine.records import Candidate, Round, Scores
-    from ui.adapters import checklist as widget
 
     scores = Scores(align=0.5, hal=0.5, exag=0.0, faith=0.6, exag_variant="x", tau=0.52)
-    cand = Candidate(seed=1, image="a.png", observed={}, scores=scores, feedback=measured())
-    r = Round(
+    cand = Candidate(seed=1, image="a.png", observed={}, scores=scores, feedback=feedback)
+    return Round(
         index=0,
         parent=None,
         kind="generate",
@@ -150,6 +149,13 @@ def test_the_checklist_shows_a_near_match():
         decision="initial",
         reason="",
     )
+
+
+def test_the_checklist_shows_a_near_match():
+    from refine.present.views import checklist
+    from ui.adapters import checklist as widget
+
+    r = round_of(measured())
     by_dim, _ = checklist(r, 0.05)
     kinds = {c.match.phrase: c.kind for c in by_dim["objects"]}
     assert kinds["bowl of stew"] == "near" and kinds["hamburgers"] == "hallucinated"
@@ -208,23 +214,8 @@ def test_the_app_checklist_parts_put_a_near_match_with_what_is_right():
     """The app shows what to fix in sight and what the image gets right folded: a near
     match, which the edit leaves alone, is with the aligned items; an image with nothing
     to fix says so in one line."""
-    from refine.records import Candidate, Feedback, Round, Scores
     from ui.adapters import NOTHING_TO_FIX
     from ui.adapters import checklist as widget
-
-    def round_of(feedback):
-        scores = Scores(align=0.5, hal=0.5, exag=0.0, faith=0.6, exag_variant="x", tau=0.52)
-        cand = Candidate(seed=1, image="a.png", observed={}, scores=scores, feedback=feedback)
-        return Round(
-            index=0,
-            parent=None,
-            kind="generate",
-            text="p",
-            candidates=[cand],
-            chosen=0,
-            decision="initial",
-            reason="",
-        )
 
     r = round_of(measured())
     to_fix, ok = widget(r, 0.05, "fix"), widget(r, 0.05, "ok")
