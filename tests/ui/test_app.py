@@ -108,6 +108,10 @@ def test_pause_apply_and_stop_through_the_api(app_url, world):
     while service.job is None or service.job.waiting is None:  # round 1 waits for review
         assert time.monotonic() < deadline, "no instruction came up for review"
         time.sleep(0.1)
+    # the stream shows the review (read while the run waits) before the test answers it
+    while not any(o[0].startswith("round 1: review") for o in job.outputs()):
+        assert time.monotonic() < deadline, "the stream never showed the review"
+        time.sleep(0.1)
     assert client.predict("", api_name="/apply").startswith("error: the instruction is empty")
     assert client.predict("Put a sofreh on the floor.", api_name="/apply").startswith(
         "instruction applied"
