@@ -7,6 +7,7 @@ import pytest
 from refine.loop.refiner import Refiner
 from ui.adapters import (
     TABLE_HEADERS,
+    TABLE_WIDTHS,
     before_after,
     checklist,
     gallery,
@@ -37,6 +38,12 @@ def test_adapters_show_the_run(world, backends, options, tmp_path):
     )
     table = rounds_table(run)
     assert [row[1] for row in table] == ["initial", "accepted", "rejected"]
+    # a width per column, the reason's the widest, and round to reason within a desktop's
+    # 800 px (a column added without its width would shift every width after it)
+    assert len(TABLE_WIDTHS) == len(TABLE_HEADERS) == len(table[0])
+    px = [int(w.removesuffix("px")) for w in TABLE_WIDTHS]
+    reason = TABLE_HEADERS.index("reason")
+    assert px[reason] == max(px) and sum(px[: reason + 1]) <= 800
     assert table[2][TABLE_HEADERS.index("reason")] == run.rounds[2].reason
     quality = TABLE_HEADERS.index("quality ↑")
     assert [row[quality] for row in table] == [
