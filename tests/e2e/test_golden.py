@@ -102,7 +102,7 @@ def test_a_changed_number_is_found(tmp_path):
     bench = copy / "bench" / "bench.json"
     doc = json.loads(bench.read_text())
     (gen,) = [g for g in doc["generators"] if g == GENS[0]]
-    doc["generators"][gen]["faith"]["mean"] += 1e-6
+    doc["generators"][gen]["faith"]["mean"] += 1e-5
     bench.write_text(json.dumps(doc))
     rows = copy / "bench" / "rows.csv"
     rows.write_text(rows.read_text().replace("faith", "faithful", 1))
@@ -114,9 +114,48 @@ def test_a_changed_number_is_found(tmp_path):
     assert len(found) == 3, found
 
 
-@pytest.mark.parametrize("a,b,same", [(0.5, 0.5 + 1e-10, True), (0.5, 0.5 + 1e-8, False)])
-def test_numbers_agree_to_1e_9(a, b, same):
+@pytest.mark.parametrize(
+    "a,b,same",
+    [
+        (0.5, 0.5 + 5e-7, True),  # float32 rounding: within TOLERANCE (1e-6)
+        (0.5, 0.5 + 2e-6, False),
+        (300.0, 300.0 + 2e-4, True),  # relative above 1
+        (300.0, 300.0 + 4e-4, False),
+        ("0.550", "0.549", True),  # printed to 3 places: one unit in the last place
+        ("0.550", "0.548", False),
+        ("0.5498877763748169", "0.5498876571655273", True),  # a float's repr: TOLERANCE
+        ("0.5498877763748169", "0.5498857763748169", False),
+    ],
+)
+def test_numbers_agree_within_float32_rounding(a, b, same):
     assert (compare({"x": [a]}, {"x": [b]}, "") == []) is same
+
+
+def test_a_slightly_changed_computation_is_found(gemini_env, siglip_path, tmp_path):
+    """The tolerance is tight enough to see a real change: every phrase embedding nudged by
+    1e-5 (then normalised again) moves the similarities past it."""
+    from unittest import mock
+
+    import torch
+
+    from metrics.text_embedding import PhraseEmbeddingCache
+
+    real = PhraseEmbeddingCache.matrix
+
+    def nudged(self, embedder):
+        vectors = real(self, embedder)
+        if not vectors.numel():
+            return vectors
+        step = torch.zeros_like(vectors)
+        step[:, 0] = 1e-5
+        return torch.nn.functional.normalize(vectors + step, dim=1)
+
+    fresh = tmp_path / "data"
+    with mock.patch.object(PhraseEmbeddingCache, "matrix", nudged):
+        produce(fresh, gemini_env, siglip_path, cli)
+    write_meta(fresh, siglip_path)
+    found = differences(DATA, fresh)
+    assert any(".similarity:" in f for f in found), found[:10]
 
 
 def test_cells_written_before_their_schema_open_and_go_on(gemini_env, siglip_path, tmp_path):
