@@ -11,6 +11,13 @@ import pytest
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.gemini_world import World
 from tests.fakes.tiny_models import build_tiny_siglip
+from tests.leaks import (  # noqa: F401 (the check's hooks and fixture, registered here)
+    nothing_left_running,
+    pytest_runtest_protocol,
+    pytest_sessionfinish,
+    pytest_sessionstart,
+    session_folder,
+)
 
 # under pytest-xdist each worker keeps to one core's worth of threads (two workers share
 # two cores; more threads per worker only make them wait on each other)
@@ -18,12 +25,14 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(_name, "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# the tests' Ray workers run at the tests' priority, as the toolkit's own local cluster's do
+# (Ray's default, nice 15, starves them beside a busy process)
+os.environ.setdefault("RAY_worker_niceness", "0")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-# built references and cached model answers go to a folder of this test session only
-if "REFINE_CACHE_DIR" not in os.environ:
-    import tempfile
-
-    os.environ["REFINE_CACHE_DIR"] = tempfile.mkdtemp(prefix="refine-test-cache-")
+# what libraries write to the temporary folder, and built references and cached model
+# answers, go to a folder of this test session only, removed at its end; the session fails
+# when a test leaves a process, a listening socket or a file behind (tests/leaks.py)
+session_folder()
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "assets"

@@ -82,6 +82,9 @@ def connect(ray: Any, address: str | None) -> bool:
         if address:
             ray.init(address=address, log_to_driver=False)
         else:
+            # a cluster of this job's own: its workers run at the job's priority (Ray's
+            # default, nice 15, leaves them almost no CPU beside any other busy process)
+            os.environ.setdefault("RAY_worker_niceness", "0")
             ray.init(include_dashboard=False, log_to_driver=False)
     except Exception as err:  # an unreachable or wrong address
         raise RayEngineError(f"--address {address or 'local'}: cannot join Ray ({err})") from None

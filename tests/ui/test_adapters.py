@@ -111,14 +111,14 @@ def test_the_activity_list_follows_the_country():
     assert ready_activities("Atlantis") == []
 
 
-def test_the_apps_examples_can_run_from_the_bundled_pack():
+def test_the_apps_examples_can_run_from_the_bundled_pack(tmp_path):
     import gradio as gr
 
     from refine import settings
     from refine.service import RunService
     from ui.app import build_app
 
-    demo = build_app(RunService("gemini"))
+    demo = build_app(RunService("gemini", out=tmp_path))
     examples = [b for b in demo.blocks.values() if isinstance(b, gr.Dataset)]
     (dataset,) = examples
     rows = dataset.samples

@@ -44,9 +44,11 @@ def start_args(
 def app_url(world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "test profile")
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
-    yield url, service
-    demo.close()
+    try:  # closed whatever happens, so that no server is left listening
+        _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+        yield url, service
+    finally:
+        demo.close()
 
 
 def test_full_run_streams_rounds_then_opens_saved(app_url):

@@ -23,11 +23,13 @@ def app(world, backends, options, tmp_path):
     out.mkdir()
     service = RunService("gemini", out=out, backends=backends, backend_options=options)
     demo = build_app(service, "test profile")
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
-    client = Client(url, verbose=False)
-    client.predict(*start_args(1), api_name="/start")
-    yield client, service, service.job.run_dir, tmp_path
-    demo.close()
+    try:  # closed whatever happens, so that no server is left listening
+        _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+        client = Client(url, verbose=False)
+        client.predict(*start_args(1), api_name="/start")
+        yield client, service, service.job.run_dir, tmp_path
+    finally:
+        demo.close()
 
 
 def secret(tmp_path):

@@ -16,9 +16,11 @@ from ui.limits import Limits
 def limited(world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "limited", Limits(rounds=3, candidates=2, run_calls=12))
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
-    yield url, service, demo
-    demo.close()
+    try:  # closed whatever happens, so that no server is left listening
+        _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+        yield url, service, demo
+    finally:
+        demo.close()
 
 
 def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):

@@ -92,9 +92,11 @@ def test_the_forwarded_address_is_read_only_behind_a_trusted_proxy():
 def quota_app(world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "quotas", quotas=Quotas(tmp_path, runs_per_hour=1), trust_proxy=True)
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
-    yield url, tmp_path
-    demo.close()
+    try:  # closed whatever happens, so that no server is left listening
+        _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+        yield url, tmp_path
+    finally:
+        demo.close()
 
 
 def test_a_visitor_over_quota_is_refused_and_another_is_not(quota_app):

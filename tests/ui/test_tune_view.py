@@ -33,9 +33,11 @@ def app(world, siglip_path, tmp_path):
     out = tmp_path / "out"
     service = RunService("gemini", out=out, backends=backends, backend_options=options)
     demo = build_app(service, "test profile")
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
-    yield Client(url, verbose=False), service
-    demo.close()
+    try:  # closed whatever happens, so that no server is left listening
+        _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+        yield Client(url, verbose=False), service
+    finally:
+        demo.close()
 
 
 @pytest.mark.slow

@@ -138,6 +138,16 @@ def test_processes_racing_for_a_run_get_one_holder_every_time(tmp_path):
     ctx.set_forkserver_preload(["refine.io.store", "tests.unit.test_store"])
     store = RunStore.create(tmp_path, "race")
     store.save(a_run("race"))
+    try:
+        race(ctx, store)
+    finally:  # the server and its resource tracker end with the test, not the session
+        from multiprocessing import forkserver, resource_tracker
+
+        forkserver._forkserver._stop()
+        resource_tracker._resource_tracker._stop()
+
+
+def race(ctx, store: RunStore) -> None:
     for trial in range(24):
         start, done, won = ctx.Barrier(6), ctx.Barrier(6), ctx.Queue()
         procs = [ctx.Process(target=_race, args=(store.dir, start, done, won)) for _ in range(6)]

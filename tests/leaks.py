@@ -1,0 +1,203 @@
+"""The check that no test leaves anything behind (a pytest plugin, loaded by
+``tests/conftest.py``). It fails the run when
+
+* a test process ends its session with a child process still running (given ten seconds
+  to end): it is killed and named, as an error at the teardown of that process's last
+  test, once every other fixture is torn down;
+* a test process ends its session with a socket listening that was not listening when
+  its session began (reported the same way);
+* once every test process has ended, a file or folder made during the run is still in the
+  system's temporary folder (top level) or in the repository's tree. Each is named with
+  the tests it appeared during (with two workers, a test of the other worker may share
+  the blame).
+
+Tests keep their files in pytest's ``tmp_path``. What libraries put in the temporary
+folder (``tempfile``), and pytest's ``tmp_path`` folders, go to a folder of the test
+session (:func:`session_folder`: the process that starts the run makes it, points
+``TMPDIR`` at it and removes it at the end).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# made and kept by tools, not by tests: the environment, caches of imports and linters
+SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".hypothesis"}
+# how long a child process that is ending may take to end
+GRACE_S = float(os.environ.get("REFINE_LEAK_GRACE_S", "10"))
+_OWNER = False  # this process made the session folder (the run's first process)
+
+
+def session_folder() -> Path:
+    """The test session's temporary folder: made by the run's first process (which then
+    owns it), inherited by the workers through the environment. ``TMPDIR`` and the
+    toolkit's cache point into it."""
+    global _OWNER
+    if not os.environ.get("REFINE_TEST_TMP"):
+        system = tempfile.gettempdir()
+        made = tempfile.mkdtemp(prefix="refine-tests-", dir=system)
+        # pytest's own folders (tmp_path) go there too: the app under test serves files
+        # from the temporary folder, as Gradio does by default
+        os.environ.update(REFINE_TEST_TMP=made, REFINE_SYSTEM_TMP=system, TMPDIR=made)
+        os.environ.setdefault("REFINE_CACHE_DIR", str(Path(made) / "cache"))
+        tempfile.tempdir = None  # read TMPDIR again
+        _OWNER = True
+    return Path(os.environ["REFINE_TEST_TMP"])
+
+
+def system_tmp() -> Path:
+    return Path(os.environ.get("REFINE_SYSTEM_TMP") or tempfile.gettempdir())
+
+
+def _tree(root: Path) -> set[str]:
+    """Every file and folder under ``root`` but the tools' own, as paths from it."""
+    found: set[str] = set()
+    venv = os.environ.get("REFINE_VENV", ".venv")
+    for here, dirs, files in os.walk(root):
+        rel = Path(here).relative_to(root)
+        dirs[:] = [
+            d
+            for d in dirs
+            if d not in SKIP_DIRS and not d.endswith(".egg-info") and (rel / d).as_posix() != venv
+        ]
+        found.update((rel / name).as_posix() for name in [*dirs, *files])
+    return found
+
+
+def snapshot() -> set[str]:
+    """What a test could leave: the temporary folder's entries (but pytest's own folder,
+    which keeps the last three sessions) and the repository's tree."""
+    tmp = system_tmp()
+    try:
+        entries = {str(tmp / n) for n in os.listdir(tmp) if not n.startswith("pytest-of-")}
+    except OSError:
+        entries = set()
+    return entries | {str(ROOT / p) for p in _tree(ROOT)}
+
+
+def listening(proc) -> set[tuple[str, int]]:
+    """The addresses ``proc`` listens on (TCP)."""
+    import psutil
+
+    try:
+        conns = proc.net_connections(kind="tcp")
+    except psutil.Error:
+        return set()
+    return {(c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN}
+
+
+class Watch:
+    """What this process had when its session began, and what appeared during each test."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        self.children = {p.pid for p in me.children(recursive=True)}
+        self.ports = listening(me)
+        self.before = snapshot()
+        self.made: dict[str, list[str]] = {}  # path -> the tests it appeared during
+        self.opened: dict[tuple[str, int], list[str]] = {}  # socket -> the same
+
+    def during(self, nodeid: str, before: tuple[set[str], set]) -> None:
+        import psutil
+
+        for path in snapshot() - before[0] - self.before:
+            self.made.setdefault(path, []).append(nodeid)
+        for port in listening(psutil.Process()) - before[1] - self.ports:
+            self.opened.setdefault(port, []).append(nodeid)
+
+    def processes_and_ports(self) -> list[str]:
+        import psutil
+
+        out = []
+        me = psutil.Process()
+        left = [p for p in me.children(recursive=True) if p.pid not in self.children]
+        _, alive = psutil.wait_procs(left, timeout=GRACE_S)
+        for proc in alive:
+            try:
+                what = " ".join(proc.cmdline())[:200] or proc.name()
+                proc.kill()
+            except psutil.Error:
+                continue
+            out.append(f"a child process was left running (killed now): pid {proc.pid}: {what}")
+        for ip, port in sorted(listening(me) - self.ports):
+            tests = ", ".join(dict.fromkeys(self.opened.get((ip, port), []))) or "a fixture"
+            out.append(f"a socket was left listening on {ip}:{port} ({tests})")
+        return out
+
+    def files(self, blame: dict[str, list[str]]) -> list[str]:
+        out = []
+        for path in sorted(snapshot() - self.before):
+            tests = ", ".join(dict.fromkeys(blame.get(path, []))) or "no test: a fixture"
+            out.append(f"a file was left outside the tests' temporary folders: {path} ({tests})")
+        return out
+
+
+_WATCH: Watch | None = None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    global _WATCH
+    _WATCH = Watch()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    import psutil
+
+    before = (snapshot(), listening(psutil.Process()))
+    try:
+        return (yield)
+    finally:
+        if _WATCH is not None:
+            _WATCH.during(item.nodeid, before)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_running():
+    """Torn down after every other fixture of the session: then no child process and no
+    listening socket of this process's tests may remain."""
+    yield
+    found = _WATCH.processes_and_ports() if _WATCH is not None else []
+    if found:
+        pytest.fail("left behind by the tests:\n" + "\n".join(found), pytrace=False)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A worker hands what its tests made to the run's first process, which, once every
+    worker is done, fails the run on what is still there, and removes the session folder."""
+    if _WATCH is None or not os.environ.get("REFINE_TEST_TMP"):
+        return
+    folder = Path(os.environ["REFINE_TEST_TMP"])
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        (folder / f"made-{worker}.json").write_text(json.dumps(_WATCH.made))
+        return
+    if not _OWNER:
+        return
+    blame: dict[str, list[str]] = {k: list(v) for k, v in _WATCH.made.items()}
+    for made in folder.glob("made-*.json"):
+        for path, tests in json.loads(made.read_text()).items():
+            blame.setdefault(path, []).extend(tests)
+    found = _WATCH.files(blame)
+    shutil.rmtree(folder, ignore_errors=True)
+    if found:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = ["left behind by the tests:", *found]
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.section("files left behind", red=True)
+            for line in lines:
+                reporter.write_line(line)
+        else:
+            print("\n".join(lines))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

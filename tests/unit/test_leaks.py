@@ -1,0 +1,90 @@
+"""The session-end check of tests/leaks.py, on a pytest run of its own: a test that leaves
+a process, a listening socket or a file outside its temporary folders fails the run and is
+named; a test that keeps to its tmp_path passes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CONFTEST = """
+from tests.leaks import (  # noqa: F401
+    nothing_left_running,
+    pytest_runtest_protocol,
+    pytest_sessionfinish,
+    pytest_sessionstart,
+    session_folder,
+)
+
+session_folder()
+"""
+
+TESTS = """
+import os, socket, subprocess, sys, tempfile
+from pathlib import Path
+
+KEPT = []
+
+
+def test_leaves_a_process():
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+
+
+def test_leaves_a_socket():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    KEPT.append(s)
+
+
+def test_leaves_a_file():
+    (Path(os.environ["REFINE_SYSTEM_TMP"]) / "left.txt").write_text("x")
+
+
+def test_keeps_to_its_folders(tmp_path):
+    (tmp_path / "fine.txt").write_text("x")
+    (Path(tempfile.gettempdir()) / "library-cache.txt").write_text("x")  # the session's
+"""
+
+
+def inner_run(tmp_path: Path, *select: str) -> subprocess.CompletedProcess:
+    """pytest on the tests above, in a folder of its own, whose system temporary folder is
+    one of this test's (so that what it leaves stays here)."""
+    (tmp_path / "run").mkdir(exist_ok=True)
+    (tmp_path / "sys").mkdir(exist_ok=True)
+    (tmp_path / "run" / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "run" / "test_inner.py").write_text(TESTS)
+    drop = ("REFINE_TEST_TMP", "REFINE_SYSTEM_TMP", "PYTEST_XDIST_WORKER", "PYTEST_DEBUG_TEMPROOT")
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("PYTEST_")}
+    env.update(TMPDIR=str(tmp_path / "sys"), PYTHONPATH=str(ROOT), REFINE_LEAK_GRACE_S="1")
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    args += ["--rootdir", str(tmp_path / "run"), *(f"test_inner.py::{t}" for t in select)]
+    return subprocess.run(
+        args, cwd=tmp_path / "run", env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_run_that_leaves_things_behind_fails_and_names_them(tmp_path):
+    done = inner_run(tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "a child process was left running (killed now)" in out and "time.sleep(120)" in out
+    assert "a socket was left listening on 127.0.0.1:" in out
+    left = tmp_path / "sys" / "left.txt"
+    assert f"{left} (test_inner.py::test_leaves_a_file)" in out
+    assert "library-cache" not in out and "fine.txt" not in out
+    # the session's own folder is gone, and only what the leaky test left is there
+    assert sorted(p.name for p in (tmp_path / "sys").iterdir() if "pytest" not in p.name) == [
+        "left.txt"
+    ]
+
+
+def test_a_run_that_keeps_to_its_folders_passes(tmp_path):
+    done = inner_run(tmp_path, "test_keeps_to_its_folders")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "left behind" not in done.stdout
+    assert [p.name for p in (tmp_path / "sys").iterdir() if "pytest" not in p.name] == []
