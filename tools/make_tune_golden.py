@@ -52,12 +52,13 @@ def run_case(world, models: dict[str, str], name: str, out: Path, **changes) -> 
     def recorded(model, batch):
         out = loss(model, batch)
         if out[1] is not None:  # dpo: with gradients a training micro-batch, else held out
+            pairs = tuner.objective.margins.float().cpu().tolist()
             if not torch.is_grad_enabled():
-                margins["held"] += tuner.objective.margins
+                margins["held"] += pairs
             elif len(margins["steps"]) < tuner.step + 1:
-                margins["steps"].append(list(tuner.objective.margins))
+                margins["steps"].append(pairs)
             else:
-                margins["steps"][-1] += tuner.objective.margins
+                margins["steps"][-1] += pairs
         return out
 
     tuner.objective.loss = recorded

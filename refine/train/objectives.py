@@ -51,9 +51,9 @@ class DPO:
 
     def __init__(self, beta: float):
         self.beta = beta
-        # the last micro-batch's -beta / 2 * d per pair, whose signs the accuracy counts (a
-        # pair near 0 is one that rounding can flip)
-        self.margins: list[float] = []
+        # the last micro-batch's -beta / 2 * d per pair (a detached tensor, read only when
+        # asked), whose signs the accuracy counts: a pair near 0 is one rounding can flip
+        self.margins: Any = None
 
     def loss(self, model: Denoiser, batch: Batch) -> tuple[Any, float]:
         import torch
@@ -75,7 +75,7 @@ class DPO:
         diff = (err[:n] - err[n:]) - (ref[:n] - ref[n:])
         inside = -0.5 * self.beta * diff
         loss = -F.logsigmoid(inside).mean()
-        self.margins = inside.detach().float().cpu().tolist()
+        self.margins = inside.detach()
         return loss, float((inside > 0).float().mean())
 
 

@@ -15,6 +15,7 @@ from tests.fakes.gemini_world import World
 from tests.golden.produce import (
     DATA,
     GENS,
+    Printed,
     agree_args,
     bench_args,
     compare,
@@ -121,9 +122,10 @@ def test_a_changed_number_is_found(tmp_path):
         (0.5, 0.5 + 2e-6, False),
         (300.0, 300.0 + 2e-4, True),  # relative above 1
         (300.0, 300.0 + 4e-4, False),
-        ("0.550", "0.549", True),  # printed to 3 places: one unit in the last place
-        ("0.550", "0.548", False),
-        ("0.5498877763748169", "0.5498876571655273", True),  # a float's repr: TOLERANCE
+        (Printed("0.550"), Printed("0.549"), True),  # a page's 3 places: one in the last
+        (Printed("0.550"), Printed("0.548"), False),
+        ("0.5", "0.501", False),  # a file's repr, however short, keeps to TOLERANCE
+        ("0.5498877763748169", "0.5498876571655273", True),
         ("0.5498877763748169", "0.5498857763748169", False),
     ],
 )

@@ -33,9 +33,9 @@ GENS = ["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"]
 # number near 1 (a similarity of 1.0000002 against 0.99999994), 2e-8 for a Vendi. The bound
 # is 1e-6 (about 17u, three times the spread), relative above 1; a real change of the
 # computation, a 1e-5 nudge to the phrase embeddings, is found
-# (test_a_slightly_changed_computation_is_found). A number printed with fewer digits may
-# also differ by one unit in its last place, when the value lies that close to a rounding
-# boundary.
+# (test_a_slightly_changed_computation_is_found). A number an HTML page prints for people
+# may also differ by one unit in its last place, when the value lies that close to a
+# rounding boundary.
 TOLERANCE = 1e-6
 FIXED_TIME = 1767225600  # 2026-01-01 00:00:00 UTC
 
@@ -361,7 +361,8 @@ def compare_numbers_in_text(ta: str, tb: str) -> list[str]:
     tb = SVG.sub(lambda m: chart_data(m.group(0)), tb)
     if NUMBER.sub("#", ta) != NUMBER.sub("#", tb):
         return ["text differs"]
-    return compare(NUMBER.findall(ta), NUMBER.findall(tb), "")
+    printed = [Printed(x) for x in NUMBER.findall(ta)], [Printed(x) for x in NUMBER.findall(tb)]
+    return compare(*printed, "")
 
 
 def compare(a, b, where: str) -> list[str]:
@@ -398,14 +399,17 @@ def number(x) -> float | None:
     return None
 
 
+class Printed(str):
+    """A number as a page prints it for people (rounded to a few places), not as a file
+    stores it (a float's repr, whose digits are all its own, however few)."""
+
+
 def last_place(x) -> float:
-    """One unit in the last place of a number printed with few digits ("0.550": 0.001),
-    with room for the printing's own rounding; 0 for a number not printed as text or
-    printed in full (a float's repr carries 15 digits or more)."""
-    if not isinstance(x, str) or "." not in x or "e" in x.lower():
+    """One unit in the last place of a number printed for people ("0.550": 0.001), with
+    room for the printing's own rounding; 0 for any other value."""
+    if not isinstance(x, Printed) or "." not in x or "e" in x.lower():
         return 0.0
-    digits = len(x.split(".", 1)[1])
-    return 0.0 if digits >= 12 else 1.000001 * 10.0**-digits
+    return 1.000001 * 10.0 ** -len(x.split(".", 1)[1])
 
 
 NUMBERISH = re.compile(r"-?(\d+\.?\d*(e-?\d+)?|nan|inf)")
