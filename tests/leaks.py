@@ -172,6 +172,25 @@ def nothing_left_running():
         pytest.fail("left behind by the tests:\n" + "\n".join(found), pytrace=False)
 
 
+def _remove(folder: Path) -> None:
+    """Remove the session folder. multiprocessing keeps its own folder there (pymp-*) while
+    this process lives and removes it at exit, among its finalizers (priority -100): a
+    folder holding one is removed by a finalizer that runs after it."""
+    for path in folder.iterdir():
+        if path.name.startswith("pymp-"):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    if not any(folder.iterdir()):
+        folder.rmdir()
+        return
+    from multiprocessing.util import Finalize
+
+    Finalize(None, shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, exitpriority=-200)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """A worker hands what its tests made to the run's first process, which, once every
     worker is done, fails the run on what is still there, and removes the session folder."""
@@ -189,7 +208,7 @@ def pytest_sessionfinish(session, exitstatus):
         for path, tests in json.loads(made.read_text()).items():
             blame.setdefault(path, []).extend(tests)
     found = _WATCH.files(blame)
-    shutil.rmtree(folder, ignore_errors=True)
+    _remove(folder)
     if found:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         lines = ["left behind by the tests:", *found]

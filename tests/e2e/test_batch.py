@@ -11,7 +11,7 @@ from refine.events import EntryChanged
 from refine.harness.tasks.batch import open_batch, read_specs, run_batch, summarise
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
-from tests.e2e.test_cli_run import cli
+from tests.e2e.test_cli_run import cli, no_retries_profile
 from tests.fakes.gemini_world import BLUE, GREEN, RED
 
 ACT, COUNTRY = "people eating food at home", "Iran"
@@ -45,6 +45,7 @@ def test_batch_records_a_failing_run_and_resumes_it(world, siglip_path, tmp_path
     world.fail_edit_of = BLUE  # the second run fails in its first edit
     args = ["batch", str(specs), "--out", str(tmp_path / "out")]
     args += ["--backend", f"image_embedder=siglip:{siglip_path}"]
+    args += ["--profile", str(no_retries_profile(tmp_path))]
     first = cli(*args, "--json")
     assert first.returncode == 1, first.stderr
     batch = json.loads(first.stdout)

@@ -105,6 +105,7 @@ def test_a_killed_worker_is_replaced_and_its_run_resumes(
             threading.Event().wait(0.05)
         os.kill(int(pids[0].split("@")[0]), signal.SIGKILL)
         killed.append(pids[0])
+        world.edit_delay_s = 0.0  # killed in the middle: the rest need not be slow
 
     def on_workers(names):
         pids.extend(names)
@@ -273,7 +274,8 @@ def test_concepts_on_ray_are_the_same_concepts(cluster, world, siglip_path, opti
 
 def killer(world, lines, killed):
     """A progress callback that keeps the lines and, once the pool names its workers,
-    SIGKILLs the first one as soon as the world has been asked for an image."""
+    SIGKILLs the first one as soon as the world has been asked for an image (and then
+    answers without the delay that kept the cells long enough to be killed in)."""
 
     def on_line(line):
         lines.append(line)
@@ -285,6 +287,7 @@ def killer(world, lines, killed):
                     threading.Event().wait(0.05)
                 os.kill(int(first.split("@")[0]), signal.SIGKILL)
                 killed.append(first)
+                world.delay_by_kind = {}
 
             threading.Thread(target=kill, daemon=True).start()
 

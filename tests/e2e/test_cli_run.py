@@ -21,6 +21,24 @@ def refine_cmd(*args):
     return [sys.executable, "-c", MAIN, *args]
 
 
+def no_retries_profile(folder):
+    """The gemini profile as a file whose Gemini roles do not retry (``max_retries = 0``, a
+    client option a profile's ``[options.ROLE]`` table sets): a failure the fake server is
+    told to give reaches the run at once, not after 1 + 2 + 4 + 8 s of backoff."""
+    from refine.profiles import load_profile
+
+    text = load_profile("gemini").path.read_text()
+    gemini = ("generator", "editor", "observer", "judge", "llm")
+    for role in gemini:
+        if f"[options.{role}]\n" in text:
+            text = text.replace(f"[options.{role}]\n", f"[options.{role}]\nmax_retries = 0\n")
+        else:
+            text += f"\n[options.{role}]\nmax_retries = 0\n"
+    path = folder / "gemini-no-retries.toml"
+    path.write_text(text)
+    return path
+
+
 def env():
     return {**os.environ, "HF_HUB_OFFLINE": "1"}
 

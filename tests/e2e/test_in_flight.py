@@ -13,7 +13,9 @@ WORKERS = 8
 
 
 def test_a_bench_with_8_workers_has_8_requests_in_flight(gemini_env, world, siglip_path, tmp_path):
-    world.delay_s = 0.5  # an API's latency: calls of different cells overlap or wait in line
+    # an API's latency, on the first call each cell makes: the cells' first calls overlap, or
+    # wait in line
+    world.delay_by_kind = {"generate": 1.0}
     gemini_env.reset_peak()
     done = cli(
         "bench",
@@ -36,7 +38,7 @@ def test_a_bench_with_8_workers_has_8_requests_in_flight(gemini_env, world, sigl
 
 
 def test_a_batch_with_8_workers_has_8_requests_in_flight(gemini_env, world, siglip_path, tmp_path):
-    world.delay_s = 0.5
+    world.delay_by_kind = {"generate": 1.0}  # each run's first call
     specs = tmp_path / "specs.jsonl"
     rows = [
         {"activity": ACTS[0], "country": "Iran", "rounds": 1, "seed": k, "max_drift": 2}
