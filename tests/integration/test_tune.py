@@ -260,7 +260,8 @@ def test_sdxl_learns_the_preference_and_its_adapter_loads(world, tmp_path):
     from tests.fakes.tiny_models import build_tiny_sdxl
 
     sdxl = build_tiny_sdxl(tmp_path)
-    tuner = Tuner(config(world, tmp_path / "xl", base=f"diffusers:{sdxl}", steps=120))
+    # 40 steps at lr 1e-2 learn it (held-out accuracy 1.0; 120 at 5e-3 did too, in 3x the time)
+    tuner = Tuner(config(world, tmp_path / "xl", base=f"diffusers:{sdxl}", steps=40, lr=1e-2))
     tuner.load()
     assert tuner.denoiser.xl
     before = tuner.accuracy(tuner.held)
@@ -413,7 +414,8 @@ def test_flux2_klein_learns_the_preference_and_its_adapter_loads(world, tmp_path
     from tests.fakes.tiny_models import build_tiny_flux2_klein
 
     flux = build_tiny_flux2_klein(tmp_path)
-    tuner = Tuner(config(world, tmp_path / "fx", base=f"diffusers:{flux}", steps=120))
+    # 40 steps at lr 1e-2: held-out accuracy 0.97 (120 at 5e-3: 1.0, in 3x the time)
+    tuner = Tuner(config(world, tmp_path / "fx", base=f"diffusers:{flux}", steps=40, lr=1e-2))
     tuner.load()
     assert tuner.denoiser.flux and tuner.denoiser.noise_scheduler is None
     before = tuner.accuracy(tuner.held)
