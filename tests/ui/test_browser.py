@@ -64,7 +64,10 @@ def open_options(pg) -> None:
 
 
 def images_loaded(pg, n: int) -> None:
-    """Wait until the gallery shows at least ``n`` images, all of them decoded."""
+    """Wait until the gallery shows at least ``n`` images, all of them decoded. Gradio's
+    gallery loads its images lazily: one out of sight (below a phone's screen) is never
+    loaded, so the gallery is brought into sight first, as the person looking at it does."""
+    pg.locator("#gallery").first.scroll_into_view_if_needed()
     pg.wait_for_function(
         """n => {
             const imgs = [...document.querySelectorAll('#gallery img')];
