@@ -176,6 +176,8 @@ def _remove(folder: Path) -> None:
     """Remove the session folder. multiprocessing keeps its own folder there (pymp-*) while
     this process lives and removes it at exit, among its finalizers (priority -100): a
     folder holding one is removed by a finalizer that runs after it."""
+    if not folder.is_dir():
+        return
     for path in folder.iterdir():
         if path.name.startswith("pymp-"):
             continue

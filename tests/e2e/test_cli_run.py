@@ -36,6 +36,8 @@ def no_retries_profile(folder):
             text += f"\n[options.{role}]\nmax_retries = 0\n"
     path = folder / "gemini-no-retries.toml"
     path.write_text(text)
+    read = load_profile(str(path)).options  # read back as the run reads it: no role retries
+    assert all(read[role]["max_retries"] == 0 for role in gemini), read
     return path
 
 
