@@ -28,7 +28,7 @@ def main(out_dir: str) -> None:
     from tests.fakes.gemini_server import FakeGemini
     from tests.fakes.gemini_world import World
     from tests.fakes.tiny_models import build_tiny_siglip
-    from ui.app import build_app, launch_options
+    from ui.app import build_app, launch, launch_options
 
     server = FakeGemini().start()
     os.environ["GEMINI_API_KEY"] = "stand-in"
@@ -46,7 +46,7 @@ def main(out_dir: str) -> None:
         "gemini", out=runs, backends={"image_embedder": f"siglip:{siglip}"}, backend_options=options
     )
     demo = build_app(service, "profile: gemini (a local stand-in for the Gemini API)")
-    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, **launch_options(runs))
+    url = launch(demo, block=False, quiet=True, **launch_options(runs))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     try:

@@ -204,7 +204,7 @@ def build(deployment: Deployment, **service_options: Any) -> Any:
 
 def main(env: Mapping[str, str] | None = None) -> None:
     """Start the demo from the environment, or stop with one line saying what is missing."""
-    from ui.app import launch_options
+    from ui.app import launch, launch_options
 
     try:
         deployment = from_env(env)
@@ -212,7 +212,8 @@ def main(env: Mapping[str, str] | None = None) -> None:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     demo = build(deployment)
-    demo.launch(
+    launch(
+        demo,
         server_name=deployment.host,
         server_port=deployment.port,
         auth=deployment.auth,

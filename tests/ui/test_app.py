@@ -11,7 +11,7 @@ import pytest
 
 from refine.service import RunService
 from ui.adapters import TABLE_HEADERS
-from ui.app import build_app
+from ui.app import build_app, launch
 
 CAIRE = TABLE_HEADERS.index("CAIRE 1-5 ↑")
 LANGUAGES = TABLE_HEADERS.index("SoS / languages ↑")
@@ -45,7 +45,7 @@ def app_url(world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "test profile")
     try:  # closed whatever happens, so that no server is left listening
-        _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+        url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
         yield url, service
     finally:
         demo.close()
@@ -236,7 +236,7 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
     }
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=keyless)
     demo = build_app(service, "no key")
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
     try:
         from gradio_client.exceptions import AppError
 
@@ -363,7 +363,7 @@ def test_out_of_gpu_memory_is_advice_in_the_app(world, backends, options, tmp_pa
         instances={"generator": FullGpu()},
     )
     demo = build_app(service, "full GPU")
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
     try:
         client = Client(url, verbose=False)
         out = client.predict(*start_args(1), api_name="/start")

@@ -11,7 +11,7 @@ import pytest
 
 from refine.service import RunService
 from tests.fakes.gemini_world import GREEN, RED
-from ui.app import build_app, launch_options
+from ui.app import build_app, launch, launch_options
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [
@@ -29,9 +29,10 @@ def page(world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "test profile: the fake Gemini world")
     try:  # closed whatever happens, so that no server is left listening
-        _, url, _ = demo.launch(
+        url = launch(
+            demo,
+            block=False,
             server_name="127.0.0.1",
-            prevent_thread_lock=True,
             quiet=True,
             **launch_options(tmp_path),
         )

@@ -12,7 +12,7 @@ import pytest
 
 from refine.service import RunService
 from tests.ui.test_app import start_args
-from ui.app import build_app
+from ui.app import build_app, launch
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def app(world, backends, options, tmp_path):
     service = RunService("gemini", out=out, backends=backends, backend_options=options)
     demo = build_app(service, "test profile")
     try:  # closed whatever happens, so that no server is left listening
-        _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+        url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
         client = Client(url, verbose=False)
         client.predict(*start_args(1), api_name="/start")
         yield client, service, service.job.run_dir, tmp_path

@@ -14,6 +14,7 @@ import pytest
 
 from tests.ui.test_app import start_args
 from ui import deploy
+from ui.app import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,7 +102,7 @@ def test_the_space_app_runs_from_the_environment_alone(world, siglip_path, tmp_p
     }
     deployment = deploy.from_env(env)
     demo = deploy.build(deployment)
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
     try:
         fields = {c["props"].get("elem_id"): c["props"] for c in demo.config["components"]}
         assert fields["rounds"]["maximum"] == 1 and fields["candidates"]["maximum"] == 2

@@ -8,7 +8,7 @@ import pytest
 from refine import settings
 from refine.service import RunService
 from tests.ui.test_app import start_args
-from ui.app import build_app
+from ui.app import build_app, launch
 from ui.limits import Limits
 
 
@@ -17,7 +17,7 @@ def limited(world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "limited", Limits(rounds=3, candidates=2, run_calls=12))
     try:  # closed whatever happens, so that no server is left listening
-        _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+        url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
         yield url, service, demo
     finally:
         demo.close()
@@ -114,7 +114,7 @@ def test_a_stop_during_a_round_of_many_candidates_ends_the_run_at_once(
 
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "many candidates", Limits(candidates=60))
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
     try:
         client = Client(url, verbose=False)
         world.edit_delay_s = 1.5

@@ -10,7 +10,7 @@ import pytest
 from refine.service import RunService
 from tests.e2e.test_cli_run import cli
 from tests.ui.test_app import start_args
-from ui.app import build_app
+from ui.app import build_app, launch
 from ui.quotas import LEDGER, QuotaExceeded, Quotas, client_address
 
 
@@ -93,7 +93,7 @@ def quota_app(world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "quotas", quotas=Quotas(tmp_path, runs_per_hour=1), trust_proxy=True)
     try:  # closed whatever happens, so that no server is left listening
-        _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+        url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
         yield url, tmp_path
     finally:
         demo.close()

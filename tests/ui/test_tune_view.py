@@ -15,7 +15,7 @@ from PIL import Image
 from refine.service import RunService
 from tests.fakes.tiny_models import build_tiny_sd
 from tests.ui.test_app import start_args
-from ui.app import build_app
+from ui.app import build_app, launch
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def app(world, siglip_path, tmp_path):
     service = RunService("gemini", out=out, backends=backends, backend_options=options)
     demo = build_app(service, "test profile")
     try:  # closed whatever happens, so that no server is left listening
-        _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+        url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
         yield Client(url, verbose=False), service
     finally:
         demo.close()

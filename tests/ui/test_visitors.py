@@ -11,7 +11,7 @@ import pytest
 
 from refine.service import NOT_YOURS, RunService, visitor_hash
 from tests.ui.test_app import app_url, start_args  # noqa: F401 (a fixture)
-from ui.app import build_app
+from ui.app import build_app, launch
 from ui.visitors import new_token, visitor_id
 
 
@@ -125,9 +125,10 @@ def test_a_user_name_is_one_visitor_across_sessions(world, backends, options, tm
 
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "with auth")
-    _, url, _ = demo.launch(
+    url = launch(
+        demo,
+        block=False,
         server_name="127.0.0.1",
-        prevent_thread_lock=True,
         quiet=True,
         auth=[("ana", "pw-ana"), ("ben", "pw-ben")],
     )

@@ -1,0 +1,86 @@
+"""``ui.app.launch``: the app starts on a loaded machine, where Gradio's own second probe of
+the page (3 s, no retry after a timeout) stopped it, and a page that fails stops the launch
+with its status."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from ui.app import launch
+
+
+def tiny_demo():
+    import gradio as gr
+
+    with gr.Blocks() as demo:
+        gr.Markdown("a tiny page")
+    return demo
+
+
+@pytest.fixture
+def slow_probe(monkeypatch):
+    """Gradio's page probe as it answers when the first page takes longer than its 3 s."""
+    import gradio.networking
+
+    monkeypatch.setattr(gradio.networking, "url_ok", lambda url: False)
+
+
+def test_gradio_alone_refuses_to_start_when_its_probe_times_out(slow_probe):
+    demo = tiny_demo()
+    try:
+        with pytest.raises(ValueError, match="localhost is not accessible"):
+            demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    finally:
+        demo.close()
+
+
+def test_the_app_starts_and_its_page_answers_although_the_probe_timed_out(slow_probe):
+    demo = tiny_demo()
+    try:
+        url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
+        assert url == demo.local_url and url.startswith("http://127.0.0.1:")
+        page = httpx.get(url, timeout=None)
+        assert page.status_code == 200 and "a tiny page" in page.text
+    finally:
+        demo.close()
+
+
+def test_a_page_that_fails_stops_the_launch_with_its_status_and_closes_the_server(monkeypatch):
+    real_get = httpx.get
+
+    def failing_page(url, **kwargs):
+        if url.rstrip("/").count("/") == 2:  # the page itself, not the start-up events
+            return httpx.Response(500, text="boom in the page", request=httpx.Request("GET", url))
+        return real_get(url, **kwargs)
+
+    monkeypatch.setattr(httpx, "get", failing_page)
+    demo = tiny_demo()
+    try:
+        with pytest.raises(RuntimeError, match=r"answered 500: boom in the page"):
+            launch(demo, block=False, server_name="127.0.0.1", quiet=True)
+        assert not demo.is_running
+    finally:
+        demo.close()
+
+
+def test_blocking_serves_until_the_server_is_closed():
+    import threading
+
+    demo = tiny_demo()
+    served: list[str] = []
+    thread = threading.Thread(
+        target=lambda: served.append(launch(demo, server_name="127.0.0.1", quiet=True))
+    )
+    thread.start()
+    try:
+        # the page answers while launch still blocks (polled: the server starts in the thread)
+        while not (demo.is_running and getattr(demo, "local_url", None)):
+            assert thread.is_alive(), "launch returned before its server ran"
+            thread.join(0.05)
+        assert httpx.get(demo.local_url, timeout=None).status_code == 200
+        assert thread.is_alive() and not served
+    finally:
+        demo.close()
+        thread.join()
+    assert served == [demo.local_url]
