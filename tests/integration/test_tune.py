@@ -343,10 +343,12 @@ main(sys.argv[1:])
 
 
 def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
-    """refine tune under accelerate launch as two CPU processes: the first step's loss and
-    gradient norm are those of one process with the same global batch and seed, both end
-    with the same adapter, the main one alone reports and writes the LoRA (once), which
-    loads with load_lora_weights, and the preference is learnt."""
+    """refine tune under accelerate launch as two CPU processes is one process's training
+    with the same global batch and seed: every step's loss, accuracy and gradient norm, and
+    the LoRA it ends with; both processes end with the same adapter, the main one alone
+    reports and writes the LoRA (once), which loads with load_lora_weights. That one
+    process learns the preference is test_dpo_learns_the_preference's (150 steps); 8 steps
+    here show the two trainings are one (60 steps to learn here took 30 s)."""
     import os
     import subprocess
     import sys
@@ -363,28 +365,47 @@ def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
     args = [str(launcher), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
     args += ["--mixed_precision", "no", "--dynamo_backend", "no", str(script), "tune"]
     args += ["--data", str(pairs), "--base", f"diffusers:{sd}", "--out", str(tmp_path / "a")]
-    args += ["--steps", "60", "--resolution", "32", "--batch-size", "4", "--rank", "4"]
-    args += ["--lr", "5e-3", "--beta", "2000", "--checkpoint-every", "30", "--device", "cpu"]
+    args += ["--steps", "8", "--resolution", "32", "--batch-size", "4", "--rank", "4"]
+    args += ["--lr", "5e-3", "--beta", "2000", "--checkpoint-every", "4", "--device", "cpu"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0]["adapter"] == ranks[1]["adapter"]  # the gradients were averaged
     assert ranks[0]["history"] == ranks[1]["history"]  # the step's loss, averaged
-    # one process with the two processes' global batch (2 x 4) and seed: the same first step
-    one = Tuner(config(world, tmp_path / "one", steps=1, batch_size=8))
+    # one process with the two processes' global batch (2 x 4) and seed: the same training.
+    # Step 1 differs only by where the float32 gradients are summed (gloo's average of two
+    # halves against one batch of 8): 4e-6 relative on the gradient norm, 0 on the loss.
+    # Adam then divides each gradient by its running size, so a component whose sum is near
+    # zero takes a step of lr whatever its rounding: measured over 8 steps, the losses differ
+    # by up to 9.4e-5 relative, the gradient norms by 4.3e-4, the LoRA tensors by 2e-4 of
+    # their norm. 5e-3 is ten times that, and far below a step fed another batch (the
+    # losses of consecutive steps differ by 10 to 60 %).
+    one = Tuner(config(world, tmp_path / "one", steps=8, batch_size=8))
     one.run()
-    (_, loss, acc, norm), (_, loss2, acc2, norm2) = one.losses[0], ranks[0]["history"][0]
+    history = ranks[0]["history"]
+    assert [h[0] for h in history] == [h[0] for h in one.losses] == list(range(1, 9))
+    (_, loss, acc, norm), (_, loss2, acc2, norm2) = one.losses[0], history[0]
     assert loss2 == pytest.approx(loss, rel=1e-5) and acc2 == acc
     assert norm > 0 and norm2 == pytest.approx(norm, rel=1e-5)
+    for (_, loss, acc, norm), (_, loss2, acc2, norm2) in zip(one.losses, history, strict=True):
+        assert loss2 == pytest.approx(loss, rel=5e-3) and norm2 == pytest.approx(norm, rel=5e-3)
+        assert abs(acc2 - acc) <= 1 / 8  # one pair of 8 whose margin is ~0 may flip, no more
+    from safetensors.torch import load_file
+
+    two_lora = load_file(tmp_path / "a" / "pytorch_lora_weights.safetensors")
+    one_lora = load_file(tmp_path / "one" / "pytorch_lora_weights.safetensors")
+    assert two_lora.keys() == one_lora.keys() and len(one_lora) > 0
+    for name, weights in one_lora.items():
+        assert float((two_lora[name] - weights).norm()) <= 5e-3 * float(weights.norm()), name
+    assert max(float(w.abs().max()) for w in one_lora.values()) > 0.1  # it has trained
     assert (tmp_path / "writes.txt").read_text() == "0 pytorch_lora_weights.safetensors\n"
     assert done.stdout.count("adapter: ") == 1
     summary = json.loads((tmp_path / "a" / "tune.json").read_text())
-    assert summary["processes"] == 2 and summary["steps"] == 60
-    assert summary["held_out_accuracy"] > 0.8
+    assert summary["processes"] == 2 and summary["steps"] == 8
     steps = (tmp_path / "a" / "loss.csv").read_text().splitlines()
     assert steps[0] == "step,loss,accuracy,grad_norm"
-    assert [int(line.split(",")[0]) for line in steps[1:]] == list(range(1, 61))
+    assert [int(line.split(",")[0]) for line in steps[1:]] == list(range(1, 9))
     fresh = StableDiffusionPipeline.from_pretrained(str(sd), safety_checker=None)
     fresh.set_progress_bar_config(disable=True)
 
