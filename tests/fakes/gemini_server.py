@@ -12,6 +12,8 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -122,10 +124,28 @@ class FakeGemini:
         self.in_flight = 0
         self.peak_in_flight = 0
         self._flight = threading.Lock()
+        self._flight_changed = threading.Condition(self._flight)
+        self._hold_until = 0  # see held_until_in_flight
+        self._hold_give_up_s = 0.0
 
     def reset_peak(self) -> None:
         with self._flight:
             self.peak_in_flight = self.in_flight
+
+    @contextmanager
+    def held_until_in_flight(self, n: int, give_up_s: float = 60.0) -> Iterator[None]:
+        """Hold every request until ``n`` are in flight at once, then answer them all: a
+        client that keeps ``n`` calls going reaches ``n`` however loaded the machine, with
+        no latency to guess. One that never does is released after ``give_up_s`` once, and
+        its requests are answered at once from then on (the peak says how many it had)."""
+        with self._flight:
+            self._hold_until, self._hold_give_up_s = n, give_up_s
+        try:
+            yield
+        finally:
+            with self._flight:
+                self._hold_until = 0
+                self._flight_changed.notify_all()
 
     # queueing
     def reply(self, body: dict, delay_s: float = 0.0) -> None:
@@ -169,6 +189,14 @@ class FakeGemini:
                 with fake._flight:
                     fake.in_flight += 1
                     fake.peak_in_flight = max(fake.peak_in_flight, fake.in_flight)
+                    fake._flight_changed.notify_all()
+                    reached = fake._flight_changed.wait_for(
+                        lambda: fake.peak_in_flight >= fake._hold_until,
+                        timeout=fake._hold_give_up_s,
+                    )
+                    if not reached:  # given up: answered at once from now on
+                        fake._hold_until = 0
+                        fake._flight_changed.notify_all()
                 try:
                     self._post()
                 finally:
