@@ -3,6 +3,8 @@ disk and loaded by path, as a hub id would be."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from PIL import Image
@@ -164,34 +166,35 @@ def test_observer_repair_then_valid(tiny, monkeypatch):
     assert "not valid JSON" in seen[1][0]
 
 
+TAUGHT = {
+    "setting": ["living room"],
+    "objects": ["rice", "tea glasses"],
+    "attire": [],
+    "interaction": ["sharing food"],
+    "spatial": ["sitting on the floor"],
+}
+
+
+@pytest.fixture(scope="module")
+def taught(tiny):
+    """The tiny VL observer taught to answer TAUGHT about RED (about 9 s of training, once
+    for the module's two tests of real generation); returns it with the last loss."""
+    obs = backend("observer", tiny["vl"], max_new_tokens=160)
+    loss = teach(obs, observation_prompt(DIMS, 3), json.dumps(TAUGHT), image=RED)
+    return obs, loss
+
+
 @pytest.mark.slow
-def test_taught_observer_lists_descriptors_through_real_generation(tiny):
-    obs = backend("observer", tiny["vl"], max_new_tokens=160)
-    answer = (
-        '{"setting": ["living room"], "objects": ["rice", "tea glasses"], "attire": [], '
-        '"interaction": ["sharing food"], "spatial": ["sitting on the floor"]}'
-    )
-    loss = teach(obs, observation_prompt(DIMS, 3), answer, image=RED)
+def test_taught_observer_lists_descriptors_through_real_generation(taught):
+    obs, loss = taught
     assert loss < 0.05
-    out = obs.describe(RED, DIMS, 3)
-    assert out == {
-        "setting": ["living room"],
-        "objects": ["rice", "tea glasses"],
-        "attire": [],
-        "interaction": ["sharing food"],
-        "spatial": ["sitting on the floor"],
-    }
+    assert obs.describe(RED, DIMS, 3) == TAUGHT
 
 
-def test_observer_describes_several_images_in_one_generate_call(tiny):
+def test_observer_describes_several_images_in_one_generate_call(taught):
     """describe_many: the first answers of all images in one left-padded generate call,
-    the same as describing each alone; an invalid answer is repaired on its own."""
-    obs = backend("observer", tiny["vl"], max_new_tokens=160)
-    answer = (
-        '{"setting": ["living room"], "objects": ["rice"], "attire": [], '
-        '"interaction": [], "spatial": ["sitting on the floor"]}'
-    )
-    teach(obs, observation_prompt(DIMS, 3), answer, image=RED)
+    the same as describing each alone."""
+    obs, _ = taught
     alone = obs.describe(RED, DIMS, 3)
     calls = []
     generate = obs.model.generate
@@ -205,7 +208,7 @@ def test_observer_describes_several_images_in_one_generate_call(tiny):
         many = obs.describe_many([RED, RED, RED], DIMS, 3)
     finally:
         obs.model.generate = generate
-    assert calls == [3] and many == [alone] * 3
+    assert calls == [3] and many == [alone] * 3 and alone == TAUGHT
 
 
 class Candidates(BaseModel):
