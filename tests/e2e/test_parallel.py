@@ -107,18 +107,25 @@ def test_an_api_generator_asks_for_several_seeds_at_once(world):
 
 
 @pytest.mark.slow
-def test_a_judge_without_log_probabilities_is_found_out_once(world, backends, options, tmp_path):
+def test_a_judge_without_log_probabilities_is_found_out_once(
+    world, backends, options, tmp_path, monkeypatch
+):
     """Candidates judged at once ask a model without log-probabilities once, as one by one
     would: the same record, usage (requests sent) included."""
     from refine.backends import gemini
 
     world.no_logprobs = True
-    world.delay_s = 0.05
+    # the request that finds out is slow, so that judgements at once would all be sent
+    # before its answer if nothing held them back
+    world.delay_by_kind = {"judge": 0.3}
     try:
         docs = {}
         for parallel in (False, True):
             gemini._NO_LOGPROBS.clear()
             gemini._HAS_LOGPROBS.clear()
+            # each run starts from an empty answer cache: the instruction writer is asked
+            # alike (in a fresh process the first run alone asked it)
+            monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / f"cache-{parallel}"))
             run = Refiner("gemini", backends, options, parallel=parallel).run(
                 ACT,
                 COUNTRY,
