@@ -68,18 +68,24 @@ def test_blocking_serves_until_the_server_is_closed():
     import threading
 
     demo = tiny_demo()
+    blocking = threading.Event()
+    block_thread = demo.block_thread
+
+    def block():  # the state waited for: launch has checked the page and now blocks
+        blocking.set()
+        block_thread()
+
+    demo.block_thread = block
     served: list[str] = []
     thread = threading.Thread(
         target=lambda: served.append(launch(demo, server_name="127.0.0.1", quiet=True))
     )
     thread.start()
     try:
-        # the page answers while launch still blocks (polled: the server starts in the thread)
-        while not (demo.is_running and getattr(demo, "local_url", None)):
-            assert thread.is_alive(), "launch returned before its server ran"
-            thread.join(0.05)
+        while not blocking.wait(0.05):
+            assert thread.is_alive(), "launch ended before it served"
         assert httpx.get(demo.local_url, timeout=None).status_code == 200
-        assert thread.is_alive() and not served
+        assert thread.is_alive() and not served  # still serving
     finally:
         demo.close()
         thread.join()
