@@ -22,10 +22,22 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def page(world, backends, options, tmp_path):
+@pytest.fixture(scope="module")
+def chromium():
+    """One headless Chromium for the module's tests (starting one took about 1 s of each
+    test); every test opens its own context, so no storage or cookie passes between them."""
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(chromium, world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "test profile: the fake Gemini world")
     try:  # closed whatever happens, so that no server is left listening
@@ -36,15 +48,14 @@ def page(world, backends, options, tmp_path):
             quiet=True,
             **launch_options(tmp_path),
         )
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-            try:
-                pg = browser.new_page(viewport={"width": 1400, "height": 1300})
-                pg.goto(url)
-                pg.wait_for_selector("#start")
-                yield pg, service
-            finally:
-                browser.close()
+        context = chromium.new_context(viewport={"width": 1400, "height": 1300})
+        try:
+            pg = context.new_page()
+            pg.goto(url)
+            pg.wait_for_selector("#start")
+            yield pg, service
+        finally:
+            context.close()
     finally:
         demo.close()
 
