@@ -169,18 +169,17 @@ def launch(demo: Any, *, block: bool = True, **options: Any) -> str:
 
     if "_frontend" in inspect.signature(demo.launch).parameters:
         options["_frontend"] = False
-    demo.launch(prevent_thread_lock=True, **options)
-    url = demo.local_url
-    try:
+    try:  # whatever stops the launch (Ctrl-C included) closes the server it started
+        demo.launch(prevent_thread_lock=True, **options)
+        url = demo.local_url
         answer = httpx.get(url, timeout=None, follow_redirects=False)
-    except httpx.HTTPError:
+        if answer.status_code not in (200, 301, 302, 303, 307, 308, 401):
+            raise RuntimeError(
+                f"the app's page at {url} answered {answer.status_code}: {answer.text[:300]}"
+            )
+    except BaseException:
         demo.close()
         raise
-    if answer.status_code not in (200, 301, 302, 303, 307, 308, 401):
-        demo.close()
-        raise RuntimeError(
-            f"the app's page at {url} answered {answer.status_code}: {answer.text[:300]}"
-        )
     if block:
         demo.block_thread()
     return url

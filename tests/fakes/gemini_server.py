@@ -138,7 +138,8 @@ class FakeGemini:
         client that keeps ``n`` calls going reaches ``n`` however loaded the machine, with
         no latency to guess. One that never does is released after ``give_up_s`` once, and
         its requests are answered at once from then on (the peak says how many it had)."""
-        with self._flight:
+        with self._flight:  # counted from now: an earlier test's peak releases nothing
+            self.peak_in_flight = self.in_flight
             self._hold_until, self._hold_give_up_s = n, give_up_s
         try:
             yield

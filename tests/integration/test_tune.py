@@ -379,8 +379,9 @@ def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
     # Adam then divides each gradient by its running size, so a component whose sum is near
     # zero takes a step of lr whatever its rounding: measured over 8 steps, the losses differ
     # by up to 9.4e-5 relative, the gradient norms by 4.3e-4, the LoRA tensors by 2e-4 of
-    # their norm. 5e-3 is ten times that, and far below a step fed another batch (the
-    # losses of consecutive steps differ by 10 to 60 %).
+    # their norm. Each bound below is about ten times its measure (1e-3, 5e-3, 2e-3), and
+    # far below a step fed another batch (the losses of consecutive steps differ by 10 to
+    # 60 %).
     one = Tuner(config(world, tmp_path / "one", steps=8, batch_size=8))
     one.run()
     history = ranks[0]["history"]
@@ -389,7 +390,7 @@ def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
     assert loss2 == pytest.approx(loss, rel=1e-5) and acc2 == acc
     assert norm > 0 and norm2 == pytest.approx(norm, rel=1e-5)
     for (_, loss, acc, norm), (_, loss2, acc2, norm2) in zip(one.losses, history, strict=True):
-        assert loss2 == pytest.approx(loss, rel=5e-3) and norm2 == pytest.approx(norm, rel=5e-3)
+        assert loss2 == pytest.approx(loss, rel=1e-3) and norm2 == pytest.approx(norm, rel=5e-3)
         assert abs(acc2 - acc) <= 1 / 8  # one pair of 8 whose margin is ~0 may flip, no more
     from safetensors.torch import load_file
 
@@ -397,8 +398,10 @@ def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
     one_lora = load_file(tmp_path / "one" / "pytorch_lora_weights.safetensors")
     assert two_lora.keys() == one_lora.keys() and len(one_lora) > 0
     for name, weights in one_lora.items():
-        assert float((two_lora[name] - weights).norm()) <= 5e-3 * float(weights.norm()), name
-    assert max(float(w.abs().max()) for w in one_lora.values()) > 0.1  # it has trained
+        assert float((two_lora[name] - weights).norm()) <= 2e-3 * float(weights.norm()), name
+    # it has trained: the up (B) matrices start at zero (the down ones are drawn at random)
+    up = [w for name, w in one_lora.items() if "lora_B" in name or "lora_up" in name]
+    assert up and max(float(w.abs().max()) for w in up) > 1e-3
     assert (tmp_path / "writes.txt").read_text() == "0 pytorch_lora_weights.safetensors\n"
     assert done.stdout.count("adapter: ") == 1
     summary = json.loads((tmp_path / "a" / "tune.json").read_text())

@@ -630,13 +630,15 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
 
     # another browser: its own storage, so another visitor; it may watch, not decide
     other = pg.context.browser.new_page(viewport={"width": 1400, "height": 1300})
-    other.goto(pg.url)
-    open_saved(other)
-    before = (Path(run_dir) / "run.json").read_bytes()
-    other.click("#reject")
-    toast_text(other, "this run belongs to another visitor")
-    assert (Path(run_dir) / "run.json").read_bytes() == before
-    other.close()
+    try:  # closed whatever happens: the browser is the module's
+        other.goto(pg.url)
+        open_saved(other)
+        before = (Path(run_dir) / "run.json").read_bytes()
+        other.click("#reject")
+        toast_text(other, "this run belongs to another visitor")
+        assert (Path(run_dir) / "run.json").read_bytes() == before
+    finally:
+        other.context.close()
     # the owner, after a reload
     pg.reload()
     open_saved(pg)

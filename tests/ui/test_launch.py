@@ -46,6 +46,24 @@ def test_the_app_starts_and_its_page_answers_although_the_probe_timed_out(slow_p
         demo.close()
 
 
+def test_ctrl_c_while_the_page_is_awaited_closes_the_server(monkeypatch):
+    real_get = httpx.get
+
+    def interrupted(url, **kwargs):
+        if url.rstrip("/").count("/") == 2:  # the page itself, not the start-up events
+            raise KeyboardInterrupt
+        return real_get(url, **kwargs)
+
+    monkeypatch.setattr(httpx, "get", interrupted)
+    demo = tiny_demo()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            launch(demo, block=False, server_name="127.0.0.1", quiet=True)
+        assert not demo.is_running
+    finally:
+        demo.close()
+
+
 def test_a_page_that_fails_stops_the_launch_with_its_status_and_closes_the_server(monkeypatch):
     real_get = httpx.get
 
