@@ -377,11 +377,12 @@ def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
     # Step 1 differs only by where the float32 gradients are summed (gloo's average of two
     # halves against one batch of 8): 4e-6 relative on the gradient norm, 0 on the loss.
     # Adam then divides each gradient by its running size, so a component whose sum is near
-    # zero takes a step of lr whatever its rounding: measured over 8 steps, the losses differ
-    # by up to 9.4e-5 relative, the gradient norms by 4.3e-4, the LoRA tensors by 2e-4 of
-    # their norm. Each bound below is about ten times its measure (1e-3, 5e-3, 2e-3), and
-    # far below a step fed another batch (the losses of consecutive steps differ by 10 to
-    # 60 %).
+    # zero takes a step of lr whatever its rounding. Measured over 8 steps, with one torch
+    # thread (the suite's workers) and two (alone) in this process, the losses differ by up
+    # to 9.4e-5 relative, the gradient norms by 4.3e-4, the LoRA tensors by 2.1e-3 of their
+    # norm (one thread; 2e-4 with two). Each bound below is about ten times its measure
+    # (1e-3, 5e-3, 2e-2), and far below a step fed another batch (the losses of consecutive
+    # steps differ by 10 to 60 %).
     one = Tuner(config(world, tmp_path / "one", steps=8, batch_size=8))
     one.run()
     history = ranks[0]["history"]
@@ -398,7 +399,7 @@ def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
     one_lora = load_file(tmp_path / "one" / "pytorch_lora_weights.safetensors")
     assert two_lora.keys() == one_lora.keys() and len(one_lora) > 0
     for name, weights in one_lora.items():
-        assert float((two_lora[name] - weights).norm()) <= 2e-3 * float(weights.norm()), name
+        assert float((two_lora[name] - weights).norm()) <= 2e-2 * float(weights.norm()), name
     # it has trained: the up (B) matrices start at zero (the down ones are drawn at random)
     up = [w for name, w in one_lora.items() if "lora_B" in name or "lora_up" in name]
     assert up and max(float(w.abs().max()) for w in up) > 1e-3
