@@ -46,36 +46,33 @@ def test_the_app_starts_and_its_page_answers_although_the_probe_timed_out(slow_p
         demo.close()
 
 
-def test_ctrl_c_while_the_page_is_awaited_closes_the_server(monkeypatch):
+def _interrupted(url):
+    raise KeyboardInterrupt
+
+
+def _failing(url):
+    return httpx.Response(500, text="boom in the page", request=httpx.Request("GET", url))
+
+
+@pytest.mark.parametrize(
+    "page, raised, match",
+    [(_interrupted, KeyboardInterrupt, None), (_failing, RuntimeError, "answered 500: boom in")],
+    ids=["ctrl-c while the page is awaited", "a page that answers 500"],
+)
+def test_a_launch_stopped_at_the_page_says_why_and_closes_the_server(
+    monkeypatch, page, raised, match
+):
     real_get = httpx.get
 
-    def interrupted(url, **kwargs):
+    def get(url, **kwargs):
         if url.rstrip("/").count("/") == 2:  # the page itself, not the start-up events
-            raise KeyboardInterrupt
+            return page(url)
         return real_get(url, **kwargs)
 
-    monkeypatch.setattr(httpx, "get", interrupted)
+    monkeypatch.setattr(httpx, "get", get)
     demo = tiny_demo()
     try:
-        with pytest.raises(KeyboardInterrupt):
-            launch(demo, block=False, server_name="127.0.0.1", quiet=True)
-        assert not demo.is_running
-    finally:
-        demo.close()
-
-
-def test_a_page_that_fails_stops_the_launch_with_its_status_and_closes_the_server(monkeypatch):
-    real_get = httpx.get
-
-    def failing_page(url, **kwargs):
-        if url.rstrip("/").count("/") == 2:  # the page itself, not the start-up events
-            return httpx.Response(500, text="boom in the page", request=httpx.Request("GET", url))
-        return real_get(url, **kwargs)
-
-    monkeypatch.setattr(httpx, "get", failing_page)
-    demo = tiny_demo()
-    try:
-        with pytest.raises(RuntimeError, match=r"answered 500: boom in the page"):
+        with pytest.raises(raised, match=match):
             launch(demo, block=False, server_name="127.0.0.1", quiet=True)
         assert not demo.is_running
     finally:
