@@ -28,8 +28,7 @@ def free_port() -> int:
 
 
 def test_the_app_says_how_far_a_model_download_is(gemini_env, tmp_path):
-    from gradio_client import Client
-
+    from tests.ui.clients import app_client
     from ui.views.ready import READY
 
     hub = FakeHub({"test/tiny-siglip": build_tiny_siglip(tmp_path / "m")}, chunk_delay_s=0.4)
@@ -52,7 +51,7 @@ def test_the_app_says_how_far_a_model_download_is(gemini_env, tmp_path):
             except OSError:
                 assert time.monotonic() < deadline, "the app did not start"
                 time.sleep(0.5)
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        client = app_client(f"http://127.0.0.1:{port}/")
         job = client.submit(api_name="/ready")
         assert job.result(timeout=180) == READY
         said = job.outputs()

@@ -52,10 +52,10 @@ def app_url(world, backends, options, tmp_path):
 
 
 def test_full_run_streams_rounds_then_opens_saved(app_url):
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     url, service = app_url
-    client = Client(url, verbose=False)
+    client = app_client(url)
     job = client.submit(*start_args(2), api_name="/start")
     job.result(timeout=300)
     outputs = job.outputs()
@@ -101,10 +101,10 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
 def test_pause_apply_and_stop_through_the_api(app_url, world):
     import time
 
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     url, service = app_url
-    client = Client(url, verbose=False)
+    client = app_client(url)
     job = client.submit(*start_args(3, pause=True), api_name="/start")
     deadline = time.monotonic() + 120
     while service.job is None or service.job.waiting is None:  # round 1 waits for review
@@ -160,10 +160,10 @@ def test_pause_apply_and_stop_through_the_api(app_url, world):
 
 
 def test_show_roll_back_and_decide_by_hand(app_url):
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     url, service = app_url
-    client = Client(url, verbose=False)
+    client = app_client(url)
     # one candidate, seed 43: round 1 turns red into blue and is rejected
     client.predict(*start_args(1, seed=43, candidates=1), api_name="/start")
     run_dir = service.job.run_dir
@@ -196,10 +196,10 @@ def test_show_roll_back_and_decide_by_hand(app_url):
 def test_download_zip_and_report(app_url):
     import zipfile
 
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     url, service = app_url
-    client = Client(url, verbose=False)
+    client = app_client(url)
     client.predict(*start_args(1), api_name="/start")
     run = service.open(service.job.run_dir)
     archive, report = client.predict(str(service.job.run_dir), api_name="/download")
@@ -224,7 +224,7 @@ def test_download_zip_and_report(app_url):
 def test_missing_key_is_a_readable_message_and_the_app_goes_on(
     world, backends, options, tmp_path, monkeypatch
 ):
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
@@ -240,7 +240,7 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
     try:
         from gradio_client.exceptions import AppError
 
-        client = Client(url, verbose=False)
+        client = app_client(url)
         # said as the page opens, in one line with what to do, for every Gemini role at once
         line = client.predict(api_name="/ready")
         assert line == (
@@ -275,11 +275,11 @@ def _rounds_on_record(service) -> int:
 def test_cancelling_a_run_stops_it_and_keeps_its_rounds(app_url, world):
     import time
 
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     url, service = app_url
     world.edit_delay_s = 0.5
-    client = Client(url, verbose=False)
+    client = app_client(url)
     job = client.submit(*start_args(6, candidates=1), api_name="/start")
     deadline = time.monotonic() + 120
     # run.json is written when the run starts, before its first round: wait for round 0
@@ -303,11 +303,12 @@ def test_cancelling_a_run_stops_it_and_keeps_its_rounds(app_url, world):
 def test_a_second_visitor_waits_in_line_and_can_browse_meanwhile(app_url):
     import time
 
-    from gradio_client import Client
     from gradio_client.utils import Status
 
+    from tests.ui.clients import app_client
+
     url, service = app_url
-    first, second = Client(url, verbose=False), Client(url, verbose=False)
+    first, second = app_client(url), app_client(url)
     held = first.submit(
         *start_args(1, candidates=1, pause=True), api_name="/start"
     )  # waits for review
@@ -345,7 +346,7 @@ def test_a_second_visitor_waits_in_line_and_can_browse_meanwhile(app_url):
 
 
 def test_out_of_gpu_memory_is_advice_in_the_app(world, backends, options, tmp_path):
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     class FullGpu:
         id = "full-gpu"
@@ -365,7 +366,7 @@ def test_out_of_gpu_memory_is_advice_in_the_app(world, backends, options, tmp_pa
     demo = build_app(service, "full GPU")
     url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
     try:
-        client = Client(url, verbose=False)
+        client = app_client(url)
         out = client.predict(*start_args(1), api_name="/start")
         assert out[0].startswith("error: out of GPU memory: use the 'small-gpu' profile")
         assert "Tried to allocate 2.00 GiB" in out[0] and not service.busy
@@ -376,17 +377,16 @@ def test_out_of_gpu_memory_is_advice_in_the_app(world, backends, options, tmp_pa
 
 
 def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
-    from gradio_client import Client
-
     from refine.backends import create
     from refine.evaluate.caire.kb import KnowledgeBase, read_source
     from tests.integration.test_caire_kb import folder_source
+    from tests.ui.clients import app_client
 
     embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
     kb = KnowledgeBase.open_or_create(tmp_path / "kb", embedder.id)
     kb.add(read_source(folder_source(tmp_path)), embedder)
     url, service = app_url
-    client = Client(url, verbose=False)
+    client = app_client(url)
     caire = ("Turkey, India", str(tmp_path / "kb"), "", "", False)
     out = client.predict(*start_args(1, extras=caire), api_name="/start")
     assert out[0] == "finished"
@@ -403,13 +403,12 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
 
 
 def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path):
-    from gradio_client import Client
-
     from tests.fakes.gemini_world import build_activity_bank
+    from tests.ui.clients import app_client
 
     url, service = app_url
     build_activity_bank(world, service.refiner().backends, tmp_path / "bank")
-    client = Client(url, verbose=False)
+    client = app_client(url)
     languages = ("", "", "fr", str(tmp_path / "bank"), True)
     out = client.predict(*start_args(1, extras=languages), api_name="/start")
     assert out[0] == "finished"
@@ -449,13 +448,13 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path)
     one refiner) once, keeps the result inside --out, shows it for review; a reviewed
     change is saved and the next run uses it."""
 
-    from gradio_client import Client
     from gradio_client.exceptions import AppError
 
+    from tests.ui.clients import app_client
     from ui.app import references_note
 
     url, service = app_url
-    client = Client(url, verbose=False)
+    client = app_client(url)
     act = "people celebrating Nowruz at home"
     note, missing = references_note(service, act, "Iran")
     assert missing and "no references yet" in note
@@ -525,10 +524,10 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path)
 
 def test_saved_runs_as_thumbnails(app_url):
     """/runs lists the saved runs newest first, each with its best image as a thumbnail."""
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     url, service = app_url
-    client = Client(url, verbose=False)
+    client = app_client(url)
     for seed in (1, 2):
         client.submit(*start_args(0, seed=seed, candidates=1), api_name="/start").result(
             timeout=300
@@ -549,10 +548,10 @@ def test_saved_runs_as_thumbnails(app_url):
 def test_cultural_expectations_in_the_app(app_url, world):
     """The Options box asks for expectations: built from the run's prompt by the language
     model (cached inside --out), checked every round, shown in the checklist and chart."""
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     url, service = app_url
-    client = Client(url, verbose=False)
+    client = app_client(url)
     out = client.predict(*start_args(1, extras=("", "", "", "", False, True)), api_name="/start")
     assert out[0] == "finished"
     run = service.open(out[7])

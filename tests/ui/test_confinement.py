@@ -17,7 +17,7 @@ from ui.app import build_app, launch
 
 @pytest.fixture
 def app(world, backends, options, tmp_path):
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     out = tmp_path / "out"
     out.mkdir()
@@ -25,7 +25,7 @@ def app(world, backends, options, tmp_path):
     demo = build_app(service, "test profile")
     try:  # closed whatever happens, so that no server is left listening
         url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
-        client = Client(url, verbose=False)
+        client = app_client(url)
         client.predict(*start_args(1), api_name="/start")
         yield client, service, service.job.run_dir, tmp_path
     finally:

@@ -91,7 +91,7 @@ def test_the_space_entry_point_refuses_to_start_without_the_key(tmp_path):
 
 
 def test_the_space_app_runs_from_the_environment_alone(world, siglip_path, tmp_path):
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     env = {
         "GEMINI_API_KEY": os.environ["GEMINI_API_KEY"],  # the stand-in server's
@@ -107,7 +107,7 @@ def test_the_space_app_runs_from_the_environment_alone(world, siglip_path, tmp_p
         fields = {c["props"].get("elem_id"): c["props"] for c in demo.config["components"]}
         assert fields["rounds"]["maximum"] == 1 and fields["candidates"]["maximum"] == 2
         assert "lost when the demo restarts" in fields["status"]["value"]
-        out = Client(url, verbose=False).predict(*start_args(1), api_name="/start")
+        out = app_client(url).predict(*start_args(1), api_name="/start")
         assert out[0] == "finished"
         assert (tmp_path / "runs").is_dir() and list((tmp_path / "runs").rglob("run.json"))
     finally:

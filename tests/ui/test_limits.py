@@ -24,11 +24,12 @@ def limited(world, backends, options, tmp_path):
 
 
 def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
-    from gradio_client import Client
     from gradio_client.exceptions import AppError
 
+    from tests.ui.clients import app_client
+
     url, service, demo = limited
-    client = Client(url, verbose=False)
+    client = app_client(url)
     for args, match in (
         (start_args(100_000), "rounds|maximum"),
         (start_args(4), "rounds|maximum"),
@@ -54,10 +55,10 @@ def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
 
 
 def test_every_app_run_has_the_budget_and_says_which_limit_ended_it(limited):
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     url, service, _ = limited
-    client = Client(url, verbose=False)
+    client = app_client(url)
     # each round of two candidates takes several calls: the call limit ends the run early
     out = client.predict(*start_args(3, candidates=2), api_name="/start")
     run = service.open(out[7])
@@ -110,13 +111,13 @@ def test_a_stop_during_a_round_of_many_candidates_ends_the_run_at_once(
     kept as a stopped round, nothing is asked of the models afterwards."""
     import time
 
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "many candidates", Limits(candidates=60))
     url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
     try:
-        client = Client(url, verbose=False)
+        client = app_client(url)
         world.edit_delay_s = 1.5
         job = client.submit(*start_args(3, candidates=60), api_name="/start")
         deadline = time.monotonic() + 120
@@ -154,8 +155,9 @@ def test_a_stop_during_a_round_of_many_candidates_ends_the_run_at_once(
 
 @pytest.mark.parametrize("value", [5, -1, "nan", "inf", "0.2; rm -rf /"])
 def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited, value):
-    from gradio_client import Client
     from gradio_client.exceptions import AppError
+
+    from tests.ui.clients import app_client
 
     url, service, demo = limited
     # the form's last input: the largest quality drop (0 to 1)
@@ -168,5 +170,5 @@ def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited, v
     with pytest.raises(Exception, match="max quality drop|max_quality_drop"):
         next(handler(None, *args, request=Request()))
     with pytest.raises(AppError):
-        Client(url, verbose=False).predict(*args, api_name="/start")
+        app_client(url).predict(*args, api_name="/start")
     assert not service.busy and not list(service.out.rglob("run.json"))

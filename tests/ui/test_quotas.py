@@ -100,13 +100,14 @@ def quota_app(world, backends, options, tmp_path):
 
 
 def test_a_visitor_over_quota_is_refused_and_another_is_not(quota_app):
-    from gradio_client import Client
     from gradio_client.exceptions import AppError
+
+    from tests.ui.clients import app_client
 
     url, out = quota_app
 
-    def visitor(address: str) -> Client:  # a new client: a new visitor, from this address
-        return Client(url, verbose=False, headers={"X-Forwarded-For": address})
+    def visitor(address: str):  # a new client: a new visitor, from this address
+        return app_client(url, headers={"X-Forwarded-For": address})
 
     first = visitor("10.0.0.1")
     assert first.predict(*start_args(0), api_name="/start")[0] == "finished"

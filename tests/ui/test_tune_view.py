@@ -20,7 +20,7 @@ from ui.app import build_app, launch
 
 @pytest.fixture
 def app(world, siglip_path, tmp_path):
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     sd = build_tiny_sd(tmp_path / "models")
     backends = {"image_embedder": f"siglip:{siglip_path}", "generator": f"diffusers:{sd}"}
@@ -35,7 +35,7 @@ def app(world, siglip_path, tmp_path):
     demo = build_app(service, "test profile")
     try:  # closed whatever happens, so that no server is left listening
         url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
-        yield Client(url, verbose=False), service
+        yield app_client(url), service
     finally:
         demo.close()
 

@@ -24,11 +24,12 @@ def test_a_finished_run_keeps_its_owner(app_url):  # noqa: F811
     """Visitor A's run finishes; visitor B starts another (A's is no longer the app's
     current job); visitor C's accept, reject and roll-back on A's run are refused and
     nothing changes on disk. A can still decide it."""
-    from gradio_client import Client
     from gradio_client.exceptions import AppError
 
+    from tests.ui.clients import app_client
+
     url, service = app_url
-    a, b, c = (Client(url, verbose=False) for _ in range(3))
+    a, b, c = (app_client(url) for _ in range(3))
     # one candidate, seed 43: round 1 is rejected, so it can be accepted by hand
     a.predict(*start_args(1, seed=43, candidates=1), api_name="/start")
     a_dir = service.job.run_dir
@@ -63,10 +64,10 @@ def test_a_finished_run_keeps_its_owner(app_url):  # noqa: F811
 def test_another_visitors_paused_run_cannot_be_applied_or_stopped(app_url):  # noqa: F811
     import time
 
-    from gradio_client import Client
+    from tests.ui.clients import app_client
 
     url, service = app_url
-    owner, other = Client(url, verbose=False), Client(url, verbose=False)
+    owner, other = app_client(url), app_client(url)
     job = owner.submit(*start_args(2, candidates=1, pause=True), api_name="/start")
     deadline = time.monotonic() + 120
     while service.job is None or service.job.waiting is None:
@@ -92,15 +93,16 @@ def test_another_visitors_paused_run_cannot_be_applied_or_stopped(app_url):  # n
 
 
 def test_a_run_made_outside_the_app_is_read_only(app_url):  # noqa: F811
-    from gradio_client import Client
     from gradio_client.exceptions import AppError
+
+    from tests.ui.clients import app_client
 
     url, service = app_url
     # a run the service makes for no visitor (as the CLI does): no owner in its folder
     job = service.start("people eating food at home", "Iran", rounds=1, candidates=1, seed=43)
     job.wait()
     assert not (job.run_dir / ".owner").exists()
-    client = Client(url, verbose=False)
+    client = app_client(url)
     before = snapshot(service.out)
     for api, args in (
         ("/accept", (str(job.run_dir), 1, 0)),
@@ -120,8 +122,9 @@ def test_a_run_made_outside_the_app_is_read_only(app_url):  # noqa: F811
 def test_a_user_name_is_one_visitor_across_sessions(world, backends, options, tmp_path):
     """With --auth the visitor is the user name: a second session of the same user (a
     reload, another tab) changes the run; another user cannot."""
-    from gradio_client import Client
     from gradio_client.exceptions import AppError
+
+    from tests.ui.clients import app_client
 
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "with auth")
@@ -133,14 +136,14 @@ def test_a_user_name_is_one_visitor_across_sessions(world, backends, options, tm
         auth=[("ana", "pw-ana"), ("ben", "pw-ben")],
     )
     try:
-        first = Client(url, auth=("ana", "pw-ana"), verbose=False)
+        first = app_client(url, auth=("ana", "pw-ana"))
         first.predict(*start_args(1, seed=43, candidates=1), api_name="/start")
         run_dir = service.job.run_dir
         assert (run_dir / ".owner").read_text().strip() == visitor_hash("user:ana")
-        ben = Client(url, auth=("ben", "pw-ben"), verbose=False)
+        ben = app_client(url, auth=("ben", "pw-ben"))
         with pytest.raises(AppError, match="belongs to another visitor"):
             ben.predict(str(run_dir), 1, 0, api_name="/accept")
-        again = Client(url, auth=("ana", "pw-ana"), verbose=False)  # a new session
+        again = app_client(url, auth=("ana", "pw-ana"))  # a new session
         assert again.session_hash != first.session_hash
         out = again.predict(str(run_dir), 1, 0, api_name="/accept")
         assert out[0] == "round 1: accepted by hand (candidate 0)"
@@ -149,17 +152,17 @@ def test_a_user_name_is_one_visitor_across_sessions(world, backends, options, tm
 
 
 def test_rater_names_belong_to_the_visitor_who_took_them(app_url, tmp_path):  # noqa: F811
-    from gradio_client import Client
     from gradio_client.exceptions import AppError
 
     from tests.fakes.gemini_server import png_bytes
+    from tests.ui.clients import app_client
 
     url, service = app_url
     folder = service.out / "study"
     folder.mkdir()
     for i in range(2):
         (folder / f"img{i}.png").write_bytes(png_bytes((10 * i, 20, 30), (16, 16)))
-    ana, mallory = Client(url, verbose=False), Client(url, verbose=False)
+    ana, mallory = app_client(url), app_client(url)
     first = ana.predict("study", "ana", api_name="/rate_begin")
     assert "0 of 2 rated by ana" in first[0]
     with pytest.raises(AppError, match="rater name 'ana' is taken in this set"):
@@ -211,13 +214,13 @@ def test_identity_rules():
 def test_visitor_and_model_text_comes_back_escaped(app_url, world, monkeypatch):  # noqa: F811
     """An activity and a model's answer carrying <script> and <img onerror> come back
     escaped in every HTML and Markdown output of the app (and in error toasts)."""
-    from gradio_client import Client
     from gradio_client.exceptions import AppError
 
     from tests.fakes import gemini_world
+    from tests.ui.clients import app_client
 
     url, service = app_url
-    client = Client(url, verbose=False)
+    client = app_client(url)
     act = "<script>alert(1)</script> dinner <img src=x onerror=alert(2)>"
     hostile = "<img src=x onerror=alert(3)>"
     monkeypatch.setitem(gemini_world.SEEN[gemini_world.RED], "objects", [hostile, "hamburgers"])
@@ -277,12 +280,11 @@ def test_the_rate_view_lists_the_sets_a_visitor_may_rate(app_url):  # noqa: F811
     """The Rate view's list (filled when it opens): the visitor's own runs, never another
     visitor's, the batch and bench folders and the folders of images inside --out, newest
     first; tunes and hidden folders are left out; a listed set opens for rating."""
-    from gradio_client import Client
-
     from tests.fakes.gemini_server import png_bytes
+    from tests.ui.clients import app_client
 
     url, service = app_url
-    ana, ben = Client(url, verbose=False), Client(url, verbose=False)
+    ana, ben = app_client(url), app_client(url)
     ana.predict(*start_args(0, candidates=1), api_name="/start")
     ana_run = service.job.run_dir.relative_to(service.out).as_posix()
     ben.predict(*start_args(0, candidates=1), api_name="/start")

@@ -118,3 +118,23 @@ def test_long_names_are_cut_where_they_differ():
 def test_charts_without_values_draw_an_empty_frame(values):
     svg = charts.bar_chart(values, ["x"] * len(values), "gain")
     assert 'class="chart"' in svg and 'class="bar"' not in svg
+
+
+def test_a_line_chart_is_drawn_once_per_values(monkeypatch):
+    drawn = []
+    real = charts._line_svg
+    monkeypatch.setattr(charts, "_line_svg", lambda *a: drawn.append(a[0]) or real(*a))
+    charts._line_chart_drawn.cache_clear()
+    series = {"FAITH": [0.25, None], "ALIGN": [0.5, 0.75]}
+    first = charts.line_chart(series, ["0", "1"], ["accepted", "initial"], "run")
+    again = charts.line_chart(
+        {k: list(v) for k, v in series.items()}, ["0", "1"], ["accepted", "initial"], "run"
+    )
+    assert again == first and len(drawn) == 2  # the wide and the narrow drawing, once
+    series["FAITH"][1] = 0.625  # a round ends: a new value is a new drawing
+    changed = charts.line_chart(series, ["0", "1"], ["accepted", "initial"], "run")
+    assert len(drawn) == 4 and drawn[-1] == {"FAITH": [0.25, 0.625], "ALIGN": [0.5, 0.75]}
+    assert "[0.25, 0.625]" in changed and "[0.25, 0.625]" not in first
+    assert (
+        charts.line_chart(series, ["0", "1"], ["accepted", "rejected"], "run") != changed
+    )  # marks count
