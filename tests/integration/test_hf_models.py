@@ -191,6 +191,7 @@ def test_taught_observer_lists_descriptors_through_real_generation(taught):
     assert obs.describe(RED, DIMS, 3) == TAUGHT
 
 
+@pytest.mark.slow  # the taught observer costs about 9 s
 def test_observer_describes_several_images_in_one_generate_call(taught):
     """describe_many: the first answers of all images in one left-padded generate call,
     the same as describing each alone."""
