@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import huggingface_hub
-import open_clip
 import pytest
 
 from refine.cli import main
@@ -27,6 +26,8 @@ def hub(monkeypatch, tmp_path):
         return str(tmp_path / "clip.bin")
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    import open_clip  # here: its import (torchvision, timm) is 3 s of every worker's collection
+
     monkeypatch.setattr(open_clip.pretrained, "download_pretrained", download_pretrained)
     return fetched
 
