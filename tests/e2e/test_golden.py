@@ -154,9 +154,9 @@ def test_a_slightly_changed_computation_is_found(gemini_env, siglip_path, tmp_pa
 
     fresh = tmp_path / "data"
     with mock.patch.object(PhraseEmbeddingCache, "matrix", nudged):
-        produce(fresh, gemini_env, siglip_path, cli)
+        produce(fresh, gemini_env, siglip_path, cli, jobs={"run"})  # the others match alike
     write_meta(fresh, siglip_path)
-    found = differences(DATA, fresh)
+    found = [f for f in differences(DATA, fresh) if f.startswith("run/")]
     assert any(".similarity:" in f for f in found), found[:10]
 
 

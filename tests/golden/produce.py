@@ -61,9 +61,12 @@ VOLATILE_KEYS = {
 VOLATILE_FILES = {".lock", "run.lock", ".usage.jsonl", "golden.json"}
 
 
-def produce(dest: Path, server, siglip: Path, cli: Callable) -> dict[str, str]:
-    """Run the six jobs into ``dest/JOB``, each in a fresh stand-in world served by
-    ``server``; ``cli`` runs ``refine ARGS``. Returns each job's stdout. Cached model
+def produce(
+    dest: Path, server, siglip: Path, cli: Callable, jobs: set[str] | None = None
+) -> dict[str, str]:
+    """Run the six jobs (or those named in ``jobs``) into ``dest/JOB``, each in a fresh
+    stand-in world served by ``server``; ``cli`` runs ``refine ARGS``. Returns each job's
+    stdout. Cached model
     answers go to a new folder beside ``dest``, so no earlier answer saves a call; torch
     keeps its threads (the comparison's TOLERANCE holds across thread counts); the clock
     that names run folders reads one fixed time, so two runs in a batch are named alike
@@ -83,7 +86,7 @@ def produce(dest: Path, server, siglip: Path, cli: Callable) -> dict[str, str]:
         os.environ["REFINE_CACHE_DIR"] = cache
         try:
             with fresh_models(), mock.patch("time.strftime", fixed):
-                return _produce(dest, server, siglip, cli)
+                return _produce(dest, server, siglip, cli, jobs)
         finally:
             if saved is None:
                 os.environ.pop("REFINE_CACHE_DIR", None)
@@ -106,7 +109,9 @@ def fresh_models():
     default_cache().clear()
 
 
-def _produce(dest: Path, server, siglip: Path, cli: Callable) -> dict[str, str]:
+def _produce(
+    dest: Path, server, siglip: Path, cli: Callable, jobs: set[str] | None
+) -> dict[str, str]:
     dest.mkdir(parents=True, exist_ok=True)
     inputs = dest / "inputs"
     inputs.mkdir(exist_ok=True)
@@ -114,6 +119,8 @@ def _produce(dest: Path, server, siglip: Path, cli: Callable) -> dict[str, str]:
     out: dict[str, str] = {}
 
     def job(name: str, args: list, world: World | None = None) -> None:
+        if jobs is not None and name not in jobs:
+            return
         server.handler = world or World()
         try:
             done = cli(*args)
@@ -172,10 +179,11 @@ def _produce(dest: Path, server, siglip: Path, cli: Callable) -> dict[str, str]:
     sos_world.generate_by_seed = {"gemini-3.1-flash-image": [RED, GREEN, BLUE, GREY]}
     job("sos", sos_args(dest / "sos", embedder), sos_world)
     job("sos-report", ["sos", "report", dest / "sos", "--json"])
-    (dest / "sos" / "analysis.json").write_text(out["sos-report"])
-
-    write_ratings(dest / "bench", inputs / "rating")
-    job("agree", agree_args(dest))
+    if "sos-report" in out:
+        (dest / "sos" / "analysis.json").write_text(out["sos-report"])
+    if "bench" in out:
+        write_ratings(dest / "bench", inputs / "rating")
+        job("agree", agree_args(dest))
     return out
 
 
