@@ -28,14 +28,21 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_name, "1")
 
 
+_FINISHED = False  # this process is a pytest-xdist worker whose session has ended
+
+
 def _end_without_finalizing() -> None:
-    """A worker's last exit step: its results are sent and its session's checks are done
-    (the atexit handlers registered after this one, the libraries', have run), so it
+    """A worker's last exit step, once its session has ended (:func:`pytest_unconfigure`;
+    a process that only inherited the worker's environment exits as usual, with its own
+    status): its results are sent and its session's checks are done (the atexit handlers
+    registered after this one, the libraries', have run), so it
     leaves without the interpreter's finalization, which tears down every module of a
     process that loaded torch, transformers, diffusers and Gradio: 3 to 6 s at the end of
     the run while the run waits for its workers to exit. The two handlers registered
     before this one that matter, logging's and multiprocessing's (both harmless twice),
     run here."""
+    if not _FINISHED:
+        return
     import logging
 
     logging.shutdown()
@@ -51,6 +58,14 @@ def _end_without_finalizing() -> None:
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     atexit.register(_end_without_finalizing)  # registered first: run last
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    global _FINISHED
+    _FINISHED = hasattr(config, "workerinput")  # a worker of pytest-xdist
+
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # the tests' Ray workers run at the tests' priority, as the toolkit's own local cluster's do
 # (Ray's default, nice 15, starves them beside a busy process)

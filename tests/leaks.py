@@ -86,28 +86,47 @@ def listening() -> set[tuple[str, int]]:
     """The TCP addresses this process listens on, asked of each of its sockets
     (``SO_ACCEPTCONN``). psutil reads ``/proc/net/tcp``, which costs about 4 ms of kernel
     time per read here and made this check, run twice a test, 6.5 % of the suite's CPU
-    time; asking the process's own few sockets takes well under a millisecond."""
+    time; asking the process's own few sockets takes well under a millisecond.
+
+    Each socket is asked through a duplicate of its descriptor; the duplicate shares the
+    socket's flags, which Python may change when it wraps it (a default timeout makes it
+    non-blocking), so they are put back."""
+    import errno
+    import fcntl
     import socket
     import stat
 
     fds = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
     found = set()
     for name in os.listdir(fds):
+        fd = int(name)
         try:
-            fd = int(name)
             if not stat.S_ISSOCK(os.fstat(fd).st_mode):
                 continue
-            with socket.socket(fileno=os.dup(fd)) as sock:
-                if sock.type != socket.SOCK_STREAM or sock.family not in (
-                    socket.AF_INET,
-                    socket.AF_INET6,
-                ):
-                    continue
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        except OSError as err:
+            if err.errno == errno.EBADF:
+                continue  # closed since the listing (the listing's own descriptor too)
+            raise
+        copy = os.dup(fd)
+        try:
+            sock = socket.socket(fileno=copy)
+        except OSError as err:
+            os.close(copy)
+            if err.errno in (errno.EBADF, errno.ENOTSOCK):
+                continue  # closed and reused since the listing
+            raise
+        try:
+            if sock.type == socket.SOCK_STREAM and sock.family in (
+                socket.AF_INET,
+                socket.AF_INET6,
+            ):
                 if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
-                    ip, port = sock.getsockname()[:2]
-                    found.add((ip, port))
-        except (OSError, ValueError):
-            continue  # closed meanwhile, or not a descriptor
+                    found.add(tuple(sock.getsockname()[:2]))
+        finally:
+            sock.close()
+            if fcntl.fcntl(fd, fcntl.F_GETFL) != flags:
+                fcntl.fcntl(fd, fcntl.F_SETFL, flags)
     return found
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
@@ -226,13 +227,18 @@ def _legend(fig: Any, font: float, narrow: bool, names: list[str], prefix: str) 
 Draw = Callable[[tuple[int, float], str], str]
 
 
+# matplotlib's settings are global: one drawing at a time, so that a drawing of one thread
+# (the app's handlers run on several) never runs under another's settings or leaves them
+_DRAWING = threading.RLock()
+
+
 def _figure_html(title: str, draw: Draw, cls: str = "", sizes=(WIDE, NARROW)) -> str:
     """``draw(size, prefix)`` once per size, in a ``<figure>`` titled ``title``: wide and
     narrow drawings shown by :data:`CHART_CSS`, or a single one."""
     from matplotlib import rc_context
 
     def drawn(size: tuple[int, float], prefix: str) -> str:
-        with rc_context(RC):
+        with _DRAWING, rc_context(RC):
             return draw(size, prefix)
 
     kind = f"chart-figure {cls}".strip()
@@ -327,7 +333,10 @@ def line_chart(
     (✓ accepted, ✗ rejected, • other), ``target`` is a dotted line; every series in the
     legend with its direction arrow (a series of the same metric in its colour, another
     line style), axes titled; each line carries its values in ``data-values``."""
-    frozen = tuple((name, tuple(values)) for name, values in series.items())
+    # each value with its type: 1, 1.0 and True are equal keys but are written differently
+    frozen = tuple(
+        (name, tuple(values), tuple(map(type, values))) for name, values in series.items()
+    )
     marks = None if marks is None else tuple(marks)
     return _line_chart_drawn(
         frozen, tuple(labels), marks, title, tuple(y_range), target, x_title, y_title
@@ -336,7 +345,7 @@ def line_chart(
 
 @functools.lru_cache(maxsize=32)
 def _line_chart_drawn(
-    series: tuple[tuple[str, tuple[float | None, ...]], ...],
+    series: tuple[tuple[str, tuple[float | None, ...], tuple[type, ...]], ...],
     labels: tuple[str, ...],
     marks: tuple[str, ...] | None,
     title: str,
@@ -350,7 +359,7 @@ def _line_chart_drawn(
     when a round ends, and one drawing at two widths costs about 0.3 s of CPU. The
     drawing depends on its arguments alone (fixed ids, fixed hash salt), so a repeat is
     the same text."""
-    args = ({name: list(v) for name, v in series}, list(labels))
+    args = ({name: list(v) for name, v, _ in series}, list(labels))
     args += (None if marks is None else list(marks),)
     rest = (y_range, target, x_title, y_title)
     return _figure_html(title, lambda size, prefix: _line_svg(*args, *rest, size, prefix))

@@ -20,9 +20,24 @@ from tests.e2e.test_cli_run import run_args
 pytestmark = pytest.mark.slow  # a wheel built and installed
 
 ROOT = Path(__file__).resolve().parents[2]
-# what pyproject.toml builds the wheel from (its packages, its readme)
-BUILT_FROM = ("pyproject.toml", "README.md", "refine", "metrics", "ui")
 ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+
+
+def built_from() -> list[str]:
+    """What pyproject.toml builds the wheel from: itself, its readme and the top-level
+    packages its package search includes."""
+    import fnmatch
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = [
+        p.name
+        for p in sorted(ROOT.iterdir())
+        if (p / "__init__.py").is_file() and any(fnmatch.fnmatch(p.name, x) for x in patterns)
+    ]
+    assert {"refine", "metrics", "ui"} <= set(packages), packages
+    return ["pyproject.toml", config["project"]["readme"], *packages]
 
 
 # what the extras bring: left out of the fresh environment
@@ -45,7 +60,7 @@ def test_the_wheel_carries_its_data_and_runs(tmp_path, world, siglip_path):
     # build from a copy of what the wheel is made of, so the checkout gets no build folders
     src = tmp_path / "src"
     src.mkdir()
-    for name in BUILT_FROM:
+    for name in built_from():
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, src / name, symlinks=True, ignore=ignore)
         else:

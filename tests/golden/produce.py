@@ -109,9 +109,20 @@ def fresh_models():
     default_cache().clear()
 
 
+JOBS = ("run", "batch", "bench", "concepts", "sos", "sos-report", "agree")
+NEEDS = {"sos-report": "sos", "agree": "bench"}  # a job that reads another's folder
+
+
 def _produce(
     dest: Path, server, siglip: Path, cli: Callable, jobs: set[str] | None
 ) -> dict[str, str]:
+    if jobs is not None:
+        unknown = sorted(set(jobs) - set(JOBS))
+        if unknown:
+            raise ValueError(f"unknown golden jobs {unknown} (the jobs: {', '.join(JOBS)})")
+        for job_name, needed in NEEDS.items():
+            if job_name in jobs and needed not in jobs:
+                raise ValueError(f"the golden job {job_name} needs {needed} too")
     dest.mkdir(parents=True, exist_ok=True)
     inputs = dest / "inputs"
     inputs.mkdir(exist_ok=True)

@@ -12,6 +12,15 @@ import pytest
 
 from refine.present import charts
 
+
+@pytest.fixture(autouse=True)
+def drawn_afresh():
+    """Each test draws its line charts itself (none is a drawing an earlier test cached)."""
+    charts._line_chart_drawn.cache_clear()
+    yield
+    charts._line_chart_drawn.cache_clear()
+
+
 HOSTILE = "<script>alert(1)</script> $\\frac{$ & 'q'"
 SOS = {
     "cultures": ["Japanese", HOSTILE],
@@ -124,7 +133,6 @@ def test_a_line_chart_is_drawn_once_per_values(monkeypatch):
     drawn = []
     real = charts._line_svg
     monkeypatch.setattr(charts, "_line_svg", lambda *a: drawn.append(a[0]) or real(*a))
-    charts._line_chart_drawn.cache_clear()
     series = {"FAITH": [0.25, None], "ALIGN": [0.5, 0.75]}
     first = charts.line_chart(series, ["0", "1"], ["accepted", "initial"], "run")
     again = charts.line_chart(
