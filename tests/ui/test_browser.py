@@ -179,9 +179,16 @@ def test_pause_rewrite_instruction_and_stop(page, tmp_path):
         assert time.monotonic() < deadline, "round 2 never came up for review"
         time.sleep(0.1)
     pg.click("#stop")
+    clicked = time.monotonic()
     notice = pg.locator("#notice textarea")
     while not notice.input_value().startswith("stopping"):
-        assert time.monotonic() < deadline, "the stop was not acknowledged"
+        # once seen under load (the whole test took 120 s): what the page and the run
+        # showed, to tell a lost click from a slow page
+        assert time.monotonic() < deadline, (
+            f"the stop was not acknowledged {time.monotonic() - clicked:.1f} s after the "
+            f"click (message {notice.input_value()!r}, stage {stage(pg)!r}, "
+            f"busy {service.busy}, waiting {service.job.waiting})"
+        )
         time.sleep(0.1)
     while stage(pg) != "finished":
         assert time.monotonic() < deadline, f"the run did not stop (stage {stage(pg)!r})"
