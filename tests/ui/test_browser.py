@@ -514,8 +514,11 @@ def test_bad_uploads_are_named_with_the_limits(page, tmp_path):
         """() => [...document.querySelectorAll('#upload-preview img')]
                    .some(i => i.complete && i.naturalWidth > 0)"""
     )
-    shot = pg.locator("#upload-preview").screenshot()
-    assert has_colour(shot, (200, 30, 30))
+    # decoded is not yet painted (seen once): wait until the preview shows the image
+    shown = time.monotonic() + 30
+    while not has_colour(pg.locator("#upload-preview").screenshot(), (200, 30, 30)):
+        assert time.monotonic() < shown, "the preview never showed the uploaded image"
+        time.sleep(0.1)
     # and it is the image the run refines
     pg, service = page
     fill(pg, "rounds", "0")
