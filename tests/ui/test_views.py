@@ -129,6 +129,15 @@ def test_the_app_says_what_each_metric_means_and_which_way_is_better(tmp_path, b
     }
     assert {"start", "show", "branch", "accept", "reject", "open", "tune-start"} <= clears
     assert not {"stop", "apply"} & clears
+    # the page runs a click's handlers in this order, each to its end (a streamed run
+    # too): the emptying comes first, or it wipes what Stop wrote once the run has ended
+    first = {}
+    for d in demo.config["dependencies"]:
+        for target, event in d["targets"]:
+            first.setdefault((target, event), d)
+    for (target, event), d in first.items():
+        if ids.get(target) in clears and event == "click":
+            assert d.get("js") and [ids[k] for k in d["outputs"]] == ["notice"], ids[target]
 
 
 def test_the_tune_view_says_why_it_is_off_on_an_api_profile(tmp_path, backends, options):

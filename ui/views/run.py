@@ -333,13 +333,29 @@ def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
 
 def clear_notice_on_other_actions(gr: Any, blocks: Any, view: RunView) -> None:
     """A message answers one action: any other button empties the message box, at once
-    and in the browser (Stop and Apply write their own message there)."""
+    and in the browser (Stop and Apply write their own message there).
+
+    Gradio's page runs the handlers of one click one after the other, each awaited to its
+    end, a streamed run included. Registered after the views, the emptying of a Start or
+    Roll-back click would run only once that run had ended, and wipe the "stopping now"
+    its Stop had written; so these handlers are moved ahead of every other one."""
     own = {view.stop._id, view.apply._id}
+    before = set(blocks.fns)
     for block in list(blocks.blocks.values()):
         if isinstance(block, gr.Button) and block._id not in own:
             block.click(
                 None, None, view.notice, js="() => ''", queue=False, api_name=False, **QUIET
             )
+    _run_first(blocks.fns, [i for i in blocks.fns if i not in before])
+
+
+def _run_first(fns: dict[int, Any], first: list[int]) -> None:
+    """Put the handlers ``first`` ahead of the others in ``fns`` (Gradio's handlers by
+    id, in the order the page runs a trigger's handlers); the same dict, changed in
+    place, every id kept."""
+    rest = [i for i in fns if i not in set(first)]
+    for i in rest:
+        fns[i] = fns.pop(i)
 
 
 def _number(gr: Any, name: str, label: str, limits: Any = None, **extra: Any) -> Any:
