@@ -325,16 +325,14 @@ def test_first_screen_country_activities_and_examples(page, size, tmp_path):
         ("wedding celebration", "India"),
         ("people participating in New Yam Festival", "Nigeria"),
     ):
-        pg.locator("#examples").get_by_text(act).first.click()
-        pg.wait_for_function("c => document.querySelector('#country input').value === c", arg=ctry)
-        settled = time.monotonic() + 3
-        while time.monotonic() < settled:
-            assert pg.locator("#activity input").first.input_value() == act
-            assert pg.locator("#country input").first.input_value() == ctry
-            time.sleep(0.1)
-        pg.wait_for_function(
-            "a => document.querySelector('#refs-note').innerText.includes(a)", arg=act
-        )
+        with calls_in_flight(pg) as in_flight:
+            pg.locator("#examples").get_by_text(act).first.click()
+            pg.wait_for_function(
+                "a => document.querySelector('#refs-note').innerText.includes(a)", arg=act
+            )
+            in_flight.wait_settled()
+        assert pg.locator("#activity input").first.input_value() == act
+        assert pg.locator("#country input").first.input_value() == ctry
         assert "CULTIVate" in pg.locator("#refs-note").inner_text()
     # India's activities only, once India is picked
     from ui.app import ready_activities
@@ -346,6 +344,48 @@ def test_first_screen_country_activities_and_examples(page, size, tmp_path):
     while (options := dropdown_options(pg, "activity")) != india:
         assert time.monotonic() < deadline, f"the activities did not follow: {options[:5]}"
         time.sleep(0.2)
+
+
+class calls_in_flight:  # noqa: N801 (a context manager read as a phrase)
+    """The page's calls to the app's handlers while in the block: ``wait_settled`` waits
+    until none is in flight and none has started over a further look (a handler's chained
+    one is sent as the first one's answer is read). File downloads and the page's
+    heartbeat are not handlers' calls."""
+
+    def __init__(self, pg) -> None:
+        self.pg, self.started, self.ended = pg, 0, 0
+
+    def _is_call(self, request) -> bool:
+        url = request.url
+        return "/gradio_api/" in url and "/file=" not in url and "heartbeat" not in url
+
+    def _start(self, request) -> None:
+        self.started += self._is_call(request)
+
+    def _end(self, request) -> None:
+        self.ended += self._is_call(request)
+
+    def __enter__(self):
+        self.pg.on("request", self._start)
+        self.pg.on("requestfinished", self._end)
+        self.pg.on("requestfailed", self._end)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for event, fn in (("request", self._start), ("requestfinished", self._end)):
+            self.pg.remove_listener(event, fn)
+        self.pg.remove_listener("requestfailed", self._end)
+
+    def wait_settled(self, seconds: float = 30) -> None:
+        deadline, seen = time.monotonic() + seconds, -1
+        while True:
+            self.pg.wait_for_timeout(50)  # lets Playwright deliver the page's events
+            if self.started == self.ended and self.started == seen:
+                return
+            seen = self.started if self.started == self.ended else -1
+            assert time.monotonic() < deadline, (
+                f"handlers still in flight: {self.started - self.ended} of {self.started}"
+            )
 
 
 def pick(pg, elem_id: str, value: str) -> None:
