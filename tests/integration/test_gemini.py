@@ -107,8 +107,9 @@ def test_bad_key_is_not_retried(fake, client):
 
 @pytest.mark.slow
 def test_timeout_is_retried_then_reported(fake, client):
+    client.timeout_s = 0.3  # each answer comes 1 s late: three attempts time out in ~1 s
     for _ in range(3):
-        fake.reply(image_answer(png_bytes()), delay_s=3.0)
+        fake.reply(image_answer(png_bytes()), delay_s=1.0)
     gen = backend("generator", "gemini:gemini-2.5-flash-image", client)
     with pytest.raises(GeminiError, match="no answer after 3 attempt"):
         gen.generate("x", [0])
