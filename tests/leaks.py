@@ -56,30 +56,102 @@ def system_tmp() -> Path:
     return Path(os.environ.get("REFINE_SYSTEM_TMP") or tempfile.gettempdir())
 
 
+def _kept(rel: Path, name: str) -> bool:
+    """Whether folder ``name`` under ``rel`` is watched (not a tool's own)."""
+    venv = os.environ.get("REFINE_VENV", ".venv")
+    return (
+        name not in SKIP_DIRS and not name.endswith(".egg-info") and (rel / name).as_posix() != venv
+    )
+
+
 def _tree(root: Path) -> set[str]:
     """Every file and folder under ``root`` but the tools' own, as paths from it."""
     found: set[str] = set()
-    venv = os.environ.get("REFINE_VENV", ".venv")
     for here, dirs, files in os.walk(root):
         rel = Path(here).relative_to(root)
-        dirs[:] = [
-            d
-            for d in dirs
-            if d not in SKIP_DIRS and not d.endswith(".egg-info") and (rel / d).as_posix() != venv
-        ]
+        dirs[:] = [d for d in dirs if _kept(rel, d)]
         found.update((rel / name).as_posix() for name in [*dirs, *files])
     return found
 
 
-def snapshot() -> set[str]:
-    """What a test could leave: the temporary folder's entries (but pytest's own folder,
-    which keeps the last three sessions) and the repository's tree."""
+def _tmp_entries() -> set[str]:
+    """The temporary folder's entries, but pytest's own folder (which keeps the last three
+    sessions)."""
     tmp = system_tmp()
     try:
-        entries = {str(tmp / n) for n in os.listdir(tmp) if not n.startswith("pytest-of-")}
+        return {str(tmp / n) for n in os.listdir(tmp) if not n.startswith("pytest-of-")}
     except OSError:
-        entries = set()
-    return entries | {str(ROOT / p) for p in _tree(ROOT)}
+        return set()
+
+
+def snapshot() -> set[str]:
+    """What a test could leave: the temporary folder's entries and the repository's tree."""
+    return _tmp_entries() | {str(ROOT / p) for p in _tree(ROOT)}
+
+
+class Tree:
+    """The repository's tree as :func:`snapshot` gives it, kept up to date between tests by
+    reading again only the folders whose modification time moved (a folder gains or loses
+    an entry only so): a ``stat`` per folder instead of a walk of the whole tree, 0.3
+    instead of 3.1 ms a look here, two looks a test. A folder whose time is within a coarse
+    clock tick of its reading is read again the next time too (an entry made in that tick
+    may leave the time as it was). It serves the blame only: the session's end compares
+    whole snapshots."""
+
+    RECENT_NS = 50_000_000  # well above the kernel's coarse clock tick (1 to 10 ms)
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        # folder (from the root): its time as read (-1: read again), its folders, and its
+        # entries' paths as snapshot() writes them
+        self.folders: dict[Path, tuple[int, list[str], frozenset[str]]] = {}
+        self._read(Path("."))
+
+    def _read(self, rel: Path) -> None:
+        import time
+
+        dirs: list[str] = []
+        files: list[str] = []
+        try:
+            mtime = os.stat(self.root / rel).st_mtime_ns
+            with os.scandir(self.root / rel) as it:
+                for entry in it:
+                    if not entry.is_dir(follow_symlinks=False):
+                        files.append(entry.name)
+                    elif _kept(rel, entry.name):
+                        dirs.append(entry.name)
+        except OSError:
+            self._forget(rel)
+            return
+        if time.time_ns() - mtime < self.RECENT_NS:
+            mtime = -1
+        old = self.folders.get(rel)
+        here = str(self.root / rel.as_posix()) if rel != Path(".") else str(self.root)
+        paths = frozenset(os.path.join(here, name) for name in (*dirs, *files))
+        self.folders[rel] = (mtime, dirs, paths)
+        for d in dirs:
+            if (rel / d) not in self.folders:
+                self._read(rel / d)
+        for d in set(old[1] if old else ()) - set(dirs):
+            self._forget(rel / d)
+
+    def _forget(self, rel: Path) -> None:
+        for known in [k for k in self.folders if k == rel or rel in k.parents]:
+            del self.folders[known]
+
+    def entries(self) -> set[str]:
+        """The tree now, each path as :func:`snapshot` writes it."""
+        for rel in list(self.folders):
+            if rel not in self.folders:  # forgotten with a folder above it
+                continue
+            try:
+                moved = os.stat(self.root / rel).st_mtime_ns != self.folders[rel][0]
+            except OSError:
+                self._forget(rel)
+                continue
+            if moved:
+                self._read(rel)
+        return set().union(*(paths for _, _, paths in self.folders.values()))
 
 
 def listening() -> set[tuple[str, int]]:
@@ -140,11 +212,16 @@ class Watch:
         self.children = {p.pid for p in me.children(recursive=True)}
         self.ports = listening()
         self.before = snapshot()
+        self.tree = Tree(ROOT)
         self.made: dict[str, list[str]] = {}  # path -> the tests it appeared during
         self.opened: dict[tuple[str, int], list[str]] = {}  # socket -> the same
 
+    def now(self) -> set[str]:
+        """What :func:`snapshot` gives, at a per-test cost (see :class:`Tree`)."""
+        return _tmp_entries() | self.tree.entries()
+
     def during(self, nodeid: str, before: tuple[set[str], set]) -> None:
-        for path in snapshot() - before[0] - self.before:
+        for path in self.now() - before[0] - self.before:
             self.made.setdefault(path, []).append(nodeid)
         for port in listening() - before[1] - self.ports:
             self.opened.setdefault(port, []).append(nodeid)
@@ -187,7 +264,7 @@ def pytest_sessionstart(session):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    before = (snapshot(), listening())
+    before = (_WATCH.now() if _WATCH is not None else set(), listening())
     try:
         return (yield)
     finally:

@@ -88,3 +88,30 @@ def test_a_run_that_keeps_to_its_folders_passes(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "left behind" not in done.stdout
     assert [p.name for p in (tmp_path / "sys").iterdir() if "pytest" not in p.name] == []
+
+
+def test_the_tree_kept_between_tests_is_the_tree_walked(tmp_path):
+    """The blame's cheap look (folders read again only when their time moved) sees what a
+    whole walk sees, as entries come and go, in new folders too, a tool's folder left out."""
+    import shutil
+
+    from tests.leaks import Tree, _tree
+
+    def walked() -> set[str]:
+        return {str(tmp_path / p) for p in _tree(tmp_path)}
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "one.txt").write_text("x")
+    tree = Tree(tmp_path)
+    assert tree.entries() == walked() == {str(tmp_path / "a"), str(tmp_path / "a" / "one.txt")}
+    (tmp_path / "a" / "two.txt").write_text("x")  # at once, within the clock's tick
+    (tmp_path / "b" / "c").mkdir(parents=True)
+    (tmp_path / "b" / "c" / "deep.txt").write_text("x")
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "m.pyc").write_text("x")
+    seen = tree.entries()
+    assert seen == walked() and str(tmp_path / "b" / "c" / "deep.txt") in seen
+    assert not any("__pycache__" in p for p in seen)
+    shutil.rmtree(tmp_path / "b")
+    (tmp_path / "a" / "one.txt").unlink()
+    assert tree.entries() == walked() == {str(tmp_path / "a"), str(tmp_path / "a" / "two.txt")}
