@@ -93,46 +93,51 @@ class Tree:
     """The repository's tree as :func:`snapshot` gives it, kept up to date between tests by
     reading again only the folders whose modification time moved (a folder gains or loses
     an entry only so): a ``stat`` per folder instead of a walk of the whole tree, 0.3
-    instead of 3.1 ms a look here, two looks a test. A folder whose time is within a coarse
-    clock tick of its reading is read again the next time too (an entry made in that tick
-    may leave the time as it was). It serves the blame only: the session's end compares
-    whole snapshots."""
+    instead of 3.1 ms a look here, two looks a test. A folder whose time is close to the
+    time of its reading is read again the next time too (an entry made within the same
+    clock tick may leave the time as it was). It serves the blame only: the session's end
+    compares whole snapshots."""
 
-    RECENT_NS = 50_000_000  # well above the kernel's coarse clock tick (1 to 10 ms)
+    # above the kernel's coarse clock tick (1 to 10 ms) and a file system's whole-second
+    # times alike; a folder this recent is only read again, which costs little
+    RECENT_NS = 2_000_000_000
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        # folder (from the root): its time as read (-1: read again), its folders, and its
-        # entries' paths as snapshot() writes them
+        # folder (from the root): its time as read (-1: read again), the folders in it to
+        # read, and its entries' paths as snapshot() writes them
         self.folders: dict[Path, tuple[int, list[str], frozenset[str]]] = {}
         self._read(Path("."))
 
     def _read(self, rel: Path) -> None:
         import time
 
-        dirs: list[str] = []
-        files: list[str] = []
+        kept: list[str] = []  # entries, as os.walk sorts them: a link to a folder is a
+        inside: list[str] = []  # folder (left out when a tool's), never gone into
+        now = time.time_ns()  # before the folder's time: a pause after it cannot hide it
         try:
             mtime = os.stat(self.root / rel).st_mtime_ns
             with os.scandir(self.root / rel) as it:
                 for entry in it:
-                    if not entry.is_dir(follow_symlinks=False):
-                        files.append(entry.name)
+                    if not entry.is_dir():
+                        kept.append(entry.name)
                     elif _kept(rel, entry.name):
-                        dirs.append(entry.name)
+                        kept.append(entry.name)
+                        if not entry.is_symlink():
+                            inside.append(entry.name)
         except OSError:
             self._forget(rel)
             return
-        if time.time_ns() - mtime < self.RECENT_NS:
+        if now - mtime < self.RECENT_NS:
             mtime = -1
         old = self.folders.get(rel)
         here = str(self.root / rel.as_posix()) if rel != Path(".") else str(self.root)
-        paths = frozenset(os.path.join(here, name) for name in (*dirs, *files))
-        self.folders[rel] = (mtime, dirs, paths)
-        for d in dirs:
+        paths = frozenset(os.path.join(here, name) for name in kept)
+        self.folders[rel] = (mtime, inside, paths)
+        for d in inside:
             if (rel / d) not in self.folders:
                 self._read(rel / d)
-        for d in set(old[1] if old else ()) - set(dirs):
+        for d in set(old[1] if old else ()) - set(inside):
             self._forget(rel / d)
 
     def _forget(self, rel: Path) -> None:

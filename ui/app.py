@@ -24,7 +24,7 @@ from ui.views.common import index as _index  # noqa: F401 (the app's rule for nu
 from ui.views.rate import add_rate_view
 from ui.views.ready import Readiness, add_ready_line
 from ui.views.references import ready_activities, references_note  # noqa: F401
-from ui.views.run import MAX_UPLOAD_MB, add_run_view, clear_notice_on_other_actions
+from ui.views.run import MAX_UPLOAD_MB, add_run_view
 from ui.views.saved import add_saved_view
 from ui.views.steer import add_steer_view
 from ui.views.tune import add_tune_view
@@ -60,12 +60,12 @@ def build_app(
         if login:
             gr.LoginButton()
         session = Session(service, limits, quotas, trust_proxy, token, ready)
+        session.gate.message.make(gr)  # before any button: each empties it first
         run = add_run_view(gr, session, list(load_pack().countries))
         add_steer_view(gr, session, run)
         add_saved_view(gr, demo, session, run.display)
         keys_js = add_rate_view(service, token, session.gate)
         add_tune_view(service, token, session.gate)
-        clear_notice_on_other_actions(gr, demo, run)
 
         def on_visit(kept):
             """The browser's token (made on the first visit), into this session's state;

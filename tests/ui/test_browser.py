@@ -160,6 +160,7 @@ def test_pause_rewrite_instruction_and_stop(page, tmp_path):
     fill(pg, "max-drift", "2")
     open_options(pg)
     pg.locator("#pause input").check()
+    in_flight = calls_in_flight(pg).__enter__()  # the run's own call included
     pg.click("#start")
     box = pg.locator("#instruction textarea")
     deadline = time.monotonic() + 120
@@ -181,19 +182,17 @@ def test_pause_rewrite_instruction_and_stop(page, tmp_path):
     pg.click("#stop")
     clicked = time.monotonic()
     notice = pg.locator("#notice textarea")
-    while not notice.input_value().startswith("stopping"):
-        # what the page and the run showed, to tell a lost click from a slow page
+    while stage(pg) != "finished":
         assert time.monotonic() < deadline, (
-            f"the stop was not acknowledged {time.monotonic() - clicked:.1f} s after the "
-            f"click (message {notice.input_value()!r}, stage {stage(pg)!r}, "
-            f"busy {service.busy}, waiting {service.job.waiting})"
+            f"the run did not stop {time.monotonic() - clicked:.1f} s after the click (stage "
+            f"{stage(pg)!r}, message {notice.input_value()!r}, busy {service.busy}, "
+            f"waiting {service.job.waiting})"
         )
         time.sleep(0.1)
-    while stage(pg) != "finished":
-        assert time.monotonic() < deadline, f"the run did not stop (stage {stage(pg)!r})"
-        time.sleep(0.1)
-    # the run's end leaves the answer to Stop in place (the Start click's emptying of the
-    # message once ran only when the run had ended, and wiped it)
+    # once every call has been answered, the answer to Stop is still there (the Start
+    # click's emptying of the message once ran only when the run's call had ended)
+    in_flight.wait_settled()
+    in_flight.__exit__()
     assert notice.input_value().startswith("stopping now"), notice.input_value()
     assert box.input_value() == "round 1 (person):\nPut a sofreh on the floor."
     run = service.open(pg.locator("#run-dir textarea").input_value())
@@ -347,23 +346,23 @@ def test_first_screen_country_activities_and_examples(page, size, tmp_path):
 
 
 class calls_in_flight:  # noqa: N801 (a context manager read as a phrase)
-    """The page's calls to the app's handlers while in the block: ``wait_settled`` waits
-    until none is in flight and none has started over a further look (a handler's chained
-    one is sent as the first one's answer is read). File downloads and the page's
-    heartbeat are not handlers' calls."""
+    """The page's calls to the app's handlers made while in the block: ``wait_settled``
+    waits until none is in flight and none has started over a further look (a chained
+    handler's call is sent as the first one's answer is read). File downloads and the
+    page's heartbeat are not handlers' calls; a call made before the block is not
+    followed."""
 
     def __init__(self, pg) -> None:
-        self.pg, self.started, self.ended = pg, 0, 0
-
-    def _is_call(self, request) -> bool:
-        url = request.url
-        return "/gradio_api/" in url and "/file=" not in url and "heartbeat" not in url
+        self.pg, self.open, self.started = pg, set(), 0
 
     def _start(self, request) -> None:
-        self.started += self._is_call(request)
+        url = request.url
+        if "/gradio_api/" in url and "/file=" not in url and "heartbeat" not in url:
+            self.open.add(request)
+            self.started += 1
 
     def _end(self, request) -> None:
-        self.ended += self._is_call(request)
+        self.open.discard(request)
 
     def __enter__(self):
         self.pg.on("request", self._start)
@@ -372,20 +371,20 @@ class calls_in_flight:  # noqa: N801 (a context manager read as a phrase)
         return self
 
     def __exit__(self, *exc) -> None:
-        for event, fn in (("request", self._start), ("requestfinished", self._end)):
-            self.pg.remove_listener(event, fn)
+        self.pg.remove_listener("request", self._start)
+        self.pg.remove_listener("requestfinished", self._end)
         self.pg.remove_listener("requestfailed", self._end)
 
     def wait_settled(self, seconds: float = 30) -> None:
         deadline, seen = time.monotonic() + seconds, -1
         while True:
             self.pg.wait_for_timeout(50)  # lets Playwright deliver the page's events
-            if self.started == self.ended and self.started == seen:
+            if not self.open and self.started == seen:
+                # and the page has drawn what the last answer changed
+                self.pg.evaluate("() => new Promise(r => requestAnimationFrame(r))")
                 return
-            seen = self.started if self.started == self.ended else -1
-            assert time.monotonic() < deadline, (
-                f"handlers still in flight: {self.started - self.ended} of {self.started}"
-            )
+            seen = self.started if not self.open else -1
+            assert time.monotonic() < deadline, f"handlers' calls still in flight: {self.open}"
 
 
 def pick(pg, elem_id: str, value: str) -> None:

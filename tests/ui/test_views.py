@@ -130,7 +130,10 @@ def test_the_app_says_what_each_metric_means_and_which_way_is_better(tmp_path, b
     assert {"start", "show", "branch", "accept", "reject", "open", "tune-start"} <= clears
     assert not {"stop", "apply"} & clears
     # the page runs a click's handlers in this order, each to its end (a streamed run
-    # too): the emptying comes first, or it wipes what Stop wrote once the run has ended
+    # too): the emptying comes first, or it wipes what Stop wrote once the run has ended;
+    # and the page's API recorder finds a handler by its place: its place is its id
+    deps = demo.config["dependencies"]
+    assert [d["id"] for d in deps] == list(range(len(deps)))
     first = {}
     for d in demo.config["dependencies"]:
         for target, event in d["targets"]:

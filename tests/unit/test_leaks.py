@@ -92,7 +92,8 @@ def test_a_run_that_keeps_to_its_folders_passes(tmp_path):
 
 def test_the_tree_kept_between_tests_is_the_tree_walked(tmp_path):
     """The blame's cheap look (folders read again only when their time moved) sees what a
-    whole walk sees, as entries come and go, in new folders too, a tool's folder left out."""
+    whole walk sees, as entries come and go, in new folders too, a tool's folder and what
+    is under a link to a folder left out."""
     import shutil
 
     from tests.leaks import Tree, _tree
@@ -100,18 +101,37 @@ def test_the_tree_kept_between_tests_is_the_tree_walked(tmp_path):
     def walked() -> set[str]:
         return {str(tmp_path / p) for p in _tree(tmp_path)}
 
+    def settle(*folders: Path) -> None:  # times well in the past: not read again unless moved
+        for folder in folders:
+            os.utime(folder, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))
+
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "one.txt").write_text("x")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "far.txt").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    settle(tmp_path, tmp_path / "a", tmp_path / "elsewhere")
     tree = Tree(tmp_path)
-    assert tree.entries() == walked() == {str(tmp_path / "a"), str(tmp_path / "a" / "one.txt")}
-    (tmp_path / "a" / "two.txt").write_text("x")  # at once, within the clock's tick
+    assert tree.entries() == walked()
+    assert str(tmp_path / "link") in walked() and str(tmp_path / "link" / "far.txt") not in walked()
+    assert all(t >= 0 for t, _, _ in tree.folders.values())  # settled: read once only
+    (tmp_path / "a" / "two.txt").write_text("x")
     (tmp_path / "b" / "c").mkdir(parents=True)
     (tmp_path / "b" / "c" / "deep.txt").write_text("x")
     (tmp_path / "__pycache__").mkdir()
     (tmp_path / "__pycache__" / "m.pyc").write_text("x")
     seen = tree.entries()
-    assert seen == walked() and str(tmp_path / "b" / "c" / "deep.txt") in seen
+    assert (
+        seen == walked()
+        and {str(tmp_path / "a" / "two.txt"), str(tmp_path / "b" / "c" / "deep.txt")} <= seen
+    )
     assert not any("__pycache__" in p for p in seen)
     shutil.rmtree(tmp_path / "b")
     (tmp_path / "a" / "one.txt").unlink()
-    assert tree.entries() == walked() == {str(tmp_path / "a"), str(tmp_path / "a" / "two.txt")}
+    settle(tmp_path, tmp_path / "a")
+    assert tree.entries() == walked()
+    # a folder whose time did not move is not read again: what it shows is what was read
+    # (an entry made within the clock's tick is found because a recent folder is re-read)
+    (tmp_path / "a" / "three.txt").write_text("x")
+    settle(tmp_path / "a")
+    assert str(tmp_path / "a" / "three.txt") not in tree.entries()

@@ -164,20 +164,59 @@ class RunDisplay:
 
 
 @dataclass
+class MessageBox:
+    """The app's message box (drawn by the run view): a message answers one action, so a
+    click on any other button empties it, at once and in the browser; Stop and Apply
+    write their own message there.
+
+    The page runs the handlers of one click one after the other, each to its end, a
+    streamed run included: the emptying is registered on each button as the button is
+    made, before the button's own handlers, or a Start's emptying would run once its run
+    had ended and wipe the "stopping now" of the Stop clicked meanwhile. (Moving handlers
+    ahead afterwards is no way out: the page's API recorder finds a handler by its place.)
+    The box is made before the views, so that it exists when their buttons are made."""
+
+    box: Any = None
+
+    def make(self, gr: Any) -> Any:
+        self.box = gr.Textbox(label="message", interactive=False, elem_id="notice", render=False)
+        return self.box
+
+    def emptied_by(self, button: Any) -> None:
+        if self.box is None:
+            raise RuntimeError("the message box is made (MessageBox.make) before any button")
+        button.click(None, None, self.box, js="() => ''", queue=False, api_name=False, **QUIET)
+
+
+@dataclass
 class VisitorGate:
-    """The buttons that act as the visitor (start, stop and steer a run, build and save
-    references, rate, tune): drawn disabled, and enabled by the page's load event once it
-    has read the browser's token into the session (:func:`ui.app.build_app`). Before that,
-    a click acts as the page's session only, which a reload forgets: a run started in that
-    moment would no longer be its starter's after a reload."""
+    """The app's buttons, made here so that each empties the message box first
+    (:class:`MessageBox`). Those that act as the visitor (start, stop and steer a run,
+    build and save references, rate, tune) are drawn disabled, and enabled by the page's
+    load event once it has read the browser's token into the session
+    (:func:`ui.app.build_app`). Before that, a click acts as the page's session only, which
+    a reload forgets: a run started in that moment would no longer be its starter's after a
+    reload."""
 
     buttons: list[tuple[Any, bool]] = field(default_factory=list)
+    message: MessageBox = field(default_factory=MessageBox)
 
-    def button(self, gr: Any, label: str, enabled: bool = True, **extra: Any) -> Any:
+    def button(
+        self, gr: Any, label: str, enabled: bool = True, answers: bool = False, **extra: Any
+    ) -> Any:
         """A button that waits for the visitor; ``enabled``: whether it is enabled then
-        (a view off on this profile keeps its buttons disabled)."""
+        (a view off on this profile keeps its buttons disabled); ``answers``: its handler
+        writes the message box itself (it is not emptied first)."""
         made = gr.Button(label, interactive=False, **extra)
         self.buttons.append((made, enabled))
+        if not answers:
+            self.message.emptied_by(made)
+        return made
+
+    def plain(self, gr: Any, label: str, **extra: Any) -> Any:
+        """A button that does not act as the visitor (browse, show, download)."""
+        made = gr.Button(label, **extra)
+        self.message.emptied_by(made)
         return made
 
     def opened(self, gr: Any) -> list[Any]:

@@ -153,8 +153,8 @@ def add_references(gr: Any, service: RunService, activity: str, gate: VisitorGat
             )
             phrase_box = gr.Textbox(label="phrase", elem_id="refs-phrase", scale=2)
         with gr.Row():
-            add = gr.Button("Add the row", elem_id="refs-add")
-            remove = gr.Button("Remove the clicked row", elem_id="refs-remove")
+            add = gate.plain(gr, "Add the row", elem_id="refs-add")
+            remove = gate.plain(gr, "Remove the clicked row", elem_id="refs-remove")
         save = gate.button(gr, "Save the reviewed references", elem_id="save-refs")
     return References(
         note=note,

@@ -15,7 +15,6 @@ from ui.safe import error, html_text
 from ui.views.common import (
     NO_VISITOR,
     ONE_RUN,
-    QUIET,
     REVIEW_TIMEOUT_S,
     RunDisplay,
     Session,
@@ -122,7 +121,7 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
             )
             with gr.Row():
                 start = session.gate.button(gr, "Start", variant="primary", elem_id="start")
-                stop = session.gate.button(gr, "Stop", elem_id="stop")
+                stop = session.gate.button(gr, "Stop", answers=True, elem_id="stop")
             bar = gr.HTML(adapters.progress_bar(0, "not started"), elem_id="progress-bar")
             stage = gr.Textbox(label="stage", interactive=False, elem_id="stage")
             progress = gr.Textbox(
@@ -138,8 +137,8 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
                 max_lines=8,
                 elem_id="instruction",
             )
-            apply = session.gate.button(gr, "Apply instruction", elem_id="apply")
-            notice = gr.Textbox(label="message", interactive=False, elem_id="notice")
+            apply = session.gate.button(gr, "Apply instruction", answers=True, elem_id="apply")
+            notice = session.gate.message.box.render()
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
             # examples the bundled pack holds references for; they fill plain text boxes (a
@@ -329,33 +328,6 @@ def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
         upload=upload,
         upload_preview=upload_preview,
     )
-
-
-def clear_notice_on_other_actions(gr: Any, blocks: Any, view: RunView) -> None:
-    """A message answers one action: any other button empties the message box, at once
-    and in the browser (Stop and Apply write their own message there).
-
-    Gradio's page runs the handlers of one click one after the other, each awaited to its
-    end, a streamed run included. Registered after the views, the emptying of a Start or
-    Roll-back click would run only once that run had ended, and wipe the "stopping now"
-    its Stop had written; so these handlers are moved ahead of every other one."""
-    own = {view.stop._id, view.apply._id}
-    before = set(blocks.fns)
-    for block in list(blocks.blocks.values()):
-        if isinstance(block, gr.Button) and block._id not in own:
-            block.click(
-                None, None, view.notice, js="() => ''", queue=False, api_name=False, **QUIET
-            )
-    _run_first(blocks.fns, [i for i in blocks.fns if i not in before])
-
-
-def _run_first(fns: dict[int, Any], first: list[int]) -> None:
-    """Put the handlers ``first`` ahead of the others in ``fns`` (Gradio's handlers by
-    id, in the order the page runs a trigger's handlers); the same dict, changed in
-    place, every id kept."""
-    rest = [i for i in fns if i not in set(first)]
-    for i in rest:
-        fns[i] = fns.pop(i)
 
 
 def _number(gr: Any, name: str, label: str, limits: Any = None, **extra: Any) -> Any:

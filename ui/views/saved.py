@@ -49,10 +49,12 @@ def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) ->
                 elem_id="saved",
                 scale=4,
             )
-            refresh_btn = gr.Button("Refresh", elem_id="refresh", scale=1)
-        open_btn = gr.Button("Open", elem_id="open")
+            refresh_btn = session.gate.plain(gr, "Refresh", elem_id="refresh", scale=1)
+        open_btn = session.gate.plain(gr, "Open", elem_id="open")
     with gr.Row():
-        download_btn = gr.Button("Download the run (zip) and its HTML report", elem_id="download")
+        download_btn = session.gate.plain(
+            gr, "Download the run (zip) and its HTML report", elem_id="download"
+        )
         files = gr.File(label="downloads", file_count="multiple", elem_id="files")
     outputs = display.outputs()
 

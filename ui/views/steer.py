@@ -17,8 +17,8 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
         with gr.Row():
             round_pick = gr.Number(0, precision=0, minimum=0, label="round", elem_id="round")
             cand_pick = gr.Number(0, precision=0, minimum=0, label="candidate", elem_id="candidate")
-            show_btn = gr.Button("Show round", elem_id="show")
             gate = session.gate
+            show_btn = gate.plain(gr, "Show round", elem_id="show")
             branch_btn = gate.button(gr, "Roll back: a new run from this round", elem_id="branch")
             accept_btn = gate.button(gr, "Accept candidate by hand", elem_id="accept")
             reject_btn = gate.button(gr, "Reject round by hand", elem_id="reject")
