@@ -75,7 +75,8 @@ def test_intervals_equal_scipy_on_each_resample(name, n):
         if (a == a[0]).all() or (b == b[0]).all():
             continue
         values.append(SCIPY[name](a, b)[0])
-    assert len(values) < 400 or n > 9  # the case of a constant resample was met
+    if n == 9:  # few pairs: the case of a constant resample was met
+        assert len(values) < 400
     want = np.percentile(values, [2.5, 97.5])
     assert got == pytest.approx(tuple(want), abs=1e-12)
     if name == "kendall":  # divided as scipy divides: the same bits
