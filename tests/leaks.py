@@ -33,6 +33,29 @@ SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", ".h
 # how long a child process that is ending may take to end
 GRACE_S = float(os.environ.get("REFINE_LEAK_GRACE_S", "10"))
 _OWNER = False  # this process made the session folder (the run's first process)
+# work a test handed on to finish while the next tests run (closing a server: see
+# tests/ui/clients.py close_later), waited for, GRACE_S each, before the session's check
+_FINISHING: list = []
+
+
+def finish_later(work, *args, **kwargs) -> None:
+    """Run ``work(*args, **kwargs)`` on a thread of its own; the session's end waits for it
+    before it looks for what was left running."""
+    import threading
+
+    thread = threading.Thread(target=work, args=args, kwargs=kwargs, daemon=True)
+    thread.start()
+    _FINISHING.append(thread)
+
+
+def _wait_for_finishing() -> list[str]:
+    late = []
+    while _FINISHING:
+        thread = _FINISHING.pop()
+        thread.join(GRACE_S)
+        if thread.is_alive():
+            late.append(f"work handed on by a test did not end in {GRACE_S:g} s: {thread!r}")
+    return late
 
 
 def session_folder() -> Path:
@@ -165,9 +188,11 @@ def listening() -> set[tuple[str, int]]:
     time per read here and made this check, run twice a test, 6.5 % of the suite's CPU
     time; asking the process's own few sockets takes well under a millisecond.
 
-    Each socket is asked through a duplicate of its descriptor; the duplicate shares the
-    socket's flags, which Python may change when it wraps it (a default timeout makes it
-    non-blocking), so they are put back."""
+    Each socket is asked through a duplicate of its descriptor, which stays open while it
+    is asked, so a socket that another thread closes meanwhile (a server closed in the
+    background) is asked all the same or skipped, never confused with a descriptor
+    reused since. The duplicate shares the socket's flags, which Python may change when it
+    wraps it (a default timeout makes it non-blocking), so they are put back through it."""
     import errno
     import fcntl
     import socket
@@ -176,34 +201,30 @@ def listening() -> set[tuple[str, int]]:
     fds = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd"
     found = set()
     for name in os.listdir(fds):
-        fd = int(name)
         try:
-            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
-                continue
-            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+            copy = os.dup(int(name))
         except OSError as err:
             if err.errno == errno.EBADF:
                 continue  # closed since the listing (the listing's own descriptor too)
             raise
-        copy = os.dup(fd)
         try:
+            if not stat.S_ISSOCK(os.fstat(copy).st_mode):
+                continue
+            flags = fcntl.fcntl(copy, fcntl.F_GETFL)
             sock = socket.socket(fileno=copy)
-        except OSError as err:
-            os.close(copy)
-            if err.errno in (errno.EBADF, errno.ENOTSOCK):
-                continue  # closed and reused since the listing
-            raise
-        try:
-            if sock.type == socket.SOCK_STREAM and sock.family in (
-                socket.AF_INET,
-                socket.AF_INET6,
-            ):
-                if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
-                    found.add(tuple(sock.getsockname()[:2]))
+            try:
+                if sock.type == socket.SOCK_STREAM and sock.family in (
+                    socket.AF_INET,
+                    socket.AF_INET6,
+                ):
+                    if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                        found.add(tuple(sock.getsockname()[:2]))
+            finally:
+                sock.detach()  # the duplicate stays open until below
+                if fcntl.fcntl(copy, fcntl.F_GETFL) != flags:
+                    fcntl.fcntl(copy, fcntl.F_SETFL, flags)
         finally:
-            sock.close()
-            if fcntl.fcntl(fd, fcntl.F_GETFL) != flags:
-                fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+            os.close(copy)
     return found
 
 
@@ -282,7 +303,8 @@ def nothing_left_running():
     """Torn down after every other fixture of the session: then no child process and no
     listening socket of this process's tests may remain."""
     yield
-    found = _WATCH.processes_and_ports() if _WATCH is not None else []
+    found = _wait_for_finishing()
+    found += _WATCH.processes_and_ports() if _WATCH is not None else []
     if found:
         pytest.fail("left behind by the tests:\n" + "\n".join(found), pytrace=False)
 

@@ -26,12 +26,15 @@ def images(run_dir) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(run_dir.glob("*.png"))}
 
 
-def run_twice(world, backends, options, tmp_path, **settings):
+def run_twice(world, backends, options, tmp_path, delay_s=(0.0, 0.0), **settings):
+    """The run one candidate after the other, then at once; each API answer delayed by
+    ``delay_s[parallel]``."""
     import os
 
     out = {}
     for parallel in (False, True):
         world.busy[:] = [0, 0]
+        world.delay_s = delay_s[parallel]
         refiner = Refiner("gemini", backends, options, parallel=parallel)
         # each run starts from an empty answer cache: the instruction writer is asked alike
         before = os.environ["REFINE_CACHE_DIR"]
@@ -46,9 +49,19 @@ def run_twice(world, backends, options, tmp_path, **settings):
 
 
 def test_candidates_at_once_make_the_same_record(world, backends, options, tmp_path):
-    world.delay_s = 0.1  # every API answer takes a while, so calls overlap when they can
+    # every API answer takes a while, so calls overlap when they can: 0.1 s at once, where
+    # the 3 chains must be seen overlapping; 0.02 s one after the other, where any overlap
+    # would still be seen (its 40-odd calls at 0.1 s were 3.5 s of this test's 4.7 s)
     runs = run_twice(
-        world, backends, options, tmp_path, rounds=2, candidates=3, target=1.0, max_drift=2.0
+        world,
+        backends,
+        options,
+        tmp_path,
+        delay_s=(0.02, 0.1),
+        rounds=2,
+        candidates=3,
+        target=1.0,
+        max_drift=2.0,
     )
     (seq, seq_dir, seq_busy), (par, par_dir, par_busy) = runs[False], runs[True]
     assert seq.status == par.status == "finished" and len(par.rounds) == 3

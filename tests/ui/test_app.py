@@ -10,8 +10,9 @@ from dataclasses import fields
 import pytest
 
 from refine.service import RunService
+from tests.ui.clients import served
 from ui.adapters import TABLE_HEADERS
-from ui.app import build_app, launch
+from ui.app import build_app
 
 CAIRE = TABLE_HEADERS.index("CAIRE 1-5 ↑")
 LANGUAGES = TABLE_HEADERS.index("SoS / languages ↑")
@@ -40,15 +41,42 @@ def start_args(
     return (act, "Iran", rounds, 1.0, seed, candidates, 2.0, pause, None, *extras)
 
 
+@pytest.fixture(scope="module")
+def launched_app(gemini_env, siglip_path, tmp_path_factory):
+    """One app for a module's tests: building and launching one for each test was 0.3 to
+    0.5 s a test (Gradio builds its web app four times on the way)."""
+    from tests.conftest import loop_backends, loop_options
+
+    out = tmp_path_factory.mktemp("app")
+    service = RunService(
+        "gemini", out=out, backends=loop_backends(siglip_path), backend_options=loop_options()
+    )
+    demo = build_app(service, "test profile")
+    with served(demo) as url:
+        yield url, service
+
+
 @pytest.fixture
-def app_url(world, backends, options, tmp_path):
+def app_url(launched_app, world):
+    """The module's app (its --out holds the runs of the module's earlier tests), with no
+    run going when the test begins; a run the test left going is stopped at its end."""
+    url, service = launched_app
+    assert not service.busy, "a run of an earlier test is still going"
+    yield launched_app
+    job = service.job
+    if job is not None and service.busy:
+        job.stop()
+        job.join(60)
+        assert not service.busy, "the run the test left going did not stop"
+
+
+@pytest.fixture
+def own_app_url(world, backends, options, tmp_path):
+    """An app of the test's own, for a test that counts what --out holds."""
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "test profile")
-    try:  # closed whatever happens, so that no server is left listening
-        url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
+    with served(demo) as url:
         yield url, service
-    finally:
-        demo.close()
 
 
 def test_full_run_streams_rounds_then_opens_saved(app_url):
@@ -236,8 +264,7 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
     }
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=keyless)
     demo = build_app(service, "no key")
-    url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
-    try:
+    with served(demo) as url:
         from gradio_client.exceptions import AppError
 
         client = app_client(url)
@@ -257,8 +284,6 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
         assert len(str(err.value)) < 250 and not service.busy and service.job is None
         with pytest.raises(Exception, match="is not a run of this app"):  # still answering
             client.predict("/nowhere", api_name="/open")
-    finally:
-        demo.close()
 
 
 def _rounds_on_record(service) -> int:
@@ -280,11 +305,12 @@ def test_cancelling_a_run_stops_it_and_keeps_its_rounds(app_url, world):
     url, service = app_url
     world.edit_delay_s = 0.5
     client = app_client(url)
+    earlier = service.job  # an earlier test's run, in the module's app
     job = client.submit(*start_args(6, candidates=1), api_name="/start")
     deadline = time.monotonic() + 120
     # run.json is written when the run starts, before its first round: wait for round 0
     # on record, so the cancel cannot land before any round (seen once in CI)
-    while not _rounds_on_record(service):
+    while service.job is earlier or not _rounds_on_record(service):
         assert time.monotonic() < deadline, "round 0 never landed"
         time.sleep(0.1)
     job.cancel()
@@ -364,16 +390,13 @@ def test_out_of_gpu_memory_is_advice_in_the_app(world, backends, options, tmp_pa
         instances={"generator": FullGpu()},
     )
     demo = build_app(service, "full GPU")
-    url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
-    try:
+    with served(demo) as url:
         client = app_client(url)
         out = client.predict(*start_args(1), api_name="/start")
         assert out[0].startswith("error: out of GPU memory: use the 'small-gpu' profile")
         assert "Tried to allocate 2.00 GiB" in out[0] and not service.busy
         again = client.predict(*start_args(1), api_name="/start")  # the app still takes runs
         assert again[0].startswith("error: out of GPU memory")
-    finally:
-        demo.close()
 
 
 def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
@@ -382,12 +405,12 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     from tests.integration.test_caire_kb import folder_source
     from tests.ui.clients import app_client
 
-    embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
-    kb = KnowledgeBase.open_or_create(tmp_path / "kb", embedder.id)
-    kb.add(read_source(folder_source(tmp_path)), embedder)
     url, service = app_url
+    embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
+    kb = KnowledgeBase.open_or_create(service.out / "kb", embedder.id)  # inside --out
+    kb.add(read_source(folder_source(tmp_path)), embedder)
     client = app_client(url)
-    caire = ("Turkey, India", str(tmp_path / "kb"), "", "", False)
+    caire = ("Turkey, India", str(service.out / "kb"), "", "", False)
     out = client.predict(*start_args(1, extras=caire), api_name="/start")
     assert out[0] == "finished"
     rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
@@ -396,20 +419,21 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     assert rows[0][CAIRE].endswith("); reads more as Turkey (4/5) than Iran (2/5)")
     assert rows[1][CAIRE].startswith("Iran 5 \u00b7 Turkey 2 \u00b7 India 1 (kb, linked to ")
     assert chart_series(out[2])["CAIRE Iran (0-1)"] == [0.25, 1.0]
-    bad_kb = ("Turkey", str(tmp_path), "", "", False)
+    bad_kb = ("Turkey", str(service.out), "", "", False)
     with pytest.raises(Exception, match="CAIRE knowledge base: .*not a knowledge base"):
         client.predict(*start_args(1, extras=bad_kb), api_name="/start")
     assert not service.busy
 
 
-def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path):
+def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world):
     from tests.fakes.gemini_world import build_activity_bank
     from tests.ui.clients import app_client
 
     url, service = app_url
-    build_activity_bank(world, service.refiner().backends, tmp_path / "bank")
+    bank = service.out / "bank"  # inside --out
+    build_activity_bank(world, service.refiner().backends, bank)
     client = app_client(url)
-    languages = ("", "", "fr", str(tmp_path / "bank"), True)
+    languages = ("", "", "fr", str(bank), True)
     out = client.predict(*start_args(1, extras=languages), api_name="/start")
     assert out[0] == "finished"
     run = service.open(out[7])
@@ -438,12 +462,12 @@ def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world, tmp_path)
     (item,) = shown[8]
     caption = item["caption"] if isinstance(item, dict) else item[1]
     assert caption.startswith("round 0, fr: SoS ")
-    bad_bank = ("", "", "fr", str(tmp_path), False)
+    bad_bank = ("", "", "fr", str(service.out), False)
     with pytest.raises(Exception, match="SoS bank: .*not an SoS bank"):
         client.predict(*start_args(1, extras=bad_bank), api_name="/start")
 
 
-def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path):
+def test_references_built_reviewed_and_used_in_the_app(app_url, world):
     """An activity the pack lacks: Build asks the profile's language models (two proposers,
     one refiner) once, keeps the result inside --out, shows it for review; a reviewed
     change is saved and the next run uses it."""
@@ -475,8 +499,8 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path)
     }
     # kept for this visitor's runs (an API client: its session), not in the shared folder
     me = f"session:{client.session_hash}"
-    assert not list((tmp_path / "references").glob("*.json"))
-    kept = list((tmp_path / "references" / "visitors").glob("*/*.json"))
+    assert not list((service.out / "references").glob("*.json"))
+    kept = list((service.out / "references" / "visitors").glob("*/*.json"))
     assert len(kept) == 1 and "nowruz" in kept[0].name
     assert kept[0].parent == service.visitor_references_dir(me)
     assert references_note(service, act, "Iran")[1]  # another visitor has none yet
@@ -506,7 +530,7 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path)
     assert run.references.stereotypes == ["flying carpets", "desert backdrop"]
     assert run.references.source.startswith("reviewed in the app")
     # bad input is an error naming it; nothing is written
-    before = sorted(str(p) for p in (tmp_path / "references").rglob("*"))
+    before = sorted(str(p) for p in (service.out / "references").rglob("*"))
     wrong = {"headers": ["dimension", "phrase"], "data": [*rows, ["colour", "red"]]}
     with pytest.raises(AppError, match="row 10: 'colour' is not one of setting, objects, "):
         client.predict(act, "Iran", wrong, api_name="/save_references")
@@ -518,15 +542,15 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world, tmp_path)
     many = {"headers": ["dimension", "phrase"], "data": [["objects", "x"]] * 501}
     with pytest.raises(AppError, match="a table of at most 500 rows"):
         client.predict(act, "Iran", many, api_name="/save_references")
-    assert sorted(str(p) for p in (tmp_path / "references").rglob("*")) == before
+    assert sorted(str(p) for p in (service.out / "references").rglob("*")) == before
     assert len(world.refs_asked) == 4
 
 
-def test_saved_runs_as_thumbnails(app_url):
+def test_saved_runs_as_thumbnails(own_app_url):
     """/runs lists the saved runs newest first, each with its best image as a thumbnail."""
     from tests.ui.clients import app_client
 
-    url, service = app_url
+    url, service = own_app_url
     client = app_client(url)
     for seed in (1, 2):
         client.submit(*start_args(0, seed=seed, candidates=1), api_name="/start").result(

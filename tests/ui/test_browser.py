@@ -11,7 +11,8 @@ import pytest
 
 from refine.service import RunService
 from tests.fakes.gemini_world import GREEN, RED
-from ui.app import build_app, launch, launch_options
+from tests.ui.clients import served
+from ui.app import build_app, launch_options
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [
@@ -40,14 +41,7 @@ def chromium():
 def page(chromium, world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "test profile: the fake Gemini world")
-    try:  # closed whatever happens, so that no server is left listening
-        url = launch(
-            demo,
-            block=False,
-            server_name="127.0.0.1",
-            quiet=True,
-            **launch_options(tmp_path),
-        )
+    with served(demo, **launch_options(tmp_path)) as url:
         context = chromium.new_context(viewport={"width": 1400, "height": 1300})
         try:
             pg = context.new_page()
@@ -56,8 +50,6 @@ def page(chromium, world, backends, options, tmp_path):
             yield pg, service
         finally:
             context.close()
-    finally:
-        demo.close()
 
 
 def fill(pg, elem_id: str, value: str) -> None:

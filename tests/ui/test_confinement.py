@@ -11,30 +11,55 @@ import zipfile
 import pytest
 
 from refine.service import RunService
+from tests.ui.clients import served
 from tests.ui.test_app import start_args
-from ui.app import build_app, launch
+from ui.app import build_app
+
+
+@pytest.fixture(scope="module")
+def launched(gemini_env, siglip_path, tmp_path_factory):
+    """One app and one finished run for the module's probes: each test checks that its
+    probes change nothing, and what a test makes for itself (a copied or crafted run, a
+    secret, pictures) has a name of its own. Launching an app and making a run for each
+    test was 6 s of this module's 13 s."""
+    from tests.conftest import in_world, loop_backends, loop_options
+    from tests.ui.clients import app_client
+
+    base = tmp_path_factory.mktemp("confinement")
+    out = base / "out"
+    out.mkdir()
+    service = RunService(
+        "gemini", out=out, backends=loop_backends(siglip_path), backend_options=loop_options()
+    )
+    demo = build_app(service, "test profile")
+    with served(demo) as url:
+        client = app_client(url)
+        with in_world(gemini_env):
+            client.predict(*start_args(1), api_name="/start")
+        yield client, service, service.job.run_dir, base
 
 
 @pytest.fixture
-def app(world, backends, options, tmp_path):
-    from tests.ui.clients import app_client
-
-    out = tmp_path / "out"
-    out.mkdir()
-    service = RunService("gemini", out=out, backends=backends, backend_options=options)
-    demo = build_app(service, "test profile")
-    try:  # closed whatever happens, so that no server is left listening
-        url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
-        client = app_client(url)
-        client.predict(*start_args(1), api_name="/start")
-        yield client, service, service.job.run_dir, tmp_path
-    finally:
-        demo.close()
+def app(launched, world):
+    """The module's app and run, and the folder holding --out (``out``), where a test
+    may put what lies outside --out."""
+    client, service, run_dir, base = launched
+    assert not service.busy and service.job.run_dir == run_dir
+    return launched
 
 
-def secret(tmp_path):
+def beside_out(base) -> dict[str, bytes]:
+    """What lies beside --out, and its bytes."""
+    return {
+        str(p.relative_to(base)): p.read_bytes() if p.is_file() else b""
+        for p in base.rglob("*")
+        if p.relative_to(base).parts[0] != "out"
+    }
+
+
+def secret(base):
     """A file outside --out that no probe may read or change."""
-    path = tmp_path / "secret.txt"
+    path = base / "secret.txt"
     path.write_text("API_KEY=do-not-leak")
     os.utime(path, (1_000_000_000, 1_000_000_000))
     return path
@@ -45,10 +70,10 @@ def untouched(path):
 
 
 def test_paths_outside_out_are_refused(app):
-    client, service, run_dir, tmp_path = app
-    s = secret(tmp_path)
+    client, service, run_dir, base = app
+    s = secret(base)
     # a copy of a real run, outside --out
-    outside = tmp_path / "elsewhere"
+    outside = base / "elsewhere"
     shutil.copytree(run_dir, outside)
     before = (outside / "run.json").read_text()
     for probe in (str(outside), "../elsewhere", str(run_dir / ".." / ".." / "elsewhere"), "/etc"):
@@ -64,8 +89,8 @@ def test_paths_outside_out_are_refused(app):
 
 
 def test_a_crafted_record_cannot_name_files_outside_its_folder(app):
-    client, service, run_dir, tmp_path = app
-    s = secret(tmp_path)
+    client, service, run_dir, base = app
+    s = secret(base)
     record = json.loads((run_dir / "run.json").read_text())
     record["rounds"][0]["candidates"][0]["image"] = "../../secret.txt"
     crafted = run_dir.parent / "crafted"
@@ -77,8 +102,8 @@ def test_a_crafted_record_cannot_name_files_outside_its_folder(app):
 
 
 def test_links_inside_a_run_folder_are_not_followed(app):
-    client, service, run_dir, tmp_path = app
-    s = secret(tmp_path)
+    client, service, run_dir, base = app
+    s = secret(base)
     linked = run_dir.parent / "linked"
     shutil.copytree(run_dir, linked)
     run = service.open(linked)
@@ -94,9 +119,11 @@ def test_links_inside_a_run_folder_are_not_followed(app):
     (run_dir.parent / "alias").symlink_to(run_dir)
     with pytest.raises(Exception, match="is not a run of this app"):
         client.predict("alias", api_name="/open")
-    # a good run's zip holds only its own regular files
-    (run_dir / "notes.txt").symlink_to(s)
-    archive, _ = client.predict(run_dir.name, api_name="/download")
+    # a good run's zip holds only its own regular files (a copy of the module's run)
+    good = run_dir.parent / "good"
+    shutil.copytree(run_dir, good, symlinks=True)
+    (good / "notes.txt").symlink_to(s)
+    archive, _ = client.predict("good", api_name="/download")
     names = zipfile.ZipFile(archive).namelist()
     assert "notes.txt" not in names and "run.json" in names
     assert all(b"do-not-leak" not in zipfile.ZipFile(archive).read(n) for n in names)
@@ -104,12 +131,12 @@ def test_links_inside_a_run_folder_are_not_followed(app):
 
 
 def test_start_reads_knowledge_bases_banks_and_images_from_inside_only(app, kb_dir):
-    client, service, run_dir, tmp_path = app
+    client, service, run_dir, base = app
     # kb_dir is a real knowledge base, but outside --out: refused before anything runs
     outside_kb = ("Turkey", str(kb_dir), "", "", False)
     with pytest.raises(Exception, match="is not a CAIRE knowledge base inside this app"):
         client.predict(*start_args(1, extras=outside_kb), api_name="/start")
-    for bank in ("/etc", "../elsewhere", str(tmp_path)):
+    for bank in ("/etc", "../elsewhere", str(base)):
         extras = ("", "", "fr", bank, False)
         with pytest.raises(Exception, match="is not a SoS bank inside this app"):
             client.predict(*start_args(1, extras=extras), api_name="/start")
@@ -118,7 +145,7 @@ def test_start_reads_knowledge_bases_banks_and_images_from_inside_only(app, kb_d
     import httpx
     from PIL import Image
 
-    s = tmp_path / "not-uploaded.png"
+    s = base / "not-uploaded.png"
     Image.new("RGB", (8, 8)).save(s)
     data = list(start_args(1))
     data[8] = {"path": str(s), "meta": {"_type": "gradio.FileData"}}
@@ -129,7 +156,7 @@ def test_start_reads_knowledge_bases_banks_and_images_from_inside_only(app, kb_d
 
 
 def test_round_and_candidate_numbers_must_be_numbers(app):
-    client, service, run_dir, tmp_path = app
+    client, service, run_dir, base = app
     before = (run_dir / "run.json").read_text()
     for bad in ("1; rm -rf /", "nan", None):
         with pytest.raises(Exception):  # noqa: B017 - Gradio's or the app's refusal
@@ -147,14 +174,15 @@ def test_references_named_to_climb_out_stay_inside(app):
 
     from ui.app import references_note
 
-    client, service, _, tmp_path = app
-    s = secret(tmp_path)
+    client, service, _, base = app
+    s = secret(base)
+    beside = beside_out(base)
     body = {"headers": ["dimension", "phrase"], "data": [["objects", "Sabzeh sprouts"]]}
     note = client.predict("../../../secret", "../..", body, api_name="/save_references")
     assert "references saved" in note
-    written = [p for p in (tmp_path / "out" / "references").rglob("*") if p.is_file()]
+    written = [p for p in (base / "out" / "references").rglob("*") if p.is_file()]
     assert len(written) == 1 and ".." not in written[0].name
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "secret.txt"]
+    assert beside_out(base) == beside  # nothing written beside --out
     for act, ctry in (("tea\x00time", "Iran"), ("x" * 121, "Iran"), ("tea", "Ir\x07an")):
         with pytest.raises(AppError, match="printable text of at most 120 characters"):
             client.predict(act, ctry, body, api_name="/save_references")
@@ -164,7 +192,7 @@ def test_references_named_to_climb_out_stay_inside(app):
         assert "printable text of at most 120" in note and missing is False
     # a hostile table: too many rows, a row of three cells, a phrase with a control
     # character; nothing is written
-    before = sorted(p.name for p in (tmp_path / "out" / "references").rglob("*"))
+    before = sorted(p.name for p in (base / "out" / "references").rglob("*"))
     for table, match in (
         ([["objects", "x" * 100]] * 501, "a table of at most 500 rows"),
         ([["objects", "tea", "pot"]], "a dimension and a phrase|columns|header"),
@@ -173,7 +201,7 @@ def test_references_named_to_climb_out_stay_inside(app):
         with pytest.raises(AppError, match=match):
             body = {"headers": ["dimension", "phrase"], "data": table}
             client.predict("tea", "Iran", body, api_name="/save_references")
-    after = sorted(p.name for p in (tmp_path / "out" / "references").rglob("*"))
+    after = sorted(p.name for p in (base / "out" / "references").rglob("*"))
     assert after == before
     # markup in a name is shown as text, never as HTML
     note, _ = references_note(service, "<img src=x onerror=alert(1)>", "Iran")
@@ -184,16 +212,16 @@ def test_references_named_to_climb_out_stay_inside(app):
 def test_rating_probes_stay_inside_out(app):
     """The Rate view: sets outside --out, images not in the set, bad raters and answers
     are refused, write nothing, and a run of the app can be rated."""
-    client, service, run_dir, tmp_path = app
-    s = secret(tmp_path)
-    (tmp_path / "pics").mkdir()
+    client, service, run_dir, base = app
+    s = secret(base)
+    (base / "pics").mkdir()
     from PIL import Image
 
-    Image.new("RGB", (8, 8), (1, 2, 3)).save(tmp_path / "pics" / "a.png")
-    for where in (str(tmp_path / "pics"), "../pics", "/etc", str(s)):
+    Image.new("RGB", (8, 8), (1, 2, 3)).save(base / "pics" / "a.png")
+    for where in (str(base / "pics"), "../pics", "/etc", str(s)):
         with pytest.raises(Exception, match="not a rating set inside this app's folder"):
             client.predict(where, "ana", api_name="/rate_begin")
-    assert not (tmp_path / "pics" / "ratings.jsonl").exists()
+    assert not (base / "pics" / "ratings.jsonl").exists()
     run_id = run_dir.name
     first = client.predict(run_id, "ana", api_name="/rate_begin")
     assert first[0].startswith("0 of 3 rated by ana")  # round 0, round 1 two candidates

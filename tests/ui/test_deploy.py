@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.ui.clients import served
 from tests.ui.test_app import start_args
 from ui import deploy
-from ui.app import launch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,16 +102,13 @@ def test_the_space_app_runs_from_the_environment_alone(world, siglip_path, tmp_p
     }
     deployment = deploy.from_env(env)
     demo = deploy.build(deployment)
-    url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
-    try:
+    with served(demo) as url:
         fields = {c["props"].get("elem_id"): c["props"] for c in demo.config["components"]}
         assert fields["rounds"]["maximum"] == 1 and fields["candidates"]["maximum"] == 2
         assert "lost when the demo restarts" in fields["status"]["value"]
         out = app_client(url).predict(*start_args(1), api_name="/start")
         assert out[0] == "finished"
         assert (tmp_path / "runs").is_dir() and list((tmp_path / "runs").rglob("run.json"))
-    finally:
-        demo.close()
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,9 @@ import pytest
 
 from refine import settings
 from refine.service import RunService
+from tests.ui.clients import served
 from tests.ui.test_app import start_args
-from ui.app import build_app, launch
+from ui.app import build_app
 from ui.limits import Limits
 
 
@@ -16,11 +17,8 @@ from ui.limits import Limits
 def limited(world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "limited", Limits(rounds=3, candidates=2, run_calls=12))
-    try:  # closed whatever happens, so that no server is left listening
-        url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
+    with served(demo) as url:
         yield url, service, demo
-    finally:
-        demo.close()
 
 
 def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
@@ -115,8 +113,7 @@ def test_a_stop_during_a_round_of_many_candidates_ends_the_run_at_once(
 
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "many candidates", Limits(candidates=60))
-    url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
-    try:
+    with served(demo) as url:
         client = app_client(url)
         world.edit_delay_s = 1.5
         job = client.submit(*start_args(3, candidates=60), api_name="/start")
@@ -149,8 +146,6 @@ def test_a_stop_during_a_round_of_many_candidates_ends_the_run_at_once(
         for c in stopped.candidates:
             assert (service.job.run_dir / c.image).is_file() and c.scores.faith is not None
         assert took < 10, f"the stop took {took:.1f} s"
-    finally:
-        demo.close()
 
 
 def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited):

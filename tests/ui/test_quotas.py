@@ -9,8 +9,9 @@ import pytest
 
 from refine.service import RunService
 from tests.e2e.test_cli_run import cli
+from tests.ui.clients import served
 from tests.ui.test_app import start_args
-from ui.app import build_app, launch
+from ui.app import build_app
 from ui.quotas import LEDGER, QuotaExceeded, Quotas, client_address
 
 
@@ -92,11 +93,8 @@ def test_the_forwarded_address_is_read_only_behind_a_trusted_proxy():
 def quota_app(world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "quotas", quotas=Quotas(tmp_path, runs_per_hour=1), trust_proxy=True)
-    try:  # closed whatever happens, so that no server is left listening
-        url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
+    with served(demo) as url:
         yield url, tmp_path
-    finally:
-        demo.close()
 
 
 def test_a_visitor_over_quota_is_refused_and_another_is_not(quota_app):

@@ -14,8 +14,9 @@ from PIL import Image
 
 from refine.service import RunService
 from tests.fakes.tiny_models import build_tiny_sd
+from tests.ui.clients import served
 from tests.ui.test_app import start_args
-from ui.app import build_app, launch
+from ui.app import build_app
 
 
 @pytest.fixture
@@ -33,11 +34,8 @@ def app(world, siglip_path, tmp_path):
     out = tmp_path / "out"
     service = RunService("gemini", out=out, backends=backends, backend_options=options)
     demo = build_app(service, "test profile")
-    try:  # closed whatever happens, so that no server is left listening
-        url = launch(demo, block=False, server_name="127.0.0.1", quiet=True)
+    with served(demo) as url:
         yield app_client(url), service
-    finally:
-        demo.close()
 
 
 @pytest.mark.slow

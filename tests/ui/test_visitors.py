@@ -10,8 +10,14 @@ import zipfile
 import pytest
 
 from refine.service import NOT_YOURS, RunService, visitor_hash
-from tests.ui.test_app import app_url, start_args  # noqa: F401 (a fixture)
-from ui.app import build_app, launch
+from tests.ui.clients import served
+from tests.ui.test_app import (  # noqa: F401 (fixtures)
+    app_url,
+    launched_app,
+    own_app_url,
+    start_args,
+)
+from ui.app import build_app
 from ui.visitors import new_token, visitor_id
 
 
@@ -128,14 +134,7 @@ def test_a_user_name_is_one_visitor_across_sessions(world, backends, options, tm
 
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "with auth")
-    url = launch(
-        demo,
-        block=False,
-        server_name="127.0.0.1",
-        quiet=True,
-        auth=[("ana", "pw-ana"), ("ben", "pw-ben")],
-    )
-    try:
+    with served(demo, auth=[("ana", "pw-ana"), ("ben", "pw-ben")]) as url:
         first = app_client(url, auth=("ana", "pw-ana"))
         first.predict(*start_args(1, seed=43, candidates=1), api_name="/start")
         run_dir = service.job.run_dir
@@ -147,8 +146,6 @@ def test_a_user_name_is_one_visitor_across_sessions(world, backends, options, tm
         assert again.session_hash != first.session_hash
         out = again.predict(str(run_dir), 1, 0, api_name="/accept")
         assert out[0] == "round 1: accepted by hand (candidate 0)"
-    finally:
-        demo.close()
 
 
 def test_rater_names_belong_to_the_visitor_who_took_them(app_url, tmp_path):  # noqa: F811
@@ -276,14 +273,14 @@ def test_reviewed_references_stay_with_their_visitor_unless_admin(tmp_path):
     assert service.find_references(act, "Iran", "user:ben").activity == act  # shared now
 
 
-def test_the_rate_view_lists_the_sets_a_visitor_may_rate(app_url):  # noqa: F811
+def test_the_rate_view_lists_the_sets_a_visitor_may_rate(own_app_url):  # noqa: F811
     """The Rate view's list (filled when it opens): the visitor's own runs, never another
     visitor's, the batch and bench folders and the folders of images inside --out, newest
     first; tunes and hidden folders are left out; a listed set opens for rating."""
     from tests.fakes.gemini_server import png_bytes
     from tests.ui.clients import app_client
 
-    url, service = app_url
+    url, service = own_app_url
     ana, ben = app_client(url), app_client(url)
     ana.predict(*start_args(0, candidates=1), api_name="/start")
     ana_run = service.job.run_dir.relative_to(service.out).as_posix()
