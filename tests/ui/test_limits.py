@@ -13,12 +13,29 @@ from ui.app import build_app
 from ui.limits import Limits
 
 
-@pytest.fixture
-def limited(world, backends, options, tmp_path):
-    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+@pytest.fixture(scope="module")
+def launched_limited(gemini_env, siglip_path, tmp_path_factory):
+    """One limited app for the module's tests (a test that refuses a start checks that no
+    run was added to those of the tests before it)."""
+    from tests.conftest import loop_backends, loop_options
+
+    out = tmp_path_factory.mktemp("limited")
+    service = RunService(
+        "gemini", out=out, backends=loop_backends(siglip_path), backend_options=loop_options()
+    )
     demo = build_app(service, "limited", Limits(rounds=3, candidates=2, run_calls=12))
     with served(demo) as url:
         yield url, service, demo
+
+
+@pytest.fixture
+def limited(launched_limited, world):
+    assert not launched_limited[1].busy
+    return launched_limited
+
+
+def runs_in(service) -> set:
+    return set(service.out.rglob("run.json"))
 
 
 def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
@@ -28,6 +45,7 @@ def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
 
     url, service, demo = limited
     client = app_client(url)
+    runs = runs_in(service)
     for args, match in (
         (start_args(100_000), "rounds|maximum"),
         (start_args(4), "rounds|maximum"),
@@ -36,7 +54,7 @@ def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
     ):
         with pytest.raises(AppError, match=match):
             client.predict(*args, api_name="/start")
-    assert not service.busy and not list(service.out.rglob("run.json"))
+    assert not service.busy and runs_in(service) == runs
     # the handler itself refuses too (a client that gets past the form's maximum)
     handler = next(fn.fn for fn in demo.fns.values() if getattr(fn, "api_name", None) == "start")
     with pytest.raises(Exception, match=r"rounds: 4 is above this app's limit of 3 editing"):
@@ -157,6 +175,7 @@ def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited):
 
     url, service, demo = limited
     client = app_client(url)
+    runs = runs_in(service)
     handler = next(fn.fn for fn in demo.fns.values() if getattr(fn, "api_name", None) == "start")
 
     class Request:
@@ -173,4 +192,4 @@ def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited):
         refusal = "(greater|less) than (maximum|minimum) value|has raised an exception"
         with pytest.raises(AppError, match=refusal):
             client.predict(*args, api_name="/start")
-        assert not service.busy and not list(service.out.rglob("run.json")), value
+        assert not service.busy and runs_in(service) == runs, value

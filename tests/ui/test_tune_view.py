@@ -100,16 +100,19 @@ def test_count_tune_and_compare(app, world):
         client.predict("lots", api_name="/tune_count")
 
 
-def test_the_tune_view_is_on_where_the_generator_can_be_tuned(app):
+def test_the_tune_view_is_on_where_the_generator_can_be_tuned(siglip_path, tmp_path):
     """On a profile with a diffusers generator every control of the Tune view is on, and
     nothing says tuning is off. Its buttons act as the visitor, so they are drawn disabled
-    and the page's load event, once it has read the visitor's token, turns them on."""
-    client, service = app
-    config = client.config
+    and the page's load event, once it has read the visitor's token, turns them on. (The
+    page's configuration as built: the one the server sends, unlaunched.)"""
+    sd = build_tiny_sd(tmp_path / "models")
+    backends = {"image_embedder": f"siglip:{siglip_path}", "generator": f"diffusers:{sd}"}
+    service = RunService("gemini", out=tmp_path / "out", backends=backends)
+    demo = build_app(service, "test profile")
+    config = demo.config
     props = {c.get("props", {}).get("elem_id"): c.get("props", {}) for c in config["components"]}
     assert "tune-off" not in props
     assert props["tune-steps"].get("interactive") is not False
-    demo = build_app(service, "test profile")
     (visit,) = [f for f in demo.fns.values() if f.name == "on_visit"]
     made = visit.fn(None)
     after = {
