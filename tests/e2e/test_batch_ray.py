@@ -23,12 +23,14 @@ from tests.e2e.test_cli_run import env
 
 pytestmark = pytest.mark.slow  # Ray: a cluster of worker processes
 
-ray = pytest.importorskip("ray")
 ACT, COUNTRY = "people eating food at home", "Iran"
 
 
 @pytest.fixture(scope="module")
 def cluster():
+    # imported here, not as the module is collected: a run of the fast tests, which
+    # leaves these out, would import Ray in each worker for nothing
+    ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
