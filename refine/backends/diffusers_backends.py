@@ -267,8 +267,19 @@ EDIT_PIPELINES: dict[str, dict[str, Any]] = {
     },
     "FluxKontextPipeline": {"num_inference_steps": 28, "guidance_scale": 2.5},
     "Flux2KleinPipeline": {"num_inference_steps": 4},
-    "QwenImageEditPipeline": {"num_inference_steps": 40, "true_cfg_scale": 4.0},
-    "QwenImageEditPlusPipeline": {"num_inference_steps": 40, "true_cfg_scale": 4.0},
+    # true classifier-free guidance needs a negative prompt as well: given only the scale,
+    # diffusers turns guidance off with a logged warning (``do_true_cfg`` wants both), and
+    # every edit ran at guidance 1. " " is the negative prompt of the models' own examples
+    "QwenImageEditPipeline": {
+        "num_inference_steps": 40,
+        "true_cfg_scale": 4.0,
+        "negative_prompt": " ",
+    },
+    "QwenImageEditPlusPipeline": {
+        "num_inference_steps": 40,
+        "true_cfg_scale": 4.0,
+        "negative_prompt": " ",
+    },
 }
 # pipelines that accept a working size and round it to this multiple
 SIZED_EDITS = {"FluxKontextPipeline": 16, "Flux2KleinPipeline": 16}
@@ -343,7 +354,12 @@ def _edit_batch(
 
     def call(gens: list[Any], extra: dict[str, Any]) -> list[Image.Image]:
         n = len(gens)
-        result = pipe(prompt=[instruction] * n, image=[source] * n, generator=gens, **args, **extra)
+        given = dict(args)
+        if isinstance(given.get("negative_prompt"), str):  # one per image, as the prompts
+            given["negative_prompt"] = [given["negative_prompt"]] * n
+        result = pipe(
+            prompt=[instruction] * n, image=[source] * n, generator=gens, **given, **extra
+        )
         return list(result.images)
 
     made = _in_batches(model, seeds, call, progress, steps, notes)

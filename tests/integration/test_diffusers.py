@@ -269,3 +269,44 @@ def test_a_stop_ends_a_pipeline_between_denoising_steps(tiny_dir):
     assert steps == [1, 2]
     with usage.stop_on(threading.Event()):  # no stop asked: the whole call
         assert len(g.generate("x", seeds=[0])) == 1
+
+
+def test_every_edit_pipeline_is_called_with_what_it_takes():
+    """Each pipeline's call arguments are parameters of that pipeline in the installed
+    diffusers, and a pipeline asked for true classifier-free guidance also gets the
+    negative prompt without which diffusers turns that guidance off (Qwen-Image-Edit ran
+    at guidance 1)."""
+    import inspect
+
+    import diffusers
+
+    from refine.backends.diffusers_backends import EDIT_PIPELINES
+
+    for name, args in EDIT_PIPELINES.items():
+        taken = inspect.signature(getattr(diffusers, name).__call__).parameters
+        assert set(args) <= set(taken), (name, set(args) - set(taken))
+        if args.get("true_cfg_scale", 1.0) > 1.0:
+            assert args.get("negative_prompt") is not None, name
+    assert EDIT_PIPELINES["QwenImageEditPlusPipeline"]["negative_prompt"] == " "
+
+
+def test_an_edit_batch_gives_the_negative_prompt_once_per_image():
+    """The negative prompt goes with each image of a batch, as the instruction does."""
+    from types import SimpleNamespace
+
+    from refine.backends.diffusers_backends import EDIT_PIPELINES, _edit_batch
+
+    calls = []
+
+    def pipe(**kw):
+        calls.append(kw)
+        return SimpleNamespace(images=[Image.new("RGB", (8, 8))] * len(kw["prompt"]))
+
+    args = dict(EDIT_PIPELINES["QwenImageEditPipeline"])
+    made = _edit_batch(
+        "qwen", pipe, Image.new("RGB", (8, 8)), "add tea", [1, 2, 3], args, None, 2, []
+    )
+    assert len(made) == 3
+    (kw,) = calls
+    assert kw["prompt"] == ["add tea"] * 3 and kw["negative_prompt"] == [" "] * 3
+    assert kw["true_cfg_scale"] == 4.0 and args["negative_prompt"] == " "  # the table kept
