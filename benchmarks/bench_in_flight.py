@@ -7,7 +7,10 @@ their mean while any was in flight.
 The real bench and batch code and google-genai client run against the test suite's
 stand-in Gemini server, every answer delayed by ``--latency`` seconds; the embedders are
 the real MiniLM and a tiny SigLIP on this machine's CPU. A first prompt (not timed) loads
-the models and fills the caches every later prompt shares.
+the models and fills the caches every later prompt shares. Each timed job starts cold for
+the judge, as a new process does: whether its model gives log-probabilities is forgotten,
+so the job's first judgement finds out and the others wait for that answer (the first
+wave; image quality is judged too, as by default).
 
 Usage: python benchmarks/bench_in_flight.py [--latency 2] [--prompts 12]
 """
@@ -61,6 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("REFINE_CACHE_DIR", tempfile.mkdtemp(prefix="bench-flight-"))
 
+    from refine.backends import judging
     from refine.harness.tasks.batch import open_batch, run_batch
     from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
     from refine.loop.refiner import Refiner
@@ -126,6 +130,17 @@ def main(argv: list[str] | None = None) -> None:
 
             bench(prompts[:1], 1, "warm-bench")
             batch(1, 1, "warm-batch", 0)
+
+            def cold(job):
+                """``job`` with the judge's model not yet known to give log-probabilities."""
+
+                def run():
+                    judging._HAS_LOGPROBS.clear()
+                    judging._NO_LOGPROBS.clear()
+                    return job()
+
+                return run
+
             world.delay_s = args.latency
             print(f"stand-in API {args.latency:g} s per answer; {n} cells at {n} workers")
             print(
@@ -140,8 +155,8 @@ def main(argv: list[str] | None = None) -> None:
                 ),
                 ("batch", lambda: batch(1, 1, "one-run", 100), lambda: batch(n, n, "n-runs", 200)),
             ):
-                w1, _, c1 = one()
-                wn, flight, cn = many()
+                w1, _, c1 = cold(one)()
+                wn, flight, cn = cold(many)()
                 ratio = wn / w1
                 met = "met" if ratio <= 1.5 else "not met"
                 print(

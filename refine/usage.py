@@ -208,6 +208,24 @@ def inherited(ctx: tuple[Any, ...]) -> Iterator[None]:
         _local.stack, _local.deadline, _local.stop = saved
 
 
+def at_once(one: Callable[[Any], T], items: Any, workers: int) -> list[T]:
+    """``one(item)`` for every item, in order: up to ``workers`` at once, each on a worker
+    thread under the caller's :func:`context` (an API backend's several calls)."""
+    items = list(items)
+    if len(items) < 2 or workers < 2:
+        return [one(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    ctx = context()
+
+    def call(item: Any) -> T:
+        with inherited(ctx):
+            return one(item)
+
+    with ThreadPoolExecutor(min(len(items), workers)) as pool:
+        return list(pool.map(call, items))
+
+
 def add(total: dict[str, dict[str, int]], part: dict[str, dict[str, int]]) -> None:
     """``total += part``, per model and field."""
     for model, row in part.items():

@@ -8,15 +8,10 @@ Before a run spends anything, :meth:`GeminiClient.check_model` asks the API whet
 model exists and can generate content; an unknown or retired model is reported with the
 models the API offers for that role.
 
-The judge reads the first answer token's log-probabilities when the model gives them
-(``judge_mode="logprobs"``). Many models answer such a request with HTTP 400 "Logprobs is
-not enabled"; with ``judge_mode="auto"`` (the default) that answer is remembered for the
-model for the life of the process and the judge samples instead: ``samples`` answers (k
-calls at temperature 1, one seed each, structured output restricted to the answer tokens),
-whose frequencies are the distribution (``judge_mode="sampled"`` always does this). Every
-result names its method, and a sampled rating carries the standard error of its expectation
-(the sample standard deviation over sqrt(k)); a yes-probability p from k samples has
-standard error sqrt(p (1 - p) / k).
+The judge reads answer probabilities from the first answer tokens' log-probabilities, or
+from k sampled answers when the model gives none: :mod:`refine.backends.judging`, shared
+with the other API judges. Gemini models that give none answer such a request with HTTP
+400 "Logprobs is not enabled".
 
 The API key comes from ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; ``GOOGLE_GEMINI_BASE_URL``
 points the client at another endpoint. Calls time out, and 408/429/5xx answers and
@@ -30,7 +25,6 @@ from __future__ import annotations
 
 import io
 import logging
-import math
 import os
 import random
 import threading
@@ -39,10 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from metrics.quality import AmbiguousRating, rating_distribution
 from refine import usage
 from refine.backends.imports import require
-from refine.backends.protocols import Rating
+from refine.backends.judging import (
+    LogprobsUnavailable,
+    ProbabilityJudge,
+    check_judge_options,
+)
 from refine.backends.structured import (
     ask_with_repair,
     clean_descriptors,
@@ -73,13 +70,6 @@ class GeminiError(RuntimeError):
         super().__init__(message)
         self.code = code
         self.detail = detail
-
-
-# models that answered that they give no log-probabilities (for the life of the process)
-_NO_LOGPROBS: set[str] = set()
-_HAS_LOGPROBS: set[str] = set()  # models that answered with log-probabilities
-_PROBE = threading.Lock()  # one thread finds out which a model is
-JUDGE_MODES = ("auto", "logprobs", "sampled")
 
 
 def logprobs_unavailable(err: GeminiError) -> bool:
@@ -385,19 +375,7 @@ class _GeminiBackend:
     def _each(self, seeds: Sequence[int], one: Any) -> list[Any]:
         """``one(seed)`` for every seed, in seed order: up to ``concurrency`` requests at
         once (each on a worker thread that keeps the caller's usage and deadline)."""
-
-        if len(seeds) < 2 or self.concurrency < 2:
-            return [one(seed) for seed in seeds]
-        from concurrent.futures import ThreadPoolExecutor
-
-        ctx = usage.context()
-
-        def call(seed: int) -> Any:
-            with usage.inherited(ctx):
-                return one(seed)
-
-        with ThreadPoolExecutor(min(len(seeds), self.concurrency)) as pool:
-            return list(pool.map(call, seeds))
+        return usage.at_once(one, seeds, self.concurrency)
 
     def verify(self) -> None:
         """The key is set and the API offers this model for this role (no paid call)."""
@@ -501,14 +479,9 @@ class GeminiObserver(GeminiLanguageModel):
         return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
 
 
-# turns an answer's positions (most likely tokens and their log-probabilities) and the
-# tokens chosen into the answers' distribution (None: it cannot, the judge samples)
-Reader = Callable[[list[dict[str, float]], list[str]], "list[float] | None"]
-
-
-class GeminiJudge(_GeminiBackend):
+class GeminiJudge(ProbabilityJudge, _GeminiBackend):
     """Answer probabilities: from the first answer token's log-probabilities, or from k
-    sampled answers when the model gives none (see the module docstring)."""
+    sampled answers when the model gives none (see :mod:`refine.backends.judging`)."""
 
     role = "judge"
     top_logprobs = 20
@@ -527,10 +500,7 @@ class GeminiJudge(_GeminiBackend):
         turn it off (then the limit is lifted and the first answer token is read). Gemini 3
         models take ``thinking_level`` (minimal, low, ...) instead, which replaces the
         budget. ``judge_mode`` is auto, logprobs or sampled; ``samples`` is k."""
-        if judge_mode not in JUDGE_MODES:
-            raise ValueError(f"judge_mode {judge_mode!r}: use one of {', '.join(JUDGE_MODES)}")
-        if not isinstance(samples, int) or samples < 2:
-            raise ValueError(f"samples must be an integer of at least 2, got {samples!r}")
+        check_judge_options(judge_mode, samples)
         super().__init__(model, **kw)
         self.thinking_budget = None if thinking_level else thinking_budget
         self.thinking_level = thinking_level
@@ -546,24 +516,11 @@ class GeminiJudge(_GeminiBackend):
             return types.ThinkingConfig(thinking_budget=self.thinking_budget)
         return None
 
-    @property
-    def sampling(self) -> bool:
-        return self.judge_mode == "sampled" or (
-            self.judge_mode == "auto" and self.model in _NO_LOGPROBS
-        )
-
-    @property
-    def method(self) -> str:
-        """How this judge reads probabilities now: ``logprobs`` or ``sampled k=N``."""
-        return f"sampled k={self.samples}" if self.sampling else "logprobs"
-
     def info(self) -> dict[str, str]:
         return {**super().info(), "judge_mode": self.judge_mode, "method": self.method}
 
-    def _first_token_logprobs(
-        self, image: Image.Image, text: str, purpose: str
-    ) -> dict[str, float]:
-        return self._answer_logprobs(image, text, purpose)[0][0]
+    def _error(self, message: str) -> Exception:
+        return GeminiError(message)
 
     def _answer_logprobs(
         self, image: Image.Image, text: str, purpose: str
@@ -579,7 +536,12 @@ class GeminiJudge(_GeminiBackend):
             logprobs=self.top_logprobs,
             thinking_config=self._thinking(),
         )
-        response = self.gemini.generate(self.model, [_image_part(image), text], config, purpose)
+        try:
+            response = self.gemini.generate(self.model, [_image_part(image), text], config, purpose)
+        except GeminiError as err:
+            if logprobs_unavailable(err):
+                raise LogprobsUnavailable(str(err), err) from err
+            raise
         result = response.candidates[0].logprobs_result
         if result is None or not result.top_candidates:
             raise GeminiError(
@@ -597,10 +559,9 @@ class GeminiJudge(_GeminiBackend):
         chosen = [(c.token or "").strip() for c in result.chosen_candidates or []]
         return positions, chosen
 
-    def _sampled(
-        self, image: Image.Image, text: str, answers: Sequence[str], purpose: str
-    ) -> list[float]:
-        """The frequencies of ``samples`` answers restricted to ``answers``."""
+    def _sample_answer(
+        self, image: Image.Image, text: str, answers: Sequence[str], seed: int, purpose: str
+    ) -> str:
         import json
 
         from google.genai import types
@@ -610,181 +571,15 @@ class GeminiJudge(_GeminiBackend):
             "properties": {"answer": {"type": "string", "enum": list(answers)}},
             "required": ["answer"],
         }
-        thinking = self._thinking()
-        counts = dict.fromkeys(answers, 0)
-        for seed in range(self.samples):
-            config = types.GenerateContentConfig(
-                temperature=1.0,
-                seed=seed,
-                response_mime_type="application/json",
-                response_json_schema=schema,
-                thinking_config=thinking,
-            )
-            response = self.gemini.generate(
-                self.model, [_image_part(image), text], config, f"{purpose}_sampled"
-            )
-            try:
-                answer = str(json.loads(_text(response))["answer"]).strip()
-            except (ValueError, KeyError, TypeError):
-                answer = ""
-            matched = next((a for a in answers if a.casefold() == answer.casefold()), None)
-            if matched is None:
-                raise GeminiError(
-                    f"{self.model}: a sampled answer {answer[:40]!r} is none of {list(answers)}"
-                )
-            counts[matched] += 1
-        return [counts[a] / self.samples for a in answers]
-
-    def _probabilities(
-        self,
-        image: Image.Image,
-        text: str,
-        answers: Sequence[str],
-        purpose: str,
-        read: Reader | None = None,
-    ) -> list[float]:
-        """The answers' distribution: by log-probabilities where the model gives them
-        (``read`` turns the answer's positions into it; by default the first token's), else
-        by sampling."""
-        got = self._by_logprobs_first(image, text, answers, purpose, read)
-        return got if got is not None else self._sampled(image, text, answers, purpose)
-
-    def _by_logprobs_first(self, image, text, answers, purpose, read) -> list[float] | None:
-        if self.sampling:
-            return None
-        if self.judge_mode == "auto" and self.model not in _HAS_LOGPROBS:
-            # until the model is known to give log-probabilities or not, one thread asks
-            # at a time: candidates judged at once send what one by one would
-            with _PROBE:
-                if self.sampling:
-                    return None
-                return self._by_logprobs(image, text, answers, purpose, read)
-        return self._by_logprobs(image, text, answers, purpose, read)
-
-    def _by_logprobs(
-        self,
-        image: Image.Image,
-        text: str,
-        answers: Sequence[str],
-        purpose: str,
-        read: Reader | None = None,
-    ) -> list[float] | None:
-        """The answers' distribution from the answer's log-probabilities; None when the
-        model gives none and the judge is in ``auto`` mode (it samples from then on)."""
+        config = types.GenerateContentConfig(
+            temperature=1.0,
+            seed=seed,
+            response_mime_type="application/json",
+            response_json_schema=schema,
+            thinking_config=self._thinking(),
+        )
+        response = self.gemini.generate(self.model, [_image_part(image), text], config, purpose)
         try:
-            positions, chosen = self._answer_logprobs(image, text, purpose)
-        except GeminiError as err:
-            if self.judge_mode != "auto" or not logprobs_unavailable(err):
-                raise
-            _NO_LOGPROBS.add(self.model)
-            log.warning(
-                "%s gives no log-probabilities; judging by %d sampled answers from now on",
-                self.model,
-                self.samples,
-            )
-            return None
-        _HAS_LOGPROBS.add(self.model)
-        if read is not None:
-            return read(positions, chosen)
-        lp = positions[0]
-        if answers == ("Yes", "No"):
-            lp = _merge_case(lp, answers)
-        return self._distribution(lp, answers)
-
-    def _distribution(self, logprobs: dict[str, float], answers: Sequence[str]) -> list[float]:
-        found = {a: logprobs[a] for a in answers if a in logprobs}
-        if not found:
-            top = ", ".join(list(logprobs)[:8]) or "none"
-            raise GeminiError(
-                f"{self.model}: none of the answer tokens {list(answers)} is among the most "
-                f"likely first tokens ({top})"
-            )
-        peak = max(found.values())
-        weights = [math.exp(found[a] - peak) if a in found else 0.0 for a in answers]
-        total = sum(weights)
-        return [w / total for w in weights]
-
-    def yes_probability(
-        self, images: Sequence[Image.Image], questions: Sequence[str]
-    ) -> list[float]:
-        _check_pairs(images, questions)
-
-        def one(k: int) -> float:
-            prompt = f'{questions[k]} Please answer "Yes" or "No".'
-            return self._probabilities(images[k], prompt, ("Yes", "No"), "judge_yes")[0]
-
-        # several pairs: up to ``concurrency`` requests at once, answers in order
-        return self._each(range(len(images)), one)
-
-    def rate(self, images: Sequence[Image.Image], prompts: Sequence[str]) -> list[Rating]:
-        _check_pairs(images, prompts)
-
-        def one(k: int) -> Rating:
-            dist = self._probabilities(
-                images[k], prompts[k], ("1", "2", "3", "4", "5"), "judge_rate"
-            )
-            if self.sampling:
-                return Rating(tuple(dist), self.method, _rating_stderr(dist, self.samples))
-            return Rating(tuple(dist))
-
-        return self._each(range(len(images)), one)
-
-    def rate_scale(
-        self, images: Sequence[Image.Image], prompts: Sequence[str], low: int, high: int
-    ) -> list[Rating]:
-        """A ``low``..``high`` rating distribution per (image, prompt): from the first
-        answer token's log-probabilities (see :func:`metrics.quality.rating_distribution`;
-        "10" written as "1" then "0" is split by the second position when the answer began
-        with "1"), else, or when "1" cannot be told from "10", from k sampled answers."""
-
-        _check_pairs(images, prompts)
-        answers = tuple(str(v) for v in range(low, high + 1))
-
-        def read(positions: list[dict[str, float]], chosen: list[str]) -> list[float] | None:
-            ten = None
-            if len(positions) > 1 and chosen[:1] == ["1"]:
-                after = positions[1]
-                zero = after.get("0")
-                ten = 0.0 if zero is None else math.exp(zero)
-            try:
-                return rating_distribution(positions[0], low, high, ten)
-            except AmbiguousRating as err:
-                log.info("%s: %s; this rating is sampled", self.model, err)
-                return None
-            except ValueError as err:
-                raise GeminiError(f"{self.model}: {err}") from None
-
-        def one(k: int) -> Rating:
-            dist = self._by_logprobs_first(images[k], prompts[k], answers, "judge_scale", read)
-            if dist is not None:
-                return Rating(tuple(dist), low=low)
-            dist = self._sampled(images[k], prompts[k], answers, "judge_scale")
-            method = f"sampled k={self.samples}"
-            return Rating(tuple(dist), method, _rating_stderr(dist, self.samples), low)
-
-        return self._each(range(len(images)), one)
-
-
-def _rating_stderr(dist: Sequence[float], k: int) -> float:
-    """Standard error of the mean rating of k samples with frequencies ``dist``."""
-    mean = sum((i + 1) * p for i, p in enumerate(dist))
-    var = sum(p * ((i + 1) - mean) ** 2 for i, p in enumerate(dist))  # of the sample
-    return math.sqrt(var / (k - 1)) if k > 1 else float("nan")
-
-
-def _merge_case(logprobs: dict[str, float], answers: Sequence[str]) -> dict[str, float]:
-    """Pool "yes"/"Yes"/"YES" into "Yes" (log-sum-exp of their log-probabilities)."""
-    merged: dict[str, float] = {}
-    for token, lp in logprobs.items():
-        for answer in answers:
-            if token.lower() == answer.lower():
-                prev = merged.get(answer)
-                merged[answer] = (
-                    lp if prev is None else max(prev, lp) + math.log1p(math.exp(-abs(prev - lp)))
-                )
-    return merged
-
-
-def _check_pairs(images: Sequence[Any], texts: Sequence[str]) -> None:
-    if len(images) != len(texts):
-        raise ValueError(f"{len(images)} images but {len(texts)} questions")
+            return str(json.loads(_text(response))["answer"]).strip()
+        except (ValueError, KeyError, TypeError):
+            return ""

@@ -134,6 +134,20 @@ for _role, _cls, _example, _what in (
         _example,
     )
 
+for _role, _cls, _what in (
+    ("observer", "OpenAIObserver", "descriptor listing"),
+    ("judge", "OpenAIJudge", "yes-probability and 1-5 ratings"),
+    ("llm", "OpenAILanguageModel", "JSON answers"),
+):
+    register(
+        _role,
+        "openai",
+        f"refine.backends.openai_compat:{_cls}",
+        f"any OpenAI-compatible chat server (vLLM, SGLang, Ollama, OpenAI), {_what}; "
+        "OPENAI_BASE_URL or the role's base_url",
+        "openai:Qwen/Qwen3-VL-8B-Instruct",
+    )
+
 register(
     "generator",
     "diffusers",

@@ -6,7 +6,10 @@ fewer going is released after a minute with its count)."""
 from __future__ import annotations
 
 import json
+import threading
 
+from refine.backends import judging
+from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
 from tests.e2e.test_cli_run import cli
 from tests.golden.produce import ACTS, GENS
 
@@ -59,3 +62,49 @@ def test_a_batch_with_8_workers_has_8_requests_in_flight(gemini_env, world, sigl
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["summary"]["finished"] == WORKERS
     assert gemini_env.peak_in_flight >= WORKERS, gemini_env.peak_in_flight
+
+
+class CountingLock:
+    """A lock that counts the threads waiting for it."""
+
+    def __init__(self) -> None:
+        self._lock, self._count, self.waiting = threading.Lock(), threading.Lock(), 0
+
+    def __enter__(self) -> CountingLock:
+        with self._count:
+            self.waiting += 1
+        self._lock.acquire()
+        with self._count:
+            self.waiting -= 1
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._lock.release()
+
+
+def test_the_first_judgements_of_a_bench_go_out_together(
+    world, siglip_path, options, tmp_path, monkeypatch
+):
+    """A cold start (the judge's model not yet known to give log-probabilities): the first
+    judgement finds out alone while every other prompt's first judgement waits for its
+    answer (the stand-in holds that answer until they all wait); then they go out
+    together. They went one at a time, each holding the lock while it asked."""
+    monkeypatch.setattr(judging, "_HAS_LOGPROBS", set())
+    monkeypatch.setattr(judging, "_NO_LOGPROBS", set())
+    probe = CountingLock()
+    monkeypatch.setattr(judging, "_probe_lock", lambda key: probe)
+    wave = 12  # prompts, one image each, and workers
+    prompts = plan_prompts(["Iran", "India", "Nigeria", "USA"])[:wave]
+    assert len(prompts) == wave
+    world.hold_after_first = ("judge", wave)
+    world.first_held_until = lambda: probe.waiting >= wave - 1
+    plan = BenchPlan(
+        generators=[GENS[0]],
+        prompts=prompts,
+        images_per_prompt=1,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+    )
+    run_bench(plan, tmp_path / "bench", backend_options=options, workers=wave)
+    assert not world._held[2], world.held_peak  # nothing was given up on
+    # the judgements that waited for the first answer, in flight at once
+    assert world.held_peak >= wave - 1, world.held_peak

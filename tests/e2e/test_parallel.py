@@ -125,7 +125,7 @@ def test_a_judge_without_log_probabilities_is_found_out_once(
 ):
     """Candidates judged at once ask a model without log-probabilities once, as one by one
     would: the same record, usage (requests sent) included."""
-    from refine.backends import gemini
+    from refine.backends import judging
 
     world.no_logprobs = True
     # the request that finds out is slow, so that judgements at once would all be sent
@@ -134,8 +134,8 @@ def test_a_judge_without_log_probabilities_is_found_out_once(
     try:
         docs = {}
         for parallel in (False, True):
-            gemini._NO_LOGPROBS.clear()
-            gemini._HAS_LOGPROBS.clear()
+            judging._NO_LOGPROBS.clear()
+            judging._HAS_LOGPROBS.clear()
             # each run starts from an empty answer cache: the instruction writer is asked
             # alike (in a fresh process the first run alone asked it)
             monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / f"cache-{parallel}"))
@@ -155,4 +155,4 @@ def test_a_judge_without_log_probabilities_is_found_out_once(
             "sampled"
         )
     finally:
-        gemini._NO_LOGPROBS.clear()
+        judging._NO_LOGPROBS.clear()

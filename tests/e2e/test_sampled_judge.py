@@ -8,6 +8,7 @@ import math
 import pytest
 
 import refine.backends.gemini as gemini
+import refine.backends.judging as judging
 from refine.loop.refiner import Refiner
 from tests.fakes.gemini_world import CULTURE, GREEN, RATING, RED, sampled_rating
 
@@ -18,9 +19,9 @@ K = 8
 @pytest.fixture
 def no_logprobs(world):
     world.no_logprobs = True
-    gemini._NO_LOGPROBS.clear()
+    judging._NO_LOGPROBS.clear()
     yield world
-    gemini._NO_LOGPROBS.clear()  # other tests' judges read log-probabilities again
+    judging._NO_LOGPROBS.clear()  # other tests' judges read log-probabilities again
 
 
 def frequencies(peak: int) -> list[float]:
@@ -59,13 +60,13 @@ def test_logprobs_mode_does_not_fall_back(no_logprobs, backends, options, tmp_pa
     options = {**options, "judge": {**options["judge"], "judge_mode": "logprobs"}}
     with pytest.raises(gemini.GeminiError, match="Logprobs is not enabled"):
         Refiner("gemini", backends, options).run(ACT, COUNTRY, out=tmp_path, rounds=0)
-    assert not gemini._NO_LOGPROBS
+    assert not judging._NO_LOGPROBS
 
 
 def test_sampled_yes_probabilities_are_answer_frequencies(world, backends, options):
     from PIL import Image
 
-    gemini._NO_LOGPROBS.clear()
+    judging._NO_LOGPROBS.clear()
     judge = gemini.GeminiJudge("gemini-2.5-flash", judge_mode="sampled", samples=10, max_retries=0)
     red = Image.new("RGB", (8, 8), RED)
     assert judge.yes_probability([red], ["Does this image show hookahs?"]) == [0.9]

@@ -14,6 +14,7 @@ import math
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from tests.fakes.gemini_server import image_answer, png_bytes, text_answer
 
@@ -212,6 +213,48 @@ class World:
     # 10 (edited images then carry their edit count in their top-left pixel)
     degrade_after: int | None = None
     quality_asked: list[int] = field(default_factory=list)  # the peak quality of each ask
+    # (kind, n): the first request of that kind is answered at once, every later one is
+    # held until n - 1 of them are held together (given up after ``hold_give_up_s``, and
+    # answered at once from then on): calls that should go out together reach n - 1
+    # however loaded the machine, calls sent one at a time never do
+    hold_after_first: tuple[str, int] | None = None
+    # and the first is answered only once this holds (polled; given up on the same way):
+    # the state the client must be in while that first answer is awaited
+    first_held_until: Any = None
+    hold_give_up_s: float = 30.0
+    held_peak: int = 0  # the most later requests of that kind held at once
+    _held: list = field(default_factory=lambda: [0, 0, False])  # seen, held now, given up
+    _hold: threading.Condition = field(default_factory=threading.Condition)
+
+    def _hold_if_asked(self, kind: str) -> None:
+        if self.hold_after_first is None or kind != self.hold_after_first[0]:
+            return
+        n = self.hold_after_first[1]
+        with self._hold:
+            self._held[0] += 1
+            first = self._held[0] == 1
+        if first and self.first_held_until is not None:
+            import time
+
+            give_up = time.monotonic() + self.hold_give_up_s
+            while not self.first_held_until():
+                if time.monotonic() > give_up:
+                    with self._hold:
+                        self._held[2] = True
+                    break
+                time.sleep(0.01)
+        with self._hold:
+            if first or self._held[2]:
+                return
+            self._held[1] += 1
+            self.held_peak = max(self.held_peak, self._held[1])
+            self._hold.notify_all()
+            if not self._hold.wait_for(
+                lambda: self.held_peak >= n - 1 or self._held[2], timeout=self.hold_give_up_s
+            ):
+                self._held[2] = True
+                self._hold.notify_all()
+            self._held[1] -= 1
 
     def __call__(self, path: str, body: dict):
         with _BUSY:
@@ -238,6 +281,7 @@ class World:
         else:
             kind = "observe"
         self.log.append(kind)
+        self._hold_if_asked(kind)
         delay = self.delay_by_kind.get(kind, self.delay_s)
         if delay:
             import time

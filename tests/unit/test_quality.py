@@ -60,11 +60,11 @@ def test_sampled_rating_mean_and_standard_error():
 
 
 def test_the_gemini_judge_stderr_is_the_sampled_standard_error():
-    from refine.backends.gemini import _rating_stderr
+    from refine.backends.judging import rating_stderr
 
     answers = [7, 8, 8, 9, 6, 8, 7, 8]
     dist = [answers.count(v) / 8 for v in range(11)]
-    assert _rating_stderr(dist, 8) == pytest.approx(quality.sampled_rating(answers)[1])
+    assert rating_stderr(dist, 8) == pytest.approx(quality.sampled_rating(answers)[1])
 
 
 def test_viescore_takes_the_lower_rating():
