@@ -38,14 +38,10 @@ from refine.backends.imports import require
 from refine.backends.judging import (
     LogprobsUnavailable,
     ProbabilityJudge,
+    answer_schema,
     check_judge_options,
 )
-from refine.backends.structured import (
-    ask_with_repair,
-    clean_descriptors,
-    descriptor_schema,
-    observation_prompt,
-)
+from refine.backends.structured import ApiObserver, ask_with_repair
 from refine.usage import BudgetExhausted, abandonable, check_stop, sent, time_left
 from refine.usage import record as record_usage
 
@@ -451,32 +447,13 @@ class GeminiLanguageModel(_GeminiBackend):
         return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
 
 
-class GeminiObserver(GeminiLanguageModel):
-    """Lists the descriptors visible in an image, per dimension."""
+class GeminiObserver(ApiObserver, GeminiLanguageModel):
+    """Lists the descriptors visible in an image, per dimension (:class:`ApiObserver`)."""
 
     role = "observer"
 
-    def describe(
-        self, image: Image.Image, dimensions: Sequence[str], max_per_dimension: int = 10
-    ) -> dict[str, list[str]]:
-        schema = descriptor_schema(dimensions, max_per_dimension)
-        ask = self._ask_json([_image_part(image)], schema, "observe")
-        prompt = observation_prompt(dimensions, max_per_dimension)
-        answer = ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
-        return clean_descriptors(answer, dimensions, max_per_dimension)
-
-    def describe_many(
-        self, images: Sequence[Image.Image], dimensions: Sequence[str], max_per_dimension: int = 10
-    ) -> list[dict[str, list[str]]]:
-        """:meth:`describe` for several images, up to ``concurrency`` requests at once."""
-        return self._each(
-            range(len(images)), lambda k: self.describe(images[k], dimensions, max_per_dimension)
-        )
-
-    def ask_json(self, image: Image.Image, prompt: str, schema: type[T]) -> T:
-        """An answer about ``image`` validated against ``schema`` (a geo-tag, say)."""
-        ask = self._ask_json([_image_part(image)], schema, "ask")
-        return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
+    def _ask_about(self, image: Image.Image, schema: type[T], purpose: str):
+        return self._ask_json([_image_part(image)], schema, purpose)
 
 
 class GeminiJudge(ProbabilityJudge, _GeminiBackend):
@@ -566,11 +543,7 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
 
         from google.genai import types
 
-        schema = {
-            "type": "object",
-            "properties": {"answer": {"type": "string", "enum": list(answers)}},
-            "required": ["answer"],
-        }
+        schema = answer_schema(answers)
         config = types.GenerateContentConfig(
             temperature=1.0,
             seed=seed,

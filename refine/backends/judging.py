@@ -59,6 +59,15 @@ def _probe_lock(key: str) -> threading.Lock:
         return _PROBES.setdefault(key, threading.Lock())
 
 
+def answer_schema(answers: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema of a sampled judgement: one of ``answers``."""
+    return {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "enum": list(answers)}},
+        "required": ["answer"],
+    }
+
+
 def check_judge_options(judge_mode: str, samples: Any) -> None:
     if judge_mode not in JUDGE_MODES:
         raise ValueError(f"judge_mode {judge_mode!r}: use one of {', '.join(JUDGE_MODES)}")

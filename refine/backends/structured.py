@@ -125,3 +125,32 @@ def clean_descriptors(
 
     data = answer.model_dump()
     return {d: normalise_phrases(data.get(d, []))[:max_per_dimension] for d in dimensions}
+
+
+class ApiObserver:
+    """What an API observer does with a transport's ``_ask_about(image, schema, purpose)``
+    (a function of the prompt that returns the model's raw answer): list descriptors, for
+    one image or several at once (``_each``), and answer a schema about an image."""
+
+    id: str
+    max_repairs: int
+    _each: Callable
+    _ask_about: Callable
+
+    def describe(self, image, dimensions: Sequence[str], max_per_dimension: int = 10):
+        schema = descriptor_schema(dimensions, max_per_dimension)
+        ask = self._ask_about(image, schema, "observe")
+        prompt = observation_prompt(dimensions, max_per_dimension)
+        answer = ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
+        return clean_descriptors(answer, dimensions, max_per_dimension)
+
+    def describe_many(self, images: Sequence, dimensions: Sequence[str], max_per_dimension=10):
+        """:meth:`describe` for several images, up to ``concurrency`` requests at once."""
+        return self._each(
+            range(len(images)), lambda k: self.describe(images[k], dimensions, max_per_dimension)
+        )
+
+    def ask_json(self, image, prompt: str, schema: type[T]) -> T:
+        """An answer about ``image`` validated against ``schema`` (a geo-tag, say)."""
+        ask = self._ask_about(image, schema, "ask")
+        return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
