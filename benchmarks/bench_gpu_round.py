@@ -1,5 +1,6 @@
-"""What one refinement round costs on a GPU with the small-gpu profile's architectures, and
-the arithmetic that turns it into runs per GPU-hour (README, "Scaling").
+"""What one refinement round costs on a GPU with the architectures the small-gpu profile had
+until late 2026 (SD-Turbo, InstructPix2Pix, Qwen2.5-VL-3B), and the arithmetic that turns it
+into runs per GPU-hour (README, "Scaling"). ``bench_cpu_round.py`` reuses its pipelines.
 
 Every model is built from its real configuration with random weights (no download): an
 SD-Turbo-size generator (SD 2.1 UNet, 4 steps, 512 px), an InstructPix2Pix-size editor

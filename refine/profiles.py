@@ -24,6 +24,10 @@ class Profile:
     # the match threshold calibrated for this profile's observer, and where it comes from
     tau: float | None = None
     tau_source: str = ""
+    # the seconds an editing round takes where the profile is slow enough to say so (the cpu
+    # profile), and how that was measured
+    round_seconds: float | None = None
+    round_source: str = ""
 
     def backend(self, role: str) -> str:
         if role not in self.roles:
@@ -101,6 +105,13 @@ def load_profile(name_or_path: str) -> Profile:
             tau = check_tau(tau)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
+    round_seconds = data.get("round_seconds")
+    if round_seconds is not None and (
+        isinstance(round_seconds, bool)
+        or not isinstance(round_seconds, int | float)
+        or round_seconds <= 0
+    ):
+        raise ValueError(f"{path}: round_seconds must be a positive number of seconds")
     return Profile(
         path.stem,
         str(data.get("description", "")),
@@ -110,13 +121,15 @@ def load_profile(name_or_path: str) -> Profile:
         dict(refs),
         None if tau is None else float(tau),
         str(data.get("tau_source", "")),
+        None if round_seconds is None else float(round_seconds),
+        str(data.get("round_source", "")),
     )
 
 
 def choose_profile() -> tuple[str, str]:
     """The profile a front end should use when none is named, and a line saying why:
-    gemini with an API key, else local-gpu with a CUDA GPU, else gemini with a message
-    that nothing can run yet."""
+    gemini with an API key, else local-gpu with a CUDA GPU, else the cpu profile with the
+    time a round takes there."""
     import os
 
     if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
@@ -125,8 +138,23 @@ def choose_profile() -> tuple[str, str]:
     gpu = device.gpu_name()
     if gpu:
         return "local-gpu", f"GPU {gpu}: the local-gpu profile."
-    return "gemini", (
-        "No model can run here yet: set GEMINI_API_KEY (Google AI Studio) for the gemini "
-        "profile, or start the app on a machine with a CUDA GPU for local-gpu. Saved runs "
-        "can still be opened."
+    return "cpu", slow_notice(load_profile("cpu"), chosen_for_lack=True)
+
+
+def slow_notice(profile: Profile, chosen_for_lack: bool = False) -> str:
+    """What a visitor is told about a profile that runs on the processor (one with a
+    measured ``round_seconds``): the time a round takes and how to go faster;
+    ``chosen_for_lack``: it was picked because there is neither a GPU nor a key. Other
+    profiles are only named."""
+    if profile.round_seconds is None:
+        return f"profile: {profile.name}"
+    why = "no GPU and no API key were found, so " if chosen_for_lack else ""
+    expect = ""
+    if profile.round_seconds:
+        minutes = profile.round_seconds / 60
+        expect = f" Expect about {minutes:.0f} min an editing round ({profile.round_source})."
+    return (
+        f"CPU profile ({profile.name}): {why}the smallest current models run on this "
+        f"machine's processor.{expect} Set GEMINI_API_KEY (Google AI Studio) or "
+        "start the app on a machine with a CUDA GPU for rounds in seconds."
     )

@@ -96,9 +96,12 @@ def serve(
     """Serve the app (``refine app``); the profile is chosen from what can run unless given.
     ``admins``: user names that change the shared references and tune from every run;
     ``quotas``: runs per visitor per hour and calls per day (:mod:`ui.quotas`)."""
-    from refine.profiles import choose_profile
+    from refine.profiles import choose_profile, load_profile, slow_notice
 
-    profile, status = (profile, f"profile: {profile}") if profile else choose_profile()
+    if profile:
+        status = slow_notice(load_profile(profile))
+    else:
+        profile, status = choose_profile()
     if quotas is not None and quotas.describe():
         status += f" · quotas: {quotas.describe()}"
     Path(out).mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ variables and secrets, or a container's ``-e`` options), never from files in the
 variable                   meaning (default)
 =========================  ==========================================================
 ``GEMINI_API_KEY``         the API key (a Space secret); required by the gemini profile
-``REFINE_PROFILE``         gemini, local-gpu, small-gpu or a .toml path (gemini)
+``REFINE_PROFILE``         gemini, local-gpu, small-gpu, cpu, vllm or a .toml path (gemini)
 ``REFINE_OUT``             where runs are kept (``/data/runs`` when ``/data`` is
                            mounted and writable, else ``runs``: lost on restart)
 ``REFINE_MAX_ROUNDS``      editing rounds a visitor's run may ask for (10)
@@ -20,6 +20,9 @@ variable                   meaning (default)
                            whose proxy sets it; off elsewhere, where a client could forge it)
 ``REFINE_AUTH``            ``USER:PASS`` required to open the app (none)
 ``REFINE_ADMINS``          comma-separated user names that change the shared references
+``GRADIO_SERVER_NAME``     address to listen on (Gradio's own variable; before
+                           ``REFINE_HOST``)
+``GRADIO_SERVER_PORT``     port (Gradio's own variable; before ``PORT``)
 ``REFINE_HOST``            address to listen on (``0.0.0.0``)
 ``PORT``                   port (7860, as a Space expects)
 ``OAUTH_CLIENT_ID``        set by a Space with ``hf_oauth: true``: a Hugging Face login
@@ -28,13 +31,16 @@ variable                   meaning (default)
 
 A bad or missing value stops the start with one line naming the variable
 (:class:`DeployError`); ``python -m ui.deploy`` is the Space's and the container's entry.
+Where the app listens is decided the same way for ``refine app`` and a deployment
+(:func:`listen_address`): explicit options, then Gradio's variables, then ``REFINE_HOST`` and
+``PORT``, then the defaults.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +97,38 @@ def _number(env: Mapping[str, str], name: str, kind: type, default: Any) -> Any:
     except ValueError:
         what = "whole number" if kind is int else "number"
         raise DeployError(f"{name}={raw!r}: not a {what}") from None
+
+
+def listen_address(
+    env: Mapping[str, str] | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    default_host: str = "0.0.0.0",
+) -> tuple[str, int]:
+    """Where the app listens: ``host`` and ``port`` when given (command-line options), else
+    Gradio's ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``, else the deployment's
+    ``REFINE_HOST`` / ``PORT``, else ``default_host`` and 7860. A bad value is a
+    :class:`DeployError` naming its variable."""
+    env = os.environ if env is None else env
+    if host is None:
+        for name in ("GRADIO_SERVER_NAME", "REFINE_HOST"):
+            if env.get(name, "").strip():
+                host = env[name].strip()
+                if any(c.isspace() for c in host) or not host.isprintable():
+                    raise DeployError(f"{name}={host!r}: an address such as 0.0.0.0")
+                break
+        else:
+            host = default_host
+    if port is None:
+        for name in ("GRADIO_SERVER_PORT", "PORT"):
+            if env.get(name, "").strip():
+                port = _number(env, name, int, None)
+                if not 1 <= port <= 65535:
+                    raise DeployError(f"{name}={port}: a port from 1 to 65535")
+                break
+        else:
+            port = 7860
+    return host, port
 
 
 def _writable(path: Path) -> bool:
@@ -156,15 +194,13 @@ def from_env(env: Mapping[str, str] | None = None) -> Deployment:
         raise DeployError(f"REFINE_RUNS_PER_HOUR={runs_per_hour}: 0 (no limit) or more")
     if daily_calls is not None and daily_calls < 1:
         raise DeployError(f"REFINE_DAILY_CALLS={daily_calls}: 1 or more")
-    port = _number(env, "PORT", int, 7860)
-    if not 1 <= port <= 65535:
-        raise DeployError(f"PORT={port}: a port from 1 to 65535")
+    host, port = listen_address(env)
     return Deployment(
         profile=profile,
         out=out,
         persistent=persistent,
         limits=limits,
-        host=env.get("REFINE_HOST", "").strip() or "0.0.0.0",
+        host=host,
         port=port,
         auth=auth,
         admins=admins,
@@ -178,9 +214,14 @@ def from_env(env: Mapping[str, str] | None = None) -> Deployment:
     )
 
 
-def build(deployment: Deployment, **service_options: Any) -> Any:
+def build(
+    deployment: Deployment,
+    on_service: Callable[[Any], Any] | None = None,
+    **service_options: Any,
+) -> Any:
     """The app of a deployment (not launched); ``service_options`` go to the run service
-    (backend options)."""
+    (backend options); ``on_service`` is called with the service before the app is built
+    (a ZeroGPU Space loads its models there)."""
     from refine.service import RunService
     from ui.app import build_app
 
@@ -192,6 +233,8 @@ def build(deployment: Deployment, **service_options: Any) -> Any:
         admins=[f"user:{a}" for a in deployment.admins],
         **service_options,
     )
+    if on_service is not None:
+        on_service(service)
     return build_app(
         service,
         deployment.status(),
@@ -204,14 +247,18 @@ def build(deployment: Deployment, **service_options: Any) -> Any:
 
 def main(env: Mapping[str, str] | None = None) -> None:
     """Start the demo from the environment, or stop with one line saying what is missing."""
-    from ui.app import launch, launch_options
-
     try:
         deployment = from_env(env)
     except DeployError as err:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    demo = build(deployment)
+    serve(build(deployment), deployment)
+
+
+def serve(demo: Any, deployment: Deployment) -> None:
+    """Serve a deployment's app where it listens, until stopped."""
+    from ui.app import launch, launch_options
+
     launch(
         demo,
         server_name=deployment.host,

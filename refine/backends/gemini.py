@@ -1,7 +1,7 @@
 """Gemini backends for every role, through the google-genai client.
 
 * ``gemini:gemini-3.1-flash-image`` (Nano Banana 2) generates images and edits an input image;
-* ``gemini:gemini-3.5-flash`` (or another text model) observes (structured output), judges
+* ``gemini:gemini-3.8-flash`` (or another text model) observes (structured output), judges
   and answers JSON for the loop.
 
 Before a run spends anything, :meth:`GeminiClient.check_model` asks the API whether each named
@@ -55,7 +55,7 @@ T = TypeVar("T", bound="BaseModel")
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 DEFAULT_IMAGE_MODEL = "gemini-3.1-flash-image"  # Nano Banana 2
-DEFAULT_TEXT_MODEL = "gemini-3.5-flash"
+DEFAULT_TEXT_MODEL = "gemini-3.8-flash"  # GA 2026-09-02 (the API changelog)
 
 
 class GeminiError(RuntimeError):

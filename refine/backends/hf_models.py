@@ -2,9 +2,14 @@
 
 ``hf:<hub id or local path>`` names any chat model with a chat template:
 
-* an image-text-to-text model (Qwen2.5-VL, InternVL3-hf, LLaVA, ...) can observe (list the
-  descriptors in an image), judge (answer-token probabilities) and answer JSON prompts;
-* a text-only causal LM (Qwen2.5-Instruct, ...) answers JSON prompts (``llm`` role).
+* an image-text-to-text model (Qwen3-VL, Qwen3.5, Qwen2.5-VL, InternVL3-hf, LLaVA, ...) can
+  observe (list the descriptors in an image), judge (answer-token probabilities) and answer
+  JSON prompts;
+* a text-only causal LM (Qwen3, Qwen2.5-Instruct, ...) answers JSON prompts (``llm`` role).
+
+Models that think before they answer (Qwen3.5, Qwen3) are asked not to (their chat
+templates' ``enable_thinking=False``) unless ``thinking=True``: the judge reads the first
+answer token, and a thinking model's first token opens its reasoning instead.
 
 Generation is greedy (temperature 0) unless a temperature is given. Judge scores come from
 one forward pass: the logits at the last prompt position, restricted to the answer tokens
@@ -69,6 +74,7 @@ class HFModel:
         max_repairs: int = 2,
         batch_size: int = 8,
         max_image_side: int | None = 1024,
+        thinking: bool = False,
     ) -> None:
         if not model:
             raise ValueError("an hf: backend needs a model id or a local path")
@@ -86,6 +92,7 @@ class HFModel:
         self.batch_size = batch_size
         self.cut: list[bool] = []  # per answer of the last generate_texts: cut short
         self.max_image_side = max_image_side
+        self.thinking = bool(thinking)
         self.model: Any = None
         self.processor: Any = None  # the processor of a VLM, or the tokenizer of a text model
         self.is_vision = False
@@ -142,7 +149,7 @@ class HFModel:
         ):
             raise ValueError(
                 f"{name} has no chat template; use an instruct/chat model "
-                "(for example Qwen/Qwen2.5-VL-7B-Instruct)"
+                "(for example Qwen/Qwen3-VL-8B-Instruct)"
             )
         tokenizer.padding_side = "left"
         if tokenizer.pad_token is None:
@@ -161,7 +168,7 @@ class HFModel:
         if not self.is_vision:
             raise ValueError(
                 f"{self.model_name} is a text-only model and cannot {what}; use a vision-language "
-                "model such as hf:Qwen/Qwen2.5-VL-7B-Instruct"
+                "model such as hf:Qwen/Qwen3-VL-8B-Instruct"
             )
 
     # -- prompts -----------------------------------------------------------------------
@@ -182,8 +189,10 @@ class HFModel:
         else:
             content = text
         messages = [{"role": "user", "content": content}]
+        # enable_thinking is read by the templates of models that think (Qwen3, Qwen3.5)
+        # and ignored by the others
         return self.processor.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=False
+            messages, add_generation_prompt=True, tokenize=False, enable_thinking=self.thinking
         )
 
     def _encode(

@@ -122,9 +122,9 @@ register(
 for _role, _cls, _example, _what in (
     ("generator", "GeminiGenerator", "gemini:gemini-3.1-flash-image", "text-to-image"),
     ("editor", "GeminiEditor", "gemini:gemini-3.1-flash-image", "instruction-based editing"),
-    ("observer", "GeminiObserver", "gemini:gemini-3.5-flash", "descriptor listing"),
-    ("judge", "GeminiJudge", "gemini:gemini-3.5-flash", "yes-probability and 1-5 ratings"),
-    ("llm", "GeminiLanguageModel", "gemini:gemini-3.5-flash", "JSON answers"),
+    ("observer", "GeminiObserver", "gemini:gemini-3.8-flash", "descriptor listing"),
+    ("judge", "GeminiJudge", "gemini:gemini-3.8-flash", "yes-probability and 1-5 ratings"),
+    ("llm", "GeminiLanguageModel", "gemini:gemini-3.8-flash", "JSON answers"),
 ):
     register(
         _role,
@@ -171,15 +171,16 @@ register(
 )
 
 for _role, _cls, _example, _what in (
-    ("observer", "HFObserver", "hf:Qwen/Qwen2.5-VL-7B-Instruct", "descriptor listing"),
-    ("judge", "HFJudge", "hf:Qwen/Qwen2.5-VL-7B-Instruct", "yes-probability and 1-5 ratings"),
-    ("llm", "HFLanguageModel", "hf:Qwen/Qwen2.5-7B-Instruct", "JSON answers"),
+    ("observer", "HFObserver", "hf:Qwen/Qwen3-VL-8B-Instruct", "descriptor listing"),
+    ("judge", "HFJudge", "hf:Qwen/Qwen3-VL-8B-Instruct", "yes-probability and 1-5 ratings"),
+    ("llm", "HFLanguageModel", "hf:Qwen/Qwen3.5-0.8B", "JSON answers"),
 ):
     register(
         _role,
         "hf",
         f"refine.backends.hf_models:{_cls}",
-        f"transformers chat model, {_what} (Qwen2.5-VL, InternVL3-hf, LLaVA; text LMs for llm)",
+        f"transformers chat model, {_what} (Qwen3-VL, Qwen3.5, Qwen2.5-VL, InternVL3-hf, "
+        "LLaVA; text LMs for llm)",
         _example,
     )
 

@@ -149,11 +149,23 @@ def models_download_cmd(
 @app.command("app")
 def app_cmd(
     profile: str = typer.Option(
-        None, "--profile", help="Default: gemini with a key, else local-gpu."
+        None,
+        "--profile",
+        help="Default: gemini with a key, else local-gpu on a CUDA GPU, else cpu.",
     ),
     out: str = typer.Option("runs", "--out", help="Folder for run directories."),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to serve on."),
-    port: int = typer.Option(7860, "--port", min=1, max=65535),
+    host: str = typer.Option(
+        None,
+        "--host",
+        help="Address to serve on. Default: GRADIO_SERVER_NAME, else REFINE_HOST, else 127.0.0.1.",
+    ),
+    port: int = typer.Option(
+        None,
+        "--port",
+        min=1,
+        max=65535,
+        help="Default: GRADIO_SERVER_PORT, else PORT, else 7860.",
+    ),
     share: bool = typer.Option(False, "--share", help="A public gradio.live link."),
     auth: str = typer.Option(None, "--auth", help="USER:PASS required to open the app."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
@@ -226,6 +238,12 @@ def app_cmd(
     try:
         limits = Limits(max_rounds, max_candidates, max_run_minutes, max_run_calls).check()
     except ValueError as err:
+        raise UserInputError(str(err)) from err
+    from ui.deploy import DeployError, listen_address
+
+    try:
+        host, port = listen_address(host=host, port=port, default_host="127.0.0.1")
+    except DeployError as err:
         raise UserInputError(str(err)) from err
 
     if runs_per_hour is None:

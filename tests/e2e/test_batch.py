@@ -147,7 +147,7 @@ def test_score_existing_images(world, siglip_path, tmp_path):
     assert green["scores"]["faith"] > red["scores"]["faith"] + 0.2
     assert "hamburgers" in [h["phrase"] for h in red["feedback"]["hallucinated"]]
     assert red["observed"]["objects"] == ["oversized hookah", "Large rice platter", "hamburgers"]
-    assert doc["backends"]["observer"] == "gemini:gemini-3.5-flash"
+    assert doc["backends"]["observer"] == "gemini:gemini-3.8-flash"
     assert world.log.count("edit") == 0 and world.log.count("generate") == 0
     text = cli(*args)
     assert text.returncode == 0 and "hallucinated: " in text.stdout

@@ -133,12 +133,13 @@ def test_concept_files_and_the_command_line(world, siglip_path, tmp_path, concep
         ("Image of cuisine from Nigeria", ("Jollof rice", "Suya")),
         ("Image of cuisine from Japan", ("Sushi",)),
     ]
-    world.generate_by_seed = {"gemini-3.1-flash-image": CYCLE}
+    # the profile's generator draws
+    world.generate_by_seed = {"gemini-3.1-flash-lite-image": CYCLE}
     args = ["bench", "--concepts", str(concepts_file), "--images-per-prompt", "4"]
     args += ["--out", str(tmp_path / "c"), "--backend", f"image_embedder=siglip:{siglip_path}"]
     done = cli(*args)
     assert done.returncode == 0, done.stderr
-    assert "gemini:gemini-3.1-flash-image" in done.stdout and "concepts.html" in done.stdout
+    assert "gemini:gemini-3.1-flash-lite-image" in done.stdout and "concepts.html" in done.stdout
     doc = json.loads((tmp_path / "c" / "concepts.json").read_text())
     assert len(doc["concepts"]) == 2 and doc["weights"] == [1.0, 0.0, 0.0]
     no = cli("bench", "--concepts", str(concepts_file), "--countries", "Iran")

@@ -127,7 +127,7 @@ def test_a_run_checks_every_round_and_asks_for_what_is_missed(built, world, sigl
     )
     assert r1["expectations"]["implicit_met"] is not None
     stored = RunStore(next((tmp_path / "runs").iterdir())).load()
-    assert stored.rounds[1].expectations.judge == "gemini:gemini-3.5-flash"
+    assert stored.rounds[1].expectations.judge == "gemini:gemini-3.8-flash"
 
 
 def test_the_report_chart_and_app_checklist_show_them(built, world, siglip_path, tmp_path):

@@ -76,22 +76,25 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
             assert (store.dir / c.image).is_file()
         assert r.timings and all(v >= 0 for v in r.timings.values())
     assert r1.best.drift is not None and -1.0 <= r1.best.drift.embedding_cosine <= 1.0
-    assert run.backend_ids["observer"] == "gemini:gemini-3.5-flash"
+    assert run.backend_ids["observer"] == "gemini:gemini-3.8-flash"
     assert run.backend_info["observer"] == {
-        "id": "gemini:gemini-3.5-flash",
+        "id": "gemini:gemini-3.8-flash",
         "device": "api",
         "dtype": "n/a",
     }
     assert [e.round for e in events if isinstance(e, RoundDecided)] == [0, 1, 2, 3]
     # API token usage per round and run, from each answer's usage metadata (the fake server
     # bills 20 in / 1290 out per image, 11 in / 7 out per text answer)
-    images = run.usage["gemini:gemini-3.1-flash-image"]
-    assert images["calls"] == world.log.count("generate") + world.log.count("edit") == 7
-    assert (images["prompt_tokens"], images["output_tokens"]) == (20 * 7, 1290 * 7)
-    texts = run.usage["gemini:gemini-3.5-flash"]
+    drawn = run.usage["gemini:gemini-3.1-flash-lite-image"]  # the profile's generator
+    images = run.usage["gemini:gemini-3.1-flash-image"]  # and its editor
+    assert drawn["calls"] == world.log.count("generate") == 1
+    assert images["calls"] == world.log.count("edit") == 6
+    assert (images["prompt_tokens"], images["output_tokens"]) == (20 * 6, 1290 * 6)
+    assert (drawn["prompt_tokens"], drawn["output_tokens"]) == (20, 1290)
+    texts = run.usage["gemini:gemini-3.8-flash"]
     assert texts["calls"] == world.log.count("observe") + world.log.count("judge")
     assert texts["total_tokens"] == 18 * texts["calls"]
-    assert sum(r.usage["gemini:gemini-3.5-flash"]["calls"] for r in run.rounds) == texts["calls"]
+    assert sum(r.usage["gemini:gemini-3.8-flash"]["calls"] for r in run.rounds) == texts["calls"]
     assert r1.usage["gemini:gemini-3.1-flash-image"]["calls"] == 2  # two edit candidates
     assert run.packages["cultural-refine"] == "0.1.0" and "torch" in run.packages
     assert world.log.count("generate") == 1 and world.log.count("edit") == 6
@@ -283,7 +286,7 @@ def test_the_language_model_writes_the_instruction_by_default(
     )
     r1 = run.rounds[1]
     assert r1.instruction_source == "language model"
-    assert r1.instruction_model == "gemini:gemini-3.5-flash" and r1.instruction_note is None
+    assert r1.instruction_model == "gemini:gemini-3.8-flash" and r1.instruction_note is None
     (asked,) = world.written
     assert [c.item for c in r1.changes][:2] == [
         "oversized hookahs",
@@ -316,5 +319,5 @@ def test_the_language_model_writes_the_instruction_by_default(
     from refine.present.report.run import render_run
 
     html = render_run(tmp_path / run.id)
-    assert "instruction (language model, gemini:gemini-3.5-flash)" in html
+    assert "instruction (language model, gemini:gemini-3.8-flash)" in html
     assert 'class="changes"' in html and "built from" in html

@@ -16,7 +16,8 @@ def hub(monkeypatch, tmp_path):
     fetched: list[tuple] = []
 
     def snapshot_download(repo_id, revision=None, **kw):
-        if repo_id.endswith("Qwen2.5-7B-Instruct"):
+        if repo_id.endswith("Qwen3-VL-8B-Instruct"):
+            fetched.append(("refused", repo_id, revision))
             raise OSError("Connection refused")
         fetched.append(("hub", repo_id, revision))
         return str(tmp_path / repo_id)
@@ -39,8 +40,8 @@ def test_a_profiles_models_are_fetched_once_each(capsys, hub):
     assert done.value.code == 1  # one model could not be fetched
     flux = rows["diffusers:black-forest-labs/FLUX.2-klein-4B"]
     assert flux["status"] == "downloaded" and flux["role"] == "generator, editor"
-    assert rows["hf:Qwen/Qwen2.5-VL-7B-Instruct"]["role"] == "observer, judge"
-    failed = rows["hf:Qwen/Qwen2.5-7B-Instruct"]
+    failed = rows["hf:Qwen/Qwen3-VL-8B-Instruct"]
+    assert failed["role"] == "observer, judge, llm"  # one model, fetched once for three roles
     assert failed["status"] == "failed" and "Connection refused" in failed["detail"]
     assert rows["st:all-MiniLM-L6-v2"] == {
         "role": "text_embedder",
@@ -49,9 +50,9 @@ def test_a_profiles_models_are_fetched_once_each(capsys, hub):
         "detail": "bundled",
     }
     assert rows["clip:ViT-L-14/openai"]["status"] == "downloaded"
-    assert [f[:2] for f in hub if f[0] == "hub"] == [
+    assert [f[:2] for f in hub if f[0] != "clip"] == [
         ("hub", "black-forest-labs/FLUX.2-klein-4B"),
-        ("hub", "Qwen/Qwen2.5-VL-7B-Instruct"),
+        ("refused", "Qwen/Qwen3-VL-8B-Instruct"),
     ]
     assert sum(f[0] == "clip" for f in hub) == 1
 
@@ -61,6 +62,6 @@ def test_the_gemini_profile_needs_only_its_clip_weights(capsys, hub):
         main(["models", "download", "--profile", "gemini"])
     out = capsys.readouterr().out
     assert done.value.code == 0
-    assert "skipped    gemini:gemini-3.5-flash  (observer, judge, llm)  an API model" in out
+    assert "skipped    gemini:gemini-3.8-flash  (observer, judge, llm)  an API model" in out
     assert "downloaded clip:ViT-B-32/laion2b_s34b_b79k" in out
     assert [f[0] for f in hub] == ["clip"]

@@ -57,5 +57,9 @@ def test_known_models_are_checked_once_then_the_run_goes(
     code, err = done.value.code, capsys.readouterr().err
     assert code == 0, err
     checked = [p.rsplit("/", 1)[-1] for p in gemini_env.model_gets]
-    assert sorted(set(checked)) == ["gemini-3.1-flash-image", "gemini-3.5-flash"]
+    assert sorted(set(checked)) == [
+        "gemini-3.1-flash-image",
+        "gemini-3.1-flash-lite-image",
+        "gemini-3.8-flash",
+    ]
     assert world.log[0] == "generate"  # the checks are GETs: no paid call before round 0

@@ -13,7 +13,7 @@ from tests.fakes.gemini_server import text_answer
 
 ACT, COUNTRY = "people repairing a bicycle", "Peru"
 PROPOSALS = {
-    "gemini-3.5-flash": {
+    "gemini-3.8-flash": {
         "setting": ["Street-side repair stall", "Adobe walls"],
         "objects": ["Bicycle on a stand", "Tyre levers"],
         "attire": ["Work apron"],
@@ -75,13 +75,13 @@ def test_refs_build_cli_asks_once_and_run_finds_it(models, tmp_path):
     assert first.returncode == 0, first.stderr
     pack = json.loads(first.stdout)
     assert models.asked == [
-        ("gemini-3.5-flash", "propose"),
+        ("gemini-3.8-flash", "propose"),
         ("gemini-3.1-pro-preview", "propose"),
         ("gemini-3.1-pro-preview", "refine"),
         ("gemini-3.1-pro-preview", "stereotypes"),
     ]
     assert pack["descriptors"] == REFINED and pack["stereotypes"] == STEREOTYPES
-    assert "proposers gemini:gemini-3.5-flash, gemini:gemini-3.1-pro-preview" in pack["source"]
+    assert "proposers gemini:gemini-3.8-flash, gemini:gemini-3.1-pro-preview" in pack["source"]
     # the refiner saw the union: both proposers' phrases, the case-variant duplicate once
     assert "Chullo knitted hat" in models.refine_prompt and "Adobe walls" in models.refine_prompt
     assert models.refine_prompt.count("treet-side repair stall") == 1

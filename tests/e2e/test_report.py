@@ -123,7 +123,7 @@ def test_run_report_shows_every_round(world, backends, options, tmp_path, capsys
     assert page.series["quality"] == pytest.approx(quality, abs=1e-6)
     shown = [float(x) for x in re.findall(r'data-quality="([0-9.]+)"', html)]
     assert shown == pytest.approx(quality, abs=1e-6)
-    assert "naturalness 7.0, artifacts 7.0 of 10 (gemini:gemini-3.5-flash, logprobs)" in html
+    assert "naturalness 7.0, artifacts 7.0 of 10 (gemini:gemini-3.8-flash, logprobs)" in html
     # best-so-far only moves on accepted rounds
     assert page.series["best FAITH"] == pytest.approx([faith[0]] + [faith[1]] * 3, abs=1e-6)
     assert metric_series(run)["ALIGN"] == [r.best.scores.align for r in run.rounds]

@@ -93,6 +93,8 @@ class Reply:
 CATALOG = (
     "gemini-3.1-flash-image",
     "gemini-3-pro-image",
+    "gemini-3.1-flash-lite-image",
+    "gemini-3.8-flash",
     "gemini-3.5-flash",
     "gemini-3.1-flash-lite",
     "gemini-3.1-pro-preview",

@@ -196,12 +196,21 @@ QWEN_SPECIALS = (
     "<|image_pad|>",
     "<|video_pad|>",
 )
+# The template of the models that think first (Qwen3, Qwen3.5): the assistant's turn opens
+# with an empty reasoning block when the caller passes enable_thinking=False, as theirs do
+THINKING_CHAT_TEMPLATE = CHAT_TEMPLATE.replace(
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and enable_thinking is false %}"
+    "<think>\n\n</think>\n\n{% endif %}{% endif %}",
+)
 # merges so that the judge's answers "Yes" and "No" are single tokens, as in real vocabularies
 QWEN_MERGES = (("Y", "e"), ("Ye", "s"), ("N", "o"))
 
 
-def tiny_qwen_tokenizer(path: Path):
-    """A byte-level Qwen2 tokenizer with the chat template and special tokens of Qwen2.5."""
+def tiny_qwen_tokenizer(path: Path, thinking: bool = False):
+    """A byte-level Qwen2 tokenizer with the chat template and special tokens of Qwen2.5, or
+    (``thinking``) of the Qwen3 models that reason in <think> blocks."""
     from transformers import Qwen2Tokenizer
 
     chars = byte_alphabet()
@@ -219,9 +228,9 @@ def tiny_qwen_tokenizer(path: Path):
         bos_token=None,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
-        additional_special_tokens=list(QWEN_SPECIALS),
+        additional_special_tokens=[*QWEN_SPECIALS, *(("<think>", "</think>") if thinking else ())],
     )
-    tok.chat_template = CHAT_TEMPLATE
+    tok.chat_template = THINKING_CHAT_TEMPLATE if thinking else CHAT_TEMPLATE
     return tok
 
 
@@ -312,6 +321,97 @@ def build_qwen_vl(
     torch.manual_seed(0)
     model = Qwen2_5_VLForConditionalGeneration(cfg).eval()
     out = path / name
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
+def build_tiny_qwen3(path: Path, kind: str) -> Path:
+    """A random Qwen3-VL (``kind="qwen3-vl"``: DeepStack vision features, interleaved
+    m-RoPE) or Qwen3.5 (``"qwen3.5"``: Gated DeltaNet layers with one full-attention layer in
+    four, the architecture of Qwen3.5-0.8B to 27B) with a thinking chat template, hidden 32,
+    saved with its Qwen3-VL processor (16-pixel patches)."""
+    import torch
+    from transformers import (
+        Qwen2VLImageProcessor,
+        Qwen3_5Config,
+        Qwen3_5ForConditionalGeneration,
+        Qwen3VLConfig,
+        Qwen3VLForConditionalGeneration,
+        Qwen3VLProcessor,
+        Qwen3VLVideoProcessor,
+    )
+
+    tok = tiny_qwen_tokenizer(path / f"_tokenizer_src_{kind}", thinking=True)
+    ids = tok.convert_tokens_to_ids
+    sizes = {"patch_size": 16, "merge_size": 2, "temporal_patch_size": 2}
+    processor = Qwen3VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**sizes, min_pixels=64 * 64, max_pixels=128 * 128),
+        video_processor=Qwen3VLVideoProcessor(**sizes),
+        tokenizer=tok,
+        chat_template=THINKING_CHAT_TEMPLATE,
+    )
+    text = {
+        "vocab_size": len(tok),
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 8,
+        "max_position_embeddings": 2048,
+        "bos_token_id": ids("<|endoftext|>"),
+        "eos_token_id": ids("<|im_end|>"),
+        "pad_token_id": ids("<|endoftext|>"),
+    }
+    vision = {
+        "depth": 2,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_heads": 4,
+        "out_hidden_size": 32,
+        "num_position_embeddings": 64,
+    }
+    special = {
+        "image_token_id": ids("<|image_pad|>"),
+        "video_token_id": ids("<|video_pad|>"),
+        "vision_start_token_id": ids("<|vision_start|>"),
+        "vision_end_token_id": ids("<|vision_end|>"),
+    }
+    # m-RoPE sections (time, height, width) sum to half the rotated part of the head dim
+    if kind == "qwen3-vl":
+        rope = {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [2, 1, 1]}
+        cfg = Qwen3VLConfig(
+            text_config={**text, "num_hidden_layers": 2, "rope_parameters": rope},
+            vision_config={**vision, "deepstack_visual_indexes": [0]},
+            **special,
+        )
+        model_cls = Qwen3VLForConditionalGeneration
+    elif kind == "qwen3.5":
+        # a quarter of each head is rotated, as in the published configs: 2 of 8 dimensions
+        rope = {
+            "rope_type": "default",
+            "rope_theta": 1e4,
+            "mrope_section": [1, 0, 0],
+            "mrope_interleaved": True,
+            "partial_rotary_factor": 0.25,
+        }
+        linear = {
+            "linear_key_head_dim": 8,
+            "linear_value_head_dim": 8,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,
+        }
+        cfg = Qwen3_5Config(
+            text_config={**text, **linear, "num_hidden_layers": 4, "rope_parameters": rope},
+            vision_config=vision,
+            **special,
+        )
+        model_cls = Qwen3_5ForConditionalGeneration
+    else:
+        raise ValueError(f"unknown kind {kind!r}: qwen3-vl or qwen3.5")
+    torch.manual_seed(0)
+    model = model_cls(cfg).eval()
+    out = path / f"tiny-{kind}"
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return out
@@ -520,3 +620,26 @@ def save_random_lora(sd_dir: Path | str, out: Path | str, strength: float = 20.0
         Path(out), unet_lora_layers=get_peft_model_state_dict(pipe.unet)
     )
     return Path(out)
+
+
+TINY_OPEN_CLIP = {
+    "embed_dim": 16,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
+    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+}
+
+
+def build_tiny_open_clip(path: Path) -> str:
+    """A tiny random open_clip model registered as ``tiny-clip-test`` with its weights saved;
+    returns the ``clip:`` backend name that loads it."""
+    import open_clip
+    import torch
+
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "tiny-clip-test.json").write_text(json.dumps(TINY_OPEN_CLIP))
+    open_clip.add_model_config(path)
+    torch.manual_seed(0)
+    model = open_clip.create_model("tiny-clip-test")
+    ckpt = path / "weights.pt"
+    torch.save(model.state_dict(), ckpt)
+    return f"clip:tiny-clip-test/{ckpt}"

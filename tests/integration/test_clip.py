@@ -2,34 +2,19 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import torch
 from PIL import Image
 
 from refine.backends import create
-
-TINY = {
-    "embed_dim": 16,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
-    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
+from tests.fakes.tiny_models import build_tiny_open_clip
 
 
 @pytest.fixture(scope="module")
 def tiny_clip(tmp_path_factory):
-    import open_clip
-
-    root = tmp_path_factory.mktemp("tiny-clip")
-    (root / "tiny-clip-test.json").write_text(json.dumps(TINY))
-    open_clip.add_model_config(root)
-    torch.manual_seed(0)
-    model = open_clip.create_model("tiny-clip-test")
-    ckpt = root / "weights.pt"
-    torch.save(model.state_dict(), ckpt)
-    return create("image_embedder", f"clip:tiny-clip-test/{ckpt}", shared=False, device="cpu")
+    name = build_tiny_open_clip(tmp_path_factory.mktemp("tiny-clip"))
+    return create("image_embedder", name, shared=False, device="cpu")
 
 
 def test_embeddings_normalised_and_deterministic(tiny_clip):

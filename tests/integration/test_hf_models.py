@@ -1,5 +1,6 @@
-"""hf: observer, judge and language model on tiny random Qwen2.5-VL / Qwen2 models saved to
-disk and loaded by path, as a hub id would be."""
+"""hf: observer, judge and language model on tiny random Qwen2.5-VL / Qwen2 models, and on
+tiny Qwen3-VL and Qwen3.5 (the profiles' current architectures), saved to disk and loaded by
+path, as a hub id would be."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ from refine.backends import create
 from refine.backends.hf_models import HFModel
 from refine.backends.loading import ModelUnavailable
 from refine.backends.structured import InvalidModelOutput, observation_prompt
-from tests.fakes.tiny_models import build_tiny_qwen_lm, build_tiny_qwen_vl, teach
+from tests.fakes.tiny_models import (
+    build_tiny_qwen3,
+    build_tiny_qwen_lm,
+    build_tiny_qwen_vl,
+    teach,
+)
 
 DIMS = ["setting", "objects", "attire", "interaction", "spatial"]
 RED = Image.new("RGB", (64, 48), (200, 30, 30))
@@ -31,14 +37,15 @@ def backend(role, path, **kw):
     return create(role, f"hf:{path}", shared=False, device="cpu", **kw)
 
 
-def manual_answer_probs(path, image, text, answers):
-    """The answer distribution computed directly with transformers, for comparison."""
+def manual_answer_probs(path, image, text, answers, **template):
+    """The answer distribution computed directly with transformers, for comparison;
+    ``template``: variables of the chat template (enable_thinking)."""
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
     proc = AutoProcessor.from_pretrained(path)
     model = AutoModelForImageTextToText.from_pretrained(path).eval()
     chat = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
-    prompt = proc.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    prompt = proc.apply_chat_template(chat, add_generation_prompt=True, tokenize=False, **template)
     inputs = proc(text=[prompt], images=[image], return_tensors="pt")
     with torch.no_grad():
         logits = model(**inputs).logits[0, -1]
@@ -232,3 +239,50 @@ def test_unavailable_model_errors_name_the_model(tmp_path):
         backend("judge", tmp_path / "missing").load()
     with pytest.raises(ValueError, match="needs a model id"):
         create("llm", "hf:", shared=False)
+
+
+@pytest.fixture(scope="module", params=["qwen3-vl", "qwen3.5"])
+def current(request, tmp_path_factory):
+    """A tiny Qwen3-VL and a tiny Qwen3.5 (Gated DeltaNet), the profiles' architectures."""
+    return build_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3"), request.param)
+
+
+def test_current_architectures_judge_as_computed_directly(current):
+    judge = backend("judge", current)
+    info = judge.info()
+    assert (
+        info["architecture"]
+        == {
+            "tiny-qwen3-vl": "Qwen3VLForConditionalGeneration",
+            "tiny-qwen3.5": "Qwen3_5ForConditionalGeneration",
+        }[current.name]
+    )
+    # the answer follows an empty reasoning block: the first token read is the answer's
+    assert judge._chat_text("q", True).endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    thinking = backend("judge", current, thinking=True)
+    thinking.load()
+    assert thinking._chat_text("q", True).endswith("<|im_start|>assistant\n")
+    questions = ["Is there food on the table?", "Is anyone wearing a tall hat?"]
+    batched = judge.yes_probability([RED, BLUE], questions)
+    # left padding (and the linear-attention layers' masked states) leave each answer as alone
+    singles = [
+        judge.yes_probability([im], [q])[0] for im, q in zip([RED, BLUE], questions, strict=True)
+    ]
+    assert batched == pytest.approx(singles, abs=1e-5)
+    for p, im, q in zip(batched, [RED, BLUE], questions, strict=True):
+        expected = manual_answer_probs(
+            current, im, f'{q} Please answer "Yes" or "No".', ["Yes", "No"], enable_thinking=False
+        )
+        assert p == pytest.approx(expected[0], abs=1e-5)
+    rating = judge.rate([BLUE], ["Rate 1-5."])[0]
+    assert rating.probabilities == pytest.approx(
+        manual_answer_probs(current, BLUE, "Rate 1-5.", list("12345"), enable_thinking=False),
+        abs=1e-5,
+    )
+
+
+def test_current_architectures_generate_in_batches_as_alone(current):
+    obs = backend("observer", current, max_new_tokens=6, batch_size=2)
+    batched = obs.generate_texts(["Describe.", "What is shown here?"], [RED, BLUE])
+    singles = [obs.generate_text("Describe.", RED), obs.generate_text("What is shown here?", BLUE)]
+    assert batched == singles and all(batched)

@@ -24,7 +24,7 @@ def plain_scene() -> Image.Image:
     return im
 
 
-@pytest.mark.parametrize("profile", ["local-gpu", "small-gpu"])
+@pytest.mark.parametrize("profile", ["local-gpu", "small-gpu", "cpu"])
 def test_generator_and_editor(profile):
     p = load_profile(profile)
     gen = p.create("generator")
@@ -37,7 +37,7 @@ def test_generator_and_editor(profile):
     assert np.abs(np.asarray(edited, int) - np.asarray(a[0], int)).mean() > 1.0
 
 
-@pytest.mark.parametrize("profile", ["local-gpu", "small-gpu"])
+@pytest.mark.parametrize("profile", ["local-gpu", "small-gpu", "cpu"])
 def test_observer_and_judge(profile):
     p = load_profile(profile)
     seen = p.create("observer").describe(plain_scene(), DIMS, 5)
@@ -52,7 +52,7 @@ def test_observer_and_judge(profile):
     assert rating[0].argmax >= 3
 
 
-@pytest.mark.parametrize("profile", ["local-gpu", "small-gpu"])
+@pytest.mark.parametrize("profile", ["local-gpu", "small-gpu", "cpu"])
 def test_language_model_json(profile):
     from pydantic import BaseModel
 
@@ -78,16 +78,17 @@ def test_siglip_scores_the_matching_caption_higher():
     assert p[0] > p[1]
 
 
-def test_a_200_step_dpo_lora_on_the_small_gpu_generator(tmp_path):
-    """Real size: Diffusion-DPO for 200 steps at 512 px on the small-gpu profile's SD-Turbo,
+def test_a_200_step_dpo_lora_on_the_cpu_profiles_generator(tmp_path):
+    """Real size: Diffusion-DPO for 200 steps at 512 px on the cpu profile's SD-Turbo (run on
+    the GPU),
     on pairs of real generated images (the prompt's own images, preferred by colour)."""
     import json
 
     from refine.train.tune import TuneConfig, Tuner
 
-    p = load_profile("small-gpu")
+    p = load_profile("cpu")
     base = p.backend("generator")
-    gen = p.create("generator")
+    gen = p.create("generator", device="cuda")
     images = gen.generate("a bowl of red tomatoes on a table", seeds=list(range(8)))
     data = tmp_path / "pairs"
     (data / "images").mkdir(parents=True)

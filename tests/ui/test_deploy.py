@@ -133,3 +133,105 @@ def test_the_container_files(name, base, profile):
     # no secret is baked in: keys come from the environment when the container runs
     assert not re.search(r"(?i)^(ENV|ARG)\b.*(KEY|TOKEN|SECRET|PASS)", text, re.M)
     assert "AIza" not in text and "hf_" not in text.replace("hf-cache", "")
+
+
+def test_where_the_app_listens_options_then_gradio_then_the_space_then_defaults():
+    listen = deploy.listen_address
+    space = {"REFINE_HOST": "10.0.0.2", "PORT": "8080"}
+    gradio = {"GRADIO_SERVER_NAME": "10.0.0.3", "GRADIO_SERVER_PORT": "9090"}
+    assert listen({}) == ("0.0.0.0", 7860)
+    assert listen({}, default_host="127.0.0.1") == ("127.0.0.1", 7860)
+    assert listen(space) == ("10.0.0.2", 8080)
+    assert listen({**space, **gradio}) == ("10.0.0.3", 9090)
+    assert listen({**space, **gradio}, host="127.0.0.1", port=7000) == ("127.0.0.1", 7000)
+    assert listen({**space, "GRADIO_SERVER_PORT": "9091"}) == ("10.0.0.2", 9091)
+    with pytest.raises(deploy.DeployError, match="GRADIO_SERVER_PORT=70000: a port from 1"):
+        listen({"GRADIO_SERVER_PORT": "70000"})
+    with pytest.raises(deploy.DeployError, match="GRADIO_SERVER_PORT='http': not a whole"):
+        listen({"GRADIO_SERVER_PORT": "http", "PORT": "8080"})
+    with pytest.raises(deploy.DeployError, match="GRADIO_SERVER_NAME='a b': an address"):
+        listen({"GRADIO_SERVER_NAME": "a b"})
+    assert deploy.from_env({"GEMINI_API_KEY": "k", **space, **gradio}).port == 9090
+
+
+def test_refine_app_listens_where_gradio_says_unless_told(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    import ui.app
+    from refine.cli import app
+
+    seen = {}
+    monkeypatch.setattr(ui.app, "serve", lambda *a, **k: seen.update(host=a[2], port=a[3]))
+    monkeypatch.setenv("GRADIO_SERVER_NAME", "127.0.0.2")
+    monkeypatch.setenv("GRADIO_SERVER_PORT", "9555")
+    monkeypatch.setenv("PORT", "8080")
+    args = ["app", "--profile", "gemini", "--out", str(tmp_path / "runs")]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert seen == {"host": "127.0.0.2", "port": 9555}
+    assert CliRunner().invoke(app, [*args, "--port", "7001"]).exit_code == 0
+    assert seen == {"host": "127.0.0.2", "port": 7001}
+    monkeypatch.setenv("GRADIO_SERVER_PORT", "0")
+    bad = CliRunner().invoke(app, args)
+    # the command line prints a UserInputError as one line (refine.cli.main)
+    assert type(bad.exception).__name__ == "UserInputError"
+    assert str(bad.exception) == "GRADIO_SERVER_PORT=0: a port from 1 to 65535"
+
+
+def test_the_space_app_serves_on_gradio_server_port(world, tmp_path):
+    """The Space's own entry point, as a Space starts it, answers on GRADIO_SERVER_PORT
+    (and not on PORT, which comes after it)."""
+    import socket
+    import time
+
+    import httpx
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from make_space import make_space
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    space = tmp_path / "space"
+    make_space(space)
+
+    def free_port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    port, other = free_port(), free_port()
+    env = {
+        **os.environ,
+        "GRADIO_SERVER_NAME": "127.0.0.1",
+        "GRADIO_SERVER_PORT": str(port),
+        "PORT": str(other),
+        "REFINE_OUT": str(tmp_path / "runs"),
+    }
+    app = subprocess.Popen(
+        [sys.executable, "app.py"],
+        cwd=space,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240  # the import of torch and Gradio, on a busy machine
+        page = None
+        while time.monotonic() < deadline and app.poll() is None:
+            try:
+                page = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert app.poll() is None, app.stderr.read()
+        assert page is not None and page.status_code == 200
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{other}/", timeout=2)
+    finally:
+        app.terminate()
+        try:
+            app.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            app.kill()
+            app.wait()
+        app.stderr.close()

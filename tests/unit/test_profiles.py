@@ -10,7 +10,7 @@ from refine.profiles import list_profiles, load_profile
 def test_gemini_profile_names_registered_backends():
     assert "gemini" in list_profiles()
     p = load_profile("gemini")
-    assert p.backend("generator") == "gemini:gemini-3.1-flash-image"
+    assert p.backend("generator") == "gemini:gemini-3.1-flash-lite-image"
     assert p.backend("text_embedder") == "st:all-MiniLM-L6-v2"
     assert {"generator", "editor", "observer", "judge", "llm"} <= set(p.roles)
     assert "GEMINI_API_KEY" in p.description
@@ -40,19 +40,31 @@ def test_profile_file_errors(tmp_path):
         load_profile(str(broken))
 
 
-def test_gpu_profiles():
-    assert {"gemini", "local-gpu", "small-gpu"} <= set(list_profiles())
+def test_bundled_profiles():
+    assert {"gemini", "local-gpu", "small-gpu", "cpu", "vllm"} <= set(list_profiles())
     local = load_profile("local-gpu")
     assert local.backend("generator") == local.backend("editor")
     assert "FLUX.2-klein-4B" in local.backend("generator")
     assert local.options["generator"]["steps"] == 4 and local.options["editor"]["steps"] == 4
-    assert local.backend("observer") == local.backend("judge") == "hf:Qwen/Qwen2.5-VL-7B-Instruct"
+    vl = "hf:Qwen/Qwen3-VL-8B-Instruct"
+    assert local.backend("observer") == local.backend("judge") == local.backend("llm") == vl
     assert local.backend("image_embedder") == "clip:ViT-L-14/openai"
     small = load_profile("small-gpu")
-    assert "sd-turbo" in small.backend("generator")
-    assert "instruct-pix2pix" in small.backend("editor")
-    assert small.backend("observer") == "hf:Qwen/Qwen2.5-VL-3B-Instruct"
-    for p in (local, load_profile("gemini"), small):
+    assert small.backend("generator") == small.backend("editor") == local.backend("generator")
+    assert small.options["generator"]["cpu_offload"] and small.options["editor"]["cpu_offload"]
+    assert small.backend("observer") == small.backend("llm") == "hf:Qwen/Qwen3.5-0.8B"
+    cpu = load_profile("cpu")
+    assert "sd-turbo" in cpu.backend("generator")
+    assert "instruct-pix2pix" in cpu.backend("editor")
+    assert cpu.backend("observer") == cpu.backend("judge") == "hf:Qwen/Qwen3.5-0.8B"
+    gemini = load_profile("gemini")
+    assert gemini.backend("generator") == "gemini:gemini-3.1-flash-lite-image"
+    assert gemini.backend("editor") == "gemini:gemini-3.1-flash-image"
+    assert gemini.backend("observer") == gemini.backend("judge") == "gemini:gemini-3.8-flash"
+    # every bundled profile's observer is uncalibrated: the AHEaD default, said so
+    for p in (local, gemini, small, cpu):
+        assert p.tau == 0.52 and "not calibrated" in p.tau_source
+    for p in (local, gemini, small, cpu):
         assert set(p.roles) == {
             "generator",
             "editor",
@@ -65,8 +77,8 @@ def test_gpu_profiles():
 
 
 def test_profile_creates_backends_with_options(tmp_path):
-    small = load_profile("small-gpu")
-    gen = small.create("generator", device="cpu")
+    cpu = load_profile("cpu")
+    gen = cpu.create("generator", device="cpu")
     assert (gen.model, gen.steps, gen.guidance, gen.width) == ("stabilityai/sd-turbo", 4, 0.0, 512)
     assert gen.pipe is None  # nothing loaded yet
     bad = tmp_path / "bad.toml"
@@ -87,8 +99,26 @@ def test_the_profile_chosen_when_none_is_named(monkeypatch):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(device, "gpu_name", lambda: None)
     name, why = choose_profile()
-    assert name == "gemini" and why.startswith("No model can run here yet")
+    # the cpu profile, named at the top of the page with its measured time a round
+    cpu = load_profile("cpu")
+    minutes = f"{cpu.round_seconds / 60:.0f} min"
+    assert name == "cpu" and why.startswith("CPU profile (cpu): no GPU and no API key")
+    assert f"Expect about {minutes} an editing round ({cpu.round_source})" in why
+    assert cpu.round_seconds > 0 and "2 cores" in cpu.round_source
     monkeypatch.setattr(device, "gpu_name", lambda: "NVIDIA H100")
     assert choose_profile() == ("local-gpu", "GPU NVIDIA H100: the local-gpu profile.")
     monkeypatch.setenv("GEMINI_API_KEY", "k")
     assert choose_profile()[0] == "gemini"
+
+
+def test_only_a_slow_profile_gets_a_notice(tmp_path):
+    from refine.profiles import slow_notice
+
+    assert slow_notice(load_profile("gemini")) == "profile: gemini"
+    notice = slow_notice(load_profile("cpu"))
+    assert notice.startswith("CPU profile (cpu): the smallest current models run")
+    bad = tmp_path / "slow.toml"
+    for value in ("0", "-3", "true", '"long"'):
+        bad.write_text(f'round_seconds = {value}\n[roles]\ngenerator = "diffusers:x"\n')
+        with pytest.raises(ValueError, match="round_seconds must be a positive number"):
+            load_profile(str(bad))

@@ -1,0 +1,163 @@
+"""The app on a ZeroGPU Space: the GPU is leased for each model call, not for a whole run.
+
+ZeroGPU, the free GPU tier of Hugging Face Spaces, gives a process a GPU only while a
+function decorated with ``spaces.GPU(duration=...)`` runs, and counts a visitor's daily
+quota in the seconds those functions hold it. A refinement run spends most of its wall time
+between model calls (scoring, writing records, waiting for a visitor's review), so leasing
+the GPU per model call spends the quota on model time only, where one lease around the run
+would hold it for up to ``REFINE_MAX_RUN_MINUTES``.
+
+:func:`lease_per_call` wraps the methods that run a local model (each is one call to the
+GPU: a diffusion pipeline's batch, a generate call, a forward pass for answer
+probabilities, an embedding batch) with ``spaces.GPU``; a wrapped method called from inside
+another runs within its lease. :func:`main` is the ZeroGPU Space's entry: it loads the
+profile's local models at start-up (ZeroGPU moves weights placed on ``cuda`` onto the GPU
+for each lease, so they must be loaded outside one) and serves the app as
+:func:`ui.deploy.main` does.
+
+Inside a lease ZeroGPU runs the call in a worker process, so what a call leaves on its
+backend besides its answer (the denoising steps it reports to the progress bar, a batch
+made smaller for lack of memory) does not reach the app: on ZeroGPU the progress bar moves
+by stage, and a stop takes effect between model calls.
+
+``REFINE_GPU_SECONDS`` (60) is the longest one call may hold the GPU; ZeroGPU stops a call
+that runs longer.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+# class -> its methods that each run the model once (none of them calls another of the
+# same class's listed methods, so the leases never nest in one backend)
+MODEL_CALLS: dict[str, tuple[str, ...]] = {
+    "refine.backends.diffusers_backends:DiffusersGenerator": ("generate",),
+    "refine.backends.diffusers_backends:DiffusersEditor": ("edit",),
+    "refine.backends.diffusers_backends:DiffusersImg2Img": ("edit",),
+    "refine.backends.hf_models:HFModel": (
+        "_generate",
+        "answer_distribution",
+        "next_token_probability",
+    ),
+    "refine.backends.clip_embedder:OpenClipEmbedder": ("encode_images", "encode_texts"),
+    "refine.backends.siglip_embedder:SiglipEmbedder": (
+        "encode_images",
+        "encode_texts",
+        "match_probability",
+    ),
+}
+DEFAULT_SECONDS = 60
+_state = threading.local()
+_LEASED = "__refine_leased__"
+
+
+def _target(path: str) -> type:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _on_cpu(value: Any) -> Any:
+    """A tensor moved to the CPU (an embedding): a leased call that returns one on the GPU
+    never returns on ZeroGPU, whose worker process gives the GPU back as the call ends."""
+    to = getattr(value, "cpu", None)
+    return to() if callable(to) and type(value).__module__.startswith("torch") else value
+
+
+def _leased(method: Callable, gpu: Callable[[Callable], Callable]) -> Callable:
+    """``method`` run under ``gpu`` (a ``spaces.GPU(duration=...)`` decorator), unless it
+    is called from inside a lease already (an img2img edit through its generator's
+    pipeline, a SigLIP match probability through its embeddings); what it returns comes
+    back on the CPU."""
+
+    @functools.wraps(method)
+    def returning_to_cpu(*args: Any, **kwargs: Any) -> Any:
+        return _on_cpu(method(*args, **kwargs))
+
+    under_lease = gpu(returning_to_cpu)
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if getattr(_state, "inside", False):
+            return method(*args, **kwargs)
+        _state.inside = True
+        try:
+            return under_lease(*args, **kwargs)
+        finally:
+            _state.inside = False
+
+    setattr(call, _LEASED, method)
+    return call
+
+
+def lease_per_call(spaces: Any, seconds: int = DEFAULT_SECONDS) -> list[str]:
+    """Wrap every model call of the local backends with ``spaces.GPU(duration=seconds)``;
+    returns the wrapped methods' names. Calling it again re-wraps with the new duration."""
+    if seconds < 1:
+        raise ValueError(f"REFINE_GPU_SECONDS={seconds}: 1 or more")
+    gpu = spaces.GPU(duration=seconds)
+    wrapped = []
+    for path, methods in MODEL_CALLS.items():
+        cls = _target(path)
+        for name in methods:
+            method = cls.__dict__[name]
+            method = getattr(method, _LEASED, method)  # the original, when wrapped before
+            setattr(cls, name, _leased(method, gpu))
+            wrapped.append(f"{cls.__name__}.{name}")
+    return wrapped
+
+
+def unlease() -> None:
+    """Put the original methods back (tests)."""
+    for path, methods in MODEL_CALLS.items():
+        cls = _target(path)
+        for name in methods:
+            original = getattr(cls.__dict__[name], _LEASED, None)
+            if original is not None:
+                setattr(cls, name, original)
+
+
+def preload(service: Any) -> list[str]:
+    """Load the service profile's local models now, outside any lease; returns them as
+    ``role=name``. API backends (gemini:, openai:) load nothing."""
+    backends = service.refiner().backends
+    loaded = []
+    for role, name in backends.names.items():
+        if name.startswith(("gemini:", "openai:")):
+            continue
+        backend = backends.get(role)
+        if hasattr(backend, "load"):
+            backend.load()
+            loaded.append(f"{role}={name}")
+    return loaded
+
+
+def seconds_from(env: Mapping[str, str]) -> int:
+    from ui.deploy import DeployError, _number
+
+    seconds = _number(env, "REFINE_GPU_SECONDS", int, DEFAULT_SECONDS)
+    if seconds < 1:
+        raise DeployError(f"REFINE_GPU_SECONDS={seconds}: 1 or more")
+    return seconds
+
+
+def main(spaces: Any, env: Mapping[str, str] | None = None) -> None:
+    """The ZeroGPU Space's entry: lease per model call, load the models, serve."""
+    import sys
+
+    from ui.deploy import DeployError, build, from_env, serve
+
+    env = os.environ if env is None else env
+    try:
+        seconds = seconds_from(env)
+        deployment = from_env(env)
+    except DeployError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    lease_per_call(spaces, seconds)
+    demo = build(deployment, on_service=preload)
+    serve(demo, deployment)
