@@ -8,7 +8,11 @@ float32, with the cpu profile's options (steps, image size):
 * generator: SD-Turbo size (the SD 2.1 UNet and OpenCLIP ViT-H text tower, 512 px);
 * editor: InstructPix2Pix size (the SD 1.5 UNet with 8 input channels, CLIP ViT-L text);
 * observer, judge and language model: Qwen3.5-0.8B size, set by hand (PUBLISHED below),
-  behind the test suite's small tokenizer;
+  behind the test suite's byte-level tokenizer (one token a character); each prompt is cut to
+  the number of tokens a real subword tokenizer makes of it (all-MiniLM-L6-v2's WordPiece,
+  which counts English text within about a tenth of byte-pair encodings such as Qwen's), so
+  the prompts cost what they cost with the real model; the image's tokens come from the
+  real image processor (16-pixel patches, merged 2 x 2: 256 for 512 px);
 * the image embedder: open_clip's ViT-B-32 at its real size; the text embedder: the real
   all-MiniLM-L6-v2.
 
@@ -203,10 +207,45 @@ def main(argv: list[str] | None = None) -> None:
         clip = open_clip.create_model("ViT-B-32", pretrained=None).eval()
         embed_text = create("text_embedder", "st:all-MiniLM-L6-v2", device="cpu")
         image = Image.new("RGB", (side, side), (150, 90, 40))
-        observe = prompt_template("observe")
-        exag = prompt_template("exaggeration")
-        quality = [prompt_template(q) for q in ("quality_naturalness", "quality_artifacts")]
-        write = prompt_template("write_instruction")
+
+        def real_length(text: str) -> str:
+            """``text`` cut to as many characters (byte-level tokens) as a subword
+            tokenizer makes tokens of it."""
+            embed_text.load()
+            n = len(embed_text._model.tokenizer(text, add_special_tokens=False)["input_ids"])
+            return text[:n]
+
+        # the prompts as the loop fills them for people eating food at home in Iran; the
+        # instruction's planned changes as a round typically has them (three lines)
+        from metrics.descriptors import DIMENSIONS
+        from refine.backends.structured import observation_prompt
+        from refine.evaluate.references import find_references
+
+        refs = find_references("people eating food at home", "Iran")
+        place = {"activity": refs.activity, "country": refs.country}
+        observe = real_length(observation_prompt(list(DIMENSIONS), 10))
+        exag = real_length(
+            prompt_template("exaggeration").format(**place, candidates="; ".join(refs.stereotypes))
+        )
+        quality = [
+            real_length(prompt_template(q)) for q in ("quality_naturalness", "quality_artifacts")
+        ]
+        changes = [
+            "- add; objects; Sofreh cloth spread on the floor; similarity 0.41",
+            "- replace; setting; modern restaurant with neon lights; with Persian rug on floor",
+            "- remove; stereotype; camel in the dining room",
+        ]
+        write = real_length(
+            prompt_template("write_instruction").format(
+                **place, changes="\n".join(changes), keep="Large rice platter, Tea glasses"
+            )
+        )
+        lengths = [len(t) for t in (observe, exag, *quality, write)]
+        print(
+            "prompt tokens: observe {}, exaggeration {}, quality {} and {}, instruction {}".format(
+                *lengths
+            )
+        )
         gen_steps, edit_steps = gen.steps, editor.steps
 
         def describe(k: int) -> None:

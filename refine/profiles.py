@@ -141,11 +141,13 @@ def choose_profile() -> tuple[str, str]:
     return "cpu", slow_notice(load_profile("cpu"), chosen_for_lack=True)
 
 
-def slow_notice(profile: Profile, chosen_for_lack: bool = False) -> str:
+def slow_notice(
+    profile: Profile, chosen_for_lack: bool = False, run_minutes: float | None = None
+) -> str:
     """What a visitor is told about a profile that runs on the processor (one with a
-    measured ``round_seconds``): the time a round takes and how to go faster;
-    ``chosen_for_lack``: it was picked because there is neither a GPU nor a key. Other
-    profiles are only named."""
+    measured ``round_seconds``): the time a round takes, how many fit in a run's time
+    budget of ``run_minutes``, and how to go faster; ``chosen_for_lack``: it was picked
+    because there is neither a GPU nor a key. Other profiles are only named."""
     if profile.round_seconds is None:
         return f"profile: {profile.name}"
     why = "no GPU and no API key were found, so " if chosen_for_lack else ""
@@ -153,6 +155,12 @@ def slow_notice(profile: Profile, chosen_for_lack: bool = False) -> str:
     if profile.round_seconds:
         minutes = profile.round_seconds / 60
         expect = f" Expect about {minutes:.0f} min an editing round ({profile.round_source})."
+        if run_minutes:
+            rounds = int(run_minutes * 60 // profile.round_seconds)
+            expect += (
+                f" A run stops at its budget of {run_minutes:g} min: about {rounds} editing "
+                "round(s)."
+            )
     return (
         f"CPU profile ({profile.name}): {why}the smallest current models run on this "
         f"machine's processor.{expect} Set GEMINI_API_KEY (Google AI Studio) or "

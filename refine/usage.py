@@ -14,6 +14,7 @@ every model call and between denoising steps, and an API call in flight is aband
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -90,7 +91,9 @@ def abandonable(call: Callable[[], T], poll_s: float = 0.1) -> T:
         finally:
             done.set()
 
-    threading.Thread(target=work, name="abandonable-call", daemon=True).start()
+    # in the caller's context (its Gradio request, which ZeroGPU's leases read)
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(work,), name="abandonable-call", daemon=True).start()
     while not done.wait(poll_s):
         if event.is_set():
             raise StopRequested()

@@ -47,22 +47,31 @@ def requirements(gpu: bool = False, zerogpu: bool = False) -> list[str]:
 
 
 def hub_models(profile: str = "local-gpu") -> list[str]:
-    """The hub ids of a profile's local models (diffusers:, img2img:, hf:, siglip:), each
-    once, without revisions or adapters; open_clip names and local paths are left out."""
-    sys.path.insert(0, str(ROOT))
+    """The hub ids of a profile's local models, each once, without revisions or adapters:
+    diffusers:, img2img:, hf: and siglip: name theirs; a clip: model's is the one open_clip
+    downloads its weights from. The bundled MiniLM and local paths are left out."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from refine.profiles import load_profile
 
     ids = []
     for name in load_profile(profile).roles.values():
         kind, _, rest = name.partition(":")
         repo = rest.split("+", 1)[0].split("@", 1)[0]
-        local = repo.startswith((".", "/", "~")) or repo.count("/") != 1
-        if kind in ("diffusers", "img2img", "hf", "siglip") and not local and repo not in ids:
+        if kind == "clip":
+            import open_clip
+
+            arch, _, tag = rest.partition("/")
+            repo = (open_clip.get_pretrained_cfg(arch, tag) or {}).get("hf_hub", "").strip("/")
+        elif kind not in ("diffusers", "img2img", "hf", "siglip"):
+            continue
+        local = not repo or repo.startswith((".", "/", "~")) or repo.count("/") != 1
+        if not local and repo not in ids:
             ids.append(repo)
     return ids
 
 
-def header_lines(gpu: bool, zerogpu: bool) -> str:
+def header_lines(zerogpu: bool) -> str:
     """What a GPU or ZeroGPU Space adds to the README's header after ``hf_oauth``."""
     hardware = "zero-a10g" if zerogpu else "l40sx1"
     preload = "".join(f"\n  - {repo}" for repo in hub_models("local-gpu"))
@@ -80,7 +89,7 @@ def make_space(dest: Path, gpu: bool = False, zerogpu: bool = False) -> list[str
     shutil.copy(SPACE / entry, dest / "app.py")
     readme = (SPACE / "README.md").read_text(encoding="utf-8")
     if gpu or zerogpu:  # the local models want a GPU of 40 GB or more (local-gpu)
-        extra = header_lines(gpu, zerogpu)
+        extra = header_lines(zerogpu)
         readme = re.sub(r"(?m)^hf_oauth: true$", lambda m: m.group(0) + extra, readme)
     (dest / "README.md").write_text(readme, encoding="utf-8")
     lines = requirements(gpu, zerogpu)

@@ -98,10 +98,13 @@ def serve(
     ``quotas``: runs per visitor per hour and calls per day (:mod:`ui.quotas`)."""
     from refine.profiles import choose_profile, load_profile, slow_notice
 
+    budget = (limits or Limits()).run_minutes  # how many slow rounds fit in a run
     if profile:
-        status = slow_notice(load_profile(profile))
+        status = slow_notice(load_profile(profile), run_minutes=budget)
     else:
         profile, status = choose_profile()
+        if profile == "cpu":
+            status = slow_notice(load_profile(profile), True, budget)
     if quotas is not None and quotas.describe():
         status += f" · quotas: {quotas.describe()}"
     Path(out).mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PERSISTENT = Path("/data")  # where a Space mounts persistent storage
+PERSISTENT = Path("/data")  # where a Space mounts its storage bucket (a container, its volume)
 
 
 class DeployError(ValueError):
@@ -72,13 +72,17 @@ class Deployment:
     def status(self) -> str:
         """The line the page shows under its title: the profile and where runs are kept."""
         if self.persistent:
-            kept = f"saved runs are kept in `{self.out}` (persistent storage)"
+            kept = f"saved runs are kept in `{self.out}` (storage mounted at /data)"
         else:
             kept = (
                 f"saved runs are kept in `{self.out}` and are **lost when the demo restarts** "
-                "(no persistent storage is mounted at /data)"
+                "(no storage bucket is mounted at /data)"
             )
-        text = f"profile: {self.profile} · {kept} · limits: {self.limits.describe()}"
+        from refine.profiles import load_profile, slow_notice
+
+        notice = slow_notice(load_profile(self.profile), run_minutes=self.limits.run_minutes)
+        text = f"{notice} · {kept} · limits: "
+        text += self.limits.describe()
         quotas = self.quotas().describe()
         return text + (f" · quotas: {quotas}" if quotas else "")
 

@@ -15,10 +15,14 @@ profile's local models at start-up (ZeroGPU moves weights placed on ``cuda`` ont
 for each lease, so they must be loaded outside one) and serves the app as
 :func:`ui.deploy.main` does.
 
-Inside a lease ZeroGPU runs the call in a worker process, so what a call leaves on its
-backend besides its answer (the denoising steps it reports to the progress bar, a batch
-made smaller for lack of memory) does not reach the app: on ZeroGPU the progress bar moves
-by stage, and a stop takes effect between model calls.
+Inside a lease ZeroGPU runs the call in a worker process forked from this one, and sends it
+the call's arguments pickled: the leased function gets the backend's id and the method's
+name (the worker's copy of the process holds the backend and its weights), never the
+backend itself, and no callable. So what a call leaves on its backend besides its answer
+(the denoising steps it reports to the progress bar, a batch made smaller for lack of
+memory) does not reach the app: on ZeroGPU the progress bar moves by stage, and a stop takes
+effect between model calls. A tensor comes back on the CPU. MiniLM runs on the processor,
+outside leases; tuning is off (a tune would hold the GPU for minutes).
 
 ``REFINE_GPU_SECONDS`` (60) is the longest one call may hold the GPU; ZeroGPU stops a call
 that runs longer.
@@ -44,7 +48,11 @@ MODEL_CALLS: dict[str, tuple[str, ...]] = {
         "answer_distribution",
         "next_token_probability",
     ),
-    "refine.backends.clip_embedder:OpenClipEmbedder": ("encode_images", "encode_texts"),
+    "refine.backends.clip_embedder:OpenClipEmbedder": (
+        "encode_images",
+        "encode_texts",
+        "logit_scale",
+    ),
     "refine.backends.siglip_embedder:SiglipEmbedder": (
         "encode_images",
         "encode_texts",
@@ -52,8 +60,17 @@ MODEL_CALLS: dict[str, tuple[str, ...]] = {
     ),
 }
 DEFAULT_SECONDS = 60
+TUNING_OFF = (
+    "tuning is off on ZeroGPU: a tune holds the GPU for minutes, longer than a lease "
+    "lasts; tune with refine tune on a GPU machine"
+)
 _state = threading.local()
 _LEASED = "__refine_leased__"
+# the backends whose calls are leased, by id: the leased function receives the id and the
+# method's name, never the backend, since ZeroGPU pickles a call's arguments to its worker
+# process (a forked copy of this one, which holds the same backends and their weights)
+_BACKENDS: dict[int, Any] = {}
+_lease: Callable[..., Any] | None = None
 
 
 def _target(path: str) -> type:
@@ -68,25 +85,38 @@ def _on_cpu(value: Any) -> Any:
     return to() if callable(to) and type(value).__module__.startswith("torch") else value
 
 
-def _leased(method: Callable, gpu: Callable[[Callable], Callable]) -> Callable:
-    """``method`` run under ``gpu`` (a ``spaces.GPU(duration=...)`` decorator), unless it
-    is called from inside a lease already (an img2img edit through its generator's
-    pipeline, a SigLIP match probability through its embeddings); what it returns comes
-    back on the CPU."""
+def _in_lease(key: int, name: str, args: tuple, kwargs: dict) -> Any:
+    """The leased function: backend ``key``'s original method ``name``, its answer on the
+    CPU. Leased methods it calls run within this lease."""
+    backend = _BACKENDS.get(key)
+    if backend is None:
+        raise RuntimeError(
+            f"the GPU worker does not hold the backend of this {name} call: on ZeroGPU every "
+            "model is loaded as the Space starts (ui.zerogpu.preload)"
+        )
+    original = getattr(getattr(type(backend), name), _LEASED)
+    inside, _state.inside = getattr(_state, "inside", False), True
+    try:
+        return _on_cpu(original(backend, *args, **kwargs))
+    finally:
+        _state.inside = inside
+
+
+def _leased(method: Callable, name: str) -> Callable:
+    """``method`` run under the lease, unless it is called from inside one already (an
+    img2img edit through its generator's pipeline, a SigLIP match probability through its
+    embeddings). Callables among its keyword arguments (a progress reporter) stay behind:
+    they cannot be sent to the worker process."""
 
     @functools.wraps(method)
-    def returning_to_cpu(*args: Any, **kwargs: Any) -> Any:
-        return _on_cpu(method(*args, **kwargs))
-
-    under_lease = gpu(returning_to_cpu)
-
-    @functools.wraps(method)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if getattr(_state, "inside", False):
-            return method(*args, **kwargs)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _lease is None or getattr(_state, "inside", False):
+            return method(self, *args, **kwargs)
+        kept = {k: v for k, v in kwargs.items() if not callable(v)}
+        _BACKENDS[id(self)] = self
         _state.inside = True
         try:
-            return under_lease(*args, **kwargs)
+            return _lease(id(self), name, args, kept)
         finally:
             _state.inside = False
 
@@ -95,24 +125,28 @@ def _leased(method: Callable, gpu: Callable[[Callable], Callable]) -> Callable:
 
 
 def lease_per_call(spaces: Any, seconds: int = DEFAULT_SECONDS) -> list[str]:
-    """Wrap every model call of the local backends with ``spaces.GPU(duration=seconds)``;
-    returns the wrapped methods' names. Calling it again re-wraps with the new duration."""
+    """Lease the GPU with ``spaces.GPU(duration=seconds)`` for every model call of the local
+    backends; returns the wrapped methods' names. Calling it again takes the new duration."""
+    global _lease
     if seconds < 1:
         raise ValueError(f"REFINE_GPU_SECONDS={seconds}: 1 or more")
-    gpu = spaces.GPU(duration=seconds)
+    _lease = spaces.GPU(duration=seconds)(_in_lease)
     wrapped = []
     for path, methods in MODEL_CALLS.items():
         cls = _target(path)
         for name in methods:
             method = cls.__dict__[name]
             method = getattr(method, _LEASED, method)  # the original, when wrapped before
-            setattr(cls, name, _leased(method, gpu))
+            setattr(cls, name, _leased(method, name))
             wrapped.append(f"{cls.__name__}.{name}")
     return wrapped
 
 
 def unlease() -> None:
-    """Put the original methods back (tests)."""
+    """Put the original methods back and forget the backends (tests)."""
+    global _lease
+    _lease = None
+    _BACKENDS.clear()
     for path, methods in MODEL_CALLS.items():
         cls = _target(path)
         for name in methods:
@@ -132,7 +166,9 @@ def preload(service: Any) -> list[str]:
         backend = backends.get(role)
         if hasattr(backend, "load"):
             backend.load()
+            _BACKENDS[id(backend)] = backend  # before any worker is forked
             loaded.append(f"{role}={name}")
+    service.tuning.disabled = TUNING_OFF
     return loaded
 
 
@@ -159,5 +195,7 @@ def main(spaces: Any, env: Mapping[str, str] | None = None) -> None:
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     lease_per_call(spaces, seconds)
-    demo = build(deployment, on_service=preload)
+    # MiniLM is small and runs between leases: on the processor, where it needs none
+    cpu = {"text_embedder": {"device": "cpu"}}
+    demo = build(deployment, on_service=preload, backend_options=cpu)
     serve(demo, deployment)

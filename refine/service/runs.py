@@ -3,6 +3,7 @@ job at a time (a run, a references build, a tune), with the references a run use
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from pathlib import Path
 from typing import Any
@@ -99,7 +100,12 @@ class RunService(RunFolders):
                 self._busy.release()
                 job._events.put(END)
 
-        job._thread = threading.Thread(target=work, name="refine-run", daemon=True)
+        # the run's thread carries the caller's context (a Gradio request's): on a ZeroGPU
+        # Space the GPU leases read the visitor from it, whose quota then pays
+        context = contextvars.copy_context()
+        job._thread = threading.Thread(
+            target=context.run, args=(work,), name="refine-run", daemon=True
+        )
         job._thread.start()
         return job
 

@@ -21,6 +21,8 @@ class Tuning:
 
     def __init__(self, service: RunService) -> None:
         self.service = service
+        # why tuning cannot run in this deployment at all (a ZeroGPU Space), or None
+        self.disabled: str | None = None
 
     def training_data(self, max_drift: float = 0.5, visitor: str | None = None) -> dict[str, Any]:
         """What the saved runs ``visitor`` may learn from hold for tuning: runs, preference
@@ -41,6 +43,8 @@ class Tuning:
 
     def tunable_base(self) -> str:
         """The profile's generator when it can be tuned here (a diffusers: pipeline)."""
+        if self.disabled:
+            raise ValueError(self.disabled)
         name = self.service.refiner().backends.names.get("generator", "")
         if not name.startswith("diffusers:"):
             raise ValueError(

@@ -6,6 +6,7 @@ ZeroGPU the real one leases nothing)."""
 from __future__ import annotations
 
 import functools
+import pickle
 
 import pytest
 from PIL import Image
@@ -18,21 +19,27 @@ RED = Image.new("RGB", (64, 64), (200, 30, 30))
 
 
 class StandInSpaces:
-    """``spaces`` as ZeroGPU's decorator is called: ``GPU(duration=s)(fn)``."""
+    """``spaces`` as ZeroGPU's decorator is called, ``GPU(duration=s)(fn)``, and as its
+    worker process is reached: the arguments and the answer go through pickle, as between
+    processes (small: no backend, no weights, no callable)."""
 
     def __init__(self) -> None:
         self.leases: list[tuple[str, int]] = []
         self.open = 0
+        self.largest = 0
 
     def GPU(self, duration: int):  # noqa: N802 (the package's name)
         def decorate(fn):
             @functools.wraps(fn)
             def leased(*args, **kwargs):
                 assert self.open == 0, "a lease inside a lease"
+                sent = pickle.dumps((args, kwargs))
+                self.largest = max(self.largest, len(sent))
+                args, kwargs = pickle.loads(sent)
                 self.open += 1
-                self.leases.append((fn.__qualname__, duration))
+                self.leases.append((args[1], duration))  # the method's name
                 try:
-                    return fn(*args, **kwargs)
+                    return pickle.loads(pickle.dumps(fn(*args, **kwargs)))
                 finally:
                     self.open -= 1
 
@@ -70,33 +77,37 @@ def test_each_model_call_holds_one_lease(tiny, spaces):
     vlm = create("observer", f"hf:{tiny['qwen']}", max_new_tokens=4, batch_size=1, **cpu)
     clip = create("image_embedder", tiny["clip"], **cpu)
 
-    made = gen.generate("a feast", [1, 2])
-    assert spaces.leases == [("DiffusersGenerator.generate", 30)]
+    steps = []
+    made = gen.generate("a feast", [1, 2], progress=lambda *step: steps.append(step))
+    assert spaces.leases == [("generate", 30)] and len(made) == 2
+    assert steps == []  # a progress reporter stays behind: the worker cannot call it
     editor.edit(made[0], "add a teapot", [3])
     vlm.generate_texts(["one?", "two?"], [RED, RED])  # two batches: two generate calls
     vlm.yes_probability([RED], ["Is it red?"])
     vlm.rate_scale([RED], ["Rate 0-10."], 0, 10)  # the digits, then "10" against "1"
-    clip.clip_score([RED], ["a red square"])
+    clip.clip_iqa([RED])  # its logit scale, its image and its two prompts
     embedded = clip.encode_images([RED])  # a tensor comes back on the CPU
     assert embedded.device.type == "cpu" and embedded.shape == (1, 16)
     assert [name for name, _ in spaces.leases] == [
-        "DiffusersGenerator.generate",
-        "DiffusersEditor.edit",
-        "HFModel._generate",
-        "HFModel._generate",
-        "HFModel.answer_distribution",
-        "HFModel.answer_distribution",
-        "HFModel.next_token_probability",
-        "OpenClipEmbedder.encode_images",
-        "OpenClipEmbedder.encode_texts",
-        "OpenClipEmbedder.encode_images",
+        "generate",
+        "edit",
+        "_generate",
+        "_generate",
+        "answer_distribution",
+        "answer_distribution",
+        "next_token_probability",
+        "encode_texts",
+        "encode_images",
+        "logit_scale",
+        "encode_images",
     ]
     assert {seconds for _, seconds in spaces.leases} == {30}
+    assert spaces.largest < 100_000  # ids, names and small images: never a model
     # wrapping again takes the new duration, not a lease around a lease
     zerogpu.lease_per_call(spaces, 90)
     spaces.leases.clear()
     vlm.yes_probability([RED], ["Is it red?"])
-    assert spaces.leases == [("HFModel.answer_distribution", 90)]
+    assert spaces.leases == [("answer_distribution", 90)]
     zerogpu.unlease()
     spaces.leases.clear()
     vlm.yes_probability([RED], ["Is it red?"])
@@ -156,6 +167,10 @@ device = "cpu"
     backends = service.refiner().backends
     assert backends.get("generator").pipe is not None and backends.get("judge").model is not None
     assert spaces.leases == [] and spaces.open == 0
+    # MiniLM runs on the processor between leases; tuning is off, by the app and its API
+    assert backends.get("text_embedder").device == "cpu"
+    with pytest.raises(ValueError, match="tuning is off on ZeroGPU"):
+        service.tuning.tune("dpo", 10, 1e-4, 256)
     from refine.backends.diffusers_backends import DiffusersGenerator
 
     assert hasattr(DiffusersGenerator.generate, "__refine_leased__")

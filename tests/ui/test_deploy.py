@@ -88,6 +88,23 @@ def test_the_space_entry_point_refuses_to_start_without_the_key(tmp_path):
     assert "suggested_hardware: l40sx1" in (tmp_path / "gpu" / "README.md").read_text()
     assert "suggested_hardware" not in (space / "README.md").read_text()
     assert "diffusers" in (tmp_path / "gpu" / "requirements.txt").read_text()
+    # the GPU and ZeroGPU Spaces download the local-gpu profile's models as they are built
+    preload = [
+        "preload_from_hub:",
+        "  - black-forest-labs/FLUX.2-klein-4B",
+        "  - Qwen/Qwen3-VL-8B-Instruct",
+        "  - timm/vit_large_patch14_clip_224.openai",
+    ]
+    gpu_header = (tmp_path / "gpu" / "README.md").read_text().split("---")[1].splitlines()
+    assert gpu_header[gpu_header.index("preload_from_hub:") :][:4] == preload
+    assert make_space(tmp_path / "zero", zerogpu=True) == written
+    zero = tmp_path / "zero"
+    zero_header = (zero / "README.md").read_text().split("---")[1].splitlines()
+    assert "suggested_hardware: zero-a10g" in zero_header
+    assert zero_header[zero_header.index("preload_from_hub:") :][:4] == preload
+    assert (zero / "app.py").read_text() == (ROOT / "deploy/space/app_zerogpu.py").read_text()
+    assert "spaces" in (zero / "requirements.txt").read_text().splitlines()
+    assert "import spaces" in (zero / "app.py").read_text().split("from ui")[0]
 
 
 def test_the_space_app_runs_from_the_environment_alone(world, siglip_path, tmp_path):

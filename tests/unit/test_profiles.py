@@ -115,8 +115,17 @@ def test_only_a_slow_profile_gets_a_notice(tmp_path):
     from refine.profiles import slow_notice
 
     assert slow_notice(load_profile("gemini")) == "profile: gemini"
-    notice = slow_notice(load_profile("cpu"))
+    cpu = load_profile("cpu")
+    notice = slow_notice(cpu)
     assert notice.startswith("CPU profile (cpu): the smallest current models run")
+    assert "budget" not in notice
+    # how many editing rounds fit in the app's run budget, from the measured time a round
+    rounds = int(30 * 60 // cpu.round_seconds)
+    assert rounds >= 1 and slow_notice(cpu, run_minutes=30).endswith(
+        f"A run stops at its budget of 30 min: about {rounds} editing round(s). Set "
+        "GEMINI_API_KEY (Google AI Studio) or start the app on a machine with a CUDA GPU "
+        "for rounds in seconds."
+    )
     bad = tmp_path / "slow.toml"
     for value in ("0", "-3", "true", '"long"'):
         bad.write_text(f'round_seconds = {value}\n[roles]\ngenerator = "diffusers:x"\n')
