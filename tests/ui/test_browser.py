@@ -450,10 +450,16 @@ def test_build_references_review_them_in_a_table_then_run(page, world, size):
     )
     table.get_by_text("Painted eggs", exact=True).first.click()
     pg.keyboard.press("Escape")  # a click opens the cell for editing: leave it as it is
+    # the button names the clicked row once the click has reached the server (clicking
+    # Remove before that, on a busy machine, found no row picked)
+    pg.wait_for_function(
+        "() => document.querySelector('#refs-remove').innerText.includes('Painted eggs')"
+    )
     pg.click("#refs-remove")
     pg.wait_for_function(
         "() => !document.querySelector('#refs-review').innerText.includes('Painted eggs')"
     )
+    assert pg.locator("#refs-remove").inner_text().strip() == "Remove the clicked row"
     pg.click("#save-refs")
     pg.wait_for_function(
         "() => document.querySelector('#refs-note').innerText.includes('references saved')"

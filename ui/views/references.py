@@ -21,6 +21,8 @@ EXAMPLES = [
     ["people participating in New Yam Festival", "Nigeria"],
 ]
 
+REMOVE = "Remove the clicked row"
+
 
 def ready_activities(country: str | None) -> list[str]:
     """The activities of ``country`` that the bundled pack holds references for; for a
@@ -154,7 +156,7 @@ def add_references(gr: Any, service: RunService, activity: str, gate: VisitorGat
             phrase_box = gr.Textbox(label="phrase", elem_id="refs-phrase", scale=2)
         with gr.Row():
             add = gate.plain(gr, "Add the row", elem_id="refs-add")
-            remove = gate.plain(gr, "Remove the clicked row", elem_id="refs-remove")
+            remove = gate.plain(gr, REMOVE, elem_id="refs-remove")
         save = gate.button(gr, "Save the reviewed references", elem_id="save-refs")
     return References(
         note=note,
@@ -240,8 +242,16 @@ def wire_references(
             raise error(err) from err
         return [*rows, [kind, text]], ""
 
-    def on_pick(evt):
-        return evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+    def on_pick(rows, evt):
+        """The clicked row, named on the Remove button: what a click removes is in sight,
+        and the button says the click has arrived."""
+        k = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+        rows = [list(r) for r in (rows or [])]
+        if not isinstance(k, int) or not 0 <= k < len(rows):
+            return None, gr.update(value=REMOVE)
+        text = str(rows[k][1] if len(rows[k]) > 1 else "")
+        text = text if len(text) <= 40 else text[:39] + "…"
+        return k, gr.update(value=f"Remove “{text}”")
 
     on_pick.__annotations__["evt"] = gr.SelectData
 
@@ -249,7 +259,7 @@ def wire_references(
         rows = [list(r) for r in (rows or [])]
         if picked is None or not 0 <= int(picked) < len(rows):
             raise error("click a row of the table first")
-        return rows[: int(picked)] + rows[int(picked) + 1 :], None
+        return rows[: int(picked)] + rows[int(picked) + 1 :], None, gr.update(value=REMOVE)
 
     def on_save_refs(tok, act, ctry, rows, source=None, request=None):
         try:
@@ -296,9 +306,14 @@ def wire_references(
     refs.add.click(
         on_add, [refs.review, refs.kind, refs.phrase], [refs.review, refs.phrase], api_name=False
     )
-    refs.review.select(on_pick, None, refs.picked, api_name=False, queue=False)
+    refs.review.select(
+        on_pick, refs.review, [refs.picked, refs.remove], api_name=False, queue=False
+    )
     refs.remove.click(
-        on_remove, [refs.review, refs.picked], [refs.review, refs.picked], api_name=False
+        on_remove,
+        [refs.review, refs.picked],
+        [refs.review, refs.picked, refs.remove],
+        api_name=False,
     )
     refs.save.click(
         on_save_refs,
