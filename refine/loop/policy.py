@@ -137,11 +137,17 @@ def rejected_streak(run: Run) -> int:
 
 
 def stop_reason(
-    run: Run, *, stop_requested: bool = False, elapsed_s: float = 0.0, calls: int = 0
+    run: Run,
+    *,
+    stop_requested: bool = False,
+    elapsed_s: float = 0.0,
+    calls: int = 0,
+    stopped_as: str = "stopped by the user",
 ) -> str | None:
-    """Why the run stops before another editing round, or None to go on."""
+    """Why the run stops before another editing round, or None to go on; a requested stop
+    is recorded as ``stopped_as`` (who or what asked for it)."""
     if stop_requested:
-        return "stopped by the user"
+        return stopped_as
     spec: RunSpec = run.spec
     best = run.best()
     if best is not None and best.best.scores.faith is not None:

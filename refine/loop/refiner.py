@@ -87,6 +87,10 @@ def choose_by_hand(
     return run
 
 
+# the stop reason of a stop the user asked for (a review nobody answered says so instead)
+USER_STOP = "stopped by the user"
+
+
 class Refiner:
     """Runs and resumes refinement runs; one instance reuses its models across runs."""
 
@@ -126,12 +130,16 @@ class Refiner:
         self.qualities = QualityCache()
         self.calls = CallCounter()
         self._stop = threading.Event()
+        self._stop_why = USER_STOP
 
-    def request_stop(self) -> None:
+    def request_stop(self, why: str = "") -> None:
         """Stop the current run within moments (it is saved as finished): between
         candidates, before every model call and between denoising steps; an API call in
         flight is abandoned. Completed rounds are kept; the round in progress is kept as
-        ``stopped`` with the candidates finished by then (when there are any)."""
+        ``stopped`` with the candidates finished by then (when there are any). ``why`` is
+        the record's stop reason ("stopped by the user" when not given; a review nobody
+        answered, a page closed, say so)."""
+        self._stop_why = why or USER_STOP
         self._stop.set()
 
     def sibling(self, on_event: Callable[[Event], None] | None = None) -> Refiner:
@@ -262,6 +270,7 @@ class Refiner:
         self.calls = CallCounter(run.model_calls)
         self.qualities = QualityCache()
         self._stop.clear()
+        self._stop_why = USER_STOP
         self._emit(
             RunStarted(run=run.id, dir=str(store.dir), first=len(run.rounds), last=run.spec.rounds)
         )
@@ -273,6 +282,7 @@ class Refiner:
                 reason = policy.stop_reason(
                     run,
                     stop_requested=self._stop.is_set(),
+                    stopped_as=self._stop_why,
                     elapsed_s=time.monotonic() - started,
                     calls=self.calls.n,
                 )
@@ -307,7 +317,7 @@ class Refiner:
                 recipe(run, store)
             except usage.StopRequested:
                 # what was finished is kept (see _keep_stopped); the run ends here
-                run.stop_reason = f"stopped by the user during round {done}"
+                run.stop_reason = f"{self._stop_why} during round {done}"
             except usage.BudgetExhausted:
                 # the round in progress is dropped; the rounds done are kept
                 del run.rounds[done:]
@@ -360,7 +370,8 @@ class Refiner:
 
                 made = self._candidates(run, store, 0, seeds, None, make, timings)
         except usage.StopRequested as stop:
-            _keep_stopped(run, stop, len(seeds), timings, None, "generate", prompt, "prompt")
+            why = self._stop_why
+            _keep_stopped(run, stop, len(seeds), timings, None, "generate", prompt, "prompt", why)
             raise
         # 4. decide
         verdict = policy.choose_initial(made.candidates, spec.margin)
@@ -405,7 +416,7 @@ class Refiner:
             )
             reviewed = self.review(k, instruction, run)
             if reviewed is None or self._stop.is_set():
-                run.stop_reason = "stopped by the user"
+                run.stop_reason = self._stop_why
                 return
             reviewed = reviewed.strip()
             if not reviewed:
@@ -423,7 +434,10 @@ class Refiner:
         try:
             made = self._candidates(run, store, k, seeds, parent_image, make, timings)
         except usage.StopRequested as stop:
-            _keep_stopped(run, stop, len(seeds), timings, parent_index, "edit", instruction, source)
+            _keep_stopped(
+                run, stop, len(seeds), timings, parent_index, "edit", instruction, source,
+                self._stop_why,
+            )  # fmt: skip
             raise
         # 5. decide
         best = run.best()
@@ -506,6 +520,7 @@ def _keep_stopped(
     kind: str,
     text: str,
     source: str,
+    why: str = "stopped by the user",
 ) -> None:
     """The round a stop cut short, kept as ``stopped`` with the candidates finished by then
     (nothing is kept when none was)."""
@@ -513,7 +528,7 @@ def _keep_stopped(
     if made is None or not made.candidates:
         return
     chosen = max(range(len(made.candidates)), key=lambda j: policy.faith_of(made.candidates[j]))
-    reason = f"stopped by the user: {len(made.candidates)} of {asked} candidate(s) finished"
+    reason = f"{why}: {len(made.candidates)} of {asked} candidate(s) finished"
     verdict = policy.Verdict(chosen, "stopped", reason)
     r = _append_round(run, verdict, made.candidates, timings, parent, kind, text, source)
     r.failures = list(made.failures)

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 END = "end"  # put on a job's queue when its worker thread is done
 
 
+def _span(seconds: float) -> str:
+    """A waiting time as people say it: "15 min", "0.5 s"."""
+    return f"{seconds / 60:g} min" if seconds >= 120 else f"{seconds:g} s"
+
+
 class ServiceBusy(RuntimeError):
     """A run is in progress; one device runs one run at a time."""
 
@@ -65,6 +70,7 @@ class Job:
         self._thread: threading.Thread | None = None
         self.waiting: tuple[int, str] | None = None
         self.stopped = False
+        self.stop_why = ""  # the stop reason asked for ("": the user's Stop)
         self.tracker = RunProgress()
         self.applied: tuple[int, str] | None = None
         self.review_info: tuple[str, tuple[str, ...]] = ("", ())  # (source, changes)
@@ -82,7 +88,7 @@ class Job:
             if self.owner is not None:
                 self.service.claim(self.run_dir, self.owner)
             if self.stopped:  # a stop asked for before the loop began still counts
-                self.service.refiner().request_stop()
+                self.service.refiner().request_stop(self.stop_why)
         self._events.put(event)
 
     def _review(self, k: int, instruction: str, run: Run) -> str | None:
@@ -96,6 +102,9 @@ class Job:
             answer = self._answers.get(timeout=self.review_timeout_s)
         except queue.Empty:  # nobody answered: the owner is gone, the slot is freed
             self.stopped = True
+            waited = _span(self.review_timeout_s)
+            self.stop_why = f"stopped: nobody answered the review within {waited}"
+            self.service.refiner().request_stop(self.stop_why)
             answer = None
         self.waiting = None
         return answer
@@ -110,11 +119,13 @@ class Job:
             self.applied = (self.waiting[0], text.strip())
         self._answers.put(text)
 
-    def stop(self) -> None:
+    def stop(self, why: str = "") -> None:
         """End the run within moments (see :meth:`refine.loop.refiner.Refiner.request_stop`):
-        completed rounds are kept, the round in progress is kept as stopped."""
+        completed rounds are kept, the round in progress is kept as stopped; ``why`` is the
+        record's stop reason ("stopped by the user" when not given)."""
         self.stopped = True
-        self.service.refiner().request_stop()
+        self.stop_why = why
+        self.service.refiner().request_stop(why)
         if self.waiting is not None:
             self._answers.put(None)
 

@@ -168,5 +168,10 @@ def test_a_review_nobody_answers_stops_the_run_and_frees_the_service(
     )
     last = job.wait()
     assert last.done and last.error is None
-    assert last.run.stop_reason == "stopped by the user" and len(last.run.rounds) == 1
+    # the record says why: not the user's Stop, the review nobody answered
+    assert last.run.stop_reason == "stopped: nobody answered the review within 0.5 s"
+    assert len(last.run.rounds) == 1
     assert not service.busy
+    from refine.service.jobs import _span
+
+    assert (_span(900), _span(0.5), _span(60)) == ("15 min", "0.5 s", "60 s")

@@ -46,6 +46,10 @@ FIELD_LABELS = {
 }
 
 
+# the stop reason of a run whose page (or API client) stopped following it
+LEFT = "stopped: the page following the run was closed, or its API client cancelled"
+
+
 @dataclass
 class RunDisplay:
     """The widgets that show a run; a handler that shows one returns ``values(...)``, in
@@ -270,7 +274,7 @@ class Session:
             done = True
         finally:
             if not done:
-                job.stop()
+                job.stop(LEFT)
                 # the queue's slot goes to the next visitor only once this run has
                 # fully stopped, so a queued start never finds the service busy
                 job.join()
