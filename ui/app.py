@@ -74,7 +74,28 @@ def build_app(
             return [made, made, *session.gate.opened(gr)]
 
         gated = [button for button, _ in session.gate.buttons]
-        demo.load(on_visit, token_store, [token_store, token, *gated], api_name=False, queue=False)
+        visit = demo.load(
+            on_visit, token_store, [token_store, token, *gated], api_name=False, queue=False
+        )
+
+        def on_attach(tok, request=None):
+            """A page opened (or reloaded) during the visitor's run follows that run: its
+            progress, images and any instruction under review, with Stop and Apply."""
+            yield from session.attach(tok, request, gr.skip())
+
+        on_attach.__annotations__["request"] = gr.Request  # found by its type
+
+        # its own line, never held up by the one a start waits in: one page per visitor
+        # runs it for as long as that visitor's run goes on
+        visit.then(
+            on_attach,
+            token,
+            run.display.outputs(),
+            api_name=False,
+            concurrency_limit=None,
+            concurrency_id="attach",
+            show_progress="hidden",
+        )
         demo.load(None, None, None, js=keys_js, api_name=False)  # the Rate view's keys
     demo.queue(default_concurrency_limit=1, **queue_options(limits))
     return demo

@@ -4,8 +4,9 @@
 ``job.updates()`` yields an :class:`Update` after every stage and round (the run record
 as saved so far, the stage in progress, an instruction waiting for review). In pause
 mode the loop waits before every edit until ``job.submit_instruction(text)``; ``job.stop()``
-ends the run within seconds (the round in progress is recorded as stopped). Saved runs open
-without any model.
+ends the run within seconds (the round in progress is recorded as stopped). Any number of
+readers may follow one run; ``job.updates(attach=True)`` begins with the run as it stands
+(a page opened during it). Saved runs open without any model.
 
 Visitors: a front end names who asks (a visitor id, see :func:`visitor_hash`). A run started
 for a visitor keeps its owner for as long as it exists: the hash of the id is written to the

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +18,7 @@ from refine.records import Run
 if TYPE_CHECKING:
     from refine.service.runs import RunService
 
-END = "end"  # put on a job's queue when its worker thread is done
+END = "end"  # the last entry of a job's log, once its worker thread is done
 
 
 def _span(seconds: float) -> str:
@@ -65,7 +65,12 @@ class Job:
         self.run_dir: Path | None = None
         self.run: Run | None = None
         self.error: str | None = None
-        self._events: queue.Queue[Event | str] = queue.Queue()
+        # every event in order, END last: each reader keeps its own place in it, so the
+        # page that started the run and a page that attached later each see every update
+        self._log: list[Event | str] = []
+        self._logged = threading.Condition()
+        self._last_stage = "starting"
+        self._when_done: list[Callable[[Job], None]] = []
         self._answers: queue.Queue[str | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self.waiting: tuple[int, str] | None = None
@@ -89,7 +94,7 @@ class Job:
                 self.service.claim(self.run_dir, self.owner)
             if self.stopped:  # a stop asked for before the loop began still counts
                 self.service.refiner().request_stop(self.stop_why)
-        self._events.put(event)
+        self._put(event)
 
     def _review(self, k: int, instruction: str, run: Run) -> str | None:
         if not self.pause:
@@ -97,7 +102,7 @@ class Job:
         self.waiting = (k, instruction)
         event = ReviewWaiting(round=k, instruction=instruction)
         self.tracker.see(event)
-        self._events.put(event)
+        self._put(event)
         try:
             answer = self._answers.get(timeout=self.review_timeout_s)
         except queue.Empty:  # nobody answered: the owner is gone, the slot is freed
@@ -129,33 +134,101 @@ class Job:
         if self.waiting is not None:
             self._answers.put(None)
 
-    def updates(self, poll_s: float = 0.25) -> Iterator[Update]:
-        """An update per event until the run ends (the last one has ``done``)."""
+    def _put(self, event: Event | str) -> None:
+        with self._logged:
+            self._log.append(event)
+            if isinstance(event, Event) and not isinstance(event, StepDone):
+                self._last_stage = event.describe()
+            self._logged.notify_all()
+
+    def _finish(self) -> None:
+        """Called by the worker thread once the run has ended and been saved."""
+        self._put(END)
+        with self._logged:
+            callbacks, self._when_done = self._when_done, []
+        for callback in callbacks:
+            callback(self)
+
+    def when_done(self, callback: Callable[[Job], None]) -> None:
+        """Call ``callback(job)`` once the run has ended (at once if it has): what must
+        happen whether or not anybody still follows the run (a quota's count)."""
+        with self._logged:
+            if not (self._log and self._log[-1] == END):
+                self._when_done.append(callback)
+                return
+        callback(self)
+
+    @property
+    def live(self) -> bool:
+        """Whether the run is still going (started and not yet ended)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def snapshot(self) -> Update:
+        """The run as it stands now, as one update (what a page that attaches shows)."""
+        with self._logged:
+            ended = bool(self._log) and self._log[-1] == END
+            stage = self._last_stage
+        if ended:
+            return self._end_update()
+        return Update(
+            stage,
+            self._load(),
+            self.run_dir,
+            review=self.waiting,
+            applied=self.applied,
+            review_source=self.review_info[0],
+            review_changes=self.review_info[1],
+            fraction=self.tracker.fraction(),
+            progress=self.tracker.describe(),
+        )
+
+    def _end_update(self) -> Update:
+        return Update(
+            "failed" if self.error else "finished",
+            self._load(),
+            self.run_dir,
+            done=True,
+            error=self.error,
+            fraction=1.0 if not self.error else self.tracker.fraction(),
+            progress=self.tracker.describe(),
+        )
+
+    def updates(self, poll_s: float = 0.25, attach: bool = False) -> Iterator[Update]:
+        """An update per event until the run ends (the last one has ``done``), from the
+        run's start; with ``attach``, the run as it stands now and then the events from
+        here on. Any number of readers may follow one run, each from its own place."""
+        with self._logged:
+            at = len(self._log) if attach else 0
+        if attach:
+            first = self.snapshot()
+            yield first
+            if first.done:
+                return
         shown: Run | None = None
         while True:
-            try:
-                event = self._events.get(timeout=poll_s)
-            except queue.Empty:
-                if self._thread is not None and not self._thread.is_alive():
-                    event = END
+            with self._logged:
+                if at >= len(self._log):
+                    self._logged.wait(poll_s)
+                if at >= len(self._log):
+                    if self._thread is not None and not self._thread.is_alive():
+                        event: Event | str = END  # a worker that died without saying so
+                    else:
+                        continue
                 else:
-                    continue
+                    event = self._log[at]
+                    at += 1
+                    # denoising steps come fast: only the latest one logged is shown
+                    while isinstance(event, StepDone) and at < len(self._log):
+                        if not isinstance(self._log[at], StepDone):
+                            break
+                        event = self._log[at]
+                        at += 1
             if event == END:
-                yield Update(
-                    "failed" if self.error else "finished",
-                    self._load(),
-                    self.run_dir,
-                    done=True,
-                    error=self.error,
-                    fraction=1.0 if not self.error else self.tracker.fraction(),
-                    progress=self.tracker.describe(),
-                )
+                yield self._end_update()
                 return
+            assert isinstance(event, Event)
             light = isinstance(event, StepDone)
-            if light:  # steps come fast: only the latest one queued is shown
-                while isinstance(self._peek(), StepDone):
-                    event = self._events.get_nowait()
-            else:
+            if not light:
                 shown = self._load()
             yield Update(
                 event.describe(),
@@ -169,10 +242,6 @@ class Job:
                 progress=self.tracker.describe(),
                 light=light,
             )
-
-    def _peek(self) -> Event | str | None:
-        with self._events.mutex:
-            return self._events.queue[0] if self._events.queue else None
 
     def owned_by(self, who: str | None) -> bool:
         """Whether ``who`` may stop or steer this run (its owner; anyone when unowned)."""

@@ -23,7 +23,7 @@ from refine.evaluate.refs_build import (
 from refine.io.files import atomic_write_text
 from refine.records import ReferencePack
 from refine.service.folders import RunFolders, phrase
-from refine.service.jobs import END, Job, ServiceBusy
+from refine.service.jobs import Job, ServiceBusy
 from refine.service.tuning import Tuning
 
 
@@ -98,7 +98,7 @@ class RunService(RunFolders):
             finally:
                 refiner.on_event, refiner.review = (lambda e: None), None
                 self._busy.release()
-                job._events.put(END)
+                job._finish()
 
         # the run's thread carries the caller's context (a Gradio request's): on a ZeroGPU
         # Space the GPU leases read the visitor from it, whose quota then pays

@@ -297,34 +297,41 @@ def _rounds_on_record(service) -> int:
         return 0
 
 
-def test_cancelling_a_run_stops_it_and_keeps_its_rounds(app_url, world):
+def test_a_client_that_cancels_stops_following_and_the_run_goes_on_until_stop(app_url, world):
+    """A run belongs to its visitor, not to the call that follows it: an API client that
+    cancels its call (as a page closed or reloaded does) leaves the run going; the same
+    visitor still answers its review, and only /stop ends it, recorded as the user's Stop."""
     import time
 
     from tests.ui.clients import app_client
 
     url, service = app_url
-    world.edit_delay_s = 0.5
     client = app_client(url)
     earlier = service.job  # an earlier test's run, in the module's app
-    job = client.submit(*start_args(6, candidates=1), api_name="/start")
+    followed = client.submit(*start_args(3, candidates=1, pause=True), api_name="/start")
     deadline = time.monotonic() + 120
-    # run.json is written when the run starts, before its first round: wait for round 0
-    # on record, so the cancel cannot land before any round (seen once in CI)
-    while service.job is earlier or not _rounds_on_record(service):
-        assert time.monotonic() < deadline, "round 0 never landed"
-        time.sleep(0.1)
-    job.cancel()
+    while service.job is earlier or service.job.waiting is None:
+        assert time.monotonic() < deadline, "round 1 never came up for review"
+        time.sleep(0.05)
+    followed.cancel()
+    # the run waits on for its owner: Apply continues it to the next review (a cancel that
+    # stopped it would leave nothing to apply, or record the round as stopped)
+    answer = client.predict("Put a sofreh on the floor.", api_name="/apply")
+    assert answer.startswith("instruction applied"), answer
+    while service.job.waiting is None or service.job.waiting[0] != 2:
+        assert service.busy, "the run ended when its client cancelled"
+        assert time.monotonic() < deadline, "round 2 never came up for review"
+        time.sleep(0.05)
+    # the same visitor's Start is refused while their run goes on, saying why
+    with pytest.raises(Exception, match="your run is still in progress"):
+        client.predict(*start_args(1, candidates=1), api_name="/start")
+    assert client.predict(api_name="/stop").startswith("stopping")
     while service.busy:
-        assert time.monotonic() < deadline, "the run went on after the visitor cancelled"
+        assert time.monotonic() < deadline, "the run went on after /stop"
         time.sleep(0.1)
     run = service.open(service.job.run_dir)
-    # between rounds, or at once during one (the finished candidates kept as stopped)
-    # the record says the client went, not that the user pressed Stop
-    assert run.status == "finished" and run.stop_reason.startswith(
-        "stopped: the page following the run was closed, or its API client cancelled"
-    )
-    assert len(run.rounds) in range(1, 7)
-    assert all(r.decision != "stopped" for r in run.rounds[:-1])
+    assert run.status == "finished" and run.stop_reason.startswith("stopped by the user")
+    assert len(run.rounds) == 2 and run.rounds[1].text == "Put a sofreh on the floor."
     for r in run.rounds:
         assert (service.job.run_dir / r.best.image).is_file()
 
@@ -357,7 +364,9 @@ def test_a_second_visitor_waits_in_line_and_can_browse_meanwhile(app_url):
     assert status.rank == 0 and status.queue_size >= 1  # next in line
     # browsing a saved run is not held up by the run in progress
     opened = second.predict(str(first_dir), api_name="/open")
-    assert opened[0].startswith("run ") and service.job.run_dir == first_dir
+    # the run in progress opens as it stands: paused for its instruction's review
+    assert opened[0].startswith("round 1: review the instruction")
+    assert service.job.run_dir == first_dir
     # the run belongs to the first client: the second can watch it, not stop or steer it
     assert second.predict(api_name="/stop").startswith("this run belongs to another visitor")
     assert second.predict("Paint it all red.", api_name="/apply").startswith(

@@ -887,3 +887,95 @@ def test_the_image_under_review_its_instruction_and_apply_on_one_screen(page, si
     for elem, b in where.items():
         assert -1 <= b["top"] and b["bottom"] <= b["height"] + 1, (elem, where)
     pg.click("#stop")
+
+
+def wait_value(pg, elem_id: str, test: str, what: str, seconds: float = 120) -> None:
+    """Wait until the text of ``#elem_id``'s box passes ``test`` (a JS expression of
+    ``v``), or fail naming ``what``."""
+    pg.wait_for_function(
+        f"() => {{ const b = document.querySelector('#{elem_id} textarea'); "
+        f"const v = b ? b.value : ''; return {test}; }}",
+        timeout=seconds * 1000,
+    ), what
+
+
+def rounds_on_record(service) -> int:
+    job = service.job
+    if job is None or job.run_dir is None or not (job.run_dir / "run.json").is_file():
+        return 0
+    try:
+        return len(service.open(job.run_dir).rounds)
+    except (OSError, ValueError):  # being written
+        return 0
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_a_reload_mid_run_leaves_the_run_going_and_the_page_follows_it(page, world, size):
+    """A run belongs to its visitor, not to the page: reloading during a run (as a phone
+    does when the visitor switches apps) does not stop it, and the reloaded page shows its
+    progress up to its end."""
+    pg, service = page
+    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    world.edit_delay_s = 1.5  # each round at least 1.5 s: the run outlasts the reload
+    fill(pg, "rounds", "4")
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    fill(pg, "candidates", "1")
+    pg.click("#start")
+    deadline = time.monotonic() + 120
+    while rounds_on_record(service) < 1:
+        assert time.monotonic() < deadline, "round 0 never landed"
+        time.sleep(0.1)
+    pg.reload()
+    pg.wait_for_selector("#start")
+    # the reloaded page attaches: the run's progress, not "not started"
+    pg.wait_for_function(
+        "() => /round \\d of 4/.test(document.querySelector('#progress-bar').innerText)",
+        timeout=60_000,
+    )
+    assert service.busy, "the run had ended before the page attached: the test proves nothing"
+    wait_finished(pg)
+    run = service.open(pg.locator("#run-dir textarea").input_value())
+    # to its own end: its rounds, or two rejected edits in a row (the fake world's)
+    assert run.status == "finished" and len(run.rounds) >= 3, [r.decision for r in run.rounds]
+    assert not run.stop_reason.startswith("stopped"), run.stop_reason
+    images_loaded(pg, len(run.rounds))
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_a_paused_run_survives_a_reload_and_apply_continues_it(page, world, size):
+    """Reloading a run paused for review shows the instruction under review; opened from
+    the saved runs it shows its stage and that instruction; Apply continues the run."""
+    pg, service = page
+    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    fill(pg, "rounds", "1")
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    fill(pg, "candidates", "1")
+    pg.locator("#pause input").check()
+    pg.click("#start")
+    box = pg.locator("#instruction textarea")
+    deadline = time.monotonic() + 120
+    while not box.input_value().startswith("Edit this photo"):
+        assert time.monotonic() < deadline, "no instruction came up for review"
+        time.sleep(0.1)
+    proposed = box.input_value()
+    pg.reload()
+    pg.wait_for_selector("#start")
+    wait_value(pg, "instruction", "v.startsWith('Edit this photo')", "the instruction after reload")
+    assert box.input_value() == proposed
+    assert "round 1: review the instruction" in stage(pg)
+    # opened from the saved runs: the same stage and instruction, never the record's
+    # round-0 prompt or a literal None
+    pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
+    pg.locator("#saved-gallery img").first.click()
+    wait_value(pg, "stage", "v.startsWith('round 1: review the instruction')", "the stage")
+    assert box.input_value() == proposed and "None" not in stage(pg)
+    box.fill("Put a sofreh on the floor.")
+    pg.click("#apply")
+    wait_value(pg, "notice", "v.startsWith('instruction applied')", "Apply's answer")
+    wait_finished(pg)
+    run = service.open(pg.locator("#run-dir textarea").input_value())
+    assert len(run.rounds) == 2 and not run.stop_reason.startswith("stopped"), run.stop_reason
+    assert run.rounds[1].instruction_source == "person"
+    assert run.rounds[1].text == "Put a sofreh on the floor."

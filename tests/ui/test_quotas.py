@@ -10,7 +10,7 @@ import pytest
 from refine.service import RunService
 from tests.e2e.test_cli_run import cli
 from tests.ui.clients import served
-from tests.ui.test_app import start_args
+from tests.ui.test_app import _rounds_on_record, start_args
 from ui.app import build_app
 from ui.quotas import LEDGER, QuotaExceeded, Quotas, client_address
 
@@ -94,7 +94,11 @@ def quota_app(world, backends, options, tmp_path):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "quotas", quotas=Quotas(tmp_path, runs_per_hour=1), trust_proxy=True)
     with served(demo) as url:
-        yield url, tmp_path
+        yield url, tmp_path, service
+    job = service.job
+    if job is not None and service.busy:  # a run a failed test left going
+        job.stop()
+        job.join(60)
 
 
 def test_a_visitor_over_quota_is_refused_and_another_is_not(quota_app):
@@ -102,7 +106,7 @@ def test_a_visitor_over_quota_is_refused_and_another_is_not(quota_app):
 
     from tests.ui.clients import app_client
 
-    url, out = quota_app
+    url, out, _ = quota_app
 
     def visitor(address: str):  # a new client: a new visitor, from this address
         return app_client(url, headers={"X-Forwarded-For": address})
@@ -147,3 +151,38 @@ def test_refine_app_sets_a_modest_quota_when_it_listens_beyond_this_machine(monk
     assert seen["quotas"].daily_calls == 900 and seen["trust_proxy"] is False
     bad = cli(*base, "--daily-calls", "0")
     assert bad.returncode == 2 and "--daily-calls" in bad.stderr
+
+
+def test_a_run_its_client_left_is_counted_whole_and_the_next_start_waits_for_it(
+    quota_app, world
+):
+    """A run goes on when its client stops following it (a closed page, a cancel): its
+    model calls are counted when it ends, not when the client left, and another
+    visitor's start waits for it, saying so, then runs."""
+    import time
+
+    from tests.ui.clients import app_client
+
+    url, out, service = quota_app
+    world.edit_delay_s = 0.5
+    first = app_client(url, headers={"X-Forwarded-For": "10.0.0.1"})
+    left = first.submit(*start_args(3, candidates=1), api_name="/start")
+    deadline = time.monotonic() + 120
+    while not _rounds_on_record(service):
+        assert time.monotonic() < deadline, "round 0 never landed"
+        time.sleep(0.05)
+    left.cancel()
+    first_dir = service.job.run_dir
+    calls_when_left = service.open(first_dir).model_calls
+    second = app_client(url, headers={"X-Forwarded-For": "10.0.0.2"})
+    queued = second.submit(*start_args(0), api_name="/start")
+    queued.result(timeout=300)
+    stages = [o[0] for o in queued.outputs()]
+    assert any(s.startswith("waiting: another run is in progress") for s in stages), stages
+    assert stages[-1] == "finished"
+    made = service.open(first_dir)
+    assert made.status == "finished" and not made.stop_reason.startswith("stopped")
+    assert made.model_calls > calls_when_left  # it went on after its client left
+    second_run = service.open(queued.outputs()[-1][7])
+    calls = sorted(r["calls_today"] for r in Quotas(out).usage().values())
+    assert calls == sorted([made.model_calls, second_run.model_calls]), calls

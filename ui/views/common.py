@@ -5,6 +5,7 @@ checks on what a client sends."""
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from refine import settings
 from refine.io.store import branches_of
 from refine.present.views import branches_text, progress_line
 from refine.records import Run
-from refine.service import RunService, Update, visitor_hash
+from refine.service import RunService, ServiceBusy, Update, visitor_hash
 from ui import adapters
 from ui.limits import Limits
 from ui.quotas import QuotaExceeded, Quotas, client_address
@@ -44,10 +45,6 @@ FIELD_LABELS = {
     "max_quality_drop": "max quality drop",
     "target": "target FAITH",
 }
-
-
-# the stop reason of a run whose page (or API client) stopped following it
-LEFT = "stopped: the page following the run was closed, or its API client cancelled"
 
 
 @dataclass
@@ -119,7 +116,9 @@ class RunDisplay:
         done = 0.0
         if run is not None and run.rounds:
             done = 1.0 if run.status != "running" else len(run.rounds) / (run.spec.rounds + 1)
-        bar = adapters.progress_bar(done, f"run {run.id}: {run.status}" if run else "not started")
+        state = "not finished" if run is not None and run.status == "running" else None
+        label = f"run {run.id}: {state or run.status}" if run is not None else "not started"
+        bar = adapters.progress_bar(done, label)
         # where the run comes from (a roll-back) and the runs rolled back from it
         branches = branches_text(branches_of(run_dir)) if run_dir is not None else ""
         progress = " \u00b7 ".join(x for x in (progress_line(run), branches) if x)
@@ -264,32 +263,82 @@ class Session:
         return address
 
     @staticmethod
-    def follow(job: Any, skip: Any):
-        """The job's updates as widget values; if the visitor cancels or leaves before
-        the end, the run stops within moments (what is done is kept)."""
+    def follow(job: Any, skip: Any, attach: bool = False):
+        """The job's updates as widget values (with ``attach``: from the run as it stands
+        now). A page that stops following (closed, reloaded, an API client's cancel) leaves
+        the run going on: it belongs to its visitor, whose next page attaches to it
+        (:meth:`attach`); only Stop, the review's timeout and the operator's limits end it."""
         done = False
         try:
-            for update in job.updates():
+            for update in job.updates(attach=attach):
                 yield RunDisplay.show(update, skip)
             done = True
         finally:
-            if not done:
-                job.stop(LEFT)
-                # the queue's slot goes to the next visitor only once this run has
-                # fully stopped, so a queued start never finds the service busy
-                job.join()
+            if not done and job.live:
+                log.info("a page stopped following run %s; the run goes on", job.run_dir)
+
+    def attach(self, token: Any, request: Any, skip: Any):
+        """The visitor's run in progress (or paused for review), followed from where it
+        stands: what a page opened during one of the visitor's runs shows."""
+        job = self.service.job
+        who = self.visitor(token, request)
+        if job is None or not job.live or who is None or job.owner != who:
+            yield RunDisplay.only(skip)
+            return
+        yield from self.follow(job, skip, attach=True)
+
+    def wait_turn(self, who: str, skip: Any, most_s: float):
+        """Before a start: while a run goes on that no page follows any more (its page was
+        closed), wait for it, saying so, for at most ``most_s``. The visitor's own run is
+        not waited for: it is theirs to stop. Yields the stage values to show."""
+        service = self.service
+        began = time.monotonic()
+        while service.busy:
+            job = service.job
+            if job is not None and job.live and job.owner == who:
+                raise ValueError(
+                    "your run is still in progress (this page shows it): stop it, or wait "
+                    "for its end, before starting another"
+                )
+            if time.monotonic() - began > most_s:
+                raise ServiceBusy("a run is still in progress; try again once it has ended")
+            where = job.tracker.describe() if job is not None and job.live else ""
+            yield RunDisplay.only(
+                skip,
+                stage="waiting: another run is in progress on this device; yours starts "
+                "when it ends" + (f" ({where})" if where else ""),
+            )
+            if job is not None and job.live:
+                job.join(1.0)
+            else:
+                time.sleep(1.0)
 
     def counted(self, job: Any, visitor: str, address: str | None, skip: Any, base: int = 0):
-        """Follow a started run, counting it and its model calls against the quotas."""
+        """Follow a started run, counting it and its model calls against the quotas (the
+        calls once the run has ended, whether or not a page still follows it)."""
         quotas = self.quotas
         if quotas is not None:
             n = quotas.record_start(visitor, address)
             log.info("run started by visitor %s (%d this hour)", visitor_hash(visitor)[:12], n)
-        try:
-            yield from self.follow(job, skip)
-        finally:
-            if quotas is not None and job.run is not None:
-                quotas.spent(visitor, job.run.model_calls - base)
+
+            def spend(ended: Any) -> None:
+                if ended.run is not None:
+                    quotas.spent(visitor, ended.run.model_calls - base)
+
+            job.when_done(spend)
+        yield from self.follow(job, skip)
+
+
+def saved_stage(run: Run) -> str:
+    """A saved run's state in words: "run R: finished, stopped by the user"; a record left
+    "running" by a run that is not going on was cut off (the app stopped during it)."""
+    if run.status == "running":
+        k = len(run.rounds)
+        return (
+            f"run {run.id}: cut off after {k} round(s): the app stopped during the run "
+            "(roll back to a round to go on from it)"
+        )
+    return f"run {run.id}: {run.status}" + (f", {run.stop_reason}" if run.stop_reason else "")
 
 
 def index(value: Any, what: str) -> int:

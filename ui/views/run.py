@@ -434,7 +434,8 @@ def _wire_run(gr: Any, session: Session, view: RunView) -> None:
         if who is None:  # a run nobody owns could be stopped by anyone
             raise error(NO_VISITOR)
         address = session.admitted(who, request)
-        try:
+        try:  # a run whose page was closed goes on: the next start waits for its end
+            yield from session.wait_turn(who, gr.skip(), limits.run_minutes * 60 + 60)
             job = service.start(
                 spec=spec,
                 references=refs,

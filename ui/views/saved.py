@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ui.safe import error
-from ui.views.common import QUIET, RunDisplay, Session
+from ui.views.common import QUIET, RunDisplay, Session, saved_stage
 
 SAVED_SHOWN = 24  # saved runs listed (each record is read)
 
@@ -63,7 +63,13 @@ def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) ->
             run, path = service.opened(path)
         except (ValueError, OSError) as err:
             raise error(err) from err
-        return RunDisplay.pack(f"run {run.id}: {run.status}, {run.stop_reason}", path, run)
+        job = service.job
+        if job is not None and job.live and job.run_dir is not None:
+            if job.run_dir.resolve() == path.resolve():
+                # the run in progress: its stage and any instruction under review, which
+                # Apply (the run's owner's) continues
+                return RunDisplay.show(job.snapshot(), gr.skip())
+        return RunDisplay.pack(saved_stage(run), path, run)
 
     def on_refresh():
         cards = service.cards(SAVED_SHOWN)

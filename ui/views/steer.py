@@ -55,6 +55,8 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
             given = limits.apply(numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop), old.spec)
             changes = {name: v for name, v in given.items() if v is not None}
             address = session.admitted(who, request)
+            # a run whose page was closed goes on: a roll-back waits for its end
+            yield from session.wait_turn(who, gr.skip(), limits.run_minutes * 60 + 60)
             job = service.start(
                 old.spec.activity,
                 old.spec.country,
