@@ -283,6 +283,10 @@ EDIT_PIPELINES: dict[str, dict[str, Any]] = {
 }
 # pipelines that accept a working size and round it to this multiple
 SIZED_EDITS = {"FluxKontextPipeline": 16, "Flux2KleinPipeline": 16}
+# pipelines that read a list of images as reference images shared by every prompt (not one
+# image per prompt): a batch of n edits is given the source once, or each edit would
+# attend to n copies of it (at 1024 px and 4 candidates, 20,480 image tokens a sample, not 8,192)
+REFERENCE_EDITS = {"Flux2KleinPipeline", "QwenImageEditPlusPipeline"}
 
 
 def _fit_size(image: Image.Image, result: Image.Image) -> Image.Image:
@@ -357,9 +361,8 @@ def _edit_batch(
         given = dict(args)
         if isinstance(given.get("negative_prompt"), str):  # one per image, as the prompts
             given["negative_prompt"] = [given["negative_prompt"]] * n
-        result = pipe(
-            prompt=[instruction] * n, image=[source] * n, generator=gens, **given, **extra
-        )
+        images = source if type(pipe).__name__ in REFERENCE_EDITS else [source] * n
+        result = pipe(prompt=[instruction] * n, image=images, generator=gens, **given, **extra)
         return list(result.images)
 
     made = _in_batches(model, seeds, call, progress, steps, notes)

@@ -128,6 +128,20 @@ def test_flux2_klein_generates_and_edits_with_one_set_of_weights(tiny_dir):
         arr(ed.edit(src, "replace the chairs with floor cushions", [1])[0]), arr(out)
     )
     assert np.abs(arr(out) - arr(src)).max() > 0
+    # a batch of edits gives each one the source once: FLUX.2 reads a list of images as
+    # references every prompt attends to, so a list of n sources was n references each
+    tokens = []
+    hook = ed.pipe.transformer.register_forward_pre_hook(
+        lambda _, args, kwargs: tokens.append(kwargs["hidden_states"].shape), with_kwargs=True
+    )
+    try:
+        ed.edit(src, "replace the chairs with floor cushions", seeds=[1])
+        one = tokens[-1]
+        ed.edit(src, "replace the chairs with floor cushions", seeds=[1, 2, 3])
+        three = tokens[-1]
+    finally:
+        hook.remove()
+    assert three[0] == 3 and three[1] == one[1], (one, three)  # 64 image + 64 reference tokens
 
 
 def test_editor_loads_its_own_pipeline_without_a_generator(tiny_dir):

@@ -892,11 +892,17 @@ def test_the_image_under_review_its_instruction_and_apply_on_one_screen(page, si
 def wait_value(pg, elem_id: str, test: str, what: str, seconds: float = 120) -> None:
     """Wait until the text of ``#elem_id``'s box passes ``test`` (a JS expression of
     ``v``), or fail naming ``what``."""
-    pg.wait_for_function(
-        f"() => {{ const b = document.querySelector('#{elem_id} textarea'); "
-        f"const v = b ? b.value : ''; return {test}; }}",
-        timeout=seconds * 1000,
-    ), what
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        pg.wait_for_function(
+            f"() => {{ const b = document.querySelector('#{elem_id} textarea'); "
+            f"const v = b ? b.value : ''; return {test}; }}",
+            timeout=seconds * 1000,
+        )
+    except PlaywrightTimeout:
+        box = pg.locator(f"#{elem_id} textarea").first.input_value()
+        raise AssertionError(f"{what}: #{elem_id} reads {box!r} after {seconds} s") from None
 
 
 def rounds_on_record(service) -> int:

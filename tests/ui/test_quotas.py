@@ -153,9 +153,7 @@ def test_refine_app_sets_a_modest_quota_when_it_listens_beyond_this_machine(monk
     assert bad.returncode == 2 and "--daily-calls" in bad.stderr
 
 
-def test_a_run_its_client_left_is_counted_whole_and_the_next_start_waits_for_it(
-    quota_app, world
-):
+def test_a_run_its_client_left_is_counted_whole_and_the_next_start_waits_for_it(quota_app, world):
     """A run goes on when its client stops following it (a closed page, a cancel): its
     model calls are counted when it ends, not when the client left, and another
     visitor's start waits for it, saying so, then runs."""
