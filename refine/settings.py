@@ -174,8 +174,9 @@ def check_image(path: str | Path) -> None:
 
 
 def _check_image(path: Path) -> None:
+    # messages name the file, never its folder (an upload's is the server's own)
     if not path.is_file():
-        raise SettingsError("image", f"{path}: no such image file")
+        raise SettingsError("image", f"{path.name}: no such image file")
     if path.suffix.lower() not in IMAGE_TYPES:
         raise SettingsError("image", f"{path.name}: use a {', '.join(IMAGE_TYPES)} image")
     from PIL import Image, UnidentifiedImageError
@@ -189,7 +190,8 @@ def _check_image(path: Path) -> None:
             "image", f"{path.name}: too many pixels to open safely (limit {limit} pixels; {err})"
         ) from err
     except (UnidentifiedImageError, OSError) as err:
-        raise SettingsError("image", f"{path.name}: not an image that can be read ({err})") from err
+        why = str(err).replace(str(path), path.name)
+        raise SettingsError("image", f"{path.name}: not an image that can be read ({why})") from err
 
 
 def output_folder(path: str | Path) -> Path:

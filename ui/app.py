@@ -150,6 +150,9 @@ def queue_options(limits: Limits | None) -> dict[str, Any]:
 APP_CSS = (
     CHART_CSS
     + """
+/* a refused click leaves every output as it was: Gradio's error cover, which hides an
+   image or a table under "Error", is not drawn; the reason is in the message box */
+[data-testid="status-tracker"]:has(> .error) { display: none !important; }
 #saved-gallery .grid-wrap.fixed-height { min-height: 0; max-height: none; }
 #saved-gallery .grid-container {
   grid-template-rows: none; grid-auto-rows: auto;

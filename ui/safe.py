@@ -8,8 +8,13 @@ through here. Client text is only ever put in element text, never in an attribut
 from __future__ import annotations
 
 import html
+import logging
 import re
+import threading
+from collections import OrderedDict
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~])")
 
@@ -27,7 +32,41 @@ def md_text(value: Any, limit: int = 120) -> str:
 
 
 def error(message: Any) -> Exception:
-    """A gradio error toast whose message (HTML to gradio) shows ``message`` as text."""
+    """A refusal: a gradio error (an API client's exception, the page's toast) whose message
+    (HTML to gradio) shows ``message`` as text. The server logs it in one line, never a
+    traceback, and keeps it for the page's message box (:func:`take_refusal`)."""
     import gradio as gr
 
-    return gr.Error(html_text(message))
+    text = str(message)
+    log.info("refused: %s", " ".join(text.split())[:300])
+    session = _session_hash()
+    if session:
+        with _refused_lock:
+            _refused[session] = text
+            _refused.move_to_end(session)
+            while len(_refused) > _REFUSALS_KEPT:
+                _refused.popitem(last=False)
+    return gr.Error(html_text(text), print_exception=False)
+
+
+def take_refusal(session_hash: str | None) -> str | None:
+    """The last refusal of the page session ``session_hash`` not yet shown, once."""
+    if not session_hash:
+        return None
+    with _refused_lock:
+        return _refused.pop(session_hash, None)
+
+
+def _session_hash() -> str | None:
+    """The page session of the request being handled (None outside one)."""
+    from gradio.context import LocalContext
+
+    request = LocalContext.request.get(None)
+    return getattr(request, "session_hash", None) if request is not None else None
+
+
+# the pages' refusals not yet shown in their message box, newest last (a page shows its own
+# at once: the bound only stops a crowd of API clients, which never ask, from filling memory)
+_REFUSALS_KEPT = 2000
+_refused: OrderedDict[str, str] = OrderedDict()
+_refused_lock = threading.Lock()

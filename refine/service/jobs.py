@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from refine.service.runs import RunService
 
 END = "end"  # the last entry of a job's log, once its worker thread is done
+IDLE = "idle"  # no event for a while (see Job.updates)
 
 
 def _span(seconds: float) -> str:
@@ -193,12 +195,17 @@ class Job:
             progress=self.tracker.describe(),
         )
 
-    def updates(self, poll_s: float = 0.25, attach: bool = False) -> Iterator[Update]:
+    def updates(
+        self, poll_s: float = 0.25, attach: bool = False, idle_s: float | None = None
+    ) -> Iterator[Update | None]:
         """An update per event until the run ends (the last one has ``done``), from the
         run's start; with ``attach``, the run as it stands now and then the events from
-        here on. Any number of readers may follow one run, each from its own place."""
+        here on. Any number of readers may follow one run, each from its own place. With
+        ``idle_s``, a None after each ``idle_s`` without an event (a run paused for review
+        sends none): a reader that is a generator can then be closed between two."""
         with self._logged:
             at = len(self._log) if attach else 0
+        quiet_since = time.monotonic()
         if attach:
             first = self.snapshot()
             yield first
@@ -212,6 +219,8 @@ class Job:
                 if at >= len(self._log):
                     if self._thread is not None and not self._thread.is_alive():
                         event: Event | str = END  # a worker that died without saying so
+                    elif idle_s is not None and time.monotonic() - quiet_since >= idle_s:
+                        event = IDLE
                     else:
                         continue
                 else:
@@ -223,6 +232,11 @@ class Job:
                             break
                         event = self._log[at]
                         at += 1
+            if event == IDLE:
+                quiet_since = time.monotonic()
+                yield None
+                continue
+            quiet_since = time.monotonic()
             if event == END:
                 yield self._end_update()
                 return

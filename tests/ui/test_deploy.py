@@ -121,7 +121,8 @@ def test_the_space_app_runs_from_the_environment_alone(world, siglip_path, tmp_p
     demo = deploy.build(deployment)
     with served(demo) as url:
         fields = {c["props"].get("elem_id"): c["props"] for c in demo.config["components"]}
-        assert fields["rounds"]["maximum"] == 1 and fields["candidates"]["maximum"] == 2
+        assert fields["rounds"]["label"] == "rounds (at most 1)"
+        assert fields["candidates"]["label"] == "candidates (at most 2)"
         assert "lost when the demo restarts" in fields["status"]["value"]
         out = app_client(url).predict(*start_args(1), api_name="/start")
         assert out[0] == "finished"

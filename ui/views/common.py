@@ -15,10 +15,11 @@ from refine.io.store import branches_of
 from refine.present.views import branches_text, progress_line
 from refine.records import Run
 from refine.service import RunService, ServiceBusy, Update, visitor_hash
+from refine.settings import SETTINGS
 from ui import adapters
 from ui.limits import Limits
 from ui.quotas import QuotaExceeded, Quotas, client_address
-from ui.safe import error
+from ui.safe import error, take_refusal
 from ui.visitors import visitor_id
 
 log = logging.getLogger(__name__)
@@ -180,10 +181,26 @@ class MessageBox:
     The box is made before the views, so that it exists when their buttons are made."""
 
     box: Any = None
+    gr: Any = None
 
     def make(self, gr: Any) -> Any:
+        self.gr = gr
         self.box = gr.Textbox(label="message", interactive=False, elem_id="notice", render=False)
         return self.box
+
+    def tells_refusals(self, *events: Any) -> None:
+        """A refusal of any of ``events`` (:func:`ui.safe.error`) is said in the box, where
+        it stays until the next action; the outputs stay as they were (the page's styles
+        keep Gradio's error cover off them, see ``ui.app.APP_CSS``)."""
+        gr = self.gr
+
+        def refused(request=None):
+            said = take_refusal(getattr(request, "session_hash", None))
+            return f"refused: {said}" if said else gr.skip()
+
+        refused.__annotations__["request"] = gr.Request  # found by its type
+        for event in events:
+            event.failure(refused, None, self.box, queue=False, api_name=False, **QUIET)
 
     def emptied_by(self, button: Any) -> None:
         if self.box is None:
@@ -270,8 +287,11 @@ class Session:
         (:meth:`attach`); only Stop, the review's timeout and the operator's limits end it."""
         done = False
         try:
-            for update in job.updates(attach=attach):
-                yield RunDisplay.show(update, skip)
+            # while nothing happens (a review waiting), an empty update each second: Gradio
+            # closes a page's stream between two updates, and a stream that never yields
+            # cannot be closed (a cancel then waits for it)
+            for update in job.updates(attach=attach, idle_s=1.0):
+                yield RunDisplay.only(skip) if update is None else RunDisplay.show(update, skip)
             done = True
         finally:
             if not done and job.live:
@@ -365,11 +385,23 @@ def numbers(n_rounds, target, seed, candidates, max_drift, quality_drop=None) ->
     def num(value, kind, name):
         if value is None or value == "":
             return None
+        label = FIELD_LABELS.get(name, name)
         try:
-            return kind(value)
-        except (TypeError, ValueError):
-            label = FIELD_LABELS.get(name, name)
+            number = kind(value)
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"{label}: {str(value)[:40]!r} is not a number") from None
+        # the bounds checked here, each message naming its field (the number boxes carry
+        # none: Gradio's own check says only "Value 50 is greater than maximum value 10")
+        setting = SETTINGS[name]
+        if number != number or number in (float("inf"), float("-inf")):
+            raise ValueError(f"{label}: {value!r} is not a number")
+        if setting.lower is not None and number < setting.lower:
+            raise ValueError(f"{label}: {number:g} is below the least allowed, {setting.lower:g}")
+        if setting.above is not None and number <= setting.above:
+            raise ValueError(f"{label}: {number:g} must be above {setting.above:g}")
+        if setting.upper is not None and number > setting.upper:
+            raise ValueError(f"{label}: {number:g} is above the most allowed, {setting.upper:g}")
+        return number
 
     return {
         "rounds": num(n_rounds, int, "rounds"),

@@ -296,28 +296,29 @@ def wire_references(
         on_country, [token, country, activity], [activity, *refs.outputs()], api_name=False
     )
     activity.change(on_activity, [token, activity, country], refs.outputs(), api_name=False)
-    refs.build.click(
+    built = refs.build.click(
         on_build,
         [token, activity, country],
         [*refs.outputs(), refs.review, refs.source],
         api_name="build_references",
         **ONE_RUN,
     )
-    refs.add.click(
+    added = refs.add.click(
         on_add, [refs.review, refs.kind, refs.phrase], [refs.review, refs.phrase], api_name=False
     )
     refs.review.select(
         on_pick, refs.review, [refs.picked, refs.remove], api_name=False, queue=False
     )
-    refs.remove.click(
+    removed = refs.remove.click(
         on_remove,
         [refs.review, refs.picked],
         [refs.review, refs.picked, refs.remove],
         api_name=False,
     )
-    refs.save.click(
+    kept = refs.save.click(
         on_save_refs,
         [token, activity, country, refs.review, refs.source],
         refs.note,
         api_name="save_references",
     )
+    session.gate.message.tells_refusals(built, added, removed, kept)

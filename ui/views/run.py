@@ -331,17 +331,16 @@ def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
 
 
 def _number(gr: Any, name: str, label: str, limits: Any = None, **extra: Any) -> Any:
-    """A number box of a run setting, its default and bounds from the settings table; with
-    ``limits``, capped by the operator's limit (rounds, candidates)."""
+    """A number box of a run setting, its default from the settings table; with ``limits``,
+    the operator's default (rounds, candidates). The box carries no minimum or maximum:
+    Gradio's own check of them refuses with "Value 50 is greater than maximum value 10",
+    naming no field; the bounds are said in the label or the info and checked by the
+    handler, which names the field (ui.views.common.numbers, ui.limits)."""
     setting = SETTINGS[name]
-    value, most = setting.default, setting.upper
-    if limits is not None:
-        value, most = limits.default_of(name), getattr(limits, name)
+    value = limits.default_of(name) if limits is not None else setting.default
     return gr.Number(
         value,
         precision=0 if setting.kind is int else None,
-        minimum=setting.lower,
-        maximum=most,
         label=label,
         **extra,
     )
@@ -350,17 +349,19 @@ def _number(gr: Any, name: str, label: str, limits: Any = None, **extra: Any) ->
 def _wire_upload(gr: Any, form: RunForm) -> None:
     def on_upload(path):
         """A file the visitor uploaded: previewed when it is an image that can be refined,
-        else a message naming it and the limits, and the box is emptied."""
+        else a message naming it and the limits. A refused file stays in the box, so Start
+        refuses it too, naming it, until another is uploaded or the box is cleared: the
+        visitor asked for that image to be refined, not for a new one."""
         if not path:
-            return None, gr.update(value=None, visible=False)
+            return gr.update(value=None, visible=False)
         try:
             settings.check_image(path)
         except settings.SettingsError as err:
             gr.Warning(html_text(f"{err.message} (use {UPLOAD_LIMITS})"))
-            return None, gr.update(value=None, visible=False)
-        return gr.skip(), gr.update(value=path, visible=True)
+            return gr.update(value=None, visible=False)
+        return gr.update(value=path, visible=True)
 
-    form.upload.upload(on_upload, form.upload, [form.upload, form.upload_preview], api_name=False)
+    form.upload.upload(on_upload, form.upload, form.upload_preview, api_name=False)
     form.upload.clear(
         lambda: gr.update(value=None, visible=False), None, form.upload_preview, api_name=False
     )
@@ -471,13 +472,14 @@ def _wire_run(gr: Any, session: Session, view: RunView) -> None:
     for handler in (on_start, on_stop, on_apply):
         handler.__annotations__["request"] = gr.Request
     token = session.token
-    view.start.click(
+    started = view.start.click(
         on_start,
         [token, *view.form.start_inputs()],
         view.display.outputs(),
         api_name="start",
         **ONE_RUN,
     )
+    session.gate.message.tells_refusals(started)
     # their messages go to their own box, so they never hide the run's own stage
     view.stop.click(on_stop, token, view.notice, api_name="stop", queue=False)
     view.apply.click(

@@ -86,16 +86,17 @@ def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) ->
     # set here, not as an annotation: this module's annotations are strings, and gradio
     # finds the event argument by its type
     on_saved_pick.__annotations__["evt"] = gr.SelectData
-    open_btn.click(on_open, saved, outputs, api_name="open", **QUIET)
-    saved.select(on_open, saved, outputs, api_name=False, **QUIET)
+    opened = open_btn.click(on_open, saved, outputs, api_name="open", **QUIET)
+    selected = saved.select(on_open, saved, outputs, api_name=False, **QUIET)
     listing = [saved, saved_gallery, saved_ids]
     refresh_btn.click(on_refresh, None, listing, api_name="runs", queue=False)
     demo.load(on_refresh, None, listing, api_name=False)
     saved_box.expand(on_refresh, None, listing, api_name=False)
-    saved_gallery.select(on_saved_pick, saved_ids, outputs, api_name=False, **QUIET)
-    download_btn.click(
+    picked = saved_gallery.select(on_saved_pick, saved_ids, outputs, api_name=False, **QUIET)
+    downloaded = download_btn.click(
         lambda path: download(service, path), display.run_dir, files, api_name="download"
     )
+    session.gate.message.tells_refusals(opened, selected, picked, downloaded)
 
 
 def download(service: Any, path: Any) -> list[str]:

@@ -91,12 +91,14 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
 
     for handler in (on_branch, on_accept, on_reject):
         handler.__annotations__["request"] = gr.Request
-    display.gallery.select(
+    picked_round = display.gallery.select(
         on_pick, display.run_dir, [*outputs, round_pick], api_name=False, **QUIET
     )
-    show_btn.click(on_show, [display.run_dir, round_pick], outputs, api_name="show", **QUIET)
+    shown = show_btn.click(
+        on_show, [display.run_dir, round_pick], outputs, api_name="show", **QUIET
+    )
     form = run.form
-    branch_btn.click(
+    branched = branch_btn.click(
         on_branch,
         [token, display.run_dir, round_pick, *form.numbers()],
         outputs,
@@ -104,5 +106,6 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
         **ONE_RUN,
     )
     picked = [token, display.run_dir, round_pick, cand_pick]
-    accept_btn.click(on_accept, picked, outputs, api_name="accept", **QUIET)
-    reject_btn.click(on_reject, picked, outputs, api_name="reject", **QUIET)
+    accepted = accept_btn.click(on_accept, picked, outputs, api_name="accept", **QUIET)
+    rejected = reject_btn.click(on_reject, picked, outputs, api_name="reject", **QUIET)
+    gate.message.tells_refusals(picked_round, shown, branched, accepted, rejected)
