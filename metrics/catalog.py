@@ -62,7 +62,7 @@ _ALL = (
         (*_SCORER, "judge", "stereotypes"),
         "image",
         "ahead",
-        "Cultural faithfulness: ALIGN less HAL, discounted by EXAG.",
+        "Cultural faithfulness: the mean of ALIGN, 1 - HAL and 1 - EXAG.",
     ),
     Metric(
         "align",

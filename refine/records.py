@@ -253,6 +253,10 @@ class PlannedChange(_Record):
     reference: str | None = None
     similarity: float | None = None
 
+    def phrase(self) -> str:
+        """The change with its verb: "add X", "tone down Y", "replace Z with W"."""
+        return f"{self.kind} {self.item}" + (f" with {self.reference}" if self.reference else "")
+
 
 class Round(_Record):
     index: int

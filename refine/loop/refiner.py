@@ -411,7 +411,7 @@ class Refiner:
                     round=k,
                     instruction=instruction,
                     source=source,
-                    changes=tuple(c.item for c in written.changes),
+                    changes=tuple(c.phrase() for c in written.changes),
                 )
             )
             reviewed = self.review(k, instruction, run)

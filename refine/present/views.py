@@ -365,6 +365,9 @@ def progress_line(run: Run | None) -> str:
     parts.append(f"{run.elapsed_s:.0f} s")
     if run.status != "running" and run.stop_reason:
         parts.append(f"stopped: {run.stop_reason}")
+    last = run.rounds[-1]
+    if last.by_hand:  # decided after the loop stopped: the line follows the decision
+        parts.append(f"then round {last.index} {last.decision} by hand")
     return " \u00b7 ".join(parts)
 
 

@@ -160,7 +160,8 @@ def test_pause_apply_and_stop_through_the_api(app_url, world):
     assert reviewed and reviewed[0][6].startswith("Edit this photo")
     # who wrote it and the changes it was built from, beside the box
     assert "review the instruction (written by the language model)" in reviewed[0][0]
-    assert "\nplanned changes: oversized hookahs; " in reviewed[0][0]
+    assert "\nplanned changes: tone down oversized hookahs; " in reviewed[0][0]
+    assert "; replace hamburgers with Basket of flatbreads" in reviewed[0][0]
     # while round 1 is edited, the box shows the applied instruction (not round 0's prompt).
     # Each update is read when the stream's reader takes it: a reader that catches the edit
     # in progress shows the applied instruction, a slower one round 1 saved, and one slower
@@ -208,6 +209,10 @@ def test_show_roll_back_and_decide_by_hand(app_url):
     assert service.open(run_dir).best_round == 1
     rejected = client.predict(str(run_dir), 1, 0, api_name="/reject")
     assert rejected[0] == "round 1: rejected by hand" and service.open(run_dir).best_round == 0
+    # the "so far" line follows the decision: the best FAITH round 0's, the decision named
+    assert rejected[9].endswith(" · then round 1 rejected by hand"), rejected[9]
+    best0 = service.open(run_dir).rounds[0].best.scores.faith
+    assert f"best FAITH {best0:.3f} " in rejected[9]
     # roll back to round 0 and continue with two candidates: a new run, green accepted
     job = client.submit(str(run_dir), 0, 1, 1.0, 42, 2, 2.0, False, api_name="/branch")
     job.result(timeout=300)

@@ -136,7 +136,8 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         cls = "chosen" if j == r.chosen else ""
         caption = f"candidate {j}, seed {c.seed}, FAITH {num(c.scores.faith)}"
         if c.drift is not None:
-            caption += f", cosine {c.drift.embedding_cosine:.3f}, SSIM {c.drift.ssim:.3f}"
+            # drift as everywhere else: 1 - cosine to the parent (0: the same picture)
+            caption += f", drift {1 - c.drift.embedding_cosine:.3f}, SSIM {c.drift.ssim:.3f}"
         if j == r.chosen:
             caption = "chosen: " + caption
         figs.append(
@@ -145,7 +146,7 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         )
     drift = r.best.drift
     drift_cells = (
-        f"<td>{drift.embedding_cosine:.3f}</td><td>{drift.ssim:.3f}</td>"
+        f"<td>{1 - drift.embedding_cosine:.3f}</td><td>{drift.ssim:.3f}</td>"
         if drift
         else "<td>-</td><td>-</td>"
     )
@@ -162,7 +163,8 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f'<p class="reason">{escape(r.reason)}</p>'
         f'<div class="imgs">{"".join(figs)}</div>'
         "<table><tr><th>FAITH</th><th>quality</th><th>ALIGN</th><th>HAL</th><th>EXAG</th>"
-        "<th>drift cosine</th><th>SSIM</th></tr>"
+        '<th title="1 - cosine to the parent image: 0 the same picture, 2 the opposite">'
+        "drift</th><th>SSIM</th></tr>"
         f'<tr class="scores" data-faith="{num(s.faith, 6)}" '
         f'data-quality="{num(s.quality, 6)}"><td>{num(s.faith)}</td>'
         f'<td title="{escape(_quality_title(s))}">{num(s.quality)}</td>'
