@@ -26,7 +26,7 @@ from ui.views.ready import Readiness, add_ready_line
 from ui.views.references import ready_activities, references_note  # noqa: F401
 from ui.views.run import MAX_UPLOAD_MB, add_run_view
 from ui.views.saved import add_saved_view
-from ui.views.steer import add_steer_view
+from ui.views.steer import add_steer_view, follow_form
 from ui.views.tune import add_tune_view
 from ui.visitors import browser_secret, new_token
 
@@ -63,7 +63,8 @@ def build_app(
         session.gate.message.make(gr)  # before any button: each empties it first
         run = add_run_view(gr, session, list(load_pack().countries))
         add_steer_view(gr, session, run)
-        add_saved_view(gr, demo, session, run.display)
+        opening = add_saved_view(gr, demo, session, run.display)
+        follow_form(gr, service, run.form, run.display, opening)  # a roll-back continues it
         keys_js = add_rate_view(service, token, session.gate)
         add_tune_view(service, token, session.gate)
 

@@ -220,7 +220,10 @@ def test_show_roll_back_and_decide_by_hand(app_url):
     assert service.job.run_dir != run_dir and branch.branched_from["round"] == 0
     assert [r.decision for r in branch.rounds] == ["initial", "accepted"]
     # said at once, and kept in the new run's "so far" line; the parent names its child
-    assert job.outputs()[0][0] == f"a new run from round 0 of {run_dir.name}: starting"
+    assert job.outputs()[0][0] == (
+        f"a new run from round 0 of {run_dir.name}: starting, with these changes: "
+        "seed 42 (the run had 43); candidates 2 (the run had 1)"
+    )
     assert job.outputs()[-1][9].startswith(f"a new run from round 0 of {run_dir.name} · ")
     opened = client.predict(str(run_dir), api_name="/open")
     assert opened[9].endswith(f" · continued from round 0 in {service.job.run_dir.name}")

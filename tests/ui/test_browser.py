@@ -1064,3 +1064,38 @@ def test_start_refuses_an_unreadable_upload_and_runs_nothing(page, size, tmp_pat
     assert service.job is None and service.runs() == []
     assert error_covers(pg, "stage") == 0 and error_covers(pg, "gallery") == 0
 
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_a_roll_back_continues_with_the_opened_runs_settings(page, size):
+    """Opened from the saved runs after a reload (the form back at its defaults), a run
+    puts its settings in the form, and a roll back continues with them, saying so."""
+    pg, service = page
+    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    for elem, value in (("rounds", "1"), ("target", "1"), ("max-drift", "2")):
+        fill(pg, elem, value)
+    fill(pg, "candidates", "1")
+    fill(pg, "seed", "43")
+    pg.click("#start")
+    wait_finished(pg)
+    first = pg.locator("#run-dir textarea").input_value()
+    pg.reload()
+    pg.wait_for_selector("#start:not([disabled])")
+    open_options(pg)
+    assert pg.locator("#seed input").first.input_value() == "42"  # the form's default
+    pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
+    pg.locator("#saved-gallery img").first.click()
+    wait_value(pg, "run-dir", f"v === {first!r}", "the opened run")
+    pg.wait_for_function(
+        "() => document.querySelector('#seed input').value === '43' && "
+        "document.querySelector('#candidates input').value === '1' && "
+        "document.querySelector('#rounds input').value === '1'"
+    )
+    fill(pg, "round", "0")
+    pg.click("#branch")
+    # (what the roll back says as it starts, the changes or "the run's own settings",
+    # lasts a moment on the page: tests/ui/test_app.py reads it from the API)
+    wait_value(pg, "run-dir", f"v !== '' && v !== {first!r}", "the rolled-back run")
+    wait_finished(pg)
+    branch = service.open(pg.locator("#run-dir textarea").input_value())
+    assert branch.branched_from["round"] == 0
+    assert (branch.spec.seed, branch.spec.candidates, branch.spec.rounds) == (43, 1, 1)

@@ -92,7 +92,7 @@ def test_the_views_wire_the_app_api(tmp_path, backends, options):
     assert first == [
         "rounds",
         "target",
-        None,  # seed
+        "seed",
         "candidates",
         "max-drift",
         "pause",

@@ -233,7 +233,7 @@ def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
                 info="stop at this FAITH (0 to 1, higher is better)",
                 elem_id="target",
             )
-            seed = _number(gr, "seed", "seed")
+            seed = _number(gr, "seed", "seed", elem_id="seed")
         with gr.Row():
             candidates = _number(
                 gr,

@@ -26,7 +26,8 @@ def zip_run(run_dir: Path, archive: Path) -> Path:
     return archive
 
 
-def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) -> None:
+def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) -> list[Any]:
+    """The view; returns the events that open a run."""
     service = session.service
     with gr.Accordion("Open a saved run", open=False, elem_id="saved-runs") as saved_box:
         # thumbnails of the newest runs: a click opens one
@@ -97,6 +98,7 @@ def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) ->
         lambda path: download(service, path), display.run_dir, files, api_name="download"
     )
     session.gate.message.tells_refusals(opened, selected, picked, downloaded)
+    return [opened, selected, picked]
 
 
 def download(service: Any, path: Any) -> list[str]:

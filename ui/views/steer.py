@@ -52,8 +52,12 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
             session.check_ready()
             old, run_dir = service.opened(path)
             service.check_owner(run_dir, who)  # a roll-back continues one's own run
-            given = limits.apply(numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop), old.spec)
-            changes = {name: v for name, v in given.items() if v is not None}
+            form = numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop)
+            given = limits.apply(form, old.spec)
+            # the run's own settings, but for what differs from them (the form shows an
+            # opened run's, see follow_form); and the operator's budget of time and calls
+            changed = {n: given[n] for n, v in form.items() if differs(v, getattr(old.spec, n))}
+            budget = {n: given[n] for n in ("budget_seconds", "budget_calls")}
             address = session.admitted(who, request)
             # a run whose page was closed goes on: a roll-back waits for its end
             yield from session.wait_turn(who, gr.skip(), limits.run_minutes * 60 + 60)
@@ -64,12 +68,20 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
                 branch=(run_dir, index(k, "round")),
                 owner=who,
                 review_timeout_s=REVIEW_TIMEOUT_S,
-                **changes,
+                **changed,
+                **budget,
             )
         except (ServiceBusy, ValueError, OSError) as err:
             raise error(err) from err
-        # said at once: a roll-back is a new run, the old one is kept as it was
-        started = f"a new run from round {index(k, 'round')} of {old.id}: starting"
+        # said at once: a roll-back is a new run, the old one is kept as it was, with the
+        # run's own settings or the changes made to them
+        said = "; ".join(
+            f"{n} {v:g} (the run had {getattr(old.spec, n)})" for n, v in changed.items()
+        )
+        with_what = f"these changes: {said}" if said else "the run's own settings"
+        started = (
+            f"a new run from round {index(k, 'round')} of {old.id}: starting, with {with_what}"
+        )
         yield RunDisplay.only(gr.skip(), stage=started)
         yield from session.counted(job, who, address, gr.skip(), old.model_calls)
 
@@ -109,3 +121,27 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
     accepted = accept_btn.click(on_accept, picked, outputs, api_name="accept", **QUIET)
     rejected = reject_btn.click(on_reject, picked, outputs, api_name="reject", **QUIET)
     gate.message.tells_refusals(picked_round, shown, branched, accepted, rejected)
+    follow_form(gr, service, form, display, [picked_round, shown, accepted, rejected])
+
+
+def differs(value: Any, had: Any) -> bool:
+    """Whether a number from the form changes a run's setting (an empty field does not)."""
+    return value is not None and (had is None or abs(float(value) - float(had)) > 1e-9)
+
+
+def follow_form(gr: Any, service: Any, form: Any, display: Any, events: list[Any]) -> None:
+    """After each of ``events`` (opening a run, showing a round), the form's numbers show
+    that run's settings, so that a roll-back from it continues with them unless the visitor
+    changes one (said as the roll-back starts)."""
+    names = ("rounds", "target", "seed", "candidates", "max_drift", "max_quality_drop")
+    fields = [getattr(form, n) for n in names]
+
+    def settings_of(path):
+        try:
+            spec = service.open(path).spec
+        except (ValueError, OSError):
+            return [gr.skip()] * len(fields)
+        return [getattr(spec, n) for n in names]
+
+    for event in events:
+        event.success(settings_of, display.run_dir, fields, api_name=False, queue=False)
