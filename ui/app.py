@@ -62,9 +62,11 @@ def build_app(
         session = Session(service, limits, quotas, trust_proxy, token, ready)
         session.gate.message.make(gr)  # before any button: each empties it first
         run = add_run_view(gr, session, list(load_pack().countries))
-        add_steer_view(gr, session, run)
-        opening = add_saved_view(gr, demo, session, run.display)
+        branched = add_steer_view(gr, session, run)
+        opening, refreshed = add_saved_view(gr, demo, session, run.display)
         follow_form(gr, service, run.form, run.display, opening)  # a roll-back continues it
+        for made in (run.started, branched):  # the saved runs list a new run at once
+            refreshed(made)
         keys_js = add_rate_view(service, token, session.gate)
         add_tune_view(service, token, session.gate)
 

@@ -154,8 +154,10 @@ class RunFolders:
         country, best FAITH, status and id (each record is read, so the list is short)."""
         return [(card.label, card.id) for card in self.cards(limit)]
 
-    def cards(self, limit: int = 50) -> list[SavedRun]:
-        """The ``limit`` newest saved runs, each with its best image for a thumbnail."""
+    def cards(self, limit: int = 50, visitor: str | None = None) -> list[SavedRun]:
+        """The ``limit`` newest saved runs, each with its best image for a thumbnail; those
+        of ``visitor`` marked "yours", a roll-back marked with the run and round it
+        continues."""
         out = []
         root = self.out.resolve()
         for path in self.runs()[:limit]:
@@ -178,6 +180,17 @@ class RunFolders:
                 f"{run.references.country}: {run.spec.activity} \u00b7 best FAITH {shown}"
                 f" \u00b7 {when}"
             )
+            marks = []
+            if visitor is not None and self.owns(path, visitor):
+                marks.append("yours")
+            if run.branched_from:
+                parent = Path(str(run.branched_from.get("run", ""))).name
+                marks.append(
+                    f"rolled back from round {run.branched_from.get('round', 0)} of {parent}"
+                )
+            if marks:
+                caption += " \u00b7 " + ", ".join(marks)
+                label += " - " + ", ".join(marks)
             out.append(SavedRun(str(path.resolve().relative_to(root)), label, caption, image))
         return out
 

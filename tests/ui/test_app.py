@@ -586,7 +586,15 @@ def test_saved_runs_as_thumbnails(own_app_url):
             r"Iran: people eating food at home · best FAITH 0\.\d{3} · \d{4}-\d\d-\d\d \d\d:\d\d",
             card.caption,
         ), card.caption
-    assert [t["caption"] for t in thumbs] == [c.caption for c in cards]
+    # the visitor's own runs are marked; another visitor sees the same cards unmarked
+    assert [t["caption"] for t in thumbs] == [f"{c.caption} · yours" for c in cards]
+    _, theirs = app_client(url).predict(api_name="/runs")
+    assert [t["caption"] for t in theirs] == [c.caption for c in cards]
+    # a roll-back's card names what it continues
+    client.submit(cards[0].id, 0, 1, 1.0, 7, 1, 2.0, False, api_name="/branch").result(timeout=300)
+    _, thumbs = client.predict(api_name="/runs")
+    parent = cards[0].id.rsplit("/", 1)[-1]
+    assert thumbs[0]["caption"].endswith(f" · yours, rolled back from round 0 of {parent}")
 
 
 def test_cultural_expectations_in_the_app(app_url, world):

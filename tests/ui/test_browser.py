@@ -238,7 +238,8 @@ def test_show_a_round_and_roll_back_to_it(page, tmp_path):
     so_far = pg.locator("#progress textarea").input_value()
     assert so_far.startswith(f"a new run from round 0 of {parent} · ")
     pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
-    pick(pg, "saved", next(label for label, run in service.saved() if run == parent))
+    label = next(label for label, run in service.saved() if run == parent)
+    pick(pg, "saved", f"{label} - yours")  # the list marks the visitor's own runs
     pg.click("#open")
     pg.wait_for_function(
         "c => document.querySelector('#progress textarea').value.includes(c)",
@@ -1099,3 +1100,7 @@ def test_a_roll_back_continues_with_the_opened_runs_settings(page, size):
     branch = service.open(pg.locator("#run-dir textarea").input_value())
     assert branch.branched_from["round"] == 0
     assert (branch.spec.seed, branch.spec.candidates, branch.spec.rounds) == (43, 1, 1)
+    # the saved runs list it at once, marked as the visitor's and as a roll back
+    pg.wait_for_function("() => document.querySelectorAll('#saved-gallery img').length === 2")
+    mark = f"yours, rolled back from round 0 of {Path(first).name}"
+    pg.locator("#saved-gallery").get_by_text(mark).first.wait_for()

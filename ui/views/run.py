@@ -99,6 +99,7 @@ class RunView:
     stop: Any
     apply: Any
     notice: Any
+    started: Any = None  # the Start event (set as it is wired)
 
 
 def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
@@ -479,6 +480,7 @@ def _wire_run(gr: Any, session: Session, view: RunView) -> None:
         api_name="start",
         **ONE_RUN,
     )
+    view.started = started
     session.gate.message.tells_refusals(started)
     # their messages go to their own box, so they never hide the run's own stage
     view.stop.click(on_stop, token, view.notice, api_name="stop", queue=False)

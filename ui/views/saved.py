@@ -26,8 +26,9 @@ def zip_run(run_dir: Path, archive: Path) -> Path:
     return archive
 
 
-def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) -> list[Any]:
-    """The view; returns the events that open a run."""
+def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) -> Any:
+    """The view; returns the events that open a run, and what makes an event refresh the
+    list once it has ended."""
     service = session.service
     with gr.Accordion("Open a saved run", open=False, elem_id="saved-runs") as saved_box:
         # thumbnails of the newest runs: a click opens one
@@ -72,8 +73,9 @@ def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) ->
                 return RunDisplay.show(job.snapshot(), gr.skip())
         return RunDisplay.pack(saved_stage(run), path, run)
 
-    def on_refresh():
-        cards = service.cards(SAVED_SHOWN)
+    def on_refresh(tok=None, request=None):
+        # the visitor's own runs are marked "yours" (the token is read on the page's load)
+        cards = service.cards(SAVED_SHOWN, visitor=session.visitor(tok, request))
         thumbs = [(str(c.image), c.caption) for c in cards if c.image is not None]
         ids = [c.id for c in cards if c.image is not None]
         return gr.update(choices=[(c.label, c.id) for c in cards]), thumbs, ids
@@ -89,16 +91,23 @@ def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) ->
     on_saved_pick.__annotations__["evt"] = gr.SelectData
     opened = open_btn.click(on_open, saved, outputs, api_name="open", **QUIET)
     selected = saved.select(on_open, saved, outputs, api_name=False, **QUIET)
+    on_refresh.__annotations__["request"] = gr.Request  # found by its type
     listing = [saved, saved_gallery, saved_ids]
-    refresh_btn.click(on_refresh, None, listing, api_name="runs", queue=False)
-    demo.load(on_refresh, None, listing, api_name=False)
-    saved_box.expand(on_refresh, None, listing, api_name=False)
+    token = session.token
+    refresh_btn.click(on_refresh, token, listing, api_name="runs", queue=False)
+    demo.load(on_refresh, token, listing, api_name=False)
+    saved_box.expand(on_refresh, token, listing, api_name=False)
     picked = saved_gallery.select(on_saved_pick, saved_ids, outputs, api_name=False, **QUIET)
     downloaded = download_btn.click(
         lambda path: download(service, path), display.run_dir, files, api_name="download"
     )
     session.gate.message.tells_refusals(opened, selected, picked, downloaded)
-    return [opened, selected, picked]
+
+    def refreshed(event: Any) -> None:
+        """After ``event`` (a run or a roll-back ended), the list holds its run."""
+        event.then(on_refresh, token, listing, api_name=False, queue=False)
+
+    return [opened, selected, picked], refreshed
 
 
 def download(service: Any, path: Any) -> list[str]:

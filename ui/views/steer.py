@@ -12,7 +12,8 @@ from ui.views.common import ONE_RUN, QUIET, REVIEW_TIMEOUT_S, RunDisplay, Sessio
 from ui.views.run import RunView
 
 
-def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
+def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
+    """The view; returns the roll-back event."""
     with gr.Accordion("Steer: look at a round, roll back to it, decide by hand", open=True):
         with gr.Row():
             round_pick = gr.Number(0, precision=0, minimum=0, label="round", elem_id="round")
@@ -122,6 +123,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> None:
     rejected = reject_btn.click(on_reject, picked, outputs, api_name="reject", **QUIET)
     gate.message.tells_refusals(picked_round, shown, branched, accepted, rejected)
     follow_form(gr, service, form, display, [picked_round, shown, accepted, rejected])
+    return branched
 
 
 def differs(value: Any, had: Any) -> bool:
