@@ -172,9 +172,13 @@ class Job:
             stage = self._last_stage
         if ended:
             return self._end_update()
+        return self._update(stage, self._load())
+
+    def _update(self, stage: str, run: Run | None, light: bool = False) -> Update:
+        """An update of the run in progress: ``stage`` in words, ``run`` as saved so far."""
         return Update(
             stage,
-            self._load(),
+            run,
             self.run_dir,
             review=self.waiting,
             applied=self.applied,
@@ -182,6 +186,7 @@ class Job:
             review_changes=self.review_info[1],
             fraction=self.tracker.fraction(),
             progress=self.tracker.describe(),
+            light=light,
         )
 
     def _end_update(self) -> Update:
@@ -244,18 +249,7 @@ class Job:
             light = isinstance(event, StepDone)
             if not light:
                 shown = self._load()
-            yield Update(
-                event.describe(),
-                shown,
-                self.run_dir,
-                review=self.waiting,
-                applied=self.applied,
-                review_source=self.review_info[0],
-                review_changes=self.review_info[1],
-                fraction=self.tracker.fraction(),
-                progress=self.tracker.describe(),
-                light=light,
-            )
+            yield self._update(event.describe(), shown, light)
 
     def owned_by(self, who: str | None) -> bool:
         """Whether ``who`` may stop or steer this run (its owner; anyone when unowned)."""
