@@ -984,9 +984,12 @@ def test_a_paused_run_survives_a_reload_and_apply_continues_it(page, world, size
     assert box.input_value() == proposed
     assert "round 1: review the instruction" in stage(pg)
     # opened from the saved runs: the same stage and instruction, never the record's
-    # round-0 prompt or a literal None
+    # round-0 prompt or a literal None (the box is blanked first, so that the open's answer
+    # is seen to arrive: it would otherwise overwrite what is typed next)
+    box.fill("")
     pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
     pg.locator("#saved-gallery img").first.click()
+    wait_value(pg, "instruction", "v.startsWith('Edit this photo')", "the opened instruction")
     wait_value(pg, "stage", "v.startsWith('round 1: review the instruction')", "the stage")
     assert box.input_value() == proposed and "None" not in stage(pg)
     box.fill("Put a sofreh on the floor.")
