@@ -232,3 +232,31 @@ def test_a_problem_with_the_models_reads_as_one_line():
         _short("image_embedder (clip:ViT-B-32): model not available: run refine models download")
         == "image_embedder: model not available: run refine models download"
     )
+
+
+def test_the_new_page_handlers_take_hostile_values_as_nothing(tmp_path, backends, options):
+    """Anyone can call any handler: a run folder outside --out (or no text at all) puts
+    nothing in the form, a forged token attaches to no run, and a refusal is only ever
+    given back to the page session it was made for."""
+    import gradio as gr
+
+    from ui.safe import error, take_refusal
+
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+    demo = build_app(service, "test profile")
+    forms = {f.fn for f in demo.fns.values() if f.name == "settings_of"}
+    assert len(forms) == 2  # after opening a saved run, after showing a round
+    for settings_of in forms:
+        for hostile in ("/etc", "../../..", "x" * 10_000, None, 7, "\x00"):
+            assert all(isinstance(v, type(gr.skip())) for v in settings_of(hostile)), hostile
+    (attach,) = [f for f in demo.fns.values() if f.name == "on_attach"]
+
+    class Request:
+        username, session_hash, headers, client = None, "s-hostile", {}, None
+
+    for token in ("<script>", "0" * 500, None, {"a": 1}):
+        shown = list(attach.fn(token, request=Request()))
+        assert len(shown) == 1 and all(isinstance(v, type(gr.skip())) for v in shown[0])
+    # a refusal outside any request is kept for nobody; inside one, for its session only
+    error("refused for nobody")
+    assert take_refusal(None) is None and take_refusal("s-hostile") is None
