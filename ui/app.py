@@ -156,6 +156,14 @@ APP_CSS = (
 /* a refused click leaves every output as it was: Gradio's error cover, which hides an
    image or a table under "Error", is not drawn; the reason is in the message box */
 [data-testid="status-tracker"]:has(> .error) { display: none !important; }
+/* the before/after slider: Gradio draws its first image in the flow, up to 500 px tall in
+   a box of 360, and the second one over it, centred, so that about 28% of the picture was
+   cut off and the two halves stood about 70 px apart; both now fill the same box, each
+   fitted whole (contain), so that the seam joins the same picture */
+#slider .slider-wrap .wrap img {
+  position: absolute !important; inset: 0; width: 100% !important; height: 100% !important;
+  max-height: 100% !important; object-fit: contain !important;
+}
 #saved-gallery .grid-wrap.fixed-height { min-height: 0; max-height: none; }
 #saved-gallery .grid-container {
   grid-template-rows: none; grid-auto-rows: auto;

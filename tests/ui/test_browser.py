@@ -200,14 +200,68 @@ def test_pause_rewrite_instruction_and_stop(page, tmp_path):
     assert run.stop_reason == "stopped by the user" and len(run.rounds) == 2
 
 
-def test_show_a_round_and_roll_back_to_it(page, tmp_path):
+def slider_halves(pg) -> dict:
+    """The slider's box and its two images' boxes (before, after), once both are drawn."""
+    pg.wait_for_function(
+        "() => [...document.querySelectorAll('#slider img')]"
+        ".filter(i => i.complete && i.naturalWidth > 0).length >= 2"
+    )
+    return pg.evaluate(
+        """() => {
+            const box = r => ({top: r.top, bottom: r.bottom, left: r.left, right: r.right});
+            const imgs = [...document.querySelectorAll('#slider img')];
+            return {
+                slider: box(document.getElementById('slider').getBoundingClientRect()),
+                images: imgs.map(i => box(i.getBoundingClientRect())),
+                fits: imgs.map(i => getComputedStyle(i).objectFit),
+            };
+        }"""
+    )
+
+
+def in_sight(pg, elem_id: str, what: str) -> None:
+    """Wait (briefly: the page scrolls at the click) until ``#elem_id`` is wholly in the
+    viewport, or fail saying after ``what``."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        pg.wait_for_function(
+            """id => {
+                const r = document.getElementById(id).getBoundingClientRect();
+                return r.top >= -1 && r.bottom <= window.innerHeight + 1;
+            }""",
+            arg=elem_id,
+            timeout=10_000,
+        )
+    except PlaywrightTimeout:
+        raise AssertionError(
+            f"after {what}, #{elem_id} is out of sight: {box_in_view(pg, elem_id)}"
+        ) from None
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_show_a_round_and_roll_back_to_it(page, size, tmp_path):
+    """Show, decide by hand, roll back and open: each brings the run's stage and image into
+    sight (on a phone they sit thousands of pixels above those controls); the slider fits
+    both halves whole in its box, level with each other."""
     pg, service = page
+    pg.set_viewport_size({"width": size[0], "height": size[1]})
     fill(pg, "rounds", "1")
     fill(pg, "target", "1")
     fill(pg, "max-drift", "2")
     pg.click("#start")
     deadline = wait_finished(pg)
     first_dir = pg.locator("#run-dir textarea").input_value()
+    # the slider: both halves inside its box (the 4:3 pictures fitted whole), level
+    halves = slider_halves(pg)
+    box, (before, after) = halves["slider"], halves["images"]
+    for half in (before, after):
+        assert box["top"] - 1 <= half["top"] and half["bottom"] <= box["bottom"] + 1, halves
+        assert box["left"] - 1 <= half["left"] and half["right"] <= box["right"] + 1, halves
+    assert abs(before["top"] - after["top"]) <= 1, halves
+    assert abs(before["bottom"] - after["bottom"]) <= 1, halves
+    assert halves["fits"] == ["contain", "contain"], halves
+    pg.locator("#slider").screenshot(path=str(tmp_path / f"slider-{size[0]}.png"))
     # a click on round 1's image in the gallery shows it and picks it for steering
     images_loaded(pg, 2)
     pg.locator("#gallery img").nth(1).click()
@@ -215,13 +269,19 @@ def test_show_a_round_and_roll_back_to_it(page, tmp_path):
         "() => document.querySelector('#stage textarea').value.startsWith('round 1: ')"
     )
     assert pg.locator("#round input").first.input_value() == "1"
+    # round 1 rejected by hand: its reason, and the image, in sight
+    pg.click("#reject")
+    wait_value(pg, "stage", "v.startsWith('round 1: ') && v.includes('by hand')", "a reject")
+    in_sight(pg, "slider", "Reject round by hand")
     fill(pg, "round", "0")
     pg.click("#show")
     pg.wait_for_function(
         "() => document.querySelector('#stage textarea').value === 'round 0: initial'"
     )
+    in_sight(pg, "slider", "Show round")
     assert "hamburgers" in pg.locator("#checklist").inner_text()  # round 0's checklist
     pg.click("#branch")
+    in_sight(pg, "slider", "Roll back")
     while (
         pg.locator("#run-dir textarea").input_value() in ("", first_dir) or stage(pg) != "finished"
     ):
@@ -245,6 +305,7 @@ def test_show_a_round_and_roll_back_to_it(page, tmp_path):
         "c => document.querySelector('#progress textarea').value.includes(c)",
         arg=f"continued from round 0 in {child}",
     )
+    in_sight(pg, "slider", "Open")
 
 
 def test_other_prompt_languages_and_caire_show_per_round(page, world, tmp_path):

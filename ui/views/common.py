@@ -31,6 +31,18 @@ ONE_RUN = {"concurrency_id": "run", "concurrency_limit": 1}
 QUIET = {"show_progress": "hidden"}
 # a run paused for review whose owner does not answer within this time is stopped
 REVIEW_TIMEOUT_S = 15 * 60
+# after an action that shows a run or a round (open, show, decide by hand, roll back), the
+# run's stage and current image come into sight unless they are in sight already: on a
+# phone those controls sit thousands of pixels below them. The stage leads where it sits
+# above the image (a phone's one column) and both fit; else the image leads.
+IN_SIGHT_JS = """() => {
+  const img = document.getElementById('slider'), stage = document.getElementById('stage');
+  if (!img || !stage) return;
+  const r = img.getBoundingClientRect(), s = stage.getBoundingClientRect();
+  if (r.top >= 0 && r.bottom <= window.innerHeight) return;
+  const lead = s.top < r.top && r.bottom - s.top <= window.innerHeight ? stage : img;
+  lead.scrollIntoView({block: 'start'});
+}"""
 NO_VISITOR = "this request names no visitor: open the app in a browser or with gradio_client"
 # how the form names a setting in a message
 FIELD_LABELS = {
@@ -222,26 +234,45 @@ class VisitorGate:
     message: MessageBox = field(default_factory=MessageBox)
 
     def button(
-        self, gr: Any, label: str, enabled: bool = True, answers: bool = False, **extra: Any
+        self,
+        gr: Any,
+        label: str,
+        enabled: bool = True,
+        answers: bool = False,
+        shows_run: bool = False,
+        **extra: Any,
     ) -> Any:
         """A button that waits for the visitor; ``enabled``: whether it is enabled then
         (a view off on this profile keeps its buttons disabled); ``answers``: its handler
-        writes the message box itself (it is not emptied first)."""
+        writes the message box itself (it is not emptied first); ``shows_run``: a click
+        brings the run's stage and image into sight (:func:`in_sight`)."""
         made = gr.Button(label, interactive=False, **extra)
         self.buttons.append((made, enabled))
         if not answers:
             self.message.emptied_by(made)
+        if shows_run:
+            in_sight(made.click)
         return made
 
-    def plain(self, gr: Any, label: str, **extra: Any) -> Any:
+    def plain(self, gr: Any, label: str, shows_run: bool = False, **extra: Any) -> Any:
         """A button that does not act as the visitor (browse, show, download)."""
         made = gr.Button(label, **extra)
         self.message.emptied_by(made)
+        if shows_run:
+            in_sight(made.click)
         return made
 
     def opened(self, gr: Any) -> list[Any]:
         """Each button's update once the visitor is known, in the order of :attr:`buttons`."""
         return [gr.update(interactive=enabled) for _, enabled in self.buttons]
+
+
+def in_sight(listener: Any) -> None:
+    """``listener`` (a button's ``click``, a list's ``select``) first brings the run's stage
+    and current image into sight, in the browser (:data:`IN_SIGHT_JS`). Registered before
+    the listener's own handlers: the page runs one click's handlers one after the other,
+    each to its end, a roll-back's whole run included (see :class:`MessageBox`)."""
+    listener(None, None, None, js=IN_SIGHT_JS, queue=False, api_name=False, **QUIET)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ui.safe import error
-from ui.views.common import QUIET, RunDisplay, Session, saved_stage
+from ui.views.common import QUIET, RunDisplay, Session, in_sight, saved_stage
 
 SAVED_SHOWN = 24  # saved runs listed (each record is read)
 
@@ -52,7 +52,7 @@ def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) ->
                 scale=4,
             )
             refresh_btn = session.gate.plain(gr, "Refresh", elem_id="refresh", scale=1)
-        open_btn = session.gate.plain(gr, "Open", elem_id="open")
+        open_btn = session.gate.plain(gr, "Open", shows_run=True, elem_id="open")
     with gr.Row():
         download_btn = session.gate.plain(
             gr, "Download the run (zip) and its HTML report", elem_id="download"
@@ -90,6 +90,7 @@ def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) ->
     # finds the event argument by its type
     on_saved_pick.__annotations__["evt"] = gr.SelectData
     opened = open_btn.click(on_open, saved, outputs, api_name="open", **QUIET)
+    in_sight(saved.select)  # before the handler: see in_sight
     selected = saved.select(on_open, saved, outputs, api_name=False, **QUIET)
     on_refresh.__annotations__["request"] = gr.Request  # found by its type
     listing = [saved, saved_gallery, saved_ids]
@@ -97,6 +98,7 @@ def add_saved_view(gr: Any, demo: Any, session: Session, display: RunDisplay) ->
     refresh_btn.click(on_refresh, token, listing, api_name="runs", queue=False)
     demo.load(on_refresh, token, listing, api_name=False)
     saved_box.expand(on_refresh, token, listing, api_name=False)
+    in_sight(saved_gallery.select)
     picked = saved_gallery.select(on_saved_pick, saved_ids, outputs, api_name=False, **QUIET)
     downloaded = download_btn.click(
         lambda path: download(service, path), display.run_dir, files, api_name="download"

@@ -19,10 +19,14 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
             round_pick = gr.Number(0, precision=0, minimum=0, label="round", elem_id="round")
             cand_pick = gr.Number(0, precision=0, minimum=0, label="candidate", elem_id="candidate")
             gate = session.gate
-            show_btn = gate.plain(gr, "Show round", elem_id="show")
-            branch_btn = gate.button(gr, "Roll back: a new run from this round", elem_id="branch")
-            accept_btn = gate.button(gr, "Accept candidate by hand", elem_id="accept")
-            reject_btn = gate.button(gr, "Reject round by hand", elem_id="reject")
+            show_btn = gate.plain(gr, "Show round", shows_run=True, elem_id="show")
+            branch_btn = gate.button(
+                gr, "Roll back: a new run from this round", shows_run=True, elem_id="branch"
+            )
+            accept_btn = gate.button(
+                gr, "Accept candidate by hand", shows_run=True, elem_id="accept"
+            )
+            reject_btn = gate.button(gr, "Reject round by hand", shows_run=True, elem_id="reject")
     service, limits, token = session.service, session.limits, session.token
     display, outputs = run.display, run.display.outputs()
 
