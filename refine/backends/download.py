@@ -98,6 +98,70 @@ def cached(repo: str, revision: str | None = None) -> bool:
     return True
 
 
+def missing(
+    names: dict[str, str], options: dict[str, dict[str, Any]] | None = None
+) -> dict[str, str]:
+    """The roles of ``names`` whose weights would be fetched first: hub and open_clip
+    models not in the local cache (API models, the bundled MiniLM and local paths are
+    never missing). Nothing is asked online."""
+    options = options or {}
+    out = {}
+    for roles, name, what in plan(names):
+        role = roles.split(", ")[0]
+        rest = split_name(role, name)[1]
+        if what == "hub":
+            there = cached(rest.split("@", 1)[0], options.get(role, {}).get("revision"))
+        elif what == "clip":
+            there = clip_cached(rest)
+        else:
+            continue
+        if not there:
+            out.update(dict.fromkeys(roles.split(", "), name))
+    return out
+
+
+def clip_cached(rest: str) -> bool:
+    """Whether open_clip's weights ``ARCH/TAG`` are in the local cache: the hub file
+    open_clip would fetch (its own choice: the hub copy where the tag has one), else the
+    file downloaded from the tag's address. An unknown pair counts as cached: the load
+    check names it."""
+    arch, _, tag = rest.partition("/")
+    try:
+        open_clip = require("open_clip", "open_clip_torch", "the clip: embedders")
+        cfg = open_clip.pretrained.get_pretrained_cfg(arch, tag) or {}
+    except ImportError:
+        return True
+    hub, url = cfg.get("hf_hub") or "", cfg.get("url") or ""
+    if hub:
+        from huggingface_hub import try_to_load_from_cache
+
+        parts = hub.strip("/").split("/")
+        repo, given = "/".join(parts[:2]), "/".join(parts[2:])
+        files = [given] if given else ["open_clip_model.safetensors", "open_clip_pytorch_model.bin"]
+        return any(isinstance(try_to_load_from_cache(repo, f), str) for f in files)
+    if url:
+        return (Path.home() / ".cache" / "clip" / Path(url).name).is_file()
+    return True
+
+
+def hub_unreachable(timeout_s: float = 3.0) -> str | None:
+    """Why the model hub (``HF_ENDPOINT``, else huggingface.co) cannot be reached, asked
+    once with a short time limit; None when it answers (any HTTP status). A fetch would
+    otherwise retry each file for about 23 s before giving up (huggingface_hub's backoff
+    of 1, 2, 4, 8 and 8 s), measured as 46 to 50 s for one open_clip model."""
+    import httpx
+    from huggingface_hub import constants
+
+    endpoint = constants.ENDPOINT.rstrip("/")
+    if constants.HF_HUB_OFFLINE:
+        return f"the model hub {endpoint} is not asked: HF_HUB_OFFLINE is set"
+    try:
+        httpx.head(endpoint + "/api/models", timeout=timeout_s, follow_redirects=False)
+    except (httpx.HTTPError, httpx.InvalidURL) as err:
+        return f"the model hub {endpoint} cannot be reached ({type(err).__name__}: {err})"
+    return None
+
+
 def _hub(
     repo: str, revision: str | None, on_bytes: Callable[[int, int], None] | None = None
 ) -> str:

@@ -260,3 +260,62 @@ def test_the_new_page_handlers_take_hostile_values_as_nothing(tmp_path, backends
     # a refusal outside any request is kept for nobody; inside one, for its session only
     error("refused for nobody")
     assert take_refusal(None) is None and take_refusal("s-hostile") is None
+
+
+def test_readiness_without_a_hub_names_every_problem_and_asks_the_hub_once(tmp_path, monkeypatch):
+    """No key and no hub that answers (a server that takes connections and never replies):
+    the check names both problems (the Gemini roles' key, the CLIP weights not in the
+    cache), asking the hub once, briefly; Start's check then refuses without asking it
+    again. Before, each check retried the two CLIP files for about 23 s each."""
+    import socket
+    import threading
+
+    from huggingface_hub import constants
+
+    from refine.service import RunService
+    from ui.views import ready
+    from ui.views.ready import Readiness, check_before_start
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    asked: list[socket.socket] = []
+
+    def take() -> None:
+        while True:
+            try:
+                conn, _ = silent.accept()
+            except OSError:  # closed at the end of the test
+                return
+            asked.append(conn)
+
+    threading.Thread(target=take, daemon=True).start()
+    try:
+        monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+        monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{silent.getsockname()[1]}")
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(ready, "HUB_TIMEOUT_S", 0.5)
+        # Gemini clients of their own (one made by an earlier test holds its key)
+        own = {r: {"timeout_s": 118.0} for r in ("generator", "editor", "observer", "judge")}
+        check = Readiness(RunService("gemini", out=tmp_path / "out", backend_options=own))
+        line = check.line()
+        assert line.startswith("\u26a0 **Not ready**, 2 problems:\n- "), line
+        keyless, clip = line.split("\n")[1:]
+        assert keyless.startswith("- generator, observer, judge and editor: no Gemini API key")
+        assert clip.startswith(
+            "- image_embedder: clip:ViT-B-32/laion2b_s34b_b79k is not in the cache, and the "
+            f"model hub {constants.ENDPOINT} cannot be reached (ReadTimeout"
+        ), clip
+        assert len(asked) == 1
+        with pytest.raises(ValueError) as refused:
+            check_before_start(check)
+        said = str(refused.value)
+        assert said.startswith("1) generator, observer, judge and editor: no Gemini API key")
+        assert "; 2) image_embedder: clip:ViT-B-32/laion2b_s34b_b79k is not in the cache" in said
+        assert len(asked) == 1  # Start's check did not ask the hub again
+    finally:
+        silent.close()
+        for conn in asked:
+            conn.close()

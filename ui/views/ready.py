@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from typing import Any
 
 from refine.backends.loading import describe_error
@@ -15,6 +16,14 @@ from refine.service import RunService
 # what a run of the form's defaults calls (refine.loop.refiner.roles_needed)
 ROLES = ("generator", "observer", "judge", "text_embedder", "editor", "image_embedder")
 CHECKING = "checking the profile's models ..."
+# the hub is asked once, briefly, per page and the Start that follows it: when it does not
+# answer, every model missing from the cache is a problem at once (each fetch would retry
+# for about 23 s a file), and Start refuses in well under 2 s
+HUB_TIMEOUT_S = 3.0
+HUB_ASKED_S = 300.0
+OFFLINE_ADVICE = (
+    "fetch it where there is internet (refine models download), or copy the Hugging Face cache here"
+)
 READY = "\u2713 the profile's models answer"
 
 
@@ -26,6 +35,7 @@ class Readiness:
         self.service = service
         self._lock = threading.Lock()
         self._problems: list[str] | None = None  # None: not checked yet
+        self._hub: tuple[float, str | None] | None = None  # (when asked, why unreachable)
         self.status = CHECKING  # what the check is doing now (a download and how far)
 
     def problems(self, again: bool = False) -> list[str]:
@@ -44,38 +54,48 @@ class Readiness:
             roles = sorted(
                 (r for r in ROLES if r in names), key=lambda r: not names[r].startswith("gemini")
             )
-            self._fetch({r: names[r] for r in roles})
+            cut_off = self._fetch({r: names[r] for r in roles})
             self.status = "loading the profile's models ..."
-            backends.preflight(roles)
-        except ModelsUnavailable as err:
-            return [_short(line) for line in err.problems]
+            found: list[str] = []
+            try:  # a model that could not be fetched is not loaded (its load would retry)
+                backends.preflight([r for r in roles if r not in cut_off])
+            except ModelsUnavailable as err:
+                found = [_short(line) for line in err.problems]
+            return found + _joined(cut_off)
         except Exception as err:  # a profile that cannot even be read
             return [_short(describe_error(err))]
-        return []
 
-    def _fetch(self, names: dict[str, str]) -> None:
-        """Download the hub models not in the cache yet, saying how far each is (a model
-        that cannot be fetched is then named by the check that loads it)."""
-        from refine.backends.download import cached, download, plan
-        from refine.backends.registry import split_name
+    def _fetch(self, names: dict[str, str]) -> dict[str, str]:
+        """Download the models not in the cache yet, saying how far each is; returns the
+        roles whose models cannot be fetched, with why: all of them at once, without
+        trying, when the hub does not answer a first short question (asked once per
+        :data:`HUB_ASKED_S`)."""
+        from refine.backends import download as fetching
 
         options = self.service.refiner().backends.options
-        missing = {}
-        for role, name in names.items():
-            try:  # a ready-made backend, or a name the load check will explain
-                ((_, _, what),) = plan({role: name})
-                repo = split_name(role, name)[1].split("@", 1)[0]
-            except ValueError:
-                continue
-            if what == "hub" and not cached(repo, options.get(role, {}).get("revision")):
-                missing[role] = name
+        try:  # a ready-made backend, or a name the load check will explain
+            wanted = fetching.missing(names, options)
+        except ValueError:
+            wanted = {}
+        if not wanted:
+            return {}
+        now = time.monotonic()
+        if self._hub is None or now - self._hub[0] > HUB_ASKED_S:
+            self.status = "asking the model hub ..."
+            self._hub = (now, fetching.hub_unreachable(HUB_TIMEOUT_S))
+        if self._hub[1] is not None:
+            return {
+                r: f"{n} is not in the cache, and {self._hub[1]}; {OFFLINE_ADVICE}"
+                for r, n in wanted.items()
+            }
 
         def follow(name: str, done: int, total: int) -> None:
             far = f"{100 * done / total:.0f}% of {size_text(total)}" if total else size_text(done)
             self.status = f"downloading {name}: {far}"
 
-        if missing:
-            download(missing, options, lambda text: None, on_bytes=follow)
+        fetched = fetching.download(wanted, options, lambda text: None, on_bytes=follow)
+        failed = {f.name: f.detail for f in fetched if f.status == "failed"}
+        return {r: f"could not be fetched: {failed[n]}" for r, n in wanted.items() if n in failed}
 
     def stream(self):
         """The line as the check goes (each download and how far it is), then its
@@ -98,9 +118,22 @@ class Readiness:
         yield result.get("line", "\u26a0 **Not ready:** the check of the models failed")
 
     def line(self, again: bool = False) -> str:
-        """One line for the page: ready, or the first problem and how many more."""
+        """The page's line: ready, or every problem (one line, or a list of them)."""
         problems = self.problems(again)
-        return f"\u26a0 **Not ready:** {summary(problems)}" if problems else READY
+        if not problems:
+            return READY
+        if len(problems) == 1:
+            return f"\u26a0 **Not ready:** {problems[0]}"
+        listed = "\n".join(f"- {p}" for p in problems)
+        return f"\u26a0 **Not ready**, {len(problems)} problems:\n{listed}"
+
+
+def _joined(cut_off: dict[str, str]) -> list[str]:
+    """One line per reason, naming every role it holds for."""
+    by_why: dict[str, list[str]] = {}
+    for role, why in cut_off.items():
+        by_why.setdefault(why, []).append(role)
+    return [_short(f"{', '.join(f'{r} (-)' for r in who)}: {why}") for why, who in by_why.items()]
 
 
 def _short(line: str) -> str:
@@ -123,9 +156,10 @@ def size_text(n: float) -> str:
 
 
 def summary(problems: list[str]) -> str:
-    """The first problem, and how many more."""
-    more = len(problems) - 1
-    return problems[0] + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+    """Every problem, in one line: ``1) ...; 2) ...`` when there are several."""
+    if len(problems) == 1:
+        return problems[0]
+    return "; ".join(f"{k}) {p}" for k, p in enumerate(problems, 1))
 
 
 def check_before_start(ready: Readiness) -> None:
