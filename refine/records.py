@@ -435,7 +435,9 @@ class Run(_Record):
     tau_source: str = ""
     # Gemini token usage per model: calls, prompt_tokens, output_tokens, total_tokens
     usage: dict[str, dict[str, int]] = Field(default_factory=dict)
-    status: Literal["running", "finished", "failed"] = "running"
+    # interrupted: Ctrl-C (or SIGINT) in the process driving it; --resume goes on from the
+    # rounds done, as after a failure
+    status: Literal["running", "finished", "failed", "interrupted"] = "running"
     rounds: list[Round] = Field(default_factory=list)
     best_round: int | None = None
     stop_reason: str | None = None

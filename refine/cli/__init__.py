@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -373,6 +374,15 @@ def _command_path(argv: list[str]) -> str:
     return " ".join(path)
 
 
+def interrupted_exit() -> None:
+    """Exit 130 at once after Ctrl-C (a run's record and a batch's are saved by then). A
+    normal exit would first wait for the model calls still in flight on worker threads
+    (an edit can take a minute), which Python joins before it exits."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors become one line on stderr and exit code 2."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -384,7 +394,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except abort:
         typer.echo("aborted", err=True)
-        sys.exit(130)
+        rc = 130
     except click_error as err:
         typer.echo(f"error: {usage_line(err, args)}", err=True)
         sys.exit(getattr(err, "exit_code", 2) or 2)
@@ -398,4 +408,6 @@ def main(argv: list[str] | None = None) -> None:
 
         typer.echo(f"error: {describe_error(err)}", err=True)
         sys.exit(1)
+    if rc == 130:  # Ctrl-C: what was done is saved; the calls still in flight are left
+        interrupted_exit()
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import typer
@@ -94,6 +95,23 @@ def batch_cmd(
         )
     except RayEngineError as err:
         raise UserInputError(str(err)) from err
+    except KeyboardInterrupt:
+        again = ["refine", "batch", str(specs), "--out", str(out), "--resume"]
+        if profile != "gemini":
+            again += ["--profile", profile]
+        for b in backend:
+            again += ["--backend", b]
+        if workers != 1:
+            again += ["--workers", str(workers)]
+        if engine != "local":
+            again += ["--engine", engine] + (["--address", address] if address else [])
+            again += ["--gpus-per-worker", f"{gpus_per_worker:g}"] if gpus_per_worker else []
+        typer.echo(
+            f"interrupted: the batch so far is kept in {store.dir} (runs finished, and runs "
+            f"begun with their rounds done); go on with\n  {shlex.join(again)}",
+            err=True,
+        )
+        raise typer.Exit(130) from None
     if as_json:
         typer.echo(batch.model_dump_json(indent=2))
     else:

@@ -49,7 +49,9 @@ def bench_cmd(
         help="An activity category (repeatable): eating, greeting, dancing, concert, game, "
         "celebration, religious, wedding, funeral.",
     ),
-    sample: int = typer.Option(None, "--sample", min=1, help="Draw this many prompts."),
+    sample: int = typer.Option(
+        None, "--sample", min=1, help="Draw this many prompts of each country."
+    ),
     images: int = typer.Option(
         None, "--images-per-prompt", min=1, help="Seeds per prompt (2; 16 with --concepts)."
     ),

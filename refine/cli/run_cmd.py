@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import shlex
 from pathlib import Path
 
 import typer
@@ -202,6 +204,25 @@ def parse_backends(values: list[str]) -> dict[str, str]:
         raise settings_error(err) from err
 
 
+@contextlib.contextmanager
+def resume_hint(where: dict[str, str]):
+    """Ctrl-C during a run: the record says interrupted (see Refiner), and the command says
+    where the rounds done are and how to go on, then exits 130 (as after SIGINT)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        run_dir = where.get("dir")
+        if not run_dir:
+            typer.echo("interrupted before the run began: nothing was saved", err=True)
+        else:
+            typer.echo(
+                f"interrupted: the rounds done are kept in {run_dir}; go on with\n"
+                f"  refine run --resume {shlex.quote(run_dir)}",
+                err=True,
+            )
+        raise typer.Exit(130) from None
+
+
 def run_cmd(
     activity: str = typer.Argument(None, help='The activity, e.g. "people eating food at home".'),
     country: str = typer.Option(None, "--country", help="The country, e.g. Iran."),
@@ -281,7 +302,8 @@ def run_cmd(
             run.spec.profile, run.spec.backends, run.spec.backend_options, on_event=progress
         )
         try:
-            run = refiner.resume(resume)
+            with resume_hint(where):
+                run = refiner.resume(resume)
         except RunLocked as err:
             raise UserInputError(f"--resume: {err}") from err
     else:
@@ -330,7 +352,8 @@ def run_cmd(
         except ValueError as err:
             raise UserInputError(f"--profile/--backend: {err}") from err
         try:
-            run = refiner.start(spec, refs, out=out)
+            with resume_hint(where):
+                run = refiner.start(spec, refs, out=out)
         except ValueError as err:
             if "dir" in where:  # the run had begun: not a settings problem
                 raise

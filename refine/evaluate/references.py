@@ -58,7 +58,8 @@ def load_pack(name_or_path: str = "cultivate") -> Pack:
     return Pack(data.get("name", path.stem), data.get("source", ""), data["countries"], path)
 
 
-def _suggest(word: str, options: list[str]) -> str:
+def suggest(word: str, options: list[str]) -> str:
+    """``; did you mean 'X'?`` for the nearest of ``options`` (spelling, or a part of one)."""
     close = difflib.get_close_matches(word, options, n=3, cutoff=0.6)
     if not close:
         low = word.casefold()
@@ -72,7 +73,7 @@ def find_references(activity: str, country: str, pack: str = "cultivate") -> Ref
     key = p.country_key(country)
     if key is None:
         raise ReferenceNotFound(
-            f"the {p.name} pack has no country {country!r}{_suggest(country, list(p.countries))} "
+            f"the {p.name} pack has no country {country!r}{suggest(country, list(p.countries))} "
             f"(countries: {', '.join(p.countries)}); write a references file for others"
         )
     entries = p.countries[key]["activities"]
@@ -83,7 +84,7 @@ def find_references(activity: str, country: str, pack: str = "cultivate") -> Ref
     if entry is None:
         raise ReferenceNotFound(
             f"the {p.name} pack has no activity {activity!r} for {key}"
-            f"{_suggest(phrase, list(entries))}; `refine refs list --country {key}` lists them"
+            f"{suggest(phrase, list(entries))}; `refine refs list --country {key}` lists them"
         )
     if not entry.get("descriptors"):
         with_refs = [k for k in p.countries if _has_descriptors(p, k, phrase)]

@@ -146,6 +146,7 @@ class CandidateMaker:
             from concurrent.futures import CancelledError, ThreadPoolExecutor
 
             pool = ThreadPoolExecutor(workers, thread_name_prefix=f"round-{k}")
+            wait = True
             try:
                 futures = [pool.submit(chain, j) for j in range(len(seeds))]
                 for future in futures:
@@ -156,8 +157,11 @@ class CandidateMaker:
                             stopped = stopped or stop
                         outcomes.append(None)
                         pool.shutdown(wait=False, cancel_futures=True)
+            except KeyboardInterrupt:  # Ctrl-C: the run ends now, the calls in flight
+                wait = False  # are left (the command line exits without them)
+                raise
             finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+                pool.shutdown(wait=wait, cancel_futures=True)
         else:
             for j in range(len(seeds)):
                 try:

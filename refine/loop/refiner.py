@@ -293,8 +293,7 @@ class Refiner:
                 self._save(run, store, started)
             run.status = "finished"
         except BaseException as err:
-            run.status = "failed"
-            run.error = f"{type(err).__name__}: {err}"
+            run.status, run.error = ended_by(err)
             try:
                 self._save(run, store, started)
             except Exception:  # keep the original error; the last good record stays
@@ -561,3 +560,11 @@ def _append_round(
     if r.decision in ("initial", "accepted"):
         run.best_round = r.index
     return r
+
+
+def ended_by(err: BaseException) -> tuple[str, str | None]:
+    """A run's status and error after ``err``: Ctrl-C (KeyboardInterrupt) interrupts it,
+    anything else fails it; either way ``--resume`` goes on from the rounds done."""
+    if isinstance(err, KeyboardInterrupt):
+        return "interrupted", None
+    return "failed", f"{type(err).__name__}: {err}"

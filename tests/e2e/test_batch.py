@@ -154,3 +154,48 @@ def test_score_existing_images(world, siglip_path, tmp_path):
     assert "EXAG: judge-rating" in text.stdout
     missing = cli("score", str(tmp_path / "nope.png"), "--activity", ACT, "--country", "Iran")
     assert missing.returncode == 2 and "nope.png: image not found" in missing.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_batch_says_how_to_go_on_and_the_run_is_recorded_as_interrupted(
+    world, siglip_path, tmp_path
+):
+    """SIGINT (Ctrl-C) during a batch's run: the command says where the batch is kept and
+    the command that goes on with it, exits 130, and the run's record says interrupted
+    (not failed), with its round 0 kept."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.e2e.test_cli_run import env, refine_cmd
+
+    world.edit_delay_s = 60.0
+    specs = write_jsonl(
+        tmp_path / "specs.jsonl", [{"activity": ACT, "country": COUNTRY, "rounds": 2}]
+    )
+    out = tmp_path / "out"
+    args = ["batch", str(specs), "--out", str(out)]
+    args += ["--backend", f"image_embedder=siglip:{siglip_path}"]
+    proc = subprocess.Popen(refine_cmd(*args), env=env(), stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while "edit" not in world.log:  # round 0 is saved before the first edit is asked
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "the run never reached its first edit"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, said = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, said
+    (batch_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    assert f"interrupted: the batch so far is kept in {batch_dir}" in said, said
+    again = f"refine batch {specs} --out {out} --resume --backend image_embedder=siglip:"
+    assert f"go on with\n  {again}{siglip_path}" in said, said
+    assert "Traceback" not in said
+    batch = json.loads((batch_dir / "batch.json").read_text())
+    run_dir = batch_dir / batch["entries"][0]["run_dir"]
+    run = RunStore(run_dir).load()
+    assert run.status == "interrupted" and run.error is None and len(run.rounds) == 1

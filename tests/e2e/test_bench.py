@@ -253,6 +253,23 @@ def test_categories_select_prompts_and_get_their_own_aggregates(bench):
         plan_prompts(["Iran"], categories=["cooking"])
 
 
+def test_sample_draws_per_country_and_a_misspelled_country_gets_the_nearest():
+    """--sample draws per country (before, 3 of all the prompts could all be Iran's), the
+    same draw for the same seed; a misspelled country is answered with the nearest one."""
+    from refine.evaluate.references import load_pack
+
+    drawn = plan_prompts(["Iran", "India"], sample=2, seed=5)
+    assert [c for _, c in drawn] == ["India", "India", "Iran", "Iran"], drawn
+    assert drawn == plan_prompts(["Iran", "India"], sample=2, seed=5)
+    india = {
+        a for a, e in load_pack().countries["India"]["activities"].items() if e.get("descriptors")
+    }
+    assert {a for a, c in drawn if c == "India"} <= india
+    # a misspelled country: the nearest one the pack has
+    with pytest.raises(ValueError, match="no country 'Nigreia'; did you mean 'Nigeria'\\?"):
+        plan_prompts(["Nigreia"])
+
+
 def test_generator_specs_name_their_problem():
     from refine.harness.tasks.bench import parse_generator
 

@@ -150,3 +150,22 @@ def test_a_second_process_on_a_held_run_is_refused(tmp_path):
     assert out.stderr.strip() == f"error: --resume: {store.dir} is in use by process {me}; " + (
         "wait for it to end, or stop it"
     )
+
+
+def test_ctrl_c_during_a_run_says_how_to_resume_it(capsys):
+    """Ctrl-C during ``refine run`` (the batch's test sends a real SIGINT): the command
+    names the run's folder and the command that goes on with it, and exits 130; before
+    the run began, it says nothing was saved."""
+    import typer
+
+    from refine.cli.run_cmd import resume_hint
+
+    for where, said in (
+        ({"dir": "/runs/iran run"}, "go on with\n  refine run --resume '/runs/iran run'\n"),
+        ({}, "interrupted before the run began: nothing was saved\n"),
+    ):
+        with pytest.raises(typer.Exit) as stopped:
+            with resume_hint(where):
+                raise KeyboardInterrupt
+        assert stopped.value.exit_code == 130
+        assert capsys.readouterr().err.endswith(said)

@@ -95,6 +95,40 @@ def test_a_batch_line_takes_the_table_bounds(tmp_path):
         assert line.startswith(f"bad.jsonl line {n}: {name}: "), line
 
 
+def test_every_bad_batch_line_is_listed_json_or_not(tmp_path):
+    """A line that is not JSON (or not an object) is listed with every other bad line, in
+    the file's order, instead of hiding them."""
+    from refine.harness.tasks.batch import BatchSpecError, read_specs
+
+    good = {"activity": "people eating food at home", "country": "Iran"}
+    specs = tmp_path / "mixed.jsonl"
+    specs.write_text(
+        "\n".join(
+            [
+                json.dumps({**good, "rounds": -3}),
+                '{"activity": "people eating food at home", "country": ',
+                json.dumps(good),
+                "[1, 2]",
+                json.dumps({**good, "target": "high"}),
+            ]
+        )
+        + "\n"
+    )
+    with pytest.raises(BatchSpecError) as err:
+        read_specs(specs)
+    lines = str(err.value).splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "mixed.jsonl line 1",
+        "mixed.jsonl line 2",
+        "mixed.jsonl line 4",
+        "mixed.jsonl line 5",
+    ], lines
+    assert lines[0].startswith("mixed.jsonl line 1: rounds: ")
+    assert lines[1].startswith("mixed.jsonl line 2: not JSON (")
+    assert lines[2] == "mixed.jsonl line 4: each line must be a JSON object"
+    assert lines[3].startswith("mixed.jsonl line 5: target: ")
+
+
 def test_the_app_form_shows_the_table(tmp_path, backends, options):
     from refine.service import RunService
     from ui.app import build_app

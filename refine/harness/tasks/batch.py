@@ -56,7 +56,7 @@ class BatchEntry(BaseModel):
     name: str
     spec: RunSpec
     references: ReferencePack
-    status: Literal["pending", "running", "finished", "failed"] = "pending"
+    status: Literal["pending", "running", "finished", "failed", "interrupted"] = "pending"
     run_dir: str | None = None  # relative to the batch directory
     error: str | None = None
     initial_faith: float | None = None
@@ -85,7 +85,8 @@ class Batch(BaseModel):
 # -- spec files ------------------------------------------------------------------------
 
 
-def _rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+def _rows(path: Path, text: str) -> list[tuple[int, dict[str, Any] | BatchSpecError]]:
+    """(line number, its settings, or what is wrong with the line) per line that holds one."""
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text))
         if not reader.fieldnames or not {"activity", "country"} <= set(reader.fieldnames):
@@ -104,10 +105,11 @@ def _rows(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise BatchSpecError(f"{path} line {n}: not JSON ({err.msg})") from err
+        except json.JSONDecodeError as err:  # said with every other bad line
+            rows.append((n, BatchSpecError(f"{path.name} line {n}: not JSON ({err.msg})")))
+            continue
         if not isinstance(obj, dict):
-            raise BatchSpecError(f"{path} line {n}: each line must be a JSON object")
+            obj = BatchSpecError(f"{path.name} line {n}: each line must be a JSON object")
         rows.append((n, obj))
     return rows
 
@@ -148,6 +150,8 @@ def read_specs(
     entries, problems = [], []
     for n, row in _rows(path, text):
         try:
+            if isinstance(row, BatchSpecError):
+                raise row
             entries.append(_entry(path, n, row, profile, find or find_any))
         except BatchSpecError as err:
             problems.append(str(err))
@@ -185,7 +189,7 @@ def summarise(entries: list[BatchEntry]) -> dict[str, Any]:
         "runs": len(entries),
         "finished": len(done),
         "failed": sum(e.status == "failed" for e in entries),
-        "unfinished": sum(e.status in ("pending", "running") for e in entries),
+        "unfinished": sum(e.status in ("pending", "running", "interrupted") for e in entries),
         "success_rate": len(done) / len(entries) if entries else None,
         "mean_faith_gain": sum(gains) / len(gains) if gains else None,
         "improved_runs": sum(g > 0 for g in gains),

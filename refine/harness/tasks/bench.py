@@ -36,7 +36,7 @@ from refine.assets import prompt_template
 from refine.backends.lora import MARK, split_adapters
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor
-from refine.evaluate.references import find_references, load_pack
+from refine.evaluate.references import find_references, load_pack, suggest
 from refine.harness.cells import Cell, CellFormat, CellStore
 from refine.harness.engine import MakerSpec
 from refine.harness.task import CellTask, Summary, run_task
@@ -128,7 +128,7 @@ def plan_prompts(
     countries named (default: every country with descriptors), the activities named
     (default: all of them) in the CULTIVate categories named (eating, greeting, dancing,
     concert, game, celebration, religious, wedding, funeral; default: all), then
-    ``sample`` of those drawn with ``seed``."""
+    ``sample`` of each country's drawn with ``seed``."""
 
     pack = load_pack()
     known = {
@@ -147,7 +147,8 @@ def plan_prompts(
         key = pack.country_key(name)
         if key is None:
             raise ValueError(
-                f"the pack has no country {name!r} (countries: {', '.join(pack.countries)})"
+                f"the pack has no country {name!r}{suggest(name, list(pack.countries))} "
+                f"(countries: {', '.join(pack.countries)})"
             )
         keys.append(key)
     if not keys:
@@ -175,8 +176,13 @@ def plan_prompts(
                 f"no reference descriptors for {missing[0]!r} in {', '.join(keys)}; "
                 "`refine refs list --country C` lists the activities"
             )
-    if sample is not None and sample < len(out):
-        out = sorted(random.Random(seed).sample(out, sample), key=lambda p: (p[1], p[0]))
+    if sample is not None:  # per country, so that each country is drawn from
+        draw = random.Random(seed)
+        drawn = []
+        for key in keys:
+            theirs = [p for p in out if p[1] == key]
+            drawn += draw.sample(theirs, sample) if sample < len(theirs) else theirs
+        out = sorted(drawn, key=lambda p: (p[1], p[0]))
     return out
 
 
