@@ -9,7 +9,6 @@ code here.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from refine.evaluate.references import load_pack
 from refine.present.charts import CHART_CSS
 from refine.service import RunService
 from ui.limits import Limits
+from ui.line import Line, line_length
 from ui.quotas import Quotas
 from ui.views.common import Session
 from ui.views.common import index as _index  # noqa: F401 (the app's rule for numbers)
@@ -60,6 +60,7 @@ def build_app(
         if login:
             gr.LoginButton()
         session = Session(service, limits, quotas, trust_proxy, token, ready)
+        session.line = Line(line_length(limits.run_minutes))  # starts wait here, in words
         session.gate.message.make(gr)  # before any button: each empties it first
         run = add_run_view(gr, session, list(load_pack().countries))
         branched = add_steer_view(gr, session, run)
@@ -138,13 +139,9 @@ def serve(
 
 
 def queue_options(limits: Limits | None) -> dict[str, Any]:
-    """The waiting line's length from the limits: runs are made one at a time (the start
-    and roll-back events share one slot), and the line holds the runs the device can finish
-    in two hours at the longest run allowed (at least 8). A crowd waits in line and sees its
-    place; past that, Gradio says the demo is full instead of leaving a visitor waiting
-    for hours."""
-    minutes = (limits or Limits()).run_minutes
-    return {"max_size": max(8, math.ceil(120 / minutes))}
+    """Gradio's queue holds as many as the app's own line of runs (:func:`ui.line.line_length`):
+    starts, roll-backs and builds wait in that line, the other events in Gradio's."""
+    return {"max_size": line_length((limits or Limits()).run_minutes)}
 
 
 # the charts drawn for a wide column or a phone, the one that fits shown; the saved runs'
@@ -164,18 +161,32 @@ APP_CSS = (
   position: absolute !important; inset: 0; width: 100% !important; height: 100% !important;
   max-height: 100% !important; object-fit: contain !important;
 }
-#saved-gallery .grid-wrap.fixed-height { min-height: 0; max-height: none; }
-#saved-gallery .grid-container {
+/* the rounds and the saved runs: each caption whole under its picture (Gradio draws it
+   over the picture, on one line, cut at the picture's width) */
+:is(#saved-gallery, #gallery) .grid-wrap.fixed-height { min-height: 0; max-height: none; }
+:is(#saved-gallery, #gallery) .grid-container {
   grid-template-rows: none; grid-auto-rows: auto;
   grid-template-columns: repeat(auto-fill, minmax(140px, 1fr));
 }
-#saved-gallery .thumbnail-lg {
+:is(#saved-gallery, #gallery) .thumbnail-lg {
   display: flex; flex-direction: column; height: auto; aspect-ratio: auto;
 }
-#saved-gallery .thumbnail-lg > img { height: 150px; object-fit: contain; }
-#saved-gallery .caption-label {
+:is(#saved-gallery, #gallery) .thumbnail-lg > img { height: 150px; object-fit: contain; }
+:is(#saved-gallery, #gallery) .caption-label {
   position: static; max-width: 100%; white-space: normal; overflow: visible;
   border: none; border-radius: 0; font-size: 13px; text-align: center;
+}
+/* the checklist's chips break between words, never inside one (Gradio breaks anywhere:
+   on a phone "Floor" became "Floo / r") */
+:is(#checklist, #checked) :is(.textfield, .token-container, .token, .text) {
+  word-break: normal; overflow-wrap: break-word;
+}
+/* the other prompt languages' images: no empty panel for a run without them */
+#languages:not(:has(img)) { display: none; }
+/* the rating scales on one line at a phone's width (5 choices of 57 px wrapped in 274) */
+:is(#rate-alignment, #rate-faithfulness) .wrap { flex-wrap: nowrap; }
+:is(#rate-alignment, #rate-faithfulness) .wrap > label {
+  flex: 1 1 0; min-width: 0; padding: 6px 8px; justify-content: center;
 }
 """
 )

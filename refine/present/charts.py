@@ -297,8 +297,14 @@ def _line_svg(
         metric = of_series(name)
         titles.append(metric.explain() if metric else "")
     if target is not None:
+        # over the curves (zorder 4): a quality line at the target's level hid it
         ax.axhline(
-            target, linestyle=":", color=REFERENCE, linewidth=1.2, label=f"target {target:g}"
+            target,
+            linestyle=":",
+            color=REFERENCE,
+            linewidth=1.2,
+            label=f"target {target:g}",
+            zorder=4,
         ).set_gid(f"{prefix}target")
         groups[f"{prefix}target"] = Mark("target", {"target": f"{target:g}"})
         titles.append("the FAITH at which the run stops")

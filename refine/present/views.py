@@ -180,7 +180,8 @@ def decision_text(r: Round) -> str:
 
 
 def rounds_table(run: Run) -> list[list[object]]:
-    """One row per round, in :data:`TABLE_HEADERS` order."""
+    """One row per round, in :data:`TABLE_HEADERS` order; the numbers to 3 decimals, as
+    the chart, the checklist and the "so far" line show them."""
     rows = []
     for r in run.rounds:
         s = r.best.scores
@@ -188,12 +189,12 @@ def rounds_table(run: Run) -> list[list[object]]:
             [
                 r.index,
                 decision_text(r),
-                rounded(s.faith),
-                rounded(s.quality),
-                rounded(s.align),
-                rounded(s.hal),
-                rounded(s.exag),
-                rounded(drift_value(r)),
+                rounded(s.faith, 3),
+                rounded(s.quality, 3),
+                rounded(s.align, 3),
+                rounded(s.hal, 3),
+                rounded(s.exag, 3),
+                rounded(drift_value(r), 3),
                 r.reason,
                 caire_text(r),
                 languages_text(r),

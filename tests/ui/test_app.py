@@ -108,7 +108,7 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
     quality = [r.best.scores.quality for r in run.rounds]
     assert chart["quality"] == pytest.approx(quality, abs=1e-4)
     column = TABLE_HEADERS.index("quality ↑")
-    assert [row[column] for row in rows] == pytest.approx(quality, abs=1e-4)
+    assert [row[column] for row in rows] == [round(q, 3) for q in quality]  # as shown
     assert 'class="target" data-target="1"' in outputs[-1][2]  # the target FAITH line
     assert outputs[-1][2].count('class="axis-title"') == 4  # x and y, wide and narrow
     assert "score (0 to 1; SoS -1 to 1)" in outputs[-1][2]
@@ -362,14 +362,28 @@ def test_a_second_visitor_waits_in_line_and_can_browse_meanwhile(app_url):
         time.sleep(0.1)
     first_dir = service.job.run_dir
     queued = second.submit(*start_args(1, candidates=1), api_name="/start")
-    while True:
-        status = queued.status()
-        if status.code == Status.IN_QUEUE and status.rank is not None:
-            break
-        assert status.code not in (Status.PROCESSING, Status.FINISHED), status
-        assert time.monotonic() < deadline, f"no place in the queue was given: {status}"
+    # told in words, on its stage, how many runs are ahead and what the one in progress is
+    # doing (not Gradio's "queue: 1/1" on every output)
+    ahead = "waiting: 1 run ahead of yours (one in progress: round 1"
+    while not any(str(o[0]).startswith(ahead) for o in queued.outputs()):
+        assert queued.status().code != Status.FINISHED, queued.outputs()
+        assert time.monotonic() < deadline, f"no place in the line was said: {queued.outputs()}"
         time.sleep(0.1)
-    assert status.rank == 0 and status.queue_size >= 1  # next in line
+    # a third visitor is told of both
+    third = app_client(url)
+    also = third.submit(*start_args(1, candidates=1), api_name="/start")
+    two = "waiting: 2 runs ahead of yours (one in progress: round 1"
+    while not any(str(o[0]).startswith(two) for o in also.outputs()):
+        assert time.monotonic() < deadline, f"no place in the line was said: {also.outputs()}"
+        time.sleep(0.1)
+    assert any("; 1 waiting); yours starts when they end" in str(o[0]) for o in also.outputs())
+    # the second leaves (its page closed): the third moves up
+    queued.cancel()
+    seen = len(also.outputs())
+    while not any(str(o[0]).startswith(ahead) for o in also.outputs()[seen:]):
+        assert time.monotonic() < deadline, f"the third did not move up: {also.outputs()}"
+        time.sleep(0.1)
+    queued = also
     # browsing a saved run is not held up by the run in progress
     opened = second.predict(str(first_dir), api_name="/open")
     # the run in progress opens as it stands: paused for its instruction's review

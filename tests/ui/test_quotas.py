@@ -176,7 +176,8 @@ def test_a_run_its_client_left_is_counted_whole_and_the_next_start_waits_for_it(
     queued = second.submit(*start_args(0), api_name="/start")
     queued.result(timeout=300)
     stages = [o[0] for o in queued.outputs()]
-    assert any(s.startswith("waiting: another run is in progress") for s in stages), stages
+    said = "waiting: 1 run ahead of yours (one in progress: round "
+    assert any(s.startswith(said) and s.endswith("yours starts when it ends") for s in stages)
     assert stages[-1] == "finished"
     made = service.open(first_dir)
     assert made.status == "finished" and not made.stop_reason.startswith("stopped")

@@ -319,3 +319,29 @@ def test_readiness_without_a_hub_names_every_problem_and_asks_the_hub_once(tmp_p
         silent.close()
         for conn in asked:
             conn.close()
+
+
+def test_the_line_says_how_many_are_ahead_and_refuses_past_its_length():
+    """The app's line of waiting starts: first come, first served; its words count the
+    run in progress and those waiting ahead; a full line refuses at once, saying so."""
+    from refine.service import ServiceBusy
+    from ui.line import Line, line_length, waiting_words
+
+    assert line_length(30) == 8 and line_length(5) == 24  # two hours of the longest run
+    line = Line(most=2)
+    first, second = line.join(), line.join()
+    assert (line.before(first), line.before(second)) == (0, 1)
+    with pytest.raises(ServiceBusy, match="the line is full: 2 runs are waiting"):
+        line.join()
+    line.leave(first)
+    assert line.before(second) == 0 and len(line) == 1
+    assert waiting_words(0, "round 1 of 3") == (
+        "waiting: 1 run ahead of yours (one in progress: round 1 of 3); yours starts when it ends"
+    )
+    assert waiting_words(2, "round 2 of 3") == (
+        "waiting: 3 runs ahead of yours (one in progress: round 2 of 3; 2 waiting); "
+        "yours starts when they end"
+    )
+    assert waiting_words(1, None) == (
+        "waiting: 1 run ahead of yours (1 waiting); yours starts when it ends"
+    )

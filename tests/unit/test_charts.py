@@ -146,3 +146,17 @@ def test_a_line_chart_is_drawn_once_per_values(monkeypatch):
     assert (
         charts.line_chart(series, ["0", "1"], ["accepted", "rejected"], "run") != changed
     )  # marks count
+
+
+def test_the_target_line_is_drawn_over_the_curves():
+    """A curve at the target's level (quality 0.7, target 0.7) no longer hides the dotted
+    target line: it is drawn after (over) every curve, at each width."""
+    import re
+
+    html = charts.line_chart(
+        {"FAITH": [0.2, 0.5], "quality": [0.7, 0.7]}, ["0", "1"], target=0.7, title="run"
+    )
+    for svg in re.findall(r"<svg.*?</svg>", html, flags=re.S):
+        ids = re.findall(r'id="([^"]*(?:series-\d+|target))"', svg)
+        assert ids and ids[-1].endswith("target"), ids
+        assert sum(i.endswith("target") for i in ids) == 1

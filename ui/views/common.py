@@ -5,7 +5,6 @@ checks on what a client sends."""
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -14,19 +13,17 @@ from refine import settings
 from refine.io.store import branches_of
 from refine.present.views import branches_text, progress_line
 from refine.records import Run
-from refine.service import RunService, ServiceBusy, Update, visitor_hash
+from refine.service import RunService, Update, visitor_hash
 from refine.settings import SETTINGS
 from ui import adapters
 from ui.limits import Limits
+from ui.line import Line
 from ui.quotas import QuotaExceeded, Quotas, client_address
 from ui.safe import error, take_refusal
 from ui.visitors import visitor_id
 
 log = logging.getLogger(__name__)
 
-# starting and rolling back share one queue of one: a device runs one run at a time, and
-# a visitor who asks meanwhile waits in line and sees their place; browsing is not held up
-ONE_RUN = {"concurrency_id": "run", "concurrency_limit": 1}
 # steering and browsing: a refused click is a toast, and the view stays as it was
 QUIET = {"show_progress": "hidden"}
 # a run paused for review whose owner does not answer within this time is stopped
@@ -286,6 +283,7 @@ class Session:
     token: Any  # this browser session's visitor token (a gr.State)
     ready: Any = None  # the check of the profile's models (ui.views.ready.Readiness)
     gate: VisitorGate = field(default_factory=VisitorGate)  # buttons that wait for the visitor
+    line: Line = field(default_factory=Line)  # visitors waiting for the device
 
     def check_ready(self) -> None:
         """Nothing when the profile's models answer; else a ValueError in one line."""
@@ -338,31 +336,22 @@ class Session:
             return
         yield from self.follow(job, skip, attach=True)
 
-    def wait_turn(self, who: str, skip: Any, most_s: float):
-        """Before a start: while a run goes on that no page follows any more (its page was
-        closed), wait for it, saying so, for at most ``most_s``. The visitor's own run is
-        not waited for: it is theirs to stop. Yields the stage values to show."""
-        service = self.service
-        began = time.monotonic()
-        while service.busy:
-            job = service.job
-            if job is not None and job.live and job.owner == who:
-                raise ValueError(
-                    "your run is still in progress (this page shows it): stop it, or wait "
-                    "for its end, before starting another"
-                )
-            if time.monotonic() - began > most_s:
-                raise ServiceBusy("a run is still in progress; try again once it has ended")
-            where = job.tracker.describe() if job is not None and job.live else ""
-            yield RunDisplay.only(
-                skip,
-                stage="waiting: another run is in progress on this device; yours starts "
-                "when it ends" + (f" ({where})" if where else ""),
-            )
-            if job is not None and job.live:
-                job.join(1.0)
-            else:
-                time.sleep(1.0)
+    def wait_turn(self, ticket: object, who: str | None, skip: Any, most_s: float):
+        """Before a start, a roll-back: wait in the app's line (:mod:`ui.line`) for
+        ``ticket``'s turn, saying how many runs are ahead; yields the stage values."""
+        for words in self.line.turn(ticket, self.service, who, most_s):
+            yield RunDisplay.only(skip, stage=words)
+
+    def wait_quietly(self, who: str | None, say: Any) -> None:
+        """(A build of references) wait in the app's line, with no stream to yield to:
+        each line of words goes to ``say``; the visitor's own run is waited for too."""
+        ticket = self.line.join()
+        try:
+            most_s = self.limits.run_minutes * 60 + 60
+            for words in self.line.turn(ticket, self.service, who, most_s, own_waits=True):
+                say(words)
+        finally:
+            self.line.leave(ticket)
 
     def counted(self, job: Any, visitor: str, address: str | None, skip: Any, base: int = 0):
         """Follow a started run, counting it and its model calls against the quotas (the

@@ -11,8 +11,9 @@ from typing import Any
 from metrics.descriptors import DIMENSIONS
 from refine.evaluate.references import load_pack
 from refine.service import RunService, ServiceBusy, phrase
+from ui.line import IN_LINE
 from ui.safe import error, md_text
-from ui.views.common import ONE_RUN, Session, VisitorGate
+from ui.views.common import Session, VisitorGate
 
 # examples that the bundled pack holds references for, one per country
 EXAMPLES = [
@@ -142,7 +143,7 @@ def add_references(gr: Any, service: RunService, activity: str, gate: VisitorGat
             headers=TABLE_HEADERS,
             datatype=["str", "str"],
             type="array",
-            col_count=(2, "fixed"),
+            column_count=2,
             interactive=True,
             wrap=True,
             label="references to review: edit a phrase (empty it to remove the row), click a "
@@ -211,10 +212,10 @@ def wire_references(
                 done = asked["of"] + (0 if stage == "refine" else 1)
             progress((done, asked["of"] + 2), desc=f"{stage}: {event.get('model', '')}")
 
-        try:
-            result = service.build_references(
-                act, ctry, on_event=seen, visitor=visitor(tok, request)
-            )
+        who = visitor(tok, request)
+        try:  # the device taken: wait in the app's line, told how many runs are ahead
+            session.wait_quietly(who, lambda words: progress(0, desc=words))
+            result = service.build_references(act, ctry, on_event=seen, visitor=who)
         except (ServiceBusy, ValueError) as err:
             raise error(err) from err
         except Exception as err:  # a model or API failure: said, the app goes on
@@ -301,7 +302,7 @@ def wire_references(
         [token, activity, country],
         [*refs.outputs(), refs.review, refs.source],
         api_name="build_references",
-        **ONE_RUN,
+        **IN_LINE,
     )
     added = refs.add.click(
         on_add, [refs.review, refs.kind, refs.phrase], [refs.review, refs.phrase], api_name=False

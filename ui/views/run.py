@@ -11,10 +11,10 @@ from refine import settings
 from refine.service import NOT_YOURS, ServiceBusy
 from refine.settings import SETTINGS
 from ui import adapters
+from ui.line import IN_LINE
 from ui.safe import error, html_text
 from ui.views.common import (
     NO_VISITOR,
-    ONE_RUN,
     REVIEW_TIMEOUT_S,
     RunDisplay,
     Session,
@@ -155,7 +155,12 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
             form = _options(gr, session, activity, country)
             run_dir = gr.Textbox(label="run directory", interactive=False, elem_id="run-dir")
         with gr.Column(scale=2, min_width=300):
-            gallery = gr.Gallery(label="rounds", columns=4, height=260, elem_id="gallery")
+            # a click picks a round, shown in the slider above (brought into sight); no
+            # preview: it duplicated the slider, and with a round picked in it, each new
+            # round focused its thumbnail, which moved the page down to it mid-run
+            gallery = gr.Gallery(
+                label="rounds", columns=4, height=260, allow_preview=False, elem_id="gallery"
+            )
             languages = gr.Gallery(
                 label="this round in the other prompt languages (SoS with a bank)",
                 columns=4,
@@ -436,15 +441,19 @@ def _wire_run(gr: Any, session: Session, view: RunView) -> None:
         if who is None:  # a run nobody owns could be stopped by anyone
             raise error(NO_VISITOR)
         address = session.admitted(who, request)
-        try:  # a run whose page was closed goes on: the next start waits for its end
-            yield from session.wait_turn(who, gr.skip(), limits.run_minutes * 60 + 60)
-            job = service.start(
-                spec=spec,
-                references=refs,
-                pause=bool(paused),
-                owner=who,
-                review_timeout_s=REVIEW_TIMEOUT_S,
-            )
+        try:  # the device taken: wait in the app's line, told how many runs are ahead
+            ticket = session.line.join()
+            try:
+                yield from session.wait_turn(ticket, who, gr.skip(), limits.run_minutes * 60 + 60)
+                job = service.start(
+                    spec=spec,
+                    references=refs,
+                    pause=bool(paused),
+                    owner=who,
+                    review_timeout_s=REVIEW_TIMEOUT_S,
+                )
+            finally:  # started, refused, or the page left while waiting
+                session.line.leave(ticket)
         except (ServiceBusy, ValueError) as err:
             raise error(err) from err
         yield from session.counted(job, who, address, gr.skip())
@@ -478,7 +487,7 @@ def _wire_run(gr: Any, session: Session, view: RunView) -> None:
         [token, *view.form.start_inputs()],
         view.display.outputs(),
         api_name="start",
-        **ONE_RUN,
+        **IN_LINE,
     )
     view.started = started
     session.gate.message.tells_refusals(started)

@@ -7,8 +7,17 @@ from typing import Any
 
 from refine.loop.refiner import Refiner
 from refine.service import ServiceBusy
+from ui.line import IN_LINE
 from ui.safe import error
-from ui.views.common import ONE_RUN, QUIET, REVIEW_TIMEOUT_S, RunDisplay, Session, index, numbers
+from ui.views.common import (
+    QUIET,
+    REVIEW_TIMEOUT_S,
+    RunDisplay,
+    Session,
+    in_sight,
+    index,
+    numbers,
+)
 from ui.views.run import RunView
 
 
@@ -64,18 +73,22 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
             changed = {n: given[n] for n, v in form.items() if differs(v, getattr(old.spec, n))}
             budget = {n: given[n] for n in ("budget_seconds", "budget_calls")}
             address = session.admitted(who, request)
-            # a run whose page was closed goes on: a roll-back waits for its end
-            yield from session.wait_turn(who, gr.skip(), limits.run_minutes * 60 + 60)
-            job = service.start(
-                old.spec.activity,
-                old.spec.country,
-                pause=bool(paused),
-                branch=(run_dir, index(k, "round")),
-                owner=who,
-                review_timeout_s=REVIEW_TIMEOUT_S,
-                **changed,
-                **budget,
-            )
+            # the device taken: wait in the app's line, told how many runs are ahead
+            ticket = session.line.join()
+            try:
+                yield from session.wait_turn(ticket, who, gr.skip(), limits.run_minutes * 60 + 60)
+                job = service.start(
+                    old.spec.activity,
+                    old.spec.country,
+                    pause=bool(paused),
+                    branch=(run_dir, index(k, "round")),
+                    owner=who,
+                    review_timeout_s=REVIEW_TIMEOUT_S,
+                    **changed,
+                    **budget,
+                )
+            finally:
+                session.line.leave(ticket)
         except (ServiceBusy, ValueError, OSError) as err:
             raise error(err) from err
         # said at once: a roll-back is a new run, the old one is kept as it was, with the
@@ -108,6 +121,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
 
     for handler in (on_branch, on_accept, on_reject):
         handler.__annotations__["request"] = gr.Request
+    in_sight(display.gallery.select)  # the picked round is shown in the slider
     picked_round = display.gallery.select(
         on_pick, display.run_dir, [*outputs, round_pick], api_name=False, **QUIET
     )
@@ -120,7 +134,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
         [token, display.run_dir, round_pick, *form.numbers()],
         outputs,
         api_name="branch",
-        **ONE_RUN,
+        **IN_LINE,
     )
     picked = [token, display.run_dir, round_pick, cand_pick]
     accepted = accept_btn.click(on_accept, picked, outputs, api_name="accept", **QUIET)
