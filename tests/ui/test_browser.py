@@ -248,7 +248,8 @@ def in_sight(pg, elem_id: str, what: str) -> None:
 def test_show_a_round_and_roll_back_to_it(page, size, tmp_path):
     """Show, decide by hand, roll back and open: each brings the run's stage and image into
     sight (on a phone they sit thousands of pixels above those controls); the slider fits
-    both halves whole in its box, level with each other."""
+    both halves whole in its box, level with each other; and the small things read whole
+    (see small_things_read_whole, rating_scales_on_one_line)."""
     pg, service = page
     pg.set_viewport_size({"width": size[0], "height": size[1]})
     fill(pg, "rounds", "1")
@@ -267,6 +268,7 @@ def test_show_a_round_and_roll_back_to_it(page, size, tmp_path):
     assert abs(before["bottom"] - after["bottom"]) <= 1, halves
     assert halves["fits"] == ["contain", "contain"], halves
     pg.locator("#slider").screenshot(path=str(tmp_path / f"slider-{size[0]}.png"))
+    small_things_read_whole(pg, size, tmp_path)
     # a click on round 1's image in the gallery shows it and picks it for steering
     images_loaded(pg, 2)
     pg.locator("#gallery img").nth(1).click()
@@ -311,6 +313,7 @@ def test_show_a_round_and_roll_back_to_it(page, size, tmp_path):
         arg=f"continued from round 0 in {child}",
     )
     in_sight(pg, "slider", "Open")
+    rating_scales_on_one_line(pg)
 
 
 def test_other_prompt_languages_and_caire_show_per_round(page, world, tmp_path):
@@ -1220,19 +1223,13 @@ def test_a_start_behind_another_run_says_how_many_are_ahead(page, size):
     assert other.run_dir != Path(pg.locator("#run-dir textarea").input_value())
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_the_small_things_read_whole_at_both_widths(page, size, tmp_path):
-    """The gallery's captions are whole (not cut at the picture's width), the checklist's
-    chips break between words only, the table's numbers have 3 decimals as everything else,
-    the other languages' panel is not drawn for a run without them, and each rating scale
-    sits on one line."""
-    pg, service = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
-    fill(pg, "rounds", "1")
-    fill(pg, "target", "1")
-    fill(pg, "max-drift", "2")
-    pg.click("#start")
-    wait_finished(pg)
+def small_things_read_whole(pg, size, tmp_path) -> None:
+    """After a 2-image run: the gallery's captions whole (not cut at the picture's width),
+    the checklist's chips broken between words only, the table's numbers to 3 decimals as
+    everything else, no empty panel of other languages, and every word of the chart inside
+    its drawing."""
+    import re
+
     images_loaded(pg, 2)
     cut = pg.evaluate(
         """() => [...document.querySelectorAll('#gallery .caption-label')]
@@ -1247,8 +1244,6 @@ def test_the_small_things_read_whole_at_both_widths(page, size, tmp_path):
             .map(t => getComputedStyle(t).wordBreak)"""
     )
     assert breaks and set(breaks) == {"normal"}, set(breaks)
-    import re
-
     table = pg.locator("#table").inner_text()
     numbers = re.findall(r"^\s*\d+\.(\d+)\s*$", table, flags=re.M)
     assert numbers and max(len(d) for d in numbers) <= 3, table
@@ -1269,6 +1264,10 @@ def test_the_small_things_read_whole_at_both_widths(page, size, tmp_path):
             })"""
     )
     assert pg.locator("#plot svg text").count() > 5 and not outside, outside
+
+
+def rating_scales_on_one_line(pg) -> None:
+    """The Rate view's two 1-5 scales, each on one line (at a phone's width they wrapped)."""
     pg.locator("#rate").get_by_text("Rate images").first.click()
     for scale in ("rate-alignment", "rate-faithfulness"):
         choices = pg.locator(f"#{scale} label")
