@@ -176,7 +176,15 @@ def test_ctrl_c_on_a_batch_says_how_to_go_on_and_the_run_is_recorded_as_interrup
     out = tmp_path / "out"
     args = ["batch", str(specs), "--out", str(out)]
     args += ["--backend", f"image_embedder=siglip:{siglip_path}"]
-    proc = subprocess.Popen(refine_cmd(*args), env=env(), stderr=subprocess.PIPE, text=True)
+    # Ctrl-C's default answer in the child (KeyboardInterrupt): a shell starts a background
+    # job, such as a suite run with "&", with SIGINT ignored, and Python keeps it ignored
+    proc = subprocess.Popen(
+        refine_cmd(*args),
+        env=env(),
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.monotonic() + 120
         while "edit" not in world.log:  # round 0 is saved before the first edit is asked
