@@ -178,9 +178,7 @@ def test_pause_rewrite_instruction_and_stop(page, tmp_path):
     pg.click("#start")
     box = pg.locator("#instruction textarea")
     deadline = time.monotonic() + 120
-    while not box.input_value().startswith("Edit this photo"):
-        assert time.monotonic() < deadline, "no instruction came up for review"
-        time.sleep(0.1)
+    wait_for_review(pg)
     assert "review the instruction" in stage(pg)
     images_loaded(pg, 1)
     shot = pg.screenshot(path=str(tmp_path / "review.png"))
@@ -944,16 +942,7 @@ def test_the_image_under_review_its_instruction_and_apply_on_one_screen(page, si
         assert between < 360, between  # the progress bar, the stage and "so far" only
         for later in ("examples", "options", "gallery", "run-dir"):
             assert pg.locator(f"#{later}").bounding_box()["y"] > slider["y"], later
-    fill(pg, "rounds", "2")
-    fill(pg, "target", "1")
-    fill(pg, "max-drift", "2")
-    pg.locator("#pause input").check()
-    pg.click("#start")
-    box = pg.locator("#instruction textarea")
-    deadline = time.monotonic() + 120
-    while not box.input_value().startswith("Edit this photo"):
-        assert time.monotonic() < deadline, "no instruction came up for review"
-        time.sleep(0.1)
+    start_paused(pg, rounds="2")
     pg.wait_for_function(
         "() => [...document.querySelectorAll('#slider img')].some(i => i.naturalWidth > 0)"
     )
@@ -985,6 +974,25 @@ def wait_value(pg, elem_id: str, test: str, what: str, seconds: float = 120) -> 
         raise AssertionError(
             f"{what}: #{elem_id} reads {box!r} after {seconds} s (message: {notice!r})"
         ) from None
+
+
+def wait_for_review(pg, seconds: float = 120) -> str:
+    """Wait until the run's instruction is up for review; returns it."""
+    wait_value(pg, "instruction", "v.startsWith('Edit this photo')", "no review", seconds)
+    return pg.locator("#instruction textarea").input_value()
+
+
+def start_paused(pg, rounds: str, candidates: str | None = None) -> str:
+    """Start a run (target 1, max drift 2) that pauses for review, and wait for its first
+    instruction; returns it."""
+    fill(pg, "rounds", rounds)
+    fill(pg, "target", "1")
+    fill(pg, "max-drift", "2")
+    if candidates is not None:
+        fill(pg, "candidates", candidates)
+    pg.locator("#pause input").check()
+    pg.click("#start")
+    return wait_for_review(pg)
 
 
 def rounds_on_record(service) -> int:
@@ -1038,18 +1046,8 @@ def test_a_paused_run_survives_a_reload_and_apply_continues_it(page, world, size
     the saved runs it shows its stage and that instruction; Apply continues the run."""
     pg, service = page
     pg.set_viewport_size({"width": size[0], "height": size[1]})
-    fill(pg, "rounds", "1")
-    fill(pg, "target", "1")
-    fill(pg, "max-drift", "2")
-    fill(pg, "candidates", "1")
-    pg.locator("#pause input").check()
-    pg.click("#start")
+    proposed = start_paused(pg, rounds="1", candidates="1")
     box = pg.locator("#instruction textarea")
-    deadline = time.monotonic() + 120
-    while not box.input_value().startswith("Edit this photo"):
-        assert time.monotonic() < deadline, "no instruction came up for review"
-        time.sleep(0.1)
-    proposed = box.input_value()
     pg.reload()
     pg.wait_for_selector("#start")
     wait_value(pg, "instruction", "v.startsWith('Edit this photo')", "the instruction after reload")
