@@ -60,8 +60,8 @@ def local_refiner(tmp_path_factory, siglip_path):
     rng = np.random.default_rng(0)
     made += [Image.fromarray((rng.random((64, 64, 3)) * 255).astype("uint8")) for _ in range(2)]
     prompt = observation_prompt(list(DIMENSIONS), 10)
-    loss = teach(refiner.backends.get("observer"), prompt, json.dumps(SEEN), images=made)
-    assert loss < 0.01
+    # teach raises unless greedy generation writes SEEN for each of the images
+    teach(refiner.backends.get("observer"), prompt, json.dumps(SEEN), images=made)
     return refiner
 
 
@@ -146,7 +146,14 @@ def test_run_on_tiny_local_models(local_refiner, tmp_path):
             assert -1.0 <= c.drift.ssim <= 1.0 and c.drift.embedder.startswith("siglip:")
         gain = r.best.scores.faith - parent.best.scores.faith
         assert (r.decision == "accepted") == (gain >= run.spec.margin)
-        assert r.chosen == max(range(2), key=lambda j: r.candidates[j].scores.faith)
+        # the most faithful; among candidates within the margin of it (the same FAITH as
+        # far as the loop can tell), the better looking
+        faiths = [c.scores.faith for c in r.candidates]
+        tied = [j for j, f in enumerate(faiths) if f >= max(faiths) - run.spec.margin]
+        assert r.chosen in tied
+        assert r.candidates[r.chosen].scores.quality == max(
+            r.candidates[j].scores.quality for j in tied
+        )
         assert [c.seed for c in r.candidates] == [42 + 1000 * r.index, 43 + 1000 * r.index]
         assert {"edit", "observe", "score", "judge", "drift"} <= set(r.timings)
     best = max(

@@ -194,7 +194,7 @@ def taught(tiny):
 @pytest.mark.slow
 def test_taught_observer_lists_descriptors_through_real_generation(taught):
     obs, loss = taught
-    assert loss < 0.05
+    assert loss < 0.1  # taught: every answer token ahead by a margin (see teach)
     assert obs.describe(RED, DIMS, 3) == TAUGHT
 
 
