@@ -526,6 +526,23 @@ def faithfulness(align: float, hal: float, exag: float) -> float:
     return (align + (1.0 - hal) + (1.0 - exag)) / 3.0
 
 
+def rubric_exag(rating: float, stderr: float | None = None) -> tuple[float, float | None]:
+    """``exag:judge-rubric``: EXAG from the judge's expected 1-5 rating of the stereotype
+    candidates, (E[rating] - 1) / 4, with the standard error of a sampled rating carried
+    through the same map."""
+    if not (math.isfinite(rating) and 1.0 - 1e-9 <= rating <= 5.0 + 1e-9):
+        raise ValueError(f"an expected 1-5 rating must lie in [1, 5], got {rating!r}")
+    return (rating - 1.0) / 4.0, None if stderr is None else stderr / 4.0
+
+
+def faith(align: float, hal: float, exag: float | None) -> tuple[float, str]:
+    """FAITH and the name of the variant that made it: ``faith:ahead`` (mean of ALIGN,
+    1 - HAL and 1 - EXAG), or without EXAG ``faith:no-exag`` (mean of ALIGN and 1 - HAL)."""
+    if exag is not None:
+        return faithfulness(align, hal, exag), "faith:ahead"
+    return (align + 1.0 - hal) / 2.0, "faith:no-exag"
+
+
 # ----------------------------------------------------------------------------- helpers
 
 

@@ -342,6 +342,70 @@ CUBE = (
 )
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One way of computing a metric, by its short fixed name (``exag:ita``), as every
+    score that it made names it."""
+
+    name: str
+    formula: str  # what it computes, in a line
+    source: str  # where it is defined
+
+    @property
+    def metric(self) -> str:
+        return self.name.split(":", 1)[0]
+
+    def explain(self) -> str:
+        return f"{self.name}: {self.formula} ({self.source})"
+
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant(
+            "exag:judge-rubric",
+            "the judge's 1-5 rating of how strongly the image exaggerates the listed "
+            "stereotype candidates, (E[rating] - 1) / 4",
+            "this toolkit, without real photos; rubric assets/prompts/exaggeration.txt",
+        ),
+        Variant(
+            "exag:ita",
+            "per stereotype candidate, the judge's yes-probability that the image shows it "
+            "less its mean over the real photos; the largest excess above 0",
+            "AHEaD Eq. 3-4, with the profile's judge as the image-text scorer",
+        ),
+        Variant("faith:ahead", "mean(ALIGN, 1 - HAL, 1 - EXAG)", "AHEaD Eq. 5"),
+        Variant(
+            "faith:no-exag",
+            "mean(ALIGN, 1 - HAL), where no stereotype candidates allow an EXAG",
+            "this toolkit",
+        ),
+    )
+}
+
+
+def variant(name: str) -> Variant:
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise KeyError(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})") from None
+
+
+def made_by(
+    name: str | None, note: str | None = None, mode: str | None = None, stderr: float | None = None
+) -> str:
+    """How a number was made, in words for a page or a terminal: its variant's name and
+    formula, and how the judge was read when it sampled (``mode`` ``sampled k=N``, the
+    number's standard error); why it is missing when ``name`` is None. A record written
+    before the names holds the formula in words, shown as it is."""
+    if name is None:
+        return f"not computed: {note}" if note else "not computed"
+    words = f"{name} ({VARIANTS[name].formula})" if name in VARIANTS else name
+    if mode and mode != "logprobs":
+        words += f" [judge {mode}" + (f", s.e. {stderr:.3f}]" if stderr is not None else "]")
+    return words
+
+
 def metric(name: str) -> Metric:
     try:
         return CATALOG[name]

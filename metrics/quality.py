@@ -10,7 +10,8 @@ naturalness and absence of artifacts, each rated 0-10; the perceptual quality is
   probability of "0" after "1" (``ten_after_one``), which a local model computes exactly.
   Without it, and with more than :data:`AMBIGUOUS` of the mass on "1", the first token
   cannot tell 1 from 10 and the rating is :class:`AmbiguousRating` (the judge samples);
-* else from k sampled answers: their mean and its standard error (:func:`sampled_rating`).
+* else from k sampled answers: their mean and its standard error
+  (:func:`metrics.judge.rating_stderr`).
 
 CLIP-IQA (Wang et al., 2023) compares an image with the antonym prompts "Good photo." and
 "Bad photo.": the softmax of the two cosine similarities at CLIP's logit scale, the share
@@ -20,7 +21,7 @@ of "Good photo." (:func:`clip_iqa`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -73,22 +74,6 @@ def rating_distribution(
             )
     total = sum(weights.values())
     return [weights.get(v, 0.0) / total for v in values]
-
-
-def expected_rating(probabilities: Sequence[float], low: int = LOW) -> float:
-    """The expectation of a rating distribution over low, low + 1, ..."""
-    return float(sum((low + k) * p for k, p in enumerate(probabilities)))
-
-
-def sampled_rating(answers: Sequence[int]) -> tuple[float, float]:
-    """(mean, standard error of the mean) of k sampled ratings (k >= 2; scipy's sem,
-    ddof = 1)."""
-    from scipy.stats import sem
-
-    if len(answers) < 2:
-        raise ValueError(f"a sampled rating needs at least 2 answers, got {len(answers)}")
-    values = np.asarray(answers, dtype=float)
-    return float(values.mean()), float(sem(values))
 
 
 def viescore_quality(naturalness: float, artifacts: float, high: int = HIGH) -> float:

@@ -58,9 +58,13 @@ class ReferencePack(_Record):
 class Scores(_Record):
     align: float
     hal: float
-    exag: float | None  # None: not computed (the reason is in exag_variant)
+    exag: float | None  # None: not computed (the reason is in exag_note)
     faith: float | None
-    exag_variant: str
+    # the names of the variants that made EXAG and FAITH (metrics.catalog.VARIANTS;
+    # records written before the names hold the formula in words and no faith_variant)
+    exag_variant: str | None = None
+    faith_variant: str | None = None
+    exag_note: str | None = None  # why EXAG was not computed
     per_dimension: dict[str, dict[str, float]] = Field(default_factory=dict)
     # how the judge read its probabilities ("logprobs" or "sampled k=N"; None: no judge
     # call) and, for a sampled judge-rating EXAG, the standard error of EXAG

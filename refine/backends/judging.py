@@ -8,8 +8,8 @@ remembered for the model for the life of the process and the judge samples inste
 ``samples`` answers (k calls at temperature 1, one seed each, structured output restricted
 to the answer tokens), whose frequencies are the distribution (``judge_mode="sampled"``
 always does this). Every result names its method, and a sampled rating carries the
-standard error of its expectation (the sample standard deviation over sqrt(k)); a
-yes-probability p from k samples has standard error sqrt(p (1 - p) / k).
+standard error of its expectation. The arithmetic (renormalising, frequencies, the
+standard error) is :mod:`metrics.judge`'s.
 
 Until a model is known to give log-probabilities or not, one judge call asks at a time
 (candidates judged at once send what one by one would); once the first answer has shown
@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from metrics.judge import frequencies, merge_case, rating_stderr, renormalise
 from metrics.quality import AmbiguousRating, rating_distribution
 from refine.backends.protocols import Rating
 
@@ -131,16 +132,14 @@ class ProbabilityJudge:
         self, image: Image.Image, text: str, answers: Sequence[str], purpose: str
     ) -> list[float]:
         """The frequencies of ``samples`` answers restricted to ``answers``."""
-        counts = dict.fromkeys(answers, 0)
-        for seed in range(self.samples):
-            answer = self._sample_answer(image, text, answers, seed, f"{purpose}_sampled")
-            matched = next((a for a in answers if a.casefold() == answer.casefold()), None)
-            if matched is None:
-                raise self._error(
-                    f"{self.model}: a sampled answer {answer[:40]!r} is none of {list(answers)}"
-                )
-            counts[matched] += 1
-        return [counts[a] / self.samples for a in answers]
+        given = [
+            self._sample_answer(image, text, answers, seed, f"{purpose}_sampled")
+            for seed in range(self.samples)
+        ]
+        try:
+            return frequencies(given, answers)
+        except ValueError as err:
+            raise self._error(f"{self.model}: {err}") from None
 
     def _probabilities(
         self,
@@ -203,17 +202,10 @@ class ProbabilityJudge:
         return self._distribution(lp, answers)
 
     def _distribution(self, logprobs: dict[str, float], answers: Sequence[str]) -> list[float]:
-        found = {a: logprobs[a] for a in answers if a in logprobs}
-        if not found:
-            top = ", ".join(list(logprobs)[:8]) or "none"
-            raise self._error(
-                f"{self.model}: none of the answer tokens {list(answers)} is among the most "
-                f"likely first tokens ({top})"
-            )
-        peak = max(found.values())
-        weights = [math.exp(found[a] - peak) if a in found else 0.0 for a in answers]
-        total = sum(weights)
-        return [w / total for w in weights]
+        try:
+            return renormalise(logprobs, answers)
+        except ValueError as err:
+            raise self._error(f"{self.model}: {err}") from None
 
     def yes_probability(
         self, images: Sequence[Image.Image], questions: Sequence[str]
@@ -274,26 +266,6 @@ class ProbabilityJudge:
             return Rating(tuple(dist), method, rating_stderr(dist, self.samples), low)
 
         return self._each(range(len(images)), one)
-
-
-def rating_stderr(dist: Sequence[float], k: int) -> float:
-    """Standard error of the mean rating of k samples with frequencies ``dist``."""
-    mean = sum((i + 1) * p for i, p in enumerate(dist))
-    var = sum(p * ((i + 1) - mean) ** 2 for i, p in enumerate(dist))  # of the sample
-    return math.sqrt(var / (k - 1)) if k > 1 else float("nan")
-
-
-def merge_case(logprobs: dict[str, float], answers: Sequence[str]) -> dict[str, float]:
-    """Pool "yes"/"Yes"/"YES" into "Yes" (log-sum-exp of their log-probabilities)."""
-    merged: dict[str, float] = {}
-    for token, lp in logprobs.items():
-        for answer in answers:
-            if token.lower() == answer.lower():
-                prev = merged.get(answer)
-                merged[answer] = (
-                    lp if prev is None else max(prev, lp) + math.log1p(math.exp(-abs(prev - lp)))
-                )
-    return merged
 
 
 def check_pairs(images: Sequence[Any], texts: Sequence[str]) -> None:

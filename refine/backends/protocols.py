@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
+from metrics.judge import expected_rating
+
 if TYPE_CHECKING:
     from PIL import Image
     from pydantic import BaseModel
@@ -38,7 +40,7 @@ class Rating:
 
     @property
     def expectation(self) -> float:
-        return sum((self.low + k) * p for k, p in enumerate(self.probabilities))
+        return expected_rating(self.probabilities, self.low)
 
 
 @runtime_checkable

@@ -26,6 +26,8 @@ from refine.harness.ray import RayEngineError
 from refine.harness.tasks.batch import BatchSpecError, open_batch, run_batch
 from refine.loop.refiner import Refiner
 from refine.present.report import write_report
+from refine.present.views import scores_made_by
+from refine.records import Scores
 from refine.settings import SettingsError, output_folder
 
 
@@ -247,7 +249,7 @@ def score_cmd(
                         f"  {kind} expectations met: {100 * share:.0f}%"
                         + (f"; missed: {'; '.join(missed)}" if missed else "")
                     )
-    typer.echo(f"\nEXAG: {rows[0]['scores']['exag_variant']}")
+    typer.echo(f"\nEXAG: {scores_made_by(Scores.model_validate(rows[0]['scores']))}")
 
 
 def report_cmd(

@@ -262,7 +262,7 @@ def reference_images_option() -> Any:
     return typer.Option(
         None,
         "--reference-images",
-        help="A folder of real photos: EXAG as the paper defines it (reference-yes).",
+        help="A folder of real photos: EXAG as the paper defines it (exag:ita).",
     )
 
 

@@ -4,16 +4,17 @@ An :class:`Assessor` holds the backends and nothing of a run, so ``refine score`
 and its steps use the same code. AHEaD's formulas live in ``metrics/``; here they meet the
 models.
 
-EXAG variants (named in every score):
+EXAG and FAITH variants (their names and formulas are ``metrics.catalog.VARIANTS``; every
+score names the ones that made it, and how the judge was read beside them):
 
-* ``judge-rating``: the judge rates exaggeration of the stereotype candidates 1-5 with the
-  rubric in ``assets/prompts/exaggeration.txt``; EXAG = (expected rating - 1) / 4. The
-  candidates listed as seen are those matching an observed descriptor (similarity > tau).
-* ``reference-yes``: with reference images, the judge's yes-probability per candidate
-  against its mean over the reference images (AHEaD's EXAG).
-
-FAITH = mean(ALIGN, 1 - HAL, 1 - EXAG); without stereotype candidates EXAG is not computed
-and FAITH = mean(ALIGN, 1 - HAL), which the variant says.
+* ``exag:judge-rubric``: the judge rates exaggeration of the stereotype candidates 1-5
+  with the rubric in ``assets/prompts/exaggeration.txt`` (:func:`metrics.ahead.rubric_exag`).
+  The candidates listed as seen are those matching an observed descriptor (similarity >
+  tau).
+* ``exag:ita``: with reference images, the judge's yes-probability per candidate against
+  its mean over the reference images (:func:`metrics.ahead.exaggeration`).
+* ``faith:ahead``, or ``faith:no-exag`` where no stereotype candidates allow an EXAG
+  (:func:`metrics.ahead.faith`).
 
 Quality (:meth:`Assessor.quality`): the judge rates naturalness and artifacts 0-10
 (``assets/prompts/quality_*.txt``), quality = min / 10 (VIEScore); with a local judge and a
@@ -29,7 +30,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from metrics.ahead import DEFAULT_TAU, exaggeration, faithfulness, score_images
+from metrics.ahead import DEFAULT_TAU, exaggeration, faith, rubric_exag, score_images
 from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
 from metrics.quality import HIGH, LOW, viescore_quality
@@ -321,18 +322,16 @@ class Assessor:
         observed: dict[str, list[str]],
         refs: ReferencePack,
         tau: float = DEFAULT_TAU,
-    ) -> tuple[float | None, str, list[Exaggerated], tuple[str | None, float | None]]:
-        """(EXAG or None, its variant, the candidates seen as exaggerated, (the judge's
-        method, the standard error of EXAG when sampled))."""
+    ) -> tuple[float | None, str | None, list[Exaggerated], tuple[str | None, float | None]]:
+        """(EXAG or None, its variant's name or None, the candidates seen as exaggerated,
+        (the judge's method, the standard error of EXAG when sampled))."""
         candidates = refs.stereotypes
         if not candidates:
-            return None, "not computed: no stereotype candidates", [], (None, None)
+            return None, None, [], (None, None)
         if refs.reference_images:
             with self.backends.using("judge") as judge:
                 value, variant, listed = self._reference_yes(image, refs, judge)
                 method = getattr(judge, "method", "logprobs")
-            if method != "logprobs":
-                variant += f" [judge {method}]"
             return value, variant, listed, (method, None)
         prompt = prompt_template("exaggeration").format(
             activity=refs.activity, country=refs.country, candidates="; ".join(candidates)
@@ -358,7 +357,7 @@ class Assessor:
             Exaggerated(candidate=c, excess=e, source="judge yes-probability")
             for c, e in score.exaggerated(0)
         ]
-        return score.value, "reference-yes (judge yes-probability vs reference images)", listed
+        return score.value, "exag:ita", listed
 
     def _baseline(self, key: tuple, refs: ReferencePack, questions: list[str], judge: Any):
         from PIL import Image as PILImage
@@ -428,12 +427,8 @@ def _match(m: Any) -> Match:
 
 def _from_rating(rating: Any, seen: list[Exaggerated]):
     """(EXAG, variant, exaggerated, (method, s.e.)) from a 1-5 rating of the rubric."""
-    value = (rating.expectation - 1.0) / 4.0
-    variant = "judge-rating (1-5 rubric, (E[rating] - 1) / 4)"
-    stderr = None if rating.stderr is None else rating.stderr / 4.0
-    if rating.method != "logprobs":
-        variant += f" [judge {rating.method}, EXAG s.e. {stderr:.3f}]"
-    return value, variant, seen, (rating.method, stderr)
+    value, stderr = rubric_exag(rating.expectation, rating.stderr)
+    return value, "exag:judge-rubric", seen, (rating.method, stderr)
 
 
 def _digest(image: Image.Image) -> str:
@@ -466,10 +461,7 @@ def _assessment(
     """Scores and feedback of one image from its AHEaD score and its EXAG judgement
     (EXAG, its variant, the stereotypes seen, (judge method, EXAG standard error))."""
     exag, variant, exaggerated, judged = judgement
-    faith = faithfulness(ahead.align, ahead.hal, exag) if exag is not None else None
-    if faith is None:
-        faith = (ahead.align + 1.0 - ahead.hal) / 2.0
-        variant += "; FAITH = mean(ALIGN, 1 - HAL) without EXAG"
+    faith_value, faith_variant = faith(ahead.align, ahead.hal, exag)
     per_dim = {
         d: {"align": s.align, "hal": s.hal}
         for d, s in ahead.per_dimension.items()
@@ -479,8 +471,10 @@ def _assessment(
         align=ahead.align,
         hal=ahead.hal,
         exag=exag,
-        faith=faith,
+        faith=faith_value,
         exag_variant=variant,
+        faith_variant=faith_variant,
+        exag_note=None if exag is not None else "no stereotype candidates",
         per_dimension=per_dim,
         judge_mode=judged[0],
         exag_stderr=judged[1],

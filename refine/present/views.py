@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from metrics.catalog import CATALOG, heading_of, label, names
+from metrics.catalog import CATALOG, heading_of, label, made_by, names
 from metrics.descriptors import DIMENSIONS
 from refine.loop.instructions import NEAR_MARGIN, near_matches
 from refine.records import Exaggerated, Match, Round, Run, Scores
@@ -47,6 +47,15 @@ TABLE_HEADERS = [
 ]
 # every metric a run can show, in the glossary's order
 RUN_METRICS = (*names("ahead", "quality"), "caire", *names("sos"), *names("expectations"))
+
+
+def scores_made_by(scores: Scores) -> str:
+    """How EXAG (and FAITH, where not by AHEaD's formula) were made, in words: the
+    variants' names and formulas, and the judge's reading when it sampled."""
+    words = made_by(scores.exag_variant, scores.exag_note, scores.judge_mode, scores.exag_stderr)
+    if scores.faith_variant not in (None, "faith:ahead"):
+        words += f"; FAITH: {made_by(scores.faith_variant)}"
+    return words
 
 
 def glossary() -> list[tuple[str, str]]:
@@ -403,7 +412,7 @@ def summary_lines(run: Run, run_dir: str | Path) -> list[str]:
             f"{r.best.image}{mark}"
         )
     if run.rounds:
-        variant = run.rounds[0].best.scores.exag_variant
+        variant = scores_made_by(run.rounds[0].best.scores)
         lines.append(f"best round: {run.best_round} (*); EXAG: {variant}")
     for r in run.rounds:
         if r.caire:

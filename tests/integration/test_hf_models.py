@@ -85,7 +85,7 @@ def test_judge_rating_distribution(tiny):
 def test_judge_rates_quality_0_to_10_splitting_one_and_ten(tiny):
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    from metrics.quality import expected_rating
+    from metrics.judge import expected_rating
 
     judge = backend("judge", tiny["vl"], batch_size=2)
     prompt = "Rate the naturalness from 0 to 10. Answer with the number only."
@@ -105,7 +105,7 @@ def test_judge_rates_quality_0_to_10_splitting_one_and_ten(tiny):
         expected[1], expected[10] = first[1] * (1 - ten), first[1] * ten
         assert rating.low == 0 and len(rating.probabilities) == 11
         assert rating.probabilities == pytest.approx(expected, abs=1e-5)
-        assert rating.expectation == pytest.approx(expected_rating(expected), abs=1e-4)
+        assert rating.expectation == pytest.approx(expected_rating(expected, 0), abs=1e-4)
 
 
 def test_answer_tokens_must_be_single_tokens(tiny):

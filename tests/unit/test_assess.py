@@ -86,7 +86,7 @@ def test_judge_rating_variant(fixed_embedder):
     assert (scores.align, scores.hal) == (0.5, 0.5)
     assert scores.exag == pytest.approx(0.5)  # (E[rating] - 1) / 4 with E = 3
     assert scores.faith == pytest.approx((0.5 + 0.5 + 0.5) / 3)
-    assert scores.exag_variant.startswith("judge-rating")
+    assert scores.exag_variant == "exag:judge-rubric"
     assert [m.phrase for m in feedback.missing] == ["rice platter"]
     assert [m.phrase for m in feedback.hallucinated] == ["hamburgers"]
     (seen,) = feedback.exaggerated
@@ -116,7 +116,12 @@ def test_without_candidates_faith_leaves_exag_out(fixed_embedder):
     a, judge = assessor(fixed_embedder)
     _, scores, _, _ = a.assess(Image.new("RGB", (8, 8)), refs())
     assert scores.exag is None and scores.faith == pytest.approx(0.5)
-    assert "without EXAG" in scores.exag_variant and judge.asked == 0 and a.calls.n == 1
+    assert (
+        scores.faith_variant == "faith:no-exag"
+        and scores.exag_variant is None
+        and judge.asked == 0
+        and a.calls.n == 1
+    )
 
 
 def test_reference_yes_variant_judges_the_references_once(fixed_embedder, tmp_path):
@@ -129,7 +134,7 @@ def test_reference_yes_variant_judges_the_references_once(fixed_embedder, tmp_pa
     image = Image.new("RGB", (8, 8), (200, 0, 0))
     _, scores, feedback, _ = a.assess(image, pack)
     assert scores.exag == pytest.approx(0.3)  # 0.5 on the image - 0.2 on the references
-    assert scores.exag_variant.startswith("reference-yes")
+    assert scores.exag_variant == "exag:ita"
     assert feedback.exaggerated[0].excess == pytest.approx(0.3)
     assert a.calls.n == 1 + 2 + 1  # observation, two reference images, the image
     a.assess(image, pack)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from metrics import catalog
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,4 +88,32 @@ def test_series_and_columns_name_their_metric_and_its_direction():
     assert CATALOG["sdiv"].explain() == (
         "SDIV ↑ (higher is better; -1 to 1): Set diversity: pooled ALIGN less the images' "
         "mean ALIGN."
+    )
+
+
+def test_each_variant_is_a_named_formula_and_a_score_says_which_made_it():
+    from metrics.ahead import faith, rubric_exag
+    from metrics.catalog import VARIANTS, made_by, variant
+
+    # (E[rating] - 1) / 4, its standard error through the same map
+    assert rubric_exag(2.0) == (0.25, None)
+    assert rubric_exag(3.4, 0.08) == pytest.approx((0.6, 0.02))
+    with pytest.raises(ValueError, match=r"\[1, 5\]"):
+        rubric_exag(0.5)
+    assert faith(0.6, 0.3, 0.25) == (pytest.approx((0.6 + 0.7 + 0.75) / 3), "faith:ahead")
+    assert faith(0.6, 0.3, None) == (pytest.approx(0.65), "faith:no-exag")
+    assert {v.metric for v in VARIANTS.values()} == {"exag", "faith"}
+    assert variant("exag:ita").source.startswith("AHEaD Eq. 3-4")
+    with pytest.raises(KeyError, match="unknown variant 'exag:nope'"):
+        variant("exag:nope")
+    # in words: the name and its formula, the sampled reading beside it, or why it is missing
+    assert made_by("faith:ahead") == "faith:ahead (mean(ALIGN, 1 - HAL, 1 - EXAG))"
+    sampled = made_by("exag:judge-rubric", mode="sampled k=8", stderr=0.0123)
+    assert sampled.startswith("exag:judge-rubric (the judge's 1-5 rating")
+    assert sampled.endswith("[judge sampled k=8, s.e. 0.012]")
+    assert made_by("exag:ita", mode="logprobs").endswith("above 0)")
+    assert made_by(None, "no stereotype candidates") == "not computed: no stereotype candidates"
+    # a record written before the names keeps its words
+    assert made_by("judge-rating (1-5 rubric, (E[rating] - 1) / 4)") == (
+        "judge-rating (1-5 rubric, (E[rating] - 1) / 4)"
     )

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from metrics import quality
+from metrics import judge, quality
 
 
 def test_expected_rating_renormalises_over_the_rating_tokens():
@@ -24,19 +24,19 @@ def test_expected_rating_renormalises_over_the_rating_tokens():
     # the three ratings keep their ratios and sum to 1: 4/7, 2/7, 1/7
     assert dist[7] == pytest.approx(4 / 7) and dist[8] == pytest.approx(2 / 7)
     assert dist[9] == pytest.approx(1 / 7) and sum(dist) == pytest.approx(1.0)
-    assert quality.expected_rating(dist, 0) == pytest.approx((7 * 4 + 8 * 2 + 9) / 7)
+    assert judge.expected_rating(dist, 0) == pytest.approx((7 * 4 + 8 * 2 + 9) / 7)
 
 
 def test_ten_from_its_own_token_or_from_one_then_zero():
     own = quality.rating_distribution({"10": math.log(0.6), "9": math.log(0.4)})
-    assert own[10] == pytest.approx(0.6) and quality.expected_rating(own) == pytest.approx(9.6)
+    assert own[10] == pytest.approx(0.6) and judge.expected_rating(own, 0) == pytest.approx(9.6)
     # "1" (0.6) began "10" with P("0" | "1") = 0.75: 0.45 on 10, 0.15 on 1
     split = quality.rating_distribution(
         {"1": math.log(0.6), "9": math.log(0.4)}, ten_after_one=0.75
     )
     assert split[10] == pytest.approx(0.45) and split[1] == pytest.approx(0.15)
     assert split[9] == pytest.approx(0.4)
-    assert quality.expected_rating(split) == pytest.approx(0.45 * 10 + 0.15 + 0.4 * 9)
+    assert judge.expected_rating(split, 0) == pytest.approx(0.45 * 10 + 0.15 + 0.4 * 9)
 
 
 def test_one_that_may_begin_ten_is_ambiguous_unless_negligible():
@@ -49,22 +49,45 @@ def test_one_that_may_begin_ten_is_ambiguous_unless_negligible():
         quality.rating_distribution({"Yes": -0.1})
 
 
-def test_sampled_rating_mean_and_standard_error():
-    answers = [7, 8, 8, 9, 6, 8, 7, 8]
-    mean, se = quality.sampled_rating(answers)
-    assert mean == pytest.approx(61 / 8)
-    var = sum((a - 61 / 8) ** 2 for a in answers) / 7  # ddof = 1
-    assert se == pytest.approx(math.sqrt(var / 8))
-    with pytest.raises(ValueError, match="at least 2"):
-        quality.sampled_rating([5])
+def test_a_sampled_rating_has_the_standard_error_of_its_mean():
+    """From the answers' frequencies, as scipy's standard error of the mean (ddof = 1) of
+    the answers themselves, wherever the scale starts."""
+    from scipy.stats import sem
+
+    answers = ["7", "8", "8", "9", "6", "8", "7", "8"]
+    scale = [str(v) for v in range(11)]
+    dist = judge.frequencies(answers, scale)
+    assert judge.expected_rating(dist, 0) == pytest.approx(61 / 8)
+    assert judge.rating_stderr(dist, 8) == pytest.approx(float(sem([int(a) for a in answers])))
+    assert judge.rating_stderr(dist[1:], 8) == pytest.approx(judge.rating_stderr(dist, 8))
+    with pytest.raises(ValueError, match="none of"):
+        judge.frequencies(["7", "eleven"], scale)
 
 
-def test_the_gemini_judge_stderr_is_the_sampled_standard_error():
-    from refine.backends.judging import rating_stderr
+def test_a_reading_is_logprobs_or_k_samples_with_its_standard_error():
+    assert judge.Reading.parse("logprobs") == judge.Reading()
+    sampled = judge.Reading.parse("sampled k=8", 0.04)
+    assert (sampled.method, sampled.k, sampled.stderr, sampled.mode) == (
+        "sampled",
+        8,
+        0.04,
+        "sampled k=8",
+    )
+    assert sampled.scaled(1 / 4).stderr == pytest.approx(0.01)
+    assert judge.Reading.parse(None) is None
+    with pytest.raises(ValueError, match="unknown judge reading"):
+        judge.Reading.parse("sampled eight")
+    with pytest.raises(ValueError, match="k >= 2"):
+        judge.Reading("sampled", 1)
 
-    answers = [7, 8, 8, 9, 6, 8, 7, 8]
-    dist = [answers.count(v) / 8 for v in range(11)]
-    assert rating_stderr(dist, 8) == pytest.approx(quality.sampled_rating(answers)[1])
+
+def test_renormalised_over_the_answers_found_with_their_casings_pooled():
+    lp = judge.merge_case(
+        {"yes": math.log(0.3), "Yes": math.log(0.3), "No": math.log(0.2)}, ("Yes", "No")
+    )
+    assert judge.renormalise(lp, ("Yes", "No")) == pytest.approx([0.75, 0.25])
+    with pytest.raises(ValueError, match="none of the answer tokens"):
+        judge.renormalise({"Maybe": 0.0}, ("Yes", "No"))
 
 
 def test_viescore_takes_the_lower_rating():

@@ -227,7 +227,7 @@ def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
         if k not in ("activity", "country", "backends", "backend_options", "instructions")
         and v is not None
     )
-    exag = run.rounds[0].best.scores.exag_variant if run.rounds else "-"
+    exag = views.scores_made_by(run.rounds[0].best.scores) if run.rounds else "-"
     api = f"; API usage: {escape(tokens_text(run.usage))}" if run.usage else ""
     series = views.metric_series(run)
     chart = (

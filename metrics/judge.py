@@ -1,0 +1,119 @@
+"""How a judge's answers become numbers: one home for the arithmetic every judge shares,
+whatever serves the model (a local model, the Gemini API, an OpenAI-compatible server).
+
+A judge answers a question with one of a few answers ("Yes"/"No", "1".."5", "0".."10").
+Its distribution over them is read one of two ways, named by :class:`Reading`:
+
+* ``logprobs``: the first answer token's log-probabilities, renormalised over the valid
+  answers (:func:`renormalise`; "yes", "Yes" and "YES" pooled by :func:`merge_case`). A
+  local model's softmax over the answer tokens' logits is the same renormalisation;
+* ``sampled``: k answers sampled at temperature 1, whose frequencies are the distribution
+  (:func:`frequencies`). A rating's expectation then carries a standard error, the sample
+  standard deviation over sqrt(k) (:func:`rating_stderr`).
+
+A rating's value is its expectation (:func:`expected_rating`), the yes-probability the
+share of "Yes".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+LOGPROBS, SAMPLED = "logprobs", "sampled"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a number was read from the judge: by log-probabilities, or from ``k`` samples
+    with the standard error of the number (None: not sampled)."""
+
+    method: str = LOGPROBS
+    k: int | None = None
+    stderr: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in (LOGPROBS, SAMPLED):
+            raise ValueError(f"a reading is {LOGPROBS!r} or {SAMPLED!r}, got {self.method!r}")
+        if self.method == SAMPLED and (self.k is None or self.k < 2):
+            raise ValueError(f"a sampled reading needs k >= 2 samples, got {self.k!r}")
+
+    @classmethod
+    def parse(cls, mode: str | None, stderr: float | None = None) -> Reading | None:
+        """The reading a judge names itself by: ``logprobs`` or ``sampled k=N``."""
+        if mode is None:
+            return None
+        if mode == LOGPROBS:
+            return cls()
+        head, _, k = mode.partition(" k=")
+        if head != SAMPLED or not k.isdigit():
+            raise ValueError(f"unknown judge reading {mode!r} (logprobs or 'sampled k=N')")
+        return cls(SAMPLED, int(k), stderr)
+
+    @property
+    def mode(self) -> str:
+        """The judge's own name for it: ``logprobs`` or ``sampled k=N``."""
+        return LOGPROBS if self.method == LOGPROBS else f"{SAMPLED} k={self.k}"
+
+    def scaled(self, factor: float) -> Reading:
+        """The same reading of a number multiplied by ``factor`` (its standard error too)."""
+        stderr = None if self.stderr is None else self.stderr * abs(factor)
+        return Reading(self.method, self.k, stderr)
+
+
+def merge_case(logprobs: Mapping[str, float], answers: Sequence[str]) -> dict[str, float]:
+    """Pool the casings of each answer ("yes", "Yes", "YES" into "Yes"): the log-sum-exp of
+    their log-probabilities."""
+    merged: dict[str, float] = {}
+    for token, lp in logprobs.items():
+        for answer in answers:
+            if token.lower() == answer.lower():
+                prev = merged.get(answer)
+                merged[answer] = (
+                    lp if prev is None else max(prev, lp) + math.log1p(math.exp(-abs(prev - lp)))
+                )
+    return merged
+
+
+def renormalise(logprobs: Mapping[str, float], answers: Sequence[str]) -> list[float]:
+    """P(answer) for each of ``answers`` from first-token log-probabilities, renormalised
+    over the answers found (an answer not among them gets 0). Raises ValueError when none
+    of the answers is among ``logprobs``."""
+    found = {a: logprobs[a] for a in answers if a in logprobs}
+    if not found:
+        top = ", ".join(list(logprobs)[:8]) or "none"
+        raise ValueError(
+            f"none of the answer tokens {list(answers)} is among the most likely first "
+            f"tokens ({top})"
+        )
+    peak = max(found.values())
+    weights = [math.exp(found[a] - peak) if a in found else 0.0 for a in answers]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def frequencies(given: Sequence[str], answers: Sequence[str]) -> list[float]:
+    """The share of each of ``answers`` among the sampled answers ``given`` (matched
+    without regard to case). Raises ValueError for an answer that is none of them."""
+    counts = dict.fromkeys(answers, 0)
+    for answer in given:
+        matched = next((a for a in answers if a.casefold() == answer.casefold()), None)
+        if matched is None:
+            raise ValueError(f"a sampled answer {answer[:40]!r} is none of {list(answers)}")
+        counts[matched] += 1
+    return [counts[a] / len(given) for a in answers]
+
+
+def expected_rating(probabilities: Sequence[float], low: int = 1) -> float:
+    """The expectation of a rating distribution over low, low + 1, ..."""
+    return float(sum((low + k) * p for k, p in enumerate(probabilities)))
+
+
+def rating_stderr(probabilities: Sequence[float], k: int) -> float:
+    """The standard error of the mean of k sampled ratings whose frequencies are
+    ``probabilities`` (the sample standard deviation, ddof = 1, over sqrt(k); where the
+    scale starts does not matter)."""
+    mean = sum(i * p for i, p in enumerate(probabilities))
+    var = sum(p * (i - mean) ** 2 for i, p in enumerate(probabilities))  # ddof = 0
+    return math.sqrt(var / (k - 1)) if k > 1 else float("nan")
