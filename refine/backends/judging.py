@@ -24,7 +24,15 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from metrics.judge import frequencies, merge_case, rating_stderr, renormalise
+from metrics.judge import (
+    LOGPROBS,
+    SAMPLED,
+    Reading,
+    frequencies,
+    merge_case,
+    rating_stderr,
+    renormalise,
+)
 from metrics.quality import AmbiguousRating, rating_distribution
 from refine.backends.protocols import Rating
 
@@ -121,7 +129,7 @@ class ProbabilityJudge:
     @property
     def method(self) -> str:
         """How this judge reads probabilities now: ``logprobs`` or ``sampled k=N``."""
-        return f"sampled k={self.samples}" if self.sampling else "logprobs"
+        return Reading(SAMPLED, self.samples).mode if self.sampling else LOGPROBS
 
     def _first_token_logprobs(
         self, image: Image.Image, text: str, purpose: str
@@ -262,7 +270,7 @@ class ProbabilityJudge:
             if dist is not None:
                 return Rating(tuple(dist), low=low)
             dist = self._sampled(images[k], prompts[k], answers, "judge_scale")
-            method = f"sampled k={self.samples}"
+            method = Reading(SAMPLED, self.samples).mode
             return Rating(tuple(dist), method, rating_stderr(dist, self.samples), low)
 
         return self._each(range(len(images)), one)
