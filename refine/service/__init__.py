@@ -25,8 +25,9 @@ from refine.service.folders import (
     phrase,
     visitor_hash,
 )
-from refine.service.jobs import Job, ServiceBusy, Update
+from refine.service.jobs import Job, Update
 from refine.service.runs import RunService
+from refine.service.slot import ServiceBusy, Slot
 from refine.service.tuning import Tuning
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "RunService",
     "SavedRun",
     "ServiceBusy",
+    "Slot",
     "Tuning",
     "Update",
     "phrase",

@@ -9,15 +9,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from refine.events import Event, ReviewWaiting, RunStarted, StepDone
 from refine.io.store import RunStore
 from refine.progress import RunProgress
 from refine.records import Run
+from refine.service.slot import ServiceBusy
 
-if TYPE_CHECKING:
-    from refine.service.runs import RunService
+__all__ = ["END", "IDLE", "Job", "ServiceBusy", "Update"]
 
 END = "end"  # the last entry of a job's log, once its worker thread is done
 IDLE = "idle"  # no event for a while (see Job.updates)
@@ -26,10 +25,6 @@ IDLE = "idle"  # no event for a while (see Job.updates)
 def _span(seconds: float) -> str:
     """A waiting time as people say it: "15 min", "0.5 s"."""
     return f"{seconds / 60:g} min" if seconds >= 120 else f"{seconds:g} s"
-
-
-class ServiceBusy(RuntimeError):
-    """A run is in progress; one device runs one run at a time."""
 
 
 @dataclass
@@ -55,12 +50,15 @@ class Job:
 
     def __init__(
         self,
-        service: RunService,
+        claim: Callable[[Path, str], None],
+        stop_run: Callable[[str], None],
         pause: bool,
         owner: str | None = None,
         review_timeout_s: float | None = None,
     ) -> None:
-        self.service = service
+        """``claim(run_dir, owner)`` records the run's owner once its folder exists;
+        ``stop_run(why)`` asks the loop running it to stop."""
+        self._claim, self._stop_run = claim, stop_run
         self.pause = pause
         self.owner = owner  # the visitor who may stop or steer it; None: anyone
         self.review_timeout_s = review_timeout_s
@@ -93,9 +91,9 @@ class Job:
         if isinstance(event, RunStarted):
             self.run_dir = Path(event.dir)
             if self.owner is not None:
-                self.service.claim(self.run_dir, self.owner)
+                self._claim(self.run_dir, self.owner)
             if self.stopped:  # a stop asked for before the loop began still counts
-                self.service.refiner().request_stop(self.stop_why)
+                self._stop_run(self.stop_why)
         self._put(event)
 
     def _review(self, k: int, instruction: str, run: Run) -> str | None:
@@ -111,7 +109,7 @@ class Job:
             self.stopped = True
             waited = _span(self.review_timeout_s)
             self.stop_why = f"stopped: nobody answered the review within {waited}"
-            self.service.refiner().request_stop(self.stop_why)
+            self._stop_run(self.stop_why)
             answer = None
         self.waiting = None
         return answer
@@ -132,7 +130,7 @@ class Job:
         record's stop reason ("stopped by the user" when not given)."""
         self.stopped = True
         self.stop_why = why
-        self.service.refiner().request_stop(why)
+        self._stop_run(why)
         if self.waiting is not None:
             self._answers.put(None)
 

@@ -23,7 +23,8 @@ from refine.evaluate.refs_build import (
 from refine.io.files import atomic_write_text
 from refine.records import ReferencePack
 from refine.service.folders import RunFolders, phrase
-from refine.service.jobs import Job, ServiceBusy
+from refine.service.jobs import Job
+from refine.service.slot import Slot
 from refine.service.tuning import Tuning
 
 
@@ -43,9 +44,9 @@ class RunService(RunFolders):
         self.profile = profile
         self._args = (profile, backends, backend_options, instances)
         self._refiner: Any = None
-        self._busy = threading.Lock()
+        self.slot = Slot()
         self.job: Job | None = None
-        self.tuning = Tuning(self)
+        self.tuning = Tuning(self, self.refiner, self.slot)
 
     def refiner(self) -> Any:
         if self._refiner is None:
@@ -71,13 +72,12 @@ class RunService(RunFolders):
         ``references``), or of raw ``settings`` for ``activity`` and ``country``; with
         ``branch=(run_dir, round)``, continue an earlier run from that round. Raises
         :class:`ServiceBusy` while one runs."""
-        if not self._busy.acquire(blocking=False):
-            raise ServiceBusy("a run is in progress; wait for it or stop it")
-        job = Job(self, pause, owner, review_timeout_s)
+        self.slot.take()
+        job = Job(self.claim, self._stop_run, pause, owner, review_timeout_s)
         try:
             refiner = self.refiner()
         except Exception:
-            self._busy.release()
+            self.slot.free()
             raise
         refiner.on_event = job._on_event
         refiner.review = job._review
@@ -97,7 +97,7 @@ class RunService(RunFolders):
                 job.error = describe_error(err)
             finally:
                 refiner.on_event, refiner.review = (lambda e: None), None
-                self._busy.release()
+                self.slot.free()
                 job._finish()
 
         # the run's thread carries the caller's context (a Gradio request's): on a ZeroGPU
@@ -139,9 +139,7 @@ class RunService(RunFolders):
         One job at a time, like runs."""
 
         activity, country = phrase(activity, "activity"), phrase(country, "country")
-        if not self._busy.acquire(blocking=False):
-            raise ServiceBusy("a run is in progress; wait for it or stop it")
-        try:
+        with self.slot.held():
             proposers, refiner = models_for(self.profile, backends=self.refiner().backends)
             cache = LLMCache(self.references_dir / "llm")
             result = build_references(
@@ -149,8 +147,6 @@ class RunService(RunFolders):
             )
             save_built(result, self.visitor_references_dir(visitor))
             return result
-        finally:
-            self._busy.release()
 
     def expectations_for(self, activity: str, country: str) -> Any:
         """The cultural expectations of the run prompt of ``activity`` in ``country``,
@@ -202,4 +198,7 @@ class RunService(RunFolders):
 
     @property
     def busy(self) -> bool:
-        return self._busy.locked()
+        return self.slot.busy
+
+    def _stop_run(self, why: str) -> None:
+        self.refiner().request_stop(why)

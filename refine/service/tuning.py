@@ -5,22 +5,22 @@ images for one prompt and seed. One job at a time: a tune holds the service's ru
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from refine.service.folders import phrase
-from refine.service.jobs import ServiceBusy
+from refine.service.folders import RunFolders, phrase
+from refine.service.slot import Slot
 from refine.train.export import export
 from refine.train.tune import TuneConfig, Tuner
-
-if TYPE_CHECKING:
-    from refine.service.runs import RunService
 
 
 class Tuning:
     """The service's tuning desk (``service.tuning``)."""
 
-    def __init__(self, service: RunService) -> None:
-        self.service = service
+    def __init__(self, folders: RunFolders, refiner: Callable[[], Any], slot: Slot) -> None:
+        """``folders``: the service's runs and tunes; ``refiner()``: its loop (loaded on
+        first use); ``slot``: the one job at a time a tune shares with runs."""
+        self.folders, self.refiner, self.slot = folders, refiner, slot
         # why tuning cannot run in this deployment at all (a ZeroGPU Space), or None
         self.disabled: str | None = None
 
@@ -28,14 +28,14 @@ class Tuning:
         """What the saved runs ``visitor`` may learn from hold for tuning: runs, preference
         pairs (at most ``max_drift`` apart), accepted images (counted, nothing written)."""
 
-        runs = self.service.runs_of(visitor)
+        runs = self.folders.runs_of(visitor)
         if not runs:
             return {"runs": 0, "pairs": 0, "images": 0}
         counts = {"runs": len(runs)}
         for fmt, key in (("pairs", "pairs"), ("imagefolder", "images")):
             try:
                 counts[key] = export(
-                    runs, self.service.out / ".dry", fmt, max_drift=max_drift, dry_run=True
+                    runs, self.folders.out / ".dry", fmt, max_drift=max_drift, dry_run=True
                 ).taken
             except ValueError:
                 counts[key] = 0
@@ -45,7 +45,7 @@ class Tuning:
         """The profile's generator when it can be tuned here (a diffusers: pipeline)."""
         if self.disabled:
             raise ValueError(self.disabled)
-        name = self.service.refiner().backends.names.get("generator", "")
+        name = self.refiner().backends.names.get("generator", "")
         if not name.startswith("diffusers:"):
             raise ValueError(
                 f"the generator {name or '(none)'} cannot be tuned here: tuning needs a "
@@ -80,15 +80,14 @@ class Tuning:
         if not 0 <= float(max_drift) <= 2:
             raise ValueError("the drift between a pair's images is from 0 to 2")
         base = self.tunable_base()
-        if not self.service._busy.acquire(blocking=False):
-            raise ServiceBusy("a run is in progress; wait for it or stop it")
+        self.slot.take()
         try:
-            folder = self.service.tunes_dir / time.strftime("%Y%m%d-%H%M%S")
+            folder = self.folders.tunes_dir / time.strftime("%Y%m%d-%H%M%S")
             n = 1
             while folder.exists():
                 n += 1
-                folder = self.service.tunes_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{n}"
-            runs = self.service.runs_of(visitor)
+                folder = self.folders.tunes_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{n}"
+            runs = self.folders.runs_of(visitor)
             if not runs:
                 raise ValueError(
                     "no saved runs to learn from yet: refine some images first (a visitor "
@@ -96,7 +95,7 @@ class Tuning:
                 )
             fmt = "pairs" if method == "dpo" else "imagefolder"
             exported = export(runs, folder / "data", fmt, max_drift=float(max_drift))
-            options = self.service.refiner().backends.options.get("generator", {})
+            options = self.refiner().backends.options.get("generator", {})
             config = TuneConfig(
                 data=str(folder / "data"),
                 base=base,
@@ -114,15 +113,15 @@ class Tuning:
             summary["exported"] = exported.to_dict()
             return summary
         finally:
-            self.service._busy.release()
+            self.slot.free()
 
     def tunes(self) -> list[str]:
         """The adapters tuned here, newest first (names under ``out/tunes``)."""
-        if not self.service.tunes_dir.is_dir():
+        if not self.folders.tunes_dir.is_dir():
             return []
         done = [
             p.name
-            for p in self.service.tunes_dir.iterdir()
+            for p in self.folders.tunes_dir.iterdir()
             if (p / "adapter" / "pytorch_lora_weights.safetensors").is_file()
         ]
         return sorted(done, reverse=True)
@@ -136,12 +135,11 @@ class Tuning:
             raise ValueError(f"{tune!r} is not a tune of this app")
         prompt = phrase(prompt, "prompt", 300)
         self.tunable_base()
-        if not self.service._busy.acquire(blocking=False):
-            raise ServiceBusy("a run is in progress; wait for it or stop it")
+        self.slot.take()
         try:
-            generator = self.service.refiner().backends.get("generator")
+            generator = self.refiner().backends.get("generator")
             base = generator.generate(prompt, [int(seed)])[0]
-            generator.add_lora(str(self.service.tunes_dir / tune / "adapter"), 1.0, name="compare")
+            generator.add_lora(str(self.folders.tunes_dir / tune / "adapter"), 1.0, name="compare")
             try:
                 tuned = generator.generate(prompt, [int(seed)])[0]
             finally:
@@ -150,4 +148,4 @@ class Tuning:
                     generator.add_lora(path, scale, name=f"lora{i}")
             return base, tuned
         finally:
-            self.service._busy.release()
+            self.slot.free()

@@ -24,8 +24,8 @@ from refine.backends.device import pick_device
 from refine.io.files import atomic_write
 
 if TYPE_CHECKING:
+    from refine.train.config import TuneConfig
     from refine.train.denoiser import Denoiser
-    from refine.train.tune import TuneConfig
 
 # one history entry: step, loss, reward accuracy (None for sft), gradient norm before clipping
 Record = tuple[int, float, float | None, float | None]

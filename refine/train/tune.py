@@ -1,7 +1,8 @@
 """Distil refinement runs into a LoRA for the generator (``refine tune``).
 
-A tune is four parts, each its own module:
+A tune is five parts, each its own module:
 
+* :mod:`refine.train.config`: the tune's settings (:class:`TuneConfig`);
 * :mod:`refine.train.data`: the rows ``refine export`` wrote (pairs for ``dpo``, captioned
   images for ``sft``) and each step's batch, drawn from ``seed`` and the step;
 * :mod:`refine.train.denoiser`: the pipeline's denoiser (SD, SDXL, FLUX.2 [klein]) with a
@@ -20,54 +21,16 @@ images every ``validate_every`` steps.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from refine.backends.imports import require
+from refine.train.config import TuneConfig
 from refine.train.data import draw_batch, load_rows
 from refine.train.loop import trackers_of
 from refine.train.objectives import objective
-
-
-@dataclass
-class TuneConfig:
-    data: str
-    base: str  # a diffusers model id or path (or "diffusers:ID")
-    out: str
-    method: str = "dpo"
-    rank: int = 8
-    steps: int = 500
-    lr: float = 1e-4
-    beta: float = 5000.0
-    resolution: int = 512
-    batch_size: int = 1  # per process: a step's batch is batch_size x grad_accum x processes
-    grad_accum: int = 1
-    checkpoint_every: int = 100
-    validate_every: int = 0
-    seed: int = 0
-    device: str | None = None
-    mixed_precision: str = "auto"  # auto: bf16 on a GPU that has it, else none
-    gradient_checkpointing: bool = False
-    report_to: str = "none"  # accelerate trackers: tensorboard, wandb, ..., all, none
-
-    def check(self) -> None:
-        if self.method not in ("dpo", "sft"):
-            raise ValueError(f"method must be dpo or sft, got {self.method!r}")
-        for name in ("rank", "steps", "batch_size", "grad_accum", "resolution"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
-        if self.resolution % 8:
-            raise ValueError("resolution must be a multiple of 8")
-        if not (self.lr > 0 and math.isfinite(self.lr)):
-            raise ValueError("lr must be a positive number")
-        if not (self.beta > 0 and math.isfinite(self.beta)):
-            raise ValueError("beta must be a positive number")
-        if self.mixed_precision not in ("auto", "no", "fp16", "bf16"):
-            raise ValueError("mixed precision is auto, no, fp16 or bf16")
-
 
 TRAINING = (("torch", "torch"), ("diffusers", "diffusers"), ("peft", "peft"))
 

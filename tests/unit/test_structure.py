@@ -36,12 +36,18 @@ def test_a_circle_through_a_function_level_import_is_found(tmp_path):
             "pkg/b.py": "def f():\n    from pkg.c import g\n    return g\n",
             "pkg/c.py": "from . import a\n",  # relative: pkg.a
             "pkg/d.py": "import pkg.a\n",  # only one way: no circle
-            # an import for type annotations only never runs: e and f make no circle
+            # an import for type annotations only still ties the files together, as the
+            # import graph draws it: e and f make a circle
             "pkg/e.py": "import pkg.f\n",
             "pkg/f.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.e\n",
+            # one way only, under TYPE_CHECKING too: no circle
+            "pkg/g.py": "import typing\nif typing.TYPE_CHECKING:\n    from pkg import a\n",
         },
     )
-    assert names(root) == ["import circle: pkg/a.py pkg/b.py pkg/c.py"]
+    assert names(root) == [
+        "import circle: pkg/a.py pkg/b.py pkg/c.py",
+        "import circle: pkg/e.py pkg/f.py",
+    ]
 
 
 def test_long_classes_and_functions_are_found(tmp_path):

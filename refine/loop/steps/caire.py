@@ -14,7 +14,7 @@ from refine.loop.instructions import caire_change
 
 if TYPE_CHECKING:
     from refine.backends.selection import Backends
-    from refine.loop.steps import StepContext
+    from refine.loop.steps.base import StepContext
     from refine.records import Round, Run, RunSpec
 
 

@@ -13,7 +13,7 @@ from refine.events import StageStarted
 
 if TYPE_CHECKING:
     from refine.backends.selection import Backends
-    from refine.loop.steps import StepContext
+    from refine.loop.steps.base import StepContext
     from refine.records import Round, Run, RunSpec
 
 

@@ -21,7 +21,7 @@ from refine.records import LanguageImage
 
 if TYPE_CHECKING:
     from refine.backends.selection import Backends
-    from refine.loop.steps import StepContext
+    from refine.loop.steps.base import StepContext
     from refine.records import Round, Run, RunSpec
 
 
