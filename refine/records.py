@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from metrics.ahead import TAU_RANGE
+from metrics.catalog import CATALOG, VARIANTS, known
 from metrics.descriptors import DIMENSIONS, normalise_phrases
+from metrics.judge import Reading
 
 Descriptors = dict[str, list[str]]
 
@@ -56,27 +59,124 @@ class ReferencePack(_Record):
 
 
 class Scores(_Record):
-    align: float
-    hal: float
-    exag: float | None  # None: not computed (the reason is in exag_note)
-    faith: float | None
-    # the names of the variants that made EXAG and FAITH (metrics.catalog.VARIANTS;
-    # records written before the names hold the formula in words and no faith_variant)
-    exag_variant: str | None = None
-    faith_variant: str | None = None
-    exag_note: str | None = None  # why EXAG was not computed
+    """An image's scores: one value per catalog metric name (``metrics.catalog``; None:
+    not computed, the reason in ``notes``), the variant that made a value where a metric
+    has several (``metrics.catalog.VARIANTS``), and how the judge was read for it.
+
+    Records written before this layout (one field per metric, the variant in words) open
+    into the same names (:func:`_from_fields`)."""
+
+    values: dict[str, float | None]
+    variants: dict[str, str] = Field(default_factory=dict)
+    readings: dict[str, Reading] = Field(default_factory=dict)
+    notes: dict[str, str] = Field(default_factory=dict)  # why a value is missing
     per_dimension: dict[str, dict[str, float]] = Field(default_factory=dict)
-    # how the judge read its probabilities ("logprobs" or "sampled k=N"; None: no judge
-    # call) and, for a sampled judge-rating EXAG, the standard error of EXAG
-    judge_mode: str | None = None
-    exag_stderr: float | None = None
     tau: float | None = None  # the match threshold ALIGN and HAL were scored with
-    # perceptual quality in [0, 1] (VIEScore: min(naturalness, artifacts) / 10 from the
-    # judge) and CLIP-IQA (a local profile's CLIP); None: not measured (how, in
-    # quality_reading)
-    quality: float | None = None
-    clip_iqa: float | None = None
+    # how quality's 0-10 ratings were read (None: not measured)
     quality_reading: QualityReading | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_layout(cls, data: Any) -> Any:
+        return _from_fields(data) if isinstance(data, dict) and "values" not in data else data
+
+    @model_validator(mode="after")
+    def _in_the_catalog(self) -> Scores:
+        for field, names in (
+            ("values", self.values),
+            ("variants", self.variants),
+            ("readings", self.readings),
+            ("notes", self.notes),
+        ):
+            unknown = sorted(n for n in names if not known(n))
+            if unknown:
+                raise ValueError(f"scores.{field}: {unknown} are no metrics of the catalog")
+        for name, value in self.values.items():
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"scores.values.{name} is {value}, not a number")
+        for name, made in self.variants.items():
+            if made not in VARIANTS or VARIANTS[made].metric != name:
+                raise ValueError(f"scores.variants.{name}: {made!r} is no variant of {name}")
+        return self
+
+    def value(self, name: str) -> float | None:
+        """The value of the catalog metric ``name`` (None: not computed or not asked)."""
+        return self.values.get(name)
+
+    # the values the loop decides by
+    @property
+    def align(self) -> float:
+        return self.values["align"]
+
+    @property
+    def hal(self) -> float:
+        return self.values["hal"]
+
+    @property
+    def exag(self) -> float | None:
+        return self.values.get("exag")
+
+    @property
+    def faith(self) -> float | None:
+        return self.values.get("faith")
+
+    @property
+    def quality(self) -> float | None:
+        return self.values.get("quality")
+
+
+# the variants of records written before the names, by the words they began with
+_EARLIER_VARIANTS = {
+    "judge-rating": "exag:judge-rubric",
+    "reference-yes": "exag:ita",
+}
+
+
+def variant_name(said: str | None, metric: str = "exag") -> str | None:
+    """The name of the variant of ``metric`` that ``said`` names: itself when it is a name,
+    else the name of the words a record written before the names began with (None: no
+    variant, as for "not computed: ...")."""
+    if said is None:
+        return None
+    head = said.partition(";")[0]
+    if head in VARIANTS and VARIANTS[head].metric == metric:
+        return head
+    for words, name in _EARLIER_VARIANTS.items():
+        if head.startswith(words) and VARIANTS[name].metric == metric:
+            return name
+    return None
+
+
+def _from_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """A record of the earlier layout (a field per metric; ``exag_variant`` in words or by
+    name, ``faith_variant``, ``exag_note``, ``judge_mode``, ``exag_stderr``) in this one:
+    every value under its catalog name, the variants by name, the judge's reading."""
+    data = dict(data)
+    # a field named after a catalog metric held its value
+    values = {k: data.pop(k) for k in list(data) if k in CATALOG}
+    said = data.pop("exag_variant", None)
+    faith_variant = data.pop("faith_variant", None)
+    note = data.pop("exag_note", None)
+    mode, stderr = data.pop("judge_mode", None), data.pop("exag_stderr", None)
+    variants: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    if isinstance(said, str):
+        head, _, rest = said.partition(";")
+        if (name := variant_name(head)) is not None:
+            variants["exag"] = name
+        elif head.startswith("not computed: "):
+            note = note or head.removeprefix("not computed: ").strip()
+        if "without EXAG" in rest:
+            faith_variant = faith_variant or "faith:no-exag"
+    if values.get("faith") is not None:
+        exag_used = values.get("exag") is not None
+        variants["faith"] = faith_variant or ("faith:ahead" if exag_used else "faith:no-exag")
+    if note:
+        notes["exag"] = note
+    readings = {}
+    if mode is not None and "exag" in variants:
+        readings["exag"] = Reading.parse(mode, stderr)
+    return {**data, "values": values, "variants": variants, "readings": readings, "notes": notes}
 
 
 class QualityReading(_Record):

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from metrics.ahead import DEFAULT_TAU, check_tau
+from refine.backends.profile import Profile
 from refine.backends.registry import create
-from refine.profiles import load_profile
 from refine.usage import check_stop
 
 log = logging.getLogger(__name__)
@@ -34,17 +34,23 @@ class ModelsUnavailable(RuntimeError):
 class Backends:
     def __init__(
         self,
-        profile: str = "gemini",
+        profile: Profile,
         overrides: dict[str, str] | None = None,
         options: dict[str, dict[str, Any]] | None = None,
         instances: dict[str, Any] | None = None,
     ) -> None:
-        """``overrides`` replaces the profile's backend name per role, ``options`` adds
-        backend options per role; ``instances`` gives ready objects (any object following
-        the role's protocol)."""
+        """``profile``: a loaded profile (:func:`refine.profiles.load_profile`);
+        ``overrides`` replaces its backend name per role, ``options`` adds backend options
+        per role; ``instances`` gives ready objects (any object following the role's
+        protocol)."""
 
+        if not isinstance(profile, Profile):
+            raise TypeError(
+                f"Backends takes a loaded profile (refine.profiles.load_profile), got "
+                f"{type(profile).__name__} {profile!r}"
+            )
         overrides = dict(overrides or {})
-        self.profile = load_profile(profile)
+        self.profile = profile
         self.overrides = overrides
         self.extra_options = {role: dict(opts) for role, opts in (options or {}).items()}
         self.names = {**self.profile.roles, **overrides}

@@ -130,7 +130,7 @@ def models_download_cmd(
     from dataclasses import asdict
 
     try:
-        backends = Backends(profile, parse_backends(backend))
+        backends = Backends(load_profile(profile), parse_backends(backend))
     except ValueError as err:
         raise UserInputError(f"--profile/--backend: {err}") from err
     results = download(

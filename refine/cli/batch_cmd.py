@@ -27,6 +27,7 @@ from refine.harness.tasks.batch import BatchSpecError, open_batch, run_batch
 from refine.loop.refiner import Refiner
 from refine.present.report import write_report
 from refine.present.views import scores_made_by
+from refine.profiles import load_profile
 from refine.records import Scores
 from refine.settings import SettingsError, output_folder
 
@@ -184,7 +185,7 @@ def score_cmd(
         except ValueError as err:
             raise UserInputError(f"--expectations: {err}") from err
     try:
-        backends = Backends(profile, parse_backends(backend))
+        backends = Backends(load_profile(profile), parse_backends(backend))
     except ValueError as err:
         raise UserInputError(f"--profile/--backend: {err}") from err
     tau, source = backends.tau(tau)
@@ -224,7 +225,7 @@ def score_cmd(
     typer.echo(f"\n{refs.activity} - {refs.country}")
     typer.echo(f"{'FAITH':>6} {'ALIGN':>6} {'HAL':>6} {'EXAG':>6}  image")
     for row in rows:
-        s = row["scores"]
+        s = row["scores"]["values"]
         typer.echo(
             f"{_fmt(s['faith'])} {_fmt(s['align'])} {_fmt(s['hal'])} {_fmt(s['exag'])}  "
             f"{row['image']}"

@@ -13,6 +13,7 @@ from refine.cli.inputs import UserInputError, load_images
 from refine.cli.run_cmd import parse_backends
 from refine.evaluate.caire.kb import KBError, KnowledgeBase, read_source
 from refine.evaluate.caire.scorer import CaireScorer, parse_labels, scores_document
+from refine.profiles import load_profile
 
 caire_app = typer.Typer(
     help=(
@@ -31,7 +32,8 @@ def _embedder(name: str | None, profile: str, device: str | None):
 
     try:
         backends = Backends(
-            profile, options={"image_embedder": {"device": device}} if device else None
+            load_profile(profile),
+            options={"image_embedder": {"device": device}} if device else None,
         )
         return backends.embedder_for(name or backends.names["image_embedder"])
     except (ValueError, KeyError) as err:
@@ -145,7 +147,7 @@ def score_cmd(
         if kb_dir is not None:
             kb = KnowledgeBase.load(kb_dir)
             image_embedder = _embedder(embedder or kb.embedder, profile, device)
-        backends = Backends(profile, parse_backends(backend))
+        backends = Backends(load_profile(profile), parse_backends(backend))
         judge = backends.get("judge")
         scorer = CaireScorer(judge, kb, image_embedder, top_k, ranking, text_chars)
     except KBError as err:

@@ -13,6 +13,7 @@ from refine.cli.run_cmd import parse_backends
 from refine.evaluate.expectations import build_expectations
 from refine.evaluate.refs_build import LLMCache
 from refine.io.files import atomic_write_text
+from refine.profiles import load_profile
 from refine.service import phrase
 
 expectations_app = typer.Typer(
@@ -44,7 +45,7 @@ def build_cmd(
     if out is not None and out.suffix.lower() != ".json":
         raise UserInputError(f"--out: {out}: an expectations file ends in .json")
     try:
-        backends = Backends(profile, parse_backends(backend))
+        backends = Backends(load_profile(profile), parse_backends(backend))
         model = backends.get("llm")
     except ValueError as err:
         raise UserInputError(f"--profile/--backend: {err}") from err

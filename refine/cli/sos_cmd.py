@@ -19,6 +19,7 @@ from refine.cli.run_cmd import parse_backends
 from refine.harness.ray import RayEngineError
 from refine.harness.tasks.sos_bank import BankError, build_bank, check_grid
 from refine.present.report.sos import write_sos_report
+from refine.profiles import load_profile
 
 sos_app = typer.Typer(
     help=(
@@ -68,7 +69,7 @@ def bank_cmd(
     except BankError as err:
         raise UserInputError(f"--cultures/--languages: {err}") from err
     try:
-        backends = Backends(profile, parse_backends(backend))
+        backends = Backends(load_profile(profile), parse_backends(backend))
         generator = backends.get("generator")
         embedder = backends.get("image_embedder")
         needs_llm = concept != "person" and any(x != "en" for x in grid_languages)

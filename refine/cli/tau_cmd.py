@@ -72,7 +72,7 @@ def calibrate_tau_cmd(
         where = "--refs" if refs_file else "--activity/--country"
         raise UserInputError(f"{where}: {err.message}") from err
     try:
-        backends = Backends(profile, parse_backends(backend))
+        backends = Backends(load_profile(profile), parse_backends(backend))
         base = load_profile(profile)
     except ValueError as err:
         raise UserInputError(f"--profile/--backend: {err}") from err

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from metrics.ahead import DEFAULT_TAU, exaggeration, faith, rubric_exag, score_images
 from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
+from metrics.judge import Reading
 from metrics.quality import HIGH, LOW, viescore_quality
 from metrics.text_embedding import default_cache
 from refine.assets import prompt_template
@@ -467,20 +468,25 @@ def _assessment(
         for d, s in ahead.per_dimension.items()
         if s.align is not None or s.hal is not None
     }
+    values = {"align": ahead.align, "hal": ahead.hal, "exag": exag, "faith": faith_value}
+    variants = {"faith": faith_variant}
+    readings, notes = {}, {}
+    if exag is None:
+        notes["exag"] = "no stereotype candidates"
+    else:
+        variants["exag"] = variant
+        if judged[0] is not None:
+            readings["exag"] = Reading.parse(judged[0], judged[1])
+    if quality is not None:
+        values["quality"] = quality.score
+        values["clip_iqa"] = quality.clip_iqa
     scores = Scores(
-        align=ahead.align,
-        hal=ahead.hal,
-        exag=exag,
-        faith=faith_value,
-        exag_variant=variant,
-        faith_variant=faith_variant,
-        exag_note=None if exag is not None else "no stereotype candidates",
+        values=values,
+        variants=variants,
+        readings=readings,
+        notes=notes,
         per_dimension=per_dim,
-        judge_mode=judged[0],
-        exag_stderr=judged[1],
         tau=ahead.tau,
-        quality=None if quality is None else quality.score,
-        clip_iqa=None if quality is None else quality.clip_iqa,
         quality_reading=None if quality is None else quality.reading,
     )
     feedback = Feedback(

@@ -27,6 +27,7 @@ from refine.backends.selection import Backends
 from refine.backends.structured import dimension_help
 from refine.evaluate.references import ReferenceNotFound, find_references
 from refine.io.files import atomic_write_text, slug
+from refine.profiles import load_profile
 from refine.records import ReferencePack
 
 log = logging.getLogger(__name__)
@@ -242,7 +243,7 @@ def models_for(
     table, else the profile's ``llm`` backend; from ``backends`` (a
     :class:`refine.backends.selection.Backends`, its overrides and options) when given."""
 
-    backends = backends or Backends(profile)
+    backends = backends or Backends(load_profile(profile))
     p = backends.profile
     llm = backends.names.get("llm") or p.backend("llm")
     names = list(proposers) or list(p.refs.get("proposers", [])) or [llm]

@@ -35,6 +35,7 @@ from metrics.stats import CORRELATIONS, correlation_interval, krippendorff_alpha
 from refine.backends.selection import Backends
 from refine.harness.tasks.bench import BenchStore
 from refine.io.files import file_sha256
+from refine.profiles import load_profile
 from refine.progress import Countdown
 
 QUESTIONS = ("alignment", "faithfulness", "expectations_met")
@@ -276,7 +277,7 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
         for r in run.rounds:
             for j, c in enumerate(r.candidates):
                 values: dict[str, Any] = {
-                    m: getattr(c.scores, m) for m in (*BENCH_IMAGE, *BENCH_QUALITY)
+                    m: c.scores.value(m) for m in (*BENCH_IMAGE, *BENCH_QUALITY)
                 }
                 if j == r.chosen and r.expectations and r.expectations.checks:
                     checks = r.expectations.checks
@@ -472,7 +473,7 @@ def compute_missing(
     clip = "clipscore" in metrics
     if not todo and not clip:
         return 0
-    models = Backends(profile, backends or {}, backend_options)
+    models = Backends(load_profile(profile), backends or {}, backend_options)
     scored = 0
     if todo:
         from refine import settings
@@ -492,7 +493,7 @@ def compute_missing(
             refs = settings.references(act, ctry)
             with Image.open(r.image) as im:
                 _, scores, _, _ = assessor.assess(im.convert("RGB"), refs, tau=tau)
-            values = {m: getattr(scores, m) for m in SCORES}
+            values = {m: scores.value(m) for m in SCORES}
             found.put(sha, {m: float(v) for m, v in values.items() if v is not None}, r.image)
             scored += 1
             left = countdown.tick()

@@ -44,6 +44,7 @@ from refine.loop import policy
 from refine.loop.candidates import CandidateMaker, Made
 from refine.loop.instructions import round_instruction
 from refine.loop.steps import StepContext, default_steps
+from refine.profiles import load_profile
 from refine.records import Candidate, ReferencePack, Round, Run, RunSpec
 
 if TYPE_CHECKING:
@@ -118,7 +119,9 @@ class Refiner:
         ``parallel``: a round's candidates proceed at the same time where their models allow
         it (API models, up to each backend's ``concurrency``); off, one after the other. The
         records are the same either way, only the timings differ."""
-        self.backends = shared or Backends(profile, backends, backend_options, instances)
+        self.backends = shared or Backends(
+            load_profile(profile), backends, backend_options, instances
+        )
         self.parallel = parallel
         self.profile_name = profile
         self.on_event = on_event or (lambda event: None)

@@ -22,9 +22,11 @@ from refine.records import Exaggerated, Match, Round, Run, Scores
 from refine.usage import tokens_text
 
 FAITH, ALIGN, HAL, EXAG = label("faith"), label("align"), label("hal"), label("exag")
-DRIFT, QUALITY, CLIP_IQA = label("drift"), label("quality"), label("clip_iqa")
+DRIFT, QUALITY = label("drift"), label("quality")
 BEST_FAITH = f"best {FAITH}"
-METRICS = (FAITH, ALIGN, HAL, EXAG, DRIFT, BEST_FAITH, QUALITY, CLIP_IQA)  # the series' order
+QUALITY_NAMES = names("quality")  # the catalog's quality readings, in its order
+# the series' order
+METRICS = (FAITH, ALIGN, HAL, EXAG, DRIFT, BEST_FAITH, *(label(m) for m in QUALITY_NAMES))
 CHART_X, CHART_Y = "round", "score (0 to 1; SoS -1 to 1)"
 CHECK_KINDS = ("aligned", "missing", "hallucinated")
 # the table's columns; a metric's carries its direction (FAITH ↑, HAL ↓)
@@ -52,9 +54,12 @@ RUN_METRICS = (*names("ahead", "quality"), "caire", *names("sos"), *names("expec
 def scores_made_by(scores: Scores) -> str:
     """How EXAG (and FAITH, where not by AHEaD's formula) were made, in words: the
     variants' names and formulas, and the judge's reading when it sampled."""
-    words = made_by(scores.exag_variant, scores.exag_note, scores.judge_mode, scores.exag_stderr)
-    if scores.faith_variant not in (None, "faith:ahead"):
-        words += f"; FAITH: {made_by(scores.faith_variant)}"
+    reading = scores.readings.get("exag")
+    mode, stderr = (reading.mode, reading.stderr) if reading else (None, None)
+    words = made_by(scores.variants.get("exag"), scores.notes.get("exag"), mode, stderr)
+    faith = scores.variants.get("faith")
+    if faith not in (None, "faith:ahead"):
+        words += f"; FAITH: {made_by(faith)}"
     return words
 
 
@@ -128,8 +133,8 @@ def metric_series(run: Run) -> dict[str, list[float | None]]:
         if r.decision in ("initial", "accepted"):
             best = s.faith
         put(BEST_FAITH, k, best)
-        put(QUALITY, k, s.quality)
-        put(CLIP_IQA, k, s.clip_iqa)
+        for m in QUALITY_NAMES:
+            put(label(m), k, s.value(m))
     order = [m for m in METRICS if m in series]
     series = {m: series[m] for m in order}
     for k, r in enumerate(run.rounds):
@@ -309,13 +314,10 @@ def faith_text(x: float | None) -> str:
 
 
 def quality_text(s: Scores) -> str:
-    """``quality 0.700`` (``, CLIP-IQA 0.61`` with a local profile); empty when not read."""
-    parts = []
-    if s.quality is not None:
-        parts.append(f"quality {s.quality:.3f}")
-    if s.clip_iqa is not None:
-        parts.append(f"CLIP-IQA {s.clip_iqa:.3f}")
-    return ", ".join(parts)
+    """``quality 0.700`` (``, CLIP-IQA 0.610`` with a local profile): each quality reading
+    of the catalog that was read; empty when none was."""
+    read = [(m, s.value(m)) for m in QUALITY_NAMES]
+    return ", ".join(f"{label(m)} {v:.3f}" for m, v in read if v is not None)
 
 
 def round_caption(run: Run, r: Round) -> str:

@@ -144,7 +144,7 @@ def test_score_existing_images(world, siglip_path, tmp_path):
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     red, green = doc["images"]
-    assert green["scores"]["faith"] > red["scores"]["faith"] + 0.2
+    assert green["scores"]["values"]["faith"] > red["scores"]["values"]["faith"] + 0.2
     assert "hamburgers" in [h["phrase"] for h in red["feedback"]["hallucinated"]]
     assert red["observed"]["objects"] == ["oversized hookah", "Large rice platter", "hamburgers"]
     assert doc["backends"]["observer"] == "gemini:gemini-3.8-flash"

@@ -18,6 +18,7 @@ from refine.events import EntryChanged
 from refine.harness.tasks.batch import open_batch, run_batch
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
+from refine.profiles import load_profile
 from tests.e2e.test_batch import write_jsonl
 from tests.e2e.test_cli_run import env
 
@@ -329,7 +330,7 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
     from refine.harness.tasks.sos_bank import Bank, build_bank
 
     overrides = {"image_embedder": f"siglip:{siglip_path}"}
-    chosen = Backends("gemini", overrides)
+    chosen = Backends(load_profile("gemini"), overrides)
     gen, emb = chosen.get("generator"), chosen.get("image_embedder")
     grid = ("person", ["Japanese", "Nigerian"], ["en", "fr"])
     build_bank(tmp_path / "local", *grid, gen, emb, prompts_per_cell=2)
@@ -372,7 +373,7 @@ def test_sos_bank_on_ray_survives_a_killed_worker(cluster, world, siglip_path, t
 
     world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
     overrides = {"image_embedder": f"siglip:{siglip_path}"}
-    chosen = Backends("gemini", overrides)
+    chosen = Backends(load_profile("gemini"), overrides)
     lines, killed = [], []
     emit = killer(world, lines, killed)
 

@@ -99,7 +99,9 @@ def test_a_run_on_tiny_models_of_the_cpu_profiles_architectures(tmp_path_factory
             assert c.scores.align == pytest.approx(expected.align, abs=1e-6)
             assert c.scores.hal == pytest.approx(expected.hal, abs=1e-6)
             assert c.scores.quality_reading.method == "logprobs"
-            assert c.scores.clip_iqa is not None  # the CLIP image embedder's quality reading
+            assert (
+                c.scores.value("clip_iqa") is not None
+            )  # the CLIP image embedder's quality reading
     edited = run.rounds[1]
     assert [c.seed for c in edited.candidates] == [1042, 1043]
     # the random language model's answer is no instruction: the template wrote it, and the

@@ -49,7 +49,7 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
     assert r1.best.scores.align > r0.best.scores.align and r1.best.scores.hal < 0.5
     assert r0.best.scores.exag == pytest.approx(expected_exag(RED), abs=1e-4)
     assert r1.best.scores.exag == pytest.approx(expected_exag(GREEN), abs=1e-4)
-    assert r0.best.scores.exag_variant == "exag:judge-rubric"
+    assert r0.best.scores.variants["exag"] == "exag:judge-rubric"
     # FAITH is the mean of ALIGN, 1 - HAL and 1 - EXAG
     s = r0.best.scores
     assert s.faith == pytest.approx((s.align + 1 - s.hal + 1 - s.exag) / 3)
@@ -194,7 +194,7 @@ def test_reference_images_exag_variant(world, backends, options, tmp_path):
         max_drift=2.0,
     )
     r0, r1 = run.rounds[0].best, run.rounds[1].best
-    assert r0.scores.exag_variant == "exag:ita"
+    assert r0.scores.variants["exag"] == "exag:ita"
     assert r0.scores.exag == pytest.approx(0.9 - 0.4, abs=1e-6)  # RED: 0.9 vs baseline 0.4
     assert r1.scores.exag == pytest.approx(0.0, abs=1e-6)  # GREEN: 0.3 is below the baseline
     n = len(refs.stereotypes)

@@ -151,8 +151,9 @@ def test_a_judge_without_log_probabilities_is_found_out_once(
             )
             docs[parallel] = record(tmp_path / str(parallel) / run.id)
         assert docs[False] == docs[True]
-        assert docs[True]["rounds"][1]["candidates"][0]["scores"]["judge_mode"].startswith(
-            "sampled"
+        assert (
+            docs[True]["rounds"][1]["candidates"][0]["scores"]["readings"]["exag"]["method"]
+            == "sampled"
         )
     finally:
         judging._NO_LOGPROBS.clear()

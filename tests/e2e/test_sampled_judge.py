@@ -46,9 +46,11 @@ def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, t
         expected = sum((i + 1) * p for i, p in enumerate(dist))
         assert s.exag == pytest.approx((expected - 1) / 4)
         # the reading is a field beside the variant's name, not words inside it
-        assert s.judge_mode == f"sampled k={K}" and s.exag_variant == "exag:judge-rubric"
+        reading = s.readings["exag"]
+        assert (reading.method, reading.k) == ("sampled", K)
+        assert s.variants["exag"] == "exag:judge-rubric"
         var = sum(p * (i + 1 - expected) ** 2 for i, p in enumerate(dist))
-        assert s.exag_stderr == pytest.approx(math.sqrt(var / (K - 1)) / 4)
+        assert reading.stderr == pytest.approx(math.sqrt(var / (K - 1)) / 4)
         assert r.caire.judge_mode == f"sampled k={K}"
         for label in r.caire.labels:
             assert label.probabilities == pytest.approx(frequencies(CULTURE[colour][label.label]))

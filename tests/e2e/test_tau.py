@@ -160,8 +160,8 @@ def test_reference_images_give_the_papers_exag(world, tmp_path):
     assert done.returncode == 0, done.stderr
     scores = json.loads(done.stdout)["images"][0]["scores"]
     excess = math.exp(YES_LOGPROB[RED]) - math.exp(YES_LOGPROB[GREEN])  # 0.9 - 0.3
-    assert scores["exag"] == pytest.approx(excess, abs=1e-6)
-    assert scores["exag_variant"] == "exag:ita"
+    assert scores["values"]["exag"] == pytest.approx(excess, abs=1e-6)
+    assert scores["variants"]["exag"] == "exag:ita"
     # the same from a references file naming the photos relative to itself
     pack = find_references(ACT, COUNTRY)
     refs_file = real / "refs.json"
@@ -187,7 +187,7 @@ def test_reference_images_give_the_papers_exag(world, tmp_path):
     )
     assert again.returncode == 0, again.stderr
     again_scores = json.loads(again.stdout)["images"][0]["scores"]
-    assert again_scores["exag"] == pytest.approx(excess, abs=1e-6)
+    assert again_scores["values"]["exag"] == pytest.approx(excess, abs=1e-6)
     # a folder without photos, a missing photo: errors naming them
     (tmp_path / "empty").mkdir()
     bad = cli(
@@ -219,4 +219,4 @@ def test_a_run_records_the_reference_images(world, siglip_path, tmp_path):
     (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
     run = RunStore(run_dir).load()
     assert run.references.reference_images == [str((real / "photo0.png").resolve())]
-    assert run.rounds[0].best.scores.exag_variant == "exag:ita"
+    assert run.rounds[0].best.scores.variants["exag"] == "exag:ita"

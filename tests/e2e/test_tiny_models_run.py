@@ -133,7 +133,7 @@ def test_run_on_tiny_local_models(local_refiner, tmp_path):
             )
             assert c.scores.quality == pytest.approx(min(nat, art) / 10, abs=1e-4)
             assert c.scores.quality_reading.method == "logprobs"
-            assert c.scores.clip_iqa is None  # the image embedder is SigLIP, not CLIP
+            assert c.scores.value("clip_iqa") is None  # the image embedder is SigLIP, not CLIP
             assert c.scores.faith == pytest.approx(
                 (c.scores.align + 1 - c.scores.hal + 1 - c.scores.exag) / 3
             )

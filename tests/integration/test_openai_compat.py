@@ -109,7 +109,7 @@ def test_a_run_with_every_text_and_vision_role_on_the_server_finishes(
     assert run.rounds[0].best.scores.faith is not None
     kinds = {r["body"].get("logprobs", False) for r in server.requests}
     assert kinds == {True, False}  # judgements and observations both went there
-    assert run.rounds[1].candidates[0].scores.judge_mode == "logprobs"
+    assert run.rounds[1].candidates[0].scores.readings["exag"].method == "logprobs"
 
 
 def test_a_model_the_server_does_not_serve_is_one_line(server):

@@ -450,15 +450,29 @@ class calls_in_flight:  # noqa: N801 (a context manager read as a phrase)
         self.pg.remove_listener("requestfinished", self._end)
         self.pg.remove_listener("requestfailed", self._end)
 
-    def wait_settled(self, seconds: float = 30) -> None:
+    def wait_settled(self, seconds: float = 30, stale_s: float = 10) -> None:
+        """Until no call is in flight and none started over a further look. A stream of
+        answers (``queue/data``) left alone in flight, with no call started for
+        ``stale_s``, counts as settled. Gradio serves all of a page's streams from one
+        queue of answers (``queue_data_helper`` in gradio/routes.py): a stream opened
+        while another is still reading can lose the answer that would close it to the
+        other, and then stays open with nothing left to answer (seen once, in a fresh
+        clone's suite, 30 s open after every handler had answered). No handler of these
+        tests runs for 10 s."""
         deadline, seen = time.monotonic() + seconds, -1
+        quiet_since, last = time.monotonic(), (self.started, frozenset(self.open))
         while True:
             self.pg.wait_for_timeout(50)  # lets Playwright deliver the page's events
-            if not self.open and self.started == seen:
+            now = (self.started, frozenset(self.open))
+            if now != last:
+                quiet_since, last = time.monotonic(), now
+            streams_only = all("/queue/data" in r.url for r in self.open)
+            stale = streams_only and time.monotonic() - quiet_since > stale_s
+            if (not self.open or stale) and self.started == seen:
                 # and the page has drawn what the last answer changed
                 self.pg.evaluate("() => new Promise(r => requestAnimationFrame(r))")
                 return
-            seen = self.started if not self.open else -1
+            seen = self.started if (not self.open or stale) else -1
             assert time.monotonic() < deadline, f"handlers' calls still in flight: {self.open}"
 
 

@@ -9,6 +9,7 @@ from PIL import Image
 from refine.backends.protocols import Rating
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor
+from refine.profiles import load_profile
 from refine.records import ReferencePack
 
 SEEN = {"objects": ["tea glasses", "hamburgers"]}
@@ -56,7 +57,7 @@ class ImageEmbedder:
 def assessor(fixed_embedder, judge=None, image_embedder=None):
     judge = judge or Judge()
     backends = Backends(
-        "gemini",
+        load_profile("gemini"),
         instances={
             "observer": Observer(),
             "judge": judge,
@@ -86,7 +87,7 @@ def test_judge_rating_variant(fixed_embedder):
     assert (scores.align, scores.hal) == (0.5, 0.5)
     assert scores.exag == pytest.approx(0.5)  # (E[rating] - 1) / 4 with E = 3
     assert scores.faith == pytest.approx((0.5 + 0.5 + 0.5) / 3)
-    assert scores.exag_variant == "exag:judge-rubric"
+    assert scores.variants["exag"] == "exag:judge-rubric"
     assert [m.phrase for m in feedback.missing] == ["rice platter"]
     assert [m.phrase for m in feedback.hallucinated] == ["hamburgers"]
     (seen,) = feedback.exaggerated
@@ -117,8 +118,8 @@ def test_without_candidates_faith_leaves_exag_out(fixed_embedder):
     _, scores, _, _ = a.assess(Image.new("RGB", (8, 8)), refs())
     assert scores.exag is None and scores.faith == pytest.approx(0.5)
     assert (
-        scores.faith_variant == "faith:no-exag"
-        and scores.exag_variant is None
+        scores.variants == {"faith": "faith:no-exag"}
+        and scores.notes == {"exag": "no stereotype candidates"}
         and judge.asked == 0
         and a.calls.n == 1
     )
@@ -134,7 +135,7 @@ def test_reference_yes_variant_judges_the_references_once(fixed_embedder, tmp_pa
     image = Image.new("RGB", (8, 8), (200, 0, 0))
     _, scores, feedback, _ = a.assess(image, pack)
     assert scores.exag == pytest.approx(0.3)  # 0.5 on the image - 0.2 on the references
-    assert scores.exag_variant == "exag:ita"
+    assert scores.variants["exag"] == "exag:ita"
     assert feedback.exaggerated[0].excess == pytest.approx(0.3)
     assert a.calls.n == 1 + 2 + 1  # observation, two reference images, the image
     a.assess(image, pack)
@@ -203,7 +204,7 @@ def test_quality_is_the_lower_rating_over_ten_with_clip_iqa_for_a_local_judge(fi
     red, dark = Image.new("RGB", (8, 8), (200, 0, 0)), Image.new("RGB", (8, 8), (10, 0, 0))
     out = a.assess_many([red, dark, red], refs())
     assert [x.scores.quality for x in out] == [pytest.approx(0.6)] * 3
-    assert [x.scores.clip_iqa for x in out] == [0.25, 0.75, 0.25]
+    assert [x.scores.value("clip_iqa") for x in out] == [0.25, 0.75, 0.25]
     reading = out[0].scores.quality_reading
     assert (reading.naturalness, reading.artifacts) == (pytest.approx(8), pytest.approx(6))
     assert reading.judge == "hf:test-judge" and reading.method == "logprobs"
@@ -220,4 +221,8 @@ def test_quality_is_the_lower_rating_over_ten_with_clip_iqa_for_a_local_judge(fi
 def test_a_judge_that_cannot_rate_0_to_10_reads_no_quality(fixed_embedder):
     a, _ = assessor(fixed_embedder)
     scores = a.assess(Image.new("RGB", (8, 8), (200, 0, 0)), refs()).scores
-    assert scores.quality is None and scores.quality_reading is None and scores.clip_iqa is None
+    assert (
+        scores.quality is None
+        and scores.quality_reading is None
+        and scores.value("clip_iqa") is None
+    )

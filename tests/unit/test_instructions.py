@@ -137,7 +137,7 @@ def round_of(feedback: Feedback):
     """A first round whose one image has this feedback (tau 0.52)."""
     from refine.records import Candidate, Round, Scores
 
-    scores = Scores(align=0.5, hal=0.5, exag=0.0, faith=0.6, exag_variant="x", tau=0.52)
+    scores = Scores(values={"align": 0.5, "hal": 0.5, "exag": 0.0, "faith": 0.6}, tau=0.52)
     cand = Candidate(seed=1, image="a.png", observed={}, scores=scores, feedback=feedback)
     return Round(
         index=0,

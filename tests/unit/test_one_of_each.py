@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from metrics.ahead import TAU_RANGE, check_tau
 from refine.backends.lora import join_adapters, split_adapters
 from refine.backends.selection import Backends
+from refine.profiles import load_profile
 from refine.records import RunSpec
 from tests.e2e.test_cli_run import cli
 
@@ -41,14 +42,14 @@ def test_tau_one_range_everywhere(tmp_path):
     # a profile's calibrated tau
     bad = tmp_path / "p.toml"
     bad.write_text('tau = 0.995\n[roles]\nobserver = "gemini:gemini-3.5-flash"\n')
-    from refine.profiles import load_profile
-
     with pytest.raises(ValueError, match=f"p.toml: tau must be a cosine similarity from {LO}"):
         load_profile(str(bad))
 
 
 def test_tau_resolved_in_one_place():
-    models = Backends("gemini")
+    models = Backends(load_profile("gemini"))
+    with pytest.raises(TypeError, match="a loaded profile .refine.profiles.load_profile., got str"):
+        Backends("gemini")  # the backends never import the profiles module above them
     assert models.tau(0.61) == (0.61, "given")
     tau, source = models.tau()
     assert LO <= tau <= HI and source != "given"

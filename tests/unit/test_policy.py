@@ -19,7 +19,7 @@ from refine.records import (
 
 def cand(faith: float | None, cosine: float | None = None) -> Candidate:
     drift = None if cosine is None else Drift(embedding_cosine=cosine, ssim=0.5, embedder="e")
-    scores = Scores(align=0.5, hal=0.5, exag=None, faith=faith, exag_variant="v")
+    scores = Scores(values={"align": 0.5, "hal": 0.5, "exag": None, "faith": faith})
     return Candidate(
         seed=0, image="x.png", observed={}, scores=scores, feedback=Feedback(), drift=drift
     )
@@ -111,7 +111,8 @@ def test_the_next_edit_starts_from_the_best_or_the_original(edit_from, expected)
 
 def looking(faith: float, quality: float | None, cosine: float = 0.9) -> Candidate:
     c = cand(faith, cosine)
-    return c.model_copy(update={"scores": c.scores.model_copy(update={"quality": quality})})
+    values = {**c.scores.values, "quality": quality}
+    return c.model_copy(update={"scores": c.scores.model_copy(update={"values": values})})
 
 
 def test_a_candidate_that_lost_too_much_quality_is_rejected_with_the_reason():

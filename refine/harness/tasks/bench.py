@@ -41,6 +41,8 @@ from refine.harness.cells import Cell, CellFormat, CellStore
 from refine.harness.engine import MakerSpec
 from refine.harness.task import CellTask, Summary, run_task
 from refine.io.files import atomic_write_text
+from refine.profiles import load_profile
+from refine.records import variant_name
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,6 @@ def parse_generator(spec: str) -> GeneratorSpec:
         raise ValueError(f"generator {err}") from None
     options: tuple[tuple[str, Any], ...] = ()
     if ":" not in name:  # a profile: its generator and that generator's options
-        from refine.profiles import load_profile
-
         try:
             profile = load_profile(name)
         except (ValueError, OSError) as err:
@@ -260,7 +260,9 @@ class CellMaker:
         plan.check()
         self.plan = plan
         self.store = BenchStore(folder)
-        self.scorer = scorer = Backends(plan.profile, plan.backends, backend_options, instances)
+        self.scorer = scorer = Backends(
+            load_profile(plan.profile), plan.backends, backend_options, instances
+        )
         self.tau, self.tau_source = scorer.tau(plan.tau)
         # every model loads (or is checked with its API) before the first image is paid for
         scorer.preflight(
@@ -351,9 +353,9 @@ def _image_record(file: str, seed: int, assessed: Any, checked: Any) -> dict[str
         "file": file,
         "seed": seed,
         "observed": assessed.observed,
-        **{m: getattr(scores, m) for m in BENCH_IMAGE},
-        "exag_variant": scores.exag_variant,
-        **{m: getattr(scores, m) for m in BENCH_QUALITY},
+        **{m: scores.value(m) for m in BENCH_IMAGE},
+        "exag_variant": scores.variants.get("exag"),
+        **{m: scores.value(m) for m in BENCH_QUALITY},
     }
     if checked is not None:
         record["explicit_met"] = checked.explicit_met
@@ -574,7 +576,9 @@ def write_outputs(store: CellStore, summary: dict[str, Any], cells: list[dict[st
                     "activity": c["activity"],
                     "country": c["country"],
                     "category": c.get("category") or "",
-                    **{k: im[k] for k in ("seed", "file", *BENCH_IMAGE, "exag_variant")},
+                    **{k: im[k] for k in ("seed", "file", *BENCH_IMAGE)},
+                    # by name, also for cells written when variants were said in words
+                    "exag_variant": _blank(variant_name(im.get("exag_variant"))),
                     **{k: _blank(im.get(k)) for k in BENCH_QUALITY},
                     **{k: c[k] for k in BENCH_PROMPT},
                     **{k: im.get(k, "") for k in BENCH_EXPECTATIONS},

@@ -54,6 +54,7 @@ from refine.harness.engine import MakerSpec
 from refine.harness.task import CellTask, Summary, run_task
 from refine.harness.tasks.bench import checked_generators, generate
 from refine.io.files import atomic_write_text, slug
+from refine.profiles import load_profile
 
 CHUNK = 8
 
@@ -236,7 +237,9 @@ class ConceptMaker:
     ) -> None:
         self.plan = plan
         self.store = CellStore(folder, CONCEPT_CELLS)
-        self.scorer = scorer = Backends(plan.profile, plan.backends, backend_options, instances)
+        self.scorer = scorer = Backends(
+            load_profile(plan.profile), plan.backends, backend_options, instances
+        )
         scorer.preflight(["observer", "judge", "image_embedder"])
         self.generators = checked_generators(scorer, plan.generators)
         observer = scorer.get("observer")

@@ -36,6 +36,7 @@ from refine.evaluate.sos import LANGUAGES, MANIFEST, Bank, BankError, Translatio
 from refine.harness.engine import MakerSpec
 from refine.harness.task import Task, run_task
 from refine.io.files import atomic_write, atomic_write_json, atomic_write_text
+from refine.profiles import load_profile
 
 
 @cache
@@ -238,7 +239,7 @@ class BankMaker:
         instances: dict[str, Any] | None = None,
     ) -> None:
         if instances is None:
-            backends = Backends(profile, overrides)
+            backends = Backends(load_profile(profile), overrides)
             instances = {
                 "generator": backends.get("generator"),
                 "image_embedder": backends.get("image_embedder"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from metrics.catalog import label
 from refine.io.store import RunStore
 from refine.present import views
 from refine.present.charts import line_chart
@@ -191,8 +192,9 @@ def _quality_title(s: Any) -> str:
     )
     if q.stderr is not None:
         text += f", s.e. {q.stderr:.3f}"
-    if s.clip_iqa is not None:
-        text += f"; CLIP-IQA {s.clip_iqa:.3f}"
+    for m in views.QUALITY_NAMES:  # the readings beside the judge's (CLIP-IQA)
+        if m != "quality" and s.value(m) is not None:
+            text += f"; {label(m)} {s.value(m):.3f}"
     return text
 
 

@@ -1,0 +1,107 @@
+"""Scores are a value per catalog name, with the variant and the judge's reading beside it;
+records written before (a field per metric, the variant in words) open into the same
+names. The earlier files are the golden run.json and bench cells.jsonl as they were
+written then (tests/golden/earlier/)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from refine.harness.tasks.bench import BenchStore, write_outputs
+from refine.records import Run, Scores
+
+EARLIER = Path(__file__).resolve().parents[1] / "golden" / "earlier"
+VALUES = ("align", "hal", "exag", "faith", "quality", "clip_iqa")
+
+
+def test_an_earlier_run_json_opens_with_every_value_under_its_catalog_name():
+    raw = json.loads((EARLIER / "run.json").read_text())
+    run = Run.model_validate(raw)
+    seen = 0
+    for r_raw, r in zip(raw["rounds"], run.rounds, strict=True):
+        for c_raw, c in zip(r_raw["candidates"], r.candidates, strict=True):
+            old, new = c_raw["scores"], c.scores
+            for name in VALUES:
+                assert new.value(name) == old[name], name
+                seen += old[name] is not None
+            assert new.variants == {"exag": "exag:judge-rubric", "faith": "faith:ahead"}
+            assert new.readings["exag"].mode == old["judge_mode"] == "logprobs"
+            assert new.per_dimension == old["per_dimension"] and new.tau == old["tau"]
+            assert new.quality_reading.model_dump() == old["quality_reading"]
+    assert seen >= 4 * len(run.rounds)
+    # written again, it is this layout, and opens to the same record
+    again = Run.model_validate(json.loads(run.model_dump_json()))
+    assert (
+        again == run
+        and "values" in json.loads(run.model_dump_json())["rounds"][0]["candidates"][0]["scores"]
+    )
+
+
+def test_an_earlier_bench_cells_file_gives_its_values_under_catalog_names(tmp_path):
+    shutil.copy(EARLIER / "cells.jsonl", tmp_path / "cells.jsonl")
+    lines = [json.loads(x) for x in (EARLIER / "cells.jsonl").read_text().splitlines()]
+    store = BenchStore(tmp_path)
+    write_outputs(store, {}, store.records())
+    rows = list(csv.DictReader((tmp_path / "rows.csv").open()))
+    images = [im for line in lines for im in line["images"]]
+    assert len(rows) == len(images) > 0
+    for row, im in zip(rows, images, strict=True):
+        assert im["exag_variant"].startswith("judge-rating")  # the words of then
+        assert row["exag_variant"] == "exag:judge-rubric"  # the name now
+        for name in ("align", "hal", "exag", "faith", "quality"):
+            assert float(row[name]) == pytest.approx(im[name], rel=1e-15), name
+
+
+@pytest.mark.parametrize(
+    ("said", "mode", "variants", "notes", "reading"),
+    [
+        (
+            "judge-rating (1-5 rubric, (E[rating] - 1) / 4) [judge sampled k=8, EXAG s.e. 0.012]",
+            "sampled k=8",
+            {"exag": "exag:judge-rubric", "faith": "faith:ahead"},
+            {},
+            ("sampled", 8, 0.012),
+        ),
+        (
+            "reference-yes (judge yes-probability vs reference images) [judge sampled k=5]",
+            "sampled k=5",
+            {"exag": "exag:ita", "faith": "faith:ahead"},
+            {},
+            ("sampled", 5, None),
+        ),
+        (
+            "not computed: no stereotype candidates; FAITH = mean(ALIGN, 1 - HAL) without EXAG",
+            None,
+            {"faith": "faith:no-exag"},
+            {"exag": "no stereotype candidates"},
+            None,
+        ),
+    ],
+    ids=["sampled rubric", "sampled ita", "no candidates"],
+)
+def test_every_earlier_wording_has_its_name(said, mode, variants, notes, reading):
+    exag = None if "not computed" in said else 0.25
+    old = {"align": 0.5, "hal": 0.2, "exag": exag, "faith": 0.6, "exag_variant": said}
+    old |= {"judge_mode": mode, "exag_stderr": reading[2] if reading else None}
+    s = Scores.model_validate(old)
+    assert s.values == {"align": 0.5, "hal": 0.2, "exag": exag, "faith": 0.6}
+    assert (s.variants, s.notes) == (variants, notes)
+    got = s.readings.get("exag")
+    assert (got and (got.method, got.k, got.stderr)) == reading or (got is None and not reading)
+
+
+def test_scores_hold_only_the_catalogs_metrics_and_variants():
+    with pytest.raises(ValidationError, match=r"\['fidelity'\] are no metrics of the catalog"):
+        Scores(values={"align": 0.5, "fidelity": 0.9})
+    with pytest.raises(ValidationError, match="'faith:ahead' is no variant of exag"):
+        Scores(values={"exag": 0.1}, variants={"exag": "faith:ahead"})
+    with pytest.raises(ValidationError, match="not a number"):
+        Scores(values={"align": float("nan")})
+    with pytest.raises(ValidationError, match="k >= 2"):
+        Scores(values={"exag": 0.1}, readings={"exag": {"method": "sampled", "k": 1}})
