@@ -12,7 +12,11 @@ charts read their names, labels and order from here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+from metrics.quality import clip_iqa_of
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,15 @@ class Metric:
     level: str
     group: str
     help: str
+    # its colour in every chart, Okabe and Ito's colour-blind-safe palette then Tol's muted
+    # colours (None: one of the colours for what is no metric)
+    colour: str | None = None
+    # how the assessor computes an image metric itself: ``compute(**readings)`` gives one
+    # value per image from the readings named in ``reads`` (the images, their embeddings,
+    # the values computed before it, ...: refine.evaluate.readings); None: its own code
+    # computes it (AHEaD, the judge's quality, CAIRE, SoS, ...)
+    compute: Callable[..., Sequence[float | None]] | None = field(default=None, compare=False)
+    reads: tuple[str, ...] = ()
 
     @property
     def arrow(self) -> str:
@@ -63,6 +76,7 @@ _ALL = (
         "image",
         "ahead",
         "Cultural faithfulness: the mean of ALIGN, 1 - HAL and 1 - EXAG.",
+        colour="#0072B2",
     ),
     Metric(
         "align",
@@ -75,6 +89,7 @@ _ALL = (
         "image",
         "ahead",
         "Share of the reference descriptors the image shows.",
+        colour="#009E73",
     ),
     Metric(
         "hal",
@@ -87,6 +102,7 @@ _ALL = (
         "image",
         "ahead",
         "Share of what the image shows that matches no reference (hallucinated).",
+        colour="#D55E00",
     ),
     Metric(
         "exag",
@@ -99,6 +115,7 @@ _ALL = (
         "image",
         "ahead",
         "How strongly the image exaggerates the country's stereotypes.",
+        colour="#E69F00",
     ),
     Metric(
         "quality",
@@ -111,6 +128,7 @@ _ALL = (
         "image",
         "quality",
         "Perceptual quality: the lower of naturalness and freedom from artifacts, 0-10 / 10.",
+        colour="#CC79A7",
     ),
     Metric(
         "clip_iqa",
@@ -119,10 +137,13 @@ _ALL = (
         1,
         "higher",
         "",
-        ("image_embedder",),
+        ("image_embedder", "local judge"),
         "image",
         "quality",
         "CLIP's preference for 'Good photo.' over 'Bad photo.'.",
+        colour="#56B4E9",
+        compute=clip_iqa_of,
+        reads=("logit_scale", "antonym_embeddings", "image_embeddings"),
     ),
     Metric(
         "drift",
@@ -135,6 +156,7 @@ _ALL = (
         "run",
         "ahead",
         "1 - cosine between the edited image and its parent: how far an edit moved it.",
+        colour="#555555",
     ),
     Metric(
         "pooled_align",
@@ -207,6 +229,7 @@ _ALL = (
         "image",
         "expectations",
         "Share of the prompt's explicit expectations the image meets.",
+        colour="#44AA99",
     ),
     Metric(
         "implicit_met",
@@ -219,6 +242,7 @@ _ALL = (
         "image",
         "expectations",
         "Share of the prompt's implicit cultural expectations the image meets.",
+        colour="#999933",
     ),
     Metric(
         "expectations",
@@ -243,6 +267,7 @@ _ALL = (
         "image",
         "human",
         "CAIRE cultural relevance of the image to the country, rated 1-5.",
+        colour="#882255",
     ),
     Metric(
         "clipscore",
@@ -268,6 +293,7 @@ _ALL = (
         "sos",
         "Surface over semantics: closer to the culture (positive) or to the prompt's "
         "language (negative).",
+        colour="#000000",
     ),
 )
 CATALOG: dict[str, Metric] = {m.name: m for m in _ALL}
@@ -404,6 +430,41 @@ def made_by(
     if mode and mode != "logprobs":
         words += f" [judge {mode}" + (f", s.e. {stderr:.3f}]" if stderr is not None else "]")
     return words
+
+
+def register(m: Metric) -> None:
+    """Add a metric to the catalog, after the others: every front that takes its columns
+    from the catalog shows it, and the assessor computes it where its readings allow (an
+    image metric with ``compute``)."""
+    global _ALL
+    if m.name in CATALOG:
+        raise ValueError(f"the catalog already holds a metric named {m.name!r}")
+    if m.level == "image" and m.compute is None:
+        raise ValueError(f"{m.name}: a registered image metric needs its compute function")
+    _ALL = (*_ALL, m)
+    CATALOG[m.name] = m
+
+
+def unregister(name: str) -> None:
+    global _ALL
+    CATALOG.pop(name)
+    _ALL = tuple(m for m in _ALL if m.name != name)
+
+
+@contextlib.contextmanager
+def registered(m: Metric) -> Iterator[Metric]:
+    """The catalog with ``m`` in it for the length of a ``with`` block."""
+    register(m)
+    try:
+        yield m
+    finally:
+        unregister(m.name)
+
+
+def computed(level: str = "image") -> tuple[Metric, ...]:
+    """The metrics of ``level`` the assessor computes through their ``compute``, in
+    catalog order."""
+    return tuple(m for m in _ALL if m.level == level and m.compute is not None)
 
 
 def metric(name: str) -> Metric:

@@ -95,3 +95,10 @@ def clip_iqa(image_embeddings, good, bad, logit_scale: float) -> list[float]:
     logits -= logits.max(axis=1, keepdims=True)
     e = np.exp(logits)
     return (e[:, 0] / e.sum(axis=1)).tolist()
+
+
+def clip_iqa_of(image_embeddings, antonym_embeddings, logit_scale: float) -> list[float]:
+    """:func:`clip_iqa` from the embeddings of the images and of the antonym prompts
+    (:data:`GOOD`, :data:`BAD`, in that order): the form the metric catalog computes it in."""
+    good, bad = antonym_embeddings
+    return clip_iqa(image_embeddings, good, bad, logit_scale)

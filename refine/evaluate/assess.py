@@ -17,9 +17,14 @@ score names the ones that made it, and how the judge was read beside them):
   (:func:`metrics.ahead.faith`).
 
 Quality (:meth:`Assessor.quality`): the judge rates naturalness and artifacts 0-10
-(``assets/prompts/quality_*.txt``), quality = min / 10 (VIEScore); with a local judge and a
-CLIP image embedder, CLIP-IQA too. Both are cached per image, so an image scored twice
-(a bench's rescoring, a resumed round) costs nothing more.
+(``assets/prompts/quality_*.txt``), quality = min / 10 (VIEScore).
+
+Then every image metric the catalog computes itself (``metrics.catalog.computed``: an
+entry's ``compute`` over the readings it names, :mod:`refine.evaluate.readings`) is
+computed for the batch where the backends give its readings; where they do not, the
+scores' notes say why. Quality and the values that do not depend on the references are
+cached per image, so an image scored twice (a bench's rescoring, a resumed round) costs
+nothing more.
 """
 
 from __future__ import annotations
@@ -31,12 +36,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from metrics.ahead import DEFAULT_TAU, exaggeration, faith, rubric_exag, score_images
+from metrics.catalog import computed as computed_metrics
 from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
 from metrics.judge import Reading
 from metrics.quality import HIGH, LOW, viescore_quality
 from metrics.text_embedding import default_cache
 from refine.assets import prompt_template
+from refine.evaluate.readings import NotRead, Readings
 from refine.records import (
     Drift,
     Exaggerated,
@@ -80,7 +87,6 @@ def judge_calls(judge: Any, answers: int) -> int:
 
 class Quality(NamedTuple):
     score: float | None
-    clip_iqa: float | None
     reading: QualityReading | None
 
 
@@ -91,6 +97,8 @@ class QualityCache:
 
     def __init__(self) -> None:
         self.readings: dict[tuple, Quality] = {}
+        # catalog metrics computed from the image alone, per (metric, backends, image)
+        self.computed: dict[tuple, float | None] = {}
         self._locks: dict[tuple, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -158,7 +166,10 @@ class Assessor:
         t = time.perf_counter()
         (quality,) = self.quality([image])
         timings["quality"] = time.perf_counter() - t
-        return _assessment(observed, ahead, judged, timings, quality)
+        (assessed,) = self._with_computed(
+            [image], [_assessment(observed, ahead, judged, timings, quality)]
+        )
+        return assessed
 
     def assess_many(
         self,
@@ -198,10 +209,27 @@ class Assessor:
         t = time.perf_counter()
         qualities = self.quality(list(images))
         timings["quality"] = time.perf_counter() - t
-        return [
+        assessed = [
             _assessment(o, a, j, timings if i == 0 else {}, q)
             for i, (o, a, j, q) in enumerate(zip(observed, aheads, judged, qualities, strict=True))
         ]
+        return self._with_computed(list(images), assessed)
+
+    def _with_computed(
+        self, images: Sequence[Image.Image], assessed: list[Assessment]
+    ) -> list[Assessment]:
+        """The assessments with the catalog's own image metrics added to their scores (the
+        time it took in the first one's timings)."""
+        t = time.perf_counter()
+        extra, notes = self.computed(images, [a.scores.values for a in assessed])
+        out = []
+        for a, more in zip(assessed, extra, strict=True):
+            s = a.scores
+            update = {"values": {**s.values, **more}, "notes": {**s.notes, **notes}}
+            out.append(a._replace(scores=s.model_copy(update=update)))
+        if out:
+            out[0].timings["metrics"] = time.perf_counter() - t
+        return out
 
     # -- quality -----------------------------------------------------------------------
 
@@ -249,28 +277,50 @@ class Assessor:
                         method=sampled[0] if sampled else "logprobs",
                         stderr=None if lower.stderr is None else lower.stderr / HIGH,
                     )
-        iqa: list[float | None] = [None] * n
-        if self._clip_iqa_reading():
-            with self.backends.using("image_embedder") as embedder:
-                iqa = list(embedder.clip_iqa(images))
         out = []
-        for reading, value in zip(readings, iqa, strict=True):
+        for reading in readings:
             score = None
             if reading is not None:
                 nat = min(max(reading.naturalness, LOW), HIGH)
                 art = min(max(reading.artifacts, LOW), HIGH)
                 score = viescore_quality(nat, art)
-            out.append(Quality(score, value, reading))
+            out.append(Quality(score, reading))
         return out
 
-    def _clip_iqa_reading(self) -> bool:
-        """CLIP-IQA is read with a local profile (a judge that is no API model) whose
-        image embedder is a CLIP."""
-        names = self.backends.names
-        if names.get("judge", "").startswith("gemini:") or not names.get("image_embedder"):
-            return False
-        embedder = self.backends.get("image_embedder")
-        return callable(getattr(embedder, "clip_iqa", None))
+    # -- the catalog's own computations ------------------------------------------------
+
+    def computed(
+        self, images: Sequence[Image.Image], values: Sequence[dict[str, float | None]]
+    ) -> tuple[list[dict[str, float | None]], dict[str, str]]:
+        """Every image metric the catalog computes itself, for each image (None where it
+        was not computed), and why any was not. A metric that reads only the images is
+        cached per image and backends."""
+        out: list[dict[str, float | None]] = [{} for _ in images]
+        notes: dict[str, str] = {}
+        readings = Readings(self.backends, images, values)
+        for m in computed_metrics("image"):
+            keys = None
+            if "values" not in m.reads:
+                ids = tuple(self.backends.names.get(role, "") for role in m.needs)
+                keys = [(m.name, ids, _digest(im)) for im in images]
+                cache = self.qualities.computed
+                if all(k in cache for k in keys):
+                    for row, k in zip(out, keys, strict=True):
+                        row[m.name] = cache[k]
+                    continue
+            try:
+                readings.check(m.needs)
+                got = list(m.compute(**{name: readings.get(name) for name in m.reads}))
+            except NotRead as err:
+                notes[m.name] = str(err)
+                got = [None] * len(images)
+            if len(got) != len(images):
+                raise ValueError(f"{m.name}: {len(got)} values for {len(images)} images")
+            for k, (row, v) in enumerate(zip(out, got, strict=True)):
+                row[m.name] = None if v is None else float(v)
+                if keys is not None and m.name not in notes:
+                    self.qualities.computed[keys[k]] = row[m.name]
+        return out, notes
 
     def _ratings(self, images, observed, refs, tau):
         """The judge-rating EXAG of several images in one rating call."""
@@ -479,7 +529,6 @@ def _assessment(
             readings["exag"] = Reading.parse(judged[0], judged[1])
     if quality is not None:
         values["quality"] = quality.score
-        values["clip_iqa"] = quality.clip_iqa
     scores = Scores(
         values=values,
         variants=variants,

@@ -3,9 +3,9 @@ metric curves, signed bars (FAITH gain per run), means with intervals, scatters,
 histogram of a tau calibration, the SoS heatmap and strip plot, and a tune's loss.
 
 The same rules hold for all of them:
-- one colour per metric in every chart (:data:`METRIC_COLOURS`, colour-blind-safe), several
-  series of one metric told apart by line style; what is not a metric (generators, a loss)
-  takes :data:`OTHER_COLOURS` and a marker shape of its own;
+- one colour per metric in every chart (each metric's ``colour`` in the catalog,
+  colour-blind-safe), several series of one metric told apart by line style; what is not
+  a metric (generators, a loss) takes :data:`OTHER_COLOURS` and a marker shape of its own;
 - axes titled, with units where there are any; every series in a legend;
 - text stays text in the SVG and is drawn at 12 px at the width it is shown at: a chart a
   phone would shrink is drawn twice, for a wide column and for a phone, and the page's
@@ -25,27 +25,22 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from metrics.catalog import heading_of, of_series
+from metrics.catalog import CATALOG, CUBE, heading_of, of_series
 from metrics.catalog import label as metric_label
 
-# one colour per metric, the same in every chart: Okabe and Ito's colour-blind-safe
-# palette, then Tol's muted colours for the rarer metrics; several series of one metric
-# (best FAITH, FAITH per language, SoS per language) share its colour, told apart by
-# their line style
-METRIC_COLOURS = {
-    "faith": "#0072B2",
-    "align": "#009E73",
-    "hal": "#D55E00",
-    "exag": "#E69F00",
-    "drift": "#555555",
-    "quality": "#CC79A7",
-    "clip_iqa": "#56B4E9",
-    "sos": "#000000",
-    "caire": "#882255",
-    "explicit_met": "#44AA99",
-    "implicit_met": "#999933",
-}
-# what is not a metric (a generator, a loss): Tol's muted colours METRIC_COLOURS leaves,
+# one colour per metric, the same in every chart (the catalog's: Okabe and Ito's
+# colour-blind-safe palette, then Tol's muted colours for the rarer metrics); several series
+# of one metric (best FAITH, FAITH per language, SoS per language) share its colour, told
+# apart by their line style
+
+
+def metric_colour(name: str) -> str | None:
+    """The colour the catalog gives the metric ``name`` (None: it gives none)."""
+    m = CATALOG.get(name) or next((c for c in CUBE if c.name == name), None)
+    return m.colour if m else None
+
+
+# what is not a metric (a generator, a loss): Tol's muted colours the metrics' leave,
 # each with a marker shape of its own, so that a colour is never the only difference
 OTHER_COLOURS = ("#332288", "#117733", "#AA4499", "#88CCEE", "#DDCC77")
 MARKERS = ("o", "s", "^", "D", "v")
@@ -99,7 +94,7 @@ def series_styles(names: list[str]) -> dict[str, tuple[str, str, str | None]]:
     for name in names:
         metric = of_series(name)
         key = metric.name if metric else name
-        colour = METRIC_COLOURS.get(key) or next(others)
+        colour = metric_colour(key) or next(others)
         if name.startswith("best "):  # a wide pale band under its metric's line
             out[name] = (colour, "band", None)
             continue
@@ -114,7 +109,7 @@ def colour_of(name: str, k: int = 0) -> str:
     """A metric's colour (by name or label), else the ``k``-th of :data:`OTHER_COLOURS`."""
     metric = of_series(name)
     key = metric.name if metric else name
-    return METRIC_COLOURS.get(key) or OTHER_COLOURS[k % len(OTHER_COLOURS)]
+    return metric_colour(key) or OTHER_COLOURS[k % len(OTHER_COLOURS)]
 
 
 # the settings every chart is drawn under (and nothing else is: they are set for the

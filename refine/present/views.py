@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metrics.catalog import CATALOG, heading_of, label, made_by, names
+from metrics.catalog import computed as computed_metrics
 from metrics.descriptors import DIMENSIONS
 from refine.loop.instructions import NEAR_MARGIN, near_matches
 from refine.records import Exaggerated, Match, Round, Run, Scores
@@ -24,9 +25,6 @@ from refine.usage import tokens_text
 FAITH, ALIGN, HAL, EXAG = label("faith"), label("align"), label("hal"), label("exag")
 DRIFT, QUALITY = label("drift"), label("quality")
 BEST_FAITH = f"best {FAITH}"
-QUALITY_NAMES = names("quality")  # the catalog's quality readings, in its order
-# the series' order
-METRICS = (FAITH, ALIGN, HAL, EXAG, DRIFT, BEST_FAITH, *(label(m) for m in QUALITY_NAMES))
 CHART_X, CHART_Y = "round", "score (0 to 1; SoS -1 to 1)"
 CHECK_KINDS = ("aligned", "missing", "hallucinated")
 # the table's columns; a metric's carries its direction (FAITH ↑, HAL ↓)
@@ -47,8 +45,34 @@ TABLE_HEADERS = [
         "API tokens",
     )
 ]
-# every metric a run can show, in the glossary's order
-RUN_METRICS = (*names("ahead", "quality"), "caire", *names("sos"), *names("expectations"))
+
+
+def quality_names() -> tuple[str, ...]:
+    """The catalog's quality readings, in its order."""
+    return names("quality")
+
+
+def image_metrics_after() -> tuple[str, ...]:
+    """The image metrics a run's chart and glossary show after AHEaD's (the quality
+    readings, and whatever else the assessor computes), in catalog order."""
+    first = names("ahead", level="image")
+    more = [m.name for m in computed_metrics("image")]
+    return tuple(
+        m for m in names(level="image") if m not in first and m in (*quality_names(), *more)
+    )
+
+
+def series_names() -> tuple[str, ...]:
+    """The chart's series of a run's metrics, in their order (see :func:`metric_series`)."""
+    first = tuple(label(m) for m in names("ahead", level="image"))
+    return (*first, DRIFT, BEST_FAITH, *(label(m) for m in image_metrics_after()))
+
+
+def run_metrics() -> tuple[str, ...]:
+    """Every metric a run can show, in the glossary's order."""
+    first = names("ahead", "quality")
+    more = tuple(m for m in image_metrics_after() if m not in first)
+    return (*first, *more, "caire", *names("sos"), *names("expectations"))
 
 
 def scores_made_by(scores: Scores) -> str:
@@ -68,7 +92,7 @@ def glossary() -> list[tuple[str, str]]:
     (with direction and range), then the best FAITH, the target, tau and the round marks."""
     from refine.settings import SETTINGS
 
-    out = [(CATALOG[n].heading, _meaning(n)) for n in RUN_METRICS]
+    out = [(CATALOG[n].heading, _meaning(n)) for n in run_metrics()]
     out += [
         (
             heading_of(BEST_FAITH),
@@ -133,9 +157,9 @@ def metric_series(run: Run) -> dict[str, list[float | None]]:
         if r.decision in ("initial", "accepted"):
             best = s.faith
         put(BEST_FAITH, k, best)
-        for m in QUALITY_NAMES:
+        for m in image_metrics_after():
             put(label(m), k, s.value(m))
-    order = [m for m in METRICS if m in series]
+    order = [m for m in series_names() if m in series]
     series = {m: series[m] for m in order}
     for k, r in enumerate(run.rounds):
         put("SoS en", k, r.sos)
@@ -316,7 +340,7 @@ def faith_text(x: float | None) -> str:
 def quality_text(s: Scores) -> str:
     """``quality 0.700`` (``, CLIP-IQA 0.610`` with a local profile): each quality reading
     of the catalog that was read; empty when none was."""
-    read = [(m, s.value(m)) for m in QUALITY_NAMES]
+    read = [(m, s.value(m)) for m in quality_names()]
     return ", ".join(f"{label(m)} {v:.3f}" for m, v in read if v is not None)
 
 

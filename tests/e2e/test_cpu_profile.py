@@ -14,6 +14,7 @@ from metrics.ahead import score_images
 from metrics.descriptors import DIMENSIONS
 from refine.assets import prompt_template
 from refine.backends.structured import observation_prompt
+from refine.io.store import RunStore
 from refine.profiles import load_profile
 from tests.fakes.tiny_models import build_tiny_open_clip, build_tiny_qwen3, build_tiny_sd, teach
 
@@ -93,15 +94,18 @@ def test_a_run_on_tiny_models_of_the_cpu_profiles_architectures(tmp_path_factory
     expected = score_images(
         run.references.descriptors, [SEEN], refiner.backends.get("text_embedder")
     )[0]
+    clip, store = refiner.backends.get("image_embedder"), RunStore(tmp_path / run.id)
     for r in run.rounds:
         for c in r.candidates:
             assert c.observed == SEEN  # the taught Qwen3.5 answered through real generation
             assert c.scores.align == pytest.approx(expected.align, abs=1e-6)
             assert c.scores.hal == pytest.approx(expected.hal, abs=1e-6)
             assert c.scores.quality_reading.method == "logprobs"
-            assert (
-                c.scores.value("clip_iqa") is not None
-            )  # the CLIP image embedder's quality reading
+            # CLIP-IQA, computed from the catalog's entry over the CLIP's readings, is the
+            # CLIP backend's own reading of the saved image (float32 embeddings of a batch
+            # against those of one image: a few units of float32 roundoff, far below 1e-6)
+            own = clip.clip_iqa([store.load_image(c.image)])[0]
+            assert c.scores.value("clip_iqa") == pytest.approx(own, abs=1e-6)
     edited = run.rounds[1]
     assert [c.seed for c in edited.candidates] == [1042, 1043]
     # the random language model's answer is no instruction: the template wrote it, and the

@@ -842,7 +842,7 @@ def test_metric_words_and_a_message_that_answers_one_action(page, size):
     catalog. The table shows each round's reason whole. The message box answers one
     action: the next one clears it."""
     from metrics.catalog import CATALOG
-    from refine.present.views import RUN_METRICS
+    from refine.present.views import run_metrics
 
     pg, service = page
     pg.set_viewport_size({"width": size[0], "height": size[1]})
@@ -909,7 +909,7 @@ def test_metric_words_and_a_message_that_answers_one_action(page, size):
     assert 0 <= glossary["y"] - (table["y"] + table["height"]) < 80
     pg.locator("#glossary").get_by_text("What the numbers mean").first.click()
     text = pg.locator("#glossary-text").inner_text()
-    for name in RUN_METRICS:
+    for name in run_metrics():
         m = CATALOG[name]
         assert f"{m.heading}: {m.better} is better" in text and m.help in text, name
     assert "tau:" in text and "target:" in text

@@ -106,7 +106,7 @@ def test_the_app_says_what_each_metric_means_and_which_way_is_better(tmp_path, b
     and max drift boxes say what they do; every other button empties the message box in
     the browser, Stop and Apply answer there themselves."""
     from metrics.catalog import CATALOG
-    from refine.present.views import RUN_METRICS
+    from refine.present.views import run_metrics
 
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "test profile")
@@ -116,7 +116,7 @@ def test_the_app_says_what_each_metric_means_and_which_way_is_better(tmp_path, b
     headers = props["table"]["value"]["headers"]
     assert headers[2:8] == ["FAITH ↑", "quality ↑", "ALIGN ↑", "HAL ↓", "EXAG ↓", "drift ↓"]
     text = props["glossary-text"]["value"]
-    for name in RUN_METRICS:
+    for name in run_metrics():
         m = CATALOG[name]
         assert f"- **{m.heading}**: {m.better} is better, {m.span}. {m.help}" in text
     assert "0 to 1, higher is better" in props["target"]["info"]

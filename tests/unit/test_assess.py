@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -105,7 +107,7 @@ def test_judge_rating_variant(fixed_embedder):
         "Tone down the oversized hookahs"
     )
     assert a.calls.n == 2 and judge.asked == 1  # one observation, one rating
-    assert set(timings) == {"observe", "score", "judge", "quality"}
+    assert set(timings) == {"observe", "score", "judge", "quality", "metrics"}
     # above tau 0.8 the candidate is no longer seen
     assert (
         a.assess(image, refs(stereotypes=["oversized hookahs"]), tau=0.85).feedback.exaggerated
@@ -119,7 +121,7 @@ def test_without_candidates_faith_leaves_exag_out(fixed_embedder):
     assert scores.exag is None and scores.faith == pytest.approx(0.5)
     assert (
         scores.variants == {"faith": "faith:no-exag"}
-        and scores.notes == {"exag": "no stereotype candidates"}
+        and scores.notes["exag"] == "no stereotype candidates"
         and judge.asked == 0
         and a.calls.n == 1
     )
@@ -167,7 +169,7 @@ def test_a_batch_is_assessed_as_each_image_alone(fixed_embedder, tmp_path, with_
     many = b.assess_many(images, refs(**extra))
     for x, y in zip(alone, many, strict=True):
         assert (x.observed, x.scores, x.feedback) == (y.observed, y.scores, y.feedback)
-    assert set(many[0].timings) == {"observe", "score", "judge", "quality"}
+    assert set(many[0].timings) == {"observe", "score", "judge", "quality", "metrics"}
     assert many[1].timings == {}
     assert b.calls.n == a.calls.n  # the same model calls counted
     assert judge_b.asked == judge.asked
@@ -195,8 +197,16 @@ class QualityJudge(Judge):
 
 
 class ClipEmbedder(ImageEmbedder):
-    def clip_iqa(self, images):
-        return [0.25 if im.getpixel((0, 0))[0] > 100 else 0.75 for im in images]
+    """A CLIP: "Good photo." along (0, 1), "Bad photo." along (1, 0), logit scale ln 3."""
+
+    def encode_texts(self, texts):
+        import torch
+
+        assert texts == ["Good photo.", "Bad photo."]
+        return torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+
+    def logit_scale(self):
+        return math.log(3.0)
 
 
 def test_quality_is_the_lower_rating_over_ten_with_clip_iqa_for_a_local_judge(fixed_embedder):
@@ -204,7 +214,10 @@ def test_quality_is_the_lower_rating_over_ten_with_clip_iqa_for_a_local_judge(fi
     red, dark = Image.new("RGB", (8, 8), (200, 0, 0)), Image.new("RGB", (8, 8), (10, 0, 0))
     out = a.assess_many([red, dark, red], refs())
     assert [x.scores.quality for x in out] == [pytest.approx(0.6)] * 3
-    assert [x.scores.value("clip_iqa") for x in out] == [0.25, 0.75, 0.25]
+    # CLIP-IQA from the catalog's compute: red (1, 0) is 1 / (1 + 3) "Good photo.", the
+    # dark one (0.6, 0.8) 1 / (1 + 3^-0.2)
+    dark_iqa = 1 / (1 + 3**-0.2)
+    assert [x.scores.value("clip_iqa") for x in out] == pytest.approx([0.25, dark_iqa, 0.25])
     reading = out[0].scores.quality_reading
     assert (reading.naturalness, reading.artifacts) == (pytest.approx(8), pytest.approx(6))
     assert reading.judge == "hf:test-judge" and reading.method == "logprobs"

@@ -192,7 +192,7 @@ def _quality_title(s: Any) -> str:
     )
     if q.stderr is not None:
         text += f", s.e. {q.stderr:.3f}"
-    for m in views.QUALITY_NAMES:  # the readings beside the judge's (CLIP-IQA)
+    for m in views.quality_names():  # the readings beside the judge's (CLIP-IQA)
         if m != "quality" and s.value(m) is not None:
             text += f"; {label(m)} {s.value(m):.3f}"
     return text

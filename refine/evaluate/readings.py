@@ -1,0 +1,106 @@
+"""What the metric catalog's ``compute`` functions read, by name, for a batch of images:
+each reading is taken once per batch from the run's backends, and a reading the backends
+cannot give says why (:class:`NotRead`), which the scores record as the metric's note.
+
+Readings: ``images`` (the pictures), ``values`` (each image's values computed before, by
+catalog name), ``image_embeddings`` (the image embedder's L2-normalised rows),
+``antonym_embeddings`` (its text embeddings of :data:`metrics.quality.GOOD` and
+:data:`metrics.quality.BAD`), ``logit_scale`` (a contrastive embedder's softmax
+temperature; only CLIP has one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from metrics.quality import BAD, GOOD
+from refine.backends.registry import ROLES
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from refine.backends.selection import Backends
+
+
+class NotRead(Exception):
+    """A reading these backends cannot give; the message says why."""
+
+
+class Readings:
+    """The readings of one batch of images, each taken on first use."""
+
+    def __init__(
+        self,
+        backends: Backends,
+        images: Sequence[Image.Image],
+        values: Sequence[dict[str, float | None]],
+    ) -> None:
+        self.backends, self.images, self.values = backends, list(images), list(values)
+        self._got: dict[str, Any] = {}
+        self._failed: dict[str, str] = {}
+
+    def get(self, name: str) -> Any:
+        """The reading ``name``; :class:`NotRead` when these backends cannot give it."""
+        if name in self._failed:
+            raise NotRead(self._failed[name])
+        if name not in self._got:
+            try:
+                reader = READERS[name]
+            except KeyError:
+                known = ", ".join(READERS)
+                raise KeyError(f"no reading named {name!r} (readings: {known})") from None
+            try:
+                self._got[name] = reader(self)
+            except NotRead as err:
+                self._failed[name] = str(err)
+                raise
+        return self._got[name]
+
+    def check(self, needs: Sequence[str]) -> None:
+        """:class:`NotRead` unless the backends meet ``needs``: each backend role it names
+        is configured, and a ``local judge`` is no API model (a local quality reading, such
+        as a CLIP's, is taken with local profiles only: an API profile does not load a
+        local model for it)."""
+        for need in needs:
+            if need in ROLES and not self.backends.names.get(need):
+                raise NotRead(f"the profile has no {need.replace('_', ' ')}")
+            judge = self.backends.names.get("judge", "")
+            if need == "local judge" and judge.startswith("gemini:"):
+                raise NotRead(f"the judge {judge} is an API model: read with local profiles")
+
+    def embedder(self) -> Any:
+        if not self.backends.names.get("image_embedder"):
+            raise NotRead("the profile has no image embedder")
+        return self.backends.get("image_embedder")
+
+
+def _image_embeddings(r: Readings) -> Any:
+    r.embedder()
+    with r.backends.using("image_embedder") as embedder:
+        return embedder.encode_images(r.images).cpu().numpy()
+
+
+def _antonym_embeddings(r: Readings) -> Any:
+    r.embedder()
+    with r.backends.using("image_embedder") as embedder:
+        return embedder.encode_texts([GOOD, BAD]).cpu().numpy()
+
+
+def _logit_scale(r: Readings) -> float:
+    embedder = r.embedder()
+    scale = getattr(embedder, "logit_scale", None)
+    if not callable(scale):
+        who = r.backends.names.get("image_embedder", "")
+        raise NotRead(f"the image embedder {who} has no softmax logit scale (not a CLIP)")
+    with r.backends.using("image_embedder") as held:
+        return float(held.logit_scale())
+
+
+READERS: dict[str, Callable[[Readings], Any]] = {
+    "images": lambda r: r.images,
+    "values": lambda r: r.values,
+    "image_embeddings": _image_embeddings,
+    "antonym_embeddings": _antonym_embeddings,
+    "logit_scale": _logit_scale,
+}
