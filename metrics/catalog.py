@@ -511,12 +511,29 @@ def label(name: str) -> str:
     return CATALOG[name].label if name in CATALOG else name
 
 
+def image_extras() -> tuple[str, ...]:
+    """The per-image metrics recorded beside AHEaD's: the quality readings and every image
+    metric the assessor computes itself (one registered since included), in catalog
+    order. Bench rows, bench.json, the leaderboard and ``refine agree`` take these
+    columns when they run, so a registered metric reaches them with no other change."""
+    own = {m.name for m in computed("image")}
+    return tuple(
+        m.name
+        for m in _ALL
+        if m.level == "image" and m.group != "ahead" and (m.group == "quality" or m.name in own)
+    )
+
+
+def agree_metrics() -> tuple[str, ...]:
+    """What ``refine agree`` can compare with human ratings, in catalog order of groups."""
+    extras = tuple(m for m in image_extras() if m not in BENCH_IMAGE)
+    return (*BENCH_IMAGE, *extras, *BENCH_EXPECTATIONS, *names("human"))
+
+
 # what bench stores per image, and per prompt, in the order of rows.csv
 BENCH_IMAGE = names("ahead", level="image")
-BENCH_QUALITY = names("quality")
+BENCH_QUALITY = names("quality")  # the quality readings (image_extras() adds the rest)
 BENCH_PROMPT = names("diversity")
 BENCH_EXPECTATIONS = names("expectations")
-# what refine agree can compare with human ratings
-AGREE = (*BENCH_IMAGE, *BENCH_QUALITY, *BENCH_EXPECTATIONS, *names("human"))
 # CUBE concepts runs' figures
 CUBE_FIGURES = tuple(m.name for m in CUBE)

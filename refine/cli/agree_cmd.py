@@ -7,12 +7,11 @@ from pathlib import Path
 
 import typer
 
-from metrics.catalog import AGREE
+from metrics.catalog import agree_metrics
 from refine.cli.inputs import UserInputError
 from refine.cli.run_cmd import parse_backends
 from refine.human.agree import (
     DEFAULT_METRICS,
-    METRICS,
     agreement,
     compute_missing,
     load_ratings,
@@ -31,7 +30,7 @@ def agree_cmd(
     metrics: str = typer.Option(
         ",".join(DEFAULT_METRICS),
         "--metrics",
-        help=f"Metrics to compare with the ratings, of: {', '.join(AGREE)}.",
+        help=f"Metrics to compare with the ratings, of: {', '.join(agree_metrics())}.",
     ),
     compute: bool = typer.Option(
         False, "--compute", help="Score rated images that have no stored metrics."
@@ -50,11 +49,12 @@ def agree_cmd(
     between raters as the ceiling, and a scatter per metric (agree.json, agree.html)."""
 
     wanted = split_list(metrics)
-    unknown = [m for m in wanted if m not in METRICS]
+    known = agree_metrics()
+    unknown = [m for m in wanted if m not in known]
     if unknown or not wanted:
         raise UserInputError(
             f"--metrics: unknown metric {unknown[0] if unknown else ''!r} "
-            f"(metrics: {', '.join(METRICS)})"
+            f"(metrics: {', '.join(known)})"
         )
     try:
         rated = load_ratings(ratings)

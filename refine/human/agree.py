@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from metrics.catalog import AGREE, BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_QUALITY, names
+from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, image_extras, names
 from metrics.stats import CORRELATIONS, correlation_interval, krippendorff_alpha
 from refine.backends.selection import Backends
 from refine.harness.tasks.bench import BenchStore
@@ -39,11 +39,8 @@ from refine.profiles import load_profile
 from refine.progress import Countdown
 
 QUESTIONS = ("alignment", "faithfulness", "expectations_met")
-METRICS = AGREE  # every metric that can be compared with ratings
 FEW_IMAGES = 30  # below this many rated images, agree warns that its figures are rough
 DEFAULT_METRICS = (*BENCH_IMAGE, *names("human"))  # compared unless --metrics says
-SCORES = BENCH_IMAGE  # what every scored image has
-STORED = (*BENCH_IMAGE, *BENCH_QUALITY, *BENCH_EXPECTATIONS)  # read per image from folders
 FIELDS = {
     "image",
     "rater",
@@ -264,7 +261,9 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
     if (folder / "cells.jsonl").is_file():
         for cell in BenchStore(folder).records():
             for im in cell["images"]:
-                values = {m: im.get(m) for m in STORED}
+                # read per image from folders
+                stored = (*BENCH_IMAGE, *image_extras(), *BENCH_EXPECTATIONS)
+                values = {m: im.get(m) for m in stored}
                 checks = im.get("expectations") or []
                 if checks:
                     values["expectations"] = sum(bool(c["met"]) for c in checks) / len(checks)
@@ -277,7 +276,7 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
         for r in run.rounds:
             for j, c in enumerate(r.candidates):
                 values: dict[str, Any] = {
-                    m: c.scores.value(m) for m in (*BENCH_IMAGE, *BENCH_QUALITY)
+                    m: c.scores.value(m) for m in (*BENCH_IMAGE, *image_extras())
                 }
                 if j == r.chosen and r.expectations and r.expectations.checks:
                     checks = r.expectations.checks
@@ -465,7 +464,9 @@ def compute_missing(
     emit = on_progress or (lambda line: None)
     from PIL import Image
 
-    need_scores = [m for m in metrics if m in SCORES]
+    # what every scored image has: AHEaD's, the quality readings, the catalog's own
+    scored_metrics = (*BENCH_IMAGE, *image_extras())
+    need_scores = [m for m in metrics if m in scored_metrics]
     todo: dict[str, Rating] = {}
     for r in ratings:
         if need_scores and r.sha256 not in found.by_sha:
@@ -493,7 +494,7 @@ def compute_missing(
             refs = settings.references(act, ctry)
             with Image.open(r.image) as im:
                 _, scores, _, _ = assessor.assess(im.convert("RGB"), refs, tau=tau)
-            values = {m: scores.value(m) for m in SCORES}
+            values = {m: scores.value(m) for m in scored_metrics}
             found.put(sha, {m: float(v) for m, v in values.items() if v is not None}, r.image)
             scored += 1
             left = countdown.tick()

@@ -1,13 +1,16 @@
 """A metric is one catalog entry and one function: a toy metric registered here (nothing
-else changed) is computed by the assessor for every image of a run, kept in run.json under
-its name, drawn in the run's chart and report, and explained in the glossary; where its
-readings cannot be taken, the scores say why."""
+else changed) is computed by the assessor for every image, kept in run.json under its
+name, drawn in the run's chart and report and explained in the glossary, and it is a
+column of a bench's rows.csv, bench.json and leaderboard and of refine agree's table;
+where its readings cannot be taken, the scores say why. (The app's rounds table keeps its
+fixed columns: the metric shows in the app's chart and glossary.)"""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from PIL import Image
 
 from metrics.catalog import Metric, registered
 from refine.io.store import RunStore
@@ -96,3 +99,54 @@ def test_a_metric_whose_readings_are_missing_is_noted_not_made_up(
     scores = run.rounds[0].best.scores
     assert scores.value("toy_redness") is None
     assert "has no softmax logit scale (not a CLIP)" in scores.notes["toy_redness"]
+
+
+def test_a_registered_metric_reaches_the_bench_and_the_agreement(
+    world, siglip_path, options, tmp_path
+):
+    import csv
+
+    from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
+    from refine.human.agree import agreement, load_ratings, stored_metrics
+    from refine.present.report.bench import write_bench_page
+    from tests.fakes.gemini_world import GREEN, RED
+
+    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
+    gens = ["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"]
+    plan = BenchPlan(
+        generators=gens,
+        prompts=plan_prompts(["Iran"], [ACT]),
+        images_per_prompt=2,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+    )
+    out = tmp_path / "bench"
+    with registered(TOY):
+        summary = run_bench(plan, out, backend_options=options)
+        rows = list(csv.DictReader((out / "rows.csv").open()))
+        # each image's redness under its name in rows.csv, after the quality readings
+        assert list(rows[0])[list(rows[0]).index("quality") + 2] == "toy_redness"
+        for row in rows:
+            with Image.open(out / row["file"]) as im:
+                assert float(row["toy_redness"]) == pytest.approx(redness([im])[0])
+        # bench.json: its mean over the prompts (one prompt: the mean of its images)
+        saved = json.loads((out / "bench.json").read_text())
+        for g in gens:
+            mine = [float(r["toy_redness"]) for r in rows if r["generator"] == g]
+            mean = summary["generators"][g]["toy_redness"]["mean"]
+            assert mean == pytest.approx(sum(mine) / len(mine))
+            assert saved["generators"][g]["toy_redness"]["mean"] == pytest.approx(mean)
+        red, green = (summary["generators"][g]["toy_redness"]["mean"] for g in gens)
+        assert red > 0.7 > 0.3 > green
+        # the leaderboard's column, with its label
+        page = write_bench_page(out, summary).read_text()
+        assert 'data-metric="toy_redness"' in page and "<th>redness</th>" in page
+        # people's ratings against it: the redder, the worse
+        ratings = tmp_path / "ratings.jsonl"
+        with ratings.open("w") as f:
+            for row in rows:
+                score = 1 if float(row["toy_redness"]) > 0.5 else 5
+                for rater in ("ana", "ben"):
+                    line = {"image": str(out / row["file"]), "rater": rater, "faithfulness": score}
+                    f.write(json.dumps(line) + "\n")
+        found = agreement(load_ratings(ratings), stored_metrics([out]), ["faith", "toy_redness"])
+        assert found.table["toy_redness"]["faithfulness"]["spearman"] == pytest.approx(-1.0)

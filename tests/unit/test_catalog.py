@@ -26,18 +26,18 @@ def test_each_metric_once_with_a_range_and_a_direction():
 
 
 def test_bench_rows_and_agree_read_the_catalog():
-    from refine.harness.tasks.bench import ROW_FIELDS
-    from refine.human.agree import METRICS
+    from metrics.catalog import agree_metrics
+    from refine.harness.tasks.bench import row_fields
     from refine.present.views import series_names
 
-    per_image = [f for f in ROW_FIELDS if f in catalog.CATALOG]
+    per_image = [f for f in row_fields() if f in catalog.CATALOG]
     assert per_image == [
         *catalog.names("ahead", level="image"),
         *catalog.names("quality"),
         *catalog.names("diversity"),
         *catalog.names("expectations"),
     ]
-    assert set(catalog.BENCH_IMAGE) | {"quality", "explicit_met", "caire"} <= set(METRICS)
+    assert set(catalog.BENCH_IMAGE) | {"quality", "explicit_met", "caire"} <= set(agree_metrics())
     series = series_names()
     assert series[0] == catalog.label("faith") and catalog.label("clip_iqa") in series
 

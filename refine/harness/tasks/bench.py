@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from metrics.ahead import score_pooled
-from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, BENCH_QUALITY
+from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, image_extras
 from metrics.stats import mean_interval
 from metrics.vendi import quality_weighted, vendi_from_embeddings
 from refine.assets import prompt_template
@@ -355,7 +355,7 @@ def _image_record(file: str, seed: int, assessed: Any, checked: Any) -> dict[str
         "observed": assessed.observed,
         **{m: scores.value(m) for m in BENCH_IMAGE},
         "exag_variant": scores.variants.get("exag"),
-        **{m: scores.value(m) for m in BENCH_QUALITY},
+        **{m: scores.value(m) for m in image_extras()},
     }
     if checked is not None:
         record["explicit_met"] = checked.explicit_met
@@ -530,9 +530,10 @@ def _faith_by_prompt(cells: list[Cell], generator: str | None) -> dict[tuple[str
 
 def _stats(cells: list[Cell], seed: int) -> dict[str, Any]:
     row: dict[str, Any] = {"prompts": len(cells), "images": sum(len(c.images) for c in cells)}
-    for metric in (*BENCH_IMAGE, *BENCH_QUALITY, *BENCH_PROMPT, *BENCH_EXPECTATIONS):
+    extras = image_extras()
+    for metric in (*BENCH_IMAGE, *extras, *BENCH_PROMPT, *BENCH_EXPECTATIONS):
         values = [c.mean(metric) for c in cells]
-        optional = (*BENCH_QUALITY, *BENCH_EXPECTATIONS)
+        optional = (*extras, *BENCH_EXPECTATIONS)
         if metric in optional and all(v is None for v in values):
             continue  # a bench without expectations, a scorer that reads no quality
         row[metric] = {"mean": _mean(values), "interval": mean_interval(values, seed)}
@@ -541,19 +542,22 @@ def _stats(cells: list[Cell], seed: int) -> dict[str, Any]:
 
 # -- outputs -------------------------------------------------------------------------
 
-ROW_FIELDS = (
-    "generator",
-    "activity",
-    "country",
-    "category",
-    "seed",
-    "file",
-    *BENCH_IMAGE,
-    "exag_variant",
-    *BENCH_QUALITY,
-    *BENCH_PROMPT,
-    *BENCH_EXPECTATIONS,
-)
+
+def row_fields() -> tuple[str, ...]:
+    """rows.csv's columns: the image's and prompt's, then the metrics in catalog order."""
+    return (
+        "generator",
+        "activity",
+        "country",
+        "category",
+        "seed",
+        "file",
+        *BENCH_IMAGE,
+        "exag_variant",
+        *image_extras(),
+        *BENCH_PROMPT,
+        *BENCH_EXPECTATIONS,
+    )
 
 
 def _blank(value: Any) -> Any:
@@ -566,7 +570,7 @@ def write_outputs(store: CellStore, summary: dict[str, Any], cells: list[dict[st
 
     atomic_write_text(store.dir / "bench.json", json.dumps(summary, indent=1))
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=ROW_FIELDS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=row_fields(), lineterminator="\n")
     writer.writeheader()
     for c in cells:
         for im in c["images"]:
@@ -579,7 +583,7 @@ def write_outputs(store: CellStore, summary: dict[str, Any], cells: list[dict[st
                     **{k: im[k] for k in ("seed", "file", *BENCH_IMAGE)},
                     # by name, also for cells written when variants were said in words
                     "exag_variant": _blank(variant_name(im.get("exag_variant"))),
-                    **{k: _blank(im.get(k)) for k in BENCH_QUALITY},
+                    **{k: _blank(im.get(k)) for k in image_extras()},
                     **{k: c[k] for k in BENCH_PROMPT},
                     **{k: im.get(k, "") for k in BENCH_EXPECTATIONS},
                 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, BENCH_QUALITY, label
+from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, image_extras, label
 from refine.harness.tasks.bench import cell_mean
 from refine.present.charts import mean_bars, scatter
 from refine.present.html import document, escape, image_tag, interval_text, num, raw, write_page
@@ -44,8 +44,9 @@ def render_bench_leaderboard(
     def present(metrics: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(m for m in metrics if any(m in summary["generators"][g] for g in names))
 
-    shown = (*BENCH_IMAGE, *present(BENCH_QUALITY), *BENCH_PROMPT) + present(BENCH_EXPECTATIONS)
-    scores = (*BENCH_IMAGE, *BENCH_QUALITY)  # by label; the rest by name
+    extras = image_extras()
+    shown = (*BENCH_IMAGE, *present(extras), *BENCH_PROMPT) + present(BENCH_EXPECTATIONS)
+    scores = (*BENCH_IMAGE, *extras)  # by label; the rest by name
     head = "".join(f"<th>{label(m) if m in scores else m}</th>" for m in shown)
     rows = []
     for g in ranked:
