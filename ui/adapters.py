@@ -20,6 +20,8 @@ from refine.present.views import (
     metric_rows,
     metric_series,
     rounds_table,
+    table_extras,
+    table_headers,
 )
 from refine.records import Round, Run
 
@@ -27,6 +29,8 @@ __all__ = [
     "CHECK_COLOURS",
     "TABLE_HEADERS",
     "TABLE_WIDTHS",
+    "table_headers",
+    "table_widths",
     "before_after",
     "caire_text",
     "checklist",
@@ -53,10 +57,28 @@ CHECK_COLOURS = {
 
 KIND_LABELS = {"near": "near match"}
 
-# the rounds table's column widths, in TABLE_HEADERS order (round, decision, six metrics,
-# reason, CAIRE, SoS, tokens): the numbers narrow and the reason wide enough to wrap in a
-# few lines, so that round to reason fit the 800 px the table has on a desktop
-TABLE_WIDTHS = ["62px", "86px", "68px", "80px", *["68px"] * 4, "230px", "140px", "150px", "150px"]
+
+def table_widths() -> list[str]:
+    """The rounds table's column widths, in :func:`table_headers` order (round, decision,
+    six metrics, a metric the catalog adds, reason, CAIRE, SoS, tokens): the numbers
+    narrow and the reason wide enough to wrap in a few lines, so that round to reason fit
+    the 800 px the table has on a desktop (with no metric added)."""
+    extras = ["68px"] * len(table_extras())
+    return [
+        "62px",
+        "86px",
+        "68px",
+        "80px",
+        *["68px"] * 4,
+        *extras,
+        "230px",
+        "140px",
+        "150px",
+        "150px",
+    ]
+
+
+TABLE_WIDTHS = table_widths()  # with the catalog as it is when this module loads
 
 
 GLOSSARY_TITLE = "What the numbers mean (\u2191 higher is better, \u2193 lower is better)"

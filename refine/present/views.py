@@ -27,24 +27,10 @@ DRIFT, QUALITY = label("drift"), label("quality")
 BEST_FAITH = f"best {FAITH}"
 CHART_X, CHART_Y = "round", "score (0 to 1; SoS -1 to 1)"
 CHECK_KINDS = ("aligned", "missing", "hallucinated")
-# the table's columns; a metric's carries its direction (FAITH ↑, HAL ↓)
-TABLE_HEADERS = [
-    heading_of(h)
-    for h in (
-        "round",
-        "decision",
-        FAITH,
-        QUALITY,
-        ALIGN,
-        HAL,
-        EXAG,
-        DRIFT,
-        "reason",
-        "CAIRE 1-5",
-        "SoS / languages",
-        "API tokens",
-    )
-]
+# the table's own columns, before and after the metrics the catalog adds (table_extras);
+# a metric's carries its direction (FAITH ↑, HAL ↓)
+_TABLE_FIRST = ("round", "decision", FAITH, QUALITY, ALIGN, HAL, EXAG, DRIFT)
+_TABLE_LAST = ("reason", "CAIRE 1-5", "SoS / languages", "API tokens")
 
 
 def quality_names() -> tuple[str, ...]:
@@ -60,6 +46,19 @@ def image_metrics_after() -> tuple[str, ...]:
     return tuple(
         m for m in names(level="image") if m not in first and m in (*quality_names(), *more)
     )
+
+
+def table_extras() -> tuple[str, ...]:
+    """The image metrics the rounds table shows after drift: those the catalog computes
+    beyond the quality readings (a registered metric; the judge's quality has its own
+    column), in catalog order. Read when the app is built and as each table is made."""
+    return tuple(m for m in image_metrics_after() if CATALOG[m].group != "quality")
+
+
+def table_headers() -> list[str]:
+    """The rounds table's headers, in :func:`rounds_table`'s order."""
+    extras = tuple(label(m) for m in table_extras())
+    return [heading_of(h) for h in (*_TABLE_FIRST, *extras, *_TABLE_LAST)]
 
 
 def series_names() -> tuple[str, ...]:
@@ -218,9 +217,10 @@ def decision_text(r: Round) -> str:
 
 
 def rounds_table(run: Run) -> list[list[object]]:
-    """One row per round, in :data:`TABLE_HEADERS` order; the numbers to 3 decimals, as
+    """One row per round, in :func:`table_headers` order; the numbers to 3 decimals, as
     the chart, the checklist and the "so far" line show them."""
     rows = []
+    extras = table_extras()
     for r in run.rounds:
         s = r.best.scores
         rows.append(
@@ -233,6 +233,7 @@ def rounds_table(run: Run) -> list[list[object]]:
                 rounded(s.hal, 3),
                 rounded(s.exag, 3),
                 rounded(drift_value(r), 3),
+                *(rounded(s.value(m), 3) for m in extras),
                 r.reason,
                 caire_text(r),
                 languages_text(r),
@@ -470,3 +471,7 @@ def sos_line(r: Round) -> str:
         for lang, e in r.languages.items()
     ]
     return " \u00b7 ".join(parts)
+
+
+# the table's headers with the catalog as it is when this module loads (see table_headers)
+TABLE_HEADERS = table_headers()

@@ -1,9 +1,8 @@
 """A metric is one catalog entry and one function: a toy metric registered here (nothing
 else changed) is computed by the assessor for every image, kept in run.json under its
 name, drawn in the run's chart and report and explained in the glossary, and it is a
-column of a bench's rows.csv, bench.json and leaderboard and of refine agree's table;
-where its readings cannot be taken, the scores say why. (The app's rounds table keeps its
-fixed columns: the metric shows in the app's chart and glossary.)"""
+column of the app's rounds table, of a bench's rows.csv, bench.json and leaderboard and
+of refine agree's table; where its readings cannot be taken, the scores say why."""
 
 from __future__ import annotations
 
@@ -73,6 +72,21 @@ def test_a_registered_metric_reaches_the_record_the_chart_the_report_and_the_glo
         page = write_report(tmp_path / run.id, tmp_path / "run.html").read_text()
         assert "redness" in page
         assert RunStore(tmp_path / run.id).load() == run  # it opens as written
+        # the app built with it: a column of the rounds table after drift, and the glossary
+        from refine.service import RunService
+        from ui.adapters import rounds_table
+        from ui.app import build_app
+
+        service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+        config = build_app(service, "test profile").config["components"]
+        props = {c.get("props", {}).get("elem_id"): c.get("props", {}) for c in config}
+        headers = props["table"]["value"]["headers"]
+        at = headers.index("redness ↓")
+        assert headers[at - 1] == "drift ↓" and len(props["table"]["column_widths"]) == len(headers)
+        assert [row[at] for row in rounds_table(run)] == [
+            round(r.best.scores.value("toy_redness"), 3) for r in run.rounds
+        ]
+        assert "**redness ↓**: lower is better, 0 to 1." in props["glossary-text"]["value"]
     # out of the catalog, the chart no longer has it, and a record naming it says which
     # metric to register before it can be opened
     assert "redness" not in views.series_names()

@@ -192,11 +192,11 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
             # the reason wraps in a column of its own width, so that on a desktop every
             # column up to it is in sight (CAIRE, SoS and tokens scroll in when used)
             table = gr.Dataframe(
-                headers=adapters.TABLE_HEADERS,
+                headers=adapters.table_headers(),
                 label="rounds",
                 interactive=False,
                 wrap=True,
-                column_widths=adapters.TABLE_WIDTHS,
+                column_widths=adapters.table_widths(),
                 elem_id="table",
             )
             # what every metric label above means, from the metric catalog (the chart's
