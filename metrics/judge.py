@@ -56,11 +56,6 @@ class Reading:
         """The judge's own name for it: ``logprobs`` or ``sampled k=N``."""
         return LOGPROBS if self.method == LOGPROBS else f"{SAMPLED} k={self.k}"
 
-    def scaled(self, factor: float) -> Reading:
-        """The same reading of a number multiplied by ``factor`` (its standard error too)."""
-        stderr = None if self.stderr is None else self.stderr * abs(factor)
-        return Reading(self.method, self.k, stderr)
-
 
 def merge_case(logprobs: Mapping[str, float], answers: Sequence[str]) -> dict[str, float]:
     """Pool the casings of each answer ("yes", "Yes", "YES" into "Yes"): the log-sum-exp of

@@ -298,11 +298,12 @@ class Assessor:
         out: list[dict[str, float | None]] = [{} for _ in images]
         notes: dict[str, str] = {}
         readings = Readings(self.backends, images, values)
+        # every model the run has: a reading may come from any of them
+        models = tuple(sorted(self.backends.names.items()))
         for m in computed_metrics("image"):
             keys = None
             if "values" not in m.reads:
-                ids = tuple(self.backends.names.get(role, "") for role in m.needs)
-                keys = [(m.name, ids, _digest(im)) for im in images]
+                keys = [(m.name, models, _digest(im)) for im in images]
                 cache = self.qualities.computed
                 if all(k in cache for k in keys):
                     for row, k in zip(out, keys, strict=True):

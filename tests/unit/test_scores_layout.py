@@ -93,7 +93,7 @@ def test_every_earlier_wording_has_its_name(said, mode, variants, notes, reading
     assert s.values == {"align": 0.5, "hal": 0.2, "exag": exag, "faith": 0.6}
     assert (s.variants, s.notes) == (variants, notes)
     got = s.readings.get("exag")
-    assert (got and (got.method, got.k, got.stderr)) == reading or (got is None and not reading)
+    assert (None if got is None else (got.method, got.k, got.stderr)) == reading
 
 
 def test_scores_hold_only_the_catalogs_metrics_and_variants():
