@@ -39,7 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from metrics.computed import Computed
 from metrics.descriptors import DIMENSIONS, normalise_descriptor_map, normalise_phrases
+from metrics.judge import Reading
 from metrics.text_embedding import PhraseEmbeddingCache, TextEmbedder, default_cache
 
 if TYPE_CHECKING:
@@ -533,6 +535,70 @@ def rubric_exag(rating: float, stderr: float | None = None) -> tuple[float, floa
     if not (math.isfinite(rating) and 1.0 - 1e-9 <= rating <= 5.0 + 1e-9):
         raise ValueError(f"an expected 1-5 rating must lie in [1, 5], got {rating!r}")
     return (rating - 1.0) / 4.0, None if stderr is None else stderr / 4.0
+
+
+@dataclass(frozen=True)
+class ExagAnswer:
+    """What the judge answered about one image's stereotype candidates, for the EXAG
+    variant that reads it: ``exag:judge-rubric`` a 1-5 rating (its expectation, and the
+    standard error when sampled); ``exag:ita`` the yes-probability per candidate and its
+    mean over the real photos. ``mode``: how the judge was read (``logprobs``,
+    ``sampled k=N``)."""
+
+    variant: str
+    mode: str | None = None
+    rating: float | None = None
+    rating_stderr: float | None = None
+    yes: tuple[float, ...] = ()
+    baseline: tuple[float, ...] = ()
+    candidates: tuple[str, ...] = ()
+
+
+def exag_of(exaggeration_answers: Sequence[ExagAnswer | None]) -> list[Computed]:
+    """EXAG of each image from the judge's answers, by the variant they were asked for
+    (:func:`rubric_exag`, or :func:`exaggeration` of the one image); none where the image
+    had no stereotype candidates. The catalog's ``exag``."""
+    out = []
+    for a in exaggeration_answers:
+        if a is None:
+            out.append(Computed(None, note="no stereotype candidates"))
+            continue
+        if a.variant == "exag:judge-rubric":
+            if a.rating is None:
+                raise ValueError("exag:judge-rubric reads a rating, and the answer has none")
+            value, stderr = rubric_exag(a.rating, a.rating_stderr)
+        elif a.variant == "exag:ita":
+            value, stderr = exaggeration([a.yes], a.baseline, a.candidates).value, None
+        else:
+            raise ValueError(f"no EXAG variant reads answers named {a.variant!r}")
+        out.append(Computed(value, a.variant, Reading.parse(a.mode, stderr)))
+    return out
+
+
+def align_of(matching: Sequence[AheadScore]) -> list[float]:
+    """ALIGN of each image from its descriptors matched to the references (the catalog's
+    ``align``)."""
+    return [s.align for s in matching]
+
+
+def hal_of(matching: Sequence[AheadScore]) -> list[float]:
+    """HAL of each image from its descriptors matched to the references (the catalog's
+    ``hal``)."""
+    return [s.hal for s in matching]
+
+
+def faith_of(values: Sequence[Mapping[str, float | None]]) -> list[Computed]:
+    """FAITH of each image from its ALIGN, HAL and EXAG computed before it, and the
+    variant :func:`faith` chose (the catalog's ``faith``)."""
+    out = []
+    for v in values:
+        align, hal = v.get("align"), v.get("hal")
+        if align is None or hal is None:
+            out.append(Computed(None, note="ALIGN and HAL are needed"))
+            continue
+        value, made = faith(align, hal, v.get("exag"))
+        out.append(Computed(value, made))
+    return out
 
 
 def faith(align: float, hal: float, exag: float | None) -> tuple[float, str]:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from metrics.quality import clip_iqa_of
+from metrics.ahead import align_of, exag_of, faith_of, hal_of
+from metrics.quality import clip_iqa_of, quality_of
 
 
 @dataclass(frozen=True)
@@ -34,11 +36,13 @@ class Metric:
     # its colour in every chart, Okabe and Ito's colour-blind-safe palette then Tol's muted
     # colours (None: one of the colours for what is no metric)
     colour: str | None = None
-    # how the assessor computes an image metric itself: ``compute(**readings)`` gives one
-    # value per image from the readings named in ``reads`` (the images, their embeddings,
-    # the values computed before it, ...: refine.evaluate.readings); None: its own code
-    # computes it (AHEaD, the judge's quality, CAIRE, SoS, ...)
-    compute: Callable[..., Sequence[float | None]] | None = field(default=None, compare=False)
+    # how the assessor computes an image metric: ``compute(**readings)`` gives one value
+    # per image (a number, None, or metrics.computed.Computed with its variant, how the
+    # judge was read, or why there is none) from the readings named in ``reads`` (the
+    # images, their embeddings, the descriptors matched to the references, the judge's
+    # answers, the values computed before it, ...: refine.evaluate.readings); None: its
+    # own code computes it (the prompt-level and run-level figures, CAIRE, SoS, ...)
+    compute: Callable[..., Sequence[Any]] | None = field(default=None, compare=False)
     reads: tuple[str, ...] = ()
 
     @property
@@ -77,6 +81,8 @@ _ALL = (
         "ahead",
         "Cultural faithfulness: the mean of ALIGN, 1 - HAL and 1 - EXAG.",
         colour="#0072B2",
+        compute=faith_of,
+        reads=("values",),
     ),
     Metric(
         "align",
@@ -90,6 +96,8 @@ _ALL = (
         "ahead",
         "Share of the reference descriptors the image shows.",
         colour="#009E73",
+        compute=align_of,
+        reads=("matching",),
     ),
     Metric(
         "hal",
@@ -103,6 +111,8 @@ _ALL = (
         "ahead",
         "Share of what the image shows that matches no reference (hallucinated).",
         colour="#D55E00",
+        compute=hal_of,
+        reads=("matching",),
     ),
     Metric(
         "exag",
@@ -116,6 +126,8 @@ _ALL = (
         "ahead",
         "How strongly the image exaggerates the country's stereotypes.",
         colour="#E69F00",
+        compute=exag_of,
+        reads=("exaggeration_answers",),
     ),
     Metric(
         "quality",
@@ -129,6 +141,8 @@ _ALL = (
         "quality",
         "Perceptual quality: the lower of naturalness and freedom from artifacts, 0-10 / 10.",
         colour="#CC79A7",
+        compute=quality_of,
+        reads=("quality_ratings",),
     ),
     Metric(
         "clip_iqa",
@@ -467,6 +481,16 @@ def computed(level: str = "image") -> tuple[Metric, ...]:
     return tuple(m for m in _ALL if m.level == level and m.compute is not None)
 
 
+def computing_order(level: str = "image") -> tuple[Metric, ...]:
+    """:func:`computed` in the order the assessor computes them: those that read the
+    values of others (FAITH) after those that do not, each in catalog order."""
+    ms = computed(level)
+    return (
+        *(m for m in ms if "values" not in m.reads),
+        *(m for m in ms if "values" in m.reads),
+    )
+
+
 def metric(name: str) -> Metric:
     try:
         return CATALOG[name]
@@ -512,16 +536,11 @@ def label(name: str) -> str:
 
 
 def image_extras() -> tuple[str, ...]:
-    """The per-image metrics recorded beside AHEaD's: the quality readings and every image
-    metric the assessor computes itself (one registered since included), in catalog
-    order. Bench rows, bench.json, the leaderboard and ``refine agree`` take these
-    columns when they run, so a registered metric reaches them with no other change."""
-    own = {m.name for m in computed("image")}
-    return tuple(
-        m.name
-        for m in _ALL
-        if m.level == "image" and m.group != "ahead" and (m.group == "quality" or m.name in own)
-    )
+    """The per-image metrics recorded beside AHEaD's: the quality readings and every other
+    image metric the catalog computes (one registered since included), in catalog order.
+    Bench rows, bench.json, the leaderboard and ``refine agree`` take these columns when
+    they run, so a registered metric reaches them with no other change."""
+    return tuple(m.name for m in computed("image") if m.group != "ahead")
 
 
 def agree_metrics() -> tuple[str, ...]:
@@ -530,6 +549,9 @@ def agree_metrics() -> tuple[str, ...]:
     return (*BENCH_IMAGE, *extras, *BENCH_EXPECTATIONS, *names("human"))
 
 
+# the metric a bench ranks generators by, pairs them on and draws per country and
+# against diversity: the product's measure of cultural faithfulness
+HEADLINE = "faith"
 # what bench stores per image, and per prompt, in the order of rows.csv
 BENCH_IMAGE = names("ahead", level="image")
 BENCH_QUALITY = names("quality")  # the quality readings (image_extras() adds the rest)

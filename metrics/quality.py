@@ -102,3 +102,18 @@ def clip_iqa_of(image_embeddings, antonym_embeddings, logit_scale: float) -> lis
     (:data:`GOOD`, :data:`BAD`, in that order): the form the metric catalog computes it in."""
     good, bad = antonym_embeddings
     return clip_iqa(image_embeddings, good, bad, logit_scale)
+
+
+def quality_of(quality_ratings) -> list[float | None]:
+    """VIEScore's perceptual quality of each image from the judge's expected 0-10 ratings
+    (objects with ``naturalness`` and ``artifacts``; None: not rated), each rating held to
+    the scale first: the form the metric catalog computes it in."""
+    out: list[float | None] = []
+    for r in quality_ratings:
+        if r is None:
+            out.append(None)
+            continue
+        nat = min(max(r.naturalness, LOW), HIGH)
+        art = min(max(r.artifacts, LOW), HIGH)
+        out.append(viescore_quality(nat, art))
+    return out

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from metrics.catalog import HEADLINE, label
 from refine.cli.inputs import (
     UserInputError,
     address_option,
@@ -156,15 +157,16 @@ def bench_cmd(
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
-    typer.echo(f"{'generator':40} {'prompts':>7} {'FAITH':>22} {'quality':>22} {'Vendi':>7}")
+    head = label(HEADLINE)
+    typer.echo(f"{'generator':40} {'prompts':>7} {head:>22} {'quality':>22} {'Vendi':>7}")
     for name, row in summary["generators"].items():
-        faith, quality = _with_interval(row.get("faith")), _with_interval(row.get("quality"))
+        faith, quality = _with_interval(row.get(HEADLINE)), _with_interval(row.get("quality"))
         vendi = row["vendi"]["mean"]
         typer.echo(f"{name:40} {row['prompts']:>7} {faith:>22} {quality:>22} {vendi or 0:7.2f}")
     for p in summary["paired"]:
         if p["mean_difference"] is not None:
             typer.echo(
-                f"{p['other']} - {p['base']}: FAITH {p['mean_difference']:+.4f} over "
+                f"{p['other']} - {p['base']}: {head} {p['mean_difference']:+.4f} over "
                 f"{p['prompts']} prompts, better on {100 * p['share_improved']:.0f}%"
             )
     typer.echo(f"leaderboard: {out / 'bench.html'}")

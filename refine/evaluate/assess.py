@@ -19,12 +19,12 @@ score names the ones that made it, and how the judge was read beside them):
 Quality (:meth:`Assessor.quality`): the judge rates naturalness and artifacts 0-10
 (``assets/prompts/quality_*.txt``), quality = min / 10 (VIEScore).
 
-Then every image metric the catalog computes itself (``metrics.catalog.computed``: an
-entry's ``compute`` over the readings it names, :mod:`refine.evaluate.readings`) is
-computed for the batch where the backends give its readings; where they do not, the
-scores' notes say why. Quality and the values that do not depend on the references are
-cached per image, so an image scored twice (a bench's rescoring, a resumed round) costs
-nothing more.
+The assessor makes the model calls (observe, match to the references, ask the judge) and
+the catalog computes every image metric from them: each entry's ``compute`` over the
+readings it names (``metrics.catalog.computing_order``, :mod:`refine.evaluate.readings`),
+for the batch, where the backends give its readings; where they do not, the scores' notes
+say why. The quality ratings and the values that depend on the image alone are cached per
+image, so an image scored twice (a bench's rescoring, a resumed round) costs nothing more.
 """
 
 from __future__ import annotations
@@ -35,15 +35,15 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from metrics.ahead import DEFAULT_TAU, exaggeration, faith, rubric_exag, score_images
-from metrics.catalog import computed as computed_metrics
+from metrics.ahead import DEFAULT_TAU, ExagAnswer, exaggeration, score_images
+from metrics.catalog import CATALOG, computing_order
+from metrics.computed import Computed, as_computed
 from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
-from metrics.judge import Reading
-from metrics.quality import HIGH, LOW, viescore_quality
+from metrics.quality import HIGH, LOW
 from metrics.text_embedding import default_cache
 from refine.assets import prompt_template
-from refine.evaluate.readings import NotRead, Readings
+from refine.evaluate.readings import PER_IMAGE, NotRead, Readings
 from refine.records import (
     Drift,
     Exaggerated,
@@ -85,9 +85,12 @@ def judge_calls(judge: Any, answers: int) -> int:
     return answers * (getattr(judge, "samples", 1) if sampled else 1)
 
 
-class Quality(NamedTuple):
-    score: float | None
-    reading: QualityReading | None
+class Judged(NamedTuple):
+    """What the judge answered about an image's stereotype candidates (None: it has none),
+    and the candidates the feedback lists as exaggerated."""
+
+    answer: ExagAnswer | None
+    exaggerated: list[Exaggerated]
 
 
 class QualityCache:
@@ -96,9 +99,9 @@ class QualityCache:
     whatever the timing (the record, its model calls included, does not depend on it)."""
 
     def __init__(self) -> None:
-        self.readings: dict[tuple, Quality] = {}
+        self.readings: dict[tuple, QualityReading | None] = {}
         # catalog metrics computed from the image alone, per (metric, backends, image)
-        self.computed: dict[tuple, float | None] = {}
+        self.computed: dict[tuple, Computed] = {}
         self._locks: dict[tuple, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -164,11 +167,9 @@ class Assessor:
         judged = self.with_replacements(self.exaggeration(image, observed, refs, tau), refs)
         timings["judge"] = time.perf_counter() - t
         t = time.perf_counter()
-        (quality,) = self.quality([image])
+        qualities = self.quality([image])
         timings["quality"] = time.perf_counter() - t
-        (assessed,) = self._with_computed(
-            [image], [_assessment(observed, ahead, judged, timings, quality)]
-        )
+        (assessed,) = self._assessments([image], [observed], [ahead], [judged], qualities, timings)
         return assessed
 
     def assess_many(
@@ -209,35 +210,52 @@ class Assessor:
         t = time.perf_counter()
         qualities = self.quality(list(images))
         timings["quality"] = time.perf_counter() - t
-        assessed = [
-            _assessment(o, a, j, timings if i == 0 else {}, q)
-            for i, (o, a, j, q) in enumerate(zip(observed, aheads, judged, qualities, strict=True))
-        ]
-        return self._with_computed(list(images), assessed)
+        return self._assessments(list(images), observed, aheads, judged, qualities, timings)
 
-    def _with_computed(
-        self, images: Sequence[Image.Image], assessed: list[Assessment]
+    def _assessments(
+        self,
+        images: Sequence[Image.Image],
+        observed: Sequence[dict[str, list[str]]],
+        aheads: Sequence[Any],
+        judged: Sequence[Judged],
+        qualities: Sequence[QualityReading | None],
+        timings: dict[str, float],
     ) -> list[Assessment]:
-        """The assessments with the catalog's own image metrics added to their scores (the
-        time it took in the first one's timings)."""
+        """Each image's scores, the catalog's metrics computed from the model calls made
+        (the batch's timings, the computation's included, in the first one's), and its
+        feedback."""
         t = time.perf_counter()
-        extra, notes = self.computed(images, [a.scores.values for a in assessed])
+        given = {
+            "matching": aheads,
+            "exaggeration_answers": [j.answer for j in judged],
+            "quality_ratings": qualities,
+        }
+        failed = {}
+        if all(q is None for q in qualities):
+            judge = self.backends.names.get("judge", "")
+            failed["quality_ratings"] = f"the judge {judge} does not rate on a 0-10 scale"
+        got, notes = self.computed(images, given, failed)
+        timings["metrics"] = time.perf_counter() - t
         out = []
-        for a, more in zip(assessed, extra, strict=True):
-            s = a.scores
-            update = {"values": {**s.values, **more}, "notes": {**s.notes, **notes}}
-            out.append(a._replace(scores=s.model_copy(update=update)))
-        if out:
-            out[0].timings["metrics"] = time.perf_counter() - t
+        for i, (o, ahead, j, q, row) in enumerate(
+            zip(observed, aheads, judged, qualities, got, strict=True)
+        ):
+            scores = _scores(row, notes, ahead, q)
+            feedback = Feedback(
+                aligned=[_match(m) for m in ahead.aligned],
+                missing=[_match(m) for m in ahead.missing],
+                hallucinated=[_match(m) for m in ahead.hallucinated],
+                exaggerated=j.exaggerated,
+            )
+            out.append(Assessment(o, scores, feedback, timings if i == 0 else {}))
         return out
 
     # -- quality -----------------------------------------------------------------------
 
-    def quality(self, images: Sequence[Image.Image]) -> list[Quality]:
-        """Each image's perceptual quality: the judge's VIEScore reading (None when the
-        judge cannot rate on a 0-10 scale) and, with a local judge and a CLIP image
-        embedder, CLIP-IQA. One rating call (and one CLIP call) for the images not
-        cached."""
+    def quality(self, images: Sequence[Image.Image]) -> list[QualityReading | None]:
+        """Each image's quality ratings: the judge's expected 0-10 naturalness and
+        artifacts (None when the judge cannot rate on a 0-10 scale), from which the catalog
+        computes VIEScore's quality. One rating call for the images not cached."""
 
         judge_name = self.backends.names.get("judge", "")
         keys = [(judge_name, _digest(im)) for im in images]
@@ -252,7 +270,7 @@ class Assessor:
                     cache.readings[key] = quality
             return [cache.readings[key] for key in keys]
 
-    def _read_quality(self, images: list[Image.Image]) -> list[Quality]:
+    def _read_quality(self, images: list[Image.Image]) -> list[QualityReading | None]:
 
         n = len(images)
         readings: list[QualityReading | None] = [None] * n
@@ -277,50 +295,49 @@ class Assessor:
                         method=sampled[0] if sampled else "logprobs",
                         stderr=None if lower.stderr is None else lower.stderr / HIGH,
                     )
-        out = []
-        for reading in readings:
-            score = None
-            if reading is not None:
-                nat = min(max(reading.naturalness, LOW), HIGH)
-                art = min(max(reading.artifacts, LOW), HIGH)
-                score = viescore_quality(nat, art)
-            out.append(Quality(score, reading))
-        return out
+        return readings
 
     # -- the catalog's own computations ------------------------------------------------
 
     def computed(
-        self, images: Sequence[Image.Image], values: Sequence[dict[str, float | None]]
-    ) -> tuple[list[dict[str, float | None]], dict[str, str]]:
-        """Every image metric the catalog computes itself, for each image (None where it
-        was not computed), and why any was not. A metric that reads only the images is
-        cached per image and backends."""
-        out: list[dict[str, float | None]] = [{} for _ in images]
+        self,
+        images: Sequence[Image.Image],
+        given: dict[str, Sequence[Any]] | None = None,
+        failed: dict[str, str] | None = None,
+    ) -> tuple[list[dict[str, Computed]], dict[str, str]]:
+        """Every image metric the catalog computes, for each image (its value None where it
+        was not computed), and why any was not for the batch. ``given``: the readings the
+        assessor took (:data:`refine.evaluate.readings.GIVEN`), ``failed``: those it could
+        not take, and why. A metric that reads only what depends on the image alone is
+        cached per image and the run's models."""
+        out: list[dict[str, Computed]] = [{} for _ in images]
+        values: list[dict[str, float | None]] = [{} for _ in images]
         notes: dict[str, str] = {}
-        readings = Readings(self.backends, images, values)
+        readings = Readings(self.backends, images, values, given, failed)
         # every model the run has: a reading may come from any of them
         models = tuple(sorted(self.backends.names.items()))
-        for m in computed_metrics("image"):
+        cache = self.qualities.computed
+        for m in computing_order("image"):
             keys = None
-            if "values" not in m.reads:
+            if set(m.reads) <= PER_IMAGE:
                 keys = [(m.name, models, _digest(im)) for im in images]
-                cache = self.qualities.computed
-                if all(k in cache for k in keys):
-                    for row, k in zip(out, keys, strict=True):
-                        row[m.name] = cache[k]
-                    continue
-            try:
-                readings.check(m.needs)
-                got = list(m.compute(**{name: readings.get(name) for name in m.reads}))
-            except NotRead as err:
-                notes[m.name] = str(err)
-                got = [None] * len(images)
-            if len(got) != len(images):
-                raise ValueError(f"{m.name}: {len(got)} values for {len(images)} images")
-            for k, (row, v) in enumerate(zip(out, got, strict=True)):
-                row[m.name] = None if v is None else float(v)
+            if keys is not None and all(k in cache for k in keys):
+                got = [cache[k] for k in keys]
+            else:
+                try:
+                    readings.check(m.needs)
+                    got = list(m.compute(**{name: readings.get(name) for name in m.reads}))
+                except NotRead as err:
+                    notes[m.name] = str(err)
+                    got = [None] * len(images)
+                if len(got) != len(images):
+                    raise ValueError(f"{m.name}: {len(got)} values for {len(images)} images")
+                got = [as_computed(v) for v in got]
                 if keys is not None and m.name not in notes:
-                    self.qualities.computed[keys[k]] = row[m.name]
+                    cache.update(zip(keys, got, strict=True))
+            for row, vals, c in zip(out, values, got, strict=True):
+                row[m.name] = c
+                vals[m.name] = c.value
         return out, notes
 
     def _ratings(self, images, observed, refs, tau):
@@ -338,11 +355,11 @@ class Assessor:
 
     # -- EXAG --------------------------------------------------------------------------
 
-    def with_replacements(self, judged: tuple, refs: ReferencePack) -> tuple:
+    def with_replacements(self, judged: Judged, refs: ReferencePack) -> Judged:
         """An EXAG judgement whose exaggerated candidates each name the reference
         descriptor closest to them among the objects, attire and setting (text-embedding
         cosine): what an edit may put in the stereotype's place."""
-        listed = judged[2]
+        listed = judged.exaggerated
         # what can stand in an object's place: things, clothes, places (an interaction or
         # an arrangement cannot replace a hookah)
         phrases = [(d, p) for d in REPLACING for p in refs.descriptors.get(d, [])]
@@ -366,7 +383,7 @@ class Assessor:
                     }
                 )
             )
-        return (judged[0], judged[1], named, *judged[3:])
+        return judged._replace(exaggerated=named)
 
     def exaggeration(
         self,
@@ -374,17 +391,15 @@ class Assessor:
         observed: dict[str, list[str]],
         refs: ReferencePack,
         tau: float = DEFAULT_TAU,
-    ) -> tuple[float | None, str | None, list[Exaggerated], tuple[str | None, float | None]]:
-        """(EXAG or None, its variant's name or None, the candidates seen as exaggerated,
-        (the judge's method, the standard error of EXAG when sampled))."""
+    ) -> Judged:
+        """The judge's answers about the image's stereotype candidates, for the EXAG variant
+        the references allow, and the candidates seen as exaggerated."""
         candidates = refs.stereotypes
         if not candidates:
-            return None, None, [], (None, None)
+            return Judged(None, [])
         if refs.reference_images:
             with self.backends.using("judge") as judge:
-                value, variant, listed = self._reference_yes(image, refs, judge)
-                method = getattr(judge, "method", "logprobs")
-            return value, variant, listed, (method, None)
+                return self._reference_yes(image, refs, judge)
         prompt = prompt_template("exaggeration").format(
             activity=refs.activity, country=refs.country, candidates="; ".join(candidates)
         )
@@ -393,9 +408,7 @@ class Assessor:
             self.calls.add(judge_calls(judge, 1))
         return _from_rating(rating, self.candidates_seen(observed, candidates, tau))
 
-    def _reference_yes(
-        self, image: Image.Image, refs: ReferencePack, judge: Any
-    ) -> tuple[float, str, list[Exaggerated]]:
+    def _reference_yes(self, image: Image.Image, refs: ReferencePack, judge: Any) -> Judged:
 
         questions = [f"Does this image show {c}?" for c in refs.stereotypes]
         # the baseline depends only on the references: judged once, not per image
@@ -404,12 +417,18 @@ class Assessor:
             baseline = self._baseline(key, refs, questions, judge)
         row = judge.yes_probability([image] * len(questions), questions)
         self.calls.add(judge_calls(judge, len(questions)))
-        score = exaggeration([row], baseline, refs.stereotypes)
+        answer = ExagAnswer(
+            "exag:ita",
+            mode=getattr(judge, "method", "logprobs"),
+            yes=tuple(row),
+            baseline=tuple(baseline),
+            candidates=tuple(refs.stereotypes),
+        )
         listed = [
             Exaggerated(candidate=c, excess=e, source="judge yes-probability")
-            for c, e in score.exaggerated(0)
+            for c, e in exaggeration([row], baseline, refs.stereotypes).exaggerated(0)
         ]
-        return score.value, "exag:ita", listed
+        return Judged(answer, listed)
 
     def _baseline(self, key: tuple, refs: ReferencePack, questions: list[str], judge: Any):
         from PIL import Image as PILImage
@@ -477,10 +496,15 @@ def _match(m: Any) -> Match:
     )
 
 
-def _from_rating(rating: Any, seen: list[Exaggerated]):
-    """(EXAG, variant, exaggerated, (method, s.e.)) from a 1-5 rating of the rubric."""
-    value, stderr = rubric_exag(rating.expectation, rating.stderr)
-    return value, "exag:judge-rubric", seen, (rating.method, stderr)
+def _from_rating(rating: Any, seen: list[Exaggerated]) -> Judged:
+    """The judge's 1-5 rating of the rubric, and the candidates seen."""
+    answer = ExagAnswer(
+        "exag:judge-rubric",
+        mode=rating.method,
+        rating=rating.expectation,
+        rating_stderr=rating.stderr,
+    )
+    return Judged(answer, seen)
 
 
 def _digest(image: Image.Image) -> str:
@@ -507,42 +531,37 @@ def _rating_calls(judge: Any, ratings: Sequence[Any]) -> int:
     return calls
 
 
-def _assessment(
-    observed, ahead, judgement, timings: dict[str, float], quality: Quality | None = None
-) -> Assessment:
-    """Scores and feedback of one image from its AHEaD score and its EXAG judgement
-    (EXAG, its variant, the stereotypes seen, (judge method, EXAG standard error))."""
-    exag, variant, exaggerated, judged = judgement
-    faith_value, faith_variant = faith(ahead.align, ahead.hal, exag)
+def _scores(
+    computed: dict[str, Computed],
+    notes: dict[str, str],
+    ahead: Any,
+    quality: QualityReading | None,
+) -> Scores:
+    """One image's scores: the catalog's values in its order, the variants and readings
+    that made them, why any is missing (the batch's reasons, then the image's own)."""
+    values, variants, readings, why = {}, {}, {}, {}
+    for name in CATALOG:
+        if name not in computed:
+            continue
+        c = computed[name]
+        values[name] = c.value
+        if c.value is not None and c.variant is not None:
+            variants[name] = c.variant
+        if c.value is not None and c.reading is not None:
+            readings[name] = c.reading
+        if c.value is None and (c.note or name in notes):
+            why[name] = notes.get(name) or c.note
     per_dim = {
         d: {"align": s.align, "hal": s.hal}
         for d, s in ahead.per_dimension.items()
         if s.align is not None or s.hal is not None
     }
-    values = {"align": ahead.align, "hal": ahead.hal, "exag": exag, "faith": faith_value}
-    variants = {"faith": faith_variant}
-    readings, notes = {}, {}
-    if exag is None:
-        notes["exag"] = "no stereotype candidates"
-    else:
-        variants["exag"] = variant
-        if judged[0] is not None:
-            readings["exag"] = Reading.parse(judged[0], judged[1])
-    if quality is not None:
-        values["quality"] = quality.score
-    scores = Scores(
+    return Scores(
         values=values,
         variants=variants,
         readings=readings,
-        notes=notes,
+        notes=why,
         per_dimension=per_dim,
         tau=ahead.tau,
-        quality_reading=None if quality is None else quality.reading,
+        quality_reading=quality,
     )
-    feedback = Feedback(
-        aligned=[_match(m) for m in ahead.aligned],
-        missing=[_match(m) for m in ahead.missing],
-        hallucinated=[_match(m) for m in ahead.hallucinated],
-        exaggerated=exaggerated,
-    )
-    return Assessment(observed, scores, feedback, timings)

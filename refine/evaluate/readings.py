@@ -2,11 +2,18 @@
 each reading is taken once per batch from the run's backends, and a reading the backends
 cannot give says why (:class:`NotRead`), which the scores record as the metric's note.
 
-Readings: ``images`` (the pictures), ``values`` (each image's values computed before, by
-catalog name), ``image_embeddings`` (the image embedder's L2-normalised rows),
+Readings taken here: ``images`` (the pictures), ``values`` (each image's values computed
+before, by catalog name), ``image_embeddings`` (the image embedder's L2-normalised rows),
 ``antonym_embeddings`` (its text embeddings of :data:`metrics.quality.GOOD` and
 :data:`metrics.quality.BAD`), ``logit_scale`` (a contrastive embedder's softmax
 temperature; only CLIP has one).
+
+Readings the assessor gives, from the model calls it makes once for the scores and the
+feedback together (:class:`refine.evaluate.assess.Assessor`): ``matching`` (each image's
+observed descriptors matched to the references, :class:`metrics.ahead.AheadScore`),
+``exaggeration_answers`` (the judge's answers about the stereotype candidates,
+:class:`metrics.ahead.ExagAnswer`, None without candidates), ``quality_ratings`` (the
+judge's expected 0-10 ratings of naturalness and artifacts).
 """
 
 from __future__ import annotations
@@ -35,10 +42,19 @@ class Readings:
         backends: Backends,
         images: Sequence[Image.Image],
         values: Sequence[dict[str, float | None]],
+        given: dict[str, Sequence[Any]] | None = None,
+        failed: dict[str, str] | None = None,
     ) -> None:
+        """``values``: each image's values, filled in as they are computed; ``given``:
+        readings already taken, one per image; ``failed``: readings that could not be
+        taken, and why."""
         self.backends, self.images, self.values = backends, list(images), list(values)
         self._got: dict[str, Any] = {}
-        self._failed: dict[str, str] = {}
+        for name, got in (given or {}).items():
+            if len(got) != len(self.images):
+                raise ValueError(f"reading {name}: {len(got)} for {len(self.images)} images")
+            self._got[name] = list(got)
+        self._failed: dict[str, str] = dict(failed or {})
 
     def get(self, name: str) -> Any:
         """The reading ``name``; :class:`NotRead` when these backends cannot give it."""
@@ -48,7 +64,9 @@ class Readings:
             try:
                 reader = READERS[name]
             except KeyError:
-                known = ", ".join(READERS)
+                if name in GIVEN:
+                    raise NotRead(f"the assessor took no {name.replace('_', ' ')}") from None
+                known = ", ".join((*READERS, *GIVEN))
                 raise KeyError(f"no reading named {name!r} (readings: {known})") from None
             try:
                 self._got[name] = reader(self)
@@ -104,3 +122,8 @@ READERS: dict[str, Callable[[Readings], Any]] = {
     "antonym_embeddings": _antonym_embeddings,
     "logit_scale": _logit_scale,
 }
+# the readings the assessor gives (:class:`Readings`' ``given``)
+GIVEN = ("matching", "exaggeration_answers", "quality_ratings")
+# the readings that depend on the image alone (and the run's models): a metric reading
+# only these is cached per image
+PER_IMAGE = frozenset({"images", "image_embeddings", "antonym_embeddings", "logit_scale"})

@@ -239,3 +239,41 @@ def test_a_judge_that_cannot_rate_0_to_10_reads_no_quality(fixed_embedder):
         and scores.quality_reading is None
         and scores.value("clip_iqa") is None
     )
+    judge = a.backends.names["judge"]
+    assert scores.notes["quality"] == f"the judge {judge} does not rate on a 0-10 scale"
+
+
+def test_a_registered_metric_reads_what_the_assessor_took(fixed_embedder):
+    """A metric registered with the catalog reads the readings AHEaD's own read (the
+    descriptors matched to the references, the judge's answers) and the values computed
+    before it, with nothing else changed; one whose reading is missing says why."""
+    from metrics.catalog import Metric, registered
+    from metrics.computed import Computed
+
+    def missing_share(matching):
+        return [len(s.missing) / max(len(s.references), 1) for s in matching]
+
+    def rating_or_none(exaggeration_answers, values):
+        return [
+            Computed(None, note="no rating") if a is None else a.rating / 5 * v["align"]
+            for a, v in zip(exaggeration_answers, values, strict=True)
+        ]
+
+    def entry(name, compute, reads):
+        return Metric(
+            name, name, 0, 1, "lower", "", ("judge",), "image", "toy", name + ".",
+            compute=compute, reads=reads,
+        )  # fmt: skip
+
+    with (
+        registered(entry("toy_missing", missing_share, ("matching",))),
+        registered(entry("toy_rated", rating_or_none, ("exaggeration_answers", "values"))),
+    ):
+        a, _ = assessor(fixed_embedder)
+        red = Image.new("RGB", (8, 8), (200, 0, 0))
+        with_candidates = a.assess(red, refs(stereotypes=["oversized hookahs"])).scores
+        without = a.assess(red, refs()).scores
+    # one of the two references (rice platter) missing; the rating 3 of 5 times ALIGN 0.5
+    assert with_candidates.value("toy_missing") == pytest.approx(0.5)
+    assert with_candidates.value("toy_rated") == pytest.approx(0.3)
+    assert without.value("toy_rated") is None and without.notes["toy_rated"] == "no rating"

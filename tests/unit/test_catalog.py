@@ -118,3 +118,63 @@ def test_each_variant_is_a_named_formula_and_a_score_says_which_made_it():
     assert made_by("judge-rating (1-5 rubric, (E[rating] - 1) / 4)") == (
         "judge-rating (1-5 rubric, (E[rating] - 1) / 4)"
     )
+
+
+def test_every_image_metric_of_a_run_is_one_entry_and_its_function():
+    """The image metrics an image's scores hold are the catalog's to compute: AHEaD's and
+    the quality readings too, each by the pure function its entry holds, the ones that read
+    others' values (FAITH) last."""
+    from metrics.catalog import computed, computing_order
+
+    image_groups = {"ahead", "quality"}
+    for m in catalog._ALL:
+        if m.level == "image" and m.group in image_groups:
+            assert m.compute is not None and m.compute.__module__.startswith("metrics."), m.name
+            assert m.reads, m.name
+    order = [m.name for m in computing_order()]
+    assert sorted(order) == sorted(m.name for m in computed())
+    assert order[-1] == "faith" and order.index("exag") < order.index("faith")
+
+
+def test_ahead_and_quality_from_their_readings_by_hand():
+    from metrics.ahead import ExagAnswer, align_of, exag_of, faith_of, hal_of
+    from metrics.computed import Computed
+    from metrics.judge import Reading
+    from metrics.quality import quality_of
+
+    class Matched:
+        def __init__(self, align, hal):
+            self.align, self.hal = align, hal
+
+    matched = [Matched(0.5, 0.25), Matched(1.0, 0.0)]
+    assert align_of(matched) == [0.5, 1.0] and hal_of(matched) == [0.25, 0.0]
+    rubric = ExagAnswer("exag:judge-rubric", mode="sampled k=8", rating=3.0, rating_stderr=0.4)
+    ita = ExagAnswer(
+        "exag:ita", mode="logprobs", yes=(0.5, 0.1), baseline=(0.2, 0.3), candidates=("a", "b")
+    )
+    got = exag_of([rubric, ita, None])
+    # (3 - 1) / 4 with s.e. 0.4 / 4; the largest excess over the photos, 0.5 - 0.2
+    assert got[0] == Computed(0.5, "exag:judge-rubric", Reading("sampled", 8, 0.1))
+    assert got[1].value == pytest.approx(0.3) and got[1].variant == "exag:ita"
+    assert got[1].reading == Reading()
+    assert got[2] == Computed(None, note="no stereotype candidates")
+    with pytest.raises(ValueError, match="no EXAG variant reads answers named 'exag:mllm'"):
+        exag_of([ExagAnswer("exag:mllm")])
+    faiths = faith_of(
+        [{"align": 0.5, "hal": 0.25, "exag": 0.5}, {"align": 0.5, "hal": 0.25}, {"hal": 0.1}]
+    )
+    assert faiths[0].value == pytest.approx((0.5 + 0.75 + 0.5) / 3)
+    assert faiths[0].variant == "faith:ahead"
+    assert faiths[1] == Computed(pytest.approx(0.625), "faith:no-exag")
+    assert faiths[2] == Computed(None, note="ALIGN and HAL are needed")
+
+    class Rated:
+        def __init__(self, naturalness, artifacts):
+            self.naturalness, self.artifacts = naturalness, artifacts
+
+    # the lower rating over 10, each held to 0..10 first
+    assert quality_of([Rated(8.0, 6.0), Rated(10.2, 9.0), None]) == [
+        pytest.approx(0.6),
+        pytest.approx(0.9),
+        None,
+    ]

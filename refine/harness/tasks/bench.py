@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from metrics.ahead import score_pooled
-from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, image_extras
+from metrics.catalog import (
+    BENCH_EXPECTATIONS,
+    BENCH_IMAGE,
+    BENCH_PROMPT,
+    HEADLINE,
+    image_extras,
+    label,
+)
 from metrics.stats import mean_interval
 from metrics.vendi import quality_weighted, vendi_from_embeddings
 from refine.assets import prompt_template
@@ -414,7 +421,7 @@ class BenchTask(CellTask):
         given = cell.inputs
         return (
             f"{given['generator']}: {given['activity']} ({given['country']}): "
-            f"FAITH {cell.mean('faith'):.3f}, Vendi {cell.outputs['vendi']:.2f}"
+            f"{label(HEADLINE)} {cell.mean(HEADLINE):.3f}, Vendi {cell.outputs['vendi']:.2f}"
         )
 
     def summarise(self, cells: list[Cell], scoring: Any) -> Summary:
@@ -503,14 +510,14 @@ def summarise(cells: list[Cell], generators: Sequence[str], seed: int = 42) -> d
         out["categories"][g] = by_category
     base = generators[0] if generators else None
     for other in generators[1:]:
-        a, b = _faith_by_prompt(cells, base), _faith_by_prompt(cells, other)
+        a, b = _headline_by_prompt(cells, base), _headline_by_prompt(cells, other)
         common = sorted(k for k in a if k in b and a[k] is not None and b[k] is not None)
         diffs = [b[k] - a[k] for k in common]
         out["paired"].append(
             {
                 "base": base,
                 "other": other,
-                "metric": "faith",
+                "metric": HEADLINE,
                 "prompts": len(common),
                 "mean_difference": _mean(diffs),
                 "interval": mean_interval(diffs, seed),
@@ -520,9 +527,9 @@ def summarise(cells: list[Cell], generators: Sequence[str], seed: int = 42) -> d
     return out
 
 
-def _faith_by_prompt(cells: list[Cell], generator: str | None) -> dict[tuple[str, str], Any]:
+def _headline_by_prompt(cells: list[Cell], generator: str | None) -> dict[tuple[str, str], Any]:
     return {
-        (c.inputs["activity"], c.inputs["country"]): c.mean("faith")
+        (c.inputs["activity"], c.inputs["country"]): c.mean(HEADLINE)
         for c in cells
         if c.inputs["generator"] == generator
     }

@@ -6,7 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, image_extras, label
+from metrics.catalog import (
+    BENCH_EXPECTATIONS,
+    BENCH_IMAGE,
+    BENCH_PROMPT,
+    HEADLINE,
+    image_extras,
+    label,
+)
 from refine.harness.tasks.bench import cell_mean
 from refine.present.charts import mean_bars, scatter
 from refine.present.html import document, escape, image_tag, interval_text, num, raw, write_page
@@ -34,12 +41,15 @@ def write_bench_page(folder: str | Path, summary: Any) -> Path:
 def render_bench_leaderboard(
     folder: str | Path, summary: dict[str, Any], cells: list[dict[str, Any]]
 ) -> str:
-    """One self-contained HTML page: the leaderboard with intervals, FAITH per country,
-    FAITH against Vendi per prompt, the paired comparison, the best and worst images."""
+    """One self-contained HTML page: the leaderboard with intervals, the headline metric
+    (``metrics.catalog.HEADLINE``: FAITH) per country and against Vendi per prompt, the
+    paired comparison, the best and worst images."""
 
     folder = Path(folder)
+    head_label = label(HEADLINE)
+    bar_title = f"{head_label} \u2191 (mean, 95% interval)"
     names = list(summary["generators"])
-    ranked = sorted(names, key=lambda g: -(summary["generators"][g]["faith"]["mean"] or -1.0))
+    ranked = sorted(names, key=lambda g: -(summary["generators"][g][HEADLINE]["mean"] or -1.0))
 
     def present(metrics: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(m for m in metrics if any(m in summary["generators"][g] for g in names))
@@ -72,7 +82,7 @@ def render_bench_leaderboard(
             stat = summary["countries"][g].get(country)
             if stat:
                 bars.append(
-                    (f"{country} \u00b7 {g}", stat["faith"]["mean"], stat["faith"]["interval"])
+                    (f"{country} \u00b7 {g}", stat[HEADLINE]["mean"], stat[HEADLINE]["interval"])
                 )
     cat_bars = []
     for cat in sorted({c for g in names for c in summary.get("categories", {}).get(g, {})}):
@@ -80,20 +90,27 @@ def render_bench_leaderboard(
             stat = summary["categories"][g].get(cat)
             if stat:
                 cat_bars.append(
-                    (f"{cat} \u00b7 {g}", stat["faith"]["mean"], stat["faith"]["interval"])
+                    (f"{cat} \u00b7 {g}", stat[HEADLINE]["mean"], stat[HEADLINE]["interval"])
                 )
-    cat_html = f"<h2>FAITH per activity category</h2>{mean_bars(cat_bars)}" if cat_bars else ""
+    cat_html = (
+        (
+            f"<h2>{head_label} per activity category</h2>"
+            f"{mean_bars(cat_bars, metric=HEADLINE, x_title=bar_title)}"
+        )
+        if cat_bars
+        else ""
+    )
     points = {
         g: [
-            (cell_mean(c, "faith"), c["vendi"])
+            (cell_mean(c, HEADLINE), c["vendi"])
             for c in cells
-            if c["generator"] == g and cell_mean(c, "faith") is not None
+            if c["generator"] == g and cell_mean(c, HEADLINE) is not None
         ]
         for g in names
     }
     paired = "".join(_paired_row(p) for p in summary["paired"])
     paired_html = (
-        "<h2>Paired comparison (FAITH, same prompts and seeds)</h2><table><tr><th>pair</th>"
+        f"<h2>Paired comparison ({head_label}, same prompts and seeds)</h2><table><tr><th>pair</th>"
         "<th>prompts</th><th>mean difference</th><th>95% interval</th><th>prompts improved</th>"
         f"</tr>{paired}</table>"
         if paired
@@ -102,18 +119,18 @@ def render_bench_leaderboard(
     extremes = []
     for country in sorted({c["country"] for c in cells}):
         images = [
-            (im["faith"], c["generator"], c["activity"], im)
+            (im[HEADLINE], c["generator"], c["activity"], im)
             for c in cells
             if c["country"] == country
             for im in c["images"]
-            if im["faith"] is not None
+            if im[HEADLINE] is not None
         ]
         if not images:
             continue
         images.sort(key=lambda t: t[0])
         figs = []
-        for end, (faith, gen, act, im) in (("worst", images[0]), ("best", images[-1])):
-            caption = f"{end}: {gen}, {act}, seed {im['seed']}, FAITH {faith:.3f}"
+        for end, (value, gen, act, im) in (("worst", images[0]), ("best", images[-1])):
+            caption = f"{end}: {gen}, {act}, seed {im['seed']}, {head_label} {value:.3f}"
             figs.append(
                 f"<figure>{image_tag(folder / im['file'], caption)}"
                 f"<figcaption>{escape(caption)}</figcaption></figure>"
@@ -124,8 +141,10 @@ def render_bench_leaderboard(
     body = (
         f'<p class="muted">{len(cells)} prompt cells; every image scored by one scorer: '
         f"{escape(scorer)}; {escape(tau)}; intervals: 95% bootstrap over prompts.</p>"
-        f"<h2>Leaderboard</h2>{table}<h2>FAITH per country</h2>{mean_bars(bars)}{cat_html}"
-        f"<h2>FAITH against diversity (Vendi) per prompt</h2>{scatter(points)}"
+        f"<h2>Leaderboard</h2>{table}<h2>{head_label} per country</h2>"
+        f"{mean_bars(bars, metric=HEADLINE, x_title=bar_title)}{cat_html}"
+        f"<h2>{head_label} against diversity (Vendi) per prompt</h2>"
+        f"{scatter(points, x_title=f'{head_label} (prompt mean) ↑')}"
         f"{paired_html}<h2>Best and worst images per country</h2>{''.join(extremes)}"
     )
     return document("Benchmark: cultural faithfulness of generators", body)
