@@ -406,10 +406,11 @@ _ALL = {"surfaces": ["run", "batch", "app"]}  # and the app's form
 
 
 class RunSpec(_Record):
-    activity: str
+    # ``flag``: how refine run names a field in its messages (default: --the-name)
+    activity: str = Field(json_schema_extra={"flag": "ACTIVITY"})
     country: str
     profile: str = "gemini"
-    backends: dict[str, str] = Field(default_factory=dict)
+    backends: dict[str, str] = Field(default_factory=dict, json_schema_extra={"flag": "--backend"})
     backend_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # the table of run settings: each field's type, bounds, default and help, and which
     # fronts show it ("run": refine run's options, "app": the app's form, "batch": a batch
@@ -506,23 +507,59 @@ class RunSpec(_Record):
     budget_calls: int | None = Field(
         None, gt=0, description="Model-call budget.", json_schema_extra=_RUN
     )
-    instructions: dict[int, str] = Field(default_factory=dict)
+    # ``given``: what a front takes for a field that is no single value: ``list`` (names
+    # separated by commas), ``path`` (a file or folder), ``repeat`` (an option given once per
+    # item)
+    instructions: dict[int, str] = Field(
+        default_factory=dict,
+        description="ROUND=TEXT: your own instruction for that round (repeatable).",
+        json_schema_extra={**_RUN, "flag": "--instruction", "given": "repeat"},
+    )
     prompt: str | None = None
-    input_image: str | None = None
+    input_image: str | None = Field(
+        None,
+        description="Refine this image instead of generating.",
+        json_schema_extra={**_RUN, "flag": "--image", "given": "path"},
+    )
     # CAIRE per round: other culture labels to rate the image against (the country is
     # always rated first), a knowledge base folder (None: kb-free), retrieval depth
-    caire_labels: list[str] = Field(default_factory=list)
-    caire_kb: str | None = None
+    caire_labels: list[str] = Field(
+        default_factory=list,
+        description='Rate each round 1-5 for the country and these cultures, e.g. "Turkey,India".',
+        json_schema_extra={**_RUN, "given": "list"},
+    )
+    caire_kb: str | None = Field(
+        None,
+        description="Knowledge base for CAIRE (without it: kb-free).",
+        json_schema_extra={**_RUN, "given": "path"},
+    )
     caire_top_k: int = Field(20, ge=1)
     # the round-0 prompt is also rendered in these languages, each followed round by round
     # with the same instructions; with an SoS bank every image gets its SoS
-    prompt_languages: list[str] = Field(default_factory=list)
-    sos_bank: str | None = None
+    prompt_languages: list[str] = Field(
+        default_factory=list,
+        description='Also follow the run in these prompt languages, e.g. "fr,ja" (translated).',
+        json_schema_extra={**_RUN, "given": "list"},
+    )
+    sos_bank: str | None = Field(
+        None,
+        description="An SoS bank (refine sos bank): every round's images get SoS.",
+        json_schema_extra={**_RUN, "given": "path"},
+    )
     # also observe and score (FAITH, ALIGN, HAL, EXAG) each language's image every round
-    language_scores: bool = False
+    language_scores: bool = Field(
+        False,
+        description="Also observe and score FAITH in each prompt language.",
+        json_schema_extra=_RUN,
+    )
     # cultural expectations checked on each round's chosen image; missed ones are asked
     # for in the next edit
-    expectations: list[Expectation] = Field(default_factory=list)
+    expectations: list[Expectation] = Field(
+        default_factory=list,
+        description="An expectations file (refine expectations build): checked every round; "
+        "missed ones are asked for in the next edit.",
+        json_schema_extra={**_RUN, "given": "path"},
+    )
 
 
 class Run(_Record):

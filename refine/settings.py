@@ -48,8 +48,8 @@ def default(name: str) -> Any:
     return RunSpec.model_fields[name].default
 
 
-def _bound(name: str, kind: str) -> Any:
-    for rule in RunSpec.model_fields[name].metadata:
+def _bound(field: Any, kind: str) -> Any:
+    for rule in field.metadata:
         bound = getattr(rule, kind, None)
         if bound is not None:
             return bound
@@ -58,12 +58,12 @@ def _bound(name: str, kind: str) -> Any:
 
 def upper(name: str) -> Any:
     """The upper bound of a RunSpec field (``le``), or None: what no caller can exceed."""
-    return _bound(name, "le")
+    return _bound(RunSpec.model_fields[name], "le")
 
 
 def lower(name: str) -> Any:
     """The lower bound of a RunSpec field (``ge``), or None."""
-    return _bound(name, "ge")
+    return _bound(RunSpec.model_fields[name], "ge")
 
 
 @dataclass(frozen=True)
@@ -82,45 +82,77 @@ class Setting:
     help: str
     surfaces: tuple[str, ...]
     choices: tuple[str, ...] = ()
+    # how a front takes it: ``value`` (one value of ``kind``), ``list`` (names separated
+    # by commas), ``path`` (a file or folder), ``repeat`` (an option given once per item)
+    given: str = "value"
+
+
+GIVEN = ("value", "list", "path", "repeat")
+
+
+def flag_of(name: str, spec: type[RunSpec] = RunSpec) -> str:
+    """How ``refine run`` names a setting in its messages: the field's ``flag``, else
+    ``--the-name`` (``image``, ``refs``, ``out``: the command's own options)."""
+    field = spec.model_fields.get(name)
+    extra = field.json_schema_extra if field is not None else None
+    flag = extra.get("flag") if isinstance(extra, dict) else None
+    return flag or "--" + name.replace("_", "-")
 
 
 def _setting(name: str, field: Any) -> Setting:
     extra = field.json_schema_extra or {}
     annotation = field.annotation
+    given = extra.get("given", "value")
+    if given not in GIVEN:
+        raise ValueError(f"RunSpec.{name}: given {given!r} is not one of {', '.join(GIVEN)}")
     choices: tuple[str, ...] = ()
     kind: type = str
     for option in (annotation, *get_args(annotation)):
+        if given != "value":
+            break  # names, a path or repeated items: text
         if option in (int, float, bool, str):
             kind = option
             break
         if get_origin(option) is Literal:
             choices, kind = tuple(get_args(option)), str
             break
+    # an option not given is None (a list's or a path's), or no items
+    default = field.default if field.default_factory is None else None
+    if given == "repeat":
+        default = []
     return Setting(
         name=name,
-        flag=extra.get("flag", "--" + name.replace("_", "-")),
+        flag=flag_of(name),
         kind=kind,
-        default=field.default,
-        lower=lower(name),
-        upper=upper(name),
-        above=_bound(name, "gt"),
+        default=default,
+        lower=_bound(field, "ge"),
+        upper=_bound(field, "le"),
+        above=_bound(field, "gt"),
         help=field.description or "",
         surfaces=tuple(extra["surfaces"]),
         choices=choices,
+        given=given,
     )
 
 
+def table(spec: type[RunSpec] = RunSpec) -> dict[str, Setting]:
+    """The table of run settings of ``spec`` (RunSpec, or a subclass with more fields):
+    its fields that name the fronts showing them, in field order."""
+    return {
+        name: _setting(name, field)
+        for name, field in spec.model_fields.items()
+        if isinstance(field.json_schema_extra, dict) and "surfaces" in field.json_schema_extra
+    }
+
+
 # the table of run settings, from RunSpec's fields that name the fronts showing them
-SETTINGS: dict[str, Setting] = {
-    name: _setting(name, field)
-    for name, field in RunSpec.model_fields.items()
-    if isinstance(field.json_schema_extra, dict) and "surfaces" in field.json_schema_extra
-}
+SETTINGS: dict[str, Setting] = table()
 
 
-def shown_on(surface: str) -> list[Setting]:
+def shown_on(surface: str, spec: type[RunSpec] = RunSpec) -> list[Setting]:
     """The settings a front shows (``run``, ``batch`` or ``app``), in RunSpec's order."""
-    return [s for s in SETTINGS.values() if surface in s.surfaces]
+    settings = SETTINGS if spec is RunSpec else table(spec)
+    return [s for s in settings.values() if surface in s.surfaces]
 
 
 def split_list(value: str | Iterable[str] | None) -> list[str]:
@@ -291,8 +323,10 @@ def _expectations(row: dict[str, Any], base_dir: Path | None) -> None:
             raise SettingsError("expectations", str(err)) from err
 
 
-def run_spec(raw: Mapping[str, Any], base_dir: str | Path | None = None) -> RunSpec:
-    """A validated RunSpec from raw settings (None values take the default)."""
+def run_spec(
+    raw: Mapping[str, Any], base_dir: str | Path | None = None, spec: type[RunSpec] = RunSpec
+) -> RunSpec:
+    """A validated RunSpec (or ``spec``) from raw settings (None values take the default)."""
     from pydantic import ValidationError
 
     base = Path(base_dir) if base_dir is not None else None
@@ -302,11 +336,14 @@ def run_spec(raw: Mapping[str, Any], base_dir: str | Path | None = None) -> RunS
         path = _path(image, base)
         _check_image(path)
         row["input_image"] = str(path)
-    if isinstance(row.get("instructions"), str):
+    given = row.get("instructions")
+    if isinstance(given, str):
         try:
-            row["instructions"] = json.loads(row["instructions"])
+            row["instructions"] = json.loads(given)
         except json.JSONDecodeError as err:
             raise SettingsError("instructions", f"must be JSON ({err.msg})") from err
+    elif isinstance(given, list | tuple):  # ROUND=TEXT items, as refine run takes them
+        row["instructions"] = parse_instructions(given)
     for key in ("activity", "country"):
         if not str(row.get(key) or "").strip():
             raise SettingsError(key, f"give the {key}")
@@ -315,7 +352,7 @@ def run_spec(raw: Mapping[str, Any], base_dir: str | Path | None = None) -> RunS
     _languages(row, base)
     _expectations(row, base)
     try:
-        return RunSpec(**row)
+        return spec(**row)
     except ValidationError as err:
         first = err.errors()[0]
         field = ".".join(str(x) for x in first["loc"]) or "settings"
@@ -369,8 +406,9 @@ def load(
     raw: Mapping[str, Any],
     base_dir: str | Path | None = None,
     find: Callable[[str, str], ReferencePack] | None = None,
+    spec: type[RunSpec] = RunSpec,
 ) -> tuple[RunSpec, ReferencePack]:
     """Raw settings -> (validated spec, references), every path read against ``base_dir``."""
-    spec = run_spec(raw, base_dir)
-    refs = references(spec.activity, spec.country, raw.get("refs"), base_dir, find)
-    return spec, refs
+    made = run_spec(raw, base_dir, spec)
+    refs = references(made.activity, made.country, raw.get("refs"), base_dir, find)
+    return made, refs

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ import numpy as np
 
 from metrics.descriptors import DIMENSIONS
 from refine.harness.engine import ENGINES
-from refine.settings import SETTINGS
+from refine.records import RunSpec
+from refine.settings import SETTINGS, Setting, shown_on, table
 
 
 class UserInputError(Exception):
@@ -235,19 +237,55 @@ def load_images(paths: list[Path]) -> list[Any]:
     return loaded
 
 
-def spec_option(name: str) -> Any:
+def spec_option(name: str, spec: type[RunSpec] = RunSpec) -> Any:
     """The option of a run setting, all from the settings table (its flag, default, bounds
     and help; see :data:`refine.settings.SETTINGS`). A bound the value must exceed (a
     budget above 0) is the spec's to check: click's ranges include their ends."""
     import typer
 
-    setting = SETTINGS[name]
+    setting = (SETTINGS if spec is RunSpec else table(spec))[name]
     bounds = {}
     if setting.lower is not None:
         bounds["min"] = setting.lower
     if setting.upper is not None:
         bounds["max"] = setting.upper
     return typer.Option(setting.default, setting.flag, help=setting.help, **bounds)
+
+
+def _option_type(setting: Setting) -> Any:
+    return {"path": Path, "list": str, "repeat": list[str]}.get(setting.given, setting.kind)
+
+
+def with_settings(
+    command: Callable[..., Any], surface: str, spec: type[RunSpec] = RunSpec, after: str = ""
+) -> Callable[..., Any]:
+    """``command`` (whose ``**settings`` take them) with an option for every setting of
+    ``spec`` that ``surface`` shows, placed after its parameter ``after``: a field added to
+    RunSpec with its ``surfaces`` is an option of the command with no other change."""
+    import inspect
+
+    own = [
+        p
+        for p in inspect.signature(command).parameters.values()
+        if p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    at = next((i + 1 for i, p in enumerate(own) if p.name == after), len(own))
+    taken = {p.name for p in own}
+    more = []
+    for setting in shown_on(surface, spec):
+        if setting.name in taken:
+            raise ValueError(f"{command.__name__} already has a parameter {setting.name!r}")
+        more.append(
+            inspect.Parameter(
+                setting.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=spec_option(setting.name, spec),
+                annotation=_option_type(setting),
+            )
+        )
+    kinds = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+    command.__signature__ = inspect.Signature([*kinds[:at], *more, *kinds[at:]])  # type: ignore[attr-defined]
+    return command
 
 
 def tau_option() -> Any:

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from refine import settings
-from refine.cli.inputs import UserInputError, reference_images_option, spec_option, tau_option
+from refine.cli.inputs import UserInputError, reference_images_option, with_settings
 from refine.evaluate.references import ReferenceNotFound, load_pack
 from refine.evaluate.refs_build import LLMCache, build_references, find_any, models_for, save_built
 from refine.events import RunStarted, StepDone
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from refine.present.views import summary_lines
+from refine.records import RunSpec
 
 refs_app = typer.Typer(
     help="Reference descriptors and stereotype candidates from the bundled pack.",
@@ -153,46 +156,11 @@ def refs_list(
             typer.echo(f"  {'*' if entry.get('descriptors') else ' '} {phrase}")
 
 
-# the options that name a run setting, for messages about it
-OPTION_OF = {
-    "activity": "ACTIVITY",
-    "country": "--country",
-    "rounds": "--rounds",
-    "target": "--target",
-    "patience": "--patience",
-    "candidates": "--candidates",
-    "initial_candidates": "--initial",
-    "seed": "--seed",
-    "margin": "--margin",
-    "max_drift": "--max-drift",
-    "max_quality_drop": "--max-quality-drop",
-    "edit_from": "--edit-from",
-    "near_margin": "--near-margin",
-    "writer": "--writer",
-    "replace_floor": "--replace-floor",
-    "tau": "--tau",
-    "image": "--image",
-    "input_image": "--image",
-    "refs": "--refs",
-    "reference_images": "--reference-images",
-    "instructions": "--instruction",
-    "backends": "--backend",
-    "budget_seconds": "--budget-seconds",
-    "budget_calls": "--budget-calls",
-    "caire_labels": "--caire-labels",
-    "caire_kb": "--caire-kb",
-    "prompt_languages": "--prompt-languages",
-    "sos_bank": "--sos-bank",
-    "language_scores": "--language-scores",
-    "expectations": "--expectations",
-    "out": "--out",
-}
-
-
 def settings_error(err) -> UserInputError:
-    """A settings problem as ``--option: message (add --other)``."""
-    hint = f" (add {OPTION_OF.get(err.related, err.related)})" if err.related else ""
-    return UserInputError(f"{OPTION_OF.get(err.field, err.field)}: {err.message}{hint}")
+    """A settings problem as ``--option: message (add --other)``, each option named by its
+    flag (:func:`refine.settings.flag_of`)."""
+    hint = f" (add {settings.flag_of(err.related)})" if err.related else ""
+    return UserInputError(f"{settings.flag_of(err.field)}: {err.message}{hint}")
 
 
 def parse_backends(values: list[str]) -> dict[str, str]:
@@ -223,65 +191,60 @@ def resume_hint(where: dict[str, str]):
         raise typer.Exit(130) from None
 
 
-def run_cmd(
-    activity: str = typer.Argument(None, help='The activity, e.g. "people eating food at home".'),
-    country: str = typer.Option(None, "--country", help="The country, e.g. Iran."),
-    profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
-    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    rounds: int = spec_option("rounds"),
-    target: float = spec_option("target"),
-    patience: int = spec_option("patience"),
-    candidates: int = spec_option("candidates"),
-    initial: int = spec_option("initial_candidates"),
-    seed: int = spec_option("seed"),
-    margin: float = spec_option("margin"),
-    max_drift: float = spec_option("max_drift"),
-    max_quality_drop: float = spec_option("max_quality_drop"),
-    edit_from: str = spec_option("edit_from"),
-    near_margin: float = spec_option("near_margin"),
-    replace_floor: float = spec_option("replace_floor"),
-    writer: str = spec_option("writer"),
-    tau: float = tau_option(),
-    refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
-    reference_images: Path = reference_images_option(),
-    image: Path = typer.Option(None, "--image", help="Refine this image instead of generating."),
-    instruction: list[str] = typer.Option([], "--instruction", help="ROUND=TEXT, your own."),
-    budget_s: float = spec_option("budget_seconds"),
-    budget_calls: int = spec_option("budget_calls"),
-    out: Path = typer.Option(Path("runs"), "--out", help="Folder for run directories."),
-    resume: Path = typer.Option(None, "--resume", help="Finish the run in this directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print the final run record as JSON."),
-    build_refs: bool = typer.Option(
-        False, "--build-refs", help="Build references with the profile's llms if none exist."
-    ),
-    caire_labels: str = typer.Option(
-        None,
-        "--caire-labels",
-        help='Rate each round 1-5 for the country and these cultures, e.g. "Turkey,India".',
-    ),
-    caire_kb: Path = typer.Option(
-        None, "--caire-kb", help="Knowledge base for CAIRE (without it: kb-free)."
-    ),
-    prompt_languages: str = typer.Option(
-        None,
-        "--prompt-languages",
-        help='Also follow the run in these prompt languages, e.g. "fr,ja" (translated).',
-    ),
-    sos_bank: Path = typer.Option(
-        None, "--sos-bank", help="An SoS bank (refine sos bank): every round's images get SoS."
-    ),
-    language_scores: bool = typer.Option(
-        False, "--language-scores", help="Also observe and score FAITH in each prompt language."
-    ),
-    expectations: Path = typer.Option(
-        None,
-        "--expectations",
-        help="An expectations file (refine expectations build): checked every round; "
-        "missed ones are asked for in the next edit.",
-    ),
-) -> None:
-    """Generate, score and refine an image of an activity in a country, round by round."""
+def make_run_cmd(spec: type[RunSpec] = RunSpec) -> Callable[..., None]:
+    """``refine run``: its own options, and one for every setting of ``spec`` that refine
+    run shows (:func:`refine.cli.inputs.with_settings`)."""
 
+    def run_cmd(
+        activity: str = typer.Argument(
+            None, help='The activity, e.g. "people eating food at home".'
+        ),
+        country: str = typer.Option(None, "--country", help="The country, e.g. Iran."),
+        profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
+        backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+        refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
+        reference_images: Path = reference_images_option(),
+        out: Path = typer.Option(Path("runs"), "--out", help="Folder for run directories."),
+        resume: Path = typer.Option(None, "--resume", help="Finish the run in this directory."),
+        as_json: bool = typer.Option(False, "--json", help="Print the final run record as JSON."),
+        build_refs: bool = typer.Option(
+            False, "--build-refs", help="Build references with the profile's llms if none exist."
+        ),
+        **given: Any,
+    ) -> None:
+        """Generate, score and refine an image of an activity in a country, round by round."""
+        _run(
+            activity,
+            country,
+            profile,
+            backend,
+            refs_file,
+            reference_images,
+            out,
+            resume,
+            as_json,
+            build_refs,
+            given,
+            spec,
+        )
+
+    return with_settings(run_cmd, "run", spec, after="backend")
+
+
+def _run(
+    activity: str | None,
+    country: str | None,
+    profile: str,
+    backend: list[str],
+    refs_file: Path | None,
+    reference_images: Path | None,
+    out: Path,
+    resume: Path | None,
+    as_json: bool,
+    build_refs: bool,
+    given: dict[str, Any],
+    spec_type: type[RunSpec],
+) -> None:
     where: dict[str, str] = {}
 
     def progress(event) -> None:
@@ -309,36 +272,9 @@ def run_cmd(
     else:
         if not activity or not country:
             raise UserInputError("give an ACTIVITY and --country (or --resume DIR)")
-        raw = {
-            "activity": activity,
-            "country": country,
-            "rounds": rounds,
-            "target": target,
-            "patience": patience,
-            "candidates": candidates,
-            "initial_candidates": initial,
-            "seed": seed,
-            "margin": margin,
-            "max_drift": max_drift,
-            "max_quality_drop": max_quality_drop,
-            "edit_from": edit_from,
-            "near_margin": near_margin,
-            "writer": writer,
-            "replace_floor": replace_floor,
-            "tau": tau,
-            "image": image,
-            "budget_seconds": budget_s,
-            "budget_calls": budget_calls,
-            "caire_labels": caire_labels,
-            "caire_kb": caire_kb,
-            "prompt_languages": prompt_languages,
-            "sos_bank": sos_bank,
-            "language_scores": language_scores or None,
-            "expectations": expectations,
-        }
+        raw = {"activity": activity, "country": country, **given}
         try:
-            raw["instructions"] = settings.parse_instructions(instruction)
-            spec = settings.run_spec(raw)
+            spec = settings.run_spec(raw, spec=spec_type)
             settings.output_folder(out)
             if refs_file:
                 refs = settings.references(activity, country, refs_file)
@@ -363,3 +299,6 @@ def run_cmd(
         return
     for line in summary_lines(run, where.get("dir", "")):
         typer.echo(line)
+
+
+run_cmd = make_run_cmd()

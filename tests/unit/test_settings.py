@@ -98,21 +98,21 @@ def test_instruction_and_backend_items():
 
 
 def test_the_command_line_shows_the_specs_defaults():
+    """refine run has one option per setting it shows, named after its field, with the
+    spec's default and flag."""
     from refine.cli.run_cmd import run_cmd
 
     params = inspect.signature(run_cmd).parameters
-    for option, field in (
-        ("rounds", "rounds"),
-        ("target", "target"),
-        ("patience", "patience"),
-        ("candidates", "candidates"),
-        ("initial", "initial_candidates"),
-        ("seed", "seed"),
-        ("margin", "margin"),
-        ("max_drift", "max_drift"),
-        ("edit_from", "edit_from"),
-    ):
-        assert params[option].default.default == settings.default(field), option
+    shown = settings.shown_on("run")
+    own = {"activity", "country", "profile", "backend", "refs_file", "reference_images"}
+    own |= {"out", "resume", "as_json", "build_refs"}
+    assert set(params) == own | {s.name for s in shown}
+    for setting in shown:
+        option = params[setting.name].default
+        assert option.param_decls == (setting.flag,), setting.name
+        if setting.given == "value":
+            assert option.default == settings.default(setting.name), setting.name
+    assert params["initial_candidates"].default.param_decls == ("--initial",)
 
 
 def test_a_decompression_bomb_and_bad_output_folders_are_refused(tmp_path, monkeypatch):

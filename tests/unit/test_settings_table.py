@@ -20,7 +20,7 @@ def number(value, kind) -> str:
 def expected_brackets(setting) -> str:
     """What click prints after the help: ``[default: D; LO<=x<=HI]``."""
     parts = []
-    if setting.default is not None:
+    if setting.default not in (None, [], False):  # click shows no empty default
         parts.append(f"default: {setting.default}")
     lo, hi, kind = setting.lower, setting.upper, setting.kind
     if lo is not None and hi is not None:
@@ -53,10 +53,12 @@ def test_refine_run_help_shows_the_table(monkeypatch):
     assert done.returncode == 0, done.stderr
     text = " ".join(done.stdout.split())
     for setting in shown_on("run"):
-        found = re.search(re.escape(setting.flag) + r" <[^>]+>(.*?)(?= --[a-z]|\Z)", text)
+        found = re.search(re.escape(setting.flag) + r"(?: <[^>]+>)?(.*?)(?= --[a-z]|\Z)", text)
         assert found, f"{setting.flag} is not in refine run --help"
         shown = found.group(1)
-        assert " ".join(setting.help.split()) in shown, setting.flag
+        # click wraps after a hyphen ("kb-" / "free"): joined again to compare
+        said = " ".join(setting.help.split()).replace("- ", "-")
+        assert said in shown.replace("- ", "-"), setting.flag
         brackets = re.findall(r"\[([^\]]*)\]", shown)
         want = expected_brackets(setting)
         assert (brackets[-1] if brackets else "") == want, (setting.flag, shown)
@@ -176,3 +178,51 @@ def test_the_app_form_shows_the_table(tmp_path, backends, options):
             with pytest.raises(ValueError, match=f"^{label}: .* above the most allowed"):
                 numbers(*given.values())
         assert (box.get("precision") == 0) == (setting.kind is int), setting.name
+
+
+def test_a_field_added_to_the_spec_is_an_option_and_a_batch_setting(tmp_path):
+    """A field added to (a copy of) RunSpec, with the fronts that show it, is an option of
+    refine run, with its help, default and bounds, and a setting of batch lines, checked
+    against its bounds: nothing else changes."""
+    import typer
+    from pydantic import Field
+    from typer.testing import CliRunner
+
+    from refine.cli.run_cmd import make_run_cmd
+    from refine.harness.tasks.batch import BatchSpecError, read_specs
+    from refine.records import RunSpec
+
+    class Wider(RunSpec):
+        sharpness: float = Field(
+            0.5,
+            ge=0.0,
+            le=1.0,
+            description="How sharp an edit may be.",
+            json_schema_extra={"surfaces": ["run", "batch", "app"]},
+        )
+
+    app = typer.Typer(rich_markup_mode=None)
+    app.command("run")(make_run_cmd(Wider))
+    app.command("other")(lambda: None)
+    runner = CliRunner()
+    done = runner.invoke(app, ["run", "--help"])
+    assert done.exit_code == 0, done.output
+    text = " ".join(done.output.split())
+    assert "--sharpness <float range> How sharp an edit may be. [default: 0.5; 0.0<=x<=1.0]" in (
+        text
+    )
+    refused = runner.invoke(app, ["run", "eating", "--country", "Iran", "--sharpness", "2"])
+    assert refused.exit_code == 2 and "--sharpness" in refused.output
+    # the bundled command is not changed by it
+    assert "--sharpness" not in cli("run", "--help").stdout
+
+    lines = tmp_path / "wide.jsonl"
+    base = {"activity": "people eating food at home", "country": "Iran"}
+    lines.write_text(json.dumps({**base, "sharpness": 0.7}) + "\n")
+    (entry,) = read_specs(lines, spec=Wider)
+    assert entry.spec.sharpness == 0.7
+    lines.write_text(json.dumps({**base, "sharpness": 3}) + "\n")
+    with pytest.raises(BatchSpecError, match=r"^wide.jsonl line 1: sharpness: "):
+        read_specs(lines, spec=Wider)
+    with pytest.raises(BatchSpecError, match=r"sharpness"):  # RunSpec itself has no such field
+        read_specs(lines)

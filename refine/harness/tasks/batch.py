@@ -115,7 +115,12 @@ def _rows(path: Path, text: str) -> list[tuple[int, dict[str, Any] | BatchSpecEr
 
 
 def _entry(
-    path: Path, n: int, row: dict[str, Any], profile: str, find: Callable[..., ReferencePack]
+    path: Path,
+    n: int,
+    row: dict[str, Any],
+    profile: str,
+    find: Callable[..., ReferencePack],
+    spec_type: type[RunSpec] = RunSpec,
 ) -> BatchEntry:
 
     where = f"{path.name} line {n}"
@@ -127,7 +132,7 @@ def _entry(
     row = dict(row)
     name = row.pop("name", None)
     try:
-        spec, refs = settings.load(row, base_dir=path.parent, find=find)
+        spec, refs = settings.load(row, base_dir=path.parent, find=find, spec=spec_type)
     except settings.SettingsError as err:
         hint = f" (set {err.related})" if err.related else ""
         raise BatchSpecError(f"{where}: {err.field}: {err.message}{hint}") from err
@@ -138,9 +143,13 @@ def _entry(
 
 
 def read_specs(
-    path: str | Path, profile: str = "gemini", find: Callable[..., ReferencePack] | None = None
+    path: str | Path,
+    profile: str = "gemini",
+    find: Callable[..., ReferencePack] | None = None,
+    spec: type[RunSpec] = RunSpec,
 ) -> list[BatchEntry]:
-    """Every line checked before anything runs; all bad lines are reported together."""
+    """Every line checked before anything runs (as a ``spec``, RunSpec or one with more
+    fields); all bad lines are reported together."""
 
     path = Path(path)
     try:
@@ -152,7 +161,7 @@ def read_specs(
         try:
             if isinstance(row, BatchSpecError):
                 raise row
-            entries.append(_entry(path, n, row, profile, find or find_any))
+            entries.append(_entry(path, n, row, profile, find or find_any, spec))
         except BatchSpecError as err:
             problems.append(str(err))
     if problems:
