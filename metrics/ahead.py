@@ -519,6 +519,14 @@ def exaggeration(
     return ExagScore(value, per_image.tolist(), names, excess.tolist(), b.tolist())
 
 
+def ita_baseline(rows: Sequence[Sequence[float]]) -> list[float]:
+    """EXAG(ITA)'s baseline: each stereotype candidate's mean image-text score over the
+    real photos (one row per photo, one column per candidate; AHEaD Eq. 3)."""
+    if not rows:
+        raise ValueError("the baseline needs at least one real photo")
+    return np.asarray(rows, dtype=float).mean(axis=0).tolist()
+
+
 def faithfulness(align: float, hal: float, exag: float) -> float:
     """FAITH = mean(ALIGN, 1 - HAL, 1 - EXAG); each a number in [0, 1]."""
     for name, value in (("ALIGN", align), ("HAL", hal), ("EXAG", exag)):

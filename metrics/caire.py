@@ -22,6 +22,12 @@ import numpy as np
 RANKINGS = ("similarity", "frequency")
 
 
+def unit_score(score: float) -> float:
+    """A 1-5 relevance score on a 0-1 scale, (score - 1) / 4, to be drawn beside the
+    0-1 metrics."""
+    return (score - 1.0) / 4.0
+
+
 @dataclass(frozen=True)
 class EntityHit:
     """An entity found by retrieval: how many of the top-K images were its own, the best

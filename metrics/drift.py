@@ -70,6 +70,12 @@ def ssim(parent: Image.Image, child: Image.Image) -> float:
     return ssim_arrays(block_mean(a, f), block_mean(b, f))
 
 
+def drift_of(cosine_to_parent: float) -> float:
+    """The catalog's ``drift``: 1 - the cosine of an image's embedding and its parent's
+    (0: the same picture, 2: the opposite)."""
+    return 1.0 - cosine_to_parent
+
+
 def cosine(u: np.ndarray, v: np.ndarray) -> float:
     u, v = np.asarray(u, dtype=np.float64).ravel(), np.asarray(v, dtype=np.float64).ravel()
     nu, nv = np.linalg.norm(u), np.linalg.norm(v)

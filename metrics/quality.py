@@ -84,6 +84,19 @@ def viescore_quality(naturalness: float, artifacts: float, high: int = HIGH) -> 
     return min(naturalness, artifacts) / high
 
 
+def quality_stderr(
+    naturalness: float,
+    artifacts: float,
+    naturalness_se: float | None,
+    artifacts_se: float | None,
+    high: int = HIGH,
+) -> float | None:
+    """The standard error of :func:`viescore_quality`: the lower rating's, over the
+    scale's top (None when the lower rating was not sampled)."""
+    se = naturalness_se if naturalness <= artifacts else artifacts_se
+    return None if se is None else se / high
+
+
 def clip_iqa(image_embeddings, good, bad, logit_scale: float) -> list[float]:
     """CLIP-IQA of each image: softmax over (good, bad) of logit_scale x cosine, the good
     share. Embeddings are L2-normalised rows (images n x d; good and bad d)."""

@@ -231,6 +231,13 @@ class Drift(_Record):
     ssim: float
     embedder: str
 
+    @property
+    def value(self) -> float:
+        """The catalog's ``drift`` (:func:`metrics.drift.drift_of`)."""
+        from metrics.drift import drift_of
+
+        return drift_of(self.embedding_cosine)
+
 
 class Candidate(_Record):
     seed: int

@@ -35,12 +35,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from metrics.ahead import DEFAULT_TAU, ExagAnswer, exaggeration, score_images
+from metrics.ahead import DEFAULT_TAU, ExagAnswer, exaggeration, ita_baseline, score_images
 from metrics.catalog import CATALOG, computing_order
 from metrics.computed import Computed, as_computed
 from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
-from metrics.quality import HIGH, LOW
+from metrics.quality import HIGH, LOW, quality_stderr
 from metrics.text_embedding import default_cache
 from refine.assets import prompt_template
 from refine.evaluate.readings import PER_IMAGE, NotRead, Readings
@@ -286,14 +286,15 @@ class Assessor:
                 name = getattr(judge, "id", self.backends.names.get("judge", ""))
                 for i in range(n):
                     nat, art = ratings[i], ratings[n + i]
-                    lower = nat if nat.expectation <= art.expectation else art
                     sampled = [r.method for r in (nat, art) if r.method != "logprobs"]
                     readings[i] = QualityReading(
                         naturalness=nat.expectation,
                         artifacts=art.expectation,
                         judge=name,
                         method=sampled[0] if sampled else "logprobs",
-                        stderr=None if lower.stderr is None else lower.stderr / HIGH,
+                        stderr=quality_stderr(
+                            nat.expectation, art.expectation, nat.stderr, art.stderr
+                        ),
                     )
         return readings
 
@@ -441,7 +442,7 @@ class Assessor:
                     ref = im.convert("RGB")
                 ref_rows.append(judge.yes_probability([ref] * len(questions), questions))
                 self.calls.add(judge_calls(judge, len(questions)))
-            baseline = [sum(col) / len(col) for col in zip(*ref_rows, strict=True)]
+            baseline = ita_baseline(ref_rows)
             self.baselines[key] = baseline
         return baseline
 

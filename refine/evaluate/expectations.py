@@ -96,8 +96,10 @@ def question(statement: str) -> str:
 
 
 def met_share(checks: Sequence[ExpectationCheck], kind: str) -> float | None:
-    mine = [c for c in checks if c.kind == kind]
-    return sum(c.met for c in mine) / len(mine) if mine else None
+    """The share of the ``kind`` expectations met (:func:`metrics.expectations.met_share`)."""
+    from metrics.expectations import met_share as share
+
+    return share(c.met for c in checks if c.kind == kind)
 
 
 def check_images(

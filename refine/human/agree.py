@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, image_extras, names
+from metrics.expectations import met_share
 from metrics.stats import CORRELATIONS, correlation_interval, krippendorff_alpha
 from refine.backends.selection import Backends
 from refine.harness.tasks.bench import BenchStore
@@ -266,7 +267,7 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
                 values = {m: im.get(m) for m in stored}
                 checks = im.get("expectations") or []
                 if checks:
-                    values["expectations"] = sum(bool(c["met"]) for c in checks) / len(checks)
+                    values["expectations"] = met_share(c["met"] for c in checks)
                 found.add(folder / im["file"], cell.get("activity"), cell.get("country"), values)
         return True
     if (folder / "run.json").is_file():
@@ -280,7 +281,7 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
                 }
                 if j == r.chosen and r.expectations and r.expectations.checks:
                     checks = r.expectations.checks
-                    values["expectations"] = sum(x.met for x in checks) / len(checks)
+                    values["expectations"] = met_share(x.met for x in checks)
                     values.update({m: getattr(r.expectations, m) for m in BENCH_EXPECTATIONS})
                 if j == r.chosen and r.caire:
                     values["caire"] = r.caire.labels[0].score

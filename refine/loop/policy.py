@@ -29,7 +29,7 @@ def faith_of(c: Candidate) -> float:
 
 def drift_of(c: Candidate) -> float:
     """1 - cosine of the image embeddings of a candidate and its parent (0 without one)."""
-    return 0.0 if c.drift is None else 1.0 - c.drift.embedding_cosine
+    return 0.0 if c.drift is None else c.drift.value
 
 
 @dataclass(frozen=True)

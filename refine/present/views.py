@@ -125,15 +125,17 @@ def rounded(x: float | None, digits: int = 4) -> float | None:
 def drift_value(r: Round) -> float | None:
     """1 - cosine of the chosen image and its parent (None for round 0)."""
     d = r.best.drift
-    return None if d is None else 1.0 - d.embedding_cosine
+    return None if d is None else d.value
 
 
 def caire_unit(r: Round) -> tuple[str, float] | None:
     """(label, the run country's CAIRE score on a 0-1 scale) of a round, or None."""
     if not r.caire:
         return None
+    from metrics.caire import unit_score
+
     own = r.caire.labels[0]
-    return own.label, (own.score - 1) / 4
+    return own.label, unit_score(own.score)
 
 
 def metric_series(run: Run) -> dict[str, list[float | None]]:

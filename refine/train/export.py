@@ -247,7 +247,7 @@ def _pairs(
             while k is not None and k > 0:
                 r = run.rounds[k]
                 d = r.best.drift
-                chain += 0.0 if d is None else 1.0 - d.embedding_cosine
+                chain += 0.0 if d is None else d.value
                 k = r.parent
             add(run_dir, run, run.rounds[best].best, run.rounds[0].best, "best-vs-first", chain)
         for r in run.rounds:
@@ -260,9 +260,7 @@ def _pairs(
             for i in range(len(ranked)):
                 for j in range(i + 1, len(ranked)):
                     w, lo = ranked[i], ranked[j]
-                    drift = max(
-                        0.0 if c.drift is None else 1.0 - c.drift.embedding_cosine for c in (w, lo)
-                    )
+                    drift = max(0.0 if c.drift is None else c.drift.value for c in (w, lo))
                     add(run_dir, run, w, lo, "within-round", drift)
     for split, items in rows.items():
         if items:

@@ -71,7 +71,10 @@ def test_a_registered_metric_reaches_the_record_the_chart_the_report_and_the_glo
             "lower is better, 0 to 1. The share of red in the image's mean colour.",
         ) in views.glossary()
         page = write_report(tmp_path / run.id, tmp_path / "run.html").read_text()
-        assert "redness" in page
+        # a column of each round's table, its value in it
+        assert page.count("<th>redness</th>") == len(run.rounds)
+        toy = run.rounds[0].best.scores.value("toy_redness")
+        assert f'<td data-metric="toy_redness">{toy:.3f}</td>' in page
         assert RunStore(tmp_path / run.id).load() == run  # it opens as written
         # the app built with it: a column of the rounds table after drift, and the glossary
         from refine.service import RunService

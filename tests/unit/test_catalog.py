@@ -178,3 +178,22 @@ def test_ahead_and_quality_from_their_readings_by_hand():
         pytest.approx(0.9),
         None,
     ]
+
+
+def test_the_arithmetic_the_fronts_show_lives_in_metrics_by_hand():
+    from metrics.ahead import ita_baseline
+    from metrics.caire import unit_score
+    from metrics.drift import drift_of
+    from metrics.expectations import met_share
+    from metrics.quality import quality_stderr
+
+    # per candidate, the mean over two photos
+    assert ita_baseline([[0.2, 0.4], [0.4, 0.8]]) == pytest.approx([0.3, 0.6])
+    with pytest.raises(ValueError, match="at least one real photo"):
+        ita_baseline([])
+    # the lower rating's standard error over 10; none when the lower was not sampled
+    assert quality_stderr(6.0, 8.0, 0.5, None) == pytest.approx(0.05)
+    assert quality_stderr(9.0, 8.0, 0.5, None) is None
+    assert drift_of(0.75) == pytest.approx(0.25) and drift_of(-1.0) == 2.0
+    assert unit_score(1.0) == 0.0 and unit_score(4.0) == pytest.approx(0.75)
+    assert met_share([True, False, True, True]) == 0.75 and met_share([]) is None

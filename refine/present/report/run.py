@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from metrics.catalog import label
+from metrics.catalog import CATALOG, label
 from refine.io.store import RunStore
 from refine.present import views
 from refine.present.charts import line_chart
@@ -138,7 +138,7 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         caption = f"candidate {j}, seed {c.seed}, FAITH {num(c.scores.faith)}"
         if c.drift is not None:
             # drift as everywhere else: 1 - cosine to the parent (0: the same picture)
-            caption += f", drift {1 - c.drift.embedding_cosine:.3f}, SSIM {c.drift.ssim:.3f}"
+            caption += f", drift {c.drift.value:.3f}, SSIM {c.drift.ssim:.3f}"
         if j == r.chosen:
             caption = "chosen: " + caption
         figs.append(
@@ -147,13 +147,15 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         )
     drift = r.best.drift
     drift_cells = (
-        f"<td>{1 - drift.embedding_cosine:.3f}</td><td>{drift.ssim:.3f}</td>"
-        if drift
-        else "<td>-</td><td>-</td>"
+        f"<td>{drift.value:.3f}</td><td>{drift.ssim:.3f}</td>" if drift else "<td>-</td><td>-</td>"
     )
     parent = "" if r.parent is None else f" from round {r.parent}"
     by = r.instruction_source + (f", {r.instruction_model}" if r.instruction_model else "")
     label = "prompt" if r.kind == "generate" else f"instruction ({by})"
+    # the image metrics the catalog adds (a registered one), as the app's table shows them
+    extras = views.table_extras()
+    extra_heads = "".join(f"<th>{escape(CATALOG[m].label)}</th>" for m in extras)
+    extra_cells = "".join(f'<td data-metric="{m}">{num(s.value(m))}</td>' for m in extras)
     timings = ", ".join(f"{k} {v:.2f} s" for k, v in r.timings.items())
     best = " (best round)" if r.index == run.best_round else ""
     return (
@@ -165,12 +167,12 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f'<div class="imgs">{"".join(figs)}</div>'
         "<table><tr><th>FAITH</th><th>quality</th><th>ALIGN</th><th>HAL</th><th>EXAG</th>"
         '<th title="1 - cosine to the parent image: 0 the same picture, 2 the opposite">'
-        "drift</th><th>SSIM</th></tr>"
+        f"drift</th><th>SSIM</th>{extra_heads}</tr>"
         f'<tr class="scores" data-faith="{num(s.faith, 6)}" '
         f'data-quality="{num(s.quality, 6)}"><td>{num(s.faith)}</td>'
         f'<td title="{escape(_quality_title(s))}">{num(s.quality)}</td>'
         f"<td>{num(s.align)}</td><td>{num(s.hal)}</td><td>{num(s.exag)}</td>"
-        f"{drift_cells}</tr></table>"
+        f"{drift_cells}{extra_cells}</tr></table>"
         f"{_caire_html(r)}"
         f"{_languages_html(r, run_dir)}"
         f"{_checklist(run, r)}"
