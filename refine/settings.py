@@ -366,15 +366,17 @@ def references(
     base_dir: str | Path | None = None,
     find: Callable[[str, str], ReferencePack] | None = None,
 ) -> ReferencePack:
-    """The run's references: a references file when given, else the bundled pack's or ones
-    built earlier (``refine refs build``)."""
+    """The run's references: a references file when given, else ``find``'s, else the first
+    found in :class:`refine.evaluate.reference_source.ReferenceSource`'s order."""
 
     try:
         if refs:
             path = _path(refs, Path(base_dir) if base_dir is not None else None)
             return load_references_file(path, activity, country)
         if find is None:
-            from refine.evaluate.refs_build import find_any as find
+            from refine.evaluate.reference_source import ReferenceSource
+
+            return ReferenceSource.default().find(activity, country).pack
         return find(activity, country)
     except ValueError as err:
         raise SettingsError("refs", str(err)) from err

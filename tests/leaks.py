@@ -70,6 +70,8 @@ def session_folder() -> Path:
         # from the temporary folder, as Gradio does by default
         os.environ.update(REFINE_TEST_TMP=made, REFINE_SYSTEM_TMP=system, TMPDIR=made)
         os.environ.setdefault("REFINE_CACHE_DIR", str(Path(made) / "cache"))
+        # the data directory's packs come before the bundled pack: a user's own stay out
+        os.environ["REFINE_DATA_DIR"] = str(Path(made) / "data")
         tempfile.tempdir = None  # read TMPDIR again
         _OWNER = True
     return Path(os.environ["REFINE_TEST_TMP"])

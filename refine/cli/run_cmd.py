@@ -12,8 +12,9 @@ import typer
 
 from refine import settings
 from refine.cli.inputs import UserInputError, reference_images_option, with_settings
+from refine.evaluate.reference_source import ReferenceSource
 from refine.evaluate.references import ReferenceNotFound, load_pack
-from refine.evaluate.refs_build import LLMCache, build_references, find_any, models_for, save_built
+from refine.evaluate.refs_build import LLMCache, build_references, models_for, save_built
 from refine.events import RunStarted, StepDone
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
@@ -49,13 +50,14 @@ def refs_show(
     """Print the reference descriptors by dimension and the stereotype candidates."""
 
     try:
-        refs = find_any(activity, country)
+        found = ReferenceSource.default().find(activity, country)
     except ReferenceNotFound as err:
         raise UserInputError(str(err)) from err
     if as_json:
-        typer.echo(refs.model_dump_json(indent=2))
+        typer.echo(found.pack.model_dump_json(indent=2))
         return
-    print_references(refs)
+    print_references(found.pack)
+    typer.echo(found.describe())
 
 
 @refs_app.command("build")
@@ -119,21 +121,26 @@ def refs_build(
 
 
 def resolve_references(activity: str, country: str, profile: str, build: bool):
-    """The pack's references, else ones built earlier, else (with ``build``) new ones."""
+    """The first references found in the one order
+    (:mod:`refine.evaluate.reference_source`), with ``build`` built now when none are
+    (a :class:`refine.evaluate.reference_source.Found`: they and where they came from)."""
 
+    def build_now(activity: str, country: str):
+        typer.echo(f"building references for {activity!r} in {country} ...", err=True)
+        try:
+            proposers, refiner_model = models_for(profile)
+            result = build_references(activity, country, proposers, refiner_model)
+        except ValueError as err:
+            raise UserInputError(f"building references: {err}") from err
+        save_built(result)
+        return result.pack
+
+    source = ReferenceSource.default(build=build_now if build else None)
     try:
-        return find_any(activity, country)
+        found = source.find(activity, country)
     except ReferenceNotFound as err:
-        if not build:
-            raise UserInputError(f"{err}, or add --build-refs") from err
-    typer.echo(f"building references for {activity!r} in {country} ...", err=True)
-    try:
-        proposers, refiner_model = models_for(profile)
-        result = build_references(activity, country, proposers, refiner_model)
-    except ValueError as err:
-        raise UserInputError(f"building references: {err}") from err
-    save_built(result)
-    return result.pack
+        raise UserInputError(f"{err}, or add --build-refs") from err
+    return found
 
 
 @refs_app.command("list")
@@ -253,6 +260,8 @@ def _run(
         # a line per denoising step would bury the stages
         if not as_json and not isinstance(event, StepDone):
             typer.echo(f"  {event.describe()}", err=True)
+            if isinstance(event, RunStarted) and "refs" in where:  # where they came from
+                typer.echo(f"  {where['refs']}", err=True)
 
     if resume is not None:
         try:
@@ -278,8 +287,10 @@ def _run(
             settings.output_folder(out)
             if refs_file:
                 refs = settings.references(activity, country, refs_file)
+                where["refs"] = f"references: the file {refs_file}"
             else:
-                refs = resolve_references(activity, country, profile, build_refs)
+                found = resolve_references(activity, country, profile, build_refs)
+                refs, where["refs"] = found.pack, found.describe()
             refs = settings.with_reference_images(refs, reference_images)
         except settings.SettingsError as err:
             raise settings_error(err) from err

@@ -25,7 +25,6 @@ from metrics.descriptors import DIMENSIONS
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.backends.structured import dimension_help
-from refine.evaluate.references import ReferenceNotFound, find_references
 from refine.io.files import atomic_write_text, slug
 from refine.profiles import load_profile
 from refine.records import ReferencePack
@@ -216,24 +215,6 @@ def load_built(activity: str, country: str, directory: str | Path | None = None)
     doc = json.loads(path.read_text("utf-8"))
     doc.pop("proposals", None)
     return ReferencePack.model_validate(doc)
-
-
-def find_any(activity: str, country: str, directory: str | Path | None = None) -> ReferencePack:
-    """The bundled pack's references, else ones built earlier with ``refine refs build``
-    (in ``directory``, else the cache's)."""
-
-    try:
-        return find_references(activity, country)
-    except ReferenceNotFound as err:
-        built = load_built(activity, country, directory)
-        if built is None and directory is not None:
-            built = load_built(activity, country)
-        if built is None:
-            raise ReferenceNotFound(
-                f"{err}; or build references with language models: "
-                f'`refine refs build "{activity}" --country {country}`'
-            ) from err
-        return built
 
 
 def models_for(

@@ -11,12 +11,11 @@ from typing import Any
 from refine.assets import prompt_template
 from refine.backends.loading import describe_error
 from refine.evaluate.expectations import build_expectations
+from refine.evaluate.reference_source import ReferenceSource
 from refine.evaluate.refs_build import (
     LLMCache,
     build_references,
     built_path,
-    find_any,
-    load_built,
     models_for,
     save_built,
 )
@@ -111,23 +110,19 @@ class RunService(RunFolders):
 
     # -- references ---------------------------------------------------------------------
 
+    def reference_source(self, visitor: str | None = None) -> ReferenceSource:
+        """Where this service's runs find their references
+        (:mod:`refine.evaluate.reference_source`): ``visitor``'s own, the ones shared here,
+        the data directory's packs, the bundled pack, ones built with refine refs build."""
+        return ReferenceSource.default(
+            shared=self.references_dir, visitor=self.visitor_references_dir(visitor)
+        )
+
     def find_references(self, activity: str, country: str, visitor: str | None = None) -> Any:
-        """The references a run of ``activity`` in ``country`` uses: the bundled pack's, else
-        ones ``visitor`` built or reviewed here, else shared ones built here, else ones
-        built with ``refine refs build``; a ValueError (saying how to get some) when there
-        are none."""
-
-        own = self.visitor_references_dir(visitor)
-        if own != self.references_dir:
-            try:
-                from refine.evaluate.references import find_references
-
-                return find_references(activity, country)
-            except ValueError:
-                built = load_built(activity, country, own)
-                if built is not None:
-                    return built
-        return find_any(activity, country, self.references_dir)
+        """The references a run of ``activity`` in ``country`` uses
+        (:meth:`reference_source`); a ValueError (saying how to get some) when there are
+        none."""
+        return self.reference_source(visitor).find(activity, country).pack
 
     def build_references(
         self, activity: str, country: str, on_event: Any = None, visitor: str | None = None

@@ -122,6 +122,8 @@ def test_run_summary_and_errors(world, siglip_path, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "stopped by max rounds: 1 editing round(s) done" in out.stdout
     assert "round 1: edit" in out.stderr and "accepted" in out.stdout
+    # where the references came from, said once the run has begun
+    assert "\n  references: the bundled pack (cultivate.json)\n" in out.stderr
     bad = cli("run", "people eating at home", "--country", "Iran", "--out", str(tmp_path))
     assert bad.returncode == 2 and "did you mean 'people eating food at home'" in bad.stderr
     bad = cli("run", ACT, "--country", "Iran", "--profile", "huge-gpu")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metrics.descriptors import DIMENSIONS
+from refine.evaluate.reference_source import WORDS
 from refine.evaluate.references import load_pack
 from refine.service import RunService, ServiceBusy, phrase
 from ui.line import IN_LINE
@@ -51,20 +52,22 @@ def references_note(
         return md_text(err), False
     act, ctry = md_text(activity), md_text(country)
     try:
-        pack = service.find_references(activity, country, visitor)
+        found = service.reference_source(visitor).find(activity, country)
     except ValueError:
         return (
             f"**no references yet** for *{act}* in {ctry}: build them with the profile's "
             "language models (a few calls, cached), review them, then Start.",
             True,
         )
+    pack = found.pack
     n = sum(len(v) for v in pack.descriptors.values())
-    if "pack (" in pack.source:
-        where = "the bundled CULTIVate pack"
-    elif pack.source.startswith("reviewed in the app"):
+    # where they came from, in words (never a server's path)
+    if pack.source.startswith("reviewed in the app"):
         where = "reviewed in this app"
-    else:
+    elif found.origin in ("visitor", "shared", "built", "new"):
         where = "built with language models"
+    else:
+        where = {"bundled": "the bundled CULTIVate pack"}.get(found.origin, WORDS[found.origin])
     return (
         f"references: {n} descriptors and {len(pack.stereotypes)} stereotype candidates "
         f"for *{act}* in {ctry} ({where})",

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from refine import settings
-from refine.evaluate.refs_build import find_any
+from refine.evaluate.reference_source import ReferenceSource
 from refine.events import BatchStarted, EntryChanged, EntryEvent, Event, RunStarted
 from refine.harness.engine import MakerSpec
 from refine.harness.ray import MAX_RETRIES
@@ -142,6 +142,12 @@ def _entry(
     )
 
 
+def _find(activity: str, country: str) -> ReferencePack:
+    """A batch line's references when it names no file: the first found in the one order
+    (:mod:`refine.evaluate.reference_source`)."""
+    return ReferenceSource.default().find(activity, country).pack
+
+
 def read_specs(
     path: str | Path,
     profile: str = "gemini",
@@ -161,7 +167,7 @@ def read_specs(
         try:
             if isinstance(row, BatchSpecError):
                 raise row
-            entries.append(_entry(path, n, row, profile, find or find_any, spec))
+            entries.append(_entry(path, n, row, profile, find or _find, spec))
         except BatchSpecError as err:
             problems.append(str(err))
     if problems:

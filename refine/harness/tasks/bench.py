@@ -43,7 +43,8 @@ from refine.assets import prompt_template
 from refine.backends.lora import MARK, split_adapters
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor
-from refine.evaluate.references import find_references, load_pack, suggest
+from refine.evaluate.reference_source import ReferenceSource
+from refine.evaluate.references import load_pack, suggest
 from refine.harness.cells import Cell, CellFormat, CellStore
 from refine.harness.engine import MakerSpec
 from refine.harness.task import CellTask, Summary, run_task
@@ -295,7 +296,7 @@ class CellMaker:
         plan, scorer, seeds, store = self.plan, self.scorer, self.seeds, self.store
         gen_name, act, country = job
         began = time.perf_counter()
-        refs = find_references(act, country)
+        refs = ReferenceSource.default().find(act, country).pack
         prompt = prompt_template("generate").strip().format(activity=act, country=country)
         images = generate(scorer, self.generators[gen_name], prompt, seeds)
         files = []

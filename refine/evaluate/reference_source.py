@@ -1,0 +1,148 @@
+"""Where a run's references come from: one order, for the command line, the app's service,
+the tasks and ``refine agree`` alike, and the answer says which place gave them.
+
+The order (:data:`ORDER`), first found wins:
+
+1. ``visitor``: the references a visitor of the app built or reviewed (their own folder);
+2. ``shared``: the ones built for everyone under ``--out`` (``OUT/references``);
+3. ``data``: the descriptor packs in the data directory (``$REFINE_DATA_DIR/packs/*.json``,
+   default ``~/.cache/cultural-refine/data``; empty until packs are put there);
+4. ``bundled``: the pack that ships with the toolkit (``assets/packs/cultivate.json``);
+5. ``built``: the ones built earlier with ``refine refs build`` (its cache);
+6. ``new``: built now with the profile's language models, when the caller asks for it.
+
+A references file given by hand (``--refs``, a batch line's ``refs``) is not looked up: it
+is used as given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from refine.evaluate.references import ReferenceNotFound, find_references
+from refine.records import ReferencePack
+
+ORDER = ("visitor", "shared", "data", "bundled", "built", "new")
+WORDS = {
+    "visitor": "your own references",
+    "shared": "references built here for everyone",
+    "data": "a descriptor pack of the data directory",
+    "bundled": "the bundled pack",
+    "built": "references built earlier with refine refs build",
+    "new": "references built now with the profile's language models",
+}
+
+
+def data_dir() -> Path:
+    """``$REFINE_DATA_DIR``, else ``data`` in the cache folder (``$REFINE_CACHE_DIR``, else
+    ``~/.cache/cultural-refine``)."""
+    from refine.evaluate.refs_build import cache_dir
+
+    env = os.environ.get("REFINE_DATA_DIR")
+    return Path(env) if env else cache_dir() / "data"
+
+
+@dataclass(frozen=True)
+class Found:
+    """References and where they came from (one of :data:`ORDER`, and the file or pack)."""
+
+    pack: ReferencePack
+    origin: str
+    where: str
+
+    def describe(self) -> str:
+        """``references: the bundled pack (cultivate.json)``."""
+        return f"references: {WORDS[self.origin]} ({self.where})"
+
+
+@dataclass(frozen=True)
+class ReferenceSource:
+    """The places to look, in :data:`ORDER`; a place left None is not looked in."""
+
+    visitor: Path | None = None
+    shared: Path | None = None
+    data: Path | None = None
+    bundled: str | None = "cultivate"
+    built: Path | None = None
+    build: Callable[[str, str], ReferencePack] | None = None
+
+    @classmethod
+    def default(
+        cls,
+        shared: str | Path | None = None,
+        visitor: str | Path | None = None,
+        build: Callable[[str, str], ReferencePack] | None = None,
+    ) -> ReferenceSource:
+        """Every place a user's machine has: the data directory, the bundled pack, the
+        cache of ``refine refs build``; with ``shared`` (``OUT/references``) and a
+        ``visitor``'s folder when given, and ``build`` to build when nothing is found."""
+        from refine.evaluate.refs_build import cache_dir
+
+        return cls(
+            visitor=Path(visitor) if visitor is not None else None,
+            shared=Path(shared) if shared is not None else None,
+            data=data_dir(),
+            built=cache_dir() / "refs",
+            build=build,
+        )
+
+    def find(self, activity: str, country: str) -> Found:
+        """The first references found for ``activity`` in ``country``; a
+        :class:`ReferenceNotFound` saying what was looked for and how to get some."""
+        why = None
+        for origin, look in self._places():
+            try:
+                found = look(activity, country)
+            except ReferenceNotFound as err:
+                why = why or str(err)
+                continue
+            if found is not None:
+                return Found(found[0], origin, found[1])
+        raise ReferenceNotFound(
+            f"{why or f'no references for {activity!r} in {country}'}; or build references "
+            f'with language models: `refine refs build "{activity}" --country {country}`'
+        )
+
+    def _places(self) -> Iterator[tuple[str, Callable]]:
+        if self.visitor is not None and self.visitor != self.shared:
+            yield "visitor", self._built_in(self.visitor)
+        if self.shared is not None:
+            yield "shared", self._built_in(self.shared)
+        if self.data is not None:
+            yield "data", self._data_packs
+        if self.bundled is not None:
+            yield "bundled", self._bundled
+        if self.built is not None:
+            yield "built", self._built_in(self.built)
+        if self.build is not None:
+            yield "new", self._build
+
+    @staticmethod
+    def _built_in(folder: Path) -> Callable:
+        def look(activity: str, country: str):
+            from refine.evaluate.refs_build import built_path, load_built
+
+            pack = load_built(activity, country, folder)
+            return None if pack is None else (pack, str(built_path(activity, country, folder)))
+
+        return look
+
+    def _data_packs(self, activity: str, country: str):
+        folder = (self.data or Path()) / "packs"
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            try:
+                return find_references(activity, country, str(path)), str(path)
+            except ReferenceNotFound:
+                continue
+        return None
+
+    def _bundled(self, activity: str, country: str):
+        pack = find_references(activity, country, self.bundled or "cultivate")
+        return pack, f"{self.bundled}.json"
+
+    def _build(self, activity: str, country: str):
+        assert self.build is not None
+        return self.build(activity, country), "the profile's language models"
