@@ -168,16 +168,11 @@ def measure(models: dict, latency: dict[str, float], rounds: int, size: int, out
             marks.append((time.perf_counter(), clock.model_s))
 
     refiner = Refiner("local-gpu", instances=instances, on_event=on_event)
-    run = refiner.run(
-        "people eating food at home",
-        "Iran",
-        out=out,
-        rounds=rounds,
-        candidates=2,
-        target=1.0,
-        patience=rounds + 1,
-        max_drift=2.0,
-    )
+    from refine import settings
+
+    raw = {"activity": "people eating food at home", "country": "Iran", "rounds": rounds}
+    raw |= {"candidates": 2, "target": 1.0, "patience": rounds + 1, "max_drift": 2.0}
+    run = refiner.start(*settings.load(raw), out=out)
     assert len(run.rounds) == rounds + 1, run.stop_reason
     rows = []
     for (t0, m0), (t1, m1) in zip(marks, marks[1:], strict=False):

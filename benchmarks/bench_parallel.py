@@ -48,16 +48,11 @@ def api_rounds(refiner, out: Path, n: int, rounds: int) -> list[float]:
             marks.append(time.perf_counter())
 
     refiner.on_event = on_event
-    run = refiner.run(
-        ACT,
-        COUNTRY,
-        out=out,
-        rounds=rounds,
-        candidates=n,
-        target=1.0,
-        patience=rounds + 1,
-        max_drift=2.0,
-    )
+    from refine import settings
+
+    raw = {"activity": ACT, "country": COUNTRY, "rounds": rounds, "candidates": n}
+    raw |= {"target": 1.0, "patience": rounds + 1, "max_drift": 2.0}
+    run = refiner.start(*settings.load(raw), out=out)
     assert run.status == "finished" and len(run.rounds) == rounds + 1, run.error
     return [b - a for a, b in zip(marks, marks[1:], strict=False)]
 

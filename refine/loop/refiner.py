@@ -26,7 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from refine import settings as run_settings
 from refine import usage
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
@@ -163,24 +162,10 @@ class Refiner:
 
     # -- public API --------------------------------------------------------------------
 
-    def run(
-        self,
-        activity: str,
-        country: str,
-        out: str | Path = "runs",
-        references: ReferencePack | None = None,
-        **settings: Any,
-    ) -> Run:
-        """A new run to completion from raw settings (validated by :mod:`refine.settings`);
-        returns the run record (also in ``out/<id>/run.json``)."""
-
-        spec = run_settings.run_spec({"activity": activity, "country": country, **settings})
-        refs = references or run_settings.references(spec.activity, spec.country)
-        return self.start(spec, refs, out)
-
     def start(self, spec: RunSpec, references: ReferencePack, out: str | Path = "runs") -> Run:
-        """A new run of a validated spec to completion. Every step checks its settings
-        against the models before anything is spent."""
+        """A new run of a validated spec with its references to completion (the one way a
+        run begins: :func:`refine.settings.load` makes both from raw settings). Every step
+        checks its settings against the models before anything is spent."""
         tau, tau_source = self.backends.tau(spec.tau)
         spec = spec.model_copy(
             update={

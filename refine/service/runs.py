@@ -57,20 +57,47 @@ class RunService(RunFolders):
 
     def start(
         self,
-        activity: str | None = None,
-        country: str | None = None,
+        spec: Any,
+        references: Any,
         pause: bool = False,
-        references: Any = None,
-        branch: tuple[Path, int] | None = None,
-        spec: Any = None,
         owner: str | None = None,
         review_timeout_s: float | None = None,
-        **settings: Any,
     ) -> Job:
-        """Start a run on a worker thread: of a validated ``spec`` (with its
-        ``references``), or of raw ``settings`` for ``activity`` and ``country``; with
-        ``branch=(run_dir, round)``, continue an earlier run from that round. Raises
-        :class:`ServiceBusy` while one runs."""
+        """Start a run of a validated ``spec`` with its ``references``
+        (:func:`refine.settings.load` makes both from raw settings) on a worker thread.
+        Raises :class:`ServiceBusy` while one runs."""
+        return self._launch(
+            lambda refiner: refiner.start(spec, references, out=self.out),
+            pause,
+            owner,
+            review_timeout_s,
+        )
+
+    def branch(
+        self,
+        run_dir: Path,
+        round_index: int,
+        pause: bool = False,
+        owner: str | None = None,
+        review_timeout_s: float | None = None,
+        **changes: Any,
+    ) -> Job:
+        """Continue an earlier run from its round ``round_index`` as a new run, with
+        ``changes`` to its settings (see :meth:`refine.loop.refiner.Refiner.branch`)."""
+        return self._launch(
+            lambda refiner: refiner.branch(run_dir, round_index, out=self.out, **changes),
+            pause,
+            owner,
+            review_timeout_s,
+        )
+
+    def _launch(
+        self,
+        drive: Any,
+        pause: bool,
+        owner: str | None,
+        review_timeout_s: float | None,
+    ) -> Job:
         self.slot.take()
         job = Job(self.claim, self._stop_run, pause, owner, review_timeout_s)
         try:
@@ -84,14 +111,7 @@ class RunService(RunFolders):
 
         def work() -> None:
             try:
-                if branch is not None:
-                    job.run = refiner.branch(branch[0], branch[1], out=self.out, **settings)
-                elif spec is not None:
-                    job.run = refiner.start(spec, references, out=self.out)
-                else:
-                    job.run = refiner.run(
-                        activity, country, out=self.out, references=references, **settings
-                    )
+                job.run = drive(refiner)
             except Exception as err:  # shown to the user; the service keeps working
                 job.error = describe_error(err)
             finally:

@@ -9,6 +9,7 @@ import pytest
 
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
+from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -17,8 +18,15 @@ ACT, COUNTRY = "people eating food at home", "Iran"
 def test_a_hung_editor_stops_at_the_budget(world, backends, options, tmp_path):
     world.edit_delay_s = 60.0  # the editor never answers in time
     start = time.monotonic()
-    run = Refiner("gemini", backends, options).run(
-        ACT, COUNTRY, out=tmp_path, rounds=3, target=1.0, max_drift=2.0, budget_seconds=8
+    run = begin(
+        Refiner("gemini", backends, options),
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=3,
+        target=1.0,
+        max_drift=2.0,
+        budget_seconds=8,
     )
     took = time.monotonic() - start
     assert took < 8 + 3, took  # the budget plus one short timeout at most, not 60 s
@@ -36,8 +44,14 @@ def test_requests_sent_before_a_crash_are_kept(world, backends, options, tmp_pat
 
     world.fail_on = "edit"  # every edit answers HTTP 500 (no retries in these tests)
     with pytest.raises(GeminiError, match="HTTP 500"):
-        Refiner("gemini", backends, options).run(
-            ACT, COUNTRY, out=tmp_path, rounds=2, target=1.0, max_drift=2.0
+        begin(
+            Refiner("gemini", backends, options),
+            ACT,
+            COUNTRY,
+            out=tmp_path,
+            rounds=2,
+            target=1.0,
+            max_drift=2.0,
         )
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     failed = RunStore(run_dir).load()

@@ -9,6 +9,7 @@ import pytest
 from refine.events import StageStarted
 from refine.loop.refiner import Refiner
 from tests.fakes.gemini_world import CULTURE, GREEN, RED, rating_distribution
+from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -18,7 +19,8 @@ def test_each_round_is_rated_and_a_misreading_feeds_the_next_edit(
 ):
     events = []
     refiner = Refiner("gemini", backends, options, on_event=events.append)
-    run = refiner.run(
+    run = begin(
+        refiner,
         ACT,
         COUNTRY,
         out=tmp_path / "runs",
@@ -77,18 +79,24 @@ def test_each_round_is_rated_and_a_misreading_feeds_the_next_edit(
 
 def test_kb_free_rounds_and_bad_settings_fail_before_any_call(world, backends, options, tmp_path):
     refiner = Refiner("gemini", backends, options)
-    run = refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, caire_labels=["Turkey"])
+    run = begin(refiner, ACT, COUNTRY, out=tmp_path, rounds=0, caire_labels=["Turkey"])
     assert run.rounds[0].caire.mode == "kb-free" and run.rounds[0].caire.entity is None
     assert [s.score for s in run.rounds[0].caire.labels] == [2, 4]
     calls = len(world.log)
     with pytest.raises(ValueError, match="not a knowledge base"):
-        refiner.run(
-            ACT, COUNTRY, out=tmp_path, rounds=0, caire_labels=["Turkey"], caire_kb=str(tmp_path)
+        begin(
+            refiner,
+            ACT,
+            COUNTRY,
+            out=tmp_path,
+            rounds=0,
+            caire_labels=["Turkey"],
+            caire_kb=str(tmp_path),
         )
     with pytest.raises(ValueError, match="labels given twice"):
-        refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, caire_labels=["Turkey", "turkey"])
+        begin(refiner, ACT, COUNTRY, out=tmp_path, rounds=0, caire_labels=["Turkey", "turkey"])
     with pytest.raises(ValueError, match="needs culture labels"):
-        refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, caire_kb="kb")
+        begin(refiner, ACT, COUNTRY, out=tmp_path, rounds=0, caire_kb="kb")
     assert len(world.log) == calls
 
 

@@ -17,6 +17,7 @@ from refine.backends.structured import observation_prompt
 from refine.io.store import RunStore
 from refine.profiles import load_profile
 from tests.fakes.tiny_models import build_tiny_open_clip, build_tiny_qwen3, build_tiny_sd, teach
+from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 SEEN = {
@@ -82,7 +83,7 @@ def test_a_run_on_tiny_models_of_the_cpu_profiles_architectures(tmp_path_factory
     # teach raises unless greedy generation writes SEEN for each of the images
     teach(refiner.backends.get("observer"), observe, json.dumps(SEEN), images=made)
 
-    run = refiner.run(ACT, COUNTRY, out=tmp_path, rounds=1, candidates=2, target=1.0)
+    run = begin(refiner, ACT, COUNTRY, out=tmp_path, rounds=1, candidates=2, target=1.0)
     assert run.status == "finished", run.error
     assert run.spec.profile == "cpu" and len(run.rounds) == 2
     info = run.backend_info

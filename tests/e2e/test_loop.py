@@ -12,6 +12,7 @@ from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from refine.records import Run
 from tests.fakes.gemini_world import BLUE, GREEN, GREY, RED, expected_exag
+from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -27,7 +28,8 @@ def colour(store: RunStore, name: str):
 
 def test_run_accepts_improvement_then_stops_on_patience(world, backends, options, tmp_path):
     events = []
-    run = refiner(backends, options, on_event=events.append).run(
+    run = begin(
+        refiner(backends, options, on_event=events.append),
         ACT,
         COUNTRY,
         out=tmp_path,
@@ -102,21 +104,22 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
 
 def test_target_and_max_rounds_and_budget(world, backends, options, tmp_path):
     r = refiner(backends, options)
-    first = r.run(ACT, COUNTRY, out=tmp_path, rounds=3, target=0.0)
+    first = begin(r, ACT, COUNTRY, out=tmp_path, rounds=3, target=0.0)
     assert len(first.rounds) == 1 and first.stop_reason.startswith("target: FAITH")
     red = first.rounds[0].best.scores.faith
-    run = r.run(ACT, COUNTRY, out=tmp_path, rounds=3, target=red + 0.1, max_drift=2.0)
+    run = begin(r, ACT, COUNTRY, out=tmp_path, rounds=3, target=red + 0.1, max_drift=2.0)
     assert [x.decision for x in run.rounds] == ["initial", "accepted"]
     assert run.stop_reason.startswith("target")
-    capped = r.run(ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0)
+    capped = begin(r, ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0)
     assert capped.stop_reason == "max rounds: 1 editing round(s) done"
-    budget = r.run(ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0, budget_calls=5)
+    budget = begin(r, ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0, budget_calls=5)
     # round 0 costs 5 calls (generate, observe, judge EXAG, judge naturalness and artifacts)
     assert len(budget.rounds) == 1 and budget.stop_reason.startswith("budget: 5 model calls")
 
 
 def test_drift_bound_rejects_and_user_instruction(world, backends, options, tmp_path):
-    run = refiner(backends, options).run(
+    run = begin(
+        refiner(backends, options),
         ACT,
         COUNTRY,
         out=tmp_path,
@@ -134,8 +137,14 @@ def test_drift_bound_rejects_and_user_instruction(world, backends, options, tmp_
 def test_backend_failure_keeps_completed_rounds_and_resumes(world, backends, options, tmp_path):
     world.fail_on = "edit"
     with pytest.raises(Exception, match="injected|500"):
-        refiner(backends, options).run(
-            ACT, COUNTRY, out=tmp_path, rounds=2, target=1.0, max_drift=2.0
+        begin(
+            refiner(backends, options),
+            ACT,
+            COUNTRY,
+            out=tmp_path,
+            rounds=2,
+            target=1.0,
+            max_drift=2.0,
         )
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     saved = RunStore(run_dir).load()
@@ -150,7 +159,8 @@ def test_backend_failure_keeps_completed_rounds_and_resumes(world, backends, opt
 def test_input_image_and_edit_from_original(world, backends, options, tmp_path):
     src = tmp_path / "mine.png"
     Image.new("RGB", (64, 48), RED).save(src)
-    run = refiner(backends, options).run(
+    run = begin(
+        refiner(backends, options),
         ACT,
         COUNTRY,
         out=tmp_path / "runs",
@@ -184,7 +194,8 @@ def test_reference_images_exag_variant(world, backends, options, tmp_path):
     ref = tmp_path / "real.png"
     Image.new("RGB", (64, 48), GREY).save(ref)  # the judge says Yes with p = 0.4 on it
     refs = find_references(ACT, COUNTRY).model_copy(update={"reference_images": [str(ref)]})
-    run = refiner(backends, options).run(
+    run = begin(
+        refiner(backends, options),
         ACT,
         COUNTRY,
         out=tmp_path / "runs",
@@ -216,7 +227,7 @@ def test_review_rewrites_or_stops_and_request_stop(world, backends, options, tmp
         return None  # round 3: stop here
 
     r = refiner(backends, options, review=review)
-    run = r.run(ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0, patience=5, max_drift=2.0)
+    run = begin(r, ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0, patience=5, max_drift=2.0)
     assert [k for k, _, _ in seen] == [1, 2, 3]
     assert seen[0][2] == 1 and seen[0][1].startswith("Edit this photo")  # the writer's
     r1, r2 = run.rounds[1], run.rounds[2]
@@ -235,19 +246,19 @@ def test_review_rewrites_or_stops_and_request_stop(world, backends, options, tmp
             stopper.request_stop()
 
     stopper.on_event = on_event
-    run = stopper.run(ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0)
+    run = begin(stopper, ACT, COUNTRY, out=tmp_path, rounds=5, target=1.0)
     assert len(run.rounds) == 1 and run.stop_reason == "stopped by the user"
     assert RunStore(tmp_path / run.id).load().stop_reason == "stopped by the user"
     # the next run on the same refiner is not stopped by the old request
     stopper.on_event = lambda event: None
-    again = stopper.run(ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0)
+    again = begin(stopper, ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0)
     assert again.stop_reason.startswith("max rounds")
 
 
 def test_branch_from_an_earlier_round_and_decide_by_hand(world, backends, options, tmp_path):
     r = refiner(backends, options)
     # one candidate per round, seed 43: round 1 edits with seed 1043 (odd): RED -> BLUE
-    first = r.run(ACT, COUNTRY, out=tmp_path, rounds=1, candidates=1, seed=43, max_drift=2.0)
+    first = begin(r, ACT, COUNTRY, out=tmp_path, rounds=1, candidates=1, seed=43, max_drift=2.0)
     assert [x.decision for x in first.rounds] == ["initial", "rejected"]
     store = RunStore(tmp_path / first.id)
     assert colour(store, first.rounds[1].best.image) == BLUE and first.best_round == 0
@@ -281,8 +292,15 @@ def test_the_language_model_writes_the_instruction_by_default(
     call falls back to the template and the round says why; an answer is asked once."""
     monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))  # nothing asked before
     options = {**options, "llm": {"max_retries": 0}}  # a refusal is final at once
-    run = refiner(backends, options).run(
-        ACT, COUNTRY, out=tmp_path, rounds=1, candidates=1, target=1.0, max_drift=2.0
+    run = begin(
+        refiner(backends, options),
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=1,
+        candidates=1,
+        target=1.0,
+        max_drift=2.0,
     )
     r1 = run.rounds[1]
     assert r1.instruction_source == "language model"
@@ -301,8 +319,16 @@ def test_the_language_model_writes_the_instruction_by_default(
     # refused: the template writes it, and the round says why
     world.refuse_writer = 503
     monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache-2"))
-    again = refiner(backends, options).run(
-        ACT, COUNTRY, out=tmp_path, rounds=1, candidates=1, target=1.0, max_drift=2.0, seed=7
+    again = begin(
+        refiner(backends, options),
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=1,
+        candidates=1,
+        target=1.0,
+        max_drift=2.0,
+        seed=7,
     )
     r1 = again.rounds[1]
     assert r1.instruction_source == "template" and r1.instruction_model is None
@@ -312,8 +338,15 @@ def test_the_language_model_writes_the_instruction_by_default(
     # the first run's answer is kept: the same changes are not asked again
     world.refuse_writer = None
     monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
-    refiner(backends, options).run(
-        ACT, COUNTRY, out=tmp_path, rounds=1, candidates=1, target=1.0, max_drift=2.0
+    begin(
+        refiner(backends, options),
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=1,
+        candidates=1,
+        target=1.0,
+        max_drift=2.0,
     )
     assert len(world.written) == 2
     from refine.present.report.run import render_run

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from refine.loop.refiner import Refiner
+from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -40,7 +41,7 @@ def run_twice(world, backends, options, tmp_path, delay_s=(0.0, 0.0), **settings
         before = os.environ["REFINE_CACHE_DIR"]
         os.environ["REFINE_CACHE_DIR"] = str(tmp_path / f"cache-{parallel}")
         try:
-            run = refiner.run(ACT, COUNTRY, out=tmp_path / f"parallel-{parallel}", **settings)
+            run = begin(refiner, ACT, COUNTRY, out=tmp_path / f"parallel-{parallel}", **settings)
         finally:
             os.environ["REFINE_CACHE_DIR"] = before
         run_dir = tmp_path / f"parallel-{parallel}" / run.id
@@ -76,8 +77,15 @@ def test_candidates_at_once_make_the_same_record(world, backends, options, tmp_p
 @pytest.mark.parametrize("parallel", [False, True], ids=["one-by-one", "at-once"])
 def test_a_candidate_whose_edit_fails_is_left_out(world, backends, options, tmp_path, parallel):
     world.fail_edit_seeds = {42 + 1000 + 1}  # round 1, candidate 1
-    run = Refiner("gemini", backends, options, parallel=parallel).run(
-        ACT, COUNTRY, out=tmp_path, rounds=1, candidates=3, target=1.0, max_drift=2.0
+    run = begin(
+        Refiner("gemini", backends, options, parallel=parallel),
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=1,
+        candidates=3,
+        target=1.0,
+        max_drift=2.0,
     )
     assert run.status == "finished", run.error
     r = run.rounds[1]
@@ -139,7 +147,8 @@ def test_a_judge_without_log_probabilities_is_found_out_once(
             # each run starts from an empty answer cache: the instruction writer is asked
             # alike (in a fresh process the first run alone asked it)
             monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / f"cache-{parallel}"))
-            run = Refiner("gemini", backends, options, parallel=parallel).run(
+            run = begin(
+                Refiner("gemini", backends, options, parallel=parallel),
                 ACT,
                 COUNTRY,
                 out=tmp_path / str(parallel),

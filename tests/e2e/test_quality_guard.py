@@ -12,6 +12,7 @@ from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from tests.e2e.test_cli_run import cli, run_args
 from tests.fakes.gemini_world import BLUE, GREEN, RED
+from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -27,8 +28,16 @@ def breaking(world):
 
 
 def run(backends, options, tmp_path, **settings):
-    return Refiner("gemini", backends, options).run(
-        ACT, COUNTRY, out=tmp_path, rounds=2, target=1.0, max_drift=2.0, patience=5, **settings
+    return begin(
+        Refiner("gemini", backends, options),
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=2,
+        target=1.0,
+        max_drift=2.0,
+        patience=5,
+        **settings,
     )
 
 

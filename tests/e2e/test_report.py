@@ -20,6 +20,7 @@ from refine.loop.refiner import Refiner
 from refine.present.report import write_report
 from refine.present.views import metric_series
 from tests.fakes.gemini_world import BLUE, GREEN, RED
+from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -81,8 +82,15 @@ def self_contained(html: str) -> bool:
 
 
 def test_run_report_shows_every_round(world, backends, options, tmp_path, capsys):
-    run = Refiner("gemini", backends=backends, backend_options=options).run(
-        ACT, COUNTRY, out=tmp_path, rounds=5, candidates=2, target=0.99, max_drift=2.0
+    run = begin(
+        Refiner("gemini", backends=backends, backend_options=options),
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=5,
+        candidates=2,
+        target=0.99,
+        max_drift=2.0,
     )
     run_dir = tmp_path / run.id
     with pytest.raises(SystemExit) as done:

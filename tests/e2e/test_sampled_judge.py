@@ -11,6 +11,7 @@ import refine.backends.gemini as gemini
 import refine.backends.judging as judging
 from refine.loop.refiner import Refiner
 from tests.fakes.gemini_world import CULTURE, GREEN, RATING, RED, sampled_rating
+from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 K = 8
@@ -31,8 +32,15 @@ def frequencies(peak: int) -> list[float]:
 
 def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, tmp_path):
     world = no_logprobs
-    run = Refiner("gemini", backends, options).run(
-        ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0, caire_labels=["Turkey"]
+    run = begin(
+        Refiner("gemini", backends, options),
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=1,
+        target=1.0,
+        max_drift=2.0,
+        caire_labels=["Turkey"],
     )
     assert run.status == "finished" and [r.decision for r in run.rounds] == ["initial", "accepted"]
     # one refused log-probability request, remembered: every later judgement samples
@@ -62,7 +70,7 @@ def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, t
 def test_logprobs_mode_does_not_fall_back(no_logprobs, backends, options, tmp_path):
     options = {**options, "judge": {**options["judge"], "judge_mode": "logprobs"}}
     with pytest.raises(gemini.GeminiError, match="Logprobs is not enabled"):
-        Refiner("gemini", backends, options).run(ACT, COUNTRY, out=tmp_path, rounds=0)
+        begin(Refiner("gemini", backends, options), ACT, COUNTRY, out=tmp_path, rounds=0)
     assert not judging._NO_LOGPROBS
 
 

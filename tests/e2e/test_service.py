@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from refine.service import RunService, ServiceBusy
+from tests.runs import prepared
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -17,9 +18,9 @@ def service(backends, options, tmp_path):
 
 def test_live_updates_and_one_run_at_a_time(world, service):
     world.edit_delay_s = 0.3
-    job = service.start(ACT, COUNTRY, rounds=2, target=1.0, max_drift=2.0)
+    job = service.start(*prepared(ACT, COUNTRY, rounds=2, target=1.0, max_drift=2.0))
     with pytest.raises(ServiceBusy):
-        service.start(ACT, COUNTRY)
+        service.start(*prepared(ACT, COUNTRY))
     updates = list(job.updates())
     stages = [u.stage for u in updates]
     # the models load before the run starts (never inside a round)
@@ -55,7 +56,7 @@ def test_live_updates_and_one_run_at_a_time(world, service):
 
 
 def test_pause_rewrite_then_stop(world, service):
-    job = service.start(ACT, COUNTRY, pause=True, rounds=5, target=1.0, max_drift=2.0)
+    job = service.start(*prepared(ACT, COUNTRY, rounds=5, target=1.0, max_drift=2.0), pause=True)
     reviews = []
     final = None
     for u in job.updates():
@@ -78,17 +79,17 @@ def test_pause_rewrite_then_stop(world, service):
 
 def test_a_failing_backend_is_reported_and_the_service_goes_on(world, service):
     world.fail_on = "generate"
-    last = service.start(ACT, COUNTRY, rounds=1).wait()
+    last = service.start(*prepared(ACT, COUNTRY, rounds=1)).wait()
     assert last.done and "500" in last.error and last.stage == "failed"
     assert not service.busy
     world.fail_on = None
-    ok = service.start(ACT, COUNTRY, rounds=1, target=1.0, max_drift=2.0).wait()
+    ok = service.start(*prepared(ACT, COUNTRY, rounds=1, target=1.0, max_drift=2.0)).wait()
     assert ok.error is None and ok.run.status == "finished"
 
 
 def test_a_stop_before_the_loop_begins_still_stops(world, service):
     world.edit_delay_s = 0.0
-    job = service.start(ACT, COUNTRY, rounds=3, target=1.0, max_drift=2.0)
+    job = service.start(*prepared(ACT, COUNTRY, rounds=3, target=1.0, max_drift=2.0))
     job.stop()  # at once, possibly before round 0 has begun
     last = job.wait()
     # before round 0 began, or during it (a stop ends a round at once)
@@ -151,7 +152,7 @@ def test_gpu_and_model_errors_read_as_advice(
         backend_options=options,
         instances={"generator": generator},
     )
-    last = service.start(ACT, COUNTRY, rounds=1).wait()
+    last = service.start(*prepared(ACT, COUNTRY, rounds=1)).wait()
     assert last.done and last.stage == "failed"
     for part in expected:
         assert part in last.error
@@ -164,7 +165,9 @@ def test_a_review_nobody_answers_stops_the_run_and_frees_the_service(
 ):
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     job = service.start(
-        ACT, COUNTRY, pause=True, review_timeout_s=0.5, rounds=3, target=1.0, max_drift=2.0
+        *prepared(ACT, COUNTRY, rounds=3, target=1.0, max_drift=2.0),
+        pause=True,
+        review_timeout_s=0.5,
     )
     last = job.wait()
     assert last.done and last.error is None

@@ -10,6 +10,7 @@ from refine.events import StageStarted
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from tests.fakes.gemini_world import BLUE, GREEN, RED, build_activity_bank
+from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -28,7 +29,8 @@ def test_every_round_in_every_language_with_sos(
 ):
     events = []
     refiner = Refiner("gemini", backends, options, on_event=events.append)
-    run = refiner.run(
+    run = begin(
+        refiner,
         ACT,
         COUNTRY,
         out=tmp_path / "runs",
@@ -96,13 +98,13 @@ def test_bad_language_settings_fail_before_any_call(world, backends, options, ba
     refiner = Refiner("gemini", backends, options)
     calls = len(world.log)
     with pytest.raises(ValueError, match="unknown language 'xx'"):
-        refiner.run(ACT, COUNTRY, out=tmp_path, prompt_languages=["xx"])
+        begin(refiner, ACT, COUNTRY, out=tmp_path, prompt_languages=["xx"])
     with pytest.raises(ValueError, match="'en' is the run's own prompt language"):
-        refiner.run(ACT, COUNTRY, out=tmp_path, prompt_languages=["en"])
+        begin(refiner, ACT, COUNTRY, out=tmp_path, prompt_languages=["en"])
     with pytest.raises(ValueError, match=r"no images prompted in ja \(it has en, fr\)"):
-        refiner.run(ACT, COUNTRY, out=tmp_path, prompt_languages=["ja"], sos_bank=str(bank_dir))
+        begin(refiner, ACT, COUNTRY, out=tmp_path, prompt_languages=["ja"], sos_bank=str(bank_dir))
     with pytest.raises(ValueError, match="has no culture 'India'"):
-        refiner.run(ACT, "India", out=tmp_path, sos_bank=str(bank_dir))
+        begin(refiner, ACT, "India", out=tmp_path, sos_bank=str(bank_dir))
     assert len(world.log) == calls
 
 
@@ -140,8 +142,8 @@ def test_batch_lines_name_languages_and_a_bank(tmp_path, bank_dir):
 def test_language_scores_observe_and_score_each_language(world, backends, options, tmp_path):
     world.generate_for = {"[French]": BLUE}
     refiner = Refiner("gemini", backends, options)
-    run = refiner.run(
-        ACT, COUNTRY, out=tmp_path, rounds=0, prompt_languages=["fr"], language_scores=True
+    run = begin(
+        refiner, ACT, COUNTRY, out=tmp_path, rounds=0, prompt_languages=["fr"], language_scores=True
     )
     store = RunStore(tmp_path / run.id)
     fr = run.rounds[0].languages["fr"]
@@ -161,4 +163,4 @@ def test_language_scores_observe_and_score_each_language(world, backends, option
     assert f"FAITH {fr.scores.faith:.3f}, ALIGN {fr.scores.align:.3f}" in figure
     assert '<span class="hallucinated">hallucinated: ' in figure and "robots" in figure
     with pytest.raises(ValueError, match="language scores need prompt languages"):
-        refiner.run(ACT, COUNTRY, out=tmp_path, rounds=0, language_scores=True)
+        begin(refiner, ACT, COUNTRY, out=tmp_path, rounds=0, language_scores=True)

@@ -18,6 +18,7 @@ from refine.backends.structured import observation_prompt
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from tests.fakes.tiny_models import build_tiny_qwen_vl, build_tiny_sd, teach
+from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 SEEN = {
@@ -80,7 +81,8 @@ def test_run_on_tiny_local_models(local_refiner, tmp_path):
 
     refiner.on_event = watch
     try:
-        run = refiner.run(
+        run = begin(
+            refiner,
             ACT,
             COUNTRY,
             out=tmp_path,

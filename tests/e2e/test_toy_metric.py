@@ -17,6 +17,7 @@ from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from refine.present import views
 from refine.present.report import write_report
+from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -50,8 +51,15 @@ def test_a_registered_metric_reaches_the_record_the_chart_the_report_and_the_glo
     world, backends, options, tmp_path
 ):
     with registered(TOY):
-        run = Refiner("gemini", backends=backends, backend_options=options).run(
-            ACT, COUNTRY, out=tmp_path, rounds=1, candidates=2, target=0.99, max_drift=2.0
+        run = begin(
+            Refiner("gemini", backends=backends, backend_options=options),
+            ACT,
+            COUNTRY,
+            out=tmp_path,
+            rounds=1,
+            candidates=2,
+            target=0.99,
+            max_drift=2.0,
         )
         store = RunStore(tmp_path / run.id)
         for r in run.rounds:
@@ -111,8 +119,13 @@ def test_a_metric_whose_readings_are_missing_is_noted_not_made_up(
         reads=("logit_scale",),
     )
     with registered(toy):
-        run = Refiner("gemini", backends=backends, backend_options=options).run(
-            ACT, COUNTRY, out=tmp_path, rounds=0, candidates=1
+        run = begin(
+            Refiner("gemini", backends=backends, backend_options=options),
+            ACT,
+            COUNTRY,
+            out=tmp_path,
+            rounds=0,
+            candidates=1,
         )
     scores = run.rounds[0].best.scores
     assert scores.value("toy_redness") is None

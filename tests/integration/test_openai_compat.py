@@ -13,6 +13,7 @@ from refine.backends.openai_compat import OpenAIServer, OpenAIServerError
 from refine.loop.refiner import Refiner
 from tests.fakes.gemini_world import GREEN, RED
 from tests.fakes.openai_server import FakeOpenAI
+from tests.runs import begin
 
 MODEL = "qwen3-vl"
 
@@ -101,8 +102,14 @@ def test_a_run_with_every_text_and_vision_role_on_the_server_finishes(
         **{r: {"base_url": server.url, "max_retries": 0} for r in names},
         **{r: {"max_retries": 0} for r in ("generator", "editor")},
     }
-    run = Refiner("gemini", backends, options).run(
-        "people eating food at home", "Iran", out=tmp_path, rounds=1, target=1.0, max_drift=2.0
+    run = begin(
+        Refiner("gemini", backends, options),
+        "people eating food at home",
+        "Iran",
+        out=tmp_path,
+        rounds=1,
+        target=1.0,
+        max_drift=2.0,
     )
     assert run.status == "finished", run.error
     assert [r.decision for r in run.rounds][0] == "initial" and len(run.rounds) == 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from refine.loop.refiner import Refiner
+from tests.runs import begin
 from ui.adapters import (
     TABLE_HEADERS,
     TABLE_WIDTHS,
@@ -19,8 +20,14 @@ ACT, COUNTRY = "people eating food at home", "Iran"
 
 
 def test_adapters_show_the_run(world, backends, options, tmp_path):
-    run = Refiner("gemini", backends=backends, backend_options=options).run(
-        ACT, COUNTRY, out=tmp_path, rounds=2, target=1.0, max_drift=2.0
+    run = begin(
+        Refiner("gemini", backends=backends, backend_options=options),
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=2,
+        target=1.0,
+        max_drift=2.0,
     )
     run_dir = tmp_path / run.id
     items = gallery(run, run_dir)
@@ -84,8 +91,15 @@ def test_the_app_and_the_report_draw_the_same_series(world, backends, options, t
     from refine.present.report.run import render_run
     from ui.adapters import metric_chart
 
-    run = Refiner("gemini", backends=backends, backend_options=options).run(
-        ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0, caire_labels=["Turkey"]
+    run = begin(
+        Refiner("gemini", backends=backends, backend_options=options),
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=1,
+        target=1.0,
+        max_drift=2.0,
+        caire_labels=["Turkey"],
     )
 
     def series(html: str) -> dict[str, str]:

@@ -10,6 +10,7 @@ import zipfile
 import pytest
 
 from refine.service import NOT_YOURS, RunService, visitor_hash
+from tests.runs import prepared
 from tests.ui.clients import served
 from tests.ui.test_app import (  # noqa: F401 (fixtures)
     app_url,
@@ -105,7 +106,9 @@ def test_a_run_made_outside_the_app_is_read_only(app_url):  # noqa: F811
 
     url, service = app_url
     # a run the service makes for no visitor (as the CLI does): no owner in its folder
-    job = service.start("people eating food at home", "Iran", rounds=1, candidates=1, seed=43)
+    job = service.start(
+        *prepared("people eating food at home", "Iran", rounds=1, candidates=1, seed=43)
+    )
     job.wait()
     assert not (job.run_dir / ".owner").exists()
     client = app_client(url)

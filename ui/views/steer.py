@@ -77,11 +77,10 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
             ticket = session.line.join()
             try:
                 yield from session.wait_turn(ticket, who, gr.skip(), limits.run_minutes * 60 + 60)
-                job = service.start(
-                    old.spec.activity,
-                    old.spec.country,
+                job = service.branch(
+                    run_dir,
+                    index(k, "round"),
                     pause=bool(paused),
-                    branch=(run_dir, index(k, "round")),
                     owner=who,
                     review_timeout_s=REVIEW_TIMEOUT_S,
                     **changed,
