@@ -244,7 +244,17 @@ def output_folder(path: str | Path) -> Path:
     return folder
 
 
-def _caire(row: dict[str, Any], base_dir: Path | None) -> None:
+def _folder(value: Any, base_dir: Path | None, root: Path | None, what: str) -> Path:
+    """A folder a setting names: read against ``base_dir``, and with ``root`` confined to
+    it (no ``..`` out of it, no link on the way: what a client of the app may name)."""
+    if root is not None:
+        from refine.io.files import confined
+
+        return confined(root, value, what)
+    return _path(value, base_dir)
+
+
+def _caire(row: dict[str, Any], base_dir: Path | None, root: Path | None = None) -> None:
     labels, kb = row.get("caire_labels"), row.get("caire_kb")
     if not split_list(labels):
         row.pop("caire_labels", None)
@@ -260,19 +270,20 @@ def _caire(row: dict[str, Any], base_dir: Path | None) -> None:
     except ValueError as err:
         raise SettingsError("caire_labels", str(err)) from err
     if kb:
-        from refine.evaluate.caire.kb import KBError, KnowledgeBase
+        # its manifest only: the run's CAIRE step opens it before anything is spent
+        from refine.evaluate.caire.kb import KBError, check_folder
 
-        path = _path(kb, base_dir)
         try:
-            KnowledgeBase.load(path)
-        except (KBError, ImportError) as err:
+            path = _folder(kb, base_dir, root, "CAIRE knowledge base")
+            check_folder(path)
+        except (KBError, ValueError) as err:
             raise SettingsError("caire_kb", str(err)) from err
         row["caire_kb"] = str(path)
     else:
         row.pop("caire_kb", None)
 
 
-def _languages(row: dict[str, Any], base_dir: Path | None) -> None:
+def _languages(row: dict[str, Any], base_dir: Path | None, root: Path | None = None) -> None:
 
     langs = split_list(row.get("prompt_languages"))
     row["prompt_languages"] = langs
@@ -293,12 +304,13 @@ def _languages(row: dict[str, Any], base_dir: Path | None) -> None:
             "prompt_languages", "prompt languages need a generated round 0, not an input image"
         )
     if row.get("sos_bank"):
-        from refine.evaluate.sos import Bank, BankError
+        # its manifest only: the run's languages step reads it before anything is spent
+        from refine.evaluate.sos import check_bank_folder
 
-        path = _path(row["sos_bank"], base_dir)
         try:
-            Bank(path)
-        except BankError as err:
+            path = _folder(row["sos_bank"], base_dir, root, "SoS bank")
+            check_bank_folder(path)
+        except ValueError as err:
             raise SettingsError("sos_bank", str(err)) from err
         row["sos_bank"] = str(path)
     else:
@@ -324,9 +336,15 @@ def _expectations(row: dict[str, Any], base_dir: Path | None) -> None:
 
 
 def run_spec(
-    raw: Mapping[str, Any], base_dir: str | Path | None = None, spec: type[RunSpec] = RunSpec
+    raw: Mapping[str, Any],
+    base_dir: str | Path | None = None,
+    spec: type[RunSpec] = RunSpec,
+    root: str | Path | None = None,
 ) -> RunSpec:
-    """A validated RunSpec (or ``spec``) from raw settings (None values take the default)."""
+    """A validated RunSpec (or ``spec``) from raw settings (None values take the default).
+    No model and no knowledge base or bank is opened: a folder a setting names is checked
+    to be one (its manifest), inside ``root`` when given (the app's ``--out``); the steps
+    that use them open them when the run starts, before anything is spent."""
     from pydantic import ValidationError
 
     base = Path(base_dir) if base_dir is not None else None
@@ -348,8 +366,9 @@ def run_spec(
         if not str(row.get(key) or "").strip():
             raise SettingsError(key, f"give the {key}")
         row[key] = str(row[key]).strip()
-    _caire(row, base)
-    _languages(row, base)
+    inside = Path(root) if root is not None else None
+    _caire(row, base, inside)
+    _languages(row, base, inside)
     _expectations(row, base)
     try:
         return spec(**row)
@@ -409,8 +428,10 @@ def load(
     base_dir: str | Path | None = None,
     find: Callable[[str, str], ReferencePack] | None = None,
     spec: type[RunSpec] = RunSpec,
+    root: str | Path | None = None,
 ) -> tuple[RunSpec, ReferencePack]:
-    """Raw settings -> (validated spec, references), every path read against ``base_dir``."""
-    made = run_spec(raw, base_dir, spec)
+    """Raw settings -> (validated spec, references), every path read against ``base_dir``
+    (and the folders they name confined to ``root``, see :func:`run_spec`)."""
+    made = run_spec(raw, base_dir, spec, root)
     refs = references(made.activity, made.country, raw.get("refs"), base_dir, find)
     return made, refs

@@ -47,6 +47,17 @@ class BankError(ValueError):
     """A bad bank setting or folder; the message says what to do."""
 
 
+def check_bank_folder(path: str | Path) -> None:
+    """A folder that holds an SoS bank (its manifest), without reading it: a
+    :class:`BankError` saying how to build one otherwise."""
+    path = Path(path)
+    if not (path / MANIFEST).is_file():
+        raise BankError(
+            f"{path}: not an SoS bank (no {MANIFEST}); build one with "
+            "`refine sos bank --cultures ... --languages ... --concept ... --out DIR`"
+        )
+
+
 class Translation(BaseModel):
     translation: str
 
@@ -56,11 +67,7 @@ class Bank:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        if not (self.path / MANIFEST).is_file():
-            raise BankError(
-                f"{self.path}: not an SoS bank (no {MANIFEST}); build one with "
-                "`refine sos bank --cultures ... --languages ... --concept ... --out DIR`"
-            )
+        check_bank_folder(self.path)
         self.manifest = json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))
 
     @property

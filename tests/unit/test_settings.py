@@ -128,3 +128,28 @@ def test_a_decompression_bomb_and_bad_output_folders_are_refused(tmp_path, monke
         settings.output_folder(tmp_path / "file" / "runs")
     new = settings.output_folder(tmp_path / "new" / "runs")
     assert new == tmp_path / "new" / "runs" and not new.exists()  # checked, not created
+
+
+def test_the_settings_open_no_knowledge_base_or_bank(tmp_path, monkeypatch):
+    """A knowledge base or an SoS bank is checked to be one by its manifest, never opened
+    (the run's steps open them when it starts); with a root, each must lie inside it."""
+    from refine.evaluate.caire.kb import KnowledgeBase
+
+    kb, bank = tmp_path / "kb", tmp_path / "bank"
+    kb.mkdir()
+    bank.mkdir()
+    (kb / "kb.json").write_text("{}")  # no index beside it: opening it would fail
+    (bank / "bank.json").write_text("not JSON")  # reading it would fail
+    monkeypatch.setattr(KnowledgeBase, "load", lambda *a, **k: pytest.fail("opened the KB"))
+    raw = {"activity": ACT, "country": "Iran", "caire_labels": "Turkey", "caire_kb": str(kb)}
+    raw |= {"prompt_languages": "fr", "sos_bank": str(bank)}
+    spec = settings.run_spec(raw)
+    assert (spec.caire_kb, spec.sos_bank) == (str(kb.resolve()), str(bank.resolve()))
+    assert settings.run_spec(raw, root=tmp_path).caire_kb == str(kb)
+    with pytest.raises(SettingsError, match="is not a CAIRE knowledge base inside") as err:
+        settings.run_spec(raw, root=tmp_path / "elsewhere")
+    assert err.value.field == "caire_kb"
+    (kb / "kb.json").unlink()
+    with pytest.raises(SettingsError, match="not a knowledge base \\(no kb.json\\)") as err:
+        settings.run_spec(raw)
+    assert err.value.field == "caire_kb"

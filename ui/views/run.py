@@ -402,12 +402,6 @@ def _wire_run(gr: Any, session: Session, view: RunView) -> None:
             session.check_ready()
         except ValueError as err:
             raise error(err) from err
-        # knowledge bases and SoS banks are read from inside --out only
-        try:
-            kb = str(service.inside(kb, "CAIRE knowledge base")) if (kb or "").strip() else ""
-            bank = str(service.inside(bank, "SoS bank")) if (bank or "").strip() else ""
-        except ValueError as err:
-            raise error(err) from err
         try:  # the operator's limits, and each run's budget of time and calls
             given = limits.apply(numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop))
         except ValueError as err:
@@ -435,7 +429,8 @@ def _wire_run(gr: Any, session: Session, view: RunView) -> None:
             return service.find_references(a, c, who)
 
         try:
-            spec, refs = settings.load(raw, find=find)
+            # knowledge bases and SoS banks are read from inside --out only
+            spec, refs = settings.load(raw, find=find, root=service.out)
         except settings.SettingsError as err:
             raise error(settings_message(err)) from err
         if who is None:  # a run nobody owns could be stopped by anyone

@@ -39,6 +39,17 @@ class KBError(ValueError):
     """A bad knowledge base or source; the message says what to do."""
 
 
+def check_folder(path: str | Path) -> None:
+    """A folder that holds a knowledge base (its manifest), without opening it: a
+    :class:`KBError` saying how to build one otherwise."""
+    path = Path(path)
+    if not (path / MANIFEST).is_file():
+        raise KBError(
+            f"{path}: not a knowledge base (no {MANIFEST}); build one with "
+            "`refine caire kb build SOURCE --out KB_DIR`"
+        )
+
+
 @dataclass
 class SourceEntity:
     id: str
@@ -195,13 +206,8 @@ class KnowledgeBase:
         faiss = require("faiss", "faiss-cpu", "CAIRE knowledge bases", "caire")
 
         path = Path(path)
-        manifest_path = path / MANIFEST
-        if not manifest_path.is_file():
-            raise KBError(
-                f"{path}: not a knowledge base (no {MANIFEST}); build one with "
-                "`refine caire kb build SOURCE --out KB_DIR`"
-            )
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        check_folder(path)
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
         if manifest.get("version") != KB_VERSION:
             raise KBError(
                 f"{path}: knowledge base version {manifest.get('version')} is not "
