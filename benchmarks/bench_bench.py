@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("REFINE_CACHE_DIR", tempfile.mkdtemp(prefix="bench-bench-"))
 
+    from refine.harness.engine import EngineOptions
     from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
     from tests.fakes.gemini_server import FakeGemini
     from tests.fakes.gemini_world import World
@@ -69,7 +70,12 @@ def main(argv: list[str] | None = None) -> None:
                 )
                 calls = len(world.log)
                 t = time.perf_counter()
-                run_bench(plan, root / folder, backend_options=options, workers=workers)
+                run_bench(
+                    plan,
+                    root / folder,
+                    backend_options=options,
+                    engine=EngineOptions(workers=workers),
+                )
                 return time.perf_counter() - t, len(world.log) - calls
 
             bench(1, "warmup")  # models loaded, references embedded

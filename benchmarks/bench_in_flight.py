@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("REFINE_CACHE_DIR", tempfile.mkdtemp(prefix="bench-flight-"))
 
     from refine.backends import judging
+    from refine.harness.engine import EngineOptions
     from refine.harness.tasks.batch import open_batch, run_batch
     from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
     from refine.loop.refiner import Refiner
@@ -99,7 +100,12 @@ def main(argv: list[str] | None = None) -> None:
                 calls = len(world.log)
                 with Flight(server) as flight:
                     t = time.perf_counter()
-                    run_bench(plan, root / folder, backend_options=options, workers=workers)
+                    run_bench(
+                        plan,
+                        root / folder,
+                        backend_options=options,
+                        engine=EngineOptions(workers=workers),
+                    )
                     wall = time.perf_counter() - t
                 return wall, flight, len(world.log) - calls
 
@@ -123,7 +129,9 @@ def main(argv: list[str] | None = None) -> None:
                 calls = len(world.log)
                 with Flight(server) as flight:
                     t = time.perf_counter()
-                    record = run_batch(record, store, refiner, workers=workers)
+                    record = run_batch(
+                        record, store, refiner, engine=EngineOptions(workers=workers)
+                    )
                     wall = time.perf_counter() - t
                 assert record.summary["finished"] == runs, record.summary
                 return wall, flight, len(world.log) - calls

@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import ray
 
+    from refine.harness.engine import EngineOptions
     from refine.harness.tasks.batch import open_batch, run_batch
     from refine.loop.refiner import Refiner
     from tests.fakes.gemini_server import FakeGemini
@@ -82,7 +83,12 @@ def main(argv: list[str] | None = None) -> None:
                     break
                 batch, store = open_batch(specs, root / f"local{n}", "gemini", backends)
                 t = time.perf_counter()
-                run_batch(batch, store, Refiner("gemini", backends, options), workers=n)
+                run_batch(
+                    batch,
+                    store,
+                    Refiner("gemini", backends, options),
+                    engine=EngineOptions(workers=n),
+                )
                 local = args.runs / (time.perf_counter() - t) * 60
                 batch, store = open_batch(specs, root / f"ray{n}", "gemini", backends)
                 timings: list[tuple[int, float, float, bool]] = []
@@ -90,10 +96,9 @@ def main(argv: list[str] | None = None) -> None:
                 run_batch(
                     batch,
                     store,
-                    workers=n,
-                    engine="ray",
                     backend_options=options,
                     timings=timings,
+                    engine=EngineOptions("ray", workers=n),
                 )
                 remote = args.runs / (time.perf_counter() - t) * 60
                 # each worker's first run loads its models: left out

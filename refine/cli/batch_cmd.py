@@ -11,17 +11,15 @@ from refine import settings
 from refine.backends.selection import Backends
 from refine.cli.inputs import (
     UserInputError,
-    address_option,
-    check_engine,
-    engine_option,
-    gpus_option,
     load_images,
     reference_images_option,
     tau_option,
+    with_engine,
 )
 from refine.cli.run_cmd import parse_backends
 from refine.evaluate.assess import Assessor
 from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
+from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
 from refine.harness.tasks.batch import BatchSpecError, open_batch, run_batch
 from refine.loop.refiner import Refiner
@@ -40,13 +38,10 @@ def batch_cmd(
     specs: Path = typer.Argument(..., help="A .jsonl (one JSON object a line) or .csv file."),
     out: Path = typer.Option(Path("runs"), "--out", help="Folder for the batch directory."),
     resume: bool = typer.Option(False, "--resume", help="Finish this file's existing batch."),
-    workers: int = typer.Option(1, "--workers", min=1, help="Runs at the same time."),
     profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    engine: str = engine_option(),
-    address: str = address_option(),
-    gpus_per_worker: float = gpus_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the batch record as JSON."),
+    engine: EngineOptions = LOCAL,
 ) -> None:
     """One refinement run per line of SPECS, with a summary over the batch.
 
@@ -60,7 +55,6 @@ def batch_cmd(
     """
 
     backends = parse_backends(backend)
-    check_engine(engine, address, gpus_per_worker)
     try:
         output_folder(out)
     except SettingsError as err:
@@ -90,11 +84,8 @@ def batch_cmd(
             batch,
             store,
             refiner,
-            workers=workers,
             on_event=progress,
             engine=engine,
-            address=address,
-            gpus_per_worker=gpus_per_worker,
         )
     except RayEngineError as err:
         raise UserInputError(str(err)) from err
@@ -104,11 +95,7 @@ def batch_cmd(
             again += ["--profile", profile]
         for b in backend:
             again += ["--backend", b]
-        if workers != 1:
-            again += ["--workers", str(workers)]
-        if engine != "local":
-            again += ["--engine", engine] + (["--address", address] if address else [])
-            again += ["--gpus-per-worker", f"{gpus_per_worker:g}"] if gpus_per_worker else []
+        again += engine.flags()
         typer.echo(
             f"interrupted: the batch so far is kept in {store.dir} (runs finished, and runs "
             f"begun with their rounds done); go on with\n  {shlex.join(again)}",
@@ -148,6 +135,9 @@ def print_batch_summary(batch, directory: Path) -> None:
         f"round(s); {mean_edits} editing round(s) per run"
         + (f"; {s['retries']} run(s) resumed after a worker died" if s.get("retries") else "")
     )
+
+
+batch_cmd = with_engine(batch_cmd, 1, "Runs at the same time.")
 
 
 def score_cmd(

@@ -10,14 +10,12 @@ import typer
 from metrics.catalog import HEADLINE, label
 from refine.cli.inputs import (
     UserInputError,
-    address_option,
-    check_engine,
-    engine_option,
-    gpus_option,
     tau_option,
+    with_engine,
 )
 from refine.cli.run_cmd import parse_backends
 from refine.harness.cells import CellSchemaError
+from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
 from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
 from refine.harness.tasks.concepts import ConceptPlan, load_concepts, run_concepts
@@ -74,12 +72,6 @@ def bench_cmd(
     out: Path = typer.Option(
         Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."
     ),
-    workers: int = typer.Option(
-        1, "--workers", min=1, help="Prompts at a time (API models; local ones take turns)."
-    ),
-    engine: str = engine_option(),
-    address: str = address_option(),
-    gpus_per_worker: float = gpus_option(),
     expectations: bool = typer.Option(
         False,
         "--expectations",
@@ -87,6 +79,7 @@ def bench_cmd(
         "and check them on every image (explicit_met, implicit_met).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print bench.json."),
+    engine: EngineOptions = LOCAL,
 ) -> None:
     """Benchmark generators the way the AHEaD paper does: every generator draws the same
     seeds for every prompt; one scorer observes and scores all images (ALIGN, HAL, EXAG,
@@ -95,7 +88,6 @@ def bench_cmd(
     --engine ray makes the cells on Ray actors (one set of models each; the bench folder
     must be on storage every node sees) with the same results."""
 
-    check_engine(engine, address, gpus_per_worker)
     if concepts is not None:
         if countries or activity or category or sample:
             raise UserInputError(
@@ -111,9 +103,8 @@ def bench_cmd(
             images or 16,
             seed,
             out,
-            workers,
             as_json,
-            (engine, address, gpus_per_worker),
+            engine,
         )
         return
     try:
@@ -145,10 +136,7 @@ def bench_cmd(
             plan,
             out,
             on_event=progress,
-            workers=workers,
             engine=engine,
-            address=address,
-            gpus_per_worker=gpus_per_worker,
         )
     except (RayEngineError, CellSchemaError) as err:
         raise UserInputError(str(err)) from err
@@ -172,6 +160,9 @@ def bench_cmd(
     typer.echo(f"leaderboard: {out / 'bench.html'}")
 
 
+bench_cmd = with_engine(bench_cmd, 1, "Prompts at a time (API models; local ones take turns).")
+
+
 def _with_interval(stat: dict | None) -> str:
     """``0.712 [0.650, 0.770]``, or n/a."""
     if not stat or stat["mean"] is None:
@@ -181,7 +172,7 @@ def _with_interval(stat: dict | None) -> str:
 
 
 def _concepts(
-    generator, profile, backend, path, weights_text, images, seed, out, workers, as_json, where
+    generator, profile, backend, path, weights_text, images, seed, out, as_json, engine
 ) -> None:
 
     try:
@@ -220,16 +211,7 @@ def _concepts(
             typer.echo(line, err=True)
 
     try:
-        engine, address, gpus_per_worker = where
-        summary = run_concepts(
-            plan,
-            out,
-            on_event=progress,
-            workers=workers,
-            engine=engine,
-            address=address,
-            gpus_per_worker=gpus_per_worker,
-        )
+        summary = run_concepts(plan, out, on_event=progress, engine=engine)
     except (RayEngineError, CellSchemaError) as err:
         raise UserInputError(str(err)) from err
 

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from metrics.descriptors import DIMENSIONS
-from refine.harness.engine import ENGINES
 from refine.records import RunSpec
 from refine.settings import SETTINGS, Setting, shown_on, table
 
@@ -304,41 +303,64 @@ def reference_images_option() -> Any:
     )
 
 
-def engine_option() -> Any:
-    """``--engine`` as batch, bench and sos bank take it."""
+def with_engine(
+    command: Callable[..., Any], workers: int = 1, workers_help: str = "Jobs at a time."
+) -> Callable[..., Any]:
+    """``command`` (which takes ``engine``, a :class:`refine.harness.engine.EngineOptions`)
+    with the options that make it: ``--engine local|ray``, ``--workers`` (``workers`` by
+    default), and Ray's ``--address`` and ``--gpus-per-worker``; a bad combination is a
+    usage error naming the option, and Ray itself is looked for when asked for."""
+    import inspect
+
     import typer
 
-    return typer.Option(
-        "local", "--engine", help="local (this process, one set of models) or ray (Ray actors)."
-    )
+    from refine.harness.engine import EngineOptions
 
-
-def address_option() -> Any:
-    import typer
-
-    return typer.Option(
-        None, "--address", help="ray: the cluster (auto, host:port or ray://host:port)."
-    )
-
-
-def gpus_option() -> Any:
-    import typer
-
-    return typer.Option(
-        0.0, "--gpus-per-worker", min=0.0, help="ray: GPUs each worker holds (0: API models)."
-    )
-
-
-def check_engine(engine: str, address: str | None, gpus_per_worker: float) -> None:
-    """--engine local|ray and the options only Ray takes; Ray itself when asked for."""
-    if engine not in ENGINES:
-        raise UserInputError(f"--engine: {engine!r} is not {' or '.join(ENGINES)}")
-    if engine == "local" and (address or gpus_per_worker):
-        raise UserInputError("--address/--gpus-per-worker: only with --engine ray")
-    if engine == "ray":
-        from refine.harness.ray import RayEngineError, import_ray
-
+    def wrapped(
+        *args: Any,
+        engine: str = "local",
+        workers: int = workers,
+        address: str | None = None,
+        gpus_per_worker: float = 0.0,
+        **kwargs: Any,
+    ) -> Any:
+        options = EngineOptions(engine, workers, address, gpus_per_worker)
         try:
-            import_ray()
-        except RayEngineError as err:
-            raise UserInputError(f"--engine: {err}") from err
+            options.check()
+        except ValueError as err:
+            raise UserInputError(str(err)) from err
+        if options.kind == "ray":
+            from refine.harness.ray import RayEngineError, import_ray
+
+            try:
+                import_ray()
+            except RayEngineError as err:
+                raise UserInputError(f"--engine: {err}") from err
+        return command(*args, engine=options, **kwargs)
+
+    # the command's own options, their annotations resolved (they are text in its module)
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name != "engine"]
+    added = {
+        "engine": typer.Option(
+            "local",
+            "--engine",
+            help="local (this process, one set of models) or ray (Ray actors).",
+        ),
+        "workers": typer.Option(workers, "--workers", min=1, help=workers_help),
+        "address": typer.Option(
+            None, "--address", help="ray: the cluster (auto, host:port or ray://host:port)."
+        ),
+        "gpus_per_worker": typer.Option(
+            0.0, "--gpus-per-worker", min=0.0, help="ray: GPUs each worker holds (0: API models)."
+        ),
+    }
+    kinds = {"engine": str, "workers": int, "address": str, "gpus_per_worker": float}
+    more = [
+        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=o, annotation=kinds[n])
+        for n, o in added.items()
+    ]
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+    wrapped.__signature__ = inspect.Signature([*params, *more])  # type: ignore[attr-defined]
+    wrapped.__name__, wrapped.__doc__ = command.__name__, command.__doc__
+    return wrapped

@@ -10,12 +10,10 @@ import typer
 from refine.backends.selection import Backends
 from refine.cli.inputs import (
     UserInputError,
-    address_option,
-    check_engine,
-    engine_option,
-    gpus_option,
+    with_engine,
 )
 from refine.cli.run_cmd import parse_backends
+from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
 from refine.harness.tasks.sos_bank import BankError, build_bank, check_grid
 from refine.present.report.sos import write_sos_report
@@ -35,7 +33,6 @@ def _split(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
-@sos_app.command("bank")
 def bank_cmd(
     cultures: str = typer.Option(
         ..., "--cultures", help='Comma-separated, e.g. "Japanese,Nigerian" (person) or countries.'
@@ -52,17 +49,13 @@ def bank_cmd(
         None, "--prompts-per-cell", min=1, help="Use only the first N prompts of each cell."
     ),
     seed: int = typer.Option(0, "--seed", help="First seed."),
-    engine: str = engine_option(),
-    workers: int = typer.Option(2, "--workers", min=1, help="ray: workers (a set of models each)."),
-    address: str = address_option(),
-    gpus_per_worker: float = gpus_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the bank's state as JSON."),
+    engine: EngineOptions = LOCAL,
 ) -> None:
     """Generate and embed images for every (culture, language) cell; resumable.
     --engine ray makes the cells on Ray actors (the bank folder must be on storage every
     node sees)."""
 
-    check_engine(engine, address, gpus_per_worker)
     grid_cultures, grid_languages = _split(cultures), _split(languages)
     try:
         check_grid(concept, grid_cultures, grid_languages)
@@ -95,9 +88,6 @@ def bank_cmd(
             seed=seed,
             on_progress=progress,
             engine=engine,
-            workers=workers,
-            address=address,
-            gpus_per_worker=gpus_per_worker,
             models=(profile, parse_backends(backend)),
             emit=lambda line: None if as_json else typer.echo(line, err=True),
         )
@@ -112,6 +102,9 @@ def bank_cmd(
         f"{out}: {len(done)}/{len(bank.cells)} cells, {images} images "
         f"({bank.manifest['settings']['embedder']}); report: refine sos report {out}"
     )
+
+
+sos_app.command("bank")(with_engine(bank_cmd, 2, "ray: workers (a set of models each)."))
 
 
 @sos_app.command("report")

@@ -23,6 +23,44 @@ ENGINES = ("local", "ray")
 
 
 @dataclass(frozen=True)
+class EngineOptions:
+    """Where and how wide a task's cells are made, carried as one value from the command
+    line to the engine: ``kind`` ``local`` (this process, ``workers`` jobs at a time on
+    threads sharing one set of models) or ``ray`` (``workers`` actors, on this machine or
+    the cluster at ``address``, ``gpus_per_worker`` GPUs each)."""
+
+    kind: str = "local"
+    workers: int = 1
+    address: str | None = None
+    gpus_per_worker: float = 0.0
+
+    def check(self) -> None:
+        """A ValueError naming the option that cannot be, and what to do instead."""
+        if self.kind not in ENGINES:
+            raise ValueError(f"--engine: {self.kind!r} is not {' or '.join(ENGINES)}")
+        if self.workers < 1:
+            raise ValueError(f"--workers: at least 1, got {self.workers}")
+        if self.gpus_per_worker < 0:
+            raise ValueError(f"--gpus-per-worker: at least 0, got {self.gpus_per_worker:g}")
+        if self.kind == "local" and (self.address or self.gpus_per_worker):
+            raise ValueError("--address/--gpus-per-worker: only with --engine ray")
+
+    def flags(self, default_workers: int = 1) -> list[str]:
+        """The command-line options that ask for these again (what differs from the
+        defaults)."""
+        out = ["--workers", str(self.workers)] if self.workers != default_workers else []
+        if self.kind != "local":
+            out += ["--engine", self.kind] + (["--address", self.address] if self.address else [])
+            out += (
+                ["--gpus-per-worker", f"{self.gpus_per_worker:g}"] if self.gpus_per_worker else []
+            )
+        return out
+
+
+LOCAL = EngineOptions()
+
+
+@dataclass(frozen=True)
 class MakerSpec:
     """``cls(**kwargs)`` builds a cell maker: an object with ``describe()`` (what its
     cells are made with, the same on every worker) and ``make(job, tell=None)`` (the job's
@@ -132,26 +170,22 @@ class LocalEngine:
 
 
 def open_engine(
-    kind: str,
+    options: EngineOptions,
     spec: MakerSpec,
     *,
-    workers: int = 1,
     name: str = "cells",
     folder: str | Path,
     what: str,
     emit: Callable[[str], None],
     instances: Any = None,
-    address: str | None = None,
-    gpus_per_worker: float = 0.0,
 ) -> Engine:
-    """The engine a job runs on: ``local`` (``instances``, models already built here, are
-    used as they are) or ``ray`` (actors on this machine or the cluster at ``address``,
-    each building its own maker, ``gpus_per_worker`` GPUs each; every worker must see
-    ``folder``, which ``what`` names for the user)."""
-    if kind == "local":
-        return LocalEngine(spec, workers, name, instances)
-    if kind == "ray":
+    """The engine a job runs on (:class:`EngineOptions`): ``local`` (``instances``, models
+    already built here, are used as they are) or ``ray`` (actors each building its own
+    maker; every worker must see ``folder``, which ``what`` names for the user)."""
+    if options.kind == "local":
+        return LocalEngine(spec, options.workers, name, instances)
+    if options.kind == "ray":
         from refine.harness.ray import RayEngine
 
-        return RayEngine(spec, workers, gpus_per_worker, address, Path(folder), what, emit, name)
-    raise ValueError(f"engine {kind!r}: {' or '.join(ENGINES)}")
+        return RayEngine(spec, options, Path(folder), what, emit, name)
+    raise ValueError(f"engine {options.kind!r}: {' or '.join(ENGINES)}")

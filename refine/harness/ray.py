@@ -152,19 +152,20 @@ class RayPool:
         self,
         worker_cls: type,
         args: tuple,
-        workers: int,
-        gpus_per_worker: float,
-        address: str | None,
+        options: Any,
         folder: Path,
         what: str,
         emit: Callable[[str], None],
         kind: str,
     ) -> None:
+        """``options``: :class:`refine.harness.engine.EngineOptions` (workers, address,
+        GPUs per worker)."""
         self.ray = ray = import_ray()
         self.emit = emit
         self.actors: list[Any] = []
         self.identity: dict[Any, str] = {}
-        self.started_here = connect(ray, address)
+        self.started_here = connect(ray, options.address)
+        gpus = options.gpus_per_worker
         try:
             remote = ray.remote(worker_cls)
             tag = uuid.uuid4().hex[:6]
@@ -173,12 +174,12 @@ class RayPool:
                 # cores; the name is what Ray's dashboard shows
                 remote.options(
                     name=f"refine-{kind}-{tag}-{k}",
-                    num_cpus=1 if gpus_per_worker else 0,
-                    num_gpus=gpus_per_worker,
+                    num_cpus=1 if gpus else 0,
+                    num_gpus=gpus,
                     max_restarts=-1,
                     max_task_retries=0,
                 ).remote(*args, worker_env())
-                for k in range(max(1, workers))
+                for k in range(max(1, options.workers))
             ]
             check_shared(ray, self.actors, Path(folder), what)
             names = self.get([a.whoami.remote() for a in self.actors])
@@ -268,17 +269,13 @@ class RayEngine:
     def __init__(
         self,
         spec: Any,
-        workers: int,
-        gpus_per_worker: float,
-        address: str | None,
+        options: Any,
         folder: Path,
         what: str,
         emit: Callable[[str], None],
         name: str,
     ) -> None:
-        self.pool = RayPool(
-            MakerWorker, (spec,), workers, gpus_per_worker, address, folder, what, emit, name
-        )
+        self.pool = RayPool(MakerWorker, (spec,), options, folder, what, emit, name)
 
     def describe(self) -> Any:
         seen = self.pool.get([a.describe.remote() for a in self.pool.actors])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from refine.harness.cells import Cell, CellFormat, CellStore, latest
-from refine.harness.engine import MakerSpec, open_engine
+from refine.harness.engine import LOCAL, EngineOptions, MakerSpec, open_engine
 from refine.progress import Countdown
 
 
@@ -75,11 +75,8 @@ class Task:
 def run_task(
     task: Task,
     *,
-    engine: str = "local",
-    workers: int = 1,
+    engine: EngineOptions = LOCAL,
     instances: Any = None,
-    address: str | None = None,
-    gpus_per_worker: float = 0.0,
     on_event: Callable[[str], None] | None = None,
 ) -> Any:
     """Make every job of ``task`` left to do on ``engine`` and return its result, the same
@@ -87,14 +84,11 @@ def run_task(
     cells_engine = open_engine(
         engine,
         task.maker(),
-        workers=workers,
         name=task.name,
         folder=task.folder,
         what=task.what,
         emit=on_event or (lambda line: None),
         instances=instances,
-        address=address,
-        gpus_per_worker=gpus_per_worker,
     )
     try:
         made_with = cells_engine.describe()

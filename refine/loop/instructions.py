@@ -40,10 +40,13 @@ from refine.backends.selection import Backends
 from refine.evaluate.assess import CallCounter
 from refine.evaluate.expectations import missed_changes
 from refine.evaluate.refs_build import LLMCache
-from refine.records import CaireScore, Feedback, Match, PlannedChange, Round, Run
+from refine.records import CaireScore, Feedback, Match, PlannedChange, Round, Run, RunSpec
 
-NEAR_MARGIN = 0.05  # below tau, on the cosine similarity scale
-REPLACE_FLOOR = 0.3  # least similarity of a reference that replaces a hallucinated item
+# the defaults are the run settings' (written once, in RunSpec)
+NEAR_MARGIN = RunSpec.model_fields["near_margin"].default  # below tau, on the cosine scale
+# least similarity of a reference that replaces a hallucinated item
+REPLACE_FLOOR = RunSpec.model_fields["replace_floor"].default
+MAX_CHANGES = RunSpec.model_fields["max_changes"].default
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,7 @@ def build_instruction(
     feedback: Feedback,
     activity: str,
     country: str,
-    max_changes: int = 5,
+    max_changes: int = MAX_CHANGES,
     keep_max: int = 3,
     extra: list[str] | None = None,
     tau: float | None = None,

@@ -8,6 +8,7 @@ import pytest
 from PIL import Image
 
 from refine.events import EntryChanged
+from refine.harness.engine import EngineOptions
 from refine.harness.tasks.batch import open_batch, read_specs, run_batch, summarise
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
@@ -121,7 +122,9 @@ def test_workers_share_models_and_keep_runs_apart(world, backends, options, tmp_
     run_batch(*open_batch(one, tmp_path / "warm", "gemini", backends), refiner)
     batch, store = open_batch(specs, tmp_path, "gemini", backends)
     events = []
-    batch = run_batch(batch, store, refiner, workers=2, on_event=events.append)
+    batch = run_batch(
+        batch, store, refiner, on_event=events.append, engine=EngineOptions(workers=2)
+    )
     assert [e.status for e in batch.entries] == ["finished"] * 4
     runs = [RunStore(store.dir / e.run_dir).load() for e in batch.entries]
     assert len({r.id for r in runs}) == 4

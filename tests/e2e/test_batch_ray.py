@@ -15,6 +15,7 @@ import threading
 import pytest
 
 from refine.events import EntryChanged
+from refine.harness.engine import EngineOptions
 from refine.harness.tasks.batch import open_batch, run_batch
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
@@ -67,17 +68,18 @@ def rounds_of(store_dir, batch):
 def test_the_same_records_as_the_local_engine(cluster, world, backends, options, tmp_path):
     path = specs(tmp_path)
     local, lstore = open_batch(path, tmp_path / "local", "gemini", backends)
-    local = run_batch(local, lstore, Refiner("gemini", backends, options), workers=2)
+    local = run_batch(
+        local, lstore, Refiner("gemini", backends, options), engine=EngineOptions(workers=2)
+    )
     remote, rstore = open_batch(path, tmp_path / "ray", "gemini", backends)
     seen, events = [], []
     remote = run_batch(
         remote,
         rstore,
-        workers=2,
         on_event=events.append,
-        engine="ray",
         backend_options=options,
         on_workers=seen.extend,
+        engine=EngineOptions("ray", workers=2),
     )
     assert len(seen) == 2 and all("@" in w for w in seen) and str(os.getpid()) not in seen[0]
     # progress per worker: who made each run, its runs so far, rounds per minute
@@ -115,7 +117,11 @@ def test_a_killed_worker_is_replaced_and_its_run_resumes(
         threading.Thread(target=kill_one, daemon=True).start()
 
     batch = run_batch(
-        batch, store, workers=2, engine="ray", backend_options=options, on_workers=on_workers
+        batch,
+        store,
+        backend_options=options,
+        on_workers=on_workers,
+        engine=EngineOptions("ray", workers=2),
     )
     assert killed and batch.summary["finished"] == 4 and batch.summary["retries"] >= 1
     runs = sorted((store.dir / "runs").glob("*/run.json"))
@@ -141,14 +147,15 @@ def test_an_interrupted_driver_is_finished_by_the_local_engine(
         run_batch(
             batch,
             store,
-            workers=2,
             on_event=stop_after_first,
-            engine="ray",
             backend_options=options,
+            engine=EngineOptions("ray", workers=2),
         )
     again, store = open_batch(path, tmp_path / "b", "gemini", backends, resume=True)
     assert sum(e.status == "finished" for e in again.entries) >= 1
-    again = run_batch(again, store, Refiner("gemini", backends, options), workers=2)
+    again = run_batch(
+        again, store, Refiner("gemini", backends, options), engine=EngineOptions(workers=2)
+    )
     assert again.summary["finished"] == 4
     assert len(list((store.dir / "runs").glob("*/run.json"))) == 4  # begun runs went on
 
@@ -222,9 +229,8 @@ def test_bench_on_ray_makes_the_same_bench(cluster, world, siglip_path, options,
         plan,
         tmp_path / "ray",
         backend_options=options,
-        workers=2,
-        engine="ray",
         on_event=lines.append,
+        engine=EngineOptions("ray", workers=2),
     )
     docs = [json.loads((tmp_path / f / "bench.json").read_text()) for f in ("local", "ray")]
     assert docs[0] == docs[1] and docs[1]["generators"]["gemini:gemini-3-pro-image"]["prompts"] == 4
@@ -263,9 +269,8 @@ def test_concepts_on_ray_are_the_same_concepts(cluster, world, siglip_path, opti
         plan,
         tmp_path / "ray",
         backend_options=options,
-        workers=2,
-        engine="ray",
         on_event=lines.append,
+        engine=EngineOptions("ray", workers=2),
     )
     assert remote == local and len(remote.cells) == 4
     rows = [(tmp_path / f / "concept_rows.csv").read_text() for f in ("local", "ray")]
@@ -306,7 +311,11 @@ def test_bench_on_ray_survives_a_killed_worker(cluster, world, siglip_path, opti
     on_event = killer(world, lines, killed)
 
     summary = run_bench(
-        plan, tmp_path / "b", backend_options=options, workers=2, engine="ray", on_event=on_event
+        plan,
+        tmp_path / "b",
+        backend_options=options,
+        on_event=on_event,
+        engine=EngineOptions("ray", workers=2),
     )
     assert killed and any(line.startswith("retrying ") for line in lines)
     cells = BenchStore(tmp_path / "b").records()
@@ -342,9 +351,9 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
         emb,
         prompts_per_cell=2,
         on_progress=lambda done, total, what: lines.append(f"cell {done}/{total}: {what}"),
-        engine="ray",
         models=("gemini", overrides),
         emit=lines.append,
+        engine=EngineOptions("ray", workers=2),
     )
     local, remote = Bank(tmp_path / "local"), Bank(tmp_path / "ray")
     assert remote.manifest == local.manifest  # prompts, image files, embeddings, done
@@ -385,9 +394,9 @@ def test_sos_bank_on_ray_survives_a_killed_worker(cluster, world, siglip_path, t
         chosen.get("generator"),
         chosen.get("image_embedder"),
         prompts_per_cell=2,
-        engine="ray",
         models=("gemini", overrides),
         emit=emit,
+        engine=EngineOptions("ray", workers=2),
     )
     assert killed and any(line.startswith("retrying ") for line in lines)
     bank = Bank(tmp_path / "b")

@@ -14,6 +14,7 @@ import pytest
 
 from metrics.ahead import faithfulness, score_images
 from refine.evaluate.references import find_references
+from refine.harness.engine import EngineOptions
 from refine.harness.tasks.bench import BenchPlan, BenchStore, plan_prompts, run_bench
 from refine.present.report.bench import write_bench_page
 from tests.e2e.test_cli_run import cli
@@ -212,7 +213,12 @@ def test_workers_make_the_same_bench(world, siglip_path, options, tmp_path):
         # where a second prompt's requests would still be seen (at 50 ms its 48-odd
         # requests, two at a time, were a third of this test's time)
         world.delay_s = 0.05 if workers > 1 else 0.01
-        run_bench(plan, tmp_path / f"w{workers}", backend_options=options, workers=workers)
+        run_bench(
+            plan,
+            tmp_path / f"w{workers}",
+            backend_options=options,
+            engine=EngineOptions(workers=workers),
+        )
         docs[workers] = (
             json.loads((tmp_path / f"w{workers}" / "bench.json").read_text()),
             world.busy[1],

@@ -9,6 +9,7 @@ import json
 import threading
 
 from refine.backends import judging
+from refine.harness.engine import EngineOptions
 from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
 from tests.e2e.test_cli_run import cli
 from tests.golden.produce import ACTS, GENS
@@ -104,7 +105,7 @@ def test_the_first_judgements_of_a_bench_go_out_together(
         images_per_prompt=1,
         backends={"image_embedder": f"siglip:{siglip_path}"},
     )
-    run_bench(plan, tmp_path / "bench", backend_options=options, workers=wave)
+    run_bench(plan, tmp_path / "bench", backend_options=options, engine=EngineOptions(workers=wave))
     assert not world._held[2], world.held_peak  # nothing was given up on
     # the judgements that waited for the first answer, in flight at once
     assert world.held_peak >= wave - 1, world.held_peak

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from refine.harness.cells import SCHEMA, Cell, CellFormat, CellSchemaError, CellStore, latest
-from refine.harness.engine import MakerSpec, open_engine
+from refine.harness.engine import EngineOptions, MakerSpec, open_engine
 
 FORM = CellFormat(
     "cells.jsonl", inputs=("generator", "seeds", "expectations"), key=("generator", "seeds")
@@ -125,9 +125,8 @@ class Heard:
 def test_the_local_engine_makes_every_job_on_its_workers(tmp_path):
     Squares.built = 0
     engine = open_engine(
-        "local",
+        EngineOptions(workers=3),
         MakerSpec(Squares, {"offset": 1}),
-        workers=3,
         name="sq",
         folder=tmp_path,
         what="here",
@@ -151,7 +150,7 @@ class Failing(Squares):
 
 def test_the_first_failure_stops_the_rest(tmp_path):
     engine = open_engine(
-        "local", MakerSpec(Failing, {"offset": 0}), folder=tmp_path, what="x", emit=print
+        EngineOptions(), MakerSpec(Failing, {"offset": 0}), folder=tmp_path, what="x", emit=print
     )
     driver = Heard()
     with pytest.raises(RuntimeError, match="job 2 failed"):
@@ -160,10 +159,19 @@ def test_the_first_failure_stops_the_rest(tmp_path):
 
 
 def test_an_unknown_engine_is_named(tmp_path):
+    spark = EngineOptions("spark")
     with pytest.raises(ValueError, match="engine 'spark': local or ray"):
-        open_engine(
-            "spark", MakerSpec(Squares, {"offset": 0}), folder=tmp_path, what="x", emit=print
-        )
+        open_engine(spark, MakerSpec(Squares, {"offset": 0}), folder=tmp_path, what="x", emit=print)
+    with pytest.raises(ValueError, match="--engine: 'spark' is not local or ray"):
+        spark.check()
+    with pytest.raises(ValueError, match="--address/--gpus-per-worker: only with --engine ray"):
+        EngineOptions(gpus_per_worker=1.0).check()
+    ray = EngineOptions("ray", workers=4, address="auto", gpus_per_worker=0.5)
+    ray.check()
+    assert ray.flags() == [
+        "--workers", "4", "--engine", "ray", "--address", "auto", "--gpus-per-worker", "0.5"
+    ]  # fmt: skip
+    assert EngineOptions(workers=2).flags(default_workers=2) == []
 
 
 def test_only_the_harness_imports_ray_or_chooses_an_engine():

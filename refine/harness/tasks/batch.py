@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from refine import settings
 from refine.evaluate.reference_source import ReferenceSource
 from refine.events import BatchStarted, EntryChanged, EntryEvent, Event, RunStarted
-from refine.harness.engine import MakerSpec
+from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
 from refine.harness.ray import MAX_RETRIES
 from refine.harness.task import Task, run_task
 from refine.io.files import atomic_write_text, slug
@@ -530,34 +530,25 @@ def run_batch(
     batch: Batch,
     store: BatchStore,
     refiner: Any = None,
-    workers: int = 1,
     on_event: Callable[[Event], None] | None = None,
     *,
-    engine: str = "local",
+    engine: EngineOptions = LOCAL,
     backend_options: dict[str, dict[str, Any]] | None = None,
-    address: str | None = None,
-    gpus_per_worker: float = 0.0,
     on_workers: Callable[[list[str]], None] | None = None,
     timings: list[tuple[int, float, float, bool]] | None = None,
 ) -> Batch:
-    """Run every unfinished entry (``workers`` at a time) and return the batch record.
+    """Run every unfinished entry (``engine.workers`` at a time) and return the batch
+    record.
 
     On the local engine ``refiner`` (a :class:`refine.loop.refiner.Refiner`; built from
     the batch's profile and backends when not given) lends each thread a sibling sharing
-    its models; on Ray (``engine="ray"``) each worker builds its own from the batch's
-    profile, backends and ``backend_options``, on this machine or the cluster at
-    ``address``, and the batch directory must be on storage every node sees. A run that
+    its models; on Ray (``engine.kind`` ``ray``) each worker builds its own from the
+    batch's profile, backends and ``backend_options``, on this machine or the cluster at
+    ``engine.address``, and the batch directory must be on storage every node sees. A run that
     fails is recorded and the others go on; a worker that dies mid-run is replaced and its
     run resumed from its last complete round. Ctrl-C saves the record and stops; completed
     rounds stay in the run directories for ``--resume`` (either engine).
     """
     emit = on_event or (lambda event: None)
     task = BatchTask(batch, store, emit, backend_options, on_workers, timings)
-    return run_task(
-        task,
-        engine=engine,
-        workers=workers,
-        instances=refiner,
-        address=address,
-        gpus_per_worker=gpus_per_worker,
-    )
+    return run_task(task, engine=engine, instances=refiner)

@@ -46,7 +46,7 @@ from refine.evaluate.assess import Assessor
 from refine.evaluate.reference_source import ReferenceSource
 from refine.evaluate.references import load_pack, suggest
 from refine.harness.cells import Cell, CellFormat, CellStore
-from refine.harness.engine import MakerSpec
+from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
 from refine.harness.task import CellTask, Summary, run_task
 from refine.io.files import atomic_write_text
 from refine.profiles import load_profile
@@ -455,23 +455,17 @@ def run_bench(
     backend_options: dict[str, dict[str, Any]] | None = None,
     instances: dict[str, Any] | None = None,
     on_event: Callable[[str], None] | None = None,
-    workers: int = 1,
-    engine: str = "local",
-    address: str | None = None,
-    gpus_per_worker: float = 0.0,
+    engine: EngineOptions = LOCAL,
 ) -> Summary:
     """Make, score and summarise every cell of ``plan`` not done yet in ``out``; returns
     the summary (also written as bench.json and rows.csv; its page is
-    :func:`refine.present.report.bench.write_bench_page`). ``workers`` cells at a time, on
+    :func:`refine.present.report.bench.write_bench_page`). ``engine.workers`` cells at a time, on
     ``engine`` (see :func:`refine.harness.engine.open_engine`); the summary is the same for
     any engine and number of workers."""
     return run_task(
         BenchTask(plan, out, backend_options, on_event),
         engine=engine,
-        workers=workers,
         instances=instances,
-        address=address,
-        gpus_per_worker=gpus_per_worker,
         on_event=on_event,
     )
 

@@ -50,7 +50,7 @@ from metrics.vendi import (
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.harness.cells import Cell, CellFormat, CellStore
-from refine.harness.engine import MakerSpec
+from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
 from refine.harness.task import CellTask, Summary, run_task
 from refine.harness.tasks.bench import checked_generators, generate
 from refine.io.files import atomic_write_text, slug
@@ -388,10 +388,7 @@ def run_concepts(
     backend_options: dict[str, dict[str, Any]] | None = None,
     instances: dict[str, Any] | None = None,
     on_event: Callable[[str], None] | None = None,
-    workers: int = 1,
-    engine: str = "local",
-    address: str | None = None,
-    gpus_per_worker: float = 0.0,
+    engine: EngineOptions = LOCAL,
 ) -> Summary:
     """Make, tag and score every (generator, concept) cell not done yet in ``out``
     (``concepts.jsonl``, synced cell by cell) on ``engine``; writes concepts.json and
@@ -400,10 +397,7 @@ def run_concepts(
     return run_task(
         ConceptsTask(plan, out, backend_options, on_event),
         engine=engine,
-        workers=workers,
         instances=instances,
-        address=address,
-        gpus_per_worker=gpus_per_worker,
         on_event=on_event,
     )
 

@@ -22,6 +22,7 @@ import io
 import re
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from refine.assets import assets_dir, prompt_template
 from refine.backends.selection import Backends
 from refine.evaluate.refs_build import LLMCache
 from refine.evaluate.sos import LANGUAGES, MANIFEST, Bank, BankError, Translation
-from refine.harness.engine import MakerSpec
+from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
 from refine.harness.task import Task, run_task
 from refine.io.files import atomic_write, atomic_write_json, atomic_write_text
 from refine.profiles import load_profile
@@ -147,19 +148,17 @@ def build_bank(
     on_progress: Callable[[int, int, str], None] | None = None,
     llm_cache: Any = None,
     *,
-    engine: str = "local",
-    workers: int = 2,
-    address: str | None = None,
-    gpus_per_worker: float = 0.0,
+    engine: EngineOptions = LOCAL,
     models: tuple[str, dict[str, str]] | None = None,
     emit: Callable[[str], None] | None = None,
 ) -> Bank:
     """Build (or go on building, or grow) the bank at ``out``. Each cell generates
     ``images_per_prompt`` images for each of its first ``prompts_per_cell`` prompts, one
-    cell at a time with ``generator``, ``embedder`` and ``llm`` here, or on ``workers`` Ray
-    actors (``engine="ray"``), each building its own from ``models`` (profile, backend
-    overrides): the bank folder must be on storage every node sees."""
-    if engine == "ray" and models is None:
+    cell at a time with ``generator``, ``embedder`` and ``llm`` here, or on
+    ``engine.workers`` Ray actors (``engine.kind`` ``ray``), each building its own from
+    ``models`` (profile, backend overrides): the bank folder must be on storage every node
+    sees."""
+    if engine.kind == "ray" and models is None:
         raise ValueError("the Ray engine needs models=(profile, backend overrides)")
 
     check_grid(concept, cultures, languages)
@@ -207,16 +206,14 @@ def build_bank(
     try:
         run_task(
             task.with_models(profile, overrides, llm is not None),
-            engine=engine,
-            workers=workers if engine == "ray" else 1,  # local models: one cell at a time
+            # local models: one cell at a time
+            engine=engine if engine.kind == "ray" else replace(engine, workers=1),
             instances={
                 "generator": generator,
                 "image_embedder": embedder,
                 "llm": llm,
                 "llm_cache": llm_cache,
             },
-            address=address,
-            gpus_per_worker=gpus_per_worker,
             on_event=emit,
         )
     finally:  # the combined files follow every finished cell, even after a failure
