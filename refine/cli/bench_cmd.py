@@ -150,7 +150,7 @@ def bench_cmd(
     for name, row in summary["generators"].items():
         faith, quality = _with_interval(row.get(HEADLINE)), _with_interval(row.get("quality"))
         vendi = row["vendi"]["mean"]
-        typer.echo(f"{name:40} {row['prompts']:>7} {faith:>22} {quality:>22} {vendi or 0:7.2f}")
+        typer.echo(f"{name:40} {row['prompts']:>7} {faith:>22} {quality:>22} {_shown(vendi, 7, 2)}")
     for p in summary["paired"]:
         if p["mean_difference"] is not None:
             typer.echo(
@@ -161,6 +161,11 @@ def bench_cmd(
 
 
 bench_cmd = with_engine(bench_cmd, 1, "Prompts at a time (API models; local ones take turns).")
+
+
+def _shown(value: float | None, width: int, digits: int) -> str:
+    """A number in a table column, or a dash where it is missing (never a made-up 0)."""
+    return f"{'-':>{width}}" if value is None else f"{value:{width}.{digits}f}"
 
 
 def _with_interval(stat: dict | None) -> str:
@@ -222,7 +227,7 @@ def _concepts(
     typer.echo(f"{'generator':40} {'concepts':>8} {'CUBE div.':>9} {'tag qVS':>8} {'Vendi':>7}")
     for name, row in summary["generators"].items():
         typer.echo(
-            f"{name:40} {row['concepts']:>8} {row['cube_diversity'] or 0:9.3f} "
-            f"{row['tag_qvendi'] or 0:8.3f} {row['vendi'] or 0:7.2f}"
+            f"{name:40} {row['concepts']:>8} {_shown(row['cube_diversity'], 9, 3)} "
+            f"{_shown(row['tag_qvendi'], 8, 3)} {_shown(row['vendi'], 7, 2)}"
         )
     typer.echo(f"report: {out / 'concepts.html'}")
