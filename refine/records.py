@@ -409,7 +409,9 @@ class Round(_Record):
 
 
 _RUN = {"surfaces": ["run", "batch"]}  # refine run's options and batch lines
-_ALL = {"surfaces": ["run", "batch", "app"]}  # and the app's form
+# and the app's form: its box's ``label`` (in messages too; default: the name in words),
+# the box's own words where they differ (``box``), and a line under it (``info``)
+_ALL = {"surfaces": ["run", "batch", "app"]}
 
 
 class RunSpec(_Record):
@@ -427,7 +429,15 @@ class RunSpec(_Record):
         5, ge=0, le=100, description="Editing rounds after round 0.", json_schema_extra=_ALL
     )
     target: float = Field(
-        0.7, ge=0.0, le=1.0, description="Stop at this FAITH.", json_schema_extra=_ALL
+        0.7,
+        ge=0.0,
+        le=1.0,
+        description="Stop at this FAITH.",
+        json_schema_extra={
+            **_ALL,
+            "label": "target FAITH",
+            "info": "stop at this FAITH (0 to 1, higher is better)",
+        },
     )
     patience: int = Field(
         2, ge=1, description="Rejected rounds before stopping.", json_schema_extra=_RUN
@@ -455,7 +465,12 @@ class RunSpec(_Record):
         ge=0.0,
         le=2.0,
         description="Largest drift from the parent image (1 - cosine of their embeddings).",
-        json_schema_extra=_ALL,
+        json_schema_extra={
+            **_ALL,
+            "label": "max drift",
+            "info": "reject an edit that moves the image further than this from its parent "
+            "(0: same picture, 2: opposite)",
+        },
     )
     # a candidate whose quality is more than this below the best round's is rejected (1: off)
     max_quality_drop: float = Field(
@@ -464,7 +479,12 @@ class RunSpec(_Record):
         le=1.0,
         description="Reject an edit whose quality (0-1, the judge's naturalness and artifacts "
         "ratings) falls more than this below the best round's; 1 turns the guard off.",
-        json_schema_extra=_ALL,
+        json_schema_extra={
+            **_ALL,
+            "label": "max quality drop",
+            "box": "max quality drop (1: off)",
+            "info": "an edit that looks worse than the best round by more than this is rejected",
+        },
     )
     edit_from: Literal["best", "original"] = Field(
         "best", description="Edit the best round's image, or the original.", json_schema_extra=_RUN

@@ -85,6 +85,9 @@ class Setting:
     # how a front takes it: ``value`` (one value of ``kind``), ``list`` (names separated
     # by commas), ``path`` (a file or folder), ``repeat`` (an option given once per item)
     given: str = "value"
+    label: str = ""  # its name in the app's form and messages ("target FAITH")
+    box: str = ""  # the form box's own words where they say more than the label
+    info: str = ""  # a line under the box
 
 
 GIVEN = ("value", "list", "path", "repeat")
@@ -132,6 +135,9 @@ def _setting(name: str, field: Any) -> Setting:
         surfaces=tuple(extra["surfaces"]),
         choices=choices,
         given=given,
+        label=extra.get("label", name.replace("_", " ")),
+        box=extra.get("box", ""),
+        info=extra.get("info", ""),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from refine.backends.imports import require
 from refine.evaluate.references import load_pack
 from refine.present.charts import CHART_CSS
+from refine.records import RunSpec
 from refine.service import RunService
 from ui.limits import Limits
 from ui.line import Line, line_length
@@ -38,8 +39,10 @@ def build_app(
     login: bool = False,
     quotas: Quotas | None = None,
     trust_proxy: bool = False,
+    spec: type[RunSpec] = RunSpec,
 ) -> Any:
-    """The app on ``service``; ``limits``: the operator's limits on each visitor's run
+    """The app on ``service``; ``spec``: the run settings' table its form is made from
+    (RunSpec, or one with more fields); ``limits``: the operator's limits on each visitor's run
     (default :class:`ui.limits.Limits`); ``login``: a Hugging Face login button (a Space
     with ``hf_oauth: true``), whose user name then names the visitor; ``quotas``: runs per
     visitor and address per hour, calls per day (:mod:`ui.quotas`), the address read from
@@ -62,7 +65,7 @@ def build_app(
         session = Session(service, limits, quotas, trust_proxy, token, ready)
         session.line = Line(line_length(limits.run_minutes))  # starts wait here, in words
         session.gate.message.make(gr)  # before any button: each empties it first
-        run = add_run_view(gr, session, list(load_pack().countries))
+        run = add_run_view(gr, session, list(load_pack().countries), spec)
         branched = add_steer_view(gr, session, run)
         opening, refreshed = add_saved_view(gr, demo, session, run.display)
         follow_form(gr, service, run.form, run.display, opening)  # a roll-back continues it

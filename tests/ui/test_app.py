@@ -34,11 +34,13 @@ NO_EXTRAS = ("", "", "", "", False)
 def start_args(
     rounds: int, seed: int = 42, candidates: int = 2, pause: bool = False, extras=NO_EXTRAS
 ) -> tuple:
-    """The values /start takes, in the form's order (target 1, max drift 2, no upload)."""
+    """The values /start takes, in the form's order: activity, country, the run settings
+    in the table's order (target 1, max drift 2, the default quality drop), pause, no
+    upload, the form's own options."""
     act = "people eating food at home"
     if len(extras) == 5:  # no cultural expectations
         extras = (*extras, False)
-    return (act, "Iran", rounds, 1.0, seed, candidates, 2.0, pause, None, *extras)
+    return (act, "Iran", rounds, 1.0, candidates, seed, 2.0, None, pause, None, *extras)
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +216,7 @@ def test_show_roll_back_and_decide_by_hand(app_url):
     best0 = service.open(run_dir).rounds[0].best.scores.faith
     assert f"best FAITH {best0:.3f} " in rejected[9]
     # roll back to round 0 and continue with two candidates: a new run, green accepted
-    job = client.submit(str(run_dir), 0, 1, 1.0, 42, 2, 2.0, False, api_name="/branch")
+    job = client.submit(str(run_dir), 0, 1, 1.0, 2, 42, 2.0, None, False, api_name="/branch")
     job.result(timeout=300)
     branch = service.open(service.job.run_dir)
     assert service.job.run_dir != run_dir and branch.branched_from["round"] == 0
@@ -222,7 +224,7 @@ def test_show_roll_back_and_decide_by_hand(app_url):
     # said at once, and kept in the new run's "so far" line; the parent names its child
     assert job.outputs()[0][0] == (
         f"a new run from round 0 of {run_dir.name}: starting, with these changes: "
-        "seed 42 (the run had 43); candidates 2 (the run had 1)"
+        "candidates 2 (the run had 1); seed 42 (the run had 43)"
     )
     assert job.outputs()[-1][9].startswith(f"a new run from round 0 of {run_dir.name} · ")
     opened = client.predict(str(run_dir), api_name="/open")
@@ -552,7 +554,7 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world):
     table = {"headers": ["dimension", "phrase"], "data": [*edited, ["objects", "Samanu pudding"]]}
     note = client.predict(act, "Iran", table, api_name="/save_references")
     assert "references saved" in note and "(7 descriptors)" in note
-    args = (act, "Iran", 0, 1.0, 42, 1, 2.0, False, None, *NO_EXTRAS)
+    args = (act, "Iran", 0, 1.0, 1, 42, 2.0, None, False, None, *NO_EXTRAS)
     job = client.submit(*args, api_name="/start")
     job.result(timeout=300)
     run = service.open(job.outputs()[-1][7])
@@ -605,7 +607,8 @@ def test_saved_runs_as_thumbnails(own_app_url):
     _, theirs = app_client(url).predict(api_name="/runs")
     assert [t["caption"] for t in theirs] == [c.caption for c in cards]
     # a roll-back's card names what it continues
-    client.submit(cards[0].id, 0, 1, 1.0, 7, 1, 2.0, False, api_name="/branch").result(timeout=300)
+    branch = (cards[0].id, 0, 1, 1.0, 1, 7, 2.0, None, False)
+    client.submit(*branch, api_name="/branch").result(timeout=300)
     _, thumbs = client.predict(api_name="/runs")
     parent = cards[0].id.rsplit("/", 1)[-1]
     assert thumbs[0]["caption"].endswith(f" · yours, rolled back from round 0 of {parent}")

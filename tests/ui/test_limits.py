@@ -185,8 +185,9 @@ def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited):
         username, session_hash, headers, client = "ann", "s1", {}, None
 
     for value in (5, -1, "nan", "inf", "0.2; rm -rf /"):
-        # the form's last input: the largest quality drop (0 to 1)
-        args = (*start_args(1), value)
+        # the largest quality drop (0 to 1), the last of the run settings
+        args = list(start_args(1))
+        args[7] = value
         with pytest.raises(Exception, match="max quality drop|max_quality_drop"):
             next(handler(None, *args, request=Request()))
         # through the API, the handler refuses them, naming the field; a text is no

@@ -88,16 +88,13 @@ def test_the_views_wire_the_app_api(tmp_path, backends, options):
     ]
     for endpoint in ("open", "show", "branch", "accept", "reject"):
         assert [ids[k] for k in named[endpoint]["outputs"]] == shown
+    # a roll-back takes the run settings the form shows, in the table's order, then pause
+    from refine.settings import shown_on
+
     first = [ids[k] for k in named["branch"]["inputs"]][3:]
-    assert first == [
-        "rounds",
-        "target",
-        "seed",
-        "candidates",
-        "max-drift",
-        "pause",
-        "max-quality-drop",
-    ]
+    table = [s.flag.removeprefix("--") for s in shown_on("app")]
+    assert first == [*table, "pause"]
+    assert table == ["rounds", "target", "candidates", "seed", "max-drift", "max-quality-drop"]
 
 
 def test_the_app_says_what_each_metric_means_and_which_way_is_better(tmp_path, backends, options):

@@ -135,7 +135,7 @@ def test_the_app_form_shows_the_table(tmp_path, backends, options):
     from refine.service import RunService
     from ui.app import build_app
     from ui.limits import Limits
-    from ui.views.common import FIELD_LABELS, numbers
+    from ui.views.common import label_of, numbers
 
     limits = Limits(rounds=7, candidates=3)
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
@@ -166,17 +166,16 @@ def test_the_app_form_shows_the_table(tmp_path, backends, options):
         assert box.get("minimum") is None and box.get("maximum") is None, setting.name
         if setting.name in ("rounds", "candidates"):
             assert f"at most {most}" in box["label"], setting.name
-        order = ("rounds", "target", "seed", "candidates", "max_drift", "max_quality_drop")
-        given = dict.fromkeys(order)  # numbers()'s order
-        label = FIELD_LABELS.get(setting.name, setting.name)
+        given = dict.fromkeys(s.name for s in shown_on("app"))
+        label = label_of(setting.name)
         if setting.lower is not None:
             given[setting.name] = setting.lower - 1
             with pytest.raises(ValueError, match=f"^{label}: .* below the least allowed"):
-                numbers(*given.values())
+                numbers(given)
         if setting.upper is not None:
             given[setting.name] = setting.upper + 1
             with pytest.raises(ValueError, match=f"^{label}: .* above the most allowed"):
-                numbers(*given.values())
+                numbers(given)
         assert (box.get("precision") == 0) == (setting.kind is int), setting.name
 
 
@@ -226,3 +225,47 @@ def test_a_field_added_to_the_spec_is_an_option_and_a_batch_setting(tmp_path):
         read_specs(lines, spec=Wider)
     with pytest.raises(BatchSpecError, match=r"sharpness"):  # RunSpec itself has no such field
         read_specs(lines)
+
+
+def test_a_field_added_to_the_spec_is_a_box_of_the_apps_form(tmp_path, backends, options):
+    """The app built with a copy of RunSpec that has one more field for the app shows its
+    box, with its label, help and default, and /start passes its value to the run's spec."""
+    from pydantic import Field
+
+    from refine.records import RunSpec
+    from refine.service import RunService
+    from ui.app import build_app
+    from ui.views.common import numbers
+
+    class Wider(RunSpec):
+        sharpness: float = Field(
+            0.5,
+            ge=0.0,
+            le=1.0,
+            description="How sharp an edit may be.",
+            json_schema_extra={"surfaces": ["app"], "info": "0 soft, 1 sharp"},
+        )
+
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+    demo = build_app(service, "test profile", spec=Wider)
+    boxes = {
+        c["props"].get("elem_id"): c["props"]
+        for c in demo.config["components"]
+        if c.get("type") == "number"
+    }
+    box = boxes["sharpness"]
+    assert (box["value"], box["label"], box["info"]) == (0.5, "sharpness", "0 soft, 1 sharp")
+    start = next(f for f in demo.fns.values() if getattr(f, "api_name", None) == "start")
+    import inspect
+
+    params = list(inspect.signature(start.fn).parameters)
+    names = [s.name for s in shown_on("app", Wider)]
+    assert params[:3] == ["tok", "act", "ctry"] and params[3 : 3 + len(names)] == names
+    assert names[-1] == "sharpness" and params[-1] == "request"
+    with pytest.raises(ValueError, match="^sharpness: 2 is above the most allowed, 1"):
+        numbers({"sharpness": 2}, Wider)
+    # the bundled app has no such box
+    plain = build_app(service, "test profile")
+    assert not any(
+        c.get("props", {}).get("elem_id") == "sharpness" for c in plain.config["components"]
+    )

@@ -5,6 +5,7 @@ checks on what a client sends."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from refine import settings
 from refine.io.store import branches_of
 from refine.present.views import branches_text, progress_line
-from refine.records import Run
+from refine.records import Run, RunSpec
 from refine.service import RunService, Update, visitor_hash
 from refine.settings import SETTINGS
 from ui import adapters
@@ -51,9 +52,6 @@ FIELD_LABELS = {
     "language_scores": "language scores",
     "expectations": "cultural expectations",
     "refs": "references",
-    "max_drift": "max drift",
-    "max_quality_drop": "max quality drop",
-    "target": "target FAITH",
 }
 
 
@@ -395,39 +393,87 @@ def index(value: Any, what: str) -> int:
 def settings_message(err: settings.SettingsError) -> str:
     """A settings problem in the form's words: ``CAIRE knowledge base: ... (fill in CAIRE
     cultures)``."""
-    hint = f" (fill in {FIELD_LABELS.get(err.related, err.related)})" if err.related else ""
-    return f"{FIELD_LABELS.get(err.field, err.field)}: {err.message}{hint}"
+    hint = f" (fill in {label_of(err.related)})" if err.related else ""
+    return f"{label_of(err.field)}: {err.message}{hint}"
 
 
-def numbers(n_rounds, target, seed, candidates, max_drift, quality_drop=None) -> dict[str, Any]:
-    """The form's numeric run settings (None where a field is empty: the default)."""
+def by_name(fn: Callable[..., Any], names: Sequence[str], request_type: Any) -> Callable:
+    """A Gradio handler that takes one positional input per name (the form's run settings
+    among them, however many the table has) and the request, and calls
+    ``fn(values, request)`` with the inputs by name. Gradio passes the request only to a
+    parameter it can place by position, so each input is a parameter of its own
+    (``__signature__``), never ``*args``. A generator stays a generator (a run's updates)."""
+    import inspect
 
-    def num(value, kind, name):
+    n = len(names)
+
+    def split(args: tuple, request: Any) -> tuple[dict[str, Any], Any]:
+        if len(args) > n:  # Gradio places the request after the inputs
+            request = args[n]
+        return dict(zip(names, args[:n], strict=False)), request
+
+    if inspect.isgeneratorfunction(fn):
+
+        def handler(*args: Any, request: Any = None) -> Any:
+            values, request = split(args, request)
+            yield from fn(values, request)
+
+    else:
+
+        def handler(*args: Any, request: Any = None) -> Any:
+            values, request = split(args, request)
+            return fn(values, request)
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter(x, kind) for x in names]
+    params.append(inspect.Parameter("request", kind, default=None))
+    handler.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    handler.__annotations__ = {"request": request_type}
+    handler.__name__ = handler.__qualname__ = fn.__name__
+    return handler
+
+
+def label_of(name: str) -> str:
+    """A field's name in the form's words: the run setting's label (``target FAITH``),
+    else the form's own (``the uploaded image``), else the name."""
+    if name in FIELD_LABELS:
+        return FIELD_LABELS[name]
+    return SETTINGS[name].label if name in SETTINGS else name
+
+
+def numbers(values: dict[str, Any], spec: type[RunSpec] = RunSpec) -> dict[str, Any]:
+    """The form's run settings by name (None where a field is empty: the default), each
+    checked against the settings table: a number's kind and bounds, a choice among its
+    choices. The boxes carry no bounds (Gradio's own check says only "Value 50 is greater
+    than maximum value 10"): a refusal here names its field."""
+    table = SETTINGS if spec is RunSpec else settings.table(spec)
+    out = {}
+    for name, value in values.items():
+        setting, label = table[name], label_of(name)
         if value is None or value == "":
-            return None
-        label = FIELD_LABELS.get(name, name)
-        try:
-            number = kind(value)
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError(f"{label}: {str(value)[:40]!r} is not a number") from None
-        # the bounds checked here, each message naming its field (the number boxes carry
-        # none: Gradio's own check says only "Value 50 is greater than maximum value 10")
-        setting = SETTINGS[name]
-        if number != number or number in (float("inf"), float("-inf")):
-            raise ValueError(f"{label}: {value!r} is not a number")
-        if setting.lower is not None and number < setting.lower:
-            raise ValueError(f"{label}: {number:g} is below the least allowed, {setting.lower:g}")
-        if setting.above is not None and number <= setting.above:
-            raise ValueError(f"{label}: {number:g} must be above {setting.above:g}")
-        if setting.upper is not None and number > setting.upper:
-            raise ValueError(f"{label}: {number:g} is above the most allowed, {setting.upper:g}")
-        return number
+            out[name] = None
+        elif setting.kind is bool:
+            out[name] = bool(value)
+        elif setting.kind in (int, float):
+            out[name] = _number(value, setting, label)
+        elif setting.choices and str(value) not in setting.choices:
+            raise ValueError(f"{label}: {str(value)[:40]!r} is not {' or '.join(setting.choices)}")
+        else:
+            out[name] = str(value).strip() or None
+    return out
 
-    return {
-        "rounds": num(n_rounds, int, "rounds"),
-        "target": num(target, float, "target"),
-        "seed": num(seed, int, "seed"),
-        "candidates": num(candidates, int, "candidates"),
-        "max_drift": num(max_drift, float, "max_drift"),
-        "max_quality_drop": num(quality_drop, float, "max_quality_drop"),
-    }
+
+def _number(value: Any, setting: Any, label: str) -> float | int:
+    try:
+        number = setting.kind(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{label}: {str(value)[:40]!r} is not a number") from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"{label}: {value!r} is not a number")
+    if setting.lower is not None and number < setting.lower:
+        raise ValueError(f"{label}: {number:g} is below the least allowed, {setting.lower:g}")
+    if setting.above is not None and number <= setting.above:
+        raise ValueError(f"{label}: {number:g} must be above {setting.above:g}")
+    if setting.upper is not None and number > setting.upper:
+        raise ValueError(f"{label}: {number:g} is above the most allowed, {setting.upper:g}")
+    return number

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from refine import settings
+from refine.records import RunSpec
 from refine.service import NOT_YOURS, ServiceBusy
-from refine.settings import SETTINGS
+from refine.settings import Setting, shown_on
 from ui import adapters
 from ui.line import IN_LINE
 from ui.safe import error, html_text
@@ -18,6 +19,7 @@ from ui.views.common import (
     REVIEW_TIMEOUT_S,
     RunDisplay,
     Session,
+    by_name,
     numbers,
     settings_message,
 )
@@ -36,16 +38,12 @@ UPLOAD_TYPES = settings.IMAGE_TYPES
 
 @dataclass
 class RunForm:
-    """The settings of a run as the form holds them."""
+    """The settings of a run as the form holds them: a box per run setting the app shows
+    (``settings``, made from the settings table, in its order), then the form's own."""
 
     activity: Any
     country: Any
-    rounds: Any
-    target: Any
-    seed: Any
-    candidates: Any
-    max_drift: Any
-    max_quality_drop: Any
+    settings: dict[str, Any]
     pause: Any
     caire_labels: Any
     caire_kb: Any
@@ -57,15 +55,13 @@ class RunForm:
     upload_preview: Any
 
     def start_inputs(self) -> list[Any]:
-        """What ``/start`` takes after the visitor's token, in its order."""
+        """What ``/start`` takes after the visitor's token, in its order: activity and
+        country, the run settings in the table's order, then pause, the upload and the
+        form's own options (:data:`START_OWN`)."""
         return [
             self.activity,
             self.country,
-            self.rounds,
-            self.target,
-            self.seed,
-            self.candidates,
-            self.max_drift,
+            *self.settings.values(),
             self.pause,
             self.upload,
             self.caire_labels,
@@ -74,20 +70,15 @@ class RunForm:
             self.sos_bank,
             self.language_scores,
             self.expectations,
-            self.max_quality_drop,
         ]
 
     def numbers(self) -> list[Any]:
-        """The numeric settings a roll-back may change, then pause (``/branch``'s order)."""
-        return [
-            self.rounds,
-            self.target,
-            self.seed,
-            self.candidates,
-            self.max_drift,
-            self.pause,
-            self.max_quality_drop,
-        ]
+        """The run settings a roll-back may change, then pause (``/branch``'s order)."""
+        return [*self.settings.values(), self.pause]
+
+
+# the form's own inputs /start takes after the run settings, in order
+START_OWN = ("paused", "image", "labels", "kb", "langs", "bank", "lang_scores", "expectations")
 
 
 @dataclass
@@ -100,9 +91,12 @@ class RunView:
     apply: Any
     notice: Any
     started: Any = None  # the Start event (set as it is wired)
+    spec: type[RunSpec] = RunSpec  # the run settings' table the form is made from
 
 
-def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
+def add_run_view(
+    gr: Any, session: Session, countries: list[str], spec: type[RunSpec] = RunSpec
+) -> RunView:
     """The form and the display in two rows. First, the form's top (activity, country,
     Start and Stop, the progress) beside the current image, the instruction under review
     and Apply: on a desktop that is one screen, and on a phone, where the columns stack,
@@ -152,7 +146,7 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
             )
             # references: where they come from, or a way to build them here
             refs = add_references(gr, session.service, activity.value, session.gate)
-            form = _options(gr, session, activity, country)
+            form = _options(gr, session, activity, country, spec)
             run_dir = gr.Textbox(label="run directory", interactive=False, elem_id="run-dir")
         with gr.Column(scale=2, min_width=300):
             # a click picks a round, shown in the slider above (brought into sight); no
@@ -217,52 +211,26 @@ def add_run_view(gr: Any, session: Session, countries: list[str]) -> RunView:
         bar=bar,
         checked=checked,
     )
-    view = RunView(form, display, refs, start, stop, apply, notice)
+    view = RunView(form, display, refs, start, stop, apply, notice, spec=spec)
     _wire_upload(gr, form)
     wire_references(gr, session, refs, activity, country, examples, example_act, example_ctry)
-    _wire_run(gr, session, view)
+    _wire_run(gr, session, view, spec)
     return view
 
 
-def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
-    """The optional settings, folded."""
+def _options(
+    gr: Any, session: Session, activity: Any, country: Any, spec: type[RunSpec] = RunSpec
+) -> RunForm:
+    """The optional settings, folded: a box per run setting the app shows (the settings
+    table's, three to a row), then the form's own."""
     limits = session.limits
+    boxes: dict[str, Any] = {}
     with gr.Accordion("Options", open=False, elem_id="options"):
-        with gr.Row():
-            rounds = _number(
-                gr, "rounds", f"rounds (at most {limits.rounds})", limits, elem_id="rounds"
-            )
-            target = _number(
-                gr,
-                "target",
-                "target FAITH",
-                info="stop at this FAITH (0 to 1, higher is better)",
-                elem_id="target",
-            )
-            seed = _number(gr, "seed", "seed", elem_id="seed")
-        with gr.Row():
-            candidates = _number(
-                gr,
-                "candidates",
-                f"candidates (at most {limits.candidates})",
-                limits,
-                elem_id="candidates",
-            )
-            max_drift = _number(
-                gr,
-                "max_drift",
-                "max drift",
-                info="reject an edit that moves the image further than this from its parent "
-                "(0: same picture, 2: opposite)",
-                elem_id="max-drift",
-            )
-            max_quality_drop = _number(
-                gr,
-                "max_quality_drop",
-                "max quality drop (1: off)",
-                info="an edit that looks worse than the best round by more than this is rejected",
-                elem_id="max-quality-drop",
-            )
+        shown = shown_on("app", spec)
+        for row in range(0, len(shown), 3):
+            with gr.Row():
+                for setting in shown[row : row + 3]:
+                    boxes[setting.name] = _box(gr, setting, limits)
         pause = gr.Checkbox(
             False, label="pause before each edit to review the instruction", elem_id="pause"
         )
@@ -318,12 +286,7 @@ def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
     return RunForm(
         activity=activity,
         country=country,
-        rounds=rounds,
-        target=target,
-        seed=seed,
-        candidates=candidates,
-        max_drift=max_drift,
-        max_quality_drop=max_quality_drop,
+        settings=boxes,
         pause=pause,
         caire_labels=caire_labels,
         caire_kb=caire_kb,
@@ -336,20 +299,32 @@ def _options(gr: Any, session: Session, activity: Any, country: Any) -> RunForm:
     )
 
 
-def _number(gr: Any, name: str, label: str, limits: Any = None, **extra: Any) -> Any:
-    """A number box of a run setting, its default from the settings table; with ``limits``,
-    the operator's default (rounds, candidates). The box carries no minimum or maximum:
-    Gradio's own check of them refuses with "Value 50 is greater than maximum value 10",
-    naming no field; the bounds are said in the label or the info and checked by the
-    handler, which names the field (ui.views.common.numbers, ui.limits)."""
-    setting = SETTINGS[name]
-    value = limits.default_of(name) if limits is not None else setting.default
-    return gr.Number(
-        value,
-        precision=0 if setting.kind is int else None,
-        label=label,
-        **extra,
-    )
+def _box(gr: Any, setting: Setting, limits: Any) -> Any:
+    """The form's box of a run setting, from the settings table: its label (with the
+    operator's limit for rounds and candidates, whose default it then shows), its line of
+    help, its default; a number, a choice, a checkbox or a text by its kind. A number box
+    carries no minimum or maximum: Gradio's own check of them refuses with "Value 50 is
+    greater than maximum value 10", naming no field; the bounds are said in the label or
+    the info and checked by the handler, which names the field (ui.views.common.numbers,
+    ui.limits)."""
+    label, value = setting.box or setting.label, setting.default
+    if setting.name in limits.OPTIONS:  # rounds, candidates: the operator's limits
+        label, value = (
+            f"{label} (at most {getattr(limits, setting.name)})",
+            limits.default_of(setting.name),
+        )
+    extra = {"info": setting.info} if setting.info else {}
+    elem_id = setting.flag.removeprefix("--")
+    if setting.kind is bool:
+        return gr.Checkbox(bool(value), label=label, elem_id=elem_id, **extra)
+    if setting.choices:
+        return gr.Dropdown(
+            list(setting.choices), value=value, label=label, elem_id=elem_id, **extra
+        )
+    if setting.kind in (int, float):
+        precision = 0 if setting.kind is int else None
+        return gr.Number(value, precision=precision, label=label, elem_id=elem_id, **extra)
+    return gr.Textbox(value or "", label=label, elem_id=elem_id, **extra)
 
 
 def _wire_upload(gr: Any, form: RunForm) -> None:
@@ -373,37 +348,25 @@ def _wire_upload(gr: Any, form: RunForm) -> None:
     )
 
 
-def _wire_run(gr: Any, session: Session, view: RunView) -> None:
+def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec] = RunSpec) -> None:
     """Start, Stop and Apply."""
     service, limits, visitor = session.service, session.limits, session.visitor
 
-    def on_start(
-        tok,
-        act,
-        ctry,
-        n_rounds,
-        tgt,
-        sd,
-        n_cand,
-        drift,
-        paused,
-        image,
-        labels="",
-        kb="",
-        langs="",
-        bank="",
-        lang_scores=False,
-        check_expectations=False,
-        quality_drop=None,
-        request=None,
-    ):
+    names = [x.name for x in shown_on("app", spec_type)]
+
+    def on_start(values, request=None):
+        tok, act, ctry = values["tok"], values["act"], values["ctry"]
+        paused, image = values["paused"], values["image"]
+        labels, kb, langs = values["labels"], values["kb"], values["langs"]
+        bank, lang_scores = values["bank"], values["lang_scores"]
+        check_expectations = values["expectations"]
         who = visitor(tok, request)
         try:  # a missing key or a model that cannot load: said at once, in one line
             session.check_ready()
         except ValueError as err:
             raise error(err) from err
         try:  # the operator's limits, and each run's budget of time and calls
-            given = limits.apply(numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop))
+            given = limits.apply(numbers({n: values[n] for n in names}, spec_type))
         except ValueError as err:
             raise error(err) from err
         raw = {
@@ -430,7 +393,7 @@ def _wire_run(gr: Any, session: Session, view: RunView) -> None:
 
         try:
             # knowledge bases and SoS banks are read from inside --out only
-            spec, refs = settings.load(raw, find=find, root=service.out)
+            spec, refs = settings.load(raw, find=find, root=service.out, spec=spec_type)
         except settings.SettingsError as err:
             raise error(settings_message(err)) from err
         if who is None:  # a run nobody owns could be stopped by anyone
@@ -474,11 +437,11 @@ def _wire_run(gr: Any, session: Session, view: RunView) -> None:
             return f"error: {err}"
         return "instruction applied; editing ..."
 
-    for handler in (on_start, on_stop, on_apply):
+    for handler in (on_stop, on_apply):
         handler.__annotations__["request"] = gr.Request
     token = session.token
     started = view.start.click(
-        on_start,
+        by_name(on_start, ["tok", "act", "ctry", *names, *START_OWN], gr.Request),
         [token, *view.form.start_inputs()],
         view.display.outputs(),
         api_name="start",

@@ -14,6 +14,7 @@ from ui.views.common import (
     REVIEW_TIMEOUT_S,
     RunDisplay,
     Session,
+    by_name,
     in_sight,
     index,
     numbers,
@@ -58,15 +59,16 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
     # finds the event and request arguments by their types
     on_pick.__annotations__["evt"] = gr.SelectData
 
-    def on_branch(
-        tok, path, k, n_rounds, tgt, sd, n_cand, drift, paused, quality_drop=None, request=None
-    ):
+    names = list(run.form.settings)
+
+    def on_branch(values, request=None):
+        tok, path, k, paused = values["tok"], values["path"], values["k"], values["paused"]
         who = session.visitor(tok, request)
         try:
             session.check_ready()
             old, run_dir = service.opened(path)
             service.check_owner(run_dir, who)  # a roll-back continues one's own run
-            form = numbers(n_rounds, tgt, sd, n_cand, drift, quality_drop)
+            form = numbers({n: values[n] for n in names}, run.spec)
             given = limits.apply(form, old.spec)
             # the run's own settings, but for what differs from them (the form shows an
             # opened run's, see follow_form); and the operator's budget of time and calls
@@ -93,7 +95,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
         # said at once: a roll-back is a new run, the old one is kept as it was, with the
         # run's own settings or the changes made to them
         said = "; ".join(
-            f"{n} {v:g} (the run had {getattr(old.spec, n)})" for n, v in changed.items()
+            f"{n} {_said(v)} (the run had {getattr(old.spec, n)})" for n, v in changed.items()
         )
         with_what = f"these changes: {said}" if said else "the run's own settings"
         started = (
@@ -118,7 +120,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
     def on_reject(tok, p, k, j, request=None):
         return on_choose(tok, p, k, j, False, request)
 
-    for handler in (on_branch, on_accept, on_reject):
+    for handler in (on_accept, on_reject):
         handler.__annotations__["request"] = gr.Request
     in_sight(display.gallery.select)  # the picked round is shown in the slider
     picked_round = display.gallery.select(
@@ -129,7 +131,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
     )
     form = run.form
     branched = branch_btn.click(
-        on_branch,
+        by_name(on_branch, ["tok", "path", "k", *names, "paused"], gr.Request),
         [token, display.run_dir, round_pick, *form.numbers()],
         outputs,
         api_name="branch",
@@ -144,16 +146,24 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
 
 
 def differs(value: Any, had: Any) -> bool:
-    """Whether a number from the form changes a run's setting (an empty field does not)."""
-    return value is not None and (had is None or abs(float(value) - float(had)) > 1e-9)
+    """Whether a value from the form changes a run's setting (an empty field does not)."""
+    if value is None:
+        return False
+    if isinstance(value, int | float) and isinstance(had, int | float):
+        return abs(float(value) - float(had)) > 1e-9
+    return value != had
+
+
+def _said(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
 def follow_form(gr: Any, service: Any, form: Any, display: Any, events: list[Any]) -> None:
     """After each of ``events`` (opening a run, showing a round), the form's numbers show
     that run's settings, so that a roll-back from it continues with them unless the visitor
     changes one (said as the roll-back starts)."""
-    names = ("rounds", "target", "seed", "candidates", "max_drift", "max_quality_drop")
-    fields = [getattr(form, n) for n in names]
+    names = list(form.settings)
+    fields = list(form.settings.values())
 
     def settings_of(path):
         try:
