@@ -553,12 +553,24 @@ class RunSpec(_Record):
     caire_labels: list[str] = Field(
         default_factory=list,
         description='Rate each round 1-5 for the country and these cultures, e.g. "Turkey,India".',
-        json_schema_extra={**_RUN, "given": "list"},
+        json_schema_extra={
+            **_ALL,
+            "given": "list",
+            "label": "CAIRE cultures",
+            "box": "CAIRE: other cultures to rate 1-5 (optional)",
+            "placeholder": "Turkey, India",
+        },
     )
     caire_kb: str | None = Field(
         None,
         description="Knowledge base for CAIRE (without it: kb-free).",
-        json_schema_extra={**_RUN, "given": "path"},
+        json_schema_extra={
+            **_ALL,
+            "given": "path",
+            "label": "CAIRE knowledge base",
+            "box": "CAIRE knowledge base folder (optional)",
+            "placeholder": "kb/",
+        },
     )
     caire_top_k: int = Field(20, ge=1)
     # the round-0 prompt is also rendered in these languages, each followed round by round
@@ -566,18 +578,32 @@ class RunSpec(_Record):
     prompt_languages: list[str] = Field(
         default_factory=list,
         description='Also follow the run in these prompt languages, e.g. "fr,ja" (translated).',
-        json_schema_extra={**_RUN, "given": "list"},
+        json_schema_extra={
+            **_ALL,
+            "given": "list",
+            "box": "other prompt languages (optional)",
+            "placeholder": "fr, ja",
+        },
     )
     sos_bank: str | None = Field(
         None,
         description="An SoS bank (refine sos bank): every round's images get SoS.",
-        json_schema_extra={**_RUN, "given": "path"},
+        json_schema_extra={
+            **_ALL,
+            "given": "path",
+            "label": "SoS bank",
+            "box": "SoS bank folder (optional)",
+            "placeholder": "banks/people-eating",
+        },
     )
     # also observe and score (FAITH, ALIGN, HAL, EXAG) each language's image every round
     language_scores: bool = Field(
         False,
         description="Also observe and score FAITH in each prompt language.",
-        json_schema_extra=_RUN,
+        json_schema_extra={
+            **_ALL,
+            "box": "also observe and score each language's image (FAITH per language)",
+        },
     )
     # cultural expectations checked on each round's chosen image; missed ones are asked
     # for in the next edit

@@ -88,6 +88,7 @@ class Setting:
     label: str = ""  # its name in the app's form and messages ("target FAITH")
     box: str = ""  # the form box's own words where they say more than the label
     info: str = ""  # a line under the box
+    placeholder: str = ""  # an example in an empty text box
 
 
 GIVEN = ("value", "list", "path", "repeat")
@@ -138,6 +139,7 @@ def _setting(name: str, field: Any) -> Setting:
         label=extra.get("label", name.replace("_", " ")),
         box=extra.get("box", ""),
         info=extra.get("info", ""),
+        placeholder=extra.get("placeholder", ""),
     )
 
 

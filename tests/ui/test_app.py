@@ -35,12 +35,14 @@ def start_args(
     rounds: int, seed: int = 42, candidates: int = 2, pause: bool = False, extras=NO_EXTRAS
 ) -> tuple:
     """The values /start takes, in the form's order: activity, country, the run settings
-    in the table's order (target 1, max drift 2, the default quality drop), pause, no
-    upload, the form's own options."""
+    in the table's order (target 1, max drift 2, the default quality drop; ``extras``:
+    CAIRE cultures and knowledge base, prompt languages, SoS bank, language scores), then
+    pause, no upload and whether to check cultural expectations (``extras``' sixth)."""
     act = "people eating food at home"
     if len(extras) == 5:  # no cultural expectations
         extras = (*extras, False)
-    return (act, "Iran", rounds, 1.0, candidates, seed, 2.0, None, pause, None, *extras)
+    numbers = (rounds, 1.0, candidates, seed, 2.0, None)
+    return (act, "Iran", *numbers, *extras[:5], pause, None, extras[5])
 
 
 @pytest.fixture(scope="module")
@@ -554,7 +556,7 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world):
     table = {"headers": ["dimension", "phrase"], "data": [*edited, ["objects", "Samanu pudding"]]}
     note = client.predict(act, "Iran", table, api_name="/save_references")
     assert "references saved" in note and "(7 descriptors)" in note
-    args = (act, "Iran", 0, 1.0, 1, 42, 2.0, None, False, None, *NO_EXTRAS)
+    args = (act, *start_args(0, candidates=1)[1:])
     job = client.submit(*args, api_name="/start")
     job.result(timeout=300)
     run = service.open(job.outputs()[-1][7])

@@ -40,6 +40,11 @@ def test_the_table_is_every_setting_a_front_shows():
         "seed",
         "max_drift",
         "max_quality_drop",
+        "caire_labels",
+        "caire_kb",
+        "prompt_languages",
+        "sos_bank",
+        "language_scores",
     ]
     assert {s.name for s in shown_on("run")} == set(SETTINGS)
     assert SETTINGS["initial_candidates"].flag == "--initial"
@@ -143,18 +148,16 @@ def test_the_app_form_shows_the_table(tmp_path, backends, options):
     boxes = {}
     for c in demo.config["components"]:
         props = c.get("props", {})
-        if c.get("type") == "number":
-            boxes[props.get("elem_id") or props.get("label")] = props
-    ids = {
-        "rounds": "rounds",
-        "target": "target",
-        "candidates": "candidates",
-        "seed": "seed",
-        "max_drift": "max-drift",
-        "max_quality_drop": "max-quality-drop",
-    }
+        boxes[props.get("elem_id") or props.get("label")] = (c.get("type"), props)
     for setting in shown_on("app"):
-        box = boxes[ids[setting.name]]
+        kind, box = boxes[setting.flag.removeprefix("--")]
+        # a text or a checkbox: its words, example and default from the table
+        if setting.kind not in (int, float):
+            assert kind == ("checkbox" if setting.kind is bool else "textbox"), setting.name
+            assert box["label"] == setting.box and box["value"] in ("", False), setting.name
+            assert box.get("placeholder", "") == setting.placeholder, setting.name
+            continue
+        assert kind == "number", setting.name
         value, most = setting.default, setting.upper
         if setting.name in ("rounds", "candidates"):  # the operator's limits
             most = getattr(limits, setting.name)
@@ -166,7 +169,7 @@ def test_the_app_form_shows_the_table(tmp_path, backends, options):
         assert box.get("minimum") is None and box.get("maximum") is None, setting.name
         if setting.name in ("rounds", "candidates"):
             assert f"at most {most}" in box["label"], setting.name
-        given = dict.fromkeys(s.name for s in shown_on("app"))
+        given = dict.fromkeys(s.name for s in shown_on("app") if s.kind in (int, float))
         label = label_of(setting.name)
         if setting.lower is not None:
             given[setting.name] = setting.lower - 1

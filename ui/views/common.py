@@ -45,11 +45,6 @@ NO_VISITOR = "this request names no visitor: open the app in a browser or with g
 # how the form names a setting in a message
 FIELD_LABELS = {
     "image": "the uploaded image",
-    "caire_labels": "CAIRE cultures",
-    "caire_kb": "CAIRE knowledge base",
-    "prompt_languages": "prompt languages",
-    "sos_bank": "SoS bank",
-    "language_scores": "language scores",
     "expectations": "cultural expectations",
     "refs": "references",
 }

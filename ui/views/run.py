@@ -44,12 +44,8 @@ class RunForm:
     activity: Any
     country: Any
     settings: dict[str, Any]
+    numeric: list[str]  # the numbers among them: what a roll-back may change
     pause: Any
-    caire_labels: Any
-    caire_kb: Any
-    prompt_languages: Any
-    sos_bank: Any
-    language_scores: Any
     expectations: Any
     upload: Any
     upload_preview: Any
@@ -64,21 +60,22 @@ class RunForm:
             *self.settings.values(),
             self.pause,
             self.upload,
-            self.caire_labels,
-            self.caire_kb,
-            self.prompt_languages,
-            self.sos_bank,
-            self.language_scores,
             self.expectations,
         ]
 
     def numbers(self) -> list[Any]:
-        """The run settings a roll-back may change, then pause (``/branch``'s order)."""
-        return [*self.settings.values(), self.pause]
+        """The numbers a roll-back may change, then pause (``/branch``'s order)."""
+        return [*(self.settings[n] for n in self.numeric), self.pause]
 
 
 # the form's own inputs /start takes after the run settings, in order
-START_OWN = ("paused", "image", "labels", "kb", "langs", "bank", "lang_scores", "expectations")
+START_OWN = ("paused", "image", "expectations")
+
+
+def rolled_back(spec: type[RunSpec] = RunSpec) -> list[str]:
+    """The run settings the app shows that are numbers (a roll-back may change them), in
+    the table's order."""
+    return [x.name for x in shown_on("app", spec) if x.kind in (int, float) and not x.choices]
 
 
 @dataclass
@@ -222,45 +219,28 @@ def _options(
     gr: Any, session: Session, activity: Any, country: Any, spec: type[RunSpec] = RunSpec
 ) -> RunForm:
     """The optional settings, folded: a box per run setting the app shows (the settings
-    table's, three to a row), then the form's own."""
+    table's: the numbers three to a row, then pause, the texts two to a row, each checkbox
+    on its own), then the form's own."""
     limits = session.limits
     boxes: dict[str, Any] = {}
+    shown = shown_on("app", spec)
+    numeric = [x for x in shown if x.name in rolled_back(spec)]
+    texts = [x for x in shown if x not in numeric and x.kind is not bool]
     with gr.Accordion("Options", open=False, elem_id="options"):
-        shown = shown_on("app", spec)
-        for row in range(0, len(shown), 3):
+        for row in range(0, len(numeric), 3):
             with gr.Row():
-                for setting in shown[row : row + 3]:
+                for setting in numeric[row : row + 3]:
                     boxes[setting.name] = _box(gr, setting, limits)
         pause = gr.Checkbox(
             False, label="pause before each edit to review the instruction", elem_id="pause"
         )
-        with gr.Row():
-            caire_labels = gr.Textbox(
-                label="CAIRE: other cultures to rate 1-5 (optional)",
-                placeholder="Turkey, India",
-                elem_id="caire-labels",
-            )
-            caire_kb = gr.Textbox(
-                label="CAIRE knowledge base folder (optional)",
-                placeholder="kb/",
-                elem_id="caire-kb",
-            )
-        with gr.Row():
-            prompt_languages = gr.Textbox(
-                label="other prompt languages (optional)",
-                placeholder="fr, ja",
-                elem_id="prompt-languages",
-            )
-            sos_bank = gr.Textbox(
-                label="SoS bank folder (optional)",
-                placeholder="banks/people-eating",
-                elem_id="sos-bank",
-            )
-        language_scores = gr.Checkbox(
-            False,
-            label="also observe and score each language's image (FAITH per language)",
-            elem_id="language-scores",
-        )
+        for row in range(0, len(texts), 2):
+            with gr.Row():
+                for setting in texts[row : row + 2]:
+                    boxes[setting.name] = _box(gr, setting, limits)
+        for setting in shown:
+            if setting.kind is bool:
+                boxes[setting.name] = _box(gr, setting, limits)
         expectations = gr.Checkbox(
             False,
             label="check cultural expectations (explicit and implicit, listed by the language "
@@ -286,13 +266,9 @@ def _options(
     return RunForm(
         activity=activity,
         country=country,
-        settings=boxes,
+        settings={x.name: boxes[x.name] for x in shown},  # the table's order
+        numeric=[x.name for x in numeric],
         pause=pause,
-        caire_labels=caire_labels,
-        caire_kb=caire_kb,
-        prompt_languages=prompt_languages,
-        sos_bank=sos_bank,
-        language_scores=language_scores,
         expectations=expectations,
         upload=upload,
         upload_preview=upload_preview,
@@ -324,6 +300,8 @@ def _box(gr: Any, setting: Setting, limits: Any) -> Any:
     if setting.kind in (int, float):
         precision = 0 if setting.kind is int else None
         return gr.Number(value, precision=precision, label=label, elem_id=elem_id, **extra)
+    if setting.placeholder:
+        extra["placeholder"] = setting.placeholder
     return gr.Textbox(value or "", label=label, elem_id=elem_id, **extra)
 
 
@@ -357,8 +335,6 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
     def on_start(values, request=None):
         tok, act, ctry = values["tok"], values["act"], values["ctry"]
         paused, image = values["paused"], values["image"]
-        labels, kb, langs = values["labels"], values["kb"], values["langs"]
-        bank, lang_scores = values["bank"], values["lang_scores"]
         check_expectations = values["expectations"]
         who = visitor(tok, request)
         try:  # a missing key or a model that cannot load: said at once, in one line
@@ -369,17 +345,7 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
             given = limits.apply(numbers({n: values[n] for n in names}, spec_type))
         except ValueError as err:
             raise error(err) from err
-        raw = {
-            "activity": act,
-            "country": ctry,
-            **given,
-            "caire_labels": labels or None,
-            "caire_kb": (kb or "").strip() or None,
-            "prompt_languages": langs or None,
-            "sos_bank": (bank or "").strip() or None,
-            "language_scores": bool(lang_scores) or None,
-            "image": image or None,
-        }
+        raw = {"activity": act, "country": ctry, **given, "image": image or None}
         if check_expectations:
             try:  # built from the run's own prompt (cached inside --out); never a path
                 raw["expectations"] = [

@@ -59,7 +59,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
     # finds the event and request arguments by their types
     on_pick.__annotations__["evt"] = gr.SelectData
 
-    names = list(run.form.settings)
+    names = list(run.form.numeric)
 
     def on_branch(values, request=None):
         tok, path, k, paused = values["tok"], values["path"], values["k"], values["paused"]
@@ -162,8 +162,8 @@ def follow_form(gr: Any, service: Any, form: Any, display: Any, events: list[Any
     """After each of ``events`` (opening a run, showing a round), the form's numbers show
     that run's settings, so that a roll-back from it continues with them unless the visitor
     changes one (said as the roll-back starts)."""
-    names = list(form.settings)
-    fields = list(form.settings.values())
+    names = list(form.numeric)
+    fields = [form.settings[n] for n in names]
 
     def settings_of(path):
         try:
