@@ -182,16 +182,10 @@ def test_the_app_form_shows_the_table(tmp_path, backends, options):
         assert (box.get("precision") == 0) == (setting.kind is int), setting.name
 
 
-def test_a_field_added_to_the_spec_is_an_option_and_a_batch_setting(tmp_path):
-    """A field added to (a copy of) RunSpec, with the fronts that show it, is an option of
-    refine run, with its help, default and bounds, and a setting of batch lines, checked
-    against its bounds: nothing else changes."""
-    import typer
+def wider(surfaces: list[str], **extra):
+    """A copy of RunSpec with one more run setting, ``sharpness``, shown on ``surfaces``."""
     from pydantic import Field
-    from typer.testing import CliRunner
 
-    from refine.cli.run_cmd import make_run_cmd
-    from refine.harness.tasks.batch import BatchSpecError, read_specs
     from refine.records import RunSpec
 
     class Wider(RunSpec):
@@ -200,8 +194,23 @@ def test_a_field_added_to_the_spec_is_an_option_and_a_batch_setting(tmp_path):
             ge=0.0,
             le=1.0,
             description="How sharp an edit may be.",
-            json_schema_extra={"surfaces": ["run", "batch", "app"]},
+            json_schema_extra={"surfaces": surfaces, **extra},
         )
+
+    return Wider
+
+
+def test_a_field_added_to_the_spec_is_an_option_and_a_batch_setting(tmp_path):
+    """A field added to (a copy of) RunSpec, with the fronts that show it, is an option of
+    refine run, with its help, default and bounds, and a setting of batch lines, checked
+    against its bounds: nothing else changes."""
+    import typer
+    from typer.testing import CliRunner
+
+    from refine.cli.run_cmd import make_run_cmd
+    from refine.harness.tasks.batch import BatchSpecError, read_specs
+
+    Wider = wider(["run", "batch", "app"])
 
     app = typer.Typer(rich_markup_mode=None)
     app.command("run")(make_run_cmd(Wider))
@@ -233,21 +242,11 @@ def test_a_field_added_to_the_spec_is_an_option_and_a_batch_setting(tmp_path):
 def test_a_field_added_to_the_spec_is_a_box_of_the_apps_form(tmp_path, backends, options):
     """The app built with a copy of RunSpec that has one more field for the app shows its
     box, with its label, help and default, and /start passes its value to the run's spec."""
-    from pydantic import Field
-
-    from refine.records import RunSpec
     from refine.service import RunService
     from ui.app import build_app
     from ui.views.common import numbers
 
-    class Wider(RunSpec):
-        sharpness: float = Field(
-            0.5,
-            ge=0.0,
-            le=1.0,
-            description="How sharp an edit may be.",
-            json_schema_extra={"surfaces": ["app"], "info": "0 soft, 1 sharp"},
-        )
+    Wider = wider(["app"], info="0 soft, 1 sharp")
 
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "test profile", spec=Wider)
