@@ -196,3 +196,29 @@ def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited):
         with pytest.raises(AppError, match=refusal):
             client.predict(*args, api_name="/start")
         assert not service.busy and runs_in(service) == runs, value
+
+
+def test_hostile_text_and_checkbox_settings_are_refused_by_name(limited):
+    """The run settings the form shows as texts and checkboxes (from the settings table)
+    refuse what no form box sends, naming the field, before anything runs."""
+    url, service, demo = limited
+    runs = runs_in(service)
+    handler = next(fn.fn for fn in demo.fns.values() if getattr(fn, "api_name", None) == "start")
+
+    class Request:
+        username, session_hash, headers, client = "ann", "s1", {}, None
+
+    # after activity, country and the six numbers: CAIRE cultures, its knowledge base,
+    # prompt languages, SoS bank, language scores
+    for at, value, said in (
+        (8, "x" * 5000, "CAIRE cultures: a text of at most 500 characters"),
+        (8, ["Turkey"], "CAIRE cultures: a text of at most"),
+        (10, "xx, ../../etc", "prompt languages: unknown language 'xx'"),
+        (11, "/etc", "is not a SoS bank inside this app's folder"),
+        (12, "false", "language scores: 'false' is not true or false"),
+    ):
+        args = list(start_args(1))
+        args[at] = value
+        with pytest.raises(Exception, match=said):
+            next(handler(None, *args, request=Request()))
+    assert not service.busy and runs_in(service) == runs

@@ -428,6 +428,9 @@ def by_name(fn: Callable[..., Any], names: Sequence[str], request_type: Any) -> 
     return handler
 
 
+MAX_TEXT = 500  # characters in a text setting of the form (a list of names, a folder)
+
+
 def label_of(name: str) -> str:
     """A field's name in the form's words: the run setting's label (``target FAITH``),
     else the form's own (``the uploaded image``), else the name."""
@@ -448,13 +451,18 @@ def numbers(values: dict[str, Any], spec: type[RunSpec] = RunSpec) -> dict[str, 
         if value is None or value == "":
             out[name] = None
         elif setting.kind is bool:
-            out[name] = bool(value)
+            # a client's "false" is no tick: only a checkbox's own true or false
+            if not isinstance(value, bool):
+                raise ValueError(f"{label}: {str(value)[:40]!r} is not true or false")
+            out[name] = value
         elif setting.kind in (int, float):
             out[name] = _number(value, setting, label)
-        elif setting.choices and str(value) not in setting.choices:
-            raise ValueError(f"{label}: {str(value)[:40]!r} is not {' or '.join(setting.choices)}")
+        elif not isinstance(value, str) or len(value) > MAX_TEXT:
+            raise ValueError(f"{label}: a text of at most {MAX_TEXT} characters")
+        elif setting.choices and value not in setting.choices:
+            raise ValueError(f"{label}: {value[:40]!r} is not {' or '.join(setting.choices)}")
         else:
-            out[name] = str(value).strip() or None
+            out[name] = value.strip() or None
     return out
 
 
