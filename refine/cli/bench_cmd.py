@@ -17,8 +17,10 @@ from refine.cli.run_cmd import parse_backends
 from refine.harness.cells import CellSchemaError
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
-from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
-from refine.harness.tasks.concepts import ConceptPlan, load_concepts, run_concepts
+from refine.harness.tasks.bench import run_bench
+from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+from refine.harness.tasks.concepts import run_concepts
+from refine.harness.tasks.concepts_plan import ConceptPlan, load_concepts
 from refine.present.report.bench import write_bench_page
 from refine.present.report.concepts import write_concepts_page
 from refine.profiles import load_profile
@@ -78,13 +80,14 @@ def bench_cmd(
         help="Also list each prompt's cultural expectations (the profile's llm, cached) "
         "and check them on every image (explicit_met, implicit_met).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print bench.json."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results record (results.json)."),
     engine: EngineOptions = LOCAL,
 ) -> None:
     """Benchmark generators the way the AHEaD paper does: every generator draws the same
     seeds for every prompt; one scorer observes and scores all images (ALIGN, HAL, EXAG,
     FAITH, DDIV, SDIV, Vendi); means with 95% bootstrap intervals per generator and
-    country, a paired comparison, bench.json, rows.csv and an HTML leaderboard.
+    country, a paired comparison, results.json (the results record), rows.csv and an HTML
+    leaderboard.
     --engine ray makes the cells on Ray actors (one set of models each; the bench folder
     must be on storage every node sees) with the same results."""
 
@@ -132,19 +135,15 @@ def bench_cmd(
             typer.echo(line, err=True)
 
     try:
-        summary = run_bench(
-            plan,
-            out,
-            on_event=progress,
-            engine=engine,
-        )
+        results = run_bench(plan, out, on_event=progress, engine=engine)
     except (RayEngineError, CellSchemaError) as err:
         raise UserInputError(str(err)) from err
 
-    write_bench_page(out, summary)
+    write_bench_page(out, results)
     if as_json:
-        typer.echo(json.dumps(summary, indent=2))
+        typer.echo(json.dumps(results.to_json(), indent=2))
         return
+    summary = results.summary
     head = label(HEADLINE)
     typer.echo(f"{'generator':40} {'prompts':>7} {head:>22} {'quality':>22} {'Vendi':>7}")
     for name, row in summary["generators"].items():
@@ -195,7 +194,7 @@ def _concepts(
         raise UserInputError("--images-per-prompt: diversity needs at least 2 images")
     try:
         names = list(generator) or [load_profile(profile).backend("generator")]
-        from refine.harness.tasks.bench import parse_generator
+        from refine.harness.generators import parse_generator
 
         for name in names:
             parse_generator(name)
@@ -216,14 +215,15 @@ def _concepts(
             typer.echo(line, err=True)
 
     try:
-        summary = run_concepts(plan, out, on_event=progress, engine=engine)
+        results = run_concepts(plan, out, on_event=progress, engine=engine)
     except (RayEngineError, CellSchemaError) as err:
         raise UserInputError(str(err)) from err
 
-    write_concepts_page(out, summary)
+    write_concepts_page(out, results)
     if as_json:
-        typer.echo(json.dumps(summary, indent=2))
+        typer.echo(json.dumps(results.to_json(), indent=2))
         return
+    summary = results.summary
     typer.echo(f"{'generator':40} {'concepts':>8} {'CUBE div.':>9} {'tag qVS':>8} {'Vendi':>7}")
     for name, row in summary["generators"].items():
         typer.echo(

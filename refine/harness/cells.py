@@ -44,6 +44,7 @@ class CellFormat:
     inputs: tuple[str, ...]
     key: tuple[str, ...]
     data: tuple[str, ...] = ()
+    bulky: tuple[str, ...] = ()  # data left out of the results record (embeddings)
 
     def key_of(self, fields: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(_frozen(fields[k]) for k in self.key)

@@ -7,8 +7,9 @@ on Ctrl-C stops the workers before the task saves what it knows.
 
 :class:`CellTask` is the task of a job whose results are cells in a :class:`CellStore`
 (bench, CUBE concepts): it keeps the cells already made that still fit, appends each new one
-as it ends (a job killed half-way goes on from there) and summarises them in the plan's
-order. Batches and SoS banks keep their own records (``batch.json``, ``bank.json``).
+as it ends (a job killed half-way goes on from there), summarises them in the plan's order
+and writes the task's one results record (:mod:`refine.harness.results`) and its CSV.
+Batches and SoS banks keep their own records (``batch.json``, ``bank.json``).
 """
 
 from __future__ import annotations
@@ -20,16 +21,8 @@ from typing import Any
 
 from refine.harness.cells import Cell, CellFormat, CellStore, latest
 from refine.harness.engine import LOCAL, EngineOptions, MakerSpec, open_engine
+from refine.harness.results import RESULTS, Results, write_csv
 from refine.progress import Countdown
-
-
-class Summary(dict):
-    """What a task found (the dict its JSON file holds), and ``cells``: the lines of the
-    cells it was made from, in the plan's order, for a page to show them."""
-
-    def __init__(self, summary: dict[str, Any], cells: list[dict[str, Any]]) -> None:
-        super().__init__(summary)
-        self.cells = cells
 
 
 class Task:
@@ -106,10 +99,11 @@ def run_task(
 
 class CellTask(Task):
     """A task whose results are cells kept in ``folder`` (see the module docstring).
-    Subclasses give ``form``, ``maker``, ``jobs``, ``job_key``, ``reusable``, ``progress``
-    and ``summarise``."""
+    Subclasses give ``form``, ``csv_file``, ``maker``, ``jobs``, ``job_key``, ``reusable``,
+    ``progress``, ``config``, ``summarise``, ``csv_fields`` and ``csv_rows``."""
 
     form: CellFormat
+    csv_file = "rows.csv"
 
     def __init__(self, folder: str | Path, emit: Callable[[str], None] | None = None) -> None:
         self.folder = str(folder)
@@ -135,8 +129,20 @@ class CellTask(Task):
         """One line about a finished cell."""
         raise NotImplementedError
 
-    def summarise(self, cells: list[Cell], made_with: Any) -> Summary:
-        """The summary of the plan's cells (in its order); writes the task's outputs."""
+    def config(self, made_with: Any) -> dict[str, Any]:
+        """What the task was asked for and made its cells with, for the record."""
+        raise NotImplementedError
+
+    def summarise(self, cells: list[Cell], made_with: Any) -> dict[str, Any]:
+        """The figures of the plan's cells (in its order), by catalog metric name."""
+        raise NotImplementedError
+
+    def csv_fields(self) -> tuple[str, ...]:
+        """The CSV's columns."""
+        raise NotImplementedError
+
+    def csv_rows(self, line: dict[str, Any]) -> list[dict[str, Any]]:
+        """A cell's rows in the CSV (one per image), from its line."""
         raise NotImplementedError
 
     def begin(self, made_with: Any, workers: list[str]) -> list[Any]:
@@ -156,7 +162,25 @@ class CellTask(Task):
             left = f" · {left}" if left else ""
             self.emit(f"[{self.finished}/{len(self.todo)}] {self.progress(cell)}{where}{left}")
 
-    def end(self, made_with: Any) -> Summary:
+    def end(self, made_with: Any) -> Results:
+        """The results record of the plan's cells, written with the CSV beside it."""
+        from refine.usage import package_versions
+
         kept = latest(c for c in self.store.cells() if self.reusable(c, made_with))
         cells = [kept[key] for key in map(self.job_key, self.jobs()) if key in kept]
-        return self.summarise(cells, made_with)
+        summary = self.summarise(cells, made_with)
+        lines = [c.record() for c in cells]
+        results = Results(
+            task=self.name,
+            config=self.config(made_with),
+            summary=summary,
+            cells=[{k: v for k, v in line.items() if k not in self.form.bulky} for line in lines],
+            packages=package_versions(),
+            csv=self.csv_file,
+        )
+        results.write(self.store.dir)
+        results = Results.read(self.store.dir, self.name)  # as every reader sees it (lists)
+        rows = [row for line in lines for row in self.csv_rows(line)]
+        write_csv(self.store.dir / self.csv_file, self.csv_fields(), rows)
+        self.emit(f"written: {self.store.dir / RESULTS}, {self.csv_file}")
+        return results

@@ -34,7 +34,7 @@ from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, image_extras, names
 from metrics.expectations import met_share
 from metrics.stats import CORRELATIONS, correlation_interval, krippendorff_alpha
 from refine.backends.selection import Backends
-from refine.harness.tasks.bench import BenchStore
+from refine.harness.tasks.bench_cells import BenchStore
 from refine.io.files import file_sha256
 from refine.profiles import load_profile
 from refine.progress import Countdown

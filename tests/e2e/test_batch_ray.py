@@ -207,7 +207,7 @@ def test_bad_settings_get_one_line_each(tmp_path, world):
 
 # -- refine bench on Ray ---------------------------------------------------------------
 def bench_plan(siglip_path):
-    from refine.harness.tasks.bench import BenchPlan, plan_prompts
+    from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
 
     return BenchPlan(
         generators=["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"],
@@ -218,7 +218,8 @@ def bench_plan(siglip_path):
 
 
 def test_bench_on_ray_makes_the_same_bench(cluster, world, siglip_path, options, tmp_path):
-    from refine.harness.tasks.bench import BenchStore, run_bench
+    from refine.harness.tasks.bench import run_bench
+    from refine.harness.tasks.bench_cells import BenchStore
     from tests.fakes.gemini_world import GREEN, RED
 
     world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
@@ -232,8 +233,12 @@ def test_bench_on_ray_makes_the_same_bench(cluster, world, siglip_path, options,
         on_event=lines.append,
         engine=EngineOptions("ray", workers=2),
     )
-    docs = [json.loads((tmp_path / f / "bench.json").read_text()) for f in ("local", "ray")]
-    assert docs[0] == docs[1] and docs[1]["generators"]["gemini:gemini-3-pro-image"]["prompts"] == 4
+    docs = [json.loads((tmp_path / f / "results.json").read_text()) for f in ("local", "ray")]
+    # the same record but for the cells' timings
+    assert [(d["config"], d["summary"]) for d in docs[1:]] == [
+        (docs[0]["config"], docs[0]["summary"])
+    ]
+    assert docs[1]["summary"]["generators"]["gemini:gemini-3-pro-image"]["prompts"] == 4
     rows = [(tmp_path / f / "rows.csv").read_text() for f in ("local", "ray")]
     assert rows[0] == rows[1]
     # each cell was made by one of the two workers (named in its progress line), in its
@@ -250,7 +255,8 @@ def test_bench_on_ray_makes_the_same_bench(cluster, world, siglip_path, options,
 
 
 def test_concepts_on_ray_are_the_same_concepts(cluster, world, siglip_path, options, tmp_path):
-    from refine.harness.tasks.concepts import ConceptPlan, load_concepts, run_concepts
+    from refine.harness.tasks.concepts import run_concepts
+    from refine.harness.tasks.concepts_plan import ConceptPlan, load_concepts
 
     concepts = tmp_path / "c.jsonl"
     concepts.write_text(
@@ -272,7 +278,8 @@ def test_concepts_on_ray_are_the_same_concepts(cluster, world, siglip_path, opti
         on_event=lines.append,
         engine=EngineOptions("ray", workers=2),
     )
-    assert remote == local and len(remote.cells) == 4
+    assert (remote.config, remote.summary) == (local.config, local.summary)
+    assert len(remote.cells) == 4
     rows = [(tmp_path / f / "concept_rows.csv").read_text() for f in ("local", "ray")]
     assert rows[0] == rows[1]
     workers = lines[0].removeprefix("ray: 2 worker(s): ").split(", ")
@@ -303,14 +310,15 @@ def killer(world, lines, killed):
 
 
 def test_bench_on_ray_survives_a_killed_worker(cluster, world, siglip_path, options, tmp_path):
-    from refine.harness.tasks.bench import BenchStore, cell_key, run_bench
+    from refine.harness.tasks.bench import run_bench
+    from refine.harness.tasks.bench_cells import BenchStore, cell_key
 
     world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
     plan = bench_plan(siglip_path)
     lines, killed = [], []
     on_event = killer(world, lines, killed)
 
-    summary = run_bench(
+    results = run_bench(
         plan,
         tmp_path / "b",
         backend_options=options,
@@ -321,7 +329,7 @@ def test_bench_on_ray_survives_a_killed_worker(cluster, world, siglip_path, opti
     cells = BenchStore(tmp_path / "b").records()
     keys = [cell_key(c) for c in cells]
     assert len(keys) == 8 and len(set(keys)) == 8  # every cell once
-    assert sum(row["prompts"] for row in summary["generators"].values()) == 8
+    assert sum(row["prompts"] for row in results.summary["generators"].values()) == 8
 
 
 def test_bench_engine_settings_get_one_line_each(tmp_path):
@@ -402,3 +410,25 @@ def test_sos_bank_on_ray_survives_a_killed_worker(cluster, world, siglip_path, t
     bank = Bank(tmp_path / "b")
     assert len(bank.done()) == 4 and all(len(c["images"]) == 2 for c in bank.done())
     assert (tmp_path / "b" / "centroids.npz").is_file()
+
+
+def test_a_toy_task_spec_on_ray_writes_the_record_the_local_engine_does(cluster, tmp_path):
+    from refine.harness.task import run_task
+    from tests.fakes.toy_task import ToyTask
+
+    local = run_task(ToyTask([1, 2, 3], tmp_path / "local"))
+    lines: list[str] = []
+    remote = run_task(
+        ToyTask([1, 2, 3], tmp_path / "ray"),
+        engine=EngineOptions("ray", workers=2),
+        on_event=lines.append,
+    )
+    assert lines[0].startswith("ray: 2 worker(s): ")
+    assert remote.summary["vendi"]["mean"] == pytest.approx(2.0)
+    assert (remote.config, remote.summary, remote.cells) == (
+        local.config,
+        local.summary,
+        local.cells,
+    )
+    csvs = [(tmp_path / f / "toy.csv").read_text() for f in ("local", "ray")]
+    assert csvs[0] == csvs[1]

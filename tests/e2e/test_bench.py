@@ -15,7 +15,9 @@ import pytest
 from metrics.ahead import faithfulness, score_images
 from refine.evaluate.references import find_references
 from refine.harness.engine import EngineOptions
-from refine.harness.tasks.bench import BenchPlan, BenchStore, plan_prompts, run_bench
+from refine.harness.tasks.bench import run_bench
+from refine.harness.tasks.bench_cells import BenchStore
+from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
 from refine.present.report.bench import write_bench_page
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import GREEN, RED
@@ -36,7 +38,7 @@ def bench(world, siglip_path, options, tmp_path):
         backends={"image_embedder": f"siglip:{siglip_path}"},
     )
     out = tmp_path / "bench"
-    summary = run_bench(plan, out, backend_options=options)
+    summary = run_bench(plan, out, backend_options=options).summary
     return plan, out, summary
 
 
@@ -123,7 +125,7 @@ def test_every_number_recomputed_by_hand(bench, minilm, world):
         assert tuple(stat["interval"]) == pytest.approx(by_hand_interval(q))
         assert "clip_iqa" not in summary["generators"][g]
     # the leaderboard holds the same values
-    html = write_bench_page(out, summary).read_text()
+    html = write_bench_page(out).read_text()
     for g in GENS:
         found = re.search(
             rf'data-generator="{re.escape(g)}" data-metric="faith" data-mean="([0-9.]+)"', html
@@ -144,21 +146,21 @@ def test_a_killed_bench_goes_on_and_a_new_generator_reuses_the_rest(
     before = world.log.count("generate")
     again = run_bench(plan, out, backend_options=options)
     assert world.log.count("generate") - before == 2  # only the lost cell, two seeds
-    assert again["generators"] == summary["generators"]
+    assert again.summary["generators"] == summary["generators"]
     # a third generator: only its cells are made
     world.generate_by_model["gemini-2.5-flash-image"] = GREEN
     plan.generators.append("gemini:gemini-2.5-flash-image")
     before = world.log.count("generate")
     third = run_bench(plan, out, backend_options=options)
     assert world.log.count("generate") - before == 8
-    assert third["generators"][GENS[0]] == summary["generators"][GENS[0]]
-    assert len(third["paired"]) == 2
+    assert third.summary["generators"][GENS[0]] == summary["generators"][GENS[0]]
+    assert len(third.summary["paired"]) == 2
     # scored another way (another tau): nothing is reused, nothing is mixed
     plan.tau = 0.6
     before = world.log.count("generate")
     other = run_bench(plan, out, backend_options=options)
-    assert world.log.count("generate") - before == 24 and other["tau"] == 0.6
-    assert all(row["prompts"] == 4 for row in other["generators"].values())
+    assert world.log.count("generate") - before == 24 and other.config["tau"] == 0.6
+    assert all(row["prompts"] == 4 for row in other.summary["generators"].values())
 
 
 def test_bench_from_the_command_line(world, siglip_path, tmp_path):
@@ -188,8 +190,11 @@ def test_bench_from_the_command_line(world, siglip_path, tmp_path):
     assert len(cells) == 2 and cells[0].lstrip().startswith("[1/2] ")
     assert cells[0].rstrip().endswith(" left") and " · about " in cells[0]
     assert not cells[1].rstrip().endswith(" left")
-    doc = json.loads((tmp_path / "b" / "bench.json").read_text())
-    assert doc["prompts"] == [[ACTS[0], "Iran"]] and doc["tau"] == 0.52
+    doc = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert doc["task"] == "bench" and doc["schema"] == 1
+    assert doc["config"]["prompts"] == [[ACTS[0], "Iran"]] and doc["config"]["tau"] == 0.52
+    assert [c["generator"] for c in doc["cells"]] == GENS[:2]  # the plan's order
+    assert "embeddings" not in doc["cells"][0]  # kept in cells.jsonl only
     bad = cli("bench", "--countries", "Atlantis", "--out", str(tmp_path / "c"))
     assert bad.returncode == 2 and "no country 'Atlantis'" in bad.stderr
     bad = cli("bench", "--countries", "France", "--out", str(tmp_path / "c"))
@@ -197,7 +202,7 @@ def test_bench_from_the_command_line(world, siglip_path, tmp_path):
 
 
 def test_workers_make_the_same_bench(world, siglip_path, options, tmp_path):
-    """Several prompts at a time (API models): the same bench.json as one at a time."""
+    """Several prompts at a time (API models): the same results record as one at a time."""
     world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
     plan = BenchPlan(
         generators=GENS,
@@ -219,10 +224,8 @@ def test_workers_make_the_same_bench(world, siglip_path, options, tmp_path):
             backend_options=options,
             engine=EngineOptions(workers=workers),
         )
-        docs[workers] = (
-            json.loads((tmp_path / f"w{workers}" / "bench.json").read_text()),
-            world.busy[1],
-        )
+        doc = json.loads((tmp_path / f"w{workers}" / "results.json").read_text())
+        docs[workers] = ((doc["config"], doc["summary"]), world.busy[1])  # cells: timings
     assert docs[1][0] == docs[4][0]
     # one prompt at a time has at most its 2 images' requests in flight (measured: 2);
     # with 4 workers, requests of several prompts overlapped (measured: 8)
@@ -245,7 +248,7 @@ def test_categories_select_prompts_and_get_their_own_aggregates(bench):
             assert stat["faith"]["mean"] == pytest.approx(np.mean(mine), abs=1e-9)
     rows = list(csv.DictReader((out / "rows.csv").open()))
     assert {r["category"] for r in rows} == {"eating", "wedding"}
-    assert "FAITH per activity category" in write_bench_page(out, summary).read_text()
+    assert "FAITH per activity category" in write_bench_page(out).read_text()
     # selection by category
     from refine.evaluate.references import load_pack
 
@@ -277,7 +280,7 @@ def test_sample_draws_per_country_and_a_misspelled_country_gets_the_nearest():
 
 
 def test_generator_specs_name_their_problem():
-    from refine.harness.tasks.bench import parse_generator
+    from refine.harness.generators import parse_generator
 
     spec = parse_generator("diffusers:org/sd+lora=adapters/a@0.5+lora=hub/b")
     assert spec.name == "diffusers:org/sd"
@@ -310,7 +313,7 @@ def test_a_base_model_against_itself_with_a_lora(world, siglip_path, options, tm
         backends={"image_embedder": f"siglip:{siglip_path}"},
     )
     opts = {**options, "generator": {"device": "cpu"}}
-    summary = run_bench(plan, tmp_path / "b", backend_options=opts)
+    summary = run_bench(plan, tmp_path / "b", backend_options=opts).summary
     cells = {c["generator"]: c for c in BenchStore(tmp_path / "b").records()}
     assert set(cells) == {base, tuned} and set(summary["generators"]) == {base, tuned}
     a, b = (
@@ -327,7 +330,7 @@ def test_a_base_model_against_itself_with_a_lora(world, siglip_path, options, tm
 
 def test_expectations_in_a_bench(world, siglip_path, options, tmp_path):
     """--expectations: each prompt's expectations listed once (cached) and checked on every
-    image; the met shares per image by hand, their means in bench.json, rows.csv and the
+    image; the met shares per image by hand, their means in results.json, rows.csv and the
     leaderboard; cells made without them are not reused."""
     from tests.fakes.gemini_world import EXPECT_P
 
@@ -340,10 +343,10 @@ def test_expectations_in_a_bench(world, siglip_path, options, tmp_path):
     )
     out = tmp_path / "b"
     plain = run_bench(plan, out, backend_options=options)
-    assert "explicit_met" not in plain["generators"][GENS[0]]
+    assert "explicit_met" not in plain.summary["generators"][GENS[0]]
     plan.expectations = True
     before = world.log.count("generate")
-    summary = run_bench(plan, out, backend_options=options)
+    summary = run_bench(plan, out, backend_options=options).summary
     assert world.log.count("generate") - before == 4  # nothing reused from the plain cells
     red = EXPECT_P[RED]
     explicit = (red["A family"] > 0.5) / 2 + (red["celebrating Nowruz"] > 0.5) / 2
@@ -357,12 +360,12 @@ def test_expectations_in_a_bench(world, siglip_path, options, tmp_path):
     assert row["implicit_met"]["mean"] == pytest.approx(implicit)
     rows = list(csv.DictReader((out / "rows.csv").open()))
     assert {float(r["explicit_met"]) for r in rows} == {explicit}
-    html = write_bench_page(out, summary).read_text()
+    html = write_bench_page(out).read_text()
     assert 'data-metric="explicit_met" data-mean="0.500000"' in html
 
 
 def test_a_profile_names_its_generator_with_its_options(tmp_path):
-    from refine.harness.tasks.bench import parse_generator
+    from refine.harness.generators import parse_generator
     from refine.profiles import load_profile
 
     spec = parse_generator("small-gpu")

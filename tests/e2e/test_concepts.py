@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from refine.harness.cells import CellStore
-from refine.harness.tasks.concepts import CONCEPT_CELLS, ConceptPlan, load_concepts, run_concepts
+from refine.harness.tasks.concepts import CONCEPT_CELLS, run_concepts
+from refine.harness.tasks.concepts_plan import ConceptPlan, load_concepts
 from refine.present.report.concepts import write_concepts_page
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import BLUE, GEO, GREEN, GREY, RED, YES_LOGPROB
@@ -51,7 +52,7 @@ def run(world, siglip_path, options, tmp_path, concepts_file):
         backends={"image_embedder": f"siglip:{siglip_path}"},
     )
     out = tmp_path / "cube"
-    return plan, out, run_concepts(plan, out, backend_options=options)
+    return plan, out, run_concepts(plan, out, backend_options=options).summary
 
 
 def test_every_figure_by_hand(run, world):
@@ -86,7 +87,7 @@ def test_every_figure_by_hand(run, world):
     assert any("sabzi polo, tahdig" in t for t in world.geotags)
     assert any('"Image of cuisine from Iran"' in t for t in world.geotags)
     # the page shows the same values
-    html = write_concepts_page(out, summary).read_text()
+    html = write_concepts_page(out).read_text()
     for g in GENS:
         found = re.search(
             rf'data-generator="{re.escape(g)}" data-figure="cube_diversity" data-value="([0-9.]+)"',
@@ -106,7 +107,7 @@ def test_a_killed_run_goes_on(run, world, options):
     before = world.log.count("generate")
     again = run_concepts(plan, out, backend_options=options)
     assert world.log.count("generate") - before == 10
-    assert again["generators"] == summary["generators"]
+    assert again.summary["generators"] == summary["generators"]
 
 
 def test_concept_files_and_the_command_line(world, siglip_path, tmp_path, concepts_file):
@@ -140,8 +141,9 @@ def test_concept_files_and_the_command_line(world, siglip_path, tmp_path, concep
     done = cli(*args)
     assert done.returncode == 0, done.stderr
     assert "gemini:gemini-3.1-flash-lite-image" in done.stdout and "concepts.html" in done.stdout
-    doc = json.loads((tmp_path / "c" / "concepts.json").read_text())
-    assert len(doc["concepts"]) == 2 and doc["weights"] == [1.0, 0.0, 0.0]
+    doc = json.loads((tmp_path / "c" / "results.json").read_text())
+    assert doc["task"] == "concepts" and doc["csv"] == "concept_rows.csv"
+    assert len(doc["summary"]["concepts"]) == 2 and doc["config"]["weights"] == [1.0, 0.0, 0.0]
     no = cli("bench", "--concepts", str(concepts_file), "--countries", "Iran")
     assert no.returncode == 2 and "leave out" in no.stderr
     no = cli("bench", "--concepts", str(concepts_file), "--cube-weights", "1,1,0")

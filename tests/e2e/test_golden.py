@@ -22,6 +22,8 @@ from tests.golden.produce import (
     concepts_args,
     differences,
     files,
+    normalise_text,
+    placeholders,
     produce,
     read_meta,
     sos_args,
@@ -87,8 +89,8 @@ def test_golden_folders_open_and_go_on(gemini_env, siglip_path, tmp_path):
     assert record["status"] == "finished"
     assert not compare(record["rounds"], stored["rounds"], "rounds")
     bench = json.loads(done[2].stdout)
-    assert not compare(bench, json.loads((copy / "bench" / "bench.json").read_text()), "")
-    assert [g for g in bench["generators"]] == GENS
+    assert not compare(bench, json.loads((copy / "bench" / "results.json").read_text()), "")
+    assert [g for g in bench["summary"]["generators"]] == GENS
     (copy / "sos" / "analysis.json").write_text(done[-2].stdout)
     for name in ("run.html", "batch.html"):
         assert "<html" in (tmp_path / name).read_text()
@@ -100,16 +102,16 @@ def test_golden_folders_open_and_go_on(gemini_env, siglip_path, tmp_path):
 def test_a_changed_number_is_found(tmp_path):
     copy = tmp_path / "data"
     shutil.copytree(DATA, copy)
-    bench = copy / "bench" / "bench.json"
+    bench = copy / "bench" / "results.json"
     doc = json.loads(bench.read_text())
-    (gen,) = [g for g in doc["generators"] if g == GENS[0]]
-    doc["generators"][gen]["faith"]["mean"] += 1e-5
+    (gen,) = [g for g in doc["summary"]["generators"] if g == GENS[0]]
+    doc["summary"]["generators"][gen]["faith"]["mean"] += 1e-5
     bench.write_text(json.dumps(doc))
     rows = copy / "bench" / "rows.csv"
     rows.write_text(rows.read_text().replace("faith", "faithful", 1))
     (copy / "sos" / "labels.csv").unlink()
     found = differences(DATA, copy)
-    assert any("bench.json: .generators" in f and ".faith.mean" in f for f in found), found
+    assert any("results.json: .summary.generators" in f and ".faith.mean" in f for f in found)
     assert any(f.startswith("bench/rows.csv: columns") for f in found), found
     assert "sos/labels.csv: only in golden" in found
     assert len(found) == 3, found
@@ -185,9 +187,17 @@ def test_cells_written_before_their_schema_open_and_go_on(gemini_env, siglip_pat
     assert bench.returncode == 0, bench.stderr
     assert concepts.returncode == 0, concepts.stderr
     assert world.log == []
-    for name in ("bench/bench.json", "bench/rows.csv", "concepts/concepts.json"):
-        found = [d for d in differences(DATA, copy) if d.startswith(f"{name}:")]
-        assert not found, found
+    found = [d for d in differences(DATA, copy) if d.startswith("bench/rows.csv:")]
+    assert not found, found
+    for name in ("bench", "concepts"):
+        golden, now = (
+            json.loads(normalise_text((d / name / "results.json").read_text(), placeholders(d)))
+            for d in (DATA, copy)
+        )
+        for part in ("config", "summary"):
+            assert not compare(golden[part], now[part], f"{name} {part}")
+        # the record keeps each cell's line as it was read, of layout version 0
+        assert {c["schema"] for c in now["cells"]} == {0}
 
 
 def test_cells_of_a_newer_layout_are_refused(gemini_env, siglip_path, tmp_path):

@@ -10,7 +10,8 @@ import threading
 
 from refine.backends import judging
 from refine.harness.engine import EngineOptions
-from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
+from refine.harness.tasks.bench import run_bench
+from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
 from tests.e2e.test_cli_run import cli
 from tests.golden.produce import ACTS, GENS
 

@@ -1,7 +1,7 @@
 """A metric is one catalog entry and one function: a toy metric registered here (nothing
 else changed) is computed by the assessor for every image, kept in run.json under its
 name, drawn in the run's chart and report and explained in the glossary, and it is a
-column of the app's rounds table, of a bench's rows.csv, bench.json and leaderboard and
+column of the app's rounds table, of a bench's rows.csv, results.json and leaderboard and
 of refine agree's table; where its readings cannot be taken, the scores say why."""
 
 from __future__ import annotations
@@ -137,7 +137,8 @@ def test_a_registered_metric_reaches_the_bench_and_the_agreement(
 ):
     import csv
 
-    from refine.harness.tasks.bench import BenchPlan, plan_prompts, run_bench
+    from refine.harness.tasks.bench import run_bench
+    from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
     from refine.human.agree import agreement, load_ratings, stored_metrics
     from refine.present.report.bench import write_bench_page
     from tests.fakes.gemini_world import GREEN, RED
@@ -152,15 +153,15 @@ def test_a_registered_metric_reaches_the_bench_and_the_agreement(
     )
     out = tmp_path / "bench"
     with registered(TOY):
-        summary = run_bench(plan, out, backend_options=options)
+        summary = run_bench(plan, out, backend_options=options).summary
         rows = list(csv.DictReader((out / "rows.csv").open()))
         # each image's redness under its name in rows.csv, after the quality readings
         assert list(rows[0])[list(rows[0]).index("quality") + 2] == "toy_redness"
         for row in rows:
             with Image.open(out / row["file"]) as im:
                 assert float(row["toy_redness"]) == pytest.approx(redness([im])[0])
-        # bench.json: its mean over the prompts (one prompt: the mean of its images)
-        saved = json.loads((out / "bench.json").read_text())
+        # results.json: its mean over the prompts (one prompt: the mean of its images)
+        saved = json.loads((out / "results.json").read_text())["summary"]
         for g in gens:
             mine = [float(r["toy_redness"]) for r in rows if r["generator"] == g]
             mean = summary["generators"][g]["toy_redness"]["mean"]
@@ -169,7 +170,7 @@ def test_a_registered_metric_reaches_the_bench_and_the_agreement(
         red, green = (summary["generators"][g]["toy_redness"]["mean"] for g in gens)
         assert red > 0.7 > 0.3 > green
         # the leaderboard's column, with its label
-        page = write_bench_page(out, summary).read_text()
+        page = write_bench_page(out).read_text()
         assert 'data-metric="toy_redness"' in page and "<th>redness</th>" in page
         # people's ratings against it: the redder, the worse
         ratings = tmp_path / "ratings.jsonl"

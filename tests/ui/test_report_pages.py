@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from refine.harness.results import Results
 from refine.human.agree import agreement, load_ratings, stored_metrics
 from refine.io.files import atomic_write_text
 from refine.present.report import write_report
@@ -73,15 +74,9 @@ def _pages(root: Path) -> dict[str, Path]:
         atomic_write_text(pages[name], html)
 
     bench = GOLDEN / "bench"
-    cells = [json.loads(x) for x in (bench / "cells.jsonl").read_text().splitlines()]
-    put(
-        "bench",
-        render_bench_leaderboard(bench, json.loads((bench / "bench.json").read_text()), cells),
-    )
+    put("bench", render_bench_leaderboard(bench, Results.read(bench, "bench")))
     concepts = GOLDEN / "concepts"
-    cells = [json.loads(x) for x in (concepts / "concepts.jsonl").read_text().splitlines()]
-    summary = json.loads((concepts / "concepts.json").read_text())
-    put("concepts", render_concepts(concepts, summary, cells))
+    put("concepts", render_concepts(concepts, Results.read(concepts, "concepts")))
     put("sos", render_sos(json.loads((GOLDEN / "sos" / "analysis.json").read_text()), top=2))
     ratings = load_ratings(GOLDEN / "inputs" / "rating" / "ratings.csv")
     put("agree", render_agreement(agreement(ratings, stored_metrics([bench]), seed=3, reps=50)))
@@ -143,7 +138,7 @@ def test_every_chart_reads_at_both_widths(pages, size):
 
 def test_the_charts_say_the_numbers_of_their_data(pages):
     """What the drawings carry is what the results hold, read back from the pages."""
-    bench = json.loads((GOLDEN / "bench" / "bench.json").read_text())
+    bench = json.loads((GOLDEN / "bench" / "results.json").read_text())["summary"]
     html = pages["bench"].read_text()
     bars = re.findall(
         r'id="w-bar-\d+" class="bar" data-label="([^"]+)" data-mean="([0-9.]+)" '

@@ -289,7 +289,7 @@ def test_the_rate_view_lists_the_sets_a_visitor_may_rate(own_app_url):  # noqa: 
     ana_run = service.job.run_dir.relative_to(service.out).as_posix()
     ben.predict(*start_args(0, candidates=1), api_name="/start")
     ben_run = service.job.run_dir.relative_to(service.out).as_posix()
-    for folder, marker in (("studies/bench-a", "bench.json"), ("batches/b1", "batch.json")):
+    for folder, marker in (("studies/bench-a", "cells.jsonl"), ("batches/b1", "batch.json")):
         (service.out / folder).mkdir(parents=True)
         (service.out / folder / marker).write_text("{}")
     for folder in ("photos", ".hidden", "tunes/t1"):

@@ -84,7 +84,7 @@ def test_one_lora_parser(text, model, loras):
 )
 def test_lora_problems_are_named_the_same_by_bench_and_backend(text, problem):
     from refine.backends import create
-    from refine.harness.tasks.bench import parse_generator
+    from refine.harness.generators import parse_generator
 
     with pytest.raises(ValueError, match=problem):
         split_adapters(text)
@@ -97,7 +97,7 @@ def test_lora_problems_are_named_the_same_by_bench_and_backend(text, problem):
 
 def test_bench_and_backend_read_the_same_adapters():
     from refine.backends import create
-    from refine.harness.tasks.bench import parse_generator
+    from refine.harness.generators import parse_generator
 
     text = "diffusers:some/model+lora=org/x@0.5+lora=/p/y"
     spec = parse_generator(text)

@@ -14,7 +14,9 @@ import pytest
 from pydantic import ValidationError
 
 from metrics.catalog import names
-from refine.harness.tasks.bench import BenchStore, write_outputs
+from refine.harness.results import write_csv
+from refine.harness.tasks.bench_cells import BenchStore
+from refine.harness.tasks.bench_summary import image_rows, row_fields
 from refine.records import Run, Scores
 
 EARLIER = Path(__file__).resolve().parents[1] / "golden" / "earlier"
@@ -48,7 +50,8 @@ def test_an_earlier_bench_cells_file_gives_its_values_under_catalog_names(tmp_pa
     shutil.copy(EARLIER / "cells.jsonl", tmp_path / "cells.jsonl")
     lines = [json.loads(x) for x in (EARLIER / "cells.jsonl").read_text().splitlines()]
     store = BenchStore(tmp_path)
-    write_outputs(store, {}, store.records())
+    rows = [row for line in store.records() for row in image_rows(line)]
+    write_csv(tmp_path / "rows.csv", row_fields(), rows)
     rows = list(csv.DictReader((tmp_path / "rows.csv").open()))
     images = [(line, im) for line in lines for im in line["images"]]
     assert len(rows) == len(images) > 0

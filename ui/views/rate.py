@@ -62,7 +62,7 @@ def _rater(value: Any) -> str:
 
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
-SET_MARKERS = (("batch.json", "batch"), ("bench.json", "bench"))
+SET_MARKERS = (("batch.json", "batch"), ("cells.jsonl", "bench"))  # a bench: its cells
 
 
 def rating_sets(service: RunService, visitor: str | None) -> list[tuple[str, str]]:

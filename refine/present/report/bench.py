@@ -14,7 +14,7 @@ from metrics.catalog import (
     image_extras,
     label,
 )
-from refine.harness.tasks.bench import cell_mean
+from refine.harness.results import Results, cell_mean
 from refine.present.charts import mean_bars, scatter
 from refine.present.html import document, escape, image_tag, interval_text, num, raw, write_page
 
@@ -30,22 +30,20 @@ def _paired_row(p: dict[str, Any]) -> str:
     )
 
 
-def write_bench_page(folder: str | Path, summary: Any) -> Path:
-    """``bench.html`` in the bench folder, from what :func:`refine.harness.tasks.bench.run_bench`
-    returned; returns its path."""
-    return write_page(
-        Path(folder) / "bench.html", render_bench_leaderboard(folder, summary, summary.cells)
-    )
+def write_bench_page(folder: str | Path, results: Results | None = None) -> Path:
+    """``bench.html`` in the bench folder, from its results record (by default the one in
+    the folder); returns its path."""
+    results = results or Results.read(folder, "bench")
+    return write_page(Path(folder) / "bench.html", render_bench_leaderboard(folder, results))
 
 
-def render_bench_leaderboard(
-    folder: str | Path, summary: dict[str, Any], cells: list[dict[str, Any]]
-) -> str:
-    """One self-contained HTML page: the leaderboard with intervals, the headline metric
-    (``metrics.catalog.HEADLINE``: FAITH) per country and against Vendi per prompt, the
-    paired comparison, the best and worst images."""
+def render_bench_leaderboard(folder: str | Path, results: Results) -> str:
+    """One self-contained HTML page of a bench's results record: the leaderboard with
+    intervals, the headline metric (``metrics.catalog.HEADLINE``: FAITH) per country and
+    against Vendi per prompt, the paired comparison, the best and worst images."""
 
     folder = Path(folder)
+    summary, cells, config = results.summary, results.cells, results.config
     head_label = label(HEADLINE)
     bar_title = f"{head_label} \u2191 (mean, 95% interval)"
     names = list(summary["generators"])
@@ -136,8 +134,8 @@ def render_bench_leaderboard(
                 f"<figcaption>{escape(caption)}</figcaption></figure>"
             )
         extremes.append(f'<h3>{escape(country)}</h3><div class="imgs">{"".join(figs)}</div>')
-    scorer = ", ".join(f"{r} {n}" for r, n in summary.get("scorer", {}).items())
-    tau = f"tau {summary.get('tau')} ({summary.get('tau_source', '')})"
+    scorer = ", ".join(f"{r} {n}" for r, n in config.get("scorer", {}).items())
+    tau = f"tau {config.get('tau')} ({config.get('tau_source', '')})"
     body = (
         f'<p class="muted">{len(cells)} prompt cells; every image scored by one scorer: '
         f"{escape(scorer)}; {escape(tau)}; intervals: 95% bootstrap over prompts.</p>"

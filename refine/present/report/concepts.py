@@ -4,30 +4,28 @@ generator's figures with a bar of its CUBE diversity, and every image with its g
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from metrics.catalog import CUBE_FIGURES as FIGURES
+from refine.harness.results import Results
 from refine.present.charts import mean_bars
 from refine.present.html import document, escape, image_tag, num, raw, write_page
 
 CUBE_AXIS = "CUBE diversity \u2191 (0 to 1)"
 
 
-def write_concepts_page(folder: str | Path, summary: Any) -> Path:
-    """``concepts.html`` in the folder, from what :func:`refine.harness.tasks.concepts.run_concepts`
-    returned; returns its path."""
-    return write_page(
-        Path(folder) / "concepts.html", render_concepts(folder, summary, summary.cells)
-    )
+def write_concepts_page(folder: str | Path, results: Results | None = None) -> Path:
+    """``concepts.html`` in the folder, from its results record (by default the one in the
+    folder); returns its path."""
+    results = results or Results.read(folder, "concepts")
+    return write_page(Path(folder) / "concepts.html", render_concepts(folder, results))
 
 
-def render_concepts(
-    folder: str | Path, summary: dict[str, Any], cells: list[dict[str, Any]]
-) -> str:
+def render_concepts(folder: str | Path, results: Results) -> str:
     """One self-contained HTML page of a CUBE-style diversity comparison: the means per
     generator, per concept each generator's figures with a bar of its CUBE diversity
     (0..1), and every image with its geo-tag."""
     folder = Path(folder)
+    summary, cells = results.summary, results.cells
     names = list(summary["generators"])
     head = "".join(f"<th>{f}</th>" for f in FIGURES)
     rows = []
@@ -85,7 +83,7 @@ def render_concepts(
             f"{escape(where)})</span></h2>{chart}<table><tr><th>generator</th>{head}"
             f"<th>tagged countries</th></tr>{''.join(lines)}</table>{''.join(grids)}"
         )
-    weights = summary.get("weights")
+    weights = results.config.get("weights")
     body = (
         '<p class="muted">CUBE diversity: the Vendi score of the images\' geo-tags '
         f"(continent, country, artifact; similarity weights {escape(str(weights))} for "

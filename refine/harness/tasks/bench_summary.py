@@ -1,0 +1,112 @@
+"""How a bench's cells are summarised: per generator, per generator and country and per
+generator and category, each metric's mean over prompts (per-image metrics averaged within
+a prompt first) with its 95% bootstrap interval; the first generator against each other
+one on their common prompts; and the CSV's rows, one per image."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, HEADLINE, image_extras
+from metrics.stats import mean_interval
+from refine.harness.cells import Cell
+from refine.records import variant_name
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return sum(got) / len(got) if got else None
+
+
+def summarise(cells: list[Cell], generators: Sequence[str], seed: int = 42) -> dict[str, Any]:
+    """Per generator and per generator and country: each metric's mean over prompts
+    (per-image metrics averaged within a prompt first) and its bootstrap interval; the
+    first generator against each other one on their common prompts."""
+    out: dict[str, Any] = {"generators": {}, "countries": {}, "categories": {}, "paired": []}
+    for g in generators:
+        mine = [c for c in cells if c.inputs["generator"] == g]
+        out["generators"][g] = _stats(mine, seed)
+        by_country: dict[str, Any] = {}
+        for country in sorted({c.inputs["country"] for c in mine}):
+            by_country[country] = _stats([c for c in mine if c.inputs["country"] == country], seed)
+        out["countries"][g] = by_country
+        by_category: dict[str, Any] = {}
+        for cat in sorted({c.inputs.get("category") or "" for c in mine}):
+            if cat:
+                same = [c for c in mine if c.inputs.get("category") == cat]
+                by_category[cat] = _stats(same, seed)
+        out["categories"][g] = by_category
+    base = generators[0] if generators else None
+    for other in generators[1:]:
+        a, b = _headline_by_prompt(cells, base), _headline_by_prompt(cells, other)
+        common = sorted(k for k in a if k in b and a[k] is not None and b[k] is not None)
+        diffs = [b[k] - a[k] for k in common]
+        out["paired"].append(
+            {
+                "base": base,
+                "other": other,
+                "metric": HEADLINE,
+                "prompts": len(common),
+                "mean_difference": _mean(diffs),
+                "interval": mean_interval(diffs, seed),
+                "share_improved": (sum(d > 0 for d in diffs) / len(diffs)) if diffs else None,
+            }
+        )
+    return out
+
+
+def _headline_by_prompt(cells: list[Cell], generator: str | None) -> dict[tuple[str, str], Any]:
+    return {
+        (c.inputs["activity"], c.inputs["country"]): c.mean(HEADLINE)
+        for c in cells
+        if c.inputs["generator"] == generator
+    }
+
+
+def _stats(cells: list[Cell], seed: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"prompts": len(cells), "images": sum(len(c.images) for c in cells)}
+    extras = image_extras()
+    for metric in (*BENCH_IMAGE, *extras, *BENCH_PROMPT, *BENCH_EXPECTATIONS):
+        values = [c.mean(metric) for c in cells]
+        optional = (*extras, *BENCH_EXPECTATIONS)
+        if metric in optional and all(v is None for v in values):
+            continue  # a bench without expectations, a scorer that reads no quality
+        row[metric] = {"mean": _mean(values), "interval": mean_interval(values, seed)}
+    return row
+
+
+def row_fields() -> tuple[str, ...]:
+    """rows.csv's columns: the image's and prompt's, then the metrics in catalog order."""
+    return (
+        "generator",
+        "activity",
+        "country",
+        "category",
+        "seed",
+        "file",
+        *BENCH_IMAGE,
+        "exag_variant",
+        *image_extras(),
+        *BENCH_PROMPT,
+        *BENCH_EXPECTATIONS,
+    )
+
+
+def image_rows(cell: dict[str, Any]) -> list[dict[str, Any]]:
+    """A cell's rows of rows.csv, one per image, from its line."""
+    return [
+        {
+            "generator": cell["generator"],
+            "activity": cell["activity"],
+            "country": cell["country"],
+            "category": cell.get("category"),
+            **{k: im[k] for k in ("seed", "file", *BENCH_IMAGE)},
+            # by name, also for cells written when variants were said in words
+            "exag_variant": variant_name(im.get("exag_variant")),
+            **{k: im.get(k) for k in image_extras()},
+            **{k: cell[k] for k in BENCH_PROMPT},
+            **{k: im.get(k) for k in BENCH_EXPECTATIONS},
+        }
+        for im in cell["images"]
+    ]

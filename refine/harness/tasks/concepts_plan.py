@@ -1,0 +1,136 @@
+"""How a concepts run's plan is read (the run: :mod:`refine.harness.tasks.concepts`).
+
+A concepts file is JSONL, JSON (a list) or CSV, one concept per line: ``prompt``
+(required unless ``concept`` and ``country`` are given, then "Image of <concept> from
+<country>"), ``concept`` (a name; default the prompt), ``country`` (within-culture) and
+``artifacts`` (a list, or one text with ``;`` or ``,`` between them). A CUBE-CSpace
+export, one artifact a row (columns ``concept``, ``country``, ``artifact``), is grouped
+into one concept per (concept, country).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+@dataclass(frozen=True)
+class Concept:
+    name: str
+    prompt: str
+    country: str | None = None
+    artifacts: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.name} | {self.country or 'global'} | {self.prompt}"
+
+
+class GeoTag(BaseModel):
+    continent: str = Field(max_length=80)
+    country: str = Field(max_length=80)
+    artifact: str = Field(max_length=120)
+
+
+def _text(value: Any, where: str, name: str, limit: int = 300) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: {name} must be text, got {type(value).__name__}")
+    value = " ".join(value.split())
+    if len(value) > limit:
+        raise ValueError(f"{where}: {name} is longer than {limit} characters")
+    return value
+
+
+def _artifacts(value: Any, where: str) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        sep = ";" if ";" in value else ","
+        items = value.split(sep)
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise ValueError(f"{where}: artifacts must be a list or a text")
+    out = []
+    for item in items:
+        out.append(_text(item, where, "an artifact", 120))
+    return [a for a in out if a]
+
+
+def load_concepts(path: str | Path) -> list[Concept]:
+    """The concepts of a file (see the module docstring); every bad line is listed in one
+    ValueError, each naming the file, the line and the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    text = path.read_text(encoding="utf-8")
+    rows: list[tuple[str, Any]] = []
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(text.splitlines())
+        for k, row in enumerate(reader, start=2):
+            rows.append((f"{path}:{k}", {a: b for a, b in row.items() if a}))
+    elif path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not JSON ({err.msg}, line {err.lineno})") from None
+        if not isinstance(data, list):
+            raise ValueError(f"{path}: a JSON concepts file holds a list of objects")
+        rows = [(f"{path}: item {k}", row) for k, row in enumerate(data, start=1)]
+    else:
+        for k, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((f"{path}:{k}", json.loads(line)))
+            except json.JSONDecodeError as err:
+                rows.append((f"{path}:{k}", ValueError(f"not JSON ({err.msg})")))
+    problems: list[str] = []
+    grouped: dict[tuple[str, str | None, str], list[str]] = {}
+    for where, row in rows:
+        try:
+            if isinstance(row, Exception):
+                raise ValueError(f"{where}: {row}")
+            if not isinstance(row, dict):
+                raise ValueError(f"{where}: each concept is an object with a prompt")
+            unknown = set(row) - {"prompt", "concept", "country", "artifacts", "artifact"}
+            if unknown:
+                raise ValueError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+            country = _text(row.get("country"), where, "country", 60) or None
+            concept = _text(row.get("concept"), where, "concept", 120)
+            prompt = _text(row.get("prompt"), where, "prompt")
+            if not prompt:
+                if not (concept and country):
+                    raise ValueError(f"{where}: give a prompt (or a concept and a country)")
+                prompt = f"Image of {concept} from {country}"
+            arts = _artifacts(row.get("artifacts"), where)
+            arts += _artifacts(row.get("artifact"), where)
+            grouped.setdefault((concept or prompt, country, prompt), []).extend(arts)
+        except ValueError as err:
+            problems.append(str(err))
+    if problems:
+        raise ValueError("\n".join(problems))
+    if not grouped:
+        raise ValueError(f"{path}: no concepts")
+    return [
+        Concept(name, prompt, country, tuple(dict.fromkeys(arts)))
+        for (name, country, prompt), arts in grouped.items()
+    ]
+
+
+@dataclass
+class ConceptPlan:
+    generators: list[str]
+    concepts: list[Concept]
+    images_per_prompt: int = 16
+    seed: int = 0
+    weights: tuple[float, float, float] = (1.0, 0.0, 0.0)
+    profile: str = "gemini"
+    backends: dict[str, str] = field(default_factory=dict)

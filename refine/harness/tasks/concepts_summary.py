@@ -1,0 +1,133 @@
+"""How a concepts run's cells are figured and summarised: one concept's diversity figures
+from its images' geo-tags, embeddings and quality (see :mod:`refine.harness.tasks.concepts`);
+per concept each generator's figures, per generator their means over concepts; and the
+CSV's rows, one per image.
+
+Per concept and generator:
+
+* ``cube_diversity``: the Vendi score of the geo-tags (``metrics.vendi.tag_kernel``:
+  for a concept without a country, ``weights`` over continent, country and artifact,
+  (1, 0, 0) as in the CUBE authors' notebook; within a country, tags alike only when all
+  three parts agree), normalised per chunk of 8 images (VS / size of the chunk, mean over
+  chunks; ``cube_diversity_authors`` divides the last chunk by 8 too and of fewer than 32
+  images uses the first 24, as the authors' code does);
+* ``tag_vendi`` and ``tag_qvendi``: the Vendi score of all the tags at once and its
+  quality-weighted form (CUBE's Eq. 3: mean quality x VS);
+* ``vendi`` and ``qvendi``: the same over the image embeddings (cosine kernel);
+* quality per image: the judge's yes-probability that the image matches the prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from metrics.catalog import CUBE_FIGURES as FIGURES  # the last, quality, is per image
+from metrics.vendi import (
+    normalised_by_size,
+    quality_weighted,
+    tag_kernel,
+    vendi_from_embeddings,
+    vendi_from_kernel,
+)
+
+CHUNK = 8  # images per chunk of CUBE's normalised diversity
+
+
+def concept_stats(
+    tags: Sequence[tuple[str, str, str]],
+    embeddings: Any,
+    quality: Sequence[float],
+    within_country: bool,
+    weights: Sequence[float] = (1.0, 0.0, 0.0),
+) -> dict[str, Any]:
+    """The diversity figures of one concept's images (see the module docstring)."""
+    import numpy as np
+
+    kernel = tag_kernel(tags, None if within_country else tuple(weights))
+    emb = np.asarray(embeddings, dtype=float)
+    tag_vendi = vendi_from_kernel(kernel)
+    vendi = vendi_from_embeddings(emb)
+    countries: dict[str, int] = {}
+    for t in tags:
+        countries[t[1]] = countries.get(t[1], 0) + 1
+    return {
+        "cube_diversity": normalised_by_size(kernel=kernel, group_size=CHUNK),
+        "cube_diversity_authors": normalised_by_size(kernel=kernel, group_size=CHUNK, authors=True),
+        "tag_vendi": tag_vendi,
+        "tag_qvendi": quality_weighted(tag_vendi, quality),
+        "vendi": vendi,
+        "qvendi": quality_weighted(vendi, quality),
+        "quality": float(np.mean(quality)),
+        "similarity": "all three parts equal" if within_country else list(weights),
+        "countries": dict(sorted(countries.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
+
+
+def summarise_concepts(cells: list[dict[str, Any]], generators: Sequence[str]) -> dict[str, Any]:
+    """Per concept, each generator's figures; per generator, their means over concepts."""
+    out: dict[str, Any] = {"concepts": [], "generators": {}}
+    keys = list(dict.fromkeys(c["key"] for c in cells))
+    for key in keys:
+        mine = [c for c in cells if c["key"] == key]
+        first = mine[0]
+        out["concepts"].append(
+            {
+                "concept": first["concept"],
+                "prompt": first["prompt"],
+                "country": first["country"],
+                "generators": {
+                    c["generator"]: {
+                        **{f: c[f] for f in FIGURES},
+                        "countries": c["countries"],
+                        "similarity": c["similarity"],
+                    }
+                    for c in mine
+                },
+            }
+        )
+    for g in generators:
+        mine = [c for c in cells if c["generator"] == g]
+        out["generators"][g] = {
+            "concepts": len(mine),
+            **{f: (sum(c[f] for c in mine) / len(mine) if mine else None) for f in FIGURES},
+        }
+    return out
+
+
+ROW_FIELDS = (
+    "generator",
+    "concept",
+    "prompt",
+    "country",
+    "seed",
+    "file",
+    "continent",
+    "tag_country",
+    "artifact",
+    "quality",
+    *FIGURES[:-1],
+)
+
+
+def image_rows(cell: dict[str, Any]) -> list[dict[str, Any]]:
+    """A cell's rows of concept_rows.csv, one per image, from its line."""
+    rows = []
+    for im in cell["images"]:
+        continent, country, artifact = im["tag"]
+        rows.append(
+            {
+                "generator": cell["generator"],
+                "concept": cell["concept"],
+                "prompt": cell["prompt"],
+                "country": cell["country"],
+                "seed": im["seed"],
+                "file": im["file"],
+                "continent": continent,
+                "tag_country": country,
+                "artifact": artifact,
+                "quality": im["quality"],
+                **{f: cell[f] for f in FIGURES[:-1]},
+            }
+        )
+    return rows
