@@ -66,7 +66,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from refine.backends import judging
     from refine.harness.engine import EngineOptions
-    from refine.harness.tasks.batch import open_batch, run_batch
+    from refine.harness.tasks.batch import run_batch
+    from refine.harness.tasks.batch_specs import open_batch
     from refine.harness.tasks.bench import run_bench
     from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
     from refine.loop.refiner import Refiner

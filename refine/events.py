@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from refine.numbers import shown
+
 
 @dataclass(frozen=True)
 class ModelsLoading:
@@ -156,7 +158,7 @@ class EntryEvent:
 
 
 def _fmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
+    return shown(x)
 
 
 Event = (

@@ -8,6 +8,10 @@ fails on:
   through imports; an import for annotations only still ties the two files' designs
   together, as the import graph shows it);
 * a class over 400 lines, a function over 150 lines;
+* a task file (``refine/harness/tasks/*.py``) over 250 lines: a task is a spec, read in
+  one sitting, its plan, cells and summary in files of their own;
+* an import across a layer's wall (:data:`WALLS`): the pages of ``refine/present`` read
+  a task's results record, never the task's code;
 * more than 12 flat modules in ``refine/`` (``refine/*.py`` besides ``__init__.py``).
 
 Today's known exceptions are listed in :data:`KNOWN`, each with the issue part that removes
@@ -25,7 +29,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("refine", "metrics", "ui")
-MAX_CLASS, MAX_FUNCTION, MAX_FLAT = 400, 150, 12
+MAX_CLASS, MAX_FUNCTION, MAX_FLAT, MAX_TASK = 400, 150, 12, 250
+TASKS = "refine/harness/tasks"
+# module prefix -> the module prefixes it may not import
+WALLS = {"refine.present": ("refine.harness.tasks",)}
 
 # each known exception, by name, with what removes it
 KNOWN: dict[str, str] = {}
@@ -166,6 +173,18 @@ def problems(root: Path = ROOT, packages: Iterable[str] = PACKAGES) -> list[Prob
         out.append(Problem("import circle: " + " ".join(files), f"{len(files)} files"))
     for path in known.values():
         out += sizes(path, root)
+    for module, targets in sorted(graph.items()):
+        for wall, banned in WALLS.items():
+            if module == wall or module.startswith(wall + "."):
+                for target in sorted(targets):
+                    if any(target == b or target.startswith(b + ".") for b in banned):
+                        where = known[module].relative_to(root).as_posix()
+                        out.append(Problem(f"import across a wall: {where} -> {target}", wall))
+    for path in sorted((root / TASKS).glob("*.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_TASK:
+            rel = path.relative_to(root).as_posix()
+            out.append(Problem(f"task file {rel}", f"{lines} lines (at most {MAX_TASK})"))
     if "refine" in packages:
         flat = [p for p in (root / "refine").glob("*.py") if p.name != "__init__.py"]
         if len(flat) > MAX_FLAT:

@@ -18,6 +18,7 @@ from refine.human.agree import (
     stored_metrics,
 )
 from refine.io.files import atomic_write_text
+from refine.numbers import shown
 from refine.present.report.agreement import render_agreement
 from refine.settings import split_list
 
@@ -103,19 +104,16 @@ def agree_cmd(
     for note in result.notes():
         typer.echo(f"  note: {note}")
     for q, a in result.alpha.items():
-        shown = " ".join(
-            f"{level} {'n/a' if v is None else format(v, '.3f')}"
+        alphas = " ".join(
+            f"{level} {shown(v)}"
             for level, v in (("interval", a), ("ordinal", result.alpha_ordinal.get(q)))
         )
-        typer.echo(f"  Krippendorff's alpha ({q}): {shown}")
+        typer.echo(f"  Krippendorff's alpha ({q}): {alphas}")
     typer.echo(
         f"{'metric':13} {'question':17} {'n':>4} {'Spearman':>9} {'Kendall':>8} {'Pearson':>8}"
     )
     for m, by_q in result.table.items():
         for q, row in by_q.items():
-            figs = " ".join(
-                f"{'n/a' if row[s] is None else format(row[s], '+.3f'):>8}"
-                for s in ("spearman", "kendall", "pearson")
-            )
+            figs = " ".join(shown(row[s], "+.3f", 8) for s in ("spearman", "kendall", "pearson"))
             typer.echo(f"{m:13} {q:17} {row['n']:>4} {figs}")
     typer.echo(f"written: {folder / 'agree.json'}, {folder / 'agree.html'}")

@@ -21,8 +21,10 @@ from refine.evaluate.assess import Assessor
 from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
-from refine.harness.tasks.batch import BatchSpecError, open_batch, run_batch
+from refine.harness.tasks.batch import run_batch
+from refine.harness.tasks.batch_specs import BatchSpecError, open_batch
 from refine.loop.refiner import Refiner
+from refine.numbers import MISSING, shown
 from refine.present.report import write_report
 from refine.present.views import scores_made_by
 from refine.profiles import load_profile
@@ -31,7 +33,7 @@ from refine.settings import SettingsError, output_folder
 
 
 def _fmt(x: float | None) -> str:
-    return "   n/a" if x is None else f"{x:6.3f}"
+    return shown(x, "6.3f", 6)
 
 
 def batch_cmd(
@@ -124,10 +126,10 @@ def print_batch_summary(batch, directory: Path) -> None:
     s = batch.summary
 
     def pct(x):
-        return "n/a" if x is None else f"{100 * x:.0f}%"
+        return MISSING if x is None else f"{100 * x:.0f}%"
 
-    gain = "n/a" if s["mean_faith_gain"] is None else f"{s['mean_faith_gain']:+.3f}"
-    mean_edits = "n/a" if s["mean_editing_rounds"] is None else f"{s['mean_editing_rounds']:.1f}"
+    gain = shown(s["mean_faith_gain"], "+.3f")
+    mean_edits = shown(s["mean_editing_rounds"], ".1f")
     typer.echo(
         f"success rate {pct(s['success_rate'])} ({s['finished']}/{s['runs']}, "
         f"{s['failed']} failed); mean FAITH gain {gain} ({s['improved_runs']} run(s) improved); "

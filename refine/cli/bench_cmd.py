@@ -21,6 +21,7 @@ from refine.harness.tasks.bench import run_bench
 from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
 from refine.harness.tasks.concepts import run_concepts
 from refine.harness.tasks.concepts_plan import ConceptPlan, load_concepts
+from refine.numbers import MISSING, shown
 from refine.present.report.bench import write_bench_page
 from refine.present.report.concepts import write_concepts_page
 from refine.profiles import load_profile
@@ -163,14 +164,14 @@ bench_cmd = with_engine(bench_cmd, 1, "Prompts at a time (API models; local ones
 
 
 def _shown(value: float | None, width: int, digits: int) -> str:
-    """A number in a table column, or a dash where it is missing (never a made-up 0)."""
-    return f"{'-':>{width}}" if value is None else f"{value:{width}.{digits}f}"
+    """A number in a table column, or the dash where it is missing (never a made-up 0)."""
+    return shown(value, f"{width}.{digits}f", width)
 
 
 def _with_interval(stat: dict | None) -> str:
-    """``0.712 [0.650, 0.770]``, or n/a."""
+    """``0.712 [0.650, 0.770]``, or the dash."""
     if not stat or stat["mean"] is None:
-        return "n/a"
+        return MISSING
     iv = stat["interval"]
     return f"{stat['mean']:.3f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")
 

@@ -112,3 +112,14 @@ def write_csv(path: str | Path, fields: tuple[str, ...], rows: list[dict[str, An
     for row in rows:
         writer.writerow({k: "" if v is None else v for k, v in row.items()})
     atomic_write_text(path, buf.getvalue())
+
+
+def publish(
+    folder: str | Path, results: Results, fields: tuple[str, ...], rows: list[dict[str, Any]]
+) -> Results:
+    """Write ``results.json`` and its CSV (``results.csv``, columns ``fields``) in
+    ``folder``; returns the record as every reader sees it (read back: lists, not tuples)."""
+    results.write(folder)
+    if results.csv:
+        write_csv(Path(folder) / results.csv, fields, rows)
+    return Results.read(folder, results.task)

@@ -9,7 +9,8 @@ on Ctrl-C stops the workers before the task saves what it knows.
 (bench, CUBE concepts): it keeps the cells already made that still fit, appends each new one
 as it ends (a job killed half-way goes on from there), summarises them in the plan's order
 and writes the task's one results record (:mod:`refine.harness.results`) and its CSV.
-Batches and SoS banks keep their own records (``batch.json``, ``bank.json``).
+Batches and SoS banks keep their state in their own files (``batch.json``, ``bank.json``),
+which their progress is read from, and end with the same results record.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from refine.harness.cells import Cell, CellFormat, CellStore, latest
 from refine.harness.engine import LOCAL, EngineOptions, MakerSpec, open_engine
-from refine.harness.results import RESULTS, Results, write_csv
+from refine.harness.results import RESULTS, Results, publish
 from refine.progress import Countdown
 
 
@@ -178,9 +179,7 @@ class CellTask(Task):
             packages=package_versions(),
             csv=self.csv_file,
         )
-        results.write(self.store.dir)
-        results = Results.read(self.store.dir, self.name)  # as every reader sees it (lists)
         rows = [row for line in lines for row in self.csv_rows(line)]
-        write_csv(self.store.dir / self.csv_file, self.csv_fields(), rows)
+        results = publish(self.store.dir, results, self.csv_fields(), rows)
         self.emit(f"written: {self.store.dir / RESULTS}, {self.csv_file}")
         return results

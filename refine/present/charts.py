@@ -378,7 +378,7 @@ def bar_chart(
 ) -> str:
     """Signed values (FAITH gain per run) as horizontal bars from a zero line, one row per
     label, in the metric's colour: a loss hatched, each bar's value written at its end;
-    a row without a value says n/a."""
+    a row without a value shows the dash."""
     colour = colour_of(metric)
     known = [abs(v) for v in values if v is not None]
     scale = max(known + [0.05])
@@ -391,7 +391,7 @@ def bar_chart(
         groups = {}
         for k, (v, label) in enumerate(zip(values, labels, strict=True)):
             if v is None:
-                ax.text(0, k, " n/a", va="center", fontsize=font, color=REFERENCE)
+                ax.text(0, k, " \u2013", va="center", fontsize=font, color=REFERENCE)
                 continue
             (bar,) = ax.barh(
                 k,
@@ -441,7 +441,7 @@ def mean_bars(
         groups = {}
         for k, (label, mean, iv) in enumerate(rows):
             if mean is None:
-                ax.text(0, k, " n/a", va="center", fontsize=font, color=REFERENCE)
+                ax.text(0, k, " \u2013", va="center", fontsize=font, color=REFERENCE)
                 continue
             (bar,) = ax.barh(k, mean, height=0.6, color=colour, alpha=0.85).patches
             gid = f"{prefix}bar-{k}"

@@ -10,6 +10,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from refine.numbers import MISSING, shown
+
 __all__ = ["CSS", "MAX_SIDE", "document", "escape", "image_tag", "interval_text", "num", "raw"]
 
 MAX_SIDE = 768  # images larger than this are shown downscaled (the PNGs stay untouched)
@@ -39,7 +41,7 @@ pre{white-space:pre-wrap;background:#f6f8fa;padding:8px;border-radius:6px}
 
 
 def num(x: float | None, digits: int = 3) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
+    return shown(x, f".{digits}f")
 
 
 def raw(x: float | None) -> str:
@@ -49,7 +51,7 @@ def raw(x: float | None) -> str:
 def interval_text(stat: dict[str, Any]) -> str:
     mean, iv = stat.get("mean"), stat.get("interval")
     if mean is None:
-        return "n/a"
+        return MISSING
     return f"{mean:.3f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")
 
 

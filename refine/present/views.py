@@ -19,6 +19,7 @@ from metrics.catalog import CATALOG, heading_of, label, made_by, names
 from metrics.catalog import computed as computed_metrics
 from metrics.descriptors import DIMENSIONS
 from refine.loop.instructions import NEAR_MARGIN, near_matches
+from refine.numbers import shown
 from refine.records import Exaggerated, Match, Round, Run, Scores
 from refine.usage import tokens_text
 
@@ -337,7 +338,7 @@ def languages_text(r: Round) -> str:
 
 
 def faith_text(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
+    return shown(x)
 
 
 def quality_text(s: Scores) -> str:
@@ -432,9 +433,7 @@ def summary_lines(run: Run, run_dir: str | Path) -> list[str]:
     ]
     for r in run.rounds:
         s = r.best.scores
-        exag = f"{s.exag:6.3f}" if s.exag is not None else "   n/a"
-        faith = f"{s.faith:6.3f}" if s.faith is not None else "   n/a"
-        quality = f"{s.quality:6.3f}" if s.quality is not None else "   n/a"
+        exag, faith, quality = (shown(v, "6.3f", 6) for v in (s.exag, s.faith, s.quality))
         mark = " *" if r.index == run.best_round else ""
         lines.append(
             f"{r.index:>5} {r.decision:9} {faith} {quality} {s.align:6.3f} {s.hal:6.3f} {exag}  "

@@ -10,6 +10,7 @@ from typing import Any
 
 from refine.io.files import atomic_write_text, confined
 from refine.io.store import RunStore
+from refine.numbers import shown
 from refine.records import Run
 from refine.train.export import find_runs
 
@@ -167,9 +168,9 @@ class RunFolders:
                 continue
             best = run.best()
             faith = best.best.scores.faith if best is not None else None
-            shown = "n/a" if faith is None else f"{faith:.3f}"
+            said = shown(faith)
             label = (
-                f"{run.spec.activity} - {run.references.country} - best FAITH {shown} - "
+                f"{run.spec.activity} - {run.references.country} - best FAITH {said} - "
                 f"{run.status} - {run.id}"
             )
             image = None
@@ -177,7 +178,7 @@ class RunFolders:
                 image = path / best.best.image
             when = (run.created or run.updated)[:16].replace("T", " ")
             caption = (
-                f"{run.references.country}: {run.spec.activity} \u00b7 best FAITH {shown}"
+                f"{run.references.country}: {run.spec.activity} \u00b7 best FAITH {said}"
                 f" \u00b7 {when}"
             )
             marks = []

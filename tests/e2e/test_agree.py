@@ -100,7 +100,7 @@ def test_correlations_alpha_and_page(rated, tmp_path):
         assert doc["alpha"][q] == pytest.approx(krippendorff_alpha(units), abs=1e-12)
     assert doc["metrics"]["faith"]["faithfulness"]["spearman"] > 0.9
     assert doc["metrics"]["hal"]["faithfulness"]["spearman"] < -0.9
-    # a constant metric has no correlation: said as n/a, not as a number
+    # a constant metric has no correlation: said as a dash, not as a number
     assert doc["metrics"]["exag"]["faithfulness"]["spearman"] is None
     # intervals reproducible with the seed
     again = json.loads(cli(*args).stdout)

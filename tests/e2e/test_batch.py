@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -9,7 +10,9 @@ from PIL import Image
 
 from refine.events import EntryChanged
 from refine.harness.engine import EngineOptions
-from refine.harness.tasks.batch import open_batch, read_specs, run_batch, summarise
+from refine.harness.tasks.batch import run_batch
+from refine.harness.tasks.batch_record import summarise
+from refine.harness.tasks.batch_specs import open_batch, read_specs
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from tests.e2e.test_cli_run import cli, no_retries_profile
@@ -136,6 +139,18 @@ def test_workers_share_models_and_keep_runs_apart(world, backends, options, tmp_
     progress = {e.done for e in events if isinstance(e, EntryChanged) and e.done is not None}
     assert progress == {1, 2, 3, 4}
     assert json.loads((store.dir / "batch.json").read_text())["summary"]["finished"] == 4
+    # the results record: the same summary, a cell per entry, FAITH gains with an interval
+    record = json.loads((store.dir / "results.json").read_text())
+    assert record["task"] == "batch" and record["config"]["source_sha256"] == batch.source_sha256
+    assert {k: record["summary"][k] for k in batch.summary} == batch.summary
+    gains = [r.rounds[-1].best.scores.faith - r.rounds[0].best.scores.faith for r in runs]
+    assert [c["faith_gain"] for c in record["cells"]] == pytest.approx(gains, abs=1e-12)
+    assert record["summary"]["faith_gain"]["mean"] == pytest.approx(sum(gains) / 4, abs=1e-12)
+    lo, hi = record["summary"]["faith_gain"]["interval"]
+    assert lo <= record["summary"]["faith_gain"]["mean"] <= hi
+    csv_rows = list(csv.DictReader((store.dir / "runs.csv").open()))
+    assert [float(r["faith_gain"]) for r in csv_rows] == pytest.approx(gains, abs=1e-9)
+    assert {r["stop_reason"] for r in csv_rows} == {c["stop_reason"] for c in record["cells"]}
 
 
 def test_score_existing_images(world, siglip_path, tmp_path):

@@ -16,7 +16,8 @@ import pytest
 
 from refine.events import EntryChanged
 from refine.harness.engine import EngineOptions
-from refine.harness.tasks.batch import open_batch, run_batch
+from refine.harness.tasks.batch import run_batch
+from refine.harness.tasks.batch_specs import open_batch
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from refine.profiles import load_profile
@@ -344,7 +345,8 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
     import numpy as np
 
     from refine.backends.selection import Backends
-    from refine.harness.tasks.sos_bank import Bank, build_bank
+    from refine.evaluate.sos import Bank
+    from refine.harness.tasks.sos_bank import build_bank
 
     overrides = {"image_embedder": f"siglip:{siglip_path}"}
     chosen = Backends(load_profile("gemini"), overrides)
@@ -386,7 +388,8 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
 
 def test_sos_bank_on_ray_survives_a_killed_worker(cluster, world, siglip_path, tmp_path):
     from refine.backends.selection import Backends
-    from refine.harness.tasks.sos_bank import Bank, build_bank
+    from refine.evaluate.sos import Bank
+    from refine.harness.tasks.sos_bank import build_bank
 
     world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
     overrides = {"image_embedder": f"siglip:{siglip_path}"}

@@ -69,7 +69,7 @@ def test_the_cli_and_a_batch_line_say_why(breaking, siglip_path, tmp_path):
     assert done.returncode == 0, done.stderr
     line = next(x for x in done.stderr.splitlines() if "round 2: rejected" in x)
     assert ", quality 0.125 (quality fell from 0.699 to 0.125 (more than 0.2" in line
-    assert "   n/a" not in done.stdout.split("image\n", 1)[1].split("best round")[0]
+    assert "     \u2013" not in done.stdout.split("image\n", 1)[1].split("best round")[0]
     off = cli(*run_args(tmp_path / "off", 2, siglip_path), "--max-quality-drop", "1")
     assert off.returncode == 0 and "round 2: accepted" in off.stderr
     bad = cli(*run_args(tmp_path / "bad", 2, siglip_path), "--max-quality-drop", "1.5")

@@ -14,7 +14,8 @@ import pytest
 from PIL import Image
 
 from refine.cli import main
-from refine.harness.tasks.batch import open_batch, run_batch
+from refine.harness.tasks.batch import run_batch
+from refine.harness.tasks.batch_specs import open_batch
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from refine.present.report import write_report
@@ -171,6 +172,13 @@ def test_batch_report_with_a_failed_run(world, backends, options, tmp_path):
     assert batch.entries[1].error and "500" in batch.entries[1].error
     assert html.count(html_escape(batch.entries[1].error)) >= 1
     assert [d for _, d in page.rounds] == ["initial", "accepted", "initial"]
+    # the page is read from the results record: a folder without one names the command
+    (store.dir / "results.json").unlink()
+    with pytest.raises(ValueError, match=r"no results record yet.*--resume` writes it"):
+        write_report(store.dir)
+    run_batch(*open_batch(specs, tmp_path / "out", "gemini", backends, resume=True), refiner)
+    again = Page(write_report(store.dir).read_text())  # the failed run was tried again
+    assert again.entries == ["finished", "failed"] and again.bars[0] == page.bars[0]
 
 
 def test_report_of_a_folder_that_is_neither(tmp_path, capsys):

@@ -4,6 +4,7 @@ hand-computed centroids and scores, the report."""
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 
@@ -11,8 +12,9 @@ import numpy as np
 import pytest
 
 from refine.backends import create
-from refine.evaluate.sos import analyse
-from refine.harness.tasks.sos_bank import Bank, BankError, build_bank, person_prompts
+from refine.evaluate.sos import Bank, BankError, analyse
+from refine.harness.tasks.sos_bank import build_bank
+from refine.harness.tasks.sos_prompts import person_prompts
 from refine.present.report.sos import write_sos_report
 from tests.fakes.tiny_models import build_tiny_sd
 
@@ -78,6 +80,14 @@ def test_build_resume_scores_and_report(models, tmp_path):
     assert len(half.done()) == 4
     # the combined files hold the finished cells even though the build failed
     assert np.load(out / "embeddings.npy").shape == (8, 32)
+    # and so does the results record, with the cells left to do
+    record = json.loads((out / "results.json").read_text())
+    assert record["task"] == "sos-bank" and record["config"]["concept"] == "person"
+    assert record["summary"]["done"] == 4 and record["summary"]["images"] == 8
+    assert [c["done"] for c in record["cells"]].count(False) == 5
+    rows = list(csv.DictReader((out / "bank_cells.csv").open()))
+    assert [r["images"] for r in rows if r["done"] == "True"] == ["2"] * 4
+    assert {r["images"] for r in rows if r["done"] == "False"} <= {""}  # none yet: blank
     assert half.centroids().cultures == ["Japanese", "Nigerian"]
     kept = {k: (out / c["embeddings"]).read_bytes() for k, c in half.cells.items() if c["done"]}
     # going on: finished cells are kept, the half-done cell reuses its saved image

@@ -67,6 +67,31 @@ def test_long_classes_and_functions_are_found(tmp_path):
     }
 
 
+def test_a_page_reading_a_task_and_a_long_task_file_are_found(tmp_path):
+    long = "\n".join(f"x{i} = {i}" for i in range(251))
+    root = tree(
+        tmp_path,
+        {
+            "refine/__init__.py": "",
+            "refine/harness/__init__.py": "",
+            "refine/harness/results.py": "",
+            "refine/harness/tasks/__init__.py": "",
+            "refine/harness/tasks/bench.py": long + "\n",
+            "refine/harness/tasks/short.py": "from refine.harness import results\n",
+            "refine/present/__init__.py": "",
+            "refine/present/page.py": "def f():\n    from refine.harness.tasks import bench\n",
+            "refine/present/fine.py": "from refine.harness.results import x\n",
+        },
+    )
+    found = {p.name: p.detail for p in cs.problems(root, ["refine"])}
+    assert found == {
+        "import across a wall: refine/present/page.py -> refine.harness.tasks.bench": (
+            "refine.present"
+        ),
+        "task file refine/harness/tasks/bench.py": "251 lines (at most 250)",
+    }
+
+
 def test_the_exception_list_only_shrinks():
     found = [cs.Problem("function a.py:f", "200 lines")]
     assert cs.check(found, {"function a.py:f": "issue 1"}) == []

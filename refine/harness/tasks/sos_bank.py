@@ -13,125 +13,29 @@ Prompts: for the concept ``person``, the SoS authors' native-speaker translation
 an activity, the round-0 prompt template in English, translated by the language model
 (answers cached). Building is resumable: finished cells are kept, a half-done cell reuses
 the images it already saved, and a bank can be grown by naming more cultures or languages.
+
+The grid and prompts are read in :mod:`refine.harness.tasks.sos_prompts`, a cell made in
+:mod:`refine.harness.tasks.sos_cells`. A bank ends, like every task, with its results
+record (``results.json``: the settings, per cell its prompts and images) and
+``bank_cells.csv``.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from metrics.sos import SosBank
-from refine.assets import assets_dir, prompt_template
-from refine.backends.selection import Backends
-from refine.evaluate.refs_build import LLMCache
-from refine.evaluate.sos import LANGUAGES, MANIFEST, Bank, BankError, Translation
+from refine.evaluate.sos import MANIFEST, Bank, BankError
 from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
+from refine.harness.results import publish
 from refine.harness.task import Task, run_task
-from refine.io.files import atomic_write, atomic_write_json, atomic_write_text
-from refine.profiles import load_profile
-
-
-@cache
-def person_prompts() -> dict[tuple[str, str], list[str]]:
-    """(culture, language) -> the nine person prompts, ``en`` from ``prompt_en``."""
-    path = assets_dir() / "sos" / "multilingual_person_prompts.csv"
-    out: dict[tuple[str, str], list[str]] = {}
-    with open(path, encoding="utf-8", newline="") as fh:
-        for row in csv.DictReader(fh):
-            culture = row["Culture"].strip()
-            out.setdefault((culture, row["Language"].strip()), []).append(
-                row["prompt_translated"].strip()
-            )
-            english = out.setdefault((culture, "en"), [])
-            if row["prompt_en"].strip() not in english:
-                english.append(row["prompt_en"].strip())
-    return out
-
-
-def person_cultures() -> list[str]:
-    return sorted({c for c, _ in person_prompts()})
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "x"
-
-
-def _suggest(name: str, known: Sequence[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
-    return f" (did you mean {', '.join(close)}?)" if close else ""
-
-
-def check_grid(concept: str, cultures: Sequence[str], languages: Sequence[str]) -> None:
-    """Every culture and language known for the concept; all problems together."""
-    problems = []
-    if not cultures:
-        problems.append("no cultures given")
-    if not languages:
-        problems.append("no languages given")
-    for lang in languages:
-        if lang not in LANGUAGES:
-            problems.append(
-                f"unknown language {lang!r}; known: {', '.join(sorted(LANGUAGES))}"
-                + _suggest(lang, list(LANGUAGES))
-            )
-    if concept == "person":
-        known = set(person_cultures())
-        for c in cultures:
-            if c not in known:
-                problems.append(
-                    f"culture {c!r} has no person prompts (identities such as 'Japanese')"
-                    + _suggest(c, sorted(known))
-                )
-        have = {lang for _, lang in person_prompts()}
-        for lang in languages:
-            if lang in LANGUAGES and lang not in have:
-                problems.append(
-                    f"language {lang!r} has no native-speaker person prompts; "
-                    f"use one of {', '.join(sorted(have))}"
-                )
-    for name, items in (("culture", cultures), ("language", languages)):
-        dup = sorted({x for x in items if list(items).count(x) > 1})
-        if dup:
-            problems.append(f"{name}s given twice: {', '.join(dup)}")
-    if problems:
-        raise BankError("; ".join(problems))
-
-
-def cell_prompts(
-    concept: str, culture: str, language: str, llm: Any = None, cache_: Any = None
-) -> list[str]:
-    """The prompts of one cell: the person prompts, or the activity prompt translated."""
-    if concept == "person":
-        return list(person_prompts()[(culture, language)])
-    english = prompt_template("generate").strip().format(activity=concept, country=culture)
-    if language == "en":
-        return [english]
-    if llm is None:
-        raise BankError(
-            f"translating {concept!r} prompts needs a language model (the profile's llm role)"
-        )
-
-    ask = (cache_ or LLMCache()).ask
-    request = prompt_template("translate").format(language=LANGUAGES[language], text=english)
-    text = ask(llm, request, Translation).translation.strip()
-    if not text:
-        raise BankError(f"the language model gave an empty {LANGUAGES[language]} translation")
-    return [text]
-
-
-def _atomic_npy(path: Path, array: np.ndarray) -> None:
-    atomic_write(path, lambda tmp: np.save(tmp, array))
+from refine.harness.tasks.sos_cells import BankMaker, bank_results, write_combined
+from refine.harness.tasks.sos_prompts import check_grid
+from refine.io.files import atomic_write_json
 
 
 def build_bank(
@@ -216,46 +120,12 @@ def build_bank(
             },
             on_event=emit,
         )
-    finally:  # the combined files follow every finished cell, even after a failure
+    finally:  # the combined files and the record follow every finished cell, even after a
+        # failure
         if any(cell["done"] for cell in manifest["cells"].values()):
-            _write_combined(out, manifest, SosBank)
+            write_combined(out, manifest, SosBank)
+        publish(out, *bank_results(manifest))
     return Bank(out)
-
-
-class BankMaker:
-    """The bank's generator, image embedder and (when prompts are translated) language
-    model in one process: the models given here (local), or the profile's (a Ray worker)."""
-
-    def __init__(
-        self,
-        profile: str,
-        overrides: dict[str, str],
-        needs_llm: bool,
-        root: str,
-        params: dict[str, Any],
-        instances: dict[str, Any] | None = None,
-    ) -> None:
-        if instances is None:
-            backends = Backends(load_profile(profile), overrides)
-            instances = {
-                "generator": backends.get("generator"),
-                "image_embedder": backends.get("image_embedder"),
-                "llm": backends.get("llm") if needs_llm else None,
-            }
-        self.generator, self.embedder = instances["generator"], instances["image_embedder"]
-        self.llm, self.llm_cache = instances.get("llm"), instances.get("llm_cache")
-        self.root, self.params = Path(root), params
-
-    def describe(self) -> tuple[str, str]:
-        return self.generator.id, self.embedder.id
-
-    def make(self, job: tuple[str, dict[str, Any]], tell: Any = None) -> dict[str, Any]:
-        key, cell = job
-        return make_cell(
-            self.root, key, cell, self.params, self.generator, self.embedder, self.llm,
-            self.llm_cache,
-            on_prompts=None if tell is None else (lambda k, update: tell(update)),
-        )  # fmt: skip
 
 
 class BankTask(Task):
@@ -330,77 +200,3 @@ class BankTask(Task):
 
     def end(self, made_with: Any) -> None:
         return None
-
-
-def make_cell(
-    out: Path,
-    key: str,
-    cell: dict[str, Any],
-    params: dict[str, Any],
-    generator: Any,
-    embedder: Any,
-    llm: Any = None,
-    llm_cache: Any = None,
-    on_prompts: Callable[[str, dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Generate (or reuse, after an interruption) and embed one cell's images under
-    ``out``; returns what the manifest keeps of it. ``on_prompts`` hears the prompts as
-    soon as they are chosen, then the finished cell."""
-    from PIL import Image
-
-    culture, lang = cell["culture"], cell["language"]
-    seed, per_prompt = params["seed"], params["images_per_prompt"]
-    prompts = cell.get("prompts")
-    if prompts is None:
-        prompts = cell_prompts(params["concept"], culture, lang, llm, llm_cache)
-        if params["prompts_per_cell"]:
-            prompts = prompts[: params["prompts_per_cell"]]
-        if on_prompts is not None:
-            on_prompts(key, {"prompts": prompts})
-    folder = out / "images" / slug(culture) / slug(lang)
-    folder.mkdir(parents=True, exist_ok=True)
-    pictures, names = [], []
-    for p, prompt in enumerate(prompts):
-        seeds = [seed + j for j in range(per_prompt)]
-        paths = [folder / f"p{p}_s{s}.png" for s in seeds]
-        if all(path.is_file() for path in paths):  # saved before an interruption
-            made = []
-            for path in paths:
-                with Image.open(path) as im:
-                    made.append(im.convert("RGB"))
-        else:
-            made = generator.generate(prompt, seeds)
-            for path, image in zip(paths, made, strict=True):
-                atomic_write(path, image.save)
-        pictures += made
-        names += [str(path.relative_to(out)) for path in paths]
-    vectors = embedder.encode_images(pictures)
-    if hasattr(vectors, "detach"):
-        vectors = vectors.detach().float().cpu().numpy()
-    (out / "cells").mkdir(exist_ok=True)
-    target = out / "cells" / f"{slug(culture)}__{slug(lang)}.npy"
-    _atomic_npy(target, np.asarray(vectors, dtype=np.float32))
-    update = {
-        "prompts": prompts,
-        "images": names,
-        "embeddings": str(target.relative_to(out)),
-        "done": True,
-    }
-    if on_prompts is not None:
-        on_prompts(key, update)
-    return update
-
-
-def _write_combined(out: Path, manifest: dict[str, Any], sos_bank: Any) -> None:
-    """embeddings.npy, labels.csv and centroids.npz from every finished cell."""
-    bank = Bank.__new__(Bank)
-    bank.path, bank.manifest = out, manifest
-    e, cultures, languages, _ = bank.data()
-    _atomic_npy(out / "embeddings.npy", e)
-    rows = io.StringIO(newline="")
-    writer = csv.writer(rows)
-    writer.writerow(["culture", "language"])
-    writer.writerows(zip(cultures, languages, strict=True))
-    atomic_write_text(out / "labels.csv", rows.getvalue())
-    centroids = sos_bank.build(e, cultures, languages, embedder=manifest["settings"]["embedder"])
-    atomic_write(out / "centroids.npz", centroids.save)

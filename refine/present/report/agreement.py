@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from refine.numbers import MISSING
 from refine.present.charts import xy_plot
 from refine.present.html import document, escape, num, raw
 
@@ -15,7 +16,7 @@ def render_agreement(result: Any) -> str:
 
     def fig(v: float | None, iv: Any) -> str:
         if v is None:
-            return "n/a"
+            return MISSING
         return f"{v:+.3f}" + (f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else "")
 
     ordinal = getattr(result, "alpha_ordinal", {})

@@ -1,56 +1,73 @@
-"""The report of a batch: its summary, a FAITH-gain chart per run, and every run."""
+"""The report of a batch: its summary, a FAITH-gain chart per run, and every run, from the
+batch's results record (``results.json``) and its runs' folders."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from refine.harness.tasks.batch import BatchStore
+from refine.harness.results import Results, ResultsError
 from refine.io.store import RunStore
+from refine.numbers import MISSING, shown
 from refine.present.charts import bar_chart
 from refine.present.html import document, escape, num
 from refine.present.report.run import run_section
 
 
+def batch_record(batch_dir: Path) -> Results:
+    """The batch's results record; a folder written before batches had one is named with
+    the command that writes it (running nothing again)."""
+    try:
+        return Results.read(batch_dir, "batch")
+    except ResultsError as err:
+        if (batch_dir / "results.json").is_file():
+            raise
+        raise ResultsError(
+            f"{batch_dir}: no results record yet (written by an earlier version, or the "
+            f"batch has not ended); `refine batch SPEC --out {batch_dir.parent} --resume` "
+            "writes it without making a finished run again"
+        ) from err
+
+
 def render_batch(batch_dir: str | Path) -> str:
 
     batch_dir = Path(batch_dir).resolve()
-    batch = BatchStore(batch_dir).load()
-    s = batch.summary
+    results = batch_record(batch_dir)
+    s, config = results.summary, results.config
 
     def pct(x: float | None) -> str:
-        return "n/a" if x is None else f"{100 * x:.0f}%"
+        return MISSING if x is None else f"{100 * x:.0f}%"
 
     rows, sections, gains, labels = [], [], [], []
-    for e in batch.entries:
+    for e in results.cells:
         run = None
-        if e.run_dir and (batch_dir / e.run_dir / "run.json").is_file():
-            run = RunStore(batch_dir / e.run_dir).load()
-            sections.append(run_section(run, batch_dir / e.run_dir, heading="h2"))
-        gain = (
-            e.best_faith - e.initial_faith
-            if e.best_faith is not None and e.initial_faith is not None
-            else None
-        )
-        gains.append(gain)
-        labels.append(f"line {e.line}: {e.spec.country} \u00b7 {e.spec.activity}")
-        link = f'<a href="#{escape(run.id)}">{escape(e.name)}</a>' if run else escape(e.name)
+        if e["run_dir"] and (batch_dir / e["run_dir"] / "run.json").is_file():
+            run = RunStore(batch_dir / e["run_dir"]).load()
+            sections.append(run_section(run, batch_dir / e["run_dir"], heading="h2"))
+        gains.append(e["faith_gain"])
+        labels.append(f"line {e['line']}: {e['country']} \u00b7 {e['activity']}")
+        name = escape(e["name"])
+        link = f'<a href="#{escape(run.id)}">{name}</a>' if run else name
+        status = e["status"]
         rows.append(
-            f'<tr class="entry" data-status="{e.status}"><td>{e.line}</td><td>{link}</td>'
-            f'<td><span class="badge {e.status}">{e.status}</span></td>'
-            f"<td>{num(e.initial_faith)}</td><td>{num(e.best_faith)}</td>"
-            f"<td>{'n/a' if gain is None else f'{gain:+.3f}'}</td><td>{e.edit_rounds}</td>"
-            f"<td>{escape(e.error or e.stop_reason or '')}</td></tr>"
+            f'<tr class="entry" data-status="{status}"><td>{e["line"]}</td><td>{link}</td>'
+            f'<td><span class="badge {status}">{status}</span></td>'
+            f"<td>{num(e['initial_faith'])}</td><td>{num(e['best_faith'])}</td>"
+            f"<td>{shown(e['faith_gain'], '+.3f')}</td><td>{e['edit_rounds']}</td>"
+            f"<td>{escape(e['error'] or e['stop_reason'] or '')}</td></tr>"
         )
-    gain = "n/a" if s.get("mean_faith_gain") is None else f"{s['mean_faith_gain']:+.3f}"
-    mean_edits = s.get("mean_editing_rounds")
-    per_run = "n/a" if mean_edits is None else f"{mean_edits:.1f}"
+    gain = shown(s.get("mean_faith_gain"), "+.3f")
+    iv = (s.get("faith_gain") or {}).get("interval")
+    gain += f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else ""
+    per_run = shown(s.get("mean_editing_rounds"), ".1f")
     summary = (
         f'<p class="summary">success rate {pct(s.get("success_rate"))} '
         f"({s.get('finished')}/{s.get('runs')}, {s.get('failed')} failed); mean FAITH gain "
         f"{gain}; regression rate {pct(s.get('regression_rate'))} of "
         f"{s.get('editing_rounds')} editing round(s); "
         f"{per_run} editing round(s) per finished run</p>"
-        f'<p class="muted">specs: {escape(batch.source)}; profile {escape(batch.profile)}</p>'
+        f'<p class="muted">specs: {escape(config.get("source", ""))}; profile '
+        f"{escape(config.get('profile', ''))}; gain interval: 95% bootstrap over finished "
+        "runs</p>"
     )
     table = (
         "<table><tr><th>line</th><th>run</th><th>status</th><th>FAITH round 0</th>"
@@ -59,4 +76,5 @@ def render_batch(batch_dir: str | Path) -> str:
         + "</table>"
     )
     chart = bar_chart(gains, labels, "FAITH gain per run (best round \u2212 round 0)")
-    return document(f"Refinement batch {batch.id}", summary + chart + table + "".join(sections))
+    title = f"Refinement batch {config.get('id', batch_dir.name)}"
+    return document(title, summary + chart + table + "".join(sections))

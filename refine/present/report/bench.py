@@ -15,14 +15,15 @@ from metrics.catalog import (
     label,
 )
 from refine.harness.results import Results, cell_mean
+from refine.numbers import MISSING
 from refine.present.charts import mean_bars, scatter
 from refine.present.html import document, escape, image_tag, interval_text, num, raw, write_page
 
 
 def _paired_row(p: dict[str, Any]) -> str:
     iv = p["interval"]
-    interval = "n/a" if not iv else f"[{iv[0]:.4f}, {iv[1]:.4f}]"
-    share = "n/a" if p["share_improved"] is None else f"{100 * p['share_improved']:.0f}%"
+    interval = MISSING if not iv else f"[{iv[0]:.4f}, {iv[1]:.4f}]"
+    share = MISSING if p["share_improved"] is None else f"{100 * p['share_improved']:.0f}%"
     return (
         f"<tr><td>{escape(p['other'])} vs {escape(p['base'])}</td><td>{p['prompts']}</td>"
         f'<td data-metric="mean_difference" data-mean="{raw(p["mean_difference"])}">'
@@ -63,7 +64,7 @@ def render_bench_leaderboard(folder: str | Path, results: Results) -> str:
             f'<td data-generator="{escape(g)}" data-metric="{m}" '
             f'data-mean="{raw(s[m]["mean"])}">{escape(interval_text(s[m]))}</td>'
             if m in s
-            else "<td>n/a</td>"
+            else f"<td>{MISSING}</td>"
             for m in shown
         )
         rows.append(
