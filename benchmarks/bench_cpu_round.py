@@ -1,5 +1,5 @@
 """What one refinement round costs on a laptop's processor with the cpu profile, the figure the
-app shows when it falls back to that profile (README, "Profiles").
+app shows when it falls back to that profile (docs/profiles.md).
 
 Every model is built from its real size with random weights (no download; speed does not
 depend on the weights' values) and runs through the toolkit's own backends on the CPU in

@@ -1,5 +1,5 @@
 """What one refinement round costs on a GPU, and the arithmetic that turns it into runs per
-GPU-hour (README, "Scaling"). ``bench_cpu_round.py`` reuses its pipelines.
+GPU-hour (docs/benchmarks.md). ``bench_cpu_round.py`` reuses its pipelines.
 
 ``--arch`` picks the architectures:
 

@@ -44,6 +44,11 @@ class Metric:
     # own code computes it (the prompt-level and run-level figures, CAIRE, SoS, ...)
     compute: Callable[..., Sequence[Any]] | None = field(default=None, compare=False)
     reads: tuple[str, ...] = ()
+    # where it is defined (paper, section, equation), and how this toolkit differs from
+    # that definition or from the authors' code ("None." when it does not): the docs'
+    # metrics page is made from these
+    source: str = ""
+    differs: str = ""
 
     @property
     def arrow(self) -> str:
@@ -83,6 +88,12 @@ _ALL = (
         colour="#0072B2",
         compute=faith_of,
         reads=("values",),
+        source="AHEaD Sec. 3.2, Eq. 5 (g: the mean)",
+        differs=(
+            "None in the formula. It moves with EXAG: without real photos EXAG is this toolkit's "
+            "judge-rubric variant (see EXAG), and FAITH is then not the paper's; where no "
+            "stereotype candidates exist, `faith:no-exag` takes the mean of ALIGN and 1 - HAL."
+        ),
     ),
     Metric(
         "align",
@@ -98,6 +109,13 @@ _ALL = (
         colour="#009E73",
         compute=align_of,
         reads=("matching",),
+        source="AHEaD Sec. 3.2, Eq. 1",
+        differs=(
+            "AHEaD's code (`ahead/metrics/kernels.py`) counts a reference aligned at a similarity"
+            " `>= tau`, the paper and this toolkit at `> tau`; only a similarity exactly at tau "
+            "differs. Similarities: cosine of L2-normalised all-MiniLM-L6-v2 embeddings; tau per "
+            "observer (0.52 by default, 0.67 for Qwen2.5-VL; `refine calibrate-tau`)."
+        ),
     ),
     Metric(
         "hal",
@@ -113,6 +131,12 @@ _ALL = (
         colour="#D55E00",
         compute=hal_of,
         reads=("matching",),
+        source="AHEaD Sec. 3.2, Eq. 2",
+        differs=(
+            "AHEaD's code counts a prediction hallucinated at `< tau` (the paper and this "
+            "toolkit: `<= tau`), and de-duplicates exact strings where this toolkit de-duplicates"
+            " after case folding and collapsing whitespace."
+        ),
     ),
     Metric(
         "exag",
@@ -128,6 +152,17 @@ _ALL = (
         colour="#E69F00",
         compute=exag_of,
         reads=("exaggeration_answers",),
+        source="AHEaD Sec. 3.2, Eq. 3-4 (with real photos); Tab. 31 (the MLLM judge)",
+        differs=(
+            "With real photos (`exag:ita`), the image-text score is the profile's judge's "
+            'yes-probability renormalised over "Yes" and "No" for its own question, where the '
+            "paper uses VQAScore on CLIP-FlanT5-xxl (Tab. 9). Without photos "
+            "(`exag:judge-rubric`), the judge rates the listed stereotype candidates 1-5, mapped "
+            "as (E[r] - 1) / 4: this toolkit's own, not the paper's; a rating of 2 already gives "
+            "0.25, where the paper's EXAG lies between 0.04 and 0.12. AHEaD's code averages each "
+            "candidate's excess over the images and then the candidates, the paper (and this "
+            "toolkit) takes the largest per image: theirs is never above ours."
+        ),
     ),
     Metric(
         "quality",
@@ -143,6 +178,15 @@ _ALL = (
         colour="#CC79A7",
         compute=quality_of,
         reads=("quality_ratings",),
+        source=(
+            "VIEScore's perceptual quality (Ku et al., 2024); CUBE Eq. 3 weighs diversity by a "
+            "quality"
+        ),
+        differs=(
+            "VIEScore parses a sampled JSON answer from GPT-4o; this toolkit takes the "
+            'expectation of the judge\'s 0-10 rating where log-probabilities exist ("10" told from'
+            ' "1" by P("0" after "1")). CUBE rates quality with HPS v2.'
+        ),
     ),
     Metric(
         "clip_iqa",
@@ -158,6 +202,12 @@ _ALL = (
         colour="#56B4E9",
         compute=clip_iqa_of,
         reads=("logit_scale", "antonym_embeddings", "image_embeddings"),
+        source="CLIP-IQA (Wang et al., 2023)",
+        differs=(
+            'The antonym pair "Good photo." / "Bad photo." on the profile\'s CLIP, softmax of its '
+            "logit scale times the cosines; no paper of this toolkit uses it, it is a check "
+            "beside the judge's quality."
+        ),
     ),
     Metric(
         "drift",
@@ -171,6 +221,8 @@ _ALL = (
         "ahead",
         "1 - cosine between the edited image and its parent: how far an edit moved it.",
         colour="#555555",
+        source="this toolkit (the loop's guard against edits that move an image too far)",
+        differs="Not from a paper: 1 - cosine of the image embeddings of an edit and its parent.",
     ),
     Metric(
         "pooled_align",
@@ -183,6 +235,8 @@ _ALL = (
         "prompt",
         "diversity",
         "ALIGN of everything a prompt's images show together.",
+        source="AHEaD Sec. 3.2, Eq. 7 (ALIGN_N)",
+        differs="None.",
     ),
     Metric(
         "ddiv",
@@ -195,6 +249,8 @@ _ALL = (
         "prompt",
         "diversity",
         "Descriptor diversity: entropy of which references a prompt's images show.",
+        source="AHEaD Sec. 3.2, Eq. 6",
+        differs="None: normalised entropy of which references the prompt's N >= 2 images show.",
     ),
     Metric(
         "sdiv",
@@ -207,6 +263,11 @@ _ALL = (
         "prompt",
         "diversity",
         "Set diversity: pooled ALIGN less the images' mean ALIGN.",
+        source="AHEaD Sec. 3.2, Eq. 7",
+        differs=(
+            "None: AHEaD's `diversity.py` takes SDIV per dimension and then the mean, which "
+            "equals the difference of the means taken here."
+        ),
     ),
     Metric(
         "vendi",
@@ -219,6 +280,11 @@ _ALL = (
         "prompt",
         "diversity",
         "Vendi score: the effective number of different images among a prompt's images.",
+        source="Vendi score (Friedman and Dieng, 2023); CUBE Sec. 5.1.1",
+        differs=(
+            "None: exp of the entropy of the eigenvalues of K/n, K the cosine kernel of the image"
+            " embeddings."
+        ),
     ),
     Metric(
         "qvendi",
@@ -231,6 +297,11 @@ _ALL = (
         "prompt",
         "diversity",
         "Vendi score times the images' mean FAITH.",
+        source="CUBE Sec. 5.1.2 (quality-weighted Vendi)",
+        differs=(
+            "The quality is FAITH, where CUBE uses a quality model (HPS v2): a FAITH-weighted "
+            "diversity."
+        ),
     ),
     Metric(
         "explicit_met",
@@ -244,6 +315,12 @@ _ALL = (
         "expectations",
         "Share of the prompt's explicit expectations the image meets.",
         colour="#44AA99",
+        source="CulturalFrames Sec. 3 (explicit expectations)",
+        differs=(
+            "CulturalFrames rates expectations with people; here the judge answers yes or no per "
+            "statement (met when its yes-probability is above 0.5), checked against people with "
+            "`refine agree`."
+        ),
     ),
     Metric(
         "implicit_met",
@@ -257,6 +334,11 @@ _ALL = (
         "expectations",
         "Share of the prompt's implicit cultural expectations the image meets.",
         colour="#999933",
+        source="CulturalFrames Sec. 3 (implicit expectations)",
+        differs=(
+            "As explicit expectations: the judge's reading, checked against people with `refine "
+            "agree`."
+        ),
     ),
     Metric(
         "expectations",
@@ -269,6 +351,8 @@ _ALL = (
         "image",
         "human",
         "Share of all expectations (explicit and implicit) the image meets.",
+        source="CulturalFrames Sec. 3 (all expectations)",
+        differs="As explicit expectations.",
     ),
     Metric(
         "caire",
@@ -282,6 +366,13 @@ _ALL = (
         "human",
         "CAIRE cultural relevance of the image to the country, rated 1-5.",
         colour="#882255",
+        source="CAIRE Sec. 3 (retrieval-augmented 1-5 relevance)",
+        differs=(
+            'The label\'s score is the argmax over the judge\'s P("1".."5"), with the best '
+            "re-ranked knowledge-base entity's text (cut to 1,500 characters at a word boundary, "
+            "a length the paper does not give) as context; no log-likelihood scoring with affine "
+            "debiasing (App. B.1)."
+        ),
     ),
     Metric(
         "clipscore",
@@ -294,6 +385,11 @@ _ALL = (
         "image",
         "human",
         "100 x max(cosine of the image and its prompt, 0).",
+        source="CLIPScore (Hessel et al., 2021)",
+        differs=(
+            "Scaled 100 x max(cos, 0) inside `refine agree`, where Hessel's CLIPScore is 2.5 x "
+            "max(cos, 0): the ranking, and so every rank correlation, is the same."
+        ),
     ),
     Metric(
         "sos",
@@ -308,6 +404,11 @@ _ALL = (
         "Surface over semantics: closer to the culture (positive) or to the prompt's "
         "language (negative).",
         colour="#000000",
+        source="SoS Sec. 4.1",
+        differs=(
+            "The SoS repository publishes no centroid code; this toolkit follows Sec. 4.1. "
+            "Centroids are built per generator, where the paper pools images across models."
+        ),
     ),
 )
 CATALOG: dict[str, Metric] = {m.name: m for m in _ALL}

@@ -1,0 +1,103 @@
+"""The documentation site builds strictly (a broken link fails it), every command of the
+command line has its page made from the command line itself, every catalog metric its
+entry with where it is defined and how it differs, and the README stays one screen long
+and points into the site."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import docs_hooks  # noqa: E402
+
+sys.path.remove(str(ROOT / "tools"))
+
+
+def build(config: Path, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(out)],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    done = build(ROOT / "mkdocs.yml", out)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def test_every_command_has_its_page_saying_what_its_help_says(site):
+    found = docs_hooks.commands()
+    assert len(found) >= 25 and (("run",) in dict(found)) and (("refs", "build") in dict(found))
+    index = (site / "cli" / "index.html").read_text()
+    for path, command in found:
+        page = site / "cli" / "-".join(path) / "index.html"
+        assert page.is_file(), path
+        text = html.unescape(page.read_text())
+        for param in command.params:
+            if not getattr(param, "hidden", False):
+                for flag in [o for o in param.opts if o.startswith("--")]:
+                    assert flag in text, (path, flag)
+        assert f'href="{"-".join(path)}/"' in index, path
+    # the page is what --help prints
+    run = dict(found)[("run",)]
+    help_text = docs_hooks.help_text(("run",), run)
+    page = (site / "cli" / "run" / "index.html").read_text()
+    plain = html.unescape(re.sub(r"<[^>]+>", "", page))  # tags out, then entities
+    assert all(line.strip() in plain for line in help_text.splitlines() if line.strip())
+
+
+def test_every_metric_has_its_entry_with_source_and_differences(site):
+    from metrics.catalog import VARIANTS, metric, names
+
+    page = (site / "metrics" / "index.html").read_text()
+    plain = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page)).split())
+    for name in names():
+        m = metric(name)
+        assert f'id="{name}"' in page, name
+        assert m.source and m.differs, name
+        for said in (m.help, m.source, m.span):
+            assert " ".join(said.replace("`", "").split()) in plain, (name, said)
+    for v in VARIANTS:
+        assert v in plain
+
+
+def test_a_broken_link_fails_the_build(tmp_path):
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    shutil.copytree(
+        ROOT / "tools", tmp_path / "tools", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    page = tmp_path / "docs" / "training.md"
+    page.write_text(page.read_text() + "\nSee [the missing page](nowhere.md).\n")
+    done = build(tmp_path / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode != 0
+    assert "nowhere.md" in done.stderr
+
+
+def test_the_readme_is_one_screen_and_links_into_the_site():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) <= 12_000
+    links = re.findall(r"\]\(([^)]+)\)", readme)
+    assert len(links) >= 10
+    for link in links:
+        if link.startswith("http"):
+            continue
+        assert link.startswith("docs/"), link
+        generated = link in ("docs/cli/index.md",)  # made by the build
+        assert generated or (ROOT / link).is_file(), link
+    assert "./dev refine app" in readme and "./dev test" in readme

@@ -1,0 +1,147 @@
+"""MkDocs hooks: the pages made from the code at every build, so that they cannot drift
+from it (``mkdocs.yml`` names this file under ``hooks``).
+
+* ``cli/``: one page per command of the ``refine`` command line, holding exactly what its
+  ``--help`` prints (from the typer app), and an index of them;
+* ``metrics.md``: the page's own text, with one entry per metric of
+  :mod:`metrics.catalog` (label, direction, range, what it needs, what it means, where it
+  is defined and how this toolkit differs) and per variant, where the page says
+  ``<!-- catalog -->``;
+* ``readme.md``: the repository's README, its links into ``docs/`` made relative to the
+  site, so that the strict build checks them too.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOG_MARK = "<!-- catalog -->"
+
+
+def commands() -> list[tuple[tuple[str, ...], Any]]:
+    """Every command of the ``refine`` command line that runs something: (its words after
+    ``refine``, the click command), in the order ``--help`` lists them."""
+    import typer.main
+
+    from refine.cli import app
+
+    found: list[tuple[tuple[str, ...], Any]] = []
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        if hasattr(command, "list_commands"):  # a group (typer's own click)
+            context = command.context_class(command, info_name="refine")
+            for name in command.list_commands(context):
+                sub = command.get_command(context, name)
+                if sub is not None and not sub.hidden:
+                    walk(sub, (*path, name))
+        else:
+            found.append((path, command))
+
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+def page_name(path: tuple[str, ...]) -> str:
+    """The CLI page of a command: ``cli/refs-build.md``."""
+    return "cli/" + "-".join(path) + ".md"
+
+
+def help_text(path: tuple[str, ...], command: Any) -> str:
+    """What ``refine PATH --help`` prints, at a fixed width."""
+    name = "refine " + " ".join(path)
+    context = command.context_class(
+        command, info_name=name, terminal_width=100, max_content_width=100
+    )
+    return command.get_help(context)
+
+
+def cli_page(path: tuple[str, ...], command: Any) -> str:
+    first = (command.help or "").strip().split("\n\n")[0].replace("\n", " ")
+    return (
+        f"# refine {' '.join(path)}\n\n{first}\n\n"
+        "What `--help` prints (this page is made from the command line itself):\n\n"
+        f"```text\n{help_text(path, command)}\n```\n\n[All commands](index.md)\n"
+    )
+
+
+def cli_index(found: list[tuple[tuple[str, ...], Any]]) -> str:
+    lines = [
+        "# Command line reference",
+        "",
+        "Every command of `refine`, each on a page made from the command line itself at "
+        "every build of these docs, so that it says what `--help` says. How the commands "
+        "fit together is told on the other pages: [getting started](../getting-started.md), "
+        "[refining images](../refining.md), [benchmarks](../benchmarks.md).",
+        "",
+        "| command | what it does |",
+        "|---|---|",
+    ]
+    for path, command in found:
+        first = (command.help or "").strip().split("\n\n")[0].replace("\n", " ")
+        first = first.split(". ")[0].rstrip(".").replace("|", "\\|")
+        link = page_name(path).removeprefix("cli/")
+        lines.append(f"| [`refine {' '.join(path)}`]({link}) | {first} |")
+    return "\n".join(lines) + "\n"
+
+
+def catalog_text() -> str:
+    """One entry per catalog metric and per variant."""
+    from metrics.catalog import VARIANTS, computed, names
+
+    computed_names = {m.name for m in computed("image")}
+    from metrics.catalog import metric
+
+    out = []
+    for name in names():
+        m = metric(name)
+        how = "computed by the assessor" if name in computed_names else "computed by its own code"
+        out += [
+            f"### {m.label} (`{m.name}`) {{ #{m.name} }}",
+            "",
+            f"{m.help}",
+            "",
+            f"- **Direction:** {m.better} is better ({m.arrow})",
+            f"- **Range:** {m.span}",
+            f"- **Level:** per {m.level}; {how}; group `{m.group}`",
+            f"- **Needs:** {', '.join(m.needs) or 'nothing but the images'}",
+            f"- **Defined in:** {m.source}",
+            f"- **Differences:** {m.differs}",
+            "",
+        ]
+    out += [
+        "### Variants",
+        "",
+        "| variant | what it computes | where it is defined |",
+        "|---|---|---|",
+    ]
+    for v in VARIANTS.values():
+        out.append(f"| `{v.name}` | {v.formula} | {v.source} |")
+    return "\n".join(out) + "\n"
+
+
+def readme_page() -> str:
+    """The README, its links into docs/ made relative to the site."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.sub(r"\]\(docs/", "](", text)
+
+
+def on_files(files: Any, config: Any) -> Any:
+    from mkdocs.structure.files import File
+
+    found = commands()
+    for path, command in found:
+        files.append(File.generated(config, page_name(path), content=cli_page(path, command)))
+    files.append(File.generated(config, "cli/index.md", content=cli_index(found)))
+    files.append(File.generated(config, "readme.md", content=readme_page()))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    if page.file.src_uri == "metrics.md":
+        if CATALOG_MARK not in markdown:
+            raise ValueError(f"docs/metrics.md: the mark {CATALOG_MARK} is missing")
+        return markdown.replace(CATALOG_MARK, catalog_text())
+    return markdown
