@@ -424,6 +424,16 @@ CUBE = (
         "prompt",
         "cube",
         "Vendi of the geo-tags per chunk, over its size, averaged.",
+        source=(
+            "CUBE Sec. 5.1 (Vendi of the geo-tags under a hierarchical similarity, normalised by "
+            "the number of images)"
+        ),
+        differs=(
+            "Normalised per chunk of 8 images (the Vendi score over the chunk's size, mean over "
+            "chunks), where the authors' notebook divides the last chunk by 8 even when it is "
+            "smaller and keeps the first 24 of fewer than 32 images: that form is "
+            "cube_diversity_authors. The geo-tags come from the profile's observer."
+        ),
     ),
     Metric(
         "cube_diversity_authors",
@@ -436,6 +446,8 @@ CUBE = (
         "prompt",
         "cube",
         "As CUBE diversity, every chunk divided by the full chunk size.",
+        source="CUBE's notebook cultural_diversity.ipynb (google-deepmind/cube at 132a602)",
+        differs="None: the authors' arithmetic, reported beside cube_diversity.",
     ),
     Metric(
         "tag_vendi",
@@ -448,6 +460,8 @@ CUBE = (
         "prompt",
         "cube",
         "Vendi score of the geo-tags.",
+        source="CUBE Sec. 5.1.1, Eq. 1 (q = 1)",
+        differs="None: every image's tag at once, not per chunk.",
     ),
     Metric(
         "tag_qvendi",
@@ -460,13 +474,28 @@ CUBE = (
         "prompt",
         "cube",
         "tag Vendi times the images' mean quality.",
+        source="CUBE Sec. 5.1.2, Eq. 2 (quality-weighted Vendi)",
+        differs=(
+            "The quality is the judge's probability that the image shows the concept, where CUBE "
+            "uses HPS v2; CUBE's cultural-diversity score, Eq. 3, also divides by the number of "
+            "images, and is not output."
+        ),
     ),
-    replace(CATALOG["vendi"], group="cube", help="Vendi score of the image embeddings."),
+    replace(
+        CATALOG["vendi"],
+        group="cube",
+        help="Vendi score of the image embeddings.",
+        source="Vendi score (Friedman and Dieng, 2023); CUBE Sec. 5.1.1, Eq. 1",
+        differs="None: the cosine kernel of the profile's image embeddings.",
+    ),
     replace(
         CATALOG["qvendi"],
         needs=("image_embedder", "judge", "several images"),
         group="cube",
         help="Vendi score times the images' mean quality.",
+        source="CUBE Sec. 5.1.2, Eq. 2 (quality-weighted Vendi of the image embeddings)",
+        differs="The quality is the judge's probability that the image shows the concept, "
+        "where CUBE uses HPS v2.",
     ),
     Metric(
         "quality",
@@ -479,6 +508,10 @@ CUBE = (
         "image",
         "cube",
         "The judge's probability that the image shows the concept.",
+        source="CUBE Sec. 5.1.2 (the quality s of Eq. 2)",
+        differs=(
+            "The judge's yes-probability that the image shows the concept, where CUBE uses HPS v2."
+        ),
     ),
 )
 
@@ -639,7 +672,7 @@ def label(name: str) -> str:
 def image_extras() -> tuple[str, ...]:
     """The per-image metrics recorded beside AHEaD's: the quality readings and every other
     image metric the catalog computes (one registered since included), in catalog order.
-    Bench rows, bench.json, the leaderboard and ``refine agree`` take these columns when
+    Bench rows, the results record, the leaderboard and ``refine agree`` take these columns when
     they run, so a registered metric reaches them with no other change."""
     return tuple(m.name for m in computed("image") if m.group != "ahead")
 

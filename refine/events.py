@@ -139,8 +139,8 @@ class EntryChanged:
         if self.worker:
             line += (
                 f" [worker {self.worker}: {self.worker_runs} run(s), "
-                f"{self.worker_rounds_per_min or 0:.1f} rounds/min; "
-                f"batch {self.rounds_per_min or 0:.1f} rounds/min]"
+                f"{shown(self.worker_rounds_per_min, '.1f')} rounds/min; "
+                f"batch {shown(self.rounds_per_min, '.1f')} rounds/min]"
             )
         return line
 

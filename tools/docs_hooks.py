@@ -87,30 +87,41 @@ def cli_index(found: list[tuple[tuple[str, ...], Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def metric_entry(m: Any, anchor: str, how: str) -> list[str]:
+    """One metric's entry on the metrics page."""
+    return [
+        f"### {m.label} (`{m.name}`) {{ #{anchor} }}",
+        "",
+        f"{m.help}",
+        "",
+        f"- **Direction:** {m.better} is better ({m.arrow})",
+        f"- **Range:** {m.span}",
+        f"- **Level:** per {m.level}; {how}; group `{m.group}`",
+        f"- **Needs:** {', '.join(m.needs) or 'nothing but the images'}",
+        f"- **Defined in:** {m.source}",
+        f"- **Differences:** {m.differs}",
+        "",
+    ]
+
+
 def catalog_text() -> str:
-    """One entry per catalog metric and per variant."""
-    from metrics.catalog import VARIANTS, computed, names
+    """One entry per catalog metric, per figure of a CUBE concepts run and per variant."""
+    from metrics.catalog import CUBE, VARIANTS, computed, metric, names
 
     computed_names = {m.name for m in computed("image")}
-    from metrics.catalog import metric
-
     out = []
     for name in names():
-        m = metric(name)
         how = "computed by the assessor" if name in computed_names else "computed by its own code"
-        out += [
-            f"### {m.label} (`{m.name}`) {{ #{m.name} }}",
-            "",
-            f"{m.help}",
-            "",
-            f"- **Direction:** {m.better} is better ({m.arrow})",
-            f"- **Range:** {m.span}",
-            f"- **Level:** per {m.level}; {how}; group `{m.group}`",
-            f"- **Needs:** {', '.join(m.needs) or 'nothing but the images'}",
-            f"- **Defined in:** {m.source}",
-            f"- **Differences:** {m.differs}",
-            "",
-        ]
+        out += metric_entry(metric(name), name, how)
+    out += [
+        "### CUBE concepts runs",
+        "",
+        "The figures of `refine bench --concepts` (one per concept and generator), under the "
+        "names its results record and CSV use:",
+        "",
+    ]
+    for m in CUBE:
+        out += metric_entry(m, f"cube-{m.name}", "computed by the concepts task")
     out += [
         "### Variants",
         "",

@@ -100,10 +100,11 @@ def run_task(
 
 class CellTask(Task):
     """A task whose results are cells kept in ``folder`` (see the module docstring).
-    Subclasses give ``form``, ``csv_file``, ``maker``, ``jobs``, ``job_key``, ``reusable``,
-    ``progress``, ``config``, ``summarise``, ``csv_fields`` and ``csv_rows``."""
+    Subclasses give ``form``, ``metrics``, ``csv_file``, ``maker``, ``jobs``, ``job_key``,
+    ``reusable``, ``progress``, ``config``, ``summarise``, ``csv_fields`` and ``csv_rows``."""
 
     form: CellFormat
+    metrics: tuple[str, ...] = ()  # the catalog metrics a cell fills (its outputs)
     csv_file = "rows.csv"
 
     def __init__(self, folder: str | Path, emit: Callable[[str], None] | None = None) -> None:
@@ -156,6 +157,9 @@ class CellTask(Task):
 
     def done(self, job: Any, cell: Cell, worker: str) -> None:
         where = f" [{worker}]" if worker else ""
+        undeclared = sorted(set(cell.outputs) - set(self.metrics))
+        if undeclared:
+            raise ValueError(f"a {self.name} cell fills {undeclared}, not among {self.metrics}")
         with self.lock:
             self.store.append(cell)
             self.finished += 1

@@ -19,7 +19,7 @@ from metrics.catalog import CATALOG, heading_of, label, made_by, names
 from metrics.catalog import computed as computed_metrics
 from metrics.descriptors import DIMENSIONS
 from refine.loop.instructions import NEAR_MARGIN, near_matches
-from refine.numbers import shown
+from refine.numbers import MISSING, shown
 from refine.records import Exaggerated, Match, Round, Run, Scores
 from refine.usage import tokens_text
 
@@ -221,7 +221,12 @@ def decision_text(r: Round) -> str:
 
 def rounds_table(run: Run) -> list[list[object]]:
     """One row per round, in :func:`table_headers` order; the numbers to 3 decimals, as
-    the chart, the checklist and the "so far" line show them."""
+    the chart, the checklist and the "so far" line show them, and the dash where a value
+    is missing (round 0's drift, a quality the judge does not give)."""
+
+    def cell(x: float | None) -> float | str:
+        return MISSING if x is None else round(x, 3)
+
     rows = []
     extras = table_extras()
     for r in run.rounds:
@@ -230,13 +235,13 @@ def rounds_table(run: Run) -> list[list[object]]:
             [
                 r.index,
                 decision_text(r),
-                rounded(s.faith, 3),
-                rounded(s.quality, 3),
-                rounded(s.align, 3),
-                rounded(s.hal, 3),
-                rounded(s.exag, 3),
-                rounded(drift_value(r), 3),
-                *(rounded(s.value(m), 3) for m in extras),
+                cell(s.faith),
+                cell(s.quality),
+                cell(s.align),
+                cell(s.hal),
+                cell(s.exag),
+                cell(drift_value(r)),
+                *(cell(s.value(m)) for m in extras),
                 r.reason,
                 caire_text(r),
                 languages_text(r),

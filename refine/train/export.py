@@ -177,7 +177,7 @@ def export(
                         ),
                         "activity": run.spec.activity,
                         "country": run.references.country,
-                        "faith_gain": (r.best.scores.faith or 0.0) - (parent.scores.faith or 0.0),
+                        "faith_gain": _gain(r.best.scores.faith, parent.scores.faith),
                         "run": run.id,
                     }
                 )
@@ -268,3 +268,9 @@ def _pairs(
     result.splits = {k: len(v) for k, v in rows.items() if v}
     result.taken = sum(result.splits.values())
     return result
+
+
+def _gain(after: float | None, before: float | None) -> float | None:
+    """FAITH gained by an edit; None (null in metadata.jsonl) when either is missing,
+    never a difference with a made-up 0."""
+    return None if after is None or before is None else after - before

@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from refine.cli import main
+from refine.events import EntryChanged
 from refine.harness.tasks.batch import run_batch
 from refine.harness.tasks.batch_specs import open_batch
 from refine.io.store import RunStore
@@ -158,7 +159,14 @@ def test_batch_report_with_a_failed_run(world, backends, options, tmp_path):
     world.fail_edit_of = BLUE
     refiner = Refiner("gemini", backends=backends, backend_options=options)
     batch, store = open_batch(specs, tmp_path / "out", "gemini", backends)
-    batch = run_batch(batch, store, refiner)
+    midway = []
+
+    def on_event(event):  # a report of the batch so far, as the first run ends
+        if isinstance(event, EntryChanged) and event.done == 1:
+            midway.append(Page(write_report(store.dir).read_text()).entries)
+
+    batch = run_batch(batch, store, refiner, on_event=on_event)
+    assert midway == [["finished", "pending"]]
     path = write_report(store.dir)
     html = path.read_text()
     assert self_contained(html)

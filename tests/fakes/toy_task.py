@@ -46,6 +46,7 @@ class ToyTask(CellTask):
     name = "toy"
     what = "the toy folder"
     form = TOY_CELLS
+    metrics = ("vendi", "ddiv")
     csv_file = "toy.csv"
 
     def __init__(self, ks: list[int], folder: str | Path, emit: Callable | None = None) -> None:

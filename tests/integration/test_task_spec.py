@@ -63,3 +63,10 @@ def test_a_record_of_another_task_or_layout_is_refused(tmp_path):
     (tmp_path / "results.json").write_text("[1, 2]")
     with pytest.raises(ResultsError, match="not a results record"):
         Results.read(tmp_path)
+
+
+def test_a_cell_filling_an_undeclared_metric_is_refused(tmp_path):
+    task = ToyTask([2], tmp_path)
+    task.metrics = ("vendi",)  # ddiv left out of the spec
+    with pytest.raises(ValueError, match=r"a toy cell fills \['ddiv'\], not among \('vendi',\)"):
+        run_task(task)

@@ -55,6 +55,8 @@ def test_adapters_show_the_run(world, backends, options, tmp_path):
     quality = TABLE_HEADERS.index("quality ↑")
     # to 3 decimals, as everything else shows them
     assert [row[quality] for row in table] == [round(r.best.scores.quality, 3) for r in run.rounds]
+    # round 0 has no drift: a dash, never a made-up number
+    assert [row[TABLE_HEADERS.index("drift ↓")] for row in table][0] == "\u2013"
     faith = TABLE_HEADERS.index("FAITH ↑")
     assert [row[faith] for row in table] == [round(r.best.scores.faith, 3) for r in run.rounds]
     marks = checklist(run.rounds[0])

@@ -20,6 +20,8 @@ import docs_hooks  # noqa: E402
 
 sys.path.remove(str(ROOT / "tools"))
 
+pytestmark = pytest.mark.slow  # mkdocs builds in processes of their own
+
 
 def build(config: Path, out: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -61,7 +63,7 @@ def test_every_command_has_its_page_saying_what_its_help_says(site):
 
 
 def test_every_metric_has_its_entry_with_source_and_differences(site):
-    from metrics.catalog import VARIANTS, metric, names
+    from metrics.catalog import CUBE, VARIANTS, metric, names
 
     page = (site / "metrics" / "index.html").read_text()
     plain = " ".join(html.unescape(re.sub(r"<[^>]+>", "", page)).split())
@@ -71,6 +73,10 @@ def test_every_metric_has_its_entry_with_source_and_differences(site):
         assert m.source and m.differs, name
         for said in (m.help, m.source, m.span):
             assert " ".join(said.replace("`", "").split()) in plain, (name, said)
+    for m in CUBE:  # a concepts run's figures
+        assert f'id="cube-{m.name}"' in page, m.name
+        assert m.source and m.differs, m.name
+        assert " ".join(m.source.replace("`", "").split()) in plain, m.name
     for v in VARIANTS:
         assert v in plain
 

@@ -3,10 +3,11 @@
 A batch directory is named after the spec file and a hash of its content
 (``batch-<name>-<sha8>``), so ``--resume`` finds it again. It holds ``batch.json`` (every
 entry's status, run directory, FAITH before and after, error) written atomically after
-every change, ``runs/<run id>/`` per run, and at its end (or on Ctrl-C) the results record
-``results.json`` (:mod:`refine.harness.results`: the summary, one cell per entry) with
-``runs.csv``, which the batch's report reads. A failing run is recorded as failed and the
-batch goes on; a killed batch resumes its unfinished runs where they stopped.
+every change, ``runs/<run id>/`` per run, and the results record ``results.json``
+(:mod:`refine.harness.results`: the summary, one cell per entry) with ``runs.csv``, written
+as each run ends, at the batch's end and on Ctrl-C, which the batch's report reads. A
+failing run is recorded as failed and the batch goes on; a killed batch resumes its
+unfinished runs where they stopped.
 
 The spec file is read in :mod:`refine.harness.tasks.batch_specs`, an entry's run made in
 :mod:`refine.harness.tasks.batch_runs`, the record kept in
@@ -146,6 +147,7 @@ class BatchTask(Task):
     def _ended(self, i: int, entry: BatchEntry, worker: str, run: Run | None) -> None:
         with self.lock:
             self.store.save(self.batch)
+            self.publish()  # a report of the batch so far reads it
             self.count += 1
             event = entry_ended(i, entry, self.count, self.total)
             if worker and run is not None:  # a Ray worker: who made it, and how fast

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from metrics.catalog import HEADLINE, label
+from metrics.catalog import BENCH_PROMPT, HEADLINE, label
 from refine.harness.cells import Cell
 from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
 from refine.harness.results import Results
@@ -42,6 +42,7 @@ class BenchTask(CellTask):
     name = "bench"
     what = "the bench folder (--out)"
     form = BENCH_CELLS
+    metrics = BENCH_PROMPT  # per image: the images' records (BENCH_IMAGE and the extras)
 
     def __init__(
         self,

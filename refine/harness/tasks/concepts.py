@@ -152,6 +152,7 @@ class ConceptsTask(CellTask):
     name = "concepts"
     what = "the concepts folder (--out)"
     form = CONCEPT_CELLS
+    metrics = FIGURES
     csv_file = "concept_rows.csv"
 
     def __init__(

@@ -22,9 +22,10 @@ def batch_record(batch_dir: Path) -> Results:
         if (batch_dir / "results.json").is_file():
             raise
         raise ResultsError(
-            f"{batch_dir}: no results record yet (written by an earlier version, or the "
-            f"batch has not ended); `refine batch SPEC --out {batch_dir.parent} --resume` "
-            "writes it without making a finished run again"
+            f"{batch_dir}: no results record yet (a folder of an earlier version, or no run "
+            "of the batch has ended); once a run ends there is one, and for an earlier "
+            f"folder `refine batch SPEC --out {batch_dir.parent} --resume` writes it "
+            "without making a finished run again"
         ) from err
 
 

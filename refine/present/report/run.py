@@ -11,9 +11,10 @@ from typing import Any
 
 from metrics.catalog import CATALOG, label
 from refine.io.store import RunStore
+from refine.numbers import MISSING
 from refine.present import views
 from refine.present.charts import line_chart
-from refine.present.html import document, escape, image_tag, num
+from refine.present.html import document, escape, image_tag, num, raw
 from refine.records import LanguageImage, Round, Run
 from refine.usage import tokens_text
 
@@ -147,7 +148,9 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         )
     drift = r.best.drift
     drift_cells = (
-        f"<td>{drift.value:.3f}</td><td>{drift.ssim:.3f}</td>" if drift else "<td>-</td><td>-</td>"
+        f"<td>{drift.value:.3f}</td><td>{drift.ssim:.3f}</td>"
+        if drift
+        else f"<td>{MISSING}</td><td>{MISSING}</td>"
     )
     parent = "" if r.parent is None else f" from round {r.parent}"
     by = r.instruction_source + (f", {r.instruction_model}" if r.instruction_model else "")
@@ -168,8 +171,8 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         "<table><tr><th>FAITH</th><th>quality</th><th>ALIGN</th><th>HAL</th><th>EXAG</th>"
         '<th title="1 - cosine to the parent image: 0 the same picture, 2 the opposite">'
         f"drift</th><th>SSIM</th>{extra_heads}</tr>"
-        f'<tr class="scores" data-faith="{num(s.faith, 6)}" '
-        f'data-quality="{num(s.quality, 6)}"><td>{num(s.faith)}</td>'
+        f'<tr class="scores" data-faith="{raw(s.faith)}" '
+        f'data-quality="{raw(s.quality)}"><td>{num(s.faith)}</td>'
         f'<td title="{escape(_quality_title(s))}">{num(s.quality)}</td>'
         f"<td>{num(s.align)}</td><td>{num(s.hal)}</td><td>{num(s.exag)}</td>"
         f"{drift_cells}{extra_cells}</tr></table>"
