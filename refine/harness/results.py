@@ -41,6 +41,20 @@ class Results:
     csv: str | None = None  # the CSV beside it, by file name
     schema: int = SCHEMA
 
+    @classmethod
+    def made(
+        cls,
+        task: str,
+        config: dict[str, Any],
+        summary: dict[str, Any],
+        cells: list[dict[str, Any]],
+        csv: str,
+    ) -> Results:
+        """A task's record as it ends, with the versions of the packages installed here."""
+        from refine.usage import package_versions
+
+        return cls(task, config, summary, cells, package_versions(), csv)
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 

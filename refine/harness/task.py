@@ -169,20 +169,13 @@ class CellTask(Task):
 
     def end(self, made_with: Any) -> Results:
         """The results record of the plan's cells, written with the CSV beside it."""
-        from refine.usage import package_versions
 
         kept = latest(c for c in self.store.cells() if self.reusable(c, made_with))
         cells = [kept[key] for key in map(self.job_key, self.jobs()) if key in kept]
         summary = self.summarise(cells, made_with)
         lines = [c.record() for c in cells]
-        results = Results(
-            task=self.name,
-            config=self.config(made_with),
-            summary=summary,
-            cells=[{k: v for k, v in line.items() if k not in self.form.bulky} for line in lines],
-            packages=package_versions(),
-            csv=self.csv_file,
-        )
+        kept = [{k: v for k, v in line.items() if k not in self.form.bulky} for line in lines]
+        results = Results.made(self.name, self.config(made_with), summary, kept, self.csv_file)
         rows = [row for line in lines for row in self.csv_rows(line)]
         results = publish(self.store.dir, results, self.csv_fields(), rows)
         self.emit(f"written: {self.store.dir / RESULTS}, {self.csv_file}")

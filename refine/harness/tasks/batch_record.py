@@ -184,7 +184,6 @@ def batch_results(batch: Batch) -> tuple[Results, list[dict[str, Any]]]:
     """The batch's results record and its CSV rows: its summary, with FAITH at round 0,
     at the best round and their difference over the finished runs (means and 95%
     bootstrap intervals), and one cell per entry."""
-    from refine.usage import package_versions
 
     rows = [entry_row(e) for e in batch.entries]
     finished = [r for r in rows if r["status"] == "finished"]
@@ -199,15 +198,7 @@ def batch_results(batch: Batch) -> tuple[Results, list[dict[str, Any]]]:
         "profile": batch.profile,
         "backends": batch.backends,
     }
-    results = Results(
-        task="batch",
-        config=config,
-        summary=summary,
-        cells=rows,
-        packages=package_versions(),
-        csv="runs.csv",
-    )
-    return results, rows
+    return Results.made("batch", config, summary, rows, "runs.csv"), rows
 
 
 def _stat(values: list[float | None]) -> dict[str, Any]:

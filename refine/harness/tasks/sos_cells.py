@@ -141,7 +141,6 @@ def bank_results(manifest: dict[str, Any]) -> tuple[Results, tuple[str, ...], li
     """The bank's results record (its settings and grid; per cell its prompts, images and
     embeddings file), the CSV's columns and its rows (one per cell, counts of prompts and
     images)."""
-    from refine.usage import package_versions
 
     cells = [
         {
@@ -171,12 +170,4 @@ def bank_results(manifest: dict[str, Any]) -> tuple[Results, tuple[str, ...], li
         }
         for c in cells
     ]
-    results = Results(
-        task="sos-bank",
-        config=config,
-        summary=summary,
-        cells=cells,
-        packages=package_versions(),
-        csv="bank_cells.csv",
-    )
-    return results, BANK_FIELDS, rows
+    return Results.made("sos-bank", config, summary, cells, "bank_cells.csv"), BANK_FIELDS, rows
