@@ -179,7 +179,7 @@ _ALL = (
         compute=quality_of,
         reads=("quality_ratings",),
         source=(
-            "VIEScore's perceptual quality (Ku et al., 2024); CUBE Eq. 3 weighs diversity by a "
+            "VIEScore's perceptual quality (Ku et al., 2024); CUBE Eq. 2-3 weigh diversity by a "
             "quality"
         ),
         differs=(
