@@ -24,6 +24,7 @@ from refine.cli.agree_cmd import agree_cmd
 from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
 from refine.cli.bench_cmd import bench_cmd
 from refine.cli.caire_cmd import caire_app
+from refine.cli.data_cmd import data_app
 from refine.cli.expectations_cmd import expectations_app
 from refine.cli.export_cmd import export_cmd
 from refine.cli.inputs import UserInputError
@@ -50,7 +51,8 @@ app = typer.Typer(
         "'models download' fetches a profile's weights ahead of time; 'calibrate-tau' sets the "
         "match threshold for an observer from real photos; "
         "'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
-        "from JSON and .npy files; 'backends' lists the model backends that can be named."
+        "from JSON and .npy files; 'data fetch ahead' downloads the AHEaD paper's data; "
+        "'backends' lists the model backends that can be named."
     ),
     no_args_is_help=True,
     rich_markup_mode=None,
@@ -62,6 +64,7 @@ app.add_typer(refs_app, name="refs")
 app.add_typer(caire_app, name="caire")
 app.add_typer(sos_app, name="sos")
 app.add_typer(expectations_app, name="expectations")
+app.add_typer(data_app, name="data")
 app.command("run")(run_cmd)
 app.command("batch")(batch_cmd)
 app.command("score")(score_cmd)

@@ -13,7 +13,7 @@ import typer
 from refine import settings
 from refine.cli.inputs import UserInputError, reference_images_option, with_settings
 from refine.evaluate.reference_source import ReferenceSource
-from refine.evaluate.references import ReferenceNotFound, load_pack
+from refine.evaluate.references import ReferenceNotFound
 from refine.evaluate.refs_build import LLMCache, build_references, models_for, save_built
 from refine.events import RunStarted, StepDone
 from refine.io.store import RunStore
@@ -147,9 +147,12 @@ def resolve_references(activity: str, country: str, profile: str, build: bool):
 def refs_list(
     country: str = typer.Option(None, "--country", help="Only this country."),
 ) -> None:
-    """List the activities of the bundled pack (marked * where descriptors exist)."""
+    """List the CULTIVate activities (marked * where reference descriptors exist), and
+    where each country's descriptors come from: the bundled pack, or a pack of the data
+    directory (`refine data fetch ahead` fetches the paper's for all 16 countries)."""
+    from refine.evaluate.reference_source import catalog
 
-    pack = load_pack()
+    pack, origin = catalog()
     keys = list(pack.countries)
     if country:
         key = pack.country_key(country)
@@ -158,7 +161,13 @@ def refs_list(
         keys = [key]
     for key in keys:
         acts = pack.countries[key]["activities"]
-        typer.echo(f"{key}:")
+        where = origin.get(key)
+        said = (
+            f"descriptors from {'the bundled pack' if where == 'bundled' else where}"
+            if where
+            else "no descriptors: `refine data fetch ahead` or `refine refs build`"
+        )
+        typer.echo(f"{key} ({said}):")
         for phrase, entry in sorted(acts.items()):
             typer.echo(f"  {'*' if entry.get('descriptors') else ' '} {phrase}")
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from refine.evaluate.references import ReferenceNotFound, find_references
+from refine.evaluate.references import Pack, ReferenceNotFound, find_references
 from refine.records import ReferencePack
 
 ORDER = ("visitor", "shared", "data", "bundled", "built", "new")
@@ -43,6 +43,49 @@ def data_dir() -> Path:
 
     env = os.environ.get("REFINE_DATA_DIR")
     return Path(env) if env else cache_dir() / "data"
+
+
+def data_packs(data: Path | None = None) -> list[Path]:
+    """The descriptor packs of the data directory (``packs/*.json``), in the order looked."""
+    folder = (data if data is not None else data_dir()) / "packs"
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+def catalog(data: Path | None = None) -> tuple[Pack, dict[str, str]]:
+    """The activities a user's machine knows: the bundled catalog, each activity's
+    descriptors and stereotype candidates taken from the first pack of the data directory
+    that has descriptors for it (as :class:`ReferenceSource` finds them), else the bundled
+    ones; and per country where its descriptors come from (a data pack's file name, or
+    ``bundled``; no entry for a country with none)."""
+    import copy
+
+    from refine.evaluate.references import load_pack
+
+    bundled = load_pack()
+    countries = copy.deepcopy(bundled.countries)
+    origin: dict[str, str] = {
+        k: "bundled"
+        for k, c in countries.items()
+        if any(a.get("descriptors") for a in c["activities"].values())
+    }
+    for path in reversed(data_packs(data)):  # the first pack wins: applied last
+        try:
+            pack = load_pack(str(path))
+        except ValueError:
+            continue
+        for name, entry in pack.countries.items():
+            key = bundled.country_key(name)
+            if key is None:
+                continue
+            mine = countries[key]["activities"]
+            took = False
+            for phrase, act in entry.get("activities", {}).items():
+                if act.get("descriptors") and phrase in mine:
+                    mine[phrase] = {**mine[phrase], **act}
+                    took = True
+            if took:
+                origin[key] = path.name
+    return Pack(bundled.name, bundled.source, countries, bundled.path), origin
 
 
 @dataclass(frozen=True)
@@ -131,8 +174,7 @@ class ReferenceSource:
         return look
 
     def _data_packs(self, activity: str, country: str):
-        folder = (self.data or Path()) / "packs"
-        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        for path in data_packs(self.data or Path()):
             try:
                 return find_references(activity, country, str(path)), str(path)
             except ReferenceNotFound:

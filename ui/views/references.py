@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metrics.descriptors import DIMENSIONS
-from refine.evaluate.reference_source import WORDS
-from refine.evaluate.references import load_pack
+from refine.evaluate.reference_source import WORDS, catalog
 from refine.service import RunService, ServiceBusy, phrase
 from ui.line import IN_LINE
 from ui.safe import error, md_text
@@ -27,10 +26,10 @@ REMOVE = "Remove the clicked row"
 
 
 def ready_activities(country: str | None) -> list[str]:
-    """The activities of ``country`` that the bundled pack holds references for; for a
-    country with none, all its activities (their references are built first, with
-    `refine refs build`); empty for a country the pack lacks."""
-    pack = load_pack()
+    """The activities of ``country`` that the bundled pack or a pack of the data directory
+    holds references for; for a country with none, all its activities (their references
+    are built first, with `refine refs build`); empty for a country the catalog lacks."""
+    pack, _ = catalog()
     key = pack.country_key(country or "")
     if key is None:
         return []

@@ -7,7 +7,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from refine.evaluate.references import load_pack, suggest
+from refine.evaluate.reference_source import catalog
+from refine.evaluate.references import suggest
 from refine.harness.generators import parse_generator
 
 
@@ -40,7 +41,7 @@ class BenchPlan:
 def activity_category(activity: str, country: str) -> str | None:
     """The CULTIVate category of an activity of a country in the bundled pack."""
 
-    entry = load_pack().countries.get(country, {}).get("activities", {}).get(activity) or {}
+    entry = catalog()[0].countries.get(country, {}).get("activities", {}).get(activity) or {}
     return entry.get("category")
 
 
@@ -51,13 +52,14 @@ def plan_prompts(
     seed: int = 42,
     categories: Sequence[str] = (),
 ) -> list[tuple[str, str]]:
-    """(activity, country) pairs the bundled pack holds reference descriptors for: of the
+    """(activity, country) pairs with reference descriptors (the bundled pack's, or those
+    of a pack of the data directory: :func:`refine.evaluate.reference_source.catalog`): of the
     countries named (default: every country with descriptors), the activities named
     (default: all of them) in the CULTIVate categories named (eating, greeting, dancing,
     concert, game, celebration, religious, wedding, funeral; default: all), then
     ``sample`` of each country's drawn with ``seed``."""
 
-    pack = load_pack()
+    pack = catalog()[0]
     known = {
         str(e.get("category", "")).casefold()
         for c in pack.countries.values()

@@ -1,0 +1,80 @@
+"""``refine data fetch ahead``: the AHEaD paper's data, downloaded from its authors'
+repository into the data directory (:mod:`refine.evaluate.paper_data`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from refine.cli.inputs import UserInputError
+from refine.evaluate.paper_data import SOURCE, FetchError, fetch_ahead
+from refine.evaluate.reference_source import data_dir as default_data_dir
+from refine.settings import split_list
+
+data_app = typer.Typer(
+    help="Data the papers published, fetched from their authors' repositories.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+fetch_app = typer.Typer(
+    help="Download a paper's data into the data directory.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+data_app.add_typer(fetch_app, name="fetch")
+
+
+@fetch_app.command("ahead")
+def fetch_ahead_cmd(
+    countries: str = typer.Option(
+        "", "--countries", help="Comma-separated CULTIVate countries (default: all 16)."
+    ),
+    source: str = typer.Option(
+        SOURCE, "--from", help="The repository's data folder (a mirror's address)."
+    ),
+    data_dir: Path = typer.Option(
+        None,
+        "--data-dir",
+        help="Where the files go (default: $REFINE_DATA_DIR, else data in the cache folder).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print what was fetched as JSON."),
+) -> None:
+    """Download the AHEaD paper's reference descriptors for the countries asked, its
+    stereotype candidates and its photo manifest from the authors' repository (GitHub
+    sinamalakouti/AHEaD, data commit 38b80ef), and write the pack every command then finds
+    the countries' references in. That repository has no licence file: the data is
+    downloaded at your request, kept in the data directory, and never shipped with the
+    toolkit. A second fetch downloads only what is missing."""
+    folder = data_dir or default_data_dir()
+
+    def say(line: str) -> None:
+        if not as_json:
+            typer.echo(line, err=True)
+
+    try:
+        done = fetch_ahead(folder, split_list(countries), source, emit=say)
+    except FetchError as err:
+        raise UserInputError(str(err)) from err
+    if as_json:
+        doc = {
+            "folder": str(done.folder),
+            "pack": str(done.pack),
+            "countries": done.countries,
+            "activities_with_descriptors": done.activities,
+            "downloaded": done.downloaded,
+            "already_there": done.kept,
+            "failed": done.failed,
+        }
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    typer.echo(
+        f"{len(done.countries)} countries, {done.activities} activities with reference "
+        f"descriptors: {done.pack}"
+    )
+    typer.echo(f"{len(done.downloaded)} file(s) downloaded, {len(done.kept)} already there")
+    for url, why in done.failed.items():
+        typer.echo(f"not fetched: {url} ({why})")
+    if done.failed:
+        raise typer.Exit(1)

@@ -1,0 +1,226 @@
+"""The AHEaD paper's data, fetched from its authors' repository at the user's request.
+
+``refine data fetch ahead`` downloads, from GitHub ``sinamalakouti/AHEaD`` at the data
+commit :data:`COMMIT` (raw files under ``data/culturebench/``, or the same layout under
+``--from URL``: a mirror, or the tests' stand-in server):
+
+* the refined reference descriptors of the countries asked (default all 16 of CULTIVate),
+  the set the bundled six come from (:data:`DESCRIPTORS`);
+* the stereotype candidates per country and per subactivity;
+* the manifest of the real photos the paper used (``gt_images/top_5_gt_metadata.csv``).
+
+The files go to the data directory (``--data-dir``, else ``$REFINE_DATA_DIR``, else
+``data`` in the cache folder: :func:`refine.evaluate.reference_source.data_dir`), under
+``ahead/<commit>/`` in the repository's own layout, with ``source.json`` (the address,
+the commit and every file's sha256). They never go into the package or a repository: the
+authors' repository has no licence file, so the toolkit fetches at the user's request and
+says so. From them a pack is written to ``packs/ahead.json``: the bundled catalog, every
+activity joined to its descriptors by country, category and subactivity, which the
+reference source's ``data`` place finds before the bundled pack. A second fetch downloads
+only what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+COMMIT = "38b80ef90f27d0c3d9803845945814b0c1664ac1"
+SOURCE = f"https://raw.githubusercontent.com/sinamalakouti/AHEaD/{COMMIT}/data/culturebench"
+DESCRIPTORS = (
+    "llm_descriptors_proposer/gpt-4o/refiner/proposers_gemini-2.5-flash_gpt-4o/"
+    "{slug}_descriptors.json"
+)
+DIMENSIONS = ("setting", "objects", "attire", "interaction", "spatial")  # AHEaD's five
+COUNTRY_CANDIDATES = "exaggeration_candidates/country_steorotype_candidates.json"
+SUBACTIVITY_CANDIDATES = "subactivity_steorotype_candidates.json"
+PHOTO_MANIFEST = "gt_images/top_5_gt_metadata.csv"
+PACK = "ahead.json"
+NOTICE = (
+    "the AHEaD authors' data (GitHub sinamalakouti/AHEaD, commit 38b80ef), downloaded at "
+    "your request: that repository has no licence file, so it is not shipped with the toolkit"
+)
+TRIES = 3  # a download is tried this many times, waiting 1 s, then 2 s, between tries
+
+
+class FetchError(ValueError):
+    """A fetch that cannot be done; the message names what and what to do."""
+
+
+@dataclass
+class Fetched:
+    """What a fetch did: the files downloaded and those already there, the countries whose
+    descriptors it has, what could not be downloaded (address: reason), and the pack."""
+
+    folder: Path
+    downloaded: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    countries: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    pack: Path | None = None
+    activities: int = 0  # activities of the pack with descriptors
+
+
+def country_slug(country: str) -> str:
+    """The file name part of a country upstream: ``south_africa``."""
+    return country.lower().replace(" ", "_")
+
+
+def fetch_ahead(
+    data_dir: str | Path,
+    countries: Sequence[str] = (),
+    base_url: str = SOURCE,
+    emit: Callable[[str], None] | None = None,
+) -> Fetched:
+    """Download the paper's data for ``countries`` (names of the bundled pack, default all)
+    into ``data_dir`` and write the pack; raises FetchError naming an unknown country or
+    a fetch that got no descriptors at all."""
+    from refine.evaluate.references import load_pack, suggest
+
+    emit = emit or (lambda line: None)
+    bundled = load_pack()
+    names = []
+    for name in countries:
+        key = bundled.country_key(name)
+        if key is None:
+            hint = suggest(name, list(bundled.countries))
+            raise FetchError(
+                f"--countries: no CULTIVate country {name!r}{hint} "
+                f"(countries: {', '.join(bundled.countries)})"
+            )
+        names.append(key)
+    names = names or list(bundled.countries)
+    folder = Path(data_dir) / "ahead" / COMMIT
+    done = Fetched(folder)
+    emit(f"fetching {NOTICE}, into {folder}")
+    wanted = [COUNTRY_CANDIDATES, SUBACTIVITY_CANDIDATES, PHOTO_MANIFEST]
+    wanted += [DESCRIPTORS.format(slug=country_slug(c)) for c in names]
+    base = base_url.rstrip("/")
+    for n, rel in enumerate(wanted, 1):
+        target = folder / rel
+        if target.is_file():
+            done.kept.append(rel)
+            continue
+        url = f"{base}/{rel}"
+        try:
+            _download(url, target)
+        except OSError as err:
+            done.failed[url] = str(err)
+            emit(f"[{n}/{len(wanted)}] not fetched: {url} ({err})")
+            continue
+        done.downloaded.append(rel)
+        emit(f"[{n}/{len(wanted)}] {rel}")
+    done.countries = [
+        c for c in names if (folder / DESCRIPTORS.format(slug=country_slug(c))).is_file()
+    ]
+    if not done.countries:
+        raise FetchError(
+            f"no reference descriptors could be fetched from {base} "
+            f"({len(done.failed)} download(s) failed; the first: "
+            f"{next(iter(done.failed.values()), 'none')}); check the address (--from) and "
+            "the network"
+        )
+    _write_source(folder, base, done)
+    done.pack, done.activities = write_pack(folder, Path(data_dir) / "packs" / PACK)
+    emit(
+        f"pack: {done.pack} ({done.activities} activities with descriptors, "
+        f"{len(done.countries)} countries)"
+    )
+    return done
+
+
+def _download(url: str, target: Path) -> None:
+    """``url`` to ``target``, written atomically; tried :data:`TRIES` times for a network
+    error or a server error, once for a missing file (OSError saying why)."""
+    from refine.io.files import atomic_write
+
+    for attempt in range(TRIES):
+        try:
+            with urllib.request.urlopen(url, timeout=30) as answer:
+                data = answer.read()
+            break
+        except urllib.error.HTTPError as err:
+            if err.code < 500 or attempt == TRIES - 1:
+                raise OSError(f"HTTP {err.code} {err.reason}") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
+            if attempt == TRIES - 1:
+                raise OSError(getattr(err, "reason", None) or str(err)) from None
+        time.sleep(2**attempt)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(target, lambda tmp: tmp.write_bytes(data))
+
+
+def _write_source(folder: Path, base: str, done: Fetched) -> None:
+    from refine.io.files import atomic_write_json
+
+    files = {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "source.json"
+    }
+    atomic_write_json(
+        folder / "source.json",
+        {"source": base, "commit": COMMIT, "notice": NOTICE, "sha256": files},
+    )
+
+
+def write_pack(folder: Path, out: Path) -> tuple[Path, int]:
+    """The pack of the fetched data: the bundled catalog, each activity of a fetched
+    country joined to its descriptors by category and subactivity, and the fetched
+    stereotype candidates; returns its path and the activities with descriptors."""
+    from refine.evaluate.references import load_pack
+    from refine.io.files import atomic_write_json
+
+    bundled = load_pack()
+    country_stereo = _json(folder / COUNTRY_CANDIDATES) or {}
+    sub_stereo = _json(folder / SUBACTIVITY_CANDIDATES) or {}
+    countries: dict[str, Any] = {}
+    with_refs = 0
+    for name, entry in bundled.countries.items():
+        refs = _json(folder / DESCRIPTORS.format(slug=country_slug(name)))
+        if refs is None:
+            continue
+        upstream = name.upper().replace(" ", "_")
+        activities = {}
+        for phrase, act in entry["activities"].items():
+            category, sub = act.get("category"), act.get("subactivity")
+            raw = (refs.get(category) or {}).get(sub) or {}
+            descriptors = {
+                d: [t["token"].strip() for t in raw.get(d, []) if t.get("token")]
+                for d in DIMENSIONS
+            }
+            has = any(descriptors.values())
+            with_refs += has
+            activities[phrase] = {
+                **act,
+                "descriptors": descriptors if has else None,
+                "stereotypes": (
+                    (sub_stereo.get(upstream) or {}).get(category, {}).get(sub)
+                    or act.get("stereotypes", [])
+                ),
+            }
+        countries[name] = {
+            "stereotypes": country_stereo.get(upstream) or entry.get("stereotypes", []),
+            "activities": activities,
+        }
+    pack = {
+        "name": "ahead",
+        "source": f"fetched: {NOTICE}",
+        "dimensions": list(DIMENSIONS),
+        "countries": countries,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out, pack)
+    load_pack.cache_clear()  # read again, as written
+    return out, with_refs
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None

@@ -1,0 +1,133 @@
+"""`refine data fetch ahead` against a stand-in of the authors' repository: the files land
+in the data directory with their sha256, the pack joins every activity to its descriptors
+by category and subactivity, the reference source then finds the fetched countries, a
+second fetch downloads nothing, and what cannot be fetched is named."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+
+import pytest
+
+from refine.cli import main
+from refine.evaluate import paper_data
+from refine.evaluate.paper_data import (
+    COMMIT,
+    COUNTRY_CANDIDATES,
+    DESCRIPTORS,
+    PHOTO_MANIFEST,
+    SUBACTIVITY_CANDIDATES,
+    FetchError,
+    fetch_ahead,
+)
+from refine.evaluate.reference_source import ReferenceSource
+from refine.evaluate.references import load_pack
+from tests.fakes.file_server import FileServer
+
+
+def upstream(root, countries=("Brazil", "Iran")):
+    """The repository's data folder for ``countries``, in its own layout and format."""
+    pack = load_pack()
+    for name in countries:
+        refs: dict = {}
+        for act in pack.countries[name]["activities"].values():
+            cat, sub = act["category"], act["subactivity"]
+            refs.setdefault(cat, {})[sub] = {
+                dim: [{"token": f"{name} {sub} {dim} {i}", "style": "neutral"} for i in range(2)]
+                for dim in (*paper_data.DIMENSIONS, "people")
+            }
+        path = root / DESCRIPTORS.format(slug=name.lower())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(refs))
+    keys = {n: n.upper().replace(" ", "_") for n in countries}
+    (root / COUNTRY_CANDIDATES).parent.mkdir(parents=True, exist_ok=True)
+    (root / COUNTRY_CANDIDATES).write_text(
+        json.dumps({k: [f"{n} stereotype {i}" for i in range(3)] for n, k in keys.items()})
+    )
+    (root / SUBACTIVITY_CANDIDATES).write_text(json.dumps({}))
+    (root / PHOTO_MANIFEST).parent.mkdir(parents=True, exist_ok=True)
+    with (root / PHOTO_MANIFEST).open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["file_path", "image_url", "country", "activity", "sub_activity"])
+        writer.writerow(["a.jpg", "http://example.invalid/a.jpg", "BRAZIL", "eating", "eating"])
+
+
+def test_fetch_writes_the_data_and_a_pack_the_references_come_from(tmp_path, capsys):
+    upstream(tmp_path / "repo")
+    data = tmp_path / "data"
+    with FileServer(tmp_path / "repo") as server:
+        with pytest.raises(SystemExit) as done:
+            main(["data", "fetch", "ahead", "--countries", "Brazil,Iran", "--from", server.url,
+                  "--data-dir", str(data), "--json"])  # fmt: skip
+        assert done.value.code in (0, None)
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["countries"] == ["Brazil", "Iran"] and doc["failed"] == {}
+        assert len(doc["downloaded"]) == 5 and len(server.requests) == 5
+        # every file's sha256 beside them, with the commit
+        folder = data / "ahead" / COMMIT
+        source = json.loads((folder / "source.json").read_text())
+        assert source["commit"] == COMMIT and len(source["sha256"]) == 5
+        for rel, digest in source["sha256"].items():
+            assert hashlib.sha256((folder / rel).read_bytes()).hexdigest() == digest
+        # Brazil's references now come from the fetched pack, five dimensions, tokens only
+        found = ReferenceSource(data=data, bundled="cultivate").find("people eating food", "Brazil")
+        assert found.origin == "data" and found.where.endswith("packs/ahead.json")
+        refs = found.pack.descriptors
+        assert refs["setting"] == ["Brazil eating setting 0", "Brazil eating setting 1"]
+        assert "people" not in refs  # the paper's five dimensions only
+        pack = json.loads((data / "packs" / "ahead.json").read_text())
+        assert set(pack["countries"]) == {"Brazil", "Iran"}
+        assert pack["countries"]["Brazil"]["stereotypes"] == [
+            f"Brazil stereotype {i}" for i in range(3)
+        ]
+        # a second fetch downloads nothing
+        fetch_ahead(data, ["Brazil", "Iran"], server.url)
+        assert len(server.requests) == 5
+
+
+def test_what_cannot_be_fetched_is_named_and_retries_wait(tmp_path, monkeypatch):
+    upstream(tmp_path / "repo", countries=("Brazil",))
+    waits: list[float] = []
+    monkeypatch.setattr(paper_data.time, "sleep", waits.append)
+    brazil = DESCRIPTORS.format(slug="brazil")
+    with FileServer(tmp_path / "repo", busy={brazil: 2}) as server:
+        done = fetch_ahead(tmp_path / "d", ["Brazil", "Spain"], server.url)
+        assert server.requests.count(brazil) == 3 and waits == [1, 2]  # busy twice, then got
+        assert done.countries == ["Brazil"]
+        ((url, why),) = done.failed.items()
+        assert url.endswith(DESCRIPTORS.format(slug="spain")) and "HTTP 404" in why
+        with pytest.raises(FetchError, match="no reference descriptors could be fetched"):
+            fetch_ahead(tmp_path / "e", ["Spain"], server.url)
+    with pytest.raises(FetchError, match="no CULTIVate country 'Brasil'; did you mean 'Brazil'"):
+        fetch_ahead(tmp_path / "f", ["Brasil"], "http://127.0.0.1:9")
+
+
+def test_every_command_finds_the_fetched_countries(tmp_path, monkeypatch, capsys):
+    from refine.evaluate.reference_source import catalog
+    from refine.harness.tasks.bench_plan import plan_prompts
+    from ui.views.references import ready_activities
+
+    upstream(tmp_path / "repo", countries=("Brazil",))
+    data = tmp_path / "data"
+    monkeypatch.setenv("REFINE_DATA_DIR", str(data))
+    # before: Brazil has no descriptors anywhere
+    assert plan_prompts(["Iran"]) and not catalog()[1].get("Brazil")
+    assert plan_prompts(["Brazil"]) == []
+    with FileServer(tmp_path / "repo") as server:
+        fetch_ahead(data, ["Brazil"], server.url)
+    pack, origin = catalog()
+    assert origin["Brazil"] == "ahead.json" and origin["Iran"] == "bundled"
+    brazil = pack.countries["Brazil"]["activities"]
+    assert all(a["descriptors"] for a in brazil.values())
+    # a bench plans Brazil's prompts, the app lists its activities as ready
+    assert set(plan_prompts(["Brazil"])) == {(a, "Brazil") for a in brazil}
+    assert ready_activities("Brazil") == sorted(brazil)
+    # refs list says where each country's descriptors come from
+    with pytest.raises(SystemExit):
+        main(["refs", "list"])
+    out = capsys.readouterr().out
+    assert "Brazil (descriptors from ahead.json):" in out
+    assert "Iran (descriptors from the bundled pack):" in out
+    assert "Spain (no descriptors: `refine data fetch ahead` or `refine refs build`):" in out

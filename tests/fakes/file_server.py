@@ -1,0 +1,61 @@
+"""A stand-in file server on 127.0.0.1 (a repository's raw files, a mirror): it serves a
+folder's files by path, answers 404 for what it does not hold, and can answer 503 a given
+number of times first, so that retries are seen. Every request is recorded."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+
+class FileServer:
+    def __init__(self, root: Path, busy: dict[str, int] | None = None) -> None:
+        self.root = Path(root)
+        self.busy = dict(busy or {})  # path -> 503 answers before the file
+        self.requests: list[str] = []
+        self.server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> FileServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_GET(self):
+                server.answer(self)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        assert self.server is not None
+        self.server.shutdown()
+        self.server.server_close()
+
+    def answer(self, handler: BaseHTTPRequestHandler) -> None:
+        path = unquote(urlparse(handler.path).path).lstrip("/")
+        self.requests.append(path)
+        if self.busy.get(path, 0) > 0:
+            self.busy[path] -= 1
+            handler.send_error(503, "busy")
+            return
+        file = (self.root / path).resolve()
+        if not file.is_file() or self.root.resolve() not in file.parents:
+            handler.send_error(404, "Not Found")
+            return
+        data = file.read_bytes()
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
