@@ -39,6 +39,12 @@ def fetch_ahead_cmd(
         "--data-dir",
         help="Where the files go (default: $REFINE_DATA_DIR, else data in the cache folder).",
     ),
+    photos: bool = typer.Option(
+        False,
+        "--photos",
+        help="Also download the real photos the manifest lists (third-party addresses; "
+        "many are gone, and the report lists them).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print what was fetched as JSON."),
 ) -> None:
     """Download the AHEaD paper's reference descriptors for the countries asked, its
@@ -46,7 +52,9 @@ def fetch_ahead_cmd(
     sinamalakouti/AHEaD, data commit 38b80ef), and write the pack every command then finds
     the countries' references in. That repository has no licence file: the data is
     downloaded at your request, kept in the data directory, and never shipped with the
-    toolkit. A second fetch downloads only what is missing."""
+    toolkit. A second fetch downloads only what is missing. --photos also downloads the
+    photos, 8 at a time, keeping only those that decode as images, with their sha256 in
+    photos.json and the dead links with their reasons in report.json."""
     folder = data_dir or default_data_dir()
 
     def say(line: str) -> None:
@@ -54,7 +62,7 @@ def fetch_ahead_cmd(
             typer.echo(line, err=True)
 
     try:
-        done = fetch_ahead(folder, split_list(countries), source, emit=say)
+        done = fetch_ahead(folder, split_list(countries), source, emit=say, photos=photos)
     except FetchError as err:
         raise UserInputError(str(err)) from err
     if as_json:
@@ -67,6 +75,14 @@ def fetch_ahead_cmd(
             "already_there": done.kept,
             "failed": done.failed,
         }
+        if done.photos is not None:
+            doc["photos"] = {
+                "folder": str(done.photos.folder),
+                "downloaded": done.photos.downloaded,
+                "already_there": done.photos.kept,
+                "dead": len(done.photos.dead),
+                "rows_joining_no_activity": len(done.photos.unjoined),
+            }
         typer.echo(json.dumps(doc, indent=2))
         return
     typer.echo(
@@ -76,5 +92,12 @@ def fetch_ahead_cmd(
     typer.echo(f"{len(done.downloaded)} file(s) downloaded, {len(done.kept)} already there")
     for url, why in done.failed.items():
         typer.echo(f"not fetched: {url} ({why})")
+    if done.photos is not None:
+        p = done.photos
+        typer.echo(
+            f"photos: {p.downloaded} downloaded, {p.kept} already there, {len(p.dead)} dead "
+            f"link(s), {len(p.unjoined)} manifest row(s) joining no activity: "
+            f"{p.folder / 'report.json'}"
+        )
     if done.failed:
         raise typer.Exit(1)

@@ -66,6 +66,7 @@ class Fetched:
     failed: dict[str, str] = field(default_factory=dict)
     pack: Path | None = None
     activities: int = 0  # activities of the pack with descriptors
+    photos: Any = None  # refine.evaluate.paper_photos.Photos, with --photos
 
 
 def country_slug(country: str) -> str:
@@ -78,10 +79,12 @@ def fetch_ahead(
     countries: Sequence[str] = (),
     base_url: str = SOURCE,
     emit: Callable[[str], None] | None = None,
+    photos: bool = False,
 ) -> Fetched:
     """Download the paper's data for ``countries`` (names of the bundled pack, default all)
-    into ``data_dir`` and write the pack; raises FetchError naming an unknown country or
-    a fetch that got no descriptors at all."""
+    into ``data_dir`` and write the pack; with ``photos``, also the real photos its
+    manifest lists (:mod:`refine.evaluate.paper_photos`). Raises FetchError naming an
+    unknown country or a fetch that got no descriptors at all."""
     from refine.evaluate.references import load_pack, suggest
 
     emit = emit or (lambda line: None)
@@ -133,6 +136,14 @@ def fetch_ahead(
         f"pack: {done.pack} ({done.activities} activities with descriptors, "
         f"{len(done.countries)} countries)"
     )
+    if photos:
+        from refine.evaluate.paper_photos import fetch_photos
+
+        if not (folder / PHOTO_MANIFEST).is_file():
+            raise FetchError(f"--photos: the photo manifest {PHOTO_MANIFEST} was not fetched")
+        done.photos = fetch_photos(
+            folder / "photos", folder / PHOTO_MANIFEST, names, bundled, COMMIT, emit
+        )
     return done
 
 

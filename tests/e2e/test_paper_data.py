@@ -131,3 +131,68 @@ def test_every_command_finds_the_fetched_countries(tmp_path, monkeypatch, capsys
     assert "Brazil (descriptors from ahead.json):" in out
     assert "Iran (descriptors from the bundled pack):" in out
     assert "Spain (no descriptors: `refine data fetch ahead` or `refine refs build`):" in out
+
+
+def png(colour) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), colour).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_photos_kept_only_when_images_with_dead_links_reported(tmp_path, monkeypatch):
+    from refine.evaluate import paper_photos
+
+    monkeypatch.setattr(paper_photos.time, "sleep", lambda s: None)
+    repo = tmp_path / "repo"
+    upstream(repo, countries=("Brazil",))
+    web = repo / "web"
+    web.mkdir()
+    for name, colour in (("a.png", (200, 0, 0)), ("b.png", (0, 200, 0)), ("c.png", (0, 0, 200))):
+        (web / name).write_bytes(png(colour))
+    (web / "page.png").write_text("<html>gone</html>")
+    with FileServer(repo, busy={"web/c.png": 2}) as server:
+        rows = [
+            ("web/a.png", "BRAZIL", "eating", "eating"),
+            ("web/b.png", "BRAZIL", "eating", "eating"),
+            ("web/c.png", "BRAZIL", "eating", "eating"),  # busy twice, then there
+            ("web/missing.png", "BRAZIL", "eating", "eating"),  # 404
+            ("web/page.png", "BRAZIL", "eating", "eating"),  # not an image
+            ("web/a.png", "BRAZIL", "knitting", "knitting"),  # joins no activity
+            ("web/a.png", "IRAN", "eating", "eating"),  # a country not asked
+        ]
+        with (repo / PHOTO_MANIFEST).open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["file_path", "image_url", "country", "activity", "sub_activity"])
+            for path, country, act, sub in rows:
+                writer.writerow([path, f"{server.url}/{path}", country, act, sub])
+        done = fetch_ahead(tmp_path / "d", ["Brazil"], server.url, photos=True).photos
+        assert (done.downloaded, done.kept) == (3, 0)
+        assert sorted(d["reason"] for d in done.dead) == [
+            "HTTP 404 Not Found",
+            "not an image (UnidentifiedImageError)",
+        ]
+        assert [r["activity"] for r in done.unjoined] == ["knitting"]
+        phrase = next(
+            p
+            for p, a in load_pack().countries["Brazil"]["activities"].items()
+            if (a["category"], a["subactivity"]) == ("eating", "eating")
+        )
+        assert done.found == {"Brazil": {phrase: 3}}
+        kept = json.loads((done.folder / "photos.json").read_text())
+        assert kept["commit"] == COMMIT and len(kept["files"]) == 3
+        for rel, entry in kept["files"].items():
+            data = (done.folder / rel).read_bytes()
+            assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+            assert data == (web / entry["url"].rsplit("/", 1)[1]).read_bytes()
+        report = json.loads((done.folder / "report.json").read_text())
+        assert report["found"] == {"Brazil": {phrase: 3}} and len(report["dead"]) == 2
+        # a second fetch asks only for what is missing
+        before = list(server.requests)
+        again = fetch_ahead(tmp_path / "d", ["Brazil"], server.url, photos=True).photos
+        asked = server.requests[len(before) :]
+        assert sorted(asked) == ["web/missing.png", "web/page.png"]
+        assert (again.downloaded, again.kept) == (0, 3)
