@@ -154,10 +154,11 @@ def test_photos_kept_only_when_images_with_dead_links_reported(tmp_path, monkeyp
     for name, colour in (("a.png", (200, 0, 0)), ("b.png", (0, 200, 0)), ("c.png", (0, 0, 200))):
         (web / name).write_bytes(png(colour))
     (web / "page.png").write_text("<html>gone</html>")
-    with FileServer(repo, busy={"web/c.png": 2}) as server:
+    moved = {"web/old-b.png": "web/b.png"}  # a link that moved: followed
+    with FileServer(repo, busy={"web/c.png": 2}, moved=moved) as server:
         rows = [
             ("web/a.png", "BRAZIL", "eating", "eating"),
-            ("web/b.png", "BRAZIL", "eating", "eating"),
+            ("web/old-b.png", "BRAZIL", "eating", "eating"),
             ("web/c.png", "BRAZIL", "eating", "eating"),  # busy twice, then there
             ("web/missing.png", "BRAZIL", "eating", "eating"),  # 404
             ("web/page.png", "BRAZIL", "eating", "eating"),  # not an image
@@ -187,7 +188,8 @@ def test_photos_kept_only_when_images_with_dead_links_reported(tmp_path, monkeyp
         for rel, entry in kept["files"].items():
             data = (done.folder / rel).read_bytes()
             assert hashlib.sha256(data).hexdigest() == entry["sha256"]
-            assert data == (web / entry["url"].rsplit("/", 1)[1]).read_bytes()
+            name = entry["url"].rsplit("/", 1)[1].removeprefix("old-")
+            assert data == (web / name).read_bytes()
         report = json.loads((done.folder / "report.json").read_text())
         assert report["found"] == {"Brazil": {phrase: 3}} and len(report["dead"]) == 2
         # a second fetch asks only for what is missing
@@ -196,3 +198,29 @@ def test_photos_kept_only_when_images_with_dead_links_reported(tmp_path, monkeyp
         asked = server.requests[len(before) :]
         assert sorted(asked) == ["web/missing.png", "web/page.png"]
         assert (again.downloaded, again.kept) == (0, 3)
+
+
+def test_a_run_for_a_country_outside_the_bundled_six_uses_the_fetched_references(
+    world, siglip_path, tmp_path, monkeypatch
+):
+    from tests.e2e.test_cli_run import cli
+
+    upstream(tmp_path / "repo", countries=("Brazil",))
+    data = tmp_path / "data"
+    monkeypatch.setenv("REFINE_DATA_DIR", str(data))
+    act = "people eating food at home"
+    args = ["run", act, "--country", "Brazil", "--out", str(tmp_path / "runs"), "--rounds", "0"]
+    args += ["--backend", f"image_embedder=siglip:{siglip_path}", "--json"]
+    before = cli(*args)
+    assert before.returncode == 2 and "refine refs build" in before.stderr
+    with FileServer(tmp_path / "repo") as server:
+        fetch_ahead(data, ["Brazil"], server.url)
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["references"]["country"] == "Brazil"
+    setting = record["references"]["descriptors"]["setting"]
+    entry = load_pack().countries["Brazil"]["activities"][act]
+    assert setting == [f"Brazil {entry['subactivity']} setting {i}" for i in range(2)]
+    assert record["references"]["source"].startswith("ahead pack (ahead.json): fetched: ")
+    assert record["rounds"][0]["candidates"][0]["scores"]["values"]["faith"] is not None

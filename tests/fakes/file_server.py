@@ -1,6 +1,7 @@
 """A stand-in file server on 127.0.0.1 (a repository's raw files, a mirror): it serves a
-folder's files by path, answers 404 for what it does not hold, and can answer 503 a given
-number of times first, so that retries are seen. Every request is recorded."""
+folder's files by path, answers 404 for what it does not hold, can answer 503 a given
+number of times first, so that retries are seen, and redirects the paths it is told to.
+Every request is recorded."""
 
 from __future__ import annotations
 
@@ -11,9 +12,15 @@ from urllib.parse import unquote, urlparse
 
 
 class FileServer:
-    def __init__(self, root: Path, busy: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        busy: dict[str, int] | None = None,
+        moved: dict[str, str] | None = None,
+    ) -> None:
         self.root = Path(root)
         self.busy = dict(busy or {})  # path -> 503 answers before the file
+        self.moved = dict(moved or {})  # path -> the path it redirects to (302)
         self.requests: list[str] = []
         self.server: ThreadingHTTPServer | None = None
 
@@ -46,6 +53,11 @@ class FileServer:
     def answer(self, handler: BaseHTTPRequestHandler) -> None:
         path = unquote(urlparse(handler.path).path).lstrip("/")
         self.requests.append(path)
+        if path in self.moved:
+            handler.send_response(302)
+            handler.send_header("Location", f"{self.url}/{self.moved[path]}")
+            handler.end_headers()
+            return
         if self.busy.get(path, 0) > 0:
             self.busy[path] -= 1
             handler.send_error(503, "busy")
