@@ -5,10 +5,11 @@ Every request is recorded."""
 
 from __future__ import annotations
 
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from tests.fakes.serving import close, serve
 
 
 class FileServer:
@@ -30,27 +31,13 @@ class FileServer:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def __enter__(self) -> FileServer:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # quiet
-                pass
-
-            def do_GET(self):
-                server.answer(self)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        ).start()
+        self.server = serve(self.answer)
         return self
 
     def __exit__(self, *exc) -> None:
-        assert self.server is not None
-        self.server.shutdown()
-        self.server.server_close()
+        close(self.server)
 
-    def answer(self, handler: BaseHTTPRequestHandler) -> None:
+    def answer(self, handler: BaseHTTPRequestHandler, body: bool = True) -> None:
         path = unquote(urlparse(handler.path).path).lstrip("/")
         self.requests.append(path)
         if path in self.moved:
@@ -70,4 +57,5 @@ class FileServer:
         handler.send_response(200)
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
-        handler.wfile.write(data)
+        if body:
+            handler.wfile.write(data)

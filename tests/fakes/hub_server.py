@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from tests.fakes.serving import close, serve
 
 COMMIT = "0" * 39 + "1"
 
@@ -31,30 +32,11 @@ class FakeHub:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def start(self) -> FakeHub:
-        hub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # quiet
-                pass
-
-            def do_HEAD(self):
-                hub.answer(self, body=False)
-
-            def do_GET(self):
-                hub.answer(self, body=True)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        # stop() waits for the serving loop's next look: 0.5 s by default, 0.5 s of every
-        # test's teardown
-        threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        ).start()
+        self.server = serve(lambda handler, body: self.answer(handler, body=body))
         return self
 
     def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+        close(self.server)
 
     def files(self, repo: str) -> list[Path]:
         root = self.repos[repo]

@@ -126,6 +126,9 @@ def test_the_activity_list_follows_the_country():
     france = pack.countries[pack.country_key("France")]["activities"]
     assert ready_activities("france") == sorted(france)  # none ready there: all, to build
     assert ready_activities("Atlantis") == []
+    # what a hostile client may send instead of a picked country: nothing, never an error
+    for sent in (None, ["Iran"], 5, {"c": "Iran"}, "Iran" * 100):
+        assert ready_activities(sent) == []
 
 
 def test_the_apps_examples_can_run_from_the_bundled_pack(tmp_path):

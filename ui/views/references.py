@@ -29,8 +29,10 @@ def ready_activities(country: str | None) -> list[str]:
     """The activities of ``country`` that the bundled pack or a pack of the data directory
     holds references for; for a country with none, all its activities (their references
     are built first, with `refine refs build`); empty for a country the catalog lacks."""
+    if not isinstance(country, str) or len(country) > 200:  # what no picker sends
+        return []
     pack, _ = catalog()
-    key = pack.country_key(country or "")
+    key = pack.country_key(country)
     if key is None:
         return []
     acts = pack.countries[key]["activities"]

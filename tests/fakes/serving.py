@@ -1,0 +1,38 @@
+"""What the stand-in servers share: a threaded HTTP server on 127.0.0.1 (a free port),
+quiet, serving on a daemon thread, with GET (and HEAD) answered by a function."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+Answer = Callable[[BaseHTTPRequestHandler, bool], None]  # (request, send the body?)
+
+
+def serve(answer: Answer) -> ThreadingHTTPServer:
+    """A started server whose GET and HEAD requests ``answer`` answers."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # quiet
+            pass
+
+        def do_HEAD(self):
+            answer(self, False)
+
+        def do_GET(self):
+            answer(self, True)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    # shutdown() waits for the serving loop's next look: 0.5 s by default, 0.5 s of every
+    # test's teardown
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    ).start()
+    return server
+
+
+def close(server: ThreadingHTTPServer | None) -> None:
+    if server is not None:
+        server.shutdown()
+        server.server_close()
