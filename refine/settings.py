@@ -393,13 +393,17 @@ def references(
     base_dir: str | Path | None = None,
     find: Callable[[str, str], ReferencePack] | None = None,
 ) -> ReferencePack:
-    """The run's references: a references file when given, else ``find``'s, else the first
-    found in :class:`refine.evaluate.reference_source.ReferenceSource`'s order."""
+    """The run's references: a references file when given (with the photo set of its
+    activity and country, :mod:`refine.evaluate.photo_sets`, when it lists no photos), else
+    ``find``'s, else the first found in
+    :class:`refine.evaluate.reference_source.ReferenceSource`'s order."""
 
     try:
         if refs:
+            from refine.evaluate.photo_sets import with_photo_set
+
             path = _path(refs, Path(base_dir) if base_dir is not None else None)
-            return load_references_file(path, activity, country)
+            return with_photo_set(load_references_file(path, activity, country))
         if find is None:
             from refine.evaluate.reference_source import ReferenceSource
 

@@ -29,6 +29,7 @@ from refine.cli.expectations_cmd import expectations_app
 from refine.cli.export_cmd import export_cmd
 from refine.cli.inputs import UserInputError
 from refine.cli.metrics_cmd import metrics_app
+from refine.cli.photos_cmd import photos_app
 from refine.cli.run_cmd import parse_backends, refs_app, run_cmd
 from refine.cli.sos_cmd import sos_app
 from refine.cli.tau_cmd import calibrate_tau_cmd
@@ -52,6 +53,7 @@ app = typer.Typer(
         "match threshold for an observer from real photos; "
         "'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
         "from JSON and .npy files; 'data fetch ahead' downloads the AHEaD paper's data; "
+        "'photos search' collects real photos of an activity in a country; "
         "'backends' lists the model backends that can be named."
     ),
     no_args_is_help=True,
@@ -65,6 +67,7 @@ app.add_typer(caire_app, name="caire")
 app.add_typer(sos_app, name="sos")
 app.add_typer(expectations_app, name="expectations")
 app.add_typer(data_app, name="data")
+app.add_typer(photos_app, name="photos")
 app.command("run")(run_cmd)
 app.command("batch")(batch_cmd)
 app.command("score")(score_cmd)

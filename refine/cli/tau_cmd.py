@@ -20,6 +20,7 @@ from refine import settings
 from refine.backends.selection import Backends
 from refine.cli.inputs import UserInputError, load_images
 from refine.cli.run_cmd import parse_backends
+from refine.evaluate.photo_sets import find_photo_set
 from refine.io.files import atomic_write_text, image_files
 from refine.profiles import load_profile
 
@@ -40,7 +41,10 @@ def histogram(values: list[float], bins: int = BINS, width: int = 40) -> list[st
 
 def calibrate_tau_cmd(
     images: list[Path] = typer.Argument(
-        ..., help="Real photos of the activity in the country (files or folders)."
+        None,
+        help="Real photos of the activity in the country (files or folders; default: the "
+        "activity's and country's photo set, from refine photos search or refine data fetch "
+        "ahead --photos).",
     ),
     activity: str = typer.Option(..., "--activity", help="What the photos show."),
     country: str = typer.Option(..., "--country", help="Where they were taken."),
@@ -61,16 +65,29 @@ def calibrate_tau_cmd(
     saves a profile that runs with it."""
     import numpy as np
 
-    # a folder stands for the photos in it
-    images = [q for p in images for q in (image_files(p) if p.is_dir() else [p])]
-    if not images:
-        raise UserInputError("IMAGES: no .png, .jpg, .jpeg or .webp photos given")
-    loaded = load_images(images)
     try:
         refs = settings.references(activity, country, refs_file)
     except settings.SettingsError as err:
         where = "--refs" if refs_file else "--activity/--country"
         raise UserInputError(f"{where}: {err.message}") from err
+    photos = ""
+    if images:
+        # a folder stands for the photos in it
+        images = [q for p in images for q in (image_files(p) if p.is_dir() else [p])]
+        if not images:
+            raise UserInputError("IMAGES: no .png, .jpg, .jpeg or .webp photos given")
+    else:
+        found = find_photo_set(refs.activity, refs.country)
+        if found is None:
+            raise UserInputError(
+                f"IMAGES: none given, and no photo set of {refs.activity!r} in {refs.country}: "
+                f'`refine photos search "{refs.activity}" --country {refs.country}`, `refine '
+                "data fetch ahead --photos`, or give the photos"
+            )
+        images, photos = [Path(f) for f in found.files], found.describe()
+        if not as_json:
+            typer.echo(f"{refs.activity} in {refs.country}: {photos}", err=True)
+    loaded = load_images(images)
     try:
         backends = Backends(load_profile(profile), parse_backends(backend))
         base = load_profile(profile)
@@ -100,7 +117,8 @@ def calibrate_tau_cmd(
     observer_name = backends.names.get("observer", "?")
     source = (
         f"refine calibrate-tau: q={q:g} of {len(sims)} best-match similarities on "
-        f"{len(images)} real photos of {refs.activity} in {refs.country}, observer "
+        f"{len(images)} real photos of {refs.activity} in {refs.country}"
+        f"{f' ({photos})' if photos else ''}, observer "
         f"{observer_name}, text embedder {backends.names.get('text_embedder', '?')}, "
         f"{time.strftime('%Y-%m-%d')}"
     )
@@ -119,6 +137,7 @@ def calibrate_tau_cmd(
             "similarities": sims,
             "observer": observer_name,
             "images": [str(p) for p in images],
+            "photo_set": photos or None,
             "profile": str(write) if write else None,
             "html": str(html) if html else None,
         }

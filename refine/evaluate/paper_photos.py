@@ -118,7 +118,7 @@ def fetch_photos(
 
     def one(job: tuple[dict, str, str, Path]) -> None:
         row, country, phrase, target = job
-        why = _fetch_image(row["image_url"], target)
+        why = fetch_image(row["image_url"], target)
         with lock:
             finished[0] += 1
             if why:
@@ -161,7 +161,7 @@ def fetch_photos(
     return done
 
 
-def _fetch_image(url: str, target: Path) -> str | None:
+def fetch_image(url: str, target: Path) -> str | None:
     """Download ``url`` to ``target`` if it is an image: None, or why not."""
     import urllib.error
     import urllib.request

@@ -13,15 +13,19 @@ The order (:data:`ORDER`), first found wins:
 
 A references file given by hand (``--refs``, a batch line's ``refs``) is not looked up: it
 is used as given.
+
+The references found carry the activity's and country's photo set as their reference
+images where the data directory has one (:mod:`refine.evaluate.photo_sets`), and the answer
+says so.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from refine.evaluate.data_dir import data_dir
 from refine.evaluate.references import Pack, ReferenceNotFound, find_references
 from refine.records import ReferencePack
 
@@ -34,15 +38,6 @@ WORDS = {
     "built": "references built earlier with refine refs build",
     "new": "references built now with the profile's language models",
 }
-
-
-def data_dir() -> Path:
-    """``$REFINE_DATA_DIR``, else ``data`` in the cache folder (``$REFINE_CACHE_DIR``, else
-    ``~/.cache/cultural-refine``)."""
-    from refine.evaluate.refs_build import cache_dir
-
-    env = os.environ.get("REFINE_DATA_DIR")
-    return Path(env) if env else cache_dir() / "data"
 
 
 def data_packs(data: Path | None = None) -> list[Path]:
@@ -95,10 +90,13 @@ class Found:
     pack: ReferencePack
     origin: str
     where: str
+    photos: str = ""  # the photo set's description, when one was given to the references
 
     def describe(self) -> str:
-        """``references: the bundled pack (cultivate.json)``."""
-        return f"references: {WORDS[self.origin]} ({self.where})"
+        """``references: the bundled pack (cultivate.json)``, and the photo set's origin
+        when there is one."""
+        said = f"references: {WORDS[self.origin]} ({self.where})"
+        return f"{said}; {self.photos}" if self.photos else said
 
 
 @dataclass(frozen=True)
@@ -143,11 +141,25 @@ class ReferenceSource:
                 why = why or str(err)
                 continue
             if found is not None:
-                return Found(found[0], origin, found[1])
+                return self._with_photos(Found(found[0], origin, found[1]))
         raise ReferenceNotFound(
             f"{why or f'no references for {activity!r} in {country}'}; or build references "
             f'with language models: `refine refs build "{activity}" --country {country}`'
         )
+
+    def _with_photos(self, found: Found) -> Found:
+        """``found`` with the activity's and country's photo set as its reference images
+        (:mod:`refine.evaluate.photo_sets`), where the data directory has one and the
+        references carry no photos of their own."""
+        if self.data is None or found.pack.reference_images:
+            return found
+        from refine.evaluate.photo_sets import find_photo_set
+
+        seen = find_photo_set(found.pack.activity, found.pack.country, self.data)
+        if seen is None:
+            return found
+        pack = found.pack.model_copy(update={"reference_images": list(seen.files)})
+        return Found(pack, found.origin, found.where, seen.describe())
 
     def _places(self) -> Iterator[tuple[str, Callable]]:
         if self.visitor is not None and self.visitor != self.shared:

@@ -34,6 +34,21 @@ def upstream(root, countries=("Brazil", "Iran")):
         refs: dict = {}
         for act in pack.countries[name]["activities"].values():
             cat, sub = act["category"], act["subactivity"]
+            real = act.get("descriptors")
+            if real:
+                # a bundled country's real descriptors (the bundled pack was built from the
+                # authors' files, ../shared/anchors/ahead), back in the upstream records
+                refs.setdefault(cat, {})[sub] = {
+                    **{
+                        dim: [
+                            {"token": t, "style": "traditional", "necessity": "essential"}
+                            for t in real.get(dim, [])
+                        ]
+                        for dim in paper_data.DIMENSIONS
+                    },
+                    "people": [{"token": "a family", "style": "neutral", "necessity": "optional"}],
+                }
+                continue
             refs.setdefault(cat, {})[sub] = {
                 dim: [{"token": f"{name} {sub} {dim} {i}", "style": "neutral"} for i in range(2)]
                 for dim in (*paper_data.DIMENSIONS, "people")
@@ -79,6 +94,12 @@ def test_fetch_writes_the_data_and_a_pack_the_references_come_from(tmp_path, cap
         assert "people" not in refs  # the paper's five dimensions only
         pack = json.loads((data / "packs" / "ahead.json").read_text())
         assert set(pack["countries"]) == {"Brazil", "Iran"}
+        # Iran, fetched in the authors' format, gives back the bundled descriptors exactly
+        bundled = load_pack().countries["Iran"]["activities"]
+        fetched = pack["countries"]["Iran"]["activities"]
+        assert {k: a["descriptors"] for k, a in fetched.items() if a.get("descriptors")} == {
+            k: a["descriptors"] for k, a in bundled.items() if a.get("descriptors")
+        }
         assert pack["countries"]["Brazil"]["stereotypes"] == [
             f"Brazil stereotype {i}" for i in range(3)
         ]
@@ -198,6 +219,14 @@ def test_photos_kept_only_when_images_with_dead_links_reported(tmp_path, monkeyp
         asked = server.requests[len(before) :]
         assert sorted(asked) == ["web/missing.png", "web/page.png"]
         assert (again.downloaded, again.kept) == (0, 3)
+    # the activity's photo set: the paper's photos that were kept, found by activity and
+    # country alone
+    from refine.evaluate.photo_sets import find_photo_set
+
+    found = find_photo_set(phrase, "Brazil", tmp_path / "d")
+    assert found.origin == "fetched" and len(found.files) == 3
+    assert sorted(found.files) == sorted(str((done.folder / r).resolve()) for r in kept["files"])
+    assert find_photo_set(phrase, "Iran", tmp_path / "d") is None
 
 
 def test_a_run_for_a_country_outside_the_bundled_six_uses_the_fetched_references(

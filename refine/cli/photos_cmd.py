@@ -1,0 +1,135 @@
+"""``refine photos``: the real photos of an activity in a country that EXAG is measured
+against (:mod:`refine.evaluate.photo_sets`), searched on Wikimedia Commons
+(:mod:`refine.evaluate.commons`) or shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from refine.cli.inputs import UserInputError
+from refine.evaluate import commons
+
+photos_app = typer.Typer(
+    help="Real photos of an activity in a country, the set EXAG measures stereotypes against.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def _data_dir_option() -> typer.models.OptionInfo:
+    return typer.Option(
+        None,
+        "--data-dir",
+        help="The data directory (default: $REFINE_DATA_DIR, else data in the cache folder).",
+    )
+
+
+@photos_app.command("search")
+def photos_search(
+    activity: str = typer.Argument(..., help='An activity, e.g. "people eating food".'),
+    country: str = typer.Option(..., "--country", help="A country, e.g. Brazil."),
+    source: str = typer.Option(
+        commons.API, "--from", help="Wikimedia Commons' API address (a mirror's, or a stand-in)."
+    ),
+    language: str = typer.Option(
+        None,
+        "--language",
+        help="The language of the second query (default: the one the AHEaD manifest used for "
+        "the country, else its most widely spoken; English: one query only).",
+    ),
+    query: str = typer.Option(
+        None, "--query", help='The English query (default: "ACTIVITY COUNTRY").'
+    ),
+    keep: int = typer.Option(commons.KEEP, "--keep", min=1, max=50, help="Photos kept."),
+    per_query: int = typer.Option(
+        commons.PER_QUERY, "--per-query", min=1, max=50, help="Results taken per query."
+    ),
+    profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
+    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+    data_dir: Path = _data_dir_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the set as JSON."),
+) -> None:
+    """Collect real photos of ACTIVITY in the country from Wikimedia Commons, as the AHEaD
+    paper did with Google: one query in English and one in the country's language (the
+    profile's language model translates), every result scored by CLIPScore against "A
+    photorealistic photo of ACTIVITY in COUNTRY." on the profile's image embedder, the top
+    --keep kept with each one's licence, author and page. run, score, bench, batch, the app
+    and calibrate-tau then use them for that activity and country with no file list."""
+    from refine.backends.selection import Backends
+    from refine.cli.run_cmd import parse_backends
+    from refine.profiles import load_profile
+
+    if not activity.strip() or not country.strip():
+        raise UserInputError("give an ACTIVITY and a --country")
+    try:
+        backends = Backends(load_profile(profile), parse_backends(backend))
+    except ValueError as err:
+        raise UserInputError(f"--profile/--backend: {err}") from err
+
+    class LazyLanguageModel:  # loaded only when a translation is asked for
+        def complete_json(self, prompt, schema):
+            return backends.get("llm").complete_json(prompt, schema)
+
+    def say(line: str) -> None:
+        if not as_json:
+            typer.echo(line, err=True)
+
+    try:
+        found = commons.search_photos(
+            activity.strip(),
+            country.strip(),
+            LazyLanguageModel(),
+            backends.get("image_embedder"),
+            api=source,
+            data=data_dir,
+            language=language,
+            english_query=query,
+            keep=keep,
+            per_query=per_query,
+            emit=say,
+        )
+    except commons.SearchError as err:
+        raise UserInputError(str(err)) from err
+    _print(found, as_json)
+
+
+@photos_app.command("show")
+def photos_show(
+    activity: str = typer.Argument(..., help="The activity."),
+    country: str = typer.Option(..., "--country", help="The country."),
+    data_dir: Path = _data_dir_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the set as JSON."),
+) -> None:
+    """Show the photo set the commands use for ACTIVITY in the country, where it comes
+    from, and each photo's licence and author."""
+    from refine.evaluate.photo_sets import find_photo_set
+
+    found = find_photo_set(activity.strip(), country.strip(), data_dir)
+    if found is None:
+        raise UserInputError(
+            f"no photos of {activity!r} in {country}: `refine photos search "
+            f'"{activity}" --country {country}`, or `refine data fetch ahead --photos` for '
+            "the paper's countries"
+        )
+    _print(found, as_json)
+
+
+def _print(found, as_json: bool) -> None:
+    if as_json:
+        doc = {
+            "activity": found.activity,
+            "country": found.country,
+            "origin": found.origin,
+            "record": found.where,
+            "photos": [{**p, "path": f} for p, f in zip(found.photos, found.files, strict=True)],
+        }
+        typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    typer.echo(f"{found.activity} in {found.country}: {found.describe()}")
+    for p, path in zip(found.photos, found.files, strict=True):
+        score = f"CLIPScore {p['clipscore']:.3f} · " if "clipscore" in p else ""
+        who = f"{p['licence']}, {p['author']} · " if "licence" in p else ""
+        typer.echo(f"  {path}\n    {score}{who}{p.get('page') or p.get('url', '')}")

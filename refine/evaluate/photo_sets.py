@@ -1,0 +1,135 @@
+"""One set of real photos per activity and country, found by activity and country alone.
+
+A photo set is what the paper's EXAG (Eq. 3-4) measures a stereotype against: its mean
+image-text score on real photos of the activity in the country. Where it comes from, first
+found wins (:data:`ORDER`):
+
+1. ``given``: a folder a command is given (``--reference-images``), used as it is;
+2. ``searched``: real photos collected with ``refine photos search`` from Wikimedia
+   Commons, each with its licence, author and page, in the data directory under
+   ``photos/<country>/<activity>/`` with ``set.json`` beside them;
+3. ``fetched``: the photos the AHEaD paper used, downloaded with
+   ``refine data fetch ahead --photos`` (``ahead/<commit>/photos/photos.json``).
+
+``run``, ``score``, ``bench``, ``batch``, the app and ``calibrate-tau`` take the set of their
+activity and country with no file list: :func:`with_photo_set` gives references their set.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ORDER = ("given", "searched", "fetched")
+SET_FILE = "set.json"
+WORDS = {
+    "given": "given",
+    "searched": "searched on Wikimedia Commons",
+    "fetched": "from the AHEaD paper's photos",
+}
+
+
+@dataclass(frozen=True)
+class PhotoSet:
+    """Real photos of ``activity`` in ``country``: their files (absolute paths), where the
+    set came from (one of :data:`ORDER`) and its record (a ``set.json``, a ``photos.json``
+    or the folder given), and each photo's details (address, licence, author, score)."""
+
+    activity: str
+    country: str
+    origin: str
+    where: str
+    files: tuple[str, ...]
+    photos: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+    def describe(self) -> str:
+        """``photos: 5 photos searched on Wikimedia Commons (…/set.json)``."""
+        return f"photos: {len(self.files)} {WORDS[self.origin]} ({self.where})"
+
+
+def set_folder(activity: str, country: str, data: Path | None = None) -> Path:
+    """Where ``refine photos search`` keeps the set of ``activity`` in ``country``."""
+    from refine.evaluate.data_dir import data_dir
+    from refine.io.files import slug
+
+    root = data if data is not None else data_dir()
+    return root / "photos" / slug(country, 40) / slug(activity, 80)
+
+
+def searched(activity: str, country: str, data: Path | None = None) -> PhotoSet | None:
+    """The set ``refine photos search`` made for ``activity`` in ``country``, its files
+    that are still there; None when there is none."""
+    folder = set_folder(activity, country, data)
+    record = folder / SET_FILE
+    if not record.is_file():
+        return None
+    try:
+        doc = json.loads(record.read_text(encoding="utf-8"))
+        photos = [p for p in doc.get("photos", []) if (folder / p["file"]).is_file()]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None  # a damaged record is not a set; a new search rewrites it
+    if not photos:
+        return None
+    files = tuple(str((folder / p["file"]).resolve()) for p in photos)
+    return PhotoSet(
+        doc.get("activity", activity),
+        doc.get("country", country),
+        "searched",
+        str(record),
+        files,
+        tuple(photos),
+    )
+
+
+def fetched(activity: str, country: str, data: Path | None = None) -> PhotoSet | None:
+    """The AHEaD paper's photos of ``activity`` in ``country`` that
+    ``refine data fetch ahead --photos`` kept; None when none are there."""
+    from refine.evaluate.data_dir import data_dir
+    from refine.evaluate.paper_data import COMMIT
+
+    folder = (data if data is not None else data_dir()) / "ahead" / COMMIT / "photos"
+    record = folder / "photos.json"
+    if not record.is_file():
+        return None
+    try:
+        files = json.loads(record.read_text(encoding="utf-8")).get("files", {})
+    except ValueError:
+        return None
+    want = (country.casefold(), activity.strip().casefold())
+    photos = [
+        {"file": rel, **meta}
+        for rel, meta in sorted(files.items())
+        if (str(meta.get("country", "")).casefold(), str(meta.get("activity", "")).casefold())
+        == want
+        and (folder / rel).is_file()
+    ]
+    if not photos:
+        return None
+    return PhotoSet(
+        activity,
+        country,
+        "fetched",
+        str(record),
+        tuple(str((folder / p["file"]).resolve()) for p in photos),
+        tuple(photos),
+    )
+
+
+def find_photo_set(activity: str, country: str, data: Path | None = None) -> PhotoSet | None:
+    """The first photo set of ``activity`` in ``country`` in :data:`ORDER` (searched, then
+    fetched: a folder given is not looked up); None when there is none."""
+    return searched(activity, country, data) or fetched(activity, country, data)
+
+
+def with_photo_set(refs: Any, data: Path | None = None) -> Any:
+    """``refs`` (a :class:`refine.records.ReferencePack`) with its activity's and country's
+    photo set as its reference images, unless it has photos already (given by hand, or
+    listed in a references file) or there is no set."""
+    if refs.reference_images:
+        return refs
+    found = find_photo_set(refs.activity, refs.country, data)
+    if found is None:
+        return refs
+    return refs.model_copy(update={"reference_images": list(found.files)})

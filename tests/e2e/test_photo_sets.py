@@ -1,0 +1,222 @@
+"""Real photos for any activity: ``refine photos search`` against a stand-in of Wikimedia
+Commons (queries in English and the country's language, the top 5 by CLIPScore on a tiny
+CLIP, each photo's licence and author kept), and one photo set per activity and country
+that run, score and calibrate-tau pick up with no file list."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from refine.backends import create
+from refine.evaluate import commons
+from refine.evaluate.commons import SearchError, Translation, search_photos
+from refine.evaluate.photo_sets import find_photo_set, set_folder, with_photo_set
+from refine.evaluate.reference_source import ReferenceSource
+from refine.evaluate.references import find_references
+from tests.e2e.test_cli_run import cli
+from tests.fakes.commons_server import CommonsFile, CommonsServer
+from tests.fakes.tiny_models import build_tiny_open_clip
+
+ACT, COUNTRY = "people eating food at home", "Iran"
+ENGLISH = f"{ACT} {COUNTRY}"
+PERSIAN = "خوردن غذا در خانه ایران"
+
+
+@pytest.fixture(scope="module")
+def tiny_clip(tmp_path_factory):
+    return build_tiny_open_clip(tmp_path_factory.mktemp("tiny-clip"))
+
+
+def jpeg(seed: int) -> bytes:
+    """A small photo-like picture, different for every seed."""
+    rng = np.random.default_rng(seed)
+    pixels = rng.integers(0, 255, (24, 32, 3), dtype=np.uint8)
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="JPEG")
+    return out.getvalue()
+
+
+def solid(colour) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (64, 48), colour).save(out, format="PNG")
+    return out.getvalue()
+
+
+class Translator:
+    """The profile's language model, as the search asks it: one JSON answer."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def complete_json(self, prompt, schema):
+        assert schema is Translation
+        self.prompts.append(prompt)
+        return Translation(text=PERSIAN)
+
+
+def commons_files() -> list[CommonsFile]:
+    files = [CommonsFile(f"english{i}.jpg", jpeg(i), (ENGLISH,)) for i in range(7)]
+    files += [
+        CommonsFile(f"persian{i}.jpg", jpeg(100 + i), (PERSIAN,), licence="CC0") for i in range(3)
+    ]
+    # found by both queries: kept once
+    files.append(CommonsFile("both.jpg", jpeg(50), (ENGLISH, PERSIAN)))
+    # not photos: a drawing Commons labels as SVG, and a file that does not decode
+    files.append(CommonsFile("map.svg", b"<svg/>", (ENGLISH,), mime="image/svg+xml"))
+    files.append(CommonsFile("broken.jpg", b"not a picture", (PERSIAN,)))
+    return files
+
+
+def test_search_keeps_the_top_five_by_clipscore_with_their_attribution(tiny_clip, tmp_path):
+    embedder = create("image_embedder", tiny_clip, shared=False, device="cpu")
+    llm = Translator()
+    data = tmp_path / "data"
+    with CommonsServer(commons_files()) as server:
+        found = search_photos(ACT, COUNTRY, llm, embedder, api=server.api, data=data)
+        assert server.searches == [ENGLISH, PERSIAN]
+    # the translation asked for the country's language
+    (asked,) = llm.prompts
+    assert "into Persian" in asked and ENGLISH in asked
+    # every photo that decodes is scored against the paper's English prompt; the top 5
+    # by CLIPScore (2.5 x max(cos, 0)) are kept, best first
+    candidates = [f for f in commons_files() if f.name.endswith(".jpg") and f.name != "broken.jpg"]
+    images = [Image.open(io.BytesIO(f.data)).convert("RGB") for f in candidates]
+    prompt = f"A photorealistic photo of {ACT} in {COUNTRY}."
+    cos = (embedder.encode_images(images) @ embedder.encode_texts([prompt]).T)[:, 0].numpy()
+    order = sorted(range(len(candidates)), key=lambda k: -cos[k])[:5]
+    doc = json.loads((set_folder(ACT, COUNTRY, data) / "set.json").read_text())
+    assert [p["title"] for p in doc["photos"]] == [f"File:{candidates[k].name}" for k in order]
+    # fp32 dot products of 16-wide embeddings: 1e-5 is their rounding
+    np.testing.assert_allclose(
+        [p["clipscore"] for p in doc["photos"]],
+        [2.5 * max(float(cos[k]), 0.0) for k in order],
+        atol=1e-5,
+    )
+    assert doc["considered"] == 11 and doc["prompt"] == prompt
+    assert [d["url"].rsplit("/", 1)[1] for d in doc["dead"]] == ["broken.jpg"]
+    assert "not an image" in doc["dead"][0]["reason"]
+    assert doc["queries"] == [
+        {"language": "English", "text": ENGLISH},
+        {"language": "Persian", "text": PERSIAN},
+    ]
+    # attribution: the licence, the author as text, the page, and which query found it
+    for p in doc["photos"]:
+        name = p["title"].removeprefix("File:")
+        assert p["page"].endswith(f"/wiki/File:{name}")
+        assert p["author"] == "Ana & Co"
+        assert p["licence"] == ("CC0" if name.startswith("persian") else "CC BY-SA 4.0")
+        assert p["query_language"] == ("Persian" if name.startswith("persian") else "English")
+    # the set on disk: the kept files only, and every command's lookup finds it
+    folder = set_folder(ACT, COUNTRY, data)
+    assert sorted(x.name for x in folder.iterdir()) == sorted(
+        [p["file"] for p in doc["photos"]] + ["set.json"]
+    )
+    assert found.origin == "searched" and len(found.files) == 5
+    assert find_photo_set(ACT, COUNTRY, data).files == found.files
+    assert found.describe().startswith("photos: 5 searched on Wikimedia Commons (")
+    # searched again with fewer kept: the set is replaced, nothing of the first is left
+    with CommonsServer(commons_files()) as server:
+        again = search_photos(
+            ACT, COUNTRY, llm, embedder, api=server.api, data=data, language="English", keep=2
+        )
+        assert server.searches == [ENGLISH]  # English: one query, no translation
+    assert len(again.files) == 2 and len(list(folder.iterdir())) == 3
+
+
+def test_what_cannot_be_searched_is_named(tiny_clip, tmp_path):
+    embedder = create("image_embedder", tiny_clip, shared=False, device="cpu")
+    with CommonsServer([]) as server:
+        with pytest.raises(SearchError, match="has no photos for 'people eating food at home"):
+            search_photos(ACT, COUNTRY, Translator(), embedder, api=server.api, data=tmp_path)
+    with pytest.raises(SearchError, match="no language known for 'Atlantis'.*--language"):
+        commons.language_of("Atlantis", tmp_path)
+    with pytest.raises(SearchError, match="cannot reach http://127.0.0.1:9/w/api.php"):
+        commons.query("x", "http://127.0.0.1:9/w/api.php", 5, "English")
+
+
+def test_commands_take_the_photo_set_with_no_file_list(world, tiny_clip, tmp_path, monkeypatch):
+    """score, a references file and calibrate-tau use the searched set of their activity
+    and country; the fake world's judge says yes with 0.9 to red and 0.3 to green, so a red
+    image against a set of green photos has EXAG 0.9 - 0.3."""
+    from tests.e2e.test_tau import photos
+    from tests.fakes.gemini_world import GREEN, RED, YES_LOGPROB
+
+    data = tmp_path / "data"
+    monkeypatch.setenv("REFINE_DATA_DIR", str(data))
+    files = [
+        CommonsFile(f"green{i}.png", solid(GREEN), (ENGLISH,), mime="image/png") for i in range(2)
+    ]
+    with CommonsServer(files) as server:
+        searched = cli(
+            "photos", "search", ACT, "--country", COUNTRY, "--from", server.api,
+            "--language", "English", "--backend", f"image_embedder={tiny_clip}", "--json",
+        )  # fmt: skip
+    assert searched.returncode == 0, searched.stderr
+    doc = json.loads(searched.stdout)
+    assert doc["origin"] == "searched" and len(doc["photos"]) == 2
+    # the reference source gives the references their set, and says so
+    found = ReferenceSource.default().find(ACT, COUNTRY)
+    assert found.pack.reference_images == [p["path"] for p in doc["photos"]]
+    assert "photos: 2 searched on Wikimedia Commons" in found.describe()
+    # score: the paper's EXAG against the set, with no --reference-images
+    image = photos(tmp_path / "gen", RED)[0]
+    done = cli("score", str(image), "--activity", ACT, "--country", COUNTRY, "--json")
+    assert done.returncode == 0, done.stderr
+    scores = json.loads(done.stdout)["images"][0]["scores"]
+    excess = math.exp(YES_LOGPROB[RED]) - math.exp(YES_LOGPROB[GREEN])
+    assert scores["variants"]["exag"] == "exag:ita"
+    assert scores["values"]["exag"] == pytest.approx(excess, abs=1e-6)
+    # a references file that lists no photos gets the set too
+    pack = find_references(ACT, COUNTRY)
+    refs_file = tmp_path / "refs.json"
+    refs_file.write_text(
+        json.dumps({"descriptors": pack.descriptors, "stereotypes": pack.stereotypes})
+    )
+    again = cli(
+        "score", str(image), "--activity", ACT, "--country", COUNTRY, "--refs", str(refs_file),
+        "--json",
+    )  # fmt: skip
+    assert json.loads(again.stdout)["images"][0]["scores"]["values"]["exag"] == pytest.approx(
+        excess, abs=1e-6
+    )
+    # calibrate-tau with no photos named observes the set's
+    tau = cli("calibrate-tau", "--activity", ACT, "--country", COUNTRY, "--json")
+    assert tau.returncode == 0, tau.stderr
+    got = json.loads(tau.stdout)
+    assert got["images"] == [p["path"] for p in doc["photos"]]
+    assert got["photo_set"].startswith("photos: 2 searched on Wikimedia Commons")
+    # photos show lists the set with its attribution
+    shown = cli("photos", "show", ACT, "--country", COUNTRY)
+    assert shown.returncode == 0 and "CC BY-SA 4.0, Ana & Co" in shown.stdout
+    # no set: each command says how to get one
+    none = cli("calibrate-tau", "--activity", "people dancing", "--country", "Iran")
+    assert none.returncode == 2
+    assert "no photo set of 'people dancing' in Iran: `refine photos search" in none.stderr
+    missing = cli("photos", "show", "people dancing", "--country", "Iran")
+    assert missing.returncode == 2 and "refine data fetch ahead --photos" in missing.stderr
+
+
+def test_a_given_folder_wins_over_the_set(tmp_path):
+    """Photos the references carry already (given by hand) are kept; otherwise the set."""
+    from refine.evaluate.photo_sets import SET_FILE
+
+    folder = set_folder(ACT, COUNTRY, tmp_path)
+    folder.mkdir(parents=True)
+    (folder / "a.png").write_bytes(solid((1, 2, 3)))
+    (folder / SET_FILE).write_text(
+        json.dumps({"photos": [{"file": "a.png"}, {"file": "gone.png"}]})
+    )
+    refs = find_references(ACT, COUNTRY)
+    got = with_photo_set(refs, tmp_path)
+    assert got.reference_images == [str((folder / "a.png").resolve())]  # the gone file left out
+    given = refs.model_copy(update={"reference_images": ["/x/mine.png"]})
+    assert with_photo_set(given, tmp_path).reference_images == ["/x/mine.png"]
+    assert with_photo_set(refs, tmp_path / "elsewhere") is refs
+    (folder / SET_FILE).write_text("{not json")
+    assert find_photo_set(ACT, COUNTRY, tmp_path) is None  # a damaged record is no set
