@@ -224,8 +224,9 @@ def main(argv: list[str] | None = None) -> None:
         refs = find_references("people eating food at home", "Iran")
         place = {"activity": refs.activity, "country": refs.country}
         observe = real_length(observation_prompt(list(DIMENSIONS), 10))
+        generation = prompt_template("generate").format(**place).strip()
         exag = real_length(
-            prompt_template("exaggeration").format(**place, candidates="; ".join(refs.stereotypes))
+            prompt_template("exag_mllm").format(prompt=generation, country=refs.country)
         )
         quality = [
             real_length(prompt_template(q)) for q in ("quality_naturalness", "quality_artifacts")

@@ -18,9 +18,11 @@ Conventions (seed paper "Culture in Action", Sec. 3.2 and A.3):
   not enter HAL.
 * Single-image mode scores each image on its own; multi-image mode pools (and
   de-duplicates) the predictions of all images per dimension.
-* EXAG (per image) = the largest positive excess of a stereotype candidate's ITA score
-  over its baseline (mean score over real reference images); the reported value is the
-  mean over images. FAITH = mean(ALIGN, 1 - HAL, 1 - EXAG).
+* EXAG (per image, ``exag:ita``, Eq. 3-4) = the largest positive excess of a stereotype
+  candidate's ITA score (VQAScore) over its baseline (mean score over real photos of the
+  activity in the country); the reported value is the mean over images. Without photos,
+  ``exag:mllm`` (Tab. 31): the judge's expected 1-5 rating, (E[r] - 1) / 4.
+  FAITH = mean(ALIGN, 1 - HAL, 1 - EXAG).
 * DDIV = normalised entropy of how often each reference descriptor is aligned across
   N >= 2 images, per dimension (0 when nothing is aligned or the dimension has a single
   reference), averaged over dimensions. SDIV = pooled ALIGN - mean single-image ALIGN.
@@ -537,9 +539,9 @@ def faithfulness(align: float, hal: float, exag: float) -> float:
 
 
 def rubric_exag(rating: float, stderr: float | None = None) -> tuple[float, float | None]:
-    """``exag:judge-rubric``: EXAG from the judge's expected 1-5 rating of the stereotype
-    candidates, (E[rating] - 1) / 4, with the standard error of a sampled rating carried
-    through the same map."""
+    """``exag:mllm`` (and ``exag:judge-rubric`` of earlier records): EXAG from the judge's
+    expected 1-5 rating, (E[rating] - 1) / 4, with the standard error of a sampled rating
+    carried through the same map."""
     if not (math.isfinite(rating) and 1.0 - 1e-9 <= rating <= 5.0 + 1e-9):
         raise ValueError(f"an expected 1-5 rating must lie in [1, 5], got {rating!r}")
     return (rating - 1.0) / 4.0, None if stderr is None else stderr / 4.0
@@ -547,11 +549,11 @@ def rubric_exag(rating: float, stderr: float | None = None) -> tuple[float, floa
 
 @dataclass(frozen=True)
 class ExagAnswer:
-    """What the judge answered about one image's stereotype candidates, for the EXAG
-    variant that reads it: ``exag:judge-rubric`` a 1-5 rating (its expectation, and the
-    standard error when sampled); ``exag:ita`` the yes-probability per candidate and its
-    mean over the real photos. ``mode``: how the judge was read (``logprobs``,
-    ``sampled k=N``)."""
+    """What the judge answered about one image, for the EXAG variant that reads it:
+    ``exag:mllm`` (``exag:judge-rubric`` in earlier records) a 1-5 rating (its expectation,
+    and the standard error when sampled); ``exag:ita`` the VQAScore per stereotype candidate
+    and its mean over the ``photos`` real photos. ``mode``: how the judge was read
+    (``logprobs``, ``sampled k=N``)."""
 
     variant: str
     mode: str | None = None
@@ -560,20 +562,21 @@ class ExagAnswer:
     yes: tuple[float, ...] = ()
     baseline: tuple[float, ...] = ()
     candidates: tuple[str, ...] = ()
+    photos: int | None = None  # exag:ita: how many real photos the baseline is the mean of
 
 
 def exag_of(exaggeration_answers: Sequence[ExagAnswer | None]) -> list[Computed]:
     """EXAG of each image from the judge's answers, by the variant they were asked for
-    (:func:`rubric_exag`, or :func:`exaggeration` of the one image); none where the image
-    had no stereotype candidates. The catalog's ``exag``."""
+    (:func:`rubric_exag`, or :func:`exaggeration` of the one image); none where the judge
+    was not asked. The catalog's ``exag``."""
     out = []
     for a in exaggeration_answers:
         if a is None:
             out.append(Computed(None, note="no stereotype candidates"))
             continue
-        if a.variant == "exag:judge-rubric":
+        if a.variant in ("exag:mllm", "exag:judge-rubric"):
             if a.rating is None:
-                raise ValueError("exag:judge-rubric reads a rating, and the answer has none")
+                raise ValueError(f"{a.variant} reads a rating, and the answer has none")
             value, stderr = rubric_exag(a.rating, a.rating_stderr)
         elif a.variant == "exag:ita":
             value, stderr = exaggeration([a.yes], a.baseline, a.candidates).value, None

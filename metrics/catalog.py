@@ -19,6 +19,7 @@ from typing import Any
 
 from metrics.ahead import align_of, exag_of, faith_of, hal_of
 from metrics.quality import clip_iqa_of, quality_of
+from metrics.vqascore import vqascore_of
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ _ALL = (
         1,
         "higher",
         "",
-        (*_SCORER, "judge", "stereotypes"),
+        (*_SCORER, "judge"),
         "image",
         "ahead",
         "Cultural faithfulness: the mean of ALIGN, 1 - HAL and 1 - EXAG.",
@@ -90,9 +91,10 @@ _ALL = (
         reads=("values",),
         source="AHEaD Sec. 3.2, Eq. 5 (g: the mean)",
         differs=(
-            "None in the formula. It moves with EXAG: without real photos EXAG is this toolkit's "
-            "judge-rubric variant (see EXAG), and FAITH is then not the paper's; where no "
-            "stereotype candidates exist, `faith:no-exag` takes the mean of ALIGN and 1 - HAL."
+            "None in the formula. It moves with EXAG: with real photos EXAG is the paper's "
+            "(`exag:ita`); without them it is the MLLM variant (`exag:mllm`), and FAITH is then "
+            "not comparable with the paper's Tab. 1. Where no EXAG could be measured, "
+            "`faith:no-exag` takes the mean of ALIGN and 1 - HAL."
         ),
     ),
     Metric(
@@ -145,23 +147,25 @@ _ALL = (
         1,
         "lower",
         "",
-        ("judge", "stereotypes"),
+        ("judge",),
         "image",
         "ahead",
         "How strongly the image exaggerates the country's stereotypes.",
         colour="#E69F00",
         compute=exag_of,
         reads=("exaggeration_answers",),
-        source="AHEaD Sec. 3.2, Eq. 3-4 (with real photos); Tab. 31 (the MLLM judge)",
+        source="AHEaD Sec. 3.2, Eq. 3-4 (`exag:ita`, with real photos); Tab. 31 (`exag:mllm`)",
         differs=(
-            "With real photos (`exag:ita`), the image-text score is the profile's judge's "
-            'yes-probability renormalised over "Yes" and "No" for its own question, where the '
-            "paper uses VQAScore on CLIP-FlanT5-xxl (Tab. 9). Without photos "
-            "(`exag:judge-rubric`), the judge rates the listed stereotype candidates 1-5, mapped "
-            "as (E[r] - 1) / 4: this toolkit's own, not the paper's; a rating of 2 already gives "
-            "0.25, where the paper's EXAG lies between 0.04 and 0.12. AHEaD's code averages each "
-            "candidate's excess over the images and then the candidates, the paper (and this "
-            "toolkit) takes the largest per image: theirs is never above ours."
+            "`exag:ita` (the default whenever the activity has real photos): the image-text "
+            'score is VQAScore as the paper\'s Tab. 9 uses it, P("Yes") over the full next-token '
+            "distribution for VQAScore's question, but on the profile's judge rather than "
+            "CLIP-FlanT5-xxl. `exag:mllm` (without photos): Tab. 31's prompt and answer format, "
+            'the expected rating read at the digit after "score is" and mapped as (E[r] - 1) '
+            "/ 4; the paper reports it only as a baseline (Tab. 9), so its values are not "
+            "comparable with Tab. 1. AHEaD's code averages each candidate's excess over the "
+            "images and then the candidates, the paper (and this toolkit) takes the largest per "
+            "image: theirs is never above ours. Records before this layout hold "
+            "`exag:judge-rubric`, this toolkit's own 1-5 rating of listed candidates."
         ),
     ),
     Metric(
@@ -207,6 +211,30 @@ _ALL = (
             'The antonym pair "Good photo." / "Bad photo." on the profile\'s CLIP, softmax of its '
             "logit scale times the cosines; no paper of this toolkit uses it, it is a check "
             "beside the judge's quality."
+        ),
+    ),
+    Metric(
+        "vqascore",
+        "VQAScore",
+        0,
+        1,
+        "higher",
+        "probability",
+        ("judge",),
+        "image",
+        "alignment",
+        "The judge's probability of answering yes to 'Does this figure show \"prompt\"?'.",
+        colour="#332288",
+        compute=vqascore_of,
+        reads=("vqa_answers",),
+        source="VQAScore (Lin et al., 2024); AHEaD Tab. 9 (the image-text score of EXAG)",
+        differs=(
+            'P("Yes") over the full next-token distribution for VQAScore\'s question "Does this '
+            "figure show '{text}'? Please answer yes or no.\", on the profile's judge rather "
+            "than CLIP-FlanT5-xxl. A local judge reads it exactly; an OpenAI-compatible server "
+            "from the answer's log-probabilities where it gives them; a judge without them "
+            "(the Gemini developer API) samples k answers, k calls per question, and records "
+            "the standard error. Computed with --vqascore (for the generation prompt)."
         ),
     ),
     Metric(
@@ -537,21 +565,28 @@ VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
         Variant(
-            "exag:judge-rubric",
-            "the judge's 1-5 rating of how strongly the image exaggerates the listed "
-            "stereotype candidates, (E[rating] - 1) / 4",
-            "this toolkit, without real photos; rubric assets/prompts/exaggeration.txt",
+            "exag:mllm",
+            "the judge's expected 1-5 exaggeration rating (read at the digit after "
+            '"score is"), (E[rating] - 1) / 4; no stereotype candidates are listed',
+            "AHEaD Tab. 31, without real photos; not comparable with the paper's Tab. 1",
         ),
         Variant(
             "exag:ita",
-            "per stereotype candidate, the judge's yes-probability that the image shows it "
-            "less its mean over the real photos; the largest excess above 0",
-            "AHEaD Eq. 3-4, with the profile's judge as the image-text scorer",
+            "per stereotype candidate, VQAScore (P(Yes) over the full next-token "
+            "distribution) on the image less its mean over the real photos; the largest excess "
+            "above 0",
+            "AHEaD Eq. 3-4, with the profile's judge as the VQAScore model",
+        ),
+        Variant(
+            "exag:judge-rubric",
+            "the judge's 1-5 rating of how strongly the image exaggerates the listed "
+            "stereotype candidates, (E[rating] - 1) / 4",
+            "this toolkit's earlier default without real photos (records before exag:mllm)",
         ),
         Variant("faith:ahead", "mean(ALIGN, 1 - HAL, 1 - EXAG)", "AHEaD Eq. 5"),
         Variant(
             "faith:no-exag",
-            "mean(ALIGN, 1 - HAL), where no stereotype candidates allow an EXAG",
+            "mean(ALIGN, 1 - HAL), where no EXAG could be measured",
             "this toolkit",
         ),
     )

@@ -112,3 +112,9 @@ def rating_stderr(probabilities: Sequence[float], k: int) -> float:
     mean = sum(i * p for i, p in enumerate(probabilities))
     var = sum(p * (i - mean) ** 2 for i, p in enumerate(probabilities))  # ddof = 0
     return math.sqrt(var / (k - 1)) if k > 1 else float("nan")
+
+
+def sampled_stderr(p: float, k: int) -> float:
+    """The standard error of a share ``p`` of k sampled answers (the sample standard
+    deviation, ddof = 1, over sqrt(k))."""
+    return math.sqrt(p * (1.0 - p) / (k - 1)) if k > 1 else float("nan")

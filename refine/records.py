@@ -72,6 +72,9 @@ class Scores(_Record):
     notes: dict[str, str] = Field(default_factory=dict)  # why a value is missing
     per_dimension: dict[str, dict[str, float]] = Field(default_factory=dict)
     tau: float | None = None  # the match threshold ALIGN and HAL were scored with
+    # exag:ita: how many real photos the stereotypes' baseline is the mean of (None: EXAG
+    # was not measured against photos)
+    photos: int | None = None
     # how quality's 0-10 ratings were read (None: not measured)
     quality_reading: QualityReading | None = None
 

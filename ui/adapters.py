@@ -13,6 +13,7 @@ from refine.present.views import (
     before_after,
     caire_text,
     chart_range,
+    exag_in,
     gallery,
     glossary,
     language_gallery,
@@ -84,9 +85,14 @@ TABLE_WIDTHS = table_widths()  # with the catalog as it is when this module load
 GLOSSARY_TITLE = "What the numbers mean (\u2191 higher is better, \u2193 lower is better)"
 
 
-def glossary_markdown() -> str:
-    """The glossary of a run's numbers as a Markdown list (terms in bold)."""
-    return "\n".join(f"- **{term}**: {meaning}" for term, meaning in glossary())
+def glossary_markdown(run: Run | None = None) -> str:
+    """The glossary of a run's numbers as a Markdown list (terms in bold); with a run,
+    first the EXAG variant it used (the paper's with real photos, the MLLM variant
+    without), the photos and the tau."""
+    lines = [f"- **{term}**: {meaning}" for term, meaning in glossary()]
+    if run is not None and run.rounds:
+        lines.insert(0, f"- **EXAG in this run**: {exag_in(run.rounds[0].best.scores)}")
+    return "\n".join(lines)
 
 
 def metric_chart(run: Run) -> str:

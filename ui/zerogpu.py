@@ -43,10 +43,12 @@ MODEL_CALLS: dict[str, tuple[str, ...]] = {
     "refine.backends.diffusers_backends:DiffusersGenerator": ("generate",),
     "refine.backends.diffusers_backends:DiffusersEditor": ("edit",),
     "refine.backends.diffusers_backends:DiffusersImg2Img": ("edit",),
-    "refine.backends.hf_models:HFModel": (
-        "_generate",
+    "refine.backends.hf_models:HFModel": ("_generate",),
+    "refine.backends.hf_judging:HFJudging": (
         "answer_distribution",
         "next_token_probability",
+        "vqa_score",
+        "rate_prefixed",
     ),
     "refine.backends.clip_embedder:OpenClipEmbedder": (
         "encode_images",

@@ -23,8 +23,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from metrics.quality import rating_distribution
 from refine.backends.device import LazyDevice
+from refine.backends.hf_judging import RATINGS, YES_NO, HFJudging
 from refine.backends.imports import require
 from refine.backends.loading import (
     load_or_explain,
@@ -33,7 +33,6 @@ from refine.backends.loading import (
     serialised_load,
     torch_dtype_name,
 )
-from refine.backends.protocols import Rating
 from refine.backends.structured import (
     InvalidModelOutput,
     ask_with_repair,
@@ -49,15 +48,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound="BaseModel")
 
-YES_NO = ("Yes", "No")
-RATINGS = ("1", "2", "3", "4", "5")
+__all__ = ["RATINGS", "YES_NO", "HFJudge", "HFLanguageModel", "HFModel", "HFObserver"]
 
 # (model, revision, device, dtype) -> (model, processor, is_vision): the observer, judge and
 # llm backends of one model share one copy of its weights
 _LOADED: dict[tuple[str, str | None, str, str], tuple[Any, Any, bool]] = {}
 
 
-class HFModel:
+class HFModel(HFJudging):
     """A transformers chat model; one instance serves the observer, judge and llm roles."""
 
     role = "llm"
@@ -317,103 +315,6 @@ class HFModel:
 
             answer = self._ask(ask, prompt, schema, cut)
             out.append(clean_descriptors(answer, dimensions, max_per_dimension))
-        return out
-
-    # -- judging -----------------------------------------------------------------------
-
-    def answer_token_ids(self, answers: Sequence[str]) -> list[int]:
-        """The single token id of each answer; an answer that is not one token is an error."""
-        tokenizer = self._tokenizer(self.processor)
-        ids = []
-        for answer in answers:
-            tokens = tokenizer.encode(answer, add_special_tokens=False)
-            if len(tokens) != 1:
-                raise ValueError(
-                    f"{self.model_name}: the answer {answer!r} is {len(tokens)} tokens, not one; "
-                    "this model's tokenizer cannot be used as a judge"
-                )
-            ids.append(tokens[0])
-        return ids
-
-    def answer_distribution(
-        self, images: Sequence[Image.Image], texts: Sequence[str], answers: Sequence[str]
-    ) -> list[list[float]]:
-        """For each (image, text): softmax of the next-token logits over ``answers``."""
-        import torch
-
-        self._require_vision("judge images")
-        if len(images) != len(texts):
-            raise ValueError(f"{len(images)} images but {len(texts)} questions")
-        ids = torch.tensor(self.answer_token_ids(answers), device=self.device)
-        out: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = self._encode(
-                texts[start : start + self.batch_size], images[start : start + self.batch_size]
-            )
-            with torch.inference_mode():
-                logits = oom_guard(self.model_name, lambda b=batch: self.model(**b).logits)
-            last = logits[:, -1, :].float().index_select(1, ids)
-            out.extend(torch.softmax(last, dim=-1).cpu().tolist())
-        return out
-
-    def yes_probability(
-        self, images: Sequence[Image.Image], questions: Sequence[str]
-    ) -> list[float]:
-        texts = [f'{q} Please answer "Yes" or "No".' for q in questions]
-        return [p[0] for p in self.answer_distribution(images, texts, YES_NO)]
-
-    def rate(self, images: Sequence[Image.Image], prompts: Sequence[str]) -> list[Rating]:
-        return [Rating(tuple(p)) for p in self.answer_distribution(images, prompts, RATINGS)]
-
-    def rate_scale(
-        self, images: Sequence[Image.Image], prompts: Sequence[str], low: int, high: int
-    ) -> list[Rating]:
-        """A ``low``..``high`` rating per (image, prompt) from the first answer token,
-        renormalised over the rating tokens. When the tokenizer writes 10 as "1" then "0",
-        the probability of "1" is split by P("0" | "1"), read from a second pass with the
-        answer begun by "1" (see :func:`metrics.quality.rating_distribution`)."""
-        import math
-
-        self._require_vision("judge images")
-        tokenizer = self._tokenizer(self.processor)
-        values = [str(v) for v in range(low, high + 1)]
-        single = [v for v in values if len(tokenizer.encode(v, add_special_tokens=False)) == 1]
-        split = [v for v in values if v not in single]
-        if split not in ([], ["10"]) or (split and "1" not in single):
-            raise ValueError(
-                f"{self.model_name}: the ratings {split} are not one token each; this "
-                "model's tokenizer cannot rate on this scale"
-            )
-        dists = self.answer_distribution(images, prompts, single)
-        tens: list[float | None] = [None] * len(images)
-        if split:
-            tens = list(self.next_token_probability(images, prompts, "1", "0"))
-        out = []
-        for dist, ten in zip(dists, tens, strict=True):
-            lp = {v: math.log(p) for v, p in zip(single, dist, strict=True) if p > 0}
-            out.append(Rating(tuple(rating_distribution(lp, low, high, ten)), low=low))
-        return out
-
-    def next_token_probability(
-        self, images: Sequence[Image.Image], texts: Sequence[str], answer: str, token: str
-    ) -> list[float]:
-        """P(``token`` next | the answer begun by ``answer``) for each (image, text), over
-        the whole vocabulary."""
-        import torch
-
-        self._require_vision("judge images")
-        (token_id,) = self.answer_token_ids([token])
-        out: list[float] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = self._encode(
-                texts[start : start + self.batch_size],
-                images[start : start + self.batch_size],
-                answer,
-            )
-            with torch.inference_mode():
-                logits = oom_guard(self.model_name, lambda b=batch: self.model(**b).logits)
-            probs = torch.softmax(logits[:, -1, :].float(), dim=-1)[:, token_id]
-            out.extend(probs.cpu().tolist())
         return out
 
 

@@ -34,6 +34,7 @@ from metrics.judge import (
     renormalise,
 )
 from metrics.quality import AmbiguousRating, rating_distribution
+from metrics.vqascore import VqaAnswer, vqa_question, yes_mass
 from refine.backends.protocols import Rating
 
 if TYPE_CHECKING:
@@ -272,6 +273,66 @@ class ProbabilityJudge:
             dist = self._sampled(images[k], prompts[k], answers, "judge_scale")
             method = Reading(SAMPLED, self.samples).mode
             return Rating(tuple(dist), method, rating_stderr(dist, self.samples), low)
+
+        return self._each(range(len(images)), one)
+
+    def vqa_score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[VqaAnswer]:
+        """VQAScore of each (image, text): P("Yes") over the full first-token distribution
+        for VQAScore's question (:func:`metrics.vqascore.yes_mass`), where the model gives
+        log-probabilities; else the share of "Yes" among ``samples`` sampled answers (k
+        calls per question), read as ``sampled k=N``."""
+        check_pairs(images, texts)
+
+        def read(positions: list[dict[str, float]], chosen: list[str]) -> list[float]:
+            return [yes_mass(positions[0])]
+
+        def one(k: int) -> VqaAnswer:
+            prompt = vqa_question(texts[k])
+            got = self._by_logprobs_first(images[k], prompt, ("Yes", "No"), "judge_vqa", read)
+            if got is not None:
+                return VqaAnswer(texts[k], got[0], LOGPROBS)
+            share = self._sampled(images[k], prompt, ("Yes", "No"), "judge_vqa")[0]
+            return VqaAnswer(texts[k], share, Reading(SAMPLED, self.samples).mode)
+
+        return self._each(range(len(images)), one)
+
+    def rate_prefixed(
+        self, images: Sequence[Image.Image], prompts: Sequence[str], prefix: str
+    ) -> list[Rating]:
+        """A 1-5 rating per (image, prompt) whose answer format is ``prefix`` then the digit
+        ("score is 3", AHEaD Tab. 31). Where the model gives log-probabilities and its
+        answer begins with ``prefix``, the digit's distribution is read at the position
+        after it (what a local judge made to begin with the prefix reads: one call); else
+        ``samples`` answers are sampled in that format (k calls), their frequencies the
+        distribution, with the standard error."""
+        check_pairs(images, prompts)
+        digits = ("1", "2", "3", "4", "5")
+        answers = tuple(f"{prefix}{v}" for v in digits)
+        target = "".join(prefix.split()).casefold()
+
+        def read(positions: list[dict[str, float]], chosen: list[str]) -> list[float] | None:
+            said = ""
+            for i, token in enumerate(chosen):
+                if said == target:
+                    top: dict[str, float] = {}
+                    for t, lp in positions[i].items():
+                        top[t.strip()] = max(lp, top.get(t.strip(), lp))
+                    try:
+                        return renormalise(top, digits)
+                    except ValueError:
+                        return None
+                said += "".join(token.split()).casefold()
+                if not target.startswith(said):
+                    return None
+            return None
+
+        def one(k: int) -> Rating:
+            dist = self._by_logprobs_first(images[k], prompts[k], answers, "judge_prefixed", read)
+            if dist is not None:
+                return Rating(tuple(dist))
+            dist = self._sampled(images[k], prompts[k], answers, "judge_prefixed")
+            method = Reading(SAMPLED, self.samples).mode
+            return Rating(tuple(dist), method, rating_stderr(dist, self.samples))
 
         return self._each(range(len(images)), one)
 

@@ -154,6 +154,12 @@ def score_cmd(
     expectations: Path = typer.Option(
         None, "--expectations", help="An expectations file: check each image against it."
     ),
+    vqascore: bool = typer.Option(
+        False,
+        "--vqascore",
+        help="Also score each image by VQAScore for the activity's prompt (one more judge "
+        "call an image; k where the judge samples).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
     """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them; with
@@ -183,7 +189,7 @@ def score_cmd(
     tau, source = backends.tau(tau)
     if source != "given" and not as_json:
         typer.echo(f"tau {tau:g} ({source})", err=True)
-    assessor = Assessor(backends)
+    assessor = Assessor(backends, vqascore=vqascore)
     rows = []
     for path, image in zip(images, loaded, strict=True):
         if not as_json:
@@ -243,6 +249,9 @@ def score_cmd(
                         + (f"; missed: {'; '.join(missed)}" if missed else "")
                     )
     typer.echo(f"\nEXAG: {scores_made_by(Scores.model_validate(rows[0]['scores']))}")
+    if vqascore:
+        for row in rows:
+            typer.echo(f"VQAScore {_fmt(row['scores']['values'].get('vqascore'))}  {row['image']}")
 
 
 def report_cmd(

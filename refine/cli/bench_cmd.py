@@ -75,6 +75,12 @@ def bench_cmd(
     out: Path = typer.Option(
         Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."
     ),
+    vqascore: bool = typer.Option(
+        False,
+        "--vqascore",
+        help="Also score every image by VQAScore for its prompt (one more judge call an "
+        "image; k where the judge samples).",
+    ),
     expectations: bool = typer.Option(
         False,
         "--expectations",
@@ -125,6 +131,7 @@ def bench_cmd(
         profile=profile,
         backends=parse_backends(backend),
         expectations=expectations,
+        vqascore=vqascore,
     )
     try:
         plan.check()
@@ -157,7 +164,22 @@ def bench_cmd(
                 f"{p['other']} - {p['base']}: {head} {p['mean_difference']:+.4f} over "
                 f"{p['prompts']} prompts, better on {100 * p['share_improved']:.0f}%"
             )
+    variants = _variants(summary)
+    if variants:
+        from metrics.catalog import made_by
+
+        typer.echo("EXAG: " + "; ".join(made_by(v) for v in variants))
     typer.echo(f"leaderboard: {out / 'bench.html'}")
+
+
+def _variants(summary: dict) -> list[str]:
+    """The EXAG variants a bench's FAITH was made with, over its generators."""
+    found = set()
+    for row in summary["generators"].values():
+        stat = row.get(HEADLINE) or {}
+        found.update([stat["variant"]] if stat.get("variant") else [])
+        found.update(stat.get("by_variant") or {})
+    return sorted(found)
 
 
 bench_cmd = with_engine(bench_cmd, 1, "Prompts at a time (API models; local ones take turns).")
@@ -169,11 +191,10 @@ def _shown(value: float | None, width: int, digits: int) -> str:
 
 
 def _with_interval(stat: dict | None) -> str:
-    """``0.712 [0.650, 0.770]``, or the dash."""
-    if not stat or stat["mean"] is None:
-        return MISSING
-    iv = stat["interval"]
-    return f"{stat['mean']:.3f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")
+    """``0.712 [0.650, 0.770]``, each EXAG variant's apart where they differ, or the dash."""
+    from refine.present.html import interval_text
+
+    return interval_text(stat) if stat else MISSING
 
 
 def _concepts(

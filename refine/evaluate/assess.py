@@ -7,13 +7,15 @@ models.
 EXAG and FAITH variants (their names and formulas are ``metrics.catalog.VARIANTS``; every
 score names the ones that made it, and how the judge was read beside them):
 
-* ``exag:judge-rubric``: the judge rates exaggeration of the stereotype candidates 1-5
-  with the rubric in ``assets/prompts/exaggeration.txt`` (:func:`metrics.ahead.rubric_exag`).
-  The candidates listed as seen are those matching an observed descriptor (similarity >
-  tau).
-* ``exag:ita``: with reference images, the judge's yes-probability per candidate against
-  its mean over the reference images (:func:`metrics.ahead.exaggeration`).
-* ``faith:ahead``, or ``faith:no-exag`` where no stereotype candidates allow an EXAG
+* ``exag:ita`` (the paper's, Eq. 3-4), whenever the references carry real photos (the
+  activity's photo set, :mod:`refine.evaluate.photo_sets`) and stereotype candidates: each
+  candidate's VQAScore on the image against its mean VQAScore on the photos
+  (:func:`metrics.ahead.exaggeration`);
+* ``exag:mllm`` otherwise: AHEaD Tab. 31's prompt (``assets/prompts/exag_mllm.txt``, no
+  candidates listed), the expected 1-5 rating read at the digit after "score is"
+  (:func:`metrics.ahead.rubric_exag`). The candidates listed as seen are those matching an
+  observed descriptor (similarity > tau).
+* ``faith:ahead``, or ``faith:no-exag`` where no EXAG was measured
   (:func:`metrics.ahead.faith`).
 
 Quality (:meth:`Assessor.quality`): the judge rates naturalness and artifacts 0-10
@@ -42,6 +44,7 @@ from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
 from metrics.quality import HIGH, LOW, quality_stderr
 from metrics.text_embedding import default_cache
+from metrics.vqascore import VqaAnswer
 from refine.assets import prompt_template
 from refine.evaluate.readings import PER_IMAGE, NotRead, Readings
 from refine.records import (
@@ -65,6 +68,8 @@ DEFAULT_MAX_PER_DIMENSION: int = RunSpec.model_fields["max_per_dimension"].defau
 
 # the dimensions whose references can replace an exaggerated stereotype
 REPLACING = ("objects", "attire", "setting")
+# AHEaD Tab. 31's answer format: "score is <num>"
+MLLM_PREFIX = "score is "
 
 
 class CallCounter:
@@ -138,11 +143,16 @@ class Assessor:
         calls: CallCounter | None = None,
         baselines: dict[tuple, list[float]] | None = None,
         qualities: QualityCache | None = None,
+        vqascore: bool = False,
     ) -> None:
+        """``vqascore``: also ask the judge VQAScore's question about the generation prompt
+        for every image (the catalog's ``vqascore``; one more judge call an image, k where
+        the judge samples)."""
         self.backends = backends
         self.calls = calls if calls is not None else CallCounter()
         self.baselines = baselines if baselines is not None else {}
         self.qualities = qualities if qualities is not None else QualityCache()
+        self.vqascore = vqascore
 
     def assess(
         self,
@@ -169,7 +179,9 @@ class Assessor:
         t = time.perf_counter()
         qualities = self.quality([image])
         timings["quality"] = time.perf_counter() - t
-        (assessed,) = self._assessments([image], [observed], [ahead], [judged], qualities, timings)
+        (assessed,) = self._assessments(
+            [image], [observed], [ahead], [judged], qualities, timings, refs
+        )
         return assessed
 
     def assess_many(
@@ -199,8 +211,8 @@ class Assessor:
             aheads = score_images(refs.descriptors, observed, embedder, tau=tau)
         timings["score"] = time.perf_counter() - t
         t = time.perf_counter()
-        if refs.stereotypes and not refs.reference_images:
-            judged = self._ratings(list(images), observed, refs, tau)
+        if not ita(refs):
+            judged = self._mllm(list(images), observed, refs, tau)
         else:
             judged = [
                 self.exaggeration(im, o, refs, tau) for im, o in zip(images, observed, strict=True)
@@ -210,7 +222,7 @@ class Assessor:
         t = time.perf_counter()
         qualities = self.quality(list(images))
         timings["quality"] = time.perf_counter() - t
-        return self._assessments(list(images), observed, aheads, judged, qualities, timings)
+        return self._assessments(list(images), observed, aheads, judged, qualities, timings, refs)
 
     def _assessments(
         self,
@@ -220,6 +232,7 @@ class Assessor:
         judged: Sequence[Judged],
         qualities: Sequence[QualityReading | None],
         timings: dict[str, float],
+        refs: ReferencePack,
     ) -> list[Assessment]:
         """Each image's scores, the catalog's metrics computed from the model calls made
         (the batch's timings, the computation's included, in the first one's), and its
@@ -229,6 +242,7 @@ class Assessor:
             "matching": aheads,
             "exaggeration_answers": [j.answer for j in judged],
             "quality_ratings": qualities,
+            "vqa_answers": self.prompt_vqa(images, refs),
         }
         failed = {}
         if all(q is None for q in qualities):
@@ -240,7 +254,7 @@ class Assessor:
         for i, (o, ahead, j, q, row) in enumerate(
             zip(observed, aheads, judged, qualities, got, strict=True)
         ):
-            scores = _scores(row, notes, ahead, q)
+            scores = _scores(row, notes, ahead, q, j.answer)
             feedback = Feedback(
                 aligned=[_match(m) for m in ahead.aligned],
                 missing=[_match(m) for m in ahead.missing],
@@ -249,6 +263,19 @@ class Assessor:
             )
             out.append(Assessment(o, scores, feedback, timings if i == 0 else {}))
         return out
+
+    def prompt_vqa(
+        self, images: Sequence[Image.Image], refs: ReferencePack
+    ) -> list[VqaAnswer | None]:
+        """VQAScore of each image for the generation prompt of ``refs``' activity and
+        country, when the assessor is asked for it (None each otherwise)."""
+        if not self.vqascore:
+            return [None] * len(images)
+        prompt = prompt_template("generate").format(activity=refs.activity, country=refs.country)
+        with self.backends.using("judge") as judge:
+            answers = vqa(judge, images, [prompt.strip()] * len(images))
+            self.calls.add(vqa_calls(judge, answers))
+        return list(answers)
 
     # -- quality -----------------------------------------------------------------------
 
@@ -341,18 +368,36 @@ class Assessor:
                 vals[m.name] = c.value
         return out, notes
 
-    def _ratings(self, images, observed, refs, tau):
-        """The judge-rating EXAG of several images in one rating call."""
-        prompt = prompt_template("exaggeration").format(
-            activity=refs.activity, country=refs.country, candidates="; ".join(refs.stereotypes)
+    def _mllm(self, images, observed, refs, tau) -> list[Judged]:
+        """``exag:mllm`` of several images in one rating call: AHEaD Tab. 31's prompt
+        (``assets/prompts/exag_mllm.txt``, no stereotype candidates listed), the expected
+        rating read at the digit after "score is" (a local judge begins its answer with
+        it; an API judge samples); the candidates seen are the feedback's."""
+        prompt = prompt_template("exag_mllm").format(
+            prompt=prompt_template("generate")
+            .format(activity=refs.activity, country=refs.country)
+            .strip(),
+            country=refs.country,
         )
         with self.backends.using("judge") as judge:
-            ratings = judge.rate(images, [prompt] * len(images))
-            self.calls.add(judge_calls(judge, len(images)))
-        return [
-            _from_rating(r, self.candidates_seen(o, refs.stereotypes, tau))
-            for r, o in zip(ratings, observed, strict=True)
-        ]
+            prefixed = getattr(judge, "rate_prefixed", None)
+            if not callable(prefixed):
+                name = getattr(judge, "id", self.backends.names.get("judge", ""))
+                raise ValueError(
+                    f"the judge {name} cannot answer in Tab. 31's format (no rate_prefixed): "
+                    "give real photos of the activity for the paper's EXAG"
+                )
+            ratings = prefixed(images, [prompt] * len(images), MLLM_PREFIX)
+            samples = int(getattr(judge, "samples", 1) or 1)
+            self.calls.add(sum(1 if r.method == "logprobs" else samples for r in ratings))
+        out = []
+        for r, o in zip(ratings, observed, strict=True):
+            seen = self.candidates_seen(o, refs.stereotypes, tau) if refs.stereotypes else []
+            answer = ExagAnswer(
+                "exag:mllm", mode=r.method, rating=r.expectation, rating_stderr=r.stderr
+            )
+            out.append(Judged(answer, seen))
+        return out
 
     # -- EXAG --------------------------------------------------------------------------
 
@@ -393,45 +438,40 @@ class Assessor:
         refs: ReferencePack,
         tau: float = DEFAULT_TAU,
     ) -> Judged:
-        """The judge's answers about the image's stereotype candidates, for the EXAG variant
-        the references allow, and the candidates seen as exaggerated."""
-        candidates = refs.stereotypes
-        if not candidates:
-            return Judged(None, [])
-        if refs.reference_images:
-            with self.backends.using("judge") as judge:
-                return self._reference_yes(image, refs, judge)
-        prompt = prompt_template("exaggeration").format(
-            activity=refs.activity, country=refs.country, candidates="; ".join(candidates)
-        )
+        """The judge's answers about the image for the EXAG variant the references allow
+        (``exag:ita`` with real photos and stereotype candidates, else ``exag:mllm``), and
+        the candidates seen as exaggerated."""
+        if not ita(refs):
+            return self._mllm([image], [observed], refs, tau)[0]
         with self.backends.using("judge") as judge:
-            rating = judge.rate([image], [prompt])[0]
-            self.calls.add(judge_calls(judge, 1))
-        return _from_rating(rating, self.candidates_seen(observed, candidates, tau))
+            return self._ita(image, refs, judge)
 
-    def _reference_yes(self, image: Image.Image, refs: ReferencePack, judge: Any) -> Judged:
-
-        questions = [f"Does this image show {c}?" for c in refs.stereotypes]
+    def _ita(self, image: Image.Image, refs: ReferencePack, judge: Any) -> Judged:
+        """``exag:ita`` (AHEaD Eq. 3-4): each candidate's VQAScore on the image against its
+        mean VQAScore on the real photos."""
+        candidates = list(refs.stereotypes)
         # the baseline depends only on the references: judged once, not per image
-        key = (getattr(judge, "id", ""), tuple(refs.reference_images), tuple(questions))
+        key = (getattr(judge, "id", ""), tuple(refs.reference_images), tuple(candidates))
         with _BASELINES:  # a round's candidates in parallel judge the baseline once
-            baseline = self._baseline(key, refs, questions, judge)
-        row = judge.yes_probability([image] * len(questions), questions)
-        self.calls.add(judge_calls(judge, len(questions)))
+            baseline = self._baseline(key, refs, candidates, judge)
+        answers = vqa(judge, [image] * len(candidates), candidates)
+        self.calls.add(vqa_calls(judge, answers))
+        modes = sorted({a.mode for a in answers})
         answer = ExagAnswer(
             "exag:ita",
-            mode=getattr(judge, "method", "logprobs"),
-            yes=tuple(row),
+            mode=modes[-1],  # "sampled k=N" where any answer was sampled
+            yes=tuple(a.value for a in answers),
             baseline=tuple(baseline),
-            candidates=tuple(refs.stereotypes),
+            candidates=tuple(candidates),
+            photos=len(refs.reference_images),
         )
         listed = [
-            Exaggerated(candidate=c, excess=e, source="judge yes-probability")
-            for c, e in exaggeration([row], baseline, refs.stereotypes).exaggerated(0)
+            Exaggerated(candidate=c, excess=e, source="VQAScore over the real photos' mean")
+            for c, e in exaggeration([answer.yes], baseline, candidates).exaggerated(0)
         ]
         return Judged(answer, listed)
 
-    def _baseline(self, key: tuple, refs: ReferencePack, questions: list[str], judge: Any):
+    def _baseline(self, key: tuple, refs: ReferencePack, candidates: list[str], judge: Any):
         from PIL import Image as PILImage
 
         baseline = self.baselines.get(key)
@@ -440,8 +480,9 @@ class Assessor:
             for path in refs.reference_images:
                 with PILImage.open(path) as im:
                     ref = im.convert("RGB")
-                ref_rows.append(judge.yes_probability([ref] * len(questions), questions))
-                self.calls.add(judge_calls(judge, len(questions)))
+                answers = vqa(judge, [ref] * len(candidates), candidates)
+                self.calls.add(vqa_calls(judge, answers))
+                ref_rows.append([a.value for a in answers])
             baseline = ita_baseline(ref_rows)
             self.baselines[key] = baseline
         return baseline
@@ -497,15 +538,26 @@ def _match(m: Any) -> Match:
     )
 
 
-def _from_rating(rating: Any, seen: list[Exaggerated]) -> Judged:
-    """The judge's 1-5 rating of the rubric, and the candidates seen."""
-    answer = ExagAnswer(
-        "exag:judge-rubric",
-        mode=rating.method,
-        rating=rating.expectation,
-        rating_stderr=rating.stderr,
-    )
-    return Judged(answer, seen)
+def ita(refs: ReferencePack) -> bool:
+    """Whether the references allow the paper's EXAG (``exag:ita``): real photos of the
+    activity and stereotype candidates to measure against them."""
+    return bool(refs.reference_images and refs.stereotypes)
+
+
+def vqa(judge: Any, images: Sequence[Image.Image], texts: Sequence[str]) -> list[VqaAnswer]:
+    """The judge's VQAScore of each (image, text); a judge without one is named."""
+    score = getattr(judge, "vqa_score", None)
+    if not callable(score):
+        name = getattr(judge, "id", type(judge).__name__)
+        raise ValueError(f"the judge {name} gives no VQAScore (vqa_score), which EXAG needs")
+    return list(score(images, texts))
+
+
+def vqa_calls(judge: Any, answers: Sequence[VqaAnswer]) -> int:
+    """Model calls behind VQAScore answers: one each read by log-probabilities, k each
+    sampled."""
+    samples = int(getattr(judge, "samples", 1) or 1)
+    return sum(1 if a.mode == "logprobs" else samples for a in answers)
 
 
 def _digest(image: Image.Image) -> str:
@@ -537,6 +589,7 @@ def _scores(
     notes: dict[str, str],
     ahead: Any,
     quality: QualityReading | None,
+    exag: ExagAnswer | None = None,
 ) -> Scores:
     """One image's scores: the catalog's values in its order, the variants and readings
     that made them, why any is missing (the batch's reasons, then the image's own)."""
@@ -564,5 +617,6 @@ def _scores(
         notes=why,
         per_dimension=per_dim,
         tau=ahead.tau,
+        photos=exag.photos if exag is not None and values.get("exag") is not None else None,
         quality_reading=quality,
     )

@@ -76,7 +76,7 @@ class SearchError(ValueError):
 
 
 class Translation(BaseModel):
-    text: str
+    translation: str
 
 
 @dataclass(frozen=True)
@@ -133,14 +133,13 @@ def language_of(country: str, data: Path | None = None) -> str:
 
 
 def translate(llm: Any, text: str, language: str) -> str:
-    """``text`` in ``language``, by the profile's language model."""
-    prompt = (
-        f"Translate this image-search query into {language}, as a native speaker would type "
-        f'it into a search engine. Answer with JSON: {{"text": "<the translation>"}}.\n\n'
-        f"Query: {text}"
-    )
+    """``text`` in ``language``, by the profile's language model (the toolkit's translation
+    prompt, ``assets/prompts/translate.txt``)."""
+    from refine.assets import prompt_template
+
+    prompt = prompt_template("translate").format(language=language, text=text)
     answer = llm.complete_json(prompt, Translation)
-    out = answer.text.strip()
+    out = answer.translation.strip()
     if not out:
         raise SearchError(f"the language model gave an empty translation of {text!r}")
     return out

@@ -13,7 +13,9 @@ feedback together (:class:`refine.evaluate.assess.Assessor`): ``matching`` (each
 observed descriptors matched to the references, :class:`metrics.ahead.AheadScore`),
 ``exaggeration_answers`` (the judge's answers about the stereotype candidates,
 :class:`metrics.ahead.ExagAnswer`, None without candidates), ``quality_ratings`` (the
-judge's expected 0-10 ratings of naturalness and artifacts).
+judge's expected 0-10 ratings of naturalness and artifacts), ``vqa_answers`` (the judge's
+VQAScore of each image for the generation prompt, :class:`metrics.vqascore.VqaAnswer`, None
+where it was not asked for).
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ READERS: dict[str, Callable[[Readings], Any]] = {
     "logit_scale": _logit_scale,
 }
 # the readings the assessor gives (:class:`Readings`' ``given``)
-GIVEN = ("matching", "exaggeration_answers", "quality_ratings")
+GIVEN = ("matching", "exaggeration_answers", "quality_ratings", "vqa_answers")
 # the readings that depend on the image alone (and the run's models): a metric reading
 # only these is cached per image
 PER_IMAGE = frozenset({"images", "image_embeddings", "antonym_embeddings", "logit_scale"})

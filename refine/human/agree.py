@@ -38,6 +38,7 @@ from refine.harness.tasks.bench_cells import BenchStore
 from refine.io.files import file_sha256
 from refine.profiles import load_profile
 from refine.progress import Countdown
+from refine.records import variant_name
 
 QUESTIONS = ("alignment", "faithfulness", "expectations_met")
 FEW_IMAGES = 30  # below this many rated images, agree warns that its figures are rough
@@ -239,6 +240,32 @@ class StoredMetrics:
             e.values.update(values)
 
 
+# the metrics whose values depend on the EXAG variant: stored under ``exag@exag:ita`` and
+# correlated per variant, never over images scored by different variants
+VARIANT_BOUND = ("exag", "faith")
+
+
+def with_variant(values: dict[str, Any], variant: str | None) -> dict[str, Any]:
+    """``values`` with each variant-bound metric under its variant's key
+    (``exag@exag:mllm``); unchanged where the variant is not known."""
+    if variant is None:
+        return values
+    out = dict(values)
+    for m in VARIANT_BOUND:
+        if m in out:
+            out[f"{m}@{variant}"] = out.pop(m)
+    return out
+
+
+def variant_keys(m: str, found: dict[Path, dict[str, float]]) -> list[tuple[str, str | None]]:
+    """(stored key, variant) for metric ``m``: ``m`` itself, and for a variant-bound metric
+    each ``m@variant`` any image has."""
+    keys = {k for values in found.values() for k in values if k.startswith(f"{m}@")}
+    out: list[tuple[str, str | None]] = [(m, None)]
+    out += [(k, k.split("@", 1)[1]) for k in sorted(keys)]
+    return out
+
+
 def _same(a: str | None, b: str) -> bool:
     return a is not None and a.casefold().strip() == b.casefold().strip()
 
@@ -268,6 +295,7 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
                 checks = im.get("expectations") or []
                 if checks:
                     values["expectations"] = met_share(c["met"] for c in checks)
+                values = with_variant(values, variant_name(im.get("exag_variant")))
                 found.add(folder / im["file"], cell.get("activity"), cell.get("country"), values)
         return True
     if (folder / "run.json").is_file():
@@ -285,6 +313,7 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
                     values.update({m: getattr(r.expectations, m) for m in BENCH_EXPECTATIONS})
                 if j == r.chosen and r.caire:
                     values["caire"] = r.caire.labels[0].score
+                values = with_variant(values, c.scores.variants.get("exag"))
                 found.add(folder / c.image, run.spec.activity, run.spec.country, values)
         return True
     return False
@@ -402,20 +431,23 @@ def agreement(
     missing: dict[str, int] = {}
     emit = on_progress or (lambda line: None)
     # each metric and question: three correlations with their bootstrap intervals
-    countdown = Countdown(len(metrics) * len(alpha))
+    plan = _metric_keys(metrics, found)
     for m in metrics:
-        have = [i for i in images if m in found.get(i, {})]
-        missing[m] = len(images) - len(have)
+        keys = [k for mm, k, _, _ in plan if mm == m]
+        missing[m] = sum(not any(k in found.get(i, {}) for k in keys) for i in images)
+    countdown = Countdown(len(plan) * len(alpha))
+    for _, key, shown_as, variant in plan:
+        have = [i for i in images if key in found.get(i, {})]
         if not have:
             countdown.total -= len(alpha)
             continue
         for q in alpha:
             left = countdown.left()
-            where = f"agreement: {m} / {q} ({countdown.done + 1} of {countdown.total})"
+            where = f"agreement: {shown_as} / {q} ({countdown.done + 1} of {countdown.total})"
             emit(where + (f", {left}" if left else ""))
             countdown.tick()
             pairs = [
-                (found[i][m], sum(answers[i][q].values()) / len(answers[i][q]))
+                (found[i][key], sum(answers[i][q].values()) / len(answers[i][q]))
                 for i in have
                 if answers[i].get(q)
             ]
@@ -424,11 +456,13 @@ def agreement(
             x = [p[0] for p in pairs]
             y = [p[1] for p in pairs]
             row: dict[str, Any] = {"n": len(pairs)}
+            if variant is not None:
+                row["variant"] = variant
             for name, fn in CORRELATIONS.items():
                 row[name] = fn(x, y)
                 row[f"{name}_interval"] = correlation_interval(x, y, name, seed=seed, reps=reps)
-            table.setdefault(m, {})[q] = row
-            points.setdefault(m, {})[q] = pairs
+            table.setdefault(shown_as, {})[q] = row
+            points.setdefault(shown_as, {})[q] = pairs
     by_bytes: dict[str, list[str]] = {}
     for i in images:
         by_bytes.setdefault(first[i].sha256, []).append(i.name)
@@ -446,6 +480,26 @@ def agreement(
         identical=identical,
         ambiguous=ambiguous,
     )
+
+
+def _metric_keys(
+    metrics: Sequence[str], found: dict[Path, dict[str, float]]
+) -> list[tuple[str, str, str, str | None]]:
+    """(metric, stored key, name in the table, variant) for each metric compared: a
+    variant-bound metric once per EXAG variant its images were scored by, named plainly
+    where there is one (``exag``) and with its variant where there are several
+    (``exag [exag:ita]``); its images without a known variant (records older than the
+    variants) count on their own."""
+    out = []
+    for m in metrics:
+        keys = variant_keys(m, found) if m in VARIANT_BOUND else [(m, None)]
+        have = [(k, v) for k, v in keys if any(k in values for values in found.values())]
+        if len(have) <= 1:
+            k, v = have[0] if have else (m, None)
+            out.append((m, k, m, v))
+            continue
+        out += [(m, k, f"{m} [{v or 'no variant'}]", v) for k, v in have]
+    return out
 
 
 def compute_missing(
@@ -496,6 +550,7 @@ def compute_missing(
             with Image.open(r.image) as im:
                 _, scores, _, _ = assessor.assess(im.convert("RGB"), refs, tau=tau)
             values = {m: scores.value(m) for m in scored_metrics}
+            values = with_variant(values, scores.variants.get("exag"))
             found.put(sha, {m: float(v) for m, v in values.items() if v is not None}, r.image)
             scored += 1
             left = countdown.tick()

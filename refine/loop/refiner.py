@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TEMPLATES = ("generate", "edit_instruction", "exaggeration", "observe", "repair")
+TEMPLATES = ("generate", "edit_instruction", "exag_mllm", "observe", "repair")
 Review = Callable[[int, str, Run], "str | None"]
 
 

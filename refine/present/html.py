@@ -49,6 +49,12 @@ def raw(x: float | None) -> str:
 
 
 def interval_text(stat: dict[str, Any]) -> str:
+    """``0.712 [0.650, 0.770]``, the dash where there is no mean, and each variant's
+    apart where the values of different variants were not averaged together
+    (``exag:ita: 0.050 [...]; exag:mllm: 0.300 [...]``)."""
+    by = stat.get("by_variant")
+    if by:
+        return "; ".join(f"{v}: {interval_text(s)}" for v, s in by.items())
     mean, iv = stat.get("mean"), stat.get("interval")
     if mean is None:
         return MISSING

@@ -39,11 +39,15 @@ def quality_names() -> tuple[str, ...]:
     return names("quality")
 
 
+# image metrics computed only when asked for (``--vqascore``), which a run never asks
+ASKED_FOR = ("alignment",)
+
+
 def image_metrics_after() -> tuple[str, ...]:
     """The image metrics a run's chart and glossary show after AHEaD's (the quality
-    readings, and whatever else the assessor computes), in catalog order."""
+    readings, and whatever else the assessor computes for a run), in catalog order."""
     first = names("ahead", level="image")
-    more = [m.name for m in computed_metrics("image")]
+    more = [m.name for m in computed_metrics("image") if m.group not in ASKED_FOR]
     return tuple(
         m for m in names(level="image") if m not in first and m in (*quality_names(), *more)
     )
@@ -81,9 +85,28 @@ def scores_made_by(scores: Scores) -> str:
     reading = scores.readings.get("exag")
     mode, stderr = (reading.mode, reading.stderr) if reading else (None, None)
     words = made_by(scores.variants.get("exag"), scores.notes.get("exag"), mode, stderr)
+    if scores.photos:
+        words += f", against {scores.photos} real photo{'s' if scores.photos != 1 else ''}"
     faith = scores.variants.get("faith")
     if faith not in (None, "faith:ahead"):
         words += f"; FAITH: {made_by(faith)}"
+    return words
+
+
+def exag_in(scores: Scores) -> str:
+    """Which EXAG a run's scores used, for the app's glossary: the variant in words, the
+    photos, the tau, and whether it compares with the AHEaD paper's tables."""
+    words = scores_made_by(scores)
+    variant = scores.variants.get("exag")
+    if variant == "exag:ita":
+        words += "; the paper's EXAG (Eq. 3-4)"
+    elif variant in ("exag:mllm", "exag:judge-rubric"):
+        words += (
+            "; no real photos of this activity, so not comparable with the paper's Table 1 "
+            "(refine photos search, or refine data fetch ahead --photos)"
+        )
+    if scores.tau is not None:
+        words += f"; tau {scores.tau:g}"
     return words
 
 

@@ -169,7 +169,7 @@ def test_score_existing_images(world, siglip_path, tmp_path):
     assert world.log.count("edit") == 0 and world.log.count("generate") == 0
     text = cli(*args)
     assert text.returncode == 0 and "hallucinated: " in text.stdout
-    assert "EXAG: exag:judge-rubric (the judge's 1-5 rating" in text.stdout
+    assert "EXAG: exag:mllm (the judge's expected 1-5 exaggeration rating" in text.stdout
     missing = cli("score", str(tmp_path / "nope.png"), "--activity", ACT, "--country", "Iran")
     assert missing.returncode == 2 and "nope.png: image not found" in missing.stderr
 

@@ -51,7 +51,7 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
     assert r1.best.scores.align > r0.best.scores.align and r1.best.scores.hal < 0.5
     assert r0.best.scores.exag == pytest.approx(expected_exag(RED), abs=1e-4)
     assert r1.best.scores.exag == pytest.approx(expected_exag(GREEN), abs=1e-4)
-    assert r0.best.scores.variants["exag"] == "exag:judge-rubric"
+    assert r0.best.scores.variants["exag"] == "exag:mllm"
     # FAITH is the mean of ALIGN, 1 - HAL and 1 - EXAG
     s = r0.best.scores
     assert s.faith == pytest.approx((s.align + 1 - s.hal + 1 - s.exag) / 3)

@@ -57,7 +57,7 @@ class Translator:
     def complete_json(self, prompt, schema):
         assert schema is Translation
         self.prompts.append(prompt)
-        return Translation(text=PERSIAN)
+        return Translation(translation=PERSIAN)
 
 
 def commons_files() -> list[CommonsFile]:
@@ -82,7 +82,7 @@ def test_search_keeps_the_top_five_by_clipscore_with_their_attribution(tiny_clip
         assert server.searches == [ENGLISH, PERSIAN]
     # the translation asked for the country's language
     (asked,) = llm.prompts
-    assert "into Persian" in asked and ENGLISH in asked
+    assert "into Persian." in asked and f"Prompt: {ENGLISH}" in asked
     # every photo that decodes is scored against the paper's English prompt; the top 5
     # by CLIPScore (2.5 x max(cos, 0)) are kept, best first
     candidates = [f for f in commons_files() if f.name.endswith(".jpg") and f.name != "broken.jpg"]
@@ -170,8 +170,16 @@ def test_commands_take_the_photo_set_with_no_file_list(world, tiny_clip, tmp_pat
     assert done.returncode == 0, done.stderr
     scores = json.loads(done.stdout)["images"][0]["scores"]
     excess = math.exp(YES_LOGPROB[RED]) - math.exp(YES_LOGPROB[GREEN])
-    assert scores["variants"]["exag"] == "exag:ita"
+    assert scores["variants"]["exag"] == "exag:ita" and scores["photos"] == 2
     assert scores["values"]["exag"] == pytest.approx(excess, abs=1e-6)
+    assert scores["values"]["vqascore"] is None  # not asked for
+    # --vqascore: the judge's P("Yes") for the generation prompt (the world's judge says
+    # yes to a red image with 0.9, over the whole distribution)
+    asked = cli(
+        "score", str(image), "--activity", ACT, "--country", COUNTRY, "--vqascore", "--json"
+    )
+    values = json.loads(asked.stdout)["images"][0]["scores"]["values"]
+    assert values["vqascore"] == pytest.approx(math.exp(YES_LOGPROB[RED]), abs=1e-9)
     # a references file that lists no photos gets the set too
     pack = find_references(ACT, COUNTRY)
     refs_file = tmp_path / "refs.json"

@@ -56,7 +56,7 @@ def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, t
         # the reading is a field beside the variant's name, not words inside it
         reading = s.readings["exag"]
         assert (reading.method, reading.k) == ("sampled", K)
-        assert s.variants["exag"] == "exag:judge-rubric"
+        assert s.variants["exag"] == "exag:mllm"
         var = sum(p * (i + 1 - expected) ** 2 for i, p in enumerate(dist))
         assert reading.stderr == pytest.approx(math.sqrt(var / (K - 1)) / 4)
         assert r.caire.judge_mode == f"sampled k={K}"

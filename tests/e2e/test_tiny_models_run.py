@@ -114,9 +114,8 @@ def test_run_on_tiny_local_models(local_refiner, tmp_path):
     refs = run.references
     expected = score_images(refs.descriptors, [SEEN], refiner.backends.get("text_embedder"))[0]
     judge = refiner.backends.get("judge")
-    rubric = prompt_template("exaggeration").format(
-        activity=refs.activity, country=refs.country, candidates="; ".join(refs.stereotypes)
-    )
+    generation = prompt_template("generate").format(activity=refs.activity, country=refs.country)
+    rubric = prompt_template("exag_mllm").format(prompt=generation.strip(), country=refs.country)
     for r in run.rounds:
         for c in r.candidates:
             image = store.load_image(c.image)
@@ -125,8 +124,10 @@ def test_run_on_tiny_local_models(local_refiner, tmp_path):
             assert c.observed == SEEN
             assert c.scores.align == pytest.approx(expected.align, abs=1e-6)
             assert c.scores.hal == pytest.approx(expected.hal, abs=1e-6)
-            # EXAG is the judge's expected rating of the saved image, rescaled
-            rating = judge.rate([image], [rubric])[0]
+            # EXAG (exag:mllm) is the judge's expected rating of the saved image at the
+            # digit after "score is", rescaled
+            assert c.scores.variants["exag"] == "exag:mllm"
+            rating = judge.rate_prefixed([image], [rubric], "score is ")[0]
             assert c.scores.exag == pytest.approx((rating.expectation - 1) / 4, abs=1e-4)
             # quality: the lower of the judge's expected 0-10 ratings of the saved image
             nat, art = (

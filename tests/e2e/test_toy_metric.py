@@ -155,8 +155,10 @@ def test_a_registered_metric_reaches_the_bench_and_the_agreement(
     with registered(TOY):
         summary = run_bench(plan, out, backend_options=options).summary
         rows = list(csv.DictReader((out / "rows.csv").open()))
-        # each image's redness under its name in rows.csv, after the quality readings
-        assert list(rows[0])[list(rows[0]).index("quality") + 2] == "toy_redness"
+        # each image's redness under its name in rows.csv, after the quality readings and
+        # VQAScore (asked for with --vqascore)
+        assert list(rows[0])[list(rows[0]).index("quality") + 2] == "vqascore"
+        assert list(rows[0])[list(rows[0]).index("vqascore") + 1] == "toy_redness"
         for row in rows:
             with Image.open(out / row["file"]) as im:
                 assert float(row["toy_redness"]) == pytest.approx(redness([im])[0])

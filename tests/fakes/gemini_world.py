@@ -334,8 +334,11 @@ class World:
             return 400, {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
         if kind == "sampled":
             seed = int(config.get("seed", 0))
-            if 'answer "Yes" or "No"' in text:
+            if 'answer "Yes" or "No"' in text or VQA_ASK in text:
                 answer = "Yes" if seed % 10 < round(10 * math.exp(YES_LOGPROB[colour])) else "No"
+            elif MLLM_FORMAT in text:  # AHEaD Tab. 31's format
+                self.prompts.append(text)
+                answer = f"score is {sampled_rating(self._peak(colour, text), seed)}"
             else:
                 answer = str(sampled_rating(self._peak(colour, text), seed))
             return 200, text_answer(json.dumps({"answer": answer}))
@@ -345,9 +348,15 @@ class World:
             self.expectations_asked.append(statement.split("?")[0].strip())
             yes = math.log(p)
             return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-p)})
-        if kind == "judge" and 'answer "Yes" or "No"' in text:
+        if kind == "judge" and ('answer "Yes" or "No"' in text or VQA_ASK in text):
             yes = YES_LOGPROB[colour]
             return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-math.exp(yes))})
+        if kind == "judge" and MLLM_FORMAT in text:  # "score is 4", read at the digit
+            self.prompts.append(text)
+            peak = self._peak(colour, text)
+            digits = {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
+            positions = [("score", {"score": -0.01}), ("is", {"is": -0.01}), (str(peak), digits)]
+            return 200, text_answer(f"score is {peak}", positions=positions)
         if kind == "judge":
             self.prompts.append(text)
             peak = self._peak(colour, text)
@@ -394,6 +403,10 @@ class World:
         """The rating the judge gives: CAIRE's per culture label, else exaggeration's."""
         label = re.search(r"reflect the culture of (.+?)\?", text)
         return CULTURE[colour].get(label.group(1), 1) if label else RATING[colour]
+
+
+VQA_ASK = "Please answer yes or no."  # VQAScore's question ends so
+MLLM_FORMAT = "score is <num>"  # AHEaD Tab. 31's answer format
 
 
 def sampled_rating(peak: int, seed: int) -> int:

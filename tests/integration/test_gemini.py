@@ -228,6 +228,49 @@ def test_judge_yes_probability_from_logprobs(fake, client):
     assert cfg["maxOutputTokens"] == 4
 
 
+def test_judge_vqascore_is_the_full_distributions_yes(fake, client):
+    """VQAScore from log-probabilities: P("Yes") (its casings pooled) over everything the
+    model might answer, not renormalised over "Yes" and "No"; sampled, the share of "Yes"
+    of k answers with its standard error."""
+    lp = {"Yes": math.log(0.6), "No": math.log(0.2), "yes": math.log(0.1), "I": math.log(0.05)}
+    fake.reply(text_answer("Yes", logprobs=lp))
+    judge = backend("judge", "gemini:gemini-2.5-flash", client, samples=4)
+    (got,) = judge.vqa_score([picture()], ["giant domes"])
+    assert got.value == pytest.approx(0.7) and got.mode == "logprobs" and got.text == "giant domes"
+    asked = fake.requests[-1]["contents"][0]["parts"][-1]["text"]
+    assert asked == "Does this figure show 'giant domes'? Please answer yes or no."
+    # a model without log-probabilities: 4 sampled answers, 3 of them yes
+    sampled = backend("judge", "gemini:gemini-2.5-flash", client, samples=4, judge_mode="sampled")
+    for answer in ("Yes", "No", "Yes", "Yes"):
+        fake.reply(text_answer(json.dumps({"answer": answer})))
+    (got,) = sampled.vqa_score([picture()], ["giant domes"])
+    assert got.value == pytest.approx(0.75) and got.mode == "sampled k=4"
+    from metrics.vqascore import VqaAnswer, vqascore_of
+
+    (computed,) = vqascore_of([VqaAnswer("x", 0.75, "sampled k=4")])
+    assert computed.reading.stderr == pytest.approx(math.sqrt(0.75 * 0.25 / 3))
+
+
+def test_judge_reads_the_digit_after_score_is(fake, client):
+    """AHEaD Tab. 31's answer "score is 4": the digit's log-probabilities at the position
+    after "score is"; an answer in another format is sampled in the format instead."""
+    digits = {"4": math.log(0.6), "3": math.log(0.2), "5": math.log(0.2)}
+    positions = [("score", {"score": -0.01}), ("is", {"is": -0.01}), ("4", digits)]
+    fake.reply(text_answer("score is 4", positions=positions))
+    judge = backend("judge", "gemini:gemini-2.5-flash", client, samples=2)
+    (rating,) = judge.rate_prefixed([picture()], ["Rate. score is <num>"], "score is ")
+    assert rating.method == "logprobs"
+    assert rating.probabilities == pytest.approx((0.0, 0.0, 0.2, 0.6, 0.2))
+    # the model answered "4" alone: two answers sampled in the format
+    fake.reply(text_answer("4", logprobs=digits))
+    fake.reply(text_answer(json.dumps({"answer": "score is 4"})))
+    fake.reply(text_answer(json.dumps({"answer": "score is 2"})))
+    (rating,) = judge.rate_prefixed([picture()], ["Rate. score is <num>"], "score is ")
+    assert rating.method == "sampled k=2" and rating.expectation == pytest.approx(3.0)
+    schema = fake.requests[-1]["generationConfig"]["responseJsonSchema"]
+    assert schema["properties"]["answer"]["enum"] == [f"score is {d}" for d in range(1, 6)]
+
+
 def test_judge_rating_distribution(fake, client):
     lp = {"4": math.log(0.5), "3": math.log(0.3), "5": math.log(0.1), "The": math.log(0.05)}
     fake.reply(text_answer("4", logprobs=lp))

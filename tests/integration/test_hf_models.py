@@ -69,6 +69,65 @@ def test_judge_yes_probability_matches_direct_computation(tiny):
     assert batched[0] == pytest.approx(expected[0], abs=1e-5)
 
 
+def manual_logits(path, image, text, answer=""):
+    """The next-token logits after the chat of ``text`` with the answer begun by
+    ``answer``, computed directly with transformers."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    proc = AutoProcessor.from_pretrained(path)
+    model = AutoModelForImageTextToText.from_pretrained(path).eval()
+    chat = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}]
+    prompt = proc.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    inputs = proc(text=[prompt + answer], images=[image], return_tensors="pt")
+    with torch.no_grad():
+        return model(**inputs).logits[0, -1], proc.tokenizer
+
+
+def test_vqascore_is_p_yes_over_the_whole_vocabulary(tiny):
+    """VQAScore on a local judge: P("Yes") from the model's own logits for VQAScore's
+    question, over every token (not renormalised over "Yes" and "No")."""
+    judge = backend("judge", tiny["vl"])
+    texts = ["a tall hat", "a sofreh on the floor"]
+    got = judge.vqa_score([RED, BLUE], texts)
+    assert [a.text for a in got] == texts and {a.mode for a in got} == {"logprobs"}
+    logits, tok = manual_logits(
+        tiny["vl"], RED, "Does this figure show 'a tall hat'? Please answer yes or no."
+    )
+    probs = torch.softmax(logits.float(), dim=0)
+    ids = {
+        t[0]
+        for w in ("Yes", "yes", "YES")
+        if len(t := tok.encode(w, add_special_tokens=False)) == 1
+    }
+    assert "Yes" in {tok.decode([i]) for i in ids}
+    expected = float(sum(probs[i] for i in ids))
+    # fp32 softmax over the vocabulary, batched against alone: 1e-5
+    assert got[0].value == pytest.approx(expected, abs=1e-5)
+    # the renormalised yes-probability is another number
+    renormalised = judge.yes_probability([RED], ["Does this figure show 'a tall hat'?"])[0]
+    assert got[0].value < renormalised
+    singles = [
+        judge.vqa_score([im], [t])[0].value for im, t in zip([RED, BLUE], texts, strict=True)
+    ]
+    assert [a.value for a in got] == pytest.approx(singles, abs=1e-5)
+
+
+def test_a_rating_read_after_score_is(tiny):
+    """AHEaD Tab. 31's format on a local judge: the answer begun with "score is " and the
+    digit's distribution read at the next position."""
+    judge = backend("judge", tiny["vl"])
+    prompt = "Rate 1-5. Respond with ONLY: score is <num>"
+    (rating,) = judge.rate_prefixed([RED], [prompt], "score is ")
+    logits, tok = manual_logits(tiny["vl"], RED, prompt, "score is ")
+    ids = [tok.convert_tokens_to_ids(d) for d in "12345"]
+    expected = torch.softmax(logits[ids].float(), dim=0).tolist()
+    assert rating.probabilities == pytest.approx(expected, abs=1e-5)
+    assert rating.expectation == pytest.approx(sum((k + 1) * p for k, p in enumerate(expected)))
+    # not the distribution of the first answer token
+    first = judge.rate([RED], [prompt])[0].probabilities
+    assert rating.probabilities != pytest.approx(first, abs=1e-3)
+
+
 def test_judge_rating_distribution(tiny):
     judge = backend("judge", tiny["vl"], batch_size=1)
     prompts = ["Rate from 1 to 5 how Iranian this looks.", "Rate 1-5."]

@@ -12,6 +12,7 @@ from ui.adapters import (
     before_after,
     checklist,
     gallery,
+    glossary_markdown,
     metric_rows,
     rounds_table,
 )
@@ -30,6 +31,11 @@ def test_adapters_show_the_run(world, backends, options, tmp_path):
         max_drift=2.0,
     )
     run_dir = tmp_path / run.id
+    # the glossary says which EXAG the run used: no photos here, so the MLLM variant
+    first = glossary_markdown(run).splitlines()[0]
+    assert first.startswith("- **EXAG in this run**: exag:mllm (the judge's expected 1-5")
+    assert "not comparable with the paper's Table 1" in first and first.endswith("; tau 0.52")
+    assert not glossary_markdown().startswith("- **EXAG in this run**")
     items = gallery(run, run_dir)
     assert [p for p, _ in items] == [str(run_dir / r.best.image) for r in run.rounds]
     assert items[0][1].startswith("\u25cf round 0: initial, FAITH ")

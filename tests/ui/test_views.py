@@ -22,6 +22,7 @@ NAMES = [
     "progress",
     "bar",
     "checked",
+    "glossary",
 ]
 
 
@@ -32,6 +33,8 @@ def test_the_run_display_is_filled_by_name():
         RunDisplay.values(**{n: 0 for n in NAMES[:-1]})
     empty = dict(zip(NAMES, RunDisplay.pack("nothing yet", None), strict=True))
     bar = empty.pop("bar")
+    # no run: the glossary without a line on the run's EXAG
+    assert "EXAG in this run" not in empty.pop("glossary")
     assert empty == {
         "stage": "nothing yet",
         "gallery": [],
@@ -85,6 +88,7 @@ def test_the_views_wire_the_app_api(tmp_path, backends, options):
         "progress",
         "progress-bar",
         "checked",
+        "glossary-text",
     ]
     for endpoint in ("open", "show", "branch", "accept", "reject"):
         assert [ids[k] for k in named[endpoint]["outputs"]] == shown

@@ -139,6 +139,23 @@ def test_exaggeration_hand_computed():
     assert e.exaggerated_overall() == [("giant domes", pytest.approx(0.2))]
 
 
+def test_exaggeration_from_images_and_photos_by_hand():
+    """Eq. 3-4 from fixed VQAScores: [images x candidates] and [photos x candidates]."""
+    photos = [[0.2, 0.6, 0.1], [0.4, 0.2, 0.3]]  # baseline (Eq. 3): 0.3, 0.4, 0.2
+    images = [[0.5, 0.5, 0.1], [0.1, 0.9, 0.6], [0.3, 0.4, 0.2]]
+    baseline = ahead.ita_baseline(photos)
+    assert baseline == pytest.approx([0.3, 0.4, 0.2])
+    e = ahead.exaggeration(images, baseline, ["a", "b", "c"])
+    # image 0: max(0.2, 0.1, -0.1) = 0.2; image 1: max(-0.2, 0.5, 0.4) = 0.5; image 2:
+    # max(0, 0, 0) = 0 (an image no more stereotyped than the photos)
+    assert e.per_image == pytest.approx([0.2, 0.5, 0.0])
+    assert e.value == pytest.approx(0.7 / 3)
+    # every excess negative: EXAG 0, nothing listed
+    low = ahead.exaggeration([[0.1, 0.2, 0.0], [0.2, 0.3, 0.1]], baseline, ["a", "b", "c"])
+    assert low.value == 0.0 and low.per_image == [0.0, 0.0]
+    assert low.exaggerated(0) == [] and low.exaggerated(1) == []
+
+
 def test_exaggeration_takes_largest_excess():
     e = ahead.exaggeration([[0.6, 0.9, 0.4]], [0.5, 0.5, 0.5])
     assert e.value == pytest.approx(0.4)

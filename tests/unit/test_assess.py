@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from metrics.vqascore import VqaAnswer
 from refine.backends.protocols import Rating
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor
@@ -36,14 +37,20 @@ class Judge:
     def __init__(self):
         self.asked = 0
 
-    def rate(self, images, prompts):
+        self.prompts: list[tuple[str, str]] = []
+
+    def rate_prefixed(self, images, prompts, prefix):
         self.asked += len(images)
+        self.prompts += [(p, prefix) for p in prompts]
         return [Rating((0.0, 0.25, 0.5, 0.25, 0.0)) for _ in images]  # E = 3
 
-    def yes_probability(self, images, questions):
+    def vqa_score(self, images, texts):
         self.asked += len(images)
         # real photos (white) show the stereotype with p 0.2, the generated image with 0.5
-        return [0.2 if im.getpixel((0, 0)) == (255, 255, 255) else 0.5 for im in images]
+        return [
+            VqaAnswer(t, 0.2 if im.getpixel((0, 0)) == (255, 255, 255) else 0.5)
+            for im, t in zip(images, texts, strict=True)
+        ]
 
 
 class ImageEmbedder:
@@ -89,7 +96,13 @@ def test_judge_rating_variant(fixed_embedder):
     assert (scores.align, scores.hal) == (0.5, 0.5)
     assert scores.exag == pytest.approx(0.5)  # (E[rating] - 1) / 4 with E = 3
     assert scores.faith == pytest.approx((0.5 + 0.5 + 0.5) / 3)
-    assert scores.variants["exag"] == "exag:judge-rubric"
+    assert scores.variants["exag"] == "exag:mllm" and scores.photos is None
+    # AHEaD Tab. 31: the generation prompt and the country, no candidates, "score is" begun
+    ((prompt, prefix),) = judge.prompts
+    assert prefix == "score is "
+    assert "PROMPT: A photorealistic photo of people eating food at home in Iran.\n" in prompt
+    assert "COUNTRY: Iran\n" in prompt and "hookah" not in prompt
+    assert "score is <num>" in prompt
     assert [m.phrase for m in feedback.missing] == ["rice platter"]
     assert [m.phrase for m in feedback.hallucinated] == ["hamburgers"]
     (seen,) = feedback.exaggerated
@@ -115,16 +128,18 @@ def test_judge_rating_variant(fixed_embedder):
     )
 
 
-def test_without_candidates_faith_leaves_exag_out(fixed_embedder):
+def test_without_candidates_the_mllm_variant_still_measures_exag(fixed_embedder, tmp_path):
+    """Tab. 31 lists no candidates: EXAG needs none, even with real photos (which only
+    the ITA variant measures candidates against)."""
     a, judge = assessor(fixed_embedder)
-    _, scores, _, _ = a.assess(Image.new("RGB", (8, 8)), refs())
-    assert scores.exag is None and scores.faith == pytest.approx(0.5)
-    assert (
-        scores.variants == {"faith": "faith:no-exag"}
-        and scores.notes["exag"] == "no stereotype candidates"
-        and judge.asked == 0
-        and a.calls.n == 1
-    )
+    _, scores, feedback, _ = a.assess(Image.new("RGB", (8, 8)), refs())
+    assert scores.exag == pytest.approx(0.5) and scores.faith == pytest.approx(0.5)
+    assert scores.variants == {"exag": "exag:mllm", "faith": "faith:ahead"}
+    assert feedback.exaggerated == [] and judge.asked == 1 and a.calls.n == 2
+    photo = tmp_path / "real.png"
+    Image.new("RGB", (8, 8), (255, 255, 255)).save(photo)
+    _, scores, _, _ = a.assess(Image.new("RGB", (8, 8)), refs(reference_images=[str(photo)]))
+    assert scores.variants["exag"] == "exag:mllm" and scores.photos is None
 
 
 def test_reference_yes_variant_judges_the_references_once(fixed_embedder, tmp_path):
@@ -137,7 +152,7 @@ def test_reference_yes_variant_judges_the_references_once(fixed_embedder, tmp_pa
     image = Image.new("RGB", (8, 8), (200, 0, 0))
     _, scores, feedback, _ = a.assess(image, pack)
     assert scores.exag == pytest.approx(0.3)  # 0.5 on the image - 0.2 on the references
-    assert scores.variants["exag"] == "exag:ita"
+    assert scores.variants["exag"] == "exag:ita" and scores.photos == 2
     assert feedback.exaggerated[0].excess == pytest.approx(0.3)
     assert a.calls.n == 1 + 2 + 1  # observation, two reference images, the image
     a.assess(image, pack)
@@ -226,8 +241,8 @@ def test_quality_is_the_lower_rating_over_ten_with_clip_iqa_for_a_local_judge(fi
     # cached: the same images again cost no call
     before = a.calls.n
     again = a.assess(red, refs())
-    # the observation only (no stereotype candidates: no EXAG call)
-    assert again.scores.quality == pytest.approx(0.6) and a.calls.n == before + 1
+    # the observation and the EXAG rating only (quality is not asked again)
+    assert again.scores.quality == pytest.approx(0.6) and a.calls.n == before + 2
     assert len(judge.scaled) == 4
 
 
@@ -243,7 +258,7 @@ def test_a_judge_that_cannot_rate_0_to_10_reads_no_quality(fixed_embedder):
     assert scores.notes["quality"] == f"the judge {judge} does not rate on a 0-10 scale"
 
 
-def test_a_registered_metric_reads_what_the_assessor_took(fixed_embedder):
+def test_a_registered_metric_reads_what_the_assessor_took(fixed_embedder, tmp_path):
     """A metric registered with the catalog reads the readings AHEaD's own read (the
     descriptors matched to the references, the judge's answers) and the values computed
     before it, with nothing else changed; one whose reading is missing says why."""
@@ -255,7 +270,9 @@ def test_a_registered_metric_reads_what_the_assessor_took(fixed_embedder):
 
     def rating_or_none(exaggeration_answers, values):
         return [
-            Computed(None, note="no rating") if a is None else a.rating / 5 * v["align"]
+            Computed(None, note="no rating")
+            if a is None or a.rating is None
+            else a.rating / 5 * v["align"]
             for a, v in zip(exaggeration_answers, values, strict=True)
         ]
 
@@ -272,7 +289,12 @@ def test_a_registered_metric_reads_what_the_assessor_took(fixed_embedder):
         a, _ = assessor(fixed_embedder)
         red = Image.new("RGB", (8, 8), (200, 0, 0))
         with_candidates = a.assess(red, refs(stereotypes=["oversized hookahs"])).scores
-        without = a.assess(red, refs()).scores
+        photo = tmp_path / "real.png"
+        Image.new("RGB", (8, 8), (255, 255, 255)).save(photo)
+        # with real photos EXAG is the ITA variant: VQAScores, no rating
+        without = a.assess(
+            red, refs(stereotypes=["oversized hookahs"], reference_images=[str(photo)])
+        ).scores
     # one of the two references (rice platter) missing; the rating 3 of 5 times ALIGN 0.5
     assert with_candidates.value("toy_missing") == pytest.approx(0.5)
     assert with_candidates.value("toy_rated") == pytest.approx(0.3)

@@ -34,6 +34,7 @@ def test_bench_rows_and_agree_read_the_catalog():
     assert per_image == [
         *catalog.names("ahead", level="image"),
         *catalog.names("quality"),
+        *catalog.names("alignment"),
         *catalog.names("diversity"),
         *catalog.names("expectations"),
     ]
@@ -158,7 +159,9 @@ def test_ahead_and_quality_from_their_readings_by_hand():
     assert got[1].value == pytest.approx(0.3) and got[1].variant == "exag:ita"
     assert got[1].reading == Reading()
     assert got[2] == Computed(None, note="no stereotype candidates")
-    with pytest.raises(ValueError, match="no EXAG variant reads answers named 'exag:mllm'"):
+    with pytest.raises(ValueError, match="no EXAG variant reads answers named 'exag:other'"):
+        exag_of([ExagAnswer("exag:other")])
+    with pytest.raises(ValueError, match="exag:mllm reads a rating, and the answer has none"):
         exag_of([ExagAnswer("exag:mllm")])
     faiths = faith_of(
         [{"align": 0.5, "hal": 0.25, "exag": 0.5}, {"align": 0.5, "hal": 0.25}, {"hal": 0.1}]

@@ -66,7 +66,8 @@ class RunDisplay:
     languages: Any
     progress: Any
     bar: Any
-    checked: Any  # the checklist's part the image gets right (last: API positions hold)
+    checked: Any  # the checklist's part the image gets right (after: API positions hold)
+    glossary: Any  # what the numbers mean, and the EXAG variant the run used (last)
 
     def outputs(self) -> list[Any]:
         return [getattr(self, f.name) for f in fields(self)]
@@ -98,6 +99,7 @@ class RunDisplay:
                 "slider": None,
                 "instruction": "",
                 "languages": [],
+                "glossary": adapters.glossary_markdown(),
             }
         k = len(run.rounds) - 1 if k is None else max(0, min(k, len(run.rounds) - 1))
         r = run.rounds[k]
@@ -110,6 +112,7 @@ class RunDisplay:
             "slider": adapters.before_after(run, run_dir, k),
             "instruction": f"round {k} ({r.instruction_source}):\n{r.text}",
             "languages": adapters.language_gallery(run, run_dir, k),
+            "glossary": adapters.glossary_markdown(run),
         }
 
     @classmethod

@@ -193,7 +193,7 @@ def add_run_view(
             # what every metric label above means, from the metric catalog (the chart's
             # legend says it too, on hover)
             with gr.Accordion(adapters.GLOSSARY_TITLE, open=False, elem_id="glossary"):
-                gr.Markdown(adapters.glossary_markdown(), elem_id="glossary-text")
+                glossary = gr.Markdown(adapters.glossary_markdown(), elem_id="glossary-text")
     display = RunDisplay(
         stage=stage,
         gallery=gallery,
@@ -207,6 +207,7 @@ def add_run_view(
         progress=progress,
         bar=bar,
         checked=checked,
+        glossary=glossary,
     )
     view = RunView(form, display, refs, start, stop, apply, notice, spec=spec)
     _wire_upload(gr, form)

@@ -81,6 +81,7 @@ class BenchTask(CellTask):
             and given.get("tau") == tau
             and given.get("scorer") == scorer
             and bool(given.get("expectations")) == self.plan.expectations
+            and (bool(given.get("ask_vqascore")) or not self.plan.vqascore)
         )
 
     def progress(self, cell: Cell) -> str:
@@ -103,6 +104,7 @@ class BenchTask(CellTask):
             "seeds": self.seeds,
             "prompts": [list(p) for p in plan.prompts],
             "expectations": plan.expectations,
+            "ask_vqascore": plan.vqascore,
         }
 
     def summarise(self, cells: list[Cell], scoring: Any) -> dict[str, Any]:

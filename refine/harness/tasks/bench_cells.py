@@ -30,6 +30,8 @@ BENCH_CELLS = CellFormat(
         "seeds",
         "tau",
         "expectations",
+        "ask_vqascore",
+        "photos",
         "scorer",
     ),
     key=("generator", "activity", "country", "seeds"),
@@ -75,7 +77,7 @@ class CellMaker:
             + (["llm"] if plan.expectations else [])
         )
         self.generators = checked_generators(scorer, plan.generators)
-        self.assessor = Assessor(scorer)
+        self.assessor = Assessor(scorer, vqascore=plan.vqascore)
         self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
         self.scoring = {
             r: n
@@ -131,6 +133,8 @@ class CellMaker:
                 "seeds": seeds,
                 "tau": self.tau,
                 "expectations": plan.expectations,
+                "ask_vqascore": plan.vqascore,
+                "photos": len(refs.reference_images),
                 "scorer": self.scoring,
             },
             outputs={

@@ -13,6 +13,9 @@ from metrics.stats import mean_interval
 from refine.harness.cells import Cell
 from refine.records import variant_name
 
+# the metrics whose values depend on the EXAG variant (FAITH is a mean with EXAG)
+VARIANT_BOUND = ("exag", "faith")
+
 
 def _mean(values: Sequence[float | None]) -> float | None:
     got = [v for v in values if v is not None]
@@ -56,23 +59,58 @@ def summarise(cells: list[Cell], generators: Sequence[str], seed: int = 42) -> d
     return out
 
 
-def _headline_by_prompt(cells: list[Cell], generator: str | None) -> dict[tuple[str, str], Any]:
+def _headline_by_prompt(
+    cells: list[Cell], generator: str | None
+) -> dict[tuple[str, str, str | None], Any]:
+    """Each prompt's FAITH, keyed with its EXAG variant: two generators are compared on a
+    prompt only where the same variant made both values."""
     return {
-        (c.inputs["activity"], c.inputs["country"]): c.mean(HEADLINE)
+        (c.inputs["activity"], c.inputs["country"], exag_variant(c)): c.mean(HEADLINE)
         for c in cells
         if c.inputs["generator"] == generator
     }
 
 
+def exag_variant(cell: Cell) -> str | None:
+    """The EXAG variant of a cell's images (``exag:ita`` with real photos, ``exag:mllm``
+    without; None where no image has an EXAG; the names joined where they differ)."""
+    made = sorted(
+        {v for im in cell.images if (v := variant_name(im.get("exag_variant"))) is not None}
+    )
+    return "+".join(made) if made else None
+
+
 def _stats(cells: list[Cell], seed: int) -> dict[str, Any]:
+    """Each metric's mean over the cells and its interval. EXAG and FAITH, whose values
+    depend on the EXAG variant, are never averaged over cells of different variants: with
+    one variant their entry names it; with several its mean is None and ``by_variant``
+    holds each variant's mean, interval and number of prompts."""
     row: dict[str, Any] = {"prompts": len(cells), "images": sum(len(c.images) for c in cells)}
     extras = image_extras()
+    groups: dict[str, list[Cell]] = {}
+    for c in cells:
+        v = exag_variant(c)
+        if v is not None:
+            groups.setdefault(v, []).append(c)
     for metric in (*BENCH_IMAGE, *extras, *BENCH_PROMPT, *BENCH_EXPECTATIONS):
         values = [c.mean(metric) for c in cells]
         optional = (*extras, *BENCH_EXPECTATIONS)
         if metric in optional and all(v is None for v in values):
             continue  # a bench without expectations, a scorer that reads no quality
-        row[metric] = {"mean": _mean(values), "interval": mean_interval(values, seed)}
+        stat = {"mean": _mean(values), "interval": mean_interval(values, seed)}
+        if metric in VARIANT_BOUND and groups:
+            if len(groups) == 1:
+                stat["variant"] = next(iter(groups))
+            else:
+                stat = {"mean": None, "interval": None, "by_variant": {}}
+                for v, same in sorted(groups.items()):
+                    got = [c.mean(metric) for c in same]
+                    stat["by_variant"][v] = {
+                        "prompts": len(same),
+                        "mean": _mean(got),
+                        "interval": mean_interval(got, seed),
+                    }
+        row[metric] = stat
     return row
 
 
