@@ -7,7 +7,7 @@ a set format ("score is 3") is read after the model's answer is begun with the f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from metrics.quality import rating_distribution
@@ -56,26 +56,45 @@ class HFJudging:
             ids.append(tokens[0])
         return ids
 
-    def answer_distribution(
-        self, images: Sequence[Image.Image], texts: Sequence[str], answers: Sequence[str]
-    ) -> list[list[float]]:
-        """For each (image, text): softmax of the next-token logits over ``answers``."""
+    def _next_logits(
+        self, images: Sequence[Image.Image], texts: Sequence[str], answer: str = ""
+    ) -> Iterator[Any]:
+        """The next-token logits (float32, one row per pair) after each (image, text)'s
+        chat with the answer begun by ``answer``, a batch of ``batch_size`` at a time."""
         import torch
 
         self._require_vision("judge images")
         if len(images) != len(texts):
             raise ValueError(f"{len(images)} images but {len(texts)} questions")
-        ids = torch.tensor(self.answer_token_ids(answers), device=self.device)
-        out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             batch = self._encode(
-                texts[start : start + self.batch_size], images[start : start + self.batch_size]
+                texts[start : start + self.batch_size],
+                images[start : start + self.batch_size],
+                answer,
             )
             with torch.inference_mode():
                 logits = oom_guard(self.model_name, lambda b=batch: self.model(**b).logits)
-            last = logits[:, -1, :].float().index_select(1, ids)
-            out.extend(torch.softmax(last, dim=-1).cpu().tolist())
+            yield logits[:, -1, :].float()
+
+    def _softmax_over(
+        self, images: Sequence[Image.Image], texts: Sequence[str], answers: Sequence[str],
+        answer: str = "",
+    ) -> list[list[float]]:  # fmt: skip
+        """For each pair: softmax of the next-token logits over the ``answers`` tokens."""
+        import torch
+
+        self._require_vision("judge images")  # loads the model
+        ids = torch.tensor(self.answer_token_ids(answers), device=self.device)
+        out: list[list[float]] = []
+        for last in self._next_logits(images, texts, answer):
+            out.extend(torch.softmax(last.index_select(1, ids), dim=-1).cpu().tolist())
         return out
+
+    def answer_distribution(
+        self, images: Sequence[Image.Image], texts: Sequence[str], answers: Sequence[str]
+    ) -> list[list[float]]:
+        """For each (image, text): softmax of the next-token logits over ``answers``."""
+        return self._softmax_over(images, texts, answers)
 
     def yes_probability(
         self, images: Sequence[Image.Image], questions: Sequence[str]
@@ -121,9 +140,7 @@ class HFJudging:
         are one token each pooled)."""
         import torch
 
-        self._require_vision("judge images")
-        if len(images) != len(texts):
-            raise ValueError(f"{len(images)} images but {len(texts)} questions")
+        self._require_vision("judge images")  # loads the model
         tokenizer = self._tokenizer(self.processor)
         ids = sorted(
             {
@@ -136,15 +153,8 @@ class HFJudging:
             raise ValueError(f"{self.model_name}: no casing of 'Yes' is one token")
         questions = [vqa_question(t) for t in texts]
         out: list[float] = []
-        for start in range(0, len(questions), self.batch_size):
-            batch = self._encode(
-                questions[start : start + self.batch_size],
-                images[start : start + self.batch_size],
-            )
-            with torch.inference_mode():
-                logits = oom_guard(self.model_name, lambda b=batch: self.model(**b).logits)
-            probs = torch.softmax(logits[:, -1, :].float(), dim=-1)[:, ids].sum(dim=-1)
-            out.extend(probs.cpu().tolist())
+        for last in self._next_logits(images, questions):
+            out.extend(torch.softmax(last, dim=-1)[:, ids].sum(dim=-1).cpu().tolist())
         return [VqaAnswer(t, p) for t, p in zip(texts, out, strict=True)]
 
     def rate_prefixed(
@@ -153,24 +163,8 @@ class HFJudging:
         """A 1-5 rating per (image, prompt) whose answer format is ``prefix`` then the digit
         ("score is 3", AHEaD Tab. 31): the answer is begun with ``prefix`` and the digit's
         distribution read at the next position (softmax over the five digit tokens)."""
-        import torch
-
-        self._require_vision("judge images")
-        if len(images) != len(prompts):
-            raise ValueError(f"{len(images)} images but {len(prompts)} questions")
-        ids = torch.tensor(self.answer_token_ids(RATINGS), device=self.device)
-        out: list[Rating] = []
-        for start in range(0, len(prompts), self.batch_size):
-            batch = self._encode(
-                prompts[start : start + self.batch_size],
-                images[start : start + self.batch_size],
-                prefix,
-            )
-            with torch.inference_mode():
-                logits = oom_guard(self.model_name, lambda b=batch: self.model(**b).logits)
-            last = logits[:, -1, :].float().index_select(1, ids)
-            out.extend(Rating(tuple(p)) for p in torch.softmax(last, dim=-1).cpu().tolist())
-        return out
+        dists = self._softmax_over(images, prompts, RATINGS, prefix)
+        return [Rating(tuple(p)) for p in dists]
 
     def next_token_probability(
         self, images: Sequence[Image.Image], texts: Sequence[str], answer: str, token: str
@@ -179,17 +173,9 @@ class HFJudging:
         the whole vocabulary."""
         import torch
 
-        self._require_vision("judge images")
+        self._require_vision("judge images")  # loads the model
         (token_id,) = self.answer_token_ids([token])
         out: list[float] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = self._encode(
-                texts[start : start + self.batch_size],
-                images[start : start + self.batch_size],
-                answer,
-            )
-            with torch.inference_mode():
-                logits = oom_guard(self.model_name, lambda b=batch: self.model(**b).logits)
-            probs = torch.softmax(logits[:, -1, :].float(), dim=-1)[:, token_id]
-            out.extend(probs.cpu().tolist())
+        for last in self._next_logits(images, texts, answer):
+            out.extend(torch.softmax(last, dim=-1)[:, token_id].cpu().tolist())
         return out
