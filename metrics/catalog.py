@@ -160,12 +160,13 @@ _ALL = (
             'score is VQAScore as the paper\'s Tab. 9 uses it, P("Yes") over the full next-token '
             "distribution for VQAScore's question, but on the profile's judge rather than "
             "CLIP-FlanT5-xxl. `exag:mllm` (without photos): Tab. 31's prompt and answer format, "
-            'the expected rating read at the digit after "score is" and mapped as (E[r] - 1) '
-            "/ 4; the paper reports it only as a baseline (Tab. 9), so its values are not "
-            "comparable with Tab. 1. AHEaD's code averages each candidate's excess over the "
-            "images and then the candidates, the paper (and this toolkit) takes the largest per "
-            "image: theirs is never above ours. Records before this layout hold "
-            "`exag:judge-rubric`, this toolkit's own 1-5 rating of listed candidates."
+            "its system and user parts sent as one message, the expected rating read at the "
+            'digit after "score is" and mapped as (E[r] - 1) / 4; the paper reports it only as '
+            "a baseline (Tab. 9), so its values are not comparable with Tab. 1. AHEaD's code "
+            "averages each candidate's excess over the images and then the candidates, the "
+            "paper (and this toolkit) takes the largest per image: theirs is never above ours. "
+            "Records before this layout hold `exag:judge-rubric`, this toolkit's own 1-5 rating "
+            "of listed candidates."
         ),
     ),
     Metric(
@@ -233,8 +234,9 @@ _ALL = (
             "figure show '{text}'? Please answer yes or no.\", on the profile's judge rather "
             "than CLIP-FlanT5-xxl. A local judge reads it exactly; an OpenAI-compatible server "
             "from the answer's log-probabilities where it gives them; a judge without them "
-            "(the Gemini developer API) samples k answers, k calls per question, and records "
-            "the standard error. Computed with --vqascore (for the generation prompt)."
+            "(the Gemini developer API) samples k answers restricted to yes or no (so its share "
+            "is P(Yes) among yes and no), k calls per question, and records the standard error. "
+            "Computed with --vqascore, for the generation prompt."
         ),
     ),
     Metric(

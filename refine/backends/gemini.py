@@ -39,7 +39,9 @@ from refine.backends.judging import (
     LogprobsUnavailable,
     ProbabilityJudge,
     answer_schema,
+    answer_tokens,
     check_judge_options,
+    pooled,
 )
 from refine.backends.structured import ApiObserver, ask_with_repair
 from refine.usage import BudgetExhausted, abandonable, check_stop, sent, time_left
@@ -508,7 +510,7 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
 
         config = types.GenerateContentConfig(
             temperature=0.0,
-            max_output_tokens=4 if self.thinking_budget == 0 else None,
+            max_output_tokens=answer_tokens(4, purpose) if self.thinking_budget == 0 else None,
             response_logprobs=True,
             logprobs=self.top_logprobs,
             thinking_config=self._thinking(),
@@ -527,12 +529,10 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
             )
         positions = []
         for top in result.top_candidates:
-            out: dict[str, float] = {}
+            seen: dict[str, float] = {}  # by the token as the model names it
             for cand in top.candidates or []:
-                token = (cand.token or "").strip()
-                if token and token not in out:
-                    out[token] = float(cand.log_probability)
-            positions.append(out)
+                seen.setdefault(cand.token or "", float(cand.log_probability))
+            positions.append(pooled(seen))
         chosen = [(c.token or "").strip() for c in result.chosen_candidates or []]
         return positions, chosen
 

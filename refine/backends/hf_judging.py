@@ -81,10 +81,18 @@ class HFJudging:
         answer: str = "",
     ) -> list[list[float]]:  # fmt: skip
         """For each pair: softmax of the next-token logits over the ``answers`` tokens."""
-        import torch
 
         self._require_vision("judge images")  # loads the model
-        ids = torch.tensor(self.answer_token_ids(answers), device=self.device)
+        return self._softmax_ids(images, texts, self.answer_token_ids(answers), answer)
+
+    def _softmax_ids(
+        self, images: Sequence[Image.Image], texts: Sequence[str], token_ids: Sequence[int],
+        answer: str = "",
+    ) -> list[list[float]]:  # fmt: skip
+        """For each pair: softmax of the next-token logits over ``token_ids``."""
+        import torch
+
+        ids = torch.tensor(list(token_ids), device=self.device)
         out: list[list[float]] = []
         for last in self._next_logits(images, texts, answer):
             out.extend(torch.softmax(last.index_select(1, ids), dim=-1).cpu().tolist())
@@ -163,8 +171,30 @@ class HFJudging:
         """A 1-5 rating per (image, prompt) whose answer format is ``prefix`` then the digit
         ("score is 3", AHEaD Tab. 31): the answer is begun with ``prefix`` and the digit's
         distribution read at the next position (softmax over the five digit tokens)."""
-        dists = self._softmax_over(images, prompts, RATINGS, prefix)
-        return [Rating(tuple(p)) for p in dists]
+        self._require_vision("judge images")  # loads the model
+        begun, ids = self._digits_after(prefix)
+        return [Rating(tuple(p)) for p in self._softmax_ids(images, prompts, ids, begun)]
+
+    def _digits_after(self, prefix: str) -> tuple[str, list[int]]:
+        """How this tokenizer writes "score is 4": the answer to begin with (``prefix``
+        with its space where the space is a token of its own, as in Qwen's, Llama 3's and
+        GPT-4o's tokenizers; without it where the digit carries its space, " 4") and the
+        token of each digit after it."""
+        tokenizer = self._tokenizer(self.processor)
+        base = prefix.rstrip()
+        head = tokenizer.encode(base, add_special_tokens=False)
+        tails = []
+        for d in RATINGS:
+            full = tokenizer.encode(f"{base} {d}", add_special_tokens=False)
+            if full[: len(head)] != head:
+                break
+            tails.append(full[len(head) :])
+        if len(tails) == len(RATINGS):
+            if all(len(t) == 1 for t in tails):
+                return base, [t[0] for t in tails]
+            if all(len(t) == 2 for t in tails) and len({t[0] for t in tails}) == 1:
+                return base + tokenizer.decode([tails[0][0]]), [t[1] for t in tails]
+        return prefix, self.answer_token_ids(RATINGS)
 
     def next_token_probability(
         self, images: Sequence[Image.Image], texts: Sequence[str], answer: str, token: str

@@ -313,15 +313,15 @@ class ProbabilityJudge:
         def read(positions: list[dict[str, float]], chosen: list[str]) -> list[float] | None:
             said = ""
             for i, token in enumerate(chosen):
+                written = "".join(token.split()).casefold()
                 if said == target:
-                    top: dict[str, float] = {}
-                    for t, lp in positions[i].items():
-                        top[t.strip()] = max(lp, top.get(t.strip(), lp))
+                    if not written:
+                        continue  # the space before the digit, a token of its own
                     try:
-                        return renormalise(top, digits)
+                        return renormalise(positions[i], digits)
                     except ValueError:
                         return None
-                said += "".join(token.split()).casefold()
+                said += written
                 if not target.startswith(said):
                     return None
             return None
@@ -335,6 +335,25 @@ class ProbabilityJudge:
             return Rating(tuple(dist), method, rating_stderr(dist, self.samples))
 
         return self._each(range(len(images)), one)
+
+
+def pooled(logprobs: dict[str, float]) -> dict[str, float]:
+    """A position's log-probabilities by token text without its surrounding spaces: "Yes"
+    and " Yes" are one answer, their probabilities added (blank tokens left out)."""
+    out: dict[str, float] = {}
+    for token, lp in logprobs.items():
+        key = token.strip()
+        if not key:
+            continue
+        prev = out.get(key)
+        out[key] = lp if prev is None else max(prev, lp) + math.log1p(math.exp(-abs(prev - lp)))
+    return out
+
+
+def answer_tokens(limit: int, purpose: str) -> int:
+    """How many answer tokens to ask for: ``limit``, and at least 8 where the answer has a
+    format before its digit ("score is 4" is four tokens for many tokenizers)."""
+    return max(limit, 8) if purpose.startswith("judge_prefixed") else limit
 
 
 def check_pairs(images: Sequence[Any], texts: Sequence[str]) -> None:

@@ -39,7 +39,9 @@ from refine.backends.judging import (
     LogprobsUnavailable,
     ProbabilityJudge,
     answer_schema,
+    answer_tokens,
     check_judge_options,
+    pooled,
 )
 from refine.backends.structured import ApiObserver, ask_with_repair
 from refine.usage import BudgetExhausted, abandonable, check_stop, sent, time_left
@@ -358,7 +360,7 @@ class OpenAIJudge(ProbabilityJudge, _OpenAIBackend):
                 user_message(text, image),
                 purpose,
                 temperature=0.0,
-                max_tokens=self.max_tokens,
+                max_tokens=answer_tokens(self.max_tokens, purpose),
                 logprobs=True,
                 top_logprobs=self.top_logprobs,
             )
@@ -371,14 +373,12 @@ class OpenAIJudge(ProbabilityJudge, _OpenAIBackend):
         positions: list[dict[str, float]] = []
         chosen: list[str] = []
         for step in content:
-            out: dict[str, float] = {}
+            seen: dict[str, float] = {}  # by the token as the server names it
             for cand in step.top_logprobs or []:
-                token = (cand.token or "").strip()
-                if token and token not in out:
-                    out[token] = float(cand.logprob)
+                seen.setdefault(cand.token or "", float(cand.logprob))
+            seen.setdefault(step.token or "", float(step.logprob))
+            out = pooled(seen)
             token = (step.token or "").strip()
-            if token and token not in out:
-                out[token] = float(step.logprob)
             if not token and not out:
                 continue  # a whitespace token before the answer
             positions.append(out)

@@ -87,7 +87,11 @@ class Judge(Protocol):
         ...
 
     # optional: rate_scale(images, prompts, low, high) -> list[Rating], a rating on another
-    # scale (quality's 0-10, see metrics.quality); a judge without it gives no quality
+    # scale (quality's 0-10, see metrics.quality); a judge without it gives no quality.
+    # needed for EXAG: vqa_score(images, texts) -> list[metrics.vqascore.VqaAnswer]
+    # (VQAScore: P("Yes") over the full next-token distribution, exag:ita and vqascore) and
+    # rate_prefixed(images, prompts, prefix) -> list[Rating] (a 1-5 rating answered as
+    # "score is N", exag:mllm); a judge without them names what it lacks when asked
 
 
 @runtime_checkable

@@ -96,6 +96,32 @@ def photos_search(
     _print(found, as_json)
 
 
+@photos_app.command("add")
+def photos_add(
+    activity: str = typer.Argument(..., help="The activity the photos show."),
+    folder: Path = typer.Argument(..., help="A folder of real photos (.png, .jpg, .webp)."),
+    country: str = typer.Option(..., "--country", help="Where they were taken."),
+    data_dir: Path = _data_dir_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the set as JSON."),
+) -> None:
+    """Make your own real photos the set of ACTIVITY in the country (copied into the data
+    directory, each checked as an image), replacing a searched set: run, score, bench,
+    batch, the app and calibrate-tau then take them with no file list."""
+    from refine import settings
+    from refine.evaluate.photo_sets import add_given
+    from refine.records import ReferencePack
+
+    if not activity.strip() or not country.strip():
+        raise UserInputError("give an ACTIVITY and a --country")
+    empty = ReferencePack(activity=activity, country=country, descriptors={})
+    try:
+        checked = settings.with_reference_images(empty, folder)
+    except settings.SettingsError as err:
+        raise UserInputError(f"FOLDER: {err.message}") from err
+    photos = [Path(p) for p in checked.reference_images]
+    _print(add_given(activity.strip(), country.strip(), photos, data_dir), as_json)
+
+
 @photos_app.command("show")
 def photos_show(
     activity: str = typer.Argument(..., help="The activity."),
@@ -104,7 +130,7 @@ def photos_show(
     as_json: bool = typer.Option(False, "--json", help="Print the set as JSON."),
 ) -> None:
     """Show the photo set the commands use for ACTIVITY in the country, where it comes
-    from, and each photo's licence and author."""
+    from (added, searched, or the paper's), and each photo's licence and author."""
     from refine.evaluate.photo_sets import find_photo_set
 
     found = find_photo_set(activity.strip(), country.strip(), data_dir)

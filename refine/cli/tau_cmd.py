@@ -77,14 +77,20 @@ def calibrate_tau_cmd(
         if not images:
             raise UserInputError("IMAGES: no .png, .jpg, .jpeg or .webp photos given")
     else:
-        found = find_photo_set(refs.activity, refs.country)
-        if found is None:
+        # the references' photos: a references file's, else the activity's photo set
+        if not refs.reference_images:
             raise UserInputError(
                 f"IMAGES: none given, and no photo set of {refs.activity!r} in {refs.country}: "
                 f'`refine photos search "{refs.activity}" --country {refs.country}`, `refine '
-                "data fetch ahead --photos`, or give the photos"
+                "data fetch ahead --photos`, `refine photos add`, or give the photos"
             )
-        images, photos = [Path(f) for f in found.files], found.describe()
+        images = [Path(f) for f in refs.reference_images]
+        found = find_photo_set(refs.activity, refs.country)
+        photos = (
+            found.describe()
+            if found is not None and list(found.files) == refs.reference_images
+            else f"photos: {len(images)} listed in the references file"
+        )
         if not as_json:
             typer.echo(f"{refs.activity} in {refs.country}: {photos}", err=True)
     loaded = load_images(images)

@@ -316,12 +316,11 @@ def _text(meta: dict, key: str) -> str:
 def _get(url: str) -> bytes:
     """``url``'s body, tried :data:`TRIES` times (waiting 1 s, then 2 s) when the server
     is busy or the network fails."""
-    from refine import __version__
+    from refine.evaluate.paper_photos import USER_AGENT
 
-    agent = f"cultural-refine/{__version__} (reference photo search; python urllib)"
     for attempt in range(TRIES):
         try:
-            request = urllib.request.Request(url, headers={"User-Agent": agent})
+            request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
             with urllib.request.urlopen(request, timeout=30) as answer:
                 return answer.read()
         except urllib.error.HTTPError as err:

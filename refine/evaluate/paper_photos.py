@@ -32,6 +32,8 @@ from typing import Any
 
 WORKERS = 8
 TRIES = 3
+# Wikimedia's servers ask every client to name itself (its User-Agent policy)
+USER_AGENT = "cultural-refine/0.1 (reference photos for cultural image evaluation; urllib)"
 
 
 @dataclass
@@ -136,7 +138,23 @@ def fetch_photos(
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="photo") as pool:
         list(pool.map(one, todo))
-    files = {}
+    import json
+
+    # a fetch of some countries keeps what earlier fetches kept of the others
+    record = folder / "photos.json"
+    files: dict[str, Any] = {}
+    if record.is_file():
+        try:
+            earlier = json.loads(record.read_text(encoding="utf-8")).get("files", {})
+        except ValueError:
+            earlier = {}
+        files = {
+            rel: meta
+            for rel, meta in earlier.items()
+            if isinstance(meta, dict)
+            and meta.get("country") not in wanted
+            and (folder / rel).is_file()
+        }
     for row, country, phrase in joined:
         target = target_of(folder, row, country, phrase)
         if target.is_file():
@@ -149,7 +167,7 @@ def fetch_photos(
                 "activity": phrase,
             }
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(folder / "photos.json", {"commit": commit, "files": files})
+    atomic_write_json(record, {"commit": commit, "files": dict(sorted(files.items()))})
     atomic_write_json(
         folder / "report.json",
         {
@@ -173,12 +191,12 @@ def fetch_image(url: str, target: Path) -> str | None:
     data = b""
     for attempt in range(TRIES):
         try:
-            request = urllib.request.Request(url, headers={"User-Agent": "cultural-refine"})
+            request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
             with urllib.request.urlopen(request, timeout=30) as answer:
                 data = answer.read()
             break
         except urllib.error.HTTPError as err:
-            if err.code < 500 or attempt == TRIES - 1:
+            if (err.code < 500 and err.code != 429) or attempt == TRIES - 1:
                 return f"HTTP {err.code} {err.reason}"
         except (urllib.error.URLError, TimeoutError, ConnectionError, ValueError) as err:
             if attempt == TRIES - 1 or isinstance(err, ValueError):

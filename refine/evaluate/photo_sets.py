@@ -4,10 +4,12 @@ A photo set is what the paper's EXAG (Eq. 3-4) measures a stereotype against: it
 image-text score on real photos of the activity in the country. Where it comes from, first
 found wins (:data:`ORDER`):
 
-1. ``given``: a folder a command is given (``--reference-images``), used as it is;
+1. ``given``: photos a command is given (``--reference-images`` on run and score, or a
+   references file's ``reference_images``), used as they are; or photos made the
+   activity's set with ``refine photos add`` (kept in the data directory like a search's);
 2. ``searched``: real photos collected with ``refine photos search`` from Wikimedia
    Commons, each with its licence, author and page, in the data directory under
-   ``photos/<country>/<activity>/`` with ``set.json`` beside them;
+   ``photos/<country>/<activity>-<hash>/`` with ``set.json`` beside them;
 3. ``fetched``: the photos the AHEaD paper used, downloaded with
    ``refine data fetch ahead --photos`` (``ahead/<commit>/photos/photos.json``).
 
@@ -22,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ORDER = ("given", "searched", "fetched")
+ORDER = ("given", "searched", "fetched")  # a set's origins; one set per activity and country
 SET_FILE = "set.json"
 WORDS = {
-    "given": "given",
+    "given": "given with refine photos add",
     "searched": "searched on Wikimedia Commons",
     "fetched": "from the AHEaD paper's photos",
 }
@@ -51,11 +53,16 @@ class PhotoSet:
 
 def set_folder(activity: str, country: str, data: Path | None = None) -> Path:
     """Where ``refine photos search`` keeps the set of ``activity`` in ``country``."""
+    import hashlib
+
     from refine.evaluate.data_dir import data_dir
     from refine.io.files import slug
 
     root = data if data is not None else data_dir()
-    return root / "photos" / slug(country, 40) / slug(activity, 80)
+    # the names' own hash after their slugs: two names never share a folder (a slug is cut
+    # to its length, and a name in another script has no letters a slug keeps)
+    tag = hashlib.sha1(f"{_same(country)}|{_same(activity)}".encode()).hexdigest()[:8]
+    return root / "photos" / slug(country, 40) / f"{slug(activity, 80)}-{tag}"
 
 
 def searched(activity: str, country: str, data: Path | None = None) -> PhotoSet | None:
@@ -68,19 +75,58 @@ def searched(activity: str, country: str, data: Path | None = None) -> PhotoSet 
     try:
         doc = json.loads(record.read_text(encoding="utf-8"))
         photos = [p for p in doc.get("photos", []) if (folder / p["file"]).is_file()]
+        named = (str(doc.get("activity", activity)), str(doc.get("country", country)))
     except (ValueError, KeyError, TypeError, AttributeError):
         return None  # a damaged record is not a set; a new search rewrites it
-    if not photos:
+    # two names can share a folder (cut to its length, or written in another script)
+    if [_same(a) for a in named] != [_same(activity), _same(country)] or not photos:
         return None
     files = tuple(str((folder / p["file"]).resolve()) for p in photos)
-    return PhotoSet(
-        doc.get("activity", activity),
-        doc.get("country", country),
-        "searched",
-        str(record),
-        files,
-        tuple(photos),
-    )
+    origin = "given" if doc.get("origin") == "given" else "searched"
+    return PhotoSet(named[0], named[1], origin, str(record), files, tuple(photos))
+
+
+def add_given(
+    activity: str, country: str, photos: list[Path], data: Path | None = None
+) -> PhotoSet:
+    """Make ``photos`` (checked image files) the set of ``activity`` in ``country``: copied
+    into its folder with ``set.json`` (origin ``given``), replacing any set there."""
+    import hashlib
+    import shutil
+    import time
+
+    from refine.io.files import atomic_write_json
+
+    folder = set_folder(activity, country, data)
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = []
+    for path in photos:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        name = f"{digest[:16]}{path.suffix.lower()}"
+        if not (folder / name).is_file():
+            shutil.copyfile(path, folder / f"{name}.part")
+            (folder / f"{name}.part").replace(folder / name)
+        kept.append({"file": name, "sha256": digest, "given": str(path.resolve())})
+    doc = {
+        "schema": 1,
+        "origin": "given",
+        "activity": activity,
+        "country": country,
+        "made": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "photos": kept,
+    }
+    atomic_write_json(folder / SET_FILE, doc)
+    names = {p["file"] for p in kept} | {SET_FILE}
+    for old in folder.iterdir():
+        if old.is_file() and old.name not in names:
+            old.unlink()
+    got = searched(activity, country, data)
+    assert got is not None
+    return got
+
+
+def _same(name: str) -> str:
+    return " ".join(name.split()).casefold()
 
 
 def fetched(activity: str, country: str, data: Path | None = None) -> PhotoSet | None:
@@ -118,8 +164,8 @@ def fetched(activity: str, country: str, data: Path | None = None) -> PhotoSet |
 
 
 def find_photo_set(activity: str, country: str, data: Path | None = None) -> PhotoSet | None:
-    """The first photo set of ``activity`` in ``country`` in :data:`ORDER` (searched, then
-    fetched: a folder given is not looked up); None when there is none."""
+    """The photo set of ``activity`` in ``country``: the one added or searched, else the
+    paper's fetched photos; None when there is none."""
     return searched(activity, country, data) or fetched(activity, country, data)
 
 

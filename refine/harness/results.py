@@ -137,3 +137,13 @@ def publish(
     if results.csv:
         write_csv(Path(folder) / results.csv, fields, rows)
     return Results.read(folder, results.task)
+
+
+def headline(stat: dict[str, Any]) -> tuple[float | None, Any, str | None]:
+    """A summary entry's (mean, interval, variant) to rank and draw by: its mean, or where
+    the variants were kept apart, the mean of the variant with the most prompts (named)."""
+    by = stat.get("by_variant")
+    if not by:
+        return stat.get("mean"), stat.get("interval"), stat.get("variant")
+    v, top = max(by.items(), key=lambda kv: (kv[1]["prompts"], kv[0]))
+    return top["mean"], top["interval"], v

@@ -219,6 +219,10 @@ def test_photos_kept_only_when_images_with_dead_links_reported(tmp_path, monkeyp
         asked = server.requests[len(before) :]
         assert sorted(asked) == ["web/missing.png", "web/page.png"]
         assert (again.downloaded, again.kept) == (0, 3)
+        # a later fetch of another country (the manifest's Iran row) keeps Brazil's photos
+        upstream(repo, countries=("Iran",))
+        (repo / DESCRIPTORS.format(slug="brazil")).unlink()  # upstream() wrote Iran's only
+        fetch_ahead(tmp_path / "d", ["Iran"], server.url, photos=True)
     # the activity's photo set: the paper's photos that were kept, found by activity and
     # country alone
     from refine.evaluate.photo_sets import find_photo_set
@@ -226,7 +230,11 @@ def test_photos_kept_only_when_images_with_dead_links_reported(tmp_path, monkeyp
     found = find_photo_set(phrase, "Brazil", tmp_path / "d")
     assert found.origin == "fetched" and len(found.files) == 3
     assert sorted(found.files) == sorted(str((done.folder / r).resolve()) for r in kept["files"])
-    assert find_photo_set(phrase, "Iran", tmp_path / "d") is None
+    assert len(find_photo_set(phrase, "Iran", tmp_path / "d").files) == 1  # fetched later
+    assert find_photo_set(phrase, "Spain", tmp_path / "d") is None
+    kept_now = json.loads((done.folder / "photos.json").read_text())["files"]
+    assert {m["country"] for m in kept_now.values()} == {"Brazil", "Iran"}
+    assert len(find_photo_set(phrase, "Brazil", tmp_path / "d").files) == 3
 
 
 def test_a_run_for_a_country_outside_the_bundled_six_uses_the_fetched_references(

@@ -228,3 +228,29 @@ def test_a_given_folder_wins_over_the_set(tmp_path):
     assert with_photo_set(refs, tmp_path / "elsewhere") is refs
     (folder / SET_FILE).write_text("{not json")
     assert find_photo_set(ACT, COUNTRY, tmp_path) is None  # a damaged record is no set
+
+
+def test_your_own_photos_become_the_set(tmp_path, monkeypatch):
+    """refine photos add: a folder of photos checked, copied into the data directory and
+    found by activity and country; a folder without photos is refused by name."""
+    monkeypatch.setenv("REFINE_DATA_DIR", str(tmp_path / "data"))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for k, c in enumerate(((1, 2, 3), (4, 5, 6))):
+        (mine / f"p{k}.png").write_bytes(solid(c))
+    added = cli("photos", "add", ACT, str(mine), "--country", COUNTRY, "--json")
+    assert added.returncode == 0, added.stderr
+    doc = json.loads(added.stdout)
+    assert doc["origin"] == "given" and len(doc["photos"]) == 2
+    found = find_photo_set(ACT, COUNTRY)
+    assert found.origin == "given" and found.describe().startswith("photos: 2 given with refine")
+    assert sorted(open(f, "rb").read() for f in found.files) == sorted(
+        (mine / f"p{k}.png").read_bytes() for k in range(2)
+    )
+    assert ReferenceSource.default().find(ACT, COUNTRY).pack.reference_images == list(found.files)
+    (tmp_path / "empty").mkdir()
+    bad = cli("photos", "add", ACT, str(tmp_path / "empty"), "--country", COUNTRY)
+    assert bad.returncode == 2 and "FOLDER: " in bad.stderr and "no .png" in bad.stderr
+    # another activity whose name folds to the same folder name is another set
+    assert find_photo_set(ACT + " ", COUNTRY) is not None  # the same name, spaced
+    assert find_photo_set(ACT + "!", COUNTRY) is None

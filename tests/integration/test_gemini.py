@@ -232,10 +232,11 @@ def test_judge_vqascore_is_the_full_distributions_yes(fake, client):
     """VQAScore from log-probabilities: P("Yes") (its casings pooled) over everything the
     model might answer, not renormalised over "Yes" and "No"; sampled, the share of "Yes"
     of k answers with its standard error."""
-    lp = {"Yes": math.log(0.6), "No": math.log(0.2), "yes": math.log(0.1), "I": math.log(0.05)}
+    lp = {"Yes": math.log(0.5), "No": math.log(0.2), "yes": math.log(0.1), " Yes": math.log(0.1)}
     fake.reply(text_answer("Yes", logprobs=lp))
     judge = backend("judge", "gemini:gemini-2.5-flash", client, samples=4)
     (got,) = judge.vqa_score([picture()], ["giant domes"])
+    # "Yes", " Yes" and "yes" added: 0.7
     assert got.value == pytest.approx(0.7) and got.mode == "logprobs" and got.text == "giant domes"
     asked = fake.requests[-1]["contents"][0]["parts"][-1]["text"]
     assert asked == "Does this figure show 'giant domes'? Please answer yes or no."
@@ -255,12 +256,16 @@ def test_judge_reads_the_digit_after_score_is(fake, client):
     """AHEaD Tab. 31's answer "score is 4": the digit's log-probabilities at the position
     after "score is"; an answer in another format is sampled in the format instead."""
     digits = {"4": math.log(0.6), "3": math.log(0.2), "5": math.log(0.2)}
-    positions = [("score", {"score": -0.01}), ("is", {"is": -0.01}), ("4", digits)]
+    # the space before the digit is a token of its own for many tokenizers (GPT-4o's,
+    # Llama 3's, Qwen's), with a digit among its alternatives: the digit is read after it
+    space = {" ": math.log(0.9), "4": math.log(0.1)}
+    positions = [("score", {"score": -0.01}), (" is", {" is": -0.01}), (" ", space), ("4", digits)]
     fake.reply(text_answer("score is 4", positions=positions))
     judge = backend("judge", "gemini:gemini-2.5-flash", client, samples=2)
     (rating,) = judge.rate_prefixed([picture()], ["Rate. score is <num>"], "score is ")
     assert rating.method == "logprobs"
     assert rating.probabilities == pytest.approx((0.0, 0.0, 0.2, 0.6, 0.2))
+    assert fake.requests[-1]["generationConfig"]["maxOutputTokens"] == 8  # room for the format
     # the model answered "4" alone: two answers sampled in the format
     fake.reply(text_answer("4", logprobs=digits))
     fake.reply(text_answer(json.dumps({"answer": "score is 4"})))

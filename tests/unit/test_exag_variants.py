@@ -41,6 +41,17 @@ def test_a_bench_never_averages_exag_over_two_variants():
     # one variant: the plain mean, named
     one = _stats(cells[:2], seed=0)
     assert one["exag"]["mean"] == pytest.approx(0.075) and one["exag"]["variant"] == "exag:ita"
+    # ranked and drawn by the variant with the most prompts, named
+    from refine.harness.results import headline
+
+    assert headline(row["faith"]) == (pytest.approx(0.65), mean_interval([0.7, 0.6], 0), "exag:ita")
+    assert headline(one["faith"])[2] == "exag:ita"
+    # prompts without an EXAG (FAITH of ALIGN and HAL alone) are a group of their own
+    bare = cell("d", "g", "exag:ita", 0.0, 0.9)
+    bare.images[0].update(exag=None, exag_variant=None)
+    mixed = _stats([*cells[:2], bare], seed=0)
+    assert mixed["faith"]["mean"] is None
+    assert set(mixed["faith"]["by_variant"]) == {"exag:ita", "no EXAG"}
 
 
 def test_generators_are_compared_on_prompts_of_the_same_variant():
@@ -71,3 +82,47 @@ def test_agreement_correlates_each_variant_apart():
     # one variant only: the plain name, its variant said
     only = _metric_keys(["faith"], {"a": found["a"]})
     assert only == [("faith", "faith@exag:ita", "faith", "exag:ita")]
+
+
+class _Words:
+    """A tokenizer that writes each word as a token, with the digits either as words of
+    their own (" 4": the space a token too) or with their space (" 4" one token)."""
+
+    def __init__(self, spaced_digits: bool) -> None:
+        self.spaced = spaced_digits
+        self.vocab: dict[str, int] = {}
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        pieces = []
+        for k, word in enumerate(text.split(" ")):
+            if word.isdigit() and not self.spaced:
+                pieces += [" ", word]
+            else:
+                pieces.append(word if k == 0 else f" {word}")
+        return [self.vocab.setdefault(p, len(self.vocab)) for p in pieces]
+
+    def decode(self, ids: list[int]) -> str:
+        names = {v: k for k, v in self.vocab.items()}
+        return "".join(names[i] for i in ids)
+
+
+@pytest.mark.parametrize("spaced", [False, True], ids=["space-token", "spaced-digit"])
+def test_the_local_judge_begins_the_answer_as_its_tokenizer_writes_it(spaced):
+    from refine.backends.hf_judging import HFJudging
+
+    class Judge(HFJudging):
+        processor = None
+
+        def __init__(self):
+            self.tok = _Words(spaced)
+
+        def _tokenizer(self, processor):
+            return self.tok
+
+    judge = Judge()
+    begun, ids = judge._digits_after("score is ")
+    names = {v: k for k, v in judge.tok.vocab.items()}
+    if spaced:  # " 4" is one token: the answer begun without the space
+        assert begun == "score is" and [names[i] for i in ids] == [f" {d}" for d in "12345"]
+    else:  # the space is a token: begun with it, the digits alone after it
+        assert begun == "score is " and [names[i] for i in ids] == list("12345")

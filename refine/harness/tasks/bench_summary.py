@@ -15,6 +15,7 @@ from refine.records import variant_name
 
 # the metrics whose values depend on the EXAG variant (FAITH is a mean with EXAG)
 VARIANT_BOUND = ("exag", "faith")
+NO_EXAG = "no EXAG"  # the group of prompts whose images have none
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -89,16 +90,15 @@ def _stats(cells: list[Cell], seed: int) -> dict[str, Any]:
     extras = image_extras()
     groups: dict[str, list[Cell]] = {}
     for c in cells:
-        v = exag_variant(c)
-        if v is not None:
-            groups.setdefault(v, []).append(c)
+        # prompts whose images have no EXAG (their FAITH leaves it out) are a group too
+        groups.setdefault(exag_variant(c) or NO_EXAG, []).append(c)
     for metric in (*BENCH_IMAGE, *extras, *BENCH_PROMPT, *BENCH_EXPECTATIONS):
         values = [c.mean(metric) for c in cells]
         optional = (*extras, *BENCH_EXPECTATIONS)
         if metric in optional and all(v is None for v in values):
             continue  # a bench without expectations, a scorer that reads no quality
         stat = {"mean": _mean(values), "interval": mean_interval(values, seed)}
-        if metric in VARIANT_BOUND and groups:
+        if metric in VARIANT_BOUND and groups and set(groups) != {NO_EXAG}:
             if len(groups) == 1:
                 stat["variant"] = next(iter(groups))
             else:

@@ -14,7 +14,7 @@ from metrics.catalog import (
     image_extras,
     label,
 )
-from refine.harness.results import Results, cell_mean
+from refine.harness.results import Results, cell_mean, headline
 from refine.numbers import MISSING
 from refine.present.charts import mean_bars, scatter
 from refine.present.html import document, escape, image_tag, interval_text, num, raw, write_page
@@ -29,6 +29,13 @@ def _paired_row(p: dict[str, Any]) -> str:
         f'<td data-metric="mean_difference" data-mean="{raw(p["mean_difference"])}">'
         f"{num(p['mean_difference'], 4)}</td><td>{interval}</td><td>{share}</td></tr>"
     )
+
+
+def _bar(name: str, stat: dict[str, Any]) -> tuple[str, float | None, Any]:
+    """A bar of the headline metric: its mean and interval, and where the EXAG variants
+    were kept apart, the variant with the most prompts, named under the bar."""
+    mean, interval, variant = headline(stat)
+    return (f"{name} ({variant})" if stat.get("by_variant") else name), mean, interval
 
 
 def write_bench_page(folder: str | Path, results: Results | None = None) -> Path:
@@ -48,7 +55,7 @@ def render_bench_leaderboard(folder: str | Path, results: Results) -> str:
     head_label = label(HEADLINE)
     bar_title = f"{head_label} \u2191 (mean, 95% interval)"
     names = list(summary["generators"])
-    ranked = sorted(names, key=lambda g: -(summary["generators"][g][HEADLINE]["mean"] or -1.0))
+    ranked = sorted(names, key=lambda g: -(headline(summary["generators"][g][HEADLINE])[0] or -1.0))
 
     def present(metrics: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(m for m in metrics if any(m in summary["generators"][g] for g in names))
@@ -80,17 +87,13 @@ def render_bench_leaderboard(folder: str | Path, results: Results) -> str:
         for g in names:
             stat = summary["countries"][g].get(country)
             if stat:
-                bars.append(
-                    (f"{country} \u00b7 {g}", stat[HEADLINE]["mean"], stat[HEADLINE]["interval"])
-                )
+                bars.append(_bar(f"{country} \u00b7 {g}", stat[HEADLINE]))
     cat_bars = []
     for cat in sorted({c for g in names for c in summary.get("categories", {}).get(g, {})}):
         for g in names:
             stat = summary["categories"][g].get(cat)
             if stat:
-                cat_bars.append(
-                    (f"{cat} \u00b7 {g}", stat[HEADLINE]["mean"], stat[HEADLINE]["interval"])
-                )
+                cat_bars.append(_bar(f"{cat} \u00b7 {g}", stat[HEADLINE]))
     cat_html = (
         (
             f"<h2>{head_label} per activity category</h2>"
