@@ -7,7 +7,8 @@ charts read their names, labels and order from here.
 (per round of a run). ``group`` gathers what is computed together: ``ahead`` (always),
 ``quality`` (a judge that reads 0-10 ratings; CLIP-IQA with a CLIP embedder),
 ``diversity`` (several images per prompt), ``expectations`` (with --expectations),
-``human`` (agree only), ``cube`` (CUBE concepts runs, whose names are their own).
+``baseline`` (the metrics the papers compare against, with --baselines), ``human`` (agree
+only), ``cube`` (CUBE concepts runs, whose names are their own).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from metrics.ahead import align_of, exag_of, faith_of, hal_of
+from metrics.baselines import judge_align_of, judge_hal_of
 from metrics.quality import clip_iqa_of, quality_of
 from metrics.vqascore import vqascore_of
 
@@ -223,7 +225,7 @@ _ALL = (
         "probability",
         ("judge",),
         "image",
-        "alignment",
+        "baseline",
         "The judge's probability of answering yes to 'Does this figure show \"prompt\"?'.",
         colour="#332288",
         compute=vqascore_of,
@@ -236,7 +238,50 @@ _ALL = (
             "from the answer's log-probabilities where it gives them; a judge without them "
             "(the Gemini developer API) samples k answers restricted to yes or no (so its share "
             "is P(Yes) among yes and no), k calls per question, and records the standard error. "
-            "Computed with --vqascore, for the generation prompt."
+            "Computed with --baselines vqascore, for the generation prompt."
+        ),
+    ),
+    Metric(
+        "judge_align",
+        "judge ALIGN",
+        0,
+        1,
+        "higher",
+        "",
+        ("judge",),
+        "image",
+        "baseline",
+        "The judge's 1-5 rating of how well the image shows the activity as the country does it.",
+        colour="#117733",
+        compute=judge_align_of,
+        reads=("judge_ratings",),
+        source="AHEaD Tab. 29 (the MLLM-as-a-judge ALIGN baseline, Tab. 2 and 6)",
+        differs=(
+            "Tab. 29's prompt and its annotators' 1-5 scale, its system and user parts sent as "
+            'one message; the expected rating read at the digit after "score is" (see EXAG\'s '
+            "MLLM variant for how each judge reads it), mapped as (E[r] - 1) / 4 so that it "
+            "lies on ALIGN's scale."
+        ),
+    ),
+    Metric(
+        "judge_hal",
+        "judge HAL",
+        0,
+        1,
+        "lower",
+        "",
+        ("judge",),
+        "image",
+        "baseline",
+        "The judge's 1-5 rating of how many elements are wrong for the activity and country.",
+        colour="#AA4499",
+        compute=judge_hal_of,
+        reads=("judge_ratings",),
+        source="AHEaD Tab. 30 (the MLLM-as-a-judge HAL baseline, Tab. 2 and 7)",
+        differs=(
+            "Tab. 30's prompt and its annotators' 1-5 scale, its system and user parts sent as "
+            'one message; the expected rating read at the digit after "score is", mapped as '
+            "(E[r] - 1) / 4 so that it lies on HAL's scale."
         ),
     ),
     Metric(

@@ -48,7 +48,7 @@ def vqascore_of(vqa_answers: Sequence[VqaAnswer | None]) -> list:
     out = []
     for a in vqa_answers:
         if a is None:
-            out.append(Computed(None, note="not asked for (--vqascore)"))
+            out.append(Computed(None, note="not asked for (--baselines)"))
             continue
         reading = Reading.parse(a.mode)
         if reading is not None and reading.method == SAMPLED:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from metrics.catalog import CATALOG
 from refine import settings
 from refine.backends.selection import Backends
 from refine.cli.inputs import (
@@ -18,6 +19,7 @@ from refine.cli.inputs import (
 )
 from refine.cli.run_cmd import parse_backends
 from refine.evaluate.assess import Assessor
+from refine.evaluate.baselines import parse_baselines
 from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
@@ -154,11 +156,11 @@ def score_cmd(
     expectations: Path = typer.Option(
         None, "--expectations", help="An expectations file: check each image against it."
     ),
-    vqascore: bool = typer.Option(
-        False,
-        "--vqascore",
-        help="Also score each image by VQAScore for the activity's prompt (one more judge "
-        "call an image; k where the judge samples).",
+    baselines: str = typer.Option(
+        "none",
+        "--baselines",
+        help="Baselines to score beside FAITH, comma-separated (vqascore, judge_align, "
+        "judge_hal; all; none): one more judge call an image each, k where the judge samples.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
@@ -189,7 +191,10 @@ def score_cmd(
     tau, source = backends.tau(tau)
     if source != "given" and not as_json:
         typer.echo(f"tau {tau:g} ({source})", err=True)
-    assessor = Assessor(backends, vqascore=vqascore)
+    try:
+        assessor = Assessor(backends, compare=parse_baselines(baselines))
+    except ValueError as err:
+        raise UserInputError(f"--baselines: {err}") from err
     rows = []
     for path, image in zip(images, loaded, strict=True):
         if not as_json:
@@ -249,9 +254,10 @@ def score_cmd(
                         + (f"; missed: {'; '.join(missed)}" if missed else "")
                     )
     typer.echo(f"\nEXAG: {scores_made_by(Scores.model_validate(rows[0]['scores']))}")
-    if vqascore:
+    for name in assessor.compare:
         for row in rows:
-            typer.echo(f"VQAScore {_fmt(row['scores']['values'].get('vqascore'))}  {row['image']}")
+            shown = _fmt(row["scores"]["values"].get(name))
+            typer.echo(f"{CATALOG[name].label} {shown}  {row['image']}")
 
 
 def report_cmd(

@@ -75,11 +75,11 @@ def bench_cmd(
     out: Path = typer.Option(
         Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."
     ),
-    vqascore: bool = typer.Option(
-        False,
-        "--vqascore",
-        help="Also score every image by VQAScore for its prompt (one more judge call an "
-        "image; k where the judge samples).",
+    baselines: str = typer.Option(
+        "none",
+        "--baselines",
+        help="Baselines to score beside FAITH, comma-separated (vqascore, judge_align, "
+        "judge_hal; all; none): one more judge call an image each, k where the judge samples.",
     ),
     expectations: bool = typer.Option(
         False,
@@ -131,7 +131,7 @@ def bench_cmd(
         profile=profile,
         backends=parse_backends(backend),
         expectations=expectations,
-        vqascore=vqascore,
+        baselines=_baselines(baselines),
     )
     try:
         plan.check()
@@ -170,6 +170,15 @@ def bench_cmd(
 
         typer.echo("EXAG: " + "; ".join(made_by(v) for v in variants))
     typer.echo(f"leaderboard: {out / 'bench.html'}")
+
+
+def _baselines(text: str) -> tuple[str, ...]:
+    from refine.evaluate.baselines import parse_baselines
+
+    try:
+        return parse_baselines(text)
+    except ValueError as err:
+        raise UserInputError(f"--baselines: {err}") from err
 
 
 def _variants(summary: dict) -> list[str]:

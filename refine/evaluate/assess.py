@@ -44,8 +44,14 @@ from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
 from metrics.quality import HIGH, LOW, quality_stderr
 from metrics.text_embedding import default_cache
-from metrics.vqascore import VqaAnswer
 from refine.assets import prompt_template
+from refine.evaluate.baselines import (
+    BASELINES,
+    baseline_readings,
+    prefixed,
+    vqa,
+    vqa_calls,
+)
 from refine.evaluate.readings import PER_IMAGE, NotRead, Readings
 from refine.records import (
     Drift,
@@ -68,8 +74,6 @@ DEFAULT_MAX_PER_DIMENSION: int = RunSpec.model_fields["max_per_dimension"].defau
 
 # the dimensions whose references can replace an exaggerated stereotype
 REPLACING = ("objects", "attire", "setting")
-# AHEaD Tab. 31's answer format: "score is <num>"
-MLLM_PREFIX = "score is "
 
 
 class CallCounter:
@@ -143,16 +147,20 @@ class Assessor:
         calls: CallCounter | None = None,
         baselines: dict[tuple, list[float]] | None = None,
         qualities: QualityCache | None = None,
-        vqascore: bool = False,
+        compare: Sequence[str] = (),
     ) -> None:
-        """``vqascore``: also ask the judge VQAScore's question about the generation prompt
-        for every image (the catalog's ``vqascore``; one more judge call an image, k where
-        the judge samples)."""
+        """``compare``: the baselines (catalog group ``baseline``) to compute beside FAITH
+        for every image: ``vqascore`` (VQAScore's question about the generation prompt),
+        ``judge_align`` and ``judge_hal`` (AHEaD Tab. 29-30); one more judge call an image
+        each, k where the judge samples."""
+        unknown = sorted(set(compare) - set(BASELINES))
+        if unknown:
+            raise ValueError(f"no baseline {unknown} (baselines: {', '.join(BASELINES)})")
         self.backends = backends
         self.calls = calls if calls is not None else CallCounter()
         self.baselines = baselines if baselines is not None else {}
         self.qualities = qualities if qualities is not None else QualityCache()
-        self.vqascore = vqascore
+        self.compare = tuple(compare)
 
     def assess(
         self,
@@ -242,7 +250,7 @@ class Assessor:
             "matching": aheads,
             "exaggeration_answers": [j.answer for j in judged],
             "quality_ratings": qualities,
-            "vqa_answers": self.prompt_vqa(images, refs),
+            **baseline_readings(self.backends, self.calls, self.compare, images, refs),
         }
         failed = {}
         if all(q is None for q in qualities):
@@ -263,19 +271,6 @@ class Assessor:
             )
             out.append(Assessment(o, scores, feedback, timings if i == 0 else {}))
         return out
-
-    def prompt_vqa(
-        self, images: Sequence[Image.Image], refs: ReferencePack
-    ) -> list[VqaAnswer | None]:
-        """VQAScore of each image for the generation prompt of ``refs``' activity and
-        country, when the assessor is asked for it (None each otherwise)."""
-        if not self.vqascore:
-            return [None] * len(images)
-        prompt = prompt_template("generate").format(activity=refs.activity, country=refs.country)
-        with self.backends.using("judge") as judge:
-            answers = vqa(judge, images, [prompt.strip()] * len(images))
-            self.calls.add(vqa_calls(judge, answers))
-        return list(answers)
 
     # -- quality -----------------------------------------------------------------------
 
@@ -380,14 +375,7 @@ class Assessor:
             country=refs.country,
         )
         with self.backends.using("judge") as judge:
-            prefixed = getattr(judge, "rate_prefixed", None)
-            if not callable(prefixed):
-                name = getattr(judge, "id", self.backends.names.get("judge", ""))
-                raise ValueError(
-                    f"the judge {name} cannot answer in Tab. 31's format (no rate_prefixed): "
-                    "give real photos of the activity for the paper's EXAG"
-                )
-            ratings = prefixed(images, [prompt] * len(images), MLLM_PREFIX)
+            ratings = prefixed(judge, images, [prompt] * len(images))
             samples = int(getattr(judge, "samples", 1) or 1)
             self.calls.add(sum(1 if r.method == "logprobs" else samples for r in ratings))
         out = []
@@ -542,22 +530,6 @@ def ita(refs: ReferencePack) -> bool:
     """Whether the references allow the paper's EXAG (``exag:ita``): real photos of the
     activity and stereotype candidates to measure against them."""
     return bool(refs.reference_images and refs.stereotypes)
-
-
-def vqa(judge: Any, images: Sequence[Image.Image], texts: Sequence[str]) -> list[VqaAnswer]:
-    """The judge's VQAScore of each (image, text); a judge without one is named."""
-    score = getattr(judge, "vqa_score", None)
-    if not callable(score):
-        name = getattr(judge, "id", type(judge).__name__)
-        raise ValueError(f"the judge {name} gives no VQAScore (vqa_score), which EXAG needs")
-    return list(score(images, texts))
-
-
-def vqa_calls(judge: Any, answers: Sequence[VqaAnswer]) -> int:
-    """Model calls behind VQAScore answers: one each read by log-probabilities, k each
-    sampled."""
-    samples = int(getattr(judge, "samples", 1) or 1)
-    return sum(1 if a.mode == "logprobs" else samples for a in answers)
 
 
 def _digest(image: Image.Image) -> str:

@@ -39,8 +39,8 @@ def quality_names() -> tuple[str, ...]:
     return names("quality")
 
 
-# image metrics computed only when asked for (``--vqascore``), which a run never asks
-ASKED_FOR = ("alignment",)
+# image metrics computed only when asked for (``--baselines``), which a run never asks
+ASKED_FOR = ("baseline",)
 
 
 def image_metrics_after() -> tuple[str, ...]:

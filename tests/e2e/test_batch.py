@@ -16,7 +16,7 @@ from refine.harness.tasks.batch_specs import open_batch, read_specs
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from tests.e2e.test_cli_run import cli, no_retries_profile
-from tests.fakes.gemini_world import BLUE, GREEN, RED
+from tests.fakes.gemini_world import BLUE, GREEN, RATING, RED
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -170,6 +170,24 @@ def test_score_existing_images(world, siglip_path, tmp_path):
     text = cli(*args)
     assert text.returncode == 0 and "hallucinated: " in text.stdout
     assert "EXAG: exag:mllm (the judge's expected 1-5 exaggeration rating" in text.stdout
+    # the judge baselines of AHEaD Tab. 29-30, asked for: the world's judge rates a red image
+    # 4 and a green one 1 whatever the scale, so (E[r] - 1) / 4 from its distribution
+    from tests.fakes.gemini_world import rating_distribution
+
+    asked = cli(*args, "--baselines", "judge_align,judge_hal", "--json")
+    assert asked.returncode == 0, asked.stderr
+    for row, colour in zip(json.loads(asked.stdout)["images"], (RED, GREEN), strict=True):
+        dist = rating_distribution(RATING[colour])
+        expected = (sum((k + 1) * p for k, p in enumerate(dist)) - 1) / 4
+        values = row["scores"]["values"]
+        assert values["judge_align"] == pytest.approx(expected, abs=1e-9)
+        assert values["judge_hal"] == pytest.approx(expected, abs=1e-9)
+        assert values["vqascore"] is None
+    prompts = [p for p in world.prompts if "PROMPT: A photorealistic photo of" in p]
+    assert any("scoring how well an image depicts an activity" in p for p in prompts)
+    assert any("scoring whether an image contains incorrect elements" in p for p in prompts)
+    bad = cli(*args, "--baselines", "clipscore9")
+    assert bad.returncode == 2 and "--baselines: no baseline 'clipscore9'" in bad.stderr
     missing = cli("score", str(tmp_path / "nope.png"), "--activity", ACT, "--country", "Iran")
     assert missing.returncode == 2 and "nope.png: image not found" in missing.stderr
 

@@ -173,10 +173,18 @@ def test_commands_take_the_photo_set_with_no_file_list(world, tiny_clip, tmp_pat
     assert scores["variants"]["exag"] == "exag:ita" and scores["photos"] == 2
     assert scores["values"]["exag"] == pytest.approx(excess, abs=1e-6)
     assert scores["values"]["vqascore"] is None  # not asked for
-    # --vqascore: the judge's P("Yes") for the generation prompt (the world's judge says
-    # yes to a red image with 0.9, over the whole distribution)
+    # --baselines vqascore: the judge's P("Yes") for the generation prompt (the world's judge
+    # says yes to a red image with 0.9, over the whole distribution)
     asked = cli(
-        "score", str(image), "--activity", ACT, "--country", COUNTRY, "--vqascore", "--json"
+        "score",
+        str(image),
+        "--activity",
+        ACT,
+        "--country",
+        COUNTRY,
+        "--baselines",
+        "vqascore",
+        "--json",
     )
     values = json.loads(asked.stdout)["images"][0]["scores"]["values"]
     assert values["vqascore"] == pytest.approx(math.exp(YES_LOGPROB[RED]), abs=1e-9)

@@ -34,7 +34,7 @@ def test_bench_rows_and_agree_read_the_catalog():
     assert per_image == [
         *catalog.names("ahead", level="image"),
         *catalog.names("quality"),
-        *catalog.names("alignment"),
+        *catalog.names("baseline"),
         *catalog.names("diversity"),
         *catalog.names("expectations"),
     ]

@@ -81,7 +81,7 @@ class BenchTask(CellTask):
             and given.get("tau") == tau
             and given.get("scorer") == scorer
             and bool(given.get("expectations")) == self.plan.expectations
-            and (bool(given.get("ask_vqascore")) or not self.plan.vqascore)
+            and set(self.plan.baselines) <= set(given.get("baselines") or ())
         )
 
     def progress(self, cell: Cell) -> str:
@@ -104,7 +104,7 @@ class BenchTask(CellTask):
             "seeds": self.seeds,
             "prompts": [list(p) for p in plan.prompts],
             "expectations": plan.expectations,
-            "ask_vqascore": plan.vqascore,
+            "baselines": list(plan.baselines),
         }
 
     def summarise(self, cells: list[Cell], scoring: Any) -> dict[str, Any]:

@@ -30,7 +30,7 @@ BENCH_CELLS = CellFormat(
         "seeds",
         "tau",
         "expectations",
-        "ask_vqascore",
+        "baselines",
         "photos",
         "scorer",
     ),
@@ -77,7 +77,7 @@ class CellMaker:
             + (["llm"] if plan.expectations else [])
         )
         self.generators = checked_generators(scorer, plan.generators)
-        self.assessor = Assessor(scorer, vqascore=plan.vqascore)
+        self.assessor = Assessor(scorer, compare=plan.baselines)
         self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
         self.scoring = {
             r: n
@@ -133,7 +133,7 @@ class CellMaker:
                 "seeds": seeds,
                 "tau": self.tau,
                 "expectations": plan.expectations,
-                "ask_vqascore": plan.vqascore,
+                "baselines": list(plan.baselines),
                 "photos": len(refs.reference_images),
                 "scorer": self.scoring,
             },

@@ -24,8 +24,8 @@ class BenchPlan:
     # also list each prompt's cultural expectations (the scorer's llm, cached) and check
     # them on every image (the judge)
     expectations: bool = False
-    # also score every image by VQAScore for its prompt (the catalog's vqascore)
-    vqascore: bool = False
+    # the baselines scored beside FAITH on every image (the catalog's group "baseline")
+    baselines: tuple[str, ...] = ()
 
     def check(self) -> None:
         if not self.generators:
