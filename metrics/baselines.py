@@ -1,18 +1,23 @@
-"""The baselines the AHEaD paper sets beside FAITH that the profile's judge computes: the
-MLLM-as-a-judge ALIGN and HAL (Tab. 29-30), asked with the annotators' 1-5 scales and read
-at the digit after "score is", each mapped to [0, 1] as (E[r] - 1) / 4 (the map of
-``exag:mllm``, Tab. 31, the third of the set). VQAScore is :mod:`metrics.vqascore`."""
+"""The baselines the papers set beside FAITH that the profile's judge computes: the AHEaD
+paper's MLLM-as-a-judge ALIGN and HAL (Tab. 29-30), asked with the annotators' 1-5 scales and
+read at the digit after "score is", each mapped to [0, 1] as (E[r] - 1) / 4 (the map of
+``exag:mllm``, Tab. 31, the third of the set); VIEScore's semantic consistency SC (its 0-10
+rating over 10) and its overall score O = sqrt(SC x PQ), PQ the quality reading (Ku et al.,
+2024). VQAScore is :mod:`metrics.vqascore`."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from metrics.computed import Computed
 from metrics.judge import Reading
 
-# the judge's prompt of each baseline (assets/prompts/<name>.txt)
+# the judge's prompt of each baseline (assets/prompts/<name>.txt): rated 1-5 as "score is N"
 JUDGE_RATED = ("judge_align", "judge_hal")
+# rated 0-10 (the number alone, as the quality readings are)
+JUDGE_SCALED = ("vie_sc",)
 
 
 @dataclass(frozen=True)
@@ -53,3 +58,43 @@ def judge_align_of(judge_ratings: Sequence[Mapping[str, JudgeRating] | None]) ->
 def judge_hal_of(judge_ratings: Sequence[Mapping[str, JudgeRating] | None]) -> list[Computed]:
     """The catalog's ``judge_hal``: Tab. 30's rating, (E[r] - 1) / 4."""
     return _of("judge_hal", judge_ratings)
+
+
+def vie_sc_of(judge_ratings: Sequence[Mapping[str, JudgeRating] | None]) -> list[Computed]:
+    """The catalog's ``vie_sc``: VIEScore's semantic consistency, the judge's expected
+    0-10 rating over 10."""
+    out = []
+    for got in judge_ratings:
+        r = (got or {}).get("vie_sc")
+        if r is None:
+            out.append(Computed(None, note="not asked for (--baselines)"))
+            continue
+        if not -1e-9 <= r.rating <= 10.0 + 1e-9:
+            raise ValueError(f"an expected 0-10 rating must lie in [0, 10], got {r.rating!r}")
+        stderr = None if r.stderr is None else r.stderr / 10.0
+        out.append(Computed(r.rating / 10.0, None, Reading.parse(r.mode, stderr)))
+    return out
+
+
+def vie_overall(sc: float, pq: float) -> float:
+    """VIEScore's overall score on [0, 1]: sqrt(SC x PQ), both on [0, 1] (the paper's
+    0-10 scores over 10: sqrt(SC x PQ) / 10 on its scale)."""
+    for name, v in (("SC", sc), ("PQ", pq)):
+        if not -1e-9 <= v <= 1.0 + 1e-9:
+            raise ValueError(f"VIEScore's {name} must lie in [0, 1], got {v!r}")
+    return math.sqrt(max(sc, 0.0) * max(pq, 0.0))
+
+
+def vie_overall_of(values: Sequence[Mapping[str, float | None]]) -> list[Computed]:
+    """The catalog's ``vie_overall``: :func:`vie_overall` of the image's ``vie_sc`` and
+    ``quality`` (VIEScore's PQ)."""
+    out = []
+    for v in values:
+        sc, pq = v.get("vie_sc"), v.get("quality")
+        if sc is None:
+            out.append(Computed(None, note="needs vie_sc (--baselines vie_sc)"))
+        elif pq is None:
+            out.append(Computed(None, note="needs the quality reading (a judge that rates 0-10)"))
+        else:
+            out.append(Computed(vie_overall(sc, pq)))
+    return out

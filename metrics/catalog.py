@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from metrics.ahead import align_of, exag_of, faith_of, hal_of
-from metrics.baselines import judge_align_of, judge_hal_of
+from metrics.baselines import judge_align_of, judge_hal_of, vie_overall_of, vie_sc_of
 from metrics.quality import clip_iqa_of, quality_of
 from metrics.vqascore import vqascore_of
 
@@ -282,6 +282,50 @@ _ALL = (
             "Tab. 30's prompt and its annotators' 1-5 scale, its system and user parts sent as "
             'one message; the expected rating read at the digit after "score is", mapped as '
             "(E[r] - 1) / 4 so that it lies on HAL's scale."
+        ),
+    ),
+    Metric(
+        "vie_sc",
+        "VIE SC",
+        0,
+        1,
+        "higher",
+        "",
+        ("judge",),
+        "image",
+        "baseline",
+        "VIEScore's semantic consistency: the judge's 0-10 rating of how well the image "
+        "follows its prompt, over 10.",
+        colour="#88CCEE",
+        compute=vie_sc_of,
+        reads=("judge_ratings",),
+        source="VIEScore (Ku et al., 2024), text-to-image semantic consistency; CUBE's quality",
+        differs=(
+            "VIEScore asks GPT-4o for a JSON list of 0-10 scores with its reasoning and parses "
+            "the answer; this toolkit asks the profile's judge for the number alone, with "
+            "VIEScore's rule in its own words (assets/prompts/vie_sc.txt), and takes the "
+            "expectation of its 0-10 rating where log-probabilities exist."
+        ),
+    ),
+    Metric(
+        "vie_overall",
+        "VIEScore",
+        0,
+        1,
+        "higher",
+        "",
+        ("judge",),
+        "image",
+        "baseline",
+        "VIEScore's overall score: sqrt(semantic consistency x perceptual quality).",
+        colour="#DDCC77",
+        compute=vie_overall_of,
+        reads=("values",),
+        source="VIEScore (Ku et al., 2024), O = sqrt(SC x PQ)",
+        differs=(
+            "SC is `vie_sc` and PQ the toolkit's quality reading (VIEScore's PQ: the lower of "
+            "naturalness and freedom from artifacts), both over 10, so O lies on [0, 1] where "
+            "VIEScore's lies on [0, 10]."
         ),
     ),
     Metric(

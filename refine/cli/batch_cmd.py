@@ -160,7 +160,8 @@ def score_cmd(
         "none",
         "--baselines",
         help="Baselines to score beside FAITH, comma-separated (vqascore, judge_align, "
-        "judge_hal; all; none): one more judge call an image each, k where the judge samples.",
+        "judge_hal, vie_sc, vie_overall; all; none): one more judge call an image each (none "
+        "for vie_overall beside vie_sc), k where the judge samples.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:

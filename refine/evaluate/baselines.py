@@ -1,8 +1,10 @@
 """The metrics the papers compare against that the profile's judge computes beside FAITH,
 when asked for (the catalog's group ``baseline``; ``--baselines`` on score and bench):
-``vqascore`` (VQAScore's question about the generation prompt) and the MLLM-as-a-judge
-``judge_align`` and ``judge_hal`` (AHEaD Tab. 29-30, answered as "score is N"). Each costs
-one judge call an image, k where the judge samples. Also the judge readings EXAG shares
+``vqascore`` (VQAScore's question about the generation prompt), the MLLM-as-a-judge
+``judge_align`` and ``judge_hal`` (AHEaD Tab. 29-30, answered as "score is N"), VIEScore's
+``vie_sc`` (0-10) and ``vie_overall`` (sqrt(SC x PQ), from ``vie_sc`` and the quality
+reading: no call of its own). Each costs one judge call an image, k where the judge
+samples. Also the judge readings EXAG shares
 with them (:func:`vqa`, :func:`prefixed`)."""
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from metrics.baselines import JUDGE_RATED, JudgeRating
+from metrics.baselines import JUDGE_RATED, JUDGE_SCALED, JudgeRating
 from metrics.vqascore import VqaAnswer
 from refine.assets import prompt_template
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 # AHEaD Tab. 29-31's answer format: "score is <num>"
 MLLM_PREFIX = "score is "
 # the baselines the assessor computes when asked (the catalog's group "baseline")
-BASELINES = ("vqascore", *JUDGE_RATED)
+BASELINES = ("vqascore", *JUDGE_RATED, *JUDGE_SCALED, "vie_overall")
 
 
 def parse_baselines(text: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -79,11 +81,26 @@ def judge_ratings(
     Tab. 29-30 with the generation prompt and the country, read at the digit after
     "score is"), per image; None each when none is asked for."""
     asked = [b for b in JUDGE_RATED if b in compare]
-    if not asked:
+    # VIEScore's overall score needs its SC
+    scaled = [b for b in JUDGE_SCALED if b in compare or "vie_overall" in compare]
+    if not asked and not scaled:
         return [None] * len(images)
     generation = prompt_template("generate").format(activity=refs.activity, country=refs.country)
     out: list[dict[str, JudgeRating]] = [{} for _ in images]
     with backends.using("judge") as judge:
+        for name in scaled:
+            prompt = prompt_template(name).format(prompt=generation.strip())
+            rate_scale = getattr(judge, "rate_scale", None)
+            if not callable(rate_scale):
+                who = getattr(judge, "id", type(judge).__name__)
+                raise ValueError(
+                    f"the judge {who} does not rate on a 0-10 scale, which {name} needs"
+                )
+            ratings = rate_scale(images, [prompt] * len(images), 0, 10)
+            samples = int(getattr(judge, "samples", 1) or 1)
+            calls.add(sum(1 if r.method == "logprobs" else samples for r in ratings))
+            for row, r in zip(out, ratings, strict=True):
+                row[name] = JudgeRating(r.expectation, r.stderr, r.method)
         for name in asked:
             prompt = prompt_template(name).format(prompt=generation.strip(), country=refs.country)
             ratings = prefixed(judge, images, [prompt] * len(images))

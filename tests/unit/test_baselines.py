@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from metrics.baselines import JudgeRating, judge_align_of, judge_hal_of, rating_to_unit
+from metrics.baselines import (
+    JudgeRating,
+    judge_align_of,
+    judge_hal_of,
+    rating_to_unit,
+    vie_overall,
+    vie_overall_of,
+    vie_sc_of,
+)
 from metrics.judge import Reading
 from refine.evaluate.baselines import BASELINES, parse_baselines
 
@@ -30,7 +40,57 @@ def test_each_baseline_reads_its_own_rating():
 
 def test_baselines_are_named_or_refused():
     assert parse_baselines("none") == () and parse_baselines("") == ()
-    assert parse_baselines("all") == BASELINES == ("vqascore", "judge_align", "judge_hal")
+    assert parse_baselines("all") == BASELINES
+    assert BASELINES == ("vqascore", "judge_align", "judge_hal", "vie_sc", "vie_overall")
     assert parse_baselines(" judge_hal, vqascore ,judge_hal") == ("judge_hal", "vqascore")
     with pytest.raises(ValueError, match="no baseline 'tifa'; baselines: vqascore, judge_align"):
         parse_baselines("vqascore,tifa")
+
+
+def test_viescore_sc_and_overall_by_hand():
+    (sc,) = vie_sc_of([{"vie_sc": JudgeRating(7.5, 0.5, "sampled k=4")}])
+    assert sc.value == pytest.approx(0.75) and sc.reading == Reading("sampled", 4, 0.05)
+    # O = sqrt(SC x PQ): VIEScore's sqrt(7.5 x 6) / 10 on its 0-10 scale
+    assert vie_overall(0.75, 0.6) == pytest.approx(math.sqrt(7.5 * 6) / 10)
+    got = vie_overall_of([{"vie_sc": 0.75, "quality": 0.6}, {"quality": 0.6}, {"vie_sc": 0.5}])
+    assert got[0].value == pytest.approx(math.sqrt(0.45))
+    assert got[1].note == "needs vie_sc (--baselines vie_sc)"
+    assert got[2].note.startswith("needs the quality reading")
+    with pytest.raises(ValueError, match="SC must lie in"):
+        vie_overall(1.5, 0.2)
+
+
+def test_the_assessor_scores_the_baselines_asked_for(fixed_embedder):
+    """VIEScore's SC from the judge's 0-10 rating of assets/prompts/vie_sc.txt, its
+    overall score with the quality reading, the judge ALIGN and HAL from the ratings
+    answered as "score is N"; nothing asked, nothing computed."""
+    from PIL import Image
+
+    from refine.evaluate.assess import Assessor
+    from tests.unit.test_assess import ClipEmbedder, QualityJudge, assessor, refs
+
+    class Judge(QualityJudge):
+        def rate_scale(self, images, prompts, low, high):
+            if "follows the prompt" in prompts[0]:
+                self.scaled += [("vie", low, high)] * len(images)
+                dist = [0.0] * 11
+                dist[8], dist[9], dist[10] = 0.25, 0.5, 0.25  # E = 9
+                return [
+                    type(r)(tuple(dist), low=low)
+                    for r in super().rate_scale(images, prompts, low, high)
+                ]
+            return super().rate_scale(images, prompts, low, high)
+
+    a, judge = assessor(fixed_embedder, Judge(), ClipEmbedder())
+    asked = Assessor(a.backends, compare=("vie_overall", "judge_hal"))
+    image = Image.new("RGB", (8, 8), (200, 0, 0))
+    scores = asked.assess(image, refs()).scores
+    assert scores.value("vie_sc") == pytest.approx(0.9)  # asked through vie_overall
+    assert scores.value("quality") == pytest.approx(0.6)  # min(8, 6) / 10
+    assert scores.value("vie_overall") == pytest.approx(math.sqrt(0.9 * 0.6))
+    assert scores.value("judge_hal") == pytest.approx(0.5)  # the stand-in rates 3: (3 - 1) / 4
+    assert scores.value("judge_align") is None and scores.value("vqascore") is None
+    plain = a.assess(image, refs()).scores
+    assert plain.value("vie_sc") is None and plain.value("vie_overall") is None
+    with pytest.raises(ValueError, match="no baseline"):
+        Assessor(a.backends, compare=("tifa",))

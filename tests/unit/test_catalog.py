@@ -127,14 +127,17 @@ def test_every_image_metric_of_a_run_is_one_entry_and_its_function():
     others' values (FAITH) last."""
     from metrics.catalog import computed, computing_order
 
-    image_groups = {"ahead", "quality"}
+    image_groups = {"ahead", "quality", "baseline"}
     for m in catalog._ALL:
         if m.level == "image" and m.group in image_groups:
             assert m.compute is not None and m.compute.__module__.startswith("metrics."), m.name
             assert m.reads, m.name
     order = [m.name for m in computing_order()]
     assert sorted(order) == sorted(m.name for m in computed())
-    assert order[-1] == "faith" and order.index("exag") < order.index("faith")
+    readers = {m.name for m in computed() if "values" in m.reads}
+    assert set(order[-len(readers) :]) == readers == {"faith", "vie_overall"}
+    assert order.index("exag") < order.index("faith")
+    assert order.index("vie_sc") < order.index("vie_overall")
 
 
 def test_ahead_and_quality_from_their_readings_by_hand():
