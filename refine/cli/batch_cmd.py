@@ -12,6 +12,7 @@ from refine import settings
 from refine.backends.selection import Backends
 from refine.cli.inputs import (
     UserInputError,
+    baselines_option,
     load_images,
     reference_images_option,
     tau_option,
@@ -156,13 +157,7 @@ def score_cmd(
     expectations: Path = typer.Option(
         None, "--expectations", help="An expectations file: check each image against it."
     ),
-    baselines: str = typer.Option(
-        "none",
-        "--baselines",
-        help="Baselines to score beside FAITH, comma-separated (vqascore, judge_align, "
-        "judge_hal, vie_sc, vie_overall; all; none): one more judge call an image each (none "
-        "for vie_overall beside vie_sc), k where the judge samples.",
-    ),
+    baselines: str = baselines_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
     """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them; with

@@ -10,6 +10,7 @@ import typer
 from metrics.catalog import HEADLINE, label
 from refine.cli.inputs import (
     UserInputError,
+    baselines_option,
     tau_option,
     with_engine,
 )
@@ -75,13 +76,7 @@ def bench_cmd(
     out: Path = typer.Option(
         Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."
     ),
-    baselines: str = typer.Option(
-        "none",
-        "--baselines",
-        help="Baselines to score beside FAITH, comma-separated (vqascore, judge_align, "
-        "judge_hal, vie_sc, vie_overall; all; none): one more judge call an image each (none "
-        "for vie_overall beside vie_sc), k where the judge samples.",
-    ),
+    baselines: str = baselines_option(),
     expectations: bool = typer.Option(
         False,
         "--expectations",

@@ -292,6 +292,19 @@ def tau_option() -> Any:
     return spec_option("tau")
 
 
+def baselines_option() -> Any:
+    """``--baselines`` as ``score`` and ``bench`` take it."""
+    import typer
+
+    return typer.Option(
+        "none",
+        "--baselines",
+        help="Baselines to score beside FAITH, comma-separated (vqascore, judge_align, "
+        "judge_hal, vie_sc, vie_overall; all; none): one more judge call an image each (none "
+        "for vie_overall beside vie_sc), k where the judge samples.",
+    )
+
+
 def reference_images_option() -> Any:
     """``--reference-images`` as ``run`` and ``score`` take it."""
     import typer
