@@ -19,6 +19,7 @@ activity and country with no file list: :func:`with_photo_set` gives references 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,6 +130,23 @@ def _same(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
+@functools.lru_cache(maxsize=4)
+def _fetched_index(record: str, mtime_ns: int, size: int) -> dict[tuple[str, str], list]:
+    """The fetched photos of ``photos.json`` by (country, activity), read once for each
+    version of the file (a bench looks up every cell's set; the record of all 16
+    countries holds tens of thousands of entries)."""
+    try:
+        files = json.loads(Path(record).read_text(encoding="utf-8")).get("files", {})
+    except (ValueError, AttributeError):
+        return {}
+    index: dict[tuple[str, str], list] = {}
+    for rel, meta in sorted(files.items()):
+        if isinstance(meta, dict):
+            key = (_same(str(meta.get("country", ""))), _same(str(meta.get("activity", ""))))
+            index.setdefault(key, []).append({"file": rel, **meta})
+    return index
+
+
 def fetched(activity: str, country: str, data: Path | None = None) -> PhotoSet | None:
     """The AHEaD paper's photos of ``activity`` in ``country`` that
     ``refine data fetch ahead --photos`` kept; None when none are there."""
@@ -139,18 +157,10 @@ def fetched(activity: str, country: str, data: Path | None = None) -> PhotoSet |
     record = folder / "photos.json"
     if not record.is_file():
         return None
-    try:
-        files = json.loads(record.read_text(encoding="utf-8")).get("files", {})
-    except ValueError:
-        return None
-    want = (country.casefold(), activity.strip().casefold())
-    photos = [
-        {"file": rel, **meta}
-        for rel, meta in sorted(files.items())
-        if (str(meta.get("country", "")).casefold(), str(meta.get("activity", "")).casefold())
-        == want
-        and (folder / rel).is_file()
-    ]
+    stat = record.stat()
+    index = _fetched_index(str(record), stat.st_mtime_ns, stat.st_size)
+    want = (_same(country), _same(activity))
+    photos = [p for p in index.get(want, ()) if (folder / p["file"]).is_file()]
     if not photos:
         return None
     return PhotoSet(

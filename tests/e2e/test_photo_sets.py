@@ -262,3 +262,24 @@ def test_your_own_photos_become_the_set(tmp_path, monkeypatch):
     # another activity whose name folds to the same folder name is another set
     assert find_photo_set(ACT + " ", COUNTRY) is not None  # the same name, spaced
     assert find_photo_set(ACT + "!", COUNTRY) is None
+
+
+@pytest.mark.parametrize(
+    "activity, country",
+    [
+        ("../../../etc/passwd", "Iran"),
+        ("people eating", "../../x"),
+        ("x" * 5000, "Iran"),
+        ("خوردن غذا", "ایران"),
+        ("a\x00b", "Iran"),
+    ],
+    ids=["dots-activity", "dots-country", "long", "other-script", "nul"],
+)
+def test_names_from_a_client_stay_in_the_photos_folder(tmp_path, activity, country):
+    """The app passes a visitor's activity and country to the lookup: whatever they are,
+    the set's folder lies under DATA/photos, nothing is found, and nothing is made."""
+    folder = set_folder(activity, country, tmp_path)
+    root = (tmp_path / "photos").resolve()
+    assert root in folder.resolve().parents and len(folder.name) <= 89
+    assert find_photo_set(activity, country, tmp_path) is None
+    assert not (tmp_path / "photos").exists()

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, unquote, urlparse
 
-from tests.fakes.serving import close, serve
+from tests.fakes.serving import StandIn
 
 
 @dataclass
@@ -23,28 +23,15 @@ class CommonsFile:
     mime: str = "image/jpeg"
 
 
-class CommonsServer:
+class CommonsServer(StandIn):
     def __init__(self, files: list[CommonsFile]) -> None:
+        super().__init__()
         self.files = list(files)
-        self.requests: list[str] = []
         self.searches: list[str] = []
-        self.server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     @property
     def api(self) -> str:
         return f"{self.url}/w/api.php"
-
-    def __enter__(self) -> CommonsServer:
-        self.server = serve(self.answer)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        close(self.server)
 
     def answer(self, handler: BaseHTTPRequestHandler, body: bool = True) -> None:
         parsed = urlparse(handler.path)

@@ -5,37 +5,24 @@ Every request is recorded."""
 
 from __future__ import annotations
 
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from tests.fakes.serving import close, serve
+from tests.fakes.serving import StandIn
 
 
-class FileServer:
+class FileServer(StandIn):
     def __init__(
         self,
         root: Path,
         busy: dict[str, int] | None = None,
         moved: dict[str, str] | None = None,
     ) -> None:
+        super().__init__()
         self.root = Path(root)
         self.busy = dict(busy or {})  # path -> 503 answers before the file
         self.moved = dict(moved or {})  # path -> the path it redirects to (302)
-        self.requests: list[str] = []
-        self.server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> FileServer:
-        self.server = serve(self.answer)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        close(self.server)
 
     def answer(self, handler: BaseHTTPRequestHandler, body: bool = True) -> None:
         path = unquote(urlparse(handler.path).path).lstrip("/")

@@ -8,35 +8,22 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from tests.fakes.serving import close, serve
+from tests.fakes.serving import StandIn
 
 COMMIT = "0" * 39 + "1"
 
 
-class FakeHub:
+class FakeHub(StandIn):
     """``repos``: repo id -> folder. ``chunk_delay_s``: a pause after every 64 KiB sent."""
 
     def __init__(self, repos: dict[str, Path], chunk_delay_s: float = 0.0):
+        super().__init__()
         self.repos = {k: Path(v) for k, v in repos.items()}
         self.chunk_delay_s = chunk_delay_s
-        self.requests: list[str] = []
-        self.server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def start(self) -> FakeHub:
-        self.server = serve(lambda handler, body: self.answer(handler, body=body))
-        return self
-
-    def stop(self) -> None:
-        close(self.server)
 
     def files(self, repo: str) -> list[Path]:
         root = self.repos[repo]

@@ -36,3 +36,33 @@ def close(server: ThreadingHTTPServer | None) -> None:
     if server is not None:
         server.shutdown()
         server.server_close()
+
+
+class StandIn:
+    """A stand-in server's life: ``start()``/``stop()`` or ``with``, ``url``, and the
+    ``requests`` it saw; a subclass answers each request in ``answer(handler, body)``."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        self.server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def answer(self, handler: BaseHTTPRequestHandler, body: bool = True) -> None:
+        raise NotImplementedError
+
+    def start(self):
+        self.server = serve(lambda handler, body: self.answer(handler, body))
+        return self
+
+    def stop(self) -> None:
+        close(self.server)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
