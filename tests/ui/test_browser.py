@@ -57,6 +57,14 @@ def page(chromium, world, backends, options, tmp_path, request):
             context.close()
 
 
+def until(pg, expression: str, arg=None, timeout: float | None = None) -> None:
+    """Wait until ``expression`` (a JS function) is truthy in ``pg``, testing it every
+    100 ms. Playwright's default tests it on each animation frame, and Chromium stops
+    drawing frames for a page that is not in front (a second visitor's page opened
+    beside the first): the wait then never sees a state that has long been reached."""
+    pg.wait_for_function(expression, arg=arg, timeout=timeout, polling=100)
+
+
 def fill(pg, elem_id: str, value: str) -> None:
     """Type ``value`` into a field and check that it holds. A field just drawn (the Options
     opened a moment before) can take the typing before its handlers are attached, and then
@@ -94,7 +102,8 @@ def images_loaded(pg, n: int) -> None:
     gallery loads its images lazily: one out of sight (below a phone's screen) is never
     loaded, so the gallery is brought into sight first, as the person looking at it does."""
     pg.locator("#gallery").first.scroll_into_view_if_needed()
-    pg.wait_for_function(
+    until(
+        pg,
         """n => {
             const imgs = [...document.querySelectorAll('#gallery img')];
             return imgs.length >= n && imgs.every(i => i.complete && i.naturalWidth > 0);
@@ -185,8 +194,9 @@ def test_pause_rewrite_instruction_and_stop(page, tmp_path):
     assert has_colour(shot, RED) and not has_colour(shot, GREEN)  # round 0 only, so far
     box.fill("Put a sofreh on the floor.")
     pg.click("#apply")
-    pg.wait_for_function(
-        "() => document.querySelector('#notice textarea').value.startsWith('instruction applied')"
+    until(
+        pg,
+        "() => document.querySelector('#notice textarea').value.startsWith('instruction applied')",
     )
     while service.job.waiting is None or service.job.waiting[0] != 2:
         assert time.monotonic() < deadline, "round 2 never came up for review"
@@ -213,9 +223,10 @@ def test_pause_rewrite_instruction_and_stop(page, tmp_path):
 
 def slider_halves(pg) -> dict:
     """The slider's box and its two images' boxes (before, after), once both are drawn."""
-    pg.wait_for_function(
+    until(
+        pg,
         "() => [...document.querySelectorAll('#slider img')]"
-        ".filter(i => i.complete && i.naturalWidth > 0).length >= 2"
+        ".filter(i => i.complete && i.naturalWidth > 0).length >= 2",
     )
     return pg.evaluate(
         """() => {
@@ -236,7 +247,8 @@ def in_sight(pg, elem_id: str, what: str) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        pg.wait_for_function(
+        until(
+            pg,
             """id => {
                 const r = document.getElementById(id).getBoundingClientRect();
                 return r.top >= -1 && r.bottom <= window.innerHeight + 1;
@@ -278,9 +290,7 @@ def test_show_a_round_and_roll_back_to_it(page, size, tmp_path):
     # a click on round 1's image in the gallery shows it and picks it for steering
     images_loaded(pg, 2)
     pg.locator("#gallery img").nth(1).click()
-    pg.wait_for_function(
-        "() => document.querySelector('#stage textarea').value.startsWith('round 1: ')"
-    )
+    until(pg, "() => document.querySelector('#stage textarea').value.startsWith('round 1: ')")
     assert pg.locator("#round input").first.input_value() == "1"
     # round 1 rejected by hand: its reason, and the image, in sight
     pg.click("#reject")
@@ -288,9 +298,7 @@ def test_show_a_round_and_roll_back_to_it(page, size, tmp_path):
     in_sight(pg, "slider", "Reject round by hand")
     fill(pg, "round", "0")
     pg.click("#show")
-    pg.wait_for_function(
-        "() => document.querySelector('#stage textarea').value === 'round 0: initial'"
-    )
+    until(pg, "() => document.querySelector('#stage textarea').value === 'round 0: initial'")
     in_sight(pg, "slider", "Show round")
     assert "hamburgers" in pg.locator("#checklist").inner_text()  # round 0's checklist
     pg.click("#branch")
@@ -314,7 +322,8 @@ def test_show_a_round_and_roll_back_to_it(page, size, tmp_path):
     label = next(label for label, run in service.saved() if run == parent)
     pick(pg, "saved", f"{label} - yours")  # the list marks the visitor's own runs
     pg.click("#open")
-    pg.wait_for_function(
+    until(
+        pg,
         "c => document.querySelector('#progress textarea').value.includes(c)",
         arg=f"continued from round 0 in {child}",
     )
@@ -335,11 +344,12 @@ def test_other_prompt_languages_and_caire_show_per_round(page, world, tmp_path):
     fill(pg, "caire-labels", "Turkey")
     pg.click("#start")
     wait_finished(pg)
-    pg.wait_for_function(
+    until(
+        pg,
         """() => {
             const imgs = [...document.querySelectorAll('#languages img')];
             return imgs.length >= 1 && imgs.every(i => i.complete && i.naturalWidth > 0);
-        }"""
+        }""",
     )
     run = service.open(pg.locator("#run-dir textarea").input_value())
     fr = run.rounds[1].languages["fr"].sos
@@ -385,9 +395,7 @@ def test_first_screen_country_activities_and_examples(page, size, tmp_path):
     pg, _ = page
     pg.set_viewport_size({"width": size[0], "height": size[1]})
     # whether the profile's models answer is said as the page opens, above the form
-    pg.wait_for_function(
-        "() => document.querySelector('#ready').innerText.includes('models answer')"
-    )
+    until(pg, "() => document.querySelector('#ready').innerText.includes('models answer')")
     for elem in ("#ready", "#activity", "#country", "#start", "#progress-bar"):
         box = pg.locator(elem).bounding_box()
         assert box is not None and box["y"] + box["height"] <= size[1], elem
@@ -401,9 +409,7 @@ def test_first_screen_country_activities_and_examples(page, size, tmp_path):
     ):
         with calls_in_flight(pg) as in_flight:
             pg.locator("#examples").get_by_text(act).first.click()
-            pg.wait_for_function(
-                "a => document.querySelector('#refs-note').innerText.includes(a)", arg=act
-            )
+            until(pg, "a => document.querySelector('#refs-note').innerText.includes(a)", arg=act)
             in_flight.wait_settled()
         assert pg.locator("#activity input").first.input_value() == act
         assert pg.locator("#country input").first.input_value() == ctry
@@ -509,9 +515,10 @@ def test_the_progress_bar_advances_to_the_end(page, world):
         if value is not None and (not seen or seen[-1] != int(value)):
             seen.append(int(value))
         time.sleep(0.05)
-    pg.wait_for_function(
+    until(
+        pg,
         "() => document.querySelector('#progress-bar [role=progressbar]')"
-        ".getAttribute('aria-valuenow') === '100'"
+        ".getAttribute('aria-valuenow') === '100'",
     )
     assert seen == sorted(seen) and len([v for v in seen if 0 < v < 100]) >= 3, seen
     text = pg.locator("#progress-bar").inner_text()
@@ -533,32 +540,22 @@ def test_build_references_review_them_in_a_table_then_run(page, world, size):
     assert "no references yet" in pg.locator("#refs-note").inner_text()
     pg.click("#build-refs")
     pg.locator("#refs-review").wait_for(state="visible")
-    pg.wait_for_function(
-        "() => document.querySelector('#refs-note').innerText.includes('references built')"
-    )
+    until(pg, "() => document.querySelector('#refs-note').innerText.includes('references built')")
     table = pg.locator("#refs-review")
     assert "Sabzeh sprouts" in table.inner_text() and "stereotype" in table.inner_text()
     pg.locator("#refs-phrase textarea, #refs-phrase input").first.fill("Samanu pudding")
     pg.click("#refs-add")
-    pg.wait_for_function(
-        "() => document.querySelector('#refs-review').innerText.includes('Samanu pudding')"
-    )
+    until(pg, "() => document.querySelector('#refs-review').innerText.includes('Samanu pudding')")
     table.get_by_text("Painted eggs", exact=True).first.click()
     pg.keyboard.press("Escape")  # a click opens the cell for editing: leave it as it is
     # the button names the clicked row once the click has reached the server (clicking
     # Remove before that, on a busy machine, found no row picked)
-    pg.wait_for_function(
-        "() => document.querySelector('#refs-remove').innerText.includes('Painted eggs')"
-    )
+    until(pg, "() => document.querySelector('#refs-remove').innerText.includes('Painted eggs')")
     pg.click("#refs-remove")
-    pg.wait_for_function(
-        "() => !document.querySelector('#refs-review').innerText.includes('Painted eggs')"
-    )
+    until(pg, "() => !document.querySelector('#refs-review').innerText.includes('Painted eggs')")
     assert pg.locator("#refs-remove").inner_text().strip() == "Remove the clicked row"
     pg.click("#save-refs")
-    pg.wait_for_function(
-        "() => document.querySelector('#refs-note').innerText.includes('references saved')"
-    )
+    until(pg, "() => document.querySelector('#refs-note').innerText.includes('references saved')")
     fill(pg, "rounds", "0")
     pg.click("#start")
     wait_finished(pg)
@@ -596,7 +593,7 @@ def test_saved_runs_open_from_their_thumbnails(page, world, size):
     assert label["width"] > 0 and label["height"] > 0  # in sight, not clipped away
     assert label["y"] >= thumb["y"] + thumb["height"] - 2 or label["width"] <= thumb["width"]
     thumbs.first.click()
-    pg.wait_for_function("() => document.querySelector('#run-dir textarea').value !== ''")
+    until(pg, "() => document.querySelector('#run-dir textarea').value !== ''")
     assert pg.locator("#run-dir textarea").input_value() == first
     images_loaded(pg, 1)
 
@@ -644,9 +641,10 @@ def test_bad_uploads_are_named_with_the_limits(page, tmp_path):
     open_options(pg)
     chooser.set_input_files(str(good))
     pg.locator("#upload-preview img").first.wait_for()
-    pg.wait_for_function(  # decoded, not only in the page
+    until(
+        pg,  # decoded, not only in the page
         """() => [...document.querySelectorAll('#upload-preview img')]
-                   .some(i => i.complete && i.naturalWidth > 0)"""
+                   .some(i => i.complete && i.naturalWidth > 0)""",
     )
     # decoded is not yet painted (seen once): wait until the preview shows the image
     shown = time.monotonic() + 30
@@ -693,10 +691,8 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
         pg.locator("#rate-begin").click()
 
     def rate(align_key: str, faith_key: str, before: str) -> None:
-        pg.wait_for_function(
-            "t => document.querySelector('#rate-status').innerText.includes(t)", arg=before
-        )
-        pg.wait_for_function("() => document.querySelector('#rate-image img') !== null")
+        until(pg, "t => document.querySelector('#rate-status').innerText.includes(t)", arg=before)
+        until(pg, "() => document.querySelector('#rate-image img') !== null")
         pg.locator("#rate-prompt").click()  # focus off the text boxes
         pg.keyboard.press(align_key)
         pg.keyboard.press(faith_key)
@@ -706,17 +702,15 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
     rate("4", "w", "0 of 4 rated by Ana")
     rate("2", "t", "1 of 4 rated by Ana")
     rate("5", "q", "2 of 4 rated by Ana")
-    pg.wait_for_function(
-        "() => document.querySelector('#rate-status').innerText.includes('3 of 4 rated')"
-    )
+    until(pg, "() => document.querySelector('#rate-status').innerText.includes('3 of 4 rated')")
     rows = [json.loads(x) for x in (folder / "ratings.jsonl").read_text().splitlines()]
     assert [(r["alignment"], r["faithfulness"]) for r in rows] == [(4, 2), (2, 5), (5, 1)]
     pg.reload()
     pg.wait_for_selector("#start")
     begin()
     rate("3", "e", "3 of 4 rated by Ana")
-    pg.wait_for_function(
-        "() => document.querySelector('#rate-status').innerText.includes('All 4 images rated')"
+    until(
+        pg, "() => document.querySelector('#rate-status').innerText.includes('All 4 images rated')"
     )
     rows = [json.loads(x) for x in (folder / "ratings.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and {r["image"] for r in rows} == {f"im{k}.png" for k in range(4)}
@@ -754,9 +748,7 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
     assert made.rounds[1].decision == "accepted"
     fill(pg, "round", "0")
     pg.click("#show")
-    pg.wait_for_function(
-        "() => document.querySelector('#stage textarea').value === 'round 0: initial'"
-    )
+    until(pg, "() => document.querySelector('#stage textarea').value === 'round 0: initial'")
     assert hostile in pg.locator("#checklist").inner_text()  # shown as text
     assert pg.locator("img[src='x']").count() == 0 and pg.evaluate("window.__owned") is None
 
@@ -764,12 +756,10 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
         p.wait_for_selector("#start")
         p.locator("#saved-runs").get_by_text("Open a saved run").first.click()
         p.locator("#saved-gallery img").first.click()
-        p.wait_for_function("() => document.querySelector('#run-dir textarea').value !== ''")
+        until(p, "() => document.querySelector('#run-dir textarea').value !== ''")
         # the opened run's outputs are all in (they set the round field too) before it is
         # filled in: under load they can arrive after the run folder's
-        p.wait_for_function(
-            "() => document.querySelector('#stage textarea').value.startsWith('run ')"
-        )
+        until(p, "() => document.querySelector('#stage textarea').value.startsWith('run ')")
         fill(p, "round", "1")
 
     # another browser: its own storage, so another visitor; it may watch, not decide
@@ -787,8 +777,8 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
     pg.reload()
     open_saved(pg)
     pg.click("#reject")
-    pg.wait_for_function(
-        "() => document.querySelector('#stage textarea').value === 'round 1: rejected by hand'"
+    until(
+        pg, "() => document.querySelector('#stage textarea').value === 'round 1: rejected by hand'"
     )
     assert service.open(run_dir).rounds[1].decision == "rejected"
 
@@ -816,14 +806,14 @@ def test_the_buttons_wait_for_the_visitor_so_a_run_started_at_once_stays_the_sta
         return read[-1]
 
     # the first visit's token is made and kept before the load event is held back
-    pg.wait_for_function("() => !document.querySelector('#start').disabled")
+    until(pg, "() => !document.querySelector('#start').disabled")
     monkeypatch.setattr(app_module, "new_token", slow)
     pg.reload()
     pg.wait_for_selector("#start")
     for button in ("start", "stop", "apply", "branch", "accept", "reject"):
         assert pg.locator(f"#{button}").is_disabled(), button
     release.set()
-    pg.wait_for_function("() => !document.querySelector('#start').disabled")
+    until(pg, "() => !document.querySelector('#start').disabled")
     assert pg.locator("#reject").is_enabled() and pg.locator("#branch").is_enabled()
     fill(pg, "rounds", "1")
     fill(pg, "candidates", "1")
@@ -916,17 +906,13 @@ def test_metric_words_and_a_message_that_answers_one_action(page, size):
     # Stop's answer stays until the next action, which clears it
     notice = pg.locator("#notice textarea")
     pg.click("#stop")
-    pg.wait_for_function("() => document.querySelector('#notice textarea').value !== ''")
+    until(pg, "() => document.querySelector('#notice textarea').value !== ''")
     assert notice.input_value() == "no run in progress"
     pg.click("#show")
-    pg.wait_for_function("() => document.querySelector('#notice textarea').value === ''")
-    pg.wait_for_function(
-        "() => document.querySelector('#stage textarea').value.startsWith('round 0')"
-    )
+    until(pg, "() => document.querySelector('#notice textarea').value === ''")
+    until(pg, "() => document.querySelector('#stage textarea').value.startsWith('round 0')")
     pg.click("#apply")  # an action with an answer of its own puts it there
-    pg.wait_for_function(
-        "() => document.querySelector('#notice textarea').value.startsWith('no instruction')"
-    )
+    until(pg, "() => document.querySelector('#notice textarea').value.startsWith('no instruction')")
 
 
 def box_in_view(pg, elem_id: str) -> dict:
@@ -957,9 +943,7 @@ def test_the_image_under_review_its_instruction_and_apply_on_one_screen(page, si
         for later in ("examples", "options", "gallery", "run-dir"):
             assert pg.locator(f"#{later}").bounding_box()["y"] > slider["y"], later
     start_paused(pg, rounds="2")
-    pg.wait_for_function(
-        "() => [...document.querySelectorAll('#slider img')].some(i => i.naturalWidth > 0)"
-    )
+    until(pg, "() => [...document.querySelectorAll('#slider img')].some(i => i.naturalWidth > 0)")
     if size[0] >= 600:  # a desktop: the first screen, unscrolled
         pg.evaluate("window.scrollTo(0, 0)")
     else:
@@ -977,7 +961,8 @@ def wait_value(pg, elem_id: str, test: str, what: str, seconds: float = 120) -> 
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
-        pg.wait_for_function(
+        until(
+            pg,
             f"() => {{ const b = document.querySelector('#{elem_id} textarea'); "
             f"const v = b ? b.value : ''; return {test}; }}",
             timeout=seconds * 1000,
@@ -1041,7 +1026,8 @@ def test_a_reload_mid_run_leaves_the_run_going_and_the_page_follows_it(page, wor
     pg.reload()
     pg.wait_for_selector("#start")
     # the reloaded page attaches: the run's progress, not "not started"
-    pg.wait_for_function(
+    until(
+        pg,
         "() => /round \\d of 4/.test(document.querySelector('#progress-bar').innerText)",
         timeout=60_000,
     )
@@ -1176,10 +1162,11 @@ def test_a_roll_back_continues_with_the_opened_runs_settings(page, size):
     pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
     pg.locator("#saved-gallery img").first.click()
     wait_value(pg, "run-dir", f"v === {first!r}", "the opened run")
-    pg.wait_for_function(
+    until(
+        pg,
         "() => document.querySelector('#seed input').value === '43' && "
         "document.querySelector('#candidates input').value === '1' && "
-        "document.querySelector('#rounds input').value === '1'"
+        "document.querySelector('#rounds input').value === '1'",
     )
     fill(pg, "round", "0")
     pg.click("#branch")
@@ -1191,7 +1178,7 @@ def test_a_roll_back_continues_with_the_opened_runs_settings(page, size):
     assert branch.branched_from["round"] == 0
     assert (branch.spec.seed, branch.spec.candidates, branch.spec.rounds) == (43, 1, 1)
     # the saved runs list it at once, marked as the visitor's and as a roll back
-    pg.wait_for_function("() => document.querySelectorAll('#saved-gallery img').length === 2")
+    until(pg, "() => document.querySelectorAll('#saved-gallery img').length === 2")
     mark = f"yours, rolled back from round 0 of {Path(first).name}"
     pg.locator("#saved-gallery").get_by_text(mark).first.wait_for()
 
