@@ -3,13 +3,16 @@ paper's MLLM-as-a-judge ALIGN and HAL (Tab. 29-30), asked with the annotators' 1
 read at the digit after "score is", each mapped to [0, 1] as (E[r] - 1) / 4 (the map of
 ``exag:mllm``, Tab. 31, the third of the set); VIEScore's semantic consistency SC (its 0-10
 rating over 10) and its overall score O = sqrt(SC x PQ), PQ the quality reading (Ku et al.,
-2024). VQAScore is :mod:`metrics.vqascore`."""
+2024); TIFA (Hu et al., 2023), as CulturalFrames Sec. 6 compares it: the share of a
+language model's yes/no questions about the prompt that the judge answers yes, and
+Soft-TIFA, the mean of its P("Yes") over them. VQAScore is :mod:`metrics.vqascore`."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from metrics.computed import Computed
 from metrics.judge import Reading
@@ -74,6 +77,60 @@ def vie_sc_of(judge_ratings: Sequence[Mapping[str, JudgeRating] | None]) -> list
         stderr = None if r.stderr is None else r.stderr / 10.0
         out.append(Computed(r.rating / 10.0, None, Reading.parse(r.mode, stderr)))
     return out
+
+
+@dataclass(frozen=True)
+class TifaAnswer:
+    """One TIFA question about an image's prompt (its answer is "yes" for a faithful
+    image), the element of the prompt it checks and its TIFA category, and the judge's
+    P("Yes") (of "Yes" and "No"), read as ``mode``."""
+
+    question: str
+    p_yes: float
+    element: str = ""
+    category: str = ""
+    mode: str = "logprobs"
+
+    @property
+    def yes(self) -> bool:
+        """The judge's answer: yes when P("Yes") is above one half."""
+        return self.p_yes > 0.5
+
+
+def tifa(p_yes: Sequence[float]) -> float:
+    """TIFA: the share of the questions answered yes (P("Yes") > 0.5), every question's
+    right answer being yes."""
+    if not p_yes:
+        raise ValueError("TIFA needs at least one question")
+    return sum(1 for p in p_yes if p > 0.5) / len(p_yes)
+
+
+def soft_tifa(p_yes: Sequence[float]) -> float:
+    """Soft-TIFA: the mean of P("Yes") over the questions."""
+    if not p_yes:
+        raise ValueError("Soft-TIFA needs at least one question")
+    return math.fsum(p_yes) / len(p_yes)
+
+
+def _tifa_of(score: Any, tifa_answers: Sequence[Sequence[TifaAnswer] | None]) -> list[Computed]:
+    out = []
+    for answers in tifa_answers:
+        if answers is None:
+            out.append(Computed(None, note="not asked for (--baselines)"))
+            continue
+        mode = answers[0].mode if answers else None
+        out.append(Computed(score([a.p_yes for a in answers]), None, Reading.parse(mode)))
+    return out
+
+
+def tifa_of(tifa_answers: Sequence[Sequence[TifaAnswer] | None]) -> list[Computed]:
+    """The catalog's ``tifa`` of each image from the judge's answers to its questions."""
+    return _tifa_of(tifa, tifa_answers)
+
+
+def soft_tifa_of(tifa_answers: Sequence[Sequence[TifaAnswer] | None]) -> list[Computed]:
+    """The catalog's ``soft_tifa`` of each image from the judge's answers."""
+    return _tifa_of(soft_tifa, tifa_answers)
 
 
 def vie_overall(sc: float, pq: float) -> float:

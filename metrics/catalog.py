@@ -19,7 +19,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from metrics.ahead import align_of, exag_of, faith_of, hal_of
-from metrics.baselines import judge_align_of, judge_hal_of, vie_overall_of, vie_sc_of
+from metrics.baselines import (
+    judge_align_of,
+    judge_hal_of,
+    soft_tifa_of,
+    tifa_of,
+    vie_overall_of,
+    vie_sc_of,
+)
 from metrics.quality import clip_iqa_of, quality_of
 from metrics.vqascore import vqascore_of
 
@@ -326,6 +333,52 @@ _ALL = (
             "SC is `vie_sc` and PQ the toolkit's quality reading (VIEScore's PQ: the lower of "
             "naturalness and freedom from artifacts), both over 10, so O lies on [0, 1] where "
             "VIEScore's lies on [0, 10]."
+        ),
+    ),
+    Metric(
+        "tifa",
+        "TIFA",
+        0,
+        1,
+        "higher",
+        "share",
+        ("llm", "judge"),
+        "image",
+        "baseline",
+        "The share of yes/no questions about the prompt that the judge answers yes.",
+        colour="#CC6677",
+        compute=tifa_of,
+        reads=("tifa_answers",),
+        source="TIFA (Hu et al., 2023), as CulturalFrames Sec. 6 and Fig. 6 compare it",
+        differs=(
+            "TIFA's language model writes question-answer pairs, many multiple-choice, and its "
+            "VQA model picks an answer; here the profile's language model writes up to 10 "
+            "yes/no questions whose answer is yes for a faithful image (assets/prompts/"
+            "tifa.txt), once per prompt, and a question counts as answered correctly when the "
+            'judge\'s P("Yes") of "Yes" and "No" is above 0.5. CulturalFrames used GPT-4o-mini '
+            "for the questions and Qwen2.5-VL-32B-Instruct for the answers. The questions and "
+            "answers are recorded with each image's scores."
+        ),
+    ),
+    Metric(
+        "soft_tifa",
+        "Soft-TIFA",
+        0,
+        1,
+        "higher",
+        "probability",
+        ("llm", "judge"),
+        "image",
+        "baseline",
+        'The mean of the judge\'s P("Yes") over the yes/no questions about the prompt.',
+        colour="#661100",
+        compute=soft_tifa_of,
+        reads=("tifa_answers",),
+        source="Soft-TIFA: TIFA with each answer's probability in place of its 0 or 1",
+        differs=(
+            "TIFA's questions as `tifa` asks them; the mean of the judge's P(\"Yes\") of "
+            '"Yes" and "No" (sampled: the share of yes among k answers) rather than the '
+            "share of right answers."
         ),
     ),
     Metric(

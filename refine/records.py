@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from metrics.ahead import TAU_RANGE
+from metrics.baselines import TifaAnswer
 from metrics.catalog import CATALOG, VARIANTS, known
 from metrics.descriptors import DIMENSIONS, normalise_phrases
 from metrics.judge import Reading
@@ -77,6 +78,9 @@ class Scores(_Record):
     photos: int | None = None
     # how quality's 0-10 ratings were read (None: not measured)
     quality_reading: QualityReading | None = None
+    # TIFA's questions about the generation prompt and the judge's answers (None: TIFA was
+    # not asked for): why ``tifa`` and ``soft_tifa`` are what they are
+    tifa: list[TifaAnswer] | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -253,7 +253,11 @@ def score_cmd(
     for name in assessor.compare:
         for row in rows:
             shown = _fmt(row["scores"]["values"].get(name))
-            typer.echo(f"{CATALOG[name].label} {shown}  {row['image']}")
+            why = ""
+            if name == "tifa":  # the questions the judge did not answer yes
+                no = [a["question"] for a in row["scores"]["tifa"] or () if a["p_yes"] <= 0.5]
+                why = f"  (answered no: {' '.join(no)})" if no else ""
+            typer.echo(f"{CATALOG[name].label} {shown}  {row['image']}{why}")
 
 
 def report_cmd(

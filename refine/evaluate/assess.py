@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from metrics.ahead import DEFAULT_TAU, ExagAnswer, exaggeration, ita_baseline, score_images
+from metrics.baselines import TifaAnswer
 from metrics.catalog import CATALOG, computing_order
 from metrics.computed import Computed, as_computed
 from metrics.descriptors import DIMENSIONS
@@ -148,11 +149,13 @@ class Assessor:
         baselines: dict[tuple, list[float]] | None = None,
         qualities: QualityCache | None = None,
         compare: Sequence[str] = (),
+        llm_cache: Any = None,
     ) -> None:
         """``compare``: the baselines (catalog group ``baseline``) to compute beside FAITH
         for every image: ``vqascore`` (VQAScore's question about the generation prompt),
-        ``judge_align`` and ``judge_hal`` (AHEaD Tab. 29-30); one more judge call an image
-        each, k where the judge samples."""
+        ``judge_align`` and ``judge_hal`` (AHEaD Tab. 29-30), ...; one more judge call an
+        image each, k where the judge samples (TIFA: one a question, and the language
+        model's questions once per prompt, kept in ``llm_cache``)."""
         unknown = sorted(set(compare) - set(BASELINES))
         if unknown:
             raise ValueError(f"no baseline {unknown} (baselines: {', '.join(BASELINES)})")
@@ -161,6 +164,8 @@ class Assessor:
         self.baselines = baselines if baselines is not None else {}
         self.qualities = qualities if qualities is not None else QualityCache()
         self.compare = tuple(compare)
+        # the language model's answers TIFA's questions come from (None: the default folder)
+        self.llm_cache = llm_cache
 
     def assess(
         self,
@@ -250,7 +255,9 @@ class Assessor:
             "matching": aheads,
             "exaggeration_answers": [j.answer for j in judged],
             "quality_ratings": qualities,
-            **baseline_readings(self.backends, self.calls, self.compare, images, refs),
+            **baseline_readings(
+                self.backends, self.calls, self.compare, images, refs, self.llm_cache
+            ),
         }
         failed = {}
         if all(q is None for q in qualities):
@@ -262,7 +269,7 @@ class Assessor:
         for i, (o, ahead, j, q, row) in enumerate(
             zip(observed, aheads, judged, qualities, got, strict=True)
         ):
-            scores = _scores(row, notes, ahead, q, j.answer)
+            scores = _scores(row, notes, ahead, q, j.answer, given["tifa_answers"][i])
             feedback = Feedback(
                 aligned=[_match(m) for m in ahead.aligned],
                 missing=[_match(m) for m in ahead.missing],
@@ -562,6 +569,7 @@ def _scores(
     ahead: Any,
     quality: QualityReading | None,
     exag: ExagAnswer | None = None,
+    tifa: Sequence[TifaAnswer] | None = None,
 ) -> Scores:
     """One image's scores: the catalog's values in its order, the variants and readings
     that made them, why any is missing (the batch's reasons, then the image's own)."""
@@ -591,4 +599,5 @@ def _scores(
         tau=ahead.tau,
         photos=exag.photos if exag is not None and values.get("exag") is not None else None,
         quality_reading=quality,
+        tifa=list(tifa) if tifa is not None else None,
     )

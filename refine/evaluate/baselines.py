@@ -4,15 +4,19 @@ when asked for (the catalog's group ``baseline``; ``--baselines`` on score and b
 ``judge_align`` and ``judge_hal`` (AHEaD Tab. 29-30, answered as "score is N"), VIEScore's
 ``vie_sc`` (0-10) and ``vie_overall`` (sqrt(SC x PQ), from ``vie_sc`` and the quality
 reading: no call of its own). Each costs one judge call an image, k where the judge
-samples. Also the judge readings EXAG shares
-with them (:func:`vqa`, :func:`prefixed`)."""
+samples. ``tifa`` and ``soft_tifa`` (CulturalFrames Sec. 6) share one language-model call
+per prompt (its questions, kept on disk with the language model's other answers) and one
+judge call per question and image. Also the judge readings EXAG shares with them
+(:func:`vqa`, :func:`prefixed`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from metrics.baselines import JUDGE_RATED, JUDGE_SCALED, JudgeRating
+from pydantic import BaseModel, Field
+
+from metrics.baselines import JUDGE_RATED, JUDGE_SCALED, JudgeRating, TifaAnswer
 from metrics.vqascore import VqaAnswer
 from refine.assets import prompt_template
 
@@ -25,7 +29,21 @@ if TYPE_CHECKING:
 # AHEaD Tab. 29-31's answer format: "score is <num>"
 MLLM_PREFIX = "score is "
 # the baselines the assessor computes when asked (the catalog's group "baseline")
-BASELINES = ("vqascore", *JUDGE_RATED, *JUDGE_SCALED, "vie_overall")
+BASELINES = ("vqascore", *JUDGE_RATED, *JUDGE_SCALED, "vie_overall", "tifa", "soft_tifa")
+# the baselines that read TIFA's questions and answers
+TIFA = ("tifa", "soft_tifa")
+# the most questions the language model writes about one prompt
+TIFA_QUESTIONS = 10
+
+
+class TifaQuestion(BaseModel):
+    element: str = ""
+    category: str = ""
+    question: str
+
+
+class TifaQuestions(BaseModel):
+    questions: list[TifaQuestion] = Field(default_factory=list)
 
 
 def parse_baselines(text: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -46,16 +64,89 @@ def parse_baselines(text: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def needs_llm(compare: Sequence[str]) -> bool:
+    """Whether the baselines ``compare`` need the profile's language model."""
+    return any(b in TIFA for b in compare)
+
+
 def baseline_readings(
     backends: Backends, calls: Any, compare: Sequence[str], images: Sequence[Image.Image],
-    refs: ReferencePack,
+    refs: ReferencePack, cache: Any = None,
 ) -> dict[str, list[Any]]:  # fmt: skip
     """The readings the asked-for baselines compute from (``vqa_answers``,
-    ``judge_ratings``), one per image (None each where not asked)."""
+    ``judge_ratings``, ``tifa_answers``), one per image (None each where not asked);
+    ``cache``: where the language model's answers are kept (an
+    :class:`refine.evaluate.refs_build.LLMCache`; its default folder when None)."""
     return {
         "vqa_answers": prompt_vqa(backends, calls, compare, images, refs),
         "judge_ratings": judge_ratings(backends, calls, compare, images, refs),
+        "tifa_answers": tifa_answers(backends, calls, compare, images, refs, cache),
     }
+
+
+def generation_prompt(refs: ReferencePack) -> str:
+    """The prompt the images of ``refs``' activity and country are generated from."""
+    return prompt_template("generate").format(activity=refs.activity, country=refs.country).strip()
+
+
+def tifa_questions(llm: Any, prompt: str, cache: Any) -> list[TifaQuestion]:
+    """TIFA's yes/no questions about ``prompt`` (``assets/prompts/tifa.txt``), asked of
+    the language model once per prompt and model (``cache`` keeps the answer): at most
+    :data:`TIFA_QUESTIONS`, blank and repeated ones dropped, each ending in "?". A
+    ValueError names a model that wrote none."""
+    text = prompt_template("tifa").format(prompt=prompt, count=TIFA_QUESTIONS)
+    answer = cache.ask(llm, text, TifaQuestions)
+    out: list[TifaQuestion] = []
+    seen: set[str] = set()
+    for q in answer.questions:
+        question = " ".join(q.question.split())
+        if not question or question.casefold() in seen:
+            continue
+        seen.add(question.casefold())
+        if not question.endswith("?"):
+            question += "?"
+        out.append(TifaQuestion(element=q.element.strip(), category=q.category.strip(),
+                                question=question))  # fmt: skip
+        if len(out) == TIFA_QUESTIONS:
+            break
+    if not out:
+        who = getattr(llm, "id", type(llm).__name__)
+        raise ValueError(f"the language model {who} wrote no TIFA questions about {prompt!r}")
+    return out
+
+
+def tifa_answers(
+    backends: Backends, calls: Any, compare: Sequence[str], images: Sequence[Image.Image],
+    refs: ReferencePack, cache: Any = None,
+) -> list[list[TifaAnswer] | None]:  # fmt: skip
+    """The judge's P("Yes") for each of TIFA's questions about the generation prompt, per
+    image (one judge call per question and image, k where the judge samples; the
+    questions one language-model call per prompt); None each when neither ``tifa`` nor
+    ``soft_tifa`` is asked for."""
+    if not needs_llm(compare):
+        return [None] * len(images)
+    if cache is None:
+        from refine.evaluate.refs_build import LLMCache
+
+        cache = LLMCache()
+    with backends.using("llm") as llm:
+        before = cache.misses
+        questions = tifa_questions(llm, generation_prompt(refs), cache)
+        calls.add(cache.misses - before)
+    n = len(questions)
+    with backends.using("judge") as judge:
+        pairs = [(im, q) for im in images for q in questions]
+        probs = judge.yes_probability([p[0] for p in pairs], [p[1].question for p in pairs])
+        mode = getattr(judge, "method", "logprobs")
+        sampled = mode != "logprobs"
+        calls.add(len(pairs) * (int(getattr(judge, "samples", 1) or 1) if sampled else 1))
+    return [
+        [
+            TifaAnswer(q.question, float(p), q.element, q.category, mode)
+            for q, p in zip(questions, probs[k * n : (k + 1) * n], strict=True)
+        ]
+        for k in range(len(images))
+    ]
 
 
 def prompt_vqa(
@@ -66,9 +157,9 @@ def prompt_vqa(
     country, when the assessor is asked for it (None each otherwise)."""
     if "vqascore" not in compare:
         return [None] * len(images)
-    prompt = prompt_template("generate").format(activity=refs.activity, country=refs.country)
+    prompt = generation_prompt(refs)
     with backends.using("judge") as judge:
-        answers = vqa(judge, images, [prompt.strip()] * len(images))
+        answers = vqa(judge, images, [prompt] * len(images))
         calls.add(vqa_calls(judge, answers))
     return list(answers)
 
@@ -85,11 +176,11 @@ def judge_ratings(
     scaled = [b for b in JUDGE_SCALED if b in compare or "vie_overall" in compare]
     if not asked and not scaled:
         return [None] * len(images)
-    generation = prompt_template("generate").format(activity=refs.activity, country=refs.country)
+    generation = generation_prompt(refs)
     out: list[dict[str, JudgeRating]] = [{} for _ in images]
     with backends.using("judge") as judge:
         for name in scaled:
-            prompt = prompt_template(name).format(prompt=generation.strip())
+            prompt = prompt_template(name).format(prompt=generation)
             rate_scale = getattr(judge, "rate_scale", None)
             if not callable(rate_scale):
                 who = getattr(judge, "id", type(judge).__name__)
@@ -102,7 +193,7 @@ def judge_ratings(
             for row, r in zip(out, ratings, strict=True):
                 row[name] = JudgeRating(r.expectation, r.stderr, r.method)
         for name in asked:
-            prompt = prompt_template(name).format(prompt=generation.strip(), country=refs.country)
+            prompt = prompt_template(name).format(prompt=generation, country=refs.country)
             ratings = prefixed(judge, images, [prompt] * len(images))
             samples = int(getattr(judge, "samples", 1) or 1)
             calls.add(sum(1 if r.method == "logprobs" else samples for r in ratings))

@@ -16,7 +16,9 @@ observed descriptors matched to the references, :class:`metrics.ahead.AheadScore
 judge's expected 0-10 ratings of naturalness and artifacts), ``vqa_answers`` (the judge's
 VQAScore of each image for the generation prompt, :class:`metrics.vqascore.VqaAnswer`, None
 where it was not asked for), ``judge_ratings`` (the judge baselines' expected 1-5 ratings
-by name, :class:`metrics.baselines.JudgeRating`, None where none was asked for).
+by name, :class:`metrics.baselines.JudgeRating`, None where none was asked for),
+``tifa_answers`` (the judge's answers to TIFA's questions about the generation prompt,
+:class:`metrics.baselines.TifaAnswer`, None where TIFA was not asked for).
 """
 
 from __future__ import annotations
@@ -126,7 +128,14 @@ READERS: dict[str, Callable[[Readings], Any]] = {
     "logit_scale": _logit_scale,
 }
 # the readings the assessor gives (:class:`Readings`' ``given``)
-GIVEN = ("matching", "exaggeration_answers", "quality_ratings", "vqa_answers", "judge_ratings")
+GIVEN = (
+    "matching",
+    "exaggeration_answers",
+    "quality_ratings",
+    "vqa_answers",
+    "judge_ratings",
+    "tifa_answers",
+)
 # the readings that depend on the image alone (and the run's models): a metric reading
 # only these is cached per image
 PER_IMAGE = frozenset({"images", "image_embeddings", "antonym_embeddings", "logit_scale"})

@@ -16,7 +16,7 @@ from refine.harness.tasks.batch_specs import open_batch, read_specs
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from tests.e2e.test_cli_run import cli, no_retries_profile
-from tests.fakes.gemini_world import BLUE, GREEN, RATING, RED
+from tests.fakes.gemini_world import BLUE, GREEN, RATING, RED, TIFA_QUESTIONS, tifa_p
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 
@@ -186,6 +186,28 @@ def test_score_existing_images(world, siglip_path, tmp_path):
     prompts = [p for p in world.prompts if "PROMPT: A photorealistic photo of" in p]
     assert any("scoring how well an image depicts an activity" in p for p in prompts)
     assert any("scoring whether an image contains incorrect elements" in p for p in prompts)
+    # TIFA: the language model's questions once per prompt (kept on disk, so not asked
+    # again by a second command), the judge's answer per question and image
+    for _ in range(2):
+        tifa = cli(*args, "--baselines", "tifa,soft_tifa", "--json")
+        assert tifa.returncode == 0, tifa.stderr
+    from refine.assets import prompt_template
+
+    prompt = prompt_template("generate").strip().format(activity=ACT, country=COUNTRY)
+    assert world.tifa_asked == [prompt]
+    questions = [q["question"] for q in TIFA_QUESTIONS]
+    questions[0] += "?"  # a question the model wrote without its mark gets one
+    # per image, in both commands (in any order: the judge is asked several at once)
+    assert sorted(world.tifa_answered) == sorted(questions * 4)
+    for row, colour in zip(json.loads(tifa.stdout)["images"], (RED, GREEN), strict=True):
+        p = [tifa_p(colour, q) for q in questions]
+        values, kept = row["scores"]["values"], row["scores"]["tifa"]
+        assert values["tifa"] == sum(x > 0.5 for x in p) / 4  # red 2 of 4, green 3 of 4
+        assert values["soft_tifa"] == pytest.approx(sum(p) / 4, abs=1e-9)
+        assert [a["question"] for a in kept] == questions
+        assert [a["p_yes"] for a in kept] == pytest.approx(p, abs=1e-9)
+        assert kept[1]["element"] == "eating" and kept[1]["category"] == "activity"
+        assert values["judge_align"] is None  # not asked for this time
     bad = cli(*args, "--baselines", "clipscore9")
     assert bad.returncode == 2 and "--baselines: no baseline 'clipscore9'" in bad.stderr
     missing = cli("score", str(tmp_path / "nope.png"), "--activity", ACT, "--country", "Iran")

@@ -374,3 +374,42 @@ def test_a_profile_names_its_generator_with_its_options(tmp_path):
     assert dict(spec.options) == small.options.get("generator", {})
     with pytest.raises(ValueError, match="neither a backend name .* nor a profile"):
         parse_generator("no-such-profile")
+
+
+def test_baselines_in_a_bench(world, siglip_path, options, tmp_path):
+    """--baselines tifa,vqascore: TIFA's questions asked once per prompt and answered per
+    image, kept with the cell's images; each baseline a column of rows.csv and a mean with
+    an interval in the summary."""
+    from tests.fakes.gemini_world import TIFA_QUESTIONS, YES_LOGPROB, tifa_p
+
+    world.generate_by_model = {"gemini-3.1-flash-image": RED}
+    plan = BenchPlan(
+        generators=[GENS[0]],
+        prompts=plan_prompts(["Iran"], ACTS),
+        images_per_prompt=2,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+        baselines=("tifa", "vqascore"),
+    )
+    out = tmp_path / "b"
+    summary = run_bench(plan, out, backend_options=options).summary
+    assert sorted(world.tifa_asked) == sorted(
+        f"A photorealistic photo of {a} in Iran." for a in ACTS
+    )
+    assert len(world.tifa_answered) == len(ACTS) * 2 * len(TIFA_QUESTIONS)
+    p = [tifa_p(RED, q["question"]) for q in TIFA_QUESTIONS]
+    share = sum(x > 0.5 for x in p) / len(p)
+    for cell in BenchStore(out).records():
+        assert cell["baselines"] == ["tifa", "vqascore"]
+        for im in cell["images"]:
+            assert im["tifa"] == share
+            # Soft-TIFA reads the same answers: no call of its own, so it comes with TIFA
+            assert im["soft_tifa"] == pytest.approx(sum(p) / len(p), abs=1e-9)
+            assert [a["p_yes"] for a in im["tifa_answers"]] == pytest.approx(p, abs=1e-9)
+    rows = list(csv.DictReader((out / "rows.csv").open()))
+    assert {float(r["tifa"]) for r in rows} == {share}
+    yes = math.exp(YES_LOGPROB[RED])
+    assert {round(float(r["vqascore"]), 9) for r in rows} == {round(yes, 9)}
+    row = summary["generators"][GENS[0]]
+    lo, hi = row["tifa"]["interval"]
+    assert row["tifa"]["mean"] == share and lo <= share <= hi
+    assert row["vqascore"]["mean"] == pytest.approx(yes, abs=1e-9)

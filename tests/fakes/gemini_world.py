@@ -171,6 +171,30 @@ EXPECT_P = {
     GREY: {},
 }
 
+# TIFA: the questions the language model writes about any prompt, and the judge's
+# P("Yes") of each per colour (by a word of the question)
+TIFA_MARK = "You write the questions of TIFA"
+TIFA_QUESTIONS = [
+    {"element": "people", "category": "human", "question": "Are there people in the image"},
+    {"element": "eating", "category": "activity", "question": "Are the people eating?"},
+    {"element": "at home", "category": "location", "question": "Is the scene inside a home?"},
+    {"element": "food", "category": "food", "question": "Is there food?"},
+]
+TIFA_P = {
+    RED: {"people": 0.9, "eating": 0.4, "home": 0.2, "food": 0.7},
+    GREEN: {"people": 0.95, "eating": 0.8, "home": 0.6, "food": 0.5},
+    BLUE: {"people": 0.1, "eating": 0.1, "home": 0.3, "food": 0.2},
+    GREY: {"people": 0.5, "eating": 0.5, "home": 0.5, "food": 0.5},
+}
+
+
+def tifa_p(colour, question: str) -> float | None:
+    """The judge's P("Yes") of a TIFA question for an image of ``colour`` (None: no TIFA
+    question)."""
+    if not any(q["question"].rstrip("?") in question for q in TIFA_QUESTIONS):
+        return None
+    return next(p for word, p in TIFA_P[colour].items() if word in question)
+
 
 _BUSY = threading.Lock()
 WRITER_PROMPT = "You write editing instructions for an image editing model"
@@ -206,6 +230,8 @@ class World:
     refs: dict = field(default_factory=lambda: dict(NOWRUZ_REFS))
     refs_asked: list[str] = field(default_factory=list)
     expectations_asked: list[str] = field(default_factory=list)  # statements judged
+    tifa_asked: list[str] = field(default_factory=list)  # the prompts TIFA questions are for
+    tifa_answered: list[str] = field(default_factory=list)  # the TIFA questions judged
     # the instruction writer's prompts, and an HTTP status to refuse them with
     written: list[str] = field(default_factory=list)
     refuse_writer: int | None = None
@@ -291,6 +317,9 @@ class World:
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
         if kind == "observe" and WRITER_PROMPT in text:
             return self._write(text)
+        if kind == "observe" and TIFA_MARK in text:
+            self.tifa_asked.append(re.search(r'Text: "(.+?)"\n', text).group(1))
+            return 200, text_answer(json.dumps({"questions": TIFA_QUESTIONS}))
         for marker, key in REFS_PROMPTS.items():
             if kind == "observe" and marker in text:
                 self.refs_asked.append(key)
@@ -334,7 +363,10 @@ class World:
             return 400, {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
         if kind == "sampled":
             seed = int(config.get("seed", 0))
-            if 'answer "Yes" or "No"' in text or VQA_ASK in text:
+            if (p := tifa_p(colour, text)) is not None:
+                self.tifa_answered.append(text.split("?")[0].strip() + "?")
+                answer = "Yes" if seed % 10 < round(10 * p) else "No"
+            elif 'answer "Yes" or "No"' in text or VQA_ASK in text:
                 answer = "Yes" if seed % 10 < round(10 * math.exp(YES_LOGPROB[colour])) else "No"
             elif MLLM_FORMAT in text:  # AHEaD Tab. 31's format
                 self.prompts.append(text)
@@ -348,6 +380,9 @@ class World:
             self.expectations_asked.append(statement.split("?")[0].strip())
             yes = math.log(p)
             return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-p)})
+        if kind == "judge" and (p := tifa_p(colour, text)) is not None:
+            self.tifa_answered.append(text.split("?")[0].strip() + "?")
+            return 200, text_answer("Yes", logprobs={"Yes": math.log(p), "No": math.log1p(-p)})
         if kind == "judge" and ('answer "Yes" or "No"' in text or VQA_ASK in text):
             yes = YES_LOGPROB[colour]
             return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-math.exp(yes))})

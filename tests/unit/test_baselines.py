@@ -8,9 +8,13 @@ import pytest
 
 from metrics.baselines import (
     JudgeRating,
+    TifaAnswer,
     judge_align_of,
     judge_hal_of,
     rating_to_unit,
+    soft_tifa_of,
+    tifa,
+    tifa_of,
     vie_overall,
     vie_overall_of,
     vie_sc_of,
@@ -41,10 +45,11 @@ def test_each_baseline_reads_its_own_rating():
 def test_baselines_are_named_or_refused():
     assert parse_baselines("none") == () and parse_baselines("") == ()
     assert parse_baselines("all") == BASELINES
-    assert BASELINES == ("vqascore", "judge_align", "judge_hal", "vie_sc", "vie_overall")
+    assert BASELINES[:5] == ("vqascore", "judge_align", "judge_hal", "vie_sc", "vie_overall")
+    assert BASELINES[5:7] == ("tifa", "soft_tifa")
     assert parse_baselines(" judge_hal, vqascore ,judge_hal") == ("judge_hal", "vqascore")
-    with pytest.raises(ValueError, match="no baseline 'tifa'; baselines: vqascore, judge_align"):
-        parse_baselines("vqascore,tifa")
+    with pytest.raises(ValueError, match="no baseline 'tifa2'; baselines: vqascore, judge_al"):
+        parse_baselines("vqascore,tifa2")
 
 
 def test_viescore_sc_and_overall_by_hand():
@@ -93,4 +98,56 @@ def test_the_assessor_scores_the_baselines_asked_for(fixed_embedder):
     plain = a.assess(image, refs()).scores
     assert plain.value("vie_sc") is None and plain.value("vie_overall") is None
     with pytest.raises(ValueError, match="no baseline"):
-        Assessor(a.backends, compare=("tifa",))
+        Assessor(a.backends, compare=("tifa3",))
+
+
+def test_tifa_and_soft_tifa_by_hand():
+    answers = [
+        TifaAnswer("Are there people?", 0.9),
+        TifaAnswer("Are they eating?", 0.5),  # not above one half: answered no
+        TifaAnswer("Is it a home?", 0.2),
+        TifaAnswer("Is there food?", 0.6),
+    ]
+    assert [a.yes for a in answers] == [True, False, False, True]
+    (t,), (soft,) = tifa_of([answers]), soft_tifa_of([answers])
+    assert t.value == 0.5 and soft.value == pytest.approx((0.9 + 0.5 + 0.2 + 0.6) / 4)
+    assert t.reading == Reading()
+    (none,) = tifa_of([None])
+    assert none.value is None and none.note == "not asked for (--baselines)"
+    sampled = [TifaAnswer("Q?", 0.75, mode="sampled k=4")]
+    assert soft_tifa_of([sampled])[0].reading == Reading("sampled", 4)
+    with pytest.raises(ValueError, match="at least one question"):
+        tifa([])
+
+
+def test_tifa_questions_are_cleaned_and_kept_per_prompt(tmp_path):
+    """Blank and repeated questions dropped, each ending in "?", at most TIFA_QUESTIONS;
+    the model asked once per prompt (a second assessor reads the kept answer)."""
+    from refine.evaluate.baselines import TIFA_QUESTIONS, tifa_questions
+    from refine.evaluate.refs_build import LLMCache
+
+    class Model:
+        id = "stand-in"
+
+        def __init__(self, questions):
+            self.asked, self.questions = [], questions
+
+        def complete_json(self, prompt, schema):
+            self.asked.append(prompt)
+            return schema.model_validate({"questions": self.questions})
+
+    many = [{"question": f"Is there object {k}"} for k in range(TIFA_QUESTIONS + 3)]
+    model = Model([{"question": "  "}, {"question": "Is there food?", "element": " food "},
+                   {"question": "is there  FOOD?"}, *many])  # fmt: skip
+    cache = LLMCache(tmp_path)
+    got = tifa_questions(model, "A photo of food.", cache)
+    assert got[0].question == "Is there food?" and got[0].element == "food"
+    assert got[1].question == "Is there object 0?"
+    assert len(got) == TIFA_QUESTIONS
+    assert 'Text: "A photo of food."' in model.asked[0]
+    assert tifa_questions(model, "A photo of food.", LLMCache(tmp_path)) == got
+    assert len(model.asked) == 1
+    tifa_questions(model, "A photo of rice.", cache)
+    assert len(model.asked) == 2
+    with pytest.raises(ValueError, match="wrote no TIFA questions about 'A photo.'"):
+        tifa_questions(Model([]), "A photo.", cache)

@@ -3,6 +3,7 @@ generated, saved and scored by the bench's one scorer (see :mod:`refine.harness.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from metrics.vendi import quality_weighted, vendi_from_embeddings
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor
+from refine.evaluate.baselines import needs_llm
 from refine.evaluate.reference_source import ReferenceSource
 from refine.harness.cells import Cell, CellFormat, CellStore
 from refine.harness.generators import checked_generators, generate
@@ -74,7 +76,7 @@ class CellMaker:
         # every model loads (or is checked with its API) before the first image is paid for
         scorer.preflight(
             ["observer", "judge", "text_embedder", "image_embedder"]
-            + (["llm"] if plan.expectations else [])
+            + (["llm"] if plan.expectations or needs_llm(plan.baselines) else [])
         )
         self.generators = checked_generators(scorer, plan.generators)
         self.assessor = Assessor(scorer, compare=plan.baselines)
@@ -166,6 +168,8 @@ def _image_record(file: str, seed: int, assessed: Any, checked: Any) -> dict[str
         "exag_variant": scores.variants.get("exag"),
         **{m: scores.value(m) for m in image_extras()},
     }
+    if scores.tifa is not None:  # TIFA's questions and the judge's answers
+        record["tifa_answers"] = [dataclasses.asdict(a) for a in scores.tifa]
     if checked is not None:
         record["explicit_met"] = checked.explicit_met
         record["implicit_met"] = checked.implicit_met
