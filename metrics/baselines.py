@@ -5,7 +5,9 @@ read at the digit after "score is", each mapped to [0, 1] as (E[r] - 1) / 4 (the
 rating over 10) and its overall score O = sqrt(SC x PQ), PQ the quality reading (Ku et al.,
 2024); TIFA (Hu et al., 2023), as CulturalFrames Sec. 6 compares it: the share of a
 language model's yes/no questions about the prompt that the judge answers yes, and
-Soft-TIFA, the mean of its P("Yes") over them. VQAScore is :mod:`metrics.vqascore`."""
+Soft-TIFA, the mean of its P("Yes") over them; CLIPScore (Hessel et al., 2021),
+2.5 x max(cos, 0) of the image and its prompt on a CLIP. VQAScore is
+:mod:`metrics.vqascore`."""
 
 from __future__ import annotations
 
@@ -16,6 +18,29 @@ from typing import Any
 
 from metrics.computed import Computed
 from metrics.judge import Reading
+
+# Hessel et al.'s CLIPScore weight: w x max(cos, 0)
+CLIPSCORE_W = 2.5
+# torchmetrics' CLIPScore, and this toolkit's before it took Hessel's: 100 x max(cos, 0)
+CLIPSCORE100_W = 100.0
+
+
+def clipscore(cos: float, w: float = CLIPSCORE_W) -> float:
+    """CLIPScore from the cosine of an image's and a text's CLIP embeddings:
+    ``w x max(cos, 0)`` (Hessel et al., 2021: w = 2.5)."""
+    if not -1.0 - 1e-6 <= cos <= 1.0 + 1e-6:
+        raise ValueError(f"a cosine lies in [-1, 1], got {cos!r}")
+    return w * max(float(cos), 0.0)
+
+
+def clipscore_of(image_embeddings: Any, clip_prompt_embeddings: Any) -> list[float]:
+    """The catalog's ``clipscore`` of each image: :func:`clipscore` of its L2-normalised
+    CLIP embedding and its prompt's (row by row)."""
+    import numpy as np
+
+    cos = np.sum(np.asarray(image_embeddings, float) * np.asarray(clip_prompt_embeddings, float), 1)
+    return [clipscore(float(c)) for c in cos]
+
 
 # the judge's prompt of each baseline (assets/prompts/<name>.txt): rated 1-5 as "score is N"
 JUDGE_RATED = ("judge_align", "judge_hal")

@@ -8,7 +8,8 @@ charts read their names, labels and order from here.
 ``quality`` (a judge that reads 0-10 ratings; CLIP-IQA with a CLIP embedder),
 ``diversity`` (several images per prompt), ``expectations`` (with --expectations),
 ``baseline`` (the metrics the papers compare against, with --baselines), ``human`` (agree
-only), ``cube`` (CUBE concepts runs, whose names are their own).
+only), ``earlier`` (read from earlier files only, never computed), ``cube`` (CUBE concepts
+runs, whose names are their own).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from metrics.ahead import align_of, exag_of, faith_of, hal_of
 from metrics.baselines import (
+    clipscore_of,
     judge_align_of,
     judge_hal_of,
     soft_tifa_of,
@@ -336,6 +338,31 @@ _ALL = (
         ),
     ),
     Metric(
+        "clipscore",
+        "CLIPScore",
+        0,
+        2.5,
+        "higher",
+        "",
+        ("image_embedder",),
+        "image",
+        "baseline",
+        "2.5 x max(cosine of the image and its generation prompt, 0) on the profile's CLIP.",
+        colour="#F0E442",
+        compute=clipscore_of,
+        reads=("clip_prompt_embeddings", "image_embeddings"),  # the first says why not
+        source="CLIPScore (Hessel et al., 2021), w = 2.5; AHEaD Tab. 2, CulturalFrames Fig. 6, "
+        "SoS Tab. 11-12",
+        differs=(
+            "Hessel's 2.5 x max(cos, 0) on the profile's image embedder, which must be a CLIP "
+            "(`clip:` open_clip or `hfclip:` transformers; Hessel used ViT-B/32), for the "
+            'generation prompt as it is, without Hessel\'s prefix "A photo depicts". '
+            "torchmetrics scales it 100 x max(cos, 0), which is this x 40; earlier agree.json "
+            "files hold that scale, read as `clipscore100`. No model call: the image "
+            "embeddings are the ones diversity uses, and one text embedding per prompt."
+        ),
+    ),
+    Metric(
         "tifa",
         "TIFA",
         0,
@@ -547,20 +574,22 @@ _ALL = (
         ),
     ),
     Metric(
-        "clipscore",
-        "CLIPScore",
+        "clipscore100",
+        "CLIPScore x100",
         0,
         100,
         "higher",
         "",
         ("image_embedder", "prompt"),
         "image",
-        "human",
-        "100 x max(cosine of the image and its prompt, 0).",
-        source="CLIPScore (Hessel et al., 2021)",
+        "earlier",
+        "100 x max(cosine of the image and its prompt, 0): the CLIPScore of agree.json files "
+        "written before `clipscore` took Hessel's scale.",
+        source="CLIPScore as torchmetrics scales it (100 x max(cos, 0))",
         differs=(
-            "Scaled 100 x max(cos, 0) inside `refine agree`, where Hessel's CLIPScore is 2.5 x "
-            "max(cos, 0): the ranking, and so every rank correlation, is the same."
+            "Never computed now: only read from earlier agree.json files, whose `clipscore` "
+            "was 100 x max(cos, 0). It is `clipscore` x 40, so every rank correlation is the "
+            "same."
         ),
     ),
     Metric(

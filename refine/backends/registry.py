@@ -194,6 +194,13 @@ register(
 )
 register(
     "image_embedder",
+    "hfclip",
+    "refine.backends.hf_clip_embedder:HFClipEmbedder",
+    "CLIP image/text embedder through transformers (CLIPModel checkpoints)",
+    "hfclip:openai/clip-vit-base-patch32",
+)
+register(
+    "image_embedder",
     "siglip",
     "refine.backends.siglip_embedder:SiglipEmbedder",
     "SigLIP / SigLIP 2 image/text embedder through transformers",

@@ -1,7 +1,8 @@
-"""The metrics the papers compare against that the profile's judge computes beside FAITH,
+"""The metrics the papers compare against that the profile's models compute beside FAITH,
 when asked for (the catalog's group ``baseline``; ``--baselines`` on score and bench):
-``vqascore`` (VQAScore's question about the generation prompt), the MLLM-as-a-judge
-``judge_align`` and ``judge_hal`` (AHEaD Tab. 29-30, answered as "score is N"), VIEScore's
+``clipscore`` (Hessel's CLIPScore on the profile's CLIP: no model call), ``vqascore``
+(VQAScore's question about the generation prompt), the MLLM-as-a-judge ``judge_align``
+and ``judge_hal`` (AHEaD Tab. 29-30, answered as "score is N"), VIEScore's
 ``vie_sc`` (0-10) and ``vie_overall`` (sqrt(SC x PQ), from ``vie_sc`` and the quality
 reading: no call of its own). Each costs one judge call an image, k where the judge
 samples. ``tifa`` and ``soft_tifa`` (CulturalFrames Sec. 6) share one language-model call
@@ -29,7 +30,15 @@ if TYPE_CHECKING:
 # AHEaD Tab. 29-31's answer format: "score is <num>"
 MLLM_PREFIX = "score is "
 # the baselines the assessor computes when asked (the catalog's group "baseline")
-BASELINES = ("vqascore", *JUDGE_RATED, *JUDGE_SCALED, "vie_overall", "tifa", "soft_tifa")
+BASELINES = (
+    "clipscore",
+    "vqascore",
+    *JUDGE_RATED,
+    *JUDGE_SCALED,
+    "vie_overall",
+    "tifa",
+    "soft_tifa",
+)
 # the baselines that read TIFA's questions and answers
 TIFA = ("tifa", "soft_tifa")
 # the most questions the language model writes about one prompt
@@ -74,13 +83,14 @@ def baseline_readings(
     refs: ReferencePack, cache: Any = None,
 ) -> dict[str, list[Any]]:  # fmt: skip
     """The readings the asked-for baselines compute from (``vqa_answers``,
-    ``judge_ratings``, ``tifa_answers``), one per image (None each where not asked);
-    ``cache``: where the language model's answers are kept (an
+    ``judge_ratings``, ``tifa_answers``, ``clip_prompts``), one per image (None each where
+    not asked); ``cache``: where the language model's answers are kept (an
     :class:`refine.evaluate.refs_build.LLMCache`; its default folder when None)."""
     return {
         "vqa_answers": prompt_vqa(backends, calls, compare, images, refs),
         "judge_ratings": judge_ratings(backends, calls, compare, images, refs),
         "tifa_answers": tifa_answers(backends, calls, compare, images, refs, cache),
+        "clip_prompts": [generation_prompt(refs) if "clipscore" in compare else None] * len(images),
     }
 
 

@@ -18,7 +18,10 @@ VQAScore of each image for the generation prompt, :class:`metrics.vqascore.VqaAn
 where it was not asked for), ``judge_ratings`` (the judge baselines' expected 1-5 ratings
 by name, :class:`metrics.baselines.JudgeRating`, None where none was asked for),
 ``tifa_answers`` (the judge's answers to TIFA's questions about the generation prompt,
-:class:`metrics.baselines.TifaAnswer`, None where TIFA was not asked for).
+:class:`metrics.baselines.TifaAnswer`, None where TIFA was not asked for),
+``clip_prompts`` (the generation prompt of each image where CLIPScore was asked for, else
+None), from which ``clip_prompt_embeddings`` are read: the image embedder's text embedding
+of each, where the embedder is a CLIP.
 """
 
 from __future__ import annotations
@@ -120,12 +123,30 @@ def _logit_scale(r: Readings) -> float:
         return float(held.logit_scale())
 
 
+def _clip_prompt_embeddings(r: Readings) -> Any:
+    prompts = r.get("clip_prompts")
+    if any(p is None for p in prompts):
+        raise NotRead("not asked for (--baselines)")
+    embedder = r.embedder()
+    if not callable(getattr(embedder, "logit_scale", None)):
+        who = r.backends.names.get("image_embedder", "")
+        raise NotRead(
+            f"CLIPScore needs a CLIP image embedder (clip:ARCH/TAG or hfclip:ID); {who} is "
+            "not one (--backend image_embedder=clip:ViT-B-32/openai)"
+        )
+    distinct = list(dict.fromkeys(prompts))
+    with r.backends.using("image_embedder") as held:
+        rows = held.encode_texts(distinct).cpu().numpy()
+    return rows[[distinct.index(p) for p in prompts]]
+
+
 READERS: dict[str, Callable[[Readings], Any]] = {
     "images": lambda r: r.images,
     "values": lambda r: r.values,
     "image_embeddings": _image_embeddings,
     "antonym_embeddings": _antonym_embeddings,
     "logit_scale": _logit_scale,
+    "clip_prompt_embeddings": _clip_prompt_embeddings,
 }
 # the readings the assessor gives (:class:`Readings`' ``given``)
 GIVEN = (
@@ -135,6 +156,7 @@ GIVEN = (
     "vqa_answers",
     "judge_ratings",
     "tifa_answers",
+    "clip_prompts",
 )
 # the readings that depend on the image alone (and the run's models): a metric reading
 # only these is cached per image

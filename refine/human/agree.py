@@ -17,8 +17,12 @@ Metrics are found by image content (SHA-256), so copied or renamed images still 
 bench folders (``cells.jsonl``), run folders (``run.json``; every candidate's scores, the
 chosen image's expectations met share and CAIRE score) and folders of those. With
 ``compute``, images without stored metrics are observed and scored by the profile (the
-row's activity and country); ``clipscore`` is always computed from the row's prompt with
-the profile's image embedder.
+row's activity and country); ``clipscore`` (Hessel's 2.5 x max(cos, 0)) is always
+computed from the row's prompt with the profile's image embedder, a CLIP.
+
+``agree.json`` names its conventions (:data:`CONVENTIONS`); one written before them holds
+CLIPScore as 100 x max(cos, 0), which :func:`read_agreement` reads as ``clipscore100``,
+never as ``clipscore``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,11 @@ from refine.records import variant_name
 
 QUESTIONS = ("alignment", "faithfulness", "expectations_met")
 FEW_IMAGES = 30  # below this many rated images, agree warns that its figures are rough
-DEFAULT_METRICS = (*BENCH_IMAGE, *names("human"))  # compared unless --metrics says
+# compared unless --metrics says (CLIPScore, a baseline, costs no model call)
+DEFAULT_METRICS = (*BENCH_IMAGE, *names("human"), "clipscore")
+# how agree.json's figures are scaled, written into it: a file without them was written
+# when its clipscore was 100 x max(cos, 0)
+CONVENTIONS = {"clipscore": "2.5 x max(cos, 0) (Hessel et al., 2021)"}
 FIELDS = {
     "image",
     "rater",
@@ -362,6 +370,7 @@ class Agreement:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "conventions": CONVENTIONS,
             "images": self.images,
             "raters": self.raters,
             "alpha": self.alpha,
@@ -372,7 +381,44 @@ class Agreement:
             "replaced": self.replaced,
             "identical": self.identical,
             "ambiguous": self.ambiguous,
-        }
+            "points": {m: {q: [list(p) for p in ps] for q, ps in by_q.items()}
+                       for m, by_q in self.points.items()},
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Agreement:
+        """An agreement read back from its ``to_dict`` (see :func:`read_agreement`)."""
+        return cls(
+            images=doc["images"],
+            raters=doc["raters"],
+            alpha=doc["alpha"],
+            table=doc["metrics"],
+            points={m: {q: [tuple(p) for p in ps] for q, ps in by_q.items()}
+                    for m, by_q in doc.get("points", {}).items()},
+            missing=doc.get("missing", {}),
+            computed=doc.get("computed", 0),
+            alpha_ordinal=doc.get("alpha_ordinal", {}),
+            replaced=doc.get("replaced", 0),
+            identical=doc.get("identical", []),
+            ambiguous=doc.get("ambiguous", []),
+        )  # fmt: skip
+
+
+def read_agreement(path: str | Path) -> Agreement:
+    """An ``agree.json``. One written before :data:`CONVENTIONS` holds its CLIPScore as
+    100 x max(cos, 0): its ``clipscore`` figures are read under ``clipscore100``, so they
+    are never taken for Hessel's 2.5 x max(cos, 0). A ValueError names a file that is no
+    agreement."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if "conventions" not in doc:
+            for key in ("metrics", "missing", "points"):
+                if "clipscore" in doc.get(key, {}):
+                    doc[key]["clipscore100"] = doc[key].pop("clipscore")
+        return Agreement.from_dict(doc)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(f"{path}: not an agree.json ({err})") from err
 
 
 def latest_answers(
@@ -556,7 +602,15 @@ def compute_missing(
             left = countdown.tick()
             emit(f"scored {scored} of {len(todo)} images" + (f", {left}" if left else ""))
     if clip:
+        from metrics.baselines import clipscore
+
         with models.using("image_embedder") as embedder:
+            if not callable(getattr(embedder, "logit_scale", None)):
+                raise ValueError(
+                    f"CLIPScore needs a CLIP image embedder (clip:ARCH/TAG or hfclip:ID); "
+                    f"{models.names.get('image_embedder')} is not one (--backend "
+                    "image_embedder=clip:ViT-B-32/openai, or leave clipscore out of --metrics)"
+                )
             for sha, r in {r.sha256: r for r in ratings}.items():
                 prompt = r.prompt or (
                     f"{r.activity or activity} in {r.country or country}"
@@ -566,6 +620,7 @@ def compute_missing(
                 if prompt is None:
                     continue
                 with Image.open(r.image) as im:
-                    (value,) = embedder.clip_score([im.convert("RGB")], [prompt])
-                found.put(sha, {"clipscore": float(value)}, r.image)
+                    image = embedder.encode_images([im.convert("RGB")])
+                cos = float((image * embedder.encode_texts([prompt])).sum())
+                found.put(sha, {"clipscore": clipscore(cos)}, r.image)
     return scored

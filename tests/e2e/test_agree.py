@@ -273,3 +273,47 @@ def test_each_rater_once_per_image_and_identical_images_apart(rated, tmp_path):
         w.writerows(rows)
     told = json.loads(cli(*args, "--json").stdout)
     assert told["ambiguous"] == [] and told["metrics"]["faith"]["faithfulness"]["n"] == 7
+
+
+def test_an_earlier_agree_json_reads_its_clipscore_as_clipscore100(tmp_path):
+    """agree.json names its conventions; one written before them held CLIPScore as
+    100 x max(cos, 0), read as clipscore100 and never as clipscore; refine report draws
+    the page again from either."""
+    from refine.human.agree import CONVENTIONS, Agreement, read_agreement
+    from refine.present.report import write_report
+
+    row = {"n": 3, "spearman": 0.5, "spearman_interval": [0.1, 0.9]}
+    row |= {s: None for s in ("kendall", "pearson")}
+    row |= {f"{s}_interval": None for s in ("kendall", "pearson")}
+    result = Agreement(
+        images=3,
+        raters=["a", "b"],
+        alpha={"faithfulness": 0.4},
+        table={"clipscore": {"faithfulness": row}, "faith": {"faithfulness": row}},
+        points={"clipscore": {"faithfulness": [(0.5, 3.0), (0.7, 4.0), (0.1, 1.0)]}},
+        missing={"clipscore": 0},
+    )
+    doc = result.to_dict()
+    assert doc["conventions"] == CONVENTIONS
+    assert CONVENTIONS["clipscore"].startswith("2.5 x max(cos, 0)")
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "agree.json").write_text(json.dumps(doc))
+    back = read_agreement(new / "agree.json")
+    assert back.table == result.table and back.points == result.points
+    old = tmp_path / "old"
+    old.mkdir()
+    earlier = {k: v for k, v in doc.items() if k != "conventions"}
+    (old / "agree.json").write_text(json.dumps(earlier))
+    read = read_agreement(old / "agree.json")
+    assert set(read.table) == {"clipscore100", "faith"} and "clipscore" not in read.points
+    assert read.missing == {"clipscore100": 0}
+    page = write_report(old)
+    assert page.name == "agree.html"
+    html = page.read_text()
+    assert 'data-metric="clipscore100"' in html and 'data-metric="clipscore"' not in html
+    assert 'data-metric="clipscore"' in write_report(new).read_text()
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "agree.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not an agree.json"):
+        read_agreement(tmp_path / "bad" / "agree.json")

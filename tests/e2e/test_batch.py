@@ -153,7 +153,9 @@ def test_workers_share_models_and_keep_runs_apart(world, backends, options, tmp_
     assert {r["stop_reason"] for r in csv_rows} == {c["stop_reason"] for c in record["cells"]}
 
 
-def test_score_existing_images(world, siglip_path, tmp_path):
+def test_score_existing_images(world, siglip_path, tmp_path, monkeypatch):
+    # a cache of its own: TIFA's questions are asked of the language model once
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
     for name, colour in (("red.png", RED), ("green.png", GREEN)):
         Image.new("RGB", (64, 48), colour).save(tmp_path / name)
     args = ["score", str(tmp_path / "red.png"), str(tmp_path / "green.png")]

@@ -376,12 +376,13 @@ def test_a_profile_names_its_generator_with_its_options(tmp_path):
         parse_generator("no-such-profile")
 
 
-def test_baselines_in_a_bench(world, siglip_path, options, tmp_path):
+def test_baselines_in_a_bench(world, siglip_path, options, tmp_path, monkeypatch):
     """--baselines tifa,vqascore: TIFA's questions asked once per prompt and answered per
     image, kept with the cell's images; each baseline a column of rows.csv and a mean with
     an interval in the summary."""
     from tests.fakes.gemini_world import TIFA_QUESTIONS, YES_LOGPROB, tifa_p
 
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))  # questions asked once
     world.generate_by_model = {"gemini-3.1-flash-image": RED}
     plan = BenchPlan(
         generators=[GENS[0]],

@@ -671,3 +671,33 @@ def build_tiny_open_clip(path: Path) -> str:
     ckpt = path / "weights.pt"
     torch.save(model.state_dict(), ckpt)
     return f"clip:tiny-clip-test/{ckpt}"
+
+
+def build_tiny_hf_clip(path: Path, seed: int = 0) -> Path:
+    """A random transformers CLIP (32-wide, one layer per tower, 16-d projections) with
+    the byte-level CLIP tokenizer, saved as a hub CLIP checkpoint is (config,
+    model.safetensors, the processor's files)."""
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
+
+    out = path / "tiny-hf-clip"
+    tok = clip_tokenizer(path / "tiny-hf-clip-tokenizer")
+    layer = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1}
+    cfg = CLIPConfig(
+        text_config={
+            **layer,
+            "vocab_size": len(tok),
+            "num_attention_heads": 2,
+            "max_position_embeddings": 77,
+            "bos_token_id": tok.bos_token_id,
+            "eos_token_id": tok.eos_token_id,
+            "pad_token_id": tok.pad_token_id,
+        },
+        vision_config={**layer, "num_attention_heads": 2, "image_size": 32, "patch_size": 8},
+        projection_dim=16,
+    )
+    torch.manual_seed(seed)
+    CLIPModel(cfg).save_pretrained(out)
+    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    CLIPProcessor(image_processor=images, tokenizer=tok).save_pretrained(out)
+    return out

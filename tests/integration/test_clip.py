@@ -83,3 +83,75 @@ def test_clip_iqa_prefers_the_image_made_closer_to_good_photo(tiny_clip):
     iqa_good, iqa_bad = tiny_clip.clip_iqa([good, bad])
     assert iqa_good > iqa_bad
     assert tiny_clip.clip_iqa([bad, good]) == pytest.approx([iqa_bad, iqa_good], abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def tiny_hf_clip(tmp_path_factory):
+    from tests.fakes.tiny_models import build_tiny_hf_clip
+
+    return build_tiny_hf_clip(tmp_path_factory.mktemp("tiny-hf-clip"))
+
+
+# pictures the size of the tiny CLIP's crop, so no resizing differs between a PIL image
+# and torchmetrics' tensor (both go through the same CLIP processor unresized)
+PAIRS = [((200, 100, 0), "a kitchen"), ((20, 40, 220), "a wedding"), ((90, 200, 60), "tea")]
+
+
+class _Tensors(torch.nn.Module):
+    """The same CLIP, its features as tensors: torchmetrics 1.9 normalises what
+    ``get_*_features`` return, which transformers 5 returns as a model output (the
+    features are its ``pooler_output``)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.config = model, model.config
+
+    def get_image_features(self, *args, **kwargs):
+        out = self.model.get_image_features(*args, **kwargs)
+        return getattr(out, "pooler_output", out)
+
+    def get_text_features(self, *args, **kwargs):
+        out = self.model.get_text_features(*args, **kwargs)
+        return getattr(out, "pooler_output", out)
+
+
+def test_hessel_clipscore_on_a_transformers_clip_equals_torchmetrics_over_40(tiny_hf_clip):
+    """clipscore (Hessel's 2.5 x max(cos, 0)) through the hfclip: embedder equals the formula
+    on the model's own embeddings, and torchmetrics' CLIPScore (100 x max(cos, 0)) / 40."""
+    from torchmetrics.multimodal.clip_score import CLIPScore
+    from transformers import CLIPModel, CLIPProcessor
+
+    from metrics.baselines import clipscore_of
+
+    clip = create("image_embedder", f"hfclip:{tiny_hf_clip}", shared=False, device="cpu")
+    images = [Image.new("RGB", (32, 32), c) for c, _ in PAIRS]
+    texts = [t for _, t in PAIRS]
+    ours = clipscore_of(clip.encode_images(images).numpy(), clip.encode_texts(texts).numpy())
+    model = CLIPModel.from_pretrained(tiny_hf_clip).eval()
+    processor = CLIPProcessor.from_pretrained(tiny_hf_clip)
+    with torch.inference_mode():
+        got = processor(text=texts, images=images, return_tensors="pt", padding=True)
+        img = model.get_image_features(pixel_values=got["pixel_values"])
+        txt = model.get_text_features(
+            input_ids=got["input_ids"], attention_mask=got["attention_mask"]
+        )
+    img = getattr(img, "pooler_output", img)
+    txt = getattr(txt, "pooler_output", txt)
+    cos = torch.nn.functional.cosine_similarity(img, txt, dim=-1)
+    # fp32 reductions over 16-d projections: equal to well below 1e-5 on any CPU
+    assert ours == pytest.approx((2.5 * cos.clamp(min=0)).tolist(), abs=1e-5)
+    assert any(c > 0 for c in cos) and any(c <= 0 for c in cos)  # the clamp both ways
+    metric = CLIPScore(model_name_or_path=lambda: (_Tensors(model), processor))
+    for image, text, mine in zip(images, texts, ours, strict=True):
+        metric.reset()
+        pixels = torch.from_numpy(np.array(image)).permute(2, 0, 1)
+        metric.update(pixels, text)
+        assert float(metric.compute()) / 40 == pytest.approx(mine, abs=1e-4)
+    assert clip.logit_scale() == pytest.approx(float(model.logit_scale.exp()))
+    assert clip.id == f"hfclip:{tiny_hf_clip}"
+
+
+def test_hfclip_refuses_a_siglip(siglip_path):
+    clip = create("image_embedder", f"hfclip:{siglip_path}", shared=False, device="cpu")
+    with pytest.raises(ValueError, match="not a CLIP model"):
+        clip.load()

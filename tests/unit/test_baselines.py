@@ -7,8 +7,11 @@ import math
 import pytest
 
 from metrics.baselines import (
+    CLIPSCORE100_W,
     JudgeRating,
     TifaAnswer,
+    clipscore,
+    clipscore_of,
     judge_align_of,
     judge_hal_of,
     rating_to_unit,
@@ -45,10 +48,10 @@ def test_each_baseline_reads_its_own_rating():
 def test_baselines_are_named_or_refused():
     assert parse_baselines("none") == () and parse_baselines("") == ()
     assert parse_baselines("all") == BASELINES
-    assert BASELINES[:5] == ("vqascore", "judge_align", "judge_hal", "vie_sc", "vie_overall")
-    assert BASELINES[5:7] == ("tifa", "soft_tifa")
+    assert BASELINES[:3] == ("clipscore", "vqascore", "judge_align")
+    assert BASELINES[3:8] == ("judge_hal", "vie_sc", "vie_overall", "tifa", "soft_tifa")
     assert parse_baselines(" judge_hal, vqascore ,judge_hal") == ("judge_hal", "vqascore")
-    with pytest.raises(ValueError, match="no baseline 'tifa2'; baselines: vqascore, judge_al"):
+    with pytest.raises(ValueError, match="no baseline 'tifa2'; baselines: clipscore, vqascore"):
         parse_baselines("vqascore,tifa2")
 
 
@@ -151,3 +154,44 @@ def test_tifa_questions_are_cleaned_and_kept_per_prompt(tmp_path):
     assert len(model.asked) == 2
     with pytest.raises(ValueError, match="wrote no TIFA questions about 'A photo.'"):
         tifa_questions(Model([]), "A photo.", cache)
+
+
+def test_clipscore_clamps_and_scales_by_hand():
+    assert clipscore(0.4) == pytest.approx(1.0)  # Hessel: 2.5 x 0.4
+    assert clipscore(-0.3) == 0.0  # clamped at zero
+    assert clipscore(0.4, CLIPSCORE100_W) == pytest.approx(40.0)  # torchmetrics' scale
+    got = clipscore_of([[1.0, 0.0], [0.0, 1.0]], [[0.6, 0.8], [0.6, -0.8]])
+    assert got == pytest.approx([1.5, 0.0])
+    with pytest.raises(ValueError, match="lies in"):
+        clipscore(1.5)
+
+
+def test_the_assessor_scores_clipscore_on_a_clip_only(fixed_embedder):
+    """CLIPScore of the generation prompt from the image embedder's own embeddings; an
+    embedder that is no CLIP gives none, and says so."""
+    from PIL import Image
+
+    from refine.evaluate.assess import Assessor
+    from tests.unit.test_assess import ClipEmbedder, ImageEmbedder, assessor, refs
+
+    class PromptClip(ClipEmbedder):
+        def encode_texts(self, texts):
+            import torch
+
+            self.asked = getattr(self, "asked", []) + list(texts)
+            return torch.tensor([[0.6, 0.8]] * len(texts))
+
+    a, _ = assessor(fixed_embedder, image_embedder=PromptClip())
+    asked = Assessor(a.backends, compare=("clipscore",))
+    red, dark = Image.new("RGB", (8, 8), (200, 0, 0)), Image.new("RGB", (8, 8), (10, 0, 0))
+    out = asked.assess_many([red, dark], refs())
+    # red (1, 0) . (0.6, 0.8) = 0.6; dark (0.6, 0.8) . (0.6, 0.8) = 1
+    assert [x.scores.value("clipscore") for x in out] == pytest.approx([1.5, 2.5])
+    clip = a.backends.get("image_embedder")
+    prompt = "A photorealistic photo of people eating food at home in Iran."
+    assert prompt in clip.asked and clip.asked.count(prompt) == 1  # once for the batch
+    assert a.assess(red, refs()).scores.notes["clipscore"] == "not asked for (--baselines)"
+    b, _ = assessor(fixed_embedder, image_embedder=ImageEmbedder())
+    scores = Assessor(b.backends, compare=("clipscore",)).assess(red, refs()).scores
+    assert scores.value("clipscore") is None
+    assert scores.notes["clipscore"].startswith("CLIPScore needs a CLIP image embedder")

@@ -13,7 +13,8 @@ from refine.present.report.tune import render_tune
 
 def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
     """``report.html`` for a run directory or a batch directory, ``loss.html`` for a tune's
-    output folder; returns its path."""
+    output folder, ``agree.html`` for a folder holding ``refine agree``'s agree.json;
+    returns its path."""
     directory = Path(directory)
     name = "report.html"
     if (directory / "tune.json").is_file():
@@ -22,10 +23,15 @@ def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
         html = render_batch(directory)
     elif (directory / "run.json").is_file():
         html = render_run(directory)
+    elif (directory / "agree.json").is_file():
+        from refine.human.agree import read_agreement
+        from refine.present.report.agreement import render_agreement
+
+        html, name = render_agreement(read_agreement(directory / "agree.json")), "agree.html"
     else:
         raise ValueError(
-            f"{directory} is neither a run directory (run.json), a batch (batch.json) nor a "
-            "tune's output folder (tune.json)"
+            f"{directory} is neither a run directory (run.json), a batch (batch.json), a "
+            "tune's output folder (tune.json) nor an agreement's (agree.json)"
         )
     target = Path(out) if out else directory / name
     target.parent.mkdir(parents=True, exist_ok=True)
