@@ -42,6 +42,34 @@ def clipscore_of(image_embeddings: Any, clip_prompt_embeddings: Any) -> list[flo
     return [clipscore(float(c)) for c in cos]
 
 
+def pickscore(cos: float, logit_scale: float) -> float:
+    """PickScore (Kirstain et al., 2023): the model's logit scale times the cosine of the
+    image's and the prompt's embeddings."""
+    return float(logit_scale) * float(cos)
+
+
+def _read(name: str, model_readings: Sequence[Mapping[str, Any] | None], score: Any) -> list:
+    out = []
+    for got in model_readings:
+        r = (got or {}).get(name)
+        out.append(
+            Computed(None, note="not asked for (--baselines)") if r is None else Computed(score(r))
+        )
+    return out
+
+
+def pickscore_of(model_readings: Sequence[Mapping[str, Any] | None]) -> list[Computed]:
+    """The catalog's ``pickscore`` of each image from its PickScore model reading (the
+    cosine and the model's logit scale)."""
+    return _read("pickscore", model_readings, lambda r: pickscore(r.cosine, r.logit_scale))
+
+
+def hpsv2_of(model_readings: Sequence[Mapping[str, Any] | None]) -> list[Computed]:
+    """The catalog's ``hpsv2`` of each image: the cosine of its and its prompt's
+    normalised embeddings on HPS v2's CLIP-H (the authors' score, no scale)."""
+    return _read("hpsv2", model_readings, lambda r: float(r.cosine))
+
+
 # the judge's prompt of each baseline (assets/prompts/<name>.txt): rated 1-5 as "score is N"
 JUDGE_RATED = ("judge_align", "judge_hal")
 # rated 0-10 (the number alone, as the quality readings are)

@@ -22,8 +22,10 @@ from typing import Any
 from metrics.ahead import align_of, exag_of, faith_of, hal_of
 from metrics.baselines import (
     clipscore_of,
+    hpsv2_of,
     judge_align_of,
     judge_hal_of,
+    pickscore_of,
     soft_tifa_of,
     tifa_of,
     vie_overall_of,
@@ -61,6 +63,9 @@ class Metric:
     # metrics page is made from these
     source: str = ""
     differs: str = ""
+    # the checkpoint a baseline scored on a model of its own loads (downloaded with
+    # ``refine models download --baselines``; refine.evaluate.baseline_models)
+    checkpoint: str = ""
 
     @property
     def arrow(self) -> str:
@@ -75,6 +80,8 @@ class Metric:
     def span(self) -> str:
         """Its range in words: ``0 to 1``, ``at least 1 effective images``."""
         unit = f" {self.unit}" if self.unit else ""
+        if self.low is None and self.high is None:
+            return f"unbounded{unit}"
         if self.high is None:
             return f"at least {self.low:g}{unit}"
         return f"{self.low:g} to {self.high:g}{unit}"
@@ -361,6 +368,54 @@ _ALL = (
             "files hold that scale, read as `clipscore100`. No model call: the image "
             "embeddings are the ones diversity uses, and one text embedding per prompt."
         ),
+    ),
+    Metric(
+        "pickscore",
+        "PickScore",
+        None,
+        None,
+        "higher",
+        "",
+        ("PickScore checkpoint",),
+        "image",
+        "baseline",
+        "PickScore v1: CLIP-H tuned on people's choices, logit scale x cosine of the image "
+        "and its generation prompt.",
+        colour="#EE7733",
+        compute=pickscore_of,
+        reads=("model_readings",),
+        source="PickScore (Kirstain et al., 2023); CulturalFrames Sec. 2, AHEaD A.4",
+        differs=(
+            "As the authors compute it: the logit scale times the cosine of the normalised "
+            "image and text embeddings of PickScore v1 (a CLIP-H), its images and texts "
+            "prepared by CLIP-H's own processor, for the generation prompt. One image "
+            "embedding per image and one text embedding per prompt; no call of the judge."
+        ),
+        checkpoint="yuvalkirstain/PickScore_v1 (processor laion/CLIP-ViT-H-14-laion2B-s32B-b79K)",
+    ),
+    Metric(
+        "hpsv2",
+        "HPS v2",
+        -1,
+        1,
+        "higher",
+        "",
+        ("HPS v2 checkpoint",),
+        "image",
+        "baseline",
+        "Human Preference Score v2: the cosine of the image and its generation prompt on "
+        "the authors' CLIP-H.",
+        colour="#0077BB",
+        compute=hpsv2_of,
+        reads=("model_readings",),
+        source="HPS v2 (Wu et al., 2023); CulturalFrames Fig. 6, CUBE's quality (Eq. 3)",
+        differs=(
+            "As the authors' `hpsv2.score`: open_clip's ViT-H-14 with their weights "
+            "(HPS_v2_compressed.pt; v2.1 with --baseline-model hpsv2=v2.1), open_clip's "
+            "transform and tokenizer, the cosine of the normalised embeddings (no scale)."
+        ),
+        checkpoint="xswu/HPSv2/HPS_v2_compressed.pt (open_clip ViT-H-14; v2.1: "
+        "HPS_v2.1_compressed.pt)",
     ),
     Metric(
         "tifa",

@@ -98,6 +98,7 @@ def metric_entry(m: Any, anchor: str, how: str) -> list[str]:
         f"- **Range:** {m.span}",
         f"- **Level:** per {m.level}; {how}; group `{m.group}`",
         f"- **Needs:** {', '.join(m.needs) or 'nothing but the images'}",
+        *([f"- **Checkpoint:** {m.checkpoint}"] if getattr(m, "checkpoint", "") else []),
         f"- **Defined in:** {m.source}",
         f"- **Differences:** {m.differs}",
         "",

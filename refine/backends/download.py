@@ -80,7 +80,7 @@ def download(
                 repo = rest.split("@", 1)[0]
                 revision = options.get(role, {}).get("revision")
                 follow = None if on_bytes is None else (lambda d, t, n=name: on_bytes(n, d, t))
-                detail = _hub(repo, revision, follow)
+                detail = hub_snapshot(repo, revision, follow)
             results.append(Fetched(roles, name, "downloaded", detail))
         except Exception as err:  # reported per model
             results.append(Fetched(roles, name, "failed", f"{type(err).__name__}: {err}"))
@@ -162,13 +162,18 @@ def hub_unreachable(timeout_s: float = 3.0) -> str | None:
     return None
 
 
-def _hub(
-    repo: str, revision: str | None, on_bytes: Callable[[int, int], None] | None = None
+def hub_snapshot(
+    repo: str,
+    revision: str | None,
+    on_bytes: Callable[[int, int], None] | None = None,
+    allow_patterns: list[str] | None = None,
 ) -> str:
     from huggingface_hub import snapshot_download
 
     if on_bytes is None:
-        return str(snapshot_download(repo_id=repo, revision=revision))
+        return str(
+            snapshot_download(repo_id=repo, revision=revision, allow_patterns=allow_patterns)
+        )
     from tqdm.auto import tqdm
 
     class Follow(tqdm):  # huggingface_hub's bar of the bytes received, told as it moves
@@ -178,7 +183,11 @@ def _hub(
                 on_bytes(int(self.n), int(self.total or 0))
             return done
 
-    return str(snapshot_download(repo_id=repo, revision=revision, tqdm_class=Follow))
+    return str(
+        snapshot_download(
+            repo_id=repo, revision=revision, tqdm_class=Follow, allow_patterns=allow_patterns
+        )
+    )
 
 
 def _clip(rest: str) -> str:

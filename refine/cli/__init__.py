@@ -27,7 +27,7 @@ from refine.cli.caire_cmd import caire_app
 from refine.cli.data_cmd import data_app
 from refine.cli.expectations_cmd import expectations_app
 from refine.cli.export_cmd import export_cmd
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import UserInputError, baseline_model_option, parsed_baseline_models
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.photos_cmd import photos_app
 from refine.cli.run_cmd import parse_backends, refs_app, run_cmd
@@ -129,21 +129,34 @@ app.add_typer(models_app, name="models")
 def models_download_cmd(
     profile: str = typer.Option("gemini", "--profile", help="Profile whose models to fetch."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+    baselines: str = typer.Option(
+        "none",
+        "--baselines",
+        help="Also the checkpoints of these baselines (pickscore, hpsv2; all; none): the "
+        "others need none of their own.",
+    ),
+    baseline_model: list[str] = baseline_model_option(),
     as_json: bool = typer.Option(False, "--json", help="Print what was fetched as JSON."),
 ) -> None:
-    """Fetch the weights of a profile's local models into the Hugging Face cache."""
+    """Fetch the weights of a profile's local models into the Hugging Face cache, and the
+    checkpoints of the baselines named."""
     import json
     from dataclasses import asdict
+
+    from refine.evaluate.baseline_models import CHECKPOINTS, fetch_reported
+    from refine.evaluate.baselines import parse_baselines
 
     try:
         backends = Backends(load_profile(profile), parse_backends(backend))
     except ValueError as err:
         raise UserInputError(f"--profile/--backend: {err}") from err
-    results = download(
-        backends.names,
-        backends.options,
-        progress=None if as_json else (lambda text: typer.echo(text, err=True)),
-    )
+    try:
+        wanted = [b for b in parse_baselines(baselines) if b in CHECKPOINTS]
+    except ValueError as err:
+        raise UserInputError(f"--baselines: {err}") from err
+    say = None if as_json else (lambda text: typer.echo(text, err=True))
+    results = download(backends.names, backends.options, progress=say)
+    results += fetch_reported(wanted, parsed_baseline_models(baseline_model), say)
     if as_json:
         typer.echo(json.dumps([asdict(r) for r in results], indent=2))
     else:

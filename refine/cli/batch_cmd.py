@@ -12,8 +12,10 @@ from refine import settings
 from refine.backends.selection import Backends
 from refine.cli.inputs import (
     UserInputError,
+    baseline_model_option,
     baselines_option,
     load_images,
+    parsed_baseline_models,
     reference_images_option,
     tau_option,
     with_engine,
@@ -158,6 +160,7 @@ def score_cmd(
         None, "--expectations", help="An expectations file: check each image against it."
     ),
     baselines: str = baselines_option(),
+    baseline_model: list[str] = baseline_model_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
     """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them; with
@@ -188,7 +191,11 @@ def score_cmd(
     if source != "given" and not as_json:
         typer.echo(f"tau {tau:g} ({source})", err=True)
     try:
-        assessor = Assessor(backends, compare=parse_baselines(baselines))
+        assessor = Assessor(
+            backends,
+            compare=parse_baselines(baselines),
+            baseline_models=parsed_baseline_models(baseline_model),
+        )
     except ValueError as err:
         raise UserInputError(f"--baselines: {err}") from err
     rows = []

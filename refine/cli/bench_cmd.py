@@ -10,7 +10,9 @@ import typer
 from metrics.catalog import HEADLINE, label
 from refine.cli.inputs import (
     UserInputError,
+    baseline_model_option,
     baselines_option,
+    parsed_baseline_models,
     tau_option,
     with_engine,
 )
@@ -77,6 +79,7 @@ def bench_cmd(
         Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."
     ),
     baselines: str = baselines_option(),
+    baseline_model: list[str] = baseline_model_option(),
     expectations: bool = typer.Option(
         False,
         "--expectations",
@@ -128,7 +131,9 @@ def bench_cmd(
         backends=parse_backends(backend),
         expectations=expectations,
         baselines=_baselines(baselines),
+        baseline_models=tuple(baseline_model),
     )
+    parsed_baseline_models(baseline_model)
     try:
         plan.check()
     except ValueError as err:

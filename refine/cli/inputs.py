@@ -299,10 +299,35 @@ def baselines_option() -> Any:
     return typer.Option(
         "none",
         "--baselines",
-        help="Baselines to score beside FAITH, comma-separated (vqascore, judge_align, "
-        "judge_hal, vie_sc, vie_overall; all; none): one more judge call an image each (none "
-        "for vie_overall beside vie_sc), k where the judge samples.",
+        help="Baselines to score beside FAITH, comma-separated (clipscore, pickscore, hpsv2, "
+        "vqascore, judge_align, judge_hal, vie_sc, vie_overall, tifa, soft_tifa; all; none). "
+        "clipscore costs no call; pickscore and hpsv2 load their own checkpoints; the judge "
+        "baselines cost one judge call an image each (none for vie_overall beside vie_sc), "
+        "k where the judge samples; tifa one language-model call a prompt and one judge "
+        "call a question and image.",
     )
+
+
+def baseline_model_option() -> Any:
+    """``--baseline-model`` as ``score``, ``bench`` and ``models download`` take it."""
+    import typer
+
+    return typer.Option(
+        [],
+        "--baseline-model",
+        help="NAME=WHERE: a local folder or file, or another hub checkpoint, in place of a "
+        "baseline's own (pickscore, hpsv2; hpsv2=v2.1 for HPS v2.1). Repeatable.",
+    )
+
+
+def parsed_baseline_models(values: list[str]) -> dict[str, Any]:
+    """``--baseline-model`` items as checkpoints; a wrong one is a usage error."""
+    from refine.evaluate.baseline_models import parse_baseline_models
+
+    try:
+        return parse_baseline_models(values)
+    except ValueError as err:
+        raise UserInputError(f"--baseline-model: {err}") from err
 
 
 def reference_images_option() -> Any:

@@ -150,6 +150,7 @@ class Assessor:
         qualities: QualityCache | None = None,
         compare: Sequence[str] = (),
         llm_cache: Any = None,
+        baseline_models: Any = None,
     ) -> None:
         """``compare``: the baselines (catalog group ``baseline``) to compute beside FAITH
         for every image: ``vqascore`` (VQAScore's question about the generation prompt),
@@ -166,6 +167,8 @@ class Assessor:
         self.compare = tuple(compare)
         # the language model's answers TIFA's questions come from (None: the default folder)
         self.llm_cache = llm_cache
+        # checkpoints in place of the baselines' own (refine.evaluate.baseline_models)
+        self.baseline_models = dict(baseline_models or {})
 
     def assess(
         self,
@@ -256,7 +259,13 @@ class Assessor:
             "exaggeration_answers": [j.answer for j in judged],
             "quality_ratings": qualities,
             **baseline_readings(
-                self.backends, self.calls, self.compare, images, refs, self.llm_cache
+                self.backends,
+                self.calls,
+                self.compare,
+                images,
+                refs,
+                self.llm_cache,
+                self.baseline_models,
             ),
         }
         failed = {}

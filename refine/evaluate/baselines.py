@@ -32,6 +32,8 @@ MLLM_PREFIX = "score is "
 # the baselines the assessor computes when asked (the catalog's group "baseline")
 BASELINES = (
     "clipscore",
+    "pickscore",
+    "hpsv2",
     "vqascore",
     *JUDGE_RATED,
     *JUDGE_SCALED,
@@ -80,17 +82,25 @@ def needs_llm(compare: Sequence[str]) -> bool:
 
 def baseline_readings(
     backends: Backends, calls: Any, compare: Sequence[str], images: Sequence[Image.Image],
-    refs: ReferencePack, cache: Any = None,
+    refs: ReferencePack, cache: Any = None, models: Any = None,
 ) -> dict[str, list[Any]]:  # fmt: skip
     """The readings the asked-for baselines compute from (``vqa_answers``,
     ``judge_ratings``, ``tifa_answers``, ``clip_prompts``), one per image (None each where
     not asked); ``cache``: where the language model's answers are kept (an
-    :class:`refine.evaluate.refs_build.LLMCache`; its default folder when None)."""
+    :class:`refine.evaluate.refs_build.LLMCache`; its default folder when None);
+    ``models``: checkpoints in place of the baselines' own (by name,
+    :func:`refine.evaluate.baseline_models.parse_baseline_models`), and ``model_readings``
+    from them, on the image embedder's device."""
+    from refine.evaluate.baseline_models import model_readings
+
+    device = backends.options.get("image_embedder", {}).get("device")
+    prompt = generation_prompt(refs)
     return {
         "vqa_answers": prompt_vqa(backends, calls, compare, images, refs),
         "judge_ratings": judge_ratings(backends, calls, compare, images, refs),
         "tifa_answers": tifa_answers(backends, calls, compare, images, refs, cache),
-        "clip_prompts": [generation_prompt(refs) if "clipscore" in compare else None] * len(images),
+        "clip_prompts": [prompt if "clipscore" in compare else None] * len(images),
+        "model_readings": model_readings(compare, images, prompt, models, device),
     }
 
 

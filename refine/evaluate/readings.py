@@ -21,7 +21,9 @@ by name, :class:`metrics.baselines.JudgeRating`, None where none was asked for),
 :class:`metrics.baselines.TifaAnswer`, None where TIFA was not asked for),
 ``clip_prompts`` (the generation prompt of each image where CLIPScore was asked for, else
 None), from which ``clip_prompt_embeddings`` are read: the image embedder's text embedding
-of each, where the embedder is a CLIP.
+of each, where the embedder is a CLIP; ``model_readings`` (the cosine of each image and its
+generation prompt, and the logit scale, on the checkpoint of each baseline asked for that
+has one, :class:`refine.evaluate.baseline_models.ModelReading`, None where none is).
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ GIVEN = (
     "judge_ratings",
     "tifa_answers",
     "clip_prompts",
+    "model_readings",
 )
 # the readings that depend on the image alone (and the run's models): a metric reading
 # only these is cached per image

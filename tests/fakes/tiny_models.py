@@ -673,10 +673,11 @@ def build_tiny_open_clip(path: Path) -> str:
     return f"clip:tiny-clip-test/{ckpt}"
 
 
-def build_tiny_hf_clip(path: Path, seed: int = 0) -> Path:
+def build_tiny_hf_clip(path: Path, seed: int = 0, processor_apart: bool = False) -> Path:
     """A random transformers CLIP (32-wide, one layer per tower, 16-d projections) with
     the byte-level CLIP tokenizer, saved as a hub CLIP checkpoint is (config,
-    model.safetensors, the processor's files)."""
+    model.safetensors, the processor's files; with ``processor_apart``, the processor in
+    ``tiny-hf-clip-processor`` beside it, as PickScore v1's repository holds none)."""
     import torch
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
 
@@ -699,5 +700,8 @@ def build_tiny_hf_clip(path: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     CLIPModel(cfg).save_pretrained(out)
     images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
-    CLIPProcessor(image_processor=images, tokenizer=tok).save_pretrained(out)
+    apart = path / "tiny-hf-clip-processor"
+    CLIPProcessor(image_processor=images, tokenizer=tok).save_pretrained(
+        apart if processor_apart else out
+    )
     return out

@@ -82,6 +82,10 @@ class BenchTask(CellTask):
             and given.get("scorer") == scorer
             and bool(given.get("expectations")) == self.plan.expectations
             and set(self.plan.baselines) <= set(given.get("baselines") or ())
+            and all(
+                (given.get("baseline_models") or {}).get(n) == where
+                for n, where in self.plan.checkpoints().items()
+            )
         )
 
     def progress(self, cell: Cell) -> str:
@@ -105,6 +109,7 @@ class BenchTask(CellTask):
             "prompts": [list(p) for p in plan.prompts],
             "expectations": plan.expectations,
             "baselines": list(plan.baselines),
+            "baseline_models": plan.checkpoints(),
         }
 
     def summarise(self, cells: list[Cell], scoring: Any) -> dict[str, Any]:

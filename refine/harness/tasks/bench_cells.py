@@ -79,7 +79,13 @@ class CellMaker:
             + (["llm"] if plan.expectations or needs_llm(plan.baselines) else [])
         )
         self.generators = checked_generators(scorer, plan.generators)
-        self.assessor = Assessor(scorer, compare=plan.baselines)
+        from refine.evaluate.baseline_models import parse_baseline_models
+
+        self.assessor = Assessor(
+            scorer,
+            compare=plan.baselines,
+            baseline_models=parse_baseline_models(plan.baseline_models),
+        )
         self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
         self.scoring = {
             r: n
@@ -136,6 +142,7 @@ class CellMaker:
                 "tau": self.tau,
                 "expectations": plan.expectations,
                 "baselines": list(plan.baselines),
+                "baseline_models": plan.checkpoints(),
                 "photos": len(refs.reference_images),
                 "scorer": self.scoring,
             },

@@ -26,6 +26,8 @@ class BenchPlan:
     expectations: bool = False
     # the baselines scored beside FAITH on every image (the catalog's group "baseline")
     baselines: tuple[str, ...] = ()
+    # checkpoints in place of the baselines' own, as NAME=WHERE (--baseline-model)
+    baseline_models: tuple[str, ...] = ()
 
     def check(self) -> None:
         if not self.generators:
@@ -38,6 +40,17 @@ class BenchPlan:
             raise ValueError("no prompts: the countries and activities given leave none")
         if self.images_per_prompt < 1:
             raise ValueError("images per prompt must be at least 1")
+        from refine.evaluate.baseline_models import parse_baseline_models
+
+        parse_baseline_models(self.baseline_models)
+
+    def checkpoints(self) -> dict[str, str]:
+        """The checkpoint of each asked-for baseline that has one, in words: what its cells
+        were scored with."""
+        from refine.evaluate.baseline_models import CHECKPOINTS, checkpoint, parse_baseline_models
+
+        given = parse_baseline_models(self.baseline_models)
+        return {n: checkpoint(n, given).describe() for n in CHECKPOINTS if n in self.baselines}
 
 
 def activity_category(activity: str, country: str) -> str | None:

@@ -1,0 +1,226 @@
+"""The checkpoints of the baselines scored on local image-text models (PickScore, HPS v2),
+where each is downloaded from and how it is loaded, and the readings they give.
+
+Each baseline names its checkpoint (:data:`CHECKPOINTS`, and the catalog entry's
+``checkpoint``): a transformers CLIP on the hub (``hfclip``), or one file of a hub
+repository that open_clip loads into an architecture (``clip``). ``--baseline-model
+NAME=WHERE`` puts a local folder or file, or another hub checkpoint, in its place (HPS
+v2.1: ``hpsv2=v2.1``). ``refine models download --baselines NAMES`` fetches them into the
+Hugging Face cache with the progress of the profile's models; a run without internet then
+finds them there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from refine.backends.download import Fetched
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where a baseline's weights come from: ``kind`` ``hfclip`` (the hub repository
+    ``repo`` in the transformers layout, its processor from ``processor`` where it was
+    trained with another's) or ``clip`` (the file ``file`` of ``repo``, loaded by open_clip
+    into the architecture ``arch``); ``path``: a local folder or file in its place."""
+
+    metric: str
+    kind: str
+    repo: str
+    file: str = ""
+    arch: str = ""
+    processor: str = ""
+    path: str = ""
+
+    def describe(self) -> str:
+        if self.path:
+            return f"{self.arch}/{self.path}" if self.arch and self.kind == "clip" else self.path
+        where = f"{self.repo}/{self.file}" if self.file else self.repo
+        return where + (f" (processor {self.processor})" if self.processor else "")
+
+
+CHECKPOINTS: dict[str, Checkpoint] = {
+    # PickScore v1: a CLIP-H fine-tuned on Pick-a-Pic, with CLIP-H's own processor
+    "pickscore": Checkpoint(
+        "pickscore",
+        "hfclip",
+        "yuvalkirstain/PickScore_v1",
+        processor="laion/CLIP-ViT-H-14-laion2B-s32B-b79K",
+    ),
+    # HPS v2 (v2.1 with hpsv2=v2.1): open_clip's ViT-H-14 with the authors' weights
+    "hpsv2": Checkpoint("hpsv2", "clip", "xswu/HPSv2", "HPS_v2_compressed.pt", "ViT-H-14"),
+}
+# the other checkpoints a baseline may be given by a short name
+VERSIONS = {("hpsv2", "v2.1"): {"file": "HPS_v2.1_compressed.pt"}}
+# the processor files a CLIP's tokenizer and image transform need (not its weights)
+PROCESSOR_FILES = ["*.json", "*.txt"]
+
+
+def parse_baseline_models(values: Iterable[str]) -> dict[str, Checkpoint]:
+    """``NAME=WHERE`` items (``--baseline-model``) -> the checkpoints in place of the
+    defaults: WHERE a local folder or file, a hub repository (``owner/name``, for a CLIP
+    in the transformers layout), ``owner/name/FILE`` (an open_clip file) or a version's
+    short name (``hpsv2=v2.1``), or an image embedder's name (``clip:ARCH/PATH``,
+    ``hfclip:ID``: another architecture). A ValueError names an item that is none of these."""
+    out: dict[str, Checkpoint] = {}
+    for item in values:
+        name, sep, where = item.partition("=")
+        name, where = name.strip(), where.strip()
+        if not sep or not where:
+            raise ValueError(f"{item!r}: use NAME=WHERE (a local path or a hub checkpoint)")
+        if name not in CHECKPOINTS:
+            raise ValueError(
+                f"{item!r}: {name!r} is no baseline with a checkpoint of its own (those: "
+                f"{', '.join(CHECKPOINTS)})"
+            )
+        base = CHECKPOINTS[name]
+        kind, colon, rest = where.partition(":")
+        if colon and kind in ("clip", "hfclip") and rest:  # an image embedder's own name
+            arch, _, file = rest.partition("/") if kind == "clip" else ("", "", rest)
+            if kind == "clip" and not (arch and file):
+                raise ValueError(f"{item!r}: use clip:ARCH/PATH for an open_clip checkpoint")
+            out[name] = replace(base, kind=kind, arch=arch, path=file, repo="", file="")
+        elif (name, where) in VERSIONS:
+            out[name] = replace(base, **VERSIONS[(name, where)])
+        elif Path(where).expanduser().exists():
+            out[name] = replace(base, path=str(Path(where).expanduser().resolve()))
+        elif base.kind == "clip" and where.count("/") >= 2:
+            repo, _, file = where.rpartition("/")
+            out[name] = replace(base, repo=repo, file=file)
+        elif base.kind == "hfclip" and where.count("/") == 1:
+            out[name] = replace(base, repo=where)
+        else:
+            want = "owner/name/FILE" if base.kind == "clip" else "owner/name"
+            raise ValueError(f"{item!r}: {where!r} is no local path and no hub checkpoint ({want})")
+    return out
+
+
+def checkpoint(name: str, given: Mapping[str, Checkpoint] | None = None) -> Checkpoint:
+    """The checkpoint the baseline ``name`` is scored with: the one given, else its own."""
+    return (given or {}).get(name) or CHECKPOINTS[name]
+
+
+def embedder(ck: Checkpoint, device: str | None = None) -> Any:
+    """The image embedder that loads ``ck`` (shared: one copy per process). An open_clip
+    file not in the cache is fetched from the hub first (offline: the error says how to
+    fetch it where there is internet)."""
+    from refine.backends import create
+
+    options: dict[str, Any] = {} if device is None else {"device": device}
+    if ck.kind == "hfclip":
+        own = ck.path and (Path(ck.path) / "preprocessor_config.json").is_file()
+        if ck.processor and not own:  # a folder without a processor of its own: the one named
+            options["processor"] = ck.processor
+        return create("image_embedder", f"hfclip:{ck.path or ck.repo}", **options)
+    return create("image_embedder", f"clip:{ck.arch}/{ck.path or fetch_file(ck)}", **options)
+
+
+def fetch_file(ck: Checkpoint, on_bytes: Callable[[int, int], None] | None = None) -> str:
+    """The local path of an open_clip checkpoint file, downloaded into the Hugging Face
+    cache if it is not there (its bytes told to ``on_bytes``)."""
+    from huggingface_hub import hf_hub_download
+
+    from refine.backends.loading import load_or_explain
+
+    kwargs: dict[str, Any] = {"repo_id": ck.repo, "filename": ck.file}
+    if on_bytes is not None:
+        kwargs["tqdm_class"] = _follow(on_bytes)
+    return load_or_explain(f"{ck.repo}/{ck.file}", lambda: hf_hub_download(**kwargs))
+
+
+def download(
+    names: Sequence[str],
+    given: Mapping[str, Checkpoint] | None = None,
+    on_bytes: Callable[[str, int, int], None] | None = None,
+) -> list[tuple[str, str]]:
+    """Fetch the checkpoints of the baselines ``names`` into the Hugging Face cache:
+    (baseline, where it is) each, in order. A transformers CLIP is fetched whole, with
+    only the processor files of another repository it names."""
+    from refine.backends.download import hub_snapshot
+
+    out = []
+    for name in names:
+        ck = checkpoint(name, given)
+        follow = None if on_bytes is None else (lambda d, t, n=name: on_bytes(n, d, t))
+        if ck.path:
+            out.append((name, ck.path))
+        elif ck.kind == "clip":
+            out.append((name, fetch_file(ck, follow)))
+        else:
+            where = hub_snapshot(ck.repo, None, follow)
+            if ck.processor:
+                hub_snapshot(ck.processor, None, None, PROCESSOR_FILES)
+            out.append((name, where))
+    return out
+
+
+def fetch_reported(
+    names: list[str], given: dict[str, Any] | None = None, progress: Callable | None = None
+) -> list[Fetched]:
+    """:func:`download` of the baselines ``names``, each reported as ``refine models
+    download`` reports a profile's model (:class:`refine.backends.download.Fetched`)."""
+    from refine.backends.download import Fetched
+
+    say = progress or (lambda text: None)
+    out = []
+    for name in names:
+        ck = checkpoint(name, given)
+        say(f"fetching {ck.describe()} (baseline {name}) ...")
+        try:
+            ((_, where),) = download([name], given)
+            status = "skipped" if ck.path else "downloaded"
+            out.append(Fetched(f"baseline {name}", ck.describe(), status, where))
+        except Exception as err:  # reported per model
+            out.append(Fetched(f"baseline {name}", ck.describe(), "failed", f"{err}"))
+    return out
+
+
+def _follow(on_bytes: Callable[[int, int], None]) -> Any:
+    from tqdm.auto import tqdm
+
+    class Follow(tqdm):  # the download's bar of bytes, told as it moves
+        def update(self, n: float | None = 1) -> bool | None:
+            done = super().update(n)
+            on_bytes(int(self.n), int(self.total or 0))
+            return done
+
+    return Follow
+
+
+@dataclass(frozen=True)
+class ModelReading:
+    """One image's reading of a baseline's model: the cosine of its embedding and the
+    prompt's, and the model's logit scale (its learned temperature)."""
+
+    cosine: float
+    logit_scale: float
+    model: str
+
+
+def model_readings(
+    compare: Sequence[str],
+    images: Sequence[Image.Image],
+    prompt: str,
+    given: Mapping[str, Checkpoint] | None = None,
+    device: str | None = None,
+) -> list[dict[str, ModelReading] | None]:
+    """Per image, the readings of the asked-for baselines that have a checkpoint (by
+    name); None each when none is asked for."""
+    asked = [n for n in CHECKPOINTS if n in compare]
+    if not asked:
+        return [None] * len(images)
+    out: list[dict[str, ModelReading]] = [{} for _ in images]
+    for name in asked:
+        ck = checkpoint(name, given)
+        model = embedder(ck, device)
+        cos = (model.encode_images(images) * model.encode_texts([prompt])).sum(dim=-1).tolist()
+        scale = float(model.logit_scale())
+        for row, c in zip(out, cos, strict=True):
+            row[name] = ModelReading(float(c), scale, model.id)
+    return list(out)

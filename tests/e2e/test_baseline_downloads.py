@@ -1,0 +1,85 @@
+"""The baselines' checkpoints fetched with ``refine models download --baselines`` from a
+stand-in model hub (``HF_ENDPOINT``) into the Hugging Face cache, then scored from that
+cache with no hub at all, each in a process of its own (the hub's address and the cache
+are read when huggingface_hub is imported)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+import torch
+from PIL import Image
+
+from tests.e2e.test_cli_run import refine_cmd
+from tests.fakes.gemini_world import RED
+from tests.fakes.hub_server import FakeHub
+from tests.fakes.tiny_models import build_tiny_hf_clip
+
+pytestmark = pytest.mark.slow
+PICK = "test/tiny-pickscore"
+CLIP_H = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
+
+
+def run(args, env, timeout=300):
+    return subprocess.run(refine_cmd(*args), env=env, capture_output=True, text=True,
+                          timeout=timeout)  # fmt: skip
+
+
+def test_pickscore_and_hps_fetched_then_scored_offline(world, tmp_path):
+    folder = build_tiny_hf_clip(tmp_path / "m", seed=3, processor_apart=True)
+    hps = tmp_path / "hps"
+    hps.mkdir()
+    torch.save({"state_dict": {"w": torch.zeros(2)}}, hps / "HPS_v2_compressed.pt")
+    (hps / "HPS_v2.1_compressed.pt").write_bytes(b"not fetched")
+    # CLIP-H's repository: its processor's files beside its config and weights
+    clip_h = tmp_path / "m" / "tiny-hf-clip-processor"
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(folder / name, clip_h / name)
+    repos = {PICK: folder, CLIP_H: clip_h, "xswu/HPSv2": hps}
+    home = tmp_path / "hf"
+    with FakeHub(repos) as hub:
+        env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(home)}
+        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+            env.pop(name, None)
+        args = ["models", "download", "--baselines", "pickscore,hpsv2,vqascore"]
+        args += ["--baseline-model", f"pickscore={PICK}", "--json"]
+        args += ["--backend", f"image_embedder=hfclip:{PICK}"]
+        got = run(args, env)
+        assert got.returncode == 0, got.stderr
+        rows = {r["role"]: r for r in json.loads(got.stdout)}
+        assert rows["baseline pickscore"]["status"] == "downloaded"
+        assert rows["baseline pickscore"]["name"] == f"{PICK} (processor {CLIP_H})"
+        assert rows["baseline hpsv2"]["name"] == "xswu/HPSv2/HPS_v2_compressed.pt"
+        assert rows["baseline hpsv2"]["detail"].endswith("HPS_v2_compressed.pt")
+        assert "baseline vqascore" not in rows  # no checkpoint of its own
+        asked = [r.split(" ")[1] for r in hub.requests if r.startswith("GET ")]
+        # the processor's repository: its processor files only, not its weights
+        assert not any("HPS_v2.1" in r for r in asked)
+        assert any(r.startswith(f"/{CLIP_H}/resolve/") for r in asked)
+        assert not any(r.startswith(f"/{CLIP_H}/") and r.endswith(".safetensors") for r in asked)
+    cached = home / "hub" / "models--test--tiny-pickscore"
+    assert cached.is_dir() and (home / "hub" / "models--xswu--HPSv2").is_dir()
+    # offline, from the cache: the model, and the processor of the other repository
+    offline = {**env, "HF_HUB_OFFLINE": "1"}
+    image = tmp_path / "red.png"
+    Image.new("RGB", (32, 32), RED).save(image)
+    args = ["score", str(image), "--activity", "people eating food at home", "--country"]
+    args += ["Iran", "--baselines", "pickscore", "--baseline-model", f"pickscore={PICK}"]
+    args += ["--backend", f"image_embedder=hfclip:{PICK}", "--json"]
+    scored = run(args, offline)
+    assert scored.returncode == 0, scored.stderr
+    value = json.loads(scored.stdout)["images"][0]["scores"]["values"]["pickscore"]
+    from refine.evaluate.baseline_models import CHECKPOINTS, model_readings
+
+    ck = CHECKPOINTS["pickscore"].__class__(
+        "pickscore", "hfclip", "", path=str(folder), processor=str(repos[CLIP_H])
+    )
+    prompt = "A photorealistic photo of people eating food at home in Iran."
+    with Image.open(image) as im:
+        (want,) = model_readings(["pickscore"], [im.convert("RGB")], prompt, {"pickscore": ck})
+    r = want["pickscore"]
+    assert value == pytest.approx(r.logit_scale * r.cosine, abs=1e-4)

@@ -1,0 +1,110 @@
+"""The baselines scored on checkpoints of their own (PickScore, HPS v2): each loads a tiny
+checkpoint written in the layout of the real one and gives the authors' formula computed
+here from the model itself; the checkpoints are named, replaced and fetched."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+from PIL import Image
+
+from metrics.baselines import hpsv2_of, pickscore, pickscore_of
+from refine.evaluate.baseline_models import (
+    CHECKPOINTS,
+    checkpoint,
+    model_readings,
+    parse_baseline_models,
+)
+
+PROMPT = "A photorealistic photo of people eating food at home in Iran."
+COLOURS = ((200, 100, 0), (20, 40, 220), (90, 200, 60))
+
+
+def images():
+    # the size of the tiny models' crop: no resizing between the toolkit and the test
+    return [Image.new("RGB", (32, 32), c) for c in COLOURS]
+
+
+def test_pickscore_by_hand():
+    assert pickscore(0.25, 100.0) == pytest.approx(25.0)
+    assert pickscore(-0.1, 50.0) == pytest.approx(-5.0)  # not clamped: the authors' logit
+
+
+def test_checkpoints_are_named_or_replaced(tmp_path):
+    assert CHECKPOINTS["pickscore"].repo == "yuvalkirstain/PickScore_v1"
+    assert CHECKPOINTS["pickscore"].processor == "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
+    assert CHECKPOINTS["hpsv2"].describe() == "xswu/HPSv2/HPS_v2_compressed.pt"
+    from metrics.catalog import CATALOG
+
+    for name, ck in CHECKPOINTS.items():  # the docs name the checkpoint the code loads
+        assert ck.repo in CATALOG[name].checkpoint
+    got = parse_baseline_models(["hpsv2=v2.1", f"pickscore={tmp_path}"])
+    assert got["hpsv2"].file == "HPS_v2.1_compressed.pt" and got["hpsv2"].arch == "ViT-H-14"
+    assert got["pickscore"].path == str(tmp_path.resolve())
+    other = parse_baseline_models(["pickscore=me/my-pick", "hpsv2=me/hps/v3.pt"])
+    assert other["pickscore"].repo == "me/my-pick" and other["hpsv2"].file == "v3.pt"
+    own = parse_baseline_models([f"hpsv2=clip:tiny/{tmp_path}/w.pt"])["hpsv2"]
+    assert (own.arch, own.path) == ("tiny", f"{tmp_path}/w.pt")
+    assert checkpoint("hpsv2").file == "HPS_v2_compressed.pt"  # none given: its own
+    for bad, said in (
+        ("pickscore", "use NAME=WHERE"),
+        ("vqascore=x/y", "no baseline with a checkpoint of its own"),
+        ("pickscore=nowhere", r"no local path and no hub checkpoint \(owner/name\)"),
+        ("hpsv2=clip:ViT-H-14", "use clip:ARCH/PATH"),
+    ):
+        with pytest.raises(ValueError, match=said):
+            parse_baseline_models([bad])
+    assert model_readings(["clipscore"], images(), PROMPT) == [None] * 3
+
+
+def test_pickscore_on_a_checkpoint_in_its_layout(tmp_path):
+    """PickScore v1's layout: a transformers CLIPModel whose folder holds no processor,
+    the processor another checkpoint's; the score is the logit scale times the cosine."""
+    from transformers import CLIPModel, CLIPProcessor
+
+    from tests.fakes.tiny_models import build_tiny_hf_clip
+
+    folder = build_tiny_hf_clip(tmp_path, seed=3, processor_apart=True)
+    processor_dir = tmp_path / "tiny-hf-clip-processor"
+    assert not (folder / "preprocessor_config.json").exists()
+    ck = replace(CHECKPOINTS["pickscore"], path=str(folder), processor=str(processor_dir))
+    got = pickscore_of(model_readings(["pickscore"], images(), PROMPT, {"pickscore": ck}, "cpu"))
+    model = CLIPModel.from_pretrained(folder).eval()
+    processor = CLIPProcessor.from_pretrained(processor_dir)
+    with torch.inference_mode():
+        pixels = processor(images=images(), return_tensors="pt")["pixel_values"]
+        text = processor(text=[PROMPT], padding=True, truncation=True, return_tensors="pt")
+        img = model.get_image_features(pixel_values=pixels)
+        txt = model.get_text_features(**text)
+    img = torch.nn.functional.normalize(getattr(img, "pooler_output", img), dim=-1)
+    txt = torch.nn.functional.normalize(getattr(txt, "pooler_output", txt), dim=-1)
+    want = (model.logit_scale.exp() * (img @ txt.T)[:, 0]).tolist()
+    # fp32 over 16-d projections, times a scale near 14: equal to 1e-4 on any CPU
+    assert [c.value for c in got] == pytest.approx(want, abs=1e-4)
+    assert len({round(v, 6) for v in want}) == 3  # three images, three scores
+
+
+def test_hpsv2_on_a_checkpoint_in_its_layout(tmp_path):
+    """HPS v2's layout: open_clip weights under "state_dict" in a .pt file, loaded into
+    the architecture; the score is the cosine of the normalised embeddings."""
+    import open_clip
+
+    from tests.fakes.tiny_models import build_tiny_open_clip
+
+    build_tiny_open_clip(tmp_path)  # registers the tiny architecture
+    torch.manual_seed(5)
+    model = open_clip.create_model("tiny-clip-test").eval()
+    ckpt = tmp_path / "HPS_v2_compressed.pt"
+    torch.save({"state_dict": model.state_dict()}, ckpt)
+    given = parse_baseline_models([f"hpsv2=clip:tiny-clip-test/{ckpt}"])
+    got = hpsv2_of(model_readings(["hpsv2"], images(), PROMPT, given, "cpu"))
+    _, _, preprocess = open_clip.create_model_and_transforms("tiny-clip-test")
+    tokenizer = open_clip.get_tokenizer("tiny-clip-test")
+    with torch.inference_mode():
+        img = model.encode_image(torch.stack([preprocess(im) for im in images()]))
+        txt = model.encode_text(tokenizer([PROMPT]))
+    img = torch.nn.functional.normalize(img, dim=-1)
+    txt = torch.nn.functional.normalize(txt, dim=-1)
+    assert [c.value for c in got] == pytest.approx((img @ txt.T)[:, 0].tolist(), abs=1e-5)
