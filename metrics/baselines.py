@@ -48,6 +48,43 @@ def pickscore(cos: float, logit_scale: float) -> float:
     return float(logit_scale) * float(cos)
 
 
+# CuRe's texts as AHEaD A.4 sets them (without CuRe's parent-category text)
+CURE_TEXTS = ("An image of {activity}", "An image from {country}")
+# CAIRE's relevance levels (Sec. 5.1, Tab. 12), in order of the 1-5 rating they give
+CAIRE_LEVELS = (
+    "Not relevant",
+    "Minimally relevant",
+    "Somewhat relevant",
+    "Relevant",
+    "Highly relevant",
+)
+
+
+def cure(cosines: Sequence[float]) -> float:
+    """CuRe as AHEaD A.4 computes it: the mean image-text similarity of its texts."""
+    if not cosines:
+        raise ValueError("CuRe needs at least one text")
+    return math.fsum(cosines) / len(cosines)
+
+
+def caire_probe(cosines: Sequence[float]) -> int:
+    """CAIRE's Baseline 1: the 1-5 rating of the probe most similar to the image (the
+    cosines of its five probes, "Not relevant" first); a tie goes to the lower rating."""
+    if len(cosines) != len(CAIRE_LEVELS):
+        raise ValueError(f"CAIRE's probe baseline needs {len(CAIRE_LEVELS)} cosines")
+    return 1 + max(range(len(cosines)), key=lambda k: (cosines[k], -k))
+
+
+def cure_of(model_readings: Sequence[Mapping[str, Any] | None]) -> list[Computed]:
+    """The catalog's ``cure`` of each image from its SigLIP 2 reading."""
+    return _read("cure", model_readings, lambda r: cure(r.cosines))
+
+
+def caire_probe_of(model_readings: Sequence[Mapping[str, Any] | None]) -> list[Computed]:
+    """The catalog's ``caire_probe`` of each image from its five probes' cosines."""
+    return _read("caire_probe", model_readings, lambda r: float(caire_probe(r.cosines)))
+
+
 def _read(name: str, model_readings: Sequence[Mapping[str, Any] | None], score: Any) -> list:
     out = []
     for got in model_readings:

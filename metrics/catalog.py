@@ -21,7 +21,9 @@ from typing import Any
 
 from metrics.ahead import align_of, exag_of, faith_of, hal_of
 from metrics.baselines import (
+    caire_probe_of,
     clipscore_of,
+    cure_of,
     hpsv2_of,
     judge_align_of,
     judge_hal_of,
@@ -416,6 +418,57 @@ _ALL = (
         ),
         checkpoint="xswu/HPSv2/HPS_v2_compressed.pt (open_clip ViT-H-14; v2.1: "
         "HPS_v2.1_compressed.pt)",
+    ),
+    Metric(
+        "cure",
+        "CuRe",
+        -1,
+        1,
+        "higher",
+        "",
+        ("CuRe checkpoint",),
+        "image",
+        "baseline",
+        'CuRe as AHEaD runs it: the mean SigLIP 2 similarity of the image and "An image of '
+        '{activity}" and "An image from {country}".',
+        colour="#33BBEE",
+        compute=cure_of,
+        reads=("model_readings",),
+        source="CuRe (Rege et al., 2025) as AHEaD A.4 runs it (Tab. 2 and 6)",
+        differs=(
+            "AHEaD's configuration: SigLIP 2, the mean cosine of the image and the two texts, "
+            "CuRe's parent-category text left out. AHEaD names no SigLIP 2 size; this "
+            "toolkit loads google/siglip2-so400m-patch14-384 (--baseline-model cure=WHERE for "
+            "another)."
+        ),
+        checkpoint="google/siglip2-so400m-patch14-384",
+    ),
+    Metric(
+        "caire_probe",
+        "CAIRE probe",
+        1,
+        5,
+        "higher",
+        "rating",
+        ("CAIRE probe checkpoint",),
+        "image",
+        "baseline",
+        "CAIRE's Baseline 1: the 1-5 relevance level of the probe \"This image is {level} "
+        'to {country}" most similar to the image.',
+        colour="#EE3377",
+        compute=caire_probe_of,
+        reads=("model_readings",),
+        source="CAIRE Sec. 5.1 (Baseline 1: vision-language encoders), the levels of Tab. 12",
+        differs=(
+            "As the paper: the cosine of the image and each of the five probes (the levels "
+            "written as Sec. 5.1 lists them: Not relevant, Minimally relevant, Somewhat "
+            "relevant, Relevant, Highly relevant), the most similar giving the rating, for "
+            "the prompt's country only; CLIP ViT-B/32 (mSigLIP with --baseline-model "
+            "caire_probe=siglip:google/siglip-base-patch16-256-multilingual). A tie goes to "
+            "the lower rating."
+        ),
+        checkpoint="openai/clip-vit-base-patch32 (or mSigLIP: "
+        "google/siglip-base-patch16-256-multilingual)",
     ),
     Metric(
         "tifa",

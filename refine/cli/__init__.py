@@ -132,7 +132,8 @@ def models_download_cmd(
     baselines: str = typer.Option(
         "none",
         "--baselines",
-        help="Also the checkpoints of these baselines (pickscore, hpsv2; all; none): the "
+        help="Also the checkpoints of these baselines (pickscore, hpsv2, cure, caire_probe; "
+        "all; none): the "
         "others need none of their own.",
     ),
     baseline_model: list[str] = baseline_model_option(),

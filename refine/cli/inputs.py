@@ -315,8 +315,9 @@ def baseline_model_option() -> Any:
     return typer.Option(
         [],
         "--baseline-model",
-        help="NAME=WHERE: a local folder or file, or another hub checkpoint, in place of a "
-        "baseline's own (pickscore, hpsv2; hpsv2=v2.1 for HPS v2.1). Repeatable.",
+        help="NAME=WHERE: a local folder or file, another hub checkpoint or an embedder "
+        "(clip:ARCH/PATH, hfclip:ID, siglip:ID) in place of a baseline's own (pickscore, hpsv2, "
+        "cure, caire_probe; hpsv2=v2.1 for HPS v2.1). Repeatable.",
     )
 
 

@@ -1,11 +1,13 @@
-"""The checkpoints of the baselines scored on local image-text models (PickScore, HPS v2),
-where each is downloaded from and how it is loaded, and the readings they give.
+"""The checkpoints of the baselines scored on local image-text models (PickScore, HPS v2,
+CuRe, CAIRE's probe baseline), where each is downloaded from and how it is loaded, and the
+readings they give.
 
 Each baseline names its checkpoint (:data:`CHECKPOINTS`, and the catalog entry's
-``checkpoint``): a transformers CLIP on the hub (``hfclip``), or one file of a hub
-repository that open_clip loads into an architecture (``clip``). ``--baseline-model
-NAME=WHERE`` puts a local folder or file, or another hub checkpoint, in its place (HPS
-v2.1: ``hpsv2=v2.1``). ``refine models download --baselines NAMES`` fetches them into the
+``checkpoint``): a transformers CLIP or SigLIP on the hub (``hfclip``, ``siglip``), or
+one file of a hub repository that open_clip loads into an architecture (``clip``).
+``--baseline-model NAME=WHERE`` puts a local folder or file, another hub checkpoint or
+another embedder (``clip:ARCH/PATH``, ``hfclip:ID``, ``siglip:ID``) in its place (HPS v2.1:
+``hpsv2=v2.1``). ``refine models download --baselines NAMES`` fetches them into the
 Hugging Face cache with the progress of the profile's models; a run without internet then
 finds them there.
 """
@@ -55,6 +57,11 @@ CHECKPOINTS: dict[str, Checkpoint] = {
     ),
     # HPS v2 (v2.1 with hpsv2=v2.1): open_clip's ViT-H-14 with the authors' weights
     "hpsv2": Checkpoint("hpsv2", "clip", "xswu/HPSv2", "HPS_v2_compressed.pt", "ViT-H-14"),
+    # CuRe as AHEaD A.4 runs it: SigLIP 2 (AHEaD names no size; the largest fixed-size one)
+    "cure": Checkpoint("cure", "siglip", "google/siglip2-so400m-patch14-384"),
+    # CAIRE's Baseline 1 (Sec. 5.1): CLIP ViT-B/32 (mSigLIP with
+    # caire_probe=siglip:google/siglip-base-patch16-256-multilingual)
+    "caire_probe": Checkpoint("caire_probe", "hfclip", "openai/clip-vit-base-patch32"),
 }
 # the other checkpoints a baseline may be given by a short name
 VERSIONS = {("hpsv2", "v2.1"): {"file": "HPS_v2.1_compressed.pt"}}
@@ -81,11 +88,14 @@ def parse_baseline_models(values: Iterable[str]) -> dict[str, Checkpoint]:
             )
         base = CHECKPOINTS[name]
         kind, colon, rest = where.partition(":")
-        if colon and kind in ("clip", "hfclip") and rest:  # an image embedder's own name
+        if colon and kind in ("clip", "hfclip", "siglip") and rest:  # an embedder's own name
             arch, _, file = rest.partition("/") if kind == "clip" else ("", "", rest)
             if kind == "clip" and not (arch and file):
                 raise ValueError(f"{item!r}: use clip:ARCH/PATH for an open_clip checkpoint")
-            out[name] = replace(base, kind=kind, arch=arch, path=file, repo="", file="")
+            if kind != "clip" and not Path(file).expanduser().exists():
+                out[name] = replace(base, kind=kind, arch="", repo=file, file="", processor="")
+            else:
+                out[name] = replace(base, kind=kind, arch=arch, path=file, repo="", file="")
         elif (name, where) in VERSIONS:
             out[name] = replace(base, **VERSIONS[(name, where)])
         elif Path(where).expanduser().exists():
@@ -118,6 +128,8 @@ def embedder(ck: Checkpoint, device: str | None = None) -> Any:
         if ck.processor and not own:  # a folder without a processor of its own: the one named
             options["processor"] = ck.processor
         return create("image_embedder", f"hfclip:{ck.path or ck.repo}", **options)
+    if ck.kind == "siglip":
+        return create("image_embedder", f"siglip:{ck.path or ck.repo}", **options)
     return create("image_embedder", f"clip:{ck.arch}/{ck.path or fetch_file(ck)}", **options)
 
 
@@ -195,12 +207,31 @@ def _follow(on_bytes: Callable[[int, int], None]) -> Any:
 
 @dataclass(frozen=True)
 class ModelReading:
-    """One image's reading of a baseline's model: the cosine of its embedding and the
-    prompt's, and the model's logit scale (its learned temperature)."""
+    """One image's reading of a baseline's model: the cosine of its embedding and each
+    text's (:func:`texts`, in order), and the model's logit scale (its learned
+    temperature; None for a SigLIP, whose baselines use none)."""
 
-    cosine: float
-    logit_scale: float
+    cosines: tuple[float, ...]
+    logit_scale: float | None
     model: str
+
+    @property
+    def cosine(self) -> float:
+        """The cosine with the first (for PickScore and HPS v2, the only) text."""
+        return self.cosines[0]
+
+
+def texts(name: str, prompt: str, activity: str, country: str) -> list[str]:
+    """The texts the baseline ``name`` sets each image against: the generation prompt
+    (PickScore, HPS v2); CuRe's two as AHEaD A.4 runs it ("An image of {activity}", "An
+    image from {country}"); CAIRE's five probes for the country (Sec. 5.1)."""
+    from metrics.baselines import CAIRE_LEVELS, CURE_TEXTS
+
+    if name == "cure":
+        return [t.format(activity=activity, country=country) for t in CURE_TEXTS]
+    if name == "caire_probe":
+        return [f"This image is {level} to {country}" for level in CAIRE_LEVELS]
+    return [prompt]
 
 
 def model_readings(
@@ -209,6 +240,8 @@ def model_readings(
     prompt: str,
     given: Mapping[str, Checkpoint] | None = None,
     device: str | None = None,
+    activity: str = "",
+    country: str = "",
 ) -> list[dict[str, ModelReading] | None]:
     """Per image, the readings of the asked-for baselines that have a checkpoint (by
     name); None each when none is asked for."""
@@ -217,10 +250,11 @@ def model_readings(
         return [None] * len(images)
     out: list[dict[str, ModelReading]] = [{} for _ in images]
     for name in asked:
-        ck = checkpoint(name, given)
-        model = embedder(ck, device)
-        cos = (model.encode_images(images) * model.encode_texts([prompt])).sum(dim=-1).tolist()
-        scale = float(model.logit_scale())
+        model = embedder(checkpoint(name, given), device)
+        said = texts(name, prompt, activity, country)
+        cos = (model.encode_images(images) @ model.encode_texts(said).T).tolist()
+        scale = getattr(model, "logit_scale", None)
+        scale = float(scale()) if callable(scale) else None
         for row, c in zip(out, cos, strict=True):
-            row[name] = ModelReading(float(c), scale, model.id)
+            row[name] = ModelReading(tuple(float(x) for x in c), scale, model.id)
     return list(out)

@@ -34,6 +34,8 @@ BASELINES = (
     "clipscore",
     "pickscore",
     "hpsv2",
+    "cure",
+    "caire_probe",
     "vqascore",
     *JUDGE_RATED,
     *JUDGE_SCALED,
@@ -100,7 +102,9 @@ def baseline_readings(
         "judge_ratings": judge_ratings(backends, calls, compare, images, refs),
         "tifa_answers": tifa_answers(backends, calls, compare, images, refs, cache),
         "clip_prompts": [prompt if "clipscore" in compare else None] * len(images),
-        "model_readings": model_readings(compare, images, prompt, models, device),
+        "model_readings": model_readings(
+            compare, images, prompt, models, device, refs.activity, refs.country
+        ),
     }
 
 

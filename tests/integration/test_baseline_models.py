@@ -10,12 +10,21 @@ import pytest
 import torch
 from PIL import Image
 
-from metrics.baselines import hpsv2_of, pickscore, pickscore_of
+from metrics.baselines import (
+    caire_probe,
+    caire_probe_of,
+    cure,
+    cure_of,
+    hpsv2_of,
+    pickscore,
+    pickscore_of,
+)
 from refine.evaluate.baseline_models import (
     CHECKPOINTS,
     checkpoint,
     model_readings,
     parse_baseline_models,
+    texts,
 )
 
 PROMPT = "A photorealistic photo of people eating food at home in Iran."
@@ -108,3 +117,65 @@ def test_hpsv2_on_a_checkpoint_in_its_layout(tmp_path):
     img = torch.nn.functional.normalize(img, dim=-1)
     txt = torch.nn.functional.normalize(txt, dim=-1)
     assert [c.value for c in got] == pytest.approx((img @ txt.T)[:, 0].tolist(), abs=1e-5)
+
+
+def test_cure_and_the_caire_probe_by_hand():
+    assert cure([0.2, 0.4]) == pytest.approx(0.3)
+    assert caire_probe([0.1, 0.3, 0.2, 0.25, -0.1]) == 2  # "Minimally relevant" is closest
+    assert caire_probe([0.3, 0.3, 0.1, 0.0, 0.0]) == 1  # a tie: the lower rating
+    with pytest.raises(ValueError, match="needs 5 cosines"):
+        caire_probe([0.1])
+    assert texts("cure", PROMPT, "people eating", "Iran") == [
+        "An image of people eating",
+        "An image from Iran",
+    ]
+    assert texts("caire_probe", PROMPT, "x", "Iran")[0] == "This image is Not relevant to Iran"
+    assert texts("caire_probe", PROMPT, "x", "Iran")[4] == "This image is Highly relevant to Iran"
+
+
+def _cosines(model, processor, texts_, siglip):
+    with torch.inference_mode():
+        pixels = processor(images=images(), return_tensors="pt")["pixel_values"]
+        pad = {"padding": "max_length"} if siglip else {"padding": True}
+        text = processor(text=texts_, truncation=True, return_tensors="pt", **pad)
+        img = model.get_image_features(pixel_values=pixels)
+        kw = {"input_ids": text["input_ids"]}
+        if not siglip:
+            kw["attention_mask"] = text["attention_mask"]
+        txt = model.get_text_features(**kw)
+    img = torch.nn.functional.normalize(getattr(img, "pooler_output", img), dim=-1)
+    txt = torch.nn.functional.normalize(getattr(txt, "pooler_output", txt), dim=-1)
+    return img @ txt.T
+
+
+def test_cure_on_a_siglip_checkpoint(siglip_path):
+    """CuRe on a checkpoint of SigLIP's layout: the mean cosine of the image and its two
+    texts, computed here from the model itself."""
+    from transformers import AutoModel, AutoProcessor
+
+    given = parse_baseline_models([f"cure={siglip_path}"])
+    assert given["cure"].kind == "siglip"
+    got = cure_of(model_readings(["cure"], images(), PROMPT, given, "cpu", "people eating", "Iran"))
+    said = texts("cure", PROMPT, "people eating", "Iran")
+    model = AutoModel.from_pretrained(siglip_path).eval()
+    cos = _cosines(model, AutoProcessor.from_pretrained(siglip_path), said, True)
+    assert [c.value for c in got] == pytest.approx(cos.mean(dim=1).tolist(), abs=1e-5)
+
+
+def test_the_caire_probe_on_a_clip_checkpoint(tmp_path):
+    """CAIRE's Baseline 1 on a CLIP ViT-B/32 layout: the rating of the most similar of
+    the five probes, computed here from the model itself."""
+    from transformers import CLIPModel, CLIPProcessor
+
+    from tests.fakes.tiny_models import build_tiny_hf_clip
+
+    folder = build_tiny_hf_clip(tmp_path, seed=7)
+    given = parse_baseline_models([f"caire_probe={folder}"])
+    readings = model_readings(["caire_probe"], images(), PROMPT, given, "cpu", "x", "Iran")
+    got = caire_probe_of(readings)
+    said = texts("caire_probe", PROMPT, "x", "Iran")
+    cos = _cosines(CLIPModel.from_pretrained(folder).eval(), CLIPProcessor.from_pretrained(folder),
+                   said, False)  # fmt: skip
+    assert [c.value for c in got] == [float(1 + int(row.argmax())) for row in cos]
+    for r, row in zip(readings, cos.tolist(), strict=True):
+        assert list(r["caire_probe"].cosines) == pytest.approx(row, abs=1e-5)
