@@ -413,8 +413,10 @@ _ALL = (
         source="HPS v2 (Wu et al., 2023); CulturalFrames Fig. 6, CUBE's quality (Eq. 3)",
         differs=(
             "As the authors' `hpsv2.score`: open_clip's ViT-H-14 with their weights "
-            "(HPS_v2_compressed.pt; v2.1 with --baseline-model hpsv2=v2.1), open_clip's "
-            "transform and tokenizer, the cosine of the normalised embeddings (no scale)."
+            "(HPS_v2_compressed.pt; v2.1 with --baseline-model hpsv2=v2.1), each image's "
+            "longest side resized to 224 and the other padded with black (their "
+            "ResizeMaxSize, not a crop), open_clip's tokenizer, the cosine of the normalised "
+            "embeddings (no scale)."
         ),
         checkpoint="xswu/HPSv2/HPS_v2_compressed.pt (open_clip ViT-H-14; v2.1: "
         "HPS_v2.1_compressed.pt)",
@@ -464,11 +466,12 @@ _ALL = (
             "written as Sec. 5.1 lists them: Not relevant, Minimally relevant, Somewhat "
             "relevant, Relevant, Highly relevant), the most similar giving the rating, for "
             "the prompt's country only; CLIP ViT-B/32 (mSigLIP with --baseline-model "
-            "caire_probe=siglip:google/siglip-base-patch16-256-multilingual). A tie goes to "
+            "caire_probe=siglip:google/siglip-so400m-patch16-256-i18n, the mSigLIP of the "
+            "paper's footnote 4). A tie goes to "
             "the lower rating."
         ),
         checkpoint="openai/clip-vit-base-patch32 (or mSigLIP: "
-        "google/siglip-base-patch16-256-multilingual)",
+        "google/siglip-so400m-patch16-256-i18n)",
     ),
     Metric(
         "tifa",

@@ -69,6 +69,12 @@ class OpenClipEmbedder:
             self.tokenizer = open_clip.get_tokenizer(self.arch)
         return self
 
+    def image_size(self) -> int:
+        """The side of the square images the model sees."""
+        self.load()
+        size = self.model.visual.image_size
+        return int(size[0] if isinstance(size, tuple | list) else size)
+
     def info(self) -> dict[str, str]:
         self.load()
         dtype = str(next(self.model.parameters()).dtype).replace("torch.", "")

@@ -71,6 +71,11 @@ class SiglipEmbedder:
             self.model = model.to(self.device).eval()
         return self
 
+    def image_size(self) -> int:
+        """The side of the square images the model sees."""
+        self.load()
+        return int(self.model.config.vision_config.image_size)
+
     def info(self) -> dict[str, str]:
         self.load()
         return {

@@ -300,8 +300,9 @@ def baselines_option() -> Any:
         "none",
         "--baselines",
         help="Baselines to score beside FAITH, comma-separated (clipscore, pickscore, hpsv2, "
-        "vqascore, judge_align, judge_hal, vie_sc, vie_overall, tifa, soft_tifa; all; none). "
-        "clipscore costs no call; pickscore and hpsv2 load their own checkpoints; the judge "
+        "cure, caire_probe, vqascore, judge_align, judge_hal, vie_sc, vie_overall, tifa, "
+        "soft_tifa; all; none). clipscore costs no call; pickscore, hpsv2, cure and "
+        "caire_probe load checkpoints of their own (no call of the judge); the judge "
         "baselines cost one judge call an image each (none for vie_overall beside vie_sc), "
         "k where the judge samples; tifa one language-model call a prompt and one judge "
         "call a question and image.",

@@ -59,10 +59,16 @@ CHECKPOINTS: dict[str, Checkpoint] = {
     "hpsv2": Checkpoint("hpsv2", "clip", "xswu/HPSv2", "HPS_v2_compressed.pt", "ViT-H-14"),
     # CuRe as AHEaD A.4 runs it: SigLIP 2 (AHEaD names no size; the largest fixed-size one)
     "cure": Checkpoint("cure", "siglip", "google/siglip2-so400m-patch14-384"),
-    # CAIRE's Baseline 1 (Sec. 5.1): CLIP ViT-B/32 (mSigLIP with
-    # caire_probe=siglip:google/siglip-base-patch16-256-multilingual)
+    # CAIRE's Baseline 1 (Sec. 5.1): CLIP ViT-B/32 (the paper's mSigLIP, footnote 4, with
+    # caire_probe=siglip:google/siglip-so400m-patch16-256-i18n)
     "caire_probe": Checkpoint("caire_probe", "hfclip", "openai/clip-vit-base-patch32"),
 }
+# the baselines whose formula reads a CLIP's logit scale
+NEEDS_SCALE = ("pickscore",)
+# the baselines whose images are made square as their authors' code makes them: the
+# longest side resized to the model's size, then padded with black (HPS v2's
+# ResizeMaxSize), not cropped
+LETTERBOXED = ("hpsv2",)
 # the other checkpoints a baseline may be given by a short name
 VERSIONS = {("hpsv2", "v2.1"): {"file": "HPS_v2.1_compressed.pt"}}
 # the processor files a CLIP's tokenizer and image transform need (not its weights)
@@ -103,11 +109,17 @@ def parse_baseline_models(values: Iterable[str]) -> dict[str, Checkpoint]:
         elif base.kind == "clip" and where.count("/") >= 2:
             repo, _, file = where.rpartition("/")
             out[name] = replace(base, repo=repo, file=file)
-        elif base.kind == "hfclip" and where.count("/") == 1:
+        elif base.kind in ("hfclip", "siglip") and where.count("/") == 1:
             out[name] = replace(base, repo=where)
         else:
             want = "owner/name/FILE" if base.kind == "clip" else "owner/name"
             raise ValueError(f"{item!r}: {where!r} is no local path and no hub checkpoint ({want})")
+    for name, ck in out.items():
+        if name in NEEDS_SCALE and ck.kind == "siglip":
+            raise ValueError(
+                f"{name}={ck.describe()}: {name} is a CLIP's logit scale times its cosine, and "
+                "a SigLIP has no such scale; give a CLIP (clip:ARCH/PATH, hfclip:ID)"
+            )
     return out
 
 
@@ -221,6 +233,22 @@ class ModelReading:
         return self.cosines[0]
 
 
+def letterbox(image: Image.Image, size: int) -> Image.Image:
+    """``image`` made ``size`` x ``size`` as HPS v2's code makes it: its longest side
+    resized to ``size`` (bicubic), then padded with black on both sides of the shorter
+    one. A square of that size passes a CLIP's resize and centre crop unchanged."""
+    from PIL import Image as PILImage
+
+    image = image.convert("RGB")
+    w, h = image.size
+    scale = size / max(w, h)
+    new = (max(1, round(w * scale)), max(1, round(h * scale)))
+    resized = image.resize(new, PILImage.Resampling.BICUBIC) if new != (w, h) else image
+    out = PILImage.new("RGB", (size, size), (0, 0, 0))
+    out.paste(resized, ((size - new[0]) // 2, (size - new[1]) // 2))
+    return out
+
+
 def texts(name: str, prompt: str, activity: str, country: str) -> list[str]:
     """The texts the baseline ``name`` sets each image against: the generation prompt
     (PickScore, HPS v2); CuRe's two as AHEaD A.4 runs it ("An image of {activity}", "An
@@ -252,7 +280,11 @@ def model_readings(
     for name in asked:
         model = embedder(checkpoint(name, given), device)
         said = texts(name, prompt, activity, country)
-        cos = (model.encode_images(images) @ model.encode_texts(said).T).tolist()
+        shown = list(images)
+        if name in LETTERBOXED:
+            size = model.image_size()
+            shown = [letterbox(im, size) for im in images]
+        cos = (model.encode_images(shown) @ model.encode_texts(said).T).tolist()
         scale = getattr(model, "logit_scale", None)
         scale = float(scale()) if callable(scale) else None
         for row, c in zip(out, cos, strict=True):

@@ -560,7 +560,8 @@ def compute_missing(
     on_progress: Callable[[str], None] | None = None,
 ) -> int:
     """Score the rated images that have no stored FAITH (the row's activity and country,
-    else the ones given) and every image's CLIPScore from its prompt; returns how many
+    else the ones given) and the CLIPScore of every image that has none stored, from its
+    prompt (else the generation prompt of its activity and country); returns how many
     images were scored. A ValueError names an image that cannot be scored and why."""
     emit = on_progress or (lambda line: None)
     from PIL import Image
@@ -611,11 +612,16 @@ def compute_missing(
                     f"{models.names.get('image_embedder')} is not one (--backend "
                     "image_embedder=clip:ViT-B-32/openai, or leave clipscore out of --metrics)"
                 )
+            from refine.assets import prompt_template
+
+            generate = prompt_template("generate").strip()
             for sha, r in {r.sha256: r for r in ratings}.items():
+                entries = found.by_sha.get(sha, [])
+                if entries and all("clipscore" in e.values for e in entries):
+                    continue  # stored with the image (a bench's, for its generation prompt)
+                act, ctry = r.activity or activity, r.country or country
                 prompt = r.prompt or (
-                    f"{r.activity or activity} in {r.country or country}"
-                    if (r.activity or activity) and (r.country or country)
-                    else None
+                    generate.format(activity=act, country=ctry) if act and ctry else None
                 )
                 if prompt is None:
                     continue

@@ -179,3 +179,72 @@ def test_the_caire_probe_on_a_clip_checkpoint(tmp_path):
     assert [c.value for c in got] == [float(1 + int(row.argmax())) for row in cos]
     for r, row in zip(readings, cos.tolist(), strict=True):
         assert list(r["caire_probe"].cosines) == pytest.approx(row, abs=1e-5)
+
+
+def test_hpsv2_pads_a_wide_image_as_its_authors_do(tmp_path):
+    """HPS v2's code resizes the longest side and pads the other with black (no crop): a
+    wide image scores as that square, computed here with torchvision."""
+    import open_clip
+    import torchvision.transforms.functional as F
+    from open_clip.constants import OPENAI_DATASET_MEAN, OPENAI_DATASET_STD
+
+    from tests.fakes.tiny_models import build_tiny_open_clip
+
+    build_tiny_open_clip(tmp_path)
+    torch.manual_seed(6)
+    model = open_clip.create_model("tiny-clip-test").eval()
+    ckpt = tmp_path / "HPS_v2_compressed.pt"
+    torch.save({"state_dict": model.state_dict()}, ckpt)
+    given = parse_baseline_models([f"hpsv2=clip:tiny-clip-test/{ckpt}"])
+    wide = Image.new("RGB", (64, 20), (200, 30, 30))
+    wide.paste((20, 200, 40), (40, 0, 64, 20))  # a green right end a crop would cut off
+    (got,) = hpsv2_of(model_readings(["hpsv2"], [wide], PROMPT, given, "cpu"))
+    small = F.resize(wide, [10, 32], interpolation=F.InterpolationMode.BICUBIC)  # (h, w)
+    square = F.pad(small, [0, 11, 0, 11], fill=0)  # 32 - 10 = 22: 11 above, 11 below
+    pixels = F.normalize(F.to_tensor(square), OPENAI_DATASET_MEAN, OPENAI_DATASET_STD)
+    tokenizer = open_clip.get_tokenizer("tiny-clip-test")
+    with torch.inference_mode():
+        img = torch.nn.functional.normalize(model.encode_image(pixels[None]), dim=-1)
+        txt = torch.nn.functional.normalize(model.encode_text(tokenizer([PROMPT])), dim=-1)
+    assert got.value == pytest.approx(float(img @ txt.T), abs=1e-5)
+    _, _, crop = open_clip.create_model_and_transforms("tiny-clip-test")
+    with torch.inference_mode():
+        cropped = torch.nn.functional.normalize(model.encode_image(crop(wide)[None]), dim=-1)
+    assert got.value != pytest.approx(float(cropped @ txt.T), abs=1e-5)  # not the crop's
+
+
+def test_a_checkpoint_the_formula_cannot_use_is_refused():
+    cure = parse_baseline_models(["cure=google/siglip2-base-patch16-224"])["cure"]
+    assert (cure.kind, cure.repo) == ("siglip", "google/siglip2-base-patch16-224")
+    with pytest.raises(ValueError, match="a SigLIP has no such scale"):
+        parse_baseline_models(["pickscore=siglip:google/siglip2-base-patch16-224"])
+
+
+def test_agree_computes_clipscore_for_the_generation_prompt_where_none_is_stored(world, tmp_path):
+    """A ratings row without a prompt: CLIPScore for the generation prompt of its activity
+    and country; an image whose CLIPScore is stored (a bench's) keeps it."""
+    from metrics.baselines import clipscore
+    from refine.backends import create
+    from refine.human.agree import Rating, StoredMetrics, compute_missing
+    from refine.io.files import file_sha256
+    from tests.fakes.tiny_models import build_tiny_hf_clip
+
+    folder = build_tiny_hf_clip(tmp_path / "m", seed=2)
+    files = []
+    for k, c in enumerate(COLOURS[:2]):
+        files.append(tmp_path / f"im{k}.png")
+        Image.new("RGB", (32, 32), c).save(files[-1])
+    found = StoredMetrics()
+    found.add(files[1], "people eating food at home", "Iran", {"clipscore": 1.25})
+    rows = [
+        Rating(f, file_sha256(f), "a", {"faithfulness": 3.0}, None, "people eating food at home",
+               "Iran")
+        for f in files
+    ]  # fmt: skip
+    backends = {"image_embedder": f"hfclip:{folder}"}
+    options = {"image_embedder": {"device": "cpu"}}
+    compute_missing(rows, found, ["clipscore"], "gemini", backends, options)
+    clip = create("image_embedder", f"hfclip:{folder}", shared=False, device="cpu")
+    cos = float((clip.encode_images([Image.open(files[0])]) * clip.encode_texts([PROMPT])).sum())
+    assert found.find(rows[0])[0]["clipscore"] == pytest.approx(clipscore(cos), abs=1e-5)
+    assert found.find(rows[1])[0]["clipscore"] == 1.25
