@@ -75,6 +75,11 @@ def caire_probe(cosines: Sequence[float]) -> int:
     return 1 + max(range(len(cosines)), key=lambda k: (cosines[k], -k))
 
 
+def imagereward_of(model_readings: Sequence[Mapping[str, Any] | None]) -> list[Computed]:
+    """The catalog's ``imagereward`` of each image: ImageReward's standardised reward."""
+    return _read("imagereward", model_readings, lambda r: float(r.reward))
+
+
 def cure_of(model_readings: Sequence[Mapping[str, Any] | None]) -> list[Computed]:
     """The catalog's ``cure`` of each image from its SigLIP 2 reading."""
     return _read("cure", model_readings, lambda r: cure(r.cosines))

@@ -25,6 +25,7 @@ from metrics.baselines import (
     clipscore_of,
     cure_of,
     hpsv2_of,
+    imagereward_of,
     judge_align_of,
     judge_hal_of,
     pickscore_of,
@@ -472,6 +473,32 @@ _ALL = (
         ),
         checkpoint="openai/clip-vit-base-patch32 (or mSigLIP: "
         "google/siglip-so400m-patch16-256-i18n)",
+    ),
+    Metric(
+        "imagereward",
+        "ImageReward",
+        None,
+        None,
+        "higher",
+        "",
+        ("ImageReward checkpoint",),
+        "image",
+        "baseline",
+        "ImageReward: a BLIP model trained on people's rankings of generated images, its "
+        "standardised reward for the image and its generation prompt.",
+        colour="#009988",
+        compute=imagereward_of,
+        reads=("model_readings",),
+        source="ImageReward (Xu et al., 2023); AHEaD Tab. 2, 6 and A.4",
+        differs=(
+            "The authors' checkpoint and formula (their MLP of the text encoder's first token "
+            "given the image, minus 0.1672, over 1.0333), loaded into transformers' BLIP "
+            "modules rather than their `image-reward` package (which pins timm 0.6.13 and "
+            "fetches BERT's tokenizer at load time); the prompt cut or padded to 35 tokens "
+            "and the image resized and centre-cropped as theirs."
+        ),
+        checkpoint="THUDM/ImageReward/ImageReward.pt with med_config.json (tokenizer "
+        "google-bert/bert-base-uncased)",
     ),
     Metric(
         "tifa",

@@ -132,9 +132,8 @@ def models_download_cmd(
     baselines: str = typer.Option(
         "none",
         "--baselines",
-        help="Also the checkpoints of these baselines (pickscore, hpsv2, cure, caire_probe; "
-        "all; none): the "
-        "others need none of their own.",
+        help="Also the checkpoints of these baselines (pickscore, hpsv2, cure, caire_probe, "
+        "imagereward; all; none): the others need none of their own.",
     ),
     baseline_model: list[str] = baseline_model_option(),
     as_json: bool = typer.Option(False, "--json", help="Print what was fetched as JSON."),

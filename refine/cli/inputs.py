@@ -300,9 +300,10 @@ def baselines_option() -> Any:
         "none",
         "--baselines",
         help="Baselines to score beside FAITH, comma-separated (clipscore, pickscore, hpsv2, "
-        "cure, caire_probe, vqascore, judge_align, judge_hal, vie_sc, vie_overall, tifa, "
-        "soft_tifa; all; none). clipscore costs no call; pickscore, hpsv2, cure and "
-        "caire_probe load checkpoints of their own (no call of the judge); the judge "
+        "cure, caire_probe, imagereward, vqascore, judge_align, judge_hal, vie_sc, "
+        "vie_overall, tifa, soft_tifa; all; none). clipscore costs no call; pickscore, hpsv2, "
+        "cure, caire_probe and imagereward load checkpoints of their own (no call of the "
+        "judge); the judge "
         "baselines cost one judge call an image each (none for vie_overall beside vie_sc), "
         "k where the judge samples; tifa one language-model call a prompt and one judge "
         "call a question and image.",
@@ -318,7 +319,7 @@ def baseline_model_option() -> Any:
         "--baseline-model",
         help="NAME=WHERE: a local folder or file, another hub checkpoint or an embedder "
         "(clip:ARCH/PATH, hfclip:ID, siglip:ID) in place of a baseline's own (pickscore, hpsv2, "
-        "cure, caire_probe; hpsv2=v2.1 for HPS v2.1). Repeatable.",
+        "cure, caire_probe, imagereward; hpsv2=v2.1 for HPS v2.1). Repeatable.",
     )
 
 

@@ -1,6 +1,6 @@
 """The checkpoints of the baselines scored on local image-text models (PickScore, HPS v2,
-CuRe, CAIRE's probe baseline), where each is downloaded from and how it is loaded, and the
-readings they give.
+CuRe, CAIRE's probe baseline, ImageReward), where each is downloaded from and how it is
+loaded, and the readings they give.
 
 Each baseline names its checkpoint (:data:`CHECKPOINTS`, and the catalog entry's
 ``checkpoint``): a transformers CLIP or SigLIP on the hub (``hfclip``, ``siglip``), or
@@ -62,7 +62,18 @@ CHECKPOINTS: dict[str, Checkpoint] = {
     # CAIRE's Baseline 1 (Sec. 5.1): CLIP ViT-B/32 (the paper's mSigLIP, footnote 4, with
     # caire_probe=siglip:google/siglip-so400m-patch16-256-i18n)
     "caire_probe": Checkpoint("caire_probe", "hfclip", "openai/clip-vit-base-patch32"),
+    # ImageReward v1.0: the authors' BLIP checkpoint, BERT's tokenizer with BLIP's tokens
+    "imagereward": Checkpoint(
+        "imagereward",
+        "imagereward",
+        "THUDM/ImageReward",
+        "ImageReward.pt",
+        processor="google-bert/bert-base-uncased",
+    ),
 }
+# the file beside ImageReward.pt that sizes its text encoder
+MED_CONFIG = "med_config.json"
+_REWARDS: dict[tuple, Any] = {}
 # the baselines whose formula reads a CLIP's logit scale
 NEEDS_SCALE = ("pickscore",)
 # the baselines whose images are made square as their authors' code makes them: the
@@ -109,7 +120,7 @@ def parse_baseline_models(values: Iterable[str]) -> dict[str, Checkpoint]:
         elif base.kind == "clip" and where.count("/") >= 2:
             repo, _, file = where.rpartition("/")
             out[name] = replace(base, repo=repo, file=file)
-        elif base.kind in ("hfclip", "siglip") and where.count("/") == 1:
+        elif base.kind in ("hfclip", "siglip", "imagereward") and where.count("/") == 1:
             out[name] = replace(base, repo=where)
         else:
             want = "owner/name/FILE" if base.kind == "clip" else "owner/name"
@@ -142,7 +153,32 @@ def embedder(ck: Checkpoint, device: str | None = None) -> Any:
         return create("image_embedder", f"hfclip:{ck.path or ck.repo}", **options)
     if ck.kind == "siglip":
         return create("image_embedder", f"siglip:{ck.path or ck.repo}", **options)
+    if ck.kind == "imagereward":
+        return image_reward(ck, device)
     return create("image_embedder", f"clip:{ck.arch}/{ck.path or fetch_file(ck)}", **options)
+
+
+def image_reward(ck: Checkpoint, device: str | None = None) -> Any:
+    """The ImageReward model of ``ck`` (one copy per process and device): a local folder
+    holding ImageReward.pt and med_config.json (and BERT's vocab.txt, else the tokenizer
+    named), or the hub's files, fetched into the cache when missing."""
+    from refine.backends.image_reward import ImageReward
+
+    if ck.path:
+        folder = Path(ck.path)
+        weights, med = folder / ck.file, folder / MED_CONFIG
+        for f in (weights, med):
+            if not f.is_file():
+                raise ValueError(f"{folder}: no {f.name} (an ImageReward folder holds both)")
+        tokenizer = str(folder) if (folder / "vocab.txt").is_file() else ck.processor
+    else:
+        weights = Path(fetch_file(ck))
+        med = Path(fetch_file(replace(ck, file=MED_CONFIG)))
+        tokenizer = ck.processor
+    key = (str(weights), str(med), tokenizer, device)
+    if key not in _REWARDS:
+        _REWARDS[key] = ImageReward(str(weights), str(med), tokenizer, device)
+    return _REWARDS[key]
 
 
 def fetch_file(ck: Checkpoint, on_bytes: Callable[[int, int], None] | None = None) -> str:
@@ -176,6 +212,11 @@ def download(
             out.append((name, ck.path))
         elif ck.kind == "clip":
             out.append((name, fetch_file(ck, follow)))
+        elif ck.kind == "imagereward":
+            where = fetch_file(ck, follow)
+            fetch_file(replace(ck, file=MED_CONFIG))
+            hub_snapshot(ck.processor, None, None, PROCESSOR_FILES)
+            out.append((name, where))
         else:
             where = hub_snapshot(ck.repo, None, follow)
             if ck.processor:
@@ -226,6 +267,7 @@ class ModelReading:
     cosines: tuple[float, ...]
     logit_scale: float | None
     model: str
+    reward: float | None = None  # a reward model's own score (ImageReward)
 
     @property
     def cosine(self) -> float:
@@ -247,6 +289,12 @@ def letterbox(image: Image.Image, size: int) -> Image.Image:
     out = PILImage.new("RGB", (size, size), (0, 0, 0))
     out.paste(resized, ((size - new[0]) // 2, (size - new[1]) // 2))
     return out
+
+
+def _reward_class() -> type:
+    from refine.backends.image_reward import ImageReward
+
+    return ImageReward
 
 
 def texts(name: str, prompt: str, activity: str, country: str) -> list[str]:
@@ -279,6 +327,10 @@ def model_readings(
     out: list[dict[str, ModelReading]] = [{} for _ in images]
     for name in asked:
         model = embedder(checkpoint(name, given), device)
+        if isinstance(model, _reward_class()):
+            for row, r in zip(out, model.score(images, prompt), strict=True):
+                row[name] = ModelReading((), None, model.id, r)
+            continue
         said = texts(name, prompt, activity, country)
         shown = list(images)
         if name in LETTERBOXED:

@@ -36,6 +36,7 @@ BASELINES = (
     "hpsv2",
     "cure",
     "caire_probe",
+    "imagereward",
     "vqascore",
     *JUDGE_RATED,
     *JUDGE_SCALED,

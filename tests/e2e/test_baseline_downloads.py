@@ -17,11 +17,12 @@ from PIL import Image
 from tests.e2e.test_cli_run import refine_cmd
 from tests.fakes.gemini_world import RED
 from tests.fakes.hub_server import FakeHub
-from tests.fakes.tiny_models import build_tiny_hf_clip
+from tests.fakes.tiny_models import build_tiny_hf_clip, build_tiny_image_reward
 
 pytestmark = pytest.mark.slow
 PICK = "test/tiny-pickscore"
 CLIP_H = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
+BERT = "google-bert/bert-base-uncased"
 
 
 def run(args, env, timeout=300):
@@ -39,13 +40,21 @@ def test_pickscore_and_hps_fetched_then_scored_offline(world, tmp_path):
     clip_h = tmp_path / "m" / "tiny-hf-clip-processor"
     for name in ("config.json", "model.safetensors"):
         shutil.copy(folder / name, clip_h / name)
-    repos = {PICK: folder, CLIP_H: clip_h, "xswu/HPSv2": hps}
+    # ImageReward's files, and BERT's tokenizer repository beside its weights
+    ir, _ = build_tiny_image_reward(tmp_path / "ir", seed=1)
+    bert = tmp_path / "bert"
+    bert.mkdir()
+    shutil.move(ir / "vocab.txt", bert / "vocab.txt")
+    (bert / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+    (bert / "model.safetensors").write_bytes(b"weights not fetched")
+    repos = {PICK: folder, CLIP_H: clip_h, "xswu/HPSv2": hps, "THUDM/ImageReward": ir,
+             BERT: bert}  # fmt: skip
     home = tmp_path / "hf"
     with FakeHub(repos) as hub:
         env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(home)}
         for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
             env.pop(name, None)
-        args = ["models", "download", "--baselines", "pickscore,hpsv2,vqascore"]
+        args = ["models", "download", "--baselines", "pickscore,hpsv2,imagereward,vqascore"]
         args += ["--baseline-model", f"pickscore={PICK}", "--json"]
         args += ["--backend", f"image_embedder=hfclip:{PICK}"]
         got = run(args, env)
@@ -61,6 +70,10 @@ def test_pickscore_and_hps_fetched_then_scored_offline(world, tmp_path):
         assert not any("HPS_v2.1" in r for r in asked)
         assert any(r.startswith(f"/{CLIP_H}/resolve/") for r in asked)
         assert not any(r.startswith(f"/{CLIP_H}/") and r.endswith(".safetensors") for r in asked)
+        assert rows["baseline imagereward"]["detail"].endswith("ImageReward.pt")
+        assert any(r.endswith("/med_config.json") for r in asked)
+        assert any(r.startswith(f"/{BERT}/resolve/") for r in asked)
+        assert not any(r.startswith(f"/{BERT}/") and r.endswith(".safetensors") for r in asked)
     cached = home / "hub" / "models--test--tiny-pickscore"
     assert cached.is_dir() and (home / "hub" / "models--xswu--HPSv2").is_dir()
     # offline, from the cache: the model, and the processor of the other repository
@@ -68,12 +81,19 @@ def test_pickscore_and_hps_fetched_then_scored_offline(world, tmp_path):
     image = tmp_path / "red.png"
     Image.new("RGB", (32, 32), RED).save(image)
     args = ["score", str(image), "--activity", "people eating food at home", "--country"]
-    args += ["Iran", "--baselines", "pickscore", "--baseline-model", f"pickscore={PICK}"]
+    args += [
+        "Iran",
+        "--baselines",
+        "pickscore,imagereward",
+        "--baseline-model",
+        f"pickscore={PICK}",
+    ]
     args += ["--backend", f"image_embedder=hfclip:{PICK}", "--json"]
     scored = run(args, offline)
     assert scored.returncode == 0, scored.stderr
-    value = json.loads(scored.stdout)["images"][0]["scores"]["values"]["pickscore"]
-    from refine.evaluate.baseline_models import CHECKPOINTS, model_readings
+    values = json.loads(scored.stdout)["images"][0]["scores"]["values"]
+    value = values["pickscore"]
+    from refine.evaluate.baseline_models import CHECKPOINTS, model_readings, parse_baseline_models
 
     ck = CHECKPOINTS["pickscore"].__class__(
         "pickscore", "hfclip", "", path=str(folder), processor=str(repos[CLIP_H])
@@ -83,3 +103,9 @@ def test_pickscore_and_hps_fetched_then_scored_offline(world, tmp_path):
         (want,) = model_readings(["pickscore"], [im.convert("RGB")], prompt, {"pickscore": ck})
     r = want["pickscore"]
     assert value == pytest.approx(r.logit_scale * r.cosine, abs=1e-4)
+    # ImageReward from the cache: the same reward as its folder gives (with the tokenizer)
+    shutil.copy(bert / "vocab.txt", ir / "vocab.txt")
+    given = parse_baseline_models([f"imagereward={ir}"])
+    with Image.open(image) as im:
+        (want,) = model_readings(["imagereward"], [im.convert("RGB")], prompt, given, "cpu")
+    assert values["imagereward"] == pytest.approx(want["imagereward"].reward, rel=1e-5)

@@ -705,3 +705,87 @@ def build_tiny_hf_clip(path: Path, seed: int = 0, processor_apart: bool = False)
         apart if processor_apart else out
     )
     return out
+
+
+# a small BERT wordpiece vocabulary (BLIP adds [DEC] and [ENC] after it)
+BERT_WORDS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "photo", "photorealistic",
+              "of", "people", "eating", "food", "at", "home", "in", "iran", ".", "##s")  # fmt: skip
+# BLIP's ViT parameter names, from transformers' BlipVisionModel's (ImageReward.pt's layout)
+BLIP_VIT_NAMES = (
+    (r"^embeddings\.class_embedding$", "cls_token"),
+    (r"^embeddings\.position_embedding$", "pos_embed"),
+    (r"^embeddings\.patch_embedding\.", "patch_embed.proj."),
+    (r"^encoder\.layers\.(\d+)\.layer_norm1\.", r"blocks.\1.norm1."),
+    (r"^encoder\.layers\.(\d+)\.layer_norm2\.", r"blocks.\1.norm2."),
+    (r"^encoder\.layers\.(\d+)\.self_attn\.qkv\.", r"blocks.\1.attn.qkv."),
+    (r"^encoder\.layers\.(\d+)\.self_attn\.projection\.", r"blocks.\1.attn.proj."),
+    (r"^encoder\.layers\.(\d+)\.mlp\.", r"blocks.\1.mlp."),
+    (r"^post_layernorm\.", "norm."),
+)
+
+
+def build_tiny_image_reward(path: Path, seed: int = 0):
+    """A random ImageReward in the layout of the authors' files: ``ImageReward.pt`` (BLIP's
+    ViT under ``blip.visual_encoder``, its BERT under ``blip.text_encoder``, the MLP head
+    under ``mlp.layers``, and BLIP's projections the reward does not use),
+    ``med_config.json`` and BERT's ``vocab.txt``. Returns the folder and the modules the
+    weights came from (vision, text, head), to compute the reward by hand."""
+    import re
+
+    import torch
+    from transformers import BlipTextConfig, BlipVisionConfig, BlipVisionModel
+    from transformers.models.blip.modeling_blip_text import BlipTextModel
+
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "vocab.txt").write_text("\n".join(BERT_WORDS) + "\n")
+    med = {
+        "architectures": ["BertModel"],
+        "hidden_size": 32,
+        "intermediate_size": 37,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "max_position_embeddings": 40,
+        "vocab_size": len(BERT_WORDS) + 2,
+        "layer_norm_eps": 1e-12,
+        "hidden_act": "gelu",
+        "pad_token_id": 0,
+        "add_cross_attention": True,
+        "encoder_width": 64,
+    }
+    (path / "med_config.json").write_text(json.dumps(med))
+    torch.manual_seed(seed)
+    vision = BlipVisionModel(
+        BlipVisionConfig(hidden_size=64, intermediate_size=37, num_hidden_layers=1,
+                         num_attention_heads=1, image_size=32, patch_size=8,
+                         layer_norm_eps=1e-6)
+    ).eval()  # fmt: skip
+    text = BlipTextModel(
+        BlipTextConfig(vocab_size=med["vocab_size"], hidden_size=32, intermediate_size=37,
+                       num_hidden_layers=1, num_attention_heads=2, encoder_hidden_size=64,
+                       max_position_embeddings=40, pad_token_id=0),
+        add_pooling_layer=False,
+    ).eval()  # fmt: skip
+    widths = (32, 1024, 128, 64, 16, 1)
+    layers = []
+    for k in range(5):  # the authors' head: dropouts after the first three linear layers
+        layers.append(torch.nn.Linear(widths[k], widths[k + 1]))
+        if k < 3:
+            layers.append(torch.nn.Dropout(0.2))
+    head = torch.nn.Sequential(*layers).eval()
+    with torch.no_grad():  # every weight drawn (some of the models' own inits are constant)
+        for module in (vision, text, head):
+            for p in module.parameters():
+                p.normal_(0.0, 0.3)
+    state = {}
+    for key, value in vision.state_dict().items():
+        for pattern, repl in BLIP_VIT_NAMES:
+            if re.search(pattern, key):
+                state["blip.visual_encoder." + re.sub(pattern, repl, key)] = value
+                break
+    for key, value in text.state_dict().items():
+        state["blip.text_encoder." + key] = value
+    for key, value in head.state_dict().items():
+        state["mlp.layers." + key] = value
+    state["blip.vision_proj.weight"] = torch.zeros(16, 64)
+    torch.save(state, path / "ImageReward.pt")
+    return path, (vision, text, head)

@@ -248,3 +248,49 @@ def test_agree_computes_clipscore_for_the_generation_prompt_where_none_is_stored
     cos = float((clip.encode_images([Image.open(files[0])]) * clip.encode_texts([PROMPT])).sum())
     assert found.find(rows[0])[0]["clipscore"] == pytest.approx(clipscore(cos), abs=1e-5)
     assert found.find(rows[1])[0]["clipscore"] == 1.25
+
+
+def test_imagereward_on_a_checkpoint_in_its_layout(tmp_path):
+    """ImageReward.pt's layout loaded into transformers' BLIP: the reward is the authors'
+    MLP of the text encoder's first token, standardised, computed here from the modules
+    the weights came from."""
+    import torchvision.transforms.functional as F
+    from transformers import BertTokenizer
+
+    from metrics.baselines import imagereward_of
+    from refine.backends.image_reward import CLIP_MEAN, CLIP_STD, REWARD_MEAN, REWARD_STD
+    from tests.fakes.tiny_models import build_tiny_image_reward
+
+    folder, (vision, text, head) = build_tiny_image_reward(tmp_path / "ir", seed=4)
+    given = parse_baseline_models([f"imagereward={folder}"])
+    wide = Image.new("RGB", (48, 32), (200, 30, 30))
+    shown = [*images(), wide]
+    got = imagereward_of(model_readings(["imagereward"], shown, PROMPT, given, "cpu"))
+    tok = BertTokenizer(str(folder / "vocab.txt"))
+    tok.add_special_tokens({"bos_token": "[DEC]"})
+    tok.add_special_tokens({"additional_special_tokens": ["[ENC]"]})
+    ids = tok(PROMPT, padding="max_length", truncation=True, max_length=35, return_tensors="pt")
+    assert int(ids["attention_mask"].sum()) < 35 and tok.unk_token_id not in ids["input_ids"][0]
+    want = []
+    with torch.inference_mode():
+        for im in shown:
+            im = F.center_crop(
+                F.resize(im, 32, interpolation=F.InterpolationMode.BICUBIC), [32, 32]
+            )
+            pixels = F.normalize(F.to_tensor(im), CLIP_MEAN, CLIP_STD)[None]
+            embeds = vision(pixel_values=pixels).last_hidden_state
+            first = text(
+                input_ids=ids["input_ids"], attention_mask=ids["attention_mask"],
+                encoder_hidden_states=embeds,
+                encoder_attention_mask=torch.ones(embeds.shape[:-1], dtype=torch.long),
+            ).last_hidden_state[:, 0, :]  # fmt: skip
+            want.append(float((head(first)[0, 0] - REWARD_MEAN) / REWARD_STD))
+    # fp32 through a 1024-wide head, batched there and one by one here: equal to 1e-5 of
+    # the value on any CPU (the values are tens)
+    assert [c.value for c in got] == pytest.approx(want, rel=1e-5)
+    assert len({round(v, 3) for v in want}) == len(want)  # the images score differently
+    bad = tmp_path / "empty"
+    bad.mkdir()
+    with pytest.raises(ValueError, match="no ImageReward.pt"):
+        model_readings(["imagereward"], images(), PROMPT,
+                       parse_baseline_models([f"imagereward={bad}"]), "cpu")  # fmt: skip

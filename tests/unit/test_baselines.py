@@ -49,8 +49,8 @@ def test_baselines_are_named_or_refused():
     assert parse_baselines("none") == () and parse_baselines("") == ()
     assert parse_baselines("all") == BASELINES
     assert BASELINES[:5] == ("clipscore", "pickscore", "hpsv2", "cure", "caire_probe")
-    assert BASELINES[5:8] == ("vqascore", "judge_align", "judge_hal")
-    assert BASELINES[8:12] == ("vie_sc", "vie_overall", "tifa", "soft_tifa")
+    assert BASELINES[5:9] == ("imagereward", "vqascore", "judge_align", "judge_hal")
+    assert BASELINES[9:13] == ("vie_sc", "vie_overall", "tifa", "soft_tifa")
     assert parse_baselines(" judge_hal, vqascore ,judge_hal") == ("judge_hal", "vqascore")
     with pytest.raises(ValueError, match="no baseline 'tifa2'; baselines: clipscore, pickscore"):
         parse_baselines("vqascore,tifa2")
