@@ -116,4 +116,12 @@ def agree_cmd(
         for q, row in by_q.items():
             figs = " ".join(shown(row[s], "+.3f", 8) for s in ("spearman", "kendall", "pearson"))
             typer.echo(f"{m:13} {q:17} {row['n']:>4} {figs}")
+    for q, ranked in doc["ranking"].items():
+        typer.echo(f"ranked by agreement with people ({q}, Spearman in the agreeing direction):")
+        for e in ranked:
+            iv = e["interval"]
+            span = f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else ""
+            typer.echo(
+                f"  {e['rank']:>2}. {e['metric']:24} {shown(e['agreement'], '+.3f', 7)}{span}"
+            )
     typer.echo(f"written: {folder / 'agree.json'}, {folder / 'agree.html'}")

@@ -371,6 +371,7 @@ class Agreement:
     def to_dict(self) -> dict[str, Any]:
         return {
             "conventions": CONVENTIONS,
+            "ranking": ranking(self.table),
             "images": self.images,
             "raters": self.raters,
             "alpha": self.alpha,
@@ -419,6 +420,35 @@ def read_agreement(path: str | Path) -> Agreement:
         return Agreement.from_dict(doc)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise ValueError(f"{path}: not an agree.json ({err})") from err
+
+
+def ranking(table: dict[str, dict[str, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """Per question, every metric ranked by how well it agrees with people: its Spearman
+    correlation with the raters' mean, negated for a metric where lower is better (HAL,
+    EXAG: agreeing shows as a negative correlation), its interval with it; strongest
+    first, metrics without a correlation last. A metric's variant (``exag@exag:ita``)
+    keeps its metric's direction."""
+    from metrics.catalog import CATALOG
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, by_q in table.items():
+        m = CATALOG.get(name.split("@", 1)[0])
+        sign = -1.0 if m is not None and m.better == "lower" else 1.0
+        for q, row in by_q.items():
+            r, iv = row.get("spearman"), row.get("spearman_interval")
+            out.setdefault(q, []).append(
+                {
+                    "metric": name,
+                    "agreement": None if r is None else sign * r,
+                    "interval": None if not iv else sorted([sign * iv[0], sign * iv[1]]),
+                    "n": row.get("n", 0),
+                }
+            )
+    for rows in out.values():
+        rows.sort(key=lambda x: (x["agreement"] is None, -(x["agreement"] or 0.0)))
+        for k, row in enumerate(rows, 1):
+            row["rank"] = k
+    return out
 
 
 def latest_answers(

@@ -317,3 +317,35 @@ def test_an_earlier_agree_json_reads_its_clipscore_as_clipscore100(tmp_path):
     (tmp_path / "bad" / "agree.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="not an agree.json"):
         read_agreement(tmp_path / "bad" / "agree.json")
+
+
+def test_metrics_are_ranked_by_agreement_in_their_direction(tmp_path):
+    """HAL counts faults: a correlation of -0.6 with people agrees more than FAITH's +0.4;
+    a variant keeps its metric's direction; a metric with no correlation comes last; the
+    page and the command show the ranking."""
+    from refine.human.agree import Agreement, ranking
+    from refine.present.report.agreement import render_agreement
+
+    def row(r, iv):
+        out = {"n": 9, "spearman": r, "spearman_interval": iv}
+        for s in ("kendall", "pearson"):
+            out |= {s: None, f"{s}_interval": None}
+        return out
+
+    table = {
+        "faith": {"faithfulness": row(0.4, (0.1, 0.7))},
+        "hal": {"faithfulness": row(-0.6, (-0.8, -0.2))},
+        "clipscore": {"faithfulness": row(None, None)},
+        "exag@exag:ita": {"faithfulness": row(-0.1, (-0.5, 0.3))},
+    }
+    got = ranking(table)["faithfulness"]
+    assert [e["metric"] for e in got] == ["hal", "faith", "exag@exag:ita", "clipscore"]
+    assert got[0]["agreement"] == pytest.approx(0.6) and got[0]["interval"] == [0.2, 0.8]
+    assert got[2]["agreement"] == pytest.approx(0.1) and got[2]["interval"] == [-0.3, 0.5]
+    assert got[3]["agreement"] is None and [e["rank"] for e in got] == [1, 2, 3, 4]
+    html = render_agreement(Agreement(images=9, raters=["a"], alpha={}, table=table))
+    first = html.index("<table>", html.index("Metrics ranked by agreement with people"))
+    assert (
+        html.index('data-rank="1"', first) < html.index("HAL", first) < html.index("FAITH", first)
+    )
+    assert "EXAG [exag:ita]" in html

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from metrics.ahead import faithfulness, score_images
 from refine.evaluate.references import find_references
@@ -377,40 +378,73 @@ def test_a_profile_names_its_generator_with_its_options(tmp_path):
 
 
 def test_baselines_in_a_bench(world, siglip_path, options, tmp_path, monkeypatch):
-    """--baselines tifa,vqascore: TIFA's questions asked once per prompt and answered per
-    image, kept with the cell's images; each baseline a column of rows.csv and a mean with
-    an interval in the summary."""
+    """--baselines clipscore,vqascore,tifa: TIFA's questions asked once per prompt and
+    answered per image, kept with the cell's images; CLIPScore on the bench's CLIP; each
+    baseline a column of rows.csv and a mean with an interval in the summary; agree ranks
+    them by their agreement with people."""
+    from metrics.baselines import clipscore
+    from refine.backends import create
+    from refine.human.agree import agreement, load_ratings, stored_metrics
     from tests.fakes.gemini_world import TIFA_QUESTIONS, YES_LOGPROB, tifa_p
+    from tests.fakes.tiny_models import build_tiny_hf_clip
 
     monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))  # questions asked once
-    world.generate_by_model = {"gemini-3.1-flash-image": RED}
+    clip = build_tiny_hf_clip(tmp_path / "clip", seed=1)
+    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
     plan = BenchPlan(
-        generators=[GENS[0]],
+        generators=GENS[:2],  # a copy: a plan's list is its own
         prompts=plan_prompts(["Iran"], ACTS),
         images_per_prompt=2,
-        backends={"image_embedder": f"siglip:{siglip_path}"},
-        baselines=("tifa", "vqascore"),
+        backends={"image_embedder": f"hfclip:{clip}"},
+        baselines=("clipscore", "vqascore", "tifa"),
     )
     out = tmp_path / "b"
     summary = run_bench(plan, out, backend_options=options).summary
     assert sorted(world.tifa_asked) == sorted(
         f"A photorealistic photo of {a} in Iran." for a in ACTS
     )
-    assert len(world.tifa_answered) == len(ACTS) * 2 * len(TIFA_QUESTIONS)
-    p = [tifa_p(RED, q["question"]) for q in TIFA_QUESTIONS]
-    share = sum(x > 0.5 for x in p) / len(p)
+    assert len(world.tifa_answered) == 2 * len(ACTS) * 2 * len(TIFA_QUESTIONS)
+    colours = {GENS[0]: RED, GENS[1]: GREEN}
+    embedder = create("image_embedder", f"hfclip:{clip}", shared=False, device="cpu")
     for cell in BenchStore(out).records():
-        assert cell["baselines"] == ["tifa", "vqascore"]
+        assert cell["baselines"] == ["clipscore", "vqascore", "tifa"]
+        p = [tifa_p(colours[cell["generator"]], q["question"]) for q in TIFA_QUESTIONS]
         for im in cell["images"]:
-            assert im["tifa"] == share
+            assert im["tifa"] == sum(x > 0.5 for x in p) / len(p)
             # Soft-TIFA reads the same answers: no call of its own, so it comes with TIFA
             assert im["soft_tifa"] == pytest.approx(sum(p) / len(p), abs=1e-9)
             assert [a["p_yes"] for a in im["tifa_answers"]] == pytest.approx(p, abs=1e-9)
+            with Image.open(out / im["file"]) as picture:
+                e = embedder.encode_images([picture.convert("RGB")])
+            cos = float((e * embedder.encode_texts([cell["prompt"]])).sum())
+            assert im["clipscore"] == pytest.approx(clipscore(cos), abs=1e-5)
     rows = list(csv.DictReader((out / "rows.csv").open()))
-    assert {float(r["tifa"]) for r in rows} == {share}
-    yes = math.exp(YES_LOGPROB[RED])
-    assert {round(float(r["vqascore"]), 9) for r in rows} == {round(yes, 9)}
-    row = summary["generators"][GENS[0]]
-    lo, hi = row["tifa"]["interval"]
-    assert row["tifa"]["mean"] == share and lo <= share <= hi
-    assert row["vqascore"]["mean"] == pytest.approx(yes, abs=1e-9)
+    for g, colour in colours.items():
+        mine = [r for r in rows if r["generator"] == g]
+        yes = math.exp(YES_LOGPROB[colour])
+        assert {round(float(r["vqascore"]), 9) for r in mine} == {round(yes, 9)}
+        row = summary["generators"][g]
+        for name in ("clipscore", "vqascore", "tifa"):
+            lo, hi = row[name]["interval"]
+            assert lo <= row[name]["mean"] <= hi
+    # people rate the green images 5 and the red ones 1: TIFA (higher for green) agrees,
+    # VQAScore (higher for red, in this world) disagrees
+    ratings = tmp_path / "ratings.csv"
+    with open(ratings, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["image", "rater", "faithfulness"])
+        for r in rows:
+            for rater in ("a", "b"):
+                w.writerow(
+                    [str(out / r["file"]), rater, 5 if colours[r["generator"]] == GREEN else 1]
+                )
+    result = agreement(
+        load_ratings(ratings), stored_metrics([out]), ["clipscore", "vqascore", "tifa"]
+    )
+    ranked = result.to_dict()["ranking"]["faithfulness"]
+    order = [e["metric"] for e in ranked]
+    assert order.index("tifa") < order.index("vqascore")
+    top = ranked[order.index("tifa")]
+    assert top["agreement"] == pytest.approx(1.0) and top["rank"] == order.index("tifa") + 1
+    assert ranked[order.index("vqascore")]["agreement"] == pytest.approx(-1.0)
+    assert [e["rank"] for e in ranked] == [1, 2, 3]

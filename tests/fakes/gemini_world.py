@@ -180,20 +180,21 @@ TIFA_QUESTIONS = [
     {"element": "at home", "category": "location", "question": "Is the scene inside a home?"},
     {"element": "food", "category": "food", "question": "Is there food?"},
 ]
-TIFA_P = {
-    RED: {"people": 0.9, "eating": 0.4, "home": 0.2, "food": 0.7},
-    GREEN: {"people": 0.95, "eating": 0.8, "home": 0.6, "food": 0.5},
-    BLUE: {"people": 0.1, "eating": 0.1, "home": 0.3, "food": 0.2},
-    GREY: {"people": 0.5, "eating": 0.5, "home": 0.5, "food": 0.5},
+TIFA_P = {  # by the element each question checks
+    RED: {"people": 0.9, "eating": 0.4, "at home": 0.2, "food": 0.7},
+    GREEN: {"people": 0.95, "eating": 0.8, "at home": 0.6, "food": 0.3},
+    BLUE: {"people": 0.1, "eating": 0.1, "at home": 0.3, "food": 0.2},
+    GREY: {"people": 0.5, "eating": 0.5, "at home": 0.5, "food": 0.5},
 }
 
 
 def tifa_p(colour, question: str) -> float | None:
     """The judge's P("Yes") of a TIFA question for an image of ``colour`` (None: no TIFA
     question)."""
-    if not any(q["question"].rstrip("?") in question for q in TIFA_QUESTIONS):
-        return None
-    return next(p for word, p in TIFA_P[colour].items() if word in question)
+    for q in TIFA_QUESTIONS:
+        if q["question"].rstrip("?") in question:
+            return TIFA_P[colour][q["element"]]
+    return None
 
 
 _BUSY = threading.Lock()

@@ -10,6 +10,16 @@ from refine.present.charts import xy_plot
 from refine.present.html import document, escape, num, raw
 
 
+def _label(name: str) -> str:
+    """A metric's label, with its variant (``EXAG [exag:ita]``)."""
+    from metrics.catalog import CATALOG
+
+    base, _, variant = name.partition("@")
+    m = CATALOG.get(base)
+    shown = m.label if m is not None else base
+    return f"{shown} [{variant}]" if variant else shown
+
+
 def render_agreement(result: Any) -> str:
     """One self-contained HTML page: the raters' alpha per question, per metric and
     question the three correlations with their intervals, and a scatter per metric."""
@@ -38,6 +48,18 @@ def render_agreement(result: Any) -> str:
             rows.append(
                 f"<tr><td>{escape(m)}</td><td>{escape(q)}</td><td>{row['n']}</td>{cells}</tr>"
             )
+    from refine.human.agree import ranking
+
+    ranked = []
+    for q, entries in ranking(result.table).items():
+        for e in entries:
+            ranked.append(
+                f'<tr><td>{escape(q)}</td><td data-rank="{e["rank"]}">{e["rank"]}</td>'
+                f"<td>{escape(_label(e['metric']))}</td><td>{e['n']}</td>"
+                f'<td data-metric="{escape(e["metric"])}" data-question="{escape(q)}" '
+                f'data-agreement="{raw(e["agreement"])}">{fig(e["agreement"], e["interval"])}'
+                "</td></tr>"
+            )
     plots = []
     for m, by_q in result.points.items():
         q = "faithfulness" if "faithfulness" in by_q else next(iter(by_q))
@@ -54,6 +76,12 @@ def render_agreement(result: Any) -> str:
         "metric can hope to reach: interval treats the 1-5 answers as distances (a 2 and a "
         "4 disagree four times as much as a 2 and a 3); ordinal uses only their order.</p>"
         + (f'<ul class="muted">{notes}</ul>' if notes else "")
+        + "<h2>Metrics ranked by agreement with people</h2>"
+        "<p class=\"muted\">Per question, each metric's Spearman correlation with the raters' "
+        "mean, with its 95% interval, taken in the direction that means agreeing (negated "
+        "for HAL, EXAG and the other metrics where lower is better): the table a paper "
+        "shows.</p><table><tr><th>question</th><th>rank</th><th>metric</th><th>n</th>"
+        f"<th>agreement (Spearman)</th></tr>{''.join(ranked)}</table>"
         + "<h2>Raters' agreement</h2><table><tr><th>question</th><th>alpha (interval)</th>"
         f"<th>alpha (ordinal)</th></tr>{alpha}</table>"
         "<h2>Metrics against people</h2><table><tr><th>metric</th><th>question</th><th>n</th>"
