@@ -118,6 +118,41 @@ JUDGE_RATED = ("judge_align", "judge_hal")
 JUDGE_SCALED = ("vie_sc",)
 
 
+# the baselines the assessor computes when asked (the catalog's group "baseline")
+BASELINES = (
+    "clipscore",
+    "pickscore",
+    "hpsv2",
+    "cure",
+    "caire_probe",
+    "imagereward",
+    "vqascore",
+    *JUDGE_RATED,
+    *JUDGE_SCALED,
+    "vie_overall",
+    "tifa",
+    "soft_tifa",
+)
+
+
+def parse_baselines(text: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Baseline names from ``a,b`` (``all``: every one; ``none`` or nothing: none); a
+    ValueError names one that is not a baseline."""
+    names = text.split(",") if isinstance(text, str) else list(text or ())
+    names = [n.strip() for n in names if n.strip()]
+    if names in (["none"], []):
+        return ()
+    if names == ["all"]:
+        return BASELINES
+    unknown = [n for n in names if n not in BASELINES]
+    if unknown:
+        raise ValueError(
+            f"no baseline {', '.join(map(repr, unknown))}; baselines: {', '.join(BASELINES)} "
+            "(or all, none)"
+        )
+    return tuple(dict.fromkeys(names))
+
+
 @dataclass(frozen=True)
 class JudgeRating:
     """The judge's expected 1-5 rating for one image and one baseline, and how it was read

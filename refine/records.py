@@ -580,6 +580,14 @@ class RunSpec(_Record):
         },
     )
     caire_top_k: int = Field(20, ge=1)
+    # the metrics the papers compare against, recorded beside FAITH on every candidate (the
+    # catalog's group "baseline"); the loop still decides on FAITH and quality
+    baselines: list[str] = Field(
+        default_factory=list,
+        description="Baselines to record beside FAITH on every candidate, e.g. "
+        '"clipscore,vqascore" (all: every one); the loop decides on FAITH and quality.',
+        json_schema_extra={**_RUN, "given": "list", "placeholder": "clipscore, vqascore"},
+    )
     # the round-0 prompt is also rendered in these languages, each followed round by round
     # with the same instructions; with an SoS bank every image gets its SoS
     prompt_languages: list[str] = Field(
@@ -620,6 +628,13 @@ class RunSpec(_Record):
         "missed ones are asked for in the next edit.",
         json_schema_extra={**_RUN, "given": "path"},
     )
+
+    @field_validator("baselines")
+    @classmethod
+    def _baselines(cls, v: list[str]) -> list[str]:
+        from metrics.baselines import parse_baselines
+
+        return list(parse_baselines(v))
 
 
 class Run(_Record):

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from metrics.baselines import JUDGE_RATED, JUDGE_SCALED, JudgeRating, TifaAnswer
+from metrics.baselines import (  # noqa: F401 (BASELINES, parse_baselines: their home)
+    BASELINES,
+    JUDGE_RATED,
+    JUDGE_SCALED,
+    JudgeRating,
+    TifaAnswer,
+    parse_baselines,
+)
 from metrics.vqascore import VqaAnswer
 from refine.assets import prompt_template
 
@@ -29,21 +36,6 @@ if TYPE_CHECKING:
 
 # AHEaD Tab. 29-31's answer format: "score is <num>"
 MLLM_PREFIX = "score is "
-# the baselines the assessor computes when asked (the catalog's group "baseline")
-BASELINES = (
-    "clipscore",
-    "pickscore",
-    "hpsv2",
-    "cure",
-    "caire_probe",
-    "imagereward",
-    "vqascore",
-    *JUDGE_RATED,
-    *JUDGE_SCALED,
-    "vie_overall",
-    "tifa",
-    "soft_tifa",
-)
 # the baselines that read TIFA's questions and answers
 TIFA = ("tifa", "soft_tifa")
 # the most questions the language model writes about one prompt
@@ -58,24 +50,6 @@ class TifaQuestion(BaseModel):
 
 class TifaQuestions(BaseModel):
     questions: list[TifaQuestion] = Field(default_factory=list)
-
-
-def parse_baselines(text: str | Sequence[str] | None) -> tuple[str, ...]:
-    """Baseline names from ``a,b`` (``all``: every one; ``none`` or nothing: none); a
-    ValueError names one that is not a baseline."""
-    names = text.split(",") if isinstance(text, str) else list(text or ())
-    names = [n.strip() for n in names if n.strip()]
-    if names in (["none"], []):
-        return ()
-    if names == ["all"]:
-        return BASELINES
-    unknown = [n for n in names if n not in BASELINES]
-    if unknown:
-        raise ValueError(
-            f"no baseline {', '.join(map(repr, unknown))}; baselines: {', '.join(BASELINES)} "
-            "(or all, none)"
-        )
-    return tuple(dict.fromkeys(names))
 
 
 def needs_llm(compare: Sequence[str]) -> bool:

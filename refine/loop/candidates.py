@@ -204,7 +204,7 @@ class CandidateMaker:
             store.save_image(f"round_{k:02d}_c{j}.png", image) for j, image in enumerate(images)
         ]
         self.emit(StageStarted(round=k, stage="observe", n=len(images)))
-        assessor = self.assessor()
+        assessor = self.assessor(run.spec)
         done = assessor.assess_many(
             images, run.references, run.spec.tau, run.spec.max_per_dimension
         )
@@ -234,7 +234,7 @@ class CandidateMaker:
         """Save one image, assess it, and measure its drift from the parent."""
         name = store.save_image(f"round_{k:02d}_c{j}.png", image)
         self.emit(StageStarted(round=k, stage="observe", candidate=j))
-        assessor = self.assessor()
+        assessor = self.assessor(run.spec)
         a = assessor.assess(image, run.references, run.spec.tau, run.spec.max_per_dimension)
         _add(timings, a.timings)
         drift = None

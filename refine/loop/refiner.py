@@ -156,9 +156,11 @@ class Refiner:
         other.baselines = self.baselines
         return other
 
-    def assessor(self) -> Assessor:
-        """An assessor on this refiner's models, counting into the current run's calls."""
-        return Assessor(self.backends, self.calls, self.baselines, self.qualities)
+    def assessor(self, spec: RunSpec | None = None) -> Assessor:
+        """An assessor on this refiner's models, counting into the current run's calls,
+        scoring the baselines ``spec`` asks for beside FAITH."""
+        compare = tuple(spec.baselines) if spec is not None else ()
+        return Assessor(self.backends, self.calls, self.baselines, self.qualities, compare)
 
     # -- public API --------------------------------------------------------------------
 
@@ -448,7 +450,7 @@ class Refiner:
         self._emit(_decided(r))
 
     def _after_round(self, run: Run, store: RunStore, r: Round) -> None:
-        ctx = StepContext(self.backends, store, self._emit, self.calls, self.assessor())
+        ctx = StepContext(self.backends, store, self._emit, self.calls, self.assessor(run.spec))
         for step in self.steps:
             step.after_round(run, r, ctx)
 

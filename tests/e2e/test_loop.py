@@ -354,3 +354,32 @@ def test_the_language_model_writes_the_instruction_by_default(
     html = render_run(tmp_path / run.id)
     assert "instruction (language model, gemini:gemini-3.8-flash)" in html
     assert 'class="changes"' in html and "built from" in html
+
+
+def test_baselines_are_recorded_beside_faith_and_decide_nothing(world, backends, options, tmp_path):
+    """--baselines vqascore: every candidate of every round carries VQAScore for the
+    generation prompt (the stand-in judge's yes for its colour), and the rounds are decided
+    as without it."""
+    import math
+
+    from refine.records import RunSpec
+    from tests.fakes.gemini_world import YES_LOGPROB
+
+    r = refiner(backends, options)
+    plain = begin(r, ACT, COUNTRY, out=tmp_path, rounds=2, target=1.0, max_drift=2.0)
+    run = begin(r, ACT, COUNTRY, out=tmp_path, rounds=2, target=1.0, max_drift=2.0,
+                baselines=["vqascore"])  # fmt: skip
+    assert run.spec.baselines == ["vqascore"]
+    assert [x.decision for x in run.rounds] == [x.decision for x in plain.rounds]
+    store = RunStore(tmp_path / run.id)
+    seen = set()
+    for rnd in run.rounds:
+        for c in rnd.candidates:
+            shown = colour(store, c.image)
+            seen.add(shown)
+            want = math.exp(YES_LOGPROB[shown])
+            assert c.scores.value("vqascore") == pytest.approx(want, abs=1e-9)
+    assert RED in seen and len(seen) >= 2  # the first image and its edits
+    assert all(c.scores.value("vqascore") is None for x in plain.rounds for c in x.candidates)
+    with pytest.raises(ValueError, match="no baseline 'clipscore9'"):
+        RunSpec(activity=ACT, country=COUNTRY, baselines=["clipscore9"])
