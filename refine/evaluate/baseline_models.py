@@ -147,7 +147,10 @@ def embedder(ck: Checkpoint, device: str | None = None) -> Any:
 
     options: dict[str, Any] = {} if device is None else {"device": device}
     if ck.kind == "hfclip":
-        own = ck.path and (Path(ck.path) / "preprocessor_config.json").is_file()
+        own = ck.path and any(  # a folder with a processor of its own (either layout)
+            (Path(ck.path) / f).is_file()
+            for f in ("preprocessor_config.json", "processor_config.json")
+        )
         if ck.processor and not own:  # a folder without a processor of its own: the one named
             options["processor"] = ck.processor
         return create("image_embedder", f"hfclip:{ck.path or ck.repo}", **options)

@@ -93,6 +93,14 @@ def test_pickscore_on_a_checkpoint_in_its_layout(tmp_path):
     # fp32 over 16-d projections, times a scale near 14: equal to 1e-4 on any CPU
     assert [c.value for c in got] == pytest.approx(want, abs=1e-4)
     assert len({round(v, 6) for v in want}) == 3  # three images, three scores
+    # a folder holding a processor of its own is read with it (no other repository asked)
+    whole = build_tiny_hf_clip(tmp_path / "whole", seed=3)
+    own = pickscore_of(
+        model_readings(
+            ["pickscore"], images(), PROMPT, parse_baseline_models([f"pickscore={whole}"]), "cpu"
+        )
+    )
+    assert [c.value for c in own] == pytest.approx(want, abs=1e-4)
 
 
 def test_hpsv2_on_a_checkpoint_in_its_layout(tmp_path):
@@ -294,3 +302,34 @@ def test_imagereward_on_a_checkpoint_in_its_layout(tmp_path):
     with pytest.raises(ValueError, match="no ImageReward.pt"):
         model_readings(["imagereward"], images(), PROMPT,
                        parse_baseline_models([f"imagereward={bad}"]), "cpu")  # fmt: skip
+
+
+def test_a_bench_keeps_cells_scored_on_the_checkpoints_asked_for(world, tmp_path):
+    """A bench whose PickScore is a local checkpoint: its cells say which, are kept (and
+    summarised) when run again with it, and made again with another."""
+    from refine.harness.tasks.bench import run_bench
+    from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+    from tests.conftest import loop_options
+    from tests.fakes.tiny_models import build_tiny_hf_clip
+
+    clip = build_tiny_hf_clip(tmp_path / "clip", seed=1)
+    other = build_tiny_hf_clip(tmp_path / "other", seed=2)
+    plan = BenchPlan(
+        generators=["gemini:gemini-3.1-flash-image"],
+        prompts=plan_prompts(["Iran"], ["people eating food at home"]),
+        images_per_prompt=1,
+        backends={"image_embedder": f"hfclip:{clip}"},
+        baselines=("pickscore",),
+        baseline_models=(f"pickscore={clip}",),
+    )
+    out = tmp_path / "b"
+    first = run_bench(plan, out, backend_options=loop_options()).summary
+    row = first["generators"]["gemini:gemini-3.1-flash-image"]
+    assert row["prompts"] == 1 and row["pickscore"]["mean"] is not None
+    made = world.log.count("generate")
+    again = run_bench(plan, out, backend_options=loop_options()).summary
+    assert world.log.count("generate") == made  # kept
+    assert again["generators"]["gemini:gemini-3.1-flash-image"]["pickscore"] == row["pickscore"]
+    plan.baseline_models = (f"pickscore={other}",)
+    run_bench(plan, out, backend_options=loop_options())
+    assert world.log.count("generate") == made + 1  # scored on another checkpoint: made again

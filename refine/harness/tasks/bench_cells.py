@@ -33,6 +33,7 @@ BENCH_CELLS = CellFormat(
         "tau",
         "expectations",
         "baselines",
+        "baseline_models",
         "photos",
         "scorer",
     ),
