@@ -14,12 +14,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from metrics.quality import BAD, GOOD, clip_iqa
-from refine.backends.imports import require
-from refine.backends.loading import load_or_explain, pick_dtype, serialised_load
-from refine.backends.siglip_embedder import SiglipEmbedder, _features
+from refine.backends.siglip_embedder import SiglipEmbedder
 
 if TYPE_CHECKING:
-    import torch
     from PIL import Image
 
 
@@ -41,57 +38,25 @@ class HFClipEmbedder(SiglipEmbedder):
         super().__init__(model, device, dtype, batch_size, revision)
         self.processor_name = processor
 
-    @property
-    def id(self) -> str:
-        return f"hfclip:{self.model_name}" + (f"@{self.revision}" if self.revision else "")
+    prefix = "hfclip"
+    # CLIP reads each text up to its end token: padded to the longest, masked
+    text_padding: Any = True
 
-    @serialised_load(lambda self: self.model is not None)
-    def load(self) -> HFClipEmbedder:
-        if self.model is None:
-            transformers = require("transformers", "transformers", "the hfclip: embedders")
-            dtype = pick_dtype(self.device, self.dtype_name)
-            name = self.model_name
-            model = load_or_explain(
-                name,
-                lambda: transformers.AutoModel.from_pretrained(
-                    name, dtype=dtype, revision=self.revision
-                ),
+    def text_inputs(self, batch: Any) -> dict[str, Any]:
+        return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+    def check_model(self, model: Any) -> None:
+        if not hasattr(model, "get_image_features") or hasattr(model, "logit_bias"):
+            raise ValueError(
+                f"{self.model_name} is a {type(model).__name__}, not a CLIP model (a SigLIP "
+                "loads as siglip:)"
             )
-            if not hasattr(model, "get_image_features") or hasattr(model, "logit_bias"):
-                raise ValueError(
-                    f"{name} is a {type(model).__name__}, not a CLIP model (a SigLIP loads "
-                    "as siglip:)"
-                )
-            source = self.processor_name or name
-            revision = None if self.processor_name else self.revision
-            self.processor = load_or_explain(
-                source,
-                lambda: transformers.AutoProcessor.from_pretrained(source, revision=revision),
-            )
-            self.model = model.to(self.device).eval()
-        return self
 
-    def encode_texts(self, texts: Sequence[str]) -> torch.Tensor:
-        import torch
-
-        self.load()
-        chunks = []
-        with torch.inference_mode():
-            for start in range(0, len(texts), self.batch_size):
-                # CLIP reads each text up to its end token: padded to the longest, masked
-                batch = self.processor(
-                    text=list(texts[start : start + self.batch_size]),
-                    padding=True,
-                    truncation=True,
-                    return_tensors="pt",
-                ).to(self.device)
-                feats = _features(
-                    self.model.get_text_features(
-                        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
-                    )
-                )
-                chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1))
-        return torch.cat(chunks).clone()
+    def processor_source(self) -> tuple[str, str | None]:
+        """The processor named (PickScore's is CLIP-H's), else the model's own."""
+        if self.processor_name:
+            return self.processor_name, None
+        return self.model_name, self.revision
 
     def logit_scale(self) -> float:
         """CLIP's learned temperature: cosines times this are the model's logits."""

@@ -46,14 +46,31 @@ class SiglipEmbedder:
         self.model: Any = None
         self.processor: Any = None
 
+    prefix = "siglip"  # the backend's name in the registry
+    # SigLIP was trained on texts padded to the maximum length, and reads no mask
+    text_padding: Any = "max_length"
+
+    def text_inputs(self, batch: Any) -> dict[str, Any]:
+        """What the text tower reads of a tokenized batch."""
+        return {"input_ids": batch["input_ids"]}
+
     @property
     def id(self) -> str:
-        return f"siglip:{self.model_name}" + (f"@{self.revision}" if self.revision else "")
+        return f"{self.prefix}:{self.model_name}" + (f"@{self.revision}" if self.revision else "")
+
+    def check_model(self, model: Any) -> None:
+        """A ValueError unless ``model`` is what this embedder reads (a SigLIP)."""
+        if not hasattr(model, "get_image_features") or not hasattr(model, "logit_bias"):
+            raise ValueError(f"{self.model_name} is a {type(model).__name__}, not a SigLIP model")
+
+    def processor_source(self) -> tuple[str, str | None]:
+        """Where the processor comes from: (folder or hub id, revision)."""
+        return self.model_name, self.revision
 
     @serialised_load(lambda self: self.model is not None)
     def load(self) -> SiglipEmbedder:
         if self.model is None:
-            transformers = require("transformers", "transformers", "the siglip: embedders")
+            transformers = require("transformers", "transformers", f"the {self.prefix}: embedders")
             dtype = pick_dtype(self.device, self.dtype_name)
             name = self.model_name
             model = load_or_explain(
@@ -62,11 +79,11 @@ class SiglipEmbedder:
                     name, dtype=dtype, revision=self.revision
                 ),
             )
-            if not hasattr(model, "get_image_features") or not hasattr(model, "logit_bias"):
-                raise ValueError(f"{name} is a {type(model).__name__}, not a SigLIP model")
+            self.check_model(model)
+            source, revision = self.processor_source()
             self.processor = load_or_explain(
-                name,
-                lambda: transformers.AutoProcessor.from_pretrained(name, revision=self.revision),
+                source,
+                lambda: transformers.AutoProcessor.from_pretrained(source, revision=revision),
             )
             self.model = model.to(self.device).eval()
         return self
@@ -107,14 +124,13 @@ class SiglipEmbedder:
         chunks = []
         with torch.inference_mode():
             for start in range(0, len(texts), self.batch_size):
-                # SigLIP was trained on texts padded to the maximum length
                 batch = self.processor(
                     text=list(texts[start : start + self.batch_size]),
-                    padding="max_length",
+                    padding=self.text_padding,
                     truncation=True,
                     return_tensors="pt",
                 ).to(self.device)
-                feats = _features(self.model.get_text_features(input_ids=batch["input_ids"]))
+                feats = _features(self.model.get_text_features(**self.text_inputs(batch)))
                 chunks.append(torch.nn.functional.normalize(feats.float(), dim=-1))
         return torch.cat(chunks).clone()
 
