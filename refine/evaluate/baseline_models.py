@@ -74,6 +74,8 @@ CHECKPOINTS: dict[str, Checkpoint] = {
 # the file beside ImageReward.pt that sizes its text encoder
 MED_CONFIG = "med_config.json"
 _REWARDS: dict[tuple, Any] = {}
+# the local path of each hub file found this process, by (repo, file)
+_FILES: dict[tuple[str, str], str] = {}
 # the baselines whose formula reads a CLIP's logit scale
 NEEDS_SCALE = ("pickscore",)
 # the baselines whose images are made square as their authors' code makes them: the
@@ -191,10 +193,14 @@ def fetch_file(ck: Checkpoint, on_bytes: Callable[[int, int], None] | None = Non
 
     from refine.backends.loading import load_or_explain
 
+    key = (ck.repo, ck.file)
+    if on_bytes is None and key in _FILES:  # found once: no hub request per batch scored
+        return _FILES[key]
     kwargs: dict[str, Any] = {"repo_id": ck.repo, "filename": ck.file}
     if on_bytes is not None:
         kwargs["tqdm_class"] = _follow(on_bytes)
-    return load_or_explain(f"{ck.repo}/{ck.file}", lambda: hf_hub_download(**kwargs))
+    _FILES[key] = load_or_explain(f"{ck.repo}/{ck.file}", lambda: hf_hub_download(**kwargs))
+    return _FILES[key]
 
 
 def download(

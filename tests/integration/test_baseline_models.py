@@ -333,3 +333,23 @@ def test_a_bench_keeps_cells_scored_on_the_checkpoints_asked_for(world, tmp_path
     plan.baseline_models = (f"pickscore={other}",)
     run_bench(plan, out, backend_options=loop_options())
     assert world.log.count("generate") == made + 1  # scored on another checkpoint: made again
+
+
+def test_a_hub_file_is_looked_up_once_per_process(monkeypatch, tmp_path):
+    """Scoring batch after batch asks the hub (or its cache) for an open_clip file once."""
+    import huggingface_hub
+
+    from refine.evaluate import baseline_models
+
+    asked = []
+
+    def hf_hub_download(repo_id, filename, **kw):
+        asked.append((repo_id, filename))
+        return str(tmp_path / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", hf_hub_download)
+    monkeypatch.setattr(baseline_models, "_FILES", {})
+    ck = replace(CHECKPOINTS["hpsv2"], repo="me/hps-test")
+    first = baseline_models.fetch_file(ck)
+    assert baseline_models.fetch_file(ck) == first == str(tmp_path / "HPS_v2_compressed.pt")
+    assert asked == [("me/hps-test", "HPS_v2_compressed.pt")]
