@@ -78,7 +78,7 @@ def bench_cmd(
     out: Path = typer.Option(
         Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."
     ),
-    baselines: str = baselines_option(),
+    baselines: str = baselines_option("clipscore"),
     baseline_model: list[str] = baseline_model_option(),
     expectations: bool = typer.Option(
         False,
@@ -165,6 +165,15 @@ def bench_cmd(
                 f"{p['other']} - {p['base']}: {head} {p['mean_difference']:+.4f} over "
                 f"{p['prompts']} prompts, better on {100 * p['share_improved']:.0f}%"
             )
+    for name in plan.baselines:
+        got = [
+            f"{g} {_with_interval(row[name]).strip()}"
+            for g, row in summary["generators"].items()
+            if name in row
+        ]
+        why = summary.get("missing", {}).get(name)
+        if got or why:
+            typer.echo(f"{name}: " + ("; ".join(got) if got else f"not computed: {why}"))
     variants = _variants(summary)
     if variants:
         from metrics.catalog import made_by

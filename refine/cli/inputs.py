@@ -292,12 +292,12 @@ def tau_option() -> Any:
     return spec_option("tau")
 
 
-def baselines_option() -> Any:
-    """``--baselines`` as ``score`` and ``bench`` take it."""
+def baselines_option(default: str = "none") -> Any:
+    """``--baselines`` as ``score`` and ``bench`` take it (``bench``'s default: clipscore)."""
     import typer
 
     return typer.Option(
-        "none",
+        default,
         "--baselines",
         help="Baselines to score beside FAITH, comma-separated (clipscore, pickscore, hpsv2, "
         "cure, caire_probe, imagereward, vqascore, judge_align, judge_hal, vie_sc, "

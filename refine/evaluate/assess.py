@@ -343,20 +343,25 @@ class Assessor:
         images: Sequence[Image.Image],
         given: dict[str, Sequence[Any]] | None = None,
         failed: dict[str, str] | None = None,
+        only: Sequence[str] | None = None,
+        known: Sequence[dict[str, Any]] | None = None,
     ) -> tuple[list[dict[str, Computed]], dict[str, str]]:
         """Every image metric the catalog computes, for each image (its value None where it
         was not computed), and why any was not for the batch. ``given``: the readings the
         assessor took (:data:`refine.evaluate.readings.GIVEN`), ``failed``: those it could
-        not take, and why. A metric that reads only what depends on the image alone is
-        cached per image and the run's models."""
+        not take, and why; ``only``: these metrics alone, ``known``: each image's values
+        computed before, which they may read. A metric that reads only what depends on the
+        image alone is cached per image and the run's models."""
         out: list[dict[str, Computed]] = [{} for _ in images]
-        values: list[dict[str, float | None]] = [{} for _ in images]
+        values: list[dict[str, float | None]] = [dict(k) for k in known or [{} for _ in images]]
         notes: dict[str, str] = {}
         readings = Readings(self.backends, images, values, given, failed)
         # every model the run has: a reading may come from any of them
         models = tuple(sorted(self.backends.names.items()))
         cache = self.qualities.computed
         for m in computing_order("image"):
+            if only is not None and m.name not in only:
+                continue
             keys = None
             if set(m.reads) <= PER_IMAGE:
                 keys = [(m.name, models, _digest(im)) for im in images]
@@ -529,11 +534,7 @@ class Assessor:
 
     def drift(self, parent: Image.Image, child: Image.Image) -> Drift:
         """How far an edit moved from its parent: cosine of image embeddings and SSIM."""
-        with self.backends.using("image_embedder") as embedder:
-            e = embedder.encode_images([parent, child]).cpu().numpy()
-        return Drift(
-            embedding_cosine=cosine(e[0], e[1]), ssim=ssim(parent, child), embedder=embedder.id
-        )
+        return self.drifts(parent, [child])[0]
 
 
 def _match(m: Any) -> Match:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from refine.backends.selection import Backends
-    from refine.records import ReferencePack
+    from refine.records import ReferencePack, Scores
 
 # AHEaD Tab. 29-31's answer format: "score is <num>"
 MLLM_PREFIX = "score is "
@@ -228,3 +228,51 @@ def vqa_calls(judge: Any, answers: Sequence[VqaAnswer]) -> int:
     sampled."""
     samples = int(getattr(judge, "samples", 1) or 1)
     return sum(1 if a.mode == "logprobs" else samples for a in answers)
+
+
+def rescored(
+    assessor: Any,
+    images: Sequence[Image.Image],
+    refs: ReferencePack,
+    names: Sequence[str],
+    known: Sequence[dict[str, Any]],
+) -> list[Scores]:
+    """The baselines ``names`` of images an :class:`refine.evaluate.assess.Assessor`
+    scored before (their other values ``known``, by catalog name), read from the images
+    alone: what a bench cell kept without them gains, with no new observation, matching,
+    EXAG or quality reading. Each image's :class:`Scores` holds the baselines (and TIFA's
+    answers) alone: those asked for, and those their readings give with them (soft_tifa
+    beside tifa, vie_sc beside vie_overall)."""
+    from refine.records import Scores
+
+    names = parse_baselines(names)
+    given = baseline_readings(
+        assessor.backends,
+        assessor.calls,
+        names,
+        images,
+        refs,
+        assessor.llm_cache,
+        assessor.baseline_models,
+    )
+    kept = "not read again: the images' other scores are kept"
+    failed = {r: kept for r in ("matching", "exaggeration_answers", "quality_ratings")}
+    got, notes = assessor.computed(images, given, failed, only=BASELINES, known=known)
+    out = []
+    for row, tifa in zip(got, given["tifa_answers"], strict=True):
+        row = {n: c for n, c in row.items() if n in names or c.value is not None}
+        out.append(
+            Scores(
+                values={n: c.value for n, c in row.items()},
+                variants={
+                    n: c.variant for n, c in row.items() if c.value is not None and c.variant
+                },
+                notes={
+                    n: notes.get(n) or c.note or ""
+                    for n, c in row.items()
+                    if c.value is None and (c.note or n in notes)
+                },
+                tifa=list(tifa) if tifa is not None else None,
+            )
+        )
+    return out

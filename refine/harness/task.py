@@ -127,6 +127,11 @@ class CellTask(Task):
         """Whether a cell on record was made the way this plan makes cells."""
         raise NotImplementedError
 
+    def top_up(self, job: Any, cell: Cell, made_with: Any) -> Any:
+        """The job that brings a kept cell that is not reusable up to date without making
+        it again (scoring its saved images for what it lacks), or None: make it again."""
+        return None
+
     def progress(self, cell: Cell) -> str:
         """One line about a finished cell."""
         raise NotImplementedError
@@ -149,10 +154,23 @@ class CellTask(Task):
 
     def begin(self, made_with: Any, workers: list[str]) -> list[Any]:
         jobs = self.jobs()
-        done = {c.key for c in self.store.cells() if self.reusable(c, made_with)}
-        self.todo = [job for job in jobs if self.job_key(job) not in done]
+        cells = self.store.cells()
+        done = {c.key for c in cells if self.reusable(c, made_with)}
+        last = latest(cells)
+        self.todo, again = [], 0
+        for job in jobs:
+            key = self.job_key(job)
+            if key in done:
+                continue
+            topped = self.top_up(job, last[key], made_with) if key in last else None
+            again += topped is not None
+            self.todo.append(topped if topped is not None else job)
         self.countdown = Countdown(len(self.todo))
-        self.emit(f"{self.name} in {self.store.dir}: {len(self.todo)} of {len(jobs)} cell(s) to do")
+        rescored = f" ({again} of them kept, scored again from their images)" if again else ""
+        self.emit(
+            f"{self.name} in {self.store.dir}: {len(self.todo)} of {len(jobs)} cell(s) to do"
+            f"{rescored}"
+        )
         return self.todo
 
     def done(self, job: Any, cell: Cell, worker: str) -> None:

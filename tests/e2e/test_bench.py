@@ -5,6 +5,7 @@ bench stored; a killed bench goes on; the leaderboard holds the same values."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import re
@@ -15,6 +16,7 @@ from PIL import Image
 
 from metrics.ahead import faithfulness, score_images
 from refine.evaluate.references import find_references
+from refine.harness.cells import latest
 from refine.harness.engine import EngineOptions
 from refine.harness.tasks.bench import run_bench
 from refine.harness.tasks.bench_cells import BenchStore
@@ -196,6 +198,13 @@ def test_bench_from_the_command_line(world, siglip_path, tmp_path):
     assert doc["config"]["prompts"] == [[ACTS[0], "Iran"]] and doc["config"]["tau"] == 0.52
     assert [c["generator"] for c in doc["cells"]] == GENS[:2]  # the plan's order
     assert "embeddings" not in doc["cells"][0]  # kept in cells.jsonl only
+    # CLIPScore, the default baseline, needs a CLIP: with a SigLIP the bench says why not
+    assert doc["config"]["baselines"] == ["clipscore"]
+    why = doc["summary"]["missing"]["clipscore"]
+    assert why.startswith("CLIPScore needs a CLIP image embedder") and "siglip:" in why
+    assert f"clipscore: not computed: {why}" in done.stdout
+    page = (tmp_path / "b" / "bench.html").read_text()
+    assert "Baselines asked for and not computed" in page and "CLIPScore needs a CLIP" in page
     bad = cli("bench", "--countries", "Atlantis", "--out", str(tmp_path / "c"))
     assert bad.returncode == 2 and "no country 'Atlantis'" in bad.stderr
     bad = cli("bench", "--countries", "France", "--out", str(tmp_path / "c"))
@@ -399,14 +408,30 @@ def test_baselines_in_a_bench(world, siglip_path, options, tmp_path, monkeypatch
         baselines=("clipscore", "vqascore", "tifa"),
     )
     out = tmp_path / "b"
-    summary = run_bench(plan, out, backend_options=options).summary
+    # a bench made without them first: asked for later, the baselines are read from the
+    # kept images, with nothing generated, observed or judged for FAITH again
+    first = run_bench(dataclasses.replace(plan, baselines=()), out, backend_options=options)
+    assert not world.tifa_asked
+    made, told = len(world.log), []
+    summary = run_bench(plan, out, backend_options=options, on_event=told.append).summary
+    assert "4 of 4 cell(s) to do (4 of them kept, scored again from their images)" in told[0]
+    # the language model's questions (one a prompt), and one judge call an image for
+    # VQAScore and one a question and image for TIFA: no observation, generation or rating
+    asked = world.log[made:]
+    assert sorted(set(asked)) == ["judge", "observe"], asked
+    assert asked.count("observe") == len(ACTS)
+    assert asked.count("judge") == 2 * len(ACTS) * 2 * (1 + len(TIFA_QUESTIONS))
+    for g in GENS[:2]:
+        assert summary["generators"][g]["faith"] == first.summary["generators"][g]["faith"]
     assert sorted(world.tifa_asked) == sorted(
         f"A photorealistic photo of {a} in Iran." for a in ACTS
     )
     assert len(world.tifa_answered) == 2 * len(ACTS) * 2 * len(TIFA_QUESTIONS)
     colours = {GENS[0]: RED, GENS[1]: GREEN}
     embedder = create("image_embedder", f"hfclip:{clip}", shared=False, device="cpu")
-    for cell in BenchStore(out).records():
+    cells = latest(BenchStore(out).cells()).values()
+    assert len(cells) == 4
+    for cell in (c.record() for c in cells):
         assert cell["baselines"] == ["clipscore", "vqascore", "tifa"]
         p = [tifa_p(colours[cell["generator"]], q["question"]) for q in TIFA_QUESTIONS]
         for im in cell["images"]:

@@ -306,7 +306,7 @@ def test_imagereward_on_a_checkpoint_in_its_layout(tmp_path):
 
 def test_a_bench_keeps_cells_scored_on_the_checkpoints_asked_for(world, tmp_path):
     """A bench whose PickScore is a local checkpoint: its cells say which, are kept (and
-    summarised) when run again with it, and made again with another."""
+    summarised) when run again with it, and their images scored again with another."""
     from refine.harness.tasks.bench import run_bench
     from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
     from tests.conftest import loop_options
@@ -331,8 +331,14 @@ def test_a_bench_keeps_cells_scored_on_the_checkpoints_asked_for(world, tmp_path
     assert world.log.count("generate") == made  # kept
     assert again["generators"]["gemini:gemini-3.1-flash-image"]["pickscore"] == row["pickscore"]
     plan.baseline_models = (f"pickscore={other}",)
-    run_bench(plan, out, backend_options=loop_options())
-    assert world.log.count("generate") == made + 1  # scored on another checkpoint: made again
+    moved = run_bench(plan, out, backend_options=loop_options())
+    # scored on another checkpoint: the kept image is scored again on it, not made again
+    assert world.log.count("generate") == made
+    (cell,) = moved.cells
+    assert cell["baseline_models"]["pickscore"].endswith(str(other))
+    now = moved.summary["generators"]["gemini:gemini-3.1-flash-image"]
+    assert now["faith"] == row["faith"]
+    assert now["pickscore"]["mean"] != pytest.approx(row["pickscore"]["mean"], rel=1e-3)
 
 
 def test_a_hub_file_is_looked_up_once_per_process(monkeypatch, tmp_path):

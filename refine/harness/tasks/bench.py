@@ -33,6 +33,7 @@ from refine.harness.results import Results
 from refine.harness.task import CellTask, run_task
 from refine.harness.tasks.bench_cells import BENCH_CELLS, CellMaker
 from refine.harness.tasks.bench_plan import BenchPlan, activity_category
+from refine.harness.tasks.bench_rescore import RESCORE, images_kept, missing_baselines
 from refine.harness.tasks.bench_summary import image_rows, row_fields, summarise
 
 
@@ -66,27 +67,25 @@ class BenchTask(CellTask):
     def jobs(self) -> list[tuple[str, str, str]]:
         return [(g, a, c) for g in self.plan.generators for a, c in self.plan.prompts]
 
-    def job_key(self, job: tuple[str, str, str]) -> tuple[Any, ...]:
-        return (*job, tuple(self.seeds))
+    def job_key(self, job: tuple[str, ...]) -> tuple[Any, ...]:
+        return (*job[:3], tuple(self.seeds))
 
-    def label(self, job: tuple[str, str, str]) -> str:
-        return f"{job[0]}: {job[1]} ({job[2]})"
+    def label(self, job: tuple[str, ...]) -> str:
+        again = " (its baselines, from its images)" if job[3:] == (RESCORE,) else ""
+        return f"{job[0]}: {job[1]} ({job[2]}){again}"
 
     def reusable(self, cell: Cell, scoring: Any) -> bool:
-        """Made with the same seeds and scored the same way."""
-        tau, _, scorer = scoring
-        given = cell.inputs
-        return (
-            given["seeds"] == self.seeds
-            and given.get("tau") == tau
-            and given.get("scorer") == scorer
-            and bool(given.get("expectations")) == self.plan.expectations
-            and set(self.plan.baselines) <= set(given.get("baselines") or ())
-            and all(
-                (given.get("baseline_models") or {}).get(n) == where
-                for n, where in self.plan.checkpoints().items()
-            )
-        )
+        """Made with the same seeds, scored the same way, with every baseline asked for."""
+        return missing_baselines(cell, self.plan, self.seeds, scoring) == []
+
+    def top_up(self, job: tuple[str, str, str], cell: Cell, scoring: Any) -> Any:
+        """A kept cell made the same way but without some of the baselines asked for is
+        scored for them from its saved images, not made again."""
+        if missing_baselines(cell, self.plan, self.seeds, scoring) and images_kept(
+            cell, self.folder
+        ):
+            return (*job, RESCORE)
+        return None
 
     def progress(self, cell: Cell) -> str:
         given = cell.inputs

@@ -19,6 +19,7 @@ from refine.evaluate.reference_source import ReferenceSource
 from refine.harness.cells import Cell, CellFormat, CellStore
 from refine.harness.generators import checked_generators, generate
 from refine.harness.tasks.bench_plan import BenchPlan, activity_category
+from refine.harness.tasks.bench_rescore import RESCORE, why_missing
 from refine.profiles import load_profile
 
 BENCH_CELLS = CellFormat(
@@ -98,9 +99,14 @@ class CellMaker:
         """(tau, where it comes from, the scoring models' ids): what a cell is scored with."""
         return self.tau, self.tau_source, self.scoring
 
-    def make(self, job: tuple[str, str, str], tell: Any = None) -> Cell:
-        """Generate, save and score the images of one (generator, activity, country) job."""
+    def make(self, job: tuple[str, ...], tell: Any = None) -> Cell:
+        """Generate, save and score the images of one (generator, activity, country) job;
+        a job ending in :data:`RESCORE` scores its kept cell's images for the baselines
+        the cell lacks instead."""
+        if len(job) == 4 and job[3] == RESCORE:
+            from refine.harness.tasks.bench_rescore import rescore
 
+            return rescore(self, (job[0], job[1], job[2]))
         plan, scorer, seeds, store = self.plan, self.scorer, self.seeds, self.store
         gen_name, act, country = job
         began = time.perf_counter()
@@ -155,7 +161,7 @@ class CellMaker:
                 "qvendi": quality_weighted(vendi, faiths),
             },
             images=[
-                _image_record(f, s, a, ex)
+                _image_record(f, s, a, ex, plan.baselines)
                 for f, s, a, ex in zip(files, seeds, assessed, checked, strict=True)
             ],
             data={"embeddings": emb.tolist()},
@@ -166,7 +172,9 @@ class CellMaker:
         )
 
 
-def _image_record(file: str, seed: int, assessed: Any, checked: Any) -> dict[str, Any]:
+def _image_record(
+    file: str, seed: int, assessed: Any, checked: Any, baselines: Any = ()
+) -> dict[str, Any]:
     scores = assessed.scores
     record = {
         "file": file,
@@ -178,6 +186,8 @@ def _image_record(file: str, seed: int, assessed: Any, checked: Any) -> dict[str
     }
     if scores.tifa is not None:  # TIFA's questions and the judge's answers
         record["tifa_answers"] = [dataclasses.asdict(a) for a in scores.tifa]
+    if why := why_missing(scores, baselines):  # a baseline asked for and not computed
+        record["missing"] = why
     if checked is not None:
         record["explicit_met"] = checked.explicit_met
         record["implicit_met"] = checked.implicit_met

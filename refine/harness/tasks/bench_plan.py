@@ -24,8 +24,9 @@ class BenchPlan:
     # also list each prompt's cultural expectations (the scorer's llm, cached) and check
     # them on every image (the judge)
     expectations: bool = False
-    # the baselines scored beside FAITH on every image (the catalog's group "baseline")
-    baselines: tuple[str, ...] = ()
+    # the baselines scored beside FAITH on every image (the catalog's group "baseline");
+    # CLIPScore costs no model call
+    baselines: tuple[str, ...] = ("clipscore",)
     # checkpoints in place of the baselines' own, as NAME=WHERE (--baseline-model)
     baseline_models: tuple[str, ...] = ()
 

@@ -41,6 +41,7 @@ def summarise(cells: list[Cell], generators: Sequence[str], seed: int = 42) -> d
                 same = [c for c in mine if c.inputs.get("category") == cat]
                 by_category[cat] = _stats(same, seed)
         out["categories"][g] = by_category
+    out["missing"] = missing_baselines(cells)
     base = generators[0] if generators else None
     for other in generators[1:]:
         a, b = _headline_by_prompt(cells, base), _headline_by_prompt(cells, other)
@@ -58,6 +59,19 @@ def summarise(cells: list[Cell], generators: Sequence[str], seed: int = 42) -> d
             }
         )
     return out
+
+
+def missing_baselines(cells: list[Cell]) -> dict[str, str]:
+    """Each baseline asked for that no image has a value of, and why (the first reason
+    recorded): a column the leaderboard cannot show, said rather than left out."""
+    why: dict[str, str] = {}
+    got: set[str] = set()
+    for c in cells:
+        for im in c.images:
+            for m, reason in (im.get("missing") or {}).items():
+                why.setdefault(m, reason)
+            got |= {m for m in c.inputs.get("baselines") or () if im.get(m) is not None}
+    return {m: w for m, w in why.items() if m not in got}
 
 
 def _headline_by_prompt(

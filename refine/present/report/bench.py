@@ -78,9 +78,16 @@ def render_bench_leaderboard(folder: str | Path, results: Results) -> str:
             f"<tr><td>{escape(g)}</td><td>{s['prompts']}</td><td>{s['images']}</td>"
             f"{cells_html}</tr>"
         )
+    missing = "".join(
+        f"<li>{escape(m)}: {escape(why)}</li>" for m, why in summary.get("missing", {}).items()
+    )
     table = (
         '<table class="leaderboard"><tr><th>generator</th><th>prompts</th><th>images</th>'
         f"{head}</tr>{''.join(rows)}</table>"
+    ) + (
+        f'<p class="muted">Baselines asked for and not computed:</p><ul>{missing}</ul>'
+        if missing
+        else ""
     )
     bars = []
     for country in sorted({c for g in names for c in summary["countries"][g]}):
