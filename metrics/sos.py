@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from metrics.baselines import clipscore
+
 
 def _check_embeddings(embeddings, n_labels: int | None = None) -> np.ndarray:
     e = np.asarray(embeddings, dtype=np.float64)
@@ -146,3 +148,44 @@ def sos_scores(
     bank = bank or SosBank.build(embeddings, cultures, languages)
     per_image = bank.score(embeddings, cultures, languages)
     return per_image, mean_by_pair(per_image, cultures, languages), bank
+
+
+# SoS Sec. 4.2: an image's tendency, named as the human annotators' options are
+SEMANTIC, SURFACE = "semantic", "surface"
+
+
+def sos_label(sos: float) -> str | None:
+    """The tendency an image's SoS says (Eq. 1: positive with the semantics of the prompt,
+    negative with the surface of its language); None at exactly 0."""
+    return SEMANTIC if sos > 0 else SURFACE if sos < 0 else None
+
+
+def caption_label(semantic_cos: float, surface_cos: float) -> str | None:
+    """SoS Sec. 4.2's caption classifier: Hessel's CLIPScore (2.5 x max(cos, 0)) of the
+    image with the caption naming the prompt's culture and with the one naming the
+    culture of the prompt's language; the higher names the tendency (None on a tie, as
+    when both cosines are at or below 0)."""
+    sem, sur = clipscore(semantic_cos), clipscore(surface_cos)
+    return SEMANTIC if sem > sur else SURFACE if sur > sem else None
+
+
+def label_agreement(
+    predicted: Sequence[str | None], reference: Sequence[str | None]
+) -> dict[str, float | int | None]:
+    """How a classifier's labels match reference labels, where both give one (SoS Tab. 2's
+    columns): ``n``, ``accuracy`` (the share equal), ``precision_surface`` and
+    ``precision_semantic`` (of the images it calls surface, or semantic, the share the
+    reference calls so too); None where nothing is counted."""
+    if len(predicted) != len(reference):
+        raise ValueError(f"{len(predicted)} labels against {len(reference)}")
+    both = [(p, r) for p, r in zip(predicted, reference, strict=True) if p and r]
+
+    def share(pairs: list[tuple[str, str]]) -> float | None:
+        return sum(p == r for p, r in pairs) / len(pairs) if pairs else None
+
+    return {
+        "n": len(both),
+        "accuracy": share(both),
+        "precision_surface": share([b for b in both if b[0] == SURFACE]),
+        "precision_semantic": share([b for b in both if b[0] == SEMANTIC]),
+    }

@@ -115,14 +115,39 @@ def report_cmd(
     out: Path = typer.Option(None, "--out", help="The HTML file (default BANK_DIR/report.html)."),
     top: int = typer.Option(5, "--top", min=1, help="Show the images of this many pairs."),
     as_json: bool = typer.Option(False, "--json", help="Print the analysis as JSON."),
+    classifiers: str = typer.Option(
+        "none",
+        "--classifiers",
+        help="The SoS paper's caption classifiers to set beside SoS's labels: clipscore (the "
+        "bank's CLIP), mclip (a multilingual CLIP, hfclip:BAAI/AltCLIP-m9), all or none.",
+    ),
+    caption_model: list[str] = typer.Option(
+        [],
+        "--caption-model",
+        help="NAME=EMBEDDER: another CLIP for a classifier (mclip=hfclip:ID). Repeatable.",
+    ),
+    surface_cultures: Path = typer.Option(
+        None,
+        "--surface-cultures",
+        help="A JSON file of each language's culture, in place of the bundled choice.",
+    ),
 ) -> None:
     """SoS per (culture, language), per language, the strongly surface-led share, a heatmap
-    and the images of the most surface-led pairs, in one HTML file."""
+    and the images of the most surface-led pairs, in one HTML file; with --classifiers,
+    the paper's caption classifiers' agreement with SoS's labels."""
     from refine.evaluate.sos import BankError
+    from refine.evaluate.sos_captions import parse_caption_models, parse_classifiers
 
     try:
-        path, result = write_sos_report(bank_dir, out, top)
-    except BankError as err:
+        names = parse_classifiers(classifiers)
+        models = parse_caption_models(caption_model)
+    except ValueError as err:
+        raise UserInputError(f"--classifiers/--caption-model: {err}") from err
+    if surface_cultures is not None and not surface_cultures.is_file():
+        raise UserInputError(f"--surface-cultures: no file {surface_cultures}")
+    try:
+        path, result = write_sos_report(bank_dir, out, top, names, models, surface_cultures)
+    except (BankError, ValueError) as err:
         raise UserInputError(str(err)) from err
     if as_json:
         typer.echo(json.dumps({**result, "report": str(path)}, indent=2, ensure_ascii=False))
@@ -134,4 +159,7 @@ def report_cmd(
     )
     for lang, s in result["by_language"].items():
         typer.echo(f"  {lang:>3}: mean SoS {s['mean']:+.4f} over {s['pairs']} cultures")
+    for name, c in result.get("caption_classifiers", {}).get("classifiers", {}).items():
+        agree = "-" if c["accuracy"] is None else f"{c['accuracy']:.1%}"
+        typer.echo(f"{name} ({c['model']}) agrees with SoS on {agree} of {c['n']} images")
     typer.echo(f"report: {path}")

@@ -95,8 +95,16 @@ class Bank:
         return SosBank.load(self.path / "centroids.npz")
 
 
-def analyse(bank_dir: str | Path) -> dict[str, Any]:
-    """The analysis as plain data (what ``--json`` prints and the HTML shows)."""
+def analyse(
+    bank_dir: str | Path,
+    classifiers: tuple[str, ...] = (),
+    caption_models: dict[str, str] | None = None,
+    surface: str | Path | None = None,
+    device: str | None = None,
+) -> dict[str, Any]:
+    """The analysis as plain data (what ``--json`` prints and the HTML shows); with
+    ``classifiers``, the SoS paper's caption classifiers beside SoS's own labels
+    (:mod:`refine.evaluate.sos_captions`)."""
 
     bank = Bank(bank_dir)
     e, cultures, languages, images = bank.data()
@@ -139,6 +147,14 @@ def analyse(bank_dir: str | Path) -> dict[str, Any]:
             ),
         }
     led = [p for p in pairs if p["strongly_surface_led"]]
+    captioned = None
+    if classifiers:
+        from refine.evaluate.sos_captions import classify
+
+        captioned = classify(
+            bank, e, cultures, languages, images, per_image, classifiers, caption_models,
+            surface, device,
+        )  # fmt: skip
     return {
         "bank": str(bank.path),
         "concept": bank.manifest["settings"]["concept"],
@@ -153,4 +169,5 @@ def analyse(bank_dir: str | Path) -> dict[str, Any]:
         "by_language": by_language,
         "cultures": centroids.cultures,
         "languages": centroids.languages,
+        **({"caption_classifiers": captioned} if captioned is not None else {}),
     }

@@ -229,3 +229,117 @@ def test_cli_bank_and_report(capsys, models, siglip_path, tmp_path):
     assert "did you mean Japanese" in err and "unknown language 'xx'" in err
     code, _, err = run(capsys, "sos", "report", tmp_path)
     assert code == 2 and "not an SoS bank" in err
+
+
+def test_caption_classifiers_beside_sos(capsys, models, tmp_path):
+    """SoS Sec. 4.2's caption classifiers: for each image, the CLIPScore (2.5 x max(cos, 0))
+    of "A photo of a {c} person" with the prompt's culture and with its language's; the
+    higher is the label, compared with SoS's sign. CLIPScore on the bank's tiny CLIP (its
+    kept embeddings), mCLIP on a tiny AltCLIP loaded from its files (the images embedded
+    anew); every label and agreement recomputed here from the models' own embeddings."""
+    from PIL import Image
+
+    from metrics.baselines import clipscore
+    from tests.fakes.tiny_models import build_tiny_altclip, build_tiny_hf_clip
+    from tests.integration.test_caire_kb import run
+
+    generator, _, _ = models
+    captions = [f"A photo of a {c} person" for c in (*CULTURES, "US-american", "French")]
+    clip = lean_toward(build_tiny_hf_clip(tmp_path / "clip", seed=3), captions)
+    alt = lean_toward(build_tiny_altclip(tmp_path / "alt", seed=4), captions)
+    embedder = create("image_embedder", f"hfclip:{clip}", shared=False, device="cpu")
+    out = tmp_path / "bank"
+    build_bank(out, "person", CULTURES, LANGUAGES, generator, embedder, prompts_per_cell=2)
+    result = analyse(out, ("clipscore", "mclip"), {"mclip": f"hfclip:{alt}"})
+    got = result["caption_classifiers"]
+    assert got["surface_cultures"]["en"]["identity"] == "US-american"
+    e, cultures, languages, images = Bank(out).data()
+    sos = {
+        img: v for p in result["pairs"] for img, v in zip(p["images"], p["image_sos"], strict=True)
+    }
+    reference = [("semantic" if sos[i] > 0 else "surface") for i in images]
+    assert got["sos_labels"] == reference
+    surface = {"en": "US-american", "fr": "French", "ja": "Japanese"}
+    alt_embedder = create("image_embedder", f"hfclip:{alt}", shared=False, device="cpu")
+    for name, model, rows in (
+        ("clipscore", embedder, e),
+        ("mclip", alt_embedder, None),
+    ):
+        c = got["classifiers"][name]
+        if rows is None:
+            pictures = []
+            for i in images:
+                with Image.open(out / i) as im:
+                    pictures.append(im.convert("RGB"))
+            rows = model.encode_images(pictures).numpy()
+        want = []
+        for k, (culture, lang) in enumerate(zip(cultures, languages, strict=True)):
+            if surface[lang] == culture:  # Japanese prompted in Japanese: no tendency
+                want.append(None)
+                continue
+            t = model.encode_texts(
+                [f"A photo of a {culture} person", f"A photo of a {surface[lang]} person"]
+            ).numpy()
+            sem, sur = (clipscore(float(rows[k] @ t[j])) for j in (0, 1))
+            want.append("semantic" if sem > sur else "surface" if sur > sem else None)
+        assert c["labels"] == want, name
+        both = [(w, r) for w, r in zip(want, reference, strict=True) if w]
+        assert c["n"] == len(both) == len(images) - 2  # the two Japanese images in ja
+        assert c["accuracy"] == pytest.approx(sum(w == r for w, r in both) / len(both))
+        called = [r for w, r in both if w == "surface"]
+        if called:
+            assert c["precision_surface"] == pytest.approx(called.count("surface") / len(called))
+        fr = [
+            (w, r) for w, r, la in zip(want, reference, languages, strict=True) if w and la == "fr"
+        ]
+        assert c["by_language"]["fr"]["n"] == len(fr) == 6
+    assert got["classifiers"]["mclip"]["model"] == f"hfclip:{alt}"
+    # on the command line, with the page's table; a SigLIP is no CLIP, a bad name is refused
+    code, stdout, err = run(
+        capsys,
+        "sos",
+        "report",
+        out,
+        "--classifiers",
+        "all",
+        "--caption-model",
+        f"mclip=hfclip:{alt}",
+    )
+    assert code == 0, err
+    acc = got["classifiers"]["clipscore"]["accuracy"]
+    assert f"clipscore (hfclip:{clip}) agrees with SoS on {acc:.1%} of 16 images" in stdout
+    page = (out / "report.html").read_text()
+    assert 'data-classifier="mclip" data-language="all"' in page
+    code, _, err = run(capsys, "sos", "report", out, "--classifiers", "clip")
+    assert code == 2 and "no caption classifier 'clip'" in err
+    code, _, err = run(
+        capsys,
+        "sos",
+        "report",
+        out,
+        "--classifiers",
+        "mclip",
+        "--caption-model",
+        f"mclip=siglip:{tmp_path}",
+    )
+    assert code == 2 and "is not a CLIP" in err
+
+
+def lean_toward(folder, texts):
+    """A tiny CLIP whose images all lean toward the mean of ``texts``' embeddings (its
+    vision tower's last layer norm biased that way and its spread quartered), so that the
+    captions' cosines are positive and CLIPScore's clamp leaves them apart, as a trained
+    CLIP's are for pictures of people; saved in place."""
+    import torch
+    from transformers import AutoModel
+
+    embedder = create("image_embedder", f"hfclip:{folder}", shared=False, device="cpu")
+    d = embedder.encode_texts(texts).mean(0)
+    model = AutoModel.from_pretrained(folder)
+    w = model.visual_projection.weight.detach()
+    norm = model.vision_model.post_layernorm
+    with torch.no_grad():
+        norm.bias.copy_(torch.linalg.pinv(w) @ (d / d.norm() * 0.5 * w.norm()))
+        norm.weight.mul_(0.25)
+    model.save_pretrained(folder)
+    return folder

@@ -789,3 +789,64 @@ def build_tiny_image_reward(path: Path, seed: int = 0):
     state["blip.vision_proj.weight"] = torch.zeros(16, 64)
     torch.save(state, path / "ImageReward.pt")
     return path, (vision, text, head)
+
+
+def build_tiny_altclip(path: Path, seed: int = 0) -> Path:
+    """A random AltCLIP (transformers' ``AltCLIPModel``: a CLIP ViT and an XLM-R text
+    encoder, as BAAI/AltCLIP-m9), 32-wide with one layer per tower and 16-d projections,
+    with an XLM-R tokenizer over a small sentencepiece-style vocabulary, saved as the hub
+    checkpoint is (config, weights, the processor's files)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import (
+        AltCLIPConfig,
+        AltCLIPModel,
+        AltCLIPProcessor,
+        CLIPImageProcessor,
+        XLMRobertaTokenizerFast,
+    )
+
+    out = path / "tiny-altclip"
+    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    words = [f"\u2581{w}" for w in ("A", "a", "photo", "of", "person", "in", "")] + [
+        f"\u2581{w}" for w in ("Japanese", "Nigerian", "Mexican", "US-american", "French")
+    ]
+    letters = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-.'")
+    vocab = [(w, -float(i)) for i, w in enumerate(special + words + letters)]
+    tok = Tokenizer(models.Unigram(vocab, unk_id=3, byte_fallback=False))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>",
+        pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[("<s>", 0), ("</s>", 2)],
+    )
+    tokenizer = XLMRobertaTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+    )
+    layer = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 1}
+    cfg = AltCLIPConfig(
+        text_config={
+            **layer,
+            "vocab_size": len(vocab),
+            "num_attention_heads": 2,
+            "project_dim": 16,
+            "max_position_embeddings": 80,
+            "pad_token_id": 1,
+            "type_vocab_size": 1,
+        },
+        vision_config={**layer, "num_attention_heads": 2, "image_size": 32, "patch_size": 8},
+        projection_dim=16,
+    )
+    torch.manual_seed(seed)
+    AltCLIPModel(cfg).save_pretrained(out)
+    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    AltCLIPProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(out)
+    return out

@@ -89,3 +89,58 @@ def test_bank_rejects_unknown_labels_and_dimension_mismatch():
         bank.score(np.array([[1.0, 0.0, 0.0]]), ["iran"], ["fa"])
     with pytest.raises(ValueError, match="label rows"):
         SosBank.build(np.eye(2), ["a"], ["x"])
+
+
+def test_caption_classifier_labels_and_their_agreement_by_hand():
+    """SoS Sec. 4.2: the caption with the higher CLIPScore (2.5 x max(cos, 0)) names the
+    tendency; both cosines at or below 0 clamp to a tie (no label). SoS's own label is its
+    sign. Agreement and precision as Tab. 2 reports them."""
+    from metrics.sos import caption_label, label_agreement, sos_label
+
+    assert caption_label(0.31, 0.29) == "semantic"  # 0.775 against 0.725
+    assert caption_label(0.10, 0.12) == "surface"
+    assert caption_label(-0.2, -0.1) is None  # both clamp to 0
+    assert caption_label(0.0, -0.3) is None
+    assert caption_label(0.01, -0.3) == "semantic"
+    assert [sos_label(v) for v in (0.02, -0.01, 0.0)] == ["semantic", "surface", None]
+    got = label_agreement(
+        ["surface", "surface", "semantic", None, "semantic", "surface"],
+        ["surface", "semantic", "semantic", "surface", None, "surface"],
+    )
+    # counted where both label: pairs 1, 2, 3 and 6; equal on 1, 3 and 6
+    assert got == {
+        "n": 4,
+        "accuracy": 3 / 4,
+        "precision_surface": 2 / 3,
+        "precision_semantic": 1.0,
+    }
+    assert label_agreement([None], ["surface"])["accuracy"] is None
+    with pytest.raises(ValueError, match="2 labels against 1"):
+        label_agreement(["surface", None], ["surface"])
+
+
+def test_caption_pairs_and_the_surface_cultures_file(tmp_path):
+    from refine.evaluate.sos_captions import captions, parse_classifiers, surface_cultures
+
+    table = surface_cultures()
+    assert captions("person", "Nigerian", "fr", table) == (
+        "A photo of a Nigerian person",
+        "A photo of a French person",
+    )
+    assert captions("person", "Japanese", "ja", table) is None  # its own language
+    assert captions("people eating food at home", "Iran", "en", table) == (
+        "A photo of people eating food at home in Iran",
+        "A photo of people eating food at home in USA",
+    )
+    assert captions("person", "Nigerian", "xx", table) is None
+    assert parse_classifiers("all") == ("clipscore", "mclip")
+    with pytest.raises(ValueError, match="no caption classifier 'clip'"):
+        parse_classifiers("clip")
+    mine = tmp_path / "s.json"
+    mine.write_text('{"languages": {"en": {"identity": "British", "country": "UK"}}}')
+    assert captions("person", "Nigerian", "en", surface_cultures(mine))[1] == (
+        "A photo of a British person"
+    )
+    mine.write_text('{"en": "British"}')
+    with pytest.raises(ValueError, match="not a surface-cultures file"):
+        surface_cultures(mine)

@@ -59,18 +59,81 @@ def render(result: dict[str, Any], top: int = 5) -> str:
         f"<h2>Distribution per language</h2>{strip_plot(result)}"
         "<table><tr><th>language</th><th>pairs</th><th>mean</th><th>median</th><th>min</th>"
         f"<th>max</th><th>strongly surface-led</th></tr>{lang_rows}</table>"
-        f"<h2>The most surface-led pairs</h2>{galleries}"
+        f"{_classifiers(result)}<h2>The most surface-led pairs</h2>{galleries}"
         "<h2>Every pair</h2><table><tr><th>culture</th><th>language</th><th>images</th>"
         f"<th>mean SoS</th><th>median</th><th>strongly surface-led</th></tr>{rows}</table>"
     )
     return document("SoS report", body, f"Surface over Semantics: {result['concept']}")
 
 
-def write_sos_report(bank_dir: str | Path, out: str | Path | None = None, top: int = 5):
+def _classifiers(result: dict[str, Any]) -> str:
+    """The caption classifiers' agreement with SoS's labels (SoS Tab. 2's columns), overall
+    and per language."""
+    got = result.get("caption_classifiers")
+    if not got:
+        return ""
+
+    def pct(v: Any) -> str:
+        return "\u2013" if v is None else f"{100 * v:.1f}%"
+
+    rows = []
+    for name, c in got["classifiers"].items():
+        cells = (
+            c["n"],
+            pct(c["accuracy"]),
+            pct(c["precision_surface"]),
+            pct(c["precision_semantic"]),
+        )
+        rows.append(
+            f'<tr class="classifier" data-classifier="{escape(name)}" data-language="all" '
+            f'data-accuracy="{c["accuracy"]}"><td>{escape(name)} (<code>{escape(c["model"])}'
+            f"</code>)</td><td>all</td>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>"
+        )
+        for lang, a in c["by_language"].items():
+            cells = (
+                a["n"],
+                pct(a["accuracy"]),
+                pct(a["precision_surface"]),
+                pct(a["precision_semantic"]),
+            )
+            rows.append(
+                f'<tr data-classifier="{escape(name)}" data-language="{escape(lang)}"><td></td>'
+                f"<td>{escape(lang)}</td>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>"
+            )
+    surface = ", ".join(
+        f"{escape(lang)}: {escape(v['identity'])} / {escape(v['country'])}"
+        for lang, v in got["surface_cultures"].items()
+    )
+    unmapped = (
+        f"<p>Languages with no culture on record (their images get no label): "
+        f"{escape(', '.join(got['unmapped_languages']))}.</p>"
+        if got["unmapped_languages"]
+        else ""
+    )
+    return (
+        "<h2>Caption classifiers against SoS</h2><p>Each image's captions "
+        f"<code>{escape(got['template'])}</code> for the culture its prompt asked for and for "
+        "the culture of its prompt's language; the one with the higher CLIPScore (2.5 x "
+        "max(cos, 0)) names the tendency, compared with SoS's (positive: semantic, negative: "
+        f"surface). Images whose culture is their language's get none. Language cultures: "
+        f"{surface}.</p>{unmapped}<table><tr><th>classifier</th><th>language</th>"
+        "<th>images</th><th>agreement</th><th>precision (surface)</th>"
+        f"<th>precision (semantic)</th></tr>{''.join(rows)}</table>"
+    )
+
+
+def write_sos_report(
+    bank_dir: str | Path,
+    out: str | Path | None = None,
+    top: int = 5,
+    classifiers: tuple[str, ...] = (),
+    caption_models: dict[str, str] | None = None,
+    surface: str | Path | None = None,
+):
     """Analyse the bank and write its page (default ``BANK_DIR/report.html``); returns the
     page's path and the analysis."""
 
-    result = analyse(bank_dir)
+    result = analyse(bank_dir, classifiers, caption_models, surface)
     path = Path(out) if out else Path(bank_dir) / "report.html"
     atomic_write_text(path, render(result, top))
     return path, result
