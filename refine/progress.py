@@ -46,6 +46,12 @@ def duration_text(seconds: float) -> str:
     return f"{s // 3600} h {(s % 3600) // 60:02d} min"
 
 
+def bar(done: int, total: int, width: int = 20) -> str:
+    """A text progress bar, ``[#####...............]``, for terminals and logs alike."""
+    filled = width if total <= 0 else min(width, round(width * done / total))
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
 class Countdown:
     """The time left over ``total`` jobs, from the mean time of those done so far (jobs
     made side by side count as they end): ``about 2 min 10 s left``. ``clock`` is

@@ -95,7 +95,7 @@ def fetch_photos(
     """Download the manifest's photos of ``countries`` into ``folder`` (see the module
     docstring); returns what was found."""
     from refine.io.files import atomic_write_json
-    from refine.progress import Countdown
+    from refine.progress import Countdown, bar
 
     emit = emit or (lambda line: None)
     rows = manifest_rows(manifest)
@@ -132,8 +132,8 @@ def fetch_photos(
             left = countdown.tick()
             if finished[0] % 10 == 0 or finished[0] == len(todo):
                 emit(
-                    f"[{finished[0]}/{len(todo)}] photos, {len(done.dead)} dead"
-                    + (f" · {left}" if left else "")
+                    f"{bar(finished[0], len(todo))} {finished[0]}/{len(todo)} photos, "
+                    f"{len(done.dead)} dead" + (f" · {left}" if left else "")
                 )
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="photo") as pool:
@@ -168,11 +168,28 @@ def fetch_photos(
             }
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_json(record, {"commit": commit, "files": dict(sorted(files.items()))})
+    # and the report keeps what earlier fetches found of the other countries, and their
+    # dead links
+    found, dead = dict(done.found), list(done.dead)
+    report = folder / "report.json"
+    if report.is_file():
+        try:
+            earlier = json.loads(report.read_text(encoding="utf-8"))
+        except ValueError:
+            earlier = {}
+        for country, counts in (earlier.get("found") or {}).items():
+            if country not in wanted and isinstance(counts, dict):
+                found[country] = counts
+        dead += [
+            d
+            for d in earlier.get("dead") or []
+            if isinstance(d, dict) and d.get("country") not in wanted
+        ]
     atomic_write_json(
-        folder / "report.json",
+        report,
         {
-            "found": done.found,
-            "dead": sorted(done.dead, key=lambda d: (d["country"], d["activity"], d["url"])),
+            "found": dict(sorted(found.items())),
+            "dead": sorted(dead, key=lambda d: (d["country"], d["activity"], d["url"])),
             "unjoined": unjoined,
         },
     )

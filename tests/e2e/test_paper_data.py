@@ -191,8 +191,11 @@ def test_photos_kept_only_when_images_with_dead_links_reported(tmp_path, monkeyp
             writer.writerow(["file_path", "image_url", "country", "activity", "sub_activity"])
             for path, country, act, sub in rows:
                 writer.writerow([path, f"{server.url}/{path}", country, act, sub])
-        done = fetch_ahead(tmp_path / "d", ["Brazil"], server.url, photos=True).photos
+        said = []
+        done = fetch_ahead(tmp_path / "d", ["Brazil"], server.url, photos=True, emit=said.append)
+        done = done.photos
         assert (done.downloaded, done.kept) == (3, 0)
+        assert "[####################] 5/5 photos, 2 dead" in said  # the bar, full at the end
         assert sorted(d["reason"] for d in done.dead) == [
             "HTTP 404 Not Found",
             "not an image (UnidentifiedImageError)",
@@ -234,6 +237,10 @@ def test_photos_kept_only_when_images_with_dead_links_reported(tmp_path, monkeyp
     assert find_photo_set(phrase, "Spain", tmp_path / "d") is None
     kept_now = json.loads((done.folder / "photos.json").read_text())["files"]
     assert {m["country"] for m in kept_now.values()} == {"Brazil", "Iran"}
+    # and its report keeps Brazil's counts and dead links beside Iran's
+    report = json.loads((done.folder / "report.json").read_text())
+    assert report["found"] == {"Brazil": {phrase: 3}, "Iran": {phrase: 1}}
+    assert sorted(d["country"] for d in report["dead"]) == ["Brazil", "Brazil"]
     assert len(find_photo_set(phrase, "Brazil", tmp_path / "d").files) == 3
 
 
