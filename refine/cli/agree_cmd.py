@@ -43,6 +43,11 @@ def agree_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap intervals."),
     out: Path = typer.Option(None, "--out", help="Folder for agree.json and agree.html."),
     as_json: bool = typer.Option(False, "--json", help="Print agree.json."),
+    exclude_flagged: bool = typer.Option(
+        False,
+        "--exclude-flagged",
+        help="Leave out raters flagged by the study's attention checks and repeated items.",
+    ),
 ) -> None:
     """Join human ratings (the app's Rate view, or a file in the documented columns) to the
     metrics stored for the same images and report per metric Spearman, Kendall tau-b and
@@ -57,8 +62,9 @@ def agree_cmd(
             f"--metrics: unknown metric {unknown[0] if unknown else ''!r} "
             f"(metrics: {', '.join(known)})"
         )
+    excluded: list[str] = []
     try:
-        rated = load_ratings(ratings)
+        rated = load_ratings(ratings, exclude_flagged, excluded)
     except ValueError as err:
         raise UserInputError(f"--ratings: {err}") from err
     try:
@@ -87,6 +93,7 @@ def agree_cmd(
             raise UserInputError(f"--compute: {err}") from err
     result = agreement(rated, found, wanted, seed=seed, on_progress=progress)
     result.computed = computed
+    result.excluded = excluded
     if not result.table:
         raise UserInputError(
             "--source: no rated image has any of the metrics; --source the bench or run "

@@ -64,6 +64,14 @@ FIELDS = {
     "prompt",
     "activity",
     "country",
+    # a study's rows (refine.human.study): answers under a protocol
+    "protocol",
+    "kind",
+    "answers",
+    "reasons",
+    "options",
+    "passed",
+    "language",
 }
 
 
@@ -76,6 +84,7 @@ class Rating:
     prompt: str | None = None
     activity: str | None = None
     country: str | None = None
+    protocol: str | None = None  # the study's protocol (None: the quick questions' columns)
 
 
 def _list(value: Any, where: str, name: str) -> list[str]:
@@ -105,9 +114,14 @@ def _score(value: Any, where: str, name: str) -> float | None:
     return v
 
 
-def load_ratings(path: str | Path) -> list[Rating]:
+def load_ratings(
+    path: str | Path, exclude_flagged: bool = False, excluded: list[str] | None = None
+) -> list[Rating]:
     """The ratings of a file (see the module docstring). Every problem is listed in one
-    ValueError, one line each, naming the file, the line and what is wrong."""
+    ValueError, one line each, naming the file, the line and what is wrong. A study's rows
+    (under a protocol) give each scored question's score; attention checks and repeats
+    are not ratings. ``exclude_flagged``: leave out raters the protocol's checks flag
+    (their names added to ``excluded``)."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
@@ -133,10 +147,28 @@ def load_ratings(path: str | Path) -> list[Rating]:
                 except json.JSONDecodeError as err:
                     problems.append(f"{path}:{k}: not JSON ({err.msg})")
     out: list[Rating] = []
+    studies = _study_protocols(path, rows)
+    if exclude_flagged:
+        from refine.human.study import flags_of
+
+        for name, protocol in studies.items():
+            mine = [r for _, r in rows if isinstance(r, dict) and r.get("protocol") == name]
+            flagged = sorted(w for w, f in flags_of(mine, protocol).items() if f["flagged"])
+            if excluded is not None:
+                excluded += flagged
+            rows = [
+                (w, r)
+                for w, r in rows
+                if not (
+                    isinstance(r, dict) and r.get("protocol") == name and r.get("rater") in flagged
+                )
+            ]
     for where, row in rows:
         try:
             if not isinstance(row, dict):
                 raise ValueError(f"{where}: each rating is an object")
+            if row.get("protocol") and row.get("kind", "rate") != "rate":
+                continue  # an attention check or a repeat: how a rater attends, not a rating
             unknown = sorted(set(k for k in row if k) - FIELDS)
             if unknown:
                 raise ValueError(f"{where}: unknown column {unknown[0]!r}")
@@ -144,12 +176,15 @@ def load_ratings(path: str | Path) -> list[Rating]:
                 if not str(row.get(need) or "").strip():
                     raise ValueError(f"{where}: no {need}")
             answers = {}
-            for q in ("alignment", "faithfulness"):
-                v = _score(row.get(q), where, q)
-                if v is not None:
-                    answers[q] = v
-            shown = _list(row.get("expectations"), where, "expectations")
-            unmet = _list(row.get("unmet"), where, "unmet")
+            if row.get("protocol"):
+                answers, shown, unmet = _study_answers(row, studies, where)
+            else:
+                for q in ("alignment", "faithfulness"):
+                    v = _score(row.get(q), where, q)
+                    if v is not None:
+                        answers[q] = v
+                shown = _list(row.get("expectations"), where, "expectations")
+                unmet = _list(row.get("unmet"), where, "unmet")
             if unmet and not shown:
                 raise ValueError(f"{where}: unmet expectations need the expectations shown")
             stray = [s for s in unmet if s not in shown]
@@ -157,8 +192,10 @@ def load_ratings(path: str | Path) -> list[Rating]:
                 raise ValueError(f"{where}: unmet {stray[0]!r} is not among the expectations")
             if shown:
                 answers["expectations_met"] = 1.0 - len(unmet) / len(shown)
-            if not answers:
+            if not answers and not row.get("protocol"):
                 raise ValueError(f"{where}: no alignment or faithfulness rating")
+            if not answers:
+                continue  # a protocol whose answers are not scores (a forced choice)
             image = Path(str(row["image"]))
             image = image if image.is_absolute() else path.parent / image
             if not image.is_file():
@@ -176,6 +213,7 @@ def load_ratings(path: str | Path) -> list[Rating]:
                     row.get("prompt") or None,
                     row.get("activity") or None,
                     row.get("country") or None,
+                    row.get("protocol") or None,
                 )
             )
         except ValueError as err:
@@ -185,6 +223,53 @@ def load_ratings(path: str | Path) -> list[Rating]:
     if not out:
         raise ValueError(f"{path}: no ratings")
     return out
+
+
+def _study_protocols(path: Path, rows: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The protocols a file's study rows name: the set's own (``.study.json`` beside the
+    file) or a bundled one of that name."""
+    from refine.human.protocols import BUNDLED, Protocol, load_protocol
+
+    names = {str(r["protocol"]) for _, r in rows if isinstance(r, dict) and r.get("protocol")}
+    out: dict[str, Any] = {}
+    kept = path.parent / ".study.json"
+    if names and kept.is_file():
+        try:
+            own = Protocol.model_validate(json.loads(kept.read_text(encoding="utf-8"))["protocol"])
+            out[own.name] = own
+        except (ValueError, KeyError, TypeError):
+            pass
+    for name in sorted(names - set(out)):
+        if name not in BUNDLED:
+            raise ValueError(
+                f"{path}: ratings under the protocol {name!r}, which is neither bundled nor "
+                f"the set's own ({kept.name} beside the file)"
+            )
+        out[name] = load_protocol(name)
+    return out
+
+
+def _study_answers(
+    row: dict[str, Any], studies: dict[str, Any], where: str
+) -> tuple[dict[str, float], list[str], list[str]]:
+    """A study row's scores by question id, and the expectations shown and unmet (from a
+    checkbox question whose choices are the image's expectations)."""
+    protocol = studies[str(row["protocol"])]
+    given = row.get("answers")
+    if not isinstance(given, dict):
+        raise ValueError(f"{where}: answers must be an object")
+    unknown = sorted(set(given) - {q.id for q in protocol.questions})
+    if unknown:
+        raise ValueError(f"{where}: {unknown[0]!r} is not a question of {protocol.name}")
+    answers = protocol.scores(given)
+    shown: list[str] = []
+    unmet: list[str] = []
+    options = row.get("options") if isinstance(row.get("options"), dict) else {}
+    for q in protocol.questions:
+        if q.options_from == "expectations":
+            shown = _list(options.get(q.id), where, "expectations")
+            unmet = _list(given.get(q.id), where, "unmet")
+    return answers, shown, unmet
 
 
 # -- metrics stored for images ---------------------------------------------------------
@@ -343,10 +428,16 @@ class Agreement:
     replaced: int = 0  # answers replaced by the same rater's later answer to the image
     identical: list[list[str]] = field(default_factory=list)  # rated files of equal bytes
     ambiguous: list[str] = field(default_factory=list)  # rated files matching several
+    excluded: list[str] = field(default_factory=list)  # raters the study's checks flagged
 
     def notes(self) -> list[str]:
         """What was done to the ratings before counting, one line each."""
         out = []
+        if self.excluded:
+            out.append(
+                f"left out, flagged by the study's attention checks or repeated items: "
+                f"{', '.join(self.excluded)}"
+            )
         if self.replaced:
             out.append(
                 f"{self.replaced} answers replaced by the same rater's later answer to the "
@@ -382,6 +473,7 @@ class Agreement:
             "replaced": self.replaced,
             "identical": self.identical,
             "ambiguous": self.ambiguous,
+            "excluded": self.excluded,
             "points": {m: {q: [list(p) for p in ps] for q, ps in by_q.items()}
                        for m, by_q in self.points.items()},
         }  # fmt: skip
@@ -402,6 +494,7 @@ class Agreement:
             replaced=doc.get("replaced", 0),
             identical=doc.get("identical", []),
             ambiguous=doc.get("ambiguous", []),
+            excluded=doc.get("excluded", []),
         )  # fmt: skip
 
 
@@ -487,11 +580,9 @@ def agreement(
 
     answers, first, replaced = latest_answers(ratings)
     images = sorted(answers, key=str)
-    units = {
-        q: [list(answers[i].get(q, {}).values()) for i in images]
-        for q in QUESTIONS
-        if any(q in answers[i] for i in images)
-    }
+    asked = list(dict.fromkeys(q for i in images for q in answers[i]))
+    asked = [q for q in QUESTIONS if q in asked] + [q for q in asked if q not in QUESTIONS]
+    units = {q: [list(answers[i].get(q, {}).values()) for i in images] for q in asked}
     alpha = {q: krippendorff_alpha(u, "interval") for q, u in units.items()}
     ordinal = {q: krippendorff_alpha(u, "ordinal") for q, u in units.items()}
     found: dict[Path, dict[str, float]] = {}

@@ -33,7 +33,8 @@ class Item:
     prompt: str = ""
     expectations: tuple[str, ...] = ()
     activity: str | None = None
-    country: str | None = None
+    country: str | None = None  # an SoS bank's: the culture its prompt asked for
+    language: str | None = None  # an SoS bank's: the language of its prompt
 
 
 @dataclass
@@ -186,7 +187,7 @@ class RatingSet:
 
 _CACHE: OrderedDict[str, tuple[tuple, RatingSet]] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
-_INDEXES = ("run.json", "cells.jsonl", "concepts.jsonl", "prompts.json")
+_INDEXES = ("run.json", "cells.jsonl", "concepts.jsonl", "prompts.json", "bank.json")
 
 
 def _signature(folder: Path) -> tuple:
@@ -217,6 +218,22 @@ def _collect(root: Path, folder: Path, items: dict[str, Item]) -> bool:
             if rel:
                 items[rel] = Item(rel, prompt, expectations, run.spec.activity, run.spec.country)
         return True
+    if (folder / "bank.json").is_file():  # an SoS bank: culture and language per image
+        try:
+            bank = json.loads((folder / "bank.json").read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            bank = {}
+        for cell in (bank.get("cells") or {}).values():
+            prompts = list(cell.get("prompts") or [])
+            for name in cell.get("images") or []:
+                rel = plain_file_inside(root, folder / str(name))
+                k = _prompt_index(str(name))
+                prompt = prompts[k] if k is not None and k < len(prompts) else ""
+                if rel:
+                    items[rel] = Item(
+                        rel, prompt, (), None, cell.get("culture"), cell.get("language")
+                    )
+        return True
     for cells in ("cells.jsonl", "concepts.jsonl"):
         if (folder / cells).is_file():
             for line in (folder / cells).read_text(encoding="utf-8").splitlines():
@@ -236,6 +253,13 @@ def _collect(root: Path, folder: Path, items: dict[str, Item]) -> bool:
                         )
             return True
     return False
+
+
+def _prompt_index(name: str) -> int | None:
+    """The prompt an SoS bank's image was made from (``.../p{k}_s{seed}.png``)."""
+    stem = Path(name).stem
+    head = stem.split("_", 1)[0]
+    return int(head[1:]) if head.startswith("p") and head[1:].isdigit() else None
 
 
 def _plain(folder: Path, items: dict[str, Item]) -> None:
