@@ -30,6 +30,7 @@ from refine.cli.export_cmd import export_cmd
 from refine.cli.inputs import UserInputError, baseline_model_option, parsed_baseline_models
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.photos_cmd import photos_app
+from refine.cli.rate_cmd import rate_app
 from refine.cli.run_cmd import parse_backends, refs_app, run_cmd
 from refine.cli.sos_cmd import sos_app
 from refine.cli.tau_cmd import calibrate_tau_cmd
@@ -68,6 +69,7 @@ app.add_typer(sos_app, name="sos")
 app.add_typer(expectations_app, name="expectations")
 app.add_typer(data_app, name="data")
 app.add_typer(photos_app, name="photos")
+app.add_typer(rate_app, name="rate")
 app.command("run")(run_cmd)
 app.command("batch")(batch_cmd)
 app.command("score")(score_cmd)

@@ -23,6 +23,7 @@ from typing import Any
 from refine.io.files import append_jsonl, atomic_write_text, file_sha256, plain_file_inside
 
 RATINGS = "ratings.jsonl"
+ITEMS = "items.json"  # a packed rater's folder: its images and what they show
 RATERS = ".raters.json"  # rater name -> the hash of the app visitor who rates under it
 _APPEND = threading.Lock()
 
@@ -187,7 +188,7 @@ class RatingSet:
 
 _CACHE: OrderedDict[str, tuple[tuple, RatingSet]] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
-_INDEXES = ("run.json", "cells.jsonl", "concepts.jsonl", "prompts.json", "bank.json")
+_INDEXES = ("run.json", "cells.jsonl", "concepts.jsonl", "prompts.json", "bank.json", ITEMS)
 
 
 def _signature(folder: Path) -> tuple:
@@ -217,6 +218,25 @@ def _collect(root: Path, folder: Path, items: dict[str, Item]) -> bool:
             rel = plain_file_inside(root, folder / name)
             if rel:
                 items[rel] = Item(rel, prompt, expectations, run.spec.activity, run.spec.country)
+        return True
+    if (folder / ITEMS).is_file():  # a packed rater's folder (refine rate pack)
+        try:
+            listed = json.loads((folder / ITEMS).read_text(encoding="utf-8")).get("items")
+        except (json.JSONDecodeError, AttributeError):
+            listed = None
+        for entry in listed if isinstance(listed, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            rel = plain_file_inside(root, folder / str(entry.get("image", "")))
+            if rel:
+                items[rel] = Item(
+                    rel,
+                    str(entry.get("prompt") or ""),
+                    tuple(str(e) for e in entry.get("expectations") or ()),
+                    entry.get("activity"),
+                    entry.get("country"),
+                    entry.get("language"),
+                )
         return True
     if (folder / "bank.json").is_file():  # an SoS bank: culture and language per image
         try:

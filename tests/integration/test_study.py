@@ -202,3 +202,59 @@ def test_sos_choices_are_five_cultures_the_same_for_every_rater(tmp_path):
         study.record("r", slot.item.image, "rate", {"culture": "Martian"})
     row = study.record("r", slot.item.image, "rate", {"culture": slot.options["culture"][0]})
     assert row["options"]["culture"] == culture_options(slot.item)
+
+
+def test_pack_and_merge_round_trip_with_a_conflict_reported(tmp_path, capsys):
+    from refine.human.study import Study
+    from tests.integration.test_caire_kb import run
+
+    folder = bench_like(tmp_path / "set", countries=("Japan",) * 4)
+    out = tmp_path / "packed"
+    code, stdout, err = run(capsys, "rate", "pack", folder, "--raters", "4", "--out", out,
+                            "--protocol", "cube", "--seed", "7")  # fmt: skip
+    assert code == 0, err
+    doc = json.loads((out / "assignment.json").read_text())
+    # CUBE: 3 raters an image, balanced over 4 raters: 3 images each
+    assert doc["raters_per_image"] == 3
+    assert sorted(len(v) for v in doc["raters"].values()) == [3, 3, 3, 3]
+    counts = {}
+    for images in doc["raters"].values():
+        for im in images:
+            counts[im] = counts.get(im, 0) + 1
+    assert counts == {f"im{k}.png": 3 for k in range(4)}
+    # two raters rate in their own copies
+    for n, who in ((1, "aiko"), (2, "kenji")):
+        mine = Study.open(out / f"rater-0{n}")
+        assert mine.protocol.name == "cube" and mine.seed == 7
+        assert {it.country for it in mine.set.items} == {"Japan"}
+        mine.give_profile(who, JAPAN)
+        while (slot := mine.next_for(who)[0]) is not None:
+            mine.record(
+                who,
+                slot.item.image,
+                slot.kind,
+                {"relevance": "yes", "faithfulness": "4", "realism": "5"},
+            )
+    code, stdout, err = run(
+        capsys, "rate", "merge", out / "rater-01", out / "rater-02", "--into", folder
+    )
+    assert code == 0, err + stdout
+    assert "6 answers added, 0 already in the set, 2 profiles added, 0 conflicts" in stdout
+    assert set(Study.open(folder).profiles()) == {"aiko", "kenji"}
+    # merged again: nothing doubled; an answer changed since is a conflict, the set's kept
+    lines = (out / "rater-01" / "ratings.jsonl").read_text().splitlines()
+    changed = json.loads(lines[0])
+    changed["answers"]["realism"] = "1"
+    lines[0] = json.dumps(changed)
+    (out / "rater-01" / "ratings.jsonl").write_text("\n".join(lines) + "\n")
+    code, stdout, _ = run(
+        capsys, "rate", "merge", out / "rater-01", out / "rater-02", "--into", folder
+    )
+    assert code == 1
+    assert "0 answers added, 5 already in the set, 0 profiles added, 1 conflicts" in stdout
+    assert f"aiko on {changed['image']} (rate)" in stdout and "(kept)" in stdout
+    kept = [json.loads(x) for x in (folder / "ratings.jsonl").read_text().splitlines()]
+    assert len(kept) == 6 and all(r["answers"]["realism"] == "5" for r in kept)
+    assert {r["image"] for r in kept} <= {f"im{k}.png" for k in range(4)}
+    code, _, err = run(capsys, "rate", "pack", folder, "--raters", "2", "--out", out)
+    assert code == 2 and "not empty" in err
