@@ -186,11 +186,13 @@ APP_CSS = (
 }
 /* the other prompt languages' images: no empty panel for a run without them */
 #languages:not(:has(img)) { display: none; }
-/* the rating scales on one line at a phone's width (5 choices of 57 px wrapped in 274) */
-:is(#rate-alignment, #rate-faithfulness) .wrap { flex-wrap: nowrap; }
-:is(#rate-alignment, #rate-faithfulness) .wrap > label {
+/* the rating scales on one line at a phone's width (5 choices of 57 px wrapped in 274);
+   choices that are sentences (CUBE's, CAIRE's levels) one under another, read whole */
+.rate-scale .wrap { flex-wrap: nowrap; }
+.rate-scale .wrap > label {
   flex: 1 1 0; min-width: 0; padding: 6px 8px; justify-content: center;
 }
+.rate-choices .wrap { flex-direction: column; align-items: stretch; }
 """
 )
 

@@ -1,7 +1,7 @@
-"""Human ratings of a set of images (the app's Rate view): one image at a time in an order
-of the rater's own, the CulturalFrames questions, answers appended to ``ratings.jsonl``
-beside the images as they are given (nothing is lost on a reload; several raters share
-one file; ``refine agree`` reads it).
+"""The sets of images people rate (the app's Rate view, under a study's protocol:
+:mod:`refine.human.study`): one image at a time in an order of the rater's own, answers
+appended to ``ratings.jsonl`` beside the images as they are given (nothing is lost on a
+reload; several raters share one file; ``refine agree`` reads it).
 
 A set is a folder: a run (``run.json``: every image of the run, its prompt and
 expectations), a bench (``cells.jsonl``) or concepts folder (``concepts.jsonl``), a
@@ -14,13 +14,11 @@ from __future__ import annotations
 import json
 import random
 import threading
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from refine.io.files import append_jsonl, atomic_write_text, file_sha256, plain_file_inside
+from refine.io.files import atomic_write_text, plain_file_inside
 
 RATINGS = "ratings.jsonl"
 ITEMS = "items.json"  # a packed rater's folder: its images and what they show
@@ -113,77 +111,11 @@ class RatingSet:
             claims[rater] = visitor
             atomic_write_text(path, json.dumps(claims, indent=1, ensure_ascii=False))
 
-    def rated_by(self, rater: str) -> set[str]:
-        """The images ``rater`` has rated (a line cut by a kill is skipped)."""
-        done = set()
-        if self.ratings_path.is_file():
-            for line in self.ratings_path.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(row, dict) and row.get("rater") == rater:
-                    done.add(str(row.get("image")))
-        return done
-
     def order(self, rater: str) -> list[Item]:
         """The items in the rater's own random order (the same on every visit)."""
         items = list(self.items)
         random.Random(f"{rater}\x00{self.folder.name}").shuffle(items)
         return items
-
-    def next_for(self, rater: str) -> tuple[Item | None, int, int]:
-        """(the next image the rater has not rated or None, rated so far, in the set)."""
-        done = self.rated_by(rater)
-        rated = sum(it.image in done for it in self.items)
-        nxt = next((it for it in self.order(rater) if it.image not in done), None)
-        return nxt, rated, len(self.items)
-
-    def record(
-        self,
-        rater: str,
-        image: str,
-        alignment: Any,
-        faithfulness: Any,
-        unmet: list[str] | None = None,
-        comment: str = "",
-    ) -> dict[str, Any]:
-        """Append one rating (validated: both answers 1-5, unmet statements among the
-        image's expectations, a comment of at most 1000 characters) and sync it."""
-
-        it = self.item(image)
-        answers = {}
-        for name, value in (("alignment", alignment), ("faithfulness", faithfulness)):
-            try:
-                v = int(str(value).strip())
-            except (TypeError, ValueError):
-                raise ValueError(f"give the {name} rating (1-5)") from None
-            if not 1 <= v <= 5:
-                raise ValueError(f"the {name} rating must be 1-5, got {v}")
-            answers[name] = v
-        unmet = [str(u) for u in (unmet or [])]
-        stray = [u for u in unmet if u not in it.expectations]
-        if stray:
-            raise ValueError(f"{stray[0]!r} is not an expectation of this image")
-        comment = " ".join(str(comment or "").split())
-        if len(comment) > 1000:
-            raise ValueError("the comment is longer than 1000 characters")
-        row = {
-            "image": it.image,
-            "rater": rater,
-            **answers,
-            "expectations": list(it.expectations),
-            "unmet": unmet,
-            "comment": comment,
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "image_sha256": file_sha256(self.folder / it.image),
-            "prompt": it.prompt,
-            "activity": it.activity,
-            "country": it.country,
-        }
-        with _APPEND:
-            append_jsonl(self.ratings_path, row)
-        return row
 
 
 _CACHE: OrderedDict[str, tuple[tuple, RatingSet]] = OrderedDict()
@@ -194,7 +126,8 @@ _INDEXES = ("run.json", "cells.jsonl", "concepts.jsonl", "prompts.json", "bank.j
 def _signature(folder: Path) -> tuple:
     """What :meth:`RatingSet.open` depends on, cheaply: the folder's entries (but its
     ratings file), the modification times of its subfolders and the index files in both."""
-    entries = sorted(p for p in folder.iterdir() if p.name != RATINGS)
+    # a study's own files (.study.json, .profiles.json, .attention/) are not the set's
+    entries = sorted(p for p in folder.iterdir() if p.name != RATINGS and p.name[:1] != ".")
     out: list[tuple] = [tuple(p.name for p in entries)]
     for d in [folder, *(p for p in entries if p.is_dir() and not p.is_symlink())]:
         if d is not folder:

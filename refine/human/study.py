@@ -157,8 +157,12 @@ class Study:
                     row = json.loads(line)
                 except json.JSONDecodeError:
                     continue
-                if isinstance(row, dict) and row.get("protocol") == self.protocol.name:
+                if not isinstance(row, dict):
+                    continue
+                if row.get("protocol") == self.protocol.name:
                     out.append(row)
+                elif self.protocol.name == "quick" and "protocol" not in row:
+                    out.append(_earlier_quick(row))
         return out
 
     def next_for(self, rater: str) -> tuple[Slot | None, int, int]:
@@ -340,6 +344,24 @@ def consistent(protocol: Protocol, a: dict[str, Any], b: dict[str, Any]) -> bool
         elif a[q.id] != b[q.id]:
             return False
     return True
+
+
+def _earlier_quick(row: dict[str, Any]) -> dict[str, Any]:
+    """A rating the Rate view wrote before protocols (the quick questions' columns), read
+    as a study's answer."""
+    answers = {
+        q: str(row[q]) for q in ("alignment", "faithfulness") if row.get(q) not in (None, "")
+    }
+    if row.get("unmet"):
+        answers["unmet"] = list(row["unmet"])
+    return {
+        **row,
+        "protocol": "quick",
+        "kind": "rate",
+        "answers": answers,
+        "reasons": {"faithfulness": row["comment"]} if row.get("comment") else {},
+        "options": {"unmet": list(row.get("expectations") or [])},
+    }
 
 
 def culture_options(item: Item, seed: int = 0) -> list[str]:

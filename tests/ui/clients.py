@@ -45,3 +45,35 @@ def app_client(url: str, **options):
     if not url.startswith("http://"):
         raise ValueError(f"app_client is for a local plain-HTTP app, not {url!r}")
     return Client(url, verbose=False, ssl_verify=False, **options)
+
+
+# a rater's profile the Rate view's API takes (born, raised, residence, nationality,
+# languages, age band, consent)
+PROFILE = ("Iran", "Iran", "Iran", "Iran", "Persian, English", "25-34", True)
+SLOTS = 8  # the Rate view's question slots (ui.views.rate.SLOTS)
+
+
+def rate_begin(client, folder: str, rater: str, protocol: str | None = None):
+    """The Rate view's Begin (the set's own protocol unless one is named)."""
+    from ui.views.rate import OWN
+
+    return client.predict(folder, protocol or OWN, rater, api_name="/rate_begin")
+
+
+def rate_profile(client, folder: str, rater: str, profile=PROFILE):
+    return client.predict(folder, rater, *profile, api_name="/rate_profile")
+
+
+def rate_save(client, folder: str, rater: str, shown, answers: dict[int, Any]):
+    """Save answers to what ``shown`` (the view's last outputs) shows: ``answers`` maps
+    a slot to its (one choice, checkboxes, text, reason) values, or to a choice alone."""
+    values: list[Any] = []
+    for k in range(SLOTS):
+        given = answers.get(k)
+        if given is None:
+            values += [None, [], "", ""]
+        elif isinstance(given, tuple):
+            values += list(given)
+        else:
+            values += [given, [], "", ""]
+    return client.predict(folder, rater, shown[-2], shown[-1], *values, api_name="/rate_save")

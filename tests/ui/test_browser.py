@@ -685,14 +685,7 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
     )
 
     def begin():
-        box = pg.locator("#rate")
-        if not pg.locator("#rate-set input").first.is_visible():
-            box.get_by_text("Rate images (human ratings)").first.click()
-        # the set is picked from the list the view fills as it opens
-        pg.locator("#rate-set input").first.click()
-        pg.locator("li[role=option][aria-label='images: to-rate']").first.click()
-        pg.locator("#rate-rater textarea, #rate-rater input").first.fill("Ana")
-        pg.locator("#rate-begin").click()
+        rate_begin_in_page(pg, "images: to-rate", "Ana")
 
     def rate(align_key: str, faith_key: str, before: str) -> None:
         until(pg, "t => document.querySelector('#rate-status').innerText.includes(t)", arg=before)
@@ -703,12 +696,14 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
         pg.keyboard.press("Enter")
 
     begin()
+    give_profile_in_page(pg)  # once per set, before the first image
     rate("4", "w", "0 of 4 rated by Ana")
     rate("2", "t", "1 of 4 rated by Ana")
     rate("5", "q", "2 of 4 rated by Ana")
     until(pg, "() => document.querySelector('#rate-status').innerText.includes('3 of 4 rated')")
     rows = [json.loads(x) for x in (folder / "ratings.jsonl").read_text().splitlines()]
-    assert [(r["alignment"], r["faithfulness"]) for r in rows] == [(4, 2), (2, 5), (5, 1)]
+    got = [(r["answers"]["alignment"], r["answers"]["faithfulness"]) for r in rows]
+    assert got == [("4", "2"), ("2", "5"), ("5", "1")]
     pg.reload()
     pg.wait_for_selector("#start")
     begin()
@@ -718,7 +713,7 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
     )
     rows = [json.loads(x) for x in (folder / "ratings.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and {r["image"] for r in rows} == {f"im{k}.png" for k in range(4)}
-    assert rows[-1]["alignment"] == 3 and rows[-1]["faithfulness"] == 3
+    assert rows[-1]["answers"] == {"alignment": "3", "faithfulness": "3"}
     for r in rows:
         assert r["rater"] == "Ana" and r["image_sha256"] == file_sha256(folder / r["image"])
         assert r["prompt"] == f"prompt {r['image'][2]}" and r["time"]
@@ -1270,10 +1265,39 @@ def small_things_read_whole(pg, size, tmp_path) -> None:
 
 
 def rating_scales_on_one_line(pg) -> None:
-    """The Rate view's two 1-5 scales, each on one line (at a phone's width they wrapped)."""
-    pg.locator("#rate").get_by_text("Rate images").first.click()
-    for scale in ("rate-alignment", "rate-faithfulness"):
+    """The Rate view's two 1-5 scales (the quick questions, on the run shown), each on one
+    line (at a phone's width they wrapped)."""
+    rate_begin_in_page(pg, None, "Rhea")
+    give_profile_in_page(pg)
+    for scale in ("rate-q0-single", "rate-q2-single"):
         choices = pg.locator(f"#{scale} label")
         choices.first.wait_for(state="visible")
         tops = {round(choices.nth(k).bounding_box()["y"]) for k in range(choices.count())}
         assert choices.count() == 5 and len(tops) == 1, (scale, tops)
+
+
+def rate_begin_in_page(pg, label: str | None, rater: str, protocol: str | None = None) -> None:
+    """Open the Rate view, pick the set listed as ``label`` (the first listed when None),
+    name the rater and the protocol, and press Begin."""
+    if not pg.locator("#rate-set input").first.is_visible():
+        pg.locator("#rate").get_by_text("Rate images (human ratings)").first.click()
+    pg.locator("#rate-set input").first.click()
+    listed = pg.locator("#rate-set li[role=option]")
+    option = listed.first if label is None else pg.locator(f"li[role=option][aria-label='{label}']")
+    option.first.click()
+    if protocol is not None:
+        pick(pg, "rate-protocol", protocol)
+    pg.locator("#rate-rater textarea, #rate-rater input").first.fill(rater)
+    pg.locator("#rate-begin").click()
+
+
+def give_profile_in_page(pg, country: str = "Iran") -> None:
+    """Fill the rater's profile and consent, and begin."""
+    pg.locator("#rate-profile").first.wait_for(state="visible")
+    for field in ("born", "raised", "residence", "nationality"):
+        pg.locator(f"#rate-{field} textarea, #rate-{field} input").first.fill(country)
+    pg.locator("#rate-languages textarea, #rate-languages input").first.fill("Persian, English")
+    pick(pg, "rate-age", "25-34")
+    pg.locator("#rate-consent input").check()
+    pg.locator("#rate-give").click()
+    pg.locator("#rate-panel").first.wait_for(state="visible")

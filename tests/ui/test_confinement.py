@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 from refine.service import RunService
-from tests.ui.clients import served
+from tests.ui.clients import PROFILE, rate_begin, rate_profile, rate_save, served
 from tests.ui.test_app import start_args
 from ui.app import build_app
 
@@ -220,26 +220,36 @@ def test_rating_probes_stay_inside_out(app):
     Image.new("RGB", (8, 8), (1, 2, 3)).save(base / "pics" / "a.png")
     for where in (str(base / "pics"), "../pics", "/etc", str(s)):
         with pytest.raises(Exception, match="not a rating set inside this app's folder"):
-            client.predict(where, "ana", api_name="/rate_begin")
+            rate_begin(client, where, "ana")
     assert not (base / "pics" / "ratings.jsonl").exists()
     run_id = run_dir.name
-    first = client.predict(run_id, "ana", api_name="/rate_begin")
-    assert first[0].startswith("0 of 3 rated by ana")  # round 0, round 1 two candidates
-    item = first[7]
+    with pytest.raises(Exception, match="no protocol|not in the list of choices"):
+        rate_begin(client, run_id, "ana", "../../secret")
+    first = rate_begin(client, run_id, "ana")
+    assert "give your profile and consent to begin" in first[0]
+    with pytest.raises(Exception, match="consent"):
+        rate_profile(client, run_id, "ana", PROFILE[:-1] + (False,))
+    shown = rate_profile(client, run_id, "ana")
+    assert shown[0].startswith("Thank you. 0 of 3 rated by ana")  # round 0, round 1 two candidates
+    item = shown[-2]
+    nothing = [None, [], "", ""] * 8
     for bad_item in ("../../secret.txt", "/etc/passwd", "nothing.png"):
-        with pytest.raises(Exception, match="is not an image of this set"):
-            client.predict(run_id, "ana", bad_item, "3", [], "4", "", api_name="/rate_save")
+        with pytest.raises(Exception, match="is not the image you are shown now"):
+            client.predict(run_id, "ana", bad_item, "rate", *nothing, api_name="/rate_save")
+    with pytest.raises(Exception, match="is not the image you are shown now"):
+        client.predict(run_id, "ana", item, "attention", *nothing, api_name="/rate_save")
     with pytest.raises(Exception, match="rater name must be printable"):
-        client.predict(run_id, "a\x00b", item, "3", [], "4", "", api_name="/rate_save")
-    with pytest.raises(Exception, match="alignment rating must be 1-5|not in the list of choices"):
-        client.predict(run_id, "ana", item, "9", [], "4", "", api_name="/rate_save")
-    with pytest.raises(
-        Exception, match="is not an expectation of this image|not in the list of choices"
-    ):
-        client.predict(run_id, "ana", item, "3", ["<script>"], "4", "", api_name="/rate_save")
+        client.predict(run_id, "a\x00b", item, "rate", *nothing, api_name="/rate_save")
+    with pytest.raises(Exception, match="is not one of 1, 2, 3, 4, 5|not in the list of choices"):
+        rate_save(client, run_id, "ana", shown, {0: "9", 2: "4"})
+    with pytest.raises(Exception, match="is not among the choices|not in the list of choices"):
+        rate_save(client, run_id, "ana", shown, {0: "3", 1: (None, ["<script>"], "", ""), 2: "4"})
+    with pytest.raises(Exception, match="answer: How culturally faithful"):
+        rate_save(client, run_id, "ana", shown, {0: "3"})
     assert not (run_dir / "ratings.jsonl").exists()
-    done = client.predict(run_id, "ana", item, "3", [], "4", "fine", api_name="/rate_save")
+    done = rate_save(client, run_id, "ana", shown, {0: "3", 2: ("4", [], "", "fine")})
     assert done[0].startswith("Saved. 1 of 3 rated by ana")
     (row,) = [json.loads(x) for x in (run_dir / "ratings.jsonl").read_text().splitlines()]
-    assert row["image"] == item and row["alignment"] == 3 and row["comment"] == "fine"
+    assert row["image"] == item and row["answers"] == {"alignment": "3", "faithfulness": "4"}
+    assert row["reasons"] == {"faithfulness": "fine"} and row["protocol"] == "quick"
     untouched(s)

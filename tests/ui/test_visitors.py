@@ -11,7 +11,7 @@ import pytest
 
 from refine.service import NOT_YOURS, RunService, visitor_hash
 from tests.runs import prepared
-from tests.ui.clients import served
+from tests.ui.clients import rate_begin, rate_profile, rate_save, served
 from tests.ui.test_app import (  # noqa: F401 (fixtures)
     app_url,
     launched_app,
@@ -126,7 +126,7 @@ def test_a_run_made_outside_the_app_is_read_only(app_url):  # noqa: F811
     assert snapshot(service.out) == before
     # a rating set that is a run: only its owner rates it
     with pytest.raises(AppError, match="made outside the app"):
-        client.predict(str(job.run_dir), "ana", api_name="/rate_begin")
+        rate_begin(client, str(job.run_dir), "ana")
     # watching is fine
     assert client.predict(str(job.run_dir), api_name="/open")[0].startswith("run ")
 
@@ -166,19 +166,21 @@ def test_rater_names_belong_to_the_visitor_who_took_them(app_url, tmp_path):  # 
     for i in range(2):
         (folder / f"img{i}.png").write_bytes(png_bytes((10 * i, 20, 30), (16, 16)))
     ana, mallory = app_client(url), app_client(url)
-    first = ana.predict("study", "ana", api_name="/rate_begin")
+    rate_begin(ana, "study", "ana")
+    first = rate_profile(ana, "study", "ana")
     assert "0 of 2 rated by ana" in first[0]
     with pytest.raises(AppError, match="rater name 'ana' is taken in this set"):
-        mallory.predict("study", "ana", api_name="/rate_begin")
-    item = first[7]
+        rate_begin(mallory, "study", "ana")
     with pytest.raises(AppError, match="is taken in this set"):
-        mallory.predict("study", "ana", item, "1", [], "1", "", api_name="/rate_save")
+        rate_save(mallory, "study", "ana", first, {})  # (her page offers no choices)
+    with pytest.raises(AppError, match="is taken in this set"):
+        rate_profile(mallory, "study", "ana")
     assert not (folder / "ratings.jsonl").exists()
-    ana.predict("study", "ana", item, "4", [], "5", "", api_name="/rate_save")
+    rate_save(ana, "study", "ana", first, {0: "4", 2: "5"})
     rows = [json.loads(x) for x in (folder / "ratings.jsonl").read_text().splitlines()]
-    assert [(r["rater"], r["alignment"]) for r in rows] == [("ana", 4)]
+    assert [(r["rater"], r["answers"]["alignment"]) for r in rows] == [("ana", "4")]
     # a name of one's own is fine; the name shown in the page is escaped
-    shown = mallory.predict("study", "<b>mal</b>", api_name="/rate_begin")[0]
+    shown = rate_begin(mallory, "study", "<b>mal</b>")[0]
     assert "<b>" not in shown and "&lt;b&gt;mal&lt;/b&gt;" in shown
 
 
@@ -312,5 +314,7 @@ def test_the_rate_view_lists_the_sets_a_visitor_may_rate(own_app_url):  # noqa: 
     }
     assert list(mine)[-1] == ana_run  # the oldest last
     assert ben_run in listed(ben) and ana_run not in listed(ben)
-    assert "0 of 1 rated by ana" in ana.predict("photos", "ana", api_name="/rate_begin")[0]
-    assert "0 of 1 rated by ana" in ana.predict(ana_run, "ana", api_name="/rate_begin")[0]
+    rate_begin(ana, "photos", "ana")
+    assert "0 of 1 rated by ana" in rate_profile(ana, "photos", "ana")[0]
+    rate_begin(ana, ana_run, "ana")
+    assert "0 of 1 rated by ana" in rate_profile(ana, ana_run, "ana")[0]

@@ -1,5 +1,5 @@
-"""refine.human.rating: a set's images, each rater's own order, validated answers appended and
-synced, a line cut by a kill skipped (the image is rated again)."""
+"""refine.human.rating: a set's images, each rater's own order; the quick protocol's answers
+validated, appended and synced, a line cut by a kill skipped (the image is rated again)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from PIL import Image
 
 from refine.human.rating import RatingSet
+from refine.human.study import Study
 
 
 @pytest.fixture
@@ -19,33 +20,58 @@ def folder(tmp_path):
     return tmp_path
 
 
+PROFILE = {
+    "born": "Iran",
+    "raised": "Iran",
+    "residence": "Iran",
+    "nationality": "Iran",
+    "languages": ["Persian"],
+    "age_band": "35-44",
+    "consent": True,
+}
+
+
 def test_order_answers_and_a_cut_line(folder):
     s = RatingSet.open(folder)
     assert [i.image for i in s.items] == [f"im{k}.png" for k in range(5)]
     assert s.order("ana") == s.order("ana") and s.order("ana") != s.order("ben")
-    first, done, total = s.next_for("ana")
-    assert (done, total) == (0, 5) and first == s.order("ana")[0]
-    s.record("ana", first.image, "4", 2, [], " good  light ")
-    for bad, match in (
-        (("ana", first.image, None, 2), "give the alignment"),
-        (("ana", first.image, 6, 2), "must be 1-5, got 6"),
-        (("ana", "../x.png", 3, 2), "not an image of this set"),
-        (("ana", first.image, 3, 2, ["a statement"]), "not an expectation"),
+    study = Study.open(folder)  # a new set: the quick questions
+    assert study.protocol.name == "quick"
+    study.give_profile("ana", PROFILE)
+    first, done, total = study.next_for("ana")
+    assert (done, total) == (0, 5) and first.item == s.order("ana")[0] and first.kind == "rate"
+    for answers, match in (
+        ({"faithfulness": "2"}, "answer: How well does the image match"),
+        ({"alignment": "6", "faithfulness": "2"}, "'6' is not one of 1, 2, 3, 4, 5"),
+        ({"alignment": "3", "faithfulness": "2", "unmet": ["a statement"]}, "not among"),
     ):
         with pytest.raises(ValueError, match=match):
-            s.record(*bad)
+            study.record("ana", first.item.image, "rate", answers)
+    with pytest.raises(ValueError, match="not the image you are shown now"):
+        study.record("ana", "../x.png", "rate", {"alignment": "3", "faithfulness": "2"})
+    study.record(
+        "ana", first.item.image, "rate", {"alignment": "4", "faithfulness": "2"},
+        {"faithfulness": " good  light "},
+    )  # fmt: skip
     row = json.loads(s.ratings_path.read_text())
-    assert row["alignment"] == 4 and row["faithfulness"] == 2 and row["comment"] == "good light"
-    nxt, done, _ = s.next_for("ana")
-    assert done == 1 and nxt == s.order("ana")[1]
+    assert row["answers"] == {"alignment": "4", "faithfulness": "2"}
+    assert row["reasons"] == {"faithfulness": "good light"} and row["kind"] == "rate"
+    nxt, done, _ = study.next_for("ana")
+    assert done == 1 and nxt.item == s.order("ana")[1]
     # a kill mid-write: the cut line is skipped, the next rating starts a line of its own
     with open(s.ratings_path, "a") as f:
-        f.write('{"image": "' + nxt.image + '", "rater": "ana", "align')
-    assert s.next_for("ana")[1] == 1
-    s.record("ana", nxt.image, 1, 1)
+        f.write('{"image": "' + nxt.item.image + '", "rater": "ana", "align')
+    assert study.next_for("ana")[1] == 1
+    study.record("ana", nxt.item.image, "rate", {"alignment": "1", "faithfulness": "1"})
     lines = s.ratings_path.read_text().splitlines()
-    assert len(lines) == 3 and json.loads(lines[2])["image"] == nxt.image
-    assert s.next_for("ana")[1] == 2 and s.next_for("ben")[1] == 0
+    assert len(lines) == 3 and json.loads(lines[2])["image"] == nxt.item.image
+    study.give_profile("ben", PROFILE)
+    assert study.next_for("ana")[1] == 2 and study.next_for("ben")[1] == 0
+    # a rating written before protocols is one of the quick questions' answers
+    with open(s.ratings_path, "a") as f:
+        f.write(json.dumps({"image": "im3.png", "rater": "ben", "alignment": 2, "faithfulness": 5}))
+        f.write("\n")
+    assert study.next_for("ben")[1] == 1
 
 
 def test_a_set_is_read_again_only_when_what_it_reads_changed(folder):
@@ -53,8 +79,11 @@ def test_a_set_is_read_again_only_when_what_it_reads_changed(folder):
 
     first = RatingSet.cached(folder)
     assert RatingSet.cached(folder) is first and len(first.items) == 5
-    # a rating is not part of the set: still the same object
-    first.record("ana", "im0.png", 3, 3)
+    # a rating, and a study's own files, are not part of the set: still the same object
+    study = Study.open(folder)
+    study.give_profile("ana", PROFILE)
+    slot, _, _ = study.next_for("ana")
+    study.record("ana", slot.item.image, "rate", {"alignment": "3", "faithfulness": "3"})
     assert RatingSet.cached(folder) is first
     Image.new("RGB", (8, 8)).save(folder / "im9.png")
     os.utime(folder, ns=(1, 1))  # a folder whose clock did not move still differs
