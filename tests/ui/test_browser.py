@@ -1301,3 +1301,207 @@ def give_profile_in_page(pg, country: str = "Iran") -> None:
     pg.locator("#rate-consent input").check()
     pg.locator("#rate-give").click()
     pg.locator("#rate-panel").first.wait_for(state="visible")
+
+
+CHECKED = """
+name = "checked"
+title = "A study with an attention check after every image"
+raters_per_image = 1
+
+[attention]
+every = 1
+text = "Attention check: select 1."
+answers = { score = "1" }
+
+[[questions]]
+id = "score"
+text = "How well does it show {activity}?"
+options = [{ value = "1", score = 1 }, { value = "3", score = 3 }, { value = "5", score = 5 }]
+"""
+
+
+def study_sets(out) -> None:
+    """One set of one image per bundled protocol (an SoS bank for sos), and one under a
+    protocol of its own with an attention check after every image."""
+    import json
+
+    from PIL import Image
+
+    from refine.human.study import Study
+
+    for name in ("quick", "ahead", "culturalframes", "cube", "caire", "check"):
+        folder = out / f"study-{name}"
+        folder.mkdir()
+        Image.new("RGB", (64, 48), (180, 120, 60)).save(folder / "tea.png")
+        cell = {"prompt": "people drinking tea at home in Iran", "activity": "drinking tea",
+                "country": "Iran", "images": [{"file": "tea.png"}]}  # fmt: skip
+        (folder / "cells.jsonl").write_text(json.dumps(cell) + "\n")
+    protocol = out / "checked.toml"
+    protocol.write_text(CHECKED)
+    Study.open(out / "study-check", protocol)
+    bank = out / "study-sos"
+    (bank / "images" / "iranian" / "fr").mkdir(parents=True)
+    Image.new("RGB", (64, 48), (60, 120, 180)).save(bank / "images/iranian/fr/p0_s0.png")
+    cells = {"Iranian|fr": {"culture": "Iranian", "language": "fr", "done": True,
+                            "prompts": ["Une photo d'une personne iranienne"],
+                            "images": ["images/iranian/fr/p0_s0.png"]}}  # fmt: skip
+    (bank / "bank.json").write_text(json.dumps({"cells": cells}))
+
+
+def choose(pg, slot: int, text: str, exact: bool = True) -> None:
+    """Click the choice of a slot's scale whose label is ``text`` (or starts with it)."""
+    import re
+
+    pattern = re.compile(rf"^\s*{re.escape(text)}\s*$" if exact else rf"^\s*{re.escape(text)}")
+    pg.locator(f"#rate-q{slot}-single label").filter(has_text=pattern).first.click()
+
+
+def tick(pg, slot: int, text: str) -> None:
+    pg.locator(f"#rate-q{slot}-multiple label").filter(has_text=text).first.click()
+
+
+def write(pg, slot: int, text: str, box: str = "answer") -> None:
+    pg.locator(f"#rate-q{slot}-{box} textarea").first.fill(text)
+
+
+def shown(pg, elem_id: str) -> bool:
+    return pg.locator(f"#{elem_id}").first.is_visible()
+
+
+def until_shown(pg, elem_id: str, yes: bool = True) -> None:
+    """Wait until ``#elem_id`` is drawn (or gone: gradio leaves a hidden block out)."""
+    test = "e !== null && e.offsetParent !== null"
+    test = test if yes else f"!({test})"
+    until(pg, f"id => {{ const e = document.getElementById(id); return {test}; }}", arg=elem_id)
+
+
+def saved_then(pg, words: str) -> None:
+    pg.locator("#rate-save").click()
+    try:
+        until(pg, "t => document.querySelector('#rate-status').innerText.includes(t)", arg=words)
+    except Exception:
+        status = pg.locator("#rate-status").first.inner_text()
+        said = pg.locator("#rate-refused").first.inner_text()
+        raise AssertionError(f"not {words!r}: status {status!r}, refused {said!r}") from None
+
+
+def refused(pg, words: str) -> None:
+    """Save, and see the refusal under the button."""
+    pg.locator("#rate-save").click()
+    until(pg, "t => document.querySelector('#rate-refused').innerText.includes(t)", arg=words)
+    in_view = pg.evaluate(
+        "() => { const r = document.querySelector('#rate-refused').getBoundingClientRect();"
+        " return r.top < window.innerHeight && r.bottom > 0; }"
+    )
+    assert in_view, f"the refusal {words!r} is out of sight"
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
+def test_every_bundled_protocol_is_drawn_and_rated(page, size):
+    """Each bundled protocol drawn in the page and an image rated with it, after the
+    rater's profile and consent: CulturalFrames' follow-ups appear only below 1 and its
+    marked words and explanation are required; CUBE's justification for "no" is required
+    and its faithfulness hidden then; a failed attention check flags the rater. At a
+    phone's width, every question fits the page's width."""
+    import json
+
+    from refine.human.study import Study
+
+    pg, service = page
+    study_sets(service.out)
+
+    def begin(name: str, protocol: str | None, kind: str = "bench") -> None:
+        rate_begin_in_page(pg, f"{kind}: study-{name}", "Rhea", protocol)
+        give_profile_in_page(pg)
+        until(pg, "() => document.querySelector('#rate-status').innerText.includes('0 of 1')")
+        until(pg, "() => document.querySelector('#rate-image img') !== null")
+        wide = pg.evaluate(
+            """w => [...document.querySelectorAll('[id^=rate-q]')]
+                .filter(e => e.offsetParent !== null)
+                .filter(e => e.getBoundingClientRect().right > w + 1).map(e => e.id)""",
+            size[0],
+        )
+        assert wide == [], wide
+
+    done = "All 1 images rated"
+    begin("quick", "quick")
+    choose(pg, 0, "4")
+    choose(pg, 2, "5")
+    saved_then(pg, done)
+
+    begin("ahead", "ahead")
+    assert (
+        "How well does this image show drinking tea in your country?"
+        in pg.locator("#rate-q0-text").inner_text()
+    )
+    for slot in range(4):
+        choose(pg, slot, "3")
+    refused(pg, "answer: Describe the errors in the image")
+    write(pg, 4, "the tea glasses look Turkish")
+    saved_then(pg, "this image comes again")  # AHEaD's repeated item, for consistency
+    for slot in range(4):
+        choose(pg, slot, "4")
+    write(pg, 4, "still Turkish glasses")
+    saved_then(pg, done)
+
+    begin("culturalframes", "culturalframes")
+    assert not shown(pg, "rate-q1") and not shown(pg, "rate-q3")
+    choose(pg, 0, "0.5")
+    until_shown(pg, "rate-q1")
+    assert shown(pg, "rate-q2") and shown(pg, "rate-q3")
+    tick(pg, 1, "Explicit elements")
+    choose(pg, 4, "No")
+    choose(pg, 5, "1")
+    choose(pg, 6, "4")
+    refused(pg, "answer: Select words from the prompt")
+    tick(pg, 2, "tea")
+    refused(pg, "answer: Please explain what aspects")
+    write(pg, 3, "no samovar, and the glasses are wrong")
+    choose(pg, 0, "1")  # a full match after all: the follow-ups go
+    until_shown(pg, "rate-q1", False)
+    choose(pg, 0, "0.5")
+    until_shown(pg, "rate-q1")
+    saved_then(pg, done)
+
+    begin("cube", "cube")
+    choose(pg, 0, "No:", exact=False)
+    until_shown(pg, "rate-q0-reason")
+    assert "(required)" in pg.locator("#rate-q0-reason").first.inner_text()
+    assert not shown(pg, "rate-q1")  # faithfulness only when the image is relevant
+    choose(pg, 2, "5")
+    refused(pg, "a justification is required")
+    write(pg, 0, "a Turkish lamp, not ours", box="reason")
+    saved_then(pg, done)
+
+    begin("caire", "caire")
+    choose(pg, 0, "3 Somewhat Relevant")
+    saved_then(pg, done)
+
+    begin("sos", "sos", kind="SoS bank")
+    labels = pg.locator("#rate-q0-single label")
+    assert labels.count() == 5
+    assert {"Iranian", "French"} <= {labels.nth(k).inner_text().strip() for k in range(5)}
+    labels.first.click()
+    saved_then(pg, done)
+
+    from ui.views.rate import OWN
+
+    begin("check", OWN)  # the protocol of the set's own
+    choose(pg, 0, "5")
+    saved_then(pg, "attention check")
+    choose(pg, 0, "5")  # the check asks for 1
+    saved_then(pg, done)
+    assert Study.open(service.out / "study-check").flags()["Rhea"]["flagged"] is True
+
+    for name in ("quick", "ahead", "culturalframes", "cube", "caire", "sos"):
+        rows = [
+            json.loads(x)
+            for x in (service.out / f"study-{name}" / "ratings.jsonl").read_text().splitlines()
+        ]
+        assert rows[0]["protocol"] == name and rows[0]["rater"] == "Rhea"
+        assert [r["kind"] for r in rows] == (["rate", "repeat"] if name == "ahead" else ["rate"])
+    cf = json.loads((service.out / "study-culturalframes/ratings.jsonl").read_text())
+    assert cf["answers"]["missing"] == ["explicit"] and cf["answers"]["missing_words"] == ["tea"]
+    cube = json.loads((service.out / "study-cube/ratings.jsonl").read_text())
+    assert cube["answers"] == {"relevance": "no", "realism": "5"}
+    assert cube["reasons"] == {"relevance": "a Turkish lamp, not ours"}

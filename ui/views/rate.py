@@ -22,12 +22,12 @@ import gradio as gr
 from refine.human.protocols import AGE_BANDS, BUNDLED, Question, prompt_words
 from refine.human.study import Slot, Study
 from refine.service import RunService, phrase, visitor_hash
-from ui.safe import error, md_text
+from ui.safe import error, md_text, take_refusal
 from ui.views.common import VisitorGate
 from ui.visitors import visitor_id
 
 SLOTS = 8  # the most questions a protocol may ask in the Rate view
-OWN = "the set's own (quick for a new set)"
+OWN = "as the set is rated (quick for a new set)"
 HELP = (
     "Keys: **1-9** the first scale's choices · **q w e r t y** the second's · "
     "**Enter** save and next (outside the text boxes)."
@@ -217,8 +217,8 @@ def _blank_slot() -> list[Any]:
 def _hidden(note: str, profile: bool = False, words: str = "") -> list[Any]:
     """The view's outputs with no image: a note, and the profile form when asked."""
     blank = [w for _ in range(SLOTS) for w in _blank_slot()]
-    return [note, gr.update(visible=profile), words, gr.update(visible=False), None, "",
-            *blank, "", ""]  # fmt: skip
+    return [note, gr.update(visible=profile), words, "", gr.update(visible=False), None, "",
+            *blank, "", "", ""]  # fmt: skip
 
 
 def _slot_values(q: Question, slot: Slot, study: Study, who: str, shown: set[str]) -> list[Any]:
@@ -280,13 +280,21 @@ def show_next(study: Study, who: str, note: str = "") -> list[Any]:
         f"{lead}{done} of {total} rated by {name} ({study.protocol.name}); {what}.",
         gr.update(visible=False),
         "",
+        "",
         gr.update(visible=True),
         str(study.folder / slot.item.image),
         f"**Prompt:** {md_text(text, 400)}",
         *filled,
+        "",
         slot.item.image,
         slot.kind,
     ]
+
+
+def refused(request: gr.Request):
+    """The refusal of the rater's last click, to show beside what they clicked."""
+    said = take_refusal(getattr(request, "session_hash", None))
+    return f"**Not saved:** {md_text(said, 400)}" if said else gr.skip()
 
 
 class _Handlers:
@@ -399,6 +407,7 @@ def add_rate_view(service: RunService, token: Any, gate: VisitorGate) -> Any:
                 elem_id="rate-consent",
             )
             give = gate.button(gr, "Save profile and begin", elem_id="rate-give")
+            profile_refused = gr.Markdown("", elem_id="rate-profile-refused")
         with gr.Row(visible=False, elem_id="rate-panel") as panel:
             image = gr.Image(
                 label="image", interactive=False, elem_id="rate-image", height=380, scale=3
@@ -407,34 +416,39 @@ def add_rate_view(service: RunService, token: Any, gate: VisitorGate) -> Any:
                 prompt = gr.Markdown("", elem_id="rate-prompt")
                 slots = [_Slot(k) for k in range(SLOTS)]
                 save = gate.button(gr, "Save and next", variant="primary", elem_id="rate-save")
+                save_refused = gr.Markdown("", elem_id="rate-refused")
         current = gr.Textbox(visible=False, elem_id="rate-item")
         kind = gr.Textbox(visible=False, elem_id="rate-kind")
 
     slot_outputs = [w for s in slots for w in s.outputs()]
-    outputs = [status, profile_box, study_text, panel, image, prompt, *slot_outputs, current, kind]
+    outputs = [status, profile_box, study_text, profile_refused, panel, image, prompt,
+               *slot_outputs, save_refused, current, kind]  # fmt: skip
     answer_inputs = [w for s in slots for w in s.inputs()]
     on = _Handlers(service)
     for handler in (on.begin, on.save, on.sets, on.give, on.answer):
         handler.__func__.__annotations__["request"] = gr.Request
     box.expand(on.sets, token, set_box, api_name="rate_sets", queue=False)
-    begin.click(
+    began = begin.click(
         on.begin, [token, set_box, protocol, rater], outputs, api_name="rate_begin", queue=False
     )
     profile_inputs = [born, raised, residence, nationality, languages, age, consent]
-    give.click(
+    given = give.click(
         on.give,
         [token, set_box, rater, *profile_inputs],
         outputs,
         api_name="rate_profile",
         queue=False,
     )
-    save.click(
+    saved = save.click(
         on.save,
         [token, set_box, rater, current, kind, *answer_inputs],
         outputs,
         api_name="rate_save",
         queue=False,
     )
+    # a refusal is said where the rater looks: under Begin, the profile's button, Save
+    for event, where in ((began, status), (given, profile_refused), (saved, save_refused)):
+        event.failure(refused, None, where, queue=False, api_name=False, show_progress="hidden")
     shown_outputs = [w for s in slots for w in (s.group, s.reason)]
     for s in slots:
         for widget in (s.single, s.multiple):
