@@ -13,6 +13,12 @@
   Pearson and Spearman are computed for all resamples at once (one matrix operation
   instead of 1,000 scipy calls); Kendall's tau-b too for up to 100 pairs (scipy's
   formula, the same bits), scipy's per resample above.
+* One paired bootstrap (:func:`paired_bootstrap`) for every paired comparison: means,
+  correlations, the difference between two metrics' correlations with people on the
+  same images, a bench's generators on the same prompts.
+* Cohen's (weighted) kappa and Fleiss' kappa, by their formulas in numpy; the values equal
+  scikit-learn's ``cohen_kappa_score`` and statsmodels' ``fleiss_kappa``
+  (tests/unit/test_stats.py).
 * Krippendorff's alpha (interval, ordinal or nominal): ``1 - D_o / D_e`` from the
   coincidences of values within units; only units with two or more values count. scipy
   has no alpha; the values equal the ``krippendorff`` package's (tests/unit/test_stats.py).
@@ -21,6 +27,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -94,15 +101,40 @@ def _percentiles(values: np.ndarray) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def paired_bootstrap(
+    statistic: Callable[..., np.ndarray],
+    *columns: Sequence[float],
+    seed: int = 0,
+    reps: int = BOOTSTRAP,
+    least: int = 1,
+) -> tuple[float, float] | None:
+    """The product's one paired bootstrap: the rows of ``columns`` (one value a row each,
+    the same rows: prompts, images) resampled with replacement ``reps`` times, the same
+    indices for every column; ``statistic`` gives one value per resample from the
+    resampled columns (arrays of ``reps`` x n, NaN where it is undefined); the 95%
+    percentile interval of its defined values. None with fewer than two rows, or fewer than
+    ``least`` defined values."""
+    cols = [np.asarray(c, dtype=float) for c in columns]
+    n = cols[0].size
+    if any(c.size != n for c in cols):
+        raise ValueError("paired columns have one value a row each")
+    if n < 2:
+        return None
+    idx = resamples(n, seed, reps)
+    values = np.asarray(statistic(*(c[idx] for c in cols)), dtype=float)
+    values = values[~np.isnan(values)]
+    if values.size < least:
+        return None
+    return _percentiles(values)
+
+
 def mean_interval(
     values: Sequence[float | None], seed: int = 42, reps: int = BOOTSTRAP
 ) -> tuple[float, float] | None:
     """The 95% percentile bootstrap interval of the mean of the values given (None left
     out; None with fewer than two)."""
-    x = np.asarray([v for v in values if v is not None], dtype=float)
-    if x.size < 2:
-        return None
-    return _percentiles(x[resamples(x.size, seed, reps)].mean(axis=1))
+    x = [v for v in values if v is not None]
+    return paired_bootstrap(lambda r: r.mean(axis=1), x, seed=seed, reps=reps)
 
 
 def _rows_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -149,26 +181,53 @@ def correlation_interval(
     """The 95% percentile bootstrap interval of a correlation (``spearman``, ``kendall``
     or ``pearson``) over resampled pairs; None with fewer than three pairs or fewer than
     ten resamples where it is defined."""
-    from scipy import stats
-
     if name not in CORRELATIONS:
         raise ValueError(f"unknown correlation {name!r} (one of {', '.join(CORRELATIONS)})")
     a, b = _pair(x, y)
     if a.size < 3:
         return None
-    idx = resamples(a.size, seed, reps)
-    ra, rb = a[idx], b[idx]
+    return paired_bootstrap(
+        lambda ra, rb: rows_correlation(ra, rb, name), a, b, seed=seed, reps=reps, least=10
+    )
+
+
+def rows_correlation(a: np.ndarray, b: np.ndarray, name: str) -> np.ndarray:
+    """A correlation (``spearman``, ``kendall`` or ``pearson``) of each row pair of two
+    matrices, NaN where a row is constant."""
+    from scipy import stats
+
     if name == "pearson":
-        values = _rows_pearson(ra, rb)
-    elif name == "spearman":
-        values = _rows_pearson(stats.rankdata(ra, axis=1), stats.rankdata(rb, axis=1))
+        return _rows_pearson(a, b)
+    if name == "spearman":
         # a row constant before ranking is constant after it, and only then
-    else:
-        values = _rows_kendall(ra, rb)
-    values = values[~np.isnan(values)]
-    if values.size < 10:
-        return None
-    return _percentiles(values)
+        return _rows_pearson(stats.rankdata(a, axis=1), stats.rankdata(b, axis=1))
+    return _rows_kendall(a, b)
+
+
+def correlation_difference(
+    x1: Sequence[float],
+    x2: Sequence[float],
+    y: Sequence[float],
+    name: str = "spearman",
+    seed: int = 0,
+    reps: int = BOOTSTRAP,
+) -> tuple[float | None, tuple[float, float] | None]:
+    """How much better one metric (``x1``) agrees with people (``y``) than another
+    (``x2``) on the same images: corr(x1, y) - corr(x2, y), and the paired bootstrap's
+    interval of that difference (the images resampled once for both)."""
+    a, b, c = (np.asarray(v, dtype=float) for v in (x1, x2, y))
+    if not (a.size == b.size == c.size):
+        raise ValueError("x1, x2 and y need one value per image each")
+    fn = CORRELATIONS[name]
+    first, second = fn(a, c), fn(b, c)
+    point = None if first is None or second is None else first - second
+    if a.size < 3:
+        return point, None
+    interval = paired_bootstrap(
+        lambda r1, r2, ry: rows_correlation(r1, ry, name) - rows_correlation(r2, ry, name),
+        a, b, c, seed=seed, reps=reps, least=10,
+    )  # fmt: skip
+    return point, interval
 
 
 # -- agreement between raters ----------------------------------------------------------
@@ -210,3 +269,63 @@ def krippendorff_alpha(units: Sequence[Sequence[float]], level: str = "interval"
     if d_e == 0.0:
         return None
     return 1.0 - d_o / d_e
+
+
+def cohen_kappa(
+    a: Sequence[Any], b: Sequence[Any], weights: str | None = "quadratic"
+) -> float | None:
+    """Cohen's kappa of two raters' answers to the same items, weighted (``linear`` or
+    ``quadratic``: by the distance between the categories' places in their sorted order,
+    as scikit-learn weighs them) or not (None). None with no item, or when the expected
+    disagreement is 0 (one category only)."""
+    if len(a) != len(b):
+        raise ValueError("two raters' answers to the same items")
+    if not len(a):
+        return None
+    cats = sorted(set(a) | set(b))
+    k = len(cats)
+    place = {c: i for i, c in enumerate(cats)}
+    o = np.zeros((k, k))
+    for x, y in zip(a, b, strict=True):
+        o[place[x], place[y]] += 1
+    e = np.outer(o.sum(axis=1), o.sum(axis=0)) / o.sum()
+    i, j = np.indices((k, k))
+    if weights is None:
+        w = (i != j).astype(float)
+    elif weights == "linear":
+        w = np.abs(i - j).astype(float)
+    elif weights == "quadratic":
+        w = ((i - j) ** 2).astype(float)
+    else:
+        raise ValueError(f"weights: linear, quadratic or None, not {weights!r}")
+    expected = float((w * e).sum())
+    if expected == 0.0:
+        return None
+    return 1.0 - float((w * o).sum()) / expected
+
+
+def fleiss_kappa(units: Sequence[Sequence[Any]]) -> float | None:
+    """Fleiss' kappa of nominal answers: one list of the answers an item got per item,
+    every item rated by the same number of raters (items with another number are left
+    out: the most common number is kept). None when fewer than two items remain or every
+    answer is the same."""
+    from collections import Counter
+
+    rated = [list(u) for u in units if len(u) >= 2]
+    if not rated:
+        return None
+    m = Counter(len(u) for u in rated).most_common(1)[0][0]
+    rated = [u for u in rated if len(u) == m]
+    if len(rated) < 2:
+        return None
+    cats = sorted({x for u in rated for x in u}, key=str)
+    if len(cats) < 2:
+        return None
+    table = np.array([[u.count(c) for c in cats] for u in rated], dtype=float)
+    n_items = table.shape[0]
+    p_j = table.sum(axis=0) / (n_items * m)
+    p_i = ((table * table).sum(axis=1) - m) / (m * (m - 1))
+    p_bar, p_e = float(p_i.mean()), float((p_j * p_j).sum())
+    if p_e == 1.0:
+        return None
+    return (p_bar - p_e) / (1.0 - p_e)

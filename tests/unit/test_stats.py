@@ -102,3 +102,68 @@ def test_the_mean_interval_by_hand():
         tuple(np.percentile(means, [2.5, 97.5])), abs=1e-12
     )
     assert stats.mean_interval([0.3]) is None and stats.mean_interval([None, 1.0]) is None
+
+
+def test_alpha_equals_the_krippendorff_package_on_random_ratings():
+    import krippendorff
+
+    rng = np.random.default_rng(3)
+    data = rng.integers(1, 6, size=(4, 30)).astype(float)
+    data[rng.random(data.shape) < 0.2] = np.nan  # some images not rated by everyone
+    units = [[v for v in col if not np.isnan(v)] for col in data.T]
+    for level in ("interval", "ordinal", "nominal"):
+        want = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+        assert stats.krippendorff_alpha(units, level) == pytest.approx(want, abs=1e-9), level
+
+
+def test_cohen_kappa_equals_scikit_learn():
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(5)
+    a = rng.integers(1, 6, size=40)
+    b = np.clip(a + rng.integers(-1, 2, size=40), 1, 5)
+    for weights in (None, "linear", "quadratic"):
+        want = cohen_kappa_score(a, b, weights=weights)
+        assert stats.cohen_kappa(list(a), list(b), weights) == pytest.approx(want, abs=1e-12)
+    words = ["yes", "no", "maybe", "yes", "no", "yes"]
+    other = ["yes", "no", "no", "yes", "maybe", "yes"]
+    assert stats.cohen_kappa(words, other, None) == pytest.approx(
+        cohen_kappa_score(words, other), abs=1e-12
+    )
+    assert stats.cohen_kappa([3, 3], [3, 3]) is None  # one category: undefined
+
+
+def test_fleiss_kappa_equals_statsmodels():
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+    rng = np.random.default_rng(7)
+    cultures = np.array(["Iranian", "French", "Nigerian", "Thai", "Peruvian"])
+    answers = cultures[rng.integers(0, 5, size=(25, 3))]
+    answers[:10, 1] = answers[:10, 0]  # some agreement
+    table, _ = aggregate_raters(answers)
+    want = fleiss_kappa(table, method="fleiss")
+    assert stats.fleiss_kappa([list(row) for row in answers]) == pytest.approx(want, abs=1e-12)
+    # an item rated by a different number of raters is left out
+    uneven = [list(row) for row in answers] + [["Iranian", "Thai"]]
+    assert stats.fleiss_kappa(uneven) == pytest.approx(want, abs=1e-12)
+
+
+def test_the_paired_bootstrap_covers_a_known_difference_and_repeats():
+    rng = np.random.default_rng(11)
+    people = rng.normal(size=200)
+    good = people + rng.normal(scale=0.5, size=200)  # agrees with people well
+    poor = people + rng.normal(scale=2.0, size=200)  # and less well
+    point, interval = stats.correlation_difference(good, poor, people, "pearson", seed=1)
+    want = sp.pearsonr(good, people)[0] - sp.pearsonr(poor, people)[0]
+    assert point == pytest.approx(want, abs=1e-12)
+    assert interval[0] < want < interval[1] and interval[0] > 0  # clearly better
+    again = stats.correlation_difference(good, poor, people, "pearson", seed=1)
+    assert again == (point, interval)  # the same seed, the same interval
+    assert stats.correlation_difference(good, poor, people, "pearson", seed=2)[1] != interval
+    # by hand: the same resamples for both metrics
+    idx = np.random.default_rng(1).integers(0, 200, size=(1000, 200))
+    diffs = [sp.pearsonr(good[i], people[i])[0] - sp.pearsonr(poor[i], people[i])[0] for i in idx]
+    lo, hi = np.percentile(diffs, [2.5, 97.5])
+    assert interval == pytest.approx((lo, hi), abs=1e-9)
+    # a metric against itself: no difference, and an interval of exactly 0
+    assert stats.correlation_difference(good, good, people)[0] == 0.0
