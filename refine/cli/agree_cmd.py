@@ -43,6 +43,15 @@ def agree_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap intervals."),
     out: Path = typer.Option(None, "--out", help="Folder for agree.json and agree.html."),
     as_json: bool = typer.Option(False, "--json", help="Print agree.json."),
+    by: list[str] = typer.Option(
+        [],
+        "--by",
+        help="Also every correlation and alpha per group: country, region (Global North or "
+        "South), generator, category or rater-country. Repeatable.",
+    ),
+    regions_file: Path = typer.Option(
+        None, "--regions", help="A JSON table of country -> region in place of the bundled one."
+    ),
     exclude_flagged: bool = typer.Option(
         False,
         "--exclude-flagged",
@@ -91,10 +100,20 @@ def agree_cmd(
             )
         except ValueError as err:
             raise UserInputError(f"--compute: {err}") from err
+    from refine.human.groups import by_groups, extend
+
     result = agreement(rated, found, wanted, seed=seed, on_progress=progress)
     result.computed = computed
     result.excluded = excluded
-    if not result.table:
+    extend(result, rated, seed=seed)
+    if by:
+        if regions_file is not None and not regions_file.is_file():
+            raise UserInputError(f"--regions: no file {regions_file}")
+        try:
+            result.by = by_groups(rated, found, wanted, by, regions_file, seed=seed)
+        except ValueError as err:
+            raise UserInputError(str(err)) from err
+    if not result.table and not result.fleiss:
         raise UserInputError(
             "--source: no rated image has any of the metrics; --source the bench or run "
             "folders the images came from, or --compute with --activity and --country"
@@ -131,4 +150,47 @@ def agree_cmd(
             typer.echo(
                 f"  {e['rank']:>2}. {e['metric']:24} {shown(e['agreement'], '+.3f', 7)}{span}"
             )
+    _extras(result)
     typer.echo(f"written: {folder / 'agree.json'}, {folder / 'agree.html'}")
+
+
+def _interval(iv) -> str:
+    return f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else ""
+
+
+def _extras(result) -> None:
+    """The human-human ceiling, the paired differences, Fleiss' kappa and the groups."""
+    for q, c in result.ceiling.items():
+        typer.echo(
+            f"human-human ceiling ({q}, each rater against the others' mean): Spearman "
+            f"{shown(c['spearman'], '+.3f')} over {len(c['raters'])} raters"
+        )
+    for q, k in result.kappa.items():
+        typer.echo(
+            f"Cohen's weighted kappa ({q}), mean over rater pairs: {shown(k['mean'], '.3f')}"
+        )
+    for d in result.differences:
+        if d["difference"] is not None:
+            typer.echo(
+                f"{d['metric']} - {d['versus']} ({d['question']}, Spearman, {d['n']} images): "
+                f"{d['difference']:+.3f}{_interval(d['interval'])}"
+            )
+    for q, f in result.fleiss.items():
+        tendency = ", ".join(f"{k} {v}" for k, v in sorted(f.get("tendency", {}).items()))
+        typer.echo(
+            f"Fleiss' kappa ({q}, {f['images']} images): {shown(f['kappa'], '.3f')}"
+            + (f"; the majority's tendency: {tendency}" if tendency else "")
+        )
+    for by, groups in result.by.items():
+        typer.echo(f"by {by}:")
+        for key, g in groups.items():
+            alpha = " ".join(f"{q} {shown(a, '.3f')}" for q, a in g["alpha"].items())
+            typer.echo(f"  {key}: {g['images']} images, alpha {alpha or '-'}")
+            for m, by_q in g["metrics"].items():
+                for q, row in by_q.items():
+                    typer.echo(
+                        f"    {m:13} {q:17} n {row['n']:>3} Spearman "
+                        f"{shown(row['spearman'], '+.3f')}{_interval(row['spearman_interval'])}"
+                    )
+            for note in g["notes"]:
+                typer.echo(f"    note: {note}")

@@ -85,6 +85,9 @@ class Rating:
     activity: str | None = None
     country: str | None = None
     protocol: str | None = None  # the study's protocol (None: the quick questions' columns)
+    choices: dict[str, str] = field(default_factory=dict)  # nominal answers (SoS's culture)
+    rater_country: str | None = None  # from the rater's profile in the set, where given
+    language: str | None = None  # the prompt's language (an SoS bank's image)
 
 
 def _list(value: Any, where: str, name: str) -> list[str]:
@@ -148,6 +151,7 @@ def load_ratings(
                     problems.append(f"{path}:{k}: not JSON ({err.msg})")
     out: list[Rating] = []
     studies = _study_protocols(path, rows)
+    countries = _rater_countries(path, studies)
     if exclude_flagged:
         from refine.human.study import flags_of
 
@@ -194,8 +198,9 @@ def load_ratings(
                 answers["expectations_met"] = 1.0 - len(unmet) / len(shown)
             if not answers and not row.get("protocol"):
                 raise ValueError(f"{where}: no alignment or faithfulness rating")
-            if not answers:
-                continue  # a protocol whose answers are not scores (a forced choice)
+            choices = row.pop("_choices", {}) if row.get("protocol") else {}
+            if not answers and not choices:
+                continue
             image = Path(str(row["image"]))
             image = image if image.is_absolute() else path.parent / image
             if not image.is_file():
@@ -214,6 +219,9 @@ def load_ratings(
                     row.get("activity") or None,
                     row.get("country") or None,
                     row.get("protocol") or None,
+                    choices,
+                    countries.get(str(row["rater"]).strip()),
+                    row.get("language") or None,
                 )
             )
         except ValueError as err:
@@ -249,6 +257,24 @@ def _study_protocols(path: Path, rows: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _rater_countries(path: Path, studies: dict[str, Any]) -> dict[str, str]:
+    """Each rater's country, from the profiles kept beside the ratings file (the field the
+    set's protocol names: where they were raised, by default)."""
+    kept = path.parent / ".profiles.json"
+    if not kept.is_file():
+        return {}
+    try:
+        doc = json.loads(kept.read_text(encoding="utf-8"))
+    except ValueError:
+        return {}
+    field_name = next((p.rater_country for p in studies.values()), "raised")
+    return {
+        str(r): str(p[field_name])
+        for r, p in (doc.items() if isinstance(doc, dict) else [])
+        if isinstance(p, dict) and p.get(field_name)
+    }
+
+
 def _study_answers(
     row: dict[str, Any], studies: dict[str, Any], where: str
 ) -> tuple[dict[str, float], list[str], list[str]]:
@@ -262,6 +288,11 @@ def _study_answers(
     if unknown:
         raise ValueError(f"{where}: {unknown[0]!r} is not a question of {protocol.name}")
     answers = protocol.scores(given)
+    row["_choices"] = {
+        q.id: str(given[q.id])
+        for q in protocol.questions
+        if q.kind == "single" and not q.scored() and q.id in given
+    }
     shown: list[str] = []
     unmet: list[str] = []
     options = row.get("options") if isinstance(row.get("options"), dict) else {}
@@ -283,6 +314,8 @@ class Stored:
     activity: str | None
     country: str | None
     values: dict[str, float]
+    generator: str | None = None
+    category: str | None = None
 
 
 class StoredMetrics:
@@ -293,7 +326,15 @@ class StoredMetrics:
     def __init__(self) -> None:
         self.by_sha: dict[str, list[Stored]] = {}
 
-    def add(self, image: Path, activity: Any, country: Any, values: dict[str, Any]) -> None:
+    def add(
+        self,
+        image: Path,
+        activity: Any,
+        country: Any,
+        values: dict[str, Any],
+        generator: Any = None,
+        category: Any = None,
+    ) -> None:
         if not image.is_file():
             return
         got = {k: float(v) for k, v in values.items() if v is not None}
@@ -303,7 +344,23 @@ class StoredMetrics:
             if e.file == here:
                 e.values.update(got)
                 return
-        entries.append(Stored(here, activity or None, country or None, got))
+        entries.append(
+            Stored(
+                here, activity or None, country or None, got, generator or None, category or None
+            )
+        )
+
+    def meta(self, rating: Rating) -> Stored | None:
+        """The stored image a rating means, where its bytes and its activity and country
+        pick one (its generator and category)."""
+        entries = self.by_sha.get(rating.sha256, [])
+        same_file = [e for e in entries if e.file == rating.image]
+        entries = same_file or entries
+        for attr in ("activity", "country"):
+            wanted = getattr(rating, attr)
+            if wanted and len(entries) > 1:
+                entries = [e for e in entries if _same(getattr(e, attr), wanted)] or entries
+        return entries[0] if len(entries) == 1 else None
 
     def find(self, rating: Rating) -> tuple[dict[str, float] | None, bool]:
         """The metrics of the rated image and whether it was ambiguous: (None, False) when
@@ -389,7 +446,10 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
                 if checks:
                     values["expectations"] = met_share(c["met"] for c in checks)
                 values = with_variant(values, variant_name(im.get("exag_variant")))
-                found.add(folder / im["file"], cell.get("activity"), cell.get("country"), values)
+                found.add(
+                    folder / im["file"], cell.get("activity"), cell.get("country"), values,
+                    cell.get("generator"), cell.get("category"),
+                )  # fmt: skip
         return True
     if (folder / "run.json").is_file():
         from refine.io.store import RunStore
@@ -429,6 +489,19 @@ class Agreement:
     identical: list[list[str]] = field(default_factory=list)  # rated files of equal bytes
     ambiguous: list[str] = field(default_factory=list)  # rated files matching several
     excluded: list[str] = field(default_factory=list)  # raters the study's checks flagged
+    # refine.human.groups: per group (``by``), the raters' kappas, Fleiss' kappa of nominal
+    # answers and their majority, the human-human ceiling, paired differences between
+    # metrics' correlations, the metric-metric matrix
+    by: dict[str, Any] = field(default_factory=dict)
+    kappa: dict[str, Any] = field(default_factory=dict)
+    fleiss: dict[str, Any] = field(default_factory=dict)
+    ceiling: dict[str, Any] = field(default_factory=dict)
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    matrix: dict[str, Any] = field(default_factory=dict)
+    # what the extras are computed from (not written): answers per image, question and
+    # rater, and each metric's value per image, by its shown name
+    answers: dict[Path, dict[str, dict[str, float]]] = field(default_factory=dict, repr=False)
+    values: dict[str, dict[Path, float]] = field(default_factory=dict, repr=False)
 
     def notes(self) -> list[str]:
         """What was done to the ratings before counting, one line each."""
@@ -474,6 +547,12 @@ class Agreement:
             "identical": self.identical,
             "ambiguous": self.ambiguous,
             "excluded": self.excluded,
+            "by": self.by,
+            "kappa": self.kappa,
+            "fleiss": self.fleiss,
+            "ceiling": self.ceiling,
+            "differences": self.differences,
+            "matrix": self.matrix,
             "points": {m: {q: [list(p) for p in ps] for q, ps in by_q.items()}
                        for m, by_q in self.points.items()},
         }  # fmt: skip
@@ -495,6 +574,12 @@ class Agreement:
             identical=doc.get("identical", []),
             ambiguous=doc.get("ambiguous", []),
             excluded=doc.get("excluded", []),
+            by=doc.get("by", {}),
+            kappa=doc.get("kappa", {}),
+            fleiss=doc.get("fleiss", {}),
+            ceiling=doc.get("ceiling", {}),
+            differences=doc.get("differences", []),
+            matrix=doc.get("matrix", {}),
         )  # fmt: skip
 
 
@@ -603,6 +688,7 @@ def agreement(
         keys = [k for mm, k, _, _ in plan if mm == m]
         missing[m] = sum(not any(k in found.get(i, {}) for k in keys) for i in images)
     countdown = Countdown(len(plan) * len(alpha))
+    values: dict[str, dict[Path, float]] = {}
     for _, key, shown_as, variant in plan:
         have = [i for i in images if key in found.get(i, {})]
         if not have:
@@ -630,6 +716,7 @@ def agreement(
                 row[f"{name}_interval"] = correlation_interval(x, y, name, seed=seed, reps=reps)
             table.setdefault(shown_as, {})[q] = row
             points.setdefault(shown_as, {})[q] = pairs
+        values[shown_as] = {i: found[i][key] for i in have}
     by_bytes: dict[str, list[str]] = {}
     for i in images:
         by_bytes.setdefault(first[i].sha256, []).append(i.name)
@@ -646,6 +733,8 @@ def agreement(
         replaced=replaced,
         identical=identical,
         ambiguous=ambiguous,
+        answers=answers,
+        values=values,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -258,3 +259,50 @@ def test_pack_and_merge_round_trip_with_a_conflict_reported(tmp_path, capsys):
     assert {r["image"] for r in kept} <= {f"im{k}.png" for k in range(4)}
     code, _, err = run(capsys, "rate", "pack", folder, "--raters", "2", "--out", out)
     assert code == 2 and "not empty" in err
+
+
+def test_sos_answers_give_fleiss_kappa_majorities_and_tendencies(tmp_path):
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+    from refine.human.agree import StoredMetrics, agreement
+    from refine.human.groups import extend
+
+    folder = tmp_path / "bank"
+    cells = {}
+    for culture in ("Nigerian", "Mexican", "Thai"):
+        name = f"images/{culture.lower()}/fr/p0_s0.png"
+        (folder / name).parent.mkdir(parents=True)
+        Image.new("RGB", (8, 8), (len(culture) * 20, 0, 0)).save(folder / name)
+        cells[f"{culture}|fr"] = {"culture": culture, "language": "fr", "done": True,
+                                  "prompts": [f"A {culture} person"], "images": [name]}  # fmt: skip
+    (folder / "bank.json").write_text(json.dumps({"cells": cells}))
+    study = Study.open(folder, "sos")
+    picks = {  # per rater, per culture: the prompt's (semantic), French (surface), another
+        "r1": {"Nigerian": "Nigerian", "Mexican": "French", "Thai": "other"},
+        "r2": {"Nigerian": "Nigerian", "Mexican": "French", "Thai": "French"},
+        "r3": {"Nigerian": "French", "Mexican": "French", "Thai": "Thai"},
+    }
+    chosen = {}
+    for rater, mine in picks.items():
+        study.give_profile(rater, JAPAN)
+        while (slot := study.next_for(rater)[0]) is not None:
+            shown = slot.options["culture"]
+            want = mine[slot.item.country]
+            if want == "other":
+                want = next(c for c in shown if c not in (slot.item.country, "French"))
+            chosen.setdefault(slot.item.image, []).append(want)
+            study.record(rater, slot.item.image, "rate", {"culture": want})
+    rated = load_ratings(folder / "ratings.jsonl")
+    result = extend(agreement(rated, StoredMetrics(), ["faith"]), rated)
+    got = result.fleiss["culture"]
+    units = [chosen[k] for k in sorted(chosen)]
+    table, _ = aggregate_raters(np.array(units, dtype=object))
+    assert got["images"] == 3
+    assert got["kappa"] == pytest.approx(fleiss_kappa(table, method="fleiss"), abs=1e-12)
+    # Nigerian: 2 of 3 the prompt's culture; Mexican: all French; Thai: three answers
+    assert got["tendency"] == {"semantic": 1, "surface": 1, "none": 1}
+    assert got["majority"] == {
+        "nigerian/fr/p0_s0.png": "Nigerian",
+        "mexican/fr/p0_s0.png": "French",
+        "thai/fr/p0_s0.png": None,
+    }

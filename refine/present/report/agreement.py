@@ -8,6 +8,7 @@ from typing import Any
 from refine.numbers import MISSING
 from refine.present.charts import xy_plot
 from refine.present.html import document, escape, num, raw
+from refine.present.report.agreement_groups import extras_html, groups_html
 
 
 def _label(name: str) -> str:
@@ -87,6 +88,8 @@ def render_agreement(result: Any) -> str:
         "<h2>Metrics against people</h2><table><tr><th>metric</th><th>question</th><th>n</th>"
         f"<th>Spearman</th><th>Kendall tau-b</th><th>Pearson</th></tr>{''.join(rows)}</table>"
         + (f'<p class="muted">images without the metric: {escape(missing)}</p>' if missing else "")
+        + extras_html(result)
+        + groups_html(result)
         + f'<h2>Scatter per metric</h2><div class="imgs">{"".join(plots)}</div>'
     )
     return document("Agreement of metrics with human ratings", body)

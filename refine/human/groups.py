@@ -1,0 +1,282 @@
+"""Agreement by group, and the papers' other agreement statistics, beside
+:func:`refine.human.agree.agreement`.
+
+* ``by``: the whole agreement (every correlation with its interval, both alphas) per
+  group of images or raters: ``country``, ``region`` (Global North or South, from a table
+  of the 16 CULTIVate countries: ``assets/regions.json``, AHEaD Sec. 3 after the UN, or a
+  user's file), ``generator`` and ``category`` (from the bench that made the image),
+  ``rater-country`` (from the raters' profiles in the set). A group under
+  :data:`refine.human.agree.FEW_IMAGES` images carries the rough-figures note.
+* ``kappa``: Cohen's quadratic-weighted kappa for each pair of raters, per question, on
+  the images both rated.
+* ``fleiss``: Fleiss' kappa of nominal answers (SoS's forced choice) per question, with
+  each image's majority answer (a tie has none) and, for SoS, its tendency (the prompt's
+  culture: semantic; its language's: surface; another: other).
+* ``ceiling``: the human-human ceiling, each rater against the mean of the others on the
+  images they share, per question, and the mean over raters (AHEaD's and CulturalFrames'
+  human-human rows).
+* ``differences``: how much better the headline metric agrees with people than each
+  other metric on the same images (Spearman; the paired bootstrap's interval).
+* ``matrix``: the metric-metric Spearman correlations over the rated images.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Sequence
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from metrics.catalog import HEADLINE
+from metrics.stats import CORRELATIONS, cohen_kappa, correlation_difference, fleiss_kappa
+
+GROUPINGS = ("country", "region", "generator", "category", "rater-country")
+NO_GROUP = "(unknown)"
+
+
+def regions(path: str | Path | None = None) -> dict[str, str]:
+    """Country -> region: the bundled table, or the file given (the same layout)."""
+    if path is None:
+        from importlib.resources import files
+
+        text = (files("refine.assets") / "regions.json").read_text("utf-8")
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+    try:
+        table = json.loads(text)["regions"]
+        return {str(k).casefold(): str(v) for k, v in table.items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(
+            f"{path}: not a regions file ({{'regions': {{'USA': 'Global North', ...}}}}): {err}"
+        ) from None
+
+
+def group_key(rating: Any, stored: Any, by: str, table: dict[str, str]) -> str:
+    """The group a rating falls in, by ``by`` (:data:`GROUPINGS`)."""
+    if by == "rater-country":
+        return rating.rater_country or NO_GROUP
+    meta = stored.meta(rating)
+    if by == "generator":
+        return (meta.generator if meta else None) or NO_GROUP
+    country = rating.country or (meta.country if meta else None)
+    if by == "country":
+        return country or NO_GROUP
+    if by == "region":
+        return table.get((country or "").casefold(), NO_GROUP)
+    if by == "category":
+        category = meta.category if meta else None
+        if category is None and country and rating.activity:
+            from refine.harness.tasks.bench_plan import activity_category
+
+            category = activity_category(rating.activity, country)
+        return category or NO_GROUP
+    raise ValueError(f"--by: {by!r} is not one of {', '.join(GROUPINGS)}")
+
+
+def by_groups(
+    ratings: Sequence[Any],
+    stored: Any,
+    metrics: Sequence[str],
+    groupings: Sequence[str],
+    regions_file: str | Path | None = None,
+    seed: int = 0,
+    reps: int = 1000,
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per grouping and group: the agreement of the ratings in it (images, raters, alpha
+    at both levels, every correlation with its n and interval, notes)."""
+    from refine.human.agree import agreement
+
+    unknown = [g for g in groupings if g not in GROUPINGS]
+    if unknown:
+        raise ValueError(f"--by: {unknown[0]!r} is not one of {', '.join(GROUPINGS)}")
+    table = regions(regions_file) if "region" in groupings else {}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for by in groupings:
+        groups: dict[str, list[Any]] = {}
+        for r in ratings:
+            groups.setdefault(group_key(r, stored, by, table), []).append(r)
+        out[by] = {}
+        for key in sorted(groups, key=lambda k: (k == NO_GROUP, k)):
+            got = agreement(groups[key], stored, metrics, seed=seed, reps=reps)
+            out[by][key] = {
+                "images": got.images,
+                "raters": got.raters,
+                "alpha": got.alpha,
+                "alpha_ordinal": got.alpha_ordinal,
+                "metrics": got.table,
+                "notes": [n for n in got.notes() if n.startswith("only ")],
+            }
+    return out
+
+
+def rater_kappas(answers: dict[Path, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """Per question, Cohen's quadratic-weighted kappa of each pair of raters on the images
+    both answered (pairs sharing fewer than two images are left out)."""
+    out: dict[str, Any] = {}
+    questions = sorted({q for by_q in answers.values() for q in by_q})
+    for q in questions:
+        raters = sorted({r for by_q in answers.values() for r in by_q.get(q, {})})
+        pairs = {}
+        for a, b in combinations(raters, 2):
+            both = [by_q[q] for by_q in answers.values() if a in by_q.get(q, {}) and b in by_q[q]]
+            if len(both) < 2:
+                continue
+            k = cohen_kappa([x[a] for x in both], [x[b] for x in both], "quadratic")
+            pairs[f"{a} | {b}"] = {"n": len(both), "kappa": k}
+        if pairs:
+            defined = [p["kappa"] for p in pairs.values() if p["kappa"] is not None]
+            mean = sum(defined) / len(defined) if defined else None
+            out[q] = {"pairs": pairs, "mean": mean}
+    return out
+
+
+def ceiling(answers: dict[Path, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """Per question, each rater's correlations with the mean of the other raters on the
+    images they share, and their mean over raters: the human-human ceiling."""
+    out: dict[str, Any] = {}
+    questions = sorted({q for by_q in answers.values() for q in by_q})
+    for q in questions:
+        raters = sorted({r for by_q in answers.values() for r in by_q.get(q, {})})
+        rows: dict[str, Any] = {}
+        for r in raters:
+            pairs = []
+            for by_q in answers.values():
+                given = by_q.get(q, {})
+                others = [v for w, v in given.items() if w != r]
+                if r in given and others:
+                    pairs.append((given[r], sum(others) / len(others)))
+            if len(pairs) < 2:
+                continue
+            x, y = [p[0] for p in pairs], [p[1] for p in pairs]
+            rows[r] = {"n": len(pairs), **{n: fn(x, y) for n, fn in CORRELATIONS.items()}}
+        if rows:
+            mean = {}
+            for n in CORRELATIONS:
+                got = [row[n] for row in rows.values() if row[n] is not None]
+                mean[n] = sum(got) / len(got) if got else None
+            out[q] = {"raters": rows, **mean}
+    return out
+
+
+def nominal(ratings: Sequence[Any]) -> dict[str, Any]:
+    """Per nominal question: Fleiss' kappa over the images (each rater's latest answer),
+    each image's majority answer, and for SoS the tendency of the majorities."""
+    latest: dict[str, dict[Path, dict[str, str]]] = {}
+    first: dict[Path, Any] = {}
+    for r in ratings:
+        first.setdefault(r.image, r)
+        for q, v in r.choices.items():
+            latest.setdefault(q, {}).setdefault(r.image, {})[r.rater] = v
+    out: dict[str, Any] = {}
+    root = Path(os.path.commonpath([str(i.parent) for i in first])) if first else Path()
+    for q, by_image in latest.items():
+        units = [list(v.values()) for v in by_image.values()]
+        majority = {}
+        for image, given in by_image.items():
+            top = Counter(given.values()).most_common()
+            tie = len(top) > 1 and top[0][1] == top[1][1]
+            majority[image.relative_to(root).as_posix()] = None if tie else top[0][0]
+        entry: dict[str, Any] = {
+            "images": len(units),
+            "kappa": fleiss_kappa(units),
+            "majority": majority,
+        }
+        tendency = _sos_tendency(by_image, first, majority, root)
+        if tendency:
+            entry["tendency"] = tendency
+        out[q] = entry
+    return out
+
+
+def _sos_tendency(by_image, first, majority, root: Path) -> dict[str, int]:
+    """How many images' majority is the prompt's culture (semantic), its language's
+    (surface), another or none (a tie): SoS Sec. 4.2's labels."""
+    from refine.evaluate.sos_captions import surface_cultures
+
+    table = surface_cultures()
+    counts: Counter[str] = Counter()
+    for image in by_image:
+        r = first[image]
+        lang = getattr(r, "language", None)
+        if not r.country or lang is None or lang not in table:
+            return {}
+        label = majority[image.relative_to(root).as_posix()]
+        surface = {table[lang]["identity"], table[lang]["country"]}
+        counts[
+            "none"
+            if label is None
+            else "semantic"
+            if label == r.country
+            else "surface"
+            if label in surface
+            else "other"
+        ] += 1
+    return dict(counts)
+
+
+def differences(result: Any, seed: int = 0, reps: int = 1000) -> list[dict[str, Any]]:
+    """The headline metric against each other metric, per question: the difference of
+    their Spearman correlations with people on the images both have, and its interval."""
+    out = []
+    heads = [m for m in result.values if m.split("@")[0] == HEADLINE]
+    for head in heads:
+        for other in result.values:
+            if other == head:
+                continue
+            for q in sorted({q for by_q in result.answers.values() for q in by_q}):
+                images = [
+                    i
+                    for i in result.values[head]
+                    if i in result.values[other] and result.answers.get(i, {}).get(q)
+                ]
+                if len(images) < 3:
+                    continue
+                people = [
+                    sum(result.answers[i][q].values()) / len(result.answers[i][q]) for i in images
+                ]
+                point, interval = correlation_difference(
+                    [result.values[head][i] for i in images],
+                    [result.values[other][i] for i in images],
+                    people, "spearman", seed=seed, reps=reps,
+                )  # fmt: skip
+                out.append(
+                    {
+                        "metric": head,
+                        "versus": other,
+                        "question": q,
+                        "n": len(images),
+                        "difference": point,
+                        "interval": interval,
+                    }
+                )
+    return out
+
+
+def matrix(result: Any) -> dict[str, Any]:
+    """The metric-metric Spearman correlations over the rated images both have."""
+    names = list(result.values)
+    spearman = CORRELATIONS["spearman"]
+    rows = []
+    for a in names:
+        row = []
+        for b in names:
+            common = [i for i in result.values[a] if i in result.values[b]]
+            x = [result.values[a][i] for i in common]
+            y = [result.values[b][i] for i in common]
+            row.append(spearman(x, y) if len(common) >= 2 else None)
+        rows.append(row)
+    return {"metrics": names, "spearman": rows}
+
+
+def extend(result: Any, ratings: Sequence[Any], seed: int = 0, reps: int = 1000) -> Any:
+    """``result`` (an :class:`refine.human.agree.Agreement`) with the kappas, Fleiss' kappa
+    and majorities, the ceiling, the paired differences and the matrix."""
+    result.kappa = rater_kappas(result.answers)
+    result.fleiss = nominal(ratings)
+    result.ceiling = ceiling(result.answers)
+    result.differences = differences(result, seed, reps)
+    result.matrix = matrix(result)
+    return result
