@@ -52,6 +52,15 @@ def agree_cmd(
     regions_file: Path = typer.Option(
         None, "--regions", help="A JSON table of country -> region in place of the bundled one."
     ),
+    figures: str = typer.Option(
+        None,
+        "--figures",
+        help="Also write the charts as files (png,svg,pdf): correlations per group, the "
+        "metric-metric matrix, the scatters.",
+    ),
+    latex: bool = typer.Option(
+        False, "--latex", help="Also write booktabs tables (metrics by questions and groups)."
+    ),
     exclude_flagged: bool = typer.Option(
         False,
         "--exclude-flagged",
@@ -63,6 +72,12 @@ def agree_cmd(
     Pearson correlations with each question (95% bootstrap intervals), Krippendorff's alpha
     between raters as the ceiling, and a scatter per metric (agree.json, agree.html)."""
 
+    from refine.present.figures import parse_formats
+
+    try:
+        formats = parse_formats(figures) if figures is not None else ()
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
     wanted = split_list(metrics)
     known = agree_metrics()
     unknown = [m for m in wanted if m not in known]
@@ -123,6 +138,7 @@ def agree_cmd(
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(folder / "agree.json", json.dumps(doc, indent=1))
     atomic_write_text(folder / "agree.html", render_agreement(result))
+    written = _files(result, folder, formats, latex)
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
         return
@@ -152,6 +168,23 @@ def agree_cmd(
             )
     _extras(result)
     typer.echo(f"written: {folder / 'agree.json'}, {folder / 'agree.html'}")
+    for path in written:
+        typer.echo(f"written: {path}")
+
+
+def _files(result, folder: Path, formats: tuple[str, ...], latex: bool) -> list[Path]:
+    """The figures (``--figures``) and LaTeX tables (``--latex``) asked for."""
+    written = []
+    if formats:
+        from refine.present.figures import write_figures
+
+        written += write_figures(result, folder / "figures", formats)
+    if latex:
+        from refine.present.latex import write_tables
+        from refine.present.report.agreement_tables import agreement_tables
+
+        written += write_tables(agreement_tables(result), folder / "tables", "agree")
+    return written
 
 
 def _interval(iv) -> str:

@@ -67,7 +67,7 @@ def test_agreement_by_region_and_generator(rated, tmp_path):
     out, ratings, cells, rows = rated
     done = cli("agree", "--ratings", str(ratings), "--source", str(out), "--metrics",
                "faith,align,hal", "--by", "region", "--by", "generator", "--out",
-               str(tmp_path / "agree"))  # fmt: skip
+               str(tmp_path / "agree"), "--figures", "png,svg,pdf", "--latex")  # fmt: skip
     assert done.returncode == 0, done.stderr
     doc = json.loads((tmp_path / "agree" / "agree.json").read_text())
     region = {"Iran": "Global South", "USA": "Global North"}
@@ -149,3 +149,55 @@ def test_agreement_by_region_and_generator(rated, tmp_path):
 
 def score(rows, image: str, rater: str) -> int:
     return next(r["faithfulness"] for r in rows if r["image"] == image and r["rater"] == rater)
+
+
+def test_figures_and_latex_tables_load_where_papers_use_them(rated, tmp_path):
+    """--figures png,svg,pdf: each chart decodes as an image, the SVG keeps its text, the
+    PDF has one page; --latex: booktabs tables with the best of each column in bold, which
+    pdflatex compiles."""
+    import shutil
+    import subprocess
+    import xml.etree.ElementTree as ET
+
+    from PIL import Image
+
+    out, ratings, _, _ = rated
+    folder = tmp_path / "agree"
+    done = cli("agree", "--ratings", str(ratings), "--source", str(out), "--metrics",
+               "faith,align,hal", "--by", "region", "--out", str(folder), "--figures",
+               "png,svg,pdf", "--latex")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    for name in ("agree-correlations", "agree-matrix", "agree-scatter"):
+        with Image.open(folder / "figures" / f"{name}.png") as im:
+            assert im.width > 300 and im.height > 200
+        svg = (folder / "figures" / f"{name}.svg").read_text()
+        ET.fromstring(svg[svg.index("<svg") :])  # well-formed
+        pdf = (folder / "figures" / f"{name}.pdf").read_bytes()
+        assert (
+            pdf.startswith(b"%PDF")
+            and pdf.count(b"/Type /Page\n")
+            + pdf.count(b"/Type /Page ")
+            + pdf.count(b"/Type /Page>")
+            >= 1
+        )
+    assert "Spearman with people" in (folder / "figures" / "agree-correlations.svg").read_text()
+    assert "Global North" in (folder / "figures" / "agree-correlations.svg").read_text()
+    region = (folder / "tables" / "agree-agreement-region.tex").read_text()
+    assert r"\toprule" in region and "Global North & Global South" in region
+    # the best of each column in bold (FAITH's; ALIGN ties with it in this world), HAL not
+    assert r"FAITH & \textbf{" in region and r"HAL & \textbf" not in region, region
+    pooled = (folder / "tables" / "agree-agreement.tex").read_text()
+    assert "human-human" in pooled
+    bad = cli("agree", "--ratings", str(ratings), "--source", str(out), "--figures", "gif")
+    assert bad.returncode == 2 and "'gif' is not one of png, svg, pdf" in bad.stderr
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed (.ci/run installs texlive-latex-base)")
+    build = tmp_path / "tex"
+    build.mkdir()
+    run = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", f"-output-directory={build}",
+         str(folder / "tables" / "agree.tex")],
+        capture_output=True, text=True, timeout=120, cwd=build,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert (build / "agree.pdf").read_bytes().startswith(b"%PDF")
