@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -718,8 +719,10 @@ def agreement(
             points.setdefault(shown_as, {})[q] = pairs
         values[shown_as] = {i: found[i][key] for i in have}
     by_bytes: dict[str, list[str]] = {}
+    # named from the folder they share (two generators' folders hold the same names)
+    root = Path(os.path.commonpath([str(i.parent) for i in images])) if images else Path()
     for i in images:
-        by_bytes.setdefault(first[i].sha256, []).append(i.name)
+        by_bytes.setdefault(first[i].sha256, []).append(i.relative_to(root).as_posix())
     identical = [names for names in by_bytes.values() if len(names) > 1]
     raters = sorted({r.rater for r in ratings})
     return Agreement(

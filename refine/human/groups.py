@@ -16,7 +16,8 @@
   images they share, per question, and the mean over raters (AHEaD's and CulturalFrames'
   human-human rows).
 * ``differences``: how much better the headline metric agrees with people than each
-  other metric on the same images (Spearman; the paired bootstrap's interval).
+  other metric on the same images (Spearman in the agreeing direction: negated for HAL
+  and EXAG; the paired bootstrap's interval).
 * ``matrix``: the metric-metric Spearman correlations over the rated images.
 """
 
@@ -217,9 +218,19 @@ def _sos_tendency(by_image, first, majority, root: Path) -> dict[str, int]:
     return dict(counts)
 
 
+def agreeing_sign(name: str) -> float:
+    """-1 for a metric where lower is better (HAL, EXAG): it agrees with people when its
+    correlation is negative."""
+    from metrics.catalog import CATALOG
+
+    m = CATALOG.get(name.split("@", 1)[0])
+    return -1.0 if m is not None and m.better == "lower" else 1.0
+
+
 def differences(result: Any, seed: int = 0, reps: int = 1000) -> list[dict[str, Any]]:
     """The headline metric against each other metric, per question: the difference of
-    their Spearman correlations with people on the images both have, and its interval."""
+    their agreement with people (Spearman, negated for a metric where lower is better) on
+    the images both have, and its paired interval."""
     out = []
     heads = [m for m in result.values if m.split("@")[0] == HEADLINE]
     for head in heads:
@@ -238,8 +249,8 @@ def differences(result: Any, seed: int = 0, reps: int = 1000) -> list[dict[str, 
                     sum(result.answers[i][q].values()) / len(result.answers[i][q]) for i in images
                 ]
                 point, interval = correlation_difference(
-                    [result.values[head][i] for i in images],
-                    [result.values[other][i] for i in images],
+                    [agreeing_sign(head) * result.values[head][i] for i in images],
+                    [agreeing_sign(other) * result.values[other][i] for i in images],
                     people, "spearman", seed=seed, reps=reps,
                 )  # fmt: skip
                 out.append(

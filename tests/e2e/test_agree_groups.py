@@ -136,6 +136,13 @@ def test_agreement_by_region_and_generator(rated, tmp_path):
     )
     assert d["n"] == 24 and d["difference"] == pytest.approx(want, abs=1e-12)
     assert d["interval"][0] <= d["difference"] <= d["interval"][1]
+    # against HAL, which agrees with people when negative: its agreement is -Spearman
+    (h,) = [d for d in doc["differences"] if d["versus"].startswith("hal")]
+    hal = {str(out / im["file"]): im["hal"] for c in cells for im in c["images"]}
+    want = (
+        sp.spearmanr([faith[i] for i in every], y)[0] + sp.spearmanr([hal[i] for i in every], y)[0]
+    )
+    assert h["difference"] == pytest.approx(want, abs=1e-12)
     # the metric-metric matrix
     names = doc["matrix"]["metrics"]
     fa, al = names.index(d["metric"]), names.index(d["versus"])

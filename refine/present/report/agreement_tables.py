@@ -9,21 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from refine.human.groups import agreeing_sign
 from refine.present.latex import Cell, Table
-
-
-def _sign(name: str) -> float:
-    from metrics.catalog import CATALOG
-
-    m = CATALOG.get(name.split("@", 1)[0])
-    return -1.0 if m is not None and m.better == "lower" else 1.0
 
 
 def _cell(row: dict[str, Any] | None, name: str) -> Cell | None:
     if row is None or row.get("spearman") is None:
         return None
     r = row["spearman"]
-    return Cell(r, row.get("spearman_interval"), _sign(name) * r)
+    return Cell(r, row.get("spearman_interval"), agreeing_sign(name) * r)
 
 
 def agreement_tables(result: Any) -> list[Table]:
