@@ -218,7 +218,13 @@ def _extras(result) -> None:
         typer.echo(f"by {by}:")
         for key, g in groups.items():
             alpha = " ".join(f"{q} {shown(a, '.3f')}" for q, a in g["alpha"].items())
-            typer.echo(f"  {key}: {g['images']} images, alpha {alpha or '-'}")
+            human = " ".join(
+                f"{q} {shown(c['spearman'], '+.3f')}" for q, c in g.get("ceiling", {}).items()
+            )
+            typer.echo(
+                f"  {key}: {g['images']} images, alpha {alpha or '-'}"
+                + (f", human-human {human}" if human else "")
+            )
             for m, by_q in g["metrics"].items():
                 for q, row in by_q.items():
                     typer.echo(

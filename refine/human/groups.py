@@ -1,10 +1,11 @@
 """Agreement by group, and the papers' other agreement statistics, beside
 :func:`refine.human.agree.agreement`.
 
-* ``by``: the whole agreement (every correlation with its interval, both alphas) per
-  group of images or raters: ``country``, ``region`` (Global North or South, from a table
-  of the 16 CULTIVate countries: ``assets/regions.json``, AHEaD Sec. 3 after the UN, or a
-  user's file), ``generator`` and ``category`` (from the bench that made the image),
+* ``by``: the whole agreement (every correlation with its interval, both alphas, the
+  human-human ceiling, the raters' kappas, Fleiss' kappa) per group of images or raters:
+  ``country``, ``region`` (Global North or South, from a table of the 16 CULTIVate
+  countries: ``assets/regions.json``, AHEaD Sec. 3 after the UN, or a user's file),
+  ``generator`` and ``category`` (from the bench that made the image),
   ``rater-country`` (from the raters' profiles in the set). A group under
   :data:`refine.human.agree.FEW_IMAGES` images carries the rough-figures note.
 * ``kappa``: Cohen's quadratic-weighted kappa for each pair of raters, per question, on
@@ -108,6 +109,13 @@ def by_groups(
                 "alpha": got.alpha,
                 "alpha_ordinal": got.alpha_ordinal,
                 "metrics": got.table,
+                # the raters' own agreement in the group: the row a paper sets beside it
+                "ceiling": ceiling(got.answers),
+                "kappa": rater_kappas(got.answers),
+                "fleiss": {
+                    q: {k: v for k, v in f.items() if k != "majority"}
+                    for q, f in nominal(groups[key]).items()
+                },
                 "notes": [n for n in got.notes() if n.startswith("only ")],
             }
     return out

@@ -87,28 +87,30 @@ def merge(folders: list[str | Path], into: str | Path) -> Merged:
     target = Study.open(into)
     by_sha = {file_sha256(target.folder / it.image): it.image for it in target.set.items}
     held: dict[tuple, dict[str, Any]] = {}
-    for row in _rows(target.folder / RATINGS):
-        held.setdefault(_key(row), row)
+    mine = _rows(target.folder / RATINGS)
+    for key, row in zip(_keys(mine), mine, strict=True):
+        held.setdefault(key, row)
     done = Merged()
     for folder in map(Path, folders):
         rows = _rows(folder / RATINGS)
         if not rows and not (folder / RATINGS).is_file():
             raise ValueError(f"{folder}: no {RATINGS} (not a rated folder)")
-        for k, row in enumerate(rows, 1):
+        check = f"{ATTENTION}/{target.protocol.name}.png"  # the one check image there is
+        for k, (key, row) in enumerate(zip(_keys(rows), rows, strict=True), 1):
             image = str(row.get("image", ""))
-            if image.startswith(f"{ATTENTION}/"):
-                mapped = image
-                own = target.folder / image
-                if not own.is_file() and (folder / image).is_file():
+            if row.get("kind") == "attention":  # the check's image, and nothing else
+                mapped = image if image == check else None
+                own, theirs = target.folder / check, folder / check
+                if mapped and not own.is_file() and theirs.is_file() and not theirs.is_symlink():
                     own.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(folder / image, own)
-            else:
+                    shutil.copy2(theirs, own)
+            else:  # every other answer joins an image of the set by its content
                 mapped = by_sha.get(str(row.get("image_sha256") or ""))
             if mapped is None:
                 done.unknown.append(f"{folder / RATINGS}:{k}: {image}")
                 continue
             row = {**row, "image": mapped}
-            key = _key(row)
+            key = (*key[:2], mapped, *key[3:])
             if key in held:
                 if _answers(held[key]) == _answers(row):
                     done.already += 1
@@ -162,8 +164,19 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _key(row: dict[str, Any]) -> tuple:
-    return (row.get("protocol"), row.get("rater"), row.get("image"), row.get("kind", "rate"))
+def _keys(rows: list[dict[str, Any]]) -> list[tuple]:
+    """What each answer is to: a rater's image and kind; a rater takes the one attention
+    check many times, each answer its own (the first, second, ... check)."""
+    taken: dict[Any, int] = {}
+    out = []
+    for row in rows:
+        kind = row.get("kind", "rate")
+        nth = None
+        if kind == "attention":
+            who = (row.get("protocol"), row.get("rater"))
+            nth = taken[who] = taken.get(who, 0) + 1
+        out.append((row.get("protocol"), row.get("rater"), row.get("image"), kind, nth))
+    return out
 
 
 def _answers(row: dict[str, Any]) -> Any:

@@ -198,6 +198,8 @@ class Protocol(_Strict):
         for q in self.shown(answers):
             value = answers.get(q.id)
             allowed = [o.value for o in q.options] or list(options.get(q.id, []))
+            if q.options_from and not allowed:
+                continue  # the item gives no choices (an image without expectations)
             if q.kind == "single":
                 value = None if value in (None, "") else str(value)
                 if value is not None and value not in allowed:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,9 @@ from refine.human.protocols import Protocol, RaterProfile, load_protocol
 from refine.human.rating import _APPEND, Item, RatingSet
 from refine.io.files import append_jsonl, atomic_write_text, file_sha256
 
+# one answer checked against what its rater is shown and appended at a time: two clicks
+# of one rater (or raters of one image) never both pass the check
+_RECORDING = threading.Lock()
 STUDY = ".study.json"
 PROFILES = ".profiles.json"
 ATTENTION = ".attention"
@@ -80,10 +84,25 @@ class Study:
                         f"rate it with that one, or copy the images to rate them under "
                         f"{asked.name}"
                     )
-                if asked.name != had.name or asked != had:
+                if asked.name != had.name or (
+                    asked != had and not rating_set.ratings_path.is_file()
+                ):
                     return cls._start(rating_set, asked, seed)
+                # rated already: what was asked stays as it was recorded
             return cls(rating_set, had, int(kept.get("seed", 0)))
         return cls._start(rating_set, load_protocol(protocol or "quick"), seed)
+
+    @staticmethod
+    def recorded(folder: str | Path) -> Protocol | None:
+        """The protocol a set is rated under, read without writing anything (None where
+        none is recorded yet)."""
+        path = Path(folder) / STUDY
+        if not path.is_file() or path.is_symlink():
+            return None
+        try:
+            return Protocol.model_validate(json.loads(path.read_text(encoding="utf-8"))["protocol"])
+        except (ValueError, KeyError, TypeError):
+            return None
 
     @classmethod
     def _start(cls, rating_set: RatingSet, protocol: Protocol, seed: int) -> Study:
@@ -136,10 +155,13 @@ class Study:
             return True, "you qualify for every image of this set"
         countries = sorted({it.country for it in self.set.items if it.country})
         mine = [c for c in countries if self.protocol.qualifies(profile, c)[0]]
-        if not mine:
+        unplaced = any(not it.country for it in self.set.items)  # no country to ask for
+        if not mine and not unplaced:
             why = self.protocol.qualify.text or "this study asks for raters of the country shown"
             return False, f"you do not qualify for this set: {why}"
-        return True, f"you qualify for the images of {', '.join(mine)}"
+        if not countries:
+            return True, "the set's images name no country: you may rate every one"
+        return True, f"you qualify for the images of {', '.join(mine) or 'no country named'}"
 
     def rater_country(self, rater: str) -> str | None:
         profile = self.profile(rater)
@@ -216,12 +238,15 @@ class Study:
 
     def _counts(self, rows: list[dict[str, Any]], rater: str) -> dict[str, int]:
         """Raters so far per image (of the rater's country, with ``every_country``)."""
-        mine = self.rater_country(rater) if self.protocol.every_country else None
+        field_name = self.protocol.rater_country
+        held = self.profiles() if self.protocol.every_country else {}
+        country = {who: getattr(p, field_name) for who, p in held.items()}
+        mine = country.get(rater) if self.protocol.every_country else None
         seen: dict[str, set[str]] = {}
         for r in rows:
             if r.get("kind") != "rate":
                 continue
-            if mine is not None and self.rater_country(str(r.get("rater"))) != mine:
+            if mine is not None and country.get(str(r.get("rater"))) != mine:
                 continue
             seen.setdefault(str(r.get("image")), set()).add(str(r.get("rater")))
         return {image: len(who) for image, who in seen.items()}
@@ -269,6 +294,12 @@ class Study:
     ) -> dict[str, Any]:
         """Check and append one answer: the slot must be the one the rater is shown (a
         client's value: anything else is refused)."""
+        with _RECORDING:  # the slot checked and the answer appended together
+            return self._record(rater, image, kind, answers, reasons)
+
+    def _record(
+        self, rater: str, image: str, kind: str, answers: dict[str, Any], reasons: Any
+    ) -> dict[str, Any]:
         slot, _, _ = self.next_for(rater)
         if slot is None:
             raise ValueError("every image of this set is rated by you already")

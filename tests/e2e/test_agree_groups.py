@@ -92,6 +92,12 @@ def test_agreement_by_region_and_generator(rated, tmp_path):
             assert row["spearman"] == pytest.approx(sp.spearmanr(x, y)[0], abs=1e-12)
             lo, hi = row["spearman_interval"]
             assert lo <= row["spearman"] <= hi
+            # the group's own human-human ceiling, each rater against the others' mean
+            mine_given = {w: [score(rows, i, w) for i in mine] for w in ("a", "b", "c")}
+            others = [np.mean([mine_given[o][k] for o in "bc"]) for k in range(12)]
+            assert g["ceiling"]["faithfulness"]["raters"]["a"]["spearman"] == pytest.approx(
+                sp.spearmanr(mine_given["a"], others)[0], abs=1e-12
+            )
             # 12 images: the figures are rough, and the group says so
             assert any("below 30" in n for n in g["notes"])
             import krippendorff
@@ -193,6 +199,7 @@ def test_figures_and_latex_tables_load_where_papers_use_them(rated, tmp_path):
     assert r"\toprule" in region and "Global North & Global South" in region
     # the best of each column in bold (FAITH's; ALIGN ties with it in this world), HAL not
     assert r"FAITH & \textbf{" in region and r"HAL & \textbf" not in region, region
+    assert "human-human &" in region  # each region's own ceiling
     pooled = (folder / "tables" / "agree-agreement.tex").read_text()
     assert "human-human" in pooled
     bad = cli("agree", "--ratings", str(ratings), "--source", str(out), "--figures", "gif")

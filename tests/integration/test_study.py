@@ -306,3 +306,79 @@ def test_sos_answers_give_fleiss_kappa_majorities_and_tendencies(tmp_path):
         "mexican/fr/p0_s0.png": "French",
         "thai/fr/p0_s0.png": None,
     }
+
+
+def test_merge_keeps_every_check_and_stays_in_the_set(tmp_path):
+    """A rater's second attention check is an answer of its own (a failed one still flags
+    them after the merge); a row naming a path out of the set is refused, nothing copied."""
+    from refine.human.packs import merge, pack
+
+    folder = bench_like(tmp_path / "set", countries=("Japan",) * 4)
+    proto = tmp_path / "mine.toml"
+    proto.write_text(PROTOCOL.replace("raters_per_image = 1", "raters_per_image = 2"))
+    study = Study.open(folder, proto)
+    pack(study, 1, tmp_path / "packed")
+    mine = Study.open(tmp_path / "packed" / "rater-01")
+    mine.give_profile("ana", JAPAN)
+    checks = 0
+    while (slot := mine.next_for("ana")[0]) is not None:
+        value = "5" if slot.kind == "attention" and checks == 1 else "1"  # the 2nd fails
+        checks += slot.kind == "attention"
+        mine.record("ana", slot.item.image, slot.kind, {"score": value})
+    assert checks == 2 and mine.flags()["ana"]["failed_checks"] == 1
+    rows = (tmp_path / "packed" / "rater-01" / "ratings.jsonl").read_text().splitlines()
+    evil = json.loads(rows[0])
+    evil.update(image=".attention/../../outside.png", kind="attention")
+    (tmp_path / "packed" / "rater-01" / ".attention" / ".." / ".." / "outside.png").write_bytes(
+        b"x"
+    )
+    rows.append(json.dumps(evil))
+    (tmp_path / "packed" / "rater-01" / "ratings.jsonl").write_text("\n".join(rows) + "\n")
+    done = merge([tmp_path / "packed" / "rater-01"], folder)
+    assert done.added == len(rows) - 1 and not done.conflicts
+    assert len(done.unknown) == 1 and "outside.png" in done.unknown[0]
+    assert not (tmp_path / "outside.png").exists()
+    assert Study.open(folder).flags()["ana"]["failed_checks"] == 1  # the flag survives
+    again = merge([tmp_path / "packed" / "rater-01"], folder)
+    assert again.added == 0 and again.already == len(rows) - 1
+
+
+def test_one_answer_per_slot_under_concurrent_clicks(tmp_path):
+    import threading
+
+    folder = bench_like(tmp_path / "set", countries=("Japan",) * 3)
+    study = Study.open(folder, "ahead")
+    study.give_profile("ana", JAPAN)
+    slot, _, _ = study.next_for("ana")
+    answers = {"gt_faith": "3", "gt_exag": "3", "gt_hal": "3", "realism": "3", "rationale": "x"}
+    errors = []
+
+    def click():
+        try:
+            study.record("ana", slot.item.image, "rate", answers)
+        except ValueError as err:
+            errors.append(str(err))
+
+    threads = [threading.Thread(target=click) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rows = (folder / "ratings.jsonl").read_text().splitlines()
+    assert len(rows) == 1 and len(errors) == 7
+    assert all("not the image you are shown now" in e for e in errors)
+
+
+def test_images_without_a_country_may_be_rated_under_a_country_rule(tmp_path):
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    Image.new("RGB", (8, 8)).save(folder / "a.png")
+    study = Study.open(folder, "culturalframes")
+    study.give_profile("ana", JAPAN)
+    assert study.qualification("ana") == (
+        True,
+        "the set's images name no country: you may rate every one",
+    )
+    assert study.next_for("ana")[0].item.image == "a.png"
+    assert Study.recorded(folder).name == "culturalframes"
+    assert Study.recorded(tmp_path) is None and not (tmp_path / ".study.json").exists()

@@ -84,13 +84,17 @@ def test_culturalframes_follow_ups_hold_only_below_one():
 def test_cube_reasons_and_comments():
     cube = load_protocol("cube")
     with pytest.raises(ValueError, match="justification is required"):
-        cube.check({"relevance": "no", "realism": "4"})
+        cube.check({"relevance": "no"})
     kept, why = cube.check(
         {"relevance": "no", "faithfulness": "5", "realism": "2"},
         {"relevance": "a Turkish lamp", "realism": "waxy skin"},
     )
-    assert kept == {"relevance": "no", "realism": "2"}  # faithfulness only when relevant
-    assert why == {"relevance": "a Turkish lamp", "realism": "waxy skin"}
+    assert kept == {"relevance": "no"}  # faithfulness and realism only when relevant
+    assert why == {"relevance": "a Turkish lamp"}
+    kept, why = cube.check(
+        {"relevance": "yes", "faithfulness": "5", "realism": "2"}, {"realism": "waxy skin"}
+    )
+    assert kept["realism"] == "2" and why == {"realism": "waxy skin"}
     kept, why = cube.check(
         {"relevance": "maybe", "faithfulness": "4", "realism": "5"}, {"realism": "x"}
     )

@@ -43,10 +43,15 @@ def test_order_answers_and_a_cut_line(folder):
     for answers, match in (
         ({"faithfulness": "2"}, "answer: How well does the image match"),
         ({"alignment": "6", "faithfulness": "2"}, "'6' is not one of 1, 2, 3, 4, 5"),
-        ({"alignment": "3", "faithfulness": "2", "unmet": ["a statement"]}, "not among"),
     ):
         with pytest.raises(ValueError, match=match):
             study.record("ana", first.item.image, "rate", answers)
+    # the images have no expectations: the question about them is not asked, and a
+    # client's answer to it is dropped; where an image has some, a stranger is refused
+    given = {"alignment": "3", "faithfulness": "2", "unmet": ["a statement"]}
+    assert "unmet" not in study.protocol.check(given, options={"unmet": []})[0]
+    with pytest.raises(ValueError, match="'a statement' is not among the choices"):
+        study.protocol.check(given, options={"unmet": ["tea in glasses"]})
     with pytest.raises(ValueError, match="not the image you are shown now"):
         study.record("ana", "../x.png", "rate", {"alignment": "3", "faithfulness": "2"})
     study.record(

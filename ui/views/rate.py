@@ -201,8 +201,12 @@ def _study_words(study: Study) -> str:
 
 def _answers_of(study: Study, values: list[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The answers and reasons in the slots' values (four a slot, in order)."""
+    return _answers_of_protocol(study.protocol, values)
+
+
+def _answers_of_protocol(protocol: Any, values: list[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     answers, reasons = {}, {}
-    for k, q in enumerate(study.protocol.questions):
+    for k, q in enumerate(protocol.questions):
         single, multiple, answer, reason = values[4 * k : 4 * k + 4]
         answers[q.id] = _value(q, single, multiple, answer)
         if reason:
@@ -234,8 +238,9 @@ def _slot_values(q: Question, slot: Slot, study: Study, who: str, shown: set[str
     # short choices (a scale) on one line; sentences one under another
     short = all(len(c[0] if isinstance(c, tuple) else str(c)) <= 4 for c in choices)
     look = ["rate-scale"] if short and len(choices) <= 7 else ["rate-choices"]
+    empty = bool(q.options_from) and not choices  # nothing to choose for this image
     return [
-        gr.update(visible=q.id in shown),
+        gr.update(visible=q.id in shown and not empty),
         head,
         gr.update(visible=q.kind == "single", choices=choices, value=None, elem_classes=look),
         gr.update(visible=q.kind in ("multiple", "marks"), choices=choices, value=[]),
@@ -339,18 +344,20 @@ class _Handlers:
 
     def answer(self, request, tok, folder_value, *values):
         """The questions and reason boxes the answers so far call for."""
-        try:
-            study = Study.open(self.service.inside(folder_value, "rating set"))
+        try:  # read only: a set's protocol is recorded by Begin, never here
+            protocol = Study.recorded(self.service.inside(folder_value, "rating set"))
         except ValueError:
+            protocol = None
+        if protocol is None:
             return [gr.update()] * (2 * SLOTS)
-        answers, _ = _answers_of(study, list(values))
-        shown = {q.id for q in study.protocol.shown(answers)}
+        answers, _ = _answers_of_protocol(protocol, list(values))
+        shown = {q.id for q in protocol.shown(answers)}
         out = []
         for k in range(SLOTS):
-            if k >= len(study.protocol.questions):
+            if k >= len(protocol.questions):
                 out += [gr.update(), gr.update()]
                 continue
-            q = study.protocol.questions[k]
+            q = protocol.questions[k]
             out += [gr.update(visible=q.id in shown), gr.update(**_reason(q, answers.get(q.id)))]
         return out
 

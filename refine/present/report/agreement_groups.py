@@ -24,6 +24,11 @@ def groups_html(result: Any) -> str:
         for key, g in groups.items():
             note = " (rough: under 30 images)" if g["notes"] else ""
             alpha = "; ".join(f"{escape(q)} {num(a)}" for q, a in g["alpha"].items())
+            human = "; ".join(
+                f"{escape(q)} {fig(c.get('spearman'))}" for q, c in g.get("ceiling", {}).items()
+            )
+            if human:
+                alpha += f" (human-human: {human})"
             lead = (
                 f"<td>{escape(key)}{escape(note)}</td><td>{g['images']}</td>"
                 f"<td>{alpha or MISSING}</td>"

@@ -69,5 +69,13 @@ def agreement_tables(result: Any) -> list[Table]:
                 cell = _cell(groups[key]["metrics"].get(m, {}).get(q), m)
                 if cell is not None:
                     t.cells[(_label(m), key)] = cell
+        ceilings = {
+            k: (g.get("ceiling") or {}).get(q, {}).get("spearman") for k, g in groups.items()
+        }
+        if any(v is not None for v in ceilings.values()):
+            t.rows.append("human-human")
+            for key, v in ceilings.items():
+                if v is not None:
+                    t.cells[("human-human", key)] = Cell(v, None, float("-inf"))
         tables.append(t)
     return tables
