@@ -1,6 +1,7 @@
 """Screenshots of the app for docs/screenshots: the first screen at desktop (1440x900) and
 phone (390x844) width, a run in progress and a finished two-round run, the Rate view on
-that run at both widths, served by the
+that run at both widths (the CulturalFrames protocol, after a rater's profile, with its
+follow-up questions open), served by the
 app on the test suite's stand-in Gemini world (no key, no network). Needs Debian's
 chromium and the test extras. Usage:
 
@@ -101,9 +102,28 @@ def main(out_dir: str) -> None:
                 rate.wait_for_selector("#start")
                 rate.locator("#rate").get_by_text("Rate images (human ratings)").first.click()
                 rate.locator("#rate-set textarea, #rate-set input").first.fill(run_id)
+                protocol = rate.locator("#rate-protocol input").first
+                protocol.click()
+                protocol.fill("culturalframes")
+                rate.locator("li[role=option][aria-label='culturalframes']").first.click()
                 rate.locator("#rate-rater textarea, #rate-rater input").first.fill("Ana")
                 rate.locator("#rate-begin").click()
+                rate.wait_for_selector("#rate-profile, #rate-image img")
+                if rate.locator("#rate-profile").first.is_visible():  # once per set
+                    for field in ("born", "raised", "residence", "nationality"):
+                        rate.locator(f"#rate-{field} textarea, #rate-{field} input").first.fill(
+                            "Iran"
+                        )
+                    rate.locator("#rate-languages textarea").first.fill("Persian, English")
+                    age = rate.locator("#rate-age input").first
+                    age.click()
+                    rate.locator("li[role=option][aria-label='25-34']").first.click()
+                    rate.locator("#rate-consent input").check()
+                    rate.locator("#rate-give").click()
                 rate.wait_for_selector("#rate-image img")
+                # a partial match: CulturalFrames' follow-up questions appear
+                rate.locator("#rate-q0-single label").filter(has_text="0.5").first.click()
+                rate.wait_for_selector("#rate-q1", state="visible")
                 time.sleep(1)
                 rate.locator("#rate").scroll_into_view_if_needed()
                 rate.locator("#rate").screenshot(path=str(out / f"rate-{name}.png"))
