@@ -792,10 +792,13 @@ def compute_missing(
     models = Backends(load_profile(profile), backends or {}, backend_options)
     scored = 0
     if todo:
+        from metrics.baselines import BASELINES
         from refine import settings
         from refine.evaluate.assess import Assessor
 
-        assessor = Assessor(models)
+        # the baselines asked for are scored with them (CLIPScore below, from each prompt)
+        compare = [m for m in metrics if m in BASELINES and m != "clipscore"]
+        assessor = Assessor(models, compare=compare)
         tau, _ = models.tau()
         countdown = Countdown(len(todo))
         for sha, r in todo.items():
@@ -809,7 +812,7 @@ def compute_missing(
             refs = settings.references(act, ctry)
             with Image.open(r.image) as im:
                 _, scores, _, _ = assessor.assess(im.convert("RGB"), refs, tau=tau)
-            values = {m: scores.value(m) for m in scored_metrics}
+            values = {m: scores.value(m) for m in (*scored_metrics, *compare)}
             values = with_variant(values, scores.variants.get("exag"))
             found.put(sha, {m: float(v) for m, v in values.items() if v is not None}, r.image)
             scored += 1

@@ -211,6 +211,10 @@ def test_run_folders_expectations_and_computed_scores(world, siglip_path, tmp_pa
     computed = json.loads(cli(*args[:-1], "--compute", "--json").stdout)
     assert computed["missing"]["faith"] == 0 and computed["computed"] == 1
     assert computed["metrics"]["faith"]["faithfulness"]["n"] == len(names) + 1
+    # a baseline asked for is scored with the image scored (the runs stored none)
+    with_vqa = [a if a != "faith,expectations" else "faith,vqascore" for a in args[:-1]]
+    computed = json.loads(cli(*with_vqa, "--compute", "--json").stdout)
+    assert computed["computed"] == 1 and computed["missing"]["vqascore"] == len(names)
 
 
 def test_each_rater_once_per_image_and_identical_images_apart(rated, tmp_path):
