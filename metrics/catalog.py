@@ -803,6 +803,25 @@ CUBE = (
         differs="None: every image's tag at once, not per chunk.",
     ),
     Metric(
+        "cube_cd",
+        "CUBE cultural diversity",
+        0,
+        1,
+        "higher",
+        "",
+        ("observer", "judge", "several images"),
+        "prompt",
+        "cube",
+        "Mean quality times the tags' Vendi over their number, per chunk of 8, averaged.",
+        source="CUBE Sec. 5.1.2, Eq. 3 (qVS-bar, 8 images a prompt; Tab. 5 for five kernels)",
+        differs=(
+            "The quality is the judge's probability that the image shows the concept, where "
+            "CUBE uses HPS v2; the chunks are the run's images in order where CUBE draws 50 "
+            "repetitions. Computed with the run's kernel (--cube-weights), and for Tab. 5's "
+            "five kernels in each cell's cd_kernels."
+        ),
+    ),
+    Metric(
         "tag_qvendi",
         "tag qVendi",
         0,
@@ -816,8 +835,8 @@ CUBE = (
         source="CUBE Sec. 5.1.2, Eq. 2 (quality-weighted Vendi)",
         differs=(
             "The quality is the judge's probability that the image shows the concept, where CUBE "
-            "uses HPS v2; CUBE's cultural-diversity score, Eq. 3, also divides by the number of "
-            "images, and is not output."
+            "uses HPS v2. CUBE's cultural-diversity score, Eq. 3, which also divides by the "
+            "number of images, is cube_cd."
         ),
     ),
     replace(

@@ -158,3 +158,33 @@ def tag_kernel(tags, weights=(1.0, 0.0, 0.0)) -> np.ndarray:
         same = np.array([[float(a[part] == b[part]) for b in rows] for a in rows])
         k += w[part] * same
     return k
+
+
+# CUBE Sec. 5.2 / Tab. 5: the five kernels (continent, country, artifact weights)
+CUBE_KERNELS = {
+    "continent (1, 0, 0)": (1.0, 0.0, 0.0),
+    "country (0, 1, 0)": (0.0, 1.0, 0.0),
+    "artifact (0, 0, 1)": (0.0, 0.0, 1.0),
+    "hierarchical (1/2, 1/2, 0)": (0.5, 0.5, 0.0),
+    "uniform (1/3, 1/3, 1/3)": (1 / 3, 1 / 3, 1 / 3),
+}
+
+
+def cultural_diversity(kernel, quality, group_size: int = 8, q: float = 1.0) -> float:
+    """CUBE's cultural-diversity score (Eq. 3) of a collection: per consecutive group of
+    ``group_size`` items (CUBE scores 8 images a prompt), the group's mean quality times
+    its Vendi score over its size, (1/N sum s) (VS/N), averaged over the groups (a
+    trailing smaller group with its own size)."""
+    kernel = np.asarray(kernel, dtype=float)
+    quality = np.asarray(quality, dtype=float)
+    n = kernel.shape[0]
+    if n == 0 or quality.shape != (n,):
+        raise ValueError(f"one quality per item: {quality.shape} for {n} items")
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+    values = []
+    for start in range(0, n, group_size):
+        stop = min(start + group_size, n)
+        vs = vendi_from_kernel(kernel[start:stop, start:stop], q)
+        values.append(float(quality[start:stop].mean()) * vs / (stop - start))
+    return float(np.mean(values))

@@ -140,3 +140,40 @@ def test_cube_tag_kernel_and_the_authors_normalisation():
     # fewer than 32 items: the authors' code keeps the first 24
     assert vendi.normalised_by_size(kernel=np.eye(30), authors=True) == pytest.approx(1.0)
     assert vendi.normalised_by_size(kernel=np.eye(30)) == pytest.approx(1.0)
+
+
+def test_cube_cultural_diversity_eq3_for_each_kernel_by_hand():
+    """CUBE Eq. 3, (1/N sum s) (VS/N) per chunk of 8: four images of a French and four of a
+    Japanese artifact, every artifact distinct, then two more Japanese images (a chunk of
+    2). The Vendi scores follow from the kernels' eigenvalues, worked out by hand."""
+    import math
+
+    from metrics.vendi import CUBE_KERNELS, cultural_diversity, tag_kernel
+
+    tags = [("Europe", "France", f"dish {k}") for k in range(4)]
+    tags += [("Asia", "Japan", f"dish {k + 4}") for k in range(4)]
+    tags += [("Asia", "Japan", "dish 8"), ("Asia", "Japan", "dish 8")]
+    quality = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.5, 0.7]
+    q8, q2 = sum(quality[:8]) / 8, sum(quality[8:]) / 2
+
+    def entropy_vs(eigen):
+        total = sum(eigen)
+        return math.exp(-sum(e / total * math.log(e / total) for e in eigen if e > 0))
+
+    # the first 8: two groups of 4 under continent, country and both; every one apart
+    # under artifacts; under the uniform kernel a group of 4 has 1 on its diagonal and
+    # 2/3 off it (eigenvalues 3 once and 1/3 three times)
+    first = {
+        "continent (1, 0, 0)": 2.0,
+        "country (0, 1, 0)": 2.0,
+        "artifact (0, 0, 1)": 8.0,
+        "hierarchical (1/2, 1/2, 0)": 2.0,
+        "uniform (1/3, 1/3, 1/3)": entropy_vs([3, 3] + [1 / 3] * 6),
+    }
+    # the last 2: the same tag, one item under every kernel
+    for name, w in CUBE_KERNELS.items():
+        want = (q8 * first[name] / 8 + q2 * 1.0 / 2) / 2
+        got = cultural_diversity(tag_kernel(tags, w), quality, 8)
+        assert got == pytest.approx(want, abs=1e-9), name
+    with pytest.raises(ValueError, match="one quality per item"):
+        cultural_diversity(tag_kernel(tags, (1, 0, 0)), quality[:3])

@@ -52,7 +52,7 @@ CONCEPT_CELLS = CellFormat(
         "scorer",
     ),
     key=("generator", "key"),
-    data=("embeddings", "countries", "similarity"),
+    data=("embeddings", "countries", "similarity", "cd_kernels"),
     bulky=("embeddings",),
 )
 
@@ -137,6 +137,7 @@ class ConceptMaker:
             data={
                 "countries": stats["countries"],
                 "similarity": stats["similarity"],
+                "cd_kernels": stats["cd_kernels"],
                 "embeddings": emb.tolist(),
             },
             timings={

@@ -11,8 +11,11 @@ Per concept and generator:
   three parts agree), normalised per chunk of 8 images (VS / size of the chunk, mean over
   chunks; ``cube_diversity_authors`` divides the last chunk by 8 too and of fewer than 32
   images uses the first 24, as the authors' code does);
+* ``cube_cd``: CUBE's cultural-diversity score (Eq. 3: per chunk of 8 images, mean
+  quality x VS / N, averaged) under the run's kernel, and ``cd_kernels``: the same under
+  each of Tab. 5's five kernels (a concept within a country: its one kernel);
 * ``tag_vendi`` and ``tag_qvendi``: the Vendi score of all the tags at once and its
-  quality-weighted form (CUBE's Eq. 3: mean quality x VS);
+  quality-weighted form (CUBE's Eq. 2: mean quality x VS);
 * ``vendi`` and ``qvendi``: the same over the image embeddings (cosine kernel);
 * quality per image: the judge's yes-probability that the image matches the prompt.
 """
@@ -24,6 +27,8 @@ from typing import Any
 
 from metrics.catalog import CUBE_FIGURES as FIGURES  # the last, quality, is per image
 from metrics.vendi import (
+    CUBE_KERNELS,
+    cultural_diversity,
     normalised_by_size,
     quality_weighted,
     tag_kernel,
@@ -45,6 +50,11 @@ def concept_stats(
     import numpy as np
 
     kernel = tag_kernel(tags, None if within_country else tuple(weights))
+    kernels = (
+        {"all three parts equal": kernel}
+        if within_country
+        else {name: tag_kernel(tags, w) for name, w in CUBE_KERNELS.items()}
+    )
     emb = np.asarray(embeddings, dtype=float)
     tag_vendi = vendi_from_kernel(kernel)
     vendi = vendi_from_embeddings(emb)
@@ -54,6 +64,8 @@ def concept_stats(
     return {
         "cube_diversity": normalised_by_size(kernel=kernel, group_size=CHUNK),
         "cube_diversity_authors": normalised_by_size(kernel=kernel, group_size=CHUNK, authors=True),
+        "cube_cd": cultural_diversity(kernel, quality, CHUNK),
+        "cd_kernels": {name: cultural_diversity(k, quality, CHUNK) for name, k in kernels.items()},
         "tag_vendi": tag_vendi,
         "tag_qvendi": quality_weighted(tag_vendi, quality),
         "vendi": vendi,
@@ -62,6 +74,11 @@ def concept_stats(
         "similarity": "all three parts equal" if within_country else list(weights),
         "countries": dict(sorted(countries.items(), key=lambda kv: (-kv[1], kv[0]))),
     }
+
+
+def _mean(values: list[Any]) -> float | None:
+    got = [v for v in values if v is not None]
+    return sum(got) / len(got) if got else None
 
 
 def summarise_concepts(cells: list[dict[str, Any]], generators: Sequence[str]) -> dict[str, Any]:
@@ -78,7 +95,8 @@ def summarise_concepts(cells: list[dict[str, Any]], generators: Sequence[str]) -
                 "country": first["country"],
                 "generators": {
                     c["generator"]: {
-                        **{f: c[f] for f in FIGURES},
+                        **{f: c.get(f) for f in FIGURES},
+                        "cd_kernels": c.get("cd_kernels") or {},
                         "countries": c["countries"],
                         "similarity": c["similarity"],
                     }
@@ -88,9 +106,14 @@ def summarise_concepts(cells: list[dict[str, Any]], generators: Sequence[str]) -
         )
     for g in generators:
         mine = [c for c in cells if c["generator"] == g]
+        kernels = list(dict.fromkeys(k for c in mine for k in c.get("cd_kernels") or {}))
         out["generators"][g] = {
             "concepts": len(mine),
-            **{f: (sum(c[f] for c in mine) / len(mine) if mine else None) for f in FIGURES},
+            **{f: _mean([c.get(f) for c in mine]) for f in FIGURES},
+            # Tab. 5: each kernel's Eq. 3, over the concepts computed under it
+            "cd_kernels": {
+                k: _mean([(c.get("cd_kernels") or {}).get(k) for c in mine]) for k in kernels
+            },
         }
     return out
 

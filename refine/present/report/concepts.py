@@ -41,6 +41,26 @@ def render_concepts(folder: str | Path, results: Results) -> str:
         f'<table class="leaderboard"><tr><th>generator</th><th>concepts</th>{head}</tr>'
         f"{''.join(rows)}</table>"
     )
+    # CUBE Tab. 5: Eq. 3 under each kernel, generators as columns
+    kernels = list(
+        dict.fromkeys(k for g in names for k in summary["generators"][g].get("cd_kernels", {}))
+    )
+    if kernels:
+        cols = "".join(f"<th>{escape(g)}</th>" for g in names)
+        krows = "".join(
+            f"<tr><td>{escape(k)}</td>"
+            + "".join(
+                f'<td data-kernel="{escape(k)}" data-generator="{escape(g)}">'
+                f"{num(summary['generators'][g].get('cd_kernels', {}).get(k))}</td>"
+                for g in names
+            )
+            + "</tr>"
+            for k in kernels
+        )
+        table += (
+            "<h3>Cultural diversity (CUBE Eq. 3) per kernel, as in CUBE's Tab. 5</h3>"
+            f"<table><tr><th>kernel (continent, country, artifact)</th>{cols}</tr>{krows}</table>"
+        )
     sections = []
     for concept in summary["concepts"]:
         bars = [
@@ -89,8 +109,9 @@ def render_concepts(folder: str | Path, results: Results) -> str:
         f"(continent, country, artifact; similarity weights {escape(str(weights))} for "
         "global concepts, all three parts for a country's own) per chunk of 8 images over the "
         "chunk's size, mean over chunks; the authors' form divides the last chunk by 8 too. "
-        "qVendi: mean quality x Vendi (CUBE Eq. 3), quality the judge's yes-probability that "
-        "the image shows the prompt.</p>"
+        "qVendi: mean quality x Vendi (CUBE Eq. 2); CUBE cultural diversity: mean quality x "
+        "Vendi over the number of images per chunk of 8 (CUBE Eq. 3); quality the judge's "
+        "yes-probability that the image shows the prompt.</p>"
         f"<h2>Generators</h2>{table}{''.join(sections)}"
     )
     return document("Cultural diversity of generators (CUBE)", body)
