@@ -138,17 +138,24 @@ BASELINES = (
 def parse_baselines(text: str | Sequence[str] | None) -> tuple[str, ...]:
     """Baseline names from ``a,b`` (``all``: every one; ``none`` or nothing: none); a
     ValueError names one that is not a baseline."""
+    return parse_names(text, BASELINES, "baseline")
+
+
+def parse_names(
+    text: str | Sequence[str] | None, known: Sequence[str], kind: str
+) -> tuple[str, ...]:
+    """Names of ``known`` from ``a,b`` (``all``: every one; ``none`` or nothing: none), in
+    the order given, once each; a ValueError names one that is not a ``kind``."""
     names = text.split(",") if isinstance(text, str) else list(text or ())
     names = [n.strip() for n in names if n.strip()]
     if names in (["none"], []):
         return ()
     if names == ["all"]:
-        return BASELINES
-    unknown = [n for n in names if n not in BASELINES]
+        return tuple(known)
+    unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(
-            f"no baseline {', '.join(map(repr, unknown))}; baselines: {', '.join(BASELINES)} "
-            "(or all, none)"
+            f"no {kind} {', '.join(map(repr, unknown))}; {kind}s: {', '.join(known)} (or all, none)"
         )
     return tuple(dict.fromkeys(names))
 

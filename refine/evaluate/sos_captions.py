@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from metrics.baselines import parse_names
 from metrics.sos import caption_label, label_agreement, sos_label
 
 CLASSIFIERS = ("clipscore", "mclip")
@@ -39,19 +40,7 @@ ACTIVITY_CAPTION = "A photo of {concept} in {c}"
 def parse_classifiers(text: str | Sequence[str] | None) -> tuple[str, ...]:
     """Classifier names from ``a,b`` (``all``: both; ``none`` or nothing: none); a
     ValueError names one that is not a classifier."""
-    names = text.split(",") if isinstance(text, str) else list(text or ())
-    names = [n.strip() for n in names if n.strip()]
-    if names in (["none"], []):
-        return ()
-    if names == ["all"]:
-        return CLASSIFIERS
-    unknown = [n for n in names if n not in CLASSIFIERS]
-    if unknown:
-        raise ValueError(
-            f"no caption classifier {', '.join(map(repr, unknown))}; classifiers: "
-            f"{', '.join(CLASSIFIERS)} (or all, none)"
-        )
-    return tuple(dict.fromkeys(names))
+    return parse_names(text, CLASSIFIERS, "caption classifier")
 
 
 def parse_caption_models(values: Sequence[str]) -> dict[str, str]:
