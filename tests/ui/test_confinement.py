@@ -252,4 +252,8 @@ def test_rating_probes_stay_inside_out(app):
     (row,) = [json.loads(x) for x in (run_dir / "ratings.jsonl").read_text().splitlines()]
     assert row["image"] == item and row["answers"] == {"alignment": "3", "faithfulness": "4"}
     assert row["reasons"] == {"faithfulness": "fine"} and row["protocol"] == "quick"
+    # the page's condition handler is no endpoint of the API
+    endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    assert not [e for e in endpoints if e.startswith("/answer")], sorted(endpoints)
+    assert {"/rate_begin", "/rate_profile", "/rate_save"} <= set(endpoints)
     untouched(s)

@@ -345,7 +345,10 @@ class _Handlers:
     def answer(self, request, tok, folder_value, *values):
         """The questions and reason boxes the answers so far call for."""
         try:  # read only: a set's protocol is recorded by Begin, never here
-            protocol = Study.recorded(self.service.inside(folder_value, "rating set"))
+            folder = self.service.inside(folder_value, "rating set")
+            if (folder / "run.json").is_file():  # another visitor's run says nothing
+                self.service.check_owner(folder, visitor_id(request, tok))
+            protocol = Study.recorded(folder)
         except ValueError:
             protocol = None
         if protocol is None:
@@ -465,5 +468,6 @@ def add_rate_view(service: RunService, token: Any, gate: VisitorGate) -> Any:
                 shown_outputs,
                 queue=False,
                 show_progress="hidden",
+                api_name=False,  # the page's own: no API endpoint
             )
     return KEYS_JS
