@@ -85,6 +85,15 @@ def load_profile(name_or_path: str) -> Profile:
         or round_seconds <= 0
     ):
         raise ValueError(f"{path}: round_seconds must be a positive number of seconds")
+    costs = data.get("costs", {})
+    if not isinstance(costs, dict) or not all(
+        r in ROLES and isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+        for r, v in costs.items()
+    ):
+        raise ValueError(
+            f"{path}: [costs] holds a price in USD per call (a number >= 0) for each role "
+            f"of {', '.join(ROLES)}"
+        )
     return Profile(
         path.stem,
         str(data.get("description", "")),
@@ -96,6 +105,8 @@ def load_profile(name_or_path: str) -> Profile:
         str(data.get("tau_source", "")),
         None if round_seconds is None else float(round_seconds),
         str(data.get("round_source", "")),
+        {r: float(v) for r, v in costs.items()},
+        str(data.get("costs_source", "")),
     )
 
 

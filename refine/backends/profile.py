@@ -27,6 +27,10 @@ class Profile:
     # profile), and how that was measured
     round_seconds: float | None = None
     round_source: str = ""
+    # what a model call costs, in USD per call by role (``[costs]``; a dry run's estimate),
+    # and where the prices come from
+    costs: dict[str, float] = field(default_factory=dict)
+    costs_source: str = ""
 
     def backend(self, role: str) -> str:
         if role not in self.roles:

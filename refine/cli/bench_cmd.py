@@ -30,6 +30,42 @@ from refine.present.report.concepts import write_concepts_page
 from refine.profiles import load_profile
 from refine.settings import default, split_list
 
+# --recipe and what goes with it; the options a recipe names itself
+SELECTION = (
+    "countries",
+    "activity",
+    "category",
+    "sample",
+    "images",
+    "cube_weights",
+    "expectations",
+)
+RECIPE = typer.Option(
+    None,
+    "--recipe",
+    help="Run a paper's protocol and write its table (CSV, LaTeX, HTML) beside the "
+    "bench: ahead-table1, ahead-table2, cube-table5, or a recipe file (.toml).",
+)
+LIMIT = typer.Option(
+    None,
+    "--limit",
+    min=1,
+    help="With --recipe: only its first K prompts (each a cell per generator), taken "
+    "in turn from its countries, for a quick look.",
+)
+DRY_RUN = typer.Option(
+    False,
+    "--dry-run",
+    help="With --recipe: print the images and model calls it would make, and the "
+    "profile's cost estimate, making none.",
+)
+RATINGS = typer.Option(
+    None,
+    "--ratings",
+    help="With a recipe whose table is agreement with people: the ratings file "
+    "(CSV or JSONL, or the Rate view's).",
+)
+
 
 def bench_cmd(
     generator: list[str] = typer.Option(
@@ -86,6 +122,10 @@ def bench_cmd(
         help="Also list each prompt's cultural expectations (the profile's llm, cached) "
         "and check them on every image (explicit_met, implicit_met).",
     ),
+    recipe: str = RECIPE,
+    limit: int = LIMIT,
+    dry_run: bool = DRY_RUN,
+    ratings: Path = RATINGS,
     as_json: bool = typer.Option(False, "--json", help="Print the results record (results.json)."),
     engine: EngineOptions = LOCAL,
 ) -> None:
@@ -95,8 +135,21 @@ def bench_cmd(
     country, a paired comparison, results.json (the results record), rows.csv and an HTML
     leaderboard.
     --engine ray makes the cells on Ray actors (one set of models each; the bench folder
-    must be on storage every node sees) with the same results."""
+    must be on storage every node sees) with the same results.
+    --recipe runs a paper's protocol with the paper's settings and writes its table in the
+    paper's layout, the paper's figures beside the bench's."""
 
+    if recipe is None:
+        for name, given in (("--limit", limit), ("--dry-run", dry_run), ("--ratings", ratings)):
+            if given:
+                raise UserInputError(f"{name} goes with --recipe NAME")
+    else:
+        given = dict(locals())
+        given["selection"] = {k: given.pop(k) for k in SELECTION}
+        if given["selection"]["cube_weights"] == "1,0,0":
+            given["selection"]["cube_weights"] = None
+        _recipe(recipe, given)
+        return
     if concepts is not None:
         if countries or activity or category or sample:
             raise UserInputError(
@@ -152,7 +205,12 @@ def bench_cmd(
     if as_json:
         typer.echo(json.dumps(results.to_json(), indent=2))
         return
-    summary = results.summary
+    _print_summary(results.summary, plan.baselines, out)
+
+
+def _print_summary(summary: dict, baselines: tuple[str, ...], out: Path) -> None:
+    """The bench's leaderboard on the terminal: FAITH, quality and Vendi per generator,
+    the paired differences, the baselines and the EXAG variants."""
     head = label(HEADLINE)
     typer.echo(f"{'generator':40} {'prompts':>7} {head:>22} {'quality':>22} {'Vendi':>7}")
     for name, row in summary["generators"].items():
@@ -165,7 +223,7 @@ def bench_cmd(
                 f"{p['other']} - {p['base']}: {head} {p['mean_difference']:+.4f} over "
                 f"{p['prompts']} prompts, better on {100 * p['share_improved']:.0f}%"
             )
-    for name in plan.baselines:
+    for name in baselines:
         got = [
             f"{g} {_with_interval(row[name]).strip()}"
             for g, row in summary["generators"].items()
@@ -180,6 +238,100 @@ def bench_cmd(
 
         typer.echo("EXAG: " + "; ".join(made_by(v) for v in variants))
     typer.echo(f"leaderboard: {out / 'bench.html'}")
+
+
+def _recipe(name: str, given: dict) -> None:
+    """``--recipe``: the recipe's bench (or concepts run), then its table."""
+    from refine.cli.recipe_run import bench_plan, dry_run, read_recipe, write_table
+
+    recipe = read_recipe(name)
+    chosen = [k for k, v in given["selection"].items() if v]
+    if chosen:
+        flag = {"activity": "--activity", "category": "--category", "images": "--images-per-prompt"}
+        names = ", ".join(flag.get(k, "--" + k.replace("_", "-")) for k in chosen)
+        raise UserInputError(
+            f"--recipe {recipe.name} names its prompts, images and settings; leave out "
+            f"{names}, or copy the recipe (assets/recipes/{recipe.name}.toml) and change it"
+        )
+    if given["ratings"] is not None:
+        if not recipe.needs_ratings:
+            raise UserInputError(
+                f"--ratings: recipe {recipe.name}'s table is made from the metrics alone"
+            )
+        if not given["ratings"].is_file():
+            raise UserInputError(f"--ratings: no file {given['ratings']}")
+    out, as_json = given["out"], given["as_json"]
+
+    def echo(line: str) -> None:
+        typer.echo(line, err=as_json)
+
+    if recipe.task == "concepts":
+        _recipe_concepts(recipe, given, echo)
+        return
+    plan = bench_plan(
+        recipe,
+        list(given["generator"]),
+        given["limit"],
+        profile=given["profile"],
+        backends=parse_backends(given["backend"]),
+        tau=given["tau"],
+        baselines=_baselines(given["baselines"]) if given["baselines"] else None,
+        baseline_models=given["baseline_model"],
+    )
+    parsed_baseline_models(given["baseline_model"])
+    if given["dry_run"]:
+        dry_run(plan, recipe, echo)
+        return
+    try:
+        results = run_bench(plan, out, on_event=echo, engine=given["engine"])
+    except (RayEngineError, CellSchemaError) as err:
+        raise UserInputError(str(err)) from err
+    write_bench_page(out, results)
+    write_table(recipe, results, out, given["ratings"], echo)
+    if as_json:
+        typer.echo(json.dumps(results.to_json(), indent=2))
+
+
+def _recipe_concepts(recipe, given: dict, echo) -> None:
+    """A concepts recipe (CUBE): its concepts file (``--concepts`` in place of the
+    recipe's), its images per prompt, seed and kernel weights."""
+    from refine.cli.recipe_run import write_table
+
+    s = recipe.select
+    path = given["concepts"] or (Path(s.concepts) if s.concepts else None)
+    if path is None:
+        raise UserInputError(
+            f"--recipe {recipe.name} runs on concept prompts: give them with --concepts FILE "
+            f"({recipe.about.split('.')[0] if recipe.about else 'see the recipe'})"
+        )
+    if given["dry_run"]:
+        found = load_concepts(path)
+        gens = list(given["generator"]) or list(s.generators)
+        n = len(gens) * len(found) * s.images_per_prompt
+        echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
+        echo(
+            f"{n} images: {len(gens)} generators x {len(found)} concept prompts x "
+            f"{s.images_per_prompt} images per prompt; {n} generator calls, and the "
+            "observer's and judge's per image (geo-tags, quality)"
+        )
+        return
+    if given["limit"]:
+        raise UserInputError("--limit: a concepts recipe runs its concepts file whole")
+    _concepts(
+        list(given["generator"]) or list(s.generators),
+        given["profile"],
+        given["backend"],
+        path,
+        ",".join(str(w) for w in s.cube_weights),
+        s.images_per_prompt,
+        s.seed,
+        given["out"],
+        given["as_json"],
+        given["engine"],
+    )
+    from refine.harness.results import Results
+
+    write_table(recipe, Results.read(given["out"]), given["out"], None, echo)
 
 
 def _baselines(text: str) -> tuple[str, ...]:

@@ -1,0 +1,144 @@
+"""``refine bench --recipe NAME|FILE``: a paper's protocol with the paper's settings (the
+recipes: :mod:`refine.harness.recipes`), written as a bench and as the paper's table
+(CSV, LaTeX, HTML: :mod:`refine.present.report.recipe`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from refine.cli.inputs import UserInputError
+from refine.harness.recipes import Recipe, load_recipe
+
+
+def read_recipe(name: str) -> Recipe:
+    try:
+        return load_recipe(name)
+    except ValueError as err:
+        raise UserInputError(f"--recipe: {err}") from err
+
+
+def interleaved(prompts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The prompts taken in turn from each country (the first of each, then the second of
+    each, ...): a bench cut short with ``--limit`` still covers the countries, and with
+    them the table's groups."""
+    by: dict[str, list[tuple[str, str]]] = {}
+    for p in prompts:
+        by.setdefault(p[1], []).append(p)
+    out = []
+    for k in range(max((len(v) for v in by.values()), default=0)):
+        out += [v[k] for v in by.values() if k < len(v)]
+    return out
+
+
+def bench_plan(recipe: Recipe, generators: list[str], limit: int | None, **given: Any) -> Any:
+    """The bench plan of a recipe: its prompts (the first ``limit``), images per prompt,
+    seed, baselines and tau; ``given`` holds the command line's profile, backends,
+    tau and baselines where they were given."""
+    from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+
+    s = recipe.select
+    try:
+        prompts = plan_prompts(s.countries, s.activities, s.sample, s.seed, s.categories)
+    except ValueError as err:
+        raise UserInputError(f"--recipe {recipe.name}: {err}") from err
+    prompts = interleaved(prompts)[:limit] if limit else prompts
+    plan = BenchPlan(
+        generators=generators or list(s.generators),
+        prompts=prompts,
+        images_per_prompt=s.images_per_prompt,
+        seed=s.seed,
+        tau=given.get("tau") if given.get("tau") is not None else s.tau,
+        profile=given["profile"],
+        backends=given["backends"],
+        baselines=given.get("baselines") or tuple(s.baselines),
+        baseline_models=tuple(given.get("baseline_models") or ()),
+    )
+    try:
+        plan.check()
+    except ValueError as err:
+        raise UserInputError(f"--recipe {recipe.name}: {err}") from err
+    return plan
+
+
+def dry_run(plan: Any, recipe: Recipe, echo: Callable[[str], None]) -> None:
+    """Say what the recipe's bench makes and calls, making nothing."""
+    from refine.harness.estimate import bench_estimate
+    from refine.profiles import load_profile
+
+    try:
+        profile = load_profile(plan.profile)
+    except ValueError as err:
+        raise UserInputError(f"--profile: {err}") from err
+    est = bench_estimate(plan, profile)
+    echo(f"recipe {recipe.name} ({recipe.source}), profile {profile.name}: nothing is made")
+    for line in est.lines():
+        echo(line)
+    if recipe.needs_ratings:
+        echo(
+            f"its table needs people's ratings ({recipe.table.protocol} protocol, question "
+            f"{recipe.table.question!r}): --ratings FILE"
+        )
+
+
+def write_table(
+    recipe: Recipe,
+    results: Any,
+    out: Path,
+    ratings: Path | None,
+    echo: Callable[[str], None],
+) -> Any:
+    """The recipe's table from the bench's results (and the ratings), written beside
+    them; returns it."""
+    from refine.harness.recipe_tables import agreement_table, metrics_table
+    from refine.present.report.recipe import write_recipe_table
+
+    generators = list(results.config.get("generators") or [])
+    if recipe.needs_ratings and ratings is not None:
+        from refine.human.agree import load_ratings, stored_metrics
+
+        try:
+            rated = load_ratings(ratings)
+        except ValueError as err:
+            raise UserInputError(f"--ratings: {err}") from err
+        table = agreement_table(recipe, rated, stored_metrics([out]))
+    else:
+        table = metrics_table(recipe, results.cells, generators)
+        if recipe.needs_ratings:
+            table.missing.append(
+                f"people's ratings: the table is each metric's agreement with the answers "
+                f"to {recipe.table.question!r} ({recipe.table.protocol} protocol); rate the "
+                f"bench's images (refine app's Rate view, or refine rate pack) and give "
+                f"--ratings FILE. Written meanwhile: the metric side, each metric's mean "
+                f"per group"
+            )
+    files = write_recipe_table(out, table)
+    for line in terminal(table):
+        echo(line)
+    for path in files:
+        echo(f"written: {path}")
+    return table
+
+
+def terminal(table: Any) -> list[str]:
+    """The table as text: a line per row, each cell ``value (paper figure)``."""
+    digits = table.recipe.table.digits
+    heads = [h for _, h, _, _ in table.columns]
+    width = max([len(r.label) for r in table.rows] + [8])
+    lines = [f"{table.recipe.name}: {table.caption}"]
+    lines.append(" " * width + " " + " ".join(f"{h:>16}" for h in heads))
+    for row in table.rows:
+        cells = []
+        for key, _, _, _ in table.columns:
+            c = table.cells.get((row.label, key))
+            text = "-" if c is None or c.value is None else f"{c.value:.{digits}f}"
+            if c is not None and c.paper is not None:
+                text += f" ({c.paper:.{digits}f})"
+            cells.append(f"{text:>16}")
+        lines.append(f"{row.label:<{width}} " + " ".join(cells))
+    if table.paper_figures():
+        lines.append("(the paper's figure in parentheses)")
+    for m in table.missing:
+        lines.append(f"missing: {m}")
+    return lines

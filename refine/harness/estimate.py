@@ -1,0 +1,144 @@
+"""What a bench will cost before it runs (``refine bench --dry-run``): the images it
+makes and the model calls each role gets, counted from the plan and the references
+alone (no model is loaded or called), and the profile's price of them where its
+``[costs]`` gives one.
+
+Per image: one generation, one observation, two quality answers from the judge
+(naturalness and artifacts), EXAG's answers (``exag:ita``: one VQAScore per stereotype
+candidate, and once per prompt one per candidate and real photo for the photos'
+baseline; ``exag:mllm``: one rating) and one answer per judge-read baseline
+(``vqascore``, ``judge_align``, ``judge_hal``, ``vie_sc``; ``vie_overall`` reads
+``vie_sc``). A judge that samples makes k calls an answer (the profile's
+``[options.judge]`` ``samples``): with ``judge_mode = "auto"`` the count is given both
+ways, as the run finds out which. TIFA's and the expectations' answers depend on how
+many questions the language model writes: they are named, not counted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+JUDGE_READ = ("vqascore", "judge_align", "judge_hal", "vie_sc")
+
+
+@dataclass
+class Estimate:
+    images: int
+    prompts: int
+    generators: int
+    calls: dict[str, int]  # role -> calls, each judge answer read in one call
+    sampled: dict[str, int]  # role -> calls where the judge samples k answers
+    judge_mode: str
+    samples: int
+    local: list[str] = field(default_factory=list)  # models run here: no API call
+    uncounted: list[str] = field(default_factory=list)  # calls the plan cannot count
+    costs: dict[str, float] = field(default_factory=dict)  # USD per call per role
+    costs_source: str = ""
+
+    def total(self, sampled: bool = False) -> int:
+        return sum((self.sampled if sampled else self.calls).values())
+
+    def price(self, sampled: bool = False) -> float | None:
+        """The calls' price in USD by the profile's [costs] (None: it gives none); a role
+        without a price counts nothing and is named by :meth:`unpriced`."""
+        if not self.costs:
+            return None
+        calls = self.sampled if sampled else self.calls
+        return sum(n * self.costs.get(role, 0.0) for role, n in calls.items())
+
+    def unpriced(self) -> list[str]:
+        return [r for r, n in self.calls.items() if n and r not in self.costs]
+
+    def lines(self) -> list[str]:
+        """The estimate in words, a line each."""
+        out = [
+            f"{self.images} images: {self.generators} generator(s) x {self.prompts} prompts x "
+            f"{self.images // max(1, self.generators * self.prompts)} images per prompt"
+        ]
+        differs = self.sampled != self.calls
+        for role, n in self.calls.items():
+            if not n:
+                continue
+            also = ""
+            if differs and self.sampled[role] != n:
+                also = f" ({self.sampled[role]} if the judge samples {self.samples} answers each)"
+            out.append(f"  {role}: {n} calls{also}")
+        total = f"{self.total()} model calls"
+        if differs:
+            total += f", {self.total(True)} if the judge samples (judge_mode {self.judge_mode!r})"
+        out.append(total)
+        for what in self.uncounted:
+            out.append(f"  not counted: {what}")
+        if self.local:
+            out.append(f"  run here, no API call: {', '.join(self.local)}")
+        price = self.price()
+        if price is None:
+            out.append(
+                "cost: the profile gives no prices; add [costs] (USD per call by role) and "
+                "costs_source to a copy of it for an estimate"
+            )
+        else:
+            upper = self.price(True)
+            span = f"${price:,.2f}" + (f" to ${upper:,.2f}" if upper != price else "")
+            out.append(f"cost: about {span} ({self.costs_source or 'the profile [costs]'})")
+            if self.unpriced():
+                out.append(f"  no price for: {', '.join(self.unpriced())}")
+        return out
+
+
+def bench_estimate(plan: Any, profile: Any) -> Estimate:
+    """The calls of a :class:`~refine.harness.tasks.bench_plan.BenchPlan` on ``profile``
+    (a :class:`~refine.backends.profile.Profile`)."""
+    from refine.evaluate.reference_source import ReferenceSource
+
+    judge = profile.options.get("judge", {})
+    mode = str(judge.get("judge_mode", "auto"))
+    k = int(judge.get("samples", 8)) if mode != "logprobs" else 1
+    n_img = plan.images_per_prompt
+    gens = len(plan.generators)
+    answers = 0  # judge answers over the bench
+    per_image = 2 + sum(b in plan.baselines for b in JUDGE_READ)
+    if "vie_overall" in plan.baselines and "vie_sc" not in plan.baselines:
+        per_image += 1
+    source = ReferenceSource.default()
+    for act, country in plan.prompts:
+        refs = source.find(act, country).pack
+        photos, cands = len(refs.reference_images), len(refs.stereotypes)
+        if photos and cands:
+            answers += gens * n_img * cands + photos * cands  # the baseline once a prompt
+        else:
+            answers += gens * n_img
+        answers += gens * n_img * per_image
+    images = gens * len(plan.prompts) * n_img
+    calls = {"generator": images, "observer": images, "judge": answers, "llm": 0}
+    uncounted = []
+    tifa = any(b in plan.baselines for b in ("tifa", "soft_tifa"))
+    if tifa or plan.expectations:
+        calls["llm"] = len(plan.prompts) * (int(tifa) + int(plan.expectations))
+    if tifa:
+        uncounted.append("one judge answer per TIFA question and image")
+    if plan.expectations:
+        uncounted.append("one judge answer per expectation and image")
+    sampled = dict(calls)
+    sampled["judge"] = answers * k
+    local = [
+        b for b in plan.baselines if b not in (*JUDGE_READ, "vie_overall", "tifa", "soft_tifa")
+    ]
+    local += [
+        f"{r} ({profile.roles[r]})"
+        for r in ("text_embedder", "image_embedder")
+        if r in profile.roles
+    ]
+    return Estimate(
+        images,
+        len(plan.prompts),
+        gens,
+        calls if mode != "sampled" else sampled,
+        sampled,
+        mode,
+        k,
+        local,
+        uncounted,
+        dict(profile.costs),
+        profile.costs_source,
+    )

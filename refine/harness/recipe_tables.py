@@ -1,0 +1,231 @@
+"""A recipe's table from a bench's results (and, for an agreement table, people's
+ratings), in the paper's layout, each cell beside the paper's figure where the recipe
+carries it (the recipes: :mod:`refine.harness.recipes`; the files written:
+:mod:`refine.present.report.recipe`).
+
+* A metrics table: per generator and group of countries, each metric's mean over the
+  prompts in the group (a per-image metric averaged within a prompt first, as the bench
+  does) with its 95% bootstrap interval over prompts (:func:`metrics.stats.mean_interval`).
+  EXAG and FAITH are never averaged over prompts scored by different EXAG variants: such
+  a cell is empty and says why.
+* An agreement table: per metric, its correlation with the people's mean answer to the
+  recipe's question, over the rated images of each group and of all (the studies'
+  :func:`refine.human.agree.agreement`, its bootstrap interval included).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from metrics.stats import mean_interval
+from refine.harness.recipes import Recipe
+from refine.harness.results import cell_mean
+from refine.records import variant_name
+
+ALL = "All"
+VARIANT_BOUND = ("exag", "faith")
+
+
+@dataclass
+class TableCell:
+    value: float | None
+    interval: tuple[float, float] | None = None
+    n: int = 0  # prompts (metrics) or rated images (agreement) behind the value
+    paper: float | None = None  # the paper's figure for this cell, where the recipe has it
+    note: str = ""  # why the value is missing, where it is
+
+
+@dataclass
+class Row:
+    label: str  # shown
+    block: str  # the rows whose best is bolded together (a generator; "" for one block)
+    key: str  # the generator or metric
+    group: str | None = None
+
+
+@dataclass
+class RecipeTable:
+    recipe: Recipe
+    kind: str  # "metrics" or "agreement": what the cells hold
+    rows: list[Row]
+    columns: list[tuple[str, str, str, str]]  # (key, header, span, better)
+    cells: dict[tuple[str, str], TableCell] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)  # what this table lacks, in words
+
+    @property
+    def caption(self) -> str:
+        t = self.recipe.table
+        if self.kind == "agreement" or t.kind == "metrics":
+            return t.caption
+        return f"{t.caption} (the metric side: means per group; the ratings are missing)"
+
+    def paper_figures(self) -> int:
+        return sum(c.paper is not None for c in self.cells.values())
+
+
+def _groups_of(recipe: Recipe, cells: list[dict[str, Any]], regions: dict[str, str]) -> list[str]:
+    """The table's groups in the recipe's order, then any other found in the results."""
+    t = recipe.table
+    found = sorted({group_of(recipe, c, regions) for c in cells})
+    return [g for g in t.group_order if g in found] + [g for g in found if g not in t.group_order]
+
+
+def group_of(recipe: Recipe, cell: dict[str, Any], regions: dict[str, str]) -> str:
+    """A cell's group: all, its country, its country's region, or its concept."""
+    t = recipe.table
+    if t.groups == "all":
+        return ALL
+    if t.groups == "concept":
+        return cell.get("concept") or "no concept"
+    country = cell.get("country")
+    if t.groups == "country":
+        return country or "no country"
+    return regions.get((country or "").casefold(), "no region")
+
+
+def _variants(cell: dict[str, Any]) -> set[str]:
+    return {
+        v
+        for im in cell.get("images", [])
+        if (v := variant_name(im.get("exag_variant"))) is not None
+    }
+
+
+def _value(cell: dict[str, Any], metric: str) -> float | None:
+    """A cell's value of a recipe metric: ``cd:<kernel>`` is a concepts cell's Eq. 3 under
+    that kernel; anything else the cell's output or its images' mean."""
+    if metric.startswith("cd:"):
+        return (cell.get("cd_kernels") or {}).get(metric[3:])
+    return cell_mean(cell, metric)
+
+
+def metrics_table(
+    recipe: Recipe,
+    cells: list[dict[str, Any]],
+    generators: list[str],
+    regions: dict[str, str] | None = None,
+    seed: int = 0,
+) -> RecipeTable:
+    """Per generator and group, each metric's mean over prompts and its interval."""
+    from refine.human.groups import regions as bundled_regions
+
+    regions = regions if regions is not None else bundled_regions()
+    t = recipe.table
+    groups = _groups_of(recipe, cells, regions)
+    columns = [(m.metric, m.shown(), m.span, m.better) for m in t.metrics]
+    rows, table = [], {}
+    pairs = [(g, group) for g in generators for group in groups]
+    if t.best == "group":  # a group's generators side by side
+        pairs = [(g, group) for group in groups for g in generators]
+    for g, group in pairs:
+        inside = [
+            c for c in cells if c.get("generator") == g and group_of(recipe, c, regions) == group
+        ]
+        if not inside:
+            continue
+        label = g if t.groups == "all" else f"{g} · {t.group_label(group)}"
+        rows.append(Row(label, group if t.best == "group" else g, g, group))
+        for m in t.metrics:
+            table[(label, m.metric)] = _metric_cell(inside, m.metric, seed)
+    out = RecipeTable(recipe, "metrics", rows, columns, table)
+    _paper(out)
+    return out
+
+
+def _metric_cell(cells: list[dict[str, Any]], metric: str, seed: int) -> TableCell:
+    values = [_value(c, metric) for c in cells]
+    got = [v for v in values if v is not None]
+    if metric in VARIANT_BOUND:
+        variants = sorted(set().union(*(_variants(c) for c in cells)))
+        if len(variants) > 1:
+            return TableCell(
+                None,
+                n=len(got),
+                note=f"EXAG variants differ ({', '.join(variants)}): each is apart on bench.html",
+            )
+    if not got:
+        return TableCell(None, note=f"no prompt has {metric}")
+    return TableCell(sum(got) / len(got), mean_interval(got, seed), len(got))
+
+
+def _paper(table: RecipeTable) -> None:
+    """The paper's figures beside the cells they match: a metrics row by generator and
+    group, an agreement row by metric and the column by group."""
+    t = table.recipe.table
+    for p in t.paper:
+        for row in table.rows:
+            if table.kind == "metrics":
+                names = {(row.group or "").casefold(), t.group_label(row.group or "").casefold()}
+                same_group = p.group is None or p.group.casefold() in names
+                if p.generator != row.key or not same_group:
+                    continue
+                for key, value in p.values.items():
+                    if (row.label, key) in table.cells:
+                        table.cells[(row.label, key)].paper = value
+            elif p.metric == row.key:
+                for key, value in p.values.items():
+                    column = _column_of(table, key)
+                    if column is not None and (row.label, column) in table.cells:
+                        table.cells[(row.label, column)].paper = value
+
+
+def _column_of(table: RecipeTable, key: str) -> str | None:
+    t = table.recipe.table
+    for column, header, _, _ in table.columns:
+        if key in (column, header, t.group_label(column)):
+            return column
+    return None
+
+
+def agreement_table(
+    recipe: Recipe,
+    ratings: Any,
+    stored: Any,
+    regions_file: str | Path | None = None,
+    seed: int = 0,
+) -> RecipeTable:
+    """Per metric (a row each; one per EXAG variant where the rated images have several),
+    its correlation with the mean answer to the recipe's question in each group and in
+    all, with the interval and the number of rated images."""
+    from refine.human.agree import agreement
+    from refine.human.groups import by_groups
+
+    t = recipe.table
+    wanted = [m.metric for m in t.metrics]
+    whole = agreement(ratings, stored, wanted, seed=seed)
+    parts: dict[str, Any] = {}
+    if t.groups != "all":
+        by = "region" if t.groups == "region" else "country"
+        found = by_groups(ratings, stored, wanted, [by], regions_file, seed=seed)[by]
+        order = [g for g in t.group_order if g in found] + sorted(
+            g for g in found if g not in t.group_order
+        )
+        parts = {g: found[g]["metrics"] for g in order}
+    if t.with_all or not parts:
+        parts[ALL] = whole.table
+    columns = [(g, t.group_label(g), "", "max") for g in parts]
+    rows, cells = [], {}
+    name = t.correlation
+    for m in t.metrics:
+        shown = [k for k in whole.table if k == m.metric or k.startswith(f"{m.metric} [")]
+        for key in shown or [m.metric]:
+            label = m.shown() + key[len(m.metric) :]
+            rows.append(Row(label, "", m.metric))
+            for g, table in parts.items():
+                got = (table.get(key) or {}).get(t.question or "")
+                if not got or got.get(name) is None:
+                    cells[(label, g)] = TableCell(None, note=f"no rated image in {g} has {key}")
+                    continue
+                iv = got.get(f"{name}_interval")
+                cells[(label, g)] = TableCell(got[name], tuple(iv) if iv else None, got["n"])
+    out = RecipeTable(recipe, "agreement", rows, columns, cells)
+    if whole.images == 0:
+        out.missing.append("no rated image matches the bench's images")
+    if t.question not in whole.alpha:
+        out.missing.append(
+            f"the ratings answer no question {t.question!r} (the {t.protocol or 'recipe'}'s)"
+        )
+    _paper(out)
+    return out

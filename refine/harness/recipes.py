@@ -1,0 +1,172 @@
+"""Recipes: a paper's protocol as data (one TOML file each; the bundled ones in
+``assets/recipes/``, named for the paper's table, or a user's own file).
+
+A recipe holds:
+
+* ``task``: what runs it, ``bench`` (CULTIVate activities) or ``concepts`` (CUBE-style
+  concept prompts);
+* ``[select]``: the countries, activities, categories or concepts file, the sample per
+  country, images per prompt, the first seed, the generators the paper compared (as
+  this toolkit names them; ``--generator`` replaces them), the baselines and tau;
+* ``[table]``: the table it produces in the paper's layout:
+
+  - ``kind = "metrics"``: one block of rows per generator, one row per group of
+    countries (``groups = "region"``: Global North and South from ``assets/regions.json``;
+    ``"country"``; ``"concept"``, a concepts run's concept; ``"all"``), one column per
+    entry of ``metrics``, each cell the mean over prompts
+    with its 95% bootstrap interval; ``best = "block"`` bolds the best of each column
+    within a generator's block (AHEaD Tab. 1), ``"group"`` among the generators of each
+    group (CUBE Tab. 5: the best model per concept), ``"column"`` over all rows;
+  - ``kind = "agreement"``: one row per entry of ``metrics``, one column per group and
+    ``All``, each
+    cell the correlation of the metric with the people's answer to ``question`` of
+    ``protocol`` (needs ``--ratings``; without it the recipe writes the metric side and
+    says so);
+
+  and ``[[table.paper]]``: the paper's own figures, a row each (its label, the
+  generator or metric it is, its group, ``values`` by column), shown beside the
+  bench's value in every output.
+
+Nothing about a paper is in code: :func:`load_recipe` validates any recipe, and
+:mod:`refine.harness.recipe_tables` makes any recipe's table.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Select(_Strict):
+    countries: list[str] = Field(default_factory=list)  # empty: every country with refs
+    activities: list[str] = Field(default_factory=list)  # empty: all
+    categories: list[str] = Field(default_factory=list)  # empty: all
+    sample: int | None = Field(None, ge=1)  # prompts drawn per country
+    concepts: str | None = None  # the concepts task's file (a path; --concepts replaces it)
+    images_per_prompt: int = Field(1, ge=1)
+    seed: int = 0
+    generators: list[str] = Field(default_factory=list)  # the paper's models
+    baselines: list[str] = Field(default_factory=list)
+    tau: float | None = None  # None: the scorer profile's
+    cube_weights: list[float] = Field(default_factory=lambda: [1.0, 0.0, 0.0])
+
+
+class Metric(_Strict):
+    metric: str  # a bench metric (catalog name), or for concepts cd:<kernel>, cube_cd, ...
+    header: str = ""  # shown; the metric's name when empty
+    span: str = ""  # a header over the columns that share it ("N=1")
+    better: Literal["max", "min"] = "max"
+
+    def shown(self) -> str:
+        return self.header or self.metric
+
+
+class PaperRow(_Strict):
+    row: str  # the paper's label of the row
+    generator: str | None = None  # metrics tables: the toolkit's name of the paper's model
+    metric: str | None = None  # agreement tables: the toolkit's metric the row is
+    group: str | None = None  # metrics tables: the row's group (Global North ...)
+    values: dict[str, float | None] = Field(default_factory=dict)  # column -> figure
+
+
+class Table(_Strict):
+    kind: Literal["metrics", "agreement"] = "metrics"
+    caption: str
+    label: str = Field(pattern=r"^[A-Za-z0-9:_.-]+$")
+    groups: Literal["region", "country", "concept", "all"] = "all"
+    group_order: list[str] = Field(default_factory=list)  # e.g. the paper's GN before GS
+    group_labels: dict[str, str] = Field(default_factory=dict)  # "Global North" -> "GN"
+    # the metrics: a metrics table's columns, an agreement table's rows
+    metrics: list[Metric] = Field(min_length=1)
+    best: Literal["block", "group", "column", "none"] = "column"
+    digits: int = Field(2, ge=0, le=6)
+    # agreement tables
+    protocol: str | None = None  # the rating protocol the ratings follow
+    question: str | None = None  # the question whose answers the metrics are set against
+    correlation: Literal["spearman", "kendall", "pearson"] = "spearman"
+    with_all: bool = True  # an "All" column beside the groups
+    paper: list[PaperRow] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Table:
+        keys = [c.metric for c in self.metrics]
+        if len(set(keys)) != len(keys):
+            raise ValueError("a metric is given twice")
+        if self.kind == "agreement" and not self.question:
+            raise ValueError("an agreement table names the rated question (question = ...)")
+        for p in self.paper:
+            stray = [k for k in p.values if k not in keys and k not in self._group_keys()]
+            if stray:
+                raise ValueError(
+                    f"paper row {p.row!r}: {stray[0]!r} is neither a metric nor a group of "
+                    "the table"
+                )
+        return self
+
+    def _group_keys(self) -> set[str]:
+        """The column keys of an agreement table: its groups and All."""
+        return {*self.group_order, *self.group_labels.values(), "All"}
+
+    def group_label(self, group: str) -> str:
+        return self.group_labels.get(group, group)
+
+
+class Recipe(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str
+    paper: str  # the paper, in words
+    source: str  # where in the paper: the file and the table or figure
+    about: str = ""  # what the recipe runs and how it departs from the paper
+    task: Literal["bench", "concepts"] = "bench"
+    select: Select = Field(default_factory=Select)
+    table: Table
+
+    @property
+    def needs_ratings(self) -> bool:
+        return self.table.kind == "agreement"
+
+
+def recipes_dir() -> Path:
+    from refine.assets import assets_dir
+
+    return assets_dir() / "recipes"
+
+
+def bundled() -> list[str]:
+    """The bundled recipes' names."""
+    return sorted(p.stem for p in recipes_dir().glob("*.toml"))
+
+
+def load_recipe(name_or_path: str | Path) -> Recipe:
+    """A bundled recipe by name, or a recipe file; a ValueError says what is wrong."""
+    name = str(name_or_path)
+    path = recipes_dir() / f"{name}.toml"
+    if name in bundled():
+        where = f"recipe {name}"
+    else:
+        path = Path(name_or_path)
+        where = str(path)
+        if path.suffix != ".toml" or not path.is_file():
+            from refine.evaluate.references import suggest
+
+            raise ValueError(
+                f"no recipe {name!r} (bundled: {', '.join(bundled())}; or a recipe file, "
+                f".toml){suggest(name, bundled())}"
+            )
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{where}: not TOML ({err})") from None
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise ValueError(f"{where}: {loc + ': ' if loc else ''}{first['msg']}") from None

@@ -1,0 +1,172 @@
+"""A recipe's table as files (``refine bench --recipe``): ``table-NAME.csv`` (a row per
+cell, with the paper's figure beside the value), ``table-NAME.tex`` (the toolkit's one
+LaTeX writer, :mod:`refine.present.latex`: a document, and its fragment
+``table-NAME-LABEL.tex``) and ``table-NAME.html`` (the same table, and the paper's own
+rows under it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from refine.harness.recipe_tables import RecipeTable
+from refine.present.html import document, escape, num, write_page
+from refine.present.latex import Cell, Table, write_tables
+
+CSV_FIELDS = (
+    "row",
+    "block",
+    "group",
+    "column",
+    "value",
+    "low",
+    "high",
+    "n",
+    "paper",
+    "difference",
+    "note",
+)
+
+
+def csv_rows(table: RecipeTable) -> list[dict[str, Any]]:
+    """One row per cell: the value, its interval, n, the paper's figure and the value
+    minus it."""
+    out = []
+    for row in table.rows:
+        for key, header, _, _ in table.columns:
+            c = table.cells.get((row.label, key))
+            if c is None:
+                continue
+            lo, hi = c.interval or (None, None)
+            diff = None if c.value is None or c.paper is None else c.value - c.paper
+            out.append(
+                {
+                    "row": row.label,
+                    "block": row.block,
+                    "group": row.group,
+                    "column": header,
+                    "value": c.value,
+                    "low": lo,
+                    "high": hi,
+                    "n": c.n,
+                    "paper": c.paper,
+                    "difference": diff,
+                    "note": c.note,
+                }
+            )
+    return out
+
+
+def _score(table: RecipeTable, row_key: str, value: float | None) -> float | None:
+    """What "best" compares: an agreement is best at its agreeing direction's strongest
+    (HAL's and EXAG's most negative correlation)."""
+    if value is None or table.kind != "agreement":
+        return value
+    from refine.human.groups import agreeing_sign
+
+    return agreeing_sign(row_key) * value
+
+
+def latex_table(table: RecipeTable) -> Table:
+    t = table.recipe.table
+    cells = {}
+    for row in table.rows:
+        for key, header, _, _ in table.columns:
+            c = table.cells.get((row.label, key))
+            if c is not None:
+                cells[(row.label, header)] = Cell(
+                    c.value, c.interval, _score(table, row.key, c.value), c.paper
+                )
+    note = f"{table.recipe.paper}, {table.recipe.source}."
+    if table.paper_figures():
+        note += " The paper's figure is in parentheses after each value."
+    if table.missing:
+        note += " Missing: " + "; ".join(table.missing) + "."
+    agreement = table.kind == "agreement"
+    return Table(
+        caption=table.caption,
+        label=t.label,
+        rows=[r.label for r in table.rows],
+        columns=[h for _, h, _, _ in table.columns],
+        cells=cells,
+        best=None if t.best == "none" else ("max" if agreement else "each"),
+        corner="metric"
+        if agreement
+        else ("generator" if t.groups == "all" else "generator · group"),
+        digits=t.digits,
+        note=note,
+        blocks={r.label: r.block for r in table.rows} if t.best in ("block", "group") else {},
+        spans=[] if agreement else [s for _, _, s, _ in table.columns],
+        directions={h: b for _, h, _, b in table.columns},
+        fit=True,
+    )
+
+
+def write_recipe_table(folder: str | Path, table: RecipeTable) -> list[Path]:
+    """The table's CSV, LaTeX (document and fragment) and HTML; returns the files."""
+    from refine.harness.results import write_csv
+
+    folder = Path(folder)
+    name = f"table-{table.recipe.name}"
+    csv_path = folder / f"{name}.csv"
+    write_csv(csv_path, CSV_FIELDS, csv_rows(table))
+    tex = write_tables([latex_table(table)], folder, name)
+    html = write_page(folder / f"{name}.html", page(table))
+    return [csv_path, *tex, html]
+
+
+def _cell_html(table: RecipeTable, row: Any, key: str, digits: int) -> str:
+    c = table.cells.get((row.label, key))
+    if c is None:
+        return "<td>–</td>"
+    text = num(c.value, digits)
+    if c.interval:
+        text += (
+            f' <span class="muted">[{c.interval[0]:.{digits}f}, {c.interval[1]:.{digits}f}]</span>'
+        )
+    if c.paper is not None:
+        text += f" <em>(paper {c.paper:.{digits}f})</em>"
+    title = f' title="{escape(c.note)}"' if c.note else ""
+    n = f' data-n="{c.n}"' if c.n else ""
+    return f"<td{title}{n}>{text}</td>"
+
+
+def page(table: RecipeTable) -> str:
+    """The table as a page: the bench's cells in the paper's layout, the paper's own
+    rows, and what is missing."""
+    r, t = table.recipe, table.recipe.table
+    head = "<tr><th></th>" + "".join(f"<th>{escape(h)}</th>" for _, h, _, _ in table.columns)
+    spans = [s for _, _, s, _ in table.columns]
+    span_row = ""
+    if any(spans) and table.kind == "metrics":
+        span_row = "<tr><th></th>" + "".join(f"<th>{escape(s)}</th>" for s in spans) + "</tr>"
+    body = "".join(
+        f"<tr><th>{escape(row.label)}</th>"
+        + "".join(_cell_html(table, row, key, t.digits) for key, _, _, _ in table.columns)
+        + "</tr>"
+        for row in table.rows
+    )
+    parts = [
+        f"<p>{escape(r.title)}: {escape(r.paper)}, {escape(r.source)}.</p>",
+        f"<p>{escape(table.caption)}</p>",
+        f'<table id="recipe-table">{span_row}{head}</tr>{body}</table>',
+    ]
+    if table.missing:
+        items = "".join(f"<li>{escape(m)}</li>" for m in table.missing)
+        parts.append(f'<h2>Missing</h2><ul id="recipe-missing">{items}</ul>')
+    if t.paper:
+        keys = list(dict.fromkeys(k for p in t.paper for k in p.values))
+        rows = "".join(
+            f"<tr><th>{escape(p.row)}</th><td>{escape(p.group or '')}</td>"
+            + "".join(f"<td>{num(p.values.get(k), t.digits)}</td>" for k in keys)
+            + "</tr>"
+            for p in t.paper
+        )
+        heads = "".join(f"<th>{escape(k)}</th>" for k in keys)
+        parts.append(
+            "<h2>The paper's table</h2>"
+            f'<table id="recipe-paper"><tr><th></th><th>group</th>{heads}</tr>{rows}</table>'
+        )
+    if r.about:
+        parts.append(f"<h2>How this recipe runs</h2><p>{escape(r.about)}</p>")
+    return document(f"{r.name}: {r.title}", "".join(parts))

@@ -1,0 +1,258 @@
+"""refine bench --recipe: the bundled AHEaD Tab. 1 recipe cut to 4 prompts on two stand-in
+Gemini generators, its table recomputed by hand from the bench's own cells, the paper's
+figures beside the generator the paper has; an agreement recipe with and without ratings;
+the dry run's counts; wrong input refused in one line."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from scipy import stats as sp
+
+from metrics.stats import mean_interval
+from refine.harness.recipes import load_recipe
+from refine.harness.results import cell_mean
+from refine.harness.tasks.bench_plan import plan_prompts
+from refine.human.groups import regions
+from refine.records import variant_name
+from tests.e2e.test_cli_run import cli
+from tests.fakes.gemini_world import GREEN, RED
+
+PAPERS = "gemini:gemini-2.5-flash-image"  # a model of the paper's Tab. 1
+OTHER = "gemini:gemini-3.1-flash-image"
+
+
+def _table(folder, name):
+    with (folder / f"table-{name}.csv").open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
+    world.generate_by_model = {"gemini-2.5-flash-image": RED, "gemini-3.1-flash-image": GREEN}
+    out = tmp_path / "t1"
+    done = cli(
+        "bench", "--recipe", "ahead-table1", "--limit", "4",
+        "--generator", PAPERS, "--generator", OTHER,
+        "--backend", f"image_embedder=siglip:{siglip_path}", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((out / "results.json").read_text())
+    # the first prompt of each of the first 4 countries: both regions are in the table
+    every = plan_prompts()
+    first = {}
+    for act, country in every:
+        first.setdefault(country, (act, country))
+    assert [tuple(p) for p in doc["config"]["prompts"]] == list(first.values())[:4]
+    assert doc["config"]["images_per_prompt"] == 10 and doc["config"]["seeds"][0] == 42
+    rows = _table(out, "ahead-table1")
+    region = regions()
+    recipe = load_recipe("ahead-table1")
+    checked = 0
+    for g in (PAPERS, OTHER):
+        for group, short in (("Global North", "GN"), ("Global South", "GS")):
+            cells = [
+                c
+                for c in doc["cells"]
+                if c["generator"] == g and region[c["country"].casefold()] == group
+            ]
+            assert cells
+            for m in recipe.table.metrics:
+                values = [cell_mean(c, m.metric) for c in cells]
+                (row,) = [
+                    r for r in rows if r["row"] == f"{g} · {short}" and r["column"] == m.shown()
+                ]
+                if (
+                    m.metric in ("exag", "faith")
+                    and len({variant_name(im["exag_variant"]) for c in cells for im in c["images"]})
+                    > 1
+                ):
+                    assert row["value"] == "" and "EXAG variants differ" in row["note"]
+                    continue
+                got = [v for v in values if v is not None]
+                assert float(row["value"]) == pytest.approx(np.mean(got), abs=1e-9)
+                iv = mean_interval(got, 0)
+                if iv is None:
+                    assert row["low"] == ""
+                else:
+                    assert (float(row["low"]), float(row["high"])) == pytest.approx(iv, abs=1e-9)
+                assert int(row["n"]) == len(got)
+                (paper,) = [
+                    p
+                    for p in recipe.table.paper
+                    if p.row == "Gemini 2.5 Flash Image" and p.group == group
+                ]
+                want = paper.values.get(m.metric) if g == PAPERS else None
+                assert (float(row["paper"]) if row["paper"] else None) == want
+                checked += 1
+    assert checked >= 16
+    # the terminal shows the table with the paper's figures in parentheses
+    assert f"{PAPERS} · GN" in done.stdout and "(0.61)" in done.stdout
+    page = (out / "table-ahead-table1.html").read_text()
+    assert (
+        'id="recipe-table"' in page and "(paper 0.61)" in page and "Gemini 2.5 Flash Image" in page
+    )
+    tex = (out / "table-ahead-table1.tex").read_text()
+    assert r"\multicolumn{4}{c}{N=1}" in tex and r"$\downarrow$" in tex
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed (.ci/run installs texlive-latex-base)")
+    build = tmp_path / "tex"
+    build.mkdir()
+    made = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", f"-output-directory={build}",
+         str(out / "table-ahead-table1.tex")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout[-2000:]
+    assert (build / "table-ahead-table1.pdf").stat().st_size > 1000
+
+
+SMALL = """
+name = "small-agreement"
+title = "A small agreement table"
+paper = "AHEaD"
+source = "Table 2"
+task = "bench"
+
+[select]
+countries = ["Iran", "USA"]
+activities = ["people eating food at home", "wedding celebration"]
+images_per_prompt = 3
+seed = 42
+generators = ["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"]
+
+[table]
+kind = "agreement"
+caption = "Agreement with GT-FAITH"
+label = "tab:small"
+groups = "region"
+group_order = ["Global South", "Global North"]
+group_labels = { "Global South" = "GS", "Global North" = "GN" }
+protocol = "ahead"
+question = "gt_faith"
+metrics = [{ metric = "align", header = "ALIGN" }, { metric = "faith", header = "FAITH" }]
+
+[[table.paper]]
+row = "FAITH"
+metric = "faith"
+values = { GS = 0.46, GN = 0.47, All = 0.47 }
+"""
+
+
+def test_an_agreement_recipe_with_and_without_ratings(world, siglip_path, tmp_path):
+    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
+    recipe = tmp_path / "small.toml"
+    recipe.write_text(SMALL)
+    out = tmp_path / "b"
+    args = ["bench", "--recipe", str(recipe), "--out", str(out), "--baselines", "",
+            "--backend", f"image_embedder=siglip:{siglip_path}"]  # fmt: skip
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    # no ratings: the metric side, and what is missing
+    assert "missing: people's ratings" in done.stdout and "--ratings FILE" in done.stdout
+    side = _table(out, "small-agreement")
+    assert {r["column"] for r in side} == {"ALIGN", "FAITH"}
+    cells = [json.loads(x) for x in (out / "cells.jsonl").read_text().splitlines()]
+    rng = np.random.default_rng(7)
+    rows = []
+    for cell in cells:
+        for im in cell["images"]:
+            for rater in ("a", "b"):
+                score = int(np.clip(round(1 + 4 * im["faith"] + rng.normal(scale=0.7)), 1, 5))
+                rows.append({"image": str(out / im["file"]), "rater": rater, "gt_faith": score,
+                             "activity": cell["activity"], "country": cell["country"],
+                             "faith": im["faith"], "align": im["align"]})  # fmt: skip
+    # the Rate view's rows under the ahead protocol: GT-FAITH on its 1-5 scale
+    ratings = tmp_path / "ratings.jsonl"
+    ratings.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "image": r["image"],
+                    "rater": r["rater"],
+                    "protocol": "ahead",
+                    "answers": {"gt_faith": str(r["gt_faith"])},
+                    "activity": r["activity"],
+                    "country": r["country"],
+                }
+            )
+            + "\n"
+            for r in rows
+        )  # fmt: skip
+    )
+    again = cli(*args, "--ratings", str(ratings))
+    assert again.returncode == 0, again.stderr
+    table = _table(out, "small-agreement")
+    # by hand: Spearman of each metric with the raters' mean, per region and over all
+    by_image = {}
+    for r in rows:
+        by_image.setdefault(r["image"], []).append(r)
+    for metric, header in (("align", "ALIGN"), ("faith", "FAITH")):
+        for group, label in (("Global South", "GS"), ("Global North", "GN"), (None, "All")):
+            pick = [
+                v for v in by_image.values()
+                if group is None or regions()[v[0]["country"].casefold()] == group
+            ]  # fmt: skip
+            x = [v[0][metric] for v in pick]
+            y = [np.mean([r["gt_faith"] for r in v]) for v in pick]
+            (row,) = [t for t in table if t["row"] == header and t["column"] == label]
+            assert float(row["value"]) == pytest.approx(sp.spearmanr(x, y).statistic, abs=1e-9)
+            assert int(row["n"]) == len(pick)
+    (faith_all,) = [t for t in table if t["row"] == "FAITH" and t["column"] == "All"]
+    assert float(faith_all["paper"]) == 0.47
+    assert "missing: people's ratings" not in again.stdout
+    # ratings with a recipe that needs none, and a file that is not there
+    bad = cli("bench", "--recipe", "ahead-table1", "--ratings", str(ratings), "--out", str(out))
+    assert bad.returncode == 2 and "made from the metrics alone" in bad.stderr
+    bad = cli(*args, "--ratings", str(tmp_path / "none.jsonl"))
+    assert bad.returncode == 2 and "--ratings: no file" in bad.stderr
+
+
+def test_dry_run_counts_and_prices(tmp_path):
+    from refine.profiles import load_profile
+
+    profile = load_profile("gemini").path.read_text()
+    priced = tmp_path / "priced.toml"
+    priced.write_text(
+        'costs_source = "a test price list"\n'
+        + profile
+        + "\n[costs]\ngenerator = 0.04\nobserver = 0.001\njudge = 0.0005\n"
+    )
+    out = tmp_path / "none"
+    done = cli("bench", "--recipe", "ahead-table1", "--limit", "3", "--dry-run",
+               "--generator", PAPERS, "--profile", str(priced), "--out", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not out.exists()  # nothing made
+    # 3 prompts x 10 images; each: quality (2 answers), EXAG by the judge's rating (no
+    # photos in the bundled pack), CLIPScore (the default baseline) with no call
+    images, judge = 30, 30 * 3
+    assert f"{images} images" in done.stdout
+    assert (
+        f"generator: {images} calls" in done.stdout and f"observer: {images} calls" in done.stdout
+    )
+    assert f"judge: {judge} calls ({judge * 8} if the judge samples 8 answers each)" in done.stdout
+    low = images * 0.04 + images * 0.001 + judge * 0.0005
+    high = images * 0.04 + images * 0.001 + judge * 8 * 0.0005
+    assert f"cost: about ${low:,.2f} to ${high:,.2f} (a test price list)" in done.stdout
+    plain = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run", "--out", str(out))
+    assert plain.returncode == 0 and "the profile gives no prices" in plain.stdout
+
+
+def test_wrong_input_is_refused_in_one_line(tmp_path):
+    out = str(tmp_path / "x")
+    bad = cli("bench", "--recipe", "ahead-tabel1", "--out", out)
+    assert bad.returncode == 2 and "did you mean 'ahead-table1'" in bad.stderr
+    bad = cli("bench", "--limit", "3", "--out", out)
+    assert bad.returncode == 2 and "--limit goes with --recipe NAME" in bad.stderr
+    bad = cli("bench", "--recipe", "ahead-table1", "--countries", "Iran", "--out", out)
+    assert bad.returncode == 2 and "leave out --countries" in bad.stderr
+    broken = tmp_path / "broken.toml"
+    broken.write_text(SMALL.replace('metric = "faith"\nvalues', 'metric = "faith"\nvalue'))
+    bad = cli("bench", "--recipe", str(broken), "--out", out)
+    assert bad.returncode == 2 and "table.paper.0.value" in bad.stderr
+    bad = cli("bench", "--recipe", "cube-table5", "--out", out)
+    assert bad.returncode == 2 and "--concepts FILE" in bad.stderr

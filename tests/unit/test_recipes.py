@@ -1,0 +1,124 @@
+"""Recipes as data: every bundled recipe loads and its paper rows name its own columns; a
+broken recipe is refused naming the field; a metrics table's cells by hand on made-up
+cells (groups, intervals, the paper's figures, EXAG variants kept apart, concepts under
+CUBE's kernels); its LaTeX bolds the best within each model's block."""
+
+from __future__ import annotations
+
+import pytest
+
+from metrics.stats import mean_interval
+from refine.harness.recipe_tables import metrics_table
+from refine.harness.recipes import bundled, load_recipe, recipes_dir
+from refine.present.report.recipe import csv_rows, latex_table
+
+
+def test_every_bundled_recipe_loads_with_its_papers_figures():
+    names = bundled()
+    assert {"ahead-table1", "ahead-table2", "cube-table5"} <= set(names)
+    for name in names:
+        r = load_recipe(name)
+        assert r.name == name and r.table.paper, name
+        keys = {m.metric for m in r.table.metrics}
+        for p in r.table.paper:
+            assert set(p.values) <= keys | {"GS", "GN", "All"}, (name, p.row)
+    t1 = load_recipe("ahead-table1")
+    assert t1.select.images_per_prompt == 10 and t1.select.seed == 42
+    gemini = [p for p in t1.table.paper if p.row == "Gemini 2.5 Flash Image"]
+    assert {p.group: p.values["faith"] for p in gemini} == {
+        "Global North": 0.61,
+        "Global South": 0.57,
+    }
+    assert load_recipe("ahead-table2").needs_ratings
+    assert not t1.needs_ratings
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (('kind = "metrics"', 'kind = "tables"'), "table.kind"),
+        (('metric = "hal"', 'metric = "align"'), "a metric is given twice"),
+        (("values = { align = 0.31", "values = { alignment = 0.31"), "'alignment' is neither"),
+        (('name = "ahead-table1"', 'name = "Ahead Table"'), "name: String should match"),
+    ],
+)
+def test_a_broken_recipe_names_its_problem(tmp_path, change, says):
+    text = (recipes_dir() / "ahead-table1.toml").read_text()
+    assert change[0] in text
+    path = tmp_path / "r.toml"
+    path.write_text(text.replace(change[0], change[1], 1))
+    with pytest.raises(ValueError) as err:
+        load_recipe(path)
+    assert says in str(err.value) and str(path) in str(err.value)
+
+
+def _cell(generator, country, faith, align, variant="exag:mllm", ddiv=0.5):
+    return {
+        "generator": generator,
+        "country": country,
+        "ddiv": ddiv,
+        "images": [
+            {"faith": f, "align": a, "hal": 1 - a, "exag": 0.1, "exag_variant": variant}
+            for f, a in zip(faith, align, strict=True)
+        ],
+    }
+
+
+def test_a_metrics_table_by_hand():
+    recipe = load_recipe("ahead-table1")
+    g1, g2 = "gemini:gemini-2.5-flash-image", "diffusers:x"
+    cells = [
+        _cell(g1, "USA", [0.6, 0.8], [0.2, 0.4]),
+        _cell(g1, "France", [0.5, 0.5], [0.3, 0.3], ddiv=0.7),
+        _cell(g1, "Iran", [0.2, 0.4], [0.1, 0.1]),
+        _cell(g1, "India", [0.3, 0.3], [0.2, 0.2]),
+        _cell(g2, "USA", [0.9], [0.5]),
+        _cell(g2, "Iran", [0.1], [0.0], variant="exag:ita"),
+        _cell(g2, "India", [0.2], [0.1]),
+    ]
+    table = metrics_table(recipe, cells, [g1, g2])
+    assert [r.label for r in table.rows] == [
+        f"{g1} · GN",
+        f"{g1} · GS",
+        f"{g2} · GN",
+        f"{g2} · GS",
+    ]
+    c = table.cells[(f"{g1} · GN", "faith")]
+    # per prompt first (0.7 and 0.5), then over prompts, with the bootstrap's interval
+    assert c.value == pytest.approx(0.6) and c.n == 2
+    assert c.interval == mean_interval([0.7, 0.5], 0)
+    assert c.paper == 0.61  # Gemini 2.5 Flash Image, GN
+    assert table.cells[(f"{g1} · GS", "faith")].paper == 0.57
+    assert table.cells[(f"{g1} · GN", "ddiv")].value == pytest.approx(0.6)
+    assert table.cells[(f"{g1} · GN", "ddiv")].paper is None  # the paper has none: 1 image
+    assert table.cells[(f"{g2} · GN", "faith")].paper is None  # not a model of the paper
+    # two EXAG variants in a group: FAITH and EXAG are not averaged over them
+    mixed = table.cells[(f"{g2} · GS", "faith")]
+    assert mixed.value is None and "exag:ita, exag:mllm" in mixed.note
+    assert table.cells[(f"{g2} · GS", "align")].value == pytest.approx(0.05)
+    rows = csv_rows(table)
+    first = next(r for r in rows if r["row"] == f"{g1} · GN" and r["column"] == "FAITH ↑")
+    assert first["difference"] == pytest.approx(0.6 - 0.61)
+    tex = latex_table(table).fragment()
+    # best within each model's block: g1's GN FAITH (0.6 > 0.35), the lower HAL
+    gn = next(
+        line for line in tex.splitlines() if line.startswith(r"gemini:gemini-2.5") and "GN" in line
+    )
+    assert r"\textbf{0.60}" in gn and r"\textbf{0.70}" in gn  # FAITH, HAL = 1 - 0.3
+    assert tex.count(r"\midrule") == 2  # under the header, between the two models
+
+
+def test_concepts_under_cubes_kernels():
+    recipe = load_recipe("cube-table5")
+    sdxl, other = "diffusers:stabilityai/stable-diffusion-xl-base-1.0", "gemini:x"
+    kernel = "continent (1, 0, 0)"
+    cells = [
+        {"generator": sdxl, "concept": "cuisine", "cd_kernels": {kernel: 0.1}},
+        {"generator": sdxl, "concept": "cuisine", "cd_kernels": {kernel: 0.3}},
+        {"generator": other, "concept": "cuisine", "cd_kernels": {kernel: 0.4}},
+    ]
+    table = metrics_table(recipe, cells, [sdxl, other])
+    assert [r.label for r in table.rows] == [f"{sdxl} · cuisine", f"{other} · cuisine"]
+    c = table.cells[(f"{sdxl} · cuisine", f"cd:{kernel}")]
+    assert c.value == pytest.approx(0.2) and c.paper == 0.04  # SDXL, Cuisine (any case)
+    assert table.cells[(f"{sdxl} · cuisine", "cd:uniform (1/3, 1/3, 1/3)")].value is None
