@@ -24,6 +24,7 @@ from refine.cli.agree_cmd import agree_cmd
 from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
 from refine.cli.bench_cmd import bench_cmd
 from refine.cli.caire_cmd import caire_app
+from refine.cli.compare_cmd import compare_cmd
 from refine.cli.data_cmd import data_app
 from refine.cli.expectations_cmd import expectations_app
 from refine.cli.export_cmd import export_cmd
@@ -31,6 +32,7 @@ from refine.cli.inputs import UserInputError, baseline_model_option, parsed_base
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.photos_cmd import photos_app
 from refine.cli.rate_cmd import rate_app
+from refine.cli.rescore_cmd import rescore_cmd
 from refine.cli.run_cmd import parse_backends, refs_app, run_cmd
 from refine.cli.sos_cmd import sos_app
 from refine.cli.tau_cmd import calibrate_tau_cmd
@@ -76,6 +78,8 @@ app.command("score")(score_cmd)
 app.command("report")(report_cmd)
 app.command("calibrate-tau")(calibrate_tau_cmd)
 app.command("bench")(bench_cmd)
+app.command("rescore")(rescore_cmd)
+app.command("compare")(compare_cmd)
 app.command("agree")(agree_cmd)
 app.command("export")(export_cmd)
 app.command("tune")(tune_cmd)

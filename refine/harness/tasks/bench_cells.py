@@ -37,6 +37,7 @@ BENCH_CELLS = CellFormat(
         "baseline_models",
         "photos",
         "scorer",
+        "rescored",  # a rescored bench's cell: what was recomputed, and from what
     ),
     key=("generator", "activity", "country", "seeds"),
     data=("embeddings",),

@@ -1,0 +1,103 @@
+"""``refine rescore BENCH --out NEW``: a bench scored again from its stored images and
+observations, under another tau, observer or baselines (nothing is generated again)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from refine.cli.inputs import UserInputError, with_engine
+from refine.cli.run_cmd import parse_backends
+from refine.harness.engine import LOCAL, EngineOptions
+
+
+def rescore_cmd(
+    bench: Path = typer.Argument(..., help="The bench folder to score again."),
+    out: Path = typer.Option(..., "--out", help="The new bench folder (run again to go on)."),
+    tau: float = typer.Option(
+        None, "--tau", help="The match threshold (no model call: the stored observations)."
+    ),
+    backend: list[str] = typer.Option(
+        [],
+        "--backend",
+        help="Replace a scoring role: observer=M observes the stored images again; "
+        "text_embedder=..., judge=... (for added baselines).",
+    ),
+    baselines: str = typer.Option(
+        "", "--baselines", help="Baselines to add, comma-separated (as refine bench takes them)."
+    ),
+    profile: str = typer.Option(
+        None, "--profile", help="The profile its models come from (default: the bench's)."
+    ),
+    recipe: str = typer.Option(
+        None, "--recipe", help="Also write this recipe's table for the new bench."
+    ),
+    ratings: Path = typer.Option(None, "--ratings", help="With --recipe: the ratings file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the new results record."),
+    engine: EngineOptions = LOCAL,
+) -> None:
+    """Score a bench's stored images again into a new bench: --tau recomputes ALIGN, HAL
+    and FAITH from the stored observations with no model call; --backend observer=M
+    observes the images again (EXAG and quality, the judge's, are kept); --baselines adds
+    baselines. Each cell records what was recomputed, from what, and its model calls."""
+    from refine.harness.ray import RayEngineError
+    from refine.harness.results import ResultsError
+    from refine.harness.tasks.rescore import RescorePlan, run_rescore
+    from refine.present.report.bench import write_bench_page
+
+    if not (bench / "results.json").is_file():
+        raise UserInputError(f"BENCH: {bench} holds no bench (no results.json)")
+    added = ()
+    if baselines:
+        from refine.evaluate.baselines import parse_baselines
+
+        try:
+            added = parse_baselines(baselines)
+        except ValueError as err:
+            raise UserInputError(f"--baselines: {err}") from err
+    plan = RescorePlan(
+        source=str(bench),
+        tau=tau,
+        backends=parse_backends(backend),
+        baselines=tuple(added),
+        profile=profile,
+    )
+    if tau is None and not plan.backends and not added:
+        raise UserInputError(
+            "nothing to recompute: give --tau, --backend observer=M or --baselines"
+        )
+    chosen = None
+    if recipe is not None:
+        from refine.cli.recipe_run import read_recipe
+
+        chosen = read_recipe(recipe)
+
+    def echo(line: str) -> None:
+        typer.echo(line, err=as_json)
+
+    try:
+        results = run_rescore(plan, out, on_event=echo, engine=engine)
+    except (ValueError, ResultsError, RayEngineError) as err:
+        raise UserInputError(str(err)) from err
+    write_bench_page(out, results)
+    calls = sum((c.get("rescored") or {}).get("model_calls", 0) for c in results.cells)
+    first = (results.cells[0].get("rescored") or {}) if results.cells else {}
+    echo(
+        f"{len(results.cells)} cells rescored from {bench}: recomputed "
+        f"{', '.join(first.get('recomputed', []))}; {calls} model calls"
+    )
+    for g, row in results.summary["generators"].items():
+        faith = (row.get("faith") or {}).get("mean")
+        echo(f"  {g}: FAITH {faith:.3f}" if faith is not None else f"  {g}: FAITH -")
+    if chosen is not None:
+        from refine.cli.recipe_run import write_table
+
+        write_table(chosen, results, out, ratings, echo)
+    echo(f"leaderboard: {out / 'bench.html'}")
+    if as_json:
+        typer.echo(json.dumps(results.to_json(), indent=2))
+
+
+rescore_cmd = with_engine(rescore_cmd, 1, "Cells at a time.")

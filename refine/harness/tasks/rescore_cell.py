@@ -1,0 +1,135 @@
+"""One cell of a rescore (:mod:`refine.harness.tasks.rescore`): the source cell's images
+and observations scored again under the new tau, observer or baselines."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from refine.harness.cells import Cell
+
+
+def copy_image(src: Path, dst: Path) -> None:
+    """The stored image in the new bench: a hard link where the filesystem allows one,
+    else a copy."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.exists():
+        return
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _source_cell(maker: Any, key: tuple[Any, ...]) -> Cell:
+    found = [c for c in maker.source.cells() if c.key == key]
+    if not found:
+        raise ValueError(f"{key[0]}: {key[1]} ({key[2]}): no such cell in {maker.source.dir}")
+    return found[-1]
+
+
+def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
+    """The source's cell of ``job`` with ALIGN, HAL, FAITH, pooled ALIGN, DDIV, SDIV and
+    qVendi computed again (the stored observations at the new tau, or a new observer's),
+    EXAG, quality and the kept baselines carried over, and the baselines it lacks scored
+    from its images; its ``rescored`` names what was recomputed and from what."""
+    from PIL import Image
+
+    from metrics.ahead import faith, score_images, score_pooled
+    from metrics.vendi import quality_weighted
+    from refine.evaluate.assess import DEFAULT_MAX_PER_DIMENSION as MOST
+    from refine.evaluate.assess import DIMENSIONS, CallCounter
+    from refine.evaluate.reference_source import ReferenceSource
+
+    began = time.perf_counter()
+    gen, act, country = job[:3]
+    src = _source_cell(maker, (gen, act, country, tuple(maker.seeds)))
+    refs = ReferenceSource.default().find(act, country).pack
+    images, files = [], []
+    for im in src.images:
+        path = maker.source.dir / im["file"]
+        if not path.is_file():
+            raise ValueError(f"{gen}: {act} ({country}): its image {im['file']} is gone")
+        copy_image(path, maker.store.dir / im["file"])
+        with Image.open(path) as opened:
+            images.append(opened.convert("RGB"))
+        files.append(im["file"])
+    calls = CallCounter()
+    before = maker.assessor.calls.n
+    if maker.new_observer:
+        with maker.scorer.using("observer") as observer:
+            many = getattr(observer, "describe_many", None)
+            if callable(many) and len(images) > 1:
+                observed = many(images, list(DIMENSIONS), MOST)
+            else:
+                observed = [observer.describe(im, list(DIMENSIONS), MOST) for im in images]
+        calls.add(len(images))
+    else:
+        observed = [im["observed"] for im in src.images]
+    tau = maker.tau
+    with maker.scorer.using("text_embedder") as embedder:
+        aheads = score_images(refs.descriptors, observed, embedder, tau=tau)
+        pooled = score_pooled(refs.descriptors, observed, embedder, tau)
+    records = []
+    for im, o, a in zip(src.images, observed, aheads, strict=True):
+        value, _ = faith(a.align, a.hal, im.get("exag"))
+        records.append({**im, "observed": o, "align": a.align, "hal": a.hal, "faith": value})
+    had = list(src.inputs.get("baselines") or ())
+    added = [b for b in maker.plan.baselines if b not in had]
+    if added:
+        from refine.evaluate.baselines import rescored
+        from refine.harness.tasks.bench_rescore import why_missing
+
+        got = rescored(maker.assessor, images, refs, added, known=records)
+        for record, scores in zip(records, got, strict=True):
+            record.update(scores.values)
+            if scores.tifa is not None:
+                record["tifa_answers"] = [dataclasses.asdict(t) for t in scores.tifa]
+            why = {**(record.get("missing") or {}), **why_missing(scores, added)}
+            record.pop("missing", None)
+            if why := {m: w for m, w in why.items() if record.get(m) is None}:
+                record["missing"] = why
+    calls.add(maker.assessor.calls.n - before)
+    vendi = src.outputs.get("vendi")
+    faiths = [r["faith"] for r in records]
+    old = maker.source_config
+    recomputed = ["align", "hal", "faith", "pooled_align", "ddiv", "sdiv", "qvendi"]
+    rescored_note = {
+        "from": str(Path(maker.source.dir).resolve()),
+        "recomputed": recomputed + added,
+        "kept": ["images", "exag", "quality", "vendi", *had]
+        + ([] if maker.new_observer else ["observed"]),
+        "tau": [old.get("tau"), tau],
+        "observer": [(old.get("scorer") or {}).get("observer"), maker.scoring.get("observer")],
+        "observed_again": maker.new_observer,
+        "baselines_added": added,
+        "model_calls": calls.n,
+    }
+    return Cell(
+        key=src.key,
+        inputs={
+            **src.inputs,
+            "tau": tau,
+            "scorer": maker.scoring,
+            "baselines": [*had, *added],
+            "baseline_models": {
+                **(src.inputs.get("baseline_models") or {}),
+                **maker.plan.checkpoints(),
+            },
+            "rescored": rescored_note,
+        },
+        outputs={
+            **src.outputs,
+            "pooled_align": pooled.pooled.align,
+            "ddiv": pooled.ddiv,
+            "sdiv": pooled.sdiv,
+            "qvendi": None if vendi is None else quality_weighted(vendi, faiths),
+        },
+        images=records,
+        data=dict(src.data),
+        timings={"rescore_s": time.perf_counter() - began},
+    )

@@ -1,0 +1,146 @@
+"""refine rescore and refine compare on a stand-in bench: a new tau makes no model call
+and every figure is recomputed by hand from the stored observations; a new observer
+observes the stored images again and never generates; compare's differences, intervals
+and agreement difference by hand."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from metrics.ahead import faithfulness, score_images
+from metrics.stats import mean_interval, spearman
+from refine.evaluate.references import find_references
+from refine.harness.results import cell_mean
+from refine.harness.tasks.bench import run_bench
+from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+from refine.io.files import file_sha256
+from tests.e2e.test_cli_run import cli
+from tests.fakes.gemini_world import GREEN, RED
+
+GENS = ["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"]
+
+
+@pytest.fixture
+def bench(world, siglip_path, options, tmp_path):
+    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
+    plan = BenchPlan(
+        generators=GENS,
+        prompts=plan_prompts(["Iran", "USA"], ["people eating food at home"]),
+        images_per_prompt=3,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+        baselines=(),
+    )
+    out = tmp_path / "bench"
+    run_bench(plan, out, backend_options=options)
+    return out
+
+
+def _cells(folder):
+    return [json.loads(x) for x in (folder / "cells.jsonl").read_text().splitlines()]
+
+
+def test_a_new_tau_makes_no_model_call(bench, world, minilm, tmp_path):
+    asked = len(world.log)
+    new = tmp_path / "tau"
+    done = cli("rescore", str(bench), "--out", str(new), "--tau", "0.3")
+    assert done.returncode == 0, done.stderr
+    assert len(world.log) == asked  # the stand-in heard nothing
+    assert "0 model calls" in done.stdout
+    doc = json.loads((new / "results.json").read_text())
+    assert doc["config"]["tau"] == 0.3 and doc["config"]["tau_source"] == "given"
+    assert doc["config"]["rescored_from"]["tau"] == 0.52
+    old = {(c["generator"], c["country"]): c for c in _cells(bench)}
+    for cell in _cells(new):
+        src = old[(cell["generator"], cell["country"])]
+        refs = find_references(cell["activity"], cell["country"]).descriptors
+        observed = [im["observed"] for im in src["images"]]
+        by_hand = score_images(refs, observed, minilm, tau=0.3)
+        for im, was, s in zip(cell["images"], src["images"], by_hand, strict=True):
+            assert im["align"] == pytest.approx(s.align, abs=1e-6)
+            assert im["hal"] == pytest.approx(s.hal, abs=1e-6)
+            assert im["exag"] == was["exag"] and im["quality"] == was["quality"]
+            assert im["faith"] == pytest.approx(faithfulness(s.align, s.hal, was["exag"]), abs=1e-6)
+            # the same image, in the new bench's own folder
+            assert file_sha256(new / im["file"]) == file_sha256(bench / was["file"])
+        note = cell["rescored"]
+        assert note["model_calls"] == 0 and note["tau"] == [0.52, 0.3]
+        assert note["observed_again"] is False and "observed" in note["kept"]
+        assert {"align", "hal", "faith", "ddiv", "sdiv"} <= set(note["recomputed"])
+        assert cell["vendi"] == src["vendi"]
+        assert cell["qvendi"] == pytest.approx(
+            np.mean([im["faith"] for im in cell["images"]]) * cell["vendi"], abs=1e-9
+        )
+    # compare: each metric's mean difference over the paired cells, and its interval
+    cmp = cli("compare", str(bench), str(new), "--json")
+    assert cmp.returncode == 0, cmp.stderr
+    got = json.loads(cmp.stdout)
+    assert got["cells"] == 4 and got["images"] == 12
+    pairs = [(old[(c["generator"], c["country"])], c) for c in _cells(new)]
+    diffs = [cell_mean(b, "align") - cell_mean(a, "align") for a, b in pairs]
+    row = got["metrics"]["align"]
+    assert row["difference"] == pytest.approx(np.mean(diffs), abs=1e-12)
+    assert tuple(row["interval"]) == pytest.approx(mean_interval(diffs, 0), abs=1e-12)
+    assert got["metrics"]["exag"]["changed"] == 0 and got["metrics"]["exag"]["difference"] == 0
+    # with ratings: each bench's Spearman with the raters, and the difference
+    rng = np.random.default_rng(3)
+    lines = []
+    for c in _cells(bench):
+        for im in c["images"]:
+            score = int(np.clip(round(1 + 4 * im["faith"] + rng.normal(scale=0.6)), 1, 5))
+            lines.append({"image": str(bench / im["file"]), "rater": "a", "faithfulness": score})
+    ratings = tmp_path / "ratings.jsonl"
+    ratings.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    cmp = cli("compare", str(bench), str(new), "--ratings", str(ratings), "--json")
+    assert cmp.returncode == 0, cmp.stderr
+    agreed = json.loads(cmp.stdout)["agreement"]
+    y = [x["faithfulness"] for x in lines]
+    xa = [im["faith"] for c in _cells(bench) for im in c["images"]]
+    new_by_file = {im["file"]: im["faith"] for c in _cells(new) for im in c["images"]}
+    xb = [new_by_file[im["file"]] for c in _cells(bench) for im in c["images"]]
+    faith = agreed["metrics"]["faith"]
+    assert agreed["question"] == "faithfulness" and faith["n"] == 12
+    assert faith["a"] == pytest.approx(spearman(xa, y)) and faith["b"] == pytest.approx(
+        spearman(xb, y)
+    )
+    assert faith["difference"] == pytest.approx(spearman(xb, y) - spearman(xa, y))
+
+
+def test_a_new_observer_observes_again_and_never_generates(bench, world, tmp_path):
+    world.log.clear()
+    new = tmp_path / "obs"
+    done = cli(
+        "rescore", str(bench), "--out", str(new), "--backend", "observer=gemini:gemini-3.5-flash"
+    )
+    assert done.returncode == 0, done.stderr
+    assert world.log.count("observe") == 12 and "generate" not in world.log
+    assert "edit" not in world.log and "judge" not in world.log
+    doc = json.loads((new / "results.json").read_text())
+    assert doc["config"]["scorer"]["observer"] == "gemini:gemini-3.5-flash"
+    # not the profile's observer: the AHEaD default, said
+    assert doc["config"]["tau"] == 0.52 and "no value calibrated" in doc["config"]["tau_source"]
+    cell = _cells(new)[0]
+    assert cell["rescored"]["observed_again"] is True and cell["rescored"]["model_calls"] == 3
+    assert cell["rescored"]["observer"] == ["gemini:gemini-3.8-flash", "gemini:gemini-3.5-flash"]
+    # run again: every cell is kept
+    world.log.clear()
+    again = cli(
+        "rescore", str(bench), "--out", str(new), "--backend", "observer=gemini:gemini-3.5-flash"
+    )
+    assert again.returncode == 0 and world.log == []
+
+
+def test_rescore_refuses_what_it_cannot_do(bench, tmp_path):
+    new = str(tmp_path / "x")
+    bad = cli("rescore", str(bench), "--out", new)
+    assert bad.returncode == 2 and "nothing to recompute" in bad.stderr
+    bad = cli("rescore", str(tmp_path), "--out", new, "--tau", "0.4")
+    assert bad.returncode == 2 and "holds no bench" in bad.stderr
+    bad = cli("rescore", str(bench), "--out", new, "--backend", "generator=gemini:x")
+    assert bad.returncode == 2 and "never the generators" in bad.stderr
+    bad = cli("rescore", str(bench), "--out", str(bench), "--tau", "0.4")
+    assert bad.returncode == 2 and "another folder than the source" in bad.stderr
+    bad = cli("compare", str(bench), str(tmp_path))
+    assert bad.returncode == 2 and "holds no bench" in bad.stderr
