@@ -95,7 +95,9 @@ def write_table(
     from refine.present.report.recipe import write_recipe_table
 
     generators = list(results.config.get("generators") or [])
-    if recipe.needs_ratings and ratings is not None:
+    if recipe.table.kind == "settings":
+        table = _settings(recipe, out, ratings, echo)
+    elif recipe.needs_ratings and ratings is not None:
         from refine.human.agree import load_ratings, stored_metrics
 
         try:
@@ -105,20 +107,43 @@ def write_table(
         table = agreement_table(recipe, rated, stored_metrics([out]))
     else:
         table = metrics_table(recipe, results.cells, generators)
-        if recipe.needs_ratings:
-            table.missing.append(
-                f"people's ratings: the table is each metric's agreement with the answers "
-                f"to {recipe.table.question!r} ({recipe.table.protocol} protocol); rate the "
-                f"bench's images (refine app's Rate view, or refine rate pack) and give "
-                f"--ratings FILE. Written meanwhile: the metric side, each metric's mean "
-                f"per group"
-            )
+    if recipe.needs_ratings and ratings is None:
+        table.missing.append(
+            f"people's ratings: the table is each metric's agreement with the answers "
+            f"to {recipe.table.question!r} ({recipe.table.protocol} protocol); rate the "
+            f"bench's images (refine app's Rate view, or refine rate pack) and give "
+            f"--ratings FILE. Written meanwhile: the metric side, the means over prompts"
+        )
     files = write_recipe_table(out, table)
     for line in terminal(table):
         echo(line)
     for path in files:
         echo(f"written: {path}")
     return table
+
+
+def _settings(recipe: Recipe, out: Path, ratings: Path | None, echo: Any) -> Any:
+    """A settings table: the bench rescored at each setting (``out/settings/tau-q1``...,
+    kept and gone on with), each setting a row."""
+    from refine.harness.recipe_tables import settings_table
+    from refine.harness.tasks.rescore import RescorePlan
+    from refine.harness.tasks.tau_quantiles import rescore_at_quantiles
+
+    try:
+        made = rescore_at_quantiles(RescorePlan(source=str(out)), out / "settings", on_event=echo)
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
+    rated = None
+    if ratings is not None:
+        from refine.human.agree import load_ratings
+
+        try:
+            rated = load_ratings(ratings)
+        except ValueError as err:
+            raise UserInputError(f"--ratings: {err}") from err
+    return settings_table(
+        recipe, [(n, tau, out / "settings" / f"tau-{n}") for n, tau, _ in made], rated
+    )
 
 
 def terminal(table: Any) -> list[str]:

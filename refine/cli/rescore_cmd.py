@@ -19,6 +19,12 @@ def rescore_cmd(
     tau: float = typer.Option(
         None, "--tau", help="The match threshold (no model call: the stored observations)."
     ),
+    tau_quantiles: bool = typer.Option(
+        False,
+        "--tau-quantiles",
+        help="Three rescores, at tau = Q1, the median and Q3 of the best-match similarities "
+        "on the prompts' real photos (AHEaD Tab. 5): OUT/tau-q1, OUT/tau-median, OUT/tau-q3.",
+    ),
     backend: list[str] = typer.Option(
         [],
         "--backend",
@@ -64,6 +70,11 @@ def rescore_cmd(
         baselines=tuple(added),
         profile=profile,
     )
+    if tau_quantiles:
+        if tau is not None:
+            raise UserInputError("--tau-quantiles: leave out --tau (the photos give three)")
+        _quantiles(plan, out, recipe, ratings, as_json, engine)
+        return
     if tau is None and not plan.backends and not added:
         raise UserInputError(
             "nothing to recompute: give --tau, --backend observer=M or --baselines"
@@ -98,6 +109,55 @@ def rescore_cmd(
     echo(f"leaderboard: {out / 'bench.html'}")
     if as_json:
         typer.echo(json.dumps(results.to_json(), indent=2))
+
+
+def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:
+    """--tau-quantiles: the bench at each quartile's tau, and a recipe's settings table."""
+    from refine.harness.tasks.tau_quantiles import rescore_at_quantiles
+    from refine.present.report.bench import write_bench_page
+
+    def echo(line: str) -> None:
+        typer.echo(line, err=as_json)
+
+    try:
+        made = rescore_at_quantiles(plan, out, on_event=echo, engine=engine)
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
+    for name, tau, results in made:
+        write_bench_page(out / f"tau-{name}", results)
+        faith = (results.summary["generators"].get(results.config["generators"][0]) or {}).get(
+            "faith"
+        ) or {}
+        mean = faith.get("mean")
+        shown_faith = f"{mean:.3f}" if mean is not None else "-"
+        where = out / f"tau-{name}"
+        echo(f"{name}: tau {tau:.4f}, {where} (FAITH of the first generator {shown_faith})")
+    if recipe is not None:
+        from refine.cli.recipe_run import read_recipe, terminal
+        from refine.harness.recipe_tables import settings_table
+        from refine.present.report.recipe import write_recipe_table
+
+        chosen = read_recipe(recipe)
+        if chosen.table.kind != "settings":
+            raise UserInputError(f"--recipe {chosen.name}: its table is not one of settings")
+        rated = None
+        if ratings is not None:
+            from refine.human.agree import load_ratings
+
+            try:
+                rated = load_ratings(ratings)
+            except ValueError as err:
+                raise UserInputError(f"--ratings: {err}") from err
+        table = settings_table(chosen, [(n, t, out / f"tau-{n}") for n, t, _ in made], rated)
+        if rated is None:
+            table.missing.append("people's ratings: give --ratings FILE")
+        for line in terminal(table):
+            echo(line)
+        for path in write_recipe_table(out, table):
+            echo(f"written: {path}")
+    if as_json:
+        doc = {n: {"tau": t, "folder": str(out / f"tau-{n}")} for n, t, _ in made}
+        typer.echo(json.dumps(doc, indent=2))
 
 
 rescore_cmd = with_engine(rescore_cmd, 1, "Cells at a time.")

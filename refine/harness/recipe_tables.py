@@ -229,3 +229,52 @@ def agreement_table(
         )
     _paper(out)
     return out
+
+
+def settings_table(
+    recipe: Recipe,
+    settings: list[tuple[str, float, str | Path]],
+    ratings: Any | None = None,
+    seed: int = 0,
+) -> RecipeTable:
+    """One row per setting (name, tau, bench folder): with ratings, each of the recipe's
+    correlations of its metric with the mean answer to its question over the rated images
+    (and the interval); without, the metric's mean over the setting's prompts and its
+    interval (the metric side), the ratings said missing."""
+    from refine.harness.results import Results
+
+    t = recipe.table
+    metric = t.metrics[0]
+    names = {"q1": "Q1", "median": "median", "q3": "Q3"}
+    rows, cells = [], {}
+    if ratings is not None:
+        columns = [(c, c.capitalize(), "", "max") for c in t.correlations]
+    else:
+        columns = [(metric.metric, metric.shown(), "", metric.better)]
+    for name, tau, folder in settings:
+        label = f"{names.get(name, name)} (tau {tau:.2f})"
+        rows.append(Row(label, "", name))
+        if ratings is None:
+            done = Results.read(folder, "bench")
+            cells[(label, metric.metric)] = _metric_cell(done.cells, metric.metric, seed)
+            continue
+        from refine.human.agree import agreement, stored_metrics
+
+        got = agreement(ratings, stored_metrics([folder]), [metric.metric], seed=seed)
+        row = (got.table.get(metric.metric) or {}).get(t.question or "") or {}
+        for c in t.correlations:
+            if row.get(c) is None:
+                cells[(label, c)] = TableCell(None, note=f"no rated image has {metric.metric}")
+                continue
+            iv = row.get(f"{c}_interval")
+            cells[(label, c)] = TableCell(row[c], tuple(iv) if iv else None, row["n"])
+    out = RecipeTable(
+        recipe, "agreement" if ratings is not None else "metrics", rows, columns, cells
+    )
+    for p in t.paper:
+        for r in rows:
+            if p.setting == r.key:
+                for key, value in p.values.items():
+                    if (r.label, key) in cells:
+                        cells[(r.label, key)].paper = value
+    return out

@@ -23,6 +23,11 @@ A recipe holds:
     ``protocol`` (needs ``--ratings``; without it the recipe writes the metric side and
     says so);
 
+  - ``kind = "settings"``: one row per setting the bench is rescored at (``settings =
+    "tau-quantiles"``: tau at Q1, the median and Q3 of the best-match similarities on the
+    real photos, AHEaD Tab. 5), one column per correlation of the one metric with the
+    answers to ``question``;
+
   and ``[[table.paper]]``: the paper's own figures, a row each (its label, the
   generator or metric it is, its group, ``values`` by column), shown beside the
   bench's value in every output.
@@ -73,11 +78,12 @@ class PaperRow(_Strict):
     generator: str | None = None  # metrics tables: the toolkit's name of the paper's model
     metric: str | None = None  # agreement tables: the toolkit's metric the row is
     group: str | None = None  # metrics tables: the row's group (Global North ...)
+    setting: str | None = None  # settings tables: the setting the row is (q1, median, q3)
     values: dict[str, float | None] = Field(default_factory=dict)  # column -> figure
 
 
 class Table(_Strict):
-    kind: Literal["metrics", "agreement"] = "metrics"
+    kind: Literal["metrics", "agreement", "settings"] = "metrics"
     caption: str
     label: str = Field(pattern=r"^[A-Za-z0-9:_.-]+$")
     groups: Literal["region", "country", "concept", "all"] = "all"
@@ -92,6 +98,13 @@ class Table(_Strict):
     question: str | None = None  # the question whose answers the metrics are set against
     correlation: Literal["spearman", "kendall", "pearson"] = "spearman"
     with_all: bool = True  # an "All" column beside the groups
+    # settings tables: the settings each row is (the bench rescored at tau's quartiles on
+    # the real photos), and the correlations of the one metric with the answers, a column
+    # each
+    settings: Literal["tau-quantiles"] | None = None
+    correlations: list[Literal["spearman", "kendall", "pearson"]] = Field(
+        default_factory=lambda: ["spearman", "kendall"]
+    )
     paper: list[PaperRow] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -99,10 +112,16 @@ class Table(_Strict):
         keys = [c.metric for c in self.metrics]
         if len(set(keys)) != len(keys):
             raise ValueError("a metric is given twice")
-        if self.kind == "agreement" and not self.question:
+        if self.kind in ("agreement", "settings") and not self.question:
             raise ValueError("an agreement table names the rated question (question = ...)")
+        if self.kind == "settings" and (self.settings is None or len(self.metrics) != 1):
+            raise ValueError("a settings table names its settings and one metric")
         for p in self.paper:
-            stray = [k for k in p.values if k not in keys and k not in self._group_keys()]
+            stray = [
+                k
+                for k in p.values
+                if k not in keys and k not in self._group_keys() and k not in self.correlations
+            ]
             if stray:
                 raise ValueError(
                     f"paper row {p.row!r}: {stray[0]!r} is neither a metric nor a group of "
@@ -130,7 +149,7 @@ class Recipe(_Strict):
 
     @property
     def needs_ratings(self) -> bool:
-        return self.table.kind == "agreement"
+        return self.table.kind in ("agreement", "settings")
 
 
 def recipes_dir() -> Path:

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats as sp
 
 from metrics.stats import mean_interval
-from refine.harness.recipes import load_recipe
+from refine.harness.recipes import load_recipe, recipes_dir
 from refine.harness.results import cell_mean
 from refine.harness.tasks.bench_plan import plan_prompts
 from refine.human.groups import regions
@@ -256,3 +256,39 @@ def test_wrong_input_is_refused_in_one_line(tmp_path):
     assert bad.returncode == 2 and "table.paper.0.value" in bad.stderr
     bad = cli("bench", "--recipe", "cube-table5", "--out", out)
     assert bad.returncode == 2 and "--concepts FILE" in bad.stderr
+
+
+def test_a_settings_recipe_rescores_its_bench_at_the_photos_quartiles(
+    world, siglip_path, tmp_path, monkeypatch
+):
+    from tests.fakes.gemini_world import png_bytes
+
+    monkeypatch.setenv("REFINE_DATA_DIR", str(tmp_path / "data"))
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for k, colour in enumerate((GREEN, RED)):
+        (photos / f"p{k}.png").write_bytes(png_bytes(colour, (64, 48)))
+    act = "people eating food at home"
+    assert cli("photos", "add", act, str(photos), "--country", "Iran").returncode == 0
+    text = (recipes_dir() / "ahead-table5.toml").read_text()
+    start, end = text.index("[select]"), text.index("[table]")
+    small = (
+        text[:start]
+        + f'[select]\ncountries = ["Iran"]\nactivities = ["{act}"]\nimages_per_prompt = 2\n'
+        + f'seed = 42\ngenerators = ["{OTHER}"]\n\n'
+        + text[end:]
+    )
+    recipe = tmp_path / "t5.toml"
+    recipe.write_text(small.replace('name = "ahead-table5"', 'name = "t5"'))
+    out = tmp_path / "b"
+    done = cli("bench", "--recipe", str(recipe), "--out", str(out), "--baselines", "",
+               "--backend", f"image_embedder=siglip:{siglip_path}")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = _table(out, "t5")
+    assert [r["row"].split(" ")[0] for r in rows] == ["Q1", "median", "Q3"]
+    taus = json.loads((out / "settings" / "tau-quantiles.json").read_text())["tau"]
+    for r, name in zip(rows, ("q1", "median", "q3"), strict=True):
+        cells = json.loads((out / "settings" / f"tau-{name}" / "results.json").read_text())["cells"]
+        assert cells[0]["tau"] == pytest.approx(taus[name], abs=1e-5)
+        assert float(r["value"]) == pytest.approx(cell_mean(cells[0], "faith"), abs=1e-9)
+    assert "missing: people's ratings" in done.stdout

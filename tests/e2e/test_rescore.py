@@ -5,6 +5,7 @@ and agreement difference by hand."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
@@ -144,3 +145,93 @@ def test_rescore_refuses_what_it_cannot_do(bench, tmp_path):
     assert bad.returncode == 2 and "another folder than the source" in bad.stderr
     bad = cli("compare", str(bench), str(tmp_path))
     assert bad.returncode == 2 and "holds no bench" in bad.stderr
+
+
+SETTINGS = """
+name = "small-tau"
+title = "tau at the photos' quartiles"
+paper = "AHEaD"
+source = "Table 5"
+[table]
+kind = "settings"
+settings = "tau-quantiles"
+caption = "tau ablation"
+label = "tab:small-tau"
+protocol = "ahead"
+question = "gt_faith"
+metrics = [{ metric = "faith", header = "FAITH" }]
+[[table.paper]]
+row = "0.52"
+setting = "q3"
+values = { spearman = 0.33, kendall = 0.24 }
+"""
+
+
+def test_tau_at_the_photos_quartiles(bench, world, minilm, tmp_path, monkeypatch):
+    from metrics.ahead import best_match_similarities
+    from metrics.stats import kendall
+    from tests.fakes.gemini_world import SEEN, png_bytes
+
+    monkeypatch.setenv("REFINE_DATA_DIR", str(tmp_path / "data"))
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for k, colour in enumerate((GREEN, GREEN, RED)):
+        (photos / f"p{k}.png").write_bytes(png_bytes(colour, (64, 48)))
+    for country in ("Iran", "USA"):
+        added = cli(
+            "photos", "add", "people eating food at home", str(photos), "--country", country
+        )
+        assert added.returncode == 0, added.stderr
+    rng = np.random.default_rng(5)
+    lines = []
+    for c in _cells(bench):
+        for im in c["images"]:
+            for rater in ("a", "b"):
+                score = int(np.clip(round(1 + 4 * im["align"] + rng.normal(scale=0.5)), 1, 5))
+                lines.append({"image": str(bench / im["file"]), "rater": rater, "protocol": "ahead",
+                              "answers": {"gt_faith": str(score)}, "activity": c["activity"],
+                              "country": c["country"]})  # fmt: skip
+    ratings = tmp_path / "r.jsonl"
+    ratings.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    recipe = tmp_path / "tau.toml"
+    recipe.write_text(SETTINGS)
+    world.log.clear()
+    out = tmp_path / "q"
+    done = cli("rescore", str(bench), "--out", str(out), "--tau-quantiles",
+               "--recipe", str(recipe), "--ratings", str(ratings))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # the observer saw each photo of each prompt once; nothing was generated or judged
+    assert world.log == ["observe"] * 6
+    sims = []
+    for country in ("Iran", "USA"):
+        refs = find_references("people eating food at home", country).descriptors
+        seen = [SEEN[GREEN], SEEN[GREEN], SEEN[RED]]
+        sims += best_match_similarities(refs, seen, minilm)
+    want = {
+        k: float(np.quantile(sims, q)) for k, q in (("q1", 0.25), ("median", 0.5), ("q3", 0.75))
+    }
+    doc = json.loads((out / "tau-quantiles.json").read_text())
+    assert doc["photos"] == 6 and doc["similarities"] == len(sims)
+    for name, tau in want.items():
+        assert doc["tau"][name] == pytest.approx(tau, abs=1e-5)
+        config = json.loads((out / f"tau-{name}" / "results.json").read_text())["config"]
+        assert config["tau"] == pytest.approx(tau, abs=1e-5)
+        assert config["tau_source"].startswith(f"{name} (")
+    rows = {
+        (r["row"].split(" ")[0], r["column"]): r
+        for r in csv.DictReader((out / "table-small-tau.csv").open())
+    }
+    y_by = {}
+    for x in lines:
+        y_by.setdefault(x["image"], []).append(int(x["answers"]["gt_faith"]))
+    for name, label in (("q1", "Q1"), ("median", "median"), ("q3", "Q3")):
+        cells = _cells(out / f"tau-{name}")
+        xs = [im["faith"] for c in cells for im in c["images"]]
+        ys = [np.mean(y_by[str(bench / im["file"])]) for c in cells for im in c["images"]]
+        assert float(rows[(label, "Spearman")]["value"]) == pytest.approx(
+            spearman(xs, ys), abs=1e-9
+        )
+        assert float(rows[(label, "Kendall")]["value"]) == pytest.approx(kendall(xs, ys), abs=1e-9)
+    assert float(rows[("Q3", "Spearman")]["paper"]) == 0.33
+    bad = cli("rescore", str(bench), "--out", str(out), "--tau-quantiles", "--tau", "0.4")
+    assert bad.returncode == 2 and "leave out --tau" in bad.stderr

@@ -42,6 +42,7 @@ class RescorePlan:
     backends: dict[str, str] = field(default_factory=dict)  # roles replaced (observer=...)
     baselines: tuple[str, ...] = ()  # baselines added to the source's
     profile: str | None = None  # None: the source's
+    tau_source: str | None = None  # where a given tau comes from (a quantile of photos')
 
     def bench_plan(self) -> tuple[BenchPlan, dict[str, Any]]:
         """The source's plan with this one's changes, and the source's config. A
@@ -89,6 +90,7 @@ class Rescorer:
         source_config: dict[str, Any],
         backend_options: dict[str, dict[str, Any]] | None = None,
         instances: dict[str, Any] | None = None,
+        tau_source: str | None = None,
     ) -> None:
         from refine.backends.selection import Backends
         from refine.evaluate.assess import Assessor
@@ -109,6 +111,8 @@ class Rescorer:
         self.tau, self.tau_source = scorer.tau(plan.tau)
         if plan.tau is not None and plan.tau == source_config.get("tau"):
             self.tau_source = source_config.get("tau_source") or self.tau_source
+        if tau_source:
+            self.tau_source = tau_source
         self.assessor = Assessor(
             scorer,
             compare=plan.baselines,
@@ -161,6 +165,7 @@ class RescoreTask(BenchTask):
                 "source": self.rescore.source,
                 "source_config": self.source_config,
                 "backend_options": self.backend_options,
+                "tau_source": self.rescore.tau_source,
             },
         )
 

@@ -1,0 +1,123 @@
+"""Tau at the quartiles of the real photos' best-match similarities (AHEaD A.3, Fig. 6 and
+Tab. 5: Q1, median and Q3, the last the paper's choice), and a bench rescored at each
+(``refine rescore BENCH --tau-quantiles --out NEW``: ``NEW/tau-q1``, ``NEW/tau-median``,
+``NEW/tau-q3``, and ``NEW/tau-quantiles.json`` with how the values were found).
+
+The photos are each bench prompt's photo set (``refine data fetch ahead --photos``,
+``refine photos search``); the observer (the rescore's: the bench's own, or the one
+given) lists what each photo shows, and every reference descriptor's best cosine
+similarity to what was listed in its dimension is pooled over all photos of all prompts,
+as ``refine calibrate-tau`` does for one activity."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+QUANTILES = {"q1": 0.25, "median": 0.5, "q3": 0.75}
+
+
+def photo_similarities(
+    plan: Any, backend_options: dict[str, dict[str, Any]] | None = None, emit: Any = None
+) -> tuple[list[float], dict[str, Any]]:
+    """The pooled best-match similarities on the photos of the bench's prompts, and what
+    they came from (prompts, photos, observer, text embedder)."""
+    from PIL import Image
+
+    from metrics.ahead import best_match_similarities
+    from metrics.descriptors import DIMENSIONS
+    from refine.backends.selection import Backends
+    from refine.evaluate.reference_source import ReferenceSource
+    from refine.profiles import load_profile
+
+    bench, _ = plan.bench_plan()
+    scorer = Backends(load_profile(bench.profile), bench.backends, backend_options)
+    scorer.preflight(["observer", "text_embedder"])
+    sims: list[float] = []
+    used, photos = [], 0
+    source = ReferenceSource.default()
+    for act, country in dict.fromkeys(bench.prompts):
+        refs = source.find(act, country).pack
+        if not refs.reference_images:
+            continue
+        observed = []
+        for path in refs.reference_images:
+            with Image.open(path) as im:
+                image = im.convert("RGB")
+            with scorer.using("observer") as observer:
+                observed.append(observer.describe(image, list(DIMENSIONS), 10))
+            if emit:
+                emit(f"observing {path}")
+        with scorer.using("text_embedder") as embedder:
+            try:
+                sims += best_match_similarities(refs.descriptors, observed, embedder)
+            except ValueError:
+                continue  # nothing observed in a reference's dimension on these photos
+        used.append([act, country])
+        photos += len(observed)
+    if not sims:
+        raise ValueError(
+            "--tau-quantiles: none of the bench's prompts has real photos with descriptors "
+            "observed on them; `refine data fetch ahead --photos` or `refine photos search` "
+            "make the photo sets"
+        )
+    about = {
+        "prompts": used,
+        "photos": photos,
+        "similarities": len(sims),
+        "observer": scorer.names.get("observer"),
+        "text_embedder": scorer.names.get("text_embedder"),
+    }
+    return sims, about
+
+
+def rescore_at_quantiles(
+    plan: Any,
+    out: str | Path,
+    backend_options: dict[str, dict[str, Any]] | None = None,
+    on_event: Callable[[str], None] | None = None,
+    engine: Any = None,
+) -> list[tuple[str, float, Any]]:
+    """The bench rescored at tau = each quartile of the photos' similarities, into
+    ``out/tau-<name>``; returns (name, tau, results) in the order Q1, median, Q3."""
+    import numpy as np
+
+    from refine.harness.engine import LOCAL
+    from refine.harness.tasks.rescore import run_rescore
+    from refine.io.files import atomic_write_text
+
+    out = Path(out)
+    sims, about = photo_similarities(plan, backend_options, on_event)
+    values = {k: float(np.quantile(np.asarray(sims), q)) for k, q in QUANTILES.items()}
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(
+        out / "tau-quantiles.json",
+        json.dumps({"tau": values, "quantiles": QUANTILES, **about}, indent=1),
+    )
+    made = []
+    for name, tau in values.items():
+        where = (
+            f"{name} ({QUANTILES[name]:g}) of {about['similarities']} best-match similarities "
+            f"on {about['photos']} real photos of {len(about['prompts'])} prompts, observer "
+            f"{about['observer']}"
+        )
+        if on_event:
+            on_event(f"tau {tau:.4f}: {where}")
+        one = dataclasses.replace(plan, tau=round(tau, 6), tau_source=where)
+        made.append(
+            (
+                name,
+                tau,
+                run_rescore(
+                    one,
+                    out / f"tau-{name}",
+                    backend_options,
+                    on_event=on_event,
+                    engine=engine or LOCAL,
+                ),
+            )
+        )
+    return made
