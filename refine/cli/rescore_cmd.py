@@ -31,6 +31,12 @@ def rescore_cmd(
         help="Replace a scoring role: observer=M observes the stored images again; "
         "text_embedder=..., judge=... (for added baselines).",
     ),
+    cube_weights: list[str] = typer.Option(
+        [],
+        "--cube-weights",
+        help="A concepts run (CUBE): geo-tag kernel weights of continent, country, artifact, "
+        "e.g. 0,1,0 (repeatable: one new folder each, OUT/weights-0-1-0).",
+    ),
     baselines: str = typer.Option(
         "", "--baselines", help="Baselines to add, comma-separated (as refine bench takes them)."
     ),
@@ -55,6 +61,14 @@ def rescore_cmd(
 
     if not (bench / "results.json").is_file():
         raise UserInputError(f"BENCH: {bench} holds no bench (no results.json)")
+    task = json.loads((bench / "results.json").read_text(encoding="utf-8")).get("task")
+    if task == "concepts" or cube_weights:
+        if task != "concepts":
+            raise UserInputError(
+                f"--cube-weights: {bench} is no concepts run (refine bench --concepts)"
+            )
+        _concepts(bench, out, cube_weights, as_json, engine)
+        return
     added = ()
     if baselines:
         from refine.evaluate.baselines import parse_baselines
@@ -109,6 +123,40 @@ def rescore_cmd(
     echo(f"leaderboard: {out / 'bench.html'}")
     if as_json:
         typer.echo(json.dumps(results.to_json(), indent=2))
+
+
+def _concepts(source: Path, out: Path, given: list[str], as_json: bool, engine) -> None:
+    """--cube-weights: the concepts run under each kernel's weights (no model call)."""
+    from refine.harness.tasks.concepts_rescore import rescore_concepts
+    from refine.present.report.concepts import write_concepts_page
+
+    if not given:
+        raise UserInputError(f"{source} is a concepts run: give --cube-weights W1,W2,W3")
+    try:
+        sets = [tuple(float(w) for w in text.split(",")) for text in given]
+    except ValueError:
+        raise UserInputError(
+            f"--cube-weights: three numbers each, e.g. 0,1,0 (got {given})"
+        ) from None
+
+    def echo(line: str) -> None:
+        typer.echo(line, err=as_json)
+
+    made = {}
+    for weights in sets:
+        name = "weights-" + "-".join(f"{w:g}" for w in weights)
+        where = out if len(sets) == 1 else out / name
+        try:
+            results = rescore_concepts(source, weights, where, on_event=echo, engine=engine)
+        except ValueError as err:
+            raise UserInputError(f"--cube-weights {weights}: {err}") from err
+        write_concepts_page(where, results)
+        made[name] = str(where)
+        for g, row in results.summary["generators"].items():
+            cd = row.get("cube_cd")
+            echo(f"{name}: {g}: CUBE cd (Eq. 3) {cd:.3f}" if cd is not None else f"{name}: {g}: -")
+    if as_json:
+        typer.echo(json.dumps(made, indent=2))
 
 
 def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:

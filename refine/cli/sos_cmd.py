@@ -111,8 +111,16 @@ sos_app.command("bank")(with_engine(bank_cmd, 2, "ray: workers (a set of models 
 
 @sos_app.command("report")
 def report_cmd(
-    bank_dir: Path = typer.Argument(..., help="A bank folder."),
+    bank_dir: list[Path] = typer.Argument(
+        ..., help="A bank folder, or several (one per generator: their centroids pooled)."
+    ),
     out: Path = typer.Option(None, "--out", help="The HTML file (default BANK_DIR/report.html)."),
+    centroids: str = typer.Option(
+        "pooled",
+        "--centroids",
+        help="pooled: from the images of every bank given (the SoS paper's Sec. 4.1); "
+        "per-generator: each bank's own.",
+    ),
     top: int = typer.Option(5, "--top", min=1, help="Show the images of this many pairs."),
     as_json: bool = typer.Option(False, "--json", help="Print the analysis as JSON."),
     classifiers: str = typer.Option(
@@ -132,9 +140,10 @@ def report_cmd(
         help="A JSON file of each language's culture, in place of the bundled choice.",
     ),
 ) -> None:
-    """SoS per (culture, language), per language, the strongly surface-led share, a heatmap
-    and the images of the most surface-led pairs, in one HTML file; with --classifiers,
-    the paper's caption classifiers' agreement with SoS's labels."""
+    """SoS per (culture, language), per language, the strongly surface-led model-language
+    pairs (median at or below the 25th percentile of all such pairs' medians), a heatmap
+    per generator and the images of the most surface-led pairs, in one HTML file; with
+    --classifiers, the paper's caption classifiers' agreement with SoS's labels."""
     from refine.evaluate.sos import BankError
     from refine.evaluate.sos_captions import parse_caption_models, parse_classifiers
 
@@ -143,20 +152,28 @@ def report_cmd(
         models = parse_caption_models(caption_model)
     except ValueError as err:
         raise UserInputError(f"--classifiers/--caption-model: {err}") from err
+    if centroids not in ("pooled", "per-generator"):
+        raise UserInputError(f"--centroids: pooled or per-generator, not {centroids!r}")
     if surface_cultures is not None and not surface_cultures.is_file():
         raise UserInputError(f"--surface-cultures: no file {surface_cultures}")
     try:
-        path, result = write_sos_report(bank_dir, out, top, names, models, surface_cultures)
+        path, result = write_sos_report(
+            list(bank_dir), out, top, names, models, surface_cultures, centroids
+        )
     except (BankError, ValueError) as err:
         raise UserInputError(str(err)) from err
     if as_json:
         typer.echo(json.dumps({**result, "report": str(path)}, indent=2, ensure_ascii=False))
         return
     typer.echo(
-        f"{result['images']} images, {len(result['pairs'])} pairs; strongly surface-led: "
-        f"{result['share_strongly_surface_led']:.1%} (median at or below the 25th percentile, "
-        f"{result['percentile_25']:+.4f})"
+        f"{result['images']} images, {len(result['pairs'])} pairs, centroids "
+        f"{result['centroids']}; strongly surface-led model-language pairs: "
+        f"{result['share_strongly_surface_led']:.1%} (median at or below the 25th percentile "
+        f"of their medians, {result['percentile_25']:+.4f})"
     )
+    for m in result["model_languages"]:
+        if m["strongly_surface_led"]:
+            typer.echo(f"  strongly surface-led: {m['generator']} in {m['language']}")
     for lang, s in result["by_language"].items():
         typer.echo(f"  {lang:>3}: mean SoS {s['mean']:+.4f} over {s['pairs']} cultures")
     for name, c in result.get("caption_classifiers", {}).get("classifiers", {}).items():

@@ -18,7 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-JUDGE_READ = ("vqascore", "judge_align", "judge_hal", "vie_sc")
+from metrics.baselines import JUDGE_RATED, JUDGE_SCALED
+
+# the baselines the judge answers one question an image for
+JUDGE_READ = ("vqascore", *JUDGE_RATED, *JUDGE_SCALED)
 
 
 @dataclass

@@ -602,7 +602,7 @@ def xy_plot(pairs: list[tuple[float, float]], x_label: str, y_label: str) -> str
 # --- SoS: cultures by languages ------------------------------------------------------------
 
 
-def heatmap(result: dict[str, Any]) -> str:
+def heatmap(result: dict[str, Any], key: str = "") -> str:
     """Cultures (rows) by languages (columns), each cell its pair's mean SoS on a diverging
     red (surface-led, negative) to blue (semantics-led, positive) scale, strongly
     surface-led pairs outlined, values written in the cells where they fit."""
@@ -642,7 +642,7 @@ def heatmap(result: dict[str, Any]) -> str:
                     linewidth=2.5 if strong else 0,
                 )
                 ax.add_patch(patch)
-                gid = f"{prefix}cell-{i}-{j}"
+                gid = f"{prefix}{key}cell-{i}-{j}"
                 patch.set_gid(gid)
                 note = ", strongly surface-led" if strong else ""
                 groups[gid] = Mark(
@@ -681,8 +681,9 @@ def heatmap(result: dict[str, Any]) -> str:
 
 
 def strip_plot(result: dict[str, Any]) -> str:
-    """Per language (rows), one dot per culture at its pair's SoS, and the 25th percentile
-    of all pairs as a dashed line; each dot carries its culture, language and SoS."""
+    """Per language (rows), one dot per culture (and generator) at its pair's SoS, and the
+    strong-surface threshold, the 25th percentile of the model-language pairs' medians, as
+    a dashed line; each dot carries its culture, language and SoS."""
     languages = result["languages"]
     colour = colour_of("sos")
 

@@ -150,3 +150,40 @@ def test_concept_files_and_the_command_line(world, siglip_path, tmp_path, concep
     assert no.returncode == 2 and "sum to 1" in no.stderr
     no = cli("bench", "--concepts", str(bad))
     assert no.returncode == 2 and "bad.jsonl:2" in no.stderr
+
+
+def test_rescored_under_other_kernel_weights_with_no_model_call(run, world, tmp_path):
+    """refine rescore --cube-weights: the stored tags, qualities and embeddings under
+    another kernel, one folder each; the stand-in hears nothing."""
+    from refine.harness.tasks.concepts_summary import concept_stats
+
+    plan, out, _ = run
+    asked = len(world.log)
+    new = tmp_path / "re"
+    done = cli("rescore", str(out), "--out", str(new), "--cube-weights", "0,1,0",
+               "--cube-weights", "0.5,0.5,0")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(world.log) == asked
+    src = {
+        tuple(c["key"] for _ in [0]) + (c["generator"],): c
+        for c in CellStore(out, CONCEPT_CELLS).records()
+    }
+    for name, weights in (
+        ("weights-0-1-0", (0.0, 1.0, 0.0)),
+        ("weights-0.5-0.5-0", (0.5, 0.5, 0.0)),
+    ):
+        cells = CellStore(new / name, CONCEPT_CELLS).records()
+        assert len(cells) == 4
+        for c in cells:
+            was = src[(c["key"], c["generator"])]
+            tags = [tuple(im["tag"]) for im in was["images"]]
+            want = concept_stats(tags, was["embeddings"], [im["quality"] for im in was["images"]],
+                                 was["country"] is not None, weights)  # fmt: skip
+            assert c["weights"] == list(weights)
+            for f in ("cube_diversity", "cube_cd", "tag_vendi", "tag_qvendi"):
+                assert c[f] == pytest.approx(want[f], abs=1e-12), f
+            assert c["rescored"]["model_calls"] == 0
+        doc = json.loads((new / name / "results.json").read_text())
+        assert doc["task"] == "concepts" and doc["config"]["weights"] == list(weights)
+    bad = cli("rescore", str(out), "--out", str(new / "x"))
+    assert bad.returncode == 2 and "give --cube-weights" in bad.stderr

@@ -142,9 +142,19 @@ def test_build_resume_scores_and_report(models, tmp_path):
         centroids.surface[centroids.languages.index("ja")], surf["ja"], atol=1e-6
     )
     result = analyse(out)
-    q25 = float(np.percentile(hand, 25))
+    # one generator: its model-language pairs are the languages; strong when the median
+    # of the language's images is at or below the 25th percentile of those medians
+    medians = {
+        g: float(np.median(hand[[i for i in range(18) if languages[i] == g]])) for g in LANGUAGES
+    }
+    q25 = float(np.percentile(list(medians.values()), 25))
     assert result["percentile_25"] == pytest.approx(q25, abs=1e-6)
-    led = 0
+    strong = {g for g, m in medians.items() if m <= q25}
+    assert (
+        strong
+        and {m["language"] for m in result["model_languages"] if m["strongly_surface_led"]}
+        == strong
+    )
     for p in result["pairs"]:
         idx = [
             i for i in range(18) if cultures[i] == p["culture"] and languages[i] == p["language"]
@@ -152,13 +162,19 @@ def test_build_resume_scores_and_report(models, tmp_path):
         assert p["n"] == 2
         assert p["sos"] == pytest.approx(hand[idx].mean(), abs=1e-6)
         assert p["median"] == pytest.approx(np.median(hand[idx]), abs=1e-6)
-        assert p["strongly_surface_led"] == (np.median(hand[idx]) <= q25)
-        led += p["strongly_surface_led"]
-    assert len(result["pairs"]) == 9 and led >= 1
-    assert result["share_strongly_surface_led"] == pytest.approx(led / 9)
+        assert p["strongly_surface_led"] == (p["language"] in strong)
+    assert len(result["pairs"]) == 9
+    assert result["share_strongly_surface_led"] == pytest.approx(len(strong) / 3)
     for lang in LANGUAGES:
         means = [p["sos"] for p in result["pairs"] if p["language"] == lang]
         assert result["by_language"][lang]["mean"] == pytest.approx(np.mean(means), abs=1e-9)
+    # the heatmap's columns: languages by mean SoS, the most surface-led first
+    lang_means = [result["by_language"][g]["mean"] for g in result["languages"]]
+    assert lang_means == sorted(lang_means) and list(result["by_language"]) == result["languages"]
+    assert result["centroids"] == "pooled" and result["generators"] == [
+        bank.manifest["settings"]["generator"]
+    ]
+    _pooled_over_generators(out, tmp_path, e, cultures, languages)
     # embeddings.npy / labels.csv serve `refine metrics sos` as they are
     assert np.load(out / "embeddings.npy").shape == (18, 32)
     assert (out / "labels.csv").read_text().splitlines()[0] == "culture,language"
@@ -176,11 +192,58 @@ def test_build_resume_scores_and_report(models, tmp_path):
     for c, g, v in cells:
         assert float(v) == pytest.approx(by_pair[(c, g)], abs=1e-6)
     worst = sorted(result["pairs"], key=lambda p: p["median"])[:3]
+    assert "model-language pairs" in html
     sections = re.findall(r'<section class="led" data-culture="(\w+)" data-language="(\w+)"', html)
     assert sections == [(p["culture"], p["language"]) for p in worst]
     assert html.count('<img src="data:image/png;base64,') == 6  # 3 pairs x 2 images
     assert f"{result['share_strongly_surface_led']:.1%}" in html
     assert "<script" not in html and len(re.findall(r'id="w-pair-\d+" class="pair"', html)) == 9
+
+
+def _pooled_over_generators(out, tmp_path, e, cultures, languages):
+    """A second generator's bank (this one's, its embeddings moved): the centroids pooled
+    over both banks' images, or each bank's own, by hand."""
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(out, other)
+    manifest = json.loads((other / "bank.json").read_text())
+    manifest["settings"]["generator"] = "diffusers:another"
+    (other / "bank.json").write_text(json.dumps(manifest))
+    rng = np.random.default_rng(0)
+    for cell in manifest["cells"].values():
+        if cell["done"]:
+            x = np.load(other / cell["embeddings"])
+            x = x + rng.normal(scale=0.5, size=x.shape).astype(x.dtype)
+            np.save(other / cell["embeddings"], x)
+    e2, c2, l2, _ = Bank(other).data()
+    allv = np.concatenate([e, e2])
+    unit = allv / np.linalg.norm(allv, axis=1, keepdims=True)
+    cs, ls = cultures + c2, languages + l2
+    sem = {c: unit[[i for i in range(len(cs)) if cs[i] == c]].mean(0) for c in set(cs)}
+    surf = {g: unit[[i for i in range(len(ls)) if ls[i] == g]].mean(0) for g in set(ls)}
+
+    def cos(a, b):
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+    hand = [cos(sem[cs[i]], unit[i]) - cos(surf[ls[i]], unit[i]) for i in range(len(cs))]
+    both = analyse([out, other])
+    assert both["generators"][1] == "diffusers:another" and both["images"] == 36
+    assert len(both["model_languages"]) == 6 and len(both["pairs"]) == 18
+    for m in both["model_languages"]:
+        start = 0 if m["generator"] != "diffusers:another" else 18
+        idx = [start + i for i in range(18) if ls[start + i] == m["language"]]
+        assert m["median"] == pytest.approx(float(np.median([hand[i] for i in idx])), abs=1e-6)
+    medians = [m["median"] for m in both["model_languages"]]
+    assert both["percentile_25"] == pytest.approx(float(np.percentile(medians, 25)), abs=1e-9)
+    own = analyse([out, other], centroids="per-generator")
+    alone = analyse(out)
+    first = [p for p in own["pairs"] if p["generator"] != "diffusers:another"]
+    assert [p["sos"] for p in first] == pytest.approx([p["sos"] for p in alone["pairs"]], abs=1e-9)
+    assert both["pairs"][0]["sos"] != pytest.approx(alone["pairs"][0]["sos"], abs=1e-9)
+    path, _ = write_sos_report([out, other], tmp_path / "both.html", top=2)
+    html = path.read_text()
+    assert html.count('class="chart-figure heatmap"') == 2 and "pooled over the images of 2" in html
 
 
 def test_cli_bank_and_report(capsys, models, siglip_path, tmp_path):

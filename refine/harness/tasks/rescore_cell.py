@@ -97,7 +97,10 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
     vendi = src.outputs.get("vendi")
     faiths = [r["faith"] for r in records]
     old = maker.source_config
-    recomputed = ["align", "hal", "faith", "pooled_align", "ddiv", "sdiv", "qvendi"]
+    from metrics.catalog import BENCH_IMAGE, BENCH_PROMPT
+
+    # every per-image and per-prompt figure but EXAG (the judge's) and Vendi (the images')
+    recomputed = [m for m in (*BENCH_IMAGE, *BENCH_PROMPT) if m not in ("exag", "vendi")]
     rescored_note = {
         "from": str(Path(maker.source.dir).resolve()),
         "recomputed": recomputed + added,

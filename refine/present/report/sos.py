@@ -14,9 +14,12 @@ from refine.present.html import document, escape, image_tag
 
 def render(result: dict[str, Any], top: int = 5) -> str:
     bank = Path(result["bank"])
+    several = len(result.get("generators") or []) > 1
     rows = "".join(
         f'<tr class="pair-row" data-culture="{escape(p["culture"])}" '
-        f'data-language="{escape(p["language"])}"><td>{escape(p["culture"])}</td>'
+        f'data-language="{escape(p["language"])}">'
+        + (f"<td>{escape(p['generator'])}</td>" if several else "")
+        + f"<td>{escape(p['culture'])}</td>"
         f"<td>{escape(p['language'])}</td><td>{p['n']}</td><td>{p['sos']:+.4f}</td>"
         f"<td>{p['median']:+.4f}</td><td>{'yes' if p['strongly_surface_led'] else ''}</td></tr>"
         for p in sorted(result["pairs"], key=lambda p: p["sos"])
@@ -31,7 +34,8 @@ def render(result: dict[str, Any], top: int = 5) -> str:
     galleries = "".join(
         f'<section class="led" data-culture="{escape(p["culture"])}" '
         f'data-language="{escape(p["language"])}"><h3>{escape(p["culture"])} prompted in '
-        f'{escape(p["language"])}: median SoS {p["median"]:+.4f}</h3><div class="imgs">'
+        f"{escape(p['language'])}{_by(p, several)}: median SoS {p['median']:+.4f}</h3>"
+        '<div class="imgs">'
         + "".join(
             f"<figure>{image_tag(bank / img, img)}<figcaption>SoS {v:+.3f}</figcaption></figure>"
             for img, v in zip(p["images"], p["image_sos"], strict=True)
@@ -52,18 +56,56 @@ def render(result: dict[str, Any], top: int = 5) -> str:
         "<p>SoS = cos(culture centroid, image) - cos(language centroid, image): positive when "
         "an image looks like its culture whatever the prompt's language, negative when it "
         "looks like its language's images whatever the culture.</p>"
-        f'<p class="share">Strongly surface-led pairs (median SoS at or below the 25th '
-        f"percentile of all images, {result['percentile_25']:+.4f}): "
-        f"<b>{result['share_strongly_surface_led']:.1%}</b></p>"
-        f"<h2>Cultures by languages</h2>{heatmap(result)}"
+        f"<p>Centroids: {_centroids(result)}.</p>"
+        f'<p class="share">Strongly surface-led model-language pairs (median SoS at or '
+        f"below the 25th percentile of the medians of all model-language pairs, "
+        f"{result['percentile_25']:+.4f}; SoS Sec. 5.2): "
+        f"<b>{result['share_strongly_surface_led']:.1%}</b>{_strong(result)}</p>"
+        f"<h2>Cultures by languages</h2><p>Languages ordered by mean SoS, the most "
+        f"surface-led first; the cells of a strongly surface-led model-language pair are "
+        f"outlined.</p>{_heatmaps(result)}"
         f"<h2>Distribution per language</h2>{strip_plot(result)}"
         "<table><tr><th>language</th><th>pairs</th><th>mean</th><th>median</th><th>min</th>"
         f"<th>max</th><th>strongly surface-led</th></tr>{lang_rows}</table>"
         f"{_classifiers(result)}<h2>The most surface-led pairs</h2>{galleries}"
-        "<h2>Every pair</h2><table><tr><th>culture</th><th>language</th><th>images</th>"
+        "<h2>Every pair</h2><table><tr>"
+        + ("<th>generator</th>" if several else "")
+        + "<th>culture</th><th>language</th><th>images</th>"
         f"<th>mean SoS</th><th>median</th><th>strongly surface-led</th></tr>{rows}</table>"
     )
     return document("SoS report", body, f"Surface over Semantics: {result['concept']}")
+
+
+def _by(pair: dict[str, Any], several: bool) -> str:
+    return f" by {escape(pair['generator'])}" if several else ""
+
+
+def _centroids(result: dict[str, Any]) -> str:
+    if result.get("centroids") == "per-generator":
+        return "each generator's own images"
+    n = len(result.get("generators") or [])
+    return f"pooled over the images of {n} generator{'s' if n != 1 else ''} (SoS Sec. 4.1)"
+
+
+def _strong(result: dict[str, Any]) -> str:
+    led = [m for m in result.get("model_languages", []) if m["strongly_surface_led"]]
+    if not led:
+        return ""
+    return ": " + ", ".join(
+        escape(f"{m['generator']} in {m['language']} ({m['median']:+.4f})") for m in led
+    )
+
+
+def _heatmaps(result: dict[str, Any]) -> str:
+    """One heatmap per generator (cultures by languages), a single one for one bank."""
+    names = result.get("generators") or []
+    if len(names) <= 1:
+        return heatmap(result)
+    out = []
+    for k, g in enumerate(names):
+        mine = {**result, "pairs": [p for p in result["pairs"] if p["generator"] == g]}
+        out.append(f"<h3>{escape(g)}</h3>{heatmap(mine, key=f'g{k}-')}")
+    return "".join(out)
 
 
 def _classifiers(result: dict[str, Any]) -> str:
@@ -123,17 +165,20 @@ def _classifiers(result: dict[str, Any]) -> str:
 
 
 def write_sos_report(
-    bank_dir: str | Path,
+    bank_dir: str | Path | list[str | Path],
     out: str | Path | None = None,
     top: int = 5,
     classifiers: tuple[str, ...] = (),
     caption_models: dict[str, str] | None = None,
     surface: str | Path | None = None,
+    centroids: str = "pooled",
 ):
-    """Analyse the bank and write its page (default ``BANK_DIR/report.html``); returns the
-    page's path and the analysis."""
+    """Analyse the bank (or the banks, one per generator) and write the page (default
+    ``BANK_DIR/report.html``, the first bank's); returns the page's path and the
+    analysis."""
 
-    result = analyse(bank_dir, classifiers, caption_models, surface)
-    path = Path(out) if out else Path(bank_dir) / "report.html"
+    result = analyse(bank_dir, classifiers, caption_models, surface, centroids=centroids)
+    first = bank_dir[0] if isinstance(bank_dir, list) else bank_dir
+    path = Path(out) if out else Path(first) / "report.html"
     atomic_write_text(path, render(result, top))
     return path, result
