@@ -815,10 +815,10 @@ CUBE = (
         "Mean quality times the tags' Vendi over their number, per chunk of 8, averaged.",
         source="CUBE Sec. 5.1.2, Eq. 3 (qVS-bar, 8 images a prompt; Tab. 5 for five kernels)",
         differs=(
-            "The quality is the judge's probability that the image shows the concept, where "
-            "CUBE uses HPS v2; the chunks are the run's images in order where CUBE draws 50 "
-            "repetitions. Computed with the run's kernel (--cube-weights), and for Tab. 5's "
-            "five kernels in each cell's cd_kernels."
+            "The quality is HPS v2's where its checkpoint loads, else the judge's probability "
+            "that the image shows the concept (the run names which); the chunks are the run's "
+            "images in order where CUBE draws 50 repetitions. Computed with the run's kernel "
+            "(--cube-weights), and for Tab. 5's five kernels in each cell's cd_kernels."
         ),
     ),
     Metric(
@@ -834,8 +834,9 @@ CUBE = (
         "tag Vendi times the images' mean quality.",
         source="CUBE Sec. 5.1.2, Eq. 2 (quality-weighted Vendi)",
         differs=(
-            "The quality is the judge's probability that the image shows the concept, where CUBE "
-            "uses HPS v2. CUBE's cultural-diversity score, Eq. 3, which also divides by the "
+            "The quality is HPS v2's where its checkpoint loads, else the judge's probability "
+            "that the image shows the concept (the run names which). CUBE's cultural-diversity "
+            "score, Eq. 3, which also divides by the "
             "number of images, is cube_cd."
         ),
     ),
@@ -852,8 +853,27 @@ CUBE = (
         group="cube",
         help="Vendi score times the images' mean quality.",
         source="CUBE Sec. 5.1.2, Eq. 2 (quality-weighted Vendi of the image embeddings)",
-        differs="The quality is the judge's probability that the image shows the concept, "
-        "where CUBE uses HPS v2.",
+        differs="The quality is HPS v2's where its checkpoint loads, else the judge's "
+        "probability that the image shows the concept (the run names which).",
+    ),
+    Metric(
+        "cube_within",
+        "CUBE within-culture diversity",
+        0,
+        1,
+        "higher",
+        "",
+        ("observer", "judge", "several images"),
+        "prompt",
+        "cube",
+        "Within one culture: the artifacts' Vendi per chunk of 8, over its size, averaged, "
+        "over the images the judge finds faithful to the culture.",
+        source="CUBE App. K (VS-bar(0, 0, 1), VQA-filtered, uniform quality; Fig. 6)",
+        differs=(
+            "The filter asks the profile's judge \"Does the {concept} in the image belong to "
+            '{country}?" and keeps yes-probabilities of 0.5 or more; CUBE words the question '
+            'per concept ("Does dish in the image belong to Japanese cuisine?").'
+        ),
     ),
     Metric(
         "quality",
@@ -865,10 +885,14 @@ CUBE = (
         ("judge",),
         "image",
         "cube",
-        "The judge's probability that the image shows the concept.",
-        source="CUBE Sec. 5.1.2 (the quality s of Eq. 2)",
+        "HPS v2's score of the image with its prompt (max(cos, 0)), or where HPS v2 is not "
+        "available the judge's probability that the image shows the concept; the run names "
+        "which.",
+        source="CUBE Sec. 5.1.2 (the quality s of Eq. 2: HPS v2)",
         differs=(
-            "The judge's yes-probability that the image shows the concept, where CUBE uses HPS v2."
+            "HPS v2 as CUBE uses it where its checkpoint loads (--cube-quality auto, the "
+            "default, or hpsv2); else, or with --cube-quality judge, the judge's yes-probability "
+            "that the image shows the concept. Each run and cell names its quality's source."
         ),
     ),
 )

@@ -59,6 +59,12 @@ DRY_RUN = typer.Option(
     help="With --recipe: print the images and model calls it would make, and the "
     "profile's cost estimate, making none.",
 )
+CUBE_QUALITY = typer.Option(
+    "auto",
+    "--cube-quality",
+    help="With --concepts: the images' quality, hpsv2 (as CUBE rates it), judge, or auto "
+    "(HPS v2 where its checkpoint loads, else the judge's, said).",
+)
 RATINGS = typer.Option(
     None,
     "--ratings",
@@ -126,6 +132,7 @@ def bench_cmd(
     limit: int = LIMIT,
     dry_run: bool = DRY_RUN,
     ratings: Path = RATINGS,
+    cube_quality: str = CUBE_QUALITY,
     as_json: bool = typer.Option(False, "--json", help="Print the results record (results.json)."),
     engine: EngineOptions = LOCAL,
 ) -> None:
@@ -157,17 +164,9 @@ def bench_cmd(
                 "--countries, --activity, --category and --sample"
             )
         _concepts(
-            generator,
-            profile,
-            backend,
-            concepts,
-            cube_weights,
-            images or 16,
-            seed,
-            out,
-            as_json,
-            engine,
-        )
+            generator, profile, backend, concepts, cube_weights, images or 16, seed, out,
+            as_json, engine, cube_quality, tuple(baseline_model),
+        )  # fmt: skip
         return
     try:
         names = list(generator) or [load_profile(profile).backend("generator")]
@@ -369,8 +368,9 @@ def _with_interval(stat: dict | None) -> str:
 
 
 def _concepts(
-    generator, profile, backend, path, weights_text, images, seed, out, as_json, engine
-) -> None:
+    generator, profile, backend, path, weights_text, images, seed, out, as_json, engine,
+    quality="auto", baseline_models=(),
+) -> None:  # fmt: skip
 
     try:
         found = load_concepts(path)
@@ -401,16 +401,24 @@ def _concepts(
         weights=weights,
         profile=profile,
         backends=parse_backends(backend),
+        quality=quality,
+        baseline_models=baseline_models,
     )
+    if quality not in ("auto", "hpsv2", "judge"):
+        raise UserInputError(f"--cube-quality: auto, hpsv2 or judge, not {quality!r}")
 
     def progress(line: str) -> None:
         if not as_json:
             typer.echo(line, err=True)
 
+    from refine.harness.tasks.concepts_quality import QualityUnavailable
+
     try:
         results = run_concepts(plan, out, on_event=progress, engine=engine)
     except (RayEngineError, CellSchemaError) as err:
         raise UserInputError(str(err)) from err
+    except QualityUnavailable as err:
+        raise UserInputError(f"--cube-quality hpsv2: {err}") from err
 
     write_concepts_page(out, results)
     if as_json:
@@ -423,4 +431,6 @@ def _concepts(
             f"{name:40} {row['concepts']:>8} {_shown(row['cube_diversity'], 9, 3)} "
             f"{_shown(row['tag_qvendi'], 8, 3)} {_shown(row['vendi'], 7, 2)}"
         )
+    why = results.config.get("quality_why")
+    typer.echo(f"quality: {results.config.get('quality')}" + (f" ({why})" if why else ""))
     typer.echo(f"report: {out / 'concepts.html'}")

@@ -187,3 +187,76 @@ def test_rescored_under_other_kernel_weights_with_no_model_call(run, world, tmp_
         assert doc["task"] == "concepts" and doc["config"]["weights"] == list(weights)
     bad = cli("rescore", str(out), "--out", str(new / "x"))
     assert bad.returncode == 2 and "give --cube-weights" in bad.stderr
+
+
+def test_hps_v2_quality_and_the_within_culture_case(
+    world, siglip_path, options, tmp_path, concepts_file
+):
+    """Quality from HPS v2 (a tiny open_clip in its file layout, --baseline-model), as
+    CUBE rates it: each image's letterboxed cosine with its prompt, at 0 or more; CUBE
+    App. K within a culture: the artifacts' VS-bar(0, 0, 1) over the images the judge
+    finds faithful; without HPS v2 at hand the judge rates quality and the run says why."""
+    import open_clip
+    import torch
+    from PIL import Image
+
+    from refine.evaluate.baseline_models import letterbox
+    from tests.fakes.tiny_models import build_tiny_open_clip
+
+    build_tiny_open_clip(tmp_path / "oc")
+    torch.manual_seed(5)
+    model = open_clip.create_model("tiny-clip-test").eval()
+    ckpt = tmp_path / "HPS_v2_compressed.pt"
+    torch.save({"state_dict": model.state_dict()}, ckpt)
+    world.generate_by_seed = {"gemini-3.1-flash-image": CYCLE}
+    world.generate_by_model = {"gemini-3-pro-image": GREEN}
+    plan = ConceptPlan(
+        generators=GENS,
+        concepts=load_concepts(concepts_file),
+        images_per_prompt=10,
+        seed=0,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+        quality="auto",
+        baseline_models=(f"hpsv2=clip:tiny-clip-test/{ckpt}",),
+    )
+    out = tmp_path / "hps"
+    results = run_concepts(plan, out, backend_options=options)
+    assert results.config["quality"].startswith("hpsv2 (tiny-clip-test/")
+    _, _, preprocess = open_clip.create_model_and_transforms("tiny-clip-test")
+    tokenizer = open_clip.get_tokenizer("tiny-clip-test")
+    size = preprocess.transforms[0].size
+    size = size if isinstance(size, int) else size[0]
+    for cell in CellStore(out, CONCEPT_CELLS).records():
+        assert cell["quality_by"] == results.config["quality"]
+        ims = [Image.open(out / im["file"]).convert("RGB") for im in cell["images"]]
+        with torch.inference_mode():
+            img = model.encode_image(torch.stack([preprocess(letterbox(im, size)) for im in ims]))
+            txt = model.encode_text(tokenizer([cell["prompt"]]))
+        img = torch.nn.functional.normalize(img, dim=-1)
+        txt = torch.nn.functional.normalize(txt, dim=-1)
+        want = [max(0.0, v) for v in (img @ txt.T)[:, 0].tolist()]
+        assert [im["quality"] for im in cell["images"]] == pytest.approx(want, abs=1e-5)
+        colours = [CYCLE[s % 4] if "flash" in cell["generator"] else GREEN for s in range(10)]
+        if cell["country"] is None:
+            assert cell["cube_within"] is None and "faithful" not in cell["images"][0]
+            continue
+        p = [math.exp(YES_LOGPROB[c]) for c in colours]
+        assert [im["faithful_p"] for im in cell["images"]] == pytest.approx(p, abs=1e-6)
+        kept = [GEO[c] for c, x in zip(colours, p, strict=True) if x >= 0.5]
+        if not kept:
+            assert cell["cube_within"] is None
+            continue
+        k = np.array([[float(a[2] == b[2]) for b in kept] for a in kept])
+        chunks = [k[i : i + 8, i : i + 8] for i in range(0, len(kept), 8)]
+        want_within = np.mean([vendi_of(c) / len(c) for c in chunks])
+        assert cell["cube_within"] == pytest.approx(want_within, abs=1e-9)
+    # without HPS v2 at hand: the judge, and why
+    judged = run_concepts(
+        ConceptPlan(**{**plan.__dict__, "baseline_models": ()}),
+        tmp_path / "j",
+        backend_options=options,
+    )
+    assert (
+        judged.config["quality"].startswith("judge (")
+        and "not downloaded" in judged.config["quality_why"]
+    )

@@ -6,12 +6,10 @@ within one culture "Image of a Nigerian dish"), geo-tags every image with a
 vision-language model (continent, country, artifact name; a few artifacts of the concept
 are given as examples) and measures how many different cultures the images show with the
 Vendi score of the tags under a hierarchical similarity; per concept and generator, the
-figures of :mod:`refine.harness.tasks.concepts_summary`.
-
-The concepts file is read in :mod:`refine.harness.tasks.concepts_plan`. A concepts folder holds
-``concepts.jsonl`` (the cells), the images, ``results.json`` (the results record),
-``concept_rows.csv`` and ``concepts.html``.
-"""
+figures of :mod:`refine.harness.tasks.concepts_summary`. The concepts file is read in
+:mod:`refine.harness.tasks.concepts_plan`, the quality in ``concepts_quality``. A
+concepts folder holds ``concepts.jsonl`` (the cells), the images, ``results.json`` (the
+results record), ``concept_rows.csv`` and ``concepts.html``."""
 
 from __future__ import annotations
 
@@ -50,6 +48,7 @@ CONCEPT_CELLS = CellFormat(
         "seeds",
         "weights",
         "scorer",
+        "quality_by",  # what rated the images' quality (HPS v2, or the judge and why)
     ),
     key=("generator", "key"),
     data=("embeddings", "countries", "similarity", "cd_kernels"),
@@ -84,10 +83,13 @@ class ConceptMaker:
         }
         self.template = prompt_template("geotag")
         self.weights = [float(w) for w in plan.weights]
+        from refine.harness.tasks.concepts_quality import choose_quality
+
+        self.quality = choose_quality(plan.quality, plan.baseline_models, scorer)
 
     def describe(self) -> dict[str, str]:
-        """The scoring models' ids: what a cell is scored with."""
-        return self.scoring
+        """The scoring models' ids and what rates quality: what a cell is scored with."""
+        return {**self.scoring, "quality": self.quality.by, "quality_why": self.quality.why}
 
     def make(self, job: tuple[str, Concept], tell: Any = None) -> Cell:
         gen_name, concept = job
@@ -109,13 +111,13 @@ class ConceptMaker:
             with scorer.using("observer") as obs:
                 tag = obs.ask_json(image, question, GeoTag)
             tags.append((tag.continent.strip(), tag.country.strip(), tag.artifact.strip()))
-        with scorer.using("judge") as judge:
-            quality = judge.yes_probability(
-                images, [f'Does this image match the prompt "{concept.prompt}"?'] * len(images)
-            )
+        from refine.harness.tasks.concepts_quality import faithful, image_records, read_quality
+
+        quality = read_quality(self.quality, scorer, images, concept.prompt)
+        kept, kept_p = faithful(scorer, images, concept) if concept.country else (None, None)
         with scorer.using("image_embedder") as embedder:
             emb = embedder.encode_images(images).float().cpu().numpy()
-        stats = concept_stats(tags, emb, quality, concept.country is not None, self.weights)
+        stats = concept_stats(tags, emb, quality, concept.country is not None, self.weights, kept)
         return Cell(
             key=(gen_name, concept.key),
             inputs={
@@ -128,12 +130,10 @@ class ConceptMaker:
                 "seeds": seeds,
                 "weights": self.weights,
                 "scorer": self.scoring,
+                "quality_by": self.quality.by,
             },
             outputs={f: stats[f] for f in FIGURES},
-            images=[
-                {"file": f, "seed": s, "tag": list(t), "quality": q}
-                for f, s, t, q in zip(files, seeds, tags, quality, strict=True)
-            ],
+            images=image_records(files, seeds, tags, quality, kept, kept_p),
             data={
                 "countries": stats["countries"],
                 "similarity": stats["similarity"],
@@ -145,6 +145,11 @@ class ConceptMaker:
                 "score_s": time.perf_counter() - generated,
             },
         )
+
+
+def _models(scoring: dict[str, str]) -> dict[str, str]:
+    """The scoring models of what a maker describes (its quality apart)."""
+    return {k: v for k, v in scoring.items() if k not in ("quality", "quality_why")}
 
 
 class ConceptsTask(CellTask):
@@ -192,8 +197,9 @@ class ConceptsTask(CellTask):
         given = cell.inputs
         return (
             given["seeds"] == self.seeds
-            and given.get("scorer") == scoring
+            and given.get("scorer") == _models(scoring)
             and given["weights"] == self.weights
+            and given.get("quality_by", "judge").split(" ")[0] == scoring["quality"].split(" ")[0]
         )
 
     def progress(self, cell: Cell) -> str:
@@ -207,9 +213,11 @@ class ConceptsTask(CellTask):
             "generators": self.plan.generators,
             "concepts": [c.key for c in self.plan.concepts],
             "profile": self.plan.profile,
-            "scorer": scoring,
+            "scorer": _models(scoring),
             "seeds": self.seeds,
             "weights": self.weights,
+            "quality": scoring.get("quality"),
+            "quality_why": scoring.get("quality_why") or None,
         }
 
     def summarise(self, cells: list[Cell], scoring: Any) -> dict[str, Any]:

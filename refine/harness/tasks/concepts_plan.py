@@ -134,3 +134,6 @@ class ConceptPlan:
     weights: tuple[float, float, float] = (1.0, 0.0, 0.0)
     profile: str = "gemini"
     backends: dict[str, str] = field(default_factory=dict)
+    # the images' quality: auto (HPS v2 where it loads, else the judge's), hpsv2, judge
+    quality: str = "auto"
+    baseline_models: tuple[str, ...] = ()  # hpsv2=WHERE in place of the hub's checkpoint

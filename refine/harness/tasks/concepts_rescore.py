@@ -95,7 +95,11 @@ class ConceptsRescoreTask(ConceptsTask):
             raise ValueError("--out: the new folder must be another than the source")
         super().__init__(plan, out, None, emit)
         self.source = source
-        self.source_scoring = src.config.get("scorer") or {}
+        self.source_scoring = {
+            **(src.config.get("scorer") or {}),
+            "quality": src.config.get("quality") or "judge",
+            "quality_why": src.config.get("quality_why") or "",
+        }
 
     def maker(self) -> MakerSpec:
         return MakerSpec(

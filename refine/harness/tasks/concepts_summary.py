@@ -17,7 +17,12 @@ Per concept and generator:
 * ``tag_vendi`` and ``tag_qvendi``: the Vendi score of all the tags at once and its
   quality-weighted form (CUBE's Eq. 2: mean quality x VS);
 * ``vendi`` and ``qvendi``: the same over the image embeddings (cosine kernel);
-* quality per image: the judge's yes-probability that the image matches the prompt.
+* ``cube_within`` (a concept within a country): CUBE App. K's within-culture diversity,
+  the artifacts' VS-bar(0, 0, 1) per chunk of 8 over the images the judge finds faithful
+  to the culture, quality uniform;
+* quality per image: HPS v2's score of the image with its prompt (max(cos, 0)), as CUBE
+  rates quality, where its checkpoint loads; else the judge's yes-probability that the
+  image matches the prompt (each run and cell names which).
 """
 
 from __future__ import annotations
@@ -45,8 +50,11 @@ def concept_stats(
     quality: Sequence[float],
     within_country: bool,
     weights: Sequence[float] = (1.0, 0.0, 0.0),
+    faithful: Sequence[bool] | None = None,
 ) -> dict[str, Any]:
-    """The diversity figures of one concept's images (see the module docstring)."""
+    """The diversity figures of one concept's images (see the module docstring);
+    ``faithful``: within a country, which images the judge found faithful to it (CUBE
+    App. K's filter), for ``cube_within``."""
     import numpy as np
 
     kernel = tag_kernel(tags, None if within_country else tuple(weights))
@@ -70,10 +78,20 @@ def concept_stats(
         "tag_qvendi": quality_weighted(tag_vendi, quality),
         "vendi": vendi,
         "qvendi": quality_weighted(vendi, quality),
+        "cube_within": _within(tags, faithful) if within_country else None,
         "quality": float(np.mean(quality)),
         "similarity": "all three parts equal" if within_country else list(weights),
         "countries": dict(sorted(countries.items(), key=lambda kv: (-kv[1], kv[0]))),
     }
+
+
+def _within(tags: Sequence[tuple[str, str, str]], faithful: Sequence[bool] | None) -> float | None:
+    """CUBE App. K: the artifacts' normalised Vendi, VS-bar(0, 0, 1) per chunk of 8, over
+    the images found faithful to the culture (uniform quality); None when none is."""
+    kept = [t for t, ok in zip(tags, faithful or [True] * len(tags), strict=True) if ok]
+    if not kept:
+        return None
+    return normalised_by_size(kernel=tag_kernel(kept, (0.0, 0.0, 1.0)), group_size=CHUNK)
 
 
 def _mean(values: list[Any]) -> float | None:
