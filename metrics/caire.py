@@ -128,3 +128,45 @@ def diversity(labels: Sequence[str], scores: Sequence[Sequence[float]]) -> dict[
         "js_min": float(d.min()) if len(d) else None,
         "js_max": float(d.max()) if len(d) else None,
     }
+
+
+def debiased_nll(nll: float, base: float, lam: float, floor: float) -> float:
+    """CAIRE App. B.1's affine debiasing of a label's negative log-likelihood:
+    L'(c, (D, I, p)) = L(c, (D, I, p)) - lambda x max(L(c, (empty, empty, p)), floor), the
+    base rate ``base`` (the label after the prompt alone) capped at ``floor`` from below so
+    that a rare label's very low likelihood does not dominate (Zhao et al., 2021). Lower
+    is more relevant."""
+    for name, v in (("nll", nll), ("base", base), ("lambda", lam), ("floor", floor)):
+        if not math.isfinite(v):
+            raise ValueError(f"{name} must be a finite number, got {v!r}")
+    return nll - lam * max(base, floor)
+
+
+def threshold_scores(
+    scores: Sequence[Sequence[float]],
+    truth: Sequence[Sequence[bool]],
+    thresholds: Sequence[int] = (2, 3, 4, 5),
+) -> dict[int, dict[str, Any]]:
+    """CAIRE's specific-set evaluation (Sec. 5.4, Tab. 1 and 14): each image-label pair is
+    called relevant when its 1-5 score reaches the threshold (Tab. 1's "greater than 3" is
+    threshold 4), and set against the pair's true label; precision, recall and F1 over all
+    pairs (micro-averaged; the paper does not say how it averages), with the counts. None
+    where a ratio has no denominator."""
+    if len(scores) != len(truth) or any(
+        len(a) != len(b) for a, b in zip(scores, truth, strict=True)
+    ):
+        raise ValueError("one true label per score: the same images and labels in both")
+    out: dict[int, dict[str, Any]] = {}
+    for t in thresholds:
+        tp = fp = fn = 0
+        for row, true in zip(scores, truth, strict=True):
+            for s, y in zip(row, true, strict=True):
+                called = s >= t
+                tp += called and y
+                fp += called and not y
+                fn += (not called) and y
+        p = tp / (tp + fp) if tp + fp else None
+        r = tp / (tp + fn) if tp + fn else None
+        f1 = 2 * p * r / (p + r) if p is not None and r is not None and p + r else None
+        out[t] = {"precision": p, "recall": r, "f1": f1, "tp": tp, "fp": fp, "fn": fn}
+    return out

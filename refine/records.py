@@ -267,6 +267,12 @@ class LabelScore(_Record):
     expected: float
     probabilities: list[float]
     stderr: float | None = None  # of ``expected``, with a sampled judge
+    # CAIRE App. B.1's log-likelihood scoring (--loglik): the label's negative
+    # log-likelihood after the image and its knowledge, after the prompt alone (the base
+    # rate), and debiased; lower is more relevant
+    nll: float | None = None
+    base_nll: float | None = None
+    debiased: float | None = None
 
 
 class CaireScore(_Record):
@@ -283,6 +289,8 @@ class CaireScore(_Record):
     candidates: list[dict[str, Any]] = Field(default_factory=list)  # the best few, ranked
     knowledge: str | None = None  # the text the judge saw
     image: str | None = None
+    # the log-likelihood scoring's settings and its most relevant label (None: not asked)
+    loglik: dict[str, Any] | None = None
 
     def score_of(self, label: str) -> LabelScore:
         for s in self.labels:

@@ -209,3 +209,38 @@ class HFJudging:
         for last in self._next_logits(images, texts, answer):
             out.extend(torch.softmax(last, dim=-1)[:, token_id].cpu().tolist())
         return out
+
+    def completion_nll(
+        self,
+        images: Sequence[Image.Image | None],
+        texts: Sequence[str],
+        answer: str,
+        completions: Sequence[str],
+    ) -> list[float]:
+        """-log P(completion | the chat of (image, text), its answer begun by ``answer``)
+        for each pair, the sum over the completion's tokens (CAIRE App. B.1's L); an image
+        of None: the text alone (the base rate's empty context). One pair at a time, so
+        that the completion's tokens are the last ones of an unpadded sequence."""
+        import torch
+
+        if not (len(images) == len(texts) == len(completions)):
+            raise ValueError("one image (or None), text and completion each")
+        self._require_vision("score completions")  # loads the model
+        out = []
+        for image, text, completion in zip(images, texts, completions, strict=True):
+            shown = None if image is None else [image]
+            head = self._encode([text], shown, answer)["input_ids"][0]
+            whole = self._encode([text], shown, answer + completion)
+            ids = whole["input_ids"][0]
+            n = head.shape[0]
+            if ids.shape[0] <= n or not torch.equal(ids[:n], head):
+                raise ValueError(
+                    f"{self.model_name}: the completion {completion!r} does not extend the "
+                    "prompt's tokens; its log-likelihood cannot be read apart"
+                )
+            with torch.inference_mode():
+                logits = oom_guard(self.model_name, lambda b=whole: self.model(**b).logits)[0]
+            logp = torch.log_softmax(logits[n - 1 : -1].float(), dim=-1)
+            picked = logp.gather(1, ids[n:].unsqueeze(1)).squeeze(1)
+            out.append(float(-picked.sum()))
+        return out

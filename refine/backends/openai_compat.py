@@ -389,6 +389,42 @@ class OpenAIJudge(ProbabilityJudge, _OpenAIBackend):
             )
         return positions, chosen
 
+    def completion_nll(
+        self,
+        images: Sequence[Image.Image | None],
+        texts: Sequence[str],
+        answer: str,
+        completions: Sequence[str],
+    ) -> list[float]:
+        """-log P(completion | the chat, its answer begun by ``answer``) per pair, from the
+        server's prompt log-probabilities (vLLM's ``prompt_logprobs``: the assistant's
+        message continued, one token generated): the completion's tokens are those the
+        whole prompt has beyond the prompt without it. A server that gives none is an
+        error naming the parameter."""
+        if not (len(images) == len(texts) == len(completions)):
+            raise ValueError("one image (or None), text and completion each")
+        extra = {
+            "prompt_logprobs": 0,
+            "add_generation_prompt": False,
+            "continue_final_message": True,
+        }
+        out = []
+        for image, text, completion in zip(images, texts, completions, strict=True):
+            got = []
+            for said in (answer, answer + completion):
+                messages = [*user_message(text, image), {"role": "assistant", "content": said}]
+                response = self.server.chat(
+                    self.model, messages, "log-likelihood", max_tokens=1, extra_body=extra
+                )
+                got.append(_prompt_logprobs(response, self.model))
+            head, whole = got
+            if len(whole) <= len(head):
+                raise OpenAIServerError(
+                    f"{self.model}: the completion {completion!r} added no prompt tokens"
+                )
+            out.append(-sum(_chosen_logprob(e, self.model) for e in whole[len(head) :]))
+        return out
+
     def _sample_answer(
         self, image: Image.Image, text: str, answers: Sequence[str], seed: int, purpose: str
     ) -> str:
@@ -405,3 +441,25 @@ class OpenAIJudge(ProbabilityJudge, _OpenAIBackend):
             return str(json.loads(answer_text(response))["answer"]).strip()
         except (ValueError, KeyError, TypeError):
             return ""
+
+
+def _prompt_logprobs(response: Any, model: str) -> list[Any]:
+    """The prompt's log-probabilities a vLLM server returns beside a chat completion."""
+    found = getattr(response, "prompt_logprobs", None)
+    if found is None:
+        found = (getattr(response, "model_extra", None) or {}).get("prompt_logprobs")
+    if not found:
+        raise OpenAIServerError(
+            f"{model}: the server returned no prompt log-probabilities (vLLM's prompt_logprobs "
+            "parameter); CAIRE's log-likelihood scoring needs them"
+        )
+    return list(found)
+
+
+def _chosen_logprob(entry: Any, model: str) -> float:
+    """The log-probability of the prompt's own token at one position (asked with
+    ``prompt_logprobs`` 0: the entry holds that token alone)."""
+    if not isinstance(entry, dict) or len(entry) != 1:
+        raise OpenAIServerError(f"{model}: a prompt log-probability entry is not one token")
+    (one,) = entry.values()
+    return float(one["logprob"] if isinstance(one, dict) else one)

@@ -130,10 +130,27 @@ def score_cmd(
         1500, "--text-chars", min=0, help="Cut the entity text to this many characters."
     ),
     device: str = typer.Option(None, "--device", help="Device of the image embedder."),
+    loglik: bool = typer.Option(
+        False,
+        "--loglik",
+        help="Also score each label by CAIRE's debiased log-likelihood (App. B.1): a local "
+        "judge (hf:) or vLLM (openai:), not the Gemini API.",
+    ),
+    caire_lambda: float = typer.Option(
+        None,
+        "--caire-lambda",
+        help="With --loglik: lambda of the debiasing (the paper gives none).",
+    ),
+    caire_floor: float = typer.Option(
+        None, "--caire-floor", help="With --loglik: the base rate's floor (the paper gives none)."
+    ),
     out: Path = typer.Option(None, "--out", help="Write the scores (SCORES.json) here."),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
-    """Rate each image 1-5 for each culture label (argmax of the judge's probabilities)."""
+    """Rate each image 1-5 for each culture label (argmax of the judge's probabilities);
+    with --loglik, also each label's debiased negative log-likelihood of "This text is
+    relevant to LABEL", L - lambda x max(L with the prompt alone, floor), lower is more
+    relevant."""
 
     try:
         label_list = parse_labels(labels)
@@ -141,6 +158,16 @@ def score_cmd(
         raise UserInputError(f"--labels: {err}") from err
     if ranking not in ("similarity", "frequency"):
         raise UserInputError(f"--ranking: {ranking!r} is neither 'similarity' nor 'frequency'")
+    settings = None
+    if loglik:
+        if caire_lambda is None or caire_floor is None:
+            raise UserInputError(
+                "--loglik: give --caire-lambda and --caire-floor (CAIRE App. B.1 gives no "
+                "values; lambda 0 leaves the likelihoods undebiased)"
+            )
+        settings = (caire_lambda, caire_floor)
+    elif caire_lambda is not None or caire_floor is not None:
+        raise UserInputError("--caire-lambda and --caire-floor go with --loglik")
     loaded = load_images(images)
     kb = image_embedder = None
     try:
@@ -149,11 +176,12 @@ def score_cmd(
             image_embedder = _embedder(embedder or kb.embedder, profile, device)
         backends = Backends(load_profile(profile), parse_backends(backend))
         judge = backends.get("judge")
-        scorer = CaireScorer(judge, kb, image_embedder, top_k, ranking, text_chars)
+        scorer = CaireScorer(judge, kb, image_embedder, top_k, ranking, text_chars, loglik=settings)
     except KBError as err:
         raise UserInputError(f"--kb: {err}") from err
     except ValueError as err:
-        raise UserInputError(f"--profile/--backend: {err}") from err
+        where = "--loglik" if "log-likelihood" in str(err) else "--profile/--backend"
+        raise UserInputError(f"{where}: {err}") from err
     if not as_json:
         mode = f"knowledge base {kb_dir}" if kb else "kb-free (no knowledge base)"
         typer.echo(f"scoring {len(loaded)} image(s), {mode}", err=True)
@@ -177,10 +205,68 @@ def score_cmd(
             )
         for s in r.labels:
             bar = "#" * s.score
-            typer.echo(f"  {s.label:<{width}}  {s.score}  {bar:<5}  expected {s.expected:.2f}")
+            ll = "" if s.debiased is None else f"  debiased NLL {s.debiased:.3f}"
+            typer.echo(f"  {s.label:<{width}}  {s.score}  {bar:<5}  expected {s.expected:.2f}{ll}")
+        if r.loglik:
+            typer.echo(f"  most relevant by log-likelihood: {r.loglik['best']}")
     _print_diversity(doc["diversity"])
     if out is not None:
         typer.echo(f"\nscores written to {out}")
+
+
+@caire_app.command("evaluate")
+def evaluate_cmd(
+    scores: Path = typer.Argument(..., help="The scores of `refine caire score --out`."),
+    truth: Path = typer.Option(
+        ..., "--truth", help="CSV or JSONL: image, labels (the relevant ones, ';' between)."
+    ),
+    out: Path = typer.Option(None, "--out", help="Write the evaluation as JSON here."),
+    as_json: bool = typer.Option(False, "--json", help="Print the evaluation as JSON."),
+) -> None:
+    """CAIRE's specific-set evaluation (Tab. 1 and 14): precision, recall and F1 of calling
+    an image-label pair relevant when its 1-5 score reaches 2, 3, 4 or 5 (Tab. 1 is 4)."""
+    from metrics.caire import threshold_scores
+    from refine.evaluate.caire.truth import read_truth
+
+    try:
+        doc = json.loads(scores.read_text(encoding="utf-8"))
+        labels, rows = doc["labels"], doc["scores"]
+        names = [im.get("image") for im in doc["images"]]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise UserInputError(
+            f"SCORES: {scores}: not the scores of refine caire score ({err})"
+        ) from None
+    try:
+        relevant = read_truth(truth)
+        keys = [Path(n).name if n else None for n in names]
+        missing = [n for n in keys if n not in relevant]
+        if missing:
+            raise ValueError(f"no truth for {', '.join(str(m) for m in missing[:3])}")
+        known = {x.casefold() for x in labels}
+        stray = sorted({x for v in relevant.values() for x in v if x.casefold() not in known})
+        if stray:
+            raise ValueError(f"labels not scored: {', '.join(stray[:3])} (scored: {labels})")
+        wanted = [
+            [lab.casefold() in {x.casefold() for x in relevant[k]} for lab in labels] for k in keys
+        ]
+        got = threshold_scores(rows, wanted)
+    except ValueError as err:
+        raise UserInputError(f"--truth: {err}") from err
+    result = {"labels": labels, "images": len(rows), "thresholds": got}
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+
+    def pct(v):
+        return "  -  " if v is None else f"{v:.2f}"
+
+    typer.echo(f"{len(rows)} images x {len(labels)} labels; relevant when the score reaches t")
+    typer.echo(f"{'threshold':>9} {'F1':>5} {'P':>5} {'R':>5}")
+    for t, r in got.items():
+        typer.echo(f"{t:>9} {pct(r['f1']):>5} {pct(r['precision']):>5} {pct(r['recall']):>5}")
 
 
 def _print_diversity(d: dict) -> None:

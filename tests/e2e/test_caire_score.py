@@ -11,6 +11,7 @@ from metrics.caire import diversity
 from refine.backends import create
 from refine.evaluate.caire.kb import KnowledgeBase
 from refine.evaluate.caire.scorer import CaireScorer
+from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import CULTURE, rating_distribution
 from tests.integration.test_caire_kb import BLUE, GREEN, RED, TEA_TEXT, draw, run
 
@@ -62,17 +63,38 @@ def test_score_with_a_kb_through_the_cli(capsys, world, kb_dir, tmp_path):
     assert turkey["expected"] == pytest.approx(expected, abs=1e-6)
     # the judge saw the linked entity's text, cut to 120 characters, with each label
     red_prompts = world.prompts[:3]
-    assert all("What the image shows may be tea" in p for p in red_prompts)
+    assert all("closely associated with the image: tea." in p for p in red_prompts)
     assert TEA_TEXT[:40] in red_prompts[0] and TEA_TEXT[:400] not in red_prompts[0]
     assert first["knowledge"].startswith("a drink. Tea in Iran") and len(first["knowledge"]) < 140
     # (the labels of one image are judged at once: in any order)
-    asked = [p.split("reflect the culture of ")[1].split("?")[0] for p in red_prompts]
+    asked = [p.split("align with the culture of ")[1].split(".\n")[0] for p in red_prompts]
     assert sorted(asked) == sorted(LABELS)
     # the green image links to no green entity (none in this KB): still a nearest entity
     assert doc["images"][1]["entity"]["name"] in ("tea", "rice")
     hand = diversity(LABELS, doc["scores"])
     assert doc["diversity"]["js_mean"] == pytest.approx(hand["js_mean"])
     assert doc["diversity"]["covered_labels"] == hand["covered_labels"]
+    # CAIRE's specific-set evaluation (Tab. 14) of these scores against true labels
+    truth = tmp_path / "truth.csv"
+    truth.write_text(f"image,labels\n{red.name},Iran\n{green.name},India;Turkey\n")
+    code, out, err = run(capsys, "caire", "evaluate", scores, "--truth", truth, "--json")
+    assert code == 0, err
+    got = json.loads(out)["thresholds"]
+    true = {(0, "Iran"), (1, "India"), (1, "Turkey")}
+    for t in (2, 3, 4, 5):
+        called = {
+            (i, lab)
+            for i, row in enumerate(doc["scores"])
+            for lab, v in zip(LABELS, row, strict=True)
+            if v >= t
+        }
+        tp, fp, fn = len(called & true), len(called - true), len(true - called)
+        assert (got[str(t)]["tp"], got[str(t)]["fp"], got[str(t)]["fn"]) == (tp, fp, fn)
+        p = tp / (tp + fp) if tp + fp else None
+        assert got[str(t)]["precision"] == (pytest.approx(p) if p is not None else None)
+    truth.write_text(f"image,labels\n{red.name},Atlantis\n{green.name},India\n")
+    code, _, err = run(capsys, "caire", "evaluate", scores, "--truth", truth)
+    assert code == 2 and "labels not scored: Atlantis" in err
     assert json.loads(scores.read_text())["scores"] == doc["scores"]
     code, out, _ = run(capsys, "metrics", "caire-diversity", "--scores", scores, "--json")
     summary = json.loads(out)
@@ -134,7 +156,10 @@ def test_the_1_to_5_path_on_a_tiny_vlm(tmp_path, siglip_path, kb_dir):
     assert result.entity["name"] == "rice" and result.mode == "kb"
     for s in result.labels:
         prompt = scorer.prompt(s.label, "rice", result.knowledge)
-        assert "may be rice" in prompt and f"culture of {s.label}?" in prompt
+        # CAIRE Fig. 9's wording: the entity, its text, the label, Tab. 12's rubric
+        assert "closely associated with the image: rice." in prompt
+        assert f"culturally relevant the image is to {s.label}:" in prompt
+        assert "* 5 - Highly Relevant: The content is deeply connected" in prompt
         direct = manual_answer_probs(vl, image, prompt, list("12345"))
         assert s.probabilities == pytest.approx(direct, abs=1e-5)
         assert s.score == 1 + max(range(5), key=lambda k: direct[k])
@@ -159,3 +184,63 @@ def test_no_api_key_is_one_line_not_a_traceback(tmp_path):
     assert done.returncode == 1
     assert "error: GeminiError: no Gemini API key: set GEMINI_API_KEY" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def manual_nll(path, image, text, answer, completion):
+    """-log P(completion | chat, answer begun) computed directly with transformers."""
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    proc = AutoProcessor.from_pretrained(path)
+    model = AutoModelForImageTextToText.from_pretrained(path).eval()
+    content = ([{"type": "image"}] if image is not None else []) + [{"type": "text", "text": text}]
+    chat = [{"role": "user", "content": content}]
+    head = proc.apply_chat_template(chat, add_generation_prompt=True, tokenize=False) + answer
+    kwargs = {"images": [image]} if image is not None else {}
+    n = proc(text=[head], return_tensors="pt", **kwargs)["input_ids"].shape[1]
+    whole = proc(text=[head + completion], return_tensors="pt", **kwargs)
+    with torch.no_grad():
+        logits = model(**whole).logits[0]
+    ids = whole["input_ids"][0]
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -sum(float(logp[k - 1, ids[k]]) for k in range(n, ids.shape[0]))
+
+
+def test_log_likelihood_scoring_with_affine_debiasing(tmp_path, siglip_path, kb_dir):
+    """CAIRE App. B.1 on a tiny VLM: each label's NLL of "This text is relevant to LABEL"
+    after the image and its entity's text, after the prompt alone, and debiased, every
+    one against transformers directly; the Gemini judge refuses in one line."""
+    from refine.assets import prompt_template
+    from refine.evaluate.caire.scorer import LOGLIK_PREFIX
+    from tests.fakes.tiny_models import build_tiny_qwen_vl
+
+    vl = build_tiny_qwen_vl(tmp_path)
+    judge = create("judge", f"hf:{vl}", shared=False, device="cpu", batch_size=1)
+    embedder = create("image_embedder", f"siglip:{siglip_path}", shared=False, device="cpu")
+    lam, floor = 0.5, 3.0
+    scorer = CaireScorer(
+        judge, KnowledgeBase.load(kb_dir), embedder, top_k=3, text_chars=80, loglik=(lam, floor)
+    )
+    image = draw(BLUE, 6)
+    (result,) = scorer.score([image], ["Iran", "Turkey"])
+    block = prompt_template("caire_knowledge").format(entity="rice", text=result.knowledge)
+    asked = prompt_template("caire_loglik")
+    for s in result.labels:
+        full = manual_nll(vl, image, asked.format(knowledge=block), LOGLIK_PREFIX, s.label)
+        base = manual_nll(vl, None, asked.format(knowledge=""), LOGLIK_PREFIX, s.label)
+        # float32 on CPU: sums of log-probabilities over a few tokens agree to ~1e-4
+        assert s.nll == pytest.approx(full, abs=1e-3) and s.base_nll == pytest.approx(
+            base, abs=1e-3
+        )
+        assert s.debiased == pytest.approx(s.nll - lam * max(s.base_nll, floor), abs=1e-9)
+    best = min(result.labels, key=lambda s: s.debiased).label
+    assert result.loglik == {
+        "lambda": lam, "floor": floor, "completion": LOGLIK_PREFIX + "{label}", "best": best
+    }  # fmt: skip
+    red, _ = images(tmp_path)
+    bad = cli("caire", "score", str(red), "--labels", "Iran,Turkey", "--loglik",
+              "--caire-lambda", "0.5", "--caire-floor", "3")  # fmt: skip
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "--loglik: CAIRE's log-likelihood scoring" in bad.stderr and "gemini:" in bad.stderr
+    bad = cli("caire", "score", str(red), "--labels", "Iran", "--loglik")
+    assert bad.returncode == 2 and "give --caire-lambda and --caire-floor" in bad.stderr

@@ -437,7 +437,7 @@ class World:
     @staticmethod
     def _peak(colour, text: str) -> int:
         """The rating the judge gives: CAIRE's per culture label, else exaggeration's."""
-        label = re.search(r"reflect the culture of (.+?)\?", text)
+        label = re.search(r"align with the culture of (.+?)\.\n", text)
         return CULTURE[colour].get(label.group(1), 1) if label else RATING[colour]
 
 

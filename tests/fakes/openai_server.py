@@ -106,6 +106,8 @@ class FakeOpenAI:
     # -- the chat request as the Gemini world reads it, and back --------------------------
 
     def answer(self, body: dict) -> tuple[int, dict]:
+        if body.get("prompt_logprobs") is not None:
+            return 200, self.prompt_logprobs(body)
         status, answer = self.world(f"/v1beta/models/{body['model']}:generateContent", gemini(body))
         if status != 200:
             message = (answer.get("error") or {}).get("message", "error")
@@ -114,6 +116,51 @@ class FakeOpenAI:
         with self._lock:
             self.answers.append(completion)
         return 200, completion
+
+    prompt_logprobs_served = True  # as vLLM; False: a server that ignores the parameter
+
+    @staticmethod
+    def word_logprob(word: str) -> float:
+        """The stand-in's log-probability of a prompt "token" (a word): -0.1 per letter."""
+        return -0.1 * len(word)
+
+    def prompt_logprobs(self, body: dict) -> dict:
+        """vLLM's prompt log-probabilities, a "token" per word of the messages' texts (the
+        final assistant message continued, as ``continue_final_message`` asks); the first
+        is None, as vLLM's is."""
+        words = []
+        for m in body["messages"]:
+            content = m["content"]
+            texts = [content] if isinstance(content, str) else [
+                c.get("text", "") for c in content if c.get("type") == "text"
+            ]  # fmt: skip
+            for t in texts:
+                words += t.split()
+        entries: list[Any] = [None] + [
+            {str(k): {"logprob": self.word_logprob(w), "rank": 1, "decoded_token": w}}
+            for k, w in enumerate(words[1:])
+        ]
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": "."},
+            "finish_reason": "length",
+            "logprobs": None,
+        }
+        out = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": len(words),
+                "completion_tokens": 1,
+                "total_tokens": len(words) + 1,
+            },
+        }
+        if self.prompt_logprobs_served:
+            out["prompt_logprobs"] = entries
+        return out
 
     def completion(self, body: dict, answer: dict) -> dict:
         cand = answer["candidates"][0]

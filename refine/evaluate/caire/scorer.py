@@ -19,6 +19,9 @@ from refine.assets import prompt_template
 from refine.evaluate.caire.kb import _as_array
 from refine.records import CaireScore, LabelScore
 
+# CAIRE App. B.1: the completion whose label's likelihood is read
+LOGLIK_PREFIX = "This text is relevant to "
+
 
 def parse_labels(text: str | Sequence[str]) -> list[str]:
     """``"Iran, Turkey,India"`` or a list -> clean labels; empty or repeated ones refused."""
@@ -46,7 +49,10 @@ class CaireScorer:
         ranking: str = "similarity",
         text_chars: int = 1500,
         shown: int = 5,
+        loglik: tuple[float, float] | None = None,
     ) -> None:
+        """``loglik``: (lambda, floor) to also score each label by CAIRE App. B.1's
+        debiased log-likelihood; the judge must read the prompt's log-probabilities."""
         if ranking not in RANKINGS:
             raise ValueError(f"unknown ranking {ranking!r}; use one of {', '.join(RANKINGS)}")
         if top_k < 1:
@@ -57,6 +63,14 @@ class CaireScorer:
             kb.check_embedder(embedder.id)
         self.judge, self.kb, self.embedder = judge, kb, embedder
         self.top_k, self.ranking, self.text_chars, self.shown = top_k, ranking, text_chars, shown
+        self.loglik = loglik
+        if loglik is not None and not callable(getattr(judge, "completion_nll", None)):
+            name = getattr(judge, "id", type(judge).__name__)
+            raise ValueError(
+                f"CAIRE's log-likelihood scoring reads the prompt's log-probabilities, which "
+                f"the judge {name} does not give; use a local judge (hf:MODEL) or a vLLM "
+                "server (openai:MODEL)"
+            )
 
     @property
     def mode(self) -> str:
@@ -123,6 +137,7 @@ class CaireScorer:
             else:
                 prompts = [self.prompt(label) for label in labels]
             ratings = self.judge.rate([image] * len(labels), prompts)
+            lls = self._loglik(image, labels, name if hits else None, knowledge)
             results.append(
                 CaireScore(
                     mode=self.mode,
@@ -133,8 +148,9 @@ class CaireScorer:
                             expected=r.expectation,
                             probabilities=list(r.probabilities),
                             stderr=getattr(r, "stderr", None),
+                            **(lls[k] if lls else {}),
                         )
-                        for lab, r in zip(labels, ratings, strict=True)
+                        for k, (lab, r) in enumerate(zip(labels, ratings, strict=True))
                     ],
                     judge=getattr(self.judge, "id", type(self.judge).__name__),
                     judge_mode=getattr(ratings[0], "method", None) if ratings else None,
@@ -145,9 +161,49 @@ class CaireScorer:
                     candidates=candidates or [],
                     knowledge=knowledge,
                     image=names[n] if names else None,
+                    loglik=self._loglik_note(labels, lls),
                 )
             )
         return results
+
+    def _loglik(
+        self, image: Any, labels: Sequence[str], entity: str | None, knowledge: str | None
+    ) -> list[dict[str, float]] | None:
+        """Each label's negative log-likelihood after the image and its knowledge, after
+        the prompt alone, and debiased (CAIRE App. B.1); None when not asked for."""
+        if self.loglik is None:
+            return None
+        from metrics.caire import debiased_nll
+
+        lam, floor = self.loglik
+        block = ""
+        if entity is not None:
+            block = prompt_template("caire_knowledge").format(entity=entity, text=knowledge or "")
+        asked = prompt_template("caire_loglik")
+        n = len(labels)
+        full = self.judge.completion_nll(
+            [image] * n, [asked.format(knowledge=block)] * n, LOGLIK_PREFIX, list(labels)
+        )
+        base = self.judge.completion_nll(
+            [None] * n, [asked.format(knowledge="")] * n, LOGLIK_PREFIX, list(labels)
+        )
+        return [
+            {"nll": f, "base_nll": b, "debiased": debiased_nll(f, b, lam, floor)}
+            for f, b in zip(full, base, strict=True)
+        ]
+
+    def _loglik_note(
+        self, labels: Sequence[str], lls: list[dict[str, float]] | None
+    ) -> dict[str, Any] | None:
+        if lls is None or self.loglik is None:
+            return None
+        best = min(range(len(labels)), key=lambda k: lls[k]["debiased"])
+        return {
+            "lambda": self.loglik[0],
+            "floor": self.loglik[1],
+            "completion": LOGLIK_PREFIX + "{label}",
+            "best": labels[best],
+        }
 
 
 def _entity_dict(kb: Any, hit: EntityHit) -> dict[str, Any]:
