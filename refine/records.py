@@ -52,6 +52,8 @@ class ReferencePack(_Record):
     stereotypes: list[str] = Field(default_factory=list)
     source: str = ""
     reference_images: list[str] = Field(default_factory=list)
+    # descriptor -> its style tag, traditional, modern or neutral (AHEaD's proposers')
+    styles: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("descriptors", mode="before")
     @classmethod

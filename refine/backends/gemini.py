@@ -430,12 +430,18 @@ class GeminiLanguageModel(_GeminiBackend):
         self.temperature = temperature
         self.max_repairs = max_repairs
 
-    def _ask_json(self, contents_prefix: list[Any], schema: type[T], purpose: str):
+    def _ask_json(
+        self,
+        contents_prefix: list[Any],
+        schema: type[T],
+        purpose: str,
+        temperature: float | None = None,
+    ):
         from google.genai import types
 
         def ask(prompt: str) -> str:
             config = types.GenerateContentConfig(
-                temperature=self.temperature,
+                temperature=self.temperature if temperature is None else temperature,
                 response_mime_type="application/json",
                 response_schema=schema,
             )
@@ -444,8 +450,8 @@ class GeminiLanguageModel(_GeminiBackend):
 
         return ask
 
-    def complete_json(self, prompt: str, schema: type[T]) -> T:
-        ask = self._ask_json([], schema, "complete_json")
+    def complete_json(self, prompt: str, schema: type[T], temperature: float | None = None) -> T:
+        ask = self._ask_json([], schema, "complete_json", temperature)
         return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
 
 

@@ -233,7 +233,7 @@ class HFModel(HFJudging):
         return answers
 
     def _generate(
-        self, prompts: list[str], images: list[Image.Image] | None
+        self, prompts: list[str], images: list[Image.Image] | None, temperature: float | None = None
     ) -> tuple[list[str], list[bool]]:
         import torch
 
@@ -246,8 +246,9 @@ class HFModel(HFJudging):
             "max_new_tokens": self.max_new_tokens,
             "pad_token_id": tokenizer.pad_token_id,
         }
-        if self.temperature > 0:
-            options.update(do_sample=True, temperature=self.temperature)
+        heat = self.temperature if temperature is None else temperature
+        if heat > 0:
+            options.update(do_sample=True, temperature=heat)
         else:
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         with torch.inference_mode():
@@ -277,8 +278,16 @@ class HFModel(HFJudging):
                 ) from None
             raise
 
-    def complete_json(self, prompt: str, schema: type[T]) -> T:
-        return self._ask(lambda p: self.generate_text(p), prompt, schema)
+    def complete_json(self, prompt: str, schema: type[T], temperature: float | None = None) -> T:
+        """``temperature``: this request's (AHEaD's proposers 0.2, refiner 0.1), else the
+        backend's own."""
+
+        def ask(p: str) -> str:
+            answers, cut = self._generate([p], None, temperature)
+            self.truncated = cut[0]
+            return answers[0]
+
+        return self._ask(ask, prompt, schema)
 
     def describe(
         self, image: Image.Image, dimensions: Sequence[str], max_per_dimension: int = 10

@@ -286,7 +286,13 @@ class OpenAILanguageModel(_OpenAIBackend):
         self.temperature = temperature
         self.max_repairs = max_repairs
 
-    def _ask_json(self, image: Image.Image | None, schema: type[T], purpose: str):
+    def _ask_json(
+        self,
+        image: Image.Image | None,
+        schema: type[T],
+        purpose: str,
+        temperature: float | None = None,
+    ):
         name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64] or "answer"
         spec = json_format(name, schema.model_json_schema())
 
@@ -295,15 +301,15 @@ class OpenAILanguageModel(_OpenAIBackend):
                 self.model,
                 user_message(prompt, image),
                 purpose,
-                temperature=self.temperature,
+                temperature=self.temperature if temperature is None else temperature,
                 response_format=spec,
             )
             return answer_text(response)
 
         return ask
 
-    def complete_json(self, prompt: str, schema: type[T]) -> T:
-        ask = self._ask_json(None, schema, "complete_json")
+    def complete_json(self, prompt: str, schema: type[T], temperature: float | None = None) -> T:
+        ask = self._ask_json(None, schema, "complete_json", temperature)
         return ask_with_repair(ask, prompt, schema, self.id, self.max_repairs)
 
 

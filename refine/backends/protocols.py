@@ -99,5 +99,6 @@ class LanguageModel(Protocol):
     id: str
 
     def complete_json(self, prompt: str, schema: type[T]) -> T:
-        """An answer validated against ``schema`` (a pydantic model)."""
+        """An answer validated against ``schema`` (a pydantic model); the bundled backends
+        also take ``temperature=`` for one request (AHEaD's proposer-refiner)."""
         ...

@@ -33,8 +33,9 @@ def print_references(refs) -> None:
     typer.echo(f"{refs.activity} - {refs.country}")
     for dim, phrases in refs.descriptors.items():
         typer.echo(f"\n{dim}:")
+        styles = getattr(refs, "styles", None) or {}
         for p in phrases:
-            typer.echo(f"  - {p}")
+            typer.echo(f"  - {p}" + (f" ({styles[p]})" if p in styles else ""))
     typer.echo("\nstereotype candidates:")
     for s in refs.stereotypes:
         typer.echo(f"  - {s}")
@@ -69,6 +70,13 @@ def refs_build(
     refiner: str = typer.Option(None, "--refiner", help="The refiner llm."),
     per_dimension: int = typer.Option(8, "--per-dimension", min=1, max=30),
     stereotypes: int = typer.Option(10, "--stereotypes", min=1, max=50),
+    prompts: str = typer.Option(
+        "auto",
+        "--prompts",
+        help="ahead: the AHEaD paper's proposer and refiner prompts (Tab. 15-21, temperatures "
+        "0.2 and 0.1, style tags); toolkit: this toolkit's; auto: ahead for a CULTIVate "
+        "activity, toolkit for any other.",
+    ),
     out: Path = typer.Option(None, "--out", help="Also write the references JSON here."),
     as_json: bool = typer.Option(False, "--json", help="Print the references as JSON."),
 ) -> None:
@@ -80,6 +88,12 @@ def refs_build(
     `refine run` then finds the built references, and --out writes a file for --refs.
     """
 
+    from refine.evaluate.reference_source import prompt_set
+
+    try:
+        chosen = prompt_set(activity, prompts)
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
     try:
         proposers, refiner_model = models_for(profile, proposer, refiner)
     except ValueError as err:
@@ -101,6 +115,7 @@ def refs_build(
             per_dimension,
             stereotypes,
             on_event=progress,
+            prompts=chosen,
         )
     except ValueError as err:
         raise UserInputError(str(err)) from err
@@ -128,8 +143,12 @@ def resolve_references(activity: str, country: str, profile: str, build: bool):
     def build_now(activity: str, country: str):
         typer.echo(f"building references for {activity!r} in {country} ...", err=True)
         try:
+            from refine.evaluate.reference_source import prompt_set
+
             proposers, refiner_model = models_for(profile)
-            result = build_references(activity, country, proposers, refiner_model)
+            result = build_references(
+                activity, country, proposers, refiner_model, prompts=prompt_set(activity)
+            )
         except ValueError as err:
             raise UserInputError(f"building references: {err}") from err
         save_built(result)

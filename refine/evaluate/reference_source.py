@@ -200,3 +200,19 @@ class ReferenceSource:
     def _build(self, activity: str, country: str):
         assert self.build is not None
         return self.build(activity, country), "the profile's language models"
+
+
+def prompt_set(activity: str, prompts: str = "auto") -> str:
+    """The prompts references of ``activity`` are built with: ``ahead`` or ``toolkit`` as
+    asked, or for ``auto`` AHEaD's (Tab. 15-21) where the activity is one of the CULTIVate
+    catalog's, in any country, and the toolkit's for any other."""
+    if prompts not in ("auto", "ahead", "toolkit"):
+        raise ValueError(f"--prompts: auto, ahead or toolkit, not {prompts!r}")
+    if prompts != "auto":
+        return prompts
+    wanted = " ".join(activity.split()).casefold()
+    pack = catalog()[0]
+    known = any(
+        a.casefold() == wanted for c in pack.countries.values() for a in c.get("activities", {})
+    )
+    return "ahead" if known else "toolkit"

@@ -60,15 +60,20 @@ class LLMCache:
         self.hits = 0
         self.misses = 0
 
-    def key(self, model_id: str, prompt: str, schema: type[BaseModel]) -> str:
-        blob = json.dumps(
-            [model_id, prompt, schema.__name__, schema.model_json_schema()], sort_keys=True
-        )
+    def key(
+        self, model_id: str, prompt: str, schema: type[BaseModel], temperature: float | None = None
+    ) -> str:
+        parts: list[Any] = [model_id, prompt, schema.__name__, schema.model_json_schema()]
+        if temperature is not None:  # (the model's own temperature: the keys kept before)
+            parts.append(temperature)
+        blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
-    def ask(self, model: Any, prompt: str, schema: type[T]) -> T:
+    def ask(self, model: Any, prompt: str, schema: type[T], temperature: float | None = None) -> T:
+        """The model's answer (``temperature``: this request's, else the model's own),
+        from the cache where it was asked before."""
         model_id = getattr(model, "id", type(model).__name__)
-        key = self.key(model_id, prompt, schema)
+        key = self.key(model_id, prompt, schema, temperature)
         path = self.dir / key[:2] / f"{key}.json"
         if path.is_file():
             try:
@@ -77,10 +82,15 @@ class LLMCache:
                 return answer
             except (ValueError, KeyError) as err:  # a damaged entry is asked again
                 log.warning("ignoring unreadable cache entry %s (%s)", path, err)
-        answer = model.complete_json(prompt, schema)
+        if temperature is None:
+            answer = model.complete_json(prompt, schema)
+        else:
+            answer = model.complete_json(prompt, schema, temperature=temperature)
         self.misses += 1
         path.parent.mkdir(parents=True, exist_ok=True)
         record = {"model": model_id, "schema": schema.__name__, "prompt": prompt}
+        if temperature is not None:
+            record["temperature"] = temperature
         record["answer"] = answer.model_dump(mode="json")
         atomic_write_text(path, json.dumps(record, indent=1, ensure_ascii=False))
         return answer
@@ -120,8 +130,12 @@ def build_references(
     per_dimension: int = 8,
     stereotypes: int = 10,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    prompts: str = "toolkit",
 ) -> BuildResult:
-    """Reference descriptors and stereotype candidates from language models."""
+    """Reference descriptors and stereotype candidates from language models, with AHEaD's
+    prompts (``ahead``: :mod:`refine.evaluate.refs_ahead`) or this toolkit's own
+    (``toolkit``); :func:`refine.evaluate.reference_source.prompt_set` picks AHEaD's for
+    the CULTIVate catalog's activities."""
 
     if not proposers:
         raise ValueError("at least one proposer model is needed")
@@ -131,6 +145,12 @@ def build_references(
     cache = cache or LLMCache()
     hits0, misses0 = cache.hits, cache.misses
     emit = on_event or (lambda event: None)
+    if prompts not in PROMPT_SETS:
+        raise ValueError(f"the prompts are one of {', '.join(PROMPT_SETS)}, not {prompts!r}")
+    if prompts == "ahead":
+        return _ahead(
+            activity, country, proposers, refiner, cache, per_dimension, stereotypes, emit
+        )
     common = {
         "activity": activity,
         "country": country,
@@ -187,6 +207,43 @@ def build_references(
     )
     return BuildResult(
         pack, proposals, union, cached=cache.hits - hits0, asked=cache.misses - misses0
+    )
+
+
+PROMPT_SETS = ("ahead", "toolkit")
+
+
+def _ahead(activity, country, proposers, refiner, cache, per_dimension, stereotypes, emit):
+    from refine.evaluate.refs_ahead import PROMPTS as AHEAD
+    from refine.evaluate.refs_ahead import build_ahead
+
+    hits0, misses0 = cache.hits, cache.misses
+    got = build_ahead(
+        activity, country, proposers, refiner, cache, per_dimension, stereotypes, emit
+    )
+    if not any(got["union"].values()):
+        raise ValueError(f"the proposers ({', '.join(got['proposals'])}) proposed no descriptors")
+    if not any(got["descriptors"].values()):
+        raise ValueError(f"the refiner {getattr(refiner, 'id', '')} kept no descriptors")
+    refiner_id = getattr(refiner, "id", type(refiner).__name__)
+    pack = ReferencePack(
+        activity=activity,
+        country=country,
+        descriptors=got["descriptors"],
+        stereotypes=_dedupe(got["stereotypes"])[:stereotypes],
+        styles=got["styles"],
+        source=(
+            f"proposer-refiner, AHEaD's prompts (Tab. 15-21; temperatures 0.2 and 0.1): "
+            f"proposers {', '.join(got['proposals'])}; refiner {refiner_id}; prompts "
+            f"assets/prompts/{{{','.join(AHEAD)}}}.txt"
+        ),
+    )
+    return BuildResult(
+        pack,
+        got["proposals"],
+        got["union"],
+        cached=cache.hits - hits0,
+        asked=cache.misses - misses0,
     )
 
 

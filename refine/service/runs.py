@@ -157,9 +157,12 @@ class RunService(RunFolders):
         with self.slot.held():
             proposers, refiner = models_for(self.profile, backends=self.refiner().backends)
             cache = LLMCache(self.references_dir / "llm")
+            from refine.evaluate.reference_source import prompt_set
+
             result = build_references(
-                activity, country, proposers, refiner, cache, on_event=on_event
-            )
+                activity, country, proposers, refiner, cache, on_event=on_event,
+                prompts=prompt_set(activity),
+            )  # fmt: skip
             save_built(result, self.visitor_references_dir(visitor))
             return result
 

@@ -144,3 +144,79 @@ def test_union_cache_and_errors(tmp_path):
     with pytest.raises(ValueError, match="kept no descriptors"):
         build_references("y", "Mexico", [p1], CountingLM("r0", {}), cache)
     assert load_built("people cooking", "Mexico", tmp_path / "none") is None
+
+
+class AheadModels:
+    """The fake server answering AHEaD's prompts: per dimension (the paper's heading), a
+    proposal or a refinement with style tags; records each request's temperature."""
+
+    HEADINGS = {
+        "Setting & Background\nGoal:": "setting",
+        "Objects\nGoal:": "objects",
+        "Attire\nGoal:": "attire",
+        "Interaction & Gesture\nGoal:": "interaction",
+        "Spatial Arrangement\nGoal:": "spatial",
+    }
+
+    def __init__(self):
+        self.asked: list[tuple[str, str, str, float]] = []
+        self.refine_prompts: list[str] = []
+
+    def __call__(self, path, body):
+        model = path.split("models/")[1].split(":")[0]
+        text = " ".join(p.get("text", "") for p in body["contents"][0]["parts"])
+        heat = body["generationConfig"]["temperature"]
+        if text.startswith("You are an expert in cross-cultural visual representation."):
+            dim = next(d for h, d in self.HEADINGS.items() if h in text)
+            kind = "propose"
+            tokens = [f"{dim} {model} {k}" for k in range(2)] + [f"{dim} shared"]
+            answer = {"descriptors": [{"token": t, "style": "modern"} for t in tokens]}
+        elif text.startswith("You refine candidate visual descriptors"):
+            kind = "refine"
+            dim = text.split("Dimension: ")[1].split(" Candidate Descriptors:")[0]
+            self.refine_prompts.append(text)
+            answer = {"descriptors": [{"token": f"{dim} kept", "style": "traditional"}]}
+        elif "candidate exaggerated elements" in text:
+            kind, dim, answer = "stereotypes", "", {"stereotypes": ["giant samovars"]}
+        else:
+            raise AssertionError(text[:200])
+        self.asked.append((model, kind, dim, heat))
+        return 200, text_answer(json.dumps(answer))
+
+
+def test_references_with_the_papers_prompts(gemini_env, tmp_path):
+    """refs build --prompts ahead (auto for a CULTIVate activity): each proposer once per
+    dimension at temperature 0.2 with Tab. 15-20, the refiner per dimension at 0.1 with
+    Tab. 21 and the union's candidates and their styles, the stereotypes; every kept
+    descriptor with its style tag."""
+    m = AheadModels()
+    gemini_env.handler = m
+    try:
+        act = "people eating food at home"  # a CULTIVate activity: auto is ahead
+        done = cli("refs", "build", act, "--country", "Peru", "--json")
+        assert done.returncode == 0, done.stderr
+        pack = json.loads(done.stdout)
+        proposed = [a for a in m.asked if a[1] == "propose"]
+        assert len(proposed) == 10 and {a[3] for a in proposed} == {0.2}
+        refined = [a for a in m.asked if a[1] == "refine"]
+        assert [a[2] for a in refined] == [
+            "Setting & Background", "Objects", "Attire", "Interaction & Gesture",
+            "Spatial Arrangement",
+        ]  # fmt: skip
+        assert {a[3] for a in refined} == {0.1} and m.asked[-1][1:] == ("stereotypes", "", 0.1)
+        # the refiner saw both proposers' candidates, the shared one once, with its style
+        first = m.refine_prompts[0]
+        assert "setting gemini-3.8-flash 0 (modern)" in first and first.count("setting shared") == 1
+        assert pack["descriptors"]["objects"] == ["Objects kept"]
+        assert pack["styles"]["Objects kept"] == "traditional"
+        assert pack["stereotypes"] == ["giant samovars"] and "AHEaD's prompts" in pack["source"]
+        # auto: AHEaD's prompts for the catalog's activities only
+        from refine.evaluate.reference_source import prompt_set
+
+        assert prompt_set(" People eating  food at home") == "ahead"
+        assert prompt_set("people repairing a bicycle") == "toolkit"
+        assert prompt_set("people repairing a bicycle", "ahead") == "ahead"
+        bad = cli("refs", "build", act, "--country", "Peru", "--prompts", "paper")
+        assert bad.returncode == 2 and "auto, ahead or toolkit" in bad.stderr
+    finally:
+        gemini_env.handler = None
