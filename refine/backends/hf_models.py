@@ -35,7 +35,10 @@ from refine.backends.loading import (
 )
 from refine.backends.structured import (
     InvalidModelOutput,
+    StyledDescriptors,
+    ahead_descriptors,
     ask_with_repair,
+    check_observer_prompts,
     clean_descriptors,
     descriptor_schema,
     observation_prompt,
@@ -73,6 +76,7 @@ class HFModel(HFJudging):
         batch_size: int = 8,
         max_image_side: int | None = 1024,
         thinking: bool = False,
+        prompts: str = "toolkit",
     ) -> None:
         if not model:
             raise ValueError("an hf: backend needs a model id or a local path")
@@ -91,6 +95,8 @@ class HFModel(HFJudging):
         self.cut: list[bool] = []  # per answer of the last generate_texts: cut short
         self.max_image_side = max_image_side
         self.thinking = bool(thinking)
+        # an observer's prompts: the toolkit's, or AHEaD's per dimension (Tab. 22-27)
+        self.prompts = check_observer_prompts(prompts)
         self.model: Any = None
         self.processor: Any = None  # the processor of a VLM, or the tokenizer of a text model
         self.is_vision = False
@@ -293,6 +299,12 @@ class HFModel(HFJudging):
         self, image: Image.Image, dimensions: Sequence[str], max_per_dimension: int = 10
     ) -> dict[str, list[str]]:
         self._require_vision("observe images")
+        if self.prompts == "ahead":
+            return ahead_descriptors(
+                lambda p: self._ask(lambda q: self.generate_text(q, image), p, StyledDescriptors),
+                dimensions,
+                max_per_dimension,
+            )
         schema = descriptor_schema(dimensions, max_per_dimension)
         prompt = observation_prompt(dimensions, max_per_dimension)
         answer = self._ask(lambda p: self.generate_text(p, image), prompt, schema)

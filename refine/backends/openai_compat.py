@@ -43,7 +43,7 @@ from refine.backends.judging import (
     check_judge_options,
     pooled,
 )
-from refine.backends.structured import ApiObserver, ask_with_repair
+from refine.backends.structured import ApiObserver, ask_with_repair, check_observer_prompts
 from refine.usage import BudgetExhausted, abandonable, check_stop, sent, time_left
 from refine.usage import record as record_usage
 
@@ -281,10 +281,19 @@ class OpenAILanguageModel(_OpenAIBackend):
 
     role = "llm"
 
-    def __init__(self, model: str = "", temperature: float = 0.0, max_repairs: int = 2, **kw):
+    def __init__(
+        self,
+        model: str = "",
+        temperature: float = 0.0,
+        max_repairs: int = 2,
+        prompts: str = "toolkit",
+        **kw,
+    ):
         super().__init__(model, **kw)
         self.temperature = temperature
         self.max_repairs = max_repairs
+        # an observer's prompts: the toolkit's, or AHEaD's per dimension (Tab. 22-27)
+        self.prompts = check_observer_prompts(prompts)
 
     def _ask_json(
         self,

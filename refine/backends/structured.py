@@ -12,7 +12,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
@@ -127,6 +127,52 @@ def clean_descriptors(
     return {d: normalise_phrases(data.get(d, []))[:max_per_dimension] for d in dimensions}
 
 
+# the observer's prompts: this toolkit's one request for every dimension, or AHEaD's one
+# request per dimension (Tab. 22-27)
+OBSERVER_PROMPTS = ("toolkit", "ahead")
+
+
+def check_observer_prompts(prompts: str) -> str:
+    if prompts not in OBSERVER_PROMPTS:
+        raise ValueError(f"prompts is one of {', '.join(OBSERVER_PROMPTS)}, not {prompts!r}")
+    return prompts
+
+
+class Styled(BaseModel):
+    token: str
+    style: Literal["traditional", "modern", "neutral"] = "neutral"
+
+
+class StyledDescriptors(BaseModel):
+    """AHEaD's answer format (Tab. 15 and 22): descriptors with a style tag each."""
+
+    descriptors: list[Styled] = Field(default_factory=list)
+
+
+def ahead_observation_prompt(dimension: str, max_per_dimension: int) -> str:
+    """AHEaD's observer prompt for one dimension: its system prompt (Tab. 22), the
+    dimension's (Tab. 23-27), and the image to look at with the number to list."""
+    system = prompt_template("ahead_observe_system").strip()
+    block = prompt_template(f"ahead_observe_{dimension}").strip()
+    return (
+        f"{system}\n\n{block}\nList what is visible in this image: at most "
+        f"{max_per_dimension} descriptors."
+    )
+
+
+def ahead_descriptors(
+    ask_one: Callable[[str], BaseModel], dimensions: Sequence[str], max_per_dimension: int
+) -> dict[str, list[str]]:
+    """The descriptors of every dimension, one AHEaD request each (``ask_one(prompt)``
+    answers a :class:`StyledDescriptors`)."""
+    out = {}
+    for d in dimensions:
+        answer = ask_one(ahead_observation_prompt(d, max_per_dimension))
+        phrases = [s.token for s in answer.descriptors]
+        out[d] = normalise_phrases(phrases)[:max_per_dimension]
+    return out
+
+
 class ApiObserver:
     """What an API observer does with a transport's ``_ask_about(image, schema, purpose)``
     (a function of the prompt that returns the model's raw answer): list descriptors, for
@@ -138,6 +184,15 @@ class ApiObserver:
     _ask_about: Callable
 
     def describe(self, image, dimensions: Sequence[str], max_per_dimension: int = 10):
+        if getattr(self, "prompts", "toolkit") == "ahead":
+            ask_ahead = self._ask_about(image, StyledDescriptors, "observe")
+            return ahead_descriptors(
+                lambda p: ask_with_repair(
+                    ask_ahead, p, StyledDescriptors, self.id, self.max_repairs
+                ),
+                dimensions,
+                max_per_dimension,
+            )
         schema = descriptor_schema(dimensions, max_per_dimension)
         ask = self._ask_about(image, schema, "observe")
         prompt = observation_prompt(dimensions, max_per_dimension)

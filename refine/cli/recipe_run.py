@@ -54,6 +54,7 @@ def bench_plan(recipe: Recipe, generators: list[str], limit: int | None, **given
         backends=given["backends"],
         baselines=given.get("baselines") or tuple(s.baselines),
         baseline_models=tuple(given.get("baseline_models") or ()),
+        observer_prompts=s.observer_prompts,
     )
     try:
         plan.check()

@@ -37,6 +37,12 @@ def rescore_cmd(
         help="A concepts run (CUBE): geo-tag kernel weights of continent, country, artifact, "
         "e.g. 0,1,0 (repeatable: one new folder each, OUT/weights-0-1-0).",
     ),
+    observer_prompts: str = typer.Option(
+        None,
+        "--observer-prompts",
+        help="toolkit or ahead (AHEaD's per-dimension prompts, Tab. 22-27): observe the "
+        "stored images again with these.",
+    ),
     baselines: str = typer.Option(
         "", "--baselines", help="Baselines to add, comma-separated (as refine bench takes them)."
     ),
@@ -83,15 +89,19 @@ def rescore_cmd(
         backends=parse_backends(backend),
         baselines=tuple(added),
         profile=profile,
+        observer_prompts=observer_prompts,
     )
+    if observer_prompts not in (None, "toolkit", "ahead"):
+        raise UserInputError(f"--observer-prompts: toolkit or ahead, not {observer_prompts!r}")
     if tau_quantiles:
         if tau is not None:
             raise UserInputError("--tau-quantiles: leave out --tau (the photos give three)")
         _quantiles(plan, out, recipe, ratings, as_json, engine)
         return
-    if tau is None and not plan.backends and not added:
+    if tau is None and not plan.backends and not added and observer_prompts is None:
         raise UserInputError(
-            "nothing to recompute: give --tau, --backend observer=M or --baselines"
+            "nothing to recompute: give --tau, --backend observer=M, --observer-prompts or "
+            "--baselines"
         )
     chosen = None
     if recipe is not None:

@@ -3,7 +3,8 @@ makes and the model calls each role gets, counted from the plan and the referenc
 alone (no model is loaded or called), and the profile's price of them where its
 ``[costs]`` gives one.
 
-Per image: one generation, one observation, two quality answers from the judge
+Per image: one generation, one observation (five with AHEaD's observer prompts, one a
+dimension), two quality answers from the judge
 (naturalness and artifacts), EXAG's answers (``exag:ita``: one VQAScore per stereotype
 candidate, and once per prompt one per candidate and real photo for the photos'
 baseline; ``exag:mllm``: one rating) and one answer per judge-read baseline
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from metrics.baselines import JUDGE_RATED, JUDGE_SCALED
+from metrics.descriptors import DIMENSIONS
 
 # the baselines the judge answers one question an image for
 JUDGE_READ = ("vqascore", *JUDGE_RATED, *JUDGE_SCALED)
@@ -113,7 +115,9 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
             answers += gens * n_img
         answers += gens * n_img * per_image
     images = gens * len(plan.prompts) * n_img
-    calls = {"generator": images, "observer": images, "judge": answers, "llm": 0}
+    # AHEaD's observer prompts ask once per dimension (Tab. 22-27)
+    looks = images * (len(DIMENSIONS) if getattr(plan, "observer_prompts", "") == "ahead" else 1)
+    calls = {"generator": images, "observer": looks, "judge": answers, "llm": 0}
     uncounted = []
     tifa = any(b in plan.baselines for b in ("tifa", "soft_tifa"))
     if tifa or plan.expectations:

@@ -60,6 +60,8 @@ class Select(_Strict):
     generators: list[str] = Field(default_factory=list)  # the paper's models
     baselines: list[str] = Field(default_factory=list)
     tau: float | None = None  # None: the scorer profile's
+    # the observer's prompts: the toolkit's, or AHEaD's per dimension (Tab. 22-27)
+    observer_prompts: Literal["toolkit", "ahead"] = "toolkit"
     cube_weights: list[float] = Field(default_factory=lambda: [1.0, 0.0, 0.0])
 
 

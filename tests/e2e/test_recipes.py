@@ -49,6 +49,10 @@ def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
         first.setdefault(country, (act, country))
     assert [tuple(p) for p in doc["config"]["prompts"]] == list(first.values())[:4]
     assert doc["config"]["images_per_prompt"] == 10 and doc["config"]["seeds"][0] == 42
+    # AHEaD's observer prompts (Tab. 22-27): five requests an image, one a dimension
+    assert doc["config"]["scorer"]["observer_prompts"] == "ahead"
+    assert len(world.ahead_observed) == 5 * 2 * 4 * 10
+    assert sum("Attire Prompt\nGoal:" in t for t in world.ahead_observed) == 80
     rows = _table(out, "ahead-table1")
     region = regions()
     recipe = load_recipe("ahead-table1")
@@ -227,16 +231,15 @@ def test_dry_run_counts_and_prices(tmp_path):
                "--generator", PAPERS, "--profile", str(priced), "--out", str(out))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert not out.exists()  # nothing made
-    # 3 prompts x 10 images; each: quality (2 answers), EXAG by the judge's rating (no
-    # photos in the bundled pack), CLIPScore (the default baseline) with no call
-    images, judge = 30, 30 * 3
+    # 3 prompts x 10 images; each: five observer calls (AHEaD's prompts, one a
+    # dimension), quality (2 answers), EXAG by the judge's rating (no photos in the bundled
+    # pack), CLIPScore (the default baseline) with no call
+    images, looks, judge = 30, 150, 30 * 3
     assert f"{images} images" in done.stdout
-    assert (
-        f"generator: {images} calls" in done.stdout and f"observer: {images} calls" in done.stdout
-    )
+    assert f"generator: {images} calls" in done.stdout and f"observer: {looks} calls" in done.stdout
     assert f"judge: {judge} calls ({judge * 8} if the judge samples 8 answers each)" in done.stdout
-    low = images * 0.04 + images * 0.001 + judge * 0.0005
-    high = images * 0.04 + images * 0.001 + judge * 8 * 0.0005
+    low = images * 0.04 + looks * 0.001 + judge * 0.0005
+    high = images * 0.04 + looks * 0.001 + judge * 8 * 0.0005
     assert f"cost: about ${low:,.2f} to ${high:,.2f} (a test price list)" in done.stdout
     plain = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run", "--out", str(out))
     assert plain.returncode == 0 and "the profile gives no prices" in plain.stdout

@@ -223,6 +223,7 @@ class World:
     # an image model's name -> colours it draws by seed (seed % len): diverse generators
     generate_by_seed: dict = field(default_factory=dict)
     geotags: list[str] = field(default_factory=list)  # the geo-tagging prompts asked
+    ahead_observed: list[str] = field(default_factory=list)  # AHEaD's observer prompts
     translations: list[str] = field(default_factory=list)  # the prompts asked to translate
     # answer log-probability requests with HTTP 400 "Logprobs is not enabled", as many
     # current models do; sampled judge requests are answered per seed (see below)
@@ -403,6 +404,11 @@ class World:
             continent, country, artifact = GEO[colour]
             answer = {"continent": continent, "country": country, "artifact": artifact}
             return 200, text_answer(json.dumps(answer))
+        if AHEAD_OBSERVER in text:  # AHEaD's prompts: one dimension a request
+            self.ahead_observed.append(text)
+            dim = next(d for h, d in AHEAD_HEADINGS.items() if f"\n\n{h}" in text)
+            listed = [{"token": p, "style": "neutral"} for p in SEEN[colour][dim]]
+            return 200, text_answer(json.dumps({"descriptors": listed}))
         assert "annotating a photograph" in text, text[:200]
         return 200, text_answer(json.dumps(SEEN[colour]))
 
@@ -441,6 +447,15 @@ class World:
         return CULTURE[colour].get(label.group(1), 1) if label else RATING[colour]
 
 
+# AHEaD's observer prompts (Tab. 22-27): how they begin, and each dimension's heading
+AHEAD_OBSERVER = "As an expert on cross-cultural visual representation"
+AHEAD_HEADINGS = {
+    "Setting & Background Prompt": "setting",
+    "Objects Prompt": "objects",
+    "Attire Prompt": "attire",
+    "Interaction & Gesture Prompt": "interaction",
+    "Spatial Arrangement Prompt": "spatial",
+}
 VQA_ASK = "Please answer yes or no."  # VQAScore's question ends so
 MLLM_FORMAT = "score is <num>"  # AHEaD Tab. 31's answer format
 

@@ -123,3 +123,28 @@ def test_concepts_under_cubes_kernels():
     c = table.cells[(f"{sdxl} · cuisine", f"cd:{kernel}")]
     assert c.value == pytest.approx(0.2) and c.paper == 0.04  # SDXL, Cuisine (any case)
     assert table.cells[(f"{sdxl} · cuisine", "cd:uniform (1/3, 1/3, 1/3)")].value is None
+
+
+def test_aheads_observer_prompts_ask_once_per_dimension():
+    """AHEaD's observer (Tab. 22-27): one request a dimension, its system prompt and the
+    dimension's; the answers' tokens cleaned and cut to the most asked for."""
+    from refine.backends.structured import StyledDescriptors, ahead_descriptors
+
+    asked = []
+
+    def ask_one(prompt):
+        asked.append(prompt)
+        tokens = [" Floor  cushions ", "floor cushions", "rug", "lamp"]
+        return StyledDescriptors.model_validate(
+            {"descriptors": [{"token": t, "style": "traditional"} for t in tokens]}
+        )
+
+    dims = ["setting", "objects", "attire", "interaction", "spatial"]
+    got = ahead_descriptors(ask_one, dims, 2)
+    assert got == {d: ["Floor cushions", "rug"] for d in dims}
+    assert len(asked) == 5
+    assert all(p.startswith("As an expert on cross-cultural visual representation") for p in asked)
+    heads = ["Setting & Background Prompt", "Objects Prompt", "Attire Prompt",
+             "Interaction & Gesture Prompt", "Spatial Arrangement Prompt"]  # fmt: skip
+    for p, h in zip(asked, heads, strict=True):
+        assert f"\n\n{h}\nGoal:" in p and p.endswith("at most 2 descriptors.")

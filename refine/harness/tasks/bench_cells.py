@@ -72,8 +72,9 @@ class CellMaker:
         plan.check()
         self.plan = plan
         self.store = BenchStore(folder)
+        options = with_observer_prompts(backend_options, plan.observer_prompts)
         self.scorer = scorer = Backends(
-            load_profile(plan.profile), plan.backends, backend_options, instances
+            load_profile(plan.profile), plan.backends, options, instances
         )
         self.tau, self.tau_source = scorer.tau(plan.tau)
         # every model loads (or is checked with its API) before the first image is paid for
@@ -95,6 +96,8 @@ class CellMaker:
             for r, n in scorer.ids().items()
             if r in ("observer", "judge", "text_embedder", "image_embedder")
         }
+        if plan.observer_prompts != "toolkit":  # cells observed otherwise are others
+            self.scoring["observer_prompts"] = plan.observer_prompts
 
     def describe(self) -> tuple[float, str, dict[str, str]]:
         """(tau, where it comes from, the scoring models' ids): what a cell is scored with."""
@@ -171,6 +174,18 @@ class CellMaker:
                 "score_s": time.perf_counter() - generated,
             },
         )
+
+
+def with_observer_prompts(
+    options: dict[str, dict[str, Any]] | None, prompts: str
+) -> dict[str, dict[str, Any]] | None:
+    """The backends' options with the observer's prompts set where they are not the
+    toolkit's."""
+    if prompts == "toolkit":
+        return options
+    merged = {k: dict(v) for k, v in (options or {}).items()}
+    merged.setdefault("observer", {})["prompts"] = prompts
+    return merged
 
 
 def _image_record(

@@ -29,6 +29,9 @@ class BenchPlan:
     baselines: tuple[str, ...] = ("clipscore",)
     # checkpoints in place of the baselines' own, as NAME=WHERE (--baseline-model)
     baseline_models: tuple[str, ...] = ()
+    # the observer's prompts: the toolkit's one request for every dimension, or AHEaD's
+    # one per dimension (Tab. 22-27), as the AHEaD recipes run it
+    observer_prompts: str = "toolkit"
 
     def check(self) -> None:
         if not self.generators:
@@ -41,6 +44,8 @@ class BenchPlan:
             raise ValueError("no prompts: the countries and activities given leave none")
         if self.images_per_prompt < 1:
             raise ValueError("images per prompt must be at least 1")
+        if self.observer_prompts not in ("toolkit", "ahead"):
+            raise ValueError(f"observer prompts: toolkit or ahead, not {self.observer_prompts!r}")
         from refine.evaluate.baseline_models import parse_baseline_models
 
         parse_baseline_models(self.baseline_models)

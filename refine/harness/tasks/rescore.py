@@ -43,6 +43,7 @@ class RescorePlan:
     baselines: tuple[str, ...] = ()  # baselines added to the source's
     profile: str | None = None  # None: the source's
     tau_source: str | None = None  # where a given tau comes from (a quantile of photos')
+    observer_prompts: str | None = None  # a new observer's prompts (None: the source's)
 
     def bench_plan(self) -> tuple[BenchPlan, dict[str, Any]]:
         """The source's plan with this one's changes, and the source's config. A
@@ -69,8 +70,12 @@ class RescorePlan:
             seed=c["seeds"][0],
             tau=tau,
             profile=self.profile or c.get("profile") or "gemini",
-            backends={**scorer, **self.backends},
+            backends={
+                **{r: n for r, n in scorer.items() if r in SCORING_ROLES},
+                **self.backends,
+            },
             expectations=bool(c.get("expectations")),
+            observer_prompts=self.observer_prompts or scorer.get("observer_prompts", "toolkit"),
             baselines=tuple(dict.fromkeys([*(c.get("baselines") or ()), *self.baselines])),
         )
         if list(range(plan.seed, plan.seed + plan.images_per_prompt)) != list(c["seeds"]):
@@ -102,11 +107,16 @@ class Rescorer:
         self.source = BenchStore(source)
         self.source_config = source_config
         self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
+        from refine.harness.tasks.bench_cells import with_observer_prompts
+
+        options = with_observer_prompts(backend_options, plan.observer_prompts)
         self.scorer = scorer = Backends(
-            load_profile(plan.profile), plan.backends, backend_options, instances
+            load_profile(plan.profile), plan.backends, options, instances
         )
         old = source_config.get("scorer") or {}
-        self.new_observer = plan.backends.get("observer") != old.get("observer")
+        self.new_observer = plan.backends.get("observer") != old.get("observer") or (
+            plan.observer_prompts != old.get("observer_prompts", "toolkit")
+        )
         scorer.preflight(["text_embedder"] + (["observer"] if self.new_observer else []))
         self.tau, self.tau_source = scorer.tau(plan.tau)
         if plan.tau is not None and plan.tau == source_config.get("tau"):
@@ -122,6 +132,8 @@ class Rescorer:
         self.scoring = {r: n for r, n in old.items() if r in SCORING_ROLES}
         if self.new_observer:
             self.scoring["observer"] = plan.backends["observer"]
+        if plan.observer_prompts != "toolkit":
+            self.scoring["observer_prompts"] = plan.observer_prompts
 
     def describe(self) -> tuple[float, str, dict[str, str]]:
         return self.tau, self.tau_source, self.scoring
