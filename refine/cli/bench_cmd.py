@@ -44,7 +44,8 @@ RECIPE = typer.Option(
     None,
     "--recipe",
     help="Run a paper's protocol and write its table (CSV, LaTeX, HTML) beside the "
-    "bench: ahead-table1, ahead-table2, ahead-table5, cube-table5, or a recipe file (.toml).",
+    "bench: ahead-table1, ahead-table2, ahead-table5, cube-table5, sos-table2, or a recipe "
+    "file (.toml).",
 )
 LIMIT = typer.Option(
     None,
@@ -266,6 +267,11 @@ def _recipe(name: str, given: dict) -> None:
 
     if recipe.task == "concepts":
         _recipe_concepts(recipe, given, echo)
+        return
+    if recipe.task == "sos":
+        from refine.cli.recipe_sos import run_sos_recipe
+
+        run_sos_recipe(recipe, given, echo)
         return
     plan = bench_plan(
         recipe,

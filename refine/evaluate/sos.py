@@ -150,8 +150,6 @@ def analyse(
     if centroids not in ("pooled", "per-generator"):
         raise ValueError(f"centroids are 'pooled' or 'per-generator', not {centroids!r}")
     banks, first, parts = _gather(bank_dirs)
-    if classifiers and len(banks) > 1:
-        raise BankError("--classifiers reads one bank at a time")
     e = np.concatenate([p[1] for p in parts])
     cultures = [c for p in parts for c in p[2]]
     languages = [g for p in parts for g in p[3]]
@@ -240,6 +238,7 @@ def analyse(
             banks[0], e, cultures, languages, images, per_image, classifiers, caption_models,
             surface, device,
         )  # fmt: skip
+        captioned["images"] = images  # the order of every classifier's labels
     return {
         "bank": str(banks[0].path),
         "banks": [str(b.path) for b in banks],

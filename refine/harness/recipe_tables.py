@@ -278,3 +278,40 @@ def settings_table(
                     if (r.label, key) in cells:
                         cells[(r.label, key)].paper = value
     return out
+
+
+def labels_table(
+    recipe: Recipe, result: dict[str, Any], humans: dict[Any, Any] | None
+) -> RecipeTable:
+    """SoS Tab. 2: per method (and without the English prompts), accuracy and each label's
+    precision against people's majority labels; without ratings, each caption
+    classifier's against SoS's own labels (the metric side)."""
+    from refine.evaluate.sos_human import agreement_rows
+    from refine.harness.recipes import LABEL_COLUMNS
+
+    t = recipe.table
+    methods = [m.metric for m in t.metrics]
+    if humans is not None:
+        got = agreement_rows(result, humans, methods)
+    else:
+        captioned = (result.get("caption_classifiers") or {}).get("classifiers") or {}
+        got = {m: captioned[m] for m in methods if m in captioned}
+    columns = [(k, h, "", "max") for k, h in LABEL_COLUMNS.items()]
+    rows, cells = [], {}
+    shown = {m.metric: m.shown() for m in t.metrics}
+    for key, row in got.items():
+        base = key.split(" \\ ")[0]
+        label = shown.get(base, base) + key[len(base) :]
+        rows.append(Row(label, "", key))
+        for c, _, _, _ in columns:
+            cells[(label, c)] = TableCell(row.get(c), None, int(row.get("n") or 0))
+    out = RecipeTable(
+        recipe, "agreement" if humans is not None else "metrics", rows, columns, cells
+    )
+    for p in t.paper:
+        for r in rows:
+            if p.metric == r.key:
+                for k, v in p.values.items():
+                    if (r.label, k) in cells:
+                        cells[(r.label, k)].paper = v
+    return out

@@ -3,8 +3,8 @@
 
 A recipe holds:
 
-* ``task``: what runs it, ``bench`` (CULTIVate activities) or ``concepts`` (CUBE-style
-  concept prompts);
+* ``task``: what runs it, ``bench`` (CULTIVate activities), ``concepts`` (CUBE-style
+  concept prompts) or ``sos`` (an SoS bank per generator);
 * ``[select]``: the countries, activities, categories or concepts file, the sample per
   country, images per prompt, the first seed, the generators the paper compared (as
   this toolkit names them; ``--generator`` replaces them), the baselines and tau;
@@ -27,6 +27,11 @@ A recipe holds:
     "tau-quantiles"``: tau at Q1, the median and Q3 of the best-match similarities on the
     real photos, AHEaD Tab. 5), one column per correlation of the one metric with the
     answers to ``question``;
+
+  - ``kind = "labels"`` (the ``sos`` task: a bank per generator, their centroids pooled):
+    one row per method (``sos``, and the caption classifiers ``clipscore``, ``mclip``)
+    and per method without the English prompts, its accuracy and the precision of each
+    label against people's majority labels (SoS Tab. 2);
 
   and ``[[table.paper]]``: the paper's own figures, a row each (its label, the
   generator or metric it is, its group, ``values`` by column), shown beside the
@@ -63,6 +68,17 @@ class Select(_Strict):
     # the observer's prompts: the toolkit's, or AHEaD's per dimension (Tab. 22-27)
     observer_prompts: Literal["toolkit", "ahead"] = "toolkit"
     cube_weights: list[float] = Field(default_factory=lambda: [1.0, 0.0, 0.0])
+    # the sos task: the cultures and prompt languages of each generator's bank (empty: all
+    # the native-speaker prompts have), the concept, the prompts of each cell used
+    cultures: list[str] = Field(default_factory=list)
+    languages: list[str] = Field(default_factory=list)
+    concept: str = "person"
+    prompts_per_cell: int | None = Field(None, ge=1)
+
+
+# a labels table's columns (SoS Tab. 2): agreement with people's labels, and the
+# precision of each label
+LABEL_COLUMNS = {"accuracy": "Acc", "precision_surface": "P_sur", "precision_semantic": "P_sem"}
 
 
 class Metric(_Strict):
@@ -85,7 +101,7 @@ class PaperRow(_Strict):
 
 
 class Table(_Strict):
-    kind: Literal["metrics", "agreement", "settings"] = "metrics"
+    kind: Literal["metrics", "agreement", "settings", "labels"] = "metrics"
     caption: str
     label: str = Field(pattern=r"^[A-Za-z0-9:_.-]+$")
     groups: Literal["region", "country", "concept", "all"] = "all"
@@ -122,7 +138,10 @@ class Table(_Strict):
             stray = [
                 k
                 for k in p.values
-                if k not in keys and k not in self._group_keys() and k not in self.correlations
+                if k not in keys
+                and k not in self._group_keys()
+                and k not in self.correlations
+                and k not in LABEL_COLUMNS
             ]
             if stray:
                 raise ValueError(
@@ -145,13 +164,13 @@ class Recipe(_Strict):
     paper: str  # the paper, in words
     source: str  # where in the paper: the file and the table or figure
     about: str = ""  # what the recipe runs and how it departs from the paper
-    task: Literal["bench", "concepts"] = "bench"
+    task: Literal["bench", "concepts", "sos"] = "bench"
     select: Select = Field(default_factory=Select)
     table: Table
 
     @property
     def needs_ratings(self) -> bool:
-        return self.table.kind in ("agreement", "settings")
+        return self.table.kind in ("agreement", "settings", "labels")
 
 
 def recipes_dir() -> Path:

@@ -409,3 +409,120 @@ def lean_toward(folder, texts):
         norm.weight.mul_(0.25)
     model.save_pretrained(folder)
     return folder
+
+
+SOS_RECIPE = """
+name = "sos-small"
+title = "SoS labels against people's"
+paper = "SoS"
+source = "Table 2"
+task = "sos"
+[select]
+cultures = ["Japanese", "Nigerian", "Mexican"]
+languages = ["en", "fr", "ja"]
+prompts_per_cell = 2
+seed = 42
+[table]
+kind = "labels"
+caption = "SoS labels"
+label = "tab:sos-small"
+protocol = "sos"
+question = "culture"
+metrics = [{ metric = "sos", header = "SoS score" }, { metric = "clipscore", header = "CLIPScore" }]
+[[table.paper]]
+row = "SoS score"
+metric = "sos"
+values = { accuracy = 0.740 }
+"""
+
+
+def test_the_sos_recipe_against_peoples_labels(models, tmp_path):
+    """refine bench --recipe (an sos task) on a tiny SD and a tiny CLIP: a bank per
+    generator, the centroids pooled, and the table of SoS's and CLIPScore's labels against
+    people's majority pick (the sos protocol), every figure by hand; without ratings, the
+    classifiers against SoS's own labels."""
+    from metrics.sos import label_agreement, sos_label
+    from refine.profiles import load_profile
+    from tests.e2e.test_cli_run import cli
+    from tests.fakes.tiny_models import build_tiny_hf_clip
+
+    _, _, sd = models
+    captions = [f"A photo of a {c} person" for c in (*CULTURES, "US-american", "French")]
+    clip = lean_toward(build_tiny_hf_clip(tmp_path / "clip", seed=3), captions)
+    profile = tmp_path / "tiny.toml"
+    text = load_profile("gemini").path.read_text()
+    text = text.replace(
+        'generator = "gemini:gemini-3.1-flash-lite-image"', f'generator = "diffusers:{sd}"'
+    )
+    text = text.replace(
+        'image_embedder = "clip:ViT-B-32/laion2b_s34b_b79k"', f'image_embedder = "hfclip:{clip}"'
+    )
+    text += '\n[options.generator]\ndevice = "cpu"\nsteps = 2\nwidth = 32\nheight = 32\n'
+    profile.write_text(text)
+    recipe = tmp_path / "sos.toml"
+    recipe.write_text(SOS_RECIPE)
+    out = tmp_path / "out"
+    args = ["bench", "--recipe", str(recipe), "--profile", str(profile), "--out", str(out),
+            "--generator", f"diffusers:{sd}"]  # fmt: skip
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert "missing: people's labels" in done.stdout
+    (bank,) = (out / "banks").iterdir()
+    result = analyse([bank], ("clipscore",))
+    # people: two raters a picture; the semantic culture for Japanese and Mexican images,
+    # the language's for Nigerian ones, a tie (no majority) for those in French
+    surface = {"en": "US-american", "fr": "French", "ja": "Japanese"}
+    rows, human = [], {}
+    for p in result["pairs"]:
+        for img in p["images"]:
+            path = str((bank / img).resolve())
+            pick = surface[p["language"]] if p["culture"] == "Nigerian" else p["culture"]
+            picks = (
+                [pick, "Mexican" if pick != "Mexican" else "Japanese"]
+                if p["language"] == "fr"
+                else [pick, pick]
+            )
+            for rater, choice in zip(("a", "b"), picks, strict=True):
+                rows.append({"image": path, "rater": rater, "protocol": "sos",
+                             "answers": {"culture": choice}, "country": p["culture"],
+                             "language": p["language"]})  # fmt: skip
+            label = None
+            if p["language"] != "fr":
+                label = (
+                    "semantic"
+                    if pick == p["culture"]
+                    else "surface"
+                    if pick == surface[p["language"]]
+                    else None
+                )
+            human[path] = label
+    ratings = tmp_path / "r.jsonl"
+    ratings.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    again = cli(*args, "--ratings", str(ratings))
+    assert again.returncode == 0, again.stderr
+    table = {
+        (r["row"], r["column"]): r for r in csv.DictReader((out / "table-sos-small.csv").open())
+    }
+    order = [
+        (p["language"], str((bank / i).resolve()), v)
+        for p in result["pairs"]
+        for i, v in zip(p["images"], p["image_sos"], strict=True)
+    ]
+    sos_labels = [sos_label(v) for _, _, v in order]
+    people = [human[path] for _, path, _ in order]
+    cap = result["caption_classifiers"]
+    by_image = dict(zip(cap["images"], cap["classifiers"]["clipscore"]["labels"], strict=True))
+    clip_labels = [by_image[i] for p in result["pairs"] for i in p["images"]]
+    for name, labels in (("SoS score", sos_labels), ("CLIPScore", clip_labels)):
+        for rows_kept, suffix in (
+            (range(len(order)), ""),
+            ([k for k, o in enumerate(order) if o[0] != "en"], " \\ en"),
+        ):
+            want = label_agreement([labels[k] for k in rows_kept], [people[k] for k in rows_kept])
+            got = table[(name + suffix, "Acc")]
+            assert int(got["n"]) == want["n"]
+            assert (float(got["value"]) if got["value"] else None) == want["accuracy"]
+            p_sur = table[(name + suffix, "P_sur")]["value"]
+            assert (float(p_sur) if p_sur else None) == want["precision_surface"]
+    assert float(table[("SoS score", "Acc")]["paper"]) == 0.740
+    assert (out / "sos.html").is_file()

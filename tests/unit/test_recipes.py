@@ -9,19 +9,21 @@ import pytest
 
 from metrics.stats import mean_interval
 from refine.harness.recipe_tables import metrics_table
-from refine.harness.recipes import bundled, load_recipe, recipes_dir
+from refine.harness.recipes import LABEL_COLUMNS, bundled, load_recipe, recipes_dir
 from refine.present.report.recipe import csv_rows, latex_table
 
 
 def test_every_bundled_recipe_loads_with_its_papers_figures():
     names = bundled()
-    assert {"ahead-table1", "ahead-table2", "ahead-table5", "cube-table5"} <= set(names)
+    assert {"ahead-table1", "ahead-table2", "ahead-table5", "cube-table5", "sos-table2"} <= set(
+        names
+    )
     for name in names:
         r = load_recipe(name)
         assert r.name == name and r.table.paper, name
         keys = {m.metric for m in r.table.metrics}
         for p in r.table.paper:
-            allowed = keys | {"GS", "GN", "All"} | set(r.table.correlations)
+            allowed = keys | {"GS", "GN", "All"} | set(r.table.correlations) | set(LABEL_COLUMNS)
             assert set(p.values) <= allowed, (name, p.row)
     t1 = load_recipe("ahead-table1")
     assert t1.select.images_per_prompt == 10 and t1.select.seed == 42
