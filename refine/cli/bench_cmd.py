@@ -44,8 +44,8 @@ RECIPE = typer.Option(
     None,
     "--recipe",
     help="Run a paper's protocol and write its table (CSV, LaTeX, HTML) beside the "
-    "bench: ahead-table1, ahead-table2, ahead-table5, cube-table5, sos-table2, or a recipe "
-    "file (.toml).",
+    "bench: ahead-table1, ahead-table2, ahead-table5, cube-table5, sos-table2, "
+    "culturalframes-fig6, or a recipe file (.toml).",
 )
 LIMIT = typer.Option(
     None,

@@ -195,6 +195,8 @@ def agreement_table(
     t = recipe.table
     wanted = [m.metric for m in t.metrics]
     whole = agreement(ratings, stored, wanted, seed=seed)
+    if t.columns == "questions":
+        return _by_questions(recipe, whole)
     parts: dict[str, Any] = {}
     if t.groups != "all":
         by = "region" if t.groups == "region" else "country"
@@ -314,4 +316,43 @@ def labels_table(
                 for k, v in p.values.items():
                     if (r.label, k) in cells:
                         cells[(r.label, k)].paper = v
+    return out
+
+
+def _by_questions(recipe: Recipe, whole: Any) -> RecipeTable:
+    """An agreement table whose columns are the protocol's questions (CulturalFrames
+    Fig. 6): each metric's correlation with the mean answer to each, over all rated
+    images; with ``human_row``, each rater's correlation with the others' mean, averaged
+    (the human-human ceiling)."""
+    from refine.human.groups import ceiling
+
+    t = recipe.table
+    name = t.correlation
+    columns = [(q, q, "", "max") for q in t.questions]
+    rows, cells = [], {}
+    for m in t.metrics:
+        shown = [k for k in whole.table if k == m.metric or k.startswith(f"{m.metric} [")]
+        for key in shown or [m.metric]:
+            label = m.shown() + key[len(m.metric) :]
+            rows.append(Row(label, "", m.metric))
+            for q in t.questions:
+                got = (whole.table.get(key) or {}).get(q) or {}
+                if got.get(name) is None:
+                    cells[(label, q)] = TableCell(None, note=f"no rated image has {key} and {q}")
+                    continue
+                iv = got.get(f"{name}_interval")
+                cells[(label, q)] = TableCell(got[name], tuple(iv) if iv else None, got["n"])
+    if t.human_row:
+        top = ceiling(whole.answers)
+        rows.append(Row("Human", "", "human"))
+        for q in t.questions:
+            value = (top.get(q) or {}).get(name)
+            n = len((top.get(q) or {}).get("raters") or {})
+            cells[("Human", q)] = TableCell(
+                value, None, n, note="" if value is not None else "fewer than two raters an image"
+            )
+    out = RecipeTable(recipe, "agreement", rows, columns, cells)
+    if whole.images == 0:
+        out.missing.append("no rated image matches the bench's images")
+    _paper(out)
     return out

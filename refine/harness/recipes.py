@@ -116,6 +116,11 @@ class Table(_Strict):
     question: str | None = None  # the question whose answers the metrics are set against
     correlation: Literal["spearman", "kendall", "pearson"] = "spearman"
     with_all: bool = True  # an "All" column beside the groups
+    # an agreement table's columns: its groups (the one question), or several questions
+    # of the protocol (CulturalFrames Fig. 6), over all the rated images
+    columns: Literal["groups", "questions"] = "groups"
+    questions: list[str] = Field(default_factory=list)
+    human_row: bool = False  # a last row: each rater against the others' mean (the ceiling)
     # settings tables: the settings each row is (the bench rescored at tau's quartiles on
     # the real photos), and the correlations of the one metric with the answers, a column
     # each
@@ -130,7 +135,13 @@ class Table(_Strict):
         keys = [c.metric for c in self.metrics]
         if len(set(keys)) != len(keys):
             raise ValueError("a metric is given twice")
-        if self.kind in ("agreement", "settings") and not self.question:
+        if self.kind == "agreement" and self.columns == "questions" and not self.questions:
+            raise ValueError("an agreement table by questions names them (questions = [...])")
+        if (
+            self.kind in ("agreement", "settings")
+            and self.columns == "groups"
+            and not self.question
+        ):
             raise ValueError("an agreement table names the rated question (question = ...)")
         if self.kind == "settings" and (self.settings is None or len(self.metrics) != 1):
             raise ValueError("a settings table names its settings and one metric")
@@ -152,7 +163,7 @@ class Table(_Strict):
 
     def _group_keys(self) -> set[str]:
         """The column keys of an agreement table: its groups and All."""
-        return {*self.group_order, *self.group_labels.values(), "All"}
+        return {*self.group_order, *self.group_labels.values(), "All", *self.questions}
 
     def group_label(self, group: str) -> str:
         return self.group_labels.get(group, group)

@@ -295,3 +295,86 @@ def test_a_settings_recipe_rescores_its_bench_at_the_photos_quartiles(
         assert cells[0]["tau"] == pytest.approx(taus[name], abs=1e-5)
         assert float(r["value"]) == pytest.approx(cell_mean(cells[0], "faith"), abs=1e-9)
     assert "missing: people's ratings" in done.stdout
+
+
+BY_QUESTIONS = """
+name = "cf-small"
+title = "Metrics against three questions"
+paper = "CulturalFrames"
+source = "Figure 6"
+task = "bench"
+[select]
+countries = ["Iran", "USA"]
+activities = ["people eating food at home", "wedding celebration"]
+images_per_prompt = 2
+seed = 0
+generators = ["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"]
+[table]
+kind = "agreement"
+columns = "questions"
+questions = ["alignment", "overall"]
+human_row = true
+caption = "by questions"
+label = "tab:cf-small"
+protocol = "culturalframes"
+metrics = [{ metric = "faith", header = "FAITH" }, { metric = "align", header = "ALIGN" }]
+[[table.paper]]
+row = "Human"
+metric = "human"
+values = { overall = 0.42 }
+"""
+
+
+def test_an_agreement_recipe_by_questions_with_the_human_row(world, siglip_path, tmp_path):
+    """CulturalFrames Fig. 6's layout: each metric's Spearman with the mean answer to each
+    question, and each rater against the others' mean (averaged) as the last row."""
+    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
+    recipe = tmp_path / "cf.toml"
+    recipe.write_text(BY_QUESTIONS)
+    out = tmp_path / "b"
+    args = ["bench", "--recipe", str(recipe), "--out", str(out), "--baselines", "",
+            "--backend", f"image_embedder=siglip:{siglip_path}"]  # fmt: skip
+    assert cli(*args).returncode == 0
+    cells = [json.loads(x) for x in (out / "cells.jsonl").read_text().splitlines()]
+    rng = np.random.default_rng(11)
+    rows, images = [], []
+    for cell in cells:
+        for im in cell["images"]:
+            path = str(out / im["file"])
+            images.append((path, im))
+            for rater in ("a", "b", "c"):
+                al = ["0", "0.5", "1"][
+                    int(np.clip(round(2 * im["align"] + rng.normal(scale=0.5)), 0, 2))
+                ]
+                ov = str(int(np.clip(round(1 + 4 * im["faith"] + rng.normal(scale=0.8)), 1, 5)))
+                rows.append({"image": path, "rater": rater, "protocol": "culturalframes",
+                             "answers": {"alignment": al, "overall": ov},
+                             "activity": cell["activity"], "country": cell["country"]})  # fmt: skip
+    ratings = tmp_path / "r.jsonl"
+    ratings.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = cli(*args, "--ratings", str(ratings))
+    assert done.returncode == 0, done.stderr
+    table = {
+        (r["row"], r["column"]): r for r in csv.DictReader((out / "table-cf-small.csv").open())
+    }
+    answers = {}
+    for r in rows:
+        for q, v in r["answers"].items():
+            answers.setdefault((r["image"], q), {})[r["rater"]] = float(v)
+    for q in ("alignment", "overall"):
+        y = [np.mean(list(answers[(p, q)].values())) for p, _ in images]
+        for metric, header in (("faith", "FAITH"), ("align", "ALIGN")):
+            x = [im[metric] for _, im in images]
+            assert float(table[(header, q)]["value"]) == pytest.approx(
+                sp.spearmanr(x, y).statistic, abs=1e-9
+            )
+        # the human row: each rater against the mean of the other two, averaged
+        per = []
+        for rater in ("a", "b", "c"):
+            mine = [answers[(p, q)][rater] for p, _ in images]
+            rest = [
+                np.mean([v for w, v in answers[(p, q)].items() if w != rater]) for p, _ in images
+            ]
+            per.append(sp.spearmanr(mine, rest).statistic)
+        assert float(table[("Human", q)]["value"]) == pytest.approx(np.mean(per), abs=1e-9)
+    assert float(table[("Human", "overall")]["paper"]) == 0.42
