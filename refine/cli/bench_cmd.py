@@ -45,7 +45,7 @@ RECIPE = typer.Option(
     "--recipe",
     help="Run a paper's protocol and write its table (CSV, LaTeX, HTML) beside the "
     "bench: ahead-table1, ahead-table2, ahead-table5, cube-table5, sos-table2, "
-    "culturalframes-fig6, or a recipe file (.toml).",
+    "caire-table2, culturalframes-fig6, or a recipe file (.toml).",
 )
 LIMIT = typer.Option(
     None,
@@ -268,10 +268,11 @@ def _recipe(name: str, given: dict) -> None:
     if recipe.task == "concepts":
         _recipe_concepts(recipe, given, echo)
         return
-    if recipe.task == "sos":
+    if recipe.task in ("sos", "caire"):
+        from refine.cli.recipe_caire import run_caire_recipe
         from refine.cli.recipe_sos import run_sos_recipe
 
-        run_sos_recipe(recipe, given, echo)
+        (run_sos_recipe if recipe.task == "sos" else run_caire_recipe)(recipe, given, echo)
         return
     plan = bench_plan(
         recipe,

@@ -4,7 +4,9 @@
 A recipe holds:
 
 * ``task``: what runs it, ``bench`` (CULTIVate activities), ``concepts`` (CUBE-style
-  concept prompts) or ``sos`` (an SoS bank per generator);
+  concept prompts), ``sos`` (an SoS bank per generator) or ``caire`` (CAIRE's universal
+  set: each concept of ``--concepts`` generated in each country, every image scored for
+  every country);
 * ``[select]``: the countries, activities, categories or concepts file, the sample per
   country, images per prompt, the first seed, the generators the paper compared (as
   this toolkit names them; ``--generator`` replaces them), the baselines and tau;
@@ -74,6 +76,7 @@ class Select(_Strict):
     languages: list[str] = Field(default_factory=list)
     concept: str = "person"
     prompts_per_cell: int | None = Field(None, ge=1)
+    kb: str | None = None  # the caire task: a CAIRE knowledge base (None: kb-free)
 
 
 # a labels table's columns (SoS Tab. 2): agreement with people's labels, and the
@@ -175,7 +178,7 @@ class Recipe(_Strict):
     paper: str  # the paper, in words
     source: str  # where in the paper: the file and the table or figure
     about: str = ""  # what the recipe runs and how it departs from the paper
-    task: Literal["bench", "concepts", "sos"] = "bench"
+    task: Literal["bench", "concepts", "sos", "caire"] = "bench"
     select: Select = Field(default_factory=Select)
     table: Table
 

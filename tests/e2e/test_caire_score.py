@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import csv
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from metrics.caire import diversity
@@ -244,3 +247,87 @@ def test_log_likelihood_scoring_with_affine_debiasing(tmp_path, siglip_path, kb_
     assert "--loglik: CAIRE's log-likelihood scoring" in bad.stderr and "gemini:" in bad.stderr
     bad = cli("caire", "score", str(red), "--labels", "Iran", "--loglik")
     assert bad.returncode == 2 and "give --caire-lambda and --caire-floor" in bad.stderr
+
+
+CAIRE_RECIPE = """
+name = "caire-small"
+title = "CAIRE against people, country by country"
+paper = "CAIRE"
+source = "Table 2"
+task = "caire"
+[select]
+countries = ["Iran", "Turkey", "India"]
+images_per_prompt = 1
+seed = 0
+generators = ["gemini:gemini-3.1-flash-image"]
+[table]
+kind = "agreement"
+caption = "per country"
+label = "tab:caire-small"
+protocol = "caire"
+question = "relevance"
+correlation = "pearson"
+group_order = ["Iran", "Turkey", "India", "Avg"]
+metrics = [{ metric = "caire", header = "CAIRE" }]
+[[table.paper]]
+row = "CAIRE"
+metric = "caire"
+values = { Iran = 0.6, Avg = 0.56 }
+"""
+
+
+def test_the_caire_recipe_country_by_country(world, tmp_path):
+    """The universal set on the stand-in: each concept in each country generated, every
+    image scored for every country, and per country the Pearson correlation of the scores
+    for it with the mean rating of that country's raters (their nationality in the set's
+    profiles), by hand; the average over countries."""
+    from metrics.stats import pearson
+
+    world.generate_for = {"wedding": RED, "breakfast": GREEN, "market": BLUE}
+    recipe = tmp_path / "caire.toml"
+    recipe.write_text(CAIRE_RECIPE)
+    concepts = tmp_path / "concepts.jsonl"
+    concepts.write_text(
+        "".join(json.dumps({"concept": c}) + "\n" for c in ("wedding", "breakfast", "market"))
+    )
+    out = tmp_path / "out"
+    args = ["bench", "--recipe", str(recipe), "--concepts", str(concepts), "--out", str(out)]
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert "missing: people's ratings" in done.stdout
+    doc = json.loads((out / "caire-scores.json").read_text())
+    assert len(doc["images"]) == 9 and doc["labels"] == ["Iran", "Turkey", "India"]
+    colour = {"wedding": RED, "breakfast": GREEN, "market": BLUE}
+    for im, row in zip(doc["images"], doc["scores"], strict=True):
+        c = next(colour[k] for k in colour if k in Path(im["image"]).name)
+        assert row == [CULTURE[c][x] for x in doc["labels"]]
+    # raters: two from each country; each rates every image near CAIRE's score, with noise
+    ratings = tmp_path / "rate" / "ratings.jsonl"
+    ratings.parent.mkdir()
+    profiles = {f"{n}{k}": {"nationality": n} for n in doc["labels"] for k in range(2)}
+    (ratings.parent / ".profiles.json").write_text(json.dumps(profiles))
+    rng = np.random.default_rng(2)
+    lines, mean = [], {}
+    for i, (im, row) in enumerate(zip(doc["images"], doc["scores"], strict=True)):
+        for rater, p in profiles.items():
+            k = doc["labels"].index(p["nationality"])
+            v = int(np.clip(round(row[k] + rng.normal(scale=1.0)), 1, 5))
+            mean.setdefault((i, p["nationality"]), []).append(v)
+            lines.append({"image": im["image"], "rater": rater, "protocol": "caire",
+                          "answers": {"relevance": str(v)}})  # fmt: skip
+    ratings.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    again = cli(*args, "--ratings", str(ratings))
+    assert again.returncode == 0, again.stderr
+    table = {r["column"]: r for r in csv.DictReader((out / "table-caire-small.csv").open())}
+    got = []
+    for k, country in enumerate(doc["labels"]):
+        x = [row[k] for row in doc["scores"]]
+        y = [np.mean(mean[(i, country)]) for i in range(9)]
+        want = pearson(x, y)
+        assert float(table[country]["value"]) == pytest.approx(want, abs=1e-9)
+        assert int(table[country]["n"]) == 9
+        got.append(want)
+    assert float(table["Avg"]["value"]) == pytest.approx(np.mean(got), abs=1e-9)
+    assert float(table["Iran"]["paper"]) == 0.6
+    bad = cli("bench", "--recipe", str(recipe), "--out", str(out))
+    assert bad.returncode == 2 and "--concepts FILE" in bad.stderr
