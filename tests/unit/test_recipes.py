@@ -24,7 +24,7 @@ def test_every_bundled_recipe_loads_with_its_papers_figures():
         keys = {m.metric for m in r.table.metrics}
         for p in r.table.paper:
             allowed = keys | {"GS", "GN", "All"} | set(r.table.correlations) | set(LABEL_COLUMNS)
-            allowed |= set(r.table.questions)
+            allowed |= set(r.table.questions) | set(r.table.group_order)
             assert set(p.values) <= allowed, (name, p.row)
     t1 = load_recipe("ahead-table1")
     assert t1.select.images_per_prompt == 10 and t1.select.seed == 42
