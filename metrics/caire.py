@@ -132,10 +132,11 @@ def diversity(labels: Sequence[str], scores: Sequence[Sequence[float]]) -> dict[
 
 def debiased_nll(nll: float, base: float, lam: float, floor: float) -> float:
     """CAIRE App. B.1's affine debiasing of a label's negative log-likelihood:
-    L'(c, (D, I, p)) = L(c, (D, I, p)) - lambda x max(L(c, (empty, empty, p)), floor), the
-    base rate ``base`` (the label after the prompt alone) capped at ``floor`` from below so
-    that a rare label's very low likelihood does not dominate (Zhao et al., 2021). Lower
-    is more relevant."""
+    L'(c, (D, I, p)) = L(c, (D, I, p)) - lambda x max(L(c, (empty, empty, p)), floor): the
+    label's base rate ``base`` (its negative log-likelihood after the prompt alone) is
+    subtracted, raised to ``floor`` where it is smaller, so that a label the model expects
+    anyway (a small base NLL) is not credited for it, nor one whose base is tiny corrected
+    by next to nothing (Zhao et al., 2021). Lower is more relevant."""
     for name, v in (("nll", nll), ("base", base), ("lambda", lam), ("floor", floor)):
         if not math.isfinite(v):
             raise ValueError(f"{name} must be a finite number, got {v!r}")

@@ -319,8 +319,11 @@ class HFModel(HFJudging):
         self, images: Sequence[Image.Image], dimensions: Sequence[str], max_per_dimension: int = 10
     ) -> list[dict[str, list[str]]]:
         """:meth:`describe` for several images: their first answers in batched generate
-        calls; an answer that needs repairing is repaired on its own."""
+        calls; an answer that needs repairing is repaired on its own. With AHEaD's prompts,
+        each image's five requests one after the other (:meth:`describe`)."""
         self._require_vision("observe images")
+        if self.prompts == "ahead":
+            return [self.describe(im, dimensions, max_per_dimension) for im in images]
         schema = descriptor_schema(dimensions, max_per_dimension)
         prompt = observation_prompt(dimensions, max_per_dimension)
         firsts = self.generate_texts([prompt] * len(images), images)

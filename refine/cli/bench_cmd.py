@@ -121,7 +121,7 @@ def bench_cmd(
     out: Path = typer.Option(
         Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."
     ),
-    baselines: str = baselines_option("clipscore"),
+    baselines: str = baselines_option(None),
     baseline_model: list[str] = baseline_model_option(),
     expectations: bool = typer.Option(
         False,
@@ -183,7 +183,7 @@ def bench_cmd(
         profile=profile,
         backends=parse_backends(backend),
         expectations=expectations,
-        baselines=_baselines(baselines),
+        baselines=_baselines("clipscore" if baselines is None else baselines),
         baseline_models=tuple(baseline_model),
     )
     parsed_baseline_models(baseline_model)
@@ -281,7 +281,8 @@ def _recipe(name: str, given: dict) -> None:
         profile=given["profile"],
         backends=parse_backends(given["backend"]),
         tau=given["tau"],
-        baselines=_baselines(given["baselines"]) if given["baselines"] else None,
+        # the recipe's own baselines unless --baselines chooses others
+        baselines=None if given["baselines"] is None else _baselines(given["baselines"]),
         baseline_models=given["baseline_model"],
     )
     parsed_baseline_models(given["baseline_model"])
@@ -334,6 +335,8 @@ def _recipe_concepts(recipe, given: dict, echo) -> None:
         given["out"],
         given["as_json"],
         given["engine"],
+        given["cube_quality"],
+        tuple(given["baseline_model"]),
     )
     from refine.harness.results import Results
 

@@ -232,7 +232,7 @@ def evaluate_cmd(
         doc = json.loads(scores.read_text(encoding="utf-8"))
         labels, rows = doc["labels"], doc["scores"]
         names = [im.get("image") for im in doc["images"]]
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise UserInputError(
             f"SCORES: {scores}: not the scores of refine caire score ({err})"
         ) from None
@@ -252,6 +252,10 @@ def evaluate_cmd(
         got = threshold_scores(rows, wanted)
     except ValueError as err:
         raise UserInputError(f"--truth: {err}") from err
+    except (TypeError, AttributeError, KeyError) as err:
+        raise UserInputError(
+            f"SCORES: {scores}: not the scores of refine caire score ({err})"
+        ) from None
     result = {"labels": labels, "images": len(rows), "thresholds": got}
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -39,9 +39,14 @@ def compare_cmd(
     """Pair two benches' cells on the same images (a bench and its rescore, say) and print
     each metric's means, difference B - A and its paired bootstrap interval over prompts;
     with --ratings, each bench's Spearman agreement with people and the paired difference."""
+    from metrics.catalog import CATALOG
     from refine.harness.compare import agreement_difference, compare
     from refine.harness.results import ResultsError
 
+    wanted = split_list(metrics)
+    unknown = [m for m in wanted if m not in CATALOG]
+    if unknown:
+        raise UserInputError(f"--metrics: no metric {unknown[0]!r} (metrics: {', '.join(CATALOG)})")
     for side, folder in (("A", a), ("B", b)):
         if not (folder / "results.json").is_file():
             raise UserInputError(f"{side}: {folder} holds no bench (no results.json)")
@@ -60,9 +65,7 @@ def compare_cmd(
 
         try:
             rated = load_ratings(ratings)
-            doc["agreement"] = agreement_difference(
-                a, b, rated, split_list(metrics), question, seed
-            )
+            doc["agreement"] = agreement_difference(a, b, rated, wanted, question, seed)
         except ValueError as err:
             raise UserInputError(f"--ratings: {err}") from err
     if out is not None:

@@ -292,8 +292,9 @@ def tau_option() -> Any:
     return spec_option("tau")
 
 
-def baselines_option(default: str = "none") -> Any:
-    """``--baselines`` as ``score`` and ``bench`` take it (``bench``'s default: clipscore)."""
+def baselines_option(default: str | None = "none") -> Any:
+    """``--baselines`` as ``score`` and ``bench`` take it (``bench``'s default: clipscore,
+    or a recipe's own; None here lets the command tell the default from a choice)."""
     import typer
 
     return typer.Option(

@@ -173,7 +173,7 @@ def _table(recipe: Recipe, doc: dict[str, Any], ratings: Path | None) -> Any:
     except ValueError as err:
         raise UserInputError(f"--ratings: {err}") from err
     index = {str(Path(n).resolve()): i for i, n in enumerate(names)}
-    per: dict[tuple[int, str], list[float]] = {}
+    latest: dict[tuple[int, str], dict[str, float]] = {}  # each rater's latest answer
     for r in rated:
         i = index.get(str(r.image))
         value = r.answers.get(t.question or "relevance")
@@ -181,7 +181,8 @@ def _table(recipe: Recipe, doc: dict[str, Any], ratings: Path | None) -> Any:
             continue
         country = next((c for c in labels if c.casefold() == r.rater_country.casefold()), None)
         if country is not None:
-            per.setdefault((i, country), []).append(value)
+            latest.setdefault((i, country), {})[r.rater] = value
+    per = {k: list(v.values()) for k, v in latest.items()}
     cells, values = {}, []
     for k, c in enumerate(labels):
         pairs = [(doc["scores"][i][k], sum(v) / len(v)) for (i, cc), v in per.items() if cc == c]
@@ -200,8 +201,11 @@ def _table(recipe: Recipe, doc: dict[str, Any], ratings: Path | None) -> Any:
     )
     columns = [(c, t.group_label(c), "", "max") for c in [*labels, "Avg"]]
     table = RecipeTable(recipe, "agreement", [Row("CAIRE", "", "caire")], columns, cells)
+    # with a knowledge base, the paper's CAIRE row; without, its VLM baseline (the judge
+    # rating the image alone)
+    which = "caire" if doc.get("mode") == "kb" else "vlm"
     for p in t.paper:
-        if p.metric == "caire":
+        if p.metric == which:
             for key, v in p.values.items():
                 if ("CAIRE", key) in cells:
                     cells[("CAIRE", key)].paper = v

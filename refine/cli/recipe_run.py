@@ -52,7 +52,11 @@ def bench_plan(recipe: Recipe, generators: list[str], limit: int | None, **given
         tau=given.get("tau") if given.get("tau") is not None else s.tau,
         profile=given["profile"],
         backends=given["backends"],
-        baselines=given.get("baselines") or tuple(s.baselines),
+        baselines=(
+            given["baselines"]
+            if given.get("baselines") is not None
+            else tuple(s.baselines) or ("clipscore",)
+        ),
         baseline_models=tuple(given.get("baseline_models") or ()),
         observer_prompts=s.observer_prompts,
     )

@@ -67,6 +67,8 @@ def rescore_cmd(
 
     if not (bench / "results.json").is_file():
         raise UserInputError(f"BENCH: {bench} holds no bench (no results.json)")
+    if ratings is not None and recipe is None:
+        raise UserInputError("--ratings goes with --recipe NAME (the table it is set against)")
     task = json.loads((bench / "results.json").read_text(encoding="utf-8")).get("task")
     if task == "concepts" or cube_weights:
         if task != "concepts":
@@ -177,6 +179,13 @@ def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:
     def echo(line: str) -> None:
         typer.echo(line, err=as_json)
 
+    chosen = None
+    if recipe is not None:  # checked before anything is observed
+        from refine.cli.recipe_run import read_recipe
+
+        chosen = read_recipe(recipe)
+        if chosen.table.kind != "settings":
+            raise UserInputError(f"--recipe {chosen.name}: its table is not one of settings")
     try:
         made = rescore_at_quantiles(plan, out, on_event=echo, engine=engine)
     except ValueError as err:
@@ -190,14 +199,11 @@ def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:
         shown_faith = f"{mean:.3f}" if mean is not None else "-"
         where = out / f"tau-{name}"
         echo(f"{name}: tau {tau:.4f}, {where} (FAITH of the first generator {shown_faith})")
-    if recipe is not None:
-        from refine.cli.recipe_run import read_recipe, terminal
+    if chosen is not None:
+        from refine.cli.recipe_run import terminal
         from refine.harness.recipe_tables import settings_table
         from refine.present.report.recipe import write_recipe_table
 
-        chosen = read_recipe(recipe)
-        if chosen.table.kind != "settings":
-            raise UserInputError(f"--recipe {chosen.name}: its table is not one of settings")
         rated = None
         if ratings is not None:
             from refine.human.agree import load_ratings

@@ -89,6 +89,12 @@ class CallCounter:
             self.n += k
 
 
+def observer_calls(observer: Any) -> int:
+    """Model calls behind one image's observation: one, or one a dimension with AHEaD's
+    prompts (Tab. 22-27)."""
+    return len(DIMENSIONS) if getattr(observer, "prompts", "toolkit") == "ahead" else 1
+
+
 def judge_calls(judge: Any, answers: int) -> int:
     """Model calls behind ``answers`` judge answers: k each when the judge samples."""
     sampled = getattr(judge, "method", "logprobs") != "logprobs"
@@ -183,7 +189,7 @@ class Assessor:
         t = time.perf_counter()
         with self.backends.using("observer") as observer:
             observed = observer.describe(image, list(DIMENSIONS), max_per_dimension)
-        self.calls.add()
+            self.calls.add(observer_calls(observer))
         timings["observe"] = time.perf_counter() - t
         t = time.perf_counter()
         with self.backends.using("text_embedder") as embedder:
@@ -220,7 +226,7 @@ class Assessor:
                 observed = [
                     observer.describe(im, list(DIMENSIONS), max_per_dimension) for im in images
                 ]
-        self.calls.add(len(images))
+            self.calls.add(len(images) * observer_calls(observer))
         timings["observe"] = time.perf_counter() - t
         t = time.perf_counter()
         with self.backends.using("text_embedder") as embedder:

@@ -288,8 +288,8 @@ def labels_table(
     """SoS Tab. 2: per method (and without the English prompts), accuracy and each label's
     precision against people's majority labels; without ratings, each caption
     classifier's against SoS's own labels (the metric side)."""
-    from refine.evaluate.sos_human import agreement_rows
     from refine.harness.recipes import LABEL_COLUMNS
+    from refine.human.sos_labels import agreement_rows
 
     t = recipe.table
     methods = [m.metric for m in t.metrics]

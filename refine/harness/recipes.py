@@ -182,6 +182,41 @@ class Recipe(_Strict):
     select: Select = Field(default_factory=Select)
     table: Table
 
+    @model_validator(mode="after")
+    def _metrics_known(self) -> Recipe:
+        """Each metric is one the task computes: a catalog metric (bench), a CUBE kernel's
+        ``cd:NAME`` or figure (concepts), a method (sos), ``caire``; and the table's kind
+        one the task makes."""
+        from metrics.catalog import CATALOG, CUBE_FIGURES
+        from metrics.vendi import CUBE_KERNELS
+
+        known = {
+            "bench": set(CATALOG),
+            "concepts": {*CUBE_FIGURES, *(f"cd:{k}" for k in CUBE_KERNELS)},
+            "sos": {"sos", "clipscore", "mclip"},
+            "caire": {"caire"},
+        }[self.task]
+        kinds = {
+            "bench": ("metrics", "agreement", "settings"),
+            "concepts": ("metrics",),
+            "sos": ("labels",),
+            "caire": ("agreement",),
+        }[self.task]
+        if self.table.kind not in kinds:
+            raise ValueError(
+                f"a {self.task} recipe makes a table of kind {' or '.join(kinds)}, "
+                f"not {self.table.kind!r}"
+            )
+        for m in self.table.metrics:
+            if m.metric not in known:
+                from refine.evaluate.references import suggest
+
+                raise ValueError(
+                    f"table.metrics: no metric {m.metric!r} in a {self.task} recipe"
+                    f"{suggest(m.metric, sorted(known))}"
+                )
+        return self
+
     @property
     def needs_ratings(self) -> bool:
         return self.table.kind in ("agreement", "settings", "labels")

@@ -164,19 +164,19 @@ def test_completion_log_likelihood_from_vllms_prompt_logprobs(server):
     the prompt log-probabilities (vLLM's prompt_logprobs) of the tokens the completion adds
     to the continued assistant message; a server that gives none is named an error."""
     judge = role("judge", server)
-    prefix = "This text is relevant to "
+    prefix = "This text is relevant to"
     got = judge.completion_nll(
         [Image.new("RGB", (8, 8), RED), None],
         ["Which culture is this relevant to?"] * 2,
         prefix,
-        ["Iran", "South Africa"],
+        [" Iran", " South Africa"],
     )
     w = FakeOpenAI.word_logprob
     assert got == pytest.approx([-w("Iran"), -(w("South") + w("Africa"))])
     asked = [r["body"] for r in server.requests if r["body"].get("prompt_logprobs") is not None]
     assert len(asked) == 4 and all(b["prompt_logprobs"] == 0 for b in asked)
-    assert asked[1]["messages"][-1] == {"role": "assistant", "content": prefix + "Iran"}
+    assert asked[1]["messages"][-1] == {"role": "assistant", "content": prefix + " Iran"}
     assert asked[1]["continue_final_message"] is True and asked[1]["max_tokens"] == 1
     server.prompt_logprobs_served = False
     with pytest.raises(OpenAIServerError, match="no prompt log-probabilities"):
-        judge.completion_nll([None], ["x"], prefix, ["Iran"])
+        judge.completion_nll([None], ["x"], prefix, [" Iran"])

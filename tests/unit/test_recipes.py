@@ -151,3 +151,49 @@ def test_aheads_observer_prompts_ask_once_per_dimension():
              "Interaction & Gesture Prompt", "Spatial Arrangement Prompt"]  # fmt: skip
     for p, h in zip(asked, heads, strict=True):
         assert f"\n\n{h}\nGoal:" in p and p.endswith("at most 2 descriptors.")
+
+
+def test_a_recipes_baselines_are_its_own_unless_chosen():
+    from refine.cli.recipe_run import bench_plan
+
+    recipe = load_recipe("ahead-table2")
+    own = bench_plan(recipe, [], 2, profile="gemini", backends={}, tau=None, baselines=None)
+    assert own.baselines == tuple(recipe.select.baselines) and "pickscore" in own.baselines
+    assert own.observer_prompts == "ahead" and len(own.prompts) == 2
+    chosen = bench_plan(recipe, [], 1, profile="gemini", backends={}, baselines=("vqascore",))
+    assert chosen.baselines == ("vqascore",)
+    # a recipe that lists none: the bench's default
+    plain = bench_plan(load_recipe("ahead-table1"), [], 1, profile="gemini", backends={})
+    assert plain.baselines == ("clipscore",)
+
+
+MINIMAL = """
+name = "mini"
+title = "t"
+paper = "p"
+source = "s"
+task = "bench"
+[table]
+caption = "c"
+label = "tab:mini"
+metrics = [{ metric = "faith" }]
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (('metric = "faith"', 'metric = "fiath"'), "no metric 'fiath' in a bench recipe"),
+        (('task = "bench"', 'task = "sos"'), "a sos recipe makes a table of kind labels"),
+    ],
+)
+def test_a_recipes_metrics_and_kind_fit_its_task(tmp_path, change, says):
+    assert load_recipe_text(tmp_path, MINIMAL).name == "mini"
+    with pytest.raises(ValueError, match=says):
+        load_recipe_text(tmp_path, MINIMAL.replace(change[0], change[1], 1))
+
+
+def load_recipe_text(tmp_path, text):
+    path = tmp_path / "r.toml"
+    path.write_text(text)
+    return load_recipe(path)

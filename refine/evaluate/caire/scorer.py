@@ -19,8 +19,9 @@ from refine.assets import prompt_template
 from refine.evaluate.caire.kb import _as_array
 from refine.records import CaireScore, LabelScore
 
-# CAIRE App. B.1: the completion whose label's likelihood is read
-LOGLIK_PREFIX = "This text is relevant to "
+# CAIRE App. B.1: the completion whose label's likelihood is read, the label after a space
+# (so that a tokenizer that joins a space to the next word keeps the prefix's tokens)
+LOGLIK_PREFIX = "This text is relevant to"
 
 
 def parse_labels(text: str | Sequence[str]) -> list[str]:
@@ -181,11 +182,12 @@ class CaireScorer:
             block = prompt_template("caire_knowledge").format(entity=entity, text=knowledge or "")
         asked = prompt_template("caire_loglik")
         n = len(labels)
+        said = [f" {label}" for label in labels]
         full = self.judge.completion_nll(
-            [image] * n, [asked.format(knowledge=block)] * n, LOGLIK_PREFIX, list(labels)
+            [image] * n, [asked.format(knowledge=block)] * n, LOGLIK_PREFIX, said
         )
         base = self.judge.completion_nll(
-            [None] * n, [asked.format(knowledge="")] * n, LOGLIK_PREFIX, list(labels)
+            [None] * n, [asked.format(knowledge="")] * n, LOGLIK_PREFIX, said
         )
         return [
             {"nll": f, "base_nll": b, "debiased": debiased_nll(f, b, lam, floor)}
@@ -201,7 +203,7 @@ class CaireScorer:
         return {
             "lambda": self.loglik[0],
             "floor": self.loglik[1],
-            "completion": LOGLIK_PREFIX + "{label}",
+            "completion": LOGLIK_PREFIX + " {label}",
             "best": labels[best],
         }
 

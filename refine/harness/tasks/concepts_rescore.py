@@ -45,9 +45,11 @@ class ConceptRescorer:
             copy_image(self.source.dir / im["file"], self.store.dir / im["file"])
         tags = [tuple(im["tag"]) for im in src.images]
         quality = [im["quality"] for im in src.images]
+        faithful = [bool(im.get("faithful", True)) for im in src.images]
         stats = concept_stats(
-            tags, src.data["embeddings"], quality, concept.country is not None, self.weights
-        )
+            tags, src.data["embeddings"], quality, concept.country is not None, self.weights,
+            faithful if concept.country is not None else None,
+        )  # fmt: skip
         return Cell(
             key=src.key,
             inputs={**src.inputs, "weights": self.weights},

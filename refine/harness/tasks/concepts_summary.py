@@ -18,8 +18,8 @@ Per concept and generator:
   quality-weighted form (CUBE's Eq. 2: mean quality x VS);
 * ``vendi`` and ``qvendi``: the same over the image embeddings (cosine kernel);
 * ``cube_within`` (a concept within a country): CUBE App. K's within-culture diversity,
-  the artifacts' VS-bar(0, 0, 1) per chunk of 8 over the images the judge finds faithful
-  to the culture, quality uniform;
+  per batch of 8 the artifacts' VS-bar(0, 0, 1) over the images the judge finds faithful
+  to the culture, quality uniform, the batches weighted by the images each kept;
 * quality per image: HPS v2's score of the image with its prompt (max(cos, 0)), as CUBE
   rates quality, where its checkpoint loads; else the judge's yes-probability that the
   image matches the prompt (each run and cell names which).
@@ -86,12 +86,23 @@ def concept_stats(
 
 
 def _within(tags: Sequence[tuple[str, str, str]], faithful: Sequence[bool] | None) -> float | None:
-    """CUBE App. K: the artifacts' normalised Vendi, VS-bar(0, 0, 1) per chunk of 8, over
-    the images found faithful to the culture (uniform quality); None when none is."""
-    kept = [t for t, ok in zip(tags, faithful or [True] * len(tags), strict=True) if ok]
-    if not kept:
-        return None
-    return normalised_by_size(kernel=tag_kernel(kept, (0.0, 0.0, 1.0)), group_size=CHUNK)
+    """CUBE App. K: per batch of 8 images (as drawn, by seed), the artifacts' Vendi over
+    the images the judge found faithful to the culture, over their number (VS-bar(0, 0, 1),
+    quality uniform); the batches' mean weighted by how many each kept, so that a batch
+    left with one image (whose VS-bar is 1 by construction) counts as one image. None when
+    no image is kept."""
+    ok = list(faithful) if faithful is not None else [True] * len(tags)
+    total, kept_all = 0.0, 0
+    for start in range(0, len(tags), CHUNK):
+        kept = [
+            t
+            for t, y in zip(tags[start : start + CHUNK], ok[start : start + CHUNK], strict=True)
+            if y
+        ]
+        if kept:
+            total += vendi_from_kernel(tag_kernel(kept, (0.0, 0.0, 1.0)))  # = size x VS-bar
+            kept_all += len(kept)
+    return total / kept_all if kept_all else None
 
 
 def _mean(values: list[Any]) -> float | None:

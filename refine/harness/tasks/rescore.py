@@ -128,10 +128,13 @@ class Rescorer:
             compare=plan.baselines,
             baseline_models=parse_baseline_models(plan.baseline_models),
         )
-        # what the cells are scored with: the source's models, the observer replaced
-        self.scoring = {r: n for r, n in old.items() if r in SCORING_ROLES}
-        if self.new_observer:
-            self.scoring["observer"] = plan.backends["observer"]
+        # what the cells are scored with: every scoring role as this rescore ran it (the
+        # source's, and any --backend given in its place)
+        self.scoring = {
+            r: plan.backends.get(r, old.get(r))
+            for r in SCORING_ROLES
+            if plan.backends.get(r, old.get(r)) is not None
+        }
         if plan.observer_prompts != "toolkit":
             self.scoring["observer_prompts"] = plan.observer_prompts
 

@@ -42,7 +42,7 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
     from metrics.ahead import faith, score_images, score_pooled
     from metrics.vendi import quality_weighted
     from refine.evaluate.assess import DEFAULT_MAX_PER_DIMENSION as MOST
-    from refine.evaluate.assess import DIMENSIONS, CallCounter
+    from refine.evaluate.assess import DIMENSIONS, CallCounter, observer_calls
     from refine.evaluate.reference_source import ReferenceSource
 
     began = time.perf_counter()
@@ -67,7 +67,7 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
                 observed = many(images, list(DIMENSIONS), MOST)
             else:
                 observed = [observer.describe(im, list(DIMENSIONS), MOST) for im in images]
-        calls.add(len(images))
+            calls.add(len(images) * observer_calls(observer))
     else:
         observed = [im["observed"] for im in src.images]
     tau = maker.tau

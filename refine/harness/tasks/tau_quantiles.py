@@ -31,10 +31,13 @@ def photo_similarities(
     from metrics.descriptors import DIMENSIONS
     from refine.backends.selection import Backends
     from refine.evaluate.reference_source import ReferenceSource
+    from refine.harness.tasks.bench_cells import with_observer_prompts
     from refine.profiles import load_profile
 
     bench, _ = plan.bench_plan()
-    scorer = Backends(load_profile(bench.profile), bench.backends, backend_options)
+    # the photos are observed as the bench's images are (AHEaD's prompts where it uses them)
+    options = with_observer_prompts(backend_options, bench.observer_prompts)
+    scorer = Backends(load_profile(bench.profile), bench.backends, options)
     scorer.preflight(["observer", "text_embedder"])
     sims: list[float] = []
     used, photos = [], 0
@@ -70,6 +73,7 @@ def photo_similarities(
         "similarities": len(sims),
         "observer": scorer.names.get("observer"),
         "text_embedder": scorer.names.get("text_embedder"),
+        "observer_prompts": bench.observer_prompts,
     }
     return sims, about
 
