@@ -52,7 +52,8 @@ LIMIT = typer.Option(
     "--limit",
     min=1,
     help="With --recipe: only its first K prompts (each a cell per generator), taken "
-    "in turn from its countries, for a quick look.",
+    "in turn from its countries, for a quick look (a concepts recipe: its first K concept "
+    "prompts; sos: K cultures; caire: K concepts).",
 )
 DRY_RUN = typer.Option(
     False,
@@ -312,18 +313,21 @@ def _recipe_concepts(recipe, given: dict, echo) -> None:
             f"({recipe.about.split('.')[0] if recipe.about else 'see the recipe'})"
         )
     if given["dry_run"]:
-        found = load_concepts(path)
+        from refine.cli.recipe_run import profile_of
+        from refine.harness.estimate import task_estimate
+
+        found = load_concepts(path)[: given["limit"] or None]
         gens = list(given["generator"]) or list(s.generators)
         n = len(gens) * len(found) * s.images_per_prompt
+        within = sum(1 for c in found if c.country) * len(gens) * s.images_per_prompt
+        est = task_estimate(
+            profile_of(given["profile"]), n, len(found), len(gens), observer=n,
+            judge_answers=n + within, local=["image_embedder", "hpsv2 where at hand"],
+        )  # fmt: skip
         echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
-        echo(
-            f"{n} images: {len(gens)} generators x {len(found)} concept prompts x "
-            f"{s.images_per_prompt} images per prompt; {n} generator calls, and the "
-            "observer's and judge's per image (geo-tags, quality)"
-        )
+        for line in est.lines():
+            echo(line)
         return
-    if given["limit"]:
-        raise UserInputError("--limit: a concepts recipe runs its concepts file whole")
     _concepts(
         list(given["generator"]) or list(s.generators),
         given["profile"],
@@ -337,6 +341,7 @@ def _recipe_concepts(recipe, given: dict, echo) -> None:
         given["engine"],
         given["cube_quality"],
         tuple(given["baseline_model"]),
+        given["limit"],  # the first K concept prompts
     )
     from refine.harness.results import Results
 
@@ -379,11 +384,11 @@ def _with_interval(stat: dict | None) -> str:
 
 def _concepts(
     generator, profile, backend, path, weights_text, images, seed, out, as_json, engine,
-    quality="auto", baseline_models=(),
+    quality="auto", baseline_models=(), limit=None,
 ) -> None:  # fmt: skip
 
     try:
-        found = load_concepts(path)
+        found = load_concepts(path)[:limit] if limit else load_concepts(path)
     except ValueError as err:
         raise UserInputError(f"--concepts: {err}") from err
     try:

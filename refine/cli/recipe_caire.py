@@ -47,12 +47,16 @@ def run_caire_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[str]
     seeds = [s.seed + i for i in range(s.images_per_prompt)]
     n = len(generators) * len(concepts) * len(countries) * len(seeds)
     if given["dry_run"]:
+        from refine.cli.recipe_run import profile_of
+        from refine.harness.estimate import task_estimate
+
+        est = task_estimate(
+            profile_of(given["profile"]), n, len(concepts) * len(countries), len(generators),
+            judge_answers=n * len(countries),
+        )  # fmt: skip
         echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
-        echo(
-            f"{n} images ({len(generators)} generator(s) x {len(concepts)} concepts x "
-            f"{len(countries)} countries x {len(seeds)}), one generator call each; then "
-            f"{n * len(countries)} judge answers (every image for every country)"
-        )
+        for line in est.lines():
+            echo(line)
         return None
     out = Path(given["out"])
     try:
@@ -146,7 +150,7 @@ def _table(recipe: Recipe, doc: dict[str, Any], ratings: Path | None) -> Any:
     rating of its raters (and the average over countries, as Tab. 2's Avg); without,
     the scores' mean."""
     from metrics.stats import correlation_interval, pearson
-    from refine.harness.recipe_tables import RecipeTable, Row, TableCell
+    from refine.harness.recipe_tables import RecipeTable, Row, TableCell, attach_paper
 
     t = recipe.table
     labels = doc["labels"]
@@ -204,9 +208,5 @@ def _table(recipe: Recipe, doc: dict[str, Any], ratings: Path | None) -> Any:
     # with a knowledge base, the paper's CAIRE row; without, its VLM baseline (the judge
     # rating the image alone)
     which = "caire" if doc.get("mode") == "kb" else "vlm"
-    for p in t.paper:
-        if p.metric == which:
-            for key, v in p.values.items():
-                if ("CAIRE", key) in cells:
-                    cells[("CAIRE", key)].paper = v
+    attach_paper(table, lambda p: "caire" if p.metric == which else None)
     return table

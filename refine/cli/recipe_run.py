@@ -19,6 +19,16 @@ def read_recipe(name: str) -> Recipe:
         raise UserInputError(f"--recipe: {err}") from err
 
 
+def profile_of(name: str) -> Any:
+    """The profile a recipe's dry run prices with; a bad name is one line."""
+    from refine.profiles import load_profile
+
+    try:
+        return load_profile(name)
+    except ValueError as err:
+        raise UserInputError(f"--profile: {err}") from err
+
+
 def interleaved(prompts: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """The prompts taken in turn from each country (the first of each, then the second of
     each, ...): a bench cut short with ``--limit`` still covers the countries, and with

@@ -38,15 +38,19 @@ def run_sos_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[str], 
     generators = list(given["generator"]) or list(s.generators)
     out = Path(given["out"])
     if given["dry_run"]:
+        from refine.cli.recipe_run import profile_of
+        from refine.harness.estimate import task_estimate
+
         cells = len(cultures) * len(languages)
         per = s.prompts_per_cell or 9
+        n = len(generators) * cells * per * s.images_per_prompt
+        est = task_estimate(
+            profile_of(given["profile"]), n, cells * per, len(generators),
+            local=["image_embedder", "the caption classifiers' CLIPs"],
+        )  # fmt: skip
         echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
-        echo(
-            f"{len(generators)} bank(s) of {cells} cells ({len(cultures)} cultures x "
-            f"{len(languages)} languages), {per} prompts x {s.images_per_prompt} images a "
-            f"cell: {len(generators) * cells * per * s.images_per_prompt} images, one generator "
-            "call each; the embedder runs here"
-        )
+        for line in est.lines():
+            echo(line)
         return None
     banks = []
     overrides = parse_backends(given["backend"])

@@ -16,6 +16,7 @@ many questions the language model writes: they are named, not counted."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +147,39 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
         k,
         local,
         uncounted,
+        dict(profile.costs),
+        profile.costs_source,
+    )
+
+
+def task_estimate(
+    profile: Any,
+    images: int,
+    prompts: int,
+    generators: int,
+    observer: int = 0,
+    judge_answers: int = 0,
+    local: Sequence[str] = (),
+    uncounted: Sequence[str] = (),
+) -> Estimate:
+    """An estimate for the tasks other than the bench (CUBE concepts, SoS banks, CAIRE's
+    universal set): one generation an image, the observer's and the judge's answers as
+    given, the judge's counted both ways as for the bench."""
+    judge = profile.options.get("judge", {})
+    mode = str(judge.get("judge_mode", "auto"))
+    k = int(judge.get("samples", 8)) if mode != "logprobs" else 1
+    calls = {"generator": images, "observer": observer, "judge": judge_answers, "llm": 0}
+    sampled = {**calls, "judge": judge_answers * k}
+    return Estimate(
+        images,
+        prompts,
+        generators,
+        calls if mode != "sampled" else sampled,
+        sampled,
+        mode,
+        k,
+        list(local),
+        list(uncounted),
         dict(profile.costs),
         profile.costs_source,
     )

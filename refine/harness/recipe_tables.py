@@ -15,6 +15,7 @@ carries it (the recipes: :mod:`refine.harness.recipes`; the files written:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,17 @@ def _paper(table: RecipeTable) -> None:
                         table.cells[(row.label, column)].paper = value
 
 
+def attach_paper(table: RecipeTable, key_of: Callable[[Any], str | None]) -> None:
+    """The paper's figure beside each cell of a row whose key is ``key_of(paper row)``, in
+    the column the figure names."""
+    for p in table.recipe.table.paper:
+        for r in table.rows:
+            if key_of(p) == r.key:
+                for k, v in p.values.items():
+                    if (r.label, k) in table.cells:
+                        table.cells[(r.label, k)].paper = v
+
+
 def _column_of(table: RecipeTable, key: str) -> str | None:
     t = table.recipe.table
     for column, header, _, _ in table.columns:
@@ -273,12 +285,7 @@ def settings_table(
     out = RecipeTable(
         recipe, "agreement" if ratings is not None else "metrics", rows, columns, cells
     )
-    for p in t.paper:
-        for r in rows:
-            if p.setting == r.key:
-                for key, value in p.values.items():
-                    if (r.label, key) in cells:
-                        cells[(r.label, key)].paper = value
+    attach_paper(out, lambda p: p.setting)
     return out
 
 
@@ -310,12 +317,7 @@ def labels_table(
     out = RecipeTable(
         recipe, "agreement" if humans is not None else "metrics", rows, columns, cells
     )
-    for p in t.paper:
-        for r in rows:
-            if p.metric == r.key:
-                for k, v in p.values.items():
-                    if (r.label, k) in cells:
-                        cells[(r.label, k)].paper = v
+    attach_paper(out, lambda p: p.metric)
     return out
 
 

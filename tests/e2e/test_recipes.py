@@ -28,8 +28,9 @@ OTHER = "gemini:gemini-3.1-flash-image"
 
 
 def _table(folder, name):
+    """The bench's rows of a recipe's CSV (the paper's own rows, "paper: ...", apart)."""
     with (folder / f"table-{name}.csv").open() as fh:
-        return list(csv.DictReader(fh))
+        return [r for r in csv.DictReader(fh) if not r["row"].startswith("paper: ")]
 
 
 def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
@@ -49,6 +50,13 @@ def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
         first.setdefault(country, (act, country))
     assert [tuple(p) for p in doc["config"]["prompts"]] == list(first.values())[:4]
     assert doc["config"]["images_per_prompt"] == 10 and doc["config"]["seeds"][0] == 42
+    # the CSV also holds the paper's whole table, its API models included
+    with (out / "table-ahead-table1.csv").open() as fh:
+        paper = [r for r in csv.DictReader(fh) if r["row"] == "paper: DALL-E 3"]
+    assert {(r["group"], r["column"], float(r["paper"])) for r in paper} >= {
+        ("Global North", "FAITH ↑", 0.59),
+        ("Global South", "ALIGN ↑", 0.32),
+    }
     # AHEaD's observer prompts (Tab. 22-27): five requests an image, one a dimension
     assert doc["config"]["scorer"]["observer_prompts"] == "ahead"
     assert len(world.ahead_observed) == 5 * 2 * 4 * 10
@@ -378,3 +386,37 @@ def test_an_agreement_recipe_by_questions_with_the_human_row(world, siglip_path,
             per.append(sp.spearmanr(mine, rest).statistic)
         assert float(table[("Human", q)]["value"]) == pytest.approx(np.mean(per), abs=1e-9)
     assert float(table[("Human", "overall")]["paper"]) == 0.42
+
+
+def test_dry_runs_of_the_other_tasks_count_and_make_nothing(tmp_path):
+    """CUBE's, SoS's and CAIRE's recipes: the images and calls they would make, with
+    --limit, and nothing made."""
+    concepts = tmp_path / "c.jsonl"
+    concepts.write_text(
+        json.dumps({"prompt": "Image of a dish", "concept": "Cuisine"}) + "\n"
+        + json.dumps({"concept": "cuisine", "country": "Iran"}) + "\n"
+    )  # fmt: skip
+    out = tmp_path / "none"
+    cube = cli("bench", "--recipe", "cube-table5", "--concepts", str(concepts), "--dry-run",
+               "--limit", "1", "--out", str(out))  # fmt: skip
+    assert cube.returncode == 0, cube.stderr
+    # one concept prompt x 80 images x SDXL: geo-tags and quality answers for each
+    assert "80 images: 1 generator(s) x 1 prompts" in cube.stdout
+    assert "observer: 80 calls" in cube.stdout and "judge: 80 calls" in cube.stdout
+    both = cli("bench", "--recipe", "cube-table5", "--concepts", str(concepts), "--dry-run",
+               "--out", str(out))  # fmt: skip
+    assert "judge: 240 calls" in both.stdout  # the within-culture concept's filter too
+    sos = cli("bench", "--recipe", "sos-table2", "--dry-run", "--limit", "2", "--out", str(out))
+    assert sos.returncode == 0, sos.stderr
+    assert f"generator: {7 * 2 * 14 * 9} calls" in sos.stdout  # 7 models, 2 cultures, 14 languages
+    lines = tmp_path / "u.txt"
+    lines.write_text("wedding\nbreakfast\n")
+    caire = cli("bench", "--recipe", "caire-table2", "--concepts", str(lines), "--dry-run",
+                "--out", str(out))  # fmt: skip
+    assert caire.returncode == 0, caire.stderr
+    assert "generator: 20 calls" in caire.stdout and "judge: 200 calls" in caire.stdout
+    assert not out.exists()
+    bad = cli(
+        "bench", "--recipe", "sos-table2", "--dry-run", "--profile", "nope", "--out", str(out)
+    )
+    assert bad.returncode == 2 and "--profile: unknown profile 'nope'" in bad.stderr

@@ -30,7 +30,7 @@ CSV_FIELDS = (
 
 def csv_rows(table: RecipeTable) -> list[dict[str, Any]]:
     """One row per cell: the value, its interval, n, the paper's figure and the value
-    minus it."""
+    minus it; then the paper's own table, a row per figure (``row`` "paper: LABEL")."""
     out = []
     for row in table.rows:
         for key, header, _, _ in table.columns:
@@ -52,6 +52,20 @@ def csv_rows(table: RecipeTable) -> list[dict[str, Any]]:
                     "paper": c.paper,
                     "difference": diff,
                     "note": c.note,
+                }
+            )
+    headers = {key: header for key, header, _, _ in table.columns}
+    for p in table.recipe.table.paper:
+        for key, v in p.values.items():
+            out.append(
+                {
+                    "row": f"paper: {p.row}",
+                    "block": p.generator or p.metric or p.setting or "",
+                    "group": p.group,
+                    "column": headers.get(key, key),
+                    "value": None,
+                    "n": None,
+                    "paper": v,
                 }
             )
     return out
