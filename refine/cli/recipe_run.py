@@ -87,6 +87,19 @@ def dry_run(plan: Any, recipe: Recipe, echo: Callable[[str], None]) -> None:
     except ValueError as err:
         raise UserInputError(f"--profile: {err}") from err
     est = bench_estimate(plan, profile)
+    if recipe.table.settings == "tau-quantiles":  # the photos, observed once each
+        from metrics.descriptors import DIMENSIONS
+        from refine.evaluate.reference_source import ReferenceSource
+
+        source = ReferenceSource.default()
+        files = {f for a, c in plan.prompts for f in source.find(a, c).pack.reference_images}
+        looks = len(files) * (len(DIMENSIONS) if plan.observer_prompts == "ahead" else 1)
+        est.calls["observer"] += looks
+        est.sampled["observer"] += looks
+        est.notes.append(
+            f"the observer's count holds the {len(files)} real photos of the tau quartiles"
+            + ("" if files else " (none yet: refine data fetch ahead --photos)")
+        )
     echo(f"recipe {recipe.name} ({recipe.source}), profile {profile.name}: nothing is made")
     for line in est.lines():
         echo(line)

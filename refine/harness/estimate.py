@@ -40,6 +40,7 @@ class Estimate:
     uncounted: list[str] = field(default_factory=list)  # calls the plan cannot count
     costs: dict[str, float] = field(default_factory=dict)  # USD per call per role
     costs_source: str = ""
+    notes: list[str] = field(default_factory=list)  # what the counts include, in words
 
     def total(self, sampled: bool = False) -> int:
         return sum((self.sampled if sampled else self.calls).values())
@@ -75,6 +76,8 @@ class Estimate:
         out.append(total)
         for what in self.uncounted:
             out.append(f"  not counted: {what}")
+        for what in self.notes:
+            out.append(f"  {what}")
         if self.local:
             out.append(f"  run here, no API call: {', '.join(self.local)}")
         price = self.price()

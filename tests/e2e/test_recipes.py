@@ -303,6 +303,10 @@ def test_a_settings_recipe_rescores_its_bench_at_the_photos_quartiles(
         assert cells[0]["tau"] == pytest.approx(taus[name], abs=1e-5)
         assert float(r["value"]) == pytest.approx(cell_mean(cells[0], "faith"), abs=1e-9)
     assert "missing: people's ratings" in done.stdout
+    # the dry run counts the photos' looks too: 2 images and 2 photos (this recipe's
+    # observer asks once an image)
+    dry = cli("bench", "--recipe", str(recipe), "--dry-run", "--out", str(tmp_path / "d"))
+    assert "observer: 4 calls" in dry.stdout and "holds the 2 real photos" in dry.stdout
 
 
 BY_QUESTIONS = """

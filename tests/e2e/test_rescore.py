@@ -200,8 +200,9 @@ def test_tau_at_the_photos_quartiles(bench, world, minilm, tmp_path, monkeypatch
     done = cli("rescore", str(bench), "--out", str(out), "--tau-quantiles",
                "--recipe", str(recipe), "--ratings", str(ratings))  # fmt: skip
     assert done.returncode == 0, done.stderr
-    # the observer saw each photo of each prompt once; nothing was generated or judged
-    assert world.log == ["observe"] * 6
+    # the observer saw each photo once (the two prompts' sets hold the same bytes, green
+    # twice and red: two looks); nothing was generated or judged
+    assert world.log == ["observe"] * 2
     sims = []
     for country in ("Iran", "USA"):
         refs = find_references("people eating food at home", country).descriptors
@@ -212,6 +213,7 @@ def test_tau_at_the_photos_quartiles(bench, world, minilm, tmp_path, monkeypatch
     }
     doc = json.loads((out / "tau-quantiles.json").read_text())
     assert doc["photos"] == 6 and doc["similarities"] == len(sims)
+    assert (doc["observed_now"], doc["observed_before"]) == (2, 4)
     for name, tau in want.items():
         assert doc["tau"][name] == pytest.approx(tau, abs=1e-5)
         config = json.loads((out / f"tau-{name}" / "results.json").read_text())["config"]
@@ -233,5 +235,12 @@ def test_tau_at_the_photos_quartiles(bench, world, minilm, tmp_path, monkeypatch
         )
         assert float(rows[(label, "Kendall")]["value"]) == pytest.approx(kendall(xs, ys), abs=1e-9)
     assert float(rows[("Q3", "Spearman")]["paper"]) == 0.33
+    # run again: the photos' observations are kept (photo-observations.json), none asked
+    world.log.clear()
+    again = cli("rescore", str(bench), "--out", str(out), "--tau-quantiles")
+    assert again.returncode == 0, again.stderr
+    assert world.log == []
+    doc = json.loads((out / "tau-quantiles.json").read_text())
+    assert (doc["observed_now"], doc["observed_before"]) == (0, 6)
     bad = cli("rescore", str(bench), "--out", str(out), "--tau-quantiles", "--tau", "0.4")
     assert bad.returncode == 2 and "leave out --tau" in bad.stderr

@@ -21,10 +21,16 @@ QUANTILES = {"q1": 0.25, "median": 0.5, "q3": 0.75}
 
 
 def photo_similarities(
-    plan: Any, backend_options: dict[str, dict[str, Any]] | None = None, emit: Any = None
+    plan: Any,
+    backend_options: dict[str, dict[str, Any]] | None = None,
+    emit: Any = None,
+    kept: str | Path | None = None,
 ) -> tuple[list[float], dict[str, Any]]:
     """The pooled best-match similarities on the photos of the bench's prompts, and what
-    they came from (prompts, photos, observer, text embedder)."""
+    they came from (prompts, photos, observer, text embedder, observations asked and
+    kept). ``kept``: a JSON file of the observations made before, by observer, prompts
+    and photo bytes, read and added to, so that a run again (or cut short) asks again
+    only for the photos it has not seen."""
     from PIL import Image
 
     from metrics.ahead import best_match_similarities
@@ -39,6 +45,17 @@ def photo_similarities(
     options = with_observer_prompts(backend_options, bench.observer_prompts)
     scorer = Backends(load_profile(bench.profile), bench.backends, options)
     scorer.preflight(["observer", "text_embedder"])
+    from refine.io.files import atomic_write_text, file_sha256
+
+    store = Path(kept) if kept else None
+    seen: dict[str, Any] = {}
+    if store is not None and store.is_file():
+        try:
+            seen = json.loads(store.read_text(encoding="utf-8"))
+        except ValueError:
+            seen = {}  # a damaged file: observed again
+    who = f"{scorer.names.get('observer')}|{bench.observer_prompts}"
+    asked = hits = 0
     sims: list[float] = []
     used, photos = [], 0
     source = ReferenceSource.default()
@@ -48,12 +65,19 @@ def photo_similarities(
             continue
         observed = []
         for path in refs.reference_images:
-            with Image.open(path) as im:
-                image = im.convert("RGB")
-            with scorer.using("observer") as observer:
-                observed.append(observer.describe(image, list(DIMENSIONS), 10))
-            if emit:
-                emit(f"observing {path}")
+            key = f"{who}|{file_sha256(path)}"
+            hits += key in seen
+            if key not in seen:
+                with Image.open(path) as im:
+                    image = im.convert("RGB")
+                with scorer.using("observer") as observer:
+                    seen[key] = observer.describe(image, list(DIMENSIONS), 10)
+                asked += 1
+                if store is not None:  # kept as it goes: a run cut short loses nothing
+                    atomic_write_text(store, json.dumps(seen, indent=1, ensure_ascii=False))
+                if emit:
+                    emit(f"observing {path}")
+            observed.append(seen[key])
         with scorer.using("text_embedder") as embedder:
             try:
                 sims += best_match_similarities(refs.descriptors, observed, embedder)
@@ -74,6 +98,8 @@ def photo_similarities(
         "observer": scorer.names.get("observer"),
         "text_embedder": scorer.names.get("text_embedder"),
         "observer_prompts": bench.observer_prompts,
+        "observed_now": asked,
+        "observed_before": hits,
     }
     return sims, about
 
@@ -94,7 +120,10 @@ def rescore_at_quantiles(
     from refine.io.files import atomic_write_text
 
     out = Path(out)
-    sims, about = photo_similarities(plan, backend_options, on_event)
+    out.mkdir(parents=True, exist_ok=True)
+    sims, about = photo_similarities(
+        plan, backend_options, on_event, out / "photo-observations.json"
+    )
     values = {k: float(np.quantile(np.asarray(sims), q)) for k, q in QUANTILES.items()}
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(
