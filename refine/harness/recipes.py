@@ -45,11 +45,10 @@ Nothing about a paper is in code: :func:`load_recipe` validates any recipe, and
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Strict(BaseModel):
@@ -249,13 +248,6 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
                 f"no recipe {name!r} (bundled: {', '.join(bundled())}; or a recipe file, "
                 f".toml){suggest(name, bundled())}"
             )
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{where}: not TOML ({err})") from None
-    try:
-        return Recipe.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        raise ValueError(f"{where}: {loc + ': ' if loc else ''}{first['msg']}") from None
+    from refine.io.files import toml_model
+
+    return toml_model(path.read_text(encoding="utf-8"), where, Recipe)

@@ -30,7 +30,6 @@ answers, and the Rate view draws any protocol's questions.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -338,16 +337,9 @@ BUNDLED = ("quick", "ahead", "culturalframes", "cube", "caire", "sos")
 def load_protocol(name_or_path: str | Path) -> Protocol:
     """A bundled protocol by name, or a protocol file; a ValueError says what is wrong."""
     text, where = _protocol_text(name_or_path)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{where}: not TOML ({err})") from None
-    try:
-        return Protocol.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        raise ValueError(f"{where}: {loc + ': ' if loc else ''}{first['msg']}") from None
+    from refine.io.files import toml_model
+
+    return toml_model(text, where, Protocol)
 
 
 def _protocol_text(name_or_path: str | Path) -> tuple[str, str]:

@@ -152,3 +152,22 @@ def file_digest(path: str | Path, algorithm: str = "sha256") -> str:
 
 def file_sha256(path: str | Path) -> str:
     return file_digest(path, "sha256")
+
+
+def toml_model(text: str, where: str, model: Any) -> Any:
+    """``text`` (TOML) validated as the pydantic ``model``; a ValueError names ``where``,
+    and the first problem's field (recipes, rating protocols)."""
+    import tomllib
+
+    from pydantic import ValidationError
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"{where}: not TOML ({err})") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise ValueError(f"{where}: {loc + ': ' if loc else ''}{first['msg']}") from None

@@ -28,6 +28,7 @@ class ConceptRescorer:
         self.source = CellStore(source, CONCEPT_CELLS)
         self.scoring = scoring
         self.weights = [float(w) for w in plan.weights]
+        self.source_cells: dict | None = None
 
     def describe(self) -> dict[str, str]:
         return self.scoring
@@ -37,10 +38,11 @@ class ConceptRescorer:
         from refine.harness.tasks.rescore_cell import copy_image
 
         gen, concept = job
-        found = [c for c in self.source.cells() if c.key == (gen, concept.key)]
-        if not found:
+        if self.source_cells is None:  # read once a maker, the last cell of a key wins
+            self.source_cells = {c.key: c for c in self.source.cells()}
+        src = self.source_cells.get((gen, concept.key))
+        if src is None:
             raise ValueError(f"{gen}: {concept.prompt}: no such cell in {self.source.dir}")
-        src = found[-1]
         for im in src.images:
             copy_image(self.source.dir / im["file"], self.store.dir / im["file"])
         tags = [tuple(im["tag"]) for im in src.images]

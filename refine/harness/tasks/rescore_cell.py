@@ -26,10 +26,13 @@ def copy_image(src: Path, dst: Path) -> None:
 
 
 def _source_cell(maker: Any, key: tuple[Any, ...]) -> Cell:
-    found = [c for c in maker.source.cells() if c.key == key]
-    if not found:
+    """The source's last cell of ``key``; the source's cells are read once a maker."""
+    kept = getattr(maker, "source_cells", None)
+    if kept is None:
+        kept = maker.source_cells = {c.key: c for c in maker.source.cells()}  # the last wins
+    if key not in kept:
         raise ValueError(f"{key[0]}: {key[1]} ({key[2]}): no such cell in {maker.source.dir}")
-    return found[-1]
+    return kept[key]
 
 
 def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
