@@ -116,6 +116,8 @@ def hpsv2_of(model_readings: Sequence[Mapping[str, Any] | None]) -> list[Compute
 JUDGE_RATED = ("judge_align", "judge_hal")
 # rated 0-10 (the number alone, as the quality readings are)
 JUDGE_SCALED = ("vie_sc",)
+# the baselines the judge reads (a rescore under a new judge reads them again)
+JUDGE_READ = ("vqascore", *JUDGE_RATED, *JUDGE_SCALED, "vie_overall", "tifa", "soft_tifa")
 
 
 # the baselines the assessor computes when asked (the catalog's group "baseline")

@@ -100,6 +100,26 @@ def dry_run(plan: Any, recipe: Recipe, echo: Callable[[str], None]) -> None:
             f"the observer's count holds the {len(files)} real photos of the tau quartiles"
             + ("" if files else " (none yet: refine data fetch ahead --photos)")
         )
+    for b in recipe.select.backbones:  # each looks at the bench's images again
+        from metrics.descriptors import DIMENSIONS
+        from refine.harness.estimate import ONE_READING
+
+        prompts = b.observer_prompts or plan.observer_prompts
+        looks = est.images * (len(DIMENSIONS) if prompts == "ahead" else 1)
+        est.calls["observer"] += looks
+        est.sampled["observer"] += looks
+        rejudged = [r for r in b.rejudge if r in plan.baselines and r in ONE_READING]
+        if b.judge and rejudged:
+            est.calls["judge"] += est.images * len(rejudged)
+            est.sampled["judge"] += est.images * len(rejudged) * est.samples
+        est.notes.append(
+            f"backbone {b.label}: {looks} observations of the bench's images by {b.observer}"
+            + (
+                f" and {', '.join(rejudged)} read again by {b.judge}"
+                if b.judge and rejudged
+                else ""
+            )
+        )
     echo(f"recipe {recipe.name} ({recipe.source}), profile {profile.name}: nothing is made")
     for line in est.lines():
         echo(line)
@@ -123,6 +143,7 @@ def write_table(
     from refine.present.report.recipe import write_recipe_table
 
     generators = list(results.config.get("generators") or [])
+    others = backbones(recipe, out, echo)
     if recipe.table.kind == "settings":
         table = _settings(recipe, out, ratings, echo)
     elif recipe.needs_ratings and ratings is not None:
@@ -132,9 +153,19 @@ def write_table(
             rated = load_ratings(ratings)
         except ValueError as err:
             raise UserInputError(f"--ratings: {err}") from err
-        table = agreement_table(recipe, rated, stored_metrics([out]))
+        table = agreement_table(
+            recipe,
+            rated,
+            stored_metrics([out]),
+            backbones=[(label, stored_metrics([folder])) for label, folder, _ in others],
+        )
     else:
-        table = metrics_table(recipe, results.cells, generators)
+        table = metrics_table(
+            recipe,
+            results.cells,
+            generators,
+            backbones=[(label, done.cells) for label, _, done in others],
+        )
     if recipe.needs_ratings and ratings is None:
         table.missing.append(
             f"people's ratings: the table is each metric's agreement with the answers "
@@ -148,6 +179,34 @@ def write_table(
     for path in files:
         echo(f"written: {path}")
     return table
+
+
+def backbones(recipe: Recipe, out: Path, echo: Callable[[str], None]) -> list[Any]:
+    """The recipe's other backbones scoring the bench's images: a rescore each (the images
+    observed again, the judge's baselines in ``rejudge`` read again, nothing generated),
+    into ``out/backbones/<label>``, kept and gone on with; (label, folder, results) each."""
+    from refine.harness.results import ResultsError
+    from refine.harness.tasks.rescore import RescorePlan, run_rescore
+    from refine.present.report.bench import write_bench_page
+
+    made = []
+    for b in recipe.select.backbones:
+        folder = out / "backbones" / b.slug
+        plan = RescorePlan(
+            source=str(out),
+            tau=b.tau,
+            backends={"observer": b.observer, **({"judge": b.judge} if b.judge else {})},
+            observer_prompts=b.observer_prompts or recipe.select.observer_prompts,
+            rejudge=tuple(b.rejudge),
+        )
+        echo(f"backbone {b.label}: the bench's images scored again into {folder}")
+        try:
+            done = run_rescore(plan, folder, on_event=echo)
+        except (ValueError, ResultsError) as err:
+            raise UserInputError(f"backbone {b.label}: {err}") from err
+        write_bench_page(folder, done)
+        made.append((b.label, folder, done))
+    return made
 
 
 def _settings(recipe: Recipe, out: Path, ratings: Path | None, echo: Any) -> Any:

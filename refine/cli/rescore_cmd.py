@@ -28,8 +28,9 @@ def rescore_cmd(
     backend: list[str] = typer.Option(
         [],
         "--backend",
-        help="Replace a scoring role: observer=M observes the stored images again; "
-        "text_embedder=..., judge=... (for added baselines).",
+        help="Replace a scoring role: observer=M observes the stored images again; judge=M "
+        "reads the judge's baselines again (MLLM-as-a-judge, VQAScore, VIEScore, TIFA; EXAG "
+        "and quality are kept); text_embedder=...",
     ),
     cube_weights: list[str] = typer.Option(
         [],
@@ -58,8 +59,9 @@ def rescore_cmd(
 ) -> None:
     """Score a bench's stored images again into a new bench: --tau recomputes ALIGN, HAL
     and FAITH from the stored observations with no model call; --backend observer=M
-    observes the images again (EXAG and quality, the judge's, are kept); --baselines adds
-    baselines. Each cell records what was recomputed, from what, and its model calls."""
+    observes the images again (EXAG and quality, the judge's, are kept); --backend judge=M
+    reads the judge's baselines again; --baselines adds baselines. Each cell records what
+    was recomputed, from what, and its model calls."""
     from refine.harness.ray import RayEngineError
     from refine.harness.results import ResultsError
     from refine.harness.tasks.rescore import RescorePlan, run_rescore

@@ -24,7 +24,7 @@ from metrics.baselines import JUDGE_RATED, JUDGE_SCALED
 from metrics.descriptors import DIMENSIONS
 
 # the baselines the judge answers one question an image for
-JUDGE_READ = ("vqascore", *JUDGE_RATED, *JUDGE_SCALED)
+ONE_READING = ("vqascore", *JUDGE_RATED, *JUDGE_SCALED)
 
 
 @dataclass
@@ -106,7 +106,7 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
     n_img = plan.images_per_prompt
     gens = len(plan.generators)
     answers = 0  # judge answers over the bench
-    per_image = 2 + sum(b in plan.baselines for b in JUDGE_READ)
+    per_image = 2 + sum(b in plan.baselines for b in ONE_READING)
     if "vie_overall" in plan.baselines and "vie_sc" not in plan.baselines:
         per_image += 1
     source = ReferenceSource.default()
@@ -133,7 +133,7 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
     sampled = dict(calls)
     sampled["judge"] = answers * k
     local = [
-        b for b in plan.baselines if b not in (*JUDGE_READ, "vie_overall", "tifa", "soft_tifa")
+        b for b in plan.baselines if b not in (*ONE_READING, "vie_overall", "tifa", "soft_tifa")
     ]
     local += [
         f"{r} ({profile.roles[r]})"

@@ -44,6 +44,7 @@ class Row:
     block: str  # the rows whose best is bolded together (a generator; "" for one block)
     key: str  # the generator or metric
     group: str | None = None
+    backbone: str | None = None  # an agreement row of another backbone (None: the bench's)
 
 
 @dataclass
@@ -108,28 +109,40 @@ def metrics_table(
     generators: list[str],
     regions: dict[str, str] | None = None,
     seed: int = 0,
+    backbones: list[tuple[str, list[dict[str, Any]]]] = (),  # type: ignore[assignment]
 ) -> RecipeTable:
-    """Per generator and group, each metric's mean over prompts and its interval."""
+    """Per generator and group, each metric's mean over prompts and its interval; then,
+    per other backbone (its label and its bench's cells), the same rows holding the
+    table's ``backbone_metrics`` alone."""
     from refine.human.groups import regions as bundled_regions
 
     regions = regions if regions is not None else bundled_regions()
     t = recipe.table
     groups = _groups_of(recipe, cells, regions)
     columns = [(m.metric, m.shown(), m.span, m.better) for m in t.metrics]
-    rows, table = [], {}
+    rows: list[Row] = []
+    table: dict[tuple[str, str], TableCell] = {}
     pairs = [(g, group) for g in generators for group in groups]
     if t.best == "group":  # a group's generators side by side
         pairs = [(g, group) for group in groups for g in generators]
-    for g, group in pairs:
-        inside = [
-            c for c in cells if c.get("generator") == g and group_of(recipe, c, regions) == group
-        ]
-        if not inside:
-            continue
-        label = g if t.groups == "all" else f"{g} · {t.group_label(group)}"
-        rows.append(Row(label, group if t.best == "group" else g, g, group))
-        for m in t.metrics:
-            table[(label, m.metric)] = _metric_cell(inside, m.metric, seed)
+    for backbone, theirs in [(None, cells), *backbones]:
+        for g, group in pairs:
+            inside = [
+                c
+                for c in theirs
+                if c.get("generator") == g and group_of(recipe, c, regions) == group
+            ]
+            if not inside:
+                continue
+            label = g if t.groups == "all" else f"{g} · {t.group_label(group)}"
+            label = f"{backbone}: {label}" if backbone else label
+            block = group if t.best == "group" else g
+            rows.append(Row(label, f"{backbone}: {block}" if backbone else block, g, group))
+            for m in t.metrics:
+                if backbone and m.metric not in t.backbone_metrics:
+                    table[(label, m.metric)] = TableCell(None, note="the bench's row holds it")
+                    continue
+                table[(label, m.metric)] = _metric_cell(inside, m.metric, seed)
     out = RecipeTable(recipe, "metrics", rows, columns, table)
     _paper(out)
     return out
@@ -165,7 +178,7 @@ def _paper(table: RecipeTable) -> None:
                 for key, value in p.values.items():
                     if (row.label, key) in table.cells:
                         table.cells[(row.label, key)].paper = value
-            elif p.metric == row.key:
+            elif p.metric == row.key and p.backbone == row.backbone:
                 for key, value in p.values.items():
                     column = _column_of(table, key)
                     if column is not None and (row.label, column) in table.cells:
@@ -197,43 +210,25 @@ def agreement_table(
     stored: Any,
     regions_file: str | Path | None = None,
     seed: int = 0,
+    backbones: list[tuple[str, Any]] = (),  # type: ignore[assignment]
 ) -> RecipeTable:
     """Per metric (a row each; one per EXAG variant where the rated images have several),
     its correlation with the mean answer to the recipe's question in each group and in
-    all, with the interval and the number of rated images."""
-    from refine.human.agree import agreement
-    from refine.human.groups import by_groups
-
+    all, with the interval and the number of rated images; then, per other backbone
+    (its label and its bench's stored metrics), a row for each of the table's
+    ``backbone_metrics``."""
     t = recipe.table
-    wanted = [m.metric for m in t.metrics]
-    whole = agreement(ratings, stored, wanted, seed=seed)
+    whole, parts = _agreements(recipe, ratings, stored, regions_file, seed)
     if t.columns == "questions":
         return _by_questions(recipe, whole)
-    parts: dict[str, Any] = {}
-    if t.groups != "all":
-        by = "region" if t.groups == "region" else "country"
-        found = by_groups(ratings, stored, wanted, [by], regions_file, seed=seed)[by]
-        order = [g for g in t.group_order if g in found] + sorted(
-            g for g in found if g not in t.group_order
-        )
-        parts = {g: found[g]["metrics"] for g in order}
-    if t.with_all or not parts:
-        parts[ALL] = whole.table
     columns = [(g, t.group_label(g), "", "max") for g in parts]
-    rows, cells = [], {}
-    name = t.correlation
-    for m in t.metrics:
-        shown = [k for k in whole.table if k == m.metric or k.startswith(f"{m.metric} [")]
-        for key in shown or [m.metric]:
-            label = m.shown() + key[len(m.metric) :]
-            rows.append(Row(label, "", m.metric))
-            for g, table in parts.items():
-                got = (table.get(key) or {}).get(t.question or "")
-                if not got or got.get(name) is None:
-                    cells[(label, g)] = TableCell(None, note=f"no rated image in {g} has {key}")
-                    continue
-                iv = got.get(f"{name}_interval")
-                cells[(label, g)] = TableCell(got[name], tuple(iv) if iv else None, got["n"])
+    rows: list[Row] = []
+    cells: dict[tuple[str, str], TableCell] = {}
+    _agreement_rows(recipe, t.metrics, whole, parts, rows, cells)
+    for label, theirs in backbones:
+        got_whole, got_parts = _agreements(recipe, ratings, theirs, regions_file, seed)
+        chosen = [m for m in t.metrics if m.metric in t.backbone_metrics]
+        _agreement_rows(recipe, chosen, got_whole, got_parts, rows, cells, label)
     out = RecipeTable(recipe, "agreement", rows, columns, cells)
     if whole.images == 0:
         out.missing.append("no rated image matches the bench's images")
@@ -243,6 +238,58 @@ def agreement_table(
         )
     _paper(out)
     return out
+
+
+def _agreements(
+    recipe: Recipe, ratings: Any, stored: Any, regions_file: Any, seed: int
+) -> tuple[Any, dict[str, Any]]:
+    """The agreement over all rated images, and each column's table of correlations (the
+    groups in the recipe's order, and All)."""
+    from refine.human.agree import agreement
+    from refine.human.groups import by_groups
+
+    t = recipe.table
+    wanted = [m.metric for m in t.metrics]
+    whole = agreement(ratings, stored, wanted, seed=seed)
+    parts: dict[str, Any] = {}
+    if t.groups != "all" and t.columns == "groups":
+        by = "region" if t.groups == "region" else "country"
+        found = by_groups(ratings, stored, wanted, [by], regions_file, seed=seed)[by]
+        order = [g for g in t.group_order if g in found] + sorted(
+            g for g in found if g not in t.group_order
+        )
+        parts = {g: found[g]["metrics"] for g in order}
+    if t.with_all or not parts:
+        parts[ALL] = whole.table
+    return whole, parts
+
+
+def _agreement_rows(
+    recipe: Recipe,
+    metrics: Any,
+    whole: Any,
+    parts: dict[str, Any],
+    rows: list[Row],
+    cells: dict[tuple[str, str], TableCell],
+    backbone: str | None = None,
+) -> None:
+    """A row per metric (and per EXAG variant among the rated images), labelled with the
+    backbone where it is another's, each cell a group's correlation."""
+    t = recipe.table
+    name = t.correlation
+    for m in metrics:
+        shown = [k for k in whole.table if k == m.metric or k.startswith(f"{m.metric} [")]
+        for key in shown or [m.metric]:
+            label = m.shown() + key[len(m.metric) :]
+            label = f"{backbone}, {label}" if backbone else label
+            rows.append(Row(label, "", m.metric, backbone=backbone))
+            for g, table in parts.items():
+                got = (table.get(key) or {}).get(t.question or "")
+                if not got or got.get(name) is None:
+                    cells[(label, g)] = TableCell(None, note=f"no rated image in {g} has {key}")
+                    continue
+                iv = got.get(f"{name}_interval")
+                cells[(label, g)] = TableCell(got[name], tuple(iv) if iv else None, got["n"])
 
 
 def settings_table(

@@ -55,6 +55,25 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Backbone(_Strict):
+    """A second scoring backbone of an agreement recipe (AHEaD Tab. 2's Qwen2.5-VL beside
+    InternVL3): the bench's images observed again by ``observer`` (and the judge's
+    baselines in ``rejudge`` read again by ``judge``) at its own tau, with nothing
+    generated again (``refine rescore``, into ``OUT/backbones/<label>``); the table's
+    ``backbone_metrics`` get a row each for it."""
+
+    label: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._+-]*$")
+    observer: str
+    judge: str | None = None  # None: the bench's judge (nothing read again)
+    tau: float | None = Field(None, gt=0, le=1)  # None: the observer's calibrated tau
+    rejudge: list[str] = Field(default_factory=lambda: ["judge_align"])
+    observer_prompts: Literal["toolkit", "ahead"] | None = None  # None: the recipe's
+
+    @property
+    def slug(self) -> str:
+        return "".join(c if c.isalnum() or c in "._-" else "-" for c in self.label)
+
+
 class Select(_Strict):
     countries: list[str] = Field(default_factory=list)  # empty: every country with refs
     activities: list[str] = Field(default_factory=list)  # empty: all
@@ -76,6 +95,8 @@ class Select(_Strict):
     concept: str = "person"
     prompts_per_cell: int | None = Field(None, ge=1)
     kb: str | None = None  # the caire task: a CAIRE knowledge base (None: kb-free)
+    # agreement recipes: other backbones scoring the same images (a rescore each)
+    backbones: list[Backbone] = Field(default_factory=list)
 
 
 # a labels table's columns (SoS Tab. 2): agreement with people's labels, and the
@@ -99,6 +120,7 @@ class PaperRow(_Strict):
     metric: str | None = None  # agreement tables: the toolkit's metric the row is
     group: str | None = None  # metrics tables: the row's group (Global North ...)
     setting: str | None = None  # settings tables: the setting the row is (q1, median, q3)
+    backbone: str | None = None  # agreement tables: the backbone the row is (None: the bench's)
     values: dict[str, float | None] = Field(default_factory=dict)  # column -> figure
 
 
@@ -123,6 +145,8 @@ class Table(_Strict):
     columns: Literal["groups", "questions"] = "groups"
     questions: list[str] = Field(default_factory=list)
     human_row: bool = False  # a last row: each rater against the others' mean (the ceiling)
+    # agreement tables with [[select.backbones]]: the metrics given a row per backbone
+    backbone_metrics: list[str] = Field(default_factory=list)
     # settings tables: the settings each row is (the bench rescored at tau's quartiles on
     # the real photos), and the correlations of the one metric with the answers, a column
     # each
@@ -145,6 +169,9 @@ class Table(_Strict):
             and not self.question
         ):
             raise ValueError("an agreement table names the rated question (question = ...)")
+        stray = [m for m in self.backbone_metrics if m not in keys]
+        if stray:
+            raise ValueError(f"backbone_metrics: {stray[0]!r} is not among the table's metrics")
         if self.kind == "settings" and (self.settings is None or len(self.metrics) != 1):
             raise ValueError("a settings table names its settings and one metric")
         for p in self.paper:
@@ -206,6 +233,25 @@ class Recipe(_Strict):
                 f"a {self.task} recipe makes a table of kind {' or '.join(kinds)}, "
                 f"not {self.table.kind!r}"
             )
+        backbones = self.select.backbones
+        if backbones and (self.task != "bench" or self.table.kind != "agreement"):
+            raise ValueError("select.backbones: only a bench recipe's agreement table has them")
+        if backbones and not self.table.backbone_metrics:
+            raise ValueError("select.backbones: name the rows they get (table.backbone_metrics)")
+        labels = [b.label for b in backbones]
+        if len({b.slug for b in backbones}) != len(labels):
+            raise ValueError("select.backbones: a label is given twice")
+        from metrics.baselines import JUDGE_READ
+
+        for b in backbones:
+            if stray := [r for r in b.rejudge if r not in JUDGE_READ]:
+                raise ValueError(
+                    f"select.backbones {b.label!r}: rejudge {stray[0]!r} is no baseline the "
+                    f"judge reads ({', '.join(JUDGE_READ)})"
+                )
+        for p in self.table.paper:
+            if p.backbone is not None and p.backbone not in labels:
+                raise ValueError(f"paper row {p.row!r}: no backbone {p.backbone!r} in select")
         for m in self.table.metrics:
             if m.metric not in known:
                 from refine.evaluate.references import suggest

@@ -424,3 +424,113 @@ def test_dry_runs_of_the_other_tasks_count_and_make_nothing(tmp_path):
         "bench", "--recipe", "sos-table2", "--dry-run", "--profile", "nope", "--out", str(out)
     )
     assert bad.returncode == 2 and "--profile: unknown profile 'nope'" in bad.stderr
+
+
+BACKBONES = (
+    SMALL.replace('generators = ["gemini', 'baselines = ["judge_align"]\ngenerators = ["gemini')
+    .replace(
+        "\n[table]",
+        """
+[[select.backbones]]
+label = "Other"
+observer = "gemini:gemini-3.5-flash"
+judge = "gemini:gemini-3.5-pro"
+tau = 0.4
+
+[table]""",
+    )
+    .replace(
+        'header = "ALIGN" },', 'header = "ALIGN" }, { metric = "judge_align", header = "MLLM" },'
+    )
+    .replace(
+        'protocol = "ahead"', 'protocol = "ahead"\nbackbone_metrics = ["judge_align", "faith"]'
+    )
+    + """
+[[table.paper]]
+row = "Other, FAITH"
+metric = "faith"
+backbone = "Other"
+values = { GS = 0.42, GN = 0.38, All = 0.42 }
+"""
+)
+
+
+def test_a_second_backbone_scores_the_same_images_again(world, siglip_path, tmp_path):
+    """AHEaD Tab. 2's two backbones in one recipe run: the second observes the bench's
+    images again and its judge reads MLLM-as-a-judge again, nothing generated; its rows
+    are recomputed by hand from its own cells."""
+    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
+    world.judge_shift_by_model = {"gemini-3.5-pro": -1}  # the second judge rates one lower
+    recipe = tmp_path / "two.toml"
+    recipe.write_text(BACKBONES)
+    out = tmp_path / "b"
+    args = ["bench", "--recipe", str(recipe), "--out", str(out),
+            "--backend", f"image_embedder=siglip:{siglip_path}"]  # fmt: skip
+    dry = cli(*args, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    # 8 prompts x 3 images: the bench's 24 observations and the backbone's 24
+    assert (
+        "backbone Other: 24 observations" in dry.stdout and "judge_align read again" in dry.stdout
+    )
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    main = [json.loads(x) for x in (out / "cells.jsonl").read_text().splitlines()]
+    folder = out / "backbones" / "Other"
+    theirs = [json.loads(x) for x in (folder / "cells.jsonl").read_text().splitlines()]
+    assert len(theirs) == len(main) == 8
+    # after the bench's own requests: only the second observer and judge, nothing generated
+    first = world.by_model.index(("observe", "gemini-3.5-flash"))
+    later = world.by_model[first:]
+    assert {k for k, _ in later} == {"observe", "judge"}
+    assert later.count(("observe", "gemini-3.5-flash")) == 24
+    assert later.count(("judge", "gemini-3.5-pro")) == 24  # judge_align, once an image
+    by_file = {im["file"]: im for c in main for im in c["images"]}
+    for cell in theirs:
+        note = cell["rescored"]
+        assert note["observed_again"] and note["judged_again"] == ["judge_align"]
+        assert note["judge"][1] == "gemini:gemini-3.5-pro" and "exag" in note["kept"]
+        for im in cell["images"]:
+            mine = by_file[im["file"]]
+            assert im["exag"] == mine["exag"]  # VQAScore's EXAG, kept
+            assert im["judge_align"] == pytest.approx(
+                max(0.0, mine["judge_align"] - 0.25), abs=0.03
+            )
+            assert (folder / im["file"]).read_bytes() == (out / im["file"]).read_bytes()
+    # no ratings: the backbone's rows hold its MLLM and FAITH means alone
+    side = _table(out, "small-agreement")
+    rows = [r for r in side if r["row"].startswith("Other: ")]
+    assert {r["column"] for r in rows if r["value"]} == {"MLLM", "FAITH"}
+    gs = [c for c in theirs if c["generator"].endswith("3-pro-image")
+          and regions()[c["country"].casefold()] == "Global South"]  # fmt: skip
+    (cell,) = [r for r in rows if r["row"] == "Other: gemini:gemini-3-pro-image · GS"
+               and r["column"] == "FAITH"]  # fmt: skip
+    assert float(cell["value"]) == pytest.approx(np.mean([cell_mean(c, "faith") for c in gs]))
+    # ratings: each backbone's agreement from its own scores
+    rng = np.random.default_rng(3)
+    lines, answers = [], {}
+    for c in main:
+        for im in c["images"]:
+            for rater in ("a", "b"):
+                score = int(np.clip(round(1 + 4 * im["faith"] + rng.normal(scale=0.7)), 1, 5))
+                answers.setdefault(im["file"], []).append(score)
+                lines.append(json.dumps({"image": str(out / im["file"]), "rater": rater,
+                    "protocol": "ahead", "answers": {"gt_faith": str(score)},
+                    "activity": c["activity"], "country": c["country"]}))  # fmt: skip
+    ratings = tmp_path / "ratings.jsonl"
+    ratings.write_text("\n".join(lines) + "\n")
+    world.by_model.clear()
+    again = cli(*args, "--ratings", str(ratings))
+    assert again.returncode == 0, again.stderr
+    assert world.by_model == []  # the bench and the backbone kept: no model call
+    table = _table(out, "small-agreement")
+    theirs_by_file = {im["file"]: im for c in theirs for im in c["images"]}
+    for bench, prefix in ((by_file, ""), (theirs_by_file, "Other, ")):
+        for metric, header in (("judge_align", "MLLM"), ("faith", "FAITH")):
+            x = [bench[f][metric] for f in answers]
+            y = [np.mean(v) for v in answers.values()]
+            (row,) = [t for t in table if t["row"] == prefix + header and t["column"] == "All"]
+            assert float(row["value"]) == pytest.approx(sp.spearmanr(x, y).statistic, abs=1e-9)
+    (paper,) = [t for t in table if t["row"] == "Other, FAITH" and t["column"] == "GN"]
+    assert float(paper["paper"]) == 0.38
+    (own,) = [t for t in table if t["row"] == "FAITH" and t["column"] == "GN"]
+    assert float(own["paper"]) == 0.47

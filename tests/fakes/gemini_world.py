@@ -216,6 +216,10 @@ class World:
     delay_by_kind: dict = field(default_factory=dict)  # per kind ("generate", ...), over delay_s
     busy: list = field(default_factory=lambda: [0, 0])  # requests in flight now, at most
     prompts: list[str] = field(default_factory=list)  # the judge's rating prompts, in order
+    by_model: list = field(default_factory=list)  # (kind, model) of every request, in order
+    # a judge model's name -> what it adds to its "score is N" ratings (clipped to 1-5):
+    # two judges that read the same images differently
+    judge_shift_by_model: dict = field(default_factory=dict)
     # a prompt containing one of these texts generates that colour (first match wins)
     generate_for: dict = field(default_factory=dict)
     # an image model's name -> the colour it always draws (two generators to compare)
@@ -309,6 +313,7 @@ class World:
         else:
             kind = "observe"
         self.log.append(kind)
+        self.by_model.append((kind, path.rsplit("/", 1)[-1].split(":")[0]))
         self._hold_if_asked(kind)
         delay = self.delay_by_kind.get(kind, self.delay_s)
         if delay:
@@ -390,7 +395,8 @@ class World:
             return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-math.exp(yes))})
         if kind == "judge" and MLLM_FORMAT in text:  # "score is 4", read at the digit
             self.prompts.append(text)
-            peak = self._peak(colour, text)
+            shift = self.judge_shift_by_model.get(path.rsplit("/", 1)[-1].split(":")[0], 0)
+            peak = min(5, max(1, self._peak(colour, text) + shift))
             digits = {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
             positions = [("score", {"score": -0.01}), ("is", {"is": -0.01}), (str(peak), digits)]
             return 200, text_answer(f"score is {peak}", positions=positions)

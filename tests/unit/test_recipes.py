@@ -197,3 +197,45 @@ def load_recipe_text(tmp_path, text):
     path = tmp_path / "r.toml"
     path.write_text(text)
     return load_recipe(path)
+
+
+AGREEMENT = (
+    MINIMAL.replace(
+        'task = "bench"',
+        'task = "bench"\n[select]\n[[select.backbones]]\n'
+        'label = "B"\nobserver = "hf:x"\njudge = "hf:x"',
+    )  # fmt: skip
+    .replace('caption = "c"', 'kind = "agreement"\nquestion = "gt_faith"\ncaption = "c"')
+    .replace(
+        'metrics = [{ metric = "faith" }]',
+        'backbone_metrics = ["faith"]\nmetrics = [{ metric = "faith" }]',
+    )  # fmt: skip
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (('kind = "agreement"', 'kind = "metrics"'), "only a bench recipe's agreement table"),
+        (('backbone_metrics = ["faith"]', "backbone_metrics = []"), "name the rows they get"),
+        (
+            ('backbone_metrics = ["faith"]', 'backbone_metrics = ["align"]'),
+            "'align' is not among the table's metrics",
+        ),  # fmt: skip
+        (
+            ('judge = "hf:x"', 'judge = "hf:x"\nrejudge = ["clipscore"]'),
+            "rejudge 'clipscore' is no baseline the judge reads",
+        ),  # fmt: skip
+        (('label = "B"', 'label = "../B"'), "label"),
+    ],
+)
+def test_a_recipes_backbones_are_checked(tmp_path, change, says):
+    ok = load_recipe_text(tmp_path, AGREEMENT)
+    assert [(b.label, b.rejudge) for b in ok.select.backbones] == [("B", ["judge_align"])]
+    bad = AGREEMENT.replace(change[0], change[1], 1)
+    assert bad != AGREEMENT
+    with pytest.raises(ValueError, match=says):
+        load_recipe_text(tmp_path, bad)
+    paper = AGREEMENT + '[[table.paper]]\nrow = "C"\nmetric = "faith"\nbackbone = "C"\n'
+    with pytest.raises(ValueError, match="no backbone 'C' in select"):
+        load_recipe_text(tmp_path, paper)

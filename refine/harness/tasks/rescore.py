@@ -7,6 +7,10 @@ so none of these regenerates an image.
   DDIV, SDIV and the quality-weighted Vendi from those.
 * A new observer (``--backend observer=M``) observes the stored images again; the judge's
   readings (EXAG, quality) do not depend on it and are kept.
+* A new judge (``--backend judge=M``) reads the judge's baselines again (MLLM-as-a-judge,
+  VQAScore, VIEScore, TIFA; ``rejudge`` names a subset). EXAG and quality are kept: AHEaD
+  swaps the backbone of the observer and the MLLM baseline, while its EXAG is VQAScore's
+  (Sec. 4.2, Tab. 9), the same model for both backbones.
 * Baselines a cell lacks are scored from its images (as a bench tops up its own cells).
 
 The new folder is a bench like any other (its own copies of the images, ``cells.jsonl``,
@@ -44,6 +48,8 @@ class RescorePlan:
     profile: str | None = None  # None: the source's
     tau_source: str | None = None  # where a given tau comes from (a quantile of photos')
     observer_prompts: str | None = None  # a new observer's prompts (None: the source's)
+    # under a new judge, the kept baselines it reads again (None: every one the judge reads)
+    rejudge: tuple[str, ...] | None = None
 
     def bench_plan(self) -> tuple[BenchPlan, dict[str, Any]]:
         """The source's plan with this one's changes, and the source's config. A
@@ -96,7 +102,9 @@ class Rescorer:
         backend_options: dict[str, dict[str, Any]] | None = None,
         instances: dict[str, Any] | None = None,
         tau_source: str | None = None,
+        rejudge: tuple[str, ...] | None = None,
     ) -> None:
+        from metrics.baselines import JUDGE_READ
         from refine.backends.selection import Backends
         from refine.evaluate.assess import Assessor
         from refine.evaluate.baseline_models import parse_baseline_models
@@ -116,6 +124,13 @@ class Rescorer:
         old = source_config.get("scorer") or {}
         self.new_observer = plan.backends.get("observer") != old.get("observer") or (
             plan.observer_prompts != old.get("observer_prompts", "toolkit")
+        )
+        self.new_judge = plan.backends.get("judge") != old.get("judge")
+        # the kept baselines read again under the new judge
+        self.rejudge = (
+            tuple(b for b in JUDGE_READ if rejudge is None or b in rejudge)
+            if self.new_judge
+            else ()
         )
         scorer.preflight(["text_embedder"] + (["observer"] if self.new_observer else []))
         self.tau, self.tau_source = scorer.tau(plan.tau)
@@ -181,6 +196,7 @@ class RescoreTask(BenchTask):
                 "source_config": self.source_config,
                 "backend_options": self.backend_options,
                 "tau_source": self.rescore.tau_source,
+                "rejudge": self.rescore.rejudge,
             },
         )
 

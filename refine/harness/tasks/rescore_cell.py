@@ -83,16 +83,27 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
         records.append({**im, "observed": o, "align": a.align, "hal": a.hal, "faith": value})
     had = list(src.inputs.get("baselines") or ())
     added = [b for b in maker.plan.baselines if b not in had]
-    if added:
+    # the kept baselines the judge reads, read again under a new judge
+    rejudged = [b for b in had if b in getattr(maker, "rejudge", ())]
+    if rejudged:  # vie_sc is read with vie_overall: both go again, or neither
+        rejudged += [b for b in ("vie_sc", "vie_overall") if b in had and b not in rejudged
+                     and {"vie_sc", "vie_overall"} & set(rejudged)]  # fmt: skip
+        for record in records:
+            for b in rejudged:
+                record.pop(b, None)
+    if added or rejudged:
         from refine.evaluate.baselines import rescored
         from refine.harness.tasks.bench_rescore import why_missing
 
-        got = rescored(maker.assessor, images, refs, added, known=records)
+        got = rescored(maker.assessor, images, refs, [*added, *rejudged], known=records)
         for record, scores in zip(records, got, strict=True):
             record.update(scores.values)
             if scores.tifa is not None:
                 record["tifa_answers"] = [dataclasses.asdict(t) for t in scores.tifa]
-            why = {**(record.get("missing") or {}), **why_missing(scores, added)}
+            why = {
+                **(record.get("missing") or {}),
+                **why_missing(scores, [*added, *rejudged]),
+            }
             record.pop("missing", None)
             if why := {m: w for m, w in why.items() if record.get(m) is None}:
                 record["missing"] = why
@@ -106,12 +117,14 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
     recomputed = [m for m in (*BENCH_IMAGE, *BENCH_PROMPT) if m not in ("exag", "vendi")]
     rescored_note = {
         "from": str(Path(maker.source.dir).resolve()),
-        "recomputed": recomputed + added,
-        "kept": ["images", "exag", "quality", "vendi", *had]
+        "recomputed": recomputed + added + rejudged,
+        "kept": ["images", "exag", "quality", "vendi", *(b for b in had if b not in rejudged)]
         + ([] if maker.new_observer else ["observed"]),
         "tau": [old.get("tau"), tau],
         "observer": [(old.get("scorer") or {}).get("observer"), maker.scoring.get("observer")],
         "observed_again": maker.new_observer,
+        "judge": [(old.get("scorer") or {}).get("judge"), maker.scoring.get("judge")],
+        "judged_again": rejudged,
         "baselines_added": added,
         "model_calls": calls.n,
     }
