@@ -218,7 +218,7 @@ def agreement_table(
     (its label and its bench's stored metrics), a row for each of the table's
     ``backbone_metrics``."""
     t = recipe.table
-    whole, parts = _agreements(recipe, ratings, stored, regions_file, seed)
+    whole, parts, ceilings = _agreements(recipe, ratings, stored, regions_file, seed)
     if t.columns == "questions":
         return _by_questions(recipe, whole)
     columns = [(g, t.group_label(g), "", "max") for g in parts]
@@ -226,9 +226,20 @@ def agreement_table(
     cells: dict[tuple[str, str], TableCell] = {}
     _agreement_rows(recipe, t.metrics, whole, parts, rows, cells)
     for label, theirs in backbones:
-        got_whole, got_parts = _agreements(recipe, ratings, theirs, regions_file, seed)
+        got_whole, got_parts, _ = _agreements(recipe, ratings, theirs, regions_file, seed)
         chosen = [m for m in t.metrics if m.metric in t.backbone_metrics]
         _agreement_rows(recipe, chosen, got_whole, got_parts, rows, cells, label)
+    if t.human_row:  # each rater against the others' mean, per column (the ceiling)
+        rows.append(Row("Human", "", "human"))
+        for g in parts:
+            top = (ceilings.get(g) or {}).get(t.question or "") or {}
+            value = top.get(t.correlation)
+            cells[("Human", g)] = TableCell(
+                value,
+                None,
+                len(top.get("raters") or {}),
+                note="" if value is not None else "fewer than two raters an image",
+            )
     out = RecipeTable(recipe, "agreement", rows, columns, cells)
     if whole.images == 0:
         out.missing.append("no rated image matches the bench's images")
@@ -242,9 +253,10 @@ def agreement_table(
 
 def _agreements(
     recipe: Recipe, ratings: Any, stored: Any, regions_file: Any, seed: int
-) -> tuple[Any, dict[str, Any]]:
-    """The agreement over all rated images, and each column's table of correlations (the
-    groups in the recipe's order, and All)."""
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """The agreement over all rated images, each column's table of correlations (the
+    groups in the recipe's order, and All), and each column's raters' own agreement (the
+    human-human ceiling)."""
     from refine.human.agree import agreement
     from refine.human.groups import by_groups
 
@@ -259,9 +271,15 @@ def _agreements(
             g for g in found if g not in t.group_order
         )
         parts = {g: found[g]["metrics"] for g in order}
+        ceilings = {g: found[g]["ceiling"] for g in order}
+    else:
+        ceilings = {}
     if t.with_all or not parts:
         parts[ALL] = whole.table
-    return whole, parts
+        from refine.human.groups import ceiling
+
+        ceilings[ALL] = ceiling(whole.answers)
+    return whole, parts, ceilings
 
 
 def _agreement_rows(

@@ -23,7 +23,9 @@ A recipe holds:
     ``All``, each
     cell the correlation of the metric with the people's answer to ``question`` of
     ``protocol`` (needs ``--ratings``; without it the recipe writes the metric side and
-    says so);
+    says so); ``human_row``: a last row of the raters' own agreement; with
+    ``[[select.backbones]]``, the rows of ``backbone_metrics`` again for each other
+    backbone scoring the same images (AHEaD Tab. 2's two MLLMs);
 
   - ``kind = "settings"``: one row per setting the bench is rescored at (``settings =
     "tau-quantiles"``: tau at Q1, the median and Q3 of the best-match similarities on the

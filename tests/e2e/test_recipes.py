@@ -110,6 +110,10 @@ def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
     )
     tex = (out / "table-ahead-table1.tex").read_text()
     assert r"\multicolumn{4}{c}{N=1}" in tex and r"$\downarrow$" in tex
+    # the paper's whole table follows, its models not run here included
+    published = (out / "table-ahead-table1-ahead-table1-paper.tex").read_text()
+    assert "DALL" in published and "0.61" in published and "Gemini 2.5 Flash Image" in published
+    assert published in tex
     if shutil.which("pdflatex") is None:
         pytest.skip("pdflatex is not installed (.ci/run installs texlive-latex-base)")
     build = tmp_path / "tex"
@@ -443,7 +447,8 @@ tau = 0.4
         'header = "ALIGN" },', 'header = "ALIGN" }, { metric = "judge_align", header = "MLLM" },'
     )
     .replace(
-        'protocol = "ahead"', 'protocol = "ahead"\nbackbone_metrics = ["judge_align", "faith"]'
+        'protocol = "ahead"',
+        'protocol = "ahead"\nbackbone_metrics = ["judge_align", "faith"]\nhuman_row = true',
     )
     + """
 [[table.paper]]
@@ -534,3 +539,10 @@ def test_a_second_backbone_scores_the_same_images_again(world, siglip_path, tmp_
     assert float(paper["paper"]) == 0.38
     (own,) = [t for t in table if t["row"] == "FAITH" and t["column"] == "GN"]
     assert float(own["paper"]) == 0.47
+    # the Human row: with two raters, each against the other
+    (human,) = [t for t in table if t["row"] == "Human" and t["column"] == "All"]
+    a, b = zip(*answers.values(), strict=True)
+    assert float(human["value"]) == pytest.approx(sp.spearmanr(a, b).statistic, abs=1e-9)
+    assert int(human["n"]) == 2
+    tex = (out / "table-small-agreement-small.tex").read_text()
+    assert r"\textbf" in tex.split("Human")[0] and r"\textbf" not in tex.split("Human")[1]

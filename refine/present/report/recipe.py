@@ -109,9 +109,44 @@ def latex_table(table: RecipeTable) -> Table:
         else ("generator" if t.groups == "all" else "generator · group"),
         digits=t.digits,
         note=note,
-        blocks={r.label: r.block for r in table.rows} if t.best in ("block", "group") else {},
+        # the Human row (the raters' own agreement) is a reference, never the best
+        blocks={r.label: r.block for r in table.rows}
+        if t.best in ("block", "group")
+        else {r.label: "human" for r in table.rows if r.key == "human"},
         spans=[] if agreement else [s for _, _, s, _ in table.columns],
         directions={h: b for _, h, _, b in table.columns},
+        fit=True,
+    )
+
+
+def paper_latex(table: RecipeTable) -> Table | None:
+    """The paper's own table as the recipe carries it (every row, those of models not run
+    here included), to set beside the bench's; None where the recipe carries no figure."""
+    t = table.recipe.table
+    if not t.paper:
+        return None
+    headers = {key: header for key, header, _, _ in table.columns}
+    headers.update({m.metric: m.shown() for m in t.metrics})
+    keys = list(dict.fromkeys(k for p in t.paper for k in p.values))
+    rows, cells = [], {}
+    for p in t.paper:
+        label = p.row if p.group is None else f"{p.row} · {t.group_label(p.group)}"
+        if label in rows:
+            continue
+        rows.append(label)
+        for k, v in p.values.items():
+            cells[(label, headers.get(k, k))] = Cell(v)
+    return Table(
+        caption=f"As published: {table.recipe.paper}, {table.recipe.source}.",
+        label=f"{t.label}-paper",
+        rows=rows,
+        columns=[headers.get(k, k) for k in keys],
+        cells=cells,
+        best=None,
+        corner="paper's row",
+        digits=t.digits,
+        note="The paper's figures as the recipe carries them, its models not run here included.",
+        directions={headers.get(k, k): "max" for k in keys},
         fit=True,
     )
 
@@ -124,7 +159,10 @@ def write_recipe_table(folder: str | Path, table: RecipeTable) -> list[Path]:
     name = f"table-{table.recipe.name}"
     csv_path = folder / f"{name}.csv"
     write_csv(csv_path, CSV_FIELDS, csv_rows(table))
-    tex = write_tables([latex_table(table)], folder, name)
+    published = paper_latex(table)
+    tex = write_tables(
+        [latex_table(table), *([published] if published is not None else [])], folder, name
+    )
     html = write_page(folder / f"{name}.html", page(table))
     return [csv_path, *tex, html]
 
