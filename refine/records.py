@@ -369,7 +369,9 @@ Decision = Literal["initial", "accepted", "rejected", "stopped"]
 # who wrote a round's text: the run's prompt (round 0), the template, the language model
 # (from the planned changes), a person reviewing it in the app ("person"), or the user's
 # own instruction given up front ("user")
-InstructionSource = Literal["prompt", "template", "language model", "person", "user"]
+InstructionSource = Literal[
+    "prompt", "template", "language model", "person", "user", "ahead template"
+]
 
 
 class PlannedChange(_Record):
@@ -389,8 +391,12 @@ class PlannedChange(_Record):
 class Round(_Record):
     index: int
     parent: int | None
-    kind: Literal["generate", "edit"]
-    text: str  # the prompt of round 0 or the editing instruction
+    # generate: round 0; edit: the parent edited; regenerate: new images from a rewritten
+    # prompt (the parent's feedback in it)
+    kind: Literal["generate", "edit", "regenerate"]
+    text: str  # the prompt of round 0, the editing instruction or the rewritten prompt
+    # why this round edited or regenerated (the strategy, or auto's rule and its figures)
+    move_reason: str | None = None
     instruction_source: InstructionSource = "template"
     # the language model that wrote the instruction, why the template wrote it instead (a
     # writer that failed or is off), and the changes it was built from
@@ -517,12 +523,34 @@ class RunSpec(_Record):
         json_schema_extra=_RUN,
     )
     max_changes: int = Field(5, ge=1)
+    # how each round after the first fixes the image: edit it, generate new images from a
+    # prompt rewritten from the feedback, or choose per round (refine.loop.policy.move)
+    strategy: Literal["edit", "regenerate", "auto"] = Field(
+        "edit",
+        description="How a round fixes the image: edit it, regenerate (new images from a "
+        "prompt rewritten from the feedback) or auto (regenerate when ALIGN is below the "
+        "regenerate-below value or the setting or arrangement misses most, else edit).",
+        json_schema_extra={
+            **_ALL,
+            "info": "edit the image; regenerate from a rewritten prompt; auto: regenerate "
+            "when the scene itself is wrong",
+        },
+    )
+    regenerate_below: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description="With the auto strategy: regenerate when the round's ALIGN is below this.",
+        json_schema_extra=_RUN,
+    )
     # who words the instruction from the planned changes: the profile's language model
-    # (the template when it has none or its call fails), or the template
-    writer: Literal["llm", "template"] = Field(
+    # (the template when it has none or its call fails), the template, or AHEaD's editing
+    # template (Tab. 32) filled from the round's lists and the references
+    writer: Literal["llm", "template", "ahead"] = Field(
         "llm",
         description="Who words the instruction: llm (the profile's language model; the "
-        "template when it has none or the call fails) or template.",
+        "template when it has none or the call fails), template, or ahead (AHEaD's Tab. 32 "
+        "editing template filled from the round's lists, no model call).",
         json_schema_extra=_RUN,
     )
     # the instruction spares an observed item within this much below tau of a reference

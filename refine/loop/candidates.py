@@ -74,10 +74,14 @@ class CandidateMaker:
         make: Make | None,
         timings: dict[str, float],
         given: list[Image.Image] | None = None,
+        role: str | None = None,
     ) -> Made:
-        """One candidate per seed of round ``k``, made by ``make`` (or ``given``), edits of
-        ``parent`` when there is one."""
-        stage, role = ("generate", "generator") if parent is None else ("edit", "editor")
+        """One candidate per seed of round ``k``, made by ``make`` (or ``given``): edits of
+        ``parent`` when there is one, unless ``role`` is the generator (a regenerating
+        round: new images, their drift from ``parent`` measured)."""
+        if role is None:
+            role = "generator" if parent is None else "editor"
+        stage = "generate" if role == "generator" else "edit"
         started = time.perf_counter()
         maker = None if make is None else self.backends.get(role)
         per_call = maker is not None and getattr(maker, "thread_safe", False)

@@ -404,7 +404,7 @@ class Written:
     """A round's instruction, who wrote it, and what it was built from."""
 
     text: str
-    source: str  # template, language model, user
+    source: str  # template, language model, user, ahead template
     changes: list[PlannedChange] = field(default_factory=list)
     model: str | None = None
     note: str | None = None  # why the template wrote it when the model was asked
@@ -423,6 +423,17 @@ def round_instruction(
     # missed expectations take at most half the changes; descriptors keep the rest
     extras += missed_changes(parent.expectations, (run.spec.max_changes + 1) // 2)
     spec = run.spec
+    if spec.writer == "ahead":  # AHEaD's Tab. 32, filled in: no model call
+        from refine.loop.ahead_writer import ahead_instruction
+
+        country = run.references.country
+        got = ahead_instruction(
+            parent.best.feedback, spec.activity, country, run.references.descriptors
+        )
+        if got is None:
+            return None
+        left = f"Tab. 32 has no place for: {'; '.join(extras)}" if extras else None
+        return Written(got[0], "ahead template", changes=got[1], note=left)
     tau = parent.best.scores.tau if parent.best.scores.tau is not None else spec.tau
     extras = extras[: spec.max_changes]
     planned = plan(

@@ -9,6 +9,12 @@ an edit is accepted (and why), and why a run stops. No model and no file is touc
   better-looking one among those as good within ``margin``); it is accepted when FAITH
   rises by at least ``margin``. When every candidate drifted too far, or every one within
   the drift limit lost too much quality, the round is rejected and says so.
+* A round after the first edits the parent image or regenerates (new images from a
+  prompt rewritten from the feedback) as the run's ``strategy`` says; ``auto`` regenerates
+  when the parent's ALIGN is below ``regenerate_below`` (the scene is mostly wrong: no
+  edit recovers it), or when the setting or the spatial arrangement has more missing
+  descriptors than any other dimension (the composition is wrong), and edits otherwise
+  (:func:`move`).
 * A run stops on the first of: a stop asked for, the target FAITH reached, the round
   limit, ``patience`` rejected rounds in a row (counted from a branch point afresh), the
   wall-time budget, the model-call budget.
@@ -19,7 +25,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from refine.records import Candidate, Run, RunSpec
+from refine.records import Candidate, Round, Run, RunSpec
+
+# the dimensions whose missing descriptors an edit rarely recovers: the scene and its
+# composition (auto regenerates when one of them misses most)
+SCENE_DIMENSIONS = ("setting", "spatial")
 
 
 def faith_of(c: Candidate) -> float:
@@ -164,3 +174,29 @@ def stop_reason(
     if spec.budget_calls is not None and calls >= spec.budget_calls:
         return f"budget: {calls} model calls used (limit {spec.budget_calls})"
     return None
+
+
+def move(spec: RunSpec, parent: Round) -> tuple[str, str]:
+    """How the next round fixes ``parent``'s chosen image, ``edit`` or ``regenerate``, and
+    why: the strategy's own, or auto's rule with its figures."""
+    if spec.strategy != "auto":
+        return spec.strategy, f"strategy {spec.strategy}"
+    scores, below = parent.best.scores, spec.regenerate_below
+    if scores.align is not None and scores.align < below:
+        return "regenerate", f"ALIGN {scores.align:.3f} < {below:g}: the scene is mostly wrong"
+    counts: dict[str, int] = {}
+    for m in parent.best.feedback.missing:
+        counts[m.dimension] = counts.get(m.dimension, 0) + 1
+    align = "no ALIGN" if scores.align is None else f"ALIGN {scores.align:.3f} >= {below:g}"
+    if counts:
+        top = max(counts.values())
+        leaders = sorted(d for d, n in counts.items() if n == top)
+        if len(leaders) == 1 and leaders[0] in SCENE_DIMENSIONS:
+            rest = max((n for d, n in counts.items() if d != leaders[0]), default=0)
+            return (
+                "regenerate",
+                f"{align}, but {leaders[0]} misses most ({top} missing; next {rest}): "
+                "the composition is wrong",
+            )
+        return "edit", f"{align}; most missing in {' and '.join(leaders)} ({top})"
+    return "edit", f"{align}; nothing missing"

@@ -41,7 +41,7 @@ from refine.events import (
 from refine.io.store import RunStore, new_run_id
 from refine.loop import policy
 from refine.loop.candidates import CandidateMaker, Made
-from refine.loop.instructions import round_instruction
+from refine.loop.prompts import round_text
 from refine.loop.steps import StepContext, default_steps
 from refine.profiles import load_profile
 from refine.records import Candidate, ReferencePack, Round, Run, RunSpec
@@ -373,27 +373,32 @@ class Refiner:
         self._emit(_decided(r))
 
     def _edit_round(self, run: Run, store: RunStore) -> None:
-        """An editing round:
-        1. the instruction: the user's for this round, else one built from the parent's
-           feedback (a CAIRE misreading first);
-        2. review: a front end may rewrite it, or stop the run;
-        3. edit the parent image ``candidates`` times, one seed each;
-        4. assess each candidate (observe, score, drift from the parent);
-        5. decide: keep the best within the drift limit, accept it if FAITH rose enough;
-        6. run the steps (CAIRE, languages and SoS).
+        """A round after the first:
+        1. the move: edit the parent image or regenerate (the strategy; auto's rule);
+        2. the instruction (or, to regenerate, the new prompt): the user's for this round,
+           else one built from the parent's feedback (a CAIRE misreading first);
+        3. review: a front end may rewrite it, or stop the run;
+        4. edit the parent image, or generate from the new prompt, ``candidates`` times,
+           one seed each;
+        5. assess each candidate (observe, score, drift from the parent);
+        6. decide: keep the best (an edit within the drift limit), accept it if FAITH rose
+           enough and quality held;
+        7. run the steps (CAIRE, languages and SoS).
         """
         spec = run.spec
         k = len(run.rounds)
         parent_index = policy.parent_of_next(run)
         parent = run.rounds[parent_index]
         timings: dict[str, float] = {}
-        # 1. instruction
-        written = round_instruction(run, k, parent, self.backends, self.calls)
+        # 1-2. the move, and its instruction or prompt
+        how, why = policy.move(spec, parent)
+        why = why if spec.strategy == "auto" else None  # a chosen move keeps its reason
+        written, nothing = round_text(run, k, parent_index, how, self.backends, self.calls)
         if written is None:
-            run.stop_reason = "nothing to change: no missing, hallucinated or exaggerated items"
+            run.stop_reason = nothing
             return
         instruction, source = written.text, written.source
-        # 2. review
+        # 3. review
         if self.review is not None:
             self._emit(
                 ReviewWaiting(
@@ -412,40 +417,45 @@ class Refiner:
                 raise ValueError(f"round {k}: the reviewed instruction is empty")
             if reviewed != instruction:
                 instruction, source = reviewed, "person"
-        # 3. edit
+        # 4. edit, or generate from the new prompt
         parent_image = store.load_image(parent.best.image)
         seeds = [spec.seed + 1000 * k + j for j in range(spec.candidates)]
 
-        def make(editor: Any, some: list[int], **progress: Any) -> list[Image.Image]:
-            return editor.edit(parent_image, instruction, some, **progress)
+        def make(backend: Any, some: list[int], **progress: Any) -> list[Image.Image]:
+            if how == "regenerate":
+                return backend.generate(instruction, some, **progress)
+            return backend.edit(parent_image, instruction, some, **progress)
 
-        # 3-4. edit and assess each candidate (see refine.loop.candidates)
+        # 4-5. make and assess each candidate (see refine.loop.candidates)
+        role = "generator" if how == "regenerate" else "editor"
         try:
-            made = self._candidates(run, store, k, seeds, parent_image, make, timings)
+            made = self._candidates(run, store, k, seeds, parent_image, make, timings, role=role)
         except usage.StopRequested as stop:
             _keep_stopped(
-                run, stop, len(seeds), timings, parent_index, "edit", instruction, source,
+                run, stop, len(seeds), timings, parent_index, how, instruction, source,
                 self._stop_why,
             )  # fmt: skip
+            run.rounds[-1].move_reason = why if len(run.rounds) > k else None
             raise
-        # 5. decide
+        # 6. decide: a regenerated image is a new picture, its drift is not limited
         best = run.best()
         verdict = policy.decide_edit(
             made.candidates,
             parent.best,
             parent_index,
             spec.margin,
-            spec.max_drift,
+            spec.max_drift if how == "edit" else 2.0,
             None if best is None else best.best.scores.quality,
             spec.max_quality_drop,
         )
         r = _append_round(
-            run, verdict, made.candidates, timings, parent_index, "edit", instruction, source
+            run, verdict, made.candidates, timings, parent_index, how, instruction, source
         )
         r.failures, r.notes = made.failures, made.notes
         r.changes, r.instruction_note = written.changes, written.note
         r.instruction_model = written.model if source == "language model" else None
-        # 6. steps
+        r.move_reason = why
+        # 7. steps
         self._after_round(run, store, r)
         self._emit(_decided(r))
 
@@ -464,10 +474,11 @@ class Refiner:
         make: Callable[..., list[Image.Image]] | None,
         timings: dict[str, float],
         given: list[Image.Image] | None = None,
+        role: str | None = None,
     ) -> Made:
         """The round's candidates, made and assessed (see :mod:`refine.loop.candidates`)."""
         maker = CandidateMaker(self.backends, self.assessor, self.calls, self._emit, self.parallel)
-        return maker.make(run, store, k, seeds, parent, make, timings, given)
+        return maker.make(run, store, k, seeds, parent, make, timings, given, role)
 
     def _preflight(self, spec: RunSpec) -> None:
         roles = roles_needed(spec)
@@ -486,8 +497,12 @@ def roles_needed(spec: RunSpec) -> list[str]:
     roles = ["observer", "judge", "text_embedder"]
     if not spec.input_image or spec.prompt_languages:
         roles.insert(0, "generator")
+    if spec.rounds > 0 and spec.strategy != "edit" and "generator" not in roles:
+        roles.insert(0, "generator")  # regenerating draws new images
     if spec.rounds > 0:
-        roles += ["editor", "image_embedder"]
+        roles += (
+            ["editor", "image_embedder"] if spec.strategy != "regenerate" else ["image_embedder"]
+        )
     if spec.prompt_languages:
         roles.append("llm")
     return roles

@@ -239,7 +239,15 @@ def chart_range(series: dict[str, list[float | None]]) -> tuple[float, float]:
 
 
 def decision_text(r: Round) -> str:
-    return r.decision + (" (by hand)" if r.by_hand else "")
+    """``accepted``, ``rejected (by hand)``; a regenerating round, or one whose move auto
+    chose, says its move: ``accepted · regenerate``."""
+    move = f" · {r.kind}" if r.kind == "regenerate" or r.move_reason else ""
+    return r.decision + (" (by hand)" if r.by_hand else "") + move
+
+
+def reason_text(r: Round) -> str:
+    """The decision's reason, after the move's where auto chose it."""
+    return f"{r.kind}: {r.move_reason}; {r.reason}" if r.move_reason else r.reason
 
 
 def rounds_table(run: Run) -> list[list[object]]:
@@ -265,7 +273,7 @@ def rounds_table(run: Run) -> list[list[object]]:
                 cell(s.exag),
                 cell(drift_value(r)),
                 *(cell(s.value(m)) for m in extras),
-                r.reason,
+                reason_text(r),
                 caire_text(r),
                 languages_text(r),
                 tokens_text(r.usage),

@@ -199,6 +199,7 @@ def tifa_p(colour, question: str) -> float | None:
 
 _BUSY = threading.Lock()
 WRITER_PROMPT = "You write editing instructions for an image editing model"
+REWRITE_PROMPT = "You rewrite a text-to-image prompt"  # the regenerate move's writer
 
 
 @dataclass
@@ -240,6 +241,9 @@ class World:
     tifa_answered: list[str] = field(default_factory=list)  # the TIFA questions judged
     # the instruction writer's prompts, and an HTTP status to refuse them with
     written: list[str] = field(default_factory=list)
+    rewritten: list[str] = field(default_factory=list)  # the prompt rewriter's requests
+    generated: list[str] = field(default_factory=list)  # each text-to-image request's prompt
+    edited: list[str] = field(default_factory=list)  # each edit request's instruction
     refuse_writer: int | None = None
     # images made by this many edits or more look broken: the judge rates their quality 1 of
     # 10 (edited images then carry their edit count in their top-left pixel)
@@ -324,6 +328,8 @@ class World:
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
         if kind == "observe" and WRITER_PROMPT in text:
             return self._write(text)
+        if kind == "observe" and REWRITE_PROMPT in text:
+            return self._rewrite(text)
         if kind == "observe" and TIFA_MARK in text:
             self.tifa_asked.append(re.search(r'Text: "(.+?)"\n', text).group(1))
             return 200, text_answer(json.dumps({"questions": TIFA_QUESTIONS}))
@@ -332,6 +338,7 @@ class World:
                 self.refs_asked.append(key)
                 return 200, text_answer(json.dumps(self.refs[key]))
         if kind == "generate":
+            self.generated.append(text)
             model = path.rsplit("/", 1)[-1].split(":")[0]
             colour = self.generate_by_model.get(model)
             if model in self.generate_by_seed:
@@ -352,6 +359,7 @@ class World:
         ):
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
         if kind == "edit":
+            self.edited.append(text)
             if self.edit_delay_s:
                 import time
 
@@ -445,6 +453,13 @@ class World:
                 items.append(f"{parts[0]} {parts[2]}" + (f" (with {swap})" if swap else ""))
         answer = "Edit this photo: " + ", ".join(items) + "."
         return 200, text_answer(json.dumps({"instruction": answer}))
+
+    def _rewrite(self, text: str):
+        """The prompt rewriter: "Rewritten scene:" and what it was asked to show."""
+        self.rewritten.append(text)
+        show = re.search(r"- missing, to show: (.+)\n", text)
+        answer = "Rewritten scene: " + (show.group(1) if show else "as it should be")
+        return 200, text_answer(json.dumps({"prompt": answer}))
 
     @staticmethod
     def _peak(colour, text: str) -> int:

@@ -32,17 +32,23 @@ NO_EXTRAS = ("", "", "", "", False)
 
 
 def start_args(
-    rounds: int, seed: int = 42, candidates: int = 2, pause: bool = False, extras=NO_EXTRAS
+    rounds: int,
+    seed: int = 42,
+    candidates: int = 2,
+    pause: bool = False,
+    extras=NO_EXTRAS,
+    strategy: str = "edit",
 ) -> tuple:
     """The values /start takes, in the form's order: activity, country, the run settings
-    in the table's order (target 1, max drift 2, the default quality drop; ``extras``:
-    CAIRE cultures and knowledge base, prompt languages, SoS bank, language scores), then
-    pause, no upload and whether to check cultural expectations (``extras``' sixth)."""
+    in the table's order (target 1, max drift 2, the default quality drop, the strategy;
+    ``extras``: CAIRE cultures and knowledge base, prompt languages, SoS bank, language
+    scores), then pause, no upload and whether to check cultural expectations
+    (``extras``' sixth)."""
     act = "people eating food at home"
     if len(extras) == 5:  # no cultural expectations
         extras = (*extras, False)
     numbers = (rounds, 1.0, candidates, seed, 2.0, None)
-    return (act, "Iran", *numbers, *extras[:5], pause, None, extras[5])
+    return (act, "Iran", *numbers, strategy, *extras[:5], pause, None, extras[5])
 
 
 @pytest.fixture(scope="module")

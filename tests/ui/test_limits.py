@@ -196,6 +196,15 @@ def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited):
         with pytest.raises(AppError, match=refusal):
             client.predict(*args, api_name="/start")
         assert not service.busy and runs_in(service) == runs, value
+    # the strategy, a choice: any other value is refused naming it, through the API too
+    for value in ("sideways", "edit; rm -rf /", "x" * 600, 3):
+        args = list(start_args(1))
+        args[8] = value
+        with pytest.raises(Exception, match="strategy: "):
+            next(handler(None, *args, request=Request()))
+        with pytest.raises(AppError, match="strategy: |has raised an exception"):
+            client.predict(*args, api_name="/start")
+        assert not service.busy and runs_in(service) == runs, value
 
 
 def test_hostile_text_and_checkbox_settings_are_refused_by_name(limited):
@@ -208,14 +217,14 @@ def test_hostile_text_and_checkbox_settings_are_refused_by_name(limited):
     class Request:
         username, session_hash, headers, client = "ann", "s1", {}, None
 
-    # after activity, country and the six numbers: CAIRE cultures, its knowledge base,
-    # prompt languages, SoS bank, language scores
+    # after activity, country, the six numbers and the strategy: CAIRE cultures, its
+    # knowledge base, prompt languages, SoS bank, language scores
     for at, value, said in (
-        (8, "x" * 5000, "CAIRE cultures: a text of at most 500 characters"),
-        (8, ["Turkey"], "CAIRE cultures: a text of at most"),
-        (10, "xx, ../../etc", "prompt languages: unknown language 'xx'"),
-        (11, "/etc", "is not a SoS bank inside this app's folder"),
-        (12, "false", "language scores: 'false' is not true or false"),
+        (9, "x" * 5000, "CAIRE cultures: a text of at most 500 characters"),
+        (9, ["Turkey"], "CAIRE cultures: a text of at most"),
+        (11, "xx, ../../etc", "prompt languages: unknown language 'xx'"),
+        (12, "/etc", "is not a SoS bank inside this app's folder"),
+        (13, "false", "language scores: 'false' is not true or false"),
     ):
         args = list(start_args(1))
         args[at] = value

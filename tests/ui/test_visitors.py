@@ -243,7 +243,25 @@ def test_visitor_and_model_text_comes_back_escaped(app_url, world, monkeypatch):
     clean(note)
     assert "&lt;script&gt;" in note
     # a run of it: the HTML outputs (chart, progress bar) carry no raw markup
-    args = (act, "Iran", 1, 1.0, 1, 42, 2.0, None, "", "", "", "", False, False, None, False)
+    args = (
+        act,
+        "Iran",
+        1,
+        1.0,
+        1,
+        42,
+        2.0,
+        None,
+        "edit",
+        "",
+        "",
+        "",
+        "",
+        False,
+        False,
+        None,
+        False,
+    )
     job = client.submit(*args, api_name="/start")
     job.result(timeout=300)
     outputs = job.outputs()

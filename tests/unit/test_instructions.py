@@ -177,7 +177,10 @@ def test_the_margins_are_run_settings_with_bounds():
     done = cli("run", ACT, "--country", COUNTRY, "--near-margin", "0.9")
     assert done.returncode == 2 and "--near-margin" in done.stderr
     done = cli("run", ACT, "--country", COUNTRY, "--writer", "nobody")
-    assert done.returncode == 2 and "--writer: Input should be 'llm' or 'template'" in done.stderr
+    assert (
+        done.returncode == 2
+        and "--writer: Input should be 'llm', 'template' or 'ahead'" in done.stderr
+    )
 
 
 def test_the_writer_refuses_an_empty_or_long_answer():
@@ -229,3 +232,67 @@ def test_the_app_checklist_parts_put_a_near_match_with_what_is_right():
         ("Large rice platter ", "aligned"),
         ("\n", None),
     ]
+
+
+def test_the_ahead_writer_fills_tab_32_and_adds_only_where_hal_or_exag_point():
+    from refine.loop.ahead_writer import ahead_instruction
+    from refine.records import Exaggerated, Feedback, Match
+
+    refs = {
+        "setting": ["Persian rug on floor", "home dining room"],
+        "attire": ["simple headscarves", "casual modern attire", "chador", "long tunic"],
+        "interaction": ["sharing communal dishes"],
+        "objects": ["basket of flatbreads"],
+    }
+    aligned = [Match(dimension="attire", phrase="casual modern attire", best_match="x")]
+    missing = [
+        Match(dimension="attire", phrase="chador", similarity=0.4),
+        Match(dimension="attire", phrase="simple headscarves", similarity=0.1),
+        Match(dimension="setting", phrase="home dining room", similarity=0.2),
+        Match(dimension="interaction", phrase="sharing communal dishes", similarity=0.1),
+    ]
+    # HAL and EXAG point at objects only: nothing is added, no reference listed
+    fb = Feedback(
+        aligned=aligned,
+        missing=missing,
+        hallucinated=[Match(dimension="objects", phrase="hamburgers")],
+        exaggerated=[Exaggerated(candidate="oversized hookahs", replacement_dimension="objects")],
+    )
+    text, changes = ahead_instruction(fb, "people eating food at home", "Iran", refs)
+    assert text.startswith("Task: Edit the image to correctly show people eating food at home")
+    assert "HAL DESCRIPTORS: hamburgers\n" in text
+    assert "EXAG DESCRIPTORS: oversized hookahs\n" in text
+    assert "ALIGN DESCRIPTORS: casual modern attire\n" in text
+    assert "- All hallucinated elements from the HAL list" in text
+    assert "- ALIGN list that must remain present\n\nInput:" in text  # no addition line
+    assert "REF DESC:" not in text and "REFERENCE DESCRIPTORS: (none" in text
+    assert [(c.kind, c.item) for c in changes] == [
+        ("remove", "hamburgers"),
+        ("remove", "oversized hookahs"),
+    ]
+    # HAL in attire and setting: 1-3 attire (missing first, furthest first, then the
+    # others not aligned) and 1 background; no interaction
+    fb = fb.model_copy(
+        update={
+            "hallucinated": [
+                Match(dimension="attire", phrase="turbans and robes"),
+                Match(dimension="setting", phrase="modern restaurant"),
+            ],
+            "exaggerated": [],
+        }
+    )
+    text, changes = ahead_instruction(fb, "people eating food at home", "Iran", refs)
+    assert (
+        "- ADD 1-3 different types of attire from REF DESC: simple headscarves; chador; "
+        "long tunic\n" in text
+    )
+    assert "- ADD 1 correct background from REF DESC: home dining room\n" in text
+    assert "interaction" not in text.split("Input:")[0].casefold()
+    assert "EXAG DESCRIPTORS: (none)" in text
+    assert "REFERENCE DESCRIPTORS: simple headscarves; casual modern attire; chador; " in text
+    assert [c.item for c in changes if c.kind == "add"] == [
+        "simple headscarves", "chador", "long tunic", "home dining room",
+    ]  # fmt: skip
+    # nothing in HAL or EXAG: nothing to send
+    empty = fb.model_copy(update={"hallucinated": [], "exaggerated": []})
+    assert ahead_instruction(empty, "people eating food at home", "Iran", refs) is None

@@ -152,3 +152,51 @@ def test_equal_faith_within_the_margin_goes_to_the_better_looking():
     # round 0 too
     assert policy.choose_initial(pair, 0.01).chosen == 1
     assert policy.choose_initial(pair).chosen == 0
+
+
+def parent_with(align: float | None, missing: dict[str, int]) -> Round:
+    from refine.records import Match
+
+    fb = Feedback(
+        missing=[
+            Match(dimension=d, phrase=f"{d} {i}") for d, n in missing.items() for i in range(n)
+        ]
+    )
+    scores = Scores(values={"align": align, "hal": 0.5, "exag": None, "faith": 0.4})
+    c = Candidate(seed=0, image="x.png", observed={}, scores=scores, feedback=fb)
+    return Round(index=0, parent=None, kind="generate", text="t", candidates=[c], chosen=0,
+                 decision="initial", reason="")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("align", "missing", "want", "says"),
+    [
+        (0.29, {"objects": 3}, "regenerate", "ALIGN 0.290 < 0.3"),
+        (0.2999, {}, "regenerate", "ALIGN 0.300 < 0.3"),  # below, though it prints as 0.300
+        (0.3, {"objects": 3}, "edit", "ALIGN 0.300 >= 0.3; most missing in objects (3)"),
+        (0.31, {"objects": 1}, "edit", "most missing in objects (1)"),
+        (
+            0.5,
+            {"setting": 3, "objects": 2},
+            "regenerate",
+            "setting misses most (3 missing; next 2)",
+        ),
+        (0.5, {"spatial": 2, "attire": 1}, "regenerate", "spatial misses most (2 missing; next 1)"),
+        (0.5, {"setting": 2, "objects": 2}, "edit", "most missing in objects and setting (2)"),
+        (0.5, {"setting": 2, "spatial": 2}, "edit", "most missing in setting and spatial (2)"),
+        (0.5, {"attire": 4, "setting": 1}, "edit", "most missing in attire (4)"),
+        (0.5, {}, "edit", "nothing missing"),
+        (None, {"setting": 1}, "regenerate", "no ALIGN, but setting misses most"),
+    ],
+)
+def test_auto_moves_by_its_rule(align, missing, want, says):
+    spec = RunSpec(activity="a", country="b", strategy="auto")
+    how, why = policy.move(spec, parent_with(align, missing))
+    assert how == want and says in why
+    # the fixed strategies never look
+    for fixed in ("edit", "regenerate"):
+        spec = RunSpec(activity="a", country="b", strategy=fixed)
+        assert policy.move(spec, parent_with(align, missing)) == (fixed, f"strategy {fixed}")
+    # the threshold is the spec's
+    high = RunSpec(activity="a", country="b", strategy="auto", regenerate_below=0.95)
+    assert policy.move(high, parent_with(0.9, {"objects": 1}))[0] == "regenerate"

@@ -40,6 +40,7 @@ def test_the_table_is_every_setting_a_front_shows():
         "seed",
         "max_drift",
         "max_quality_drop",
+        "strategy",
         "caire_labels",
         "caire_kb",
         "prompt_languages",
@@ -48,7 +49,8 @@ def test_the_table_is_every_setting_a_front_shows():
     ]
     assert {s.name for s in shown_on("run")} == set(SETTINGS)
     assert SETTINGS["initial_candidates"].flag == "--initial"
-    assert SETTINGS["writer"].choices == ("llm", "template")
+    assert SETTINGS["writer"].choices == ("llm", "template", "ahead")
+    assert SETTINGS["strategy"].choices == ("edit", "regenerate", "auto")
     assert all(s.help for s in SETTINGS.values())
 
 
@@ -152,6 +154,15 @@ def test_the_app_form_shows_the_table(tmp_path, backends, options):
     for setting in shown_on("app"):
         kind, box = boxes[setting.flag.removeprefix("--")]
         # a text or a checkbox: its words, example and default from the table
+        if setting.choices:  # a choice: its choices, the default chosen
+            assert kind == "dropdown" and box["value"] == setting.default, setting.name
+            assert [c[0] for c in box["choices"]] == list(setting.choices), setting.name
+            # any other value from a client is refused naming the field; empty: the default
+            with pytest.raises(ValueError, match=f"^{label_of(setting.name)}: 'sideways' is not"):
+                numbers({setting.name: "sideways"})
+            assert numbers({setting.name: ""}) == {setting.name: None}
+            assert numbers({setting.name: setting.choices[-1]})[setting.name] == setting.choices[-1]
+            continue
         if setting.kind not in (int, float):
             assert kind == ("checkbox" if setting.kind is bool else "textbox"), setting.name
             assert box["label"] == setting.box and box["value"] in ("", False), setting.name

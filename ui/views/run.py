@@ -295,8 +295,16 @@ def _box(gr: Any, setting: Setting, limits: Any) -> Any:
     if setting.kind is bool:
         return gr.Checkbox(bool(value), label=label, elem_id=elem_id, **extra)
     if setting.choices:
+        # the handler checks the value against the choices and names the field when it
+        # refuses one (ui.views.common.numbers); Gradio's own check names none, and refuses
+        # an empty value, which means the default
         return gr.Dropdown(
-            list(setting.choices), value=value, label=label, elem_id=elem_id, **extra
+            list(setting.choices),
+            value=value,
+            label=label,
+            elem_id=elem_id,
+            allow_custom_value=True,
+            **extra,
         )
     if setting.kind in (int, float):
         precision = 0 if setting.kind is int else None

@@ -154,7 +154,9 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
     )
     parent = "" if r.parent is None else f" from round {r.parent}"
     by = r.instruction_source + (f", {r.instruction_model}" if r.instruction_model else "")
-    label = "prompt" if r.kind == "generate" else f"instruction ({by})"
+    label = {"generate": "prompt", "regenerate": f"new prompt ({by})"}.get(
+        r.kind, f"instruction ({by})"
+    )
     # the image metrics the catalog adds (a registered one), as the app's table shows them
     extras = views.table_extras()
     extra_heads = "".join(f"<th>{escape(CATALOG[m].label)}</th>" for m in extras)
@@ -166,7 +168,7 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f'data-round="{r.index}" data-decision="{r.decision}">'
         f'<h3>round {r.index}: {r.kind}{parent} <span class="badge {r.decision}">'
         f"{r.decision}{' by hand' if r.by_hand else ''}</span>{best}</h3>"
-        f'<p class="reason">{escape(r.reason)}</p>'
+        f'<p class="reason">{escape(views.reason_text(r))}</p>'
         f'<div class="imgs">{"".join(figs)}</div>'
         "<table><tr><th>FAITH</th><th>quality</th><th>ALIGN</th><th>HAL</th><th>EXAG</th>"
         '<th title="1 - cosine to the parent image: 0 the same picture, 2 the opposite">'
