@@ -374,6 +374,17 @@ InstructionSource = Literal[
 ]
 
 
+class ReferencePhoto(_Record):
+    """A real photo a reference-guided round's request carried: its file, its mean cosine
+    to the descriptors the round adds (the image embedder's), and where it came from
+    (the photo set's origin and the photo's details: address, licence, author)."""
+
+    file: str
+    similarity: float
+    origin: str = ""
+    attribution: dict[str, Any] = Field(default_factory=dict)
+
+
 class PlannedChange(_Record):
     """One change an instruction was built from (see refine.loop.instructions)."""
 
@@ -397,6 +408,8 @@ class Round(_Record):
     text: str  # the prompt of round 0, the editing instruction or the rewritten prompt
     # why this round edited or regenerated (the strategy, or auto's rule and its figures)
     move_reason: str | None = None
+    # the real photos the round's request carried beside the image (reference-guided)
+    reference_photos: list[ReferencePhoto] = Field(default_factory=list)
     instruction_source: InstructionSource = "template"
     # the language model that wrote the instruction, why the template wrote it instead (a
     # writer that failed or is off), and the changes it was built from
@@ -535,6 +548,22 @@ class RunSpec(_Record):
             "info": "edit the image; regenerate from a rewritten prompt; auto: regenerate "
             "when the scene itself is wrong",
         },
+    )
+    # an edit (or a regeneration) carries up to reference_count real photos of the activity
+    # and country, the closest to what it adds (refine.loop.reference_photos)
+    reference_guided: bool = Field(
+        False,
+        description="Give each edit up to reference-count real photos of the activity and "
+        "country, the closest (by the image embedder) to what it adds; the editor must take "
+        "reference images.",
+        json_schema_extra=_RUN,
+    )
+    reference_count: int = Field(
+        3,
+        ge=1,
+        le=16,
+        description="With reference-guided edits: the most photos a request carries.",
+        json_schema_extra=_RUN,
     )
     regenerate_below: float = Field(
         0.3,

@@ -351,17 +351,23 @@ def _edit_batch(
     progress: Progress | None,
     steps: int,
     notes: list[str],
+    references: Sequence[Image.Image] = (),
 ) -> list[Image.Image]:
     """All seeds' edits of ``image`` in one pipeline call (see :func:`_in_batches`), each
-    result resized to the input's size."""
+    result resized to the input's size; a reference-image pipeline is given the
+    ``references`` after the source, shared by every edit."""
     source = image.convert("RGB")
+    shared = [source, *(r.convert("RGB") for r in references)]
 
     def call(gens: list[Any], extra: dict[str, Any]) -> list[Image.Image]:
         n = len(gens)
         given = dict(args)
         if isinstance(given.get("negative_prompt"), str):  # one per image, as the prompts
             given["negative_prompt"] = [given["negative_prompt"]] * n
-        images = source if type(pipe).__name__ in REFERENCE_EDITS else [source] * n
+        if type(pipe).__name__ in REFERENCE_EDITS:
+            images = shared if len(shared) > 1 else source
+        else:
+            images = [source] * n
         result = pipe(prompt=[instruction] * n, image=images, generator=gens, **given, **extra)
         return list(result.images)
 
@@ -434,19 +440,31 @@ class DiffusersEditor(_DiffusersBackend):
             args["height"] = max(m, image.height // m * m)
         return args
 
+    @property
+    def reference_images(self) -> int:
+        """Real photos an edit may carry beside the image: 2 for the pipelines that read a
+        list of images (QwenImageEditPlus takes 3 images in all, FLUX.2-klein several),
+        none for the others (known once the pipeline is loaded: a run's preflight loads
+        it before asking)."""
+        if self.pipe is None:
+            self.load()
+        return 2 if type(self.pipe).__name__ in REFERENCE_EDITS else 0
+
     def edit(
         self,
         image: Image.Image,
         instruction: str,
         seeds: Sequence[int],
         progress: Progress | None = None,
+        references: Sequence[Image.Image] = (),
     ) -> list[Image.Image]:
         self.load()
         args = self._call_args(image)
         steps = int(args["num_inference_steps"])
         return _edit_batch(
-            self.model, self.pipe, image, instruction, seeds, args, progress, steps, self.notes
-        )
+            self.model, self.pipe, image, instruction, seeds, args, progress, steps,
+            self.notes, list(references)[: self.reference_images],
+        )  # fmt: skip
 
 
 class DiffusersImg2Img:

@@ -385,13 +385,22 @@ class GeminiGenerator(_GeminiBackend):
 
     role = "generator"
     default_model = DEFAULT_IMAGE_MODEL
+    # real photos a request may carry beside the prompt (the Gemini image models take
+    # several input images; Gemini 2.5 Flash Image works best with up to 3)
+    reference_images = 3
 
-    def generate(self, prompt: str, seeds: Sequence[int]) -> list[Image.Image]:
+    def generate(
+        self, prompt: str, seeds: Sequence[int], references: Sequence[Image.Image] = ()
+    ) -> list[Image.Image]:
+        """One image per seed; ``references``: photos sent before the prompt (the scene's
+        real look), at most :attr:`reference_images`."""
         from google.genai import types
+
+        shown = [_image_part(r) for r in list(references)[: self.reference_images]]
 
         def one(seed: int) -> Image.Image:
             config = types.GenerateContentConfig(response_modalities=["IMAGE", "TEXT"], seed=seed)
-            response = self.gemini.generate(self.model, [prompt], config, "generate")
+            response = self.gemini.generate(self.model, [*shown, prompt], config, "generate")
             return _first_image(self.model, response)
 
         return self._each(seeds, one)
@@ -402,15 +411,31 @@ class GeminiEditor(_GeminiBackend):
 
     role = "editor"
     default_model = DEFAULT_IMAGE_MODEL
+    reference_images = 3  # real photos a request may carry after the image (as above)
 
-    def edit(self, image: Image.Image, instruction: str, seeds: Sequence[int]) -> list[Image.Image]:
+    def edit(
+        self,
+        image: Image.Image,
+        instruction: str,
+        seeds: Sequence[int],
+        references: Sequence[Image.Image] = (),
+    ) -> list[Image.Image]:
+        """One edit of ``image`` per seed; ``references``: real photos sent after it (what
+        the edit should look like), at most :attr:`reference_images`."""
         from google.genai import types
         from PIL import Image as PILImage
+
+        shown = [_image_part(r) for r in list(references)[: self.reference_images]]
+        if shown:  # the first image is the one edited; the photos are named as such
+            instruction = (
+                f"{instruction}\n\nThe first image is the one to edit; the other "
+                f"{len(shown)} are real photos of the scene, for reference only."
+            )
 
         def one(seed: int) -> Image.Image:
             config = types.GenerateContentConfig(response_modalities=["IMAGE", "TEXT"], seed=seed)
             response = self.gemini.generate(
-                self.model, [_image_part(image), instruction], config, "edit"
+                self.model, [_image_part(image), *shown, instruction], config, "edit"
             )
             edited = _first_image(self.model, response)
             if edited.size != image.size:

@@ -39,7 +39,7 @@ from refine.events import (
     RunStarted,
 )
 from refine.io.store import RunStore, new_run_id
-from refine.loop import policy
+from refine.loop import policy, reference_photos
 from refine.loop.candidates import CandidateMaker, Made
 from refine.loop.prompts import round_text
 from refine.loop.steps import StepContext, default_steps
@@ -180,6 +180,7 @@ class Refiner:
         for step in self.steps:
             step.check(spec, references.country, self.backends)
         self._preflight(spec)  # before any directory or paid call
+        reference_photos.check(spec, self.backends, references)
         store = RunStore.create(out, new_run_id(spec.activity, references.country))
         store.acquire()
         run = Run(
@@ -374,17 +375,13 @@ class Refiner:
 
     def _edit_round(self, run: Run, store: RunStore) -> None:
         """A round after the first:
-        1. the move: edit the parent image or regenerate (the strategy; auto's rule);
-        2. the instruction (or, to regenerate, the new prompt): the user's for this round,
-           else one built from the parent's feedback (a CAIRE misreading first);
+        1-2. the move (edit or regenerate: the strategy, auto's rule) and its instruction
+           or new prompt: the user's, else built from the parent's feedback;
         3. review: a front end may rewrite it, or stop the run;
-        4. edit the parent image, or generate from the new prompt, ``candidates`` times,
-           one seed each;
-        5. assess each candidate (observe, score, drift from the parent);
-        6. decide: keep the best (an edit within the drift limit), accept it if FAITH rose
-           enough and quality held;
-        7. run the steps (CAIRE, languages and SoS).
-        """
+        4-5. edit the parent (or generate from the new prompt; with the photos when
+           reference-guided) ``candidates`` times, assess each (drift from the parent);
+        6. decide: the best (an edit within the drift limit), accepted if FAITH rose
+           enough and quality held; 7. the steps (CAIRE, languages and SoS)."""
         spec = run.spec
         k = len(run.rounds)
         parent_index = policy.parent_of_next(run)
@@ -421,13 +418,16 @@ class Refiner:
         parent_image = store.load_image(parent.best.image)
         seeds = [spec.seed + 1000 * k + j for j in range(spec.candidates)]
 
+        role = "generator" if how == "regenerate" else "editor"
+        photos, shown = reference_photos.for_round(run, written.changes, self.backends, role)
+        given = {"references": shown} if shown else {}  # reference-guided: the photos too
+
         def make(backend: Any, some: list[int], **progress: Any) -> list[Image.Image]:
             if how == "regenerate":
-                return backend.generate(instruction, some, **progress)
-            return backend.edit(parent_image, instruction, some, **progress)
+                return backend.generate(instruction, some, **given, **progress)
+            return backend.edit(parent_image, instruction, some, **given, **progress)
 
         # 4-5. make and assess each candidate (see refine.loop.candidates)
-        role = "generator" if how == "regenerate" else "editor"
         try:
             made = self._candidates(run, store, k, seeds, parent_image, make, timings, role=role)
         except usage.StopRequested as stop:
@@ -454,7 +454,7 @@ class Refiner:
         r.failures, r.notes = made.failures, made.notes
         r.changes, r.instruction_note = written.changes, written.note
         r.instruction_model = written.model if source == "language model" else None
-        r.move_reason = why
+        r.move_reason, r.reference_photos = why, photos
         # 7. steps
         self._after_round(run, store, r)
         self._emit(_decided(r))

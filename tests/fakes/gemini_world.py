@@ -244,6 +244,7 @@ class World:
     rewritten: list[str] = field(default_factory=list)  # the prompt rewriter's requests
     generated: list[str] = field(default_factory=list)  # each text-to-image request's prompt
     edited: list[str] = field(default_factory=list)  # each edit request's instruction
+    edit_images: list = field(default_factory=list)  # each edit request's images (bytes)
     refuse_writer: int | None = None
     # images made by this many edits or more look broken: the judge rates their quality 1 of
     # 10 (edited images then carry their edit count in their top-left pixel)
@@ -360,6 +361,9 @@ class World:
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
         if kind == "edit":
             self.edited.append(text)
+            self.edit_images.append(
+                [_decode((p.get("inlineData") or p.get("inline_data"))["data"]) for p in images]
+            )
             if self.edit_delay_s:
                 import time
 

@@ -182,7 +182,7 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f"{_languages_html(r, run_dir)}"
         f"{_checklist(run, r)}"
         f'<p><b>{escape(label)}</b></p><pre class="instruction">{escape(r.text)}</pre>'
-        f"{_changes_html(r)}"
+        f"{_changes_html(r)}{_photos_html(r)}"
         f'<p class="muted">timings: {escape(timings) or "-"}</p>'
         "</section>"
     )
@@ -203,6 +203,30 @@ def _quality_title(s: Any) -> str:
         if m != "quality" and s.value(m) is not None:
             text += f"; {label(m)} {s.value(m):.3f}"
     return text
+
+
+def _photos_html(r: Round) -> str:
+    """The real photos a reference-guided round's request carried, each with its cosine
+    to what the round adds and its attribution."""
+    if not r.reference_photos:
+        return ""
+    figs = []
+    for p in r.reference_photos:
+        said = ", ".join(
+            f"{k} {v}"
+            for k, v in p.attribution.items()
+            if k in ("license", "licence", "author", "url", "page", "title")
+        )
+        caption = f"cosine {p.similarity:.3f} to what it adds" + (f"; {said}" if said else "")
+        picture = image_tag(Path(p.file), caption) if Path(p.file).is_file() else ""
+        figs.append(
+            f'<figure class="photo">{picture}<figcaption>{escape(Path(p.file).name)}: '
+            f"{escape(caption)} ({escape(p.origin)})</figcaption></figure>"
+        )
+    return (
+        f'<details class="photos" open><summary>{len(figs)} real photo(s) sent with the '
+        f'request</summary><div class="imgs">{"".join(figs)}</div></details>'
+    )
 
 
 def _changes_html(r: Round) -> str:
