@@ -70,6 +70,35 @@ def ssim(parent: Image.Image, child: Image.Image) -> float:
     return ssim_arrays(block_mean(a, f), block_mean(b, f))
 
 
+def ssim_outside(parent: Image.Image, child: Image.Image, inside: np.ndarray) -> float | None:
+    """SSIM of the luminance over the windows that lie wholly outside a region (``inside``:
+    a boolean array of the parent's height and width, True in the region), as
+    :func:`ssim` computes it (resized, downsampled, 7x7 windows); None when no window
+    lies wholly outside."""
+    from PIL import Image as PILImage
+
+    if child.size != parent.size:
+        child = child.resize(parent.size, PILImage.Resampling.BICUBIC)
+    a = np.asarray(parent.convert("L"), dtype=np.float32) / 255.0
+    b = np.asarray(child.convert("L"), dtype=np.float32) / 255.0
+    if inside.shape != a.shape:
+        raise ValueError(f"the region's mask is {inside.shape}, the image {a.shape}")
+    f = downsample_factor(*a.shape)
+    a, b = block_mean(a, f).astype(np.float64), block_mean(b, f).astype(np.float64)
+    touched = block_mean(inside.astype(np.float64), f)  # > 0: the block meets the region
+    w = min(WINDOW, *a.shape)
+    mu_a, mu_b = _box_mean(a, w), _box_mean(b, w)
+    var_a = _box_mean(a * a, w) - mu_a**2
+    var_b = _box_mean(b * b, w) - mu_b**2
+    cov = _box_mean(a * b, w) - mu_a * mu_b
+    c1, c2 = K1**2, K2**2
+    s = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / (
+        (mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2)
+    )
+    outside = _box_mean((touched > 0).astype(np.float64), w) == 0
+    return float(s[outside].mean()) if outside.any() else None
+
+
 def drift_of(cosine_to_parent: float) -> float:
     """The catalog's ``drift``: 1 - the cosine of an image's embedding and its parent's
     (0: the same picture, 2: the opposite)."""

@@ -239,6 +239,11 @@ class Drift(_Record):
     embedding_cosine: float
     ssim: float
     embedder: str
+    # a localized edit's drift (refine.loop.localize): inside its boxes, 1 - the cosine of
+    # the crops' embeddings (averaged over the boxes); outside, 1 - SSIM over the windows
+    # wholly outside them (None: no such window)
+    inside: float | None = None
+    outside: float | None = None
 
     @property
     def value(self) -> float:
@@ -374,6 +379,23 @@ InstructionSource = Literal[
 ]
 
 
+class Region(_Record):
+    """A box the observer drew for a localized edit: around an item that is wrong
+    (hallucinated or exaggerated), or where a missing one belongs; [x0, y0, x1, y1] as
+    fractions of the image's width and height."""
+
+    item: str
+    kind: Literal["hallucinated", "exaggerated", "missing"]
+    box: list[float] = Field(min_length=4, max_length=4)
+
+    @field_validator("box")
+    @classmethod
+    def _ordered(cls, v: list[float]) -> list[float]:
+        if not all(0.0 <= x <= 1.0 for x in v) or v[0] >= v[2] or v[1] >= v[3]:
+            raise ValueError(f"a box is [x0, y0, x1, y1] in [0, 1] with x0 < x1, y0 < y1: {v}")
+        return v
+
+
 class ReferencePhoto(_Record):
     """A real photo a reference-guided round's request carried: its file, its mean cosine
     to the descriptors the round adds (the image embedder's), and where it came from
@@ -410,6 +432,9 @@ class Round(_Record):
     move_reason: str | None = None
     # the real photos the round's request carried beside the image (reference-guided)
     reference_photos: list[ReferencePhoto] = Field(default_factory=list)
+    # a localized edit's boxes (the edit restricted to them), and why there are none
+    regions: list[Region] = Field(default_factory=list)
+    regions_note: str | None = None
     instruction_source: InstructionSource = "template"
     # the language model that wrote the instruction, why the template wrote it instead (a
     # writer that failed or is off), and the changes it was built from
@@ -563,6 +588,22 @@ class RunSpec(_Record):
         ge=1,
         le=16,
         description="With reference-guided edits: the most photos a request carries.",
+        json_schema_extra=_RUN,
+    )
+    # each edit restricted to boxes the observer draws (refine.loop.localize)
+    localize: bool = Field(
+        False,
+        description="Restrict each edit to boxes the observer draws around what is wrong "
+        "and where what is missing belongs (an inpainting editor: a mask, the pixels outside "
+        "pasted back; an API editor: the region in the instruction).",
+        json_schema_extra=_RUN,
+    )
+    max_drift_outside: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="With localized edits: reject a candidate whose drift outside its boxes "
+        "(1 - SSIM there) is above this; 1: off.",
         json_schema_extra=_RUN,
     )
     regenerate_below: float = Field(

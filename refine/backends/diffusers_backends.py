@@ -41,6 +41,7 @@ __all__ = [
     "DiffusersEditor",
     "DiffusersGenerator",
     "DiffusersImg2Img",
+    "DiffusersInpainter",
     "ModelUnavailable",
     "OutOfMemory",
     "pick_dtype",
@@ -483,7 +484,7 @@ class DiffusersImg2Img:
 
     @property
     def id(self) -> str:
-        return f"img2img:{self.generator.model}"
+        return f"{self.prefix}:{self.generator.model}"
 
     def take_notes(self) -> list[str]:
         """What happened to the last calls' batches (and forget it)."""
@@ -494,14 +495,18 @@ class DiffusersImg2Img:
         self.load()
         return {**self.generator.info(), "id": self.id, "pipeline": type(self.pipe).__name__}
 
+    auto_pipeline = "AutoPipelineForImage2Image"  # what the generator's weights become
+
     @serialised_load(lambda self: self.pipe is not None)
     def load(self) -> DiffusersImg2Img:
         if self.pipe is None:
-            diffusers = require("diffusers", "diffusers", "the img2img: backend", "local")
+            diffusers = require("diffusers", "diffusers", f"the {self.prefix}: backend", "local")
             self.generator.load()
-            self.pipe = diffusers.AutoPipelineForImage2Image.from_pipe(self.generator.pipe)
+            self.pipe = getattr(diffusers, self.auto_pipeline).from_pipe(self.generator.pipe)
             self.pipe.set_progress_bar_config(disable=True)
         return self
+
+    prefix = "img2img"
 
     def edit(
         self,
@@ -510,8 +515,18 @@ class DiffusersImg2Img:
         seeds: Sequence[int],
         progress: Progress | None = None,
     ) -> list[Image.Image]:
+        return self._edit(image, instruction, seeds, progress, {})
+
+    def _edit(
+        self,
+        image: Image.Image,
+        instruction: str,
+        seeds: Sequence[int],
+        progress: Progress | None,
+        more: dict[str, Any],
+    ) -> list[Image.Image]:
         self.load()
-        args: dict[str, Any] = {"strength": self.strength}
+        args: dict[str, Any] = {"strength": self.strength, **more}
         if self.generator.steps is not None:
             args["num_inference_steps"] = self.generator.steps
         if self.generator.guidance is not None:
@@ -528,3 +543,33 @@ class DiffusersImg2Img:
             max(1, int(steps * self.strength)),
             self.notes,
         )
+
+
+class DiffusersInpainter(DiffusersImg2Img):
+    """Inpainting that shares the weights of the generator ``diffusers:<model>``: an edit
+    restricted to regions (``--localize``) changes the pixels inside the mask the boxes
+    make, and the original pixels outside it are pasted back exactly after decoding."""
+
+    prefix = "inpaint"
+    auto_pipeline = "AutoPipelineForInpainting"
+    localizes = "mask"  # takes a region as a mask
+
+    def __init__(self, model: str, strength: float = 0.9, **generator_options: Any) -> None:
+        super().__init__(model, strength, **generator_options)
+
+    def edit(
+        self,
+        image: Image.Image,
+        instruction: str,
+        seeds: Sequence[int],
+        progress: Progress | None = None,
+        regions: Sequence[Sequence[float]] = (),
+    ) -> list[Image.Image]:
+        """Edits of ``image`` inside ``regions`` ([x0, y0, x1, y1] fractions; none: the
+        whole image), every pixel outside them the original's."""
+        from refine.backends.regions import mask_image, paste_outside
+
+        boxes = list(regions) or [[0.0, 0.0, 1.0, 1.0]]
+        mask = mask_image(boxes, image.size)
+        made = self._edit(image, instruction, seeds, progress, {"mask_image": mask})
+        return [paste_outside(image, m, mask) for m in made]

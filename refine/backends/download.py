@@ -1,8 +1,9 @@
 """Fetching a profile's model weights ahead of time (``refine models download``), so that a
 run, or a machine without internet later, finds them in the Hugging Face cache.
 
-Hub models (``diffusers:``, ``img2img:``, ``hf:``, ``siglip:``, ``hfclip:``) are fetched whole with
-``huggingface_hub.snapshot_download`` (at the ``revision`` the profile names, if any);
+Hub models (``diffusers:``, ``img2img:``, ``inpaint:``, ``hf:``, ``siglip:``, ``hfclip:``) are
+fetched whole with ``huggingface_hub.snapshot_download`` (at the ``revision`` the profile
+names, if any);
 open_clip weights (``clip:ARCH/TAG``) with open_clip's own download of that tag. API models
 (``gemini:``), the bundled MiniLM and local paths need nothing.
 """
@@ -17,7 +18,7 @@ from typing import Any
 from refine.backends.imports import require
 from refine.backends.registry import split_name
 
-HUB_PREFIXES = ("diffusers", "img2img", "hf", "siglip", "hfclip")
+HUB_PREFIXES = ("diffusers", "img2img", "inpaint", "hf", "siglip", "hfclip")
 
 
 @dataclass

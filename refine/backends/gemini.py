@@ -412,6 +412,7 @@ class GeminiEditor(_GeminiBackend):
     role = "editor"
     default_model = DEFAULT_IMAGE_MODEL
     reference_images = 3  # real photos a request may carry after the image (as above)
+    localizes = "instruction"  # a region is said in the instruction (the API takes no mask)
 
     def edit(
         self,
@@ -419,12 +420,18 @@ class GeminiEditor(_GeminiBackend):
         instruction: str,
         seeds: Sequence[int],
         references: Sequence[Image.Image] = (),
+        regions: Sequence[Sequence[float]] = (),
     ) -> list[Image.Image]:
         """One edit of ``image`` per seed; ``references``: real photos sent after it (what
-        the edit should look like), at most :attr:`reference_images`."""
+        the edit should look like), at most :attr:`reference_images`; ``regions``: boxes
+        the edit is restricted to, said in the instruction."""
         from google.genai import types
         from PIL import Image as PILImage
 
+        if regions:
+            from refine.backends.regions import region_words
+
+            instruction = f"{instruction}\n\n{region_words(regions)}"
         shown = [_image_part(r) for r in list(references)[: self.reference_images]]
         if shown:  # the first image is the one edited; the photos are named as such
             instruction = (

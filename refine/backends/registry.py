@@ -169,6 +169,14 @@ register(
     "strength-based img2img sharing the weights of the generator of the same name",
     "img2img:stabilityai/sd-turbo",
 )
+register(
+    "editor",
+    "inpaint",
+    "refine.backends.diffusers_backends:DiffusersInpainter",
+    "inpainting inside a localized edit's boxes (the pixels outside pasted back), sharing "
+    "the weights of the generator of the same name",
+    "inpaint:stabilityai/stable-diffusion-2-inpainting",
+)
 
 for _role, _cls, _example, _what in (
     ("observer", "HFObserver", "hf:Qwen/Qwen3-VL-8B-Instruct", "descriptor listing"),

@@ -37,6 +37,11 @@ def faith_of(c: Candidate) -> float:
     return c.scores.faith if c.scores.faith is not None else float("-inf")
 
 
+def outside_of(c: Candidate) -> float:
+    """A localized edit's drift outside its boxes (0 without one)."""
+    return 0.0 if c.drift is None or c.drift.outside is None else c.drift.outside
+
+
 def drift_of(c: Candidate) -> float:
     """1 - cosine of the image embeddings of a candidate and its parent (0 without one)."""
     return 0.0 if c.drift is None else c.drift.value
@@ -84,12 +89,25 @@ def decide_edit(
     max_drift: float,
     best_quality: float | None = None,
     max_quality_drop: float = 1.0,
+    max_drift_outside: float = 1.0,
 ) -> Verdict:
-    """An editing round: the best candidate within the drift limit that kept its quality
-    (at most ``max_quality_drop`` below ``best_quality``, the best round's), accepted when
-    its FAITH gain over the parent is at least ``margin``."""
+    """An editing round: the best candidate within the drift limit (and, for a localized
+    edit, within ``max_drift_outside`` outside its boxes) that kept its quality (at most
+    ``max_quality_drop`` below ``best_quality``, the best round's), accepted when its
+    FAITH gain over the parent is at least ``margin``."""
     parent_faith = faith_of(parent)
     within = [j for j, c in enumerate(candidates) if drift_of(c) <= max_drift]
+    inside = [j for j in within if outside_of(candidates[j]) <= max_drift_outside + 1e-12]
+    if within and not inside:
+        chosen = max(within, key=lambda j: faith_of(candidates[j]))
+        smallest = min(outside_of(candidates[j]) for j in within)
+        return Verdict(
+            chosen,
+            "rejected",
+            f"every candidate changed too much outside its boxes (smallest 1 - SSIM there "
+            f"{smallest:.3f} > {max_drift_outside})",
+        )
+    within = inside
     if not within:
         chosen = max(range(len(candidates)), key=lambda j: faith_of(candidates[j]))
         smallest = min(drift_of(c) for c in candidates)

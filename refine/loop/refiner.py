@@ -39,7 +39,7 @@ from refine.events import (
     RunStarted,
 )
 from refine.io.store import RunStore, new_run_id
-from refine.loop import policy, reference_photos
+from refine.loop import localize, policy, request
 from refine.loop.candidates import CandidateMaker, Made
 from refine.loop.prompts import round_text
 from refine.loop.steps import StepContext, default_steps
@@ -180,7 +180,7 @@ class Refiner:
         for step in self.steps:
             step.check(spec, references.country, self.backends)
         self._preflight(spec)  # before any directory or paid call
-        reference_photos.check(spec, self.backends, references)
+        request.check(spec, self.backends, references)
         store = RunStore.create(out, new_run_id(spec.activity, references.country))
         store.acquire()
         run = Run(
@@ -414,21 +414,20 @@ class Refiner:
                 raise ValueError(f"round {k}: the reviewed instruction is empty")
             if reviewed != instruction:
                 instruction, source = reviewed, "person"
-        # 4. edit, or generate from the new prompt
+        # 4. edit, or generate from the new prompt (with photos, in boxes: the request)
         parent_image = store.load_image(parent.best.image)
         seeds = [spec.seed + 1000 * k + j for j in range(spec.candidates)]
-
         role = "generator" if how == "regenerate" else "editor"
-        photos, shown = reference_photos.for_round(run, written.changes, self.backends, role)
-        given = {"references": shown} if shown else {}  # reference-guided: the photos too
+        extra = request.round_request(run, how, parent_image, written.changes, self.backends,
+                                      self.calls)  # fmt: skip
+        given = extra.given
 
         def make(backend: Any, some: list[int], **progress: Any) -> list[Image.Image]:
             if how == "regenerate":
                 return backend.generate(instruction, some, **given, **progress)
             return backend.edit(parent_image, instruction, some, **given, **progress)
 
-        # 4-5. make and assess each candidate (see refine.loop.candidates)
-        try:
+        try:  # 4-5. make and assess each candidate (see refine.loop.candidates)
             made = self._candidates(run, store, k, seeds, parent_image, make, timings, role=role)
         except usage.StopRequested as stop:
             _keep_stopped(
@@ -437,6 +436,7 @@ class Refiner:
             )  # fmt: skip
             run.rounds[-1].move_reason = why if len(run.rounds) > k else None
             raise
+        localize.measure(made.candidates, parent_image, extra.regions, store, self.backends)
         # 6. decide: a regenerated image is a new picture, its drift is not limited
         best = run.best()
         verdict = policy.decide_edit(
@@ -447,14 +447,15 @@ class Refiner:
             spec.max_drift if how == "edit" else 2.0,
             None if best is None else best.best.scores.quality,
             spec.max_quality_drop,
+            spec.max_drift_outside,
         )
         r = _append_round(
             run, verdict, made.candidates, timings, parent_index, how, instruction, source
         )
-        r.failures, r.notes = made.failures, made.notes
-        r.changes, r.instruction_note = written.changes, written.note
+        r.failures, r.notes, r.changes = made.failures, made.notes, written.changes
+        r.instruction_note, r.move_reason = written.note, why
         r.instruction_model = written.model if source == "language model" else None
-        r.move_reason, r.reference_photos = why, photos
+        r.reference_photos, r.regions, r.regions_note = extra.photos, extra.regions, extra.note
         # 7. steps
         self._after_round(run, store, r)
         self._emit(_decided(r))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from metrics.catalog import CATALOG, heading_of, label, made_by, names
 from metrics.catalog import computed as computed_metrics
@@ -271,7 +272,7 @@ def rounds_table(run: Run) -> list[list[object]]:
                 cell(s.align),
                 cell(s.hal),
                 cell(s.exag),
-                cell(drift_value(r)),
+                drift_text(r),
                 *(cell(s.value(m)) for m in extras),
                 reason_text(r),
                 caire_text(r),
@@ -413,15 +414,53 @@ def language_gallery(run: Run, run_dir: str | Path, k: int) -> list[tuple[str, s
     return items
 
 
-def before_after(run: Run, run_dir: str | Path, k: int) -> tuple[str, str]:
+def before_after(run: Run, run_dir: str | Path, k: int) -> tuple[Any, str]:
     """(parent image, this round's chosen image) of round ``k``; round 0 has no parent and
-    is shown alone (the same image on both sides)."""
+    is shown alone (the same image on both sides); a localized edit's parent with its
+    boxes drawn on it."""
     r = run.rounds[k]
     run_dir = Path(run_dir)
     here = str(run_dir / r.best.image)
     if r.parent is None:
         return here, here
-    return str(run_dir / run.rounds[r.parent].best.image), here
+    before = str(run_dir / run.rounds[r.parent].best.image)
+    return (regions_overlay(before, r.regions) if r.regions else before), here
+
+
+# a box's colour by what it holds: red around what is wrong, green where a missing item goes
+REGION_COLOURS = {"hallucinated": (230, 40, 40), "exaggerated": (240, 150, 0),
+                  "missing": (30, 170, 60)}  # fmt: skip
+
+
+def regions_overlay(path: str | Path, regions: Any) -> Any:
+    """The image at ``path`` with a localized edit's boxes drawn on it (a PIL image)."""
+    from PIL import Image, ImageDraw
+
+    from refine.backends.regions import pixels
+
+    with Image.open(path) as im:
+        out = im.convert("RGB")
+    draw = ImageDraw.Draw(out)
+    width = max(2, min(out.size) // 120)
+    for reg in regions:
+        left, top, right, bottom = pixels(reg.box, out.size)
+        colour = REGION_COLOURS.get(reg.kind, (255, 255, 255))
+        draw.rectangle([left, top, right - 1, bottom - 1], outline=colour, width=width)
+    return out
+
+
+def drift_text(r: Round) -> float | str:
+    """The rounds table's drift: the value, and for a localized edit the drift inside and
+    outside its boxes beside it."""
+    d = r.best.drift
+    value = drift_value(r)
+    if value is None:
+        return MISSING
+    if d is None or (d.inside is None and d.outside is None):
+        return round(value, 3)
+    inside = MISSING if d.inside is None else f"{d.inside:.3f}"
+    outside = MISSING if d.outside is None else f"{d.outside:.3f}"
+    return f"{value:.3f} (in {inside}, out {outside})"
 
 
 def progress_line(run: Run | None) -> str:

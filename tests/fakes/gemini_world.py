@@ -200,6 +200,9 @@ def tifa_p(colour, question: str) -> float | None:
 _BUSY = threading.Lock()
 WRITER_PROMPT = "You write editing instructions for an image editing model"
 REWRITE_PROMPT = "You rewrite a text-to-image prompt"  # the regenerate move's writer
+GROUND_PROMPT = "An edit will change only some regions of it"  # a localized edit's boxes
+# the boxes the world's observer draws: around what is in the image, where a missing item goes
+WRONG_BOX, MISSING_BOX = [0.1, 0.1, 0.45, 0.5], [0.55, 0.5, 0.9, 0.95]
 
 
 @dataclass
@@ -245,6 +248,8 @@ class World:
     generated: list[str] = field(default_factory=list)  # each text-to-image request's prompt
     edited: list[str] = field(default_factory=list)  # each edit request's instruction
     edit_images: list = field(default_factory=list)  # each edit request's images (bytes)
+    grounded: list[str] = field(default_factory=list)  # the grounding calls' prompts
+    skip_box: set = field(default_factory=set)  # items the observer draws no box for
     refuse_writer: int | None = None
     # images made by this many edits or more look broken: the judge rates their quality 1 of
     # 10 (edited images then carry their edit count in their top-left pixel)
@@ -331,6 +336,8 @@ class World:
             return self._write(text)
         if kind == "observe" and REWRITE_PROMPT in text:
             return self._rewrite(text)
+        if kind == "observe" and GROUND_PROMPT in text:
+            return self._ground(text)
         if kind == "observe" and TIFA_MARK in text:
             self.tifa_asked.append(re.search(r'Text: "(.+?)"\n', text).group(1))
             return 200, text_answer(json.dumps({"questions": TIFA_QUESTIONS}))
@@ -457,6 +464,17 @@ class World:
                 items.append(f"{parts[0]} {parts[2]}" + (f" (with {swap})" if swap else ""))
         answer = "Edit this photo: " + ", ".join(items) + "."
         return 200, text_answer(json.dumps({"instruction": answer}))
+
+    def _ground(self, text: str):
+        """The grounding call: a box for each listed item (one it skips: ``skip_box``)."""
+        self.grounded.append(text)
+        boxes = []
+        for m in re.finditer(r"^- (.+) \((missing|in the image)\)$", text, re.M):
+            if m.group(1) in self.skip_box:
+                continue
+            box = MISSING_BOX if m.group(2) == "missing" else WRONG_BOX
+            boxes.append({"item": m.group(1), "box": box})
+        return 200, text_answer(json.dumps({"boxes": boxes}))
 
     def _rewrite(self, text: str):
         """The prompt rewriter: "Rewritten scene:" and what it was asked to show."""

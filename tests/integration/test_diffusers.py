@@ -324,3 +324,20 @@ def test_an_edit_batch_gives_the_negative_prompt_once_per_image():
     (kw,) = calls
     assert kw["prompt"] == ["add tea"] * 3 and kw["negative_prompt"] == [" "] * 3
     assert kw["true_cfg_scale"] == 4.0 and args["negative_prompt"] == " "  # the table kept
+
+
+def test_an_inpainting_edit_leaves_every_pixel_outside_its_boxes(tiny_dir):
+    """A localized edit on the tiny SD's inpainting pipeline (the generator's weights):
+    every pixel outside the mask is the original's, and the inside changed."""
+    from refine.backends.regions import inside
+
+    ed = create("editor", f"inpaint:{tiny_dir['sd']}", steps=2, device="cpu")
+    assert ed.localizes == "mask" and ed.id == f"inpaint:{tiny_dir['sd']}"
+    rng = np.random.default_rng(0)
+    src = Image.fromarray(rng.integers(0, 255, (32, 48, 3), dtype=np.uint8))
+    boxes = [[0.25, 0.25, 0.5, 0.75]]
+    (out,) = ed.edit(src, "add a samovar", seeds=[3], regions=boxes)
+    assert out.size == src.size and ed.info()["pipeline"].endswith("InpaintPipeline")
+    region = inside(boxes, src.size)
+    assert np.array_equal(arr(out)[~region], arr(src)[~region])
+    assert not np.array_equal(arr(out)[region], arr(src)[region])

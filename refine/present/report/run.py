@@ -140,6 +140,10 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         if c.drift is not None:
             # drift as everywhere else: 1 - cosine to the parent (0: the same picture)
             caption += f", drift {c.drift.value:.3f}, SSIM {c.drift.ssim:.3f}"
+            if c.drift.inside is not None:  # a localized edit: inside and outside its boxes
+                caption += f", drift inside {c.drift.inside:.3f}"
+            if c.drift.outside is not None:
+                caption += f", outside {c.drift.outside:.3f}"
         if j == r.chosen:
             caption = "chosen: " + caption
         figs.append(
@@ -182,7 +186,7 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f"{_languages_html(r, run_dir)}"
         f"{_checklist(run, r)}"
         f'<p><b>{escape(label)}</b></p><pre class="instruction">{escape(r.text)}</pre>'
-        f"{_changes_html(r)}{_photos_html(r)}"
+        f"{_changes_html(r)}{_photos_html(r)}{_regions_html(r)}"
         f'<p class="muted">timings: {escape(timings) or "-"}</p>'
         "</section>"
     )
@@ -203,6 +207,30 @@ def _quality_title(s: Any) -> str:
         if m != "quality" and s.value(m) is not None:
             text += f"; {label(m)} {s.value(m):.3f}"
     return text
+
+
+def _regions_html(r: Round) -> str:
+    """A localized edit's boxes (and the drift inside and outside them), or why it has
+    none."""
+    note = f'<p class="muted">{escape(r.regions_note)}</p>' if r.regions_note else ""
+    if not r.regions:
+        return note
+    items = "".join(
+        f'<li data-kind="{escape(g.kind)}">{escape(g.kind)}: {escape(g.item)} '
+        f"[{', '.join(f'{v:.2f}' for v in g.box)}]</li>"
+        for g in r.regions
+    )
+    d = r.best.drift
+    said = ""
+    if d is not None and (d.inside is not None or d.outside is not None):
+        said = (
+            f"<p>drift inside the boxes {num(d.inside)}, outside them {num(d.outside)} "
+            "(1 - SSIM)</p>"
+        )
+    return (
+        f'<details class="regions" open><summary>the edit was restricted to '
+        f"{len(r.regions)} box(es)</summary><ul>{items}</ul>{said}{note}</details>"
+    )
 
 
 def _photos_html(r: Round) -> str:

@@ -1,0 +1,155 @@
+"""Localized edits (``--localize``): the edit restricted to boxes the observer draws, and
+the drift inside and outside them.
+
+1. After the parent is scored and the round's changes planned, one grounding call asks the
+   observer (``assets/prompts/ground.txt``, structured output) for a box around each item
+   the edit removes, replaces or tones down, and where each item it adds belongs:
+   [x0, y0, x1, y1] as fractions of the width and height. The boxes are recorded on the
+   round (``regions``); a box out of [0, 1] is clipped, an empty one dropped, an item
+   without one named in ``regions_note``.
+2. The editor is given the boxes (``regions``): an inpainting editor (``localizes =
+   "mask"``) edits inside the mask they make and pastes the original pixels outside it
+   back exactly; an API editor (``localizes = "instruction"``) gets the region in the
+   instruction. An editor with neither is refused before the run begins.
+3. Each candidate's drift is measured twice: inside, 1 - the cosine of the image
+   embeddings of the boxes' crops (parent and candidate, averaged over the boxes);
+   outside, 1 - SSIM over the windows wholly outside them
+   (:func:`metrics.drift.ssim_outside`). ``max_drift_outside`` rejects a candidate that
+   changed what it was not asked to change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from refine.records import PlannedChange, Region, RunSpec
+
+# editors that can restrict an edit, as the refusal names them
+LOCALIZING = (
+    "gemini:<image model> (the region in the instruction)",
+    "inpaint:<diffusers model> (a mask; the pixels outside pasted back)",
+)
+
+
+class GroundedBox(BaseModel):
+    item: str
+    box: list[float]
+
+
+class Grounding(BaseModel):
+    boxes: list[GroundedBox]
+
+
+def check(spec: RunSpec, backends: Any) -> None:
+    """A localized run's refusal, in one line, when its editor can restrict no edit."""
+    if not spec.localize or spec.strategy == "regenerate":
+        return
+    editor = backends.get("editor")
+    if getattr(editor, "localizes", None) not in ("mask", "instruction"):
+        name = backends.names.get("editor") or getattr(editor, "id", "?")
+        raise ValueError(
+            f"--localize: the editor {name} can restrict no edit to a region; editors that "
+            f"can: {'; '.join(LOCALIZING)}"
+        )
+
+
+def items(changes: Sequence[PlannedChange]) -> list[tuple[str, str]]:
+    """The items a round's boxes are asked for, with their kind: what the edit removes,
+    replaces or tones down (hallucinated; a stereotype: exaggerated), what it adds
+    (missing)."""
+    out = []
+    for c in changes:
+        if c.kind == "add":
+            out.append((c.item, "missing"))
+        elif c.kind in ("remove", "replace", "tone down"):
+            out.append((c.item, "exaggerated" if c.dimension is None else "hallucinated"))
+    return list(dict.fromkeys(out))
+
+
+def clipped(box: Sequence[float]) -> list[float] | None:
+    """A box clipped to [0, 1]; None when it is empty or not four numbers."""
+    if len(box) != 4:
+        return None
+    x0, y0, x1, y1 = (min(1.0, max(0.0, float(v))) for v in box)
+    return [x0, y0, x1, y1] if x0 < x1 and y0 < y1 else None
+
+
+def ground(
+    observer: Any, image: Any, activity: str, country: str, asked: list[tuple[str, str]]
+) -> tuple[list[Region], str | None]:
+    """The observer's boxes for ``asked`` (item, kind), and what it left out."""
+    from refine.assets import prompt_template
+
+    listed = "\n".join(
+        f"- {item} ({'missing' if kind == 'missing' else 'in the image'})" for item, kind in asked
+    )
+    prompt = prompt_template("ground").format(activity=activity, country=country, items=listed)
+    answer = observer.ask_json(image, prompt, Grounding)
+    by_item = {" ".join(b.item.split()).casefold(): b.box for b in answer.boxes}
+    regions, left = [], []
+    for item, kind in asked:
+        box = by_item.get(" ".join(item.split()).casefold())
+        box = clipped(box) if box is not None else None
+        if box is None:
+            left.append(item)
+            continue
+        regions.append(Region(item=item, kind=kind, box=box))
+    note = f"no box for: {'; '.join(left)}" if left else None
+    return regions, note
+
+
+def for_round(
+    run: Any, parent_image: Any, changes: Sequence[PlannedChange], backends: Any, calls: Any
+) -> tuple[list[Region], str | None]:
+    """A localized edit round's boxes (one observer call) and its note; none when the run
+    is not localized or the round changes nothing an item names."""
+    if not run.spec.localize:
+        return [], None
+    asked = items(changes)
+    if not asked:
+        return [], "nothing to ground: the edit is not restricted"
+    with backends.using("observer") as observer:
+        regions, note = ground(
+            observer, parent_image, run.spec.activity, run.references.country, asked
+        )
+    calls.add(1)
+    if not regions:
+        return [], "the observer drew no box: the edit is not restricted"
+    return regions, note
+
+
+def measure(candidates: Sequence[Any], parent: Any, regions: Sequence[Region], store: Any,
+            backends: Any) -> None:  # fmt: skip
+    """Each candidate's drift inside and outside the boxes, added to its record."""
+    import numpy as np
+
+    from metrics.drift import ssim_outside
+    from refine.backends.regions import inside, pixels
+
+    if not regions:
+        return
+    boxes = [r.box for r in regions]
+    mask = inside(boxes, parent.size)
+    with backends.using("image_embedder") as embedder:
+        for c in candidates:
+            if c.drift is None:
+                continue
+            child = store.load_image(c.image)
+            if child.size != parent.size:
+                child = child.resize(parent.size)
+            crops = [parent.crop(pixels(b, parent.size)) for b in boxes]
+            crops += [child.crop(pixels(b, parent.size)) for b in boxes]
+            e = embedder.encode_images(crops).float().cpu().numpy()
+            e = e / np.linalg.norm(e, axis=1, keepdims=True)
+            n = len(boxes)
+            cosines = [float(e[k] @ e[n + k]) for k in range(n)]
+            s = ssim_outside(parent, child, mask)
+            c.drift = c.drift.model_copy(
+                update={
+                    "inside": float(np.mean([1.0 - v for v in cosines])),
+                    "outside": None if s is None else 1.0 - s,
+                }
+            )

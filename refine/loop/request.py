@@ -1,0 +1,42 @@
+"""What a round's edit (or regeneration) request carries beside the image and the
+instruction: real photos (``--reference-guided``, :mod:`refine.loop.reference_photos`) and
+the boxes it is restricted to (``--localize``, :mod:`refine.loop.localize`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from refine.loop import localize, reference_photos
+from refine.records import PlannedChange, ReferencePhoto, Region, RunSpec
+
+
+@dataclass
+class RoundRequest:
+    given: dict[str, Any] = field(default_factory=dict)  # the backend call's extra arguments
+    photos: list[ReferencePhoto] = field(default_factory=list)
+    regions: list[Region] = field(default_factory=list)
+    note: str | None = None  # why the edit has no boxes, or which items have none
+
+
+def check(spec: RunSpec, backends: Any, references: Any) -> None:
+    """Before a run begins: its editor (and generator) can carry what the run asks for."""
+    reference_photos.check(spec, backends, references)
+    localize.check(spec, backends)
+
+
+def round_request(
+    run: Any, how: str, parent_image: Any, changes: Sequence[PlannedChange], backends: Any,
+    calls: Any,
+) -> RoundRequest:  # fmt: skip
+    """A round's photos (for the editor, or the generator when it regenerates) and, for a
+    localized edit, its boxes (one observer call)."""
+    role = "generator" if how == "regenerate" else "editor"
+    photos, shown = reference_photos.for_round(run, changes, backends, role)
+    out = RoundRequest(given={"references": shown} if shown else {}, photos=photos)
+    if how == "edit":
+        out.regions, out.note = localize.for_round(run, parent_image, changes, backends, calls)
+        if out.regions:
+            out.given["regions"] = [r.box for r in out.regions]
+    return out

@@ -1,0 +1,112 @@
+"""Localized edits from records and arrays alone: the mask the boxes make, the drift
+outside them, the boxes' checks, the words an API editor gets, the refusal of an editor
+that cannot restrict an edit, and the decision on drift outside."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from metrics.drift import ssim_outside
+from refine.backends.regions import inside, mask_image, paste_outside, pixels, region_words
+from refine.loop import localize, policy
+from refine.records import Candidate, Drift, Feedback, PlannedChange, Region, RunSpec, Scores
+
+
+def test_the_mask_is_the_boxes():
+    boxes = [[0.1, 0.2, 0.5, 0.6], [0.8, 0.0, 1.0, 0.1]]
+    got = inside(boxes, (100, 50))  # width 100, height 50
+    want = np.zeros((50, 100), dtype=bool)
+    want[10:30, 10:50] = True  # y 0.2-0.6 of 50, x 0.1-0.5 of 100
+    want[0:5, 80:100] = True
+    assert np.array_equal(got, want)
+    assert np.array_equal(np.asarray(mask_image(boxes, (100, 50))), want.astype(np.uint8) * 255)
+    assert pixels([0.0, 0.0, 0.001, 0.001], (100, 50)) == (0, 0, 1, 1)  # at least a pixel
+
+
+def test_drift_outside_is_zero_when_only_the_box_changed():
+    rng = np.random.default_rng(1)
+    parent = Image.fromarray(rng.integers(0, 255, (64, 96, 3), dtype=np.uint8))
+    boxes = [[0.25, 0.25, 0.5, 0.75]]
+    region = inside(boxes, parent.size)
+    changed = np.asarray(parent).copy()
+    changed[region] = 255 - changed[region]
+    child = Image.fromarray(changed)
+    # outside unchanged: SSIM 1 there (float rounding of equal windows aside)
+    assert 1.0 - ssim_outside(parent, child, region) == pytest.approx(0.0, abs=1e-12)
+    # the same change seen by the whole-image SSIM
+    from metrics.drift import ssim
+
+    assert ssim(parent, child) < 0.9
+    # a change outside the box is seen
+    out = changed.copy()
+    out[:, :20] = 0  # the left fifth, all outside the box (it starts at x 24)
+    assert 1.0 - ssim_outside(parent, Image.fromarray(out), region) > 0.1
+    # no window wholly outside: None
+    assert ssim_outside(parent, child, np.ones((64, 96), dtype=bool)) is None
+    # pasting the original back outside makes the outside the original's, exactly
+    pasted = paste_outside(parent, Image.fromarray(out), mask_image(boxes, parent.size))
+    assert np.array_equal(np.asarray(pasted)[~region], np.asarray(parent)[~region])
+
+
+def test_boxes_are_checked_and_clipped():
+    assert Region(item="a", kind="missing", box=[0, 0, 1, 1]).box == [0, 0, 1, 1]
+    for bad in ([0.5, 0, 0.4, 1], [0, 0, 1.2, 1], [0, 0.3, 1, 0.3]):
+        with pytest.raises(ValueError, match="x0 < x1"):
+            Region(item="a", kind="missing", box=bad)
+    assert localize.clipped([-0.2, 0.1, 1.3, 0.5]) == [0.0, 0.1, 1.0, 0.5]
+    assert localize.clipped([0.5, 0.1, 0.5, 0.5]) is None and localize.clipped([1, 2]) is None
+    words = region_words([[0.1, 0.2, 0.5, 0.6]])
+    assert "x 0.10-0.50, y 0.20-0.60" in words and "exactly as it is" in words
+    changes = [
+        PlannedChange(kind="remove", dimension="objects", item="hamburgers"),
+        PlannedChange(kind="tone down", dimension=None, item="hookahs"),
+        PlannedChange(kind="replace", dimension="setting", item="neon", reference="rug"),
+        PlannedChange(kind="add", dimension="objects", item="flatbread"),
+        PlannedChange(kind="other", item="read as Iran"),
+    ]
+    assert localize.items(changes) == [
+        ("hamburgers", "hallucinated"), ("hookahs", "exaggerated"), ("neon", "hallucinated"),
+        ("flatbread", "missing"),
+    ]  # fmt: skip
+
+
+class _Backends:
+    def __init__(self, localizes):
+        self.names = {"editor": "x:editor"}
+        self.editor = type("E", (), {"localizes": localizes})()
+
+    def get(self, role):
+        return self.editor
+
+
+def test_an_editor_that_cannot_restrict_an_edit_is_refused():
+    spec = RunSpec(activity="a", country="b", localize=True)
+    with pytest.raises(ValueError, match=r"^--localize: the editor x:editor can restrict no "
+                       r"edit to a region; editors that can: gemini:"):  # fmt: skip
+        localize.check(spec, _Backends(None))
+    localize.check(spec, _Backends("mask"))
+    localize.check(spec, _Backends("instruction"))
+    localize.check(RunSpec(activity="a", country="b"), _Backends(None))  # not asked for
+
+
+def cand(faith, outside):
+    drift = Drift(embedding_cosine=0.9, ssim=0.9, embedder="e", inside=0.3, outside=outside)
+    scores = Scores(values={"align": 0.5, "hal": 0.5, "exag": None, "faith": faith})
+    return Candidate(seed=0, image="x.png", observed={}, scores=scores, feedback=Feedback(),
+                     drift=drift)  # fmt: skip
+
+
+def test_an_edit_that_changed_too_much_outside_is_rejected():
+    parent = cand(0.3, None)
+    kept = policy.decide_edit([cand(0.8, 0.3), cand(0.6, 0.02)], parent, 0, 0.01, 2.0,
+                              max_drift_outside=0.05)  # fmt: skip
+    assert kept.chosen == 1 and kept.decision == "accepted"
+    gone = policy.decide_edit([cand(0.8, 0.3)], parent, 0, 0.01, 2.0, max_drift_outside=0.05)
+    assert gone.decision == "rejected"
+    assert "changed too much outside its boxes (smallest 1 - SSIM there 0.300 > 0.05)" in (
+        gone.reason
+    )
+    # off by default
+    assert policy.decide_edit([cand(0.8, 0.3)], parent, 0, 0.01, 2.0).decision == "accepted"
