@@ -17,10 +17,15 @@ Box = Sequence[float]  # x0, y0, x1, y1 in [0, 1]
 def pixels(box: Box, size: tuple[int, int]) -> tuple[int, int, int, int]:
     """A box in pixels of an image of ``size`` (width, height): left, top, right, bottom
     (right and bottom exclusive), at least one pixel."""
+    import math
+
     w, h = size
     x0, y0, x1, y1 = box
-    left, top = int(x0 * w), int(y0 * h)
-    right, bottom = max(left + 1, round(x1 * w)), max(top + 1, round(y1 * h))
+    # every pixel the box touches (1e-9: the rounding of a fraction times the size, so
+    # that 0.29 of 100 is pixel 29, not 28)
+    left, top = math.floor(x0 * w + 1e-9), math.floor(y0 * h + 1e-9)
+    right, bottom = math.ceil(x1 * w - 1e-9), math.ceil(y1 * h - 1e-9)
+    right, bottom = max(left + 1, right), max(top + 1, bottom)
     return left, top, min(w, right), min(h, bottom)
 
 

@@ -13,8 +13,8 @@ A hallucinated item's dimension is the observer's; a stereotype candidate's is t
 the reference closest to it (among objects, attire and setting, as the loop's own
 replacement uses). The references added are the dimension's missing ones first (the
 furthest from anything seen first), then its others not yet aligned. REFERENCE
-DESCRIPTORS lists the references of the dimensions mentioned. All of HAL and EXAG go in
-(the template says "all"): ``max_changes`` does not apply.
+DESCRIPTORS lists every reference descriptor (the paper's D^ref). All of HAL and EXAG
+go in (the template says "all"): ``max_changes`` does not apply.
 """
 
 from __future__ import annotations
@@ -72,8 +72,7 @@ def ahead_instruction(
     align = list(dict.fromkeys(m.phrase for m in feedback.aligned))
     adds = additions(feedback, references)
     lines = [f"- {ADDITIONS[dim][1]}: {'; '.join(items)}" for dim, items in adds.items()]
-    dims = [d for d in ADDITIONS if d in mentioned(feedback)]
-    refs = [r for d in dims for r in references.get(d, [])]
+    refs = [r for d in references for r in references.get(d, [])]  # the paper's D^ref
     text = (
         prompt_template("edit_ahead")
         .format(
@@ -83,8 +82,7 @@ def ahead_instruction(
             hal="; ".join(hal),
             exag="; ".join(exag) or "(none)",
             align="; ".join(align) or "(none)",
-            refs="; ".join(refs)
-            or "(none: HAL and EXAG mention no interaction, attire or background)",
+            refs="; ".join(refs) or "(none)",
         )
         .strip()
     )

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from refine.records import PlannedChange, Region, RunSpec
+from refine.records import Feedback, PlannedChange, Region, RunSpec
 
 # editors that can restrict an edit, as the refusal names them
 LOCALIZING = (
@@ -56,22 +56,32 @@ def check(spec: RunSpec, backends: Any) -> None:
         )
 
 
-def items(changes: Sequence[PlannedChange]) -> list[tuple[str, str]]:
+def items(
+    changes: Sequence[PlannedChange], feedback: Feedback | None = None
+) -> list[tuple[str, str]]:
     """The items a round's boxes are asked for, with their kind: what the edit removes,
-    replaces or tones down (hallucinated; a stereotype: exaggerated), what it adds
-    (missing)."""
+    replaces or tones down (hallucinated; a stereotype candidate of ``feedback``, or a
+    change of no dimension: exaggerated), what it adds (missing)."""
+    stereotypes = {e.candidate.casefold() for e in (feedback.exaggerated if feedback else [])}
     out = []
     for c in changes:
         if c.kind == "add":
             out.append((c.item, "missing"))
         elif c.kind in ("remove", "replace", "tone down"):
-            out.append((c.item, "exaggerated" if c.dimension is None else "hallucinated"))
+            wrong = c.dimension is None or c.item.casefold() in stereotypes
+            out.append((c.item, "exaggerated" if wrong else "hallucinated"))
     return list(dict.fromkeys(out))
 
 
+# how far past [0, 1] a coordinate may stray and be clipped (a model's rounding); a box
+# further out is on another scale (pixels, 0-1000) and is dropped, named
+SLACK = 0.02
+
+
 def clipped(box: Sequence[float]) -> list[float] | None:
-    """A box clipped to [0, 1]; None when it is empty or not four numbers."""
-    if len(box) != 4:
+    """A box clipped to [0, 1]; None when it is not four numbers, is not on that scale, or
+    is empty."""
+    if len(box) != 4 or any(not -SLACK <= float(v) <= 1 + SLACK for v in box):
         return None
     x0, y0, x1, y1 = (min(1.0, max(0.0, float(v))) for v in box)
     return [x0, y0, x1, y1] if x0 < x1 and y0 < y1 else None
@@ -89,32 +99,45 @@ def ground(
     prompt = prompt_template("ground").format(activity=activity, country=country, items=listed)
     answer = observer.ask_json(image, prompt, Grounding)
     by_item = {" ".join(b.item.split()).casefold(): b.box for b in answer.boxes}
-    regions, left = [], []
+    regions, left, off = [], [], []
     for item, kind in asked:
-        box = by_item.get(" ".join(item.split()).casefold())
-        box = clipped(box) if box is not None else None
+        given = by_item.get(" ".join(item.split()).casefold())
+        box = clipped(given) if given is not None else None
         if box is None:
-            left.append(item)
+            (left if given is None else off).append(item)
             continue
         regions.append(Region(item=item, kind=kind, box=box))
-    note = f"no box for: {'; '.join(left)}" if left else None
-    return regions, note
+    notes = [f"no box for: {'; '.join(left)}"] if left else []
+    notes += [f"a box not in [0, 1] or empty, dropped: {'; '.join(off)}"] if off else []
+    return regions, "; ".join(notes) or None
 
 
 def for_round(
-    run: Any, parent_image: Any, changes: Sequence[PlannedChange], backends: Any, calls: Any
-) -> tuple[list[Region], str | None]:
+    run: Any, parent_image: Any, changes: Sequence[PlannedChange], backends: Any, calls: Any,
+    feedback: Feedback | None = None,
+) -> tuple[list[Region], str | None]:  # fmt: skip
     """A localized edit round's boxes (one observer call) and its note; none when the run
-    is not localized or the round changes nothing an item names."""
+    is not localized or the round changes nothing an item names. A grounding call that
+    fails leaves the edit unrestricted, and the note says why."""
+    from refine import usage
+
     if not run.spec.localize:
         return [], None
-    asked = items(changes)
+    asked = items(changes, feedback)
     if not asked:
         return [], "nothing to ground: the edit is not restricted"
-    with backends.using("observer") as observer:
-        regions, note = ground(
-            observer, parent_image, run.spec.activity, run.references.country, asked
-        )
+    try:
+        with backends.using("observer") as observer:
+            regions, note = ground(
+                observer, parent_image, run.spec.activity, run.references.country, asked
+            )
+    except (usage.StopRequested, usage.BudgetExhausted):
+        raise
+    except Exception as err:  # the edit goes on unrestricted, and the round says why
+        from refine.backends.loading import describe_error
+
+        calls.add(1)
+        return [], f"grounding failed ({describe_error(err)[:300]}): the edit is not restricted"
     calls.add(1)
     if not regions:
         return [], "the observer drew no box: the edit is not restricted"

@@ -97,7 +97,11 @@ def decide_edit(
     FAITH gain over the parent is at least ``margin``."""
     parent_faith = faith_of(parent)
     within = [j for j, c in enumerate(candidates) if drift_of(c) <= max_drift]
-    inside = [j for j in within if outside_of(candidates[j]) <= max_drift_outside + 1e-12]
+    inside = [  # 1 or more: the guard is off (1 - SSIM can exceed 1)
+        j
+        for j in within
+        if max_drift_outside >= 1.0 or outside_of(candidates[j]) <= max_drift_outside + 1e-12
+    ]
     if within and not inside:
         chosen = max(within, key=lambda j: faith_of(candidates[j]))
         smallest = min(outside_of(candidates[j]) for j in within)

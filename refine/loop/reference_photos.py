@@ -96,13 +96,14 @@ def round_photos(
     k = min(spec.reference_count, takes(backend))
     chosen = closest_photos(embedder, files, added(changes), k)
     details = _details(references.activity, references.country)
+    origin = details.get("", {}).get("origin", "given")
     return [
-        ReferencePhoto(
+        ReferencePhoto(  # a photo not in the set was given with the references
             file=f,
             similarity=v,
-            origin=details.get("", {}).get("origin", ""),
+            origin=origin if f in details else "given",
             attribution=details.get(f, {}),
-        )  # fmt: skip
+        )
         for f, v in chosen
     ]
 

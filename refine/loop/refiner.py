@@ -418,8 +418,8 @@ class Refiner:
         parent_image = store.load_image(parent.best.image)
         seeds = [spec.seed + 1000 * k + j for j in range(spec.candidates)]
         role = "generator" if how == "regenerate" else "editor"
-        extra = request.round_request(run, how, parent_image, written.changes, self.backends,
-                                      self.calls)  # fmt: skip
+        extra = request.round_request(run, how, parent, parent_image, written.changes,
+                                      self.backends, self.calls)  # fmt: skip
         given = extra.given
 
         def make(backend: Any, some: list[int], **progress: Any) -> list[Image.Image]:
@@ -434,7 +434,8 @@ class Refiner:
                 run, stop, len(seeds), timings, parent_index, how, instruction, source,
                 self._stop_why,
             )  # fmt: skip
-            run.rounds[-1].move_reason = why if len(run.rounds) > k else None
+            if len(run.rounds) > k:  # the round kept as stopped: what its request carried
+                request.record(run.rounds[-1], why, written, extra)
             raise
         localize.measure(made.candidates, parent_image, extra.regions, store, self.backends)
         # 6. decide: a regenerated image is a new picture, its drift is not limited
@@ -452,10 +453,9 @@ class Refiner:
         r = _append_round(
             run, verdict, made.candidates, timings, parent_index, how, instruction, source
         )
-        r.failures, r.notes, r.changes = made.failures, made.notes, written.changes
-        r.instruction_note, r.move_reason = written.note, why
+        r.failures, r.notes, r.instruction_note = made.failures, made.notes, written.note
         r.instruction_model = written.model if source == "language model" else None
-        r.reference_photos, r.regions, r.regions_note = extra.photos, extra.regions, extra.note
+        request.record(r, why, written, extra)
         # 7. steps
         self._after_round(run, store, r)
         self._emit(_decided(r))

@@ -27,16 +27,26 @@ def check(spec: RunSpec, backends: Any, references: Any) -> None:
 
 
 def round_request(
-    run: Any, how: str, parent_image: Any, changes: Sequence[PlannedChange], backends: Any,
-    calls: Any,
+    run: Any, how: str, parent: Any, parent_image: Any, changes: Sequence[PlannedChange],
+    backends: Any, calls: Any,
 ) -> RoundRequest:  # fmt: skip
     """A round's photos (for the editor, or the generator when it regenerates) and, for a
-    localized edit, its boxes (one observer call)."""
+    localized edit of ``parent`` (its round), its boxes (one observer call)."""
     role = "generator" if how == "regenerate" else "editor"
     photos, shown = reference_photos.for_round(run, changes, backends, role)
     out = RoundRequest(given={"references": shown} if shown else {}, photos=photos)
     if how == "edit":
-        out.regions, out.note = localize.for_round(run, parent_image, changes, backends, calls)
+        feedback = parent.best.feedback
+        out.regions, out.note = localize.for_round(
+            run, parent_image, changes, backends, calls, feedback
+        )
         if out.regions:
             out.given["regions"] = [r.box for r in out.regions]
     return out
+
+
+def record(r: Any, why: str | None, written: Any, extra: RoundRequest) -> None:
+    """What round ``r``'s request was built from and carried: the move's reason, the
+    planned changes, the photos and the boxes."""
+    r.move_reason, r.changes = why, written.changes
+    r.reference_photos, r.regions, r.regions_note = extra.photos, extra.regions, extra.note

@@ -23,6 +23,8 @@ def test_the_mask_is_the_boxes():
     assert np.array_equal(got, want)
     assert np.array_equal(np.asarray(mask_image(boxes, (100, 50))), want.astype(np.uint8) * 255)
     assert pixels([0.0, 0.0, 0.001, 0.001], (100, 50)) == (0, 0, 1, 1)  # at least a pixel
+    # every pixel the box touches: 0.29 of 100 is pixel 29 (0.29 * 100 is 28.999...)
+    assert pixels([0.29, 0.0, 0.571, 1.0], (100, 50)) == (29, 0, 58, 50)
 
 
 def test_drift_outside_is_zero_when_only_the_box_changed():
@@ -55,8 +57,11 @@ def test_boxes_are_checked_and_clipped():
     for bad in ([0.5, 0, 0.4, 1], [0, 0, 1.2, 1], [0, 0.3, 1, 0.3]):
         with pytest.raises(ValueError, match="x0 < x1"):
             Region(item="a", kind="missing", box=bad)
-    assert localize.clipped([-0.2, 0.1, 1.3, 0.5]) == [0.0, 0.1, 1.0, 0.5]
+    assert localize.clipped([-0.01, 0.1, 1.01, 0.5]) == [0.0, 0.1, 1.0, 0.5]  # rounding
     assert localize.clipped([0.5, 0.1, 0.5, 0.5]) is None and localize.clipped([1, 2]) is None
+    # another scale (pixels, 0-1000): dropped, never read as the whole image
+    assert localize.clipped([0, 0, 500, 700]) is None
+    assert localize.clipped([120, 80, 400, 300]) is None
     words = region_words([[0.1, 0.2, 0.5, 0.6]])
     assert "x 0.10-0.50, y 0.20-0.60" in words and "exactly as it is" in words
     changes = [
@@ -70,6 +75,11 @@ def test_boxes_are_checked_and_clipped():
         ("hamburgers", "hallucinated"), ("hookahs", "exaggerated"), ("neon", "hallucinated"),
         ("flatbread", "missing"),
     ]  # fmt: skip
+    # a stereotype the plan replaces carries a dimension: the feedback names it exaggerated
+    from refine.records import Exaggerated
+
+    fb = Feedback(exaggerated=[Exaggerated(candidate="Neon")])
+    assert ("neon", "exaggerated") in localize.items(changes, fb)
 
 
 class _Backends:
@@ -108,5 +118,59 @@ def test_an_edit_that_changed_too_much_outside_is_rejected():
     assert "changed too much outside its boxes (smallest 1 - SSIM there 0.300 > 0.05)" in (
         gone.reason
     )
-    # off by default
-    assert policy.decide_edit([cand(0.8, 0.3)], parent, 0, 0.01, 2.0).decision == "accepted"
+    # off by default, however far outside (1 - SSIM can pass 1)
+    assert policy.decide_edit([cand(0.8, 1.4)], parent, 0, 0.01, 2.0).decision == "accepted"
+
+
+class _Embedder:
+    """An image's embedding: its mean colour, and a constant (never the zero vector)."""
+
+    def encode_images(self, images):
+        import torch
+
+        rows = [[*np.asarray(im, dtype=np.float64).mean(axis=(0, 1)), 50.0] for im in images]
+        return torch.tensor(rows)
+
+
+class _Models:
+    def using(self, role):
+        import contextlib
+
+        return contextlib.nullcontext(_Embedder())
+
+
+def test_drift_inside_is_the_crops_and_outside_the_rest():
+    rng = np.random.default_rng(2)
+    parent = Image.fromarray(rng.integers(0, 255, (64, 96, 3), dtype=np.uint8))
+    boxes = [[0.25, 0.25, 0.5, 0.75]]
+    region = inside(boxes, parent.size)
+    in_box, out_box = np.asarray(parent).copy(), np.asarray(parent).copy()
+    in_box[region] = [255, 0, 0]  # only the box repainted
+    out_box[~region] = [0, 0, 255]  # only the outside repainted
+    children = {"in.png": Image.fromarray(in_box), "out.png": Image.fromarray(out_box)}
+
+    class Store:
+        def load_image(self, name):
+            return children[name]
+
+    drift = Drift(embedding_cosine=0.5, ssim=0.5, embedder="e")
+    cands = [
+        Candidate(
+            seed=0, image=n, observed={}, scores=Scores(values={}), feedback=Feedback(), drift=drift
+        )  # fmt: skip
+        for n in children
+    ]
+    regs = [Region(item="x", kind="missing", box=boxes[0])]
+    localize.measure(cands, parent, regs, Store(), _Models())
+    changed_in, changed_out = (c.drift for c in cands)
+
+    def one_minus_cos(a, b):
+        e = _Embedder().encode_images([a, b]).numpy()
+        return 1 - float(e[0] @ e[1] / np.linalg.norm(e[0]) / np.linalg.norm(e[1]))
+
+    crop = pixels(boxes[0], parent.size)
+    want = one_minus_cos(parent.crop(crop), children["in.png"].crop(crop))
+    assert changed_in.inside == pytest.approx(want, abs=1e-6) and want > 0.01
+    assert changed_in.outside == pytest.approx(0.0, abs=1e-12)
+    assert changed_out.inside == pytest.approx(0.0, abs=1e-6)  # the crop is the parent's
+    assert changed_out.outside > 0.1
