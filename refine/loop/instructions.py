@@ -449,18 +449,28 @@ def round_instruction(
     changes = change_records(planned, extras)
     if spec.writer != "llm":
         return Written(text, "template", changes=changes)
+    keep = planned.keep[:5]
+    country = run.references.country
+    return worded(
+        backends,
+        calls,
+        Written(text, "template", changes=changes),
+        lambda model, cache: write_instruction(model, spec.activity, country, changes, keep, cache),
+    )
+
+
+def worded(backends: Backends, calls: CallCounter, template: Written, ask: Any) -> Written:
+    """The profile's language model's wording, ``ask(model, cache)`` (its answers cached,
+    its calls counted), else ``template`` with why the template stood in (no language
+    model, or its call failed)."""
     if not backends.names.get("llm"):
         note = "the template wrote it: the profile has no language model"
-        return Written(text, "template", changes=changes, note=note)
-
+        return Written(template.text, "template", changes=template.changes, note=note)
     cache = LLMCache()
     try:
         with backends.using("llm") as model:
             before = cache.misses
-            keep = planned.keep[:5]
-            own = write_instruction(
-                model, spec.activity, run.references.country, changes, keep, cache
-            )
+            own = ask(model, cache)
             calls.add(cache.misses - before)
             name = getattr(model, "id", backends.names["llm"])
     except (usage.StopRequested, usage.BudgetExhausted):
@@ -469,5 +479,5 @@ def round_instruction(
         from refine.backends.loading import describe_error
 
         note = f"the template wrote it: the language model failed ({describe_error(err)})"
-        return Written(text, "template", changes=changes, note=note[:500])
-    return Written(own, "language model", model=name, changes=changes)
+        return Written(template.text, "template", changes=template.changes, note=note[:500])
+    return Written(own, "language model", model=name, changes=template.changes)

@@ -15,17 +15,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from refine import usage
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.evaluate.assess import CallCounter
-from refine.evaluate.refs_build import LLMCache
 from refine.loop.instructions import (
     Written,
     change_records,
     noun_phrase,
     plan,
     round_instruction,
+    worded,
 )
 from refine.records import Round, Run
 
@@ -123,32 +122,21 @@ def round_prompt(
             ": AHEaD's Tab. 32 is an editing template" if spec.writer == "ahead" else ""
         )
         return Written(text, "template", changes=changes, note=note)
-    if not backends.names.get("llm"):
-        note = "the template wrote it: the profile has no language model"
-        return Written(text, "template", changes=changes, note=note)
     wrong = [
         f"{c.item} (instead: {c.reference})" if c.reference else c.item
         for c in planned.changes
         if c.kind != "add"
     ]
     missing = [c.item for c in planned.changes if c.kind == "add"]
-    cache = LLMCache()
-    try:
-        with backends.using("llm") as model:
-            before = cache.misses
-            own = rewrite_prompt(
-                model, spec.activity, run.references.country, base, missing, wrong, keep, cache
-            )
-            calls.add(cache.misses - before)
-            name = getattr(model, "id", backends.names["llm"])
-    except (usage.StopRequested, usage.BudgetExhausted):
-        raise
-    except Exception as err:  # the template stands in, and the round says why
-        from refine.backends.loading import describe_error
-
-        note = f"the template wrote it: the language model failed ({describe_error(err)})"
-        return Written(text, "template", changes=changes, note=note[:500])
-    return Written(own, "language model", model=name, changes=changes)
+    country = run.references.country
+    return worded(
+        backends,
+        calls,
+        Written(text, "template", changes=changes),
+        lambda model, cache: rewrite_prompt(
+            model, spec.activity, country, base, missing, wrong, keep, cache
+        ),
+    )
 
 
 def round_text(
