@@ -71,13 +71,19 @@ def test_a_reference_guided_edit_carries_the_closest_photos(
     r1 = run.rounds[1]
     texts = added(r1.changes)
     assert texts  # the round adds something: its photos are ranked against it
-    want = own_ranking(siglip_path, made.files, texts)[:2]
-    # the record: the two closest, their cosines, where they came from
-    assert [p.file for p in r1.reference_photos] == [f for f, _ in want]
-    for p, (_, v) in zip(r1.reference_photos, want, strict=True):
-        # fp32 matrix products on the same tiny model: equal to rounding
-        assert p.similarity == pytest.approx(v, abs=1e-5)
+    ranked = own_ranking(siglip_path, made.files, texts)
+    mine = dict(ranked)
+    # the record: the two closest, their cosines, where they came from. fp32 matrix
+    # products differ across CPUs and thread counts at about 1e-7: each cosine is compared
+    # at 1e-5, and a photo counts as among the two closest when it is within that of the
+    # second's (a near tie may fall either way on another machine)
+    assert len(r1.reference_photos) == 2
+    for p in r1.reference_photos:
+        assert p.similarity == pytest.approx(mine[p.file], abs=1e-5)
+        assert mine[p.file] >= ranked[1][1] - 1e-5
         assert p.origin == "given" and p.attribution["sha256"]
+    assert r1.reference_photos[0].similarity >= r1.reference_photos[1].similarity
+    want = [(p.file, p.similarity) for p in r1.reference_photos]
     # the request: the image edited first, then those photos, in that order
     (sent,) = world.edit_images
     assert len(sent) == 3
