@@ -6,6 +6,10 @@ collects it with ``with collecting() as usage:`` on the same thread (each run dr
 rounds on one thread, so batch workers never mix their usage). In the same way
 ``with deadline(t):`` makes every API call on the thread check the time left before it is
 sent, and cap its timeout (and any retry wait) to it: :class:`BudgetExhausted` when none is.
+``with call_budget(CallBudget(n)):`` is a hard limit on model calls: an API request takes
+one call in :func:`sent` before it leaves, a local model one an input in :func:`spend`
+before its forward pass, and :class:`CallBudgetSpent` is raised instead of a call past it
+(a bench gives every strategy the same budget so).
 ``with stop_on(event):`` makes a stop asked for (the event set) end the work on the thread
 within moments: :func:`check_stop` raises :class:`StopRequested` between candidates, before
 every model call and between denoising steps, and an API call in flight is abandoned
@@ -42,6 +46,38 @@ _lock = threading.Lock()  # collections may be shared by a round's worker thread
 
 class BudgetExhausted(RuntimeError):
     """The wall-time budget ran out before or during a model call."""
+
+
+class CallBudgetSpent(BudgetExhausted):
+    """The model-call budget (:func:`call_budget`) has no room for the next call."""
+
+
+class CallBudget:
+    """A hard limit on model calls: every request to a model takes its calls before it is
+    sent (an API request, a retry included, is one; a local model's forward pass is one an
+    input), and none is sent past ``limit``. ``spent`` counts what was taken."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"a call budget is at least 1 call, got {limit}")
+        self.limit = limit
+        self.spent = 0
+        self._lock = threading.Lock()
+
+    @property
+    def left(self) -> int:
+        return self.limit - self.spent
+
+    def take(self, n: int, what: str) -> None:
+        """Take ``n`` calls for ``what``, or :class:`CallBudgetSpent` when they do not fit
+        (nothing is taken then)."""
+        with self._lock:
+            if self.spent + n > self.limit:
+                raise CallBudgetSpent(
+                    f"{what}: the budget of {self.limit} model calls has {self.left} left, "
+                    f"{n} needed"
+                )
+            self.spent += n
 
 
 class StopRequested(RuntimeError):
@@ -132,6 +168,34 @@ def _thread_setting(name: str, value: Any) -> Iterator[None]:
         setattr(_local, name, saved)
 
 
+@contextmanager
+def call_budget(budget: CallBudget | None) -> Iterator[None]:
+    """Model calls on this thread (and on workers started under :func:`inherited`) take
+    from ``budget``; None: no limit."""
+    with _thread_setting("calls", budget):
+        yield
+
+
+def current_budget() -> CallBudget | None:
+    return getattr(_local, "calls", None)
+
+
+def current_deadline() -> float | None:
+    return getattr(_local, "deadline", None)
+
+
+def spend(what: str, n: int = 1) -> None:
+    """A local model is about to be called on ``n`` inputs: under a call budget they are
+    taken from it, and past this thread's deadline :class:`BudgetExhausted` is raised (an
+    API backend checks both in :func:`sent` and its own wait)."""
+    budget = getattr(_local, "calls", None)
+    if budget is not None:
+        budget.take(n, what)
+    left = time_left()
+    if left is not None and left <= 0:
+        raise BudgetExhausted(f"{what}: the wall-time budget is spent")
+
+
 def time_left() -> float | None:
     """Seconds left before this thread's deadline, or None without one."""
     import time
@@ -179,36 +243,45 @@ def record(model: str, prompt_tokens: int, output_tokens: int, total_tokens: int
 
 
 def sent(model: str) -> None:
-    """One request about to be sent (counted before it leaves, so a crash cannot lose it)."""
+    """One request about to be sent (counted before it leaves, so a crash cannot lose it);
+    under a call budget it takes one call first (:class:`CallBudgetSpent` when none is
+    left: the request is not sent)."""
+    budget = getattr(_local, "calls", None)
+    if budget is not None:
+        budget.take(1, model)
     with _lock:
         for usage in getattr(_local, "stack", None) or []:
             usage.setdefault(model, dict.fromkeys(FIELDS, 0))["sent"] += 1
 
 
 def context() -> tuple[Any, ...]:
-    """This thread's open collections, deadline and stop event, for :func:`inherited` on a
-    worker."""
+    """This thread's open collections, deadline, stop event and call budget, for
+    :func:`inherited` on a worker."""
     return (
         list(getattr(_local, "stack", None) or []),
         getattr(_local, "deadline", None),
         getattr(_local, "stop", None),
+        getattr(_local, "calls", None),
     )
 
 
 @contextmanager
 def inherited(ctx: tuple[Any, ...]) -> Iterator[None]:
     """Run a worker thread's calls under the :func:`context` of the thread that started it:
-    their usage goes to the same collections, the same deadline and stop hold."""
+    their usage goes to the same collections, the same deadline, stop and call budget
+    hold."""
     saved = (
         getattr(_local, "stack", None),
         getattr(_local, "deadline", None),
         getattr(_local, "stop", None),
+        getattr(_local, "calls", None),
     )
     _local.stack, _local.deadline, _local.stop = list(ctx[0]), ctx[1], ctx[2]
+    _local.calls = ctx[3] if len(ctx) > 3 else None
     try:
         yield
     finally:
-        _local.stack, _local.deadline, _local.stop = saved
+        _local.stack, _local.deadline, _local.stop, _local.calls = saved
 
 
 def at_once(one: Callable[[Any], T], items: Any, workers: int) -> list[T]:

@@ -30,7 +30,7 @@ from refine.backends.loading import (
 )
 from refine.backends.lora import join_adapters, split_adapters
 from refine.backends.registry import create, instances
-from refine.usage import check_stop, stop_event
+from refine.usage import check_stop, spend, stop_event
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -313,6 +313,7 @@ def _in_batches(
     ``progress`` hears the steps of all the calls together (``steps`` per call)."""
     import torch
 
+    spend(model, len(seeds))  # one call an image, taken once (a halved batch is the same)
     gens = _generators(seeds)
     size, done, calls, out = len(gens), 0, 0, []
     while done < len(gens):

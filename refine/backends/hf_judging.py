@@ -14,6 +14,7 @@ from metrics.quality import rating_distribution
 from metrics.vqascore import YES_CASINGS, VqaAnswer, vqa_question
 from refine.backends.loading import oom_guard
 from refine.backends.protocols import Rating
+from refine.usage import spend
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -72,6 +73,7 @@ class HFJudging:
                 images[start : start + self.batch_size],
                 answer,
             )
+            spend(self.model_name, len(texts[start : start + self.batch_size]))
             with torch.inference_mode():
                 logits = oom_guard(self.model_name, lambda b=batch: self.model(**b).logits)
             yield logits[:, -1, :].float()
@@ -238,6 +240,7 @@ class HFJudging:
                     f"{self.model_name}: the completion {completion!r} does not extend the "
                     "prompt's tokens; its log-likelihood cannot be read apart"
                 )
+            spend(self.model_name)
             with torch.inference_mode():
                 logits = oom_guard(self.model_name, lambda b=whole: self.model(**b).logits)[0]
             logp = torch.log_softmax(logits[n - 1 : -1].float(), dim=-1)

@@ -43,6 +43,7 @@ from refine.backends.structured import (
     descriptor_schema,
     observation_prompt,
 )
+from refine.usage import spend
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -257,6 +258,7 @@ class HFModel(HFJudging):
             options.update(do_sample=True, temperature=heat)
         else:
             options.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        spend(self.model_name, len(prompts))
         with torch.inference_mode():
             out = oom_guard(self.model_name, lambda: self.model.generate(**batch, **options))
         new_tokens = out[:, batch["input_ids"].shape[1] :]

@@ -75,6 +75,34 @@ RATINGS = typer.Option(
 )
 
 
+STRATEGIES = typer.Option(
+    None,
+    "--strategies",
+    help="Compare ways of spending one budget per prompt instead of generators: "
+    "best-of-n,edit,regenerate,auto (any of them; with --budget-calls or --budget-seconds).",
+)
+BUDGET_CALLS = typer.Option(
+    None, "--budget-calls", min=1, help="With --strategies: model calls per prompt each."
+)
+BUDGET_SECONDS = typer.Option(
+    None, "--budget-seconds", min=0.001, help="With --strategies: wall seconds per prompt."
+)
+TARGET = typer.Option(
+    default("target"),
+    "--target",
+    min=0.0,
+    max=1.0,
+    help="With --strategies: the FAITH that ends a strategy's prompt early.",
+)
+CANDIDATES = typer.Option(
+    default("candidates"),
+    "--candidates",
+    min=1,
+    max=64,
+    help="With --strategies: candidates per editing round.",
+)
+
+
 def bench_cmd(
     generator: list[str] = typer.Option(
         [],
@@ -135,6 +163,11 @@ def bench_cmd(
     dry_run: bool = DRY_RUN,
     ratings: Path = RATINGS,
     cube_quality: str = CUBE_QUALITY,
+    strategies: str = STRATEGIES,
+    budget_calls: int = BUDGET_CALLS,
+    budget_seconds: float = BUDGET_SECONDS,
+    target: float = TARGET,
+    candidates: int = CANDIDATES,
     as_json: bool = typer.Option(False, "--json", help="Print the results record (results.json)."),
     engine: EngineOptions = LOCAL,
 ) -> None:
@@ -146,8 +179,14 @@ def bench_cmd(
     --engine ray makes the cells on Ray actors (one set of models each; the bench folder
     must be on storage every node sees) with the same results.
     --recipe runs a paper's protocol with the paper's settings and writes its table in the
-    paper's layout, the paper's figures beside the bench's."""
+    paper's layout, the paper's figures beside the bench's.
+    --strategies compares best-of-N with the loop's strategies at the same budget per
+    prompt (strategies.csv, results.json, strategies.html)."""
 
+    if strategies is not None or budget_calls or budget_seconds:
+        from refine.cli.strategies_cmd import strategies_bench
+
+        return strategies_bench(dict(locals()))
     if recipe is None:
         for name, given in (("--limit", limit), ("--dry-run", dry_run), ("--ratings", ratings)):
             if given:

@@ -617,3 +617,15 @@ def _scores(
         quality_reading=quality,
         tifa=list(tifa) if tifa is not None else None,
     )
+
+
+def photo_baseline(assessor: Assessor, refs: ReferencePack) -> None:
+    """Judge the real photos' ``exag:ita`` baseline of ``refs`` now with ``assessor``'s
+    judge (kept, as every image's EXAG reads it), so that what comes next does not pay for
+    it; nothing when the references have no photos or no stereotype candidates."""
+    if not ita(refs):
+        return
+    with assessor.backends.using("judge") as judge:
+        key = (getattr(judge, "id", ""), tuple(refs.reference_images), tuple(refs.stereotypes))
+        with _BASELINES:
+            assessor._baseline(key, refs, list(refs.stereotypes), judge)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -301,19 +302,19 @@ class Refiner:
         """One round, its API token usage kept with it and added to the run's."""
         done = len(run.rounds)
         budget = run.spec.budget_seconds
-        until = None if budget is None else self._started + budget
+        until = round_deadline(self._started, budget)
         with usage.collecting() as spent, usage.deadline(until), usage.stop_on(self._stop):
             try:
                 recipe(run, store)
             except usage.StopRequested:
                 # what was finished is kept (see _keep_stopped); the run ends here
                 run.stop_reason = f"{self._stop_why} during round {done}"
-            except usage.BudgetExhausted:
+            except usage.BudgetExhausted as err:
                 # the round in progress is dropped; the rounds done are kept
                 del run.rounds[done:]
                 kept = [r.index for r in run.rounds if r.decision in ("initial", "accepted")]
                 run.best_round = max(kept) if kept else None
-                run.stop_reason = f"budget: {budget:g} s of wall time used (during round {done})"
+                run.stop_reason = budget_spent(err, budget, done)
             finally:  # what was sent counts, even when the round failed
                 usage.add(run.usage, spent)
         if len(run.rounds) > done:
@@ -566,6 +567,25 @@ def _append_round(
     if r.decision in ("initial", "accepted"):
         run.best_round = r.index
     return r
+
+
+def round_deadline(started: float, budget: float | None) -> float | None:
+    """When a round's API calls must end: the run's wall-time budget, or a caller's
+    deadline (a bench's) when that comes first."""
+    outer = usage.current_deadline()
+    if budget is None:
+        return outer
+    return min(started + budget, outer if outer is not None else math.inf)
+
+
+def budget_spent(err: BaseException, seconds: float | None, done: int) -> str:
+    """Why a budget ended the run during round ``done``: the calls' (a caller's
+    :func:`refine.usage.call_budget`), or the wall time's."""
+    if isinstance(err, usage.CallBudgetSpent):
+        return f"budget: {err} (during round {done})"
+    if seconds is None:
+        return f"budget: the caller's wall time is used (during round {done})"
+    return f"budget: {seconds:g} s of wall time used (during round {done})"
 
 
 def ended_by(err: BaseException) -> tuple[str, str | None]:

@@ -19,6 +19,9 @@ from typing import Any
 from tests.fakes.gemini_server import image_answer, png_bytes, text_answer
 
 RED, GREEN, BLUE, GREY = (200, 30, 30), (30, 160, 60), (40, 40, 200), (128, 128, 128)
+# the steps between RED and GREEN: an editor that improves the scene step by step turns
+# RED into AMBER, AMBER into OLIVE and OLIVE into GREEN (see ``STEPWISE``)
+AMBER, OLIVE = (210, 130, 40), (110, 150, 50)
 
 # Observations chosen against the Iran "people eating food at home" references of the pack
 SEEN = {
@@ -44,15 +47,33 @@ SEEN = {
         "spatial": ["floating in zero gravity"],
     },
     GREY: {d: [] for d in ("setting", "objects", "attire", "interaction", "spatial")},
+    AMBER: {
+        "setting": ["modern restaurant with neon lights"],
+        "objects": ["Large rice platter", "Estekan tea glasses"],
+        "attire": ["Casual modern attire"],
+        "interaction": ["Sharing communal dishes"],
+        "spatial": [],
+    },
+    OLIVE: {
+        "setting": ["Persian rug on floor"],
+        "objects": ["Large rice platter", "Estekan tea glasses", "Basket of flatbreads"],
+        "attire": ["Casual modern attire", "Women wearing simple headscarves"],
+        "interaction": ["Sharing communal dishes", "Engaging in conversation"],
+        "spatial": ["People seated on floor"],
+    },
 }
+# even seeds step toward GREEN, odd seeds go wrong (BLUE)
+STEPWISE = {RED: (AMBER, BLUE), AMBER: (OLIVE, BLUE), OLIVE: (GREEN, BLUE), GREEN: (GREEN, BLUE)}
 # expected judge rating (log-probabilities over "1".."5") per colour
-RATING = {RED: 4, GREEN: 1, BLUE: 2, GREY: 1}
+RATING = {RED: 4, GREEN: 1, BLUE: 2, GREY: 1, AMBER: 3, OLIVE: 2}
 # CAIRE: the judge's peak rating per colour and culture label (1 for labels not named)
 CULTURE = {
     RED: {"Iran": 2, "Turkey": 4, "India": 1},
     GREEN: {"Iran": 5, "Turkey": 2, "India": 1},
     BLUE: {"Iran": 1, "Turkey": 1, "India": 3},
     GREY: {},
+    AMBER: {"Iran": 3, "Turkey": 3},
+    OLIVE: {"Iran": 4, "Turkey": 2},
 }
 # CUBE geo-tags (continent, country, artifact) the observer gives per colour
 GEO = {
@@ -60,12 +81,21 @@ GEO = {
     GREEN: ("Asia", "Iran", "Sabzi polo"),
     BLUE: ("Europe", "France", "Croissant"),
     GREY: ("Africa", "Nigeria", "Jollof rice"),
+    AMBER: ("Asia", "Iran", "Kebab"),
+    OLIVE: ("Asia", "Iran", "Tahdig"),
 }
 # the judge's peak 0-10 quality rating per colour (naturalness and artifacts alike)
-QUALITY = {RED: 7, GREEN: 8, BLUE: 6, GREY: 5}
+QUALITY = {RED: 7, GREEN: 8, BLUE: 6, GREY: 5, AMBER: 7, OLIVE: 8}
 QUALITY_PROMPT = "perceptual quality of an AI-generated"
 # log P("Yes") to any "Does this image show <stereotype>?" question, per colour
-YES_LOGPROB = {RED: math.log(0.9), GREEN: math.log(0.3), BLUE: math.log(0.2), GREY: math.log(0.4)}
+YES_LOGPROB = {
+    RED: math.log(0.9),
+    GREEN: math.log(0.3),
+    BLUE: math.log(0.2),
+    GREY: math.log(0.4),
+    AMBER: math.log(0.7),
+    OLIVE: math.log(0.5),
+}
 
 
 def _decode(data: str) -> bytes:
@@ -169,6 +199,8 @@ EXPECT_P = {
     },
     BLUE: {},
     GREY: {},
+    AMBER: {},
+    OLIVE: {},
 }
 
 # TIFA: the questions the language model writes about any prompt, and the judge's
@@ -185,6 +217,8 @@ TIFA_P = {  # by the element each question checks
     GREEN: {"people": 0.95, "eating": 0.8, "at home": 0.6, "food": 0.3},
     BLUE: {"people": 0.1, "eating": 0.1, "at home": 0.3, "food": 0.2},
     GREY: {"people": 0.5, "eating": 0.5, "at home": 0.5, "food": 0.5},
+    AMBER: {"people": 0.9, "eating": 0.6, "at home": 0.3, "food": 0.6},
+    OLIVE: {"people": 0.9, "eating": 0.7, "at home": 0.5, "food": 0.5},
 }
 
 

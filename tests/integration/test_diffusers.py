@@ -341,3 +341,22 @@ def test_an_inpainting_edit_leaves_every_pixel_outside_its_boxes(tiny_dir):
     region = inside(boxes, src.size)
     assert np.array_equal(arr(out)[~region], arr(src)[~region])
     assert not np.array_equal(arr(out)[region], arr(src)[region])
+
+
+def test_a_call_budget_counts_each_image_and_sends_none_past_it(tiny_dir):
+    """A local generator takes one call an image from a call budget before the pipeline
+    runs; a batch that does not fit is refused whole, the pipeline never called."""
+    from refine import usage
+
+    g = gen_backend(tiny_dir["sd"])
+    budget = usage.CallBudget(3)
+    calls = []
+    g.load()
+    real = g.pipe
+    g.pipe = lambda *a, **k: calls.append(1) or real(*a, **k)
+    with usage.call_budget(budget):
+        assert len(g.generate("x", seeds=[1, 2])) == 2
+        assert budget.spent == 2 and len(calls) == 1
+        with pytest.raises(usage.CallBudgetSpent, match="has 1 left, 2 needed"):
+            g.generate("x", seeds=[3, 4])
+    assert budget.spent == 2 and len(calls) == 1

@@ -1,0 +1,141 @@
+"""``refine bench --strategies ...``: best-of-N against the loop's strategies at one budget
+per prompt (:mod:`refine.harness.tasks.strategies`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from refine.cli.inputs import UserInputError
+from refine.cli.run_cmd import parse_backends
+from refine.harness.cells import CellSchemaError
+from refine.harness.ray import RayEngineError
+from refine.harness.tasks.bench_plan import plan_prompts
+from refine.harness.tasks.strategies import run_strategies
+from refine.harness.tasks.strategies_plan import StrategyPlan
+from refine.numbers import shown
+from refine.settings import split_list
+
+# the generator bench's options that mean nothing here
+NOT_HERE = {
+    "images": "--images-per-prompt",
+    "concepts": "--concepts",
+    "recipe": "--recipe",
+    "expectations": "--expectations",
+    "baselines": "--baselines",
+    "baseline_model": "--baseline-model",
+}
+
+
+def strategies_bench(given: dict[str, Any]) -> None:
+    """The command, from the bench command's options."""
+    if given["strategies"] is None:
+        raise UserInputError("--budget-calls/--budget-seconds go with --strategies")
+    wrong = [flag for name, flag in NOT_HERE.items() if given.get(name)]
+    if wrong:
+        raise UserInputError(f"--strategies: leave out {', '.join(wrong)}")
+    try:
+        prompts = plan_prompts(
+            split_list(given["countries"]),
+            given["activity"],
+            given["sample"],
+            given["seed"],
+            given["category"],
+        )
+    except ValueError as err:
+        raise UserInputError(f"--countries/--activity/--category: {err}") from err
+    plan = StrategyPlan(
+        strategies=split_list(given["strategies"]),
+        prompts=prompts,
+        budget_calls=given["budget_calls"],
+        budget_seconds=given["budget_seconds"],
+        seed=given["seed"],
+        target=given["target"],
+        candidates=given["candidates"],
+        tau=given["tau"],
+        profile=given["profile"],
+        backends=_backends(given),
+    )
+    try:
+        plan.check()
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
+    out = Path(given["out"])
+    as_json = given["as_json"]
+    _own_folder(out)
+
+    def progress(line: str) -> None:
+        if not as_json:
+            typer.echo(line, err=True)
+
+    try:
+        results = run_strategies(plan, out, on_event=progress, engine=given["engine"])
+    except (RayEngineError, CellSchemaError) as err:
+        raise UserInputError(str(err)) from err
+    from refine.present.report.strategies import write_strategies_page
+
+    page = write_strategies_page(out, results)
+    if as_json:
+        typer.echo(json.dumps(results.to_json(), indent=2))
+        return
+    for line in summary_lines(results.summary):
+        typer.echo(line)
+    typer.echo(f"page: {page}")
+
+
+def _backends(given: dict[str, Any]) -> dict[str, str]:
+    """The roles' overrides; one ``--generator`` is every strategy's generator."""
+    backends = parse_backends(given["backend"])
+    if len(given["generator"]) > 1:
+        raise UserInputError("--strategies: one --generator draws for every strategy")
+    if given["generator"]:
+        backends["generator"] = given["generator"][0]
+    return backends
+
+
+def _own_folder(out: Path) -> None:
+    """A folder holding another task's results record is refused: one record a folder."""
+    from refine.harness.results import RESULTS, Results, ResultsError
+
+    if not (out / RESULTS).is_file():
+        return
+    try:
+        task = Results.read(out).task
+    except ResultsError as err:
+        raise UserInputError(f"--out: {err}") from err
+    if task != "strategies":
+        raise UserInputError(
+            f"--out {out}: it holds the results of a {task}; give --strategies a folder of "
+            "its own (for example --out bench-strategies)"
+        )
+
+
+def _iv(stat: dict[str, Any], digits: str = ".3f") -> str:
+    iv = stat.get("interval")
+    span = f" [{format(iv[0], digits)}, {format(iv[1], digits)}]" if iv else ""
+    return shown(stat.get("mean"), digits) + span
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """The table of strategies on the terminal, then the paired differences."""
+    lines = ["strategy      prompts  FAITH                  quality                reached"
+             "   calls    seconds"]  # fmt: skip
+    for s, st in summary["strategies"].items():
+        reached = shown(st["reached"]["mean"], ".0%")
+        lines.append(
+            f"{s:<13} {st['prompts']:>7}  {_iv(st['faith']):<22} {_iv(st['quality']):<22} "
+            f"{reached:>7}   {shown(st['calls']['mean'], '.0f'):>5}  "
+            f"{shown(st['seconds']['mean'], '.1f'):>8}"
+        )
+    for p in summary.get("paired") or []:
+        iv = p["interval"]
+        span = f" [{iv[0]:+.4f}, {iv[1]:+.4f}]" if iv else ""
+        share = shown(p["share_improved"], ".0%")
+        lines.append(
+            f"{p['other']} - {p['base']}: FAITH {shown(p['mean_difference'], '+.4f')}{span} "
+            f"on {p['prompts']} prompt(s), better on {share}"
+        )
+    return lines

@@ -1,0 +1,145 @@
+"""The strategies bench in the stand-in world: best-of-N against the loop at equal calls.
+
+The world's editor improves the scene a step each edit on even seeds (RED, AMBER, OLIVE,
+GREEN: ``STEPWISE``); its generator draws RED, BLUE and AMBER by seed. Every request
+reaches the stand-in's log, so each strategy's calls are counted there, not from the
+toolkit's own bookkeeping."""
+
+from __future__ import annotations
+
+import pytest
+
+from refine import usage
+from refine.harness.results import Results
+from refine.harness.tasks.strategies import run_strategies
+from refine.harness.tasks.strategies_plan import StrategyPlan
+from refine.present.report.strategies import write_strategies_page
+from tests.e2e.test_cli_run import cli
+from tests.e2e.test_loop import ACT, COUNTRY, refiner
+from tests.fakes.gemini_world import AMBER, BLUE, RED, STEPWISE
+from tests.runs import begin
+
+GENERATOR = "gemini-3.1-flash-lite-image"
+PROMPTS = [("people eating food at home", "Iran"), ("people eating food at home", "India")]
+N = 40
+
+
+def test_each_strategy_spends_at_most_its_budget_and_best_of_n_keeps_its_best(
+    world, backends, options, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
+    world.edits = dict(STEPWISE)
+    world.generate_by_seed = {GENERATOR: [RED, BLUE, AMBER]}
+    ends: list[int] = []  # the stand-in's log length as each cell ends
+
+    def heard(line: str) -> None:
+        if line.startswith("["):
+            ends.append(len(world.log))
+
+    plan = StrategyPlan(
+        ["best-of-n", "edit", "regenerate", "auto"], PROMPTS, budget_calls=N, target=0.99
+    )
+    results = run_strategies(
+        plan, tmp_path / "bench", instances=refiner(backends, options), on_event=heard
+    )
+    cells = results.cells
+    assert [(c["strategy"], c["country"]) for c in cells] == [
+        (s, c) for _, c in PROMPTS for s in plan.strategies
+    ]
+    # the calls each cell sent, from the stand-in's own log: at most N, and as recorded
+    sent = [b - a for a, b in zip([0, *ends], ends, strict=False)]
+    assert len(sent) == 8 and max(sent) <= N
+    assert [c["calls"] for c in cells] == sent
+    assert all(c["calls"] > N - 12 for c in cells)  # no strategy left a round's worth unspent
+    for c in cells:
+        steps = c["images"]
+        if c["strategy"] == "best-of-n":
+            # candidates one seed after the other; the pick is the first with the top FAITH
+            assert [s["seed"] for s in steps] == [42 + j for j in range(len(steps))]
+            top = max(s["faith"] for s in steps)
+            assert c["faith"] == top
+            assert c["picked"] == next(s["step"] for s in steps if s["faith"] == top)
+            assert steps[c["picked"]]["seed"] % 3 == 44 % 3  # AMBER, the generator's best
+        else:  # the loop's final FAITH is its best round's
+            best = max(s["faith"] for s in steps if s["decision"] in ("initial", "accepted"))
+            assert c["faith"] == pytest.approx(best)
+        # each step's calls grow, and never pass the budget
+        marks = [s["calls"] for s in steps if s["calls"] is not None]
+        assert marks == sorted(marks) and marks[-1] <= c["calls"] <= N
+        assert c["stop_reason"].startswith("budget: ")
+    # edit follows the world's steps: RED, AMBER, OLIVE, GREEN, each FAITH above the last
+    edit = next(c for c in cells if c["strategy"] == "edit" and c["country"] == "Iran")
+    accepted = [s["faith"] for s in edit["images"] if s["decision"] in ("initial", "accepted")]
+    assert len(accepted) == 4 and accepted == sorted(accepted)
+    bon = next(c for c in cells if c["strategy"] == "best-of-n" and c["country"] == "Iran")
+    assert edit["faith"] > bon["faith"]
+    # the paired difference against best-of-N, from the cells by hand
+    summary = results.summary
+    for p in summary["paired"]:
+        by = {(c["strategy"], c["country"]): c["faith"] for c in cells}
+        diffs = [by[(p["other"], k)] - by[("best-of-n", k)] for _, k in PROMPTS]
+        assert p["mean_difference"] == pytest.approx(sum(diffs) / 2, abs=1e-12)
+        # two prompts: a resample's mean is the one difference (1 in 4), the other (1 in
+        # 4) or their mean; of 1,000 resamples about 250 are each, so the 2.5th and 97.5th
+        # percentiles are the two differences themselves
+        assert p["interval"] == pytest.approx(sorted(diffs), abs=1e-12)
+    # the record and its page; the chart's lines end at each strategy's mean final FAITH
+    assert Results.read(tmp_path / "bench", "strategies").summary == summary
+    curve = summary["curve"]
+    assert curve["calls"][-1] == N
+    for s, line in curve["faith"].items():
+        assert line[-1] == pytest.approx(summary["strategies"][s]["faith"]["mean"])
+    page = write_strategies_page(tmp_path / "bench").read_text()
+    assert "FAITH against calls spent" in page and page.count("<h2>India</h2>") == 1
+    # a second run keeps every cell
+    world.log.clear()
+    run_strategies(plan, tmp_path / "bench", instances=refiner(backends, options))
+    assert world.log == []
+
+
+def test_a_call_budget_ends_a_run_before_its_calls_pass_it(world, backends, options, tmp_path):
+    """Under a call budget no request leaves past it: the round it cuts short is dropped,
+    the rounds done are kept and the stop reason says so."""
+    world.edits = dict(STEPWISE)
+    budget = usage.CallBudget(12)
+    with usage.call_budget(budget):
+        run = begin(
+            refiner(backends, options), ACT, COUNTRY, out=tmp_path, rounds=5, target=0.99,
+            patience=5,
+        )  # fmt: skip
+    assert len(world.log) == budget.spent <= 12
+    assert run.stop_reason.startswith("budget: ") and "12 model calls" in run.stop_reason
+    assert [r.decision for r in run.rounds][0] == "initial" and run.best_round is not None
+    with pytest.raises(usage.CallBudgetSpent, match="has 0 left, 1 needed"):
+        with usage.call_budget(budget):
+            usage.spend("a local model")
+
+
+def test_the_command_line_runs_strategies_and_refuses_what_cannot_be(
+    world, siglip_path, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
+    world.edits = dict(STEPWISE)
+    out = tmp_path / "s"
+    args = ["bench", "--countries", "Iran", "--activity", ACT, "--out", out]
+    args += ["--backend", f"image_embedder=siglip:{siglip_path}", "--target", "0.99"]
+    done = cli(*args, "--strategies", "best-of-n,edit", "--budget-calls", "30")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("strategy ")
+    assert "edit - best-of-n: FAITH +" in done.stdout and (out / "strategies.html").is_file()
+    assert len(world.log) <= 2 * 30
+    for wrong, said in (
+        (["--strategies", "best-of-n,sideways", "--budget-calls", "5"], "sideways unknown"),
+        (["--strategies", "edit"], "needs a budget"),
+        (["--budget-calls", "5"], "go with --strategies"),
+        (["--strategies", "edit", "--budget-calls", "5", "--images-per-prompt", "3"],
+         "leave out --images-per-prompt"),
+    ):  # fmt: skip
+        bad = cli(*args, *wrong)
+        assert bad.returncode == 2 and said in bad.stderr, bad.stderr
+    bench = tmp_path / "b"
+    bench.mkdir()
+    (bench / "results.json").write_text('{"task": "bench", "schema": 1}')
+    elsewhere = [bench if a == out else a for a in args]
+    bad = cli(*elsewhere, "--strategies", "edit", "--budget-calls", "5")
+    assert bad.returncode == 2 and "holds the results of a bench" in bad.stderr
