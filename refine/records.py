@@ -547,8 +547,11 @@ class RunSpec(_Record):
             "info": "an edit that looks worse than the best round by more than this is rejected",
         },
     )
-    edit_from: Literal["best", "original"] = Field(
-        "best", description="Edit the best round's image, or the original.", json_schema_extra=_RUN
+    edit_from: Literal["best", "original", "last"] = Field(
+        "best",
+        description="Edit the best round's image, the original, or the last round's (a chain "
+        "of edits, each from the one before, kept whatever it scores).",
+        json_schema_extra=_RUN,
     )
     # the match threshold on cosine similarity; None: the profile's (calibrated for its
     # observer), set when the run starts, so a record always holds the value used

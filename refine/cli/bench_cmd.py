@@ -102,6 +102,17 @@ CANDIDATES = typer.Option(
     help="With --strategies: candidates per editing round.",
 )
 
+EDITORS = typer.Option(
+    [],
+    "--editor",
+    help="Compare editors over many edits instead of generators (repeatable): each "
+    "prompt's source image edited --loops times in a row by each.",
+)
+LOOPS = typer.Option(3, "--loops", min=1, max=100, help="With --editor: edits in a row.")
+LOCALIZE = typer.Option(
+    False, "--localize", help="With --editor: each edit restricted to the observer's boxes."
+)
+
 
 def bench_cmd(
     generator: list[str] = typer.Option(
@@ -168,6 +179,9 @@ def bench_cmd(
     budget_seconds: float = BUDGET_SECONDS,
     target: float = TARGET,
     candidates: int = CANDIDATES,
+    editor: list[str] = EDITORS,
+    loops: int = LOOPS,
+    localize: bool = LOCALIZE,
     as_json: bool = typer.Option(False, "--json", help="Print the results record (results.json)."),
     engine: EngineOptions = LOCAL,
 ) -> None:
@@ -181,12 +195,15 @@ def bench_cmd(
     --recipe runs a paper's protocol with the paper's settings and writes its table in the
     paper's layout, the paper's figures beside the bench's.
     --strategies compares best-of-N with the loop's strategies at the same budget per
-    prompt (strategies.csv, results.json, strategies.html)."""
+    prompt (strategies.csv, results.json, strategies.html); --editor compares editors over
+    --loops edits in a row (editor_loops.csv, results.json, editor_loops.html)."""
 
-    if strategies is not None or budget_calls or budget_seconds:
-        from refine.cli.strategies_cmd import strategies_bench
+    if editor or strategies is not None or budget_calls or budget_seconds or localize:
+        from refine.cli.strategies_cmd import loop_bench  # the loop's own benches
 
-        return strategies_bench(dict(locals()))
+        return loop_bench(dict(locals()))
+    if loops != 3:
+        raise UserInputError("--loops goes with --editor")
     if recipe is None:
         for name, given in (("--limit", limit), ("--dry-run", dry_run), ("--ratings", ratings)):
             if given:

@@ -1,5 +1,7 @@
-"""``refine bench --strategies ...``: best-of-N against the loop's strategies at one budget
-per prompt (:mod:`refine.harness.tasks.strategies`)."""
+"""The loop's own benches: ``refine bench --strategies ...`` (best-of-N against the loop's
+strategies at one budget per prompt, :mod:`refine.harness.tasks.strategies`) and
+``refine bench --editor M --loops K`` (editors over many edits,
+:mod:`refine.harness.tasks.editor_loops`)."""
 
 from __future__ import annotations
 
@@ -30,15 +32,9 @@ NOT_HERE = {
 }
 
 
-def strategies_bench(given: dict[str, Any]) -> None:
-    """The command, from the bench command's options."""
-    if given["strategies"] is None:
-        raise UserInputError("--budget-calls/--budget-seconds go with --strategies")
-    wrong = [flag for name, flag in NOT_HERE.items() if given.get(name)]
-    if wrong:
-        raise UserInputError(f"--strategies: leave out {', '.join(wrong)}")
+def _prompts(given: dict[str, Any]) -> list[tuple[str, str]]:
     try:
-        prompts = plan_prompts(
+        return plan_prompts(
             split_list(given["countries"]),
             given["activity"],
             given["sample"],
@@ -47,6 +43,29 @@ def strategies_bench(given: dict[str, Any]) -> None:
         )
     except ValueError as err:
         raise UserInputError(f"--countries/--activity/--category: {err}") from err
+
+
+def _refuse(given: dict[str, Any], mode: str, extra: dict[str, str]) -> None:
+    wrong = [flag for name, flag in {**NOT_HERE, **extra}.items() if given.get(name)]
+    if wrong:
+        raise UserInputError(f"{mode}: leave out {', '.join(wrong)}")
+
+
+def loop_bench(given: dict[str, Any]) -> None:
+    """``--editor`` or ``--strategies``, from the bench command's options."""
+    if given["editor"]:
+        return editor_bench(given)
+    if given["localize"]:
+        raise UserInputError("--localize goes with --editor")
+    return strategies_bench(given)
+
+
+def strategies_bench(given: dict[str, Any]) -> None:
+    """The command, from the bench command's options."""
+    if given["strategies"] is None:
+        raise UserInputError("--budget-calls/--budget-seconds go with --strategies")
+    _refuse(given, "--strategies", {})
+    prompts = _prompts(given)
     plan = StrategyPlan(
         strategies=split_list(given["strategies"]),
         prompts=prompts,
@@ -65,7 +84,7 @@ def strategies_bench(given: dict[str, Any]) -> None:
         raise UserInputError(str(err)) from err
     out = Path(given["out"])
     as_json = given["as_json"]
-    _own_folder(out)
+    _own_folder(out, "strategies")
 
     def progress(line: str) -> None:
         if not as_json:
@@ -96,7 +115,7 @@ def _backends(given: dict[str, Any]) -> dict[str, str]:
     return backends
 
 
-def _own_folder(out: Path) -> None:
+def _own_folder(out: Path, mine: str) -> None:
     """A folder holding another task's results record is refused: one record a folder."""
     from refine.harness.results import RESULTS, Results, ResultsError
 
@@ -106,10 +125,10 @@ def _own_folder(out: Path) -> None:
         task = Results.read(out).task
     except ResultsError as err:
         raise UserInputError(f"--out: {err}") from err
-    if task != "strategies":
+    if task != mine:
         raise UserInputError(
-            f"--out {out}: it holds the results of a {task}; give --strategies a folder of "
-            "its own (for example --out bench-strategies)"
+            f"--out {out}: it holds the results of a {task}; give this bench a folder of "
+            f"its own (for example --out bench-{mine})"
         )
 
 
@@ -138,4 +157,69 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             f"{p['other']} - {p['base']}: FAITH {shown(p['mean_difference'], '+.4f')}{span} "
             f"on {p['prompts']} prompt(s), better on {share}"
         )
+    return lines
+
+
+def editor_bench(given: dict[str, Any]) -> None:
+    """``refine bench --editor M [--editor M2 ...] --loops K``, from the bench command's
+    options."""
+    from refine.harness.tasks.editor_loops import run_editor_loops
+    from refine.harness.tasks.editor_loops_plan import EditorLoopPlan
+    from refine.present.report.editor_loops import write_editor_loops_page
+
+    extra = {"strategies": "--strategies", "budget_calls": "--budget-calls"}
+    extra["budget_seconds"] = "--budget-seconds"
+    _refuse(given, "--editor", extra)
+    for name in given["editor"]:  # a name no backend answers to, said before anything runs
+        try:
+            parse_backends([f"editor={name}"])
+        except UserInputError as err:
+            raise UserInputError(str(err).replace("--backend: 'editor=", "--editor: '")) from err
+    plan = EditorLoopPlan(
+        editors=list(given["editor"]),
+        prompts=_prompts(given),
+        loops=given["loops"],
+        seed=given["seed"],
+        localize=given["localize"],
+        tau=given["tau"],
+        profile=given["profile"],
+        backends=_backends(given),
+    )
+    try:
+        plan.check()
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
+    out = Path(given["out"])
+    _own_folder(out, "editor-loops")
+
+    def progress(line: str) -> None:
+        if not given["as_json"]:
+            typer.echo(line, err=True)
+
+    try:
+        results = run_editor_loops(plan, out, on_event=progress, engine=given["engine"])
+    except (RayEngineError, CellSchemaError) as err:
+        raise UserInputError(str(err)) from err
+    page = write_editor_loops_page(out, results)
+    if given["as_json"]:
+        typer.echo(json.dumps(results.to_json(), indent=2))
+        return
+    for line in loop_lines(results.summary):
+        typer.echo(line)
+    typer.echo(f"page: {page}")
+
+
+def loop_lines(summary: dict[str, Any]) -> list[str]:
+    """Each editor's loops on the terminal: FAITH, quality and drift, the guard marked."""
+    lines = []
+    for e, s in summary["editors"].items():
+        guard = shown(s["guard"], ".3f")
+        lines.append(f"{e} ({s['prompts']} prompt(s); quality guard {guard})")
+        lines.append("  loop  FAITH                  quality                drift")
+        for row in s["loops"]:
+            mark = "  below the guard" if s["first_below_guard"] == row["loop"] else ""
+            lines.append(
+                f"  {row['loop']:>4}  {_iv(row['faith']):<22} {_iv(row['quality']):<22} "
+                f"{_iv(row['drift'])}{mark}"
+            )
     return lines

@@ -152,7 +152,10 @@ def decide_edit(
 
 
 def parent_of_next(run: Run) -> int:
-    """The round the next edit starts from: the best so far, or round 0."""
+    """The round the next edit starts from: the best so far, round 0, or the last round
+    (``edit_from`` ``last``: a chain of edits, each from the one before)."""
+    if run.spec.edit_from == "last":
+        return len(run.rounds) - 1
     return run.best_round if run.spec.edit_from == "best" else 0
 
 

@@ -244,6 +244,8 @@ class World:
     generate: tuple[int, int, int] = RED
     # colour -> (colour for even seeds, colour for odd seeds)
     edits: dict = field(default_factory=lambda: {RED: (GREEN, BLUE), GREEN: (GREEN, BLUE)})
+    # an image model's name -> its own edits, in place of ``edits`` (editors to compare)
+    edits_by_model: dict = field(default_factory=dict)
     size: tuple[int, int] = (64, 48)
     log: list[str] = field(default_factory=list)
     fail_on: str | None = None  # a kind of request to answer with HTTP 500
@@ -410,7 +412,8 @@ class World:
 
                 time.sleep(self.edit_delay_s)
             seed = int(config.get("seed", 0))
-            new = self.edits.get(colour, (colour, colour))[seed % 2]
+            edits = self.edits_by_model.get(path.rsplit("/", 1)[-1].split(":")[0], self.edits)
+            new = edits.get(colour, (colour, colour))[seed % 2]
             if self.degrade_after is not None:
                 depth = _depth(images[0]) + 1
                 return 200, image_answer(_marked(new, self.size, depth))

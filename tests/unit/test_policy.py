@@ -103,8 +103,8 @@ def test_a_branch_counts_patience_from_its_branch_point():
     assert policy.rejected_streak(run) == 1 and policy.stop_reason(run) is None
 
 
-@pytest.mark.parametrize(("edit_from", "expected"), [("best", 1), ("original", 0)])
-def test_the_next_edit_starts_from_the_best_or_the_original(edit_from, expected):
+@pytest.mark.parametrize(("edit_from", "expected"), [("best", 1), ("original", 0), ("last", 2)])
+def test_the_next_edit_starts_from_the_best_the_original_or_the_last(edit_from, expected):
     run = a_run(["initial", "accepted", "rejected"], edit_from=edit_from)
     assert policy.parent_of_next(run) == expected
 

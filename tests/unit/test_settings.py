@@ -33,7 +33,7 @@ def test_none_takes_the_default_and_text_lists_are_split():
     ("raw", "field", "text"),
     [
         ({"rounds": -1}, "rounds", "greater than or equal to 0"),
-        ({"edit_from": "middle"}, "edit_from", "'best' or 'original'"),
+        ({"edit_from": "middle"}, "edit_from", "'best', 'original' or 'last'"),
         ({"caire_kb": "kb"}, "caire_kb", "needs culture labels"),
         ({"caire_labels": "Turkey, turkey"}, "caire_labels", "labels given twice"),
         ({"prompt_languages": "fr,xx"}, "prompt_languages", "unknown language 'xx'"),

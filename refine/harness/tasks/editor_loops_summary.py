@@ -1,0 +1,59 @@
+"""How an editor bench's cells are summarised: per editor (and per editor and country),
+each loop's FAITH, quality and drift (from the image before, outside the edit's boxes, and
+from the source), a mean over prompts with its 95% bootstrap interval; the quality guard
+and the first loop whose mean quality falls below it; the share of prompts below it by
+each loop."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from metrics.catalog import EDITOR_LOOP
+from metrics.stats import mean_interval
+from refine.harness.cells import Cell
+
+FIGURES = (*EDITOR_LOOP, "drift_outside", "drift_from_source")
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return sum(got) / len(got) if got else None
+
+
+def by_loop(cells: list[Cell], loops: int, seed: int) -> dict[str, Any]:
+    """One editor's loops 0..``loops`` over ``cells`` (its prompts)."""
+    rows = []
+    guards = [c.data.get("guard") for c in cells]
+    guard = _mean(guards)
+    first = None
+    for k in range(loops + 1):
+        at = [next((r for r in c.images if r["loop"] == k), None) for c in cells]
+        row: dict[str, Any] = {"loop": k, "prompts": sum(r is not None for r in at)}
+        for f in FIGURES:
+            values = [None if r is None else r.get(f) for r in at]
+            row[f] = {"mean": _mean(values), "interval": mean_interval(values, seed)}
+        below = [
+            g is not None and r is not None and r["quality"] is not None and r["quality"] < g - 1e-9
+            for r, g in zip(at, guards, strict=True)
+        ]
+        row["below_guard"] = sum(below) / len(below) if below else None
+        q = row["quality"]["mean"]
+        if first is None and k and guard is not None and q is not None and q < guard - 1e-9:
+            first = k
+        rows.append(row)
+    return {"prompts": len(cells), "guard": guard, "first_below_guard": first, "loops": rows}
+
+
+def summarise(
+    cells: list[Cell], editors: Sequence[str], loops: int, seed: int = 42
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"editors": {}, "countries": {}}
+    for e in editors:
+        mine = [c for c in cells if c.inputs["editor"] == e]
+        out["editors"][e] = by_loop(mine, loops, seed)
+        out["countries"][e] = {
+            country: by_loop([c for c in mine if c.inputs["country"] == country], loops, seed)
+            for country in sorted({c.inputs["country"] for c in mine})
+        }
+    return out

@@ -1,0 +1,139 @@
+"""The editor bench in the stand-in world: two editors, each edits every prompt's source
+image three times in a row. Editor A improves the scene a step each edit (RED, AMBER,
+OLIVE, GREEN); editor B takes one step, wanders off to BLUE and comes back to AMBER.
+Images of three edits look broken to the world's judge (quality 1 of 10)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+
+from refine import settings
+from refine.harness.results import Results
+from refine.harness.tasks.editor_loops import run_editor_loops
+from refine.harness.tasks.editor_loops_plan import EditorLoopPlan
+from refine.present.report.editor_loops import BELOW, write_editor_loops_page
+from tests.e2e.test_cli_run import cli
+from tests.e2e.test_loop import ACT, refiner
+from tests.fakes.gemini_world import AMBER, BLUE, GREEN, OLIVE, RED, STEPWISE, png_bytes
+
+A, B = "gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"
+B_EDITS = {RED: (AMBER, AMBER), AMBER: (BLUE, BLUE), BLUE: (AMBER, AMBER)}
+SCENARIO = {A: [RED, AMBER, OLIVE, GREEN], B: [RED, AMBER, BLUE, AMBER]}
+PROMPTS = [(ACT, "Iran"), (ACT, "India")]
+
+
+def centre(path) -> tuple[int, int, int]:
+    with Image.open(path) as im:
+        return im.convert("RGB").getpixel((im.width // 2, im.height // 2))
+
+
+def test_each_editor_edits_three_times_in_a_row_and_every_loop_follows_the_scenario(
+    world, backends, options, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
+    world.edits = dict(STEPWISE)
+    world.edits_by_model = {"gemini-3-pro-image": B_EDITS}
+    world.degrade_after = 3
+    base = refiner(backends, options)
+    plan = EditorLoopPlan([A, B], PROMPTS, loops=3)
+    results = run_editor_loops(plan, tmp_path / "bench", instances=base)
+    cells = results.cells
+    assert [(c["editor"], c["country"]) for c in cells] == [
+        (e, c) for _, c in PROMPTS for e in (A, B)
+    ]
+    # one source image a prompt, drawn once, edited by both
+    assert world.log.count("generate") == 2
+    assert world.log.count("edit") == 2 * 2 * 3
+    # each edit's input is the loop before's image: a chain, every edit kept
+    inputs = [centre(io.BytesIO(images[0])) for images in world.edit_images]
+    expected_inputs = [c for _, _ in PROMPTS for e in (A, B) for c in SCENARIO[e][:3]]
+    assert inputs == expected_inputs
+    for c in cells:
+        rows = c["images"]
+        assert [r["loop"] for r in rows] == [0, 1, 2, 3]
+        colours = [centre(tmp_path / "bench" / r["image"]) for r in rows]
+        assert colours == SCENARIO[c["editor"]]
+        # each loop's FAITH is what the world's picture of that colour scores, assessed
+        # apart from any run
+        spec, refs = settings.load({"activity": ACT, "country": c["country"]})
+        assessor = base.assessor(spec)
+        for r, colour in zip(rows, colours, strict=True):
+            alone = assessor.assess(Image.open(io.BytesIO(png_bytes(colour, world.size))), refs,
+                                    c["tau"])  # fmt: skip
+            assert r["faith"] == pytest.approx(alone.scores.faith, abs=1e-9)
+        # drift: from the image before; loop 1's is also its drift from the source
+        assert rows[0]["drift"] is None and rows[1]["drift"] > 0
+        assert rows[1]["drift_from_source"] == pytest.approx(rows[1]["drift"], abs=1e-6)
+        # the third edit looks broken: quality 1 of 10, below the guard from loop 3
+        assert rows[3]["quality"] < c["guard"] <= rows[2]["quality"]
+        assert c["guard"] == pytest.approx(rows[0]["quality"] - 0.2)
+        assert c["guard_loop"] == 3
+    a = next(c for c in cells if c["editor"] == A and c["country"] == "Iran")
+    b = next(c for c in cells if c["editor"] == B and c["country"] == "Iran")
+    fa, fb = [r["faith"] for r in a["images"]], [r["faith"] for r in b["images"]]
+    assert fa == sorted(fa) and fa[3] > fa[2] > fa[1] > fa[0]
+    assert fb[2] < fb[1] and fb[3] == pytest.approx(fb[1])  # B's erosion, and back
+    # the summary: per editor and loop, the means over the two prompts
+    summary = results.summary
+    for e in (A, B):
+        s = summary["editors"][e]
+        assert s["first_below_guard"] == 3 and [r["loop"] for r in s["loops"]] == [0, 1, 2, 3]
+        mine = [c for c in cells if c["editor"] == e]
+        for k in range(4):
+            mean = sum(c["images"][k]["faith"] for c in mine) / 2
+            assert s["loops"][k]["faith"]["mean"] == pytest.approx(mean, abs=1e-12)
+        assert s["loops"][3]["below_guard"] == 1.0 and s["loops"][2]["below_guard"] == 0.0
+        assert set(summary["countries"][e]) == {"Iran", "India"}
+    assert Results.read(tmp_path / "bench", "editor-loops").summary == summary
+    page = write_editor_loops_page(tmp_path / "bench").read_text()
+    assert page.count(BELOW) == 2 * 3  # each editor, overall and per country
+    assert "FAITH over the loops" in page and "<h2>India</h2>" in page
+    # a second run keeps every cell
+    world.log.clear()
+    run_editor_loops(plan, tmp_path / "bench", instances=base)
+    assert world.log == []
+
+
+def test_localized_loops_measure_drift_outside_the_boxes(
+    world, backends, options, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
+    world.edits = dict(STEPWISE)
+    plan = EditorLoopPlan([A], PROMPTS[:1], loops=2, localize=True)
+    results = run_editor_loops(plan, tmp_path / "bench", instances=refiner(backends, options))
+    rows = results.cells[0]["images"]
+    assert len(world.grounded) == 2 and rows[0]["drift_outside"] is None
+    assert all(
+        r["drift_outside"] is not None and 0 <= r["drift_outside"] < r["drift"] for r in rows[1:]
+    )
+    page = write_editor_loops_page(tmp_path / "bench").read_text()
+    assert "drift outside boxes" in page
+
+
+def test_the_command_line_compares_editors_and_refuses_what_cannot_be(
+    world, siglip_path, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
+    world.edits = dict(STEPWISE)
+    world.edits_by_model = {"gemini-3-pro-image": B_EDITS}
+    out = tmp_path / "e"
+    args = ["bench", "--countries", "Iran", "--activity", ACT, "--out", out]
+    args += ["--backend", f"image_embedder=siglip:{siglip_path}"]
+    done = cli(*args, "--editor", A, "--editor", B, "--loops", "2")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{A} (1 prompt(s); quality guard ")
+    assert (out / "editor_loops.html").is_file() and (out / "editor_loops.csv").is_file()
+    for wrong, said in (
+        (["--loops", "2"], "--loops goes with --editor"),
+        (["--localize"], "--localize goes with --editor"),
+        (["--editor", A, "--editor", A], "named twice"),
+        (["--editor", A, "--loops", "0"], "--loops"),
+        (["--editor", A, "--strategies", "edit"], "leave out --strategies"),
+        (["--editor", A, "--backend", f"editor={B}"], "name the editors with --editor"),
+        (["--editor", "nonsense"], "--editor: 'nonsense': unknown editor backend"),
+    ):
+        bad = cli(*args, *wrong)
+        assert bad.returncode == 2 and said in bad.stderr, (wrong, bad.stderr)
