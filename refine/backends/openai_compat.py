@@ -148,6 +148,8 @@ class OpenAIServer:
         capped = left is not None and left < self.timeout_s
         if capped:  # (the client's own retry waits are not capped: one may pass the budget)
             client = client.with_options(timeout=max(1.0, left))
+        if usage.current_budget() is not None:  # each retry would be a request uncounted
+            client = client.with_options(max_retries=0)
         sent(f"openai:{model}")
         try:
             response = abandonable(

@@ -198,12 +198,10 @@ def bench_cmd(
     prompt (strategies.csv, results.json, strategies.html); --editor compares editors over
     --loops edits in a row (editor_loops.csv, results.json, editor_loops.html)."""
 
-    if editor or strategies is not None or budget_calls or budget_seconds or localize:
+    if editor or strategies is not None or budget_calls or budget_seconds or localize or loops != 3:
         from refine.cli.strategies_cmd import loop_bench  # the loop's own benches
 
         return loop_bench(dict(locals()))
-    if loops != 3:
-        raise UserInputError("--loops goes with --editor")
     if recipe is None:
         for name, given in (("--limit", limit), ("--dry-run", dry_run), ("--ratings", ratings)):
             if given:

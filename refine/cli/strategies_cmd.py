@@ -54,9 +54,15 @@ def _refuse(given: dict[str, Any], mode: str, extra: dict[str, str]) -> None:
 def loop_bench(given: dict[str, Any]) -> None:
     """``--editor`` or ``--strategies``, from the bench command's options."""
     if given["editor"]:
+        from refine.settings import default
+
+        asked = [f for f in ("target", "candidates") if given[f] != default(f)]
+        if asked:  # an editor's chain is one candidate an edit, made whatever it scores
+            flags = "/".join(f"--{f}" for f in asked)
+            raise UserInputError(f"{flags}: with --strategies, not with --editor")
         return editor_bench(given)
-    if given["localize"]:
-        raise UserInputError("--localize goes with --editor")
+    if given["localize"] or given["loops"] != 3:
+        raise UserInputError("--loops/--localize go with --editor")
     return strategies_bench(given)
 
 

@@ -127,6 +127,11 @@ class CellTask(Task):
         """Whether a cell on record was made the way this plan makes cells."""
         raise NotImplementedError
 
+    def settled(self, cell: Cell) -> bool:
+        """Whether a reusable cell is done; one that is not (a failure it records) stays in
+        the results until it is made again, on the next run."""
+        return True
+
     def top_up(self, job: Any, cell: Cell, made_with: Any) -> Any:
         """The job that brings a kept cell that is not reusable up to date without making
         it again (scoring its saved images for what it lacks), or None: make it again."""
@@ -155,7 +160,7 @@ class CellTask(Task):
     def begin(self, made_with: Any, workers: list[str]) -> list[Any]:
         jobs = self.jobs()
         cells = self.store.cells()
-        done = {c.key for c in cells if self.reusable(c, made_with)}
+        done = {c.key for c in cells if self.reusable(c, made_with) and self.settled(c)}
         last = latest(cells)
         self.todo, again = [], 0
         for job in jobs:

@@ -199,6 +199,21 @@ class RunStore:
             raise ValueError(f"{path}: not a valid run record ({err})") from err
 
 
+def run_left(where: str | Path, before: set[str]) -> Run | None:
+    """The record of the run a failure ended in ``where``: the one run directory there not
+    in ``before`` (None when there is no such one, or it has no round)."""
+    where = Path(where)
+    made = (
+        [d for d in where.iterdir() if d.is_dir() and d.name not in before]
+        if where.is_dir()
+        else []
+    )
+    if len(made) != 1 or not (made[0] / "run.json").is_file():
+        return None
+    run = RunStore(made[0]).load()
+    return run if run.rounds else None
+
+
 def branches_of(run_dir: str | Path) -> list[tuple[str, int]]:
     """The runs rolled back from the run in ``run_dir`` and continued from one of its
     rounds, as (their folder's name, the round), oldest first. A roll-back is made beside

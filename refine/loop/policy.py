@@ -151,6 +151,14 @@ def decide_edit(
     )
 
 
+def compared_with(run: Run, parent: Round) -> Round:
+    """The round an edit must beat: its parent, but with ``edit_from`` ``last`` the best
+    round so far (a chain's last edit may be worse than an earlier one)."""
+    if run.spec.edit_from == "last" and run.best_round is not None:
+        return run.rounds[run.best_round]
+    return parent
+
+
 def parent_of_next(run: Run) -> int:
     """The round the next edit starts from: the best so far, round 0, or the last round
     (``edit_from`` ``last``: a chain of edits, each from the one before)."""

@@ -443,7 +443,7 @@ class Refiner:
         best = run.best()
         verdict = policy.decide_edit(
             made.candidates,
-            parent.best,
+            policy.compared_with(run, parent).best,
             parent_index,
             spec.margin,
             spec.max_drift if how == "edit" else 2.0,

@@ -127,8 +127,9 @@ def test_the_command_line_compares_editors_and_refuses_what_cannot_be(
     assert done.stdout.startswith(f"{A} (1 prompt(s); quality guard ")
     assert (out / "editor_loops.html").is_file() and (out / "editor_loops.csv").is_file()
     for wrong, said in (
-        (["--loops", "2"], "--loops goes with --editor"),
-        (["--localize"], "--localize goes with --editor"),
+        (["--loops", "2"], "--loops/--localize go with --editor"),
+        (["--localize"], "--loops/--localize go with --editor"),
+        (["--editor", A, "--target", "0.9"], "--target: with --strategies, not with --editor"),
         (["--editor", A, "--editor", A], "named twice"),
         (["--editor", A, "--loops", "0"], "--loops"),
         (["--editor", A, "--strategies", "edit"], "leave out --strategies"),
@@ -137,3 +138,28 @@ def test_the_command_line_compares_editors_and_refuses_what_cannot_be(
     ):
         bad = cli(*args, *wrong)
         assert bad.returncode == 2 and said in bad.stderr, (wrong, bad.stderr)
+
+
+def test_a_chain_an_edit_failure_ends_keeps_its_loops_and_is_made_again_next_time(
+    world, backends, options, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
+    world.edits = dict(STEPWISE)
+    world.fail_edit_of = OLIVE  # the third edit answers HTTP 500
+    plan = EditorLoopPlan([A], PROMPTS[:1], loops=3)
+    base = refiner(backends, options)
+    results = run_editor_loops(plan, tmp_path / "bench", instances=base)
+    (c,) = results.cells
+    assert [r["loop"] for r in c["images"]] == [0, 1, 2]
+    assert c["errors"][0] == "2 of 3 edits made" and "500" in c["failed"]
+    loops = results.summary["editors"][A]["loops"]
+    assert [r["prompts"] for r in loops] == [1, 1, 1, 0] and loops[3]["faith"]["mean"] is None
+    assert loops[3]["below_guard"] is None
+    page = write_editor_loops_page(tmp_path / "bench").read_text()
+    assert "– (0 of 1 prompts)" in page
+    # the next run makes the failed chain again, from the same source
+    world.fail_edit_of = None
+    world.log.clear()
+    (again,) = run_editor_loops(plan, tmp_path / "bench", instances=base).cells
+    assert [r["loop"] for r in again["images"]] == [0, 1, 2, 3] and again["failed"] is None
+    assert "generate" not in world.log

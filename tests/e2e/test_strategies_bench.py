@@ -49,7 +49,10 @@ def test_each_strategy_spends_at_most_its_budget_and_best_of_n_keeps_its_best(
     # the calls each cell sent, from the stand-in's own log: at most N, and as recorded
     sent = [b - a for a, b in zip([0, *ends], ends, strict=False)]
     assert len(sent) == 8 and max(sent) <= N
-    assert [c["calls"] for c in cells] == sent
+    # what a cell counts is what it sent, and the language model's answers kept in the
+    # cache from an earlier cell, which count as calls (nothing comes free to a later one)
+    assert all(n <= c["calls"] <= N for n, c in zip(sent, cells, strict=True))
+    assert sent[:2] == [c["calls"] for c in cells[:2]]  # the first two: nothing kept yet
     assert all(c["calls"] > N - 12 for c in cells)  # no strategy left a round's worth unspent
     for c in cells:
         steps = c["images"]
@@ -97,9 +100,12 @@ def test_each_strategy_spends_at_most_its_budget_and_best_of_n_keeps_its_best(
     assert world.log == []
 
 
-def test_a_call_budget_ends_a_run_before_its_calls_pass_it(world, backends, options, tmp_path):
+def test_a_call_budget_ends_a_run_before_its_calls_pass_it(
+    world, backends, options, tmp_path, monkeypatch
+):
     """Under a call budget no request leaves past it: the round it cuts short is dropped,
     the rounds done are kept and the stop reason says so."""
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))  # nothing kept before
     world.edits = dict(STEPWISE)
     budget = usage.CallBudget(12)
     with usage.call_budget(budget):
@@ -143,3 +149,49 @@ def test_the_command_line_runs_strategies_and_refuses_what_cannot_be(
     elsewhere = [bench if a == out else a for a in args]
     bad = cli(*elsewhere, "--strategies", "edit", "--budget-calls", "5")
     assert bad.returncode == 2 and "holds the results of a bench" in bad.stderr
+
+
+def test_a_budget_too_small_for_one_image_leaves_no_image_and_says_why(
+    world, backends, options, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
+    plan = StrategyPlan(["best-of-n", "edit"], PROMPTS[:1], budget_calls=3, target=0.99)
+    results = run_strategies(plan, tmp_path / "bench", instances=refiner(backends, options))
+    assert len(world.log) <= 2 * 3
+    for c in results.cells:
+        assert c["faith"] is None and c["images"] == [] and c["calls"] <= 3
+        assert c["errors"][0].startswith("no image within the budget (budget: ")
+    summary = results.summary
+    assert summary["strategies"]["edit"]["faith"]["mean"] is None
+    assert summary["paired"][0]["prompts"] == 0 and summary["paired"][0]["interval"] is None
+    assert "FAITH against calls spent" in write_strategies_page(tmp_path / "bench").read_text()
+
+
+def test_seconds_alone_count_the_calls_and_a_failing_generator_ends_only_its_cells(
+    world, backends, options, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
+    world.edits = dict(STEPWISE)
+    plan = StrategyPlan(["best-of-n", "edit"], PROMPTS[:1], budget_seconds=4.0, target=0.75)
+    results = run_strategies(plan, tmp_path / "bench", instances=refiner(backends, options))
+    bon, edit = results.cells
+    # no calls budget: the calls are counted all the same, and drawn against FAITH
+    assert bon["calls"] + edit["calls"] == len(world.log)
+    assert results.summary["curve"]["calls"][-1] == max(bon["calls"], edit["calls"])
+    assert edit["faith"] >= 0.75 and edit["stop_reason"].startswith("target: ")
+    assert edit["seconds"] < 4.0 + 2.0  # a round in progress ends first
+    # every generation answers HTTP 500: best-of-N gives up after three candidates in a
+    # row, the loop's run fails in round 0; each cell says so, the bench goes on
+    world.fail_on = "generate"
+    failing = StrategyPlan(["best-of-n", "edit"], PROMPTS[1:], budget_calls=40, target=0.99)
+    results = run_strategies(failing, tmp_path / "b2", instances=refiner(backends, options))
+    bon, edit = results.cells
+    assert [s["decision"] for s in bon["images"]] == ["failed"] * 3
+    assert bon["stop_reason"].startswith("failed: 3 candidates in a row; the last: ")
+    assert edit["images"] == [] and edit["stop_reason"].startswith("failed: ")
+    assert bon["faith"] is None and edit["faith"] is None
+    # both are made again on the next run, once the generator answers
+    world.fail_on = None
+    world.log.clear()
+    again = run_strategies(failing, tmp_path / "b2", instances=refiner(backends, options)).cells
+    assert "generate" in world.log and all(c["faith"] is not None for c in again)

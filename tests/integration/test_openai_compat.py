@@ -180,3 +180,20 @@ def test_completion_log_likelihood_from_vllms_prompt_logprobs(server):
     server.prompt_logprobs_served = False
     with pytest.raises(OpenAIServerError, match="no prompt log-probabilities"):
         judge.completion_nll([None], ["x"], prefix, [" Iran"])
+
+
+def test_under_a_call_budget_the_client_sends_no_retry_of_its_own(server, monkeypatch):
+    """A retry is a request the budget must count: under one, the client does not retry
+    by itself, and the request past the budget is never sent."""
+    from refine import usage
+
+    monkeypatch.setattr(judging, "_HAS_LOGPROBS", set())
+    server.too_many, server.retry_after_s = 1, 1
+    judge = create("judge", f"openai:{MODEL}", shared=False, base_url=server.url, max_retries=2)
+    budget = usage.CallBudget(1)
+    with usage.call_budget(budget), pytest.raises(OpenAIServerError):
+        judge.yes_probability([Image.new("RGB", (8, 8), RED)], ["Hookahs?"])
+    assert len(server.requests) == 1 and budget.spent == 1
+    with usage.call_budget(budget), pytest.raises(usage.CallBudgetSpent):
+        judge.yes_probability([Image.new("RGB", (8, 8), RED)], ["Hookahs?"])
+    assert len(server.requests) == 1

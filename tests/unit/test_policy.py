@@ -200,3 +200,13 @@ def test_auto_moves_by_its_rule(align, missing, want, says):
     # the threshold is the spec's
     high = RunSpec(activity="a", country="b", strategy="auto", regenerate_below=0.95)
     assert policy.move(high, parent_with(0.9, {"objects": 1}))[0] == "regenerate"
+
+
+def test_a_chain_of_edits_must_beat_the_best_round_not_its_last():
+    run = a_run(["initial", "accepted", "rejected"], [0.5, 0.7, 0.4], edit_from="last")
+    parent = run.rounds[policy.parent_of_next(run)]
+    assert parent.index == 2 and policy.compared_with(run, parent).index == 1
+    best = a_run(["initial", "accepted", "rejected"], [0.5, 0.7, 0.4])
+    assert policy.compared_with(best, best.rounds[1]).index == 1
+    original = a_run(["initial", "accepted"], [0.5, 0.7], edit_from="original")
+    assert policy.compared_with(original, original.rounds[0]).index == 0

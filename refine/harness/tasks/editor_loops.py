@@ -76,6 +76,9 @@ class EditorLoopTask(CellTask):
         tau, _, scorer = scoring
         return cell.inputs.get("tau") == tau and cell.inputs.get("scorer") == scorer
 
+    def settled(self, cell: Cell) -> bool:
+        return not cell.data.get("failed")  # a chain an error ended is made again
+
     def progress(self, cell: Cell) -> str:
         from refine.numbers import shown
 

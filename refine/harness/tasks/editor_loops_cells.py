@@ -3,6 +3,7 @@ image (see :mod:`refine.harness.tasks.editor_loops`)."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from refine.harness.cells import Cell
 from refine.harness.tasks.editor_loops_plan import EditorLoopPlan
 from refine.io.files import slug
+from refine.io.store import run_left
 
 # the roles an editor's refiner shares with the bench's (every one but the editor)
 SHARED = ("generator", "observer", "judge", "llm", "text_embedder", "image_embedder")
@@ -51,9 +53,13 @@ class EditorLoopMaker:
                 base = self.base.backends
                 shared = {r: base.get(r) for r in SHARED if r in base.names}
                 names = {**base.names, "editor": editor}
-                made = Refiner(
-                    base.profile.name, names, base.options, instances=shared, parallel=False
-                )
+                # the profile's editor options belong to its own editor: another editor
+                # keeps only the device (as Backends.named makes another model of a role)
+                options = dict(base.options)
+                if base.names.get("editor") != editor:
+                    own = options.pop("editor", {})
+                    options["editor"] = {"device": own["device"]} if "device" in own else {}
+                made = Refiner(base.profile.name, names, options, instances=shared, parallel=False)
                 made.baselines = self.base.baselines  # the photos' EXAG baseline, judged once
                 self.refiners[editor] = made
             return self.refiners[editor]
@@ -64,7 +70,10 @@ class EditorLoopMaker:
         from refine.assets import prompt_template
 
         p = self.plan
-        path = self.folder / "sources" / f"{slug(country, 30)}--{slug(activity, 60)}--s{p.seed}.png"
+        drawn_by = self.scoring.get("generator", "")  # another generator, another picture
+        tag = hashlib.sha1(drawn_by.encode()).hexdigest()[:8]
+        name = f"{slug(country, 30)}--{slug(activity, 60)}--s{p.seed}-{tag}.png"
+        path = self.folder / "sources" / name
         with self.lock:
             if not path.is_file():
                 prompt = (
@@ -78,8 +87,36 @@ class EditorLoopMaker:
                 tmp.replace(path)
         return path
 
-    def make(self, job: tuple[str, str, str], tell: Any = None) -> Cell:
+    def _rows(self, run: Any, run_dir: Path, source: Path, spec: Any, refiner: Any) -> list:
+        """A row a loop: its FAITH, quality and drifts (from the image before, outside the
+        boxes, from the source), its decision and image."""
         from PIL import Image
+
+        with Image.open(source) as im:
+            original = im.convert("RGB")
+        assessor = refiner.assessor(spec)
+        rows = []
+        for r in run.rounds:
+            c = r.best
+            d = c.drift
+            image = run_dir / c.image
+            with Image.open(image) as im:
+                moved = assessor.drift(original, im.convert("RGB")) if r.index else None
+            rows.append(
+                {
+                    "loop": r.index,
+                    "faith": c.scores.faith,
+                    "quality": c.scores.quality,
+                    "drift": None if d is None else d.value,
+                    "drift_outside": None if d is None else d.outside,
+                    "drift_from_source": None if moved is None else moved.value,
+                    "decision": r.decision,
+                    "image": str(image.relative_to(self.folder)),
+                }
+            )
+        return rows
+
+    def make(self, job: tuple[str, str, str], tell: Any = None) -> Cell:
 
         from refine import settings
         from refine.evaluate.reference_source import ReferenceSource
@@ -105,33 +142,24 @@ class EditorLoopMaker:
         spec, refs = settings.load(raw, find=lambda a, c: ReferenceSource.default().find(a, c).pack)
         refiner = self.refiner(editor)
         where = self.folder / "runs" / slug(editor, 60)
-        run = refiner.start(spec, refs, out=where)
-        run_dir = where / run.id
-        with Image.open(source) as im:
-            original = im.convert("RGB")
-        assessor = refiner.assessor(spec)
-        rows = []
-        for r in run.rounds:
-            c = r.best
-            d = c.drift
-            image = run_dir / c.image
-            with Image.open(image) as im:
-                moved = assessor.drift(original, im.convert("RGB")) if r.index else None
-            rows.append(
-                {
-                    "loop": r.index,
-                    "faith": c.scores.faith,
-                    "quality": c.scores.quality,
-                    "drift": None if d is None else d.value,
-                    "drift_outside": None if d is None else d.outside,
-                    "drift_from_source": None if moved is None else moved.value,
-                    "decision": r.decision,
-                    "image": str(image.relative_to(self.folder)),
-                }
-            )
+        failed = None
+        before = {d.name for d in where.iterdir()} if where.is_dir() else set()
+        try:
+            run = refiner.start(spec, refs, out=where)
+        except Exception as err:  # the loops done are kept; the bench goes on
+            failed = f"{type(err).__name__}: {err}"
+            run = run_left(where, before)
+        if run is None:  # not even the source was scored
+            rows: list[dict[str, Any]] = []
+            run_dir, stop = None, failed
+        else:
+            run_dir, stop = where / run.id, run.stop_reason or run.error
+            rows = self._rows(run, run_dir, source, spec, refiner)
         guard, guard_loop = _guard(rows, p.max_quality_drop)
         last = rows[-1] if rows else {}
-        errors = [] if len(rows) == p.loops + 1 else [f"{len(rows) - 1} of {p.loops} edits made"]
+        made = max(0, len(rows) - 1)
+        errors = [] if len(rows) == p.loops + 1 else [f"{made} of {p.loops} edits made"]
+        errors += [failed] if failed else []
         return Cell(
             key=(editor, activity, country, p.loops, p.seed, p.localize),
             inputs={
@@ -148,12 +176,13 @@ class EditorLoopMaker:
             outputs={"faith": last.get("faith"), "quality": last.get("quality")},
             images=rows,
             data={
-                "run_dir": str(run_dir.relative_to(self.folder)),
-                "stop_reason": run.stop_reason,
+                "run_dir": None if run_dir is None else str(run_dir.relative_to(self.folder)),
+                "stop_reason": stop,
                 "guard": guard,
                 "guard_loop": guard_loop,
+                "failed": failed,  # a chain an error ended: made again on the next run
             },
-            timings={"wall": run.elapsed_s},
+            timings={"wall": 0.0 if run is None else run.elapsed_s},
             errors=errors,
         )
 

@@ -33,9 +33,10 @@ def by_loop(cells: list[Cell], loops: int, seed: int) -> dict[str, Any]:
         for f in FIGURES:
             values = [None if r is None else r.get(f) for r in at]
             row[f] = {"mean": _mean(values), "interval": mean_interval(values, seed)}
-        below = [
-            g is not None and r is not None and r["quality"] is not None and r["quality"] < g - 1e-9
+        below = [  # of the prompts whose chain reached this loop
+            g is not None and r["quality"] is not None and r["quality"] < g - 1e-9
             for r, g in zip(at, guards, strict=True)
+            if r is not None
         ]
         row["below_guard"] = sum(below) / len(below) if below else None
         q = row["quality"]["mean"]

@@ -33,7 +33,7 @@ from refine.harness.cells import Cell
 from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
 from refine.harness.results import Results
 from refine.harness.task import CellTask, run_task
-from refine.harness.tasks.strategies_plan import STRATEGY_CELLS, StrategyPlan
+from refine.harness.tasks.strategies_plan import FAILED, STRATEGY_CELLS, StrategyPlan
 
 
 class StrategyTask(CellTask):
@@ -76,6 +76,11 @@ class StrategyTask(CellTask):
     def reusable(self, cell: Cell, scoring: Any) -> bool:
         tau, _, scorer = scoring
         return cell.inputs.get("tau") == tau and cell.inputs.get("scorer") == scorer
+
+    def settled(self, cell: Cell) -> bool:
+        """A cell a failure ended (the loop's run, or best-of-N's candidates in a row) is
+        made again on the next run."""
+        return not str(cell.data.get("stop_reason") or "").startswith(FAILED)
 
     def progress(self, cell: Cell) -> str:
         from refine.numbers import shown

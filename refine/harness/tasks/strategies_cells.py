@@ -10,10 +10,19 @@ from typing import Any
 from refine import usage
 from refine.evaluate.assess import photo_baseline
 from refine.harness.cells import Cell
-from refine.harness.tasks.strategies_plan import BEST_OF_N, StrategyPlan
+from refine.harness.tasks.strategies_plan import (
+    BEST_OF_N,
+    FAILED,
+    StrategyPlan,
+    first_best,
+    too_short,
+)
 from refine.io.files import slug
+from refine.io.store import run_left
 
 CANDIDATES_AT_MOST = 1000  # best-of-N under a wall-time budget alone: its one other limit
+FAILURES_IN_A_ROW = 3  # best-of-N gives up after this many candidates failing in a row
+UNLIMITED = 10**12  # the calls "budget" that only counts
 
 
 class StrategyMaker:
@@ -74,7 +83,8 @@ class StrategyMaker:
         p = self.plan
         # the photos' baseline depends on the references alone: outside every budget
         photo_baseline(self.refiner.assessor(spec), refs)
-        budget = usage.CallBudget(p.budget_calls) if p.budget_calls else None
+        # without a calls budget the calls are counted all the same (no limit to reach)
+        budget = usage.CallBudget(p.budget_calls or UNLIMITED)
         began = time.monotonic()
         deadline = None if p.budget_seconds is None else began + p.budget_seconds
         where = self.folder / "strategies" / slug(strategy, 40)
@@ -106,7 +116,7 @@ class StrategyMaker:
             outputs={"faith": faith, "quality": None if chosen is None else chosen["quality"]},
             images=steps,
             data={
-                "calls": budget.spent if budget is not None else _calls(steps),
+                "calls": budget.spent,
                 "seconds": seconds,
                 "reached": faith is not None and faith >= p.target,
                 "stop_reason": stop,
@@ -135,15 +145,15 @@ class StrategyMaker:
         stop = f"{CANDIDATES_AT_MOST} candidates made"
         where.mkdir(parents=True, exist_ok=True)
         for j in range(CANDIDATES_AT_MOST):
-            best = _best(steps)
+            best = first_best(steps)
             if best is not None and (steps[best]["faith"] or 0.0) >= spec.target:
                 stop = f"target: FAITH {steps[best]['faith']:.3f} >= {spec.target:g}"
                 break
-            short = _short(budget, deadline, costs, "candidate")
+            short = too_short(budget, deadline, costs, "candidate")
             if short:
                 stop = short
                 break
-            before, t = budget.spent if budget else 0, time.monotonic()
+            before, t = budget.spent, time.monotonic()
             seed = spec.seed + j
             try:
                 with backends.using("generator") as generator:
@@ -152,9 +162,19 @@ class StrategyMaker:
             except usage.BudgetExhausted as err:
                 stop = f"budget: {err} (candidate {j} dropped)"
                 break
+            except Exception as err:  # this candidate only, its calls counted, as the loop
+                failed = f"{type(err).__name__}: {err}"
+                costs.append((budget.spent - before, time.monotonic() - t))
+                steps.append({"step": j, "kind": "generate", "decision": "failed", "seed": seed,
+                              "faith": None, "quality": None, "calls": budget.spent,
+                              "error": failed})  # fmt: skip
+                if [s["decision"] for s in steps[-FAILURES_IN_A_ROW:]] == ["failed"] * 3:
+                    stop = f"{FAILED}{FAILURES_IN_A_ROW} candidates in a row; the last: {failed}"
+                    break
+                continue
             name = f"{slug(spec.country, 30)}--{slug(spec.activity, 60)}--s{seed}.png"
             image.save(where / name)
-            costs.append(((budget.spent if budget else 0) - before, time.monotonic() - t))
+            costs.append((budget.spent - before, time.monotonic() - t))
             steps.append(
                 {
                     "step": j,
@@ -163,30 +183,30 @@ class StrategyMaker:
                     "seed": seed,
                     "faith": a.scores.faith,
                     "quality": a.scores.quality,
-                    "calls": budget.spent if budget else None,
+                    "calls": budget.spent,
                     "image": str((where / name).relative_to(self.folder)),
                 }
             )
-        return steps, _best(steps), stop
+        return steps, first_best(steps), stop
 
     def _loop(
         self, spec: Any, refs: Any, budget: Any, deadline: float | None, where: Path
-    ) -> tuple[list[dict[str, Any]], int | None, str, str]:
+    ) -> tuple[list[dict[str, Any]], int | None, str, str | None]:
         """A refinement run with the strategy, stopped before a round the budget left would
         likely not cover; its rounds are the steps, the pick its best round."""
         from refine.events import RoundDecided
 
         costs: list[tuple[int, float]] = []  # each editing round's (calls, seconds)
         guess: list[tuple[int, float]] = []  # an editing round's, from round 0's
-        mark = [budget.spent if budget else 0, time.monotonic()]
+        mark = [budget.spent, time.monotonic()]
         at: dict[int, int | None] = {}  # each round's calls used by its decision
         worker: Any = None
 
         def heard(event: Any) -> None:
             if not isinstance(event, RoundDecided):
                 return
-            spent = budget.spent if budget else 0
-            at[event.round] = spent if budget else None
+            spent = budget.spent
+            at[event.round] = spent
             cost = (spent - mark[0], time.monotonic() - mark[1])
             mark[:] = [spent, time.monotonic()]
             if event.round == 0:  # an editing round makes `candidates` images, not one
@@ -194,12 +214,20 @@ class StrategyMaker:
                 guess[:] = [(int(cost[0] * ratio) + 1, cost[1] * ratio)]  # +1: the writer
             else:
                 costs.append(cost)
-            short = _short(budget, deadline, costs or guess, "round")
+            short = too_short(budget, deadline, costs or guess, "round")
             if short:
                 worker.request_stop(short)
 
         worker = self.refiner.sibling(on_event=heard)
-        run = worker.start(spec, refs, out=where)
+        before = {d.name for d in where.iterdir()} if where.is_dir() else set()
+        try:
+            run = worker.start(spec, refs, out=where)
+        except Exception as err:  # the rounds done are kept; the bench goes on
+            run = run_left(where, before)
+            why = f"{FAILED}{type(err).__name__}: {err}"
+            if run is None:
+                return [], None, why, None
+            run.stop_reason = why
         steps = []
         best: float | None = None
         for r in run.rounds:
@@ -220,31 +248,3 @@ class StrategyMaker:
             )
         run_dir = str((where / run.id).relative_to(self.folder))
         return steps, run.best_round, run.stop_reason or "", run_dir
-
-
-def _best(steps: list[dict[str, Any]]) -> int | None:
-    """The first step with the highest FAITH (None without one)."""
-    scored = [s for s in steps if s["faith"] is not None]
-    if not scored:
-        return None
-    return max(scored, key=lambda s: s["faith"])["step"]
-
-
-def _short(budget: Any, deadline: float | None, costs: list[tuple[int, float]], what: str) -> str:
-    """Why another ``what`` would likely not fit the budget left (as much as the most any
-    cost so far), or ""."""
-    if not costs:
-        return ""
-    calls, seconds = max(c for c, _ in costs), max(s for _, s in costs)
-    if budget is not None and budget.left < calls:
-        return (
-            f"budget: {budget.spent} of {budget.limit} calls used; another {what} needs "
-            f"about {calls}"
-        )
-    if deadline is not None and deadline - time.monotonic() < seconds:
-        return f"budget: the wall time left is under another {what}'s {seconds:.1f} s"
-    return ""
-
-
-def _calls(steps: list[dict[str, Any]]) -> int | None:
-    return steps[-1]["calls"] if steps else None

@@ -1,14 +1,18 @@
 """What a strategies bench is asked for (see :mod:`refine.harness.tasks.strategies`): the
-strategies, the prompts, the budget per prompt, and how its cells are kept."""
+strategies, the prompts, the budget per prompt, how its cells are kept; and what a
+strategy's next step needs of the budget left."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from refine.harness.cells import CellFormat
 
 STRATEGIES = ("best-of-n", "edit", "regenerate", "auto")
 BEST_OF_N = "best-of-n"
+FAILED = "failed: "  # how the stop reason of a cell a failure ended begins
 
 STRATEGY_CELLS = CellFormat(
     "strategies.jsonl",
@@ -72,3 +76,29 @@ class StrategyPlan:
             raise ValueError(f"--candidates: 1 to 64, got {self.candidates}")
         if not self.prompts:
             raise ValueError("no prompts: the countries and activities given leave none")
+
+
+def first_best(steps: list[dict[str, Any]]) -> int | None:
+    """The first step with the highest FAITH (None without one)."""
+    scored = [s for s in steps if s["faith"] is not None]
+    if not scored:
+        return None
+    return max(scored, key=lambda s: s["faith"])["step"]
+
+
+def too_short(
+    budget: Any, deadline: float | None, costs: list[tuple[int, float]], what: str
+) -> str:
+    """Why another ``what`` would likely not fit the budget left (as much as the most any
+    cost so far), or ""."""
+    if not costs:
+        return ""
+    calls, seconds = max(c for c, _ in costs), max(s for _, s in costs)
+    if budget is not None and budget.left < calls:
+        return (
+            f"budget: {budget.spent} of {budget.limit} calls used; another {what} needs "
+            f"about {calls}"
+        )
+    if deadline is not None and deadline - time.monotonic() < seconds:
+        return f"budget: the wall time left is under another {what}'s {seconds:.1f} s"
+    return ""

@@ -79,8 +79,9 @@ def best_by(steps: list[dict[str, Any]], calls: float, strategy: str) -> float |
 
 def curve(cells: list[Cell], strategies: Sequence[str], budget: int | None) -> dict[str, Any]:
     """Mean FAITH held over prompts at each of :data:`CURVE_POINTS` call counts up to the
-    budget, a line per strategy (None where a prompt has no image yet); without a calls
-    budget, none."""
+    budget (without a calls budget, up to the most calls a cell used), a line per strategy
+    (None where a prompt has no image yet)."""
+    budget = budget or max((c.data.get("calls") or 0 for c in cells), default=0)
     if not budget:
         return {}
     xs = [round(budget * k / (CURVE_POINTS - 1)) for k in range(CURVE_POINTS)]

@@ -47,6 +47,8 @@ def side_by_side(by_editor: dict[str, Any], localize: bool) -> str:
                     cells.append(f"<td>{MISSING}</td>")
                     continue
                 text = escape(interval_text(row[m]))
+                if m == "faith" and row["prompts"] < s["prompts"]:  # some chains ended
+                    text += f" ({row['prompts']} of {s['prompts']} prompts)"
                 if m == "quality" and s.get("first_below_guard") == k:
                     text += f" <strong>{BELOW}</strong>"
                 cells.append(
