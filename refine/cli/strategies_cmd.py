@@ -84,31 +84,36 @@ def strategies_bench(given: dict[str, Any]) -> None:
         profile=given["profile"],
         backends=_backends(given),
     )
+    from refine.present.report.strategies import write_strategies_page
+
+    _run(given, plan, "strategies", run_strategies, write_strategies_page, summary_lines)
+
+
+def _run(given: dict[str, Any], plan: Any, task: str, run: Any, page: Any, lines: Any) -> None:
+    """Check ``plan``, run it into ``--out`` (a folder of its own) with progress on stderr,
+    write its page, and print its summary (or its results record with ``--json``)."""
     try:
         plan.check()
     except ValueError as err:
         raise UserInputError(str(err)) from err
     out = Path(given["out"])
-    as_json = given["as_json"]
-    _own_folder(out, "strategies")
+    _own_folder(out, task)
 
     def progress(line: str) -> None:
-        if not as_json:
+        if not given["as_json"]:
             typer.echo(line, err=True)
 
     try:
-        results = run_strategies(plan, out, on_event=progress, engine=given["engine"])
+        results = run(plan, out, on_event=progress, engine=given["engine"])
     except (RayEngineError, CellSchemaError) as err:
         raise UserInputError(str(err)) from err
-    from refine.present.report.strategies import write_strategies_page
-
-    page = write_strategies_page(out, results)
-    if as_json:
+    written = page(out, results)
+    if given["as_json"]:
         typer.echo(json.dumps(results.to_json(), indent=2))
         return
-    for line in summary_lines(results.summary):
+    for line in lines(results.summary):
         typer.echo(line)
-    typer.echo(f"page: {page}")
+    typer.echo(f"page: {written}")
 
 
 def _backends(given: dict[str, Any]) -> dict[str, str]:
@@ -191,28 +196,7 @@ def editor_bench(given: dict[str, Any]) -> None:
         profile=given["profile"],
         backends=_backends(given),
     )
-    try:
-        plan.check()
-    except ValueError as err:
-        raise UserInputError(str(err)) from err
-    out = Path(given["out"])
-    _own_folder(out, "editor-loops")
-
-    def progress(line: str) -> None:
-        if not given["as_json"]:
-            typer.echo(line, err=True)
-
-    try:
-        results = run_editor_loops(plan, out, on_event=progress, engine=given["engine"])
-    except (RayEngineError, CellSchemaError) as err:
-        raise UserInputError(str(err)) from err
-    page = write_editor_loops_page(out, results)
-    if given["as_json"]:
-        typer.echo(json.dumps(results.to_json(), indent=2))
-        return
-    for line in loop_lines(results.summary):
-        typer.echo(line)
-    typer.echo(f"page: {page}")
+    _run(given, plan, "editor-loops", run_editor_loops, write_editor_loops_page, loop_lines)
 
 
 def loop_lines(summary: dict[str, Any]) -> list[str]:

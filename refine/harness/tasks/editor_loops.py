@@ -25,56 +25,31 @@ from pathlib import Path
 from typing import Any
 
 from refine.harness.cells import Cell
-from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
+from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.results import Results
-from refine.harness.task import CellTask, run_task
+from refine.harness.task import run_task
 from refine.harness.tasks.editor_loops_plan import EDITOR_LOOP_CELLS, EditorLoopPlan
 from refine.harness.tasks.editor_loops_summary import FIGURES
+from refine.harness.tasks.loop_benches import LoopBenchTask
 
 # a row a loop: the cell's prompt, the loop, its figures, the guard's mark, the image
 ROW_FIELDS = ("editor", "activity", "country", "loop", *FIGURES, "below_guard", "image")
 
 
-class EditorLoopTask(CellTask):
+class EditorLoopTask(LoopBenchTask):
     """An editor bench on the harness: one cell per editor and prompt."""
 
     name = "editor-loops"
-    what = "the bench folder (--out)"
     form = EDITOR_LOOP_CELLS
-    metrics = ("faith", "quality")
     csv_file = "editor_loops.csv"
+    maker_class = ("refine.harness.tasks.editor_loops_cells", "EditorLoopMaker")
 
-    def __init__(
-        self,
-        plan: EditorLoopPlan,
-        out: str | Path,
-        backend_options: dict[str, dict[str, Any]] | None = None,
-        emit: Callable[[str], None] | None = None,
-    ) -> None:
-        plan.check()
-        super().__init__(out, emit)
-        self.plan = plan
-        self.backend_options = backend_options or {}
-
-    def maker(self) -> MakerSpec:
-        from refine.harness.tasks.editor_loops_cells import EditorLoopMaker
-
-        kwargs = {"plan": self.plan, "folder": self.folder, "backend_options": self.backend_options}
-        return MakerSpec(EditorLoopMaker, kwargs)
-
-    def jobs(self) -> list[tuple[str, str, str]]:
-        return [(e, a, c) for a, c in self.plan.prompts for e in self.plan.editors]
+    def variants(self) -> list[str]:
+        return self.plan.editors
 
     def job_key(self, job: tuple[str, str, str]) -> tuple[Any, ...]:
         p = self.plan
         return (*job, p.loops, p.seed, p.localize)
-
-    def label(self, job: tuple[str, str, str]) -> str:
-        return f"{job[0]}: {job[1]} ({job[2]})"
-
-    def reusable(self, cell: Cell, scoring: Any) -> bool:
-        tau, _, scorer = scoring
-        return cell.inputs.get("tau") == tau and cell.inputs.get("scorer") == scorer
 
     def settled(self, cell: Cell) -> bool:
         return not cell.data.get("failed")  # a chain an error ended is made again

@@ -10,6 +10,7 @@ from typing import Any
 
 from refine.harness.cells import Cell
 from refine.harness.tasks.editor_loops_plan import EditorLoopPlan
+from refine.harness.tasks.loop_benches import loop_models
 from refine.io.files import slug
 from refine.io.store import run_left
 
@@ -27,17 +28,11 @@ class EditorLoopMaker:
         backend_options: dict[str, dict[str, Any]] | None = None,
         instances: Any = None,
     ) -> None:
-        from refine.loop.refiner import Refiner
-
         plan.check()
         self.plan, self.folder = plan, Path(folder)
-        if isinstance(instances, Refiner):
-            self.base = instances
-        else:
-            self.base = Refiner(plan.profile, plan.backends, backend_options, instances=instances)
-        backends = self.base.backends
-        self.tau, self.tau_source = backends.tau(plan.tau)
-        self.scoring = {r: backends.names[r] for r in SHARED if backends.names.get(r)}
+        self.base, self.tau, self.tau_source, self.scoring = loop_models(
+            plan, backend_options, instances, SHARED
+        )
         self.refiners: dict[str, Any] = {}
         self.lock = threading.Lock()  # one source image a prompt, made once
 

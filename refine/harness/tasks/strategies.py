@@ -30,52 +30,27 @@ from pathlib import Path
 from typing import Any
 
 from refine.harness.cells import Cell
-from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
+from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.results import Results
-from refine.harness.task import CellTask, run_task
+from refine.harness.task import run_task
+from refine.harness.tasks.loop_benches import LoopBenchTask
 from refine.harness.tasks.strategies_plan import FAILED, STRATEGY_CELLS, StrategyPlan
 
 
-class StrategyTask(CellTask):
+class StrategyTask(LoopBenchTask):
     """Strategies at equal cost on the harness: one cell per strategy and prompt."""
 
     name = "strategies"
-    what = "the bench folder (--out)"
     form = STRATEGY_CELLS
-    metrics = ("faith", "quality")
     csv_file = "strategies.csv"
+    maker_class = ("refine.harness.tasks.strategies_cells", "StrategyMaker")
 
-    def __init__(
-        self,
-        plan: StrategyPlan,
-        out: str | Path,
-        backend_options: dict[str, dict[str, Any]] | None = None,
-        emit: Callable[[str], None] | None = None,
-    ) -> None:
-        plan.check()
-        super().__init__(out, emit)
-        self.plan = plan
-        self.backend_options = backend_options or {}
-
-    def maker(self) -> MakerSpec:
-        from refine.harness.tasks.strategies_cells import StrategyMaker
-
-        kwargs = {"plan": self.plan, "folder": self.folder, "backend_options": self.backend_options}
-        return MakerSpec(StrategyMaker, kwargs)
-
-    def jobs(self) -> list[tuple[str, str, str]]:
-        return [(s, a, c) for a, c in self.plan.prompts for s in self.plan.strategies]
+    def variants(self) -> list[str]:
+        return self.plan.strategies
 
     def job_key(self, job: tuple[str, str, str]) -> tuple[Any, ...]:
         p = self.plan
         return (*job, p.budget_calls, p.budget_seconds, p.seed, p.target, p.candidates)
-
-    def label(self, job: tuple[str, str, str]) -> str:
-        return f"{job[0]}: {job[1]} ({job[2]})"
-
-    def reusable(self, cell: Cell, scoring: Any) -> bool:
-        tau, _, scorer = scoring
-        return cell.inputs.get("tau") == tau and cell.inputs.get("scorer") == scorer
 
     def settled(self, cell: Cell) -> bool:
         """A cell a failure ended (the loop's run, or best-of-N's candidates in a row) is

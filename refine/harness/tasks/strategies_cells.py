@@ -10,6 +10,7 @@ from typing import Any
 from refine import usage
 from refine.evaluate.assess import photo_baseline
 from refine.harness.cells import Cell
+from refine.harness.tasks.loop_benches import loop_models
 from refine.harness.tasks.strategies_plan import (
     BEST_OF_N,
     FAILED,
@@ -35,21 +36,11 @@ class StrategyMaker:
         backend_options: dict[str, dict[str, Any]] | None = None,
         instances: Any = None,
     ) -> None:
-        from refine.loop.refiner import Refiner
-
         plan.check()
         self.plan, self.folder = plan, Path(folder)
-        if isinstance(instances, Refiner):
-            self.refiner = instances
-        else:
-            self.refiner = Refiner(
-                plan.profile, plan.backends, backend_options, instances=instances
-            )
-        backends = self.refiner.backends
-        self.tau, self.tau_source = backends.tau(plan.tau)
-        roles = ("generator", "editor", "observer", "judge", "llm", "text_embedder")
-        roles += ("image_embedder",)
-        self.scoring = {r: backends.names[r] for r in roles if backends.names.get(r)}
+        self.refiner, self.tau, self.tau_source, self.scoring = loop_models(
+            plan, backend_options, instances
+        )
 
     def describe(self) -> tuple[float, str, dict[str, str]]:
         return self.tau, self.tau_source, self.scoring
