@@ -172,14 +172,27 @@ def test_seconds_alone_count_the_calls_and_a_failing_generator_ends_only_its_cel
 ):
     monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
     world.edits = dict(STEPWISE)
-    plan = StrategyPlan(["best-of-n", "edit"], PROMPTS[:1], budget_seconds=4.0, target=0.75)
-    results = run_strategies(plan, tmp_path / "bench", instances=refiner(backends, options))
-    bon, edit = results.cells
-    # no calls budget: the calls are counted all the same, and drawn against FAITH
-    assert bon["calls"] + edit["calls"] == len(world.log)
-    assert results.summary["curve"]["calls"][-1] == max(bon["calls"], edit["calls"])
+    # best-of-N cannot reach 0.75 in this world: a few seconds of wall time end it. No
+    # time is asserted, only who stopped it and that its calls were counted (each before
+    # it leaves: one cut short by the deadline may not reach the log); the models are
+    # loaded first, so that the seconds go to candidates on a busy machine too
+    warm = refiner(backends, options)
+    run_strategies(StrategyPlan(["best-of-n"], PROMPTS[1:], budget_calls=6), tmp_path / "w",
+                   instances=warm)  # fmt: skip
+    world.log.clear()
+    plan = StrategyPlan(["best-of-n"], PROMPTS[:1], budget_seconds=3.0, target=0.75)
+    results = run_strategies(plan, tmp_path / "bench", instances=warm)
+    (bon,) = results.cells
+    assert bon["stop_reason"].startswith("budget: ")
+    assert len(world.log) <= bon["calls"] <= len(world.log) + 1
+    if bon["images"]:  # drawn against FAITH up to the calls it used
+        assert results.summary["curve"]["calls"][-1] == bon["calls"]
+    # the loop reaches the target long before a generous budget ends
+    world.log.clear()
+    plan = StrategyPlan(["edit"], PROMPTS[:1], budget_seconds=300.0, target=0.75)
+    (edit,) = run_strategies(plan, tmp_path / "b1", instances=refiner(backends, options)).cells
     assert edit["faith"] >= 0.75 and edit["stop_reason"].startswith("target: ")
-    assert edit["seconds"] < 4.0 + 2.0  # a round in progress ends first
+    assert edit["calls"] == len(world.log)
     # every generation answers HTTP 500: best-of-N gives up after three candidates in a
     # row, the loop's run fails in round 0; each cell says so, the bench goes on
     world.fail_on = "generate"
