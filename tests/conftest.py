@@ -30,6 +30,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_name, "1")
 
 
+def pytest_configure(config):
+    """The suite's time against its budget, as the run's last line (tests/budget.py)."""
+    from tests import budget
+
+    config.pluginmanager.register(budget, "suite-budget")
+
+
 _FINISHED = False  # this process is a pytest-xdist worker whose session has ended
 
 
