@@ -1396,13 +1396,29 @@ def refused(pg, words: str) -> None:
     assert in_view, f"the refusal {words!r} is out of sight"
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_every_bundled_protocol_is_drawn_and_rated(page, size):
+DESKTOP, PHONE = (1440, 900), (390, 844)
+
+
+def questions_fit(pg, size) -> None:
+    """At ``size``, every question drawn fits the page's width."""
+    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    until(pg, "w => window.innerWidth === w", arg=size[0])
+    wide = pg.evaluate(
+        """w => [...document.querySelectorAll('[id^=rate-q]')]
+            .filter(e => e.offsetParent !== null)
+            .filter(e => e.getBoundingClientRect().right > w + 1).map(e => e.id)""",
+        size[0],
+    )
+    assert wide == [], (size, wide)
+
+
+def test_every_bundled_protocol_is_drawn_and_rated(page):
     """Each bundled protocol drawn in the page and an image rated with it, after the
     rater's profile and consent: CulturalFrames' follow-ups appear only below 1 and its
     marked words and explanation are required; CUBE's justification for "no" is required
-    and its faithfulness hidden then; a failed attention check flags the rater. At a
-    phone's width, every question fits the page's width."""
+    and its faithfulness hidden then; a failed attention check flags the rater. Each form
+    is drawn at a phone's width too, where every question fits the page's width, and at
+    a desktop's, where it is rated (one page for both: a page per width cost 35 s)."""
     import json
 
     from refine.human.study import Study
@@ -1415,13 +1431,8 @@ def test_every_bundled_protocol_is_drawn_and_rated(page, size):
         give_profile_in_page(pg)
         until(pg, "() => document.querySelector('#rate-status').innerText.includes('0 of 1')")
         until(pg, "() => document.querySelector('#rate-image img') !== null")
-        wide = pg.evaluate(
-            """w => [...document.querySelectorAll('[id^=rate-q]')]
-                .filter(e => e.offsetParent !== null)
-                .filter(e => e.getBoundingClientRect().right > w + 1).map(e => e.id)""",
-            size[0],
-        )
-        assert wide == [], wide
+        questions_fit(pg, PHONE)
+        questions_fit(pg, DESKTOP)
 
     done = "All 1 images rated"
     begin("quick", "quick")
@@ -1449,6 +1460,8 @@ def test_every_bundled_protocol_is_drawn_and_rated(page, size):
     choose(pg, 0, "0.5")
     until_shown(pg, "rate-q1")
     assert shown(pg, "rate-q2") and shown(pg, "rate-q3")
+    questions_fit(pg, PHONE)  # the follow-ups too
+    questions_fit(pg, DESKTOP)
     tick(pg, 1, "Explicit elements")
     choose(pg, 4, "No")
     choose(pg, 5, "1")
@@ -1466,6 +1479,8 @@ def test_every_bundled_protocol_is_drawn_and_rated(page, size):
     begin("cube", "cube")
     choose(pg, 0, "No:", exact=False)
     until_shown(pg, "rate-q0-reason")
+    questions_fit(pg, PHONE)  # the justification too
+    questions_fit(pg, DESKTOP)
     assert "(required)" in pg.locator("#rate-q0-reason").first.inner_text()
     # faithfulness and realism only when the image is relevant (yes or maybe)
     assert not shown(pg, "rate-q1") and not shown(pg, "rate-q2")
