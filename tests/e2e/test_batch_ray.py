@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -218,43 +219,6 @@ def bench_plan(siglip_path):
     )
 
 
-def test_bench_on_ray_makes_the_same_bench(cluster, world, siglip_path, options, tmp_path):
-    from refine.harness.tasks.bench import run_bench
-    from refine.harness.tasks.bench_cells import BenchStore
-    from tests.fakes.gemini_world import GREEN, RED
-
-    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
-    plan = bench_plan(siglip_path)
-    lines = []
-    run_bench(plan, tmp_path / "local", backend_options=options)
-    run_bench(
-        plan,
-        tmp_path / "ray",
-        backend_options=options,
-        on_event=lines.append,
-        engine=EngineOptions("ray", workers=2),
-    )
-    docs = [json.loads((tmp_path / f / "results.json").read_text()) for f in ("local", "ray")]
-    # the same record but for the cells' timings
-    assert [(d["config"], d["summary"]) for d in docs[1:]] == [
-        (docs[0]["config"], docs[0]["summary"])
-    ]
-    assert docs[1]["summary"]["generators"]["gemini:gemini-3-pro-image"]["prompts"] == 4
-    rows = [(tmp_path / f / "rows.csv").read_text() for f in ("local", "ray")]
-    assert rows[0] == rows[1]
-    # each cell was made by one of the two workers (named in its progress line), in its
-    # own process; the images are in the bench folder
-    workers = lines[0].removeprefix("ray: 2 worker(s): ").split(", ")
-    assert len(workers) == 2 and all(
-        "@" in w and not w.startswith(f"{os.getpid()}@") for w in workers
-    )
-    made = [line for line in lines if line.startswith("[")]
-    assert len(made) == 8 and all(any(f"[{w}]" in line for w in workers) for line in made)
-    cells = BenchStore(tmp_path / "ray").records()
-    assert len(cells) == 8
-    assert all((tmp_path / "ray" / im["file"]).is_file() for c in cells for im in c["images"])
-
-
 def test_concepts_on_ray_are_the_same_concepts(cluster, world, siglip_path, options, tmp_path):
     from refine.harness.tasks.concepts import run_concepts
     from refine.harness.tasks.concepts_plan import ConceptPlan, load_concepts
@@ -310,27 +274,56 @@ def killer(world, lines, killed):
     return on_line
 
 
-def test_bench_on_ray_survives_a_killed_worker(cluster, world, siglip_path, options, tmp_path):
+def test_bench_on_ray_survives_a_killed_worker_and_makes_the_same_bench(
+    cluster, world, siglip_path, options, tmp_path
+):
+    """A worker killed in the middle of a cell is replaced, the cell is made again, and
+    the bench is the local engine's: the same record and rows, every cell once, each
+    made by a worker of its own process."""
     from refine.harness.tasks.bench import run_bench
     from refine.harness.tasks.bench_cells import BenchStore, cell_key
+    from tests.fakes.gemini_world import GREEN, RED
 
-    world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
+    world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
     plan = bench_plan(siglip_path)
+    run_bench(plan, tmp_path / "local", backend_options=options)
+    world.log.clear()  # the kill waits for the Ray workers' first image request
+    world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
     lines, killed = [], []
-    on_event = killer(world, lines, killed)
-
     results = run_bench(
         plan,
-        tmp_path / "b",
+        tmp_path / "ray",
         backend_options=options,
-        on_event=on_event,
+        on_event=killer(world, lines, killed),
         engine=EngineOptions("ray", workers=2),
     )
     assert killed and any(line.startswith("retrying ") for line in lines)
-    cells = BenchStore(tmp_path / "b").records()
+    cells = BenchStore(tmp_path / "ray").records()
     keys = [cell_key(c) for c in cells]
     assert len(keys) == 8 and len(set(keys)) == 8  # every cell once
     assert sum(row["prompts"] for row in results.summary["generators"].values()) == 8
+    docs = [json.loads((tmp_path / f / "results.json").read_text()) for f in ("local", "ray")]
+    # the same record but for the cells' timings
+    assert [(d["config"], d["summary"]) for d in docs[1:]] == [
+        (docs[0]["config"], docs[0]["summary"])
+    ]
+    assert docs[1]["summary"]["generators"]["gemini:gemini-3-pro-image"]["prompts"] == 4
+    rows = [(tmp_path / f / "rows.csv").read_text() for f in ("local", "ray")]
+    assert rows[0] == rows[1]
+    # each cell was made by one of the workers (named in its progress line: the two the
+    # pool started, or the one that replaced the killed one), in its own process; the
+    # images are in the bench folder
+    workers = lines[0].removeprefix("ray: 2 worker(s): ").split(", ")
+    assert len(workers) == 2 and all(
+        "@" in w and not w.startswith(f"{os.getpid()}@") for w in workers
+    )
+    made = [line for line in lines if line.startswith("[")]
+    named = [re.findall(r"\[(\d+@[^\]]+)\]", line) for line in made]
+    assert len(made) == 8 and all(len(n) == 1 for n in named), made
+    named = {n[0] for n in named}
+    assert not any(w.startswith(f"{os.getpid()}@") for w in named)
+    assert named & (set(workers) - set(killed))  # the worker that lived made cells
+    assert all((tmp_path / "ray" / im["file"]).is_file() for c in cells for im in c["images"])
 
 
 def test_bench_engine_settings_get_one_line_each(tmp_path):
@@ -341,7 +334,11 @@ def test_bench_engine_settings_get_one_line_each(tmp_path):
 
 
 # -- refine sos bank on Ray ------------------------------------------------------------
-def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path):
+def test_sos_bank_on_ray_survives_a_killed_worker_and_is_the_same_bank(
+    cluster, world, siglip_path, tmp_path
+):
+    """A worker killed in the middle of a cell is replaced and the bank is the local
+    engine's: the same manifest, embeddings and centroids, each cell made by a worker."""
     import numpy as np
 
     from refine.backends.selection import Backends
@@ -353,7 +350,10 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
     gen, emb = chosen.get("generator"), chosen.get("image_embedder")
     grid = ("person", ["Japanese", "Nigerian"], ["en", "fr"])
     build_bank(tmp_path / "local", *grid, gen, emb, prompts_per_cell=2)
-    lines = []
+    world.log.clear()  # the kill waits for the Ray workers' first image request
+    world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
+    lines, killed = [], []
+    emit = killer(world, lines, killed)
     build_bank(
         tmp_path / "ray",
         *grid,
@@ -362,10 +362,12 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
         prompts_per_cell=2,
         on_progress=lambda done, total, what: lines.append(f"cell {done}/{total}: {what}"),
         models=("gemini", overrides),
-        emit=lines.append,
+        emit=emit,
         engine=EngineOptions("ray", workers=2),
     )
+    assert killed and any(line.startswith("retrying ") for line in lines)
     local, remote = Bank(tmp_path / "local"), Bank(tmp_path / "ray")
+    assert len(remote.done()) == 4 and all(len(c["images"]) == 2 for c in remote.done())
     assert remote.manifest == local.manifest  # prompts, image files, embeddings, done
     for name in ("embeddings.npy",):
         np.testing.assert_allclose(
@@ -381,38 +383,15 @@ def test_sos_bank_on_ray_is_the_same_bank(cluster, world, siglip_path, tmp_path)
             np.testing.assert_allclose(a[key], b[key], atol=1e-5)
         else:
             assert (a[key] == b[key]).all()
+    # each cell named with the worker that made it (one the pool started, or the one that
+    # replaced the killed one), the worker that lived among them
     workers = lines[0].removeprefix("ray: 2 worker(s): ").split(", ")
     cells = [line for line in lines if line.startswith("cell ")]
-    assert len(cells) == 4 and all(any(f"[{w}]" in line for w in workers) for line in cells)
-
-
-def test_sos_bank_on_ray_survives_a_killed_worker(cluster, world, siglip_path, tmp_path):
-    from refine.backends.selection import Backends
-    from refine.evaluate.sos import Bank
-    from refine.harness.tasks.sos_bank import build_bank
-
-    world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
-    overrides = {"image_embedder": f"siglip:{siglip_path}"}
-    chosen = Backends(load_profile("gemini"), overrides)
-    lines, killed = [], []
-    emit = killer(world, lines, killed)
-
-    build_bank(
-        tmp_path / "b",
-        "person",
-        ["Japanese", "Nigerian"],
-        ["en", "fr"],
-        chosen.get("generator"),
-        chosen.get("image_embedder"),
-        prompts_per_cell=2,
-        models=("gemini", overrides),
-        emit=emit,
-        engine=EngineOptions("ray", workers=2),
-    )
-    assert killed and any(line.startswith("retrying ") for line in lines)
-    bank = Bank(tmp_path / "b")
-    assert len(bank.done()) == 4 and all(len(c["images"]) == 2 for c in bank.done())
-    assert (tmp_path / "b" / "centroids.npz").is_file()
+    named = [re.findall(r"\[(\d+@[^\]]+)\]", line) for line in cells]
+    assert len(cells) == 4 and all(len(n) == 1 for n in named), cells
+    named = {n[0] for n in named}
+    assert not any(w.startswith(f"{os.getpid()}@") for w in named)
+    assert named & (set(workers) - set(killed))
 
 
 def test_a_toy_task_spec_on_ray_writes_the_record_the_local_engine_does(cluster, tmp_path):
