@@ -7,12 +7,14 @@ the field and the problem on stderr and exits with code 2.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -387,15 +389,15 @@ def _command_path(argv: list[str]) -> str:
     """``refine metrics vendi`` for ``["metrics", "vendi", "--q"]``: the subcommands named."""
     path = ["refine"]
     try:
-        command = typer.main.get_command(app)
+        node = command()
     except Exception:  # only for a message
         return "refine"
     for token in argv:
-        commands = getattr(command, "commands", None)
+        commands = getattr(node, "commands", None)
         if not commands or token not in commands:
             break
         path.append(token)
-        command = commands[token]
+        node = commands[token]
     return " ".join(path)
 
 
@@ -408,12 +410,21 @@ def interrupted_exit() -> None:
     os._exit(130)
 
 
+@functools.cache
+def command() -> Any:
+    """The command tree of :data:`app`, built once a process. Calling the Typer app builds
+    it anew every time (15 ms here), which a script or a test calling :func:`main` again
+    and again pays at each call; a built click command is made to be invoked many times.
+    With the app's pretty tracebacks off, calling it so is what calling the app does."""
+    return typer.main.get_command(app)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors become one line on stderr and exit code 2."""
     args = list(sys.argv[1:] if argv is None else argv)
     click_error, abort = _click_errors()
     try:
-        rc = app(args=args, prog_name="refine", standalone_mode=False)
+        rc = command()(args=args, prog_name="refine", standalone_mode=False)
     except UserInputError as err:
         typer.echo(f"error: {err}", err=True)
         sys.exit(2)
