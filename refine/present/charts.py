@@ -239,7 +239,9 @@ def _frozen(value: Any) -> Any:
     an array), whose drawing is then not kept."""
     import dataclasses
 
-    if value is None or isinstance(value, str | bool | int | float):
+    if isinstance(value, float):  # by its text: -0.0 and 0.0 are equal but written apart
+        return (type(value), repr(value))
+    if value is None or isinstance(value, str | bool | int):
         return (type(value), value)
     if isinstance(value, list | tuple):
         return (type(value), tuple(_frozen(v) for v in value))

@@ -191,6 +191,9 @@ def test_a_chart_drawn_again_from_the_same_values_is_not_drawn_twice(monkeypatch
     charts.bar_chart([1, None], ["a", "b"], "types")
     charts.bar_chart([1.0, None], ["a", "b"], "types")
     assert made.count("types") == 2
+    charts.bar_chart([-0.0, None], ["a", "b"], "signs")
+    charts.bar_chart([0.0, None], ["a", "b"], "signs")
+    assert made.count("signs") == 2  # equal numbers, written "-0.000" and "+0.000"
     assert charts._drawing_key("t", lambda s, p: "plain", "", (1,)) is not None
     array = np.zeros(3)
     assert charts._drawing_key("t", lambda s, p: str(array), "", (1,)) is None
