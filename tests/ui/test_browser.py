@@ -38,16 +38,13 @@ def chromium():
 
 
 @pytest.fixture
-def page(chromium, world, backends, options, tmp_path, request):
-    """The app on a service of the test's own, in a page of a fresh context, opened at the
-    test's ``size`` when it is parametrized with one (a page opened at another size and
-    loaded again cost a page load, about 1.8 s)."""
+def page(chromium, world, backends, options, tmp_path):
+    """The app on a service of the test's own, in a page of a fresh context (1400 x 1300;
+    a test that looks at the layout resizes it: see :func:`resize`)."""
     service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
     demo = build_app(service, "test profile: the fake Gemini world")
-    callspec = getattr(request.node, "callspec", None)
-    size = callspec.params.get("size", (1400, 1300)) if callspec else (1400, 1300)
     with served(demo, **launch_options(tmp_path)) as url:
-        context = chromium.new_context(viewport={"width": size[0], "height": size[1]})
+        context = chromium.new_context(viewport={"width": 1400, "height": 1300})
         try:
             pg = context.new_page()
             pg.goto(url)
@@ -63,6 +60,19 @@ def until(pg, expression: str, arg=None, timeout: float | None = None) -> None:
     drawing frames for a page that is not in front (a second visitor's page opened
     beside the first): the wait then never sees a state that has long been reached."""
     pg.wait_for_function(expression, arg=arg, timeout=timeout, polling=100)
+
+
+# the two widths the layout is checked at. One page is resized from one to the other within
+# a test where the scenario is the same at both (a page per width cost a page load, a
+# server and the scenario's run again: about 6 s a test)
+DESKTOP, PHONE = (1440, 900), (390, 844)
+
+
+def resize(pg, size) -> None:
+    """The page at ``size`` (width, height), once the page has laid itself out anew."""
+    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    until(pg, "s => window.innerWidth === s[0] && window.innerHeight === s[1]", arg=list(size))
+    pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 def fill(pg, elem_id: str, value: str) -> None:
@@ -266,31 +276,34 @@ def in_sight(pg, elem_id: str, what: str) -> None:
         ) from None
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_show_a_round_and_roll_back_to_it(page, size, tmp_path):
+def test_show_a_round_and_roll_back_to_it(page, tmp_path):
     """Show, decide by hand, roll back and open: each brings the run's stage and image into
     sight (on a phone they sit thousands of pixels above those controls); the slider fits
     both halves whole in its box, level with each other; and the small things read whole
-    (see small_things_read_whole, rating_scales_on_one_line)."""
+    (see small_things_read_whole, rating_scales_on_one_line). The finished run is looked
+    at on a desktop and on a phone; the decision by hand is made on a desktop, the rest on
+    a phone."""
     pg, service = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    resize(pg, DESKTOP)
     fill(pg, "rounds", "1")
     fill(pg, "target", "1")
     fill(pg, "max-drift", "2")
     pg.click("#start")
     deadline = wait_finished(pg)
     first_dir = pg.locator("#run-dir textarea").input_value()
-    # the slider: both halves inside its box (the 4:3 pictures fitted whole), level
-    halves = slider_halves(pg)
-    box, (before, after) = halves["slider"], halves["images"]
-    for half in (before, after):
-        assert box["top"] - 1 <= half["top"] and half["bottom"] <= box["bottom"] + 1, halves
-        assert box["left"] - 1 <= half["left"] and half["right"] <= box["right"] + 1, halves
-    assert abs(before["top"] - after["top"]) <= 1, halves
-    assert abs(before["bottom"] - after["bottom"]) <= 1, halves
-    assert halves["fits"] == ["contain", "contain"], halves
-    pg.locator("#slider").screenshot(path=str(tmp_path / f"slider-{size[0]}.png"))
-    small_things_read_whole(pg, size, tmp_path)
+    for size in (PHONE, DESKTOP):
+        resize(pg, size)
+        # the slider: both halves inside its box (the 4:3 pictures fitted whole), level
+        halves = slider_halves(pg)
+        box, (before, after) = halves["slider"], halves["images"]
+        for half in (before, after):
+            assert box["top"] - 1 <= half["top"] and half["bottom"] <= box["bottom"] + 1, halves
+            assert box["left"] - 1 <= half["left"] and half["right"] <= box["right"] + 1, halves
+        assert abs(before["top"] - after["top"]) <= 1, halves
+        assert abs(before["bottom"] - after["bottom"]) <= 1, halves
+        assert halves["fits"] == ["contain", "contain"], halves
+        pg.locator("#slider").screenshot(path=str(tmp_path / f"slider-{size[0]}.png"))
+        small_things_read_whole(pg, size, tmp_path)
     # a click on round 1's image in the gallery shows it and picks it for steering
     images_loaded(pg, 2)
     pg.locator("#gallery img").nth(1).click()
@@ -300,6 +313,7 @@ def test_show_a_round_and_roll_back_to_it(page, size, tmp_path):
     pg.click("#reject")
     wait_value(pg, "stage", "v.startsWith('round 1: ') && v.includes('by hand')", "a reject")
     in_sight(pg, "slider", "Reject round by hand")
+    resize(pg, PHONE)
     fill(pg, "round", "0")
     pg.click("#show")
     until(pg, "() => document.querySelector('#stage textarea').value === 'round 0: initial'")
@@ -332,7 +346,7 @@ def test_show_a_round_and_roll_back_to_it(page, size, tmp_path):
         arg=f"continued from round 0 in {child}",
     )
     in_sight(pg, "slider", "Open")
-    rating_scales_on_one_line(pg)
+    rating_scales_on_one_line(pg)  # at a phone's width they wrapped
 
 
 def test_other_prompt_languages_and_caire_show_per_round(page, world, tmp_path):
@@ -392,19 +406,19 @@ def test_a_wrong_steering_click_is_a_toast_and_the_view_stays(page, world, tmp_p
     assert start is not None and start["y"] + start["height"] <= 844
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_first_screen_country_activities_and_examples(page, size, tmp_path):
-    """The first screen holds activity, country and Start; a country lists only its own
-    activities; an example fills the form."""
+def test_first_screen_country_activities_and_examples(page, tmp_path):
+    """The first screen holds activity, country and Start, on a desktop and on a phone; a
+    country lists only its own activities; an example fills the form (on a phone)."""
     pg, _ = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
     # whether the profile's models answer is said as the page opens, above the form
     until(pg, "() => document.querySelector('#ready').innerText.includes('models answer')")
-    for elem in ("#ready", "#activity", "#country", "#start", "#progress-bar"):
-        box = pg.locator(elem).bounding_box()
-        assert box is not None and box["y"] + box["height"] <= size[1], elem
-    assert not pg.locator("#rounds input").first.is_visible()  # folded into Options
-    pg.screenshot(path=str(tmp_path / f"first-{size[0]}.png"))
+    for size in (DESKTOP, PHONE):
+        resize(pg, size)
+        for elem in ("#ready", "#activity", "#country", "#start", "#progress-bar"):
+            box = pg.locator(elem).bounding_box()
+            assert box is not None and box["y"] + box["height"] <= size[1], (elem, size)
+        assert not pg.locator("#rounds input").first.is_visible()  # folded into Options
+        pg.screenshot(path=str(tmp_path / f"first-{size[0]}.png"))
     # a visitor's first click: an example fills activity and country, and they stay once
     # every handler has run (the country's change does not reset the example's activity)
     for act, ctry in (
@@ -543,12 +557,12 @@ def test_the_progress_bar_advances_to_the_end(page, world):
     assert text.startswith("100% \u00b7 finished: ") and " elapsed" in text
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_build_references_review_them_in_a_table_then_run(page, world, size):
+def test_build_references_review_them_in_a_table_then_run(page, world):
     """References built in the browser are reviewed as a table (dimension, phrase): a row
-    added, a row clicked and removed, saved; the run uses them."""
+    added (on a desktop), a row clicked and removed (on a phone), saved; the run uses
+    them."""
     pg, service = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    resize(pg, DESKTOP)
     act = "people celebrating Nowruz at home"
     box = pg.locator("#activity input").first
     box.click()
@@ -564,6 +578,7 @@ def test_build_references_review_them_in_a_table_then_run(page, world, size):
     pg.locator("#refs-phrase textarea, #refs-phrase input").first.fill("Samanu pudding")
     pg.click("#refs-add")
     until(pg, "() => document.querySelector('#refs-review').innerText.includes('Samanu pudding')")
+    resize(pg, PHONE)
     table.get_by_text("Painted eggs", exact=True).first.click()
     pg.keyboard.press("Escape")  # a click opens the cell for editing: leave it as it is
     # the button names the clicked row once the click has reached the server (clicking
@@ -584,14 +599,14 @@ def test_build_references_review_them_in_a_table_then_run(page, world, size):
     assert run.references.source.startswith("reviewed in the app (")
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_saved_runs_open_from_their_thumbnails(page, world, size):
+def test_saved_runs_open_from_their_thumbnails(page, world):
     """Saved runs' thumbnails show whole pictures (never cropped), each with its country,
-    activity, best FAITH and date in sight; a click opens the run."""
+    activity, best FAITH and date in sight, on a desktop and on a phone; a click (on a
+    phone) opens the run."""
     import re
 
     pg, service = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    resize(pg, DESKTOP)
     fill(pg, "rounds", "0")
     pg.click("#start")
     wait_finished(pg)
@@ -602,14 +617,17 @@ def test_saved_runs_open_from_their_thumbnails(page, world, size):
     thumbs = pg.locator("#saved-gallery img")
     thumbs.first.wait_for()
     assert thumbs.count() == 1
-    assert thumbs.first.evaluate("i => getComputedStyle(i).objectFit") == "contain"
     caption = pg.locator("#saved-gallery").get_by_text("Iran: people eating food at home")
-    caption.first.wait_for()
-    text = caption.first.inner_text()
-    assert re.search(r"best FAITH 0\.\d{3} · \d{4}-\d\d-\d\d \d\d:\d\d", text), text
-    thumb, label = thumbs.first.bounding_box(), caption.first.bounding_box()
-    assert label["width"] > 0 and label["height"] > 0  # in sight, not clipped away
-    assert label["y"] >= thumb["y"] + thumb["height"] - 2 or label["width"] <= thumb["width"]
+    for size in (DESKTOP, PHONE):
+        resize(pg, size)
+        assert thumbs.first.evaluate("i => getComputedStyle(i).objectFit") == "contain"
+        caption.first.wait_for()
+        text = caption.first.inner_text()
+        assert re.search(r"best FAITH 0\.\d{3} · \d{4}-\d\d-\d\d \d\d:\d\d", text), text
+        thumbs.first.scroll_into_view_if_needed()
+        thumb, label = thumbs.first.bounding_box(), caption.first.bounding_box()
+        assert label["width"] > 0 and label["height"] > 0, size  # in sight, not clipped away
+        assert label["y"] >= thumb["y"] + thumb["height"] - 2 or label["width"] <= thumb["width"]
     thumbs.first.click()
     until(pg, "() => document.querySelector('#run-dir textarea').value !== ''")
     assert pg.locator("#run-dir textarea").input_value() == first
@@ -837,29 +855,59 @@ def test_the_buttons_wait_for_the_visitor_so_a_run_started_at_once_stays_the_sta
     assert service.owner_of(run_dir) == visitor_hash(f"browser:{read[0]}")
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_metric_words_and_a_message_that_answers_one_action(page, size):
+def test_metric_words_and_a_message_that_answers_one_action(page):
     """Every metric label says which way is better and what it means: the table's headers
     and the chart's legend carry arrows, the legend says on hover what each line measures,
     and the glossary under the table explains every metric a run shows, all from the metric
     catalog. The table shows each round's reason whole. The message box answers one
-    action: the next one clears it."""
+    action: the next one clears it. The finished run is looked at on a desktop and on a
+    phone; the actions are taken on a phone."""
     from metrics.catalog import CATALOG
     from refine.present.views import run_metrics
 
     pg, service = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    resize(pg, DESKTOP)
     fill(pg, "rounds", "1")
     fill(pg, "target", "1")
     fill(pg, "max-drift", "2")
     pg.click("#start")
     wait_finished(pg)
+    reasons = [r.reason for r in service.open(pg.locator("#run-dir textarea").input_value()).rounds]
+    for size in (DESKTOP, PHONE):
+        resize(pg, size)
+        metric_words_read_whole(pg, size, reasons)
+    # the glossary sits under the table, folded; opened, it explains every metric
+    table, glossary = pg.locator("#table").bounding_box(), pg.locator("#glossary").bounding_box()
+    assert 0 <= glossary["y"] - (table["y"] + table["height"]) < 80
+    pg.locator("#glossary").get_by_text("What the numbers mean").first.click()
+    text = pg.locator("#glossary-text").inner_text()
+    for name in run_metrics():
+        m = CATALOG[name]
+        assert f"{m.heading}: {m.better} is better" in text and m.help in text, name
+    assert "tau:" in text and "target:" in text
+    # Stop's answer stays until the next action, which clears it
+    notice = pg.locator("#notice textarea")
+    pg.click("#stop")
+    until(pg, "() => document.querySelector('#notice textarea').value !== ''")
+    assert notice.input_value() == "no run in progress"
+    pg.click("#show")
+    until(pg, "() => document.querySelector('#notice textarea').value === ''")
+    until(pg, "() => document.querySelector('#stage textarea').value.startsWith('round 0')")
+    pg.click("#apply")  # an action with an answer of its own puts it there
+    until(pg, "() => document.querySelector('#notice textarea').value.startsWith('no instruction')")
+
+
+def metric_words_read_whole(pg, size, reasons: list[str]) -> None:
+    """At ``size``: the table's headers carry arrows, each round's reason is shown whole
+    (on a desktop with the columns up to it in sight), the legend explains each line, and
+    the chart's words are legible and apart."""
+    from metrics.catalog import CATALOG
+
     headers = " | ".join(pg.locator("#table th").all_inner_texts())
     for heading in ("FAITH ↑", "ALIGN ↑", "HAL ↓", "EXAG ↓", "drift ↓"):
         assert heading in headers, headers
     # each round's reason is shown whole, wrapped in its column, and on a desktop the
     # columns up to it are in sight without scrolling the table
-    reasons = [r.reason for r in service.open(pg.locator("#run-dir textarea").input_value()).rounds]
     shown_reasons = pg.evaluate(
         """reasons => {
             const box = document.querySelector('#table').getBoundingClientRect();
@@ -907,25 +955,6 @@ def test_metric_words_and_a_message_that_answers_one_action(page, size):
     for boxes in (shown["legend"],):
         assert not any(overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
     assert shown["entries"] == shown["series"] + 1  # every line, and the target
-    # the glossary sits under the table, folded; opened, it explains every metric
-    table, glossary = pg.locator("#table").bounding_box(), pg.locator("#glossary").bounding_box()
-    assert 0 <= glossary["y"] - (table["y"] + table["height"]) < 80
-    pg.locator("#glossary").get_by_text("What the numbers mean").first.click()
-    text = pg.locator("#glossary-text").inner_text()
-    for name in run_metrics():
-        m = CATALOG[name]
-        assert f"{m.heading}: {m.better} is better" in text and m.help in text, name
-    assert "tau:" in text and "target:" in text
-    # Stop's answer stays until the next action, which clears it
-    notice = pg.locator("#notice textarea")
-    pg.click("#stop")
-    until(pg, "() => document.querySelector('#notice textarea').value !== ''")
-    assert notice.input_value() == "no run in progress"
-    pg.click("#show")
-    until(pg, "() => document.querySelector('#notice textarea').value === ''")
-    until(pg, "() => document.querySelector('#stage textarea').value.startsWith('round 0')")
-    pg.click("#apply")  # an action with an answer of its own puts it there
-    until(pg, "() => document.querySelector('#notice textarea').value.startsWith('no instruction')")
 
 
 def box_in_view(pg, elem_id: str) -> dict:
@@ -939,32 +968,35 @@ def box_in_view(pg, elem_id: str) -> dict:
     )
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_the_image_under_review_its_instruction_and_apply_on_one_screen(page, size, tmp_path):
+def test_the_image_under_review_its_instruction_and_apply_on_one_screen(page, tmp_path):
     """Paused for review, the current image, the instruction and Apply fit on one screen
-    (on a desktop, the first one); on a phone the progress and the current image come
-    right after Start, with the options folded."""
+    (on a desktop, the first one; on a phone, once the image is brought into sight); on a
+    phone the progress and the current image come right after Start, with the options
+    folded."""
     pg, _ = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    resize(pg, PHONE)
     assert not pg.locator("#rounds input").first.is_visible()  # the options are folded
     start = pg.locator("#start").bounding_box()
     bar, slider = pg.locator("#progress-bar").bounding_box(), pg.locator("#slider").bounding_box()
-    if size[0] < 600:  # stacked: Start, the progress, then the image
-        assert start["y"] < bar["y"] < slider["y"]
-        between = slider["y"] - (start["y"] + start["height"])
-        assert between < 360, between  # the progress bar, the stage and "so far" only
-        for later in ("examples", "options", "gallery", "run-dir"):
-            assert pg.locator(f"#{later}").bounding_box()["y"] > slider["y"], later
+    # stacked: Start, the progress, then the image
+    assert start["y"] < bar["y"] < slider["y"]
+    between = slider["y"] - (start["y"] + start["height"])
+    assert between < 360, between  # the progress bar, the stage and "so far" only
+    for later in ("examples", "options", "gallery", "run-dir"):
+        assert pg.locator(f"#{later}").bounding_box()["y"] > slider["y"], later
+    resize(pg, DESKTOP)
     start_paused(pg, rounds="2")
     until(pg, "() => [...document.querySelectorAll('#slider img')].some(i => i.naturalWidth > 0)")
-    if size[0] >= 600:  # a desktop: the first screen, unscrolled
-        pg.evaluate("window.scrollTo(0, 0)")
-    else:
-        pg.evaluate("document.getElementById('slider').scrollIntoView({block: 'start'})")
-    where = {e: box_in_view(pg, e) for e in ("slider", "instruction", "apply")}
-    pg.screenshot(path=str(tmp_path / f"review-{size[0]}.png"))
-    for elem, b in where.items():
-        assert -1 <= b["top"] and b["bottom"] <= b["height"] + 1, (elem, where)
+    for size in (DESKTOP, PHONE):
+        resize(pg, size)
+        if size == DESKTOP:  # the first screen, unscrolled
+            pg.evaluate("window.scrollTo(0, 0)")
+        else:
+            pg.evaluate("document.getElementById('slider').scrollIntoView({block: 'start'})")
+        where = {e: box_in_view(pg, e) for e in ("slider", "instruction", "apply")}
+        pg.screenshot(path=str(tmp_path / f"review-{size[0]}.png"))
+        for elem, b in where.items():
+            assert -1 <= b["top"] and b["bottom"] <= b["height"] + 1, (elem, size, where)
     pg.click("#stop")
 
 
@@ -1017,13 +1049,12 @@ def rounds_on_record(service) -> int:
         return 0
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_a_reload_mid_run_leaves_the_run_going_and_the_page_follows_it(page, world, size):
+def test_a_reload_mid_run_leaves_the_run_going_and_the_page_follows_it(page, world):
     """A run belongs to its visitor, not to the page: reloading during a run (as a phone
     does when the visitor switches apps) does not stop it, and the reloaded page shows its
-    progress up to its end."""
+    progress up to its end. Started on a desktop, reloaded at a phone's width."""
     pg, service = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    resize(pg, DESKTOP)
     world.edit_delay_s = 1.5  # each round at least 1.5 s: the run outlasts the reload
     fill(pg, "rounds", "4")
     fill(pg, "target", "1")
@@ -1036,6 +1067,7 @@ def test_a_reload_mid_run_leaves_the_run_going_and_the_page_follows_it(page, wor
         time.sleep(0.1)
     spec = service.open(service.job.run_dir).spec
     assert (spec.rounds, spec.candidates) == (4, 1), spec
+    pg.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})  # laid out as it loads
     pg.reload()
     pg.wait_for_selector("#start")
     # the reloaded page attaches: the run's progress, not "not started"
@@ -1053,13 +1085,14 @@ def test_a_reload_mid_run_leaves_the_run_going_and_the_page_follows_it(page, wor
     images_loaded(pg, len(run.rounds))
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_a_paused_run_survives_a_reload_and_apply_continues_it(page, world, size):
+def test_a_paused_run_survives_a_reload_and_apply_continues_it(page, world):
     """Reloading a run paused for review shows the instruction under review; opened from
-    the saved runs it shows its stage and that instruction; Apply continues the run."""
+    the saved runs it shows its stage and that instruction; Apply continues the run.
+    Started on a desktop, reloaded and applied at a phone's width."""
     pg, service = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    resize(pg, DESKTOP)
     proposed = start_paused(pg, rounds="1", candidates="1")
+    pg.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})  # laid out as it loads
     box = pg.locator("#instruction textarea")
     pg.reload()
     pg.wait_for_selector("#start")
@@ -1092,11 +1125,11 @@ def error_covers(pg, elem_id: str) -> int:
     )
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_a_refused_roll_back_changes_nothing_and_says_why(page, world, size, tmp_path):
+def test_a_refused_roll_back_changes_nothing_and_says_why(page, world, tmp_path):
     """Another visitor's roll back of a run is refused: the images, the stage and the
     table stay as they were, no output is covered by an error, and the message box says
-    why, the reason staying there."""
+    why, the reason staying there. The other visitor is on a phone; what stays is
+    looked at there and on a desktop."""
     pg, service = page
     fill(pg, "rounds", "1")
     fill(pg, "target", "1")
@@ -1104,7 +1137,7 @@ def test_a_refused_roll_back_changes_nothing_and_says_why(page, world, size, tmp
     fill(pg, "candidates", "1")
     pg.click("#start")
     wait_finished(pg)
-    other = pg.context.browser.new_page(viewport={"width": size[0], "height": size[1]})
+    other = pg.context.browser.new_page(viewport={"width": PHONE[0], "height": PHONE[1]})
     try:  # another browser: its own storage, so another visitor
         other.goto(pg.url)
         other.wait_for_selector("#start")
@@ -1118,15 +1151,19 @@ def test_a_refused_roll_back_changes_nothing_and_says_why(page, world, size, tmp
         wait_value(other, "notice", "v.startsWith('refused: ')", "the refusal in the box")
         said = other.locator("#notice textarea").input_value()
         assert "this run belongs to another visitor" in said, said
-        images_loaded(other, 2)  # the gallery is still there
-        assert (stage(other), other.locator("#table").inner_text()) == before
-        for elem in ("gallery", "slider", "table", "stage", "plot"):
-            assert error_covers(other, elem) == 0, elem
-        # the pointer off the pictures (the click brought the run into sight, and a picture
-        # under the pointer is drawn brighter)
-        other.mouse.move(0, 0)
-        shot = other.locator("#gallery").screenshot(path=str(tmp_path / f"refused-{size[0]}.png"))
-        assert has_colour(shot, RED) and has_colour(shot, GREEN)
+        for size in (PHONE, DESKTOP):
+            resize(other, size)
+            images_loaded(other, 2)  # the gallery is still there
+            assert (stage(other), other.locator("#table").inner_text()) == before
+            for elem in ("gallery", "slider", "table", "stage", "plot"):
+                assert error_covers(other, elem) == 0, (elem, size)
+            # the pointer off the pictures (the click brought the run into sight, and a
+            # picture under the pointer is drawn brighter)
+            other.mouse.move(0, 0)
+            shot = other.locator("#gallery").screenshot(
+                path=str(tmp_path / f"refused-{size[0]}.png")
+            )
+            assert has_colour(shot, RED) and has_colour(shot, GREEN), size
         assert len(service.runs()) == 1  # no new run
         # the reason stays until the next action (the toast fades; the box does not)
         other.locator("#show").click()
@@ -1135,12 +1172,12 @@ def test_a_refused_roll_back_changes_nothing_and_says_why(page, world, size, tmp
         other.context.close()
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_start_refuses_an_unreadable_upload_and_runs_nothing(page, size, tmp_path):
+def test_start_refuses_an_unreadable_upload_and_runs_nothing(page, tmp_path):
     """An upload that is not an image stays named in the box: Start refuses it, naming the
-    file (never a server path) and the reason, and writes no run."""
+    file (never a server path) and the reason, and writes no run. Done on a phone; no
+    error covers an output there or on a desktop."""
     pg, service = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    resize(pg, PHONE)
     open_options(pg)
     fake = tmp_path / "notes.png"
     fake.write_text("not an image")
@@ -1152,15 +1189,17 @@ def test_start_refuses_an_unreadable_upload_and_runs_nothing(page, size, tmp_pat
     assert "notes.png: not an image that can be read" in said, said
     assert "/" not in said.split("notes.png")[0][-40:] and "/tmp" not in said, said
     assert service.job is None and service.runs() == []
-    assert error_covers(pg, "stage") == 0 and error_covers(pg, "gallery") == 0
+    for size in (PHONE, DESKTOP):
+        resize(pg, size)
+        assert error_covers(pg, "stage") == 0 and error_covers(pg, "gallery") == 0, size
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_a_roll_back_continues_with_the_opened_runs_settings(page, size):
+def test_a_roll_back_continues_with_the_opened_runs_settings(page):
     """Opened from the saved runs after a reload (the form back at its defaults), a run
-    puts its settings in the form, and a roll back continues with them, saying so."""
+    puts its settings in the form, and a roll back continues with them, saying so. Run on
+    a desktop, reloaded, opened and rolled back at a phone's width."""
     pg, service = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    resize(pg, DESKTOP)
     for elem, value in (("rounds", "1"), ("target", "1"), ("max-drift", "2")):
         fill(pg, elem, value)
     fill(pg, "candidates", "1")
@@ -1168,6 +1207,7 @@ def test_a_roll_back_continues_with_the_opened_runs_settings(page, size):
     pg.click("#start")
     wait_finished(pg)
     first = pg.locator("#run-dir textarea").input_value()
+    pg.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})  # laid out as it loads
     pg.reload()
     pg.wait_for_selector("#start:not([disabled])")
     open_options(pg)
@@ -1196,16 +1236,16 @@ def test_a_roll_back_continues_with_the_opened_runs_settings(page, size):
     pg.locator("#saved-gallery").get_by_text(mark).first.wait_for()
 
 
-@pytest.mark.parametrize("size", [(1440, 900), (390, 844)], ids=["desktop", "phone"])
-def test_a_start_behind_another_run_says_how_many_are_ahead(page, size):
+def test_a_start_behind_another_run_says_how_many_are_ahead(page):
     """Another visitor's run holds the device (paused for its review): Start says on its
     stage, in words, how many runs are ahead and what the one in progress is doing, and no
-    output shows Gradio's "queue: 1/1"; when that run ends, this one starts and finishes."""
+    output shows Gradio's "queue: 1/1"; when that run ends, this one starts and finishes.
+    Started on a phone; the stage is in sight there and on a desktop."""
     from tests.ui.clients import app_client
     from tests.ui.test_app import start_args
 
     pg, service = page
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
+    resize(pg, PHONE)
     url = pg.url
     # another visitor, through the app: its call follows its run, as a page does
     followed = app_client(url).submit(*start_args(1, candidates=1, pause=True), api_name="/start")
@@ -1226,6 +1266,8 @@ def test_a_start_behind_another_run_says_how_many_are_ahead(page, size):
             "the words of the line",
         )
         in_sight(pg, "stage", "Start")
+        resize(pg, DESKTOP)
+        in_sight(pg, "stage", "Start, on a desktop")
         assert "its owner's review" in stage(pg)  # not "your review": it is not theirs
         assert "queue:" not in pg.locator("body").inner_text()
     finally:
@@ -1410,13 +1452,9 @@ def refused(pg, words: str) -> None:
     assert in_view, f"the refusal {words!r} is out of sight"
 
 
-DESKTOP, PHONE = (1440, 900), (390, 844)
-
-
 def questions_fit(pg, size) -> None:
     """At ``size``, every question drawn fits the page's width."""
-    pg.set_viewport_size({"width": size[0], "height": size[1]})
-    until(pg, "w => window.innerWidth === w", arg=size[0])
+    resize(pg, size)
     wide = pg.evaluate(
         """w => [...document.querySelectorAll('[id^=rate-q]')]
             .filter(e => e.offsetParent !== null)
