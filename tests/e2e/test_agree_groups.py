@@ -61,6 +61,7 @@ def rated(world, siglip_path, options, tmp_path):
     return out, ratings, cells, rows
 
 
+@pytest.mark.slow
 def test_agreement_by_region_and_generator(rated, tmp_path):
     from sklearn.metrics import cohen_kappa_score
 
@@ -164,6 +165,7 @@ def score(rows, image: str, rater: str) -> int:
     return next(r["faithfulness"] for r in rows if r["image"] == image and r["rater"] == rater)
 
 
+@pytest.mark.slow
 def test_figures_and_latex_tables_load_where_papers_use_them(rated, tmp_path):
     """--figures png,svg,pdf: each chart decodes as an image, the SVG keeps its text, the
     PDF has one page; --latex: booktabs tables with the best of each column in bold, which

@@ -112,6 +112,7 @@ def test_specs_are_checked_before_anything_runs(tmp_path):
     assert entry.line == 2 and entry.references.country == "Iran"
 
 
+@pytest.mark.slow
 def test_workers_share_models_and_keep_runs_apart(world, backends, options, tmp_path):
     specs = write_jsonl(
         tmp_path / "same.jsonl",

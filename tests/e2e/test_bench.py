@@ -211,6 +211,7 @@ def test_bench_from_the_command_line(world, siglip_path, tmp_path):
     assert bad.returncode == 2 and "no prompts" in bad.stderr
 
 
+@pytest.mark.slow
 def test_workers_make_the_same_bench(world, siglip_path, options, tmp_path):
     """Several prompts at a time (API models): the same results record as one at a time."""
     world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
@@ -305,6 +306,7 @@ def test_generator_specs_name_their_problem():
         parse_generator("diffusers:m+lora=@1")
 
 
+@pytest.mark.slow
 def test_a_base_model_against_itself_with_a_lora(world, siglip_path, options, tmp_path):
     """A tiny random SD pipeline with and without a LoRA adapter: two generators of one
     bench, the adapter's images differ from the base's, the same seeds otherwise."""

@@ -30,6 +30,7 @@ def centre(path) -> tuple[int, int, int]:
         return im.convert("RGB").getpixel((im.width // 2, im.height // 2))
 
 
+@pytest.mark.slow
 def test_each_editor_edits_three_times_in_a_row_and_every_loop_follows_the_scenario(
     world, backends, options, tmp_path, monkeypatch
 ):

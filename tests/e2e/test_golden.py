@@ -33,6 +33,7 @@ from tests.golden.produce import (
 REMAKE = "if the change is on purpose: python tools/make_golden.py, and say why in the commit"
 
 
+@pytest.mark.slow
 def test_the_jobs_give_the_golden_outputs(gemini_env, siglip_path, tmp_path):
     fresh = tmp_path / "data"
     produce(fresh, gemini_env, siglip_path, cli)
@@ -57,6 +58,7 @@ def moved(tmp_path, siglip_path):
     return copy
 
 
+@pytest.mark.slow
 def test_golden_folders_open_and_go_on(gemini_env, siglip_path, tmp_path):
     copy = moved(tmp_path, siglip_path)
     embedder = ["--backend", f"image_embedder=siglip:{siglip_path}"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
+
 from refine.backends import judging
 from refine.harness.engine import EngineOptions
 from refine.harness.tasks.bench import run_bench
@@ -18,6 +20,7 @@ from tests.golden.produce import ACTS, GENS
 WORKERS = 8
 
 
+@pytest.mark.slow
 def test_a_bench_with_8_workers_has_8_requests_in_flight(gemini_env, world, siglip_path, tmp_path):
     gemini_env.reset_peak()
     with gemini_env.held_until_in_flight(WORKERS):
@@ -84,6 +87,7 @@ class CountingLock:
         self._lock.release()
 
 
+@pytest.mark.slow
 def test_the_first_judgements_of_a_bench_go_out_together(
     world, siglip_path, options, tmp_path, monkeypatch
 ):

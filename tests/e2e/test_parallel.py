@@ -49,6 +49,7 @@ def run_twice(world, backends, options, tmp_path, delay_s=(0.0, 0.0), **settings
     return out
 
 
+@pytest.mark.slow
 def test_candidates_at_once_make_the_same_record(world, backends, options, tmp_path):
     # every API answer takes a while, so calls overlap when they can: 0.1 s at once, where
     # the 3 chains must be seen overlapping; 0.02 s one after the other, where any overlap

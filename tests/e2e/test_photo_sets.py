@@ -129,6 +129,7 @@ def test_search_keeps_the_top_five_by_clipscore_with_their_attribution(tiny_clip
     assert len(again.files) == 2 and len(list(folder.iterdir())) == 3
 
 
+@pytest.mark.slow
 def test_what_cannot_be_searched_is_named(tiny_clip, tmp_path):
     embedder = create("image_embedder", tiny_clip, shared=False, device="cpu")
     with CommonsServer([]) as server:

@@ -64,6 +64,7 @@ def test_a_round_that_looks_worse_is_rejected_unless_the_guard_is_off(
     assert free.best_round == 2
 
 
+@pytest.mark.slow
 def test_the_cli_and_a_batch_line_say_why(breaking, siglip_path, tmp_path):
     done = cli(*run_args(tmp_path / "cli", 2, siglip_path), "--patience", "5")
     assert done.returncode == 0, done.stderr

@@ -33,6 +33,7 @@ def _table(folder, name):
         return [r for r in csv.DictReader(fh) if not r["row"].startswith("paper: ")]
 
 
+@pytest.mark.slow
 def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
     world.generate_by_model = {"gemini-2.5-flash-image": RED, "gemini-3.1-flash-image": GREEN}
     out = tmp_path / "t1"
@@ -159,6 +160,7 @@ values = { GS = 0.46, GN = 0.47, All = 0.47 }
 """
 
 
+@pytest.mark.slow
 def test_an_agreement_recipe_with_and_without_ratings(world, siglip_path, tmp_path):
     world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
     recipe = tmp_path / "small.toml"
@@ -460,6 +462,7 @@ values = { GS = 0.42, GN = 0.38, All = 0.42 }
 )
 
 
+@pytest.mark.slow
 def test_a_second_backbone_scores_the_same_images_again(world, siglip_path, tmp_path):
     """AHEaD Tab. 2's two backbones in one recipe run: the second observes the bench's
     images again and its judge reads MLLM-as-a-judge again, nothing generated; its rows

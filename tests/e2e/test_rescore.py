@@ -167,6 +167,7 @@ values = { spearman = 0.33, kendall = 0.24 }
 """
 
 
+@pytest.mark.slow
 def test_tau_at_the_photos_quartiles(bench, world, minilm, tmp_path, monkeypatch):
     from metrics.ahead import best_match_similarities
     from metrics.stats import kendall

@@ -57,6 +57,7 @@ def test_person_prompts_come_from_the_native_speaker_table():
     assert len(prompts[("Japanese", "en")]) == 9  # English once, not once per language
 
 
+@pytest.mark.slow
 def test_build_resume_scores_and_report(models, tmp_path):
     generator, embedder, _ = models
     out = tmp_path / "bank"
@@ -246,6 +247,7 @@ def _pooled_over_generators(out, tmp_path, e, cultures, languages):
     assert html.count('class="chart-figure heatmap"') == 2 and "pooled over the images of 2" in html
 
 
+@pytest.mark.slow
 def test_cli_bank_and_report(capsys, models, siglip_path, tmp_path):
     from tests.integration.test_caire_kb import run
 
@@ -294,6 +296,7 @@ def test_cli_bank_and_report(capsys, models, siglip_path, tmp_path):
     assert code == 2 and "not an SoS bank" in err
 
 
+@pytest.mark.slow
 def test_caption_classifiers_beside_sos(capsys, models, tmp_path):
     """SoS Sec. 4.2's caption classifiers: for each image, the CLIPScore (2.5 x max(cos, 0))
     of "A photo of a {c} person" with the prompt's culture and with its language's; the
@@ -436,6 +439,7 @@ values = { accuracy = 0.740 }
 """
 
 
+@pytest.mark.slow
 def test_the_sos_recipe_against_peoples_labels(models, tmp_path):
     """refine bench --recipe (an sos task) on a tiny SD and a tiny CLIP: a bank per
     generator, the centroids pooled, and the table of SoS's and CLIPScore's labels against

@@ -24,6 +24,7 @@ PROMPTS = [("people eating food at home", "Iran"), ("people eating food at home"
 N = 40
 
 
+@pytest.mark.slow
 def test_each_strategy_spends_at_most_its_budget_and_best_of_n_keeps_its_best(
     world, backends, options, tmp_path, monkeypatch
 ):
@@ -167,6 +168,7 @@ def test_a_budget_too_small_for_one_image_leaves_no_image_and_says_why(
     assert "FAITH against calls spent" in write_strategies_page(tmp_path / "bench").read_text()
 
 
+@pytest.mark.slow
 def test_seconds_alone_count_the_calls_and_a_failing_generator_ends_only_its_cells(
     world, backends, options, tmp_path, monkeypatch
 ):

@@ -30,6 +30,7 @@ def arr(im: Image.Image) -> np.ndarray:
     return np.asarray(im, dtype=np.int16)
 
 
+@pytest.mark.slow
 def test_generator_seeds_reproduce(tiny_dir):
     g = gen_backend(tiny_dir["sd"])
     a = g.generate("people eating food at home", seeds=[1, 2])

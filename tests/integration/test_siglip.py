@@ -40,6 +40,7 @@ def test_scores_follow_their_formulas(siglip):
         siglip.clip_score([im], ["a", "b"])
 
 
+@pytest.mark.slow
 def test_models_loaded_on_several_threads_at_once_are_their_checkpoints(siglip):
     """Candidates, batch workers and app sessions first use a shared model at the same
     time: loads on several threads must each give the checkpoint's weights. (Unserialised,

@@ -68,6 +68,7 @@ def spaces():
         zerogpu.unlease()
 
 
+@pytest.mark.slow
 def test_each_model_call_holds_one_lease(tiny, spaces):
     wrapped = zerogpu.lease_per_call(spaces, 30)
     assert "DiffusersGenerator.generate" in wrapped and "HFModel._generate" in wrapped
@@ -116,6 +117,7 @@ def test_each_model_call_holds_one_lease(tiny, spaces):
         zerogpu.lease_per_call(spaces, 0)
 
 
+@pytest.mark.slow
 def test_the_zerogpu_space_loads_its_models_then_serves(tiny, spaces, tmp_path, monkeypatch):
     from ui import deploy
 

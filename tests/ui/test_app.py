@@ -14,6 +14,9 @@ from tests.ui.clients import served
 from ui.adapters import TABLE_HEADERS
 from ui.app import build_app
 
+# a launched app and its runs behind every test (about 1.3 s each): left out of the fast tests
+pytestmark = pytest.mark.slow
+
 CAIRE = TABLE_HEADERS.index("CAIRE 1-5 ↑")
 LANGUAGES = TABLE_HEADERS.index("SoS / languages ↑")
 

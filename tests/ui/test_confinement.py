@@ -69,6 +69,7 @@ def untouched(path):
     assert path.read_text() == "API_KEY=do-not-leak" and path.stat().st_mtime == 1_000_000_000
 
 
+@pytest.mark.slow
 def test_paths_outside_out_are_refused(app):
     client, service, run_dir, base = app
     s = secret(base)

@@ -107,6 +107,7 @@ def test_the_space_entry_point_refuses_to_start_without_the_key(tmp_path):
     assert "import spaces" in (zero / "app.py").read_text().split("from ui")[0]
 
 
+@pytest.mark.slow
 def test_the_space_app_runs_from_the_environment_alone(world, siglip_path, tmp_path):
     from tests.ui.clients import app_client
 
@@ -195,6 +196,7 @@ def test_refine_app_listens_where_gradio_says_unless_told(monkeypatch, tmp_path)
     assert str(bad.exception) == "GRADIO_SERVER_PORT=0: a port from 1 to 65535"
 
 
+@pytest.mark.slow
 def test_the_space_app_serves_on_gradio_server_port(world, tmp_path):
     """The Space's own entry point, as a Space starts it, answers on GRADIO_SERVER_PORT
     (and not on PORT, which comes after it)."""

@@ -26,6 +26,7 @@ def slow_probe(monkeypatch):
     monkeypatch.setattr(gradio.networking, "url_ok", lambda url: False)
 
 
+@pytest.mark.slow
 def test_gradio_alone_refuses_to_start_when_its_probe_times_out(slow_probe):
     demo = tiny_demo()
     try:

@@ -101,6 +101,7 @@ def quota_app(world, backends, options, tmp_path):
         job.join(60)
 
 
+@pytest.mark.slow
 def test_a_visitor_over_quota_is_refused_and_another_is_not(quota_app):
     from gradio_client.exceptions import AppError
 
@@ -153,6 +154,7 @@ def test_refine_app_sets_a_modest_quota_when_it_listens_beyond_this_machine(monk
     assert bad.returncode == 2 and "--daily-calls" in bad.stderr
 
 
+@pytest.mark.slow
 def test_a_run_its_client_left_is_counted_whole_and_the_next_start_waits_for_it(quota_app, world):
     """A run goes on when its client stops following it (a closed page, a cancel): its
     model calls are counted when it ends, not when the client left, and another

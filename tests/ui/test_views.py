@@ -101,6 +101,7 @@ def test_the_views_wire_the_app_api(tmp_path, backends, options):
     assert table == ["rounds", "target", "candidates", "seed", "max-drift", "max-quality-drop"]
 
 
+@pytest.mark.slow
 def test_the_app_says_what_each_metric_means_and_which_way_is_better(tmp_path, backends, options):
     """In the app's component config: the table's headers carry each metric's arrow, the
     glossary under it explains every metric a run shows (from the catalog), and the target

@@ -21,6 +21,9 @@ from tests.ui.test_app import (  # noqa: F401 (fixtures)
 from ui.app import build_app
 from ui.visitors import new_token, visitor_id
 
+# a launched app and its runs behind most tests: left out of the fast tests
+pytestmark = pytest.mark.slow
+
 
 def snapshot(folder) -> dict[str, bytes]:
     """Every file under ``folder`` (a run folder, or --out) and its bytes."""

@@ -51,6 +51,7 @@ def _every_chart(label: str = HOSTILE) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_what_a_chart_is_given_is_escaped_and_never_read_as_tex():
     import matplotlib
 
@@ -65,6 +66,7 @@ def test_what_a_chart_is_given_is_escaped_and_never_read_as_tex():
     assert {k: matplotlib.rcParams[k] for k in charts.RC} == before
 
 
+@pytest.mark.slow
 def test_each_drawing_carries_its_numbers_once_per_width():
     line = charts.line_chart({"FAITH": [0.2, 0.5], "best FAITH": [0.2, 0.5]}, ["0", "1"])
     found = re.findall(

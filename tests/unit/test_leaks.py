@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CONFTEST = """
@@ -77,6 +79,7 @@ def inner_run(tmp_path: Path, *select: str, ci: bool = True) -> subprocess.Compl
     )
 
 
+@pytest.mark.slow
 def test_a_run_that_leaves_things_behind_fails_and_names_them(tmp_path):
     done = inner_run(tmp_path)
     out = done.stdout + done.stderr
@@ -95,6 +98,7 @@ def test_a_run_that_leaves_things_behind_fails_and_names_them(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_outside_ci_an_entry_of_the_system_folder_is_a_warning_that_names_it(tmp_path):
     """Where other programs may write to the system's temporary folder (no CI), a new
     entry there cannot be told from a test's: it is named, and the run passes."""
@@ -106,6 +110,7 @@ def test_outside_ci_an_entry_of_the_system_folder_is_a_warning_that_names_it(tmp
     assert "test_inner.py::test_leaves_a_file" in out and "left behind" not in out
 
 
+@pytest.mark.slow
 def test_an_entry_another_program_removes_at_once_is_not_blamed(tmp_path):
     """Once the tests have ended, an entry that goes within a moment was another
     program's: only the one that stays is kept for the report."""

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HEAVY = (
     "torch",
     "transformers",
@@ -48,6 +50,7 @@ def test_creating_backends_imports_no_torch():
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow
 def test_the_app_imports_no_torch():
     code = "import sys, ui.app, ui.adapters; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -66,6 +69,7 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
+@pytest.mark.slow
 def test_imports_go_one_way():
     """ui and refine.cli -> service -> harness, train, human -> loop -> evaluate ->
     backends, io and metrics; metrics imports nothing from refine; nothing imports a layer

@@ -126,6 +126,7 @@ def _race(run_dir, start, done, won):
     store.release()
 
 
+@pytest.mark.slow
 def test_processes_racing_for_a_run_get_one_holder_every_time(tmp_path):
     """Six processes try to take one run at the same moment, 24 times over: each time
     exactly one holds it (with the lock created first and its owner written after, a
