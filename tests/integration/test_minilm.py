@@ -77,3 +77,43 @@ def test_references_against_themselves(minilm):
     refs = json.loads((EXAMPLE / "refs.json").read_text())
     s = ahead.score_images(refs, [refs], minilm)[0]
     assert (s.align, s.hal) == (1.0, 0.0)
+
+
+def test_the_bundled_model_runs_without_sentence_transformers_and_matches_it(minilm, tmp_path):
+    """The bundled MiniLM is run with transformers alone, and gives sentence-transformers'
+    vectors: phrases of different lengths in one batch, and one cut at 256 tokens (fp32
+    sums over other paddings and another batch order: 1e-6 here, bound 1e-5)."""
+    import shutil
+    from pathlib import Path
+
+    from sentence_transformers import SentenceTransformer
+
+    from refine.backends.st_text import MeanPooled, bundled_minilm_path, plain_mean_pooled
+
+    folder = Path(bundled_minilm_path())
+    assert plain_mean_pooled(folder) == 256
+    assert isinstance(minilm.load()._model, MeanPooled)
+    phrases = [
+        "Persian rug on floor",
+        "a family sitting around a sofreh with bowls of saffron rice and herbs",
+        "tea " * 400,  # over 256 tokens
+    ]
+    ours = minilm.encode(phrases)
+    theirs = SentenceTransformer(str(folder), device="cpu").encode(
+        phrases, convert_to_tensor=True, normalize_embeddings=True
+    )
+    assert float((ours - theirs.float()).abs().max()) < 1e-5
+    assert float((ours[2] - minilm.encode(["tea " * 300])[0]).abs().max()) < 1e-5  # cut
+    # another model shape is left to sentence-transformers
+    for change in ("cls", "prompt"):
+        other = tmp_path / change
+        shutil.copytree(folder, other)
+        if change == "cls":
+            config = other / "1_Pooling" / "config.json"
+            pooling = json.loads(config.read_text())
+            pooling.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+            config.write_text(json.dumps(pooling))
+        else:
+            config = other / "config_sentence_transformers.json"
+            config.write_text(json.dumps({"prompts": {"query": "query: "}}))
+        assert plain_mean_pooled(other) is None, change
