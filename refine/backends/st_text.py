@@ -64,7 +64,11 @@ def plain_mean_pooled(folder: Path) -> int | None:
         extra = json.loads(st_config.read_text(encoding="utf-8")) if st_config.is_file() else {}
     except (OSError, ValueError):
         return None
-    if [m.get("type") for m in modules] != PLAIN_MODULES or modules[1].get("path") != "1_Pooling":
+    if [m.get("type") for m in modules] != PLAIN_MODULES:
+        return None
+    if modules[0].get("path") != "" or modules[1].get("path") != "1_Pooling":
+        return None
+    if set(bert) - {"max_seq_length", "do_lower_case"}:  # model or tokenizer arguments
         return None
     modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v}
     if modes != {"pooling_mode_mean_tokens"} or bert.get("do_lower_case"):
@@ -101,7 +105,7 @@ class MeanPooled:
     def encode(self, phrases: list[str], batch_size: int, **_: Any) -> torch.Tensor:
         import torch
 
-        rows = []
+        rows = [torch.empty(0, self.get_sentence_embedding_dimension(), device=self.device)]
         for start in range(0, len(phrases), batch_size):
             batch = self.tokenizer(
                 phrases[start : start + batch_size],

@@ -79,7 +79,9 @@ def test_references_against_themselves(minilm):
     assert (s.align, s.hal) == (1.0, 0.0)
 
 
-def test_the_bundled_model_runs_without_sentence_transformers_and_matches_it(minilm, tmp_path):
+def test_the_bundled_model_runs_with_transformers_alone_and_matches_sentence_transformers(
+    minilm, tmp_path
+):
     """The bundled MiniLM is run with transformers alone, and gives sentence-transformers'
     vectors: phrases of different lengths in one batch, and one cut at 256 tokens (fp32
     sums over other paddings and another batch order: 1e-6 here, bound 1e-5)."""
@@ -105,7 +107,7 @@ def test_the_bundled_model_runs_without_sentence_transformers_and_matches_it(min
     assert float((ours - theirs.float()).abs().max()) < 1e-5
     assert float((ours[2] - minilm.encode(["tea " * 300])[0]).abs().max()) < 1e-5  # cut
     # another model shape is left to sentence-transformers
-    for change in ("cls", "prompt"):
+    for change in ("cls", "prompt", "arguments"):
         other = tmp_path / change
         shutil.copytree(folder, other)
         if change == "cls":
@@ -113,7 +115,10 @@ def test_the_bundled_model_runs_without_sentence_transformers_and_matches_it(min
             pooling = json.loads(config.read_text())
             pooling.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
             config.write_text(json.dumps(pooling))
-        else:
+        elif change == "prompt":
             config = other / "config_sentence_transformers.json"
             config.write_text(json.dumps({"prompts": {"query": "query: "}}))
+        else:
+            config = other / "sentence_bert_config.json"
+            config.write_text(json.dumps({"max_seq_length": 256, "model_args": {"dtype": "bf16"}}))
         assert plain_mean_pooled(other) is None, change
