@@ -70,10 +70,8 @@ def config(world, out, **kw):
         "base": f"diffusers:{sd}",
         "out": str(out),
         "rank": 4,
-        # 100 steps learn it (held-out accuracy 1.0, the samples moved 11-12 toward the
-        # preferred images against the bound of 3, the last losses 0.20-0.21 against 0.3,
-        # beta 1e8 moving them 0.33-0.37 as far against 0.6, with one torch thread or two);
-        # 150 did as well in 1.5x the time
+        # 100 steps learn the preference (DPO_RESOLUTION says how well); 150 did as well
+        # in 1.5x the time
         "steps": 100,
         "lr": 5e-3,
         "beta": 2000.0,
@@ -97,8 +95,8 @@ def latents(tuner, adapter=True, seeds=range(6)):
                     tuner.denoiser.pipe(
                         PROMPT,
                         num_inference_steps=10,
-                        height=32,
-                        width=32,
+                        height=tuner.denoiser.resolution,
+                        width=tuner.denoiser.resolution,
                         generator=g,
                         output_type="latent",
                     ).images[0]
@@ -117,9 +115,19 @@ def toward(tuner, lats, rows_w, rows_l):
     return float(((lats.flatten(1) - mid) @ axis).mean() / axis.norm())
 
 
+# the preference is learnt at 16 px (latents of 8 x 8): 100 steps there gave held-out
+# accuracy 1.0, the samples moved 15.7 toward the preferred images against the bound of 3,
+# the last losses 0.42 against 0.5 (0.69 at the start) and beta 1e8 moving them 0.50-0.54
+# as far against 0.75, with one torch thread or two. At 32 px (the other tests' size) the
+# same held in 1.5x the time (the fixture and the large beta's run, one process: 29 s against
+# 19 s)
+DPO_RESOLUTION = 16
+
+
 @pytest.fixture(scope="module")
 def dpo(world, tmp_path_factory):
-    tuner = Tuner(config(world, tmp_path_factory.mktemp("dpo") / "adapter"))
+    out = tmp_path_factory.mktemp("dpo") / "adapter"
+    tuner = Tuner(config(world, out, resolution=DPO_RESOLUTION))
     tuner.load()
     before = tuner.accuracy(tuner.held)
     base = latents(tuner, adapter=False)
@@ -138,19 +146,19 @@ def test_dpo_learns_the_preference(dpo):
     assert toward(tuner, tuned, rows_w, rows_l) > toward(tuner, base, rows_w, rows_l) + 3.0
     losses = [x[1] for x in tuner.losses]
     assert losses[0] == pytest.approx(np.log(2), abs=1e-4)  # -log sigmoid(0) at the start
-    assert np.mean(losses[-20:]) < 0.3
+    assert np.mean(losses[-20:]) < 0.5
 
 
 def test_a_very_large_beta_stays_closer_to_the_base(world, dpo, tmp_path):
     tuner, _, base, _ = dpo
     moved = float((latents(tuner) - base).flatten(1).norm(dim=1).mean())
-    tight = Tuner(config(world, tmp_path / "tight", beta=1e8))
+    tight = Tuner(config(world, tmp_path / "tight", beta=1e8, resolution=DPO_RESOLUTION))
     tight.load()
     tight_base = latents(tight, adapter=False)
     tight.load = lambda: None
     tight.run()
     moved_tight = float((latents(tight) - tight_base).flatten(1).norm(dim=1).mean())
-    assert moved_tight < 0.6 * moved
+    assert moved_tight < 0.75 * moved
 
 
 def test_the_adapter_round_trips_and_unloads(world, dpo):
