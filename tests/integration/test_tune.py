@@ -212,19 +212,21 @@ def test_sft_moves_toward_the_training_images(world, tmp_path):
 
 
 def test_resume_ends_where_an_uninterrupted_tune_does(world, tmp_path):
+    def tune(out, **kw):  # at the DPO tests' size: what is compared is the steps' sequence
+        return Tuner(config(world, tmp_path / out, resolution=DPO_RESOLUTION, **kw))
 
-    whole = Tuner(config(world, tmp_path / "whole", steps=12, checkpoint_every=6))
+    whole = tune("whole", steps=12, checkpoint_every=6)
     whole.run()
-    first = Tuner(config(world, tmp_path / "cut", steps=6, checkpoint_every=6))
+    first = tune("cut", steps=6, checkpoint_every=6)
     first.run()  # "killed" after its checkpoint at step 6
-    second = Tuner(config(world, tmp_path / "cut", steps=12, checkpoint_every=6))
+    second = tune("cut", steps=12, checkpoint_every=6)
     with pytest.raises(ValueError, match="holds a tune already"):
-        Tuner(config(world, tmp_path / "cut", steps=12, checkpoint_every=6)).run()
+        tune("cut", steps=12, checkpoint_every=6).run()
     second.run(resume=True)
     a, b = whole.denoiser.lora_state(), second.denoiser.lora_state()
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert [round(x[1], 6) for x in whole.losses] == [round(x[1], 6) for x in second.losses]
-    changed = Tuner(config(world, tmp_path / "cut", steps=14, checkpoint_every=6, lr=1e-2))
+    changed = tune("cut", steps=14, checkpoint_every=6, lr=1e-2)
     with pytest.raises(ValueError, match="other settings .*lr"):
         changed.run(resume=True)
 
