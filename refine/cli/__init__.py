@@ -21,6 +21,7 @@ import typer
 from refine import __version__
 from refine.backends import available
 from refine.backends.download import download
+from refine.backends.imports import steady_collector
 from refine.backends.selection import Backends
 from refine.cli.agree_cmd import agree_cmd
 from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
@@ -422,6 +423,8 @@ def command() -> Any:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors become one line on stderr and exit code 2."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:  # this process is the command's own
+        steady_collector()
     click_error, abort = _click_errors()
     try:
         rc = command()(args=args, prog_name="refine", standalone_mode=False)

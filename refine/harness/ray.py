@@ -126,6 +126,9 @@ class MakerWorker:
     """One worker: the cell maker of a :class:`MakerSpec` in its own process."""
 
     def __init__(self, spec: Any, env: dict[str, str]) -> None:
+        from refine.backends.imports import steady_collector
+
+        steady_collector()  # before the maker loads its libraries and models
         os.environ.update(env)
         self.maker = spec.build()
         self.identity = f"{os.getpid()}@{socket.gethostname()}"

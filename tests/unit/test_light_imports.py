@@ -111,3 +111,18 @@ def test_no_task_imports_a_renderer():
             continue
         found = {m for m in _imports(path) if m.startswith("refine.present")}
         assert not found, f"{path.relative_to(root)} imports {found}"
+
+
+def test_the_command_line_sets_the_collectors_pace_and_an_import_does_not():
+    """`refine` runs the cycle collector at steady_collector's pace from its start; a
+    process that only imports the toolkit keeps Python's own (700 new objects a pass)."""
+    code = (
+        "import gc, sys; import refine, refine.cli, refine.harness.ray; "
+        "print(gc.get_threshold()[0]); sys.argv = ['refine', '--version']\n"
+        "try:\n    refine.cli.main()\nexcept SystemExit:\n    pass\n"
+        "print(gc.get_threshold()[0])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    from refine.backends.imports import YOUNG_OBJECTS
+
+    assert out.stdout.split()[0] == "700" and out.stdout.split()[-1] == str(YOUNG_OBJECTS)
