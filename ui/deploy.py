@@ -251,6 +251,10 @@ def build(
 
 def main(env: Mapping[str, str] | None = None) -> None:
     """Start the demo from the environment, or stop with one line saying what is missing."""
+    from refine.backends.imports import steady_collector
+
+    if env is None:  # this process is the demo's own
+        steady_collector()
     try:
         deployment = from_env(env)
     except DeployError as err:

@@ -26,7 +26,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def chromium():
     """One headless Chromium for the module's tests (starting one took about 1 s of each
-    test); every test opens its own context, so no storage or cookie passes between them."""
+    test); their pages share one context, emptied after each test (:func:`page`)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -37,21 +37,66 @@ def chromium():
             browser.close()
 
 
-@pytest.fixture
-def page(chromium, world, backends, options, tmp_path):
-    """The app on a service of the test's own, in a page of a fresh context (1400 x 1300;
-    a test that looks at the layout resizes it: see :func:`resize`)."""
-    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+@pytest.fixture(scope="module")
+def app(siglip_path, tmp_path_factory):
+    """One app and its server for the module's tests, on one service that each test makes
+    anew on a folder of its own (:func:`page`). Building the app, launching its server and
+    the app's first check of its models cost about 1.2 CPU-s a test; the Python side of
+    serving the page and Chromium's, the rest of a test's start, are each test's own."""
+    service = RunService("gemini", out=tmp_path_factory.mktemp("app"))
     demo = build_app(service, "test profile: the fake Gemini world")
-    with served(demo, **launch_options(tmp_path)) as url:
-        context = chromium.new_context(viewport={"width": 1400, "height": 1300})
-        try:
-            pg = context.new_page()
-            pg.goto(url)
-            pg.wait_for_selector("#start")
-            yield pg, service
-        finally:
-            context.close()
+    # every test's folder is under the session's temporary folder: files are served from
+    # there as from --out
+    with served(demo, **launch_options(tmp_path_factory.getbasetemp())) as url:
+        yield url, service
+
+
+@pytest.fixture(scope="module")
+def context(chromium):
+    """One browser context for the module's tests, emptied of its storage and cookies after
+    each (:func:`page`): the page's scripts and styles then come from the context's cache
+    (loading them anew cost about 0.8 CPU-s of the server's Python a page)."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1300})
+    try:
+        yield context
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(context, app, world, backends, options, tmp_path):
+    """The app on a service of the test's own (out: ``tmp_path``), in a page of its own
+    (1400 x 1300; a test that looks at the layout resizes it: see :func:`resize`) with
+    nothing stored by an earlier test: a new visitor. The app holds one service object,
+    so it is made anew in place; a run still going at the test's end is stopped and
+    waited for, so none reaches the next test's."""
+    url, service = app
+    RunService.__init__(service, "gemini", out=tmp_path, backends=backends, backend_options=options)
+    pg = context.new_page()
+    try:
+        pg.goto(url)
+        pg.wait_for_selector("#start")
+        yield pg, service
+    finally:
+        forget(pg, url)
+        job = service.job
+        if job is not None and job.live:
+            job.stop("the test ended")
+            job.join(60)
+            assert not job.live, f"the run in {job.run_dir} did not stop"
+
+
+def forget(pg, url: str) -> None:
+    """Close ``pg`` and every other page of its context, and empty what the app's origin
+    stored there (the visitor's token) and the context's cookies."""
+    for other in pg.context.pages:
+        if other is not pg:
+            other.close()
+    if pg.url.split("?")[0].rstrip("/") != url.rstrip("/"):
+        pg.goto(url)  # the origin's storage is emptied from a page of the origin
+    pg.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
+    pg.context.clear_cookies()
+    pg.close()
 
 
 def until(pg, expression: str, arg=None, timeout: float | None = None) -> None:
