@@ -329,6 +329,10 @@ LAUNCH = """
 import hashlib, json, sys
 from pathlib import Path
 
+from refine.backends.imports import steady_collector
+
+steady_collector()  # as refine's own command does at its start
+
 import safetensors.torch
 
 import refine.train.tune as T

@@ -648,41 +648,6 @@ def test_build_references_review_them_in_a_table_then_run(page, world):
     assert run.references.source.startswith("reviewed in the app (")
 
 
-def test_saved_runs_open_from_their_thumbnails(page, world):
-    """Saved runs' thumbnails show whole pictures (never cropped), each with its country,
-    activity, best FAITH and date in sight, on a desktop and on a phone; a click (on a
-    phone) opens the run."""
-    import re
-
-    pg, service = page
-    resize(pg, DESKTOP)
-    fill(pg, "rounds", "0")
-    pg.click("#start")
-    wait_finished(pg)
-    first = pg.locator("#run-dir textarea").input_value()
-    pg.reload()
-    pg.wait_for_selector("#start")
-    pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
-    thumbs = pg.locator("#saved-gallery img")
-    thumbs.first.wait_for()
-    assert thumbs.count() == 1
-    caption = pg.locator("#saved-gallery").get_by_text("Iran: people eating food at home")
-    for size in (DESKTOP, PHONE):
-        resize(pg, size)
-        assert thumbs.first.evaluate("i => getComputedStyle(i).objectFit") == "contain"
-        caption.first.wait_for()
-        text = caption.first.inner_text()
-        assert re.search(r"best FAITH 0\.\d{3} · \d{4}-\d\d-\d\d \d\d:\d\d", text), text
-        thumbs.first.scroll_into_view_if_needed()
-        thumb, label = thumbs.first.bounding_box(), caption.first.bounding_box()
-        assert label["width"] > 0 and label["height"] > 0, size  # in sight, not clipped away
-        assert label["y"] >= thumb["y"] + thumb["height"] - 2 or label["width"] <= thumb["width"]
-    thumbs.first.click()
-    until(pg, "() => document.querySelector('#run-dir textarea').value !== ''")
-    assert pg.locator("#run-dir textarea").input_value() == first
-    images_loaded(pg, 1)
-
-
 def toast_text(pg, words: str) -> str:
     toast = pg.get_by_text(words)
     toast.first.wait_for(timeout=20_000)
@@ -808,7 +773,12 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
 def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeypatch, tmp_path):
     """The browser keeps its visitor token: after a reload the owner still decides their
     run by hand; a second browser (its own storage) is refused and nothing changes. A
-    model's answer carrying markup shows as text, never as an element."""
+    model's answer carrying markup shows as text, never as an element. The saved run's
+    thumbnail shows the whole picture (never cropped), with its country, activity, best
+    FAITH and date in sight, on a desktop and on a phone, and a click (on a phone) opens
+    the run."""
+    import re
+
     from tests.fakes import gemini_world
 
     hostile = "<img src=x onerror=window.__owned=1>"
@@ -853,9 +823,30 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
         assert (Path(run_dir) / "run.json").read_bytes() == before
     finally:
         other.context.close()
-    # the owner, after a reload
+    # the owner, after a reload, opens it from its thumbnail
     pg.reload()
-    open_saved(pg)
+    pg.wait_for_selector("#start")
+    pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
+    thumbs = pg.locator("#saved-gallery img")
+    thumbs.first.wait_for()
+    assert thumbs.count() == 1
+    caption = pg.locator("#saved-gallery").get_by_text("Iran: people eating food at home")
+    for size in (DESKTOP, PHONE):
+        resize(pg, size)
+        assert thumbs.first.evaluate("i => getComputedStyle(i).objectFit") == "contain"
+        caption.first.wait_for()
+        text = caption.first.inner_text()
+        assert re.search(r"best FAITH 0\.\d{3} · \d{4}-\d\d-\d\d \d\d:\d\d", text), text
+        thumbs.first.scroll_into_view_if_needed()
+        thumb, label = thumbs.first.bounding_box(), caption.first.bounding_box()
+        assert label["width"] > 0 and label["height"] > 0, size  # in sight, not clipped away
+        assert label["y"] >= thumb["y"] + thumb["height"] - 2 or label["width"] <= thumb["width"]
+    thumbs.first.click()
+    until(pg, "() => document.querySelector('#run-dir textarea').value !== ''")
+    assert pg.locator("#run-dir textarea").input_value() == run_dir
+    images_loaded(pg, 1)
+    until(pg, "() => document.querySelector('#stage textarea').value.startsWith('run ')")
+    fill(pg, "round", "1")
     pg.click("#reject")
     until(
         pg, "() => document.querySelector('#stage textarea').value === 'round 1: rejected by hand'"
