@@ -26,7 +26,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def chromium():
     """One headless Chromium for the module's tests (starting one took about 1 s of each
-    test); their pages share one context, emptied after each test (:func:`page`)."""
+    test); they share one page of it, emptied after each test (:func:`page`)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -52,27 +52,31 @@ def app(siglip_path, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def context(chromium):
-    """One browser context for the module's tests, emptied of its storage and cookies after
-    each (:func:`page`): the page's scripts and styles then come from the context's cache
-    (loading them anew cost about 0.8 CPU-s of the server's Python a page)."""
+def shared_page(chromium):
+    """One page, in one browser context, for the module's tests; emptied of what the
+    app's origin stored and of the context's cookies after each (:func:`page`). The
+    app's scripts and styles then come from the context's cache (serving them anew cost
+    about 0.8 CPU-s of the server's Python a page), and the page's renderer is Chromium's
+    already (a new page cost about 0.8 CPU-s of Chromium's more than going to the app
+    again)."""
     context = chromium.new_context(viewport={"width": 1400, "height": 1300})
     try:
-        yield context
+        yield context.new_page()
     finally:
         context.close()
 
 
 @pytest.fixture
-def page(context, app, world, backends, options, tmp_path):
-    """The app on a service of the test's own (out: ``tmp_path``), in a page of its own
+def page(shared_page, app, world, backends, options, tmp_path):
+    """The app on a service of the test's own (out: ``tmp_path``), in the module's page
     (1400 x 1300; a test that looks at the layout resizes it: see :func:`resize`) with
     nothing stored by an earlier test: a new visitor. The app holds one service object,
     so it is made anew in place; a run still going at the test's end is stopped and
     waited for, so none reaches the next test's."""
     url, service = app
     RunService.__init__(service, "gemini", out=tmp_path, backends=backends, backend_options=options)
-    pg = context.new_page()
+    pg = shared_page
+    pg.set_viewport_size({"width": 1400, "height": 1300})
     try:
         pg.goto(url)
         pg.wait_for_selector("#start")
@@ -87,16 +91,17 @@ def page(context, app, world, backends, options, tmp_path):
 
 
 def forget(pg, url: str) -> None:
-    """Close ``pg`` and every other page of its context, and empty what the app's origin
-    stored there (the visitor's token) and the context's cookies."""
+    """Close every other page of ``pg``'s context, and empty what the app's origin stored
+    there (the visitor's token) and the context's cookies; ``pg`` is left on a blank
+    page, its app closed."""
     for other in pg.context.pages:
         if other is not pg:
             other.close()
     if pg.url.split("?")[0].rstrip("/") != url.rstrip("/"):
         pg.goto(url)  # the origin's storage is emptied from a page of the origin
     pg.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
+    pg.goto("about:blank")
     pg.context.clear_cookies()
-    pg.close()
 
 
 def until(pg, expression: str, arg=None, timeout: float | None = None) -> None:
