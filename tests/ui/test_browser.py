@@ -51,6 +51,14 @@ def app(siglip_path, tmp_path_factory):
         yield url, service
 
 
+STILL = """document.addEventListener('DOMContentLoaded', () => {
+    const still = document.createElement('style');
+    still.textContent = '*, *::before, *::after '
+        + '{ animation: none !important; transition: none !important; }';
+    document.head.appendChild(still);
+});"""
+
+
 @pytest.fixture(scope="module")
 def shared_page(chromium):
     """One page, in one browser context, for the module's tests; emptied of what the
@@ -60,6 +68,10 @@ def shared_page(chromium):
     already (a new page cost about 0.8 CPU-s of Chromium's more than going to the app
     again)."""
     context = chromium.new_context(viewport={"width": 1400, "height": 1300})
+    # no animation runs in the module's page: what the tests look at is where things are
+    # and what they say, never how they move, and Gradio's pulse on every output that
+    # waits for an answer kept Chromium drawing frames (12 % of its CPU)
+    context.add_init_script(STILL)
     try:
         yield context.new_page()
     finally:
