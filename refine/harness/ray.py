@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from refine.backends.imports import steady_collector
+
 # environment a worker needs to reach the same models and caches as the driver
 PASSED_ENV = (
     "GEMINI_API_KEY",
@@ -126,8 +128,6 @@ class MakerWorker:
     """One worker: the cell maker of a :class:`MakerSpec` in its own process."""
 
     def __init__(self, spec: Any, env: dict[str, str]) -> None:
-        from refine.backends.imports import steady_collector
-
         steady_collector()  # before the maker loads its libraries and models
         os.environ.update(env)
         self.maker = spec.build()
