@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import types
 
 import numpy as np
 import pytest
@@ -130,15 +131,18 @@ def test_search_keeps_the_top_five_by_clipscore_with_their_attribution(tiny_clip
 
 
 @pytest.mark.slow
-def test_what_cannot_be_searched_is_named(tiny_clip, tmp_path):
+def test_what_cannot_be_searched_is_named(tiny_clip, tmp_path, monkeypatch):
     embedder = create("image_embedder", tiny_clip, shared=False, device="cpu")
     with CommonsServer([]) as server:
         with pytest.raises(SearchError, match="has no photos for 'people eating food at home"):
             search_photos(ACT, COUNTRY, Translator(), embedder, api=server.api, data=tmp_path)
     with pytest.raises(SearchError, match="no language known for 'Atlantis'.*--language"):
         commons.language_of("Atlantis", tmp_path)
+    waits = []  # the waits between tries, kept rather than slept (3 s of this test's 3.5)
+    monkeypatch.setattr(commons, "time", types.SimpleNamespace(sleep=waits.append))
     with pytest.raises(SearchError, match="cannot reach http://127.0.0.1:9/w/api.php"):
         commons.query("x", "http://127.0.0.1:9/w/api.php", 5, "English")
+    assert waits == [1, 2]  # three tries, 1 s then 2 s apart
 
 
 def test_commands_take_the_photo_set_with_no_file_list(world, tiny_clip, tmp_path, monkeypatch):

@@ -213,6 +213,118 @@ def has_colour(png: bytes, colour, tolerance: int = 12) -> bool:
     return bool(near.all(axis=-1).any())
 
 
+# the module's longest test comes first: the module is the run's last stretch, and the
+# workers end together only when what is left at the end is short
+def test_every_bundled_protocol_is_drawn_and_rated(page):
+    """Each bundled protocol drawn in the page and an image rated with it, after the
+    rater's profile and consent: CulturalFrames' follow-ups appear only below 1 and its
+    marked words and explanation are required; CUBE's justification for "no" is required
+    and its faithfulness hidden then; a failed attention check flags the rater. Each form
+    is drawn at a phone's width too, where every question fits the page's width, and at
+    a desktop's, where it is rated (one page for both: a page per width cost 35 s)."""
+    import json
+
+    from refine.human.study import Study
+
+    pg, service = page
+    study_sets(service.out)
+
+    def begin(name: str, protocol: str | None, kind: str = "bench") -> None:
+        rate_begin_in_page(pg, f"{kind}: study-{name}", "Rhea", protocol)
+        give_profile_in_page(pg)
+        until(pg, "() => document.querySelector('#rate-status').innerText.includes('0 of 1')")
+        until(pg, "() => document.querySelector('#rate-image img') !== null")
+        questions_fit(pg, PHONE)
+        questions_fit(pg, DESKTOP)
+
+    done = "All 1 images rated"
+    begin("quick", "quick")
+    choose(pg, 0, "4")
+    choose(pg, 2, "5")
+    saved_then(pg, done)
+
+    begin("ahead", "ahead")
+    assert (
+        "How well does this image show drinking tea in your country?"
+        in pg.locator("#rate-q0-text").inner_text()
+    )
+    for slot in range(4):
+        choose(pg, slot, "3")
+    refused(pg, "answer: Describe the errors in the image")
+    write(pg, 4, "the tea glasses look Turkish")
+    saved_then(pg, "this image comes again")  # AHEaD's repeated item, for consistency
+    for slot in range(4):
+        choose(pg, slot, "4")
+    write(pg, 4, "still Turkish glasses")
+    saved_then(pg, done)
+
+    begin("culturalframes", "culturalframes")
+    assert not shown(pg, "rate-q1") and not shown(pg, "rate-q3")
+    choose(pg, 0, "0.5")
+    until_shown(pg, "rate-q1")
+    assert shown(pg, "rate-q2") and shown(pg, "rate-q3")
+    questions_fit(pg, PHONE)  # the follow-ups too
+    questions_fit(pg, DESKTOP)
+    tick(pg, 1, "Explicit elements")
+    choose(pg, 4, "No")
+    choose(pg, 5, "1")
+    choose(pg, 6, "4")
+    refused(pg, "answer: Select words from the prompt")
+    tick(pg, 2, "tea")
+    refused(pg, "answer: Please explain what aspects")
+    write(pg, 3, "no samovar, and the glasses are wrong")
+    choose(pg, 0, "1")  # a full match after all: the follow-ups go
+    until_shown(pg, "rate-q1", False)
+    choose(pg, 0, "0.5")
+    until_shown(pg, "rate-q1")
+    saved_then(pg, done)
+
+    begin("cube", "cube")
+    choose(pg, 0, "No:", exact=False)
+    until_shown(pg, "rate-q0-reason")
+    questions_fit(pg, PHONE)  # the justification too
+    questions_fit(pg, DESKTOP)
+    assert "(required)" in pg.locator("#rate-q0-reason").first.inner_text()
+    # faithfulness and realism only when the image is relevant (yes or maybe)
+    assert not shown(pg, "rate-q1") and not shown(pg, "rate-q2")
+    refused(pg, "a justification is required")
+    write(pg, 0, "a Turkish lamp, not ours", box="reason")
+    saved_then(pg, done)
+
+    begin("caire", "caire")
+    choose(pg, 0, "3 Somewhat Relevant")
+    saved_then(pg, done)
+
+    begin("sos", "sos", kind="SoS bank")
+    labels = pg.locator("#rate-q0-single label")
+    assert labels.count() == 5
+    assert {"Iranian", "French"} <= {labels.nth(k).inner_text().strip() for k in range(5)}
+    labels.first.click()
+    saved_then(pg, done)
+
+    from ui.views.rate import OWN
+
+    begin("check", OWN)  # the protocol of the set's own
+    choose(pg, 0, "5")
+    saved_then(pg, "attention check")
+    choose(pg, 0, "5")  # the check asks for 1
+    saved_then(pg, done)
+    assert Study.open(service.out / "study-check").flags()["Rhea"]["flagged"] is True
+
+    for name in ("quick", "ahead", "culturalframes", "cube", "caire", "sos"):
+        rows = [
+            json.loads(x)
+            for x in (service.out / f"study-{name}" / "ratings.jsonl").read_text().splitlines()
+        ]
+        assert rows[0]["protocol"] == name and rows[0]["rater"] == "Rhea"
+        assert [r["kind"] for r in rows] == (["rate", "repeat"] if name == "ahead" else ["rate"])
+    cf = json.loads((service.out / "study-culturalframes/ratings.jsonl").read_text())
+    assert cf["answers"]["missing"] == ["explicit"] and cf["answers"]["missing_words"] == ["tea"]
+    cube = json.loads((service.out / "study-cube/ratings.jsonl").read_text())
+    assert cube["answers"] == {"relevance": "no"}
+    assert cube["reasons"] == {"relevance": "a Turkish lamp, not ours"}
+
+
 def test_rounds_appear_one_by_one(page, world, tmp_path):
     pg, _ = page
     assert "test profile: the fake Gemini world" in pg.content()
@@ -1520,113 +1632,3 @@ def questions_fit(pg, size) -> None:
         size[0],
     )
     assert wide == [], (size, wide)
-
-
-def test_every_bundled_protocol_is_drawn_and_rated(page):
-    """Each bundled protocol drawn in the page and an image rated with it, after the
-    rater's profile and consent: CulturalFrames' follow-ups appear only below 1 and its
-    marked words and explanation are required; CUBE's justification for "no" is required
-    and its faithfulness hidden then; a failed attention check flags the rater. Each form
-    is drawn at a phone's width too, where every question fits the page's width, and at
-    a desktop's, where it is rated (one page for both: a page per width cost 35 s)."""
-    import json
-
-    from refine.human.study import Study
-
-    pg, service = page
-    study_sets(service.out)
-
-    def begin(name: str, protocol: str | None, kind: str = "bench") -> None:
-        rate_begin_in_page(pg, f"{kind}: study-{name}", "Rhea", protocol)
-        give_profile_in_page(pg)
-        until(pg, "() => document.querySelector('#rate-status').innerText.includes('0 of 1')")
-        until(pg, "() => document.querySelector('#rate-image img') !== null")
-        questions_fit(pg, PHONE)
-        questions_fit(pg, DESKTOP)
-
-    done = "All 1 images rated"
-    begin("quick", "quick")
-    choose(pg, 0, "4")
-    choose(pg, 2, "5")
-    saved_then(pg, done)
-
-    begin("ahead", "ahead")
-    assert (
-        "How well does this image show drinking tea in your country?"
-        in pg.locator("#rate-q0-text").inner_text()
-    )
-    for slot in range(4):
-        choose(pg, slot, "3")
-    refused(pg, "answer: Describe the errors in the image")
-    write(pg, 4, "the tea glasses look Turkish")
-    saved_then(pg, "this image comes again")  # AHEaD's repeated item, for consistency
-    for slot in range(4):
-        choose(pg, slot, "4")
-    write(pg, 4, "still Turkish glasses")
-    saved_then(pg, done)
-
-    begin("culturalframes", "culturalframes")
-    assert not shown(pg, "rate-q1") and not shown(pg, "rate-q3")
-    choose(pg, 0, "0.5")
-    until_shown(pg, "rate-q1")
-    assert shown(pg, "rate-q2") and shown(pg, "rate-q3")
-    questions_fit(pg, PHONE)  # the follow-ups too
-    questions_fit(pg, DESKTOP)
-    tick(pg, 1, "Explicit elements")
-    choose(pg, 4, "No")
-    choose(pg, 5, "1")
-    choose(pg, 6, "4")
-    refused(pg, "answer: Select words from the prompt")
-    tick(pg, 2, "tea")
-    refused(pg, "answer: Please explain what aspects")
-    write(pg, 3, "no samovar, and the glasses are wrong")
-    choose(pg, 0, "1")  # a full match after all: the follow-ups go
-    until_shown(pg, "rate-q1", False)
-    choose(pg, 0, "0.5")
-    until_shown(pg, "rate-q1")
-    saved_then(pg, done)
-
-    begin("cube", "cube")
-    choose(pg, 0, "No:", exact=False)
-    until_shown(pg, "rate-q0-reason")
-    questions_fit(pg, PHONE)  # the justification too
-    questions_fit(pg, DESKTOP)
-    assert "(required)" in pg.locator("#rate-q0-reason").first.inner_text()
-    # faithfulness and realism only when the image is relevant (yes or maybe)
-    assert not shown(pg, "rate-q1") and not shown(pg, "rate-q2")
-    refused(pg, "a justification is required")
-    write(pg, 0, "a Turkish lamp, not ours", box="reason")
-    saved_then(pg, done)
-
-    begin("caire", "caire")
-    choose(pg, 0, "3 Somewhat Relevant")
-    saved_then(pg, done)
-
-    begin("sos", "sos", kind="SoS bank")
-    labels = pg.locator("#rate-q0-single label")
-    assert labels.count() == 5
-    assert {"Iranian", "French"} <= {labels.nth(k).inner_text().strip() for k in range(5)}
-    labels.first.click()
-    saved_then(pg, done)
-
-    from ui.views.rate import OWN
-
-    begin("check", OWN)  # the protocol of the set's own
-    choose(pg, 0, "5")
-    saved_then(pg, "attention check")
-    choose(pg, 0, "5")  # the check asks for 1
-    saved_then(pg, done)
-    assert Study.open(service.out / "study-check").flags()["Rhea"]["flagged"] is True
-
-    for name in ("quick", "ahead", "culturalframes", "cube", "caire", "sos"):
-        rows = [
-            json.loads(x)
-            for x in (service.out / f"study-{name}" / "ratings.jsonl").read_text().splitlines()
-        ]
-        assert rows[0]["protocol"] == name and rows[0]["rater"] == "Rhea"
-        assert [r["kind"] for r in rows] == (["rate", "repeat"] if name == "ahead" else ["rate"])
-    cf = json.loads((service.out / "study-culturalframes/ratings.jsonl").read_text())
-    assert cf["answers"]["missing"] == ["explicit"] and cf["answers"]["missing_words"] == ["tea"]
-    cube = json.loads((service.out / "study-cube/ratings.jsonl").read_text())
-    assert cube["answers"] == {"relevance": "no"}
-    assert cube["reasons"] == {"relevance": "a Turkish lamp, not ours"}
