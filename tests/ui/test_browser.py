@@ -48,7 +48,7 @@ def app(siglip_path, tmp_path_factory):
     # every test's folder is under the session's temporary folder: files are served from
     # there as from --out
     with served(demo, **launch_options(tmp_path_factory.getbasetemp())) as url:
-        yield url, service
+        yield url, service, demo
 
 
 STILL = """document.addEventListener('DOMContentLoaded', () => {
@@ -85,7 +85,7 @@ def page(shared_page, app, world, backends, options, tmp_path):
     nothing stored by an earlier test: a new visitor. The app holds one service object,
     so it is made anew in place; a run still going at the test's end is stopped and
     waited for, so none reaches the next test's."""
-    url, service = app
+    url, service, _ = app
     RunService.__init__(service, "gemini", out=tmp_path, backends=backends, backend_options=options)
     pg = shared_page
     pg.set_viewport_size({"width": 1400, "height": 1300})
@@ -366,14 +366,14 @@ def test_rounds_appear_one_by_one(page, world, tmp_path):
     assert "MISSING" not in checked.upper() and "Sitting on floor around sofreh" not in checked
 
 
-def test_pause_rewrite_instruction_and_stop(page, tmp_path):
+def test_pause_rewrite_instruction_and_stop(page, app, tmp_path):
     pg, service = page
     fill(pg, "rounds", "3")
     fill(pg, "target", "1")
     fill(pg, "max-drift", "2")
     open_options(pg)
     pg.locator("#pause input").check()
-    in_flight = calls_in_flight(pg).__enter__()  # the run's own call included
+    in_flight = calls_in_flight(pg, app[2]).__enter__()  # the run's own call included
     pg.click("#start")
     box = pg.locator("#instruction textarea")
     deadline = time.monotonic() + 120
@@ -584,7 +584,7 @@ def test_a_wrong_steering_click_is_a_toast_and_the_view_stays(page, world, tmp_p
     assert start is not None and start["y"] + start["height"] <= 844
 
 
-def test_first_screen_country_activities_and_examples(page, tmp_path):
+def test_first_screen_country_activities_and_examples(page, app, tmp_path):
     """The first screen holds activity, country and Start, on a desktop and on a phone; a
     country lists only its own activities; an example fills the form (on a phone)."""
     pg, _ = page
@@ -603,7 +603,7 @@ def test_first_screen_country_activities_and_examples(page, tmp_path):
         ("wedding celebration", "India"),
         ("people participating in New Yam Festival", "Nigeria"),
     ):
-        with calls_in_flight(pg) as in_flight:
+        with calls_in_flight(pg, app[2]) as in_flight:
             pg.locator("#examples").get_by_text(act).first.click()
             until(pg, "a => document.querySelector('#refs-note').innerText.includes(a)", arg=act)
             in_flight.wait_settled()
@@ -622,15 +622,25 @@ def test_first_screen_country_activities_and_examples(page, tmp_path):
         time.sleep(0.2)
 
 
+def server_idle(demo) -> bool:
+    """Whether the app's server (in this process) holds no event of any visitor that is
+    waiting, running or not yet answered: Gradio's queue keeps an event's id for its
+    visitor until a stream of answers has sent its end."""
+    try:
+        return not any(demo._queue.pending_event_ids_session.values())
+    except RuntimeError:  # changed by the server's loop while read: look again
+        return False
+
+
 class calls_in_flight:  # noqa: N801 (a context manager read as a phrase)
-    """The page's calls to the app's handlers made while in the block: ``wait_settled``
+    """The page's calls to ``demo``'s handlers made while in the block: ``wait_settled``
     waits until none is in flight and none has started over a further look (a chained
     handler's call is sent as the first one's answer is read). File downloads and the
     page's heartbeat are not handlers' calls; a call made before the block is not
     followed."""
 
-    def __init__(self, pg) -> None:
-        self.pg, self.open, self.started = pg, set(), 0
+    def __init__(self, pg, demo) -> None:
+        self.pg, self.demo, self.open, self.started = pg, demo, set(), 0
 
     def _start(self, request) -> None:
         url = request.url
@@ -652,24 +662,20 @@ class calls_in_flight:  # noqa: N801 (a context manager read as a phrase)
         self.pg.remove_listener("requestfinished", self._end)
         self.pg.remove_listener("requestfailed", self._end)
 
-    def wait_settled(self, seconds: float = 30, stale_s: float = 10) -> None:
-        """Until no call is in flight and none started over a further look. A stream of
-        answers (``queue/data``) left alone in flight, with no call started for
-        ``stale_s``, counts as settled. Gradio serves all of a page's streams from one
-        queue of answers (``queue_data_helper`` in gradio/routes.py): a stream opened
-        while another is still reading can lose the answer that would close it to the
-        other, and then stays open with nothing left to answer (seen once, in a fresh
-        clone's suite, 30 s open after every handler had answered). No handler of these
-        tests runs for 10 s."""
+    def wait_settled(self, seconds: float = 30) -> None:
+        """Until no call is in flight and none started over a further look. Streams of
+        answers (``queue/data``) left alone in flight count as settled once the server
+        holds no event unanswered (:func:`server_idle`). Gradio serves all of a page's
+        streams from one queue of answers (``queue_data_helper`` in gradio/routes.py): a
+        stream opened while another is still reading can lose the answer that would
+        close it to the other, and then stays open with nothing left to answer (seen in
+        fresh clones' suites, 30 s open after every handler had answered; waiting 10 s
+        for such a stream cost one run 20 s)."""
         deadline, seen = time.monotonic() + seconds, -1
-        quiet_since, last = time.monotonic(), (self.started, frozenset(self.open))
         while True:
             self.pg.wait_for_timeout(50)  # lets Playwright deliver the page's events
-            now = (self.started, frozenset(self.open))
-            if now != last:
-                quiet_since, last = time.monotonic(), now
             streams_only = all("/queue/data" in r.url for r in self.open)
-            stale = streams_only and time.monotonic() - quiet_since > stale_s
+            stale = bool(self.open) and streams_only and server_idle(self.demo)
             if (not self.open or stale) and self.started == seen:
                 # and the page has drawn what the last answer changed
                 self.pg.evaluate("() => new Promise(r => requestAnimationFrame(r))")
