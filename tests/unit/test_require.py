@@ -29,3 +29,27 @@ def test_a_package_that_fails_to_import_shows_its_own_error(tmp_path, monkeypatc
     assert err.value.name == "refine_missing_dependency_xyz"
     assert "cultural-refine[" not in str(err.value)
     sys.modules.pop("refine_broken_pkg", None)
+
+
+def test_refine_tune_names_a_missing_extra_before_importing_any(monkeypatch):
+    """Where peft is missing, refine tune says so without importing torch first (an
+    install without the extra waited 1.5 s for torch's import to hear it)."""
+    import importlib.util
+
+    from refine.train import tune
+
+    imported = []
+
+    def recorded(module, package, purpose, extra=None):
+        imported.append(module)
+        return require(module, package, purpose, extra)
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "peft" else find_spec(name)
+    )
+    monkeypatch.setattr(tune, "require", recorded)
+    monkeypatch.setitem(sys.modules, "peft", None)  # an import of it fails as if missing
+    with pytest.raises(ImportError, match=r"needs the package 'peft' \(the cultural-refine\[local"):
+        tune.need_training()
+    assert imported == ["peft"]
