@@ -52,9 +52,21 @@ class Reading:
         return cls(SAMPLED, int(k), stderr)
 
     @property
+    def calls(self) -> int:
+        """The model calls behind it: one by log-probabilities, k sampled."""
+        return 1 if self.method == LOGPROBS else int(self.k or 1)
+
+    @property
     def mode(self) -> str:
         """The judge's own name for it: ``logprobs`` or ``sampled k=N``."""
         return LOGPROBS if self.method == LOGPROBS else f"{SAMPLED} k={self.k}"
+
+
+def reading_calls(mode: str | None) -> int:
+    """The model calls behind a reading named ``mode`` (``logprobs``: 1, ``sampled k=N``:
+    N)."""
+    reading = Reading.parse(mode)
+    return 1 if reading is None else reading.calls
 
 
 def merge_case(logprobs: Mapping[str, float], answers: Sequence[str]) -> dict[str, float]:

@@ -310,6 +310,12 @@ def at_once(one: Callable[[Any], T], items: Any, workers: int) -> list[T]:
         return list(pool.map(call, items))
 
 
+def together(*calls: Callable[[], Any]) -> list[Any]:
+    """Each of ``calls`` on a thread of its own under the caller's :func:`context`, their
+    results in order (the first error raised after all have ended)."""
+    return at_once(lambda call: call(), calls, len(calls))
+
+
 def add(total: dict[str, dict[str, int]], part: dict[str, dict[str, int]]) -> None:
     """``total += part``, per model and field."""
     for model, row in part.items():

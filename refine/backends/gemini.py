@@ -519,19 +519,23 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
         judge_mode: str = "auto",
         samples: int = 8,
         thinking_level: str | None = None,
+        agree: int = 0,
         **kw: Any,
     ) -> None:
         """``thinking_budget=0`` turns thinking off so the first token is the answer and the
         short output limit is not spent on thoughts; use ``None`` for models that cannot
         turn it off (then the limit is lifted and the first answer token is read). Gemini 3
         models take ``thinking_level`` (minimal, low, ...) instead, which replaces the
-        budget. ``judge_mode`` is auto, logprobs or sampled; ``samples`` is k."""
-        check_judge_options(judge_mode, samples)
+        budget. ``judge_mode`` is auto, logprobs or sampled; ``samples`` is k,
+        the most answers a sampled reading takes, and ``agree`` its first answers, which
+        end the reading when they are all the same (0: always k)."""
+        check_judge_options(judge_mode, samples, agree)
         super().__init__(model, **kw)
         self.thinking_budget = None if thinking_level else thinking_budget
         self.thinking_level = thinking_level
         self.judge_mode = judge_mode
         self.samples = samples
+        self.agree = agree
 
     def _thinking(self) -> Any:
         from google.genai import types
@@ -543,7 +547,8 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
         return None
 
     def info(self) -> dict[str, str]:
-        return {**super().info(), "judge_mode": self.judge_mode, "method": self.method}
+        info = {"judge_mode": self.judge_mode, "method": self.method, "agree": str(self.agree)}
+        return {**super().info(), **info}
 
     def _error(self, message: str) -> Exception:
         return GeminiError(message)

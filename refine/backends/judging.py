@@ -4,12 +4,23 @@ an OpenAI-compatible server): the transport asks, this module reads.
 The judge reads the first answer token's log-probabilities when the model gives them
 (``judge_mode="logprobs"``). Many models do not: the server refuses the request ("Logprobs
 is not enabled") or answers without them. With ``judge_mode="auto"`` (the default) that is
-remembered for the model for the life of the process and the judge samples instead:
-``samples`` answers (k calls at temperature 1, one seed each, structured output restricted
-to the answer tokens), whose frequencies are the distribution (``judge_mode="sampled"``
-always does this). Every result names its method, and a sampled rating carries the
-standard error of its expectation. The arithmetic (renormalising, frequencies, the
-standard error) is :mod:`metrics.judge`'s.
+remembered for the model for the life of the process and the judge samples instead
+(``judge_mode="sampled"`` always does): answers at temperature 1, one seed each, structured
+output restricted to the answer tokens, whose frequencies are the distribution.
+
+How many answers a sampled reading takes (:meth:`ProbabilityJudge._sampled`): the first
+``agree`` answers go out together; when they are all the same answer the reading is that
+answer, else the rest of the ``samples`` (k) go out together and the reading is the
+frequencies of all k. ``agree = 0`` always takes k. Every result names its method with the
+number of answers it took (``sampled k=2``), and a sampled rating carries the standard
+error of its expectation over those answers (0 where they agree: docs/metrics.md gives the
+estimator's bias and cost against k answers). The arithmetic (renormalising, frequencies,
+the standard error) is :mod:`metrics.judge`'s. Yes-probabilities
+(:meth:`ProbabilityJudge.yes_probability`) always take k answers: their callers count k
+calls each.
+
+The readings of one call (several images, several questions) and the answers of each go
+out together, at most ``concurrency`` requests in flight for the call.
 
 Until a model is known to give log-probabilities or not, one judge call asks at a time
 (candidates judged at once send what one by one would); once the first answer has shown
@@ -22,7 +33,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from metrics.judge import (
     LOGPROBS,
@@ -35,6 +46,7 @@ from metrics.judge import (
 )
 from metrics.quality import AmbiguousRating, rating_distribution
 from metrics.vqascore import VqaAnswer, vqa_question, yes_mass
+from refine import usage
 from refine.backends.protocols import Rating
 
 if TYPE_CHECKING:
@@ -64,6 +76,12 @@ class LogprobsUnavailable(Exception):
         self.original = original
 
 
+def forget() -> None:
+    """Forget which models give log-probabilities (a new process's state)."""
+    _NO_LOGPROBS.clear()
+    _HAS_LOGPROBS.clear()
+
+
 def _probe_lock(key: str) -> threading.Lock:
     with _PROBES_GUARD:
         return _PROBES.setdefault(key, threading.Lock())
@@ -78,17 +96,37 @@ def answer_schema(answers: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def check_judge_options(judge_mode: str, samples: Any) -> None:
+def check_judge_options(judge_mode: str, samples: Any, agree: Any = 0) -> None:
     if judge_mode not in JUDGE_MODES:
         raise ValueError(f"judge_mode {judge_mode!r}: use one of {', '.join(JUDGE_MODES)}")
     if not isinstance(samples, int) or samples < 2:
         raise ValueError(f"samples must be an integer of at least 2, got {samples!r}")
+    if not isinstance(agree, int) or agree < 0 or agree == 1 or agree > samples:
+        raise ValueError(
+            f"agree must be 0 (always {samples} answers) or an integer from 2 to samples "
+            f"({samples}), got {agree!r}"
+        )
+
+
+class Sampled(NamedTuple):
+    """A sampled reading: the answers' frequencies and how many answers they are."""
+
+    probabilities: list[float]
+    k: int
+
+    @property
+    def mode(self) -> str:
+        return Reading(SAMPLED, self.k).mode
+
+    def stderr(self) -> float:
+        return rating_stderr(self.probabilities, self.k)
 
 
 class ProbabilityJudge:
     """The judge's reading, for a transport that provides:
 
-    * ``model``, ``judge_mode``, ``samples`` and ``_each(items, one)`` (calls at once);
+    * ``model``, ``judge_mode``, ``samples``, ``agree`` and ``concurrency`` (the most
+      requests one call has in flight);
     * ``probe_key``: what log-probabilities are remembered under (the model, and the
       server where more than one may serve it);
     * ``_answer_logprobs(image, text, purpose) -> (positions, chosen)``: the most likely
@@ -102,7 +140,8 @@ class ProbabilityJudge:
     model: str
     judge_mode: str
     samples: int
-    _each: Callable[..., list[Any]]
+    agree: int = 0
+    concurrency: int = 4
 
     @property
     def probe_key(self) -> str:
@@ -129,42 +168,65 @@ class ProbabilityJudge:
 
     @property
     def method(self) -> str:
-        """How this judge reads probabilities now: ``logprobs`` or ``sampled k=N``."""
+        """How this judge reads probabilities now: ``logprobs`` or ``sampled k=N`` (N the
+        most answers a reading takes)."""
         return Reading(SAMPLED, self.samples).mode if self.sampling else LOGPROBS
 
-    def _first_token_logprobs(
-        self, image: Image.Image, text: str, purpose: str
-    ) -> dict[str, float]:
-        return self._answer_logprobs(image, text, purpose)[0][0]
+    # -- one call's readings, at once -------------------------------------------------
+
+    def _readings(self, n: int, one: Callable[[int, threading.Semaphore], Any]) -> list[Any]:
+        """``one(k, gate)`` for each of ``n`` readings, in order, started together: every
+        request they send holds ``gate`` (at most ``concurrency`` in flight)."""
+        gate = threading.BoundedSemaphore(self.concurrency)
+        return usage.at_once(lambda k: one(k, gate), range(n), self.concurrency)
+
+    def _answers(
+        self,
+        image: Image.Image,
+        text: str,
+        answers: Sequence[str],
+        seeds: Sequence[int],
+        purpose: str,
+        gate: threading.Semaphore,
+    ) -> list[str]:
+        """One sampled answer per seed, sent together (each holding ``gate``)."""
+
+        def one(seed: int) -> str:
+            with gate:
+                return self._sample_answer(image, text, answers, seed, f"{purpose}_sampled")
+
+        return usage.at_once(one, seeds, len(seeds))
 
     def _sampled(
-        self, image: Image.Image, text: str, answers: Sequence[str], purpose: str
-    ) -> list[float]:
-        """The frequencies of ``samples`` answers restricted to ``answers``."""
-        given = [
-            self._sample_answer(image, text, answers, seed, f"{purpose}_sampled")
-            for seed in range(self.samples)
-        ]
-        try:
-            return frequencies(given, answers)
-        except ValueError as err:
-            raise self._error(f"{self.model}: {err}") from None
-
-    def _probabilities(
         self,
         image: Image.Image,
         text: str,
         answers: Sequence[str],
         purpose: str,
-        read: Reader | None = None,
-    ) -> list[float]:
-        """The answers' distribution: by log-probabilities where the model gives them
-        (``read`` turns the answer's positions into it; by default the first token's), else
-        by sampling."""
-        got = self._by_logprobs_first(image, text, answers, purpose, read)
-        return got if got is not None else self._sampled(image, text, answers, purpose)
+        gate: threading.Semaphore,
+        adaptive: bool = True,
+    ) -> Sampled:
+        """The frequencies of sampled answers restricted to ``answers``: the first
+        ``agree`` when they agree (``adaptive``), else ``samples`` (k) in all."""
+        k = self.samples
+        first = min(self.agree, k) if adaptive and self.agree else k
+        given = self._answers(image, text, answers, range(first), purpose, gate)
+        if first < k and len({a.casefold() for a in given}) > 1:
+            given += self._answers(image, text, answers, range(first, k), purpose, gate)
+        try:
+            return Sampled(frequencies(given, answers), len(given))
+        except ValueError as err:
+            raise self._error(f"{self.model}: {err}") from None
 
-    def _by_logprobs_first(self, image, text, answers, purpose, read) -> list[float] | None:
+    def _by_logprobs_first(
+        self,
+        image: Image.Image,
+        text: str,
+        answers: Sequence[str],
+        purpose: str,
+        read: Reader | None,
+        gate: threading.Semaphore,
+    ) -> list[float] | None:
         if self.sampling:
             return None
         if self.judge_mode == "auto" and self.probe_key not in _HAS_LOGPROBS:
@@ -177,8 +239,8 @@ class ProbabilityJudge:
                 if self.sampling:
                     return None
                 if self.probe_key not in _HAS_LOGPROBS:
-                    return self._by_logprobs(image, text, answers, purpose, read)
-        return self._by_logprobs(image, text, answers, purpose, read)
+                    return self._by_logprobs(image, text, answers, purpose, read, gate)
+        return self._by_logprobs(image, text, answers, purpose, read, gate)
 
     def _by_logprobs(
         self,
@@ -186,21 +248,26 @@ class ProbabilityJudge:
         text: str,
         answers: Sequence[str],
         purpose: str,
-        read: Reader | None = None,
+        read: Reader | None,
+        gate: threading.Semaphore,
     ) -> list[float] | None:
         """The answers' distribution from the answer's log-probabilities; None when the
         model gives none and the judge is in ``auto`` mode (it samples from then on)."""
         try:
-            positions, chosen = self._answer_logprobs(image, text, purpose)
+            with gate:
+                positions, chosen = self._answer_logprobs(image, text, purpose)
         except LogprobsUnavailable as err:
             if self.judge_mode != "auto":
                 raise (err.original or self._error(str(err))) from None
-            _NO_LOGPROBS.add(self.probe_key)
-            log.warning(
-                "%s gives no log-probabilities; judging by %d sampled answers from now on",
-                self.model,
-                self.samples,
-            )
+            _HAS_LOGPROBS.discard(self.probe_key)
+            if self.probe_key not in _NO_LOGPROBS:
+                _NO_LOGPROBS.add(self.probe_key)
+                log.warning(
+                    "%s gives no log-probabilities; judging by sampled answers from now on "
+                    "(up to %d a reading)",
+                    self.model,
+                    self.samples,
+                )
             return None
         _HAS_LOGPROBS.add(self.probe_key)
         if read is not None:
@@ -216,30 +283,51 @@ class ProbabilityJudge:
         except ValueError as err:
             raise self._error(f"{self.model}: {err}") from None
 
+    def _rating(
+        self,
+        image: Image.Image,
+        text: str,
+        answers: Sequence[str],
+        purpose: str,
+        read: Reader | None,
+        gate: threading.Semaphore,
+        low: int = 1,
+    ) -> Rating:
+        """A rating by log-probabilities where the model gives them and ``read`` can read
+        them, else sampled (with its number of answers and standard error)."""
+        dist = self._by_logprobs_first(image, text, answers, purpose, read, gate)
+        if dist is not None:
+            return Rating(tuple(dist), low=low)
+        got = self._sampled(image, text, answers, purpose, gate)
+        return Rating(tuple(got.probabilities), got.mode, got.stderr(), low)
+
+    # -- what the judge answers --------------------------------------------------------
+
     def yes_probability(
         self, images: Sequence[Image.Image], questions: Sequence[str]
     ) -> list[float]:
+        """P("Yes") of each (image, question): by log-probabilities, else the share of
+        "Yes" among k sampled answers (always k: callers count k calls)."""
         check_pairs(images, questions)
+        answers = ("Yes", "No")
 
-        def one(k: int) -> float:
+        def one(k: int, gate: threading.Semaphore) -> float:
             prompt = f'{questions[k]} Please answer "Yes" or "No".'
-            return self._probabilities(images[k], prompt, ("Yes", "No"), "judge_yes")[0]
+            got = self._by_logprobs_first(images[k], prompt, answers, "judge_yes", None, gate)
+            if got is None:
+                got = self._sampled(images[k], prompt, answers, "judge_yes", gate, False)[0]
+            return got[0]
 
-        # several pairs: up to ``concurrency`` requests at once, answers in order
-        return self._each(range(len(images)), one)
+        return self._readings(len(images), one)
 
     def rate(self, images: Sequence[Image.Image], prompts: Sequence[str]) -> list[Rating]:
         check_pairs(images, prompts)
+        answers = ("1", "2", "3", "4", "5")
 
-        def one(k: int) -> Rating:
-            dist = self._probabilities(
-                images[k], prompts[k], ("1", "2", "3", "4", "5"), "judge_rate"
-            )
-            if self.sampling:
-                return Rating(tuple(dist), self.method, rating_stderr(dist, self.samples))
-            return Rating(tuple(dist))
+        def one(k: int, gate: threading.Semaphore) -> Rating:
+            return self._rating(images[k], prompts[k], answers, "judge_rate", None, gate)
 
-        return self._each(range(len(images)), one)
+        return self._readings(len(images), one)
 
     def rate_scale(
         self, images: Sequence[Image.Image], prompts: Sequence[str], low: int, high: int
@@ -247,7 +335,7 @@ class ProbabilityJudge:
         """A ``low``..``high`` rating distribution per (image, prompt): from the first
         answer token's log-probabilities (see :func:`metrics.quality.rating_distribution`;
         "10" written as "1" then "0" is split by the second position when the answer began
-        with "1"), else, or when "1" cannot be told from "10", from k sampled answers."""
+        with "1"), else, or when "1" cannot be told from "10", from sampled answers."""
 
         check_pairs(images, prompts)
         answers = tuple(str(v) for v in range(low, high + 1))
@@ -266,75 +354,79 @@ class ProbabilityJudge:
             except ValueError as err:
                 raise self._error(f"{self.model}: {err}") from None
 
-        def one(k: int) -> Rating:
-            dist = self._by_logprobs_first(images[k], prompts[k], answers, "judge_scale", read)
-            if dist is not None:
-                return Rating(tuple(dist), low=low)
-            dist = self._sampled(images[k], prompts[k], answers, "judge_scale")
-            method = Reading(SAMPLED, self.samples).mode
-            return Rating(tuple(dist), method, rating_stderr(dist, self.samples), low)
+        def one(k: int, gate: threading.Semaphore) -> Rating:
+            return self._rating(images[k], prompts[k], answers, "judge_scale", read, gate, low)
 
-        return self._each(range(len(images)), one)
+        return self._readings(len(images), one)
 
     def vqa_score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[VqaAnswer]:
         """VQAScore of each (image, text): P("Yes") over the full first-token distribution
         for VQAScore's question (:func:`metrics.vqascore.yes_mass`), where the model gives
-        log-probabilities; else the share of "Yes" among ``samples`` sampled answers (k
-        calls per question), read as ``sampled k=N``."""
+        log-probabilities; else the share of "Yes" among sampled answers, read as
+        ``sampled k=N`` (N answers)."""
         check_pairs(images, texts)
+        answers = ("Yes", "No")
 
         def read(positions: list[dict[str, float]], chosen: list[str]) -> list[float]:
             return [yes_mass(positions[0])]
 
-        def one(k: int) -> VqaAnswer:
+        def one(k: int, gate: threading.Semaphore) -> VqaAnswer:
             prompt = vqa_question(texts[k])
-            got = self._by_logprobs_first(images[k], prompt, ("Yes", "No"), "judge_vqa", read)
+            got = self._by_logprobs_first(images[k], prompt, answers, "judge_vqa", read, gate)
             if got is not None:
                 return VqaAnswer(texts[k], got[0], LOGPROBS)
-            share = self._sampled(images[k], prompt, ("Yes", "No"), "judge_vqa")[0]
-            return VqaAnswer(texts[k], share, Reading(SAMPLED, self.samples).mode)
+            sampled = self._sampled(images[k], prompt, answers, "judge_vqa", gate)
+            return VqaAnswer(texts[k], sampled.probabilities[0], sampled.mode)
 
-        return self._each(range(len(images)), one)
+        return self._readings(len(images), one)
 
     def rate_prefixed(
         self, images: Sequence[Image.Image], prompts: Sequence[str], prefix: str
     ) -> list[Rating]:
         """A 1-5 rating per (image, prompt) whose answer format is ``prefix`` then the digit
-        ("score is 3", AHEaD Tab. 31). Where the model gives log-probabilities and its
-        answer begins with ``prefix``, the digit's distribution is read at the position
-        after it (what a local judge made to begin with the prefix reads: one call); else
-        ``samples`` answers are sampled in that format (k calls), their frequencies the
-        distribution, with the standard error."""
+        ("score is 3", AHEaD Tab. 31). Where the model gives log-probabilities, the digit's
+        distribution is read at the position after ``prefix`` when the answer begins with
+        it (what a local judge made to begin with the prefix reads: one call), else at the
+        first position whose chosen token is a digit 1-5 (a model that answers "3" alone);
+        else the answers are sampled in that format, their frequencies the distribution,
+        with the standard error."""
         check_pairs(images, prompts)
         digits = ("1", "2", "3", "4", "5")
         answers = tuple(f"{prefix}{v}" for v in digits)
         target = "".join(prefix.split()).casefold()
 
         def read(positions: list[dict[str, float]], chosen: list[str]) -> list[float] | None:
-            said = ""
-            for i, token in enumerate(chosen):
-                written = "".join(token.split()).casefold()
-                if said == target:
-                    if not written:
-                        continue  # the space before the digit, a token of its own
-                    try:
-                        return renormalise(positions[i], digits)
-                    except ValueError:
-                        return None
-                said += written
-                if not target.startswith(said):
-                    return None
+            at = digit_after(chosen, target)
+            if at is None:  # not in the format: the digit where the model wrote it
+                at = next((i for i, t in enumerate(chosen) if t.strip() in digits), None)
+            if at is None:
+                return None
+            try:
+                return renormalise(positions[at], digits)
+            except ValueError:
+                return None
+
+        def one(k: int, gate: threading.Semaphore) -> Rating:
+            return self._rating(images[k], prompts[k], answers, "judge_prefixed", read, gate)
+
+        return self._readings(len(images), one)
+
+
+def digit_after(chosen: Sequence[str], target: str) -> int | None:
+    """The position of the first token after an answer's opening ``target`` (blanks left
+    out, compared without case: "score is" then the digit), or None when the answer does
+    not begin with it."""
+    said = ""
+    for i, token in enumerate(chosen):
+        written = "".join(token.split()).casefold()
+        if said == target:
+            if not written:
+                continue  # the space before the digit, a token of its own
+            return i
+        said += written
+        if not target.startswith(said):
             return None
-
-        def one(k: int) -> Rating:
-            dist = self._by_logprobs_first(images[k], prompts[k], answers, "judge_prefixed", read)
-            if dist is not None:
-                return Rating(tuple(dist))
-            dist = self._sampled(images[k], prompts[k], answers, "judge_prefixed")
-            method = Reading(SAMPLED, self.samples).mode
-            return Rating(tuple(dist), method, rating_stderr(dist, self.samples))
-
-        return self._each(range(len(images)), one)
+    return None
 
 
 def pooled(logprobs: dict[str, float]) -> dict[str, float]:
@@ -357,5 +449,12 @@ def answer_tokens(limit: int, purpose: str) -> int:
 
 
 def check_pairs(images: Sequence[Any], texts: Sequence[str]) -> None:
+    """As many images as questions, and every image decoded: an image opened from a file
+    decodes on first use, which several threads at once (its readings, their answers) must
+    not do."""
     if len(images) != len(texts):
         raise ValueError(f"{len(images)} images but {len(texts)} questions")
+    for image in images:
+        load = getattr(image, "load", None)
+        if callable(load):
+            load()

@@ -347,14 +347,18 @@ class OpenAIJudge(ProbabilityJudge, _OpenAIBackend):
         judge_mode: str = "auto",
         samples: int = 8,
         max_tokens: int = 4,
+        agree: int = 0,
         **kw: Any,
     ) -> None:
         """``max_tokens`` bounds the answer read for log-probabilities (its first tokens
-        are the answer); ``judge_mode`` is auto, logprobs or sampled; ``samples`` is k."""
-        check_judge_options(judge_mode, samples)
+        are the answer); ``judge_mode`` is auto, logprobs or sampled; ``samples`` is k,
+        the most answers a sampled reading takes, and ``agree`` its first answers, which
+        end the reading when they are all the same (0: always k)."""
+        check_judge_options(judge_mode, samples, agree)
         super().__init__(model, **kw)
         self.judge_mode = judge_mode
         self.samples = samples
+        self.agree = agree
         self.max_tokens = int(max_tokens)
 
     @property
@@ -363,7 +367,8 @@ class OpenAIJudge(ProbabilityJudge, _OpenAIBackend):
         return f"{self.model}@{self.server.url}"
 
     def info(self) -> dict[str, str]:
-        return {**super().info(), "judge_mode": self.judge_mode, "method": self.method}
+        info = {"judge_mode": self.judge_mode, "method": self.method, "agree": str(self.agree)}
+        return {**super().info(), **info}
 
     def _error(self, message: str) -> Exception:
         return OpenAIServerError(message)

@@ -43,8 +43,9 @@ from metrics.catalog import CATALOG, computing_order
 from metrics.computed import Computed, as_computed
 from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
-from metrics.quality import HIGH, LOW, quality_stderr
+from metrics.judge import reading_calls
 from metrics.text_embedding import default_cache
+from refine import usage
 from refine.assets import prompt_template
 from refine.evaluate.baselines import (
     BASELINES,
@@ -53,6 +54,7 @@ from refine.evaluate.baselines import (
     vqa,
     vqa_calls,
 )
+from refine.evaluate.quality_read import read_quality
 from refine.evaluate.readings import PER_IMAGE, NotRead, Readings
 from refine.records import (
     Drift,
@@ -175,6 +177,8 @@ class Assessor:
         self.llm_cache = llm_cache
         # checkpoints in place of the baselines' own (refine.evaluate.baseline_models)
         self.baseline_models = dict(baseline_models or {})
+        # API models: an image's observation and the judge's readings of it at once
+        self.parallel = True
 
     def assess(
         self,
@@ -185,26 +189,7 @@ class Assessor:
     ) -> Assessment:
         """Observe ``image`` and score it against ``refs`` (AHEaD with the EXAG variant the
         references allow)."""
-        timings: dict[str, float] = {}
-        t = time.perf_counter()
-        with self.backends.using("observer") as observer:
-            observed = observer.describe(image, list(DIMENSIONS), max_per_dimension)
-            self.calls.add(observer_calls(observer))
-        timings["observe"] = time.perf_counter() - t
-        t = time.perf_counter()
-        with self.backends.using("text_embedder") as embedder:
-            ahead = score_images(refs.descriptors, [observed], embedder, tau=tau)[0]
-        timings["score"] = time.perf_counter() - t
-        t = time.perf_counter()
-        judged = self.with_replacements(self.exaggeration(image, observed, refs, tau), refs)
-        timings["judge"] = time.perf_counter() - t
-        t = time.perf_counter()
-        qualities = self.quality([image])
-        timings["quality"] = time.perf_counter() - t
-        (assessed,) = self._assessments(
-            [image], [observed], [ahead], [judged], qualities, timings, refs
-        )
-        return assessed
+        return self.assess_many([image], refs, tau, max_per_dimension)[0]
 
     def assess_many(
         self,
@@ -217,34 +202,70 @@ class Assessor:
         model can take a batch (an observer with ``describe_many``; the judge's rating; the
         text embedder). The batch's timings are the first assessment's."""
         timings: dict[str, float] = {}
-        t = time.perf_counter()
-        with self.backends.using("observer") as observer:
-            many = getattr(observer, "describe_many", None)
-            if callable(many) and len(images) > 1:
-                observed = many(list(images), list(DIMENSIONS), max_per_dimension)
-            else:
-                observed = [
-                    observer.describe(im, list(DIMENSIONS), max_per_dimension) for im in images
-                ]
-            self.calls.add(len(images) * observer_calls(observer))
-        timings["observe"] = time.perf_counter() - t
+        images = list(images)
+        mllm = not ita(refs)
+
+        def observe() -> list[dict[str, list[str]]]:
+            t = time.perf_counter()
+            with self.backends.using("observer") as observer:
+                many = getattr(observer, "describe_many", None)
+                if callable(many) and len(images) > 1:
+                    observed = many(images, list(DIMENSIONS), max_per_dimension)
+                else:
+                    observed = [
+                        observer.describe(im, list(DIMENSIONS), max_per_dimension) for im in images
+                    ]
+                self.calls.add(len(images) * observer_calls(observer))
+            timings["observe"] = time.perf_counter() - t
+            return observed
+
+        def exag() -> list[Any] | None:
+            t = time.perf_counter()
+            ratings = self._mllm_ratings(images, refs) if mllm else None
+            timings["judge"] = time.perf_counter() - t
+            return ratings
+
+        def quality() -> list[QualityReading | None]:
+            t = time.perf_counter()
+            qualities = self.quality(images)
+            timings["quality"] = time.perf_counter() - t
+            return qualities
+
+        if self.parallel and self._api("observer") and self._api("judge"):
+            # API models: what the judge reads from the images alone (exag:mllm's ratings,
+            # the quality) waits on the API beside the observation, not after it (one
+            # answer's wait a round, not three). An image opened from a file decodes on
+            # first use, which two threads must not do at once: decoded here first
+            for image in images:
+                image.load()
+            observed, ratings, qualities = usage.together(observe, exag, quality)
+        else:  # local models share the device: one after the other, as before
+            observed = observe()
+            ratings, qualities = None, None
         t = time.perf_counter()
         with self.backends.using("text_embedder") as embedder:
             aheads = score_images(refs.descriptors, observed, embedder, tau=tau)
         timings["score"] = time.perf_counter() - t
         t = time.perf_counter()
-        if not ita(refs):
-            judged = self._mllm(list(images), observed, refs, tau)
+        if mllm:
+            if ratings is None:
+                ratings = self._mllm_ratings(images, refs)
+            judged = self._mllm(ratings, observed, refs, tau)
         else:
             judged = [
                 self.exaggeration(im, o, refs, tau) for im, o in zip(images, observed, strict=True)
             ]
         judged = [self.with_replacements(j, refs) for j in judged]
-        timings["judge"] = time.perf_counter() - t
-        t = time.perf_counter()
-        qualities = self.quality(list(images))
-        timings["quality"] = time.perf_counter() - t
-        return self._assessments(list(images), observed, aheads, judged, qualities, timings, refs)
+        timings["judge"] = timings.get("judge", 0.0) + time.perf_counter() - t
+        if qualities is None:
+            t = time.perf_counter()
+            qualities = self.quality(images)
+            timings["quality"] = time.perf_counter() - t
+        return self._assessments(images, observed, aheads, judged, qualities, timings, refs)
+
+    def _api(self, role: str) -> bool:
+        """Whether ``role``'s backend is an API model (thread-safe: calls may overlap)."""
+        return bool(getattr(self.backends.get(role), "thread_safe", False))
 
     def _assessments(
         self,
@@ -310,37 +331,10 @@ class Assessor:
                 if key not in cache.readings:
                     todo.setdefault(key, im)
             if todo:
-                for key, quality in zip(todo, self._read_quality(list(todo.values())), strict=True):
+                got = read_quality(self.backends, self.calls, list(todo.values()), self.parallel)
+                for key, quality in zip(todo, got, strict=True):
                     cache.readings[key] = quality
             return [cache.readings[key] for key in keys]
-
-    def _read_quality(self, images: list[Image.Image]) -> list[QualityReading | None]:
-
-        n = len(images)
-        readings: list[QualityReading | None] = [None] * n
-        with self.backends.using("judge") as judge:
-            rate_scale = getattr(judge, "rate_scale", None)
-            if callable(rate_scale):
-                # one question after the other, each for every image at once
-                ratings = []
-                for question in ("quality_naturalness", "quality_artifacts"):
-                    prompts = [prompt_template(question)] * n
-                    ratings += rate_scale(images, prompts, LOW, HIGH)
-                self.calls.add(_rating_calls(judge, ratings))
-                name = getattr(judge, "id", self.backends.names.get("judge", ""))
-                for i in range(n):
-                    nat, art = ratings[i], ratings[n + i]
-                    sampled = [r.method for r in (nat, art) if r.method != "logprobs"]
-                    readings[i] = QualityReading(
-                        naturalness=nat.expectation,
-                        artifacts=art.expectation,
-                        judge=name,
-                        method=sampled[0] if sampled else "logprobs",
-                        stderr=quality_stderr(
-                            nat.expectation, art.expectation, nat.stderr, art.stderr
-                        ),
-                    )
-        return readings
 
     # -- the catalog's own computations ------------------------------------------------
 
@@ -390,11 +384,11 @@ class Assessor:
                 vals[m.name] = c.value
         return out, notes
 
-    def _mllm(self, images, observed, refs, tau) -> list[Judged]:
-        """``exag:mllm`` of several images in one rating call: AHEaD Tab. 31's prompt
-        (``assets/prompts/exag_mllm.txt``, no stereotype candidates listed), the expected
-        rating read at the digit after "score is" (a local judge begins its answer with
-        it; an API judge samples); the candidates seen are the feedback's."""
+    def _mllm_ratings(self, images: Sequence[Image.Image], refs: ReferencePack) -> list[Any]:
+        """``exag:mllm``'s ratings of several images in one rating call: AHEaD Tab. 31's
+        prompt (``assets/prompts/exag_mllm.txt``, no stereotype candidates listed), the
+        expected rating read at the digit after "score is" (a local judge begins its answer
+        with it; an API judge samples where the model gives no log-probabilities)."""
         prompt = prompt_template("exag_mllm").format(
             prompt=prompt_template("generate")
             .format(activity=refs.activity, country=refs.country)
@@ -403,8 +397,12 @@ class Assessor:
         )
         with self.backends.using("judge") as judge:
             ratings = prefixed(judge, images, [prompt] * len(images))
-            samples = int(getattr(judge, "samples", 1) or 1)
-            self.calls.add(sum(1 if r.method == "logprobs" else samples for r in ratings))
+            self.calls.add(sum(reading_calls(r.method) for r in ratings))
+        return ratings
+
+    def _mllm(self, ratings, observed, refs, tau) -> list[Judged]:
+        """``exag:mllm`` of each image from its rating; the candidates seen are the
+        feedback's."""
         out = []
         for r, o in zip(ratings, observed, strict=True):
             seen = self.candidates_seen(o, refs.stereotypes, tau) if refs.stereotypes else []
@@ -457,7 +455,7 @@ class Assessor:
         (``exag:ita`` with real photos and stereotype candidates, else ``exag:mllm``), and
         the candidates seen as exaggerated."""
         if not ita(refs):
-            return self._mllm([image], [observed], refs, tau)[0]
+            return self._mllm(self._mllm_ratings([image], refs), [observed], refs, tau)[0]
         with self.backends.using("judge") as judge:
             return self._ita(image, refs, judge)
 
@@ -562,21 +560,6 @@ def _digest(image: Image.Image) -> str:
     h = hashlib.sha256(f"{image.mode}{image.size}".encode())
     h.update(image.tobytes())
     return h.hexdigest()
-
-
-def _rating_calls(judge: Any, ratings: Sequence[Any]) -> int:
-    """Model calls behind ratings: one each by log-probabilities, k each sampled (and
-    the log-probability call before when the judge reads log-probabilities but the
-    rating's first token was ambiguous)."""
-    samples = int(getattr(judge, "samples", 1) or 1)
-    judge_sampled = getattr(judge, "method", "logprobs") != "logprobs"
-    calls = 0
-    for r in ratings:
-        if r.method == "logprobs":
-            calls += 1
-        else:
-            calls += samples + (0 if judge_sampled else 1)
-    return calls
 
 
 def _scores(

@@ -25,6 +25,7 @@ from metrics.baselines import (  # noqa: F401 (BASELINES, parse_baselines: their
     TifaAnswer,
     parse_baselines,
 )
+from metrics.judge import reading_calls
 from metrics.vqascore import VqaAnswer
 from refine.assets import prompt_template
 
@@ -187,15 +188,13 @@ def judge_ratings(
                     f"the judge {who} does not rate on a 0-10 scale, which {name} needs"
                 )
             ratings = rate_scale(images, [prompt] * len(images), 0, 10)
-            samples = int(getattr(judge, "samples", 1) or 1)
-            calls.add(sum(1 if r.method == "logprobs" else samples for r in ratings))
+            calls.add(sum(reading_calls(r.method) for r in ratings))
             for row, r in zip(out, ratings, strict=True):
                 row[name] = JudgeRating(r.expectation, r.stderr, r.method)
         for name in asked:
             prompt = prompt_template(name).format(prompt=generation, country=refs.country)
             ratings = prefixed(judge, images, [prompt] * len(images))
-            samples = int(getattr(judge, "samples", 1) or 1)
-            calls.add(sum(1 if r.method == "logprobs" else samples for r in ratings))
+            calls.add(sum(reading_calls(r.method) for r in ratings))
             for row, r in zip(out, ratings, strict=True):
                 row[name] = JudgeRating(r.expectation, r.stderr, r.method)
     return list(out)
@@ -226,8 +225,7 @@ def vqa(judge: Any, images: Sequence[Image.Image], texts: Sequence[str]) -> list
 def vqa_calls(judge: Any, answers: Sequence[VqaAnswer]) -> int:
     """Model calls behind VQAScore answers: one each read by log-probabilities, k each
     sampled."""
-    samples = int(getattr(judge, "samples", 1) or 1)
-    return sum(1 if a.mode == "logprobs" else samples for a in answers)
+    return sum(reading_calls(a.mode) for a in answers)
 
 
 def rescored(

@@ -113,12 +113,11 @@ class Refiner:
 
         ``review(round, instruction, run)`` is called before every edit with the
         instruction about to be applied; it returns the instruction to apply (a changed
-        text is recorded as the user's) or None to stop the run there. ``request_stop()``
-        stops a run at the next round boundary; completed rounds are kept.
+        text is recorded as the user's) or None to stop the run there.
 
-        ``parallel``: a round's candidates proceed at the same time where their models allow
-        it (API models, up to each backend's ``concurrency``); off, one after the other. The
-        records are the same either way, only the timings differ."""
+        ``parallel``: a round's candidates, and an image's observation and readings, wait on
+        API models together (up to each backend's ``concurrency``); off, one after the
+        other. The records are the same either way, only the timings differ."""
         self.backends = shared or Backends(
             load_profile(profile), backends, backend_options, instances
         )
@@ -158,10 +157,11 @@ class Refiner:
         return other
 
     def assessor(self, spec: RunSpec | None = None) -> Assessor:
-        """An assessor on this refiner's models, counting into the current run's calls,
-        scoring the baselines ``spec`` asks for beside FAITH."""
+        """An assessor on this refiner's models and run's calls, with ``spec``'s baselines."""
         compare = tuple(spec.baselines) if spec is not None else ()
-        return Assessor(self.backends, self.calls, self.baselines, self.qualities, compare)
+        made = Assessor(self.backends, self.calls, self.baselines, self.qualities, compare)
+        made.parallel = self.parallel
+        return made
 
     # -- public API --------------------------------------------------------------------
 

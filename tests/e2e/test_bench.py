@@ -229,6 +229,10 @@ def test_workers_make_the_same_bench(world, siglip_path, options, tmp_path):
         # where a second prompt's requests would still be seen (at 50 ms its 48-odd
         # requests, two at a time, were a third of this test's time)
         world.delay_s = 0.05 if workers > 1 else 0.01
+        # with 4 workers the world answers the first image request and holds the others
+        # until 3 are held together: a prompt asks for its 2 images at once, so 3 held
+        # means that several prompts were in flight together (a state, not a time)
+        world.hold_after_first = ("generate", 4) if workers > 1 else None
         run_bench(
             plan,
             tmp_path / f"w{workers}",
@@ -238,9 +242,10 @@ def test_workers_make_the_same_bench(world, siglip_path, options, tmp_path):
         doc = json.loads((tmp_path / f"w{workers}" / "results.json").read_text())
         docs[workers] = ((doc["config"], doc["summary"]), world.busy[1])  # cells: timings
     assert docs[1][0] == docs[4][0]
-    # one prompt at a time has at most its 2 images' requests in flight (measured: 2);
-    # with 4 workers, requests of several prompts overlapped (measured: 8)
-    assert docs[1][1] <= 2 < docs[4][1]
+    # one prompt at a time has at most its 2 images' requests in flight, each image's
+    # observation, EXAG and two quality questions together; with 4 workers, several
+    # prompts' image requests were held together
+    assert docs[1][1] <= 8 and world.held_peak == 3
 
 
 def test_categories_select_prompts_and_get_their_own_aggregates(bench):

@@ -27,15 +27,17 @@ def images(run_dir) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(run_dir.glob("*.png"))}
 
 
-def run_twice(world, backends, options, tmp_path, delay_s=(0.0, 0.0), **settings):
+def run_twice(world, backends, options, tmp_path, delay_s=(0.0, 0.0), held=None, **settings):
     """The run one candidate after the other, then at once; each API answer delayed by
-    ``delay_s[parallel]``."""
+    ``delay_s[parallel]``; ``held``: the world's ``hold_after_first`` for the run at once
+    (the world's ``held_peak`` then says how many were held together)."""
     import os
 
     out = {}
     for parallel in (False, True):
         world.busy[:] = [0, 0]
         world.delay_s = delay_s[parallel]
+        world.hold_after_first = held if parallel else None
         refiner = Refiner("gemini", backends, options, parallel=parallel)
         # each run starts from an empty answer cache: the instruction writer is asked alike
         before = os.environ["REFINE_CACHE_DIR"]
@@ -51,15 +53,17 @@ def run_twice(world, backends, options, tmp_path, delay_s=(0.0, 0.0), **settings
 
 @pytest.mark.slow
 def test_candidates_at_once_make_the_same_record(world, backends, options, tmp_path):
-    # every API answer takes a while, so calls overlap when they can: 0.1 s at once, where
-    # the 3 chains must be seen overlapping; 0.02 s one after the other, where any overlap
-    # would still be seen (its 40-odd calls at 0.1 s were 3.5 s of this test's 4.7 s)
+    # every API answer takes a while, so calls overlap when they can: 0.1 s at once; 0.02 s
+    # one after the other, where any overlap would still be seen (its 40-odd calls at 0.1 s
+    # were 3.5 s of this test's 4.7 s). At once, the world answers the first edit and holds
+    # the others until two are held together: the 3 chains overlap, a state, not a time
     runs = run_twice(
         world,
         backends,
         options,
         tmp_path,
         delay_s=(0.02, 0.1),
+        held=("edit", 3),
         rounds=2,
         candidates=3,
         target=1.0,
@@ -70,7 +74,9 @@ def test_candidates_at_once_make_the_same_record(world, backends, options, tmp_p
     assert record(seq_dir) == record(par_dir)  # scores, decisions, instructions, usage, calls
     assert images(seq_dir) == images(par_dir)
     # one after the other, one request at a time; at once, the 3 candidates' chains overlap
-    assert seq_busy == 1 and par_busy == 3
+    # (their edits were held together), and an image's observation and the judge's
+    # readings of it (exag:mllm, the two quality questions) go out together: 4 at least
+    assert seq_busy == 1 and world.held_peak == 2 and par_busy >= 4
     r = par.rounds[1]
     assert r.timings["wall"] > 0 and r.timings["edit"] > 0 and r.failures == []
 

@@ -10,7 +10,14 @@ import pytest
 import refine.backends.gemini as gemini
 import refine.backends.judging as judging
 from refine.loop.refiner import Refiner
-from tests.fakes.gemini_world import CULTURE, GREEN, RATING, RED, sampled_rating
+from tests.fakes.gemini_world import (
+    CULTURE,
+    GREEN,
+    RATING,
+    RED,
+    rating_distribution,
+    sampled_rating,
+)
 from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
@@ -20,9 +27,9 @@ K = 8
 @pytest.fixture
 def no_logprobs(world):
     world.no_logprobs = True
-    judging._NO_LOGPROBS.clear()
+    judging.forget()  # the model is found out anew (its readings wait for the first answer)
     yield world
-    judging._NO_LOGPROBS.clear()  # other tests' judges read log-probabilities again
+    judging.forget()  # other tests' judges read log-probabilities again
 
 
 def frequencies(peak: int) -> list[float]:
@@ -32,6 +39,8 @@ def frequencies(peak: int) -> list[float]:
 
 def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, tmp_path):
     world = no_logprobs
+    # every reading takes all k answers (the profile's agree = 2 is tested below)
+    options = {**options, "judge": {**options["judge"], "agree": 0}}
     run = begin(
         Refiner("gemini", backends, options),
         ACT,
@@ -86,3 +95,108 @@ def test_sampled_yes_probabilities_are_answer_frequencies(world, backends, optio
     assert world.log.count("sampled") == 20 and world.log.count("judge") == 0
     with pytest.raises(ValueError, match="judge_mode 'maybe'"):
         gemini.GeminiJudge("m", judge_mode="maybe")
+
+
+def test_a_run_whose_readings_agree_takes_two_answers_each(
+    no_logprobs, backends, options, tmp_path
+):
+    """The gemini profile's reading: the first 2 answers, which in this world always agree
+    (seeds 0 and 1 answer the peak), end it; the record says k=2 and counts 2 calls."""
+    world = no_logprobs
+    run = begin(
+        Refiner("gemini", backends, options),
+        ACT,
+        COUNTRY,
+        out=tmp_path,
+        rounds=1,
+        target=1.0,
+        max_drift=2.0,
+    )
+    assert [r.decision for r in run.rounds] == ["initial", "accepted"]
+    # one refused log-probability request (the quality readings waited for its answer),
+    # then EXAG of 3 images and the quality of 3 (2 questions each): 9 readings of 2
+    assert world.log.count("judge") == 1
+    assert world.log.count("sampled") == 9 * 2
+    for r, colour in zip(run.rounds, (RED, GREEN), strict=True):
+        reading = r.best.scores.readings["exag"]
+        assert (reading.method, reading.k, reading.stderr) == ("sampled", 2, 0.0)
+        assert r.best.scores.exag == pytest.approx((RATING[colour] - 1) / 4)
+    assert run.model_calls == len(world.log) - 1
+
+
+def judge(**options):
+    judging.forget()
+    return gemini.GeminiJudge("gemini-3.8-flash", max_retries=0, **options)
+
+
+@pytest.mark.parametrize("agree", [2, 3, 4, 0])
+def test_a_reading_ends_when_its_first_answers_agree(no_logprobs, agree):
+    """agree = 2 or 3: seeds 0-2 answer the peak, so the reading is the peak from that
+    many answers; agree = 4: seed 3 answers a neighbour, so all k are taken; 0: always k."""
+    from PIL import Image
+
+    red = Image.new("RGB", (8, 8), RED)
+    (rating,) = judge(judge_mode="sampled", samples=K, agree=agree).rate_prefixed(
+        [red], ["Rate it; answer as score is <num>"], "score is "
+    )
+    k = agree if agree in (2, 3) else K
+    assert rating.method == f"sampled k={k}"
+    assert no_logprobs.log.count("sampled") == k
+    answers = [sampled_rating(RATING[RED], seed) for seed in range(k)]
+    dist = [answers.count(v) / k for v in range(1, 6)]
+    assert rating.probabilities == pytest.approx(dist)
+    mean = sum(answers) / k
+    by_hand = math.sqrt(sum((a - mean) ** 2 for a in answers) / (k - 1) / k)
+    assert rating.stderr == pytest.approx(by_hand)
+    assert (rating.stderr > 0) == (k == K)
+
+
+def test_a_readings_answers_go_out_together(no_logprobs):
+    """The 8 answers of a reading are sent at once: the world answers the first and holds
+    the others until 7 are held together (sent one after another, none would be)."""
+    from PIL import Image
+
+    world = no_logprobs
+    world.hold_after_first, world.hold_give_up_s = ("sampled", K), 10.0
+    red = Image.new("RGB", (8, 8), RED)
+    (rating,) = judge(judge_mode="sampled", samples=K, concurrency=K).rate(
+        [red], ["How exaggerated? 1-5"]
+    )
+    assert world.held_peak == K - 1 and rating.method == f"sampled k={K}"
+
+
+def test_the_call_limit_holds_across_readings_and_answers(no_logprobs):
+    """Two readings of 8 answers under concurrency 4: 4 requests at once and never more
+    (the world answers the first and holds the others until 4 are held together)."""
+    from PIL import Image
+
+    world = no_logprobs
+    world.hold_after_first, world.hold_give_up_s = ("sampled", 5), 10.0
+    red, green = Image.new("RGB", (8, 8), RED), Image.new("RGB", (8, 8), GREEN)
+    ratings = judge(judge_mode="sampled", samples=K, concurrency=4).rate(
+        [red, green], ["How exaggerated? 1-5"] * 2
+    )
+    assert [r.method for r in ratings] == [f"sampled k={K}"] * 2
+    assert world.log.count("sampled") == 2 * K
+    assert world.held_peak == 4 and world.busy[1] == 4
+
+
+def test_a_model_that_drops_the_format_is_read_at_its_digit(world):
+    """A model that gives log-probabilities but answers "4" where Tab. 31 asks for
+    "score is 4": the digit's distribution is read where it is, one call, no sampling."""
+    from PIL import Image
+
+    world.bare_digit = True
+    red = Image.new("RGB", (8, 8), RED)
+    from tests.fakes.gemini_world import MLLM_FORMAT
+
+    (rating,) = judge().rate_prefixed([red], [f"Rate it; answer as {MLLM_FORMAT}"], "score is ")
+    assert rating.method == "logprobs"
+    assert rating.probabilities == pytest.approx(rating_distribution(RATING[RED]))
+    assert world.log == ["judge"]
+
+
+def test_agree_is_checked():
+    for bad in (1, -1, 9, "2"):
+        with pytest.raises(ValueError, match="agree must be 0"):
+            gemini.GeminiJudge("m", samples=8, agree=bad)

@@ -272,6 +272,9 @@ class World:
     # answer log-probability requests with HTTP 400 "Logprobs is not enabled", as many
     # current models do; sampled judge requests are answered per seed (see below)
     no_logprobs: bool = False
+    # answer a "score is <num>" rating (AHEaD Tab. 31) with the digit alone, its
+    # log-probabilities at the first position: a model that does not follow the format
+    bare_digit: bool = False
     # answers to the reference-building prompts (refine refs build, the app's Build button)
     refs: dict = field(default_factory=lambda: dict(NOWRUZ_REFS))
     refs_asked: list[str] = field(default_factory=list)
@@ -454,6 +457,8 @@ class World:
             shift = self.judge_shift_by_model.get(path.rsplit("/", 1)[-1].split(":")[0], 0)
             peak = min(5, max(1, self._peak(colour, text) + shift))
             digits = {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
+            if self.bare_digit:
+                return 200, text_answer(str(peak), logprobs=digits)
             positions = [("score", {"score": -0.01}), ("is", {"is": -0.01}), (str(peak), digits)]
             return 200, text_answer(f"score is {peak}", positions=positions)
         if kind == "judge":

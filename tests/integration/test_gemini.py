@@ -254,7 +254,8 @@ def test_judge_vqascore_is_the_full_distributions_yes(fake, client):
 
 def test_judge_reads_the_digit_after_score_is(fake, client):
     """AHEaD Tab. 31's answer "score is 4": the digit's log-probabilities at the position
-    after "score is"; an answer in another format is sampled in the format instead."""
+    after "score is"; an answer in another format is read at its first digit, and one
+    with no digit is sampled in the format instead."""
     digits = {"4": math.log(0.6), "3": math.log(0.2), "5": math.log(0.2)}
     # the space before the digit is a token of its own for many tokenizers (GPT-4o's,
     # Llama 3's, Qwen's), with a digit among its alternatives: the digit is read after it
@@ -266,8 +267,13 @@ def test_judge_reads_the_digit_after_score_is(fake, client):
     assert rating.method == "logprobs"
     assert rating.probabilities == pytest.approx((0.0, 0.0, 0.2, 0.6, 0.2))
     assert fake.requests[-1]["generationConfig"]["maxOutputTokens"] == 8  # room for the format
-    # the model answered "4" alone: two answers sampled in the format
+    # the model answered "4" alone: read there, one call
     fake.reply(text_answer("4", logprobs=digits))
+    (rating,) = judge.rate_prefixed([picture()], ["Rate. score is <num>"], "score is ")
+    assert rating.method == "logprobs"
+    assert rating.probabilities == pytest.approx((0.0, 0.0, 0.2, 0.6, 0.2))
+    # the model answered in words: two answers sampled in the format
+    fake.reply(text_answer("Four", logprobs={"Four": -0.1, "Three": -2.0}))
     fake.reply(text_answer(json.dumps({"answer": "score is 4"})))
     fake.reply(text_answer(json.dumps({"answer": "score is 2"})))
     (rating,) = judge.rate_prefixed([picture()], ["Rate. score is <num>"], "score is ")

@@ -84,7 +84,7 @@ def test_a_server_without_log_probabilities_is_sampled(server, monkeypatch):
     (rating,) = judge.rate([Image.new("RGB", (8, 8), GREEN)], ["How exaggerated? 1-5"])
     assert rating.method == "sampled k=4" and sum(rating.probabilities) == pytest.approx(1.0)
     sampled = [r["body"] for r in server.requests[1:]]
-    assert [b["seed"] for b in sampled] == [0, 1, 2, 3]
+    assert sorted(b["seed"] for b in sampled) == [0, 1, 2, 3]  # sent together
     assert all(b["response_format"]["type"] == "json_schema" for b in sampled)
     assert judge.method == "sampled k=4"
 
