@@ -84,6 +84,10 @@ def session_folder() -> Path:
         # from the temporary folder, as Gradio does by default
         os.environ.update(REFINE_TEST_TMP=made, REFINE_SYSTEM_TMP=system, TMPDIR=made)
         os.environ.setdefault("REFINE_CACHE_DIR", str(Path(made) / "cache"))
+        # which models give log-probabilities is not remembered from one test to the next
+        # (one stand-in server answers with and without them); tests of the memory name a
+        # file of their own
+        os.environ.setdefault("REFINE_JUDGE_MEMORY", "off")
         # the data directory's packs come before the bundled pack: a user's own stay out
         os.environ["REFINE_DATA_DIR"] = str(Path(made) / "data")
         tempfile.tempdir = None  # read TMPDIR again

@@ -537,6 +537,13 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
         self.samples = samples
         self.agree = agree
 
+    @property
+    def probe_key(self) -> str:
+        # the developer API by default; another endpoint serving the model (a proxy, a
+        # stand-in) is remembered apart
+        url = self.gemini.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL")
+        return f"{self.model}@{url}" if url else self.model
+
     def _thinking(self) -> Any:
         from google.genai import types
 

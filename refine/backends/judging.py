@@ -4,9 +4,10 @@ an OpenAI-compatible server): the transport asks, this module reads.
 The judge reads the first answer token's log-probabilities when the model gives them
 (``judge_mode="logprobs"``). Many models do not: the server refuses the request ("Logprobs
 is not enabled") or answers without them. With ``judge_mode="auto"`` (the default) that is
-remembered for the model for the life of the process and the judge samples instead
-(``judge_mode="sampled"`` always does): answers at temperature 1, one seed each, structured
-output restricted to the answer tokens, whose frequencies are the distribution.
+remembered for the model (for the process, and for 30 days in the cache folder's
+``judge-logprobs.json``, so that a new process does not ask again) and the judge samples
+instead (``judge_mode="sampled"`` always does): answers at temperature 1, one seed each,
+structured output restricted to the answer tokens, whose frequencies are the distribution.
 
 How many answers a sampled reading takes (:meth:`ProbabilityJudge._sampled`): the first
 ``agree`` answers go out together; when they are all the same answer the reading is that
@@ -29,10 +30,14 @@ that it gives them, the calls that waited go on together.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import os
 import threading
+import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from metrics.judge import (
@@ -77,9 +82,80 @@ class LogprobsUnavailable(Exception):
 
 
 def forget() -> None:
-    """Forget which models give log-probabilities (a new process's state)."""
+    """Forget which models give log-probabilities (a new process's state: the memory file
+    is read again)."""
     _NO_LOGPROBS.clear()
     _HAS_LOGPROBS.clear()
+    _RECALLED.clear()
+
+
+# what was found out is remembered across processes: a file in the cache folder, per
+# ``probe_key``, whether the model gave log-probabilities and when that was seen; an answer
+# older than MEMORY_DAYS is asked again (a model can gain them). REFINE_JUDGE_MEMORY names
+# another file, or "off"
+MEMORY_DAYS = 30
+MEMORY_FILE = "judge-logprobs.json"
+_RECALLED: set[str] = set()  # keys read from the file by this process
+_MEMORY_LOCK = threading.Lock()
+
+
+def memory_file() -> Path | None:
+    """Where models' log-probabilities are remembered (None: nowhere)."""
+    env = os.environ.get("REFINE_JUDGE_MEMORY", "")
+    if env.casefold() == "off":
+        return None
+    if env:
+        return Path(env)
+    from refine.io.files import cache_dir
+
+    return cache_dir() / MEMORY_FILE
+
+
+def _read_memory(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:  # unreadable: found out again, and rewritten
+        log.info("%s cannot be read (%s); the judges' models are asked again", path, err)
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _recall(key: str) -> None:
+    """Load what the memory file says about ``key``, once per process."""
+    if key in _RECALLED or key in _NO_LOGPROBS or key in _HAS_LOGPROBS:
+        return
+    _RECALLED.add(key)
+    path = memory_file()
+    if path is None:
+        return
+    entry = _read_memory(path).get(key)
+    if not isinstance(entry, dict) or not isinstance(entry.get("logprobs"), bool):
+        return
+    try:
+        age = time.time() - float(entry["seen"])
+    except (KeyError, TypeError, ValueError):
+        return
+    if 0 <= age <= MEMORY_DAYS * 86400:
+        (_HAS_LOGPROBS if entry["logprobs"] else _NO_LOGPROBS).add(key)
+
+
+def _remember(key: str, logprobs: bool) -> None:
+    """Write what was found out about ``key`` to the memory file (never fails a reading)."""
+    path = memory_file()
+    if path is None:
+        return
+    with _MEMORY_LOCK:
+        try:
+            data = _read_memory(path)
+            data[key] = {"logprobs": logprobs, "seen": time.time()}
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as err:
+            log.info("could not remember %s's log-probabilities in %s: %s", key, path, err)
 
 
 def _probe_lock(key: str) -> threading.Lock:
@@ -162,9 +238,12 @@ class ProbabilityJudge:
 
     @property
     def sampling(self) -> bool:
-        return self.judge_mode == "sampled" or (
-            self.judge_mode == "auto" and self.probe_key in _NO_LOGPROBS
-        )
+        if self.judge_mode == "sampled":
+            return True
+        if self.judge_mode != "auto":
+            return False
+        _recall(self.probe_key)
+        return self.probe_key in _NO_LOGPROBS
 
     @property
     def method(self) -> str:
@@ -262,6 +341,7 @@ class ProbabilityJudge:
             _HAS_LOGPROBS.discard(self.probe_key)
             if self.probe_key not in _NO_LOGPROBS:
                 _NO_LOGPROBS.add(self.probe_key)
+                _remember(self.probe_key, False)
                 log.warning(
                     "%s gives no log-probabilities; judging by sampled answers from now on "
                     "(up to %d a reading)",
@@ -269,7 +349,9 @@ class ProbabilityJudge:
                     self.samples,
                 )
             return None
-        _HAS_LOGPROBS.add(self.probe_key)
+        if self.probe_key not in _HAS_LOGPROBS:
+            _HAS_LOGPROBS.add(self.probe_key)
+            _remember(self.probe_key, True)
         if read is not None:
             return read(positions, chosen)
         lp = positions[0]

@@ -10,7 +10,7 @@ from pathlib import Path
 def data_dir() -> Path:
     """``$REFINE_DATA_DIR``, else ``data`` in the cache folder (``$REFINE_CACHE_DIR``, else
     ``~/.cache/cultural-refine``)."""
-    from refine.evaluate.refs_build import cache_dir
+    from refine.io.files import cache_dir
 
     env = os.environ.get("REFINE_DATA_DIR")
     return Path(env) if env else cache_dir() / "data"

@@ -120,7 +120,7 @@ class ReferenceSource:
         """Every place a user's machine has: the data directory, the bundled pack, the
         cache of ``refine refs build``; with ``shared`` (``OUT/references``) and a
         ``visitor``'s folder when given, and ``build`` to build when nothing is found."""
-        from refine.evaluate.refs_build import cache_dir
+        from refine.io.files import cache_dir
 
         return cls(
             visitor=Path(visitor) if visitor is not None else None,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from refine import usage
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.backends.structured import dimension_help
-from refine.io.files import atomic_write_text, slug
+from refine.io.files import atomic_write_text, cache_dir, slug
 from refine.profiles import load_profile
 from refine.records import ReferencePack
 
@@ -45,12 +44,6 @@ class Descriptors(BaseModel):
 
 class Stereotypes(BaseModel):
     stereotypes: list[str] = Field(default_factory=list)
-
-
-def cache_dir() -> Path:
-    """``$REFINE_CACHE_DIR``, else ``~/.cache/cultural-refine``."""
-    env = os.environ.get("REFINE_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "cultural-refine"
 
 
 class LLMCache:

@@ -9,10 +9,11 @@ dimension), two quality answers from the judge
 candidate, and once per prompt one per candidate and real photo for the photos'
 baseline; ``exag:mllm``: one rating) and one answer per judge-read baseline
 (``vqascore``, ``judge_align``, ``judge_hal``, ``vie_sc``; ``vie_overall`` reads
-``vie_sc``). A judge that samples makes k calls an answer (the profile's
-``[options.judge]`` ``samples``): with ``judge_mode = "auto"`` the count is given both
-ways, as the run finds out which. TIFA's and the expectations' answers depend on how
-many questions the language model writes: they are named, not counted."""
+``vie_sc``). A judge that samples makes up to k calls an answer (the profile's
+``[options.judge]`` ``samples``), ``agree`` where its first answers agree: with
+``judge_mode = "auto"`` the count is given both ways, as the run finds out which. TIFA's
+and the expectations' answers depend on how many questions the language model writes:
+they are named, not counted."""
 
 from __future__ import annotations
 
@@ -41,6 +42,25 @@ class Estimate:
     costs: dict[str, float] = field(default_factory=dict)  # USD per call per role
     costs_source: str = ""
     notes: list[str] = field(default_factory=list)  # what the counts include, in words
+    agree: int = 0  # a sampled answer's first answers, which end it when they agree
+
+    def least(self, role: str) -> int:
+        """The calls of ``role`` where the judge samples and every answer's first ``agree``
+        answers agree (``sampled`` counts k each)."""
+        n = self.sampled[role]
+        if not self.agree or role != "judge" or self.samples < 2:
+            return n
+        return n // self.samples * self.agree
+
+    def sampled_words(self, role: str) -> str:
+        most = self.sampled[role]
+        least = self.least(role)
+        if least == most:
+            return f"{most} if the judge samples {self.samples} answers each"
+        return (
+            f"{least} to {most} if the judge samples: {self.agree} answers each where they "
+            f"agree, else {self.samples}"
+        )
 
     def total(self, sampled: bool = False) -> int:
         return sum((self.sampled if sampled else self.calls).values())
@@ -68,7 +88,11 @@ class Estimate:
                 continue
             also = ""
             if differs and self.sampled[role] != n:
-                also = f" ({self.sampled[role]} if the judge samples {self.samples} answers each)"
+                also = f" ({self.sampled_words(role)})"
+            elif self.least(role) != self.sampled[role]:  # the judge samples
+                also = (
+                    f" (as few as {self.least(role)}: {self.agree} answers each where they agree)"
+                )
             out.append(f"  {role}: {n} calls{also}")
         total = f"{self.total()} model calls"
         if differs:
@@ -152,6 +176,7 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
         uncounted,
         dict(profile.costs),
         profile.costs_source,
+        agree=agree_of(judge, mode),
     )
 
 
@@ -185,4 +210,10 @@ def task_estimate(
         list(uncounted),
         dict(profile.costs),
         profile.costs_source,
+        agree=agree_of(judge, mode),
     )
+
+
+def agree_of(judge: dict[str, Any], mode: str) -> int:
+    """The judge options' ``agree`` (0 where the judge reads log-probabilities only)."""
+    return 0 if mode == "logprobs" else int(judge.get("agree", 0) or 0)

@@ -171,3 +171,9 @@ def toml_model(text: str, where: str, model: Any) -> Any:
         first = err.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
         raise ValueError(f"{where}: {loc + ': ' if loc else ''}{first['msg']}") from None
+
+
+def cache_dir() -> Path:
+    """The toolkit's cache folder: ``$REFINE_CACHE_DIR``, else ``~/.cache/cultural-refine``."""
+    env = os.environ.get("REFINE_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "cultural-refine"

@@ -251,7 +251,9 @@ def test_dry_run_counts_and_prices(tmp_path):
     images, looks, judge = 30, 150, 30 * 3
     assert f"{images} images" in done.stdout
     assert f"generator: {images} calls" in done.stdout and f"observer: {looks} calls" in done.stdout
-    assert f"judge: {judge} calls ({judge * 8} if the judge samples 8 answers each)" in done.stdout
+    # sampled: 2 answers a reading where the first two agree (the profile's agree), else 8
+    said = f"({judge * 2} to {judge * 8} if the judge samples: 2 answers each where they agree"
+    assert f"judge: {judge} calls {said}, else 8)" in done.stdout
     low = images * 0.04 + looks * 0.001 + judge * 0.0005
     high = images * 0.04 + looks * 0.001 + judge * 8 * 0.0005
     assert f"cost: about ${low:,.2f} to ${high:,.2f} (a test price list)" in done.stdout

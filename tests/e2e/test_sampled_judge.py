@@ -200,3 +200,48 @@ def test_agree_is_checked():
     for bad in (1, -1, 9, "2"):
         with pytest.raises(ValueError, match="agree must be 0"):
             gemini.GeminiJudge("m", samples=8, agree=bad)
+
+
+def test_a_new_process_remembers_a_model_without_log_probabilities(
+    no_logprobs, tmp_path, monkeypatch
+):
+    """The first process finds out with one refused request and writes it down; the next
+    (the process's memory forgotten) samples at once, sending no such request; an answer
+    older than 30 days, or a memory file that cannot be read, is asked again."""
+    import json
+    import time
+
+    from PIL import Image
+
+    memory = tmp_path / "memory.json"
+    monkeypatch.setenv("REFINE_JUDGE_MEMORY", str(memory))
+    world = no_logprobs
+    red = Image.new("RGB", (8, 8), RED)
+
+    def rate() -> str:
+        (rating,) = judge(samples=K, agree=2).rate([red], ["How exaggerated? 1-5"])
+        return rating.method
+
+    assert rate() == "sampled k=2" and world.log == ["judge", "sampled", "sampled"]
+    (key, entry), *_ = json.loads(memory.read_text()).items()
+    assert key.startswith("gemini-3.8-flash@http://127.0.0.1:") and entry["logprobs"] is False
+    assert world.log.count("judge") == 1
+    world.log.clear()
+    assert rate() == "sampled k=2" and world.log == ["sampled", "sampled"]  # a new process
+    entry["seen"] = time.time() - 31 * 86400
+    memory.write_text(json.dumps({key: entry}))
+    world.log.clear()
+    assert rate() == "sampled k=2" and world.log[0] == "judge"  # too old: asked again
+    memory.write_text("{not json")
+    world.log.clear()
+    assert rate() == "sampled k=2" and world.log[0] == "judge"
+    assert json.loads(memory.read_text())[key]["logprobs"] is False  # rewritten
+    # a model that gives them is remembered so too, under its own key
+    world.no_logprobs = False
+    judging.forget()
+    other = gemini.GeminiJudge("gemini-3.5-flash", max_retries=0, samples=K, agree=2)
+    (rating,) = other.rate([red], ["How exaggerated? 1-5"])
+    assert rating.method == "logprobs"
+    remembered = json.loads(memory.read_text())
+    assert remembered[key]["logprobs"] is False
+    assert [v["logprobs"] for k, v in remembered.items() if k != key] == [True]
