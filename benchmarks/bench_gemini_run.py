@@ -8,7 +8,9 @@ Three worlds: the developer API's (no log-probabilities: a request for them is r
 HTTP 400 "Logprobs is not enabled"), one that gives first-token log-probabilities, and one
 that gives them but answers a "score is N" rating with the digit alone (the reading cannot
 find its position after "score is"). Targets: at most 1.2x and 60 requests without
-log-probabilities, at most 1.15x with them.
+log-probabilities, at most 1.15x with them. Then the same run whose second round finds the
+editor's daily quota spent (a 429 as the API words it, with a RetryInfo delay of 23 s):
+target, the run ends within 20 s with no retry.
 
 The real loop, gemini backends and google-genai client run against the test suite's
 stand-in Gemini server; the embedders are the real MiniLM and a tiny SigLIP on this
@@ -128,6 +130,19 @@ def main(argv: list[str] | None = None) -> None:
                     aim.append(f"<= {most} requests " + ("met" if len(by) <= most else "NOT MET"))
                 print(f"{name:24} {wall:7.1f} {ratio:6.2f} {len(by):8d}  {said}")
                 print(f"{'':24} rounds {[r.decision for r in record.rounds]}  {'; '.join(aim)}")
+            from refine.usage import QuotaSpent
+
+            spent = World(no_logprobs=True, daily_spent_from=("edit", 5))  # round 2's first
+            try:
+                run(spent, "spent", args.latency)
+            except QuotaSpent as err:
+                ended = time.monotonic()
+                first = spent.refused_at[0]
+                print(
+                    f"daily quota spent: the run ended {ended - first:.2f} s after the first "
+                    f"429, {len(spent.refused_at)} refused request(s) (the edits in flight), "
+                    f"no retry ({'met' if ended - first <= 20 else 'NOT MET'}): {err}"
+                )
     finally:
         server.stop()
 

@@ -48,6 +48,12 @@ class BudgetExhausted(RuntimeError):
     """The wall-time budget ran out before or during a model call."""
 
 
+class QuotaSpent(RuntimeError):
+    """A model's API quota that does not come back within a run (a daily quota, or none on
+    the account's tier): nothing more is sent to it; a run ends there, its rounds kept, to
+    be resumed once the quota is back. The message says which model and when."""
+
+
 class CallBudgetSpent(BudgetExhausted):
     """The model-call budget (:func:`call_budget`) has no room for the next call."""
 

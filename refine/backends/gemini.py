@@ -19,6 +19,12 @@ timeouts are retried with jittered exponential backoff (a loop of ours rather th
 SDK's ``HttpRetryOptions``, because each wait and timeout must also fit the run's budget);
 a blocked or image-less answer raises :class:`GeminiError` with the finish reason. Token
 usage is recorded per call.
+
+A 429 is read as the API words it (:func:`quota_of`, the error's ``QuotaFailure`` and
+``RetryInfo`` details): where it gives a ``retryDelay``, no request goes to that model from
+any thread of the client until the delay has passed, and then the call is retried; where
+its quota is per day, or its limit is 0 (no quota on the account's tier), nothing is
+retried: :class:`refine.usage.QuotaSpent` says which model and when the quota comes back.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import io
 import logging
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -44,7 +51,7 @@ from refine.backends.judging import (
     pooled,
 )
 from refine.backends.structured import ApiObserver, ask_with_repair, check_observer_prompts
-from refine.usage import BudgetExhausted, abandonable, check_stop, sent, time_left
+from refine.usage import BudgetExhausted, QuotaSpent, abandonable, check_stop, sent, time_left
 from refine.usage import record as record_usage
 
 if TYPE_CHECKING:
@@ -68,6 +75,77 @@ class GeminiError(RuntimeError):
         super().__init__(message)
         self.code = code
         self.detail = detail
+
+
+@dataclass(frozen=True)
+class Quota:
+    """What a 429 says about the quota it hit: the ``QuotaFailure`` violation's quota id,
+    metric and limit, and the ``RetryInfo`` delay in seconds (None where not given)."""
+
+    quota_id: str = ""
+    metric: str = ""
+    limit: str = ""
+    retry_s: float | None = None
+
+    @property
+    def daily(self) -> bool:
+        return "perday" in self.quota_id.casefold()
+
+    @property
+    def none_on_tier(self) -> bool:
+        return self.limit.strip() == "0"
+
+
+def _seconds(text: Any) -> float | None:
+    """A protobuf duration as JSON writes it ("23s", "23.017255505s") in seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)s\s*", str(text or ""))
+    return float(match.group(1)) if match else None
+
+
+def quota_of(err: Any) -> Quota | None:
+    """The quota a 429 answer names (None: the answer names none). A per-day violation is
+    preferred over others in the same answer; the delay falls back to the message's
+    "Please retry in 23.0s"."""
+    body = getattr(err, "details", None)
+    error = body.get("error", body) if isinstance(body, dict) else {}
+    details = error.get("details") if isinstance(error, dict) else None
+    violations: list[dict] = []
+    retry = None
+    for item in details if isinstance(details, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = str(item.get("@type", ""))
+        if kind.endswith("QuotaFailure"):
+            violations += [v for v in item.get("violations") or [] if isinstance(v, dict)]
+        elif kind.endswith("RetryInfo"):
+            retry = _seconds(item.get("retryDelay"))
+    if retry is None:
+        said = re.search(r"retry in (\d+(?:\.\d+)?)\s*s", str(getattr(err, "message", "")))
+        retry = float(said.group(1)) if said else None
+    if not violations and retry is None:
+        return None
+    violations.sort(key=lambda v: "perday" not in str(v.get("quotaId", "")).casefold())
+    first = violations[0] if violations else {}
+    return Quota(
+        str(first.get("quotaId", "")),
+        str(first.get("quotaMetric", "")),
+        str(first.get("quotaValue", "")),
+        retry,
+    )
+
+
+def quota_words(model: str, quota: Quota) -> str:
+    """One line on a quota that does not come back within a run."""
+    named = f" ({quota.quota_id}, limit {quota.limit})" if quota.quota_id else ""
+    if quota.none_on_tier:
+        return (
+            f"{model}: this model has no quota on the account's tier{named}; enable billing "
+            "for the project, or pick another model"
+        )
+    return (
+        f"{model}: its daily request quota is spent{named}; daily quotas reset at midnight "
+        "Pacific time (ai.google.dev/gemini-api/docs/rate-limits)"
+    )
 
 
 def logprobs_unavailable(err: GeminiError) -> bool:
@@ -109,6 +187,31 @@ class GeminiClient:
         self._client: Any = None
         self._lock = threading.Lock()
         self._checked: set[str] = set()
+        # per model: no request before this time.monotonic() (a 429's retryDelay)
+        self._resume_at: dict[str, float] = {}
+
+    def _hold(self, model: str) -> None:
+        """Wait until ``model``'s retry delay has passed (a stop ends the wait; a budget
+        that ends first is spent now)."""
+        while True:
+            with self._lock:
+                wait = self._resume_at.get(model, 0.0) - time.monotonic()
+            if wait <= 0:
+                return
+            left = time_left()
+            if left is not None and left <= wait:
+                raise BudgetExhausted(
+                    f"{model}: the wall-time budget ends before the API's retry delay "
+                    f"({wait:.0f} s) has passed"
+                )
+            log.warning("%s: the API asked to wait; the next request in %.1f s", model, wait)
+            self.sleep(wait)
+            check_stop()
+
+    def _wait_from_now(self, model: str, seconds: float) -> None:
+        with self._lock:
+            at = time.monotonic() + seconds
+            self._resume_at[model] = max(self._resume_at.get(model, 0.0), at)
 
     def check_model(self, model: str, image: bool) -> None:
         """The API knows ``model`` and it can generate content; else a GeminiError naming
@@ -193,6 +296,7 @@ class GeminiClient:
         start = time.perf_counter()
         for attempt in range(self.max_retries + 1):
             check_stop()
+            self._hold(model)
             left = time_left()
             if left is not None and left <= 0:
                 raise BudgetExhausted(f"{model}: the wall-time budget is spent ({purpose})")
@@ -211,11 +315,24 @@ class GeminiClient:
                 )
                 break
             except errors.APIError as err:
+                quota = quota_of(err) if err.code == 429 else None
+                if quota is not None and (quota.daily or quota.none_on_tier):
+                    raise QuotaSpent(quota_words(model, quota)) from err  # no retry
                 retry = err.code in RETRY_STATUS and attempt < self.max_retries
                 if not retry:
                     detail = (err.message or str(err)).strip()
                     raise GeminiError(_explain(model, err, attempt + 1), err.code, detail) from err
                 reason = f"HTTP {err.code}"
+                if quota is not None and quota.retry_s is not None:
+                    # every thread waits the delay the API gave, then this call is retried
+                    self._wait_from_now(model, quota.retry_s)
+                    log.warning(
+                        "%s: HTTP 429 (%s), retrying once %.1f s have passed",
+                        model,
+                        quota.quota_id or "rate limit",
+                        quota.retry_s,
+                    )
+                    continue
             except Exception as err:  # timeouts and dropped connections
                 if not _is_transient(err):
                     raise

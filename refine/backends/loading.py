@@ -120,6 +120,8 @@ def describe_error(err: BaseException) -> str:
     name, text = type(err).__name__, str(err).strip()
     if isinstance(err, ImportError) and "cultural-refine[" in text:
         return text  # a missing optional extra: the message says what to install
+    if name == "QuotaSpent":
+        return text  # which model, that its quota is spent, when it comes back
     if name == "ModelsUnavailable":
         return "models not available: " + "; ".join(getattr(err, "problems", [text]))
     if name == "ModelUnavailable":

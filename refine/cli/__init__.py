@@ -343,6 +343,7 @@ EXPLAINED = (
     "ModelsUnavailable",
     "OutOfMemory",
     "OutOfMemoryError",
+    "QuotaSpent",
 )
 
 
@@ -445,7 +446,10 @@ def main(argv: list[str] | None = None) -> None:
             raise
         from refine.backends.loading import describe_error
 
-        typer.echo(f"error: {describe_error(err)}", err=True)
+        said = describe_error(err)
+        if type(err).__name__ == "QuotaSpent":  # a batch's or a bench's: done is kept
+            said += "; what was done is kept: run the same command again once it is back"
+        typer.echo(f"error: {said}", err=True)
         sys.exit(1)
     if rc == 130:  # Ctrl-C: what was done is saved; the calls still in flight are left
         interrupted_exit()

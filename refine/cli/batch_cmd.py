@@ -35,6 +35,7 @@ from refine.present.views import scores_made_by
 from refine.profiles import load_profile
 from refine.records import Scores
 from refine.settings import SettingsError, output_folder
+from refine.usage import QuotaSpent
 
 
 def _fmt(x: float | None) -> str:
@@ -96,13 +97,15 @@ def batch_cmd(
         )
     except RayEngineError as err:
         raise UserInputError(str(err)) from err
+    except QuotaSpent as err:  # one line: which model, when it is back, how to go on
+        typer.echo(
+            f"error: {err}; the batch so far is kept in {store.dir}: go on once it is back "
+            f"with {shlex.join(batch_again(specs, out, profile, backend, engine))}",
+            err=True,
+        )
+        raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        again = ["refine", "batch", str(specs), "--out", str(out), "--resume"]
-        if profile != "gemini":
-            again += ["--profile", profile]
-        for b in backend:
-            again += ["--backend", b]
-        again += engine.flags()
+        again = batch_again(specs, out, profile, backend, engine)
         typer.echo(
             f"interrupted: the batch so far is kept in {store.dir} (runs finished, and runs "
             f"begun with their rounds done); go on with\n  {shlex.join(again)}",
@@ -115,6 +118,16 @@ def batch_cmd(
         print_batch_summary(batch, store.dir)
     if batch.summary["failed"]:
         raise typer.Exit(1)
+
+
+def batch_again(specs: Path, out: Path, profile: str, backend: list[str], engine) -> list[str]:
+    """The command that finishes this batch (``--resume``, with its profile and engine)."""
+    again = ["refine", "batch", str(specs), "--out", str(out), "--resume"]
+    if profile != "gemini":
+        again += ["--profile", profile]
+    for b in backend:
+        again += ["--backend", b]
+    return again + engine.flags()
 
 
 def print_batch_summary(batch, directory: Path) -> None:

@@ -210,9 +210,22 @@ def parse_backends(values: list[str]) -> dict[str, str]:
 @contextlib.contextmanager
 def resume_hint(where: dict[str, str]):
     """Ctrl-C during a run: the record says interrupted (see Refiner), and the command says
-    where the rounds done are and how to go on, then exits 130 (as after SIGINT)."""
+    where the rounds done are and how to go on, then exits 130 (as after SIGINT). A spent
+    API quota (:class:`refine.usage.QuotaSpent`): one line, the same how to go on, exit 1."""
+    from refine.usage import QuotaSpent
+
     try:
         yield
+    except QuotaSpent as err:  # one line: which model, when its quota is back, how to go on
+        run_dir = where.get("dir")
+        then = (
+            f"; the rounds done are kept: go on later with refine run --resume "
+            f"{shlex.quote(run_dir)}"
+            if run_dir
+            else "; nothing was saved"
+        )
+        typer.echo(f"error: {err}{then}", err=True)
+        raise typer.Exit(1) from None
     except KeyboardInterrupt:
         run_dir = where.get("dir")
         if not run_dir:

@@ -139,7 +139,7 @@ class CandidateMaker:
                         own[stage] = time.perf_counter() - t
                     one = self._one(run, store, k, j, seeds[j], image, parent, own)
                     return one, own, None
-                except (usage.BudgetExhausted, usage.StopRequested):
+                except (usage.BudgetExhausted, usage.StopRequested, usage.QuotaSpent):
                     raise
                 except Exception as err:  # this candidate only; the others go on
                     return None, own, err

@@ -473,7 +473,7 @@ def worded(backends: Backends, calls: CallCounter, template: Written, ask: Any) 
             own = ask(model, cache)
             calls.add(cache.misses - before)
             name = getattr(model, "id", backends.names["llm"])
-    except (usage.StopRequested, usage.BudgetExhausted):
+    except (usage.StopRequested, usage.BudgetExhausted, usage.QuotaSpent):
         raise
     except Exception as err:  # the template stands in, and the round says why
         from refine.backends.loading import describe_error

@@ -131,7 +131,7 @@ def for_round(
             regions, note = ground(
                 observer, parent_image, run.spec.activity, run.references.country, asked
             )
-    except (usage.StopRequested, usage.BudgetExhausted):
+    except (usage.StopRequested, usage.BudgetExhausted, usage.QuotaSpent):
         raise
     except Exception as err:  # the edit goes on unrestricted, and the round says why
         from refine.backends.loading import describe_error

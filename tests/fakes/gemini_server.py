@@ -82,6 +82,59 @@ def error_answer(code: int, status: str, message: str) -> tuple[int, dict]:
     return code, {"error": {"code": code, "message": message, "status": status}}
 
 
+PER_DAY = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
+PER_MINUTE = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"
+
+
+def quota_answer(
+    model: str, quota_id: str = PER_MINUTE, limit: str = "10", retry_delay: str | None = "1s"
+) -> tuple[int, dict]:
+    """A 429 as the Gemini API words it: RESOURCE_EXHAUSTED with a QuotaFailure violation,
+    a Help link and (where given) a RetryInfo delay; the message repeats the delay."""
+    metric = "generativelanguage.googleapis.com/generate_content_free_tier_requests"
+    message = (
+        "You exceeded your current quota, please check your plan and billing details. For "
+        "more information on this error, head to: https://ai.google.dev/gemini-api/docs/"
+        f"rate-limits.\n* Quota exceeded for metric: {metric}, limit: {limit}, model: {model}"
+    )
+    details: list[dict] = [
+        {
+            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+            "violations": [
+                {
+                    "quotaMetric": metric,
+                    "quotaId": quota_id,
+                    "quotaDimensions": {"location": "global", "model": model},
+                    "quotaValue": limit,
+                }
+            ],
+        },
+        {
+            "@type": "type.googleapis.com/google.rpc.Help",
+            "links": [
+                {
+                    "description": "Learn more about Gemini API quotas",
+                    "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
+                }
+            ],
+        },
+    ]
+    if retry_delay is not None:
+        message += f"\nPlease retry in {retry_delay}."
+        details.append(
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay}
+        )
+    body = {
+        "error": {
+            "code": 429,
+            "message": message,
+            "status": "RESOURCE_EXHAUSTED",
+            "details": details,
+        }
+    }
+    return 429, body
+
+
 @dataclass
 class Reply:
     status: int = 200

@@ -294,6 +294,14 @@ class World:
     # 10 (edited images then carry their edit count in their top-left pixel)
     degrade_after: int | None = None
     quality_asked: list[int] = field(default_factory=list)  # the peak quality of each ask
+    # (kind, n): from the n-th request of that kind on, every request is answered with a
+    # spent daily quota (a 429 as the API words it, a RetryInfo delay included)
+    daily_spent_from: tuple[str, int] | None = None
+    # kind -> 429s (per-minute quota, RetryInfo ``retry_delay``) for its next requests
+    minute_429: dict = field(default_factory=dict)
+    retry_delay: str = "1s"
+    arrived: list = field(default_factory=list)  # (time.monotonic(), kind) of each request
+    refused_at: list = field(default_factory=list)  # when each 429 was answered
     # (kind, n): the first request of that kind is answered at once, every later one is
     # held until n - 1 of them are held together (given up after ``hold_give_up_s``, and
     # answered at once from then on): calls that should go out together reach n - 1
@@ -362,7 +370,15 @@ class World:
         else:
             kind = "observe"
         self.log.append(kind)
-        self.by_model.append((kind, path.rsplit("/", 1)[-1].split(":")[0]))
+        model = path.rsplit("/", 1)[-1].split(":")[0]
+        self.by_model.append((kind, model))
+        import time
+
+        self.arrived.append((time.monotonic(), kind))
+        refused = self._quota(kind, model)
+        if refused is not None:
+            self.refused_at.append(time.monotonic())
+            return refused
         self._hold_if_asked(kind)
         delay = self.delay_by_kind.get(kind, self.delay_s)
         if delay:
@@ -478,6 +494,21 @@ class World:
             return 200, text_answer(json.dumps({"descriptors": listed}))
         assert "annotating a photograph" in text, text[:200]
         return 200, text_answer(json.dumps(SEEN[colour]))
+
+    def _quota(self, kind: str, model: str):
+        """A 429 for this request, where the world's quotas say so (else None)."""
+        from tests.fakes.gemini_server import PER_DAY, quota_answer
+
+        if self.daily_spent_from is not None and kind == self.daily_spent_from[0]:
+            seen = sum(1 for k in self.log if k == kind)
+            if seen >= self.daily_spent_from[1]:
+                self.daily_spent_from = ("*", 0)  # every request from now on
+        if self.daily_spent_from == ("*", 0):
+            return quota_answer(model, PER_DAY, "250", "23s")
+        if self.minute_429.get(kind, 0) > 0:
+            self.minute_429[kind] -= 1
+            return quota_answer(model, retry_delay=self.retry_delay)
+        return None
 
     def _quality(self, kind: str, image: dict, colour, config: dict):
         """A quality rating: the colour's, or 1 for an image of ``degrade_after`` edits."""

@@ -14,6 +14,7 @@ from refine.harness.tasks.batch_record import BatchEntry
 from refine.io.files import atomic_write_text
 from refine.io.store import LOCK_FILE
 from refine.loop.refiner import Refiner
+from refine.usage import QuotaSpent
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,8 @@ class RunMaker:
             else:
                 worker.start(entry.spec, entry.references, out=root / "runs")
             return {"run_dir": started.get("dir"), "error": None}
+        except QuotaSpent:  # every later run would meet it too: the batch stops here
+            raise
         except Exception as err:  # recorded; the batch goes on
             log.debug("batch entry %d failed", i, exc_info=True)
             return {"run_dir": started.get("dir", run_dir), "error": f"{type(err).__name__}: {err}"}

@@ -13,6 +13,7 @@ from refine.harness.tasks.editor_loops_plan import EditorLoopPlan
 from refine.harness.tasks.loop_benches import loop_models
 from refine.io.files import slug
 from refine.io.store import run_left
+from refine.usage import QuotaSpent
 
 # the roles an editor's refiner shares with the bench's (every one but the editor)
 SHARED = ("generator", "observer", "judge", "llm", "text_embedder", "image_embedder")
@@ -141,6 +142,8 @@ class EditorLoopMaker:
         before = {d.name for d in where.iterdir()} if where.is_dir() else set()
         try:
             run = refiner.start(spec, refs, out=where)
+        except QuotaSpent:  # every later cell would meet it too: the bench stops here
+            raise
         except Exception as err:  # the loops done are kept; the bench goes on
             failed = f"{type(err).__name__}: {err}"
             run = run_left(where, before)

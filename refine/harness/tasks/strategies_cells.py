@@ -153,6 +153,8 @@ class StrategyMaker:
             except usage.BudgetExhausted as err:
                 stop = f"budget: {err} (candidate {j} dropped)"
                 break
+            except usage.QuotaSpent:  # every later cell would meet it too: the bench stops
+                raise
             except Exception as err:  # this candidate only, its calls counted, as the loop
                 failed = f"{type(err).__name__}: {err}"
                 costs.append((budget.spent - before, time.monotonic() - t))
@@ -213,6 +215,8 @@ class StrategyMaker:
         before = {d.name for d in where.iterdir()} if where.is_dir() else set()
         try:
             run = worker.start(spec, refs, out=where)
+        except usage.QuotaSpent:  # every later cell would meet it too: the bench stops
+            raise
         except Exception as err:  # the rounds done are kept; the bench goes on
             run = run_left(where, before)
             why = f"{FAILED}{type(err).__name__}: {err}"
