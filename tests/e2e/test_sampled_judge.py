@@ -37,20 +37,19 @@ def frequencies(peak: int) -> list[float]:
     return [answers.count(r) / K for r in range(1, 6)]
 
 
+def one_round(backends, options, tmp_path, **settings):
+    """A run of one editing round in the world, whose edits are accepted."""
+    refiner = Refiner("gemini", backends, options)
+    return begin(
+        refiner, ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0, **settings
+    )
+
+
 def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, tmp_path):
     world = no_logprobs
     # every reading takes all k answers (the profile's agree = 2 is tested below)
     options = {**options, "judge": {**options["judge"], "agree": 0}}
-    run = begin(
-        Refiner("gemini", backends, options),
-        ACT,
-        COUNTRY,
-        out=tmp_path,
-        rounds=1,
-        target=1.0,
-        max_drift=2.0,
-        caire_labels=["Turkey"],
-    )
+    run = one_round(backends, options, tmp_path, caire_labels=["Turkey"])
     assert run.status == "finished" and [r.decision for r in run.rounds] == ["initial", "accepted"]
     # one refused log-probability request, remembered: every later judgement samples
     assert world.log.count("judge") == 1
@@ -103,15 +102,7 @@ def test_a_run_whose_readings_agree_takes_two_answers_each(
     """The gemini profile's reading: the first 2 answers, which in this world always agree
     (seeds 0 and 1 answer the peak), end it; the record says k=2 and counts 2 calls."""
     world = no_logprobs
-    run = begin(
-        Refiner("gemini", backends, options),
-        ACT,
-        COUNTRY,
-        out=tmp_path,
-        rounds=1,
-        target=1.0,
-        max_drift=2.0,
-    )
+    run = one_round(backends, options, tmp_path)
     assert [r.decision for r in run.rounds] == ["initial", "accepted"]
     # one refused log-probability request (the quality readings waited for its answer),
     # then EXAG of 3 images and the quality of 3 (2 questions each): 9 readings of 2
