@@ -5,7 +5,6 @@ ends there with its rounds kept and says how to go on. Through the stand-in Gemi
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -93,11 +92,10 @@ def test_a_spent_daily_quota_ends_the_run_at_once_with_its_rounds_kept(
 ):
     world.edits = {RED: (GREEN, GREEN), GREEN: (GREEN, GREEN)}
     options = {**options, "editor": {"max_retries": 4}}  # retries allowed, none taken
-    t = time.monotonic()
     with pytest.raises(QuotaSpent, match="gemini-3.1-flash-image: its daily request quota"):
         spent_run(world, backends, options, tmp_path)
-    assert time.monotonic() - t < 20
-    assert len(world.refused_at) == 1  # no retry, nothing sent after it
+    # no retry, nothing sent after it (how soon the run ends: benchmarks/bench_gemini_run.py)
+    assert len(world.refused_at) == 1
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     saved = RunStore(run_dir).load()
     assert saved.status == "failed" and [r.index for r in saved.rounds] == [0, 1]
