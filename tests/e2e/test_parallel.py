@@ -174,9 +174,9 @@ def test_a_judge_without_log_probabilities_is_found_out_once(
         judging._NO_LOGPROBS.clear()
 
 
-def test_an_images_observation_and_readings_go_out_together(world, gemini_env, backends, options):
+def test_an_images_observation_and_readings_go_out_together(world, backends, options):
     """API models: the observation, exag:mllm's rating and both quality questions of one
-    image are sent at once. The stand-in holds every request until 4 are in flight (a
+    image are sent at once. The world holds every request until 4 are held together (a
     state: sent one after another, they never are, and the hold gives up)."""
     from PIL import Image
 
@@ -188,11 +188,11 @@ def test_an_images_observation_and_readings_go_out_together(world, gemini_env, b
     _, refs = prepared(ACT, COUNTRY)
     judging.forget()  # the judge's model known to give log-probabilities: no probe first
     judging._HAS_LOGPROBS.add(refiner.backends.get("judge").probe_key)
+    world.hold_together, world.hold_give_up_s = 4, 10.0
     try:
-        with gemini_env.held_until_in_flight(4, give_up_s=10.0):
-            assessed = refiner.assessor().assess(Image.new("RGB", (64, 48), RED), refs)
+        assessed = refiner.assessor().assess(Image.new("RGB", (64, 48), RED), refs)
     finally:
         judging.forget()
-    assert gemini_env.peak_in_flight == 4
+    assert world.held_peak == 4
     assert world.log.count("observe") == 1 and world.log.count("judge") == 3
     assert assessed.scores.quality is not None and assessed.scores.exag is not None

@@ -311,9 +311,28 @@ class World:
     # the state the client must be in while that first answer is awaited
     first_held_until: Any = None
     hold_give_up_s: float = 30.0
+    # every request is held until this many are held together (given up the same way):
+    # requests that go out together reach it, requests sent one after another never do;
+    # only this world's requests count (an earlier test's may still be in flight)
+    hold_together: int = 0
     held_peak: int = 0  # the most later requests of that kind held at once
     _held: list = field(default_factory=lambda: [0, 0, False])  # seen, held now, given up
     _hold: threading.Condition = field(default_factory=threading.Condition)
+
+    def _hold_all(self) -> None:
+        with self._hold:
+            if self._held[2]:
+                return
+            self._held[1] += 1
+            self.held_peak = max(self.held_peak, self._held[1])
+            self._hold.notify_all()
+            if not self._hold.wait_for(
+                lambda: self.held_peak >= self.hold_together or self._held[2],
+                timeout=self.hold_give_up_s,
+            ):
+                self._held[2] = True
+                self._hold.notify_all()
+            self._held[1] -= 1
 
     def _hold_if_asked(self, kind: str) -> None:
         if self.hold_after_first is None or kind != self.hold_after_first[0]:
@@ -379,6 +398,8 @@ class World:
         if refused is not None:
             self.refused_at.append(time.monotonic())
             return refused
+        if self.hold_together:
+            self._hold_all()
         self._hold_if_asked(kind)
         delay = self.delay_by_kind.get(kind, self.delay_s)
         if delay:
