@@ -94,6 +94,13 @@ def load_profile(name_or_path: str) -> Profile:
             f"{path}: [costs] holds a price in USD per call (a number >= 0) for each role "
             f"of {', '.join(ROLES)}"
         )
+    costs_batch = data.get("costs_batch")
+    if costs_batch is not None and (
+        isinstance(costs_batch, bool)
+        or not isinstance(costs_batch, int | float)
+        or not 0 < costs_batch <= 1
+    ):
+        raise ValueError(f"{path}: costs_batch is the share of [costs] a batch job pays (0-1]")
     return Profile(
         path.stem,
         str(data.get("description", "")),
@@ -107,6 +114,7 @@ def load_profile(name_or_path: str) -> Profile:
         str(data.get("round_source", "")),
         {r: float(v) for r, v in costs.items()},
         str(data.get("costs_source", "")),
+        None if costs_batch is None else float(costs_batch),
     )
 
 

@@ -1,8 +1,22 @@
 """Gemini backends for every role, through the google-genai client.
 
-* ``gemini:gemini-3.1-flash-image`` (Nano Banana 2) generates images and edits an input image;
+* ``gemini:gemini-nano-banana-2.1`` (Nano Banana 2.1) generates images and edits an input
+  image;
 * ``gemini:gemini-3.8-flash`` (or another text model) observes (structured output), judges
   and answers JSON for the loop.
+
+Gemini 3.6 Flash, 3.5 Flash-Lite and later models fix their own sampling: the API documents
+``temperature``, ``top_p`` and ``top_k`` as deprecated and ignored for them
+(:func:`fixed_sampling`), so no request to them carries one, and the backend's
+:meth:`info` says so (a protocol's temperature, such as the reference builder's 0.2, is
+then not applied). The judge's sampled answers are still drawn at the model's own
+temperature (1.0), one seed each; :mod:`refine.backends.judging` says how such a reading
+behaves where the model ignores the seed too.
+
+Every request is sent with ``store`` false (the API's opt-out of request logging, which
+paid projects created on or after 2026-10-26 have on by default); ``store=True`` on the
+client (the role's ``store`` option) opts back in. The ``modelVersion`` each answer names is
+kept per model and recorded beside the model asked for (:meth:`info`).
 
 Before a run spends anything, :meth:`GeminiClient.check_model` asks the API whether each named
 model exists and can generate content; an unknown or retired model is reported with the
@@ -63,8 +77,30 @@ T = TypeVar("T", bound="BaseModel")
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-DEFAULT_IMAGE_MODEL = "gemini-3.1-flash-image"  # Nano Banana 2
+# Nano Banana 2.1, GA 2026-10-07 through generateContent; it replaces gemini-3.1-flash-image
+# (Nano Banana 2), shut down 2026-10-29 (the API changelog and deprecations page)
+DEFAULT_IMAGE_MODEL = "gemini-nano-banana-2.1"
 DEFAULT_TEXT_MODEL = "gemini-3.8-flash"  # GA 2026-09-02 (the API changelog)
+
+# "gemini-<major>.<minor>-<tier>" (a bare "gemini-3-flash" is 3.0)
+_VERSIONED = re.compile(r"gemini-(\d+)(?:\.(\d+))?-([a-z-]+)")
+
+
+def fixed_sampling(model: str) -> bool:
+    """Whether ``model`` fixes its own sampling, so that ``temperature``, ``top_p`` and
+    ``top_k`` are deprecated and ignored: Gemini 3.6 Flash and 3.5 Flash-Lite, and the
+    models after them (Google's Gemini 3.6 Flash and 3.5 Flash-Lite developer guide,
+    2026-07-21, and ai.google.dev/gemini-api/docs/latest-model as cited in opencode PR
+    #38924, read 2026-11-28: later models keep the same contract). Names without a version
+    (aliases such as ``gemini-flash-latest``, which follow the newest model) count as later
+    models; the versioned names before those take the parameters."""
+    name = model.removeprefix("models/").casefold()
+    match = _VERSIONED.match(name)
+    if not match:
+        return True
+    version = (int(match.group(1)), int(match.group(2) or 0))
+    lite = "lite" in match.group(3)
+    return version >= (3, 6) or (version >= (3, 5) and lite)
 
 
 class GeminiError(RuntimeError):
@@ -182,11 +218,17 @@ class GeminiClient:
     jitter: float = 0.2
     sleep: Callable[[float], None] = time.sleep
     calls: list[CallRecord] = field(default_factory=list)
+    # the request's ``store``: False opts out of the API's request logging (on by default
+    # for paid projects created on or after 2026-10-26); None sends none (the project's
+    # setting); ai.google.dev/gemini-api/docs/logs-datasets, read 2026-11-28
+    store: bool | None = False
 
     def __post_init__(self) -> None:
         self._client: Any = None
         self._lock = threading.Lock()
         self._checked: set[str] = set()
+        # per model asked for: the ``modelVersion`` values its answers named
+        self._versions: dict[str, set[str]] = {}
         # per model: no request before this time.monotonic() (a 429's retryDelay)
         self._resume_at: dict[str, float] = {}
 
@@ -207,6 +249,12 @@ class GeminiClient:
             log.warning("%s: the API asked to wait; the next request in %.1f s", model, wait)
             self.sleep(wait)
             check_stop()
+
+    def model_version(self, model: str) -> str:
+        """The ``modelVersion`` values the answers for ``model`` named so far ("" before
+        the first answer), comma-separated where the API served more than one."""
+        with self._lock:
+            return ", ".join(sorted(self._versions.get(model, ())))
 
     def _wait_from_now(self, model: str, seconds: float) -> None:
         with self._lock:
@@ -292,8 +340,21 @@ class GeminiClient:
         (:class:`refine.usage.StopRequested`; its answer is never used)."""
         from google.genai import errors
 
+        from refine.backends.gemini_batch import BatchAnswerError, active
+
         client = self.client()
+        if self.store is not None:
+            config = config.model_copy(update={"store": self.store})
         start = time.perf_counter()
+        batcher = active()
+        if batcher is not None:  # one request of a batch job, answered when the job is
+            check_stop()
+            sent(f"gemini:{model}")
+            try:
+                response = batcher.submit(self, model, contents, config)
+            except BatchAnswerError as err:  # the job answered this request with an error
+                raise GeminiError(str(err), err.code, err.message) from err
+            return self._answered(model, purpose, response, start, 1)
         for attempt in range(self.max_retries + 1):
             check_stop()
             self._hold(model)
@@ -358,6 +419,12 @@ class GeminiClient:
             log.warning("%s: %s, retrying in %.1f s", model, reason, delay)
             self.sleep(delay)
             check_stop()
+        return self._answered(model, purpose, response, start, attempt + 1)
+
+    def _answered(
+        self, model: str, purpose: str, response: Any, start: float, attempts: int
+    ) -> Any:
+        """``response`` recorded (its tokens, model version and time) and checked."""
         usage = getattr(response, "usage_metadata", None)
         record = CallRecord(
             model,
@@ -366,9 +433,13 @@ class GeminiClient:
             int(getattr(usage, "candidates_token_count", 0) or 0),
             int(getattr(usage, "total_token_count", 0) or 0),
             time.perf_counter() - start,
-            attempt + 1,
+            attempts,
         )
         self.calls.append(record)
+        version = getattr(response, "model_version", None)
+        if version:
+            with self._lock:
+                self._versions.setdefault(model, set()).add(str(version))
 
         record_usage(
             f"gemini:{model}", record.prompt_tokens, record.output_tokens, record.total_tokens
@@ -484,13 +555,36 @@ class _GeminiBackend:
         self.gemini.client()
         return self
 
+    @property
+    def sets_temperature(self) -> bool:
+        """Whether a request's temperature reaches the model (:func:`fixed_sampling`)."""
+        return not fixed_sampling(self.model)
+
     def info(self) -> dict[str, str]:
-        return {"id": self.id, "device": "api", "dtype": "n/a"}
+        info = {"id": self.id, "device": "api", "dtype": "n/a"}
+        version = self.gemini.model_version(self.model)
+        if version:  # what served the requests, beside the model asked for
+            info["model_version"] = version
+        if not self.sets_temperature and self.role not in ("generator", "editor"):
+            info["sampling"] = (
+                "the model's own: it ignores temperature, top_p and top_k, so none is sent"
+            )
+        if self.gemini.store is not None:
+            info["store"] = str(self.gemini.store).lower()
+        return info
 
     def _each(self, seeds: Sequence[int], one: Any) -> list[Any]:
         """``one(seed)`` for every seed, in seed order: up to ``concurrency`` requests at
         once (each on a worker thread that keeps the caller's usage and deadline)."""
-        return usage.at_once(one, seeds, self.concurrency)
+        return usage.at_once(one, seeds, len(seeds) if self.batched else self.concurrency)
+
+    @property
+    def batched(self) -> bool:
+        """Whether requests go out as batch jobs now (:mod:`refine.backends.gemini_batch`):
+        then a call sends all its requests at once, to wait on the job together."""
+        from refine.backends.gemini_batch import active
+
+        return active() is not None
 
     def verify(self) -> None:
         """The key is set and the API offers this model for this role (no paid call)."""
@@ -597,9 +691,11 @@ class GeminiLanguageModel(_GeminiBackend):
     ):
         from google.genai import types
 
+        heat = self.temperature if temperature is None else temperature
+
         def ask(prompt: str) -> str:
             config = types.GenerateContentConfig(
-                temperature=self.temperature if temperature is None else temperature,
+                temperature=heat if self.sets_temperature else None,
                 response_mime_type="application/json",
                 response_schema=schema,
             )
@@ -671,8 +767,26 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
         return None
 
     def info(self) -> dict[str, str]:
-        info = {"judge_mode": self.judge_mode, "method": self.method, "agree": str(self.agree)}
+        agree = str(self._agreeing())
+        if self.batched and self.agree:
+            agree += f" (a batch job takes all {self.samples} answers at once)"
+        info = {"judge_mode": self.judge_mode, "method": self.method, "agree": agree}
         return {**super().info(), **info}
+
+    @property
+    def sampling(self) -> bool:
+        # a batch job cannot wait for the probe's answer: the developer API gives no
+        # log-probabilities, so "auto" samples there (judge_mode "logprobs" still asks)
+        if self.batched and self.judge_mode == "auto":
+            return True
+        return ProbabilityJudge.sampling.fget(self)
+
+    def _width(self) -> int:
+        return 1 << 16 if self.batched else self.concurrency
+
+    def _agreeing(self) -> int:
+        # an adaptive reading waits for its first answers: a batch job takes k at once
+        return 0 if self.batched else self.agree
 
     def _error(self, message: str) -> Exception:
         return GeminiError(message)
@@ -685,7 +799,7 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
         from google.genai import types
 
         config = types.GenerateContentConfig(
-            temperature=0.0,
+            temperature=0.0 if self.sets_temperature else None,
             max_output_tokens=answer_tokens(4, purpose) if self.thinking_budget == 0 else None,
             response_logprobs=True,
             logprobs=self.top_logprobs,
@@ -721,7 +835,8 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
 
         schema = answer_schema(answers)
         config = types.GenerateContentConfig(
-            temperature=1.0,
+            # a model that fixes its sampling draws at its own temperature, 1.0 for Gemini 3
+            temperature=1.0 if self.sets_temperature else None,
             seed=seed,
             response_mime_type="application/json",
             response_json_schema=schema,

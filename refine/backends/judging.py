@@ -8,6 +8,9 @@ remembered for the model (for the process, and for 30 days in the cache folder's
 ``judge-logprobs.json``, so that a new process does not ask again) and the judge samples
 instead (``judge_mode="sampled"`` always does): answers at temperature 1, one seed each,
 structured output restricted to the answer tokens, whose frequencies are the distribution.
+A model that fixes its own sampling (Gemini 3.6 Flash and later) is sent no temperature and
+answers at its own, 1.0; where it ignores the seed too, a reading is not repeatable, though
+its odds are the same (docs/metrics.md, "A model that fixes its sampling").
 
 How many answers a sampled reading takes (:meth:`ProbabilityJudge._sampled`): the first
 ``agree`` answers go out together; when they are all the same answer the reading is that
@@ -256,8 +259,17 @@ class ProbabilityJudge:
     def _readings(self, n: int, one: Callable[[int, threading.Semaphore], Any]) -> list[Any]:
         """``one(k, gate)`` for each of ``n`` readings, in order, started together: every
         request they send holds ``gate`` (at most ``concurrency`` in flight)."""
-        gate = threading.BoundedSemaphore(self.concurrency)
-        return usage.at_once(lambda k: one(k, gate), range(n), self.concurrency)
+        width = self._width()
+        gate = threading.BoundedSemaphore(width)
+        return usage.at_once(lambda k: one(k, gate), range(n), width)
+
+    def _width(self) -> int:
+        """The most requests one call has in flight (a transport may lift it)."""
+        return self.concurrency
+
+    def _agreeing(self) -> int:
+        """The first answers that end a reading when they agree (0: always k)."""
+        return self.agree
 
     def _answers(
         self,
@@ -287,8 +299,8 @@ class ProbabilityJudge:
     ) -> Sampled:
         """The frequencies of sampled answers restricted to ``answers``: the first
         ``agree`` when they agree (``adaptive``), else ``samples`` (k) in all."""
-        k = self.samples
-        first = min(self.agree, k) if adaptive and self.agree else k
+        k, agree = self.samples, self._agreeing()
+        first = min(agree, k) if adaptive and agree else k
         given = self._answers(image, text, answers, range(first), purpose, gate)
         if first < k and len({a.casefold() for a in given}) > 1:
             given += self._answers(image, text, answers, range(first, k), purpose, gate)

@@ -31,6 +31,8 @@ class Profile:
     # and where the prices come from
     costs: dict[str, float] = field(default_factory=dict)
     costs_source: str = ""
+    # the share of those prices a batch job pays (--batch; the Gemini Batch API's 0.5)
+    costs_batch: float | None = None
 
     def backend(self, role: str) -> str:
         if role not in self.roles:

@@ -120,8 +120,8 @@ register(
 )
 
 for _role, _cls, _example, _what in (
-    ("generator", "GeminiGenerator", "gemini:gemini-3.1-flash-image", "text-to-image"),
-    ("editor", "GeminiEditor", "gemini:gemini-3.1-flash-image", "instruction-based editing"),
+    ("generator", "GeminiGenerator", "gemini:gemini-3.1-flash-lite-image", "text-to-image"),
+    ("editor", "GeminiEditor", "gemini:gemini-nano-banana-2.1", "instruction-based editing"),
     ("observer", "GeminiObserver", "gemini:gemini-3.8-flash", "descriptor listing"),
     ("judge", "GeminiJudge", "gemini:gemini-3.8-flash", "yes-probability and 1-5 ratings"),
     ("llm", "GeminiLanguageModel", "gemini:gemini-3.8-flash", "JSON answers"),

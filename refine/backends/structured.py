@@ -161,13 +161,20 @@ def ahead_observation_prompt(dimension: str, max_per_dimension: int) -> str:
 
 
 def ahead_descriptors(
-    ask_one: Callable[[str], BaseModel], dimensions: Sequence[str], max_per_dimension: int
+    ask_one: Callable[[str], BaseModel],
+    dimensions: Sequence[str],
+    max_per_dimension: int,
+    workers: int = 1,
 ) -> dict[str, list[str]]:
     """The descriptors of every dimension, one AHEaD request each (``ask_one(prompt)``
-    answers a :class:`StyledDescriptors`)."""
+    answers a :class:`StyledDescriptors`), up to ``workers`` at once."""
+    from refine.usage import at_once
+
+    answers = at_once(
+        lambda d: ask_one(ahead_observation_prompt(d, max_per_dimension)), dimensions, workers
+    )
     out = {}
-    for d in dimensions:
-        answer = ask_one(ahead_observation_prompt(d, max_per_dimension))
+    for d, answer in zip(dimensions, answers, strict=True):
         phrases = [s.token for s in answer.descriptors]
         out[d] = normalise_phrases(phrases)[:max_per_dimension]
     return out
@@ -192,6 +199,8 @@ class ApiObserver:
                 ),
                 dimensions,
                 max_per_dimension,
+                # a batch job's requests go together (a live observer asks in turn)
+                len(dimensions) if getattr(self, "batched", False) else 1,
             )
         schema = descriptor_schema(dimensions, max_per_dimension)
         ask = self._ask_about(image, schema, "observe")

@@ -421,7 +421,9 @@ def _variants(summary: dict) -> list[str]:
     return sorted(found)
 
 
-bench_cmd = with_engine(bench_cmd, 1, "Prompts at a time (API models; local ones take turns).")
+bench_cmd = with_engine(
+    bench_cmd, 1, "Prompts at a time (API models; local ones take turns).", batch=True
+)
 
 
 def _shown(value: float | None, width: int, digits: int) -> str:

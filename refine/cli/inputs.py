@@ -346,12 +346,16 @@ def reference_images_option() -> Any:
 
 
 def with_engine(
-    command: Callable[..., Any], workers: int = 1, workers_help: str = "Jobs at a time."
+    command: Callable[..., Any],
+    workers: int = 1,
+    workers_help: str = "Jobs at a time.",
+    batch: bool = False,
 ) -> Callable[..., Any]:
     """``command`` (which takes ``engine``, a :class:`refine.harness.engine.EngineOptions`)
     with the options that make it: ``--engine local|ray``, ``--workers`` (``workers`` by
-    default), and Ray's ``--address`` and ``--gpus-per-worker``; a bad combination is a
-    usage error naming the option, and Ray itself is looked for when asked for."""
+    default), Ray's ``--address`` and ``--gpus-per-worker``, and ``--batch`` where
+    ``batch`` (Gemini batch jobs); a bad combination is a usage error naming the option,
+    and Ray itself is looked for when asked for."""
     import inspect
 
     import typer
@@ -364,9 +368,10 @@ def with_engine(
         workers: int = workers,
         address: str | None = None,
         gpus_per_worker: float = 0.0,
+        batch: bool = False,
         **kwargs: Any,
     ) -> Any:
-        options = EngineOptions(engine, workers, address, gpus_per_worker)
+        options = EngineOptions(engine, workers, address, gpus_per_worker, batch)
         try:
             options.check()
         except ValueError as err:
@@ -397,7 +402,16 @@ def with_engine(
             0.0, "--gpus-per-worker", min=0.0, help="ray: GPUs each worker holds (0: API models)."
         ),
     }
-    kinds = {"engine": str, "workers": int, "address": str, "gpus_per_worker": float}
+    if batch:
+        added["batch"] = typer.Option(
+            False,
+            "--batch",
+            help="Gemini requests as batch jobs: half the price, answered within a day "
+            "(the same command again goes on after a kill).",
+        )
+    kinds = {
+        "engine": str, "workers": int, "address": str, "gpus_per_worker": float, "batch": bool
+    }  # fmt: skip
     more = [
         inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=o, annotation=kinds[n])
         for n, o in added.items()

@@ -226,4 +226,4 @@ def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:
         typer.echo(json.dumps(doc, indent=2))
 
 
-rescore_cmd = with_engine(rescore_cmd, 1, "Cells at a time.")
+rescore_cmd = with_engine(rescore_cmd, 1, "Cells at a time.", batch=True)

@@ -53,6 +53,11 @@ def _refuse(given: dict[str, Any], mode: str, extra: dict[str, str]) -> None:
 
 def loop_bench(given: dict[str, Any]) -> None:
     """``--editor`` or ``--strategies``, from the bench command's options."""
+    if given["engine"].batch:
+        raise UserInputError(
+            "--batch: a loop's every round waits on the one before, so its requests cannot "
+            "wait in a batch job; leave out --batch"
+        )
     if given["editor"]:
         from refine.settings import default
 

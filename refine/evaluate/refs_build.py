@@ -86,6 +86,8 @@ class LLMCache:
         record = {"model": model_id, "schema": schema.__name__, "prompt": prompt}
         if temperature is not None:
             record["temperature"] = temperature
+            if not getattr(model, "sets_temperature", True):
+                record["temperature_applied"] = False  # the model fixes its sampling
         record["answer"] = answer.model_dump(mode="json")
         atomic_write_text(path, json.dumps(record, indent=1, ensure_ascii=False))
         return answer
@@ -221,6 +223,17 @@ def _ahead(activity, country, proposers, refiner, cache, per_dimension, stereoty
     if not any(got["descriptors"].values()):
         raise ValueError(f"the refiner {getattr(refiner, 'id', '')} kept no descriptors")
     refiner_id = getattr(refiner, "id", type(refiner).__name__)
+    unset = [
+        getattr(m, "id", type(m).__name__)
+        for m in dict.fromkeys([*proposers, refiner])
+        if not getattr(m, "sets_temperature", True)
+    ]
+    ignored = (
+        f"; not applied on {', '.join(unset)}, which "
+        f"{'fixes its' if len(unset) == 1 else 'fix their'} own sampling"
+        if unset
+        else ""
+    )
     pack = ReferencePack(
         activity=activity,
         country=country,
@@ -228,7 +241,8 @@ def _ahead(activity, country, proposers, refiner, cache, per_dimension, stereoty
         stereotypes=_dedupe(got["stereotypes"])[:stereotypes],
         styles=got["styles"],
         source=(
-            f"proposer-refiner, AHEaD's prompts (Tab. 15-21; temperatures 0.2 and 0.1): "
+            f"proposer-refiner, AHEaD's prompts (Tab. 15-21; temperatures 0.2 and 0.1"
+            f"{ignored}): "
             f"proposers {', '.join(got['proposals'])}; refiner {refiner_id}; prompts "
             f"assets/prompts/{{{','.join(AHEAD)}}}.txt"
         ),

@@ -27,12 +27,15 @@ class EngineOptions:
     """Where and how wide a task's cells are made, carried as one value from the command
     line to the engine: ``kind`` ``local`` (this process, ``workers`` jobs at a time on
     threads sharing one set of models) or ``ray`` (``workers`` actors, on this machine or
-    the cluster at ``address``, ``gpus_per_worker`` GPUs each)."""
+    the cluster at ``address``, ``gpus_per_worker`` GPUs each). ``batch``: Gemini requests
+    go out as batch jobs (:mod:`refine.backends.gemini_batch`; half the price, answered
+    within a day), every cell at once, on the local engine."""
 
     kind: str = "local"
     workers: int = 1
     address: str | None = None
     gpus_per_worker: float = 0.0
+    batch: bool = False
 
     def check(self) -> None:
         """A ValueError naming the option that cannot be, and what to do instead."""
@@ -44,6 +47,11 @@ class EngineOptions:
             raise ValueError(f"--gpus-per-worker: at least 0, got {self.gpus_per_worker:g}")
         if self.kind == "local" and (self.address or self.gpus_per_worker):
             raise ValueError("--address/--gpus-per-worker: only with --engine ray")
+        if self.batch and self.kind != "local":
+            raise ValueError(
+                "--batch: batch jobs wait in the API's queue, not on workers; leave out "
+                "--engine ray"
+            )
 
     def flags(self, default_workers: int = 1) -> list[str]:
         """The command-line options that ask for these again (what differs from the
@@ -54,7 +62,7 @@ class EngineOptions:
             out += (
                 ["--gpus-per-worker", f"{self.gpus_per_worker:g}"] if self.gpus_per_worker else []
             )
-        return out
+        return out + (["--batch"] if self.batch else [])
 
 
 LOCAL = EngineOptions()
@@ -169,6 +177,40 @@ class LocalEngine:
         pass
 
 
+class BatchEngine(LocalEngine):
+    """The local engine with Gemini requests sent as batch jobs: every job at once (each
+    waits on the API's queue, not on a model here), the batching open from before the
+    models are built (so that they describe themselves as they will run) until
+    :meth:`close`; its journal is in ``folder``."""
+
+    def __init__(
+        self,
+        spec: MakerSpec,
+        folder: str | Path,
+        emit: Callable[[str], None],
+        name: str = "cells",
+        instances: Any = None,
+    ) -> None:
+        from refine.backends.gemini_batch import batching
+
+        self._batching = batching(folder, emit)
+        self.batcher = self._batching.__enter__()
+        try:
+            super().__init__(spec, 1, name, instances)
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, jobs: Sequence[Any], driver: Driver) -> None:
+        self.threads = max(1, len(jobs))
+        super().run(jobs, driver)
+
+    def close(self) -> None:
+        if self._batching is not None:
+            batching, self._batching = self._batching, None
+            batching.__exit__(None, None, None)
+
+
 def open_engine(
     options: EngineOptions,
     spec: MakerSpec,
@@ -182,6 +224,8 @@ def open_engine(
     """The engine a job runs on (:class:`EngineOptions`): ``local`` (``instances``, models
     already built here, are used as they are) or ``ray`` (actors each building its own
     maker; every worker must see ``folder``, which ``what`` names for the user)."""
+    if options.kind == "local" and options.batch:
+        return BatchEngine(spec, folder, emit, name, instances)
     if options.kind == "local":
         return LocalEngine(spec, options.workers, name, instances)
     if options.kind == "ray":

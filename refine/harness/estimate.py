@@ -43,6 +43,7 @@ class Estimate:
     costs_source: str = ""
     notes: list[str] = field(default_factory=list)  # what the counts include, in words
     agree: int = 0  # a sampled answer's first answers, which end it when they agree
+    batch_share: float | None = None  # the share of the prices a batch job pays (--batch)
 
     def least(self, role: str) -> int:
         """The calls of ``role`` where the judge samples and every answer's first ``agree``
@@ -114,6 +115,13 @@ class Estimate:
             upper = self.price(True)
             span = f"${price:,.2f}" + (f" to ${upper:,.2f}" if upper != price else "")
             out.append(f"cost: about {span} ({self.costs_source or 'the profile [costs]'})")
+            if self.batch_share is not None:
+                # a batch job's judge samples, k answers a reading
+                batch = self.price(True) * self.batch_share
+                out.append(
+                    f"  as batch jobs (--batch): about ${batch:,.2f}, answered within a day "
+                    f"(each judge reading takes all {self.samples} answers)"
+                )
             if self.unpriced():
                 out.append(f"  no price for: {', '.join(self.unpriced())}")
         return out
@@ -177,6 +185,7 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
         dict(profile.costs),
         profile.costs_source,
         agree=agree_of(judge, mode),
+        batch_share=getattr(profile, "costs_batch", None),
     )
 
 
@@ -211,6 +220,7 @@ def task_estimate(
         dict(profile.costs),
         profile.costs_source,
         agree=agree_of(judge, mode),
+        batch_share=getattr(profile, "costs_batch", None),
     )
 
 

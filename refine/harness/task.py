@@ -25,6 +25,12 @@ from refine.harness.engine import LOCAL, EngineOptions, MakerSpec, open_engine
 from refine.harness.results import RESULTS, Results, publish
 from refine.progress import Countdown
 
+# what a task run with --batch records in its results' config
+BATCH_WORDS = (
+    "Gemini requests sent as batch jobs (--batch): a sampled reading takes all k answers at "
+    "once, where a live one may stop at its first agreeing answers"
+)
+
 
 class Task:
     """A job on the harness. Subclasses set ``name`` (in progress lines, thread names and
@@ -34,6 +40,7 @@ class Task:
     name = "cells"
     what = "the output folder (--out)"
     folder: str | Path = "."
+    engine: EngineOptions = LOCAL  # what run_task runs it on
 
     def maker(self) -> MakerSpec:
         """How a process builds the maker of this task's jobs."""
@@ -75,6 +82,7 @@ def run_task(
 ) -> Any:
     """Make every job of ``task`` left to do on ``engine`` and return its result, the same
     for any engine and number of workers."""
+    task.engine = engine
     cells_engine = open_engine(
         engine,
         task.maker(),
@@ -198,7 +206,10 @@ class CellTask(Task):
         summary = self.summarise(cells, made_with)
         lines = [c.record() for c in cells]
         kept = [{k: v for k, v in line.items() if k not in self.form.bulky} for line in lines]
-        results = Results.made(self.name, self.config(made_with), summary, kept, self.csv_file)
+        config = self.config(made_with)
+        if self.engine.batch:  # the cells left were made so: how their judge read
+            config["batch"] = BATCH_WORDS
+        results = Results.made(self.name, config, summary, kept, self.csv_file)
         rows = [row for line in lines for row in self.csv_rows(line)]
         results = publish(self.store.dir, results, self.csv_fields(), rows)
         self.emit(f"written: {self.store.dir / RESULTS}, {self.csv_file}")

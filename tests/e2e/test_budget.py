@@ -59,7 +59,7 @@ def test_requests_sent_before_a_crash_are_kept(world, backends, options, tmp_pat
     failed = RunStore(run_dir).load()
     assert failed.status == "failed" and len(failed.rounds) == 1
     drawn = failed.usage["gemini:gemini-3.1-flash-lite-image"]  # the profile's generator
-    edits = failed.usage["gemini:gemini-3.1-flash-image"]  # and its editor
+    edits = failed.usage["gemini:gemini-nano-banana-2.1"]  # and its editor
     # one generation answered; the two candidates' edits that failed were sent all the same
     assert (drawn["calls"], drawn["sent"]) == (1, 1) == (world.log.count("generate"),) * 2
     assert (edits["calls"], edits["sent"]) == (0, 2) == (0, world.log.count("edit"))

@@ -19,7 +19,7 @@ from tests.e2e.test_cli_run import cli
 from tests.e2e.test_loop import ACT, refiner
 from tests.fakes.gemini_world import AMBER, BLUE, GREEN, OLIVE, RED, STEPWISE, png_bytes
 
-A, B = "gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"
+A, B = "gemini:gemini-nano-banana-2.1", "gemini:gemini-3-pro-image"  # the profile's editor first
 B_EDITS = {RED: (AMBER, AMBER), AMBER: (BLUE, BLUE), BLUE: (AMBER, AMBER)}
 SCENARIO = {A: [RED, AMBER, OLIVE, GREEN], B: [RED, AMBER, BLUE, AMBER]}
 PROMPTS = [(ACT, "Iran"), (ACT, "India")]

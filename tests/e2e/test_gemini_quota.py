@@ -92,7 +92,7 @@ def test_a_spent_daily_quota_ends_the_run_at_once_with_its_rounds_kept(
 ):
     world.edits = {RED: (GREEN, GREEN), GREEN: (GREEN, GREEN)}
     options = {**options, "editor": {"max_retries": 4}}  # retries allowed, none taken
-    with pytest.raises(QuotaSpent, match="gemini-3.1-flash-image: its daily request quota"):
+    with pytest.raises(QuotaSpent, match="gemini-nano-banana-2.1: its daily request quota"):
         spent_run(world, backends, options, tmp_path)
     # no retry, nothing sent after it (how soon the run ends: benchmarks/bench_gemini_run.py)
     assert len(world.refused_at) == 1
@@ -117,7 +117,7 @@ def test_the_command_line_says_it_in_one_line_with_how_to_go_on(world, siglip_pa
     assert done.returncode == 1, done.stderr
     (line,) = [x for x in done.stderr.splitlines() if x.startswith("error:")]
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
-    assert "gemini-3.1-flash-image: its daily request quota is spent" in line
+    assert "gemini-nano-banana-2.1: its daily request quota is spent" in line
     assert line.endswith(f"go on later with refine run --resume {run_dir}")
     assert "Traceback" not in done.stderr
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
@@ -139,7 +139,7 @@ def test_a_batch_stops_at_a_spent_daily_quota_and_a_rerun_goes_on(world, siglip_
     done = cli(*args)
     assert done.returncode == 1, done.stderr
     (said,) = [x for x in done.stderr.splitlines() if x.startswith("error:")]
-    assert "gemini-3.1-flash-image: its daily request quota is spent" in said
+    assert "gemini-nano-banana-2.1: its daily request quota is spent" in said
     assert f"the batch so far is kept in {tmp_path / 'batch'}" in said
     go_on = said.split("go on once it is back with ")[1]
     assert go_on.startswith(f"refine batch {specs} --out {tmp_path / 'batch'} --resume")
@@ -164,7 +164,7 @@ def test_the_app_shows_a_visitor_the_same_words(world, backends, options, tmp_pa
         ACT, COUNTRY, rounds=3, candidates=1, target=1.0, max_drift=2.0, patience=5
     )
     last = service.start(spec, refs).wait()
-    assert last.error.startswith("gemini-3.1-flash-image: its daily request quota is spent")
+    assert last.error.startswith("gemini-nano-banana-2.1: its daily request quota is spent")
     assert "midnight Pacific time" in last.error and len(world.refused_at) == 1
 
 

@@ -79,16 +79,21 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
         assert r.timings and all(v >= 0 for v in r.timings.values())
     assert r1.best.drift is not None and -1.0 <= r1.best.drift.embedding_cosine <= 1.0
     assert run.backend_ids["observer"] == "gemini:gemini-3.8-flash"
+    # beside the model asked for: the model version that answered, that the model fixes
+    # its own sampling (no temperature sent), and that no request asked to be stored
     assert run.backend_info["observer"] == {
         "id": "gemini:gemini-3.8-flash",
         "device": "api",
         "dtype": "n/a",
+        "model_version": "gemini-3.8-flash",
+        "sampling": "the model's own: it ignores temperature, top_p and top_k, so none is sent",
+        "store": "false",
     }
     assert [e.round for e in events if isinstance(e, RoundDecided)] == [0, 1, 2, 3]
     # API token usage per round and run, from each answer's usage metadata (the fake server
     # bills 20 in / 1290 out per image, 11 in / 7 out per text answer)
     drawn = run.usage["gemini:gemini-3.1-flash-lite-image"]  # the profile's generator
-    images = run.usage["gemini:gemini-3.1-flash-image"]  # and its editor
+    images = run.usage["gemini:gemini-nano-banana-2.1"]  # and its editor
     assert drawn["calls"] == world.log.count("generate") == 1
     assert images["calls"] == world.log.count("edit") == 6
     assert (images["prompt_tokens"], images["output_tokens"]) == (20 * 6, 1290 * 6)
@@ -97,7 +102,7 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
     assert texts["calls"] == world.log.count("observe") + world.log.count("judge")
     assert texts["total_tokens"] == 18 * texts["calls"]
     assert sum(r.usage["gemini:gemini-3.8-flash"]["calls"] for r in run.rounds) == texts["calls"]
-    assert r1.usage["gemini:gemini-3.1-flash-image"]["calls"] == 2  # two edit candidates
+    assert r1.usage["gemini:gemini-nano-banana-2.1"]["calls"] == 2  # two edit candidates
     assert run.packages["cultural-refine"] == "0.1.0" and "torch" in run.packages
     assert world.log.count("generate") == 1 and world.log.count("edit") == 6
 

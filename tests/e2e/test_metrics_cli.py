@@ -443,7 +443,8 @@ def test_backends_listing(capsys):
     assert "gemini" in {p["name"] for p in listing["profiles"]}
     names = {(r["role"], r["example"]) for r in rows}
     assert ("text_embedder", "st:all-MiniLM-L6-v2") in names
-    assert ("generator", "gemini:gemini-3.1-flash-image") in names
+    assert ("generator", "gemini:gemini-3.1-flash-lite-image") in names
+    assert ("editor", "gemini:gemini-nano-banana-2.1") in names
     assert {r["role"] for r in rows} >= {"generator", "editor", "observer", "judge", "llm"}
     only = run_json(capsys, "backends", "--role", "judge")["backends"]
     assert {r["role"] for r in only} == {"judge"}

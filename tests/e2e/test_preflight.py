@@ -58,8 +58,8 @@ def test_known_models_are_checked_once_then_the_run_goes(
     assert code == 0, err
     checked = [p.rsplit("/", 1)[-1] for p in gemini_env.model_gets]
     assert sorted(set(checked)) == [
-        "gemini-3.1-flash-image",
         "gemini-3.1-flash-lite-image",
         "gemini-3.8-flash",
+        "gemini-nano-banana-2.1",
     ]
     assert world.log[0] == "generate"  # the checks are GETs: no paid call before round 0

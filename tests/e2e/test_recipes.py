@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 import subprocess
 
@@ -233,11 +234,15 @@ def test_an_agreement_recipe_with_and_without_ratings(world, siglip_path, tmp_pa
 def test_dry_run_counts_and_prices(tmp_path):
     from refine.profiles import load_profile
 
+    # the bundled profile without its prices, then with a test's
     profile = load_profile("gemini").path.read_text()
+    bare = re.sub(r"(?m)^costs_source = .*\n", "", profile).split("\n[costs]")[0] + "\n"
+    unpriced = tmp_path / "unpriced.toml"
+    unpriced.write_text(bare)
     priced = tmp_path / "priced.toml"
     priced.write_text(
         'costs_source = "a test price list"\n'
-        + profile
+        + bare
         + "\n[costs]\ngenerator = 0.04\nobserver = 0.001\njudge = 0.0005\n"
     )
     out = tmp_path / "none"
@@ -257,7 +262,8 @@ def test_dry_run_counts_and_prices(tmp_path):
     low = images * 0.04 + looks * 0.001 + judge * 0.0005
     high = images * 0.04 + looks * 0.001 + judge * 8 * 0.0005
     assert f"cost: about ${low:,.2f} to ${high:,.2f} (a test price list)" in done.stdout
-    plain = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run", "--out", str(out))
+    plain = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run",
+                "--profile", str(unpriced), "--out", str(out))  # fmt: skip
     assert plain.returncode == 0 and "the profile gives no prices" in plain.stdout
 
 

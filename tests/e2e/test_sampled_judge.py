@@ -142,6 +142,39 @@ def test_a_reading_ends_when_its_first_answers_agree(no_logprobs, agree):
     assert (rating.stderr > 0) == (k == K)
 
 
+def test_a_model_that_ignores_the_seed_reads_at_its_own_odds(no_logprobs, gemini_env):
+    """Gemini 3.6 Flash and later fix their sampling: no temperature is sent (the stand-in
+    refuses one), the seed still is, and a model may ignore it too. Then a reading is no
+    longer repeatable: the same image read 40 times gives different readings, where a
+    model that follows the seed gives one reading 40 times. Each reading still says its
+    answers and standard error, and their mean is the agree-2 estimator's expectation at
+    the model's own odds (peak a with 3/4, its neighbour b with 1/4, docs/metrics.md):
+    a with 9/16, b with 1/16, else the mean of 8 answers, (5.5a + 2.5b) / 8, with 6/16:
+    (105a + 23b) / 128 in all."""
+    from PIL import Image
+
+    world = no_logprobs
+    red, prompt, n = Image.new("RGB", (8, 8), RED), "How exaggerated? 1-5", 40
+    # one request at a time: the world's draws go to the answers in one order
+    reader = judge(judge_mode="sampled", samples=K, agree=2, concurrency=1)
+    seeded = reader.rate([red] * n, [prompt] * n)
+    assert len({r.probabilities for r in seeded}) == 1  # the same answers every time
+    world.ignores_seed = True
+    drawn = reader.rate([red] * n, [prompt] * n)
+    assert len({r.probabilities for r in drawn}) > 1
+    for r in drawn:
+        k = int(r.method.removeprefix("sampled k="))
+        assert k in (2, K) and (r.stderr == 0) == (k == 2)
+    a, b = RATING[RED], RATING[RED] - 1
+    expected = (105 * a + 23 * b) / 128
+    mean = sum(r.expectation for r in drawn) / n
+    # one reading's spread is under 0.5 (its values lie in [b, a]): the mean of 40 is
+    # within 5 of its standard errors (0.4) of the expectation but once in 1.7 million
+    assert mean == pytest.approx(expected, abs=0.4) and b < mean < a
+    last = gemini_env.requests[-1]["generationConfig"]
+    assert "seed" in last and "temperature" not in last
+
+
 def test_a_readings_answers_go_out_together(no_logprobs):
     """The 8 answers of a reading are sent at once: the world answers the first and holds
     the others until 7 are held together (sent one after another, none would be)."""

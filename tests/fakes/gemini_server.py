@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -144,6 +145,7 @@ class Reply:
 
 # the models the fake API offers (GET /models): today's and the 2.5 ones tests name
 CATALOG = (
+    "gemini-nano-banana-2.1",
     "gemini-3.1-flash-image",
     "gemini-3-pro-image",
     "gemini-3.1-flash-lite-image",
@@ -155,6 +157,24 @@ CATALOG = (
     "gemini-2.5-flash-image",
     "gemini-2.5-pro",
 )
+
+
+# "gemini-3.6-flash" and later, "gemini-3.5-flash-lite" and later: they fix their own
+# sampling. The API documents temperature, top_p and top_k as deprecated and ignored for
+# them; the stand-in refuses a request that carries one (HTTP 400, as the API may come
+# to), so that no test passes while a request still sends one
+FIXED_SAMPLING = re.compile(r"gemini-(?:3\.(?:[6-9]|\d\d)|3\.5-flash-lite|[4-9]\.)")
+SAMPLING = ("temperature", "topP", "topK", "top_p", "top_k")
+
+
+def sampling_refused(path: str, body: dict) -> tuple[int, dict] | None:
+    model = path.rsplit("/", 1)[-1].split(":")[0]
+    config = body.get("generationConfig") or {}
+    sent = [k for k in SAMPLING if k in config]
+    if sent and FIXED_SAMPLING.match(model):
+        message = f"{', '.join(sent)} is not supported for {model}: it fixes its sampling"
+        return error_answer(400, "INVALID_ARGUMENT", message)
+    return None
 
 
 def model_entry(name: str) -> dict:
@@ -191,6 +211,15 @@ class FakeGemini:
         self._flight_changed = threading.Condition(self._flight)
         self._hold_until = 0  # see held_until_in_flight
         self._hold_give_up_s = 0.0
+        # model asked for -> the ``modelVersion`` its answers name (else the model's name)
+        self.served_as: dict[str, str] = {}
+        # batch jobs (the Batch API): name -> {"model", "requests", "state", "gets", ...}
+        self.batches: dict[str, dict] = {}
+        self.batch_gets: list[str] = []  # GET paths of batch jobs (polls)
+        self.batch_polls = 1  # GETs of a job that answer it is running, before it is done
+        self.batch_hold = False  # jobs stay running (a task killed while it waits)
+        self.batch_fail: str | None = None  # a state every job ends in instead ("FAILED")
+        self._batch_lock = threading.Lock()
 
     def reset_peak(self) -> None:
         with self._flight:
@@ -213,6 +242,78 @@ class FakeGemini:
                 self._flight_changed.notify_all()
 
     # queueing
+    # -- the Batch API: POST models/M:batchGenerateContent, GET batches/N ------------------
+
+    def answer(self, path: str, body: dict) -> Reply:
+        """A generateContent request's answer: refused, queued or the handler's."""
+        refused = sampling_refused(path, body)
+        if refused is not None:
+            return Reply(*refused)
+        if self.handler is not None and not self.replies:
+            reply = Reply(*self.handler(path, body))
+        elif not self.replies:
+            return Reply(*error_answer(500, "INTERNAL", "no reply queued"))
+        else:
+            reply = self.replies.popleft()
+        if reply.status == 200 and "candidates" in reply.body:
+            model = path.rsplit("/", 1)[-1].split(":")[0]
+            version = self.served_as.get(model, model)
+            reply = Reply(200, {"modelVersion": version, **reply.body}, reply.delay_s)
+        return reply
+
+    def _create_batch(self, path: str, body: dict) -> tuple[int, dict]:
+        model = path.rsplit("/", 1)[-1].split(":")[0]
+        batch = body.get("batch") or {}
+        items = ((batch.get("inputConfig") or {}).get("requests") or {}).get("requests")
+        if not isinstance(items, list) or not items:
+            return error_answer(400, "INVALID_ARGUMENT", "batch.input_config: no requests")
+        with self._batch_lock:
+            name = f"batches/stand-in-{len(self.batches) + 1}"
+            self.batches[name] = {
+                "model": model, "requests": items, "state": "BATCH_STATE_PENDING", "gets": 0,
+                "display": batch.get("displayName", ""), "output": None,
+            }  # fmt: skip
+        return 200, self._batch_body(name)
+
+    def _batch_body(self, name: str) -> dict:
+        job = self.batches[name]
+        meta = {
+            "@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
+            "model": f"models/{job['model']}", "displayName": job["display"],
+            "state": job["state"], "name": name,
+        }  # fmt: skip
+        if job["output"] is not None:
+            meta["output"] = {"inlinedResponses": {"inlinedResponses": job["output"]}}
+        return {"name": name, "metadata": meta, "done": job["output"] is not None}
+
+    def _get_batch(self, name: str) -> tuple[int, dict]:
+        with self._batch_lock:
+            job = self.batches.get(name)
+            if job is None:
+                return error_answer(404, "NOT_FOUND", f"{name} is not found")
+            job["gets"] += 1
+            if job["output"] is not None or self.batch_hold or job["gets"] <= self.batch_polls:
+                if job["output"] is None:
+                    job["state"] = "BATCH_STATE_RUNNING"
+                return 200, self._batch_body(name)
+            if self.batch_fail:
+                job["state"], job["output"] = f"BATCH_STATE_{self.batch_fail}", []
+                return 200, self._batch_body(name)
+        # the job is run: each request answered as a live one would be
+        output = []
+        path = f"/v1beta/models/{job['model']}:generateContent"
+        for item in job["requests"]:
+            got = self.answer(path, item.get("request") or {})
+            entry = {"metadata": item.get("metadata") or {}}
+            if got.status == 200:
+                entry["response"] = got.body
+            else:
+                entry["error"] = got.body.get("error", {"code": got.status})
+            output.append(entry)
+        with self._batch_lock:
+            job["state"], job["output"] = "BATCH_STATE_SUCCEEDED", output
+            return 200, self._batch_body(name)
+
     def reply(self, body: dict, delay_s: float = 0.0) -> None:
         self.replies.append(Reply(200, body, delay_s))
 
@@ -234,9 +335,11 @@ class FakeGemini:
 
             def do_GET(self):
                 path = self.path.split("?", 1)[0].rstrip("/")
-                fake.model_gets.append(path)
                 name = path.rsplit("/", 1)[-1]
-                if name == "models":
+                if "/batches/" in path:
+                    status, body = fake._get_batch(f"batches/{name}")
+                    fake.batch_gets.append(path)
+                elif fake.model_gets.append(path) or name == "models":
                     status, body = 200, {"models": [model_entry(m) for m in fake.models]}
                 elif name in fake.models:
                     status, body = 200, model_entry(name)
@@ -273,13 +376,10 @@ class FakeGemini:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append(body)
                 fake.paths.append(self.path)
-                if fake.handler is not None and not fake.replies:
-                    status, answer = fake.handler(self.path, body)
-                    reply = Reply(status, answer)
-                elif not fake.replies:
-                    reply = Reply(500, error_answer(500, "INTERNAL", "no reply queued")[1])
+                if self.path.endswith(":batchGenerateContent"):
+                    reply = Reply(*fake._create_batch(self.path, body))
                 else:
-                    reply = fake.replies.popleft()
+                    reply = fake.answer(self.path, body)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 data = json.dumps(reply.body).encode()

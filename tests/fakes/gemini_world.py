@@ -275,6 +275,11 @@ class World:
     # answer a "score is <num>" rating (AHEaD Tab. 31) with the digit alone, its
     # log-probabilities at the first position: a model that does not follow the format
     bare_digit: bool = False
+    # a judge that ignores the seed (and the temperature) a sampled answer is asked with,
+    # as a model that fixes its sampling may: each answer is drawn at random, at the same
+    # odds as by seed (``sampled_rating``), from this world's own generator
+    ignores_seed: bool = False
+    draws: Any = field(default_factory=lambda: __import__("random").Random(0))
     # answers to the reference-building prompts (refine refs build, the app's Build button)
     refs: dict = field(default_factory=lambda: dict(NOWRUZ_REFS))
     refs_asked: list[str] = field(default_factory=list)
@@ -465,7 +470,7 @@ class World:
             message = f"Logprobs is not enabled for models/{model}"
             return 400, {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
         if kind == "sampled":
-            seed = int(config.get("seed", 0))
+            seed = self._seed(config)
             if (p := tifa_p(colour, text)) is not None:
                 self.tifa_answered.append(text.split("?")[0].strip() + "?")
                 answer = "Yes" if seed % 10 < round(10 * p) else "No"
@@ -531,6 +536,14 @@ class World:
             return quota_answer(model, retry_delay=self.retry_delay)
         return None
 
+    def _seed(self, config: dict) -> int:
+        """The seed a sampled answer is drawn by: the request's, or a random one where the
+        judge ignores it."""
+        if self.ignores_seed:
+            with _BUSY:
+                return self.draws.randrange(1 << 30)
+        return int(config.get("seed", 0))
+
     def _quality(self, kind: str, image: dict, colour, config: dict):
         """A quality rating: the colour's, or 1 for an image of ``degrade_after`` edits."""
         peak = QUALITY[colour]
@@ -538,7 +551,7 @@ class World:
             peak = 1
         self.quality_asked.append(peak)
         if kind == "sampled":
-            answer = str(sampled_rating(peak, int(config.get("seed", 0))))
+            answer = str(sampled_rating(peak, self._seed(config)))
             return 200, text_answer(json.dumps({"answer": answer}))
         if self.no_logprobs:
             return 400, {"error": {"code": 400, "message": "Logprobs is not enabled"}}

@@ -206,6 +206,65 @@ def test_llm_complete_json(fake, client):
     assert out.candidates == ["giant domes", "oversized hookahs"]
 
 
+@pytest.mark.parametrize(
+    "model, fixed",
+    [
+        ("gemini-2.5-flash", False),
+        ("gemini-3-flash-preview", False),
+        ("gemini-3.1-pro-preview", False),
+        ("gemini-3.5-flash", False),
+        ("gemini-3.1-flash-lite-image", False),
+        ("gemini-3.5-flash-lite", True),
+        ("gemini-3.6-flash", True),
+        ("gemini-3.8-flash", True),
+        ("models/gemini-3.10-flash", True),
+        ("gemini-4.0-pro", True),
+        ("gemini-flash-latest", True),  # an alias follows the newest model
+    ],
+)
+def test_which_models_fix_their_sampling(model, fixed):
+    from refine.backends.gemini import fixed_sampling
+
+    assert fixed_sampling(model) is fixed
+
+
+def test_requests_to_a_model_that_fixes_its_sampling(fake, client):
+    """Gemini 3.6 Flash and later ignore temperature, top_p and top_k: no request to them
+    carries one (the stand-in refuses one that does), an earlier model still gets the
+    protocol's; every request opts out of storage; the model version that answered is
+    recorded beside the model asked for (an alias the API serves with a newer model)."""
+    from pydantic import BaseModel
+
+    class Candidates(BaseModel):
+        candidates: list[str]
+
+    fake.served_as = {"gemini-3.7-flash": "gemini-3.8-flash"}  # 3.7 routes to 3.8
+    for _ in range(3):
+        fake.reply(text_answer('{"candidates": ["giant domes"]}'))
+    new = backend("llm", "gemini:gemini-3.7-flash", client)
+    old = backend("llm", "gemini:gemini-2.5-flash", client)
+    assert "model_version" not in new.info()  # none before the first answer
+    assert new.complete_json("List", Candidates, temperature=0.2).candidates == ["giant domes"]
+    assert old.complete_json("List", Candidates, temperature=0.2).candidates == ["giant domes"]
+    first, second = (r["generationConfig"] for r in fake.requests[:2])
+    assert not {"temperature", "topP", "topK"} & set(first) and second["temperature"] == 0.2
+    assert [r["store"] for r in fake.requests[:2]] == [False, False]
+    assert new.info()["model_version"] == "gemini-3.8-flash" and not new.sets_temperature
+    assert "ignores temperature" in new.info()["sampling"]
+    assert old.info()["model_version"] == "gemini-2.5-flash" and "sampling" not in old.info()
+    # storage left to the project's setting: no ``store`` sent
+    keeps = GeminiClient(api_key="k", base_url=fake.url, store=None)
+    backend("llm", "gemini:gemini-2.5-flash", keeps).complete_json("List", Candidates)
+    assert "store" not in fake.requests[2]
+    assert "store" not in backend("llm", "gemini:gemini-2.5-flash", keeps).info()
+    # a request that still sent a temperature would be refused by the stand-in
+    from tests.fakes.gemini_server import sampling_refused
+
+    path = "/v1beta/models/gemini-3.8-flash:generateContent"
+    assert sampling_refused(path, {"generationConfig": {"temperature": 0}})[0] == 400
+    assert sampling_refused(path, {"generationConfig": {"seed": 3}}) is None
+
+
 def test_judge_yes_probability_from_logprobs(fake, client):
     fake.reply(
         text_answer(

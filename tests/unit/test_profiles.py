@@ -59,7 +59,11 @@ def test_bundled_profiles():
     assert cpu.backend("observer") == cpu.backend("judge") == "hf:Qwen/Qwen3.5-0.8B"
     gemini = load_profile("gemini")
     assert gemini.backend("generator") == "gemini:gemini-3.1-flash-lite-image"
-    assert gemini.backend("editor") == "gemini:gemini-3.1-flash-image"
+    assert gemini.backend("editor") == "gemini:gemini-nano-banana-2.1"
+    # priced for the dry run, with where the prices come from
+    assert set(gemini.costs) == {"generator", "editor", "observer", "judge", "llm"}
+    assert gemini.costs["editor"] > gemini.costs["generator"] > gemini.costs["llm"]
+    assert "list prices read 2026-11-28" in gemini.costs_source
     assert gemini.backend("observer") == gemini.backend("judge") == "gemini:gemini-3.8-flash"
     # every bundled profile's observer is uncalibrated: the AHEaD default, said so
     for p in (local, gemini, small, cpu):

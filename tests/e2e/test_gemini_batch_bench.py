@@ -1,0 +1,94 @@
+"""A bench whose Gemini requests go out as batch jobs (--batch) against the stand-in's Batch
+API: the same cells and summary as the live bench on the same answers, one job per model
+and stage, nothing sent live, and the price of both in the dry run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from refine.harness.engine import EngineOptions
+from refine.harness.tasks.bench import run_bench
+from refine.harness.tasks.bench_cells import BenchStore
+from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+from tests.e2e.test_cli_run import cli
+from tests.fakes.gemini_world import GREEN, RED
+
+GENS = ["gemini:gemini-3.1-flash-lite-image", "gemini:gemini-3-pro-image"]
+ACTS = ["people eating food at home"]
+
+
+def timeless(value):
+    """``value`` without what differs from run to run (timings, times)."""
+    if isinstance(value, dict):
+        return {
+            k: timeless(v)
+            for k, v in value.items()
+            if not (k in ("timings", "created", "updated", "batch") or k.endswith("_s"))
+        }
+    if isinstance(value, list):
+        return [timeless(v) for v in value]
+    return value
+
+
+def test_a_batch_bench_is_the_live_bench(
+    world, gemini_env, siglip_path, options, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_POLL_S", "0.02")
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.3")
+    world.generate_by_model = {"gemini-3.1-flash-lite-image": RED, "gemini-3-pro-image": GREEN}
+    plan = BenchPlan(
+        generators=GENS,
+        prompts=plan_prompts(["Iran"], ACTS),
+        images_per_prompt=2,
+        seed=42,
+        profile="gemini",
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+    )
+    # a batch job's readings take all k answers: the live bench is asked the same way
+    options = {**options, "judge": {**options["judge"], "judge_mode": "sampled", "agree": 0}}
+    live = run_bench(plan, tmp_path / "live", backend_options=options)
+    sent_live = len(gemini_env.paths)
+    batch = run_bench(
+        plan, tmp_path / "batch", backend_options=options, engine=EngineOptions(batch=True)
+    )
+    # the same cells, images and numbers; the same summary
+    cells = [
+        sorted(
+            BenchStore(tmp_path / d).records(),
+            key=lambda c: (c["generator"], c["activity"], c["country"]),
+        )
+        for d in ("live", "batch")
+    ]
+    assert len(cells[0]) == 2 and timeless(cells[0]) == timeless(cells[1])
+    assert timeless(live.summary) == timeless(batch.summary)
+    # nothing live: one job per model and stage (the two generators' images, then every
+    # image's observation and readings together)
+    paths = gemini_env.paths[sent_live:]
+    assert paths and all(p.endswith(":batchGenerateContent") for p in paths)
+    models = [job["model"] for job in gemini_env.batches.values()]
+    assert sorted(models[:2]) == ["gemini-3-pro-image", "gemini-3.1-flash-lite-image"]
+    assert models[2:] == ["gemini-3.8-flash"]
+    assert len(gemini_env.batches["batches/stand-in-1"]["requests"]) == 2  # 2 seeds
+    # the record says how the judge read: k answers always, as a batch job must
+    config = json.loads((tmp_path / "batch" / "results.json").read_text())["config"]
+    assert "a sampled reading takes all k answers" in config["batch"]
+    assert "batch" not in json.loads((tmp_path / "live" / "results.json").read_text())["config"]
+
+
+def test_the_dry_run_prices_live_and_batch_work(tmp_path):
+    out = tmp_path / "none"
+    done = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    # the bundled profile's prices: live, from the agreeing answers to all k, and as batch
+    # jobs, at half the price of all k
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("cost: about")]
+    (half,) = [x for x in done.stdout.splitlines() if "as batch jobs (--batch)" in x]
+    low, high = (float(v.split()[0].replace(",", "")) for v in line.split("$")[1:3])
+    batch = float(half.split("$")[1].split(",")[0])
+    assert "Gemini API list prices read 2026-11-28" in line and 0 < low < high
+    assert batch == pytest.approx(high / 2, abs=0.006)  # each rounded to the cent
+    assert "each judge reading takes all 8 answers" in half
+    refused = cli("bench", "--strategies", "best-of-n", "--batch", "--out", str(out))
+    assert refused.returncode == 2 and "--batch" in refused.stderr

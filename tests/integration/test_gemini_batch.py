@@ -1,0 +1,129 @@
+"""Gemini requests as batch jobs: the real google-genai client against the stand-in's Batch
+API (POST models/M:batchGenerateContent, GET batches/N)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from refine.backends.gemini import GeminiClient, GeminiError
+from refine.backends.gemini_batch import JOURNAL, Batcher, BatchJobError, batching
+from tests.fakes.gemini_server import FakeGemini, text_answer
+
+
+def echo(path: str, body: dict):
+    """Each request answered with its own text, or refused where it asks for "refuse"."""
+    text = body["contents"][0]["parts"][0]["text"]
+    if text == "refuse":
+        return 400, {"error": {"code": 400, "message": "bad request", "status": "INVALID"}}
+    return 200, text_answer(f"answer to {text}")
+
+
+@pytest.fixture
+def fake():
+    server = FakeGemini().start()
+    server.handler = echo
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(fake):
+    return GeminiClient(api_key="test-key", base_url=fake.url, max_retries=0)
+
+
+def ask_all(client: GeminiClient, texts: list[str], model: str = "gemini-3.8-flash"):
+    """Each text asked on a thread of its own: (answers or errors) in order."""
+    from google.genai import types
+
+    out: list = [None] * len(texts)
+
+    def one(k: int) -> None:
+        config = types.GenerateContentConfig(response_mime_type="text/plain")
+        try:
+            response = client.generate(model, [texts[k]], config, "ask")
+            out[k] = response.candidates[0].content.parts[0].text
+        except Exception as err:
+            out[k] = err
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(len(texts))]
+    for t in threads:
+        t.start()
+    return threads, out
+
+
+def until(condition, give_up_s: float = 20.0) -> None:
+    end = time.monotonic() + give_up_s
+    while not condition():
+        assert time.monotonic() < end, "gave up waiting"
+        time.sleep(0.01)
+
+
+def test_requests_that_come_together_are_one_job(fake, client, tmp_path, monkeypatch):
+    """Four threads' requests (one asked twice) make one job of three keyed requests, each
+    thread gets its own answer, and nothing went out live; the request keeps its store."""
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_POLL_S", "0.02")
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.3")
+    with batching(tmp_path) as batcher:
+        threads, out = ask_all(client, ["a", "b", "c", "a"])
+        for t in threads:
+            t.join(30)
+    assert out == ["answer to a", "answer to b", "answer to c", "answer to a"]
+    assert len(fake.batches) == 1 and batcher.created == list(fake.batches)
+    (job,) = fake.batches.values()
+    assert len(job["requests"]) == 3 and job["model"] == "gemini-3.8-flash"
+    assert {r["request"]["store"] for r in job["requests"]} == {False}
+    assert all(p.endswith(":batchGenerateContent") for p in fake.paths)  # none live
+    assert len(fake.batch_gets) >= 2  # polled while it ran, then read
+    assert [c.purpose for c in client.calls] == ["ask"] * 4
+    assert client.model_version("gemini-3.8-flash") == "gemini-3.8-flash"
+
+
+def test_a_rerun_reads_the_job_it_sent_instead_of_sending_it_again(
+    fake, client, tmp_path, monkeypatch
+):
+    """A task killed while its job waits: the journal holds the job's name and keys, so the
+    same requests asked again wait on that job; one new request goes in a job of its own."""
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_POLL_S", "0.02")
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.2")
+    fake.batch_hold = True
+    with batching(tmp_path):
+        threads, out = ask_all(client, ["a", "b"])
+        until(lambda: len(fake.batch_gets) >= 2)  # sent, and polled while it runs
+    for t in threads:  # the task ends: its threads stop waiting
+        t.join(30)
+    assert all(isinstance(e, BatchJobError) for e in out)
+    assert (tmp_path / JOURNAL).is_file() and len(fake.batches) == 1
+    fake.batch_hold = False
+    with batching(tmp_path) as again:
+        threads, out = ask_all(client, ["a", "b", "c"])
+        for t in threads:
+            t.join(30)
+    assert out == ["answer to a", "answer to b", "answer to c"]
+    first = next(iter(fake.batches))
+    assert again.resumed == [first] and len(again.created) == 1 and len(fake.batches) == 2
+    assert len(fake.batches[again.created[0]]["requests"]) == 1  # "c" alone
+
+
+def test_a_failed_job_and_a_refused_request_fail_their_requests(fake, client, tmp_path):
+    batcher = Batcher(tmp_path / JOURNAL, poll_s=0.02, gather_s=0.2)
+    try:
+        from refine.backends import gemini_batch
+
+        gemini_batch._ACTIVE.append(batcher)
+        threads, out = ask_all(client, ["fine", "refuse"])
+        for t in threads:
+            t.join(30)
+        assert out[0] == "answer to fine"
+        assert isinstance(out[1], GeminiError) and out[1].code == 400
+        assert "bad request" in str(out[1])
+        fake.batch_fail = "EXPIRED"
+        threads, out = ask_all(client, ["late"])
+        for t in threads:
+            t.join(30)
+        assert isinstance(out[0], BatchJobError) and "ended expired" in str(out[0])
+    finally:
+        gemini_batch._ACTIVE.remove(batcher)
+        batcher.close()
