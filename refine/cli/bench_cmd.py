@@ -377,6 +377,7 @@ def _recipe_concepts(recipe, given: dict, echo) -> None:
         est = task_estimate(
             profile_of(given["profile"]), n, len(found), len(gens), observer=n,
             judge_answers=n + within, local=["image_embedder", "hpsv2 where at hand"],
+            generator_names=gens,
         )  # fmt: skip
         echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
         for line in est.lines():

@@ -52,7 +52,7 @@ def run_caire_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[str]
 
         est = task_estimate(
             profile_of(given["profile"]), n, len(concepts) * len(countries), len(generators),
-            judge_answers=n * len(countries),
+            judge_answers=n * len(countries), generator_names=generators,
         )  # fmt: skip
         echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
         for line in est.lines():

@@ -46,7 +46,7 @@ def run_sos_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[str], 
         n = len(generators) * cells * per * s.images_per_prompt
         est = task_estimate(
             profile_of(given["profile"]), n, cells * per, len(generators),
-            local=["image_embedder", "the caption classifiers' CLIPs"],
+            local=["image_embedder", "the caption classifiers' CLIPs"], generator_names=generators,
         )  # fmt: skip
         echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
         for line in est.lines():

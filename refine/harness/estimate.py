@@ -115,6 +115,8 @@ class Estimate:
             upper = self.price(True)
             span = f"${price:,.2f}" + (f" to ${upper:,.2f}" if upper != price else "")
             out.append(f"cost: about {span} ({self.costs_source or 'the profile [costs]'})")
+            if self.unpriced():
+                out.append(f"  no price for: {', '.join(self.unpriced())}")
             if self.batch_share is not None:
                 # a batch job's judge samples, k answers a reading
                 batch = self.price(True) * self.batch_share
@@ -122,8 +124,6 @@ class Estimate:
                     f"  as batch jobs (--batch): about ${batch:,.2f}, answered within a day "
                     f"(each judge reading takes all {self.samples} answers)"
                 )
-            if self.unpriced():
-                out.append(f"  no price for: {', '.join(self.unpriced())}")
         return out
 
 
@@ -153,7 +153,10 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
     images = gens * len(plan.prompts) * n_img
     # AHEaD's observer prompts ask once per dimension (Tab. 22-27)
     looks = images * (len(DIMENSIONS) if getattr(plan, "observer_prompts", "") == "ahead" else 1)
-    calls = {"generator": images, "observer": looks, "judge": answers, "llm": 0}
+    drawn, local, costs, notes = split_generators(
+        plan.generators, len(plan.prompts) * n_img, profile
+    )
+    calls = {"generator": drawn, "observer": looks, "judge": answers, "llm": 0}
     uncounted = []
     tifa = any(b in plan.baselines for b in ("tifa", "soft_tifa"))
     if tifa or plan.expectations:
@@ -164,7 +167,7 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
         uncounted.append("one judge answer per expectation and image")
     sampled = dict(calls)
     sampled["judge"] = answers * k
-    local = [
+    local += [
         b for b in plan.baselines if b not in (*ONE_READING, "vie_overall", "tifa", "soft_tifa")
     ]
     local += [
@@ -182,11 +185,34 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
         k,
         local,
         uncounted,
-        dict(profile.costs),
+        costs,
         profile.costs_source,
+        notes,
         agree=agree_of(judge, mode),
         batch_share=getattr(profile, "costs_batch", None),
     )
+
+
+# a generator whose name starts so is called through an API; the others run here
+API_PREFIXES = ("gemini", "openai")
+
+
+def split_generators(
+    names: Sequence[str], images_each: int, profile: Any
+) -> tuple[int, list[str], dict[str, float], list[str]]:
+    """The generator calls an API answers (``images_each`` for each of ``names`` that is an
+    API model), the generators that run here, the profile's prices (without the
+    generator's where a generator other than the profile's own calls an API: that price is
+    the profile's model's) and a note saying so."""
+    api = [g for g in names if g.split(":", 1)[0] in API_PREFIXES]
+    here = [f"generator {g}" for g in names if g not in api]
+    costs, notes = dict(profile.costs), []
+    own = profile.roles.get("generator")
+    others = sorted({g for g in api if g != own})
+    if "generator" in costs and others:
+        del costs["generator"]
+        notes.append(f"the profile prices its own generator ({own}) only, not {', '.join(others)}")
+    return len(api) * images_each, here, costs, notes
 
 
 def task_estimate(
@@ -198,14 +224,20 @@ def task_estimate(
     judge_answers: int = 0,
     local: Sequence[str] = (),
     uncounted: Sequence[str] = (),
+    generator_names: Sequence[str] = (),
 ) -> Estimate:
     """An estimate for the tasks other than the bench (CUBE concepts, SoS banks, CAIRE's
-    universal set): one generation an image, the observer's and the judge's answers as
-    given, the judge's counted both ways as for the bench."""
+    universal set): one generation an image (only those of ``generator_names`` that call
+    an API are calls, where named), the observer's and the judge's answers as given, the
+    judge's counted both ways as for the bench."""
     judge = profile.options.get("judge", {})
     mode = str(judge.get("judge_mode", "auto"))
     k = int(judge.get("samples", 8)) if mode != "logprobs" else 1
-    calls = {"generator": images, "observer": observer, "judge": judge_answers, "llm": 0}
+    drawn, here, costs, notes = images, [], dict(profile.costs), []
+    if generator_names:
+        each = images // max(1, len(generator_names))
+        drawn, here, costs, notes = split_generators(generator_names, each, profile)
+    calls = {"generator": drawn, "observer": observer, "judge": judge_answers, "llm": 0}
     sampled = {**calls, "judge": judge_answers * k}
     return Estimate(
         images,
@@ -215,10 +247,11 @@ def task_estimate(
         sampled,
         mode,
         k,
-        list(local),
+        [*here, *local],
         list(uncounted),
-        dict(profile.costs),
+        costs,
         profile.costs_source,
+        notes,
         agree=agree_of(judge, mode),
         batch_share=getattr(profile, "costs_batch", None),
     )

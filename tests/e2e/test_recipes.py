@@ -246,8 +246,10 @@ def test_dry_run_counts_and_prices(tmp_path):
         + "\n[costs]\ngenerator = 0.04\nobserver = 0.001\njudge = 0.0005\n"
     )
     out = tmp_path / "none"
+    # the profile's own generator, which its prices are for
+    own = "gemini:gemini-3.1-flash-lite-image"
     done = cli("bench", "--recipe", "ahead-table1", "--limit", "3", "--dry-run",
-               "--generator", PAPERS, "--profile", str(priced), "--out", str(out))  # fmt: skip
+               "--generator", own, "--profile", str(priced), "--out", str(out))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert not out.exists()  # nothing made
     # 3 prompts x 10 images; each: five observer calls (AHEaD's prompts, one a
@@ -265,6 +267,13 @@ def test_dry_run_counts_and_prices(tmp_path):
     plain = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run",
                 "--profile", str(unpriced), "--out", str(out))  # fmt: skip
     assert plain.returncode == 0 and "the profile gives no prices" in plain.stdout
+    # another API generator than the profile's own is not priced at the profile's price;
+    # the bundled recipe's diffusers models are made here, no call
+    other = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run",
+                "--profile", str(priced), "--out", str(out))  # fmt: skip
+    assert f"prices its own generator ({own}) only, not {PAPERS}" in other.stdout
+    assert "no price for: generator" in other.stdout and "generator: 10 calls" in other.stdout
+    assert "generator diffusers:black-forest-labs/FLUX.1-dev" in other.stdout
 
 
 def test_wrong_input_is_refused_in_one_line(tmp_path):
@@ -426,13 +435,17 @@ def test_dry_runs_of_the_other_tasks_count_and_make_nothing(tmp_path):
     assert "judge: 240 calls" in both.stdout  # the within-culture concept's filter too
     sos = cli("bench", "--recipe", "sos-table2", "--dry-run", "--limit", "2", "--out", str(out))
     assert sos.returncode == 0, sos.stderr
-    assert f"generator: {7 * 2 * 14 * 9} calls" in sos.stdout  # 7 models, 2 cultures, 14 languages
+    # 7 models x 2 cultures x 14 languages x 9 prompts: images made here, no API call
+    assert f"{7 * 2 * 14 * 9} images: 7 generator(s)" in sos.stdout
+    assert "generator: " not in sos.stdout and "generator diffusers:" in sos.stdout
+    assert "cost: about $0.00" in sos.stdout
     lines = tmp_path / "u.txt"
     lines.write_text("wedding\nbreakfast\n")
     caire = cli("bench", "--recipe", "caire-table2", "--concepts", str(lines), "--dry-run",
                 "--out", str(out))  # fmt: skip
     assert caire.returncode == 0, caire.stderr
-    assert "generator: 20 calls" in caire.stdout and "judge: 200 calls" in caire.stdout
+    assert "20 images: 1 generator(s)" in caire.stdout and "judge: 200 calls" in caire.stdout
+    assert "run here, no API call: generator diffusers:" in caire.stdout  # SD3, no call
     assert not out.exists()
     bad = cli(
         "bench", "--recipe", "sos-table2", "--dry-run", "--profile", "nope", "--out", str(out)
