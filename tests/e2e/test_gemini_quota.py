@@ -60,6 +60,9 @@ def test_a_retry_delay_holds_every_thread_of_the_client(world):
 
     world.minute_429 = {"generate": 4}
     world.retry_delay = "0.5s"
+    # the four first requests are answered together, however late a loaded machine starts
+    # one of their threads (one sent after the others' delay had passed was refused last)
+    world.hold_together = 4
     client = gemini.GeminiClient(max_retries=2)
     generator = gemini.GeminiGenerator("gemini-3.1-flash-image", client=client, concurrency=4)
     images = generator.generate("a meal at home", [0, 1, 2, 3])

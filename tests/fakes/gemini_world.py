@@ -399,12 +399,12 @@ class World:
         import time
 
         self.arrived.append((time.monotonic(), kind))
+        if self.hold_together:  # (before a refusal: requests sent together are refused so)
+            self._hold_all()
         refused = self._quota(kind, model)
         if refused is not None:
             self.refused_at.append(time.monotonic())
             return refused
-        if self.hold_together:
-            self._hold_all()
         self._hold_if_asked(kind)
         delay = self.delay_by_kind.get(kind, self.delay_s)
         if delay:
