@@ -77,13 +77,15 @@ T = TypeVar("T", bound="BaseModel")
 
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-# Nano Banana 2.1, GA 2026-10-07 through generateContent; it replaces gemini-3.1-flash-image
-# (Nano Banana 2), shut down 2026-10-29 (the API changelog and deprecations page)
+# Nano Banana 2.1, GA 2026-10-06 and served by generateContent (the profile gives the
+# sources); it replaces gemini-3.1-flash-image (Nano Banana 2), shut down 2026-10-29
 DEFAULT_IMAGE_MODEL = "gemini-nano-banana-2.1"
 DEFAULT_TEXT_MODEL = "gemini-3.8-flash"  # GA 2026-09-02 (the API changelog)
 
 # "gemini-<major>.<minor>-<tier>" (a bare "gemini-3-flash" is 3.0)
 _VERSIONED = re.compile(r"gemini-(\d+)(?:\.(\d+))?-([a-z-]+)")
+# an alias that follows the newest model of its kind ("gemini-flash-latest")
+_LATEST = re.compile(r"gemini-[a-z-]*latest")
 
 
 def fixed_sampling(model: str) -> bool:
@@ -91,13 +93,13 @@ def fixed_sampling(model: str) -> bool:
     ``top_k`` are deprecated and ignored: Gemini 3.6 Flash and 3.5 Flash-Lite, and the
     models after them (Google's Gemini 3.6 Flash and 3.5 Flash-Lite developer guide,
     2026-07-21, and ai.google.dev/gemini-api/docs/latest-model as cited in opencode PR
-    #38924, read 2026-11-28: later models keep the same contract). Names without a version
-    (aliases such as ``gemini-flash-latest``, which follow the newest model) count as later
-    models; the versioned names before those take the parameters."""
-    name = model.removeprefix("models/").casefold()
+    #38924, read 2026-11-28: later models keep the same contract). The ``-latest`` aliases,
+    which follow the newest model, count as later models; the versioned names before those,
+    and names of other kinds (Gemma, experimental and tuned models), take the parameters."""
+    name = model.rsplit("/", 1)[-1].casefold()
     match = _VERSIONED.match(name)
     if not match:
-        return True
+        return bool(_LATEST.fullmatch(name))
     version = (int(match.group(1)), int(match.group(2) or 0))
     lite = "lite" in match.group(3)
     return version >= (3, 6) or (version >= (3, 5) and lite)
@@ -219,11 +221,18 @@ class GeminiClient:
     sleep: Callable[[float], None] = time.sleep
     calls: list[CallRecord] = field(default_factory=list)
     # the request's ``store``: False opts out of the API's request logging (on by default
-    # for paid projects created on or after 2026-10-26); None sends none (the project's
-    # setting); ai.google.dev/gemini-api/docs/logs-datasets, read 2026-11-28
-    store: bool | None = False
+    # for paid projects created on or after 2026-10-26); None or "project" sends none (the
+    # project's setting); ai.google.dev/gemini-api/docs/logs-datasets, read 2026-11-28.
+    # Vertex AI takes no ``store`` (its logging is the Cloud project's): none is sent there
+    store: bool | str | None = False
 
     def __post_init__(self) -> None:
+        if self.store == "project":
+            self.store = None
+        if self.store is not None and not isinstance(self.store, bool):
+            raise ValueError(
+                f'store: true, false or "project" (the project\'s setting), got {self.store!r}'
+            )
         self._client: Any = None
         self._lock = threading.Lock()
         self._checked: set[str] = set()
@@ -255,6 +264,36 @@ class GeminiClient:
         the first answer), comma-separated where the API served more than one."""
         with self._lock:
             return ", ".join(sorted(self._versions.get(model, ())))
+
+    def batch_create(self, model: str, inlined: list[Any], display: str) -> str:
+        """A batch job of ``inlined`` requests to ``model`` (its name); a spent daily quota
+        raises :class:`refine.usage.QuotaSpent`, another refusal a :class:`GeminiError`."""
+        from google.genai import errors, types
+
+        try:
+            job = self.client().batches.create(
+                model=model, src=inlined, config=types.CreateBatchJobConfig(display_name=display)
+            )
+        except errors.APIError as err:
+            quota = quota_of(err) if err.code == 429 else None
+            if quota is not None and (quota.daily or quota.none_on_tier):
+                raise QuotaSpent(quota_words(model, quota)) from err
+            detail = (err.message or str(err)).strip()
+            raise GeminiError(_explain(model, err, 1), err.code, detail) from err
+        return str(job.name)
+
+    def batch_get(self, name: str) -> Any:
+        """The batch job ``name`` as the API has it now (a :class:`GeminiError` with the
+        HTTP status where it answers with an error)."""
+        from google.genai import errors
+
+        try:
+            return self.client().batches.get(name=name)
+        except errors.APIError as err:
+            detail = (err.message or str(err)).strip()
+            raise GeminiError(
+                f"batch job {name}: HTTP {err.code}: {detail}", err.code, detail
+            ) from err
 
     def _wait_from_now(self, model: str, seconds: float) -> None:
         with self._lock:
@@ -343,7 +382,7 @@ class GeminiClient:
         from refine.backends.gemini_batch import BatchAnswerError, active
 
         client = self.client()
-        if self.store is not None:
+        if self.store is not None and not getattr(client, "vertexai", False):
             config = config.model_copy(update={"store": self.store})
         start = time.perf_counter()
         batcher = active()
@@ -576,7 +615,10 @@ class _GeminiBackend:
     def _each(self, seeds: Sequence[int], one: Any) -> list[Any]:
         """``one(seed)`` for every seed, in seed order: up to ``concurrency`` requests at
         once (each on a worker thread that keeps the caller's usage and deadline)."""
-        return usage.at_once(one, seeds, len(seeds) if self.batched else self.concurrency)
+        from refine.backends.gemini_batch import MAX_AT_ONCE
+
+        width = min(len(seeds), MAX_AT_ONCE) if self.batched else self.concurrency
+        return usage.at_once(one, seeds, width)
 
     @property
     def batched(self) -> bool:
@@ -769,7 +811,7 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
     def info(self) -> dict[str, str]:
         agree = str(self._agreeing())
         if self.batched and self.agree:
-            agree += f" (a batch job takes all {self.samples} answers at once)"
+            agree = f"none: a batch job takes all {self.samples} answers at once"
         info = {"judge_mode": self.judge_mode, "method": self.method, "agree": agree}
         return {**super().info(), **info}
 
@@ -782,7 +824,9 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
         return ProbabilityJudge.sampling.fget(self)
 
     def _width(self) -> int:
-        return 1 << 16 if self.batched else self.concurrency
+        from refine.backends.gemini_batch import MAX_AT_ONCE
+
+        return MAX_AT_ONCE if self.batched else self.concurrency
 
     def _agreeing(self) -> int:
         # an adaptive reading waits for its first answers: a batch job takes k at once

@@ -16,10 +16,12 @@ with the keys it holds. A task killed while a job waits is run again with the sa
 command: the requests it asks again find their keys in the journal, and the job is read
 by its name (polled until done) instead of being sent again.
 
-A job is polled every ``poll_s`` seconds (``REFINE_GEMINI_BATCH_POLL_S``, 30); the API's
-webhook, which needs an address the API can reach, is not used. A job that ends other than
-succeeded (failed, cancelled, expired after 48 hours) fails each of its requests with its
-state; a request the job answers with an error fails with that error.
+A job is polled every ``poll_s`` seconds (``REFINE_GEMINI_BATCH_POLL_S``, 30; a failed poll
+is tried again); the API's webhook, which needs an address the API can reach, is not used.
+A job holds at most :data:`MAX_JOB_BYTES` of requests (the API takes 20 MB inline). A job
+that ends other than succeeded (failed, cancelled, expired after 48 hours) fails each of its
+requests with its state, and a request the job answers with an error fails with that error;
+the journal marks both, so a rerun sends them again in a new job.
 """
 
 from __future__ import annotations
@@ -42,7 +44,14 @@ from refine.usage import BudgetExhausted, check_stop, time_left
 log = logging.getLogger(__name__)
 
 JOURNAL = ".gemini-batches.json"
-DONE_STATES = ("SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED")
+FAILED_STATES = ("FAILED", "CANCELLED", "EXPIRED")
+DONE_STATES = ("SUCCEEDED", *FAILED_STATES)
+# the inline requests of one job: the API takes up to 20 MB (ai.google.dev/gemini-api/docs/
+# batch-mode); base64 makes an image's bytes 4/3 as many
+MAX_JOB_BYTES = 18_000_000
+# the most jobs (a bench's cells) waiting at once, and the most requests one call of a
+# backend has in flight, while batching: a larger task makes a job per stage per wave
+MAX_AT_ONCE = 256
 _ACTIVE: list[Batcher] = []  # the batcher of the open batching() context, if any
 
 
@@ -74,6 +83,16 @@ def batching(folder: str | Path, emit: Callable[[str], None] | None = None) -> I
     finally:
         _ACTIVE.remove(batcher)
         batcher.close()
+
+
+def _weight(contents: list[Any]) -> int:
+    """About how many bytes a request's contents take in a job (images base64-encoded)."""
+    size = 1_000
+    for item in contents:
+        inline = getattr(item, "inline_data", None)
+        data = getattr(inline, "data", None) if inline is not None else None
+        size += len(data) * 4 // 3 if data is not None else len(str(item))
+    return size
 
 
 def _digest(item: Any) -> Any:
@@ -129,6 +148,8 @@ class Batcher:
     ) -> None:
         self.journal = journal
         self.poll_s, self.gather_s = poll_s, gather_s
+        self.max_bytes = MAX_JOB_BYTES
+        self.poll_failures = 5  # polls failed in a row before a job's requests fail
         self.emit = emit or (lambda line: None)
         self._jobs: dict[str, dict[str, Any]] = self._read()
         self._cond = threading.Condition()
@@ -169,6 +190,8 @@ class Batcher:
         a rerun reads it)."""
         key = request_key(model, contents, config)
         waiting = _Waiting(contents, config)
+        if self._closed.is_set():
+            raise BatchJobError(f"{model}: the batching has ended; nothing more is sent")
         with self._cond:
             self._clients[id(client)] = client
             self._queue.setdefault((id(client), model), {}).setdefault(key, []).append(waiting)
@@ -199,93 +222,129 @@ class Batcher:
                 ).start()
 
     def _send(self, client: Any, model: str, by_key: dict[str, list[_Waiting]]) -> None:
-        try:
-            with self._cond:
-                known: dict[str, list[str]] = {}
-                for name, job in self._jobs.items():
-                    if job.get("model") != model:
-                        continue
-                    held = [k for k in job.get("keys", []) if k in by_key]
-                    if held:
-                        known[name] = held
-                taken = {k for keys in known.values() for k in keys}
-            fresh = [k for k in by_key if k not in taken]
-            names = list(known)
-            self.resumed += names
-            if fresh:
-                names.append(self._create(client, model, {k: by_key[k][0] for k in fresh}))
-            for name in names:
-                for key, answer in self._wait(client, model, name).items():
-                    for waiting in by_key.get(key, []):
-                        if isinstance(answer, BaseException):
-                            waiting.error = answer
-                        else:
-                            waiting.response = answer
-                        waiting.done.set()
-            for key, waiters in by_key.items():
-                for waiting in waiters:
-                    if not waiting.done.is_set():
-                        waiting.error = BatchJobError(
-                            f"{model}: the batch job(s) {', '.join(names)} hold no answer for "
-                            f"request {key}"
-                        )
-                        waiting.done.set()
-        except BaseException as err:  # every request of the group hears it
-            for waiters in by_key.values():
-                for waiting in waiters:
+        """The group's answers: from the journal's jobs that hold its keys (still running,
+        or done and answered without an error), and from new jobs for the rest, each under
+        :attr:`max_bytes`; a job that fails fails its own requests only."""
+
+        def fail(keys: list[str], err: BaseException) -> None:
+            for key in keys:
+                for waiting in by_key.get(key, []):
                     if not waiting.done.is_set():
                         waiting.error = err
                         waiting.done.set()
 
-    def _create(self, client: Any, model: str, requests: dict[str, _Waiting]) -> str:
+        jobs: list[tuple[str, list[str], bool]] = []  # (name, keys, from the journal)
+        with self._cond:
+            taken: set[str] = set()
+            for name, job in self._jobs.items():
+                if job.get("model") != model or job.get("state") in FAILED_STATES:
+                    continue
+                failed = set(job.get("failed", []))
+                held = [k for k in job.get("keys", []) if k in by_key and k not in failed | taken]
+                if held:
+                    jobs.append((name, held, True))
+                    taken.update(held)
+                    self.resumed.append(name)
+        fresh = [k for k in by_key if k not in taken]
+        try:
+            for chunk in self._chunks(fresh, by_key):
+                jobs.append((self._create(client, model, chunk, by_key), chunk, False))
+        except BaseException as err:  # no job for the rest (a quota, a refusal)
+            fail(fresh, err)
+        for name, keys, journaled in jobs:
+            try:
+                try:
+                    answers = self._wait(client, model, name)
+                except Exception as err:
+                    if not (journaled and getattr(err, "code", None) == 404):
+                        raise
+                    # the API no longer has the job: its requests are sent again
+                    again = self._create(client, model, keys, by_key)
+                    answers = self._wait(client, model, again)
+            except BaseException as err:
+                fail(keys, err)
+                continue
+            for key in keys:
+                answer = answers.get(key)
+                for waiting in by_key.get(key, []):
+                    if isinstance(answer, BaseException):
+                        waiting.error = answer
+                    elif answer is not None:
+                        waiting.response = answer
+                    else:
+                        waiting.error = BatchJobError(
+                            f"{model}: the batch job {name} holds no answer for request {key}"
+                        )
+                    waiting.done.set()
+        fail(list(by_key), BatchJobError(f"{model}: no batch job answered this request"))
+
+    def _chunks(self, keys: list[str], by_key: dict[str, list[_Waiting]]) -> list[list[str]]:
+        """``keys`` in jobs whose requests come to at most :attr:`max_bytes` (the API takes
+        up to 20 MB of inline requests a job)."""
+        chunks: list[list[str]] = []
+        size = 0
+        for key in keys:
+            weight = _weight(by_key[key][0].contents)
+            if not chunks or size + weight > self.max_bytes:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(key)
+            size += weight
+        return chunks
+
+    def _create(
+        self, client: Any, model: str, keys: list[str], by_key: dict[str, list[_Waiting]]
+    ) -> str:
         from google.genai import types
 
         inlined = [
             types.InlinedRequest(
-                model=model, contents=w.contents, config=w.config, metadata={"key": key}
+                model=model,
+                contents=by_key[k][0].contents,
+                config=by_key[k][0].config,
+                metadata={"key": k},
             )
-            for key, w in requests.items()
+            for k in keys
         ]
-        job = client.client().batches.create(
-            model=model,
-            src=inlined,
-            config=types.CreateBatchJobConfig(display_name=f"refine {model} x{len(inlined)}"),
-        )
-        name = str(job.name)
+        name = client.batch_create(model, inlined, f"refine {model} x{len(inlined)}")
         with self._cond:
-            self._jobs[name] = {"model": model, "keys": list(requests), "created": time.time()}
+            self._jobs[name] = {"model": model, "keys": list(keys), "created": time.time()}
             self._write()
             self.created.append(name)
         self.emit(f"batch job {name}: {len(inlined)} request(s) to {model} sent")
         return name
 
     def _wait(self, client: Any, model: str, name: str) -> dict[str, Any]:
-        """The job's answers by key, once it is done (polled)."""
-        began = time.monotonic()
+        """The job's answers by key, once it is done (polled; a poll that fails is tried
+        again at the next, up to :attr:`poll_failures` in a row)."""
+        began, failures = time.monotonic(), 0
         while True:
-            job = client.client().batches.get(name=name)
-            state = getattr(job.state, "name", str(job.state)).removeprefix("JOB_STATE_")
-            if state in DONE_STATES:
-                break
-            waited = time.monotonic() - began
-            log.info("batch job %s (%s): %s after %.0f s", name, model, state.lower(), waited)
+            try:
+                job = client.batch_get(name)
+                failures = 0
+            except Exception as err:
+                failures += 1
+                if getattr(err, "code", None) == 404 or failures >= self.poll_failures:
+                    raise
+                log.warning("batch job %s: %s; polling again", name, err)
+                job = None
+            if job is not None:
+                state = getattr(job.state, "name", str(job.state)).removeprefix("JOB_STATE_")
+                if state in DONE_STATES:
+                    break
+                log.info("batch job %s (%s): %s after %.0f s", name, model, state.lower(),
+                         time.monotonic() - began)  # fmt: skip
             if self._closed.wait(self.poll_s):
                 raise BatchJobError(f"batch job {name}: no longer waited for (the task ended)")
-        with self._cond:
-            self._jobs.setdefault(name, {"model": model, "keys": []})["state"] = state
-            self._write()
-        if state != "SUCCEEDED":
-            error = getattr(job, "error", None)
-            said = f": {getattr(error, 'message', error)}" if error else ""
-            raise BatchJobError(f"batch job {name} ({model}) ended {state.lower()}{said}")
-        self.emit(f"batch job {name}: answered after {time.monotonic() - began:.0f} s")
         answers: dict[str, Any] = {}
+        failed: list[str] = []
         for item in getattr(job.dest, "inlined_responses", None) or []:
             key = (item.metadata or {}).get("key")
             if item.error is not None or item.response is None:
                 err = item.error or {}
                 code = err.get("code") if isinstance(err, dict) else getattr(err, "code", None)
                 message = err.get("message") if isinstance(err, dict) else str(err)
+                failed.append(key)
                 answers[key] = BatchAnswerError(
                     f"{model}: the batch job {name} answered HTTP {code}: {message}",
                     code,
@@ -293,9 +352,26 @@ class Batcher:
                 )
             else:
                 answers[key] = item.response
+        with self._cond:  # a rerun sends the failed requests again, in a new job
+            entry = self._jobs.setdefault(name, {"model": model, "keys": []})
+            entry["state"], entry["failed"] = state, failed
+            self._write()
+        if state != "SUCCEEDED":
+            error = getattr(job, "error", None)
+            said = f": {getattr(error, 'message', error)}" if error else ""
+            raise BatchJobError(f"batch job {name} ({model}) ended {state.lower()}{said}")
+        self.emit(f"batch job {name}: answered after {time.monotonic() - began:.0f} s")
         return answers
 
     def close(self) -> None:
+        """Stop: the requests not sent yet, and the waits on jobs, end with an error (the
+        jobs sent go on at the API, and a rerun reads them)."""
         self._closed.set()
         with self._cond:
+            queued, self._queue = self._queue, {}
             self._cond.notify_all()
+        for by_key in queued.values():
+            for waiters in by_key.values():
+                for waiting in waiters:
+                    waiting.error = BatchJobError("the task ended before its batch was sent")
+                    waiting.done.set()

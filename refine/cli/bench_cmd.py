@@ -324,6 +324,11 @@ def _recipe(name: str, given: dict) -> None:
         _recipe_concepts(recipe, given, echo)
         return
     if recipe.task in ("sos", "caire"):
+        if given["engine"].batch:
+            raise UserInputError(
+                f"--batch: the {recipe.task} recipes run their models directly, not as a "
+                "bench's cells; leave out --batch"
+            )
         from refine.cli.recipe_caire import run_caire_recipe
         from refine.cli.recipe_sos import run_sos_recipe
 

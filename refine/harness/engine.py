@@ -202,7 +202,9 @@ class BatchEngine(LocalEngine):
             raise
 
     def run(self, jobs: Sequence[Any], driver: Driver) -> None:
-        self.threads = max(1, len(jobs))
+        from refine.backends.gemini_batch import MAX_AT_ONCE
+
+        self.threads = max(1, min(len(jobs), MAX_AT_ONCE))
         super().run(jobs, driver)
 
     def close(self) -> None:

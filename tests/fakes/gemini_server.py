@@ -219,6 +219,8 @@ class FakeGemini:
         self.batch_polls = 1  # GETs of a job that answer it is running, before it is done
         self.batch_hold = False  # jobs stay running (a task killed while it waits)
         self.batch_fail: str | None = None  # a state every job ends in instead ("FAILED")
+        self.batch_get_errors = 0  # the next GETs of a job answered 503 (a poll that fails)
+        self.batch_refusal: tuple[int, dict] | None = None  # the answer to a job's creation
         self._batch_lock = threading.Lock()
 
     def reset_peak(self) -> None:
@@ -263,6 +265,8 @@ class FakeGemini:
 
     def _create_batch(self, path: str, body: dict) -> tuple[int, dict]:
         model = path.rsplit("/", 1)[-1].split(":")[0]
+        if self.batch_refusal is not None:
+            return self.batch_refusal
         batch = body.get("batch") or {}
         items = ((batch.get("inputConfig") or {}).get("requests") or {}).get("requests")
         if not isinstance(items, list) or not items:
@@ -291,6 +295,11 @@ class FakeGemini:
             job = self.batches.get(name)
             if job is None:
                 return error_answer(404, "NOT_FOUND", f"{name} is not found")
+            if self.batch_get_errors:
+                self.batch_get_errors -= 1
+                return error_answer(503, "UNAVAILABLE", "The service is currently unavailable.")
+            if job.get("running"):  # another poll is answering it now
+                return 200, self._batch_body(name)
             job["gets"] += 1
             if job["output"] is not None or self.batch_hold or job["gets"] <= self.batch_polls:
                 if job["output"] is None:
@@ -299,6 +308,7 @@ class FakeGemini:
             if self.batch_fail:
                 job["state"], job["output"] = f"BATCH_STATE_{self.batch_fail}", []
                 return 200, self._batch_body(name)
+            job["running"] = True
         # the job is run: each request answered as a live one would be
         output = []
         path = f"/v1beta/models/{job['model']}:generateContent"

@@ -220,6 +220,10 @@ def test_llm_complete_json(fake, client):
         ("models/gemini-3.10-flash", True),
         ("gemini-4.0-pro", True),
         ("gemini-flash-latest", True),  # an alias follows the newest model
+        ("publishers/google/models/gemini-2.5-flash", False),
+        ("gemma-3-27b-it", False),
+        ("gemini-exp-1206", False),
+        ("tunedModels/my-model-123", False),
     ],
 )
 def test_which_models_fix_their_sampling(model, fixed):
@@ -252,11 +256,13 @@ def test_requests_to_a_model_that_fixes_its_sampling(fake, client):
     assert new.info()["model_version"] == "gemini-3.8-flash" and not new.sets_temperature
     assert "ignores temperature" in new.info()["sampling"]
     assert old.info()["model_version"] == "gemini-2.5-flash" and "sampling" not in old.info()
-    # storage left to the project's setting: no ``store`` sent
-    keeps = GeminiClient(api_key="k", base_url=fake.url, store=None)
+    # storage left to the project's setting ("project" in a profile): no ``store`` sent
+    keeps = GeminiClient(api_key="k", base_url=fake.url, store="project")
     backend("llm", "gemini:gemini-2.5-flash", keeps).complete_json("List", Candidates)
     assert "store" not in fake.requests[2]
     assert "store" not in backend("llm", "gemini:gemini-2.5-flash", keeps).info()
+    with pytest.raises(ValueError, match="store: true, false or"):
+        GeminiClient(store="no")
     # a request that still sent a temperature would be refused by the stand-in
     from tests.fakes.gemini_server import sampling_refused
 

@@ -127,3 +127,73 @@ def test_a_failed_job_and_a_refused_request_fail_their_requests(fake, client, tm
     finally:
         gemini_batch._ACTIVE.remove(batcher)
         batcher.close()
+
+
+@pytest.fixture
+def installed(tmp_path):
+    """A batcher of this test's own (fast polls, a short quiet window), installed."""
+    from refine.backends import gemini_batch
+
+    batchers = []
+
+    def make(gather_s: float = 0.2) -> Batcher:
+        batcher = Batcher(tmp_path / JOURNAL, poll_s=0.02, gather_s=gather_s)
+        gemini_batch._ACTIVE.append(batcher)
+        batchers.append(batcher)
+        return batcher
+
+    yield make
+    for batcher in batchers:
+        gemini_batch._ACTIVE.remove(batcher)
+        batcher.close()
+
+
+def asked(client: GeminiClient, texts: list[str]) -> list:
+    threads, out = ask_all(client, texts)
+    for t in threads:
+        t.join(30)
+    return out
+
+
+def test_a_rerun_sends_again_what_a_failed_job_held(fake, client, installed):
+    """An expired job fails its requests; the next run sends them again in a new job (with
+    the run's other requests), and never reads the expired one again."""
+    fake.batch_fail = "EXPIRED"
+    first = installed()
+    assert isinstance(asked(client, ["a"])[0], BatchJobError)
+    first.close()
+    fake.batch_fail = None
+    again = installed()
+    assert asked(client, ["a", "b"]) == ["answer to a", "answer to b"]
+    assert again.resumed == [] and len(again.created) == 1
+    assert len(fake.batches[again.created[0]]["requests"]) == 2
+
+
+def test_a_job_stays_under_the_apis_size_limit(fake, client, installed):
+    batcher = installed(gather_s=0.3)
+    batcher.max_bytes = 2_100  # two requests a job (about 1 kB each, as weighed)
+    assert asked(client, ["a", "b", "c"]) == ["answer to a", "answer to b", "answer to c"]
+    assert sorted(len(fake.batches[n]["requests"]) for n in batcher.created) == [1, 2]
+
+
+def test_a_failed_poll_is_polled_again_and_a_spent_quota_is_said(fake, client, installed):
+    from refine.usage import QuotaSpent
+    from tests.fakes.gemini_server import PER_DAY, quota_answer
+
+    installed()
+    fake.batch_get_errors = 2  # two polls answered 503: polled again
+    assert asked(client, ["a"]) == ["answer to a"]
+    fake.batch_refusal = quota_answer("gemini-3.8-flash", PER_DAY, "250", None)
+    (said,) = asked(client, ["b"])
+    assert isinstance(said, QuotaSpent) and "its daily request quota is spent" in str(said)
+
+
+def test_what_was_not_sent_ends_with_the_task(fake, client, installed):
+    batcher = installed(gather_s=30.0)  # nothing is sent before the task ends
+    threads, out = ask_all(client, ["a"])
+    until(lambda: bool(batcher._queue))
+    batcher.close()
+    threads[0].join(30)
+    assert isinstance(out[0], BatchJobError) and "before its batch was sent" in str(out[0])
+    assert asked(client, ["b"])[0].args[0].endswith("nothing more is sent")
+    assert not fake.batches
