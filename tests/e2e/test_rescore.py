@@ -109,7 +109,9 @@ def test_a_new_tau_makes_no_model_call(bench, world, minilm, tmp_path):
     assert faith["difference"] == pytest.approx(spearman(xb, y) - spearman(xa, y))
 
 
-def test_a_new_observer_observes_again_and_never_generates(bench, world, tmp_path):
+def test_a_new_observer_observes_again_and_never_generates(
+    bench, world, gemini_env, tmp_path, monkeypatch
+):
     world.log.clear()
     new = tmp_path / "obs"
     done = cli(
@@ -131,6 +133,26 @@ def test_a_new_observer_observes_again_and_never_generates(bench, world, tmp_pat
         "rescore", str(bench), "--out", str(new), "--backend", "observer=gemini:gemini-3.5-flash"
     )
     assert again.returncode == 0 and world.log == []
+    # the same as batch jobs (--batch): the 12 observations in one job, where the stand-in's
+    # 12 images are 2 distinct ones (each generator draws one colour): 2 requests, each
+    # asked once; the same observations as the live rescore
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_POLL_S", "0.02")
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.3")
+    sent = len(gemini_env.paths)
+    batch = tmp_path / "obs-batch"
+    done = cli("rescore", str(bench), "--out", str(batch), "--batch",
+               "--backend", "observer=gemini:gemini-3.5-flash")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert all(p.endswith(":batchGenerateContent") for p in gemini_env.paths[sent:])
+    (job,) = gemini_env.batches.values()
+    assert job["model"] == "gemini-3.5-flash" and len(job["requests"]) == 2
+
+    def observed(folder):
+        by_cell = {(c["generator"], c["country"]): c["images"] for c in _cells(folder)}
+        return {key: [im["observed"] for im in images] for key, images in by_cell.items()}
+
+    assert observed(batch) == observed(new)
+    assert "batch" in json.loads((batch / "results.json").read_text())["config"]
 
 
 def test_rescore_refuses_what_it_cannot_do(bench, tmp_path):
