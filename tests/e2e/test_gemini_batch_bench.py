@@ -36,7 +36,7 @@ def test_a_batch_bench_is_the_live_bench(
     world, gemini_env, siglip_path, options, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("REFINE_GEMINI_BATCH_POLL_S", "0.02")
-    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.3")
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.2")
     world.generate_by_model = {"gemini-3.1-flash-lite-image": RED, "gemini-3-pro-image": GREEN}
     plan = BenchPlan(
         generators=GENS,
@@ -50,6 +50,7 @@ def test_a_batch_bench_is_the_live_bench(
     options = {**options, "judge": {**options["judge"], "judge_mode": "sampled", "agree": 0}}
     live = run_bench(plan, tmp_path / "live", backend_options=options)
     sent_live = len(gemini_env.paths)
+    earlier = set(gemini_env.batches)  # the stand-in serves the whole session
     batch = run_bench(
         plan, tmp_path / "batch", backend_options=options, engine=EngineOptions(batch=True)
     )
@@ -67,10 +68,11 @@ def test_a_batch_bench_is_the_live_bench(
     # image's observation and readings together)
     paths = gemini_env.paths[sent_live:]
     assert paths and all(p.endswith(":batchGenerateContent") for p in paths)
-    models = [job["model"] for job in gemini_env.batches.values()]
+    jobs = [job for name, job in gemini_env.batches.items() if name not in earlier]
+    models = [job["model"] for job in jobs]
     assert sorted(models[:2]) == ["gemini-3-pro-image", "gemini-3.1-flash-lite-image"]
     assert models[2:] == ["gemini-3.8-flash"]
-    assert len(gemini_env.batches["batches/stand-in-1"]["requests"]) == 2  # 2 seeds
+    assert [len(job["requests"]) for job in jobs[:2]] == [2, 2]  # 2 seeds each
     # the record says how the judge read: k answers always, as a batch job must
     config = json.loads((tmp_path / "batch" / "results.json").read_text())["config"]
     assert "a sampled reading takes all k answers" in config["batch"]

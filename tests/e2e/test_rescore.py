@@ -137,14 +137,14 @@ def test_a_new_observer_observes_again_and_never_generates(
     # 12 images are 2 distinct ones (each generator draws one colour): 2 requests, each
     # asked once; the same observations as the live rescore
     monkeypatch.setenv("REFINE_GEMINI_BATCH_POLL_S", "0.02")
-    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.3")
-    sent = len(gemini_env.paths)
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.2")
+    sent, earlier = len(gemini_env.paths), set(gemini_env.batches)  # (a session's stand-in)
     batch = tmp_path / "obs-batch"
     done = cli("rescore", str(bench), "--out", str(batch), "--batch",
                "--backend", "observer=gemini:gemini-3.5-flash")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert all(p.endswith(":batchGenerateContent") for p in gemini_env.paths[sent:])
-    (job,) = gemini_env.batches.values()
+    (job,) = [job for name, job in gemini_env.batches.items() if name not in earlier]
     assert job["model"] == "gemini-3.5-flash" and len(job["requests"]) == 2
 
     def observed(folder):

@@ -65,7 +65,7 @@ def test_requests_that_come_together_are_one_job(fake, client, tmp_path, monkeyp
     """Four threads' requests (one asked twice) make one job of three keyed requests, each
     thread gets its own answer, and nothing went out live; the request keeps its store."""
     monkeypatch.setenv("REFINE_GEMINI_BATCH_POLL_S", "0.02")
-    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.3")
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.15")
     with batching(tmp_path) as batcher:
         threads, out = ask_all(client, ["a", "b", "c", "a"])
         for t in threads:
@@ -87,7 +87,7 @@ def test_a_rerun_reads_the_job_it_sent_instead_of_sending_it_again(
     """A task killed while its job waits: the journal holds the job's name and keys, so the
     same requests asked again wait on that job; one new request goes in a job of its own."""
     monkeypatch.setenv("REFINE_GEMINI_BATCH_POLL_S", "0.02")
-    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.2")
+    monkeypatch.setenv("REFINE_GEMINI_BATCH_GATHER_S", "0.15")
     fake.batch_hold = True
     with batching(tmp_path):
         threads, out = ask_all(client, ["a", "b"])
@@ -136,7 +136,7 @@ def installed(tmp_path):
 
     batchers = []
 
-    def make(gather_s: float = 0.2) -> Batcher:
+    def make(gather_s: float = 0.15) -> Batcher:
         batcher = Batcher(tmp_path / JOURNAL, poll_s=0.02, gather_s=gather_s)
         gemini_batch._ACTIVE.append(batcher)
         batchers.append(batcher)
@@ -170,7 +170,7 @@ def test_a_rerun_sends_again_what_a_failed_job_held(fake, client, installed):
 
 
 def test_a_job_stays_under_the_apis_size_limit(fake, client, installed):
-    batcher = installed(gather_s=0.3)
+    batcher = installed(gather_s=0.15)
     batcher.max_bytes = 2_100  # two requests a job (about 1 kB each, as weighed)
     assert asked(client, ["a", "b", "c"]) == ["answer to a", "answer to b", "answer to c"]
     assert sorted(len(fake.batches[n]["requests"]) for n in batcher.created) == [1, 2]
