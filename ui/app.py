@@ -199,10 +199,14 @@ APP_CSS = (
 
 def launch_options(out: str | Path) -> dict[str, Any]:
     """What ``demo.launch`` needs besides the address: the upload limit, ``--out`` as the
-    only folder files are served from (run images, thumbnails), and the app's styles."""
+    only folder files are served from (run images, thumbnails), but never its private files
+    (:mod:`ui.private`), and the app's styles."""
+    from ui.private import private_files_middleware
+
     return {
         "max_file_size": f"{MAX_UPLOAD_MB}mb",
         "allowed_paths": [str(Path(out).resolve())],
+        "app_kwargs": {"middleware": [private_files_middleware(out)]},
         "css": APP_CSS,
     }
 

@@ -215,6 +215,46 @@ def has_colour(png: bytes, colour, tolerance: int = 12) -> bool:
 
 # the module's longest test comes first: the module is the run's last stretch, and the
 # workers end together only when what is left at the end is short
+def test_the_file_route_never_serves_a_private_file(app, tmp_path):
+    """Asked with no cookie, as anyone can: the images a page shows are served (a run's, a
+    rating set's attention check), the private files beside them are not, by any spelling
+    of their path (ui/private.py)."""
+    import httpx
+
+    from tests.fakes.gemini_world import png_bytes
+
+    url = app[0]
+    png = png_bytes(RED, (8, 8))
+    shown = [tmp_path / "runs" / "r1" / "round0.png", tmp_path / "set" / ".attention" / "quick.png"]
+    hidden = [
+        tmp_path / ".usage.jsonl",
+        tmp_path / ".app-secret",
+        tmp_path / "runs" / "r1" / ".owner",
+        tmp_path / "set" / ".profiles.json",
+        tmp_path / "set" / ".raters.json",
+        tmp_path / "set" / "ratings.jsonl",
+        tmp_path / ".refs" / "visitor" / "refs.json",
+    ]
+    for path in [*shown, *hidden]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(png if path.suffix == ".png" else b'{"secret": 1}')
+    with httpx.Client(base_url=url, timeout=30) as client:
+        for path in shown:
+            got = client.get(f"/gradio_api/file={path}")
+            assert got.status_code == 200 and got.content == png, path
+        spellings = [
+            "/gradio_api/file={}",
+            "/file={}",
+            "/gradio_api/file/{}",
+            "/gradio_api/file={}".replace("=", "%3D"),
+        ]
+        for path in hidden:
+            odd = str(path.parent / "." / ".." / path.parent.name / path.name)
+            for asked in [*(s.format(path) for s in spellings), f"/gradio_api/file={odd}"]:
+                got = client.get(asked)
+                assert got.status_code in (403, 404) and b"secret" not in got.content, asked
+
+
 def test_every_bundled_protocol_is_drawn_and_rated(page):
     """Each bundled protocol drawn in the page and an image rated with it, after the
     rater's profile and consent: CulturalFrames' follow-ups appear only below 1 and its
