@@ -9,7 +9,11 @@
 A start over quota is refused with one message saying when the visitor can start again.
 The ledger is ``--out/.usage.jsonl``: hashed visitors and addresses (never the ids), one
 line per start and per finished run's calls, so a restart keeps the counts. ``refine
-app-usage --out DIR`` prints it per visitor.
+app-usage --out DIR`` prints it per visitor. The hashes are salted with a secret kept
+beside the ledger (``--out/.ledger-salt``, made on first use, readable by its owner only,
+never served: :mod:`ui.private`): without it, an address's hash cannot be found by trying
+addresses (unsalted, 127.0.0.1 was found in 2 guesses of 127.0.0.0/16). A ledger written
+before the salt keeps its lines, which no longer match: the counts start afresh once.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 LEDGER = ".usage.jsonl"
+SALT = ".ledger-salt"
 HOUR, DAY = 3600.0, 86400.0
 # runs per visitor per hour when the app listens beyond this machine and none is given
 PUBLIC_RUNS_PER_HOUR = 6
@@ -34,8 +39,28 @@ class QuotaExceeded(ValueError):
     """A start over quota; the message says when the visitor can start again."""
 
 
-def hashed(kind: str, value: str) -> str:
-    return hashlib.sha256(f"refine-{kind}\x00{value}".encode()).hexdigest()[:16]
+def hashed(kind: str, value: str, salt: str = "") -> str:
+    return hashlib.sha256(f"refine-{kind}\x00{salt}\x00{value}".encode()).hexdigest()[:16]
+
+
+def ledger_salt(out: Path) -> str:
+    """The secret the ledger's hashes are salted with, made once (owner-only) in ``out``."""
+    import secrets
+
+    path = Path(out) / SALT
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    salt = secrets.token_hex(16)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it first: theirs is the salt
+        return path.read_text(encoding="utf-8").strip()
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(salt)
+    return salt
 
 
 def _when(t: float, now: float) -> str:
@@ -94,7 +119,8 @@ class Quotas:
         """Raise :class:`QuotaExceeded`, saying when they can start again, when ``visitor``
         (or ``address``) may not start a run now."""
         now = self.clock()
-        who, where = hashed("visitor", visitor), hashed("address", address or "")
+        salt = ledger_salt(self.out)
+        who, where = hashed("visitor", visitor, salt), hashed("address", address or "", salt)
         with self._lock:
             if self.daily_calls is not None:
                 midnight = now - now % DAY
@@ -124,7 +150,8 @@ class Quotas:
     def record_start(self, visitor: str, address: str | None) -> int:
         """Count a start; returns the visitor's starts in the last hour, this one included."""
         now = self.clock()
-        who, where = hashed("visitor", visitor), hashed("address", address or "")
+        salt = ledger_salt(self.out)
+        who, where = hashed("visitor", visitor, salt), hashed("address", address or "", salt)
         with self._lock:
             self._append({"t": now, "kind": "start", "visitor": who, "address": where})
             return sum(
@@ -137,7 +164,7 @@ class Quotas:
         """Record the model calls a visitor's run made."""
         if calls > 0:
             with self._lock:
-                who = hashed("visitor", visitor)
+                who = hashed("visitor", visitor, ledger_salt(self.out))
                 self._append({"t": self.clock(), "kind": "calls", "visitor": who, "n": calls})
 
     def usage(self) -> dict[str, dict[str, int]]:

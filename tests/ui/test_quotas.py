@@ -187,3 +187,33 @@ def test_a_run_its_client_left_is_counted_whole_and_the_next_start_waits_for_it(
     second_run = service.open(queued.outputs()[-1][7])
     calls = sorted(r["calls_today"] for r in Quotas(out).usage().values())
     assert calls == sorted([made.model_calls, second_run.model_calls]), calls
+
+
+def test_the_ledger_hashes_are_salted_with_a_secret_kept_beside_it(tmp_path):
+    """An address's hash cannot be found by trying addresses without the salt: the one a
+    start records is none of 127.0.0.0/16's unsalted hashes. The salt is made once,
+    readable by its owner only, and a restart reads it again, so the counts go on."""
+    import hashlib
+    import stat
+
+    from ui.private import private
+    from ui.quotas import SALT, hashed
+
+    q = Quotas(tmp_path, runs_per_hour=1).check()
+    q.record_start("browser:a", "127.0.0.1")
+    (entry,) = [json.loads(x) for x in (tmp_path / LEDGER).read_text().splitlines()]
+    unsalted = {
+        hashlib.sha256(f"refine-address\x00127.0.{a}.{b}".encode()).hexdigest()[:16]
+        for a in range(256)
+        for b in range(256)
+    }
+    assert entry["address"] not in unsalted and entry["address"] not in {
+        hashed("address", "127.0.0.1")  # nor the unsalted hash of this module
+    }
+    salt = tmp_path / SALT
+    assert stat.S_IMODE(salt.stat().st_mode) == 0o600 and len(salt.read_text()) == 32
+    assert private(tmp_path.resolve(), str(salt))  # never served by the app
+    again = Quotas(tmp_path, runs_per_hour=1).check()  # a restart: the same hashes
+    with pytest.raises(QuotaExceeded):
+        again.check_start("browser:b", "127.0.0.1")  # the same address, counted
+    assert salt.read_text() == (tmp_path / SALT).read_text()
