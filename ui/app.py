@@ -20,6 +20,7 @@ from refine.service import RunService
 from ui.limits import Limits
 from ui.line import Line, line_length
 from ui.quotas import Quotas
+from ui.safe import hide_paths_of
 from ui.views.common import Session
 from ui.views.common import index as _index  # noqa: F401 (the app's rule for numbers)
 from ui.views.rate import add_rate_view
@@ -49,6 +50,7 @@ def build_app(
     ``X-Forwarded-For`` only with ``trust_proxy``."""
     limits = (limits or Limits()).check()
     gr = require("gradio", "gradio", "the app", "app")
+    hide_paths_of(service)  # its messages and boxes name paths under --out relative to it
     with gr.Blocks(title="Culturally faithful image refinement") as demo:
         # who the visitor is: a token kept in the browser (encrypted with a key kept in
         # --out), read into this session's state on load; see ui.visitors

@@ -72,10 +72,10 @@ class Deployment:
     def status(self) -> str:
         """The line the page shows under its title: the profile and where runs are kept."""
         if self.persistent:
-            kept = f"saved runs are kept in `{self.out}` (storage mounted at /data)"
-        else:
+            kept = "saved runs are kept on the storage mounted at /data"
+        else:  # the page never shows a server path: the folder is the operator's to know
             kept = (
-                f"saved runs are kept in `{self.out}` and are **lost when the demo restarts** "
+                "saved runs are **lost when the demo restarts** "
                 "(no storage bucket is mounted at /data)"
             )
         from refine.profiles import load_profile, slow_notice

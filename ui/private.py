@@ -1,19 +1,15 @@
-"""What Gradio's file route never serves from ``--out``, whoever asks.
+"""Gradio's file route never serves a file because it sits under ``--out``.
 
-The app lets Gradio serve files from ``--out`` (``allowed_paths``), so that the run images,
-thumbnails and rating images a page shows can be fetched. Anyone can ask that route for any
-path, with no cookie, so the private files kept beside those images are refused by name
-before Gradio sees the request (:class:`PrivateFiles`, an ASGI middleware of the app):
-
-* every file whose name starts with a dot: the raters' profiles (``.profiles.json``) and
-  claims (``.raters.json``), the usage ledger (``.usage.jsonl``), each run's owner
-  (``.owner``), the browser tokens' key (``.app-secret``), a study's state (``.study.json``),
-  locks and partial writes;
-* every file inside a folder whose name starts with a dot, but for the attention checks'
-  images (``.attention``), which the Rate view shows;
-* the raters' answers and reasons (``ratings.jsonl``).
-
-Files outside ``--out`` (Gradio's own cache of what it was given) are Gradio's to judge.
+What a page shows (run images, thumbnails, rating images, downloads) reaches it as a
+component's value, and Gradio copies each such file into its own cache folder and serves
+that copy. The app passes ``--out`` as an allowed path only so that those copies can be
+made; Gradio would then also serve any file under ``--out`` to anyone who names it, with
+no cookie: the raters' profiles (``.profiles.json``), their answers (``ratings.jsonl``),
+the usage ledger, each run's owner, another visitor's run record or references. So every
+file route request for a path under ``--out`` is answered 404 before Gradio sees it
+(:class:`PrivateFiles`, an ASGI middleware of the app), whatever its name; a path under
+Gradio's cache or upload folder (were they inside ``--out``) is Gradio's to judge, as is
+every path outside ``--out``.
 """
 
 from __future__ import annotations
@@ -24,42 +20,51 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-PRIVATE_NAMES = frozenset({"ratings.jsonl"})  # besides every name that starts with a dot
-SHOWN_HIDDEN_FOLDERS = frozenset({".attention"})  # hidden folders whose images pages show
 # Gradio's file routes: /gradio_api/file=PATH and /gradio_api/file/PATH (also without the
 # /gradio_api prefix, and under a root path)
 _FILE_ROUTE = re.compile(r"/file[=/](.+)$")
 
 
-def private(out: Path, path: str) -> bool:
-    """Whether ``path`` (as the file route is asked for it) names a private file under
-    ``out`` (resolved)."""
+def _gradio_folders() -> list[Path]:
+    """Gradio's cache of the files it was given, and its upload folder (resolved)."""
+    from gradio import utils
+
+    return [Path(utils.get_cache_folder()).resolve(), Path(utils.get_upload_folder()).resolve()]
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def private(out: Path, path: str, gradio: list[Path] | None = None) -> bool:
+    """Whether ``path`` (as the file route is asked for it) lies under ``out`` (resolved),
+    and not under one of Gradio's own folders (``gradio``; default: its cache and upload
+    folders)."""
     try:
         asked = Path(path)
         if not asked.is_absolute():
             asked = Path(os.getcwd()) / asked
-        rel = asked.resolve().relative_to(out)
+        asked = asked.resolve()
     except (ValueError, OSError):
-        return False  # not under --out
-    *folders, name = rel.parts or ("",)
-    return (
-        name.startswith(".")
-        or name in PRIVATE_NAMES
-        or any(f.startswith(".") and f not in SHOWN_HIDDEN_FOLDERS for f in folders)
-    )
+        return True  # a path that cannot be read is refused
+    if not _under(asked, out):
+        return False
+    folders = _gradio_folders() if gradio is None else gradio
+    return not any(_under(asked, g) for g in folders if not _under(out, g))
 
 
 class PrivateFiles:
-    """Answers 404 to a file route request for a private file under ``out``."""
+    """Answers 404 to a file route request for a path under ``out``."""
 
     def __init__(self, app: Any, out: str | Path) -> None:
         self.app = app
         self.out = Path(out).resolve()
+        self.gradio = _gradio_folders()
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope.get("type") == "http":
             match = _FILE_ROUTE.search(unquote(scope.get("path", "")))
-            if match and private(self.out, match.group(1)):
+            if match and private(self.out, match.group(1), self.gradio):
                 body = b'{"detail":"Not Found"}'
                 await send(
                     {

@@ -11,7 +11,9 @@ import html
 import logging
 import re
 import threading
+import weakref
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,7 @@ def error(message: Any) -> Exception:
     traceback, and keeps it for the page's message box (:func:`take_refusal`)."""
     import gradio as gr
 
-    text = str(message)
+    text = no_server_paths(message)
     log.info("refused: %s", " ".join(text.split())[:300])
     session = _session_hash()
     if session:
@@ -47,6 +49,47 @@ def error(message: Any) -> Exception:
             while len(_refused) > _REFUSALS_KEPT:
                 _refused.popitem(last=False)
     return gr.Error(html_text(text), print_exception=False)
+
+
+# the services whose --out the app's messages name by relative paths (weakly held: tests
+# build many apps in one process; an app lives as long as its service)
+_SERVICES: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+# an absolute path, not inside a URL or a word ("km/h", "1/5", "a/b"
+# and "https://host/a" are left alone)
+_ABSOLUTE = re.compile(r"(?<![\w.:/~-])/(?:[^\s'\"/<>|]+/)*[^\s'\"/<>|,;)]+")
+
+
+def hide_paths_of(service: Any) -> None:
+    """Name paths under ``service.out`` relative to it in the app's messages and boxes."""
+    _SERVICES[id(service)] = service
+
+
+def shown_path(path: Any) -> str:
+    """A server path as a message or box shows it: relative to the app's folder when it
+    lies there (a run is named by its folder), else by its last part; never absolute."""
+    text = str(path)
+    if not text.startswith("/"):
+        return text
+    for service in list(_SERVICES.values()):
+        out = Path(service.out)
+        for root in {str(out), str(out.resolve())}:
+            if text == root:
+                return "."
+            if text.startswith(root.rstrip("/") + "/"):
+                return text[len(root.rstrip("/")) + 1 :]
+    return Path(text).name or "."
+
+
+def no_server_paths(message: Any) -> str:
+    """``message`` with every absolute server path in it shown by :func:`shown_path`: a
+    visitor never learns where the server keeps its files."""
+
+    def one(match: re.Match) -> str:
+        path = match.group(0)
+        tail = len(path) - len(path.rstrip("."))  # a sentence's full stop
+        return shown_path(path[: len(path) - tail]) + path[len(path) - tail :]
+
+    return _ABSOLUTE.sub(one, str(message))
 
 
 def take_refusal(session_hash: str | None) -> str | None:

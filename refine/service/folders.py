@@ -77,6 +77,26 @@ class RunFolders:
         if visitor is None or owner != visitor_hash(visitor):
             raise ValueError(NOT_YOURS)
 
+    def check_set(self, folder: str | Path, visitor: str | None) -> None:
+        """Nothing when ``visitor`` may rate the images of ``folder`` (inside ``out``):
+        a run of theirs, or a folder holding, at any depth, no run of another visitor's
+        (runs made outside the app, with no owner, may be rated). Else a ValueError."""
+        import os
+
+        folder = Path(folder)
+        if (folder / "run.json").is_file():
+            self.check_owner(folder, visitor)
+            return
+        mine = visitor_hash(visitor) if visitor is not None else None
+        for here, dirs, files in os.walk(folder):  # links are not followed
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            if "run.json" in files:
+                owner = self.owner_of(here)
+                if owner is not None and owner != mine:
+                    raise ValueError(
+                        "this folder holds another visitor's run: pick a set of your own"
+                    )
+
     def visitor_references_dir(self, visitor: str | None) -> Path:
         """Where ``visitor``'s references are written: the shared folder for an admin (or
         without a visitor: a script's own service), else one of the visitor's own."""
@@ -103,9 +123,7 @@ class RunFolders:
 
         path = confined(self.out, value, what)
         if not path.is_dir():
-            raise ValueError(
-                f"{str(value).strip()!r} is not a {what} inside this app's folder ({self.out})"
-            )
+            raise ValueError(f"{str(value).strip()!r} is not a {what} inside this app's folder")
         return path
 
     def resolve(self, value: str | Path | None) -> Path:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -215,44 +216,50 @@ def has_colour(png: bytes, colour, tolerance: int = 12) -> bool:
 
 # the module's longest test comes first: the module is the run's last stretch, and the
 # workers end together only when what is left at the end is short
-def test_the_file_route_never_serves_a_private_file(app, tmp_path):
-    """Asked with no cookie, as anyone can: the images a page shows are served (a run's, a
-    rating set's attention check), the private files beside them are not, by any spelling
-    of their path (ui/private.py)."""
+def test_the_file_route_serves_nothing_under_out(app, tmp_path):
+    """Asked with no cookie, as anyone can: no file under --out is served, by any spelling
+    of its path: neither the private files (the raters' profiles and answers, the ledger,
+    a run's owner, a visitor's references) nor a run's record or images, which pages get
+    as copies in Gradio's cache (ui/private.py). A copy there is served."""
     import httpx
+    from gradio import processing_utils, utils
 
     from tests.fakes.gemini_world import png_bytes
 
     url = app[0]
     png = png_bytes(RED, (8, 8))
-    shown = [tmp_path / "runs" / "r1" / "round0.png", tmp_path / "set" / ".attention" / "quick.png"]
-    hidden = [
+    files = [
+        tmp_path / "runs" / "r1" / "round0.png",
+        tmp_path / "runs" / "r1" / "run.json",
+        tmp_path / "set" / ".attention" / "quick.png",
         tmp_path / ".usage.jsonl",
         tmp_path / ".app-secret",
         tmp_path / "runs" / "r1" / ".owner",
         tmp_path / "set" / ".profiles.json",
         tmp_path / "set" / ".raters.json",
         tmp_path / "set" / "ratings.jsonl",
-        tmp_path / ".refs" / "visitor" / "refs.json",
+        tmp_path / "references" / "visitors" / "ab12" / "refs.json",
     ]
-    for path in [*shown, *hidden]:
+    for path in files:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(png if path.suffix == ".png" else b'{"secret": 1}')
     with httpx.Client(base_url=url, timeout=30) as client:
-        for path in shown:
-            got = client.get(f"/gradio_api/file={path}")
-            assert got.status_code == 200 and got.content == png, path
         spellings = [
             "/gradio_api/file={}",
             "/file={}",
             "/gradio_api/file/{}",
             "/gradio_api/file={}".replace("=", "%3D"),
         ]
-        for path in hidden:
+        for path in files:
             odd = str(path.parent / "." / ".." / path.parent.name / path.name)
             for asked in [*(s.format(path) for s in spellings), f"/gradio_api/file={odd}"]:
                 got = client.get(asked)
-                assert got.status_code in (403, 404) and b"secret" not in got.content, asked
+                assert got.status_code in (403, 404), asked
+                assert b"secret" not in got.content and png not in got.content, asked
+        # what a page is given is copied into Gradio's cache, and served from there
+        copy = processing_utils.save_file_to_cache(files[0], utils.get_cache_folder())
+        got = client.get(f"/gradio_api/file={copy}")
+        assert got.status_code == 200 and got.content == png
 
 
 def test_every_bundled_protocol_is_drawn_and_rated(page):
@@ -521,6 +528,11 @@ def test_show_a_round_and_roll_back_to_it(page, tmp_path):
         small_things_read_whole(pg, size, tmp_path)
     # a click on round 1's image in the gallery shows it and picks it for steering
     images_loaded(pg, 2)
+    # the images come from Gradio's cache of what the page was given, never from --out
+    # (ui/private.py), and the run is named by its folder, not the server's path
+    sources = pg.eval_on_selector_all("#gallery img", "imgs => imgs.map(i => i.src)")
+    assert sources and not any(str(service.out.resolve()) in unquote(s) for s in sources)
+    assert first_dir and not Path(first_dir).is_absolute() and (service.out / first_dir).is_dir()
     pg.locator("#gallery img").nth(1).click()
     until(pg, "() => document.querySelector('#stage textarea').value.startsWith('round 1: ')")
     assert pg.locator("#round input").first.input_value() == "1"
@@ -992,10 +1004,10 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
     try:  # closed whatever happens: the browser is the module's
         other.goto(pg.url)
         open_saved(other)
-        before = (Path(run_dir) / "run.json").read_bytes()
+        before = (service.out / run_dir / "run.json").read_bytes()
         other.click("#reject")
         toast_text(other, "this run belongs to another visitor")
-        assert (Path(run_dir) / "run.json").read_bytes() == before
+        assert (service.out / run_dir / "run.json").read_bytes() == before
     finally:
         other.context.close()
     # the owner, after a reload, opens it from its thumbnail
@@ -1065,7 +1077,7 @@ def test_the_buttons_wait_for_the_visitor_so_a_run_started_at_once_stays_the_sta
     fill(pg, "candidates", "1")
     pg.click("#start")
     wait_finished(pg)
-    run_dir = Path(pg.locator("#run-dir textarea").input_value())
+    run_dir = service.out / pg.locator("#run-dir textarea").input_value()
     assert len(read) == 1  # the reload's visit, which kept the first visit's token
     assert service.owner_of(run_dir) == visitor_hash(f"browser:{read[0]}")
 
@@ -1490,7 +1502,7 @@ def test_a_start_behind_another_run_says_how_many_are_ahead(page):
         other.stop()
     followed.result(timeout=120)
     wait_finished(pg)
-    assert other.run_dir != Path(pg.locator("#run-dir textarea").input_value())
+    assert other.run_dir != service.out / pg.locator("#run-dir textarea").input_value()
 
 
 def small_things_read_whole(pg, size, tmp_path) -> None:

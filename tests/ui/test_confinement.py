@@ -258,3 +258,30 @@ def test_rating_probes_stay_inside_out(app):
     assert not [e for e in endpoints if e.startswith("/answer")], sorted(endpoints)
     assert {"/rate_begin", "/rate_profile", "/rate_save"} <= set(endpoints)
     untouched(s)
+
+
+@pytest.mark.slow
+def test_a_set_holding_another_visitors_run_is_refused_at_any_depth(app):
+    """Another visitor cannot rate (and so see) a run of someone else's by naming a folder
+    that holds it, at any depth, the app's folder itself included; its owner can. No
+    refusal names the server's path."""
+    from tests.ui.clients import app_client
+
+    client, service, run_dir, base = app
+    deep = service.out / "deep"
+    shutil.copytree(run_dir, deep / "er" / "copied")  # with its owner: the first client
+    try:
+        other = app_client(client.src)  # another visitor
+        for where in (".", "deep", "deep/er", "deep/er/copied", str(deep), run_dir.name):
+            with pytest.raises(Exception, match="another visitor") as refused:
+                rate_begin(other, where, "bo")
+            assert str(base) not in str(refused.value) and str(base.resolve()) not in str(
+                refused.value
+            )
+        assert not [p for p in service.out.rglob(".raters.json") if "bo" in p.read_text()]
+        assert "give your profile" in rate_begin(client, "deep/er", "ana")[0]
+        with pytest.raises(Exception, match="not a rating set") as refused:
+            rate_begin(other, str(base / "nowhere" / "at-all"), "bo")
+        assert str(base) not in str(refused.value) and "'at-all'" in str(refused.value)
+    finally:
+        shutil.rmtree(deep)

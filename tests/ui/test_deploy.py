@@ -44,6 +44,7 @@ def test_the_environment_names_what_is_wrong(tmp_path):
     assert (got.host, got.port, got.login) == ("0.0.0.0", 7860, False)
     # runs outside /data do not survive a restart, and the page says so
     assert not got.persistent and "lost when the demo restarts" in got.status()
+    assert str(got.out) not in got.status()  # the page never shows a server path
     assert deploy.from_env({**key, "OAUTH_CLIENT_ID": "x"}).login
     # quotas: 6 runs per visitor per hour unless set (0: none); a Space trusts its proxy
     assert (got.runs_per_hour, got.daily_calls, got.trust_proxy) == (6, None, False)

@@ -347,3 +347,28 @@ def test_the_line_says_how_many_are_ahead_and_refuses_past_its_length():
     assert waiting_words(1, None) == (
         "waiting: 1 run ahead of yours (1 waiting); yours starts when it ends"
     )
+
+
+def test_messages_and_boxes_name_no_server_path(tmp_path):
+    """A path under the app's folder is named relative to it; any other absolute path by
+    its last part; URLs, fractions and words with a slash are left as they are."""
+    from ui.safe import error, hide_paths_of, no_server_paths, shown_path
+
+    class Service:
+        out = tmp_path / "out"
+
+    service = Service()
+    hide_paths_of(service)
+    out = str(service.out)
+    assert shown_path(f"{out}/runs/r1") == "runs/r1" and shown_path(out) == "."
+    assert shown_path("/etc/passwd") == "passwd" and shown_path("runs/r1") == "runs/r1"
+    said = no_server_paths(
+        f"no run at {out}/runs/r1. '/home/ann/.cache/refine/refs/x.json' is not a pack; "
+        "see https://ai.google.dev/gemini-api/docs at 3/5 km/h"
+    )
+    assert said == (
+        "no run at runs/r1. 'x.json' is not a pack; "
+        "see https://ai.google.dev/gemini-api/docs at 3/5 km/h"
+    )
+    refused = str(error(f"{out}/a/b.png: not an image"))
+    assert out not in refused and "a/b.png: not an image" in refused

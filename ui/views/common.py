@@ -20,7 +20,7 @@ from ui import adapters
 from ui.limits import Limits
 from ui.line import Line
 from ui.quotas import QuotaExceeded, Quotas, client_address
-from ui.safe import error, take_refusal
+from ui.safe import error, no_server_paths, shown_path, take_refusal
 from ui.visitors import visitor_id
 
 log = logging.getLogger(__name__)
@@ -129,9 +129,9 @@ class RunDisplay:
         branches = branches_text(branches_of(run_dir)) if run_dir is not None else ""
         progress = " \u00b7 ".join(x for x in (progress_line(run), branches) if x)
         return cls.values(
-            stage=message,
+            stage=no_server_paths(message),
             **cls.of_run(run, run_dir, k),
-            run_dir=str(path or ""),
+            run_dir=shown_path(path) if path else "",
             progress=progress,
             bar=bar,
         )
@@ -164,9 +164,9 @@ class RunDisplay:
                 f"recorded as a person's" + (f"\nplanned changes: {changes}" if changes else "")
             )
         return cls.values(
-            stage=text,
+            stage=no_server_paths(text),
             **views,
-            run_dir=str(update.run_dir or ""),
+            run_dir=shown_path(update.run_dir) if update.run_dir else "",
             progress=progress_line(update.run),
             bar=bar,
         )

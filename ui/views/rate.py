@@ -120,8 +120,7 @@ def _open(
     visitor's answers are never written under another's name); ``protocol`` a bundled
     one's name (a client's value: nothing else is taken)."""
     folder = service.inside(folder_value, "rating set")
-    if (folder / "run.json").is_file():
-        service.check_owner(folder, visitor)
+    service.check_set(folder, visitor)
     if visitor is None:
         raise ValueError("this request names no visitor: open the app in a browser")
     if protocol in (None, "", OWN):
@@ -346,8 +345,8 @@ class _Handlers:
         """The questions and reason boxes the answers so far call for."""
         try:  # read only: a set's protocol is recorded by Begin, never here
             folder = self.service.inside(folder_value, "rating set")
-            if (folder / "run.json").is_file():  # another visitor's run says nothing
-                self.service.check_owner(folder, visitor_id(request, tok))
+            # a set holding another visitor's run says nothing
+            self.service.check_set(folder, visitor_id(request, tok))
             protocol = Study.recorded(folder)
         except ValueError:
             protocol = None

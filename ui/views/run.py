@@ -13,7 +13,7 @@ from refine.service import NOT_YOURS, ServiceBusy
 from refine.settings import Setting, shown_on
 from ui import adapters
 from ui.line import IN_LINE
-from ui.safe import error, html_text
+from ui.safe import error, html_text, no_server_paths
 from ui.views.common import (
     NO_VISITOR,
     REVIEW_TIMEOUT_S,
@@ -325,7 +325,7 @@ def _wire_upload(gr: Any, form: RunForm) -> None:
         try:
             settings.check_image(path)
         except settings.SettingsError as err:
-            gr.Warning(html_text(f"{err.message} (use {UPLOAD_LIMITS})"))
+            gr.Warning(html_text(no_server_paths(f"{err.message} (use {UPLOAD_LIMITS})")))
             return gr.update(value=None, visible=False)
         return gr.update(value=path, visible=True)
 

@@ -11,7 +11,7 @@ import gradio as gr
 
 from refine.present.report.tune import loss_charts, read_history, write_tune_page
 from refine.service import RunService, ServiceBusy
-from ui.safe import error, md_text
+from ui.safe import error, md_text, no_server_paths
 from ui.views.common import VisitorGate
 from ui.visitors import visitor_id
 
@@ -19,9 +19,9 @@ from ui.visitors import visitor_id
 def _data_text(service: RunService, max_drift: float = 0.5, visitor: str | None = None) -> str:
     counts = service.tuning.training_data(max_drift, visitor)
     try:
-        base = f"the generator to tune: `{service.tuning.tunable_base()}`"
+        base = f"the generator to tune: `{no_server_paths(service.tuning.tunable_base())}`"
     except ValueError as err:
-        base = f"**{md_text(err, 400)}**"
+        base = f"**{md_text(no_server_paths(err), 400)}**"
     mine = "" if visitor is None or service.is_admin(visitor) else " of yours"
     return (
         f"{counts['runs']} saved runs{mine}: {counts['pairs']} preference pairs (for dpo), "
