@@ -221,14 +221,20 @@ def _check_image(path: Path) -> None:
         raise SettingsError("image", f"{path.name}: use a {', '.join(IMAGE_TYPES)} image")
     from PIL import Image, UnidentifiedImageError
 
+    from refine.io.images import ImageError, declared_size
+
+    try:  # the declared size first, from the header: a bomb is never decoded
+        declared_size(path)
+    except ImageError as err:
+        if err.limit is not None:
+            size = f"{err.size[0]} x {err.size[1]}; " if err.size else ""
+            raise SettingsError(
+                "image",
+                f"{path.name}: too many pixels to open safely ({size}limit {err.limit:,} pixels)",
+            ) from None
     try:
         with Image.open(path) as im:
             im.verify()
-    except Image.DecompressionBombError as err:
-        limit = f"{Image.MAX_IMAGE_PIXELS:,}" if Image.MAX_IMAGE_PIXELS else "the"
-        raise SettingsError(
-            "image", f"{path.name}: too many pixels to open safely (limit {limit} pixels; {err})"
-        ) from err
     except (UnidentifiedImageError, OSError) as err:
         why = str(err).replace(str(path), path.name)
         raise SettingsError("image", f"{path.name}: not an image that can be read ({why})") from err

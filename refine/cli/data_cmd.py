@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -45,6 +46,21 @@ def fetch_ahead_cmd(
         help="Also download the real photos the manifest lists (third-party addresses; "
         "many are gone, and the report lists them).",
     ),
+    max_file_mb: float = typer.Option(
+        50.0, "--max-file-mb", min=0.001, help="The size cap of one downloaded file, in MB."
+    ),
+    file_timeout: float = typer.Option(
+        120.0,
+        "--file-timeout",
+        min=0.1,
+        help="Seconds one file's whole download may take (a slower server is given up).",
+    ),
+    deadline: float = typer.Option(
+        3600.0,
+        "--deadline",
+        min=1.0,
+        help="Seconds the whole fetch may take; what is left then is reported, not fetched.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print what was fetched as JSON."),
 ) -> None:
     """Download the AHEaD paper's reference descriptors for the countries asked, its
@@ -54,15 +70,25 @@ def fetch_ahead_cmd(
     downloaded at your request, kept in the data directory, and never shipped with the
     toolkit. A second fetch downloads only what is missing. --photos also downloads the
     photos, 8 at a time, keeping only those that decode as images, with their sha256 in
-    photos.json and the dead links with their reasons in report.json."""
+    photos.json and the dead links with their reasons in report.json. Every download is
+    http(s) only, capped in size and time (--max-file-mb, --file-timeout), and the whole
+    fetch ends by --deadline. Exit code: 0 when everything was fetched, 1 when a data file
+    was not, 3 when only photos were not (report.json says which and why)."""
+    import time
+
+    from refine.evaluate.paper_photos import Limits
+
     folder = data_dir or default_data_dir()
+    limits = Limits(max_file_mb, file_timeout, time.monotonic() + deadline)
 
     def say(line: str) -> None:
         if not as_json:
             typer.echo(line, err=True)
 
     try:
-        done = fetch_ahead(folder, split_list(countries), source, emit=say, photos=photos)
+        done = fetch_ahead(
+            folder, split_list(countries), source, emit=say, photos=photos, limits=limits
+        )
     except FetchError as err:
         raise UserInputError(str(err)) from err
     if as_json:
@@ -84,7 +110,7 @@ def fetch_ahead_cmd(
                 "rows_joining_no_activity": len(done.photos.unjoined),
             }
         typer.echo(json.dumps(doc, indent=2))
-        return
+        raise typer.Exit(_exit_code(done))
     typer.echo(
         f"{len(done.countries)} countries, {done.activities} activities with reference "
         f"descriptors: {done.pack}"
@@ -99,5 +125,11 @@ def fetch_ahead_cmd(
             f"link(s), {len(p.unjoined)} manifest row(s) joining no activity: "
             f"{p.folder / 'report.json'}"
         )
+    raise typer.Exit(_exit_code(done))
+
+
+def _exit_code(done: Any) -> int:
+    """0: everything fetched; 1: a data file was not; 3: only photos were not."""
     if done.failed:
-        raise typer.Exit(1)
+        return 1
+    return 3 if done.photos is not None and done.photos.dead else 0

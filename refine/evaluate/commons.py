@@ -8,8 +8,11 @@ and author:
 
 * it queries in English and in the country's language (:func:`language_of`; the
   profile's language model translates the query);
-* it downloads the results (:data:`PER_QUERY` per query, images only, each decoded before
-  it is kept) and scores each by CLIPScore against the paper's English prompt, "A
+* it downloads the results (:data:`PER_QUERY` per query, images only, each streamed under
+  a size cap and a time limit, its declared size checked before it is decoded, and decoded
+  with its longest side at most 1024 px: the width of the thumbnails it asks Commons for,
+  so a thumbnail is scored as it came, and the embedder's own resizing to 224 px follows
+  either way) and scores each by CLIPScore against the paper's English prompt, "A
   photorealistic photo of {activity} in {country}." (Hessel et al.: 2.5 x max(cos, 0), on
   the profile's image embedder);
 * it keeps the top :data:`KEEP` and records each one's licence, author, page and address
@@ -26,9 +29,7 @@ import html
 import json
 import re
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ API = "https://commons.wikimedia.org/w/api.php"
 KEEP = 5  # the paper keeps the top 5 by CLIPScore
 PER_QUERY = 10  # the paper: 10 English and 10 translated results per prompt
 TRIES = 3
+MAX_ANSWER_MB = 20.0  # a search answer larger than this is not read
 IMAGE_MIMES = ("image/jpeg", "image/png", "image/webp")
 # The language a country's query is translated into where the AHEaD manifest is not
 # there to say which the paper used (its prompt_language column): the country's most
@@ -160,18 +162,38 @@ def query(text: str, api: str, limit: int, language: str) -> list[Candidate]:
         "iiurlwidth": "1024",
         "iiextmetadatafilter": "LicenseShortName|LicenseUrl|Artist",
     }
-    doc = json.loads(_get(f"{api}?{urllib.parse.urlencode(params)}"))
+    body = _get(f"{api}?{urllib.parse.urlencode(params)}")
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise SearchError(
+            f"the search answer from {api} is not JSON: {body[:80]!r}; is --from the "
+            "address of a MediaWiki API (…/w/api.php)?"
+        ) from None
+    if not isinstance(doc, dict):
+        raise SearchError(f"the search answer from {api} is a {type(doc).__name__}, not an object")
     if "error" in doc:
-        raise SearchError(f"Wikimedia Commons refused the search: {doc['error'].get('info')}")
-    pages = (doc.get("query") or {}).get("pages") or []
+        error = doc["error"] if isinstance(doc["error"], dict) else {"info": doc["error"]}
+        raise SearchError(f"Wikimedia Commons refused the search: {error.get('info')}")
+    query_part = doc.get("query") if isinstance(doc.get("query"), dict) else {}
+    pages = query_part.get("pages") or []
     if isinstance(pages, dict):  # formatversion 1
         pages = list(pages.values())
+    if not isinstance(pages, list):
+        raise SearchError(f"the search answer from {api} lists no pages")
+    pages = [p for p in pages if isinstance(p, dict)]  # anything else is not a result
+
+    def index(page: dict) -> float:
+        value = page.get("index", 0)
+        return value if isinstance(value, int | float) else 0
+
     out = []
-    for page in sorted(pages, key=lambda p: p.get("index", 0)):
-        info = (page.get("imageinfo") or [{}])[0]
-        if info.get("mime") not in IMAGE_MIMES:
+    for page in sorted(pages, key=index):
+        infos = page.get("imageinfo")
+        info = infos[0] if isinstance(infos, list) and infos else {}
+        if not isinstance(info, dict) or info.get("mime") not in IMAGE_MIMES:
             continue
-        meta = info.get("extmetadata") or {}
+        meta = info.get("extmetadata") if isinstance(info.get("extmetadata"), dict) else {}
         out.append(
             Candidate(
                 title=str(page.get("title", "")),
@@ -201,17 +223,19 @@ def search_photos(
     keep: int = KEEP,
     per_query: int = PER_QUERY,
     emit: Callable[[str], None] | None = None,
+    limits: Any = None,
 ) -> Any:
     """Search, score and keep the photo set of ``activity`` in ``country`` (see the module
-    docstring); returns it (:class:`refine.evaluate.photo_sets.PhotoSet`). A search made
-    again replaces the set."""
-    from PIL import Image
-
-    from refine.evaluate.paper_photos import fetch_image
+    docstring), each photo downloaded under ``limits``
+    (:class:`refine.evaluate.paper_photos.Limits`); returns it
+    (:class:`refine.evaluate.photo_sets.PhotoSet`). A search made again replaces the set."""
+    from refine.evaluate.paper_photos import Limits, fetch_image
     from refine.evaluate.photo_sets import SET_FILE, searched, set_folder
     from refine.io.files import atomic_write_json
+    from refine.io.images import ImageError, small_rgb
 
     emit = emit or (lambda line: None)
+    limits = limits or Limits()
     language = language or language_of(country, data)
     english = english_query or f"{activity} {country}"
     queries = [("English", english)]
@@ -234,12 +258,16 @@ def search_photos(
     images, kept, dead = [], [], []
     for i, c in enumerate(found.values(), 1):
         target = scratch / _file_name(c.url)
-        why = None if target.is_file() else fetch_image(c.url, target)
+        why = None if target.is_file() else fetch_image(c.url, target, limits)
+        if not why:
+            try:  # decoded small: the declared size is checked before any decoding
+                images.append(small_rgb(target))
+            except (ImageError, OSError) as err:
+                why = str(err)
+                target.unlink(missing_ok=True)
         if why:
             dead.append({"url": c.url, "reason": why})
         else:
-            with Image.open(target) as im:
-                images.append(im.convert("RGB"))
             kept.append((c, target))
         emit(f"[{i}/{len(found)}] downloaded {len(kept)}, {len(dead)} dead")
     if not kept:
@@ -308,29 +336,35 @@ def _file_name(url: str) -> str:
 
 
 def _text(meta: dict, key: str) -> str:
-    """An extmetadata value as plain text (Commons gives the author as HTML)."""
-    value = str((meta.get(key) or {}).get("value", ""))
-    return html.unescape(re.sub(r"<[^>]+>", "", value)).strip()
+    """An extmetadata value as plain text (Commons gives the author as HTML): tags
+    removed, entities read, and no ``<`` or ``>`` left, so an escaped tag
+    (``&lt;script&gt;``) is not stored as one."""
+    entry = meta.get(key)
+    value = str(entry.get("value", "") if isinstance(entry, dict) else "")
+    for _ in range(3):  # an entity that spells a tag, or one escaped twice
+        value = html.unescape(re.sub(r"<[^>]*>", "", value))
+    return " ".join(value.replace("<", " ").replace(">", " ").split())[:300]
 
 
 def _get(url: str) -> bytes:
-    """``url``'s body, tried :data:`TRIES` times (waiting 1 s, then 2 s) when the server
-    is busy or the network fails."""
+    """``url``'s body (an API answer: at most :data:`MAX_ANSWER_MB`), tried :data:`TRIES`
+    times (waiting 1 s, then 2 s) when the server is busy or the network fails."""
     from refine.evaluate.paper_photos import USER_AGENT
+    from refine.io.download import DownloadError, download
 
-    for attempt in range(TRIES):
-        try:
-            request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
-            with urllib.request.urlopen(request, timeout=30) as answer:
-                return answer.read()
-        except urllib.error.HTTPError as err:
-            if err.code < 500 and err.code != 429 or attempt == TRIES - 1:
-                raise SearchError(f"{url}: HTTP {err.code} {err.reason}") from err
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
-            if attempt == TRIES - 1:
-                raise SearchError(
-                    f"cannot reach {url.split('?')[0]}: {getattr(err, 'reason', err)}; check "
-                    "the network, or name a mirror with --from"
-                ) from err
-        time.sleep(2**attempt)
-    raise AssertionError("unreachable")
+    try:
+        return download(
+            url,
+            max_mb=MAX_ANSWER_MB,
+            timeout_s=60.0,
+            headers={"User-Agent": USER_AGENT},
+            tries=TRIES,
+            sleep=lambda s: time.sleep(s),
+        )
+    except DownloadError as err:
+        if str(err).startswith("cannot connect"):
+            raise SearchError(
+                f"cannot reach {url.split('?')[0]}: {err}; check the network, or name a "
+                "mirror with --from"
+            ) from None
+        raise SearchError(f"{url.split('?')[0]}: {err}") from None

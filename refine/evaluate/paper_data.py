@@ -25,12 +25,12 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from refine.evaluate.paper_photos import Limits
 
 COMMIT = "38b80ef90f27d0c3d9803845945814b0c1664ac1"
 SOURCE = f"https://raw.githubusercontent.com/sinamalakouti/AHEaD/{COMMIT}/data/culturebench"
@@ -80,6 +80,7 @@ def fetch_ahead(
     base_url: str = SOURCE,
     emit: Callable[[str], None] | None = None,
     photos: bool = False,
+    limits: Limits | None = None,
 ) -> Fetched:
     """Download the paper's data for ``countries`` (names of the bundled pack, default all)
     into ``data_dir`` and write the pack; with ``photos``, also the real photos its
@@ -106,14 +107,20 @@ def fetch_ahead(
     wanted = [COUNTRY_CANDIDATES, SUBACTIVITY_CANDIDATES, PHOTO_MANIFEST]
     wanted += [DESCRIPTORS.format(slug=country_slug(c)) for c in names]
     base = base_url.rstrip("/")
+    limits = limits or Limits()
     for n, rel in enumerate(wanted, 1):
         target = folder / rel
         if target.is_file():
-            done.kept.append(rel)
-            continue
+            why = _not_valid(rel, target.read_bytes())
+            if why is None:
+                done.kept.append(rel)
+                continue
+            # a file an earlier fetch kept before files were checked: fetched again
+            emit(f"[{n}/{len(wanted)}] {rel} on disk is not valid ({why}): fetching it again")
+            target.unlink()
         url = f"{base}/{rel}"
         try:
-            _download(url, target)
+            _download(url, target, limits, rel)
         except OSError as err:
             done.failed[url] = str(err)
             emit(f"[{n}/{len(wanted)}] not fetched: {url} ({err})")
@@ -142,30 +149,97 @@ def fetch_ahead(
         if not (folder / PHOTO_MANIFEST).is_file():
             raise FetchError(f"--photos: the photo manifest {PHOTO_MANIFEST} was not fetched")
         done.photos = fetch_photos(
-            folder / "photos", folder / PHOTO_MANIFEST, names, bundled, COMMIT, emit
+            folder / "photos",
+            folder / PHOTO_MANIFEST,
+            names,
+            bundled,
+            COMMIT,
+            emit,
+            limits=limits,
         )
     return done
 
 
-def _download(url: str, target: Path) -> None:
-    """``url`` to ``target``, written atomically; tried :data:`TRIES` times for a network
-    error or a server error, once for a missing file (OSError saying why)."""
+def _download(url: str, target: Path, limits: Limits, rel: str) -> None:
+    """``url`` to ``target``, written atomically, only when it is what its kind needs
+    (:func:`_not_valid`); an OSError saying why not (:mod:`refine.io.download`: http(s)
+    only, a size cap, a time limit, tried :data:`TRIES` times for a network or server
+    error)."""
+    from refine.io.download import DownloadError, download
     from refine.io.files import atomic_write
 
-    for attempt in range(TRIES):
-        try:
-            with urllib.request.urlopen(url, timeout=30) as answer:
-                data = answer.read()
-            break
-        except urllib.error.HTTPError as err:
-            if err.code < 500 or attempt == TRIES - 1:
-                raise OSError(f"HTTP {err.code} {err.reason}") from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
-            if attempt == TRIES - 1:
-                raise OSError(getattr(err, "reason", None) or str(err)) from None
-        time.sleep(2**attempt)
+    data = download(
+        url,
+        max_mb=limits.max_mb,
+        timeout_s=limits.timeout_s,
+        deadline=limits.deadline,
+        tries=TRIES,
+        sleep=lambda s: time.sleep(s),
+    )
+    why = _not_valid(rel, data)
+    if why is not None:
+        raise DownloadError(f"not kept: {why}")
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(target, lambda tmp: tmp.write_bytes(data))
+
+
+MANIFEST_COLUMNS = ("image_url", "country", "activity", "sub_activity")
+
+
+def _not_valid(rel: str, data: bytes) -> str | None:
+    """Why ``data`` is not the file ``rel`` of the authors' layout must be (None when it
+    is): JSON of the shape the pack is written from, or the manifest's CSV with its
+    columns. A page of HTML answered with status 200, a list or an empty body is never
+    kept, so it cannot stop a later fetch."""
+    if rel == PHOTO_MANIFEST:
+        import csv
+        import io
+
+        try:
+            header = next(csv.reader(io.StringIO(data.decode("utf-8"))), [])
+        except (UnicodeDecodeError, csv.Error) as err:
+            return f"not a CSV file ({type(err).__name__})"
+        missing = [c for c in MANIFEST_COLUMNS if c not in header]
+        return f"the manifest has no column {', '.join(missing)}" if missing else None
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        return f"not JSON ({type(err).__name__})"
+    if not isinstance(doc, dict):
+        return f"JSON of the wrong shape: a {type(doc).__name__}, not an object"
+    if rel == COUNTRY_CANDIDATES:
+        if not all(_strings(v) for v in doc.values()):
+            return "JSON of the wrong shape: each country's candidates are not a list of text"
+        return None
+    if rel == SUBACTIVITY_CANDIDATES:
+        ok = all(
+            isinstance(cats, dict)
+            and all(
+                isinstance(subs, dict) and all(_strings(v) for v in subs.values())
+                for subs in cats.values()
+            )
+            for cats in doc.values()
+        )
+        return None if ok else "JSON of the wrong shape: not country, category, subactivity"
+    ok = all(
+        isinstance(subs, dict)
+        and all(
+            isinstance(dims, dict)
+            and all(
+                isinstance(items, list) and all(isinstance(t, dict) for t in items)
+                for items in dims.values()
+            )
+            for dims in subs.values()
+        )
+        for subs in doc.values()
+    )
+    if not ok or not doc:
+        return "JSON of the wrong shape: not category, subactivity, dimension, descriptors"
+    return None
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
 
 def _write_source(folder: Path, base: str, done: Fetched) -> None:

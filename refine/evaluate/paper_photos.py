@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +33,16 @@ WORKERS = 8
 TRIES = 3
 # Wikimedia's servers ask every client to name itself (its User-Agent policy)
 USER_AGENT = "cultural-refine/0.1 (reference photos for cultural image evaluation; urllib)"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one download may take (:mod:`refine.io.download`): a size cap, a time limit
+    per file, and the whole fetch's deadline (``time.monotonic()`` seconds, or None)."""
+
+    max_mb: float = 50.0
+    timeout_s: float = 120.0
+    deadline: float | None = None
 
 
 @dataclass
@@ -76,7 +85,7 @@ def target_of(folder: Path, row: dict[str, str], country: str, phrase: str) -> P
     """Where a row's photo goes: ``photos/<country>/<activity>/<hash of its address>.<ext>``."""
     from refine.io.files import slug
 
-    url = row["image_url"]
+    url = str(row.get("image_url") or "")
     ext = Path(url.split("?")[0]).suffix.lower()
     ext = ext if ext in (".jpg", ".jpeg", ".png", ".webp", ".gif") else ".jpg"
     name = hashlib.sha1(url.encode()).hexdigest()[:16] + ext
@@ -91,9 +100,12 @@ def fetch_photos(
     commit: str,
     emit: Callable[[str], None] | None = None,
     workers: int = WORKERS,
+    limits: Limits | None = None,
 ) -> Photos:
     """Download the manifest's photos of ``countries`` into ``folder`` (see the module
-    docstring); returns what was found."""
+    docstring), each under ``limits``; returns what was found. A row that cannot be
+    fetched, for whatever reason, is a dead link with its reason: the others go on, and
+    ``photos.json`` and ``report.json`` are written."""
     from refine.io.files import atomic_write_json
     from refine.progress import Countdown, bar
 
@@ -120,12 +132,20 @@ def fetch_photos(
 
     def one(job: tuple[dict, str, str, Path]) -> None:
         row, country, phrase, target = job
-        why = fetch_image(row["image_url"], target)
+        try:
+            why = fetch_image(str(row.get("image_url") or ""), target, limits)
+        except Exception as err:  # one row never stops the others: said in the report
+            why = f"{type(err).__name__}: {err}"
         with lock:
             finished[0] += 1
             if why:
                 done.dead.append(
-                    {"url": row["image_url"], "reason": why, "country": country, "activity": phrase}
+                    {
+                        "url": str(row.get("image_url") or ""),
+                        "reason": why,
+                        "country": country,
+                        "activity": phrase,
+                    }
                 )
             else:
                 done.downloaded += 1
@@ -162,7 +182,7 @@ def fetch_photos(
             done.found[country][phrase] += 1
             files[target.relative_to(folder).as_posix()] = {
                 "sha256": hashlib.sha256(target.read_bytes()).hexdigest(),
-                "url": row["image_url"],
+                "url": str(row.get("image_url") or ""),
                 "country": country,
                 "activity": phrase,
             }
@@ -196,34 +216,28 @@ def fetch_photos(
     return done
 
 
-def fetch_image(url: str, target: Path) -> str | None:
-    """Download ``url`` to ``target`` if it is an image: None, or why not."""
-    import urllib.error
-    import urllib.request
-
-    from PIL import Image
-
+def fetch_image(url: str, target: Path, limits: Limits | None = None) -> str | None:
+    """Download ``url`` to ``target`` if it is an image of at most
+    :data:`refine.io.images.MAX_PIXELS` declared pixels: None, or why not (an http(s)
+    address only, the body streamed under ``limits``: :mod:`refine.io.download`)."""
+    from refine.io.download import DownloadError, download
     from refine.io.files import atomic_write
+    from refine.io.images import ImageError, checked_image_bytes
 
-    data = b""
-    for attempt in range(TRIES):
-        try:
-            request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
-            with urllib.request.urlopen(request, timeout=30) as answer:
-                data = answer.read()
-            break
-        except urllib.error.HTTPError as err:
-            if (err.code < 500 and err.code != 429) or attempt == TRIES - 1:
-                return f"HTTP {err.code} {err.reason}"
-        except (urllib.error.URLError, TimeoutError, ConnectionError, ValueError) as err:
-            if attempt == TRIES - 1 or isinstance(err, ValueError):
-                return str(getattr(err, "reason", None) or err)
-        time.sleep(2**attempt)
+    limits = limits or Limits()
     try:
-        with Image.open(io.BytesIO(data)) as im:
-            im.verify()
-    except Exception as err:  # anything PIL cannot read is not kept
-        return f"not an image ({type(err).__name__})"
+        data = download(
+            url,
+            max_mb=limits.max_mb,
+            timeout_s=limits.timeout_s,
+            deadline=limits.deadline,
+            headers={"User-Agent": USER_AGENT},
+            tries=TRIES,
+            sleep=lambda s: time.sleep(s),
+        )
+        checked_image_bytes(data)
+    except (DownloadError, ImageError) as err:
+        return str(err)
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(target, lambda tmp: tmp.write_bytes(data))
     return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import tracemalloc
 import types
 
 import numpy as np
@@ -288,3 +289,57 @@ def test_names_from_a_client_stay_in_the_photos_folder(tmp_path, activity, count
     assert root in folder.resolve().parents and len(folder.name) <= 89
     assert find_photo_set(activity, country, tmp_path) is None
     assert not (tmp_path / "photos").exists()
+
+
+def test_a_hostile_commons_gets_one_line_and_its_huge_images_are_not_decoded(tiny_clip, tmp_path):
+    """Five kinds of bad API answer each end in one SearchError; images declaring
+    12000 x 12000 pixels are refused from their header (nothing decoded), the others kept;
+    a licence spelling a tag in entities is stored as text without it."""
+    from tests.e2e.test_hostile_mirror import bomb_png
+
+    embedder = create("image_embedder", tiny_clip, shared=False, device="cpu")
+    bad_answers = {
+        b"<html>maintenance</html>": "not JSON",
+        b"[1, 2]": "a list, not an object",
+        b'{"query": {"pages": 7}}': "lists no pages",
+        b'{"error": "nope"}': "refused the search: nope",
+        b"\xff\xfe": "not JSON",
+    }
+    with CommonsServer([]) as server:
+        for raw, said in bad_answers.items():
+            server.raw = raw
+            with pytest.raises(SearchError, match=said):
+                commons.query("x", server.api, 5, "English")
+    # pages of the wrong shape are skipped, not a traceback
+    with CommonsServer([]) as server:
+        server.raw = json.dumps(
+            {"query": {"pages": [1, {"imageinfo": "x"}, {"imageinfo": [None]}, {"index": "a"}]}}
+        ).encode()
+        assert commons.query("x", server.api, 5, "English") == []
+    files = [
+        CommonsFile(f"bomb{k}.png", bomb_png(12000, 12000), (ENGLISH,), mime="image/png")
+        for k in range(6)
+    ]
+    files += [
+        CommonsFile(
+            f"fine{k}.jpg", jpeg(k), (ENGLISH,), licence="&lt;script&gt;alert(1)&lt;/script&gt;"
+        )
+        for k in range(2)
+    ]
+    tracemalloc.start()
+    try:
+        with CommonsServer(files) as server:
+            found = search_photos(
+                ACT, COUNTRY, Translator(), embedder, api=server.api, data=tmp_path,
+                language="English",
+            )  # fmt: skip
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100e6, peak  # six 12000 x 12000 images would be 2.6 GB decoded
+    doc = json.loads((set_folder(ACT, COUNTRY, tmp_path) / "set.json").read_text())
+    assert len(found.files) == 2 and len(doc["dead"]) == 6
+    assert all("12000 x 12000" in d["reason"] for d in doc["dead"])
+    for p in doc["photos"]:
+        assert "<" not in p["licence"] and ">" not in p["licence"]
+        assert p["licence"] == "alert(1)"  # the tag read from its entities, then removed

@@ -28,6 +28,7 @@ class CommonsServer(StandIn):
         super().__init__()
         self.files = list(files)
         self.searches: list[str] = []
+        self.raw: bytes | None = None  # a hostile API: this body answers every search
 
     @property
     def api(self) -> str:
@@ -39,6 +40,9 @@ class CommonsServer(StandIn):
         if parsed.path == "/w/api.php":
             q = {k: v[0] for k, v in parse_qs(parsed.query).items()}
             self.searches.append(q.get("gsrsearch", ""))
+            if self.raw is not None:
+                self._send(handler, self.raw, "application/json", body)
+                return
             assert q.get("generator") == "search" and q.get("gsrnamespace") == "6", q
             limit = int(q.get("gsrlimit", "10"))
             hits = [f for f in self.files if q.get("gsrsearch") in f.queries][:limit]
