@@ -9,9 +9,11 @@ always those with the fewest images so far, so that the folders are balanced.
 ``DIR/assignment.json`` says who has what.
 
 ``refine rate merge FOLDER ... --into SET`` appends the folders' answers to the set's
-``ratings.jsonl``, joining images by content (SHA-256), and their raters' profiles. An
-answer already in the set is skipped; one that differs from what the set holds for the
-same rater, image and kind is a conflict: reported, never written over.
+``ratings.jsonl``, joining images by content (SHA-256), and their raters' profiles, all
+or nothing: every row is checked against the set's protocol and the pack's assignment
+first, and a bad one writes nothing. An answer already in the set is skipped; one that
+differs from what the set holds for the same rater, image and kind is a conflict:
+reported, never written over.
 """
 
 from __future__ import annotations
@@ -82,8 +84,19 @@ class Merged:
     profiles: int = 0
 
 
+KINDS = ("rate", "repeat", "attention")
+MAX_FILE_MB = 200  # one rater's ratings.jsonl
+
+
 def merge(folders: list[str | Path], into: str | Path) -> Merged:
-    """Join the answers (and profiles) of rater folders into the set ``into``."""
+    """Join the answers (and profiles) of rater folders into the set ``into``: all of them
+    or nothing. Every folder and row is checked first: a folder that is not a rated rater
+    folder, or is a link; a row that is not a valid answer under the set's protocol (an
+    answer that is not one of its options, a question left unanswered, another
+    protocol's); an image the pack's assignment did not give that folder; a profile that
+    does not parse; an attention check's image that is a link. One problem and nothing is
+    written. Answers to images not in the set, and answers that differ from the set's, are
+    reported and not written (never written over)."""
     target = Study.open(into)
     by_sha = {file_sha256(target.folder / it.image): it.image for it in target.set.items}
     held: dict[tuple, dict[str, Any]] = {}
@@ -91,23 +104,36 @@ def merge(folders: list[str | Path], into: str | Path) -> Merged:
     for key, row in zip(_keys(mine), mine, strict=True):
         held.setdefault(key, row)
     done = Merged()
+    problems: list[str] = []
+    new_rows: list[dict[str, Any]] = []
+    copies: list[tuple[Path, Path]] = []
+    check = f"{ATTENTION}/{target.protocol.name}.png"  # the one check image there is
     for folder in map(Path, folders):
-        rows = _rows(folder / RATINGS)
-        if not rows and not (folder / RATINGS).is_file():
-            raise ValueError(f"{folder}: no {RATINGS} (not a rated folder)")
-        check = f"{ATTENTION}/{target.protocol.name}.png"  # the one check image there is
+        ratings = _rater_folder(folder)
+        assigned = _assigned(folder)
+        rows = _rows(ratings)
         for k, (key, row) in enumerate(zip(_keys(rows), rows, strict=True), 1):
+            where = f"{ratings}:{k}"
             image = str(row.get("image", ""))
             if row.get("kind") == "attention":  # the check's image, and nothing else
                 mapped = image if image == check else None
                 own, theirs = target.folder / check, folder / check
-                if mapped and not own.is_file() and theirs.is_file() and not theirs.is_symlink():
-                    own.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(theirs, own)
+                if mapped and (theirs.is_symlink() or (folder / ATTENTION).is_symlink()):
+                    problems.append(f"{where}: {check} is a link, not the check's image")
+                    continue
+                if mapped and not own.is_file() and theirs.is_file():
+                    copies.append((theirs, own))
             else:  # every other answer joins an image of the set by its content
                 mapped = by_sha.get(str(row.get("image_sha256") or ""))
+                if mapped is not None and assigned is not None and image not in assigned:
+                    problems.append(f"{where}: {image} was not given to {folder.name} by the pack")
+                    continue
             if mapped is None:
-                done.unknown.append(f"{folder / RATINGS}:{k}: {image}")
+                done.unknown.append(f"{where}: {image}")
+                continue
+            why = _invalid(row, target)
+            if why:
+                problems.append(f"{where}: {why}")
                 continue
             row = {**row, "image": mapped}
             key = (*key[:2], mapped, *key[3:])
@@ -116,38 +142,135 @@ def merge(folders: list[str | Path], into: str | Path) -> Merged:
                     done.already += 1
                 else:
                     done.conflicts.append(
-                        f"{folder / RATINGS}:{k}: {row.get('rater')} on {mapped} "
+                        f"{where}: {row.get('rater')} on {mapped} "
                         f"({row.get('kind', 'rate')}): {_answers(row)} here, "
                         f"{_answers(held[key])} in the set (kept)"
                     )
                 continue
             held[key] = row
-            append_jsonl(target.set.ratings_path, row)
-            done.added += 1
-        done.profiles += _merge_profiles(folder, target, done)
+            new_rows.append(row)
+    profiles = _profiles_to_add(folders, target, done, problems)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValueError(f"nothing merged: {problems[0]}{more}")
+    for theirs, own in copies:
+        if not own.is_file():
+            own.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(theirs, own)
+    for row in new_rows:
+        append_jsonl(target.set.ratings_path, row)
+    done.added = len(new_rows)
+    for rater, data in profiles.items():
+        target.give_profile(rater, data)
+    done.profiles = len(profiles)
     return done
 
 
-def _merge_profiles(folder: Path, target: Study, done: Merged) -> int:
-    path = folder / PROFILES
-    if not path.is_file():
-        return 0
-    theirs = json.loads(path.read_text(encoding="utf-8"))
+def _rater_folder(folder: Path) -> Path:
+    """The ratings file of a rater folder; a ValueError when it is none."""
+    if folder.is_symlink() or not folder.is_dir():
+        link = " (a link)" if folder.is_symlink() else ""
+        raise ValueError(f"{folder}: no such rater folder{link}")
+    ratings = folder / RATINGS
+    if ratings.is_symlink():
+        raise ValueError(f"{ratings}: a link, not a rater's answers")
+    if not ratings.is_file():
+        raise ValueError(f"{folder}: no {RATINGS} (not a rated folder)")
+    if ratings.stat().st_size > MAX_FILE_MB * 1e6:
+        raise ValueError(f"{ratings}: over {MAX_FILE_MB} MB, not a rater's answers")
+    return ratings
+
+
+def _assigned(folder: Path) -> set[str] | None:
+    """The images the pack gave ``folder`` (its ``assignment.json`` beside it), or None
+    when the folder comes with no assignment."""
+    path = folder.parent / ASSIGNMENT
+    if not path.is_file() or path.is_symlink():
+        return None
+    try:
+        raters = json.loads(path.read_text(encoding="utf-8")).get("raters")
+    except (ValueError, AttributeError, RecursionError):
+        raise ValueError(f"{path}: not the pack's assignment (unreadable)") from None
+    if not isinstance(raters, dict):
+        raise ValueError(f"{path}: not the pack's assignment (no raters)")
+    if folder.name not in raters:
+        raise ValueError(f"{folder}: not a folder of the pack ({path} names no {folder.name})")
+    return {str(x) for x in raters[folder.name] or []}
+
+
+def _invalid(row: dict[str, Any], target: Study) -> str | None:
+    """Why ``row`` is not an answer the set could have recorded (None when it is)."""
+    from refine.service.folders import phrase
+
+    if not isinstance(row.get("rater"), str):
+        return "the rater is not a name"
+    try:
+        phrase(row.get("rater"), "rater name", 60)
+    except ValueError as err:
+        return str(err)
+    kind = row.get("kind", "rate")
+    if kind not in KINDS:
+        return f"{str(kind)[:40]!r} is not a kind of answer ({', '.join(KINDS)})"
+    if row.get("protocol") != target.protocol.name:
+        return (
+            f"answered under {str(row.get('protocol'))[:40]!r}, not the set's "
+            f"{target.protocol.name} protocol"
+        )
+    answers, reasons, options = row.get("answers"), row.get("reasons"), row.get("options")
+    if not isinstance(answers, dict):
+        return "no answers"
+    if reasons is not None and not isinstance(reasons, dict):
+        return "the reasons are not by question"
+    if options is not None and not isinstance(options, dict):
+        return "the options are not by question"
+    try:
+        kept, _ = target.protocol.check(answers, reasons, options, str(row.get("prompt") or ""))
+    except (ValueError, TypeError) as err:
+        return str(err)
+    if kept != answers:
+        return "its answers are not those the protocol keeps"
+    return None
+
+
+def _profiles_to_add(
+    folders: list[str | Path], target: Study, done: Merged, problems: list[str]
+) -> dict[str, dict[str, Any]]:
+    from refine.human.protocols import RaterProfile
+
     mine = target.profiles()
-    n = 0
-    for rater, data in theirs.items():
+    out: dict[str, dict[str, Any]] = {}
+    for folder in map(Path, folders):
+        path = folder / PROFILES
+        if path.is_symlink():
+            problems.append(f"{path}: a link, not the raters' profiles")
+            continue
+        if not path.is_file():
+            continue
         try:
-            if rater in mine and mine[rater].model_dump(mode="json") != data:
+            theirs = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, RecursionError):
+            problems.append(f"{path}: not JSON")
+            continue
+        if not isinstance(theirs, dict):
+            problems.append(f"{path}: not the raters' profiles")
+            continue
+        for rater, data in theirs.items():
+            try:
+                parsed = RaterProfile.parse(data if isinstance(data, dict) else {})
+            except ValueError as err:
+                problems.append(f"{path}: {str(rater)[:60]}: {err}")
+                continue
+            held = mine.get(rater)
+            if held is None and rater in out:
+                held = RaterProfile.parse(out[rater])
+            if held is not None and held != parsed:
                 done.conflicts.append(
                     f"{path}: the profile of {rater} differs from the set's (kept)"
                 )
                 continue
-            if rater not in mine:
-                target.give_profile(rater, data)
-                n += 1
-        except ValueError as err:
-            done.conflicts.append(f"{path}: {rater}: {err}")
-    return n
+            if held is None:
+                out[rater] = data
+    return out
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -157,7 +280,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(row, dict):
             out.append(row)

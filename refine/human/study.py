@@ -70,7 +70,10 @@ class Study:
     def open(cls, folder: str | Path, protocol: str | Path | None = None, seed: int = 0) -> Study:
         """The set in ``folder`` under its protocol: the one it is rated under, else
         ``protocol`` (a bundled name or a file; default ``quick``), recorded with
-        ``seed``. Naming another protocol than the one a set was rated under is refused."""
+        ``seed``. Naming another protocol than the one a set was rated under is refused,
+        as is a folder that is not one (a ValueError naming it)."""
+        if not Path(folder).is_dir():
+            raise ValueError(f"{folder}: no such folder of images to rate")
         rating_set = RatingSet.cached(folder)
         path = rating_set.folder / STUDY
         if path.is_file() and not path.is_symlink():

@@ -334,6 +334,14 @@ def test_merge_keeps_every_check_and_stays_in_the_set(tmp_path):
     )
     rows.append(json.dumps(evil))
     (tmp_path / "packed" / "rater-01" / "ratings.jsonl").write_text("\n".join(rows) + "\n")
+    packed = tmp_path / "packed" / "rater-01"
+    (packed / ".attention").rename(packed / "checks")  # a linked attention folder: refused
+    (packed / ".attention").symlink_to(packed / "checks")
+    with pytest.raises(ValueError, match="nothing merged: .*is a link"):
+        merge([packed], folder)
+    assert not (folder / "ratings.jsonl").exists() and not (folder / ".attention").exists()
+    (packed / ".attention").unlink()
+    (packed / "checks").rename(packed / ".attention")
     done = merge([tmp_path / "packed" / "rater-01"], folder)
     assert done.added == len(rows) - 1 and not done.conflicts
     assert len(done.unknown) == 1 and "outside.png" in done.unknown[0]
@@ -382,3 +390,66 @@ def test_images_without_a_country_may_be_rated_under_a_country_rule(tmp_path):
     assert study.next_for("ana")[0].item.image == "a.png"
     assert Study.recorded(folder).name == "culturalframes"
     assert Study.recorded(tmp_path) is None and not (tmp_path / ".study.json").exists()
+
+
+def test_merge_checks_every_row_first_and_writes_all_or_nothing(tmp_path, capsys):
+    """An impossible answer, another protocol's, a bad rater name, an image the pack gave another
+    folder, a folder never rated or missing: each refused in one line naming it, and the
+    set is as it was (answers and profiles); the good folders alone then merge."""
+    from refine.human.packs import pack
+    from tests.integration.test_caire_kb import run
+
+    folder = bench_like(tmp_path / "set", countries=("Japan",) * 4)
+    out = tmp_path / "packed"
+    given = pack(Study.open(folder, "cube", 7), 4, out)  # 3 of the 4 images each
+    for n, who in ((1, "aiko"), (2, "kenji")):
+        mine = Study.open(out / f"rater-0{n}")
+        mine.give_profile(who, JAPAN)
+        while (slot := mine.next_for(who)[0]) is not None:
+            answers = {"relevance": "yes", "faithfulness": "4", "realism": "5"}
+            mine.record(who, slot.item.image, slot.kind, answers)
+    (tmp_path / "unrated").mkdir()
+
+    def unchanged() -> None:
+        assert not (folder / "ratings.jsonl").exists()
+        assert Study.open(folder).profiles() == {}
+
+    good = [out / "rater-01", out / "rater-02"]
+    for extra, said in (
+        ([tmp_path / "unrated"], "unrated: no ratings.jsonl"),
+        ([tmp_path / "missing"], "missing: no such rater folder"),
+    ):
+        code, _, err = run(capsys, "rate", "merge", *good, *extra, "--into", folder)
+        assert code == 2 and said in err and "Traceback" not in err, err
+        unchanged()
+    ratings = out / "rater-02" / "ratings.jsonl"
+    rows = [json.loads(x) for x in ratings.read_text().splitlines()]
+    (theirs,) = set(given["rater-01"]) - set(given["rater-02"])
+    for change, said in (
+        ({"answers": {"relevance": "yes", "faithfulness": "999", "realism": "5"}}, "'999'"),
+        ({"protocol": "quick"}, "not the set's cube protocol"),
+        ({"rater": "a\x00b"}, "rater name"),
+    ):
+        ratings.write_text(json.dumps({**rows[0], **change}) + "\n")
+        code, _, err = run(capsys, "rate", "merge", *good, "--into", folder)
+        assert code == 2 and "nothing merged" in err and said in err, err
+        unchanged()
+    # an image the pack gave rater-01, not rater-02, answered in rater-02's folder
+    stray = {**rows[0], "image": theirs}
+    stray["image_sha256"] = next(
+        json.loads(x)["image_sha256"]
+        for x in (out / "rater-01" / "ratings.jsonl").read_text().splitlines()
+        if json.loads(x)["image"] == theirs
+    )
+    ratings.write_text(json.dumps(stray) + "\n")
+    code, _, err = run(capsys, "rate", "merge", *good, "--into", folder)
+    assert code == 2 and "was not given to rater-02" in err, err
+    unchanged()
+    ratings.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, _, err = run(capsys, "rate", "pack", tmp_path / "none", "--raters", "2", "--out", out)
+    assert code == 2 and "none: no such folder of images to rate" in err, err
+    code, stdout, err = run(capsys, "rate", "merge", *good, "--into", folder)
+    assert code == 0, err
+    first = (out / "rater-01" / "ratings.jsonl").read_text().splitlines()
+    assert len((folder / "ratings.jsonl").read_text().splitlines()) == len(first) + len(rows)
+    assert set(Study.open(folder).profiles()) == {"aiko", "kenji"}
