@@ -52,9 +52,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+MAX_IMAGES_PER_PROMPT = 1000  # CUBE draws 80; a bound stops a typo's billions
+
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN and infinity are no setting's value (a NaN weight compared as nothing)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Backbone(_Strict):
@@ -80,10 +83,10 @@ class Select(_Strict):
     countries: list[str] = Field(default_factory=list)  # empty: every country with refs
     activities: list[str] = Field(default_factory=list)  # empty: all
     categories: list[str] = Field(default_factory=list)  # empty: all
-    sample: int | None = Field(None, ge=1)  # prompts drawn per country
+    sample: int | None = Field(None, ge=1, le=100_000)  # prompts drawn per country
     concepts: str | None = None  # the concepts task's file (a path; --concepts replaces it)
-    images_per_prompt: int = Field(1, ge=1)
-    seed: int = 0
+    images_per_prompt: int = Field(1, ge=1, le=MAX_IMAGES_PER_PROMPT)
+    seed: int = Field(0, ge=0, le=2**32 - 1)
     generators: list[str] = Field(default_factory=list)  # the paper's models
     baselines: list[str] = Field(default_factory=list)
     tau: float | None = None  # None: the scorer profile's
@@ -95,7 +98,7 @@ class Select(_Strict):
     cultures: list[str] = Field(default_factory=list)
     languages: list[str] = Field(default_factory=list)
     concept: str = "person"
-    prompts_per_cell: int | None = Field(None, ge=1)
+    prompts_per_cell: int | None = Field(None, ge=1, le=1_000)
     kb: str | None = None  # the caire task: a CAIRE knowledge base (None: kb-free)
     # agreement recipes: other backbones scoring the same images (a rescore each)
     backbones: list[Backbone] = Field(default_factory=list)

@@ -40,7 +40,7 @@ from metrics.expectations import met_share
 from metrics.stats import CORRELATIONS, correlation_interval, krippendorff_alpha
 from refine.backends.selection import Backends
 from refine.harness.tasks.bench_cells import BenchStore
-from refine.io.files import file_sha256
+from refine.io.files import file_sha256, json_value
 from refine.profiles import load_profile
 from refine.progress import Countdown
 from refine.records import variant_name
@@ -147,7 +147,7 @@ def load_ratings(
         for k, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 try:
-                    rows.append((f"{path}:{k}", json.loads(line)))
+                    rows.append((f"{path}:{k}", json_value(line)))
                 except json.JSONDecodeError as err:
                     problems.append(f"{path}:{k}: not JSON ({err.msg})")
     out: list[Rating] = []

@@ -27,7 +27,7 @@ from typing import Any
 
 from refine.human.rating import ITEMS, RATINGS
 from refine.human.study import ATTENTION, PROFILES, STUDY, Study
-from refine.io.files import append_jsonl, atomic_write_json, file_sha256
+from refine.io.files import append_jsonl, atomic_write_json, file_sha256, json_value
 
 ASSIGNMENT = "assignment.json"
 
@@ -200,14 +200,11 @@ def _assigned(folder: Path) -> set[str] | None:
 
 def _invalid(row: dict[str, Any], target: Study) -> str | None:
     """Why ``row`` is not an answer the set could have recorded (None when it is)."""
-    from refine.service.folders import phrase
-
-    if not isinstance(row.get("rater"), str):
+    rater = row.get("rater")
+    if not isinstance(rater, str) or not rater.strip():
         return "the rater is not a name"
-    try:
-        phrase(row.get("rater"), "rater name", 60)
-    except ValueError as err:
-        return str(err)
+    if len(rater) > 60 or not rater.isprintable():
+        return "the rater name must be printable text of at most 60 characters"
     kind = row.get("kind", "rate")
     if kind not in KINDS:
         return f"{str(kind)[:40]!r} is not a kind of answer ({', '.join(KINDS)})"
@@ -279,8 +276,8 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            row = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
+            row = json_value(line)
+        except json.JSONDecodeError:
             continue
         if isinstance(row, dict):
             out.append(row)

@@ -41,7 +41,8 @@ MAX_TEXT = 1000  # characters of a reason, comment or description
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN and infinity are no setting's value (a NaN weight compared as nothing)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Option(_Strict):
@@ -111,13 +112,13 @@ class Qualify(_Strict):
 
 
 class Attention(_Strict):
-    every: int = Field(0, ge=0)  # one check after every N images (0: none)
+    every: int = Field(0, ge=0, le=100_000)  # one check after every N images (0: none)
     text: str = ""  # drawn on the check's image
     answers: dict[str, str] = Field(default_factory=dict)  # question id -> value asked for
 
 
 class Repeats(_Strict):
-    count: int = Field(0, ge=0)  # rated images shown again at the end
+    count: int = Field(0, ge=0, le=100_000)  # rated images shown again at the end
     tolerance: float = Field(1.0, ge=0)  # a repeated score farther than this: inconsistent
 
 
@@ -133,7 +134,7 @@ class Protocol(_Strict):
     instructions: str = ""
     questions: list[Question]
     # how many raters rate each image (None: every rater rates every image)
-    raters_per_image: int | None = Field(None, ge=1)
+    raters_per_image: int | None = Field(None, ge=1, le=1_000)
     every_country: bool = False  # raters_per_image raters of every rater country
     rater_country: Literal["born", "raised", "residence", "nationality"] = "raised"
     qualify: Qualify = Field(default_factory=Qualify)

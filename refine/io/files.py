@@ -96,6 +96,9 @@ def slug(text: str, limit: int = 40) -> str:
     return s[:limit].strip("-") or "run"
 
 
+MAX_PATH_CHARS = 1000  # a path a client names
+
+
 def confined(root: str | Path, value: str | Path | None, what: str = "folder") -> Path:
     """A path named by a client (relative to ``root``, or absolute inside it), confined to
     ``root``: no ``..`` out of it, no link on the way, and it must exist. Else a
@@ -103,7 +106,12 @@ def confined(root: str | Path, value: str | Path | None, what: str = "folder") -
     text = str(value or "").strip()
     if not text or "\x00" in text:
         raise ValueError(f"no {what} given")
-    refused = ValueError(f"{text!r} is not a {what} inside this app's folder ({root})")
+    if len(text) > MAX_PATH_CHARS:
+        raise ValueError(
+            f"{text[:40]!r}...: not a {what} inside this app's folder (at most "
+            f"{MAX_PATH_CHARS} characters)"
+        )
+    refused = ValueError(f"{text[:200]!r} is not a {what} inside this app's folder")
     base = Path(os.path.abspath(root))
     given = Path(text)
     path = Path(os.path.abspath(given if given.is_absolute() else base / given))
@@ -111,13 +119,16 @@ def confined(root: str | Path, value: str | Path | None, what: str = "folder") -
         rel = path.relative_to(base)
     except ValueError:
         raise refused from None
-    here = base
-    for part in rel.parts:
-        here = here / part
-        if here.is_symlink():
+    try:  # a part longer than the file system allows is no folder of it either
+        here = base
+        for part in rel.parts:
+            here = here / part
+            if here.is_symlink():
+                raise refused
+        if not path.exists():
             raise refused
-    if not path.exists():
-        raise refused
+    except OSError:
+        raise refused from None
     return path
 
 
@@ -161,16 +172,37 @@ def toml_model(text: str, where: str, model: Any) -> Any:
 
     from pydantic import ValidationError
 
+    if len(text) > MAX_SETTINGS_CHARS:
+        raise ValueError(f"{where}: over {MAX_SETTINGS_CHARS:,} characters, not a settings file")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"{where}: not TOML ({err})") from None
+    except RecursionError:
+        raise ValueError(f"{where}: nested too deeply to be a settings file") from None
     try:
         return model.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
         raise ValueError(f"{where}: {loc + ': ' if loc else ''}{first['msg']}") from None
+
+
+MAX_SETTINGS_CHARS = 1_000_000  # a recipe or protocol file
+
+
+def json_value(text: str | bytes) -> Any:
+    """``json.loads`` for files from outside (rating files, batch and concept lines): a
+    value nested too deeply, or NaN or Infinity (which JSON does not have), is a
+    ``json.JSONDecodeError`` like any other bad JSON, never a RecursionError or a NaN."""
+
+    def no_constant(name: str) -> Any:
+        raise json.JSONDecodeError(f"{name} is not a JSON number", str(text)[:40], 0)
+
+    try:
+        return json.loads(text, parse_constant=no_constant)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", str(text)[:40], 0) from None
 
 
 def cache_dir() -> Path:

@@ -45,6 +45,9 @@ class Update:
     review_changes: tuple[str, ...] = ()
 
 
+MAX_INSTRUCTION = 2000  # characters of an instruction a person applies (an edit prompt)
+
+
 class Job:
     """One run on a worker thread; its updates are read with :meth:`updates`."""
 
@@ -118,8 +121,12 @@ class Job:
 
     def submit_instruction(self, text: str) -> None:
         """Apply ``text`` (the proposed instruction or a rewritten one) and go on."""
-        if not text or not text.strip():
+        if not isinstance(text, str) or not text.strip():
             raise ValueError("the instruction is empty; write one, or stop the run")
+        if len(text) > MAX_INSTRUCTION:
+            raise ValueError(
+                f"the instruction is {len(text):,} characters; at most {MAX_INSTRUCTION:,}"
+            )
         if self.waiting is not None:
             self.applied = (self.waiting[0], text.strip())
         self._answers.put(text)

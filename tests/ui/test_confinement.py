@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import types
 import zipfile
 
 import pytest
@@ -159,12 +160,29 @@ def test_start_reads_knowledge_bases_banks_and_images_from_inside_only(app, kb_d
 def test_round_and_candidate_numbers_must_be_numbers(app):
     client, service, run_dir, base = app
     before = (run_dir / "run.json").read_text()
-    for bad in ("1; rm -rf /", "nan", None):
-        with pytest.raises(Exception):  # noqa: B017 - Gradio's or the app's refusal
+    for bad in ("1; rm -rf /", "nan", 1e300):
+        # refused by the box itself, in one line naming it (Gradio's own conversion gave
+        # "type str doesn't define __round__ method" and a server traceback)
+        with pytest.raises(Exception, match=r"round: .* is not a number"):
             client.predict(run_dir.name, bad, api_name="/show")
-        with pytest.raises(Exception):  # noqa: B017
+        with pytest.raises(Exception, match=r"candidate: .* is not a number"):
             client.predict(run_dir.name, 1, bad, api_name="/reject")
+    with pytest.raises(Exception):  # noqa: B017 - no round given
+        client.predict(run_dir.name, 1, None, api_name="/reject")
     assert (run_dir / "run.json").read_text() == before  # nothing was decided
+
+
+def test_an_instruction_and_a_set_path_have_bounds(app):
+    """Apply refuses an instruction of 5,000,000 characters (the service refuses past
+    2,000, whoever calls it); a 5,000-character set path is one line, not an OSError."""
+    from refine.service.jobs import MAX_INSTRUCTION, Job
+
+    client, service, run_dir, base = app
+    with pytest.raises(ValueError, match="at most 2,000"):
+        Job.submit_instruction(types.SimpleNamespace(), "x" * 5_000_000)
+    assert MAX_INSTRUCTION == 2000
+    with pytest.raises(Exception, match="not a rating set inside this app's folder"):
+        rate_begin(client, "a" * 5000, "ana")
 
 
 def test_references_named_to_climb_out_stay_inside(app):

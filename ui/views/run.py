@@ -13,7 +13,7 @@ from refine.service import NOT_YOURS, ServiceBusy
 from refine.settings import Setting, shown_on
 from ui import adapters
 from ui.line import IN_LINE
-from ui.safe import error, html_text, no_server_paths
+from ui.safe import error, html_text, no_server_paths, number_box
 from ui.views.common import (
     NO_VISITOR,
     REVIEW_TIMEOUT_S,
@@ -308,7 +308,7 @@ def _box(gr: Any, setting: Setting, limits: Any) -> Any:
         )
     if setting.kind in (int, float):
         precision = 0 if setting.kind is int else None
-        return gr.Number(value, precision=precision, label=label, elem_id=elem_id, **extra)
+        return number_box(value, precision=precision, label=label, elem_id=elem_id, **extra)
     if setting.placeholder:
         extra["placeholder"] = setting.placeholder
     return gr.Textbox(value or "", label=label, elem_id=elem_id, **extra)

@@ -8,7 +8,7 @@ from typing import Any
 from refine.loop.refiner import Refiner
 from refine.service import ServiceBusy
 from ui.line import IN_LINE
-from ui.safe import error
+from ui.safe import error, number_box
 from ui.views.common import (
     QUIET,
     REVIEW_TIMEOUT_S,
@@ -26,8 +26,10 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
     """The view; returns the roll-back event."""
     with gr.Accordion("Steer: look at a round, roll back to it, decide by hand", open=True):
         with gr.Row():
-            round_pick = gr.Number(0, precision=0, minimum=0, label="round", elem_id="round")
-            cand_pick = gr.Number(0, precision=0, minimum=0, label="candidate", elem_id="candidate")
+            round_pick = number_box(0, precision=0, minimum=0, label="round", elem_id="round")
+            cand_pick = number_box(
+                0, precision=0, minimum=0, label="candidate", elem_id="candidate"
+            )
             gate = session.gate
             show_btn = gate.plain(gr, "Show round", shows_run=True, elem_id="show")
             branch_btn = gate.button(

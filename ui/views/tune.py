@@ -11,7 +11,7 @@ import gradio as gr
 
 from refine.present.report.tune import loss_charts, read_history, write_tune_page
 from refine.service import RunService, ServiceBusy
-from ui.safe import error, md_text, no_server_paths
+from ui.safe import error, md_text, no_server_paths, number_box
 from ui.views.common import VisitorGate
 from ui.visitors import visitor_id
 
@@ -58,7 +58,7 @@ def add_tune_view(service: RunService, token: gr.State, gate: VisitorGate) -> No
             method = gr.Radio(
                 ["dpo", "sft"], value="dpo", label="method", elem_id="tune-method", interactive=on
             )
-            steps = gr.Number(
+            steps = number_box(
                 200,
                 precision=0,
                 minimum=1,
@@ -67,7 +67,7 @@ def add_tune_view(service: RunService, token: gr.State, gate: VisitorGate) -> No
                 elem_id="tune-steps",
                 interactive=on,
             )
-            lr = gr.Number(
+            lr = number_box(
                 1e-4,
                 minimum=0,
                 maximum=0.1,
@@ -75,7 +75,7 @@ def add_tune_view(service: RunService, token: gr.State, gate: VisitorGate) -> No
                 elem_id="tune-lr",
                 interactive=on,
             )
-            resolution = gr.Number(
+            resolution = number_box(
                 512,
                 precision=0,
                 minimum=32,
@@ -84,7 +84,7 @@ def add_tune_view(service: RunService, token: gr.State, gate: VisitorGate) -> No
                 elem_id="tune-resolution",
                 interactive=on,
             )
-            drift = gr.Number(
+            drift = number_box(
                 0.5,
                 minimum=0,
                 maximum=2,
@@ -108,7 +108,7 @@ def add_tune_view(service: RunService, token: gr.State, gate: VisitorGate) -> No
                 placeholder="A photorealistic photo of people eating food at home in Iran.",
                 interactive=on,
             )
-            seed = gr.Number(0, precision=0, label="seed", elem_id="tune-seed", interactive=on)
+            seed = number_box(0, precision=0, label="seed", elem_id="tune-seed", interactive=on)
         compare = gate.button(
             gr, "Draw with the base and the tuned generator", enabled=on, elem_id="tune-compare"
         )

@@ -16,7 +16,7 @@ from typing import Any
 from refine import settings
 from refine.evaluate.reference_source import ReferenceSource
 from refine.harness.tasks.batch_record import BATCH_FILE, Batch, BatchEntry, BatchStore
-from refine.io.files import slug
+from refine.io.files import json_value, slug
 from refine.records import ReferencePack, RunSpec
 
 BATCH_WIDE = ("profile", "backends", "backend_options")
@@ -45,7 +45,7 @@ def _rows(path: Path, text: str) -> list[tuple[int, dict[str, Any] | BatchSpecEr
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
-            obj = json.loads(line)
+            obj = json_value(line)
         except json.JSONDecodeError as err:  # said with every other bad line
             rows.append((n, BatchSpecError(f"{path.name} line {n}: not JSON ({err.msg})")))
             continue

@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from refine.io.files import json_value
+
 
 @dataclass(frozen=True)
 class Concept:
@@ -78,7 +80,7 @@ def load_concepts(path: str | Path) -> list[Concept]:
             rows.append((f"{path}:{k}", {a: b for a, b in row.items() if a}))
     elif path.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = json_value(text)
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}: not JSON ({err.msg}, line {err.lineno})") from None
         if not isinstance(data, list):
@@ -89,7 +91,7 @@ def load_concepts(path: str | Path) -> list[Concept]:
             if not line.strip():
                 continue
             try:
-                rows.append((f"{path}:{k}", json.loads(line)))
+                rows.append((f"{path}:{k}", json_value(line)))
             except json.JSONDecodeError as err:
                 rows.append((f"{path}:{k}", ValueError(f"not JSON ({err.msg})")))
     problems: list[str] = []
