@@ -106,7 +106,7 @@ def build_app(
             show_progress="hidden",
         )
         demo.load(None, None, None, js=keys_js, api_name=False)  # the Rate view's keys
-    demo.queue(default_concurrency_limit=1, **queue_options(limits))
+    demo.queue(default_concurrency_limit=1, **queue_options())
     return demo
 
 
@@ -143,10 +143,19 @@ def serve(
     launch(demo, server_name=host, server_port=port, share=share, auth=auth, **launch_options(out))
 
 
-def queue_options(limits: Limits | None) -> dict[str, Any]:
-    """Gradio's queue holds as many as the app's own line of runs (:func:`ui.line.line_length`):
-    starts, roll-backs and builds wait in that line, the other events in Gradio's."""
-    return {"max_size": line_length((limits or Limits()).run_minutes)}
+# events Gradio's queue holds at once, all visitors together: a bound on memory, not on
+# the device (one SSE stream each). Runs and builds are bounded by the app's own line
+# (ui.line, its length from the operator's limits); browsing, opening, rating and
+# refreshing take milliseconds each, one at a time, and a study's raters clicking together
+# must not be told "Queue is full" (with the line's 8 as Gradio's limit, 30 of 40
+# simultaneous clicks were)
+MAX_QUEUED = 1000
+
+
+def queue_options() -> dict[str, Any]:
+    """Gradio's queue bounds memory only (:data:`MAX_QUEUED`); starts, roll-backs and builds
+    wait in the app's own line of :func:`ui.line.line_length`, refused past it."""
+    return {"max_size": MAX_QUEUED}
 
 
 # the charts drawn for a wide column or a phone, the one that fits shown; the saved runs'

@@ -657,3 +657,23 @@ def test_cultural_expectations_in_the_app(app_url, world):
     assert (f"implicit expectations ({met}/3 met): ", None) in pairs
     assert sum(1 for _, kind in pairs if kind in ("met", "not met")) == 5
     assert sum(1 for _, kind in checked if kind == "met") == sum(c.met for c in last.checks)
+
+
+def test_many_visitors_browsing_at_once_are_all_answered(app_url):
+    """Forty list and open clicks at once, as a study with many raters makes: none is
+    refused with "Queue is full" (Gradio's queue limit once sized for the run line held
+    every event; runs wait in the app's own line, ui.line)."""
+    from tests.ui.clients import app_client
+
+    url, _ = app_url
+    client = app_client(url)
+    jobs = [client.submit(api_name="/runs") for _ in range(30)]
+    jobs += [client.submit(api_name="/rate_sets") for _ in range(10)]
+    answered, refused = 0, []
+    for job in jobs:
+        try:
+            job.result(timeout=120)
+            answered += 1
+        except Exception as err:  # noqa: BLE001 - what a refused click gets
+            refused.append(str(err)[:80])
+    assert answered == 40 and not refused, refused[:3]
