@@ -258,6 +258,11 @@ class Refiner:
     # -- the loop ----------------------------------------------------------------------
 
     def _drive(self, run: Run, store: RunStore) -> Run:
+        self._budget = own_call_budget(run)
+        with usage.call_budget(self._budget) if self._budget else contextlib.nullcontext():
+            return self._drive_within(run, store)  # no request past a call budget is sent
+
+    def _drive_within(self, run: Run, store: RunStore) -> Run:
         started = self._started = time.monotonic() - run.elapsed_s
         self.calls = CallCounter(run.model_calls)
         self.qualities = QualityCache()
@@ -276,7 +281,7 @@ class Refiner:
                     stop_requested=self._stop.is_set(),
                     stopped_as=self._stop_why,
                     elapsed_s=time.monotonic() - started,
-                    calls=self.calls.n,
+                    calls=calls_made(self.calls, self._budget),
                 )
                 if reason:
                     run.stop_reason = reason
@@ -314,7 +319,7 @@ class Refiner:
                 del run.rounds[done:]
                 kept = [r.index for r in run.rounds if r.decision in ("initial", "accepted")]
                 run.best_round = max(kept) if kept else None
-                run.stop_reason = budget_spent(err, budget, done)
+                run.stop_reason = budget_spent(err, budget, done, self._budget)
             finally:  # what was sent counts, even when the round failed
                 usage.add(run.usage, spent)
         if len(run.rounds) > done:
@@ -322,7 +327,7 @@ class Refiner:
 
     def _save(self, run: Run, store: RunStore, started: float) -> None:
         run.elapsed_s = time.monotonic() - started
-        run.model_calls = self.calls.n
+        run.model_calls = calls_made(self.calls, self._budget)
         run.backend_ids = {**run.backend_ids, **self.backends.ids()}
         run.backend_info = {**run.backend_info, **self.backends.info()}
         store.save(run)
@@ -466,21 +471,11 @@ class Refiner:
         for step in self.steps:
             step.after_round(run, r, ctx)
 
-    def _candidates(
-        self,
-        run: Run,
-        store: RunStore,
-        k: int,
-        seeds: list[int],
-        parent: Image.Image | None,
-        make: Callable[..., list[Image.Image]] | None,
-        timings: dict[str, float],
-        given: list[Image.Image] | None = None,
-        role: str | None = None,
-    ) -> Made:
-        """The round's candidates, made and assessed (see :mod:`refine.loop.candidates`)."""
+    def _candidates(self, *args: Any, **kwargs: Any) -> Made:
+        """The round's candidates, made and assessed: :meth:`CandidateMaker.make`'s
+        arguments (run, store, k, seeds, parent, make, timings, given, role)."""
         maker = CandidateMaker(self.backends, self.assessor, self.calls, self._emit, self.parallel)
-        return maker.make(run, store, k, seeds, parent, make, timings, given, role)
+        return maker.make(*args, **kwargs)
 
     def _preflight(self, spec: RunSpec) -> None:
         roles = roles_needed(spec)
@@ -569,6 +564,25 @@ def _append_round(
     return r
 
 
+def own_call_budget(run: Run) -> usage.CallBudget | None:
+    """The hard limit of a run's ``budget_calls`` (``--budget-calls``, the app's
+    ``--max-run-calls``): a call budget that has taken the calls of the rounds done (a
+    resumed run goes on from them). None without one, or under a caller's own budget (a
+    bench's strategies give every strategy theirs)."""
+    if run.spec.budget_calls is None or usage.current_budget() is not None:
+        return None
+    budget = usage.CallBudget(run.spec.budget_calls)
+    budget.spent = min(run.model_calls, run.spec.budget_calls)
+    return budget
+
+
+def calls_made(counter: CallCounter, budget: usage.CallBudget | None) -> int:
+    """A run's model calls: under its own call budget every request sent (retries and
+    failed ones included) and every local forward pass, as the budget took them; else the
+    calls counted as the steps made them."""
+    return max(counter.n, budget.spent) if budget is not None else counter.n
+
+
 def round_deadline(started: float, budget: float | None) -> float | None:
     """When a round's API calls must end: the run's wall-time budget, or a caller's
     deadline (a bench's) when that comes first."""
@@ -578,9 +592,13 @@ def round_deadline(started: float, budget: float | None) -> float | None:
     return min(started + budget, outer if outer is not None else math.inf)
 
 
-def budget_spent(err: BaseException, seconds: float | None, done: int) -> str:
-    """Why a budget ended the run during round ``done``: the calls' (a caller's
-    :func:`refine.usage.call_budget`), or the wall time's."""
+def budget_spent(
+    err: BaseException, seconds: float | None, done: int, own: usage.CallBudget | None = None
+) -> str:
+    """Why a budget ended the run during round ``done``: the calls' (the run's ``own``, or
+    a caller's :func:`refine.usage.call_budget`), or the wall time's."""
+    if isinstance(err, usage.CallBudgetSpent) and own is not None:
+        return f"budget: {own.spent} model calls used (limit {own.limit}) during round {done}"
     if isinstance(err, usage.CallBudgetSpent):
         return f"budget: {err} (during round {done})"
     if seconds is None:

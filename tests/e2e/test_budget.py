@@ -63,3 +63,29 @@ def test_requests_sent_before_a_crash_are_kept(world, backends, options, tmp_pat
     # one generation answered; the two candidates' edits that failed were sent all the same
     assert (drawn["calls"], drawn["sent"]) == (1, 1) == (world.log.count("generate"),) * 2
     assert (edits["calls"], edits["sent"]) == (0, 2) == (0, world.log.count("edit"))
+
+
+def test_a_call_budget_is_a_hard_limit_and_the_record_counts_every_request(
+    world, backends, options, tmp_path
+):
+    """--budget-calls N: no request past N is sent, in the middle of a round too (it was
+    checked between rounds only: 5 let 13 through, 13 let 38), and the record's
+    model_calls counts every request sent, failed ones included."""
+    for n in (5, 13, 30):
+        before = len(world.log)
+        run = begin(
+            Refiner("gemini", backends, options),
+            ACT,
+            COUNTRY,
+            out=tmp_path / str(n),
+            rounds=3,
+            target=1.0,
+            max_drift=2.0,
+            budget_calls=n,
+        )
+        sent = len(world.log) - before
+        assert sent <= n and sent <= run.model_calls <= n, (n, sent, run.model_calls)
+        if n < 30:  # 30 calls see the 3 rounds through
+            assert run.stop_reason.startswith("budget:"), run.stop_reason
+        saved = RunStore(tmp_path / str(n) / run.id).load()
+        assert saved.model_calls == run.model_calls
