@@ -217,3 +217,32 @@ def test_the_ledger_hashes_are_salted_with_a_secret_kept_beside_it(tmp_path):
     with pytest.raises(QuotaExceeded):
         again.check_start("browser:b", "127.0.0.1")  # the same address, counted
     assert salt.read_text() == (tmp_path / SALT).read_text()
+
+
+@pytest.mark.slow
+def test_every_spending_endpoint_checks_the_quota_first_and_counts_its_calls(quota_app, world):
+    """A build of references and a start's cultural expectations spend model calls too:
+    a visitor over quota is refused before any is sent (4 builds sent 16 requests past it
+    before), and a build within it counts every request in the ledger."""
+    from gradio_client.exceptions import AppError
+
+    from tests.ui.clients import app_client
+
+    url, out, _ = quota_app
+    visitor = app_client(url, headers={"X-Forwarded-For": "10.0.0.7"})
+    act = "people celebrating Nowruz at home"
+    before = len(world.log)
+    note, _ = visitor.predict(act, "Iran", api_name="/build_references")
+    assert "references built" in note and "(4 model calls" in note
+    built = len(world.log) - before
+    assert built >= 4
+    (row,) = Quotas(out).usage().values()
+    assert row["calls_today"] == built and row["runs_hour"] == 0  # a build is no run
+    assert visitor.predict(*start_args(0), api_name="/start")[0] == "finished"
+    sent = len(world.log)
+    with pytest.raises(AppError, match=r"you have started 1 run\(s\) in the last hour"):
+        visitor.predict("people dancing at a party", "Iran", api_name="/build_references")
+    expecting = (*start_args(0)[:-1], True)  # with cultural expectations
+    with pytest.raises(AppError, match=r"you have started 1 run\(s\) in the last hour"):
+        visitor.predict(*expecting, api_name="/start")
+    assert len(world.log) == sent  # nothing was sent for the refused visitor

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -303,6 +304,21 @@ class Session:
         except QuotaExceeded as err:
             raise error(err) from err
         return address
+
+    @contextmanager
+    def counting(self, visitor: str | None):
+        """Spending outside a run (a build of references, a run's cultural expectations):
+        every request it sends is counted against the daily calls, failed ones included.
+        The quota is checked before, with :meth:`admitted`."""
+        from refine import usage
+
+        with usage.collecting() as spent:
+            try:
+                yield
+            finally:
+                n = sum(int(row.get("sent", 0)) for row in spent.values())
+                if self.quotas is not None and visitor is not None and n:
+                    self.quotas.spent(visitor, n)
 
     @staticmethod
     def follow(job: Any, skip: Any, attach: bool = False):

@@ -217,9 +217,11 @@ def wire_references(
             progress((done, asked["of"] + 2), desc=f"{stage}: {event.get('model', '')}")
 
         who = visitor(tok, request)
+        session.admitted(who, request)  # the visitor's quota, before any model call
         try:  # the device taken: wait in the app's line, told how many runs are ahead
             session.wait_quietly(who, lambda words: progress(0, desc=words))
-            result = service.build_references(act, ctry, on_event=seen, visitor=who)
+            with session.counting(who):  # every request sent, against the daily calls
+                result = service.build_references(act, ctry, on_event=seen, visitor=who)
         except (ServiceBusy, ValueError) as err:
             raise error(err) from err
         except Exception as err:  # a model or API failure: said, the app goes on

@@ -355,11 +355,14 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
         except ValueError as err:
             raise error(err) from err
         raw = {"activity": act, "country": ctry, **given, "image": image or None}
+        if who is None:  # a run nobody owns could be stopped by anyone
+            raise error(NO_VISITOR)
+        address = session.admitted(who, request)  # before any model call
         if check_expectations:
             try:  # built from the run's own prompt (cached inside --out); never a path
-                raw["expectations"] = [
-                    e.model_dump() for e in service.expectations_for(act, ctry).expectations
-                ]
+                with session.counting(who):
+                    made = service.expectations_for(act, ctry).expectations
+                raw["expectations"] = [e.model_dump() for e in made]
             except ValueError as err:
                 raise error(f"cultural expectations: {err}") from err
 
@@ -371,9 +374,6 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
             spec, refs = settings.load(raw, find=find, root=service.out, spec=spec_type)
         except settings.SettingsError as err:
             raise error(settings_message(err)) from err
-        if who is None:  # a run nobody owns could be stopped by anyone
-            raise error(NO_VISITOR)
-        address = session.admitted(who, request)
         try:  # the device taken: wait in the app's line, told how many runs are ahead
             ticket = session.line.join()
             try:
