@@ -433,6 +433,15 @@ class GeminiClient:
                         quota.retry_s,
                     )
                     continue
+            except ValueError as err:  # a garbage answer: HTML, JSON cut short, bad base64
+                said = " ".join(str(err).split())[:160]
+                if attempt >= self.max_retries:
+                    raise GeminiError(
+                        f"{model}: the API's answer could not be read after {attempt + 1} "
+                        f"attempt(s) ({type(err).__name__}: {said}); a proxy or the service "
+                        "may be failing: try again later"
+                    ) from err
+                reason = f"an answer that could not be read ({type(err).__name__})"
             except Exception as err:  # timeouts and dropped connections
                 if not _is_transient(err):
                     raise

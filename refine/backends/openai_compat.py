@@ -14,7 +14,9 @@ router, or OpenAI itself.
 * The judge asks for the answer tokens' ``logprobs`` and ``top_logprobs``; where the server
   returns none (or refuses them) it samples instead (:mod:`refine.backends.judging`).
 * Retries are the client's own (``max_retries``): connection errors, 408, 409, 429 and 5xx
-  answers, waiting as the server's ``Retry-After`` says. An error names the server's
+  answers, waiting as the server's ``Retry-After`` says; under a call budget they are made
+  here instead, each a request taken from the budget, and a refusal says how many were
+  sent. An error names the server's
   address and quotes its answer.
 * Before a run spends anything, the server's model list (``GET /models``) must hold the
   model; else one line names what it serves.
@@ -148,23 +150,36 @@ class OpenAIServer:
         capped = left is not None and left < self.timeout_s
         if capped:  # (the client's own retry waits are not capped: one may pass the budget)
             client = client.with_options(timeout=max(1.0, left))
-        if usage.current_budget() is not None:  # each retry would be a request uncounted
+        # under a call budget the retries are made here, each a request taken from it (the
+        # client's own would go uncounted), waiting as the server's Retry-After says
+        counted = usage.current_budget() is not None
+        if counted:
             client = client.with_options(max_retries=0)
-        sent(f"openai:{model}")
-        try:
-            response = abandonable(
-                lambda: client.chat.completions.create(model=model, messages=messages, **params)
-            )
-        except openai.APIStatusError as err:
-            raise OpenAIServerError(
-                f"{model}: {self._said(err, purpose)}", err.status_code
-            ) from None
-        except openai.APIConnectionError as err:  # timeouts included
-            if capped:  # the timeout was the budget's
-                raise BudgetExhausted(
-                    f"{model}: the wall-time budget ran out waiting for an answer ({purpose})"
-                ) from err
-            raise OpenAIServerError(f"{model}: {self._unreachable(err, purpose)}") from None
+        attempts = 0
+        while True:
+            sent(f"openai:{model}")
+            attempts += 1
+            try:
+                response = abandonable(
+                    lambda: client.chat.completions.create(model=model, messages=messages, **params)
+                )
+                break
+            except openai.APIStatusError as err:
+                if counted and err.status_code in RETRIED and attempts <= self.max_retries:
+                    self._wait(err, attempts, model, purpose)
+                    continue
+                said = self._said(err, purpose, attempts if counted else None)
+                raise OpenAIServerError(f"{model}: {said}", err.status_code) from None
+            except openai.APIConnectionError as err:  # timeouts included
+                if capped:  # the timeout was the budget's
+                    raise BudgetExhausted(
+                        f"{model}: the wall-time budget ran out waiting for an answer ({purpose})"
+                    ) from err
+                if counted and attempts <= self.max_retries:
+                    self._wait(None, attempts, model, purpose)
+                    continue
+                said = self._unreachable(err, purpose, attempts if counted else None)
+                raise OpenAIServerError(f"{model}: {said}") from None
         counted = getattr(response, "usage", None)
         record_usage(
             f"openai:{model}",
@@ -176,20 +191,41 @@ class OpenAIServer:
             raise OpenAIServerError(f"{model}: {self.url} answered with no choices ({purpose})")
         return response
 
-    def _said(self, err: Any, what: str) -> str:
+    def _wait(self, err: Any, attempts: int, model: str, what: str) -> None:
+        """Before a retry of ours: the server's Retry-After (seconds, or -ms), else 0.5 s
+        doubled each time (at most 8 s); within the wall-time budget, else it is spent."""
+        wait = min(0.5 * 2 ** (attempts - 1), 8.0)
+        headers = getattr(getattr(err, "response", None), "headers", None) or {}
+        for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+            try:
+                wait = float(headers.get(name)) * scale
+                break
+            except (TypeError, ValueError):
+                continue
+        wait = max(0.0, min(wait, 60.0))
+        left = time_left()
+        if left is not None and wait >= left:
+            raise BudgetExhausted(f"{model}: the wall-time budget ends before a retry ({what})")
+        usage.pause(wait)
+
+    def _said(self, err: Any, what: str, attempts: int | None = None) -> str:
+        """``attempts``: the requests sent, when known (ours); else the client's own
+        retries made them: as many as it makes for that status."""
         try:
             body = err.response.text.strip()
         except Exception:  # only for a message
             body = str(err)
-        attempts = self.max_retries + 1 if err.status_code in RETRIED else 1
+        if attempts is None:
+            attempts = self.max_retries + 1 if err.status_code in RETRIED else 1
         return (
             f"{self.url} answered HTTP {err.status_code} to {what} (after {attempts} "
             f"attempt(s)): {body[:300]}"
         )
 
-    def _unreachable(self, err: Exception, what: str) -> str:
+    def _unreachable(self, err: Exception, what: str, attempts: int | None = None) -> str:
+        attempts = self.max_retries + 1 if attempts is None else attempts
         return (
-            f"no answer from {self.url} to {what} after {self.max_retries + 1} attempt(s) "
+            f"no answer from {self.url} to {what} after {attempts} attempt(s) "
             f"({type(err).__name__}; the timeout is {self.timeout_s:g} s): is the server up?"
         )
 

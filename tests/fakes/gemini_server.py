@@ -141,6 +141,8 @@ class Reply:
     status: int = 200
     body: dict = field(default_factory=dict)
     delay_s: float = 0.0
+    raw: bytes | None = None  # a garbage answer: these bytes, not the body as JSON
+    kind: str = "application/json"
 
 
 # the models the fake API offers (GET /models): today's and the 2.5 ones tests name
@@ -327,6 +329,10 @@ class FakeGemini:
     def reply(self, body: dict, delay_s: float = 0.0) -> None:
         self.replies.append(Reply(200, body, delay_s))
 
+    def garbage(self, raw: bytes, kind: str = "application/json") -> None:
+        """The next answer: ``raw`` with status 200 (a proxy's HTML page, JSON cut short)."""
+        self.replies.append(Reply(200, {}, 0.0, raw, kind))
+
     def fail(self, code: int, status: str = "ERROR", message: str = "injected") -> None:
         c, body = error_answer(code, status, message)
         self.replies.append(Reply(c, body))
@@ -392,10 +398,10 @@ class FakeGemini:
                     reply = fake.answer(self.path, body)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
-                data = json.dumps(reply.body).encode()
+                data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", reply.kind)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)

@@ -409,3 +409,26 @@ def test_retry_waits_are_jittered(fake):
     assert len(sleeps) == 3
     for k, wait in enumerate(sleeps):  # 1, 2, 4 s, each within 20 %
         assert 0.8 * 2**k <= wait <= 1.2 * 2**k
+
+
+def test_a_garbage_answer_is_retried_then_said_in_one_line(fake, client):
+    """A 200 whose body is a proxy's HTML page, JSON cut short or an image that is not
+    base64: tried again, and when every try gets one, one GeminiError saying what came
+    back, counting the requests sent (it was a traceback)."""
+    good = json.dumps(image_answer(png_bytes())).encode()
+    fake.garbage(b"<html>502 Bad Gateway</html>", "text/html")
+    fake.reply(image_answer(png_bytes()))
+    gen = backend("generator", "gemini:gemini-2.5-flash-image", client)
+    assert len(gen.generate("x", [0])) == 1 and len(fake.requests) == 2
+    for raw, said in (
+        (good[: len(good) // 2], "JSONDecodeError"),
+        (good.replace(b'"data": "', b'"data": "!!!'), "ValidationError"),
+    ):
+        before = len(fake.requests)
+        for _ in range(3):
+            fake.garbage(raw)
+        with pytest.raises(GeminiError) as err:
+            gen.generate("x", [0])
+        text = str(err.value)
+        assert f"could not be read after 3 attempt(s) ({said}" in text and "\n" not in text
+        assert len(fake.requests) - before == 3

@@ -182,18 +182,26 @@ def test_completion_log_likelihood_from_vllms_prompt_logprobs(server):
         judge.completion_nll([None], ["x"], prefix, [" Iran"])
 
 
-def test_under_a_call_budget_the_client_sends_no_retry_of_its_own(server, monkeypatch):
+def test_under_a_call_budget_retries_are_counted_requests_and_wait_as_told(server, monkeypatch):
     """A retry is a request the budget must count: under one, the client does not retry
-    by itself, and the request past the budget is never sent."""
+    by itself; the backend does, each retry taken from the budget, waiting as the
+    server's Retry-After says; a refusal counts the requests it sent; and the request
+    past the budget is never sent."""
     from refine import usage
 
     monkeypatch.setattr(judging, "_HAS_LOGPROBS", set())
     server.too_many, server.retry_after_s = 1, 1
     judge = create("judge", f"openai:{MODEL}", shared=False, base_url=server.url, max_retries=2)
-    budget = usage.CallBudget(1)
-    with usage.call_budget(budget), pytest.raises(OpenAIServerError):
+    budget = usage.CallBudget(5)
+    with usage.call_budget(budget):
+        (yes,) = judge.yes_probability([Image.new("RGB", (8, 8), RED)], ["Hookahs?"])
+    assert 0.0 < yes < 1.0 and len(server.requests) == 2 and budget.spent == 2
+    assert server.requests[1]["at"] - server.requests[0]["at"] >= 0.9  # its Retry-After
+    server.too_many, server.retry_after_s = 10, 0
+    with usage.call_budget(budget), pytest.raises(OpenAIServerError) as err:
         judge.yes_probability([Image.new("RGB", (8, 8), RED)], ["Hookahs?"])
-    assert len(server.requests) == 1 and budget.spent == 1
+    assert "HTTP 429" in str(err.value) and "(after 3 attempt(s))" in str(err.value)
+    assert len(server.requests) == 5 and budget.spent == 5
     with usage.call_budget(budget), pytest.raises(usage.CallBudgetSpent):
         judge.yes_probability([Image.new("RGB", (8, 8), RED)], ["Hookahs?"])
-    assert len(server.requests) == 1
+    assert len(server.requests) == 5
