@@ -71,7 +71,7 @@ def test_a_call_budget_is_a_hard_limit_and_the_record_counts_every_request(
     """--budget-calls N: no request past N is sent, in the middle of a round too (it was
     checked between rounds only: 5 let 13 through, 13 let 38), and the record's
     model_calls counts every request sent, failed ones included."""
-    for n in (5, 13, 30):
+    for n in (5, 13):
         before = len(world.log)
         run = begin(
             Refiner("gemini", backends, options),
@@ -85,7 +85,6 @@ def test_a_call_budget_is_a_hard_limit_and_the_record_counts_every_request(
         )
         sent = len(world.log) - before
         assert sent <= n and sent <= run.model_calls <= n, (n, sent, run.model_calls)
-        if n < 30:  # 30 calls see the 3 rounds through
-            assert run.stop_reason.startswith("budget:"), run.stop_reason
+        assert run.stop_reason.startswith("budget:"), run.stop_reason
         saved = RunStore(tmp_path / str(n) / run.id).load()
         assert saved.model_calls == run.model_calls

@@ -238,11 +238,11 @@ def test_every_spending_endpoint_checks_the_quota_first_and_counts_its_calls(quo
     assert built >= 4
     (row,) = Quotas(out).usage().values()
     assert row["calls_today"] == built and row["runs_hour"] == 0  # a build is no run
-    assert visitor.predict(*start_args(0), api_name="/start")[0] == "finished"
+    Quotas(out).record_start("browser:someone", "10.0.0.7")  # a run from the same address
     sent = len(world.log)
-    with pytest.raises(AppError, match=r"you have started 1 run\(s\) in the last hour"):
+    with pytest.raises(AppError, match=r"your address has started 1 run\(s\)"):
         visitor.predict("people dancing at a party", "Iran", api_name="/build_references")
     expecting = (*start_args(0)[:-1], True)  # with cultural expectations
-    with pytest.raises(AppError, match=r"you have started 1 run\(s\) in the last hour"):
+    with pytest.raises(AppError, match=r"your address has started 1 run\(s\)"):
         visitor.predict(*expecting, api_name="/start")
     assert len(world.log) == sent  # nothing was sent for the refused visitor
