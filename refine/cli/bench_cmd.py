@@ -108,7 +108,9 @@ EDITORS = typer.Option(
     help="Compare editors over many edits instead of generators (repeatable): each "
     "prompt's source image edited --loops times in a row by each.",
 )
-LOOPS = typer.Option(3, "--loops", min=1, max=100, help="With --editor: edits in a row.")
+LOOPS = typer.Option(
+    None, "--loops", min=1, max=100, help="With --editor: edits in a row (default 3)."
+)
 LOCALIZE = typer.Option(
     False, "--localize", help="With --editor: each edit restricted to the observer's boxes."
 )
@@ -180,7 +182,7 @@ def bench_cmd(
     target: float = TARGET,
     candidates: int = CANDIDATES,
     editor: list[str] = EDITORS,
-    loops: int = LOOPS,
+    loops: int | None = LOOPS,
     localize: bool = LOCALIZE,
     as_json: bool = typer.Option(False, "--json", help="Print the results record (results.json)."),
     engine: EngineOptions = LOCAL,
@@ -198,7 +200,8 @@ def bench_cmd(
     prompt (strategies.csv, results.json, strategies.html); --editor compares editors over
     --loops edits in a row (editor_loops.csv, results.json, editor_loops.html)."""
 
-    if editor or strategies is not None or budget_calls or budget_seconds or localize or loops != 3:
+    looped = (strategies is not None, budget_calls, budget_seconds, localize, loops is not None)
+    if editor or any(looped):
         from refine.cli.strategies_cmd import loop_bench  # the loop's own benches
 
         return loop_bench(dict(locals()))

@@ -17,7 +17,9 @@ def rescore_cmd(
     bench: Path = typer.Argument(..., help="The bench folder to score again."),
     out: Path = typer.Option(..., "--out", help="The new bench folder (run again to go on)."),
     tau: float = typer.Option(
-        None, "--tau", help="The match threshold (no model call: the stored observations)."
+        None,
+        "--tau",
+        help="The match threshold, in (0, 1] (no model call: the stored observations).",
     ),
     tau_quantiles: bool = typer.Option(
         False,
@@ -67,6 +69,8 @@ def rescore_cmd(
     from refine.harness.tasks.rescore import RescorePlan, run_rescore
     from refine.present.report.bench import write_bench_page
 
+    if tau is not None and not 0 < tau <= 1:  # said before anything loads
+        raise UserInputError(f"--tau: a threshold in (0, 1], not {tau:g}")
     if not (bench / "results.json").is_file():
         raise UserInputError(f"BENCH: {bench} holds no bench (no results.json)")
     if ratings is not None and recipe is None:

@@ -66,8 +66,8 @@ def loop_bench(given: dict[str, Any]) -> None:
             flags = "/".join(f"--{f}" for f in asked)
             raise UserInputError(f"{flags}: with --strategies, not with --editor")
         return editor_bench(given)
-    if given["localize"] or given["loops"] != 3:
-        raise UserInputError("--loops/--localize go with --editor")
+    if given["localize"] or given["loops"] is not None:
+        raise UserInputError("--loops/--localize go with --editor (the editors' bench)")
     return strategies_bench(given)
 
 
@@ -194,7 +194,7 @@ def editor_bench(given: dict[str, Any]) -> None:
     plan = EditorLoopPlan(
         editors=list(given["editor"]),
         prompts=_prompts(given),
-        loops=given["loops"],
+        loops=3 if given["loops"] is None else given["loops"],
         seed=given["seed"],
         localize=given["localize"],
         tau=given["tau"],

@@ -122,6 +122,11 @@ def fetch_ahead(
         try:
             _download(url, target, limits, rel)
         except OSError as err:
+            if str(err).startswith("cannot connect") and not done.downloaded:
+                # nothing came from there yet: the network or the address, not this file
+                raise FetchError(
+                    f"cannot reach {base} ({err}); check the network, or name a mirror with --from"
+                ) from None
             done.failed[url] = str(err)
             emit(f"[{n}/{len(wanted)}] not fetched: {url} ({err})")
             continue

@@ -38,6 +38,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 PROFILE_COUNTRIES = ("born", "raised", "residence", "nationality")
 AGE_BANDS = ("18-24", "25-34", "35-44", "45-54", "55-64", "65+")
 MAX_TEXT = 1000  # characters of a reason, comment or description
+# a question's placeholders (filled with the item's values where a question is shown), in
+# the words a message names them by
+PLACEHOLDERS = {
+    "{activity}": "the activity",
+    "{country}": "the country",
+    "{prompt}": "the prompt",
+    "{rater_country}": "your country",
+}
+
+
+def words(text: str) -> str:
+    """A question's text for a message: its placeholders in words, never ``{activity}``."""
+    for key, value in PLACEHOLDERS.items():
+        text = text.replace(key, value)
+    return text
 
 
 class _Strict(BaseModel):
@@ -203,19 +218,21 @@ class Protocol(_Strict):
             if q.kind == "single":
                 value = None if value in (None, "") else str(value)
                 if value is not None and value not in allowed:
-                    raise ValueError(f"{q.text}: {value!r} is not one of {', '.join(allowed)}")
+                    raise ValueError(
+                        f"{words(q.text)}: {value!r} is not one of {', '.join(allowed)}"
+                    )
             elif q.kind in ("multiple", "marks"):
                 value = [str(v) for v in (value or [])]
                 if q.kind == "marks":
                     allowed = prompt_words(prompt)
                 stray = [v for v in value if v not in allowed]
                 if stray:
-                    raise ValueError(f"{q.text}: {stray[0]!r} is not among the choices")
+                    raise ValueError(f"{words(q.text)}: {stray[0]!r} is not among the choices")
                 value = value or None
             else:
                 value = " ".join(str(value or "").split()) or None
                 if value and len(value) > MAX_TEXT:
-                    raise ValueError(f"{q.text}: at most {MAX_TEXT} characters")
+                    raise ValueError(f"{words(q.text)}: at most {MAX_TEXT} characters")
             if value is None:
                 c = q.required_if
                 needed = (
@@ -224,7 +241,7 @@ class Protocol(_Strict):
                     else bool(_as_values(answers.get(c.question)) & set(c.one_of))
                 )
                 if needed:
-                    raise ValueError(f"answer: {q.text}")
+                    raise ValueError(f"answer: {words(q.text)}")
                 continue
             kept[q.id] = value
             reason = " ".join(str(reasons.get(q.id) or "").split())
@@ -232,7 +249,7 @@ class Protocol(_Strict):
                 raise ValueError(f"{q.reason_label}: at most {MAX_TEXT} characters")
             needs = q.reason == "required" or bool(_as_values(value) & set(q.reason_if))
             if needs and not reason:
-                raise ValueError(f"{q.reason_label} (needed for your answer to: {q.text})")
+                raise ValueError(f"{q.reason_label} (needed for your answer to: {words(q.text)})")
             allows = needs or q.reason == "optional" or _as_values(value) & set(q.comment_if)
             if reason and allows:
                 why[q.id] = reason

@@ -129,6 +129,7 @@ def test_the_command_line_compares_editors_and_refuses_what_cannot_be(
     assert (out / "editor_loops.html").is_file() and (out / "editor_loops.csv").is_file()
     for wrong, said in (
         (["--loops", "2"], "--loops/--localize go with --editor"),
+        (["--loops", "3"], "--loops/--localize go with --editor"),  # the default, said
         (["--localize"], "--loops/--localize go with --editor"),
         (["--editor", A, "--target", "0.9"], "--target: with --strategies, not with --editor"),
         (["--editor", A, "--editor", A], "named twice"),

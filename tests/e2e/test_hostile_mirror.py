@@ -202,3 +202,16 @@ def test_a_passed_deadline_leaves_the_rest_reported_not_fetched(tmp_path):
     assert {d["reason"] for d in done.dead} == {"not started: the time allowed ran out"}
     assert (tmp_path / "photos" / "photos.json").is_file()
     assert len(json.loads((tmp_path / "photos" / "report.json").read_text())["dead"]) == 3
+
+
+def test_offline_the_fetch_says_so_after_its_first_file(tmp_path, monkeypatch):
+    """No network (nothing listens): one line after the first file's tries, not a minute
+    of every file's."""
+    from refine.evaluate import paper_data
+    from refine.evaluate.paper_data import FetchError
+
+    waits: list[float] = []
+    monkeypatch.setattr(paper_data.time, "sleep", waits.append)
+    with pytest.raises(FetchError, match="cannot reach http://127.0.0.1:9 .*--from"):
+        fetch_ahead(tmp_path / "d", ["Brazil"], "http://127.0.0.1:9")
+    assert waits == [1.0, 2.0]  # the first file's three tries, and no other file's

@@ -159,6 +159,9 @@ def test_rescore_refuses_what_it_cannot_do(bench, tmp_path):
     new = str(tmp_path / "x")
     bad = cli("rescore", str(bench), "--out", new)
     assert bad.returncode == 2 and "nothing to recompute" in bad.stderr
+    for wrong in ("1.5",):  # refused before anything loads (it was after 10-22 s)
+        bad = cli("rescore", str(bench), "--out", new, "--tau", wrong)
+        assert bad.returncode == 2 and "--tau" in bad.stderr, bad.stderr
     bad = cli("rescore", str(tmp_path), "--out", new, "--tau", "0.4")
     assert bad.returncode == 2 and "holds no bench" in bad.stderr
     bad = cli("rescore", str(bench), "--out", new, "--backend", "generator=gemini:x")

@@ -93,6 +93,10 @@ def test_a_study_from_profile_to_flags_and_agreement(tmp_path):
     )
     with pytest.raises(ValueError, match="you do not qualify"):
         study.next_for("cem")
+    from ui.views.rate import show_next
+
+    said = show_next(study, "cem", "Thank you.")[0]  # the Rate view's line: a new sentence
+    assert "Thank you. You do not qualify for this set" in str(said)
     assert study.qualification("ana") == (True, "you qualify for the images of Japan")
     with pytest.raises(ValueError, match="gave a profile for this set already"):
         study.give_profile("ana", {**JAPAN, "age_band": "65+"})
@@ -453,3 +457,13 @@ def test_merge_checks_every_row_first_and_writes_all_or_nothing(tmp_path, capsys
     first = (out / "rater-01" / "ratings.jsonl").read_text().splitlines()
     assert len((folder / "ratings.jsonl").read_text().splitlines()) == len(first) + len(rows)
     assert set(Study.open(folder).profiles()) == {"aiko", "kenji"}
+
+
+def test_messages_name_a_questions_placeholders_in_words():
+    """A refusal quotes the question without its placeholders (it showed "{activity}")."""
+    from refine.human.protocols import load_protocol
+
+    ahead = load_protocol("ahead")
+    with pytest.raises(ValueError) as err:
+        ahead.check({})
+    assert "{" not in str(err.value) and "show the activity in your country" in str(err.value)

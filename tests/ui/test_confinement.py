@@ -298,6 +298,14 @@ def test_a_set_holding_another_visitors_run_is_refused_at_any_depth(app):
             )
         assert not [p for p in service.out.rglob(".raters.json") if "bo" in p.read_text()]
         assert "give your profile" in rate_begin(client, "deep/er", "ana")[0]
+        # the SoS protocol on a folder that is no SoS bank: refused at Begin, before the
+        # rater's profile (it was after the rater filled it in)
+        (deep / "pics").mkdir()
+        from PIL import Image
+
+        Image.new("RGB", (8, 8), (1, 2, 3)).save(deep / "pics" / "a.png")
+        with pytest.raises(Exception, match="the sos protocol rates images of an SoS bank"):
+            rate_begin(other, "deep/pics", "bo", "sos")
         with pytest.raises(Exception, match="not a rating set") as refused:
             rate_begin(other, str(base / "nowhere" / "at-all"), "bo")
         assert str(base) not in str(refused.value) and "'at-all'" in str(refused.value)

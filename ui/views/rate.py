@@ -133,6 +133,11 @@ def _open(
             f"the {study.protocol.name} protocol asks {len(study.protocol.questions)} "
             f"questions; the Rate view draws up to {SLOTS}"
         )
+    if any(q.options_from == "cultures" for q in study.protocol.questions):
+        from refine.human.study import culture_options
+
+        # a folder that is no SoS bank: said at Begin, before the rater gives a profile
+        culture_options(study.set.items[0], study.seed)
     study.set.claim(who, visitor_hash(visitor))
     return study
 
@@ -258,7 +263,7 @@ def show_next(study: Study, who: str, note: str = "") -> list[Any]:
         return _hidden(f"{lead}{name}: give your profile and consent to begin.", True, words)
     ok, why = study.qualification(who)
     if not ok:
-        return _hidden(f"{lead}{md_text(why, 300)}")
+        return _hidden(f"{lead}{md_text(why[:1].upper() + why[1:], 300)}")
     slot, done, total = study.next_for(who)
     if slot is None:
         return _hidden(
