@@ -51,6 +51,7 @@ def build_app(
     limits = (limits or Limits()).check()
     gr = require("gradio", "gradio", "the app", "app")
     hide_paths_of(service)  # its messages and boxes name paths under --out relative to it
+    service.orphan_s = ORPHAN_S  # a paused run whose visitor left frees the device
     with gr.Blocks(title="Culturally faithful image refinement") as demo:
         # who the visitor is: a token kept in the browser (encrypted with a key kept in
         # --out), read into this session's state on load; see ui.visitors
@@ -150,6 +151,10 @@ def serve(
 # must not be told "Queue is full" (with the line's 8 as Gradio's limit, 30 of 40
 # simultaneous clicks were)
 MAX_QUEUED = 1000
+# a run paused for its owner's review, with none of the owner's pages following it (all
+# closed: a reload re-attaches in about 1.3 s), is stopped after this many seconds, its
+# rounds kept: the device is not held for 15 minutes for a visitor who has gone
+ORPHAN_S = 120.0
 
 
 def queue_options() -> dict[str, Any]:

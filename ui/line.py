@@ -93,11 +93,26 @@ class Line:
                 if live
                 else "references being built"
             )
+            if live and job.waiting is not None:  # paused: the time left says nothing
+                where = f"{where.split(' (')[0]}, {paused_words(job)}"
             yield waiting_words(before, where if running else None)
             if live:
                 job.join(1.0)
             else:
                 time.sleep(1.0)
+
+
+def paused_words(job: Any) -> str:
+    """Why a run paused for its owner's review holds the device, and until when."""
+    since = job.review_since
+    waited = f" for {int(time.monotonic() - since)} s" if since is not None else ""
+    ends = []
+    if job.orphan_s is not None:
+        ends.append(f"once no page of its owner has followed it for {job.orphan_s:g} s")
+    if job.review_timeout_s is not None:
+        ends.append(f"{job.review_timeout_s / 60:g} min into the review at the latest")
+    by_itself = f"; it stops by itself {' or '.join(ends)}" if ends else ""
+    return f"paused{waited}: waiting for its owner to review an instruction{by_itself}"
 
 
 def waiting_words(before: int, running: str | None) -> str:

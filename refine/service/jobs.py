@@ -58,13 +58,20 @@ class Job:
         pause: bool,
         owner: str | None = None,
         review_timeout_s: float | None = None,
+        orphan_s: float | None = None,
     ) -> None:
         """``claim(run_dir, owner)`` records the run's owner once its folder exists;
-        ``stop_run(why)`` asks the loop running it to stop."""
+        ``stop_run(why)`` asks the loop running it to stop. A review nobody answers ends
+        the run after ``review_timeout_s``, or after ``orphan_s`` with no reader of its
+        updates (its owner's pages closed): the slot is not held for a visitor gone."""
         self._claim, self._stop_run = claim, stop_run
         self.pause = pause
         self.owner = owner  # the visitor who may stop or steer it; None: anyone
         self.review_timeout_s = review_timeout_s
+        self.orphan_s = orphan_s
+        self.followers = 0  # readers of updates() now
+        self._unfollowed_since = time.monotonic()
+        self.review_since: float | None = None
         self.run_dir: Path | None = None
         self.run: Run | None = None
         self.error: str | None = None
@@ -106,16 +113,42 @@ class Job:
         event = ReviewWaiting(round=k, instruction=instruction)
         self.tracker.see(event)
         self._put(event)
-        try:
-            answer = self._answers.get(timeout=self.review_timeout_s)
-        except queue.Empty:  # nobody answered: the owner is gone, the slot is freed
-            self.stopped = True
-            waited = _span(self.review_timeout_s)
-            self.stop_why = f"stopped: nobody answered the review within {waited}"
-            self._stop_run(self.stop_why)
-            answer = None
+        began = self.review_since = time.monotonic()
+        answer = None
+        while True:
+            now = time.monotonic()
+            timed_out = self.review_timeout_s is not None and now - began >= self.review_timeout_s
+            gone = (
+                self.orphan_s is not None
+                and self.followers == 0
+                and now - self._unfollowed_since >= self.orphan_s
+            )
+            if timed_out or gone:  # nobody answered: the owner is gone, the slot is freed
+                self.stopped = True
+                if gone:
+                    self.stop_why = (
+                        "stopped: its visitor left during the review (no page followed "
+                        f"it for {_span(self.orphan_s)}); roll back to a round to go on"
+                    )
+                else:
+                    waited = _span(self.review_timeout_s)
+                    self.stop_why = f"stopped: nobody answered the review within {waited}"
+                self._stop_run(self.stop_why)
+                break
+            try:
+                answer = self._answers.get(timeout=0.25)
+                break
+            except queue.Empty:
+                continue
         self.waiting = None
+        self.review_since = None
         return answer
+
+    def _follow(self, n: int) -> None:
+        with self._logged:
+            self.followers += n
+            if self.followers == 0:
+                self._unfollowed_since = time.monotonic()
 
     # called by the front end ----------------------------------------------------------
 
@@ -212,7 +245,17 @@ class Job:
         run's start; with ``attach``, the run as it stands now and then the events from
         here on. Any number of readers may follow one run, each from its own place. With
         ``idle_s``, a None after each ``idle_s`` without an event (a run paused for review
-        sends none): a reader that is a generator can then be closed between two."""
+        sends none): a reader that is a generator can then be closed between two. While
+        one reads, the run's visitor is here (see ``orphan_s``)."""
+        self._follow(1)
+        try:
+            yield from self._updates(poll_s, attach, idle_s)
+        finally:
+            self._follow(-1)
+
+    def _updates(
+        self, poll_s: float, attach: bool, idle_s: float | None
+    ) -> Iterator[Update | None]:
         with self._logged:
             at = len(self._log) if attach else 0
         quiet_since = time.monotonic()

@@ -44,6 +44,9 @@ class RunService(RunFolders):
         self._args = (profile, backends, backend_options, instances)
         self._refiner: Any = None
         self.slot = Slot()
+        # a run paused for review with no page following it this long is stopped (the app
+        # sets it: its visitors' pages are the runs' readers); None: only the review timeout
+        self.orphan_s: float | None = None
         self.job: Job | None = None
         self.tuning = Tuning(self, self.refiner, self.slot)
 
@@ -99,7 +102,7 @@ class RunService(RunFolders):
         review_timeout_s: float | None,
     ) -> Job:
         self.slot.take()
-        job = Job(self.claim, self._stop_run, pause, owner, review_timeout_s)
+        job = Job(self.claim, self._stop_run, pause, owner, review_timeout_s, self.orphan_s)
         try:
             refiner = self.refiner()
         except Exception:
