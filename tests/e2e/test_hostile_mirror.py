@@ -55,7 +55,7 @@ def test_a_download_is_capped_in_size_and_time_and_only_http(tmp_path):
         tmp_path,
         endless={"zeros"},
         cut={"cut.png"},
-        drip={"drip": 0.2},
+        drip={"drip": 0.1},
         moved={"to-file": "file:///etc/hostname"},
     ) as server:
         assert download(f"{server.url}/ok.txt") == b"fine"
@@ -70,7 +70,7 @@ def test_a_download_is_capped_in_size_and_time_and_only_http(tmp_path):
         assert server.sent["zeros"] < 200e6
         began = time.monotonic()
         with pytest.raises(DownloadError, match="too slow"):
-            download(f"{server.url}/drip", timeout_s=1.0)
+            download(f"{server.url}/drip", timeout_s=0.5)
         assert time.monotonic() - began < 5
         with pytest.raises(DownloadError, match="cut short"):
             download(f"{server.url}/cut.png", tries=2, sleep=lambda s: None)
@@ -123,7 +123,7 @@ def test_a_hostile_mirror_ends_in_a_report_with_the_good_photos_kept(tmp_path, m
         repo,
         endless={"web/zeros.png"},
         cut={"web/cut.png"},
-        drip={"web/drip.png": 0.3},
+        drip={"web/drip.png": 0.1},
         moved={"web/to-file.png": f"file://{tmp_path}/secret.png"},
     )
     with hostile as server:
@@ -144,7 +144,7 @@ def test_a_hostile_mirror_ends_in_a_report_with_the_good_photos_kept(tmp_path, m
             for url in urls.values():
                 w.writerow(["x.png", url, "BRAZIL", "eating", "eating"])
         said: list[str] = []
-        limits = Limits(max_mb=1, timeout_s=1.5, deadline=time.monotonic() + 120)
+        limits = Limits(max_mb=1, timeout_s=1.0, deadline=time.monotonic() + 120)
         done = fetch_ahead(
             tmp_path / "d", ["Brazil", "Iran"], server.url, said.append, True, limits
         )
