@@ -3,6 +3,7 @@ by one, pause mode lets the user rewrite an instruction, screenshots show the im
 
 from __future__ import annotations
 
+import contextlib
 import io
 import time
 from pathlib import Path
@@ -222,11 +223,11 @@ def test_the_file_route_serves_nothing_under_out(app, tmp_path):
     a run's owner, a visitor's references) nor a run's record or images, which pages get
     as copies in Gradio's cache (ui/private.py). A copy there is served."""
     import httpx
-    from gradio import processing_utils, utils
+    from gradio import processing_utils
 
     from tests.fakes.gemini_world import png_bytes
 
-    url = app[0]
+    url, _, demo = app
     png = png_bytes(RED, (8, 8))
     files = [
         tmp_path / "runs" / "r1" / "round0.png",
@@ -256,10 +257,16 @@ def test_the_file_route_serves_nothing_under_out(app, tmp_path):
                 got = client.get(asked)
                 assert got.status_code in (403, 404), asked
                 assert b"secret" not in got.content and png not in got.content, asked
-        # what a page is given is copied into Gradio's cache, and served from there
-        copy = processing_utils.save_file_to_cache(files[0], utils.get_cache_folder())
-        got = client.get(f"/gradio_api/file={copy}")
-        assert got.status_code == 200 and got.content == png
+        # what a page is given is copied into the app's cache (Gradio's, in the tests'
+        # temporary folder), and served from there
+        copy = Path(processing_utils.save_file_to_cache(files[0], demo.GRADIO_CACHE))
+        try:
+            got = client.get(f"/gradio_api/file={copy}")
+            assert got.status_code == 200 and got.content == png
+        finally:
+            copy.unlink()
+            with contextlib.suppress(OSError):
+                copy.parent.rmdir()
 
 
 def test_every_bundled_protocol_is_drawn_and_rated(page):
