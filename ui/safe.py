@@ -40,7 +40,8 @@ def error(message: Any) -> Exception:
     import gradio as gr
 
     text = no_server_paths(message)
-    log.info("refused: %s", " ".join(text.split())[:300])
+    # at WARNING: `refine app` logs warnings without -v, and the docs promise the line
+    log.warning("refused: %s", " ".join(text.split())[:300])
     session = _session_hash()
     if session:
         with _refused_lock:

@@ -372,3 +372,19 @@ def test_messages_and_boxes_name_no_server_path(tmp_path):
     )
     refused = str(error(f"{out}/a/b.png: not an image"))
     assert out not in refused and "a/b.png: not an image" in refused
+
+
+def test_a_refusal_is_one_log_line_at_the_level_refine_app_shows(caplog):
+    """`refine app` logs warnings without -v: a refusal is one such line (it was INFO, so
+    the line the docs promise never showed)."""
+    import logging
+
+    from ui.safe import error
+
+    with caplog.at_level(logging.WARNING, logger="ui.safe"):
+        error("rounds: 50 is above this app's limit of 10\nediting rounds")
+    (record,) = [r for r in caplog.records if r.name == "ui.safe"]
+    assert record.levelno == logging.WARNING
+    assert (
+        record.getMessage() == "refused: rounds: 50 is above this app's limit of 10 editing rounds"
+    )
