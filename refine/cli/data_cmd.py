@@ -12,6 +12,7 @@ import typer
 from refine.cli.inputs import UserInputError
 from refine.evaluate.paper_data import SOURCE, FetchError, fetch_ahead
 from refine.evaluate.reference_source import data_dir as default_data_dir
+from refine.io.download import MAX_MB, TIMEOUT_S
 from refine.settings import split_list
 
 data_app = typer.Typer(
@@ -47,10 +48,10 @@ def fetch_ahead_cmd(
         "many are gone, and the report lists them).",
     ),
     max_file_mb: float = typer.Option(
-        50.0, "--max-file-mb", min=0.001, help="The size cap of one downloaded file, in MB."
+        MAX_MB, "--max-file-mb", min=0.001, help="The size cap of one downloaded file, in MB."
     ),
     file_timeout: float = typer.Option(
-        120.0,
+        TIMEOUT_S,
         "--file-timeout",
         min=0.1,
         help="Seconds one file's whole download may take (a slower server is given up).",
@@ -76,10 +77,10 @@ def fetch_ahead_cmd(
     was not, 3 when only photos were not (report.json says which and why)."""
     import time
 
-    from refine.evaluate.paper_photos import Limits
+    from refine.io.download import DownloadLimits
 
     folder = data_dir or default_data_dir()
-    limits = Limits(max_file_mb, file_timeout, time.monotonic() + deadline)
+    limits = DownloadLimits(max_file_mb, file_timeout, time.monotonic() + deadline)
 
     def say(line: str) -> None:
         if not as_json:

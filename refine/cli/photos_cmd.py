@@ -11,6 +11,7 @@ import typer
 
 from refine.cli.inputs import UserInputError
 from refine.evaluate import commons
+from refine.io.download import MAX_MB, TIMEOUT_S
 
 photos_app = typer.Typer(
     help="Real photos of an activity in a country, the set EXAG measures stereotypes against.",
@@ -51,10 +52,10 @@ def photos_search(
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
     data_dir: Path = _data_dir_option(),
     max_file_mb: float = typer.Option(
-        50.0, "--max-file-mb", min=0.001, help="The size cap of one downloaded photo, in MB."
+        MAX_MB, "--max-file-mb", min=0.001, help="The size cap of one downloaded photo, in MB."
     ),
     file_timeout: float = typer.Option(
-        120.0, "--file-timeout", min=0.1, help="Seconds one photo's whole download may take."
+        TIMEOUT_S, "--file-timeout", min=0.1, help="Seconds one photo's whole download may take."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the set as JSON."),
 ) -> None:
@@ -66,7 +67,7 @@ def photos_search(
     and calibrate-tau then use them for that activity and country with no file list."""
     from refine.backends.selection import Backends
     from refine.cli.run_cmd import parse_backends
-    from refine.evaluate.paper_photos import Limits
+    from refine.io.download import DownloadLimits
     from refine.profiles import load_profile
 
     if not activity.strip() or not country.strip():
@@ -97,7 +98,7 @@ def photos_search(
             keep=keep,
             per_query=per_query,
             emit=say,
-            limits=Limits(max_file_mb, file_timeout),
+            limits=DownloadLimits(max_file_mb, file_timeout),
         )
     except commons.SearchError as err:
         raise UserInputError(str(err)) from err

@@ -227,15 +227,16 @@ def search_photos(
 ) -> Any:
     """Search, score and keep the photo set of ``activity`` in ``country`` (see the module
     docstring), each photo downloaded under ``limits``
-    (:class:`refine.evaluate.paper_photos.Limits`); returns it
+    (:class:`refine.io.download.DownloadLimits`); returns it
     (:class:`refine.evaluate.photo_sets.PhotoSet`). A search made again replaces the set."""
-    from refine.evaluate.paper_photos import Limits, fetch_image
+    from refine.evaluate.paper_photos import fetch_image
     from refine.evaluate.photo_sets import SET_FILE, searched, set_folder
+    from refine.io.download import DownloadLimits
     from refine.io.files import atomic_write_json
     from refine.io.images import ImageError, small_rgb
 
     emit = emit or (lambda line: None)
-    limits = limits or Limits()
+    limits = limits or DownloadLimits()
     language = language or language_of(country, data)
     english = english_query or f"{activity} {country}"
     queries = [("English", english)]

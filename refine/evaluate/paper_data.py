@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from refine.evaluate.paper_photos import Limits
+from refine.io.download import DownloadLimits
 
 COMMIT = "38b80ef90f27d0c3d9803845945814b0c1664ac1"
 SOURCE = f"https://raw.githubusercontent.com/sinamalakouti/AHEaD/{COMMIT}/data/culturebench"
@@ -80,7 +80,7 @@ def fetch_ahead(
     base_url: str = SOURCE,
     emit: Callable[[str], None] | None = None,
     photos: bool = False,
-    limits: Limits | None = None,
+    limits: DownloadLimits | None = None,
 ) -> Fetched:
     """Download the paper's data for ``countries`` (names of the bundled pack, default all)
     into ``data_dir`` and write the pack; with ``photos``, also the real photos its
@@ -107,7 +107,7 @@ def fetch_ahead(
     wanted = [COUNTRY_CANDIDATES, SUBACTIVITY_CANDIDATES, PHOTO_MANIFEST]
     wanted += [DESCRIPTORS.format(slug=country_slug(c)) for c in names]
     base = base_url.rstrip("/")
-    limits = limits or Limits()
+    limits = limits or DownloadLimits()
     for n, rel in enumerate(wanted, 1):
         target = folder / rel
         if target.is_file():
@@ -165,7 +165,7 @@ def fetch_ahead(
     return done
 
 
-def _download(url: str, target: Path, limits: Limits, rel: str) -> None:
+def _download(url: str, target: Path, limits: DownloadLimits, rel: str) -> None:
     """``url`` to ``target``, written atomically, only when it is what its kind needs
     (:func:`_not_valid`); an OSError saying why not (:mod:`refine.io.download`: http(s)
     only, a size cap, a time limit, tried :data:`TRIES` times for a network or server

@@ -29,20 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from refine.io.download import DownloadLimits
+
 WORKERS = 8
 TRIES = 3
 # Wikimedia's servers ask every client to name itself (its User-Agent policy)
 USER_AGENT = "cultural-refine/0.1 (reference photos for cultural image evaluation; urllib)"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one download may take (:mod:`refine.io.download`): a size cap, a time limit
-    per file, and the whole fetch's deadline (``time.monotonic()`` seconds, or None)."""
-
-    max_mb: float = 50.0
-    timeout_s: float = 120.0
-    deadline: float | None = None
 
 
 @dataclass
@@ -100,7 +92,7 @@ def fetch_photos(
     commit: str,
     emit: Callable[[str], None] | None = None,
     workers: int = WORKERS,
-    limits: Limits | None = None,
+    limits: DownloadLimits | None = None,
 ) -> Photos:
     """Download the manifest's photos of ``countries`` into ``folder`` (see the module
     docstring), each under ``limits``; returns what was found. A row that cannot be
@@ -216,7 +208,7 @@ def fetch_photos(
     return done
 
 
-def fetch_image(url: str, target: Path, limits: Limits | None = None) -> str | None:
+def fetch_image(url: str, target: Path, limits: DownloadLimits | None = None) -> str | None:
     """Download ``url`` to ``target`` if it is an image of at most
     :data:`refine.io.images.MAX_PIXELS` declared pixels: None, or why not (an http(s)
     address only, the body streamed under ``limits``: :mod:`refine.io.download`)."""
@@ -224,7 +216,7 @@ def fetch_image(url: str, target: Path, limits: Limits | None = None) -> str | N
     from refine.io.files import atomic_write
     from refine.io.images import ImageError, checked_image_bytes
 
-    limits = limits or Limits()
+    limits = limits or DownloadLimits()
     try:
         data = download(
             url,

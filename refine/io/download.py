@@ -23,12 +23,23 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 
 MAX_MB = 50.0  # default size cap of one downloaded file
 TIMEOUT_S = 120.0  # default time limit of one file's whole transfer
 TRIES = 3
 SCHEMES = ("http", "https")
 _CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class DownloadLimits:
+    """What each download of a fetch may take: a size cap, a time limit per file, and
+    the whole fetch's deadline (``time.monotonic()`` seconds, or None)."""
+
+    max_mb: float = MAX_MB
+    timeout_s: float = TIMEOUT_S
+    deadline: float | None = None
 
 
 class DownloadError(OSError):

@@ -156,6 +156,10 @@ def test_pause_apply_and_stop_through_the_api(app_url, world):
         assert time.monotonic() < deadline, "the stream never showed the review"
         time.sleep(0.1)
     assert client.predict("", api_name="/apply").startswith("error: the instruction is empty")
+    # a hostile length through the API: refused, and the run still waits for its review
+    said = client.predict("x" * 5_000_000, api_name="/apply")
+    assert said == "error: the instruction is 5,000,000 characters; at most 2,000", said
+    assert service.job.waiting is not None
     assert client.predict("Put a sofreh on the floor.", api_name="/apply").startswith(
         "instruction applied"
     )

@@ -173,14 +173,20 @@ def test_round_and_candidate_numbers_must_be_numbers(app):
 
 
 def test_an_instruction_and_a_set_path_have_bounds(app):
-    """Apply refuses an instruction of 5,000,000 characters (the service refuses past
-    2,000, whoever calls it); a 5,000-character set path is one line, not an OSError."""
+    """The service takes an instruction of 2,000 characters and refuses one more, whoever
+    calls it (the app's /apply: test_app); a 5,000-character set path is one line, not an
+    OSError."""
+    import queue
+
     from refine.service.jobs import MAX_INSTRUCTION, Job
 
     client, service, run_dir, base = app
-    with pytest.raises(ValueError, match="at most 2,000"):
-        Job.submit_instruction(types.SimpleNamespace(), "x" * 5_000_000)
-    assert MAX_INSTRUCTION == 2000
+    job = types.SimpleNamespace(waiting=(1, "x"), applied=None, _answers=queue.Queue())
+    Job.submit_instruction(job, "y" * MAX_INSTRUCTION)
+    assert job._answers.get_nowait() == "y" * MAX_INSTRUCTION
+    with pytest.raises(ValueError, match=f"is {MAX_INSTRUCTION + 1:,} characters; at most 2,000"):
+        Job.submit_instruction(job, "y" * (MAX_INSTRUCTION + 1))
+    assert job._answers.empty()
     with pytest.raises(Exception, match="not a rating set inside this app's folder"):
         rate_begin(client, "a" * 5000, "ana")
 
