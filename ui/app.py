@@ -71,7 +71,6 @@ def build_app(
         run = add_run_view(gr, session, list(load_pack().countries), spec)
         branched = add_steer_view(gr, session, run)
         opening, refreshed = add_saved_view(gr, demo, session, run.display)
-        follow_form(gr, service, run.form, run.display, opening)  # a roll-back continues it
         for made in (run.started, branched):  # the saved runs list a new run at once
             refreshed(made)
         keys_js = add_rate_view(service, token, session.gate)
@@ -106,6 +105,9 @@ def build_app(
             concurrency_id="attach",
             show_progress="hidden",
         )
+        # an opened run, or the visitor's run in progress after a reload, fills the form (a
+        # roll-back continues with its settings)
+        follow_form(gr, service, run.form, run.display, opening, visit, session)
         demo.load(None, None, None, js=keys_js, api_name=False)  # the Rate view's keys
     demo.queue(default_concurrency_limit=1, **queue_options())
     return demo

@@ -198,7 +198,8 @@ def bench_cmd(
     paper's layout, the paper's figures beside the bench's.
     --strategies compares best-of-N with the loop's strategies at the same budget per
     prompt (strategies.csv, results.json, strategies.html); --editor compares editors over
-    --loops edits in a row (editor_loops.csv, results.json, editor_loops.html)."""
+    --loops edits in a row (editor_loops.csv, results.json, editor_loops.html); a chain that
+    fails is named on stderr, the exit code is 1, and the same command makes it again."""
 
     looped = (strategies is not None, budget_calls, budget_seconds, localize, loops is not None)
     if editor or any(looped):

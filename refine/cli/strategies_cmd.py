@@ -94,7 +94,7 @@ def strategies_bench(given: dict[str, Any]) -> None:
     _run(given, plan, "strategies", run_strategies, write_strategies_page, summary_lines)
 
 
-def _run(given: dict[str, Any], plan: Any, task: str, run: Any, page: Any, lines: Any) -> None:
+def _run(given: dict[str, Any], plan: Any, task: str, run: Any, page: Any, lines: Any) -> Any:
     """Check ``plan``, run it into ``--out`` (a folder of its own) with progress on stderr,
     write its page, and print its summary (or its results record with ``--json``)."""
     try:
@@ -115,10 +115,11 @@ def _run(given: dict[str, Any], plan: Any, task: str, run: Any, page: Any, lines
     written = page(out, results)
     if given["as_json"]:
         typer.echo(json.dumps(results.to_json(), indent=2))
-        return
+        return results
     for line in lines(results.summary):
         typer.echo(line)
     typer.echo(f"page: {written}")
+    return results
 
 
 def _backends(given: dict[str, Any]) -> dict[str, str]:
@@ -201,7 +202,22 @@ def editor_bench(given: dict[str, Any]) -> None:
         profile=given["profile"],
         backends=_backends(given),
     )
-    _run(given, plan, "editor-loops", run_editor_loops, write_editor_loops_page, loop_lines)
+    results = _run(given, plan, "editor-loops", run_editor_loops, write_editor_loops_page,
+                   loop_lines)  # fmt: skip
+    failed = [c for c in results.cells if c.get("failed")]
+    for c in failed:  # an editor that cannot load fails every chain it is given
+        typer.echo(
+            f"{c['editor']}: {c['activity']} ({c['country']}): failed after "
+            f"{max(0, len(c['images']) - 1)} of {c['loops']} edit(s): {c['failed']}",
+            err=True,
+        )
+    if failed:
+        typer.echo(
+            f"{len(failed)} of {len(results.cells)} chain(s) failed; they are made again when "
+            "the same command runs again",
+            err=True,
+        )
+        raise typer.Exit(1)
 
 
 def loop_lines(summary: dict[str, Any]) -> list[str]:

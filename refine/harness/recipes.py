@@ -48,7 +48,7 @@ Nothing about a paper is in code: :func:`load_recipe` validates any recipe, and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -89,10 +89,13 @@ class Select(_Strict):
     seed: int = Field(0, ge=0, le=2**32 - 1)
     generators: list[str] = Field(default_factory=list)  # the paper's models
     baselines: list[str] = Field(default_factory=list)
-    tau: float | None = None  # None: the scorer profile's
+    tau: float | None = Field(None, gt=0, le=1)  # None: the scorer profile's
     # the observer's prompts: the toolkit's, or AHEaD's per dimension (Tab. 22-27)
     observer_prompts: Literal["toolkit", "ahead"] = "toolkit"
-    cube_weights: list[float] = Field(default_factory=lambda: [1.0, 0.0, 0.0])
+    # CUBE Eq. 3's weights of its three kernels' terms
+    cube_weights: list[Annotated[float, Field(ge=0, le=1e6)]] = Field(
+        default_factory=lambda: [1.0, 0.0, 0.0], min_length=3, max_length=3
+    )
     # the sos task: the cultures and prompt languages of each generator's bank (empty: all
     # the native-speaker prompts have), the concept, the prompts of each cell used
     cultures: list[str] = Field(default_factory=list)

@@ -134,12 +134,12 @@ class Attention(_Strict):
 
 class Repeats(_Strict):
     count: int = Field(0, ge=0, le=100_000)  # rated images shown again at the end
-    tolerance: float = Field(1.0, ge=0)  # a repeated score farther than this: inconsistent
+    tolerance: float = Field(1.0, ge=0, le=1e6)  # a repeated score farther than this: inconsistent
 
 
 class Flag(_Strict):
-    failed_checks: int = Field(0, ge=0)  # flagged above this many failed checks
-    inconsistent: int = Field(1, ge=0)  # ... or above this many inconsistent repeats
+    failed_checks: int = Field(0, ge=0, le=100_000)  # flagged above this many failed checks
+    inconsistent: int = Field(1, ge=0, le=100_000)  # ... or above this many inconsistent repeats
 
 
 class Protocol(_Strict):

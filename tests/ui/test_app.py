@@ -539,6 +539,13 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world):
     act = "people celebrating Nowruz at home"
     note, missing = references_note(service, act, "Iran")
     assert missing and "no references yet" in note
+    # a Start before the build names the app's own button, not a command; nothing is asked
+    build = 'press "Build references with the language models" under the form'
+    near = "did you mean 'people eating food at home' or 'people participating in Nowruz'"
+    said = f"no references yet for '{act}' in Iran; {near}.*; or {build}"
+    with pytest.raises(AppError, match=said):
+        client.predict(act, *start_args(0, candidates=1)[1:], api_name="/start")
+    assert world.refs_asked == [] and "refs build" not in note
     note, review = client.predict(act, "Iran", api_name="/build_references")
     assert world.refs_asked == ["propose", "propose", "refine", "stereotypes"]
     assert "references built" in note and "(4 model calls, 0 answers from the cache)" in note

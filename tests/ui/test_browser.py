@@ -1327,6 +1327,8 @@ def test_a_paused_run_survives_a_reload_and_apply_continues_it(page, world):
     Started on a desktop, reloaded and applied at a phone's width."""
     pg, service = page
     resize(pg, DESKTOP)
+    pg.locator("#examples").get_by_text("wedding celebration").first.click()
+    until(pg, "() => document.querySelector('#country input').value === 'India'")
     proposed = start_paused(pg, rounds="1", candidates="1")
     pg.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})  # laid out as it loads
     box = pg.locator("#instruction textarea")
@@ -1334,6 +1336,9 @@ def test_a_paused_run_survives_a_reload_and_apply_continues_it(page, world):
     pg.wait_for_selector("#start")
     wait_value(pg, "instruction", "v.startsWith('Edit this photo')", "the instruction after reload")
     assert box.input_value() == proposed
+    # the form names the run followed, not the form's defaults (Iran)
+    until(pg, "() => document.querySelector('#country input').value === 'India'")
+    assert pg.locator("#activity input").first.input_value() == "wedding celebration"
     assert "round 1: review the instruction" in stage(pg)
     # opened from the saved runs: the same stage and instruction, never the record's
     # round-0 prompt or a literal None (the box is blanked first, so that the open's answer
@@ -1437,6 +1442,8 @@ def test_a_roll_back_continues_with_the_opened_runs_settings(page):
     a desktop, reloaded, opened and rolled back at a phone's width."""
     pg, service = page
     resize(pg, DESKTOP)
+    pg.locator("#examples").get_by_text("wedding celebration").first.click()
+    until(pg, "() => document.querySelector('#country input').value === 'India'")
     for elem, value in (("rounds", "1"), ("target", "1"), ("max-drift", "2")):
         fill(pg, elem, value)
     fill(pg, "candidates", "1")
@@ -1449,6 +1456,7 @@ def test_a_roll_back_continues_with_the_opened_runs_settings(page):
     pg.wait_for_selector("#start:not([disabled])")
     open_options(pg)
     assert pg.locator("#seed input").first.input_value() == "42"  # the form's default
+    assert pg.locator("#country input").first.input_value() == "Iran"
     pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
     pg.locator("#saved-gallery img").first.click()
     wait_value(pg, "run-dir", f"v === {first!r}", "the opened run")
@@ -1456,8 +1464,11 @@ def test_a_roll_back_continues_with_the_opened_runs_settings(page):
         pg,
         "() => document.querySelector('#seed input').value === '43' && "
         "document.querySelector('#candidates input').value === '1' && "
-        "document.querySelector('#rounds input').value === '1'",
+        "document.querySelector('#rounds input').value === '1' && "
+        "document.querySelector('#country input').value === 'India'",
     )
+    assert pg.locator("#activity input").first.input_value() == "wedding celebration"
+    assert "people dancing Garba" in dropdown_options(pg, "activity")  # India's activities
     fill(pg, "round", "0")
     pg.click("#branch")
     # (what the roll back says as it starts, the changes or "the run's own settings",

@@ -24,6 +24,9 @@ def test_a_recipe_with_an_impossible_number_nan_or_deep_nesting_is_one_line(tmp_
         ("images_per_prompt = 9223372036854775807", "images_per_prompt"),
         ("cube_weights = [nan, 0.0, 0.0]", "cube_weights"),
         ("seed = -1", "seed"),
+        ("tau = 7.5", "tau"),
+        ("cube_weights = [1.0, 0.0]", "cube_weights"),
+        ("cube_weights = [1.0, -2.0, 0.0]", "cube_weights"),
     ):
         key = change.split(" = ")[0]
         kept = "\n".join(x for x in good.splitlines() if not x.startswith(f"{key} ="))
@@ -46,6 +49,13 @@ def test_a_protocol_with_an_impossible_count_is_refused(tmp_path):
     path.write_text(good + "\nraters_per_image = 99999999999\n")
     with pytest.raises(ValueError, match="raters_per_image"):
         load_protocol(path)
+    for table, change in (
+        ("flag", "failed_checks = 99999999999"),
+        ("repeats", "tolerance = 1e300"),
+    ):
+        path.write_text(good + f"\n[{table}]\n{change}\n")
+        with pytest.raises(ValueError, match=f"{table}.{change.split(' = ')[0]}"):
+            load_protocol(path)
 
 
 def test_json_lines_from_outside_refuse_nan_and_deep_nesting():

@@ -23,6 +23,7 @@ EXAMPLES = [
 ]
 
 REMOVE = "Remove the clicked row"
+BUILD_REFS = "Build references with the language models"  # the button a refusal names
 
 
 def ready_activities(country: str | None) -> list[str]:
@@ -138,9 +139,7 @@ def add_references(gr: Any, service: RunService, activity: str, gate: VisitorGat
     references, and their review as a table with add, remove and save (``gate``: the
     buttons that wait for the visitor)."""
     note = gr.Markdown(references_note(service, activity, "Iran")[0], elem_id="refs-note")
-    build = gate.button(
-        gr, "Build references with the language models", visible=False, elem_id="build-refs"
-    )
+    build = gate.button(gr, BUILD_REFS, visible=False, elem_id="build-refs")
     with gr.Group(visible=False, elem_id="refs-editor") as editor:
         review = gr.Dataframe(
             value=[],

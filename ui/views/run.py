@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refine import settings
+from refine.evaluate.references import ReferenceNotFound, suggest
 from refine.records import RunSpec
 from refine.service import NOT_YOURS, ServiceBusy
 from refine.settings import Setting, shown_on
@@ -24,6 +25,7 @@ from ui.views.common import (
     settings_message,
 )
 from ui.views.references import (
+    BUILD_REFS,
     EXAMPLES,
     References,
     add_references,
@@ -367,7 +369,14 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
                 raise error(f"cultural expectations: {err}") from err
 
         def find(a: str, c: str) -> Any:
-            return service.find_references(a, c, who)
+            try:
+                return service.find_references(a, c, who)
+            except ReferenceNotFound as err:  # the app's own way to get some, not the CLI's
+                near = suggest(a, ready_activities(c))
+                raise ReferenceNotFound(
+                    f'no references yet for {a!r} in {c}{near}; or press "{BUILD_REFS}" '
+                    "under the form (a few model calls, cached), review them, then Start"
+                ) from err
 
         try:
             # knowledge bases and SoS banks are read from inside --out only

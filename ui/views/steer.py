@@ -160,19 +160,48 @@ def _said(value: Any) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
-def follow_form(gr: Any, service: Any, form: Any, display: Any, events: list[Any]) -> None:
-    """After each of ``events`` (opening a run, showing a round), the form's numbers show
-    that run's settings, so that a roll-back from it continues with them unless the visitor
-    changes one (said as the roll-back starts)."""
+def follow_form(
+    gr: Any,
+    service: Any,
+    form: Any,
+    display: Any,
+    events: list[Any],
+    visit: Any = None,
+    session: Session | None = None,
+) -> None:
+    """After each of ``events`` (opening a run, showing a round), the form shows that run's
+    activity, country and settings, so that a roll-back from it continues with them unless
+    the visitor changes one (said as the roll-back starts). After ``visit`` (a page opened
+    or reloaded), the form shows the visitor's run in progress, if any (``session`` tells
+    whose)."""
+    from ui.views.references import ready_activities
+
     names = list(form.numeric)
-    fields = [form.settings[n] for n in names]
+    outputs = [form.activity, form.country, *(form.settings[n] for n in names)]
 
     def settings_of(path):
         try:
             spec = service.open(path).spec
         except (ValueError, OSError):
-            return [gr.skip()] * len(fields)
-        return [getattr(spec, n) for n in names]
+            return [gr.skip()] * len(outputs)
+        # the country's activities, as a pick of that country offers them
+        offered = ready_activities(spec.country)
+        if spec.activity not in offered:
+            offered = [spec.activity, *offered]
+        activity = gr.update(choices=offered, value=spec.activity)
+        return [activity, spec.country, *(getattr(spec, n) for n in names)]
 
     for event in events:
-        event.success(settings_of, display.run_dir, fields, api_name=False, queue=False)
+        event.success(settings_of, display.run_dir, outputs, api_name=False, queue=False)
+    if visit is None or session is None:
+        return
+
+    def live(tok, request=None):
+        job = service.job
+        who = session.visitor(tok, request)
+        if job is None or not job.live or who is None or job.owner != who or not job.run_dir:
+            return [gr.skip()] * len(outputs)
+        return settings_of(job.run_dir)
+
+    live.__annotations__["request"] = gr.Request  # found by its type
+    visit.then(live, session.token, outputs, api_name=False, queue=False)

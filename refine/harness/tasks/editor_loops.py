@@ -61,7 +61,10 @@ class EditorLoopTask(LoopBenchTask):
         faiths = " -> ".join(shown(r["faith"], ".3f") for r in cell.images)
         fell = cell.data.get("guard_loop")
         guard = f"; quality below the guard from loop {fell}" if fell else ""
-        return f"{given['editor']}: {given['activity']} ({given['country']}): FAITH {faiths}{guard}"
+        failed = cell.data.get("failed")
+        said = f"; failed: {failed}" if failed else ""
+        faith = f"FAITH {faiths}" if faiths else "no image scored"
+        return f"{given['editor']}: {given['activity']} ({given['country']}): {faith}{guard}{said}"
 
     def config(self, scoring: Any) -> dict[str, Any]:
         tau, tau_source, scorer = scoring
