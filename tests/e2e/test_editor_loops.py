@@ -123,18 +123,17 @@ def test_the_command_line_compares_editors_and_refuses_what_cannot_be(
     out = tmp_path / "e"
     args = ["bench", "--countries", "Iran", "--activity", ACT, "--out", out]
     args += ["--backend", f"image_embedder=siglip:{siglip_path}"]
-    done = cli(*args, "--editor", A, "--editor", B, "--loops", "2")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"{A} (1 prompt(s); quality guard ")
-    assert (out / "editor_loops.html").is_file() and (out / "editor_loops.csv").is_file()
-    # an editor that cannot load: its chain is named with the reason, and the exit code is 1
+    # with an editor that cannot load: its chain is named with the reason, the others are
+    # made and shown, and the exit code is 1
     broken = f"diffusers:{tmp_path / 'no-such-model'}"
-    other = [tmp_path / "b" if a == out else a for a in args]
-    done = cli(*other, "--editor", A, "--editor", broken, "--loops", "1")
+    done = cli(*args, "--editor", A, "--editor", B, "--editor", broken, "--loops", "2")
     assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith(f"{A} (1 prompt(s); quality guard ")
+    assert f"\n{B} (1 prompt(s); quality guard " in done.stdout
+    assert (out / "editor_loops.html").is_file() and (out / "editor_loops.csv").is_file()
     assert f"{broken}: {ACT} (Iran): no image scored; failed: " in done.stderr
-    assert f"{broken}: {ACT} (Iran): failed after 0 of 1 edit(s): " in done.stderr
-    assert "1 of 2 chain(s) failed" in done.stderr and f"{A}: {ACT} (Iran): FAITH" in done.stderr
+    assert f"{broken}: {ACT} (Iran): failed after 0 of 2 edit(s): " in done.stderr
+    assert "1 of 3 chain(s) failed" in done.stderr and f"{A}: {ACT} (Iran): FAITH" in done.stderr
     for wrong, said in (
         (["--loops", "2"], "--loops/--localize go with --editor"),
         (["--loops", "3"], "--loops/--localize go with --editor"),  # the default, said
