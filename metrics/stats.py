@@ -4,6 +4,7 @@
   correlation is None (undefined) with fewer than two pairs or when either side is
   constant, tested exactly as scipy tests it (every value equal to the first), so no
   float rounding in a mean can turn a constant input into a number.
+* p-values (:func:`correlation_p`): scipy's own, two-sided, against no correlation.
 * Ranks: ``scipy.stats.rankdata`` (ties share their average rank).
 * Bootstrap intervals: ``reps`` resamples with replacement drawn with
   ``numpy.random.default_rng(seed)`` (one row of indices per resample), the 2.5th and
@@ -189,6 +190,22 @@ def correlation_interval(
     return paired_bootstrap(
         lambda ra, rb: rows_correlation(ra, rb, name), a, b, seed=seed, reps=reps, least=10
     )
+
+
+def correlation_p(x: Sequence[float], y: Sequence[float], name: str) -> float | None:
+    """The two-sided p-value of a correlation (``spearman``, ``kendall`` or ``pearson``)
+    against none, as scipy's ``pearsonr``, ``spearmanr`` and ``kendalltau`` give it (the
+    t distribution for Pearson and Spearman, the exact or normal one for Kendall's tau-b);
+    None where the correlation is undefined or with fewer than three pairs."""
+    from scipy import stats
+
+    if name not in CORRELATIONS:
+        raise ValueError(f"unknown correlation {name!r} (one of {', '.join(CORRELATIONS)})")
+    a, b = _pair(x, y)
+    if a.size < 3 or not _defined(a, b):
+        return None
+    test = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
+    return float(test[name](a, b).pvalue)
 
 
 def rows_correlation(a: np.ndarray, b: np.ndarray, name: str) -> np.ndarray:

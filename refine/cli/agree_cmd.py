@@ -218,6 +218,9 @@ def _extras(result) -> None:
         typer.echo(f"by {by}:")
         for key, g in groups.items():
             alpha = " ".join(f"{q} {shown(a, '.3f')}" for q, a in g["alpha"].items())
+            if "alpha_pooled" in g:  # a region: its countries' mean, then pooled
+                pooled = " ".join(f"{q} {shown(a, '.3f')}" for q, a in g["alpha_pooled"].items())
+                alpha = f"{alpha} (mean of its countries'; pooled {pooled})"
             human = " ".join(
                 f"{q} {shown(c['spearman'], '+.3f')}" for q, c in g.get("ceiling", {}).items()
             )

@@ -1,10 +1,13 @@
 """``refine bench --recipe caire-table2``: the universal set's generated images (each
 concept in each country, "A realistic photo of {concept} in {country}"), CAIRE's 1-5
 score of every image for every country (kb-free, or with the recipe's knowledge base),
-and the table of CAIRE Tab. 2: per country, the Pearson correlation of an image's score
-for the country with the mean rating of the raters from that country (the ``caire``
-protocol, each rater's country from the rating set's profiles), over the images they
-rated; without ratings, the scores' means per country (the metric side)."""
+and the table of CAIRE Tab. 2 (C.9): per image, the Pearson correlation of its scores for
+the countries with the mean ratings of each country's raters (the ``caire`` protocol,
+each rater's country from the rating set's profiles); per country, the mean of that
+correlation over the images of its prompts, and their average (Avg). A second row keeps
+another figure under its own name: per rater country, the correlation over images of the
+score for that country with its raters' mean rating. Without ratings: the scores' means
+per country (the metric side). The statistics: :mod:`refine.evaluate.caire.human`."""
 
 from __future__ import annotations
 
@@ -65,6 +68,7 @@ def run_caire_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[str]
     except ValueError as err:
         raise UserInputError(f"--generator/--profile: {err}") from err
     files: list[Path] = []
+    origins: list[str] = []  # the country each image's prompt names
     for g in generators:
         for concept in concepts:
             for country in countries:
@@ -84,6 +88,7 @@ def run_caire_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[str]
                         t.parent.mkdir(parents=True, exist_ok=True)
                         image.save(t)
                 files += targets
+                origins += [country] * len(targets)
                 echo(f"{g}: {concept} in {country} ({len(files)} of {n})")
     from PIL import Image
 
@@ -101,8 +106,9 @@ def run_caire_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[str]
             pictures.append(im.convert("RGB"))
     results = scorer.score(pictures, countries, names=[str(f.resolve()) for f in files])
     doc = scores_document(results, countries)
+    doc["prompt_countries"] = origins
     atomic_write_text(out / "caire-scores.json", json.dumps(doc, indent=1))
-    table = _table(recipe, doc, given["ratings"])
+    table = caire_table(recipe, doc, given["ratings"], seed=s.seed)
     for line in terminal(table):
         echo(line)
     for p in [out / "caire-scores.json", *write_recipe_table(out, table)]:
@@ -145,11 +151,11 @@ def read_concepts(path: str | Path) -> list[str]:
     return out
 
 
-def _table(recipe: Recipe, doc: dict[str, Any], ratings: Path | None) -> Any:
-    """Per country: with ratings, Pearson of the images' scores for it with the mean
-    rating of its raters (and the average over countries, as Tab. 2's Avg); without,
-    the scores' mean."""
-    from metrics.stats import correlation_interval, pearson
+def caire_table(recipe: Recipe, doc: dict[str, Any], ratings: Path | None, seed: int = 0) -> Any:
+    """With ratings, CAIRE Tab. 2 as C.9 computes it (the ``CAIRE`` row), and the
+    per-rater-country figure (its own row); without, the scores' mean per country.
+    ``doc``: the scores document, with the country each image's prompt names."""
+    from refine.evaluate.caire.human import image_level, per_rater_country
     from refine.harness.recipe_tables import RecipeTable, Row, TableCell, attach_paper
 
     t = recipe.table
@@ -186,27 +192,29 @@ def _table(recipe: Recipe, doc: dict[str, Any], ratings: Path | None) -> Any:
         country = next((c for c in labels if c.casefold() == r.rater_country.casefold()), None)
         if country is not None:
             latest.setdefault((i, country), {})[r.rater] = value
-    per = {k: list(v.values()) for k, v in latest.items()}
-    cells, values = {}, []
-    for k, c in enumerate(labels):
-        pairs = [(doc["scores"][i][k], sum(v) / len(v)) for (i, cc), v in per.items() if cc == c]
-        if len(pairs) < 3:
-            cells[("CAIRE", c)] = TableCell(
-                None, n=len(pairs), note=f"{len(pairs)} images rated by raters from {c}"
+    human = {k: sum(v.values()) / len(v) for k, v in latest.items()}
+    origins = doc.get("prompt_countries")
+    if not origins or len(origins) != len(names):
+        raise UserInputError(
+            "caire-scores.json names no country per image (written before the image-level "
+            "table): run the recipe again into the same --out (the images are kept)"
+        )
+    paper, _ = image_level(doc["scores"], labels, origins, human, seed)
+    other = per_rater_country(doc["scores"], labels, human, seed)
+    rows = [
+        Row("CAIRE (C.9: per image, mean per country)", "", "caire"),
+        Row("per rater country (over images)", "", "caire-rater-country"),
+    ]
+    cells = {}
+    for row, got in zip(rows, (paper, other), strict=True):
+        for c, col in got.items():
+            cells[(row.label, c)] = TableCell(
+                col.value, col.interval, col.n, note=col.note, p=col.p
             )
-            continue
-        x, y = [p[0] for p in pairs], [p[1] for p in pairs]
-        r = pearson(x, y)
-        cells[("CAIRE", c)] = TableCell(r, correlation_interval(x, y, "pearson"), len(pairs))
-        if r is not None:
-            values.append(r)
-    cells[("CAIRE", "Avg")] = TableCell(
-        sum(values) / len(values) if values else None, None, len(values)
-    )
     columns = [(c, t.group_label(c), "", "max") for c in [*labels, "Avg"]]
-    table = RecipeTable(recipe, "agreement", [Row("CAIRE", "", "caire")], columns, cells)
+    table = RecipeTable(recipe, "agreement", rows, columns, cells)
     # with a knowledge base, the paper's CAIRE row; without, its VLM baseline (the judge
-    # rating the image alone)
+    # rating the image alone); only beside the row computed as the paper computes it
     which = "caire" if doc.get("mode") == "kb" else "vlm"
     attach_paper(table, lambda p: "caire" if p.metric == which else None)
     return table

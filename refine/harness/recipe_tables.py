@@ -36,6 +36,7 @@ class TableCell:
     n: int = 0  # prompts (metrics) or rated images (agreement) behind the value
     paper: float | None = None  # the paper's figure for this cell, where the recipe has it
     note: str = ""  # why the value is missing, where it is
+    p: float | None = None  # a correlation's two-sided p-value (None: not a correlation)
 
 
 @dataclass
@@ -307,7 +308,9 @@ def _agreement_rows(
                     cells[(label, g)] = TableCell(None, note=f"no rated image in {g} has {key}")
                     continue
                 iv = got.get(f"{name}_interval")
-                cells[(label, g)] = TableCell(got[name], tuple(iv) if iv else None, got["n"])
+                cells[(label, g)] = TableCell(
+                    got[name], tuple(iv) if iv else None, got["n"], p=got.get(f"{name}_p")
+                )
 
 
 def settings_table(

@@ -37,7 +37,7 @@ from typing import Any
 
 from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, image_extras, names
 from metrics.expectations import met_share
-from metrics.stats import CORRELATIONS, correlation_interval, krippendorff_alpha
+from metrics.stats import CORRELATIONS, correlation_interval, correlation_p, krippendorff_alpha
 from refine.backends.selection import Backends
 from refine.harness.tasks.bench_cells import BenchStore
 from refine.io.files import file_sha256, json_value
@@ -715,6 +715,7 @@ def agreement(
             for name, fn in CORRELATIONS.items():
                 row[name] = fn(x, y)
                 row[f"{name}_interval"] = correlation_interval(x, y, name, seed=seed, reps=reps)
+                row[f"{name}_p"] = correlation_p(x, y, name)
             table.setdefault(shown_as, {})[q] = row
             points.setdefault(shown_as, {})[q] = pairs
         values[shown_as] = {i: found[i][key] for i in have}

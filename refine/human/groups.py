@@ -2,7 +2,9 @@
 :func:`refine.human.agree.agreement`.
 
 * ``by``: the whole agreement (every correlation with its interval, both alphas, the
-  human-human ceiling, the raters' kappas, Fleiss' kappa) per group of images or raters:
+  human-human ceiling, the raters' kappas, Fleiss' kappa) per group of images or raters
+  (a region's alphas the mean of its countries', as AHEaD A.4 reports them, the pooled
+  ones beside them):
   ``country``, ``region`` (Global North or South, from a table of the 16 CULTIVate
   countries: ``assets/regions.json``, AHEaD Sec. 3 after the UN, or a user's file),
   ``generator`` and ``category`` (from the bench that made the image),
@@ -103,11 +105,13 @@ def by_groups(
         out[by] = {}
         for key in sorted(groups, key=lambda k: (k == NO_GROUP, k)):
             got = agreement(groups[key], stored, metrics, seed=seed, reps=reps)
+            alphas = {"alpha": got.alpha, "alpha_ordinal": got.alpha_ordinal}
+            if by == "region":  # AHEaD A.4: a region's alpha is its countries' mean
+                alphas = countries_alpha(groups[key], stored, table)
             out[by][key] = {
                 "images": got.images,
                 "raters": got.raters,
-                "alpha": got.alpha,
-                "alpha_ordinal": got.alpha_ordinal,
+                **alphas,
                 "metrics": got.table,
                 # the raters' own agreement in the group: the row a paper sets beside it
                 "ceiling": ceiling(got.answers),
@@ -119,6 +123,45 @@ def by_groups(
                 "notes": [n for n in got.notes() if n.startswith("only ")],
             }
     return out
+
+
+def countries_alpha(ratings: Sequence[Any], stored: Any, table: dict[str, str]) -> dict[str, Any]:
+    """A region's Krippendorff alphas as AHEaD reports them (A.4: "the average agreement
+    among Global North countries is 0.28"): per question, the mean of its countries'
+    alphas (those defined), at the interval and the ordinal level; each country's alphas;
+    and the alphas of the region's ratings pooled (``alpha_pooled``, the second figure)."""
+    from metrics.stats import krippendorff_alpha
+    from refine.human.agree import latest_answers
+
+    def alphas(rs: Sequence[Any]) -> dict[str, dict[str, float | None]]:
+        answers, _, _ = latest_answers(rs)
+        asked = list(dict.fromkeys(q for by_q in answers.values() for q in by_q))
+        units = {q: [list(answers[i].get(q, {}).values()) for i in answers] for q in asked}
+        return {
+            level: {q: krippendorff_alpha(u, level) for q, u in units.items()}
+            for level in ("interval", "ordinal")
+        }
+
+    by_country: dict[str, list[Any]] = {}
+    for r in ratings:
+        by_country.setdefault(group_key(r, stored, "country", table), []).append(r)
+    each = {c: alphas(rs) for c, rs in sorted(by_country.items())}
+    pooled = alphas(ratings)
+
+    def mean(level: str) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for q in pooled[level]:
+            got = [a for c in each.values() if (a := c[level].get(q)) is not None]
+            out[q] = sum(got) / len(got) if got else None
+        return out
+
+    return {
+        "alpha": mean("interval"),
+        "alpha_ordinal": mean("ordinal"),
+        "alpha_pooled": pooled["interval"],
+        "alpha_ordinal_pooled": pooled["ordinal"],
+        "alpha_countries": {c: a["interval"] for c, a in each.items()},
+    }
 
 
 def rater_kappas(answers: dict[Path, dict[str, dict[str, float]]]) -> dict[str, Any]:

@@ -108,7 +108,11 @@ def test_agreement_by_region_and_generator(rated, tmp_path):
             )
             want = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")
             assert g["alpha_ordinal"]["faithfulness"] == pytest.approx(want, abs=1e-9)
+            if by == "region":  # one country a region here: its mean is the pooled alpha
+                assert set(g["alpha_countries"]) == {c["country"] for c in cells if key(c) == name}
+                assert g["alpha_ordinal_pooled"]["faithfulness"] == pytest.approx(want, abs=1e-9)
     assert "by region:" in done.stdout and "  Global North: 12 images" in done.stdout
+    assert "(mean of its countries'; pooled faithfulness " in done.stdout
     page = (tmp_path / "agree" / "agree.html").read_text()
     assert 'data-by="region" data-group="Global South"' in page and "Human-human ceiling" in page
     # each pair of raters' weighted kappa, as scikit-learn computes it

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from metrics.caire import diversity
 from refine.backends import create
@@ -323,20 +324,37 @@ def test_the_caire_recipe_country_by_country(world, tmp_path):
     ratings.write_text("".join(json.dumps(x) + "\n" for x in lines))
     again = cli(*args, "--ratings", str(ratings))
     assert again.returncode == 0, again.stderr
-    table = {
-        r["column"]: r
-        for r in csv.DictReader((out / "table-caire-small.csv").open())
-        if r["row"] == "CAIRE"
-    }
+    rows = list(csv.DictReader((out / "table-caire-small.csv").open()))
+    # C.9: per image, Pearson of its 3 country scores with the 3 countries' mean ratings;
+    # per country, the mean over the images of its prompts (3 each); Avg their mean
+    origins = doc["prompt_countries"]
+    assert [Path(im["image"]).parent.name for im in doc["images"]] == [o.lower() for o in origins]
+    table = {r["column"]: r for r in rows if r["row"].startswith("CAIRE (C.9")}
+    per_image = []
+    for i, row in enumerate(doc["scores"]):
+        per_image.append(pearson(row, [np.mean(mean[(i, c)]) for c in doc["labels"]]))
+    got = []
+    for country in doc["labels"]:
+        mine = [r for r, o in zip(per_image, origins, strict=True) if o == country]
+        mine = [r for r in mine if r is not None]
+        assert float(table[country]["value"]) == pytest.approx(np.mean(mine), abs=1e-9)
+        assert int(table[country]["n"]) == len(mine) > 0
+        got.append(np.mean(mine))
+    assert float(table["Avg"]["value"]) == pytest.approx(np.mean(got), abs=1e-9)
+    # the other figure, under its own name: per rater country, over the 9 images, with
+    # scipy's p-value
+    other = {r["column"]: r for r in rows if r["row"] == "per rater country (over images)"}
     got = []
     for k, country in enumerate(doc["labels"]):
         x = [row[k] for row in doc["scores"]]
         y = [np.mean(mean[(i, country)]) for i in range(9)]
-        want = pearson(x, y)
-        assert float(table[country]["value"]) == pytest.approx(want, abs=1e-9)
-        assert int(table[country]["n"]) == 9
-        got.append(want)
-    assert float(table["Avg"]["value"]) == pytest.approx(np.mean(got), abs=1e-9)
+        want = stats.pearsonr(x, y)
+        assert float(other[country]["value"]) == pytest.approx(want.statistic, abs=1e-9)
+        assert float(other[country]["p"]) == pytest.approx(want.pvalue, rel=1e-9)
+        assert int(other[country]["n"]) == 9
+        got.append(want.statistic)
+    assert float(other["Avg"]["value"]) == pytest.approx(np.mean(got), abs=1e-9)
+    assert other["Iran"]["paper"] == ""  # the paper's figure only beside its own statistic
     assert float(table["Iran"]["paper"]) == 0.5  # kb-free: the paper's VLM baseline
     bad = cli("bench", "--recipe", str(recipe), "--out", str(out))
     assert bad.returncode == 2 and "--concepts FILE" in bad.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from refine.numbers import MISSING
+from refine.numbers import MISSING, p_text
 from refine.present.charts import xy_plot
 from refine.present.html import document, escape, num, raw
 from refine.present.report.agreement_groups import extras_html, groups_html
@@ -25,10 +25,11 @@ def render_agreement(result: Any) -> str:
     """One self-contained HTML page: the raters' alpha per question, per metric and
     question the three correlations with their intervals, and a scatter per metric."""
 
-    def fig(v: float | None, iv: Any) -> str:
+    def fig(v: float | None, iv: Any, p: float | None = None) -> str:
         if v is None:
             return MISSING
-        return f"{v:+.3f}" + (f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else "")
+        shown = f"{v:+.3f}" + (f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else "")
+        return shown + (f' <span class="muted">{p_text(p)}</span>' if p is not None else "")
 
     ordinal = getattr(result, "alpha_ordinal", {})
     alpha = "".join(
@@ -43,7 +44,8 @@ def render_agreement(result: Any) -> str:
         for q, row in by_q.items():
             cells = "".join(
                 f'<td data-metric="{m}" data-question="{q}" data-stat="{s}" '
-                f'data-value="{raw(row[s])}">{fig(row[s], row[s + "_interval"])}</td>'
+                f'data-value="{raw(row[s])}">'
+                f"{fig(row[s], row[s + '_interval'], row.get(s + '_p'))}</td>"
                 for s in ("spearman", "kendall", "pearson")
             )
             rows.append(

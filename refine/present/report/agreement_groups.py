@@ -24,6 +24,9 @@ def groups_html(result: Any) -> str:
         for key, g in groups.items():
             note = " (rough: under 30 images)" if g["notes"] else ""
             alpha = "; ".join(f"{escape(q)} {num(a)}" for q, a in g["alpha"].items())
+            if "alpha_pooled" in g:  # a region: its countries' mean, then pooled
+                pooled = "; ".join(f"{escape(q)} {num(a)}" for q, a in g["alpha_pooled"].items())
+                alpha = f"{alpha} (mean of its countries'; pooled: {pooled})"
             human = "; ".join(
                 f"{escape(q)} {fig(c.get('spearman'))}" for q, c in g.get("ceiling", {}).items()
             )

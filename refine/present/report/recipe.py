@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from refine.harness.recipe_tables import RecipeTable
+from refine.numbers import p_text
 from refine.present.html import document, escape, num, write_page
 from refine.present.latex import Cell, Table, write_tables
 
@@ -21,6 +22,7 @@ CSV_FIELDS = (
     "value",
     "low",
     "high",
+    "p",
     "n",
     "paper",
     "difference",
@@ -48,6 +50,7 @@ def csv_rows(table: RecipeTable) -> list[dict[str, Any]]:
                     "value": c.value,
                     "low": lo,
                     "high": hi,
+                    "p": c.p,
                     "n": c.n,
                     "paper": c.paper,
                     "difference": diff,
@@ -94,6 +97,8 @@ def latex_table(table: RecipeTable) -> Table:
     note = f"{table.recipe.paper}, {table.recipe.source}."
     if table.paper_figures():
         note += " The paper's figure is in parentheses after each value."
+    if any(c.p is not None for c in table.cells.values()):
+        note += " Each correlation's p-value is in the table's CSV and HTML."
     if table.missing:
         note += " Missing: " + "; ".join(table.missing) + "."
     agreement = table.kind == "agreement"
@@ -176,6 +181,8 @@ def _cell_html(table: RecipeTable, row: Any, key: str, digits: int) -> str:
         text += (
             f' <span class="muted">[{c.interval[0]:.{digits}f}, {c.interval[1]:.{digits}f}]</span>'
         )
+    if c.p is not None:
+        text += f' <span class="muted">{p_text(c.p)}</span>'
     if c.paper is not None:
         text += f" <em>(paper {c.paper:.{digits}f})</em>"
     title = f' title="{escape(c.note)}"' if c.note else ""
