@@ -251,6 +251,8 @@ def terminal(table: Any) -> list[str]:
         lines.append(f"{row.label:<{width}} " + " ".join(cells))
     if table.paper_figures():
         lines.append("(the paper's figure in parentheses)")
+    for n in table.notes:
+        lines.append(f"differs: {n}")
     for m in table.missing:
         lines.append(f"missing: {m}")
     return lines

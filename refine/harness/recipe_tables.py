@@ -6,8 +6,11 @@ carries it (the recipes: :mod:`refine.harness.recipes`; the files written:
 * A metrics table: per generator and group of countries, each metric's mean over the
   prompts in the group (a per-image metric averaged within a prompt first, as the bench
   does) with its 95% bootstrap interval over prompts (:func:`metrics.stats.mean_interval`).
-  EXAG and FAITH are never averaged over prompts scored by different EXAG variants: such
-  a cell is empty and says why.
+* Some metrics are computed in one of several ways (:func:`way_of`): EXAG and FAITH by an
+  EXAG variant, CUBE's CD by the source of its quality. A cell says its way; prompts of
+  different ways are never averaged together (the row is split, a row per way); and a
+  paper's figure is set beside a cell only where the cell's way is the paper's
+  (:data:`PAPER_WAYS`); elsewhere the table's notes say why it is not.
 * An agreement table: per metric, its correlation with the people's mean answer to the
   recipe's question, over the rated images of each group and of all (the studies'
   :func:`refine.human.agree.agreement`, its bootstrap interval included).
@@ -27,6 +30,14 @@ from refine.records import variant_name
 
 ALL = "All"
 VARIANT_BOUND = ("exag", "faith")
+# how the papers computed the metrics that have several ways: AHEaD's EXAG (and so FAITH)
+# is Eq. 3-4 on real photos (exag:ita); CUBE's CD takes HPS v2 as its quality (Sec. 5.2)
+PAPER_WAYS = {"exag": "exag:ita", "faith": "exag:ita", "cd:": "hpsv2"}
+WAY_WORDS = {
+    "exag": "EXAG variant",
+    "faith": "EXAG variant",
+    "cd:": "quality source",
+}
 
 
 @dataclass
@@ -36,6 +47,7 @@ class TableCell:
     n: int = 0  # prompts (metrics) or rated images (agreement) behind the value
     paper: float | None = None  # the paper's figure for this cell, where the recipe has it
     note: str = ""  # why the value is missing, where it is
+    way: str = ""  # how the value was computed, where a metric has several ways (way_of)
     p: float | None = None  # a correlation's two-sided p-value (None: not a correlation)
 
 
@@ -56,6 +68,7 @@ class RecipeTable:
     columns: list[tuple[str, str, str, str]]  # (key, header, span, better)
     cells: dict[tuple[str, str], TableCell] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)  # what this table lacks, in words
+    notes: list[str] = field(default_factory=list)  # how its figures differ from the paper's
 
     @property
     def caption(self) -> str:
@@ -104,6 +117,26 @@ def _value(cell: dict[str, Any], metric: str) -> float | None:
     return cell_mean(cell, metric)
 
 
+def _family(metric: str) -> str | None:
+    """The key of :data:`PAPER_WAYS` a metric falls under (None: it has one way)."""
+    if metric in VARIANT_BOUND:
+        return metric
+    return "cd:" if metric.startswith("cd:") else None
+
+
+def way_of(cell: dict[str, Any], metric: str) -> str | None:
+    """How a bench cell's ``metric`` was computed, where the metric has several ways: the
+    EXAG variant of its images (EXAG, FAITH), or what rated a concepts cell's quality (CD:
+    ``hpsv2`` or ``judge``); None where it has one way or the cell does not say."""
+    family = _family(metric)
+    if family in VARIANT_BOUND:
+        return ", ".join(sorted(_variants(cell))) or None
+    if family == "cd:":
+        by = str(cell.get("quality_by") or "").split(" ")[0]
+        return by or None
+    return None
+
+
 def metrics_table(
     recipe: Recipe,
     cells: list[dict[str, Any]],
@@ -138,36 +171,65 @@ def metrics_table(
             label = g if t.groups == "all" else f"{g} · {t.group_label(group)}"
             label = f"{backbone}: {label}" if backbone else label
             block = group if t.best == "group" else g
-            rows.append(Row(label, f"{backbone}: {block}" if backbone else block, g, group))
+            block = f"{backbone}: {block}" if backbone else block
+            rows.append(Row(label, block, g, group))
+            chosen = [m.metric for m in t.metrics if not backbone or m.metric in t.backbone_metrics]
             for m in t.metrics:
-                if backbone and m.metric not in t.backbone_metrics:
+                if m.metric not in chosen:
                     table[(label, m.metric)] = TableCell(None, note="the bench's row holds it")
-                    continue
-                table[(label, m.metric)] = _metric_cell(inside, m.metric, seed)
+            _way_rows(rows, table, Row(label, block, g, group), inside, chosen, seed)
     out = RecipeTable(recipe, "metrics", rows, columns, table)
     _paper(out)
     return out
 
 
+def _way_rows(
+    rows: list[Row],
+    table: dict[tuple[str, str], TableCell],
+    row: Row,
+    inside: list[dict[str, Any]],
+    metrics: list[str],
+    seed: int,
+) -> None:
+    """``row``'s cells of ``metrics``; where a metric's prompts were computed in several
+    ways, its cell in ``row`` says so and a row per way follows (``LABEL [way]``), holding
+    the metrics of that way alone."""
+    ways = {m: sorted({w for c in inside if (w := way_of(c, m))}) for m in metrics}
+    split = {m for m in metrics if len(ways[m]) > 1}
+    for m in metrics:
+        if m in split:
+            words = WAY_WORDS[_family(m) or m]
+            table[(row.label, m)] = TableCell(
+                None, note=f"{words}s differ ({'; '.join(ways[m])}): a row per {words} below"
+            )
+        else:
+            table[(row.label, m)] = _metric_cell(inside, m, seed)
+    for way in sorted({w for m in split for w in ways[m]}):
+        label = f"{row.label} [{way}]"
+        rows.append(Row(label, row.block, row.key, row.group, row.backbone))
+        for m in metrics:
+            if m not in split or way not in ways[m]:
+                table[(label, m)] = TableCell(None, note="the row above holds it")
+                continue
+            table[(label, m)] = _metric_cell([c for c in inside if way_of(c, m) == way], m, seed)
+
+
 def _metric_cell(cells: list[dict[str, Any]], metric: str, seed: int) -> TableCell:
+    """The mean of ``metric`` over ``cells`` (prompts) with its interval, and its way where
+    every prompt has the same (see :func:`_way_rows` for prompts that differ)."""
     values = [_value(c, metric) for c in cells]
     got = [v for v in values if v is not None]
-    if metric in VARIANT_BOUND:
-        variants = sorted(set().union(*(_variants(c) for c in cells)))
-        if len(variants) > 1:
-            return TableCell(
-                None,
-                n=len(got),
-                note=f"EXAG variants differ ({', '.join(variants)}): each is apart on bench.html",
-            )
+    ways = {w for c in cells if (w := way_of(c, metric))}
+    way = next(iter(ways)) if len(ways) == 1 else ""
     if not got:
-        return TableCell(None, note=f"no prompt has {metric}")
-    return TableCell(sum(got) / len(got), mean_interval(got, seed), len(got))
+        return TableCell(None, note=f"no prompt has {metric}", way=way)
+    return TableCell(sum(got) / len(got), mean_interval(got, seed), len(got), way=way)
 
 
 def _paper(table: RecipeTable) -> None:
     """The paper's figures beside the cells they match: a metrics row by generator and
-    group, an agreement row by metric and the column by group."""
+    group, an agreement row by metric and the column by group; never beside a cell
+    computed in another way than the paper's (said in the table's notes)."""
     t = table.recipe.table
     for p in t.paper:
         for row in table.rows:
@@ -178,12 +240,33 @@ def _paper(table: RecipeTable) -> None:
                     continue
                 for key, value in p.values.items():
                     if (row.label, key) in table.cells:
-                        table.cells[(row.label, key)].paper = value
+                        _beside(table, table.cells[(row.label, key)], key, value)
             elif p.metric == row.key and p.backbone == row.backbone:
                 for key, value in p.values.items():
                     column = _column_of(table, key)
                     if column is not None and (row.label, column) in table.cells:
-                        table.cells[(row.label, column)].paper = value
+                        _beside(table, table.cells[(row.label, column)], row.key, value)
+
+
+def _beside(table: RecipeTable, cell: TableCell, metric: str, value: float) -> None:
+    """Set the paper's ``value`` beside ``cell``, unless the cell was computed in another
+    way than the paper's; then the table's notes say so, once per metric and way."""
+    family = _family(metric)
+    paper_way = PAPER_WAYS.get(family or "")
+    if paper_way is not None and cell.value is None and not cell.way:
+        return  # a row split by way: the figure goes beside the paper's way's row
+    if paper_way is None or not cell.way or cell.way == paper_way:
+        cell.paper = value
+        return
+    words = WAY_WORDS[family or ""]
+    shown = {m.metric: m.shown() for m in table.recipe.table.metrics}
+    said = (
+        f"{shown.get(metric, metric)}: computed here with the {words} {cell.way}, the "
+        f"paper's with {paper_way}; the paper's figures are not set beside these (they are "
+        "in the paper's own table)"
+    )
+    if said not in table.notes:
+        table.notes.append(said)
 
 
 def attach_paper(table: RecipeTable, key_of: Callable[[Any], str | None]) -> None:
@@ -309,8 +392,9 @@ def _agreement_rows(
                     continue
                 iv = got.get(f"{name}_interval")
                 cells[(label, g)] = TableCell(
-                    got[name], tuple(iv) if iv else None, got["n"], p=got.get(f"{name}_p")
-                )
+                    got[name], tuple(iv) if iv else None, got["n"], p=got.get(f"{name}_p"),
+                    way=got.get("variant") or "",
+                )  # fmt: skip
 
 
 def settings_table(

@@ -80,13 +80,10 @@ def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
                 (row,) = [
                     r for r in rows if r["row"] == f"{g} · {short}" and r["column"] == m.shown()
                 ]
-                if (
-                    m.metric in ("exag", "faith")
-                    and len({variant_name(im["exag_variant"]) for c in cells for im in c["images"]})
-                    > 1
-                ):
-                    assert row["value"] == "" and "EXAG variants differ" in row["note"]
-                    continue
+                variants = {variant_name(im["exag_variant"]) for c in cells for im in c["images"]}
+                if m.metric in ("exag", "faith"):
+                    # no photos in this world: every prompt's EXAG is the judge's
+                    assert variants == {"exag:mllm"} and row["way"] == "exag:mllm"
                 got = [v for v in values if v is not None]
                 assert float(row["value"]) == pytest.approx(np.mean(got), abs=1e-9)
                 iv = mean_interval(got, 0)
@@ -101,17 +98,24 @@ def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
                     if p.row == "Gemini 2.5 Flash Image" and p.group == group
                 ]
                 want = paper.values.get(m.metric) if g == PAPERS else None
+                if m.metric in ("exag", "faith"):  # the paper's are exag:ita: not beside
+                    want = None
                 assert (float(row["paper"]) if row["paper"] else None) == want
+                assert row["difference"] == "" or want is not None
                 checked += 1
     assert checked >= 16
+    said = "computed here with the EXAG variant exag:mllm, the paper's with exag:ita"
+    assert f"differs: EXAG ↓: {said}" in done.stdout and f"differs: FAITH ↑: {said}" in done.stdout
     # the terminal shows the table with the paper's figures in parentheses
-    assert f"{PAPERS} · GN" in done.stdout and "(0.61)" in done.stdout
+    assert f"{PAPERS} · GN" in done.stdout and "(0.46)" in done.stdout  # GN's HAL
     page = (out / "table-ahead-table1.html").read_text()
     assert (
-        'id="recipe-table"' in page and "(paper 0.61)" in page and "Gemini 2.5 Flash Image" in page
+        'id="recipe-table"' in page and "(paper 0.46)" in page and "Gemini 2.5 Flash Image" in page
     )
+    assert 'id="recipe-notes"' in page and '<span class="muted way">exag:mllm</span>' in page
     tex = (out / "table-ahead-table1.tex").read_text()
     assert r"\multicolumn{4}{c}{N=1}" in tex and r"$\downarrow$" in tex
+    assert "the paper's with exag:ita" in tex
     # the paper's whole table follows, its models not run here included
     published = (out / "table-ahead-table1-ahead-table1-paper.tex").read_text()
     assert "DALL" in published and "0.61" in published and "Gemini 2.5 Flash Image" in published
@@ -158,6 +162,11 @@ metrics = [{ metric = "align", header = "ALIGN" }, { metric = "faith", header = 
 row = "FAITH"
 metric = "faith"
 values = { GS = 0.46, GN = 0.47, All = 0.47 }
+
+[[table.paper]]
+row = "ALIGN"
+metric = "align"
+values = { GS = 0.31, GN = 0.33, All = 0.32 }
 """
 
 
@@ -221,8 +230,12 @@ def test_an_agreement_recipe_with_and_without_ratings(world, siglip_path, tmp_pa
             (row,) = [t for t in table if t["row"] == header and t["column"] == label]
             assert float(row["value"]) == pytest.approx(sp.spearmanr(x, y).statistic, abs=1e-9)
             assert int(row["n"]) == len(pick)
+    # the paper's FAITH is by exag:ita, this world's by exag:mllm: not set beside, said
     (faith_all,) = [t for t in table if t["row"] == "FAITH" and t["column"] == "All"]
-    assert float(faith_all["paper"]) == 0.47
+    assert faith_all["paper"] == "" and faith_all["way"] == "exag:mllm"
+    assert "differs: FAITH: computed here with the EXAG variant exag:mllm" in again.stdout
+    (align_all,) = [t for t in table if t["row"] == "ALIGN" and t["column"] == "All"]
+    assert float(align_all["paper"]) == 0.32 and float(align_all["p"]) > 0
     assert "missing: people's ratings" not in again.stdout
     # ratings with a recipe that needs none, and a file that is not there
     bad = cli("bench", "--recipe", "ahead-table1", "--ratings", str(ratings), "--out", str(out))
@@ -479,6 +492,12 @@ row = "Other, FAITH"
 metric = "faith"
 backbone = "Other"
 values = { GS = 0.42, GN = 0.38, All = 0.42 }
+
+[[table.paper]]
+row = "Other, MLLM"
+metric = "judge_align"
+backbone = "Other"
+values = { GS = 0.27, GN = 0.29, All = 0.28 }
 """
 )
 
@@ -559,10 +578,13 @@ def test_a_second_backbone_scores_the_same_images_again(world, siglip_path, tmp_
             y = [np.mean(v) for v in answers.values()]
             (row,) = [t for t in table if t["row"] == prefix + header and t["column"] == "All"]
             assert float(row["value"]) == pytest.approx(sp.spearmanr(x, y).statistic, abs=1e-9)
-    (paper,) = [t for t in table if t["row"] == "Other, FAITH" and t["column"] == "GN"]
-    assert float(paper["paper"]) == 0.38
-    (own,) = [t for t in table if t["row"] == "FAITH" and t["column"] == "GN"]
-    assert float(own["paper"]) == 0.47
+    (paper,) = [t for t in table if t["row"] == "Other, MLLM" and t["column"] == "GN"]
+    assert float(paper["paper"]) == 0.29
+    (own,) = [t for t in table if t["row"] == "ALIGN" and t["column"] == "GN"]
+    assert float(own["paper"]) == 0.33
+    for row in ("Other, FAITH", "FAITH"):  # the paper's by exag:ita, these by exag:mllm
+        (faith,) = [t for t in table if t["row"] == row and t["column"] == "GN"]
+        assert faith["paper"] == "" and faith["way"] == "exag:mllm"
     # the Human row: with two raters, each against the other
     (human,) = [t for t in table if t["row"] == "Human" and t["column"] == "All"]
     a, b = zip(*answers.values(), strict=True)

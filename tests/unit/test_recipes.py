@@ -71,11 +71,12 @@ def _cell(generator, country, faith, align, variant="exag:mllm", ddiv=0.5):
 def test_a_metrics_table_by_hand():
     recipe = load_recipe("ahead-table1")
     g1, g2 = "gemini:gemini-2.5-flash-image", "diffusers:x"
+    ita = "exag:ita"  # the paper's variant: g1's figures sit beside the paper's
     cells = [
-        _cell(g1, "USA", [0.6, 0.8], [0.2, 0.4]),
-        _cell(g1, "France", [0.5, 0.5], [0.3, 0.3], ddiv=0.7),
-        _cell(g1, "Iran", [0.2, 0.4], [0.1, 0.1]),
-        _cell(g1, "India", [0.3, 0.3], [0.2, 0.2]),
+        _cell(g1, "USA", [0.6, 0.8], [0.2, 0.4], variant=ita),
+        _cell(g1, "France", [0.5, 0.5], [0.3, 0.3], variant=ita, ddiv=0.7),
+        _cell(g1, "Iran", [0.2, 0.4], [0.1, 0.1], variant=ita),
+        _cell(g1, "India", [0.3, 0.3], [0.2, 0.2], variant=ita),
         _cell(g2, "USA", [0.9], [0.5]),
         _cell(g2, "Iran", [0.1], [0.0], variant="exag:ita"),
         _cell(g2, "India", [0.2], [0.1]),
@@ -86,6 +87,8 @@ def test_a_metrics_table_by_hand():
         f"{g1} · GS",
         f"{g2} · GN",
         f"{g2} · GS",
+        f"{g2} · GS [exag:ita]",
+        f"{g2} · GS [exag:mllm]",
     ]
     c = table.cells[(f"{g1} · GN", "faith")]
     # per prompt first (0.7 and 0.5), then over prompts, with the bootstrap's interval
@@ -96,10 +99,13 @@ def test_a_metrics_table_by_hand():
     assert table.cells[(f"{g1} · GN", "ddiv")].value == pytest.approx(0.6)
     assert table.cells[(f"{g1} · GN", "ddiv")].paper is None  # the paper has none: 1 image
     assert table.cells[(f"{g2} · GN", "faith")].paper is None  # not a model of the paper
-    # two EXAG variants in a group: FAITH and EXAG are not averaged over them
+    # two EXAG variants in a group: FAITH and EXAG are not averaged over them, but split
+    # into a row per variant
     mixed = table.cells[(f"{g2} · GS", "faith")]
-    assert mixed.value is None and "exag:ita, exag:mllm" in mixed.note
+    assert mixed.value is None and "exag:ita; exag:mllm" in mixed.note
     assert table.cells[(f"{g2} · GS", "align")].value == pytest.approx(0.05)
+    assert table.cells[(f"{g2} · GS [exag:ita]", "faith")].value == pytest.approx(0.1)
+    assert table.cells[(f"{g2} · GS [exag:mllm]", "faith")].value == pytest.approx(0.2)
     rows = csv_rows(table)
     first = next(r for r in rows if r["row"] == f"{g1} · GN" and r["column"] == "FAITH ↑")
     assert first["difference"] == pytest.approx(0.6 - 0.61)

@@ -26,6 +26,7 @@ CSV_FIELDS = (
     "n",
     "paper",
     "difference",
+    "way",
     "note",
 )
 
@@ -54,6 +55,7 @@ def csv_rows(table: RecipeTable) -> list[dict[str, Any]]:
                     "n": c.n,
                     "paper": c.paper,
                     "difference": diff,
+                    "way": c.way,
                     "note": c.note,
                 }
             )
@@ -97,6 +99,8 @@ def latex_table(table: RecipeTable) -> Table:
     note = f"{table.recipe.paper}, {table.recipe.source}."
     if table.paper_figures():
         note += " The paper's figure is in parentheses after each value."
+    if table.notes:
+        note += " " + " ".join(f"{n[0].upper()}{n[1:]}." for n in table.notes)
     if any(c.p is not None for c in table.cells.values()):
         note += " Each correlation's p-value is in the table's CSV and HTML."
     if table.missing:
@@ -181,6 +185,8 @@ def _cell_html(table: RecipeTable, row: Any, key: str, digits: int) -> str:
         text += (
             f' <span class="muted">[{c.interval[0]:.{digits}f}, {c.interval[1]:.{digits}f}]</span>'
         )
+    if c.way:  # how it was computed, where the metric has several ways
+        text += f' <span class="muted way">{escape(c.way)}</span>'
     if c.p is not None:
         text += f' <span class="muted">{p_text(c.p)}</span>'
     if c.paper is not None:
@@ -210,6 +216,11 @@ def page(table: RecipeTable) -> str:
         f"<p>{escape(table.caption)}</p>",
         f'<table id="recipe-table">{span_row}{head}</tr>{body}</table>',
     ]
+    if table.notes:
+        items = "".join(f"<li>{escape(n)}</li>" for n in table.notes)
+        parts.append(
+            f'<h2>How these figures differ from the paper\'s</h2><ul id="recipe-notes">{items}</ul>'
+        )
     if table.missing:
         items = "".join(f"<li>{escape(m)}</li>" for m in table.missing)
         parts.append(f'<h2>Missing</h2><ul id="recipe-missing">{items}</ul>')

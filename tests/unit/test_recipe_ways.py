@@ -1,0 +1,95 @@
+"""A recipe table never sets a value beside a paper's figure computed another way: EXAG's
+(and FAITH's) variant and CUBE's quality source are named in the cell, prompts of
+different ways are split into a row each (never blanked, never averaged together), and
+the paper's figure goes beside the cell of the paper's way alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from refine.harness.recipe_tables import metrics_table
+from refine.harness.recipes import load_recipe
+from refine.present.report.recipe import csv_rows, latex_table, write_recipe_table
+
+GEMINI = "gemini:gemini-2.5-flash-image"
+SDXL = "diffusers:stabilityai/stable-diffusion-xl-base-1.0"
+
+
+def _prompt(country: str, variant: str, exag: float, faith: float) -> dict:
+    images = [
+        {"align": 0.5, "hal": 0.2, "exag": exag + d, "faith": faith + d, "exag_variant": variant}
+        for d in (-0.01, 0.01)
+    ]
+    return {"generator": GEMINI, "country": country, "activity": "x", "images": images}
+
+
+def test_mixed_exag_variants_are_split_and_only_the_papers_way_sits_beside_its_figure(tmp_path):
+    recipe = load_recipe("ahead-table1")
+    cells = [
+        _prompt("USA", "exag:ita", 0.2, 0.6),
+        _prompt("USA", "exag:ita", 0.4, 0.7),
+        _prompt("USA", "exag:mllm", 0.8, 0.3),
+    ]
+    table = metrics_table(recipe, cells, [GEMINI])
+    labels = [r.label for r in table.rows]
+    assert labels == [f"{GEMINI} · GN", f"{GEMINI} · GN [exag:ita]", f"{GEMINI} · GN [exag:mllm]"]
+    whole, ita, mllm = labels
+    # the row of all prompts: ALIGN over the 3, EXAG and FAITH said to be split
+    assert table.cells[(whole, "align")].value == pytest.approx(0.5)
+    assert table.cells[(whole, "align")].paper == 0.4  # GN's ALIGN in the paper
+    for m in ("exag", "faith"):
+        c = table.cells[(whole, m)]
+        assert c.value is None and c.paper is None
+        assert c.note == "EXAG variants differ (exag:ita; exag:mllm): a row per EXAG variant below"
+    # each way's row: its own prompts' mean; the paper's figure beside exag:ita's alone
+    assert table.cells[(ita, "exag")].value == pytest.approx(0.3)
+    assert table.cells[(ita, "exag")].n == 2 and table.cells[(ita, "exag")].way == "exag:ita"
+    assert table.cells[(ita, "exag")].paper == 0.1 and table.cells[(ita, "faith")].paper == 0.61
+    assert table.cells[(mllm, "exag")].value == pytest.approx(0.8)
+    assert table.cells[(mllm, "faith")].value == pytest.approx(0.3)
+    assert table.cells[(mllm, "exag")].paper is None and table.cells[(mllm, "faith")].paper is None
+    assert table.cells[(ita, "align")].value is None  # the row above holds it
+    assert any("exag:mllm, the paper's with exag:ita" in n for n in table.notes)
+    rows = {(r["row"], r["column"]): r for r in csv_rows(table)}
+    assert rows[(mllm, "EXAG ↓")]["difference"] is None and rows[(mllm, "EXAG ↓")]["way"] == (
+        "exag:mllm"
+    )
+    assert rows[(ita, "EXAG ↓")]["difference"] == pytest.approx(0.3 - 0.1)
+    assert "exag:ita" in latex_table(table).note
+    # the split table compiles where papers use it
+    import shutil
+    import subprocess
+
+    written = write_recipe_table(tmp_path, table)
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed (.ci/run installs texlive-latex-base)")
+    tex = next(p for p in written if p.name == "table-ahead-table1.tex")
+    made = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout[-2000:]
+    assert (tmp_path / "table-ahead-table1.pdf").stat().st_size > 1000
+
+
+def _concept(quality_by: str, cd: float) -> dict:
+    kernels = {"continent (1, 0, 0)": cd, "country (0, 1, 0)": cd + 0.1}
+    return {"generator": SDXL, "concept": "Cuisine", "quality_by": quality_by,
+            "cd_kernels": kernels}  # fmt: skip
+
+
+def test_cube_cd_scored_with_the_judges_quality_is_not_set_beside_tab5():
+    recipe = load_recipe("cube-table5")
+    judged = [_concept("judge (gemini:x): HPS v2 is not downloaded", 0.3)]
+    table = metrics_table(recipe, judged, [SDXL])
+    (row,) = table.rows
+    c = table.cells[(row.label, "cd:continent (1, 0, 0)")]
+    assert c.value == pytest.approx(0.3) and c.way == "judge" and c.paper is None
+    assert any("quality source judge, the paper's with hpsv2" in n for n in table.notes)
+    # with HPS v2, as the paper: beside its figure (SDXL, Cuisine: 0.04)
+    table = metrics_table(recipe, [_concept("hpsv2 (local)", 0.05)], [SDXL])
+    c = table.cells[(table.rows[0].label, "cd:continent (1, 0, 0)")]
+    assert c.way == "hpsv2" and c.paper == 0.04 and not table.notes
+    # both in one bench: a row per source
+    table = metrics_table(recipe, [*judged, _concept("hpsv2 (local)", 0.05)], [SDXL])
+    assert [r.label.rsplit(" ", 1)[-1] for r in table.rows[1:]] == ["[hpsv2]", "[judge]"]
