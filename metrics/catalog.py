@@ -587,7 +587,13 @@ _ALL = (
         "diversity",
         "Descriptor diversity: entropy of which references a prompt's images show.",
         source="AHEaD Sec. 3.2, Eq. 6",
-        differs="None: normalised entropy of which references the prompt's N >= 2 images show.",
+        differs=(
+            "Eq. 6 read literally is one normalised entropy over the whole reference set "
+            "D_ref; this toolkit takes the normalised entropy within each dimension's "
+            "references and then the mean over the dimensions that have references, as SDIV "
+            "is taken (`metrics.ahead.descriptor_diversity`). The two agree when every "
+            "dimension has as many references and is shown as often; otherwise they differ."
+        ),
     ),
     Metric(
         "sdiv",
@@ -707,8 +713,10 @@ _ALL = (
         differs=(
             'The label\'s score is the argmax over the judge\'s P("1".."5"), with the best '
             "re-ranked knowledge-base entity's text (cut to 1,500 characters at a word boundary, "
-            "a length the paper does not give) as context; no log-likelihood scoring with affine "
-            "debiasing (App. B.1)."
+            "a length the paper does not give) as context. App. B.1's log-likelihood scoring "
+            "with affine debiasing is `refine caire score --loglik` "
+            "(`metrics.caire.debiased_nll`; the paper gives no lambda or floor, so both are "
+            "options); a run's CAIRE reads the rating."
         ),
     ),
     Metric(
@@ -746,7 +754,9 @@ _ALL = (
         source="SoS Sec. 4.1",
         differs=(
             "The SoS repository publishes no centroid code; this toolkit follows Sec. 4.1. "
-            "Centroids are built per generator, where the paper pools images across models."
+            "Centroids are pooled over the banks of every generator given, as the paper pools "
+            "images across models (`refine sos report`, `--centroids pooled`, the default); "
+            "`--centroids per-generator` builds each bank's from its own."
         ),
     ),
 )
