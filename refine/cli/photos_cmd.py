@@ -38,8 +38,9 @@ def photos_search(
     language: str = typer.Option(
         None,
         "--language",
-        help="The language of the second query (default: the one the AHEaD manifest used for "
-        "the country, else its most widely spoken; English: one query only).",
+        help="The language of the second query (default: the country's most widely spoken, "
+        "and the paper's own translated query where the fetched AHEaD manifest has one; "
+        "English: one query only).",
     ),
     query: str = typer.Option(
         None, "--query", help='The English query (default: "ACTIVITY COUNTRY").'

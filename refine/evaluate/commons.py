@@ -6,8 +6,9 @@ results per prompt, of which it kept the top 5 by CLIPScore against the English 
 same on Wikimedia Commons' public API, which needs no key and gives each file's licence
 and author:
 
-* it queries in English and in the country's language (:func:`language_of`; the
-  profile's language model translates the query);
+* it queries in English and in the country's language (:func:`language_of`): with the
+  paper's own translated query where the fetched AHEaD manifest has one
+  (:func:`manifest_query`), else translated by the profile's language model;
 * it downloads the results (:data:`PER_QUERY` per query, images only, each streamed under
   a size cap and a time limit, its declared size checked before it is decoded, and decoded
   with its longest side at most 1024 px: the width of the thumbnails it asks Commons for,
@@ -102,13 +103,44 @@ def english_prompt(activity: str, country: str) -> str:
     return f"A photorealistic photo of {activity} in {country}."
 
 
-def language_of(country: str, data: Path | None = None) -> str:
-    """The language the country's query is translated into: the one the AHEaD manifest
-    used most for the country, when it has been fetched, else :data:`LANGUAGES`'s."""
+def _manifest(data: Path | None) -> Path:
     from refine.evaluate.data_dir import data_dir
     from refine.evaluate.paper_data import COMMIT, PHOTO_MANIFEST
 
-    manifest = (data if data is not None else data_dir()) / "ahead" / COMMIT / PHOTO_MANIFEST
+    return (data if data is not None else data_dir()) / "ahead" / COMMIT / PHOTO_MANIFEST
+
+
+def manifest_query(activity: str, country: str, data: Path | None = None) -> str | None:
+    """The translated query the AHEaD paper searched with for ``activity`` in ``country``:
+    the ``prompt_text`` of the fetched manifest's rows whose ``prompt_language`` is
+    ``translated`` (the paper's own words, so no translation is asked for); None where the
+    manifest is not fetched or has no such row."""
+    from collections import Counter
+
+    manifest = _manifest(data)
+    if not manifest.is_file():
+        return None
+    from refine.evaluate.paper_photos import join, manifest_rows
+    from refine.evaluate.references import load_pack
+
+    joined, _ = join(manifest_rows(manifest), load_pack())
+    said = Counter(
+        " ".join(str(row.get("prompt_text") or "").split())
+        for row, key, phrase in joined
+        if key.casefold() == country.strip().casefold()
+        and phrase.casefold() == activity.strip().casefold()
+        and str(row.get("prompt_language", "")).strip().lower() == "translated"
+    )
+    said.pop("", None)
+    return said.most_common(1)[0][0] if said else None
+
+
+def language_of(country: str, data: Path | None = None) -> str:
+    """The language the country's query is translated into: the one the AHEaD manifest
+    names most for the country where its ``prompt_language`` holds language codes, else
+    :data:`LANGUAGES`'s. The paper's manifest says only ``english`` or ``translated``
+    there, which name no language: they are never read as one."""
+    manifest = _manifest(data)
     if manifest.is_file():
         from collections import Counter
 
@@ -120,11 +152,9 @@ def language_of(country: str, data: Path | None = None) -> str:
             for r in manifest_rows(manifest)
             if str(r.get("country", "")).upper() == key
         )
-        used.pop("", None)
-        used.pop("en", None)
-        if used:
-            code = used.most_common(1)[0][0]
-            return CODES.get(code, code)
+        codes = {c: n for c, n in used.items() if c in CODES and c != "en"}
+        if codes:
+            return CODES[max(codes, key=lambda c: codes[c])]
     for name, language in LANGUAGES.items():
         if name.casefold() == country.strip().casefold():
             return language
@@ -237,10 +267,17 @@ def search_photos(
 
     emit = emit or (lambda line: None)
     limits = limits or DownloadLimits()
+    asked_language = language
     language = language or language_of(country, data)
     english = english_query or f"{activity} {country}"
     queries = [("English", english)]
-    if language.casefold() != "english":
+    # the paper's own translated query where the manifest has it (unless another language
+    # or English words were asked for); else the profile's language model translates
+    theirs = None if asked_language or english_query else manifest_query(activity, country, data)
+    if theirs is not None:
+        emit(f"the AHEaD manifest's translated query for {activity} in {country}: {theirs!r}")
+        queries.append((language, theirs))
+    elif language.casefold() != "english":
         queries.append((language, translate(llm, english, language)))
     found: dict[str, Candidate] = {}
     for lang, text in queries:

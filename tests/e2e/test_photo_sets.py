@@ -130,6 +130,41 @@ def test_search_keeps_the_top_five_by_clipscore_with_their_attribution(tiny_clip
     assert len(again.files) == 2 and len(list(folder.iterdir())) == 3
 
 
+def test_the_ahead_manifests_translated_query_is_searched_as_the_paper_did(tiny_clip, tmp_path):
+    """After `refine data fetch ahead`, the manifest's ``prompt_language`` says "english" or
+    "translated" (no language) and ``prompt_text`` holds the paper's query: the translated
+    one is searched as it is (no translation asked for), and neither word is ever taken
+    for a language."""
+    import csv
+
+    from refine.evaluate.paper_data import COMMIT, PHOTO_MANIFEST
+
+    data = tmp_path / "data"
+    manifest = data / "ahead" / COMMIT / PHOTO_MANIFEST
+    manifest.parent.mkdir(parents=True)
+    theirs = "غذا خوردن در خانه در ایران"
+    with manifest.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["file_path", "image_url", "country", "activity", "sub_activity",
+                    "prompt_language", "prompt_text"])  # fmt: skip
+        for k, (lang, text) in enumerate((("english", ENGLISH), ("translated", theirs))):
+            w.writerow([f"x/{k}.jpg", f"https://x/{k}.jpg", "IRAN", "eating", "home", lang, text])
+        w.writerow(["x/b.jpg", "https://x/b.jpg", "BRAZIL", "eating", "home", "translated", "x"])
+    assert commons.manifest_query(ACT, COUNTRY, data) == theirs
+    assert commons.language_of("Brazil", data) == "Portuguese"  # never "translated"
+    assert commons.language_of("Iran", data) == "Persian"
+    files = [CommonsFile(f"e{i}.jpg", jpeg(i), (ENGLISH,)) for i in range(3)]
+    files += [CommonsFile(f"t{i}.jpg", jpeg(10 + i), (theirs,)) for i in range(3)]
+    llm = Translator()
+    embedder = create("image_embedder", tiny_clip, shared=False, device="cpu")
+    with CommonsServer(files) as server:
+        search_photos(ACT, COUNTRY, llm, embedder, api=server.api, data=data)
+        assert server.searches == [ENGLISH, theirs]
+    assert llm.prompts == []  # the paper's words: nothing to translate
+    doc = json.loads((set_folder(ACT, COUNTRY, data) / "set.json").read_text())
+    assert doc["queries"][1] == {"language": "Persian", "text": theirs}
+
+
 @pytest.mark.slow
 def test_what_cannot_be_searched_is_named(tiny_clip, tmp_path, monkeypatch):
     embedder = create("image_embedder", tiny_clip, shared=False, device="cpu")
