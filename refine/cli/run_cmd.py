@@ -68,8 +68,22 @@ def refs_build(
     profile: str = typer.Option("gemini", "--profile", help="Profile whose [refs] models to use."),
     proposer: list[str] = typer.Option([], "--proposer", help="A proposer llm (repeatable)."),
     refiner: str = typer.Option(None, "--refiner", help="The refiner llm."),
-    per_dimension: int = typer.Option(8, "--per-dimension", min=1, max=30),
-    stereotypes: int = typer.Option(10, "--stereotypes", min=1, max=50),
+    per_dimension: int = typer.Option(
+        None,
+        "--per-dimension",
+        min=1,
+        max=30,
+        help="Descriptors a dimension at most (default: 10 with the ahead prompts, as the "
+        "paper asks; 8 with the toolkit's).",
+    ),
+    stereotypes: int = typer.Option(
+        None,
+        "--stereotypes",
+        min=1,
+        max=50,
+        help="Stereotype candidates (default: 15 with the ahead prompts, as the authors' "
+        "data lists; 10 with the toolkit's).",
+    ),
     prompts: str = typer.Option(
         "auto",
         "--prompts",

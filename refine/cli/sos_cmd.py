@@ -50,7 +50,7 @@ def bank_cmd(
     prompts_per_cell: int = typer.Option(
         None, "--prompts-per-cell", min=1, help="Use only the first N prompts of each cell."
     ),
-    seed: int = typer.Option(0, "--seed", help="First seed."),
+    seed: int = typer.Option(42, "--seed", help="First seed (42, as SoS draws its images)."),
     as_json: bool = typer.Option(False, "--json", help="Print the bank's state as JSON."),
     engine: EngineOptions = LOCAL,
 ) -> None:

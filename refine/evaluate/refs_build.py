@@ -124,15 +124,17 @@ def build_references(
     proposers: Sequence[Any],
     refiner: Any,
     cache: LLMCache | None = None,
-    per_dimension: int = 8,
-    stereotypes: int = 10,
+    per_dimension: int | None = None,
+    stereotypes: int | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     prompts: str = "toolkit",
 ) -> BuildResult:
     """Reference descriptors and stereotype candidates from language models, with AHEaD's
     prompts (``ahead``: :mod:`refine.evaluate.refs_ahead`) or this toolkit's own
     (``toolkit``); :func:`refine.evaluate.reference_source.prompt_set` picks AHEaD's for
-    the CULTIVate catalog's activities."""
+    the CULTIVate catalog's activities. ``per_dimension`` and ``stereotypes``: at most
+    that many descriptors a dimension and stereotype candidates (None: the prompt set's
+    own, :data:`COUNTS`)."""
 
     if not proposers:
         raise ValueError("at least one proposer model is needed")
@@ -144,6 +146,8 @@ def build_references(
     emit = on_event or (lambda event: None)
     if prompts not in PROMPT_SETS:
         raise ValueError(f"the prompts are one of {', '.join(PROMPT_SETS)}, not {prompts!r}")
+    per_dimension = per_dimension or COUNTS[prompts][0]
+    stereotypes = stereotypes or COUNTS[prompts][1]
     if prompts == "ahead":
         return _ahead(
             activity, country, proposers, refiner, cache, per_dimension, stereotypes, emit
@@ -208,6 +212,11 @@ def build_references(
 
 
 PROMPT_SETS = ("ahead", "toolkit")
+# (descriptors a dimension at most, stereotype candidates) of each prompt set: AHEaD asks
+# its proposers and refiner for up to 10 (Tab. 15-21's "at most {max_items}") and its data
+# lists 15 candidates a country (country_stereotype_candidates.json); the toolkit's own
+# prompts keep shorter lists for a run's checklist
+COUNTS = {"ahead": (10, 15), "toolkit": (8, 10)}
 
 
 def _ahead(activity, country, proposers, refiner, cache, per_dimension, stereotypes, emit):

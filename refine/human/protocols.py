@@ -349,15 +349,29 @@ def prompt_words(prompt: str) -> list[str]:
     return list(dict.fromkeys(re.findall(r"[\w'-]+", prompt)))
 
 
-BUNDLED = ("quick", "ahead", "culturalframes", "cube", "caire", "sos")
+BUNDLED = ("quick", "ahead", "ahead-origin", "culturalframes", "cube", "caire", "sos")
 
 
 def load_protocol(name_or_path: str | Path) -> Protocol:
-    """A bundled protocol by name, or a protocol file; a ValueError says what is wrong."""
+    """A bundled protocol by name, or a protocol file; a ValueError says what is wrong. A
+    file with ``base = "NAME"`` is the bundled protocol NAME with the file's own top-level
+    keys and tables in place of its (``ahead-origin``: AHEaD with the broader rule)."""
     text, where = _protocol_text(name_or_path)
     from refine.io.files import toml_model
 
-    return toml_model(text, where, Protocol)
+    def based(data: dict) -> dict:
+        base = data.pop("base", None)
+        if base is None:
+            return data
+        if base not in BUNDLED or not isinstance(base, str):
+            raise ValueError(f"{where}: base: {base!r} is not one of {', '.join(BUNDLED)}")
+        import tomllib
+
+        theirs = tomllib.loads(_protocol_text(base)[0])
+        theirs.pop("base", None)
+        return {**theirs, **data}
+
+    return toml_model(text, where, Protocol, prepare=based)
 
 
 def _protocol_text(name_or_path: str | Path) -> tuple[str, str]:

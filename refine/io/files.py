@@ -165,9 +165,10 @@ def file_sha256(path: str | Path) -> str:
     return file_digest(path, "sha256")
 
 
-def toml_model(text: str, where: str, model: Any) -> Any:
+def toml_model(text: str, where: str, model: Any, prepare: Any = None) -> Any:
     """``text`` (TOML) validated as the pydantic ``model``; a ValueError names ``where``,
-    and the first problem's field (recipes, rating protocols)."""
+    and the first problem's field (recipes, rating protocols). ``prepare``: what the parsed
+    table goes through first (a protocol's ``base``)."""
     import tomllib
 
     from pydantic import ValidationError
@@ -180,6 +181,8 @@ def toml_model(text: str, where: str, model: Any) -> Any:
         raise ValueError(f"{where}: not TOML ({err})") from None
     except RecursionError:
         raise ValueError(f"{where}: nested too deeply to be a settings file") from None
+    if prepare is not None:
+        data = prepare(data)
     try:
         return model.model_validate(data)
     except ValidationError as err:

@@ -178,6 +178,7 @@ class AheadModels:
             answer = {"descriptors": [{"token": f"{dim} kept", "style": "traditional"}]}
         elif "candidate exaggerated elements" in text:
             kind, dim, answer = "stereotypes", "", {"stereotypes": ["giant samovars"]}
+            self.refine_prompts.append(text)
         else:
             raise AssertionError(text[:200])
         self.asked.append((model, kind, dim, heat))
@@ -212,6 +213,9 @@ def test_references_with_the_papers_prompts(gemini_env, tmp_path):
         # the refiner saw both proposers' candidates, the shared one once, with its style
         first = m.refine_prompts[0]
         assert "setting gemini-3.8-flash 0 (modern)" in first and first.count("setting shared") == 1
+        # the paper's counts: up to 10 descriptors a dimension, 15 stereotype candidates
+        assert "Output up to 10 descriptors." in first
+        assert "Generate up to 15 candidate exaggerated elements" in m.refine_prompts[-1]
         assert pack["descriptors"]["objects"] == ["Objects kept"]
         assert pack["styles"]["Objects kept"] == "traditional"
         assert pack["stereotypes"] == ["giant samovars"] and "AHEaD's prompts" in pack["source"]

@@ -114,10 +114,18 @@ def test_who_qualifies():
     moved = RaterProfile.parse({**PROFILE, "nationality": "Japan", "residence": "Germany"})
     ok, why = cf.qualifies(moved, "Japan")
     assert not ok and "living in Japan" in why
-    ahead = load_protocol("ahead")
-    assert ahead.qualifies(moved, "Japan")[0]  # born or raised there is enough
+    # AHEaD Sec. 4.2: raters of the country's nationality; ahead-origin, the broader rule:
+    # born or raised there is enough
+    ahead, origin = load_protocol("ahead"), load_protocol("ahead-origin")
+    assert ahead.qualifies(moved, "Japan")[0]  # nationality Japan
+    born = RaterProfile.parse({**PROFILE, "nationality": "Germany", "residence": "Germany"})
+    assert not ahead.qualifies(born, "Japan")[0] and origin.qualifies(born, "Japan")[0]
     us = RaterProfile.parse({**PROFILE, "born": "USA", "raised": "the United States"})
-    assert ahead.qualifies(us, "United States")[0] and not ahead.qualifies(us, "Japan")[0]
+    assert origin.qualifies(us, "United States")[0] and not origin.qualifies(us, "Japan")[0]
+    assert ahead.rater_country == "nationality" and origin.rater_country == "raised"
+    # the rest of ahead-origin is ahead's (its base)
+    assert [q.id for q in origin.questions] == [q.id for q in ahead.questions]
+    assert origin.attention == ahead.attention and origin.repeats == ahead.repeats
     with pytest.raises(ValueError, match="consent"):
         RaterProfile.parse({**PROFILE, "consent": False})
     with pytest.raises(ValueError, match="age_band"):
@@ -126,6 +134,13 @@ def test_who_qualifies():
 
 def test_a_protocol_file_is_checked(tmp_path):
     bad = tmp_path / "p.toml"
+    bad.write_text('base = "nope"\nname = "mine"\n')
+    with pytest.raises(ValueError, match="base: 'nope' is not one of quick, ahead"):
+        load_protocol(bad)
+    bad.write_text('base = "cube"\nname = "mine"\nraters_per_image = 3\n')
+    mine = load_protocol(bad)
+    assert mine.name == "mine" and mine.raters_per_image == 3
+    assert [q.id for q in mine.questions] == [q.id for q in load_protocol("cube").questions]
     bad.write_text(
         'name = "mine"\ntitle = "t"\n[[questions]]\nid = "b"\ntext = "B"\n'
         'options = [{value = "1"}]\nshow_if = {question = "a", one_of = ["1"]}\n'
