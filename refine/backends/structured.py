@@ -149,15 +149,13 @@ class StyledDescriptors(BaseModel):
     descriptors: list[Styled] = Field(default_factory=list)
 
 
-def ahead_observation_prompt(dimension: str, max_per_dimension: int) -> str:
-    """AHEaD's observer prompt for one dimension: its system prompt (Tab. 22), the
-    dimension's (Tab. 23-27), and the image to look at with the number to list."""
+def ahead_observation_prompt(dimension: str) -> str:
+    """AHEaD's observer prompt for one dimension as the paper gives it: its system prompt
+    (Tab. 22), then the dimension's (Tab. 23-27), nothing added (the image goes with it;
+    the taus the paper calibrated belong to these words)."""
     system = prompt_template("ahead_observe_system").strip()
     block = prompt_template(f"ahead_observe_{dimension}").strip()
-    return (
-        f"{system}\n\n{block}\nList what is visible in this image: at most "
-        f"{max_per_dimension} descriptors."
-    )
+    return f"{system}\n\n{block}"
 
 
 def ahead_descriptors(
@@ -167,12 +165,12 @@ def ahead_descriptors(
     workers: int = 1,
 ) -> dict[str, list[str]]:
     """The descriptors of every dimension, one AHEaD request each (``ask_one(prompt)``
-    answers a :class:`StyledDescriptors`), up to ``workers`` at once."""
+    answers a :class:`StyledDescriptors`), up to ``workers`` at once; each answer's first
+    ``max_per_dimension`` distinct phrases are kept (the paper sets no bound; the prompt
+    does not ask for one, so a long answer is cut here)."""
     from refine.usage import at_once
 
-    answers = at_once(
-        lambda d: ask_one(ahead_observation_prompt(d, max_per_dimension)), dimensions, workers
-    )
+    answers = at_once(lambda d: ask_one(ahead_observation_prompt(d)), dimensions, workers)
     out = {}
     for d, answer in zip(dimensions, answers, strict=True):
         phrases = [s.token for s in answer.descriptors]

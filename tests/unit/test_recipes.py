@@ -155,8 +155,14 @@ def test_aheads_observer_prompts_ask_once_per_dimension():
     assert all(p.startswith("As an expert on cross-cultural visual representation") for p in asked)
     heads = ["Setting & Background Prompt", "Objects Prompt", "Attire Prompt",
              "Interaction & Gesture Prompt", "Spatial Arrangement Prompt"]  # fmt: skip
-    for p, h in zip(asked, heads, strict=True):
-        assert f"\n\n{h}\nGoal:" in p and p.endswith("at most 2 descriptors.")
+    from refine.assets import prompt_template
+
+    system = prompt_template("ahead_observe_system").strip()
+    for p, h, d in zip(asked, heads, dims, strict=True):
+        # the paper's words alone: Tab. 22, then the dimension's table, nothing added
+        assert p == f"{system}\n\n{prompt_template(f'ahead_observe_{d}').strip()}"
+        assert f"\n\n{h}\nGoal:" in p and "List what is visible" not in p
+    assert asked[1].endswith("EXCLUDE: animals, clothing, architecture, actions, background décor.")
 
 
 def test_a_recipes_baselines_are_its_own_unless_chosen():
