@@ -251,9 +251,10 @@ _ALL = (
         reads=("vqa_answers",),
         source="VQAScore (Lin et al., 2024); AHEaD Tab. 9 (the image-text score of EXAG)",
         differs=(
-            'P("Yes") over the full next-token distribution for VQAScore\'s question "Does this '
-            "figure show '{text}'? Please answer yes or no.\", on the profile's judge rather "
-            "than CLIP-FlanT5-xxl. A local judge reads it exactly; an OpenAI-compatible server "
+            "P(\"Yes\") over the full next-token distribution for VQAScore's question 'Does "
+            'this figure show "{text}"? Please answer yes or no.\' and its answer "Yes" as '
+            "t2v_metrics asks and reads them, on the profile's judge rather than "
+            "CLIP-FlanT5-xxl. A local judge reads it exactly; an OpenAI-compatible server "
             "from the answer's log-probabilities where it gives them; a judge without them "
             "(the Gemini developer API) samples k answers restricted to yes or no (so its share "
             "is P(Yes) among yes and no), k calls per question, and records the standard error. "

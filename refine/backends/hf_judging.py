@@ -146,8 +146,8 @@ class HFJudging:
 
     def vqa_score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[VqaAnswer]:
         """VQAScore of each (image, text), read exactly: P("Yes") over the whole vocabulary
-        at the first answer position for VQAScore's question (the casings of "yes" that
-        are one token each pooled)."""
+        at the first answer position for VQAScore's question (the token "Yes", as
+        t2v_metrics reads it)."""
         import torch
 
         self._require_vision("judge images")  # loads the model

@@ -294,17 +294,18 @@ def test_judge_yes_probability_from_logprobs(fake, client):
 
 
 def test_judge_vqascore_is_the_full_distributions_yes(fake, client):
-    """VQAScore from log-probabilities: P("Yes") (its casings pooled) over everything the
-    model might answer, not renormalised over "Yes" and "No"; sampled, the share of "Yes"
-    of k answers with its standard error."""
+    """VQAScore from log-probabilities: P("Yes") (the token "Yes", as t2v_metrics reads
+    it, a leading space aside) over everything the model might answer, not renormalised
+    over "Yes" and "No"; sampled, the share of "Yes" of k answers with its standard
+    error."""
     lp = {"Yes": math.log(0.5), "No": math.log(0.2), "yes": math.log(0.1), " Yes": math.log(0.1)}
     fake.reply(text_answer("Yes", logprobs=lp))
     judge = backend("judge", "gemini:gemini-2.5-flash", client, samples=4)
     (got,) = judge.vqa_score([picture()], ["giant domes"])
-    # "Yes", " Yes" and "yes" added: 0.7
-    assert got.value == pytest.approx(0.7) and got.mode == "logprobs" and got.text == "giant domes"
+    # "Yes" and " Yes" added: 0.6 ("yes" is another answer)
+    assert got.value == pytest.approx(0.6) and got.mode == "logprobs" and got.text == "giant domes"
     asked = fake.requests[-1]["contents"][0]["parts"][-1]["text"]
-    assert asked == "Does this figure show 'giant domes'? Please answer yes or no."
+    assert asked == 'Does this figure show "giant domes"? Please answer yes or no.'
     # a model without log-probabilities: 4 sampled answers, 3 of them yes
     sampled = backend("judge", "gemini:gemini-2.5-flash", client, samples=4, judge_mode="sampled")
     for answer in ("Yes", "No", "Yes", "Yes"):

@@ -144,10 +144,17 @@ def test_clipscore_is_hessels_scale_and_clipscore100_forty_times_it():
 
 
 def test_vqascores_question_is_the_one_the_entry_quotes():
-    from metrics.vqascore import VQA_QUESTION
+    from metrics.vqascore import VQA_QUESTION, YES_CASINGS, vqa_question, yes_mass
 
-    quoted = VQA_QUESTION.replace("{text}", "{text}")
-    assert f'"{quoted}"' in CATALOG["vqascore"].differs
+    assert f"'{VQA_QUESTION}'" in CATALOG["vqascore"].differs
+    # t2v_metrics' template: the text in double quotes; its answer "Yes" alone
+    assert (
+        vqa_question("a tea glass")
+        == 'Does this figure show "a tea glass"? Please answer yes or no.'
+    )
+    assert YES_CASINGS == ("Yes",)
+    got = yes_mass({" Yes": np.log(0.5), "yes": np.log(0.2), "No": np.log(0.3)})
+    assert got == pytest.approx(0.5)
 
 
 def test_caire_probe_gives_a_tie_the_lower_rating():
