@@ -205,9 +205,20 @@ class DiffusersGenerator(_DiffusersBackend):
         diffusers = require("diffusers", "diffusers", "the diffusers: backends", "local")
         dtype = pick_dtype(self.device, self.dtype_name)
         log.info("loading %s (%s) on %s", self.model, dtype, self.device)
-        pipe = load_pipeline(
-            diffusers.AutoPipelineForText2Image, self.model, dtype, self.revision, self.variant
-        )
+        try:
+            pipe = load_pipeline(
+                diffusers.AutoPipelineForText2Image, self.model, dtype, self.revision, self.variant
+            )
+        except ValueError as err:
+            # a pipeline class AutoPipeline maps to no task (AltDiffusion, SoS's AD, is one:
+            # diffusers keeps it among its deprecated pipelines): loaded as the class its
+            # model_index.json names
+            if "AutoPipeline can't find a pipeline linked to" not in str(err):
+                raise
+            log.info("%s: loading its own pipeline class (%s)", self.model, err)
+            pipe = load_pipeline(
+                diffusers.DiffusionPipeline, self.model, dtype, self.revision, self.variant
+            )
         self.pipe = self._place(pipe)
         for i, (path, scale) in enumerate(self.loras):
             self.add_lora(path, scale, name=f"lora{i}")

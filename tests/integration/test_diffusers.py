@@ -45,6 +45,28 @@ def test_generator_seeds_reproduce(tiny_dir):
     assert info["dtype"] == "float32" and info["device"] == "cpu"
 
 
+def test_a_pipeline_autopipeline_does_not_map_loads_as_its_own_class(tiny_dir, tmp_path):
+    """SoS's AltDiffusion-m9 is an AltDiffusionPipeline, which AutoPipelineForText2Image
+    maps to no task: it is loaded as the class its model_index.json names. The tiny SD
+    pipeline's folder, its class named AltDiffusionPipeline, stands in for it."""
+    import json
+    import shutil
+
+    alt = tmp_path / "alt"
+    shutil.copytree(tiny_dir["sd"], alt)
+    index = alt / "model_index.json"
+    index.write_text(
+        json.dumps({**json.loads(index.read_text()), "_class_name": "AltDiffusionPipeline"})
+    )
+    g = gen_backend(alt)
+    images = g.generate("people eating food at home", seeds=[1, 2])
+    assert type(g.pipe).__name__ == "AltDiffusionPipeline"
+    assert [im.size for im in images] == [(32, 32), (32, 32)]
+    # the same weights, the same seed: the same picture as the SD pipeline draws
+    sd = gen_backend(tiny_dir["sd"]).generate("people eating food at home", seeds=[1])[0]
+    assert np.abs(arr(sd) - arr(images[0])).max() <= 2
+
+
 def test_generator_progress_callback(tiny_dir):
     steps = []
     g = gen_backend(tiny_dir["sd"])
