@@ -392,8 +392,11 @@ def _recipe_concepts(recipe, given: dict, echo) -> None:
         for line in est.lines():
             echo(line)
         return
+    from refine.cli.recipe_run import generator_settings
+
+    gens = list(given["generator"]) or list(s.generators)
     _concepts(
-        list(given["generator"]) or list(s.generators),
+        gens,
         given["profile"],
         given["backend"],
         path,
@@ -406,6 +409,7 @@ def _recipe_concepts(recipe, given: dict, echo) -> None:
         given["cube_quality"],
         tuple(given["baseline_model"]),
         given["limit"],  # the first K concept prompts
+        generator_settings(recipe, gens),
     )
     from refine.harness.results import Results
 
@@ -450,7 +454,7 @@ def _with_interval(stat: dict | None) -> str:
 
 def _concepts(
     generator, profile, backend, path, weights_text, images, seed, out, as_json, engine,
-    quality="auto", baseline_models=(), limit=None,
+    quality="auto", baseline_models=(), limit=None, settings=None,
 ) -> None:  # fmt: skip
 
     try:
@@ -484,6 +488,7 @@ def _concepts(
         backends=parse_backends(backend),
         quality=quality,
         baseline_models=baseline_models,
+        generator_settings=settings or {},
     )
     if quality not in ("auto", "hpsv2", "judge"):
         raise UserInputError(f"--cube-quality: auto, hpsv2 or judge, not {quality!r}")

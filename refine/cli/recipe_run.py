@@ -42,6 +42,16 @@ def interleaved(prompts: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return out
 
 
+def generator_settings(recipe: Recipe, generators: list[str]) -> dict[str, dict[str, Any]]:
+    """The recipe's settings of those of ``generators`` it sets (a --generator of the
+    command line's own draws with its own)."""
+    return {
+        g: st.model_dump(exclude_none=True)
+        for g, st in recipe.select.generator_settings.items()
+        if g in generators
+    }
+
+
 def bench_plan(recipe: Recipe, generators: list[str], limit: int | None, **given: Any) -> Any:
     """The bench plan of a recipe: its prompts (the first ``limit``), images per prompt,
     seed, baselines and tau; ``given`` holds the command line's profile, backends,
@@ -54,8 +64,9 @@ def bench_plan(recipe: Recipe, generators: list[str], limit: int | None, **given
     except ValueError as err:
         raise UserInputError(f"--recipe {recipe.name}: {err}") from err
     prompts = interleaved(prompts)[:limit] if limit else prompts
+    generators = generators or list(s.generators)
     plan = BenchPlan(
-        generators=generators or list(s.generators),
+        generators=generators,
         prompts=prompts,
         images_per_prompt=s.images_per_prompt,
         seed=s.seed,
@@ -69,6 +80,7 @@ def bench_plan(recipe: Recipe, generators: list[str], limit: int | None, **given
         ),
         baseline_models=tuple(given.get("baseline_models") or ()),
         observer_prompts=s.observer_prompts,
+        generator_settings=generator_settings(recipe, generators),
     )
     try:
         plan.check()

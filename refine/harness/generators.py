@@ -56,13 +56,52 @@ def parse_generator(spec: str) -> GeneratorSpec:
     return GeneratorSpec(label, name, tuple(loras), options)
 
 
-def make_generator(scorer: Any, label: str) -> Any:
-    """The generator a bench names (see :func:`parse_generator`), on the scorer's device."""
+# a recipe's generator settings -> the pipeline call's parameter each one sets
+SETTINGS = {
+    "steps": "num_inference_steps",
+    "guidance": "guidance_scale",
+    "width": "width",
+    "height": "height",
+    "negative_prompt": "negative_prompt",
+}
+
+
+def make_generator(scorer: Any, label: str, settings: dict[str, Any] | None = None) -> Any:
+    """The generator a bench names (see :func:`parse_generator`), on the scorer's device;
+    ``settings`` (a recipe's: :data:`SETTINGS`) over the profile's options."""
     spec = parse_generator(label)
     extra: dict[str, Any] = dict(spec.options)
     if spec.loras:
         extra["loras"] = spec.loras
-    return scorer.named("generator", spec.name, **extra)
+    given = {k: v for k, v in (settings or {}).items() if v is not None}
+    unknown = sorted(set(given) - set(SETTINGS))
+    if unknown:
+        raise ValueError(
+            f"generator {label!r}: no setting {unknown[0]!r} (one of {', '.join(SETTINGS)})"
+        )
+    if given and not spec.name.startswith("diffusers:"):
+        raise ValueError(
+            f"generator {label!r}: steps, guidance, size and negative prompt are set on "
+            "diffusers: generators only (an API model draws with its own)"
+        )
+    return scorer.named("generator", spec.name, **extra, **given)
+
+
+def check_settings(label: str, generator: Any, settings: dict[str, Any]) -> None:
+    """Each setting given is a parameter of the loaded pipeline's call, as the edit
+    pipelines' options are checked: a ValueError names the one it does not take."""
+    import inspect
+
+    pipe = getattr(generator, "pipe", None)
+    if pipe is None:
+        return
+    takes = inspect.signature(pipe.__call__).parameters
+    for name, value in settings.items():
+        if value is not None and SETTINGS[name] not in takes:
+            raise ValueError(
+                f"generator {label!r}: its pipeline {type(pipe).__name__} takes no "
+                f"{SETTINGS[name]} (the recipe's {name}); leave it out"
+            )
 
 
 def generate(scorer: Any, generator: Any, prompt: str, seeds: list[int]) -> list[Any]:
@@ -74,12 +113,17 @@ def generate(scorer: Any, generator: Any, prompt: str, seeds: list[int]) -> list
         return generator.generate(prompt, seeds)
 
 
-def checked_generators(scorer: Any, labels: Sequence[str]) -> dict[str, Any]:
-    """The generators a job names, each loaded (or checked with its API) before the first
-    image is paid for."""
-    generators = {label: make_generator(scorer, label) for label in labels}
-    for generator in generators.values():
+def checked_generators(
+    scorer: Any, labels: Sequence[str], settings: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The generators a job names, each with its ``settings`` (by label: a recipe's), each
+    loaded (or checked with its API) before the first image is paid for, and its settings
+    checked against its pipeline."""
+    settings = settings or {}
+    generators = {label: make_generator(scorer, label, settings.get(label)) for label in labels}
+    for label, generator in generators.items():
         check = getattr(generator, "verify", None) or getattr(generator, "load", None)
         if callable(check):
             check()
+        check_settings(label, generator, settings.get(label) or {})
     return generators

@@ -79,6 +79,17 @@ class Backbone(_Strict):
         return "".join(c if c.isalnum() or c in "._-" else "-" for c in self.label)
 
 
+class GeneratorSettings(_Strict):
+    """How a diffusers generator draws, where a paper states it (CulturalFrames A.1.4,
+    CUBE Tab. 13): each checked against the loaded pipeline's call."""
+
+    steps: int | None = Field(None, ge=1, le=1000)
+    guidance: float | None = Field(None, ge=0, le=100)
+    width: int | None = Field(None, ge=64, le=4096, multiple_of=8)
+    height: int | None = Field(None, ge=64, le=4096, multiple_of=8)
+    negative_prompt: str | None = Field(None, max_length=2000)
+
+
 class Select(_Strict):
     countries: list[str] = Field(default_factory=list)  # empty: every country with refs
     activities: list[str] = Field(default_factory=list)  # empty: all
@@ -88,6 +99,8 @@ class Select(_Strict):
     images_per_prompt: int = Field(1, ge=1, le=MAX_IMAGES_PER_PROMPT)
     seed: int = Field(0, ge=0, le=2**32 - 1)
     generators: list[str] = Field(default_factory=list)  # the paper's models
+    # each generator's settings where the paper states them (by its name in generators)
+    generator_settings: dict[str, GeneratorSettings] = Field(default_factory=dict)
     baselines: list[str] = Field(default_factory=list)
     tau: float | None = Field(None, gt=0, le=1)  # None: the scorer profile's
     # the observer's prompts: the toolkit's, or AHEaD's per dimension (Tab. 22-27)
@@ -241,6 +254,13 @@ class Recipe(_Strict):
                 f"a {self.task} recipe makes a table of kind {' or '.join(kinds)}, "
                 f"not {self.table.kind!r}"
             )
+        extra = sorted(set(self.select.generator_settings) - set(self.select.generators))
+        if extra:
+            raise ValueError(
+                f"select.generator_settings: {extra[0]!r} is not one of the recipe's generators"
+            )
+        if self.select.generator_settings and self.task not in ("bench", "concepts"):
+            raise ValueError("select.generator_settings: for bench and concepts recipes")
         backbones = self.select.backbones
         if backbones and (self.task != "bench" or self.table.kind != "agreement"):
             raise ValueError("select.backbones: only a bench recipe's agreement table has them")

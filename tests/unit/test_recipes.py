@@ -5,6 +5,8 @@ CUBE's kernels); its LaTeX bolds the best within each model's block."""
 
 from __future__ import annotations
 
+from importlib.resources import files
+
 import pytest
 
 from metrics.stats import mean_interval
@@ -251,3 +253,36 @@ def test_a_recipes_backbones_are_checked(tmp_path, change, says):
     paper = AGREEMENT + '[[table.paper]]\nrow = "C"\nmetric = "faith"\nbackbone = "C"\n'
     with pytest.raises(ValueError, match="no backbone 'C' in select"):
         load_recipe_text(tmp_path, paper)
+
+
+def test_a_recipes_generator_settings_are_the_papers_and_checked(tmp_path):
+    """CulturalFrames A.1.4's steps, guidance and 1024 px and CUBE Tab. 13's negative
+    prompt reach the plan of the generators they name; a --generator of the command
+    line's own draws with its own; a setting for a generator the recipe does not draw
+    with, or out of bounds, is one line."""
+    from refine.cli.recipe_run import bench_plan
+
+    recipe = load_recipe("culturalframes-fig6")
+    plan = bench_plan(recipe, [], 2, profile="gemini", backends={}, tau=None, baselines=None)
+    assert plan.generator_settings == {
+        "diffusers:black-forest-labs/FLUX.1-dev":
+            {"steps": 50, "guidance": 3.5, "width": 1024, "height": 1024},
+        "diffusers:stabilityai/stable-diffusion-3.5-large":
+            {"steps": 40, "guidance": 4.5, "width": 1024, "height": 1024},
+    }  # fmt: skip
+    mine = bench_plan(
+        recipe, ["diffusers:x"], 2, profile="gemini", backends={}, tau=None, baselines=None
+    )
+    assert mine.generator_settings == {}
+    cube = load_recipe("cube-table5").select.generator_settings
+    (sdxl,) = cube.values()
+    assert sdxl.negative_prompt.startswith("multiple items, blurry, painting, cartoon")
+    good = (files("refine") / "assets" / "recipes" / "culturalframes-fig6.toml").read_text()
+    path = tmp_path / "r.toml"
+    for change, said in (
+        ("guidance = 3.5", "guidance = 500.0"),
+        ('"diffusers:black-forest-labs/FLUX.1-dev"]', '"diffusers:other"]'),
+    ):
+        path.write_text(good.replace(change, said, 1))
+        with pytest.raises(ValueError, match="generator_settings"):
+            load_recipe(path)

@@ -109,6 +109,8 @@ class BenchTask(CellTask):
             "expectations": plan.expectations,
             "baselines": list(plan.baselines),
             "baseline_models": plan.checkpoints(),
+            # a recipe's generator settings, where it sets any (its images drew with them)
+            **({"generator_settings": plan.generator_settings} if plan.generator_settings else {}),
         }
 
     def summarise(self, cells: list[Cell], scoring: Any) -> dict[str, Any]:

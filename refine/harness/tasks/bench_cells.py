@@ -82,7 +82,7 @@ class CellMaker:
             ["observer", "judge", "text_embedder", "image_embedder"]
             + (["llm"] if plan.expectations or needs_llm(plan.baselines) else [])
         )
-        self.generators = checked_generators(scorer, plan.generators)
+        self.generators = checked_generators(scorer, plan.generators, plan.generator_settings)
         from refine.evaluate.baseline_models import parse_baseline_models
 
         self.assessor = Assessor(

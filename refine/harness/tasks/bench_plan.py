@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from refine.evaluate.reference_source import catalog
 from refine.evaluate.references import suggest
@@ -32,6 +33,9 @@ class BenchPlan:
     # the observer's prompts: the toolkit's one request for every dimension, or AHEaD's
     # one per dimension (Tab. 22-27), as the AHEaD recipes run it
     observer_prompts: str = "toolkit"
+    # a recipe's settings of its generators (by name): steps, guidance, size, negative
+    # prompt (refine.harness.generators.SETTINGS)
+    generator_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def check(self) -> None:
         if not self.generators:

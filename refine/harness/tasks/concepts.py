@@ -73,7 +73,7 @@ class ConceptMaker:
             load_profile(plan.profile), plan.backends, backend_options, instances
         )
         scorer.preflight(["observer", "judge", "image_embedder"])
-        self.generators = checked_generators(scorer, plan.generators)
+        self.generators = checked_generators(scorer, plan.generators, plan.generator_settings)
         observer = scorer.get("observer")
         if not callable(getattr(observer, "ask_json", None)):
             raise ValueError(f"the observer {scorer.names.get('observer')} cannot geo-tag images")
@@ -218,7 +218,7 @@ class ConceptsTask(CellTask):
             "weights": self.weights,
             "quality": scoring.get("quality"),
             "quality_why": scoring.get("quality_why") or None,
-        }
+        } | ({"generator_settings": p} if (p := self.plan.generator_settings) else {})
 
     def summarise(self, cells: list[Cell], scoring: Any) -> dict[str, Any]:
         return summarise_concepts([c.record() for c in cells], self.plan.generators)

@@ -139,3 +139,5 @@ class ConceptPlan:
     # the images' quality: auto (HPS v2 where it loads, else the judge's), hpsv2, judge
     quality: str = "auto"
     baseline_models: tuple[str, ...] = ()  # hpsv2=WHERE in place of the hub's checkpoint
+    # a recipe's settings of its generators (by name; refine.harness.generators.SETTINGS)
+    generator_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
