@@ -69,6 +69,21 @@ def load_pipeline(
     return load_or_explain(model, lambda: loader.from_pretrained(model, **kwargs))
 
 
+def lora_source(path: str) -> tuple[str, str | None]:
+    """(where, weight file) of an adapter named by a folder, a file, a hub repository, or
+    a file in a hub repository (``OWNER/REPO/FILE.safetensors``, as Qwen-Image-Lightning
+    keeps several adapters in one: ``lightx2v/Qwen-Image-Lightning/...-8steps-V1.1...``)."""
+    from pathlib import Path
+
+    local = Path(path).expanduser()
+    if local.exists():
+        return str(local), None
+    parts = path.split("/")
+    if len(parts) >= 3 and path.endswith(".safetensors"):
+        return "/".join(parts[:2]), "/".join(parts[2:])
+    return path, None
+
+
 def _generators(seeds: Sequence[int]) -> list[Any]:
     import torch
 
@@ -178,15 +193,19 @@ class DiffusersGenerator(_DiffusersBackend):
         loras: Sequence[tuple[str, float]] = (),
         lora: str | None = None,
         lora_scale: float = 1.0,
+        scheduler: dict[str, Any] | None = None,
         **kw: Any,
     ) -> None:
         # "MODEL+lora=PATH[@SCALE]" (repeatable) names adapters with the model, as in
         # --backend generator=diffusers:MODEL+lora=ADAPTER@0.8; "lora" is a profile's option
+        # scheduler: entries of the pipeline's scheduler config set anew (a distilled
+        # model's own, as Qwen-Image-Lightning's shift)
 
         model, named = split_adapters(model)
         super().__init__(model, **kw)
         self.width, self.height = width, height
         self.negative_prompt = negative_prompt
+        self.scheduler = dict(scheduler or {})
         given = [*loras, *named, *([(lora, lora_scale)] if lora else [])]
         self.loras = [(str(p), float(s)) for p, s in given]
         self._scales: dict[str, float] = {}
@@ -220,6 +239,15 @@ class DiffusersGenerator(_DiffusersBackend):
                 diffusers.DiffusionPipeline, self.model, dtype, self.revision, self.variant
             )
         self.pipe = self._place(pipe)
+        if self.scheduler:
+            config = dict(pipe.scheduler.config)
+            unknown = sorted(set(self.scheduler) - set(config))
+            if unknown:
+                raise ValueError(
+                    f"{self.model}: its scheduler {type(pipe.scheduler).__name__} has no "
+                    f"setting {unknown[0]!r}"
+                )
+            pipe.scheduler = type(pipe.scheduler).from_config({**config, **self.scheduler})
         for i, (path, scale) in enumerate(self.loras):
             self.add_lora(path, scale, name=f"lora{i}")
         return self
@@ -229,7 +257,9 @@ class DiffusersGenerator(_DiffusersBackend):
         require("peft", "peft", "LoRA adapters", "local")
         self.load()
         name = name or f"lora{len(self.pipe.get_list_adapters().get('unet', []))}"
-        self.pipe.load_lora_weights(path, adapter_name=name)
+        where, weight = lora_source(path)
+        extra = {"weight_name": weight} if weight else {}
+        self.pipe.load_lora_weights(where, adapter_name=name, **extra)
         names = [n for names in self.pipe.get_list_adapters().values() for n in names]
         names = list(dict.fromkeys(names))
         self._scales[name] = scale

@@ -63,6 +63,7 @@ SETTINGS = {
     "width": "width",
     "height": "height",
     "negative_prompt": "negative_prompt",
+    "scheduler": None,  # the scheduler's config entries: checked against its config
 }
 
 
@@ -81,7 +82,7 @@ def make_generator(scorer: Any, label: str, settings: dict[str, Any] | None = No
         )
     if given and not spec.name.startswith("diffusers:"):
         raise ValueError(
-            f"generator {label!r}: steps, guidance, size and negative prompt are set on "
+            f"generator {label!r}: steps, guidance, size, negative prompt and scheduler are set on "
             "diffusers: generators only (an API model draws with its own)"
         )
     return scorer.named("generator", spec.name, **extra, **given)
@@ -97,7 +98,7 @@ def check_settings(label: str, generator: Any, settings: dict[str, Any]) -> None
         return
     takes = inspect.signature(pipe.__call__).parameters
     for name, value in settings.items():
-        if value is not None and SETTINGS[name] not in takes:
+        if value is not None and SETTINGS[name] is not None and SETTINGS[name] not in takes:
             raise ValueError(
                 f"generator {label!r}: its pipeline {type(pipe).__name__} takes no "
                 f"{SETTINGS[name]} (the recipe's {name}); leave it out"

@@ -48,9 +48,9 @@ Nothing about a paper is in code: :func:`load_recipe` validates any recipe, and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_IMAGES_PER_PROMPT = 1000  # CUBE draws 80; a bound stops a typo's billions
 
@@ -88,6 +88,16 @@ class GeneratorSettings(_Strict):
     width: int | None = Field(None, ge=64, le=4096, multiple_of=8)
     height: int | None = Field(None, ge=64, le=4096, multiple_of=8)
     negative_prompt: str | None = Field(None, max_length=2000)
+    # entries of the pipeline's scheduler config set anew (a distilled model's own); TOML
+    # has no null, so the string "null" stands for None
+    scheduler: dict[str, float | int | bool | str | None] | None = Field(None, max_length=50)
+
+    @field_validator("scheduler", mode="before")
+    @classmethod
+    def _nulls(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: None if v == "null" else v for k, v in value.items()}
+        return value
 
 
 class Select(_Strict):

@@ -67,6 +67,28 @@ def test_a_pipeline_autopipeline_does_not_map_loads_as_its_own_class(tiny_dir, t
     assert np.abs(arr(sd) - arr(images[0])).max() <= 2
 
 
+def test_a_scheduler_setting_and_an_adapter_file_in_a_hub_repository(tiny_dir):
+    """A distilled model's scheduler entries (Qwen-Image-Lightning's shift) are set on the
+    pipeline's scheduler, an entry it lacks refused; an adapter named as a file in a hub
+    repository is that repository and its weight file."""
+    from refine.backends.diffusers_backends import lora_source
+
+    g = gen_backend(tiny_dir["sd"], scheduler={"timestep_spacing": "trailing"})
+    g.load()
+    assert g.pipe.scheduler.config["timestep_spacing"] == "trailing"
+    plain = gen_backend(tiny_dir["sd"]).generate("x", seeds=[3])[0]
+    assert np.abs(arr(g.generate("x", seeds=[3])[0]) - arr(plain)).max() > 0
+    with pytest.raises(ValueError, match="has no setting 'no_such_entry'"):
+        gen_backend(tiny_dir["sd"], scheduler={"no_such_entry": 1}).load()
+    lightning = "lightx2v/Qwen-Image-Lightning/Qwen-Image-Lightning-8steps-V1.1.safetensors"
+    assert lora_source(lightning) == (
+        "lightx2v/Qwen-Image-Lightning",
+        "Qwen-Image-Lightning-8steps-V1.1.safetensors",
+    )
+    assert lora_source("owner/adapter") == ("owner/adapter", None)
+    assert lora_source(str(tiny_dir["sd"])) == (str(tiny_dir["sd"]), None)
+
+
 def test_generator_progress_callback(tiny_dir):
     steps = []
     g = gen_backend(tiny_dir["sd"])

@@ -5,6 +5,7 @@ CUBE's kernels); its LaTeX bolds the best within each model's block."""
 
 from __future__ import annotations
 
+import math
 from importlib.resources import files
 
 import pytest
@@ -274,6 +275,15 @@ def test_a_recipes_generator_settings_are_the_papers_and_checked(tmp_path):
         recipe, ["diffusers:x"], 2, profile="gemini", backends={}, tau=None, baselines=None
     )
     assert mine.generator_settings == {}
+    # AHEaD footnote 3: Qwen-Image as Qwen-Image-Lightning, in every AHEaD recipe
+    light = "diffusers:Qwen/Qwen-Image+lora=lightx2v/Qwen-Image-Lightning/"
+    for name in ("ahead-table1", "ahead-table2", "ahead-table5"):
+        s = load_recipe(name).select
+        (qwen,) = [g for g in s.generators if "Qwen-Image" in g]
+        assert qwen.startswith(light) and "8steps" in qwen
+        got = s.generator_settings[qwen]
+        assert got.steps == 8 and got.scheduler["shift_terminal"] is None
+        assert got.scheduler["base_shift"] == pytest.approx(math.log(3))
     cube = load_recipe("cube-table5").select.generator_settings
     (sdxl,) = cube.values()
     assert sdxl.negative_prompt.startswith("multiple items, blurry, painting, cartoon")
