@@ -371,6 +371,13 @@ def test_a_recipes_generator_settings_reach_the_pipeline_and_are_checked_against
     with Image.open(tmp_path / "b" / cell["images"][0]["file"]) as im:
         assert im.size == (40, 48)
     assert results.config["generator_settings"] == {sd: settings}
+    assert cell["generator_settings"] == settings
+    # other settings in the same folder: the cell is drawn again, never reused
+    wider = {**settings, "width": 56}
+    again = BenchPlan(**{**plan.__dict__, "generator_settings": {sd: wider}})
+    (cell,) = run_bench(again, tmp_path / "b", backend_options=opts).cells
+    with Image.open(tmp_path / "b" / cell["images"][0]["file"]) as im:
+        assert im.size == (56, 48) and cell["generator_settings"] == wider
     klein = f"diffusers:{build_tiny_flux2_klein(tmp_path / 'klein')}"
     for gen, said in (
         (klein, "takes no negative_prompt (the recipe's negative_prompt)"),

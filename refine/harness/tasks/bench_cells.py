@@ -38,6 +38,7 @@ BENCH_CELLS = CellFormat(
         "photos",
         "scorer",
         "rescored",  # a rescored bench's cell: what was recomputed, and from what
+        "generator_settings",  # a recipe's settings it drew with (absent: none)
     ),
     key=("generator", "activity", "country", "seeds"),
     data=("embeddings",),
@@ -156,6 +157,11 @@ class CellMaker:
                 "baseline_models": plan.checkpoints(),
                 "photos": len(refs.reference_images),
                 "scorer": self.scoring,
+                **(
+                    {"generator_settings": s}
+                    if (s := plan.generator_settings.get(gen_name))
+                    else {}
+                ),
             },
             outputs={
                 "pooled_align": pooled.pooled.align,

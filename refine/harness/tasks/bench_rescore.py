@@ -33,6 +33,9 @@ def missing_baselines(
         and given.get("tau") == tau
         and given.get("scorer") == scorer
         and bool(given.get("expectations")) == plan.expectations
+        # drawn with the generator settings the plan sets (none recorded: none set)
+        and (given.get("generator_settings") or {})
+        == (plan.generator_settings.get(given["generator"]) or {})
     ):
         return None
     had = set(given.get("baselines") or ())

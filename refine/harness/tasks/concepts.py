@@ -7,9 +7,9 @@ vision-language model (continent, country, artifact name; a few artifacts of the
 are given as examples) and measures how many different cultures the images show with the
 Vendi score of the tags under a hierarchical similarity; per concept and generator, the
 figures of :mod:`refine.harness.tasks.concepts_summary`. The concepts file is read in
-:mod:`refine.harness.tasks.concepts_plan`, the quality in ``concepts_quality``. A
-concepts folder holds ``concepts.jsonl`` (the cells), the images, ``results.json`` (the
-results record), ``concept_rows.csv`` and ``concepts.html``."""
+:mod:`refine.harness.tasks.concepts_plan`, the quality in ``concepts_quality``. A folder
+holds ``concepts.jsonl`` (the cells), the images, ``results.json``, ``concept_rows.csv``
+and ``concepts.html``; a cell drawn with other generator settings is drawn again."""
 
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ from typing import Any
 
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
-from refine.harness.cells import Cell, CellFormat, CellStore
+from refine.harness.cells import Cell, CellStore
 from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
 from refine.harness.generators import checked_generators, generate
 from refine.harness.results import Results
 from refine.harness.task import CellTask, run_task
-from refine.harness.tasks.concepts_plan import Concept, ConceptPlan, GeoTag
+from refine.harness.tasks.concepts_plan import CONCEPT_CELLS, Concept, ConceptPlan, GeoTag
 from refine.harness.tasks.concepts_summary import (
     FIGURES,
     ROW_FIELDS,
@@ -35,25 +35,6 @@ from refine.harness.tasks.concepts_summary import (
 )
 from refine.io.files import slug
 from refine.profiles import load_profile
-
-CONCEPT_CELLS = CellFormat(
-    "concepts.jsonl",
-    inputs=(
-        "generator",
-        "key",
-        "concept",
-        "prompt",
-        "country",
-        "artifacts",
-        "seeds",
-        "weights",
-        "scorer",
-        "quality_by",  # what rated the images' quality (HPS v2, or the judge and why)
-    ),
-    key=("generator", "key"),
-    data=("embeddings", "countries", "similarity", "cd_kernels"),
-    bulky=("embeddings",),
-)
 
 
 class ConceptMaker:
@@ -131,7 +112,8 @@ class ConceptMaker:
                 "weights": self.weights,
                 "scorer": self.scoring,
                 "quality_by": self.quality.by,
-            },
+            }
+            | ({"settings": st} if (st := self.plan.generator_settings.get(gen_name)) else {}),
             outputs={f: stats[f] for f in FIGURES},
             images=image_records(files, seeds, tags, quality, kept, kept_p),
             data={
@@ -200,6 +182,8 @@ class ConceptsTask(CellTask):
             and given.get("scorer") == _models(scoring)
             and given["weights"] == self.weights
             and given.get("quality_by", "judge").split(" ")[0] == scoring["quality"].split(" ")[0]
+            and given.get("settings", {})
+            == self.plan.generator_settings.get(given["generator"], {})
         )
 
     def progress(self, cell: Cell) -> str:

@@ -1,4 +1,5 @@
-"""How a concepts run's plan is read (the run: :mod:`refine.harness.tasks.concepts`).
+"""How a concepts run's plan is read, and its cells kept (the run:
+:mod:`refine.harness.tasks.concepts`).
 
 A concepts file is JSONL, JSON (a list) or CSV, one concept per line: ``prompt``
 (required unless ``concept`` and ``country`` are given, then "Image of <concept> from
@@ -18,7 +19,29 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from refine.harness.cells import CellFormat
 from refine.io.files import json_value
+
+# how a concepts run's cells are kept (the run: refine.harness.tasks.concepts)
+CONCEPT_CELLS = CellFormat(
+    "concepts.jsonl",
+    inputs=(
+        "generator",
+        "key",
+        "concept",
+        "prompt",
+        "country",
+        "artifacts",
+        "seeds",
+        "weights",
+        "scorer",
+        "quality_by",  # what rated the images' quality (HPS v2, or the judge and why)
+        "settings",  # a recipe's generator settings it drew with (absent: none)
+    ),
+    key=("generator", "key"),
+    data=("embeddings", "countries", "similarity", "cd_kernels"),
+    bulky=("embeddings",),
+)
 
 
 @dataclass(frozen=True)
