@@ -592,8 +592,10 @@ _ALL = (
             "Eq. 6 read literally is one normalised entropy over the whole reference set "
             "D_ref; this toolkit takes the normalised entropy within each dimension's "
             "references and then the mean over the dimensions that have references, as SDIV "
-            "is taken (`metrics.ahead.descriptor_diversity`). The two agree when every "
-            "dimension has as many references and is shown as often; otherwise they differ."
+            "is taken (`metrics.ahead.descriptor_diversity`). The two agree only with one "
+            "dimension or where every reference is shown as often; a prompt whose images "
+            "show one reference of each of two dimensions scores 0 here and 0.5 by Eq. 6 read "
+            "literally over four references."
         ),
     ),
     Metric(

@@ -28,7 +28,7 @@ from refine.backends.loading import (
     pick_dtype,
     serialised_load,
 )
-from refine.backends.lora import join_adapters, split_adapters
+from refine.backends.lora import join_adapters, lora_source, split_adapters
 from refine.backends.registry import create, instances
 from refine.usage import check_stop, spend, stop_event
 
@@ -67,21 +67,6 @@ def load_pipeline(
     if variant:
         kwargs["variant"] = variant
     return load_or_explain(model, lambda: loader.from_pretrained(model, **kwargs))
-
-
-def lora_source(path: str) -> tuple[str, str | None]:
-    """(where, weight file) of an adapter named by a folder, a file, a hub repository, or
-    a file in a hub repository (``OWNER/REPO/FILE.safetensors``, as Qwen-Image-Lightning
-    keeps several adapters in one: ``lightx2v/Qwen-Image-Lightning/...-8steps-V1.1...``)."""
-    from pathlib import Path
-
-    local = Path(path).expanduser()
-    if local.exists():
-        return str(local), None
-    parts = path.split("/")
-    if len(parts) >= 3 and path.endswith(".safetensors"):
-        return "/".join(parts[:2]), "/".join(parts[2:])
-    return path, None
 
 
 def _generators(seeds: Sequence[int]) -> list[Any]:
@@ -194,6 +179,7 @@ class DiffusersGenerator(_DiffusersBackend):
         lora: str | None = None,
         lora_scale: float = 1.0,
         scheduler: dict[str, Any] | None = None,
+        true_cfg: float | None = None,
         **kw: Any,
     ) -> None:
         # "MODEL+lora=PATH[@SCALE]" (repeatable) names adapters with the model, as in
@@ -206,6 +192,7 @@ class DiffusersGenerator(_DiffusersBackend):
         self.width, self.height = width, height
         self.negative_prompt = negative_prompt
         self.scheduler = dict(scheduler or {})
+        self.true_cfg = true_cfg  # true_cfg_scale: CFG where guidance_scale is distilled
         given = [*loras, *named, *([(lora, lora_scale)] if lora else [])]
         self.loras = [(str(p), float(s)) for p, s in given]
         self._scales: dict[str, float] = {}
@@ -235,6 +222,11 @@ class DiffusersGenerator(_DiffusersBackend):
             if "AutoPipeline can't find a pipeline linked to" not in str(err):
                 raise
             log.info("%s: loading its own pipeline class (%s)", self.model, err)
+            # its model_index.json names its text encoder's library "alt_diffusion", a name
+            # diffusers now keeps under pipelines.deprecated: found there
+            pipelines = diffusers.pipelines
+            if not hasattr(pipelines, "alt_diffusion"):
+                pipelines.alt_diffusion = pipelines.deprecated.alt_diffusion
             pipe = load_pipeline(
                 diffusers.DiffusionPipeline, self.model, dtype, self.revision, self.variant
             )
@@ -283,6 +275,8 @@ class DiffusersGenerator(_DiffusersBackend):
             kwargs["width"] = self.width
         if self.height:
             kwargs["height"] = self.height
+        if self.true_cfg is not None:
+            kwargs["true_cfg_scale"] = self.true_cfg
 
         def call(gens: list[Any], extra: dict[str, Any]) -> list[Image.Image]:
             n = len(gens)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from refine.backends.imports import require
+from refine.backends.lora import lora_source, split_adapters
 from refine.backends.registry import split_name
 
 HUB_PREFIXES = ("diffusers", "img2img", "inpaint", "hf", "siglip", "hfclip")
@@ -78,10 +79,17 @@ def download(
             if what == "clip":
                 detail = _clip(rest)
             else:
-                repo = rest.split("@", 1)[0]
+                base, adapters = split_adapters(rest)
+                repo = base.split("@", 1)[0]
                 revision = options.get(role, {}).get("revision")
                 follow = None if on_bytes is None else (lambda d, t, n=name: on_bytes(n, d, t))
                 detail = hub_snapshot(repo, revision, follow)
+                for adapter, _ in adapters:  # a LoRA on the hub: its file, or its repository
+                    where, weight = lora_source(adapter)
+                    if weight is not None:
+                        hub_file(where, weight)
+                    elif not Path(where).exists():
+                        hub_snapshot(where, None)
             results.append(Fetched(roles, name, "downloaded", detail))
         except Exception as err:  # reported per model
             results.append(Fetched(roles, name, "failed", f"{type(err).__name__}: {err}"))
@@ -111,7 +119,8 @@ def missing(
         role = roles.split(", ")[0]
         rest = split_name(role, name)[1]
         if what == "hub":
-            there = cached(rest.split("@", 1)[0], options.get(role, {}).get("revision"))
+            base = split_adapters(rest)[0]
+            there = cached(base.split("@", 1)[0], options.get(role, {}).get("revision"))
         elif what == "clip":
             there = clip_cached(rest)
         else:
@@ -161,6 +170,13 @@ def hub_unreachable(timeout_s: float = 3.0) -> str | None:
     except (httpx.HTTPError, httpx.InvalidURL) as err:
         return f"the model hub {endpoint} cannot be reached ({type(err).__name__}: {err})"
     return None
+
+
+def hub_file(repo: str, filename: str) -> str:
+    """One file of a hub repository (a LoRA among several, as Qwen-Image-Lightning's)."""
+    from huggingface_hub import hf_hub_download
+
+    return str(hf_hub_download(repo_id=repo, filename=filename))
 
 
 def hub_snapshot(

@@ -42,3 +42,18 @@ def split_adapters(text: str) -> tuple[str, list[tuple[str, float]]]:
 def join_adapters(model: str, loras: Sequence[tuple[str, float]]) -> str:
     """The inverse of :func:`split_adapters`: ``MODEL+lora=PATH@SCALE...``."""
     return model + "".join(f"{MARK}{path}@{scale:g}" for path, scale in loras)
+
+
+def lora_source(path: str) -> tuple[str, str | None]:
+    """(where, weight file) of an adapter named by a folder, a file, a hub repository, or
+    a file in a hub repository (``OWNER/REPO/FILE.safetensors``, as Qwen-Image-Lightning
+    keeps several adapters in one: ``lightx2v/Qwen-Image-Lightning/...-8steps-V1.1...``)."""
+    from pathlib import Path
+
+    local = Path(path).expanduser()
+    if local.exists():
+        return str(local), None
+    parts = path.split("/")
+    if len(parts) >= 3 and path.endswith(".safetensors"):
+        return "/".join(parts[:2]), "/".join(parts[2:])
+    return path, None

@@ -123,11 +123,13 @@ def manifest_query(activity: str, country: str, data: Path | None = None) -> str
     from refine.evaluate.paper_photos import join, manifest_rows
     from refine.evaluate.references import load_pack
 
-    joined, _ = join(manifest_rows(manifest), load_pack())
+    pack = load_pack()
+    joined, _ = join(manifest_rows(manifest), pack)
+    wanted = (pack.country_key(country) or country).strip().casefold()
     said = Counter(
         " ".join(str(row.get("prompt_text") or "").split())
         for row, key, phrase in joined
-        if key.casefold() == country.strip().casefold()
+        if key.casefold() == wanted
         and phrase.casefold() == activity.strip().casefold()
         and str(row.get("prompt_language", "")).strip().lower() == "translated"
     )

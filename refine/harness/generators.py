@@ -63,6 +63,7 @@ SETTINGS = {
     "width": "width",
     "height": "height",
     "negative_prompt": "negative_prompt",
+    "true_cfg": "true_cfg_scale",  # classifier-free guidance where guidance_scale is distilled
     "scheduler": None,  # the scheduler's config entries: checked against its config
 }
 
@@ -85,7 +86,7 @@ def make_generator(scorer: Any, label: str, settings: dict[str, Any] | None = No
             f"generator {label!r}: steps, guidance, size, negative prompt and scheduler are set on "
             "diffusers: generators only (an API model draws with its own)"
         )
-    return scorer.named("generator", spec.name, **extra, **given)
+    return scorer.named("generator", spec.name, **{**extra, **given})  # the recipe's win
 
 
 def check_settings(label: str, generator: Any, settings: dict[str, Any]) -> None:

@@ -251,19 +251,19 @@ def _paper(table: RecipeTable) -> None:
 def _beside(table: RecipeTable, cell: TableCell, metric: str, value: float) -> None:
     """Set the paper's ``value`` beside ``cell``, unless the cell was computed in another
     way than the paper's; then the table's notes say so, once per metric and way."""
+    if cell.value is None:
+        return  # nothing to set it beside (a row split by way: the figure goes to its own)
     family = _family(metric)
     paper_way = PAPER_WAYS.get(family or "")
-    if paper_way is not None and cell.value is None and not cell.way:
-        return  # a row split by way: the figure goes beside the paper's way's row
-    if paper_way is None or not cell.way or cell.way == paper_way:
+    if paper_way is None or cell.way == paper_way:
         cell.paper = value
         return
     words = WAY_WORDS[family or ""]
     shown = {m.metric: m.shown() for m in table.recipe.table.metrics}
+    how = f"with the {words} {cell.way}" if cell.way else f"with no {words} recorded"
     said = (
-        f"{shown.get(metric, metric)}: computed here with the {words} {cell.way}, the "
-        f"paper's with {paper_way}; the paper's figures are not set beside these (they are "
-        "in the paper's own table)"
+        f"{shown.get(metric, metric)}: computed here {how}, the paper's with {paper_way}; the "
+        "paper's figures are not set beside these (they are in the paper's own table)"
     )
     if said not in table.notes:
         table.notes.append(said)
@@ -366,6 +366,19 @@ def _agreements(
     return whole, parts, ceilings
 
 
+def _part_row(
+    table: dict[str, Any], key: str, metric: str, variant: str | None, question: str
+) -> dict[str, Any] | None:
+    """A group's row of ``key``: by its name, or, where the group's images were scored by
+    one variant only (the group names it plainly, ``exag``), its row of that variant."""
+    got = (table.get(key) or {}).get(question)
+    if got is None and variant is not None:
+        plain = (table.get(metric) or {}).get(question)
+        if plain is not None and plain.get("variant") == variant:
+            return plain
+    return got
+
+
 def _agreement_rows(
     recipe: Recipe,
     metrics: Any,
@@ -385,8 +398,9 @@ def _agreement_rows(
             label = m.shown() + key[len(m.metric) :]
             label = f"{backbone}, {label}" if backbone else label
             rows.append(Row(label, "", m.metric, backbone=backbone))
+            variant = key[len(m.metric) :].strip(" []") or None
             for g, table in parts.items():
-                got = (table.get(key) or {}).get(t.question or "")
+                got = _part_row(table, key, m.metric, variant, t.question or "")
                 if not got or got.get(name) is None:
                     cells[(label, g)] = TableCell(None, note=f"no rated image in {g} has {key}")
                     continue
@@ -433,11 +447,20 @@ def settings_table(
                 cells[(label, c)] = TableCell(None, note=f"no rated image has {metric.metric}")
                 continue
             iv = row.get(f"{c}_interval")
-            cells[(label, c)] = TableCell(row[c], tuple(iv) if iv else None, row["n"])
+            cells[(label, c)] = TableCell(
+                row[c], tuple(iv) if iv else None, row["n"], p=row.get(f"{c}_p"),
+                way=row.get("variant") or "",
+            )  # fmt: skip
     out = RecipeTable(
         recipe, "agreement" if ratings is not None else "metrics", rows, columns, cells
     )
-    attach_paper(out, lambda p: p.setting)
+    # a setting's row holds one metric (FAITH): its way decides, as in every table
+    for p in t.paper:
+        for r in out.rows:
+            if p.setting == r.key:
+                for k, v in p.values.items():
+                    if (r.label, k) in out.cells:
+                        _beside(out, out.cells[(r.label, k)], metric.metric, v)
     return out
 
 
@@ -495,7 +518,10 @@ def _by_questions(recipe: Recipe, whole: Any) -> RecipeTable:
                     cells[(label, q)] = TableCell(None, note=f"no rated image has {key} and {q}")
                     continue
                 iv = got.get(f"{name}_interval")
-                cells[(label, q)] = TableCell(got[name], tuple(iv) if iv else None, got["n"])
+                cells[(label, q)] = TableCell(
+                    got[name], tuple(iv) if iv else None, got["n"], p=got.get(f"{name}_p"),
+                    way=got.get("variant") or "",
+                )  # fmt: skip
     if t.human_row:
         top = ceiling(whole.answers)
         rows.append(Row("Human", "", "human"))

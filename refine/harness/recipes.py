@@ -88,6 +88,9 @@ class GeneratorSettings(_Strict):
     width: int | None = Field(None, ge=64, le=4096, multiple_of=8)
     height: int | None = Field(None, ge=64, le=4096, multiple_of=8)
     negative_prompt: str | None = Field(None, max_length=2000)
+    # classifier-free guidance where the pipeline's guidance_scale is a distilled
+    # embedding or unused (FLUX, Qwen-Image: true_cfg_scale)
+    true_cfg: float | None = Field(None, ge=0, le=100)
     # entries of the pipeline's scheduler config set anew (a distilled model's own); TOML
     # has no null, so the string "null" stands for None
     scheduler: dict[str, float | int | bool | str | None] | None = Field(None, max_length=50)

@@ -368,7 +368,8 @@ def load_protocol(name_or_path: str | Path) -> Protocol:
         import tomllib
 
         theirs = tomllib.loads(_protocol_text(base)[0])
-        theirs.pop("base", None)
+        if "base" in theirs:  # one level: a base of a base would lose the first's keys
+            raise ValueError(f"{where}: base: {base!r} is itself based on another; name that one")
         return {**theirs, **data}
 
     return toml_model(text, where, Protocol, prepare=based)

@@ -65,3 +65,26 @@ def test_the_gemini_profile_needs_only_its_clip_weights(capsys, hub):
     assert "skipped    gemini:gemini-3.8-flash  (observer, judge, llm)  an API model" in out
     assert "downloaded clip:ViT-B-32/laion2b_s34b_b79k" in out
     assert [f[0] for f in hub] == ["clip"]
+
+
+def test_a_generator_with_a_lora_file_of_a_hub_repository(capsys, hub, monkeypatch, tmp_path):
+    """The AHEaD recipes' Qwen-Image-Lightning: the base model's repository whole, then the
+    one LoRA file of the adapters' repository (not the name with its adapter as a repo)."""
+    files: list[tuple[str, str]] = []
+
+    def hf_hub_download(repo_id, filename, **kw):
+        files.append((repo_id, filename))
+        return str(tmp_path / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", hf_hub_download)
+    light = "lightx2v/Qwen-Image-Lightning/Qwen-Image-Lightning-8steps-V1.1.safetensors"
+    name = f"diffusers:Qwen/Qwen-Image+lora={light}"
+    with pytest.raises(SystemExit):
+        main(["models", "download", "--profile", "local-gpu", "--backend",
+              f"generator={name}", "--json"])  # fmt: skip
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows[name]["status"] == "downloaded"
+    assert ("hub", "Qwen/Qwen-Image", None) in hub
+    assert files == [
+        ("lightx2v/Qwen-Image-Lightning", "Qwen-Image-Lightning-8steps-V1.1.safetensors")
+    ]

@@ -850,3 +850,37 @@ def build_tiny_altclip(path: Path, seed: int = 0) -> Path:
     images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
     AltCLIPProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(out)
     return out
+
+
+def build_tiny_alt_diffusion(path: Path) -> Path:
+    """An AltDiffusion pipeline laid out as BAAI/AltDiffusion-m9's: the tiny SD pipeline's
+    UNet, VAE and scheduler, a RobertaSeriesModelWithTransformation text encoder whose
+    model_index.json entry names the library "alt_diffusion", random weights (the CLIP
+    tokenizer stands in for XLM-R's, which needs a vocabulary file)."""
+    import json
+    import shutil
+
+    import torch
+    from diffusers.pipelines.deprecated.alt_diffusion.modeling_roberta_series import (
+        RobertaSeriesConfig,
+        RobertaSeriesModelWithTransformation,
+    )
+    from transformers import CLIPTokenizer
+
+    alt = Path(path) / "tiny-alt-diffusion"
+    shutil.copytree(build_tiny_sd(Path(path) / "base"), alt)
+    tok = CLIPTokenizer.from_pretrained(alt / "tokenizer")
+    unet = json.loads((alt / "unet" / "config.json").read_text())
+    torch.manual_seed(0)
+    config = RobertaSeriesConfig(
+        vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=37, max_position_embeddings=tok.model_max_length + 4,
+        project_dim=unet["cross_attention_dim"], pad_token_id=1, bos_token_id=0, eos_token_id=2,
+    )  # fmt: skip
+    shutil.rmtree(alt / "text_encoder")
+    RobertaSeriesModelWithTransformation(config).save_pretrained(alt / "text_encoder")
+    index = json.loads((alt / "model_index.json").read_text())
+    index["_class_name"] = "AltDiffusionPipeline"
+    index["text_encoder"] = ["alt_diffusion", "RobertaSeriesModelWithTransformation"]
+    (alt / "model_index.json").write_text(json.dumps(index))
+    return alt

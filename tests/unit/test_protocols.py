@@ -137,6 +137,9 @@ def test_a_protocol_file_is_checked(tmp_path):
     bad.write_text('base = "nope"\nname = "mine"\n')
     with pytest.raises(ValueError, match="base: 'nope' is not one of quick, ahead"):
         load_protocol(bad)
+    bad.write_text('base = "ahead-origin"\nname = "mine"\n')
+    with pytest.raises(ValueError, match="'ahead-origin' is itself based on another"):
+        load_protocol(bad)
     bad.write_text('base = "cube"\nname = "mine"\nraters_per_image = 3\n')
     mine = load_protocol(bad)
     assert mine.name == "mine" and mine.raters_per_image == 3

@@ -93,3 +93,41 @@ def test_cube_cd_scored_with_the_judges_quality_is_not_set_beside_tab5():
     # both in one bench: a row per source
     table = metrics_table(recipe, [*judged, _concept("hpsv2 (local)", 0.05)], [SDXL])
     assert [r.label.rsplit(" ", 1)[-1] for r in table.rows[1:]] == ["[hpsv2]", "[judge]"]
+
+
+def test_an_agreement_row_per_variant_finds_a_group_that_names_its_one_variant_plainly():
+    """FAITH by exag:ita in the Global North (photos) and exag:mllm in the South: the rows
+    of all images are `faith [exag:ita]` and `faith [exag:mllm]`, while each region, scored
+    one way, names its row plainly; each region's figure lands in its variant's row, and
+    the paper's figure beside exag:ita's alone."""
+    import types
+
+    from refine.harness.recipe_tables import RecipeTable, _agreement_rows, _paper
+
+    recipe = load_recipe("ahead-table2")
+    (faith,) = [m for m in recipe.table.metrics if m.metric == "faith"]
+
+    def row(r, variant):
+        return {"gt_faith": {"spearman": r, "spearman_p": 0.01, "n": 20, "variant": variant}}
+
+    whole = types.SimpleNamespace(
+        table={"faith [exag:ita]": row(0.5, "exag:ita"), "faith [exag:mllm]": row(0.2, "exag:mllm")}
+    )
+    parts = {
+        "Global South": {"faith": row(0.2, "exag:mllm")},
+        "Global North": {"faith": row(0.5, "exag:ita")},
+    }
+    rows, cells = [], {}
+    _agreement_rows(recipe, [faith], whole, parts, rows, cells)
+    ita, mllm = (r.label for r in rows)
+    assert cells[(ita, "Global North")].value == 0.5 and cells[(ita, "Global South")].value is None
+    assert (
+        cells[(mllm, "Global South")].value == 0.2 and cells[(mllm, "Global North")].value is None
+    )
+    assert (
+        cells[(mllm, "Global South")].p == 0.01 and cells[(mllm, "Global South")].way == "exag:mllm"
+    )
+    table = RecipeTable(recipe, "agreement", rows, [(g, g, "", "max") for g in parts], cells)
+    _paper(table)
+    assert cells[(ita, "Global North")].paper is not None
+    assert cells[(mllm, "Global South")].paper is None

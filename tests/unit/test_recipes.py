@@ -125,16 +125,22 @@ def test_concepts_under_cubes_kernels():
     recipe = load_recipe("cube-table5")
     sdxl, other = "diffusers:stabilityai/stable-diffusion-xl-base-1.0", "gemini:x"
     kernel = "continent (1, 0, 0)"
+    hps = "hpsv2 (xswu/HPSv2)"  # CD with HPS v2's quality, as CUBE's
     cells = [
-        {"generator": sdxl, "concept": "cuisine", "cd_kernels": {kernel: 0.1}},
-        {"generator": sdxl, "concept": "cuisine", "cd_kernels": {kernel: 0.3}},
-        {"generator": other, "concept": "cuisine", "cd_kernels": {kernel: 0.4}},
+        {"generator": sdxl, "concept": "cuisine", "cd_kernels": {kernel: 0.1}, "quality_by": hps},
+        {"generator": sdxl, "concept": "cuisine", "cd_kernels": {kernel: 0.3}, "quality_by": hps},
+        {"generator": other, "concept": "cuisine", "cd_kernels": {kernel: 0.4}, "quality_by": hps},
     ]
     table = metrics_table(recipe, cells, [sdxl, other])
     assert [r.label for r in table.rows] == [f"{sdxl} · cuisine", f"{other} · cuisine"]
     c = table.cells[(f"{sdxl} · cuisine", f"cd:{kernel}")]
     assert c.value == pytest.approx(0.2) and c.paper == 0.04  # SDXL, Cuisine (any case)
     assert table.cells[(f"{sdxl} · cuisine", "cd:uniform (1/3, 1/3, 1/3)")].value is None
+    # cells that do not record their quality's source: no figure beside them, and said
+    unknown = [{k: v for k, v in c.items() if k != "quality_by"} for c in cells]
+    table = metrics_table(recipe, unknown, [sdxl, other])
+    assert table.cells[(f"{sdxl} · cuisine", f"cd:{kernel}")].paper is None
+    assert any("with no quality source recorded" in n for n in table.notes)
 
 
 def test_aheads_observer_prompts_ask_once_per_dimension():
@@ -296,3 +302,20 @@ def test_a_recipes_generator_settings_are_the_papers_and_checked(tmp_path):
         path.write_text(good.replace(change, said, 1))
         with pytest.raises(ValueError, match="generator_settings"):
             load_recipe(path)
+
+
+def test_a_recipes_settings_win_over_a_profiles_generator_options():
+    """A generator named by a profile (`cpu`: sd-turbo at 4 steps, 512 px) given a
+    recipe's settings: the recipe's win, the profile's others stay; an unknown setting is
+    one line."""
+    from refine.harness.generators import make_generator
+
+    class Scorer:
+        def named(self, role, name, **options):
+            return role, name, options
+
+    role, name, options = make_generator(Scorer(), "cpu", {"steps": 8, "true_cfg": 1.0})
+    assert (role, name) == ("generator", "diffusers:stabilityai/sd-turbo")
+    assert options == {"guidance": 0.0, "height": 512, "width": 512, "steps": 8, "true_cfg": 1.0}
+    with pytest.raises(ValueError, match="no setting 'sampler'"):
+        make_generator(Scorer(), "cpu", {"sampler": "euler"})

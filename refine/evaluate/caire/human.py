@@ -70,7 +70,10 @@ def image_level(
         interval = mean_interval(got, seed) if len(got) > 1 else None
         left = len(mine) - len(got)
         note = (
-            f"{left} of its {len(mine)} images left out (too few rated countries)" if left else ""
+            f"{left} of its {len(mine)} images left out (fewer than {MIN_PAIRS} rated "
+            "countries, or scores or ratings that do not vary)"
+            if left
+            else ""
         )
         columns[country] = Column(mean, interval, len(got), note=note)
     columns["Avg"] = Column(
