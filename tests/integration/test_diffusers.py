@@ -84,6 +84,10 @@ def test_a_scheduler_setting_and_an_adapter_file_in_a_hub_repository(tiny_dir):
 
     with pytest.raises(ValueError, match="takes no true_cfg_scale"):
         check_settings("sd", g, {"true_cfg": 1.0})
+    klein = gen_backend(tiny_dir["klein"])
+    klein.load()
+    with pytest.raises(ValueError, match=r"Flux2KleinPipeline takes no negative_prompt"):
+        check_settings("klein", klein, {"negative_prompt": "blurry"})
     check_settings("sd", g, {"steps": 4, "negative_prompt": "blurry"})
     assert lora_source(str(tiny_dir["sd"])) == (str(tiny_dir["sd"]), None)
 

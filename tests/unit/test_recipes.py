@@ -319,3 +319,5 @@ def test_a_recipes_settings_win_over_a_profiles_generator_options():
     assert options == {"guidance": 0.0, "height": 512, "width": 512, "steps": 8, "true_cfg": 1.0}
     with pytest.raises(ValueError, match="no setting 'sampler'"):
         make_generator(Scorer(), "cpu", {"sampler": "euler"})
+    with pytest.raises(ValueError, match="diffusers: generators only"):  # an API model
+        make_generator(Scorer(), "gemini:gemini-3.1-flash-image", {"negative_prompt": "x"})
