@@ -140,7 +140,10 @@ def test_clipscore_is_hessels_scale_and_clipscore100_forty_times_it():
     from metrics.baselines import clipscore
 
     assert clipscore(0.3) == pytest.approx(0.75) and clipscore(-0.2) == 0.0
-    assert "x 40" in CATALOG["clipscore100"].differs and 100 * 0.3 == pytest.approx(40 * 0.75)
+    assert "x 40" in CATALOG["clipscore100"].differs
+    # torchmetrics' 100 x max(cos, 0) is 40 x this toolkit's CLIPScore, for every cosine
+    for cos in (-0.4, 0.0, 0.12, 0.3, 0.97):
+        assert 100 * max(cos, 0.0) == pytest.approx(40 * clipscore(cos))
 
 
 def test_vqascores_question_is_the_one_the_entry_quotes():
