@@ -154,15 +154,16 @@ def clip_cached(rest: str) -> bool:
     return True
 
 
-def hub_unreachable(timeout_s: float = 3.0) -> str | None:
-    """Why the model hub (``HF_ENDPOINT``, else huggingface.co) cannot be reached, asked
-    once with a short time limit; None when it answers (any HTTP status). A fetch would
-    otherwise retry each file for about 23 s before giving up (huggingface_hub's backoff
-    of 1, 2, 4, 8 and 8 s), measured as 46 to 50 s for one open_clip model."""
+def hub_unreachable(timeout_s: float = 3.0, endpoint: str | None = None) -> str | None:
+    """Why the model hub (``endpoint``, else ``HF_ENDPOINT``, else huggingface.co) cannot
+    be reached, asked once with a short time limit; None when it answers (any HTTP
+    status). A fetch would otherwise retry each file for about 23 s before giving up
+    (huggingface_hub's backoff of 1, 2, 4, 8 and 8 s), measured as 46 to 50 s for one
+    open_clip model."""
     import httpx
     from huggingface_hub import constants
 
-    endpoint = constants.ENDPOINT.rstrip("/")
+    endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
     if constants.HF_HUB_OFFLINE:
         return f"the model hub {endpoint} is not asked: HF_HUB_OFFLINE is set"
     try:

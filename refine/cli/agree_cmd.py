@@ -22,6 +22,8 @@ from refine.numbers import shown
 from refine.present.report.agreement import render_agreement
 from refine.settings import split_list
 
+SHOWN_RATERS = 12  # raters named on the terminal (CulturalFrames has 10,412 ratings)
+
 
 def agree_cmd(
     ratings: Path = typer.Option(..., "--ratings", help="A ratings file (CSV or JSONL)."),
@@ -31,7 +33,8 @@ def agree_cmd(
     metrics: str = typer.Option(
         ",".join(DEFAULT_METRICS),
         "--metrics",
-        help=f"Metrics to compare with the ratings, of: {', '.join(agree_metrics())}.",
+        help=f"Metrics to compare with the ratings, of: {', '.join(agree_metrics())}; none: "
+        "the raters' own agreement alone.",
     ),
     compute: bool = typer.Option(
         False, "--compute", help="Score rated images that have no stored metrics."
@@ -78,10 +81,11 @@ def agree_cmd(
         formats = parse_formats(figures) if figures is not None else ()
     except ValueError as err:
         raise UserInputError(str(err)) from err
-    wanted = split_list(metrics)
+    raters_only = metrics.strip().lower() == "none"  # the raters' own agreement alone
+    wanted = [] if raters_only else split_list(metrics)
     known = agree_metrics()
     unknown = [m for m in wanted if m not in known]
-    if unknown or not wanted:
+    if unknown or not (wanted or raters_only):
         raise UserInputError(
             f"--metrics: unknown metric {unknown[0] if unknown else ''!r} "
             f"(metrics: {', '.join(known)})"
@@ -128,7 +132,7 @@ def agree_cmd(
             result.by = by_groups(rated, found, wanted, by, regions_file, seed=seed)
         except ValueError as err:
             raise UserInputError(str(err)) from err
-    if not result.table and not result.fleiss:
+    if not result.table and not result.fleiss and not raters_only:
         raise UserInputError(
             "--source: no rated image has any of the metrics; --source the bench or run "
             "folders the images came from, or --compute with --activity and --country"
@@ -142,7 +146,21 @@ def agree_cmd(
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
         return
-    typer.echo(f"{result.images} images, raters: {', '.join(result.raters)}")
+    _terminal(result, doc)
+    _extras(result)
+    typer.echo(f"written: {folder / 'agree.json'}, {folder / 'agree.html'}")
+    for path in written:
+        typer.echo(f"written: {path}")
+
+
+def _terminal(result, doc: dict) -> None:
+    """The raters, the alphas, the correlation table and the rankings, on the terminal."""
+    named = ", ".join(result.raters[:SHOWN_RATERS])
+    more = len(result.raters) - SHOWN_RATERS
+    typer.echo(
+        f"{result.images} images, {len(result.raters)} raters: {named}"
+        + (f" and {more} more (agree.json names them)" if more > 0 else "")
+    )
     for note in result.notes():
         typer.echo(f"  note: {note}")
     for q, a in result.alpha.items():
@@ -151,9 +169,10 @@ def agree_cmd(
             for level, v in (("interval", a), ("ordinal", result.alpha_ordinal.get(q)))
         )
         typer.echo(f"  Krippendorff's alpha ({q}): {alphas}")
-    typer.echo(
-        f"{'metric':13} {'question':17} {'n':>4} {'Spearman':>9} {'Kendall':>8} {'Pearson':>8}"
-    )
+    if result.table:
+        typer.echo(
+            f"{'metric':13} {'question':17} {'n':>4} {'Spearman':>9} {'Kendall':>8} {'Pearson':>8}"
+        )
     for m, by_q in result.table.items():
         for q, row in by_q.items():
             figs = " ".join(shown(row[s], "+.3f", 8) for s in ("spearman", "kendall", "pearson"))
@@ -166,10 +185,6 @@ def agree_cmd(
             typer.echo(
                 f"  {e['rank']:>2}. {e['metric']:24} {shown(e['agreement'], '+.3f', 7)}{span}"
             )
-    _extras(result)
-    typer.echo(f"written: {folder / 'agree.json'}, {folder / 'agree.html'}")
-    for path in written:
-        typer.echo(f"written: {path}")
 
 
 def _files(result, folder: Path, formats: tuple[str, ...], latex: bool) -> list[Path]:
@@ -194,9 +209,14 @@ def _interval(iv) -> str:
 def _extras(result) -> None:
     """The human-human ceiling, the paired differences, Fleiss' kappa and the groups."""
     for q, c in result.ceiling.items():
+        over = (
+            f"over {len(c['raters'])} raters"
+            if c["raters"]
+            else f"pooled over {c['pooled']['n']} ratings (no rater rated two images)"
+        )
         typer.echo(
             f"human-human ceiling ({q}, each rater against the others' mean): Spearman "
-            f"{shown(c['spearman'], '+.3f')} over {len(c['raters'])} raters"
+            f"{shown(c['spearman'], '+.3f')} {over}"
         )
     for q, k in result.kappa.items():
         typer.echo(

@@ -134,3 +134,76 @@ def _exit_code(done: Any) -> int:
     if done.failed:
         return 1
     return 3 if done.photos is not None and done.photos.dead else 0
+
+
+@fetch_app.command("culturalframes")
+def fetch_culturalframes_cmd(
+    countries: str = typer.Option(
+        "", "--countries", help="Comma-separated CulturalFrames countries (default: all 10)."
+    ),
+    source: str = typer.Option(
+        None,
+        "--from",
+        help="A Hugging Face Hub endpoint to download from (a mirror; default: HF_ENDPOINT, "
+        "else huggingface.co).",
+    ),
+    data_dir: Path = typer.Option(
+        None,
+        "--data-dir",
+        help="Where the files go (default: $REFINE_DATA_DIR, else data in the cache folder).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print what was fetched as JSON."),
+) -> None:
+    """Download CulturalFrames' prompts, images and human annotations from the Hugging Face
+    Hub (dataset mair-lab/CulturalFrames at revision 7a44117, about 6 GB) into the data
+    directory's culturalframes folder, and write from them: the images under images/<model>/,
+    prompts.jsonl, and ratings.jsonl, the annotations under the culturalframes protocol for
+    `refine agree` and the culturalframes-fig6 recipe's --ratings. Its card declares no
+    licence: the data is downloaded at your request, kept in the data directory, and never
+    shipped with the toolkit. A cut download is resumed and what is there is kept; every
+    file is checked against the Hub's record of it (sha256 for the shards)."""
+    from refine.evaluate.culturalframes_data import FetchError as CFError
+    from refine.evaluate.culturalframes_data import fetch_culturalframes
+
+    folder = data_dir or default_data_dir()
+
+    def say(line: str) -> None:
+        if not as_json:
+            typer.echo(line, err=True)
+
+    try:
+        done = fetch_culturalframes(
+            folder, split_list(countries), source, emit=say, progress=not as_json
+        )
+    except CFError as err:
+        raise UserInputError(str(err)) from err
+    doc = {
+        "folder": str(done.folder),
+        "countries": done.countries,
+        "images": done.images,
+        "images_written": done.written,
+        "ratings": done.ratings,
+        "images_without_ratings": done.images_without_ratings,
+        "annotations_without_image": done.annotations_without_image,
+        "skipped": done.skipped,
+    }
+    if as_json:
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    typer.echo(
+        f"{done.images} images of {len(done.countries)} countries ({done.written} written now), "
+        f"{done.ratings} ratings: {done.folder / 'ratings.jsonl'}"
+    )
+    if done.images_without_ratings or done.annotations_without_image:
+        typer.echo(
+            f"{done.images_without_ratings} image(s) have no annotation and "
+            f"{done.annotations_without_image} annotated image(s) are not in the shards"
+        )
+    for line in done.skipped[:5]:
+        typer.echo(f"left out: {line}")
+    if len(done.skipped) > 5:
+        typer.echo(f"... and {len(done.skipped) - 5} more (source.json lists them)")
+    typer.echo(
+        f"the raters' agreement: refine agree --ratings {done.folder / 'ratings.jsonl'} "
+        "--metrics none"
+    )

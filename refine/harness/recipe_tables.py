@@ -317,14 +317,9 @@ def agreement_table(
         rows.append(Row("Human", "", "human"))
         for g in parts:
             top = (ceilings.get(g) or {}).get(t.question or "") or {}
-            value = top.get(t.correlation)
-            cells[("Human", g)] = TableCell(
-                value,
-                None,
-                len(top.get("raters") or {}),
-                note="" if value is not None else "fewer than two raters an image",
-            )
+            cells[("Human", g)] = _human_cell(top, t.correlation)
     out = RecipeTable(recipe, "agreement", rows, columns, cells)
+    _pooled_note(out)
     if whole.images == 0:
         out.missing.append("no rated image matches the bench's images")
     if t.question not in whole.alpha:
@@ -496,6 +491,30 @@ def labels_table(
     return out
 
 
+def _human_cell(top: dict[str, Any], name: str) -> TableCell:
+    """The Human row's cell from a question's ceiling: the mean over raters, or, where no
+    rater rated two images, the figure pooled over ratings (its ``way``)."""
+    from refine.human.groups import POOLED
+
+    value = top.get(name)
+    pooled = top.get("way") == POOLED
+    n = (top.get("pooled") or {}).get("n", 0) if pooled else len(top.get("raters") or {})
+    note = "" if value is not None else "fewer than two raters an image"
+    return TableCell(value, None, n, note=note, way=POOLED if pooled else "")
+
+
+def _pooled_note(table: RecipeTable) -> None:
+    """The note of a Human row pooled over ratings (raters not named across images)."""
+    from refine.human.groups import POOLED
+
+    if any(c.way == POOLED for (row, _), c in table.cells.items() if row == "Human"):
+        table.notes.append(
+            "Human: the ratings name no rater across images (as CulturalFrames' published "
+            "annotations), so each rating is set against the others' mean on its image, "
+            "pooled over all ratings (n: ratings)"
+        )
+
+
 def _by_questions(recipe: Recipe, whole: Any) -> RecipeTable:
     """An agreement table whose columns are the protocol's questions (CulturalFrames
     Fig. 6): each metric's correlation with the mean answer to each, over all rated
@@ -526,12 +545,9 @@ def _by_questions(recipe: Recipe, whole: Any) -> RecipeTable:
         top = ceiling(whole.answers)
         rows.append(Row("Human", "", "human"))
         for q in t.questions:
-            value = (top.get(q) or {}).get(name)
-            n = len((top.get(q) or {}).get("raters") or {})
-            cells[("Human", q)] = TableCell(
-                value, None, n, note="" if value is not None else "fewer than two raters an image"
-            )
+            cells[("Human", q)] = _human_cell(top.get(q) or {}, name)
     out = RecipeTable(recipe, "agreement", rows, columns, cells)
+    _pooled_note(out)
     if whole.images == 0:
         out.missing.append("no rated image matches the bench's images")
     _paper(out)

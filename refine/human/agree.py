@@ -151,6 +151,7 @@ def load_ratings(
                 except json.JSONDecodeError as err:
                     problems.append(f"{path}:{k}: not JSON ({err.msg})")
     out: list[Rating] = []
+    hashed: dict[Path, str] = {}
     studies = _study_protocols(path, rows)
     countries = _rater_countries(path, studies)
     if exclude_flagged:
@@ -206,7 +207,8 @@ def load_ratings(
             image = image if image.is_absolute() else path.parent / image
             if not image.is_file():
                 raise ValueError(f"{where}: unknown image {row['image']!r} (no such file)")
-            sha = file_sha256(image)
+            # each file read once (CulturalFrames: 10,412 ratings of 3,637 images)
+            sha = hashed.get(image) or hashed.setdefault(image, file_sha256(image))
             given = str(row.get("image_sha256") or "")
             if given and given != sha:
                 raise ValueError(f"{where}: {row['image']} has changed since it was rated")

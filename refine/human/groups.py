@@ -185,14 +185,22 @@ def rater_kappas(answers: dict[Path, dict[str, dict[str, float]]]) -> dict[str, 
     return out
 
 
+POOLED = "pooled over ratings"  # a ceiling's way where no rater rated two images
+
+
 def ceiling(answers: dict[Path, dict[str, dict[str, float]]]) -> dict[str, Any]:
     """Per question, each rater's correlations with the mean of the other raters on the
-    images they share, and their mean over raters: the human-human ceiling."""
+    images they share, and their mean over raters: the human-human ceiling. ``pooled``:
+    the same over every rating at once (each against the others' mean on its image), the
+    one figure where raters are not named across images (CulturalFrames' published
+    annotations, where each rating is its own rater); where no rater rated two images,
+    the figures are the pooled ones and ``way`` says so."""
     out: dict[str, Any] = {}
     questions = sorted({q for by_q in answers.values() for q in by_q})
     for q in questions:
         raters = sorted({r for by_q in answers.values() for r in by_q.get(q, {})})
         rows: dict[str, Any] = {}
+        every: list[tuple[float, float]] = []
         for r in raters:
             pairs = []
             for by_q in answers.values():
@@ -200,16 +208,21 @@ def ceiling(answers: dict[Path, dict[str, dict[str, float]]]) -> dict[str, Any]:
                 others = [v for w, v in given.items() if w != r]
                 if r in given and others:
                     pairs.append((given[r], sum(others) / len(others)))
+            every += pairs
             if len(pairs) < 2:
                 continue
             x, y = [p[0] for p in pairs], [p[1] for p in pairs]
             rows[r] = {"n": len(pairs), **{n: fn(x, y) for n, fn in CORRELATIONS.items()}}
-        if rows:
-            mean = {}
+        if rows or len(every) >= 2:
+            mean: dict[str, Any] = {}
             for n in CORRELATIONS:
                 got = [row[n] for row in rows.values() if row[n] is not None]
                 mean[n] = sum(got) / len(got) if got else None
-            out[q] = {"raters": rows, **mean}
+            x, y = [p[0] for p in every], [p[1] for p in every]
+            pooled = {"n": len(every), **{n: fn(x, y) for n, fn in CORRELATIONS.items()}}
+            out[q] = {"raters": rows, **mean, "pooled": pooled, "way": "mean over raters"}
+            if not rows:  # no rater rated two images: the pooled figure is the only one
+                out[q] |= {n: pooled[n] for n in CORRELATIONS} | {"way": POOLED}
     return out
 
 

@@ -55,13 +55,19 @@ def groups_html(result: Any) -> str:
     return "".join(out)
 
 
+def _pooled(c: dict[str, Any]) -> str:
+    """The raters' cell of a ceiling pooled over ratings (no rater rated two images)."""
+    return f"none named; pooled over {c['pooled']['n']} ratings"
+
+
 def extras_html(result: Any) -> str:
     """The ceiling, the kappas, the paired differences, Fleiss' kappa and the matrix."""
     parts = []
     ceiling = getattr(result, "ceiling", {})
     if ceiling:
         rows = "".join(
-            f"<tr><td>{escape(q)}</td><td>{len(c['raters'])}</td><td>{fig(c['spearman'])}</td>"
+            f"<tr><td>{escape(q)}</td><td>{len(c['raters']) or escape(_pooled(c))}</td>"
+            f"<td>{fig(c['spearman'])}</td>"
             f"<td>{fig(c['kendall'])}</td><td>{fig(c['pearson'])}</td></tr>"
             for q, c in ceiling.items()
         )
