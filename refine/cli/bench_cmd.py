@@ -45,7 +45,7 @@ RECIPE = typer.Option(
     "--recipe",
     help="Run a paper's protocol and write its table (CSV, LaTeX, HTML) beside the "
     "bench: ahead-table1, ahead-table2, ahead-table5, cube-table5, sos-table2, "
-    "caire-table2, culturalframes-fig6, or a recipe file (.toml).",
+    "caire-table2, culturalframes-fig6, culturalframes-fig6-cultivate, or a recipe file (.toml).",
 )
 LIMIT = typer.Option(
     None,
@@ -326,6 +326,11 @@ def _recipe(name: str, given: dict) -> None:
 
     if recipe.task == "concepts":
         _recipe_concepts(recipe, given, echo)
+        return
+    if recipe.select.dataset:
+        from refine.cli.recipe_dataset import run_dataset_recipe
+
+        run_dataset_recipe(recipe, given, echo)
         return
     if recipe.task in ("sos", "caire"):
         if given["engine"].batch:

@@ -28,12 +28,13 @@ from metrics.baselines import (  # noqa: F401 (BASELINES, parse_baselines: their
 from metrics.judge import reading_calls
 from metrics.vqascore import VqaAnswer
 from refine.assets import prompt_template
+from refine.records import ReferencePack
 
 if TYPE_CHECKING:
     from PIL import Image
 
     from refine.backends.selection import Backends
-    from refine.records import ReferencePack, Scores
+    from refine.records import Scores
 
 # AHEaD Tab. 29-31's answer format: "score is <num>"
 MLLM_PREFIX = "score is "
@@ -84,8 +85,19 @@ def baseline_readings(
     }
 
 
+class PromptedPack(ReferencePack):
+    """References of an image drawn from a prompt of its own (a dataset's: CulturalFrames'),
+    not from the toolkit's generation prompt of an activity and country: the baselines
+    that read the prompt read this one."""
+
+    prompt: str
+
+
 def generation_prompt(refs: ReferencePack) -> str:
-    """The prompt the images of ``refs``' activity and country are generated from."""
+    """The prompt the images of ``refs``' activity and country are generated from (a
+    :class:`PromptedPack`'s own prompt)."""
+    if isinstance(refs, PromptedPack):
+        return refs.prompt
     return prompt_template("generate").format(activity=refs.activity, country=refs.country).strip()
 
 

@@ -129,6 +129,9 @@ class Select(_Strict):
     concept: str = "person"
     prompts_per_cell: int | None = Field(None, ge=1, le=1_000)
     kb: str | None = None  # the caire task: a CAIRE knowledge base (None: kb-free)
+    # a bench recipe on a dataset's own images and ratings, fetched into the data directory
+    # (refine data fetch culturalframes) in place of generated ones
+    dataset: Literal["culturalframes"] | None = None
     # agreement recipes: other backbones scoring the same images (a rescore each)
     backbones: list[Backbone] = Field(default_factory=list)
 
@@ -274,6 +277,10 @@ class Recipe(_Strict):
             )
         if self.select.generator_settings and self.task not in ("bench", "concepts"):
             raise ValueError("select.generator_settings: for bench and concepts recipes")
+        if self.select.dataset and (self.task != "bench" or self.table.kind != "agreement"):
+            raise ValueError("select.dataset: only a bench recipe's agreement table reads one")
+        if self.select.dataset and self.select.generator_settings:
+            raise ValueError("select.generator_settings: a dataset's images are drawn already")
         backbones = self.select.backbones
         if backbones and (self.task != "bench" or self.table.kind != "agreement"):
             raise ValueError("select.backbones: only a bench recipe's agreement table has them")

@@ -7,6 +7,7 @@ human-human Spearman as a hand computation from the annotation file does."""
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 
@@ -14,18 +15,19 @@ import pytest
 
 from refine.cli import main
 from refine.evaluate.culturalframes_data import ANNOTATIONS, REPO, REVISION
+from tests.fakes.gemini_world import AMBER, BLUE, GREEN, GREY, OLIVE, RED
 from tests.fakes.hub_server import FakeHub
 
 # (id, country as published, parquet model, annotation model_name, colour)
 IMAGES = [
-    ("a1_flux", "India", "Flux.1-Dev", "flux", (200, 30, 30)),
-    ("a1_SD35", "India", "SD-3.5-Large", "SD35", (30, 200, 30)),
-    ("a2_flux", "India", "Flux.1-Dev", "flux", (30, 30, 200)),
-    ("b1_flux", "South_Africa", "Flux.1-Dev", "flux", (200, 200, 30)),
-    ("b1_SD35", "South_Africa", "SD-3.5-Large", "SD35", (30, 200, 200)),
-    ("b2_SD35", "South_Africa", "SD-3.5-Large", "SD35", (200, 30, 200)),
-    ("c1_flux", "Japan", "Flux.1-Dev", "flux", (90, 90, 90)),
-    ("c2_flux", "Japan", "Flux.1-Dev", "flux", (160, 120, 40)),  # no annotation
+    ("a1_flux", "India", "Flux.1-Dev", "flux", RED),
+    ("a1_SD35", "India", "SD-3.5-Large", "SD35", GREEN),
+    ("a2_flux", "India", "Flux.1-Dev", "flux", BLUE),
+    ("b1_flux", "South_Africa", "Flux.1-Dev", "flux", GREY),
+    ("b1_SD35", "South_Africa", "SD-3.5-Large", "SD35", AMBER),
+    ("b2_SD35", "South_Africa", "SD-3.5-Large", "SD35", OLIVE),
+    ("c1_flux", "Japan", "Flux.1-Dev", "flux", RED),
+    ("c2_flux", "Japan", "Flux.1-Dev", "flux", GREEN),  # no annotation
 ]
 # per annotated image: (alignment, quality, overall) for each of its raters
 SCORES = {
@@ -138,7 +140,7 @@ def test_the_images_prompts_and_ratings_land_and_agree_reads_them(tmp_path, caps
     by_id = {p["id"]: p for p in prompts}
     assert by_id["b1_flux"]["country"] == "South Africa"
     assert by_id["a2_flux"]["image"] == "images/Flux.1-Dev/a2_flux.jpg"
-    assert (folder / by_id["a1_SD35"]["image"]).read_bytes() == png((30, 200, 30))
+    assert (folder / by_id["a1_SD35"]["image"]).read_bytes() == png(GREEN)
     source = json.loads((folder / "source.json").read_text())
     assert source["revision"] == REVISION and "no licence" in source["notice"]
     assert set(source["files"]) == {ANNOTATIONS, "data/train-00000-of-00002.parquet",
@@ -224,3 +226,61 @@ def test_the_recipes_human_row_is_the_pooled_figure_with_its_note(tmp_path, caps
     assert table.cells[("Human", "alignment")].paper == 0.38
     assert table.cells[("Human", "overall")].paper == 0.42
     assert any("pooled over all ratings" in n for n in table.notes)
+
+
+def test_the_fig6_recipe_scores_the_datasets_own_images_against_its_ratings(
+    world, siglip_path, tmp_path, monkeypatch, capsys
+):
+    """culturalframes-fig6 on the fetched dataset: nothing generated; each image scored for
+    its own prompt (the judge asked about that prompt, once an image and baseline); each
+    cell the Spearman of the stored scores with the raters' mean answer; a run stopped and
+    started again scores nothing twice; without the data, one line says to fetch it."""
+    from scipy.stats import spearmanr
+
+    from tests.e2e.test_cli_run import cli
+
+    data = tmp_path / "data"
+    monkeypatch.setenv("REFINE_DATA_DIR", str(data))
+    out = tmp_path / "fig6"
+    args = ["bench", "--recipe", "culturalframes-fig6", "--out", str(out), "--baselines",
+            "vqascore,vie_sc,vie_overall",
+            "--backend", f"image_embedder=siglip:{siglip_path}"]  # fmt: skip
+    missing = cli(*args)
+    assert missing.returncode == 2 and "refine data fetch culturalframes" in missing.stderr
+    with FakeHub({}, datasets={REPO: (REVISION, dataset(tmp_path / "repo"))}) as hub:
+        assert fetch(hub, data) in (0, None)
+    capsys.readouterr()
+    dry = cli(*args, "--dry-run", "--limit", "1")
+    assert "3 images of 3 countries (India, Japan, South Africa)" in dry.stdout
+    world.log.clear()
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert "generate" not in world.log  # nothing drawn
+    # VQAScore's question about each image's own prompt, once an image
+    assert sorted(q.strip() for q in world.questions) == sorted(
+        f'Does this figure show "a family greeting elders in {c}"? Please answer yes or no.'
+        for _, c, *_ in IMAGES
+    )
+    scores = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    assert len(scores) == 8 and not any(s["references"] for s in scores)
+    table = {(r["row"], r["column"]): r
+             for r in csv.DictReader((out / "table-culturalframes-fig6.csv").open())}  # fmt: skip
+    by_image = {s["image"]: s["values"] for s in scores}
+    ratings = [
+        json.loads(x) for x in (data / "culturalframes/ratings.jsonl").read_text().splitlines()
+    ]
+    for q in ("alignment", "overall"):
+        mean: dict = {}
+        for r in ratings:
+            mean.setdefault(r["image"], []).append(float(r["answers"][q]))
+        rated = sorted(mean)
+        for metric, header in (("vqascore", "VQAScore"), ("vie_overall", "VIEScore")):
+            x = [by_image[i][metric] for i in rated]
+            y = [sum(mean[i]) / len(mean[i]) for i in rated]
+            assert len(set(x)) > 2  # the images' scores differ
+            want = spearmanr(x, y).statistic
+            assert float(table[(header, q)]["value"]) == pytest.approx(want, abs=1e-9)
+    assert "0 of 8 images have references" in done.stdout
+    calls = len(world.log)
+    again = cli(*args)
+    assert again.returncode == 0 and len(world.log) == calls  # all kept: no call

@@ -256,6 +256,7 @@ class World:
     delay_by_kind: dict = field(default_factory=dict)  # per kind ("generate", ...), over delay_s
     busy: list = field(default_factory=lambda: [0, 0])  # requests in flight now, at most
     prompts: list[str] = field(default_factory=list)  # the judge's rating prompts, in order
+    questions: list[str] = field(default_factory=list)  # the judge's VQAScore questions
     by_model: list = field(default_factory=list)  # (kind, model) of every request, in order
     # a judge model's name -> what it adds to its "score is N" ratings (clipped to 1-5):
     # two judges that read the same images differently
@@ -475,6 +476,8 @@ class World:
                 self.tifa_answered.append(text.split("?")[0].strip() + "?")
                 answer = "Yes" if seed % 10 < round(10 * p) else "No"
             elif 'answer "Yes" or "No"' in text or VQA_ASK in text:
+                if VQA_ASK in text:
+                    self.questions.append(text)
                 answer = "Yes" if seed % 10 < round(10 * math.exp(YES_LOGPROB[colour])) else "No"
             elif MLLM_FORMAT in text:  # AHEaD Tab. 31's format
                 self.prompts.append(text)
@@ -492,6 +495,8 @@ class World:
             self.tifa_answered.append(text.split("?")[0].strip() + "?")
             return 200, text_answer("Yes", logprobs={"Yes": math.log(p), "No": math.log1p(-p)})
         if kind == "judge" and ('answer "Yes" or "No"' in text or VQA_ASK in text):
+            if VQA_ASK in text:
+                self.questions.append(text)
             yes = YES_LOGPROB[colour]
             return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-math.exp(yes))})
         if kind == "judge" and MLLM_FORMAT in text:  # "score is 4", read at the digit

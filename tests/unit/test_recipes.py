@@ -269,7 +269,7 @@ def test_a_recipes_generator_settings_are_the_papers_and_checked(tmp_path):
     with, or out of bounds, is one line."""
     from refine.cli.recipe_run import bench_plan
 
-    recipe = load_recipe("culturalframes-fig6")
+    recipe = load_recipe("culturalframes-fig6-cultivate")
     plan = bench_plan(recipe, [], 2, profile="gemini", backends={}, tau=None, baselines=None)
     assert plan.generator_settings == {
         "diffusers:black-forest-labs/FLUX.1-dev":
@@ -293,7 +293,8 @@ def test_a_recipes_generator_settings_are_the_papers_and_checked(tmp_path):
     cube = load_recipe("cube-table5").select.generator_settings
     (sdxl,) = cube.values()
     assert sdxl.negative_prompt.startswith("multiple items, blurry, painting, cartoon")
-    good = (files("refine") / "assets" / "recipes" / "culturalframes-fig6.toml").read_text()
+    recipes = files("refine") / "assets" / "recipes"
+    good = (recipes / "culturalframes-fig6-cultivate.toml").read_text()
     path = tmp_path / "r.toml"
     for change, said in (
         ("guidance = 3.5", "guidance = 500.0"),
