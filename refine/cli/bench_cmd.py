@@ -44,7 +44,7 @@ RECIPE = typer.Option(
     None,
     "--recipe",
     help="Run a paper's protocol and write its table (CSV, LaTeX, HTML) beside the "
-    "bench: ahead-table1, ahead-table2, ahead-table5, cube-table5, sos-table2, "
+    "bench: ahead-table1, ahead-table2, ahead-table4, ahead-table5, cube-table5, sos-table2, "
     "caire-table2, culturalframes-fig6, culturalframes-fig6-cultivate, or a recipe file (.toml).",
 )
 LIMIT = typer.Option(
@@ -358,6 +358,10 @@ def _recipe(name: str, given: dict) -> None:
     if given["dry_run"]:
         dry_run(plan, recipe, echo)
         return
+    if recipe.table.settings == "proposers":  # refused before any image is made
+        from refine.cli.recipe_run import proposer_packs
+
+        proposer_packs(recipe)
     try:
         results = run_bench(plan, out, on_event=echo, engine=given["engine"])
     except (RayEngineError, CellSchemaError) as err:

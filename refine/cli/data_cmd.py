@@ -47,6 +47,13 @@ def fetch_ahead_cmd(
         help="Also download the real photos the manifest lists (third-party addresses; "
         "many are gone, and the report lists them).",
     ),
+    proposers: bool = typer.Option(
+        False,
+        "--proposers",
+        help="Also download each proposer's own descriptors (GPT-4o, Gemini 2.5 Flash) before "
+        "the refiner, as packs of their own: AHEaD Tab. 4's proposer-only rows "
+        "(the ahead-table4 recipe).",
+    ),
     max_file_mb: float = typer.Option(
         MAX_MB, "--max-file-mb", min=0.001, help="The size cap of one downloaded file, in MB."
     ),
@@ -88,8 +95,9 @@ def fetch_ahead_cmd(
 
     try:
         done = fetch_ahead(
-            folder, split_list(countries), source, emit=say, photos=photos, limits=limits
-        )
+            folder, split_list(countries), source, emit=say, photos=photos, limits=limits,
+            proposers=proposers,
+        )  # fmt: skip
     except FetchError as err:
         raise UserInputError(str(err)) from err
     if as_json:
@@ -101,6 +109,7 @@ def fetch_ahead_cmd(
             "downloaded": done.downloaded,
             "already_there": done.kept,
             "failed": done.failed,
+            "proposer_packs": {k: str(v) for k, v in done.proposer_packs.items()},
         }
         if done.photos is not None:
             doc["photos"] = {
@@ -119,6 +128,8 @@ def fetch_ahead_cmd(
     typer.echo(f"{len(done.downloaded)} file(s) downloaded, {len(done.kept)} already there")
     for url, why in done.failed.items():
         typer.echo(f"not fetched: {url} ({why})")
+    for proposer, path in done.proposer_packs.items():
+        typer.echo(f"proposer-only pack ({proposer}): {path}")
     if done.photos is not None:
         p = done.photos
         typer.echo(

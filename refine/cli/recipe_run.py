@@ -223,13 +223,26 @@ def backbones(recipe: Recipe, out: Path, echo: Callable[[str], None]) -> list[An
 
 def _settings(recipe: Recipe, out: Path, ratings: Path | None, echo: Any) -> Any:
     """A settings table: the bench rescored at each setting (``out/settings/tau-q1``...,
-    kept and gone on with), each setting a row."""
-    from refine.harness.recipe_tables import settings_table
-    from refine.harness.tasks.rescore import RescorePlan
+    ``out/settings/proposer-gpt-4o``..., kept and gone on with), each setting a row."""
+    from refine.harness.recipe_tables import settings_table, tau_settings
+    from refine.harness.tasks.rescore import RescorePlan, run_rescore
     from refine.harness.tasks.tau_quantiles import rescore_at_quantiles
 
     try:
-        made = rescore_at_quantiles(RescorePlan(source=str(out)), out / "settings", on_event=echo)
+        if recipe.table.settings == "proposers":
+            rows = []
+            for proposer, pack in proposer_packs(recipe):
+                folder = out / "settings" / f"proposer-{proposer}"
+                run_rescore(
+                    RescorePlan(source=str(out), references=str(pack)), folder, on_event=echo
+                )
+                rows.append((proposer, f"Proposer ({proposer})", folder))
+            rows.append(("proposer-refiner", "Proposer-Refiner", out))  # the bench's own
+        else:
+            made = rescore_at_quantiles(
+                RescorePlan(source=str(out)), out / "settings", on_event=echo
+            )
+            rows = tau_settings(made, out / "settings")
     except ValueError as err:
         raise UserInputError(str(err)) from err
     rated = None
@@ -240,9 +253,23 @@ def _settings(recipe: Recipe, out: Path, ratings: Path | None, echo: Any) -> Any
             rated = load_ratings(ratings)
         except ValueError as err:
             raise UserInputError(f"--ratings: {err}") from err
-    return settings_table(
-        recipe, [(n, tau, out / "settings" / f"tau-{n}") for n, tau, _ in made], rated
-    )
+    return settings_table(recipe, rows, rated)
+
+
+def proposer_packs(recipe: Recipe) -> list[tuple[str, Path]]:
+    """Each AHEaD proposer's own pack, fetched by ``refine data fetch ahead --proposers``;
+    one line says to fetch them where they are not."""
+    from refine.evaluate.paper_data import PROPOSERS, proposer_pack
+    from refine.evaluate.reference_source import data_dir
+
+    packs = [(p, proposer_pack(data_dir(), p)) for p in PROPOSERS]
+    gone = [str(path) for _, path in packs if not path.is_file()]
+    if gone:
+        raise UserInputError(
+            f"recipe {recipe.name} rescores the bench with each proposer's own descriptors: "
+            f"fetch them first with `refine data fetch ahead --proposers` (none at {gone[0]})"
+        )
+    return packs
 
 
 def terminal(table: Any) -> list[str]:

@@ -52,6 +52,12 @@ def rescore_cmd(
     profile: str = typer.Option(
         None, "--profile", help="The profile its models come from (default: the bench's)."
     ),
+    references: Path = typer.Option(
+        None,
+        "--references",
+        help="Match the stored observations against another reference set, a pack file "
+        "(AHEaD Tab. 4's proposer-only sets: refine data fetch ahead --proposers).",
+    ),
     recipe: str = typer.Option(
         None, "--recipe", help="Also write this recipe's table for the new bench."
     ),
@@ -98,6 +104,7 @@ def rescore_cmd(
         baselines=tuple(added),
         profile=profile,
         observer_prompts=observer_prompts,
+        references=_pack(references),
     )
     if observer_prompts not in (None, "toolkit", "ahead"):
         raise UserInputError(f"--observer-prompts: toolkit or ahead, not {observer_prompts!r}")
@@ -106,10 +113,11 @@ def rescore_cmd(
             raise UserInputError("--tau-quantiles: leave out --tau (the photos give three)")
         _quantiles(plan, out, recipe, ratings, as_json, engine)
         return
-    if tau is None and not plan.backends and not added and observer_prompts is None:
+    given = (tau, references, observer_prompts)
+    if given == (None, None, None) and not plan.backends and not added:
         raise UserInputError(
-            "nothing to recompute: give --tau, --backend observer=M, --observer-prompts or "
-            "--baselines"
+            "nothing to recompute: give --tau, --references, --backend observer=M, "
+            "--observer-prompts or --baselines"
         )
     chosen = None
     if recipe is not None:
@@ -207,7 +215,7 @@ def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:
         echo(f"{name}: tau {tau:.4f}, {where} (FAITH of the first generator {shown_faith})")
     if chosen is not None:
         from refine.cli.recipe_run import terminal
-        from refine.harness.recipe_tables import settings_table
+        from refine.harness.recipe_tables import settings_table, tau_settings
         from refine.present.report.recipe import write_recipe_table
 
         rated = None
@@ -218,7 +226,7 @@ def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:
                 rated = load_ratings(ratings)
             except ValueError as err:
                 raise UserInputError(f"--ratings: {err}") from err
-        table = settings_table(chosen, [(n, t, out / f"tau-{n}") for n, t, _ in made], rated)
+        table = settings_table(chosen, tau_settings(made, out), rated)
         if rated is None:
             table.missing.append("people's ratings: give --ratings FILE")
         for line in terminal(table):
@@ -231,3 +239,21 @@ def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:
 
 
 rescore_cmd = with_engine(rescore_cmd, 1, "Cells at a time.", batch=True)
+
+
+def _pack(path: Path | None) -> str | None:
+    """``--references``: a pack file that loads, said in one line where it does not."""
+    if path is None:
+        return None
+    from refine.evaluate.references import load_pack
+
+    if not path.is_file():
+        raise UserInputError(
+            f"--references: no file {path} (the proposer-only packs: refine data fetch ahead "
+            "--proposers)"
+        )
+    try:
+        load_pack(str(path))
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise UserInputError(f"--references: {path} is not a references pack ({err})") from err
+    return str(path.resolve())

@@ -39,6 +39,12 @@ DESCRIPTORS = (
     "{slug}_descriptors.json"
 )
 DIMENSIONS = ("setting", "objects", "attire", "interaction", "spatial")  # AHEaD's five
+# each proposer's own descriptors before the refiner (AHEaD Tab. 4's proposer-only rows)
+PROPOSERS = {
+    m: f"llm_descriptors_proposer/{m}/proposer/{{slug}}_descriptors.json"
+    for m in ("gpt-4o", "gemini-2.5-flash")
+}
+PROPOSER_PACKS = "proposer-packs"  # beside the fetched files, never among packs/ (see below)
 COUNTRY_CANDIDATES = "exaggeration_candidates/country_steorotype_candidates.json"
 SUBACTIVITY_CANDIDATES = "subactivity_steorotype_candidates.json"
 PHOTO_MANIFEST = "gt_images/top_5_gt_metadata.csv"
@@ -66,6 +72,7 @@ class Fetched:
     failed: dict[str, str] = field(default_factory=dict)
     pack: Path | None = None
     activities: int = 0  # activities of the pack with descriptors
+    proposer_packs: dict[str, Path] = field(default_factory=dict)  # proposer -> its pack
     photos: Any = None  # refine.evaluate.paper_photos.Photos, with --photos
 
 
@@ -81,11 +88,14 @@ def fetch_ahead(
     emit: Callable[[str], None] | None = None,
     photos: bool = False,
     limits: DownloadLimits | None = None,
+    proposers: bool = False,
 ) -> Fetched:
     """Download the paper's data for ``countries`` (names of the bundled pack, default all)
     into ``data_dir`` and write the pack; with ``photos``, also the real photos its
-    manifest lists (:mod:`refine.evaluate.paper_photos`). Raises FetchError naming an
-    unknown country or a fetch that got no descriptors at all."""
+    manifest lists (:mod:`refine.evaluate.paper_photos`); with ``proposers``, each
+    proposer's own descriptors too, as a pack of its own under ``proposer-packs/``
+    (:func:`proposer_pack`; never under ``packs/``, where every run would find them).
+    Raises FetchError naming an unknown country or a fetch that got no descriptors at all."""
     from refine.evaluate.references import load_pack, suggest
 
     emit = emit or (lambda line: None)
@@ -106,6 +116,8 @@ def fetch_ahead(
     emit(f"fetching {NOTICE}, into {folder}")
     wanted = [COUNTRY_CANDIDATES, SUBACTIVITY_CANDIDATES, PHOTO_MANIFEST]
     wanted += [DESCRIPTORS.format(slug=country_slug(c)) for c in names]
+    if proposers:
+        wanted += [t.format(slug=country_slug(c)) for t in PROPOSERS.values() for c in names]
     base = base_url.rstrip("/")
     limits = limits or DownloadLimits()
     for n, rel in enumerate(wanted, 1):
@@ -148,6 +160,10 @@ def fetch_ahead(
         f"pack: {done.pack} ({done.activities} activities with descriptors, "
         f"{len(done.countries)} countries)"
     )
+    for proposer, template in PROPOSERS.items() if proposers else ():
+        target = proposer_pack(data_dir, proposer)
+        done.proposer_packs[proposer], _ = write_pack(folder, target, template, proposer)
+        emit(f"proposer-only pack ({proposer}): {target}")
     if photos:
         from refine.evaluate.paper_photos import fetch_photos
 
@@ -261,10 +277,18 @@ def _write_source(folder: Path, base: str, done: Fetched) -> None:
     )
 
 
-def write_pack(folder: Path, out: Path) -> tuple[Path, int]:
+def proposer_pack(data_dir: str | Path, proposer: str) -> Path:
+    """Where ``refine data fetch ahead --proposers`` writes a proposer's own pack."""
+    return Path(data_dir) / "ahead" / COMMIT / PROPOSER_PACKS / f"{proposer}.json"
+
+
+def write_pack(
+    folder: Path, out: Path, files: str = DESCRIPTORS, proposer: str | None = None
+) -> tuple[Path, int]:
     """The pack of the fetched data: the bundled catalog, each activity of a fetched
-    country joined to its descriptors by category and subactivity, and the fetched
-    stereotype candidates; returns its path and the activities with descriptors."""
+    country joined to its descriptors (``files``: the refined set's, or a ``proposer``'s)
+    by category and subactivity, and the fetched stereotype candidates; returns its path
+    and the activities with descriptors."""
     from refine.evaluate.references import load_pack
     from refine.io.files import atomic_write_json
 
@@ -274,7 +298,7 @@ def write_pack(folder: Path, out: Path) -> tuple[Path, int]:
     countries: dict[str, Any] = {}
     with_refs = 0
     for name, entry in bundled.countries.items():
-        refs = _json(folder / DESCRIPTORS.format(slug=country_slug(name)))
+        refs = _json(folder / files.format(slug=country_slug(name)))
         if refs is None:
             continue
         upstream = name.upper().replace(" ", "_")
@@ -301,8 +325,9 @@ def write_pack(folder: Path, out: Path) -> tuple[Path, int]:
             "activities": activities,
         }
     pack = {
-        "name": "ahead",
-        "source": f"fetched: {NOTICE}",
+        "name": f"ahead-proposer-{proposer}" if proposer else "ahead",
+        "source": f"fetched: {NOTICE}"
+        + (f"; {proposer}'s own descriptors, before the refiner" if proposer else ""),
         "dimensions": list(DIMENSIONS),
         "countries": countries,
     }

@@ -406,28 +406,32 @@ def _agreement_rows(
                 )  # fmt: skip
 
 
+def tau_settings(made: list[tuple[str, float, Any]], folder: Path) -> list[tuple[str, str, Path]]:
+    """The settings rows of a bench rescored at the photos' quartiles (``folder/tau-q1``...)."""
+    names = {"q1": "Q1", "median": "median", "q3": "Q3"}
+    return [(n, f"{names.get(n, n)} (tau {tau:.2f})", folder / f"tau-{n}") for n, tau, _ in made]
+
+
 def settings_table(
     recipe: Recipe,
-    settings: list[tuple[str, float, str | Path]],
+    settings: list[tuple[str, str, str | Path]],
     ratings: Any | None = None,
     seed: int = 0,
 ) -> RecipeTable:
-    """One row per setting (name, tau, bench folder): with ratings, each of the recipe's
-    correlations of its metric with the mean answer to its question over the rated images
-    (and the interval); without, the metric's mean over the setting's prompts and its
-    interval (the metric side), the ratings said missing."""
+    """One row per setting (its key, its label, its bench folder): with ratings, each of
+    the recipe's correlations of its metric with the mean answer to its question over the
+    rated images (and the interval); without, the metric's mean over the setting's prompts
+    and its interval (the metric side), the ratings said missing."""
     from refine.harness.results import Results
 
     t = recipe.table
     metric = t.metrics[0]
-    names = {"q1": "Q1", "median": "median", "q3": "Q3"}
     rows, cells = [], {}
     if ratings is not None:
         columns = [(c, c.capitalize(), "", "max") for c in t.correlations]
     else:
         columns = [(metric.metric, metric.shown(), "", metric.better)]
-    for name, tau, folder in settings:
-        label = f"{names.get(name, name)} (tau {tau:.2f})"
+    for name, label, folder in settings:
         rows.append(Row(label, "", name))
         if ratings is None:
             done = Results.read(folder, "bench")

@@ -187,7 +187,9 @@ class Table(_Strict):
     # settings tables: the settings each row is (the bench rescored at tau's quartiles on
     # the real photos), and the correlations of the one metric with the answers, a column
     # each
-    settings: Literal["tau-quantiles"] | None = None
+    # the settings rows: tau at the photos' quartiles (AHEaD Tab. 5), or each proposer's own
+    # reference set beside the refined one (Tab. 4)
+    settings: Literal["tau-quantiles", "proposers"] | None = None
     correlations: list[Literal["spearman", "kendall", "pearson"]] = Field(
         default_factory=lambda: ["spearman", "kendall"]
     )

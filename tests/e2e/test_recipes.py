@@ -592,3 +592,78 @@ def test_a_second_backbone_scores_the_same_images_again(world, siglip_path, tmp_
     assert int(human["n"]) == 2
     tex = (out / "table-small-agreement-small.tex").read_text()
     assert r"\textbf" in tex.split("Human")[0] and r"\textbf" not in tex.split("Human")[1]
+
+
+def test_the_proposers_recipe_rescores_its_bench_with_each_proposers_own_set(
+    world, siglip_path, tmp_path, monkeypatch, capsys
+):
+    """AHEaD Tab. 4: the bench made once, then matched again against each proposer's own
+    descriptors (fetched with --proposers; GPT-4o's the refined set less a dimension,
+    Gemini's words no image shows), nothing observed again; the Proposer-Refiner row is
+    the bench itself. Without the proposers' packs, one line says to fetch them."""
+    from refine.cli import main
+    from refine.evaluate.paper_data import DESCRIPTORS, PROPOSERS, fetch_ahead, proposer_pack
+    from refine.evaluate.references import load_pack
+    from tests.e2e.test_paper_data import upstream
+    from tests.fakes.file_server import FileServer
+
+    act = "people eating food at home"
+    repo = tmp_path / "repo"
+    upstream(repo, countries=("Iran",))
+    refined = json.loads((repo / DESCRIPTORS.format(slug="iran")).read_text())
+    gpt = json.loads(json.dumps(refined))
+    for subs in gpt.values():
+        for dims in subs.values():
+            dims["objects"] = []  # one dimension fewer than the refined set
+    gemini = {c: {s: {d: [{"token": f"unseen {d} {i}"} for i in range(3)] for d in dims}
+                  for s, dims in subs.items()} for c, subs in refined.items()}  # fmt: skip
+    for proposer, doc in (("gpt-4o", gpt), ("gemini-2.5-flash", gemini)):
+        path = repo / PROPOSERS[proposer].format(slug="iran")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc))
+    data = tmp_path / "data"
+    monkeypatch.setenv("REFINE_DATA_DIR", str(data))
+    text = (recipes_dir() / "ahead-table4.toml").read_text()
+    start, end = text.index("[select]"), text.index("[table]")
+    small = (
+        text[:start]
+        + f'[select]\ncountries = ["Iran"]\nactivities = ["{act}"]\nimages_per_prompt = 2\n'
+        + f'seed = 42\ngenerators = ["{OTHER}"]\n\n'
+        + text[end:]
+    )
+    recipe = tmp_path / "t4.toml"
+    recipe.write_text(small.replace('name = "ahead-table4"', 'name = "t4"'))
+    out = tmp_path / "b"
+    args = ["bench", "--recipe", str(recipe), "--out", str(out), "--baselines", "",
+            "--backend", f"image_embedder=siglip:{siglip_path}"]  # fmt: skip
+    with FileServer(repo) as server:
+        fetch_ahead(data, ["Iran"], server.url)  # the refined set alone
+        early = cli(*args)
+        assert early.returncode == 2 and "refine data fetch ahead --proposers" in early.stderr
+        assert not out.exists()  # refused before any image is made
+        with pytest.raises(SystemExit):
+            main(["data", "fetch", "ahead", "--countries", "Iran", "--from", server.url,
+                  "--data-dir", str(data), "--proposers"])  # fmt: skip
+    assert "proposer-only pack (gpt-4o)" in capsys.readouterr().out
+    for proposer in PROPOSERS:  # never among packs/, where every run would find them
+        assert load_pack(str(proposer_pack(data, proposer))).name == f"ahead-proposer-{proposer}"
+    world.log.clear()
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    rows = {r["row"]: r for r in _table(out, "t4")}
+    assert list(rows) == ["Proposer (gpt-4o)", "Proposer (gemini-2.5-flash)", "Proposer-Refiner"]
+    faith = {}
+    for label, folder in (("Proposer (gpt-4o)", "proposer-gpt-4o"),
+                          ("Proposer (gemini-2.5-flash)", "proposer-gemini-2.5-flash"),
+                          ("Proposer-Refiner", None)):  # fmt: skip
+        where = out / "settings" / folder if folder else out
+        cells = json.loads((where / "results.json").read_text())["cells"]
+        faith[label] = cell_mean(cells[0], "faith")
+        assert float(rows[label]["value"]) == pytest.approx(faith[label], abs=1e-9)
+        aligns = [im["align"] for im in cells[0]["images"]]
+        if label == "Proposer (gemini-2.5-flash)":
+            assert aligns == [0.0, 0.0]  # its words match nothing the images show
+    assert faith["Proposer-Refiner"] > faith["Proposer (gemini-2.5-flash)"]
+    assert world.log.count("observe") == 2  # the bench's two images, observed once
+    bad = cli("rescore", str(out), "--out", str(tmp_path / "r"), "--references", str(repo))
+    assert bad.returncode == 2 and "--references: no file" in bad.stderr

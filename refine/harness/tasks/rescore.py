@@ -50,6 +50,9 @@ class RescorePlan:
     observer_prompts: str | None = None  # a new observer's prompts (None: the source's)
     # under a new judge, the kept baselines it reads again (None: every one the judge reads)
     rejudge: tuple[str, ...] | None = None
+    # another reference set, a pack file (AHEaD Tab. 4's proposer-only sets: refine data
+    # fetch ahead --proposers): ALIGN, HAL and FAITH matched against its descriptors
+    references: str | None = None
 
     def bench_plan(self) -> tuple[BenchPlan, dict[str, Any]]:
         """The source's plan with this one's changes, and the source's config. A
@@ -103,6 +106,7 @@ class Rescorer:
         instances: dict[str, Any] | None = None,
         tau_source: str | None = None,
         rejudge: tuple[str, ...] | None = None,
+        references: str | None = None,
     ) -> None:
         from metrics.baselines import JUDGE_READ
         from refine.backends.selection import Backends
@@ -152,6 +156,11 @@ class Rescorer:
         }
         if plan.observer_prompts != "toolkit":
             self.scoring["observer_prompts"] = plan.observer_prompts
+        self.references = references
+        if references is not None:  # the set, by its pack's name (a cell of another is remade)
+            from refine.evaluate.references import load_pack
+
+            self.scoring["references"] = load_pack(references).name
 
     def describe(self) -> tuple[float, str, dict[str, str]]:
         return self.tau, self.tau_source, self.scoring
@@ -197,6 +206,7 @@ class RescoreTask(BenchTask):
                 "backend_options": self.backend_options,
                 "tau_source": self.rescore.tau_source,
                 "rejudge": self.rescore.rejudge,
+                "references": self.rescore.references,
             },
         )
 
@@ -210,6 +220,7 @@ class RescoreTask(BenchTask):
             "tau": self.source_config.get("tau"),
             "scorer": self.source_config.get("scorer"),
             "baselines": self.source_config.get("baselines"),
+            **({"references": self.rescore.references} if self.rescore.references else {}),
         }
         return out
 

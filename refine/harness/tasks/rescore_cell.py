@@ -51,7 +51,12 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
     began = time.perf_counter()
     gen, act, country = job[:3]
     src = _source_cell(maker, (gen, act, country, tuple(maker.seeds)))
-    refs = ReferenceSource.default().find(act, country).pack
+    if maker.references is not None:  # another reference set (a proposer's own)
+        from refine.evaluate.references import find_references
+
+        refs = find_references(act, country, maker.references)
+    else:
+        refs = ReferenceSource.default().find(act, country).pack
     images, files = [], []
     for im in src.images:
         path = maker.source.dir / im["file"]
