@@ -58,6 +58,12 @@ def rescore_cmd(
         help="Match the stored observations against another reference set, a pack file "
         "(AHEaD Tab. 4's proposer-only sets: refine data fetch ahead --proposers).",
     ),
+    exag: str = typer.Option(
+        None,
+        "--exag",
+        help="ita or mllm: read EXAG again by this variant on the same images (AHEaD Tab. 9; "
+        "ita needs the prompts' real photos); FAITH follows.",
+    ),
     recipe: str = typer.Option(
         None, "--recipe", help="Also write this recipe's table for the new bench."
     ),
@@ -105,6 +111,7 @@ def rescore_cmd(
         profile=profile,
         observer_prompts=observer_prompts,
         references=_pack(references),
+        exag=_variant(exag),
     )
     if observer_prompts not in (None, "toolkit", "ahead"):
         raise UserInputError(f"--observer-prompts: toolkit or ahead, not {observer_prompts!r}")
@@ -113,10 +120,10 @@ def rescore_cmd(
             raise UserInputError("--tau-quantiles: leave out --tau (the photos give three)")
         _quantiles(plan, out, recipe, ratings, as_json, engine)
         return
-    given = (tau, references, observer_prompts)
-    if given == (None, None, None) and not plan.backends and not added:
+    given = (tau, references, observer_prompts, exag)
+    if given == (None, None, None, None) and not plan.backends and not added:
         raise UserInputError(
-            "nothing to recompute: give --tau, --references, --backend observer=M, "
+            "nothing to recompute: give --tau, --references, --exag, --backend observer=M, "
             "--observer-prompts or --baselines"
         )
     chosen = None
@@ -257,3 +264,13 @@ def _pack(path: Path | None) -> str | None:
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise UserInputError(f"--references: {path} is not a references pack ({err})") from err
     return str(path.resolve())
+
+
+def _variant(given: str | None) -> str | None:
+    """``--exag``: ita or mllm (or their full names), as the variant's name."""
+    if given is None:
+        return None
+    name = given if given.startswith("exag:") else f"exag:{given}"
+    if name not in ("exag:ita", "exag:mllm"):
+        raise UserInputError(f"--exag: ita or mllm, not {given!r}")
+    return name

@@ -277,3 +277,54 @@ def test_tau_at_the_photos_quartiles(bench, world, minilm, tmp_path, monkeypatch
     assert (doc["observed_now"], doc["observed_before"]) == (0, 6)
     bad = cli("rescore", str(bench), "--out", str(out), "--tau-quantiles", "--tau", "0.4")
     assert bad.returncode == 2 and "leave out --tau" in bad.stderr
+
+
+def test_exag_read_again_by_another_variant_on_the_same_images(bench, world, tmp_path, monkeypatch):
+    """AHEaD Tab. 9 on one set of images: a bench scored by EXAG(MLLM) (no photos) is
+    rescored by EXAG(ITA) once photos exist, each candidate's VQAScore on the image against
+    its mean on the photos (the world's P("Yes") per colour, by Eq. 3-4's formula), FAITH
+    following; read again by MLLM it is the bench's EXAG again. Without photos, --exag ita
+    is one line, and so is a variant that does not exist."""
+    import math
+
+    from metrics.ahead import exaggeration, ita_baseline
+    from tests.fakes.gemini_world import YES_LOGPROB, png_bytes
+
+    monkeypatch.setenv("REFINE_DATA_DIR", str(tmp_path / "data"))
+    act = "people eating food at home"
+    none = cli("rescore", str(bench), "--out", str(tmp_path / "n"), "--exag", "ita")
+    assert none.returncode == 2 and "--exag ita reads the activity's real photos" in none.stderr
+    wrong = cli("rescore", str(bench), "--out", str(tmp_path / "w"), "--exag", "clip")
+    assert wrong.returncode == 2 and "--exag: ita or mllm, not 'clip'" in wrong.stderr
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for k, colour in enumerate((GREEN, RED, RED)):
+        (photos / f"p{k}.png").write_bytes(png_bytes(colour, (64, 48)))
+    for country in ("Iran", "USA"):
+        assert cli("photos", "add", act, str(photos), "--country", country).returncode == 0
+    source = _cells(bench)
+    assert {im["exag_variant"] for c in source for im in c["images"]} == {"exag:mllm"}
+    out = tmp_path / "ita"
+    world.log.clear()
+    done = cli("rescore", str(bench), "--out", str(out), "--exag", "ita")
+    assert done.returncode == 0, done.stderr
+    assert "observe" not in world.log and "generate" not in world.log
+    p = {c: math.exp(YES_LOGPROB[c]) for c in (RED, GREEN)}
+    colour = {"gemini:gemini-3.1-flash-image": RED, "gemini:gemini-3-pro-image": GREEN}
+    for old, new in zip(source, _cells(out), strict=True):
+        cands = find_references(act, new["country"]).stereotypes
+        base = ita_baseline([[p[GREEN]] * len(cands), [p[RED]] * len(cands), [p[RED]] * len(cands)])
+        want = exaggeration([[p[colour[new["generator"]]]] * len(cands)], base, cands).value
+        for was, im in zip(old["images"], new["images"], strict=True):
+            assert im["exag_variant"] == "exag:ita" and im["exag"] == pytest.approx(want, abs=1e-6)
+            assert im["align"] == pytest.approx(was["align"], abs=1e-9)
+            assert im["faith"] == pytest.approx(faithfulness(im["align"], im["hal"], im["exag"]))
+        assert "exag" in new["rescored"]["recomputed"] and "exag" not in new["rescored"]["kept"]
+        assert new["rescored"]["exag_variant"] == [["exag:mllm"], "exag:ita"]
+    back = tmp_path / "mllm"
+    assert cli("rescore", str(out), "--out", str(back), "--exag", "mllm").returncode == 0
+    for old, new in zip(source, _cells(back), strict=True):
+        for was, im in zip(old["images"], new["images"], strict=True):
+            assert im["exag_variant"] == "exag:mllm"
+            assert im["exag"] == pytest.approx(was["exag"], abs=1e-9)
+            assert im["faith"] == pytest.approx(was["faith"], abs=1e-9)

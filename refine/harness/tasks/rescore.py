@@ -50,9 +50,8 @@ class RescorePlan:
     observer_prompts: str | None = None  # a new observer's prompts (None: the source's)
     # under a new judge, the kept baselines it reads again (None: every one the judge reads)
     rejudge: tuple[str, ...] | None = None
-    # another reference set, a pack file (AHEaD Tab. 4's proposer-only sets: refine data
-    # fetch ahead --proposers): ALIGN, HAL and FAITH matched against its descriptors
-    references: str | None = None
+    references: str | None = None  # another reference set, a pack file (AHEaD Tab. 4)
+    exag: str | None = None  # EXAG read again by this variant (AHEaD Tab. 9); FAITH follows
 
     def bench_plan(self) -> tuple[BenchPlan, dict[str, Any]]:
         """The source's plan with this one's changes, and the source's config. A
@@ -107,6 +106,7 @@ class Rescorer:
         tau_source: str | None = None,
         rejudge: tuple[str, ...] | None = None,
         references: str | None = None,
+        exag: str | None = None,
     ) -> None:
         from metrics.baselines import JUDGE_READ
         from refine.backends.selection import Backends
@@ -136,7 +136,9 @@ class Rescorer:
             if self.new_judge
             else ()
         )
-        scorer.preflight(["text_embedder"] + (["observer"] if self.new_observer else []))
+        self.exag = exag
+        roles = ["text_embedder"] + (["observer"] if self.new_observer else [])
+        scorer.preflight(roles + (["judge"] if exag else []))
         self.tau, self.tau_source = scorer.tau(plan.tau)
         if plan.tau is not None and plan.tau == source_config.get("tau"):
             self.tau_source = source_config.get("tau_source") or self.tau_source
@@ -157,10 +159,12 @@ class Rescorer:
         if plan.observer_prompts != "toolkit":
             self.scoring["observer_prompts"] = plan.observer_prompts
         self.references = references
-        if references is not None:  # the set, by its pack's name (a cell of another is remade)
+        if references is not None:  # by its pack's name: a cell of another set is remade
             from refine.evaluate.references import load_pack
 
             self.scoring["references"] = load_pack(references).name
+        if exag is not None:
+            self.scoring["exag"] = exag
 
     def describe(self) -> tuple[float, str, dict[str, str]]:
         return self.tau, self.tau_source, self.scoring
@@ -207,6 +211,7 @@ class RescoreTask(BenchTask):
                 "tau_source": self.rescore.tau_source,
                 "rejudge": self.rescore.rejudge,
                 "references": self.rescore.references,
+                "exag": self.rescore.exag,
             },
         )
 
@@ -221,6 +226,7 @@ class RescoreTask(BenchTask):
             "scorer": self.source_config.get("scorer"),
             "baselines": self.source_config.get("baselines"),
             **({"references": self.rescore.references} if self.rescore.references else {}),
+            **({"exag": self.rescore.exag} if self.rescore.exag else {}),
         }
         return out
 

@@ -82,10 +82,13 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
     with maker.scorer.using("text_embedder") as embedder:
         aheads = score_images(refs.descriptors, observed, embedder, tau=tau)
         pooled = score_pooled(refs.descriptors, observed, embedder, tau)
+    exags = [{"exag": im.get("exag"), "exag_variant": im.get("exag_variant")} for im in src.images]
+    if getattr(maker, "exag", None):
+        exags = exag_again(maker, images, observed, refs, tau, f"{gen}: {act} ({country})")
     records = []
-    for im, o, a in zip(src.images, observed, aheads, strict=True):
-        value, _ = faith(a.align, a.hal, im.get("exag"))
-        records.append({**im, "observed": o, "align": a.align, "hal": a.hal, "faith": value})
+    for im, o, a, x in zip(src.images, observed, aheads, exags, strict=True):
+        value, _ = faith(a.align, a.hal, x["exag"])
+        records.append({**im, **x, "observed": o, "align": a.align, "hal": a.hal, "faith": value})
     had = list(src.inputs.get("baselines") or ())
     added = [b for b in maker.plan.baselines if b not in had]
     # the kept baselines the judge reads, read again under a new judge
@@ -118,13 +121,32 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
     old = maker.source_config
     from metrics.catalog import BENCH_IMAGE, BENCH_PROMPT
 
-    # every per-image and per-prompt figure but EXAG (the judge's) and Vendi (the images')
-    recomputed = [m for m in (*BENCH_IMAGE, *BENCH_PROMPT) if m not in ("exag", "vendi")]
+    # every per-image and per-prompt figure but EXAG (the judge's, unless read again by
+    # another variant) and Vendi (the images')
+    again = bool(getattr(maker, "exag", None))
+    recomputed = [m for m in (*BENCH_IMAGE, *BENCH_PROMPT) if m != "vendi"]
+    recomputed = [m for m in recomputed if m != "exag" or again]
     rescored_note = {
         "from": str(Path(maker.source.dir).resolve()),
         "recomputed": recomputed + added + rejudged,
-        "kept": ["images", "exag", "quality", "vendi", *(b for b in had if b not in rejudged)]
-        + ([] if maker.new_observer else ["observed"]),
+        "kept": [
+            "images",
+            *([] if again else ["exag"]),
+            "quality",
+            "vendi",
+            *(b for b in had if b not in rejudged),
+        ]
+        + ([] if maker.new_observer else ["observed"]),  # fmt: skip
+        **(
+            {
+                "exag_variant": [
+                    sorted({str(im.get("exag_variant")) for im in src.images}),
+                    maker.exag,
+                ]
+            }
+            if again
+            else {}
+        ),  # fmt: skip
         "tau": [old.get("tau"), tau],
         "observer": [(old.get("scorer") or {}).get("observer"), maker.scoring.get("observer")],
         "observed_again": maker.new_observer,
@@ -157,3 +179,29 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
         data=dict(src.data),
         timings={"rescore_s": time.perf_counter() - began},
     )
+
+
+def exag_again(
+    maker: Any, images: list[Any], observed: list[Any], refs: Any, tau: float, where: str
+) -> list[dict[str, Any]]:
+    """EXAG of each image read again by the rescore's variant (AHEaD Tab. 9 on the same
+    images): ``exag:ita`` against the prompt's real photos (a ValueError says how to get
+    them where there are none), ``exag:mllm`` from the judge's rating without them."""
+    from metrics.ahead import exag_of
+    from refine.evaluate.assess import ita
+
+    if not refs.stereotypes:
+        raise ValueError(f"{where}: no stereotype candidates, so no EXAG to read again")
+    if maker.exag == "exag:ita" and not ita(refs):
+        raise ValueError(
+            f"{where}: --exag ita reads the activity's real photos, and it has none (refine "
+            "data fetch ahead --photos, or refine photos search / add)"
+        )
+    if maker.exag == "exag:mllm":
+        refs = refs.model_copy(update={"reference_images": []})
+    out = []
+    for image, o in zip(images, observed, strict=True):
+        judged = maker.assessor.exaggeration(image, o, refs, tau)
+        (got,) = exag_of([judged.answer])
+        out.append({"exag": got.value, "exag_variant": judged.answer.variant})
+    return out
