@@ -179,8 +179,9 @@ _ALL = (
         differs=(
             "`exag:ita` (the default whenever the activity has real photos): the image-text "
             'score is VQAScore as the paper\'s Tab. 9 uses it, P("Yes") over the full next-token '
-            "distribution for VQAScore's question, but on the profile's judge rather than "
-            "CLIP-FlanT5-xxl. `exag:mllm` (without photos): Tab. 31's prompt and answer format, "
+            "distribution for VQAScore's question, on the profile's judge; the paper's "
+            "CLIP-FlanT5-xxl is the judge `clip-t5:zhiqiulin/clip-flant5-xxl`. `exag:mllm` "
+            "(without photos): Tab. 31's prompt and answer format, "
             "its system and user parts sent as one message, the expected rating read at the "
             'digit after "score is" and mapped as (E[r] - 1) / 4; the paper reports it only as '
             "a baseline (Tab. 9), so its values are not comparable with Tab. 1. AHEaD's code "
@@ -253,8 +254,9 @@ _ALL = (
         differs=(
             "P(\"Yes\") over the full next-token distribution for VQAScore's question 'Does "
             'this figure show "{text}"? Please answer yes or no.\' and its answer "Yes" as '
-            "t2v_metrics asks and reads them, on the profile's judge rather than "
-            "CLIP-FlanT5-xxl. A local judge reads it exactly; an OpenAI-compatible server "
+            "t2v_metrics asks and reads them, on the profile's judge; CLIP-FlanT5-xxl itself "
+            "as the judge `clip-t5:zhiqiulin/clip-flant5-xxl`. A local judge reads it "
+            "exactly; an OpenAI-compatible server "
             "from the answer's log-probabilities where it gives them; a judge without them "
             "(the Gemini developer API) samples k answers restricted to yes or no (so its share "
             "is P(Yes) among yes and no), k calls per question, and records the standard error. "

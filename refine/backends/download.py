@@ -47,6 +47,8 @@ def plan(names: dict[str, str]) -> list[tuple[str, str, str]]:
             what = "skip: a local path"
         elif prefix == "clip":
             what = "clip"
+        elif prefix == "clip-t5":
+            what = "clip-t5"
         elif prefix in HUB_PREFIXES:
             what = "hub"
         else:
@@ -78,6 +80,8 @@ def download(
         try:
             if what == "clip":
                 detail = _clip(rest)
+            elif what == "clip-t5":
+                detail = _clip_t5(rest, options.get(role, {}))
             else:
                 base, adapters = split_adapters(rest)
                 repo = base.split("@", 1)[0]
@@ -206,6 +210,24 @@ def hub_snapshot(
             repo_id=repo, revision=revision, tqdm_class=Follow, allow_patterns=allow_patterns
         )
     )
+
+
+def _clip_t5(repo: str, options: dict[str, Any]) -> str:
+    """A CLIP-FlanT5 checkpoint, the CLIP vision tower its config names and FlanT5's
+    tokenizer (what :class:`refine.backends.clip_t5.ClipT5Judge` loads besides it)."""
+    import json
+
+    from refine.backends.clip_t5 import ClipT5Judge
+
+    folder = hub_snapshot(repo, options.get("revision"))
+    config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    tower = options.get("vision_tower") or config.get("mm_vision_tower")
+    if tower and not Path(tower).exists():  # its transformers files (no TF or Flax weights)
+        hub_snapshot(tower, None, allow_patterns=["*.json", "*.txt", "*.safetensors"])
+    source = options.get("tokenizer") or ClipT5Judge(repo, "cpu")._own_tokenizer(folder, config)
+    if source != folder and not Path(source).exists():
+        hub_snapshot(source, None, allow_patterns=["*.json", "*.model", "*.txt"])
+    return folder
 
 
 def _clip(rest: str) -> str:

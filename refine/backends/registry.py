@@ -193,6 +193,14 @@ for _role, _cls, _example, _what in (
     )
 
 register(
+    "judge",
+    "clip-t5",
+    "refine.backends.clip_t5:ClipT5Judge",
+    "CLIP-FlanT5, VQAScore's own model (t2v-metrics' checkpoints, loaded with transformers): "
+    "VQAScore and yes-probabilities, no ratings",
+    "clip-t5:zhiqiulin/clip-flant5-xxl",
+)
+register(
     "image_embedder",
     "clip",
     "refine.backends.clip_embedder:OpenClipEmbedder",

@@ -88,3 +88,23 @@ def test_a_generator_with_a_lora_file_of_a_hub_repository(capsys, hub, monkeypat
     assert files == [
         ("lightx2v/Qwen-Image-Lightning", "Qwen-Image-Lightning-8steps-V1.1.safetensors")
     ]
+
+
+def test_a_clip_flant5_judge_brings_its_vision_tower_and_tokenizer(capsys, hub, tmp_path):
+    """clip-t5: the checkpoint, then the CLIP vision tower its config names and FlanT5-XXL's
+    tokenizer (the checkpoint has none), each its transformers files alone."""
+    folder = tmp_path / "zhiqiulin/clip-flant5-xxl"
+    folder.mkdir(parents=True)
+    tower = "openai/clip-vit-large-patch14-336"
+    (folder / "config.json").write_text(json.dumps({"mm_vision_tower": tower}))
+    name = "clip-t5:zhiqiulin/clip-flant5-xxl"
+    with pytest.raises(SystemExit):
+        main(["models", "download", "--profile", "gemini", "--backend", f"judge={name}",
+              "--json"])  # fmt: skip
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows[name]["status"] == "downloaded"
+    assert [h[1] for h in hub if h[0] == "hub"] == [
+        "zhiqiulin/clip-flant5-xxl",
+        tower,
+        "google/flan-t5-xxl",
+    ]

@@ -884,3 +884,66 @@ def build_tiny_alt_diffusion(path: Path) -> Path:
     index["text_encoder"] = ["alt_diffusion", "RobertaSeriesModelWithTransformation"]
     (alt / "model_index.json").write_text(json.dumps(index))
     return alt
+
+
+def build_tiny_clip_t5(path: Path, seed: int = 0) -> Path:
+    """A random CLIP-FlanT5 in its checkpoint's layout (zhiqiulin/clip-flant5-xxl's): a
+    FlanT5 32 wide, one layer each side, with ``mm_projector`` (Linear, GELU, Linear) from a
+    tiny CLIP vision tower (saved beside it, named by ``mm_vision_tower``), a config of
+    model type ``clip_t5``, and a T5 tokenizer over a small sentencepiece-style vocabulary
+    holding the words of VQAScore's chat prompt."""
+    import json
+
+    import torch
+    import torch.nn as nn
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        CLIPVisionModel,
+        T5Config,
+        T5ForConditionalGeneration,
+        T5TokenizerFast,
+    )
+
+    out = path / "tiny-clip-flant5"
+    tower = path / "tiny-clip-vision"
+    torch.manual_seed(seed)
+    vision = CLIPVisionModel(
+        CLIPVisionConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=2,
+                         num_attention_heads=2, image_size=32, patch_size=8)
+    )  # fmt: skip
+    vision.save_pretrained(tower)
+    CLIPImageProcessor(
+        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+    ).save_pretrained(tower)
+    special = ["<pad>", "</s>", "<unk>"]
+    words = ("A chat between a curious user and an artificial intelligence assistant. The gives "
+             "helpful, detailed, polite answers to the user's questions. USER: ASSISTANT: Does "
+             "this figure show Please answer yes or no? Yes").split()  # fmt: skip
+    pieces = list(dict.fromkeys(f"\u2581{w}" for w in words)) + list(
+        "abcdefghijklmnopqrstuvwxyz\".'?:"
+    )
+    vocab = [(w, -float(i)) for i, w in enumerate(special + pieces)]
+    tok = Tokenizer(models.Unigram(vocab, unk_id=2, byte_fallback=False))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    tok.post_processor = processors.TemplateProcessing(
+        single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", 1)]
+    )
+    tokenizer = T5TokenizerFast(
+        tokenizer_object=tok, eos_token="</s>", unk_token="<unk>", pad_token="<pad>", extra_ids=0
+    )
+    config = T5Config(vocab_size=len(vocab), d_model=32, d_kv=16, d_ff=37, num_layers=1,
+                      num_decoder_layers=1, num_heads=2, decoder_start_token_id=0,
+                      pad_token_id=0, eos_token_id=1)  # fmt: skip
+    model = T5ForConditionalGeneration(config)
+    model.mm_projector = nn.Sequential(nn.Linear(32, 32), nn.GELU(), nn.Linear(32, 32))
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    doc = json.loads((out / "config.json").read_text())
+    doc.update(model_type="clip_t5", architectures=["CLIPT5ForConditionalGeneration"],
+               mm_vision_tower=str(tower), mm_hidden_size=32, mm_projector_type="mlp2x_gelu",
+               mm_vision_select_layer=-2, mm_vision_select_feature="patch")  # fmt: skip
+    (out / "config.json").write_text(json.dumps(doc, indent=2))
+    return out
