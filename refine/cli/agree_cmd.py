@@ -248,6 +248,12 @@ def _extras(result) -> None:
                 f"  {key}: {g['images']} images, alpha {alpha or '-'}"
                 + (f", human-human {human}" if human else "")
             )
+            scores = " ".join(
+                f"{q} {s['mean']:.2f} ({shown(s['sd'], '.2f')})"
+                for q, s in g.get("scores", {}).items()
+            )
+            if scores:
+                typer.echo(f"    answers, mean (SD): {scores}")
             for m, by_q in g["metrics"].items():
                 for q, row in by_q.items():
                     typer.echo(

@@ -121,7 +121,22 @@ def by_groups(
                     for q, f in nominal(groups[key]).items()
                 },
                 "notes": [n for n in got.notes() if n.startswith("only ")],
+                "scores": answer_scores(got.answers),
             }
+    return out
+
+
+def answer_scores(answers: dict[Path, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """Per question, the mean and the sample standard deviation of every answer given (each
+    rater's latest per image), and how many: AHEaD Tab. 13's "mean (standard deviation)"
+    of the ratings by country."""
+    import statistics
+
+    out: dict[str, Any] = {}
+    for q in sorted({q for by_q in answers.values() for q in by_q}):
+        values = [v for by_q in answers.values() for v in by_q.get(q, {}).values()]
+        sd = statistics.stdev(values) if len(values) > 1 else None
+        out[q] = {"mean": statistics.fmean(values), "sd": sd, "n": len(values)}
     return out
 
 

@@ -40,6 +40,7 @@ class Cell:
     interval: tuple[float, float] | None = None
     score: float | None = None  # what "best" compares (the value where None)
     paper: float | None = None  # a published figure, shown in parentheses after the value
+    sd: float | None = None  # a standard deviation, shown in parentheses (mean (SD) cells)
 
 
 @dataclass
@@ -156,6 +157,8 @@ class Table:
         if cell.interval:
             lo, hi = cell.interval
             text += rf" {{\scriptsize [{lo:.2f}, {hi:.2f}]}}"
+        if cell.sd is not None:
+            text += f" ({cell.sd:.{self.digits}f})"
         if cell.paper is not None:
             text += rf" {{\scriptsize\itshape ({cell.paper:.{self.digits}f})}}"
         return text

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import numpy as np
 import pytest
@@ -99,6 +100,11 @@ def test_agreement_by_region_and_generator(rated, tmp_path):
             assert g["ceiling"]["faithfulness"]["raters"]["a"]["spearman"] == pytest.approx(
                 sp.spearmanr(mine_given["a"], others)[0], abs=1e-12
             )
+            # AHEaD Tab. 13: the answers' mean (SD) in the group, every rater's every answer
+            given = [score(rows, i, w) for i in mine for w in ("a", "b", "c")]
+            got = g["scores"]["faithfulness"]
+            assert got["n"] == 36 and got["mean"] == pytest.approx(np.mean(given), abs=1e-12)
+            assert got["sd"] == pytest.approx(np.std(given, ddof=1), abs=1e-12)
             # 12 images: the figures are rough, and the group says so
             assert any("below 30" in n for n in g["notes"])
             import krippendorff
@@ -208,6 +214,8 @@ def test_figures_and_latex_tables_load_where_papers_use_them(rated, tmp_path):
     assert "human-human &" in region  # each region's own ceiling
     pooled = (folder / "tables" / "agree-agreement.tex").read_text()
     assert "human-human" in pooled
+    answers = (folder / "tables" / "agree-answers-region.tex").read_text()
+    assert re.search(r"Global North & \d\.\d\d \(\d\.\d\d\)", answers), answers
     bad = cli("agree", "--ratings", str(ratings), "--source", str(out), "--figures", "gif")
     assert bad.returncode == 2 and "'gif' is not one of png, svg, pdf" in bad.stderr
     if shutil.which("pdflatex") is None:

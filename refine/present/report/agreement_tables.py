@@ -78,4 +78,23 @@ def agreement_tables(result: Any) -> list[Table]:
                 if v is not None:
                     t.cells[("human-human", key)] = Cell(v, None, float("-inf"))
         tables.append(t)
+        tables.append(_scores_table(by, groups))
     return tables
+
+
+def _scores_table(by: str, groups: dict[str, Any]) -> Table:
+    """The answers' mean (SD) per group and question (AHEaD Tab. 13, by country)."""
+    asked = list(dict.fromkeys(q for g in groups.values() for q in g.get("scores", {})))
+    t = Table(
+        caption=f"People's answers per {by}: mean (standard deviation) of every rating.",
+        label=f"tab:answers-{by}",
+        rows=list(groups),
+        columns=asked,
+        corner=by,
+        best=None,
+        digits=2,
+    )
+    for key, g in groups.items():
+        for q, s in g.get("scores", {}).items():
+            t.cells[(key, q)] = Cell(s["mean"], sd=s["sd"])
+    return t
