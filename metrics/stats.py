@@ -138,6 +138,21 @@ def mean_interval(
     return paired_bootstrap(lambda r: r.mean(axis=1), x, seed=seed, reps=reps)
 
 
+def mean_of_means_interval(
+    groups: Sequence[Sequence[float]], seed: int = 0, reps: int = BOOTSTRAP
+) -> tuple[float, float] | None:
+    """The 95% percentile bootstrap interval of the mean of the groups' means (CAIRE C.9's
+    Avg over countries): each resample draws every group's values anew within the group
+    (one generator, group after group), so each group keeps its size. None where no group
+    has two values."""
+    kept = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    if not kept or all(g.size < 2 for g in kept):
+        return None
+    rng = np.random.default_rng(seed)
+    means = np.stack([g[rng.integers(0, g.size, size=(reps, g.size))].mean(axis=1) for g in kept])
+    return _percentiles(means.mean(axis=0))
+
+
 def _rows_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pearson r of each row pair, NaN where a row is constant (every value equal to
     the row's first, as scipy tests it)."""

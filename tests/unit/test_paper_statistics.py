@@ -50,6 +50,13 @@ def test_caire_tab2_is_the_image_level_pearson_averaged_over_each_countrys_image
     want_avg = ((by_hand[0] + by_hand[1]) / 2 + by_hand[2]) / 2
     assert columns["Avg"].value == pytest.approx(want_avg, abs=1e-12)
     assert columns["Avg"].n == 2
+    # Avg's interval: Brazil's two images resampled within Brazil, India's one kept, by hand
+    rng = np.random.default_rng(0)
+    brazil = np.array(by_hand[:2])[rng.integers(0, 2, size=(1000, 2))].mean(axis=1)
+    india = np.array(by_hand[2:3])[rng.integers(0, 1, size=(1000, 1))].mean(axis=1)
+    lo, hi = np.percentile((brazil + india) / 2, [2.5, 97.5])
+    assert columns["Avg"].interval == pytest.approx((lo, hi), abs=1e-12)
+    assert lo < want_avg < hi
     # an image rated by raters of only two countries is left out (a Pearson of two
     # pairs is always +-1)
     fewer = {k: v for k, v in human.items() if k != (2, "Nigeria")}

@@ -44,7 +44,7 @@ def image_level(
     holds image ``i``'s score per label; ``origins[i]`` is the country its prompt named;
     ``human[(i, country)]`` the mean rating of that country's raters for image ``i``. An
     image needs :data:`MIN_PAIRS` rated countries and scores and ratings that vary."""
-    from metrics.stats import mean_interval, pearson
+    from metrics.stats import mean_interval, mean_of_means_interval, pearson
 
     per_image: list[float | None] = []
     for i, row in enumerate(scores):
@@ -55,6 +55,7 @@ def image_level(
         per_image.append(r)
     columns: dict[str, Column] = {}
     means: list[float] = []
+    kept: list[list[float]] = []  # each country's images' correlations, for Avg's interval
     for country in dict.fromkeys(origins):
         mine = [i for i, o in enumerate(origins) if o == country]
         got = [r for i in mine if (r := per_image[i]) is not None]
@@ -67,6 +68,7 @@ def image_level(
             continue
         mean = sum(got) / len(got)
         means.append(mean)
+        kept.append(got)
         interval = mean_interval(got, seed) if len(got) > 1 else None
         left = len(mine) - len(got)
         note = (
@@ -77,8 +79,9 @@ def image_level(
         )
         columns[country] = Column(mean, interval, len(got), note=note)
     columns["Avg"] = Column(
-        sum(means) / len(means) if means else None, None, len(means),
-        note="the mean of the countries' columns",
+        sum(means) / len(means) if means else None, mean_of_means_interval(kept, seed),
+        len(means), note="the mean of the countries' columns; its interval resamples each "
+        "country's images within the country",
     )  # fmt: skip
     return columns, per_image
 
