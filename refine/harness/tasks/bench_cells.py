@@ -208,6 +208,7 @@ def _image_record(
     }
     if scores.tifa is not None:  # TIFA's questions and the judge's answers
         record["tifa_answers"] = [dataclasses.asdict(a) for a in scores.tifa]
+    record["exaggerated"] = exaggerated_record(assessed.feedback.exaggerated)
     if why := why_missing(scores, baselines):  # a baseline asked for and not computed
         record["missing"] = why
     if checked is not None:
@@ -215,3 +216,11 @@ def _image_record(
         record["implicit_met"] = checked.implicit_met
         record["expectations"] = [c.model_dump() for c in checked.checks]
     return record
+
+
+def exaggerated_record(listed: Any) -> list[dict[str, Any]]:
+    """The stereotype candidates an image exaggerates, as its EXAG found them: with
+    ``exag:ita`` each one's excess over the real photos' mean VQAScore, with ``exag:mllm``
+    the observed phrase it matched and their similarity (AHEaD Tab. 12 reads them)."""
+    keep = ("candidate", "excess", "observed", "similarity")
+    return [{k: getattr(e, k) for k in keep if getattr(e, k) is not None} for e in listed]

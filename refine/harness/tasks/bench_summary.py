@@ -42,6 +42,7 @@ def summarise(cells: list[Cell], generators: Sequence[str], seed: int = 42) -> d
                 by_category[cat] = _stats(same, seed)
         out["categories"][g] = by_category
     out["missing"] = missing_baselines(cells)
+    out["exaggerated"] = top_exaggerated(cells)
     base = generators[0] if generators else None
     for other in generators[1:]:
         a, b = _headline_by_prompt(cells, base), _headline_by_prompt(cells, other)
@@ -162,3 +163,41 @@ def image_rows(cell: dict[str, Any]) -> list[dict[str, Any]]:
         }
         for im in cell["images"]
     ]
+
+
+TOP_EXAGGERATED = 3  # AHEaD Tab. 12: the top 3 of each country and activity
+
+
+def top_exaggerated(cells: list[Cell]) -> dict[str, list[dict[str, Any]]]:
+    """AHEaD Tab. 12: per "country / activity", over every generator's images of it, the
+    stereotype candidates its images exaggerate most: by the share of images that
+    exaggerate each, then by its mean excess over the real photos where EXAG(ITA) gave one;
+    the first :data:`TOP_EXAGGERATED`. A pair with no exaggerated candidate is left out."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    pairs = sorted({(c.inputs["country"], c.inputs["activity"]) for c in cells})
+    for country, activity in pairs:
+        images = [
+            im
+            for c in cells
+            if (c.inputs["country"], c.inputs["activity"]) == (country, activity)
+            for im in c.images
+        ]
+        seen: dict[str, list[float | None]] = {}
+        for im in images:
+            for e in im.get("exaggerated") or []:
+                seen.setdefault(e["candidate"], []).append(e.get("excess"))
+        rows = []
+        for cand, excesses in seen.items():
+            given = [x for x in excesses if x is not None]
+            rows.append(
+                {
+                    "candidate": cand,
+                    "images": len(excesses),
+                    "share": len(excesses) / len(images),
+                    "mean_excess": sum(given) / len(given) if given else None,
+                }
+            )
+        rows.sort(key=lambda r: (-r["share"], -(r["mean_excess"] or 0.0), r["candidate"]))
+        if rows:
+            out[f"{country} / {activity}"] = rows[:TOP_EXAGGERATED]
+    return out

@@ -203,5 +203,10 @@ def exag_again(
     for image, o in zip(images, observed, strict=True):
         judged = maker.assessor.exaggeration(image, o, refs, tau)
         (got,) = exag_of([judged.answer])
-        out.append({"exag": got.value, "exag_variant": judged.answer.variant})
+        from refine.harness.tasks.bench_cells import exaggerated_record
+
+        listed = exaggerated_record(judged.exaggerated)
+        out.append(
+            {"exag": got.value, "exag_variant": judged.answer.variant, "exaggerated": listed}
+        )
     return out

@@ -154,6 +154,31 @@ def render_bench_leaderboard(folder: str | Path, results: Results) -> str:
         f"{mean_bars(bars, metric=HEADLINE, x_title=bar_title)}{cat_html}"
         f"<h2>{head_label} against diversity (Vendi) per prompt</h2>"
         f"{scatter(points, x_title=f'{head_label} (prompt mean) ↑')}"
-        f"{paired_html}<h2>Best and worst images per country</h2>{''.join(extremes)}"
+        f"{paired_html}{_exaggerated_html(summary.get('exaggerated') or {})}"
+        f"<h2>Best and worst images per country</h2>{''.join(extremes)}"
     )
     return document("Benchmark: cultural faithfulness of generators", body)
+
+
+def _exaggerated_html(top: dict[str, list[dict[str, Any]]]) -> str:
+    """AHEaD Tab. 12: each country and activity's most exaggerated stereotype candidates."""
+    if not top:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(pair)}</td><td>"
+        + "; ".join(
+            f"{escape(r['candidate'])} ({r['images']} image{'s' if r['images'] != 1 else ''}"
+            + (f", excess {r['mean_excess']:.3f}" if r["mean_excess"] is not None else "")
+            + ")"
+            for r in found
+        )
+        + "</td></tr>"
+        for pair, found in top.items()
+    )
+    return (
+        "<h2>Most exaggerated stereotype candidates (AHEaD Tab. 12)</h2>"
+        '<p class="muted">Per country and activity, over every generator\'s images: the '
+        "candidates the most images exaggerate (EXAG), then by their mean excess over the "
+        "real photos' VQAScore where EXAG(ITA) measured one; the first three.</p>"
+        f"<table><tr><th>country / activity</th><th>top 3</th></tr>{rows}</table>"
+    )
