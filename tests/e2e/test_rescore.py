@@ -328,3 +328,43 @@ def test_exag_read_again_by_another_variant_on_the_same_images(bench, world, tmp
             assert im["exag_variant"] == "exag:mllm"
             assert im["exag"] == pytest.approx(was["exag"], abs=1e-9)
             assert im["faith"] == pytest.approx(was["faith"], abs=1e-9)
+
+
+def test_clip_flant5_as_the_new_judge_reads_exag_ita_and_says_what_it_cannot(
+    world, siglip_path, options, tmp_path, monkeypatch
+):
+    """AHEaD Tab. 9 as the paper ran it: the bench's images rescored with CLIP-FlanT5 as
+    the judge (a tiny checkpoint of its layout) and --exag ita; the MLLM-as-a-judge rows,
+    which it cannot read (no ratings), are said missing by name, never kept as the old
+    judge's nor refused."""
+    from tests.fakes.gemini_world import png_bytes
+    from tests.fakes.tiny_models import build_tiny_clip_t5
+
+    monkeypatch.setenv("REFINE_DATA_DIR", str(tmp_path / "data"))
+    act = "people eating food at home"
+    plan = BenchPlan(
+        generators=GENS[:1],
+        prompts=plan_prompts(["Iran"], [act]),
+        images_per_prompt=2,
+        backends={"image_embedder": f"siglip:{siglip_path}"},
+        baselines=("judge_align",),
+    )
+    bench = tmp_path / "bench"
+    run_bench(plan, bench, backend_options=options)
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for k, colour in enumerate((GREEN, RED)):
+        (photos / f"p{k}.png").write_bytes(png_bytes(colour, (64, 48)))
+    assert cli("photos", "add", act, str(photos), "--country", "Iran").returncode == 0
+    judge = f"clip-t5:{build_tiny_clip_t5(tmp_path / 'm')}"
+    out = tmp_path / "t5"
+    done = cli("rescore", str(bench), "--out", str(out), "--exag", "ita",
+               "--backend", f"judge={judge}")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (cell,) = _cells(out)
+    for im in cell["images"]:
+        assert im["exag_variant"] == "exag:ita" and 0 <= im["exag"] <= 1
+        assert "judge_align" not in im
+        assert "gives no rate_prefixed ratings" in im["missing"]["judge_align"]
+    assert cell["rescored"]["unreadable"] == {"judge_align": im["missing"]["judge_align"]}
+    assert "judge_align" not in cell["rescored"]["kept"]

@@ -1,23 +1,18 @@
 """A bench scored again from what it stored (``refine rescore BENCH --out NEW``): the
-papers vary tau, the observer and the baselines on the same images (AHEaD Tab. 2 and 5),
-so none of these regenerates an image.
+papers vary tau, the observer, the references and the baselines on the same images (AHEaD
+Tab. 2, 4, 5 and 9), so none of these regenerates an image.
 
-* A new tau needs no model call: ALIGN and HAL come again from the stored observations
-  (the text embedder runs here), FAITH from them and the stored EXAG, and pooled ALIGN,
-  DDIV, SDIV and the quality-weighted Vendi from those.
-* A new observer (``--backend observer=M``) observes the stored images again; the judge's
-  readings (EXAG, quality) do not depend on it and are kept.
-* A new judge (``--backend judge=M``) reads the judge's baselines again (MLLM-as-a-judge,
-  VQAScore, VIEScore, TIFA; ``rejudge`` names a subset). EXAG and quality are kept: AHEaD
-  swaps the backbone of the observer and the MLLM baseline, while its EXAG is VQAScore's
-  (Sec. 4.2, Tab. 9), the same model for both backbones.
+* A new tau, or another reference set (``references``), needs no model call: ALIGN and
+  HAL from the stored observations, FAITH from them and the stored EXAG, and pooled ALIGN,
+  DDIV, SDIV and qVendi from those. ``exag``: EXAG read again by that variant.
+* A new observer observes the stored images again; the judge's readings are kept.
+* A new judge reads the judge's baselines again (``rejudge``: a subset); those it cannot
+  read are said missing. EXAG and quality are kept (AHEaD's EXAG is VQAScore's, Tab. 9).
 * Baselines a cell lacks are scored from its images (as a bench tops up its own cells).
 
-The new folder is a bench like any other (its own copies of the images, ``cells.jsonl``,
-``results.json``, ``rows.csv``, ``bench.html``): ``refine agree``, ``refine compare`` and
+The new folder is a bench like any other: ``refine agree``, ``refine compare`` and
 ``--recipe`` tables read it. Each cell's ``rescored`` says what was recomputed, from what
-and with which models, and how many model calls it took; a run killed half-way goes on
-where it stopped.
+and with which models, and its model calls; a run killed half-way goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -136,6 +131,11 @@ class Rescorer:
             if self.new_judge
             else ()
         )
+        # what the new judge cannot read (CLIP-FlanT5 gives no ratings): said missing
+        from refine.harness.tasks.rescore_cell import unreadable
+
+        self.unreadable = unreadable(scorer, self.rejudge) if self.new_judge else {}
+        self.rejudge = tuple(b for b in self.rejudge if b not in self.unreadable)
         self.exag = exag
         roles = ["text_embedder"] + (["observer"] if self.new_observer else [])
         scorer.preflight(roles + (["judge"] if exag else []))

@@ -93,6 +93,11 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
     added = [b for b in maker.plan.baselines if b not in had]
     # the kept baselines the judge reads, read again under a new judge
     rejudged = [b for b in had if b in getattr(maker, "rejudge", ())]
+    lost = {b: why for b, why in (getattr(maker, "unreadable", None) or {}).items() if b in had}
+    for record in records:  # the new judge cannot read them: gone, and said why
+        for b, why in lost.items():
+            record.pop(b, None)
+            record["missing"] = {**(record.get("missing") or {}), b: why}
     if rejudged:  # vie_sc is read with vie_overall: both go again, or neither
         rejudged += [b for b in ("vie_sc", "vie_overall") if b in had and b not in rejudged
                      and {"vie_sc", "vie_overall"} & set(rejudged)]  # fmt: skip
@@ -134,7 +139,7 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
             *([] if again else ["exag"]),
             "quality",
             "vendi",
-            *(b for b in had if b not in rejudged),
+            *(b for b in had if b not in rejudged and b not in lost),
         ]
         + ([] if maker.new_observer else ["observed"]),  # fmt: skip
         **(
@@ -152,6 +157,7 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
         "observed_again": maker.new_observer,
         "judge": [(old.get("scorer") or {}).get("judge"), maker.scoring.get("judge")],
         "judged_again": rejudged,
+        **({"unreadable": lost} if lost else {}),
         "baselines_added": added,
         "model_calls": calls.n,
     }
@@ -210,3 +216,17 @@ def exag_again(
             {"exag": got.value, "exag_variant": judged.answer.variant, "exaggerated": listed}
         )
     return out
+
+
+RATED_BY = {"judge_align": "rate_prefixed", "judge_hal": "rate_prefixed",
+            "vie_sc": "rate_scale", "vie_overall": "rate_scale"}  # fmt: skip
+
+
+def unreadable(scorer: Any, baselines: tuple[str, ...]) -> dict[str, str]:
+    """The baselines a judge cannot read (it lacks the rating they take), and why."""
+    judge = scorer.get("judge")
+    return {
+        b: f"the judge {scorer.names.get('judge')} gives no {RATED_BY[b]} ratings"
+        for b in baselines
+        if b in RATED_BY and not callable(getattr(judge, RATED_BY[b], None))
+    }
