@@ -84,6 +84,7 @@ class ClipT5Judge:
     def load(self) -> None:
         if self.model is not None:
             return
+        import transformers
         from transformers import (
             AutoTokenizer,
             CLIPImageProcessor,
@@ -93,7 +94,7 @@ class ClipT5Judge:
         )
 
         name, revision = self.model_name, self.revision
-        dtype = pick_dtype(self.device, self.dtype_name)
+        dtype = self._dtype()
         config = load_or_explain(name, lambda: T5Config.from_pretrained(name, revision=revision))
         for key in ("mm_hidden_size", "mm_vision_tower"):
             if not hasattr(config, key):
@@ -124,14 +125,32 @@ class ClipT5Judge:
         )
         tower = self.vision_name or config.mm_vision_tower
         vision = load_or_explain(tower, lambda: CLIPVisionModel.from_pretrained(tower, dtype=dtype))
-        self.processor = load_or_explain(tower, lambda: CLIPImageProcessor.from_pretrained(tower))
+        # the PIL processor, as transformers 4.49's CLIPImageProcessor that t2v-metrics
+        # used (transformers 5's default is torchvision's: pixels up to 0.015 apart)
+        pil = getattr(transformers, "CLIPImageProcessorPil", CLIPImageProcessor)
+        self.processor = load_or_explain(tower, lambda: pil.from_pretrained(tower))
         source = self.tokenizer_name or self._own_tokenizer(name, config)
         # t2v-metrics asked transformers 4.49 for the sentencepiece tokenizer; transformers 5
         # has one T5 tokenizer (the tokenizers library's), named in info()
         self.tokenizer = load_or_explain(source, lambda: AutoTokenizer.from_pretrained(source))
+        # t2v-metrics' loader resizes the vocabulary to the tokenizer's (FlanT5: 32128 rows
+        # to 32100), so the answer's softmax runs over the tokenizer's tokens alone
+        model.resize_token_embeddings(len(self.tokenizer))
+        self._own_vision(name, vision)
         self.select_layer = int(getattr(config, "mm_vision_select_layer", -2))
         self.vision = vision.to(self.device).eval()
         self.model = model.to(self.device).eval()
+
+    def _dtype(self) -> Any:
+        """The dtype asked, else t2v-metrics' bfloat16 on a GPU that has it (float16
+        overflows in T5's feed-forward layers: float32 on one without), float32 else."""
+        import torch
+
+        if self.dtype_name:
+            return pick_dtype(self.device, self.dtype_name)
+        if str(self.device).startswith("cuda") and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return torch.float32
 
     def _own_tokenizer(self, name: str, config: Any) -> str:
         """The checkpoint's folder where it holds a tokenizer, else FlanT5's of its size."""
@@ -144,6 +163,39 @@ class ClipT5Judge:
         size = "xxl" if self.model_name.rstrip("/").endswith("xxl") else "xl"
         return TOKENIZERS[size]
 
+    def _own_vision(self, name: str, vision: Any) -> None:
+        """The checkpoint's own vision-tower weights where it carries them (its
+        ``vision_tower.vision_tower.*``), over those of the tower's repository."""
+        import json
+        from pathlib import Path
+
+        from safetensors import safe_open
+
+        folder = Path(name)
+        if not folder.is_dir():
+            from huggingface_hub import snapshot_download
+
+            folder = Path(snapshot_download(name, revision=self.revision,
+                                            allow_patterns=["*.json"]))  # fmt: skip
+        index = folder / "model.safetensors.index.json"
+        files = (
+            sorted(set(json.loads(index.read_text())["weight_map"].values()))
+            if index.is_file()
+            else ["model.safetensors"]
+        )
+        prefix = "vision_tower.vision_tower."
+        found: dict[str, Any] = {}
+        for file in files:
+            if not (folder / file).is_file():
+                continue
+            with safe_open(str(folder / file), "pt") as f:
+                for key in f.keys():
+                    if key.startswith(prefix):
+                        found[key[len(prefix) :]] = f.get_tensor(key)
+        if found:
+            vision.load_state_dict(found, strict=False)
+        self.own_vision = bool(found)
+
     def info(self) -> dict[str, str]:
         self.load()
         return {
@@ -152,6 +204,7 @@ class ClipT5Judge:
             "dtype": torch_dtype_name(self.model.dtype),
             "revision": self.revision or "",
             "tokenizer": type(self.tokenizer).__name__,
+            "vision_weights": "the checkpoint's" if self.own_vision else "the tower's repository",
         }
 
     def vqa_score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[VqaAnswer]:
@@ -162,21 +215,28 @@ class ClipT5Judge:
     def yes_probability(
         self, images: Sequence[Image.Image], questions: Sequence[str]
     ) -> list[float]:
-        """The probability of the answer "Yes" to each question, asked as VQAScore asks."""
-        return self._yes(images, [f"{q} Please answer yes or no." for q in questions])
+        """P("Yes") / (P("Yes") + P("No")) at the first answer position, for each question
+        asked as VQAScore asks (what a judge's yes-probability is)."""
+        return self._yes(images, [f"{q} Please answer yes or no." for q in questions], True)
 
-    def _yes(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[float]:
+    def _yes(
+        self, images: Sequence[Image.Image], questions: Sequence[str], renorm: bool = False
+    ) -> list[float]:
         if len(images) != len(questions):
             raise ValueError(f"{len(images)} images for {len(questions)} questions")
+        stray = [q for q in questions if IMAGE in q]
+        if stray:
+            raise ValueError(f"a text holds {IMAGE!r}, where the image goes: {stray[0][:80]!r}")
         self.load()
         out: list[float] = []
         for at in range(0, len(images), self.batch_size):
-            out += self._batch(
-                images[at : at + self.batch_size], questions[at : at + self.batch_size]
-            )
+            part = slice(at, at + self.batch_size)
+            out += self._batch(images[part], questions[part], renorm)
         return out
 
-    def _batch(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[float]:
+    def _batch(
+        self, images: Sequence[Image.Image], questions: Sequence[str], renorm: bool = False
+    ) -> list[float]:
         import torch
 
         features = self._image_features(images)  # [batch, patches, d_model]
@@ -196,6 +256,10 @@ class ClipT5Judge:
         labels = self._ids(ANSWER).unsqueeze(0).repeat(len(rows), 1)
         with torch.no_grad():
             logits = self.model(inputs_embeds=inputs, attention_mask=mask, labels=labels).logits
+        if renorm:  # the first answer position, over "Yes" and "No"
+            yes, no = self._ids(ANSWER)[0], self._ids("No")[0]
+            pair = logits[:, 0, torch.stack([yes, no])].float()
+            return torch.softmax(pair, dim=-1)[:, 0].cpu().tolist()
         loss = torch.nn.functional.cross_entropy(
             logits.float().transpose(1, 2), labels, reduction="none"
         ).mean(dim=1)

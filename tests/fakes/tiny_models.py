@@ -934,13 +934,22 @@ def build_tiny_clip_t5(path: Path, seed: int = 0) -> Path:
     tokenizer = T5TokenizerFast(
         tokenizer_object=tok, eos_token="</s>", unk_token="<unk>", pad_token="<pad>", extra_ids=0
     )
-    config = T5Config(vocab_size=len(vocab), d_model=32, d_kv=16, d_ff=37, num_layers=1,
+    # FlanT5's vocabulary has 28 more rows than its tokenizer (32128 against 32100)
+    config = T5Config(vocab_size=len(vocab) + 28, d_model=32, d_kv=16, d_ff=37, num_layers=1,
                       num_decoder_layers=1, num_heads=2, decoder_start_token_id=0,
                       pad_token_id=0, eos_token_id=1)  # fmt: skip
     model = T5ForConditionalGeneration(config)
     model.mm_projector = nn.Sequential(nn.Linear(32, 32), nn.GELU(), nn.Linear(32, 32))
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    # the checkpoint carries vision-tower weights of its own (other than the tower's)
+    from safetensors.torch import load_file, save_file
+
+    torch.manual_seed(seed + 1)
+    own = CLIPVisionModel(vision.config).state_dict()
+    weights = load_file(out / "model.safetensors")
+    weights |= {f"vision_tower.vision_tower.{k}": v.contiguous() for k, v in own.items()}
+    save_file(weights, out / "model.safetensors", metadata={"format": "pt"})
     doc = json.loads((out / "config.json").read_text())
     doc.update(model_type="clip_t5", architectures=["CLIPT5ForConditionalGeneration"],
                mm_vision_tower=str(tower), mm_hidden_size=32, mm_projector_type="mlp2x_gelu",

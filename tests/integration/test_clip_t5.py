@@ -37,17 +37,20 @@ def by_hand(checkpoint, image, text):
     from safetensors.torch import load_file
     from transformers import (
         AutoTokenizer,
-        CLIPImageProcessor,
+        CLIPImageProcessorPil,
         CLIPVisionModel,
         T5ForConditionalGeneration,
     )
 
     tower = json.loads((checkpoint / "config.json").read_text())["mm_vision_tower"]
     t5 = T5ForConditionalGeneration.from_pretrained(checkpoint).eval()
-    vision = CLIPVisionModel.from_pretrained(tower).eval()
-    processor = CLIPImageProcessor.from_pretrained(tower)
     tok = AutoTokenizer.from_pretrained(checkpoint)
+    t5.resize_token_embeddings(len(tok))  # as t2v-metrics' loader does
     w = load_file(checkpoint / "model.safetensors")
+    vision = CLIPVisionModel.from_pretrained(tower).eval()
+    own = "vision_tower.vision_tower."  # the checkpoint's own tower weights, over the repo's
+    vision.load_state_dict({k[len(own) :]: v for k, v in w.items() if k.startswith(own)})
+    processor = CLIPImageProcessorPil.from_pretrained(tower)  # t2v-metrics' (PIL) processor
     # padded to a square of the processor's mean colour, the image centred
     side = max(image.size)
     fill = tuple(int(255 * m) for m in processor.image_mean)
@@ -72,7 +75,10 @@ def by_hand(checkpoint, image, text):
         answer = tok("Yes").input_ids  # "Yes" and </s>
         logits = t5(inputs_embeds=inputs[None], labels=torch.tensor([answer])).logits[0]
         logp = torch.log_softmax(logits, dim=-1)
-    return math.exp(sum(float(logp[k, a]) for k, a in enumerate(answer)) / len(answer))
+    assert logits.shape[-1] == len(tok)  # over the tokenizer's tokens alone
+    vqa = math.exp(sum(float(logp[k, a]) for k, a in enumerate(answer)) / len(answer))
+    yes, no = float(logits[0, answer[0]]), float(logits[0, tok("No").input_ids[0]])
+    return vqa, math.exp(yes) / (math.exp(yes) + math.exp(no))
 
 
 def test_vqascore_is_t2v_metrics_computation(checkpoint):
@@ -82,13 +88,24 @@ def test_vqascore_is_t2v_metrics_computation(checkpoint):
     assert [a.text for a in got] == texts and {a.mode for a in got} == {"logprobs"}
     for a, image, text in zip(got, images(), texts, strict=True):
         # float32 on the CPU; the batch's padding is masked, so only summation order differs
-        assert a.value == pytest.approx(by_hand(checkpoint, image, text), rel=1e-4)
+        assert a.value == pytest.approx(by_hand(checkpoint, image, text)[0], rel=1e-4)
+    # a yes-probability is P(Yes) / (P(Yes) + P(No)) at the first answer position
+    asked = judge.yes_probability(images()[:1], ["Does this show a chat?"])
+    want = by_hand(checkpoint, images()[0], "x")[1]  # its question: the template's own
+    q = 'Does this figure show "x"? Please answer yes or no.'
+    assert judge.yes_probability(
+        images()[:1], [q.removesuffix(" Please answer yes or no.")]
+    ) == pytest.approx([want], rel=1e-4)
+    assert 0 < asked[0] < 1
+    with pytest.raises(ValueError, match="holds '<image>'"):
+        judge.vqa_score(images()[:1], ["a <image> here"])
     one = create("judge", f"clip-t5:{checkpoint}", device="cpu", batch_size=1, shared=False)
     alone = [a.value for a in one.vqa_score(images(), texts)]
     assert alone == pytest.approx([a.value for a in got], rel=1e-4)
     assert got[0].value != pytest.approx(got[1].value, rel=1e-3)  # the images differ
     info = judge.info()
     assert info["id"] == f"clip-t5:{checkpoint}" and info["tokenizer"].startswith("T5")
+    assert info["vision_weights"] == "the checkpoint's"
 
 
 def test_exag_ita_reads_its_vqascore(checkpoint, tmp_path):

@@ -86,7 +86,8 @@ def _scores_table(by: str, groups: dict[str, Any]) -> Table:
     """The answers' mean (SD) per group and question (AHEaD Tab. 13, by country)."""
     asked = list(dict.fromkeys(q for g in groups.values() for q in g.get("scores", {})))
     t = Table(
-        caption=f"People's answers per {by}: mean (standard deviation) of every rating.",
+        caption=f"People's answers per {by}: mean (standard deviation) over the images of "
+        "each image's mean answer.",
         label=f"tab:answers-{by}",
         rows=list(groups),
         columns=asked,
