@@ -22,7 +22,7 @@ from refine.numbers import shown
 from refine.present.report.agreement import render_agreement
 from refine.settings import split_list
 
-SHOWN_RATERS = 12  # raters named on the terminal (CulturalFrames has 10,412 ratings)
+SHOWN_RATERS = 12  # raters named on the terminal (CulturalFrames has about 10,400)
 
 
 def agree_cmd(

@@ -166,13 +166,14 @@ def fetch_culturalframes_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print what was fetched as JSON."),
 ) -> None:
     """Download CulturalFrames' prompts, images and human annotations from the Hugging Face
-    Hub (dataset mair-lab/CulturalFrames at revision 7a44117, about 6 GB) into the data
-    directory's culturalframes folder, and write from them: the images under images/<model>/,
-    prompts.jsonl, and ratings.jsonl, the annotations under the culturalframes protocol for
-    `refine agree` and the culturalframes-fig6 recipe's --ratings. Its card declares no
-    licence: the data is downloaded at your request, kept in the data directory, and never
-    shipped with the toolkit. A cut download is resumed and what is there is kept; every
-    file is checked against the Hub's record of it (sha256 for the shards)."""
+    Hub (dataset mair-lab/CulturalFrames at revision 7a44117: about 6 GB, 12 GB with the
+    images written out) into the data directory's culturalframes folder, and write from
+    them: the images under images/<model>/, prompts.jsonl, and ratings.jsonl, the
+    annotations under the culturalframes protocol for `refine agree` and the
+    culturalframes-fig6 recipe. Its card declares no licence: the data is downloaded at your
+    request, kept in the data directory, and never shipped with the toolkit. A cut download
+    is resumed and what is there is kept; no token is sent; the annotations are checked
+    against their published sha256, each shard against the LFS sha256 the endpoint lists."""
     from refine.evaluate.culturalframes_data import FetchError as CFError
     from refine.evaluate.culturalframes_data import fetch_culturalframes
 

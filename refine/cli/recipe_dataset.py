@@ -1,5 +1,5 @@
 """``refine bench --recipe`` of a recipe on a dataset's own images and ratings
-(``select.dataset``): CulturalFrames Fig. 6 on CulturalFrames' 3,637 images and 10,412
+(``select.dataset``): CulturalFrames Fig. 6 on CulturalFrames' 3,637 images and their
 ratings, fetched by ``refine data fetch culturalframes``. Nothing is generated: each image
 is scored by the recipe's baselines for its own prompt (:mod:`refine.human.dataset_scores`),
 and the table sets them against the dataset's ratings (``--ratings`` for others)."""
@@ -101,7 +101,8 @@ def _score_and_tabulate(
         raise UserInputError(f"--profile/--backend: {err}") from err
     done = score_images(rows, folder, out, backends, baselines, tau, models, echo)
     table = agreement_table(recipe, rated, stored(done.rows, folder))
-    if any(m.metric not in baselines for m in recipe.table.metrics):
+    lacking = done.with_references < len(done.rows)
+    if lacking and any(m.metric not in baselines for m in recipe.table.metrics):
         table.missing.append(
             f"AHEaD's metrics (FAITH, ALIGN, ...): {done.with_references} of {len(done.rows)} "
             "images have references for their prompt; build them with `refine refs build "

@@ -389,11 +389,11 @@ class Assessor:
         prompt (``assets/prompts/exag_mllm.txt``, no stereotype candidates listed), the
         expected rating read at the digit after "score is" (a local judge begins its answer
         with it; an API judge samples where the model gives no log-probabilities)."""
+        from refine.evaluate.baselines import generation_prompt
+
+        # the image's own prompt where it has one (a dataset's: PromptedPack)
         prompt = prompt_template("exag_mllm").format(
-            prompt=prompt_template("generate")
-            .format(activity=refs.activity, country=refs.country)
-            .strip(),
-            country=refs.country,
+            prompt=generation_prompt(refs), country=refs.country
         )
         with self.backends.using("judge") as judge:
             ratings = prefixed(judge, images, [prompt] * len(images))

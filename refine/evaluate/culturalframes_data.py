@@ -56,7 +56,6 @@ MODELS = {"SD35": "SD-3.5-Large", "flux": "Flux.1-Dev", "gpt-image": "GPT-Image"
           "imagegen3": "Imagen3"}  # fmt: skip
 COUNTRIES = ("Brazil", "Canada", "Chile", "China", "Germany", "India", "Iran", "Japan",
              "Poland", "South Africa")  # fmt: skip
-SHOWN_PROBLEMS = 5  # annotations that cannot be read: this many named, the rest counted
 
 
 class FetchError(ValueError):
@@ -120,13 +119,13 @@ def fetch_culturalframes(
 def _download(hub: Path, endpoint: str | None, progress: bool) -> dict[str, str]:
     """The shards and the annotations under ``hub`` (resumed, what is there kept); each
     file's sha256, checked against the Hub's record."""
-    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub import HfApi, constants, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     from refine.backends.download import hub_unreachable
     from refine.io.files import file_sha256
 
-    where = endpoint or "the Hugging Face Hub"
+    where = endpoint or constants.ENDPOINT
     why = hub_unreachable(endpoint=endpoint)
     if why is not None:
         raise FetchError(f"{why}; check the network, or name a Hub mirror with --from URL")
@@ -135,7 +134,8 @@ def _download(hub: Path, endpoint: str | None, progress: bool) -> dict[str, str]
 
         disable_progress_bars()
     try:
-        tree = HfApi(endpoint=endpoint).list_repo_tree(
+        # the dataset is public: no token of the user's goes to the Hub or to a mirror
+        tree = HfApi(endpoint=endpoint, token=False).list_repo_tree(
             REPO, revision=REVISION, repo_type="dataset", recursive=True
         )
         # what the Hub records of each file: the LFS sha256, else the git blob's sha1
@@ -151,6 +151,7 @@ def _download(hub: Path, endpoint: str | None, progress: bool) -> dict[str, str]
             local_dir=hub,
             allow_patterns=[SHARDS, ANNOTATIONS],
             endpoint=endpoint,
+            token=False,
         )
     except Exception as err:  # the Hub's answers, and the network's errors (httpx's)
         known = (HfHubHTTPError, LocalEntryNotFoundError, OSError)
@@ -162,9 +163,11 @@ def _download(hub: Path, endpoint: str | None, progress: bool) -> dict[str, str]
             "network, or name a Hub mirror with --from URL"
         ) from None
     shards = sorted(p for p in (hub / "data").glob("*.parquet"))
-    if not shards or not (hub / ANNOTATIONS).is_file():
+    lacking = [n for n, ok in ((SHARDS, shards), (ANNOTATIONS, (hub / ANNOTATIONS).is_file()))
+               if not ok]  # fmt: skip
+    if lacking:
         raise FetchError(
-            f"{where} has no {SHARDS} or {ANNOTATIONS} for {REPO} at {REVISION[:7]}; is "
+            f"{where} has no {' and no '.join(lacking)} for {REPO} at {REVISION[:7]}; is "
             "--from a Hub endpoint (the address HF_ENDPOINT would name)?"
         )
     shas: dict[str, str] = {}
@@ -173,8 +176,8 @@ def _download(hub: Path, endpoint: str | None, progress: bool) -> dict[str, str]
         shas[rel] = file_sha256(path)
         kind, want = record.get(rel, ("", ""))
         got = shas[rel] if kind == "sha256" else _blob_sha1(path)
-        if rel == ANNOTATIONS and endpoint is None and not _other_hub():
-            kind, want, got = "sha256", ANNOTATIONS_SHA256, shas[rel]  # the published file
+        if rel == ANNOTATIONS:  # the published file, whatever the mirror lists
+            kind, want, got = "sha256", ANNOTATIONS_SHA256, shas[rel]
         if not kind or got != want:
             path.unlink()  # a later fetch downloads it again
             raise FetchError(
@@ -193,13 +196,6 @@ def _blob_sha1(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _other_hub() -> bool:
-    """Whether HF_ENDPOINT names a Hub other than huggingface.co."""
-    from huggingface_hub import constants
-
-    return constants.ENDPOINT.rstrip("/") != "https://huggingface.co"
 
 
 def _annotations(path: Path, done: Fetched) -> dict[str, dict[str, Any]]:
@@ -236,7 +232,7 @@ def _images(
     shards hold 6 GB), with its row for ``prompts.jsonl``."""
     import pyarrow.parquet as pq
 
-    from refine.io.files import atomic_write_bytes, atomic_write_text
+    from refine.io.files import atomic_write_bytes, atomic_write_text, file_sha256
     from refine.io.images import ImageError, checked_image_bytes
 
     rows: list[dict[str, Any]] = []
@@ -269,7 +265,7 @@ def _images(
                 model = str(row.get("model") or "unknown")
                 target = folder / "images" / _safe(model) / f"{rid}{ext}"
                 sha = hashlib.sha256(data).hexdigest()
-                if not (target.is_file() and target.stat().st_size == len(data)):
+                if not (target.is_file() and file_sha256(target) == sha):
                     target.parent.mkdir(parents=True, exist_ok=True)
                     atomic_write_bytes(target, data)
                     done.written += 1
@@ -320,6 +316,13 @@ def _ratings(
         country = country_name(str(item.get("country") or ""))
         if row is None:
             done.annotations_without_image += country in done.countries
+            continue
+        model = MODELS.get(str(item.get("model_name")), str(item.get("model_name")))
+        if country != row["country"] or model != row["model"]:
+            done.skipped.append(
+                f"{rid}: annotated as {country} / {model}, its image is "
+                f"{row['country']} / {row['model']}"
+            )
             continue
         for k, given in enumerate(item["human_annotations"], 1):
             rater = f"{rid}#{k}"
@@ -383,15 +386,32 @@ def _answers(given: Any) -> dict[str, Any]:
         "quality": _score(quality.get("score"), (0.0, 0.5, 1.0), "image_quality.score"),
         "overall": _score(given.get("overall_score"), (1, 2, 3, 4, 5), "overall_score"),
     }
-    if isinstance(stereo.get("is_stereotypical"), bool):
-        answers["stereotype"] = "yes" if stereo["is_stereotypical"] else "no"
+    flag = _flag(stereo.get("is_stereotypical"), "stereotype.is_stereotypical")
+    if flag is not None:
+        answers["stereotype"] = "yes" if flag else "no"
     if answers["alignment"] != "1":
-        missing = [k for k in ("explicit", "implicit") if align.get(f"missing_{k}") is True]
+        missing = [
+            k for k in ("explicit", "implicit")
+            if _flag(align.get(f"missing_{k}"), f"prompt_alignment.missing_{k}")
+        ]  # fmt: skip
         if missing:
             answers["missing"] = missing
+        words = align.get("selected_words")
+        marked = words if isinstance(words, list) else str(words or "").replace(",", " ").split()
+        if marked:
+            answers["missing_words"] = [str(w).strip() for w in marked if str(w).strip()]
         if _text(align.get("comments")):
             answers["missing_reason"] = align["comments"]
     return answers
+
+
+def _flag(value: Any, what: str) -> bool | None:
+    """A published yes/no: true/false or 1/0 (None: not given); anything else is named."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or value in (0, 1):
+        return bool(value)
+    raise ValueError(f"{what} is {value!r}, not true or false")
 
 
 def _source(folder: Path, endpoint: str | None, done: Fetched) -> None:

@@ -73,13 +73,17 @@ def score_images(
     scoring = {
         "scorer": {r: n for r, n in backends.names.items() if r in _ROLES},
         "baselines": list(compare),
+        "baseline_models": {k: str(v) for k, v in sorted((baseline_models or {}).items())},
         "tau": tau,
     }
     store = out / SCORES
     kept: dict[str, dict[str, Any]] = {}
     if store.is_file():
         for line in store.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line) if line.strip() else None
+            try:
+                row = json.loads(line) if line.strip() else None
+            except json.JSONDecodeError:  # a line cut by a kill: that image is scored again
+                continue
             if isinstance(row, dict) and row.get("scoring") == scoring:
                 kept[row["id"]] = row
     done = Scored()

@@ -8,6 +8,7 @@ human-human Spearman as a hand computation from the annotation file does."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 
@@ -43,10 +44,16 @@ SCORES = {
 
 @pytest.fixture(autouse=True)
 def online(monkeypatch):
-    """The stand-in Hub is asked (the suite's processes are offline to the real one)."""
+    """The stand-in Hub is asked (the suite's processes are offline to the real one), and
+    its annotations file is the one the fetch knows as published (tests/fakes' own)."""
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    PUBLISHED.clear()
+    PUBLISHED.append(monkeypatch)
+
+
+PUBLISHED: list = []  # the test's monkeypatch, for dataset() to pin its annotations
 
 
 def png(colour, kind="PNG") -> bytes:
@@ -97,12 +104,25 @@ def dataset(root):
             given = [annotation(s, k) for k, s in enumerate(SCORES[i])]
             doc.append({"id": i, "prompt": "p", "country": country, "category": "greetings",
                         "model_name": name, "human_annotations": given})  # fmt: skip
+    # as published elsewhere: flags as 1/0, the marked words as one text
+    doc[1]["human_annotations"][0]["prompt_alignment"] |= {
+        "missing_explicit": 1,
+        "missing_implicit": 0,
+        "selected_words": "greeting, elders",
+    }
+    # an annotation of c2_flux that names another model than its image's: left out, named
     lone = [annotation((1.0, 1.0, 5.0), 0)]
+    doc.append({"id": "c2_flux", "prompt": "p", "country": "Japan", "category": "family",
+                "model_name": "SD35", "human_annotations": lone})  # fmt: skip
     doc.append({"id": "z9_flux", "prompt": "p", "country": "India", "category": "family",
                 "model_name": "flux", "human_annotations": lone})  # fmt: skip
     doc[0]["human_annotations"].append({**annotation((1.0, 1.0, 5.0), 0), "overall_score": 7})
     (root / ANNOTATIONS).write_text(json.dumps(doc))
     (root / "README.md").write_text("---\nlicense: unknown\n---\n")
+    from refine.evaluate import culturalframes_data
+
+    sha = hashlib.sha256((root / ANNOTATIONS).read_bytes()).hexdigest()
+    PUBLISHED[0].setattr(culturalframes_data, "ANNOTATIONS_SHA256", sha)
     return root
 
 
@@ -135,7 +155,13 @@ def test_the_images_prompts_and_ratings_land_and_agree_reads_them(tmp_path, caps
     assert doc["images"] == 8 and doc["images_without_ratings"] == 1
     assert doc["annotations_without_image"] == 1
     assert doc["ratings"] == sum(len(v) for v in SCORES.values())  # the 7 is left out
-    assert len(doc["skipped"]) == 1 and "overall_score is 7" in doc["skipped"][0]
+    assert len(doc["skipped"]) == 2 and "overall_score is 7" in " ".join(doc["skipped"])
+    assert any("annotated as Japan / SD-3.5-Large, its image is Japan / Flux.1-Dev" in x
+               for x in doc["skipped"])  # fmt: skip
+    rated = [json.loads(x) for x in (folder / "ratings.jsonl").read_text().splitlines()]
+    (first,) = [r for r in rated if r["rater"] == "a1_SD35#1"]
+    assert first["answers"]["missing"] == ["explicit"]
+    assert first["answers"]["missing_words"] == ["greeting", "elders"]
     prompts = [json.loads(x) for x in (folder / "prompts.jsonl").read_text().splitlines()]
     by_id = {p["id"]: p for p in prompts}
     assert by_id["b1_flux"]["country"] == "South Africa"
@@ -168,22 +194,35 @@ def test_the_images_prompts_and_ratings_land_and_agree_reads_them(tmp_path, caps
 
 
 def test_a_file_that_is_not_the_hubs_record_is_refused_and_removed(tmp_path, capsys):
+    """A shard that differs from the Hub's record is refused and removed (the next fetch
+    downloads it again); a mirror that serves other annotations, its own listing agreeing
+    with them, is refused by the published sha256."""
     root = dataset(tmp_path / "repo")
     data = tmp_path / "data"
     with FakeHub({}, datasets={REPO: (REVISION, root)}) as hub:
         assert fetch(hub, data) in (0, None)
         capsys.readouterr()
-        # the mirror's annotations change under the same revision; the kept copy is good,
-        # so only a fresh download meets the changed file
         shard = data / "culturalframes/hub/data/train-00001-of-00002.parquet"
         shard.write_bytes(shard.read_bytes()[:-10] + b"0123456789")
         with pytest.raises(SystemExit) as done:
             main(["data", "fetch", "culturalframes", "--from", hub.url, "--data-dir",
                   str(data)])  # fmt: skip
         assert done.value.code == 2
+        err = capsys.readouterr().err
+        assert "train-00001-of-00002.parquet" in err and "not the file the Hub records" in err
+        assert not shard.exists()
+        # a hostile mirror: other annotations, listed as its own
+        doc = json.loads((root / ANNOTATIONS).read_text())
+        doc[0]["human_annotations"][0]["overall_score"] = 1.0
+        (root / ANNOTATIONS).write_text(json.dumps(doc))
+        (data / "culturalframes/hub" / ANNOTATIONS).unlink()
+        with pytest.raises(SystemExit) as done:
+            main(["data", "fetch", "culturalframes", "--from", hub.url, "--data-dir",
+                  str(data)])  # fmt: skip
+        assert done.value.code == 2
     err = capsys.readouterr().err
-    assert "train-00001-of-00002.parquet" in err and "not the file the Hub records" in err
-    assert not shard.exists()
+    assert ANNOTATIONS in err and "not the file the Hub records" in err
+    assert not (data / "culturalframes/hub" / ANNOTATIONS).exists()
 
 
 def test_an_unknown_country_and_an_unreachable_hub_get_one_line(tmp_path, capsys):
