@@ -28,6 +28,22 @@ PAPERS = "gemini:gemini-2.5-flash-image"  # a model of the paper's Tab. 1
 OTHER = "gemini:gemini-3.1-flash-image"
 
 
+def small_recipe(bundled, name, act, folder):
+    """A bundled settings recipe on one activity in Iran, two images, the stand-in's
+    generator: its file, named ``name``."""
+    text = (recipes_dir() / f"{bundled}.toml").read_text()
+    start, end = text.index("[select]"), text.index("[table]")
+    small = (
+        text[:start]
+        + f'[select]\ncountries = ["Iran"]\nactivities = ["{act}"]\nimages_per_prompt = 2\n'
+        + f'seed = 42\ngenerators = ["{OTHER}"]\n\n'
+        + text[end:]
+    )
+    recipe = folder / f"{name}.toml"
+    recipe.write_text(small.replace(f'name = "{bundled}"', f'name = "{name}"'))
+    return recipe
+
+
 def _table(folder, name):
     """The bench's rows of a recipe's CSV (the paper's own rows, "paper: ...", apart)."""
     with (folder / f"table-{name}.csv").open() as fh:
@@ -317,16 +333,7 @@ def test_a_settings_recipe_rescores_its_bench_at_the_photos_quartiles(
         (photos / f"p{k}.png").write_bytes(png_bytes(colour, (64, 48)))
     act = "people eating food at home"
     assert cli("photos", "add", act, str(photos), "--country", "Iran").returncode == 0
-    text = (recipes_dir() / "ahead-table5.toml").read_text()
-    start, end = text.index("[select]"), text.index("[table]")
-    small = (
-        text[:start]
-        + f'[select]\ncountries = ["Iran"]\nactivities = ["{act}"]\nimages_per_prompt = 2\n'
-        + f'seed = 42\ngenerators = ["{OTHER}"]\n\n'
-        + text[end:]
-    )
-    recipe = tmp_path / "t5.toml"
-    recipe.write_text(small.replace('name = "ahead-table5"', 'name = "t5"'))
+    recipe = small_recipe("ahead-table5", "t5", act, tmp_path)
     out = tmp_path / "b"
     done = cli("bench", "--recipe", str(recipe), "--out", str(out), "--baselines", "",
                "--backend", f"image_embedder=siglip:{siglip_path}")  # fmt: skip
@@ -623,16 +630,7 @@ def test_the_proposers_recipe_rescores_its_bench_with_each_proposers_own_set(
         path.write_text(json.dumps(doc))
     data = tmp_path / "data"
     monkeypatch.setenv("REFINE_DATA_DIR", str(data))
-    text = (recipes_dir() / "ahead-table4.toml").read_text()
-    start, end = text.index("[select]"), text.index("[table]")
-    small = (
-        text[:start]
-        + f'[select]\ncountries = ["Iran"]\nactivities = ["{act}"]\nimages_per_prompt = 2\n'
-        + f'seed = 42\ngenerators = ["{OTHER}"]\n\n'
-        + text[end:]
-    )
-    recipe = tmp_path / "t4.toml"
-    recipe.write_text(small.replace('name = "ahead-table4"', 'name = "t4"'))
+    recipe = small_recipe("ahead-table4", "t4", act, tmp_path)
     out = tmp_path / "b"
     args = ["bench", "--recipe", str(recipe), "--out", str(out), "--baselines", "",
             "--backend", f"image_embedder=siglip:{siglip_path}"]  # fmt: skip
