@@ -43,6 +43,10 @@ MODEL_CALLS: dict[str, tuple[str, ...]] = {
     "refine.backends.diffusers_backends:DiffusersGenerator": ("generate",),
     "refine.backends.diffusers_backends:DiffusersEditor": ("edit",),
     "refine.backends.diffusers_backends:DiffusersImg2Img": ("edit",),
+    # its own edit (a localized inpaint), not the img2img edit it inherits
+    "refine.backends.diffusers_backends:DiffusersInpainter": ("edit",),
+    "refine.backends.image_reward:ImageReward": ("score",),
+    "refine.backends.clip_t5:ClipT5Judge": ("_yes",),
     "refine.backends.hf_models:HFModel": ("_generate",),
     "refine.backends.hf_judging:HFJudging": (
         "answer_distribution",

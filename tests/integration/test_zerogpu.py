@@ -72,6 +72,10 @@ def spaces():
 def test_each_model_call_holds_one_lease(tiny, spaces):
     wrapped = zerogpu.lease_per_call(spaces, 30)
     assert "DiffusersGenerator.generate" in wrapped and "HFModel._generate" in wrapped
+    # the methods of their own that run a model: a localized inpaint, ImageReward's
+    # reading, CLIP-FlanT5's VQAScore
+    for own in ("DiffusersInpainter.edit", "ImageReward.score", "ClipT5Judge._yes"):
+        assert own in wrapped
     cpu = {"device": "cpu", "shared": False}
     gen = create("generator", f"diffusers:{tiny['sd']}", steps=1, width=64, height=64, **cpu)
     editor = create("editor", f"diffusers:{tiny['ip2p']}", steps=1, **cpu)
@@ -103,6 +107,12 @@ def test_each_model_call_holds_one_lease(tiny, spaces):
         "encode_images",
     ]
     assert {seconds for _, seconds in spaces.leases} == {30}
+    from tests.fakes.tiny_models import build_tiny_clip_t5
+
+    spaces.leases.clear()
+    t5 = create("judge", f"clip-t5:{build_tiny_clip_t5(tiny['sd'].parent)}", **cpu)
+    assert len(t5.vqa_score([RED, RED], ["a", "b"])) == 2
+    assert spaces.leases == [("_yes", 30)]  # one lease for the batch
     assert spaces.largest < 100_000  # ids, names and small images: never a model
     # wrapping again takes the new duration, not a lease around a lease
     zerogpu.lease_per_call(spaces, 90)
