@@ -339,6 +339,7 @@ def _root(
 
 EXPLAINED = (
     "GeminiError",
+    "OpenAIServerError",
     "ModelUnavailable",
     "ModelsUnavailable",
     "OutOfMemory",

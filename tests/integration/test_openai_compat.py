@@ -205,3 +205,32 @@ def test_under_a_call_budget_retries_are_counted_requests_and_wait_as_told(serve
     with usage.call_budget(budget), pytest.raises(usage.CallBudgetSpent):
         judge.yes_probability([Image.new("RGB", (8, 8), RED)], ["Hookahs?"])
     assert len(server.requests) == 5
+
+
+def test_a_server_that_fails_for_good_mid_run_is_one_line_on_the_command_line(
+    world, monkeypatch, capsys, tmp_path
+):
+    """An OpenAI-compatible server that refuses the observation (HTTP 400, never retried)
+    ends `refine score` with the server's words on one line and exit code 1, as a Gemini
+    error does: never a traceback."""
+    from PIL import Image
+
+    from refine.cli import main
+
+    monkeypatch.setattr(openai_compat, "_SHARED", {})
+    fake = FakeOpenAI(lambda path, body: (400, {"error": {"message": "prompt too long"}}),
+                      models=(MODEL,)).start()  # fmt: skip
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        Image.new("RGB", (32, 32), (200, 30, 30)).save(tmp_path / "red.png")
+        args = ["score", str(tmp_path / "red.png"), "--activity", "people eating food at home",
+                "--country", "Iran", "--backend", f"observer=openai:{MODEL}",
+                "--backend", f"judge=openai:{MODEL}"]  # fmt: skip
+        with pytest.raises(SystemExit) as done:
+            main(args)
+    finally:
+        fake.stop()
+    err = capsys.readouterr().err
+    assert done.value.code == 1, err
+    assert "error: " in err and "prompt too long" in err and "Traceback" not in err
