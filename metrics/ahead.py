@@ -635,12 +635,6 @@ def top_hallucinated(score: AheadScore, k: int | None = None) -> list[Descriptor
     return items if k is None else items[:k]
 
 
-def top_aligned(score: AheadScore, k: int | None = None) -> list[DescriptorMatch]:
-    """Aligned references, the best matched first."""
-    items = sorted(score.aligned, key=lambda m: -m.similarity)
-    return items if k is None else items[:k]
-
-
 def calibrate_tau(
     refs: DescriptorMap | Sequence[DescriptorMap],
     observed_on_real_images: Sequence[DescriptorMap],

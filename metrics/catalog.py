@@ -930,6 +930,10 @@ class Variant:
         return f"{self.name}: {self.formula} ({self.source})"
 
 
+# the metrics whose values depend on the EXAG variant (FAITH is a mean with EXAG): kept
+# under their variant (``exag@exag:ita``), never averaged or correlated across variants
+VARIANT_BOUND = ("exag", "faith")
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (

@@ -13,11 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 DIMENSIONS: tuple[str, ...] = ("setting", "objects", "attire", "interaction", "spatial")
 
 
-def phrase_key(phrase: str) -> str:
-    """The key two phrases must share to count as the same descriptor."""
-    return " ".join(phrase.split()).casefold()
-
-
 def normalise_phrases(phrases: Iterable[str]) -> list[str]:
     """Strip and de-duplicate phrases, keeping the first spelling and the order.
 

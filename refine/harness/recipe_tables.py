@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from metrics.catalog import VARIANT_BOUND
 from metrics.stats import mean_interval
 from refine.harness.recipes import Recipe
 from refine.harness.results import cell_mean
 from refine.records import variant_name
 
 ALL = "All"
-VARIANT_BOUND = ("exag", "faith")
 # how the papers computed the metrics that have several ways: AHEaD's EXAG (and so FAITH)
 # is Eq. 3-4 on real photos (exag:ita); CUBE's CD takes HPS v2 as its quality (Sec. 5.2)
 PAPER_WAYS = {"exag": "exag:ita", "faith": "exag:ita", "cd:": "hpsv2"}

@@ -35,7 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, image_extras, names
+from metrics.catalog import (
+    BENCH_EXPECTATIONS,
+    BENCH_IMAGE,
+    VARIANT_BOUND,
+    image_extras,
+    names,
+)
 from metrics.expectations import met_share
 from metrics.stats import CORRELATIONS, correlation_interval, correlation_p, krippendorff_alpha
 from refine.backends.selection import Backends
@@ -391,11 +397,6 @@ class StoredMetrics:
             entries.append(Stored(image, None, None, {}))
         for e in entries:
             e.values.update(values)
-
-
-# the metrics whose values depend on the EXAG variant: stored under ``exag@exag:ita`` and
-# correlated per variant, never over images scored by different variants
-VARIANT_BOUND = ("exag", "faith")
 
 
 def with_variant(values: dict[str, Any], variant: str | None) -> dict[str, Any]:

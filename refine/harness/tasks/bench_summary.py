@@ -8,13 +8,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from metrics.catalog import BENCH_EXPECTATIONS, BENCH_IMAGE, BENCH_PROMPT, HEADLINE, image_extras
+from metrics.catalog import (
+    BENCH_EXPECTATIONS,
+    BENCH_IMAGE,
+    BENCH_PROMPT,
+    HEADLINE,
+    VARIANT_BOUND,
+    image_extras,
+)
 from metrics.stats import mean_interval
 from refine.harness.cells import Cell
 from refine.records import variant_name
 
-# the metrics whose values depend on the EXAG variant (FAITH is a mean with EXAG)
-VARIANT_BOUND = ("exag", "faith")
 NO_EXAG = "no EXAG"  # the group of prompts whose images have none
 
 
