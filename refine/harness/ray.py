@@ -31,7 +31,12 @@ PASSED_ENV = (
     "GEMINI_API_KEY",
     "GOOGLE_API_KEY",
     "GOOGLE_GEMINI_BASE_URL",
+    # an OpenAI-compatible server's address and key (the openai: backends' defaults)
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
     "REFINE_CACHE_DIR",
+    "REFINE_DATA_DIR",  # the fetched packs and photo sets the references come from
+    "HF_ENDPOINT",
     "REFINE_JUDGE_MEMORY",
     "HF_HOME",
     "HF_HUB_OFFLINE",
