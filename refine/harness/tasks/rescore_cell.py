@@ -195,6 +195,7 @@ def exag_again(
     them where there are none), ``exag:mllm`` from the judge's rating without them."""
     from metrics.ahead import exag_of
     from refine.evaluate.assess import ita
+    from refine.harness.tasks.bench_cells import exaggerated_record
 
     if not refs.stereotypes:
         raise ValueError(f"{where}: no stereotype candidates, so no EXAG to read again")
@@ -209,8 +210,6 @@ def exag_again(
     for image, o in zip(images, observed, strict=True):
         judged = maker.assessor.exaggeration(image, o, refs, tau)
         (got,) = exag_of([judged.answer])
-        from refine.harness.tasks.bench_cells import exaggerated_record
-
         listed = exaggerated_record(judged.exaggerated)
         out.append(
             {"exag": got.value, "exag_variant": judged.answer.variant, "exaggerated": listed}
