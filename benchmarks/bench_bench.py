@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("REFINE_CACHE_DIR", tempfile.mkdtemp(prefix="bench-bench-"))
 
     from refine.harness.engine import EngineOptions
-    from refine.harness.tasks.bench import run_bench
-    from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+    from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+    from refine.harness.tasks.bench.task import run_bench
     from tests.fakes.gemini_server import FakeGemini
     from tests.fakes.gemini_world import World
     from tests.fakes.tiny_models import build_tiny_siglip

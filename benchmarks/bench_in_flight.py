@@ -66,10 +66,10 @@ def main(argv: list[str] | None = None) -> None:
 
     from refine.backends import judging
     from refine.harness.engine import EngineOptions
-    from refine.harness.tasks.batch import run_batch
-    from refine.harness.tasks.batch_specs import open_batch
-    from refine.harness.tasks.bench import run_bench
-    from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+    from refine.harness.tasks.batch.specs import open_batch
+    from refine.harness.tasks.batch.task import run_batch
+    from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+    from refine.harness.tasks.bench.task import run_bench
     from refine.loop.refiner import Refiner
     from tests.fakes.gemini_server import FakeGemini
     from tests.fakes.gemini_world import World

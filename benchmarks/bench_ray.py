@@ -36,8 +36,8 @@ def main(argv: list[str] | None = None) -> None:
     import ray
 
     from refine.harness.engine import EngineOptions
-    from refine.harness.tasks.batch import run_batch
-    from refine.harness.tasks.batch_specs import open_batch
+    from refine.harness.tasks.batch.specs import open_batch
+    from refine.harness.tasks.batch.task import run_batch
     from refine.loop.refiner import Refiner
     from tests.fakes.gemini_server import FakeGemini
     from tests.fakes.gemini_world import World

@@ -1099,7 +1099,7 @@ BENCH_IMAGE = names("ahead", level="image")
 BENCH_QUALITY = names("quality")  # the quality readings (image_extras() adds the rest)
 BENCH_PROMPT = names("diversity")
 BENCH_EXPECTATIONS = names("expectations")
-# what an editor bench reads off each loop (refine.harness.tasks.editor_loops): the headline,
+# what an editor bench reads off each loop (refine.harness.tasks.editor_loops.task): the headline,
 # quality and drift from the image before; it adds drift outside the boxes and from the source
 EDITOR_LOOP = (HEADLINE, "quality", "drift")
 # CUBE concepts runs' figures

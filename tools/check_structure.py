@@ -8,7 +8,7 @@ fails on:
   through imports; an import for annotations only still ties the two files' designs
   together, as the import graph shows it);
 * a class over 400 lines, a function over 150 lines;
-* a task file (``refine/harness/tasks/*.py``) over 250 lines: a task is a spec, read in
+* a file under ``refine/harness/tasks/`` over 250 lines: a task is a spec, read in
   one sitting, its plan, cells and summary in files of their own;
 * an import across a layer's wall (:data:`WALLS`): the pages of ``refine/present`` read
   a task's results record, never the task's code;
@@ -180,7 +180,7 @@ def problems(root: Path = ROOT, packages: Iterable[str] = PACKAGES) -> list[Prob
                     if any(target == b or target.startswith(b + ".") for b in banned):
                         where = known[module].relative_to(root).as_posix()
                         out.append(Problem(f"import across a wall: {where} -> {target}", wall))
-    for path in sorted((root / TASKS).glob("*.py")):
+    for path in sorted((root / TASKS).rglob("*.py")):
         lines = len(path.read_text(encoding="utf-8").splitlines())
         if lines > MAX_TASK:
             rel = path.relative_to(root).as_posix()

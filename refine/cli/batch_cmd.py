@@ -26,8 +26,8 @@ from refine.evaluate.baselines import parse_baselines
 from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
-from refine.harness.tasks.batch import run_batch
-from refine.harness.tasks.batch_specs import BatchSpecError, open_batch
+from refine.harness.tasks.batch.specs import BatchSpecError, open_batch
+from refine.harness.tasks.batch.task import run_batch
 from refine.loop.refiner import Refiner
 from refine.numbers import MISSING, shown
 from refine.present.report import write_report

@@ -12,6 +12,7 @@ from refine.cli.inputs import (
     UserInputError,
     baseline_model_option,
     baselines_option,
+    made_plan,
     parsed_baseline_models,
     tau_option,
     with_engine,
@@ -20,10 +21,10 @@ from refine.cli.run_cmd import parse_backends
 from refine.harness.cells import CellSchemaError
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
-from refine.harness.tasks.bench import run_bench
-from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
-from refine.harness.tasks.concepts import run_concepts
-from refine.harness.tasks.concepts_plan import ConceptPlan, load_concepts
+from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+from refine.harness.tasks.bench.task import run_bench
+from refine.harness.tasks.concepts.plan import ConceptPlan, load_concepts
+from refine.harness.tasks.concepts.task import run_concepts
 from refine.numbers import MISSING, shown
 from refine.present.report.bench import write_bench_page
 from refine.present.report.concepts import write_concepts_page
@@ -233,7 +234,9 @@ def bench_cmd(
         prompts = plan_prompts(split_list(countries), activity, sample, seed, category)
     except ValueError as err:
         raise UserInputError(f"--profile/--countries/--activity/--category: {err}") from err
-    plan = BenchPlan(
+    parsed_baseline_models(baseline_model)
+    plan = made_plan(
+        BenchPlan,
         generators=names,
         prompts=prompts,
         images_per_prompt=images or 2,
@@ -245,11 +248,6 @@ def bench_cmd(
         baselines=_baselines("clipscore" if baselines is None else baselines),
         baseline_models=tuple(baseline_model),
     )
-    parsed_baseline_models(baseline_model)
-    try:
-        plan.check()
-    except ValueError as err:
-        raise UserInputError(f"--generator/--countries/--activity: {err}") from err
 
     def progress(line: str) -> None:
         if not as_json:
@@ -472,22 +470,14 @@ def _concepts(
         raise UserInputError(f"--concepts: {err}") from err
     try:
         weights = tuple(float(w) for w in weights_text.split(","))
-        from metrics.vendi import tag_kernel
-
-        tag_kernel([("a", "b", "c")], weights)
     except ValueError as err:
-        raise UserInputError(f"--cube-weights {weights_text!r}: {err}") from err
-    if images < 2:
-        raise UserInputError("--images-per-prompt: diversity needs at least 2 images")
+        raise UserInputError(f"--cube-weights {weights_text!r}: three numbers ({err})") from err
     try:
         names = list(generator) or [load_profile(profile).backend("generator")]
-        from refine.harness.generators import parse_generator
-
-        for name in names:
-            parse_generator(name)
     except ValueError as err:
-        raise UserInputError(f"--generator/--profile: {err}") from err
-    plan = ConceptPlan(
+        raise UserInputError(f"--profile: {err}") from err
+    plan = made_plan(
+        ConceptPlan,
         generators=names,
         concepts=found,
         images_per_prompt=images,
@@ -499,14 +489,12 @@ def _concepts(
         baseline_models=baseline_models,
         generator_settings=settings or {},
     )
-    if quality not in ("auto", "hpsv2", "judge"):
-        raise UserInputError(f"--cube-quality: auto, hpsv2 or judge, not {quality!r}")
 
     def progress(line: str) -> None:
         if not as_json:
             typer.echo(line, err=True)
 
-    from refine.harness.tasks.concepts_quality import QualityUnavailable
+    from refine.harness.tasks.concepts.quality import QualityUnavailable
 
     try:
         results = run_concepts(plan, out, on_event=progress, engine=engine)

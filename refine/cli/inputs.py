@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from metrics.descriptors import DIMENSIONS
+from refine.harness.plan import refusal
 from refine.records import RunSpec
 from refine.settings import SETTINGS, Setting, shown_on, table
 
@@ -420,3 +422,12 @@ def with_engine(
     wrapped.__signature__ = inspect.Signature([*params, *more])  # type: ignore[attr-defined]
     wrapped.__name__, wrapped.__doc__ = command.__name__, command.__doc__
     return wrapped
+
+
+def made_plan(plan: type, where: str = "", **fields: Any) -> Any:
+    """A task's plan of these fields, or the one line saying what cannot be, naming its
+    flag (after ``where``: ``--recipe NAME: ``)."""
+    try:
+        return plan(**fields)
+    except ValidationError as err:
+        raise UserInputError(where + refusal(err, plan)) from err

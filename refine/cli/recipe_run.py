@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import UserInputError, made_plan
 from refine.harness.recipes import Recipe, load_recipe
 
 
@@ -56,7 +56,7 @@ def bench_plan(recipe: Recipe, generators: list[str], limit: int | None, **given
     """The bench plan of a recipe: its prompts (the first ``limit``), images per prompt,
     seed, baselines and tau; ``given`` holds the command line's profile, backends,
     tau and baselines where they were given."""
-    from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+    from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
 
     s = recipe.select
     try:
@@ -65,7 +65,9 @@ def bench_plan(recipe: Recipe, generators: list[str], limit: int | None, **given
         raise UserInputError(f"--recipe {recipe.name}: {err}") from err
     prompts = interleaved(prompts)[:limit] if limit else prompts
     generators = generators or list(s.generators)
-    plan = BenchPlan(
+    plan = made_plan(
+        BenchPlan,
+        f"--recipe {recipe.name}: ",
         generators=generators,
         prompts=prompts,
         images_per_prompt=s.images_per_prompt,
@@ -82,10 +84,6 @@ def bench_plan(recipe: Recipe, generators: list[str], limit: int | None, **given
         observer_prompts=s.observer_prompts,
         generator_settings=generator_settings(recipe, generators),
     )
-    try:
-        plan.check()
-    except ValueError as err:
-        raise UserInputError(f"--recipe {recipe.name}: {err}") from err
     return plan
 
 
@@ -198,7 +196,7 @@ def backbones(recipe: Recipe, out: Path, echo: Callable[[str], None]) -> list[An
     observed again, the judge's baselines in ``rejudge`` read again, nothing generated),
     into ``out/backbones/<label>``, kept and gone on with; (label, folder, results) each."""
     from refine.harness.results import ResultsError
-    from refine.harness.tasks.rescore import RescorePlan, run_rescore
+    from refine.harness.tasks.rescore.task import RescorePlan, run_rescore
     from refine.present.report.bench import write_bench_page
 
     made = []
@@ -225,8 +223,8 @@ def _settings(recipe: Recipe, out: Path, ratings: Path | None, echo: Any) -> Any
     """A settings table: the bench rescored at each setting (``out/settings/tau-q1``...,
     ``out/settings/proposer-gpt-4o``..., kept and gone on with), each setting a row."""
     from refine.harness.recipe_tables import settings_table, tau_settings
-    from refine.harness.tasks.rescore import RescorePlan, run_rescore
-    from refine.harness.tasks.tau_quantiles import rescore_at_quantiles
+    from refine.harness.tasks.rescore.task import RescorePlan, run_rescore
+    from refine.harness.tasks.rescore.tau_quantiles import rescore_at_quantiles
 
     try:
         if recipe.table.settings == "proposers":

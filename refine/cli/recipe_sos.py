@@ -18,8 +18,8 @@ def run_sos_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[str], 
     from refine.cli.run_cmd import parse_backends
     from refine.evaluate.sos import BankError
     from refine.harness.recipe_tables import labels_table
-    from refine.harness.tasks.sos_bank import build_bank
-    from refine.harness.tasks.sos_prompts import check_grid, person_prompts
+    from refine.harness.tasks.sos.bank import build_bank
+    from refine.harness.tasks.sos.prompts import check_grid, person_prompts
     from refine.io.files import slug
     from refine.present.report.recipe import write_recipe_table
     from refine.present.report.sos import write_sos_report

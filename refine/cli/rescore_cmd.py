@@ -78,7 +78,7 @@ def rescore_cmd(
     was recomputed, from what, and its model calls."""
     from refine.harness.ray import RayEngineError
     from refine.harness.results import ResultsError
-    from refine.harness.tasks.rescore import RescorePlan, run_rescore
+    from refine.harness.tasks.rescore.task import RescorePlan, run_rescore
     from refine.present.report.bench import write_bench_page
 
     if tau is not None and not 0 < tau <= 1:  # said before anything loads
@@ -160,7 +160,7 @@ def rescore_cmd(
 
 def _concepts(source: Path, out: Path, given: list[str], as_json: bool, engine) -> None:
     """--cube-weights: the concepts run under each kernel's weights (no model call)."""
-    from refine.harness.tasks.concepts_rescore import rescore_concepts
+    from refine.harness.tasks.concepts.top_up import rescore_concepts
     from refine.present.report.concepts import write_concepts_page
 
     if not given:
@@ -194,7 +194,7 @@ def _concepts(source: Path, out: Path, given: list[str], as_json: bool, engine) 
 
 def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:
     """--tau-quantiles: the bench at each quartile's tau, and a recipe's settings table."""
-    from refine.harness.tasks.tau_quantiles import rescore_at_quantiles
+    from refine.harness.tasks.rescore.tau_quantiles import rescore_at_quantiles
     from refine.present.report.bench import write_bench_page
 
     def echo(line: str) -> None:

@@ -16,8 +16,8 @@ from refine.cli.run_cmd import parse_backends
 from refine.evaluate.sos import BankError
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
-from refine.harness.tasks.sos_bank import build_bank
-from refine.harness.tasks.sos_prompts import check_grid
+from refine.harness.tasks.sos.bank import build_bank
+from refine.harness.tasks.sos.prompts import check_grid
 from refine.present.report.sos import write_sos_report
 from refine.profiles import load_profile
 

@@ -1,7 +1,7 @@
 """The loop's own benches: ``refine bench --strategies ...`` (best-of-N against the loop's
-strategies at one budget per prompt, :mod:`refine.harness.tasks.strategies`) and
+strategies at one budget per prompt, :mod:`refine.harness.tasks.strategies.task`) and
 ``refine bench --editor M --loops K`` (editors over many edits,
-:mod:`refine.harness.tasks.editor_loops`)."""
+:mod:`refine.harness.tasks.editor_loops.task`)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from typing import Any
 
 import typer
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import UserInputError, made_plan
 from refine.cli.run_cmd import parse_backends
 from refine.harness.cells import CellSchemaError
 from refine.harness.ray import RayEngineError
-from refine.harness.tasks.bench_plan import plan_prompts
-from refine.harness.tasks.strategies import run_strategies
-from refine.harness.tasks.strategies_plan import StrategyPlan
+from refine.harness.tasks.bench.plan import plan_prompts
+from refine.harness.tasks.strategies.plan import StrategyPlan
+from refine.harness.tasks.strategies.task import run_strategies
 from refine.numbers import shown
 from refine.settings import split_list
 
@@ -77,7 +77,8 @@ def strategies_bench(given: dict[str, Any]) -> None:
         raise UserInputError("--budget-calls/--budget-seconds go with --strategies")
     _refuse(given, "--strategies", {})
     prompts = _prompts(given)
-    plan = StrategyPlan(
+    plan = made_plan(
+        StrategyPlan,
         strategies=split_list(given["strategies"]),
         prompts=prompts,
         budget_calls=given["budget_calls"],
@@ -95,12 +96,8 @@ def strategies_bench(given: dict[str, Any]) -> None:
 
 
 def _run(given: dict[str, Any], plan: Any, task: str, run: Any, page: Any, lines: Any) -> Any:
-    """Check ``plan``, run it into ``--out`` (a folder of its own) with progress on stderr,
+    """Run ``plan`` into ``--out`` (a folder of its own) with progress on stderr,
     write its page, and print its summary (or its results record with ``--json``)."""
-    try:
-        plan.check()
-    except ValueError as err:
-        raise UserInputError(str(err)) from err
     out = Path(given["out"])
     _own_folder(out, task)
 
@@ -180,8 +177,8 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
 def editor_bench(given: dict[str, Any]) -> None:
     """``refine bench --editor M [--editor M2 ...] --loops K``, from the bench command's
     options."""
-    from refine.harness.tasks.editor_loops import run_editor_loops
-    from refine.harness.tasks.editor_loops_plan import EditorLoopPlan
+    from refine.harness.tasks.editor_loops.plan import EditorLoopPlan
+    from refine.harness.tasks.editor_loops.task import run_editor_loops
     from refine.present.report.editor_loops import write_editor_loops_page
 
     extra = {"strategies": "--strategies", "budget_calls": "--budget-calls"}
@@ -192,7 +189,8 @@ def editor_bench(given: dict[str, Any]) -> None:
             parse_backends([f"editor={name}"])
         except UserInputError as err:
             raise UserInputError(str(err).replace("--backend: 'editor=", "--editor: '")) from err
-    plan = EditorLoopPlan(
+    plan = made_plan(
+        EditorLoopPlan,
         editors=list(given["editor"]),
         prompts=_prompts(given),
         loops=3 if given["loops"] is None else given["loops"],

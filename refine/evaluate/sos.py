@@ -1,4 +1,4 @@
-"""An SoS bank read (``Bank``, what ``refine.harness.tasks.sos_bank`` builds) and its
+"""An SoS bank read (``Bank``, what ``refine.harness.tasks.sos.bank`` builds) and its
 analysis: per (culture, language) SoS, the distribution per language
 and the share of strongly surface-led pairs (the page: refine.present.report.sos).
 

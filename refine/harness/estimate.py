@@ -128,7 +128,7 @@ class Estimate:
 
 
 def bench_estimate(plan: Any, profile: Any) -> Estimate:
-    """The calls of a :class:`~refine.harness.tasks.bench_plan.BenchPlan` on ``profile``
+    """The calls of a :class:`~refine.harness.tasks.bench.plan.BenchPlan` on ``profile``
     (a :class:`~refine.backends.profile.Profile`)."""
     from refine.evaluate.reference_source import ReferenceSource
 

@@ -3,10 +3,11 @@
 
 A recipe holds:
 
-* ``task``: what runs it, ``bench`` (CULTIVate activities), ``concepts`` (CUBE-style
-  concept prompts), ``sos`` (an SoS bank per generator) or ``caire`` (CAIRE's universal
-  set: each concept of ``--concepts`` generated in each country, every image scored for
-  every country);
+* ``task``: what runs it, a registered task (:mod:`refine.harness.registry`, whose spec says
+  which metrics and table kinds a recipe of it may give): ``bench`` (CULTIVate
+  activities), ``concepts`` (CUBE-style concept prompts), ``sos`` (an SoS bank per
+  generator) or ``caire`` (CAIRE's universal set: each concept of ``--concepts``
+  generated in each country, every image scored for every country);
 * ``[select]``: the countries, activities, categories or concepts file, the sample per
   country, images per prompt, the first seed, the generators the paper compared (as
   this toolkit names them; ``--generator`` replaces them), the baselines and tau;
@@ -52,7 +53,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-MAX_IMAGES_PER_PROMPT = 1000  # CUBE draws 80; a bound stops a typo's billions
+from refine.harness import registry
+from refine.harness.plan import MAX_IMAGES_PER_PROMPT
 
 
 class _Strict(BaseModel):
@@ -243,30 +245,21 @@ class Recipe(_Strict):
     paper: str  # the paper, in words
     source: str  # where in the paper: the file and the table or figure
     about: str = ""  # what the recipe runs and how it departs from the paper
-    task: Literal["bench", "concepts", "sos", "caire"] = "bench"
+    task: str = "bench"  # a registered task (refine.harness.registry)
     select: Select = Field(default_factory=Select)
     table: Table
 
     @model_validator(mode="after")
     def _metrics_known(self) -> Recipe:
-        """Each metric is one the task computes: a catalog metric (bench), a CUBE kernel's
-        ``cd:NAME`` or figure (concepts), a method (sos), ``caire``; and the table's kind
-        one the task makes."""
-        from metrics.catalog import CATALOG, CUBE_FIGURES
-        from metrics.vendi import CUBE_KERNELS
-
-        known = {
-            "bench": set(CATALOG),
-            "concepts": {*CUBE_FIGURES, *(f"cd:{k}" for k in CUBE_KERNELS)},
-            "sos": {"sos", "clipscore", "mclip"},
-            "caire": {"caire"},
-        }[self.task]
-        kinds = {
-            "bench": ("metrics", "agreement", "settings"),
-            "concepts": ("metrics",),
-            "sos": ("labels",),
-            "caire": ("agreement",),
-        }[self.task]
+        """The task is a registered one, each metric one it computes and the table's kind
+        one it makes, as its :class:`refine.harness.registry.TaskSpec` says: a catalog
+        metric (bench), a CUBE kernel's ``cd:NAME`` or figure (concepts), a method (sos),
+        ``caire``."""
+        spec = registry.task(self.task)
+        known = spec.table_names()
+        kinds = spec.tables
+        if not kinds:
+            raise ValueError(f"task {self.task!r} makes no recipe table")
         if self.table.kind not in kinds:
             raise ValueError(
                 f"a {self.task} recipe makes a table of kind {' or '.join(kinds)}, "

@@ -45,7 +45,7 @@ from metrics.catalog import (
 from metrics.expectations import met_share
 from metrics.stats import CORRELATIONS, correlation_interval, correlation_p, krippendorff_alpha
 from refine.backends.selection import Backends
-from refine.harness.tasks.bench_cells import BenchStore
+from refine.harness.tasks.bench.cells import BenchStore
 from refine.io.files import file_sha256, json_value
 from refine.profiles import load_profile
 from refine.progress import Countdown

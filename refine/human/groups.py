@@ -73,7 +73,7 @@ def group_key(rating: Any, stored: Any, by: str, table: dict[str, str]) -> str:
     if by == "category":
         category = meta.category if meta else None
         if category is None and country and rating.activity:
-            from refine.harness.tasks.bench_plan import activity_category
+            from refine.harness.tasks.bench.plan import activity_category
 
             category = activity_category(rating.activity, country)
         return category or NO_GROUP

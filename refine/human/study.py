@@ -428,7 +428,7 @@ def culture_options(item: Item, seed: int = 0) -> list[str]:
 
 
 def _identities() -> list[str]:
-    from refine.harness.tasks.sos_prompts import person_prompts
+    from refine.harness.tasks.sos.prompts import person_prompts
 
     return sorted({c for c, _ in person_prompts()})
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy import stats as sp
 
-from refine.harness.tasks.bench import run_bench
-from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+from refine.harness.tasks.bench.task import run_bench
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import GREEN, RED
 

@@ -10,9 +10,9 @@ from PIL import Image
 
 from refine.events import EntryChanged
 from refine.harness.engine import EngineOptions
-from refine.harness.tasks.batch import run_batch
-from refine.harness.tasks.batch_record import summarise
-from refine.harness.tasks.batch_specs import open_batch, read_specs
+from refine.harness.tasks.batch.record import summarise
+from refine.harness.tasks.batch.specs import open_batch, read_specs
+from refine.harness.tasks.batch.task import run_batch
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from tests.e2e.test_cli_run import cli, no_retries_profile

@@ -17,8 +17,8 @@ import pytest
 
 from refine.events import EntryChanged
 from refine.harness.engine import EngineOptions
-from refine.harness.tasks.batch import run_batch
-from refine.harness.tasks.batch_specs import open_batch
+from refine.harness.tasks.batch.specs import open_batch
+from refine.harness.tasks.batch.task import run_batch
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from refine.profiles import load_profile
@@ -202,7 +202,7 @@ def test_bad_settings_get_one_line_each(tmp_path, world):
 
 # -- refine bench on Ray ---------------------------------------------------------------
 def bench_plan(siglip_path):
-    from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+    from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
 
     return BenchPlan(
         generators=["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"],
@@ -213,8 +213,8 @@ def bench_plan(siglip_path):
 
 
 def test_concepts_on_ray_are_the_same_concepts(cluster, world, siglip_path, options, tmp_path):
-    from refine.harness.tasks.concepts import run_concepts
-    from refine.harness.tasks.concepts_plan import ConceptPlan, load_concepts
+    from refine.harness.tasks.concepts.plan import ConceptPlan, load_concepts
+    from refine.harness.tasks.concepts.task import run_concepts
 
     concepts = tmp_path / "c.jsonl"
     concepts.write_text(
@@ -281,8 +281,8 @@ def test_bench_on_ray_survives_a_killed_worker_and_makes_the_same_bench(
     made by a worker of its own process. One worker: the killed one's replacement makes
     what is left (that the other workers go on meanwhile is the batch's test above; a
     worker's start is about 4.5 CPU-s)."""
-    from refine.harness.tasks.bench import run_bench
-    from refine.harness.tasks.bench_cells import BenchStore, cell_key
+    from refine.harness.tasks.bench.cells import BenchStore, cell_key
+    from refine.harness.tasks.bench.task import run_bench
     from tests.fakes.gemini_world import GREEN, RED
 
     world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
@@ -344,7 +344,7 @@ def test_sos_bank_on_ray_survives_a_killed_worker_and_is_the_same_bank(
 
     from refine.backends.selection import Backends
     from refine.evaluate.sos import Bank
-    from refine.harness.tasks.sos_bank import build_bank
+    from refine.harness.tasks.sos.bank import build_bank
 
     overrides = {"image_embedder": f"siglip:{siglip_path}"}
     chosen = Backends(load_profile("gemini"), overrides)

@@ -5,7 +5,6 @@ bench stored; a killed bench goes on; the leaderboard holds the same values."""
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import math
 import re
@@ -18,9 +17,9 @@ from metrics.ahead import faithfulness, score_images
 from refine.evaluate.references import find_references
 from refine.harness.cells import latest
 from refine.harness.engine import EngineOptions
-from refine.harness.tasks.bench import run_bench
-from refine.harness.tasks.bench_cells import BenchStore
-from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+from refine.harness.tasks.bench.cells import BenchStore
+from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+from refine.harness.tasks.bench.task import run_bench
 from refine.present.report.bench import write_bench_page
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import GREEN, RED
@@ -453,7 +452,7 @@ def test_baselines_in_a_bench(world, siglip_path, options, tmp_path, monkeypatch
     out = tmp_path / "b"
     # a bench made without them first: asked for later, the baselines are read from the
     # kept images, with nothing generated, observed or judged for FAITH again
-    first = run_bench(dataclasses.replace(plan, baselines=()), out, backend_options=options)
+    first = run_bench(plan.model_copy(update={"baselines": ()}), out, backend_options=options)
     assert not world.tifa_asked
     made, told = len(world.log), []
     summary = run_bench(plan, out, backend_options=options, on_event=told.append).summary

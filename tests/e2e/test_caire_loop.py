@@ -121,7 +121,7 @@ def test_refine_run_with_caire_flags(capsys, world, siglip_path, tmp_path, kb_di
 
 
 def test_batch_lines_name_caire_settings(tmp_path, kb_dir):
-    from refine.harness.tasks.batch_specs import BatchSpecError, read_specs
+    from refine.harness.tasks.batch.specs import BatchSpecError, read_specs
 
     specs = tmp_path / "specs.csv"
     specs.write_text(

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from refine.harness.cells import CellStore
-from refine.harness.tasks.concepts import CONCEPT_CELLS, run_concepts
-from refine.harness.tasks.concepts_plan import ConceptPlan, load_concepts
+from refine.harness.tasks.concepts.plan import ConceptPlan, load_concepts
+from refine.harness.tasks.concepts.task import CONCEPT_CELLS, run_concepts
 from refine.present.report.concepts import write_concepts_page
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import BLUE, GEO, GREEN, GREY, RED, YES_LOGPROB
@@ -155,7 +155,7 @@ def test_concept_files_and_the_command_line(world, siglip_path, tmp_path, concep
 def test_rescored_under_other_kernel_weights_with_no_model_call(run, world, tmp_path):
     """refine rescore --cube-weights: the stored tags, qualities and embeddings under
     another kernel, one folder each; the stand-in hears nothing."""
-    from refine.harness.tasks.concepts_summary import concept_stats
+    from refine.harness.tasks.concepts.summary import concept_stats
 
     plan, out, _ = run
     asked = len(world.log)

@@ -12,8 +12,8 @@ from PIL import Image
 
 from refine import settings
 from refine.harness.results import Results
-from refine.harness.tasks.editor_loops import run_editor_loops
-from refine.harness.tasks.editor_loops_plan import EditorLoopPlan
+from refine.harness.tasks.editor_loops.plan import EditorLoopPlan
+from refine.harness.tasks.editor_loops.task import run_editor_loops
 from refine.present.report.editor_loops import BELOW, write_editor_loops_page
 from tests.e2e.test_cli_run import cli
 from tests.e2e.test_loop import ACT, refiner

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from refine.harness.engine import EngineOptions
-from refine.harness.tasks.bench import run_bench
-from refine.harness.tasks.bench_cells import BenchStore
-from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+from refine.harness.tasks.bench.cells import BenchStore
+from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+from refine.harness.tasks.bench.task import run_bench
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import GREEN, RED
 

@@ -12,8 +12,8 @@ import pytest
 
 from refine.backends import judging
 from refine.harness.engine import EngineOptions
-from refine.harness.tasks.bench import run_bench
-from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+from refine.harness.tasks.bench.task import run_bench
 from tests.e2e.test_cli_run import cli
 from tests.golden.produce import ACTS, GENS
 

@@ -127,7 +127,7 @@ def test_what_cannot_be_fetched_is_named_and_retries_wait(tmp_path, monkeypatch)
 
 def test_every_command_finds_the_fetched_countries(tmp_path, monkeypatch, capsys):
     from refine.evaluate.reference_source import catalog
-    from refine.harness.tasks.bench_plan import plan_prompts
+    from refine.harness.tasks.bench.plan import plan_prompts
     from ui.views.references import ready_activities
 
     upstream(tmp_path / "repo", countries=("Brazil",))

@@ -18,7 +18,7 @@ from scipy import stats as sp
 from metrics.stats import mean_interval
 from refine.harness.recipes import load_recipe, recipes_dir
 from refine.harness.results import cell_mean
-from refine.harness.tasks.bench_plan import plan_prompts
+from refine.harness.tasks.bench.plan import plan_prompts
 from refine.human.groups import regions
 from refine.records import variant_name
 from tests.e2e.test_cli_run import cli

@@ -15,8 +15,8 @@ from PIL import Image
 
 from refine.cli import main
 from refine.events import EntryChanged
-from refine.harness.tasks.batch import run_batch
-from refine.harness.tasks.batch_specs import open_batch
+from refine.harness.tasks.batch.specs import open_batch
+from refine.harness.tasks.batch.task import run_batch
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from refine.present.report import write_report

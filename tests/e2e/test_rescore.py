@@ -15,8 +15,8 @@ from metrics.ahead import faithfulness, score_images
 from metrics.stats import mean_interval, spearman
 from refine.evaluate.references import find_references
 from refine.harness.results import cell_mean
-from refine.harness.tasks.bench import run_bench
-from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+from refine.harness.tasks.bench.task import run_bench
 from refine.io.files import file_sha256
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import GREEN, RED

@@ -13,8 +13,8 @@ import pytest
 
 from refine.backends import create
 from refine.evaluate.sos import Bank, BankError, analyse
-from refine.harness.tasks.sos_bank import build_bank
-from refine.harness.tasks.sos_prompts import person_prompts
+from refine.harness.tasks.sos.bank import build_bank
+from refine.harness.tasks.sos.prompts import person_prompts
 from refine.present.report.sos import write_sos_report
 from tests.fakes.tiny_models import build_tiny_sd
 

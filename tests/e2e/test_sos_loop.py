@@ -125,7 +125,7 @@ def test_refine_run_with_languages(capsys, world, siglip_path, bank_dir, tmp_pat
 
 
 def test_batch_lines_name_languages_and_a_bank(tmp_path, bank_dir):
-    from refine.harness.tasks.batch_specs import BatchSpecError, read_specs
+    from refine.harness.tasks.batch.specs import BatchSpecError, read_specs
 
     specs = tmp_path / "specs.csv"
     specs.write_text(

@@ -11,8 +11,8 @@ import pytest
 
 from refine import usage
 from refine.harness.results import Results
-from refine.harness.tasks.strategies import run_strategies
-from refine.harness.tasks.strategies_plan import StrategyPlan
+from refine.harness.tasks.strategies.plan import StrategyPlan
+from refine.harness.tasks.strategies.task import run_strategies
 from refine.present.report.strategies import write_strategies_page
 from tests.e2e.test_cli_run import cli
 from tests.e2e.test_loop import ACT, COUNTRY, refiner

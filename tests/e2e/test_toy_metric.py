@@ -137,8 +137,8 @@ def test_a_registered_metric_reaches_the_bench_and_the_agreement(
 ):
     import csv
 
-    from refine.harness.tasks.bench import run_bench
-    from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+    from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+    from refine.harness.tasks.bench.task import run_bench
     from refine.human.agree import agreement, load_ratings, stored_metrics
     from refine.present.report.bench import write_bench_page
     from tests.fakes.gemini_world import GREEN, RED

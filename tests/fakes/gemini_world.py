@@ -640,7 +640,7 @@ def expected_exag(colour) -> float:
 def build_activity_bank(world: World, backends, out):
     """A 2 x 2 SoS bank of "people eating food at home" (Iran, Turkey; en, fr) made through
     the fake server: the world draws French prompts blue, Turkey green and Iran red."""
-    from refine.harness.tasks.sos_bank import build_bank
+    from refine.harness.tasks.sos.bank import build_bank
 
     world.generate_for = {"[French]": BLUE, "in Turkey": GREEN}
     build_bank(

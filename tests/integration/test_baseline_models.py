@@ -307,8 +307,8 @@ def test_imagereward_on_a_checkpoint_in_its_layout(tmp_path):
 def test_a_bench_keeps_cells_scored_on_the_checkpoints_asked_for(world, tmp_path):
     """A bench whose PickScore is a local checkpoint: its cells say which, are kept (and
     summarised) when run again with it, and their images scored again with another."""
-    from refine.harness.tasks.bench import run_bench
-    from refine.harness.tasks.bench_plan import BenchPlan, plan_prompts
+    from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+    from refine.harness.tasks.bench.task import run_bench
     from tests.conftest import loop_options
     from tests.fakes.tiny_models import build_tiny_hf_clip
 

@@ -27,7 +27,7 @@ def test_each_metric_once_with_a_range_and_a_direction():
 
 def test_bench_rows_and_agree_read_the_catalog():
     from metrics.catalog import agree_metrics
-    from refine.harness.tasks.bench_summary import row_fields
+    from refine.harness.tasks.bench.summary import row_fields
     from refine.present.views import series_names
 
     per_image = [f for f in row_fields() if f in catalog.CATALOG]

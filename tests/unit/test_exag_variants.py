@@ -7,7 +7,7 @@ import pytest
 
 from metrics.stats import mean_interval
 from refine.harness.cells import Cell
-from refine.harness.tasks.bench_summary import _stats, exag_variant, summarise
+from refine.harness.tasks.bench.summary import _stats, exag_variant, summarise
 from refine.human.agree import _metric_keys, with_variant
 
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from refine.harness.recipes import load_recipe
-from refine.harness.tasks.batch_specs import _rows
+from refine.harness.tasks.batch.specs import _rows
 from refine.human.protocols import load_protocol
 from refine.io.files import json_value
 

@@ -15,8 +15,8 @@ from pydantic import ValidationError
 
 from metrics.catalog import names
 from refine.harness.results import write_csv
-from refine.harness.tasks.bench_cells import BenchStore
-from refine.harness.tasks.bench_summary import image_rows, row_fields
+from refine.harness.tasks.bench.cells import BenchStore
+from refine.harness.tasks.bench.summary import image_rows, row_fields
 from refine.records import Run, Scores
 
 EARLIER = Path(__file__).resolve().parents[1] / "golden" / "earlier"

@@ -72,7 +72,7 @@ def test_refine_run_help_shows_the_table(monkeypatch):
 
 
 def test_a_batch_line_takes_the_table_bounds(tmp_path):
-    from refine.harness.tasks.batch_specs import BatchSpecError, read_specs
+    from refine.harness.tasks.batch.specs import BatchSpecError, read_specs
 
     base = {"activity": "people eating food at home", "country": "Iran"}
     bounded = [s for s in shown_on("batch") if s.lower is not None or s.upper is not None]
@@ -107,7 +107,7 @@ def test_a_batch_line_takes_the_table_bounds(tmp_path):
 def test_every_bad_batch_line_is_listed_json_or_not(tmp_path):
     """A line that is not JSON (or not an object) is listed with every other bad line, in
     the file's order, instead of hiding them."""
-    from refine.harness.tasks.batch_specs import BatchSpecError, read_specs
+    from refine.harness.tasks.batch.specs import BatchSpecError, read_specs
 
     good = {"activity": "people eating food at home", "country": "Iran"}
     specs = tmp_path / "mixed.jsonl"
@@ -219,7 +219,7 @@ def test_a_field_added_to_the_spec_is_an_option_and_a_batch_setting(tmp_path):
     from typer.testing import CliRunner
 
     from refine.cli.run_cmd import make_run_cmd
-    from refine.harness.tasks.batch_specs import BatchSpecError, read_specs
+    from refine.harness.tasks.batch.specs import BatchSpecError, read_specs
 
     Wider = wider(["run", "batch", "app"])
 

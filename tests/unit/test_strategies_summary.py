@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from refine.harness.cells import Cell
-from refine.harness.tasks.strategies_summary import best_by, curve, paired, summarise
+from refine.harness.tasks.strategies.summary import best_by, curve, paired, summarise
 
 PROMPTS = [("a", "Iran"), ("b", "Iran"), ("c", "India"), ("d", "India"), ("e", "India")]
 BON = [0.40, 0.55, 0.31, 0.62, 0.47]

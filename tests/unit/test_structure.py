@@ -76,7 +76,8 @@ def test_a_page_reading_a_task_and_a_long_task_file_are_found(tmp_path):
             "refine/harness/__init__.py": "",
             "refine/harness/results.py": "",
             "refine/harness/tasks/__init__.py": "",
-            "refine/harness/tasks/bench.py": long + "\n",
+            "refine/harness/tasks/bench/__init__.py": "",
+            "refine/harness/tasks/bench/task.py": long + "\n",
             "refine/harness/tasks/short.py": "from refine.harness import results\n",
             "refine/present/__init__.py": "",
             "refine/present/page.py": "def f():\n    from refine.harness.tasks import bench\n",
@@ -88,7 +89,7 @@ def test_a_page_reading_a_task_and_a_long_task_file_are_found(tmp_path):
         "import across a wall: refine/present/page.py -> refine.harness.tasks.bench": (
             "refine.present"
         ),
-        "task file refine/harness/tasks/bench.py": "251 lines (at most 250)",
+        "task file refine/harness/tasks/bench/task.py": "251 lines (at most 250)",
     }
 
 

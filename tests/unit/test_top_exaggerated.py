@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from refine.harness.cells import Cell
-from refine.harness.tasks.bench_summary import top_exaggerated
+from refine.harness.tasks.bench.summary import top_exaggerated
 
 
 def cell(gen, country, act, images):

@@ -1,5 +1,5 @@
-"""What the loop's own benches share (:mod:`refine.harness.tasks.strategies`, strategies at
-equal cost, and :mod:`refine.harness.tasks.editor_loops`, editors over many edits): a cell
+"""What the loop's own benches share (:mod:`refine.harness.tasks.strategies.task`, strategies at
+equal cost, and :mod:`refine.harness.tasks.editor_loops.task`, editors over many edits): a cell
 per (variant, activity, country), where the variant is a strategy or an editor; the
 models of a refinement run, built once per process; and cells kept while the scoring is
 the same."""
@@ -34,7 +34,6 @@ class LoopBenchTask(CellTask):
         backend_options: dict[str, dict[str, Any]] | None = None,
         emit: Callable[[str], None] | None = None,
     ) -> None:
-        plan.check()
         super().__init__(out, emit)
         self.plan = plan
         self.backend_options = backend_options or {}

@@ -1,0 +1,90 @@
+"""A task's plan: what it is asked for, as a pydantic model whose fields carry their flag,
+help, bounds and the fronts that show them, as :class:`refine.records.RunSpec`'s do.
+
+Every check of a plan is a validator on it, so a plan that exists can run: the command
+line, a recipe and the Python API build the same model and get the same refusal.
+:func:`option` declares a field a front shows (``surfaces``: ``cli``, the task's own
+command), :func:`refusal` turns a :class:`pydantic.ValidationError` into the one line a
+front shows, naming the flag. :func:`refine.settings.table` reads a plan's fields as it
+reads RunSpec's: a task's command is made from them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from refine.settings import flag_of
+
+MAX_IMAGES_PER_PROMPT = 1000  # CUBE draws 80; a bound stops a typo's billions
+
+
+class Plan(BaseModel):
+    """The base of every task's plan: no field it does not declare, no NaN or infinity."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
+    # the fields that may be given by position, in order, as they could when plans were
+    # dataclasses (StrategyPlan(["edit"], prompts, budget_calls=5))
+    positional: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, *args: Any, **fields: Any) -> None:
+        if len(args) > len(self.positional):
+            raise TypeError(
+                f"{type(self).__name__} takes {len(self.positional)} field(s) by position "
+                f"({', '.join(self.positional)}), got {len(args)}"
+            )
+        for name, value in zip(self.positional, args, strict=False):
+            if name in fields:
+                raise TypeError(f"{type(self).__name__}: {name} given twice")
+            fields[name] = value
+        super().__init__(**fields)
+
+
+def _some(prompts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    if not prompts:
+        raise ValueError("no prompts: the countries and activities given leave none")
+    return prompts
+
+
+# a plan's (activity, country) prompts, chosen on the command line by three options
+Prompts = Annotated[list[tuple[str, str]], AfterValidator(_some)]
+PROMPTS = Field(json_schema_extra={"flag": "--countries/--activity/--category"})
+# the roles' overrides, ROLE=NAME (refine.settings.parse_backends)
+BACKENDS = Field(default_factory=dict, json_schema_extra={"flag": "--backend"})
+
+
+def option(
+    default: Any = ...,
+    help: str = "",
+    *,
+    flag: str | None = None,
+    surfaces: tuple[str, ...] = ("cli",),
+    given: str = "value",
+    default_factory: Any = None,
+    **bounds: Any,
+) -> Any:
+    """A plan field a front shows: its help, its flag (default ``--the-name``), how it is
+    given (``value``, ``list``: names separated by commas, ``repeat``: once per item,
+    ``path``) and its bounds (``ge``, ``le``, ``gt``, ``min_length`` ...)."""
+    extra = {"surfaces": surfaces, "given": given}
+    if flag:
+        extra["flag"] = flag
+    if default_factory is not None:
+        return Field(
+            default_factory=default_factory, description=help, json_schema_extra=extra, **bounds
+        )
+    return Field(default, description=help, json_schema_extra=extra, **bounds)
+
+
+def refusal(err: ValidationError, plan: type[BaseModel]) -> str:
+    """The first problem of ``err`` in one line: ``--flag: what is wrong`` for a field, the
+    validator's own words (which name their flags) for the plan as a whole."""
+    first = err.errors()[0]
+    message = str(first["msg"]).removeprefix("Value error, ")
+    loc = [str(x) for x in first["loc"]]
+    if not loc:
+        return message
+    where = flag_of(loc[0], plan) + "".join(f"[{x}]" for x in loc[1:])
+    got = first.get("input")
+    shown = "" if first["type"] == "value_error" or isinstance(got, dict) else f" (got {got!r})"
+    return f"{where}: {message}{shown}"

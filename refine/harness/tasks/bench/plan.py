@@ -1,0 +1,166 @@
+"""How a bench's plan is read: the generators, and the (activity, country) prompts of the
+bundled CULTIVate catalog it runs, by country, activity, category and sample."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from refine.evaluate.reference_source import catalog
+from refine.evaluate.references import suggest
+from refine.harness.generators import parse_generator
+from refine.harness.plan import (
+    BACKENDS,
+    MAX_IMAGES_PER_PROMPT,
+    PROMPTS,
+    Plan,
+    Prompts,
+    option,
+)
+
+
+class BenchPlan(Plan):
+    """Every generator on every prompt, the same seeds, one scorer; a generator named twice
+    or no prompt is refused here, for every front."""
+
+    positional = ("generators", "prompts")
+
+    # generator names ("gemini:...", "diffusers:...+lora=PATH@0.8")
+    generators: list[str] = option(
+        help="A generator to compare (once per generator; default: the profile's).",
+        flag="--generator",
+        given="repeat",
+    )
+    prompts: Prompts = PROMPTS  # (activity, country)
+    images_per_prompt: int = option(
+        2, "Images per prompt, seeds seed to seed+N-1.", ge=1, le=MAX_IMAGES_PER_PROMPT
+    )
+    seed: int = option(42, "The first seed.", ge=0, le=2**32 - 1)
+    tau: float | None = option(
+        None, "The match threshold (the scorer profile's when not given).", gt=0, le=1
+    )
+    profile: str = Field("gemini", json_schema_extra={"flag": "--profile"})
+    backends: dict[str, str] = BACKENDS  # the scorer's overrides
+    # also list each prompt's cultural expectations (the scorer's llm, cached) and check
+    # them on every image (the judge)
+    expectations: bool = option(
+        False, "Also list each prompt's cultural expectations and check them on every image."
+    )
+    # the baselines scored beside FAITH on every image (the catalog's group "baseline");
+    # CLIPScore costs no model call
+    baselines: tuple[str, ...] = Field(("clipscore",), json_schema_extra={"flag": "--baselines"})
+    # checkpoints in place of the baselines' own, as NAME=WHERE (--baseline-model)
+    baseline_models: tuple[str, ...] = Field((), json_schema_extra={"flag": "--baseline-model"})
+    # the observer's prompts: the toolkit's one request for every dimension, or AHEaD's
+    # one per dimension (Tab. 22-27), as the AHEaD recipes run it
+    observer_prompts: Literal["toolkit", "ahead"] = "toolkit"
+    # a recipe's settings of its generators (by name): steps, guidance, size, negative
+    # prompt (refine.harness.generators.SETTINGS)
+    generator_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("generators")
+    @classmethod
+    def _generators(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("name at least one generator")
+        if len(set(value)) != len(value):
+            raise ValueError("a generator is named twice")
+        for spec in value:
+            parse_generator(spec)
+        return value
+
+    @field_validator("baseline_models")
+    @classmethod
+    def _checkpoints(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from refine.evaluate.baseline_models import parse_baseline_models
+
+        parse_baseline_models(value)
+        return value
+
+    def checkpoints(self) -> dict[str, str]:
+        """The checkpoint of each asked-for baseline that has one, in words: what its cells
+        were scored with."""
+        from refine.evaluate.baseline_models import CHECKPOINTS, checkpoint, parse_baseline_models
+
+        given = parse_baseline_models(self.baseline_models)
+        return {n: checkpoint(n, given).describe() for n in CHECKPOINTS if n in self.baselines}
+
+
+def activity_category(activity: str, country: str) -> str | None:
+    """The CULTIVate category of an activity of a country in the bundled pack."""
+
+    entry = catalog()[0].countries.get(country, {}).get("activities", {}).get(activity) or {}
+    return entry.get("category")
+
+
+def plan_prompts(
+    countries: Sequence[str] = (),
+    activities: Sequence[str] = (),
+    sample: int | None = None,
+    seed: int = 42,
+    categories: Sequence[str] = (),
+) -> list[tuple[str, str]]:
+    """(activity, country) pairs with reference descriptors (the bundled pack's, or those
+    of a pack of the data directory: :func:`refine.evaluate.reference_source.catalog`): of the
+    countries named (default: every country with descriptors), the activities named
+    (default: all of them) in the CULTIVate categories named (eating, greeting, dancing,
+    concert, game, celebration, religious, wedding, funeral; default: all), then
+    ``sample`` of each country's drawn with ``seed``."""
+
+    pack = catalog()[0]
+    known = {
+        str(e.get("category", "")).casefold()
+        for c in pack.countries.values()
+        for e in c["activities"].values()
+    }
+    cats = {c.casefold() for c in categories}
+    unknown = sorted(cats - known)
+    if unknown:
+        raise ValueError(
+            f"no activity category {unknown[0]!r} (categories: {', '.join(sorted(known - {''}))})"
+        )
+    keys = []
+    for name in countries:
+        key = pack.country_key(name)
+        if key is None:
+            raise ValueError(
+                f"the pack has no country {name!r}{suggest(name, list(pack.countries))} "
+                f"(countries: {', '.join(pack.countries)})"
+            )
+        keys.append(key)
+    if not keys:
+        keys = list(pack.countries)
+    wanted = {a.casefold() for a in activities}
+    out = []
+    for key in keys:
+        for act, entry in pack.countries[key]["activities"].items():
+            if (
+                entry.get("descriptors")
+                and (not wanted or act.casefold() in wanted)
+                and (not cats or str(entry.get("category", "")).casefold() in cats)
+            ):
+                out.append((act, key))
+    if not out and cats:
+        raise ValueError(
+            f"no activity with reference descriptors in {', '.join(sorted(cats))} "
+            f"for {', '.join(keys)}"
+        )
+    if wanted:
+        found = {a.casefold() for a, _ in out}
+        missing = sorted(wanted - found)
+        if missing:
+            raise ValueError(
+                f"no reference descriptors for {missing[0]!r} in {', '.join(keys)}; "
+                "`refine refs list --country C` lists the activities"
+            )
+    if sample is not None:  # per country, so that each country is drawn from
+        draw = random.Random(seed)
+        drawn = []
+        for key in keys:
+            theirs = [p for p in out if p[1] == key]
+            drawn += draw.sample(theirs, sample) if sample < len(theirs) else theirs
+        out = sorted(drawn, key=lambda p: (p[1], p[0]))
+    return out

@@ -1,0 +1,116 @@
+"""What a strategies bench is asked for (see :mod:`refine.harness.tasks.strategies.task`): the
+strategies, the prompts, the budget per prompt, how its cells are kept; and what a
+strategy's next step needs of the budget left."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import field_validator, model_validator
+
+from refine.harness.cells import CellFormat
+from refine.harness.plan import BACKENDS, PROMPTS, Plan, Prompts, option
+
+STRATEGIES = ("best-of-n", "edit", "regenerate", "auto")
+BEST_OF_N = "best-of-n"
+FAILED = "failed: "  # how the stop reason of a cell a failure ended begins
+
+STRATEGY_CELLS = CellFormat(
+    "strategies.jsonl",
+    inputs=(
+        "strategy",
+        "activity",
+        "country",
+        "budget_calls",
+        "budget_seconds",
+        "seed",
+        "target",
+        "candidates",
+        "tau",
+        "scorer",
+    ),
+    key=(
+        "strategy",
+        "activity",
+        "country",
+        "budget_calls",
+        "budget_seconds",
+        "seed",
+        "target",
+        "candidates",
+    ),
+    data=("calls", "seconds", "reached", "stop_reason", "run_dir", "picked"),
+)
+
+
+class StrategyPlan(Plan):
+    """Each strategy on each prompt at one budget per prompt; a strategy named twice, no
+    budget, or none of either is refused here, for every front."""
+
+    positional = ("strategies", "prompts")
+
+    strategies: list[str] = option(
+        help=f"The strategies to compare, separated by commas ({', '.join(STRATEGIES)}).",
+        given="list",
+        min_length=1,
+    )
+    prompts: Prompts = PROMPTS  # (activity, country)
+    budget_calls: int | None = option(
+        None, "Model calls per prompt and strategy (a call budget).", ge=1
+    )
+    budget_seconds: float | None = option(
+        None, "Wall-clock seconds per prompt and strategy (a time budget).", gt=0
+    )
+    seed: int = option(42, "The first seed of every strategy's images.", ge=0, le=2**32 - 1)
+    target: float = option(
+        0.7, "The loop's stop, and the share of prompts reaching it: FAITH.", ge=0, le=1
+    )
+    candidates: int = option(2, "Candidates per editing round.", ge=1, le=64)
+    tau: float | None = option(
+        None, "The match threshold (the profile's when not given).", gt=0, le=1
+    )
+    profile: str = "gemini"
+    backends: dict[str, str] = BACKENDS
+
+    @field_validator("strategies")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = [s for s in value if s not in STRATEGIES]
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)} unknown; choose among {', '.join(STRATEGIES)}")
+        if len(set(value)) != len(value):
+            raise ValueError("name each strategy once")
+        return value
+
+    @model_validator(mode="after")
+    def _budget(self) -> StrategyPlan:
+        if self.budget_calls is None and self.budget_seconds is None:
+            raise ValueError("--strategies needs a budget: --budget-calls N or --budget-seconds S")
+        return self
+
+
+def first_best(steps: list[dict[str, Any]]) -> int | None:
+    """The first step with the highest FAITH (None without one)."""
+    scored = [s for s in steps if s["faith"] is not None]
+    if not scored:
+        return None
+    return max(scored, key=lambda s: s["faith"])["step"]
+
+
+def too_short(
+    budget: Any, deadline: float | None, costs: list[tuple[int, float]], what: str
+) -> str:
+    """Why another ``what`` would likely not fit the budget left (as much as the most any
+    cost so far), or ""."""
+    if not costs:
+        return ""
+    calls, seconds = max(c for c, _ in costs), max(s for _, s in costs)
+    if budget is not None and budget.left < calls:
+        return (
+            f"budget: {budget.spent} of {budget.limit} calls used; another {what} needs "
+            f"about {calls}"
+        )
+    if deadline is not None and deadline - time.monotonic() < seconds:
+        return f"budget: the wall time left is under another {what}'s {seconds:.1f} s"
+    return ""
