@@ -103,12 +103,14 @@ def flag_of(name: str, spec: type[RunSpec] = RunSpec) -> str:
     return flag or "--" + name.replace("_", "-")
 
 
-def _setting(name: str, field: Any) -> Setting:
+def _setting(name: str, field: Any, spec: type[RunSpec] = RunSpec) -> Setting:
     extra = field.json_schema_extra or {}
     annotation = field.annotation
     given = extra.get("given", "value")
     if given not in GIVEN:
-        raise ValueError(f"RunSpec.{name}: given {given!r} is not one of {', '.join(GIVEN)}")
+        raise ValueError(
+            f"{spec.__name__}.{name}: given {given!r} is not one of {', '.join(GIVEN)}"
+        )
     choices: tuple[str, ...] = ()
     kind: type = str
     for option in (annotation, *get_args(annotation)):
@@ -120,13 +122,14 @@ def _setting(name: str, field: Any) -> Setting:
         if get_origin(option) is Literal:
             choices, kind = tuple(get_args(option)), str
             break
-    # an option not given is None (a list's or a path's), or no items
-    default = field.default if field.default_factory is None else None
+    # an option not given is None (a list's or a path's, a required field's: the model
+    # then names it), or no items
+    default = None if field.is_required() or field.default_factory else field.default
     if given == "repeat":
         default = []
     return Setting(
         name=name,
-        flag=flag_of(name),
+        flag=flag_of(name, spec),
         kind=kind,
         default=default,
         lower=_bound(field, "ge"),
@@ -147,7 +150,7 @@ def table(spec: type[RunSpec] = RunSpec) -> dict[str, Setting]:
     """The table of run settings of ``spec`` (RunSpec, or a subclass with more fields):
     its fields that name the fronts showing them, in field order."""
     return {
-        name: _setting(name, field)
+        name: _setting(name, field, spec)
         for name, field in spec.model_fields.items()
         if isinstance(field.json_schema_extra, dict) and "surfaces" in field.json_schema_extra
     }

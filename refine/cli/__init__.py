@@ -38,8 +38,10 @@ from refine.cli.rate_cmd import rate_app
 from refine.cli.rescore_cmd import rescore_cmd
 from refine.cli.run_cmd import parse_backends, refs_app, run_cmd
 from refine.cli.sos_cmd import sos_app
+from refine.cli.task_cmd import add_task_commands
 from refine.cli.tau_cmd import calibrate_tau_cmd
 from refine.cli.tune_cmd import tune_cmd
+from refine.harness import registry
 from refine.profiles import list_profiles, load_profile
 from refine.settings import upper
 
@@ -413,13 +415,21 @@ def interrupted_exit() -> None:
     os._exit(130)
 
 
-@functools.cache
 def command() -> Any:
-    """The command tree of :data:`app`, built once a process. Calling the Typer app builds
-    it anew every time (15 ms here), which a script or a test calling :func:`main` again
-    and again pays at each call; a built click command is made to be invoked many times.
-    With the app's pretty tracebacks off, calling it so is what calling the app does."""
-    return typer.main.get_command(app)
+    """The command tree of :data:`app` with a command for each registered task that has
+    none of its own (:func:`refine.cli.task_cmd.add_task_commands`), built once a process
+    and again when a task is registered. Calling the Typer app builds it anew every time
+    (15 ms here), which a script or a test calling :func:`main` again and again pays at each
+    call; a built click command is made to be invoked many times. With the app's pretty
+    tracebacks off, calling it so is what calling the app does."""
+    return _command(registry.version())
+
+
+@functools.cache
+def _command(version: int) -> Any:
+    tree = typer.main.get_command(app)
+    add_task_commands(tree)
+    return tree
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -63,6 +63,8 @@ class TaskSpec:
     # method of the SoS labels table); "catalog": every metric of the catalog
     table_metrics: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()  # the table kinds a recipe of it makes
+    # "module:function": the terminal's lines from its results' summary
+    summary: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c == "-" for c in self.name):
@@ -80,6 +82,10 @@ class TaskSpec:
 
     def runner(self) -> Any:
         return resolve(self._command("run"))
+
+    def summary_lines(self, summary: dict[str, Any]) -> list[str]:
+        """What the terminal shows of its results' summary (nothing without a summary)."""
+        return list(resolve(self.summary)(summary)) if self.summary else []
 
     def _command(self, part: str) -> str:
         target = getattr(self, part)

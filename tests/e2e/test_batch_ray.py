@@ -397,17 +397,20 @@ def test_sos_bank_on_ray_survives_a_killed_worker_and_is_the_same_bank(
 
 
 def test_a_toy_task_spec_on_ray_writes_the_record_the_local_engine_does(cluster, tmp_path):
+    """The toy task registered here, run by its own command (refine toy) on Ray."""
+    from refine.harness import registry
+    from refine.harness.results import Results
     from refine.harness.task import run_task
-    from tests.fakes.toy_task import ToyTask
+    from tests.e2e.test_cli_run import cli
+    from tests.fakes.toy_task import TOY, ToyTask
 
     local = run_task(ToyTask([1, 2, 3], tmp_path / "local"))
-    lines: list[str] = []
-    remote = run_task(
-        ToyTask([1, 2, 3], tmp_path / "ray"),
-        engine=EngineOptions("ray", workers=1),  # cells from two workers: the batch test
-        on_event=lines.append,
-    )
-    assert lines[0].startswith("ray: 1 worker(s): ")
+    with registry.registered(TOY):
+        # cells from two workers: the batch test
+        done = cli("toy", "--ks", "1,2,3", "--out", tmp_path / "ray", "--engine", "ray")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("ray: 1 worker(s): ")
+    remote = Results.read(tmp_path / "ray")
     assert remote.summary["vendi"]["mean"] == pytest.approx(2.0)
     assert (remote.config, remote.summary, remote.cells) == (
         local.config,

@@ -1,7 +1,11 @@
-"""A toy task spec on the harness, the smallest a task can be: each job is a number k, and
+"""A toy task on the harness, the smallest a task can be: each job is a number k, and
 its cell holds the Vendi score of k orthogonal unit vectors (exactly k: k equally weighted
 eigenvalues of 1/k) and a DDIV it cannot compute (missing, never a number). Module-level,
-so that Ray's workers can build its maker."""
+so that Ray's workers can build its maker.
+
+:data:`TOY` is its TaskSpec, with a one-field Plan (:class:`ToyPlan`): registered in a test
+(``refine.harness.registry.registered(TOY)``), it is ``refine toy`` and a recipe's task
+with no other edit."""
 
 from __future__ import annotations
 
@@ -9,9 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import field_validator
+
 from refine.harness.cells import Cell, CellFormat
-from refine.harness.engine import MakerSpec
-from refine.harness.task import CellTask
+from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
+from refine.harness.plan import Plan, option
+from refine.harness.registry import TaskSpec
+from refine.harness.results import Results
+from refine.harness.task import CellTask, run_task
 
 TOY_CELLS = CellFormat("toy.jsonl", inputs=("k", "maker"), key=("k",), data=("vectors",))
 
@@ -86,3 +95,42 @@ class ToyTask(CellTask):
 
     def csv_rows(self, line: dict[str, Any]) -> list[dict[str, Any]]:
         return [{m: line[m] for m in self.csv_fields()}]
+
+
+class ToyPlan(Plan):
+    ks: list[int] = option(
+        help="How many orthogonal vectors each cell holds, separated by commas.",
+        given="list",
+        min_length=1,
+    )
+
+    @field_validator("ks")
+    @classmethod
+    def _positive(cls, ks: list[int]) -> list[int]:
+        if any(k < 1 for k in ks):
+            raise ValueError(f"each k is at least 1, got {min(ks)}")
+        return ks
+
+
+def run_toy(
+    plan: ToyPlan,
+    out: str | Path,
+    on_event: Callable[[str], None] | None = None,
+    engine: EngineOptions = LOCAL,
+) -> Results:
+    return run_task(ToyTask(plan.ks, out, on_event), engine=engine, on_event=on_event)
+
+
+def toy_lines(summary: dict[str, Any]) -> list[str]:
+    return [f"Vendi {summary['vendi']['mean']:.3f}, DDIV {summary['ddiv']['mean']}"]
+
+
+TOY = TaskSpec(
+    name="toy",
+    help="Vendi of k orthogonal vectors, one cell per k.",
+    plan="tests.fakes.toy_task:ToyPlan",
+    run="tests.fakes.toy_task:run_toy",
+    prompt_metrics=("vendi", "ddiv"),
+    tables=("metrics",),
+    summary="tests.fakes.toy_task:toy_lines",
+)

@@ -11,16 +11,8 @@ import pytest
 
 from refine.harness import registry
 from refine.harness.registry import TaskSpec
+from tests.fakes.toy_task import TOY
 from tests.unit.test_recipes import MINIMAL, load_recipe_text
-
-TOY = TaskSpec(
-    name="toy",
-    help="Vendi of k orthogonal vectors.",
-    plan="tests.fakes.toy_task:ToyPlan",
-    run="tests.fakes.toy_task:run_toy",
-    prompt_metrics=("vendi", "ddiv"),
-    tables=("metrics",),
-)
 
 
 def test_every_bundled_task_is_found_by_its_target_and_names_itself():

@@ -3,7 +3,9 @@ agreement), each turning what a task returned or wrote into one self-contained p
 
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
+from typing import Any
 
 from refine.io.files import atomic_write_text
 from refine.present.report.batch import render_batch
@@ -37,3 +39,21 @@ def write_report(directory: str | Path, out: str | Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, html)
     return target
+
+
+# each task's page by the kind its TaskSpec names (refine.harness.registry): tasks name a
+# page, and only here is the name turned into the code that writes it
+PAGES = {
+    "bench": "refine.present.report.bench:write_bench_page",
+    "concepts": "refine.present.report.concepts:write_concepts_page",
+    "strategies": "refine.present.report.strategies:write_strategies_page",
+    "editor_loops": "refine.present.report.editor_loops:write_editor_loops_page",
+}
+
+
+def write_task_page(kind: str, folder: str | Path, results: Any = None) -> Path:
+    """The page of a task's results in ``folder``, by the page kind its spec names."""
+    if kind not in PAGES:
+        raise ValueError(f"no page of kind {kind!r} (pages: {', '.join(PAGES)})")
+    module, _, name = PAGES[kind].partition(":")
+    return getattr(import_module(module), name)(folder, results)

@@ -11,6 +11,7 @@ SPEC = TaskSpec(
     run="refine.harness.tasks.editor_loops.task:run_editor_loops",
     page="editor_loops",
     metrics=EDITOR_LOOP,
+    summary="refine.harness.tasks.editor_loops.summary:loop_lines",
 )
 
 _LAZY = {"EditorLoopPlan": "plan", "run_editor_loops": "task"}

@@ -12,6 +12,8 @@ from typing import Any
 from metrics.catalog import EDITOR_LOOP
 from metrics.stats import mean_interval
 from refine.harness.cells import Cell
+from refine.harness.tasks.strategies.summary import with_interval
+from refine.numbers import shown
 
 FIGURES = (*EDITOR_LOOP, "drift_outside", "drift_from_source")
 
@@ -58,3 +60,20 @@ def summarise(
             for country in sorted({c.inputs["country"] for c in mine})
         }
     return out
+
+
+def loop_lines(summary: dict[str, Any]) -> list[str]:
+    """Each editor's loops on the terminal: FAITH, quality and drift, the guard marked."""
+    lines = []
+    for e, s in summary["editors"].items():
+        guard = shown(s["guard"], ".3f")
+        lines.append(f"{e} ({s['prompts']} prompt(s); quality guard {guard})")
+        lines.append("  loop  FAITH                  quality                drift")
+        for row in s["loops"]:
+            mark = "  below the guard" if s["first_below_guard"] == row["loop"] else ""
+            lines.append(
+                f"  {row['loop']:>4}  {with_interval(row['faith']):<22} "
+                f"{with_interval(row['quality']):<22} "
+                f"{with_interval(row['drift'])}{mark}"
+            )
+    return lines

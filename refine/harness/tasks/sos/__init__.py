@@ -10,7 +10,6 @@ SPEC = TaskSpec(
     help="Build an SoS bank per generator and say where language outweighs culture.",
     plan=None,  # its recipes' command builds the banks (refine bench --recipe sos-table2)
     run=None,
-    page="sos",
     table_metrics=("sos", "clipscore", "mclip"),  # the labels table's methods
     tables=("labels",),
 )

@@ -10,6 +10,7 @@ SPEC = TaskSpec(
     run="refine.harness.tasks.strategies.task:run_strategies",
     page="strategies",
     metrics=("faith", "quality"),
+    summary="refine.harness.tasks.strategies.summary:summary_lines",
 )
 
 _LAZY = {"StrategyPlan": "plan", "run_strategies": "task"}

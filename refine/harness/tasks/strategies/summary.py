@@ -13,6 +13,7 @@ from typing import Any
 from metrics.stats import mean_interval
 from refine.harness.cells import Cell
 from refine.harness.tasks.strategies.plan import BEST_OF_N
+from refine.numbers import shown
 
 CURVE_POINTS = 11  # the budget's calls split in ten
 
@@ -115,3 +116,33 @@ def summarise(
             out["paired_countries"][country] = [paired(same, s, seed) for s in others]
     out["curve"] = curve(cells, strategies, budget)
     return out
+
+
+def with_interval(stat: dict[str, Any], digits: str = ".3f") -> str:
+    """``0.712 [0.650, 0.770]``, or the dash where the mean is missing."""
+    iv = stat.get("interval")
+    span = f" [{format(iv[0], digits)}, {format(iv[1], digits)}]" if iv else ""
+    return shown(stat.get("mean"), digits) + span
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """The table of strategies on the terminal, then the paired differences."""
+    lines = ["strategy      prompts  FAITH                  quality                reached"
+             "   calls    seconds"]  # fmt: skip
+    for s, st in summary["strategies"].items():
+        reached = shown(st["reached"]["mean"], ".0%")
+        lines.append(
+            f"{s:<13} {st['prompts']:>7}  {with_interval(st['faith']):<22} "
+            f"{with_interval(st['quality']):<22} "
+            f"{reached:>7}   {shown(st['calls']['mean'], '.0f'):>5}  "
+            f"{shown(st['seconds']['mean'], '.1f'):>8}"
+        )
+    for p in summary.get("paired") or []:
+        iv = p["interval"]
+        span = f" [{iv[0]:+.4f}, {iv[1]:+.4f}]" if iv else ""
+        share = shown(p["share_improved"], ".0%")
+        lines.append(
+            f"{p['other']} - {p['base']}: FAITH {shown(p['mean_difference'], '+.4f')}{span} "
+            f"on {p['prompts']} prompt(s), better on {share}"
+        )
+    return lines

@@ -1,0 +1,142 @@
+"""A task's command, made from its :class:`refine.harness.registry.TaskSpec`: an option per
+field of its Plan that the command line shows (flag, help, bounds and default from the
+field, as ``refine run``'s options come from RunSpec's), ``--out``, ``--json`` and the
+engine's options. The plan is built and checked by its own validators; the task runs into
+``--out`` (a folder holding another task's results is refused), its page is written, and
+its summary printed (its results record with ``--json``).
+
+:func:`add_task_commands` gives the command tree a command for every registered task that
+has none of its own yet, so a task registered in a test or by a user is ``refine NAME``
+with no other edit."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from refine.cli.inputs import UserInputError, made_plan, spec_option, with_engine
+from refine.harness import registry
+from refine.harness.cells import CellSchemaError
+from refine.harness.engine import LOCAL, EngineOptions
+from refine.harness.ray import RayEngineError
+from refine.harness.registry import TaskSpec
+from refine.harness.results import RESULTS, Results, ResultsError
+from refine.settings import Setting, shown_on, split_list
+
+
+def own_folder(out: Path, mine: str) -> None:
+    """A folder holding another task's results record is refused: one record a folder."""
+    if not (out / RESULTS).is_file():
+        return
+    try:
+        task = Results.read(out).task
+    except ResultsError as err:
+        raise UserInputError(f"--out: {err}") from err
+    if task != mine:
+        raise UserInputError(
+            f"--out {out}: it holds the results of a {task}; give this one a folder of "
+            f"its own (for example --out {mine}-results)"
+        )
+
+
+def run_plan(
+    spec: TaskSpec, plan: Any, out: Path, as_json: bool = False, engine: EngineOptions = LOCAL
+) -> Results:
+    """Run ``plan`` of task ``spec`` into ``out`` with progress on stderr, write its page
+    and print its summary (or its results record with ``as_json``)."""
+    own_folder(out, spec.name)
+
+    def progress(line: str) -> None:
+        if not as_json:
+            typer.echo(line, err=True)
+
+    try:
+        results = spec.runner()(plan, out, on_event=progress, engine=engine)
+    except (RayEngineError, CellSchemaError) as err:
+        raise UserInputError(str(err)) from err
+    written = None
+    if spec.page:
+        from refine.present.report import write_task_page
+
+        written = write_task_page(spec.page, out, results)
+    if as_json:
+        typer.echo(json.dumps(results.to_json(), indent=2))
+        return results
+    for line in spec.summary_lines(results.summary):
+        typer.echo(line)
+    typer.echo(f"results: {out / RESULTS}" + (f"; page: {written}" if written else ""))
+    return results
+
+
+def _given(setting: Setting, value: Any) -> Any:
+    """An option's value as the plan's field takes it; None: not given (the default)."""
+    if value is None or (setting.given == "repeat" and not value):
+        return None
+    if setting.given == "list":
+        return split_list(value)
+    return list(value) if setting.given == "repeat" else value
+
+
+def task_command(spec: TaskSpec) -> Callable[..., Any]:
+    """``refine NAME``, made from the spec and its Plan's fields."""
+    import inspect
+
+    plan = spec.plan_class()
+    settings = shown_on("cli", plan)
+
+    def command(out: Path, as_json: bool, engine: EngineOptions = LOCAL, **options: Any) -> None:
+        fields = {s.name: _given(s, options[s.name]) for s in settings}
+        made = made_plan(plan, **{k: v for k, v in fields.items() if v is not None})
+        run_plan(spec, made, out, as_json, engine)
+
+    own = [
+        inspect.Parameter(
+            "out",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(..., "--out", help="The task's folder (a folder of its own)."),
+            annotation=Path,
+        ),
+        inspect.Parameter(
+            "as_json",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(False, "--json", help="Print the results record."),
+            annotation=bool,
+        ),
+        inspect.Parameter("engine", inspect.Parameter.KEYWORD_ONLY, annotation=EngineOptions),
+    ]
+    kinds = {"path": Path, "list": str, "repeat": list[str]}
+    options = [
+        inspect.Parameter(
+            s.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=spec_option(s.name, plan),
+            annotation=kinds.get(s.given, s.kind) | None,
+        )
+        for s in settings
+    ]
+    command.__signature__ = inspect.Signature([*options, *own])  # type: ignore[attr-defined]
+    command.__name__ = spec.name.replace("-", "_") + "_cmd"
+    command.__doc__ = spec.help
+    return with_engine(command, 1, "Cells at a time.")
+
+
+def add_task_commands(group: Any) -> None:
+    """A command in ``group`` (the click group of ``refine``) for every registered task with
+    a plan whose every required field the command line gives, and no command of its own."""
+    for name in registry.names():
+        spec = registry.task(name)
+        if name in group.commands or spec.plan is None:
+            continue
+        plan = spec.plan_class()
+        shown = {s.name for s in shown_on("cli", plan)}
+        if any(f.is_required() and n not in shown for n, f in plan.model_fields.items()):
+            continue
+        app = typer.Typer(
+            add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
+        )
+        app.command(name)(task_command(spec))
+        group.add_command(typer.main.get_command(app), name)

@@ -1,0 +1,58 @@
+"""A task is one TaskSpec and one Plan: the toy task registered here (nothing else changed)
+is ``refine toy``, its options made from its Plan's one field, its plan checked by its own
+validators, its cells made on the local engine into ``--out`` with the results record and
+its summary on the terminal (the twin of test_toy_metric.py; on Ray: test_batch_ray.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from refine.harness import registry
+from refine.harness.results import Results
+from tests.e2e.test_cli_run import cli
+from tests.fakes.toy_task import TOY
+
+
+def test_a_registered_task_is_a_command_made_from_its_plan(tmp_path):
+    unknown = cli("toy", "--help")
+    assert unknown.returncode == 2 and "No such command 'toy'" in unknown.stderr
+    with registry.registered(TOY):
+        helped = cli("toy", "--help")
+        assert helped.returncode == 0, helped.stderr
+        words = " ".join(helped.stdout.split())
+        assert "Vendi of k orthogonal vectors, one cell per k." in words
+        assert "--ks <str> How many orthogonal vectors each cell holds" in words
+        assert "--out" in words and "--engine" in words and "--json" in words
+
+        done = cli("toy", "--ks", "1, 2,3", "--out", tmp_path / "t")
+        assert done.returncode == 0, done.stderr
+        assert "Vendi 2.000, DDIV None" in done.stdout
+        assert "toy in " in done.stderr and "3 of 3 cell(s) to do" in done.stderr
+        results = Results.read(tmp_path / "t")
+        assert results.task == "toy" and results.config["ks"] == [1, 2, 3]
+        # an eigendecomposition's rounding: k orthogonal vectors give k within 1e-9
+        assert [c["vendi"] for c in results.cells] == pytest.approx([1.0, 2.0, 3.0], abs=1e-9)
+
+        again = cli("toy", "--ks", "1,2,3,4", "--out", tmp_path / "t", "--json")
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout)["summary"]["vendi"]["mean"] == pytest.approx(2.5, abs=1e-9)
+        cells = (tmp_path / "t" / "toy.jsonl").read_text().splitlines()
+        assert len(cells) == 4 and not again.stderr  # the three made kept; --json: no progress
+
+        for wrong, said in (
+            (["--ks", "2,0"], "error: --ks: each k is at least 1, got 0"),
+            (["--ks", "two"], "--ks[0]: Input should be a valid integer"),
+            ([], "--ks: Field required"),
+            (["--ks", "2", "--engine", "nowhere"], "--engine"),
+        ):
+            bad = cli("toy", *wrong, "--out", tmp_path / "u")
+            assert bad.returncode == 2 and said in bad.stderr, (wrong, bad.stderr)
+        assert not (tmp_path / "u").exists()
+
+        (tmp_path / "b").mkdir()
+        (tmp_path / "b" / "results.json").write_text('{"task": "bench", "schema": 1}')
+        other = cli("toy", "--ks", "2", "--out", tmp_path / "b")
+        assert other.returncode == 2 and "it holds the results of a bench" in other.stderr
+    assert cli("toy", "--help").returncode == 2  # gone with its registration
