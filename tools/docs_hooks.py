@@ -24,9 +24,8 @@ CATALOG_MARK = "<!-- catalog -->"
 def commands() -> list[tuple[tuple[str, ...], Any]]:
     """Every command of the ``refine`` command line that runs something: (its words after
     ``refine``, the click command), in the order ``--help`` lists them."""
-    import typer.main
 
-    from refine.cli import app
+    from refine.cli import command
 
     found: list[tuple[tuple[str, ...], Any]] = []
 
@@ -40,7 +39,7 @@ def commands() -> list[tuple[tuple[str, ...], Any]]:
         else:
             found.append((path, command))
 
-    walk(typer.main.get_command(app), ())
+    walk(command(), ())  # the tasks' commands made from their specs included
     return found
 
 

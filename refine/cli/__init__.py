@@ -32,6 +32,7 @@ from refine.cli.data_cmd import data_app
 from refine.cli.expectations_cmd import expectations_app
 from refine.cli.export_cmd import export_cmd
 from refine.cli.inputs import UserInputError, baseline_model_option, parsed_baseline_models
+from refine.cli.legacy import forwarded
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.photos_cmd import photos_app
 from refine.cli.rate_cmd import rate_app
@@ -54,7 +55,9 @@ app = typer.Typer(
         "HTML report of a run or batch; 'app' serves the Gradio app; 'refs' shows reference "
         "descriptors; 'caire' builds knowledge bases and rates cultural relevance 1-5; 'sos' "
         "builds multilingual image banks and reports where language outweighs culture; "
-        "'bench' compares generators on the CULTIVate catalog; 'expectations build' lists a "
+        "'bench' compares generators on the CULTIVate catalog; 'strategies' compares the "
+        "loop's strategies with best-of-N at one budget; 'editor-loops' compares editors over "
+        "many edits in a row; 'expectations build' lists a "
         "prompt's explicit and implicit cultural expectations; 'agree' says which metric agrees "
         "with human ratings; 'export' writes runs as training data; "
         "'models download' fetches a profile's weights ahead of time; 'calibrate-tau' sets the "
@@ -434,7 +437,9 @@ def _command(version: int) -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors become one line on stderr and exit code 2."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    args, said = forwarded(list(sys.argv[1:] if argv is None else argv))
+    if said:
+        typer.echo(said, err=True)
     if argv is None:  # this process is the command's own
         steady_collector()
     click_error, abort = _click_errors()

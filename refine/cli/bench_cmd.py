@@ -76,47 +76,6 @@ RATINGS = typer.Option(
 )
 
 
-STRATEGIES = typer.Option(
-    None,
-    "--strategies",
-    help="Compare ways of spending one budget per prompt instead of generators: "
-    "best-of-n,edit,regenerate,auto (any of them; with --budget-calls or --budget-seconds).",
-)
-BUDGET_CALLS = typer.Option(
-    None, "--budget-calls", min=1, help="With --strategies: model calls per prompt each."
-)
-BUDGET_SECONDS = typer.Option(
-    None, "--budget-seconds", min=0.001, help="With --strategies: wall seconds per prompt."
-)
-TARGET = typer.Option(
-    default("target"),
-    "--target",
-    min=0.0,
-    max=1.0,
-    help="With --strategies: the FAITH that ends a strategy's prompt early.",
-)
-CANDIDATES = typer.Option(
-    default("candidates"),
-    "--candidates",
-    min=1,
-    max=64,
-    help="With --strategies: candidates per editing round.",
-)
-
-EDITORS = typer.Option(
-    [],
-    "--editor",
-    help="Compare editors over many edits instead of generators (repeatable): each "
-    "prompt's source image edited --loops times in a row by each.",
-)
-LOOPS = typer.Option(
-    None, "--loops", min=1, max=100, help="With --editor: edits in a row (default 3)."
-)
-LOCALIZE = typer.Option(
-    False, "--localize", help="With --editor: each edit restricted to the observer's boxes."
-)
-
-
 def bench_cmd(
     generator: list[str] = typer.Option(
         [],
@@ -153,9 +112,10 @@ def bench_cmd(
         "(prompt, concept, country, artifacts) instead of CULTIVate activities.",
     ),
     cube_weights: str = typer.Option(
-        "1,0,0",
+        None,
         "--cube-weights",
-        help="With --concepts: geo-tag similarity weights of continent, country, artifact.",
+        help="With --concepts: geo-tag similarity weights of continent, country, artifact "
+        "(default 1,0,0).",
     ),
     seed: int = typer.Option(
         default("seed"), "--seed", help="First seed (and the sample's and intervals')."
@@ -177,14 +137,6 @@ def bench_cmd(
     dry_run: bool = DRY_RUN,
     ratings: Path = RATINGS,
     cube_quality: str = CUBE_QUALITY,
-    strategies: str = STRATEGIES,
-    budget_calls: int = BUDGET_CALLS,
-    budget_seconds: float = BUDGET_SECONDS,
-    target: float = TARGET,
-    candidates: int = CANDIDATES,
-    editor: list[str] = EDITORS,
-    loops: int | None = LOOPS,
-    localize: bool = LOCALIZE,
     as_json: bool = typer.Option(False, "--json", help="Print the results record (results.json)."),
     engine: EngineOptions = LOCAL,
 ) -> None:
@@ -197,26 +149,25 @@ def bench_cmd(
     must be on storage every node sees) with the same results.
     --recipe runs a paper's protocol with the paper's settings and writes its table in the
     paper's layout, the paper's figures beside the bench's.
-    --strategies compares best-of-N with the loop's strategies at the same budget per
-    prompt (strategies.csv, results.json, strategies.html); --editor compares editors over
-    --loops edits in a row (editor_loops.csv, results.json, editor_loops.html); a chain that
-    fails is named on stderr, the exit code is 1, and the same command makes it again."""
+    The loop's own benches are commands of their own: refine strategies (best-of-N against
+    the loop's strategies at one budget per prompt) and refine editor-loops (editors over
+    many edits in a row)."""
 
-    looped = (strategies is not None, budget_calls, budget_seconds, localize, loops is not None)
-    if editor or any(looped):
-        from refine.cli.strategies_cmd import loop_bench  # the loop's own benches
-
-        return loop_bench(dict(locals()))
     if recipe is None:
         for name, given in (("--limit", limit), ("--dry-run", dry_run), ("--ratings", ratings)):
             if given:
                 raise UserInputError(f"{name} goes with --recipe NAME")
     else:
-        given = dict(locals())
-        given["selection"] = {k: given.pop(k) for k in SELECTION}
-        if given["selection"]["cube_weights"] == "1,0,0":
-            given["selection"]["cube_weights"] = None
-        _recipe(recipe, given)
+        # what the recipe takes from the command line, and what it chooses itself
+        selection = dict(zip(SELECTION, (countries, activity, category, sample, images,
+                                         cube_weights, expectations), strict=True))  # fmt: skip
+        _recipe(recipe, {
+            "selection": selection, "generator": generator, "profile": profile,
+            "backend": backend, "tau": tau, "baselines": baselines,
+            "baseline_model": baseline_model, "out": out, "as_json": as_json, "engine": engine,
+            "ratings": ratings, "limit": limit, "dry_run": dry_run, "concepts": concepts,
+            "cube_quality": cube_quality,
+        })  # fmt: skip
         return
     if concepts is not None:
         if countries or activity or category or sample:
@@ -225,7 +176,7 @@ def bench_cmd(
                 "--countries, --activity, --category and --sample"
             )
         _concepts(
-            generator, profile, backend, concepts, cube_weights, images or 16, seed, out,
+            generator, profile, backend, concepts, cube_weights or "1,0,0", images or 16, seed, out,
             as_json, engine, cube_quality, tuple(baseline_model),
         )  # fmt: skip
         return

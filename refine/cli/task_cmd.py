@@ -47,7 +47,8 @@ def run_plan(
     spec: TaskSpec, plan: Any, out: Path, as_json: bool = False, engine: EngineOptions = LOCAL
 ) -> Results:
     """Run ``plan`` of task ``spec`` into ``out`` with progress on stderr, write its page
-    and print its summary (or its results record with ``as_json``)."""
+    and print its summary (or its results record with ``as_json``); a cell a failure ended
+    is named on stderr and the exit code is 1 (the same command makes it again)."""
     own_folder(out, spec.name)
 
     def progress(line: str) -> None:
@@ -58,6 +59,15 @@ def run_plan(
         results = spec.runner()(plan, out, on_event=progress, engine=engine)
     except (RayEngineError, CellSchemaError) as err:
         raise UserInputError(str(err)) from err
+    failed = spec.failure_lines(results.cells)
+    for line in failed:
+        typer.echo(line, err=True)
+    if failed:
+        typer.echo(
+            f"{len(failed)} of {len(results.cells)} cell(s) failed; they are made again when "
+            "the same command runs again",
+            err=True,
+        )
     written = None
     if spec.page:
         from refine.present.report import write_task_page
@@ -65,10 +75,12 @@ def run_plan(
         written = write_task_page(spec.page, out, results)
     if as_json:
         typer.echo(json.dumps(results.to_json(), indent=2))
-        return results
-    for line in spec.summary_lines(results.summary):
-        typer.echo(line)
-    typer.echo(f"results: {out / RESULTS}" + (f"; page: {written}" if written else ""))
+    else:
+        for line in spec.summary_lines(results.summary):
+            typer.echo(line)
+        typer.echo(f"results: {out / RESULTS}" + (f"; page: {written}" if written else ""))
+    if failed:
+        raise typer.Exit(1)
     return results
 
 

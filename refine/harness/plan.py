@@ -12,9 +12,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
 
-from refine.settings import flag_of
+from refine.settings import flag_of, parse_backends
 
 MAX_IMAGES_PER_PROMPT = 1000  # CUBE draws 80; a bound stops a typo's billions
 
@@ -46,11 +53,30 @@ def _some(prompts: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return prompts
 
 
-# a plan's (activity, country) prompts, chosen on the command line by three options
+def _roles(value: Any) -> Any:
+    if isinstance(value, list | tuple):  # ROLE=NAME items, as the command line gives them
+        return parse_backends(value)
+    return value
+
+
+# a plan's (activity, country) prompts, chosen on the command line by the options of
+# refine.harness.tasks.bench.plan.PromptPlan
 Prompts = Annotated[list[tuple[str, str]], AfterValidator(_some)]
-PROMPTS = Field(json_schema_extra={"flag": "--countries/--activity/--category"})
-# the roles' overrides, ROLE=NAME (refine.settings.parse_backends)
-BACKENDS = Field(default_factory=dict, json_schema_extra={"flag": "--backend"})
+PROMPTS = Field(
+    default_factory=list, json_schema_extra={"flag": "--countries/--activity/--category"}
+)
+# the roles' overrides: {role: name}, or ROLE=NAME items (refine.settings.parse_backends)
+Backends = Annotated[dict[str, str], BeforeValidator(_roles)]
+BACKENDS = Field(
+    default_factory=dict,
+    description="A role's backend in place of the profile's, ROLE=NAME (repeatable).",
+    json_schema_extra={"flag": "--backend", "surfaces": ("cli",), "given": "repeat"},
+)
+PROFILE = Field(
+    "gemini",
+    description="The profile whose models score (and draw, where not named).",
+    json_schema_extra={"flag": "--profile", "surfaces": ("cli",)},
+)
 
 
 def option(

@@ -65,6 +65,9 @@ class TaskSpec:
     tables: tuple[str, ...] = ()  # the table kinds a recipe of it makes
     # "module:function": the terminal's lines from its results' summary
     summary: str | None = None
+    # "module:function": a line for each cell a failure ended, from its results' cells
+    # (its command then exits 1; the same command makes them again)
+    failures: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c == "-" for c in self.name):
@@ -86,6 +89,10 @@ class TaskSpec:
     def summary_lines(self, summary: dict[str, Any]) -> list[str]:
         """What the terminal shows of its results' summary (nothing without a summary)."""
         return list(resolve(self.summary)(summary)) if self.summary else []
+
+    def failure_lines(self, cells: list[dict[str, Any]]) -> list[str]:
+        """A line for each cell a failure ended (none without a failures function)."""
+        return list(resolve(self.failures)(cells)) if self.failures else []
 
     def _command(self, part: str) -> str:
         target = getattr(self, part)

@@ -121,7 +121,7 @@ def test_the_command_line_compares_editors_and_refuses_what_cannot_be(
     world.edits = dict(STEPWISE)
     world.edits_by_model = {"gemini-3-pro-image": B_EDITS}
     out = tmp_path / "e"
-    args = ["bench", "--countries", "Iran", "--activity", ACT, "--out", out]
+    args = ["editor-loops", "--countries", "Iran", "--activity", ACT, "--out", out]
     args += ["--backend", f"image_embedder=siglip:{siglip_path}"]
     # with an editor that cannot load: its chain is named with the reason, the others are
     # made and shown, and the exit code is 1
@@ -133,15 +133,18 @@ def test_the_command_line_compares_editors_and_refuses_what_cannot_be(
     assert (out / "editor_loops.html").is_file() and (out / "editor_loops.csv").is_file()
     assert f"{broken}: {ACT} (Iran): no image scored; failed: " in done.stderr
     assert f"{broken}: {ACT} (Iran): failed after 0 of 2 edit(s): " in done.stderr
-    assert "1 of 3 chain(s) failed" in done.stderr and f"{A}: {ACT} (Iran): FAITH" in done.stderr
+    assert "1 of 3 cell(s) failed" in done.stderr and f"{A}: {ACT} (Iran): FAITH" in done.stderr
+    old = cli("bench", *args[1:], "--editor", A, "--loops", "2")  # the old form, said
+    assert old.returncode == 0, old.stderr
+    assert old.stderr.startswith("refine bench --editor/--loops is now refine editor-loops")
+    assert "0 of 1 cell(s) to do" in old.stderr
     for wrong, said in (
-        (["--loops", "2"], "--loops/--localize go with --editor"),
-        (["--loops", "3"], "--loops/--localize go with --editor"),  # the default, said
-        (["--localize"], "--loops/--localize go with --editor"),
-        (["--editor", A, "--target", "0.9"], "--target: with --strategies, not with --editor"),
+        (["--loops", "2"], "--editor: Field required"),
+        (["--localize"], "--editor: Field required"),
+        (["--editor", A, "--target", "0.9"], "No such option: --target"),
         (["--editor", A, "--editor", A], "named twice"),
         (["--editor", A, "--loops", "0"], "--loops"),
-        (["--editor", A, "--strategies", "edit"], "leave out --strategies"),
+        (["--editor", A, "--strategies", "edit"], "No such option: --strategies"),
         (["--editor", A, "--backend", f"editor={B}"], "name the editors with --editor"),
         (["--editor", "nonsense"], "--editor: 'nonsense': unknown editor backend"),
     ):

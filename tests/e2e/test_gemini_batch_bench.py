@@ -92,5 +92,5 @@ def test_the_dry_run_prices_live_and_batch_work(tmp_path):
     assert "Gemini API list prices read 2026-11-28" in line and 0 < low < high
     assert batch == pytest.approx(high / 2, abs=0.006)  # each rounded to the cent
     assert "each judge reading takes all 8 answers" in half
-    refused = cli("bench", "--strategies", "best-of-n", "--batch", "--out", str(out))
-    assert refused.returncode == 2 and "--batch" in refused.stderr
+    refused = cli("strategies", "--strategies", "best-of-n", "--batch", "--out", str(out))
+    assert refused.returncode == 2 and "No such option: --batch" in refused.stderr

@@ -128,19 +128,32 @@ def test_the_command_line_runs_strategies_and_refuses_what_cannot_be(
     monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
     world.edits = dict(STEPWISE)
     out = tmp_path / "s"
-    args = ["bench", "--countries", "Iran", "--activity", ACT, "--out", out]
+    args = ["strategies", "--countries", "Iran", "--activity", ACT, "--out", out]
     args += ["--backend", f"image_embedder=siglip:{siglip_path}", "--target", "0.99"]
     done = cli(*args, "--strategies", "best-of-n,edit", "--budget-calls", "30")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0].startswith("strategy ")
     assert "edit - best-of-n: FAITH +" in done.stdout and (out / "strategies.html").is_file()
     assert len(world.log) <= 2 * 30
+    # the old form is the same command, said on stderr; its cells are the ones made
+    old = ["bench", *args[1:], "--strategies", "best-of-n,edit", "--budget-calls", "30"]
+    again = cli(*old)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.startswith(
+        "refine bench --budget-calls/--strategies is now refine strategies; this form goes "
+        "in the next release: refine strategies --countries Iran"
+    )
+    assert "0 of 2 cell(s) to do" in again.stderr and again.stdout == done.stdout
     for wrong, said in (
         (["--strategies", "best-of-n,sideways", "--budget-calls", "5"], "sideways unknown"),
         (["--strategies", "edit"], "needs a budget"),
-        (["--budget-calls", "5"], "go with --strategies"),
+        (["--budget-calls", "5"], "--strategies: Field required"),
+        (["--strategies", "edit", "--budget-calls", "0"],
+         "--budget-calls '0': Input should be greater"),
         (["--strategies", "edit", "--budget-calls", "5", "--images-per-prompt", "3"],
-         "leave out --images-per-prompt"),
+         "No such option: --images-per-prompt"),
+        (["--strategies", "edit", "--budget-calls", "5", "--countries", "Atlantis"],
+         "--countries/--activity/--category: the pack has no country 'Atlantis'"),
     ):  # fmt: skip
         bad = cli(*args, *wrong)
         assert bad.returncode == 2 and said in bad.stderr, bad.stderr

@@ -7,7 +7,7 @@ import random
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from refine.evaluate.reference_source import catalog
 from refine.evaluate.references import suggest
@@ -15,14 +15,61 @@ from refine.harness.generators import parse_generator
 from refine.harness.plan import (
     BACKENDS,
     MAX_IMAGES_PER_PROMPT,
+    PROFILE,
     PROMPTS,
+    Backends,
     Plan,
     Prompts,
     option,
 )
 
 
-class BenchPlan(Plan):
+class PromptPlan(Plan):
+    """A plan over (activity, country) prompts: given as ``prompts``, or chosen by country,
+    activity, category and a sample per country (:func:`plan_prompts`, drawn with the
+    plan's seed) as the command line gives them."""
+
+    countries: list[str] = option(
+        help='Countries, e.g. "Iran,India" (default: all with references).',
+        given="list",
+        default_factory=list,
+    )
+    activity: list[str] = option(
+        help="An activity (repeatable; default: all with references).",
+        given="repeat",
+        default_factory=list,
+    )
+    category: list[str] = option(
+        help="An activity category (repeatable): eating, greeting, dancing, concert, game, "
+        "celebration, religious, wedding, funeral (default: all).",
+        given="repeat",
+        default_factory=list,
+    )
+    sample: int | None = option(None, "Draw this many prompts of each country.", ge=1)
+    prompts: Prompts = PROMPTS  # (activity, country)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _chosen(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "prompts" in data:
+            return data
+        seed = data.get(
+            "seed", cls.model_fields["seed"].default if "seed" in cls.model_fields else 0
+        )
+        try:
+            prompts = plan_prompts(
+                data.get("countries") or (),
+                data.get("activity") or (),
+                data.get("sample"),
+                seed if isinstance(seed, int) else 0,
+                data.get("category") or (),
+            )
+        except ValueError as err:
+            raise ValueError(f"--countries/--activity/--category: {err}") from err
+        return {**data, "prompts": prompts}
+
+
+class BenchPlan(PromptPlan):
     """Every generator on every prompt, the same seeds, one scorer; a generator named twice
     or no prompt is refused here, for every front."""
 
@@ -34,7 +81,6 @@ class BenchPlan(Plan):
         flag="--generator",
         given="repeat",
     )
-    prompts: Prompts = PROMPTS  # (activity, country)
     images_per_prompt: int = option(
         2, "Images per prompt, seeds seed to seed+N-1.", ge=1, le=MAX_IMAGES_PER_PROMPT
     )
@@ -42,8 +88,8 @@ class BenchPlan(Plan):
     tau: float | None = option(
         None, "The match threshold (the scorer profile's when not given).", gt=0, le=1
     )
-    profile: str = Field("gemini", json_schema_extra={"flag": "--profile"})
-    backends: dict[str, str] = BACKENDS  # the scorer's overrides
+    profile: str = PROFILE
+    backends: Backends = BACKENDS  # the scorer's overrides
     # also list each prompt's cultural expectations (the scorer's llm, cached) and check
     # them on every image (the judge)
     expectations: bool = option(

@@ -12,6 +12,7 @@ SPEC = TaskSpec(
     page="editor_loops",
     metrics=EDITOR_LOOP,
     summary="refine.harness.tasks.editor_loops.summary:loop_lines",
+    failures="refine.harness.tasks.editor_loops.summary:failed_chains",
 )
 
 _LAZY = {"EditorLoopPlan": "plan", "run_editor_loops": "task"}

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
+from refine.backends.registry import split_name
 from refine.harness.cells import CellFormat
-from refine.harness.plan import BACKENDS, PROMPTS, Plan, Prompts, option
+from refine.harness.plan import BACKENDS, PROFILE, Backends, option
+from refine.harness.tasks.bench.plan import PromptPlan
 
 EDITOR_LOOP_CELLS = CellFormat(
     "editor_loops.jsonl",
@@ -26,7 +28,7 @@ EDITOR_LOOP_CELLS = CellFormat(
 )
 
 
-class EditorLoopPlan(Plan):
+class EditorLoopPlan(PromptPlan):
     """Each editor's chain of ``loops`` edits on each prompt's source image."""
 
     positional = ("editors", "prompts")
@@ -35,7 +37,6 @@ class EditorLoopPlan(Plan):
     editors: list[str] = option(
         help="An editor to compare (once per editor).", flag="--editor", given="repeat"
     )
-    prompts: Prompts = PROMPTS  # (activity, country)
     loops: int = option(3, "Edits in a row after the source image (loop 0).", ge=1, le=100)
     seed: int = option(42, "The seed of every prompt's source image.", ge=0, le=2**32 - 1)
     localize: bool = option(
@@ -44,8 +45,8 @@ class EditorLoopPlan(Plan):
     tau: float | None = option(
         None, "The match threshold (the profile's when not given).", gt=0, le=1
     )
-    profile: str = "gemini"
-    backends: dict[str, str] = BACKENDS  # the other roles' overrides
+    profile: str = PROFILE
+    backends: Backends = BACKENDS  # the other roles' overrides
     # the loop's guard: quality below the source's less this is marked
     max_quality_drop: float = Field(0.2, ge=0, le=1)
 
@@ -56,6 +57,11 @@ class EditorLoopPlan(Plan):
             raise ValueError("name at least one editor")
         if len(set(value)) != len(value):
             raise ValueError("an editor is named twice")
+        for name in value:  # a name no backend answers to, said before anything runs
+            try:
+                split_name("editor", name)
+            except ValueError as err:
+                raise ValueError(f"{name!r}: {err}") from err
         return value
 
     @field_validator("backends")

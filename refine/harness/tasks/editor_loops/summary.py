@@ -77,3 +77,14 @@ def loop_lines(summary: dict[str, Any]) -> list[str]:
                 f"{with_interval(row['drift'])}{mark}"
             )
     return lines
+
+
+def failed_chains(cells: list[dict[str, Any]]) -> list[str]:
+    """A line for each chain a failure ended (an editor that cannot load fails every chain
+    it is given): how many of its edits were made, and why it ended."""
+    return [
+        f"{c['editor']}: {c['activity']} ({c['country']}): failed after "
+        f"{max(0, len(c['images']) - 1)} of {c['loops']} edit(s): {c['failed']}"
+        for c in cells
+        if c.get("failed")
+    ]

@@ -1,4 +1,4 @@
-"""Editors over many edits: ``refine bench --editor M [--editor M2 ...] --loops K``.
+"""Editors over many edits: ``refine editor-loops --editor M [--editor M2 ...] --loops K``.
 
 For every (activity, country) prompt the generator draws one source image (loop 0, the
 same picture for every editor). Each editor then edits it K times in a row, each edit

@@ -10,7 +10,8 @@ from typing import Any
 from pydantic import field_validator, model_validator
 
 from refine.harness.cells import CellFormat
-from refine.harness.plan import BACKENDS, PROMPTS, Plan, Prompts, option
+from refine.harness.plan import BACKENDS, PROFILE, Backends, option
+from refine.harness.tasks.bench.plan import PromptPlan
 
 STRATEGIES = ("best-of-n", "edit", "regenerate", "auto")
 BEST_OF_N = "best-of-n"
@@ -44,7 +45,7 @@ STRATEGY_CELLS = CellFormat(
 )
 
 
-class StrategyPlan(Plan):
+class StrategyPlan(PromptPlan):
     """Each strategy on each prompt at one budget per prompt; a strategy named twice, no
     budget, or none of either is refused here, for every front."""
 
@@ -55,7 +56,6 @@ class StrategyPlan(Plan):
         given="list",
         min_length=1,
     )
-    prompts: Prompts = PROMPTS  # (activity, country)
     budget_calls: int | None = option(
         None, "Model calls per prompt and strategy (a call budget).", ge=1
     )
@@ -70,8 +70,8 @@ class StrategyPlan(Plan):
     tau: float | None = option(
         None, "The match threshold (the profile's when not given).", gt=0, le=1
     )
-    profile: str = "gemini"
-    backends: dict[str, str] = BACKENDS
+    profile: str = PROFILE
+    backends: Backends = BACKENDS
 
     @field_validator("strategies")
     @classmethod

@@ -1,4 +1,4 @@
-"""The loop against best-of-N at equal cost: ``refine bench --strategies ...``.
+"""The loop against best-of-N at equal cost: ``refine strategies ...``.
 
 For every (activity, country) prompt each strategy gets the same budget of model calls
 (``--budget-calls``) or of wall time (``--budget-seconds``):
