@@ -127,6 +127,8 @@ def _setting(name: str, field: Any, spec: type[RunSpec] = RunSpec) -> Setting:
     default = None if field.is_required() or field.default_factory else field.default
     if given == "repeat":
         default = []
+    if given == "list" and isinstance(default, list | tuple):  # as it is typed: "1,0,0"
+        default = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in default) or None
     return Setting(
         name=name,
         flag=flag_of(name, spec),

@@ -18,16 +18,16 @@ from refine.cli.inputs import (
     with_engine,
 )
 from refine.cli.run_cmd import parse_backends
+from refine.cli.task_cmd import run_plan
+from refine.harness import registry
 from refine.harness.cells import CellSchemaError
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
 from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
 from refine.harness.tasks.bench.task import run_bench
 from refine.harness.tasks.concepts.plan import ConceptPlan, load_concepts
-from refine.harness.tasks.concepts.task import run_concepts
 from refine.numbers import MISSING, shown
 from refine.present.report.bench import write_bench_page
-from refine.present.report.concepts import write_concepts_page
 from refine.profiles import load_profile
 from refine.settings import default, split_list
 
@@ -168,17 +168,6 @@ def bench_cmd(
             "ratings": ratings, "limit": limit, "dry_run": dry_run, "concepts": concepts,
             "cube_quality": cube_quality,
         })  # fmt: skip
-        return
-    if concepts is not None:
-        if countries or activity or category or sample:
-            raise UserInputError(
-                "--concepts: the concepts file names the prompts; leave out "
-                "--countries, --activity, --category and --sample"
-            )
-        _concepts(
-            generator, profile, backend, concepts, cube_weights or "1,0,0", images or 16, seed, out,
-            as_json, engine, cube_quality, tuple(baseline_model),
-        )  # fmt: skip
         return
     try:
         names = list(generator) or [load_profile(profile).backend("generator")]
@@ -353,25 +342,27 @@ def _recipe_concepts(recipe, given: dict, echo) -> None:
     from refine.cli.recipe_run import generator_settings
 
     gens = list(given["generator"]) or list(s.generators)
-    _concepts(
-        gens,
-        given["profile"],
-        given["backend"],
-        path,
-        ",".join(str(w) for w in s.cube_weights),
-        s.images_per_prompt,
-        s.seed,
-        given["out"],
-        given["as_json"],
-        given["engine"],
-        given["cube_quality"],
-        tuple(given["baseline_model"]),
-        given["limit"],  # the first K concept prompts
-        generator_settings(recipe, gens),
+    try:
+        found = load_concepts(path)
+    except ValueError as err:
+        raise UserInputError(f"--concepts: {err}") from err
+    plan = made_plan(
+        ConceptPlan,
+        f"--recipe {recipe.name}: ",
+        generators=gens,
+        concepts=found[: given["limit"]] if given["limit"] else found,  # the first K
+        images_per_prompt=s.images_per_prompt,
+        seed=s.seed,
+        weights=tuple(s.cube_weights),
+        profile=given["profile"],
+        backends=parse_backends(given["backend"]),
+        quality=given["cube_quality"],
+        baseline_models=tuple(given["baseline_model"]),
+        generator_settings=generator_settings(recipe, gens),
     )
-    from refine.harness.results import Results
-
-    write_table(recipe, Results.read(given["out"]), given["out"], None, echo)
+    results = run_plan(registry.task("concepts"), plan, given["out"], given["as_json"],
+                       given["engine"])  # fmt: skip
+    write_table(recipe, results, given["out"], None, echo)
 
 
 def _baselines(text: str) -> tuple[str, ...]:
@@ -408,63 +399,3 @@ def _with_interval(stat: dict | None) -> str:
     from refine.present.html import interval_text
 
     return interval_text(stat) if stat else MISSING
-
-
-def _concepts(
-    generator, profile, backend, path, weights_text, images, seed, out, as_json, engine,
-    quality="auto", baseline_models=(), limit=None, settings=None,
-) -> None:  # fmt: skip
-
-    try:
-        found = load_concepts(path)[:limit] if limit else load_concepts(path)
-    except ValueError as err:
-        raise UserInputError(f"--concepts: {err}") from err
-    try:
-        weights = tuple(float(w) for w in weights_text.split(","))
-    except ValueError as err:
-        raise UserInputError(f"--cube-weights {weights_text!r}: three numbers ({err})") from err
-    try:
-        names = list(generator) or [load_profile(profile).backend("generator")]
-    except ValueError as err:
-        raise UserInputError(f"--profile: {err}") from err
-    plan = made_plan(
-        ConceptPlan,
-        generators=names,
-        concepts=found,
-        images_per_prompt=images,
-        seed=seed,
-        weights=weights,
-        profile=profile,
-        backends=parse_backends(backend),
-        quality=quality,
-        baseline_models=baseline_models,
-        generator_settings=settings or {},
-    )
-
-    def progress(line: str) -> None:
-        if not as_json:
-            typer.echo(line, err=True)
-
-    from refine.harness.tasks.concepts.quality import QualityUnavailable
-
-    try:
-        results = run_concepts(plan, out, on_event=progress, engine=engine)
-    except (RayEngineError, CellSchemaError) as err:
-        raise UserInputError(str(err)) from err
-    except QualityUnavailable as err:
-        raise UserInputError(f"--cube-quality hpsv2: {err}") from err
-
-    write_concepts_page(out, results)
-    if as_json:
-        typer.echo(json.dumps(results.to_json(), indent=2))
-        return
-    summary = results.summary
-    typer.echo(f"{'generator':40} {'concepts':>8} {'CUBE div.':>9} {'tag qVS':>8} {'Vendi':>7}")
-    for name, row in summary["generators"].items():
-        typer.echo(
-            f"{name:40} {row['concepts']:>8} {_shown(row['cube_diversity'], 9, 3)} "
-            f"{_shown(row['tag_qvendi'], 8, 3)} {_shown(row['vendi'], 7, 2)}"
-        )
-    why = results.config.get("quality_why")
-    typer.echo(f"quality: {results.config.get('quality')}" + (f" ({why})" if why else ""))
-    typer.echo(f"report: {out / 'concepts.html'}")

@@ -14,6 +14,7 @@ import shlex
 FORMS = (
     ("editor-loops", ("--editor", "--loops", "--localize")),
     ("strategies", ("--strategies", "--budget-calls", "--budget-seconds")),
+    ("concepts", ("--concepts",)),
 )
 
 

@@ -90,9 +90,7 @@ def rescore_cmd(
     task = json.loads((bench / "results.json").read_text(encoding="utf-8")).get("task")
     if task == "concepts" or cube_weights:
         if task != "concepts":
-            raise UserInputError(
-                f"--cube-weights: {bench} is no concepts run (refine bench --concepts)"
-            )
+            raise UserInputError(f"--cube-weights: {bench} is no concepts run (refine concepts)")
         _concepts(bench, out, cube_weights, as_json, engine)
         return
     added = ()

@@ -57,7 +57,7 @@ def run_plan(
 
     try:
         results = spec.runner()(plan, out, on_event=progress, engine=engine)
-    except (RayEngineError, CellSchemaError) as err:
+    except (RayEngineError, CellSchemaError, *spec.error_types()) as err:
         raise UserInputError(str(err)) from err
     failed = spec.failure_lines(results.cells)
     for line in failed:
@@ -76,7 +76,7 @@ def run_plan(
     if as_json:
         typer.echo(json.dumps(results.to_json(), indent=2))
     else:
-        for line in spec.summary_lines(results.summary):
+        for line in spec.summary_lines(results):
             typer.echo(line)
         typer.echo(f"results: {out / RESULTS}" + (f"; page: {written}" if written else ""))
     if failed:
@@ -109,7 +109,11 @@ def task_command(spec: TaskSpec) -> Callable[..., Any]:
         inspect.Parameter(
             "out",
             inspect.Parameter.KEYWORD_ONLY,
-            default=typer.Option(..., "--out", help="The task's folder (a folder of its own)."),
+            default=typer.Option(
+                Path(spec.name),
+                "--out",
+                help="The task's folder, a folder of its own; run again to go on where it stopped.",
+            ),
             annotation=Path,
         ),
         inspect.Parameter(

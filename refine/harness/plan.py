@@ -114,3 +114,17 @@ def refusal(err: ValidationError, plan: type[BaseModel]) -> str:
     got = first.get("input")
     shown = "" if first["type"] == "value_error" or isinstance(got, dict) else f" (got {got!r})"
     return f"{where}: {message}{shown}"
+
+
+def profile_generator(data: Any) -> Any:
+    """A plan's raw fields with ``generators`` as the profile's generator where none are
+    named (a plan's "before" validator)."""
+    if not isinstance(data, dict) or "generators" in data:
+        return data
+    from refine.profiles import load_profile
+
+    try:
+        generator = load_profile(data.get("profile") or "gemini").backend("generator")
+    except ValueError as err:
+        raise ValueError(f"--profile: {err}") from err
+    return {**data, "generators": [generator]}

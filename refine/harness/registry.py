@@ -63,8 +63,11 @@ class TaskSpec:
     # method of the SoS labels table); "catalog": every metric of the catalog
     table_metrics: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()  # the table kinds a recipe of it makes
-    # "module:function": the terminal's lines from its results' summary
+    # "module:function": the terminal's lines from its results record
     summary: str | None = None
+    # "module:Class" of each of its own errors a user can put right (a model the plan asks
+    # for that does not load), said in one line naming the option, exit code 2
+    errors: tuple[str, ...] = ()
     # "module:function": a line for each cell a failure ended, from its results' cells
     # (its command then exits 1; the same command makes them again)
     failures: str | None = None
@@ -86,9 +89,13 @@ class TaskSpec:
     def runner(self) -> Any:
         return resolve(self._command("run"))
 
-    def summary_lines(self, summary: dict[str, Any]) -> list[str]:
-        """What the terminal shows of its results' summary (nothing without a summary)."""
-        return list(resolve(self.summary)(summary)) if self.summary else []
+    def summary_lines(self, results: Any) -> list[str]:
+        """What the terminal shows of its results record (nothing without a summary)."""
+        return list(resolve(self.summary)(results)) if self.summary else []
+
+    def error_types(self) -> tuple[type[Exception], ...]:
+        """Its own errors that a user can put right (each said in one line, exit code 2)."""
+        return tuple(resolve(target) for target in self.errors)
 
     def failure_lines(self, cells: list[dict[str, Any]]) -> list[str]:
         """A line for each cell a failure ended (none without a failures function)."""

@@ -136,7 +136,7 @@ def test_concept_files_and_the_command_line(world, siglip_path, tmp_path, concep
     ]
     # the profile's generator draws
     world.generate_by_seed = {"gemini-3.1-flash-lite-image": CYCLE}
-    args = ["bench", "--concepts", str(concepts_file), "--images-per-prompt", "4"]
+    args = ["concepts", "--concepts", str(concepts_file), "--images-per-prompt", "4"]
     args += ["--out", str(tmp_path / "c"), "--backend", f"image_embedder=siglip:{siglip_path}"]
     done = cli(*args)
     assert done.returncode == 0, done.stderr
@@ -144,12 +144,19 @@ def test_concept_files_and_the_command_line(world, siglip_path, tmp_path, concep
     doc = json.loads((tmp_path / "c" / "results.json").read_text())
     assert doc["task"] == "concepts" and doc["csv"] == "concept_rows.csv"
     assert len(doc["summary"]["concepts"]) == 2 and doc["config"]["weights"] == [1.0, 0.0, 0.0]
+    old = cli("bench", *args[1:])  # the form before: the same command, said
+    assert old.returncode == 0 and "0 of 2 cell(s) to do" in old.stderr, old.stderr
+    assert old.stderr.startswith("refine bench --concepts is now refine concepts")
     no = cli("bench", "--concepts", str(concepts_file), "--countries", "Iran")
-    assert no.returncode == 2 and "leave out" in no.stderr
-    no = cli("bench", "--concepts", str(concepts_file), "--cube-weights", "1,1,0")
-    assert no.returncode == 2 and "sum to 1" in no.stderr
-    no = cli("bench", "--concepts", str(bad))
-    assert no.returncode == 2 and "bad.jsonl:2" in no.stderr
+    assert no.returncode == 2 and "No such option: --countries" in no.stderr
+    no = cli("concepts", "--concepts", str(concepts_file), "--cube-weights", "1,1,0", "--out",
+             str(tmp_path / "d"))  # fmt: skip
+    assert no.returncode == 2 and "--cube-weights: weights must sum to 1" in no.stderr
+    no = cli("concepts", "--concepts", str(bad), "--out", str(tmp_path / "d"))
+    assert no.returncode == 2 and "--concepts: " in no.stderr and "bad.jsonl:2" in no.stderr
+    no = cli("concepts", "--concepts", str(concepts_file), "--images-per-prompt", "1", "--out",
+             str(tmp_path / "d"))  # fmt: skip
+    assert no.returncode == 2 and "--images-per-prompt '1'" in no.stderr
 
 
 def test_rescored_under_other_kernel_weights_with_no_model_call(run, world, tmp_path):

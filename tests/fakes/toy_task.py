@@ -121,7 +121,8 @@ def run_toy(
     return run_task(ToyTask(plan.ks, out, on_event), engine=engine, on_event=on_event)
 
 
-def toy_lines(summary: dict[str, Any]) -> list[str]:
+def toy_lines(results: Results) -> list[str]:
+    summary = results.summary
     return [f"Vendi {summary['vendi']['mean']:.3f}, DDIV {summary['ddiv']['mean']}"]
 
 

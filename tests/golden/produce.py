@@ -211,7 +211,7 @@ def bench_args(out: Path, embedder: list) -> list:
 
 
 def concepts_args(out: Path, concepts: Path, embedder: list) -> list:
-    args = ["bench", *[x for g in GENS for x in ("--generator", g)], "--concepts", concepts]
+    args = ["concepts", *[x for g in GENS for x in ("--generator", g)], "--concepts", concepts]
     return args + ["--images-per-prompt", "4", "--seed", "0", "--out", out, *embedder]
 
 

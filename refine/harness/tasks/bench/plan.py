@@ -21,6 +21,7 @@ from refine.harness.plan import (
     Plan,
     Prompts,
     option,
+    profile_generator,
 )
 
 
@@ -106,6 +107,8 @@ class BenchPlan(PromptPlan):
     # a recipe's settings of its generators (by name): steps, guidance, size, negative
     # prompt (refine.harness.generators.SETTINGS)
     generator_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    _generators_given = model_validator(mode="before")(profile_generator)
 
     @field_validator("generators")
     @classmethod

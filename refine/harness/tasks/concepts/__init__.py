@@ -15,6 +15,8 @@ SPEC = TaskSpec(
     prompt_metrics=CUBE_FIGURES,
     table_metrics=tuple(f"cd:{k}" for k in CUBE_KERNELS),  # one kernel's cultural diversity
     tables=("metrics",),
+    summary="refine.harness.tasks.concepts.summary:concept_lines",
+    errors=("refine.harness.tasks.concepts.quality:QualityUnavailable",),
 )
 
 _LAZY = {"ConceptPlan": "plan", "load_concepts": "plan", "run_concepts": "task"}

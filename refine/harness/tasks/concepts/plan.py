@@ -15,13 +15,21 @@ import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
 from refine.harness.cells import CellFormat
 from refine.harness.generators import parse_generator
-from refine.harness.plan import BACKENDS, MAX_IMAGES_PER_PROMPT, Plan, option
+from refine.harness.plan import (
+    BACKENDS,
+    MAX_IMAGES_PER_PROMPT,
+    PROFILE,
+    Backends,
+    Plan,
+    option,
+    profile_generator,
+)
 from refine.io.files import json_value
 
 # how a concepts run's cells are kept (the run: refine.harness.tasks.concepts.task)
@@ -152,6 +160,12 @@ def load_concepts(path: str | Path) -> list[Concept]:
     ]
 
 
+def _loaded(value: Any) -> Any:
+    if isinstance(value, str | Path):  # a concepts file, as the command line names it
+        return load_concepts(value)
+    return value
+
+
 class ConceptPlan(Plan):
     """Every generator draws every concept ``images_per_prompt`` times; what cannot give a
     diversity (one image, kernel weights that are no kernel's) is refused here."""
@@ -164,29 +178,39 @@ class ConceptPlan(Plan):
         given="repeat",
         min_length=1,
     )
-    concepts: list[Concept] = Field(min_length=1, json_schema_extra={"flag": "--concepts"})
+    # the concept prompts, or a concepts file's path (load_concepts)
+    concepts: Annotated[list[Concept], BeforeValidator(_loaded)] = option(
+        help="A JSONL/JSON/CSV file of concept prompts (prompt, concept, country, artifacts).",
+        given="path",
+        min_length=1,
+    )
     images_per_prompt: int = option(
         16, "Images per concept prompt (diversity needs at least 2).", ge=2,
         le=MAX_IMAGES_PER_PROMPT,
     )  # fmt: skip
-    seed: int = option(0, "The first seed.", ge=0, le=2**32 - 1)
+    seed: int = option(42, "The first seed.", ge=0, le=2**32 - 1)
     weights: tuple[float, float, float] = option(
         (1.0, 0.0, 0.0),
         "CUBE Eq. 3's weights of the continent, country and artifact kernels (summing to 1).",
         flag="--cube-weights",
         given="list",
     )
-    profile: str = Field("gemini", json_schema_extra={"flag": "--profile"})
-    backends: dict[str, str] = BACKENDS
+    profile: str = PROFILE
+    backends: Backends = BACKENDS
     # the images' quality: auto (HPS v2 where it loads, else the judge's), hpsv2, judge
     quality: Literal["auto", "hpsv2", "judge"] = option(
         "auto", "The images' quality: HPS v2 where it loads, else the judge's.",
         flag="--cube-quality",
     )  # fmt: skip
     # hpsv2=WHERE in place of the hub's checkpoint
-    baseline_models: tuple[str, ...] = Field((), json_schema_extra={"flag": "--baseline-model"})
+    baseline_models: tuple[str, ...] = option(
+        (), "HPS v2's checkpoint in place of the hub's: hpsv2=WHERE.", flag="--baseline-model",
+        given="repeat",
+    )  # fmt: skip
     # a recipe's settings of its generators (by name; refine.harness.generators.SETTINGS)
     generator_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    _generators_given = model_validator(mode="before")(profile_generator)
 
     @field_validator("generators")
     @classmethod

@@ -52,7 +52,9 @@ def choose_quality(kind: str, baseline_models: Sequence[str], scorer: Any) -> Qu
         embedder(ck)
     except Exception as err:  # any failure to load: said, never hidden
         if kind == "hpsv2":
-            raise QualityUnavailable(f"HPS v2 ({ck.describe()}) does not load: {err}") from err
+            raise QualityUnavailable(
+                f"--cube-quality hpsv2: HPS v2 ({ck.describe()}) does not load: {err}"
+            ) from err
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         return Quality(judge, f"HPS v2 ({ck.describe()}) did not load: {first}")
     return Quality(f"hpsv2 ({ck.describe()})", given=given)

@@ -40,6 +40,7 @@ from metrics.vendi import (
     vendi_from_embeddings,
     vendi_from_kernel,
 )
+from refine.numbers import shown
 
 CHUNK = 8  # images per chunk of CUBE's normalised diversity
 
@@ -183,3 +184,16 @@ def image_rows(cell: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def concept_lines(results: Any) -> list[str]:
+    """Each generator's CUBE figures on the terminal, then where the quality came from."""
+    lines = [f"{'generator':40} {'concepts':>8} {'CUBE div.':>9} {'tag qVS':>8} {'Vendi':>7}"]
+    for name, row in results.summary["generators"].items():
+        lines.append(
+            f"{name:40} {row['concepts']:>8} {shown(row['cube_diversity'], '9.3f', 9)} "
+            f"{shown(row['tag_qvendi'], '8.3f', 8)} {shown(row['vendi'], '7.2f', 7)}"
+        )
+    why = results.config.get("quality_why")
+    lines.append(f"quality: {results.config.get('quality')}" + (f" ({why})" if why else ""))
+    return lines

@@ -62,8 +62,9 @@ def summarise(
     return out
 
 
-def loop_lines(summary: dict[str, Any]) -> list[str]:
+def loop_lines(results: Any) -> list[str]:
     """Each editor's loops on the terminal: FAITH, quality and drift, the guard marked."""
+    summary = results.summary
     lines = []
     for e, s in summary["editors"].items():
         guard = shown(s["guard"], ".3f")

@@ -125,8 +125,9 @@ def with_interval(stat: dict[str, Any], digits: str = ".3f") -> str:
     return shown(stat.get("mean"), digits) + span
 
 
-def summary_lines(summary: dict[str, Any]) -> list[str]:
+def summary_lines(results: Any) -> list[str]:
     """The table of strategies on the terminal, then the paired differences."""
+    summary = results.summary
     lines = ["strategy      prompts  FAITH                  quality                reached"
              "   calls    seconds"]  # fmt: skip
     for s, st in summary["strategies"].items():
