@@ -94,6 +94,37 @@ class Metric:
         return f"{self.heading} ({self.better} is better; {self.span}): {self.help}"
 
 
+# how a prompt-level metric is computed from a prompt's readings: ``pooled`` (the pooled
+# AHEaD scores of what all its images show together: refine.evaluate.pooled), ``embeddings``
+# (its images' embeddings, one row each), ``weights`` (each image's quality: FAITH in a
+# bench, the quality model's in a concepts run) and ``values`` (the figures computed before)
+
+
+def _pooled_align(pooled: Any) -> float:
+    return pooled.pooled.align
+
+
+def _ddiv(pooled: Any) -> float:
+    return pooled.ddiv
+
+
+def _sdiv(pooled: Any) -> float:
+    return pooled.sdiv
+
+
+def _vendi(embeddings: Any) -> float:
+    from metrics.vendi import vendi_from_embeddings
+
+    return vendi_from_embeddings(embeddings)
+
+
+def _qvendi(values: dict[str, Any], weights: Sequence[float]) -> float | None:
+    from metrics.vendi import quality_weighted
+
+    vendi = values.get("vendi")
+    return None if vendi is None else quality_weighted(vendi, weights)
+
+
 _SCORER = ("observer", "text_embedder", "references")
 _ALL = (
     Metric(
@@ -575,6 +606,8 @@ _ALL = (
         "prompt",
         "diversity",
         "ALIGN of everything a prompt's images show together.",
+        compute=_pooled_align,
+        reads=("pooled",),
         source="AHEaD Sec. 3.2, Eq. 7 (ALIGN_N)",
         differs="None.",
     ),
@@ -589,6 +622,8 @@ _ALL = (
         "prompt",
         "diversity",
         "Descriptor diversity: entropy of which references a prompt's images show.",
+        compute=_ddiv,
+        reads=("pooled",),
         source="AHEaD Sec. 3.2, Eq. 6",
         differs=(
             "Eq. 6 read literally is one normalised entropy over the whole reference set "
@@ -611,6 +646,8 @@ _ALL = (
         "prompt",
         "diversity",
         "Set diversity: pooled ALIGN less the images' mean ALIGN.",
+        compute=_sdiv,
+        reads=("pooled",),
         source="AHEaD Sec. 3.2, Eq. 7",
         differs=(
             "None: AHEaD's `diversity.py` takes SDIV per dimension and then the mean, which "
@@ -628,6 +665,8 @@ _ALL = (
         "prompt",
         "diversity",
         "Vendi score: the effective number of different images among a prompt's images.",
+        compute=_vendi,
+        reads=("embeddings",),
         source="Vendi score (Friedman and Dieng, 2023); CUBE Sec. 5.1.1",
         differs=(
             "None: exp of the entropy of the eigenvalues of K/n, K the cosine kernel of the image"
@@ -645,6 +684,8 @@ _ALL = (
         "prompt",
         "diversity",
         "Vendi score times the images' mean FAITH.",
+        compute=_qvendi,
+        reads=("values", "weights"),
         source="CUBE Sec. 5.1.2 (quality-weighted Vendi)",
         differs=(
             "The quality is FAITH, where CUBE uses a quality model (HPS v2): a FAITH-weighted "
@@ -1031,6 +1072,22 @@ def computing_order(level: str = "image") -> tuple[Metric, ...]:
         *(m for m in ms if "values" not in m.reads),
         *(m for m in ms if "values" in m.reads),
     )
+
+
+def prompt_values(
+    wanted: Sequence[str], values: dict[str, Any] | None = None, **readings: Any
+) -> dict[str, Any]:
+    """The prompt-level figures of ``wanted``, each by its catalog ``compute`` from the
+    prompt's readings (``pooled``, ``embeddings``, ``weights``), in computing order, those
+    that read others' values last; ``values``: figures known already (a rescore's Vendi of
+    images it does not embed again). Every task computes its prompt figures here."""
+    known = dict(values or {})
+    out: dict[str, Any] = {}
+    for m in computing_order("prompt"):
+        if m.name in wanted:
+            given = {r: known if r == "values" else readings[r] for r in m.reads}
+            known[m.name] = out[m.name] = m.compute(**given)
+    return out
 
 
 def metric(name: str) -> Metric:

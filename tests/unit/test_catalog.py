@@ -203,3 +203,27 @@ def test_the_arithmetic_the_fronts_show_lives_in_metrics_by_hand():
     assert drift_of(0.75) == pytest.approx(0.25) and drift_of(-1.0) == 2.0
     assert unit_score(1.0) == 0.0 and unit_score(4.0) == pytest.approx(0.75)
     assert met_share([True, False, True, True]) == 0.75 and met_share([]) is None
+
+
+def test_every_prompt_figure_is_computed_by_its_catalog_entry():
+    """pooled ALIGN, DDIV, SDIV, Vendi and qVendi have one home: the bench's cells, a
+    rescore's and a concepts run's all call prompt_values."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from metrics.catalog import BENCH_PROMPT, prompt_values
+
+    pooled = SimpleNamespace(pooled=SimpleNamespace(align=0.5), ddiv=0.25, sdiv=-0.125)
+    got = prompt_values(BENCH_PROMPT, pooled=pooled, embeddings=np.eye(4), weights=[0.5, 1.0])
+    assert list(got) == ["pooled_align", "ddiv", "sdiv", "vendi", "qvendi"]
+    assert (got["pooled_align"], got["ddiv"], got["sdiv"]) == (0.5, 0.25, -0.125)
+    # four orthogonal images: four effective images (an eigendecomposition's rounding)
+    assert got["vendi"] == pytest.approx(4.0, abs=1e-9)
+    assert got["qvendi"] == pytest.approx(0.75 * got["vendi"], abs=1e-12)
+    # a rescore keeps the images' Vendi and weighs it again; without one, no qVendi
+    kept = prompt_values(["qvendi"], {"vendi": 2.0}, weights=[0.25, 0.75])
+    assert kept == {"qvendi": 1.0}
+    assert prompt_values(["qvendi"], {"vendi": None}, weights=[1.0]) == {"qvendi": None}
+    with pytest.raises(KeyError):  # a reading not given is no figure
+        prompt_values(["vendi"], weights=[1.0])

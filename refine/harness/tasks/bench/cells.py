@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from metrics.ahead import score_pooled
-from metrics.catalog import BENCH_IMAGE, image_extras
-from metrics.vendi import quality_weighted, vendi_from_embeddings
+from metrics.catalog import BENCH_IMAGE, BENCH_PROMPT, image_extras, prompt_values
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor
@@ -132,7 +131,6 @@ class CellMaker:
         with scorer.using("image_embedder") as embedder:
             emb = embedder.encode_images(images).float().cpu().numpy()
         faiths = [a.scores.faith for a in assessed]
-        vendi = vendi_from_embeddings(emb)
         checked: list[Any] = [None] * len(images)
         if plan.expectations:
             from refine.evaluate.expectations import build_expectations, check_images
@@ -163,13 +161,7 @@ class CellMaker:
                     else {}
                 ),
             },
-            outputs={
-                "pooled_align": pooled.pooled.align,
-                "ddiv": pooled.ddiv,
-                "sdiv": pooled.sdiv,
-                "vendi": vendi,
-                "qvendi": quality_weighted(vendi, faiths),
-            },
+            outputs=prompt_values(BENCH_PROMPT, pooled=pooled, embeddings=emb, weights=faiths),
             images=[
                 _image_record(f, s, a, ex, plan.baselines)
                 for f, s, a, ex in zip(files, seeds, assessed, checked, strict=True)

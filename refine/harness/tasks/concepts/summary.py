@@ -31,13 +31,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from metrics.catalog import CUBE_FIGURES as FIGURES  # the last, quality, is per image
+from metrics.catalog import prompt_values
 from metrics.vendi import (
     CUBE_KERNELS,
     cultural_diversity,
     normalised_by_size,
     quality_weighted,
     tag_kernel,
-    vendi_from_embeddings,
     vendi_from_kernel,
 )
 from refine.numbers import shown
@@ -66,7 +66,6 @@ def concept_stats(
     )
     emb = np.asarray(embeddings, dtype=float)
     tag_vendi = vendi_from_kernel(kernel)
-    vendi = vendi_from_embeddings(emb)
     countries: dict[str, int] = {}
     for t in tags:
         countries[t[1]] = countries.get(t[1], 0) + 1
@@ -77,8 +76,8 @@ def concept_stats(
         "cd_kernels": {name: cultural_diversity(k, quality, CHUNK) for name, k in kernels.items()},
         "tag_vendi": tag_vendi,
         "tag_qvendi": quality_weighted(tag_vendi, quality),
-        "vendi": vendi,
-        "qvendi": quality_weighted(vendi, quality),
+        # the images' Vendi and its quality-weighted form, as every task computes them
+        **prompt_values(("vendi", "qvendi"), embeddings=emb, weights=quality),
         "cube_within": _within(tags, faithful) if within_country else None,
         "quality": float(np.mean(quality)),
         "similarity": "all three parts equal" if within_country else list(weights),

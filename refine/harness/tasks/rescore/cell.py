@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from metrics.catalog import BENCH_IMAGE, BENCH_PROMPT, prompt_values
 from refine.harness.cells import Cell
 
 
@@ -43,7 +44,6 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
     from PIL import Image
 
     from metrics.ahead import faith, score_images, score_pooled
-    from metrics.vendi import quality_weighted
     from refine.evaluate.assess import DEFAULT_MAX_PER_DIMENSION as MOST
     from refine.evaluate.assess import DIMENSIONS, CallCounter, observer_calls
     from refine.evaluate.reference_source import ReferenceSource
@@ -124,8 +124,6 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
     vendi = src.outputs.get("vendi")
     faiths = [r["faith"] for r in records]
     old = maker.source_config
-    from metrics.catalog import BENCH_IMAGE, BENCH_PROMPT
-
     # every per-image and per-prompt figure but EXAG (the judge's, unless read again by
     # another variant) and Vendi (the images')
     again = bool(getattr(maker, "exag", None))
@@ -176,10 +174,8 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
         },
         outputs={
             **src.outputs,
-            "pooled_align": pooled.pooled.align,
-            "ddiv": pooled.ddiv,
-            "sdiv": pooled.sdiv,
-            "qvendi": None if vendi is None else quality_weighted(vendi, faiths),
+            # every prompt figure again but the images' Vendi, kept
+            **prompt_values(recomputed, {"vendi": vendi}, pooled=pooled, weights=faiths),
         },
         images=records,
         data=dict(src.data),
