@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
+from pydantic import ValidationError
 
 from metrics.catalog import HEADLINE, label
 from refine.cli.inputs import (
@@ -22,10 +24,11 @@ from refine.cli.task_cmd import run_plan
 from refine.harness import registry
 from refine.harness.cells import CellSchemaError
 from refine.harness.engine import LOCAL, EngineOptions
+from refine.harness.plan import refusal
 from refine.harness.ray import RayEngineError
+from refine.harness.recipe_run import plan_of, proposer_packs
 from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
 from refine.harness.tasks.bench.task import run_bench
-from refine.harness.tasks.concepts.plan import ConceptPlan, load_concepts
 from refine.numbers import MISSING, shown
 from refine.present.report.bench import write_bench_page
 from refine.profiles import load_profile
@@ -239,7 +242,7 @@ def _print_summary(summary: dict, baselines: tuple[str, ...], out: Path) -> None
 
 def _recipe(name: str, given: dict) -> None:
     """``--recipe``: the recipe's bench (or concepts run), then its table."""
-    from refine.cli.recipe_run import bench_plan, dry_run, read_recipe, write_table
+    from refine.cli.recipe_run import dry_run, read_recipe, write_table
 
     recipe = read_recipe(name)
     chosen = [k for k, v in given["selection"].items() if v]
@@ -262,9 +265,6 @@ def _recipe(name: str, given: dict) -> None:
     def echo(line: str) -> None:
         typer.echo(line, err=as_json)
 
-    if recipe.task == "concepts":
-        _recipe_concepts(recipe, given, echo)
-        return
     if recipe.select.dataset:
         from refine.cli.recipe_dataset import run_dataset_recipe
 
@@ -281,88 +281,65 @@ def _recipe(name: str, given: dict) -> None:
 
         (run_sos_recipe if recipe.task == "sos" else run_caire_recipe)(recipe, given, echo)
         return
-    plan = bench_plan(
-        recipe,
-        list(given["generator"]),
-        given["limit"],
-        profile=given["profile"],
-        backends=parse_backends(given["backend"]),
-        tau=given["tau"],
-        # the recipe's own baselines unless --baselines chooses others
-        baselines=None if given["baselines"] is None else _baselines(given["baselines"]),
-        baseline_models=given["baseline_model"],
-    )
-    parsed_baseline_models(given["baseline_model"])
+    plan = _recipe_plan(recipe, given)
     if given["dry_run"]:
-        dry_run(plan, recipe, echo)
+        if recipe.task == "concepts":
+            _concepts_dry_run(recipe, plan, given, echo)
+        else:
+            dry_run(plan, recipe, echo)
         return
     if recipe.table.settings == "proposers":  # refused before any image is made
-        from refine.cli.recipe_run import proposer_packs
-
-        proposer_packs(recipe)
-    try:
-        results = run_bench(plan, out, on_event=echo, engine=given["engine"])
-    except (RayEngineError, CellSchemaError) as err:
-        raise UserInputError(str(err)) from err
-    write_bench_page(out, results)
+        try:
+            proposer_packs(recipe)
+        except ValueError as err:
+            raise UserInputError(str(err)) from err
+    results = run_plan(registry.task(recipe.task), plan, out, as_json, given["engine"])
     write_table(recipe, results, out, given["ratings"], echo)
-    if as_json:
-        typer.echo(json.dumps(results.to_json(), indent=2))
 
 
-def _recipe_concepts(recipe, given: dict, echo) -> None:
-    """A concepts recipe (CUBE): its concepts file (``--concepts`` in place of the
-    recipe's), its images per prompt, seed and kernel weights."""
-    from refine.cli.recipe_run import write_table
-
-    s = recipe.select
-    path = given["concepts"] or (Path(s.concepts) if s.concepts else None)
-    if path is None:
-        raise UserInputError(
-            f"--recipe {recipe.name} runs on concept prompts: give them with --concepts FILE "
-            f"({recipe.about.split('.')[0] if recipe.about else 'see the recipe'})"
-        )
-    if given["dry_run"]:
-        from refine.cli.recipe_run import profile_of
-        from refine.harness.estimate import task_estimate
-
-        found = load_concepts(path)[: given["limit"] or None]
-        gens = list(given["generator"]) or list(s.generators)
-        n = len(gens) * len(found) * s.images_per_prompt
-        within = sum(1 for c in found if c.country) * len(gens) * s.images_per_prompt
-        est = task_estimate(
-            profile_of(given["profile"]), n, len(found), len(gens), observer=n,
-            judge_answers=n + within, local=["image_embedder", "hpsv2 where at hand"],
-            generator_names=gens,
-        )  # fmt: skip
-        echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
-        for line in est.lines():
-            echo(line)
-        return
-    from refine.cli.recipe_run import generator_settings
-
-    gens = list(given["generator"]) or list(s.generators)
+def _recipe_plan(recipe: Any, given: dict) -> Any:
+    """The plan a recipe runs, with the command line's generators, profile, backends and
+    the rest in place of the recipe's where given; one line where it cannot be."""
+    spec = registry.task(recipe.task)
+    parsed_baseline_models(given["baseline_model"])  # a bad one said as the option's
+    common = {
+        "generators": list(given["generator"]),
+        "limit": given["limit"],
+        "profile": given["profile"],
+        "backends": parse_backends(given["backend"]),
+        "baseline_models": tuple(given["baseline_model"]),
+    }
+    if recipe.task == "bench":
+        # the recipe's own baselines unless --baselines chooses others
+        chosen = None if given["baselines"] is None else _baselines(given["baselines"])
+        overrides = {**common, "tau": given["tau"], "baselines": chosen}
+    elif recipe.task == "concepts":
+        overrides = {**common, "concepts": given["concepts"], "quality": given["cube_quality"]}
+    else:
+        overrides = {}
     try:
-        found = load_concepts(path)
+        return plan_of(recipe, **overrides)
+    except ValidationError as err:
+        raise UserInputError(f"--recipe {recipe.name}: {refusal(err, spec.plan_class())}") from err
     except ValueError as err:
-        raise UserInputError(f"--concepts: {err}") from err
-    plan = made_plan(
-        ConceptPlan,
-        f"--recipe {recipe.name}: ",
-        generators=gens,
-        concepts=found[: given["limit"]] if given["limit"] else found,  # the first K
-        images_per_prompt=s.images_per_prompt,
-        seed=s.seed,
-        weights=tuple(s.cube_weights),
-        profile=given["profile"],
-        backends=parse_backends(given["backend"]),
-        quality=given["cube_quality"],
-        baseline_models=tuple(given["baseline_model"]),
-        generator_settings=generator_settings(recipe, gens),
-    )
-    results = run_plan(registry.task("concepts"), plan, given["out"], given["as_json"],
-                       given["engine"])  # fmt: skip
-    write_table(recipe, results, given["out"], None, echo)
+        raise UserInputError(f"--recipe {recipe.name}: {err}") from err
+
+
+def _concepts_dry_run(recipe: Any, plan: Any, given: dict, echo: Any) -> None:
+    """What a concepts recipe draws and calls, making nothing."""
+    from refine.cli.recipe_run import profile_of
+    from refine.harness.estimate import task_estimate
+
+    n = len(plan.generators) * len(plan.concepts) * plan.images_per_prompt
+    within = sum(1 for c in plan.concepts if c.country) * len(plan.generators)
+    est = task_estimate(
+        profile_of(given["profile"]), n, len(plan.concepts), len(plan.generators), observer=n,
+        judge_answers=n + within * plan.images_per_prompt,
+        local=["image_embedder", "hpsv2 where at hand"], generator_names=plan.generators,
+    )  # fmt: skip
+    echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
+    for line in est.lines():
+        echo(line)
 
 
 def _baselines(text: str) -> tuple[str, ...]:

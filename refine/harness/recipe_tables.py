@@ -168,7 +168,8 @@ def metrics_table(
             ]
             if not inside:
                 continue
-            label = g if t.groups == "all" else f"{g} · {t.group_label(group)}"
+            name = g if g is not None else recipe.task  # a task of one row: its name
+            label = name if t.groups == "all" else f"{name} · {t.group_label(group)}"
             label = f"{backbone}: {label}" if backbone else label
             block = group if t.best == "group" else g
             block = f"{backbone}: {block}" if backbone else block

@@ -51,10 +51,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from refine.harness import registry
-from refine.harness.plan import MAX_IMAGES_PER_PROMPT
+from refine.harness.plan import MAX_IMAGES_PER_PROMPT, refusal
 
 
 class _Strict(BaseModel):
@@ -106,6 +113,10 @@ class GeneratorSettings(_Strict):
 
 
 class Select(_Strict):
+    # a recipe of a task with a Plan of its own (not bench, concepts, sos or caire) gives
+    # its Plan's fields here too, checked by that Plan as the recipe loads
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+
     countries: list[str] = Field(default_factory=list)  # empty: every country with refs
     activities: list[str] = Field(default_factory=list)  # empty: all
     categories: list[str] = Field(default_factory=list)  # empty: all
@@ -265,6 +276,7 @@ class Recipe(_Strict):
                 f"a {self.task} recipe makes a table of kind {' or '.join(kinds)}, "
                 f"not {self.table.kind!r}"
             )
+        self._plan_fields(spec)
         extra = sorted(set(self.select.generator_settings) - set(self.select.generators))
         if extra:
             raise ValueError(
@@ -304,6 +316,26 @@ class Recipe(_Strict):
                     f"{suggest(m.metric, sorted(known))}"
                 )
         return self
+
+    def _plan_fields(self, spec: registry.TaskSpec) -> None:
+        """A task of its own Plan takes its fields from [select]; the bundled tasks take
+        only the fields above."""
+        given = dict(self.select.model_extra or {})
+        if not given:
+            return
+        if spec.plan is None or self.task in ("bench", "concepts"):
+            raise ValueError(f"select.{sorted(given)[0]}: Extra inputs are not permitted")
+        plan = spec.plan_class()
+        stray = sorted(set(given) - set(plan.model_fields))
+        if stray:
+            raise ValueError(
+                f"select.{stray[0]}: task {self.task}'s plan has no such field "
+                f"({', '.join(plan.model_fields)})"
+            )
+        try:
+            plan(**given)
+        except ValidationError as err:
+            raise ValueError(f"select: {refusal(err, plan)}") from None
 
     @property
     def needs_ratings(self) -> bool:

@@ -56,3 +56,56 @@ def test_a_registered_task_is_a_command_made_from_its_plan(tmp_path):
         other = cli("toy", "--ks", "2", "--out", tmp_path / "b")
         assert other.returncode == 2 and "it holds the results of a bench" in other.stderr
     assert cli("toy", "--help").returncode == 2  # gone with its registration
+
+
+TOY_RECIPE = """
+name = "toy-table"
+title = "Vendi of orthogonal vectors"
+paper = "none"
+source = "a test"
+task = "toy"
+[select]
+ks = [1, 2, 3]
+[table]
+caption = "Vendi"
+label = "tab:toy"
+metrics = [{ metric = "vendi" }, { metric = "ddiv" }]
+"""
+
+
+def test_a_registered_task_runs_from_a_recipe_in_python_and_on_the_command_line(tmp_path):
+    from refine.harness.recipe_run import run_recipe
+
+    path = tmp_path / "toy.toml"
+    path.write_text(TOY_RECIPE)
+    with registry.registered(TOY):
+        made = run_recipe(path, tmp_path / "py")
+        assert made.results.task == "toy" and made.results.config["ks"] == [1, 2, 3]
+        ((row),) = made.table.rows
+        assert row.label == "toy"
+        vendi, ddiv = (made.table.cells[("toy", m)] for m in ("vendi", "ddiv"))
+        # the mean of 1, 2 and 3 effective vectors, and a DDIV no cell has: missing
+        assert (vendi.value, vendi.n) == (pytest.approx(2.0, abs=1e-9), 3)
+        assert ddiv.value is None and ddiv.note == "no prompt has ddiv"
+        more = run_recipe(path, tmp_path / "py", ks=[1, 2, 3, 4])  # the plan's own field
+        assert more.table.cells[("toy", "vendi")].value == pytest.approx(2.5, abs=1e-9)
+
+        done = cli("bench", "--recipe", path, "--out", tmp_path / "cli")
+        assert done.returncode == 0, done.stderr
+        assert "toy-table: Vendi" in done.stdout and "Vendi 2.000" in done.stdout
+        assert {p.suffix for p in (tmp_path / "cli").glob("table-toy-table*")} >= {".csv", ".tex"}
+
+        bad = path.with_name("bad.toml")
+        bad.write_text(TOY_RECIPE.replace("ks = [1, 2, 3]", "ks = [0]"))
+        refused = cli("bench", "--recipe", bad, "--out", tmp_path / "no")
+        assert refused.returncode == 2
+        assert "select: --ks: each k is at least 1, got 0" in refused.stderr
+        stray = path.with_name("stray.toml")
+        stray.write_text(TOY_RECIPE.replace("ks = [1, 2, 3]", "ks = [1]\nsides = 3"))
+        refused = cli("bench", "--recipe", stray, "--out", tmp_path / "no")
+        assert "select.sides: task toy's plan has no such field (ks)" in refused.stderr
+    bench = path.with_name("bench.toml")
+    bench.write_text(TOY_RECIPE.replace('task = "toy"', 'task = "bench"').replace("vendi", "faith"))
+    refused = cli("bench", "--recipe", bench, "--out", tmp_path / "no")
+    assert "select.ks: Extra inputs are not permitted" in refused.stderr
+    assert not (tmp_path / "no").exists()

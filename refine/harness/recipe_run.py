@@ -1,0 +1,292 @@
+"""A recipe run from Python: :func:`run_recipe` turns a recipe's ``[select]`` into its task's
+Plan, runs the task, and makes the recipe's table from the results (and people's ratings,
+where the table is agreement with them). ``refine bench --recipe`` is this, with the pages
+written and the table printed.
+
+A bench recipe's prompts are the catalog's by its countries, activities, categories and
+sample (``limit``: the first K taken in turn from each country); a concepts recipe's, its
+concepts file's; a recipe of any other registered task gives its Plan's fields in
+``[select]`` (each checked by that Plan when the recipe loads), and ``overrides`` replace
+them. The SoS and CAIRE recipes run by their command (their tasks have no Plan yet)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from refine.harness import registry
+from refine.harness.engine import LOCAL, EngineOptions
+from refine.harness.recipes import Recipe, load_recipe
+from refine.harness.results import Results
+
+
+@dataclass
+class RecipeRun:
+    """What a recipe made: its task's results, its table (None for a task that makes no
+    recipe table), and the other backbones' rescores, (label, folder, results) each."""
+
+    recipe: Recipe
+    results: Results
+    table: Any = None
+    backbones: list[tuple[str, Path, Results]] = field(default_factory=list)
+
+
+def interleaved(prompts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The prompts taken in turn from each country (the first of each, then the second of
+    each, ...): a bench cut short with ``limit`` still covers the countries, and with
+    them the table's groups."""
+    by: dict[str, list[tuple[str, str]]] = {}
+    for p in prompts:
+        by.setdefault(p[1], []).append(p)
+    out = []
+    for k in range(max((len(v) for v in by.values()), default=0)):
+        out += [v[k] for v in by.values() if k < len(v)]
+    return out
+
+
+def generator_settings(recipe: Recipe, generators: list[str]) -> dict[str, dict[str, Any]]:
+    """The recipe's settings of those of ``generators`` it sets (a generator named in
+    place of the recipe's draws with its own)."""
+    return {
+        g: st.model_dump(exclude_none=True)
+        for g, st in recipe.select.generator_settings.items()
+        if g in generators
+    }
+
+
+def bench_plan(
+    recipe: Recipe,
+    generators: list[str] | tuple[str, ...] = (),
+    limit: int | None = None,
+    *,
+    profile: str = "gemini",
+    backends: dict[str, str] | None = None,
+    tau: float | None = None,
+    baselines: tuple[str, ...] | None = None,
+    baseline_models: tuple[str, ...] = (),
+) -> Any:
+    """The bench plan of a recipe: its prompts (the first ``limit``), images per prompt,
+    seed, observer prompts and generator settings; ``tau`` and ``baselines`` in place of
+    the recipe's where given. A ValueError (a pydantic one from the plan) says what cannot
+    be."""
+    from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+
+    s = recipe.select
+    prompts = plan_prompts(s.countries, s.activities, s.sample, s.seed, s.categories)
+    prompts = interleaved(prompts)[:limit] if limit else prompts
+    generators = list(generators) or list(s.generators)
+    return BenchPlan(
+        generators=generators,
+        prompts=prompts,
+        images_per_prompt=s.images_per_prompt,
+        seed=s.seed,
+        tau=tau if tau is not None else s.tau,
+        profile=profile,
+        backends=backends or {},
+        baselines=baselines if baselines is not None else tuple(s.baselines) or ("clipscore",),
+        baseline_models=tuple(baseline_models),
+        observer_prompts=s.observer_prompts,
+        generator_settings=generator_settings(recipe, generators),
+    )
+
+
+def concepts_plan(
+    recipe: Recipe,
+    concepts: str | Path | None = None,
+    generators: list[str] | tuple[str, ...] = (),
+    limit: int | None = None,
+    *,
+    profile: str = "gemini",
+    backends: dict[str, str] | None = None,
+    quality: str = "auto",
+    baseline_models: tuple[str, ...] = (),
+) -> Any:
+    """The concepts plan of a recipe: its concepts file (``concepts`` in place of the
+    recipe's; the first ``limit``), images per prompt, seed and kernel weights."""
+    from refine.harness.tasks.concepts.plan import ConceptPlan, load_concepts
+
+    s = recipe.select
+    path = concepts or s.concepts
+    if path is None:
+        about = recipe.about.split(".")[0] if recipe.about else "see the recipe"
+        raise ValueError(
+            f"recipe {recipe.name} runs on concept prompts: give them with --concepts FILE "
+            f"({about})"
+        )
+    found = load_concepts(path)
+    generators = list(generators) or list(s.generators)
+    return ConceptPlan(
+        generators=generators,
+        concepts=found[:limit] if limit else found,
+        images_per_prompt=s.images_per_prompt,
+        seed=s.seed,
+        weights=tuple(s.cube_weights),
+        profile=profile,
+        backends=backends or {},
+        quality=quality,
+        baseline_models=tuple(baseline_models),
+        generator_settings=generator_settings(recipe, generators),
+    )
+
+
+def plan_of(recipe: Recipe, **overrides: Any) -> Any:
+    """The Plan a recipe runs: a bench's or a concepts run's from its selection (the keyword
+    arguments of :func:`bench_plan` and :func:`concepts_plan` in ``overrides``), any other
+    task's from the ``[select]`` fields its Plan declares, ``overrides`` replacing them."""
+    if recipe.task == "bench":
+        return bench_plan(recipe, **overrides)
+    if recipe.task == "concepts":
+        return concepts_plan(recipe, **overrides)
+    spec = registry.task(recipe.task)
+    return spec.plan_class()(**{**(recipe.select.model_extra or {}), **overrides})
+
+
+def proposer_packs(recipe: Recipe) -> list[tuple[str, Path]]:
+    """Each AHEaD proposer's own pack, fetched by ``refine data fetch ahead --proposers``;
+    a ValueError says to fetch them where they are not."""
+    from refine.evaluate.paper_data import PROPOSERS, proposer_pack
+    from refine.evaluate.reference_source import data_dir
+
+    packs = [(p, proposer_pack(data_dir(), p)) for p in PROPOSERS]
+    gone = [str(path) for _, path in packs if not path.is_file()]
+    if gone:
+        raise ValueError(
+            f"recipe {recipe.name} rescores the bench with each proposer's own descriptors: "
+            f"fetch them first with `refine data fetch ahead --proposers` (none at {gone[0]})"
+        )
+    return packs
+
+
+def run_recipe(
+    recipe: Recipe | str | Path,
+    out: str | Path,
+    *,
+    ratings: str | Path | None = None,
+    on_event: Callable[[str], None] | None = None,
+    engine: EngineOptions = LOCAL,
+    **overrides: Any,
+) -> RecipeRun:
+    """Run a recipe (a :class:`Recipe`, a bundled recipe's name or a recipe file) into
+    ``out``: its task on ``engine``, then its table from the results (and ``ratings``,
+    a ratings file, where the table is agreement with people). ``overrides`` are the
+    plan's: for a bench recipe those of :func:`bench_plan`, for a concepts recipe those
+    of :func:`concepts_plan`, for another task its Plan's fields."""
+
+    if not isinstance(recipe, Recipe):
+        recipe = load_recipe(recipe)
+    spec = registry.task(recipe.task)
+    if spec.run is None:
+        raise ValueError(f"recipe {recipe.name}: run it with refine bench --recipe {recipe.name}")
+    plan = plan_of(recipe, **overrides)
+    if recipe.table.settings == "proposers":  # refused before any image is made
+        proposer_packs(recipe)
+    emit = on_event or (lambda line: None)
+    results = spec.runner()(plan, Path(out), on_event=emit, engine=engine)
+    table, others = recipe_table(recipe, results, Path(out), ratings, emit)
+    return RecipeRun(recipe, results, table, others)
+
+
+def recipe_table(
+    recipe: Recipe,
+    results: Results,
+    out: Path,
+    ratings: str | Path | None = None,
+    emit: Callable[[str], None] | None = None,
+) -> tuple[Any, list[tuple[str, Path, Results]]]:
+    """The recipe's table from its task's results in ``out`` (and ``ratings``), and the
+    other backbones' rescores it made; (None, []) for a task that makes no table."""
+    from refine.harness.recipe_tables import agreement_table, metrics_table
+
+    emit = emit or (lambda line: None)
+    if not registry.task(recipe.task).tables:
+        return None, []
+    others = backbone_rescores(recipe, out, emit)
+    rated = _ratings(ratings)
+    if recipe.table.kind == "settings":
+        table = _settings(recipe, out, rated, emit)
+    elif recipe.needs_ratings and rated is not None:
+        from refine.human.agree import stored_metrics
+
+        table = agreement_table(
+            recipe,
+            rated,
+            stored_metrics([out]),
+            backbones=[(label, stored_metrics([folder])) for label, folder, _ in others],
+        )
+    else:
+        table = metrics_table(
+            recipe,
+            results.cells,
+            list(results.config.get("generators") or [None]),  # None: a task's one row
+            backbones=[(label, done.cells) for label, _, done in others],
+        )
+    if recipe.needs_ratings and rated is None:
+        table.missing.append(
+            f"people's ratings: the table is each metric's agreement with the answers "
+            f"to {recipe.table.question!r} ({recipe.table.protocol} protocol); rate the "
+            f"bench's images (refine app's Rate view, or refine rate pack) and give "
+            f"--ratings FILE. Written meanwhile: the metric side, the means over prompts"
+        )
+    return table, others
+
+
+def _ratings(path: str | Path | None) -> Any:
+    if path is None:
+        return None
+    from refine.human.agree import load_ratings
+
+    try:
+        return load_ratings(Path(path))
+    except ValueError as err:
+        raise ValueError(f"--ratings: {err}") from err
+
+
+def backbone_rescores(
+    recipe: Recipe, out: Path, emit: Callable[[str], None]
+) -> list[tuple[str, Path, Results]]:
+    """The recipe's other backbones scoring the bench's images: a rescore each (the images
+    observed again, the judge's baselines in ``rejudge`` read again, nothing generated),
+    into ``out/backbones/<label>``, kept and gone on with; (label, folder, results) each."""
+    from refine.harness.results import ResultsError
+    from refine.harness.tasks.rescore.task import RescorePlan, run_rescore
+
+    made = []
+    for b in recipe.select.backbones:
+        folder = out / "backbones" / b.slug
+        plan = RescorePlan(
+            source=str(out),
+            tau=b.tau,
+            backends={"observer": b.observer, **({"judge": b.judge} if b.judge else {})},
+            observer_prompts=b.observer_prompts or recipe.select.observer_prompts,
+            rejudge=tuple(b.rejudge),
+        )
+        emit(f"backbone {b.label}: the bench's images scored again into {folder}")
+        try:
+            done = run_rescore(plan, folder, on_event=emit)
+        except (ValueError, ResultsError) as err:
+            raise ValueError(f"backbone {b.label}: {err}") from err
+        made.append((b.label, folder, done))
+    return made
+
+
+def _settings(recipe: Recipe, out: Path, rated: Any, emit: Callable[[str], None]) -> Any:
+    """A settings table: the bench rescored at each setting (``out/settings/tau-q1``...,
+    ``out/settings/proposer-gpt-4o``..., kept and gone on with), each setting a row."""
+    from refine.harness.recipe_tables import settings_table, tau_settings
+    from refine.harness.tasks.rescore.task import RescorePlan, run_rescore
+    from refine.harness.tasks.rescore.tau_quantiles import rescore_at_quantiles
+
+    if recipe.table.settings == "proposers":
+        rows = []
+        for proposer, pack in proposer_packs(recipe):
+            folder = out / "settings" / f"proposer-{proposer}"
+            plan = RescorePlan(source=str(out), references=str(pack))
+            run_rescore(plan, folder, on_event=emit)
+            rows.append((proposer, f"Proposer ({proposer})", folder))
+        rows.append(("proposer-refiner", "Proposer-Refiner", out))  # the bench's own
+    else:
+        made = rescore_at_quantiles(RescorePlan(source=str(out)), out / "settings", on_event=emit)
+        rows = tau_settings(made, out / "settings")
+    return settings_table(recipe, rows, rated)
