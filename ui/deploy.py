@@ -157,11 +157,12 @@ def from_env(env: Mapping[str, str] | None = None) -> Deployment:
     except SettingsError as err:
         raise DeployError(f"REFINE_BACKENDS: {err.message}") from None
     roles = {**loaded.roles, **backends}
-    uses_api = any(name.startswith("gemini:") for name in roles.values())
-    if uses_api and not (env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY")):
+    from refine.backends.registry import missing_keys
+
+    for role, name, keys in missing_keys(roles, env):  # an API model's key, said at once
         raise DeployError(
-            f"GEMINI_API_KEY is not set: the {profile} profile calls the Gemini API. Add it as a "
-            "secret (Space settings > Variables and secrets) or pass -e GEMINI_API_KEY=... to "
+            f"{keys[0]} is not set: the {profile} profile's {role} {name} calls an API. Add it "
+            f"as a secret (Space settings > Variables and secrets) or pass -e {keys[0]}=... to "
             "the container"
         )
     given = env.get("REFINE_OUT", "").strip()

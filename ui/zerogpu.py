@@ -38,33 +38,22 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 # class -> its methods that each run the model once (none of them calls another of the
-# same class's listed methods, so the leases never nest in one backend)
-MODEL_CALLS: dict[str, tuple[str, ...]] = {
-    "refine.backends.diffusers_backends:DiffusersGenerator": ("generate",),
-    "refine.backends.diffusers_backends:DiffusersEditor": ("edit",),
-    "refine.backends.diffusers_backends:DiffusersImg2Img": ("edit",),
-    # its own edit (a localized inpaint), not the img2img edit it inherits
-    "refine.backends.diffusers_backends:DiffusersInpainter": ("edit",),
+# same class's listed methods, so the leases never nest in one backend): the backend
+# registry's, and models that are no backend of a role but run here all the same (a
+# baseline's own model)
+OWN_MODEL_CALLS: dict[str, tuple[str, ...]] = {
     "refine.backends.image_reward:ImageReward": ("score",),
-    "refine.backends.clip_t5:ClipT5Judge": ("_yes",),
-    "refine.backends.hf_models:HFModel": ("_generate",),
-    "refine.backends.hf_judging:HFJudging": (
-        "answer_distribution",
-        "next_token_probability",
-        "vqa_score",
-        "rate_prefixed",
-    ),
-    "refine.backends.clip_embedder:OpenClipEmbedder": (
-        "encode_images",
-        "encode_texts",
-        "logit_scale",
-    ),
-    "refine.backends.siglip_embedder:SiglipEmbedder": (
-        "encode_images",
-        "encode_texts",
-        "match_probability",
-    ),
 }
+
+
+def model_calls() -> dict[str, tuple[str, ...]]:
+    """Each class and its methods that run a model: what the backend registry declares
+    (refine.backends.registry.BackendInfo.model_calls), and the baselines' own models."""
+    from refine.backends.registry import model_calls as declared
+
+    return {**declared(), **OWN_MODEL_CALLS}
+
+
 DEFAULT_SECONDS = 60
 TUNING_OFF = (
     "tuning is off on ZeroGPU: a tune holds the GPU for minutes, longer than a lease "
@@ -138,7 +127,7 @@ def lease_per_call(spaces: Any, seconds: int = DEFAULT_SECONDS) -> list[str]:
         raise ValueError(f"REFINE_GPU_SECONDS={seconds}: 1 or more")
     _lease = spaces.GPU(duration=seconds)(_in_lease)
     wrapped = []
-    for path, methods in MODEL_CALLS.items():
+    for path, methods in model_calls().items():
         cls = _target(path)
         for name in methods:
             method = cls.__dict__[name]
@@ -153,7 +142,7 @@ def unlease() -> None:
     global _lease
     _lease = None
     _BACKENDS.clear()
-    for path, methods in MODEL_CALLS.items():
+    for path, methods in model_calls().items():
         cls = _target(path)
         for name in methods:
             original = getattr(cls.__dict__[name], _LEASED, None)

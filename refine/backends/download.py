@@ -17,7 +17,7 @@ from typing import Any
 
 from refine.backends.imports import require
 from refine.backends.lora import lora_source, split_adapters
-from refine.backends.registry import split_name
+from refine.backends.registry import is_remote, split_name
 
 HUB_PREFIXES = ("diffusers", "img2img", "inpaint", "hf", "siglip", "hfclip")
 
@@ -39,7 +39,7 @@ def plan(names: dict[str, str]) -> list[tuple[str, str, str]]:
     out = []
     for name, roles in seen.items():
         prefix, rest = split_name(roles[0], name)
-        if prefix == "gemini":
+        if is_remote(roles[0], name):
             what = "skip: an API model"
         elif prefix == "st":
             what = "skip: bundled" if rest == "all-MiniLM-L6-v2" else "hub"

@@ -26,11 +26,25 @@ ROLES: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class BackendInfo:
+    """A registered backend and what it is: whether it is called through an API
+    (``remote``: nothing to download, load or lease here), the environment variables it
+    reads (``env``: Ray's workers get them) and those of which one must be set for it to
+    answer (``key_env``: readiness and the deployment say so before a run), its errors that
+    a user can put right (``errors``: the command line says them in one line, exit code 1)
+    and its methods that run a model here (``model_calls``: ZeroGPU leases the GPU for each
+    call). Everything that asks "is this an API model?" reads it, never a name prefix."""
+
     role: str
     prefix: str
     target: str  # "module:attribute" of the factory
     description: str
     example: str
+    remote: bool = False
+    env: tuple[str, ...] = ()
+    key_env: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()  # "module:Class"
+    # ("module:Class", its methods that each run the model once), a class and its bases
+    model_calls: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 _REGISTRY: dict[str, dict[str, BackendInfo]] = {role: {} for role in ROLES}
@@ -44,12 +58,67 @@ def register(
     description: str,
     example: str,
     default: bool = False,
+    **what: Any,
 ) -> None:
-    """Register ``target`` (``"module:factory"``) as the backend for ``prefix:`` names."""
+    """Register ``target`` (``"module:factory"``) as the backend for ``prefix:`` names;
+    ``what`` says what it is (:class:`BackendInfo`'s ``remote``, ``env``, ``key_env``,
+    ``errors``, ``model_calls``)."""
     _check_role(role)
-    _REGISTRY[role][prefix] = BackendInfo(role, prefix, target, description, example)
+    _REGISTRY[role][prefix] = BackendInfo(role, prefix, target, description, example, **what)
     if default:
         _DEFAULTS[role] = example
+
+
+def unregister(role: str, prefix: str) -> None:
+    _check_role(role)
+    _REGISTRY[role].pop(prefix)
+
+
+def info(role: str, name: str) -> BackendInfo:
+    """What the backend named ``name`` for ``role`` is."""
+    return _REGISTRY[role][split_name(role, name)[0]]
+
+
+def is_remote(role: str, name: str) -> bool:
+    """Whether ``name`` is called through an API (False for a name no backend answers)."""
+    try:
+        return info(role, name).remote
+    except ValueError:
+        return False
+
+
+def environment() -> tuple[str, ...]:
+    """Every environment variable a registered backend reads, in registration order."""
+    return tuple(dict.fromkeys(v for i in available() for v in (*i.env, *i.key_env)))
+
+
+def error_names() -> set[str]:
+    """The class names of the registered backends' errors a user can put right."""
+    return {t.rpartition(":")[2] for i in available() for t in i.errors}
+
+
+def model_calls() -> dict[str, tuple[str, ...]]:
+    """Each class (``"module:Class"``) of a registered backend and its methods that run a
+    model here."""
+    out: dict[str, tuple[str, ...]] = {}
+    for i in available():
+        for cls, methods in i.model_calls:
+            out[cls] = tuple(dict.fromkeys((*out.get(cls, ()), *methods)))
+    return out
+
+
+def missing_keys(names: dict[str, str], env: Any) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(role, name, the variables of which one must be set) for each backend of ``names``
+    (role -> name) whose key is not in ``env``."""
+    out = []
+    for role, name in names.items():
+        try:
+            needs = info(role, name).key_env
+        except ValueError:
+            continue
+        if needs and not any(env.get(k) for k in needs):
+            out.append((role, name, needs))
+    return out
 
 
 def _check_role(role: str) -> None:
@@ -132,6 +201,10 @@ for _role, _cls, _example, _what in (
         f"refine.backends.gemini:{_cls}",
         f"Gemini API {_what} (needs GEMINI_API_KEY)",
         _example,
+        remote=True,
+        env=("GOOGLE_GEMINI_BASE_URL",),
+        key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        errors=("refine.backends.gemini:GeminiError",),
     )
 
 for _role, _cls, _what in (
@@ -146,6 +219,9 @@ for _role, _cls, _what in (
         f"any OpenAI-compatible chat server (vLLM, SGLang, Ollama, OpenAI), {_what}; "
         "OPENAI_BASE_URL or the role's base_url",
         "openai:Qwen/Qwen3-VL-8B-Instruct",
+        remote=True,
+        env=("OPENAI_API_KEY", "OPENAI_BASE_URL"),  # a local server may want no key
+        errors=("refine.backends.openai_compat:OpenAIServerError",),
     )
 
 register(
@@ -154,6 +230,7 @@ register(
     "refine.backends.diffusers_backends:DiffusersGenerator",
     "any diffusers text-to-image pipeline (hub id or local path); LoRA, offload, tiling",
     "diffusers:black-forest-labs/FLUX.2-klein-4B",
+    model_calls=(("refine.backends.diffusers_backends:DiffusersGenerator", ("generate",)),),
 )
 register(
     "editor",
@@ -161,6 +238,7 @@ register(
     "refine.backends.diffusers_backends:DiffusersEditor",
     "instruction editing: FLUX.2-klein, FLUX.1 Kontext, Qwen-Image-Edit, InstructPix2Pix",
     "diffusers:black-forest-labs/FLUX.1-Kontext-dev",
+    model_calls=(("refine.backends.diffusers_backends:DiffusersEditor", ("edit",)),),
 )
 register(
     "editor",
@@ -168,6 +246,7 @@ register(
     "refine.backends.diffusers_backends:DiffusersImg2Img",
     "strength-based img2img sharing the weights of the generator of the same name",
     "img2img:stabilityai/sd-turbo",
+    model_calls=(("refine.backends.diffusers_backends:DiffusersImg2Img", ("edit",)),),
 )
 register(
     "editor",
@@ -176,6 +255,8 @@ register(
     "inpainting inside a localized edit's boxes (the pixels outside pasted back), sharing "
     "the weights of the generator of the same name",
     "inpaint:stabilityai/stable-diffusion-2-inpainting",
+    # its own edit (a localized inpaint), not the img2img edit it inherits
+    model_calls=(("refine.backends.diffusers_backends:DiffusersInpainter", ("edit",)),),
 )
 
 for _role, _cls, _example, _what in (
@@ -190,6 +271,13 @@ for _role, _cls, _example, _what in (
         f"transformers chat model, {_what} (Qwen3-VL, Qwen3.5, Qwen2.5-VL, InternVL3-hf, "
         "LLaVA; text LMs for llm)",
         _example,
+        model_calls=(
+            ("refine.backends.hf_models:HFModel", ("_generate",)),
+            (
+                "refine.backends.hf_judging:HFJudging",
+                ("answer_distribution", "next_token_probability", "vqa_score", "rate_prefixed"),
+            ),
+        ),
     )
 
 register(
@@ -199,6 +287,7 @@ register(
     "CLIP-FlanT5, VQAScore's own model (t2v-metrics' checkpoints, loaded with transformers): "
     "VQAScore and yes-probabilities, no ratings",
     "clip-t5:zhiqiulin/clip-flant5-xxl",
+    model_calls=(("refine.backends.clip_t5:ClipT5Judge", ("_yes",)),),
 )
 register(
     "image_embedder",
@@ -207,6 +296,12 @@ register(
     "open_clip image/text embedder and CLIPScore",
     "clip:ViT-L-14/openai",
     default=True,
+    model_calls=(
+        (
+            "refine.backends.clip_embedder:OpenClipEmbedder",
+            ("encode_images", "encode_texts", "logit_scale"),
+        ),
+    ),
 )
 register(
     "image_embedder",
@@ -214,6 +309,13 @@ register(
     "refine.backends.hf_clip_embedder:HFClipEmbedder",
     "CLIP image/text embedder through transformers (CLIPModel checkpoints)",
     "hfclip:openai/clip-vit-base-patch32",
+    # a SigLIP embedder's subclass: its calls are SiglipEmbedder's methods
+    model_calls=(
+        (
+            "refine.backends.siglip_embedder:SiglipEmbedder",
+            ("encode_images", "encode_texts", "match_probability"),
+        ),
+    ),
 )
 register(
     "image_embedder",
@@ -221,4 +323,10 @@ register(
     "refine.backends.siglip_embedder:SiglipEmbedder",
     "SigLIP / SigLIP 2 image/text embedder through transformers",
     "siglip:google/siglip-so400m-patch14-384",
+    model_calls=(
+        (
+            "refine.backends.siglip_embedder:SiglipEmbedder",
+            ("encode_images", "encode_texts", "match_probability"),
+        ),
+    ),
 )

@@ -22,6 +22,7 @@ from refine import __version__
 from refine.backends import available
 from refine.backends.download import download
 from refine.backends.imports import steady_collector
+from refine.backends.registry import error_names
 from refine.backends.selection import Backends
 from refine.cli.agree_cmd import agree_cmd
 from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
@@ -343,9 +344,9 @@ def _root(
     )
 
 
+# errors whose message says what to do, shown in one line (exit code 1): these, and the
+# registered backends' own (refine.backends.registry.BackendInfo.errors: an API's)
 EXPLAINED = (
-    "GeminiError",
-    "OpenAIServerError",
     "ModelUnavailable",
     "ModelsUnavailable",
     "OutOfMemory",
@@ -410,6 +411,12 @@ def _command_path(argv: list[str]) -> str:
     return " ".join(path)
 
 
+def explained(err: BaseException) -> bool:
+    """Whether ``err``'s message says what to do: one line, no traceback."""
+    names = {c.__name__ for c in type(err).__mro__}
+    return bool(names & {*EXPLAINED, *error_names()})
+
+
 def interrupted_exit() -> None:
     """Exit 130 at once after Ctrl-C (a run's record and a batch's are saved by then). A
     normal exit would first wait for the model calls still in flight on worker threads
@@ -459,7 +466,7 @@ def main(argv: list[str] | None = None) -> None:
         # a model that cannot answer (no API key, not downloaded, a full GPU): its message
         # says what to do, so it is shown without a traceback (exit code 1)
         missing_extra = isinstance(err, ImportError) and "cultural-refine[" in str(err)
-        if type(err).__name__ not in EXPLAINED and not missing_extra:
+        if not explained(err) and not missing_extra:
             raise
         from refine.backends.loading import describe_error
 

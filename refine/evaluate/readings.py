@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from metrics.quality import BAD, GOOD
-from refine.backends.registry import ROLES
+from refine.backends.registry import ROLES, is_remote
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -94,7 +94,7 @@ class Readings:
             if need in ROLES and not self.backends.names.get(need):
                 raise NotRead(f"the profile has no {need.replace('_', ' ')}")
             judge = self.backends.names.get("judge", "")
-            if need == "local judge" and judge.startswith("gemini:"):
+            if need == "local judge" and judge and is_remote("judge", judge):
                 raise NotRead(f"the judge {judge} is an API model: read with local profiles")
 
     def embedder(self) -> Any:

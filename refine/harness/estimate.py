@@ -23,6 +23,8 @@ from typing import Any
 
 from metrics.baselines import JUDGE_RATED, JUDGE_SCALED
 from metrics.descriptors import DIMENSIONS
+from refine.backends.registry import is_remote
+from refine.harness.generators import parse_generator
 
 # the baselines the judge answers one question an image for
 ONE_READING = ("vqascore", *JUDGE_RATED, *JUDGE_SCALED)
@@ -193,8 +195,13 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
     )
 
 
-# a generator whose name starts so is called through an API; the others run here
-API_PREFIXES = ("gemini", "openai")
+def _remote_generator(spec: str) -> bool:
+    """Whether a generator named on the command line (a backend, a profile, with adapters)
+    is called through an API."""
+    try:
+        return is_remote("generator", parse_generator(spec).name)
+    except ValueError:
+        return False
 
 
 def split_generators(
@@ -204,7 +211,7 @@ def split_generators(
     API model), the generators that run here, the profile's prices (without the
     generator's where a generator other than the profile's own calls an API: that price is
     the profile's model's) and a note saying so."""
-    api = [g for g in names if g.split(":", 1)[0] in API_PREFIXES]
+    api = [g for g in names if _remote_generator(g)]
     here = [f"generator {g}" for g in names if g not in api]
     costs, notes = dict(profile.costs), []
     own = profile.roles.get("generator")

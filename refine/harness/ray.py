@@ -25,15 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from refine.backends.imports import steady_collector
+from refine.backends.registry import environment
 
 # environment a worker needs to reach the same models and caches as the driver
+# (and every variable a registered backend reads: its key, its server's address)
 PASSED_ENV = (
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "GOOGLE_GEMINI_BASE_URL",
-    # an OpenAI-compatible server's address and key (the openai: backends' defaults)
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
     "REFINE_CACHE_DIR",
     "REFINE_DATA_DIR",  # the fetched packs and photo sets the references come from
     "HF_ENDPOINT",
@@ -126,8 +122,11 @@ def sees(probe: str, token: str) -> bool:
 
 
 def worker_env() -> dict[str, str]:
-    """The driver's environment that workers need (API keys, caches, offline switches)."""
-    return {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    """The driver's environment that workers need: what the registered backends read
+    (API keys, servers' addresses: refine.backends.registry.environment), caches and
+    offline switches."""
+    names = (*environment(), *PASSED_ENV)
+    return {k: os.environ[k] for k in names if k in os.environ}
 
 
 class MakerWorker:

@@ -81,9 +81,9 @@ def test_the_space_entry_point_refuses_to_start_without_the_key(tmp_path):
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "error: GEMINI_API_KEY is not set: the gemini profile calls the Gemini API. Add it as a "
-        "secret (Space settings > Variables and secrets) or pass -e GEMINI_API_KEY=... to the "
-        "container"
+        "error: GEMINI_API_KEY is not set: the gemini profile's generator "
+        "gemini:gemini-3.1-flash-lite-image calls an API. Add it as a secret (Space settings > "
+        "Variables and secrets) or pass -e GEMINI_API_KEY=... to the container"
     ]
     assert make_space(tmp_path / "gpu", gpu=True) == written
     assert "suggested_hardware: l40sx1" in (tmp_path / "gpu" / "README.md").read_text()

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from refine.backends.loading import describe_error
+from refine.backends.registry import is_remote
 from refine.backends.selection import ModelsUnavailable
 from refine.service import RunService
 
@@ -52,7 +53,7 @@ class Readiness:
             names = backends.names
             # API models first: a missing key is found at once, before local models load
             roles = sorted(
-                (r for r in ROLES if r in names), key=lambda r: not names[r].startswith("gemini")
+                (r for r in ROLES if r in names), key=lambda r: not is_remote(r, names[r])
             )
             cut_off = self._fetch({r: names[r] for r in roles})
             self.status = "loading the profile's models ..."
