@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError, with_engine
+from refine.cli.inputs import UserInputError, made_plan, with_engine
 from refine.cli.run_cmd import parse_backends
 from refine.harness.engine import LOCAL, EngineOptions
 
@@ -101,7 +101,8 @@ def rescore_cmd(
             added = parse_baselines(baselines)
         except ValueError as err:
             raise UserInputError(f"--baselines: {err}") from err
-    plan = RescorePlan(
+    plan = made_plan(
+        RescorePlan,
         source=str(bench),
         tau=tau,
         backends=parse_backends(backend),
@@ -111,8 +112,6 @@ def rescore_cmd(
         references=_pack(references),
         exag=_variant(exag),
     )
-    if observer_prompts not in (None, "toolkit", "ahead"):
-        raise UserInputError(f"--observer-prompts: toolkit or ahead, not {observer_prompts!r}")
     if tau_quantiles:
         if tau is not None:
             raise UserInputError("--tau-quantiles: leave out --tau (the photos give three)")

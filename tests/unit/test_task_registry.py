@@ -108,3 +108,21 @@ def test_every_check_of_a_plan_is_its_own_and_names_the_flag(plan, fields, says)
     with pytest.raises(ValidationError) as err:
         cls(**(good | fields))
     assert refusal(err.value, cls).startswith(says), refusal(err.value, cls)
+
+
+def test_a_rescores_plan_checks_its_roles_and_variants():
+    from pydantic import ValidationError
+
+    from refine.harness.plan import refusal
+    from refine.harness.tasks.rescore.plan import RescorePlan
+
+    plan = RescorePlan("bench", backends=["observer=hf:Qwen/Qwen3-VL-8B-Instruct"])
+    assert (plan.source, plan.backends) == ("bench", {"observer": "hf:Qwen/Qwen3-VL-8B-Instruct"})
+    for fields, says in (
+        ({"backends": {"generator": "gemini:g"}}, "--backend: generator: a rescore replaces"),
+        ({"exag": "exag:other"}, "--exag: Input should be 'exag:ita' or 'exag:mllm'"),
+        ({"tau": 0.0}, "--tau: Input should be greater than 0"),
+    ):
+        with pytest.raises(ValidationError) as err:
+            RescorePlan("bench", **fields)
+        assert refusal(err.value, RescorePlan).startswith(says), refusal(err.value, RescorePlan)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,60 +29,7 @@ from refine.harness.task import run_task
 from refine.harness.tasks.bench.cells import BenchStore
 from refine.harness.tasks.bench.plan import BenchPlan
 from refine.harness.tasks.bench.task import BenchTask
-
-SCORING_ROLES = ("observer", "judge", "text_embedder", "image_embedder")
-
-
-@dataclass
-class RescorePlan:
-    source: str  # the bench folder scored again
-    tau: float | None = None  # None: the source's (or the profile's, with a new observer)
-    backends: dict[str, str] = field(default_factory=dict)  # roles replaced (observer=...)
-    baselines: tuple[str, ...] = ()  # baselines added to the source's
-    profile: str | None = None  # None: the source's
-    tau_source: str | None = None  # where a given tau comes from (a quantile of photos')
-    observer_prompts: str | None = None  # a new observer's prompts (None: the source's)
-    # under a new judge, the kept baselines it reads again (None: every one the judge reads)
-    rejudge: tuple[str, ...] | None = None
-    references: str | None = None  # another reference set, a pack file (AHEaD Tab. 4)
-    exag: str | None = None  # EXAG read again by this variant (AHEaD Tab. 9); FAITH follows
-
-    def bench_plan(self) -> tuple[BenchPlan, dict[str, Any]]:
-        """The source's plan with this one's changes, and the source's config. A
-        ValueError says why the source cannot be rescored."""
-        src = Results.read(self.source, "bench")
-        c = src.config
-        if not c.get("seeds"):
-            raise ValueError(f"{self.source}: its results record names no seeds")
-        scorer = dict(c.get("scorer") or {})
-        unknown = sorted(set(self.backends) - set(SCORING_ROLES))
-        if unknown:
-            raise ValueError(
-                f"--backend {unknown[0]}: a rescore replaces the scorer's roles "
-                f"({', '.join(SCORING_ROLES)}), never the generators"
-            )
-        changed = {r: n for r, n in self.backends.items() if scorer.get(r) != n}
-        tau = self.tau
-        if tau is None and "observer" not in changed:
-            tau = c.get("tau")
-        plan = BenchPlan(
-            generators=list(c["generators"]),
-            prompts=[tuple(p) for p in c["prompts"]],
-            images_per_prompt=len(c["seeds"]),
-            seed=c["seeds"][0],
-            tau=tau,
-            profile=self.profile or c.get("profile") or "gemini",
-            backends={
-                **{r: n for r, n in scorer.items() if r in SCORING_ROLES},
-                **self.backends,
-            },
-            expectations=bool(c.get("expectations")),
-            observer_prompts=self.observer_prompts or scorer.get("observer_prompts", "toolkit"),
-            baselines=tuple(dict.fromkeys([*(c.get("baselines") or ()), *self.baselines])),
-        )
-        if list(range(plan.seed, plan.seed + plan.images_per_prompt)) != list(c["seeds"]):
-            raise ValueError(f"{self.source}: its seeds are not consecutive")
-        return plan, c
+from refine.harness.tasks.rescore.plan import SCORING_ROLES, RescorePlan
 
 
 class Rescorer:

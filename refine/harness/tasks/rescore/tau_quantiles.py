@@ -11,7 +11,6 @@ as ``refine calibrate-tau`` does for one activity."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -139,7 +138,7 @@ def rescore_at_quantiles(
         )
         if on_event:
             on_event(f"tau {tau:.4f}: {where}")
-        one = dataclasses.replace(plan, tau=round(tau, 6), tau_source=where)
+        one = plan.model_copy(update={"tau": round(tau, 6), "tau_source": where})
         made.append(
             (
                 name,
