@@ -7,19 +7,11 @@ from pathlib import Path
 
 import typer
 
-from refine.backends.selection import Backends
 from refine.cli.inputs import (
     UserInputError,
-    with_engine,
 )
-from refine.cli.run_cmd import parse_backends
 from refine.evaluate.sos import BankError
-from refine.harness.engine import LOCAL, EngineOptions
-from refine.harness.ray import RayEngineError
-from refine.harness.tasks.sos.bank import build_bank
-from refine.harness.tasks.sos.prompts import check_grid
 from refine.present.report.sos import write_sos_report
-from refine.profiles import load_profile
 
 sos_app = typer.Typer(
     help=(
@@ -29,84 +21,6 @@ sos_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-
-
-def _split(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
-
-
-def bank_cmd(
-    cultures: str = typer.Option(
-        ..., "--cultures", help='Comma-separated, e.g. "Japanese,Nigerian" (person) or countries.'
-    ),
-    languages: str = typer.Option(..., "--languages", help='Language codes, e.g. "en,fr,ja".'),
-    concept: str = typer.Option(
-        "person", "--concept", help="'person' (native-speaker prompts) or an activity."
-    ),
-    out: Path = typer.Option(..., "--out", help="The bank folder (created, or gone on with)."),
-    profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
-    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    images_per_prompt: int = typer.Option(1, "--images-per-prompt", min=1, help="Seeds each."),
-    prompts_per_cell: int = typer.Option(
-        None, "--prompts-per-cell", min=1, help="Use only the first N prompts of each cell."
-    ),
-    seed: int = typer.Option(42, "--seed", help="First seed (42, as SoS draws its images)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the bank's state as JSON."),
-    engine: EngineOptions = LOCAL,
-) -> None:
-    """Generate and embed images for every (culture, language) cell; resumable.
-    --engine ray makes the cells on Ray actors (the bank folder must be on storage every
-    node sees)."""
-
-    grid_cultures, grid_languages = _split(cultures), _split(languages)
-    try:
-        check_grid(concept, grid_cultures, grid_languages)
-    except BankError as err:
-        raise UserInputError(f"--cultures/--languages: {err}") from err
-    try:
-        backends = Backends(load_profile(profile), parse_backends(backend))
-        generator = backends.get("generator")
-        embedder = backends.get("image_embedder")
-        needs_llm = concept != "person" and any(x != "en" for x in grid_languages)
-        llm = backends.get("llm") if needs_llm else None
-    except ValueError as err:
-        raise UserInputError(f"--profile/--backend: {err}") from err
-
-    def progress(done: int, total: int, what: str) -> None:
-        if not as_json:
-            typer.echo(f"cell {done}/{total}: {what}", err=True)
-
-    try:
-        bank = build_bank(
-            out,
-            concept,
-            grid_cultures,
-            grid_languages,
-            generator,
-            embedder,
-            llm=llm,
-            images_per_prompt=images_per_prompt,
-            prompts_per_cell=prompts_per_cell,
-            seed=seed,
-            on_progress=progress,
-            engine=engine,
-            models=(profile, parse_backends(backend)),
-            emit=lambda line: None if as_json else typer.echo(line, err=True),
-        )
-    except (BankError, RayEngineError) as err:
-        raise UserInputError(str(err)) from err
-    done = bank.done()
-    images = sum(len(c["images"]) for c in done)
-    if as_json:
-        typer.echo(json.dumps({"bank": str(out), **bank.manifest}, indent=2, ensure_ascii=False))
-        return
-    typer.echo(
-        f"{out}: {len(done)}/{len(bank.cells)} cells, {images} images "
-        f"({bank.manifest['settings']['embedder']}); report: refine sos report {out}"
-    )
-
-
-sos_app.command("bank")(with_engine(bank_cmd, 2, "ray: workers (a set of models each)."))
 
 
 @sos_app.command("report")
@@ -144,7 +58,6 @@ def report_cmd(
     pairs (median at or below the 25th percentile of all such pairs' medians), a heatmap
     per generator and the images of the most surface-led pairs, in one HTML file; with
     --classifiers, the paper's caption classifiers' agreement with SoS's labels."""
-    from refine.evaluate.sos import BankError
     from refine.evaluate.sos_captions import parse_caption_models, parse_classifiers
 
     try:

@@ -145,7 +145,11 @@ def add_task_commands(group: Any) -> None:
     a plan whose every required field the command line gives, and no command of its own."""
     for name in registry.names():
         spec = registry.task(name)
-        if name in group.commands or spec.plan is None:
+        *where, last = spec.command or (name,)
+        inside = group
+        for word in where:  # a group of the tree (refine sos)
+            inside = inside.commands[word]
+        if last in inside.commands or spec.plan is None:
             continue
         plan = spec.plan_class()
         shown = {s.name for s in shown_on("cli", plan)}
@@ -154,5 +158,5 @@ def add_task_commands(group: Any) -> None:
         app = typer.Typer(
             add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None
         )
-        app.command(name)(task_command(spec))
-        group.add_command(typer.main.get_command(app), name)
+        app.command(last)(task_command(spec))
+        inside.add_command(typer.main.get_command(app), last)

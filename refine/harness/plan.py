@@ -72,6 +72,17 @@ BACKENDS = Field(
     description="A role's backend in place of the profile's, ROLE=NAME (repeatable).",
     json_schema_extra={"flag": "--backend", "surfaces": ("cli",), "given": "repeat"},
 )
+
+
+def _known_profile(name: str) -> str:
+    from refine.profiles import load_profile
+
+    load_profile(name)  # a ValueError names the profiles there are
+    return name
+
+
+# a profile's name or file, found as the plan is made
+Profile = Annotated[str, AfterValidator(_known_profile)]
 PROFILE = Field(
     "gemini",
     description="The profile whose models score (and draw, where not named).",

@@ -65,6 +65,8 @@ class TaskSpec:
     tables: tuple[str, ...] = ()  # the table kinds a recipe of it makes
     # "module:function": the terminal's lines from its results record
     summary: str | None = None
+    # its command's words after refine (empty: its name; ("sos", "bank"): in a group)
+    command: tuple[str, ...] = ()
     # "module:Class" of each of its own errors a user can put right (a model the plan asks
     # for that does not load), said in one line naming the option, exit code 2
     errors: tuple[str, ...] = ()
@@ -125,6 +127,7 @@ _TASKS: dict[str, str | TaskSpec] = {
     "editor-loops": "refine.harness.tasks.editor_loops:SPEC",
     "rescore": "refine.harness.tasks.rescore:SPEC",
     "sos": "refine.harness.tasks.sos:SPEC",
+    "sos-bank": "refine.harness.tasks.sos:BANK",
     "caire": "refine.harness.tasks.caire:SPEC",
 }
 _version = [0]  # counts registrations, so that what is built from the registry is rebuilt

@@ -30,7 +30,7 @@ BAD = [
     (["metrics", "vendi", "--q"], "requires an argument. (see 'refine metrics vendi --help')"),
     (["caire", "score", "x.png"], "Missing option '--labels'"),
     (["caire", "kb", "build"], "(see 'refine caire kb build --help')"),
-    (["sos", "bank", "--cultures", "x"], "Missing option '--languages'"),
+    (["sos", "bank", "--cultures", "x"], "--languages: Field required"),
     (["refs", "show"], "Missing argument 'activity'"),
     (["backends", "--role", "painter"], "--role: unknown backend role 'painter'"),
     (["run", ACT, "--country", "Iran", "--out", "/etc/hostname"], "--out: /etc/hostname is a file"),

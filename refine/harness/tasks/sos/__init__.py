@@ -1,7 +1,8 @@
 """An SoS bank: multilingual image banks per generator, what the SoS analysis reads
-(prompts.py: the native-speaker prompts; cells.py: a cell's images; bank.py: the task,
-bank.json and build_bank). A recipe of the ``sos`` task (SoS Tab. 2) builds a bank per
-generator and makes the labels table."""
+(plan.py: the grid asked for and run_bank; prompts.py: the native-speaker prompts;
+cells.py: a cell's images; bank.py: the task, bank.json and build_bank). ``BANK`` is the
+bank's task (``refine sos bank``); ``SPEC``, the ``sos`` recipes' (SoS Tab. 2: a bank per
+generator and the labels table)."""
 
 from refine.harness.registry import TaskSpec, lazy_exports
 
@@ -14,4 +15,17 @@ SPEC = TaskSpec(
     tables=("labels",),
 )
 
-__getattr__ = lazy_exports(__name__, {"build_bank": "bank"})  # imported when asked for
+BANK = TaskSpec(
+    name="sos-bank",
+    help="Generate and embed images for every (culture, language) cell; resumable. "
+    "--engine ray makes the cells on Ray actors (the bank folder on storage every node sees).",
+    plan="refine.harness.tasks.sos.plan:BankPlan",
+    run="refine.harness.tasks.sos.plan:run_bank",
+    summary="refine.harness.tasks.sos.plan:bank_lines",
+    errors=("refine.evaluate.sos:BankError",),
+    command=("sos", "bank"),
+)
+
+__getattr__ = lazy_exports(
+    __name__, {"build_bank": "bank", "BankPlan": "plan", "run_bank": "plan"}
+)  # imported when asked for
