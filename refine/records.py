@@ -112,6 +112,21 @@ class Scores(_Record):
         """The value of the catalog metric ``name`` (None: not computed or not asked)."""
         return self.values.get(name)
 
+    def made_by(self) -> str:
+        """How EXAG (and FAITH, where not by AHEaD's formula) were made, in words: the
+        variants' names and formulas, and the judge's reading when it sampled."""
+        from metrics.catalog import made_by
+
+        reading = self.readings.get("exag")
+        mode, stderr = (reading.mode, reading.stderr) if reading else (None, None)
+        words = made_by(self.variants.get("exag"), self.notes.get("exag"), mode, stderr)
+        if self.photos:
+            words += f", against {self.photos} real photo{'s' if self.photos != 1 else ''}"
+        faith = self.variants.get("faith")
+        if faith not in (None, "faith:ahead"):
+            words += f"; FAITH: {made_by(faith)}"
+        return words
+
     # the values the loop decides by
     @property
     def align(self) -> float:

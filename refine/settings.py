@@ -83,7 +83,8 @@ class Setting:
     surfaces: tuple[str, ...]
     choices: tuple[str, ...] = ()
     # how a front takes it: ``value`` (one value of ``kind``), ``list`` (names separated
-    # by commas), ``path`` (a file or folder), ``repeat`` (an option given once per item)
+    # by commas), ``path`` (a file or folder), ``repeat`` (an option given once per item),
+    # ``arguments`` (the command's positional arguments, one or more)
     given: str = "value"
     label: str = ""  # its name in the app's form and messages ("target FAITH")
     box: str = ""  # the form box's own words where they say more than the label
@@ -91,7 +92,7 @@ class Setting:
     placeholder: str = ""  # an example in an empty text box
 
 
-GIVEN = ("value", "list", "path", "repeat")
+GIVEN = ("value", "list", "path", "repeat", "arguments")
 
 
 def flag_of(name: str, spec: type[RunSpec] = RunSpec) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from metrics.quality import rating_distribution
 from metrics.vqascore import YES_CASINGS, VqaAnswer, vqa_question
 from refine.backends.loading import oom_guard
-from refine.backends.protocols import Rating
+from refine.backends.rating import Rating
 from refine.usage import spend
 
 if TYPE_CHECKING:

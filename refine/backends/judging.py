@@ -55,7 +55,7 @@ from metrics.judge import (
 from metrics.quality import AmbiguousRating, rating_distribution
 from metrics.vqascore import VqaAnswer, vqa_question, yes_mass
 from refine import usage
-from refine.backends.protocols import Rating
+from refine.backends.rating import Rating
 
 if TYPE_CHECKING:
     from PIL import Image

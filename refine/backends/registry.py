@@ -4,6 +4,27 @@
 the ``st`` prefix for that role and builds the backend (unloaded: weights are loaded by
 its ``load()`` or on first use). Unknown roles or prefixes raise ``ValueError`` listing
 what is registered.
+
+What a backend of each role answers (duck-typed: nothing checks a class; the tests drive
+each bundled backend and the stand-ins through these methods):
+
+- every role: ``id`` (model, revision when known, dtype, device: recorded in each round)
+  and ``load()`` (imports heavy packages and loads weights, idempotent; a call made before
+  it loads on first use);
+- ``generator``: ``generate(prompt, seeds) -> list[Image]``, one image per seed, the same
+  seed the same image;
+- ``editor``: ``edit(image, instruction, seeds) -> list[Image]``, each the input's size;
+- ``observer``: ``describe(image, dimensions, max_per_dimension=10) -> {dimension: [...]}``,
+  the descriptors it sees;
+- ``judge``: ``yes_probability(images, questions) -> [P(Yes) / (P(Yes) + P(No))]`` and
+  ``rate(images, prompts) -> [Rating]`` (:class:`refine.backends.rating.Rating`, 1-5);
+  optionally ``rate_scale`` (another scale: quality's 0-10), ``vqa_score`` (VQAScore,
+  exag:ita) and ``rate_prefixed`` (exag:mllm); a judge without one names what it lacks
+  when asked;
+- ``llm``: ``complete_json(prompt, schema) -> schema`` (a pydantic model; the bundled ones
+  also take ``temperature=``);
+- ``text_embedder``: ``encode(phrases) -> tensor``, a row per phrase; ``image_embedder``:
+  ``encode_images(images)`` and ``encode_texts(texts)``, in one space.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from refine.backends.imports import steady_collector
 from refine.backends.registry import error_names
 from refine.backends.selection import Backends
 from refine.cli.agree_cmd import agree_cmd
-from refine.cli.batch_cmd import batch_cmd, report_cmd, score_cmd
+from refine.cli.batch_cmd import batch_cmd, report_cmd
 from refine.cli.bench_cmd import bench_cmd
 from refine.cli.caire_cmd import caire_app
 from refine.cli.compare_cmd import compare_cmd
@@ -84,7 +84,6 @@ app.add_typer(photos_app, name="photos")
 app.add_typer(rate_app, name="rate")
 app.command("run")(run_cmd)
 app.command("batch")(batch_cmd)
-app.command("score")(score_cmd)
 app.command("report")(report_cmd)
 app.command("calibrate-tau")(calibrate_tau_cmd)
 app.command("bench")(bench_cmd)

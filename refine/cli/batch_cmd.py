@@ -1,4 +1,5 @@
-"""``refine batch`` and ``refine score``: many runs from a file, and scoring existing images."""
+"""``refine batch`` and ``refine report``: many runs from a file, and the HTML report of a
+run, a batch or a tune."""
 
 from __future__ import annotations
 
@@ -7,22 +8,11 @@ from pathlib import Path
 
 import typer
 
-from metrics.catalog import CATALOG
-from refine import settings
-from refine.backends.selection import Backends
 from refine.cli.inputs import (
     UserInputError,
-    baseline_model_option,
-    baselines_option,
-    load_images,
-    parsed_baseline_models,
-    reference_images_option,
-    tau_option,
     with_engine,
 )
 from refine.cli.run_cmd import parse_backends
-from refine.evaluate.assess import Assessor
-from refine.evaluate.baselines import parse_baselines
 from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
@@ -31,9 +21,6 @@ from refine.harness.tasks.batch.task import run_batch
 from refine.loop.refiner import Refiner
 from refine.numbers import MISSING, shown
 from refine.present.report import write_report
-from refine.present.views import scores_made_by
-from refine.profiles import load_profile
-from refine.records import Scores
 from refine.settings import SettingsError, output_folder
 from refine.usage import QuotaSpent
 
@@ -158,126 +145,6 @@ def print_batch_summary(batch, directory: Path) -> None:
 
 
 batch_cmd = with_engine(batch_cmd, 1, "Runs at the same time.")
-
-
-def score_cmd(
-    images: list[Path] = typer.Argument(..., help="Image files to score."),
-    activity: str = typer.Option(..., "--activity", help="The activity the images show."),
-    country: str = typer.Option(..., "--country", help="The country they should show."),
-    refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
-    reference_images: Path = reference_images_option(),
-    profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
-    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    tau: float = tau_option(),
-    expectations: Path = typer.Option(
-        None, "--expectations", help="An expectations file: check each image against it."
-    ),
-    baselines: str = baselines_option(),
-    baseline_model: list[str] = baseline_model_option(),
-    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
-) -> None:
-    """Observe and score existing images (AHEaD, EXAG, FAITH) without editing them; with
-    --expectations, which explicit and implicit expectations each image meets."""
-
-    loaded = load_images(images)
-    try:
-        refs = settings.references(activity, country, refs_file)
-        refs = settings.with_reference_images(refs, reference_images)
-    except settings.SettingsError as err:
-        where = f"--{err.field.replace('_', '-')}"
-        if err.field == "refs" and not refs_file:
-            where = "--activity/--country"
-        raise UserInputError(f"{where}: {err.message}") from err
-    wanted = None
-    if expectations is not None:
-        from refine.evaluate.expectations import load_expectations
-
-        try:
-            wanted = load_expectations(expectations)
-        except ValueError as err:
-            raise UserInputError(f"--expectations: {err}") from err
-    try:
-        backends = Backends(load_profile(profile), parse_backends(backend))
-    except ValueError as err:
-        raise UserInputError(f"--profile/--backend: {err}") from err
-    tau, source = backends.tau(tau)
-    if source != "given" and not as_json:
-        typer.echo(f"tau {tau:g} ({source})", err=True)
-    try:
-        assessor = Assessor(
-            backends,
-            compare=parse_baselines(baselines),
-            baseline_models=parsed_baseline_models(baseline_model),
-        )
-    except ValueError as err:
-        raise UserInputError(f"--baselines: {err}") from err
-    rows = []
-    for path, image in zip(images, loaded, strict=True):
-        if not as_json:
-            typer.echo(f"scoring {path}", err=True)
-        observed, scores, feedback, _ = assessor.assess(image, refs, tau=tau)
-        row = {
-            "image": str(path),
-            "observed": observed,
-            "scores": scores.model_dump(mode="json"),
-            "feedback": feedback.model_dump(mode="json"),
-        }
-        if wanted is not None:
-            from refine.evaluate.expectations import check_images
-
-            with backends.using("judge") as judge:
-                (checked,) = check_images([image], wanted.expectations, judge)
-            row["expectations"] = checked.model_dump(mode="json")
-        rows.append(row)
-    if as_json:
-        import json
-
-        doc = {
-            "activity": refs.activity,
-            "country": refs.country,
-            "references": refs.model_dump(mode="json"),
-            "backends": backends.ids(),
-            "images": rows,
-        }
-        typer.echo(json.dumps(doc, indent=2))
-        return
-    typer.echo(f"\n{refs.activity} - {refs.country}")
-    typer.echo(f"{'FAITH':>6} {'ALIGN':>6} {'HAL':>6} {'EXAG':>6}  image")
-    for row in rows:
-        s = row["scores"]["values"]
-        typer.echo(
-            f"{_fmt(s['faith'])} {_fmt(s['align'])} {_fmt(s['hal'])} {_fmt(s['exag'])}  "
-            f"{row['image']}"
-        )
-    for row in rows:
-        fb = row["feedback"]
-        typer.echo(f"\n{row['image']}:")
-        for label in ("missing", "hallucinated"):
-            phrases = [m["phrase"] for m in fb[label]]
-            typer.echo(f"  {label}: {', '.join(phrases) or '-'}")
-        seen = [x["candidate"] for x in fb["exaggerated"]]
-        typer.echo(f"  stereotypes seen: {', '.join(seen) or '-'}")
-        ex = row.get("expectations")
-        if ex:
-            for kind in ("explicit", "implicit"):
-                share = ex[f"{kind}_met"]
-                if share is not None:
-                    missed = [
-                        c["statement"] for c in ex["checks"] if c["kind"] == kind and not c["met"]
-                    ]
-                    typer.echo(
-                        f"  {kind} expectations met: {100 * share:.0f}%"
-                        + (f"; missed: {'; '.join(missed)}" if missed else "")
-                    )
-    typer.echo(f"\nEXAG: {scores_made_by(Scores.model_validate(rows[0]['scores']))}")
-    for name in assessor.compare:
-        for row in rows:
-            shown = _fmt(row["scores"]["values"].get(name))
-            why = ""
-            if name == "tifa":  # the questions the judge did not answer yes
-                no = [a["question"] for a in row["scores"]["tifa"] or () if a["p_yes"] <= 0.5]
-                why = f"  (answered no: {' '.join(no)})" if no else ""
-            typer.echo(f"{CATALOG[name].label} {shown}  {row['image']}{why}")
 
 
 def report_cmd(

@@ -86,11 +86,13 @@ def run_plan(
 
 def _given(setting: Setting, value: Any) -> Any:
     """An option's value as the plan's field takes it; None: not given (the default)."""
-    if value is None or (setting.given == "repeat" and not value):
+    if value is None or (setting.given in ("repeat", "arguments") and not value):
         return None
     if setting.given == "list":
         return split_list(value)
-    return list(value) if setting.given == "repeat" else value
+    if setting.given == "path":  # a field typed Path takes its text as well
+        return str(value)
+    return list(map(str, value)) if setting.given in ("repeat", "arguments") else value
 
 
 def task_command(spec: TaskSpec) -> Callable[..., Any]:
@@ -124,12 +126,16 @@ def task_command(spec: TaskSpec) -> Callable[..., Any]:
         ),
         inspect.Parameter("engine", inspect.Parameter.KEYWORD_ONLY, annotation=EngineOptions),
     ]
-    kinds = {"path": Path, "list": str, "repeat": list[str]}
+    kinds = {"path": Path, "list": str, "repeat": list[str], "arguments": list[Path]}
     options = [
         inspect.Parameter(
             s.name,
             inspect.Parameter.KEYWORD_ONLY,
-            default=spec_option(s.name, plan),
+            default=(
+                typer.Argument(..., help=s.help, show_default=False)
+                if s.given == "arguments"
+                else spec_option(s.name, plan)
+            ),
             annotation=kinds.get(s.given, s.kind) | None,
         )
         for s in settings

@@ -129,6 +129,7 @@ _TASKS: dict[str, str | TaskSpec] = {
     "sos": "refine.harness.tasks.sos:SPEC",
     "sos-bank": "refine.harness.tasks.sos:BANK",
     "caire": "refine.harness.tasks.caire:SPEC",
+    "score": "refine.harness.tasks.score:SPEC",
 }
 _version = [0]  # counts registrations, so that what is built from the registry is rebuilt
 

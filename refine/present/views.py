@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from metrics.catalog import CATALOG, heading_of, label, made_by, names
+from metrics.catalog import CATALOG, heading_of, label, names
 from metrics.catalog import computed as computed_metrics
 from metrics.descriptors import DIMENSIONS
 from refine.loop.instructions import NEAR_MARGIN, near_matches
@@ -81,17 +81,9 @@ def run_metrics() -> tuple[str, ...]:
 
 
 def scores_made_by(scores: Scores) -> str:
-    """How EXAG (and FAITH, where not by AHEaD's formula) were made, in words: the
-    variants' names and formulas, and the judge's reading when it sampled."""
-    reading = scores.readings.get("exag")
-    mode, stderr = (reading.mode, reading.stderr) if reading else (None, None)
-    words = made_by(scores.variants.get("exag"), scores.notes.get("exag"), mode, stderr)
-    if scores.photos:
-        words += f", against {scores.photos} real photo{'s' if scores.photos != 1 else ''}"
-    faith = scores.variants.get("faith")
-    if faith not in (None, "faith:ahead"):
-        words += f"; FAITH: {made_by(faith)}"
-    return words
+    """How EXAG (and FAITH, where not by AHEaD's formula) were made, in words
+    (:meth:`refine.records.Scores.made_by`)."""
+    return scores.made_by()
 
 
 def exag_in(scores: Scores) -> str:

@@ -88,10 +88,10 @@ def test_pickscore_and_hps_fetched_then_scored_offline(world, tmp_path):
         "--baseline-model",
         f"pickscore={PICK}",
     ]
-    args += ["--backend", f"image_embedder=hfclip:{PICK}", "--json"]
+    args += ["--backend", f"image_embedder=hfclip:{PICK}", "--json", "--out", tmp_path / "s"]
     scored = run(args, offline)
     assert scored.returncode == 0, scored.stderr
-    values = json.loads(scored.stdout)["images"][0]["scores"]["values"]
+    values = json.loads(scored.stdout)["cells"][0]["images"][0]["scores"]["values"]
     value = values["pickscore"]
     from refine.evaluate.baseline_models import CHECKPOINTS, model_readings, parse_baseline_models
 

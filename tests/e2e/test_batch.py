@@ -15,7 +15,7 @@ from refine.harness.tasks.batch.specs import open_batch, read_specs
 from refine.harness.tasks.batch.task import run_batch
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
-from tests.e2e.test_cli_run import cli, no_retries_profile
+from tests.e2e.test_cli_run import cli, no_retries_profile, scored
 from tests.fakes.gemini_world import BLUE, GREEN, RATING, RED, TIFA_QUESTIONS, tifa_p
 
 ACT, COUNTRY = "people eating food at home", "Iran"
@@ -160,15 +160,15 @@ def test_score_existing_images(world, siglip_path, tmp_path, monkeypatch):
     for name, colour in (("red.png", RED), ("green.png", GREEN)):
         Image.new("RGB", (64, 48), colour).save(tmp_path / name)
     args = ["score", str(tmp_path / "red.png"), str(tmp_path / "green.png")]
-    args += ["--activity", ACT, "--country", COUNTRY]
+    args += ["--activity", ACT, "--country", COUNTRY, "--out", str(tmp_path / "score")]
     out = cli(*args, "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    red, green = doc["images"]
+    red, green = scored(out.stdout)
     assert green["scores"]["values"]["faith"] > red["scores"]["values"]["faith"] + 0.2
     assert "hamburgers" in [h["phrase"] for h in red["feedback"]["hallucinated"]]
     assert red["observed"]["objects"] == ["oversized hookah", "Large rice platter", "hamburgers"]
-    assert doc["backends"]["observer"] == "gemini:gemini-3.8-flash"
+    assert doc["config"]["scorer"]["observer"] == "gemini:gemini-3.8-flash"
     assert world.log.count("edit") == 0 and world.log.count("generate") == 0
     text = cli(*args)
     assert text.returncode == 0 and "hallucinated: " in text.stdout
@@ -179,7 +179,7 @@ def test_score_existing_images(world, siglip_path, tmp_path, monkeypatch):
 
     asked = cli(*args, "--baselines", "judge_align,judge_hal", "--json")
     assert asked.returncode == 0, asked.stderr
-    for row, colour in zip(json.loads(asked.stdout)["images"], (RED, GREEN), strict=True):
+    for row, colour in zip(scored(asked.stdout), (RED, GREEN), strict=True):
         dist = rating_distribution(RATING[colour])
         expected = (sum((k + 1) * p for k, p in enumerate(dist)) - 1) / 4
         values = row["scores"]["values"]
@@ -200,9 +200,10 @@ def test_score_existing_images(world, siglip_path, tmp_path, monkeypatch):
     assert world.tifa_asked == [prompt]
     questions = [q["question"] for q in TIFA_QUESTIONS]
     questions[0] += "?"  # a question the model wrote without its mark gets one
-    # per image, in both commands (in any order: the judge is asked several at once)
-    assert sorted(world.tifa_answered) == sorted(questions * 4)
-    for row, colour in zip(json.loads(tifa.stdout)["images"], (RED, GREEN), strict=True):
+    # per image, in the first command only (in any order: the judge is asked several at
+    # once); the second, into the same folder, keeps the cells it finds made the same way
+    assert sorted(world.tifa_answered) == sorted(questions * 2)
+    for row, colour in zip(scored(tifa.stdout), (RED, GREEN), strict=True):
         p = [tifa_p(colour, q) for q in questions]
         values, kept = row["scores"]["values"], row["scores"]["tifa"]
         assert values["tifa"] == sum(x > 0.5 for x in p) / 4  # red 2 of 4, green 3 of 4
@@ -211,10 +212,18 @@ def test_score_existing_images(world, siglip_path, tmp_path, monkeypatch):
         assert [a["p_yes"] for a in kept] == pytest.approx(p, abs=1e-9)
         assert kept[1]["element"] == "eating" and kept[1]["category"] == "activity"
         assert values["judge_align"] is None  # not asked for this time
+    # an image whose bytes changed is scored again; the other's cell is kept
+    Image.new("RGB", (64, 48), BLUE).save(tmp_path / "green.png")
+    observed = world.log.count("observe")
+    again = cli(*args, "--baselines", "tifa,soft_tifa", "--json")
+    assert again.returncode == 0, again.stderr
+    assert world.log.count("observe") == observed + 1
+    red_again, blue = scored(again.stdout)
+    assert red_again == scored(tifa.stdout)[0] and blue["observed"] != green["observed"]
     bad = cli(*args, "--baselines", "clipscore9")
     assert bad.returncode == 2 and "--baselines: no baseline 'clipscore9'" in bad.stderr
     missing = cli("score", str(tmp_path / "nope.png"), "--activity", ACT, "--country", "Iran")
-    assert missing.returncode == 2 and "nope.png: image not found" in missing.stderr
+    assert missing.returncode == 2 and "IMAGES: nope.png: no such image file" in missing.stderr
 
 
 @pytest.mark.slow

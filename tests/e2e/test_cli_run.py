@@ -58,6 +58,12 @@ def cli(*args, timeout=300, process=False):
     return in_process(*args)
 
 
+def scored(stdout: str) -> list[dict]:
+    """The images of ``refine score --json``'s results record, in the order given: each
+    with its observations, scores, feedback and expectations checked."""
+    return [im for cell in json.loads(stdout)["cells"] for im in cell["images"]]
+
+
 def in_process(*args) -> subprocess.CompletedProcess:
     """``refine ARGS`` through ``refine.cli.main`` here: stdout, stderr and the exit code
     as a subprocess would give them (an unexplained error: its traceback, code 1)."""

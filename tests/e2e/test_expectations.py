@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from refine.io.store import RunStore
-from tests.e2e.test_cli_run import cli, run_args
+from tests.e2e.test_cli_run import cli, run_args, scored
 from tests.fakes.gemini_world import EXPECT_P, GREEN, NOWRUZ_REFS, RED
 
 PROMPT = "a family celebrating Nowruz at home"
@@ -66,10 +66,12 @@ def test_score_checks_each_image(built, world, tmp_path):
         "--expectations",
         str(out),
         "--json",
+        "--out",
+        tmp_path / "score",
     )
     assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
-    for row, colour in zip(doc["images"], (RED, GREEN), strict=True):
+    rows = scored(done.stdout)
+    for row, colour in zip(rows, (RED, GREEN), strict=True):
         ex = row["expectations"]
         for check in ex["checks"]:
             assert check["p_yes"] == pytest.approx(p_of(colour, check["statement"]), abs=1e-6)
@@ -77,8 +79,8 @@ def test_score_checks_each_image(built, world, tmp_path):
         for kind in ("explicit", "implicit"):
             mine = [p_of(colour, s) for s in statements(kind)]
             assert ex[f"{kind}_met"] == pytest.approx(sum(p > 0.5 for p in mine) / len(mine))
-    assert doc["images"][0]["expectations"]["explicit_met"] == 0.5  # red: family yes, Nowruz no
-    assert doc["images"][1]["expectations"]["implicit_met"] == pytest.approx(2 / 3)
+    assert rows[0]["expectations"]["explicit_met"] == 0.5  # red: family yes, Nowruz no
+    assert rows[1]["expectations"]["implicit_met"] == pytest.approx(2 / 3)
     text = cli(
         "score",
         str(red),
@@ -88,6 +90,8 @@ def test_score_checks_each_image(built, world, tmp_path):
         "Iran",
         "--expectations",
         str(out),
+        "--out",
+        tmp_path / "score-red",
     )
     assert "implicit expectations met: 33%; missed: A haft-sin table is set; " in text.stdout
     broken = tmp_path / "broken.json"

@@ -20,7 +20,7 @@ from refine.evaluate.commons import SearchError, Translation, search_photos
 from refine.evaluate.photo_sets import find_photo_set, set_folder, with_photo_set
 from refine.evaluate.reference_source import ReferenceSource
 from refine.evaluate.references import find_references
-from tests.e2e.test_cli_run import cli
+from tests.e2e.test_cli_run import cli, scored
 from tests.fakes.commons_server import CommonsFile, CommonsServer
 from tests.fakes.tiny_models import build_tiny_open_clip
 
@@ -206,9 +206,10 @@ def test_commands_take_the_photo_set_with_no_file_list(world, tiny_clip, tmp_pat
     assert "photos: 2 searched on Wikimedia Commons" in found.describe()
     # score: the paper's EXAG against the set, with no --reference-images
     image = photos(tmp_path / "gen", RED)[0]
-    done = cli("score", str(image), "--activity", ACT, "--country", COUNTRY, "--json")
+    done = cli("score", str(image), "--activity", ACT, "--country", COUNTRY, "--json",
+               "--out", tmp_path / "score")  # fmt: skip
     assert done.returncode == 0, done.stderr
-    scores = json.loads(done.stdout)["images"][0]["scores"]
+    scores = scored(done.stdout)[0]["scores"]
     excess = math.exp(YES_LOGPROB[RED]) - math.exp(YES_LOGPROB[GREEN])
     assert scores["variants"]["exag"] == "exag:ita" and scores["photos"] == 2
     assert scores["values"]["exag"] == pytest.approx(excess, abs=1e-6)
@@ -225,8 +226,10 @@ def test_commands_take_the_photo_set_with_no_file_list(world, tiny_clip, tmp_pat
         "--baselines",
         "vqascore",
         "--json",
+        "--out",
+        tmp_path / "score",
     )
-    values = json.loads(asked.stdout)["images"][0]["scores"]["values"]
+    values = scored(asked.stdout)[0]["scores"]["values"]
     assert values["vqascore"] == pytest.approx(math.exp(YES_LOGPROB[RED]), abs=1e-9)
     # a references file that lists no photos gets the set too
     pack = find_references(ACT, COUNTRY)
@@ -236,11 +239,9 @@ def test_commands_take_the_photo_set_with_no_file_list(world, tiny_clip, tmp_pat
     )
     again = cli(
         "score", str(image), "--activity", ACT, "--country", COUNTRY, "--refs", str(refs_file),
-        "--json",
+        "--json", "--out", tmp_path / "score",
     )  # fmt: skip
-    assert json.loads(again.stdout)["images"][0]["scores"]["values"]["exag"] == pytest.approx(
-        excess, abs=1e-6
-    )
+    assert scored(again.stdout)[0]["scores"]["values"]["exag"] == pytest.approx(excess, abs=1e-6)
     # calibrate-tau with no photos named observes the set's
     tau = cli("calibrate-tau", "--activity", ACT, "--country", COUNTRY, "--json")
     assert tau.returncode == 0, tau.stderr

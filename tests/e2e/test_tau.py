@@ -16,7 +16,7 @@ from metrics.ahead import best_match_similarities
 from refine.evaluate.references import find_references
 from refine.io.store import RunStore
 from refine.profiles import load_profile
-from tests.e2e.test_cli_run import cli, run_args
+from tests.e2e.test_cli_run import cli, run_args, scored
 from tests.fakes.gemini_world import GREEN, RED, SEEN, YES_LOGPROB
 
 ACT, COUNTRY = "people eating food at home", "Iran"
@@ -156,9 +156,11 @@ def test_reference_images_give_the_papers_exag(world, tmp_path):
         "--reference-images",
         str(real),
         "--json",
+        "--out",
+        tmp_path / "score",
     )
     assert done.returncode == 0, done.stderr
-    scores = json.loads(done.stdout)["images"][0]["scores"]
+    scores = scored(done.stdout)[0]["scores"]
     excess = math.exp(YES_LOGPROB[RED]) - math.exp(YES_LOGPROB[GREEN])  # 0.9 - 0.3
     assert scores["values"]["exag"] == pytest.approx(excess, abs=1e-6)
     assert scores["variants"]["exag"] == "exag:ita"
@@ -184,9 +186,11 @@ def test_reference_images_give_the_papers_exag(world, tmp_path):
         "--refs",
         str(refs_file),
         "--json",
+        "--out",
+        tmp_path / "score",
     )
     assert again.returncode == 0, again.stderr
-    again_scores = json.loads(again.stdout)["images"][0]["scores"]
+    again_scores = scored(again.stdout)[0]["scores"]
     assert again_scores["values"]["exag"] == pytest.approx(excess, abs=1e-6)
     # a folder without photos, a missing photo: errors naming them
     (tmp_path / "empty").mkdir()

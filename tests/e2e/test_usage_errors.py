@@ -35,7 +35,7 @@ BAD = [
     (["backends", "--role", "painter"], "--role: unknown backend role 'painter'"),
     (["run", ACT, "--country", "Iran", "--out", "/etc/hostname"], "--out: /etc/hostname is a file"),
     (["batch", "x.jsonl", "--out", "/etc/hostname"], "--out: /etc/hostname is a file"),
-    (["score", "/etc/hostname", "--activity", ACT, "--country", "Iran"], "not an image PIL"),
+    (["score", "/etc/hostname", "--activity", ACT, "--country", "Iran"], "use a .png"),
 ]
 
 

@@ -226,7 +226,7 @@ def test_a_server_that_fails_for_good_mid_run_is_one_line_on_the_command_line(
         Image.new("RGB", (32, 32), (200, 30, 30)).save(tmp_path / "red.png")
         args = ["score", str(tmp_path / "red.png"), "--activity", "people eating food at home",
                 "--country", "Iran", "--backend", f"observer=openai:{MODEL}",
-                "--backend", f"judge=openai:{MODEL}"]  # fmt: skip
+                "--backend", f"judge=openai:{MODEL}", "--out", str(tmp_path / "s")]  # fmt: skip
         with pytest.raises(SystemExit) as done:
             main(args)
     finally:

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from metrics.vqascore import VqaAnswer
-from refine.backends.protocols import Rating
+from refine.backends.rating import Rating
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor
 from refine.profiles import load_profile

@@ -27,11 +27,9 @@ def test_tau_one_range_everywhere(tmp_path):
     with pytest.raises(ValidationError):
         RunSpec(activity="a", country="b", tau=0.995)
     # the CLI options, read from the commands themselves
-    import typer.main
+    from refine.cli import command as made
 
-    from refine.cli import app
-
-    command = typer.main.get_command(app)
+    command = made()
     for name in ("run", "score", "bench"):
         (opt,) = [p for p in command.commands[name].params if p.name == "tau"]
         assert (opt.min, opt.max) == TAU_RANGE, name
