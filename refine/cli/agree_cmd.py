@@ -10,13 +10,10 @@ import typer
 from metrics.catalog import agree_metrics
 from refine.cli.inputs import UserInputError
 from refine.cli.run_cmd import parse_backends
-from refine.human.agree import (
-    DEFAULT_METRICS,
-    agreement,
-    compute_missing,
-    load_ratings,
-    stored_metrics,
-)
+from refine.harness.tasks.score.missing import score_missing
+from refine.human.agree import DEFAULT_METRICS, agreement
+from refine.human.ratings import load_ratings
+from refine.human.stored import stored_metrics
 from refine.io.files import atomic_write_text
 from refine.numbers import shown
 from refine.present.report.agreement import render_agreement
@@ -106,10 +103,11 @@ def agree_cmd(
     computed = 0
     if compute:
         try:
-            computed = compute_missing(
+            computed = score_missing(
                 rated,
                 found,
                 wanted,
+                (out or ratings.parent) / "scored",
                 profile,
                 parse_backends(backend),
                 None,

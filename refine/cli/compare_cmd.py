@@ -61,7 +61,7 @@ def compare_cmd(
             "benches of the same plan and images"
         )
     if ratings is not None:
-        from refine.human.agree import load_ratings
+        from refine.human.ratings import load_ratings
 
         try:
             rated = load_ratings(ratings)

@@ -176,7 +176,7 @@ def caire_table(recipe: Recipe, doc: dict[str, Any], ratings: Path | None, seed:
             "Written meanwhile: each country's mean score"
         )
         return table
-    from refine.human.agree import load_ratings
+    from refine.human.ratings import load_ratings
 
     try:
         rated = load_ratings(ratings)

@@ -79,8 +79,8 @@ def _score_and_tabulate(
     from refine.evaluate.baseline_models import parse_baseline_models
     from refine.evaluate.baselines import needs_llm
     from refine.harness.recipe_tables import agreement_table
-    from refine.human.agree import load_ratings
     from refine.human.dataset_scores import SCORES, score_images, stored
+    from refine.human.ratings import load_ratings
     from refine.present.report.recipe import write_recipe_table
     from refine.profiles import load_profile
 

@@ -76,7 +76,7 @@ def run_sos_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[str], 
         raise UserInputError(str(err)) from err
     humans = None
     if given["ratings"] is not None:
-        from refine.human.agree import load_ratings
+        from refine.human.ratings import load_ratings
         from refine.human.sos_labels import human_labels
 
         try:

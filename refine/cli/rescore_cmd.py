@@ -224,7 +224,7 @@ def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:
 
         rated = None
         if ratings is not None:
-            from refine.human.agree import load_ratings
+            from refine.human.ratings import load_ratings
 
             try:
                 rated = load_ratings(ratings)

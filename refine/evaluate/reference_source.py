@@ -202,6 +202,12 @@ class ReferenceSource:
         return self.build(activity, country), "the profile's language models"
 
 
+def activity_category(activity: str, country: str) -> str | None:
+    """The CULTIVate category of an activity of a country in the bundled pack."""
+    entry = catalog()[0].countries.get(country, {}).get("activities", {}).get(activity) or {}
+    return entry.get("category")
+
+
 def prompt_set(activity: str, prompts: str = "auto") -> str:
     """The prompts references of ``activity`` are built with: ``ahead`` or ``toolkit`` as
     asked, or for ``auto`` AHEaD's (Tab. 15-21) where the activity is one of the CULTIVate

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,32 @@ MANIFEST = "bank.json"
 
 class BankError(ValueError):
     """A bad bank setting or folder; the message says what to do."""
+
+
+@cache
+def person_prompts() -> dict[tuple[str, str], list[str]]:
+    """(culture, language) -> the nine person prompts of SoS's bank
+    (``assets/sos/multilingual_person_prompts.csv``), ``en`` from ``prompt_en``."""
+    import csv
+
+    from refine.assets import assets_dir
+
+    path = assets_dir() / "sos" / "multilingual_person_prompts.csv"
+    out: dict[tuple[str, str], list[str]] = {}
+    with open(path, encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh):
+            culture = row["Culture"].strip()
+            out.setdefault((culture, row["Language"].strip()), []).append(
+                row["prompt_translated"].strip()
+            )
+            english = out.setdefault((culture, "en"), [])
+            if row["prompt_en"].strip() not in english:
+                english.append(row["prompt_en"].strip())
+    return out
+
+
+def person_cultures() -> list[str]:
+    return sorted({c for c, _ in person_prompts()})
 
 
 def check_bank_folder(path: str | Path) -> None:

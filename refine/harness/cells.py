@@ -17,7 +17,6 @@ error that says to upgrade, never a guess.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,16 +141,9 @@ class CellStore:
         return [line for _, line in self._lines()]
 
     def _lines(self) -> list[tuple[int, dict[str, Any]]]:
-        if not self.cells_path.is_file():
-            return []
-        out = []
-        for n, line in enumerate(self.cells_path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    out.append((n, json.loads(line)))
-                except json.JSONDecodeError:  # a line cut by a kill: done again
-                    continue
-        return out
+        from refine.io.files import read_jsonl
+
+        return read_jsonl(self.cells_path)  # a line cut by a kill: its cell made again
 
     def cells(self) -> list[Cell]:
         """Every cell on record, in the order made; raises CellSchemaError naming the file

@@ -103,7 +103,7 @@ def agreement_difference(
     images both benches hold (found by their file in either bench, else by their bytes
     where no other image has them: ``unclear`` counts those left out), and the paired
     difference B - A with its interval."""
-    from refine.human.agree import latest_answers
+    from refine.human.ratings import latest_answers
 
     paired = pair_cells(a, b)
     # each paired image by its file in the benches (both keep it under the same name),

@@ -207,7 +207,7 @@ def recipe_table(
     if recipe.table.kind == "settings":
         table = _settings(recipe, out, rated, emit)
     elif recipe.needs_ratings and rated is not None:
-        from refine.human.agree import stored_metrics
+        from refine.human.stored import stored_metrics
 
         table = agreement_table(
             recipe,
@@ -235,7 +235,7 @@ def recipe_table(
 def _ratings(path: str | Path | None) -> Any:
     if path is None:
         return None
-    from refine.human.agree import load_ratings
+    from refine.human.ratings import load_ratings
 
     try:
         return load_ratings(Path(path))

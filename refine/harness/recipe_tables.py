@@ -438,7 +438,8 @@ def settings_table(
             done = Results.read(folder, "bench")
             cells[(label, metric.metric)] = _metric_cell(done.cells, metric.metric, seed)
             continue
-        from refine.human.agree import agreement, stored_metrics
+        from refine.human.agree import agreement
+        from refine.human.stored import stored_metrics
 
         got = agreement(ratings, stored_metrics([folder]), [metric.metric], seed=seed)
         row = (got.table.get(metric.metric) or {}).get(t.question or "") or {}

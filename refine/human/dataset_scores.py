@@ -125,7 +125,7 @@ def score_image(
     gives, the EXAG-bound ones under their variant."""
     from metrics.catalog import BENCH_IMAGE, image_extras
     from refine.evaluate.baselines import PromptedPack, baseline_readings
-    from refine.human.agree import with_variant
+    from refine.human.stored import with_variant
 
     if refs is not None:
         pack = PromptedPack(**refs.model_dump(), prompt=prompt)
@@ -147,9 +147,9 @@ def score_image(
 
 
 def stored(rows: Sequence[dict[str, Any]], folder: Path) -> Any:
-    """The scores as :class:`refine.human.agree.StoredMetrics`, found by the images'
+    """The scores as :class:`refine.human.stored.StoredMetrics`, found by the images'
     content as the ratings' are."""
-    from refine.human.agree import StoredMetrics
+    from refine.human.stored import StoredMetrics
 
     found = StoredMetrics()
     for row in rows:

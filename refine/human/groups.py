@@ -73,7 +73,7 @@ def group_key(rating: Any, stored: Any, by: str, table: dict[str, str]) -> str:
     if by == "category":
         category = meta.category if meta else None
         if category is None and country and rating.activity:
-            from refine.harness.tasks.bench.plan import activity_category
+            from refine.evaluate.reference_source import activity_category
 
             category = activity_category(rating.activity, country)
         return category or NO_GROUP
@@ -148,7 +148,7 @@ def countries_alpha(ratings: Sequence[Any], stored: Any, table: dict[str, str]) 
     alphas (those defined), at the interval and the ordinal level; each country's alphas;
     and the alphas of the region's ratings pooled (``alpha_pooled``, the second figure)."""
     from metrics.stats import krippendorff_alpha
-    from refine.human.agree import latest_answers
+    from refine.human.ratings import latest_answers
 
     def alphas(rs: Sequence[Any]) -> dict[str, dict[str, float | None]]:
         answers, _, _ = latest_answers(rs)

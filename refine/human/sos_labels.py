@@ -21,7 +21,7 @@ QUESTION = "culture"  # the sos protocol's forced choice
 def human_labels(ratings: Sequence[Any], surface: str | Path | None = None) -> dict[Path, Any]:
     """Per rated image (its resolved path): the majority's label, or None."""
     from refine.evaluate.sos_captions import surface_cultures
-    from refine.human.agree import latest_answers
+    from refine.human.ratings import latest_answers
 
     table = surface_cultures(surface)
     _, first, _ = latest_answers(ratings)

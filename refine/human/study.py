@@ -428,9 +428,9 @@ def culture_options(item: Item, seed: int = 0) -> list[str]:
 
 
 def _identities() -> list[str]:
-    from refine.harness.tasks.sos.prompts import person_prompts
+    from refine.evaluate.sos import person_cultures
 
-    return sorted({c for c, _ in person_prompts()})
+    return person_cultures()
 
 
 def draw_check(path: Path, text: str) -> None:

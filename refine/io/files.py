@@ -90,6 +90,22 @@ def append_jsonl(path: str | Path, row: Any) -> None:
 
 
 # -- names and confined paths --------------------------------------------------------------
+def read_jsonl(path: str | Path) -> list[tuple[int, Any]]:
+    """(line number, value) of each whole line of a JSON-lines file (none where there is no
+    file); a line a kill cut short is left out, to be written again."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append((n, json.loads(line)))
+            except json.JSONDecodeError:  # a line cut by a kill
+                continue
+    return out
+
+
 def slug(text: str, limit: int = 40) -> str:
     """A safe file name made of ``text``: lower-case letters, digits and dashes."""
     s = re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")

@@ -211,6 +211,10 @@ def test_run_folders_expectations_and_computed_scores(world, siglip_path, tmp_pa
     computed = json.loads(cli(*args[:-1], "--compute", "--json").stdout)
     assert computed["missing"]["faith"] == 0 and computed["computed"] == 1
     assert computed["metrics"]["faith"]["faithfulness"]["n"] == len(names) + 1
+    # the image was scored by the score task, into a folder of its own beside the ratings
+    scored = tmp_path / "scored" / "people-eating-food-at-home-iran"
+    kept = json.loads((scored / "results.json").read_text())
+    assert kept["task"] == "score" and kept["cells"][0]["images"][0]["file"].endswith("grey.png")
     # a baseline asked for is scored with the image scored (the runs stored none)
     with_vqa = [a if a != "faith,expectations" else "faith,vqascore" for a in args[:-1]]
     computed = json.loads(cli(*with_vqa, "--compute", "--json").stdout)

@@ -435,7 +435,9 @@ def test_baselines_in_a_bench(world, siglip_path, options, tmp_path, monkeypatch
     them by their agreement with people."""
     from metrics.baselines import clipscore
     from refine.backends import create
-    from refine.human.agree import agreement, load_ratings, stored_metrics
+    from refine.human.agree import agreement
+    from refine.human.ratings import load_ratings
+    from refine.human.stored import stored_metrics
     from tests.fakes.gemini_world import TIFA_QUESTIONS, YES_LOGPROB, tifa_p
     from tests.fakes.tiny_models import build_tiny_hf_clip
 

@@ -245,8 +245,9 @@ def test_the_recipes_human_row_is_the_pooled_figure_with_its_note(tmp_path, caps
     how it was computed."""
     from refine.harness.recipe_tables import agreement_table
     from refine.harness.recipes import load_recipe
-    from refine.human.agree import load_ratings, stored_metrics
     from refine.human.groups import POOLED, ceiling
+    from refine.human.ratings import load_ratings
+    from refine.human.stored import stored_metrics
 
     root = dataset(tmp_path / "repo")
     with FakeHub({}, datasets={REPO: (REVISION, root)}) as hub:

@@ -139,7 +139,9 @@ def test_a_registered_metric_reaches_the_bench_and_the_agreement(
 
     from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
     from refine.harness.tasks.bench.task import run_bench
-    from refine.human.agree import agreement, load_ratings, stored_metrics
+    from refine.human.agree import agreement
+    from refine.human.ratings import load_ratings
+    from refine.human.stored import stored_metrics
     from refine.present.report.bench import write_bench_page
     from tests.fakes.gemini_world import GREEN, RED
 

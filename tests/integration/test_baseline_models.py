@@ -233,7 +233,9 @@ def test_agree_computes_clipscore_for_the_generation_prompt_where_none_is_stored
     and country; an image whose CLIPScore is stored (a bench's) keeps it."""
     from metrics.baselines import clipscore
     from refine.backends import create
-    from refine.human.agree import Rating, StoredMetrics, compute_missing
+    from refine.harness.tasks.score.missing import score_missing
+    from refine.human.ratings import Rating
+    from refine.human.stored import StoredMetrics
     from refine.io.files import file_sha256
     from tests.fakes.tiny_models import build_tiny_hf_clip
 
@@ -251,7 +253,7 @@ def test_agree_computes_clipscore_for_the_generation_prompt_where_none_is_stored
     ]  # fmt: skip
     backends = {"image_embedder": f"hfclip:{folder}"}
     options = {"image_embedder": {"device": "cpu"}}
-    compute_missing(rows, found, ["clipscore"], "gemini", backends, options)
+    score_missing(rows, found, ["clipscore"], tmp_path / "scored", "gemini", backends, options)
     clip = create("image_embedder", f"hfclip:{folder}", shared=False, device="cpu")
     cos = float((clip.encode_images([Image.open(files[0])]) * clip.encode_texts([PROMPT])).sum())
     assert found.find(rows[0])[0]["clipscore"] == pytest.approx(clipscore(cos), abs=1e-5)

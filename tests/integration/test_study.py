@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from refine.human.agree import agreement, load_ratings
+from refine.human.agree import agreement
+from refine.human.ratings import load_ratings
 from refine.human.study import Study, culture_options
 
 JAPAN = {
@@ -159,7 +160,7 @@ def test_a_study_from_profile_to_flags_and_agreement(tmp_path):
 
 
 def _no_metrics():
-    from refine.human.agree import StoredMetrics
+    from refine.human.stored import StoredMetrics
 
     return StoredMetrics()
 
@@ -268,8 +269,9 @@ def test_pack_and_merge_round_trip_with_a_conflict_reported(tmp_path, capsys):
 def test_sos_answers_give_fleiss_kappa_majorities_and_tendencies(tmp_path):
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-    from refine.human.agree import StoredMetrics, agreement
+    from refine.human.agree import agreement
     from refine.human.groups import extend
+    from refine.human.stored import StoredMetrics
 
     folder = tmp_path / "bank"
     cells = {}

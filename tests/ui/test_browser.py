@@ -912,7 +912,7 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
 
     from PIL import Image
 
-    from refine.human.agree import file_sha256
+    from refine.io.files import file_sha256
 
     pg, service = page
     folder = tmp_path / "to-rate"

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from refine.harness.results import Results
-from refine.human.agree import agreement, load_ratings, stored_metrics
+from refine.human.agree import agreement
+from refine.human.ratings import load_ratings
+from refine.human.stored import stored_metrics
 from refine.io.files import atomic_write_text
 from refine.present.report import write_report
 from refine.present.report.agreement import render_agreement

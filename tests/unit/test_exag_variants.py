@@ -8,7 +8,8 @@ import pytest
 from metrics.stats import mean_interval
 from refine.harness.cells import Cell
 from refine.harness.tasks.bench.summary import _stats, exag_variant, summarise
-from refine.human.agree import _metric_keys, with_variant
+from refine.human.agree import _metric_keys
+from refine.human.stored import with_variant
 
 
 def cell(act: str, gen: str, variant: str, exag: float, faith: float) -> Cell:

@@ -13,8 +13,8 @@ from scipy import stats as sp
 
 from metrics.stats import correlation_p
 from refine.evaluate.caire.human import image_level, per_rater_country
-from refine.human.agree import Rating
 from refine.human.groups import countries_alpha
+from refine.human.ratings import Rating
 
 LABELS = ["Brazil", "India", "Nigeria"]
 

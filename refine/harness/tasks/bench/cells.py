@@ -15,10 +15,10 @@ from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.evaluate.assess import Assessor
 from refine.evaluate.baselines import needs_llm
-from refine.evaluate.reference_source import ReferenceSource
+from refine.evaluate.reference_source import ReferenceSource, activity_category
 from refine.harness.cells import Cell, CellFormat, CellStore
 from refine.harness.generators import checked_generators, generate
-from refine.harness.tasks.bench.plan import BenchPlan, activity_category
+from refine.harness.tasks.bench.plan import BenchPlan
 from refine.harness.tasks.bench.top_up import RESCORE, why_missing
 from refine.profiles import load_profile
 

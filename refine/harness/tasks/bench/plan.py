@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from refine.evaluate.reference_source import catalog
+from refine.evaluate.reference_source import activity_category, catalog  # noqa: F401 (its users)
 from refine.evaluate.references import suggest
 from refine.harness.generators import parse_generator
 from refine.harness.plan import (
@@ -136,13 +136,6 @@ class BenchPlan(PromptPlan):
 
         given = parse_baseline_models(self.baseline_models)
         return {n: checkpoint(n, given).describe() for n in CHECKPOINTS if n in self.baselines}
-
-
-def activity_category(activity: str, country: str) -> str | None:
-    """The CULTIVate category of an activity of a country in the bundled pack."""
-
-    entry = catalog()[0].countries.get(country, {}).get("activities", {}).get(activity) or {}
-    return entry.get("category")
 
 
 def plan_prompts(

@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from metrics.catalog import BENCH_PROMPT, HEADLINE, label
+from refine.evaluate.reference_source import activity_category
 from refine.harness.cells import Cell
 from refine.harness.engine import LOCAL, EngineOptions, MakerSpec
 from refine.harness.results import Results
 from refine.harness.task import CellTask, run_task
 from refine.harness.tasks.bench.cells import BENCH_CELLS, CellMaker
-from refine.harness.tasks.bench.plan import BenchPlan, activity_category
+from refine.harness.tasks.bench.plan import BenchPlan
 from refine.harness.tasks.bench.summary import image_rows, row_fields, summarise
 from refine.harness.tasks.bench.top_up import RESCORE, images_kept, missing_baselines
 

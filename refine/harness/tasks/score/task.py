@@ -106,6 +106,7 @@ class ScoreMaker:
             "scores": scores.model_dump(mode="json"),
             "feedback": assessed.feedback.model_dump(mode="json"),
             "exaggerated": exaggerated_record(assessed.feedback.exaggerated),
+            "exag_variant": scores.variants.get("exag"),
         }
         if scores.tifa is not None:  # TIFA's questions and the judge's answers
             record["tifa_answers"] = [dataclasses.asdict(a) for a in scores.tifa]

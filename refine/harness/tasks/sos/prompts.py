@@ -3,36 +3,19 @@ cell's prompts (see :mod:`refine.harness.tasks.sos.bank`)."""
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Sequence
-from functools import cache
 from typing import Any
 
-from refine.assets import assets_dir, prompt_template
+from refine.assets import prompt_template
 from refine.evaluate.refs_build import LLMCache
-from refine.evaluate.sos import LANGUAGES, BankError, Translation
-
-
-@cache
-def person_prompts() -> dict[tuple[str, str], list[str]]:
-    """(culture, language) -> the nine person prompts, ``en`` from ``prompt_en``."""
-    path = assets_dir() / "sos" / "multilingual_person_prompts.csv"
-    out: dict[tuple[str, str], list[str]] = {}
-    with open(path, encoding="utf-8", newline="") as fh:
-        for row in csv.DictReader(fh):
-            culture = row["Culture"].strip()
-            out.setdefault((culture, row["Language"].strip()), []).append(
-                row["prompt_translated"].strip()
-            )
-            english = out.setdefault((culture, "en"), [])
-            if row["prompt_en"].strip() not in english:
-                english.append(row["prompt_en"].strip())
-    return out
-
-
-def person_cultures() -> list[str]:
-    return sorted({c for c, _ in person_prompts()})
+from refine.evaluate.sos import (  # noqa: F401 (person_prompts: its users)
+    LANGUAGES,
+    BankError,
+    Translation,
+    person_cultures,
+    person_prompts,
+)
 
 
 def slug(text: str) -> str:
