@@ -270,21 +270,26 @@ def _recipe(name: str, given: dict) -> None:
 
         run_dataset_recipe(recipe, given, echo)
         return
-    if recipe.task in ("sos", "caire"):
+    if recipe.task == "sos":
         if given["engine"].batch:
             raise UserInputError(
-                f"--batch: the {recipe.task} recipes run their models directly, not as a "
-                "bench's cells; leave out --batch"
+                "--batch: the sos recipes run their models directly, not as a bench's "
+                "cells; leave out --batch"
             )
-        from refine.cli.recipe_caire import run_caire_recipe
         from refine.cli.recipe_sos import run_sos_recipe
 
-        (run_sos_recipe if recipe.task == "sos" else run_caire_recipe)(recipe, given, echo)
+        run_sos_recipe(recipe, given, echo)
         return
     plan = _recipe_plan(recipe, given)
     if given["dry_run"]:
         if recipe.task == "concepts":
             _concepts_dry_run(recipe, plan, given, echo)
+        elif (estimate := registry.task(recipe.task).estimator()) is not None:
+            from refine.cli.recipe_run import profile_of
+
+            echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
+            for line in estimate(plan, profile_of(plan.profile)).lines():
+                echo(line)
         else:
             dry_run(plan, recipe, echo)
         return
@@ -315,6 +320,9 @@ def _recipe_plan(recipe: Any, given: dict) -> Any:
         overrides = {**common, "tau": given["tau"], "baselines": chosen}
     elif recipe.task == "concepts":
         overrides = {**common, "concepts": given["concepts"], "quality": given["cube_quality"]}
+    elif recipe.task == "caire":
+        overrides = {k: common[k] for k in ("generators", "limit", "profile", "backends")}
+        overrides["concepts"] = given["concepts"]
     else:
         overrides = {}
     try:

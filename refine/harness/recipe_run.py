@@ -7,7 +7,7 @@ A bench recipe's prompts are the catalog's by its countries, activities, categor
 sample (``limit``: the first K taken in turn from each country); a concepts recipe's, its
 concepts file's; a recipe of any other registered task gives its Plan's fields in
 ``[select]`` (each checked by that Plan when the recipe loads), and ``overrides`` replace
-them. The SoS and CAIRE recipes run by their command (their tasks have no Plan yet)."""
+them. The SoS recipes run by their command (their task has no Plan yet)."""
 
 from __future__ import annotations
 
@@ -131,14 +131,50 @@ def concepts_plan(
     )
 
 
+def caire_plan(
+    recipe: Recipe,
+    concepts: str | Path | None = None,
+    generators: list[str] | tuple[str, ...] = (),
+    limit: int | None = None,
+    *,
+    profile: str = "gemini",
+    backends: dict[str, str] | None = None,
+) -> Any:
+    """The CAIRE plan of a recipe: its concepts file (``concepts`` in place of the
+    recipe's; the first ``limit``), countries, generators, seeds and knowledge base."""
+    from refine.harness.tasks.caire.plan import CairePlan, read_concepts
+
+    s = recipe.select
+    path = concepts or s.concepts
+    if path is None:
+        raise ValueError(
+            f"recipe {recipe.name} runs on the universal set's concepts: give them with "
+            "--concepts FILE (one concept a line, JSONL or CSV with a concept field)"
+        )
+    found = read_concepts(path)
+    return CairePlan(
+        generators=list(generators) or list(s.generators),
+        concepts=found[:limit] if limit else found,
+        countries=list(s.countries),
+        images_per_prompt=s.images_per_prompt,
+        seed=s.seed,
+        profile=profile,
+        backends=backends or {},
+        kb=s.kb,
+    )
+
+
 def plan_of(recipe: Recipe, **overrides: Any) -> Any:
-    """The Plan a recipe runs: a bench's or a concepts run's from its selection (the keyword
-    arguments of :func:`bench_plan` and :func:`concepts_plan` in ``overrides``), any other
+    """The Plan a recipe runs: a bench's, a concepts run's or a CAIRE run's from its
+    selection (the keyword arguments of :func:`bench_plan`, :func:`concepts_plan` and
+    :func:`caire_plan` in ``overrides``), any other
     task's from the ``[select]`` fields its Plan declares, ``overrides`` replacing them."""
     if recipe.task == "bench":
         return bench_plan(recipe, **overrides)
     if recipe.task == "concepts":
         return concepts_plan(recipe, **overrides)
+    if recipe.task == "caire":
+        return caire_plan(recipe, **overrides)
     spec = registry.task(recipe.task)
     return spec.plan_class()(**{**(recipe.select.model_extra or {}), **overrides})
 
@@ -200,8 +236,12 @@ def recipe_table(
     from refine.harness.recipe_tables import agreement_table, metrics_table
 
     emit = emit or (lambda line: None)
-    if not registry.task(recipe.task).tables:
+    spec = registry.task(recipe.task)
+    if not spec.tables:
         return None, []
+    own = spec.recipe_table()
+    if own is not None:  # a table of the task's own (CAIRE's C.9)
+        return own(recipe, results, out, _ratings(ratings)), []
     others = backbone_rescores(recipe, out, emit)
     rated = _ratings(ratings)
     if recipe.table.kind == "settings":

@@ -112,6 +112,11 @@ class GeneratorSettings(_Strict):
         return value
 
 
+# the bundled tasks whose [select] is read by the fields below (refine.harness.recipe_run's
+# bench_plan, concepts_plan, caire_plan and sos_plan), not by their Plan's
+OWN_SELECTION = ("bench", "concepts", "caire", "sos")
+
+
 class Select(_Strict):
     # a recipe of a task with a Plan of its own (not bench, concepts, sos or caire) gives
     # its Plan's fields here too, checked by that Plan as the recipe loads
@@ -323,7 +328,7 @@ class Recipe(_Strict):
         given = dict(self.select.model_extra or {})
         if not given:
             return
-        if spec.plan is None or self.task in ("bench", "concepts"):
+        if spec.plan is None or self.task in OWN_SELECTION:
             raise ValueError(f"select.{sorted(given)[0]}: Extra inputs are not permitted")
         plan = spec.plan_class()
         stray = sorted(set(given) - set(plan.model_fields))

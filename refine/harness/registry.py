@@ -73,6 +73,12 @@ class TaskSpec:
     # "module:function": a line for each cell a failure ended, from its results' cells
     # (its command then exits 1; the same command makes them again)
     failures: str | None = None
+    # "module:function": a recipe's table of its own, table(recipe, results, out, rated)
+    # (None: the metrics, agreement and settings tables every task's cells feed)
+    table: str | None = None
+    # "module:function": estimate(plan, profile), what a plan draws and calls (a recipe's
+    # --dry-run), a refine.harness.estimate.Estimate
+    estimate: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c == "-" for c in self.name):
@@ -102,6 +108,14 @@ class TaskSpec:
     def failure_lines(self, cells: list[dict[str, Any]]) -> list[str]:
         """A line for each cell a failure ended (none without a failures function)."""
         return list(resolve(self.failures)(cells)) if self.failures else []
+
+    def recipe_table(self) -> Any:
+        """Its own recipe table's maker, or None."""
+        return resolve(self.table) if self.table else None
+
+    def estimator(self) -> Any:
+        """Its estimate of a plan, or None."""
+        return resolve(self.estimate) if self.estimate else None
 
     def _command(self, part: str) -> str:
         target = getattr(self, part)

@@ -358,3 +358,39 @@ def test_the_caire_recipe_country_by_country(world, tmp_path):
     assert float(table["Iran"]["paper"]) == 0.5  # kb-free: the paper's VLM baseline
     bad = cli("bench", "--recipe", str(recipe), "--out", str(out))
     assert bad.returncode == 2 and "--concepts FILE" in bad.stderr
+
+
+def test_the_universal_set_is_a_task_that_goes_on_where_it_stopped(world, tmp_path):
+    """refine caire universal: a cell per generator, concept and country, its results
+    record and caire-scores.json; run again, it keeps every cell and calls nothing; a
+    recipe of it runs from Python the same way."""
+    from refine.harness.recipe_run import run_recipe
+    from refine.harness.results import Results
+
+    world.generate_for = {"wedding": RED, "breakfast": GREEN}
+    concepts = tmp_path / "concepts.txt"
+    concepts.write_text("wedding\nbreakfast\n")
+    out = tmp_path / "u"
+    args = ["caire", "universal", "--concepts", concepts, "--countries", "Iran,Turkey",
+            "--generator", "gemini:gemini-3.1-flash-image", "--out", out]  # fmt: skip
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    results = Results.read(out, "caire")
+    assert len(results.cells) == 4 and results.config["countries"] == ["Iran", "Turkey"]
+    for cell in results.cells:  # each image scored for every country, the world's scores
+        colour = RED if cell["concept"] == "wedding" else GREEN
+        (im,) = cell["images"]
+        assert im["scores"] == {c: CULTURE[colour][c] for c in ("Iran", "Turkey")}
+        assert im["caire"] == CULTURE[colour][cell["country"]]
+    doc = json.loads((out / "caire-scores.json").read_text())
+    assert doc["prompt_countries"] == ["Iran", "Turkey", "Iran", "Turkey"]
+    assert "Iran: mean score" in done.stdout
+    calls = len(world.log)
+    again = cli(*args)
+    assert again.returncode == 0 and len(world.log) == calls  # every cell kept
+    assert "0 of 4 cell(s) to do" in again.stderr
+    recipe = tmp_path / "caire.toml"
+    recipe.write_text(CAIRE_RECIPE)
+    made = run_recipe(recipe, tmp_path / "r", concepts=str(concepts), limit=1)
+    assert len(made.results.cells) == 3  # one concept in the recipe's three countries
+    assert made.table.rows[0].label == "mean 1-5 score"  # no ratings: the metric side

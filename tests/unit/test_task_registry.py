@@ -25,7 +25,7 @@ def test_every_bundled_task_is_found_by_its_target_and_names_itself():
     assert registry.task("bench").tables == ("metrics", "agreement", "settings")
     assert "cd:country (0, 1, 0)" in registry.task("concepts").table_names()
     with pytest.raises(ValueError, match="runs from its recipes"):
-        registry.task("caire").runner()
+        registry.task("sos").runner()
 
 
 def test_reading_a_spec_imports_none_of_its_task():
