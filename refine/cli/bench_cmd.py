@@ -270,16 +270,6 @@ def _recipe(name: str, given: dict) -> None:
 
         run_dataset_recipe(recipe, given, echo)
         return
-    if recipe.task == "sos":
-        if given["engine"].batch:
-            raise UserInputError(
-                "--batch: the sos recipes run their models directly, not as a bench's "
-                "cells; leave out --batch"
-            )
-        from refine.cli.recipe_sos import run_sos_recipe
-
-        run_sos_recipe(recipe, given, echo)
-        return
     plan = _recipe_plan(recipe, given)
     if given["dry_run"]:
         if recipe.task == "concepts":
@@ -323,6 +313,9 @@ def _recipe_plan(recipe: Any, given: dict) -> Any:
     elif recipe.task == "caire":
         overrides = {k: common[k] for k in ("generators", "limit", "profile", "backends")}
         overrides["concepts"] = given["concepts"]
+    elif recipe.task == "sos":
+        keep = ("generators", "limit", "profile", "backends", "baseline_models")
+        overrides = {k: common[k] for k in keep}
     else:
         overrides = {}
     try:

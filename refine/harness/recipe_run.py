@@ -7,7 +7,7 @@ A bench recipe's prompts are the catalog's by its countries, activities, categor
 sample (``limit``: the first K taken in turn from each country); a concepts recipe's, its
 concepts file's; a recipe of any other registered task gives its Plan's fields in
 ``[select]`` (each checked by that Plan when the recipe loads), and ``overrides`` replace
-them. The SoS recipes run by their command (their task has no Plan yet)."""
+them."""
 
 from __future__ import annotations
 
@@ -164,10 +164,46 @@ def caire_plan(
     )
 
 
+def sos_plan(
+    recipe: Recipe,
+    generators: list[str] | tuple[str, ...] = (),
+    limit: int | None = None,
+    *,
+    profile: str = "gemini",
+    backends: dict[str, str] | None = None,
+    baseline_models: tuple[str, ...] = (),
+) -> Any:
+    """The SoS plan of a recipe: its concept, cultures (the first ``limit``), languages and
+    generators, the caption classifiers its table names and their checkpoints
+    (``baseline_models``, NAME=WHERE)."""
+    from refine.harness.tasks.sos.prompts import person_prompts
+    from refine.harness.tasks.sos.recipe import SosPlan
+
+    s = recipe.select
+    cultures = list(s.cultures)
+    if not cultures and s.concept == "person":
+        cultures = sorted({c for c, _ in person_prompts()})
+    methods = tuple(m.metric for m in recipe.table.metrics if m.metric != "sos")
+    given = dict(x.split("=", 1) for x in baseline_models if "=" in x)
+    return SosPlan(
+        generators=list(generators) or list(s.generators),
+        concept=s.concept,
+        cultures=cultures[:limit] if limit else cultures,
+        languages=list(s.languages),
+        images_per_prompt=s.images_per_prompt,
+        prompts_per_cell=s.prompts_per_cell,
+        seed=s.seed,
+        profile=profile,
+        backends=backends or {},
+        classifiers=methods,
+        caption_models={k: v for k, v in given.items() if k in methods},
+    )
+
+
 def plan_of(recipe: Recipe, **overrides: Any) -> Any:
     """The Plan a recipe runs: a bench's, a concepts run's or a CAIRE run's from its
     selection (the keyword arguments of :func:`bench_plan`, :func:`concepts_plan` and
-    :func:`caire_plan` in ``overrides``), any other
+    :func:`caire_plan` and :func:`sos_plan` in ``overrides``), any other
     task's from the ``[select]`` fields its Plan declares, ``overrides`` replacing them."""
     if recipe.task == "bench":
         return bench_plan(recipe, **overrides)
@@ -175,6 +211,8 @@ def plan_of(recipe: Recipe, **overrides: Any) -> Any:
         return concepts_plan(recipe, **overrides)
     if recipe.task == "caire":
         return caire_plan(recipe, **overrides)
+    if recipe.task == "sos":
+        return sos_plan(recipe, **overrides)
     spec = registry.task(recipe.task)
     return spec.plan_class()(**{**(recipe.select.model_extra or {}), **overrides})
 

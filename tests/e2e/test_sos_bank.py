@@ -472,6 +472,11 @@ def test_the_sos_recipe_against_peoples_labels(models, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "missing: people's labels" in done.stdout
     (bank,) = (out / "banks").iterdir()
+    from refine.harness.results import Results
+
+    record = Results.read(out, "sos")  # the banks' analysis, a cell per bank
+    assert [c["bank"] for c in record.cells] == [str(bank)]
+    assert record.summary["pairs"] and (out / "sos.html").is_file()
     result = analyse([bank], ("clipscore",))
     # people: two raters a picture; the semantic culture for Japanese and Mexican images,
     # the language's for Nigerian ones, a tie (no majority) for those in French

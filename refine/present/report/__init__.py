@@ -48,6 +48,7 @@ PAGES = {
     "concepts": "refine.present.report.concepts:write_concepts_page",
     "strategies": "refine.present.report.strategies:write_strategies_page",
     "editor_loops": "refine.present.report.editor_loops:write_editor_loops_page",
+    "sos": "refine.present.report.sos:write_sos_page",
 }
 
 

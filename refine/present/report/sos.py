@@ -164,6 +164,13 @@ def _classifiers(result: dict[str, Any]) -> str:
     )
 
 
+def write_sos_page(folder: str | Path, results: Any, top: int = 5) -> Path:
+    """The page of an SoS recipe's results (its banks analysed together): ``sos.html``."""
+    path = Path(folder) / "sos.html"
+    atomic_write_text(path, render(results.summary, top))
+    return path
+
+
 def write_sos_report(
     bank_dir: str | Path | list[str | Path],
     out: str | Path | None = None,

@@ -1,18 +1,25 @@
 """An SoS bank: multilingual image banks per generator, what the SoS analysis reads
 (plan.py: the grid asked for and run_bank; prompts.py: the native-speaker prompts;
-cells.py: a cell's images; bank.py: the task, bank.json and build_bank). ``BANK`` is the
-bank's task (``refine sos bank``); ``SPEC``, the ``sos`` recipes' (SoS Tab. 2: a bank per
-generator and the labels table)."""
+cells.py: a cell's images; bank.py: the task, bank.json and build_bank; recipe.py: a bank
+per generator analysed together, the labels table). ``BANK`` is the bank's task (``refine
+sos bank``); ``SPEC``, the ``sos`` recipes' (SoS Tab. 2: a bank per generator and the
+labels table; ``refine sos banks``)."""
 
 from refine.harness.registry import TaskSpec, lazy_exports
 
 SPEC = TaskSpec(
     name="sos",
     help="Build an SoS bank per generator and say where language outweighs culture.",
-    plan=None,  # its recipes' command builds the banks (refine bench --recipe sos-table2)
-    run=None,
+    plan="refine.harness.tasks.sos.recipe:SosPlan",
+    run="refine.harness.tasks.sos.recipe:run_sos",
+    page="sos",
     table_metrics=("sos", "clipscore", "mclip"),  # the labels table's methods
     tables=("labels",),
+    summary="refine.harness.tasks.sos.recipe:sos_lines",
+    errors=("refine.evaluate.sos:BankError",),
+    command=("sos", "banks"),
+    table="refine.harness.tasks.sos.recipe:sos_table",
+    estimate="refine.harness.tasks.sos.recipe:sos_estimate",
 )
 
 BANK = TaskSpec(
@@ -27,5 +34,12 @@ BANK = TaskSpec(
 )
 
 __getattr__ = lazy_exports(
-    __name__, {"build_bank": "bank", "BankPlan": "plan", "run_bank": "plan"}
+    __name__,
+    {
+        "build_bank": "bank",
+        "BankPlan": "plan",
+        "run_bank": "plan",
+        "SosPlan": "recipe",
+        "run_sos": "recipe",
+    },
 )  # imported when asked for
