@@ -4,6 +4,8 @@ made-up number."""
 
 from __future__ import annotations
 
+from typing import Any
+
 MISSING = "\u2013"  # an en dash: what every screen shows for a missing value
 
 
@@ -16,3 +18,16 @@ def shown(x: float | None, spec: str = ".3f", width: int = 0) -> str:
 def p_text(p: float) -> str:
     """A p-value as a table shows it: ``p=0.012``, or ``p<0.001``."""
     return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+
+
+def interval_text(stat: dict[str, Any]) -> str:
+    """``0.712 [0.650, 0.770]``, the dash where there is no mean, and each variant's
+    apart where the values of different variants were not averaged together
+    (``exag:ita: 0.050 [...]; exag:mllm: 0.300 [...]``)."""
+    by = stat.get("by_variant")
+    if by:
+        return "; ".join(f"{v}: {interval_text(s)}" for v, s in by.items())
+    mean, iv = stat.get("mean"), stat.get("interval")
+    if mean is None:
+        return MISSING
+    return f"{mean:.3f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")

@@ -1,254 +1,107 @@
-"""``refine bench``: compare generators on a slice of the CULTIVate catalog."""
+"""``refine bench``: compare generators on a slice of the CULTIVate catalog. The command is
+made from the bench's TaskSpec and Plan (:func:`refine.cli.task_cmd.task_command`), with
+``--recipe`` and what goes with it as options of its own: a recipe runs its task (a bench,
+a concepts run, CAIRE's universal set, SoS banks) and writes the paper's table."""
 
 from __future__ import annotations
 
-import json
+import inspect
 from pathlib import Path
 from typing import Any
 
 import typer
 from pydantic import ValidationError
 
-from metrics.catalog import HEADLINE, label
-from refine.cli.inputs import (
-    UserInputError,
-    baseline_model_option,
-    baselines_option,
-    made_plan,
-    parsed_baseline_models,
-    tau_option,
-    with_engine,
-)
+from refine.cli.inputs import UserInputError, parsed_baseline_models
 from refine.cli.run_cmd import parse_backends
-from refine.cli.task_cmd import run_plan
+from refine.cli.task_cmd import run_plan, task_command
 from refine.harness import registry
-from refine.harness.cells import CellSchemaError
-from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.plan import refusal
-from refine.harness.ray import RayEngineError
 from refine.harness.recipe_run import plan_of, proposer_packs
-from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
-from refine.harness.tasks.bench.task import run_bench
-from refine.numbers import MISSING, shown
-from refine.present.report.bench import write_bench_page
-from refine.profiles import load_profile
-from refine.settings import default, split_list
 
-# --recipe and what goes with it; the options a recipe names itself
-SELECTION = (
-    "countries",
-    "activity",
-    "category",
-    "sample",
-    "images",
-    "cube_weights",
-    "expectations",
-)
-RECIPE = typer.Option(
-    None,
-    "--recipe",
-    help="Run a paper's protocol and write its table (CSV, LaTeX, HTML) beside the "
-    "bench: ahead-table1, ahead-table2, ahead-table4, ahead-table5, cube-table5, sos-table2, "
-    "caire-table2, culturalframes-fig6, culturalframes-fig6-cultivate, or a recipe file (.toml).",
-)
-LIMIT = typer.Option(
-    None,
-    "--limit",
-    min=1,
-    help="With --recipe: only its first K prompts (each a cell per generator), taken "
-    "in turn from its countries, for a quick look (a concepts recipe: its first K concept "
-    "prompts; sos: K cultures; caire: K concepts).",
-)
-DRY_RUN = typer.Option(
-    False,
-    "--dry-run",
-    help="With --recipe: print the images and model calls it would make, and the "
-    "profile's cost estimate, making none.",
-)
-CUBE_QUALITY = typer.Option(
-    "auto",
-    "--cube-quality",
-    help="With --concepts: the images' quality, hpsv2 (as CUBE rates it), judge, or auto "
-    "(HPS v2 where its checkpoint loads, else the judge's, said).",
-)
-RATINGS = typer.Option(
-    None,
-    "--ratings",
-    help="With a recipe whose table is agreement with people: the ratings file "
-    "(CSV or JSONL, or the Rate view's).",
-)
+# the fields a recipe chooses itself, refused beside --recipe
+SELECTION = ("countries", "activity", "category", "sample", "images_per_prompt", "expectations")
 
 
-def bench_cmd(
-    generator: list[str] = typer.Option(
-        [],
-        "--generator",
-        help="A generator to compare (repeatable); default: the profile's. "
-        "NAME+lora=PATH[@SCALE] adds a LoRA adapter to a diffusers: generator.",
-    ),
-    profile: str = typer.Option(
-        "gemini", "--profile", help="The scorer's profile: observer, judge, embedders."
-    ),
-    backend: list[str] = typer.Option([], "--backend", help="Override a scorer role: ROLE=NAME."),
-    countries: str = typer.Option(
-        None, "--countries", help='Countries, e.g. "Iran,India" (default: all with references).'
-    ),
-    activity: list[str] = typer.Option(
-        [], "--activity", help="An activity (repeatable; default: all with references)."
-    ),
-    category: list[str] = typer.Option(
-        [],
-        "--category",
-        help="An activity category (repeatable): eating, greeting, dancing, concert, game, "
-        "celebration, religious, wedding, funeral.",
-    ),
-    sample: int = typer.Option(
-        None, "--sample", min=1, help="Draw this many prompts of each country."
-    ),
-    images: int = typer.Option(
-        None, "--images-per-prompt", min=1, help="Seeds per prompt (2; 16 with --concepts)."
-    ),
-    concepts: Path = typer.Option(
-        None,
-        "--concepts",
-        help="CUBE-style diversity: a JSONL/JSON/CSV file of concept prompts "
-        "(prompt, concept, country, artifacts) instead of CULTIVate activities.",
-    ),
-    cube_weights: str = typer.Option(
-        None,
-        "--cube-weights",
-        help="With --concepts: geo-tag similarity weights of continent, country, artifact "
-        "(default 1,0,0).",
-    ),
-    seed: int = typer.Option(
-        default("seed"), "--seed", help="First seed (and the sample's and intervals')."
-    ),
-    tau: float = tau_option(),
-    out: Path = typer.Option(
-        Path("bench"), "--out", help="Bench folder; run again to go on where it stopped."
-    ),
-    baselines: str = baselines_option(None),
-    baseline_model: list[str] = baseline_model_option(),
-    expectations: bool = typer.Option(
-        False,
-        "--expectations",
-        help="Also list each prompt's cultural expectations (the profile's llm, cached) "
-        "and check them on every image (explicit_met, implicit_met).",
-    ),
-    recipe: str = RECIPE,
-    limit: int = LIMIT,
-    dry_run: bool = DRY_RUN,
-    ratings: Path = RATINGS,
-    cube_quality: str = CUBE_QUALITY,
-    as_json: bool = typer.Option(False, "--json", help="Print the results record (results.json)."),
-    engine: EngineOptions = LOCAL,
-) -> None:
-    """Benchmark generators the way the AHEaD paper does: every generator draws the same
-    seeds for every prompt; one scorer observes and scores all images (ALIGN, HAL, EXAG,
-    FAITH, DDIV, SDIV, Vendi); means with 95% bootstrap intervals per generator and
-    country, a paired comparison, results.json (the results record), rows.csv and an HTML
-    leaderboard.
-    --engine ray makes the cells on Ray actors (one set of models each; the bench folder
-    must be on storage every node sees) with the same results.
-    --recipe runs a paper's protocol with the paper's settings and writes its table in the
-    paper's layout, the paper's figures beside the bench's.
-    The loop's own benches are commands of their own: refine strategies (best-of-N against
-    the loop's strategies at one budget per prompt) and refine editor-loops (editors over
-    many edits in a row)."""
-
-    if recipe is None:
-        for name, given in (("--limit", limit), ("--dry-run", dry_run), ("--ratings", ratings)):
-            if given:
-                raise UserInputError(f"{name} goes with --recipe NAME")
-    else:
-        # what the recipe takes from the command line, and what it chooses itself
-        selection = dict(zip(SELECTION, (countries, activity, category, sample, images,
-                                         cube_weights, expectations), strict=True))  # fmt: skip
-        _recipe(recipe, {
-            "selection": selection, "generator": generator, "profile": profile,
-            "backend": backend, "tau": tau, "baselines": baselines,
-            "baseline_model": baseline_model, "out": out, "as_json": as_json, "engine": engine,
-            "ratings": ratings, "limit": limit, "dry_run": dry_run, "concepts": concepts,
-            "cube_quality": cube_quality,
-        })  # fmt: skip
-        return
-    try:
-        names = list(generator) or [load_profile(profile).backend("generator")]
-        prompts = plan_prompts(split_list(countries), activity, sample, seed, category)
-    except ValueError as err:
-        raise UserInputError(f"--profile/--countries/--activity/--category: {err}") from err
-    parsed_baseline_models(baseline_model)
-    plan = made_plan(
-        BenchPlan,
-        generators=names,
-        prompts=prompts,
-        images_per_prompt=images or 2,
-        seed=seed,
-        tau=tau,
-        profile=profile,
-        backends=parse_backends(backend),
-        expectations=expectations,
-        baselines=_baselines("clipscore" if baselines is None else baselines),
-        baseline_models=tuple(baseline_model),
+def _extra(name: str, default: Any, flag: str, help: str, annotation: Any) -> inspect.Parameter:
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(default, flag, help=help),
+        annotation=annotation,
     )
 
-    def progress(line: str) -> None:
-        if not as_json:
-            typer.echo(line, err=True)
 
-    try:
-        results = run_bench(plan, out, on_event=progress, engine=engine)
-    except (RayEngineError, CellSchemaError) as err:
-        raise UserInputError(str(err)) from err
+RECIPE_OPTIONS = [
+    _extra(
+        "recipe", None, "--recipe",
+        "Run a paper's protocol and write its table (CSV, LaTeX, HTML) beside the bench: "
+        "ahead-table1, ahead-table2, ahead-table4, ahead-table5, cube-table5, sos-table2, "
+        "caire-table2, culturalframes-fig6, culturalframes-fig6-cultivate, or a recipe file "
+        "(.toml).", str | None,
+    ),
+    _extra(
+        "limit", None, "--limit",
+        "With --recipe: only its first K prompts (each a cell per generator), taken in turn "
+        "from its countries, for a quick look (a concepts recipe: its first K concept "
+        "prompts; sos: K cultures; caire: K concepts).", int | None,
+    ),
+    _extra(
+        "dry_run", False, "--dry-run",
+        "With --recipe: print the images and model calls it would make, and the profile's "
+        "cost estimate, making none.", bool,
+    ),
+    _extra(
+        "ratings", None, "--ratings",
+        "With a recipe whose table is agreement with people: the ratings file (CSV or "
+        "JSONL, or the Rate view's).", Path | None,
+    ),
+    _extra(
+        "concepts", None, "--concepts",
+        "With a concepts or CAIRE recipe: the concept prompts' file (refine concepts runs "
+        "one without a recipe).", Path | None,
+    ),
+    _extra(
+        "cube_quality", "auto", "--cube-quality",
+        "With a concepts recipe: the images' quality, hpsv2 (as CUBE rates it), judge, or "
+        "auto (HPS v2 where its checkpoint loads, else the judge's, said).", str,
+    ),
+]  # fmt: skip
 
-    write_bench_page(out, results)
-    if as_json:
-        typer.echo(json.dumps(results.to_json(), indent=2))
-        return
-    _print_summary(results.summary, plan.baselines, out)
 
-
-def _print_summary(summary: dict, baselines: tuple[str, ...], out: Path) -> None:
-    """The bench's leaderboard on the terminal: FAITH, quality and Vendi per generator,
-    the paired differences, the baselines and the EXAG variants."""
-    head = label(HEADLINE)
-    typer.echo(f"{'generator':40} {'prompts':>7} {head:>22} {'quality':>22} {'Vendi':>7}")
-    for name, row in summary["generators"].items():
-        faith, quality = _with_interval(row.get(HEADLINE)), _with_interval(row.get("quality"))
-        vendi = row["vendi"]["mean"]
-        typer.echo(f"{name:40} {row['prompts']:>7} {faith:>22} {quality:>22} {_shown(vendi, 7, 2)}")
-    for p in summary["paired"]:
-        if p["mean_difference"] is not None:
-            typer.echo(
-                f"{p['other']} - {p['base']}: {head} {p['mean_difference']:+.4f} over "
-                f"{p['prompts']} prompts, better on {100 * p['share_improved']:.0f}%"
-            )
-    for name in baselines:
-        got = [
-            f"{g} {_with_interval(row[name]).strip()}"
-            for g, row in summary["generators"].items()
-            if name in row
-        ]
-        why = summary.get("missing", {}).get(name)
-        if got or why:
-            typer.echo(f"{name}: " + ("; ".join(got) if got else f"not computed: {why}"))
-    variants = _variants(summary)
-    if variants:
-        from metrics.catalog import made_by
-
-        typer.echo("EXAG: " + "; ".join(made_by(v) for v in variants))
-    typer.echo(f"leaderboard: {out / 'bench.html'}")
+def _intercept(given: dict[str, Any], extras: dict[str, Any], **run: Any) -> bool:
+    """``--recipe``: the recipe's task and table, done here (True); without it, the options
+    that go with it are refused and the bench runs from its Plan (False)."""
+    if extras["recipe"] is None:
+        for flag, name in (("--limit", "limit"), ("--dry-run", "dry_run"),
+                           ("--ratings", "ratings"), ("--concepts", "concepts")):  # fmt: skip
+            if extras[name]:
+                raise UserInputError(f"{flag} goes with --recipe NAME")
+        if given["baseline_models"]:
+            parsed_baseline_models(given["baseline_models"])  # said as the option's
+        return False
+    selection = {k: given[k] for k in SELECTION}
+    _recipe(extras["recipe"], {
+        "selection": selection, "generator": given["generators"] or [],
+        "profile": given["profile"] or "gemini", "backend": given["backends"] or [],
+        "tau": given["tau"], "baselines": given["baselines"],
+        "baseline_model": given["baseline_models"] or [], **extras, **run,
+    })  # fmt: skip
+    return True
 
 
 def _recipe(name: str, given: dict) -> None:
-    """``--recipe``: the recipe's bench (or concepts run), then its table."""
+    """``--recipe``: the recipe's task (a bench, a concepts run, CAIRE's universal set, SoS
+    banks), then its table."""
     from refine.cli.recipe_run import dry_run, read_recipe, write_table
 
     recipe = read_recipe(name)
     chosen = [k for k, v in given["selection"].items() if v]
     if chosen:
-        flag = {"activity": "--activity", "category": "--category", "images": "--images-per-prompt"}
-        names = ", ".join(flag.get(k, "--" + k.replace("_", "-")) for k in chosen)
+        from refine.harness.tasks.bench.plan import BenchPlan
+        from refine.settings import flag_of
+
+        names = ", ".join(flag_of(k, BenchPlan) for k in chosen)
         raise UserInputError(
             f"--recipe {recipe.name} names its prompts, images and settings; leave out "
             f"{names}, or copy the recipe (assets/recipes/{recipe.name}.toml) and change it"
@@ -272,9 +125,7 @@ def _recipe(name: str, given: dict) -> None:
         return
     plan = _recipe_plan(recipe, given)
     if given["dry_run"]:
-        if recipe.task == "concepts":
-            _concepts_dry_run(recipe, plan, given, echo)
-        elif (estimate := registry.task(recipe.task).estimator()) is not None:
+        if (estimate := registry.task(recipe.task).estimator()) is not None:
             from refine.cli.recipe_run import profile_of
 
             echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
@@ -326,23 +177,6 @@ def _recipe_plan(recipe: Any, given: dict) -> Any:
         raise UserInputError(f"--recipe {recipe.name}: {err}") from err
 
 
-def _concepts_dry_run(recipe: Any, plan: Any, given: dict, echo: Any) -> None:
-    """What a concepts recipe draws and calls, making nothing."""
-    from refine.cli.recipe_run import profile_of
-    from refine.harness.estimate import task_estimate
-
-    n = len(plan.generators) * len(plan.concepts) * plan.images_per_prompt
-    within = sum(1 for c in plan.concepts if c.country) * len(plan.generators)
-    est = task_estimate(
-        profile_of(given["profile"]), n, len(plan.concepts), len(plan.generators), observer=n,
-        judge_answers=n + within * plan.images_per_prompt,
-        local=["image_embedder", "hpsv2 where at hand"], generator_names=plan.generators,
-    )  # fmt: skip
-    echo(f"recipe {recipe.name} ({recipe.source}): nothing is made")
-    for line in est.lines():
-        echo(line)
-
-
 def _baselines(text: str) -> tuple[str, ...]:
     from refine.evaluate.baselines import parse_baselines
 
@@ -352,28 +186,10 @@ def _baselines(text: str) -> tuple[str, ...]:
         raise UserInputError(f"--baselines: {err}") from err
 
 
-def _variants(summary: dict) -> list[str]:
-    """The EXAG variants a bench's FAITH was made with, over its generators."""
-    found = set()
-    for row in summary["generators"].values():
-        stat = row.get(HEADLINE) or {}
-        found.update([stat["variant"]] if stat.get("variant") else [])
-        found.update(stat.get("by_variant") or {})
-    return sorted(found)
-
-
-bench_cmd = with_engine(
-    bench_cmd, 1, "Prompts at a time (API models; local ones take turns).", batch=True
+bench_cmd = task_command(
+    registry.task("bench"),
+    RECIPE_OPTIONS,
+    _intercept,
+    "Prompts at a time (API models; local ones take turns).",
+    batch=True,
 )
-
-
-def _shown(value: float | None, width: int, digits: int) -> str:
-    """A number in a table column, or the dash where it is missing (never a made-up 0)."""
-    return shown(value, f"{width}.{digits}f", width)
-
-
-def _with_interval(stat: dict | None) -> str:
-    """``0.712 [0.650, 0.770]``, each EXAG variant's apart where they differ, or the dash."""
-    from refine.present.html import interval_text
-
-    return interval_text(stat) if stat else MISSING

@@ -12,13 +12,13 @@ with no other edit."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from refine.cli.inputs import UserInputError, made_plan, spec_option, with_engine
+from refine.cli.inputs import UserInputError, made_plan, with_engine
 from refine.harness import registry
 from refine.harness.cells import CellSchemaError
 from refine.harness.engine import LOCAL, EngineOptions
@@ -95,15 +95,53 @@ def _given(setting: Setting, value: Any) -> Any:
     return list(map(str, value)) if setting.given in ("repeat", "arguments") else value
 
 
-def task_command(spec: TaskSpec) -> Callable[..., Any]:
-    """``refine NAME``, made from the spec and its Plan's fields."""
+def _option(setting: Setting) -> Any:
+    """A field's option (its default, the Plan's), or the command's arguments."""
+    bounds = {}
+    if setting.lower is not None:
+        bounds["min"] = setting.lower
+    if setting.upper is not None:
+        bounds["max"] = setting.upper
+    if setting.given == "arguments":
+        return typer.Argument(..., help=setting.help, show_default=False)
+    return typer.Option(setting.default, setting.flag, help=setting.help, **bounds)
+
+
+def _on_command_line(ctx: Any, name: str) -> bool:
+    """Whether the option ``name`` was given (not left at its default) in ``ctx``, the
+    running command's context."""
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    return source is None or source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def task_command(
+    spec: TaskSpec,
+    extras: Sequence[Any] = (),
+    intercept: Callable[..., bool] | None = None,
+    workers_help: str = "Cells at a time.",
+    batch: bool = False,
+) -> Callable[..., Any]:
+    """``refine NAME``, made from the spec and its Plan's fields; ``extras`` (keyword-only
+    ``inspect.Parameter``s) are options of the command's own, which ``intercept(given,
+    extras, out=, as_json=, engine=)`` reads first; it returns True where it did the
+    command's work itself (a bench's recipe). ``given`` holds what the command line gave,
+    None where an option was left at its default. ``batch``: it takes ``--batch`` (Gemini
+    batch jobs)."""
     import inspect
 
     plan = spec.plan_class()
     settings = shown_on("cli", plan)
 
-    def command(out: Path, as_json: bool, engine: EngineOptions = LOCAL, **options: Any) -> None:
-        fields = {s.name: _given(s, options[s.name]) for s in settings}
+    def command(
+        out: Path, as_json: bool, engine: EngineOptions = LOCAL, ctx: Any = None, **options: Any
+    ) -> None:
+        values = {s.name: options.pop(s.name) for s in settings}
+        given = {k: v if _on_command_line(ctx, k) else None for k, v in values.items()}
+        if intercept is not None and intercept(
+            given, options, out=out, as_json=as_json, engine=engine
+        ):
+            return
+        fields = {s.name: _given(s, values[s.name]) for s in settings}
         made = made_plan(plan, **{k: v for k, v in fields.items() if v is not None})
         run_plan(spec, made, out, as_json, engine)
 
@@ -125,25 +163,24 @@ def task_command(spec: TaskSpec) -> Callable[..., Any]:
             annotation=bool,
         ),
         inspect.Parameter("engine", inspect.Parameter.KEYWORD_ONLY, annotation=EngineOptions),
+        # the running command's context: which options were given, not left at default
+        inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
     ]
     kinds = {"path": Path, "list": str, "repeat": list[str], "arguments": list[Path]}
     options = [
         inspect.Parameter(
             s.name,
             inspect.Parameter.KEYWORD_ONLY,
-            default=(
-                typer.Argument(..., help=s.help, show_default=False)
-                if s.given == "arguments"
-                else spec_option(s.name, plan)
-            ),
+            default=_option(s),
             annotation=kinds.get(s.given, s.kind) | None,
         )
         for s in settings
     ]
-    command.__signature__ = inspect.Signature([*options, *own])  # type: ignore[attr-defined]
+    params = [*options, *extras, *own]
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__name__ = spec.name.replace("-", "_") + "_cmd"
-    command.__doc__ = spec.help
-    return with_engine(command, 1, "Cells at a time.")
+    command.__doc__ = spec.help + (f"\n\n{spec.about}" if spec.about else "")
+    return with_engine(command, 1, workers_help, batch=batch)
 
 
 def add_task_commands(group: Any) -> None:

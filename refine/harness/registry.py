@@ -79,6 +79,7 @@ class TaskSpec:
     # "module:function": estimate(plan, profile), what a plan draws and calls (a recipe's
     # --dry-run), a refine.harness.estimate.Estimate
     estimate: str | None = None
+    about: str = ""  # more of its command's help, after the help's line
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c == "-" for c in self.name):

@@ -8,9 +8,8 @@ import base64
 import io
 from html import escape
 from pathlib import Path
-from typing import Any
 
-from refine.numbers import MISSING, shown
+from refine.numbers import interval_text, shown
 
 __all__ = ["CSS", "MAX_SIDE", "document", "escape", "image_tag", "interval_text", "num", "raw"]
 
@@ -46,19 +45,6 @@ def num(x: float | None, digits: int = 3) -> str:
 
 def raw(x: float | None) -> str:
     return "" if x is None else f"{x:.6f}"
-
-
-def interval_text(stat: dict[str, Any]) -> str:
-    """``0.712 [0.650, 0.770]``, the dash where there is no mean, and each variant's
-    apart where the values of different variants were not averaged together
-    (``exag:ita: 0.050 [...]; exag:mllm: 0.300 [...]``)."""
-    by = stat.get("by_variant")
-    if by:
-        return "; ".join(f"{v}: {interval_text(s)}" for v, s in by.items())
-    mean, iv = stat.get("mean"), stat.get("interval")
-    if mean is None:
-        return MISSING
-    return f"{mean:.3f}" + (f" [{iv[0]:.3f}, {iv[1]:.3f}]" if iv else "")
 
 
 def image_tag(path: Path, alt: str) -> str:

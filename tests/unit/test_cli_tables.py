@@ -5,11 +5,17 @@ from __future__ import annotations
 
 
 def test_a_missing_value_is_a_dash_in_its_column():
-    from refine.cli.bench_cmd import _shown
+    from refine.harness.results import Results
+    from refine.harness.tasks.bench.lines import bench_lines
+    from refine.numbers import shown
 
-    assert _shown(None, 7, 2) == "      \u2013"
-    assert _shown(0.0, 7, 2) == "   0.00" and _shown(1.834, 9, 3) == "    1.834"
-    assert len(_shown(None, 9, 3)) == len(_shown(12.5, 9, 3)) == 9
+    assert shown(None, "7.2f", 7) == "      \u2013"
+    assert shown(0.0, "7.2f", 7) == "   0.00" and shown(1.834, "9.3f", 9) == "    1.834"
+    # the bench's leaderboard: a generator with no Vendi has the dash in its column
+    row = {"prompts": 3, "faith": {"mean": 0.5, "interval": [0.4, 0.6]}, "vendi": {"mean": None}}
+    summary = {"generators": {"g": row}, "paired": []}
+    lines = bench_lines(Results("bench", {"baselines": []}, summary))
+    assert lines[1].endswith("      \u2013") and len(lines[1]) == len(lines[0])
 
 
 def test_every_screen_says_a_missing_value_the_same_way():

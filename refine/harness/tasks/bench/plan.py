@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from metrics.ahead import TAU_RANGE
 from refine.evaluate.reference_source import activity_category, catalog  # noqa: F401 (its users)
 from refine.evaluate.references import suggest
 from refine.harness.generators import parse_generator
@@ -87,20 +88,41 @@ class BenchPlan(PromptPlan):
     )
     seed: int = option(42, "The first seed.", ge=0, le=2**32 - 1)
     tau: float | None = option(
-        None, "The match threshold (the scorer profile's when not given).", gt=0, le=1
+        None,
+        "Match threshold on cosine similarity (default: the profile's, for its observer).",
+        ge=TAU_RANGE[0],
+        le=TAU_RANGE[1],
     )
     profile: str = PROFILE
     backends: Backends = BACKENDS  # the scorer's overrides
     # also list each prompt's cultural expectations (the scorer's llm, cached) and check
     # them on every image (the judge)
     expectations: bool = option(
-        False, "Also list each prompt's cultural expectations and check them on every image."
+        False,
+        "Also list each prompt's cultural expectations (the profile's llm, cached) and check "
+        "them on every image (explicit_met, implicit_met).",
     )
     # the baselines scored beside FAITH on every image (the catalog's group "baseline");
     # CLIPScore costs no model call
-    baselines: tuple[str, ...] = Field(("clipscore",), json_schema_extra={"flag": "--baselines"})
-    # checkpoints in place of the baselines' own, as NAME=WHERE (--baseline-model)
-    baseline_models: tuple[str, ...] = Field((), json_schema_extra={"flag": "--baseline-model"})
+    baselines: tuple[str, ...] = option(
+        ("clipscore",),
+        "Baselines to score beside FAITH, comma-separated (clipscore, pickscore, hpsv2, cure, "
+        "caire_probe, imagereward, vqascore, judge_align, judge_hal, vie_sc, vie_overall, "
+        "tifa, soft_tifa; all; none). clipscore costs no call; pickscore, hpsv2, cure, "
+        "caire_probe and imagereward load checkpoints of their own; the judge baselines cost "
+        "one judge call an image each (k where the judge samples); tifa one language-model "
+        "call a prompt and one judge call a question (a recipe: its own).",
+        given="list",
+    )
+    # checkpoints in place of the baselines' own, as NAME=WHERE
+    baseline_models: tuple[str, ...] = option(
+        help="NAME=WHERE: a local folder or file, another hub checkpoint or an embedder "
+        "(clip:ARCH/PATH, hfclip:ID, siglip:ID) in place of a baseline's own (pickscore, "
+        "hpsv2, cure, caire_probe, imagereward; hpsv2=v2.1 for HPS v2.1). Repeatable.",
+        flag="--baseline-model",
+        given="repeat",
+        default_factory=tuple,
+    )
     # the observer's prompts: the toolkit's one request for every dimension, or AHEaD's
     # one per dimension (Tab. 22-27), as the AHEaD recipes run it
     observer_prompts: Literal["toolkit", "ahead"] = "toolkit"
@@ -120,6 +142,13 @@ class BenchPlan(PromptPlan):
         for spec in value:
             parse_generator(spec)
         return value
+
+    @field_validator("baselines", mode="before")
+    @classmethod
+    def _baselines(cls, value: Any) -> tuple[str, ...]:
+        from metrics.baselines import parse_baselines
+
+        return parse_baselines(value)
 
     @field_validator("baseline_models")
     @classmethod

@@ -17,6 +17,7 @@ SPEC = TaskSpec(
     tables=("metrics",),
     summary="refine.harness.tasks.concepts.summary:concept_lines",
     errors=("refine.harness.tasks.concepts.quality:QualityUnavailable",),
+    estimate="refine.harness.tasks.concepts.summary:concepts_estimate",
 )
 
 _LAZY = {"ConceptPlan": "plan", "load_concepts": "plan", "run_concepts": "task"}

@@ -196,3 +196,17 @@ def concept_lines(results: Any) -> list[str]:
     why = results.config.get("quality_why")
     lines.append(f"quality: {results.config.get('quality')}" + (f" ({why})" if why else ""))
     return lines
+
+
+def concepts_estimate(plan: Any, profile: Any) -> Any:
+    """What a concepts plan draws and calls: every image, its geo-tags and quality
+    answers, and the within-culture filter of the concepts naming a country."""
+    from refine.harness.estimate import task_estimate
+
+    n = len(plan.generators) * len(plan.concepts) * plan.images_per_prompt
+    within = sum(1 for c in plan.concepts if c.country) * len(plan.generators)
+    return task_estimate(
+        profile, n, len(plan.concepts), len(plan.generators), observer=n,
+        judge_answers=n + within * plan.images_per_prompt,
+        local=["image_embedder", "hpsv2 where at hand"], generator_names=plan.generators,
+    )  # fmt: skip
