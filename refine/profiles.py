@@ -25,18 +25,16 @@ def profiles_dir() -> Path:
 
 
 def list_profiles() -> list[str]:
-    return sorted(p.stem for p in profiles_dir().glob("*.toml"))
+    from refine.assets import bundled_names
+
+    return bundled_names("profile")
 
 
 def load_profile(name_or_path: str) -> Profile:
     """A bundled profile by name, or a profile file by path; every name is checked."""
-    path = Path(name_or_path)
-    if path.suffix != ".toml":
-        path = profiles_dir() / f"{name_or_path}.toml"
-    if not path.is_file():
-        raise ValueError(
-            f"unknown profile {name_or_path!r}; bundled profiles: {', '.join(list_profiles())}"
-        )
+    from refine.assets import bundled_or_file
+
+    path, _ = bundled_or_file(name_or_path, "profile")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:

@@ -31,3 +31,28 @@ def prompt_template(name: str) -> str:
     if not path.is_file():
         raise FileNotFoundError(f"prompt template {name!r} not found at {path}")
     return path.read_text(encoding="utf-8")
+
+
+def bundled_names(kind: str) -> list[str]:
+    """The names of the bundled files of ``kind`` (``assets/<kind>s/*.toml``)."""
+    return sorted(p.stem for p in (assets_dir() / f"{kind}s").glob("*.toml"))
+
+
+def bundled_or_file(name_or_path: str | Path, kind: str) -> tuple[Path, str]:
+    """The file a profile, recipe or protocol is read from, and how messages name it: the
+    bundled one of that name (``assets/<kind>s/NAME.toml``), else a ``.toml`` file by path;
+    a ValueError names the bundled ones (and the closest) otherwise."""
+    import difflib
+
+    name = str(name_or_path)
+    names = bundled_names(kind)
+    if name in names:
+        return assets_dir() / f"{kind}s" / f"{name}.toml", f"{kind} {name}"
+    path = Path(name_or_path)
+    if path.suffix == ".toml" and path.is_file():
+        return path, str(path)
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ValueError(
+        f"unknown {kind} {name!r} (bundled: {', '.join(names)}; or a {kind} file, .toml){hint}"
+    )

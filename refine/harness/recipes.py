@@ -355,25 +355,16 @@ def recipes_dir() -> Path:
 
 def bundled() -> list[str]:
     """The bundled recipes' names."""
-    return sorted(p.stem for p in recipes_dir().glob("*.toml"))
+    from refine.assets import bundled_names
+
+    return bundled_names("recipe")
 
 
 def load_recipe(name_or_path: str | Path) -> Recipe:
     """A bundled recipe by name, or a recipe file; a ValueError says what is wrong."""
-    name = str(name_or_path)
-    path = recipes_dir() / f"{name}.toml"
-    if name in bundled():
-        where = f"recipe {name}"
-    else:
-        path = Path(name_or_path)
-        where = str(path)
-        if path.suffix != ".toml" or not path.is_file():
-            from refine.evaluate.references import suggest
-
-            raise ValueError(
-                f"no recipe {name!r} (bundled: {', '.join(bundled())}; or a recipe file, "
-                f".toml){suggest(name, bundled())}"
-            )
+    from refine.assets import bundled_or_file
     from refine.io.files import toml_model
+
+    path, where = bundled_or_file(name_or_path, "recipe")
 
     return toml_model(path.read_text(encoding="utf-8"), where, Recipe)

@@ -376,15 +376,7 @@ def load_protocol(name_or_path: str | Path) -> Protocol:
 
 
 def _protocol_text(name_or_path: str | Path) -> tuple[str, str]:
-    if str(name_or_path) in BUNDLED:
-        from importlib.resources import files
+    from refine.assets import bundled_or_file
 
-        res = files("refine.assets") / "protocols" / f"{name_or_path}.toml"
-        return res.read_text(encoding="utf-8"), f"protocol {name_or_path}"
-    path = Path(name_or_path)
-    if not path.is_file():
-        raise ValueError(
-            f"no protocol {str(name_or_path)!r}: name one of {', '.join(BUNDLED)} or give "
-            "a protocol file (.toml)"
-        )
-    return path.read_text(encoding="utf-8"), str(path)
+    path, where = bundled_or_file(name_or_path, "protocol")
+    return path.read_text(encoding="utf-8"), where

@@ -248,7 +248,7 @@ def test_rating_probes_stay_inside_out(app):
             rate_begin(client, where, "ana")
     assert not (base / "pics" / "ratings.jsonl").exists()
     run_id = run_dir.name
-    with pytest.raises(Exception, match="no protocol|not in the list of choices"):
+    with pytest.raises(Exception, match="unknown protocol|not in the list of choices"):
         rate_begin(client, run_id, "ana", "../../secret")
     first = rate_begin(client, run_id, "ana")
     assert "give your profile and consent to begin" in first[0]

@@ -154,7 +154,7 @@ def test_a_protocol_file_is_checked(tmp_path):
     bad.write_text('name = "mine"\ntitle = "t"\nquestions = [')
     with pytest.raises(ValueError, match="not TOML"):
         load_protocol(bad)
-    with pytest.raises(ValueError, match="no protocol 'cultural'"):
+    with pytest.raises(ValueError, match="unknown protocol 'cultural'"):
         load_protocol("cultural")
     assert prompt_words("A photo of a Japanese person's tea") == [
         "A",
