@@ -84,7 +84,8 @@ class Setting:
     choices: tuple[str, ...] = ()
     # how a front takes it: ``value`` (one value of ``kind``), ``list`` (names separated
     # by commas), ``path`` (a file or folder), ``repeat`` (an option given once per item),
-    # ``arguments`` (the command's positional arguments, one or more)
+    # ``arguments`` (the command's positional arguments, one or more), ``argument`` (its
+    # one positional argument, a path)
     given: str = "value"
     label: str = ""  # its name in the app's form and messages ("target FAITH")
     box: str = ""  # the form box's own words where they say more than the label
@@ -92,7 +93,7 @@ class Setting:
     placeholder: str = ""  # an example in an empty text box
 
 
-GIVEN = ("value", "list", "path", "repeat", "arguments")
+GIVEN = ("value", "list", "path", "repeat", "arguments", "argument")
 
 
 def flag_of(name: str, spec: type[RunSpec] = RunSpec) -> str:

@@ -49,7 +49,7 @@ def run_plan(
     """Run ``plan`` of task ``spec`` into ``out`` with progress on stderr, write its page
     and print its summary (or its results record with ``as_json``); a cell a failure ended
     is named on stderr and the exit code is 1 (the same command makes it again)."""
-    own_folder(out, spec.name)
+    own_folder(out, spec.record or spec.name)
 
     def progress(line: str) -> None:
         if not as_json:
@@ -90,7 +90,7 @@ def _given(setting: Setting, value: Any) -> Any:
         return None
     if setting.given == "list":
         return split_list(value)
-    if setting.given == "path":  # a field typed Path takes its text as well
+    if setting.given in ("path", "argument"):  # a field typed Path takes its text as well
         return str(value)
     return list(map(str, value)) if setting.given in ("repeat", "arguments") else value
 
@@ -102,8 +102,8 @@ def _option(setting: Setting) -> Any:
         bounds["min"] = setting.lower
     if setting.upper is not None:
         bounds["max"] = setting.upper
-    if setting.given == "arguments":
-        return typer.Argument(..., help=setting.help, show_default=False)
+    if setting.given in ("arguments", "argument"):  # its flag: its name in the usage line
+        return typer.Argument(..., help=setting.help, show_default=False, metavar=setting.flag)
     return typer.Option(setting.default, setting.flag, help=setting.help, **bounds)
 
 
@@ -123,7 +123,8 @@ def task_command(
 ) -> Callable[..., Any]:
     """``refine NAME``, made from the spec and its Plan's fields; ``extras`` (keyword-only
     ``inspect.Parameter``s) are options of the command's own, which ``intercept(given,
-    extras, out=, as_json=, engine=)`` reads first; it returns True where it did the
+    extras, out=, as_json=, engine=, plan=)`` reads first (``plan()``: the Plan of the
+    options given); it returns True where it did the
     command's work itself (a bench's recipe). ``given`` holds what the command line gave,
     None where an option was left at its default. ``batch``: it takes ``--batch`` (Gemini
     batch jobs)."""
@@ -137,13 +138,16 @@ def task_command(
     ) -> None:
         values = {s.name: options.pop(s.name) for s in settings}
         given = {k: v if _on_command_line(ctx, k) else None for k, v in values.items()}
+        fields = {s.name: _given(s, values[s.name]) for s in settings}
+
+        def made(**more: Any) -> Any:  # the plan of the options given (and ``more``)
+            return made_plan(plan, **{k: v for k, v in fields.items() if v is not None}, **more)
+
         if intercept is not None and intercept(
-            given, options, out=out, as_json=as_json, engine=engine
+            given, options, out=out, as_json=as_json, engine=engine, plan=made
         ):
             return
-        fields = {s.name: _given(s, values[s.name]) for s in settings}
-        made = made_plan(plan, **{k: v for k, v in fields.items() if v is not None})
-        run_plan(spec, made, out, as_json, engine)
+        run_plan(spec, made(), out, as_json, engine)
 
     own = [
         inspect.Parameter(
@@ -166,7 +170,9 @@ def task_command(
         # the running command's context: which options were given, not left at default
         inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
     ]
-    kinds = {"path": Path, "list": str, "repeat": list[str], "arguments": list[Path]}
+    kinds = {
+        "path": Path, "list": str, "repeat": list[str], "arguments": list[Path], "argument": Path
+    }  # fmt: skip
     options = [
         inspect.Parameter(
             s.name,

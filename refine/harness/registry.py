@@ -80,6 +80,8 @@ class TaskSpec:
     # --dry-run), a refine.harness.estimate.Estimate
     estimate: str | None = None
     about: str = ""  # more of its command's help, after the help's line
+    # the task its results record names, where another's (a rescore's record is a bench's)
+    record: str = ""
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c == "-" for c in self.name):

@@ -26,7 +26,7 @@ BAD = [
     (["app", "--auth", "nocolon"], "--auth: use USER:PASS"),
     (["frobnicate"], "No such command 'frobnicate'"),
     (["batch"], "Missing argument 'specs'. (see 'refine batch --help')"),
-    (["score"], "Missing argument 'images'"),
+    (["score"], "Missing argument 'IMAGES'"),
     (["metrics", "vendi", "--q"], "requires an argument. (see 'refine metrics vendi --help')"),
     (["caire", "score", "x.png"], "Missing option '--labels'"),
     (["caire", "kb", "build"], "(see 'refine caire kb build --help')"),

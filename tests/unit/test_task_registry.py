@@ -121,7 +121,7 @@ def test_a_rescores_plan_checks_its_roles_and_variants():
     assert (plan.source, plan.backends) == ("bench", {"observer": "hf:Qwen/Qwen3-VL-8B-Instruct"})
     for fields, says in (
         ({"backends": {"generator": "gemini:g"}}, "--backend: generator: a rescore replaces"),
-        ({"exag": "exag:other"}, "--exag: Input should be 'exag:ita' or 'exag:mllm'"),
+        ({"exag": "exag:other"}, "--exag: ita or mllm, not 'exag:other'"),
         ({"tau": 0.0}, "--tau: Input should be greater than 0"),
     ):
         with pytest.raises(ValidationError) as err:

@@ -12,6 +12,7 @@ from typing import Any
 
 from metrics.catalog import BENCH_IMAGE, BENCH_PROMPT, prompt_values
 from refine.harness.cells import Cell
+from refine.harness.tasks.rescore.plan import RescoreError
 
 
 def copy_image(src: Path, dst: Path) -> None:
@@ -32,7 +33,7 @@ def _source_cell(maker: Any, key: tuple[Any, ...]) -> Cell:
     if kept is None:
         kept = maker.source_cells = {c.key: c for c in maker.source.cells()}  # the last wins
     if key not in kept:
-        raise ValueError(f"{key[0]}: {key[1]} ({key[2]}): no such cell in {maker.source.dir}")
+        raise RescoreError(f"{key[0]}: {key[1]} ({key[2]}): no such cell in {maker.source.dir}")
     return kept[key]
 
 
@@ -61,7 +62,7 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
     for im in src.images:
         path = maker.source.dir / im["file"]
         if not path.is_file():
-            raise ValueError(f"{gen}: {act} ({country}): its image {im['file']} is gone")
+            raise RescoreError(f"{gen}: {act} ({country}): its image {im['file']} is gone")
         copy_image(path, maker.store.dir / im["file"])
         with Image.open(path) as opened:
             images.append(opened.convert("RGB"))
@@ -194,9 +195,9 @@ def exag_again(
     from refine.harness.tasks.bench.cells import exaggerated_record
 
     if not refs.stereotypes:
-        raise ValueError(f"{where}: no stereotype candidates, so no EXAG to read again")
+        raise RescoreError(f"{where}: no stereotype candidates, so no EXAG to read again")
     if maker.exag == "exag:ita" and not ita(refs):
-        raise ValueError(
+        raise RescoreError(
             f"{where}: --exag ita reads the activity's real photos, and it has none (refine "
             "data fetch ahead --photos, or refine photos search / add)"
         )

@@ -29,7 +29,7 @@ from refine.harness.task import run_task
 from refine.harness.tasks.bench.cells import BenchStore
 from refine.harness.tasks.bench.plan import BenchPlan
 from refine.harness.tasks.bench.task import BenchTask
-from refine.harness.tasks.rescore.plan import SCORING_ROLES, RescorePlan
+from refine.harness.tasks.rescore.plan import SCORING_ROLES, RescoreError, RescorePlan
 
 
 class Rescorer:
@@ -135,7 +135,7 @@ class RescoreTask(BenchTask):
     ) -> None:
         bench_plan, self.source_config = plan.bench_plan()
         if Path(out).resolve() == Path(plan.source).resolve():
-            raise ValueError("--out: the new bench must be another folder than the source")
+            raise RescoreError("--out: the new bench must be another folder than the source")
         super().__init__(bench_plan, out, backend_options, emit)
         self.rescore = plan
         kept = {c.key for c in BenchStore(plan.source).cells()}

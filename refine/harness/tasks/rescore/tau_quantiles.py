@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from refine.harness.tasks.rescore.plan import RescoreError
+
 QUANTILES = {"q1": 0.25, "median": 0.5, "q3": 0.75}
 
 
@@ -85,7 +87,7 @@ def photo_similarities(
         used.append([act, country])
         photos += len(observed)
     if not sims:
-        raise ValueError(
+        raise RescoreError(
             "--tau-quantiles: none of the bench's prompts has real photos with descriptors "
             "observed on them; `refine data fetch ahead --photos` or `refine photos search` "
             "make the photo sets"
