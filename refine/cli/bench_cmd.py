@@ -5,7 +5,6 @@ a concepts run, CAIRE's universal set, SoS banks) and writes the paper's table."
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from pydantic import ValidationError
 
 from refine.cli.inputs import UserInputError, parsed_baseline_models
 from refine.cli.run_cmd import parse_backends
-from refine.cli.task_cmd import run_plan, task_command
+from refine.cli.task_cmd import extra_option, run_plan, task_command
 from refine.harness import registry
 from refine.harness.plan import refusal
 from refine.harness.recipe_run import plan_of, proposer_packs
@@ -23,45 +22,36 @@ from refine.harness.recipe_run import plan_of, proposer_packs
 SELECTION = ("countries", "activity", "category", "sample", "images_per_prompt", "expectations")
 
 
-def _extra(name: str, default: Any, flag: str, help: str, annotation: Any) -> inspect.Parameter:
-    return inspect.Parameter(
-        name,
-        inspect.Parameter.KEYWORD_ONLY,
-        default=typer.Option(default, flag, help=help),
-        annotation=annotation,
-    )
-
-
 RECIPE_OPTIONS = [
-    _extra(
+    extra_option(
         "recipe", None, "--recipe",
         "Run a paper's protocol and write its table (CSV, LaTeX, HTML) beside the bench: "
         "ahead-table1, ahead-table2, ahead-table4, ahead-table5, cube-table5, sos-table2, "
         "caire-table2, culturalframes-fig6, culturalframes-fig6-cultivate, or a recipe file "
         "(.toml).", str | None,
     ),
-    _extra(
+    extra_option(
         "limit", None, "--limit",
         "With --recipe: only its first K prompts (each a cell per generator), taken in turn "
         "from its countries, for a quick look (a concepts recipe: its first K concept "
         "prompts; sos: K cultures; caire: K concepts).", int | None,
     ),
-    _extra(
+    extra_option(
         "dry_run", False, "--dry-run",
         "With --recipe: print the images and model calls it would make, and the profile's "
         "cost estimate, making none.", bool,
     ),
-    _extra(
+    extra_option(
         "ratings", None, "--ratings",
         "With a recipe whose table is agreement with people: the ratings file (CSV or "
         "JSONL, or the Rate view's).", Path | None,
     ),
-    _extra(
+    extra_option(
         "concepts", None, "--concepts",
         "With a concepts or CAIRE recipe: the concept prompts' file (refine concepts runs "
         "one without a recipe).", Path | None,
     ),
-    _extra(
+    extra_option(
         "cube_quality", "auto", "--cube-quality",
         "With a concepts recipe: the images' quality, hpsv2 (as CUBE rates it), judge, or "
         "auto (HPS v2 where its checkpoint loads, else the judge's, said).", str,

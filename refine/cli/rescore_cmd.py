@@ -6,7 +6,6 @@ that make several folders or a table as options of its own: ``--tau-quantiles``,
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -14,35 +13,25 @@ from typing import Any
 import typer
 
 from refine.cli.inputs import UserInputError
-from refine.cli.task_cmd import run_plan, task_command
+from refine.cli.task_cmd import extra_option, run_plan, task_command
 from refine.harness import registry
 
-
-def _extra(name: str, default: Any, flag: str, help: str, annotation: Any) -> inspect.Parameter:
-    return inspect.Parameter(
-        name,
-        inspect.Parameter.KEYWORD_ONLY,
-        default=typer.Option(default, flag, help=help),
-        annotation=annotation,
-    )
-
-
 MODES = [
-    _extra(
+    extra_option(
         "tau_quantiles", False, "--tau-quantiles",
         "Three rescores, at tau = Q1, the median and Q3 of the best-match similarities on the "
         "prompts' real photos (AHEaD Tab. 5): OUT/tau-q1, OUT/tau-median, OUT/tau-q3.", bool,
     ),
-    _extra(
+    extra_option(
         "cube_weights", [], "--cube-weights",
         "A concepts run (CUBE): geo-tag kernel weights of continent, country, artifact, e.g. "
         "0,1,0 (repeatable: one new folder each, OUT/weights-0-1-0).", list[str],
     ),
-    _extra(
+    extra_option(
         "recipe", None, "--recipe", "Also write this recipe's table for the new bench.",
         str | None,
     ),
-    _extra("ratings", None, "--ratings", "With --recipe: the ratings file.", Path | None),
+    extra_option("ratings", None, "--ratings", "With --recipe: the ratings file.", Path | None),
 ]  # fmt: skip
 
 

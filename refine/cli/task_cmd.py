@@ -114,6 +114,18 @@ def _on_command_line(ctx: Any, name: str) -> bool:
     return source is None or source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
+def extra_option(name: str, default: Any, flag: str, help: str, annotation: Any) -> Any:
+    """An option of a task command's own (:func:`task_command`'s ``extras``)."""
+    import inspect
+
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(default, flag, help=help),
+        annotation=annotation,
+    )
+
+
 def task_command(
     spec: TaskSpec,
     extras: Sequence[Any] = (),
