@@ -74,6 +74,43 @@ BACKENDS = Field(
 )
 
 
+def _generators(value: list[str]) -> list[str]:
+    from refine.harness.generators import parse_generator
+
+    if not value:
+        raise ValueError("name at least one generator")
+    if len(set(value)) != len(value):
+        raise ValueError("a generator is named twice")
+    for spec in value:
+        parse_generator(spec)
+    return value
+
+
+# generator names ("gemini:...", "diffusers:...+lora=PATH@0.8"), each once, each parsed
+Generators = Annotated[list[str], AfterValidator(_generators)]
+
+
+def _baselines(value: Any) -> tuple[str, ...]:
+    from metrics.baselines import parse_baselines
+
+    return parse_baselines(value)
+
+
+# baselines scored beside FAITH ("a,b", all, none, or names), checked against the catalog
+Baselines = Annotated[tuple[str, ...], BeforeValidator(_baselines)]
+
+
+def _checkpoints(value: tuple[str, ...]) -> tuple[str, ...]:
+    from refine.evaluate.baseline_models import parse_baseline_models
+
+    parse_baseline_models(value)
+    return value
+
+
+# checkpoints in place of the baselines' own, NAME=WHERE each
+Checkpoints = Annotated[tuple[str, ...], AfterValidator(_checkpoints)]
+
+
 def _known_profile(name: str) -> str:
     from refine.profiles import load_profile
 

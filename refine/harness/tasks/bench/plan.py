@@ -7,18 +7,20 @@ import random
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from metrics.ahead import TAU_RANGE
 from refine.evaluate.reference_source import activity_category, catalog  # noqa: F401 (its users)
 from refine.evaluate.references import suggest
-from refine.harness.generators import parse_generator
 from refine.harness.plan import (
     BACKENDS,
     MAX_IMAGES_PER_PROMPT,
     PROFILE,
     PROMPTS,
     Backends,
+    Baselines,
+    Checkpoints,
+    Generators,
     Plan,
     Prompts,
     option,
@@ -78,7 +80,7 @@ class BenchPlan(PromptPlan):
     positional = ("generators", "prompts")
 
     # generator names ("gemini:...", "diffusers:...+lora=PATH@0.8")
-    generators: list[str] = option(
+    generators: Generators = option(
         help="A generator to compare (once per generator; default: the profile's).",
         flag="--generator",
         given="repeat",
@@ -104,7 +106,7 @@ class BenchPlan(PromptPlan):
     )
     # the baselines scored beside FAITH on every image (the catalog's group "baseline");
     # CLIPScore costs no model call
-    baselines: tuple[str, ...] = option(
+    baselines: Baselines = option(
         ("clipscore",),
         "Baselines to score beside FAITH, comma-separated (clipscore, pickscore, hpsv2, cure, "
         "caire_probe, imagereward, vqascore, judge_align, judge_hal, vie_sc, vie_overall, "
@@ -115,7 +117,7 @@ class BenchPlan(PromptPlan):
         given="list",
     )
     # checkpoints in place of the baselines' own, as NAME=WHERE
-    baseline_models: tuple[str, ...] = option(
+    baseline_models: Checkpoints = option(
         help="NAME=WHERE: a local folder or file, another hub checkpoint or an embedder "
         "(clip:ARCH/PATH, hfclip:ID, siglip:ID) in place of a baseline's own (pickscore, "
         "hpsv2, cure, caire_probe, imagereward; hpsv2=v2.1 for HPS v2.1). Repeatable.",
@@ -131,32 +133,6 @@ class BenchPlan(PromptPlan):
     generator_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     _generators_given = model_validator(mode="before")(profile_generator)
-
-    @field_validator("generators")
-    @classmethod
-    def _generators(cls, value: list[str]) -> list[str]:
-        if not value:
-            raise ValueError("name at least one generator")
-        if len(set(value)) != len(value):
-            raise ValueError("a generator is named twice")
-        for spec in value:
-            parse_generator(spec)
-        return value
-
-    @field_validator("baselines", mode="before")
-    @classmethod
-    def _baselines(cls, value: Any) -> tuple[str, ...]:
-        from metrics.baselines import parse_baselines
-
-        return parse_baselines(value)
-
-    @field_validator("baseline_models")
-    @classmethod
-    def _checkpoints(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from refine.evaluate.baseline_models import parse_baseline_models
-
-        parse_baseline_models(value)
-        return value
 
     def checkpoints(self) -> dict[str, str]:
         """The checkpoint of each asked-for baseline that has one, in words: what its cells

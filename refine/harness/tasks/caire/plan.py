@@ -15,6 +15,7 @@ from refine.harness.plan import (
     MAX_IMAGES_PER_PROMPT,
     PROFILE,
     Backends,
+    Generators,
     Plan,
     option,
     profile_generator,
@@ -29,7 +30,7 @@ class CairePlan(Plan):
 
     positional = ("generators", "concepts", "countries")
 
-    generators: list[str] = option(
+    generators: Generators = option(
         help="A generator (once per generator; default: the profile's).",
         flag="--generator",
         given="repeat",
@@ -70,17 +71,6 @@ class CairePlan(Plan):
         from refine.evaluate.caire.scorer import parse_labels
 
         return parse_labels(value)
-
-    @field_validator("generators")
-    @classmethod
-    def _generators(cls, value: list[str]) -> list[str]:
-        from refine.harness.generators import parse_generator
-
-        if len(set(value)) != len(value):
-            raise ValueError("a generator is named twice")
-        for spec in value:
-            parse_generator(spec)
-        return value
 
     @field_validator("kb")
     @classmethod

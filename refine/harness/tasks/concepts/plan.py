@@ -20,12 +20,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
 from refine.harness.cells import CellFormat
-from refine.harness.generators import parse_generator
 from refine.harness.plan import (
     BACKENDS,
     MAX_IMAGES_PER_PROMPT,
     PROFILE,
     Backends,
+    Generators,
     Plan,
     option,
     profile_generator,
@@ -172,7 +172,7 @@ class ConceptPlan(Plan):
 
     positional = ("generators", "concepts")
 
-    generators: list[str] = option(
+    generators: Generators = option(
         help="A generator to compare (once per generator; default: the profile's).",
         flag="--generator",
         given="repeat",
@@ -211,13 +211,6 @@ class ConceptPlan(Plan):
     generator_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     _generators_given = model_validator(mode="before")(profile_generator)
-
-    @field_validator("generators")
-    @classmethod
-    def _generators(cls, value: list[str]) -> list[str]:
-        for name in value:
-            parse_generator(name)
-        return value
 
     @field_validator("weights")
     @classmethod

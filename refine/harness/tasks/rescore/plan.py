@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from refine.harness.plan import Backends, Plan, option
+from refine.harness.plan import Backends, Baselines, Plan, option
 from refine.harness.results import Results
 from refine.harness.tasks.bench.plan import BenchPlan
 
@@ -36,7 +36,7 @@ class RescorePlan(Plan):
         "EXAG and quality are kept); text_embedder=...",
         json_schema_extra={"flag": "--backend", "surfaces": ("cli",), "given": "repeat"},
     )
-    baselines: tuple[str, ...] = option(
+    baselines: Baselines = option(
         (), "Baselines to add, comma-separated (as refine bench takes them).", given="list"
     )
     profile: str | None = option(None, "The profile its models come from (default: the bench's).")
@@ -62,13 +62,6 @@ class RescorePlan(Plan):
         "ita or mllm: read EXAG again by this variant on the same images (AHEaD Tab. 9; ita "
         "needs the prompts' real photos); FAITH follows.",
     )
-
-    @field_validator("baselines", mode="before")
-    @classmethod
-    def _baselines(cls, value: Any) -> tuple[str, ...]:
-        from metrics.baselines import parse_baselines
-
-        return parse_baselines(value)
 
     @field_validator("exag", mode="before")
     @classmethod

@@ -9,7 +9,16 @@ from typing import Any
 from pydantic import field_validator, model_validator
 
 from metrics.ahead import TAU_RANGE
-from refine.harness.plan import BACKENDS, PROFILE, Backends, Plan, Profile, option
+from refine.harness.plan import (
+    BACKENDS,
+    PROFILE,
+    Backends,
+    Baselines,
+    Checkpoints,
+    Plan,
+    Profile,
+    option,
+)
 
 
 class ScorePlan(Plan):
@@ -41,12 +50,12 @@ class ScorePlan(Plan):
     expectations: str | None = option(
         None, "An expectations file: check each image against it.", given="path"
     )
-    baselines: tuple[str, ...] = option(
+    baselines: Baselines = option(
         (),
         "Baselines to score beside FAITH, comma-separated (as refine bench takes them; all; none).",
         given="list",
     )
-    baseline_models: tuple[str, ...] = option(
+    baseline_models: Checkpoints = option(
         help="NAME=WHERE: a checkpoint in place of a baseline's own (as refine bench "
         "takes them). Repeatable.",
         flag="--baseline-model",
@@ -65,21 +74,6 @@ class ScorePlan(Plan):
             except SettingsError as err:
                 raise ValueError(err.message) from err
         return [str(Path(p).resolve()) for p in value]  # one name a file, for every worker
-
-    @field_validator("baselines", mode="before")
-    @classmethod
-    def _baselines(cls, value: Any) -> tuple[str, ...]:
-        from metrics.baselines import parse_baselines
-
-        return parse_baselines(value)
-
-    @field_validator("baseline_models")
-    @classmethod
-    def _checkpoints(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from refine.evaluate.baseline_models import parse_baseline_models
-
-        parse_baseline_models(value)
-        return value
 
     @field_validator("expectations")
     @classmethod
