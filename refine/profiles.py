@@ -17,6 +17,7 @@ __all__ = [
     "load_profile",
     "profiles_dir",
     "slow_notice",
+    "write_profile",
 ]
 
 
@@ -156,3 +157,54 @@ def slow_notice(
         f"machine's processor.{expect} Set GEMINI_API_KEY (Google AI Studio) or "
         "start the app on a machine with a CUDA GPU for rounds in seconds."
     )
+
+
+def write_profile(
+    base: Path,
+    out: Path,
+    tau: float,
+    source: str,
+    roles: dict[str, str],
+    options: dict[str, dict[str, object]],
+) -> None:
+    """A copy of the profile file ``base`` with ``tau`` and its source, and the roles and
+    options in use (a --backend override is part of what the value was calibrated for)."""
+    data = tomllib.loads(base.read_text(encoding="utf-8"))
+    lines = [
+        f"description = {_quoted(str(data.get('description', '')))}",
+        "",
+        "# calibrated with refine calibrate-tau",
+        f"tau = {tau:.4f}",
+        f"tau_source = {_quoted(source)}",
+        "",
+        "[roles]",
+        *(f"{role} = {_quoted(name)}" for role, name in roles.items()),
+    ]
+    for role, opts in options.items():
+        if role in roles and opts:
+            lines += ["", f"[options.{role}]", *(f"{k} = {_toml(v)}" for k, v in opts.items())]
+    refs = data.get("refs", {})
+    if refs:
+        lines += ["", "[refs]", *(f"{k} = {_toml(v)}" for k, v in refs.items())]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    from refine.io.files import atomic_write_text
+
+    atomic_write_text(out, "\n".join(lines) + "\n")
+
+
+def _toml(value: object) -> str:
+    """A TOML value for the plain kinds profiles hold (strings, numbers, booleans, lists)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, int | float):
+        return repr(value)
+    return _quoted(str(value))
+
+
+def _quoted(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's)."""
+    import json
+
+    return json.dumps(text)

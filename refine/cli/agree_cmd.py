@@ -15,11 +15,9 @@ from refine.human.agree import DEFAULT_METRICS, agreement
 from refine.human.ratings import load_ratings
 from refine.human.stored import stored_metrics
 from refine.io.files import atomic_write_text
-from refine.numbers import shown
 from refine.present.report.agreement import render_agreement
+from refine.present.terminal import agreement_lines
 from refine.settings import split_list
-
-SHOWN_RATERS = 12  # raters named on the terminal (CulturalFrames has about 10,400)
 
 
 def agree_cmd(
@@ -144,45 +142,11 @@ def agree_cmd(
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
         return
-    _terminal(result, doc)
-    _extras(result)
+    for line in agreement_lines(result, doc):
+        typer.echo(line)
     typer.echo(f"written: {folder / 'agree.json'}, {folder / 'agree.html'}")
     for path in written:
         typer.echo(f"written: {path}")
-
-
-def _terminal(result, doc: dict) -> None:
-    """The raters, the alphas, the correlation table and the rankings, on the terminal."""
-    named = ", ".join(result.raters[:SHOWN_RATERS])
-    more = len(result.raters) - SHOWN_RATERS
-    typer.echo(
-        f"{result.images} images, {len(result.raters)} raters: {named}"
-        + (f" and {more} more (agree.json names them)" if more > 0 else "")
-    )
-    for note in result.notes():
-        typer.echo(f"  note: {note}")
-    for q, a in result.alpha.items():
-        alphas = " ".join(
-            f"{level} {shown(v)}"
-            for level, v in (("interval", a), ("ordinal", result.alpha_ordinal.get(q)))
-        )
-        typer.echo(f"  Krippendorff's alpha ({q}): {alphas}")
-    if result.table:
-        typer.echo(
-            f"{'metric':13} {'question':17} {'n':>4} {'Spearman':>9} {'Kendall':>8} {'Pearson':>8}"
-        )
-    for m, by_q in result.table.items():
-        for q, row in by_q.items():
-            figs = " ".join(shown(row[s], "+.3f", 8) for s in ("spearman", "kendall", "pearson"))
-            typer.echo(f"{m:13} {q:17} {row['n']:>4} {figs}")
-    for q, ranked in doc["ranking"].items():
-        typer.echo(f"ranked by agreement with people ({q}, Spearman in the agreeing direction):")
-        for e in ranked:
-            iv = e["interval"]
-            span = f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else ""
-            typer.echo(
-                f"  {e['rank']:>2}. {e['metric']:24} {shown(e['agreement'], '+.3f', 7)}{span}"
-            )
 
 
 def _files(result, folder: Path, formats: tuple[str, ...], latex: bool) -> list[Path]:
@@ -198,65 +162,3 @@ def _files(result, folder: Path, formats: tuple[str, ...], latex: bool) -> list[
 
         written += write_tables(agreement_tables(result), folder / "tables", "agree")
     return written
-
-
-def _interval(iv) -> str:
-    return f" [{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else ""
-
-
-def _extras(result) -> None:
-    """The human-human ceiling, the paired differences, Fleiss' kappa and the groups."""
-    for q, c in result.ceiling.items():
-        over = (
-            f"over {len(c['raters'])} raters"
-            if c["raters"]
-            else f"pooled over {c['pooled']['n']} ratings (no rater rated two images)"
-        )
-        typer.echo(
-            f"human-human ceiling ({q}, each rater against the others' mean): Spearman "
-            f"{shown(c['spearman'], '+.3f')} {over}"
-        )
-    for q, k in result.kappa.items():
-        typer.echo(
-            f"Cohen's weighted kappa ({q}), mean over rater pairs: {shown(k['mean'], '.3f')}"
-        )
-    for d in result.differences:
-        if d["difference"] is not None:
-            typer.echo(
-                f"{d['metric']} - {d['versus']} ({d['question']}, Spearman, {d['n']} images): "
-                f"{d['difference']:+.3f}{_interval(d['interval'])}"
-            )
-    for q, f in result.fleiss.items():
-        tendency = ", ".join(f"{k} {v}" for k, v in sorted(f.get("tendency", {}).items()))
-        typer.echo(
-            f"Fleiss' kappa ({q}, {f['images']} images): {shown(f['kappa'], '.3f')}"
-            + (f"; the majority's tendency: {tendency}" if tendency else "")
-        )
-    for by, groups in result.by.items():
-        typer.echo(f"by {by}:")
-        for key, g in groups.items():
-            alpha = " ".join(f"{q} {shown(a, '.3f')}" for q, a in g["alpha"].items())
-            if "alpha_pooled" in g:  # a region: its countries' mean, then pooled
-                pooled = " ".join(f"{q} {shown(a, '.3f')}" for q, a in g["alpha_pooled"].items())
-                alpha = f"{alpha} (mean of its countries'; pooled {pooled})"
-            human = " ".join(
-                f"{q} {shown(c['spearman'], '+.3f')}" for q, c in g.get("ceiling", {}).items()
-            )
-            typer.echo(
-                f"  {key}: {g['images']} images, alpha {alpha or '-'}"
-                + (f", human-human {human}" if human else "")
-            )
-            scores = " ".join(
-                f"{q} {s['mean']:.2f} ({shown(s['sd'], '.2f')})"
-                for q, s in g.get("scores", {}).items()
-            )
-            if scores:
-                typer.echo(f"    answers, mean (SD): {scores}")
-            for m, by_q in g["metrics"].items():
-                for q, row in by_q.items():
-                    typer.echo(
-                        f"    {m:13} {q:17} n {row['n']:>3} Spearman "
-                        f"{shown(row['spearman'], '+.3f')}{_interval(row['spearman_interval'])}"
-                    )
-            for note in g["notes"]:
-                typer.echo(f"    note: {note}")

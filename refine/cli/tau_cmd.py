@@ -14,15 +14,13 @@ from pathlib import Path
 
 import typer
 
-from metrics.ahead import best_match_similarities, check_tau
-from metrics.descriptors import DIMENSIONS
 from refine import settings
 from refine.backends.selection import Backends
 from refine.cli.inputs import UserInputError, load_images
 from refine.cli.run_cmd import parse_backends
 from refine.evaluate.photo_sets import find_photo_set
-from refine.io.files import atomic_write_text, image_files
-from refine.profiles import load_profile
+from refine.io.files import image_files
+from refine.profiles import load_profile, write_profile
 
 BINS = 10
 
@@ -63,8 +61,6 @@ def calibrate_tau_cmd(
     """Calibrate tau for the profile's observer on real photos (AHEaD: the 75th percentile
     of best-match similarities); prints the value and the distribution, and with --write
     saves a profile that runs with it."""
-    import numpy as np
-
     try:
         refs = settings.references(activity, country, refs_file)
     except settings.SettingsError as err:
@@ -101,25 +97,16 @@ def calibrate_tau_cmd(
         raise UserInputError(f"--profile/--backend: {err}") from err
     if write is not None and write.suffix != ".toml":
         raise UserInputError(f"--write: {write}: a profile file ends in .toml")
-    observer = backends.get("observer")
-    observed = []
+    from refine.evaluate.tau_calibration import calibrate
 
-    for path, image in zip(images, loaded, strict=True):
+    def said(k: int) -> None:
         if not as_json:
-            typer.echo(f"observing {path}", err=True)
-        observed.append(observer.describe(image, list(DIMENSIONS), 10))
+            typer.echo(f"observing {images[k]}", err=True)
+
     try:
-        sims = best_match_similarities(refs.descriptors, observed, backends.get("text_embedder"))
+        tau, sims = calibrate(refs.descriptors, loaded, backends, q, on_image=said)
     except ValueError as err:
-        raise UserInputError(f"{err}: try other photos, or check --activity") from err
-    tau = float(np.quantile(np.asarray(sims), q))
-    try:
-        check_tau(tau)
-    except ValueError as err:
-        raise UserInputError(
-            f"the calibrated {err}: these photos give no usable threshold; try other photos "
-            "or another --q"
-        ) from None
+        raise UserInputError(str(err)) from err
     observer_name = backends.names.get("observer", "?")
     source = (
         f"refine calibrate-tau: q={q:g} of {len(sims)} best-match similarities on "
@@ -156,47 +143,3 @@ def calibrate_tau_cmd(
         typer.echo(f"profile written: {write} (use --profile {write})")
     if html is not None:
         typer.echo(f"distribution: {html}")
-
-
-def write_profile(
-    base: Path,
-    out: Path,
-    tau: float,
-    source: str,
-    roles: dict[str, str],
-    options: dict[str, dict[str, object]],
-) -> None:
-    """A copy of the profile file ``base`` with ``tau`` and its source, and the roles and
-    options in use (a --backend override is part of what the value was calibrated for)."""
-    import tomllib
-
-    data = tomllib.loads(base.read_text(encoding="utf-8"))
-    lines = [
-        f"description = {json.dumps(str(data.get('description', '')))}",
-        "",
-        "# calibrated with refine calibrate-tau",
-        f"tau = {tau:.4f}",
-        f"tau_source = {json.dumps(source)}",
-        "",
-        "[roles]",
-        *(f"{role} = {json.dumps(name)}" for role, name in roles.items()),
-    ]
-    for role, opts in options.items():
-        if role in roles and opts:
-            lines += ["", f"[options.{role}]", *(f"{k} = {_toml(v)}" for k, v in opts.items())]
-    refs = data.get("refs", {})
-    if refs:
-        lines += ["", "[refs]", *(f"{k} = {_toml(v)}" for k, v in refs.items())]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, "\n".join(lines) + "\n")
-
-
-def _toml(value: object) -> str:
-    """A TOML value for the plain kinds profiles hold (strings, numbers, booleans, lists)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, int | float):
-        return repr(value)
-    return json.dumps(str(value))
