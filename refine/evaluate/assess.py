@@ -175,7 +175,12 @@ class Assessor:
         self.compare = tuple(compare)
         # the language model's answers TIFA's questions come from (None: the default folder)
         self.llm_cache = llm_cache
-        # checkpoints in place of the baselines' own (refine.evaluate.baseline_models)
+        # checkpoints in place of the baselines' own (refine.evaluate.baseline_models): as
+        # parsed, or NAME=WHERE items as a plan holds them
+        if isinstance(baseline_models, list | tuple):
+            from refine.evaluate.baseline_models import parse_baseline_models
+
+            baseline_models = parse_baseline_models(baseline_models)
         self.baseline_models = dict(baseline_models or {})
         # API models: an image's observation and the judge's readings of it at once
         self.parallel = True

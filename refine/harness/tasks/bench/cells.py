@@ -83,12 +83,11 @@ class CellMaker:
             + (["llm"] if plan.expectations or needs_llm(plan.baselines) else [])
         )
         self.generators = checked_generators(scorer, plan.generators, plan.generator_settings)
-        from refine.evaluate.baseline_models import parse_baseline_models
 
         self.assessor = Assessor(
             scorer,
             compare=plan.baselines,
-            baseline_models=parse_baseline_models(plan.baseline_models),
+            baseline_models=plan.baseline_models,
         )
         self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
         self.scoring = {

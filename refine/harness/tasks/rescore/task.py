@@ -52,7 +52,6 @@ class Rescorer:
         from metrics.baselines import JUDGE_READ
         from refine.backends.selection import Backends
         from refine.evaluate.assess import Assessor
-        from refine.evaluate.baseline_models import parse_baseline_models
         from refine.profiles import load_profile
 
         self.plan = plan
@@ -93,7 +92,7 @@ class Rescorer:
         self.assessor = Assessor(
             scorer,
             compare=plan.baselines,
-            baseline_models=parse_baseline_models(plan.baseline_models),
+            baseline_models=plan.baseline_models,
         )
         # what the cells are scored with: every scoring role as this rescore ran it (the
         # source's, and any --backend given in its place)

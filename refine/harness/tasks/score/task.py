@@ -50,7 +50,6 @@ class ScoreMaker:
     def __init__(self, plan: ScorePlan, instances: dict[str, Any] | None = None) -> None:
         from refine.backends.selection import Backends
         from refine.evaluate.assess import Assessor
-        from refine.evaluate.baseline_models import parse_baseline_models
         from refine.evaluate.baselines import needs_llm
         from refine.profiles import load_profile
 
@@ -67,7 +66,7 @@ class ScoreMaker:
         self.assessor = Assessor(
             self.scorer,
             compare=plan.baselines,
-            baseline_models=parse_baseline_models(plan.baseline_models),
+            baseline_models=plan.baseline_models,
         )
         self.wanted = None
         if plan.expectations is not None:
