@@ -126,7 +126,7 @@ class ScriptedJudge:
     id = "scripted:judge"
 
     def rate(self, images, prompts):
-        from refine.backends.protocols import Rating
+        from refine.backends.rating import Rating
 
         return [Rating((0.4, 0.3, 0.15, 0.1, 0.05)) for _ in images]
 
