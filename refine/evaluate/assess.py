@@ -143,6 +143,16 @@ class Assessment(NamedTuple):
 _BASELINES = threading.RLock()
 
 
+def checkpoints_of(given: Any) -> dict[str, Any]:
+    """Checkpoints in place of the baselines' own: as parsed, or NAME=WHERE items as a
+    plan holds them (:func:`refine.evaluate.baseline_models.parse_baseline_models`)."""
+    if isinstance(given, list | tuple):
+        from refine.evaluate.baseline_models import parse_baseline_models
+
+        return parse_baseline_models(given)
+    return dict(given or {})
+
+
 class Assessor:
     """Observes and scores images with a set of backends.
 
@@ -175,13 +185,8 @@ class Assessor:
         self.compare = tuple(compare)
         # the language model's answers TIFA's questions come from (None: the default folder)
         self.llm_cache = llm_cache
-        # checkpoints in place of the baselines' own (refine.evaluate.baseline_models): as
-        # parsed, or NAME=WHERE items as a plan holds them
-        if isinstance(baseline_models, list | tuple):
-            from refine.evaluate.baseline_models import parse_baseline_models
-
-            baseline_models = parse_baseline_models(baseline_models)
-        self.baseline_models = dict(baseline_models or {})
+        # checkpoints in place of the baselines' own (refine.evaluate.baseline_models)
+        self.baseline_models = checkpoints_of(baseline_models)
         # API models: an image's observation and the judge's readings of it at once
         self.parallel = True
 
