@@ -1,4 +1,5 @@
-"""Model backends, one protocol per role, created by name from a registry.
+"""Model backends, one file per backend, created by name from a registry (each role's
+methods: :mod:`refine.backends.registry`).
 
 Names are the strings users type, ``prefix:rest`` (``st:all-MiniLM-L6-v2``); see
 :func:`create` and :func:`available`. Heavy packages are imported in ``load()``.
