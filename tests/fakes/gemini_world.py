@@ -250,6 +250,9 @@ class World:
     log: list[str] = field(default_factory=list)
     fail_on: str | None = None  # a kind of request to answer with HTTP 500
     edit_delay_s: float = 0.0  # a slow editor, to kill a process mid-round
+    # a threading.Event every edit waits for (at most a minute): a run held mid-round until
+    # a test has seen what it waits for, whatever the machine's pace
+    edit_gate: Any = None
     fail_edit_of: tuple[int, int, int] | None = None  # edits of this colour answer HTTP 500
     fail_edit_seeds: set = field(default_factory=set)  # edits with these seeds answer 500
     delay_s: float = 0.0  # added to every answer: an API's latency
@@ -453,6 +456,8 @@ class World:
             self.edit_images.append(
                 [_decode((p.get("inlineData") or p.get("inline_data"))["data"]) for p in images]
             )
+            if self.edit_gate is not None:
+                self.edit_gate.wait(timeout=60)
             if self.edit_delay_s:
                 import time
 

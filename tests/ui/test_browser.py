@@ -1291,7 +1291,9 @@ def test_a_reload_mid_run_leaves_the_run_going_and_the_page_follows_it(page, wor
     progress up to its end. Started on a desktop, reloaded at a phone's width."""
     pg, service = page
     resize(pg, DESKTOP)
-    world.edit_delay_s = 1.5  # each round at least 1.5 s: the run outlasts the reload
+    import threading
+
+    world.edit_gate = threading.Event()  # the edits wait: the run outlasts the reload
     fill(pg, "rounds", "4")
     fill(pg, "target", "1")
     fill(pg, "max-drift", "2")
@@ -1313,6 +1315,7 @@ def test_a_reload_mid_run_leaves_the_run_going_and_the_page_follows_it(page, wor
         timeout=60_000,
     )
     assert service.busy, "the run had ended before the page attached: the test proves nothing"
+    world.edit_gate.set()  # the page follows the run from here to its end
     wait_finished(pg)
     run = service.open(pg.locator("#run-dir textarea").input_value())
     # to its own end: its rounds, or two rejected edits in a row (the fake world's)
