@@ -93,6 +93,7 @@ class ScoreMaker:
         from refine.harness.tasks.bench.top_up import why_missing
 
         plan, made = self.plan, self.made
+        digest = image_digest(job)  # read once: the cell's key and its record
         with Image.open(job) as im:
             image = im.convert("RGB")
         (assessed,) = self.assessor.assess_many([image], self.refs, self.tau)
@@ -120,10 +121,10 @@ class ScoreMaker:
             record["implicit_met"] = checked.implicit_met
             record["expectations"] = checked.model_dump(mode="json")
         return Cell(
-            key=(job, image_digest(job)),
+            key=(job, digest),
             inputs={
                 "image": job,
-                "sha256": image_digest(job),
+                "sha256": digest,
                 "activity": self.refs.activity,
                 "country": self.refs.country,
                 "references": made["references"],

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import model_validator
 
@@ -44,11 +45,17 @@ class BankPlan(Plan):
 
     @model_validator(mode="after")
     def _grid(self) -> BankPlan:
-        try:
-            check_grid(self.concept, self.cultures, self.languages)
-        except ValueError as err:
-            raise ValueError(f"--cultures/--languages: {err}") from None
-        return self
+        return grid_checked(self)
+
+
+def grid_checked(plan: Any) -> Any:
+    """A plan whose grid of cultures and languages has prompts (a bank's, the SoS
+    recipes'); a ValueError names the options otherwise."""
+    try:
+        check_grid(plan.concept, plan.cultures, plan.languages)
+    except ValueError as err:
+        raise ValueError(f"--cultures/--languages: {err}") from None
+    return plan
 
 
 def run_bank(

@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.plan import BACKENDS, MAX_IMAGES_PER_PROMPT, PROFILE, Backends, Plan, option
 from refine.harness.results import Results
-from refine.harness.tasks.sos.prompts import check_grid, person_prompts
+from refine.harness.tasks.sos.prompts import person_prompts
 
 
 class SosPlan(Plan):
@@ -63,11 +63,9 @@ class SosPlan(Plan):
 
     @model_validator(mode="after")
     def _grid(self) -> SosPlan:
-        try:
-            check_grid(self.concept, self.cultures, self.languages)
-        except ValueError as err:
-            raise ValueError(f"--cultures/--languages: {err}") from None
-        return self
+        from refine.harness.tasks.sos.plan import grid_checked
+
+        return grid_checked(self)
 
 
 def run_sos(
