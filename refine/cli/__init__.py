@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import logging
 import os
 import sys
@@ -23,7 +22,6 @@ from refine.backends import available
 from refine.backends.download import download
 from refine.backends.imports import steady_collector
 from refine.backends.registry import error_names
-from refine.backends.selection import Backends
 from refine.cli.agree_cmd import agree_cmd
 from refine.cli.batch_cmd import batch_cmd, report_cmd
 from refine.cli.bench_cmd import bench_cmd
@@ -32,18 +30,26 @@ from refine.cli.compare_cmd import compare_cmd
 from refine.cli.data_cmd import data_app
 from refine.cli.expectations_cmd import expectations_app
 from refine.cli.export_cmd import export_cmd
-from refine.cli.inputs import UserInputError, baseline_model_option, parsed_baseline_models
+from refine.cli.inputs import (
+    UserInputError,
+    backends_for,
+    baseline_model_option,
+    parse_backends,
+    parsed_baseline_models,
+    show,
+)
 from refine.cli.legacy import forwarded
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.photos_cmd import photos_app
 from refine.cli.rate_cmd import rate_app
 from refine.cli.rescore_cmd import rescore_cmd
-from refine.cli.run_cmd import parse_backends, refs_app, run_cmd
+from refine.cli.run_cmd import refs_app, run_cmd
 from refine.cli.sos_cmd import sos_app
 from refine.cli.task_cmd import add_task_commands
 from refine.cli.tau_cmd import calibrate_tau_cmd
 from refine.cli.tune_cmd import tune_cmd
 from refine.harness import registry
+from refine.present.terminal import records as lines
 from refine.profiles import list_profiles, load_profile
 from refine.settings import upper
 
@@ -100,36 +106,20 @@ def backends_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
     """List the registered model backends per role and the bundled profiles."""
-    import json
-
     try:
         infos = available(role)
     except ValueError as err:
         raise UserInputError(f"--role: {err}") from err
     profiles = [load_profile(name) for name in list_profiles()]
-    if as_json:
-        rows = [
-            {"role": i.role, "prefix": i.prefix, "example": i.example, "description": i.description}
-            for i in infos
-        ]
-        profile_rows = [
-            {"name": p.name, "description": p.description, "roles": p.roles, "options": p.options}
-            for p in profiles
-        ]
-        typer.echo(json.dumps({"backends": rows, "profiles": profile_rows}, indent=2))
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table("role", "name", "what it is", title="backends")
-    for i in infos:
-        table.add_row(i.role, i.example, i.description)
-    Console().print(table)
-    for p in profiles:
-        Console().print(f"[bold]profile {p.name}[/bold]: {p.description}")
-        for r, name in p.roles.items():
-            opts = ", ".join(f"{k}={v}" for k, v in p.options.get(r, {}).items())
-            Console().print(f"  {r:14} {name}" + (f"  ({opts})" if opts else ""), markup=False)
+    rows = [
+        {"role": i.role, "prefix": i.prefix, "example": i.example, "description": i.description}
+        for i in infos
+    ]
+    profile_rows = [
+        {"name": p.name, "description": p.description, "roles": p.roles, "options": p.options}
+        for p in profiles
+    ]
+    show({"backends": rows, "profiles": profile_rows}, lines.backends_lines, as_json)
 
 
 models_app = typer.Typer(
@@ -155,16 +145,12 @@ def models_download_cmd(
 ) -> None:
     """Fetch the weights of a profile's local models into the Hugging Face cache, and the
     checkpoints of the baselines named."""
-    import json
     from dataclasses import asdict
 
     from refine.evaluate.baseline_models import CHECKPOINTS, fetch_reported
     from refine.evaluate.baselines import parse_baselines
 
-    try:
-        backends = Backends(load_profile(profile), parse_backends(backend))
-    except ValueError as err:
-        raise UserInputError(f"--profile/--backend: {err}") from err
+    backends = backends_for(profile, backend)
     try:
         wanted = [b for b in parse_baselines(baselines) if b in CHECKPOINTS]
     except ValueError as err:
@@ -172,11 +158,7 @@ def models_download_cmd(
     say = None if as_json else (lambda text: typer.echo(text, err=True))
     results = download(backends.names, backends.options, progress=say)
     results += fetch_reported(wanted, parsed_baseline_models(baseline_model), say)
-    if as_json:
-        typer.echo(json.dumps([asdict(r) for r in results], indent=2))
-    else:
-        for r in results:
-            typer.echo(f"{r.status:10} {r.name}  ({r.role}){'  ' + r.detail if r.detail else ''}")
+    show([asdict(r) for r in results], lines.download_lines, as_json)
     if any(r.status == "failed" for r in results):
         raise typer.Exit(1)
 
@@ -312,15 +294,7 @@ def app_usage_cmd(
     folder = Path(out)
     if not (folder / LEDGER).is_file():
         raise UserInputError(f"--out: {folder} holds no app usage yet ({LEDGER})")
-    table = Quotas(folder).usage()
-    if as_json:
-        typer.echo(json.dumps(table, indent=2))
-        return
-    typer.echo(f"{'visitor (hashed)':18} {'runs 1 h':>8} {'runs 24 h':>9} {'calls today':>11}")
-    for who, row in sorted(table.items(), key=lambda kv: -kv[1]["calls_today"]):
-        typer.echo(f"{who:18} {row['runs_hour']:>8} {row['runs_day']:>9} {row['calls_today']:>11}")
-    total = sum(r["calls_today"] for r in table.values())
-    typer.echo(f"{len(table)} visitor(s), {total} model calls today")
+    show(Quotas(folder).usage(), lines.usage_lines, as_json)
 
 
 def _version(value: bool) -> None:

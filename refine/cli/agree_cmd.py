@@ -8,8 +8,7 @@ from pathlib import Path
 import typer
 
 from metrics.catalog import agree_metrics
-from refine.cli.inputs import UserInputError
-from refine.cli.run_cmd import parse_backends
+from refine.cli.inputs import UserInputError, parse_backends
 from refine.harness.tasks.score.missing import score_missing
 from refine.human.agree import DEFAULT_METRICS, agreement
 from refine.human.ratings import load_ratings

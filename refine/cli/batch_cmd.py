@@ -8,25 +8,17 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import (
-    UserInputError,
-    with_engine,
-)
-from refine.cli.run_cmd import parse_backends
+from refine.cli.inputs import UserInputError, parse_backends, with_engine
 from refine.events import BatchStarted, EntryChanged, EntryEvent, RoundDecided
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
 from refine.harness.tasks.batch.specs import BatchSpecError, open_batch
 from refine.harness.tasks.batch.task import run_batch
 from refine.loop.refiner import Refiner
-from refine.numbers import MISSING, shown
 from refine.present.report import write_report
+from refine.present.terminal.records import batch_lines
 from refine.settings import SettingsError, output_folder
 from refine.usage import QuotaSpent
-
-
-def _fmt(x: float | None) -> str:
-    return shown(x, "6.3f", 6)
 
 
 def batch_cmd(
@@ -102,7 +94,8 @@ def batch_cmd(
     if as_json:
         typer.echo(batch.model_dump_json(indent=2))
     else:
-        print_batch_summary(batch, store.dir)
+        for line in batch_lines(batch, store.dir):
+            typer.echo(line)
     if batch.summary["failed"]:
         raise typer.Exit(1)
 
@@ -115,33 +108,6 @@ def batch_again(specs: Path, out: Path, profile: str, backend: list[str], engine
     for b in backend:
         again += ["--backend", b]
     return again + engine.flags()
-
-
-def print_batch_summary(batch, directory: Path) -> None:
-    typer.echo(f"\nbatch {batch.id} ({directory})")
-    typer.echo(f"{'line':>4} {'status':8} {'FAITH0':>6} {'best':>6} {'edits':>5}  run / error")
-    for e in batch.entries:
-        where = e.run_dir or ""
-        if e.status == "failed":
-            where = f"{where}  {e.error}".strip()
-        typer.echo(
-            f"{e.line:>4} {e.status:8} {_fmt(e.initial_faith)} {_fmt(e.best_faith)} "
-            f"{e.edit_rounds:>5}  {where}"
-        )
-    s = batch.summary
-
-    def pct(x):
-        return MISSING if x is None else f"{100 * x:.0f}%"
-
-    gain = shown(s["mean_faith_gain"], "+.3f")
-    mean_edits = shown(s["mean_editing_rounds"], ".1f")
-    typer.echo(
-        f"success rate {pct(s['success_rate'])} ({s['finished']}/{s['runs']}, "
-        f"{s['failed']} failed); mean FAITH gain {gain} ({s['improved_runs']} run(s) improved); "
-        f"regression rate {pct(s['regression_rate'])} of {s['editing_rounds']} editing "
-        f"round(s); {mean_edits} editing round(s) per run"
-        + (f"; {s['retries']} run(s) resumed after a worker died" if s.get("retries") else "")
-    )
 
 
 batch_cmd = with_engine(batch_cmd, 1, "Runs at the same time.")

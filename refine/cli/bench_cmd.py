@@ -11,8 +11,7 @@ from typing import Any
 import typer
 from pydantic import ValidationError
 
-from refine.cli.inputs import UserInputError, parsed_baseline_models
-from refine.cli.run_cmd import parse_backends
+from refine.cli.inputs import UserInputError, parse_backends, parsed_baseline_models
 from refine.cli.task_cmd import extra_option, run_plan, task_command
 from refine.harness import registry
 from refine.harness.plan import refusal
@@ -109,7 +108,7 @@ def _recipe(name: str, given: dict) -> None:
         typer.echo(line, err=as_json)
 
     if recipe.select.dataset:
-        from refine.cli.recipe_dataset import run_dataset_recipe
+        from refine.cli.recipe_run import run_dataset_recipe
 
         run_dataset_recipe(recipe, given, echo)
         return

@@ -9,10 +9,12 @@ import typer
 
 from metrics.caire import diversity
 from refine.backends.selection import Backends
-from refine.cli.inputs import UserInputError, load_images
-from refine.cli.run_cmd import parse_backends
+from refine.cli.inputs import UserInputError, backends_for, show
 from refine.evaluate.caire.kb import KBError, KnowledgeBase, read_source
 from refine.evaluate.caire.scorer import CaireScorer, parse_labels, scores_document
+from refine.io.inputs import load_images
+from refine.present.terminal import records as lines
+from refine.present.terminal import scores as scores_lines
 from refine.profiles import load_profile
 
 caire_app = typer.Typer(
@@ -75,15 +77,7 @@ def kb_build_cmd(
     except KBError as err:
         raise UserInputError(f"{err} (what was embedded before it is saved)") from err
     info = kb.info()
-    if as_json:
-        typer.echo(json.dumps({"added": counts, "kb": info}, indent=2))
-        return
-    typer.echo(
-        f"{out}: {counts['entities_added']} entities added, {counts['entities_extended']} "
-        f"given new images, {counts['images_added']} images embedded, "
-        f"{counts['skipped']} already there"
-    )
-    typer.echo(f"now {info['entities']} entities, {info['images']} images ({info['embedder']})")
+    show({"added": counts, "kb": info}, lambda d: lines.kb_added_lines(out, counts, info), as_json)
 
 
 @kb_app.command("info")
@@ -97,19 +91,7 @@ def kb_info_cmd(
         info = KnowledgeBase.load(kb_dir).info()
     except KBError as err:
         raise UserInputError(str(err)) from err
-    if as_json:
-        typer.echo(json.dumps(info, indent=2))
-        return
-    per = info["images_per_entity"]
-    typer.echo(f"knowledge base {info['path']}")
-    typer.echo(f"  embedder    {info['embedder']} ({info['dimension']} dimensions)")
-    typer.echo(f"  entities    {info['entities']} ({info['with_text']} with text)")
-    typer.echo(
-        f"  images      {info['images']} ({per['min']}-{per['max']} per entity, "
-        f"mean {per['mean']:.1f})"
-    )
-    typer.echo(f"  size        {info['bytes'] / 1e6:.2f} MB")
-    typer.echo(f"  e.g.        {', '.join(info['examples'])}")
+    show(info, lines.kb_info_lines, as_json)
 
 
 @caire_app.command("score")
@@ -174,8 +156,7 @@ def score_cmd(
         if kb_dir is not None:
             kb = KnowledgeBase.load(kb_dir)
             image_embedder = _embedder(embedder or kb.embedder, profile, device)
-        backends = Backends(load_profile(profile), parse_backends(backend))
-        judge = backends.get("judge")
+        judge = backends_for(profile, backend).get("judge")
         scorer = CaireScorer(judge, kb, image_embedder, top_k, ranking, text_chars, loglik=settings)
     except KBError as err:
         raise UserInputError(f"--kb: {err}") from err
@@ -194,22 +175,8 @@ def score_cmd(
     if as_json:
         typer.echo(json.dumps(doc, indent=2))
         return
-    typer.echo(f"CAIRE relevance 1-5, mode: {scorer.mode}, judge: {results[0].judge}")
-    width = max(len(x) for x in label_list)
-    for r in results:
-        typer.echo(f"\n{r.image}")
-        if r.entity:
-            typer.echo(
-                f"  linked to {r.entity['name']} ({r.ranking} {r.entity['score']:.3f}, "
-                f"{r.entity['hits']} of the top {top_k} images)"
-            )
-        for s in r.labels:
-            bar = "#" * s.score
-            ll = "" if s.debiased is None else f"  debiased NLL {s.debiased:.3f}"
-            typer.echo(f"  {s.label:<{width}}  {s.score}  {bar:<5}  expected {s.expected:.2f}{ll}")
-        if r.loglik:
-            typer.echo(f"  most relevant by log-likelihood: {r.loglik['best']}")
-    _print_diversity(doc["diversity"])
+    for line in scores_lines.caire_score_lines(results, scorer.mode, top_k, doc):
+        typer.echo(line)
     if out is not None:
         typer.echo(f"\nscores written to {out}")
 
@@ -225,66 +192,10 @@ def evaluate_cmd(
 ) -> None:
     """CAIRE's specific-set evaluation (Tab. 1 and 14): precision, recall and F1 of calling
     an image-label pair relevant when its 1-5 score reaches 2, 3, 4 or 5 (Tab. 1 is 4)."""
-    from metrics.caire import threshold_scores
-    from refine.evaluate.caire.truth import read_truth
+    from refine.evaluate.caire.truth import evaluate_scores
 
-    try:
-        doc = json.loads(scores.read_text(encoding="utf-8"))
-        labels, rows = doc["labels"], doc["scores"]
-        names = [im.get("image") for im in doc["images"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise UserInputError(
-            f"SCORES: {scores}: not the scores of refine caire score ({err})"
-        ) from None
-    try:
-        relevant = read_truth(truth)
-        keys = [Path(n).name if n else None for n in names]
-        missing = [n for n in keys if n not in relevant]
-        if missing:
-            raise ValueError(f"no truth for {', '.join(str(m) for m in missing[:3])}")
-        known = {x.casefold() for x in labels}
-        stray = sorted({x for v in relevant.values() for x in v if x.casefold() not in known})
-        if stray:
-            raise ValueError(f"labels not scored: {', '.join(stray[:3])} (scored: {labels})")
-        wanted = [
-            [lab.casefold() in {x.casefold() for x in relevant[k]} for lab in labels] for k in keys
-        ]
-        got = threshold_scores(rows, wanted)
-    except ValueError as err:
-        raise UserInputError(f"--truth: {err}") from err
-    except (TypeError, AttributeError, KeyError) as err:
-        raise UserInputError(
-            f"SCORES: {scores}: not the scores of refine caire score ({err})"
-        ) from None
-    result = {"labels": labels, "images": len(rows), "thresholds": got}
+    result = evaluate_scores(scores, truth)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    if as_json:
-        typer.echo(json.dumps(result, indent=2))
-        return
-
-    def pct(v):
-        return "  -  " if v is None else f"{v:.2f}"
-
-    typer.echo(f"{len(rows)} images x {len(labels)} labels; relevant when the score reaches t")
-    typer.echo(f"{'threshold':>9} {'F1':>5} {'P':>5} {'R':>5}")
-    for t, r in got.items():
-        typer.echo(f"{t:>9} {pct(r['f1']):>5} {pct(r['precision']):>5} {pct(r['recall']):>5}")
-
-
-def _print_diversity(d: dict) -> None:
-    typer.echo(f"\nover {d['images']} image(s):")
-    for label, mean in d["mean_per_label"].items():
-        typer.echo(f"  mean {label}: {mean:.2f}")
-    typer.echo(
-        f"  coverage (labels some image rates 4+): {d['coverage']:.2f}"
-        + (f" ({', '.join(d['covered_labels'])})" if d["covered_labels"] else "")
-    )
-    if d["pairs"]:
-        typer.echo(
-            f"  Jensen-Shannon distance over {d['pairs']} pairs: mean {d['js_mean']:.4f}, "
-            f"std {d['js_std']:.4f}, min {d['js_min']:.4f}, max {d['js_max']:.4f}"
-        )
-    else:
-        typer.echo("  Jensen-Shannon distance: needs two images or more")
+    show(result, scores_lines.caire_evaluate_lines, as_json)

@@ -3,16 +3,15 @@ repository into the data directory (:mod:`refine.evaluate.paper_data`)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import UserInputError, json_option, show
 from refine.evaluate.paper_data import SOURCE, FetchError, fetch_ahead
 from refine.evaluate.reference_source import data_dir as default_data_dir
 from refine.io.download import MAX_MB, TIMEOUT_S
+from refine.present.terminal import records as lines
 from refine.settings import split_list
 
 data_app = typer.Typer(
@@ -69,7 +68,7 @@ def fetch_ahead_cmd(
         min=1.0,
         help="Seconds the whole fetch may take; what is left then is reported, not fetched.",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print what was fetched as JSON."),
+    as_json: bool = json_option("what was fetched"),
 ) -> None:
     """Download the AHEaD paper's reference descriptors for the countries asked, its
     stereotype candidates and its photo manifest from the authors' repository (GitHub
@@ -100,51 +99,8 @@ def fetch_ahead_cmd(
         )  # fmt: skip
     except FetchError as err:
         raise UserInputError(str(err)) from err
-    if as_json:
-        doc = {
-            "folder": str(done.folder),
-            "pack": str(done.pack),
-            "countries": done.countries,
-            "activities_with_descriptors": done.activities,
-            "downloaded": done.downloaded,
-            "already_there": done.kept,
-            "failed": done.failed,
-            "proposer_packs": {k: str(v) for k, v in done.proposer_packs.items()},
-        }
-        if done.photos is not None:
-            doc["photos"] = {
-                "folder": str(done.photos.folder),
-                "downloaded": done.photos.downloaded,
-                "already_there": done.photos.kept,
-                "dead": len(done.photos.dead),
-                "rows_joining_no_activity": len(done.photos.unjoined),
-            }
-        typer.echo(json.dumps(doc, indent=2))
-        raise typer.Exit(_exit_code(done))
-    typer.echo(
-        f"{len(done.countries)} countries, {done.activities} activities with reference "
-        f"descriptors: {done.pack}"
-    )
-    typer.echo(f"{len(done.downloaded)} file(s) downloaded, {len(done.kept)} already there")
-    for url, why in done.failed.items():
-        typer.echo(f"not fetched: {url} ({why})")
-    for proposer, path in done.proposer_packs.items():
-        typer.echo(f"proposer-only pack ({proposer}): {path}")
-    if done.photos is not None:
-        p = done.photos
-        typer.echo(
-            f"photos: {p.downloaded} downloaded, {p.kept} already there, {len(p.dead)} dead "
-            f"link(s), {len(p.unjoined)} manifest row(s) joining no activity: "
-            f"{p.folder / 'report.json'}"
-        )
-    raise typer.Exit(_exit_code(done))
-
-
-def _exit_code(done: Any) -> int:
-    """0: everything fetched; 1: a data file was not; 3: only photos were not."""
-    if done.failed:
-        return 1
-    return 3 if done.photos is not None and done.photos.dead else 0
+    show(done.document(), lines.fetch_ahead_lines, as_json)
+    raise typer.Exit(done.exit_code())
 
 
 @fetch_app.command("culturalframes")
@@ -163,7 +119,7 @@ def fetch_culturalframes_cmd(
         "--data-dir",
         help="Where the files go (default: $REFINE_DATA_DIR, else data in the cache folder).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print what was fetched as JSON."),
+    as_json: bool = json_option("what was fetched"),
 ) -> None:
     """Download CulturalFrames' prompts, images and human annotations from the Hugging Face
     Hub (dataset mair-lab/CulturalFrames at revision 7a44117: about 6 GB, 12 GB with the
@@ -189,33 +145,4 @@ def fetch_culturalframes_cmd(
         )
     except CFError as err:
         raise UserInputError(str(err)) from err
-    doc = {
-        "folder": str(done.folder),
-        "countries": done.countries,
-        "images": done.images,
-        "images_written": done.written,
-        "ratings": done.ratings,
-        "images_without_ratings": done.images_without_ratings,
-        "annotations_without_image": done.annotations_without_image,
-        "skipped": done.skipped,
-    }
-    if as_json:
-        typer.echo(json.dumps(doc, indent=2))
-        return
-    typer.echo(
-        f"{done.images} images of {len(done.countries)} countries ({done.written} written now), "
-        f"{done.ratings} ratings: {done.folder / 'ratings.jsonl'}"
-    )
-    if done.images_without_ratings or done.annotations_without_image:
-        typer.echo(
-            f"{done.images_without_ratings} image(s) have no annotation and "
-            f"{done.annotations_without_image} annotated image(s) are not in the shards"
-        )
-    for line in done.skipped[:5]:
-        typer.echo(f"left out: {line}")
-    if len(done.skipped) > 5:
-        typer.echo(f"... and {len(done.skipped) - 5} more (source.json lists them)")
-    typer.echo(
-        f"the raters' agreement: refine agree --ratings {done.folder / 'ratings.jsonl'} "
-        "--metrics none"
-    )
+    show(done.document(), lines.culturalframes_lines, as_json)

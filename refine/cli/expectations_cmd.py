@@ -8,8 +8,7 @@ from pathlib import Path
 import typer
 
 from refine.backends.selection import Backends
-from refine.cli.inputs import UserInputError
-from refine.cli.run_cmd import parse_backends
+from refine.cli.inputs import UserInputError, parse_backends
 from refine.evaluate.expectations import build_expectations
 from refine.evaluate.refs_build import LLMCache
 from refine.io.files import atomic_write_text

@@ -1,241 +1,24 @@
-"""Loading and validating command-line input files.
+"""What the command line's options are made of, and the one error a user's input raises.
 
-Every problem with a user's file raises :class:`UserInputError` with one line that names
-the file, the field and what is wrong; the command line prints it and exits with code 2.
+A file given on the command line is read and checked by :mod:`refine.io.inputs`; its
+:class:`UserInputError` (one line naming the file, the field and what is wrong) is printed
+by the command line, which exits with code 2.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 
-from metrics.descriptors import DIMENSIONS
 from refine.harness.plan import refusal
+from refine.io.inputs import InputError as UserInputError
 from refine.records import RunSpec
 from refine.settings import SETTINGS, Setting, shown_on, table
 
-
-class UserInputError(Exception):
-    """A bad input file or argument; the message is shown to the user as is."""
-
-
-def _read_text(path: Path) -> str:
-    if not path.exists():
-        raise UserInputError(f"{path}: file not found")
-    if path.is_dir():
-        raise UserInputError(f"{path}: is a directory, expected a file")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise UserInputError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from err
-
-
-def load_json(path: Path) -> Any:
-    text = _read_text(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise UserInputError(
-            f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}"
-        ) from err
-
-
-def check_descriptor_map(data: Any, path: Path, where: str) -> dict[str, list[str]]:
-    """Validate ``{dimension: [phrase, ...]}``; ``where`` names the object in messages."""
-    if not isinstance(data, dict):
-        raise UserInputError(
-            f"{path}: {where} must be an object {{dimension: [phrase, ...]}}, "
-            f"got {type(data).__name__}"
-        )
-    out: dict[str, list[str]] = {}
-    for dim, phrases in data.items():
-        if dim not in DIMENSIONS:
-            raise UserInputError(
-                f"{path}: {where}: unknown dimension {dim!r} "
-                f"(expected one of {', '.join(DIMENSIONS)})"
-            )
-        if not isinstance(phrases, list):
-            raise UserInputError(
-                f"{path}: {where}.{dim} must be a list of phrases, got {type(phrases).__name__}"
-            )
-        for k, phrase in enumerate(phrases):
-            if not isinstance(phrase, str):
-                raise UserInputError(
-                    f"{path}: {where}.{dim}[{k}] must be a string, got {json.dumps(phrase)}"
-                )
-        out[dim] = phrases
-    return out
-
-
-def load_refs(path: Path) -> dict[str, list[str]]:
-    refs = check_descriptor_map(load_json(path), path, "references")
-    if not any(p.strip() for phrases in refs.values() for p in phrases):
-        raise UserInputError(f"{path}: the reference set is empty (no phrase in any dimension)")
-    return refs
-
-
-def load_preds(path: Path) -> list[dict[str, list[str]]]:
-    data = load_json(path)
-    if isinstance(data, dict):
-        raise UserInputError(
-            f"{path}: predictions must be a list with one {{dimension: [phrase, ...]}} "
-            "object per image (wrap a single image's object in [ ])"
-        )
-    if not isinstance(data, list):
-        raise UserInputError(f"{path}: predictions must be a list, got {type(data).__name__}")
-    if not data:
-        raise UserInputError(f"{path}: predictions list is empty (need one object per image)")
-    return [check_descriptor_map(item, path, f"image[{i}]") for i, item in enumerate(data)]
-
-
-def _finite_number(value: Any, path: Path, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UserInputError(f"{path}: {where} must be a number, got {json.dumps(value)}")
-    if not math.isfinite(value):
-        raise UserInputError(f"{path}: {where} must be finite, got {value}")
-    return float(value)
-
-
-def load_exag(path: Path, n_images: int) -> tuple[list[str], list[list[float]], list[float]]:
-    """Validate ``{"candidates": [...], "scores": [[...] per image], "baseline": [...]}``."""
-    data = load_json(path)
-    if not isinstance(data, dict):
-        raise UserInputError(f"{path}: must be an object with candidates, scores and baseline")
-    for key in ("candidates", "scores", "baseline"):
-        if key not in data:
-            raise UserInputError(f"{path}: missing field {key!r}")
-    candidates, scores, baseline = data["candidates"], data["scores"], data["baseline"]
-    if not isinstance(candidates, list) or not candidates:
-        raise UserInputError(f"{path}: candidates must be a non-empty list of strings")
-    for k, c in enumerate(candidates):
-        if not isinstance(c, str):
-            raise UserInputError(f"{path}: candidates[{k}] must be a string, got {json.dumps(c)}")
-    n_cand = len(candidates)
-    if not isinstance(baseline, list) or len(baseline) != n_cand:
-        got = len(baseline) if isinstance(baseline, list) else type(baseline).__name__
-        raise UserInputError(
-            f"{path}: baseline must have {n_cand} numbers (one per candidate), got {got}"
-        )
-    base = [_finite_number(v, path, f"baseline[{k}]") for k, v in enumerate(baseline)]
-    if not isinstance(scores, list):
-        raise UserInputError(f"{path}: scores must be a list with one row per image")
-    if len(scores) != n_images:
-        raise UserInputError(
-            f"{path}: scores has {len(scores)} rows but the predictions have {n_images} images"
-        )
-    rows: list[list[float]] = []
-    for i, row in enumerate(scores):
-        if not isinstance(row, list) or len(row) != n_cand:
-            got = len(row) if isinstance(row, list) else type(row).__name__
-            raise UserInputError(
-                f"{path}: scores[{i}] must have {n_cand} numbers (one per candidate), got {got}"
-            )
-        rows.append([_finite_number(v, path, f"scores[{i}][{j}]") for j, v in enumerate(row)])
-    return candidates, rows, base
-
-
-def load_matrix(path: Path, what: str) -> np.ndarray:
-    """A 2-D finite float array from a ``.npy`` file."""
-    arr = _load_npy(path)
-    if arr.ndim != 2:
-        raise UserInputError(f"{path}: {what} must be a 2-D array, got shape {arr.shape}")
-    if arr.shape[0] == 0:
-        raise UserInputError(f"{path}: {what} has no rows")
-    _check_finite(arr, path, what)
-    return arr
-
-
-def load_vector(path: Path, what: str) -> np.ndarray:
-    arr = _load_npy(path)
-    if arr.ndim != 1:
-        raise UserInputError(f"{path}: {what} must be a 1-D array, got shape {arr.shape}")
-    _check_finite(arr, path, what)
-    return arr
-
-
-def _load_npy(path: Path) -> np.ndarray:
-    if not path.exists():
-        raise UserInputError(f"{path}: file not found")
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as err:
-        raise UserInputError(f"{path}: not a readable .npy array ({err})") from err
-    if not isinstance(arr, np.ndarray):
-        raise UserInputError(f"{path}: expected a single .npy array, not an archive")
-    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
-        raise UserInputError(f"{path}: array must hold real numbers, got dtype {arr.dtype}")
-    return arr.astype(np.float64)
-
-
-def _check_finite(arr: np.ndarray, path: Path, what: str) -> None:
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise UserInputError(f"{path}: {what} contains NaN or inf (first at index {list(where)})")
-
-
-def load_labels(path: Path, n_rows: int) -> tuple[list[str], list[str]]:
-    """Culture and language per embedding row from a CSV with columns culture,language."""
-    text = _read_text(path)
-    reader = csv.DictReader(text.splitlines())
-    fields = reader.fieldnames or []
-    for column in ("culture", "language"):
-        if column not in fields:
-            raise UserInputError(
-                f"{path}: missing column {column!r} (header must name culture,language; "
-                f"got {','.join(fields) or 'no header'})"
-            )
-    cultures: list[str] = []
-    languages: list[str] = []
-    for line, row in enumerate(reader, start=2):
-        culture = (row.get("culture") or "").strip()
-        language = (row.get("language") or "").strip()
-        if not culture or not language:
-            empty = "culture" if not culture else "language"
-            raise UserInputError(f"{path}: line {line}: empty {empty}")
-        cultures.append(culture)
-        languages.append(language)
-    if len(cultures) != n_rows:
-        raise UserInputError(
-            f"{path}: {len(cultures)} label rows but the embeddings have {n_rows} rows"
-        )
-    return cultures, languages
-
-
-def parse_order(value: str) -> float:
-    """The Vendi order q: a non-negative number or ``inf``."""
-    try:
-        q = float(value)
-    except ValueError as err:
-        raise UserInputError(f"--q: expected a number or 'inf', got {value!r}") from err
-    if math.isnan(q) or q < 0:
-        raise UserInputError(f"--q: the order must be >= 0 or 'inf', got {value!r}")
-    return q
-
-
-def load_images(paths: list[Path]) -> list[Any]:
-    """Each file as an RGB PIL image; a missing or unreadable one names the file."""
-    from PIL import Image, UnidentifiedImageError
-
-    loaded = []
-    for path in paths:
-        if not path.is_file():
-            raise UserInputError(f"{path}: image not found")
-        try:
-            with Image.open(path) as im:
-                loaded.append(im.convert("RGB"))
-        except Image.DecompressionBombError as err:
-            raise UserInputError(f"{path}: too large to open safely ({err})") from err
-        except (UnidentifiedImageError, OSError) as err:
-            raise UserInputError(f"{path}: not an image PIL can read ({err})") from err
-    return loaded
+__all__ = ["UserInputError"]
 
 
 def spec_option(name: str, spec: type[RunSpec] = RunSpec) -> Any:
@@ -287,30 +70,6 @@ def with_settings(
     kinds = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
     command.__signature__ = inspect.Signature([*kinds[:at], *more, *kinds[at:]])  # type: ignore[attr-defined]
     return command
-
-
-def tau_option() -> Any:
-    """``--tau`` as ``run`` and ``score`` take it."""
-    return spec_option("tau")
-
-
-def baselines_option(default: str | None = "none") -> Any:
-    """``--baselines`` as ``score`` and ``bench`` take it (``bench``'s default: clipscore,
-    or a recipe's own; None here lets the command tell the default from a choice)."""
-    import typer
-
-    return typer.Option(
-        default,
-        "--baselines",
-        help="Baselines to score beside FAITH, comma-separated (clipscore, pickscore, hpsv2, "
-        "cure, caire_probe, imagereward, vqascore, judge_align, judge_hal, vie_sc, "
-        "vie_overall, tifa, soft_tifa; all; none). clipscore costs no call; pickscore, hpsv2, "
-        "cure, caire_probe and imagereward load checkpoints of their own (no call of the "
-        "judge); the judge "
-        "baselines cost one judge call an image each (none for vie_overall beside vie_sc), "
-        "k where the judge samples; tifa one language-model call a prompt and one judge "
-        "call a question and image.",
-    )
 
 
 def baseline_model_option() -> Any:
@@ -431,3 +190,70 @@ def made_plan(plan: type, where: str = "", **fields: Any) -> Any:
         return plan(**fields)
     except ValidationError as err:
         raise UserInputError(where + refusal(err, plan)) from err
+
+
+def show(doc: Any, lines: Callable[[Any], list[str]], as_json: bool) -> None:
+    """``doc`` as JSON (``--json``), else the terminal lines :mod:`refine.present.terminal`
+    makes of it."""
+    import json
+
+    import typer
+
+    if as_json:
+        typer.echo(json.dumps(doc, ensure_ascii=False, indent=2, allow_nan=False))
+        return
+    for line in lines(doc):
+        typer.echo(line)
+
+
+def json_option(what: str = "the result") -> Any:
+    """``--json``: print ``what`` as JSON."""
+    import typer
+
+    return typer.Option(False, "--json", help=f"Print {what} as JSON.")
+
+
+def profile_option(
+    default: str | None = "gemini", help: str = "Backend profile (name or .toml)."
+) -> Any:
+    import typer
+
+    return typer.Option(default, "--profile", help=help)
+
+
+def backend_option() -> Any:
+    import typer
+
+    return typer.Option([], "--backend", help="Override a role: ROLE=NAME.")
+
+
+def backends_for(profile: str, backend: list[str], options: dict | None = None) -> Any:
+    """The :class:`refine.backends.selection.Backends` of ``--profile`` and ``--backend``;
+    a wrong one is a usage error naming them."""
+    from refine.backends.selection import Backends
+    from refine.profiles import load_profile
+
+    overrides = parse_backends(backend)
+    try:
+        return Backends(load_profile(profile), overrides, options)
+    except (ValueError, KeyError) as err:
+        raise UserInputError(f"--profile/--backend: {err}") from err
+
+
+def settings_error(err: Any) -> UserInputError:
+    """A settings problem as ``--option: message (add --other)``, each option named by its
+    flag (:func:`refine.settings.flag_of`)."""
+    from refine import settings
+
+    hint = f" (add {settings.flag_of(err.related)})" if err.related else ""
+    return UserInputError(f"{settings.flag_of(err.field)}: {err.message}{hint}")
+
+
+def parse_backends(values: list[str]) -> dict[str, str]:
+    """``--backend ROLE=NAME`` items as a role -> name table; a wrong one names itself."""
+    from refine.settings import SettingsError, parse_backends
+
+    try:
+        return parse_backends(values)
+    except SettingsError as err:
+        raise settings_error(err) from err

@@ -4,14 +4,21 @@ against (:mod:`refine.evaluate.photo_sets`), searched on Wikimedia Commons
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import (
+    UserInputError,
+    backend_option,
+    backends_for,
+    json_option,
+    profile_option,
+    show,
+)
 from refine.evaluate import commons
 from refine.io.download import MAX_MB, TIMEOUT_S
+from refine.present.terminal import records as lines
 
 photos_app = typer.Typer(
     help="Real photos of an activity in a country, the set EXAG measures stereotypes against.",
@@ -49,8 +56,8 @@ def photos_search(
     per_query: int = typer.Option(
         commons.PER_QUERY, "--per-query", min=1, max=50, help="Results taken per query."
     ),
-    profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
-    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
+    profile: str = profile_option(),
+    backend: list[str] = backend_option(),
     data_dir: Path = _data_dir_option(),
     max_file_mb: float = typer.Option(
         MAX_MB, "--max-file-mb", min=0.001, help="The size cap of one downloaded photo, in MB."
@@ -58,7 +65,7 @@ def photos_search(
     file_timeout: float = typer.Option(
         TIMEOUT_S, "--file-timeout", min=0.1, help="Seconds one photo's whole download may take."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the set as JSON."),
+    as_json: bool = json_option("the set"),
 ) -> None:
     """Collect real photos of ACTIVITY in the country from Wikimedia Commons, as the AHEaD
     paper did with Google: one query in English and one in the country's language (the
@@ -66,17 +73,11 @@ def photos_search(
     photorealistic photo of ACTIVITY in COUNTRY." on the profile's image embedder, the top
     --keep kept with each one's licence, author and page. run, score, bench, batch, the app
     and calibrate-tau then use them for that activity and country with no file list."""
-    from refine.backends.selection import Backends
-    from refine.cli.run_cmd import parse_backends
     from refine.io.download import DownloadLimits
-    from refine.profiles import load_profile
 
     if not activity.strip() or not country.strip():
         raise UserInputError("give an ACTIVITY and a --country")
-    try:
-        backends = Backends(load_profile(profile), parse_backends(backend))
-    except ValueError as err:
-        raise UserInputError(f"--profile/--backend: {err}") from err
+    backends = backends_for(profile, backend)
 
     class LazyLanguageModel:  # loaded only when a translation is asked for
         def complete_json(self, prompt, schema):
@@ -112,7 +113,7 @@ def photos_add(
     folder: Path = typer.Argument(..., help="A folder of real photos (.png, .jpg, .webp)."),
     country: str = typer.Option(..., "--country", help="Where they were taken."),
     data_dir: Path = _data_dir_option(),
-    as_json: bool = typer.Option(False, "--json", help="Print the set as JSON."),
+    as_json: bool = json_option("the set"),
 ) -> None:
     """Make your own real photos the set of ACTIVITY in the country (copied into the data
     directory, each checked as an image), replacing a searched set: run, score, bench,
@@ -137,7 +138,7 @@ def photos_show(
     activity: str = typer.Argument(..., help="The activity."),
     country: str = typer.Option(..., "--country", help="The country."),
     data_dir: Path = _data_dir_option(),
-    as_json: bool = typer.Option(False, "--json", help="Print the set as JSON."),
+    as_json: bool = json_option("the set"),
 ) -> None:
     """Show the photo set the commands use for ACTIVITY in the country, where it comes
     from (added, searched, or the paper's), and each photo's licence and author."""
@@ -154,18 +155,4 @@ def photos_show(
 
 
 def _print(found, as_json: bool) -> None:
-    if as_json:
-        doc = {
-            "activity": found.activity,
-            "country": found.country,
-            "origin": found.origin,
-            "record": found.where,
-            "photos": [{**p, "path": f} for p, f in zip(found.photos, found.files, strict=True)],
-        }
-        typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
-        return
-    typer.echo(f"{found.activity} in {found.country}: {found.describe()}")
-    for p, path in zip(found.photos, found.files, strict=True):
-        score = f"CLIPScore {p['clipscore']:.3f} · " if "clipscore" in p else ""
-        who = f"{p['licence']}, {p['author']} · " if "licence" in p else ""
-        typer.echo(f"  {path}\n    {score}{who}{p.get('page') or p.get('url', '')}")
+    show(found.document(), lambda doc: lines.photo_set_lines(doc, found.describe()), as_json)

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import UserInputError, parse_backends
 from refine.harness.recipes import Recipe, load_recipe
+from refine.present.terminal.records import recipe_table_lines
 
 
 def read_recipe(name: str) -> Recipe:
@@ -49,47 +50,14 @@ def bench_plan(recipe: Recipe, generators: list[str], limit: int | None, **given
 
 def dry_run(plan: Any, recipe: Recipe, echo: Callable[[str], None]) -> None:
     """Say what the recipe's bench makes and calls, making nothing."""
-    from refine.harness.estimate import bench_estimate
+    from refine.harness.recipe_run import recipe_estimate
     from refine.profiles import load_profile
 
     try:
         profile = load_profile(plan.profile)
     except ValueError as err:
         raise UserInputError(f"--profile: {err}") from err
-    est = bench_estimate(plan, profile)
-    if recipe.table.settings == "tau-quantiles":  # the photos, observed once each
-        from metrics.descriptors import DIMENSIONS
-        from refine.evaluate.reference_source import ReferenceSource
-
-        source = ReferenceSource.default()
-        files = {f for a, c in plan.prompts for f in source.find(a, c).pack.reference_images}
-        looks = len(files) * (len(DIMENSIONS) if plan.observer_prompts == "ahead" else 1)
-        est.calls["observer"] += looks
-        est.sampled["observer"] += looks
-        est.notes.append(
-            f"the observer's count holds the {len(files)} real photos of the tau quartiles"
-            + ("" if files else " (none yet: refine data fetch ahead --photos)")
-        )
-    for b in recipe.select.backbones:  # each looks at the bench's images again
-        from metrics.descriptors import DIMENSIONS
-        from refine.harness.estimate import ONE_READING
-
-        prompts = b.observer_prompts or plan.observer_prompts
-        looks = est.images * (len(DIMENSIONS) if prompts == "ahead" else 1)
-        est.calls["observer"] += looks
-        est.sampled["observer"] += looks
-        rejudged = [r for r in b.rejudge if r in plan.baselines and r in ONE_READING]
-        if b.judge and rejudged:
-            est.calls["judge"] += est.images * len(rejudged)
-            est.sampled["judge"] += est.images * len(rejudged) * est.samples
-        est.notes.append(
-            f"backbone {b.label}: {looks} observations of the bench's images by {b.observer}"
-            + (
-                f" and {', '.join(rejudged)} read again by {b.judge}"
-                if b.judge and rejudged
-                else ""
-            )
-        )
+    est = recipe_estimate(recipe, plan, profile)
     echo(f"recipe {recipe.name} ({recipe.source}), profile {profile.name}: nothing is made")
     for line in est.lines():
         echo(line)
@@ -120,33 +88,41 @@ def write_table(
     for _, folder, done in others:
         write_bench_page(folder, done)
     files = write_recipe_table(out, table)
-    for line in terminal(table):
+    for line in recipe_table_lines(table):
         echo(line)
     for path in files:
         echo(f"written: {path}")
     return table
 
 
-def terminal(table: Any) -> list[str]:
-    """The table as text: a line per row, each cell ``value (paper figure)``."""
-    digits = table.recipe.table.digits
-    heads = [h for _, h, _, _ in table.columns]
-    width = max([len(r.label) for r in table.rows] + [8])
-    lines = [f"{table.recipe.name}: {table.caption}"]
-    lines.append(" " * width + " " + " ".join(f"{h:>16}" for h in heads))
-    for row in table.rows:
-        cells = []
-        for key, _, _, _ in table.columns:
-            c = table.cells.get((row.label, key))
-            text = "-" if c is None or c.value is None else f"{c.value:.{digits}f}"
-            if c is not None and c.paper is not None:
-                text += f" ({c.paper:.{digits}f})"
-            cells.append(f"{text:>16}")
-        lines.append(f"{row.label:<{width}} " + " ".join(cells))
-    if table.paper_figures():
-        lines.append("(the paper's figure in parentheses)")
-    for n in table.notes:
-        lines.append(f"differs: {n}")
-    for m in table.missing:
-        lines.append(f"missing: {m}")
-    return lines
+def run_dataset_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[str], None]) -> Any:
+    """A recipe on a dataset's own images and ratings (:mod:`refine.harness.recipe_dataset`),
+    its table written and printed."""
+    from refine.evaluate.baselines import parse_baselines
+    from refine.harness.recipe_dataset import score_dataset, select_dataset
+    from refine.present.report.recipe import write_recipe_table
+
+    backends = parse_backends(given["backend"])
+    try:
+        baselines = None if given["baselines"] is None else parse_baselines(given["baselines"])
+    except ValueError as err:
+        raise UserInputError(f"--baselines: {err}") from err
+    try:
+        chosen = select_dataset(
+            recipe, given["limit"], given["ratings"], baselines, given["generator"]
+        )
+        if given["dry_run"]:
+            for line in chosen.lines():
+                echo(line)
+            return None
+        table = score_dataset(
+            chosen, given["out"], given["profile"], backends, given["tau"],
+            given["baseline_model"], echo,
+        )  # fmt: skip
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
+    for line in recipe_table_lines(table):
+        echo(line)
+    for path in [Path(given["out"]) / "scores.jsonl", *write_recipe_table(given["out"], table)]:
+        echo(f"written: {path}")
+    return table

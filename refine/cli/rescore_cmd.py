@@ -133,9 +133,9 @@ def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:
         where = out / f"tau-{name}"
         echo(f"{name}: tau {tau:.4f}, {where} (FAITH of the first generator {shown_faith})")
     if chosen is not None:
-        from refine.cli.recipe_run import terminal
         from refine.harness.recipe_tables import settings_table, tau_settings
         from refine.present.report.recipe import write_recipe_table
+        from refine.present.terminal.records import recipe_table_lines
 
         rated = None
         if ratings is not None:
@@ -148,7 +148,7 @@ def _quantiles(plan, out: Path, recipe, ratings, as_json: bool, engine) -> None:
         table = settings_table(chosen, tau_settings(made, out), rated)
         if rated is None:
             table.missing.append("people's ratings: give --ratings FILE")
-        for line in terminal(table):
+        for line in recipe_table_lines(table):
             echo(line)
         for path in write_recipe_table(out, table):
             echo(f"written: {path}")

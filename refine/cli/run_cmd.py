@@ -11,13 +11,20 @@ from typing import Any
 import typer
 
 from refine import settings
-from refine.cli.inputs import UserInputError, reference_images_option, with_settings
+from refine.cli.inputs import (
+    UserInputError,
+    parse_backends,
+    reference_images_option,
+    settings_error,
+    with_settings,
+)
 from refine.evaluate.reference_source import ReferenceSource
 from refine.evaluate.references import ReferenceNotFound
 from refine.evaluate.refs_build import LLMCache, build_references, models_for, save_built
 from refine.events import RunStarted, StepDone
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
+from refine.present.terminal.records import catalog_lines, reference_lines
 from refine.present.views import summary_lines
 from refine.records import RunSpec
 
@@ -29,17 +36,8 @@ refs_app = typer.Typer(
 
 
 def print_references(refs) -> None:
-    """Descriptors by dimension, stereotype candidates and the source, one per line."""
-    typer.echo(f"{refs.activity} - {refs.country}")
-    for dim, phrases in refs.descriptors.items():
-        typer.echo(f"\n{dim}:")
-        styles = getattr(refs, "styles", None) or {}
-        for p in phrases:
-            typer.echo(f"  - {p}" + (f" ({styles[p]})" if p in styles else ""))
-    typer.echo("\nstereotype candidates:")
-    for s in refs.stereotypes:
-        typer.echo(f"  - {s}")
-    typer.echo(f"\nsource: {refs.source}")
+    for line in reference_lines(refs):
+        typer.echo(line)
 
 
 @refs_app.command("show")
@@ -192,33 +190,8 @@ def refs_list(
         if key is None:
             raise UserInputError(f"--country: unknown {country!r}; countries: {', '.join(keys)}")
         keys = [key]
-    for key in keys:
-        acts = pack.countries[key]["activities"]
-        where = origin.get(key)
-        said = (
-            f"descriptors from {'the bundled pack' if where == 'bundled' else where}"
-            if where
-            else "no descriptors: `refine data fetch ahead` or `refine refs build`"
-        )
-        typer.echo(f"{key} ({said}):")
-        for phrase, entry in sorted(acts.items()):
-            typer.echo(f"  {'*' if entry.get('descriptors') else ' '} {phrase}")
-
-
-def settings_error(err) -> UserInputError:
-    """A settings problem as ``--option: message (add --other)``, each option named by its
-    flag (:func:`refine.settings.flag_of`)."""
-    hint = f" (add {settings.flag_of(err.related)})" if err.related else ""
-    return UserInputError(f"{settings.flag_of(err.field)}: {err.message}{hint}")
-
-
-def parse_backends(values: list[str]) -> dict[str, str]:
-    from refine.settings import SettingsError, parse_backends
-
-    try:
-        return parse_backends(values)
-    except SettingsError as err:
-        raise settings_error(err) from err
+    for line in catalog_lines(pack, origin, keys):
+        typer.echo(line)
 
 
 @contextlib.contextmanager

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import (
-    UserInputError,
-)
+from refine.cli.inputs import UserInputError, show
 from refine.evaluate.sos import BankError
 from refine.present.report.sos import write_sos_report
+from refine.present.terminal import records as lines
 
 sos_app = typer.Typer(
     help=(
@@ -75,21 +73,4 @@ def report_cmd(
         )
     except (BankError, ValueError) as err:
         raise UserInputError(str(err)) from err
-    if as_json:
-        typer.echo(json.dumps({**result, "report": str(path)}, indent=2, ensure_ascii=False))
-        return
-    typer.echo(
-        f"{result['images']} images, {len(result['pairs'])} pairs, centroids "
-        f"{result['centroids']}; strongly surface-led model-language pairs: "
-        f"{result['share_strongly_surface_led']:.1%} (median at or below the 25th percentile "
-        f"of their medians, {result['percentile_25']:+.4f})"
-    )
-    for m in result["model_languages"]:
-        if m["strongly_surface_led"]:
-            typer.echo(f"  strongly surface-led: {m['generator']} in {m['language']}")
-    for lang, s in result["by_language"].items():
-        typer.echo(f"  {lang:>3}: mean SoS {s['mean']:+.4f} over {s['pairs']} cultures")
-    for name, c in result.get("caption_classifiers", {}).get("classifiers", {}).items():
-        agree = "-" if c["accuracy"] is None else f"{c['accuracy']:.1%}"
-        typer.echo(f"{name} ({c['model']}) agrees with SoS on {agree} of {c['n']} images")
-    typer.echo(f"report: {path}")
+    show({**result, "report": str(path)}, lines.sos_report_lines, as_json)

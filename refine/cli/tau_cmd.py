@@ -8,33 +8,18 @@ observer and can write a profile that carries the value.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import typer
 
 from refine import settings
-from refine.backends.selection import Backends
-from refine.cli.inputs import UserInputError, load_images
-from refine.cli.run_cmd import parse_backends
+from refine.cli.inputs import UserInputError, backends_for, show
 from refine.evaluate.photo_sets import find_photo_set
 from refine.io.files import image_files
+from refine.io.inputs import load_images
+from refine.present.terminal.scores import tau_lines
 from refine.profiles import load_profile, write_profile
-
-BINS = 10
-
-
-def histogram(values: list[float], bins: int = BINS, width: int = 40) -> list[str]:
-    """A text histogram of similarities, one line per bin: ``0.60-0.70 ####### 12``."""
-    import numpy as np
-
-    counts, edges = np.histogram(np.asarray(values), bins=bins, range=(min(values), max(values)))
-    top = max(int(counts.max()), 1)
-    return [
-        f"{edges[i]:.2f}-{edges[i + 1]:.2f} {'#' * round(width * c / top):<{width}} {c}"
-        for i, c in enumerate(counts.tolist())
-    ]
 
 
 def calibrate_tau_cmd(
@@ -90,11 +75,8 @@ def calibrate_tau_cmd(
         if not as_json:
             typer.echo(f"{refs.activity} in {refs.country}: {photos}", err=True)
     loaded = load_images(images)
-    try:
-        backends = Backends(load_profile(profile), parse_backends(backend))
-        base = load_profile(profile)
-    except ValueError as err:
-        raise UserInputError(f"--profile/--backend: {err}") from err
+    backends = backends_for(profile, backend)
+    base = load_profile(profile)
     if write is not None and write.suffix != ".toml":
         raise UserInputError(f"--write: {write}: a profile file ends in .toml")
     from refine.evaluate.tau_calibration import calibrate
@@ -123,23 +105,14 @@ def calibrate_tau_cmd(
 
         html.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(html, render_tau(sims, tau, q, source))
-    if as_json:
-        doc = {
-            "tau": tau,
-            "q": q,
-            "similarities": sims,
-            "observer": observer_name,
-            "images": [str(p) for p in images],
-            "photo_set": photos or None,
-            "profile": str(write) if write else None,
-            "html": str(html) if html else None,
-        }
-        typer.echo(json.dumps(doc, indent=2))
-        return
-    typer.echo(f"tau = {tau:.4f} (q={q:g} of {len(sims)} similarities, observer {observer_name})")
-    for line in histogram(sims):
-        typer.echo(f"  {line}")
-    if write is not None:
-        typer.echo(f"profile written: {write} (use --profile {write})")
-    if html is not None:
-        typer.echo(f"distribution: {html}")
+    doc = {
+        "tau": tau,
+        "q": q,
+        "similarities": sims,
+        "observer": observer_name,
+        "images": [str(p) for p in images],
+        "photo_set": photos or None,
+        "profile": str(write) if write else None,
+        "html": str(html) if html else None,
+    }
+    show(doc, tau_lines, as_json)

@@ -77,6 +77,19 @@ class Fetched:
     countries: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)  # hub file -> sha256
 
+    def document(self) -> dict[str, Any]:
+        """What ``refine data fetch culturalframes --json`` prints."""
+        return {
+            "folder": str(self.folder),
+            "countries": self.countries,
+            "images": self.images,
+            "images_written": self.written,
+            "ratings": self.ratings,
+            "images_without_ratings": self.images_without_ratings,
+            "annotations_without_image": self.annotations_without_image,
+            "skipped": self.skipped,
+        }
+
 
 def country_name(value: str) -> str:
     """The dataset's country (``South_Africa``) as the toolkit names it."""

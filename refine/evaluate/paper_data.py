@@ -75,6 +75,34 @@ class Fetched:
     proposer_packs: dict[str, Path] = field(default_factory=dict)  # proposer -> its pack
     photos: Any = None  # refine.evaluate.paper_photos.Photos, with --photos
 
+    def document(self) -> dict[str, Any]:
+        """What ``refine data fetch ahead --json`` prints."""
+        doc = {
+            "folder": str(self.folder),
+            "pack": str(self.pack),
+            "countries": self.countries,
+            "activities_with_descriptors": self.activities,
+            "downloaded": self.downloaded,
+            "already_there": self.kept,
+            "failed": self.failed,
+            "proposer_packs": {k: str(v) for k, v in self.proposer_packs.items()},
+        }
+        if self.photos is not None:
+            doc["photos"] = {
+                "folder": str(self.photos.folder),
+                "downloaded": self.photos.downloaded,
+                "already_there": self.photos.kept,
+                "dead": len(self.photos.dead),
+                "rows_joining_no_activity": len(self.photos.unjoined),
+            }
+        return doc
+
+    def exit_code(self) -> int:
+        """0: everything fetched; 1: a data file was not; 3: only photos were not."""
+        if self.failed:
+            return 1
+        return 3 if self.photos is not None and self.photos.dead else 0
+
 
 def country_slug(country: str) -> str:
     """The file name part of a country upstream: ``south_africa``."""

@@ -51,6 +51,16 @@ class PhotoSet:
         """``photos: 5 photos searched on Wikimedia Commons (…/set.json)``."""
         return f"photos: {len(self.files)} {WORDS[self.origin]} ({self.where})"
 
+    def document(self) -> dict[str, Any]:
+        """What ``refine photos ... --json`` prints: the set and each photo's details."""
+        return {
+            "activity": self.activity,
+            "country": self.country,
+            "origin": self.origin,
+            "record": self.where,
+            "photos": [{**p, "path": f} for p, f in zip(self.photos, self.files, strict=True)],
+        }
+
 
 def set_folder(activity: str, country: str, data: Path | None = None) -> Path:
     """Where ``refine photos search`` keeps the set of ``activity`` in ``country``."""

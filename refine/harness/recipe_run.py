@@ -368,3 +368,46 @@ def _settings(recipe: Recipe, out: Path, rated: Any, emit: Callable[[str], None]
         made = rescore_at_quantiles(RescorePlan(source=str(out)), out / "settings", on_event=emit)
         rows = tau_settings(made, out / "settings")
     return settings_table(recipe, rows, rated)
+
+
+def recipe_estimate(recipe: Recipe, plan: Any, profile: Any) -> Any:
+    """What a bench recipe's run makes and calls (:func:`refine.harness.estimate.
+    bench_estimate`), with the real photos its tau quartiles observe and the images each
+    other backbone looks at again."""
+    from refine.harness.estimate import bench_estimate
+
+    est = bench_estimate(plan, profile)
+    if recipe.table.settings == "tau-quantiles":  # the photos, observed once each
+        from metrics.descriptors import DIMENSIONS
+        from refine.evaluate.reference_source import ReferenceSource
+
+        source = ReferenceSource.default()
+        files = {f for a, c in plan.prompts for f in source.find(a, c).pack.reference_images}
+        looks = len(files) * (len(DIMENSIONS) if plan.observer_prompts == "ahead" else 1)
+        est.calls["observer"] += looks
+        est.sampled["observer"] += looks
+        est.notes.append(
+            f"the observer's count holds the {len(files)} real photos of the tau quartiles"
+            + ("" if files else " (none yet: refine data fetch ahead --photos)")
+        )
+    for b in recipe.select.backbones:  # each looks at the bench's images again
+        from metrics.descriptors import DIMENSIONS
+        from refine.harness.estimate import ONE_READING
+
+        prompts = b.observer_prompts or plan.observer_prompts
+        looks = est.images * (len(DIMENSIONS) if prompts == "ahead" else 1)
+        est.calls["observer"] += looks
+        est.sampled["observer"] += looks
+        rejudged = [r for r in b.rejudge if r in plan.baselines and r in ONE_READING]
+        if b.judge and rejudged:
+            est.calls["judge"] += est.images * len(rejudged)
+            est.sampled["judge"] += est.images * len(rejudged) * est.samples
+        est.notes.append(
+            f"backbone {b.label}: {looks} observations of the bench's images by {b.observer}"
+            + (
+                f" and {', '.join(rejudged)} read again by {b.judge}"
+                if b.judge and rejudged
+                else ""
+            )
+        )
+    return est

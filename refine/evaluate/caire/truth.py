@@ -43,3 +43,41 @@ def read_truth(path: str | Path) -> dict[str, list[str]]:
             raise ValueError(f"{where}: {name} is given twice")
         out[name] = [str(x).strip() for x in labels if str(x).strip()]
     return out
+
+
+def evaluate_scores(scores: Path, truth: Path) -> dict:
+    """CAIRE's specific-set evaluation of the scores of ``refine caire score --out``
+    against ``truth`` (:func:`read_truth`): precision, recall and F1 per threshold. A file
+    that is not what it should be raises :class:`refine.io.inputs.InputError`, naming the
+    argument (``SCORES``) or the option (``--truth``)."""
+    from metrics.caire import threshold_scores
+    from refine.io.inputs import InputError
+
+    def not_scores(err: Exception) -> InputError:
+        return InputError(f"SCORES: {scores}: not the scores of refine caire score ({err})")
+
+    try:
+        doc = json.loads(scores.read_text(encoding="utf-8"))
+        labels, rows = doc["labels"], doc["scores"]
+        names = [im.get("image") for im in doc["images"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise not_scores(err) from None
+    try:
+        relevant = read_truth(truth)
+        keys = [Path(n).name if n else None for n in names]
+        missing = [n for n in keys if n not in relevant]
+        if missing:
+            raise ValueError(f"no truth for {', '.join(str(m) for m in missing[:3])}")
+        known = {x.casefold() for x in labels}
+        stray = sorted({x for v in relevant.values() for x in v if x.casefold() not in known})
+        if stray:
+            raise ValueError(f"labels not scored: {', '.join(stray[:3])} (scored: {labels})")
+        wanted = [
+            [lab.casefold() in {x.casefold() for x in relevant[k]} for lab in labels] for k in keys
+        ]
+        got = threshold_scores(rows, wanted)
+    except ValueError as err:
+        raise InputError(f"--truth: {err}") from err
+    except (TypeError, AttributeError, KeyError) as err:
+        raise not_scores(err) from None
+    return {"labels": labels, "images": len(rows), "thresholds": got}

@@ -1,6 +1,5 @@
-"""What commands print on the terminal where it is more than a line or two: the lines are
-made here from what a task or a statistic returned, and the command line echoes them (as
-the pages are made in :mod:`refine.present.report`)."""
+"""``refine agree``'s lines: the correlations per metric and question, the raters'
+agreement and the groups."""
 
 from __future__ import annotations
 
