@@ -34,7 +34,6 @@ from refine.cli.inputs import (
     UserInputError,
     backends_for,
     baseline_model_option,
-    parse_backends,
     parsed_baseline_models,
     show,
 )
@@ -45,13 +44,14 @@ from refine.cli.rate_cmd import rate_app
 from refine.cli.rescore_cmd import rescore_cmd
 from refine.cli.run_cmd import refs_app, run_cmd
 from refine.cli.sos_cmd import sos_app
-from refine.cli.task_cmd import add_task_commands
+from refine.cli.task_cmd import add_task_commands, plan_command
 from refine.cli.tau_cmd import calibrate_tau_cmd
 from refine.cli.tune_cmd import tune_cmd
 from refine.harness import registry
+from refine.io.inputs import InputError
 from refine.present.terminal import records as lines
 from refine.profiles import list_profiles, load_profile
-from refine.settings import upper
+from ui.serve_plan import ServePlan
 
 app = typer.Typer(
     name="refine",
@@ -163,123 +163,21 @@ def models_download_cmd(
         raise typer.Exit(1)
 
 
-@app.command("app")
-def app_cmd(
-    profile: str = typer.Option(
-        None,
-        "--profile",
-        help="Default: gemini with a key, else local-gpu on a CUDA GPU, else cpu.",
-    ),
-    out: str = typer.Option("runs", "--out", help="Folder for run directories."),
-    host: str = typer.Option(
-        None,
-        "--host",
-        help="Address to serve on. Default: GRADIO_SERVER_NAME, else REFINE_HOST, else 127.0.0.1.",
-    ),
-    port: int = typer.Option(
-        None,
-        "--port",
-        min=1,
-        max=65535,
-        help="Default: GRADIO_SERVER_PORT, else PORT, else 7860.",
-    ),
-    share: bool = typer.Option(False, "--share", help="A public gradio.live link."),
-    auth: str = typer.Option(None, "--auth", help="USER:PASS required to open the app."),
-    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    admin: list[str] = typer.Option(
-        [],
-        "--admin",
-        help="A user (of --auth or a Hugging Face login) who changes the shared references "
-        "and tunes from every run. Repeatable.",
-    ),
-    max_rounds: int = typer.Option(
-        10,
-        "--max-rounds",
-        min=0,
-        max=upper("rounds"),
-        help="Editing rounds a visitor's run may ask for.",
-    ),
-    max_candidates: int = typer.Option(
-        8,
-        "--max-candidates",
-        min=1,
-        max=upper("candidates"),
-        help="Edit candidates per round a run may ask for.",
-    ),
-    max_run_minutes: float = typer.Option(
-        30.0, "--max-run-minutes", min=0.1, max=1440.0, help="Wall time of one visitor's run."
-    ),
-    max_run_calls: int = typer.Option(
-        400, "--max-run-calls", min=1, help="Model calls of one visitor's run."
-    ),
-    runs_per_hour: int = typer.Option(
-        None,
-        "--runs-per-visitor-per-hour",
-        min=0,
-        help="Runs one visitor (and one client address) may start in an hour; 0: no limit. "
-        "Default: 6 when the app listens beyond this machine (--host, --share), else none.",
-    ),
-    daily_calls: int = typer.Option(
-        None, "--daily-calls", min=1, help="Model calls a day for all visitors together."
-    ),
-    trust_proxy: bool = typer.Option(
-        False,
-        "--trust-proxy",
-        help="Read the client address from X-Forwarded-For (only behind a proxy that sets it).",
-    ),
-) -> None:
-    """Serve the Gradio app: start, watch and steer runs; open saved runs."""
-    # the app's modules load only for `refine app` (a test replaces ui.app.serve)
-    from ui.app import serve
-    from ui.limits import Limits
-    from ui.quotas import PUBLIC_RUNS_PER_HOUR, Quotas
-
-    credentials = None
-    if auth:
-        user, sep, password = auth.partition(":")
-        if not sep or not user or not password:
-            raise UserInputError("--auth: use USER:PASS")
-        credentials = (user, password)
-    overrides = parse_backends(backend)
-    if profile:
-        from refine.profiles import load_profile
-
-        try:
-            load_profile(profile)
-        except ValueError as err:
-            raise UserInputError(f"--profile: {err}") from err
-    names = [a.strip() for a in admin]
-    if any(not n or not n.isprintable() for n in names):
-        raise UserInputError("--admin: give a user name")
+def _serve(plan: ServePlan) -> None:
+    from ui.deploy import DeployError
+    from ui.serve_plan import serve_plan  # the app's modules load only for `refine app`
 
     try:
-        limits = Limits(max_rounds, max_candidates, max_run_minutes, max_run_calls).check()
-    except ValueError as err:
-        raise UserInputError(str(err)) from err
-    from ui.deploy import DeployError, listen_address
-
-    try:
-        host, port = listen_address(host=host, port=port, default_host="127.0.0.1")
+        serve_plan(plan)
     except DeployError as err:
         raise UserInputError(str(err)) from err
 
-    if runs_per_hour is None:
-        local = host in ("127.0.0.1", "localhost", "::1") and not share
-        runs_per_hour = 0 if local else PUBLIC_RUNS_PER_HOUR
-    quotas = Quotas(Path(out), runs_per_hour or None, daily_calls)
-    serve(
-        profile,
-        out,
-        host,
-        port,
-        share,
-        credentials,
-        overrides,
-        admins=names,
-        limits=limits,
-        quotas=quotas,
-        trust_proxy=trust_proxy,
+
+app.command("app")(
+    plan_command(
+        ServePlan, _serve, "Serve the Gradio app: start, watch and steer runs; open saved runs."
     )
+)
 
 
 @app.command("app-usage")
@@ -426,7 +324,7 @@ def main(argv: list[str] | None = None) -> None:
     click_error, abort = _click_errors()
     try:
         rc = command()(args=args, prog_name="refine", standalone_mode=False)
-    except UserInputError as err:
+    except InputError as err:  # a bad option's UserInputError, or an input file's
         typer.echo(f"error: {err}", err=True)
         sys.exit(2)
     except abort:

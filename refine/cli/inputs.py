@@ -1,8 +1,8 @@
-"""What the command line's options are made of, and the one error a user's input raises.
+"""What the command line's options are made of, and the error a user's input raises.
 
 A file given on the command line is read and checked by :mod:`refine.io.inputs`; its
-:class:`UserInputError` (one line naming the file, the field and what is wrong) is printed
-by the command line, which exits with code 2.
+InputError (one line naming the file, the field and what is wrong), like a bad option's
+:class:`UserInputError`, is printed by the command line, which exits with code 2.
 """
 
 from __future__ import annotations
@@ -14,11 +14,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from refine.harness.plan import refusal
-from refine.io.inputs import InputError as UserInputError
+from refine.io.inputs import InputError
 from refine.records import RunSpec
 from refine.settings import SETTINGS, Setting, shown_on, table
 
-__all__ = ["UserInputError"]
+
+class UserInputError(InputError):
+    """A bad argument or option; the message is shown to the user as is (as an input
+    file's :class:`refine.io.inputs.InputError` is)."""
 
 
 def spec_option(name: str, spec: type[RunSpec] = RunSpec) -> Any:

@@ -182,10 +182,23 @@ def task_command(
         # the running command's context: which options were given, not left at default
         inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
     ]
+    options = plan_options(settings)
+    params = [*options, *extras, *own]
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__name__ = spec.name.replace("-", "_") + "_cmd"
+    command.__doc__ = spec.help + (f"\n\n{spec.about}" if spec.about else "")
+    return with_engine(command, 1, workers_help, batch=batch)
+
+
+def plan_options(settings: Sequence[Setting]) -> list[Any]:
+    """The keyword-only parameters (typer options, or the positional arguments) of a
+    plan's fields that the command line shows."""
+    import inspect
+
     kinds = {
         "path": Path, "list": str, "repeat": list[str], "arguments": list[Path], "argument": Path
     }  # fmt: skip
-    options = [
+    return [
         inspect.Parameter(
             s.name,
             inspect.Parameter.KEYWORD_ONLY,
@@ -194,11 +207,28 @@ def task_command(
         )
         for s in settings
     ]
-    params = [*options, *extras, *own]
-    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__name__ = spec.name.replace("-", "_") + "_cmd"
-    command.__doc__ = spec.help + (f"\n\n{spec.about}" if spec.about else "")
-    return with_engine(command, 1, workers_help, batch=batch)
+
+
+def plan_command(
+    plan: type, body: Callable[..., Any], doc: str, extras: Sequence[Any] = ()
+) -> Callable[..., Any]:
+    """A command made from ``plan`` (a pydantic model whose fields carry their flag, help
+    and bounds, as a task's Plan's do): an option per field the command line shows and
+    ``extras`` (keyword-only ``inspect.Parameter``s of its own); it calls ``body(made,
+    **extras)`` with the plan of the options given, checked by its validators (a refusal
+    is one line naming the flag)."""
+    import inspect
+
+    settings = shown_on("cli", plan)
+
+    def command(**options: Any) -> Any:
+        fields = {s.name: _given(s, options.pop(s.name)) for s in settings}
+        made = made_plan(plan, **{k: v for k, v in fields.items() if v is not None})
+        return body(made, **options)
+
+    command.__signature__ = inspect.Signature([*plan_options(settings), *extras])  # type: ignore[attr-defined]
+    command.__doc__ = doc
+    return command
 
 
 def add_task_commands(group: Any) -> None:
