@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
+from pydantic import Field
+
 from refine.backends.registry import ROLES, split_name
 from refine.evaluate.caire.scorer import parse_labels
 from refine.evaluate.references import load_references_file
@@ -91,6 +93,7 @@ class Setting:
     box: str = ""  # the form box's own words where they say more than the label
     info: str = ""  # a line under the box
     placeholder: str = ""  # an example in an empty text box
+    required: bool = False  # a field with no default: the command line must give it
 
 
 GIVEN = ("value", "list", "path", "repeat", "arguments", "argument")
@@ -147,7 +150,32 @@ def _setting(name: str, field: Any, spec: type[RunSpec] = RunSpec) -> Setting:
         box=extra.get("box", ""),
         info=extra.get("info", ""),
         placeholder=extra.get("placeholder", ""),
+        required=field.is_required(),
     )
+
+
+def option(
+    default: Any = ...,
+    help: str = "",
+    *,
+    flag: str | None = None,
+    surfaces: tuple[str, ...] = ("cli",),
+    given: str = "value",
+    default_factory: Any = None,
+    **bounds: Any,
+) -> Any:
+    """A field a front shows (a task's Plan's, a command's plan's): its help, its flag
+    (default ``--the-name``), how it is given (``value``, ``list``: names separated by
+    commas, ``repeat``: once per item, ``path``) and its bounds (``ge``, ``le``, ``gt``,
+    ``min_length`` ...)."""
+    extra = {"surfaces": surfaces, "given": given}
+    if flag:
+        extra["flag"] = flag
+    if default_factory is not None:
+        return Field(
+            default_factory=default_factory, description=help, json_schema_extra=extra, **bounds
+        )
+    return Field(default, description=help, json_schema_extra=extra, **bounds)
 
 
 def table(spec: type[RunSpec] = RunSpec) -> dict[str, Setting]:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from refine.harness.plan import option
-from refine.settings import upper
+from refine.settings import option, upper
 
 
 class ServePlan(BaseModel):

@@ -103,8 +103,10 @@ def _option(setting: Setting) -> Any:
     if setting.upper is not None:
         bounds["max"] = setting.upper
     if setting.given in ("arguments", "argument"):  # its flag: its name in the usage line
-        return typer.Argument(..., help=setting.help, show_default=False, metavar=setting.flag)
-    return typer.Option(setting.default, setting.flag, help=setting.help, **bounds)
+        needed = ... if setting.required else None
+        return typer.Argument(needed, help=setting.help, show_default=False, metavar=setting.flag)
+    default = ... if setting.required else setting.default
+    return typer.Option(default, setting.flag, help=setting.help, **bounds)
 
 
 def _on_command_line(ctx: Any, name: str) -> bool:

@@ -21,7 +21,9 @@ from pydantic import (
     ValidationError,
 )
 
-from refine.settings import flag_of, parse_backends
+from refine.settings import flag_of, option, parse_backends
+
+__all__ = ["option"]  # a plan field a front shows, re-exported for the task plans
 
 MAX_IMAGES_PER_PROMPT = 1000  # CUBE draws 80; a bound stops a typo's billions
 
@@ -125,29 +127,6 @@ PROFILE = Field(
     description="The profile whose models score (and draw, where not named).",
     json_schema_extra={"flag": "--profile", "surfaces": ("cli",)},
 )
-
-
-def option(
-    default: Any = ...,
-    help: str = "",
-    *,
-    flag: str | None = None,
-    surfaces: tuple[str, ...] = ("cli",),
-    given: str = "value",
-    default_factory: Any = None,
-    **bounds: Any,
-) -> Any:
-    """A plan field a front shows: its help, its flag (default ``--the-name``), how it is
-    given (``value``, ``list``: names separated by commas, ``repeat``: once per item,
-    ``path``) and its bounds (``ge``, ``le``, ``gt``, ``min_length`` ...)."""
-    extra = {"surfaces": surfaces, "given": given}
-    if flag:
-        extra["flag"] = flag
-    if default_factory is not None:
-        return Field(
-            default_factory=default_factory, description=help, json_schema_extra=extra, **bounds
-        )
-    return Field(default, description=help, json_schema_extra=extra, **bounds)
 
 
 def refusal(err: ValidationError, plan: type[BaseModel]) -> str:
