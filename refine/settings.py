@@ -5,7 +5,7 @@ values here as a plain mapping of RunSpec field names; each shows a :class:`Sett
 its own way (``--option: message``, ``line N: field: message``, a message box). The loop
 trusts the spec it gets. Each setting's type, bounds, default, help and the fronts that show
 it live in :class:`refine.records.RunSpec`'s fields and nowhere else: :data:`SETTINGS` is that
-table, from which ``refine run``'s options (``refine.cli.inputs.spec_option``) and the app's
+table, from which ``refine run``'s options (``refine.cli.inputs.setting_option``) and the app's
 form are made, and against which batch lines are checked.
 
 Besides the RunSpec fields, a mapping may hold ``image`` (an image to refine instead of

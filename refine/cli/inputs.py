@@ -7,16 +7,17 @@ InputError (one line naming the file, the field and what is wrong), like a bad o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import typer
 from pydantic import ValidationError
 
 from refine.harness.plan import refusal
 from refine.io.inputs import InputError
 from refine.records import RunSpec
-from refine.settings import SETTINGS, Setting, shown_on, table
+from refine.settings import Setting, shown_on, split_list
 
 
 class UserInputError(InputError):
@@ -24,23 +25,50 @@ class UserInputError(InputError):
     file's :class:`refine.io.inputs.InputError` is)."""
 
 
-def spec_option(name: str, spec: type[RunSpec] = RunSpec) -> Any:
-    """The option of a run setting, all from the settings table (its flag, default, bounds
-    and help; see :data:`refine.settings.SETTINGS`). A bound the value must exceed (a
-    budget above 0) is the spec's to check: click's ranges include their ends."""
-    import typer
+def given_value(setting: Setting, value: Any) -> Any:
+    """An option's value as the plan's field takes it; None: not given (the default)."""
+    if value is None or (setting.given in ("repeat", "arguments") and not value):
+        return None
+    if setting.given == "list":
+        return split_list(value)
+    if setting.given in ("path", "argument"):  # a field typed Path takes its text as well
+        return str(value)
+    return list(map(str, value)) if setting.given in ("repeat", "arguments") else value
 
-    setting = (SETTINGS if spec is RunSpec else table(spec))[name]
+
+def setting_option(setting: Setting, strict: bool = False) -> Any:
+    """A field's option (its default, the Plan's), or the command's arguments; ``strict``:
+    a required field's option is required by the command line (a task command's plan may
+    take it from elsewhere: a bench from its recipe)."""
     bounds = {}
     if setting.lower is not None:
         bounds["min"] = setting.lower
     if setting.upper is not None:
         bounds["max"] = setting.upper
-    return typer.Option(setting.default, setting.flag, help=setting.help, **bounds)
+    if setting.given in ("arguments", "argument"):  # its flag: its name in the usage line
+        needed = ... if setting.required else None
+        return typer.Argument(needed, help=setting.help, show_default=False, metavar=setting.flag)
+    default = ... if setting.required and strict else setting.default
+    return typer.Option(default, setting.flag, help=setting.help, **bounds)
 
 
-def _option_type(setting: Setting) -> Any:
-    return {"path": Path, "list": str, "repeat": list[str]}.get(setting.given, setting.kind)
+def setting_parameters(settings: Sequence[Setting], strict: bool = False) -> list[Any]:
+    """The keyword-only parameters (typer options, or the positional arguments) of a
+    plan's fields that the command line shows (``strict``: see :func:`setting_option`)."""
+    import inspect
+
+    kinds = {
+        "path": Path, "list": str, "repeat": list[str], "arguments": list[Path], "argument": Path
+    }  # fmt: skip
+    return [
+        inspect.Parameter(
+            s.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=setting_option(s, strict),
+            annotation=kinds.get(s.given, s.kind) | None,
+        )
+        for s in settings
+    ]
 
 
 def with_settings(
@@ -57,19 +85,11 @@ def with_settings(
         if p.kind is not inspect.Parameter.VAR_KEYWORD
     ]
     at = next((i + 1 for i, p in enumerate(own) if p.name == after), len(own))
-    taken = {p.name for p in own}
-    more = []
-    for setting in shown_on(surface, spec):
-        if setting.name in taken:
-            raise ValueError(f"{command.__name__} already has a parameter {setting.name!r}")
-        more.append(
-            inspect.Parameter(
-                setting.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=spec_option(setting.name, spec),
-                annotation=_option_type(setting),
-            )
-        )
+    settings = shown_on(surface, spec)
+    taken = {p.name for p in own} & {s.name for s in settings}
+    if taken:
+        raise ValueError(f"{command.__name__} already has a parameter {taken.pop()!r}")
+    more = setting_parameters(settings)
     kinds = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
     command.__signature__ = inspect.Signature([*kinds[:at], *more, *kinds[at:]])  # type: ignore[attr-defined]
     return command

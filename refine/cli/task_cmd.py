@@ -18,14 +18,20 @@ from typing import Any
 
 import typer
 
-from refine.cli.inputs import UserInputError, made_plan, with_engine
+from refine.cli.inputs import (
+    UserInputError,
+    given_value,
+    made_plan,
+    setting_parameters,
+    with_engine,
+)
 from refine.harness import registry
 from refine.harness.cells import CellSchemaError
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
 from refine.harness.registry import TaskSpec
 from refine.harness.results import RESULTS, Results, ResultsError
-from refine.settings import Setting, shown_on, split_list
+from refine.settings import shown_on
 
 
 def own_folder(out: Path, mine: str) -> None:
@@ -84,31 +90,6 @@ def run_plan(
     return results
 
 
-def _given(setting: Setting, value: Any) -> Any:
-    """An option's value as the plan's field takes it; None: not given (the default)."""
-    if value is None or (setting.given in ("repeat", "arguments") and not value):
-        return None
-    if setting.given == "list":
-        return split_list(value)
-    if setting.given in ("path", "argument"):  # a field typed Path takes its text as well
-        return str(value)
-    return list(map(str, value)) if setting.given in ("repeat", "arguments") else value
-
-
-def _option(setting: Setting) -> Any:
-    """A field's option (its default, the Plan's), or the command's arguments."""
-    bounds = {}
-    if setting.lower is not None:
-        bounds["min"] = setting.lower
-    if setting.upper is not None:
-        bounds["max"] = setting.upper
-    if setting.given in ("arguments", "argument"):  # its flag: its name in the usage line
-        needed = ... if setting.required else None
-        return typer.Argument(needed, help=setting.help, show_default=False, metavar=setting.flag)
-    default = ... if setting.required else setting.default
-    return typer.Option(default, setting.flag, help=setting.help, **bounds)
-
-
 def _on_command_line(ctx: Any, name: str) -> bool:
     """Whether the option ``name`` was given (not left at its default) in ``ctx``, the
     running command's context."""
@@ -152,7 +133,7 @@ def task_command(
     ) -> None:
         values = {s.name: options.pop(s.name) for s in settings}
         given = {k: v if _on_command_line(ctx, k) else None for k, v in values.items()}
-        fields = {s.name: _given(s, values[s.name]) for s in settings}
+        fields = {s.name: given_value(s, values[s.name]) for s in settings}
 
         def made(**more: Any) -> Any:  # the plan of the options given (and ``more``)
             return made_plan(plan, **{k: v for k, v in fields.items() if v is not None}, **more)
@@ -184,31 +165,12 @@ def task_command(
         # the running command's context: which options were given, not left at default
         inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
     ]
-    options = plan_options(settings)
+    options = setting_parameters(settings)
     params = [*options, *extras, *own]
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__name__ = spec.name.replace("-", "_") + "_cmd"
     command.__doc__ = spec.help + (f"\n\n{spec.about}" if spec.about else "")
     return with_engine(command, 1, workers_help, batch=batch)
-
-
-def plan_options(settings: Sequence[Setting]) -> list[Any]:
-    """The keyword-only parameters (typer options, or the positional arguments) of a
-    plan's fields that the command line shows."""
-    import inspect
-
-    kinds = {
-        "path": Path, "list": str, "repeat": list[str], "arguments": list[Path], "argument": Path
-    }  # fmt: skip
-    return [
-        inspect.Parameter(
-            s.name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=_option(s),
-            annotation=kinds.get(s.given, s.kind) | None,
-        )
-        for s in settings
-    ]
 
 
 def plan_command(
@@ -224,11 +186,11 @@ def plan_command(
     settings = shown_on("cli", plan)
 
     def command(**options: Any) -> Any:
-        fields = {s.name: _given(s, options.pop(s.name)) for s in settings}
+        fields = {s.name: given_value(s, options.pop(s.name)) for s in settings}
         made = made_plan(plan, **{k: v for k, v in fields.items() if v is not None})
         return body(made, **options)
 
-    command.__signature__ = inspect.Signature([*plan_options(settings), *extras])  # type: ignore[attr-defined]
+    command.__signature__ = inspect.Signature([*setting_parameters(settings, strict=True), *extras])  # type: ignore[attr-defined]
     command.__doc__ = doc
     return command
 
