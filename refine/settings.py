@@ -87,7 +87,7 @@ class Setting:
     # how a front takes it: ``value`` (one value of ``kind``), ``list`` (names separated
     # by commas), ``path`` (a file or folder), ``repeat`` (an option given once per item),
     # ``arguments`` (the command's positional arguments, one or more), ``argument`` (its
-    # one positional argument, a path)
+    # one positional argument, a path), ``text`` (its one positional argument, a text)
     given: str = "value"
     label: str = ""  # its name in the app's form and messages ("target FAITH")
     box: str = ""  # the form box's own words where they say more than the label
@@ -96,7 +96,7 @@ class Setting:
     required: bool = False  # a field with no default: the command line must give it
 
 
-GIVEN = ("value", "list", "path", "repeat", "arguments", "argument")
+GIVEN = ("value", "list", "path", "repeat", "arguments", "argument", "text")
 
 
 def flag_of(name: str, spec: type[RunSpec] = RunSpec) -> str:

@@ -19,7 +19,6 @@ import typer
 
 from refine import __version__
 from refine.backends import available
-from refine.backends.download import download
 from refine.backends.imports import steady_collector
 from refine.backends.registry import error_names
 from refine.cli.agree_cmd import agree_cmd
@@ -30,13 +29,7 @@ from refine.cli.compare_cmd import compare_cmd
 from refine.cli.data_cmd import data_app
 from refine.cli.expectations_cmd import expectations_app
 from refine.cli.export_cmd import export_cmd
-from refine.cli.inputs import (
-    UserInputError,
-    backends_for,
-    baseline_model_option,
-    parsed_baseline_models,
-    show,
-)
+from refine.cli.inputs import UserInputError, show
 from refine.cli.legacy import forwarded
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.photos_cmd import photos_app
@@ -44,9 +37,10 @@ from refine.cli.rate_cmd import rate_app
 from refine.cli.rescore_cmd import rescore_cmd
 from refine.cli.run_cmd import refs_app, run_cmd
 from refine.cli.sos_cmd import sos_app
-from refine.cli.task_cmd import add_task_commands, plan_command
+from refine.cli.task_cmd import add_task_commands, extra_option, plan_command
 from refine.cli.tau_cmd import calibrate_tau_cmd
 from refine.cli.tune_cmd import tune_cmd
+from refine.evaluate.fetch_plans import ModelsFetch
 from refine.harness import registry
 from refine.io.inputs import InputError
 from refine.present.terminal import records as lines
@@ -130,37 +124,27 @@ models_app = typer.Typer(
 app.add_typer(models_app, name="models")
 
 
-@models_app.command("download")
-def models_download_cmd(
-    profile: str = typer.Option("gemini", "--profile", help="Profile whose models to fetch."),
-    backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
-    baselines: str = typer.Option(
-        "none",
-        "--baselines",
-        help="Also the checkpoints of these baselines (pickscore, hpsv2, cure, caire_probe, "
-        "imagereward; all; none): the others need none of their own.",
-    ),
-    baseline_model: list[str] = baseline_model_option(),
-    as_json: bool = typer.Option(False, "--json", help="Print what was fetched as JSON."),
-) -> None:
-    """Fetch the weights of a profile's local models into the Hugging Face cache, and the
-    checkpoints of the baselines named."""
+def _download(plan: ModelsFetch, as_json: bool) -> None:
     from dataclasses import asdict
 
-    from refine.evaluate.baseline_models import CHECKPOINTS, fetch_reported
-    from refine.evaluate.baselines import parse_baselines
-
-    backends = backends_for(profile, backend)
-    try:
-        wanted = [b for b in parse_baselines(baselines) if b in CHECKPOINTS]
-    except ValueError as err:
-        raise UserInputError(f"--baselines: {err}") from err
     say = None if as_json else (lambda text: typer.echo(text, err=True))
-    results = download(backends.names, backends.options, progress=say)
-    results += fetch_reported(wanted, parsed_baseline_models(baseline_model), say)
+    try:
+        results = plan.fetch(say)
+    except ValueError as err:
+        if not str(err).startswith("--profile/--backend"):
+            raise
+        raise UserInputError(str(err)) from err
     show([asdict(r) for r in results], lines.download_lines, as_json)
     if any(r.status == "failed" for r in results):
         raise typer.Exit(1)
+
+
+DOWNLOAD = (
+    "Fetch the weights of a profile's local models into the Hugging Face cache, and the "
+    "checkpoints of the baselines named."
+)
+JSON_FETCHED = [extra_option("as_json", False, "--json", "Print what was fetched as JSON.", bool)]
+models_app.command("download")(plan_command(ModelsFetch, _download, DOWNLOAD, JSON_FETCHED))
 
 
 def _serve(plan: ServePlan) -> None:

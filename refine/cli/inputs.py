@@ -45,7 +45,7 @@ def setting_option(setting: Setting, strict: bool = False) -> Any:
         bounds["min"] = setting.lower
     if setting.upper is not None:
         bounds["max"] = setting.upper
-    if setting.given in ("arguments", "argument"):  # its flag: its name in the usage line
+    if setting.given in ("arguments", "argument", "text"):  # its flag: its name in usage
         needed = ... if setting.required else None
         return typer.Argument(needed, help=setting.help, show_default=False, metavar=setting.flag)
     default = ... if setting.required and strict else setting.default
@@ -58,7 +58,8 @@ def setting_parameters(settings: Sequence[Setting], strict: bool = False) -> lis
     import inspect
 
     kinds = {
-        "path": Path, "list": str, "repeat": list[str], "arguments": list[Path], "argument": Path
+        "path": Path, "list": str, "repeat": list[str], "arguments": list[Path], "argument": Path,
+        "text": str,
     }  # fmt: skip
     return [
         inspect.Parameter(
@@ -93,19 +94,6 @@ def with_settings(
     kinds = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
     command.__signature__ = inspect.Signature([*kinds[:at], *more, *kinds[at:]])  # type: ignore[attr-defined]
     return command
-
-
-def baseline_model_option() -> Any:
-    """``--baseline-model`` as ``score``, ``bench`` and ``models download`` take it."""
-    import typer
-
-    return typer.Option(
-        [],
-        "--baseline-model",
-        help="NAME=WHERE: a local folder or file, another hub checkpoint or an embedder "
-        "(clip:ARCH/PATH, hfclip:ID, siglip:ID) in place of a baseline's own (pickscore, hpsv2, "
-        "cure, caire_probe, imagereward; hpsv2=v2.1 for HPS v2.1). Repeatable.",
-    )
 
 
 def parsed_baseline_models(values: list[str]) -> dict[str, Any]:
@@ -234,33 +222,6 @@ def json_option(what: str = "the result") -> Any:
     import typer
 
     return typer.Option(False, "--json", help=f"Print {what} as JSON.")
-
-
-def profile_option(
-    default: str | None = "gemini", help: str = "Backend profile (name or .toml)."
-) -> Any:
-    import typer
-
-    return typer.Option(default, "--profile", help=help)
-
-
-def backend_option() -> Any:
-    import typer
-
-    return typer.Option([], "--backend", help="Override a role: ROLE=NAME.")
-
-
-def backends_for(profile: str, backend: list[str], options: dict | None = None) -> Any:
-    """The :class:`refine.backends.selection.Backends` of ``--profile`` and ``--backend``;
-    a wrong one is a usage error naming them."""
-    from refine.backends.selection import Backends
-    from refine.profiles import load_profile
-
-    overrides = parse_backends(backend)
-    try:
-        return Backends(load_profile(profile), overrides, options)
-    except (ValueError, KeyError) as err:
-        raise UserInputError(f"--profile/--backend: {err}") from err
 
 
 def settings_error(err: Any) -> UserInputError:

@@ -10,14 +10,12 @@ import typer
 
 from refine.cli.inputs import (
     UserInputError,
-    backend_option,
-    backends_for,
     json_option,
-    profile_option,
     show,
 )
+from refine.cli.task_cmd import extra_option, plan_command
 from refine.evaluate import commons
-from refine.io.download import MAX_MB, TIMEOUT_S
+from refine.evaluate.fetch_plans import PhotoSearch
 from refine.present.terminal import records as lines
 
 photos_app = typer.Typer(
@@ -35,76 +33,38 @@ def _data_dir_option() -> typer.models.OptionInfo:
     )
 
 
-@photos_app.command("search")
-def photos_search(
-    activity: str = typer.Argument(..., help='An activity, e.g. "people eating food".'),
-    country: str = typer.Option(..., "--country", help="A country, e.g. Brazil."),
-    source: str = typer.Option(
-        commons.API, "--from", help="Wikimedia Commons' API address (a mirror's, or a stand-in)."
-    ),
-    language: str = typer.Option(
-        None,
-        "--language",
-        help="The language of the second query (default: the country's most widely spoken, "
-        "and the paper's own translated query where the fetched AHEaD manifest has one; "
-        "English: one query only).",
-    ),
-    query: str = typer.Option(
-        None, "--query", help='The English query (default: "ACTIVITY COUNTRY").'
-    ),
-    keep: int = typer.Option(commons.KEEP, "--keep", min=1, max=50, help="Photos kept."),
-    per_query: int = typer.Option(
-        commons.PER_QUERY, "--per-query", min=1, max=50, help="Results taken per query."
-    ),
-    profile: str = profile_option(),
-    backend: list[str] = backend_option(),
-    data_dir: Path = _data_dir_option(),
-    max_file_mb: float = typer.Option(
-        MAX_MB, "--max-file-mb", min=0.001, help="The size cap of one downloaded photo, in MB."
-    ),
-    file_timeout: float = typer.Option(
-        TIMEOUT_S, "--file-timeout", min=0.1, help="Seconds one photo's whole download may take."
-    ),
-    as_json: bool = json_option("the set"),
-) -> None:
-    """Collect real photos of ACTIVITY in the country from Wikimedia Commons, as the AHEaD
-    paper did with Google: one query in English and one in the country's language (the
+SEARCH = """Collect real photos of ACTIVITY in the country from Wikimedia Commons, as the
+    AHEaD paper did with Google: one query in English and one in the country's language (the
     profile's language model translates), every result scored by CLIPScore against "A
     photorealistic photo of ACTIVITY in COUNTRY." on the profile's image embedder, the top
     --keep kept with each one's licence, author and page. run, score, bench, batch, the app
     and calibrate-tau then use them for that activity and country with no file list."""
-    from refine.io.download import DownloadLimits
 
-    if not activity.strip() or not country.strip():
-        raise UserInputError("give an ACTIVITY and a --country")
-    backends = backends_for(profile, backend)
 
-    class LazyLanguageModel:  # loaded only when a translation is asked for
-        def complete_json(self, prompt, schema):
-            return backends.get("llm").complete_json(prompt, schema)
-
+def _search(plan: PhotoSearch, as_json: bool) -> None:
     def say(line: str) -> None:
         if not as_json:
             typer.echo(line, err=True)
 
     try:
-        found = commons.search_photos(
-            activity.strip(),
-            country.strip(),
-            LazyLanguageModel(),
-            backends.get("image_embedder"),
-            api=source,
-            data=data_dir,
-            language=language,
-            english_query=query,
-            keep=keep,
-            per_query=per_query,
-            emit=say,
-            limits=DownloadLimits(max_file_mb, file_timeout),
-        )
+        found = plan.search(say)
     except commons.SearchError as err:
         raise UserInputError(str(err)) from err
+    except ValueError as err:
+        if not str(err).startswith("--profile/--backend"):
+            raise
+        raise UserInputError(str(err)) from err
     _print(found, as_json)
+
+
+photos_app.command("search")(
+    plan_command(
+        PhotoSearch,
+        _search,
+        SEARCH,
+        [extra_option("as_json", False, "--json", "Print the set as JSON.", bool)],
+    )
+)
 
 
 @photos_app.command("add")

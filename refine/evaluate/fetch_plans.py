@@ -1,7 +1,8 @@
-"""``refine data fetch ahead`` and ``refine data fetch culturalframes``: their options as
-plans whose fields carry their flag, help and bounds (the commands are made from them),
-and what each fetch does with them (:mod:`refine.evaluate.paper_data`,
-:mod:`refine.evaluate.culturalframes_data`)."""
+"""``refine data fetch ahead``, ``refine data fetch culturalframes`` and ``refine photos
+search``: their options as plans whose fields carry their flag, help and bounds (the
+commands are made from them), and what each fetch does with them
+(:mod:`refine.evaluate.paper_data`, :mod:`refine.evaluate.culturalframes_data`,
+:mod:`refine.evaluate.commons`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
+from refine.evaluate.commons import API, KEEP, PER_QUERY
 from refine.evaluate.paper_data import SOURCE
 from refine.io.download import MAX_MB, TIMEOUT_S
 from refine.settings import option
@@ -94,3 +96,134 @@ class CulturalFramesFetch(BaseModel):
         return fetch_culturalframes(
             self.data_dir or data_dir(), self.countries, self.source, emit=emit, progress=progress
         )
+
+
+class PhotoSearch(BaseModel):
+    """``refine photos search``: real photos of an activity in a country from Wikimedia
+    Commons (:func:`refine.evaluate.commons.search_photos`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    activity: str = option(
+        help='An activity, e.g. "people eating food".', flag="ACTIVITY", given="text"
+    )
+    country: str = option(help="A country, e.g. Brazil.")
+    source: str = option(
+        API, "Wikimedia Commons' API address (a mirror's, or a stand-in).", flag="--from"
+    )
+    language: str | None = option(
+        None,
+        "The language of the second query (default: the country's most widely spoken, and the "
+        "paper's own translated query where the fetched AHEaD manifest has one; English: one "
+        "query only).",
+    )
+    query: str | None = option(None, 'The English query (default: "ACTIVITY COUNTRY").')
+    keep: int = option(KEEP, "Photos kept.", ge=1, le=50)
+    per_query: int = option(PER_QUERY, "Results taken per query.", ge=1, le=50)
+    profile: str = option("gemini", "Backend profile (name or .toml).")
+    backends: list[str] = option(
+        help="Override a role: ROLE=NAME.", flag="--backend", given="repeat", default_factory=list
+    )
+    data_dir: Path | None = option(
+        None,
+        "The data directory (default: $REFINE_DATA_DIR, else data in the cache folder).",
+        given="path",
+    )
+    max_file_mb: float = option(MAX_MB, "The size cap of one downloaded photo, in MB.", ge=0.001)
+    file_timeout: float = option(TIMEOUT_S, "Seconds one photo's whole download may take.", ge=0.1)
+
+    @field_validator("activity", "country")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("give an ACTIVITY and a --country")
+        return value.strip()
+
+    def search(self, emit: Callable[[str], None] | None = None) -> Any:
+        """The photo set found and kept (:class:`refine.evaluate.photo_sets.PhotoSet`); a
+        ValueError names a profile or backend that cannot be made."""
+        from refine.backends.selection import Backends
+        from refine.evaluate.commons import search_photos
+        from refine.io.download import DownloadLimits
+        from refine.profiles import load_profile
+        from refine.settings import parse_backends
+
+        try:
+            backends = Backends(load_profile(self.profile), parse_backends(self.backends))
+        except ValueError as err:
+            raise ValueError(f"--profile/--backend: {err}") from err
+
+        class LazyLanguageModel:  # loaded only when a translation is asked for
+            def complete_json(self, prompt: str, schema: Any) -> Any:
+                return backends.get("llm").complete_json(prompt, schema)
+
+        return search_photos(
+            self.activity, self.country, LazyLanguageModel(), backends.get("image_embedder"),
+            api=self.source, data=self.data_dir, language=self.language,
+            english_query=self.query, keep=self.keep, per_query=self.per_query, emit=emit,
+            limits=DownloadLimits(self.max_file_mb, self.file_timeout),
+        )  # fmt: skip
+
+
+class ModelsFetch(BaseModel):
+    """``refine models download``: a profile's local models and the baselines' checkpoints
+    fetched into the Hugging Face cache ahead of time."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: str = option("gemini", "Profile whose models to fetch.")
+    backends: list[str] = option(
+        help="Override a role: ROLE=NAME.", flag="--backend", given="repeat", default_factory=list
+    )
+    baselines: str = option(
+        "none",
+        "Also the checkpoints of these baselines (pickscore, hpsv2, cure, caire_probe, "
+        "imagereward; all; none): the others need none of their own.",
+    )
+    baseline_models: list[str] = option(
+        help="NAME=WHERE: a local folder or file, another hub checkpoint or an embedder "
+        "(clip:ARCH/PATH, hfclip:ID, siglip:ID) in place of a baseline's own (pickscore, "
+        "hpsv2, cure, caire_probe, imagereward; hpsv2=v2.1 for HPS v2.1). Repeatable.",
+        flag="--baseline-model",
+        given="repeat",
+        default_factory=list,
+    )
+
+    @field_validator("baselines")
+    @classmethod
+    def _baselines(cls, text: str) -> str:
+        from refine.evaluate.baselines import parse_baselines
+
+        parse_baselines(text)  # a ValueError names the unknown one
+        return text
+
+    @field_validator("baseline_models")
+    @classmethod
+    def _checkpoints(cls, values: list[str]) -> list[str]:
+        from refine.evaluate.baseline_models import parse_baseline_models
+
+        parse_baseline_models(values)
+        return values
+
+    def fetch(self, emit: Callable[[str], None] | None = None) -> list[Any]:
+        """What was fetched, found or could not be, one result a model or checkpoint
+        (:class:`refine.backends.download.Fetched`); a ValueError names a profile or
+        backend that cannot be made."""
+        from refine.backends.download import download
+        from refine.backends.selection import Backends
+        from refine.evaluate.baseline_models import (
+            CHECKPOINTS,
+            fetch_reported,
+            parse_baseline_models,
+        )
+        from refine.evaluate.baselines import parse_baselines
+        from refine.profiles import load_profile
+        from refine.settings import parse_backends
+
+        try:
+            backends = Backends(load_profile(self.profile), parse_backends(self.backends))
+        except ValueError as err:
+            raise ValueError(f"--profile/--backend: {err}") from err
+        wanted = [b for b in parse_baselines(self.baselines) if b in CHECKPOINTS]
+        results = download(backends.names, backends.options, progress=emit)
+        return results + fetch_reported(wanted, parse_baseline_models(self.baseline_models), emit)
