@@ -13,6 +13,31 @@ from metrics.catalog import CATALOG, VARIANTS, known
 from metrics.descriptors import DIMENSIONS, normalise_phrases
 from metrics.judge import Reading
 
+
+def option(
+    default: Any = ...,
+    help: str = "",
+    *,
+    flag: str | None = None,
+    surfaces: tuple[str, ...] = ("cli",),
+    given: str = "value",
+    default_factory: Any = None,
+    **bounds: Any,
+) -> Any:
+    """A field a front shows (a task's Plan's, a command's plan's): its help, its flag
+    (default ``--the-name``), how it is given (``value``, ``list``: names separated by
+    commas, ``repeat``: once per item, ``path``) and its bounds (``ge``, ``le``, ``gt``,
+    ``min_length`` ...)."""
+    extra = {"surfaces": surfaces, "given": given}
+    if flag:
+        extra["flag"] = flag
+    if default_factory is not None:
+        return Field(
+            default_factory=default_factory, description=help, json_schema_extra=extra, **bounds
+        )
+    return Field(default, description=help, json_schema_extra=extra, **bounds)
+
+
 Descriptors = dict[str, list[str]]
 
 

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import Field
-
 from refine.backends.registry import ROLES, split_name
 from refine.evaluate.caire.scorer import parse_labels
 from refine.evaluate.references import load_references_file
@@ -152,30 +150,6 @@ def _setting(name: str, field: Any, spec: type[RunSpec] = RunSpec) -> Setting:
         placeholder=extra.get("placeholder", ""),
         required=field.is_required(),
     )
-
-
-def option(
-    default: Any = ...,
-    help: str = "",
-    *,
-    flag: str | None = None,
-    surfaces: tuple[str, ...] = ("cli",),
-    given: str = "value",
-    default_factory: Any = None,
-    **bounds: Any,
-) -> Any:
-    """A field a front shows (a task's Plan's, a command's plan's): its help, its flag
-    (default ``--the-name``), how it is given (``value``, ``list``: names separated by
-    commas, ``repeat``: once per item, ``path``) and its bounds (``ge``, ``le``, ``gt``,
-    ``min_length`` ...)."""
-    extra = {"surfaces": surfaces, "given": given}
-    if flag:
-        extra["flag"] = flag
-    if default_factory is not None:
-        return Field(
-            default_factory=default_factory, description=help, json_schema_extra=extra, **bounds
-        )
-    return Field(default, description=help, json_schema_extra=extra, **bounds)
 
 
 def table(spec: type[RunSpec] = RunSpec) -> dict[str, Setting]:

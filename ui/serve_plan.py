@@ -8,7 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from refine.settings import option, upper
+from refine.records import option
+from refine.settings import upper
 
 
 class ServePlan(BaseModel):

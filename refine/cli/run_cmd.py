@@ -18,9 +18,16 @@ from refine.cli.inputs import (
     settings_error,
     with_settings,
 )
+from refine.cli.task_cmd import extra_option, plan_command
 from refine.evaluate.reference_source import ReferenceSource
 from refine.evaluate.references import ReferenceNotFound
-from refine.evaluate.refs_build import LLMCache, build_references, models_for, save_built
+from refine.evaluate.refs_build import (
+    LLMCache,
+    RefsBuild,
+    build_references,
+    models_for,
+    save_built,
+)
 from refine.events import RunStarted, StepDone
 from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
@@ -59,92 +66,37 @@ def refs_show(
     typer.echo(found.describe())
 
 
-@refs_app.command("build")
-def refs_build(
-    activity: str = typer.Argument(..., help='An activity, e.g. "people repairing a bicycle".'),
-    country: str = typer.Option(..., "--country", help="A country, e.g. Peru."),
-    profile: str = typer.Option("gemini", "--profile", help="Profile whose [refs] models to use."),
-    proposer: list[str] = typer.Option([], "--proposer", help="A proposer llm (repeatable)."),
-    refiner: str = typer.Option(None, "--refiner", help="The refiner llm."),
-    per_dimension: int = typer.Option(
-        None,
-        "--per-dimension",
-        min=1,
-        max=30,
-        help="Descriptors a dimension at most (default: 10 with the ahead prompts, as the "
-        "paper asks; 8 with the toolkit's).",
-    ),
-    stereotypes: int = typer.Option(
-        None,
-        "--stereotypes",
-        min=1,
-        max=50,
-        help="Stereotype candidates (default: 15 with the ahead prompts, as the authors' "
-        "data lists; 10 with the toolkit's).",
-    ),
-    prompts: str = typer.Option(
-        "auto",
-        "--prompts",
-        help="ahead: the AHEaD paper's proposer and refiner prompts (Tab. 15-21, temperatures "
-        "0.2 and 0.1, style tags); toolkit: this toolkit's; auto: ahead for a CULTIVate "
-        "activity, toolkit for any other.",
-    ),
-    out: Path = typer.Option(None, "--out", help="Also write the references JSON here."),
-    as_json: bool = typer.Option(False, "--json", help="Print the references as JSON."),
-) -> None:
-    """Build reference descriptors and stereotype candidates with language models.
+def _build(plan: RefsBuild, as_json: bool) -> None:
+    def progress(event: dict) -> None:
+        if not as_json:
+            n = f" {event['n']}/{event['of']}" if "n" in event else ""
+            typer.echo(f"  {event['stage']}{n}: {event['model']}", err=True)
+
+    try:
+        from refine.evaluate.reference_source import prompt_set
+
+        result, path = plan.build(prompt_set(plan.activity, plan.prompts), progress)
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
+    if as_json:
+        typer.echo(result.pack.model_dump_json(indent=2))
+        return
+    print_references(result.pack)
+    typer.echo(
+        f"model answers: {result.asked} asked, {result.cached} from the cache "
+        f"({LLMCache().dir}); saved to {path}" + (f" and {plan.out}" if plan.out else "")
+    )
+
+
+BUILD = """Build reference descriptors and stereotype candidates with language models.
 
     Several proposers list descriptors per dimension; one refiner keeps the accurate,
     typical ones and lists stereotype candidates. Every answer is cached on disk
     ($REFINE_CACHE_DIR, default ~/.cache/cultural-refine), so asking again costs nothing;
     `refine run` then finds the built references, and --out writes a file for --refs.
     """
-
-    from refine.evaluate.reference_source import prompt_set
-
-    try:
-        chosen = prompt_set(activity, prompts)
-    except ValueError as err:
-        raise UserInputError(str(err)) from err
-    try:
-        proposers, refiner_model = models_for(profile, proposer, refiner)
-    except ValueError as err:
-        raise UserInputError(f"--profile/--proposer/--refiner: {err}") from err
-
-    def progress(event: dict) -> None:
-        if not as_json:
-            n = f" {event['n']}/{event['of']}" if "n" in event else ""
-            typer.echo(f"  {event['stage']}{n}: {event['model']}", err=True)
-
-    cache = LLMCache()
-    try:
-        result = build_references(
-            activity,
-            country,
-            proposers,
-            refiner_model,
-            cache,
-            per_dimension,
-            stereotypes,
-            on_event=progress,
-            prompts=chosen,
-        )
-    except ValueError as err:
-        raise UserInputError(str(err)) from err
-    path = save_built(result)
-    if out is not None:
-        from refine.io.files import atomic_write_text
-
-        out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out, result.pack.model_dump_json(indent=2))
-    if as_json:
-        typer.echo(result.pack.model_dump_json(indent=2))
-        return
-    print_references(result.pack)
-    typer.echo(
-        f"model answers: {result.asked} asked, {result.cached} from the cache ({cache.dir}); "
-        f"saved to {path}" + (f" and {out}" if out else "")
-    )
+AS_JSON = [extra_option("as_json", False, "--json", "Print the references as JSON.", bool)]
+refs_app.command("build")(plan_command(RefsBuild, _build, BUILD, AS_JSON))
 
 
 def resolve_references(activity: str, country: str, profile: str, build: bool):

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from refine.evaluate.commons import API, KEEP, PER_QUERY
 from refine.evaluate.paper_data import SOURCE
 from refine.io.download import MAX_MB, TIMEOUT_S
-from refine.settings import option
+from refine.records import option
 
 DATA_DIR = "Where the files go (default: $REFINE_DATA_DIR, else data in the cache folder)."
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from metrics.descriptors import DIMENSIONS
 from refine import usage
@@ -27,7 +27,7 @@ from refine.backends.selection import Backends
 from refine.backends.structured import dimension_help
 from refine.io.files import atomic_write_text, cache_dir, slug
 from refine.profiles import load_profile
-from refine.records import ReferencePack
+from refine.records import ReferencePack, option
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -305,3 +305,61 @@ def models_for(
     names = list(proposers) or list(p.refs.get("proposers", [])) or [llm]
     refiner_name = refiner or p.refs.get("refiner") or llm
     return [backends.named("llm", n) for n in names], backends.named("llm", refiner_name)
+
+
+class RefsBuild(BaseModel):
+    """``refine refs build``'s options; :meth:`build` builds, caches and saves."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    activity: str = option(
+        help='An activity, e.g. "people repairing a bicycle".', flag="ACTIVITY", given="text"
+    )
+    country: str = option(help="A country, e.g. Peru.")
+    profile: str = option("gemini", "Profile whose [refs] models to use.")
+    proposers: list[str] = option(
+        help="A proposer llm (repeatable).", flag="--proposer", given="repeat",
+        default_factory=list,
+    )  # fmt: skip
+    refiner: str | None = option(None, "The refiner llm.")
+    per_dimension: int | None = option(
+        None,
+        "Descriptors a dimension at most (default: 10 with the ahead prompts, as the paper "
+        "asks; 8 with the toolkit's).",
+        ge=1,
+        le=30,
+    )
+    stereotypes: int | None = option(
+        None,
+        "Stereotype candidates (default: 15 with the ahead prompts, as the authors' data "
+        "lists; 10 with the toolkit's).",
+        ge=1,
+        le=50,
+    )
+    prompts: str = option(
+        "auto",
+        "ahead: the AHEaD paper's proposer and refiner prompts (Tab. 15-21, temperatures 0.2 "
+        "and 0.1, style tags); toolkit: this toolkit's; auto: ahead for a CULTIVate activity, "
+        "toolkit for any other.",
+    )
+    out: Path | None = option(None, "Also write the references JSON here.", given="path")
+
+    def build(
+        self, prompts: str, on_event: Callable[[dict], None] | None = None
+    ) -> tuple[BuildResult, Path]:
+        """The references built with ``prompts`` (``ahead`` or ``toolkit``: what
+        :func:`refine.evaluate.reference_source.prompt_set` makes of ``self.prompts``), from
+        the cache where asked before, and where they are saved (``out`` written too); a
+        ValueError names the option to change."""
+        try:
+            proposers, refiner = models_for(self.profile, self.proposers, self.refiner)
+        except ValueError as err:
+            raise ValueError(f"--profile/--proposer/--refiner: {err}") from err
+        result = build_references(
+            self.activity, self.country, proposers, refiner, LLMCache(), self.per_dimension,
+            self.stereotypes, on_event=on_event, prompts=prompts,
+        )  # fmt: skip
+        if self.out is not None:
+            self.out.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.out, result.pack.model_dump_json(indent=2))
+        return result, save_built(result)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from metrics.ahead import best_match_similarities, check_tau
 from metrics.descriptors import DIMENSIONS
-from refine.settings import option
+from refine.records import option
 
 
 class TauError(ValueError):

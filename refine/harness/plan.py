@@ -21,7 +21,8 @@ from pydantic import (
     ValidationError,
 )
 
-from refine.settings import flag_of, option, parse_backends
+from refine.records import option
+from refine.settings import flag_of, parse_backends
 
 __all__ = ["option"]  # a plan field a front shows, re-exported for the task plans
 

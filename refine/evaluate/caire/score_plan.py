@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from refine.settings import option
+from refine.records import option
 
 
 class CaireScoreError(ValueError):
