@@ -622,3 +622,13 @@ def photo_baseline(assessor: Assessor, refs: ReferencePack) -> None:
         key = (getattr(judge, "id", ""), tuple(refs.reference_images), tuple(refs.stereotypes))
         with _BASELINES:
             assessor._baseline(key, refs, list(refs.stereotypes), judge)
+
+
+def scoring_assessor(
+    backends: Backends, baselines: Sequence[str] = (), checkpoints: Any = None
+) -> Assessor:
+    """An assessor that scores images apart from a run (a task's cells, a dataset's
+    images): its own call counter and caches, the ``baselines`` computed beside FAITH with
+    ``checkpoints`` (``NAME=WHERE`` each) in place of their own. A run's is
+    :meth:`refine.loop.refiner.Refiner.assessor`, on the run's counters."""
+    return Assessor(backends, compare=baselines, baseline_models=checkpoints)

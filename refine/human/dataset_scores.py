@@ -64,7 +64,7 @@ def score_images(
     by AHEaD where references for it are found; kept in ``out/scores.jsonl``."""
     from PIL import Image
 
-    from refine.evaluate.assess import Assessor
+    from refine.evaluate.assess import scoring_assessor
     from refine.evaluate.reference_source import ReferenceNotFound, ReferenceSource
     from refine.io.files import append_jsonl
     from refine.progress import Countdown
@@ -87,7 +87,7 @@ def score_images(
             if isinstance(row, dict) and row.get("scoring") == scoring:
                 kept[row["id"]] = row
     done = Scored()
-    assessor = Assessor(backends, compare=compare, baseline_models=baseline_models)
+    assessor = scoring_assessor(backends, compare, baseline_models)
     source = ReferenceSource.default()
     todo = [r for r in rows if r["id"] not in kept]
     countdown = Countdown(len(todo))

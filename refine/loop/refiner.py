@@ -156,10 +156,12 @@ class Refiner:
         other.baselines = self.baselines
         return other
 
-    def assessor(self, spec: RunSpec | None = None) -> Assessor:
-        """An assessor on this refiner's models and run's calls, with ``spec``'s baselines."""
+    def assessor(self, spec: RunSpec | None = None, calls: Any = None, qualities: Any = None):
+        """An assessor on this refiner's models and run's calls (or ``calls`` and
+        ``qualities`` of a caller's own), with ``spec``'s baselines."""
         compare = tuple(spec.baselines) if spec is not None else ()
-        made = Assessor(self.backends, self.calls, self.baselines, self.qualities, compare)
+        calls, qualities = calls or self.calls, qualities or self.qualities
+        made = Assessor(self.backends, calls, self.baselines, qualities, compare)
         made.parallel = self.parallel
         return made
 

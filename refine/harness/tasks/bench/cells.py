@@ -13,7 +13,7 @@ from metrics.ahead import score_pooled
 from metrics.catalog import BENCH_IMAGE, BENCH_PROMPT, image_extras, prompt_values
 from refine.assets import prompt_template
 from refine.backends.selection import Backends
-from refine.evaluate.assess import Assessor
+from refine.evaluate.assess import scoring_assessor
 from refine.evaluate.baselines import needs_llm
 from refine.evaluate.reference_source import ReferenceSource, activity_category
 from refine.harness.cells import Cell, CellFormat, CellStore
@@ -84,11 +84,7 @@ class CellMaker:
         )
         self.generators = checked_generators(scorer, plan.generators, plan.generator_settings)
 
-        self.assessor = Assessor(
-            scorer,
-            compare=plan.baselines,
-            baseline_models=plan.baseline_models,
-        )
+        self.assessor = scoring_assessor(scorer, plan.baselines, plan.baseline_models)
         self.seeds = [plan.seed + i for i in range(plan.images_per_prompt)]
         self.scoring = {
             r: n

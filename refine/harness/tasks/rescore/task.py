@@ -51,7 +51,7 @@ class Rescorer:
     ) -> None:
         from metrics.baselines import JUDGE_READ
         from refine.backends.selection import Backends
-        from refine.evaluate.assess import Assessor
+        from refine.evaluate.assess import scoring_assessor
         from refine.profiles import load_profile
 
         self.plan = plan
@@ -89,11 +89,7 @@ class Rescorer:
             self.tau_source = source_config.get("tau_source") or self.tau_source
         if tau_source:
             self.tau_source = tau_source
-        self.assessor = Assessor(
-            scorer,
-            compare=plan.baselines,
-            baseline_models=plan.baseline_models,
-        )
+        self.assessor = scoring_assessor(scorer, plan.baselines, plan.baseline_models)
         # what the cells are scored with: every scoring role as this rescore ran it (the
         # source's, and any --backend given in its place)
         self.scoring = {

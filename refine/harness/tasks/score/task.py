@@ -49,7 +49,7 @@ class ScoreMaker:
 
     def __init__(self, plan: ScorePlan, instances: dict[str, Any] | None = None) -> None:
         from refine.backends.selection import Backends
-        from refine.evaluate.assess import Assessor
+        from refine.evaluate.assess import scoring_assessor
         from refine.evaluate.baselines import needs_llm
         from refine.profiles import load_profile
 
@@ -63,11 +63,7 @@ class ScoreMaker:
         self.scorer.preflight(
             ["observer", "judge", "text_embedder", *(["llm"] if needs_llm(plan.baselines) else [])]
         )
-        self.assessor = Assessor(
-            self.scorer,
-            compare=plan.baselines,
-            baseline_models=plan.baseline_models,
-        )
+        self.assessor = scoring_assessor(self.scorer, plan.baselines, plan.baseline_models)
         self.wanted = None
         if plan.expectations is not None:
             from refine.evaluate.expectations import load_expectations

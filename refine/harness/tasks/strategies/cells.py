@@ -123,10 +123,11 @@ class StrategyMaker:
         """Candidates one seed after the other until the budget (or the target) says stop;
         the pick is the first with the highest FAITH."""
         from refine.assets import prompt_template
-        from refine.evaluate.assess import Assessor, CallCounter, QualityCache
+        from refine.evaluate.assess import CallCounter, QualityCache
 
         backends = self.refiner.backends
-        assessor = Assessor(backends, CallCounter(), self.refiner.baselines, QualityCache())
+        # the refiner's models on counters of this cell's own (each candidate's cost)
+        assessor = self.refiner.assessor(calls=CallCounter(), qualities=QualityCache())
         prompt = (
             prompt_template("generate").strip().format(activity=spec.activity, country=refs.country)
         )
