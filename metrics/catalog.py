@@ -905,9 +905,12 @@ CUBE = (
     ),
     replace(
         CATALOG["qvendi"],
+        name="concept_qvendi",
+        label="concept qVendi",
         needs=("image_embedder", "judge", "several images"),
         group="cube",
-        help="Vendi score times the images' mean quality.",
+        help="Vendi score of the image embeddings times the images' mean concept quality "
+        "(bench's qVendi weighs by FAITH).",
         source="CUBE Sec. 5.1.2, Eq. 2 (quality-weighted Vendi of the image embeddings)",
         differs="The quality is HPS v2's where its checkpoint loads, else the judge's "
         "probability that the image shows the concept (the run names which).",
@@ -932,7 +935,7 @@ CUBE = (
         ),
     ),
     Metric(
-        "quality",
+        "concept_quality",
         "concept quality",
         0,
         1,

@@ -44,9 +44,19 @@ class CellFormat:
     key: tuple[str, ...]
     data: tuple[str, ...] = ()
     bulky: tuple[str, ...] = ()  # data left out of the results record (embeddings)
+    # (old name, new name) of outputs and image fields an older layout named otherwise:
+    # read under their new names, so that older folders still open
+    renamed: tuple[tuple[str, str], ...] = ()
 
     def key_of(self, fields: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(_frozen(fields[k]) for k in self.key)
+
+
+def _renamed(line: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """``line`` with its fields, and its images' fields, under their new ``names``."""
+    images = [{names.get(k, k): v for k, v in im.items()} for im in line.get("images") or []]
+    out = {names.get(k, k): v for k, v in line.items()}
+    return {**out, "images": images} if "images" in line else out
 
 
 def _frozen(value: Any) -> Any:
@@ -107,6 +117,8 @@ class Cell:
                 f"{SCHEMA}; upgrade it to open this folder"
             )
         outputs, data, inputs = {}, {}, {}
+        if form.renamed:
+            line = _renamed(line, dict(form.renamed))
         for name, value in line.items():
             if name in OWN:
                 continue

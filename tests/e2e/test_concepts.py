@@ -63,7 +63,7 @@ def test_every_figure_by_hand(run, world):
         colours = [CYCLE[s % 4] if "flash" in cell["generator"] else GREEN for s in range(10)]
         assert [tuple(im["tag"]) for im in cell["images"]] == [GEO[c] for c in colours]
         quality = [math.exp(YES_LOGPROB[c]) for c in colours]
-        assert [im["quality"] for im in cell["images"]] == pytest.approx(quality, abs=1e-6)
+        assert [im["concept_quality"] for im in cell["images"]] == pytest.approx(quality, abs=1e-6)
         tags = [GEO[c] for c in colours]
         if cell["country"] is None:  # global: continents alike (weights 1, 0, 0)
             k = np.array([[float(a[0] == b[0]) for b in tags] for a in tags])
@@ -78,7 +78,7 @@ def test_every_figure_by_hand(run, world):
         e = np.asarray(cell["embeddings"], dtype=float)
         e /= np.linalg.norm(e, axis=1, keepdims=True)
         assert cell["vendi"] == pytest.approx(vendi_of(e @ e.T), abs=1e-4)
-        assert cell["qvendi"] == pytest.approx(np.mean(quality) * cell["vendi"], abs=1e-9)
+        assert cell["concept_qvendi"] == pytest.approx(np.mean(quality) * cell["vendi"], abs=1e-9)
     # the diverse generator is more diverse, on every figure
     flash, pro = (summary["generators"][g] for g in GENS)
     assert flash["cube_diversity"] > pro["cube_diversity"]
@@ -184,8 +184,9 @@ def test_rescored_under_other_kernel_weights_with_no_model_call(run, world, tmp_
         for c in cells:
             was = src[(c["key"], c["generator"])]
             tags = [tuple(im["tag"]) for im in was["images"]]
-            want = concept_stats(tags, was["embeddings"], [im["quality"] for im in was["images"]],
-                                 was["country"] is not None, weights)  # fmt: skip
+            quality = [im["concept_quality"] for im in was["images"]]
+            want = concept_stats(tags, was["embeddings"], quality, was["country"] is not None,
+                                 weights)  # fmt: skip
             assert c["weights"] == list(weights)
             for f in ("cube_diversity", "cube_cd", "tag_vendi", "tag_qvendi"):
                 assert c[f] == pytest.approx(want[f], abs=1e-12), f
@@ -194,6 +195,36 @@ def test_rescored_under_other_kernel_weights_with_no_model_call(run, world, tmp_
         assert doc["task"] == "concepts" and doc["config"]["weights"] == list(weights)
     bad = cli("rescore", str(out), "--out", str(new / "x"))
     assert bad.returncode == 2 and "give --cube-weights" in bad.stderr
+
+
+def test_a_folder_written_before_the_cube_figures_had_names_of_their_own_still_opens(
+    run, world, tmp_path
+):
+    """Cells that named CUBE's quality-weighted Vendi ``qvendi`` and its quality
+    ``quality`` (the bench's figures' names) are read under ``concept_qvendi`` and
+    ``concept_quality``, and rescored from with no model call."""
+    import shutil
+
+    _, out, _ = run
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    lines = (old / "concepts.jsonl").read_text().replace('"concept_qvendi"', '"qvendi"')
+    (old / "concepts.jsonl").write_text(lines.replace('"concept_quality"', '"quality"'))
+    assert '"concept_quality"' not in (old / "concepts.jsonl").read_text()
+    was = {c["generator"] + c["key"]: c for c in CellStore(out, CONCEPT_CELLS).records()}
+    for cell in CellStore(old, CONCEPT_CELLS).cells():
+        new = was[cell.inputs["generator"] + cell.inputs["key"]]
+        assert cell.outputs["concept_qvendi"] == new["concept_qvendi"]
+        assert "qvendi" not in cell.outputs and "quality" not in cell.outputs
+        assert [im["concept_quality"] for im in cell.images] == [
+            im["concept_quality"] for im in new["images"]
+        ]
+    asked = len(world.log)
+    done = cli("rescore", str(old), "--out", str(tmp_path / "re"), "--cube-weights", "0,1,0")
+    assert done.returncode == 0, done.stderr
+    assert len(world.log) == asked
+    again = CellStore(tmp_path / "re", CONCEPT_CELLS).records()
+    assert len(again) == 4 and all("concept_quality" in im for c in again for im in c["images"])
 
 
 def test_hps_v2_quality_and_the_within_culture_case(
@@ -242,7 +273,7 @@ def test_hps_v2_quality_and_the_within_culture_case(
         img = torch.nn.functional.normalize(img, dim=-1)
         txt = torch.nn.functional.normalize(txt, dim=-1)
         want = [max(0.0, v) for v in (img @ txt.T)[:, 0].tolist()]
-        assert [im["quality"] for im in cell["images"]] == pytest.approx(want, abs=1e-5)
+        assert [im["concept_quality"] for im in cell["images"]] == pytest.approx(want, abs=1e-5)
         colours = [CYCLE[s % 4] if "flash" in cell["generator"] else GREEN for s in range(10)]
         if cell["country"] is None:
             assert cell["cube_within"] is None and "faithful" not in cell["images"][0]

@@ -86,9 +86,8 @@ def render_concepts(folder: str | Path, results: Results) -> str:
                 continue
             figs = []
             for im in c["images"]:
-                caption = (
-                    f"seed {im['seed']}: {' / '.join(im['tag'])} (quality {im['quality']:.2f})"
-                )
+                quality = im["concept_quality"]
+                caption = f"seed {im['seed']}: {' / '.join(im['tag'])} (quality {quality:.2f})"
                 figs.append(
                     f"<figure>{image_tag(folder / im['file'], caption)}"
                     f"<figcaption>{escape(caption)}</figcaption></figure>"

@@ -51,6 +51,8 @@ CONCEPT_CELLS = CellFormat(
     key=("generator", "key"),
     data=("embeddings", "countries", "similarity", "cd_kernels"),
     bulky=("embeddings",),
+    # CUBE's figures named as the catalog names them since they have names of their own
+    renamed=(("qvendi", "concept_qvendi"), ("quality", "concept_quality")),
 )
 
 

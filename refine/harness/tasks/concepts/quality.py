@@ -107,7 +107,7 @@ def image_records(files, seeds, tags, quality, kept=None, kept_p=None) -> list[d
             "file": f,
             "seed": s,
             "tag": list(t),
-            "quality": q,
+            "concept_quality": q,
             **({} if ok is None else {"faithful": ok, "faithful_p": p}),
         }
         for f, s, t, q, ok, p in zip(

@@ -16,7 +16,7 @@ Per concept and generator:
   each of Tab. 5's five kernels (a concept within a country: its one kernel);
 * ``tag_vendi`` and ``tag_qvendi``: the Vendi score of all the tags at once and its
   quality-weighted form (CUBE's Eq. 2: mean quality x VS);
-* ``vendi`` and ``qvendi``: the same over the image embeddings (cosine kernel);
+* ``vendi`` and ``concept_qvendi``: the same over the image embeddings (cosine kernel);
 * ``cube_within`` (a concept within a country): CUBE App. K's within-culture diversity,
   per batch of 8 the artifacts' VS-bar(0, 0, 1) over the images the judge finds faithful
   to the culture, quality uniform, the batches weighted by the images each kept;
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from metrics.catalog import CUBE_FIGURES as FIGURES  # the last, quality, is per image
+from metrics.catalog import CUBE_FIGURES as FIGURES  # the last, concept_quality, is per image
 from metrics.catalog import prompt_values
 from metrics.vendi import (
     CUBE_KERNELS,
@@ -69,6 +69,8 @@ def concept_stats(
     countries: dict[str, int] = {}
     for t in tags:
         countries[t[1]] = countries.get(t[1], 0) + 1
+    # the images' Vendi and its quality-weighted form, as every task computes them
+    values = prompt_values(("vendi", "qvendi"), embeddings=emb, weights=quality)
     return {
         "cube_diversity": normalised_by_size(kernel=kernel, group_size=CHUNK),
         "cube_diversity_authors": normalised_by_size(kernel=kernel, group_size=CHUNK, authors=True),
@@ -76,10 +78,10 @@ def concept_stats(
         "cd_kernels": {name: cultural_diversity(k, quality, CHUNK) for name, k in kernels.items()},
         "tag_vendi": tag_vendi,
         "tag_qvendi": quality_weighted(tag_vendi, quality),
-        # the images' Vendi and its quality-weighted form, as every task computes them
-        **prompt_values(("vendi", "qvendi"), embeddings=emb, weights=quality),
+        "vendi": values["vendi"],
+        "concept_qvendi": values["qvendi"],
         "cube_within": _within(tags, faithful) if within_country else None,
-        "quality": float(np.mean(quality)),
+        "concept_quality": float(np.mean(quality)),
         "similarity": "all three parts equal" if within_country else list(weights),
         "countries": dict(sorted(countries.items(), key=lambda kv: (-kv[1], kv[0]))),
     }
@@ -157,7 +159,7 @@ ROW_FIELDS = (
     "continent",
     "tag_country",
     "artifact",
-    "quality",
+    "concept_quality",
     *FIGURES[:-1],
 )
 
@@ -178,7 +180,7 @@ def image_rows(cell: dict[str, Any]) -> list[dict[str, Any]]:
                 "continent": continent,
                 "tag_country": country,
                 "artifact": artifact,
-                "quality": im["quality"],
+                "concept_quality": im["concept_quality"],
                 **{f: cell[f] for f in FIGURES[:-1]},
             }
         )

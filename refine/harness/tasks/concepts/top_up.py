@@ -46,7 +46,7 @@ class ConceptRescorer:
         for im in src.images:
             copy_image(self.source.dir / im["file"], self.store.dir / im["file"])
         tags = [tuple(im["tag"]) for im in src.images]
-        quality = [im["quality"] for im in src.images]
+        quality = [im["concept_quality"] for im in src.images]
         faithful = [bool(im.get("faithful", True)) for im in src.images]
         stats = concept_stats(
             tags, src.data["embeddings"], quality, concept.country is not None, self.weights,
@@ -65,7 +65,7 @@ class ConceptRescorer:
                     "from": str(Path(self.source.dir).resolve()),
                     "weights": [src.inputs.get("weights"), self.weights],
                     "recomputed": list(FIGURES[:-1]),
-                    "kept": ["images", "tags", "quality", "embeddings"],
+                    "kept": ["images", "tags", "concept_quality", "embeddings"],
                     "model_calls": 0,
                 },
             },
