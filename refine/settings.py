@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from refine.backends.registry import ROLES, split_name
+from refine.backends.registry import parse_overrides
 from refine.evaluate.caire.scorer import parse_labels
 from refine.evaluate.references import load_references_file
 from refine.evaluate.sos import LANGUAGES
@@ -192,21 +192,12 @@ def parse_instructions(values: Iterable[str]) -> dict[int, str]:
 
 
 def parse_backends(values: Iterable[str]) -> dict[str, str]:
-    """``ROLE=NAME`` items -> ``{role: name}``; roles are checked, names by the registry."""
-
-    out = {}
-    for v in values:
-        role, sep, name = v.partition("=")
-        if not sep or role not in ROLES or not name:
-            raise SettingsError(
-                "backends", f"{v!r}: use ROLE=NAME with ROLE one of {', '.join(ROLES)}"
-            )
-        try:
-            split_name(role, name)
-        except ValueError as err:
-            raise SettingsError("backends", f"{v!r}: {err}") from err
-        out[role] = name
-    return out
+    """``ROLE=NAME`` items -> ``{role: name}``; roles are checked, names by the registry
+    (:func:`refine.backends.registry.parse_overrides`), a wrong one a SettingsError."""
+    try:
+        return parse_overrides(values)
+    except ValueError as err:
+        raise SettingsError("backends", str(err)) from err
 
 
 def _path(value: Any, base_dir: Path | None) -> Path:

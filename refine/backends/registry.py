@@ -30,6 +30,7 @@ each bundled backend and the stand-ins through these methods):
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -351,3 +352,19 @@ register(
         ),
     ),
 )
+
+
+def parse_overrides(values: Iterable[str]) -> dict[str, str]:
+    """``ROLE=NAME`` items (``--backend``) -> ``{role: name}``; a ValueError names the item
+    whose role is unknown or whose name no backend of that role takes."""
+    out = {}
+    for v in values:
+        role, sep, name = v.partition("=")
+        if not sep or role not in ROLES or not name:
+            raise ValueError(f"{v!r}: use ROLE=NAME with ROLE one of {', '.join(ROLES)}")
+        try:
+            split_name(role, name)
+        except ValueError as err:
+            raise ValueError(f"{v!r}: {err}") from err
+        out[role] = name
+    return out

@@ -132,6 +132,8 @@ def evaluate_cmd(
 
     result = evaluate_scores(scores, truth)
     if out is not None:
+        from refine.io.files import atomic_write_text
+
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        atomic_write_text(out, json.dumps(result, indent=2))
     show(result, scores_lines.caire_evaluate_lines, as_json)

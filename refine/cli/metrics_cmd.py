@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from metrics import ahead, vendi
+from metrics import ahead
 from refine.backends import create
 from refine.cli.inputs import UserInputError, json_option, show
 from refine.evaluate import file_scores
@@ -110,24 +108,16 @@ def vendi_cmd(
     if (embeddings is None) == (kernel is None):
         raise UserInputError("give exactly one of --embeddings X.npy or --kernel K.npy")
     order = parse_order(q)
-    path, what, score = (
-        (embeddings, "embeddings", vendi.vendi_from_embeddings)
-        if embeddings is not None
-        else (kernel, "kernel", vendi.vendi_from_kernel)
-    )
+    path, what = (embeddings, "embeddings") if embeddings is not None else (kernel, "kernel")
     matrix = load_matrix(path, what)
-    try:
-        value = score(matrix, order)
-    except ValueError as err:
-        raise UserInputError(f"{path}: {err}") from err
-    n = matrix.shape[0]
-    payload: dict[str, Any] = {"vendi": value, "q": "inf" if math.isinf(order) else order, "n": n}
+    s = None
     if quality is not None:
         s = load_vector(quality, "quality")
-        if s.shape[0] != n:
-            raise UserInputError(f"{quality}: quality has {s.shape[0]} values for {n} items")
-        payload["qvendi"] = vendi.quality_weighted(value, s)
-        payload["qvendi_per_item"] = payload["qvendi"] / n
+        if s.shape[0] != matrix.shape[0]:
+            raise UserInputError(
+                f"{quality}: quality has {s.shape[0]} values for {matrix.shape[0]} items"
+            )
+    payload = file_scores.vendi_document(matrix, kernel is not None, order, s, path)
     show(payload, lines.vendi_lines, as_json)
 
 

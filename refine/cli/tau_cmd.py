@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import typer
 
+from refine import settings
 from refine.cli.inputs import UserInputError, show
 from refine.cli.task_cmd import extra_option, plan_command
 from refine.evaluate.tau_calibration import TauError, TauPlan, calibrate_plan
@@ -23,7 +24,12 @@ def _calibrate(plan: TauPlan, as_json: bool) -> None:
             typer.echo(line, err=True)
 
     try:
-        doc = calibrate_plan(plan, say)
+        refs = settings.references(plan.activity, plan.country, plan.refs)
+    except settings.SettingsError as err:
+        where = "--refs" if plan.refs else "--activity/--country"
+        raise UserInputError(f"{where}: {err.message}") from err
+    try:
+        doc = calibrate_plan(plan, refs, say)
     except TauError as err:
         raise UserInputError(str(err)) from err
     if plan.html is not None:

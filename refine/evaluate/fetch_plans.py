@@ -142,14 +142,14 @@ class PhotoSearch(BaseModel):
     def search(self, emit: Callable[[str], None] | None = None) -> Any:
         """The photo set found and kept (:class:`refine.evaluate.photo_sets.PhotoSet`); a
         ValueError names a profile or backend that cannot be made."""
+        from refine.backends.registry import parse_overrides
         from refine.backends.selection import Backends
         from refine.evaluate.commons import search_photos
         from refine.io.download import DownloadLimits
         from refine.profiles import load_profile
-        from refine.settings import parse_backends
 
         try:
-            backends = Backends(load_profile(self.profile), parse_backends(self.backends))
+            backends = Backends(load_profile(self.profile), parse_overrides(self.backends))
         except ValueError as err:
             raise ValueError(f"--profile/--backend: {err}") from err
 
@@ -210,6 +210,7 @@ class ModelsFetch(BaseModel):
         (:class:`refine.backends.download.Fetched`); a ValueError names a profile or
         backend that cannot be made."""
         from refine.backends.download import download
+        from refine.backends.registry import parse_overrides
         from refine.backends.selection import Backends
         from refine.evaluate.baseline_models import (
             CHECKPOINTS,
@@ -218,10 +219,9 @@ class ModelsFetch(BaseModel):
         )
         from refine.evaluate.baselines import parse_baselines
         from refine.profiles import load_profile
-        from refine.settings import parse_backends
 
         try:
-            backends = Backends(load_profile(self.profile), parse_backends(self.backends))
+            backends = Backends(load_profile(self.profile), parse_overrides(self.backends))
         except ValueError as err:
             raise ValueError(f"--profile/--backend: {err}") from err
         wanted = [b for b in parse_baselines(self.baselines) if b in CHECKPOINTS]

@@ -82,6 +82,28 @@ def ahead_document(
     return {**common, **d}
 
 
+def vendi_document(
+    matrix: np.ndarray, kernel: bool, q: float, quality: np.ndarray | None = None, where: Any = None
+) -> dict[str, Any]:
+    """The Vendi score of ``matrix`` (embeddings, or a similarity ``kernel``) of order ``q``,
+    and with ``quality`` (one score an item) its quality-weighted forms."""
+    import math
+
+    from metrics import vendi
+
+    score = vendi.vendi_from_kernel if kernel else vendi.vendi_from_embeddings
+    try:
+        value = score(matrix, q)
+    except ValueError as err:
+        raise InputError(f"{where}: {err}") from err
+    n = matrix.shape[0]
+    doc: dict[str, Any] = {"vendi": value, "q": "inf" if math.isinf(q) else q, "n": n}
+    if quality is not None:
+        doc["qvendi"] = vendi.quality_weighted(value, quality)
+        doc["qvendi_per_item"] = doc["qvendi"] / n
+    return doc
+
+
 def sos_document(
     embeddings: np.ndarray,
     cultures: list[str],

@@ -82,11 +82,15 @@ def calibrate(
     return tau, list(sims)
 
 
-def calibrate_plan(plan: TauPlan, emit: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """The calibration ``plan`` asks for, with ``--write``'s profile written: the document
-    ``refine calibrate-tau --json`` prints (tau, the similarities, the observer, the photos
-    and where they came from). A :class:`TauError` says what cannot be done."""
-    from refine import settings
+def calibrate_plan(
+    plan: TauPlan, refs: Any, emit: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """The calibration ``plan`` asks for against ``refs`` (its activity's and country's
+    references, :func:`refine.settings.references`), with ``--write``'s profile written:
+    the document ``refine calibrate-tau --json`` prints (tau, the similarities, the
+    observer, the photos and where they came from). A :class:`TauError` says what cannot
+    be done."""
+    from refine.backends.registry import parse_overrides
     from refine.backends.selection import Backends
     from refine.evaluate.photo_sets import find_photo_set
     from refine.io.files import image_files
@@ -94,11 +98,6 @@ def calibrate_plan(plan: TauPlan, emit: Callable[[str], None] | None = None) -> 
     from refine.profiles import load_profile, write_profile
 
     emit = emit or (lambda line: None)
-    try:
-        refs = settings.references(plan.activity, plan.country, plan.refs)
-    except settings.SettingsError as err:
-        where = "--refs" if plan.refs else "--activity/--country"
-        raise TauError(f"{where}: {err.message}") from err
     photos = ""
     if plan.images:  # a folder stands for the photos in it
         images = [f for p in plan.images for f in (image_files(p) if p.is_dir() else [p])]
@@ -122,7 +121,7 @@ def calibrate_plan(plan: TauPlan, emit: Callable[[str], None] | None = None) -> 
     loaded = load_images(images)
     try:
         base = load_profile(plan.profile)
-        backends = Backends(base, settings.parse_backends(plan.backends))
+        backends = Backends(base, parse_overrides(plan.backends))
     except ValueError as err:
         raise TauError(f"--profile/--backend: {err}") from err
     if plan.write is not None and plan.write.suffix != ".toml":

@@ -92,12 +92,12 @@ def score_plan(
     """(each image's scores, the scores document with the spread over the images, the
     scorer's mode); the document is written to ``plan.out`` where given."""
     from metrics.caire import diversity
+    from refine.backends.registry import parse_overrides
     from refine.backends.selection import Backends
     from refine.evaluate.caire.kb import KBError, KnowledgeBase
     from refine.evaluate.caire.scorer import CaireScorer, parse_labels, scores_document
     from refine.io.inputs import load_images
     from refine.profiles import load_profile
-    from refine.settings import parse_backends
 
     labels = parse_labels(plan.labels)
     loaded = load_images(plan.images)
@@ -108,7 +108,7 @@ def score_plan(
             kb = KnowledgeBase.load(plan.kb)
             embedder = image_embedder(plan.embedder or kb.embedder, plan.profile, plan.device)
         try:
-            backends = Backends(load_profile(plan.profile), parse_backends(plan.backends))
+            backends = Backends(load_profile(plan.profile), parse_overrides(plan.backends))
             judge = backends.get("judge")
         except ValueError as err:
             raise CaireScoreError(f"--profile/--backend: {err}") from err
@@ -129,6 +129,8 @@ def score_plan(
     doc = scores_document(results, labels)
     doc["diversity"] = diversity(labels, doc["scores"])
     if plan.out is not None:
+        from refine.io.files import atomic_write_text
+
         plan.out.parent.mkdir(parents=True, exist_ok=True)
-        plan.out.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+        atomic_write_text(plan.out, json.dumps(doc, indent=2))
     return results, doc, scorer.mode
