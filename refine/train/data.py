@@ -23,7 +23,9 @@ FORMATS = {"dpo": "pairs", "sft": "imagefolder"}
 def load_rows(data: str | Path, method: str, split: str = "train") -> list[dict[str, Any]]:
     """The rows a method trains on: pairs (image_w, image_l, prompt) for dpo, images
     (file_name, prompt) for sft, with image paths made absolute; ValueError naming the
-    problem (wrong export format, missing images)."""
+    problem (wrong export format, missing images). A pair's images are read from
+    ``image_w_file_name``/``image_l_file_name`` (beside the metadata) or, as exports before
+    them wrote, ``image_w``/``image_l`` (under ``../images/``)."""
     folder = Path(data) / split
     meta = folder / "metadata.jsonl"
     if not meta.is_file():
@@ -34,6 +36,9 @@ def load_rows(data: str | Path, method: str, split: str = "train") -> list[dict[
     keys, fmt = KEYS[method], FORMATS[method]
     out = []
     for k, row in enumerate(rows, start=1):
+        for key in keys:  # as datasets names an image beside the metadata (NAME_file_name)
+            if f"{key}_file_name" in row and key not in row:
+                row[key] = row.pop(f"{key}_file_name")
         if not all(key in row for key in keys) or "prompt" not in row:
             raise ValueError(
                 f"{meta}:{k}: not a {method} row (export with --format {fmt}: "

@@ -4,16 +4,22 @@
   round; with ``include_initial`` round 0's too) copied to ``OUT/train/`` with
   ``metadata.jsonl`` (file_name, prompt, activity, country, round, faith, align, hal, exag,
   run): ``datasets.load_dataset("imagefolder", data_dir=OUT)`` loads it.
-* ``pairs``: preference pairs for one prompt, ``image_w`` preferred over ``image_l``:
+* ``pairs``: preference pairs for one prompt, ``image_w`` preferred over ``image_l``
+  (``image_w_file_name`` and ``image_l_file_name`` in the metadata):
   ``best-vs-first`` (the run's best round against its round 0) and ``within-round`` (two
   candidates of one editing round); a pair is kept when FAITH differs by at least
   ``min_margin`` and the drift is at most ``max_drift`` (within a round: both candidates'
   drift from their parent; best against first: the accepted rounds' drifts added up);
   the same two images make one pair. Activities are held out whole:
-  ``OUT/{train,test}/metadata.jsonl``, the images under ``OUT/images/``.
-* ``edits``: (input image, instruction, edited image) of every accepted editing round, in
-  the column names diffusers' InstructPix2Pix training reads (``input_image``,
-  ``edit_prompt``, ``edited_image``), ``OUT/train/metadata.jsonl``.
+  ``OUT/{train,test}/metadata.jsonl``, each split's images under its ``images/``.
+* ``edits``: (input image, instruction, edited image) of every accepted editing round,
+  ``OUT/train/metadata.jsonl``; loaded, its columns are those diffusers' InstructPix2Pix
+  training reads (``input_image``, ``edit_prompt``, ``edited_image``).
+
+Every format loads as written with ``datasets.load_dataset("imagefolder", data_dir=OUT)``
+or ``datasets.load_dataset(OUT)``: a column ``file_name`` or ``NAME_file_name`` names an
+image beside the metadata, loaded as the ``Image`` feature ``image`` or ``NAME``. Each export
+writes a dataset card, ``OUT/README.md`` (:mod:`refine.train.card`).
 
 Every export returns how many items it took and, per reason, how many it left out.
 """
@@ -168,11 +174,11 @@ def export(
                 stem = f"{run.id}-r{r.index}"
                 rows.append(
                     {
-                        "input_image": copy(
+                        "input_image_file_name": copy(
                             run_dir / parent.image, out / "train", f"{stem}-input.png"
                         ),
                         "edit_prompt": r.text,
-                        "edited_image": copy(
+                        "edited_image_file_name": copy(
                             run_dir / r.best.image, out / "train", f"{stem}-edited.png"
                         ),
                         "activity": run.spec.activity,
@@ -193,6 +199,15 @@ def export(
     if result.taken == 0:
         reasons = "; ".join(f"{n} {why}" for why, n in result.skipped.items()) or "no runs"
         raise ValueError(f"nothing to export as {fmt} ({reasons})")
+    if not dry_run:
+        from refine.train.card import write_card
+
+        made: dict[str, Any] = {"runs": len(loaded)}
+        if fmt == "pairs":
+            made |= {"min_margin": min_margin, "max_drift": max_drift, "held out": list(holdout)}
+        elif fmt == "imagefolder":
+            made["round 0 included"] = include_initial
+        write_card(out, fmt, made)
     return result
 
 
@@ -221,11 +236,13 @@ def _pairs(
             return
         seen.add(key)
         split = "test" if run.spec.activity.casefold() in held else "train"
-        images = out / "images"
+        images = out / split / "images"  # beside the split's metadata, as datasets reads it
         rows[split].append(
             {
-                "image_w": "../images/" + copy(run_dir / w.image, images, f"{key[0][:16]}.png"),
-                "image_l": "../images/" + copy(run_dir / lo.image, images, f"{key[1][:16]}.png"),
+                "image_w_file_name": "images/"
+                + copy(run_dir / w.image, images, f"{key[0][:16]}.png"),
+                "image_l_file_name": "images/"
+                + copy(run_dir / lo.image, images, f"{key[1][:16]}.png"),
                 "prompt": _prompt(run),
                 "margin": margin,
                 "faith_w": fw,

@@ -5,8 +5,10 @@ bad inputs get one clear line."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from refine.io.store import RunStore
 from tests.e2e.test_cli_run import cli
@@ -69,9 +71,25 @@ def test_imagefolder_and_datasets(runs, tmp_path):
         assert row["prompt"] == run.rounds[0].text and row["activity"] == run.spec.activity
     import datasets
 
-    ds = datasets.load_dataset("imagefolder", data_dir=str(tmp_path / "if"), split="train")
+    ds = datasets.load_dataset(
+        "imagefolder", data_dir=str(tmp_path / "if"), split="train", cache_dir=str(tmp_path / "hf")
+    )
     assert len(ds) == len(rows) and set(ds["faith"]) == {r["faith"] for r in rows}
     assert ds[0]["image"].size[1] == 48
+    # the dataset card: the Hub's header, the same columns through it, counts per country
+    from huggingface_hub import DatasetCard
+
+    card = DatasetCard.load(tmp_path / "if" / "README.md")
+    assert card.data.task_categories == ["text-to-image"] and card.data.license == "other"
+    named = {f["name"]: f["dtype"] for f in card.data.dataset_info["features"]}
+    assert named["image"] == "image" and named["faith"] == "float64" and named["round"] == "int64"
+    via_card = datasets.load_dataset(
+        str(tmp_path / "if"), split="train", cache_dir=str(tmp_path / "hf")
+    )
+    assert via_card["faith"] == ds["faith"] and via_card.features == ds.features
+    for run in loaded:
+        n = sum(1 for r in rows if r["run"] == run.id)
+        assert f"| {run.references.country} | {run.spec.activity} | {n} |" in card.text
     assert f"imagefolder: {len(rows)} item(s) written" in done.stdout
 
 
@@ -108,9 +126,32 @@ def test_pairs_margins_holdout_and_duplicates(runs, tmp_path):
         # within a round: the better candidate first; the same two pictures only once
         within = [r for r in rows if r["source"] == "within-round"]
         assert within and all(r["faith_w"] - r["faith_l"] >= 0.02 for r in within)
-        for r in rows:
-            assert (tmp_path / "p" / "train" / r["image_w"]).is_file()
+        split = "train" if rows is train else "test"
+        for r in rows:  # each split's images beside its metadata, as datasets reads them
+            assert (tmp_path / "p" / split / r["image_w_file_name"]).is_file()
+    import datasets
+
+    for ds in (
+        datasets.load_dataset(str(tmp_path / "p"), cache_dir=str(tmp_path / "hf")),  # the card
+        datasets.load_dataset(
+            "imagefolder", data_dir=str(tmp_path / "p"), cache_dir=str(tmp_path / "hf")
+        ),
+    ):
+        assert {s: len(ds[s]) for s in ds} == {"train": len(train), "test": len(test)}
+        assert isinstance(ds["train"].features["image_w"], datasets.Image)
+        assert isinstance(ds["train"].features["image_l"], datasets.Image)
+        assert ds["train"]["margin"] == [r["margin"] for r in train]
+        first = ds["train"][0]
+        want = tmp_path / "p" / "train" / train[0]["image_w_file_name"]
+        assert first["image_w"].tobytes() == Image.open(want).convert("RGB").tobytes()
     assert doc["skipped"].get("the same pair again", 0) >= 1
+    # refine tune reads the pairs as written (and the ../images/ layout of older exports)
+    from refine.train.data import load_rows
+
+    tuned = load_rows(tmp_path / "p", "dpo")
+    assert [Path(r["image_w"]) for r in tuned] == [
+        (tmp_path / "p" / "train" / r["image_w_file_name"]).resolve() for r in train
+    ]
     strict_args = [a if a != str(tmp_path / "p") else str(tmp_path / "p2") for a in args[:-1]]
     strict = cli(*strict_args, "--min-margin", "0.99")
     assert strict.returncode == 2
@@ -135,12 +176,21 @@ def test_edits_and_bad_inputs(runs, world, siglip_path, tmp_path):
     for row, (d, run, r) in zip(rows, edits, strict=True):
         assert row["edit_prompt"] == r.text
         parent = run.rounds[r.parent].best
-        assert (tmp_path / "e" / "train" / row["input_image"]).read_bytes() == (
+        assert (tmp_path / "e" / "train" / row["input_image_file_name"]).read_bytes() == (
             d / parent.image
         ).read_bytes()
-        assert (tmp_path / "e" / "train" / row["edited_image"]).read_bytes() == (
+        assert (tmp_path / "e" / "train" / row["edited_image_file_name"]).read_bytes() == (
             d / r.best.image
         ).read_bytes()
+    import datasets
+
+    # the columns diffusers' InstructPix2Pix training reads, images as images
+    ds = datasets.load_dataset(str(tmp_path / "e"), split="train", cache_dir=str(tmp_path / "hf"))
+    assert ds.column_names[:3] == ["input_image", "edit_prompt", "edited_image"]
+    assert isinstance(ds.features["input_image"], datasets.Image)
+    assert ds["edit_prompt"] == [row["edit_prompt"] for row in rows]
+    card = (tmp_path / "e" / "README.md").read_text()
+    assert "task_categories:" in card and '- "image-to-image"' in card
     empty = tmp_path / "empty"
     empty.mkdir()
     no = cli("export", str(empty), "--format", "pairs", "--out", str(tmp_path / "x"))
