@@ -92,6 +92,18 @@ def bench_plan(
     )
 
 
+def _concepts(
+    recipe: Recipe, given: str | Path | None, limit: int | None, read: Any, what: str
+) -> list[Any]:
+    """The first ``limit`` concepts of ``given`` (else the recipe's own file), read by
+    ``read``; a ValueError asks for ``--concepts FILE`` where there is neither."""
+    path = given or recipe.select.concepts
+    if path is None:
+        raise ValueError(f"recipe {recipe.name} runs on {what}: give them with --concepts FILE")
+    found = read(path)
+    return found[:limit] if limit else found
+
+
 def concepts_plan(
     recipe: Recipe,
     concepts: str | Path | None = None,
@@ -108,18 +120,12 @@ def concepts_plan(
     from refine.harness.tasks.concepts.plan import ConceptPlan, load_concepts
 
     s = recipe.select
-    path = concepts or s.concepts
-    if path is None:
-        about = recipe.about.split(".")[0] if recipe.about else "see the recipe"
-        raise ValueError(
-            f"recipe {recipe.name} runs on concept prompts: give them with --concepts FILE "
-            f"({about})"
-        )
-    found = load_concepts(path)
+    about = recipe.about.split(".")[0] if recipe.about else "see the recipe"
+    found = _concepts(recipe, concepts, limit, load_concepts, f"concept prompts ({about})")
     generators = list(generators) or list(s.generators)
     return ConceptPlan(
         generators=generators,
-        concepts=found[:limit] if limit else found,
+        concepts=found,
         images_per_prompt=s.images_per_prompt,
         seed=s.seed,
         weights=tuple(s.cube_weights),
@@ -145,16 +151,11 @@ def caire_plan(
     from refine.harness.tasks.caire.plan import CairePlan, read_concepts
 
     s = recipe.select
-    path = concepts or s.concepts
-    if path is None:
-        raise ValueError(
-            f"recipe {recipe.name} runs on the universal set's concepts: give them with "
-            "--concepts FILE (one concept a line, JSONL or CSV with a concept field)"
-        )
-    found = read_concepts(path)
+    hint = "the universal set's concepts (one concept a line, JSONL or CSV with a concept field)"
+    found = _concepts(recipe, concepts, limit, read_concepts, hint)
     return CairePlan(
         generators=list(generators) or list(s.generators),
-        concepts=found[:limit] if limit else found,
+        concepts=found,
         countries=list(s.countries),
         images_per_prompt=s.images_per_prompt,
         seed=s.seed,
