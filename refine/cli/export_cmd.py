@@ -14,16 +14,26 @@ from refine.train.export import FORMATS, export
 
 def export_cmd(
     runs: list[Path] = typer.Argument(..., help="Run or batch directories (or folders of them)."),
-    fmt: str = typer.Option(..., "--format", help="imagefolder, pairs or edits."),
+    fmt: str = typer.Option(
+        ..., "--format", help="imagefolder, pairs, edits, dpo, judge-dpo or judge-kto."
+    ),
     out: Path = typer.Option(..., "--out", help="The dataset folder to write."),
     min_margin: float = typer.Option(
-        0.02, "--min-margin", min=0.0, help="pairs: least FAITH difference of a pair."
+        0.02,
+        "--min-margin",
+        min=0.0,
+        help="pairs, dpo, judge-dpo: least FAITH difference of a pair (closer: a tie, left out).",
     ),
     max_drift: float = typer.Option(
-        0.5, "--max-drift", min=0.0, help="pairs: largest drift between a pair's images."
+        0.5,
+        "--max-drift",
+        min=0.0,
+        help="pairs, dpo, judge-dpo: largest drift between a pair's images.",
     ),
     holdout: str = typer.Option(
-        None, "--holdout", help='pairs: activities held out for testing, e.g. "wedding".'
+        None,
+        "--holdout",
+        help='pairs, dpo, judge-*: activities held out for testing, e.g. "wedding".',
     ),
     include_initial: bool = typer.Option(
         False, "--include-initial", help="imagefolder: round 0's images too."
@@ -31,9 +41,10 @@ def export_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
 ) -> None:
     """Export refinement runs as a dataset: accepted images with metadata (imagefolder),
-    preference pairs for one prompt (pairs, for Diffusion-DPO), or (input, instruction,
-    edited) triplets (edits, for InstructPix2Pix training). Says what it took and why it
-    left the rest out."""
+    preference pairs for one prompt (pairs, for refine tune; dpo, Pick-a-Pic's columns for
+    diffusers' Diffusion-DPO example), (input, instruction, edited) triplets (edits, for
+    InstructPix2Pix training), or the loop's judgements for distilling a judge with TRL
+    (judge-dpo, judge-kto). Says what it took and why it left the rest out."""
 
     if fmt not in FORMATS:
         raise UserInputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")

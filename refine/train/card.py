@@ -16,7 +16,14 @@ from typing import Any
 
 from refine.io.files import atomic_write_text
 
-TASKS = {"imagefolder": "text-to-image", "pairs": "text-to-image", "edits": "image-to-image"}
+TASKS = {
+    "imagefolder": "text-to-image",
+    "pairs": "text-to-image",
+    "edits": "image-to-image",
+    "dpo": "text-to-image",
+    "judge-dpo": "image-text-to-text",
+    "judge-kto": "image-text-to-text",
+}
 WHAT = {
     "imagefolder": "accepted images of refinement runs, each with its prompt and its AHEaD "
     "scores (FAITH, ALIGN, HAL, EXAG)",
@@ -24,6 +31,23 @@ WHAT = {
     "with the margin between them), for Diffusion-DPO (`refine tune --data`)",
     "edits": "(input image, instruction, edited image) of every accepted editing round, in "
     "the columns diffusers' InstructPix2Pix training reads",
+    "dpo": "preference pairs for one prompt in Pick-a-Pic v2's columns (`jpg_0`, `jpg_1` the "
+    "images' bytes, `label_0` 1 when `jpg_0` is preferred by FAITH, `caption`), which "
+    "diffusers' Diffusion-DPO example reads as they are; ties (a FAITH margin below the "
+    "least asked) are left out, as the original Diffusion-DPO code drops them",
+    "judge-dpo": "pairs of images for one prompt with the question which shows the activity "
+    "in the country more faithfully, the answer FAITH prefers (`chosen`) and the other "
+    "(`rejected`), each with its evidence from the descriptor matching: TRL's "
+    "vision-language preference layout, for distilling a judge",
+    "judge-kto": "the loop's keep-or-reject verdicts on single edits (the image before and "
+    "after, the instruction): the loop's verdict as a desirable completion and the opposite "
+    "one as an undesirable one, in TRL's unpaired (KTO) layout",
+}
+TRAINS = {
+    "dpo": "accelerate launch train_diffusion_dpo.py --dataset_name PATH_OR_REPO "
+    "--dataset_split_name train ...",
+    "judge-dpo": "trl.DPOTrainer(model, train_dataset=ds, processing_class=processor, ...)",
+    "judge-kto": "trl.KTOTrainer(model, train_dataset=ds, processing_class=processor, ...)",
 }
 
 
@@ -82,13 +106,32 @@ def _yaml(value: Any, indent: int = 0) -> list[str]:
     return lines
 
 
-def write_card(out: Path, fmt: str, made: dict[str, Any]) -> Path:
+def _bytes(out: Path, pattern: str) -> int:
+    return sum(f.stat().st_size for f in out.glob(pattern) if f.is_file())
+
+
+def write_card(
+    out: Path, fmt: str, made: dict[str, Any], summary: list[dict[str, Any]] | None = None
+) -> Path:
     """``OUT/README.md`` for the export in ``out`` of format ``fmt``; ``made`` holds how it
-    was made (the runs, the options, the toolkit's version)."""
+    was made (the runs, the options). A Parquet format passes ``summary``, the split,
+    country and activity of each item; the others' items are read from their metadata."""
     from refine import __version__
 
-    rows = _rows(out)
-    every = [r for split in rows.values() for r in split]
+    if summary is None:
+        rows = _rows(out)
+        every = [r for split in rows.values() for r in split]
+        feats = features(every)
+        files = {s: f"{s}/**" for s in rows}
+    else:
+        from refine.train.preference import features as parquet_features
+
+        rows = {}
+        for r in summary:
+            rows.setdefault(r["split"], []).append(r)
+        every = summary
+        feats = parquet_features(fmt)._to_yaml_list()  # the Hub's own YAML of the features
+        files = {s: f"data/{s}-*" for s in rows}
     header = {
         "license": "other",
         "license_name": "generators-terms",
@@ -98,19 +141,24 @@ def write_card(out: Path, fmt: str, made: dict[str, Any]) -> Path:
         "configs": [
             {
                 "config_name": "default",
-                "data_files": [{"split": s, "path": f"{s}/**"} for s in rows],
+                "data_files": [{"split": s, "path": p} for s, p in files.items()],
             }
         ],
         "dataset_info": {
-            "features": features(every),
-            "splits": [{"name": s, "num_examples": len(r)} for s, r in rows.items()],
+            "features": feats,
+            # num_bytes: the split's files as written (the Hub's field; datasets wants it)
+            "splits": [
+                {"name": s, "num_bytes": _bytes(out, files[s]), "num_examples": len(r)}
+                for s, r in rows.items()
+            ],
         },
     }
     by = Counter((r.get("country"), r.get("activity")) for r in every)
     body = [
         f"# refine export: {fmt}",
         "",
-        f"{WHAT[fmt]}. Made by cultural-refine {__version__} (`refine export --format {fmt}`) "
+        f"{WHAT[fmt][0].upper()}{WHAT[fmt][1:]}. Made by cultural-refine {__version__} "
+        f"(`refine export --format {fmt}`) "
         f"from {made.get('runs', '?')} run(s); "
         + ", ".join(f"{k} {v}" for k, v in made.items() if k != "runs")
         + ".",
@@ -134,6 +182,8 @@ def write_card(out: Path, fmt: str, made: dict[str, Any]) -> Path:
         "```",
         "",
     ]
+    if fmt in TRAINS:
+        body += ["Trains as it is with:", "", "```", TRAINS[fmt], "```", ""]
     path = out / "README.md"
     atomic_write_text(path, "---\n" + "\n".join(_yaml(header)) + "\n---\n\n" + "\n".join(body))
     return path

@@ -35,10 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from refine.assets import prompt_template
-from refine.io.files import atomic_write_text, file_sha256
+from refine.io.files import atomic_write_text
 from refine.io.store import RunStore
 
-FORMATS = ("imagefolder", "pairs", "edits")
+FORMATS = ("imagefolder", "pairs", "edits", "dpo", "judge-dpo", "judge-kto")
+PARQUET = ("dpo", "judge-dpo", "judge-kto")  # refine.train.preference writes these
 
 
 @dataclass
@@ -194,6 +195,8 @@ def export(
             write(out / "train" / "metadata.jsonl", rows)
         result.taken = len(rows)
         result.splits = {"train": len(rows)} if rows else {}
+    elif fmt in PARQUET:
+        summary = _preference(loaded, out, result, fmt, min_margin, max_drift, held, dry_run)
     else:
         result = _pairs(loaded, out, result, min_margin, max_drift, held, copy, write)
     if result.taken == 0:
@@ -203,82 +206,71 @@ def export(
         from refine.train.card import write_card
 
         made: dict[str, Any] = {"runs": len(loaded)}
-        if fmt == "pairs":
+        if fmt in ("pairs", "dpo", "judge-dpo"):
             made |= {"min_margin": min_margin, "max_drift": max_drift, "held out": list(holdout)}
         elif fmt == "imagefolder":
             made["round 0 included"] = include_initial
-        write_card(out, fmt, made)
+        if fmt in PARQUET:
+            made["held out"] = list(holdout)
+            write_card(out, fmt, made, summary)
+        else:
+            write_card(out, fmt, made)
     return result
 
 
-def _pairs(
-    loaded, out: Path, result: ExportResult, min_margin, max_drift, held, copy=_copy, write=None
-) -> ExportResult:
-    write = write or _write_jsonl
-    seen: set[tuple[str, str]] = set()
-    rows: dict[str, list[dict[str, Any]]] = {"train": [], "test": []}
+def _preference(loaded, out, result, fmt, min_margin, max_drift, held, dry_run):
+    """The Parquet formats (:mod:`refine.train.preference`); the (split, country, activity)
+    of every item written, for the card."""
+    from refine.train import preference
+    from refine.train.pairs import select_pairs
 
-    def add(run_dir, run, w, lo, source: str, drift: float) -> None:
-        fw, fl = w.scores.faith, lo.scores.faith
-        if fw is None or fl is None:
-            result.skipped["no FAITH (EXAG not computed)"] += 1
-            return
-        margin = fw - fl
-        if margin < min_margin:
-            result.skipped[f"FAITH margin below {min_margin:g}"] += 1
-            return
-        if drift > max_drift:
-            result.skipped[f"drift above {max_drift:g}"] += 1
-            return
-        key = (file_sha256(run_dir / w.image), file_sha256(run_dir / lo.image))
-        if key in seen or key[0] == key[1]:
-            result.skipped["the same pair again"] += 1
-            return
-        seen.add(key)
-        split = "test" if run.spec.activity.casefold() in held else "train"
-        images = out / split / "images"  # beside the split's metadata, as datasets reads it
-        rows[split].append(
+    if fmt == "judge-kto":
+        rows = preference.judge_kto_rows(loaded, held, result.skipped)
+    else:
+        pairs = select_pairs(loaded, min_margin, max_drift, held, result.skipped)
+        make = preference.dpo_rows if fmt == "dpo" else preference.judge_dpo_rows
+        rows = make(pairs, _prompt)
+    summary: list[dict[str, Any]] = []
+
+    def noted(rows):
+        for r in rows:
+            summary.append({k: r[k] for k in ("split", "country", "activity")})
+            yield r
+
+    if dry_run:
+        list(noted(rows))
+    else:
+        from refine.backends.imports import require
+
+        require("datasets", "datasets", f"refine export --format {fmt}", "data")
+        preference.write_parquet(out, fmt, noted(rows))
+    result.splits = dict(Counter(r["split"] for r in summary))
+    result.taken = len(summary)
+    return summary
+
+
+def _pairs(loaded, out: Path, result: ExportResult, min_margin, max_drift, held, copy, write):
+    from refine.train.pairs import select_pairs
+
+    rows: dict[str, list[dict[str, Any]]] = {"train": [], "test": []}
+    for p in select_pairs(loaded, min_margin, max_drift, held, result.skipped):
+        images = out / p.split / "images"  # beside the split's metadata, as datasets reads it
+        rows[p.split].append(
             {
                 "image_w_file_name": "images/"
-                + copy(run_dir / w.image, images, f"{key[0][:16]}.png"),
+                + copy(p.run_dir / p.w.image, images, f"{p.sha_w[:16]}.png"),
                 "image_l_file_name": "images/"
-                + copy(run_dir / lo.image, images, f"{key[1][:16]}.png"),
-                "prompt": _prompt(run),
-                "margin": margin,
-                "faith_w": fw,
-                "faith_l": fl,
-                "source": source,
-                "activity": run.spec.activity,
-                "country": run.references.country,
-                "run": run.id,
+                + copy(p.run_dir / p.lo.image, images, f"{p.sha_l[:16]}.png"),
+                "prompt": _prompt(p.run),
+                "margin": p.margin,
+                "faith_w": p.w.scores.faith,
+                "faith_l": p.lo.scores.faith,
+                "source": p.source,
+                "activity": p.run.spec.activity,
+                "country": p.run.references.country,
+                "run": p.run.id,
             }
         )
-
-    for run_dir, run in loaded:
-        if not run.rounds:
-            result.skipped["run without rounds"] += 1
-            continue
-        best = run.best_round
-        if best is not None and best > 0:
-            chain, k = 0.0, best  # the drifts of the accepted rounds from round 0 to the best
-            while k is not None and k > 0:
-                r = run.rounds[k]
-                d = r.best.drift
-                chain += 0.0 if d is None else d.value
-                k = r.parent
-            add(run_dir, run, run.rounds[best].best, run.rounds[0].best, "best-vs-first", chain)
-        for r in run.rounds:
-            if r.kind != "edit" or len(r.candidates) < 2:
-                continue
-            ranked = sorted(
-                (c for c in r.candidates if c.scores.faith is not None),
-                key=lambda c: -(c.scores.faith or 0.0),
-            )
-            for i in range(len(ranked)):
-                for j in range(i + 1, len(ranked)):
-                    w, lo = ranked[i], ranked[j]
-                    drift = max(0.0 if c.drift is None else c.drift.value for c in (w, lo))
-                    add(run_dir, run, w, lo, "within-round", drift)
     for split, items in rows.items():
         if items:
             write(out / split / "metadata.jsonl", items)

@@ -215,6 +215,124 @@ def test_edits_and_bad_inputs(runs, world, siglip_path, tmp_path):
     no = cli("export", str(zero), "--format", "imagefolder", "--out", str(tmp_path / "y"))
     assert no.returncode == 2 and "1 run without an accepted round" in no.stderr
     no = cli("export", str(out), "--format", "zip", "--out", str(tmp_path / "z"))
-    assert no.returncode == 2 and "'zip' is not one of imagefolder, pairs, edits" in no.stderr
+    assert no.returncode == 2 and "'zip' is not one of imagefolder, pairs, edits, dpo" in no.stderr
     no = cli("export", str(out), "--format", "edits", "--out", str(tmp_path / "e"))
     assert no.returncode == 2 and "is not empty" in no.stderr
+
+
+def _diffusion_dpo_batch(examples, resolution=32):
+    """The loading code of diffusers' Diffusion-DPO example
+    (examples/research_projects/diffusion_dpo/train_diffusion_dpo.py, preprocess_train),
+    copied as it reads the columns: the images' bytes opened with PIL, the pair swapped
+    when label_0 is 0 so that the preferred image comes first, the caption tokenized."""
+    import io
+
+    import torch
+    from torchvision import transforms
+
+    train_transforms = transforms.Compose(
+        [
+            transforms.Resize(resolution, interpolation=transforms.InterpolationMode.BILINEAR),
+            transforms.CenterCrop(resolution),
+            transforms.ToTensor(),
+            transforms.Normalize([0.5], [0.5]),
+        ]
+    )
+    all_pixel_values = []
+    for col_name in ["jpg_0", "jpg_1"]:
+        images = [
+            Image.open(io.BytesIO(im_bytes)).convert("RGB") for im_bytes in examples[col_name]
+        ]
+        pixel_values = [train_transforms(image) for image in images]
+        all_pixel_values.append(pixel_values)
+    im_tup_iterator = zip(*all_pixel_values)  # noqa: B905 (the example's own line)
+    combined_pixel_values = []
+    for im_tup, label_0 in zip(im_tup_iterator, examples["label_0"]):  # noqa: B905
+        if label_0 == 0:
+            im_tup = im_tup[::-1]
+        combined_im = torch.cat(im_tup, dim=0)  # no batch dim
+        combined_pixel_values.append(combined_im)
+    examples["pixel_values"] = combined_pixel_values
+    examples["input_ids"] = list(examples["caption"])  # the example tokenizes these
+    return examples
+
+
+def test_dpo_shards_load_in_the_diffusion_dpo_example(runs, tmp_path):
+    out, loaded, dirs = runs
+    common = [str(out), "--max-drift", "2", "--out"]
+    done = cli("export", *common, str(tmp_path / "d"), "--format", "dpo", "--json")
+    assert done.returncode == 0, done.stderr
+    pairs = cli("export", *common, str(tmp_path / "pp"), "--format", "pairs")
+    assert pairs.returncode == 0, pairs.stderr
+    want = read(tmp_path / "pp" / "train" / "metadata.jsonl")
+    assert sorted((tmp_path / "d" / "data").iterdir())[0].name == "train-00000-of-00001.parquet"
+    import datasets
+    import torch
+
+    # as the example loads it: load_dataset(args.dataset_name, split=args.dataset_split_name)
+    ds = datasets.load_dataset(str(tmp_path / "d"), split="train", cache_dir=str(tmp_path / "hf"))
+    assert ds.features["jpg_0"] == datasets.Value("binary")
+    assert len(ds) == len(want) == json.loads(done.stdout)["taken"]
+    assert set(ds["label_0"]) == {0.0, 1.0}  # the preferred image is not always first
+    batch = _diffusion_dpo_batch(ds[:])
+    for k, row in enumerate(want):  # the same pairs in the same order
+        winner = (tmp_path / "pp" / "train" / row["image_w_file_name"]).read_bytes()
+        got = ds[k]
+        assert (got["jpg_0"] if got["label_0"] == 1.0 else got["jpg_1"]) == winner
+        assert got["caption"] == row["prompt"] and got["margin"] == row["margin"]
+        # the example's tensor: the preferred image's channels first, then the other's
+        alone = _diffusion_dpo_batch(
+            {"jpg_0": [winner], "jpg_1": [winner], "label_0": [1], "caption": ["x"]}
+        )
+        assert batch["pixel_values"][k].shape == (6, 32, 32)
+        assert torch.equal(batch["pixel_values"][k][:3], alone["pixel_values"][0][:3])
+    from huggingface_hub import DatasetCard
+
+    card = DatasetCard.load(tmp_path / "d" / "README.md")
+    assert card.data.task_categories == ["text-to-image"]
+    assert "ties" in card.text and "train_diffusion_dpo.py" in card.text
+
+
+def test_judge_formats_load_in_trl_layouts(runs, tmp_path):
+    out, loaded, dirs = runs
+    import datasets
+
+    done = cli("export", str(out), "--format", "judge-dpo", "--out", str(tmp_path / "j"),
+               "--max-drift", "2", "--holdout", ACTS[1])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    ds = datasets.load_dataset(str(tmp_path / "j"), cache_dir=str(tmp_path / "hf"))
+    assert set(ds) == {"train", "test"}
+    row = ds["train"][0]
+    assert [m["role"] for m in row["prompt"]] == ["user"]
+    assert [c["type"] for c in row["prompt"][0]["content"]] == ["image", "image", "text"]
+    assert len(row["images"]) == 2 and row["images"][0].size[1] == 48
+    chosen, rejected = (
+        row["chosen"][0]["content"][0]["text"],
+        row["rejected"][0]["content"][0]["text"],
+    )
+    # the answer names the image FAITH prefers; the rejected one the other
+    assert {chosen[:8], rejected[:8]} == {"Image 1.", "Image 2."}
+    run = next(r for r in loaded if r.id == row["run"])
+    assert ACTS[0] in row["prompt"][0]["content"][2]["text"] and run.spec.activity == ACTS[0]
+    kto = cli("export", str(out), "--format", "judge-kto", "--out", str(tmp_path / "k"))
+    assert kto.returncode == 0, kto.stderr
+    ks = datasets.load_dataset(str(tmp_path / "k"), split="train", cache_dir=str(tmp_path / "hf"))
+    decided = [
+        (run, r)
+        for run in loaded
+        for r in run.rounds
+        if r.kind == "edit" and r.decision in ("accepted", "rejected")
+    ]
+    assert len(ks) == 2 * len(decided) >= 2
+    for k, (run, r) in enumerate(decided):
+        good, bad = ks[2 * k], ks[2 * k + 1]
+        verdict = "Keep." if r.decision == "accepted" else "Reject."
+        assert good["label"] is True and good["completion"][0]["content"][0]["text"].startswith(
+            verdict
+        )
+        assert bad["label"] is False and not bad["completion"][0]["content"][0]["text"].startswith(
+            verdict
+        )
+        assert good["decision"] == r.decision and r.text in good["prompt"][0]["content"][2]["text"]
+        after = Image.open(dirs[loaded.index(run)] / r.best.image).convert("RGB")
+        assert good["images"][1].convert("RGB").tobytes() == after.tobytes()
