@@ -38,6 +38,14 @@ def export_cmd(
     include_initial: bool = typer.Option(
         False, "--include-initial", help="imagefolder: round 0's images too."
     ),
+    push_to_hub: str = typer.Option(
+        None,
+        "--push-to-hub",
+        metavar="OWNER/NAME",
+        help="Push the dataset to this Hub repository (private unless --public; the token "
+        "from HF_TOKEN or `hf auth login`).",
+    ),
+    public: bool = typer.Option(False, "--public", help="--push-to-hub: a public repository."),
     as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
 ) -> None:
     """Export refinement runs as a dataset: accepted images with metadata (imagefolder),
@@ -50,12 +58,24 @@ def export_cmd(
         raise UserInputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if out.exists() and any(out.iterdir()):
         raise UserInputError(f"--out: {out} is not empty; give a new folder")
+    if push_to_hub:
+        from refine.train.hub import check_push
+
+        check_push(push_to_hub)  # before any work
     try:
         result = export(runs, out, fmt, min_margin, max_drift, split_list(holdout), include_initial)
     except ValueError as err:
         raise UserInputError(f"RUNS: {err}") from err
+    doc = result.to_dict()
+    if push_to_hub:
+        from refine.train.hub import push
+
+        message = f"refine export --format {fmt}: {result.taken} item(s)"
+        doc["pushed"] = push(out, push_to_hub, "dataset", message, public)
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        typer.echo(json.dumps(doc, indent=2))
         return
     for line in result.lines():
         typer.echo(line)
+    if push_to_hub:
+        typer.echo(f"pushed to the Hub: {doc['pushed']}")

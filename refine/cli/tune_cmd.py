@@ -45,6 +45,14 @@ def tune_cmd(
     ),
     out: Path = typer.Option(..., "--out", help="The adapter folder."),
     resume: bool = typer.Option(False, "--resume", help="Go on from the checkpoint in --out."),
+    push_to_hub: str = typer.Option(
+        None,
+        "--push-to-hub",
+        metavar="OWNER/NAME",
+        help="Push the adapter, its card and validation images to this Hub repository "
+        "(private unless --public; the token from HF_TOKEN or `hf auth login`).",
+    ),
+    public: bool = typer.Option(False, "--public", help="--push-to-hub: a public repository."),
     as_json: bool = typer.Option(False, "--json", help="Print tune.json."),
 ) -> None:
     """Train a LoRA (peft) on the generator's UNet: Diffusion-DPO on preference pairs, or
@@ -54,6 +62,10 @@ def tune_cmd(
     trains on its share of one batch of batch-size x N rows; the gradients are averaged)."""
 
     need_training()  # one line naming the extra, before any data is read
+    if push_to_hub:
+        from refine.train.hub import check_push
+
+        check_push(push_to_hub)  # a missing token said now, not after the training
     config = TuneConfig(
         data=str(data),
         base=base,
@@ -99,6 +111,15 @@ def tune_cmd(
     except ValueError as err:
         raise UserInputError(f"refine tune: {err}") from err
     page = write_tune_page(out)
+    from refine.train.outputs import write_card
+
+    write_card(out, summary, push_to_hub)  # with the last validation images
+    if push_to_hub:
+        from refine.train.hub import TUNE_IGNORE, push
+
+        message = f"refine tune --method {summary['method']}: {summary['steps']} steps"
+        summary = {**summary, "pushed": push(out, push_to_hub, "model", message, public,
+                                             TUNE_IGNORE)}  # fmt: skip
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
@@ -107,3 +128,5 @@ def tune_cmd(
         typer.echo(f"held-out implicit reward accuracy: {summary['held_out_accuracy']:.3f}")
     typer.echo(f"loss curve: {page}")
     typer.echo(f'use it: --generator "diffusers:{base.removeprefix("diffusers:")}+lora={out}"')
+    if push_to_hub:
+        typer.echo(f"pushed to the Hub: {summary['pushed']}")

@@ -178,7 +178,7 @@ class Tuner:
         return paths
 
     def _finish(self) -> dict[str, Any]:
-        from refine.train.outputs import write_outputs
+        from refine.train.outputs import base_facts, write_outputs
 
         held = self.accuracy(self.held)
         self.loop.release()
@@ -196,6 +196,8 @@ class Tuner:
             "held_out_accuracy": held,
             "processes": self.world,
             "config": asdict(self.c),
+            "base_model": base_facts(self.c.base),  # the hub id, its commit, its licence
+            "validation_prompts": list(dict.fromkeys(r["prompt"] for r in self.rows))[:2],
         }
         write_outputs(self.out, summary, self.losses)
         self.loop.close()

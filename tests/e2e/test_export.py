@@ -336,3 +336,75 @@ def test_judge_formats_load_in_trl_layouts(runs, tmp_path):
         assert good["decision"] == r.decision and r.text in good["prompt"][0]["content"][2]["text"]
         after = Image.open(dirs[loaded.index(run)] / r.best.image).convert("RGB")
         assert good["images"][1].convert("RGB").tobytes() == after.tobytes()
+
+
+def hub_env(hub, home: Path, token: bool = True) -> dict[str, str]:
+    """The environment of a refine process that reaches the stand-in hub: its address, a
+    cache of its own, LFS uploads (the stand-in does not speak Xet) and, with ``token``,
+    the hub's token."""
+    import os
+
+    env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(home), "HF_HUB_DISABLE_XET": "1"}
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        env.pop(name, None)
+    if token:
+        env["HF_TOKEN"] = hub.token
+    return env
+
+
+def test_an_export_is_pushed_to_the_hub_in_one_private_commit(runs, tmp_path):
+    import subprocess
+
+    from huggingface_hub import DatasetCard
+
+    from tests.e2e.test_cli_run import refine_cmd
+    from tests.fakes.hub_server import FakeHub
+
+    out, loaded, dirs = runs
+    args = ["export", str(out), "--format", "dpo", "--max-drift", "2"]
+    with FakeHub({}) as hub:
+        # no token: refused before anything is written or asked
+        done = subprocess.run(
+            refine_cmd(*args, "--out", str(tmp_path / "a"), "--push-to-hub", "me/culture-dpo"),
+            env=hub_env(hub, tmp_path / "hf", token=False),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 2, done.stderr
+        assert "--push-to-hub: no Hugging Face token" in done.stderr
+        assert not (tmp_path / "a").exists() and hub.requests == []
+        bad = subprocess.run(
+            refine_cmd(*args, "--out", str(tmp_path / "b"), "--push-to-hub", "culture-dpo"),
+            env=hub_env(hub, tmp_path / "hf"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert bad.returncode == 2 and "give the repository as OWNER/NAME" in bad.stderr
+        done = subprocess.run(
+            refine_cmd(*args, "--out", str(tmp_path / "d"), "--push-to-hub", "me/culture-dpo"),
+            env=hub_env(hub, tmp_path / "hf"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        repo = hub.pushed[("dataset", "me/culture-dpo")]
+        written = {
+            p.relative_to(tmp_path / "d").as_posix(): p.read_bytes()
+            for p in (tmp_path / "d").rglob("*")
+            if p.is_file()
+        }
+        assert repo["files"] == written and repo["private"] is True
+        assert (
+            len(repo["commits"]) == 1
+            and "refine export --format dpo" in (repo["commits"][0]["summary"])
+        )
+        shards = [p for p in written if p.endswith(".parquet")]
+        # the shards went through LFS (one upload each), the card as a regular file
+        assert sum(r.startswith("PUT /lfs-upload/") for r in hub.requests) == len(shards) == 1
+        assert f"pushed to the Hub: {hub.url}/me/culture-dpo/commit/" in done.stdout
+    card = tmp_path / "card.md"
+    card.write_bytes(repo["files"]["README.md"])
+    assert DatasetCard.load(card).data.task_categories == ["text-to-image"]

@@ -3,16 +3,26 @@ model repositories, and as dataset repositories at a pinned revision, to
 ``huggingface_hub``'s real downloads (repo info, the file tree with each large file's
 LFS sha256, each file's metadata and bytes), slowly when asked, so that download progress
 can be watched; a dataset file named in ``cut`` is cut short once. Only what
-``snapshot_download``, ``hf_hub_download`` and ``list_repo_tree`` ask is answered."""
+``snapshot_download``, ``hf_hub_download`` and ``list_repo_tree`` ask is answered.
+
+It also takes pushes as the hub does (``create_repo``, then ``upload_folder``'s
+preupload, LFS batch, the basic LFS upload and the NDJSON commit), into ``pushed``: each
+write must carry ``token`` (401 otherwise, as the hub answers a missing or wrong token),
+binary files must come through LFS with the sha256 they were announced with, and a commit
+naming an LFS object never uploaded is refused (422). Xet uploads are not spoken: set
+``HF_HUB_DISABLE_XET=1`` so that ``huggingface_hub`` uses LFS."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+import yaml
 
 from tests.fakes.serving import StandIn
 
@@ -36,6 +46,10 @@ class FakeHub(StandIn):
         self.datasets = {k: (rev, Path(v)) for k, (rev, v) in (datasets or {}).items()}
         self.chunk_delay_s = chunk_delay_s
         self.cut = set(cut or ())
+        self.token = "hf_standin_token"
+        # (repo type, repo id) -> {"private": bool, "files": {path: bytes}, "commits": [...]}
+        self.pushed: dict[tuple[str, str], dict] = {}
+        self.lfs: dict[str, bytes] = {}  # sha256 -> the bytes uploaded
 
     def files(self, repo: str) -> list[Path]:
         root = self.repos[repo] if repo in self.repos else self.datasets[repo][1]
@@ -72,9 +86,98 @@ class FakeHub(StandIn):
                     return True
         return False
 
+    def write(self, handler: BaseHTTPRequestHandler, path: str) -> None:
+        """A push's request (POST or PUT), answered as the hub answers it."""
+        size = int(handler.headers.get("Content-Length") or 0)
+        data = handler.rfile.read(size) if size else b""
+        query = urlparse(handler.path).query
+        if path.startswith("/lfs-upload/"):  # a signed address, as the storage's are
+            if query != f"sig={hashlib.sha256((path + self.token).encode()).hexdigest()}":
+                return self.json(handler, {"error": "Request has expired"}, 403)
+        elif handler.headers.get("Authorization") != f"Bearer {self.token}":
+            return self.json(handler, {"error": "Invalid credentials in Authorization header"}, 401)
+        if path == "/api/validate-yaml":  # the card's metadata, as upload_folder checks it
+            content = json.loads(data)["content"]
+            errors = []
+            try:
+                meta = yaml.safe_load(content.split("---")[1]) if content.startswith("---") else {}
+            except yaml.YAMLError as err:
+                meta, errors = None, [{"message": f"YAML does not parse: {err}"}]
+            if meta is not None and not isinstance(meta, dict):
+                errors.append({"message": "metadata must be a mapping"})
+            elif meta and not isinstance(meta.get("license", ""), str):
+                errors.append({"message": '"license" must be a string'})
+            return self.json(handler, {"errors": errors, "warnings": []}, 400 if errors else 200)
+        if path == "/api/repos/create":
+            doc = json.loads(data)
+            kind = doc.get("type") or "model"
+            repo = (
+                f"{doc['organization']}/{doc['name']}" if doc.get("organization") else doc["name"]
+            )
+            if (kind, repo) in self.pushed:
+                return self.json(handler, {"error": "You already created this repo"}, 409)
+            private = doc.get("visibility") == "private" or doc.get("private") is True
+            self.pushed[(kind, repo)] = {"private": private, "files": {},
+                                         "commits": []}  # fmt: skip
+            return self.json(handler, {"url": f"{self.url}/{repo}", "name": repo})
+        if path.startswith("/lfs-upload/"):
+            oid = path.rsplit("/", 1)[1]
+            if hashlib.sha256(data).hexdigest() != oid:
+                return self.json(handler, {"error": "sha256 does not match"}, 400)
+            self.lfs[oid] = data
+            return self.json(handler, {})
+        if path.endswith(".git/info/lfs/objects/batch"):
+            doc = json.loads(data)
+            objects = [
+                {"oid": o["oid"], "size": o["size"], "authenticated": True,
+                 "actions": {"upload": {"href": self.signed(f"/lfs-upload/{o['oid']}")}}}
+                for o in doc["objects"]
+            ]  # fmt: skip
+            return self.json(handler, {"transfer": "basic", "objects": objects})
+        parts = path.split("/")  # /api/{type}s/{owner}/{name}/{preupload|commit}/{revision}
+        if len(parts) >= 7 and parts[1] == "api":
+            kind, repo, verb = parts[2].removesuffix("s"), f"{parts[3]}/{parts[4]}", parts[5]
+            store = self.pushed.get((kind, repo))
+            if store is None:
+                return self.json(handler, {"error": "Repository not found"}, 404)
+            if verb == "preupload":
+                files = [
+                    {"path": f["path"], "shouldIgnore": False,
+                     "uploadMode": "lfs" if _binary(f["path"], base64.b64decode(f["sample"]))
+                     else "regular"}
+                    for f in json.loads(data)["files"]
+                ]  # fmt: skip
+                return self.json(handler, {"files": files})
+            if verb == "commit":
+                lines = [json.loads(x) for x in data.splitlines() if x.strip()]
+                header = next(x["value"] for x in lines if x["key"] == "header")
+                files = {}
+                for x in lines:
+                    v = x["value"]
+                    if x["key"] == "file":
+                        if _binary(v["path"], base64.b64decode(v["content"])[:512]):
+                            return self.json(handler, {"error": f"{v['path']}: use LFS"}, 400)
+                        files[v["path"]] = base64.b64decode(v["content"])
+                    elif x["key"] == "lfsFile":
+                        if v["oid"] not in self.lfs:
+                            return self.json(handler, {"error": f"{v['path']}: not uploaded"}, 422)
+                        files[v["path"]] = self.lfs[v["oid"]]
+                store["files"].update(files)
+                oid = hashlib.sha1(data).hexdigest()
+                store["commits"].append({"summary": header["summary"], "oid": oid,
+                                         "files": sorted(files)})  # fmt: skip
+                url = f"{self.url}/{repo}/commit/{oid}"
+                return self.json(handler, {"commitUrl": url, "commitOid": oid})
+        return self.json(handler, {"error": "not found"}, 404)
+
+    def signed(self, path: str) -> str:
+        return f"{self.url}{path}?sig={hashlib.sha256((path + self.token).encode()).hexdigest()}"
+
     def answer(self, handler: BaseHTTPRequestHandler, body: bool) -> None:
         path = unquote(urlparse(handler.path).path)
         self.requests.append(f"{handler.command} {path}")
+        if handler.command in ("POST", "PUT"):
+            return self.write(handler, path)
         if self.dataset(handler, path, body):
             return
         for repo, root in self.repos.items():
@@ -103,9 +206,9 @@ class FakeHub(StandIn):
         handler.send_header("Content-Length", "0")
         handler.end_headers()
 
-    def json(self, handler: BaseHTTPRequestHandler, doc) -> None:
+    def json(self, handler: BaseHTTPRequestHandler, doc, status: int = 200) -> None:
         data = json.dumps(doc).encode()
-        handler.send_response(200)
+        handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
@@ -143,3 +246,9 @@ class FakeHub(StandIn):
             handler.wfile.write(data[at : at + 65536])
             if self.chunk_delay_s:
                 time.sleep(self.chunk_delay_s)
+
+
+def _binary(path: str, sample: bytes) -> bool:
+    """Whether the hub would keep the file in LFS: a binary suffix, or a NUL in its start."""
+    suffixes = (".png", ".jpg", ".parquet", ".safetensors", ".bin", ".arrow")
+    return path.endswith(suffixes) or b"\0" in sample

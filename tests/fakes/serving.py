@@ -1,5 +1,6 @@
 """What the stand-in servers share: a threaded HTTP server on 127.0.0.1 (a free port),
-quiet, serving on a daemon thread, with GET (and HEAD) answered by a function."""
+quiet, serving on a daemon thread, with every request (GET, HEAD, POST, PUT) answered by a
+function."""
 
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ def serve(answer: Answer) -> ThreadingHTTPServer:
             answer(self, False)
 
         def do_GET(self):
+            answer(self, True)
+
+        def do_POST(self):  # a stand-in that takes no writes answers them 404
+            answer(self, True)
+
+        def do_PUT(self):
             answer(self, True)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -169,7 +169,9 @@ def test_the_adapter_round_trips_and_unloads(world, dpo):
     out = tuner.out
     assert (out / "pytorch_lora_weights.safetensors").is_file()
     card = (out / "README.md").read_text()
-    assert "Diffusion-DPO" in card and f"base_model: diffusers:{sd}" in card
+    # a local folder that is not a cached snapshot has no hub id: the card says so
+    assert "Diffusion-DPO" in card and f"- base model: `{sd}` (a local folder)" in card
+    assert "library_name: diffusers" in card and "base_model:" not in card
     assert (out / "loss.csv").read_text().count("\n") == 101
     fresh = StableDiffusionPipeline.from_pretrained(str(sd), safety_checker=None)
     fresh.set_progress_bar_config(disable=True)
@@ -267,6 +269,53 @@ def test_the_command_line(world, tmp_path):
     assert tracker.returncode == 2
     assert "report to wandb: its package is not installed (pip install wandb)" in tracker.stderr
     assert not (tmp_path / "d").exists()
+
+
+def test_the_adapter_is_pushed_with_a_card_made_the_diffusers_way(world, tmp_path):
+    """The base is a hub id served by the stand-in hub (downloaded by diffusers into a
+    cache of the test's own); the adapter, its validation images and card arrive in one
+    private commit, the card naming the base's commit and licence."""
+    import shutil
+    import subprocess
+
+    from huggingface_hub import ModelCard
+
+    from tests.e2e.test_cli_run import refine_cmd
+    from tests.e2e.test_export import hub_env
+    from tests.fakes.hub_server import COMMIT, FakeHub
+
+    sd, pairs, _, _ = world
+    base = shutil.copytree(sd, tmp_path / "base")
+    (base / "README.md").write_text("---\nlicense: apache-2.0\n---\n# a tiny SD\n")
+    args = ["tune", "--data", str(pairs), "--base", "diffusers:test/tiny-sd", "--steps", "2"]
+    args += ["--resolution", "32", "--rank", "4", "--device", "cpu", "--checkpoint-every", "1"]
+    args += ["--out", str(tmp_path / "a"), "--push-to-hub", "me/culture-lora"]
+    with FakeHub({"test/tiny-sd": base}) as hub:
+        done = subprocess.run(
+            refine_cmd(*args),
+            env=hub_env(hub, tmp_path / "hf"),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        pushed = hub.pushed[("model", "me/culture-lora")]
+    out = tmp_path / "a"
+    assert pushed["private"] is True and len(pushed["commits"]) == 1
+    for name in ("pytorch_lora_weights.safetensors", "tune.json", "validation/final-0.png"):
+        assert pushed["files"][name] == (out / name).read_bytes()
+    assert (out / "checkpoint.pt").is_file()  # the resumable state stays here
+    assert "checkpoint.pt" not in pushed["files"]
+    (tmp_path / "card.md").write_bytes(pushed["files"]["README.md"])
+    card = ModelCard.load(tmp_path / "card.md")
+    assert card.data.base_model == "test/tiny-sd" and card.data.library_name == "diffusers"
+    assert card.data.license == "apache-2.0"  # the base's, read from its card
+    assert {"lora", "diffusers-training", "text-to-image"} <= set(card.data.tags)
+    assert card.data.widget[0]["output"]["url"] == "validation/final-0.png"
+    assert card.data.widget[0]["text"] == PROMPT
+    assert f"at commit `{COMMIT}`" in card.text
+    assert 'pipe.load_lora_weights("me/culture-lora")' in card.text
+    assert f'from_pretrained("test/tiny-sd", revision="{COMMIT}"' in card.text
 
 
 def test_sdxl_learns_the_preference_and_its_adapter_loads(world, tmp_path):
