@@ -788,7 +788,14 @@ class RunSpec(_Record):
         return list(parse_baselines(v))
 
 
+# run.json's layout: 1, every run written before the field; 2, with the schema, the
+# toolkit's version, and each local model's resolved commit in backend_info
+RUN_SCHEMA = 2
+
+
 class Run(_Record):
+    schema_version: int = RUN_SCHEMA
+    toolkit: str = ""  # the cultural-refine version that started it ("" before schema 2)
     id: str
     spec: RunSpec
     references: ReferencePack
@@ -815,6 +822,25 @@ class Run(_Record):
     elapsed_s: float = 0.0
     # a run continued from a round of another run: {"run": dir, "round": k}
     branched_from: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _layout(cls, data: Any) -> Any:
+        """A run.json newer than this toolkit's layout is refused, naming both."""
+        if isinstance(data, dict):
+            given = data.get("schema_version")
+            if isinstance(given, int) and given > RUN_SCHEMA:
+                raise ValueError(
+                    f"run.json of layout version {given}, newer than this toolkit reads "
+                    f"({RUN_SCHEMA}): upgrade cultural-refine"
+                )
+        return data
+
+    @classmethod
+    def read(cls, doc: dict[str, Any]) -> Run:
+        """A run from its run.json's document: one without ``schema_version`` was written
+        before the field, layout 1."""
+        return cls.model_validate({"schema_version": 1, **doc} if isinstance(doc, dict) else doc)
 
     def best(self) -> Round | None:
         return None if self.best_round is None else self.rounds[self.best_round]

@@ -218,6 +218,17 @@ def time_left() -> float | None:
     return None if at is None else at - time.monotonic()
 
 
+def toolkit_version() -> str:
+    """The cultural-refine version a record names as the one that wrote it (the installed
+    distribution's, read from metadata: importing ``refine`` here would close a circle)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cultural-refine")
+    except PackageNotFoundError:
+        return "not installed (a source tree)"
+
+
 def package_versions() -> dict[str, str]:
     """Installed versions of :data:`PACKAGES` (read from metadata, nothing imported)."""
     from importlib.metadata import PackageNotFoundError, version

@@ -166,5 +166,21 @@ class Backends:
                 except Exception:  # a record of what ran must not stop the run
                     log.warning("could not read the %s backend's info", role, exc_info=True)
             out[role] = {"id": getattr(backend, "id", self.names[role]), **details}
+            if "revision" in details and "commit" not in details:  # a model from the hub
+                out[role]["commit"] = _commit(out[role]["id"], details["revision"])
             out[role] = {k: str(v) for k, v in out[role].items()}
         return out
+
+
+def _commit(backend_id: str, revision: str) -> str:
+    """The commit a local model's weights came from (``PREFIX:REPO[+lora=...]`` at
+    ``revision``), read from the hub cache, never asked online."""
+    from refine.backends.lora import split_adapters
+    from refine.backends.provenance import NO_REVISION, hub_commit
+
+    name = split_adapters(backend_id.split(":", 1)[-1])[0]
+    try:
+        return hub_commit(name, revision or None, online=False)
+    except Exception:  # a record of what ran must not stop the run
+        log.warning("could not resolve the commit of %s", backend_id, exc_info=True)
+        return NO_REVISION

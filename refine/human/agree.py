@@ -22,6 +22,7 @@ from metrics.stats import CORRELATIONS, correlation_interval, correlation_p, kri
 from refine.human.ratings import QUESTIONS, Rating, latest_answers
 from refine.human.stored import StoredMetrics, variant_keys
 from refine.progress import Countdown
+from refine.usage import package_versions, toolkit_version
 
 FEW_IMAGES = 30  # below this many rated images, agree warns that its figures are rough
 # compared unless --metrics says (CLIPScore, a baseline, costs no model call)
@@ -29,6 +30,9 @@ DEFAULT_METRICS = (*BENCH_IMAGE, *names("human"), "clipscore")
 # how agree.json's figures are scaled, written into it: a file without them was written
 # when its clipscore was 100 x max(cos, 0)
 CONVENTIONS = {"clipscore": "2.5 x max(cos, 0) (Hessel et al., 2021)"}
+# agree.json's layout: 1, every file written before the field (read as it was); 2, with the
+# schema, the toolkit's version and the package versions that decide the numbers
+SCHEMA = 2
 
 
 @dataclass
@@ -58,6 +62,9 @@ class Agreement:
     # rater, and each metric's value per image, by its shown name
     answers: dict[Path, dict[str, dict[str, float]]] = field(default_factory=dict, repr=False)
     values: dict[str, dict[Path, float]] = field(default_factory=dict, repr=False)
+    schema: int = SCHEMA
+    toolkit: str = ""  # the cultural-refine version that wrote it ("" before schema 2)
+    packages: dict[str, str] = field(default_factory=dict)
 
     def notes(self) -> list[str]:
         """What was done to the ratings before counting, one line each."""
@@ -90,6 +97,9 @@ class Agreement:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "schema": self.schema,
+            "toolkit": self.toolkit,
+            "packages": self.packages,
             "conventions": CONVENTIONS,
             "ranking": ranking(self.table),
             "images": self.images,
@@ -136,6 +146,9 @@ class Agreement:
             ceiling=doc.get("ceiling", {}),
             differences=doc.get("differences", []),
             matrix=doc.get("matrix", {}),
+            schema=doc.get("schema", 1),
+            toolkit=doc.get("toolkit", ""),
+            packages=doc.get("packages", {}),
         )  # fmt: skip
 
 
@@ -147,6 +160,11 @@ def read_agreement(path: str | Path) -> Agreement:
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
+        if int(doc.get("schema", 1)) > SCHEMA:
+            raise ValueError(
+                f"layout version {doc['schema']}, newer than this toolkit reads ({SCHEMA}): "
+                "upgrade cultural-refine"
+            )
         if "conventions" not in doc:
             for key in ("metrics", "missing", "points"):
                 if "clipscore" in doc.get(key, {}):
@@ -276,6 +294,8 @@ def agreement(
         ambiguous=ambiguous,
         answers=answers,
         values=values,
+        toolkit=toolkit_version(),
+        packages=package_versions(),
     )
 
 

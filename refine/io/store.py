@@ -194,7 +194,7 @@ class RunStore:
         if not path.is_file():
             raise ValueError(f"{self.dir} is not a run directory (no {RUN_FILE})")
         try:
-            return Run.model_validate(json.loads(path.read_text(encoding="utf-8")))
+            return Run.read(json.loads(path.read_text(encoding="utf-8")))
         except (json.JSONDecodeError, ValueError) as err:
             raise ValueError(f"{path}: not a valid run record ({err})") from err
 
@@ -226,7 +226,7 @@ def branches_of(run_dir: str | Path) -> list[tuple[str, int]]:
         if folder.is_symlink() or not record.is_file():
             continue
         try:
-            run = Run.model_validate_json(record.read_text(encoding="utf-8"))
+            run = Run.read(json.loads(record.read_text(encoding="utf-8")))
         except ValueError:
             continue
         parent = run.branched_from or {}

@@ -193,6 +193,7 @@ class Refiner:
             templates={t: prompt_template(t) for t in TEMPLATES},
             created=time.strftime("%Y-%m-%dT%H:%M:%S"),
             packages=usage.package_versions(),
+            toolkit=usage.toolkit_version(),
             tau_source=tau_source,
         )
         store.save(run)

@@ -16,6 +16,8 @@ from typing import Any
 
 from refine.io.files import atomic_write_text
 
+SCHEMA = 1  # the export's layout version, in the card's ``refine`` header
+
 TASKS = {
     "imagefolder": "text-to-image",
     "pairs": "text-to-image",
@@ -132,6 +134,8 @@ def write_card(
         every = summary
         feats = parquet_features(fmt)._to_yaml_list()  # the Hub's own YAML of the features
         files = {s: f"data/{s}-*" for s in rows}
+    from refine.usage import package_versions, toolkit_version
+
     header = {
         "license": "other",
         "license_name": "generators-terms",
@@ -144,6 +148,13 @@ def write_card(
                 "data_files": [{"split": s, "path": p} for s, p in files.items()],
             }
         ],
+        # what made it: the layout's version, the toolkit, the packages, the models
+        "refine": {
+            "schema": SCHEMA,
+            "toolkit": toolkit_version(),
+            "packages": package_versions(),
+            "models": made.get("models", {}),
+        },
         "dataset_info": {
             "features": feats,
             # num_bytes: the split's files as written (the Hub's field; datasets wants it)
@@ -160,7 +171,7 @@ def write_card(
         f"{WHAT[fmt][0].upper()}{WHAT[fmt][1:]}. Made by cultural-refine {__version__} "
         f"(`refine export --format {fmt}`) "
         f"from {made.get('runs', '?')} run(s); "
-        + ", ".join(f"{k} {v}" for k, v in made.items() if k != "runs")
+        + ", ".join(f"{k} {v}" for k, v in made.items() if k not in ("runs", "models"))
         + ".",
         "",
         "The images were drawn and edited by the generators and editors the runs name "

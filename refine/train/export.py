@@ -205,7 +205,7 @@ def export(
     if not dry_run:
         from refine.train.card import write_card
 
-        made: dict[str, Any] = {"runs": len(loaded)}
+        made: dict[str, Any] = {"runs": len(loaded), "models": _models(loaded)}
         if fmt in ("pairs", "dpo", "judge-dpo"):
             made |= {"min_margin": min_margin, "max_drift": max_drift, "held out": list(holdout)}
         elif fmt == "imagefolder":
@@ -216,6 +216,19 @@ def export(
         else:
             write_card(out, fmt, made)
     return result
+
+
+def _models(loaded) -> dict[str, list[str]]:
+    """Per role, every model the runs used, each with the weights it resolved to: a local
+    model's commit, an API model's ``modelVersion`` (or ``no_revision_available``)."""
+    from refine.backends.provenance import NO_REVISION
+
+    out: dict[str, set[str]] = {}
+    for _, run in loaded:
+        for role, info in run.backend_info.items():
+            at = info.get("commit") or info.get("model_version") or NO_REVISION
+            out.setdefault(role, set()).add(f"{info.get('id', '?')} @ {at}")
+    return {role: sorted(v) for role, v in sorted(out.items())}
 
 
 def _preference(loaded, out, result, fmt, min_margin, max_drift, held, dry_run):

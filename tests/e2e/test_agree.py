@@ -88,6 +88,11 @@ def test_correlations_alpha_and_page(rated, tmp_path):
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["images"] == 6 and doc["raters"] == ["ana", "ben"]
+    from refine import __version__
+    from refine.usage import package_versions
+
+    assert doc["schema"] == 2 and doc["toolkit"] == __version__
+    assert doc["packages"] == package_versions() and "torch" in doc["packages"]
     for q in ("faithfulness", "alignment"):
         mean = [(a + b) / 2 for a, b in zip(ANA[q], BEN[q], strict=True)]
         for metric, values in (("faith", FAITH), ("hal", HAL)):
@@ -311,7 +316,9 @@ def test_an_earlier_agree_json_reads_its_clipscore_as_clipscore100(tmp_path):
     assert back.table == result.table and back.points == result.points
     old = tmp_path / "old"
     old.mkdir()
-    earlier = {k: v for k, v in doc.items() if k != "conventions"}
+    earlier = {
+        k: v for k, v in doc.items() if k not in ("conventions", "schema", "toolkit", "packages")
+    }
     (old / "agree.json").write_text(json.dumps(earlier))
     read = read_agreement(old / "agree.json")
     assert set(read.table) == {"clipscore100", "faith"} and "clipscore" not in read.points
@@ -324,6 +331,11 @@ def test_an_earlier_agree_json_reads_its_clipscore_as_clipscore100(tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "agree.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="not an agree.json"):
+        read_agreement(tmp_path / "bad" / "agree.json")
+    # the layout's version: an earlier file (no schema) is 1, a newer one refused
+    assert doc["schema"] == 2 and back.schema == 2 and read.schema == 1
+    (tmp_path / "bad" / "agree.json").write_text(json.dumps({**doc, "schema": 7}))
+    with pytest.raises(ValueError, match="layout version 7, newer than this toolkit reads"):
         read_agreement(tmp_path / "bad" / "agree.json")
 
 

@@ -408,3 +408,40 @@ def test_an_export_is_pushed_to_the_hub_in_one_private_commit(runs, tmp_path):
     card = tmp_path / "card.md"
     card.write_bytes(repo["files"]["README.md"])
     assert DatasetCard.load(card).data.task_categories == ["text-to-image"]
+
+
+def test_records_name_their_layout_packages_and_weights(runs, tmp_path):
+    """run.json and the export's card carry a layout version, the toolkit's and the
+    packages' versions and the weights each model resolved to; a run.json written before
+    the field opens as layout 1, one from a newer toolkit is refused naming both."""
+    from refine import __version__
+    from refine.records import RUN_SCHEMA
+
+    out, loaded, dirs = runs
+    run = loaded[0]
+    assert run.schema_version == RUN_SCHEMA == 2 and run.toolkit == __version__
+    # the image embedder is a local folder, not a cached snapshot: no commit to name
+    assert run.backend_info["image_embedder"]["commit"] == "no_revision_available"
+    assert "torch" in run.packages
+    doc = json.loads((dirs[0] / "run.json").read_text())
+    old = {k: v for k, v in doc.items() if k not in ("schema_version", "toolkit")}
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "run.json").write_text(json.dumps(old))
+    assert RunStore(tmp_path / "old").load().schema_version == 1
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "run.json").write_text(json.dumps({**doc, "schema_version": 9}))
+    with pytest.raises(ValueError, match="layout version 9, newer than this toolkit reads"):
+        RunStore(tmp_path / "new").load()
+    done = cli("export", str(out), "--format", "edits", "--out", str(tmp_path / "e"))
+    assert done.returncode == 0, done.stderr
+    from huggingface_hub import DatasetCard
+
+    made = DatasetCard.load(tmp_path / "e" / "README.md").data.to_dict()["refine"]
+    assert made["schema"] == 1 and made["toolkit"] == __version__
+    assert made["packages"]["torch"] == run.packages["torch"]
+    assert made["models"]["image_embedder"] == [
+        f"{run.backend_info['image_embedder']['id']} @ no_revision_available"
+    ]
+    # the fake Gemini answers name their modelVersion: the generator's is the API's word
+    gen = run.backend_info["generator"]
+    assert made["models"]["generator"] == [f"{gen['id']} @ {gen['model_version']}"]

@@ -44,6 +44,7 @@ VOLATILE_KEYS = {
     "elapsed_s",
     "timings",
     "packages",  # the versions installed where it ran: the environment, not the behaviour
+    "toolkit",  # the same: the cultural-refine version that wrote a record
     "seconds",
     "started",
     "finished",
