@@ -18,6 +18,12 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 _SNAPSHOT = re.compile(r"models--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})")
 
 
+def weights_of(info: dict[str, str]) -> str:
+    """The weights a backend's recorded info names: a local model's commit, an API
+    model's ``model_version``, else :data:`NO_REVISION`."""
+    return info.get("commit") or info.get("model_version") or NO_REVISION
+
+
 def from_snapshot_path(path: str | Path) -> tuple[str, str] | None:
     """(repo id, commit) of a folder inside the hub cache's ``snapshots/``; else None."""
     found = _SNAPSHOT.search(Path(path).as_posix())

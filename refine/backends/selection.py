@@ -156,20 +156,27 @@ class Backends:
 
     def info(self) -> dict[str, dict[str, str]]:
         """Each created backend's ``info()`` (id, device, dtype, revision), per role."""
-        out = {}
-        for role, backend in list(self._made.items()):
-            details: dict[str, Any] = {}
-            describe = getattr(backend, "info", None)
-            if callable(describe):
-                try:
-                    details = describe()
-                except Exception:  # a record of what ran must not stop the run
-                    log.warning("could not read the %s backend's info", role, exc_info=True)
-            out[role] = {"id": getattr(backend, "id", self.names[role]), **details}
-            if "revision" in details and "commit" not in details:  # a model from the hub
-                out[role]["commit"] = _commit(out[role]["id"], details["revision"])
-            out[role] = {k: str(v) for k, v in out[role].items()}
-        return out
+        return {
+            role: described(backend, self.names[role], role)
+            for role, backend in list(self._made.items())
+        }
+
+
+def described(backend: Any, name: str, role: str = "") -> dict[str, str]:
+    """A backend's ``info()`` as records keep it: its id, what it reports (device, dtype,
+    revision, an API model's ``model_version``) and, for a model from the hub, the
+    ``commit`` its weights resolved to; every value a string."""
+    details: dict[str, Any] = {}
+    describe = getattr(backend, "info", None)
+    if callable(describe):
+        try:
+            details = describe()
+        except Exception:  # a record of what ran must not stop the run
+            log.warning("could not read the %s backend's info", role or name, exc_info=True)
+    out = {"id": getattr(backend, "id", name), **details}
+    if "revision" in details and "commit" not in details:  # a model from the hub
+        out["commit"] = _commit(out["id"], details["revision"])
+    return {k: str(v) for k, v in out.items()}
 
 
 def _commit(backend_id: str, revision: str) -> str:

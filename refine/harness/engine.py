@@ -114,6 +114,10 @@ class Engine(Protocol):
     def workers(self) -> list[str]:
         """The workers' names (none on the local engine)."""
 
+    def models(self) -> dict[str, str]:
+        """Each model the makers used and the weights it resolved to (a maker without a
+        ``models()`` names none)."""
+
     def close(self) -> None: ...
 
 
@@ -128,6 +132,11 @@ class LocalEngine:
 
     def describe(self) -> Any:
         return self.maker.describe()
+
+    def models(self) -> dict[str, str]:
+        from refine.harness.made_with import maker_models
+
+        return maker_models(self.maker)
 
     def run(self, jobs: Sequence[Any], driver: Driver) -> None:
         queue = deque(jobs)

@@ -147,6 +147,11 @@ class MakerWorker:
     def describe(self) -> Any:
         return self.maker.describe()
 
+    def models(self) -> dict[str, str]:
+        from refine.harness.made_with import maker_models
+
+        return maker_models(self.maker)
+
     def make(self, job: Any) -> Any:
         return self.maker.make(job)
 
@@ -284,6 +289,11 @@ class RayEngine:
         name: str,
     ) -> None:
         self.pool = RayPool(MakerWorker, (spec,), options, folder, what, emit, name)
+
+    def models(self) -> dict[str, str]:
+        from refine.harness.made_with import merge_models
+
+        return merge_models(self.pool.get([a.models.remote() for a in self.pool.actors]))
 
     def describe(self) -> Any:
         seen = self.pool.get([a.describe.remote() for a in self.pool.actors])

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = "results.json"
-SCHEMA = 1  # 1: task, config, packages, summary, cells, csv
+SCHEMA = 2  # 1: task, config, packages, summary, cells, csv; 2: toolkit, models
 
 
 class ResultsError(ValueError):
@@ -40,6 +40,11 @@ class Results:
     packages: dict[str, str] = field(default_factory=dict)
     csv: str | None = None  # the CSV beside it, by file name
     schema: int = SCHEMA
+    toolkit: str = ""  # the cultural-refine version that wrote it ("" before layout 2)
+    # each model the cells were made with and the weights it resolved to: a local model's
+    # hub commit, an API model's modelVersion, or no_revision_available; {} where the task
+    # names none (and before layout 2)
+    models: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def made(
@@ -49,11 +54,22 @@ class Results:
         summary: dict[str, Any],
         cells: list[dict[str, Any]],
         csv: str,
+        models: dict[str, str] | None = None,
     ) -> Results:
-        """A task's record as it ends, with the versions of the packages installed here."""
-        from refine.usage import package_versions
+        """A task's record as it ends, with the versions of the toolkit and the packages
+        installed here."""
+        from refine.usage import package_versions, toolkit_version
 
-        return cls(task, config, summary, cells, package_versions(), csv)
+        return cls(
+            task,
+            config,
+            summary,
+            cells,
+            package_versions(),
+            csv,
+            toolkit=toolkit_version(),
+            models=dict(models or {}),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,6 +100,8 @@ class Results:
             packages=dict(doc.get("packages") or {}),
             csv=doc.get("csv"),
             schema=schema,
+            toolkit=doc.get("toolkit", ""),
+            models=dict(doc.get("models") or {}),
         )
 
     @classmethod

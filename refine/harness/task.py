@@ -41,6 +41,7 @@ class Task:
     what = "the output folder (--out)"
     folder: str | Path = "."
     engine: EngineOptions = LOCAL  # what run_task runs it on
+    models: dict[str, str] = {}  # noqa: RUF012 (set per task by run_task, never mutated)
 
     def maker(self) -> MakerSpec:
         """How a process builds the maker of this task's jobs."""
@@ -97,6 +98,7 @@ def run_task(
         todo = task.begin(made_with, cells_engine.workers())
         if todo:
             cells_engine.run(todo, task)
+        task.models = cells_engine.models()  # after the work: what the APIs answered from
     except KeyboardInterrupt:
         cells_engine.close()
         task.interrupted()
@@ -209,7 +211,7 @@ class CellTask(Task):
         config = self.config(made_with)
         if self.engine.batch:  # the cells left were made so: how their judge read
             config["batch"] = BATCH_WORDS
-        results = Results.made(self.name, config, summary, kept, self.csv_file)
+        results = Results.made(self.name, config, summary, kept, self.csv_file, self.models)
         rows = [row for line in lines for row in self.csv_rows(line)]
         results = publish(self.store.dir, results, self.csv_fields(), rows)
         self.emit(f"written: {self.store.dir / RESULTS}, {self.csv_file}")

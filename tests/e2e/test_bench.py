@@ -165,8 +165,10 @@ def test_a_killed_bench_goes_on_and_a_new_generator_reuses_the_rest(
     assert all(row["prompts"] == 4 for row in other.summary["generators"].values())
 
 
-def test_bench_from_the_command_line(world, siglip_path, tmp_path):
+def test_bench_from_the_command_line(world, gemini_env, siglip_path, tmp_path):
     world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
+    served = gemini_env.served_as
+    gemini_env.served_as = {"gemini-3-pro-image": "gemini-3-pro-image-preview-11-2026"}
     args = [
         "bench",
         "--generator",
@@ -184,7 +186,10 @@ def test_bench_from_the_command_line(world, siglip_path, tmp_path):
         "--backend",
         f"image_embedder=siglip:{siglip_path}",
     ]
-    done = cli(*args)
+    try:
+        done = cli(*args)
+    finally:
+        gemini_env.served_as = served
     assert done.returncode == 0, done.stderr
     assert "gemini:gemini-3-pro-image - gemini:gemini-3.1-flash-image: FAITH +" in done.stdout
     # each cell's line says the time left, until the last
@@ -193,7 +198,11 @@ def test_bench_from_the_command_line(world, siglip_path, tmp_path):
     assert cells[0].rstrip().endswith(" left") and " · about " in cells[0]
     assert not cells[1].rstrip().endswith(" left")
     doc = json.loads((tmp_path / "b" / "results.json").read_text())
-    assert doc["task"] == "bench" and doc["schema"] == 1
+    assert doc["task"] == "bench" and doc["schema"] == 2
+    # each model with the weights it resolved to: the API's modelVersion, a local
+    # folder's none
+    assert doc["models"]["gemini:gemini-3-pro-image"] == "gemini-3-pro-image-preview-11-2026"
+    assert doc["models"][f"siglip:{siglip_path}"] == "no_revision_available"
     assert doc["config"]["prompts"] == [[ACTS[0], "Iran"]] and doc["config"]["tau"] == 0.52
     assert [c["generator"] for c in doc["cells"]] == GENS[:2]  # the plan's order
     assert "embeddings" not in doc["cells"][0]  # kept in cells.jsonl only

@@ -27,7 +27,8 @@ def test_a_toy_task_writes_the_results_record(tmp_path):
     # what it cannot compute is missing: null in JSON, blank in CSV, never a number
     assert results.summary["ddiv"] == {"mean": None, "interval": None}
     doc = json.loads((tmp_path / "results.json").read_text())
-    assert doc["schema"] == 1 and doc["task"] == "toy" and doc["csv"] == "toy.csv"
+    assert doc["schema"] == 2 and doc["task"] == "toy" and doc["csv"] == "toy.csv"
+    assert doc["models"] == {}  # the toy maker loads no model
     assert doc["config"] == {"ks": [1, 2, 3, 4], "maker": "orthogonal vectors"}
     assert doc["cells"][0]["ddiv"] is None and "vectors" in doc["cells"][0]  # not bulky
     assert "numpy" in doc["packages"]
@@ -58,7 +59,7 @@ def test_a_record_of_another_task_or_layout_is_refused(tmp_path):
         Results.read(tmp_path, "bench")
     doc = json.loads((tmp_path / "results.json").read_text())
     (tmp_path / "results.json").write_text(json.dumps({**doc, "schema": 9}))
-    with pytest.raises(ResultsError, match="layout version 9.*up to 1; upgrade"):
+    with pytest.raises(ResultsError, match="layout version 9.*up to 2; upgrade"):
         Results.read(tmp_path)
     (tmp_path / "results.json").write_text("[1, 2]")
     with pytest.raises(ResultsError, match="not a results record"):

@@ -180,7 +180,7 @@ def entry_row(entry: BatchEntry) -> dict[str, Any]:
     }
 
 
-def batch_results(batch: Batch) -> tuple[Results, list[dict[str, Any]]]:
+def batch_results(batch: Batch, folder: Any = None) -> tuple[Results, list[dict[str, Any]]]:
     """The batch's results record and its CSV rows: its summary, with FAITH at round 0,
     at the best round and their difference over the finished runs (means and 95%
     bootstrap intervals), and one cell per entry."""
@@ -198,7 +198,27 @@ def batch_results(batch: Batch) -> tuple[Results, list[dict[str, Any]]]:
         "profile": batch.profile,
         "backends": batch.backends,
     }
-    return Results.made("batch", config, summary, rows, "runs.csv"), rows
+    models = {} if folder is None else _models(batch, Path(folder))
+    return Results.made("batch", config, summary, rows, "runs.csv", models), rows
+
+
+def _models(batch: Batch, folder: Path) -> dict[str, str]:
+    """Every model the batch's runs (under ``folder``) used, by their run.json's
+    backend_info, and the weights each resolved to."""
+    from refine.backends.provenance import weights_of
+    from refine.harness.made_with import merge_models
+    from refine.io.store import RunStore
+
+    seen = []
+    for entry in batch.entries:
+        if not entry.run_dir:
+            continue
+        try:
+            run = RunStore(folder / entry.run_dir).load()
+        except ValueError:  # a run that never wrote its record names no model
+            continue
+        seen.append({i.get("id", role): weights_of(i) for role, i in run.backend_info.items()})
+    return merge_models(seen)
 
 
 def _stat(values: list[float | None]) -> dict[str, Any]:

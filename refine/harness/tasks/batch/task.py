@@ -185,7 +185,7 @@ class BatchTask(Task):
 
     def publish(self) -> None:
         """The batch's results record (results.json) and runs.csv, from its record."""
-        results, rows = batch_results(self.batch)
+        results, rows = batch_results(self.batch, self.store.dir)
         publish(self.store.dir, results, RUN_FIELDS, rows)
 
 
