@@ -40,7 +40,7 @@ def tune_cmd(
     report_to: str = typer.Option(
         "none",
         "--report-to",
-        help="Trackers for the loss (accelerate's: tensorboard, wandb, mlflow, ..., all "
+        help="Trackers for the loss (accelerate's: tensorboard, trackio, wandb, mlflow, ..., all "
         "installed, none), comma-separated; their logs go under --out.",
     ),
     out: Path = typer.Option(..., "--out", help="The adapter folder."),

@@ -11,6 +11,7 @@ exactly; a resumed tune ends where an uninterrupted one does."""
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -673,3 +674,37 @@ def test_trackers_log_every_step_where_tensorboard_reads_it(world, tmp_path):
         Tuner(config(world, tmp_path / "w", report_to="wandb"))
     with pytest.raises(ValueError, match=r"report to 'nonsense': not a tracker \(aim, "):
         Tuner(config(world, tmp_path / "w", report_to="nonsense"))
+
+
+def test_trackio_keeps_every_step_in_its_local_store(world, tmp_path):
+    """--report-to trackio: each step's loss, reward accuracy and gradient norm reach
+    trackio's local store (TRACKIO_DIR), read back with trackio's own reader."""
+    pytest.importorskip("trackio")
+    import csv
+    import subprocess
+
+    from tests.e2e.test_cli_run import env, refine_cmd
+
+    sd, pairs, _, _ = world
+    args = ["tune", "--data", str(pairs), "--base", f"diffusers:{sd}", "--steps", "3"]
+    args += ["--resolution", "32", "--rank", "4", "--device", "cpu", "--checkpoint-every", "0"]
+    args += ["--validate-every", "0", "--report-to", "trackio", "--out", str(tmp_path / "a")]
+    store = {**env(), "TRACKIO_DIR": str(tmp_path / "trackio")}
+    done = subprocess.run(refine_cmd(*args), env=store, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    read = (
+        "import json\nfrom trackio.sqlite_storage import SQLiteStorage as S\n"
+        "runs = S.get_runs('refine-tune')\n"
+        "print(json.dumps([{k: v for k, v in r.items() if k in ('step', 'loss', 'accuracy', "
+        "'grad_norm')} for r in S.get_logs('refine-tune', runs[0])]))"
+    )
+    got = subprocess.run(
+        [sys.executable, "-c", read], env=store, capture_output=True, text=True, timeout=120
+    )
+    assert got.returncode == 0, got.stderr[-3000:]
+    logs = json.loads(got.stdout.strip().splitlines()[-1])
+    rows = list(csv.DictReader((tmp_path / "a" / "loss.csv").open()))
+    assert [r["step"] for r in logs] == [1, 2, 3]
+    for log, row in zip(logs, rows, strict=True):
+        assert log["loss"] == pytest.approx(float(row["loss"]), rel=1e-5)  # loss.csv's 6 digits
+        assert log["grad_norm"] == pytest.approx(float(row["grad_norm"]), rel=1e-5)
