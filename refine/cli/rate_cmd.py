@@ -62,6 +62,66 @@ def merge_cmd(
         done = merge(list(folders), into)
     except ValueError as err:
         raise UserInputError(str(err)) from err
+    _said(done)
+
+
+@rate_app.command("export")
+def export_cmd(
+    rating_set: Path = typer.Argument(..., help="The set: a run, bench, bank or image folder."),
+    to: str = typer.Option(..., "--to", help="label-studio."),
+    out: Path = typer.Option(..., "--out", help="A new folder for the tool's files."),
+    protocol: str = typer.Option(
+        None,
+        "--protocol",
+        help="quick, ahead, culturalframes, cube, caire, sos or a protocol file (default: the "
+        "set's own, else quick).",
+    ),
+    image_url: str = typer.Option(
+        None,
+        "--image-url",
+        help="label-studio: where the set's images are served (default: Label Studio's local "
+        "files, the set's folder as the document root).",
+    ),
+) -> None:
+    """Write the set's images and its protocol's questions in an annotation tool's formats
+    (Label Studio's labelling config and tasks), with the judge's readings as predictions
+    named by model."""
+    from refine.human.tools import export_study
+
+    try:
+        study, n = export_study(rating_set, to, out, protocol, image_url)
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
+    typer.echo(f"{n} images for {to} under the {study.protocol.name} protocol: {out}")
+    typer.echo(f"how to load them: {out / 'README.md'}")
+
+
+@rate_app.command("import")
+def import_cmd(
+    file: Path = typer.Argument(..., help="The tool's export (JSON)."),
+    source: str = typer.Option(..., "--from", help="label-studio."),
+    into: Path = typer.Option(..., "--into", help="The set the images were exported from."),
+    profiles: Path = typer.Option(
+        None,
+        "--profiles",
+        help="The raters' profiles, a JSON object rater -> profile (as the Rate view asks), "
+        "where the tool keeps none.",
+    ),
+) -> None:
+    """Append the answers in an annotation tool's export to the set, each with its rater
+    and time, joining images by content; all or nothing, as rate merge: an answer that
+    differs from the set's for the same rater and image is reported, never written over."""
+    from refine.human.tools import import_answers
+
+    try:
+        done = import_answers(file, source, into, profiles)
+    except ValueError as err:
+        raise UserInputError(str(err)) from err
+    _said(done)
+
+
+def _said(done) -> None:
+    """What a merge or an import joined; exit 1 when some answers were not joined."""
     typer.echo(
         f"{done.added} answers added, {done.already} already in the set, "
         f"{done.profiles} profiles added, {len(done.conflicts)} conflicts, "

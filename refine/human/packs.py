@@ -99,71 +99,124 @@ def merge(folders: list[str | Path], into: str | Path) -> Merged:
     reported and not written (never written over)."""
     target = Study.open(into)
     by_sha = {file_sha256(target.folder / it.image): it.image for it in target.set.items}
-    held: dict[tuple, dict[str, Any]] = {}
-    mine = _rows(target.folder / RATINGS)
-    for key, row in zip(_keys(mine), mine, strict=True):
-        held.setdefault(key, row)
-    done = Merged()
-    problems: list[str] = []
-    new_rows: list[dict[str, Any]] = []
-    copies: list[tuple[Path, Path]] = []
+    joining = Joining(target)
     check = f"{ATTENTION}/{target.protocol.name}.png"  # the one check image there is
     for folder in map(Path, folders):
         ratings = _rater_folder(folder)
         assigned = _assigned(folder)
         rows = _rows(ratings)
-        for k, (key, row) in enumerate(zip(_keys(rows), rows, strict=True), 1):
+        for k, row in enumerate(rows, 1):
             where = f"{ratings}:{k}"
             image = str(row.get("image", ""))
             if row.get("kind") == "attention":  # the check's image, and nothing else
                 mapped = image if image == check else None
                 own, theirs = target.folder / check, folder / check
                 if mapped and (theirs.is_symlink() or (folder / ATTENTION).is_symlink()):
-                    problems.append(f"{where}: {check} is a link, not the check's image")
+                    joining.problems.append(f"{where}: {check} is a link, not the check's image")
                     continue
                 if mapped and not own.is_file() and theirs.is_file():
-                    copies.append((theirs, own))
+                    joining.copies.append((theirs, own))
             else:  # every other answer joins an image of the set by its content
                 mapped = by_sha.get(str(row.get("image_sha256") or ""))
                 if mapped is not None and assigned is not None and image not in assigned:
-                    problems.append(f"{where}: {image} was not given to {folder.name} by the pack")
-                    continue
-            if mapped is None:
-                done.unknown.append(f"{where}: {image}")
-                continue
-            why = _invalid(row, target)
-            if why:
-                problems.append(f"{where}: {why}")
-                continue
-            row = {**row, "image": mapped}
-            key = (*key[:2], mapped, *key[3:])
-            if key in held:
-                if _answers(held[key]) == _answers(row):
-                    done.already += 1
-                else:
-                    done.conflicts.append(
-                        f"{where}: {row.get('rater')} on {mapped} "
-                        f"({row.get('kind', 'rate')}): {_answers(row)} here, "
-                        f"{_answers(held[key])} in the set (kept)"
+                    joining.problems.append(
+                        f"{where}: {image} was not given to {folder.name} by the pack"
                     )
+                    continue
+            joining.take(where, row, mapped)
+    joining.profiles(_profiles_of(folders, joining.problems))
+    return joining.write()
+
+
+class Joining:
+    """Answers joined into a set, all or nothing: each taken with where it comes from
+    (:meth:`take`: checked against the set's protocol, an answer the set holds already
+    skipped, a different one a conflict), the raters' profiles (:meth:`profiles`), then
+    written at once (:meth:`write`), or nothing when any was a problem. ``refine rate
+    merge`` and ``refine rate import`` both join through it."""
+
+    def __init__(self, target: Study) -> None:
+        self.target = target
+        self.done = Merged()
+        self.problems: list[str] = []
+        self.copies: list[tuple[Path, Path]] = []
+        self.new_rows: list[dict[str, Any]] = []
+        self.new_profiles: dict[str, dict[str, Any]] = {}
+        self.held: dict[tuple, dict[str, Any]] = {}
+        mine = _rows(target.folder / RATINGS)
+        for key, row in zip(_keys(mine), mine, strict=True):
+            self.held.setdefault(key, row)
+        self.taken: dict[Any, int] = {}  # attention checks answered, per rater
+
+    def take(self, where: str, row: dict[str, Any], mapped: str | None) -> None:
+        """One answer from ``where``, to the set's image ``mapped`` (None: not in the set)."""
+        if mapped is None:
+            self.done.unknown.append(f"{where}: {row.get('image', '')}")
+            return
+        why = _invalid(row, self.target)
+        if why:
+            self.problems.append(f"{where}: {why}")
+            return
+        row = {**row, "image": mapped}
+        kind = row.get("kind", "rate")
+        nth = None
+        if kind == "attention":
+            who = (row.get("protocol"), row.get("rater"))
+            nth = self.taken[who] = self.taken.get(who, 0) + 1
+        key = (row.get("protocol"), row.get("rater"), mapped, kind, nth)
+        if key in self.held:
+            if _answers(self.held[key]) == _answers(row):
+                self.done.already += 1
+            else:
+                self.done.conflicts.append(
+                    f"{where}: {row.get('rater')} on {mapped} "
+                    f"({kind}): {_answers(row)} here, "
+                    f"{_answers(self.held[key])} in the set (kept)"
+                )
+            return
+        self.held[key] = row
+        self.new_rows.append(row)
+
+    def profiles(self, given: list[tuple[str, str, Any]]) -> None:
+        """Raters' profiles, each (where, rater, data): one that does not parse is a
+        problem; one that differs from the set's is a conflict (the set's kept)."""
+        from refine.human.protocols import RaterProfile
+
+        mine = self.target.profiles()
+        for where, rater, data in given:
+            try:
+                parsed = RaterProfile.parse(data if isinstance(data, dict) else {})
+            except ValueError as err:
+                self.problems.append(f"{where}: {str(rater)[:60]}: {err}")
                 continue
-            held[key] = row
-            new_rows.append(row)
-    profiles = _profiles_to_add(folders, target, done, problems)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ValueError(f"nothing merged: {problems[0]}{more}")
-    for theirs, own in copies:
-        if not own.is_file():
-            own.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(theirs, own)
-    for row in new_rows:
-        append_jsonl(target.set.ratings_path, row)
-    done.added = len(new_rows)
-    for rater, data in profiles.items():
-        target.give_profile(rater, data)
-    done.profiles = len(profiles)
-    return done
+            held = mine.get(rater)
+            if held is None and rater in self.new_profiles:
+                held = RaterProfile.parse(self.new_profiles[rater])
+            if held is not None and held != parsed:
+                self.done.conflicts.append(
+                    f"{where}: the profile of {rater} differs from the set's (kept)"
+                )
+                continue
+            if held is None:
+                self.new_profiles[rater] = data
+
+    def write(self) -> Merged:
+        """Everything taken, written; or, after any problem, a ValueError naming the
+        first and nothing written."""
+        if self.problems:
+            more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+            raise ValueError(f"nothing merged: {self.problems[0]}{more}")
+        for theirs, own in self.copies:
+            if not own.is_file():
+                own.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(theirs, own)
+        for row in self.new_rows:
+            append_jsonl(self.target.set.ratings_path, row)
+        self.done.added = len(self.new_rows)
+        for rater, data in self.new_profiles.items():
+            self.target.give_profile(rater, data)
+        self.done.profiles = len(self.new_profiles)
+        return self.done
 
 
 def _rater_folder(folder: Path) -> Path:
@@ -229,13 +282,9 @@ def _invalid(row: dict[str, Any], target: Study) -> str | None:
     return None
 
 
-def _profiles_to_add(
-    folders: list[str | Path], target: Study, done: Merged, problems: list[str]
-) -> dict[str, dict[str, Any]]:
-    from refine.human.protocols import RaterProfile
-
-    mine = target.profiles()
-    out: dict[str, dict[str, Any]] = {}
+def _profiles_of(folders: list[str | Path], problems: list[str]) -> list[tuple[str, str, Any]]:
+    """The profiles in the folders' ``.profiles.json``, each (where, rater, data)."""
+    out = []
     for folder in map(Path, folders):
         path = folder / PROFILES
         if path.is_symlink():
@@ -251,22 +300,7 @@ def _profiles_to_add(
         if not isinstance(theirs, dict):
             problems.append(f"{path}: not the raters' profiles")
             continue
-        for rater, data in theirs.items():
-            try:
-                parsed = RaterProfile.parse(data if isinstance(data, dict) else {})
-            except ValueError as err:
-                problems.append(f"{path}: {str(rater)[:60]}: {err}")
-                continue
-            held = mine.get(rater)
-            if held is None and rater in out:
-                held = RaterProfile.parse(out[rater])
-            if held is not None and held != parsed:
-                done.conflicts.append(
-                    f"{path}: the profile of {rater} differs from the set's (kept)"
-                )
-                continue
-            if held is None:
-                out[rater] = data
+        out += [(str(path), rater, data) for rater, data in theirs.items()]
     return out
 
 

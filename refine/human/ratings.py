@@ -48,6 +48,10 @@ FIELDS = {
     "options",
     "passed",
     "language",
+    # an answer brought from an annotation tool (refine.human.exchange): which tool, and
+    # the seconds the rater spent on it as the tool measured them
+    "source",
+    "lead_time_s",
 }
 
 

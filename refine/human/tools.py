@@ -1,0 +1,62 @@
+"""``refine rate export SET --to TOOL`` and ``refine rate import FILE --from TOOL``: a study
+taken to an annotation tool and its answers joined back (:mod:`refine.human.exchange`;
+the formats in :mod:`refine.human.label_studio`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from refine.human.packs import Joining, Merged
+from refine.human.study import Study
+
+TOOLS = ("label-studio",)
+
+
+def _module(tool: str) -> Any:
+    if tool == "label-studio":
+        from refine.human import label_studio
+
+        return label_studio
+    raise ValueError(f"{tool!r} is not a tool this exports to ({', '.join(TOOLS)})")
+
+
+def export_study(
+    rating_set: str | Path,
+    tool: str,
+    out: str | Path,
+    protocol: str | None = None,
+    image_url: str | None = None,
+) -> tuple[Study, int]:
+    """The set's images and its protocol's questions in ``tool``'s formats, in the new
+    folder ``out``; the study and how many images."""
+    module = _module(tool)
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"--out: {out} is not empty; give a new folder")
+    study = Study.open(rating_set, protocol)
+    out.mkdir(parents=True, exist_ok=True)
+    return study, module.export(study, out, image_url)
+
+
+def import_answers(
+    path: str | Path, tool: str, into: str | Path, profiles: str | Path | None = None
+) -> Merged:
+    """The answers in ``tool``'s export ``path`` joined into the set ``into`` (all or
+    nothing, as ``refine rate merge``), with the raters' profiles the export carries, or
+    those of ``profiles`` (a JSON object: rater -> profile, as ``.profiles.json``)."""
+    module = _module(tool)
+    study = Study.open(into)
+    joining = Joining(study)
+    module.import_rows(study, path, joining)
+    if profiles is not None:
+        where = Path(profiles)
+        try:
+            doc = json.loads(where.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise ValueError(f"--profiles: {where}: {err}") from None
+        if not isinstance(doc, dict):
+            raise ValueError(f"--profiles: {where}: not an object of rater -> profile")
+        joining.profiles([(str(where), str(rater), data) for rater, data in doc.items()])
+    return joining.write()
