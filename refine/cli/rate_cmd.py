@@ -68,7 +68,7 @@ def merge_cmd(
 @rate_app.command("export")
 def export_cmd(
     rating_set: Path = typer.Argument(..., help="The set: a run, bench, bank or image folder."),
-    to: str = typer.Option(..., "--to", help="label-studio."),
+    to: str = typer.Option(..., "--to", help="label-studio or argilla."),
     out: Path = typer.Option(..., "--out", help="A new folder for the tool's files."),
     protocol: str = typer.Option(
         None,
@@ -79,13 +79,13 @@ def export_cmd(
     image_url: str = typer.Option(
         None,
         "--image-url",
-        help="label-studio: where the set's images are served (default: Label Studio's local "
-        "files, the set's folder as the document root).",
+        help="Where the set's images are served (default: Label Studio's local files, the "
+        "set's folder as the document root; Argilla: the images inside the records).",
     ),
 ) -> None:
-    """Write the set's images and its protocol's questions in an annotation tool's formats
-    (Label Studio's labelling config and tasks), with the judge's readings as predictions
-    named by model."""
+    """Write the set's images and its protocol's questions in an annotation tool's formats:
+    Label Studio's labelling config and tasks, or the dataset folder Argilla's from_disk
+    reads, with the judge's readings as predictions (suggestions) named by model."""
     from refine.human.tools import export_study
 
     try:
@@ -99,7 +99,7 @@ def export_cmd(
 @rate_app.command("import")
 def import_cmd(
     file: Path = typer.Argument(..., help="The tool's export (JSON)."),
-    source: str = typer.Option(..., "--from", help="label-studio."),
+    source: str = typer.Option(..., "--from", help="label-studio or argilla."),
     into: Path = typer.Option(..., "--into", help="The set the images were exported from."),
     profiles: Path = typer.Option(
         None,

@@ -1,6 +1,6 @@
 """``refine rate export SET --to TOOL`` and ``refine rate import FILE --from TOOL``: a study
 taken to an annotation tool and its answers joined back (:mod:`refine.human.exchange`;
-the formats in :mod:`refine.human.label_studio`)."""
+the formats in :mod:`refine.human.label_studio` and :mod:`refine.human.argilla_files`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from refine.human.packs import Joining, Merged
 from refine.human.study import Study
 
-TOOLS = ("label-studio",)
+TOOLS = ("label-studio", "argilla")
 
 
 def _module(tool: str) -> Any:
@@ -19,6 +19,10 @@ def _module(tool: str) -> Any:
         from refine.human import label_studio
 
         return label_studio
+    if tool == "argilla":
+        from refine.human import argilla_files
+
+        return argilla_files
     raise ValueError(f"{tool!r} is not a tool this exports to ({', '.join(TOOLS)})")
 
 

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from refine.human.ratings import load_ratings
+from refine.io.files import file_sha256
 from refine.io.store import RunStore
 from tests.e2e.test_cli_run import cli, run_args
 from tests.e2e.test_expectations import built  # noqa: F401 (a fixture)
@@ -201,3 +202,81 @@ def test_label_studio_conditions_marks_and_reasons(tmp_path):
     assert refused.returncode == 2 and "Describe what aspect of the image is stereotypical" in (
         refused.stderr
     )
+
+
+def test_argilla_round_trip(rated_run, tmp_path):
+    """The folder Argilla's from_disk reads: its settings, dataset and records pass
+    Argilla's own models; responses written by Argilla's own Record come back as the same
+    answers, each user named by the users.json beside them."""
+    import base64
+    import uuid
+
+    from argilla import Record, Response
+    from argilla._models import DatasetModel
+    from argilla._models._settings._fields import FieldModel
+    from argilla._models._settings._metadata import MetadataFieldModel
+    from argilla._models._settings._questions import QuestionModel
+    from argilla._models._settings._task_distribution import OverlapTaskDistributionModel
+
+    run_dir, run = rated_run
+    out = tmp_path / "ag"
+    done = cli("rate", "export", str(run_dir), "--to", "argilla", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    config = json.loads((out / ".argilla" / "settings.json").read_text())
+    questions = {q["name"]: QuestionModel(**q) for q in config["questions"]}
+    assert questions["alignment"].settings.type == "rating"  # the 1-5 scale
+    assert [o["value"] for o in questions["alignment"].settings.options] == [1, 2, 3, 4, 5]
+    assert questions["unmet"].settings.type == "multi_label_selection"
+    statements = [e.statement for e in run.spec.expectations]
+    assert [o["value"] for o in questions["unmet"].settings.options] == statements
+    assert questions["faithfulness__reason"].settings.type == "text"
+    assert not questions["unmet"].required and questions["alignment"].required
+    fields = {f["name"]: FieldModel(**f) for f in config["fields"]}
+    assert fields["image"].settings.type == "image" and "unmet_choices" in fields
+    for m in config["metadata"]:
+        MetadataFieldModel(**m)
+    OverlapTaskDistributionModel(**config["distribution"])
+    DatasetModel(**json.loads((out / ".argilla" / "dataset.json").read_text()))
+    records = [Record.from_dict(r) for r in json.loads((out / "records.json").read_text())]
+    assert len(records) == len(run.rounds)
+    by_sha = {file_sha256(run_dir / r.best.image): r.best.image for r in run.rounds}
+    for rec in records:
+        image = by_sha[rec.id]  # a record's id is its image's SHA-256
+        head, data = rec.fields["image"].split(",", 1)
+        assert head == "data:image/png;base64"
+        assert base64.b64decode(data) == (run_dir / image).read_bytes()
+        (suggestion,) = list(rec.suggestions)
+        assert suggestion.question_name == "unmet" and suggestion.agent == "gemini:gemini-3.8-flash"
+        assert suggestion.value == unmet_of(run, image)
+    # two users rate: Argilla's own Record writes their responses as to_disk does
+    ana, bo = uuid.uuid4(), uuid.uuid4()
+    rated = tmp_path / "rated"
+    rated.mkdir()
+    back = []
+    for k, rec in enumerate(records):
+        first = statements[k]
+        rec.responses.add(Response("alignment", 2 + k, user_id=ana))
+        rec.responses.add(Response("unmet", [first], user_id=ana))
+        rec.responses.add(Response("faithfulness", 5, user_id=ana))
+        rec.responses.add(Response("faithfulness__reason", "the tea", user_id=ana))
+        rec.responses.add(Response("alignment", 4, user_id=bo))
+        rec.responses.add(Response("faithfulness", 1, user_id=bo))
+        back.append(rec.to_dict())
+    (rated / "records.json").write_text(json.dumps(back))
+    (rated / "users.json").write_text(json.dumps({str(ana): "ana"}))
+    (tmp_path / "profiles.json").write_text(json.dumps({"ana": ANA}))
+    args = ["rate", "import", str(rated), "--from", "argilla", "--into", str(run_dir)]
+    done = cli(*args, "--profiles", str(tmp_path / "profiles.json"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("4 answers added, 0 already in the set, 1 profiles added")
+    rows = [json.loads(x) for x in (run_dir / "ratings.jsonl").read_text().splitlines()]
+    got = {(r["rater"], r["answers"]["alignment"]): r for r in rows}
+    for k in range(len(records)):
+        row = got[("ana", str(2 + k))]
+        assert row["answers"] == {"alignment": str(2 + k), "unmet": [statements[k]],
+                                  "faithfulness": "5"}  # fmt: skip
+        assert row["reasons"] == {"faithfulness": "the tea"} and row["source"] == "argilla"
+        assert row["time"] == ""  # Argilla's files keep no time: none is made up
+    other = [r for r in rows if r["rater"] == f"argilla-user-{bo}"]
+    assert [r["answers"] for r in other] == [{"alignment": "4", "faithfulness": "1"}] * 2
+    assert cli(*args).stdout.startswith("0 answers added, 4 already in the set")

@@ -679,7 +679,6 @@ def test_trackers_log_every_step_where_tensorboard_reads_it(world, tmp_path):
 def test_trackio_keeps_every_step_in_its_local_store(world, tmp_path):
     """--report-to trackio: each step's loss, reward accuracy and gradient norm reach
     trackio's local store (TRACKIO_DIR), read back with trackio's own reader."""
-    pytest.importorskip("trackio")
     import csv
     import subprocess
 
