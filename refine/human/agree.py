@@ -65,6 +65,8 @@ class Agreement:
     schema: int = SCHEMA
     toolkit: str = ""  # the cultural-refine version that wrote it ("" before schema 2)
     packages: dict[str, str] = field(default_factory=dict)
+    # the models the compared metrics were made with -> the weights each resolved to
+    models: dict[str, str] = field(default_factory=dict)
 
     def notes(self) -> list[str]:
         """What was done to the ratings before counting, one line each."""
@@ -100,6 +102,7 @@ class Agreement:
             "schema": self.schema,
             "toolkit": self.toolkit,
             "packages": self.packages,
+            "models": self.models,
             "conventions": CONVENTIONS,
             "ranking": ranking(self.table),
             "images": self.images,
@@ -149,6 +152,7 @@ class Agreement:
             schema=doc.get("schema", 1),
             toolkit=doc.get("toolkit", ""),
             packages=doc.get("packages", {}),
+            models=doc.get("models", {}),
         )  # fmt: skip
 
 
@@ -296,6 +300,7 @@ def agreement(
         values=values,
         toolkit=toolkit_version(),
         packages=package_versions(),
+        models=dict(stored.models),
     )
 
 

@@ -36,6 +36,14 @@ class StoredMetrics:
 
     def __init__(self) -> None:
         self.by_sha: dict[str, list[Stored]] = {}
+        # each model the folders' metrics were made with -> the weights it resolved to
+        # (their results.json's or run.json's; several folders' different weights joined)
+        self.models: dict[str, str] = {}
+
+    def made_with(self, models: dict[str, Any]) -> None:
+        for model, weights in models.items():
+            seen = set(filter(None, self.models.get(model, "").split(", ")))
+            self.models[str(model)] = ", ".join(sorted(seen | set(str(weights).split(", "))))
 
     def add(
         self,
@@ -147,6 +155,7 @@ def stored_metrics(sources: Sequence[str | Path]) -> StoredMetrics:
 
 def _collect(folder: Path, found: StoredMetrics) -> bool:
     if (folder / "cells.jsonl").is_file():
+        found.made_with(_results_models(folder))
         for _, cell in read_jsonl(folder / "cells.jsonl"):
             for im in cell["images"]:
                 # read per image from folders
@@ -165,6 +174,9 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
         from refine.io.store import RunStore
 
         run = RunStore(folder).load()
+        from refine.backends.provenance import weights_of
+
+        found.made_with({i.get("id", k): weights_of(i) for k, i in run.backend_info.items()})
         for r in run.rounds:
             for j, c in enumerate(r.candidates):
                 values: dict[str, Any] = {
@@ -180,3 +192,16 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
                 found.add(folder / c.image, run.spec.activity, run.spec.country, values)
         return True
     return False
+
+
+def _results_models(folder: Path) -> dict[str, Any]:
+    """The models a cell folder's results.json names (none before its layout 2)."""
+    import json
+
+    path = folder / "results.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except ValueError:
+        return {}
+    models = doc.get("models") if isinstance(doc, dict) else None
+    return models if isinstance(models, dict) else {}

@@ -54,6 +54,10 @@ def rated(tmp_path):
         "images": images,
     }
     (bench / "cells.jsonl").write_text(json.dumps(cell) + "\n")
+    # the bench's record names the models its metrics were made with
+    made = {"gemini:gemini-3.8-flash": "gemini-3.8-flash-001", "siglip:google/x": "a" * 40}
+    (bench / "results.json").write_text(json.dumps({"task": "bench", "schema": 2,
+                                                    "models": made}))  # fmt: skip
     rate_dir = tmp_path / "rating"
     rate_dir.mkdir()
     rows = []
@@ -93,6 +97,8 @@ def test_correlations_alpha_and_page(rated, tmp_path):
 
     assert doc["schema"] == 2 and doc["toolkit"] == __version__
     assert doc["packages"] == package_versions() and "torch" in doc["packages"]
+    assert doc["models"] == {"gemini:gemini-3.8-flash": "gemini-3.8-flash-001",
+                             "siglip:google/x": "a" * 40}  # fmt: skip
     for q in ("faithfulness", "alignment"):
         mean = [(a + b) / 2 for a, b in zip(ANA[q], BEN[q], strict=True)]
         for metric, values in (("faith", FAITH), ("hal", HAL)):
