@@ -13,6 +13,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from metrics.ahead import DEFAULT_TAU, check_tau
@@ -186,6 +187,9 @@ def _commit(backend_id: str, revision: str) -> str:
     from refine.backends.provenance import NO_REVISION, hub_commit
 
     name = split_adapters(backend_id.split(":", 1)[-1])[0]
+    if "@" in name and not Path(name).exists():  # ORG/MODEL@REVISION, as ids name one
+        name, _, pinned = name.partition("@")
+        revision = revision or pinned
     try:
         return hub_commit(name, revision or None, online=False)
     except Exception:  # a record of what ran must not stop the run

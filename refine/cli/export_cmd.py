@@ -58,6 +58,8 @@ def export_cmd(
         raise UserInputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if out.exists() and any(out.iterdir()):
         raise UserInputError(f"--out: {out} is not empty; give a new folder")
+    if public and not push_to_hub:
+        raise UserInputError("--public: it says how to push; give --push-to-hub OWNER/NAME too")
     if push_to_hub:
         from refine.train.hub import check_push
 

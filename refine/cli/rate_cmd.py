@@ -127,6 +127,8 @@ def _said(done) -> None:
         f"{done.profiles} profiles added, {len(done.conflicts)} conflicts, "
         f"{len(done.unknown)} answers to images not in the set"
     )
+    if done.left:
+        typer.echo(f"  {done.left} drafts and discarded answers left out")
     for line in done.conflicts:
         typer.echo(f"  conflict: {line}")
     for line in done.unknown:

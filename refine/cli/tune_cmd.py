@@ -41,7 +41,7 @@ def tune_cmd(
         "none",
         "--report-to",
         help="Trackers for the loss (accelerate's: tensorboard, trackio, wandb, mlflow, ..., all "
-        "installed, none), comma-separated; their logs go under --out.",
+        "installed, none), comma-separated; logs under --out (trackio: its own store).",
     ),
     out: Path = typer.Option(..., "--out", help="The adapter folder."),
     resume: bool = typer.Option(False, "--resume", help="Go on from the checkpoint in --out."),
@@ -62,6 +62,8 @@ def tune_cmd(
     trains on its share of one batch of batch-size x N rows; the gradients are averaged)."""
 
     need_training()  # one line naming the extra, before any data is read
+    if public and not push_to_hub:
+        raise UserInputError("--public: it says how to push; give --push-to-hub OWNER/NAME too")
     if push_to_hub:
         from refine.train.hub import check_push
 

@@ -30,10 +30,16 @@ def maker_models(maker: Any) -> dict[str, str]:
 
 
 def merge_models(seen: list[dict[str, str]]) -> dict[str, str]:
-    """Several workers' models as one: a model whose weights differ between workers names
-    every one of them (an API may answer from several versions)."""
+    """Several workers' (or runs') models as one: a model whose weights differ between them
+    names every one of them (an API may answer from several versions); unknown weights are
+    named only where no other is known."""
+    from refine.backends.provenance import NO_REVISION
+
     out: dict[str, set[str]] = {}
     for models in seen:
         for model, weights in models.items():
             out.setdefault(model, set()).update(weights.split(", "))
+    for weights in out.values():  # unknown only where nothing is known
+        if len(weights) > 1:
+            weights.discard(NO_REVISION)
     return {m: ", ".join(sorted(w)) for m, w in sorted(out.items())}

@@ -211,7 +211,15 @@ class CellTask(Task):
         config = self.config(made_with)
         if self.engine.batch:  # the cells left were made so: how their judge read
             config["batch"] = BATCH_WORDS
-        results = Results.made(self.name, config, summary, kept, self.csv_file, self.models)
+        models = self.models
+        if (self.store.dir / RESULTS).is_file():  # a rerun: the cells kept were made then
+            from refine.harness.made_with import merge_models
+
+            try:
+                models = merge_models([Results.read(self.store.dir).models, models])
+            except ValueError:  # an unreadable record names nothing to keep
+                pass
+        results = Results.made(self.name, config, summary, kept, self.csv_file, models)
         rows = [row for line in lines for row in self.csv_rows(line)]
         results = publish(self.store.dir, results, self.csv_fields(), rows)
         self.emit(f"written: {self.store.dir / RESULTS}, {self.csv_file}")

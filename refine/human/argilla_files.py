@@ -21,10 +21,13 @@ name) and ``README.md``. The questions:
   the protocol's check on import asks what it needs).
 
 Coming back, the folder ``rg.Dataset.to_disk`` wrote after the rating (or its
-``records.json``): each user's responses to a record are one answer. Argilla's files name
-a response's user by id only and keep no time: a ``users.json`` beside ``records.json``
-(user id -> user name, as the README's snippet writes it) names the raters, and the time
-is left empty rather than made up."""
+``records.json``): each user's submitted responses to a record are one answer. Argilla's
+records.json names a response's user by id only and keeps neither its status nor its
+time: ``responses.json`` beside it (the README's snippet writes it with Argilla's client:
+user id -> name, record -> user -> status) names the raters and tells submitted answers
+from drafts and discarded ones (left out, and counted); a response without its status is
+refused. The client gives no response's time either, so the time is left empty rather
+than made up."""
 
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ from refine.human.study import Study
 from refine.io.files import atomic_write_json, atomic_write_text, file_sha256
 
 REASON = "__reason"
+RESPONSES = "responses.json"  # beside records.json: users' names, each response's status
 MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}
 
 
@@ -205,12 +209,17 @@ def export(study: Study, folder: str | Path, image_url: str | None = None) -> in
         "Load them into an Argilla server:\n\n```python\nimport argilla as rg\n\n"
         'client = rg.Argilla(api_url="...", api_key="...")\n'
         f'dataset = rg.Dataset.from_disk("{folder}", workspace="...", client=client)\n```\n\n'
-        "When they are rated, write them back with the raters' names and join them to the "
-        "set:\n\n```python\nimport json\n\n"
-        'dataset.to_disk("rated")\n'
-        "names = {str(u.id): u.username for u in client.users}\n"
-        'json.dump(names, open("rated/users.json", "w"))\n```\n\n'
-        f"```\nrefine rate import rated --from argilla --into {study.folder}\n```\n",
+        "When they are rated, write them back with the raters' names and each response's "
+        "status (Argilla's records.json keeps neither) and join them to the set:\n\n"
+        "```python\nimport json\n\n"
+        "dataset.to_disk('rated')\n"
+        "users = {str(u.id): u.username for u in client.users}\n"
+        "status = {str(r.id): {str(a.user_id): getattr(a.status, 'value', a.status)\n"
+        "                      for a in r.responses}\n"
+        "          for r in dataset.records(with_responses=True)}\n"
+        "json.dump({'users': users, 'status': status}, open('rated/responses.json', 'w'))\n"
+        "```\n\n"
+        f"```\nrefine rate import rated --from argilla --into {study.folder.resolve()}\n```\n",
     )
     return len(items)
 
@@ -232,11 +241,7 @@ def import_rows(study: Study, path: str | Path, joining: Any) -> None:
     doc = read_export(records_path)
     if not isinstance(doc, list):
         raise ValueError(f"{records_path}: not Argilla's records (a list of records)")
-    users_path = records_path.parent / "users.json"
-    names: dict[str, str] = {}
-    if users_path.is_file() and not users_path.is_symlink():
-        users = read_export(users_path)
-        names = {str(k): str(v) for k, v in users.items()} if isinstance(users, dict) else {}
+    names, status = _responses_file(records_path.parent / RESPONSES)
     questions = {q.id: q for q in study.protocol.questions}
     by_sha = {file_sha256(study.folder / it.image): it.image for it in study.set.items}
     for k, rec in enumerate(doc):
@@ -246,11 +251,28 @@ def import_rows(study: Study, path: str | Path, joining: Any) -> None:
         mapped = by_sha.get(str(rec.get("id") or ""))
         per_user: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
         responses = rec.get("responses") if isinstance(rec.get("responses"), dict) else {}
+        rid = str(rec.get("id"))
         for qname, given in responses.items():
             for response in given if isinstance(given, list) else []:
                 if not isinstance(response, dict):
                     continue
-                answers, reasons = per_user.setdefault(str(response.get("user_id")), ({}, {}))
+                user = response.get("user_id")
+                if not user:
+                    joining.problems.append(
+                        f"{records_path}: record {rid[:16]}: a response names no user (user_id)"
+                    )
+                    continue
+                said = status.get(rid, {}).get(str(user))
+                if said is None:
+                    joining.problems.append(
+                        f"{records_path}: record {rid[:16]}, user {user}: no status in "
+                        f"{RESPONSES} (write it with the export's README snippet)"
+                    )
+                    continue
+                if said != "submitted":  # a draft or a discarded answer is no rating
+                    joining.done.left += 1
+                    continue
+                answers, reasons = per_user.setdefault(str(user), ({}, {}))
                 if qname.endswith(REASON) and qname.removesuffix(REASON) in questions:
                     reasons[qname.removesuffix(REASON)] = str(response.get("value") or "")
                 elif qname in questions:
@@ -270,3 +292,22 @@ def import_rows(study: Study, path: str | Path, joining: Any) -> None:
             rater = names.get(user) or f"argilla-user-{user}"
             row = answer_row(study, mapped, rater, kept, why, "", options, "argilla")
             joining.take(where, row, mapped)
+
+
+def _responses_file(path: Path) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """``responses.json`` (the README's snippet writes it): user id -> name, and record id
+    -> user id -> the response's status; empty when absent (then every response is
+    refused for want of its status). A file of another shape is a ValueError naming it."""
+    if not path.is_file() or path.is_symlink():
+        return {}, {}
+    doc = read_export(path)
+    users = doc.get("users") if isinstance(doc, dict) else None
+    status = doc.get("status") if isinstance(doc, dict) else None
+    if not isinstance(users, dict) or not isinstance(status, dict):
+        raise ValueError(f"{path}: not an object with users and status (see the README)")
+    per = {
+        str(r): {str(u): str(v) for u, v in given.items()}
+        for r, given in status.items()
+        if isinstance(given, dict)
+    }
+    return {str(k): str(v) for k, v in users.items()}, per

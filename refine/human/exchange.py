@@ -112,9 +112,10 @@ def _run_readings(study: Study) -> dict[str, list[Reading]]:
             if r.expectations is None or not r.expectations.checks:
                 continue
             rel = (record.parent / r.best.image).relative_to(study.folder).as_posix()
+            if not r.expectations.judge:  # a reading is named by its model, or not given
+                continue
             unmet = [c.statement for c in r.expectations.checks if not c.met]
-            judge = r.expectations.judge or "the judge"
-            out[rel] = [Reading(q, unmet, judge) for q in asks]
+            out[rel] = [Reading(q, unmet, r.expectations.judge) for q in asks]
     return out
 
 

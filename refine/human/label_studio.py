@@ -160,17 +160,37 @@ def export(study: Study, folder: str | Path, image_url: str | None = None) -> in
         "`config.xml`.\n"
         f"2. Import `tasks.json` ({how}).\n"
         "3. When the images are rated, export the project as JSON and bring the answers "
-        f"back with `refine rate import EXPORT.json --from label-studio --into {study.folder}`.\n",
+        "back with `refine rate import EXPORT.json --from label-studio --into "
+        f"{root}`.\n",
     )
     return len(tasks)
 
 
-def _rater(annotation: dict[str, Any]) -> str:
+def _rater(annotation: dict[str, Any]) -> str | None:
+    """Who gave an annotation: the user's email (or name), else ``label-studio-user-ID``;
+    None when the annotation names no user."""
     who = annotation.get("completed_by")
     if isinstance(who, dict):
         name = who.get("email") or who.get("username")
-        return str(name) if name else f"label-studio-user-{who.get('id')}"
-    return f"label-studio-user-{who}"
+        if name:
+            return str(name)
+        who = who.get("id")
+    if isinstance(who, int | str) and not isinstance(who, bool) and str(who).strip():
+        return f"label-studio-user-{who}"
+    return None
+
+
+def _time(annotation: dict[str, Any]) -> str | None:
+    """The annotation's time (``updated_at``, else ``created_at``) when it is an ISO 8601
+    time; None otherwise."""
+    from datetime import datetime
+
+    when = annotation.get("updated_at") or annotation.get("created_at")
+    try:
+        datetime.fromisoformat(str(when))
+    except ValueError:
+        return None
+    return str(when)
 
 
 def answers_of(result: list[Any], study: Study) -> tuple[dict[str, Any], dict[str, str]]:
@@ -193,6 +213,8 @@ def answers_of(result: list[Any], study: Study) -> tuple[dict[str, Any], dict[st
             answers[q.id] = " ".join(map(str, value.get("text") or []))
         else:
             chosen = [str(v) for v in value.get("choices") or []]
+            if q.kind == "single" and len(chosen) > 1:
+                raise ValueError(f"{q.id}: one choice asked, {len(chosen)} given")
             answers[q.id] = (chosen[0] if chosen else None) if q.kind == "single" else chosen
     return answers, reasons
 
@@ -216,16 +238,23 @@ def import_rows(study: Study, path: str | Path, joining: Any) -> None:
             if mapped is None:
                 joining.take(where, {"image": data.get("image_file", "")}, None)
                 continue
-            answers, reasons = answers_of(a.get("result"), study)
+            rater, when = _rater(a), _time(a)
+            if rater is None:
+                joining.problems.append(f"{where}: names no user (completed_by)")
+                continue
+            if when is None:
+                joining.problems.append(f"{where}: no ISO 8601 time (updated_at, created_at)")
+                continue
             item = study.set.item(mapped)
             options = study.item_options(item)
             try:
+                answers, reasons = answers_of(a.get("result"), study)
                 kept, why = study.protocol.check(answers, reasons, options, item.prompt)
             except ValueError as err:
                 joining.problems.append(f"{where}: {err}")
                 continue
-            when = str(a.get("updated_at") or a.get("created_at") or "")
-            row = answer_row(study, mapped, _rater(a), kept, why, when, options, "label-studio")
-            if isinstance(a.get("lead_time"), int | float):
-                row["lead_time_s"] = float(a["lead_time"])
+            row = answer_row(study, mapped, rater, kept, why, when, options, "label-studio")
+            lead = a.get("lead_time")
+            if isinstance(lead, int | float) and not isinstance(lead, bool) and lead >= 0:
+                row["lead_time_s"] = float(lead)
             joining.take(where, row, mapped)

@@ -82,6 +82,7 @@ class Merged:
     conflicts: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # answers to images not in the set
     profiles: int = 0
+    left: int = 0  # answers a tool kept as drafts or discarded: no rating
 
 
 KINDS = ("rate", "repeat", "attention")

@@ -37,8 +37,10 @@ def export_study(
     folder ``out``; the study and how many images."""
     module = _module(tool)
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        raise ValueError(f"--out: {out} is not empty; give a new folder")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"--out: {out} is not an empty folder; give a new folder")
+    if image_url is not None and not image_url.startswith(("https://", "http://")):
+        raise ValueError(f"--image-url: {image_url!r} is not an http(s) address")
     study = Study.open(rating_set, protocol)
     out.mkdir(parents=True, exist_ok=True)
     return study, module.export(study, out, image_url)

@@ -227,7 +227,7 @@ def _models(loaded) -> dict[str, list[str]]:
     for _, run in loaded:
         for role, info in run.backend_info.items():
             at = info.get("commit") or info.get("model_version") or NO_REVISION
-            out.setdefault(role, set()).add(f"{info.get('id', '?')} @ {at}")
+            out.setdefault(role, set()).add(f"{info.get('id') or role} @ {at}")
     return {role: sorted(v) for role, v in sorted(out.items())}
 
 

@@ -37,6 +37,16 @@ def check_push(repo: str) -> None:
         raise InputError(
             "--push-to-hub: no Hugging Face token (set HF_TOKEN, or run `hf auth login`)"
         )
+    from huggingface_hub import HfApi
+
+    try:  # the token asked about now, not after hours of work
+        me = HfApi().whoami()
+    except Exception as err:  # refused, or the hub out of reach: said in one line
+        said = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise InputError(f"--push-to-hub: the hub did not accept the token ({said})") from err
+    role = ((me.get("auth") or {}).get("accessToken") or {}).get("role")
+    if role == "read":
+        raise InputError("--push-to-hub: the token can only read; give one that can write")
 
 
 def push(
@@ -56,6 +66,11 @@ def push(
     api = HfApi()
     try:
         api.create_repo(repo, repo_type=repo_type, private=not public, exist_ok=True)
+        if not public and not api.repo_info(repo, repo_type=repo_type).private:
+            raise InputError(
+                f"--push-to-hub: {repo} exists and is public; add --public to push to it "
+                f"(nothing was pushed; {folder} is kept)"
+            )
         info = api.upload_folder(
             folder_path=str(folder),
             repo_id=repo,
@@ -63,10 +78,19 @@ def push(
             commit_message=message,
             ignore_patterns=ignore,
         )
-    # ValueError: the card's metadata refused; RuntimeError: a file's upload failed
-    except (HfHubHTTPError, ValueError, RuntimeError) as err:
+    except InputError:
+        raise
+    # ValueError: the card's metadata refused; RuntimeError: a file's upload failed;
+    # OSError and httpx's errors: the hub out of reach
+    except Exception as err:
         said = "; ".join(x.strip() for x in str(err).splitlines() if x.strip())
         if err.__cause__ is not None and not isinstance(err, HfHubHTTPError):
             said += f": {str(err.__cause__).splitlines()[0]}"
-        raise InputError(f"--push-to-hub: the hub refused {repo} ({said})") from err
+        again = f"hf upload {repo} {folder} --repo-type {repo_type}" + (
+            "" if repo_type == "model" else ""
+        )
+        raise InputError(
+            f"--push-to-hub: {repo} was not pushed ({said or type(err).__name__}); "
+            f"{folder} is kept: push it again with `{again}`"
+        ) from err
     return str(info.commit_url)

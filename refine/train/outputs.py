@@ -78,13 +78,14 @@ def model_card(summary: dict[str, Any], out: Path | None = None, repo: str | Non
     base = summary.get("base_model") or base_facts(summary["base"])
     images = sorted((out / "validation").glob("*.png")) if out is not None else []
     prompts = summary.get("validation_prompts") or []
-    widget = [
-        {"text": prompts[int(p.stem.rsplit("-", 1)[1]) % len(prompts)] if prompts else "",
+    widget = [  # each validation image with the prompt it was drawn for
+        {"text": prompts[int(p.stem.rsplit("-", 1)[1]) % len(prompts)],
          "output": {"url": f"validation/{p.name}"}}
         for p in images
+        if prompts and p.stem.rsplit("-", 1)[-1].isdigit()
     ]  # fmt: skip
     data = ModelCardData(
-        license=base["license"] or "other",
+        license=base["license"],  # the base's; none written when it cannot be read
         library_name="diffusers",
         inference=True,
         base_model=base["id"],
@@ -96,7 +97,8 @@ def model_card(summary: dict[str, Any], out: Path | None = None, repo: str | Non
     licence = (
         f"`{base['license']}`, the base model's, which the adapter inherits"
         if base["license"]
-        else "the base model's (its card names none that could be read: check it before use)"
+        else "the base model's, which the adapter inherits; its card names none that could be "
+        "read, so none is written here: check the base's terms before use"
     )
     rev = f', revision="{at}"' if base["id"] and at != "no_revision_available" else ""
     lines = [

@@ -6,10 +6,11 @@
 * ``within-round``: two candidates of one editing round; the drift is the larger of the two
   candidates' drifts from their parent.
 
-A pair is kept when FAITH differs by at least ``min_margin`` (below it the two are a tie,
-left out) and the drift is at most ``max_drift``; the same two images (by content) make one
-pair. A run whose activity is in ``held`` goes to the ``test`` split, the others to
-``train``. Every pair left out is counted in ``skipped`` with its reason."""
+A pair is kept when FAITH differs by at least ``min_margin`` and by more than 0 (below
+it the two are a tie, left out) and the drift is at most ``max_drift``; the same two
+images (by content) make one pair. A run whose activity is in ``held`` goes to the
+``test`` split, the others to ``train``. Every pair left out is counted in ``skipped``
+with its reason."""
 
 from __future__ import annotations
 
@@ -52,6 +53,9 @@ def select_pairs(
         fw, fl = w.scores.faith, lo.scores.faith
         if fw is None or fl is None:
             skipped["no FAITH (EXAG not computed)"] += 1
+            return
+        if fw - fl <= 0:  # equal FAITH: a tie, never a preference (even at --min-margin 0)
+            skipped["a tie (equal FAITH)"] += 1
             return
         if fw - fl < min_margin:
             skipped[f"FAITH margin below {min_margin:g}"] += 1

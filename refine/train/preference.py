@@ -38,6 +38,7 @@ from typing import Any
 
 SHARD_BYTES = 500 * 2**20  # the Hub's own default shard size for Parquet uploads
 EVIDENCE = 5  # descriptors named per kind of evidence, at most
+GROUP = 64  # rows per Parquet row group (one image pair per row)
 
 
 def _phrases(items) -> list[str]:
@@ -204,34 +205,48 @@ def features(fmt: str):
 
 def write_parquet(out: Path, fmt: str, rows: Iterable[dict[str, Any]]) -> dict[str, int]:
     """``rows`` (each naming its ``split``) as ``OUT/data/SPLIT-*.parquet`` shards, written
-    as they come (a shard holds at most :data:`SHARD_BYTES` of images, so a large export
-    never sits in memory whole); the items per split."""
+    as they come, :data:`GROUP` rows to a row group (a shard holds at most
+    :data:`SHARD_BYTES` of images, so a large export never sits in memory whole); the
+    items per split."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     feats = features(fmt)
     schema = feats.arrow_schema  # carries the features, which datasets reads back
     folder = out / "data"
-    writers: dict[str, list[Any]] = {}  # split -> [writer, bytes in it, its files]
+    # split -> its writer, the bytes in its shard, its files, the rows waiting
+    writers: dict[str, dict[str, Any]] = {}
     counts: dict[str, int] = {}
+
+    def flush(state: dict[str, Any]) -> None:
+        if state["rows"]:
+            state["writer"].write_table(pa.Table.from_pylist(state["rows"], schema=schema))
+            state["rows"] = []
+
     for row in rows:
         split = row["split"]
         item = feats.encode_example({k: v for k, v in row.items() if k != "split"})
         size = sum(len(i["bytes"]) for i in row.get("images", ()))
         size += len(row.get("jpg_0", b"")) + len(row.get("jpg_1", b""))
         state = writers.get(split)
-        if state is None or (state[1] and state[1] + size > SHARD_BYTES):
+        if state is None or (state["bytes"] and state["bytes"] + size > SHARD_BYTES):
+            files = [] if state is None else state["files"]
             if state is not None:
-                state[0].close()
-            files = [] if state is None else state[2]
+                flush(state)
+                state["writer"].close()
             folder.mkdir(parents=True, exist_ok=True)
             files.append(folder / f".{split}-{len(files):05d}.parquet")
-            state = writers[split] = [pq.ParquetWriter(files[-1], schema), 0, files]
-        state[0].write_table(pa.Table.from_pylist([item], schema=schema))
-        state[1] += size
+            writer = pq.ParquetWriter(files[-1], schema)
+            state = writers[split] = {"writer": writer, "bytes": 0, "files": files, "rows": []}
+        state["rows"].append(item)
+        state["bytes"] += size
+        if len(state["rows"]) >= GROUP:
+            flush(state)
         counts[split] = counts.get(split, 0) + 1
-    for split, (writer, _, files) in writers.items():
-        writer.close()
+    for split, state in writers.items():
+        flush(state)
+        state["writer"].close()
+        files = state["files"]
         for i, f in enumerate(files):  # the names datasets reads the split from
             f.rename(folder / f"{split}-{i:05d}-of-{len(files):05d}.parquet")
     return counts

@@ -249,7 +249,7 @@ def test_argilla_round_trip(rated_run, tmp_path):
         assert suggestion.question_name == "unmet" and suggestion.agent == "gemini:gemini-3.8-flash"
         assert suggestion.value == unmet_of(run, image)
     # two users rate: Argilla's own Record writes their responses as to_disk does
-    ana, bo = uuid.uuid4(), uuid.uuid4()
+    ana, bo, cy = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     rated = tmp_path / "rated"
     rated.mkdir()
     back = []
@@ -261,14 +261,24 @@ def test_argilla_round_trip(rated_run, tmp_path):
         rec.responses.add(Response("faithfulness__reason", "the tea", user_id=ana))
         rec.responses.add(Response("alignment", 4, user_id=bo))
         rec.responses.add(Response("faithfulness", 1, user_id=bo))
+        rec.responses.add(Response("alignment", 9, user_id=cy))  # a draft, never submitted
         back.append(rec.to_dict())
     (rated / "records.json").write_text(json.dumps(back))
-    (rated / "users.json").write_text(json.dumps({str(ana): "ana"}))
-    (tmp_path / "profiles.json").write_text(json.dumps({"ana": ANA}))
     args = ["rate", "import", str(rated), "--from", "argilla", "--into", str(run_dir)]
+    # without the responses' status, a draft could not be told from an answer: refused
+    unknown = cli(*args)
+    assert unknown.returncode == 2 and "no status in responses.json" in unknown.stderr
+    status = {
+        rec.id: {str(ana): "submitted", str(bo): "submitted", str(cy): "draft"} for rec in records
+    }
+    (rated / "responses.json").write_text(
+        json.dumps({"users": {str(ana): "ana"}, "status": status})
+    )
+    (tmp_path / "profiles.json").write_text(json.dumps({"ana": ANA}))
     done = cli(*args, "--profiles", str(tmp_path / "profiles.json"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("4 answers added, 0 already in the set, 1 profiles added")
+    assert f"{len(records)} drafts and discarded answers left out" in done.stdout
     rows = [json.loads(x) for x in (run_dir / "ratings.jsonl").read_text().splitlines()]
     got = {(r["rater"], r["answers"]["alignment"]): r for r in rows}
     for k in range(len(records)):

@@ -405,6 +405,30 @@ def test_an_export_is_pushed_to_the_hub_in_one_private_commit(runs, tmp_path):
         # the shards went through LFS (one upload each), the card as a regular file
         assert sum(r.startswith("PUT /lfs-upload/") for r in hub.requests) == len(shards) == 1
         assert f"pushed to the Hub: {hub.url}/me/culture-dpo/commit/" in done.stdout
+        # a public repository is pushed to only with --public; a read-only token, never
+        opened = subprocess.run(
+            refine_cmd(*args, "--out", str(tmp_path / "e"), "--push-to-hub", "me/open",
+                       "--public"),
+            env=hub_env(hub, tmp_path / "hf"), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert opened.returncode == 0, opened.stderr
+        assert hub.pushed[("dataset", "me/open")]["private"] is False
+        again = subprocess.run(
+            refine_cmd(*args, "--out", str(tmp_path / "f"), "--push-to-hub", "me/open"),
+            env=hub_env(hub, tmp_path / "hf"), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert again.returncode == 2
+        assert "me/open exists and is public; add --public to push to it" in again.stderr
+        assert len(hub.pushed[("dataset", "me/open")]["commits"]) == 1
+        hub.token_role = "read"
+        reader = subprocess.run(
+            refine_cmd(*args, "--out", str(tmp_path / "g"), "--push-to-hub", "me/culture-dpo"),
+            env=hub_env(hub, tmp_path / "hf"), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert reader.returncode == 2 and "the token can only read" in reader.stderr
+        assert not (tmp_path / "g").exists()  # refused before the export
+    lone = cli(*args, "--out", str(tmp_path / "h"), "--public")
+    assert lone.returncode == 2 and "give --push-to-hub OWNER/NAME too" in lone.stderr
     card = tmp_path / "card.md"
     card.write_bytes(repo["files"]["README.md"])
     assert DatasetCard.load(card).data.task_categories == ["text-to-image"]

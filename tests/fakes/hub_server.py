@@ -5,7 +5,8 @@ LFS sha256, each file's metadata and bytes), slowly when asked, so that download
 can be watched; a dataset file named in ``cut`` is cut short once. Only what
 ``snapshot_download``, ``hf_hub_download`` and ``list_repo_tree`` ask is answered.
 
-It also takes pushes as the hub does (``create_repo``, then ``upload_folder``'s
+It also takes pushes as the hub does (``whoami``, ``create_repo`` and ``repo_info`` of
+the repositories pushed to, then ``upload_folder``'s
 preupload, LFS batch, the basic LFS upload and the NDJSON commit), into ``pushed``: each
 write must carry ``token`` (401 otherwise, as the hub answers a missing or wrong token),
 binary files must come through LFS with the sha256 they were announced with, and a commit
@@ -47,6 +48,7 @@ class FakeHub(StandIn):
         self.chunk_delay_s = chunk_delay_s
         self.cut = set(cut or ())
         self.token = "hf_standin_token"
+        self.token_role = "write"  # what whoami says the token may do
         # (repo type, repo id) -> {"private": bool, "files": {path: bytes}, "commits": [...]}
         self.pushed: dict[tuple[str, str], dict] = {}
         self.lfs: dict[str, bytes] = {}  # sha256 -> the bytes uploaded
@@ -115,7 +117,9 @@ class FakeHub(StandIn):
                 f"{doc['organization']}/{doc['name']}" if doc.get("organization") else doc["name"]
             )
             if (kind, repo) in self.pushed:
-                return self.json(handler, {"error": "You already created this repo"}, 409)
+                # the hub names the repository in its refusal; the client reads it
+                doc = {"error": "You already created this repo", "url": f"{self.url}/{repo}"}
+                return self.json(handler, doc, 409)
             private = doc.get("visibility") == "private" or doc.get("private") is True
             self.pushed[(kind, repo)] = {"private": private, "files": {},
                                          "commits": []}  # fmt: skip
@@ -178,6 +182,17 @@ class FakeHub(StandIn):
         self.requests.append(f"{handler.command} {path}")
         if handler.command in ("POST", "PUT"):
             return self.write(handler, path)
+        if path == "/api/whoami-v2":  # the token's owner and what it may do
+            if handler.headers.get("Authorization") != f"Bearer {self.token}":
+                return self.json(handler, {"error": "Invalid credentials"}, 401)
+            role = self.token_role
+            return self.json(handler, {"name": "me", "auth": {"accessToken": {"role": role}}})
+        for (kind, repo), store in self.pushed.items():  # a pushed repository's info
+            if path in (f"/api/{kind}s/{repo}", f"/api/{kind}s/{repo}/revision/main"):
+                sha = store["commits"][-1]["oid"] if store["commits"] else "0" * 40
+                files = [{"rfilename": f} for f in sorted(store["files"])]
+                doc = {"id": repo, "private": store["private"], "sha": sha, "siblings": files}
+                return self.json(handler, doc)
         if self.dataset(handler, path, body):
             return
         for repo, root in self.repos.items():

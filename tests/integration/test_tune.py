@@ -173,6 +173,7 @@ def test_the_adapter_round_trips_and_unloads(world, dpo):
     # a local folder that is not a cached snapshot has no hub id: the card says so
     assert "Diffusion-DPO" in card and f"- base model: `{sd}` (a local folder)" in card
     assert "library_name: diffusers" in card and "base_model:" not in card
+    assert "license:" not in card  # the base's licence cannot be read: none is claimed
     assert (out / "loss.csv").read_text().count("\n") == 101
     fresh = StableDiffusionPipeline.from_pretrained(str(sd), safety_checker=None)
     fresh.set_progress_bar_config(disable=True)

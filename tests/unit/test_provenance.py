@@ -69,6 +69,11 @@ def test_a_backends_record_names_the_commit_its_weights_came_from(cache):
             return {"id": self.id, "model_version": "gemini-3-pro-image-preview"}
 
     assert described(Local(), "x")["commit"] == SHA
+
+    class Pinned(Local):
+        id = "siglip:org/tiny@main"  # the revision an id pins, as ids name one
+
+    assert described(Pinned(), "x")["commit"] == SHA
     assert "commit" not in described(Api(), "x")
     from refine.harness.made_with import maker_models, merge_models
 
@@ -81,3 +86,6 @@ def test_a_backends_record_names_the_commit_its_weights_came_from(cache):
     }
     two = merge_models([{"m": "v1"}, {"m": "v2"}, {"m": "v1"}])
     assert two == {"m": "v1, v2"}  # workers answered from two versions: both named
+    # a rerun that saw no answer does not undo what an earlier run recorded
+    assert merge_models([{"m": "v1"}, {"m": "no_revision_available"}]) == {"m": "v1"}
+    assert merge_models([{"m": "no_revision_available"}]) == {"m": "no_revision_available"}
