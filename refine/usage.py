@@ -256,6 +256,22 @@ def collecting() -> Iterator[dict[str, dict[str, int]]]:
         stack.pop()
 
 
+_answers = [0]  # API answers had in this process: each answer's number, a record's mark
+
+
+def answered() -> int:
+    """Take the next answer number (an API answer has just come)."""
+    with _lock:
+        _answers[0] += 1
+        return _answers[0]
+
+
+def answers() -> int:
+    """How many API answers this process has had: a mark that later answers pass."""
+    with _lock:
+        return _answers[0]
+
+
 def record(model: str, prompt_tokens: int, output_tokens: int, total_tokens: int) -> None:
     """One API answer's tokens, added to every collection open on this thread."""
     with _lock:

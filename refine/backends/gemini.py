@@ -66,6 +66,7 @@ from refine.backends.judging import (
 )
 from refine.backends.structured import ApiObserver, ask_with_repair, check_observer_prompts
 from refine.usage import BudgetExhausted, QuotaSpent, abandonable, check_stop, sent, time_left
+from refine.usage import answered as count_answer
 from refine.usage import record as record_usage
 
 if TYPE_CHECKING:
@@ -236,8 +237,10 @@ class GeminiClient:
         self._client: Any = None
         self._lock = threading.Lock()
         self._checked: set[str] = set()
-        # per model asked for: the ``modelVersion`` values its answers named
-        self._versions: dict[str, set[str]] = {}
+        # per model asked for: each ``modelVersion`` its answers named -> the number of the
+        # last answer that named it (refine.usage.answered: counted across the process), so
+        # that a record names the versions of the answers since its own work began
+        self._versions: dict[str, dict[str, int]] = {}
         # per model: no request before this time.monotonic() (a 429's retryDelay)
         self._resume_at: dict[str, float] = {}
 
@@ -259,11 +262,13 @@ class GeminiClient:
             self.sleep(wait)
             check_stop()
 
-    def model_version(self, model: str) -> str:
-        """The ``modelVersion`` values the answers for ``model`` named so far ("" before
-        the first answer), comma-separated where the API served more than one."""
+    def model_version(self, model: str, since: int = 0) -> str:
+        """The ``modelVersion`` values the answers for ``model`` named after answer number
+        ``since`` ("" before the first), comma-separated where the API served more than
+        one."""
         with self._lock:
-            return ", ".join(sorted(self._versions.get(model, ())))
+            seen = self._versions.get(model, {})
+            return ", ".join(sorted(v for v, last in seen.items() if last > since))
 
     def batch_create(self, model: str, inlined: list[Any], display: str) -> str:
         """A batch job of ``inlined`` requests to ``model`` (its name); a spent daily quota
@@ -485,9 +490,10 @@ class GeminiClient:
         )
         self.calls.append(record)
         version = getattr(response, "model_version", None)
+        number = count_answer()
         if version:
             with self._lock:
-                self._versions.setdefault(model, set()).add(str(version))
+                self._versions.setdefault(model, {})[str(version)] = number
 
         record_usage(
             f"gemini:{model}", record.prompt_tokens, record.output_tokens, record.total_tokens
@@ -608,9 +614,11 @@ class _GeminiBackend:
         """Whether a request's temperature reaches the model (:func:`fixed_sampling`)."""
         return not fixed_sampling(self.model)
 
-    def info(self) -> dict[str, str]:
+    takes_since = True  # info(since=N): the versions of answers after answer N
+
+    def info(self, since: int = 0) -> dict[str, str]:
         info = {"id": self.id, "device": "api", "dtype": "n/a"}
-        version = self.gemini.model_version(self.model)
+        version = self.gemini.model_version(self.model, since)
         if version:  # what served the requests, beside the model asked for
             info["model_version"] = version
         if not self.sets_temperature and self.role not in ("generator", "editor"):
@@ -817,12 +825,12 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
             return types.ThinkingConfig(thinking_budget=self.thinking_budget)
         return None
 
-    def info(self) -> dict[str, str]:
+    def info(self, since: int = 0) -> dict[str, str]:
         agree = str(self._agreeing())
         if self.batched and self.agree:
             agree = f"none: a batch job takes all {self.samples} answers at once"
         info = {"judge_mode": self.judge_mode, "method": self.method, "agree": agree}
-        return {**super().info(), **info}
+        return {**super().info(since), **info}
 
     @property
     def sampling(self) -> bool:

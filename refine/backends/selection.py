@@ -19,7 +19,7 @@ from typing import Any
 from metrics.ahead import DEFAULT_TAU, check_tau
 from refine.backends.profile import Profile
 from refine.backends.registry import create
-from refine.usage import check_stop
+from refine.usage import answers, check_stop
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,9 @@ class Backends:
         for role, opts in self.extra_options.items():
             self.options.setdefault(role, {}).update(opts)
         self._made: dict[str, Any] = dict(instances or {})
+        # the process's API answers before this set of models began its work: the versions
+        # its records name are those of later answers (instances outlive one run)
+        self.since = answers()
         for role, backend in self._made.items():
             self.names[role] = getattr(backend, "id", type(backend).__name__)
         self._create_lock = threading.Lock()
@@ -158,20 +161,23 @@ class Backends:
     def info(self) -> dict[str, dict[str, str]]:
         """Each created backend's ``info()`` (id, device, dtype, revision), per role."""
         return {
-            role: described(backend, self.names[role], role)
+            role: described(backend, self.names[role], role, self.since)
             for role, backend in list(self._made.items())
         }
 
 
-def described(backend: Any, name: str, role: str = "") -> dict[str, str]:
+def described(backend: Any, name: str, role: str = "", since: int = 0) -> dict[str, str]:
     """A backend's ``info()`` as records keep it: its id, what it reports (device, dtype,
-    revision, an API model's ``model_version``) and, for a model from the hub, the
-    ``commit`` its weights resolved to; every value a string."""
+    revision, an API model's ``model_version`` of the answers after answer ``since``: the
+    work this record is of) and, for a model from the hub, the ``commit`` its weights
+    resolved to; every value a string."""
     details: dict[str, Any] = {}
     describe = getattr(backend, "info", None)
     if callable(describe):
         try:
-            details = describe()
+            details = (
+                describe(since=since) if getattr(backend, "takes_since", False) else describe()
+            )
         except Exception:  # a record of what ran must not stop the run
             log.warning("could not read the %s backend's info", role or name, exc_info=True)
     out = {"id": getattr(backend, "id", name), **details}

@@ -19,13 +19,15 @@ def maker_models(maker: Any) -> dict[str, str]:
     from refine.backends.selection import described
 
     infos: list[dict[str, str]] = []
+    since = 0
     for attr in ("scorer", "backends"):
         made = getattr(maker, attr, None)
         if made is not None and callable(getattr(made, "info", None)):
             infos += list(made.info().values())
+            since = max(since, getattr(made, "since", 0))
     generators = getattr(maker, "generators", None)
-    if isinstance(generators, dict):
-        infos += [described(g, label) for label, g in generators.items()]
+    if isinstance(generators, dict):  # their answers since the maker's models began
+        infos += [described(g, label, since=since) for label, g in generators.items()]
     return {info["id"]: weights_of(info) for info in infos}
 
 
