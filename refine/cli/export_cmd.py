@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import PUBLIC_HELP, UserInputError, checked_push, push_to_hub_option
 from refine.settings import split_list
 from refine.train.export import FORMATS, export
 
@@ -38,14 +38,8 @@ def export_cmd(
     include_initial: bool = typer.Option(
         False, "--include-initial", help="imagefolder: round 0's images too."
     ),
-    push_to_hub: str = typer.Option(
-        None,
-        "--push-to-hub",
-        metavar="OWNER/NAME",
-        help="Push the dataset to this Hub repository (private unless --public; the token "
-        "from HF_TOKEN or `hf auth login`).",
-    ),
-    public: bool = typer.Option(False, "--public", help="--push-to-hub: a public repository."),
+    push_to_hub: str = push_to_hub_option("the dataset"),
+    public: bool = typer.Option(False, "--public", help=PUBLIC_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
 ) -> None:
     """Export refinement runs as a dataset: accepted images with metadata (imagefolder),
@@ -58,12 +52,7 @@ def export_cmd(
         raise UserInputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if out.exists() and any(out.iterdir()):
         raise UserInputError(f"--out: {out} is not empty; give a new folder")
-    if public and not push_to_hub:
-        raise UserInputError("--public: it says how to push; give --push-to-hub OWNER/NAME too")
-    if push_to_hub:
-        from refine.train.hub import check_push
-
-        check_push(push_to_hub)  # before any work
+    checked_push(push_to_hub, public)  # before any work: a bad token said now
     try:
         result = export(runs, out, fmt, min_margin, max_drift, split_list(holdout), include_initial)
     except ValueError as err:

@@ -241,3 +241,28 @@ def parse_backends(values: list[str]) -> dict[str, str]:
         return parse_backends(values)
     except SettingsError as err:
         raise settings_error(err) from err
+
+
+def push_to_hub_option(what: str) -> Any:
+    """``--push-to-hub OWNER/NAME``, the same on every command that pushes ``what``."""
+    return typer.Option(
+        None,
+        "--push-to-hub",
+        metavar="OWNER/NAME",
+        help=f"Push {what} to this Hub repository (private unless --public; the token from "
+        "HF_TOKEN or `hf auth login`).",
+    )
+
+
+PUBLIC_HELP = "--push-to-hub: a public repository."
+
+
+def checked_push(push_to_hub: str | None, public: bool) -> None:
+    """The push options checked before any work: --public needs --push-to-hub; the
+    repository id and the token (:func:`refine.train.hub.check_push`)."""
+    if public and not push_to_hub:
+        raise UserInputError("--public: it says how to push; give --push-to-hub OWNER/NAME too")
+    if push_to_hub:
+        from refine.train.hub import check_push
+
+        check_push(push_to_hub)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from refine.cli.inputs import UserInputError
+from refine.cli.inputs import PUBLIC_HELP, UserInputError, checked_push, push_to_hub_option
 from refine.present.report.tune import write_tune_page
 from refine.train.tune import TuneConfig, Tuner, need_training
 
@@ -45,14 +45,8 @@ def tune_cmd(
     ),
     out: Path = typer.Option(..., "--out", help="The adapter folder."),
     resume: bool = typer.Option(False, "--resume", help="Go on from the checkpoint in --out."),
-    push_to_hub: str = typer.Option(
-        None,
-        "--push-to-hub",
-        metavar="OWNER/NAME",
-        help="Push the adapter, its card and validation images to this Hub repository "
-        "(private unless --public; the token from HF_TOKEN or `hf auth login`).",
-    ),
-    public: bool = typer.Option(False, "--public", help="--push-to-hub: a public repository."),
+    push_to_hub: str = push_to_hub_option("the adapter, its card and validation images"),
+    public: bool = typer.Option(False, "--public", help=PUBLIC_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print tune.json."),
 ) -> None:
     """Train a LoRA (peft) on the generator's UNet: Diffusion-DPO on preference pairs, or
@@ -62,12 +56,7 @@ def tune_cmd(
     trains on its share of one batch of batch-size x N rows; the gradients are averaged)."""
 
     need_training()  # one line naming the extra, before any data is read
-    if public and not push_to_hub:
-        raise UserInputError("--public: it says how to push; give --push-to-hub OWNER/NAME too")
-    if push_to_hub:
-        from refine.train.hub import check_push
-
-        check_push(push_to_hub)  # a missing token said now, not after the training
+    checked_push(push_to_hub, public)  # before any work: a bad token said now
     config = TuneConfig(
         data=str(data),
         base=base,
