@@ -461,6 +461,39 @@ class PlannedChange(_Record):
         return f"{self.kind} {self.item}" + (f" with {self.reference}" if self.reference else "")
 
 
+class Tracked(_Record):
+    """One reference descriptor, hallucinated phrase or exaggerated stereotype of a round's
+    chosen image against the kept rounds before it (see refine.loop.tracking): aligned,
+    missing, became aligned, stayed aligned, lost or still missing (a descriptor); new,
+    kept, removed or came back (an item). ``fixed_in``: for a lost descriptor or an item
+    that came back, the round that had fixed or removed it (a fix undone)."""
+
+    kind: Literal["descriptor", "hallucinated", "exaggerated"]
+    dimension: str
+    item: str
+    state: str
+    fixed_in: int | None = None
+
+
+class PastFix(_Record):
+    """One change an accepted round made, remembered across runs (refine.loop.memory): a
+    reference descriptor that became aligned (``fixed``) or an item removed (``removed``),
+    the round's instruction (or rewritten prompt: ``move``), the model that made the image
+    and the FAITH gain over the round it beat. Words and figures only, no image."""
+
+    country: str
+    activity: str
+    dimension: str
+    descriptor: str
+    kind: Literal["fixed", "removed"]
+    instruction: str = Field(max_length=4000)
+    move: Literal["edit", "regenerate"] = "edit"
+    editor: str = ""
+    faith_gain: float | None = None
+    run: str = ""
+    round: int = 0
+
+
 class Round(_Record):
     index: int
     parent: int | None
@@ -503,6 +536,10 @@ class Round(_Record):
     usage: dict[str, dict[str, int]] = Field(default_factory=dict)
     # the chosen image's cultural expectations, when the run has some
     expectations: ExpectationScore | None = None
+    # each descriptor and item of the chosen image against the kept rounds before it
+    tracked: list[Tracked] = Field(default_factory=list)
+    # the past fixes the instruction writer was given as hints (--memory)
+    hints: list[PastFix] = Field(default_factory=list)
 
     @property
     def best(self) -> Candidate:
@@ -691,6 +728,33 @@ class RunSpec(_Record):
     )
     budget_calls: int | None = Field(
         None, gt=0, description="Model-call budget.", json_schema_extra=_RUN
+    )
+    # off by default until the loop benches show its effect (refine strategies reports the
+    # fixes each strategy forgets)
+    keep_fixes: int | None = Field(
+        None,
+        ge=0,
+        description="Reject an edit that undoes more than N earlier fixes (a descriptor an "
+        "earlier round made aligned, an item it removed) unless its FAITH gain passes the "
+        "margin by the gain below; off by default.",
+        json_schema_extra=_RUN,
+    )
+    memory: bool = Field(
+        False,
+        description="Remember what accepted rounds fixed (a store per profile under the data "
+        "folder) and give the instruction writer the best matching past fixes as hints.",
+        json_schema_extra=_RUN,
+    )
+    # the store --memory reads and adds to (None: the profile's, under the data folder; a
+    # bench gives its own)
+    memory_store: str | None = None
+    keep_fixes_gain: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="The FAITH gain over the margin that lets an edit undo more earlier "
+        "fixes than the limit above all the same.",
+        json_schema_extra=_RUN,
     )
     # ``given``: what a front takes for a field that is no single value: ``list`` (names
     # separated by commas), ``path`` (a file or folder), ``repeat`` (an option given once per

@@ -35,6 +35,7 @@ __all__ = [
     "before_after",
     "caire_text",
     "checklist",
+    "timeline",
     "gallery",
     "GLOSSARY_TITLE",
     "glossary_markdown",
@@ -93,6 +94,13 @@ def glossary_markdown(run: Run | None = None) -> str:
     if run is not None and run.rounds:
         lines.insert(0, f"- **EXAG in this run**: {exag_in(run.rounds[0].best.scores)}")
     return "\n".join(lines)
+
+
+def timeline(run: Run) -> str:
+    """What each round fixed and lost, descriptor by descriptor (the report's table)."""
+    from refine.present.timeline import timeline_html
+
+    return timeline_html(run)
 
 
 def metric_chart(run: Run) -> str:

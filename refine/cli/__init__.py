@@ -31,6 +31,7 @@ from refine.cli.expectations_cmd import expectations_app
 from refine.cli.export_cmd import export_cmd
 from refine.cli.inputs import UserInputError, show
 from refine.cli.legacy import forwarded
+from refine.cli.memory_cmd import memory_app
 from refine.cli.metrics_cmd import metrics_app
 from refine.cli.photos_cmd import photos_app
 from refine.cli.rate_cmd import rate_app
@@ -79,6 +80,7 @@ app.add_typer(refs_app, name="refs")
 app.add_typer(caire_app, name="caire")
 app.add_typer(sos_app, name="sos")
 app.add_typer(expectations_app, name="expectations")
+app.add_typer(memory_app, name="memory")
 app.add_typer(data_app, name="data")
 app.add_typer(photos_app, name="photos")
 app.add_typer(rate_app, name="rate")

@@ -40,7 +40,17 @@ from refine.backends.selection import Backends
 from refine.evaluate.assess import CallCounter
 from refine.evaluate.expectations import missed_changes
 from refine.evaluate.refs_build import LLMCache
-from refine.records import CaireScore, Feedback, Match, PlannedChange, Round, Run, RunSpec
+from refine.loop import memory
+from refine.records import (
+    CaireScore,
+    Feedback,
+    Match,
+    PastFix,
+    PlannedChange,
+    Round,
+    Run,
+    RunSpec,
+)
 
 # the defaults are the run settings' (written once, in RunSpec)
 NEAR_MARGIN = RunSpec.model_fields["near_margin"].default  # below tau, on the cosine scale
@@ -223,6 +233,7 @@ def write_instruction(
     changes: list[PlannedChange],
     keep: list[str],
     cache: Any = None,
+    hints: str = "",
 ) -> str:
     """The instruction the language model ``model`` (``complete_json``) writes from the
     planned ``changes`` and what to ``keep``; through ``cache`` (a
@@ -241,6 +252,8 @@ def write_instruction(
         country=country,
         changes="\n".join(lines),
         keep=", ".join(keep) or "(nothing named)",
+        # past fixes (--memory), as lines starting "* "; nothing without them
+        past="\n" + prompt_template("past_fixes").strip().format(fixes=hints) if hints else "",
     )
     if cache is not None:
         answer = cache.ask(model, prompt, WrittenInstruction)
@@ -408,6 +421,7 @@ class Written:
     changes: list[PlannedChange] = field(default_factory=list)
     model: str | None = None
     note: str | None = None  # why the template wrote it when the model was asked
+    hints: list[PastFix] = field(default_factory=list)  # past fixes the writer was given
 
 
 def round_instruction(
@@ -451,12 +465,18 @@ def round_instruction(
         return Written(text, "template", changes=changes)
     keep = planned.keep[:5]
     country = run.references.country
-    return worded(
+    hints = memory.hints_for(run, changes) if spec.memory else []
+    said = memory.hint_lines(hints)
+    written = worded(
         backends,
         calls,
         Written(text, "template", changes=changes),
-        lambda model, cache: write_instruction(model, spec.activity, country, changes, keep, cache),
+        lambda model, cache: write_instruction(
+            model, spec.activity, country, changes, keep, cache, said
+        ),
     )
+    written.hints = hints
+    return written
 
 
 def worded(backends: Backends, calls: CallCounter, template: Written, ask: Any) -> Written:

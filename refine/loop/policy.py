@@ -48,6 +48,21 @@ def drift_of(c: Candidate) -> float:
 
 
 @dataclass(frozen=True)
+class KeepFixes:
+    """``--keep-fixes``: a candidate that undoes more than ``at_most`` earlier fixes is left
+    out unless its FAITH gain is at least the margin plus ``gain``; ``undone`` gives each
+    candidate's count and words (refine.loop.tracking)."""
+
+    at_most: int
+    gain: float
+    undone: Sequence[tuple[int, str]]
+
+    def allows(self, j: int, gain: float, margin: float) -> bool:
+        # 1e-9: the rounding of margin + gain
+        return self.undone[j][0] <= self.at_most or gain >= margin + self.gain - 1e-9
+
+
+@dataclass(frozen=True)
 class Verdict:
     chosen: int  # index into the candidates
     decision: str  # initial, accepted, rejected
@@ -90,11 +105,13 @@ def decide_edit(
     best_quality: float | None = None,
     max_quality_drop: float = 1.0,
     max_drift_outside: float = 1.0,
+    keep: KeepFixes | None = None,
 ) -> Verdict:
     """An editing round: the best candidate within the drift limit (and, for a localized
     edit, within ``max_drift_outside`` outside its boxes) that kept its quality (at most
-    ``max_quality_drop`` below ``best_quality``, the best round's), accepted when its
-    FAITH gain over the parent is at least ``margin``."""
+    ``max_quality_drop`` below ``best_quality``, the best round's) and, with ``keep``,
+    undid no more earlier fixes than it allows, accepted when its FAITH gain over the
+    parent is at least ``margin``."""
     parent_faith = faith_of(parent)
     within = [j for j, c in enumerate(candidates) if drift_of(c) <= max_drift]
     inside = [  # 1 or more: the guard is off (1 - SSIM can exceed 1)
@@ -130,6 +147,24 @@ def decide_edit(
             f"quality fell from {best_quality:.3f} to {quality_of(candidates[chosen]):.3f} "
             f"(more than {max_quality_drop:g}; FAITH {faith_of(candidates[chosen]):.3f})",
         )
+    dropped = len(within) - len(kept)
+    note = f"; {dropped} candidate(s) left out: quality fell too far" if dropped else ""
+    if keep is not None:
+        held = [j for j in kept if keep.allows(j, faith_of(candidates[j]) - parent_faith, margin)]
+        if not held:
+            chosen = max(kept, key=lambda j: faith_of(candidates[j]))
+            n, words = keep.undone[chosen]
+            f = faith_of(candidates[chosen])
+            return Verdict(
+                chosen,
+                "rejected",
+                f"undoes {n} earlier fix(es), more than --keep-fixes {keep.at_most}: {words}; "
+                f"FAITH {parent_faith:.3f} -> {f:.3f} ({f - parent_faith:+.3f}) is under the "
+                f"+{margin + keep.gain:g} that would outweigh it{note}",
+            )
+        if len(held) < len(kept):
+            note += f"; {len(kept) - len(held)} candidate(s) left out: they undid earlier fixes"
+        kept = held
     top = max(faith_of(candidates[j]) for j in kept)
     # the better-looking among the equally faithful; when the best one is accepted, only
     # among those that would be accepted too
@@ -138,8 +173,6 @@ def decide_edit(
     chosen = best_looking(candidates, tied, margin)
     best = faith_of(candidates[chosen])
     gain = best - parent_faith
-    dropped = len(within) - len(kept)
-    note = f"; {dropped} candidate(s) left out: quality fell too far" if dropped else ""
     if gain >= margin:
         return Verdict(
             chosen, "accepted", f"FAITH {parent_faith:.3f} -> {best:.3f} (+{gain:.3f}){note}"

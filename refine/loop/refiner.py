@@ -40,7 +40,7 @@ from refine.events import (
     RunStarted,
 )
 from refine.io.store import RunStore, new_run_id
-from refine.loop import localize, policy, request
+from refine.loop import localize, memory, policy, request, tracking
 from refine.loop.candidates import CandidateMaker, Made
 from refine.loop.prompts import round_text
 from refine.loop.steps import StepContext, default_steps
@@ -458,6 +458,7 @@ class Refiner:
             None if best is None else best.best.scores.quality,
             spec.max_quality_drop,
             spec.max_drift_outside,
+            tracking.keep_rule(run, k, made.candidates),
         )
         r = _append_round(
             run, verdict, made.candidates, timings, parent_index, how, instruction, source
@@ -465,6 +466,7 @@ class Refiner:
         r.failures, r.notes, r.instruction_note = made.failures, made.notes, written.note
         r.instruction_model = written.model if source == "language model" else None
         request.record(r, why, written, extra)
+        memory.remember(run, r, self.backends)  # --memory: what an accepted round fixed
         # 7. steps
         self._after_round(run, store, r)
         self._emit(_decided(r))
@@ -562,6 +564,8 @@ def _append_round(
         timings=timings,
     )
     run.rounds.append(r)
+    # what the round's image fixed and lost against the kept rounds before it
+    r.tracked = tracking.track_round(run, r.index)
     if r.decision in ("initial", "accepted"):
         run.best_round = r.index
     return r

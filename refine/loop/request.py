@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from refine.loop import localize, reference_photos
+from refine.loop import localize, memory, reference_photos
 from refine.records import PlannedChange, ReferencePhoto, Region, RunSpec
 
 
@@ -24,6 +24,7 @@ def check(spec: RunSpec, backends: Any, references: Any) -> None:
     """Before a run begins: its editor (and generator) can carry what the run asks for."""
     reference_photos.check(spec, backends, references)
     localize.check(spec, backends)
+    memory.check(spec, backends)
 
 
 def round_request(
@@ -49,4 +50,5 @@ def record(r: Any, why: str | None, written: Any, extra: RoundRequest) -> None:
     """What round ``r``'s request was built from and carried: the move's reason, the
     planned changes, the photos and the boxes."""
     r.move_reason, r.changes = why, written.changes
+    r.hints = list(getattr(written, "hints", []))
     r.reference_photos, r.regions, r.regions_note = extra.photos, extra.regions, extra.note

@@ -19,6 +19,7 @@ from typing import Any
 from metrics.catalog import CATALOG, heading_of, label, names
 from metrics.catalog import computed as computed_metrics
 from metrics.descriptors import DIMENSIONS
+from refine.loop import tracking
 from refine.loop.instructions import NEAR_MARGIN, near_matches
 from refine.numbers import MISSING, shown
 from refine.records import Exaggerated, Match, Round, Run, Scores
@@ -509,6 +510,12 @@ def summary_lines(run: Run, run_dir: str | Path) -> list[str]:
     if run.rounds:
         variant = scores_made_by(run.rounds[0].best.scores)
         lines.append(f"best round: {run.best_round} (*); EXAG: {variant}")
+        lines.append(f"kept rounds: {figures_text(tracking.forgetting(run))}")
+        for r in run.rounds:  # what a round undid, kept or not
+            undone = tracking.lost_fixes(r.tracked)
+            if undone:
+                verb = "undid" if r.decision in tracking.KEPT else "would have undone"
+                lines.append(f"round {r.index} ({r.decision}) {verb}: {tracking.fix_words(undone)}")
     for r in run.rounds:
         if r.caire:
             note = f"  <- {r.caire_note}" if r.caire_note else ""
@@ -543,3 +550,15 @@ def sos_line(r: Round) -> str:
 
 # the table's headers with the catalog as it is when this module loads (see table_headers)
 TABLE_HEADERS = table_headers()
+
+
+def figures_text(figures: dict[str, tracking.Forgetting]) -> str:
+    """``2 of 8 fixes forgotten (setting 2 of 2); 0 of 4 removed items came back`` over the
+    kept rounds."""
+    t = tracking.totals(figures)
+    where = [f"{d} {f.forgotten} of {f.fixed}" for d, f in figures.items() if f.forgotten]
+    back = [f"{d} {f.came_back} of {f.removed}" for d, f in figures.items() if f.came_back]
+    text = f"{t.forgotten} of {t.fixed} fix(es) forgotten"
+    text += f" ({', '.join(where)})" if where else ""
+    text += f"; {t.came_back} of {t.removed} removed item(s) came back"
+    return text + (f" ({', '.join(back)})" if back else "")

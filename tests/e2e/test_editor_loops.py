@@ -13,6 +13,7 @@ from PIL import Image
 from refine import settings
 from refine.harness.results import Results
 from refine.harness.tasks.editor_loops.plan import EditorLoopPlan
+from refine.harness.tasks.editor_loops.summary import loop_lines
 from refine.harness.tasks.editor_loops.task import run_editor_loops
 from refine.present.report.editor_loops import BELOW, write_editor_loops_page
 from tests.e2e.test_cli_run import cli
@@ -88,9 +89,18 @@ def test_each_editor_edits_three_times_in_a_row_and_every_loop_follows_the_scena
             assert s["loops"][k]["faith"]["mean"] == pytest.approx(mean, abs=1e-12)
         assert s["loops"][3]["below_guard"] == 1.0 and s["loops"][2]["below_guard"] == 0.0
         assert set(summary["countries"][e]) == {"Iran", "India"}
+    # forgetting along each chain: A's steps keep what they fix; B's BLUE loses what its
+    # AMBER fixed, and the next AMBER brings back the restaurant it had removed
+    fa, fb = summary["editors"][A]["forgetting"], summary["editors"][B]["forgetting"]
+    assert fa["forgotten"] == 0 and fa["fixed"] > 0
+    assert fb["forgotten"] > 0 and fb["came_back"] > 0
+    assert fb["forgotten"] == sum(c["forgetting"]["forgotten"] for c in cells if c["editor"] == B)
+    assert fb["dimensions"]["setting"]["came_back"] == 2  # the restaurant, in each country
+    assert any(x.startswith("  forgetting: 0 of") for x in loop_lines(results))
     assert Results.read(tmp_path / "bench", "editor-loops").summary == summary
     page = write_editor_loops_page(tmp_path / "bench").read_text()
     assert page.count(BELOW) == 2 * 3  # each editor, overall and per country
+    assert f'data-name="{B}" data-forgotten="{fb["forgotten"]}"' in page
     assert "FAITH over the loops" in page and "<h2>India</h2>" in page
     # a second run keeps every cell
     world.log.clear()

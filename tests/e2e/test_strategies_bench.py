@@ -93,8 +93,14 @@ def test_each_strategy_spends_at_most_its_budget_and_best_of_n_keeps_its_best(
     assert curve["calls"][-1] == N
     for s, line in curve["faith"].items():
         assert line[-1] == pytest.approx(summary["strategies"][s]["faith"]["mean"])
+    # the loops' forgetting over their kept rounds; best-of-N edits nothing
+    assert summary["strategies"]["best-of-n"]["forgetting"] is None
+    f = summary["strategies"]["edit"]["forgetting"]
+    assert f["prompts"] == 2 and f["fixed"] > 0 and f["forgotten"] == 0  # the steps keep fixes
+    assert f["fixed"] == sum(c["forgetting"]["fixed"] for c in cells if c["strategy"] == "edit")
     page = write_strategies_page(tmp_path / "bench").read_text()
     assert "FAITH against calls spent" in page and page.count("<h2>India</h2>") == 1
+    assert f'data-name="edit" data-forgotten="0" data-fixed="{f["fixed"]}"' in page
     # a second run keeps every cell
     world.log.clear()
     run_strategies(plan, tmp_path / "bench", instances=refiner(backends, options))
@@ -223,3 +229,41 @@ def test_seconds_alone_count_the_calls_and_a_failing_generator_ends_only_its_cel
     world.log.clear()
     again = run_strategies(failing, tmp_path / "b2", instances=refiner(backends, options)).cells
     assert "generate" in world.log and all(c["faith"] is not None for c in again)
+
+
+@pytest.mark.slow
+def test_memory_against_none_at_the_same_calls(world, backends, options, tmp_path, monkeypatch):
+    """edit+memory's runs fill the bench's store as the prompts go: the second prompt's
+    writer is given what the first prompt's run fixed; plain edit's never are."""
+    from refine.loop.memory import FixStore
+    from refine.records import Run
+    from tests.fakes.gemini_world import FORGETFUL
+
+    monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))
+    world.edits = dict(FORGETFUL)
+    prompts = [("people eating food at home", "Iran"), ("people eating food", "Iran")]
+    plan = StrategyPlan(["edit", "edit+memory"], prompts, budget_calls=N, target=0.99,
+                        candidates=1)  # fmt: skip
+    results = run_strategies(plan, tmp_path / "bench", instances=refiner(backends, options))
+    cells = {(c["strategy"], c["activity"]): c for c in results.cells}
+    runs = {k: Run.model_validate_json((tmp_path / "bench" / c["run_dir"] / "run.json")
+                                       .read_text()) for k, c in cells.items()}  # fmt: skip
+    first, later = runs[("edit+memory", prompts[0][0])], runs[("edit+memory", prompts[1][0])]
+    assert all(not r.hints for r in first.rounds)
+    assert later.rounds[1].hints and {h.run for h in later.rounds[1].hints} == {first.id}
+    assert all(not r.hints for k, run in runs.items() if k[0] == "edit" for r in run.rounds)
+    # the store holds the memory runs' fixes alone: words and figures
+    stored = FixStore(tmp_path / "bench" / "fixes.jsonl").entries()
+    assert stored and {f.run for f in stored} <= {first.id, later.id}
+    # the same budget for both, and the comparison with and without memory
+    assert all(c["calls"] <= N for c in cells.values())
+    (m,) = results.summary["memory"]
+    assert (m["base"], m["other"], m["prompts"]) == ("edit", "edit+memory", 2)
+    by = {k: c["faith"] for k, c in cells.items()}
+    diffs = [by[("edit+memory", a)] - by[("edit", a)] for a, _ in prompts]
+    assert m["mean_difference"] == pytest.approx(sum(diffs) / 2, abs=1e-12)
+    page = write_strategies_page(tmp_path / "bench").read_text()
+    assert "With and without --memory, at the same calls" in page
+    # a strategy that is no loop's takes no memory
+    with pytest.raises(ValueError, match="best-of-n\\+memory unknown"):
+        StrategyPlan(["best-of-n+memory"], prompts, budget_calls=N)

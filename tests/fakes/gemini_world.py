@@ -22,6 +22,10 @@ RED, GREEN, BLUE, GREY = (200, 30, 30), (30, 160, 60), (40, 40, 200), (128, 128,
 # the steps between RED and GREEN: an editor that improves the scene step by step turns
 # RED into AMBER, AMBER into OLIVE and OLIVE into GREEN (see ``STEPWISE``)
 AMBER, OLIVE = (210, 130, 40), (110, 150, 50)
+# an editor that forgets: RED's scene with one descriptor fixed (the Persian rug), then
+# that fix lost while three others are made and two hallucinations removed
+# (``FORGETFUL``, refine.loop.tracking's tests)
+RUG, FORGOT = (205, 40, 30), (195, 30, 45)
 
 # Observations chosen against the Iran "people eating food at home" references of the pack
 SEEN = {
@@ -61,11 +65,27 @@ SEEN = {
         "interaction": ["Sharing communal dishes", "Engaging in conversation"],
         "spatial": ["People seated on floor"],
     },
+    RUG: {
+        "setting": ["modern restaurant with neon lights", "Persian rug on floor"],
+        "objects": ["oversized hookah", "Large rice platter", "hamburgers"],
+        "attire": ["turbans and robes"],
+        "interaction": ["Engaging in conversation"],
+        "spatial": [],
+    },
+    FORGOT: {
+        "setting": ["modern restaurant with neon lights"],
+        "objects": ["oversized hookah", "Large rice platter", "Estekan tea glasses"],
+        "attire": ["Casual modern attire"],
+        "interaction": ["Engaging in conversation", "Sharing communal dishes"],
+        "spatial": [],
+    },
 }
+# RED -> RUG -> FORGOT, whatever the seed
+FORGETFUL = {RED: (RUG, RUG), RUG: (FORGOT, FORGOT), FORGOT: (FORGOT, FORGOT)}
 # even seeds step toward GREEN, odd seeds go wrong (BLUE)
 STEPWISE = {RED: (AMBER, BLUE), AMBER: (OLIVE, BLUE), OLIVE: (GREEN, BLUE), GREEN: (GREEN, BLUE)}
 # expected judge rating (log-probabilities over "1".."5") per colour
-RATING = {RED: 4, GREEN: 1, BLUE: 2, GREY: 1, AMBER: 3, OLIVE: 2}
+RATING = {RED: 4, GREEN: 1, BLUE: 2, GREY: 1, AMBER: 3, OLIVE: 2, RUG: 4, FORGOT: 4}
 # CAIRE: the judge's peak rating per colour and culture label (1 for labels not named)
 CULTURE = {
     RED: {"Iran": 2, "Turkey": 4, "India": 1},
@@ -74,6 +94,8 @@ CULTURE = {
     GREY: {},
     AMBER: {"Iran": 3, "Turkey": 3},
     OLIVE: {"Iran": 4, "Turkey": 2},
+    RUG: {"Iran": 2, "Turkey": 4},
+    FORGOT: {"Iran": 3, "Turkey": 3},
 }
 # CUBE geo-tags (continent, country, artifact) the observer gives per colour
 GEO = {
@@ -83,9 +105,11 @@ GEO = {
     GREY: ("Africa", "Nigeria", "Jollof rice"),
     AMBER: ("Asia", "Iran", "Kebab"),
     OLIVE: ("Asia", "Iran", "Tahdig"),
+    RUG: ("Asia", "Iran", "Carpet"),
+    FORGOT: ("Asia", "Iran", "Tea"),
 }
 # the judge's peak 0-10 quality rating per colour (naturalness and artifacts alike)
-QUALITY = {RED: 7, GREEN: 8, BLUE: 6, GREY: 5, AMBER: 7, OLIVE: 8}
+QUALITY = {RED: 7, GREEN: 8, BLUE: 6, GREY: 5, AMBER: 7, OLIVE: 8, RUG: 7, FORGOT: 7}
 QUALITY_PROMPT = "perceptual quality of an AI-generated"
 # log P("Yes") to any "Does this image show <stereotype>?" question, per colour
 YES_LOGPROB = {
@@ -95,6 +119,8 @@ YES_LOGPROB = {
     GREY: math.log(0.4),
     AMBER: math.log(0.7),
     OLIVE: math.log(0.5),
+    RUG: math.log(0.9),
+    FORGOT: math.log(0.9),
 }
 
 
@@ -201,6 +227,8 @@ EXPECT_P = {
     GREY: {},
     AMBER: {},
     OLIVE: {},
+    RUG: {},
+    FORGOT: {},
 }
 
 # TIFA: the questions the language model writes about any prompt, and the judge's
@@ -219,6 +247,8 @@ TIFA_P = {  # by the element each question checks
     GREY: {"people": 0.5, "eating": 0.5, "at home": 0.5, "food": 0.5},
     AMBER: {"people": 0.9, "eating": 0.6, "at home": 0.3, "food": 0.6},
     OLIVE: {"people": 0.9, "eating": 0.7, "at home": 0.5, "food": 0.5},
+    RUG: {"people": 0.9, "eating": 0.4, "at home": 0.3, "food": 0.7},
+    FORGOT: {"people": 0.9, "eating": 0.6, "at home": 0.2, "food": 0.7},
 }
 
 

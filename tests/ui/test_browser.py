@@ -418,6 +418,25 @@ def test_rounds_appear_one_by_one(page, world, tmp_path):
     checked = pg.locator("#checked").inner_text()
     assert "Persian rug on floor" in checked  # round 2's (green) aligned descriptor
     assert "MISSING" not in checked.upper() and "Sitting on floor around sofreh" not in checked
+    # the timeline: the rug missing in round 0, made in round 1, kept in round 2 (rejected)
+    rug = pg.locator('#timeline tr[data-item="Persian rug on floor"] td')
+    assert [rug.nth(k).get_attribute("data-state") for k in range(3)] == [
+        "missing", "became aligned", "stayed aligned"
+    ]  # fmt: skip
+    heads = pg.locator("#timeline thead th[data-round]")
+    assert [heads.nth(k).get_attribute("data-decision") for k in range(3)] == [
+        "initial", "accepted", "rejected"
+    ]  # fmt: skip
+    assert "0 of" in pg.locator("#timeline .forgetting").inner_text()
+    # legible on a phone: the table fits its column, its words at least 12 px
+    resize(pg, PHONE)
+    grid = pg.locator("#timeline .timeline-grid")
+    grid.scroll_into_view_if_needed()
+    fits = "t => t.getBoundingClientRect().right <= window.innerWidth + 1"
+    assert grid.evaluate(fits), "the timeline overflows a phone's width"
+    size = rug.first.evaluate("c => parseFloat(getComputedStyle(c).fontSize)")
+    assert size >= 12 and rug.nth(1).bounding_box()["width"] >= 14
+    resize(pg, DESKTOP)
 
 
 def test_pause_rewrite_instruction_and_stop(page, app, tmp_path):

@@ -23,6 +23,7 @@ NAMES = [
     "bar",
     "checked",
     "glossary",
+    "timeline",
 ]
 
 
@@ -47,6 +48,7 @@ def test_the_run_display_is_filled_by_name():
         "languages": [],
         "progress": "",
         "checked": [],
+        "timeline": "",
     }
     assert "not started" in bar and 'aria-valuenow="0"' in bar
 
@@ -89,6 +91,7 @@ def test_the_views_wire_the_app_api(tmp_path, backends, options):
         "progress-bar",
         "checked",
         "glossary-text",
+        "timeline",
     ]
     for endpoint in ("open", "show", "branch", "accept", "reject"):
         assert [ids[k] for k in named[endpoint]["outputs"]] == shown

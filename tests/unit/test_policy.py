@@ -210,3 +210,22 @@ def test_a_chain_of_edits_must_beat_the_best_round_not_its_last():
     assert policy.compared_with(best, best.rounds[1]).index == 1
     original = a_run(["initial", "accepted"], [0.5, 0.7], edit_from="original")
     assert policy.compared_with(original, original.rounds[0]).index == 0
+
+
+def test_keep_fixes_prefers_a_candidate_within_the_limit():
+    """The better candidate undoes two fixes; with at most one allowed, the other one is
+    chosen, and the note says a candidate was left out."""
+    cands = [cand(0.70), cand(0.60)]
+    keep = policy.KeepFixes(1, 0.2, [(2, "setting: rug (fixed in round 1)"), (0, "")])
+    v = policy.decide_edit(cands, cand(0.5), 0, 0.01, 2.0, keep=keep)
+    assert v.chosen == 1 and v.decision == "accepted"
+    assert v.reason.endswith("1 candidate(s) left out: they undid earlier fixes")
+    # a gain of at least margin + 0.2 outweighs the fixes undone
+    v = policy.decide_edit(cands, cand(0.49), 0, 0.01, 2.0, keep=keep)
+    assert v.chosen == 0 and v.decision == "accepted"
+    # alone over the limit: rejected, saying which fixes and what gain would do
+    v = policy.decide_edit(cands[:1], cand(0.5), 0, 0.01, 2.0, keep=keep)
+    assert v.decision == "rejected" and v.reason == (
+        "undoes 2 earlier fix(es), more than --keep-fixes 1: setting: rug (fixed in round 1); "
+        "FAITH 0.500 -> 0.700 (+0.200) is under the +0.21 that would outweigh it"
+    )

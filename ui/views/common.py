@@ -69,6 +69,7 @@ class RunDisplay:
     bar: Any
     checked: Any  # the checklist's part the image gets right (after: API positions hold)
     glossary: Any  # what the numbers mean, and the EXAG variant the run used (last)
+    timeline: Any  # what each round fixed and lost, descriptor by descriptor
 
     def outputs(self) -> list[Any]:
         return [getattr(self, f.name) for f in fields(self)]
@@ -101,6 +102,7 @@ class RunDisplay:
                 "instruction": "",
                 "languages": [],
                 "glossary": adapters.glossary_markdown(),
+                "timeline": "",
             }
         k = len(run.rounds) - 1 if k is None else max(0, min(k, len(run.rounds) - 1))
         r = run.rounds[k]
@@ -114,6 +116,7 @@ class RunDisplay:
             "instruction": f"round {k} ({r.instruction_source}):\n{r.text}",
             "languages": adapters.language_gallery(run, run_dir, k),
             "glossary": adapters.glossary_markdown(run),
+            "timeline": adapters.timeline(run),
         }
 
     @classmethod

@@ -1,6 +1,7 @@
 """The run view: the form (activity, country, examples, Start and Stop, the progress, the
 references, the options, the instruction to review) beside the run display (rounds,
-before / after, the other prompt languages, the metrics, the checklist and the table)."""
+before / after, the other prompt languages, the metrics, the checklist, the timeline of
+what each round fixed and lost, and the table)."""
 
 from __future__ import annotations
 
@@ -182,6 +183,13 @@ def add_run_view(
                     combine_adjacent=False,
                     elem_id="checked",
                 )
+            # each descriptor across the rounds: what a round fixed, and what it lost
+            timeline = gr.HTML(
+                label="what each round fixed and lost",
+                show_label=True,
+                container=True,
+                elem_id="timeline",
+            )
             # the reason wraps in a column of its own width, so that on a desktop every
             # column up to it is in sight (CAIRE, SoS and tokens scroll in when used)
             table = gr.Dataframe(
@@ -210,6 +218,7 @@ def add_run_view(
         bar=bar,
         checked=checked,
         glossary=glossary,
+        timeline=timeline,
     )
     view = RunView(form, display, refs, start, stop, apply, notice, spec=spec)
     _wire_upload(gr, form)

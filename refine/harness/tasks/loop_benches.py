@@ -76,3 +76,51 @@ def loop_models(
     tau, tau_source = backends.tau(plan.tau)
     scoring = {r: backends.names[r] for r in roles if backends.names.get(r)}
     return refiner, tau, tau_source, scoring
+
+
+FORGETTING = ("fixed", "forgotten", "lost", "removed", "came_back")
+
+
+def forgetting_of(run: Any, along: str = "kept") -> dict[str, Any]:
+    """A cell's forgetting (refine.loop.tracking): what its run's images fixed and lost,
+    over its kept rounds (a strategy's loop) or along its chain of edits (an editor's),
+    per dimension and in all."""
+    from refine.loop import tracking
+
+    by = tracking.forgetting(run, along)
+    return {**tracking.totals(by).as_dict(), "dimensions": {d: f.as_dict() for d, f in by.items()}}
+
+
+def forgetting_sum(cells: list[Cell]) -> dict[str, Any] | None:
+    """The forgetting of ``cells`` added up, in all and per dimension, with the share of
+    fixes forgotten and of removed items that came back (None: no cell has a run whose
+    rounds it follows, as best-of-N's)."""
+    got = [c.data["forgetting"] for c in cells if c.data.get("forgetting")]
+    if not got:
+        return None
+    out: dict[str, Any] = {k: sum(g[k] for g in got) for k in FORGETTING}
+    dims: dict[str, dict[str, int]] = {}
+    for g in got:
+        for d, f in g["dimensions"].items():
+            row = dims.setdefault(d, dict.fromkeys(FORGETTING, 0))
+            for k in FORGETTING:
+                row[k] += f[k]
+    out["dimensions"] = dict(sorted(dims.items()))
+    out["prompts"] = len(got)
+    out["forgotten_share"] = out["forgotten"] / out["fixed"] if out["fixed"] else None
+    out["came_back_share"] = out["came_back"] / out["removed"] if out["removed"] else None
+    return out
+
+
+def forgetting_line(f: dict[str, Any] | None) -> str:
+    """``2 of 8 fix(es) forgotten (setting 2 of 2); 0 of 4 removed item(s) came back``."""
+    if f is None:
+        return "forgetting: no edits followed"
+    where = [f"{d} {x['forgotten']} of {x['fixed']}" for d, x in f["dimensions"].items()
+             if x["forgotten"]]  # fmt: skip
+    back = [f"{d} {x['came_back']} of {x['removed']}" for d, x in f["dimensions"].items()
+            if x["came_back"]]  # fmt: skip
+    text = f"forgetting: {f['forgotten']} of {f['fixed']} fix(es) forgotten"
+    text += f" ({', '.join(where)})" if where else ""
+    text += f"; {f['came_back']} of {f['removed']} removed item(s) came back"
+    return text + (f" ({', '.join(back)})" if back else "")

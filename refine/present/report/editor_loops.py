@@ -11,6 +11,7 @@ from refine.harness.results import Results
 from refine.numbers import MISSING
 from refine.present.charts import line_chart
 from refine.present.html import document, escape, interval_text, raw, write_page
+from refine.present.report.forgetting import forgetting_table
 
 BELOW = "\u25bc below the guard"
 
@@ -101,6 +102,10 @@ def render_editor_loops(results: Results) -> str:
         side_by_side(summary["editors"], localize),
         _charts(summary["editors"], ""),
     ]
+    rows = [(e, s.get("forgetting")) for e, s in summary["editors"].items()]
+    if any(f for _, f in rows):
+        how = "along each chain, every edit from the one before"
+        parts += ["<h2>Fixes forgotten</h2>", forgetting_table(rows, "editor", how)]
     countries = sorted({c for by in summary.get("countries", {}).values() for c in by})
     for country in countries:
         by = {e: cs[country] for e, cs in summary["countries"].items() if country in cs}

@@ -1,5 +1,6 @@
 """The report of one run: the metric curves (the series of
-:func:`refine.present.views.metric_series`, as in the app), then every round: its images
+:func:`refine.present.views.metric_series`, as in the app) and the timeline of what each
+round fixed and lost (:mod:`refine.present.timeline`), then every round: its images
 (the chosen candidate first), scores, drift, the descriptor checklist per dimension
 (aligned, missing, hallucinated, stereotypes seen), the instruction or prompt, the
 decision and its reason, and timings."""
@@ -15,6 +16,7 @@ from refine.numbers import MISSING
 from refine.present import views
 from refine.present.charts import line_chart
 from refine.present.html import document, escape, image_tag, num, raw
+from refine.present.timeline import timeline_html
 from refine.records import LanguageImage, Round, Run
 from refine.usage import tokens_text
 
@@ -306,6 +308,8 @@ def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
         else "<p>no round finished</p>"
     )
     error = f'<p class="hallucinated">error: {escape(run.error)}</p>' if run.error else ""
+    if run.rounds:  # what each round fixed and lost, descriptor by descriptor
+        chart += f"<h3>what each round fixed and lost</h3>{timeline_html(run)}"
     if run.branched_from:
         origin = Path(str(run.branched_from.get("run", ""))).name
         error += (

@@ -11,6 +11,7 @@ from refine.harness.results import Results
 from refine.numbers import MISSING
 from refine.present.charts import line_chart
 from refine.present.html import document, escape, interval_text, raw, write_page
+from refine.present.report.forgetting import forgetting_table
 
 COLUMNS = (
     ("faith", "FAITH \u2191"),
@@ -90,6 +91,18 @@ def render_strategies(results: Results) -> str:
     ]
     if summary.get("paired"):
         parts += ["<h2>Against best-of-N on the same prompts</h2>", _paired(summary["paired"])]
+    if summary.get("memory"):
+        parts += [
+            "<h2>With and without --memory, at the same calls</h2>",
+            "<p>Each loop strategy whose writer was given the fixes earlier prompts' runs "
+            "made (the bench's own store, filled as the prompts went), against the same "
+            "strategy without them, on the same prompts.</p>",
+            _paired(summary["memory"]),
+        ]
+    rows = [(s, st.get("forgetting")) for s, st in summary["strategies"].items()]
+    if any(f for _, f in rows):
+        how = "over each loop's kept rounds"
+        parts += ["<h2>Fixes forgotten</h2>", forgetting_table(rows, "strategy", how)]
     curve = summary.get("curve") or {}
     if curve:
         labels = [str(x) for x in curve["calls"]]

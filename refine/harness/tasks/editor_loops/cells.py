@@ -10,7 +10,7 @@ from typing import Any
 
 from refine.harness.cells import Cell
 from refine.harness.tasks.editor_loops.plan import EditorLoopPlan
-from refine.harness.tasks.loop_benches import loop_models
+from refine.harness.tasks.loop_benches import forgetting_of, loop_models
 from refine.io.files import slug
 from refine.io.store import run_left
 from refine.usage import QuotaSpent
@@ -178,6 +178,8 @@ class EditorLoopMaker:
                 "guard": guard,
                 "guard_loop": guard_loop,
                 "failed": failed,  # a chain an error ended: made again on the next run
+                # what the chain's edits fixed and lost, each from the one before
+                "forgetting": None if run is None else forgetting_of(run, "parent"),
             },
             timings={"wall": 0.0 if run is None else run.elapsed_s},
             errors=errors,

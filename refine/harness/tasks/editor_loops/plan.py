@@ -24,7 +24,7 @@ EDITOR_LOOP_CELLS = CellFormat(
         "source",
     ),
     key=("editor", "activity", "country", "loops", "seed", "localize"),
-    data=("run_dir", "stop_reason", "guard", "guard_loop", "failed"),
+    data=("run_dir", "stop_reason", "guard", "guard_loop", "failed", "forgetting"),
 )
 
 

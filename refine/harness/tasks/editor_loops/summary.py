@@ -12,6 +12,7 @@ from typing import Any
 from metrics.catalog import EDITOR_LOOP
 from metrics.stats import mean_interval
 from refine.harness.cells import Cell
+from refine.harness.tasks.loop_benches import forgetting_line, forgetting_sum
 from refine.harness.tasks.strategies.summary import with_interval
 from refine.numbers import shown
 
@@ -45,7 +46,8 @@ def by_loop(cells: list[Cell], loops: int, seed: int) -> dict[str, Any]:
         if first is None and k and guard is not None and q is not None and q < guard - 1e-9:
             first = k
         rows.append(row)
-    return {"prompts": len(cells), "guard": guard, "first_below_guard": first, "loops": rows}
+    return {"prompts": len(cells), "guard": guard, "first_below_guard": first, "loops": rows,
+            "forgetting": forgetting_sum(cells)}  # fmt: skip
 
 
 def summarise(
@@ -77,6 +79,7 @@ def loop_lines(results: Any) -> list[str]:
                 f"{with_interval(row['quality']):<22} "
                 f"{with_interval(row['drift'])}{mark}"
             )
+        lines.append(f"  {forgetting_line(s.get('forgetting'))}")
     return lines
 
 

@@ -10,13 +10,14 @@ from typing import Any
 from refine import usage
 from refine.evaluate.assess import photo_baseline
 from refine.harness.cells import Cell
-from refine.harness.tasks.loop_benches import loop_models
+from refine.harness.tasks.loop_benches import forgetting_of, loop_models
 from refine.harness.tasks.strategies.plan import (
     BEST_OF_N,
     FAILED,
     StrategyPlan,
     first_best,
     too_short,
+    with_memory,
 )
 from refine.io.files import slug
 from refine.io.store import run_left
@@ -58,8 +59,10 @@ class StrategyMaker:
             "candidates": p.candidates,
             "seed": p.seed,
             "tau": self.tau,
-            "strategy": "edit" if strategy == BEST_OF_N else strategy,
+            "strategy": "edit" if strategy == BEST_OF_N else with_memory(strategy)[0],
             "budget_seconds": p.budget_seconds,
+            "memory": with_memory(strategy)[1],
+            "memory_store": str(self.folder / "fixes.jsonl"),
         }
 
         def find(a: str, c: str) -> Any:
@@ -81,9 +84,10 @@ class StrategyMaker:
         with usage.call_budget(budget), usage.deadline(deadline):
             if strategy == BEST_OF_N:
                 steps, picked, stop = self._best_of_n(spec, refs, budget, deadline, where)
-                run_dir = None
+                run_dir, forgot = None, None
             else:
-                steps, picked, stop, run_dir = self._loop(spec, refs, budget, deadline, where)
+                steps, picked, stop, run_dir, forgot = self._loop(spec, refs, budget, deadline,
+                                                                  where)  # fmt: skip
         seconds = time.monotonic() - began
         chosen = next((s for s in steps if s["step"] == picked), None)
         faith = None if chosen is None else chosen["faith"]
@@ -112,6 +116,7 @@ class StrategyMaker:
                 "stop_reason": stop,
                 "run_dir": run_dir,
                 "picked": picked,
+                "forgetting": forgot,  # the loop's kept rounds: fixes made and undone
             },
             timings={"wall": seconds},
             errors=errors,
@@ -184,7 +189,7 @@ class StrategyMaker:
 
     def _loop(
         self, spec: Any, refs: Any, budget: Any, deadline: float | None, where: Path
-    ) -> tuple[list[dict[str, Any]], int | None, str, str | None]:
+    ) -> tuple[list[dict[str, Any]], int | None, str, str | None, dict | None]:
         """A refinement run with the strategy, stopped before a round the budget left would
         likely not cover; its rounds are the steps, the pick its best round."""
         from refine.events import RoundDecided
@@ -221,7 +226,7 @@ class StrategyMaker:
             run = run_left(where, before)
             why = f"{FAILED}{type(err).__name__}: {err}"
             if run is None:
-                return [], None, why, None
+                return [], None, why, None, None
             run.stop_reason = why
         steps = []
         best: float | None = None
@@ -242,4 +247,4 @@ class StrategyMaker:
                 }
             )
         run_dir = str((where / run.id).relative_to(self.folder))
-        return steps, run.best_round, run.stop_reason or "", run_dir
+        return steps, run.best_round, run.stop_reason or "", run_dir, forgetting_of(run)

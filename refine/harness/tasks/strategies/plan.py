@@ -15,6 +15,19 @@ from refine.harness.tasks.bench.plan import PromptPlan
 
 STRATEGIES = ("best-of-n", "edit", "regenerate", "auto")
 BEST_OF_N = "best-of-n"
+# a loop's strategy with --memory: the bench's own store of fixes (fixes.jsonl in its
+# folder), filled by these runs' accepted rounds as the prompts go (no model call)
+MEMORY = "+memory"
+
+
+def with_memory(strategy: str) -> tuple[str, bool]:
+    """A strategy's move and whether its runs remember fixes: ``edit+memory`` ->
+    (``edit``, True)."""
+    if strategy.endswith(MEMORY):
+        return strategy[: -len(MEMORY)], True
+    return strategy, False
+
+
 FAILED = "failed: "  # how the stop reason of a cell a failure ended begins
 
 STRATEGY_CELLS = CellFormat(
@@ -41,7 +54,7 @@ STRATEGY_CELLS = CellFormat(
         "target",
         "candidates",
     ),
-    data=("calls", "seconds", "reached", "stop_reason", "run_dir", "picked"),
+    data=("calls", "seconds", "reached", "stop_reason", "run_dir", "picked", "forgetting"),
 )
 
 
@@ -52,7 +65,9 @@ class StrategyPlan(PromptPlan):
     positional = ("strategies", "prompts")
 
     strategies: list[str] = option(
-        help=f"The strategies to compare, separated by commas ({', '.join(STRATEGIES)}).",
+        help=f"The strategies to compare, separated by commas ({', '.join(STRATEGIES)}); "
+        "a loop's with +memory (edit+memory) gives its writer the fixes earlier prompts' "
+        "runs made.",
         given="list",
         min_length=1,
     )
@@ -76,9 +91,10 @@ class StrategyPlan(PromptPlan):
     @field_validator("strategies")
     @classmethod
     def _known(cls, value: list[str]) -> list[str]:
-        unknown = [s for s in value if s not in STRATEGIES]
+        known = (*STRATEGIES, *(s + MEMORY for s in STRATEGIES if s != BEST_OF_N))
+        unknown = [s for s in value if s not in known]
         if unknown:
-            raise ValueError(f"{', '.join(unknown)} unknown; choose among {', '.join(STRATEGIES)}")
+            raise ValueError(f"{', '.join(unknown)} unknown; choose among {', '.join(known)}")
         if len(set(value)) != len(value):
             raise ValueError("name each strategy once")
         return value

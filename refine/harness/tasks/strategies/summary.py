@@ -12,7 +12,8 @@ from typing import Any
 
 from metrics.stats import mean_interval
 from refine.harness.cells import Cell
-from refine.harness.tasks.strategies.plan import BEST_OF_N
+from refine.harness.tasks.loop_benches import forgetting_line, forgetting_sum
+from refine.harness.tasks.strategies.plan import BEST_OF_N, with_memory
 from refine.numbers import shown
 
 CURVE_POINTS = 11  # the budget's calls split in ten
@@ -36,17 +37,20 @@ def stats(cells: list[Cell], seed: int) -> dict[str, Any]:
         "reached": _stat([float(bool(c.data.get("reached"))) for c in cells], seed),
         "calls": _stat([c.data.get("calls") for c in cells], seed),
         "seconds": _stat([c.data.get("seconds") for c in cells], seed),
+        # what a loop's kept rounds fixed and undid (None: best-of-N, which edits nothing)
+        "forgetting": forgetting_sum(cells),
     }
 
 
-def paired(cells: list[Cell], other: str, seed: int) -> dict[str, Any]:
-    """``other`` against best-of-N on the prompts both have a FAITH for: the mean of
-    other - best-of-N, its interval and the share of prompts improved."""
-    by = {s: _faith_by_prompt(cells, s) for s in (BEST_OF_N, other)}
-    common = sorted(k for k in by[other] if k in by[BEST_OF_N])
-    diffs = [by[other][k] - by[BEST_OF_N][k] for k in common]
+def paired(cells: list[Cell], other: str, seed: int, base: str = BEST_OF_N) -> dict[str, Any]:
+    """``other`` against ``base`` (best-of-N; a strategy against itself with +memory) on
+    the prompts both have a FAITH for: the mean of other - base, its interval and the
+    share of prompts improved."""
+    by = {s: _faith_by_prompt(cells, s) for s in (base, other)}
+    common = sorted(k for k in by[other] if k in by[base])
+    diffs = [by[other][k] - by[base][k] for k in common]
     return {
-        "base": BEST_OF_N,
+        "base": base,
         "other": other,
         "metric": "faith",
         "prompts": len(common),
@@ -114,6 +118,12 @@ def summarise(
         for country in sorted({c.inputs["country"] for c in cells}):
             same = [c for c in cells if c.inputs["country"] == country]
             out["paired_countries"][country] = [paired(same, s, seed) for s in others]
+    # each strategy with +memory against itself without, at the same calls
+    out["memory"] = [
+        paired(cells, s, seed, base=with_memory(s)[0])
+        for s in strategies
+        if with_memory(s)[1] and with_memory(s)[0] in strategies
+    ]
     out["curve"] = curve(cells, strategies, budget)
     return out
 
@@ -138,7 +148,9 @@ def summary_lines(results: Any) -> list[str]:
             f"{reached:>7}   {shown(st['calls']['mean'], '.0f'):>5}  "
             f"{shown(st['seconds']['mean'], '.1f'):>8}"
         )
-    for p in summary.get("paired") or []:
+        if st.get("forgetting"):
+            lines.append(f"{'':<13} {forgetting_line(st['forgetting'])}")
+    for p in [*(summary.get("paired") or []), *(summary.get("memory") or [])]:
         iv = p["interval"]
         span = f" [{iv[0]:+.4f}, {iv[1]:+.4f}]" if iv else ""
         share = shown(p["share_improved"], ".0%")
