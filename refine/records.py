@@ -461,6 +461,17 @@ class PlannedChange(_Record):
         return f"{self.kind} {self.item}" + (f" with {self.reference}" if self.reference else "")
 
 
+# a reference descriptor's states across rounds, and a hallucinated or exaggerated item's
+# (refine.loop.tracking)
+DESCRIPTOR_STATES = ("became aligned", "stayed aligned", "aligned", "lost", "still missing",
+                     "missing")  # fmt: skip
+ITEM_STATES = ("new", "kept", "came back", "removed")
+TrackedState = Literal[
+    "became aligned", "stayed aligned", "aligned", "lost", "still missing", "missing",
+    "new", "kept", "came back", "removed",
+]  # fmt: skip
+
+
 class Tracked(_Record):
     """One reference descriptor, hallucinated phrase or exaggerated stereotype of a round's
     chosen image against the kept rounds before it (see refine.loop.tracking): aligned,
@@ -471,7 +482,7 @@ class Tracked(_Record):
     kind: Literal["descriptor", "hallucinated", "exaggerated"]
     dimension: str
     item: str
-    state: str
+    state: TrackedState
     fixed_in: int | None = None
 
 
@@ -481,17 +492,33 @@ class PastFix(_Record):
     the round's instruction (or rewritten prompt: ``move``), the model that made the image
     and the FAITH gain over the round it beat. Words and figures only, no image."""
 
-    country: str
-    activity: str
-    dimension: str
-    descriptor: str
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    country: str = Field(min_length=1, max_length=200)
+    activity: str = Field(min_length=1, max_length=300)
+    dimension: str = Field(min_length=1, max_length=40)
+    descriptor: str = Field(min_length=1, max_length=300)
     kind: Literal["fixed", "removed"]
-    instruction: str = Field(max_length=4000)
+    instruction: str = Field(min_length=1, max_length=4000)
     move: Literal["edit", "regenerate"] = "edit"
-    editor: str = ""
-    faith_gain: float | None = None
-    run: str = ""
-    round: int = 0
+    editor: str = Field("", max_length=300)
+    faith_gain: float | None = Field(None, ge=-1.0, le=1.0)
+    run: str = Field("", max_length=300)
+    round: int = Field(0, ge=0, le=1000)
+
+    @field_validator("country", "activity", "dimension", "descriptor", "editor", "run")
+    @classmethod
+    def _one_line(cls, v: str) -> str:
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in v):
+            raise ValueError("holds a control character (a line break, a tab, an escape)")
+        return v
+
+    @field_validator("instruction")
+    @classmethod
+    def _text(cls, v: str) -> str:
+        if any((ord(ch) < 32 and ch not in "\n\t") or ord(ch) == 127 for ch in v):
+            raise ValueError("holds a control character")
+        return v
 
 
 class Round(_Record):
@@ -748,6 +775,9 @@ class RunSpec(_Record):
     # the store --memory reads and adds to (None: the profile's, under the data folder; a
     # bench gives its own)
     memory_store: str | None = None
+    # hints only from other prompts' runs (a bench's: a prompt's cell made again, or
+    # another strategy of the same prompt, gives it none)
+    memory_other_prompts: bool = False
     keep_fixes_gain: float = Field(
         0.1,
         ge=0.0,

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from refine.io.files import append_jsonl, atomic_write_text, read_jsonl
 from refine.io.inputs import InputError
-from refine.loop.tracking import KEPT, folded, track_round
+from refine.loop.tracking import folded, lineage, track_round
 from refine.records import PastFix, PlannedChange, Round, Run, RunSpec
 
 HINTS = 3  # past fixes given to the writer at most
@@ -45,7 +45,8 @@ def store_path(profile: str) -> Path:
 
 def fix_id(f: PastFix) -> str:
     """An entry's identity: the same change of the same round of the same run is one."""
-    key = json.dumps([f.run, f.round, f.kind, f.dimension, folded(f.descriptor)])
+    key = json.dumps([f.run, f.round, f.kind, f.dimension, folded(f.descriptor), f.country,
+                      f.activity, f.instruction])  # fmt: skip
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -114,10 +115,11 @@ def round_fixes(run: Run, r: Round, editor: str) -> list[PastFix]:
     accepted or gained nothing measurable)."""
     if r.decision != "accepted" or r.index == 0:
         return []
-    before = [x for x in run.rounds[: r.index] if x.decision in KEPT]
+    beaten = _beaten(run, r)
     gain = None
-    if before and r.best.scores.faith is not None and before[-1].best.scores.faith is not None:
-        gain = r.best.scores.faith - before[-1].best.scores.faith
+    if beaten is not None and r.best.scores.faith is not None:
+        was = run.rounds[beaten].best.scores.faith
+        gain = None if was is None else r.best.scores.faith - was
     tracked = r.tracked or track_round(run, r.index)
     return [
         PastFix(
@@ -136,6 +138,15 @@ def round_fixes(run: Run, r: Round, editor: str) -> list[PastFix]:
         for t in tracked
         if t.state in STATES
     ]
+
+
+def _beaten(run: Run, r: Round) -> int | None:
+    """The round an accepted round was compared with (refine.loop.policy.compared_with):
+    its parent, or with ``edit_from`` ``last`` the kept round before it."""
+    if run.spec.edit_from != "last" and r.parent is not None:
+        return r.parent
+    before = lineage(run, r.index)
+    return before[-1] if before else None
 
 
 def targets(changes: Sequence[PlannedChange]) -> set[str]:
@@ -185,11 +196,17 @@ def hint_lines(hints: Sequence[PastFix]) -> str:
     for h in hints:
         what = "fixed" if h.kind == "fixed" else "removed"
         gain = "" if h.faith_gain is None else f", FAITH {h.faith_gain:+.3f}"
-        words = " ".join(h.instruction.split())
+        words = _flat(h.instruction)
         if len(words) > HINT_CHARS:
             words = words[: HINT_CHARS - 3].rstrip() + "..."
-        lines.append(f'* "{words}" {what} {h.dimension}: {h.descriptor} ({h.activity}{gain})')
+        said = f"{_flat(h.dimension)}: {_flat(h.descriptor)} ({_flat(h.activity)}{gain})"
+        lines.append(f'* "{words}" {what} {said}')
     return "\n".join(lines)
+
+
+def _flat(text: str) -> str:
+    """A store's words on one line (a shared store is not trusted to hold none)."""
+    return " ".join(text.split())
 
 
 def store_of(spec: RunSpec) -> FixStore:
@@ -200,6 +217,9 @@ def store_of(spec: RunSpec) -> FixStore:
 def hints_for(run: Run, changes: Sequence[PlannedChange]) -> list[PastFix]:
     """The past fixes a round's writer is given for its planned ``changes``."""
     fixes = [f for f in store_of(run.spec).entries() if not _own(run, f)]
+    if run.spec.memory_other_prompts:  # a bench's: what other prompts' runs fixed
+        here = (folded(run.references.country), folded(run.spec.activity))
+        fixes = [f for f in fixes if (folded(f.country), folded(f.activity)) != here]
     return best_hints(fixes, run.references.country, run.spec.activity, changes)
 
 
@@ -231,10 +251,11 @@ def check(spec: RunSpec, backends: Any) -> None:
         raise ValueError(f"--memory: {err}") from err
 
 
-def remember(run: Run, r: Round, backends: Any) -> int:
-    """An accepted round's fixes added to the run's store (``--memory``); how many."""
+def remember(run: Run, r: Round, names: dict[str, str]) -> int:
+    """An accepted round's fixes added to the run's store (``--memory``); how many.
+    ``names``: the backends' names by role, for a run whose record names none yet."""
     if not run.spec.memory or r.decision != "accepted":
         return 0
     role = "generator" if r.kind == "regenerate" else "editor"
-    made_by = run.backend_ids.get(role) or backends.names.get(role, "")
+    made_by = run.backend_ids.get(role) or names.get(role, "")
     return store_of(run.spec).add(round_fixes(run, r, made_by))

@@ -151,20 +151,22 @@ def decide_edit(
     note = f"; {dropped} candidate(s) left out: quality fell too far" if dropped else ""
     if keep is not None:
         held = [j for j in kept if keep.allows(j, faith_of(candidates[j]) - parent_faith, margin)]
-        if not held:
-            chosen = max(kept, key=lambda j: faith_of(candidates[j]))
-            n, words = keep.undone[chosen]
-            f = faith_of(candidates[chosen])
+        best_kept = max(kept, key=lambda j: faith_of(candidates[j]))
+        f = faith_of(candidates[best_kept])
+        n, words = keep.undone[best_kept]
+        if not held and f - parent_faith >= margin:
             return Verdict(
-                chosen,
+                best_kept,
                 "rejected",
                 f"undoes {n} earlier fix(es), more than --keep-fixes {keep.at_most}: {words}; "
                 f"FAITH {parent_faith:.3f} -> {f:.3f} ({f - parent_faith:+.3f}) is under the "
                 f"+{margin + keep.gain:g} that would outweigh it{note}",
             )
-        if len(held) < len(kept):
+        if not held:  # FAITH alone rejects it; the fixes it undoes are said beside
+            note += f"; it would also undo {n} earlier fix(es): {words}"
+        elif len(held) < len(kept):
             note += f"; {len(kept) - len(held)} candidate(s) left out: they undid earlier fixes"
-        kept = held
+            kept = held
     top = max(faith_of(candidates[j]) for j in kept)
     # the better-looking among the equally faithful; when the best one is accepted, only
     # among those that would be accepted too

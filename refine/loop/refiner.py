@@ -75,9 +75,11 @@ def choose_by_hand(
     if not 0 <= candidate < len(r.candidates):
         raise ValueError(f"round {round_index} has candidates 0..{len(r.candidates) - 1}")
     r.chosen, r.by_hand = candidate, True
+    r.tracked = tracking.track_round(run, round_index)  # the candidate chosen now
     if accept:
         r.decision, r.reason = "accepted", f"accepted by hand (candidate {candidate})"
         run.best_round = round_index
+        memory.remember(run, r, {})
     else:
         r.decision, r.reason = "rejected", "rejected by hand"
         if run.best_round == round_index:
@@ -466,7 +468,7 @@ class Refiner:
         r.failures, r.notes, r.instruction_note = made.failures, made.notes, written.note
         r.instruction_model = written.model if source == "language model" else None
         request.record(r, why, written, extra)
-        memory.remember(run, r, self.backends)  # --memory: what an accepted round fixed
+        memory.remember(run, r, self.backends.names)  # --memory: an accepted round's fixes
         # 7. steps
         self._after_round(run, store, r)
         self._emit(_decided(r))

@@ -36,14 +36,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from refine.loop.policy import KeepFixes
-from refine.records import Candidate, Run, Tracked
+from refine.records import DESCRIPTOR_STATES, ITEM_STATES, Candidate, Run, Tracked
 
 KEPT = ("initial", "accepted")
 STEREOTYPES = "stereotypes"  # the dimension an exaggerated item is counted under
-# the states a timeline draws, in the order its legend says them
-DESCRIPTOR_STATES = ("became aligned", "stayed aligned", "aligned", "lost", "still missing",
-                     "missing")  # fmt: skip
-ITEM_STATES = ("new", "kept", "came back", "removed")
+# the states (refine.records.DESCRIPTOR_STATES and ITEM_STATES)
+STATES = (*DESCRIPTOR_STATES, *ITEM_STATES)
 _ARTICLE = re.compile(r"^(a|an|the)\s+")
 
 
@@ -117,7 +115,14 @@ def lineage(run: Run, k: int, along: str = "kept") -> list[int]:
         return chain[::-1]
     if along != "kept":
         raise ValueError(f"along is 'kept' or 'parent', not {along!r}")
-    return [r.index for r in run.rounds[:k] if r.decision in KEPT]
+    return [r.index for r in run.rounds[:k] if kept(run, r.index)]
+
+
+def kept(run: Run, j: int) -> bool:
+    """Whether round ``j``'s image is one the run kept: initial or accepted, or the round
+    a rolled-back run goes on from (whatever it was decided in the run it came from)."""
+    branch = (run.branched_from or {}).get("round")
+    return run.rounds[j].decision in KEPT or j == branch
 
 
 def history(run: Run, rounds: Iterable[int]) -> History:
@@ -231,9 +236,10 @@ def forgetting(run: Run, along: str = "kept") -> dict[str, Forgetting]:
     if not run.rounds:
         return {}
     if along == "kept":
-        path = [r.index for r in run.rounds if r.decision in KEPT]
-    else:
-        path = [*lineage(run, len(run.rounds) - 1, "parent"), len(run.rounds) - 1]
+        path = [r.index for r in run.rounds if kept(run, r.index)]
+    else:  # the chain up to its last round a stop did not cut short
+        done = [r.index for r in run.rounds if r.decision != "stopped"]
+        path = [*lineage(run, done[-1], "parent"), done[-1]] if done else []
     counts: dict[str, dict[str, int]] = {}
     h = History()
     for j in path:

@@ -20,7 +20,7 @@ STATES = {
     "became aligned": ("#1a9850", "#fff", "+", "became aligned this round"),
     "stayed aligned": ("#a6d96a", "#000", "\u2713", "stayed aligned"),
     "aligned": ("#a6d96a", "#000", "\u2713", "aligned (round 0)"),
-    "lost": ("#d73027", "#fff", "\u2717", "lost: aligned in the round before, missing now"),
+    "lost": ("#d73027", "#fff", "\u2717", "lost: aligned in the last kept round, missing now"),
     "still missing": ("#f0f0f0", "#555", "\u00b7", "still missing"),
     "missing": ("#f0f0f0", "#555", "\u00b7", "missing (round 0)"),
     "new": ("#fdae61", "#000", "!", "new: in no earlier round"),
@@ -75,8 +75,13 @@ def timeline(run: Run) -> Timeline:
     )
 
 
+def _faded(decision: str) -> str:
+    """A round the run did not keep (rejected, or cut short by a stop) is drawn faded."""
+    return "opacity:.45;" if decision in ("rejected", "stopped") else ""
+
+
 def _cell(state: str | None, index: int, decision: str) -> str:
-    faded = "opacity:.45;" if decision == "rejected" or decision == "stopped" else ""
+    faded = _faded(decision)
     if state is None:
         return f'<td data-state="" title="round {index}: not seen" style="{faded}"></td>'
     bg, fg, mark, words = STATES[state]
@@ -94,7 +99,7 @@ def timeline_html(run: Run) -> str:
     n = len(tl.rounds)
     heads = "".join(
         f'<th scope="col" data-round="{i}" data-decision="{d}" title="round {i}: {d}" '
-        f'style="width:1.7em;text-align:center;{"opacity:.45;" if d == "rejected" else ""}">'
+        f'style="width:1.7em;text-align:center;{_faded(d)}">'
         f"{i}</th>"
         for i, d in tl.rounds
     )
@@ -134,6 +139,6 @@ def timeline_html(run: Run) -> str:
         f"<tbody>{''.join(body)}</tbody></table></div>"
         f'<figcaption style="font-size:12px"><p class="forgetting" data-forgotten='
         f'"{tracking.totals(tl.figures).forgotten}">{escape(figures_text(tl.figures))} '
-        f"(over the kept rounds; faded columns: rejected rounds){never}</p>"
+        f"(over the kept rounds; faded columns: rounds rejected or cut short){never}</p>"
         f'<p class="legend">{legend}</p></figcaption></figure>'
     )

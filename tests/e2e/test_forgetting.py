@@ -156,6 +156,12 @@ def test_memory_remembers_a_round_and_hands_it_to_a_later_writer(
     said = " ".join(first.rounds[2].text.split())
     h = hints[0]
     assert f'* "{said}" removed {h.dimension}: {h.descriptor} ({ACT}, FAITH +' in request
+    # the report lists them under the round's instruction
+    from refine.present.report.run import render_run
+
+    page = render_run(tmp_path / "2" / second.id)
+    assert "1 past fix(es) given to the writer (--memory)" in page
+    assert f'data-run="{first.id}" data-round="2"' in page
     # hints cost no model call: besides its writer's requests (at most one a round; the
     # first run's may have been answered from the cache of an earlier test), the second
     # run sent what the first did

@@ -253,7 +253,7 @@ def test_memory_against_none_at_the_same_calls(world, backends, options, tmp_pat
     assert later.rounds[1].hints and {h.run for h in later.rounds[1].hints} == {first.id}
     assert all(not r.hints for k, run in runs.items() if k[0] == "edit" for r in run.rounds)
     # the store holds the memory runs' fixes alone: words and figures
-    stored = FixStore(tmp_path / "bench" / "fixes.jsonl").entries()
+    stored = FixStore(tmp_path / "bench" / "fixes-edit-memory.jsonl").entries()
     assert stored and {f.run for f in stored} <= {first.id, later.id}
     # the same budget for both, and the comparison with and without memory
     assert all(c["calls"] <= N for c in cells.values())

@@ -24,7 +24,11 @@ def forgetting_table(rows: list[tuple[str, dict[str, Any] | None]], first: str, 
                         "followed)</td></tr>")  # fmt: skip
             continue
         where = ", ".join(
-            f"{escape(d)} {x['forgotten']} of {x['fixed']}"
+            f"{escape(d)}: "
+            + "; ".join(
+                ([f"{x['forgotten']} of {x['fixed']} fixes forgotten"] if x["forgotten"] else [])
+                + ([f"{x['came_back']} of {x['removed']} came back"] if x["came_back"] else [])
+            )
             for d, x in f["dimensions"].items()
             if x["forgotten"] or x["came_back"]
         )
@@ -42,5 +46,5 @@ def forgetting_table(rows: list[tuple[str, dict[str, Any] | None]], first: str, 
         "exaggerated item removed and back later came back. Counts over every prompt.</p>"
         f"<table><tr><th>{escape(first)}</th><th>prompts</th><th>fixes made</th>"
         "<th>forgotten</th><th>items removed</th><th>came back</th>"
-        "<th>forgotten per dimension</th></tr>" + "".join(body) + "</table>"
+        "<th>per dimension</th></tr>" + "".join(body) + "</table>"
     )

@@ -272,7 +272,24 @@ def _changes_html(r: Round) -> str:
     )
     return (
         f'{note}<details class="changes"><summary>built from {len(r.changes)} planned '
-        f"change(s)</summary><ul>{items}</ul></details>"
+        f"change(s)</summary><ul>{items}</ul></details>{_hints_html(r)}"
+    )
+
+
+def _hints_html(r: Round) -> str:
+    """The past fixes the writer was given (--memory)."""
+    if not r.hints:
+        return ""
+    items = "".join(
+        f'<li data-run="{escape(h.run)}" data-round="{h.round}">{escape(h.kind)} '
+        f"{escape(h.dimension)}: {escape(h.descriptor)} ({escape(h.activity)}, FAITH "
+        f"{num(h.faith_gain)}, run {escape(h.run)} round {h.round}): "
+        f"<q>{escape(' '.join(h.instruction.split()))}</q></li>"
+        for h in r.hints
+    )
+    return (
+        f'<details class="hints"><summary>{len(r.hints)} past fix(es) given to the writer '
+        f"(--memory)</summary><ul>{items}</ul></details>"
     )
 
 

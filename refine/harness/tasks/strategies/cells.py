@@ -16,6 +16,7 @@ from refine.harness.tasks.strategies.plan import (
     FAILED,
     StrategyPlan,
     first_best,
+    memory_settings,
     too_short,
     with_memory,
 )
@@ -61,8 +62,7 @@ class StrategyMaker:
             "tau": self.tau,
             "strategy": "edit" if strategy == BEST_OF_N else with_memory(strategy)[0],
             "budget_seconds": p.budget_seconds,
-            "memory": with_memory(strategy)[1],
-            "memory_store": str(self.folder / "fixes.jsonl"),
+            **memory_settings(strategy, self.folder),
         }
 
         def find(a: str, c: str) -> Any:

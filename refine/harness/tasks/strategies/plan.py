@@ -5,6 +5,7 @@ strategy's next step needs of the budget left."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from pydantic import field_validator, model_validator
@@ -12,12 +13,24 @@ from pydantic import field_validator, model_validator
 from refine.harness.cells import CellFormat
 from refine.harness.plan import BACKENDS, PROFILE, Backends, option
 from refine.harness.tasks.bench.plan import PromptPlan
+from refine.io.files import slug
 
 STRATEGIES = ("best-of-n", "edit", "regenerate", "auto")
 BEST_OF_N = "best-of-n"
 # a loop's strategy with --memory: the bench's own store of fixes (fixes.jsonl in its
 # folder), filled by these runs' accepted rounds as the prompts go (no model call)
 MEMORY = "+memory"
+
+
+def memory_settings(strategy: str, folder: Any) -> dict[str, Any]:
+    """A strategy's run settings for --memory: a store of its own in the bench folder,
+    whose hints come from other prompts' runs only (a prompt's cell made again, or its
+    other strategies, give it none)."""
+    return {
+        "memory": with_memory(strategy)[1],
+        "memory_store": str(Path(folder) / f"fixes-{slug(strategy, 40)}.jsonl"),
+        "memory_other_prompts": True,
+    }
 
 
 def with_memory(strategy: str) -> tuple[str, bool]:
