@@ -182,3 +182,15 @@ def test_a_round_decided_by_hand_tracks_the_candidate_chosen_then(tmp_path):
     done = choose_by_hand(store.dir, 1, 1)
     assert {t.item: t.state for t in done.rounds[1].tracked}["rug"] == "became aligned"
     assert [f.descriptor for f in memory.store_of(done.spec).entries()] == ["rug"]
+
+
+def test_the_timeline_escapes_what_a_model_said():
+    """An observer's phrase is drawn as text, never as markup (the app shows this table)."""
+    from refine.present.timeline import timeline_html
+
+    hostile = '<img src=x onerror="alert(1)">'
+    run = a_run(("initial", cand(aligned=["rug"], hallucinated=[hostile])),
+                ("accepted", cand(aligned=["rug"])))  # fmt: skip
+    html = timeline_html(run)
+    assert "<img" not in html and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
+    assert 'data-state="removed"' in html
