@@ -1,40 +1,183 @@
-"""The suite's time against its budget, as the run's last line (a pytest plugin, registered
-by ``tests/conftest.py``). A report, never a failure: a timed assertion fails on a busy
-machine for work that is fine.
+"""The suite's time against its budget, in units that do not depend on the machine (a
+pytest plugin, registered by ``tests/conftest.py``).
 
-The whole suite has a budget of 300 s on a 2-core machine, and the fast tests
-(``-m "not slow"``) one of 60 s. The line gives the run's time (what pytest's own last
-line gives) against the budget of what was run, and the five files whose tests took the
-longest (each test's set-up, call and tear-down summed per file, on whichever worker ran
-it: with two workers the files add up to about twice the run's time). ``--durations=0``
-lists every test, to find what grew within a file.
+Machines of one kind differ by about 2x, and a busy machine is slower again, so seconds
+say little. Before and after the tests, the run's first process times a reference
+workload (:data:`WORKLOAD`: imports, Python and torch kernels on one thread, a few
+seconds) as one copy per worker at the same time, so that it meets the contention the
+tests met. Every time is then given in **reference seconds**: seconds times
+``reference_s / measured``, where ``reference_s`` is the workload's time on the machine
+that recorded the profile (``tests/budget.json``). A run on a machine twice as slow, or
+beside two busy loops, reads about the same in these units.
+
+``tests/budget.json`` holds the budgets (the whole suite and ``-m "not slow"``), the
+limits and the profile: each file's time and each test's over a second, in reference
+seconds, from a whole run. A change that moves them says so in its commit;
+``REFINE_BUDGET=record ./dev test`` writes the profile of a whole run (the budgets and
+limits are kept). ``REFINE_BUDGET=off`` times nothing and checks nothing.
+
+A run of the whole suite or of the fast tests fails (after its tests, as
+``tests/leaks.py`` does) when:
+
+- it takes more than its budget plus ``grace`` (25 %), naming the files and tests that
+  grew most against the profile;
+- a test not in the profile takes more than ``new_test_s`` (10 s), naming it.
+
+The run's last line gives its time against the budget, the five slowest files and every
+test or set-up over ``slow_s`` (1.5 s) that is not marked ``slow`` (a set-up of the
+session's fixtures, the tiny models and stand-in servers every test shares, is named on
+the first test of each worker that asks for it). A selection (a file, ``-k``)
+times nothing and gets the line in plain seconds.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
 
-BUDGETS_S = {None: 300.0, "not slow": 60.0}  # by -m expression (None: the whole suite)
+import pytest
+
+BUDGET_FILE = Path(os.environ.get("REFINE_BUDGET_FILE") or Path(__file__).with_name("budget.json"))
 SLOWEST = 5
+SELECTIONS = {None: "suite", "not slow": "fast"}  # -m expression: the budget's name
 
-_start: float | None = None
-_by_file: dict[str, float] = defaultdict(float)
-_tests: set[str] = set()
+# The reference workload, one copy per worker. Its parts are what the suite's time is
+# made of: imports (torch, numpy and the standard library's modules: the compiled modules
+# read and run), Python code and one-thread torch kernels. About 2.5 s on the machine of
+# the profile.
+WORKLOAD = """
+import json, os, re, zlib
+os.environ["OMP_NUM_THREADS"] = "1"
+import numpy, torch
+torch.set_num_threads(1)
+torch.manual_seed(0)
+x = torch.randn(192, 192)
+for _ in range(400):
+    x = torch.tanh(x @ x * 0.05)
+words = {}
+for k in range(150_000):
+    words[str(k)] = re.sub("[13579]", "o", str(k * k))
+zlib.compress(json.dumps(words).encode())
+"""
 
 
-def pytest_sessionstart(session) -> None:
-    global _start
-    _start = time.monotonic()
+def reference_time(copies: int) -> float:
+    """The workload's wall time, averaged over ``copies`` copies run at the same time."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    started, procs = [], []
+    for _ in range(max(1, copies)):
+        started.append(time.monotonic())
+        code = os.environ.get("REFINE_BUDGET_WORKLOAD") or WORKLOAD  # a test's own
+        procs.append(subprocess.Popen([sys.executable, "-c", code], env=env))
+    took = []
+    for t0, proc in zip(started, procs, strict=True):
+        if proc.wait() != 0:
+            raise RuntimeError("the budget's reference workload failed (tests/budget.py)")
+        took.append(time.monotonic() - t0)
+    return sum(took) / len(took)
 
 
-def pytest_runtest_logreport(report) -> None:
-    """Every phase's time, as the workers report it to the run's first process."""
-    _by_file[report.nodeid.split("::")[0]] += report.duration
-    _tests.add(report.nodeid)
+def workers_gone(timeout_s: float = 30.0) -> None:
+    """Wait for this process's children (pytest-xdist's workers, ending) to exit, so that
+    the reference after the tests does not meet them."""
+    import psutil
+
+    psutil.wait_procs(psutil.Process().children(recursive=True), timeout=timeout_s)
 
 
-def budget_of(config) -> float | None:
+def load_budget(path: Path = BUDGET_FILE) -> dict:
+    return json.loads(path.read_text())
+
+
+@dataclass
+class Timings:
+    """What a run took, in reference seconds."""
+
+    seconds: float  # the run's wall time
+    by_file: dict[str, float]
+    by_test: dict[str, float]
+    unmarked: set[str] = field(default_factory=set)  # tests not marked slow
+
+
+def scaled(got: Timings, by: float) -> Timings:
+    """``got`` with every time multiplied by ``by``."""
+    return Timings(
+        got.seconds * by,
+        {f: s * by for f, s in got.by_file.items()},
+        {t: s * by for t, s in got.by_test.items()},
+        set(got.unmarked),
+    )
+
+
+def verdict(selection: str, got: Timings, budget: dict) -> list[str]:
+    """Why the run fails its budget (one line each, what grew named); empty when it holds."""
+    limit = budget["budgets"][selection]
+    allowed = limit * (1 + budget["grace"])
+    out = []
+    if got.seconds > allowed:
+        out.append(
+            f"the {selection} took {got.seconds:.0f} reference s, over its budget of "
+            f"{limit:.0f} plus {budget['grace']:.0%} ({allowed:.0f}); what grew most:"
+        )
+        key = "all" if selection == "suite" else "fast"
+        files = budget["profile"]["files"]
+        grew = {f: s - files.get(f, {}).get(key, 0.0) for f, s in got.by_file.items()}
+        for name, more in sorted(grew.items(), key=lambda kv: -kv[1])[:SLOWEST]:
+            if more > 0:
+                out.append(f"  file {name}: +{more:.1f} s ({got.by_file[name]:.1f} s now)")
+        tests = budget["profile"]["tests"]
+        grew = {t: s - tests.get(t, 0.0) for t, s in got.by_test.items()}
+        for name, more in sorted(grew.items(), key=lambda kv: -kv[1])[:SLOWEST]:
+            if more > 0:
+                out.append(f"  test {name}: +{more:.1f} s ({got.by_test[name]:.1f} s now)")
+    for name, took in sorted(got.by_test.items(), key=lambda kv: -kv[1]):
+        if name not in budget["profile"]["tests"] and took > budget["new_test_s"]:
+            out.append(
+                f"{name} is not in the profile and took {took:.1f} reference s (the limit "
+                f"is {budget['new_test_s']:.0f}): make it faster, or record the profile "
+                "(REFINE_BUDGET=record) and say so in the commit"
+            )
+    return out
+
+
+def line(
+    seconds: float,
+    limit: float | None,
+    by_file: dict[str, float],
+    tests: int,
+    unit: str = "s",
+    slow_unmarked: dict[str, float] | None = None,
+) -> str:
+    """The report: ``seconds`` against ``limit``, the slowest files, and the tests over
+    the slow mark's limit that are not marked slow."""
+    if limit is None:
+        said = f"{seconds:.0f} {unit} for {tests} tests (a selection: no budget of its own)"
+    elif seconds <= limit:
+        said = f"{seconds:.0f} {unit} for {tests} tests, within the budget of {limit:.0f}"
+    else:
+        said = (
+            f"{seconds:.0f} {unit} for {tests} tests, {seconds - limit:.0f} over the budget "
+            f"of {limit:.0f}"
+        )
+    slowest = sorted(by_file.items(), key=lambda kv: -kv[1])[:SLOWEST]
+    text = f"suite time: {said}"
+    if slowest:
+        text += "; slowest files: " + ", ".join(f"{name} {s:.0f}" for name, s in slowest)
+    if slow_unmarked:
+        named = sorted(slow_unmarked.items(), key=lambda kv: -kv[1])
+        text += "; over 1.5 s and not marked slow: " + ", ".join(
+            f"{name} {s:.1f}" for name, s in named
+        )
+    return text
+
+
+def selection_of(config) -> str | None:
     """The budget of what this run selected: the whole suite or the fast tests, run from
     the repository's test folders with no file or keyword chosen; None otherwise."""
     opt = config.option
@@ -43,31 +186,140 @@ def budget_of(config) -> float | None:
         str(config.rootpath / p) for p in config.getini("testpaths")
     }
     markexpr = getattr(opt, "markexpr", "") or None
-    return BUDGETS_S.get(markexpr) if whole else None
+    return SELECTIONS.get(markexpr) if whole else None
 
 
-def line(seconds: float, budget: float | None, by_file: dict[str, float], tests: int) -> str:
-    """The report: ``seconds`` against ``budget`` and the slowest files."""
-    if budget is None:
-        said = f"{seconds:.0f} s for {tests} tests (a selection: no budget of its own)"
-    elif seconds <= budget:
-        said = f"{seconds:.0f} s for {tests} tests, within the budget of {budget:.0f} s"
-    else:
-        said = (
-            f"{seconds:.0f} s for {tests} tests, {seconds - budget:.0f} s over the budget of "
-            f"{budget:.0f} s"
+def record(path: Path, reference_s: float, got: Timings, min_test_s: float = 1.0) -> None:
+    """The profile of a whole run into ``path`` (budgets and limits kept)."""
+    budget = load_budget(path)
+    fast: dict[str, float] = defaultdict(float)
+    for test, s in got.by_test.items():
+        if test in got.unmarked:
+            fast[test.split("::")[0]] += s
+    budget["reference_s"] = round(reference_s, 3)
+    budget["profile"] = {
+        "suite": round(got.seconds, 1),
+        "files": {
+            f: {"all": round(s, 1), "fast": round(fast.get(f, 0.0), 1)}
+            for f, s in sorted(got.by_file.items(), key=lambda kv: -kv[1])
+        },
+        "tests": {
+            t: round(s, 1)
+            for t, s in sorted(got.by_test.items(), key=lambda kv: -kv[1])
+            if s >= min_test_s
+        },
+    }
+    path.write_text(json.dumps(budget, indent=1) + "\n")
+
+
+class Budget:
+    """The plugin's state in the run's first process."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self.mode = os.environ.get("REFINE_BUDGET", "on")
+        self.selection = selection_of(config)
+        self.timed = self.selection is not None and self.mode != "off"
+        self.before = self.after = None
+        self.start = 0.0
+        self.end = 0.0
+        self.by_file: dict[str, float] = defaultdict(float)
+        self.by_test: dict[str, float] = defaultdict(float)
+        self.unmarked: set[str] = set()
+        self.setup: dict[str, float] = {}  # each test's set-up (its fixtures made for it)
+        self.text = ""
+
+    def copies(self) -> int:
+        n = getattr(self.config.option, "numprocesses", None)
+        return n if isinstance(n, int) and n > 0 else 1
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session) -> None:
+        """Before the workers start."""
+        if self.timed:
+            self.before = reference_time(self.copies())
+        self.start = time.monotonic()
+
+    def pytest_runtest_logreport(self, report) -> None:
+        """Every phase's time, as the workers report it to the run's first process."""
+        self.by_file[report.nodeid.split("::")[0]] += report.duration
+        self.by_test[report.nodeid] += report.duration
+        if report.when == "setup":
+            self.setup[report.nodeid] = report.duration
+        if "slow" not in report.keywords:
+            self.unmarked.add(report.nodeid)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        """After every worker is done: the reference again, then the verdict."""
+        self.end = time.monotonic()
+        if not self.by_test:
+            return
+        if not self.timed:
+            unmarked = self.slow_unmarked(1.5, 1.0)
+            self.text = line(
+                self.end - self.start, None, self.by_file, len(self.by_test), "s", unmarked
+            )
+            return
+        workers_gone()
+        self.after = reference_time(self.copies())
+        budget = load_budget()
+        scale = budget["reference_s"] / ((self.before + self.after) / 2)
+        raw = Timings(self.end - self.start, dict(self.by_file), dict(self.by_test), self.unmarked)
+        got = scaled(raw, scale)
+        unmarked = self.slow_unmarked(budget["slow_s"], scale)
+        self.text = line(
+            got.seconds,
+            budget["budgets"][self.selection],
+            got.by_file,
+            len(got.by_test),
+            "reference s",
+            unmarked,
+        ) + (
+            f" (the reference workload took {self.before:.2f} s before the tests and "
+            f"{self.after:.2f} s after, {budget['reference_s']:.2f} s on the profile's "
+            f"machine; {self.end - self.start:.0f} s here)"
         )
-    slowest = sorted(by_file.items(), key=lambda kv: -kv[1])[:SLOWEST]
-    files = ", ".join(f"{name} {s:.0f} s" for name, s in slowest)
-    return f"suite time: {said}; slowest files: {files}" if files else f"suite time: {said}"
+        if self.mode == "record" and self.selection == "suite":
+            # this machine's seconds become the units: its reference time is the profile's
+            here = (self.before + self.after) / 2
+            record(BUDGET_FILE, here, scaled(got, here / budget["reference_s"]))
+            self.text += f"; the profile is recorded in {BUDGET_FILE.name}"
+            return
+        failed = verdict(self.selection, got, budget)
+        if failed:
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.ensure_newline()
+                reporter.section("over the time budget (tests/budget.json)", red=True)
+                for text in failed:
+                    reporter.write_line(text)
+            else:
+                print("\n".join(failed))
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def slow_unmarked(self, slow_s: float, scale: float) -> dict[str, float]:
+        """The tests not marked slow whose set-up, or whose run (call and tear-down), took
+        over ``slow_s`` reference seconds. A set-up is a module's or the session's fixtures
+        made for the first test that asks for them: mark the module's tests, or share it."""
+        out = {}
+        for test in self.unmarked:
+            setup = self.setup.get(test, 0.0) * scale
+            run = self.by_test[test] * scale - setup
+            if run > slow_s:
+                out[test] = run
+            if setup > slow_s:
+                out[f"{test} (its set-up)"] = setup
+        return out
+
+    def pytest_unconfigure(self, config) -> None:
+        """Written once pytest's own summary is out."""
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and self.text:
+            reporter.write_line(self.text)
 
 
-def pytest_unconfigure(config) -> None:
-    """Written once pytest's own summary is out (in the run's first process only)."""
-    if hasattr(config, "workerinput") or _start is None or not _tests:
-        return
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None:
-        return
-    text = line(time.monotonic() - _start, budget_of(config), dict(_by_file), len(_tests))
-    reporter.write_line(text)
+def register(config) -> None:
+    """The plugin, in the run's first process only (a worker's tests are timed there)."""
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(Budget(config), "suite-budget")

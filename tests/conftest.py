@@ -35,10 +35,11 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 
 def pytest_configure(config):
-    """The suite's time against its budget, as the run's last line (tests/budget.py)."""
+    """The suite's time against its budget, checked after the tests and given as the run's
+    last line (tests/budget.py)."""
     from tests import budget
 
-    config.pluginmanager.register(budget, "suite-budget")
+    budget.register(config)
 
 
 _FINISHED = False  # this process is a pytest-xdist worker whose session has ended

@@ -10,12 +10,21 @@ Unknown is said as :data:`NO_REVISION` (mteb's word for it), never left blank.""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 NO_REVISION = "no_revision_available"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _SNAPSHOT = re.compile(r"models--([^/]+?)--([^/]+)/snapshots/([0-9a-f]{40})")
+
+
+def hub_api():
+    """``huggingface_hub``'s client for the hub ``HF_ENDPOINT`` names when it is called
+    (``huggingface_hub`` reads the variable once, as it is imported), else huggingface.co."""
+    from huggingface_hub import HfApi, constants
+
+    return HfApi(endpoint=(os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/"))
 
 
 def weights_of(info: dict[str, str]) -> str:
@@ -46,13 +55,12 @@ def hub_commit(repo: str, revision: str | None = None, online: bool = True) -> s
         pass
     if not online:
         return NO_REVISION
-    from huggingface_hub import HfApi
     from huggingface_hub.constants import is_offline_mode
 
     if is_offline_mode():
         return NO_REVISION
     try:
-        return HfApi().model_info(repo, revision=revision).sha or NO_REVISION
+        return hub_api().model_info(repo, revision=revision).sha or NO_REVISION
     except Exception:  # unreachable, unknown, gated: said as unknown, not guessed
         return NO_REVISION
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from refine.backends.provenance import hub_api
 from refine.io.inputs import InputError
 
 # what a tune's folder holds that is not the adapter's: resumable state, tracker logs
@@ -37,10 +38,8 @@ def check_push(repo: str) -> None:
         raise InputError(
             "--push-to-hub: no Hugging Face token (set HF_TOKEN, or run `hf auth login`)"
         )
-    from huggingface_hub import HfApi
-
     try:  # the token asked about now, not after hours of work
-        me = HfApi().whoami()
+        me = hub_api().whoami()
     except Exception as err:  # refused, or the hub out of reach: said in one line
         said = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(f"--push-to-hub: the hub did not accept the token ({said})") from err
@@ -60,10 +59,9 @@ def push(
     """``folder`` as one commit to ``repo``; the commit's address. A refusal of the hub
     (a token without write access, a name taken by someone else) is an InputError naming
     the repository and what the hub said."""
-    from huggingface_hub import HfApi
     from huggingface_hub.errors import HfHubHTTPError
 
-    api = HfApi()
+    api = hub_api()
     try:
         api.create_repo(repo, repo_type=repo_type, private=not public, exist_ok=True)
         if not public and not api.repo_info(repo, repo_type=repo_type).private:

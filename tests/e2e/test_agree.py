@@ -74,6 +74,7 @@ def rated(tmp_path):
     return bench, rate_dir / "ratings.csv"
 
 
+@pytest.mark.slow
 def test_correlations_alpha_and_page(rated, tmp_path):
     bench, ratings = rated
     args = [
@@ -154,6 +155,7 @@ def test_bad_ratings_files_get_one_line_each(rated, tmp_path):
     assert done.returncode == 2 and "unknown metric 'vibes'" in done.stderr
 
 
+@pytest.mark.slow
 def test_run_folders_expectations_and_computed_scores(world, siglip_path, tmp_path):
     """Metrics stored in a run (every candidate's scores, the chosen image's expectations
     met share) and, with --compute, an image no folder holds, scored by the profile."""
@@ -232,6 +234,7 @@ def test_run_folders_expectations_and_computed_scores(world, siglip_path, tmp_pa
     assert computed["computed"] == 1 and computed["missing"]["vqascore"] == len(names)
 
 
+@pytest.mark.slow
 def test_each_rater_once_per_image_and_identical_images_apart(rated, tmp_path):
     """A rater who answers an image twice counts once, with the later answer; two rated
     files with the same bytes are two images; a file matching stored images of different
@@ -294,6 +297,7 @@ def test_each_rater_once_per_image_and_identical_images_apart(rated, tmp_path):
     assert told["ambiguous"] == [] and told["metrics"]["faith"]["faithfulness"]["n"] == 7
 
 
+@pytest.mark.slow
 def test_an_earlier_agree_json_reads_its_clipscore_as_clipscore100(tmp_path):
     """agree.json names its conventions; one written before them held CLIPScore as
     100 x max(cos, 0), read as clipscore100 and never as clipscore; refine report draws

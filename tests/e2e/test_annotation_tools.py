@@ -204,6 +204,7 @@ def test_label_studio_conditions_marks_and_reasons(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_argilla_round_trip(rated_run, tmp_path):
     """The folder Argilla's from_disk reads: its settings, dataset and records pass
     Argilla's own models; responses written by Argilla's own Record come back as the same

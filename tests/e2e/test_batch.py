@@ -154,6 +154,7 @@ def test_workers_share_models_and_keep_runs_apart(world, backends, options, tmp_
     assert {r["stop_reason"] for r in csv_rows} == {c["stop_reason"] for c in record["cells"]}
 
 
+@pytest.mark.slow
 def test_score_existing_images(world, siglip_path, tmp_path, monkeypatch):
     # a cache of its own: TIFA's questions are asked of the language model once
     monkeypatch.setenv("REFINE_CACHE_DIR", str(tmp_path / "cache"))

@@ -59,6 +59,7 @@ def entropy(counts):
     return -sum(c / total * math.log(c / total) for c in counts if c) / math.log(len(counts))
 
 
+@pytest.mark.slow
 def test_every_number_recomputed_by_hand(bench, minilm, world):
     plan, out, summary = bench
     cells = BenchStore(out).records()
@@ -138,6 +139,7 @@ def test_every_number_recomputed_by_hand(bench, minilm, world):
     assert 'class="chart-figure bars"' in html and 'class="chart-figure scatter"' in html
 
 
+@pytest.mark.slow
 def test_a_killed_bench_goes_on_and_a_new_generator_reuses_the_rest(
     bench, world, options, siglip_path
 ):
@@ -165,6 +167,7 @@ def test_a_killed_bench_goes_on_and_a_new_generator_reuses_the_rest(
     assert all(row["prompts"] == 4 for row in other.summary["generators"].values())
 
 
+@pytest.mark.slow
 def test_bench_from_the_command_line(world, gemini_env, siglip_path, tmp_path):
     world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
     served = gemini_env.served_as
@@ -257,6 +260,7 @@ def test_workers_make_the_same_bench(world, siglip_path, options, tmp_path):
     assert docs[1][1] <= 8 and world.held_peak == 3
 
 
+@pytest.mark.slow
 def test_categories_select_prompts_and_get_their_own_aggregates(bench):
     plan, out, summary = bench
     cells = BenchStore(out).records()
@@ -390,6 +394,7 @@ def test_a_recipes_generator_settings_reach_the_pipeline_and_are_kept_with_its_c
         assert im.size == (56, 48) and cell["generator_settings"] == wider
 
 
+@pytest.mark.slow
 def test_expectations_in_a_bench(world, siglip_path, options, tmp_path):
     """--expectations: each prompt's expectations listed once (cached) and checked on every
     image; the met shares per image by hand, their means in results.json, rows.csv and the
@@ -438,6 +443,7 @@ def test_a_profile_names_its_generator_with_its_options(tmp_path):
         parse_generator("no-such-profile")
 
 
+@pytest.mark.slow
 def test_baselines_in_a_bench(world, siglip_path, options, tmp_path, monkeypatch):
     """--baselines clipscore,vqascore,tifa: TIFA's questions asked once per prompt and
     answered per image, kept with the cell's images; CLIPScore on the bench's CLIP; each

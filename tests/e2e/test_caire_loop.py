@@ -14,6 +14,7 @@ from tests.runs import begin
 ACT, COUNTRY = "people eating food at home", "Iran"
 
 
+@pytest.mark.slow
 def test_each_round_is_rated_and_a_misreading_feeds_the_next_edit(
     world, backends, options, tmp_path, kb_dir
 ):

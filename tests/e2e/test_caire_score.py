@@ -147,6 +147,7 @@ def test_bad_inputs_name_what_to_fix(capsys, world, kb_dir, tmp_path):
     assert code == 2 and "scores[1] holds 9; scores lie in 1..5" in err
 
 
+@pytest.mark.slow
 def test_the_1_to_5_path_on_a_tiny_vlm(tmp_path, siglip_path, kb_dir):
     from tests.fakes.tiny_models import build_tiny_qwen_vl
     from tests.integration.test_hf_models import manual_answer_probs
@@ -170,6 +171,7 @@ def test_the_1_to_5_path_on_a_tiny_vlm(tmp_path, siglip_path, kb_dir):
         assert s.expected == pytest.approx(sum((k + 1) * p for k, p in enumerate(direct)))
 
 
+@pytest.mark.slow
 def test_no_api_key_is_one_line_not_a_traceback(tmp_path):
     import os
     import subprocess
@@ -210,6 +212,7 @@ def manual_nll(path, image, text, answer, completion):
     return -sum(float(logp[k - 1, ids[k]]) for k in range(n, ids.shape[0]))
 
 
+@pytest.mark.slow
 def test_log_likelihood_scoring_with_affine_debiasing(tmp_path, siglip_path, kb_dir):
     """CAIRE App. B.1 on a tiny VLM: each label's NLL of "This text is relevant to LABEL"
     after the image and its entity's text, after the prompt alone, and debiased, every

@@ -55,6 +55,7 @@ def run(world, siglip_path, options, tmp_path, concepts_file):
     return plan, out, run_concepts(plan, out, backend_options=options).summary
 
 
+@pytest.mark.slow
 def test_every_figure_by_hand(run, world):
     plan, out, summary = run
     cells = CellStore(out, CONCEPT_CELLS).records()
@@ -99,6 +100,7 @@ def test_every_figure_by_hand(run, world):
     assert len(rows) == 41 and "Europe,France,Croissant" in rows[3]
 
 
+@pytest.mark.slow
 def test_a_killed_run_goes_on(run, world, options):
     plan, out, summary = run
     path = out / "concepts.jsonl"
@@ -110,6 +112,7 @@ def test_a_killed_run_goes_on(run, world, options):
     assert again.summary["generators"] == summary["generators"]
 
 
+@pytest.mark.slow
 def test_concept_files_and_the_command_line(world, siglip_path, tmp_path, concepts_file):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(
@@ -159,6 +162,7 @@ def test_concept_files_and_the_command_line(world, siglip_path, tmp_path, concep
     assert no.returncode == 2 and "--images-per-prompt '1'" in no.stderr
 
 
+@pytest.mark.slow
 def test_rescored_under_other_kernel_weights_with_no_model_call(run, world, tmp_path):
     """refine rescore --cube-weights: the stored tags, qualities and embeddings under
     another kernel, one folder each; the stand-in hears nothing."""
@@ -197,6 +201,7 @@ def test_rescored_under_other_kernel_weights_with_no_model_call(run, world, tmp_
     assert bad.returncode == 2 and "give --cube-weights" in bad.stderr
 
 
+@pytest.mark.slow
 def test_a_folder_written_before_the_cube_figures_had_names_of_their_own_still_opens(
     run, world, tmp_path
 ):
@@ -227,6 +232,7 @@ def test_a_folder_written_before_the_cube_figures_had_names_of_their_own_still_o
     assert len(again) == 4 and all("concept_quality" in im for c in again for im in c["images"])
 
 
+@pytest.mark.slow
 def test_hps_v2_quality_and_the_within_culture_case(
     world, siglip_path, options, tmp_path, concepts_file
 ):

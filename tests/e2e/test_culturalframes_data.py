@@ -133,6 +133,7 @@ def fetch(hub, data, *more):
     return done.value.code
 
 
+@pytest.mark.slow
 def test_the_images_prompts_and_ratings_land_and_agree_reads_them(tmp_path, capsys):
     from scipy.stats import spearmanr
 
@@ -268,6 +269,7 @@ def test_the_recipes_human_row_is_the_pooled_figure_with_its_note(tmp_path, caps
     assert any("pooled over all ratings" in n for n in table.notes)
 
 
+@pytest.mark.slow
 def test_the_fig6_recipe_scores_the_datasets_own_images_against_its_ratings(
     world, siglip_path, tmp_path, monkeypatch, capsys
 ):

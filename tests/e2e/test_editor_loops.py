@@ -108,6 +108,7 @@ def test_each_editor_edits_three_times_in_a_row_and_every_loop_follows_the_scena
     assert world.log == []
 
 
+@pytest.mark.slow
 def test_localized_loops_measure_drift_outside_the_boxes(
     world, backends, options, tmp_path, monkeypatch
 ):
@@ -124,6 +125,7 @@ def test_localized_loops_measure_drift_outside_the_boxes(
     assert "drift outside boxes" in page
 
 
+@pytest.mark.slow
 def test_the_command_line_compares_editors_and_refuses_what_cannot_be(
     world, siglip_path, tmp_path, monkeypatch
 ):
@@ -162,6 +164,7 @@ def test_the_command_line_compares_editors_and_refuses_what_cannot_be(
         assert bad.returncode == 2 and said in bad.stderr, (wrong, bad.stderr)
 
 
+@pytest.mark.slow
 def test_a_chain_an_edit_failure_ends_keeps_its_loops_and_is_made_again_next_time(
     world, backends, options, tmp_path, monkeypatch
 ):

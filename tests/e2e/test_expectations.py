@@ -134,6 +134,7 @@ def test_a_run_checks_every_round_and_asks_for_what_is_missed(built, world, sigl
     assert stored.rounds[1].expectations.judge == "gemini:gemini-3.8-flash"
 
 
+@pytest.mark.slow
 def test_the_report_chart_and_app_checklist_show_them(built, world, siglip_path, tmp_path):
     out, _ = built
     args = [*run_args(tmp_path / "runs", 1, siglip_path), "--expectations", str(out)]

@@ -5,6 +5,7 @@ bad inputs get one clear line."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ from PIL import Image
 
 from refine.io.store import RunStore
 from tests.e2e.test_cli_run import cli
+
+# the runs every test exports are made once, by a module fixture (8 s)
+pytestmark = pytest.mark.slow
 
 ACTS = ["people eating food at home", "wedding celebration"]
 
@@ -352,81 +356,77 @@ def hub_env(hub, home: Path, token: bool = True) -> dict[str, str]:
     return env
 
 
-def test_an_export_is_pushed_to_the_hub_in_one_private_commit(runs, tmp_path):
-    import subprocess
+@contextmanager
+def on_hub(hub, home: Path, token: bool = True):
+    """This process reaching the stand-in hub, as ``hub_env`` makes a refine process reach
+    it: the hub's address (read when a command asks the hub), a token store of its own,
+    LFS uploads and, with ``token``, the hub's token. ``huggingface_hub`` reads its offline
+    and Xet switches once, at its import, so they are set on its constants meanwhile."""
+    from huggingface_hub import constants
 
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_ENDPOINT", hub.url)
+        for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE"):
+            patch.delenv(name, raising=False)
+        if token:
+            patch.setenv("HF_TOKEN", hub.token)
+        patch.setattr(constants, "HF_HUB_OFFLINE", False)
+        patch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+        patch.setattr(constants, "HF_TOKEN_PATH", str(home / "token"))
+        patch.setattr(constants, "HF_STORED_TOKENS_PATH", str(home / "stored_tokens"))
+        yield
+
+
+def test_an_export_is_pushed_to_the_hub_in_one_private_commit(runs, tmp_path):
+    """In this process (``on_hub``): each command asks the hub named when it runs."""
     from huggingface_hub import DatasetCard
 
-    from tests.e2e.test_cli_run import refine_cmd
     from tests.fakes.hub_server import FakeHub
 
     out, loaded, dirs = runs
     args = ["export", str(out), "--format", "dpo", "--max-drift", "2"]
+    home = tmp_path / "hf"
     with FakeHub({}) as hub:
         # no token: refused before anything is written or asked
-        done = subprocess.run(
-            refine_cmd(*args, "--out", str(tmp_path / "a"), "--push-to-hub", "me/culture-dpo"),
-            env=hub_env(hub, tmp_path / "hf", token=False),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        with on_hub(hub, home, token=False):
+            done = cli(*args, "--out", str(tmp_path / "a"), "--push-to-hub", "me/culture-dpo")
         assert done.returncode == 2, done.stderr
         assert "--push-to-hub: no Hugging Face token" in done.stderr
         assert not (tmp_path / "a").exists() and hub.requests == []
-        bad = subprocess.run(
-            refine_cmd(*args, "--out", str(tmp_path / "b"), "--push-to-hub", "culture-dpo"),
-            env=hub_env(hub, tmp_path / "hf"),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert bad.returncode == 2 and "give the repository as OWNER/NAME" in bad.stderr
-        done = subprocess.run(
-            refine_cmd(*args, "--out", str(tmp_path / "d"), "--push-to-hub", "me/culture-dpo"),
-            env=hub_env(hub, tmp_path / "hf"),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr
-        repo = hub.pushed[("dataset", "me/culture-dpo")]
-        written = {
-            p.relative_to(tmp_path / "d").as_posix(): p.read_bytes()
-            for p in (tmp_path / "d").rglob("*")
-            if p.is_file()
-        }
-        assert repo["files"] == written and repo["private"] is True
-        assert (
-            len(repo["commits"]) == 1
-            and "refine export --format dpo" in (repo["commits"][0]["summary"])
-        )
-        shards = [p for p in written if p.endswith(".parquet")]
-        # the shards went through LFS (one upload each), the card as a regular file
-        assert sum(r.startswith("PUT /lfs-upload/") for r in hub.requests) == len(shards) == 1
-        assert f"pushed to the Hub: {hub.url}/me/culture-dpo/commit/" in done.stdout
-        # a public repository is pushed to only with --public; a read-only token, never
-        opened = subprocess.run(
-            refine_cmd(*args, "--out", str(tmp_path / "e"), "--push-to-hub", "me/open",
-                       "--public"),
-            env=hub_env(hub, tmp_path / "hf"), capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert opened.returncode == 0, opened.stderr
-        assert hub.pushed[("dataset", "me/open")]["private"] is False
-        again = subprocess.run(
-            refine_cmd(*args, "--out", str(tmp_path / "f"), "--push-to-hub", "me/open"),
-            env=hub_env(hub, tmp_path / "hf"), capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert again.returncode == 2
-        assert "me/open exists and is public; add --public to push to it" in again.stderr
-        assert len(hub.pushed[("dataset", "me/open")]["commits"]) == 1
-        hub.token_role = "read"
-        reader = subprocess.run(
-            refine_cmd(*args, "--out", str(tmp_path / "g"), "--push-to-hub", "me/culture-dpo"),
-            env=hub_env(hub, tmp_path / "hf"), capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert reader.returncode == 2 and "the token can only read" in reader.stderr
-        assert not (tmp_path / "g").exists()  # refused before the export
+        with on_hub(hub, home):
+            bad = cli(*args, "--out", str(tmp_path / "b"), "--push-to-hub", "culture-dpo")
+            assert bad.returncode == 2 and "give the repository as OWNER/NAME" in bad.stderr
+            done = cli(*args, "--out", str(tmp_path / "d"), "--push-to-hub", "me/culture-dpo")
+            assert done.returncode == 0, done.stderr
+            repo = hub.pushed[("dataset", "me/culture-dpo")]
+            written = {
+                p.relative_to(tmp_path / "d").as_posix(): p.read_bytes()
+                for p in (tmp_path / "d").rglob("*")
+                if p.is_file()
+            }
+            assert repo["files"] == written and repo["private"] is True
+            assert (
+                len(repo["commits"]) == 1
+                and "refine export --format dpo" in (repo["commits"][0]["summary"])
+            )
+            shards = [p for p in written if p.endswith(".parquet")]
+            # the shards went through LFS (one upload each), the card as a regular file
+            assert sum(r.startswith("PUT /lfs-upload/") for r in hub.requests) == len(shards) == 1
+            assert f"pushed to the Hub: {hub.url}/me/culture-dpo/commit/" in done.stdout
+            # a public repository is pushed to only with --public; a read-only token, never
+            opened = cli(
+                *args, "--out", str(tmp_path / "e"), "--push-to-hub", "me/open", "--public"
+            )
+            assert opened.returncode == 0, opened.stderr
+            assert hub.pushed[("dataset", "me/open")]["private"] is False
+            again = cli(*args, "--out", str(tmp_path / "f"), "--push-to-hub", "me/open")
+            assert again.returncode == 2
+            assert "me/open exists and is public; add --public to push to it" in again.stderr
+            assert len(hub.pushed[("dataset", "me/open")]["commits"]) == 1
+            hub.token_role = "read"
+            reader = cli(*args, "--out", str(tmp_path / "g"), "--push-to-hub", "me/culture-dpo")
+            assert reader.returncode == 2 and "the token can only read" in reader.stderr
+            assert not (tmp_path / "g").exists()  # refused before the export
     lone = cli(*args, "--out", str(tmp_path / "h"), "--public")
     assert lone.returncode == 2 and "give --push-to-hub OWNER/NAME too" in lone.stderr
     card = tmp_path / "card.md"

@@ -120,6 +120,7 @@ def test_the_timeline_draws_a_fix_then_its_loss(world, backends, options, tmp_pa
     assert 'style="background:#d73027' in timeline_html(run)  # lost is drawn red
 
 
+@pytest.mark.slow
 def test_memory_remembers_a_round_and_hands_it_to_a_later_writer(
     world, backends, options, tmp_path
 ):

@@ -32,6 +32,7 @@ def timeless(value):
     return value
 
 
+@pytest.mark.slow
 def test_a_batch_bench_is_the_live_bench(
     world, gemini_env, siglip_path, options, tmp_path, monkeypatch
 ):

@@ -53,6 +53,7 @@ def test_a_429_is_read_as_the_api_words_it():
     assert quota_of(Answered({"error": {"code": 429, "message": "slow down"}})) is None
 
 
+@pytest.mark.slow
 def test_a_retry_delay_holds_every_thread_of_the_client(world):
     """Four images asked at once, each first answered 429 with retryDelay 0.5s: no request
     reaches the API until 0.5 s after the last 429, then all four are made."""

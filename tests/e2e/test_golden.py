@@ -137,6 +137,7 @@ def test_numbers_agree_within_float32_rounding(a, b, same):
     assert (compare({"x": [a]}, {"x": [b]}, "") == []) is same
 
 
+@pytest.mark.slow
 def test_a_slightly_changed_computation_is_found(gemini_env, siglip_path, tmp_path):
     """The tolerance is tight enough to see a real change: every phrase embedding nudged by
     1e-5 (then normalised again) moves the similarities past it."""
@@ -164,6 +165,7 @@ def test_a_slightly_changed_computation_is_found(gemini_env, siglip_path, tmp_pa
     assert any(".similarity:" in f for f in found), found[:10]
 
 
+@pytest.mark.slow
 def test_cells_written_before_their_schema_open_and_go_on(gemini_env, siglip_path, tmp_path):
     """Bench and concepts lines of layout version 0 (no schema, timings or errors, as
     written before the harness) are read as they were: nothing is made again and the

@@ -46,6 +46,7 @@ def bomb_png(width: int, height: int) -> bytes:
     )
 
 
+@pytest.mark.slow
 def test_a_download_is_capped_in_size_and_time_and_only_http(tmp_path):
     """An endless body stops at the cap with memory to match; a drip stops at the time
     limit; a cut body, a control character, file:// and a redirect to it each end in one
@@ -104,6 +105,7 @@ def test_images_are_checked_by_their_declared_size_before_decoding(monkeypatch):
         declared_size(bomb_png(side + 1, side + 1))
 
 
+@pytest.mark.slow
 def test_a_hostile_mirror_ends_in_a_report_with_the_good_photos_kept(tmp_path, monkeypatch):
     """Every hostile row of the manifest is a dead link with its reason; the good photos
     are kept; photos.json and report.json are written; a descriptors file that is an HTML

@@ -44,6 +44,7 @@ def test_a_bench_with_8_workers_has_8_requests_in_flight(gemini_env, world, sigl
     assert gemini_env.peak_in_flight >= WORKERS, gemini_env.peak_in_flight
 
 
+@pytest.mark.slow
 def test_a_batch_with_8_workers_has_8_requests_in_flight(gemini_env, world, siglip_path, tmp_path):
     specs = tmp_path / "specs.jsonl"
     rows = [

@@ -107,6 +107,7 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
     assert world.log.count("generate") == 1 and world.log.count("edit") == 6
 
 
+@pytest.mark.slow
 def test_target_and_max_rounds_and_budget(world, backends, options, tmp_path):
     r = refiner(backends, options)
     first = begin(r, ACT, COUNTRY, out=tmp_path, rounds=3, target=0.0)
@@ -193,6 +194,7 @@ def test_python_api_and_store_safety(world, backends, options, tmp_path):
     assert RunStore.create(tmp_path, "a-run").dir.name == "a-run-2"  # never overwrites
 
 
+@pytest.mark.slow
 def test_reference_images_exag_variant(world, backends, options, tmp_path):
     from refine.evaluate.references import find_references
 
@@ -289,6 +291,7 @@ def test_branch_from_an_earlier_round_and_decide_by_hand(world, backends, option
         r.branch(store.dir, 7)
 
 
+@pytest.mark.slow
 def test_the_language_model_writes_the_instruction_by_default(
     world, backends, options, tmp_path, monkeypatch
 ):

@@ -112,6 +112,7 @@ def test_the_same_failure_gives_the_same_record_either_way(world, backends, opti
     assert runs[True][0].rounds[2].failures[0].startswith("candidate 1 (seed 2043)")
 
 
+@pytest.mark.slow
 def test_an_api_generator_asks_for_several_seeds_at_once(world):
     """generate(prompt, seeds) (a SoS bank cell, several first drafts): up to the backend's
     concurrency requests at once; the usage is the caller's, the images in seed order."""

@@ -74,6 +74,7 @@ def commons_files() -> list[CommonsFile]:
     return files
 
 
+@pytest.mark.slow
 def test_search_keeps_the_top_five_by_clipscore_with_their_attribution(tiny_clip, tmp_path):
     embedder = create("image_embedder", tiny_clip, shared=False, device="cpu")
     llm = Translator()
@@ -180,6 +181,7 @@ def test_what_cannot_be_searched_is_named(tiny_clip, tmp_path, monkeypatch):
     assert waits == [1, 2]  # three tries, 1 s then 2 s apart
 
 
+@pytest.mark.slow
 def test_commands_take_the_photo_set_with_no_file_list(world, tiny_clip, tmp_path, monkeypatch):
     """score, a references file and calibrate-tau use the searched set of their activity
     and country; the fake world's judge says yes with 0.9 to red and 0.3 to green, so a red

@@ -41,6 +41,7 @@ def run(backends, options, tmp_path, **settings):
     )
 
 
+@pytest.mark.slow
 def test_a_round_that_looks_worse_is_rejected_unless_the_guard_is_off(
     breaking, backends, options, tmp_path
 ):

@@ -321,6 +321,7 @@ def test_wrong_input_is_refused_in_one_line(tmp_path):
     assert bad.returncode == 2 and "--concepts FILE" in bad.stderr
 
 
+@pytest.mark.slow
 def test_a_settings_recipe_rescores_its_bench_at_the_photos_quartiles(
     world, siglip_path, tmp_path, monkeypatch
 ):
@@ -380,6 +381,7 @@ values = { overall = 0.42 }
 """
 
 
+@pytest.mark.slow
 def test_an_agreement_recipe_by_questions_with_the_human_row(world, siglip_path, tmp_path):
     """CulturalFrames Fig. 6's layout: each metric's Spearman with the mean answer to each
     question, and each rater against the others' mean (averaged) as the last row."""
@@ -601,6 +603,7 @@ def test_a_second_backbone_scores_the_same_images_again(world, siglip_path, tmp_
     assert r"\textbf" in tex.split("Human")[0] and r"\textbf" not in tex.split("Human")[1]
 
 
+@pytest.mark.slow
 def test_the_proposers_recipe_rescores_its_bench_with_each_proposers_own_set(
     world, siglip_path, tmp_path, monkeypatch, capsys
 ):

@@ -54,6 +54,7 @@ def own_ranking(siglip_path, files, texts):
     return sorted(zip([str(f) for f in files], mean, strict=True), key=lambda x: -x[1])
 
 
+@pytest.mark.slow
 def test_a_reference_guided_edit_carries_the_closest_photos(
     world, backends, options, siglip_path, tmp_path, monkeypatch
 ):

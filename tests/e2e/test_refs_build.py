@@ -185,6 +185,7 @@ class AheadModels:
         return 200, text_answer(json.dumps(answer))
 
 
+@pytest.mark.slow
 def test_references_with_the_papers_prompts(gemini_env, tmp_path):
     """refs build --prompts ahead (auto for a CULTIVate activity): each proposer once per
     dimension at temperature 0.2 with Tab. 15-20, the refiner per dimension at 0.1 with

@@ -83,6 +83,7 @@ def self_contained(html: str) -> bool:
     return "<script" not in lowered and "<link" not in lowered and 'src="http' not in lowered
 
 
+@pytest.mark.slow
 def test_run_report_shows_every_round(world, backends, options, tmp_path, capsys):
     run = begin(
         Refiner("gemini", backends=backends, backend_options=options),
@@ -147,6 +148,7 @@ def test_run_report_shows_every_round(world, backends, options, tmp_path, capsys
     assert "needs at least +0.01" in html
 
 
+@pytest.mark.slow
 def test_batch_report_with_a_failed_run(world, backends, options, tmp_path):
     Image.new("RGB", (64, 48), BLUE).save(tmp_path / "blue.png")
     specs = tmp_path / "b.jsonl"

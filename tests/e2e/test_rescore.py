@@ -43,6 +43,7 @@ def _cells(folder):
     return [json.loads(x) for x in (folder / "cells.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_a_new_tau_makes_no_model_call(bench, world, minilm, tmp_path):
     asked = len(world.log)
     new = tmp_path / "tau"
@@ -109,6 +110,7 @@ def test_a_new_tau_makes_no_model_call(bench, world, minilm, tmp_path):
     assert faith["difference"] == pytest.approx(spearman(xb, y) - spearman(xa, y))
 
 
+@pytest.mark.slow
 def test_a_new_observer_observes_again_and_never_generates(
     bench, world, gemini_env, tmp_path, monkeypatch
 ):
@@ -155,6 +157,7 @@ def test_a_new_observer_observes_again_and_never_generates(
     assert "batch" in json.loads((batch / "results.json").read_text())["config"]
 
 
+@pytest.mark.slow
 def test_rescore_refuses_what_it_cannot_do(bench, tmp_path):
     new = str(tmp_path / "x")
     bad = cli("rescore", str(bench), "--out", new)
@@ -279,6 +282,7 @@ def test_tau_at_the_photos_quartiles(bench, world, minilm, tmp_path, monkeypatch
     assert bad.returncode == 2 and "leave out --tau" in bad.stderr
 
 
+@pytest.mark.slow
 def test_exag_read_again_by_another_variant_on_the_same_images(bench, world, tmp_path, monkeypatch):
     """AHEaD Tab. 9 on one set of images: a bench scored by EXAG(MLLM) (no photos) is
     rescored by EXAG(ITA) once photos exist, each candidate's VQAScore on the image against
@@ -330,6 +334,7 @@ def test_exag_read_again_by_another_variant_on_the_same_images(bench, world, tmp
             assert im["faith"] == pytest.approx(was["faith"], abs=1e-9)
 
 
+@pytest.mark.slow
 def test_clip_flant5_as_the_new_judge_reads_exag_ita_and_says_what_it_cannot(
     world, siglip_path, options, tmp_path, monkeypatch
 ):

@@ -45,6 +45,7 @@ def one_round(backends, options, tmp_path, **settings):
     )
 
 
+@pytest.mark.slow
 def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, tmp_path):
     world = no_logprobs
     # every reading takes all k answers (the profile's agree = 2 is tested below)
@@ -142,6 +143,7 @@ def test_a_reading_ends_when_its_first_answers_agree(no_logprobs, agree):
     assert (rating.stderr > 0) == (k == K)
 
 
+@pytest.mark.slow
 def test_a_model_that_ignores_the_seed_reads_at_its_own_odds(no_logprobs, gemini_env):
     """Gemini 3.6 Flash and later fix their sampling: no temperature is sent (the stand-in
     refuses one), the seed still is, and a model may ignore it too. Then a reading is no

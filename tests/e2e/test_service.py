@@ -16,6 +16,7 @@ def service(backends, options, tmp_path):
     return RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
 
 
+@pytest.mark.slow
 def test_live_updates_and_one_run_at_a_time(world, service):
     world.edit_delay_s = 0.3
     job = service.start(*prepared(ACT, COUNTRY, rounds=2, target=1.0, max_drift=2.0))
@@ -160,6 +161,7 @@ def test_gpu_and_model_errors_read_as_advice(
     assert not service.busy
 
 
+@pytest.mark.slow
 def test_a_review_nobody_answers_stops_the_run_and_frees_the_service(
     world, backends, options, tmp_path
 ):

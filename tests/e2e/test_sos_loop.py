@@ -24,6 +24,7 @@ def bank_dir(world, backends, options, siglip_path, tmp_path):
     return tmp_path / "bank"
 
 
+@pytest.mark.slow
 def test_every_round_in_every_language_with_sos(
     world, backends, options, siglip_path, bank_dir, tmp_path
 ):

@@ -4,6 +4,8 @@ AHEaD's Tab. 32 writer (its instruction sent to the editor, no model call)."""
 
 from __future__ import annotations
 
+import pytest
+
 from refine.io.store import RunStore
 from refine.loop import policy
 from refine.loop.prompts import base_prompt, template_prompt
@@ -14,6 +16,7 @@ from tests.fakes.gemini_world import GREEN, RED
 from tests.runs import begin
 
 
+@pytest.mark.slow
 def test_regenerate_draws_new_images_from_a_rewritten_prompt(
     world, backends, options, tmp_path, monkeypatch
 ):

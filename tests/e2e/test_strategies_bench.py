@@ -128,6 +128,7 @@ def test_a_call_budget_ends_a_run_before_its_calls_pass_it(
             usage.spend("a local model")
 
 
+@pytest.mark.slow
 def test_the_command_line_runs_strategies_and_refuses_what_cannot_be(
     world, siglip_path, tmp_path, monkeypatch
 ):

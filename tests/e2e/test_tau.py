@@ -139,6 +139,7 @@ def test_the_profile_tau_unless_given(world, siglip_path, tmp_path):
     assert "0.67 for Qwen2.5-VL" in load_profile("local-gpu").tau_source
 
 
+@pytest.mark.slow
 def test_reference_images_give_the_papers_exag(world, tmp_path):
     """EXAG = mean over images of the largest excess, over the stereotype candidates, of
     P(yes) on the image over its mean on the real photos (the judge's probabilities are

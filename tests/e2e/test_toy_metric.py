@@ -47,6 +47,7 @@ TOY = Metric(
 )
 
 
+@pytest.mark.slow
 def test_a_registered_metric_reaches_the_record_the_chart_the_report_and_the_glossary(
     world, backends, options, tmp_path
 ):
@@ -132,6 +133,7 @@ def test_a_metric_whose_readings_are_missing_is_noted_not_made_up(
     assert "has no softmax logit scale (not a CLIP)" in scores.notes["toy_redness"]
 
 
+@pytest.mark.slow
 def test_a_registered_metric_reaches_the_bench_and_the_agreement(
     world, siglip_path, options, tmp_path
 ):

@@ -68,6 +68,7 @@ def test_checkpoints_are_named_or_replaced(tmp_path):
     assert model_readings(["clipscore"], images(), PROMPT) == [None] * 3
 
 
+@pytest.mark.slow
 def test_pickscore_on_a_checkpoint_in_its_layout(tmp_path):
     """PickScore v1's layout: a transformers CLIPModel whose folder holds no processor,
     the processor another checkpoint's; the score is the logit scale times the cosine."""
@@ -103,6 +104,7 @@ def test_pickscore_on_a_checkpoint_in_its_layout(tmp_path):
     assert [c.value for c in own] == pytest.approx(want, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_hpsv2_on_a_checkpoint_in_its_layout(tmp_path):
     """HPS v2's layout: open_clip weights under "state_dict" in a .pt file, loaded into
     the architecture; the score is the cosine of the normalised embeddings."""
@@ -228,6 +230,7 @@ def test_a_checkpoint_the_formula_cannot_use_is_refused():
         parse_baseline_models(["pickscore=siglip:google/siglip2-base-patch16-224"])
 
 
+@pytest.mark.slow
 def test_agree_computes_clipscore_for_the_generation_prompt_where_none_is_stored(world, tmp_path):
     """A ratings row without a prompt: CLIPScore for the generation prompt of its activity
     and country; an image whose CLIPScore is stored (a bench's) keeps it."""

@@ -115,6 +115,7 @@ class _Tensors(torch.nn.Module):
         return getattr(out, "pooler_output", out)
 
 
+@pytest.mark.slow
 def test_hessel_clipscore_on_a_transformers_clip_equals_torchmetrics_over_40(tiny_hf_clip):
     """clipscore (Hessel's 2.5 x max(cos, 0)) through the hfclip: embedder equals the formula
     on the model's own embeddings, and torchmetrics' CLIPScore (100 x max(cos, 0)) / 40."""

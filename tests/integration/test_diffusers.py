@@ -45,6 +45,7 @@ def test_generator_seeds_reproduce(tiny_dir):
     assert info["dtype"] == "float32" and info["device"] == "cpu"
 
 
+@pytest.mark.slow
 def test_a_pipeline_autopipeline_does_not_map_loads_as_its_own_class(tmp_path):
     """SoS's AltDiffusion-m9 is an AltDiffusionPipeline, which AutoPipelineForText2Image
     maps to no task, and its model_index.json names its text encoder's library
@@ -60,6 +61,7 @@ def test_a_pipeline_autopipeline_does_not_map_loads_as_its_own_class(tmp_path):
     assert not np.array_equal(arr(images[0]), arr(images[1]))
 
 
+@pytest.mark.slow
 def test_a_scheduler_setting_and_an_adapter_file_in_a_hub_repository(tiny_dir):
     """A distilled model's scheduler entries (Qwen-Image-Lightning's shift) are set on the
     pipeline's scheduler, an entry it lacks refused; an adapter named as a file in a hub
@@ -99,6 +101,7 @@ def test_generator_progress_callback(tiny_dir):
     assert steps == [(1, 2), (2, 2)]
 
 
+@pytest.mark.slow
 def test_lora_changes_output_and_unloads(tiny_dir, tmp_path):
     g = gen_backend(tiny_dir["sd"])
     base = arr(g.generate("x", seeds=[3])[0])
@@ -126,6 +129,7 @@ def test_text_to_image_pipeline_is_not_an_editor(tiny_dir):
         ed.load()
 
 
+@pytest.mark.slow
 def test_img2img_shares_generator_weights(tiny_dir):
     name = str(tiny_dir["sd"])
     gen = create("generator", f"diffusers:{name}")  # the shared instance
@@ -151,6 +155,7 @@ def test_img2img_progress(tiny_dir):
     assert seen == [(1, 2), (2, 2)]  # 4 steps at strength 0.5 run 2
 
 
+@pytest.mark.slow
 def test_flux2_klein_generates_and_edits_with_one_set_of_weights(tiny_dir):
     name = f"diffusers:{tiny_dir['klein']}"
     opts = {"device": "cpu", "steps": 2}
@@ -225,6 +230,7 @@ def test_revision_and_variant_reach_from_pretrained(tiny_dir, monkeypatch):
     assert gen.id.endswith("@main") and gen.info()["revision"] == "main"
 
 
+@pytest.mark.slow
 def test_an_edit_batch_gives_each_seed_its_own_image(tiny_dir):
     """N seeds' edits are one pipeline call; each image is the one its seed gives alone."""
     ed = create("editor", f"diffusers:{tiny_dir['ip2p']}", shared=False, device="cpu", steps=2)
@@ -252,6 +258,7 @@ def test_an_edit_batch_gives_each_seed_its_own_image(tiny_dir):
     assert not np.array_equal(arr(batch[0]), arr(batch[1]))
 
 
+@pytest.mark.slow
 def test_out_of_memory_halves_the_batch_and_says_so(tiny_dir):
     import torch
 
@@ -289,6 +296,7 @@ def test_out_of_memory_halves_the_batch_and_says_so(tiny_dir):
     assert steps == sorted(steps) and steps[-1] == 6  # 3 calls of 2 steps, counted together
 
 
+@pytest.mark.slow
 def test_a_lora_named_with_the_generator(tiny_dir, tmp_path):
     """``diffusers:MODEL+lora=PATH@SCALE`` (as --backend generator=... takes it) and the
     ``lora`` option load the adapter; the id says which; scale 0 draws the base."""

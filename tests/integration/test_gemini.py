@@ -105,6 +105,7 @@ def test_bad_key_is_not_retried(fake, client):
     assert len(fake.requests) == 1
 
 
+@pytest.mark.slow
 def test_timeout_is_retried_then_reported(fake, client):
     client.timeout_s = 0.3  # each answer comes 1 s late: three attempts time out in ~1 s
     for _ in range(3):

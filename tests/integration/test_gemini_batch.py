@@ -107,6 +107,7 @@ def test_a_rerun_reads_the_job_it_sent_instead_of_sending_it_again(
     assert len(fake.batches[again.created[0]]["requests"]) == 1  # "c" alone
 
 
+@pytest.mark.slow
 def test_a_failed_job_and_a_refused_request_fail_their_requests(fake, client, tmp_path):
     batcher = Batcher(tmp_path / JOURNAL, poll_s=0.02, gather_s=0.2)
     try:
@@ -155,6 +156,7 @@ def asked(client: GeminiClient, texts: list[str]) -> list:
     return out
 
 
+@pytest.mark.slow
 def test_a_rerun_sends_again_what_a_failed_job_held(fake, client, installed):
     """An expired job fails its requests; the next run sends them again in a new job (with
     the run's other requests), and never reads the expired one again."""
@@ -176,6 +178,7 @@ def test_a_job_stays_under_the_apis_size_limit(fake, client, installed):
     assert sorted(len(fake.batches[n]["requests"]) for n in batcher.created) == [1, 2]
 
 
+@pytest.mark.slow
 def test_a_failed_poll_is_polled_again_and_a_spent_quota_is_said(fake, client, installed):
     from refine.usage import QuotaSpent
     from tests.fakes.gemini_server import PER_DAY, quota_answer

@@ -278,6 +278,7 @@ class Candidates(BaseModel):
     candidates: list[str]
 
 
+@pytest.mark.slow
 def test_language_model_complete_json(tiny):
     lm = backend("llm", tiny["lm"], max_new_tokens=60)
     prompt = "List stereotype candidates for Iran as JSON."
@@ -302,6 +303,7 @@ def current(request, tmp_path_factory):
     return build_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3"), request.param)
 
 
+@pytest.mark.slow
 def test_current_architectures_judge_as_computed_directly(current):
     judge = backend("judge", current)
     info = judge.info()

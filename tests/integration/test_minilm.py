@@ -79,6 +79,7 @@ def test_references_against_themselves(minilm):
     assert (s.align, s.hal) == (1.0, 0.0)
 
 
+@pytest.mark.slow
 def test_the_bundled_model_runs_with_transformers_alone_and_matches_sentence_transformers(
     minilm, tmp_path
 ):

@@ -50,6 +50,7 @@ def distribution(top: list[dict], answers: tuple[str, ...]) -> list[float]:
     return [mass[a] / total for a in answers]
 
 
+@pytest.mark.slow
 def test_the_judge_reads_the_servers_log_probabilities(server, monkeypatch):
     monkeypatch.setattr(judging, "_HAS_LOGPROBS", set())
     monkeypatch.setattr(judging, "_NO_LOGPROBS", set())
@@ -127,6 +128,7 @@ def test_a_model_the_server_does_not_serve_is_one_line(server):
     role("observer", server).verify()  # a served one passes
 
 
+@pytest.mark.slow
 def test_a_rate_limit_is_waited_out_as_the_server_says(server, monkeypatch):
     monkeypatch.setattr(judging, "_HAS_LOGPROBS", set())
     server.too_many, server.retry_after_s = 1, 1
@@ -182,6 +184,7 @@ def test_completion_log_likelihood_from_vllms_prompt_logprobs(server):
         judge.completion_nll([None], ["x"], prefix, [" Iran"])
 
 
+@pytest.mark.slow
 def test_under_a_call_budget_retries_are_counted_requests_and_wait_as_told(server, monkeypatch):
     """A retry is a request the budget must count: under one, the client does not retry
     by itself; the backend does, each retry taken from the budget, waiting as the

@@ -91,6 +91,7 @@ def test_adapters_show_the_run(world, backends, options, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_the_app_and_the_report_draw_the_same_series(world, backends, options, tmp_path):
     """One source of views: the app's chart and the report's chart carry the same series
     (drift, SoS and CAIRE included) with the same values."""
@@ -137,6 +138,7 @@ def test_the_activity_list_follows_the_country():
         assert ready_activities(sent) == []
 
 
+@pytest.mark.slow
 def test_the_apps_examples_can_run_from_the_bundled_pack(tmp_path):
     import gradio as gr
 

@@ -90,6 +90,7 @@ def test_paths_outside_out_are_refused(app):
     assert client.predict(run_dir.name, api_name="/open")[0].startswith("run ")
 
 
+@pytest.mark.slow
 def test_a_crafted_record_cannot_name_files_outside_its_folder(app):
     client, service, run_dir, base = app
     s = secret(base)
@@ -103,6 +104,7 @@ def test_a_crafted_record_cannot_name_files_outside_its_folder(app):
     untouched(s)
 
 
+@pytest.mark.slow
 def test_links_inside_a_run_folder_are_not_followed(app):
     client, service, run_dir, base = app
     s = secret(base)
@@ -191,6 +193,7 @@ def test_an_instruction_and_a_set_path_have_bounds(app):
         rate_begin(client, "a" * 5000, "ana")
 
 
+@pytest.mark.slow
 def test_references_named_to_climb_out_stay_inside(app):
     """/save_references and /build_references with hostile activity and country names:
     what is written stays in --out/references; control characters, over-long names and
@@ -234,6 +237,7 @@ def test_references_named_to_climb_out_stay_inside(app):
     untouched(s)
 
 
+@pytest.mark.slow
 def test_rating_probes_stay_inside_out(app):
     """The Rate view: sets outside --out, images not in the set, bad raters and answers
     are refused, write nothing, and a run of the app can be rated."""

@@ -57,6 +57,7 @@ def test_the_environment_names_what_is_wrong(tmp_path):
         deploy.from_env({**key, "REFINE_DAILY_CALLS": "0"})
 
 
+@pytest.mark.slow
 def test_the_space_entry_point_refuses_to_start_without_the_key(tmp_path):
     sys.path.insert(0, str(ROOT / "tools"))
     try:

@@ -36,6 +36,7 @@ def test_gradio_alone_refuses_to_start_when_its_probe_times_out(slow_probe):
         demo.close()
 
 
+@pytest.mark.slow
 def test_the_app_starts_and_its_page_answers_although_the_probe_timed_out(slow_probe):
     demo = tiny_demo()
     try:
@@ -60,6 +61,7 @@ def _failing(url):
     [(_interrupted, KeyboardInterrupt, None), (_failing, RuntimeError, "answered 500: boom in")],
     ids=["ctrl-c while the page is awaited", "a page that answers 500"],
 )
+@pytest.mark.slow
 def test_a_launch_stopped_at_the_page_says_why_and_closes_the_server(
     monkeypatch, page, raised, match
 ):
@@ -80,6 +82,7 @@ def test_a_launch_stopped_at_the_page_says_why_and_closes_the_server(
         demo.close()
 
 
+@pytest.mark.slow
 def test_blocking_serves_until_the_server_is_closed():
     import threading
 

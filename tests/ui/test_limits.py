@@ -38,6 +38,7 @@ def runs_in(service) -> set:
     return set(service.out.rglob("run.json"))
 
 
+@pytest.mark.slow
 def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
     from gradio_client.exceptions import AppError
 
@@ -73,6 +74,7 @@ def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
     assert fields["rounds"]["value"] == 3  # the run default (5) capped to the limit
 
 
+@pytest.mark.slow
 def test_every_app_run_has_the_budget_and_says_which_limit_ended_it(limited):
     from tests.ui.clients import app_client
 
@@ -170,6 +172,7 @@ def test_a_stop_during_a_round_of_many_candidates_ends_the_run_at_once(
         assert took < 10, f"the stop took {took:.1f} s"
 
 
+@pytest.mark.slow
 def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited):
     """Each hostile value (one app for them all: building and launching one per value was
     most of this test's time), refused by the handler and through the API."""
@@ -207,6 +210,7 @@ def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited):
         assert not service.busy and runs_in(service) == runs, value
 
 
+@pytest.mark.slow
 def test_hostile_text_and_checkbox_settings_are_refused_by_name(limited):
     """The run settings the form shows as texts and checkboxes (from the settings table)
     refuse what no form box sends, naming the field, before anything runs."""

@@ -102,6 +102,7 @@ def test_count_tune_and_compare(app, world):
         client.predict("lots", api_name="/tune_count")
 
 
+@pytest.mark.slow
 def test_the_tune_view_is_on_where_the_generator_can_be_tuned(siglip_path, tmp_path):
     """On a profile with a diffusers generator every control of the Tune view is on, and
     nothing says tuning is off. Its buttons act as the visitor, so they are drawn disabled

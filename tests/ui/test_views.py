@@ -267,6 +267,7 @@ def test_the_new_page_handlers_take_hostile_values_as_nothing(tmp_path, backends
     assert take_refusal(None) is None and take_refusal("s-hostile") is None
 
 
+@pytest.mark.slow
 def test_readiness_without_a_hub_names_every_problem_and_asks_the_hub_once(tmp_path, monkeypatch):
     """No key and no hub that answers (a server that takes connections and never replies):
     the check names both problems (the Gemini roles' key, the CLIP weights not in the

@@ -52,6 +52,7 @@ def _literal_lists(path: Path):
                 yield node.lineno, values
 
 
+@pytest.mark.slow
 def test_no_other_list_of_metric_names():
     known = {m.name for m in (*catalog._ALL, *catalog.CUBE)} | {m.label for m in catalog._ALL}
     found = []

@@ -174,6 +174,7 @@ def test_an_unknown_engine_is_named(tmp_path):
     assert EngineOptions(workers=2).flags(default_workers=2) == []
 
 
+@pytest.mark.slow
 def test_only_the_harness_imports_ray_or_chooses_an_engine():
     import ast
     from pathlib import Path

@@ -104,6 +104,7 @@ def _fill(svg: str, gid: str) -> str:
     return re.search(r"(?:stroke|fill): (#[0-9a-f]{6})", group).group(1)
 
 
+@pytest.mark.slow
 def test_a_metric_has_one_colour_in_every_chart():
     faith = charts.metric_colour("faith").lower()
     line = charts.line_chart({"HAL": [0.3, 0.2], "FAITH": [0.2, 0.5]}, ["0", "1"])
@@ -134,6 +135,7 @@ def test_charts_without_values_draw_an_empty_frame(values):
     assert 'class="chart"' in svg and 'class="bar"' not in svg
 
 
+@pytest.mark.slow
 def test_a_line_chart_is_drawn_once_per_values(monkeypatch):
     drawn = []
     real = charts._line_svg
@@ -167,6 +169,7 @@ def test_the_target_line_is_drawn_over_the_curves():
         assert sum(i.endswith("target") for i in ids) == 1
 
 
+@pytest.mark.slow
 def test_a_chart_drawn_again_from_the_same_values_is_not_drawn_twice(monkeypatch):
     """The same values give the kept drawing (matplotlib is not asked again); a value
     changed, or of another type (1 against 1.0), gives a drawing of its own; a chart whose

@@ -136,6 +136,7 @@ def test_an_entry_another_program_removes_at_once_is_not_blamed(tmp_path):
     assert leaks._still_there(set()) == set()
 
 
+@pytest.mark.slow
 def test_a_run_that_keeps_to_its_folders_passes(tmp_path):
     done = inner_run(tmp_path, "test_keeps_to_its_folders")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -103,6 +103,7 @@ def test_imports_go_one_way():
     assert checked > 40
 
 
+@pytest.mark.slow
 def test_no_task_imports_a_renderer():
     """Tasks return results; the CLI and the app render them with refine.present."""
     root = Path(__file__).resolve().parents[2]
@@ -114,6 +115,7 @@ def test_no_task_imports_a_renderer():
         assert not found, f"{path.relative_to(root)} imports {found}"
 
 
+@pytest.mark.slow
 def test_the_command_line_sets_the_collectors_pace_and_an_import_does_not():
     """`refine` runs the cycle collector at steady_collector's pace from its start; a
     process that only imports the toolkit keeps Python's own (700 new objects a pass)."""

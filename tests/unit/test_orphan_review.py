@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from refine.service.jobs import Job
 from ui.line import paused_words
 
@@ -20,6 +22,7 @@ def paused(orphan_s: float) -> tuple[Job, list[str], threading.Thread]:
     return job, stops, worker
 
 
+@pytest.mark.slow
 def test_a_review_with_no_page_following_stops_after_orphan_s():
     job, stops, worker = paused(0.3)
     began = time.monotonic()
@@ -29,6 +32,7 @@ def test_a_review_with_no_page_following_stops_after_orphan_s():
     assert job.stop_why.startswith("stopped: its visitor left during the review")
 
 
+@pytest.mark.slow
 def test_a_page_that_follows_keeps_the_run_and_its_leaving_starts_the_count():
     job, stops, worker = paused(0.3)
     reader = job.updates(idle_s=0.05)

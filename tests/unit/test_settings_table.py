@@ -138,6 +138,7 @@ def test_every_bad_batch_line_is_listed_json_or_not(tmp_path):
     assert lines[3].startswith("mixed.jsonl line 5: target: ")
 
 
+@pytest.mark.slow
 def test_the_app_form_shows_the_table(tmp_path, backends, options):
     from refine.service import RunService
     from ui.app import build_app
@@ -250,6 +251,7 @@ def test_a_field_added_to_the_spec_is_an_option_and_a_batch_setting(tmp_path):
         read_specs(lines)
 
 
+@pytest.mark.slow
 def test_a_field_added_to_the_spec_is_a_box_of_the_apps_form(tmp_path, backends, options):
     """The app built with a copy of RunSpec that has one more field for the app shows its
     box, with its label, help and default, and /start passes its value to the run's spec."""

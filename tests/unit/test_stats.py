@@ -61,6 +61,7 @@ def test_a_constant_input_is_undefined_as_scipy_says(value, n):
 
 @pytest.mark.parametrize("n", [9, 100, 130])  # kendall: numpy (1, 4 chunks), scipy
 @pytest.mark.parametrize("name", stats.CORRELATION_NAMES)
+@pytest.mark.slow
 def test_intervals_equal_scipy_on_each_resample(name, n):
     """The interval of every correlation is the percentiles of scipy's statistic over the
     same resamples (a loop of rng.integers for the seed), constant resamples left out."""
@@ -148,6 +149,7 @@ def test_fleiss_kappa_equals_statsmodels():
     assert stats.fleiss_kappa(uneven) == pytest.approx(want, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_the_paired_bootstrap_covers_a_known_difference_and_repeats():
     rng = np.random.default_rng(11)
     people = rng.normal(size=200)

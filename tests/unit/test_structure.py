@@ -101,6 +101,7 @@ def test_the_exception_list_only_shrinks():
     assert stale.startswith("known exception no longer applies, take it out of KNOWN")
 
 
+@pytest.mark.slow
 def test_the_repository_passes_with_its_listed_exceptions():
     found = cs.problems()
     assert cs.check(found, cs.KNOWN) == []
