@@ -13,8 +13,9 @@ beside two busy loops, reads about the same in these units.
 ``tests/budget.json`` holds the budgets (the whole suite and ``-m "not slow"``), the
 limits and the profile: each file's time and each test's over a second, in reference
 seconds, from a whole run. A change that moves them says so in its commit;
-``REFINE_BUDGET=record ./dev test`` writes the profile of a whole run (the budgets and
-limits are kept). ``REFINE_BUDGET=off`` times nothing and checks nothing.
+``REFINE_BUDGET=record ./dev test`` writes the profile of a whole run (the budgets, the
+limits and the reference time, which defines the units, are kept). ``REFINE_BUDGET=off``
+times nothing and checks nothing.
 
 A run of the whole suite or of the fast tests fails (after its tests, as
 ``tests/leaks.py`` does) when:
@@ -189,14 +190,14 @@ def selection_of(config) -> str | None:
     return SELECTIONS.get(markexpr) if whole else None
 
 
-def record(path: Path, reference_s: float, got: Timings, min_test_s: float = 1.0) -> None:
-    """The profile of a whole run into ``path`` (budgets and limits kept)."""
+def record(path: Path, got: Timings, min_test_s: float = 1.0) -> None:
+    """The profile of a whole run, in reference seconds, into ``path``; the budgets, the
+    limits and the reference time that defines the units are kept."""
     budget = load_budget(path)
     fast: dict[str, float] = defaultdict(float)
     for test, s in got.by_test.items():
         if test in got.unmarked:
             fast[test.split("::")[0]] += s
-    budget["reference_s"] = round(reference_s, 3)
     budget["profile"] = {
         "suite": round(got.seconds, 1),
         "files": {
@@ -281,9 +282,7 @@ class Budget:
             f"machine; {self.end - self.start:.0f} s here)"
         )
         if self.mode == "record" and self.selection == "suite":
-            # this machine's seconds become the units: its reference time is the profile's
-            here = (self.before + self.after) / 2
-            record(BUDGET_FILE, here, scaled(got, here / budget["reference_s"]))
+            record(BUDGET_FILE, got)  # in the file's units, which stay the same
             self.text += f"; the profile is recorded in {BUDGET_FILE.name}"
             return
         failed = verdict(self.selection, got, budget)

@@ -27,11 +27,14 @@ from tests.leaks import (  # noqa: F401 (the check's hooks and fixture, register
 
 gc.disable()  # until the tests begin (see _set_aside)
 
-# under pytest-xdist each worker keeps to one core's worth of threads (two workers share
-# two cores; more threads per worker only make them wait on each other)
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(_name, "1")
+# every test process keeps to one core's worth of threads, under pytest-xdist (two workers
+# share two cores; more threads per worker only make them wait on each other) and in one
+# process alike (-n 0: the same float32 sums as the workers'), and so does every process
+# a test starts (a command, a Ray worker, accelerate's): torch's, the BLAS libraries' and
+# the tokenizers' thread pools
+for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def pytest_configure(config):

@@ -1421,49 +1421,49 @@ def error_covers(pg, elem_id: str) -> int:
 def test_a_refused_roll_back_changes_nothing_and_says_why(page, world, tmp_path):
     """Another visitor's roll back of a run is refused: the images, the stage and the
     table stay as they were, no output is covered by an error, and the message box says
-    why, the reason staying there. The other visitor is on a phone; what stays is
-    looked at there and on a desktop."""
+    why, the reason staying there. The run is made by its owner through the service (what
+    the page shows of a run as it is made is the other tests'); the other visitor is on a
+    phone, and what stays is looked at there and on a desktop."""
+    from refine.service import visitor_hash
+    from tests.runs import prepared
+
     pg, service = page
-    fill(pg, "rounds", "1")
-    fill(pg, "target", "1")
-    fill(pg, "max-drift", "2")
-    fill(pg, "candidates", "1")
-    pg.click("#start")
-    wait_finished(pg)
-    other = pg.context.browser.new_page(viewport={"width": PHONE[0], "height": PHONE[1]})
-    try:  # another browser: its own storage, so another visitor
-        other.goto(pg.url)
-        other.wait_for_selector("#start")
-        other.locator("#saved-runs").get_by_text("Open a saved run").first.click()
-        other.locator("#saved-gallery img").first.click()
-        wait_value(other, "stage", "v.startsWith('run ')", "the opened run's stage")
-        images_loaded(other, 2)
-        before = (stage(other), other.locator("#table").inner_text())
-        other.locator("#round input").first.fill("1")
-        other.click("#branch")
-        wait_value(other, "notice", "v.startsWith('refused: ')", "the refusal in the box")
-        said = other.locator("#notice textarea").input_value()
-        assert "this run belongs to another visitor" in said, said
-        for size in (PHONE, DESKTOP):
-            resize(other, size)
-            images_loaded(other, 2)  # the gallery is still there
-            if size == PHONE:  # the width the rows were read at (their text follows it)
-                assert (stage(other), other.locator("#table").inner_text()) == before
-            for elem in ("gallery", "slider", "table", "stage", "plot"):
-                assert error_covers(other, elem) == 0, (elem, size)
-            # the pointer off the pictures (the click brought the run into sight, and a
-            # picture under the pointer is drawn brighter)
-            other.mouse.move(0, 0)
-            shot = other.locator("#gallery").screenshot(
-                path=str(tmp_path / f"refused-{size[0]}.png")
-            )
-            assert has_colour(shot, RED) and has_colour(shot, GREEN), size
-        assert len(service.runs()) == 1  # no new run
-        # the reason stays until the next action (the toast fades; the box does not)
-        other.locator("#show").click()
-        wait_value(other, "notice", "v === ''", "the box emptied by the next action")
-    finally:
-        other.context.close()
+    raw = {"rounds": 1, "target": 1, "max_drift": 2, "candidates": 1}
+    job = service.start(
+        *prepared("people eating food at home", "Iran", **raw), owner=visitor_hash("owner")
+    )
+    job.wait()
+    assert (job.run_dir / ".owner").exists()
+    other = pg  # a new visitor: nothing of the owner's is in its storage
+    resize(other, PHONE)
+    other.reload()  # the saved runs as they are now
+    other.wait_for_selector("#start")
+    other.locator("#saved-runs").get_by_text("Open a saved run").first.click()
+    other.locator("#saved-gallery img").first.click()
+    wait_value(other, "stage", "v.startsWith('run ')", "the opened run's stage")
+    images_loaded(other, 2)
+    before = (stage(other), other.locator("#table").inner_text())
+    other.locator("#round input").first.fill("1")
+    other.click("#branch")
+    wait_value(other, "notice", "v.startsWith('refused: ')", "the refusal in the box")
+    said = other.locator("#notice textarea").input_value()
+    assert "this run belongs to another visitor" in said, said
+    for size in (PHONE, DESKTOP):
+        resize(other, size)
+        images_loaded(other, 2)  # the gallery is still there
+        if size == PHONE:  # the width the rows were read at (their text follows it)
+            assert (stage(other), other.locator("#table").inner_text()) == before
+        for elem in ("gallery", "slider", "table", "stage", "plot"):
+            assert error_covers(other, elem) == 0, (elem, size)
+        # the pointer off the pictures (the click brought the run into sight, and a
+        # picture under the pointer is drawn brighter)
+        other.mouse.move(0, 0)
+        shot = other.locator("#gallery").screenshot(path=str(tmp_path / f"refused-{size[0]}.png"))
+        assert has_colour(shot, RED) and has_colour(shot, GREEN), size
+    assert len(service.runs()) == 1  # no new run
+    # the reason stays until the next action (the toast fades; the box does not)
+    other.locator("#show").click()
+    wait_value(other, "notice", "v === ''", "the box emptied by the next action")
 
 
 def test_start_refuses_an_unreadable_upload_and_runs_nothing(page, tmp_path):
