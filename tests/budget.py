@@ -289,7 +289,7 @@ class Budget:
         if failed:
             reporter = self.config.pluginmanager.get_plugin("terminalreporter")
             if reporter is not None:
-                reporter.ensure_newline()
+                reporter.write_line("")  # after the progress line, which may not have ended
                 reporter.section("over the time budget (tests/budget.json)", red=True)
                 for text in failed:
                     reporter.write_line(text)

@@ -45,6 +45,7 @@ def unmet_of(run, image):
     return [c.statement for c in r.expectations.checks if not c.met]
 
 
+@pytest.mark.slow  # its run of two rounds, rated against five expectations (4 s)
 def test_label_studio_round_trip(rated_run, tmp_path):
     run_dir, run = rated_run
     done = cli(

@@ -72,8 +72,10 @@ def test_the_same_records_as_the_local_engine_with_a_killed_worker_replaced(
 ):
     """Ray makes the local engine's records, even with a worker killed in the middle of a
     run: it is replaced and the run resumes, no round lost or made twice (one Ray batch
-    for both: a batch started two workers, about 8 s of imports each)."""
-    path = specs(tmp_path, n=4, rounds=2)
+    for both: a batch started two workers, about 8 s of imports each). Two runs, one a
+    worker: the killed worker's run is resumed by its replacement while the other worker
+    makes the other (four runs showed nothing more)."""
+    path = specs(tmp_path, n=2, rounds=2)
     local, lstore = open_batch(path, tmp_path / "local", "gemini", backends)
     local = run_batch(
         local, lstore, Refiner("gemini", backends, options), engine=EngineOptions(workers=2)
@@ -103,12 +105,12 @@ def test_the_same_records_as_the_local_engine_with_a_killed_worker_replaced(
         engine=EngineOptions("ray", workers=2),
     )
     assert len(seen) == 2 and all("@" in w for w in seen) and str(os.getpid()) not in seen[0]
-    assert killed and remote.summary["finished"] == 4 and remote.summary["retries"] >= 1
+    assert killed and remote.summary["finished"] == 2 and remote.summary["retries"] >= 1
     assert json.loads((rstore.dir / "batch.json").read_text())["summary"]["retries"] >= 1
     # progress per worker: who made each run, its runs so far, rounds per minute (the
     # killed worker's replacement is a worker of its own)
     ended = [e for e in events if isinstance(e, EntryChanged) and e.done is not None]
-    assert len(ended) == 4 and all("@" in e.worker for e in ended)
+    assert len(ended) == 2 and all("@" in e.worker for e in ended)
     assert len({e.worker for e in ended} - set(seen)) <= len(killed)  # or the replacement
     assert {e.worker for e in ended} & (set(seen) - set(killed))  # the one that lived made runs
     for worker in {e.worker for e in ended}:
@@ -117,7 +119,7 @@ def test_the_same_records_as_the_local_engine_with_a_killed_worker_replaced(
     assert all(e.rounds_per_min > 0 and e.worker_rounds_per_min > 0 for e in ended)
     assert f"[worker {ended[-1].worker}: " in ended[-1].describe()
     # the killed run was resumed, not started again: the local engine's rounds, each once
-    assert len(list((rstore.dir / "runs").glob("*/run.json"))) == 4
+    assert len(list((rstore.dir / "runs").glob("*/run.json"))) == 2
     for e in remote.entries:
         run = RunStore(rstore.dir / e.run_dir).load()
         assert [r.index for r in run.rounds] == list(range(len(run.rounds)))  # none twice

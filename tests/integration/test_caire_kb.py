@@ -15,6 +15,9 @@ from refine.evaluate.caire.kb import KBError, KnowledgeBase, read_source
 from refine.evaluate.caire.scorer import CaireScorer
 from tests.fakes.tiny_models import build_tiny_siglip
 
+# the module's SigLIP embedder and its knowledge bases (3 s to set up)
+pytestmark = pytest.mark.slow
+
 RED, BLUE, GREEN = (200, 30, 30), (40, 40, 200), (30, 160, 60)
 TEA_TEXT = "Tea in Iran is served in small glasses called estekan. " * 20
 

@@ -22,6 +22,9 @@ from tests.fakes.tiny_models import (
     teach,
 )
 
+# the module's tiny Qwen models, built once (3 s to set up)
+pytestmark = pytest.mark.slow
+
 DIMS = ["setting", "objects", "attire", "interaction", "spatial"]
 RED = Image.new("RGB", (64, 48), (200, 30, 30))
 BLUE = Image.new("RGB", (30, 90), (0, 0, 255))
@@ -246,7 +249,6 @@ def taught(tiny):
     return obs, loss
 
 
-@pytest.mark.slow
 def test_taught_observer_lists_descriptors_through_real_generation(taught):
     obs, loss = taught
     assert loss < 0.1  # taught: every answer token ahead by a margin (see teach)
@@ -278,7 +280,6 @@ class Candidates(BaseModel):
     candidates: list[str]
 
 
-@pytest.mark.slow
 def test_language_model_complete_json(tiny):
     lm = backend("llm", tiny["lm"], max_new_tokens=60)
     prompt = "List stereotype candidates for Iran as JSON."
@@ -303,7 +304,6 @@ def current(request, tmp_path_factory):
     return build_tiny_qwen3(tmp_path_factory.mktemp("tiny-qwen3"), request.param)
 
 
-@pytest.mark.slow
 def test_current_architectures_judge_as_computed_directly(current):
     judge = backend("judge", current)
     info = judge.info()

@@ -16,6 +16,9 @@ from tests.ui.clients import PROFILE, rate_begin, rate_profile, rate_save, serve
 from tests.ui.test_app import start_args
 from ui.app import build_app
 
+# one launched app and its finished run for the module's probes (2.5 s to set up)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def launched(gemini_env, siglip_path, tmp_path_factory):
@@ -70,7 +73,6 @@ def untouched(path):
     assert path.read_text() == "API_KEY=do-not-leak" and path.stat().st_mtime == 1_000_000_000
 
 
-@pytest.mark.slow
 def test_paths_outside_out_are_refused(app):
     client, service, run_dir, base = app
     s = secret(base)
@@ -90,7 +92,6 @@ def test_paths_outside_out_are_refused(app):
     assert client.predict(run_dir.name, api_name="/open")[0].startswith("run ")
 
 
-@pytest.mark.slow
 def test_a_crafted_record_cannot_name_files_outside_its_folder(app):
     client, service, run_dir, base = app
     s = secret(base)
@@ -104,7 +105,6 @@ def test_a_crafted_record_cannot_name_files_outside_its_folder(app):
     untouched(s)
 
 
-@pytest.mark.slow
 def test_links_inside_a_run_folder_are_not_followed(app):
     client, service, run_dir, base = app
     s = secret(base)
@@ -193,7 +193,6 @@ def test_an_instruction_and_a_set_path_have_bounds(app):
         rate_begin(client, "a" * 5000, "ana")
 
 
-@pytest.mark.slow
 def test_references_named_to_climb_out_stay_inside(app):
     """/save_references and /build_references with hostile activity and country names:
     what is written stays in --out/references; control characters, over-long names and
@@ -237,7 +236,6 @@ def test_references_named_to_climb_out_stay_inside(app):
     untouched(s)
 
 
-@pytest.mark.slow
 def test_rating_probes_stay_inside_out(app):
     """The Rate view: sets outside --out, images not in the set, bad raters and answers
     are refused, write nothing, and a run of the app can be rated."""
@@ -288,7 +286,6 @@ def test_rating_probes_stay_inside_out(app):
     untouched(s)
 
 
-@pytest.mark.slow
 def test_a_set_holding_another_visitors_run_is_refused_at_any_depth(app):
     """Another visitor cannot rate (and so see) a run of someone else's by naming a folder
     that holds it, at any depth, the app's folder itself included; its owner can. No
