@@ -17,8 +17,9 @@ seconds, from a whole run. A change that moves them says so in its commit;
 limits and the reference time, which defines the units, are kept). ``REFINE_BUDGET=off``
 times nothing and checks nothing.
 
-A run of the whole suite or of the fast tests fails (after its tests, as
-``tests/leaks.py`` does) when:
+A run of the whole suite or of the fast tests on the profile's number of workers (two,
+as ``./dev test`` runs it; a run on another number, or one interrupted, is not timed)
+fails (after its tests, as ``tests/leaks.py`` does) when:
 
 - it takes more than its budget plus ``grace`` (25 %), naming the files and tests that
   grew most against the profile;
@@ -50,7 +51,7 @@ SELECTIONS = {None: "suite", "not slow": "fast"}  # -m expression: the budget's 
 
 # The reference workload, one copy per worker. Its parts are what the suite's time is
 # made of: imports (torch, numpy and the standard library's modules: the compiled modules
-# read and run), Python code and one-thread torch kernels. About 2.5 s on the machine of
+# read and run), Python code and one-thread torch kernels. About 3 s on the machine of
 # the profile.
 WORKLOAD = """
 import json, os, re, zlib
@@ -92,8 +93,19 @@ def workers_gone(timeout_s: float = 30.0) -> None:
     psutil.wait_procs(psutil.Process().children(recursive=True), timeout=timeout_s)
 
 
+KEYS = ("budgets", "grace", "new_test_s", "slow_s", "reference_s", "workers", "profile")
+
+
 def load_budget(path: Path = BUDGET_FILE) -> dict:
-    return json.loads(path.read_text())
+    """The budget file, checked: a UsageError naming it and what is wrong otherwise."""
+    try:
+        budget = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise pytest.UsageError(f"{path}: the suite's budget cannot be read ({err})") from err
+    missing = [k for k in KEYS if k not in budget] if isinstance(budget, dict) else list(KEYS)
+    if missing:
+        raise pytest.UsageError(f"{path}: the suite's budget lacks {', '.join(missing)}")
+    return budget
 
 
 @dataclass
@@ -154,6 +166,7 @@ def line(
     tests: int,
     unit: str = "s",
     slow_unmarked: dict[str, float] | None = None,
+    slow_s: float = 1.5,
 ) -> str:
     """The report: ``seconds`` against ``limit``, the slowest files, and the tests over
     the slow mark's limit that are not marked slow."""
@@ -172,7 +185,7 @@ def line(
         text += "; slowest files: " + ", ".join(f"{name} {s:.0f}" for name, s in slowest)
     if slow_unmarked:
         named = sorted(slow_unmarked.items(), key=lambda kv: -kv[1])
-        text += "; over 1.5 s and not marked slow: " + ", ".join(
+        text += f"; over {slow_s:g} s and not marked slow: " + ", ".join(
             f"{name} {s:.1f}" for name, s in named
         )
     return text
@@ -221,6 +234,8 @@ class Budget:
         self.mode = os.environ.get("REFINE_BUDGET", "on")
         self.selection = selection_of(config)
         self.timed = self.selection is not None and self.mode != "off"
+        self.budget: dict = {}
+        self.untimed = ""  # why a whole run is not timed
         self.before = self.after = None
         self.start = 0.0
         self.end = 0.0
@@ -236,7 +251,17 @@ class Budget:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session) -> None:
-        """Before the workers start."""
+        """Before the workers start: the budget read and checked, and the reference
+        timed. The profile was recorded with its number of workers, and a run's time
+        depends on how many share the work: a whole run on another number is not timed."""
+        if self.timed:
+            self.budget = load_budget()
+            if self.copies() != self.budget["workers"]:
+                self.timed = False
+                self.untimed = (
+                    f"{self.copies()} worker(s): the budget is for {self.budget['workers']}, "
+                    "as ./dev test runs"
+                )
         if self.timed:
             self.before = reference_time(self.copies())
         self.start = time.monotonic()
@@ -256,15 +281,24 @@ class Budget:
         self.end = time.monotonic()
         if not self.by_test:
             return
-        if not self.timed:
+        # a run interrupted or broken is not judged on time, nor recorded
+        whole = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+        if not self.timed or not whole:
             unmarked = self.slow_unmarked(1.5, 1.0)
             self.text = line(
                 self.end - self.start, None, self.by_file, len(self.by_test), "s", unmarked
             )
+            if self.untimed:
+                self.text = self.text.replace("a selection: no budget of its own", self.untimed)
             return
         workers_gone()
-        self.after = reference_time(self.copies())
-        budget = load_budget()
+        try:
+            self.after = reference_time(self.copies())
+        except RuntimeError as err:  # said, and the run fails: its time cannot be told
+            self.text = f"suite time: not told ({err})"
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        budget = self.budget
         scale = budget["reference_s"] / ((self.before + self.after) / 2)
         raw = Timings(self.end - self.start, dict(self.by_file), dict(self.by_test), self.unmarked)
         got = scaled(raw, scale)
@@ -276,14 +310,18 @@ class Budget:
             len(got.by_test),
             "reference s",
             unmarked,
+            budget["slow_s"],
         ) + (
             f" (the reference workload took {self.before:.2f} s before the tests and "
             f"{self.after:.2f} s after, {budget['reference_s']:.2f} s on the profile's "
             f"machine; {self.end - self.start:.0f} s here)"
         )
         if self.mode == "record" and self.selection == "suite":
-            record(BUDGET_FILE, got)  # in the file's units, which stay the same
-            self.text += f"; the profile is recorded in {BUDGET_FILE.name}"
+            if exitstatus == pytest.ExitCode.OK:  # a whole, passing run only
+                record(BUDGET_FILE, got)  # in the file's units, which stay the same
+                self.text += f"; the profile is recorded in {BUDGET_FILE.name}"
+            else:
+                self.text += "; tests failed: the profile is not recorded"
             return
         failed = verdict(self.selection, got, budget)
         if failed:

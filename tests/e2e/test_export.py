@@ -378,9 +378,12 @@ def on_hub(hub, home: Path, token: bool = True):
 
 
 def test_an_export_is_pushed_to_the_hub_in_one_private_commit(runs, tmp_path):
-    """In this process (``on_hub``): each command asks the hub named when it runs."""
+    """In this process (``on_hub``): each command asks the hub named when it runs. Its
+    commands run here even under REFINE_TEST_SUBPROCESS=1 (what ``on_hub`` sets on
+    ``huggingface_hub`` reaches no other process; six processes took 8 s more)."""
     from huggingface_hub import DatasetCard
 
+    from tests.e2e.test_cli_run import in_process as cli
     from tests.fakes.hub_server import FakeHub
 
     out, loaded, dirs = runs

@@ -703,10 +703,12 @@ def test_trackio_keeps_every_step_in_its_local_store(world, tmp_path, monkeypatc
             report_to="trackio",
         )
     )
-    tuner.run()
-    # the run is finished (accelerate's end_training); trackio would finish it once more
-    # as this process exits, after the store's folder is given back
-    trackio.context_vars.current_run.set(None)
+    try:
+        tuner.run()
+    finally:
+        # the run is finished (accelerate's end_training); trackio would finish it once
+        # more as this process exits, after the store's folder is given back
+        trackio.context_vars.current_run.set(None)
     assert (store / "refine-tune.db").is_file()  # the store is the test's own
     runs = SQLiteStorage.get_runs("refine-tune")
     assert len(runs) == 1

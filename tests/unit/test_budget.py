@@ -13,7 +13,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.budget import BUDGET_FILE, Timings, line, load_budget, selection_of, verdict
+from tests.budget import (
+    BUDGET_FILE,
+    Timings,
+    line,
+    load_budget,
+    reference_time,
+    selection_of,
+    verdict,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,6 +52,7 @@ def test_the_repositorys_budget_holds_its_profile():
     budget = load_budget(BUDGET_FILE)
     assert set(budget["budgets"]) == {"suite", "fast"}
     assert budget["grace"] == 0.25 and budget["new_test_s"] == 10 and budget["slow_s"] == 1.5
+    assert budget["workers"] == 2  # as ./dev test runs
     assert budget["budgets"]["fast"] < budget["budgets"]["suite"]
     assert 0.5 < budget["reference_s"] < 20
     profile = budget["profile"]
@@ -54,8 +63,21 @@ def test_the_repositorys_budget_holds_its_profile():
     assert 0 < fast < sum(f["all"] for f in profile["files"].values())
 
 
+def test_a_budget_file_that_cannot_be_read_is_named_before_any_test(tmp_path):
+    bad = tmp_path / "budget.json"
+    with pytest.raises(pytest.UsageError, match=r"budget.json: the suite's budget cannot be read"):
+        load_budget(bad)
+    bad.write_text("{not json")
+    with pytest.raises(pytest.UsageError, match="cannot be read"):
+        load_budget(bad)
+    bad.write_text(json.dumps({"budgets": {}, "grace": 0.25}))
+    with pytest.raises(pytest.UsageError, match="lacks new_test_s, slow_s, reference_s, workers"):
+        load_budget(bad)
+
+
 BUDGET = {
     "budgets": {"suite": 100.0, "fast": 20.0},
+    "workers": 2,
     "grace": 0.25,
     "new_test_s": 10.0,
     "slow_s": 1.5,
@@ -112,19 +134,23 @@ def test_the_line_says_over_or_within_and_names_the_slowest_files_and_unmarked_t
     assert "a selection: no budget of its own" in line(3.0, None, {"a.py": 3.0}, 2)
 
 
-@pytest.mark.slow  # two pytest sessions (about 2 s each)
-def test_a_run_with_a_sleeping_test_fails_naming_it_and_passes_without(tmp_path):
-    """A real session with the plugin: a test that sleeps for more than half the budget
-    fails the run and is named; the same session without it passes. The reference
-    workload here is an empty interpreter, so the session stays short."""
+@pytest.mark.slow  # three pytest sessions (about 1.5 s each)
+def test_a_run_with_a_sleeping_test_fails_naming_it_and_passes_without(tmp_path, monkeypatch):
+    """A real session with the plugin: a test that sleeps for half the budget fails the
+    run and is named; the same session without it passes; on another number of workers
+    than the profile's the run is not timed, and says why. The reference workload here is
+    an empty interpreter, timed by this test first, so the sessions' scale is about 1
+    however fast the machine is."""
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_quick.py").write_text("def test_quick():\n    assert True\n")
     (tmp_path / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
     (tmp_path / "conftest.py").write_text(
         "from tests import budget\n\n\ndef pytest_configure(config):\n    budget.register(config)\n"
     )
+    monkeypatch.setenv("REFINE_BUDGET_WORKLOAD", "pass")
     budget = {**BUDGET, "budgets": {"suite": 4.0, "fast": 2.0}, "new_test_s": 0.5}
-    budget["reference_s"] = 0.05  # an empty interpreter's start, about
+    budget["workers"] = 1  # the sessions run in one process
+    budget["reference_s"] = reference_time(1)  # an empty interpreter's start, here and now
     budget["profile"] = {
         "suite": 1.0,
         "files": {"tests/test_quick.py": {"all": 0.01, "fast": 0.01}},
@@ -132,7 +158,6 @@ def test_a_run_with_a_sleeping_test_fails_naming_it_and_passes_without(tmp_path)
     }
     (tmp_path / "budget.json").write_text(json.dumps(budget))
     env = {**os.environ, "REFINE_BUDGET_FILE": str(tmp_path / "budget.json")}
-    env["REFINE_BUDGET_WORKLOAD"] = "pass"
     env["PYTHONPATH"] = str(ROOT)
     env.pop("REFINE_BUDGET", None)
     for name in ("REFINE_TEST_TMP", "PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS"):
@@ -145,12 +170,17 @@ def test_a_run_with_a_sleeping_test_fails_naming_it_and_passes_without(tmp_path)
     quiet = session()
     assert quiet.returncode == 0, quiet.stdout[-2000:]
     assert "within the budget of 4" in quiet.stdout
-    # half the budget in wall seconds, ten times the new test's limit
+    # half the budget in wall seconds, four times the new test's limit
     (tmp_path / "tests" / "test_sleepy.py").write_text(
         "import time\n\n\ndef test_sleepy():\n    time.sleep(2.0)\n"
     )
     sleepy = session()
     assert sleepy.returncode == 1, sleepy.stdout[-2000:]
-    assert "1 passed" not in sleepy.stdout and "2 passed" in sleepy.stdout
+    assert "2 passed" in sleepy.stdout  # every test passed: the time alone failed the run
     assert "over the time budget (tests/budget.json)" in sleepy.stdout
     assert "tests/test_sleepy.py::test_sleepy is not in the profile and took" in sleepy.stdout
+    # the profile's runs had two workers: a run in one process is not judged against it
+    (tmp_path / "budget.json").write_text(json.dumps({**budget, "workers": 2}))
+    other = session()
+    assert other.returncode == 0, other.stdout[-2000:]
+    assert "(1 worker(s): the budget is for 2, as ./dev test runs)" in other.stdout
