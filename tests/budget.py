@@ -234,6 +234,7 @@ class Budget:
         self.mode = os.environ.get("REFINE_BUDGET", "on")
         self.selection = selection_of(config)
         self.timed = self.selection is not None and self.mode != "off"
+        self.timed = self.timed and not getattr(config.option, "collectonly", False)
         self.budget: dict = {}
         self.untimed = ""  # why a whole run is not timed
         self.before = self.after = None

@@ -142,7 +142,9 @@ def test_a_run_with_a_sleeping_test_fails_naming_it_and_passes_without(tmp_path,
     an empty interpreter, timed by this test first, so the sessions' scale is about 1
     however fast the machine is."""
     (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_quick.py").write_text("def test_quick():\n    assert True\n")
+    (tmp_path / "tests" / "test_quick.py").write_text(
+        "import json\n\n\ndef test_quick():\n    assert json.loads('[1, 2]') == [1, 2]\n"
+    )
     (tmp_path / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
     (tmp_path / "conftest.py").write_text(
         "from tests import budget\n\n\ndef pytest_configure(config):\n    budget.register(config)\n"
