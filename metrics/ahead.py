@@ -43,7 +43,7 @@ import numpy as np
 
 from metrics.computed import Computed
 from metrics.descriptors import DIMENSIONS, normalise_descriptor_map, normalise_phrases
-from metrics.judge import Reading
+from metrics.judge import SAMPLED, Reading
 from metrics.text_embedding import PhraseEmbeddingCache, TextEmbedder, default_cache
 
 if TYPE_CHECKING:
@@ -529,6 +529,46 @@ def ita_baseline(rows: Sequence[Sequence[float]]) -> list[float]:
     return np.asarray(rows, dtype=float).mean(axis=0).tolist()
 
 
+def ita_baseline_stderr(rows: Sequence[Sequence[float]]) -> list[float]:
+    """The standard error of each candidate's :func:`ita_baseline`: the photos' errors
+    (one row per photo) combined as a mean's."""
+    if not rows:
+        raise ValueError("the baseline needs at least one real photo")
+    se = np.asarray(rows, dtype=float)
+    return (np.sqrt((se**2).sum(axis=0)) / se.shape[0]).tolist()
+
+
+# draws of the readings' errors that EXAG(ITA)'s own is read from (the error of a 0.2
+# excess read from eight answers a candidate, 0.10, comes out within 2 % of the normal
+# error of the one candidate; fixed draws, so a reading's error is repeatable)
+ITA_DRAWS = 4000
+
+
+def ita_stderr(
+    yes: Sequence[float],
+    yes_stderr: Sequence[float],
+    baseline: Sequence[float],
+    baseline_stderr: Sequence[float],
+) -> float | None:
+    """The standard error of one image's EXAG(ITA) (:func:`exaggeration`), whose
+    VQAScores and photo means carry the standard errors given: the spread of the largest
+    positive excess when each excess is drawn around its reading with its error (the
+    readings' errors are independent; the largest of several noisy excesses is spread,
+    and pushed up, by all of them). None when the errors were not recorded; 0 when every
+    reading is exact (log-probabilities)."""
+    if not yes:
+        return 0.0
+    if len(yes_stderr) != len(yes) or len(baseline_stderr) != len(baseline):
+        return None
+    se = np.hypot(np.asarray(yes_stderr, float), np.asarray(baseline_stderr, float))
+    if not se.any():
+        return 0.0
+    excess = np.asarray(yes, float) - np.asarray(baseline, float)
+    noise = np.random.default_rng(0).standard_normal((ITA_DRAWS, excess.size))
+    drawn = np.clip(excess + noise * se, 0.0, None).max(axis=1)
+    return float(drawn.std(ddof=1))
+
+
 def faithfulness(align: float, hal: float, exag: float) -> float:
     """FAITH = mean(ALIGN, 1 - HAL, 1 - EXAG); each a number in [0, 1]."""
     for name, value in (("ALIGN", align), ("HAL", hal), ("EXAG", exag)):
@@ -563,6 +603,10 @@ class ExagAnswer:
     baseline: tuple[float, ...] = ()
     candidates: tuple[str, ...] = ()
     photos: int | None = None  # exag:ita: how many real photos the baseline is the mean of
+    # exag:ita read from sampled answers: each VQAScore's standard error, and that of each
+    # candidate's mean over the photos (0 where read by log-probabilities)
+    yes_stderr: tuple[float, ...] = ()
+    baseline_stderr: tuple[float, ...] = ()
 
 
 def exag_of(exaggeration_answers: Sequence[ExagAnswer | None]) -> list[Computed]:
@@ -579,7 +623,8 @@ def exag_of(exaggeration_answers: Sequence[ExagAnswer | None]) -> list[Computed]
                 raise ValueError(f"{a.variant} reads a rating, and the answer has none")
             value, stderr = rubric_exag(a.rating, a.rating_stderr)
         elif a.variant == "exag:ita":
-            value, stderr = exaggeration([a.yes], a.baseline, a.candidates).value, None
+            value = exaggeration([a.yes], a.baseline, a.candidates).value
+            stderr = ita_stderr(a.yes, a.yes_stderr, a.baseline, a.baseline_stderr)
         else:
             raise ValueError(f"no EXAG variant reads answers named {a.variant!r}")
         out.append(Computed(value, a.variant, Reading.parse(a.mode, stderr)))
@@ -598,17 +643,28 @@ def hal_of(matching: Sequence[AheadScore]) -> list[float]:
     return [s.hal for s in matching]
 
 
-def faith_of(values: Sequence[Mapping[str, float | None]]) -> list[Computed]:
+def faith_of(
+    values: Sequence[Mapping[str, float | None]],
+    value_readings: Sequence[Mapping[str, Reading | None]] | None = None,
+) -> list[Computed]:
     """FAITH of each image from its ALIGN, HAL and EXAG computed before it, and the
-    variant :func:`faith` chose (the catalog's ``faith``)."""
+    variant :func:`faith` chose (the catalog's ``faith``). Where EXAG was read from
+    sampled answers (``value_readings``: how each value before it was read), FAITH carries
+    its error: EXAG's over 3, as FAITH is the mean of three terms and ALIGN and HAL are
+    not judge readings."""
     out = []
-    for v in values:
+    for k, v in enumerate(values):
         align, hal = v.get("align"), v.get("hal")
         if align is None or hal is None:
             out.append(Computed(None, note="ALIGN and HAL are needed"))
             continue
         value, made = faith(align, hal, v.get("exag"))
-        out.append(Computed(value, made))
+        exag = (value_readings[k] if value_readings else {}).get("exag")
+        reading = None
+        if made == "faith:ahead" and exag is not None and exag.method == SAMPLED:
+            stderr = None if exag.stderr is None else exag.stderr / 3.0
+            reading = Reading(SAMPLED, exag.k, stderr)
+        out.append(Computed(value, made, reading))
     return out
 
 

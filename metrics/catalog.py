@@ -140,7 +140,7 @@ _ALL = (
         "Cultural faithfulness: the mean of ALIGN, 1 - HAL and 1 - EXAG.",
         colour="#0072B2",
         compute=faith_of,
-        reads=("values",),
+        reads=("values", "value_readings"),
         source="AHEaD Sec. 3.2, Eq. 5 (g: the mean)",
         differs=(
             "None in the formula. It moves with EXAG: with real photos EXAG is the paper's "

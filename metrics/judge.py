@@ -8,8 +8,10 @@ Its distribution over them is read one of two ways, named by :class:`Reading`:
   answers (:func:`renormalise`; "yes", "Yes" and "YES" pooled by :func:`merge_case`). A
   local model's softmax over the answer tokens' logits is the same renormalisation;
 * ``sampled``: k answers sampled at temperature 1, whose frequencies are the distribution
-  (:func:`frequencies`). A rating's expectation then carries a standard error, the sample
-  standard deviation over sqrt(k) (:func:`rating_stderr`).
+  (:func:`frequencies`). A rating's expectation, or a share of "Yes", then carries a standard
+  error: the spread of what the answers leave possible, the posterior standard deviation
+  under Perks' prior (:data:`PRIOR_MASS`; :func:`rating_stderr`, :func:`sampled_stderr`),
+  never 0 because a few answers agreed.
 
 A rating's value is its expectation (:func:`expected_rating`), the yes-probability the
 share of "Yes".
@@ -117,16 +119,45 @@ def expected_rating(probabilities: Sequence[float], low: int = 1) -> float:
     return float(sum((low + k) * p for k, p in enumerate(probabilities)))
 
 
+# The prior of a sampled reading's error: Perks' (a total weight of one answer spread
+# evenly over the scale's answers: 1/5 each on 1-5, Jeffreys' Beta(1/2, 1/2) for yes or
+# no). The error is the posterior's standard deviation of the number read (a rating's
+# expectation, a share of "Yes"), so answers that agree leave the spread their number can
+# still hide: two answers "3" on 1-5 give 0.41 (the sample standard deviation gave 0),
+# eight give 0.15; two "Yes" give 0.19 on P(Yes), eight 0.072. Where the answers differ it
+# is near the sample standard error (six "Yes" of eight: 0.142 against 0.164). Jeffreys'
+# half an answer for each of 0-10's eleven answers outweighed eight answers: 0.65 where
+# the sample's error was 0.32, against Perks' 0.49 (docs/metrics.md, "How many answers a
+# sampled reading takes").
+PRIOR_MASS = 1.0
+
+
+def dirichlet_sd(counts: Sequence[float], values: Sequence[float]) -> float:
+    """The standard deviation of sum(values[i] * theta[i]) for theta drawn from the
+    posterior Dirichlet(counts + PRIOR_MASS / len(counts)): the error of a number read
+    from sampled answers counted ``counts``."""
+    if len(counts) != len(values) or not counts:
+        raise ValueError(f"{len(counts)} counts for {len(values)} values")
+    alpha = [c + PRIOR_MASS / len(counts) for c in counts]
+    total = sum(alpha)
+    mean = sum(v * a for v, a in zip(values, alpha, strict=True)) / total
+    square = sum(v * v * a for v, a in zip(values, alpha, strict=True)) / total
+    return math.sqrt(max(square - mean * mean, 0.0) / (total + 1.0))
+
+
 def rating_stderr(probabilities: Sequence[float], k: int) -> float:
-    """The standard error of the mean of k sampled ratings whose frequencies are
-    ``probabilities`` (the sample standard deviation, ddof = 1, over sqrt(k); where the
-    scale starts does not matter)."""
-    mean = sum(i * p for i, p in enumerate(probabilities))
-    var = sum(p * (i - mean) ** 2 for i, p in enumerate(probabilities))  # ddof = 0
-    return math.sqrt(var / (k - 1)) if k > 1 else float("nan")
+    """The standard error of a rating's expectation read from k sampled answers whose
+    frequencies are ``probabilities`` (one per answer of the scale): the posterior standard
+    deviation of the expected rating (:func:`dirichlet_sd`; where the scale starts does
+    not matter, how many answers it has does)."""
+    if k < 1:
+        raise ValueError(f"a sampled reading has at least one answer, got k={k!r}")
+    return dirichlet_sd([p * k for p in probabilities], range(len(probabilities)))
 
 
 def sampled_stderr(p: float, k: int) -> float:
-    """The standard error of a share ``p`` of k sampled answers (the sample standard
-    deviation, ddof = 1, over sqrt(k))."""
-    return math.sqrt(p * (1.0 - p) / (k - 1)) if k > 1 else float("nan")
+    """The standard error of a share ``p`` of "Yes" among k sampled answers: the posterior
+    standard deviation of P(Yes) (Beta(p k + 1/2, (1 - p) k + 1/2))."""
+    if k < 1:
+        raise ValueError(f"a sampled reading has at least one answer, got k={k!r}")
+    return dirichlet_sd([p * k, (1.0 - p) * k], [1.0, 0.0])

@@ -37,13 +37,20 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from metrics.ahead import DEFAULT_TAU, ExagAnswer, exaggeration, ita_baseline, score_images
+from metrics.ahead import (
+    DEFAULT_TAU,
+    ExagAnswer,
+    exaggeration,
+    ita_baseline,
+    ita_baseline_stderr,
+    score_images,
+)
 from metrics.baselines import TifaAnswer
 from metrics.catalog import CATALOG, computing_order
 from metrics.computed import Computed, as_computed
 from metrics.descriptors import DIMENSIONS
 from metrics.drift import cosine, ssim
-from metrics.judge import reading_calls
+from metrics.judge import SAMPLED, Reading, reading_calls, sampled_stderr
 from metrics.text_embedding import default_cache
 from refine import usage
 from refine.assets import prompt_template
@@ -101,6 +108,31 @@ def judge_calls(judge: Any, answers: int) -> int:
     """Model calls behind ``answers`` judge answers: k each when the judge samples."""
     sampled = getattr(judge, "method", "logprobs") != "logprobs"
     return answers * (getattr(judge, "samples", 1) if sampled else 1)
+
+
+def vqa_stderr(answer: Any) -> float:
+    """The standard error of one VQAScore answer: the posterior's where it was sampled
+    (:func:`metrics.judge.sampled_stderr`), 0 where read by log-probabilities."""
+    reading = Reading.parse(answer.mode)
+    if reading is None or reading.method != SAMPLED:
+        return 0.0
+    return sampled_stderr(answer.value, int(reading.k or 0))
+
+
+class PhotoBaseline(NamedTuple):
+    """EXAG(ITA)'s baseline: each stereotype candidate's mean VQAScore over the real
+    photos, and its standard error (0 where read by log-probabilities)."""
+
+    mean: list[float]
+    stderr: list[float]
+
+    @classmethod
+    def of(cls, photos: Sequence[Sequence[Any]]) -> PhotoBaseline:
+        """From each photo's VQAScore answers (one per candidate)."""
+        return cls(
+            ita_baseline([[a.value for a in row] for row in photos]),
+            ita_baseline_stderr([[vqa_stderr(a) for a in row] for row in photos]),
+        )
 
 
 class Judged(NamedTuple):
@@ -164,7 +196,7 @@ class Assessor:
         self,
         backends: Backends,
         calls: CallCounter | None = None,
-        baselines: dict[tuple, list[float]] | None = None,
+        baselines: dict[tuple, PhotoBaseline] | None = None,
         qualities: QualityCache | None = None,
         compare: Sequence[str] = (),
         llm_cache: Any = None,
@@ -365,7 +397,8 @@ class Assessor:
         out: list[dict[str, Computed]] = [{} for _ in images]
         values: list[dict[str, float | None]] = [dict(k) for k in known or [{} for _ in images]]
         notes: dict[str, str] = {}
-        readings = Readings(self.backends, images, values, given, failed)
+        judged: list[dict[str, Any]] = [{} for _ in images]
+        readings = Readings(self.backends, images, values, given, failed, judged)
         # every model the run has: a reading may come from any of them
         models = tuple(sorted(self.backends.names.items()))
         cache = self.qualities.computed
@@ -389,9 +422,10 @@ class Assessor:
                 got = [as_computed(v) for v in got]
                 if keys is not None and m.name not in notes:
                     cache.update(zip(keys, got, strict=True))
-            for row, vals, c in zip(out, values, got, strict=True):
+            for row, vals, how, c in zip(out, values, judged, got, strict=True):
                 row[m.name] = c
                 vals[m.name] = c.value
+                how[m.name] = c.reading
         return out, notes
 
     def _mllm_ratings(self, images: Sequence[Image.Image], refs: ReferencePack) -> list[Any]:
@@ -484,30 +518,31 @@ class Assessor:
             "exag:ita",
             mode=modes[-1],  # "sampled k=N" where any answer was sampled
             yes=tuple(a.value for a in answers),
-            baseline=tuple(baseline),
+            baseline=tuple(baseline.mean),
             candidates=tuple(candidates),
             photos=len(refs.reference_images),
+            yes_stderr=tuple(vqa_stderr(a) for a in answers),
+            baseline_stderr=tuple(baseline.stderr),
         )
         listed = [
             Exaggerated(candidate=c, excess=e, source="VQAScore over the real photos' mean")
-            for c, e in exaggeration([answer.yes], baseline, candidates).exaggerated(0)
+            for c, e in exaggeration([answer.yes], baseline.mean, candidates).exaggerated(0)
         ]
         return Judged(answer, listed)
 
-    def _baseline(self, key: tuple, refs: ReferencePack, candidates: list[str], judge: Any):
+    def _baseline(
+        self, key: tuple, refs: ReferencePack, candidates: list[str], judge: Any
+    ) -> PhotoBaseline:
         from PIL import Image as PILImage
 
         baseline = self.baselines.get(key)
         if baseline is None:
-            ref_rows = []
+            photos = []
             for path in refs.reference_images:
                 with PILImage.open(path) as im:
-                    ref = im.convert("RGB")
-                answers = vqa(judge, [ref] * len(candidates), candidates)
-                self.calls.add(vqa_calls(judge, answers))
-                ref_rows.append([a.value for a in answers])
-            baseline = ita_baseline(ref_rows)
-            self.baselines[key] = baseline
+                    photos.append(vqa(judge, [im.convert("RGB")] * len(candidates), candidates))
+                self.calls.add(vqa_calls(judge, photos[-1]))
+            baseline = self.baselines[key] = PhotoBaseline.of(photos)
         return baseline
 
     def candidates_seen(

@@ -3,7 +3,9 @@ each reading is taken once per batch from the run's backends, and a reading the 
 cannot give says why (:class:`NotRead`), which the scores record as the metric's note.
 
 Readings taken here: ``images`` (the pictures), ``values`` (each image's values computed
-before, by catalog name), ``image_embeddings`` (the image embedder's L2-normalised rows),
+before, by catalog name), ``value_readings`` (how each of those was read from the judge,
+:class:`metrics.judge.Reading` with its error, by catalog name; none for a value known
+before, as a rescore's), ``image_embeddings`` (the image embedder's L2-normalised rows),
 ``antonym_embeddings`` (its text embeddings of :data:`metrics.quality.GOOD` and
 :data:`metrics.quality.BAD`), ``logit_scale`` (a contrastive embedder's softmax
 temperature; only CLIP has one).
@@ -54,11 +56,16 @@ class Readings:
         values: Sequence[dict[str, float | None]],
         given: dict[str, Sequence[Any]] | None = None,
         failed: dict[str, str] | None = None,
+        value_readings: Sequence[dict[str, Any]] | None = None,
     ) -> None:
         """``values``: each image's values, filled in as they are computed; ``given``:
         readings already taken, one per image; ``failed``: readings that could not be
-        taken, and why."""
+        taken, and why; ``value_readings``: how each value was read (its judge reading
+        and error, None for none), filled in beside ``values``."""
         self.backends, self.images, self.values = backends, list(images), list(values)
+        self.value_readings = (
+            list(value_readings) if value_readings is not None else [{} for _ in self.images]
+        )
         self._got: dict[str, Any] = {}
         for name, got in (given or {}).items():
             if len(got) != len(self.images):
@@ -145,6 +152,7 @@ def _clip_prompt_embeddings(r: Readings) -> Any:
 READERS: dict[str, Callable[[Readings], Any]] = {
     "images": lambda r: r.images,
     "values": lambda r: r.values,
+    "value_readings": lambda r: r.value_readings,
     "image_embeddings": _image_embeddings,
     "antonym_embeddings": _antonym_embeddings,
     "logit_scale": _logit_scale,

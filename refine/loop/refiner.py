@@ -50,6 +50,8 @@ from refine.records import Candidate, ReferencePack, Round, Run, RunSpec
 if TYPE_CHECKING:
     from PIL import Image
 
+    from refine.evaluate.assess import PhotoBaseline
+
 log = logging.getLogger(__name__)
 
 TEMPLATES = ("generate", "edit_instruction", "exag_mllm", "observe", "repair")
@@ -128,7 +130,7 @@ class Refiner:
         self.on_event = on_event or (lambda event: None)
         self.review = review
         self.steps = steps if steps is not None else default_steps()
-        self.baselines: dict[tuple, list[float]] = {}
+        self.baselines: dict[tuple, PhotoBaseline] = {}  # EXAG(ITA)'s, shared by assessors
         # quality readings per (judge, image), kept for one run: a run's record (its model
         # calls) does not depend on what other runs rated before
         self.qualities = QualityCache()

@@ -3,12 +3,11 @@ enabled", the judge falls back to sampled answers, and every score names the met
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 import refine.backends.gemini as gemini
 import refine.backends.judging as judging
+from metrics.judge import rating_stderr
 from refine.loop.refiner import Refiner
 from tests.fakes.gemini_world import (
     CULTURE,
@@ -66,8 +65,9 @@ def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, t
         reading = s.readings["exag"]
         assert (reading.method, reading.k) == ("sampled", K)
         assert s.variants["exag"] == "exag:mllm"
-        var = sum(p * (i + 1 - expected) ** 2 for i, p in enumerate(dist))
-        assert reading.stderr == pytest.approx(math.sqrt(var / (K - 1)) / 4)
+        # the posterior's error of the expected rating (metrics.judge, tested against
+        # scipy's Dirichlet there), carried through EXAG's map (r - 1) / 4
+        assert reading.stderr == pytest.approx(rating_stderr(dist, K) / 4)
         assert r.caire.judge_mode == f"sampled k={K}"
         for label in r.caire.labels:
             assert label.probabilities == pytest.approx(frequencies(CULTURE[colour][label.label]))
@@ -111,7 +111,11 @@ def test_a_run_whose_readings_agree_takes_two_answers_each(
     assert world.log.count("sampled") == 9 * 2
     for r, colour in zip(run.rounds, (RED, GREEN), strict=True):
         reading = r.best.scores.readings["exag"]
-        assert (reading.method, reading.k, reading.stderr) == ("sampled", 2, 0.0)
+        # two agreeing answers leave an error: the posterior's, never 0
+        assert (reading.method, reading.k) == ("sampled", 2)
+        one_answer = [float(v == RATING[colour]) for v in range(1, 6)]
+        assert reading.stderr == pytest.approx(rating_stderr(one_answer, 2) / 4)
+        assert reading.stderr > 0.05
         assert r.best.scores.exag == pytest.approx((RATING[colour] - 1) / 4)
     assert run.model_calls == len(world.log) - 1
 
@@ -137,10 +141,11 @@ def test_a_reading_ends_when_its_first_answers_agree(no_logprobs, agree):
     answers = [sampled_rating(RATING[RED], seed) for seed in range(k)]
     dist = [answers.count(v) / k for v in range(1, 6)]
     assert rating.probabilities == pytest.approx(dist)
-    mean = sum(answers) / k
-    by_hand = math.sqrt(sum((a - mean) ** 2 for a in answers) / (k - 1) / k)
-    assert rating.stderr == pytest.approx(by_hand)
-    assert (rating.stderr > 0) == (k == K)
+    # the posterior's error, never 0: more where the answers differ than where as many
+    # agree
+    assert rating.stderr == pytest.approx(rating_stderr(dist, k))
+    peak = [float(v == RATING[RED]) for v in range(1, 6)]
+    assert rating.stderr > 0 and (rating.stderr > rating_stderr(peak, k)) == (k == K)
 
 
 @pytest.mark.slow
@@ -166,7 +171,7 @@ def test_a_model_that_ignores_the_seed_reads_at_its_own_odds(no_logprobs, gemini
     assert len({r.probabilities for r in drawn}) > 1
     for r in drawn:
         k = int(r.method.removeprefix("sampled k="))
-        assert k in (2, K) and (r.stderr == 0) == (k == 2)
+        assert k in (2, K) and r.stderr > 0
     a, b = RATING[RED], RATING[RED] - 1
     expected = (105 * a + 23 * b) / 128
     mean = sum(r.expectation for r in drawn) / n

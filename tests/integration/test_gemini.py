@@ -316,7 +316,8 @@ def test_judge_vqascore_is_the_full_distributions_yes(fake, client):
     from metrics.vqascore import VqaAnswer, vqascore_of
 
     (computed,) = vqascore_of([VqaAnswer("x", 0.75, "sampled k=4")])
-    assert computed.reading.stderr == pytest.approx(math.sqrt(0.75 * 0.25 / 3))
+    # the posterior's, Beta(3 + 1/2, 1 + 1/2) (metrics.judge.PRIOR_MASS)
+    assert computed.reading.stderr == pytest.approx(math.sqrt(3.5 * 1.5 / (5**2 * 6)))
 
 
 def test_judge_reads_the_digit_after_score_is(fake, client):
@@ -377,7 +378,11 @@ def test_judge_rates_quality_0_to_10_with_ten_as_two_tokens(fake, client):
     fake.reply(text_answer(json.dumps({"answer": "10"})))
     (rating,) = judge.rate_scale([picture()], ["Rate 0-10."], 0, 10)
     assert rating.method == "sampled k=2" and rating.expectation == pytest.approx(9.5)
-    assert rating.stderr == pytest.approx(0.5)  # sd 0.707 (ddof 1) over sqrt(2)
+    # the posterior's: Dirichlet(1/11 + the counts) over 0..10, one "9" and one "10"
+    alpha = [1 / 11] * 9 + [1 + 1 / 11] * 2
+    mean = sum(v * a for v, a in enumerate(alpha)) / 3
+    var = (sum(v * v * a for v, a in enumerate(alpha)) / 3 - mean**2) / 4
+    assert rating.stderr == pytest.approx(math.sqrt(var))
     sampled = fake.requests[-1]["generationConfig"]["responseJsonSchema"]
     assert sampled["properties"]["answer"]["enum"] == [str(v) for v in range(11)]
 

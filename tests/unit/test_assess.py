@@ -299,3 +299,45 @@ def test_a_registered_metric_reads_what_the_assessor_took(fixed_embedder, tmp_pa
     assert with_candidates.value("toy_missing") == pytest.approx(0.5)
     assert with_candidates.value("toy_rated") == pytest.approx(0.3)
     assert without.value("toy_rated") is None and without.notes["toy_rated"] == "no rating"
+
+
+class SampledJudge(Judge):
+    """A judge read from eight sampled answers: 6 "Yes" of 8 on the image, 2 of 8 on the
+    (white) photos."""
+
+    def vqa_score(self, images, texts):
+        self.asked += len(images)
+        return [
+            VqaAnswer(t, 0.25 if im.getpixel((0, 0)) == (255, 255, 255) else 0.75, "sampled k=8")
+            for im, t in zip(images, texts, strict=True)
+        ]
+
+
+def test_sampled_exag_and_faith_carry_their_errors(fixed_embedder, tmp_path):
+    """EXAG(ITA) read from sampled answers carries the error its readings give it: the
+    image's and the photos' mean's, combined (an excess of 0.5, far above 0, is spread as
+    their sum of squares); FAITH carries EXAG's over 3. By log-probabilities neither has
+    one, and the values are the same formulas'."""
+    from metrics.ahead import ita_stderr
+    from metrics.judge import sampled_stderr
+
+    paths = []
+    for k in range(2):
+        paths.append(str(tmp_path / f"real{k}.png"))
+        Image.new("RGB", (8, 8), (255, 255, 255)).save(paths[-1])
+    pack = refs(stereotypes=["oversized hookahs"], reference_images=paths)
+    image = Image.new("RGB", (8, 8), (200, 0, 0))
+    a, _ = assessor(fixed_embedder, judge=SampledJudge())
+    _, scores, _, _ = a.assess(image, pack)
+    assert scores.exag == pytest.approx(0.5)
+    exag, faith = scores.readings["exag"], scores.readings["faith"]
+    image_se, photo_se = sampled_stderr(0.75, 8), sampled_stderr(0.25, 8)
+    mean_se = math.sqrt(2 * photo_se**2) / 2
+    assert exag.mode == "sampled k=8"
+    assert exag.stderr == pytest.approx(ita_stderr([0.75], [image_se], [0.25], [mean_se]))
+    assert exag.stderr == pytest.approx(math.hypot(image_se, mean_se), rel=0.03)
+    assert faith.mode == "sampled k=8" and faith.stderr == pytest.approx(exag.stderr / 3)
+    exact, _ = assessor(fixed_embedder)
+    _, scores, _, _ = exact.assess(image, pack)
+    assert scores.exag == pytest.approx(0.3) and "faith" not in scores.readings
+    assert scores.readings["exag"].mode == "logprobs" and scores.readings["exag"].stderr is None

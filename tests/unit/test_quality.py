@@ -49,19 +49,46 @@ def test_one_that_may_begin_ten_is_ambiguous_unless_negligible():
         quality.rating_distribution({"Yes": -0.1})
 
 
-def test_a_sampled_rating_has_the_standard_error_of_its_mean():
-    """From the answers' frequencies, as scipy's standard error of the mean (ddof = 1) of
-    the answers themselves, wherever the scale starts."""
-    from scipy.stats import sem
+def test_a_sampled_rating_has_the_posteriors_standard_error():
+    """The posterior standard deviation of the expected rating under Perks' prior (one
+    answer's weight spread over the scale), as scipy's Dirichlet gives it; answers that
+    agree leave an
+    error (the sample standard deviation said 0), which more answers shrink; where they
+    differ it is above scipy's standard error of the mean, and near it."""
+    import numpy as np
+    from scipy.stats import dirichlet, sem
 
     answers = ["7", "8", "8", "9", "6", "8", "7", "8"]
     scale = [str(v) for v in range(11)]
     dist = judge.frequencies(answers, scale)
     assert judge.expected_rating(dist, 0) == pytest.approx(61 / 8)
-    assert judge.rating_stderr(dist, 8) == pytest.approx(float(sem([int(a) for a in answers])))
-    assert judge.rating_stderr(dist[1:], 8) == pytest.approx(judge.rating_stderr(dist, 8))
+
+    def posterior_sd(counts) -> float:
+        alpha = np.asarray(counts, float) + judge.PRIOR_MASS / len(counts)
+        v = np.arange(len(counts), dtype=float)
+        return float(np.sqrt(v @ dirichlet(alpha).cov() @ v))
+
+    counts = [answers.count(s) for s in scale]
+    assert judge.rating_stderr(dist, 8) == pytest.approx(posterior_sd(counts), rel=1e-9)
+    # more than the sample's error (0.32; the prior's weight of one answer, spread over 0-10,
+    # widens it to 0.49), never far from it
+    sample = float(sem([int(a) for a in answers]))
+    assert sample < judge.rating_stderr(dist, 8) < 1.6 * sample
+    two, eight = (judge.rating_stderr([0, 0, 1, 0, 0], k) for k in (2, 8))
+    assert two == pytest.approx(posterior_sd([0, 0, 2, 0, 0]), rel=1e-9)
+    assert two > eight > 0.1  # agreeing answers: an error, smaller the more they are
     with pytest.raises(ValueError, match="none of"):
         judge.frequencies(["7", "eleven"], scale)
+
+
+def test_a_sampled_share_has_the_beta_posteriors_standard_error():
+    from scipy.stats import beta
+
+    assert judge.sampled_stderr(0.75, 4) == pytest.approx(beta(3.5, 1.5).std(), rel=1e-9)
+    assert judge.sampled_stderr(1.0, 2) == pytest.approx(beta(2.5, 0.5).std(), rel=1e-9)
+    assert judge.sampled_stderr(0.0, 8) == pytest.approx(beta(0.5, 8.5).std(), rel=1e-9)
+    with pytest.raises(ValueError, match="at least one answer"):
+        judge.sampled_stderr(0.5, 0)
 
 
 def test_a_reading_is_logprobs_or_k_samples_with_its_standard_error():
