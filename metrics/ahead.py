@@ -43,7 +43,7 @@ import numpy as np
 
 from metrics.computed import Computed
 from metrics.descriptors import DIMENSIONS, normalise_descriptor_map, normalise_phrases
-from metrics.judge import SAMPLED, Reading
+from metrics.judge import ONE_SIDED_90, SAMPLED, Reading
 from metrics.text_embedding import PhraseEmbeddingCache, TextEmbedder, default_cache
 
 if TYPE_CHECKING:
@@ -607,6 +607,20 @@ class ExagAnswer:
     # candidate's mean over the photos (0 where read by log-probabilities)
     yes_stderr: tuple[float, ...] = ()
     baseline_stderr: tuple[float, ...] = ()
+
+    def exaggerated(self) -> list[tuple[str, float]]:
+        """``exag:ita``'s candidates whose excess over the photos is more than their
+        readings' noise can explain (its one-sided 90% lower bound above 0; any positive
+        excess where read by log-probabilities), largest first."""
+        errors = zip(self.yes_stderr, self.baseline_stderr, strict=True)
+        noise = [ONE_SIDED_90 * math.hypot(y, b) for y, b in errors] or [0.0] * len(self.yes)
+        excess = [y - b for y, b in zip(self.yes, self.baseline, strict=True)]
+        listed = [
+            (c, e)
+            for c, e, n in zip(self.candidates, excess, noise, strict=True)
+            if e > 0 and e > n
+        ]
+        return sorted(listed, key=lambda item: -item[1])
 
 
 def exag_of(exaggeration_answers: Sequence[ExagAnswer | None]) -> list[Computed]:

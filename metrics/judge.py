@@ -131,6 +131,12 @@ def expected_rating(probabilities: Sequence[float], low: int = 1) -> float:
 # sampled reading takes").
 PRIOR_MASS = 1.0
 
+# the one-sided 90% quantile of the normal distribution (scipy.stats.norm.ppf(0.9)): a
+# difference read from sampled answers counts where its 90% lower bound, the difference less
+# this many of its standard errors, clears the threshold (refine.loop.policy, EXAG's list of
+# exaggerated candidates)
+ONE_SIDED_90 = 1.2815515655446004
+
 
 def dirichlet_sd(counts: Sequence[float], values: Sequence[float]) -> float:
     """The standard deviation of sum(values[i] * theta[i]) for theta drawn from the

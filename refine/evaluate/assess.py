@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from metrics.ahead import (
     DEFAULT_TAU,
     ExagAnswer,
-    exaggeration,
     ita_baseline,
     ita_baseline_stderr,
     score_images,
@@ -526,7 +525,7 @@ class Assessor:
         )
         listed = [
             Exaggerated(candidate=c, excess=e, source="VQAScore over the real photos' mean")
-            for c, e in exaggeration([answer.yes], baseline.mean, candidates).exaggerated(0)
+            for c, e in answer.exaggerated()
         ]
         return Judged(answer, listed)
 

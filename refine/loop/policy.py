@@ -7,8 +7,10 @@ an edit is accepted (and why), and why a run stops. No model and no file is touc
   image embeddings) is within ``max_drift`` and whose quality is at most
   ``max_quality_drop`` below the best round's, the one with the highest FAITH (the
   better-looking one among those as good within ``margin``); it is accepted when FAITH
-  rises by at least ``margin``. When every candidate drifted too far, or every one within
-  the drift limit lost too much quality, the round is rejected and says so.
+  rises by at least ``margin`` (where FAITH was read from sampled answers, when the gain's
+  one-sided 90% lower bound does: :data:`CONFIDENCE_Z`; the quality guard alike). When
+  every candidate drifted too far, or every one within the drift limit lost too much
+  quality, the round is rejected and says so.
 * A round after the first edits the parent image or regenerates (new images from a
   prompt rewritten from the feedback) as the run's ``strategy`` says; ``auto`` regenerates
   when the parent's ALIGN is below ``regenerate_below`` (the scene is mostly wrong: no
@@ -22,14 +24,36 @@ an edit is accepted (and why), and why a run stops. No model and no file is touc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from metrics.judge import ONE_SIDED_90
 from refine.records import Candidate, Round, Run, RunSpec
 
 # the dimensions whose missing descriptors an edit rarely recovers: the scene and its
 # composition (auto regenerates when one of them misses most)
 SCENE_DIMENSIONS = ("setting", "spatial")
+
+
+# A difference read from sampled answers counts only where its noise cannot explain it: its
+# one-sided 90% lower bound must clear the threshold. The bound is the normal one on the
+# difference's standard error, from the two readings' own taken as independent. Readings by
+# log-probabilities have no error, and for them the rule is the plain comparison it always
+# was.
+CONFIDENCE_Z = ONE_SIDED_90
+
+
+def faith_se(c: Candidate) -> float:
+    """The standard error of a candidate's FAITH (0: read without sampling)."""
+    reading = c.scores.readings.get("faith")
+    return 0.0 if reading is None or reading.stderr is None else float(reading.stderr)
+
+
+def quality_se(c: Candidate) -> float:
+    """The standard error of a candidate's quality (0: read without sampling)."""
+    q = c.scores.quality_reading
+    return 0.0 if q is None or q.stderr is None else float(q.stderr)
 
 
 def faith_of(c: Candidate) -> float:
@@ -88,12 +112,18 @@ def choose_initial(candidates: Sequence[Candidate], margin: float = 0.0) -> Verd
     return Verdict(chosen, "initial", f"best of {len(candidates)} initial image(s) by FAITH")
 
 
-def quality_fell(c: Candidate, best_quality: float | None, max_drop: float) -> bool:
+def quality_fell(
+    c: Candidate, best_quality: float | None, max_drop: float, best_se: float = 0.0
+) -> bool:
     """Whether ``c`` lost more than ``max_drop`` of quality against the best round's (never
-    without both readings)."""
+    without both readings); where either was sampled (``best_se``: the best round's
+    error), only a drop whose 90% lower bound is over ``max_drop``."""
     q = c.scores.quality
+    if best_quality is None or q is None:
+        return False
+    noise = CONFIDENCE_Z * math.hypot(quality_se(c), best_se)
     # a drop of exactly max_drop is allowed (1e-9: the rounding of best - max_drop)
-    return best_quality is not None and q is not None and best_quality - q > max_drop + 1e-9
+    return best_quality - q - noise > max_drop + 1e-9
 
 
 def decide_edit(
@@ -106,12 +136,14 @@ def decide_edit(
     max_quality_drop: float = 1.0,
     max_drift_outside: float = 1.0,
     keep: KeepFixes | None = None,
+    best_quality_se: float = 0.0,
 ) -> Verdict:
     """An editing round: the best candidate within the drift limit (and, for a localized
     edit, within ``max_drift_outside`` outside its boxes) that kept its quality (at most
-    ``max_quality_drop`` below ``best_quality``, the best round's) and, with ``keep``,
-    undid no more earlier fixes than it allows, accepted when its FAITH gain over the
-    parent is at least ``margin``."""
+    ``max_quality_drop`` below ``best_quality``, the best round's, whose error is
+    ``best_quality_se``) and, with ``keep``, undid no more earlier fixes than it allows,
+    accepted when its FAITH gain over the parent is at least ``margin``: where FAITH was
+    read from sampled answers, when the gain's 90% lower bound is (:data:`CONFIDENCE_Z`)."""
     parent_faith = faith_of(parent)
     within = [j for j, c in enumerate(candidates) if drift_of(c) <= max_drift]
     inside = [  # 1 or more: the guard is off (1 - SSIM can exceed 1)
@@ -138,7 +170,11 @@ def decide_edit(
             f"every candidate drifted too far from round {parent_index} "
             f"(smallest 1 - cosine {smallest:.3f} > {max_drift})",
         )
-    kept = [j for j in within if not quality_fell(candidates[j], best_quality, max_quality_drop)]
+    kept = [
+        j
+        for j in within
+        if not quality_fell(candidates[j], best_quality, max_quality_drop, best_quality_se)
+    ]
     if not kept:
         chosen = max(within, key=lambda j: faith_of(candidates[j]))
         return Verdict(
@@ -167,6 +203,8 @@ def decide_edit(
         elif len(held) < len(kept):
             note += f"; {len(kept) - len(held)} candidate(s) left out: they undid earlier fixes"
             kept = held
+    if faith_se(parent) or any(faith_se(candidates[j]) for j in kept):
+        return _decide_sampled(candidates, kept, parent, margin, note)
     top = max(faith_of(candidates[j]) for j in kept)
     # the better-looking among the equally faithful; when the best one is accepted, only
     # among those that would be accepted too
@@ -183,6 +221,34 @@ def decide_edit(
         chosen,
         "rejected",
         f"FAITH {parent_faith:.3f} -> {best:.3f} ({gain:+.3f}); needs at least +{margin}{note}",
+    )
+
+
+def lower_gain(c: Candidate, parent: Candidate) -> float:
+    """The one-sided 90% lower bound of ``c``'s FAITH gain over ``parent``."""
+    noise = CONFIDENCE_Z * math.hypot(faith_se(c), faith_se(parent))
+    return faith_of(c) - faith_of(parent) - noise
+
+
+def _decide_sampled(
+    candidates: Sequence[Candidate], kept: list[int], parent: Candidate, margin: float, note: str
+) -> Verdict:
+    """:func:`decide_edit`'s choice where FAITH was read from sampled answers: accepted
+    when the gain's 90% lower bound is at least ``margin``; among the candidates whose
+    bound clears it (or, when none does, all), the better-looking of the equally faithful."""
+    parent_faith = faith_of(parent)
+    clear = [j for j in kept if lower_gain(candidates[j], parent) >= margin]
+    chosen = best_looking(candidates, clear or kept, margin)
+    best, lower = faith_of(candidates[chosen]), lower_gain(candidates[chosen], parent)
+    said = (
+        f"FAITH {parent_faith:.3f} -> {best:.3f} ({best - parent_faith:+.3f}; 90% >= {lower:+.3f})"
+    )
+    if clear:
+        return Verdict(chosen, "accepted", f"{said}{note}")
+    return Verdict(
+        chosen,
+        "rejected",
+        f"{said}; the gain its noise cannot explain must be at least +{margin}{note}",
     )
 
 

@@ -131,8 +131,7 @@ class Refiner:
         self.review = review
         self.steps = steps if steps is not None else default_steps()
         self.baselines: dict[tuple, PhotoBaseline] = {}  # EXAG(ITA)'s, shared by assessors
-        # quality readings per (judge, image), kept for one run: a run's record (its model
-        # calls) does not depend on what other runs rated before
+        # quality readings per (judge, image), kept for one run (its calls are its own)
         self.qualities = QualityCache()
         self.calls = CallCounter()
         self._stop = threading.Event()
@@ -463,6 +462,7 @@ class Refiner:
             spec.max_quality_drop,
             spec.max_drift_outside,
             tracking.keep_rule(run, k, made.candidates),
+            0.0 if best is None else policy.quality_se(best.best),
         )
         r = _append_round(
             run, verdict, made.candidates, timings, parent_index, how, instruction, source

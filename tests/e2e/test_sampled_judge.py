@@ -276,3 +276,40 @@ def test_a_new_process_remembers_a_model_without_log_probabilities(
     remembered = json.loads(memory.read_text())
     assert remembered[key]["logprobs"] is False
     assert [v["logprobs"] for k, v in remembered.items() if k != key] == [True]
+
+
+def steady_runs(backends, options, tmp_path, n: int, **settings) -> list:
+    """``n`` runs, one after another, whose judge's answers are drawn from the world's
+    generator in one order: candidates one at a time, one request at a time."""
+    options = {**options, "judge": {**options["judge"], "concurrency": 1}}
+    runs = []
+    for k in range(n):
+        refiner = Refiner("gemini", backends, options, parallel=False)
+        runs.append(begin(refiner, ACT, COUNTRY, out=tmp_path / f"r{k}", target=1.0,
+                          max_drift=2.0, seed=40 + k, **settings))  # fmt: skip
+    return runs
+
+
+@pytest.mark.slow
+def test_edits_that_change_nothing_are_not_taken_for_gains_and_real_gains_are_kept(
+    no_logprobs, backends, options, tmp_path
+):
+    """A judge that samples at its own odds, ignoring the seed (3/4 on its rating, 1/4 on
+    the next): where edits change nothing the observer or the judge can see, readings of
+    the same picture still differ, and a FAITH gain of 0.01 came from that noise in 8 of 24
+    editing rounds (these runs before the rule, their draws in the same order). Only a
+    gain beyond its noise counts now: 1 of 24, at the same calls (71, 64, 88, 58, 58 and
+    64 a run, both ways). An edit that truly
+    raises FAITH (red to green: EXAG 0.75 to 0, FAITH +0.25) is kept in each of 10 runs."""
+    world = no_logprobs
+    world.ignores_seed = True
+    world.edits = {RED: (RED, RED)}  # an edit gives back the same picture
+    null = steady_runs(backends, options, tmp_path / "null", 6, rounds=4, patience=4)
+    decisions = [r.decision for run in null for r in run.rounds[1:]]
+    assert len(decisions) == 24 and decisions.count("accepted") <= 3, decisions
+    world.edits = {RED: (GREEN, GREEN)}
+    real = steady_runs(backends, options, tmp_path / "real", 5, rounds=1)
+    assert [run.rounds[1].decision for run in real] == ["accepted"] * 5
+    for run in real:
+        reason = run.rounds[1].reason
+        assert "; 90% >= +" in reason and float(reason.split("90% >= ")[1][:6]) >= 0.01

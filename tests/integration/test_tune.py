@@ -436,7 +436,8 @@ def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
     args = [str(launcher), "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
     args += ["--mixed_precision", "no", "--dynamo_backend", "no", str(script), "tune"]
     args += ["--data", str(pairs), "--base", f"diffusers:{sd}", "--out", str(tmp_path / "a")]
-    args += ["--steps", "4", "--resolution", "32", "--batch-size", "4", "--rank", "4"]
+    args += ["--steps", "4", "--resolution", str(DPO_RESOLUTION), "--batch-size", "4"]
+    args += ["--rank", "4"]
     args += ["--lr", "5e-3", "--beta", "2000", "--checkpoint-every", "2", "--device", "cpu"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
@@ -451,10 +452,11 @@ def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
     # zero takes a step of lr whatever its rounding. Measured over 8 steps (4 run here),
     # with one torch thread (the suite's workers) and two (alone) in this process, the
     # losses differ by up to 9.4e-5 relative, the gradient norms by 4.3e-4, the LoRA
-    # tensors by 2.1e-3 of their norm (one thread; 2e-4 with two). Each bound below is about
-    # ten times its measure (1e-3, 5e-3, 2e-2), and far below a step fed another batch (the
-    # losses of consecutive steps differ by 10 to 60 %).
-    one = Tuner(config(world, tmp_path / "one", steps=4, batch_size=8))
+    # tensors by 2.1e-3 of their norm (one thread; 2e-4 with two), at 32 px. At the DPO
+    # tests' 16 px, run here (3 s less), the 4 steps gave 5.3e-5, 3.0e-5 and 4.0e-4. Each
+    # bound below is about ten times the larger measure (1e-3, 5e-3, 2e-2), and far below a
+    # step fed another batch (the losses of consecutive steps differ by 10 to 60 %).
+    one = Tuner(config(world, tmp_path / "one", steps=4, batch_size=8, resolution=DPO_RESOLUTION))
     one.run()
     history = ranks[0]["history"]
     assert [h[0] for h in history] == [h[0] for h in one.losses] == list(range(1, 5))

@@ -302,13 +302,19 @@ def test_a_registered_metric_reads_what_the_assessor_took(fixed_embedder, tmp_pa
 
 
 class SampledJudge(Judge):
-    """A judge read from eight sampled answers: 6 "Yes" of 8 on the image, 2 of 8 on the
-    (white) photos."""
+    """A judge read from eight sampled answers: ``yes`` of them "Yes" on the image (6 of 8
+    unless said), 2 of 8 on the (white) photos."""
+
+    def __init__(self, yes: float = 0.75):
+        super().__init__()
+        self.yes = yes
 
     def vqa_score(self, images, texts):
         self.asked += len(images)
         return [
-            VqaAnswer(t, 0.25 if im.getpixel((0, 0)) == (255, 255, 255) else 0.75, "sampled k=8")
+            VqaAnswer(
+                t, 0.25 if im.getpixel((0, 0)) == (255, 255, 255) else self.yes, "sampled k=8"
+            )
             for im, t in zip(images, texts, strict=True)
         ]
 
@@ -328,8 +334,10 @@ def test_sampled_exag_and_faith_carry_their_errors(fixed_embedder, tmp_path):
     pack = refs(stereotypes=["oversized hookahs"], reference_images=paths)
     image = Image.new("RGB", (8, 8), (200, 0, 0))
     a, _ = assessor(fixed_embedder, judge=SampledJudge())
-    _, scores, _, _ = a.assess(image, pack)
+    _, scores, feedback, _ = a.assess(image, pack)
     assert scores.exag == pytest.approx(0.5)
+    # its excess of 0.5 is beyond what the readings' noise explains (0.22): named
+    assert [e.candidate for e in feedback.exaggerated] == ["oversized hookahs"]
     exag, faith = scores.readings["exag"], scores.readings["faith"]
     image_se, photo_se = sampled_stderr(0.75, 8), sampled_stderr(0.25, 8)
     mean_se = math.sqrt(2 * photo_se**2) / 2
@@ -341,3 +349,22 @@ def test_sampled_exag_and_faith_carry_their_errors(fixed_embedder, tmp_path):
     _, scores, _, _ = exact.assess(image, pack)
     assert scores.exag == pytest.approx(0.3) and "faith" not in scores.readings
     assert scores.readings["exag"].mode == "logprobs" and scores.readings["exag"].stderr is None
+
+
+def test_an_excess_within_its_noise_is_not_named_exaggerated(fixed_embedder, tmp_path):
+    """3 "Yes" of 8 on the image against 2 of 8 on each photo: EXAG(ITA) reads the excess,
+    0.125, but its 90% lower bound is below 0 (the noise of three readings of eight is
+    0.24), so the feedback names no exaggerated candidate, and no edit is asked to remove
+    it; by log-probabilities the same excess is named (test_reference_yes_variant...)."""
+    from metrics.judge import ONE_SIDED_90, sampled_stderr
+
+    paths = []
+    for k in range(2):
+        paths.append(str(tmp_path / f"real{k}.png"))
+        Image.new("RGB", (8, 8), (255, 255, 255)).save(paths[-1])
+    pack = refs(stereotypes=["oversized hookahs"], reference_images=paths)
+    a, _ = assessor(fixed_embedder, judge=SampledJudge(yes=0.375))
+    _, scores, feedback, _ = a.assess(Image.new("RGB", (8, 8), (200, 0, 0)), pack)
+    assert scores.exag == pytest.approx(0.125) and feedback.exaggerated == []
+    noise = ONE_SIDED_90 * math.hypot(sampled_stderr(0.375, 8), sampled_stderr(0.25, 8) / 2**0.5)
+    assert noise == pytest.approx(0.24, abs=0.01)

@@ -229,3 +229,58 @@ def test_keep_fixes_prefers_a_candidate_within_the_limit():
         "undoes 2 earlier fix(es), more than --keep-fixes 1: setting: rug (fixed in round 1); "
         "FAITH 0.500 -> 0.700 (+0.200) is under the +0.21 that would outweigh it"
     )
+
+
+def sampled(faith: float, se: float, quality: float | None = None, quality_se: float = 0.0):
+    """A candidate whose FAITH (and quality) were read from eight sampled answers."""
+    from metrics.judge import Reading
+    from refine.records import QualityReading
+
+    values = {"align": 0.5, "hal": 0.5, "exag": None, "faith": faith, "quality": quality}
+    reading = None
+    if quality is not None:
+        reading = QualityReading(
+            naturalness=10 * quality, artifacts=10, judge="j", method="sampled k=8",
+            stderr=quality_se,
+        )  # fmt: skip
+    scores = Scores(
+        values=values, readings={"faith": Reading("sampled", 8, se)}, quality_reading=reading
+    )
+    return Candidate(seed=0, image="x.png", observed={}, scores=scores, feedback=Feedback())
+
+
+def test_a_sampled_gain_counts_only_beyond_its_noise():
+    """FAITH 0.5 against 0.56, each read with an error of 0.03: the gain's 90% lower bound
+    is 0.06 - 1.2816 x 0.0424 = +0.006, under the margin, so the parent stays; +0.1 clears
+    it (+0.046). The reason gives the gain and its bound."""
+    parent = sampled(0.5, 0.03)
+    v = policy.decide_edit([sampled(0.56, 0.03)], parent, 0, 0.01, 0.5)
+    assert v.decision == "rejected"
+    assert v.reason.startswith("FAITH 0.500 -> 0.560 (+0.060; 90% >= +0.006); the gain its")
+    assert "must be at least +0.01" in v.reason
+    v = policy.decide_edit([sampled(0.6, 0.03)], parent, 0, 0.01, 0.5)
+    assert (v.decision, v.reason) == ("accepted", "FAITH 0.500 -> 0.600 (+0.100; 90% >= +0.046)")
+    # the same readings without an error (log-probabilities): the plain comparison
+    assert policy.decide_edit([cand(0.56)], cand(0.5), 0, 0.01, 0.5).decision == "accepted"
+
+
+def test_a_sure_gain_is_kept_over_a_larger_noisy_one():
+    """0.62 with an error of 0.1 may be no gain at all (bound -0.07); 0.58 read closely
+    (0.01) is one (bound +0.04): the round keeps the sure one."""
+    v = policy.decide_edit([sampled(0.62, 0.1), sampled(0.58, 0.01)], sampled(0.5, 0.03), 0,
+                           0.01, 0.5)  # fmt: skip
+    assert (v.chosen, v.decision) == (1, "accepted")
+
+
+def test_the_quality_guard_drops_only_a_fall_beyond_its_noise():
+    """The best round's quality 0.8 and a candidate's 0.65, each read with an error of 0.05:
+    the fall of 0.15 has a 90% lower bound of 0.059, within a 0.1 limit; 0.6 falls by 0.109
+    at least, beyond it. Read exactly, 0.15 is beyond it."""
+    parent = sampled(0.5, 0.01)
+    args = (0, 0.01, 0.5, 0.8, 0.1)
+    kept = policy.decide_edit([sampled(0.7, 0.01, 0.65, 0.05)], parent, *args, best_quality_se=0.05)
+    assert kept.decision == "accepted"
+    fell = policy.decide_edit([sampled(0.7, 0.01, 0.6, 0.05)], parent, *args, best_quality_se=0.05)
+    assert fell.decision == "rejected" and fell.reason.startswith("quality fell from 0.800")
+    exact = policy.decide_edit([sampled(0.7, 0.01, 0.65)], parent, *args)
+    assert exact.decision == "rejected" and exact.reason.startswith("quality fell")
