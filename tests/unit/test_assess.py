@@ -142,13 +142,18 @@ def test_without_candidates_the_mllm_variant_still_measures_exag(fixed_embedder,
     assert scores.variants["exag"] == "exag:mllm" and scores.photos is None
 
 
-def test_reference_yes_variant_judges_the_references_once(fixed_embedder, tmp_path):
-    a, judge = assessor(fixed_embedder)
+def photo_pack(tmp_path) -> ReferencePack:
+    """References with one stereotype candidate and two real (white) photos."""
     paths = []
     for k in range(2):
         paths.append(str(tmp_path / f"real{k}.png"))
         Image.new("RGB", (8, 8), (255, 255, 255)).save(paths[-1])
-    pack = refs(stereotypes=["oversized hookahs"], reference_images=paths)
+    return refs(stereotypes=["oversized hookahs"], reference_images=paths)
+
+
+def test_reference_yes_variant_judges_the_references_once(fixed_embedder, tmp_path):
+    a, judge = assessor(fixed_embedder)
+    pack = photo_pack(tmp_path)
     image = Image.new("RGB", (8, 8), (200, 0, 0))
     _, scores, feedback, _ = a.assess(image, pack)
     assert scores.exag == pytest.approx(0.3)  # 0.5 on the image - 0.2 on the references
@@ -327,11 +332,7 @@ def test_sampled_exag_and_faith_carry_their_errors(fixed_embedder, tmp_path):
     from metrics.ahead import ita_stderr
     from metrics.judge import sampled_stderr
 
-    paths = []
-    for k in range(2):
-        paths.append(str(tmp_path / f"real{k}.png"))
-        Image.new("RGB", (8, 8), (255, 255, 255)).save(paths[-1])
-    pack = refs(stereotypes=["oversized hookahs"], reference_images=paths)
+    pack = photo_pack(tmp_path)
     image = Image.new("RGB", (8, 8), (200, 0, 0))
     a, _ = assessor(fixed_embedder, judge=SampledJudge())
     _, scores, feedback, _ = a.assess(image, pack)
@@ -358,11 +359,7 @@ def test_an_excess_within_its_noise_is_not_named_exaggerated(fixed_embedder, tmp
     it; by log-probabilities the same excess is named (test_reference_yes_variant...)."""
     from metrics.judge import ONE_SIDED_90, sampled_stderr
 
-    paths = []
-    for k in range(2):
-        paths.append(str(tmp_path / f"real{k}.png"))
-        Image.new("RGB", (8, 8), (255, 255, 255)).save(paths[-1])
-    pack = refs(stereotypes=["oversized hookahs"], reference_images=paths)
+    pack = photo_pack(tmp_path)
     a, _ = assessor(fixed_embedder, judge=SampledJudge(yes=0.375))
     _, scores, feedback, _ = a.assess(Image.new("RGB", (8, 8), (200, 0, 0)), pack)
     assert scores.exag == pytest.approx(0.125) and feedback.exaggerated == []

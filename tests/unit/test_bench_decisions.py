@@ -1,0 +1,37 @@
+"""benchmarks/bench_decisions.py's pieces: moving a ratings' distribution down moves its
+mean by as much where nothing falls below 1; a judge that follows seeds reads an unchanged
+picture as its parent, so no rule accepts it; a real gain is read through the project's
+reading and decision code."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_decisions.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_decisions", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_shift_moves_the_mean_by_itself(bench):
+    p = bench.JUDGES["peaked"]
+    for down in (0.6, 1.2, 2.0):
+        moved = bench.shifted(p, down)
+        assert sum(moved) == pytest.approx(1.0)
+        assert bench.mean_rating(p) - bench.mean_rating(moved) == pytest.approx(down)
+    assert bench.shifted((0.5, 0.5, 0, 0, 0), 1.0) == pytest.approx((1.0, 0, 0, 0, 0))
+
+
+def test_decisions_of_a_seed_following_judge(bench):
+    p = bench.JUDGES["peaked"]
+    assert bench.decisions(p, True, 10, 0)[:2] == (0.0, 0.0)  # the same readings: no gain
+    today, new, answers = bench.decisions(bench.JUDGES["sure"], False, 10, 0, exag_down=1.2)
+    assert today == new == 1.0 and 4 <= answers <= 32  # two candidates, 2 to 8 answers each
