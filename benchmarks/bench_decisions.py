@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from metrics.ahead import ExagAnswer, exag_of, faith_of  # noqa: E402
 from refine.backends.judging import ProbabilityJudge  # noqa: E402
-from refine.evaluate.assess import PhotoBaseline  # noqa: E402
+from refine.evaluate.assess import PhotoBaseline, vqa_stderr  # noqa: E402
 from refine.loop import policy  # noqa: E402
 from refine.records import Candidate, Feedback, Scores  # noqa: E402
 
@@ -155,9 +155,10 @@ def decisions(p, follows_seed: bool, n: int, seed: int, exag_down=0.0, align_up=
         unchanged = picture if not (exag_down or align_up) else None
         kids, _ = candidates_of(judge, sim, [q, q], [ALIGN + align_up] * 2, unchanged)
         judge.answers -= spent
-        today += policy.decide_edit([plain(c) for c in kids], plain(parent), 0, MARGIN, 2.0)\
-            .decision == "accepted"  # fmt: skip
-        new += policy.decide_edit(kids, parent, 0, MARGIN, 2.0).decision == "accepted"
+        was = policy.decide_edit([plain(c) for c in kids], plain(parent), 0, MARGIN, 2.0)
+        now = policy.decide_edit(kids, parent, 0, MARGIN, 2.0)
+        today += was.decision == "accepted"
+        new += now.decision == "accepted"
     return today / n, new / n, judge.answers / n
 
 
@@ -182,12 +183,12 @@ def ita(follows_seed: bool, n: int, seed: int, candidates: int, excess: float):
             baseline=tuple(baseline.mean),
             candidates=tuple(names),
             photos=5,
-            yes_stderr=tuple(_se(a) for a in got),
+            yes_stderr=tuple(vqa_stderr(a) for a in got),
             baseline_stderr=tuple(baseline.stderr),
         )
         total += exag_of([answer])[0].value
-        named_today = {c for c, e in zip(names, answer.yes, strict=True)
-                       if e - answer.baseline[names.index(c)] > 0}  # fmt: skip
+        pairs = zip(names, answer.yes, answer.baseline, strict=True)
+        named_today = {c for c, y, b in pairs if y > b}  # today: any positive excess
         named_now = {c for c, _ in answer.exaggerated()}
         if excess:
             today += "c0" in named_today
@@ -196,12 +197,6 @@ def ita(follows_seed: bool, n: int, seed: int, candidates: int, excess: float):
             today += bool(named_today)
             now += bool(named_now)
     return total / n, today / n, now / n
-
-
-def _se(answer) -> float:
-    from refine.evaluate.assess import vqa_stderr
-
-    return vqa_stderr(answer)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,9 +18,9 @@ answer, else the rest of the ``samples`` (k) go out together and the reading is 
 frequencies of all k. ``agree = 0`` always takes k. Every result names its method with the
 number of answers it took (``sampled k=2``), and a sampled rating carries the standard
 error of its expectation over those answers (the posterior's, never 0 where they agree:
-:data:`metrics.judge.PRIOR_MASS`; docs/metrics.md gives the estimator's bias and cost against k
-answers). The arithmetic (renormalising, frequencies,
-the standard error) is :mod:`metrics.judge`'s. Yes-probabilities
+:data:`metrics.judge.PRIOR_MASS`; docs/metrics.md gives the estimator's bias and cost
+against k answers). The arithmetic (renormalising, frequencies, the standard error) is
+:mod:`metrics.judge`'s. Yes-probabilities
 (:meth:`ProbabilityJudge.yes_probability`) always take k answers: their callers count k
 calls each.
 
