@@ -15,6 +15,13 @@ def shown(x: float | None, spec: str = ".3f", width: int = 0) -> str:
     return f"{text:>{width}}" if width else text
 
 
+def with_error(x: float | None, stderr: float | None, spec: str = ".3f") -> str:
+    """``0.712 ± 0.031``: a value read from sampled answers with its standard error; the
+    value alone (:func:`shown`) where it has none (read by log-probabilities)."""
+    text = shown(x, spec)
+    return text if x is None or stderr is None else f"{text} \u00b1 {format(stderr, spec)}"
+
+
 def p_text(p: float) -> str:
     """A p-value as a table shows it: ``p=0.012``, or ``p<0.001``."""
     return "p<0.001" if p < 0.001 else f"p={p:.3f}"

@@ -11,7 +11,7 @@ from metrics.ahead import TAU_RANGE
 from metrics.baselines import TifaAnswer
 from metrics.catalog import CATALOG, VARIANTS, known
 from metrics.descriptors import DIMENSIONS, normalise_phrases
-from metrics.judge import Reading
+from metrics.judge import SAMPLED, Reading
 
 
 def option(
@@ -136,6 +136,16 @@ class Scores(_Record):
     def value(self, name: str) -> float | None:
         """The value of the catalog metric ``name`` (None: not computed or not asked)."""
         return self.values.get(name)
+
+    def stderr(self, name: str) -> float | None:
+        """The standard error of the value of ``name`` where it was read from sampled
+        answers (FAITH, EXAG, quality, ...); None where it was read otherwise
+        (log-probabilities: the model's own probabilities, read once) or not recorded."""
+        if name == "quality":
+            q = self.quality_reading
+            return None if q is None or not q.method.startswith(SAMPLED) else q.stderr
+        reading = self.readings.get(name)
+        return reading.stderr if reading is not None and reading.method == SAMPLED else None
 
     def made_by(self) -> str:
         """How EXAG (and FAITH, where not by AHEaD's formula) were made, in words: the

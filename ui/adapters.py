@@ -18,6 +18,7 @@ from refine.present.views import (
     glossary,
     language_gallery,
     languages_text,
+    metric_errors,
     metric_rows,
     metric_series,
     rounds_table,
@@ -120,6 +121,7 @@ def metric_chart(run: Run) -> str:
         target=run.spec.target,
         x_title=CHART_X,
         y_title=CHART_Y,
+        errors=metric_errors(run),
     )
 
 

@@ -318,6 +318,7 @@ def _line_svg(
     y_title: str,
     size: tuple[int, float],
     prefix: str,
+    errors: dict[str, list[float | None]] | None = None,
 ) -> str:
     width, font = size
     narrow = width < 500
@@ -326,9 +327,32 @@ def _line_svg(
     xs = list(range(len(labels)))
     styles = series_styles(list(series))
     titles, groups = [], {}
+    errors = errors or {}
     for k, (name, values) in enumerate(series.items()):
         colour, style, marker = styles[name]
         points = [(x, v) for x, v in zip(xs, values, strict=True) if v is not None]
+        spread = errors.get(name)
+        if spread is not None:  # ± one standard error where a value was sampled
+            lows, highs = zip(
+                *[
+                    (v - e, v + e) if v is not None and e is not None else (v, v)
+                    for v, e in zip(values, spread, strict=True)
+                ],
+                strict=True,
+            )
+            kept = [x for x, v in zip(xs, values, strict=True) if v is not None]
+            band = ax.fill_between(
+                kept,
+                [lows[x] for x in kept],
+                [highs[x] for x in kept],
+                color=colour,
+                alpha=0.18,
+                linewidth=0,
+                zorder=1,
+            )
+            gid = f"{prefix}error-{k}"
+            band.set_gid(gid)
+            groups[gid] = Mark("error-band", {"name": name, "errors": list(spread)})
         band = style == "band"  # seen around its metric's line where the two agree
         (line,) = ax.plot(
             [p[0] for p in points],
@@ -344,7 +368,10 @@ def _line_svg(
         )
         gid = f"{prefix}series-{k}"
         line.set_gid(gid)
-        groups[gid] = Mark("series", {"name": name, "values": list(values)})
+        data = {"name": name, "values": list(values)}
+        if spread is not None:
+            data["errors"] = list(spread)
+        groups[gid] = Mark("series", data)
         metric = of_series(name)
         titles.append(metric.explain() if metric else "")
     if target is not None:
@@ -385,18 +412,22 @@ def line_chart(
     target: float | None = None,
     x_title: str = "",
     y_title: str = "",
+    errors: dict[str, list[float | None]] | None = None,
 ) -> str:
     """A line chart of values in ``y_range``: the x axis's labels carry ``marks``
     (✓ accepted, ✗ rejected, • other), ``target`` is a dotted line; every series in the
     legend with its direction arrow (a series of the same metric in its colour, another
-    line style), axes titled; each line carries its values in ``data-values``."""
+    line style), axes titled; each line carries its values in ``data-values``. A series
+    named in ``errors`` (a standard error per value, None where it has none) is drawn in a
+    shaded band of ± one error, and carries them in ``data-errors``."""
     # each value with its type: 1, 1.0 and True are equal keys but are written differently
     frozen = tuple(
         (name, tuple(values), tuple(map(type, values))) for name, values in series.items()
     )
+    spread = tuple((name, tuple(e)) for name, e in (errors or {}).items() if name in series)
     marks = None if marks is None else tuple(marks)
     return _line_chart_drawn(
-        frozen, tuple(labels), marks, title, tuple(y_range), target, x_title, y_title
+        frozen, tuple(labels), marks, title, tuple(y_range), target, x_title, y_title, spread
     )
 
 
@@ -410,6 +441,7 @@ def _line_chart_drawn(
     target: float | None,
     x_title: str,
     y_title: str,
+    errors: tuple[tuple[str, tuple[float | None, ...]], ...] = (),
 ) -> str:
     """:func:`line_chart` for values it has drawn before: the app shows a run's chart again
     at every event of a round (each candidate, each stage) while its values change only
@@ -419,7 +451,8 @@ def _line_chart_drawn(
     args = ({name: list(v) for name, v, _ in series}, list(labels))
     args += (None if marks is None else list(marks),)
     rest = (y_range, target, x_title, y_title)
-    return _figure_html(title, lambda size, prefix: _line_svg(*args, *rest, size, prefix))
+    spread = {name: list(e) for name, e in errors}
+    return _figure_html(title, lambda size, prefix: _line_svg(*args, *rest, size, prefix, spread))
 
 
 # --- bars ----------------------------------------------------------------------------------

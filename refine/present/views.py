@@ -21,7 +21,7 @@ from metrics.catalog import computed as computed_metrics
 from metrics.descriptors import DIMENSIONS
 from refine.loop import tracking
 from refine.loop.instructions import NEAR_MARGIN, near_matches
-from refine.numbers import MISSING, shown
+from refine.numbers import MISSING, shown, with_error
 from refine.records import Exaggerated, Match, Round, Run, Scores
 from refine.usage import tokens_text
 
@@ -123,6 +123,13 @@ def glossary() -> list[tuple[str, str]]:
             "when their similarity reaches tau; a near match falls just below it.",
         ),
         (
+            "\u00b1",
+            "a value read from a judge's sampled answers (an API judge without "
+            "log-probabilities) carries its standard error: FAITH 0.712 \u00b1 0.031 (on the "
+            "chart, the shaded band around its line). An edit is kept only when its gain is "
+            "more than that error can explain.",
+        ),
+        (
             "\u2713 accepted / \u2717 rejected",
             "an edit is kept when it raises FAITH enough without drifting too far or losing "
             "quality; after a rejected one, the next edit starts again from the best round.",
@@ -154,6 +161,22 @@ def caire_unit(r: Round) -> tuple[str, float] | None:
 
     own = r.caire.labels[0]
     return own.label, unit_score(own.score)
+
+
+# the series whose values can be read from sampled answers, and so carry an error
+WITH_ERRORS = {FAITH: "faith", EXAG: "exag", QUALITY: "quality"}
+
+
+def metric_errors(run: Run) -> dict[str, list[float | None]]:
+    """The standard error of each round's value in the series that have one
+    (:data:`WITH_ERRORS`, read from sampled answers): a series is left out where no
+    round's value was sampled (log-probabilities read a value once, with no error)."""
+    out: dict[str, list[float | None]] = {}
+    for name, metric in WITH_ERRORS.items():
+        errors = [r.best.scores.stderr(metric) for r in run.rounds]
+        if any(e is not None for e in errors):
+            out[name] = errors
+    return out
 
 
 def metric_series(run: Run) -> dict[str, list[float | None]]:
@@ -246,10 +269,13 @@ def reason_text(r: Round) -> str:
 
 def rounds_table(run: Run) -> list[list[object]]:
     """One row per round, in :func:`table_headers` order; the numbers to 3 decimals, as
-    the chart, the checklist and the "so far" line show them, and the dash where a value
-    is missing (round 0's drift, a quality the judge does not give)."""
+    the chart, the checklist and the "so far" line show them, a value read from sampled
+    answers with its standard error (``0.712 ± 0.031``), and the dash where a value is
+    missing (round 0's drift, a quality the judge does not give)."""
 
-    def cell(x: float | None) -> float | str:
+    def cell(x: float | None, stderr: float | None = None) -> float | str:
+        if x is not None and stderr is not None:  # read from sampled answers: ± its error
+            return with_error(x, stderr)
         return MISSING if x is None else round(x, 3)
 
     rows = []
@@ -260,11 +286,11 @@ def rounds_table(run: Run) -> list[list[object]]:
             [
                 r.index,
                 decision_text(r),
-                cell(s.faith),
-                cell(s.quality),
+                cell(s.faith, s.stderr("faith")),
+                cell(s.quality, s.stderr("quality")),
                 cell(s.align),
                 cell(s.hal),
-                cell(s.exag),
+                cell(s.exag, s.stderr("exag")),
                 drift_text(r),
                 *(cell(s.value(m)) for m in extras),
                 reason_text(r),
@@ -375,7 +401,7 @@ def quality_text(s: Scores) -> str:
     """``quality 0.700`` (``, CLIP-IQA 0.610`` with a local profile): each quality reading
     of the catalog that was read; empty when none was."""
     read = [(m, s.value(m)) for m in quality_names()]
-    return ", ".join(f"{label(m)} {v:.3f}" for m, v in read if v is not None)
+    return ", ".join(f"{label(m)} {with_error(v, s.stderr(m))}" for m, v in read if v is not None)
 
 
 def round_caption(run: Run, r: Round) -> str:
@@ -385,9 +411,10 @@ def round_caption(run: Run, r: Round) -> str:
     best = " (best)" if r.index == run.best_round else ""
     quality = quality_text(r.best.scores)
     quality = f", {quality}" if quality else ""
+    s = r.best.scores
     return (
         f"{mark} round {r.index}: {r.decision}{hand}, "
-        f"FAITH {faith_text(r.best.scores.faith)}{quality}{best}"
+        f"FAITH {with_error(s.faith, s.stderr('faith'))}{quality}{best}"
     )
 
 
@@ -466,7 +493,9 @@ def progress_line(run: Run | None) -> str:
         parts.insert(0, parent_text(run))
     best = run.best()
     if best is not None and best.best.scores.faith is not None:
-        parts.append(f"best FAITH {best.best.scores.faith:.3f} (target {run.spec.target:g})")
+        s = best.best.scores
+        faith = with_error(s.faith, s.stderr("faith"))
+        parts.append(f"best FAITH {faith} (target {run.spec.target:g})")
     parts.append(f"{run.model_calls} model calls")
     if run.usage:
         parts.append(tokens_text(run.usage))
@@ -494,14 +523,18 @@ def branches_text(branches: list[tuple[str, int]]) -> str:
 
 def summary_lines(run: Run, run_dir: str | Path) -> list[str]:
     """The command line's summary of a finished run."""
+    # FAITH read from sampled answers is shown with its standard error (0.712 ± 0.031)
+    sampled = any(r.best.scores.stderr("faith") is not None for r in run.rounds)
+    wide = 13 if sampled else 6
     lines = [
         f"\nrun {run.id}: {run.status}, stopped by {run.stop_reason}",
-        f"{'round':>5} {'decision':9} {'FAITH':>6} {'qual.':>6} {'ALIGN':>6} {'HAL':>6} "
+        f"{'round':>5} {'decision':9} {'FAITH':>{wide}} {'qual.':>6} {'ALIGN':>6} {'HAL':>6} "
         f"{'EXAG':>6}  image",
     ]
     for r in run.rounds:
         s = r.best.scores
-        exag, faith, quality = (shown(v, "6.3f", 6) for v in (s.exag, s.faith, s.quality))
+        exag, quality = (shown(v, "6.3f", 6) for v in (s.exag, s.quality))
+        faith = f"{with_error(s.faith, s.stderr('faith')):>{wide}}"
         mark = " *" if r.index == run.best_round else ""
         lines.append(
             f"{r.index:>5} {r.decision:9} {faith} {quality} {s.align:6.3f} {s.hal:6.3f} {exag}  "

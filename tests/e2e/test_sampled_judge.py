@@ -74,6 +74,33 @@ def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, t
             assert label.stderr is not None and label.stderr > 0
     # every sample counts as a model call; the refused request is no answer
     assert run.model_calls == len(world.log) - 1
+    shows_each_value_with_its_error(run, tmp_path / run.id)
+
+
+def shows_each_value_with_its_error(run, run_dir):
+    """The app's rounds table and chart, the command line's summary and the report show
+    every sampled value with its standard error."""
+    from refine.present.report.run import render_run
+    from refine.present.views import TABLE_HEADERS, summary_lines
+    from ui.adapters import metric_chart, rounds_table
+
+    at = {h: TABLE_HEADERS.index(h) for h in ("FAITH ↑", "quality ↑", "EXAG ↓", "ALIGN ↑")}
+    summary = "\n".join(summary_lines(run, run_dir))
+    page = render_run(run_dir)
+    for row, r in zip(rounds_table(run), run.rounds, strict=True):
+        s = r.best.scores
+        # FAITH's error is EXAG's over 3 (ALIGN and HAL are no judge readings)
+        assert s.stderr("faith") == pytest.approx(s.stderr("exag") / 3) and s.stderr("faith") > 0
+        assert s.stderr("quality") > 0 and s.stderr("align") is None
+        for head, name in (("FAITH ↑", "faith"), ("quality ↑", "quality"), ("EXAG ↓", "exag")):
+            assert row[at[head]] == f"{s.value(name):.3f} \u00b1 {s.stderr(name):.3f}"
+        assert row[at["ALIGN ↑"]] == round(s.align, 3)
+        assert f"{s.faith:.3f} \u00b1 {s.stderr('faith'):.3f}" in summary
+        assert f'data-faith-stderr="{s.stderr("faith"):.6f}"' in page
+    chart = metric_chart(run)
+    assert chart.count('class="error-band"') == 2 * 3  # FAITH, EXAG, quality; two widths
+    band = f"data-errors='[{run.rounds[0].best.scores.stderr('faith'):.6f}"
+    assert band.rstrip("0") in chart
 
 
 def test_logprobs_mode_does_not_fall_back(no_logprobs, backends, options, tmp_path):

@@ -121,3 +121,38 @@ def test_scores_hold_only_the_catalogs_metrics_and_variants():
         Scores(values={"align": float("nan")})
     with pytest.raises(ValidationError, match="k >= 2"):
         Scores(values={"exag": 0.1}, readings={"exag": {"method": "sampled", "k": 1}})
+
+
+def test_sampled_values_carry_their_error_into_the_bench_cell_and_read_ones_none():
+    from types import SimpleNamespace
+
+    from metrics.judge import Reading
+    from refine.harness.tasks.bench.cells import _image_record
+    from refine.records import Feedback, QualityReading
+
+    values = {"align": 0.5, "hal": 0.2, "exag": 0.3, "faith": 0.6667, "quality": 0.7}
+    quality = {"naturalness": 7.0, "artifacts": 7.0, "judge": "j"}
+    sampled = Scores(
+        values=values,
+        readings={"exag": Reading("sampled", 2, 0.09), "faith": Reading("sampled", 2, 0.03)},
+        quality_reading=QualityReading(**quality, method="sampled k=8", stderr=0.05),
+    )
+    read = Scores(
+        values=values,
+        readings={"exag": Reading(), "faith": Reading()},
+        quality_reading=QualityReading(**quality, method="logprobs"),
+    )
+    assert [sampled.stderr(m) for m in ("faith", "exag", "quality", "align")] == [
+        0.03,
+        0.09,
+        0.05,
+        None,
+    ]
+    assert [read.stderr(m) for m in ("faith", "exag", "quality")] == [None] * 3
+
+    def record(scores):
+        assessed = SimpleNamespace(scores=scores, observed={}, feedback=Feedback())
+        return _image_record("a.png", 0, assessed, None)
+
+    assert record(sampled)["stderr"] == {"exag": 0.09, "faith": 0.03, "quality": 0.05}
+    assert "stderr" not in record(read)

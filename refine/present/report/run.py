@@ -12,7 +12,7 @@ from typing import Any
 
 from metrics.catalog import CATALOG, label
 from refine.io.store import RunStore
-from refine.numbers import MISSING
+from refine.numbers import MISSING, with_error
 from refine.present import views
 from refine.present.charts import line_chart
 from refine.present.html import document, escape, image_tag, num, raw
@@ -138,7 +138,8 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
     for j in order:
         c = r.candidates[j]
         cls = "chosen" if j == r.chosen else ""
-        caption = f"candidate {j}, seed {c.seed}, FAITH {num(c.scores.faith)}"
+        faith = with_error(c.scores.faith, c.scores.stderr("faith"))
+        caption = f"candidate {j}, seed {c.seed}, FAITH {faith}"
         if c.drift is not None:
             # drift as everywhere else: 1 - cosine to the parent (0: the same picture)
             caption += f", drift {c.drift.value:.3f}, SSIM {c.drift.ssim:.3f}"
@@ -180,9 +181,9 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         '<th title="1 - cosine to the parent image: 0 the same picture, 2 the opposite">'
         f"drift</th><th>SSIM</th>{extra_heads}</tr>"
         f'<tr class="scores" data-faith="{raw(s.faith)}" '
-        f'data-quality="{raw(s.quality)}"><td>{num(s.faith)}</td>'
-        f'<td title="{escape(_quality_title(s))}">{num(s.quality)}</td>'
-        f"<td>{num(s.align)}</td><td>{num(s.hal)}</td><td>{num(s.exag)}</td>"
+        f'data-quality="{raw(s.quality)}"{_errors_data(s)}><td>{_num(s, "faith")}</td>'
+        f'<td title="{escape(_quality_title(s))}">{_num(s, "quality")}</td>'
+        f"<td>{num(s.align)}</td><td>{num(s.hal)}</td><td>{_num(s, 'exag')}</td>"
         f"{drift_cells}{extra_cells}</tr></table>"
         f"{_caire_html(r)}"
         f"{_languages_html(r, run_dir)}"
@@ -191,6 +192,21 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f"{_changes_html(r)}{_photos_html(r)}{_regions_html(r)}"
         f'<p class="muted">timings: {escape(timings) or "-"}</p>'
         "</section>"
+    )
+
+
+def _num(s: Any, name: str) -> str:
+    """A value of the round's table, ± its standard error where read from sampled answers."""
+    value, stderr = s.value(name), s.stderr(name)
+    return num(value) if stderr is None else escape(with_error(value, stderr))
+
+
+def _errors_data(s: Any) -> str:
+    """The standard errors of the sampled values, as ``data-faith-stderr`` attributes."""
+    return "".join(
+        f' data-{name}-stderr="{raw(e)}"'
+        for name in views.WITH_ERRORS.values()
+        if (e := s.stderr(name)) is not None
     )
 
 
@@ -320,6 +336,7 @@ def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
             target=spec.target,
             x_title=views.CHART_X,
             y_title=views.CHART_Y,
+            errors=views.metric_errors(run),
         )
         if run.rounds
         else "<p>no round finished</p>"

@@ -193,6 +193,11 @@ def _image_record(
         "exag_variant": scores.variants.get("exag"),
         **{m: scores.value(m) for m in image_extras()},
     }
+    # the standard error of each value read from sampled answers (a judge without
+    # log-probabilities); none where every value was read by log-probabilities
+    errors = {m: e for m in record if m in scores.values and (e := scores.stderr(m)) is not None}
+    if errors:
+        record["stderr"] = errors
     if scores.tifa is not None:  # TIFA's questions and the judge's answers
         record["tifa_answers"] = [dataclasses.asdict(a) for a in scores.tifa]
     record["exaggerated"] = exaggerated_record(assessed.feedback.exaggerated)
