@@ -19,8 +19,11 @@ For each judge it prints, over ``--decisions`` decisions per condition:
 * the answers the candidates' readings took per decision;
 
 and for EXAG(ITA) (5 photos; 3 and 5 stereotype candidates, each at P(Yes) 0.3 on the photos):
-the mean EXAG at zero true excess and at a true excess of 0.2 on one candidate, and how often
-a candidate is named exaggerated (any, at zero excess; the true one, at 0.2).
+the mean EXAG at zero true excess and at a true excess of 0.2 on one candidate, how often a
+candidate is named exaggerated (any, at zero excess; the true one, at 0.2), and the answers
+an image's candidates took: as read before (2 answers, 6 more unless they agree; the paper's
+value; any positive excess named) beside the assessor's readings, value and naming now
+(:func:`refine.evaluate.assess.ita_answers`, :func:`metrics.ahead.exag_of`).
 
 Usage: python benchmarks/bench_decisions.py [--decisions 2000] [--seed 0]
 """
@@ -36,9 +39,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from metrics.ahead import ExagAnswer, exag_of, faith_of  # noqa: E402
+from metrics.ahead import ExagAnswer, exag_of, exaggeration, faith_of  # noqa: E402
 from refine.backends.judging import ProbabilityJudge  # noqa: E402
-from refine.evaluate.assess import PhotoBaseline, vqa_stderr  # noqa: E402
+from refine.evaluate.assess import PhotoBaseline, ita_answers, vqa_stderr  # noqa: E402
 from refine.loop import policy  # noqa: E402
 from refine.records import Candidate, Feedback, Scores  # noqa: E402
 
@@ -162,41 +165,55 @@ def decisions(p, follows_seed: bool, n: int, seed: int, exag_down=0.0, align_up=
     return today / n, new / n, judge.answers / n
 
 
-def ita(follows_seed: bool, n: int, seed: int, candidates: int, excess: float):
-    """(mean EXAG(ITA), share named today, share named now) over ``n`` images."""
+def ita(follows_seed: bool, n: int, seed: int, candidates: int, excess: float) -> list[float]:
+    """Over ``n`` images: mean EXAG(ITA) today and now, the share named today and now
+    (the candidate at ``excess``; any, at zero excess), and the answers an image's
+    candidates took today and now. Today: readings of two answers, six more unless they
+    agree, the paper's value, any positive excess named; now: the assessor's readings
+    (:func:`refine.evaluate.assess.ita_answers`), value and naming."""
     judge, sim = SimJudge(follows_seed), Sim(seed)
     names = [f"c{j}" for j in range(candidates)]
-    total = today = now = 0.0
+    out = [0.0] * 6
     for _ in range(n):
-        photos = []
-        for _ in range(5):
-            pics = [sim.picture({"Yes": 0.3, "No": 0.7}) for _ in names]
-            photos.append(judge.vqa_score(pics, names))
-        baseline = PhotoBaseline.of(photos)
-        odds = [0.3 + (excess if j == 0 else 0.0) for j in range(candidates)]
-        pics = [sim.picture({"Yes": y, "No": 1 - y}) for y in odds]
-        got = judge.vqa_score(pics, names)
-        answer = ExagAnswer(
-            "exag:ita",
-            mode=max(a.mode for a in got),
-            yes=tuple(a.value for a in got),
-            baseline=tuple(baseline.mean),
-            candidates=tuple(names),
-            photos=5,
-            yes_stderr=tuple(vqa_stderr(a) for a in got),
-            baseline_stderr=tuple(baseline.stderr),
-        )
-        total += exag_of([answer])[0].value
+        for way in (0, 1):
+            value, named, spent = ita_image(judge, sim, names, excess, way == 1)
+            out[way] += value
+            out[2 + way] += named
+            out[4 + way] += spent
+    return [x / n for x in out]
+
+
+def ita_image(judge, sim, names, excess, now: bool) -> tuple[float, bool, int]:
+    """One image's EXAG(ITA), whether its candidate is named, and the answers its
+    candidates' readings took (the photos' are taken once a run, so not counted)."""
+    photos = []
+    for _ in range(5):
+        pics = [sim.picture({"Yes": 0.3, "No": 0.7}) for _ in names]
+        photos.append(ita_answers(judge, pics, names) if now else judge.vqa_score(pics, names))
+    baseline = PhotoBaseline.of(photos)
+    odds = [0.3 + (excess if j == 0 else 0.0) for j in range(len(names))]
+    pics = [sim.picture({"Yes": y, "No": 1 - y}) for y in odds]
+    before = judge.answers
+    got = ita_answers(judge, pics, names, baseline) if now else judge.vqa_score(pics, names)
+    spent = judge.answers - before
+    answer = ExagAnswer(
+        "exag:ita",
+        mode=max(a.mode for a in got),
+        yes=tuple(a.value for a in got),
+        baseline=tuple(baseline.mean),
+        candidates=tuple(names),
+        photos=5,
+        yes_stderr=tuple(vqa_stderr(a) for a in got),
+        baseline_stderr=tuple(baseline.stderr),
+    )
+    if now:
+        value = exag_of([answer])[0].value
+        listed = {c for c, _ in answer.exaggerated()}
+    else:
+        value = exaggeration([answer.yes], answer.baseline).value
         pairs = zip(names, answer.yes, answer.baseline, strict=True)
-        named_today = {c for c, y, b in pairs if y > b}  # today: any positive excess
-        named_now = {c for c, _ in answer.exaggerated()}
-        if excess:
-            today += "c0" in named_today
-            now += "c0" in named_now
-        else:
-            today += bool(named_today)
-            now += bool(named_now)
-    return total / n, today / n, now / n
+        listed = {c for c, y, b in pairs if y > b}
+    return value, ("c0" in listed) if excess else bool(listed), spent
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -220,17 +237,18 @@ def main(argv: list[str] | None = None) -> None:
             answers.append(k)
         print(f"| {name} | {' | '.join(cells)} | {min(answers):.1f}-{max(answers):.1f} |")
     print()
-    print("EXAG(ITA), 5 photos, P(Yes) 0.3 on them: mean EXAG; how often named, today / now")
-    print("| judge | candidates | mean EXAG at 0 | any named at 0 | mean EXAG at 0.2 | "
-          "the one named at 0.2 |")  # fmt: skip
-    print("|---|---|---|---|---|---|")
+    print("EXAG(ITA), 5 photos, P(Yes) 0.3 on them; today / now")
+    print("| candidates | mean EXAG at 0 | any named at 0 | mean EXAG at 0.2 | "
+          "the one named at 0.2 | answers an image at 0 | at 0.2 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
     # every picture differs here (the photos and the image), so a judge that follows seeds
     # reads them as one that ignores them
     for m in (3, 5):
-        zero = ita(False, n // 4, seed, m, 0.0)
-        some = ita(False, n // 4, seed, m, 0.2)
-        print(f"| any | {m} | {zero[0]:.3f} | {zero[1]:.0%} / {zero[2]:.0%} | "
-              f"{some[0]:.3f} | {some[1]:.0%} / {some[2]:.0%} |")  # fmt: skip
+        z = ita(False, n // 4, seed, m, 0.0)
+        t = ita(False, n // 4, seed, m, 0.2)
+        print(f"| {m} | {z[0]:.3f} / {z[1]:.3f} | {z[2]:.0%} / {z[3]:.0%} | "
+              f"{t[0]:.3f} / {t[1]:.3f} | {t[2]:.0%} / {t[3]:.0%} | "
+              f"{z[4]:.0f} / {z[5]:.0f} | {t[4]:.0f} / {t[5]:.0f} |")  # fmt: skip
     print(f"\n({time.perf_counter() - start:.0f} s)")
 
 

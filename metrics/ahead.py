@@ -538,6 +538,38 @@ def ita_baseline_stderr(rows: Sequence[Sequence[float]]) -> list[float]:
     return (np.sqrt((se**2).sum(axis=0)) / se.shape[0]).tolist()
 
 
+# EXAG(ITA) read from sampled answers: a candidate's excess counts toward the value only
+# where it is at least this many standard errors (a one-sided 97.7 % bound above 0). The
+# paper's value, the largest positive excess, takes the largest of several noisy excesses:
+# its noise can only push it up (the winner's curse). At zero true excess on 3 and 5
+# candidates (5 photos, P(Yes) 0.3) it read 0.30 and 0.42 from the readings taken before;
+# counted from 2 errors, with the readings refine.evaluate.assess.ita_answers takes, 0.010
+# and 0.021, and a true 0.2 reads 0.17 (benchmarks/bench_decisions.py). With every error 0
+# (log-probabilities) it is the paper's value exactly.
+ITA_COUNTS_AT = 2.0
+# a candidate's reading may stop before its most answers once its excess is below 0 by
+# ITA_COUNTS_AT errors: more answers would not make it count. It never stops early for an
+# excess above 0: a reading of 8 answers is far from normal, and one that stopped at 3
+# errors above 0 counted noise (at zero true excess on 5 candidates EXAG read 0.04 so).
+
+
+def ita_counted(excess: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """EXAG(ITA) of each row of excesses (the last axis: the candidates) whose errors are
+    ``se``: the largest excess that is positive and at least :data:`ITA_COUNTS_AT` errors,
+    else 0 (the paper's largest positive excess where every error is 0)."""
+    counts = (excess > 0) & (excess >= ITA_COUNTS_AT * se)
+    if excess.shape[-1] == 0:
+        return np.zeros(excess.shape[:-1])
+    return np.where(counts, excess, 0.0).max(axis=-1)
+
+
+def ita_decided(excess: float, se: float) -> bool:
+    """Whether a candidate's excess over the photos, read with error ``se``, is beyond
+    doubt: below 0 by :data:`ITA_COUNTS_AT` errors, so that more answers would not make it
+    count toward EXAG(ITA)."""
+    return excess < -ITA_COUNTS_AT * se
+
+
 # draws of the readings' errors that EXAG(ITA)'s own is read from (the error of a 0.2
 # excess read from eight answers a candidate, 0.10, comes out within 2 % of the normal
 # error of the one candidate; fixed draws, so a reading's error is repeatable)
@@ -550,12 +582,11 @@ def ita_stderr(
     baseline: Sequence[float],
     baseline_stderr: Sequence[float],
 ) -> float | None:
-    """The standard error of one image's EXAG(ITA) (:func:`exaggeration`), whose
-    VQAScores and photo means carry the standard errors given: the spread of the largest
-    positive excess when each excess is drawn around its reading with its error (the
-    readings' errors are independent; the largest of several noisy excesses is spread,
-    and pushed up, by all of them). None when the errors were not recorded; 0 when every
-    reading is exact (log-probabilities)."""
+    """The standard error of one image's EXAG(ITA) (:func:`ita_value`), whose VQAScores
+    and photo means carry the standard errors given: the spread of the value when each
+    excess is drawn around its reading with its error (the readings' errors are
+    independent). None when the errors were not recorded; 0 when every reading is exact
+    (log-probabilities)."""
     if not yes:
         return 0.0
     if len(yes_stderr) != len(yes) or len(baseline_stderr) != len(baseline):
@@ -565,8 +596,28 @@ def ita_stderr(
         return 0.0
     excess = np.asarray(yes, float) - np.asarray(baseline, float)
     noise = np.random.default_rng(0).standard_normal((ITA_DRAWS, excess.size))
-    drawn = np.clip(excess + noise * se, 0.0, None).max(axis=1)
+    drawn = ita_counted(excess + noise * se, se)
     return float(drawn.std(ddof=1))
+
+
+def ita_value(
+    yes: Sequence[float],
+    yes_stderr: Sequence[float],
+    baseline: Sequence[float],
+    baseline_stderr: Sequence[float],
+) -> float:
+    """One image's EXAG(ITA) (AHEaD Eq. 3): the largest excess of a candidate's VQAScore
+    over its mean on the photos. Where the readings carry errors (sampled answers), an
+    excess counts only when it is at least :data:`ITA_COUNTS_AT` errors (:func:`ita_counted`);
+    with none, the paper's value, exactly."""
+    excess = np.asarray(yes, float) - np.asarray(baseline, float)
+    if len(yes_stderr) != len(yes) or len(baseline_stderr) != len(baseline):
+        se = np.zeros_like(excess)
+    else:
+        se = np.hypot(np.asarray(yes_stderr, float), np.asarray(baseline_stderr, float))
+    if not se.any():
+        return exaggeration([list(yes)], list(baseline)).value
+    return float(ita_counted(excess, se))
 
 
 def faithfulness(align: float, hal: float, exag: float) -> float:
@@ -637,7 +688,8 @@ def exag_of(exaggeration_answers: Sequence[ExagAnswer | None]) -> list[Computed]
                 raise ValueError(f"{a.variant} reads a rating, and the answer has none")
             value, stderr = rubric_exag(a.rating, a.rating_stderr)
         elif a.variant == "exag:ita":
-            value = exaggeration([a.yes], a.baseline, a.candidates).value
+            exaggeration([a.yes], a.baseline, a.candidates)  # checks the answer's shape
+            value = ita_value(a.yes, a.yes_stderr, a.baseline, a.baseline_stderr)
             stderr = ita_stderr(a.yes, a.yes_stderr, a.baseline, a.baseline_stderr)
         else:
             raise ValueError(f"no EXAG variant reads answers named {a.variant!r}")

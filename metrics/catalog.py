@@ -991,8 +991,11 @@ VARIANTS: dict[str, Variant] = {
             "exag:ita",
             "per stereotype candidate, VQAScore (P(Yes) over the full next-token "
             "distribution) on the image less its mean over the real photos; the largest excess "
-            "above 0",
-            "AHEaD Eq. 3-4, with the profile's judge as the VQAScore model",
+            "above 0. Read from sampled answers (a judge without log-probabilities), an excess "
+            "counts only where it is at least 2 standard errors: the largest of several noisy "
+            "excesses is otherwise inflated by their noise (the winner's curse)",
+            "AHEaD Eq. 3-4, with the profile's judge as the VQAScore model; by sampling, this "
+            "toolkit's correction",
         ),
         Variant(
             "exag:judge-rubric",

@@ -297,9 +297,17 @@ class ProbabilityJudge:
         purpose: str,
         gate: threading.Semaphore,
         adaptive: bool = True,
+        most: int | None = None,
+        enough: Callable[[Sampled], bool] | None = None,
     ) -> Sampled:
         """The frequencies of sampled answers restricted to ``answers``: the first
-        ``agree`` when they agree (``adaptive``), else ``samples`` (k) in all."""
+        ``agree`` when they agree (``adaptive``), else ``samples`` (k) in all. With
+        ``most``: ``most`` answers in stages of k, until ``enough`` says the answers so far
+        decide what they are read for (all ``most`` at once where the judge does not wait
+        for answers, ``agree`` 0); the same seeds for every image, so that two images'
+        errors cancel where the model follows seeds."""
+        if most is not None:
+            return self._staged(image, text, answers, purpose, gate, most, enough)
         k, agree = self.samples, self._agreeing()
         first = min(agree, k) if adaptive and agree else k
         given = self._answers(image, text, answers, range(first), purpose, gate)
@@ -309,6 +317,29 @@ class ProbabilityJudge:
             return Sampled(frequencies(given, answers), len(given))
         except ValueError as err:
             raise self._error(f"{self.model}: {err}") from None
+
+    def _staged(
+        self,
+        image: Image.Image,
+        text: str,
+        answers: Sequence[str],
+        purpose: str,
+        gate: threading.Semaphore,
+        most: int,
+        enough: Callable[[Sampled], bool] | None,
+    ) -> Sampled:
+        stage = self.samples if self._agreeing() else most
+        given: list[str] = []
+        try:
+            while len(given) < most:
+                seeds = range(len(given), min(len(given) + stage, most))
+                given += self._answers(image, text, answers, seeds, purpose, gate)
+                read = Sampled(frequencies(given, answers), len(given))
+                if enough is not None and len(given) < most and enough(read):
+                    break
+        except ValueError as err:
+            raise self._error(f"{self.model}: {err}") from None
+        return read
 
     def _by_logprobs_first(
         self,
@@ -454,11 +485,19 @@ class ProbabilityJudge:
 
         return self._readings(len(images), one)
 
-    def vqa_score(self, images: Sequence[Image.Image], texts: Sequence[str]) -> list[VqaAnswer]:
+    def vqa_score(
+        self,
+        images: Sequence[Image.Image],
+        texts: Sequence[str],
+        most: int | None = None,
+        enough: Callable[[int, VqaAnswer], bool] | None = None,
+    ) -> list[VqaAnswer]:
         """VQAScore of each (image, text): P("Yes") over the full first-token distribution
         for VQAScore's question (:func:`metrics.vqascore.yes_mass`), where the model gives
         log-probabilities; else the share of "Yes" among sampled answers, read as
-        ``sampled k=N`` (N answers)."""
+        ``sampled k=N`` (N answers). ``most``: sampled readings take up to ``most``
+        answers, k at a time, until ``enough(j, answer so far)`` holds for reading j (see
+        :meth:`_sampled`)."""
         check_pairs(images, texts)
         answers = ("Yes", "No")
 
@@ -470,7 +509,15 @@ class ProbabilityJudge:
             got = self._by_logprobs_first(images[k], prompt, answers, "judge_vqa", read, gate)
             if got is not None:
                 return VqaAnswer(texts[k], got[0], LOGPROBS)
-            sampled = self._sampled(images[k], prompt, answers, "judge_vqa", gate)
+            decided = None
+            if enough is not None:
+
+                def decided(read: Sampled) -> bool:
+                    return enough(k, VqaAnswer(texts[k], read.probabilities[0], read.mode))
+
+            sampled = self._sampled(
+                images[k], prompt, answers, "judge_vqa", gate, most=most, enough=decided
+            )
             return VqaAnswer(texts[k], sampled.probabilities[0], sampled.mode)
 
         return self._readings(len(images), one)

@@ -32,6 +32,7 @@ image, so an image scored twice (a bench's rescoring, a resumed round) costs not
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -42,6 +43,7 @@ from metrics.ahead import (
     ExagAnswer,
     ita_baseline,
     ita_baseline_stderr,
+    ita_decided,
     score_images,
 )
 from metrics.baselines import TifaAnswer
@@ -132,6 +134,53 @@ class PhotoBaseline(NamedTuple):
             ita_baseline([[a.value for a in row] for row in photos]),
             ita_baseline_stderr([[vqa_stderr(a) for a in row] for row in photos]),
         )
+
+
+# EXAG(ITA) read from sampled answers takes more answers than another reading's k: each
+# candidate's VQAScore on an image up to ITA_STAGES x k answers, k at a time, until its
+# excess over the photos is beyond doubt either way (metrics.ahead.ita_decided), and on
+# each photo PHOTO_STAGES x k (once a run). With k = 8 (48 and 32 answers) a true excess of
+# 0.2 is named exaggerated in 89-90 % of images, against 65-68 % (by any positive excess)
+# from the 2-8 answers of another reading (benchmarks/bench_decisions.py).
+ITA_STAGES, PHOTO_STAGES = 6, 4
+
+
+def ita_answers(
+    judge: Any,
+    images: Sequence[Image.Image],
+    candidates: Sequence[str],
+    baseline: PhotoBaseline | None = None,
+) -> list[Any]:
+    """The judge's VQAScore of each image for its stereotype candidate, for EXAG(ITA):
+    where it samples, a photo's (``baseline`` None) from PHOTO_STAGES x k answers, an
+    image's from up to ITA_STAGES x k, until its excess over ``baseline`` is beyond doubt;
+    by log-probabilities, one reading each."""
+    from refine.backends.judging import ProbabilityJudge
+
+    if not isinstance(judge, ProbabilityJudge):
+        return vqa(judge, images, candidates)
+    if baseline is None:
+        return judge.vqa_score(images, candidates, most=PHOTO_STAGES * judge.samples)
+
+    def enough(j: int, answer: Any) -> bool:
+        excess = answer.value - baseline.mean[j]
+        return ita_decided(excess, math.hypot(vqa_stderr(answer), baseline.stderr[j]))
+
+    return judge.vqa_score(images, candidates, most=ITA_STAGES * judge.samples, enough=enough)
+
+
+def read_photo_baseline(
+    judge: Any, paths: Sequence[str], candidates: Sequence[str]
+) -> tuple[PhotoBaseline, int]:
+    """EXAG(ITA)'s baseline from the real photos at ``paths`` (:func:`ita_answers`), and
+    the model calls it took."""
+    from PIL import Image as PILImage
+
+    photos = []
+    for path in paths:
+        with PILImage.open(path) as im:
+            photos.append(ita_answers(judge, [im.convert("RGB")] * len(candidates), candidates))
+    return PhotoBaseline.of(photos), sum(vqa_calls(judge, row) for row in photos)
 
 
 class Judged(NamedTuple):
@@ -510,7 +559,7 @@ class Assessor:
         key = (getattr(judge, "id", ""), tuple(refs.reference_images), tuple(candidates))
         with _BASELINES:  # a round's candidates in parallel judge the baseline once
             baseline = self._baseline(key, refs, candidates, judge)
-        answers = vqa(judge, [image] * len(candidates), candidates)
+        answers = ita_answers(judge, [image] * len(candidates), candidates, baseline)
         self.calls.add(vqa_calls(judge, answers))
         modes = sorted({a.mode for a in answers})
         answer = ExagAnswer(
@@ -532,16 +581,11 @@ class Assessor:
     def _baseline(
         self, key: tuple, refs: ReferencePack, candidates: list[str], judge: Any
     ) -> PhotoBaseline:
-        from PIL import Image as PILImage
-
         baseline = self.baselines.get(key)
         if baseline is None:
-            photos = []
-            for path in refs.reference_images:
-                with PILImage.open(path) as im:
-                    photos.append(vqa(judge, [im.convert("RGB")] * len(candidates), candidates))
-                self.calls.add(vqa_calls(judge, photos[-1]))
-            baseline = self.baselines[key] = PhotoBaseline.of(photos)
+            baseline, calls = read_photo_baseline(judge, refs.reference_images, candidates)
+            self.calls.add(calls)
+            self.baselines[key] = baseline
         return baseline
 
     def candidates_seen(

@@ -10,6 +10,8 @@ import refine.backends.judging as judging
 from metrics.judge import rating_stderr
 from refine.loop.refiner import Refiner
 from tests.fakes.gemini_world import (
+    AMBER,
+    BLUE,
     CULTURE,
     GREEN,
     RATING,
@@ -207,6 +209,48 @@ def test_a_model_that_ignores_the_seed_reads_at_its_own_odds(no_logprobs, gemini
     assert mean == pytest.approx(expected, abs=0.4) and b < mean < a
     last = gemini_env.requests[-1]["generationConfig"]
     assert "seed" in last and "temperature" not in last
+
+
+@pytest.mark.parametrize("agree", [2, 0])
+def test_exag_ita_reads_photos_and_images_from_more_answers_and_stops_only_below_doubt(
+    no_logprobs, agree
+):
+    """EXAG(ITA) by sampling: a photo's VQAScore from 4k answers, an image's from up to 6k,
+    k at a time, the same seeds for each; a candidate whose excess is below 0 beyond doubt
+    stops after its first k, one above 0 never early. A judge that does not wait for
+    answers (agree 0: the batch mode's) takes every answer at once."""
+    from PIL import Image
+
+    from refine.evaluate.assess import (
+        ITA_STAGES,
+        PHOTO_STAGES,
+        PhotoBaseline,
+        ita_answers,
+        vqa_stderr,
+    )
+
+    world = no_logprobs
+    reader = judge(judge_mode="sampled", samples=K, agree=agree)
+    photos = [Image.new("RGB", (8, 8), c) for c in (RED, GREEN)]
+    # the photos answer Yes at 0.9 (RED) and 0.3 (GREEN) of seeds: two candidates
+    photo = ita_answers(reader, photos, ["first", "second"])
+    assert world.log.count("sampled") == 2 * PHOTO_STAGES * K
+    assert [a.mode for a in photo] == [f"sampled k={PHOTO_STAGES * K}"] * 2
+    baseline = PhotoBaseline.of([photo])
+    assert baseline.mean == pytest.approx([29 / 32, 11 / 32])  # seeds % 10 below 9 and 3
+    assert baseline.stderr == pytest.approx([vqa_stderr(a) for a in photo])
+    # the image: BLUE (0.2 of seeds) for the first candidate, far below its 0.91 on the
+    # photos; AMBER (0.7) for the second, above its 0.34
+    image = [Image.new("RGB", (8, 8), c) for c in (BLUE, AMBER)]
+    before = world.log.count("sampled")
+    below, above = ita_answers(reader, image, ["first", "second"], baseline)
+    taken = world.log.count("sampled") - before
+    most = ITA_STAGES * K
+    if agree:
+        assert (below.mode, above.mode) == (f"sampled k={K}", f"sampled k={most}")
+        assert (below.value, above.value) == (2 / 8, 35 / 48) and taken == K + most
+    else:
+        assert below.mode == above.mode == f"sampled k={most}" and taken == 2 * most
 
 
 def test_a_readings_answers_go_out_together(no_logprobs):

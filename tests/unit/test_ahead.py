@@ -249,29 +249,46 @@ def test_best_matches_kernel_against_loops():
         np.testing.assert_array_equal(pa[g, : len(p)], sim.argmax(0))
 
 
-def test_ita_error_is_the_spread_of_the_largest_excess_drawn_with_its_readings_errors():
-    """One candidate: the error of max(0, excess) with the excess drawn normally around its
-    reading (scipy's integral of the rectified normal), within the draws' own error (4000
-    draws: 1.1 % on a standard deviation); two equal candidates spread the largest less
-    and push it up; exact readings have none, unrecorded errors give none."""
+def test_ita_error_is_the_spread_of_the_counted_excess_drawn_with_its_readings_errors():
+    """One candidate: the error of the excess where it counts (at least ITA_COUNTS_AT
+    errors), else 0, with the excess drawn normally around its reading (scipy's integral),
+    within the draws' own error (4000 draws: 1.1 % on a standard deviation); two equal
+    candidates spread the largest less; exact readings have none, unrecorded errors give
+    none."""
     from scipy.stats import norm
 
-    def rectified_sd(mu, sd):
-        z = norm(mu, sd)
-        m1 = z.expect(lambda x: max(x, 0.0), lb=0.0)
-        m2 = z.expect(lambda x: max(x, 0.0) ** 2, lb=0.0)
+    def counted_sd(mu, sd):
+        z, lb = norm(mu, sd), ahead.ITA_COUNTS_AT * sd
+        m1 = z.expect(lambda x: x, lb=lb)
+        m2 = z.expect(lambda x: x**2, lb=lb)
         return math.sqrt(m2 - m1**2)
 
-    for yes, base in ((0.55, 0.25), (0.3, 0.25), (0.2, 0.25)):
+    for yes, base in ((0.55, 0.25), (0.5, 0.25), (0.3, 0.25)):
         se = math.hypot(0.12, 0.05)
         got = ahead.ita_stderr([yes], [0.12], [base], [0.05])
-        assert got == pytest.approx(rectified_sd(yes - base, se), rel=0.05), (yes, base)
+        assert got == pytest.approx(counted_sd(yes - base, se), rel=0.05), (yes, base)
     one = ahead.ita_stderr([0.6], [0.1], [0.2], [0.0])
     two = ahead.ita_stderr([0.6, 0.6], [0.1, 0.1], [0.2, 0.2], [0.0, 0.0])
-    assert two < one == pytest.approx(0.1, rel=0.05)
+    assert two < one == pytest.approx(counted_sd(0.4, 0.1), rel=0.05)
     assert ahead.ita_stderr([0.6], [0.0], [0.2], [0.0]) == 0.0
     assert ahead.ita_stderr([0.6], [], [0.2], []) is None
     assert ahead.ita_stderr([0.6], [0.1], [0.2], [0.0]) == one  # fixed draws: repeatable
+
+
+def test_ita_value_counts_an_excess_only_beyond_two_errors_and_is_the_papers_without_any():
+    yes, base = [0.5, 0.42, 0.1], [0.3, 0.3, 0.3]
+    # read by log-probabilities: the paper's largest positive excess (Eq. 3), exactly
+    paper = ahead.exaggeration([yes], base).value
+    assert ahead.ita_value(yes, [0.0] * 3, base, [0.0] * 3) == paper == pytest.approx(0.2)
+    assert ahead.ita_value(yes, [], base, []) == paper  # errors not recorded
+    # 0.2 is 2.2 errors of 0.09 and counts; 0.12 is 1.3 and does not: the largest noisy
+    # excess is no longer taken as it reads
+    assert ahead.ita_value(yes, [0.08] * 3, base, [0.04] * 3) == pytest.approx(0.2)
+    assert ahead.ita_value(yes, [0.1] * 3, base, [0.04] * 3) == 0.0  # 0.2 is 1.86 errors
+    assert ahead.ita_value([0.42, 0.5], [0.1, 0.05], [0.3, 0.3], [0.0, 0.0]) == pytest.approx(0.2)
+    # a reading may stop early only where more answers could not make it count
+    assert ahead.ita_decided(-0.25, 0.1) and not ahead.ita_decided(-0.15, 0.1)
+    assert not ahead.ita_decided(0.9, 0.1)  # never for an excess above 0
 
 
 def test_ita_baseline_error_is_a_means():

@@ -344,7 +344,9 @@ def test_sampled_exag_and_faith_carry_their_errors(fixed_embedder, tmp_path):
     mean_se = math.sqrt(2 * photo_se**2) / 2
     assert exag.mode == "sampled k=8"
     assert exag.stderr == pytest.approx(ita_stderr([0.75], [image_se], [0.25], [mean_se]))
-    assert exag.stderr == pytest.approx(math.hypot(image_se, mean_se), rel=0.03)
+    # 0.5 is 2.9 errors of 0.17: a draw below two errors counts 0, so EXAG's spread is
+    # wider than the excess's own
+    assert exag.stderr > 1.2 * math.hypot(image_se, mean_se)
     assert faith.mode == "sampled k=8" and faith.stderr == pytest.approx(exag.stderr / 3)
     exact, _ = assessor(fixed_embedder)
     _, scores, _, _ = exact.assess(image, pack)
@@ -353,8 +355,9 @@ def test_sampled_exag_and_faith_carry_their_errors(fixed_embedder, tmp_path):
 
 
 def test_an_excess_within_its_noise_is_not_named_exaggerated(fixed_embedder, tmp_path):
-    """3 "Yes" of 8 on the image against 2 of 8 on each photo: EXAG(ITA) reads the excess,
-    0.125, but its 90% lower bound is below 0 (the noise of three readings of eight is
+    """3 "Yes" of 8 on the image against 2 of 8 on each photo: the excess, 0.125, is within
+    two errors, so EXAG(ITA) does not count it (0, where the paper's value of the readings is
+    0.125), and its 90% lower bound is below 0 (the noise of three readings of eight is
     0.24), so the feedback names no exaggerated candidate, and no edit is asked to remove
     it; by log-probabilities the same excess is named (test_reference_yes_variant...)."""
     from metrics.judge import ONE_SIDED_90, sampled_stderr
@@ -362,6 +365,6 @@ def test_an_excess_within_its_noise_is_not_named_exaggerated(fixed_embedder, tmp
     pack = photo_pack(tmp_path)
     a, _ = assessor(fixed_embedder, judge=SampledJudge(yes=0.375))
     _, scores, feedback, _ = a.assess(Image.new("RGB", (8, 8), (200, 0, 0)), pack)
-    assert scores.exag == pytest.approx(0.125) and feedback.exaggerated == []
+    assert scores.exag == 0.0 and feedback.exaggerated == []
     noise = ONE_SIDED_90 * math.hypot(sampled_stderr(0.375, 8), sampled_stderr(0.25, 8) / 2**0.5)
     assert noise == pytest.approx(0.24, abs=0.01)

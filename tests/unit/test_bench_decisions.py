@@ -35,3 +35,12 @@ def test_decisions_of_a_seed_following_judge(bench):
     assert bench.decisions(p, True, 10, 0)[:2] == (0.0, 0.0)  # the same readings: no gain
     today, new, answers = bench.decisions(bench.JUDGES["sure"], False, 10, 0, exag_down=1.2)
     assert today == new == 1.0 and 4 <= answers <= 32  # two candidates, 2 to 8 answers each
+
+
+def test_exag_ita_as_read_before_and_now(bench):
+    """Three images with one candidate 0.2 above the photos: both ways read through the
+    project's code, the new one with its more answers (at least one stage of k per
+    candidate), the old one with 2 to 8."""
+    value_then, value_now, _, _, then, now = bench.ita(False, 3, 0, 3, 0.2)
+    assert 0 <= value_now <= 1 and 0 <= value_then <= 1
+    assert 3 * 2 <= then <= 3 * 8 and 3 * 8 <= now <= 3 * 48

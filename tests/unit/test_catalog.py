@@ -114,7 +114,7 @@ def test_each_variant_is_a_named_formula_and_a_score_says_which_made_it():
     sampled = made_by("exag:judge-rubric", mode="sampled k=8", stderr=0.0123)
     assert sampled.startswith("exag:judge-rubric (the judge's 1-5 rating")
     assert sampled.endswith("[judge sampled k=8, s.e. 0.012]")
-    assert made_by("exag:ita", mode="logprobs").endswith("above 0)")
+    assert made_by("exag:ita", mode="logprobs").endswith("(the winner's curse))")
     assert made_by(None, "no stereotype candidates") == "not computed: no stereotype candidates"
     # a record written before the names keeps its words
     assert made_by("judge-rating (1-5 rubric, (E[rating] - 1) / 4)") == (
