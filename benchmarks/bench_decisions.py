@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from metrics.ahead import ExagAnswer, exag_of, exaggeration, faith_of  # noqa: E402
 from refine.backends.judging import ProbabilityJudge  # noqa: E402
 from refine.evaluate.assess import PhotoBaseline, ita_answers, vqa_stderr  # noqa: E402
-from refine.loop import policy  # noqa: E402
+from refine.loop import confirm, policy  # noqa: E402
 from refine.records import Candidate, Feedback, Scores  # noqa: E402
 
 # the judges' answers over the ratings 1..5 for the parent's picture (the question asks how
@@ -141,6 +141,14 @@ def candidates_of(
     return out, pictures
 
 
+def fresh(judge: SimJudge, pictures: list[Picture], seed: int, every: bool) -> list:
+    """EXAG of ``pictures`` read again from fresh answers (the same fresh seeds for each;
+    all k with ``every``), as :func:`refine.evaluate.assess.fresh_exag` reads it."""
+    prompts = ["how exaggerated?"] * len(pictures)
+    ratings = judge.rate_prefixed(pictures, prompts, "score is ", first_seed=seed, every=every)
+    return exag_of([ExagAnswer("exag:mllm", r.method, r.expectation, r.stderr) for r in ratings])
+
+
 def plain(c: Candidate) -> Candidate:
     """The candidate as today's rule saw it: no error with its FAITH."""
     return c.model_copy(update={"scores": c.scores.model_copy(update={"readings": {}})})
@@ -156,10 +164,20 @@ def decisions(p, follows_seed: bool, n: int, seed: int, exag_down=0.0, align_up=
         (parent,), (picture,) = candidates_of(judge, sim, [p], [ALIGN])
         spent = judge.answers - before  # the parent's reading was taken in its own round
         unchanged = picture if not (exag_down or align_up) else None
-        kids, _ = candidates_of(judge, sim, [q, q], [ALIGN + align_up] * 2, unchanged)
+        kids, seen = candidates_of(judge, sim, [q, q], [ALIGN + align_up] * 2, unchanged)
         judge.answers -= spent
         was = policy.decide_edit([plain(c) for c in kids], plain(parent), 0, MARGIN, 2.0)
         now = policy.decide_edit(kids, parent, 0, MARGIN, 2.0)
+        # a close gain read again on fresh answers, as the loop does (refine.loop.confirm)
+        pair = [seen[now.chosen], picture]
+        now = confirm.confirmed(
+            now,
+            kids,
+            parent,
+            0,
+            MARGIN,
+            lambda _, seed, every, pair=pair: fresh(judge, pair, seed, every),
+        )
         today += was.decision == "accepted"
         new += now.decision == "accepted"
     return today / n, new / n, judge.answers / n

@@ -299,9 +299,11 @@ class ProbabilityJudge:
         adaptive: bool = True,
         most: int | None = None,
         enough: Callable[[Sampled], bool] | None = None,
+        first_seed: int = 0,
     ) -> Sampled:
         """The frequencies of sampled answers restricted to ``answers``: the first
-        ``agree`` when they agree (``adaptive``), else ``samples`` (k) in all. With
+        ``agree`` when they agree (``adaptive``), else ``samples`` (k) in all, their seeds
+        from ``first_seed`` (another reading of the same image, where it is not 0). With
         ``most``: ``most`` answers in stages of k, until ``enough`` says the answers so far
         decide what they are read for (all ``most`` at once where the judge does not wait
         for answers, ``agree`` 0); the same seeds for every image, so that two images'
@@ -310,9 +312,10 @@ class ProbabilityJudge:
             return self._staged(image, text, answers, purpose, gate, most, enough)
         k, agree = self.samples, self._agreeing()
         first = min(agree, k) if adaptive and agree else k
-        given = self._answers(image, text, answers, range(first), purpose, gate)
+        seeds = range(first_seed, first_seed + k)
+        given = self._answers(image, text, answers, seeds[:first], purpose, gate)
         if first < k and len({a.casefold() for a in given}) > 1:
-            given += self._answers(image, text, answers, range(first, k), purpose, gate)
+            given += self._answers(image, text, answers, seeds[first:], purpose, gate)
         try:
             return Sampled(frequencies(given, answers), len(given))
         except ValueError as err:
@@ -418,13 +421,19 @@ class ProbabilityJudge:
         read: Reader | None,
         gate: threading.Semaphore,
         low: int = 1,
+        first_seed: int | None = None,
+        every: bool = False,
     ) -> Rating:
         """A rating by log-probabilities where the model gives them and ``read`` can read
-        them, else sampled (with its number of answers and standard error)."""
+        them, else sampled (with its number of answers and standard error; with
+        ``first_seed``, its seeds from that seed on: a fresh reading; ``every``: all k
+        answers, agreeing or not)."""
         dist = self._by_logprobs_first(image, text, answers, purpose, read, gate)
         if dist is not None:
             return Rating(tuple(dist), low=low)
-        got = self._sampled(image, text, answers, purpose, gate)
+        got = self._sampled(
+            image, text, answers, purpose, gate, adaptive=not every, first_seed=first_seed or 0
+        )
         return Rating(tuple(got.probabilities), got.mode, got.stderr(), low)
 
     # -- what the judge answers --------------------------------------------------------
@@ -523,7 +532,12 @@ class ProbabilityJudge:
         return self._readings(len(images), one)
 
     def rate_prefixed(
-        self, images: Sequence[Image.Image], prompts: Sequence[str], prefix: str
+        self,
+        images: Sequence[Image.Image],
+        prompts: Sequence[str],
+        prefix: str,
+        first_seed: int | None = None,
+        every: bool = False,
     ) -> list[Rating]:
         """A 1-5 rating per (image, prompt) whose answer format is ``prefix`` then the digit
         ("score is 3", AHEaD Tab. 31). Where the model gives log-probabilities, the digit's
@@ -531,7 +545,8 @@ class ProbabilityJudge:
         it (what a local judge made to begin with the prefix reads: one call), else at the
         first position whose chosen token is a digit 1-5 (a model that answers "3" alone);
         else the answers are sampled in that format, their frequencies the distribution,
-        with the standard error."""
+        with the standard error. ``first_seed``: a fresh sampled reading, its answers' seeds
+        from that seed on (the same seeds for every image); ``every``: all k answers."""
         check_pairs(images, prompts)
         digits = ("1", "2", "3", "4", "5")
         answers = tuple(f"{prefix}{v}" for v in digits)
@@ -549,7 +564,10 @@ class ProbabilityJudge:
                 return None
 
         def one(k: int, gate: threading.Semaphore) -> Rating:
-            return self._rating(images[k], prompts[k], answers, "judge_prefixed", read, gate)
+            return self._rating(
+                images[k], prompts[k], answers, "judge_prefixed", read, gate,
+                first_seed=first_seed, every=every,
+            )  # fmt: skip
 
         return self._readings(len(images), one)
 

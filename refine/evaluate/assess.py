@@ -477,20 +477,7 @@ class Assessor:
         return out, notes
 
     def _mllm_ratings(self, images: Sequence[Image.Image], refs: ReferencePack) -> list[Any]:
-        """``exag:mllm``'s ratings of several images in one rating call: AHEaD Tab. 31's
-        prompt (``assets/prompts/exag_mllm.txt``, no stereotype candidates listed), the
-        expected rating read at the digit after "score is" (a local judge begins its answer
-        with it; an API judge samples where the model gives no log-probabilities)."""
-        from refine.evaluate.baselines import generation_prompt
-
-        # the image's own prompt where it has one (a dataset's: PromptedPack)
-        prompt = prompt_template("exag_mllm").format(
-            prompt=generation_prompt(refs), country=refs.country
-        )
-        with self.backends.using("judge") as judge:
-            ratings = prefixed(judge, images, [prompt] * len(images))
-            self.calls.add(sum(reading_calls(r.method) for r in ratings))
-        return ratings
+        return mllm_ratings(self, images, refs)
 
     def _mllm(self, ratings, observed, refs, tau) -> list[Judged]:
         """``exag:mllm`` of each image from its rating; the candidates seen are the
@@ -633,6 +620,55 @@ def _match(m: Any) -> Match:
     return Match(
         dimension=m.dimension, phrase=m.phrase, best_match=m.best_match, similarity=m.similarity
     )
+
+
+def mllm_ratings(
+    assessor: Assessor,
+    images: Sequence[Image.Image],
+    refs: ReferencePack,
+    first_seed: int | None = None,
+    every: bool = False,
+) -> list[Any]:
+    """``exag:mllm``'s ratings of several images in one rating call: AHEaD Tab. 31's
+    prompt (``assets/prompts/exag_mllm.txt``, no stereotype candidates listed), the
+    expected rating read at the digit after "score is" (a local judge begins its answer
+    with it; an API judge samples where the model gives no log-probabilities; with
+    ``first_seed``, a fresh reading whose seeds begin there, of all k answers with
+    ``every``)."""
+    from refine.evaluate.baselines import generation_prompt
+
+    # the image's own prompt where it has one (a dataset's: PromptedPack)
+    prompt = prompt_template("exag_mllm").format(
+        prompt=generation_prompt(refs), country=refs.country
+    )
+    with assessor.backends.using("judge") as judge:
+        ratings = prefixed(judge, images, [prompt] * len(images), first_seed, every)
+        assessor.calls.add(sum(reading_calls(r.method) for r in ratings))
+    return ratings
+
+
+def fresh_exag(
+    assessor: Assessor,
+    images: Sequence[Image.Image],
+    refs: ReferencePack,
+    first_seed: int,
+    every: bool = False,
+) -> list[Computed] | None:
+    """EXAG of ``images`` read again from fresh answers (all k with ``every``), their
+    seeds from ``first_seed`` (the same for every image, so that their errors cancel where
+    the model follows seeds). None where there is nothing fresh to read: the judge reads
+    log-probabilities (the same reading again), or EXAG is the paper's (``exag:ita``,
+    whose readings take up to 6k answers already)."""
+    from metrics.ahead import exag_of
+    from refine.backends.judging import ProbabilityJudge
+
+    with assessor.backends.using("judge") as judge:
+        sampling = isinstance(judge, ProbabilityJudge) and judge.sampling
+    if not sampling or ita(refs):
+        return None
+    ratings = mllm_ratings(assessor, images, refs, first_seed, every)
+    answers = [ExagAnswer("exag:mllm", r.method, r.expectation, r.stderr) for r in ratings]
+    return exag_of(answers)
 
 
 def ita(refs: ReferencePack) -> bool:

@@ -212,9 +212,16 @@ def judge_ratings(
     return list(out)
 
 
-def prefixed(judge: Any, images: Sequence[Image.Image], prompts: Sequence[str]) -> list[Any]:
+def prefixed(
+    judge: Any,
+    images: Sequence[Image.Image],
+    prompts: Sequence[str],
+    first_seed: int | None = None,
+    every: bool = False,
+) -> list[Any]:
     """The judge's 1-5 ratings answered as "score is N" (AHEaD Tab. 29-31); a judge
-    without ``rate_prefixed`` is named."""
+    without ``rate_prefixed`` is named. ``first_seed``: a fresh sampled reading
+    (:meth:`refine.backends.judging.ProbabilityJudge.rate_prefixed`)."""
     rate = getattr(judge, "rate_prefixed", None)
     if not callable(rate):
         name = getattr(judge, "id", type(judge).__name__)
@@ -222,6 +229,8 @@ def prefixed(judge: Any, images: Sequence[Image.Image], prompts: Sequence[str]) 
             f"the judge {name} cannot answer in the format 'score is N' (no rate_prefixed), "
             "which EXAG without photos and the judge baselines need"
         )
+    if first_seed is not None:
+        return list(rate(images, prompts, MLLM_PREFIX, first_seed=first_seed, every=every))
     return list(rate(images, prompts, MLLM_PREFIX))
 
 

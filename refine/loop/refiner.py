@@ -40,7 +40,7 @@ from refine.events import (
     RunStarted,
 )
 from refine.io.store import RunStore, new_run_id
-from refine.loop import localize, memory, policy, request, tracking
+from refine.loop import confirm, localize, memory, policy, request, tracking
 from refine.loop.candidates import CandidateMaker, Made
 from refine.loop.prompts import round_text
 from refine.loop.steps import StepContext, default_steps
@@ -451,19 +451,18 @@ class Refiner:
             raise
         localize.measure(made.candidates, parent_image, extra.regions, store, self.backends)
         # 6. decide: a regenerated image is a new picture, its drift is not limited
-        best = run.best()
+        best, compared = run.best(), policy.compared_with(run, parent).best
         verdict = policy.decide_edit(
-            made.candidates,
-            policy.compared_with(run, parent).best,
-            parent_index,
-            spec.margin,
+            made.candidates, compared, parent_index, spec.margin,
             spec.max_drift if how == "edit" else 2.0,
-            None if best is None else best.best.scores.quality,
-            spec.max_quality_drop,
-            spec.max_drift_outside,
-            tracking.keep_rule(run, k, made.candidates),
+            None if best is None else best.best.scores.quality, spec.max_quality_drop,
+            spec.max_drift_outside, tracking.keep_rule(run, k, made.candidates),
             0.0 if best is None else policy.quality_se(best.best),
-        )
+        )  # fmt: skip
+        # a close sampled gain, confirmed on fresh answers (refine.loop.confirm)
+        reread = confirm.rereading(self.assessor(spec), store, run.references)
+        verdict = confirm.confirmed(verdict, made.candidates, compared, parent_index,
+                                    spec.margin, reread)  # fmt: skip
         r = _append_round(
             run, verdict, made.candidates, timings, parent_index, how, instruction, source
         )

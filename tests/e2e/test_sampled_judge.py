@@ -41,9 +41,8 @@ def frequencies(peak: int) -> list[float]:
 def one_round(backends, options, tmp_path, **settings):
     """A run of one editing round in the world, whose edits are accepted."""
     refiner = Refiner("gemini", backends, options)
-    return begin(
-        refiner, ACT, COUNTRY, out=tmp_path, rounds=1, target=1.0, max_drift=2.0, **settings
-    )
+    settings = {"rounds": 1, "target": 1.0, "max_drift": 2.0, **settings}
+    return begin(refiner, ACT, COUNTRY, out=tmp_path, **settings)
 
 
 @pytest.mark.slow
@@ -130,15 +129,21 @@ def test_a_run_whose_readings_agree_takes_two_answers_each(
     no_logprobs, backends, options, tmp_path
 ):
     """The gemini profile's reading: the first 2 answers, which in this world always agree
-    (seeds 0 and 1 answer the peak), end it; the record says k=2 and counts 2 calls."""
+    (seeds 0 and 1 answer the peak), end it; the record says k=2 and counts 2 calls. A run
+    of 2 rounds of 4 candidates sends at most 60 requests, every role and round 0 counted."""
     world = no_logprobs
-    run = one_round(backends, options, tmp_path)
-    assert [r.decision for r in run.rounds] == ["initial", "accepted"]
+    run = one_round(backends, options, tmp_path, rounds=2, candidates=4)
+    assert [r.decision for r in run.rounds] == ["initial", "accepted", "rejected"]
     # one refused log-probability request (the quality readings waited for its answer),
-    # then EXAG of 3 images and the quality of 3 (2 questions each): 9 readings of 2
+    # then EXAG of 9 images and the quality of the 3 pictures among them (2 questions each):
+    # 15 readings of 2; the accepted edit's gain, read from agreeing pairs, is read again
+    # from fresh seeds (2 answers for the chosen image and 2 for its parent), which say the
+    # same; the rejected one is not read again
     assert world.log.count("judge") == 1
-    assert world.log.count("sampled") == 9 * 2
-    for r, colour in zip(run.rounds, (RED, GREEN), strict=True):
+    assert world.log.count("sampled") == 15 * 2 + 2 * 2
+    assert len(world.log) <= 60
+    assert run.rounds[1].reason.endswith("; reproduced on 4 fresh answers")
+    for r, colour in zip(run.rounds[:2], (RED, GREEN), strict=True):
         reading = r.best.scores.readings["exag"]
         # two agreeing answers leave an error: the posterior's, never 0
         assert (reading.method, reading.k) == ("sampled", 2)
@@ -368,19 +373,24 @@ def test_edits_that_change_nothing_are_not_taken_for_gains_and_real_gains_are_ke
     """A judge that samples at its own odds, ignoring the seed (3/4 on its rating, 1/4 on
     the next): where edits change nothing the observer or the judge can see, readings of
     the same picture still differ, and a FAITH gain of 0.01 came from that noise in 8 of 24
-    editing rounds (these runs before the rule, their draws in the same order). Only a
-    gain beyond its noise counts now: 1 of 24, at the same calls (71, 64, 88, 58, 58 and
-    64 a run, both ways). An edit that truly
-    raises FAITH (red to green: EXAG 0.75 to 0, FAITH +0.25) is kept in each of 10 runs."""
+    editing rounds (these runs before the rule, their draws in the same order, at 71, 64,
+    88, 58, 58 and 64 calls a run). Only a gain beyond its noise counts now, and a close one
+    only where fresh answers confirm it: 0 of 24 (1 of 24 without the fresh answers), at
+    70, 64, 88, 96, 96 and 84 calls (the fresh answers of the gains they did not confirm).
+    An edit that truly raises FAITH (red to green: EXAG 0.75 to 0, FAITH +0.25) is kept in
+    each of 5 runs, its gain confirmed on fresh answers where it was close."""
     world = no_logprobs
     world.ignores_seed = True
     world.edits = {RED: (RED, RED)}  # an edit gives back the same picture
     null = steady_runs(backends, options, tmp_path / "null", 6, rounds=4, patience=4)
     decisions = [r.decision for run in null for r in run.rounds[1:]]
     assert len(decisions) == 24 and decisions.count("accepted") <= 3, decisions
+    reasons = [r.reason for run in null for r in run.rounds[1:]]
+    assert any("; not confirmed on 8 fresh answers each" in why for why in reasons)
     world.edits = {RED: (GREEN, GREEN)}
     real = steady_runs(backends, options, tmp_path / "real", 5, rounds=1)
     assert [run.rounds[1].decision for run in real] == ["accepted"] * 5
     for run in real:
         reason = run.rounds[1].reason
         assert "; 90% >= +" in reason and float(reason.split("90% >= ")[1][:6]) >= 0.01
+        assert "not confirmed" not in reason

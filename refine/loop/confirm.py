@@ -1,0 +1,156 @@
+"""A close decision confirmed on fresh answers.
+
+Where FAITH was read from sampled answers, an edit is accepted when its gain's one-sided
+90% lower bound reaches the margin (:func:`refine.loop.policy.decide_edit`). That bound is
+computed on the readings that chose the candidate: the better of several candidates is
+chosen on the same noise that then seems to favour it, and a reading whose first two
+answers agreed records an error that covers the truth too rarely (a torn, flat or bimodal
+judge's pair agrees often, on a gain as on none). So an accepted edit whose gain is not
+beyond doubt (:func:`close`) is read again: the judge's EXAG of the chosen candidate and of
+the image it must beat (the sampled term of FAITH, the only one with a sampling error), with
+seeds neither reading used before and the same seeds for both images (their errors cancel
+where the model follows seeds):
+
+1. a fresh reading of each (two answers, all k unless they agree): where every fresh
+   reading stopped at two agreeing answers that say what its first reading said, the gain
+   is reproduced, and the edit is kept;
+2. else, where both fresh readings took all k answers, they decide; where one stopped at
+   an agreeing pair that says something else, all k answers each from fresh seeds again.
+   The edit is kept only when the gain on these fresh answers alone, which the choice never
+   saw, has a one-sided 90% lower bound at the margin. Otherwise the parent is kept.
+
+A gain read from all k answers and clear at 99% takes no answer more, and no answer is spent
+on a rejected edit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from metrics.ahead import faith
+from metrics.judge import ONE_SIDED_90, SAMPLED
+from refine.loop.policy import Verdict, faith_of, faith_se
+
+if TYPE_CHECKING:
+    from metrics.computed import Computed
+    from refine.records import Candidate
+
+# a gain whose one-sided 99% lower bound reaches the margin is beyond doubt
+CLEAR_Z = 2.3263478740408408
+# the bound the fresh answers' gain must clear
+CONFIRM_Z = ONE_SIDED_90
+# a reading of fewer answers stopped early, its first answers agreeing (k, 8 by default)
+FULL = 8
+# the first seeds of the fresh answers (two, then all k): far above any reading's own
+FRESH_SEED, FULL_SEED = 1_000_000, 2_000_000
+
+# (candidates, first seed, all k answers) -> their EXAG read afresh (None: not possible)
+Reread = Callable[[Sequence["Candidate"], int, bool], "Sequence[Computed] | None"]
+
+
+def answers_of(c: Candidate) -> int | None:
+    """The answers a candidate's sampled FAITH was read from (None: not sampled)."""
+    reading = c.scores.readings.get("faith")
+    return reading.k if reading is not None and reading.method == SAMPLED else None
+
+
+def close(chosen: Candidate, parent: Candidate, margin: float) -> bool:
+    """Whether ``chosen``'s FAITH gain over ``parent`` was read from sampled answers and
+    is not beyond doubt: either reading stopped before :data:`FULL` answers, or the
+    gain's one-sided 99% lower bound is below ``margin``."""
+    taken = [answers_of(chosen), answers_of(parent)]
+    if all(k is None for k in taken):
+        return False
+    if any(k is not None and k < FULL for k in taken):
+        return True
+    se = math.hypot(faith_se(chosen), faith_se(parent))
+    return faith_of(chosen) - faith_of(parent) - CLEAR_Z * se < margin
+
+
+def fresh_faith(c: Candidate, exag: Computed) -> tuple[float, float]:
+    """``c``'s FAITH with EXAG read afresh, and its standard error (EXAG's over 3)."""
+    value, _ = faith(c.scores.align, c.scores.hal, exag.value)
+    stderr = exag.reading.stderr if exag.reading is not None else None
+    return value, (stderr or 0.0) / 3.0
+
+
+def reproduced(pair: Sequence[Candidate], fresh: Sequence[Computed]) -> bool:
+    """Whether every fresh reading stopped at agreeing answers that say what the first
+    reading of its image said (the same EXAG, itself read from agreeing answers)."""
+    for c, e in zip(pair, fresh, strict=True):
+        first = c.scores.readings.get("exag")
+        if e.reading is None or first is None or first.k is None or e.reading.k is None:
+            return False
+        if max(e.reading.k, first.k) >= FULL or e.value != c.scores.exag:
+            return False
+    return True
+
+
+def confirmed(
+    verdict: Verdict,
+    candidates: Sequence[Candidate],
+    parent: Candidate,
+    parent_index: int,
+    margin: float,
+    reread: Reread,
+) -> Verdict:
+    """``verdict``, or where it accepted a close edit (:func:`close`), the decision on
+    fresh answers (the module's steps); ``reread`` gives the pair's EXAG read afresh (None:
+    nothing fresh can be read, and the verdict stands). A reading that fails keeps the
+    parent."""
+    if verdict.decision != "accepted":
+        return verdict
+    pair = [candidates[verdict.chosen], parent]
+    if not close(*pair, margin):
+        return verdict
+    try:
+        fresh = reread(pair, FRESH_SEED, False)
+        if fresh is not None and reproduced(pair, fresh):
+            k = sum(e.reading.k for e in fresh if e.reading is not None)
+            return Verdict(
+                verdict.chosen, "accepted", f"{verdict.reason}; reproduced on {k} fresh answers"
+            )
+        if fresh is not None and any(
+            e.reading is None or (e.reading.k or 0) < FULL for e in fresh
+        ):  # an agreeing pair that says something else: all k, from fresh seeds again
+            fresh = reread(pair, FULL_SEED, True)
+    except Exception as err:  # paid for, but not confirmed: the parent stays
+        return Verdict(
+            verdict.chosen,
+            "rejected",
+            f"{verdict.reason}; not confirmed: reading it again failed ({err}); "
+            f"kept round {parent_index}",
+        )
+    if fresh is None:
+        return verdict
+    (now, now_se), (before, before_se) = (
+        fresh_faith(c, e) for c, e in zip(pair, fresh, strict=True)
+    )
+    gain = now - before
+    bound = gain - CONFIRM_Z * math.hypot(now_se, before_se)
+    k = fresh[0].reading.k if fresh[0].reading is not None else None
+    said = (
+        f"on {k} fresh answers each, FAITH {before:.3f} -> {now:.3f} "
+        f"({gain:+.3f}; 90% >= {bound:+.3f})"
+    )
+    if bound >= margin - 1e-12:  # 1e-12: the rounding of a gain equal to the margin
+        return Verdict(verdict.chosen, "accepted", f"{verdict.reason}; confirmed {said}")
+    return Verdict(
+        verdict.chosen,
+        "rejected",
+        f"{verdict.reason}; not confirmed {said}: kept round {parent_index}",
+    )
+
+
+def rereading(assessor: Any, store: Any, refs: Any) -> Reread:
+    """The loop's :data:`Reread`: EXAG of candidates' images (files in ``store``) read
+    afresh by ``assessor`` (:func:`refine.evaluate.assess.fresh_exag`)."""
+    from refine.evaluate.assess import fresh_exag
+
+    def reread(cs: Sequence[Candidate], seed: int, every: bool) -> Sequence[Computed] | None:
+        images = [store.load_image(c.image) for c in cs]
+        return fresh_exag(assessor, images, refs, seed, every)
+
+    return reread

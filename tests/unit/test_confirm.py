@@ -1,0 +1,113 @@
+"""A close sampled gain is read again on fresh answers before an edit is kept
+(refine.loop.confirm): reproduced by an agreeing fresh pair, confirmed or not by all k fresh
+answers, the parent kept where the reading fails; a clear gain read from all k answers, a
+rejected edit and a gain read by log-probabilities take no answer more."""
+
+from __future__ import annotations
+
+import pytest
+
+from metrics.computed import Computed
+from metrics.judge import Reading
+from refine.loop import confirm
+from refine.loop.policy import Verdict
+from refine.records import Candidate, Feedback, Scores
+
+
+def read(exag: float, k: int, se: float) -> Candidate:
+    """A candidate (ALIGN 0.5, HAL 0.2) whose EXAG was read from k sampled answers."""
+    faith = (0.5 + 0.8 + 1 - exag) / 3
+    scores = Scores(
+        values={"align": 0.5, "hal": 0.2, "exag": exag, "faith": faith},
+        readings={"exag": Reading("sampled", k, se), "faith": Reading("sampled", k, se / 3)},
+    )
+    return Candidate(seed=0, image="x.png", observed={}, scores=scores, feedback=Feedback())
+
+
+def fresh(exag: float, k: int, se: float) -> Computed:
+    return Computed(exag, "exag:mllm", Reading("sampled", k, se))
+
+
+class Reader:
+    """The fresh readings to give, in turn, and what was asked."""
+
+    def __init__(self, *answers):
+        self.answers, self.asked = list(answers), []
+
+    def __call__(self, pair, seed, every):
+        self.asked.append((seed, every))
+        got = self.answers.pop(0)
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+
+PARENT, CHOSEN = read(0.75, 2, 0.1), read(0.5, 2, 0.1)  # FAITH 0.517 -> 0.6: +0.083
+ACCEPTED = Verdict(0, "accepted", "FAITH 0.517 -> 0.600 (+0.083; 90% >= +0.029)")
+
+
+def decide(reader, chosen=CHOSEN, parent=PARENT, verdict=ACCEPTED):
+    return confirm.confirmed(verdict, [chosen], parent, 0, 0.01, reader)
+
+
+def test_an_agreeing_fresh_pair_that_says_the_same_reproduces_the_gain():
+    reader = Reader([fresh(0.5, 2, 0.1), fresh(0.75, 2, 0.1)])
+    v = decide(reader)
+    assert (v.decision, v.reason) == (
+        "accepted",
+        ACCEPTED.reason + "; reproduced on 4 fresh answers",
+    )
+    assert reader.asked == [(confirm.FRESH_SEED, False)]
+
+
+def test_a_pair_that_says_otherwise_takes_all_k_fresh_answers_which_decide():
+    # the candidate's fresh pair agrees on another rating: all k from fresh seeds again,
+    # where the gain is 0.25 x 1/3 = 0.083 with errors 0.04 / 3: bound +0.060
+    kept = Reader(
+        [fresh(0.25, 2, 0.1), fresh(0.75, 2, 0.1)], [fresh(0.5, 8, 0.04), fresh(0.75, 8, 0.04)]
+    )
+    v = decide(kept)
+    assert kept.asked == [(confirm.FRESH_SEED, False), (confirm.FULL_SEED, True)]
+    assert v.decision == "accepted"
+    assert v.reason.endswith(
+        "; confirmed on 8 fresh answers each, FAITH 0.517 -> 0.600 (+0.083; 90% >= +0.059)"
+    )
+    # all k fresh answers that see no gain keep the parent, whose round the reason names
+    gone = Reader([fresh(0.5, 8, 0.06), fresh(0.5, 8, 0.06)])
+    v = decide(gone)
+    assert gone.asked == [(confirm.FRESH_SEED, False)]  # both took all k: they decide
+    assert v.decision == "rejected" and v.chosen == 0
+    assert v.reason.endswith("(+0.000; 90% >= -0.036): kept round 0")
+    assert "not confirmed on 8 fresh answers each" in v.reason
+
+
+def test_a_failed_reading_keeps_the_parent_and_nothing_fresh_leaves_the_verdict():
+    v = decide(Reader(RuntimeError("503 UNAVAILABLE")))
+    assert v.decision == "rejected" and "reading it again failed (503 UNAVAILABLE)" in v.reason
+    assert decide(Reader(None)) == ACCEPTED
+
+
+@pytest.mark.parametrize(
+    ("chosen", "parent", "verdict"),
+    [
+        # every reading took all k answers and the gain is clear at 99%: +0.083 against
+        # errors of 0.01 / 3
+        (read(0.5, 8, 0.01), read(0.75, 8, 0.01), ACCEPTED),
+        # rejected edits are not read again
+        (CHOSEN, PARENT, Verdict(0, "rejected", "FAITH ...")),
+    ],
+)
+def test_clear_gains_and_rejected_edits_take_no_answer_more(chosen, parent, verdict):
+    reader = Reader()
+    assert decide(reader, chosen, parent, verdict) == verdict and reader.asked == []
+
+
+def test_close_needs_sampled_readings_and_counts_early_stops():
+    exact = Candidate(
+        seed=0, image="x.png", observed={}, feedback=Feedback(),
+        scores=Scores(values={"align": 0.5, "hal": 0.2, "exag": 0.5, "faith": 0.6}),
+    )  # fmt: skip
+    assert not confirm.close(exact, exact, 0.01)  # log-probabilities: nothing to confirm
+    assert confirm.close(read(0.5, 8, 0.01), read(0.75, 2, 0.1), 0.01)  # the parent stopped
+    # all k, but the bound at 99% (0.083 - 2.33 x 0.047) is below the margin
+    assert confirm.close(read(0.5, 8, 0.1), read(0.75, 8, 0.1), 0.01)
