@@ -186,17 +186,20 @@ def decide_edit(
     dropped = len(within) - len(kept)
     note = f"; {dropped} candidate(s) left out: quality fell too far" if dropped else ""
     if keep is not None:
-        held = [j for j in kept if keep.allows(j, faith_of(candidates[j]) - parent_faith, margin)]
+        # a gain counts as any other: beyond its noise where sampled (lower_gain is the gain
+        # itself where read by log-probabilities)
+        held = [j for j in kept if keep.allows(j, lower_gain(candidates[j], parent), margin)]
         best_kept = max(kept, key=lambda j: faith_of(candidates[j]))
-        f = faith_of(candidates[best_kept])
+        f, lower = faith_of(candidates[best_kept]), lower_gain(candidates[best_kept], parent)
         n, words = keep.undone[best_kept]
-        if not held and f - parent_faith >= margin:
+        if not held and lower >= margin:
+            bound = f"; 90% >= {lower:+.3f}" if lower != f - parent_faith else ""
             return Verdict(
                 best_kept,
                 "rejected",
                 f"undoes {n} earlier fix(es), more than --keep-fixes {keep.at_most}: {words}; "
-                f"FAITH {parent_faith:.3f} -> {f:.3f} ({f - parent_faith:+.3f}) is under the "
-                f"+{margin + keep.gain:g} that would outweigh it{note}",
+                f"FAITH {parent_faith:.3f} -> {f:.3f} ({f - parent_faith:+.3f}{bound}) is under "
+                f"the +{margin + keep.gain:g} that would outweigh it{note}",
             )
         if not held:  # FAITH alone rejects it; the fixes it undoes are said beside
             note += f"; it would also undo {n} earlier fix(es): {words}"

@@ -231,6 +231,18 @@ def test_keep_fixes_prefers_a_candidate_within_the_limit():
     )
 
 
+def test_keep_fixes_weighs_a_sampled_gain_at_its_lower_bound():
+    """A gain of 0.25 read with errors of 0.05 each is at least 0.159 (90%): under the
+    0.21 that would outweigh two fixes undone, where read exactly it is over it."""
+    keep = policy.KeepFixes(1, 0.2, [(2, "setting: rug (fixed in round 1)")])
+    exact = policy.decide_edit([cand(0.75)], cand(0.5), 0, 0.01, 2.0, keep=keep)
+    assert exact.decision == "accepted"
+    v = policy.decide_edit([sampled(0.75, 0.05)], sampled(0.5, 0.05), 0, 0.01, 2.0, keep=keep)
+    assert v.decision == "rejected" and v.reason.endswith(
+        "FAITH 0.500 -> 0.750 (+0.250; 90% >= +0.159) is under the +0.21 that would outweigh it"
+    )
+
+
 def sampled(faith: float, se: float, quality: float | None = None, quality_se: float = 0.0):
     """A candidate whose FAITH (and quality) were read from eight sampled answers."""
     from metrics.judge import Reading

@@ -79,3 +79,18 @@ def test_the_faith_held_at_a_number_of_calls():
     ]
     drawn = curve(one, ["best-of-n", "edit"], budget=None)  # up to the most calls a cell used
     assert drawn["calls"][-1] == 30 and drawn["faith"]["edit"][0] is None
+
+
+def test_best_of_n_picks_a_later_candidate_only_beyond_the_noise_of_both():
+    from refine.harness.tasks.strategies.plan import first_best
+
+    def step(j, faith, se=None):
+        return {"step": j, "faith": faith} | ({} if se is None else {"faith_se": se})
+
+    # read exactly: the first with the highest FAITH, a missing FAITH never
+    exact = [step(0, None), step(1, 0.6), step(2, 0.7), step(3, 0.7)]
+    assert first_best(exact) == 2 and first_best([step(0, None)]) is None
+    # sampled: 0.7 against 0.6, each with an error of 0.05, is +0.1 at least +0.009 (90%);
+    # 0.66 is +0.06 at least -0.031, within the noise: the first stays
+    assert first_best([step(0, 0.6, 0.05), step(1, 0.7, 0.05)]) == 1
+    assert first_best([step(0, 0.6, 0.05), step(1, 0.66, 0.05)]) == 0

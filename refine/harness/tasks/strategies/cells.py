@@ -185,6 +185,8 @@ class StrategyMaker:
                     "image": str((where / name).relative_to(self.folder)),
                 }
             )
+            if (se := a.scores.stderr("faith")) is not None:  # read from sampled answers
+                steps[-1]["faith_se"] = se
         return steps, first_best(steps), stop
 
     def _loop(

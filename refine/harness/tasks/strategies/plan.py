@@ -4,6 +4,7 @@ strategy's next step needs of the budget left."""
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -120,11 +121,25 @@ class StrategyPlan(PromptPlan):
 
 
 def first_best(steps: list[dict[str, Any]]) -> int | None:
-    """The first step with the highest FAITH (None without one)."""
-    scored = [s for s in steps if s["faith"] is not None]
-    if not scored:
-        return None
-    return max(scored, key=lambda s: s["faith"])["step"]
+    """The step best-of-N picks (None without a FAITH): the first with the highest FAITH.
+    Where FAITH was read from sampled answers (a step's ``faith_se``), a later step takes
+    the pick's place only when its FAITH is higher beyond the noise of both readings (the
+    difference's one-sided 90% lower bound above 0), as the loop accepts an edit: the
+    largest of N noisy readings is otherwise chosen for its noise."""
+    from refine.loop.policy import CONFIDENCE_Z
+
+    pick: dict[str, Any] | None = None
+    for s in steps:
+        if s["faith"] is None:
+            continue
+        noise = (
+            0.0
+            if pick is None
+            else math.hypot(s.get("faith_se") or 0.0, pick.get("faith_se") or 0.0)
+        )
+        if pick is None or s["faith"] - pick["faith"] - CONFIDENCE_Z * noise > 0:
+            pick = s
+    return None if pick is None else pick["step"]
 
 
 def too_short(
