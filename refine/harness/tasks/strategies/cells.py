@@ -173,20 +173,13 @@ class StrategyMaker:
             name = f"{slug(spec.country, 30)}--{slug(spec.activity, 60)}--s{seed}.png"
             image.save(where / name)
             costs.append((budget.spent - before, time.monotonic() - t))
-            steps.append(
-                {
-                    "step": j,
-                    "kind": "generate",
-                    "decision": "candidate",
-                    "seed": seed,
-                    "faith": a.scores.faith,
-                    "quality": a.scores.quality,
-                    "calls": budget.spent,
-                    "image": str((where / name).relative_to(self.folder)),
-                }
-            )
-            if (se := a.scores.stderr("faith")) is not None:  # read from sampled answers
-                steps[-1]["faith_se"] = se
+            # FAITH's error where it was read from sampled answers (plan.first_best)
+            se = a.scores.stderr("faith")
+            steps.append({"step": j, "kind": "generate", "decision": "candidate", "seed": seed,
+                          "faith": a.scores.faith, "quality": a.scores.quality,
+                          "calls": budget.spent,
+                          "image": str((where / name).relative_to(self.folder)),
+                          **({} if se is None else {"faith_se": se})})  # fmt: skip
         return steps, first_best(steps), stop
 
     def _loop(
