@@ -585,8 +585,9 @@ def ita_stderr(
     """The standard error of one image's EXAG(ITA) (:func:`ita_value`), whose VQAScores
     and photo means carry the standard errors given: the spread of the value when each
     excess is drawn around its reading with its error (the readings' errors are
-    independent). None when the errors were not recorded; 0 when every reading is exact
-    (log-probabilities)."""
+    independent); where no draw counts, the spread of the nearest candidate's excess cut at
+    0 (:func:`rectified_sd`), so that a sampled reading's error is never 0. None when the
+    errors were not recorded; 0 when every reading is exact (log-probabilities)."""
     if not yes:
         return 0.0
     if len(yes_stderr) != len(yes) or len(baseline_stderr) != len(baseline):
@@ -597,7 +598,24 @@ def ita_stderr(
     excess = np.asarray(yes, float) - np.asarray(baseline, float)
     noise = np.random.default_rng(0).standard_normal((ITA_DRAWS, excess.size))
     drawn = ita_counted(excess + noise * se, se)
-    return float(drawn.std(ddof=1))
+    spread = float(drawn.std(ddof=1))
+    if spread > 0:
+        return spread
+    # no draw counts (every excess far below its errors): the value is 0 by the readings,
+    # and what is left uncertain is how far the truth may still rise above 0, the spread of
+    # the nearest candidate's excess cut at 0 (a normal's, in closed form): small, never 0
+    j = int(np.argmax(excess / np.where(se > 0, se, np.inf)))
+    return rectified_sd(float(excess[j]), float(se[j]))
+
+
+def rectified_sd(mu: float, sd: float) -> float:
+    """The standard deviation of max(0, X), X normal with mean ``mu`` and deviation
+    ``sd`` > 0."""
+    z = mu / sd
+    cdf, pdf = 0.5 * math.erfc(-z / math.sqrt(2)), math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+    m1 = mu * cdf + sd * pdf
+    m2 = (mu * mu + sd * sd) * cdf + mu * sd * pdf
+    return math.sqrt(max(m2 - m1 * m1, 0.0)) or sd * pdf
 
 
 def ita_value(

@@ -548,10 +548,11 @@ class Assessor:
             baseline = self._baseline(key, refs, candidates, judge)
         answers = ita_answers(judge, [image] * len(candidates), candidates, baseline)
         self.calls.add(vqa_calls(judge, answers))
-        modes = sorted({a.mode for a in answers})
+        # "sampled k=N" where any answer was sampled, N the most answers a candidate took
+        modes = sorted({a.mode for a in answers}, key=lambda m: Reading.parse(m).calls)
         answer = ExagAnswer(
             "exag:ita",
-            mode=modes[-1],  # "sampled k=N" where any answer was sampled
+            mode=modes[-1],
             yes=tuple(a.value for a in answers),
             baseline=tuple(baseline.mean),
             candidates=tuple(candidates),

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from metrics.ahead import faith
 from metrics.judge import ONE_SIDED_90, SAMPLED
+from refine import usage
 from refine.loop.policy import Verdict, faith_of, faith_se
 
 if TYPE_CHECKING:
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
 CLEAR_Z = 2.3263478740408408
 # the bound the fresh answers' gain must clear
 CONFIRM_Z = ONE_SIDED_90
-# a reading of fewer answers stopped early, its first answers agreeing (k, 8 by default)
+# a reading of fewer answers stopped early, its first answers agreeing: the judge's k
+# (Reread.full), 8 by default
 FULL = 8
 # the first seeds of the fresh answers (two, then all k): far above any reading's own
 FRESH_SEED, FULL_SEED = 1_000_000, 2_000_000
@@ -56,14 +58,14 @@ def answers_of(c: Candidate) -> int | None:
     return reading.k if reading is not None and reading.method == SAMPLED else None
 
 
-def close(chosen: Candidate, parent: Candidate, margin: float) -> bool:
+def close(chosen: Candidate, parent: Candidate, margin: float, full: int = FULL) -> bool:
     """Whether ``chosen``'s FAITH gain over ``parent`` was read from sampled answers and
-    is not beyond doubt: either reading stopped before :data:`FULL` answers, or the
-    gain's one-sided 99% lower bound is below ``margin``."""
+    is not beyond doubt: either reading stopped before ``full`` answers (the judge's k), or
+    the gain's one-sided 99% lower bound is below ``margin``."""
     taken = [answers_of(chosen), answers_of(parent)]
     if all(k is None for k in taken):
         return False
-    if any(k is not None and k < FULL for k in taken):
+    if any(k is not None and k < full for k in taken):
         return True
     se = math.hypot(faith_se(chosen), faith_se(parent))
     return faith_of(chosen) - faith_of(parent) - CLEAR_Z * se < margin
@@ -76,14 +78,14 @@ def fresh_faith(c: Candidate, exag: Computed) -> tuple[float, float]:
     return value, (stderr or 0.0) / 3.0
 
 
-def reproduced(pair: Sequence[Candidate], fresh: Sequence[Computed]) -> bool:
-    """Whether every fresh reading stopped at agreeing answers that say what the first
-    reading of its image said (the same EXAG, itself read from agreeing answers)."""
+def reproduced(pair: Sequence[Candidate], fresh: Sequence[Computed], full: int = FULL) -> bool:
+    """Whether every fresh reading stopped at agreeing answers (fewer than ``full``) that
+    say what the first reading of its image said (the same EXAG, itself so read)."""
     for c, e in zip(pair, fresh, strict=True):
         first = c.scores.readings.get("exag")
         if e.reading is None or first is None or first.k is None or e.reading.k is None:
             return False
-        if max(e.reading.k, first.k) >= FULL or e.value != c.scores.exag:
+        if max(e.reading.k, first.k) >= full or e.value != c.scores.exag:
             return False
     return True
 
@@ -103,19 +105,24 @@ def confirmed(
     if verdict.decision != "accepted":
         return verdict
     pair = [candidates[verdict.chosen], parent]
-    if not close(*pair, margin):
+    if answers_of(pair[0]) is None and answers_of(pair[1]) is None:
+        return verdict  # read by log-probabilities: nothing to confirm
+    full = int(getattr(reread, "full", FULL))  # the judge's k
+    if not close(*pair, margin, full):
         return verdict
     try:
         fresh = reread(pair, FRESH_SEED, False)
-        if fresh is not None and reproduced(pair, fresh):
+        if fresh is not None and reproduced(pair, fresh, full):
             k = sum(e.reading.k for e in fresh if e.reading is not None)
             return Verdict(
                 verdict.chosen, "accepted", f"{verdict.reason}; reproduced on {k} fresh answers"
             )
         if fresh is not None and any(
-            e.reading is None or (e.reading.k or 0) < FULL for e in fresh
+            e.reading is None or (e.reading.k or 0) < full for e in fresh
         ):  # an agreeing pair that says something else: all k, from fresh seeds again
             fresh = reread(pair, FULL_SEED, True)
+    except (usage.BudgetExhausted, usage.QuotaSpent, usage.StopRequested):
+        raise  # the run's limits and a stop end the round as anywhere else in it
     except Exception as err:  # paid for, but not confirmed: the parent stays
         return Verdict(
             verdict.chosen,
@@ -144,13 +151,23 @@ def confirmed(
     )
 
 
-def rereading(assessor: Any, store: Any, refs: Any) -> Reread:
+class rereading:  # noqa: N801 (a function's role: the loop's Reread)
     """The loop's :data:`Reread`: EXAG of candidates' images (files in ``store``) read
-    afresh by ``assessor`` (:func:`refine.evaluate.assess.fresh_exag`)."""
-    from refine.evaluate.assess import fresh_exag
+    afresh by ``assessor`` (:func:`refine.evaluate.assess.fresh_exag`); ``full``: the
+    judge's k, the answers a reading takes when its first ones do not agree."""
 
-    def reread(cs: Sequence[Candidate], seed: int, every: bool) -> Sequence[Computed] | None:
-        images = [store.load_image(c.image) for c in cs]
-        return fresh_exag(assessor, images, refs, seed, every)
+    def __init__(self, assessor: Any, store: Any, refs: Any) -> None:
+        self.assessor, self.store, self.refs = assessor, store, refs
 
-    return reread
+    @property
+    def full(self) -> int:
+        with self.assessor.backends.using("judge") as judge:
+            return int(getattr(judge, "samples", FULL))
+
+    def __call__(
+        self, cs: Sequence[Candidate], seed: int, every: bool
+    ) -> Sequence[Computed] | None:
+        from refine.evaluate.assess import fresh_exag
+
+        images = [self.store.load_image(c.image) for c in cs]
+        return fresh_exag(self.assessor, images, self.refs, seed, every)

@@ -376,7 +376,7 @@ def test_edits_that_change_nothing_are_not_taken_for_gains_and_real_gains_are_ke
     editing rounds (these runs before the rule, their draws in the same order, at 71, 64,
     88, 58, 58 and 64 calls a run). Only a gain beyond its noise counts now, and a close one
     only where fresh answers confirm it: 0 of 24 (1 of 24 without the fresh answers), at
-    70, 64, 88, 96, 96 and 84 calls (the fresh answers of the gains they did not confirm).
+    70-71, 64, 88, 96, 96 and 84 calls (the fresh answers of the gains they did not confirm).
     An edit that truly raises FAITH (red to green: EXAG 0.75 to 0, FAITH +0.25) is kept in
     each of 5 runs, its gain confirmed on fresh answers where it was close."""
     world = no_logprobs

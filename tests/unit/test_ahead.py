@@ -273,6 +273,13 @@ def test_ita_error_is_the_spread_of_the_counted_excess_drawn_with_its_readings_e
     assert ahead.ita_stderr([0.6], [0.0], [0.2], [0.0]) == 0.0
     assert ahead.ita_stderr([0.6], [], [0.2], []) is None
     assert ahead.ita_stderr([0.6], [0.1], [0.2], [0.0]) == one  # fixed draws: repeatable
+    # eight "No"s against photos at 0.3: no draw counts, and the error left is how far the
+    # truth may rise above 0 (the rectified normal's spread, scipy's integral): small, not 0
+    se = math.hypot(0.074, 0.05)
+    floor = ahead.ita_stderr([0.0], [0.074], [0.3], [0.05])
+    z = norm(-0.3, se)
+    m1, m2 = z.expect(lambda x: x, lb=0.0), z.expect(lambda x: x**2, lb=0.0)
+    assert 0 < floor == pytest.approx(math.sqrt(m2 - m1**2), rel=1e-3)
 
 
 def test_ita_value_counts_an_excess_only_beyond_two_errors_and_is_the_papers_without_any():

@@ -9,6 +9,7 @@ import pytest
 
 from metrics.computed import Computed
 from metrics.judge import Reading
+from refine import usage
 from refine.loop import confirm
 from refine.loop.policy import Verdict
 from refine.records import Candidate, Feedback, Scores
@@ -32,9 +33,10 @@ class Reader:
     """The fresh readings to give, in turn, and what was asked."""
 
     def __init__(self, *answers):
-        self.answers, self.asked = list(answers), []
+        self.answers, self.asked, self.pairs = list(answers), [], []
 
     def __call__(self, pair, seed, every):
+        self.pairs.append(list(pair))
         self.asked.append((seed, every))
         got = self.answers.pop(0)
         if isinstance(got, Exception):
@@ -58,6 +60,7 @@ def test_an_agreeing_fresh_pair_that_says_the_same_reproduces_the_gain():
         ACCEPTED.reason + "; reproduced on 4 fresh answers",
     )
     assert reader.asked == [(confirm.FRESH_SEED, False)]
+    assert reader.pairs == [[CHOSEN, PARENT]]  # the chosen image, then the one it must beat
 
 
 def test_a_pair_that_says_otherwise_takes_all_k_fresh_answers_which_decide():
@@ -85,6 +88,26 @@ def test_a_failed_reading_keeps_the_parent_and_nothing_fresh_leaves_the_verdict(
     v = decide(Reader(RuntimeError("503 UNAVAILABLE")))
     assert v.decision == "rejected" and "reading it again failed (503 UNAVAILABLE)" in v.reason
     assert decide(Reader(None)) == ACCEPTED
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [usage.CallBudgetSpent("--budget-calls 20 spent"), usage.StopRequested("stop"),
+     usage.QuotaSpent("daily quota")],
+)  # fmt: skip
+def test_the_runs_limits_and_a_stop_end_the_round_as_anywhere_else(stop):
+    with pytest.raises(type(stop)):
+        decide(Reader(stop))
+
+
+def test_a_reading_is_full_at_the_judges_k():
+    """With k = 4 a reading of 4 answers took all k: a clear gain so read is not read again;
+    with the default 8 it stopped early, and is."""
+    chosen, parent = read(0.25, 4, 0.02), read(0.75, 4, 0.02)
+    reader = Reader([fresh(0.25, 8, 0.02), fresh(0.75, 8, 0.02)])
+    reader.full = 4
+    assert decide(reader, chosen, parent) == ACCEPTED and reader.asked == []
+    assert confirm.close(chosen, parent, 0.01)  # at the default k of 8
 
 
 @pytest.mark.parametrize(
