@@ -542,9 +542,9 @@ def ita_baseline_stderr(rows: Sequence[Sequence[float]]) -> list[float]:
 # where it is at least this many standard errors (a one-sided 97.7 % bound above 0). The
 # paper's value, the largest positive excess, takes the largest of several noisy excesses:
 # its noise can only push it up (the winner's curse). At zero true excess on 3 and 5
-# candidates (5 photos, P(Yes) 0.3) it read 0.32 and 0.42 from the readings taken before;
-# counted from 2 errors, with the readings refine.evaluate.assess.ita_answers takes, 0.007
-# and 0.015, and a true 0.2 reads 0.17 (benchmarks/bench_decisions.py). With every error 0
+# candidates (5 photos, P(Yes) 0.3) it read 0.31 and 0.43 from the readings taken before;
+# counted from 2 errors, with the readings refine.evaluate.assess.ita_answers takes, 0.012
+# and 0.016, and a true 0.2 reads 0.17-0.18 (benchmarks/bench_decisions.py). With every error 0
 # (log-probabilities) it is the paper's value exactly.
 ITA_COUNTS_AT = 2.0
 # a candidate's reading may stop before its most answers once its excess is below 0 by
