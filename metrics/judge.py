@@ -40,6 +40,11 @@ class Reading:
             raise ValueError(f"a reading is {LOGPROBS!r} or {SAMPLED!r}, got {self.method!r}")
         if self.method == SAMPLED and (self.k is None or self.k < 2):
             raise ValueError(f"a sampled reading needs k >= 2 samples, got {self.k!r}")
+        # a record read from a file is shown ± its error: a finite number at least 0
+        if self.stderr is not None and not (
+            isinstance(self.stderr, int | float) and math.isfinite(self.stderr) and self.stderr >= 0
+        ):
+            raise ValueError(f"a reading's standard error is a number >= 0, got {self.stderr!r}")
 
     @classmethod
     def parse(cls, mode: str | None, stderr: float | None = None) -> Reading | None:

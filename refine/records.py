@@ -245,7 +245,7 @@ class QualityReading(_Record):
     artifacts: float
     judge: str
     method: str  # "logprobs" or "sampled k=N" (either rating sampled)
-    stderr: float | None = None  # of quality, when the lower rating was sampled
+    stderr: float | None = Field(None, ge=0, allow_inf_nan=False)  # of quality, when sampled
 
 
 Scores.model_rebuild()

@@ -156,3 +156,18 @@ def test_sampled_values_carry_their_error_into_the_bench_cell_and_read_ones_none
 
     assert record(sampled)["stderr"] == {"exag": 0.09, "faith": 0.03, "quality": 0.05}
     assert "stderr" not in record(read)
+
+
+@pytest.mark.parametrize("stderr", [float("inf"), float("nan"), -0.1, "0.1 ± 9"])
+def test_a_record_whose_error_is_no_number_at_least_0_is_refused(stderr):
+    """A run.json from a folder is shown ± its errors: one that is not a finite number
+    >= 0 is refused on opening, for the judge's readings and the quality's."""
+    from refine.records import QualityReading
+
+    with pytest.raises((ValidationError, ValueError)):
+        Scores(
+            values={"align": 0.5, "hal": 0.2},
+            readings={"exag": {"method": "sampled", "k": 2, "stderr": stderr}},
+        )
+    with pytest.raises(ValidationError):
+        QualityReading(naturalness=1, artifacts=1, judge="j", method="sampled k=8", stderr=stderr)
