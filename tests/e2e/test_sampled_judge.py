@@ -217,6 +217,7 @@ def test_a_model_that_ignores_the_seed_reads_at_its_own_odds(no_logprobs, gemini
     assert "seed" in last and "temperature" not in last
 
 
+@pytest.mark.slow
 def test_exag_ita_reads_photos_and_images_from_more_answers_and_stops_only_below_doubt(
     no_logprobs,
 ):
