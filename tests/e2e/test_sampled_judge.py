@@ -18,11 +18,15 @@ from tests.fakes.gemini_world import (
     RED,
     rating_distribution,
     sampled_rating,
+    seed_draw,
 )
 from tests.runs import begin
 
 ACT, COUNTRY = "people eating food at home", "Iran"
 K = 8
+# a judge 3/4 sure of its rating, else one below (one above a rating of 1), as its
+# log-probabilities state and its answers are drawn
+TORN = {0: 0.75, -1: 0.25}
 
 
 @pytest.fixture
@@ -33,9 +37,14 @@ def no_logprobs(world):
     judging.forget()  # other tests' judges read log-probabilities again
 
 
-def frequencies(peak: int) -> list[float]:
-    answers = [sampled_rating(peak, seed) for seed in range(K)]
+def frequencies(peak: int, odds=None) -> list[float]:
+    answers = [sampled_rating(peak, seed, odds) for seed in range(K)]
     return [answers.count(r) / K for r in range(1, 6)]
+
+
+def yes_share(p: float, seeds) -> float:
+    """The share of "Yes" a judge that follows the seed answers at P(Yes) = p."""
+    return sum(seed_draw(s) < p for s in seeds) / len(seeds)
 
 
 def one_round(backends, options, tmp_path, **settings):
@@ -48,6 +57,7 @@ def one_round(backends, options, tmp_path, **settings):
 @pytest.mark.slow
 def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, tmp_path):
     world = no_logprobs
+    world.odds = TORN  # answers that differ
     # every reading takes all k answers (the profile's agree = 2 is tested below)
     options = {**options, "judge": {**options["judge"], "agree": 0}}
     run = one_round(backends, options, tmp_path, caire_labels=["Turkey"])
@@ -59,7 +69,8 @@ def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, t
     assert world.log.count("sampled") == (7 + 2 * 3) * K
     for r, colour in zip(run.rounds, (RED, GREEN), strict=True):
         s = r.best.scores
-        dist = frequencies(RATING[colour])
+        dist = frequencies(RATING[colour], TORN)
+        assert 0 < dist[RATING[colour] - 1] < 1
         expected = sum((i + 1) * p for i, p in enumerate(dist))
         assert s.exag == pytest.approx((expected - 1) / 4)
         # the reading is a field beside the variant's name, not words inside it
@@ -71,7 +82,8 @@ def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, t
         assert reading.stderr == pytest.approx(rating_stderr(dist, K) / 4)
         assert r.caire.judge_mode == f"sampled k={K}"
         for label in r.caire.labels:
-            assert label.probabilities == pytest.approx(frequencies(CULTURE[colour][label.label]))
+            got = frequencies(CULTURE[colour][label.label], TORN)
+            assert label.probabilities == pytest.approx(got)
             assert label.stderr is not None and label.stderr > 0
     # every sample counts as a model call; the refused request is no answer
     assert run.model_calls == len(world.log) - 1
@@ -116,8 +128,11 @@ def test_sampled_yes_probabilities_are_answer_frequencies(world, backends, optio
     from PIL import Image
 
     judging._NO_LOGPROBS.clear()
+    world.odds = {0: 0.8, -1: 0.2}  # a rating of 1 answered 2 at 0.2
     judge = gemini.GeminiJudge("gemini-2.5-flash", judge_mode="sampled", samples=10, max_retries=0)
     red = Image.new("RGB", (8, 8), RED)
+    # RED's P(Yes) is 0.9 and GREEN's peak rating 1: seeds 0-9 draw under 0.8 but 0 and 2,
+    # under 0.9 but 2
     assert judge.yes_probability([red], ["Does this image show hookahs?"]) == [0.9]
     (rating,) = judge.rate([Image.new("RGB", (8, 8), GREEN)], ["How exaggerated? 1-5"])
     assert rating.method == "sampled k=10" and rating.probabilities[0] == pytest.approx(0.8)
@@ -133,18 +148,19 @@ def test_a_run_whose_readings_agree_takes_two_answers_each(
     (seeds 0 and 1 answer the peak), end it; the record says k=2 and counts 2 calls. A run
     of 2 rounds of 4 candidates sends at most 60 requests, every role and round 0 counted."""
     world = no_logprobs
+    world.edits = {RED: (AMBER, BLUE), AMBER: (AMBER, BLUE)}  # a step toward green
     run = one_round(backends, options, tmp_path, rounds=2, candidates=4)
     assert [r.decision for r in run.rounds] == ["initial", "accepted", "rejected"]
     # one refused log-probability request (the quality readings waited for its answer),
     # then EXAG of 9 images and the quality of the 3 pictures among them (2 questions each):
-    # 15 readings of 2; the accepted edit's gain, read from agreeing pairs, is read again
-    # from fresh seeds (2 answers for the chosen image and 2 for its parent), which say the
-    # same; the rejected one is not read again
+    # 15 readings of 2; the accepted edit's gain (red to amber), read from agreeing pairs,
+    # is read again from fresh seeds (2 answers for the chosen image and 2 for its parent),
+    # which say the same; the rejected one is not read again
     assert world.log.count("judge") == 1
     assert world.log.count("sampled") == 15 * 2 + 2 * 2
-    assert len(world.log) <= 60
-    assert run.rounds[1].reason.endswith("; reproduced on 4 fresh answers")
-    for r, colour in zip(run.rounds[:2], (RED, GREEN), strict=True):
+    assert len(world.log) <= 60, len(world.log)
+    assert run.rounds[1].reason.endswith("; reproduced on 4 fresh answers"), run.rounds[1].reason
+    for r, colour in zip(run.rounds[:2], (RED, AMBER), strict=True):
         reading = r.best.scores.readings["exag"]
         # two agreeing answers leave an error: the posterior's, never 0
         assert (reading.method, reading.k) == ("sampled", 2)
@@ -160,27 +176,29 @@ def judge(**options):
     return gemini.GeminiJudge("gemini-3.8-flash", max_retries=0, **options)
 
 
-@pytest.mark.parametrize("agree", [2, 3, 4, 0])
-def test_a_reading_ends_when_its_first_answers_agree(no_logprobs, agree):
-    """agree = 2 or 3: seeds 0-2 answer the peak, so the reading is the peak from that
-    many answers; agree = 4: seed 3 answers a neighbour, so all k are taken; 0: always k."""
+@pytest.mark.parametrize(("agree", "odds"), [(2, None), (4, None), (2, TORN), (0, None)])
+def test_a_reading_ends_when_its_first_answers_agree(no_logprobs, agree, odds):
+    """A sure judge (0.98 on its peak): the first 2 or 4 answers agree, and the reading is
+    the peak from that many; a torn one: seed 1 answers the rating below, so all k are
+    taken; agree 0: always k."""
     from PIL import Image
 
+    no_logprobs.odds = odds
     red = Image.new("RGB", (8, 8), RED)
     (rating,) = judge(judge_mode="sampled", samples=K, agree=agree).rate_prefixed(
         [red], ["Rate it; answer as score is <num>"], "score is "
     )
-    k = agree if agree in (2, 3) else K
+    k = agree if agree and odds is None else K
     assert rating.method == f"sampled k={k}"
     assert no_logprobs.log.count("sampled") == k
-    answers = [sampled_rating(RATING[RED], seed) for seed in range(k)]
+    answers = [sampled_rating(RATING[RED], seed, odds) for seed in range(k)]
     dist = [answers.count(v) / k for v in range(1, 6)]
     assert rating.probabilities == pytest.approx(dist)
     # the posterior's error, never 0: more where the answers differ than where as many
     # agree
     assert rating.stderr == pytest.approx(rating_stderr(dist, k))
     peak = [float(v == RATING[RED]) for v in range(1, 6)]
-    assert rating.stderr > 0 and (rating.stderr > rating_stderr(peak, k)) == (k == K)
+    assert rating.stderr > 0 and (rating.stderr > rating_stderr(peak, k)) == (odds is not None)
 
 
 @pytest.mark.slow
@@ -196,6 +214,7 @@ def test_a_model_that_ignores_the_seed_reads_at_its_own_odds(no_logprobs, gemini
     from PIL import Image
 
     world = no_logprobs
+    world.odds = TORN
     red, prompt, n = Image.new("RGB", (8, 8), RED), "How exaggerated? 1-5", 40
     # one request at a time: the world's draws go to the answers in one order
     reader = judge(judge_mode="sampled", samples=K, agree=2, concurrency=1)
@@ -238,12 +257,13 @@ def test_exag_ita_reads_photos_and_images_from_more_answers_and_stops_only_below
     world = no_logprobs
     reader = judge(judge_mode="sampled", samples=K, agree=2)
     photos = [Image.new("RGB", (8, 8), c) for c in (RED, GREEN)]
-    # the photos answer Yes at 0.9 (RED) and 0.3 (GREEN) of seeds: two candidates
+    # the photos answer Yes at 0.9 (RED) and 0.3 (GREEN), drawn by seed: two candidates
     photo = ita_answers(reader, photos, ["first", "second"])
     assert world.log.count("sampled") == 2 * PHOTO_STAGES * K
     assert [a.mode for a in photo] == [f"sampled k={PHOTO_STAGES * K}"] * 2
     baseline = PhotoBaseline.of([photo])
-    assert baseline.mean == pytest.approx([29 / 32, 11 / 32])  # seeds % 10 below 9 and 3
+    seeds = range(PHOTO_STAGES * K)
+    assert baseline.mean == pytest.approx([yes_share(0.9, seeds), yes_share(0.3, seeds)])
     assert baseline.stderr == pytest.approx([vqa_stderr(a) for a in photo])
     # the image: BLUE (0.2 of seeds) for the first candidate, far below its 0.91 on the
     # photos; AMBER (0.7) for the second, above its 0.34
@@ -256,7 +276,9 @@ def test_exag_ita_reads_photos_and_images_from_more_answers_and_stops_only_below
         taken = world.log.count("sampled") - before
         if agree:
             assert (below.mode, above.mode) == (f"sampled k={K}", f"sampled k={most}")
-            assert (below.value, above.value) == (2 / 8, 35 / 48) and taken == K + most
+            got = (below.value, above.value)
+            assert got == (yes_share(0.2, range(K)), yes_share(0.7, range(most)))
+            assert taken == K + most
         else:
             assert below.mode == above.mode == f"sampled k={most}" and taken == 2 * most
 
@@ -374,25 +396,29 @@ def test_edits_that_change_nothing_are_not_taken_for_gains_and_real_gains_are_ke
     no_logprobs, backends, options, tmp_path
 ):
     """A judge that samples at its own odds, ignoring the seed (3/4 on its rating, 1/4 on
-    the next): where edits change nothing the observer or the judge can see, readings of
-    the same picture still differ, and a FAITH gain of 0.01 came from that noise in 8 of 24
-    editing rounds (these runs before the rule, their draws in the same order, at 71, 64,
-    88, 58, 58 and 64 calls a run). Only a gain beyond its noise counts now, and a close one
-    only where fresh answers confirm it: 0 of 24 (1 of 24 without the fresh answers), at
-    70-71, 64, 88, 96, 96 and 84 calls (the fresh answers of the gains they did not confirm).
-    An edit that truly raises FAITH (red to green: EXAG 0.75 to 0, FAITH +0.25) is kept in
-    each of 5 runs, its gain confirmed on fresh answers where it was close."""
+    the next, as its log-probabilities state): where edits change nothing the observer or
+    the judge can see, readings of the same picture still differ, and a FAITH gain of 0.01
+    came from that noise in 7 of 24 editing rounds (these runs before the rule, their draws
+    in the same order, at 41, 64, 46, 82, 46 and 64 calls a run). Only a gain beyond its
+    noise counts now, and a close one only where fresh answers confirm it: 0 of 24, at 41,
+    64, 46, 86, 84 and 76 calls (the fresh answers of the gains they did not confirm). An
+    edit that truly raises FAITH (red to green: EXAG 0.75 to 0, FAITH +0.44) is kept in
+    each of 5 runs (38, 26, 32, 26 and 44 calls before; 26, 38, 38, 48 and 38 now: a gain
+    that large is clear from agreeing pairs, and one was confirmed on fresh answers)."""
     world = no_logprobs
-    world.ignores_seed = True
+    world.ignores_seed, world.odds = True, TORN
     world.edits = {RED: (RED, RED)}  # an edit gives back the same picture
     null = steady_runs(backends, options, tmp_path / "null", 6, rounds=4, patience=4)
     decisions = [r.decision for run in null for r in run.rounds[1:]]
     assert len(decisions) == 24 and decisions.count("accepted") <= 3, decisions
     reasons = [r.reason for run in null for r in run.rounds[1:]]
     assert any("; not confirmed on 8 fresh answers each" in why for why in reasons)
+    # the cost: at most 1.5 times the requests of the rule before (343 in all)
+    assert sum(run.model_calls for run in null) <= 1.5 * 343
     world.edits = {RED: (GREEN, GREEN)}
     real = steady_runs(backends, options, tmp_path / "real", 5, rounds=1)
     assert [run.rounds[1].decision for run in real] == ["accepted"] * 5
+    assert sum(run.model_calls for run in real) <= 1.5 * 166
     for run in real:
         reason = run.rounds[1].reason
         assert "; 90% >= +" in reason and float(reason.split("90% >= ")[1][:6]) >= 0.01

@@ -3,6 +3,10 @@
 Images are solid colours. The world says what the observer sees in each colour, how the
 judge rates its exaggeration, what generating gives, and what an edit turns a colour into
 (per seed parity). Every answer goes through the real google-genai client and backends.
+
+The judge states its odds in its log-probabilities; asked for a sampled answer (a model
+without log-probabilities), it draws one from those same odds, by the request's seed
+(``seed_draw``) or, where it ignores the seed, from the world's own generator.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import base64
 import io
 import json
 import math
+import random
 import re
 import threading
 from dataclasses import dataclass, field
@@ -162,10 +167,43 @@ def _marked(colour, size, depth: int) -> bytes:
     return buf.getvalue()
 
 
-def quality_logprobs(peak: int) -> dict[str, float]:
+def quality_logprobs(peak: int, odds: dict | None = None) -> dict[str, float]:
     """The first-token log-probabilities of a quality rating: digits "0".."9" as Gemini's
-    tokenizer writes them (10 is "1" then "0")."""
-    return {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(10)}
+    tokenizer writes them (10 is "1" then "0"); ``odds`` as ``rating_logprobs``'."""
+    return _logprobs(peak, range(10), odds)
+
+
+def _logprobs(peak: int, values: range, odds: dict | None) -> dict[str, float]:
+    """A judge's log-probabilities of the answers ``values`` around its ``peak``: by
+    default the peak at -0.1 and every other answer at -4 - its distance (a sure judge,
+    0.97-0.98 on the peak); with ``odds`` (offset from the peak -> probability, e.g.
+    {0: 0.75, -1: 0.25}) only those answers, an offset outside ``values`` taken the other
+    way round."""
+    if odds is None:
+        return {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in values}
+    out: dict[str, float] = {}
+    for offset, p in odds.items():
+        v = peak + offset if peak + offset in values else peak - offset
+        out[str(v)] = math.log(math.exp(out.get(str(v), -math.inf)) + p)
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
+
+
+def seed_draw(seed: int) -> float:
+    """The uniform draw behind the answer of a model that follows the request's seed: a
+    generator seeded by it, so one seed draws alike for every prompt and image."""
+    return random.Random(seed).random()
+
+
+def drawn(probabilities: dict[str, float], u: float) -> str:
+    """The answer at ``u`` of the distribution these log-probabilities state (normalised),
+    answers in their own order: the inverse of its distribution function."""
+    z = sum(math.exp(v) for v in probabilities.values())
+    total = 0.0
+    for answer, lp in probabilities.items():
+        total += math.exp(lp) / z
+        if u < total:
+            return answer
+    return answer
 
 
 def _nearest(c) -> tuple[int, int, int]:
@@ -309,9 +347,12 @@ class World:
     # answer a "score is <num>" rating (AHEaD Tab. 31) with the digit alone, its
     # log-probabilities at the first position: a model that does not follow the format
     bare_digit: bool = False
+    # the judge's odds around its peak ratings (``_logprobs``): None for a sure judge; its
+    # log-probabilities state them, and its sampled answers are drawn from them
+    odds: dict | None = None
     # a judge that ignores the seed (and the temperature) a sampled answer is asked with,
-    # as a model that fixes its sampling may: each answer is drawn at random, at the same
-    # odds as by seed (``sampled_rating``), from this world's own generator
+    # as a model that fixes its sampling may: each answer is drawn from this world's own
+    # generator, where one that follows the seed draws by it (``seed_draw``)
     ignores_seed: bool = False
     draws: Any = field(default_factory=lambda: __import__("random").Random(0))
     # answers to the reference-building prompts (refine refs build, the app's Build button)
@@ -505,20 +546,20 @@ class World:
             model = path.rsplit("/", 1)[-1].split(":")[0]
             message = f"Logprobs is not enabled for models/{model}"
             return 400, {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
-        if kind == "sampled":
-            seed = self._seed(config)
+        if kind == "sampled":  # drawn from what the log-probabilities below state
+            u = self._draw(config)
             if (p := tifa_p(colour, text)) is not None:
                 self.tifa_answered.append(text.split("?")[0].strip() + "?")
-                answer = "Yes" if seed % 10 < round(10 * p) else "No"
+                answer = "Yes" if u < p else "No"
             elif 'answer "Yes" or "No"' in text or VQA_ASK in text:
                 if VQA_ASK in text:
                     self.questions.append(text)
-                answer = "Yes" if seed % 10 < round(10 * math.exp(YES_LOGPROB[colour])) else "No"
+                answer = "Yes" if u < math.exp(YES_LOGPROB[colour]) else "No"
             elif MLLM_FORMAT in text:  # AHEaD Tab. 31's format
                 self.prompts.append(text)
-                answer = f"score is {sampled_rating(self._peak(colour, text), seed)}"
+                answer = f"score is {drawn(self._rating(path, colour, text), u)}"
             else:
-                answer = str(sampled_rating(self._peak(colour, text), seed))
+                answer = drawn(self._rating(path, colour, text), u)
             return 200, text_answer(json.dumps({"answer": answer}))
         if kind == "judge" and "Does this image show the following:" in text:
             statement = text.split("the following:", 1)[1]
@@ -536,18 +577,16 @@ class World:
             return 200, text_answer("Yes", logprobs={"Yes": yes, "No": math.log1p(-math.exp(yes))})
         if kind == "judge" and MLLM_FORMAT in text:  # "score is 4", read at the digit
             self.prompts.append(text)
-            shift = self.judge_shift_by_model.get(path.rsplit("/", 1)[-1].split(":")[0], 0)
-            peak = min(5, max(1, self._peak(colour, text) + shift))
-            digits = {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
+            digits = self._rating(path, colour, text)
+            peak = int(max(digits, key=digits.get))
             if self.bare_digit:
                 return 200, text_answer(str(peak), logprobs=digits)
             positions = [("score", {"score": -0.01}), ("is", {"is": -0.01}), (str(peak), digits)]
             return 200, text_answer(f"score is {peak}", positions=positions)
         if kind == "judge":
             self.prompts.append(text)
-            peak = self._peak(colour, text)
-            logprobs = {str(k): -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
-            return 200, text_answer(str(peak), logprobs=logprobs)
+            logprobs = self._rating(path, colour, text)
+            return 200, text_answer(max(logprobs, key=logprobs.get), logprobs=logprobs)
         if kind == "observe" and "Tag the image with the closest continent" in text:
             self.geotags.append(text)
             continent, country, artifact = GEO[colour]
@@ -576,13 +615,20 @@ class World:
             return quota_answer(model, retry_delay=self.retry_delay)
         return None
 
-    def _seed(self, config: dict) -> int:
-        """The seed a sampled answer is drawn by: the request's, or a random one where the
-        judge ignores it."""
+    def _draw(self, config: dict) -> float:
+        """The uniform draw of a sampled answer: by the request's seed, or from this
+        world's generator where the judge ignores it."""
         if self.ignores_seed:
             with _BUSY:
-                return self.draws.randrange(1 << 30)
-        return int(config.get("seed", 0))
+                return self.draws.random()
+        return seed_draw(int(config.get("seed", 0)))
+
+    def _rating(self, path: str, colour, text: str) -> dict[str, float]:
+        """The judge's log-probabilities of "1".."5" for this image and prompt: its peak,
+        shifted by the model's ``judge_shift_by_model``, at this world's odds."""
+        shift = self.judge_shift_by_model.get(path.rsplit("/", 1)[-1].split(":")[0], 0)
+        peak = min(5, max(1, self._peak(colour, text) + shift))
+        return _logprobs(peak, range(1, 6), self.odds)
 
     def _quality(self, kind: str, image: dict, colour, config: dict):
         """A quality rating: the colour's, or 1 for an image of ``degrade_after`` edits."""
@@ -590,12 +636,13 @@ class World:
         if self.degrade_after is not None and _depth(image) >= self.degrade_after:
             peak = 1
         self.quality_asked.append(peak)
+        logprobs = quality_logprobs(peak, self.odds)
         if kind == "sampled":
-            answer = str(sampled_rating(peak, self._seed(config)))
+            answer = drawn(logprobs, self._draw(config))
             return 200, text_answer(json.dumps({"answer": answer}))
         if self.no_logprobs:
             return 400, {"error": {"code": 400, "message": "Logprobs is not enabled"}}
-        return 200, text_answer(str(peak), logprobs=quality_logprobs(peak))
+        return 200, text_answer(str(peak), logprobs=logprobs)
 
     def _write(self, text: str):
         """The instruction writer: one sentence naming each planned change it was given."""
@@ -650,18 +697,16 @@ VQA_ASK = "Please answer yes or no."  # VQAScore's question ends so
 MLLM_FORMAT = "score is <num>"  # AHEaD Tab. 31's answer format
 
 
-def sampled_rating(peak: int, seed: int) -> int:
-    """A sampled judge's answer: the peak, but a neighbour for every fourth seed."""
-    if seed % 4 != 3:
-        return peak
-    return peak - 1 if peak > 1 else peak + 1
+def sampled_rating(peak: int, seed: int, odds: dict | None = None) -> int:
+    """A sampled judge's answer for a peak rating, by a seed it follows."""
+    return int(drawn(_logprobs(peak, range(1, 6), odds), seed_draw(seed)))
 
 
-def rating_distribution(peak: int) -> list[float]:
+def rating_distribution(peak: int, odds: dict | None = None) -> list[float]:
     """The probabilities of "1".."5" the world's judge answers for a peak rating."""
-    lp = {k: -0.1 if k == peak else -4.0 - abs(k - peak) for k in range(1, 6)}
+    lp = _logprobs(peak, range(1, 6), odds)
     z = sum(math.exp(v) for v in lp.values())
-    return [math.exp(lp[k]) / z for k in range(1, 6)]
+    return [math.exp(lp[str(k)]) / z if str(k) in lp else 0.0 for k in range(1, 6)]
 
 
 def expected_exag(colour) -> float:

@@ -134,3 +134,43 @@ def test_close_needs_sampled_readings_and_counts_early_stops():
     assert confirm.close(read(0.5, 8, 0.01), read(0.75, 2, 0.1), 0.01)  # the parent stopped
     # all k, but the bound at 99% (0.083 - 2.33 x 0.047) is below the margin
     assert confirm.close(read(0.5, 8, 0.1), read(0.75, 8, 0.1), 0.01)
+
+
+def test_a_large_gain_from_agreeing_answers_is_clear_at_the_largest_error_they_can_have():
+    """A red scene turned green: EXAG 1 -> 0 (FAITH +0.333), the chosen image read from an
+    agreeing pair. At the largest error such a reading can have (0.370 / 3) and the
+    parent's own (0.02 / 3), the 99% bound is +0.046: kept without another answer. With
+    the parent stopped early too (both at 0.123), +0.333 - 2.33 x 0.174 < 0: read again."""
+    assert not confirm.close(read(0.0, 2, 0.05), read(1.0, 8, 0.02), 0.01)
+    assert confirm.close(read(0.0, 2, 0.05), read(1.0, 2, 0.05), 0.01)
+
+
+def agree_two_variance(p, k: int) -> float:
+    """The variance of a reading of EXAG (answers 0, 1/4, ..., 1 at odds ``p``) that is
+    its first two answers where they agree and else the mean of all k (exact)."""
+    values = [v / 4 for v in range(5)]
+    mean = sum(v * q for v, q in zip(values, p, strict=True))
+    var = sum((v - mean) ** 2 * q for v, q in zip(values, p, strict=True))
+    m1 = m2 = 0.0
+    for i, (a, pa) in enumerate(zip(values, p, strict=True)):
+        for j, (b, pb) in enumerate(zip(values, p, strict=True)):
+            if i == j:
+                m1, m2 = m1 + pa * pa * a, m2 + pa * pb * a * a
+                continue
+            e = (a + b + (k - 2) * mean) / k  # the other k - 2 answers drawn at the odds
+            m1, m2 = m1 + pa * pb * e, m2 + pa * pb * (e * e + (k - 2) * var / k**2)
+    return m2 - m1 * m1
+
+
+@pytest.mark.parametrize("k", [4, 8])
+def test_the_largest_error_of_a_reading_stopped_at_agreeing_answers(k):
+    import numpy as np
+
+    # the judge split evenly between the scale's ends reaches it ...
+    even = agree_two_variance([0.5, 0, 0, 0, 0.5], k)
+    assert confirm.short_reading_sd(k) == pytest.approx(even**0.5, rel=1e-12)
+    assert confirm.short_reading_sd(8) == pytest.approx(0.3698, abs=1e-4)
+    # ... and no other distribution of the five answers exceeds it
+    rng = np.random.default_rng(0)
+    for p in rng.dirichlet([0.3] * 5, size=3000):
+        assert agree_two_variance(p, k) <= even + 1e-12
