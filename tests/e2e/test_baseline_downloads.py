@@ -1,20 +1,19 @@
 """The baselines' checkpoints fetched with ``refine models download --baselines`` from a
-stand-in model hub (``HF_ENDPOINT``) into the Hugging Face cache, then scored from that
-cache with no hub at all, each in a process of its own (the hub's address and the cache
-are read when huggingface_hub is imported)."""
+stand-in model hub into the Hugging Face cache, then scored from that cache with no hub at
+all, each in this process (``on_hub``, then huggingface_hub offline on that cache: the two
+commands in processes of their own spent 9 s more)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 
 import pytest
 import torch
 from PIL import Image
 
-from tests.e2e.test_cli_run import refine_cmd
+from tests.e2e.test_cli_run import in_process as run
+from tests.e2e.test_export import on_hub
 from tests.fakes.gemini_world import RED
 from tests.fakes.hub_server import FakeHub
 from tests.fakes.tiny_models import build_tiny_hf_clip, build_tiny_image_reward
@@ -23,11 +22,6 @@ pytestmark = pytest.mark.slow
 PICK = "test/tiny-pickscore"
 CLIP_H = "laion/CLIP-ViT-H-14-laion2B-s32B-b79K"
 BERT = "google-bert/bert-base-uncased"
-
-
-def run(args, env, timeout=300):
-    return subprocess.run(refine_cmd(*args), env=env, capture_output=True, text=True,
-                          timeout=timeout)  # fmt: skip
 
 
 def test_pickscore_and_hps_fetched_then_scored_offline(world, tmp_path):
@@ -50,14 +44,11 @@ def test_pickscore_and_hps_fetched_then_scored_offline(world, tmp_path):
     repos = {PICK: folder, CLIP_H: clip_h, "xswu/HPSv2": hps, "THUDM/ImageReward": ir,
              BERT: bert}  # fmt: skip
     home = tmp_path / "hf"
-    with FakeHub(repos) as hub:
-        env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(home)}
-        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-            env.pop(name, None)
+    with FakeHub(repos) as hub, on_hub(hub, home, downloads=True):
         args = ["models", "download", "--baselines", "pickscore,hpsv2,imagereward,vqascore"]
         args += ["--baseline-model", f"pickscore={PICK}", "--json"]
         args += ["--backend", f"image_embedder=hfclip:{PICK}"]
-        got = run(args, env)
+        got = run(*args)
         assert got.returncode == 0, got.stderr
         rows = {r["role"]: r for r in json.loads(got.stdout)}
         assert rows["baseline pickscore"]["status"] == "downloaded"
@@ -77,7 +68,6 @@ def test_pickscore_and_hps_fetched_then_scored_offline(world, tmp_path):
     cached = home / "hub" / "models--test--tiny-pickscore"
     assert cached.is_dir() and (home / "hub" / "models--xswu--HPSv2").is_dir()
     # offline, from the cache: the model, and the processor of the other repository
-    offline = {**env, "HF_HUB_OFFLINE": "1"}
     image = tmp_path / "red.png"
     Image.new("RGB", (32, 32), RED).save(image)
     args = ["score", str(image), "--activity", "people eating food at home", "--country"]
@@ -89,7 +79,12 @@ def test_pickscore_and_hps_fetched_then_scored_offline(world, tmp_path):
         f"pickscore={PICK}",
     ]
     args += ["--backend", f"image_embedder=hfclip:{PICK}", "--json", "--out", tmp_path / "s"]
-    scored = run(args, offline)
+    from huggingface_hub import constants
+
+    with pytest.MonkeyPatch.context() as patch:  # offline, on the cache the download filled
+        patch.setattr(constants, "HF_HUB_OFFLINE", True)
+        patch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
+        scored = run(*args)
     assert scored.returncode == 0, scored.stderr
     values = json.loads(scored.stdout)["cells"][0]["images"][0]["scores"]["values"]
     value = values["pickscore"]

@@ -357,14 +357,23 @@ def hub_env(hub, home: Path, token: bool = True) -> dict[str, str]:
 
 
 @contextmanager
-def on_hub(hub, home: Path, token: bool = True):
+def on_hub(hub, home: Path, token: bool = True, downloads: bool = False):
     """This process reaching the stand-in hub, as ``hub_env`` makes a refine process reach
     it: the hub's address (read when a command asks the hub), a token store of its own,
     LFS uploads and, with ``token``, the hub's token. ``huggingface_hub`` reads its offline
-    and Xet switches once, at its import, so they are set on its constants meanwhile."""
-    from huggingface_hub import constants
+    and Xet switches once, at its import, so they are set on its constants meanwhile. With
+    ``downloads``, what it reads from HF_ENDPOINT and HF_HOME at its import too: the address
+    files are downloaded from (its constants, and its module-level client's, which
+    diffusers asks), and the cache ``home``/hub."""
+    from huggingface_hub import constants, hf_api
 
     with pytest.MonkeyPatch.context() as patch:
+        if downloads:
+            patch.setattr(constants, "ENDPOINT", hub.url)
+            template = hub.url + "/{repo_id}/resolve/{revision}/{filename}"
+            patch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
+            patch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
+            patch.setattr(hf_api.api, "endpoint", hub.url)
         patch.setenv("HF_ENDPOINT", hub.url)
         for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE"):
             patch.delenv(name, raising=False)

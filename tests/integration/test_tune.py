@@ -276,14 +276,14 @@ def test_the_command_line(world, tmp_path):
 def test_the_adapter_is_pushed_with_a_card_made_the_diffusers_way(world, tmp_path):
     """The base is a hub id served by the stand-in hub (downloaded by diffusers into a
     cache of the test's own); the adapter, its validation images and card arrive in one
-    private commit, the card naming the base's commit and licence."""
+    private commit, the card naming the base's commit and licence. In this process
+    (``on_hub``): a new process spent 6 s importing torch and diffusers."""
     import shutil
-    import subprocess
 
     from huggingface_hub import ModelCard
 
-    from tests.e2e.test_cli_run import refine_cmd
-    from tests.e2e.test_export import hub_env
+    from tests.e2e.test_cli_run import in_process
+    from tests.e2e.test_export import on_hub
     from tests.fakes.hub_server import COMMIT, FakeHub
 
     sd, pairs, _, _ = world
@@ -292,15 +292,10 @@ def test_the_adapter_is_pushed_with_a_card_made_the_diffusers_way(world, tmp_pat
     args = ["tune", "--data", str(pairs), "--base", "diffusers:test/tiny-sd", "--steps", "2"]
     args += ["--resolution", "32", "--rank", "4", "--device", "cpu", "--checkpoint-every", "1"]
     args += ["--out", str(tmp_path / "a"), "--push-to-hub", "me/culture-lora"]
-    with FakeHub({"test/tiny-sd": base}) as hub:
-        done = subprocess.run(
-            refine_cmd(*args),
-            env=hub_env(hub, tmp_path / "hf"),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+    with FakeHub({"test/tiny-sd": base}) as hub, on_hub(hub, tmp_path / "hf", downloads=True):
+        done = in_process(*args)
         assert done.returncode == 0, done.stderr[-3000:]
+        assert (tmp_path / "hf" / "hub" / "models--test--tiny-sd").is_dir()  # downloaded
         pushed = hub.pushed[("model", "me/culture-lora")]
     out = tmp_path / "a"
     assert pushed["private"] is True and len(pushed["commits"]) == 1
