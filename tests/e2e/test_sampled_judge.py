@@ -26,7 +26,9 @@ ACT, COUNTRY = "people eating food at home", "Iran"
 K = 8
 # a judge 3/4 sure of its rating, else one below (one above a rating of 1), as its
 # log-probabilities state and its answers are drawn
-TORN = {0: 0.75, -1: 0.25}
+THREE_QUARTERS = {0: 0.75, -1: 0.25}
+# benchmarks/bench_decisions.py's torn judge: 0.5 on its rating, 0.2 below, 0.3 above
+TORN = {0: 0.5, -1: 0.2, 1: 0.3}
 
 
 @pytest.fixture
@@ -57,7 +59,7 @@ def one_round(backends, options, tmp_path, **settings):
 @pytest.mark.slow
 def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, tmp_path):
     world = no_logprobs
-    world.odds = TORN  # answers that differ
+    world.odds = THREE_QUARTERS  # answers that differ
     # every reading takes all k answers (the profile's agree = 2 is tested below)
     options = {**options, "judge": {**options["judge"], "agree": 0}}
     run = one_round(backends, options, tmp_path, caire_labels=["Turkey"])
@@ -69,7 +71,7 @@ def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, t
     assert world.log.count("sampled") == (7 + 2 * 3) * K
     for r, colour in zip(run.rounds, (RED, GREEN), strict=True):
         s = r.best.scores
-        dist = frequencies(RATING[colour], TORN)
+        dist = frequencies(RATING[colour], THREE_QUARTERS)
         assert 0 < dist[RATING[colour] - 1] < 1
         expected = sum((i + 1) * p for i, p in enumerate(dist))
         assert s.exag == pytest.approx((expected - 1) / 4)
@@ -82,7 +84,7 @@ def test_a_run_finishes_with_the_sampled_judge(no_logprobs, backends, options, t
         assert reading.stderr == pytest.approx(rating_stderr(dist, K) / 4)
         assert r.caire.judge_mode == f"sampled k={K}"
         for label in r.caire.labels:
-            got = frequencies(CULTURE[colour][label.label], TORN)
+            got = frequencies(CULTURE[colour][label.label], THREE_QUARTERS)
             assert label.probabilities == pytest.approx(got)
             assert label.stderr is not None and label.stderr > 0
     # every sample counts as a model call; the refused request is no answer
@@ -176,7 +178,7 @@ def judge(**options):
     return gemini.GeminiJudge("gemini-3.8-flash", max_retries=0, **options)
 
 
-@pytest.mark.parametrize(("agree", "odds"), [(2, None), (4, None), (2, TORN), (0, None)])
+@pytest.mark.parametrize(("agree", "odds"), [(2, None), (4, None), (2, THREE_QUARTERS), (0, None)])
 def test_a_reading_ends_when_its_first_answers_agree(no_logprobs, agree, odds):
     """A sure judge (0.98 on its peak): the first 2 or 4 answers agree, and the reading is
     the peak from that many; a torn one: seed 1 answers the rating below, so all k are
@@ -214,7 +216,7 @@ def test_a_model_that_ignores_the_seed_reads_at_its_own_odds(no_logprobs, gemini
     from PIL import Image
 
     world = no_logprobs
-    world.odds = TORN
+    world.odds = THREE_QUARTERS
     red, prompt, n = Image.new("RGB", (8, 8), RED), "How exaggerated? 1-5", 40
     # one request at a time: the world's draws go to the answers in one order
     reader = judge(judge_mode="sampled", samples=K, agree=2, concurrency=1)
@@ -395,16 +397,17 @@ def steady_runs(backends, options, tmp_path, n: int, **settings) -> list:
 def test_edits_that_change_nothing_are_not_taken_for_gains_and_real_gains_are_kept(
     no_logprobs, backends, options, tmp_path
 ):
-    """A judge that samples at its own odds, ignoring the seed (3/4 on its rating, 1/4 on
-    the next, as its log-probabilities state): where edits change nothing the observer or
-    the judge can see, readings of the same picture still differ, and a FAITH gain of 0.01
-    came from that noise in 7 of 24 editing rounds (these runs before the rule, their draws
-    in the same order, at 41, 64, 46, 82, 46 and 64 calls a run). Only a gain beyond its
-    noise counts now, and a close one only where fresh answers confirm it: 0 of 24, at 41,
-    64, 46, 86, 84 and 76 calls (the fresh answers of the gains they did not confirm). An
-    edit that truly raises FAITH (red to green: EXAG 0.75 to 0, FAITH +0.44) is kept in
-    each of 5 runs (38, 26, 32, 26 and 44 calls before; 26, 38, 38, 48 and 38 now: a gain
-    that large is clear from agreeing pairs, and one was confirmed on fresh answers)."""
+    """A judge that samples at its own odds, ignoring the seed (the benchmark's torn judge:
+    0.5 on its rating, 0.2 below, 0.3 above, as its log-probabilities state): where edits
+    change nothing the observer or the judge can see, readings of the same picture still
+    differ, and a FAITH gain of 0.01 came from that noise in 8 of 24 editing rounds (these
+    runs before the rule, their draws in the same order, at 65, 76, 88, 76, 64 and 58 calls
+    a run). Only a gain beyond its noise counts now, and a close one only where fresh
+    answers confirm it: 1 of 24, at 65, 130, 82, 90, 96 and 100 calls (1.32 times in all;
+    the fresh answers of the gains they did not confirm). An edit that truly raises FAITH
+    (red to green: EXAG 0.75 to 0, FAITH +0.42 to +0.47) is kept in each of 5 runs, at 56,
+    50, 56, 50 and 32 calls (44, 50, 56, 44 and 56 before): a gain that large is clear
+    from agreeing pairs without another answer."""
     world = no_logprobs
     world.ignores_seed, world.odds = True, TORN
     world.edits = {RED: (RED, RED)}  # an edit gives back the same picture
@@ -413,12 +416,12 @@ def test_edits_that_change_nothing_are_not_taken_for_gains_and_real_gains_are_ke
     assert len(decisions) == 24 and decisions.count("accepted") <= 3, decisions
     reasons = [r.reason for run in null for r in run.rounds[1:]]
     assert any("; not confirmed on 8 fresh answers each" in why for why in reasons)
-    # the cost: at most 1.5 times the requests of the rule before (343 in all)
-    assert sum(run.model_calls for run in null) <= 1.5 * 343
+    # the cost: at most 1.5 times the requests of the rule before (427 in all)
+    assert sum(run.model_calls for run in null) <= 1.5 * 427
     world.edits = {RED: (GREEN, GREEN)}
     real = steady_runs(backends, options, tmp_path / "real", 5, rounds=1)
     assert [run.rounds[1].decision for run in real] == ["accepted"] * 5
-    assert sum(run.model_calls for run in real) <= 1.5 * 166
+    assert sum(run.model_calls for run in real) <= 1.5 * 250
     for run in real:
         reason = run.rounds[1].reason
         assert "; 90% >= +" in reason and float(reason.split("90% >= ")[1][:6]) >= 0.01
