@@ -364,7 +364,10 @@ def on_hub(hub, home: Path, token: bool = True, downloads: bool = False):
     and Xet switches once, at its import, so they are set on its constants meanwhile. With
     ``downloads``, what it reads from HF_ENDPOINT and HF_HOME at its import too: the address
     files are downloaded from (its constants, and its module-level client's, which
-    diffusers asks), and the cache ``home``/hub."""
+    diffusers asks), and the cache ``home``/hub; and transformers' client, made once on
+    its first use with the address of then, is made anew meanwhile and forgotten after
+    (one kept from a stand-in hub gone asked it again for 98 s in a later test)."""
+    import transformers.utils.hub as transformers_hub
     from huggingface_hub import constants, hf_api
 
     with pytest.MonkeyPatch.context() as patch:
@@ -374,6 +377,7 @@ def on_hub(hub, home: Path, token: bool = True, downloads: bool = False):
             patch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", template)
             patch.setattr(constants, "HF_HUB_CACHE", str(home / "hub"))
             patch.setattr(hf_api.api, "endpoint", hub.url)
+            patch.setattr(transformers_hub, "_hf_api", None)
         patch.setenv("HF_ENDPOINT", hub.url)
         for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE"):
             patch.delenv(name, raising=False)
