@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from refine import usage
 from refine.backends.imports import require
 from refine.backends.judging import (
+    RETRY_SEED,
     LogprobsUnavailable,
     ProbabilityJudge,
     answer_schema,
@@ -114,6 +115,40 @@ class GeminiError(RuntimeError):
         super().__init__(message)
         self.code = code
         self.detail = detail
+
+
+class GeminiBlocked(GeminiError):
+    """An answer the model refused, or ended without content: ``reason`` is its finish
+    reason (or the prompt's block reason). Another request may be answered."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+# google-genai's FinishReason values an answer may end with, without content, and what the
+# user can do about each (any other value, a new one included, gets the last line)
+_REFUSED = frozenset(
+    {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY",
+     "IMAGE_PROHIBITED_CONTENT", "MODEL_ARMOR"}
+)  # fmt: skip
+_RECITED = frozenset({"RECITATION", "IMAGE_RECITATION"})
+_ENDED = {
+    "MAX_TOKENS": "the answer was cut at its output limit: lower the thinking level or "
+    "raise max_output_tokens",
+    "LANGUAGE": "the request's language is not one the model answers in",
+    "NO_IMAGE": "the model made no image: rephrase the instruction as a change to the picture",
+}
+_NO_ANSWER = "the model gave no answer: try again, or another model"
+
+
+def finish_hint(reason: str) -> str:
+    """What to do about an answer that ended with ``reason`` and no content."""
+    if reason in _REFUSED:
+        return "the model's safety filters refused it: rephrase the request"
+    if reason in _RECITED:
+        return "it would repeat protected material: rephrase the request"
+    return _ENDED.get(reason, _NO_ANSWER)
 
 
 @dataclass(frozen=True)
@@ -533,16 +568,32 @@ def _finish_reason(response: Any) -> str:
 
 
 def _check_not_blocked(model: str, response: Any) -> None:
+    """:class:`GeminiBlocked` for a blocked prompt, an answer the model refused, and an
+    answer of any finish reason that came without content (its parts)."""
     feedback = getattr(response, "prompt_feedback", None)
     block = getattr(feedback, "block_reason", None) if feedback else None
     if block:
         name = getattr(block, "name", str(block))
-        raise GeminiError(f"{model}: the prompt was blocked ({name}); rephrase the request")
+        raise GeminiBlocked(f"{model}: the prompt was blocked ({name}); rephrase the request", name)
     if not getattr(response, "candidates", None):
-        raise GeminiError(f"{model}: the answer has no candidates")
+        raise GeminiBlocked(f"{model}: the answer has no candidates ({_NO_ANSWER})", "none")
     reason = _finish_reason(response)
-    if reason in {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY"}:
-        raise GeminiError(f"{model}: the answer was blocked (finish reason {reason})")
+    if reason in _REFUSED:
+        raise GeminiBlocked(
+            f"{model}: the answer was blocked (finish reason {reason}): {finish_hint(reason)}",
+            reason,
+        )
+    if not _parts(response):
+        raise GeminiBlocked(
+            f"{model}: the answer has no content (finish reason {reason}): {finish_hint(reason)}",
+            reason,
+        )
+
+
+def _parts(response: Any) -> list[Any]:
+    """The first candidate's parts ([] where it has no content)."""
+    content = getattr(response.candidates[0], "content", None)
+    return list(getattr(content, "parts", None) or [])
 
 
 def _image_part(image: Image.Image) -> Any:
@@ -557,20 +608,18 @@ def _first_image(model: str, response: Any) -> Image.Image:
     from PIL import Image
 
     texts = []
-    for part in response.candidates[0].content.parts or []:
+    for part in _parts(response):
         if part.inline_data is not None and part.inline_data.data:
             return Image.open(io.BytesIO(part.inline_data.data)).convert("RGB")
         if part.text:
             texts.append(part.text)
     said = f"; it said: {' '.join(texts)[:300]}" if texts else ""
-    raise GeminiError(
-        f"{model}: the answer has no image (finish reason {_finish_reason(response)}){said}"
-    )
+    reason = _finish_reason(response)
+    raise GeminiBlocked(f"{model}: the answer has no image (finish reason {reason}){said}", reason)
 
 
 def _text(response: Any) -> str:
-    parts = response.candidates[0].content.parts or []
-    return "".join(p.text for p in parts if p.text)
+    return "".join(p.text for p in _parts(response) if p.text)
 
 
 _SHARED: dict[tuple, GeminiClient] = {}
@@ -758,7 +807,13 @@ class GeminiLanguageModel(_GeminiBackend):
                 response_mime_type="application/json",
                 response_schema=schema,
             )
-            response = self.gemini.generate(self.model, [*contents_prefix, prompt], config, purpose)
+            contents = [*contents_prefix, prompt]
+            try:
+                response = self.gemini.generate(self.model, contents, config, purpose)
+            except GeminiBlocked as blocked:  # asked once more, from a seed of its own
+                log.warning("%s; asking once more", blocked)
+                config = config.model_copy(update={"seed": RETRY_SEED})
+                response = self.gemini.generate(self.model, contents, config, purpose)
             return _text(response)
 
         return ask
@@ -903,8 +958,8 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
             response_json_schema=schema,
             thinking_config=self._thinking(),
         )
-        response = self.gemini.generate(self.model, [_image_part(image), text], config, purpose)
-        try:
+        try:  # a blocked, cut or empty answer is none: asked again, or left out (judging)
+            response = self.gemini.generate(self.model, [_image_part(image), text], config, purpose)
             return str(json.loads(_text(response))["answer"]).strip()
-        except (ValueError, KeyError, TypeError):
+        except (GeminiBlocked, ValueError, KeyError, TypeError):
             return ""

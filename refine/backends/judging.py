@@ -27,6 +27,10 @@ calls each.
 The readings of one call (several images, several questions) and the answers of each go
 out together, at most ``concurrency`` requests in flight for the call.
 
+An answer the model withholds (blocked, cut, empty or not of the answer's form) is asked
+once more, from a seed of its own (:data:`RETRY_SEED` above), then left out and counted
+(:func:`withheld`); a reading fails only when fewer than :data:`FEWEST` answers remain.
+
 Until a model is known to give log-probabilities or not, one judge call asks at a time
 (candidates judged at once send what one by one would); once the first answer has shown
 that it gives them, the calls that waited go on together.
@@ -57,6 +61,22 @@ from metrics.quality import AmbiguousRating, rating_distribution
 from metrics.vqascore import VqaAnswer, vqa_question, yes_mass
 from refine import usage
 from refine.backends.rating import Rating
+
+# an answer withheld is asked once more from this seed plus its own (far above any
+# reading's seeds, fresh ones included: refine.loop.confirm)
+RETRY_SEED = 3_000_000
+# the fewest answers a sampled reading is read from
+FEWEST = 2
+_WITHHELD: dict[str, int] = {}  # model -> answers withheld twice and left out
+_WITHHELD_LOCK = threading.Lock()
+
+
+def withheld(model: str | None = None) -> int:
+    """How many sampled answers were left out (withheld twice) in this process: the
+    model's, or all."""
+    with _WITHHELD_LOCK:
+        return _WITHHELD.get(model, 0) if model else sum(_WITHHELD.values())
+
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -281,13 +301,33 @@ class ProbabilityJudge:
         purpose: str,
         gate: threading.Semaphore,
     ) -> list[str]:
-        """One sampled answer per seed, sent together (each holding ``gate``)."""
+        """One sampled answer per seed, sent together (each holding ``gate``); an answer
+        withheld twice is left out (see the module)."""
 
         def one(seed: int) -> str:
             with gate:
-                return self._sample_answer(image, text, answers, seed, f"{purpose}_sampled")
+                answer = self._sample_answer(image, text, answers, seed, f"{purpose}_sampled")
+                if not answer:
+                    answer = self._sample_answer(
+                        image, text, answers, RETRY_SEED + seed, f"{purpose}_sampled"
+                    )
+            if not answer:
+                with _WITHHELD_LOCK:
+                    _WITHHELD[self.model] = _WITHHELD.get(self.model, 0) + 1
+                log.warning(
+                    "%s: no answer from seeds %d and %d (blocked or empty); the reading "
+                    "goes on without it", self.model, seed, RETRY_SEED + seed,
+                )  # fmt: skip
+            return answer
 
-        return usage.at_once(one, seeds, len(seeds))
+        return [a for a in usage.at_once(one, seeds, len(seeds)) if a]
+
+    def _enough_answers(self, given: Sequence[str], asked: int) -> None:
+        if len(given) < FEWEST:
+            raise self._error(
+                f"{self.model}: {asked - len(given)} of {asked} sampled answers withheld "
+                f"(blocked or empty), fewer than {FEWEST} left to read"
+            )
 
     def _sampled(
         self,
@@ -314,8 +354,11 @@ class ProbabilityJudge:
         first = min(agree, k) if adaptive and agree else k
         seeds = range(first_seed, first_seed + k)
         given = self._answers(image, text, answers, seeds[:first], purpose, gate)
-        if first < k and len({a.casefold() for a in given}) > 1:
+        asked = first
+        if first < k and (len(given) < first or len({a.casefold() for a in given}) > 1):
             given += self._answers(image, text, answers, seeds[first:], purpose, gate)
+            asked = k
+        self._enough_answers(given, asked)
         try:
             return Sampled(frequencies(given, answers), len(given))
         except ValueError as err:
@@ -333,15 +376,20 @@ class ProbabilityJudge:
     ) -> Sampled:
         stage = self.samples if self._agreeing() else most
         given: list[str] = []
+        asked = 0
         try:
-            while len(given) < most:
-                seeds = range(len(given), min(len(given) + stage, most))
+            while asked < most:
+                seeds = range(asked, min(asked + stage, most))
                 given += self._answers(image, text, answers, seeds, purpose, gate)
+                asked = seeds.stop
+                if len(given) < FEWEST:
+                    continue
                 read = Sampled(frequencies(given, answers), len(given))
-                if enough is not None and len(given) < most and enough(read):
+                if enough is not None and asked < most and enough(read):
                     break
         except ValueError as err:
             raise self._error(f"{self.model}: {err}") from None
+        self._enough_answers(given, asked)
         return read
 
     def _by_logprobs_first(

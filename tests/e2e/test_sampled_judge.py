@@ -426,3 +426,33 @@ def test_edits_that_change_nothing_are_not_taken_for_gains_and_real_gains_are_ke
         reason = run.rounds[1].reason
         assert "; 90% >= +" in reason and float(reason.split("90% >= ")[1][:6]) >= 0.01
         assert "not confirmed" not in reason
+
+
+def test_an_answer_withheld_is_asked_again_then_left_out(no_logprobs):
+    """A sampled answer that comes back with no content (finish reason OTHER) is asked
+    once more from a seed of its own; withheld again, it is left out and counted, and the
+    reading goes on with the others; with fewer than 2 left, it fails in one line."""
+    from PIL import Image
+
+    world = no_logprobs
+    red = Image.new("RGB", (8, 8), RED)
+    reader = judge(judge_mode="sampled", samples=K, agree=2)
+
+    def read(n: int):
+        (rating,) = reader.rate_prefixed([red], [f"Rate it ({n}); as score is <num>"], "score is ")
+        return rating
+
+    world.bare, world.bare_seeds = {"sampled": "OTHER"}, {1}
+    # seed 1 withheld, asked again from RETRY_SEED + 1: the pair agrees (a sure judge)
+    assert read(1).method == "sampled k=2" and world.log.count("sampled") == 3
+    before = judging.withheld()
+    world.bare_seeds = {1, judging.RETRY_SEED + 1}
+    # left out: one answer of the first two, so the other six are asked too
+    rating = read(2)
+    assert rating.method == "sampled k=7" and judging.withheld() == before + 1
+    assert rating.probabilities[RATING[RED] - 1] == 1.0
+    assert world.log.count("sampled") == 3 + 3 + 6
+    world.bare_seeds = None  # every answer withheld
+    with pytest.raises(gemini.GeminiError, match="8 of 8 sampled answers withheld"):
+        read(3)
+    assert world.log.count("sampled") == 12 + 16

@@ -68,6 +68,12 @@ def text_answer(
     return {"candidates": [cand], "usageMetadata": usage()}
 
 
+def bare_answer(finish: str) -> dict:
+    """An answer that ends with ``finish`` and no content, as the API sends a block or an
+    empty answer of any finish reason (the candidate has no ``content``)."""
+    return {"candidates": [{"finishReason": finish, "index": 0}], "usageMetadata": usage(11, 0)}
+
+
 def image_answer(data: bytes, text: str | None = None) -> dict:
     parts: list[dict] = []
     if text:

@@ -317,6 +317,11 @@ class World:
     size: tuple[int, int] = (64, 48)
     log: list[str] = field(default_factory=list)
     fail_on: str | None = None  # a kind of request to answer with HTTP 500
+    # a kind of request ("edit", "observe", "judge", "sampled") -> the finish reason its
+    # answers end with, with no content (a block, or an empty answer)
+    bare: dict = field(default_factory=dict)
+    # the seeds whose answers are so (-1: a request without one); None: every request
+    bare_seeds: set | None = None
     edit_delay_s: float = 0.0  # a slow editor, to kill a process mid-round
     # a threading.Event every edit waits for (at most a minute): a run held mid-round until
     # a test has seen what it waits for, whatever the machine's pace
@@ -488,6 +493,12 @@ class World:
             time.sleep(delay)
         if kind == self.fail_on:
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
+        if kind in self.bare and (
+            self.bare_seeds is None or int(config.get("seed", -1)) in self.bare_seeds
+        ):
+            from tests.fakes.gemini_server import bare_answer
+
+            return 200, bare_answer(self.bare[kind])
         if kind == "observe" and WRITER_PROMPT in text:
             return self._write(text)
         if kind == "observe" and REWRITE_PROMPT in text:

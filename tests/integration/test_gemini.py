@@ -8,8 +8,9 @@ import math
 
 import pytest
 from PIL import Image
+from pydantic import BaseModel
 
-from refine.backends import create
+from refine.backends import create, judging
 from refine.backends.gemini import GeminiClient, GeminiError
 from refine.backends.structured import InvalidModelOutput
 from tests.fakes.gemini_server import FakeGemini, image_answer, png_bytes, text_answer
@@ -439,3 +440,56 @@ def test_a_garbage_answer_is_retried_then_said_in_one_line(fake, client):
         text = str(err.value)
         assert f"could not be read after 3 attempt(s) ({said}" in text and "\n" not in text
         assert len(fake.requests) - before == 3
+
+
+# every FinishReason google-genai knows that can end an answer without content, but the
+# ones handled before (SAFETY, PROHIBITED_CONTENT, BLOCKLIST, SPII, IMAGE_SAFETY)
+BARE = [
+    "IMAGE_PROHIBITED_CONTENT", "RECITATION", "IMAGE_RECITATION", "IMAGE_OTHER", "OTHER",
+    "MALFORMED_RESPONSE", "MAX_TOKENS", "NO_IMAGE", "LANGUAGE", "MODEL_ARMOR",
+    "FINISH_REASON_UNSPECIFIED", "STOP",
+]  # fmt: skip
+
+
+def test_every_finish_reason_without_content_is_one_error_naming_it(fake, client):
+    """An answer of any finish reason and no content is a GeminiBlocked naming the reason
+    and what to do, for images and for text; once, not retried (another request might be
+    answered, but the caller decides: the loop's candidates, the judge's readings)."""
+    from google.genai import types
+
+    from refine.backends.gemini import GeminiBlocked, finish_hint
+    from tests.fakes.gemini_server import bare_answer
+
+    assert {*BARE, "SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY"} >= {
+        r.name for r in types.FinishReason if r.name not in (
+            "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS", "MALFORMED_FUNCTION_CALL",
+            "MISSING_THOUGHT_SIGNATURE", "ESCALATION", "PUP_LIMITED_DISABLED", "CONTINUATION",
+        )  # (tool calls and continuations: nothing this toolkit asks for)
+    }  # fmt: skip
+    gen = backend("generator", "gemini:gemini-2.5-flash-image", client, concurrency=1)
+    llm = backend("llm", "gemini:gemini-2.5-flash", client, max_repairs=0)
+    for reason in BARE:
+        before = len(fake.requests)
+        fake.reply(bare_answer(reason))
+        with pytest.raises(GeminiBlocked, match=f"finish reason {reason}") as err:
+            gen.generate("x", [0])
+        assert err.value.reason == reason and finish_hint(reason) in str(err.value)
+        assert len(fake.requests) == before + 1
+    hints = {finish_hint(r) for r in BARE}
+    assert len(hints) == 6  # refused, recited, cut, language, no image, and no answer
+    assert "rephrase" in finish_hint("IMAGE_PROHIBITED_CONTENT")
+    assert "output limit" in finish_hint("MAX_TOKENS")
+    # a language model's answer withheld is asked once more from a seed of its own
+    fake.reply(bare_answer("OTHER"))
+    fake.reply(text_answer('{"answer": "fine"}'))
+    got = llm.complete_json("say fine", Said)
+    assert got.answer == "fine" and len(fake.requests) == before + 3
+    assert fake.requests[-1]["generationConfig"]["seed"] == judging.RETRY_SEED
+    fake.reply(bare_answer("RECITATION"))
+    fake.reply(bare_answer("RECITATION"))
+    with pytest.raises(GeminiBlocked, match="finish reason RECITATION"):
+        llm.complete_json("say fine", Said)
+
+
+class Said(BaseModel):
+    answer: str
