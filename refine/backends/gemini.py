@@ -549,6 +549,12 @@ def _is_transient(err: Exception) -> bool:
 
 def _explain(model: str, err: Any, attempts: int) -> str:
     code, message = err.code, (err.message or str(err)).strip()
+    if code == 400 and "location is not supported" in message.lower():
+        return (
+            f"{model}: HTTP 400: {message} (the Gemini API is not offered in the region "
+            "the request came from: see ai.google.dev/gemini-api/docs/available-regions, "
+            "or use Vertex AI or a local profile)"
+        )
     hint = {
         400: "check the request (model name, image size)",
         401: "the API key was rejected: check GEMINI_API_KEY",
@@ -866,10 +872,19 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
 
     @property
     def probe_key(self) -> str:
-        # the developer API by default; another endpoint serving the model (a proxy, a
-        # stand-in) is remembered apart
+        # the developer API by default; Vertex AI (as google-genai chooses it:
+        # GOOGLE_GENAI_USE_VERTEXAI or _ENTERPRISE true or 1) and another endpoint serving
+        # the model (a proxy, a stand-in) are remembered apart: one may give
+        # log-probabilities where another does not
         url = self.gemini.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL")
-        return f"{self.model}@{url}" if url else self.model
+        if url:
+            return f"{self.model}@{url}"
+        if any(
+            os.environ.get(f"GOOGLE_GENAI_USE_{name}", "").lower() in ("true", "1")
+            for name in ("VERTEXAI", "ENTERPRISE")
+        ):
+            return f"{self.model}@vertex-ai"
+        return self.model
 
     def _thinking(self) -> Any:
         from google.genai import types

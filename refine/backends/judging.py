@@ -4,8 +4,9 @@ an OpenAI-compatible server): the transport asks, this module reads.
 The judge reads the first answer token's log-probabilities when the model gives them
 (``judge_mode="logprobs"``). Many models do not: the server refuses the request ("Logprobs
 is not enabled") or answers without them. With ``judge_mode="auto"`` (the default) that is
-remembered for the model (for the process, and for 30 days in the cache folder's
-``judge-logprobs.json``, so that a new process does not ask again) and the judge samples
+remembered for the model and endpoint (``probe_key``: for the process, and for 30 days
+in the cache folder's ``judge-logprobs.json``, so that a new process does not ask again)
+and the judge samples
 instead (``judge_mode="sampled"`` always does): answers at temperature 1, one seed each,
 structured output restricted to the answer tokens, whose frequencies are the distribution.
 A model that fixes its own sampling (Gemini 3.6 Flash and later) is sent no temperature and

@@ -493,3 +493,37 @@ def test_every_finish_reason_without_content_is_one_error_naming_it(fake, client
 
 class Said(BaseModel):
     answer: str
+
+
+def test_a_region_the_api_is_not_offered_in_is_said_so(fake, client):
+    fake.fail(400, "FAILED_PRECONDITION", "User location is not supported for the API use.")
+    gen = backend("generator", "gemini:gemini-2.5-flash-image", client)
+    with pytest.raises(GeminiError, match="not offered in the region") as err:
+        gen.generate("x", [0])
+    assert "check the request" not in str(err.value) and len(fake.requests) == 1
+
+
+def test_log_probabilities_are_remembered_per_endpoint(monkeypatch):
+    """The developer API, Vertex AI and another base URL are three memories: a model
+    without log-probabilities on one is still asked for them on the others."""
+    from refine.backends.gemini import GeminiJudge
+
+    for name in (
+        "GOOGLE_GEMINI_BASE_URL",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_GENAI_USE_ENTERPRISE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    model = "gemini-test-endpoints"
+    developer = GeminiJudge(model, client=GeminiClient(api_key="k"))
+    proxied = GeminiJudge(model, client=GeminiClient(api_key="k", base_url="http://proxy:1"))
+    assert (developer.probe_key, proxied.probe_key) == (model, f"{model}@http://proxy:1")
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "True")
+    assert developer.probe_key == f"{model}@vertex-ai"
+    try:
+        judging._NO_LOGPROBS.add(model)  # found out on the developer API
+        assert not developer.sampling and not proxied.sampling  # Vertex AI, the proxy: ask
+        monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI")
+        assert developer.sampling
+    finally:
+        judging._NO_LOGPROBS.discard(model)
