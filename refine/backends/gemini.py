@@ -169,6 +169,18 @@ class Quota:
     def none_on_tier(self) -> bool:
         return self.limit.strip() == "0"
 
+    @property
+    def spend(self) -> bool:
+        """A spend-based limit (the rate-limits page lists them beside request limits):
+        told by a quota id that names spending, as ``daily`` by one that names a day. No
+        such answer has been seen; the shape is the SDK's QuotaFailure, as for the others."""
+        return "spend" in self.quota_id.casefold()
+
+    @property
+    def final(self) -> bool:
+        """Whether waiting within a run cannot bring it back: no retry."""
+        return self.daily or self.none_on_tier or self.spend
+
 
 def _seconds(text: Any) -> float | None:
     """A protobuf duration as JSON writes it ("23s", "23.017255505s") in seconds."""
@@ -198,7 +210,11 @@ def quota_of(err: Any) -> Quota | None:
         retry = float(said.group(1)) if said else None
     if not violations and retry is None:
         return None
-    violations.sort(key=lambda v: "perday" not in str(v.get("quotaId", "")).casefold())
+    violations.sort(
+        key=lambda v: (
+            not any(w in str(v.get("quotaId", "")).casefold() for w in ("perday", "spend"))
+        )
+    )
     first = violations[0] if violations else {}
     return Quota(
         str(first.get("quotaId", "")),
@@ -211,6 +227,12 @@ def quota_of(err: Any) -> Quota | None:
 def quota_words(model: str, quota: Quota) -> str:
     """One line on a quota that does not come back within a run."""
     named = f" ({quota.quota_id}, limit {quota.limit})" if quota.quota_id else ""
+    if quota.spend:
+        return (
+            f"{model}: the project's spend cap is reached{named}; raise it where the "
+            "project's spending is set (Google AI Studio's usage and billing; "
+            "ai.google.dev/gemini-api/docs/rate-limits), or wait for its period to end"
+        )
     if quota.none_on_tier:
         return (
             f"{model}: this model has no quota on the account's tier{named}; enable billing "
@@ -316,7 +338,7 @@ class GeminiClient:
             )
         except errors.APIError as err:
             quota = quota_of(err) if err.code == 429 else None
-            if quota is not None and (quota.daily or quota.none_on_tier):
+            if quota is not None and quota.final:
                 raise QuotaSpent(quota_words(model, quota)) from err
             detail = (err.message or str(err)).strip()
             raise GeminiError(_explain(model, err, 1), err.code, detail) from err
@@ -456,7 +478,7 @@ class GeminiClient:
                 break
             except errors.APIError as err:
                 quota = quota_of(err) if err.code == 429 else None
-                if quota is not None and (quota.daily or quota.none_on_tier):
+                if quota is not None and quota.final:
                     raise QuotaSpent(quota_words(model, quota)) from err  # no retry
                 retry = err.code in RETRY_STATUS and attempt < self.max_retries
                 if not retry:
