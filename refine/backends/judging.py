@@ -350,7 +350,8 @@ class ProbabilityJudge:
         for answers, ``agree`` 0); the same seeds for every image, so that two images'
         errors cancel where the model follows seeds."""
         if most is not None:
-            return self._staged(image, text, answers, purpose, gate, most, enough)
+            some = lambda seeds: self._answers(image, text, answers, seeds, purpose, gate)  # noqa: E731
+            return self._staged(some, answers, most, enough)
         k, agree = self.samples, self._agreeing()
         first = min(agree, k) if adaptive and agree else k
         seeds = range(first_seed, first_seed + k)
@@ -367,21 +368,19 @@ class ProbabilityJudge:
 
     def _staged(
         self,
-        image: Image.Image,
-        text: str,
+        some: Callable[[range], list[str]],
         answers: Sequence[str],
-        purpose: str,
-        gate: threading.Semaphore,
         most: int,
         enough: Callable[[Sampled], bool] | None,
     ) -> Sampled:
+        """``most`` answers (``some(seeds)``) in stages of k, until ``enough``."""
         stage = self.samples if self._agreeing() else most
         given: list[str] = []
         asked = 0
         try:
             while asked < most:
                 seeds = range(asked, min(asked + stage, most))
-                given += self._answers(image, text, answers, seeds, purpose, gate)
+                given += some(seeds)
                 asked = seeds.stop
                 if len(given) < FEWEST:
                     continue

@@ -532,18 +532,15 @@ def test_log_probabilities_are_remembered_per_endpoint(monkeypatch):
 def test_a_spend_cap_is_one_line_and_not_retried(fake, client):
     """A 429 whose QuotaFailure names a spend limit (the shape of the other quotas: no such
     answer has been seen) is not retried, even with a RetryInfo delay: one request, one
-    line naming the cap and where to raise it, at once."""
-    import time
-
+    line naming the cap and where to raise it, no wait."""
     from refine.usage import QuotaSpent
     from tests.fakes.gemini_server import Reply, quota_answer
 
     cap = "GenerateContentSpendCapPerMonthPerProject"
     fake.replies.append(Reply(*quota_answer("gemini-3.8-flash", cap, "50", "30s")))
     llm = backend("llm", "gemini:gemini-3.8-flash", client, max_repairs=0)
-    started = time.monotonic()
     with pytest.raises(QuotaSpent, match="spend cap is reached") as err:
         llm.complete_json("say fine", Said)
-    assert time.monotonic() - started < 5 and len(fake.requests) == 1
+    assert len(fake.requests) == 1
     assert f"({cap}, limit 50)" in str(err.value) and "rate-limits" in str(err.value)
     assert client.sleeps == []  # no wait for the RetryInfo delay
