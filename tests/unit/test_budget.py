@@ -172,6 +172,10 @@ def test_a_run_with_a_sleeping_test_fails_naming_it_and_passes_without(tmp_path,
     quiet = session()
     assert quiet.returncode == 0, quiet.stdout[-2000:]
     assert "within the budget of 4" in quiet.stdout
+    # the line names the machine (its cores and load) and the workload's parts, or that
+    # it said none: what a reading on another machine is set beside
+    assert f"{os.cpu_count()} cores, load " in quiet.stdout
+    assert "before the tests (no parts said)" in quiet.stdout
     # half the budget in wall seconds, four times the new test's limit
     (tmp_path / "tests" / "test_sleepy.py").write_text(
         "import time\n\n\ndef test_sleepy():\n    time.sleep(2.0)\n"
