@@ -90,6 +90,33 @@ _VERSIONED = re.compile(r"gemini-(\d+)(?:\.(\d+))?-([a-z-]+)")
 _LATEST = re.compile(r"gemini-[a-z-]*latest")
 
 
+THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")  # google-genai's ThinkingLevel
+
+
+def thinking_level_of(value: str | None) -> str | None:
+    """A thinking level as the API takes it (upper case), None for the model's default; a
+    ValueError naming the levels for any other value."""
+    if value is None or value == "":
+        return None
+    if str(value).casefold() not in THINKING_LEVELS:
+        raise ValueError(
+            f"thinking_level must be one of {', '.join(THINKING_LEVELS)}, got {value!r}"
+        )
+    return str(value).upper()
+
+
+def gemini_3_or_later(model: str) -> bool:
+    """Whether ``model`` is a Gemini 3 model or later (a ``-latest`` alias counts), for
+    which Google advises keeping the default temperature of 1.0: "setting it below 1.0 may
+    lead to unexpected behavior, such as looping or degraded performance" (the Gemini 3
+    developer guide, ai.google.dev/gemini-api/docs/gemini-3, read 2026-12-06)."""
+    name = model.rsplit("/", 1)[-1].casefold()
+    match = _VERSIONED.match(name)
+    if not match:
+        return bool(_LATEST.fullmatch(name))
+    return int(match.group(1)) >= 3
+
+
 def fixed_sampling(model: str) -> bool:
     """Whether ``model`` fixes its own sampling, so that ``temperature``, ``top_p`` and
     ``top_k`` are deprecated and ignored: Gemini 3.6 Flash and 3.5 Flash-Lite, and the
@@ -257,10 +284,11 @@ class CallRecord:
     model: str
     purpose: str
     prompt_tokens: int
-    output_tokens: int
+    output_tokens: int  # billed output: the answer's tokens and its thoughts'
     total_tokens: int
     seconds: float
     attempts: int
+    thought_tokens: int = 0  # of output_tokens, the thoughts' (billed as output)
 
 
 @dataclass
@@ -475,6 +503,7 @@ class GeminiClient:
                         model=model, contents=contents, config=config
                     )
                 )
+                _check_images(response)
                 break
             except errors.APIError as err:
                 quota = quota_of(err) if err.code == 429 else None
@@ -495,7 +524,7 @@ class GeminiClient:
                         quota.retry_s,
                     )
                     continue
-            except ValueError as err:  # a garbage answer: HTML, JSON cut short, bad base64
+            except ValueError as err:  # garbage: HTML, JSON cut short, bad base64, no image
                 said = " ".join(str(err).split())[:160]
                 if attempt >= self.max_retries:
                     raise GeminiError(
@@ -536,14 +565,18 @@ class GeminiClient:
     ) -> Any:
         """``response`` recorded (its tokens, model version and time) and checked."""
         usage = getattr(response, "usage_metadata", None)
+        # a thinking model's thoughts are billed as output tokens (the pricing page:
+        # "output price (including thinking tokens)"), counted apart from the answer's
+        thoughts = int(getattr(usage, "thoughts_token_count", 0) or 0)
         record = CallRecord(
             model,
             purpose,
             int(getattr(usage, "prompt_token_count", 0) or 0),
-            int(getattr(usage, "candidates_token_count", 0) or 0),
+            int(getattr(usage, "candidates_token_count", 0) or 0) + thoughts,
             int(getattr(usage, "total_token_count", 0) or 0),
             time.perf_counter() - start,
             attempts,
+            thoughts,
         )
         self.calls.append(record)
         version = getattr(response, "model_version", None)
@@ -624,21 +657,76 @@ def _parts(response: Any) -> list[Any]:
     return list(getattr(content, "parts", None) or [])
 
 
-def _image_part(image: Image.Image) -> Any:
-    from google.genai import types
+# A reference photo's longest side when sent. The image models make at most 2K images
+# here, and a Gemini 3 model reads an image in at most 1,120 tokens at its highest media
+# resolution (ai.google.dev/gemini-api/docs/media-resolution), so pixels past 2,048 add
+# bytes and no detail it reads. A 12 MP photo sent whole as PNG is 15-25 MB: three of them
+# near the inline request's limit; resized and sent as JPEG, one is well under 1 MB.
+PHOTO_SIDE = 2048
+PHOTO_QUALITY = 90  # JPEG quality for photos: no artefact a model reads at that size
 
+
+def _image_part(image: Image.Image, photo: bool = False) -> Any:
+    """An image as a request part: PNG, the image as it is (an image to edit or judge:
+    its every pixel is the point); a ``photo`` (a user's reference photo) resized to
+    :data:`PHOTO_SIDE` on its longest side where it is larger, and sent as JPEG."""
+    from google.genai import types
+    from PIL import Image as PILImage
+
+    image = image.convert("RGB")
     buf = io.BytesIO()
-    image.convert("RGB").save(buf, format="PNG")
-    return types.Part.from_bytes(data=buf.getvalue(), mime_type="image/png")
+    if not photo:
+        image.save(buf, format="PNG")
+        return types.Part.from_bytes(data=buf.getvalue(), mime_type="image/png")
+    if max(image.size) > PHOTO_SIDE:
+        scale = PHOTO_SIDE / max(image.size)
+        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+        image = image.resize(size, PILImage.Resampling.LANCZOS)
+    image.save(buf, format="JPEG", quality=PHOTO_QUALITY)
+    return types.Part.from_bytes(data=buf.getvalue(), mime_type="image/jpeg")
+
+
+class NotAnImage(ValueError):
+    """An answer's image part whose bytes are no image (a garbage answer: retried)."""
+
+
+def _decoded(data: bytes) -> Image.Image:
+    """An image part's bytes as an RGB image; :class:`NotAnImage` for bytes PIL cannot
+    read as one (HTML, text, an image cut short)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.convert("RGB")
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as err:
+        head = data[:16]
+        raise NotAnImage(
+            f"an image part of {len(data)} bytes that is no image ({type(err).__name__}; "
+            f"it begins {head!r})"
+        ) from err
+
+
+def _check_images(response: Any) -> None:
+    """Every image part of ``response`` decodes (:class:`NotAnImage` otherwise), so that
+    bytes that are no image are retried like the other garbage answers."""
+    candidates = getattr(response, "candidates", None) or []
+    if not candidates:
+        return
+    for part in _parts(response):
+        data = getattr(part.inline_data, "data", None) if part.inline_data is not None else None
+        kind = str(getattr(part.inline_data, "mime_type", "") or "") if data else ""
+        if data and (kind.startswith("image/") or not kind):
+            _decoded(data)
 
 
 def _first_image(model: str, response: Any) -> Image.Image:
-    from PIL import Image
-
     texts = []
     for part in _parts(response):
         if part.inline_data is not None and part.inline_data.data:
-            return Image.open(io.BytesIO(part.inline_data.data)).convert("RGB")
+            try:
+                return _decoded(part.inline_data.data)
+            except NotAnImage as err:  # a batch job's answer, which is not retried
+                raise GeminiError(f"{model}: the answer's {err}") from err
         if part.text:
             texts.append(part.text)
     said = f"; it said: {' '.join(texts)[:300]}" if texts else ""
@@ -743,7 +831,7 @@ class GeminiGenerator(_GeminiBackend):
         real look), at most :attr:`reference_images`."""
         from google.genai import types
 
-        shown = [_image_part(r) for r in list(references)[: self.reference_images]]
+        shown = [_image_part(r, photo=True) for r in list(references)[: self.reference_images]]
 
         def one(seed: int) -> Image.Image:
             config = types.GenerateContentConfig(response_modalities=["IMAGE", "TEXT"], seed=seed)
@@ -779,7 +867,7 @@ class GeminiEditor(_GeminiBackend):
             from refine.backends.regions import region_words
 
             instruction = f"{instruction}\n\n{region_words(regions)}"
-        shown = [_image_part(r) for r in list(references)[: self.reference_images]]
+        shown = [_image_part(r, photo=True) for r in list(references)[: self.reference_images]]
         if shown:  # the first image is the one edited; the photos are named as such
             instruction = (
                 f"{instruction}\n\nThe first image is the one to edit; the other "
@@ -807,13 +895,23 @@ class GeminiLanguageModel(_GeminiBackend):
     def __init__(
         self,
         model: str = "",
-        temperature: float = 0.0,
+        temperature: float | None = None,
         max_repairs: int = 2,
         prompts: str = "toolkit",
+        thinking_level: str | None = None,
         **kw,
     ):
+        """``temperature``: what every request sends, where the model takes one (None:
+        the model's own, 1.0, for Gemini 3 and later, as Google advises for them; 0.0
+        for earlier models). A call's own temperature (a paper's protocol, such as the
+        reference builder's) is sent as it is. ``thinking_level`` (minimal, low, medium,
+        high): a Gemini 3 model's thinking, whose tokens are billed as output (None: the
+        model's default)."""
         super().__init__(model, **kw)
+        if temperature is None and not gemini_3_or_later(self.model):
+            temperature = 0.0
         self.temperature = temperature
+        self.thinking_level = thinking_level_of(thinking_level)
         self.max_repairs = max_repairs
         # an observer's prompts: the toolkit's, or AHEaD's per dimension (Tab. 22-27)
         self.prompts = check_observer_prompts(prompts)
@@ -828,12 +926,15 @@ class GeminiLanguageModel(_GeminiBackend):
         from google.genai import types
 
         heat = self.temperature if temperature is None else temperature
+        level = self.thinking_level
+        thinking = types.ThinkingConfig(thinking_level=level) if level else None
 
         def ask(prompt: str) -> str:
             config = types.GenerateContentConfig(
                 temperature=heat if self.sets_temperature else None,
                 response_mime_type="application/json",
                 response_schema=schema,
+                thinking_config=thinking,
             )
             contents = [*contents_prefix, prompt]
             try:
@@ -886,8 +987,8 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
         end the reading when they are all the same (0: always k)."""
         check_judge_options(judge_mode, samples, agree)
         super().__init__(model, **kw)
-        self.thinking_budget = None if thinking_level else thinking_budget
-        self.thinking_level = thinking_level
+        self.thinking_level = thinking_level_of(thinking_level)
+        self.thinking_budget = None if self.thinking_level else thinking_budget
         self.judge_mode = judge_mode
         self.samples = samples
         self.agree = agree
@@ -912,7 +1013,7 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
         from google.genai import types
 
         if self.thinking_level:
-            return types.ThinkingConfig(thinking_level=self.thinking_level.upper())
+            return types.ThinkingConfig(thinking_level=self.thinking_level)
         if self.thinking_budget is not None:
             return types.ThinkingConfig(thinking_budget=self.thinking_budget)
         return None

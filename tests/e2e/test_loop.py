@@ -91,7 +91,8 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
     }
     assert [e.round for e in events if isinstance(e, RoundDecided)] == [0, 1, 2, 3]
     # API token usage per round and run, from each answer's usage metadata (the fake server
-    # bills 20 in / 1290 out per image, 11 in / 7 out per text answer)
+    # bills 20 in / 1290 out per image, 11 in / 7 out and 12 thought tokens per text answer:
+    # the thoughts are billed output, so a text answer's output is 19)
     drawn = run.usage["gemini:gemini-3.1-flash-lite-image"]  # the profile's generator
     images = run.usage["gemini:gemini-nano-banana-2.1"]  # and its editor
     assert drawn["calls"] == world.log.count("generate") == 1
@@ -100,7 +101,8 @@ def test_run_accepts_improvement_then_stops_on_patience(world, backends, options
     assert (drawn["prompt_tokens"], drawn["output_tokens"]) == (20, 1290)
     texts = run.usage["gemini:gemini-3.8-flash"]
     assert texts["calls"] == world.log.count("observe") + world.log.count("judge")
-    assert texts["total_tokens"] == 18 * texts["calls"]
+    assert texts["total_tokens"] == 30 * texts["calls"]
+    assert texts["output_tokens"] == (7 + 12) * texts["calls"]
     assert sum(r.usage["gemini:gemini-3.8-flash"]["calls"] for r in run.rounds) == texts["calls"]
     assert r1.usage["gemini:gemini-nano-banana-2.1"]["calls"] == 2  # two edit candidates
     assert run.packages["cultural-refine"] == "0.1.0" and "torch" in run.packages

@@ -32,12 +32,20 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def usage(prompt=11, out=7) -> dict:
-    return {
+def usage(prompt=11, out=7, thoughts=0) -> dict:
+    """An answer's usageMetadata: a thinking model's thoughts are counted apart from its
+    answer's tokens, and in the total (google-genai's GenerateContentResponseUsageMetadata)."""
+    said = {
         "promptTokenCount": prompt,
         "candidatesTokenCount": out,
-        "totalTokenCount": prompt + out,
+        "totalTokenCount": prompt + out + thoughts,
     }
+    if thoughts:
+        said["thoughtsTokenCount"] = thoughts
+    return said
+
+
+THOUGHTS = 12  # the thought tokens of every text answer (billed as output)
 
 
 def text_answer(
@@ -65,7 +73,7 @@ def text_answer(
                 for chosen, top in positions
             ],
         }
-    return {"candidates": [cand], "usageMetadata": usage()}
+    return {"candidates": [cand], "usageMetadata": usage(thoughts=THOUGHTS)}
 
 
 def bare_answer(finish: str) -> dict:

@@ -79,6 +79,37 @@ def test_edit_sends_image_and_keeps_input_size(fake, client):
     assert parts[1]["text"] == "remove the hookah"
 
 
+def test_large_reference_photos_are_sent_resized_as_jpeg(fake, client):
+    """A user's 12 MP reference photo (4000 x 3000) goes out resized to 2,048 px on its
+    longest side, as JPEG: three such photos as PNG were 15-25 MB each. A small photo keeps
+    its size; the image edited stays PNG and whole (tests above)."""
+    import base64
+
+    from refine.backends.gemini import PHOTO_SIDE
+
+    big = Image.linear_gradient("L").resize((4000, 3000)).convert("RGB")
+    small = picture(size=(300, 200))
+    for _ in range(2):
+        fake.reply(image_answer(png_bytes()))
+    gen = backend("generator", "gemini:gemini-2.5-flash-image", client, concurrency=1)
+    gen.generate("a family dinner in Tehran", seeds=[1], references=[big, small])
+    ed = backend("editor", "gemini:gemini-2.5-flash-image", client)
+    ed.edit(picture(size=(20, 16)), "add the samovar", seeds=[2], references=[big])
+    photos = [fake.requests[0]["contents"][0]["parts"][k]["inlineData"] for k in (0, 1)]
+    photos.append(fake.requests[1]["contents"][0]["parts"][1]["inlineData"])
+    sizes = []
+    for sent in photos:
+        assert sent.get("mimeType", sent.get("mime_type")) == "image/jpeg"
+        data = base64.urlsafe_b64decode(sent["data"])
+        decoded = Image.open(io.BytesIO(data))
+        assert decoded.format == "JPEG"
+        sizes.append(decoded.size)
+        assert len(data) < 1_000_000
+    assert sizes == [(PHOTO_SIDE, 1536), (300, 200), (PHOTO_SIDE, 1536)] and PHOTO_SIDE == 2048
+    edited = fake.requests[1]["contents"][0]["parts"][0]["inlineData"]
+    assert edited.get("mimeType", edited.get("mime_type")) == "image/png"
+
+
 def test_retry_on_429_then_success(fake, client):
     fake.fail(429, "RESOURCE_EXHAUSTED", "slow down")
     fake.fail(503, "UNAVAILABLE", "busy")
@@ -206,6 +237,49 @@ def test_llm_complete_json(fake, client):
     llm = backend("llm", "gemini:gemini-2.5-flash", client)
     out = llm.complete_json("List stereotypes", Candidates)
     assert out.candidates == ["giant domes", "oversized hookahs"]
+
+
+def test_gemini_3_keeps_its_temperature_and_thinks_at_the_level_set(fake, client):
+    """No temperature below 1.0 goes to a Gemini 3 model that takes one (3.1 Pro) unless a
+    call sets one (a paper's protocol: the reference builder's 0.2 goes as it is); a model
+    before Gemini 3 still gets 0.0. The observer and the writer send the thinking level set
+    (a level the API does not know is refused, naming the levels), and an answer's thought
+    tokens are counted as billed output."""
+    from pydantic import BaseModel
+
+    from refine.backends.gemini import gemini_3_or_later
+
+    class Candidates(BaseModel):
+        candidates: list[str]
+
+    for _ in range(4):
+        fake.reply(text_answer('{"candidates": ["giant domes"]}'))
+    pro = backend("llm", "gemini:gemini-3.1-pro-preview", client, thinking_level="low")
+    old = backend("llm", "gemini:gemini-2.5-flash", client)
+    pro.complete_json("List", Candidates)
+    pro.complete_json("List", Candidates, temperature=0.2)
+    old.complete_json("List", Candidates)
+    configs = [r["generationConfig"] for r in fake.requests]
+    assert "temperature" not in configs[0] and configs[1]["temperature"] == 0.2
+    assert configs[2]["temperature"] == 0.0 and "thinkingConfig" not in configs[2]
+    # (google-genai 3.6 writes the level's key as thinking_level)
+    assert [list(c["thinkingConfig"].values()) for c in configs[:2]] == [["LOW"], ["LOW"]]
+    answer = {k: [] for k in ("setting", "objects", "attire", "interaction", "spatial")}
+    fake.reply(text_answer(json.dumps(answer)))
+    obs = backend("observer", "gemini:gemini-3.8-flash", client, thinking_level="minimal")
+    obs.describe(picture(), list(answer))
+    assert list(fake.requests[-1]["generationConfig"]["thinkingConfig"].values()) == ["MINIMAL"]
+    # the stand-in's text answers: 11 in, 7 out and 12 thought tokens
+    assert {(c.output_tokens, c.thought_tokens, c.total_tokens) for c in client.calls} == {
+        (7 + 12, 12, 30)
+    }
+    with pytest.raises(ValueError, match="thinking_level must be one of minimal, low, medium"):
+        backend("observer", "gemini:gemini-3.8-flash", client, thinking_level="deep")
+    assert [gemini_3_or_later(m) for m in ("gemini-3.1-pro-preview", "gemini-2.5-flash")] == [
+        True,
+        False,
+    ]
+    assert gemini_3_or_later("gemini-flash-latest") and not gemini_3_or_later("gemma-3-27b-it")
 
 
 @pytest.mark.parametrize(
@@ -420,17 +494,23 @@ def test_retry_waits_are_jittered(fake):
 
 
 def test_a_garbage_answer_is_retried_then_said_in_one_line(fake, client):
-    """A 200 whose body is a proxy's HTML page, JSON cut short or an image that is not
-    base64: tried again, and when every try gets one, one GeminiError saying what came
-    back, counting the requests sent (it was a traceback)."""
+    """A 200 whose body is a proxy's HTML page, JSON cut short, an image that is not
+    base64 or base64 of bytes that are no image: tried again, and when every try gets
+    one, one GeminiError saying what came back, counting the requests sent (it was a
+    traceback; the last was PIL's UnidentifiedImageError)."""
     good = json.dumps(image_answer(png_bytes())).encode()
     fake.garbage(b"<html>502 Bad Gateway</html>", "text/html")
     fake.reply(image_answer(png_bytes()))
     gen = backend("generator", "gemini:gemini-2.5-flash-image", client)
     assert len(gen.generate("x", [0])) == 1 and len(fake.requests) == 2
+    fake.reply(image_answer(b"<html>a proxy's page</html>"))
+    fake.reply(image_answer(png_bytes()))
+    assert len(gen.generate("x", [0])) == 1 and len(fake.requests) == 4
+    noimage = json.dumps(image_answer(png_bytes()[:40])).encode()  # cut within its header
     for raw, said in (
         (good[: len(good) // 2], "JSONDecodeError"),
         (good.replace(b'"data": "', b'"data": "!!!'), "ValidationError"),
+        (noimage, "NotAnImage: an image part of 40 bytes that is no image"),
     ):
         before = len(fake.requests)
         for _ in range(3):
