@@ -43,6 +43,7 @@ retried: :class:`refine.usage.QuotaSpent` says which model and when the quota co
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
@@ -80,7 +81,8 @@ T = TypeVar("T", bound="BaseModel")
 KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # Nano Banana 2.1, GA 2026-10-06 and served by generateContent (the profile gives the
-# sources); it replaces gemini-3.1-flash-image (Nano Banana 2), shut down 2026-10-29
+# sources); it replaces gemini-3.1-flash-image (Nano Banana 2), deprecated 2026-10-06
+# (assets/gemini_models.toml: each model's status, shutdown and source)
 DEFAULT_IMAGE_MODEL = "gemini-nano-banana-2.1"
 DEFAULT_TEXT_MODEL = "gemini-3.8-flash"  # GA 2026-09-02 (the API changelog)
 
@@ -88,6 +90,51 @@ DEFAULT_TEXT_MODEL = "gemini-3.8-flash"  # GA 2026-09-02 (the API changelog)
 _VERSIONED = re.compile(r"gemini-(\d+)(?:\.(\d+))?-([a-z-]+)")
 # an alias that follows the newest model of its kind ("gemini-flash-latest")
 _LATEST = re.compile(r"gemini-[a-z-]*latest")
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """One Gemini model's entry of ``assets/gemini_models.toml``."""
+
+    id: str
+    status: str  # stable, preview, deprecated or shut down
+    released: str
+    shutdown: str  # YYYY-MM-DD, or "" where none is announced
+    replacement: str
+    source: str
+    read: str
+    note: str = ""
+
+    def shut_down_by(self, day: str) -> bool:
+        """Whether the model is shut down on ``day`` (YYYY-MM-DD)."""
+        return bool(self.shutdown) and self.shutdown <= day
+
+    def words(self) -> str:
+        """``shut down on 2026-10-02 (source, read ...); use gemini-nano-banana-2.1``."""
+        when = f" on {self.shutdown}" if self.shutdown else ""
+        said = f"{self.status}{when} ({self.source}, read {self.read})"
+        return f"{said}; use {self.replacement}" if self.replacement else said
+
+
+def gemini_models() -> dict[str, ModelStatus]:
+    """Every entry of ``assets/gemini_models.toml``, by model id."""
+    return dict(_gemini_models())
+
+
+@functools.cache
+def _gemini_models() -> tuple[tuple[str, ModelStatus], ...]:
+    import tomllib
+
+    from refine.assets import assets_dir
+
+    raw = tomllib.loads((assets_dir() / "gemini_models.toml").read_text(encoding="utf-8"))
+    return tuple((m["id"], ModelStatus(**m)) for m in raw.get("model", []))
+
+
+def model_status(model: str) -> ModelStatus | None:
+    """``model``'s entry in the list (a ``models/`` or ``gemini:`` prefix aside), or None."""
+    name = model.removeprefix("gemini:").rsplit("/", 1)[-1]
+    return gemini_models().get(name)
 
 
 THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh")  # google-genai's ThinkingLevel
@@ -405,9 +452,11 @@ class GeminiClient:
             if err.code == 404:
                 offered = ", ".join(self.offered(image)) or "none"
                 kind = "image" if image else "text"
+                known = model_status(model)
+                why = known.words() if known is not None else "unknown or retired"
                 raise GeminiError(
-                    f"{model}: no such Gemini model (unknown or retired); {kind} models the "
-                    f"API offers: {offered}",
+                    f"{model}: no such Gemini model ({why}); {kind} models the API offers: "
+                    f"{offered}",
                     404,
                     detail,
                 ) from err
@@ -430,7 +479,8 @@ class GeminiClient:
         for m in models:
             name = str(getattr(m, "name", "") or "").removeprefix("models/")
             actions = list(getattr(m, "supported_actions", None) or [])
-            if name and "generateContent" in actions and ("image" in name) == image:
+            draws = "image" in name or "banana" in name  # (Nano Banana 2.1: no "image")
+            if name and "generateContent" in actions and draws == image:
                 names.append(name)
         return sorted(names)
 

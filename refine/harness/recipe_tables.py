@@ -227,6 +227,20 @@ def _metric_cell(cells: list[dict[str, Any]], metric: str, seed: int) -> TableCe
     return TableCell(sum(got) / len(got), mean_interval(got, seed), len(got), way=way)
 
 
+def _replaced(table: RecipeTable, row: str, paper: str, runs_as: str) -> None:
+    """The note of a paper's model that is shut down, and the model run in its place."""
+    from refine.backends.gemini import model_status
+
+    known = model_status(paper) if paper.startswith("gemini:") else None
+    why = known.words().split("; use ")[0] if known is not None else "no longer served"
+    said = (
+        f"{row}: the paper's model ({paper}) is {why}; its figures are set beside "
+        f"{runs_as}, which this recipe runs in its place"
+    )
+    if said not in table.notes:
+        table.notes.append(said)
+
+
 def _paper(table: RecipeTable) -> None:
     """The paper's figures beside the cells they match: a metrics row by generator and
     group, an agreement row by metric and the column by group; never beside a cell
@@ -237,8 +251,10 @@ def _paper(table: RecipeTable) -> None:
             if table.kind == "metrics":
                 names = {(row.group or "").casefold(), t.group_label(row.group or "").casefold()}
                 same_group = p.group is None or p.group.casefold() in names
-                if p.generator != row.key or not same_group:
+                if (p.runs_as or p.generator) != row.key or not same_group:
                     continue
+                if p.runs_as:
+                    _replaced(table, p.row, p.generator or "", p.runs_as)
                 for key, value in p.values.items():
                     if (row.label, key) in table.cells:
                         _beside(table, table.cells[(row.label, key)], key, value)

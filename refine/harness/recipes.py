@@ -172,6 +172,10 @@ class Metric(_Strict):
 class PaperRow(_Strict):
     row: str  # the paper's label of the row
     generator: str | None = None  # metrics tables: the toolkit's name of the paper's model
+    # metrics tables: the model the recipe runs in place of the paper's, which is shut down
+    # (assets/gemini_models.toml); the paper's figures are set beside its row, and the
+    # table's notes say so
+    runs_as: str | None = None
     metric: str | None = None  # agreement tables: the toolkit's metric the row is
     group: str | None = None  # metrics tables: the row's group (Global North ...)
     setting: str | None = None  # settings tables: the setting the row is (q1, median, q3)

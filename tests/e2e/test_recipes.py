@@ -24,7 +24,8 @@ from refine.records import variant_name
 from tests.e2e.test_cli_run import cli
 from tests.fakes.gemini_world import GREEN, RED
 
-PAPERS = "gemini:gemini-2.5-flash-image"  # a model of the paper's Tab. 1
+# the model run in place of a model of the paper's Tab. 1 (Gemini 2.5 Flash Image, shut down)
+PAPERS = "gemini:gemini-nano-banana-2.1"
 OTHER = "gemini:gemini-3.1-flash-image"
 
 
@@ -52,7 +53,7 @@ def _table(folder, name):
 
 @pytest.mark.slow
 def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
-    world.generate_by_model = {"gemini-2.5-flash-image": RED, "gemini-3.1-flash-image": GREEN}
+    world.generate_by_model = {"gemini-nano-banana-2.1": RED, "gemini-3.1-flash-image": GREEN}
     out = tmp_path / "t1"
     done = cli(
         "bench", "--recipe", "ahead-table1", "--limit", "4",

@@ -80,14 +80,14 @@ def test_edit_sends_image_and_keeps_input_size(fake, client):
 
 
 def test_large_reference_photos_are_sent_resized_as_jpeg(fake, client):
-    """A user's 12 MP reference photo (4000 x 3000) goes out resized to 2,048 px on its
-    longest side, as JPEG: three such photos as PNG were 15-25 MB each. A small photo keeps
-    its size; the image edited stays PNG and whole (tests above)."""
+    """A user's reference photo over 2,048 px (2,600 x 1,950 here; a 12 MP photo as PNG
+    was 15-25 MB) goes out resized to 2,048 px on its longest side, as JPEG. A small photo
+    keeps its size; the image edited stays PNG and whole (tests above)."""
     import base64
 
     from refine.backends.gemini import PHOTO_SIDE
 
-    big = Image.linear_gradient("L").resize((4000, 3000)).convert("RGB")
+    big = Image.linear_gradient("L").resize((2600, 1950)).convert("RGB")
     small = picture(size=(300, 200))
     for _ in range(2):
         fake.reply(image_answer(png_bytes()))
@@ -108,6 +108,26 @@ def test_large_reference_photos_are_sent_resized_as_jpeg(fake, client):
     assert sizes == [(PHOTO_SIDE, 1536), (300, 200), (PHOTO_SIDE, 1536)] and PHOTO_SIDE == 2048
     edited = fake.requests[1]["contents"][0]["parts"][0]["inlineData"]
     assert edited.get("mimeType", edited.get("mime_type")) == "image/png"
+
+
+def test_a_model_shut_down_is_named_with_its_date_and_replacement(fake, client):
+    """The preflight of a model the API no longer knows reads the list of models
+    (assets/gemini_models.toml): its shutdown date, source and replacement; a model the
+    list does not know is 'unknown or retired'."""
+    from tests.fakes.gemini_server import CATALOG
+
+    fake.models = [m for m in CATALOG if m != "gemini-2.5-flash-image"]
+    with pytest.raises(GeminiError) as err:
+        client.check_model("gemini-2.5-flash-image", image=True)
+    text = str(err.value)
+    assert text.startswith(
+        "gemini-2.5-flash-image: no such Gemini model (shut down on 2026-10-02 "
+        "(https://ai.google.dev/gemini-api/docs/deprecations, read 2026-12-06); use "
+        "gemini-nano-banana-2.1); image models the API offers: "
+    )
+    assert "gemini-nano-banana-2.1" in text.split("offers: ")[1] and "\n" not in text
+    with pytest.raises(GeminiError, match=r"gemini-0-made-up: no such Gemini model \(unknown"):
+        client.check_model("gemini-0-made-up", image=False)
 
 
 def test_retry_on_429_then_success(fake, client):

@@ -11,7 +11,7 @@ from refine.harness.recipe_tables import metrics_table
 from refine.harness.recipes import load_recipe
 from refine.present.report.recipe import csv_rows, latex_table, write_recipe_table
 
-GEMINI = "gemini:gemini-2.5-flash-image"
+GEMINI = "gemini:gemini-nano-banana-2.1"  # run in place of the paper's Gemini 2.5 Flash Image
 SDXL = "diffusers:stabilityai/stable-diffusion-xl-base-1.0"
 
 

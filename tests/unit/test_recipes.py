@@ -73,7 +73,8 @@ def _cell(generator, country, faith, align, variant="exag:mllm", ddiv=0.5):
 
 def test_a_metrics_table_by_hand():
     recipe = load_recipe("ahead-table1")
-    g1, g2 = "gemini:gemini-2.5-flash-image", "diffusers:x"
+    # the model run in place of the paper's Gemini 2.5 Flash Image, which is shut down
+    g1, g2 = "gemini:gemini-nano-banana-2.1", "diffusers:x"
     ita = "exag:ita"  # the paper's variant: g1's figures sit beside the paper's
     cells = [
         _cell(g1, "USA", [0.6, 0.8], [0.2, 0.4], variant=ita),
@@ -98,6 +99,11 @@ def test_a_metrics_table_by_hand():
     assert c.value == pytest.approx(0.6) and c.n == 2
     assert c.interval == mean_interval([0.7, 0.5], 0)
     assert c.paper == 0.61  # Gemini 2.5 Flash Image, GN
+    assert [n for n in table.notes if "in its place" in n] == [
+        "Gemini 2.5 Flash Image: the paper's model (gemini:gemini-2.5-flash-image) is shut "
+        "down on 2026-10-02 (https://ai.google.dev/gemini-api/docs/deprecations, read "
+        f"2026-12-06); its figures are set beside {g1}, which this recipe runs in its place"
+    ]
     assert table.cells[(f"{g1} · GS", "faith")].paper == 0.57
     assert table.cells[(f"{g1} · GN", "ddiv")].value == pytest.approx(0.6)
     assert table.cells[(f"{g1} · GN", "ddiv")].paper is None  # the paper has none: 1 image
@@ -115,7 +121,7 @@ def test_a_metrics_table_by_hand():
     tex = latex_table(table).fragment()
     # best within each model's block: g1's GN FAITH (0.6 > 0.35), the lower HAL
     gn = next(
-        line for line in tex.splitlines() if line.startswith(r"gemini:gemini-2.5") and "GN" in line
+        line for line in tex.splitlines() if line.startswith(r"gemini:gemini-nano") and "GN" in line
     )
     assert r"\textbf{0.60}" in gn and r"\textbf{0.70}" in gn  # FAITH, HAL = 1 - 0.3
     assert tex.count(r"\midrule") == 2  # under the header, between the two models
