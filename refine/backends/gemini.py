@@ -152,6 +152,15 @@ def thinking_level_of(value: str | None) -> str | None:
     return str(value).upper()
 
 
+def vertex_ai() -> str:
+    """The variable that sends google-genai's requests to Vertex AI (as the SDK chooses:
+    GOOGLE_GENAI_USE_VERTEXAI or GOOGLE_GENAI_USE_ENTERPRISE true or 1), or ""."""
+    for name in ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE"):
+        if os.environ.get(name, "").lower() in ("true", "1"):
+            return name
+    return ""
+
+
 def gemini_3_or_later(model: str) -> bool:
     """Whether ``model`` is a Gemini 3 model or later (a ``-latest`` alias counts), for
     which Google advises keeping the default temperature of 1.0: "setting it below 1.0 may
@@ -519,7 +528,7 @@ class GeminiClient:
         (:class:`refine.usage.StopRequested`; its answer is never used)."""
         from google.genai import errors
 
-        from refine.backends.gemini_batch import BatchAnswerError, active
+        from refine.backends.gemini_batch import BatchAnswerError, BatchJobError, active
 
         client = self.client()
         if self.store is not None and not getattr(client, "vertexai", False):
@@ -533,6 +542,8 @@ class GeminiClient:
                 response = batcher.submit(self, model, contents, config)
             except BatchAnswerError as err:  # the job answered this request with an error
                 raise GeminiError(str(err), err.code, err.message) from err
+            except BatchJobError as err:  # the job failed, expired or could not be read
+                raise GeminiError(str(err)) from err
             return self._answered(model, purpose, response, start, 1)
         for attempt in range(self.max_retries + 1):
             check_stop()
@@ -1052,12 +1063,7 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
         url = self.gemini.base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL")
         if url:
             return f"{self.model}@{url}"
-        if any(
-            os.environ.get(f"GOOGLE_GENAI_USE_{name}", "").lower() in ("true", "1")
-            for name in ("VERTEXAI", "ENTERPRISE")
-        ):
-            return f"{self.model}@vertex-ai"
-        return self.model
+        return f"{self.model}@vertex-ai" if vertex_ai() else self.model
 
     def _thinking(self) -> Any:
         from google.genai import types

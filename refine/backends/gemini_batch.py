@@ -128,12 +128,62 @@ class BatchJobError(RuntimeError):
     """A batch job that ended without answers."""
 
 
+def _journal_error(text: str) -> Exception:
+    """A journal that cannot be read: a ValueError and a GeminiError (said in one line by
+    the command line), naming the file and what to do."""
+    from refine.backends.gemini import GeminiError
+
+    class BatchJournalError(GeminiError, ValueError):
+        pass
+
+    return BatchJournalError(text)
+
+
+def _readable(model: str, name: str, err: BaseException) -> BaseException:
+    """``err`` as the requests of a job fail with it: the toolkit's own errors and a stop
+    as they are; anything else (an answer of the wrong shape read as one: AttributeError,
+    TypeError, KeyError, ValueError) a :class:`BatchJobError` in one line naming the job
+    and that a rerun reads it again."""
+    from refine.backends.gemini import GeminiError
+    from refine.usage import BudgetExhausted, QuotaSpent, StopRequested
+
+    if isinstance(
+        err, (BatchJobError, GeminiError, QuotaSpent, BudgetExhausted, StopRequested)
+    ) or not isinstance(err, Exception):
+        return err
+    said = " ".join(str(err).split())[:160]
+    job = f"batch job {name}" if name else "a batch job"
+    return BatchJobError(
+        f"{model}: {job}'s answer could not be read ({type(err).__name__}: {said}); "
+        "the same command reads the job again"
+    )
+
+
 class BatchAnswerError(BatchJobError):
     """A request a batch job answered with an error: its HTTP ``code`` and ``message``."""
 
     def __init__(self, text: str, code: int | None, message: str) -> None:
         super().__init__(text)
         self.code, self.message = code, message
+
+
+def _not_a_journal(jobs: Any) -> str:
+    """What makes ``jobs`` (a journal's "jobs") not of its shape; empty when it is: job
+    name -> {"model": str, "keys": [str], optional "state": str, "failed": [str]}."""
+    if not isinstance(jobs, dict):
+        return 'no "jobs" object'
+    for name, job in jobs.items():
+        if not isinstance(job, dict):
+            return f"job {name!r} is not an object"
+        if not isinstance(job.get("model"), str):
+            return f'job {name!r} names no "model"'
+        for kind in ("keys", "failed"):
+            held = job.get(kind, [])
+            if not isinstance(held, list) or not all(isinstance(k, str) for k in held):
+                return f'job {name!r}: "{kind}" is not a list of request keys'
+        if not isinstance(job.get("state", ""), str):
+            return f'job {name!r}: "state" is not a word'
+    return ""
 
 
 class Batcher:
@@ -166,17 +216,24 @@ class Batcher:
     # -- the journal ---------------------------------------------------------------------
 
     def _read(self) -> dict[str, dict[str, Any]]:
+        """The journal's jobs; a ValueError in one line naming the file for one that is not
+        a journal (not JSON, a folder, nested past reading, or not of its shape), so that a
+        rerun never starts on it, nor waits on a thread it broke."""
+        fix = "move it away to send every request again"
         try:
             data = json.loads(self.journal.read_text("utf-8"))
         except FileNotFoundError:
             return {}
-        except ValueError as err:
-            raise ValueError(
-                f"{self.journal}: not a batch journal ({err}); move it away to send every "
-                "request again"
-            ) from None
+        except (ValueError, OSError, RecursionError) as err:
+            said = " ".join(str(err).split())[:160] or type(err).__name__
+            raise _journal_error(f"{self.journal}: not a batch journal ({said}); {fix}") from None
         jobs = data.get("jobs") if isinstance(data, dict) else None
-        return dict(jobs) if isinstance(jobs, dict) else {}
+        if jobs is None and isinstance(data, dict) and not data:
+            return {}
+        wrong = _not_a_journal(jobs)
+        if wrong:
+            raise _journal_error(f"{self.journal}: not a batch journal ({wrong}); {fix}")
+        return dict(jobs)
 
     def _write(self) -> None:
         self.journal.parent.mkdir(parents=True, exist_ok=True)
@@ -222,6 +279,18 @@ class Batcher:
                 ).start()
 
     def _send(self, client: Any, model: str, by_key: dict[str, list[_Waiting]]) -> None:
+        """:meth:`_answer`, whose every failure fails the requests still waiting: no waiter
+        waits on a thread that has ended."""
+        try:
+            self._answer(client, model, by_key)
+        except BaseException as err:
+            for waiters in by_key.values():
+                for waiting in waiters:
+                    if not waiting.done.is_set():
+                        waiting.error = _readable(model, "", err)
+                        waiting.done.set()
+
+    def _answer(self, client: Any, model: str, by_key: dict[str, list[_Waiting]]) -> None:
         """The group's answers: from the journal's jobs that hold its keys (still running,
         or done and answered without an error), and from new jobs for the rest, each under
         :attr:`max_bytes`; a job that fails fails its own requests only."""
@@ -250,7 +319,7 @@ class Batcher:
             for chunk in self._chunks(fresh, by_key):
                 jobs.append((self._create(client, model, chunk, by_key), chunk, False))
         except BaseException as err:  # no job for the rest (a quota, a refusal)
-            fail(fresh, err)
+            fail(fresh, _readable(model, "", err))
         for name, keys, journaled in jobs:
             try:
                 try:
@@ -262,7 +331,7 @@ class Batcher:
                     again = self._create(client, model, keys, by_key)
                     answers = self._wait(client, model, again)
             except BaseException as err:
-                fail(keys, err)
+                fail(keys, _readable(model, name, err))
                 continue
             for key in keys:
                 answer = answers.get(key)
@@ -344,7 +413,8 @@ class Batcher:
                 err = item.error or {}
                 code = err.get("code") if isinstance(err, dict) else getattr(err, "code", None)
                 message = err.get("message") if isinstance(err, dict) else str(err)
-                failed.append(key)
+                if isinstance(key, str):  # (a journal holds request keys only)
+                    failed.append(key)
                 answers[key] = BatchAnswerError(
                     f"{model}: the batch job {name} answered HTTP {code}: {message}",
                     code,

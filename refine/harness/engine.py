@@ -52,6 +52,16 @@ class EngineOptions:
                 "--batch: batch jobs wait in the API's queue, not on workers; leave out "
                 "--engine ray"
             )
+        if self.batch:
+            from refine.backends.gemini import vertex_ai
+
+            if vertex_ai():
+                raise ValueError(
+                    f"--batch: jobs of inline requests are the Gemini developer API's; "
+                    f"Vertex AI ({vertex_ai()} is set) takes batch jobs from Cloud Storage, "
+                    f"which this toolkit does not send: leave out --batch, or unset "
+                    f"{vertex_ai()}"
+                )
 
     def flags(self, default_workers: int = 1) -> list[str]:
         """The command-line options that ask for these again (what differs from the

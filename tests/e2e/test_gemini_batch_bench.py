@@ -95,3 +95,29 @@ def test_the_dry_run_prices_live_and_batch_work(tmp_path):
     assert "each judge reading takes all 8 answers" in half
     refused = cli("strategies", "--strategies", "best-of-n", "--batch", "--out", str(out))
     assert refused.returncode == 2 and "No such option: --batch" in refused.stderr
+
+
+def test_batch_on_vertex_ai_and_an_unreadable_journal_are_one_line(tmp_path, monkeypatch):
+    """--batch on Vertex AI is refused before anything is made or sent (inline batch jobs
+    are the developer API's; it was the SDK's raw ValueError); a journal that is a folder
+    is named in one line (it was a traceback)."""
+    from refine.backends.gemini_batch import JOURNAL
+
+    out = tmp_path / "b"
+    args = ("bench", "--recipe", "ahead-table1", "--limit", "1", "--batch", "--out", str(out))
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
+    refused = cli(*args)
+    assert refused.returncode == 2 and not out.exists()
+    (said,) = refused.stderr.strip().splitlines()
+    assert said == (
+        "error: --batch: jobs of inline requests are the Gemini developer API's; Vertex AI "
+        "(GOOGLE_GENAI_USE_VERTEXAI is set) takes batch jobs from Cloud Storage, which this "
+        "toolkit does not send: leave out --batch, or unset GOOGLE_GENAI_USE_VERTEXAI"
+    )
+    monkeypatch.delenv("GOOGLE_GENAI_USE_VERTEXAI")
+    (out / JOURNAL).mkdir(parents=True)
+    broken = cli(*args)
+    assert broken.returncode == 1, broken.stderr
+    (said,) = broken.stderr.strip().splitlines()
+    assert said.startswith(f"error: BatchJournalError: {out / JOURNAL}: not a batch journal (")
+    assert said.endswith("move it away to send every request again")

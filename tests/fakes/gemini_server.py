@@ -237,6 +237,8 @@ class FakeGemini:
         self.batch_fail: str | None = None  # a state every job ends in instead ("FAILED")
         self.batch_get_errors = 0  # the next GETs of a job answered 503 (a poll that fails)
         self.batch_refusal: tuple[int, dict] | None = None  # the answer to a job's creation
+        # a finished job's answers replaced by this (the API's shape, its entries garbage)
+        self.batch_garbage: list | None = None
         self._batch_lock = threading.Lock()
 
     def reset_peak(self) -> None:
@@ -303,7 +305,8 @@ class FakeGemini:
             "state": job["state"], "name": name,
         }  # fmt: skip
         if job["output"] is not None:
-            meta["output"] = {"inlinedResponses": {"inlinedResponses": job["output"]}}
+            output = job["output"] if self.batch_garbage is None else self.batch_garbage
+            meta["output"] = {"inlinedResponses": {"inlinedResponses": output}}
         return {"name": name, "metadata": meta, "done": job["output"] is not None}
 
     def _get_batch(self, name: str) -> tuple[int, dict]:

@@ -80,14 +80,14 @@ def test_edit_sends_image_and_keeps_input_size(fake, client):
 
 
 def test_large_reference_photos_are_sent_resized_as_jpeg(fake, client):
-    """A user's reference photo over 2,048 px (2,600 x 1,950 here; a 12 MP photo as PNG
+    """A user's reference photo over 2,048 px (2,100 x 1,575 here; a 12 MP photo as PNG
     was 15-25 MB) goes out resized to 2,048 px on its longest side, as JPEG. A small photo
     keeps its size; the image edited stays PNG and whole (tests above)."""
     import base64
 
     from refine.backends.gemini import PHOTO_SIDE
 
-    big = Image.linear_gradient("L").resize((2600, 1950)).convert("RGB")
+    big = Image.linear_gradient("L").resize((2100, 1575)).convert("RGB")
     small = picture(size=(300, 200))
     for _ in range(2):
         fake.reply(image_answer(png_bytes()))

@@ -94,7 +94,7 @@ def test_a_rerun_reads_the_job_it_sent_instead_of_sending_it_again(
         until(lambda: len(fake.batch_gets) >= 2)  # sent, and polled while it runs
     for t in threads:  # the task ends: its threads stop waiting
         t.join(30)
-    assert all(isinstance(e, BatchJobError) for e in out)
+    assert all(isinstance(e, GeminiError) for e in out)
     assert (tmp_path / JOURNAL).is_file() and len(fake.batches) == 1
     fake.batch_hold = False
     with batching(tmp_path) as again:
@@ -124,7 +124,9 @@ def test_a_failed_job_and_a_refused_request_fail_their_requests(fake, client, tm
         threads, out = ask_all(client, ["late"])
         for t in threads:
             t.join(30)
-        assert isinstance(out[0], BatchJobError) and "ended expired" in str(out[0])
+        # one GeminiError, as a live call's failure is (it was a traceback in a bench)
+        assert isinstance(out[0], GeminiError) and "ended expired" in str(out[0])
+        assert isinstance(out[0].__cause__, BatchJobError)
     finally:
         gemini_batch._ACTIVE.remove(batcher)
         batcher.close()
@@ -162,7 +164,7 @@ def test_a_rerun_sends_again_what_a_failed_job_held(fake, client, installed):
     the run's other requests), and never reads the expired one again."""
     fake.batch_fail = "EXPIRED"
     first = installed()
-    assert isinstance(asked(client, ["a"])[0], BatchJobError)
+    assert isinstance(asked(client, ["a"])[0], GeminiError)
     first.close()
     fake.batch_fail = None
     again = installed()
@@ -197,6 +199,68 @@ def test_what_was_not_sent_ends_with_the_task(fake, client, installed):
     until(lambda: bool(batcher._queue))
     batcher.close()
     threads[0].join(30)
-    assert isinstance(out[0], BatchJobError) and "before its batch was sent" in str(out[0])
+    assert isinstance(out[0], GeminiError) and "before its batch was sent" in str(out[0])
     assert asked(client, ["b"])[0].args[0].endswith("nothing more is sent")
     assert not fake.batches
+
+
+@pytest.mark.parametrize("state", ["FAILED", "EXPIRED"])
+def test_a_job_that_fails_or_expires_fails_its_requests_in_one_line(fake, client, installed, state):
+    """A job that ends FAILED or EXPIRED: each of its requests a GeminiError naming the
+    job and its state (a bench said it as a traceback), none waiting after it."""
+    installed()
+    fake.batch_fail = state
+    out = asked(client, ["a", "b"])
+    for err in out:
+        assert isinstance(err, GeminiError) and f"ended {state.lower()}" in str(err)
+        assert "\n" not in str(err)
+
+
+def test_a_garbage_answer_fails_its_requests_and_never_hangs(fake, client, installed):
+    """A finished job whose answers are of the wrong shape (strings where the API gives
+    objects, a metadata that is no object): every request fails with one line naming the
+    job and that the same command reads it again; no request waits on (it hung when the
+    gathering thread died)."""
+    batcher = installed()
+    batcher.poll_failures = 2
+    fake.batch_garbage = ["not an answer", 7]
+    out = asked(client, ["a"])
+    assert isinstance(out[0], GeminiError) and "could not be read" in str(out[0])
+    assert "the same command reads the job again" in str(out[0])
+    fake.batch_garbage = [{"metadata": "no object", "response": {"candidates": "x"}}]
+    out = asked(client, ["b"])
+    assert isinstance(out[0], GeminiError) and "\n" not in str(out[0])
+
+
+def test_a_journal_not_of_its_shape_is_refused_in_one_line(tmp_path):
+    """A journal that is JSON but not of its shape, a folder, or nested past reading: a
+    ValueError naming the file and what to do, before anything is sent (a wrong shape hung
+    a bench with 0 requests sent; a folder gave a traceback)."""
+    journal = tmp_path / JOURNAL
+    bad = {
+        '{"jobs": []}': 'no "jobs" object',
+        '{"jobs": {"batches/1": "x"}}': "job 'batches/1' is not an object",
+        '{"jobs": {"batches/1": {"keys": ["k"]}}}': "job 'batches/1' names no \"model\"",
+        '{"jobs": {"batches/1": {"model": "m", "keys": "k"}}}': '"keys" is not a list',
+        '{"jobs": {"batches/1": {"model": "m", "keys": [], "failed": [null]}}}': '"failed"',
+        "[1, 2]": 'no "jobs" object',
+        "[" * 100_000 + "]" * 100_000: "not a batch journal (",
+    }
+    for text, said in bad.items():
+        journal.write_text(text)
+        with pytest.raises(ValueError) as err:
+            Batcher(journal)
+        assert str(err.value).startswith(f"{journal}: not a batch journal")
+        assert said in str(err.value) and "move it away" in str(err.value)
+        assert "\n" not in str(err.value)
+    journal.unlink()
+    journal.mkdir()
+    with pytest.raises(ValueError, match="not a batch journal .*Is a directory"):
+        Batcher(journal)
+    journal.rmdir()
+    journal.write_text('{"jobs": {"batches/1": {"model": "m", "keys": ["k"], "state": "X"}}}')
+    batcher = Batcher(journal)  # of its shape: read
+    try:
+        assert batcher._jobs == {"batches/1": {"model": "m", "keys": ["k"], "state": "X"}}
+    finally:
+        batcher.close()
