@@ -128,28 +128,18 @@ class BatchJobError(RuntimeError):
     """A batch job that ended without answers."""
 
 
-def _journal_error(text: str) -> Exception:
-    """A journal that cannot be read: a ValueError and a GeminiError (said in one line by
-    the command line), naming the file and what to do."""
-    from refine.backends.gemini import GeminiError
-
-    class BatchJournalError(GeminiError, ValueError):
-        pass
-
-    return BatchJournalError(text)
+class BatchJournalError(ValueError):
+    """A journal that cannot be read (said in one line by the command line, which names
+    this class among the errors whose message says what to do)."""
 
 
 def _readable(model: str, name: str, err: BaseException) -> BaseException:
-    """``err`` as the requests of a job fail with it: the toolkit's own errors and a stop
-    as they are; anything else (an answer of the wrong shape read as one: AttributeError,
-    TypeError, KeyError, ValueError) a :class:`BatchJobError` in one line naming the job
-    and that a rerun reads it again."""
-    from refine.backends.gemini import GeminiError
-    from refine.usage import BudgetExhausted, QuotaSpent, StopRequested
-
-    if isinstance(
-        err, (BatchJobError, GeminiError, QuotaSpent, BudgetExhausted, StopRequested)
-    ) or not isinstance(err, Exception):
+    """``err`` as the requests of a job fail with it: an answer of the wrong shape read as
+    one (AttributeError, TypeError, KeyError, IndexError, ValueError: pydantic's too) a
+    :class:`BatchJobError` in one line naming the job and that a rerun reads it again;
+    the toolkit's own errors (the API's, a spent quota, a stop) as they are."""
+    garbage = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+    if not isinstance(err, garbage) or isinstance(err, BatchJournalError):
         return err
     said = " ".join(str(err).split())[:160]
     job = f"batch job {name}" if name else "a batch job"
@@ -226,13 +216,14 @@ class Batcher:
             return {}
         except (ValueError, OSError, RecursionError) as err:
             said = " ".join(str(err).split())[:160] or type(err).__name__
-            raise _journal_error(f"{self.journal}: not a batch journal ({said}); {fix}") from None
+            text = f"{self.journal}: not a batch journal ({said}); {fix}"
+            raise BatchJournalError(text) from None
         jobs = data.get("jobs") if isinstance(data, dict) else None
         if jobs is None and isinstance(data, dict) and not data:
             return {}
         wrong = _not_a_journal(jobs)
         if wrong:
-            raise _journal_error(f"{self.journal}: not a batch journal ({wrong}); {fix}")
+            raise BatchJournalError(f"{self.journal}: not a batch journal ({wrong}); {fix}")
         return dict(jobs)
 
     def _write(self) -> None:

@@ -204,6 +204,7 @@ def _root(
 # errors whose message says what to do, shown in one line (exit code 1): these, and the
 # registered backends' own (refine.backends.registry.BackendInfo.errors: an API's)
 EXPLAINED = (
+    "BatchJournalError",
     "ModelUnavailable",
     "ModelsUnavailable",
     "OutOfMemory",
