@@ -18,7 +18,8 @@ by its name (polled until done) instead of being sent again.
 
 A job is polled every ``poll_s`` seconds (``REFINE_GEMINI_BATCH_POLL_S``, 30; a failed poll
 is tried again); the API's webhook, which needs an address the API can reach, is not used.
-A job holds at most :data:`MAX_JOB_BYTES` of requests (the API takes 20 MB inline). A job
+A job holds at most :data:`MAX_JOB_BYTES` of requests (the API takes 20 MB inline) and at
+most :data:`MAX_IMAGE_ANSWERS` requests for images, so that its answers can be read. A job
 that ends other than succeeded (failed, cancelled, expired after 48 hours) fails each of its
 requests with its state, and a request the job answers with an error fails with that error;
 the journal marks both, so a rerun sends them again in a new job.
@@ -49,6 +50,12 @@ DONE_STATES = ("SUCCEEDED", *FAILED_STATES)
 # the inline requests of one job: the API takes up to 20 MB (ai.google.dev/gemini-api/docs/
 # batch-mode); base64 makes an image's bytes 4/3 as many
 MAX_JOB_BYTES = 18_000_000
+# the image answers of one job: an inline job's answers come back inside batches.get, as
+# base64 (about 2 MB an image at 1K), so 100 images are about 200 MB to read in one
+# answer; a user's 1.2 GB image jobs could never be read (503 and 504, as reported on
+# Google's AI developers forum). Generation requests are short text, so the bytes' cap
+# alone let 2,560 image requests into one job.
+MAX_IMAGE_ANSWERS = 100
 # the most jobs (a bench's cells) waiting at once, and the most requests one call of a
 # backend has in flight, while batching: a larger task makes a job per stage per wave
 MAX_AT_ONCE = 256
@@ -83,6 +90,13 @@ def batching(folder: str | Path, emit: Callable[[str], None] | None = None) -> I
     finally:
         _ACTIVE.remove(batcher)
         batcher.close()
+
+
+def _asks_for_image(config: Any) -> int:
+    """1 for a request whose answer holds an image (IMAGE among its response modalities),
+    else 0."""
+    kinds = getattr(config, "response_modalities", None) or []
+    return int(any(str(getattr(k, "value", k)).upper() == "IMAGE" for k in kinds))
 
 
 def _weight(contents: list[Any]) -> int:
@@ -189,6 +203,7 @@ class Batcher:
         self.journal = journal
         self.poll_s, self.gather_s = poll_s, gather_s
         self.max_bytes = MAX_JOB_BYTES
+        self.max_images = MAX_IMAGE_ANSWERS
         self.poll_failures = 5  # polls failed in a row before a job's requests fail
         self.emit = emit or (lambda line: None)
         self._jobs: dict[str, dict[str, Any]] = self._read()
@@ -340,16 +355,19 @@ class Batcher:
 
     def _chunks(self, keys: list[str], by_key: dict[str, list[_Waiting]]) -> list[list[str]]:
         """``keys`` in jobs whose requests come to at most :attr:`max_bytes` (the API takes
-        up to 20 MB of inline requests a job)."""
+        up to 20 MB of inline requests a job) and at most :attr:`max_images` requests for
+        images (their answers are read in one answer)."""
         chunks: list[list[str]] = []
-        size = 0
+        size = images = 0
         for key in keys:
             weight = _weight(by_key[key][0].contents)
-            if not chunks or size + weight > self.max_bytes:
+            image = _asks_for_image(by_key[key][0].config)
+            if not chunks or size + weight > self.max_bytes or images + image > self.max_images:
                 chunks.append([])
-                size = 0
+                size = images = 0
             chunks[-1].append(key)
             size += weight
+            images += image
         return chunks
 
     def _create(

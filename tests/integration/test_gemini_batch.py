@@ -264,3 +264,63 @@ def test_a_journal_not_of_its_shape_is_refused_in_one_line(tmp_path):
         assert batcher._jobs == {"batches/1": {"model": "m", "keys": ["k"], "state": "X"}}
     finally:
         batcher.close()
+
+
+def test_image_jobs_hold_at_most_the_cap_of_image_answers(tmp_path):
+    """2,560 image requests (256 cells of 10 images; short text each, so the bytes' cap
+    let them all into one job) go out through a stub client as jobs of at most 100 image
+    answers; text requests are not counted against it."""
+    from google.genai import types
+
+    from refine.backends.gemini_batch import MAX_IMAGE_ANSWERS, _Waiting
+
+    class Stub:
+        def __init__(self):
+            self.jobs: list[int] = []
+
+        def batch_create(self, model, inlined, display):
+            self.jobs.append(len(inlined))
+            return f"batches/{len(self.jobs)}"
+
+    draw = types.GenerateContentConfig(response_modalities=["IMAGE", "TEXT"], seed=1)
+    read = types.GenerateContentConfig(response_mime_type="application/json")
+    batcher = Batcher(tmp_path / JOURNAL)
+    try:
+        images = {f"i{k}": [_Waiting([f"a family dinner {k}"], draw)] for k in range(2560)}
+        stub = Stub()
+        for chunk in batcher._chunks(list(images), images):
+            batcher._create(stub, "gemini-3.1-flash-lite-image", chunk, images)
+        assert MAX_IMAGE_ANSWERS == 100 and stub.jobs == [100] * 25 + [60]
+        texts = {f"t{k}": [_Waiting([f"describe {k}"], read)] for k in range(2560)}
+        assert [len(c) for c in batcher._chunks(list(texts), texts)] == [2560]
+    finally:
+        batcher.close()
+
+
+def test_a_lowered_cap_splits_image_requests_into_jobs(fake, client, installed):
+    """Through the real client and the stand-in's Batch API: with the cap at 2, three image
+    requests make two jobs, and each request gets its own image back."""
+    from google.genai import types
+
+    from tests.fakes.gemini_server import image_answer, png_bytes
+
+    fake.handler = lambda path, body: (200, image_answer(png_bytes()))
+    batcher = installed()
+    batcher.max_images = 2
+    out: list = [None] * 3
+
+    def one(k: int) -> None:
+        config = types.GenerateContentConfig(response_modalities=["IMAGE", "TEXT"], seed=k)
+        try:
+            answer = client.generate("gemini-nano-banana-2.1", [f"draw {k}"], config, "draw")
+            out[k] = answer.candidates[0].content.parts[0].inline_data.data[:8]
+        except Exception as err:
+            out[k] = err
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert out == [b"\x89PNG\r\n\x1a\n"] * 3
+    assert sorted(len(fake.batches[n]["requests"]) for n in batcher.created) == [1, 2]
