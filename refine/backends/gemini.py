@@ -428,6 +428,20 @@ class GeminiClient:
             raise GeminiError(_explain(model, err, 1), err.code, detail) from err
         return str(job.name)
 
+    def batch_named(self, display: str) -> str | None:
+        """The name of the batch job whose display name is ``display`` (the newest, where
+        several are), or None: how a job created just before a kill is found again."""
+        from google.genai import errors
+
+        try:
+            for job in self.client().batches.list(config={"page_size": 100}):
+                if getattr(job, "display_name", None) == display:
+                    return str(job.name)
+        except errors.APIError as err:
+            detail = (err.message or str(err)).strip()
+            raise GeminiError(f"batch jobs: HTTP {err.code}: {detail}", err.code, detail) from err
+        return None
+
     def batch_get(self, name: str) -> Any:
         """The batch job ``name`` as the API has it now (a :class:`GeminiError` with the
         HTTP status where it answers with an error)."""

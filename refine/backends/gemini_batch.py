@@ -12,9 +12,12 @@ every cell at once and the Gemini backends lift their limits of requests in flig
 task's stages (its images, then their observations and readings, ...) make one job each.
 
 Every job made is written to a journal (``.gemini-batches.json`` in the task's folder)
-with the keys it holds. A task killed while a job waits is run again with the same
-command: the requests it asks again find their keys in the journal, and the job is read
-by its name (polled until done) instead of being sent again.
+with the keys it holds: first by the display name it is sent with (``pending:<display>``),
+then by the name the API gives it. A task killed while a job waits is run again with the
+same command: the requests it asks again find their keys in the journal, and the job is
+read by its name (polled until done) instead of being sent again; a job killed between
+its sending and its name is found by its display name (``batches.list``). A job whose
+reads fail stays in the journal, so the same command reads it again.
 
 A job is polled every ``poll_s`` seconds (``REFINE_GEMINI_BATCH_POLL_S``, 30; a failed poll
 is tried again); the API's webhook, which needs an address the API can reach, is not used.
@@ -45,6 +48,7 @@ from refine.usage import BudgetExhausted, check_stop, time_left
 log = logging.getLogger(__name__)
 
 JOURNAL = ".gemini-batches.json"
+PENDING = "pending:"  # a journal entry of a job sent but not yet named, by display name
 FAILED_STATES = ("FAILED", "CANCELLED", "EXPIRED")
 DONE_STATES = ("SUCCEEDED", *FAILED_STATES)
 # the inline requests of one job: the API takes up to 20 MB (ai.google.dev/gemini-api/docs/
@@ -145,6 +149,13 @@ class BatchJobError(RuntimeError):
 class BatchJournalError(ValueError):
     """A journal that cannot be read (said in one line by the command line, which names
     this class among the errors whose message says what to do)."""
+
+
+def _refused(err: BaseException) -> bool:
+    """Whether ``err`` is the API refusing a job's creation (a 4xx, a spent quota), so
+    that no job was made; a timeout or a lost answer may have made one."""
+    code = getattr(err, "code", None)
+    return type(err).__name__ == "QuotaSpent" or (isinstance(code, int) and 400 <= code < 500)
 
 
 def _readable(model: str, name: str, err: BaseException) -> BaseException:
@@ -308,6 +319,7 @@ class Batcher:
                         waiting.error = err
                         waiting.done.set()
 
+        self._found_again(client, model)
         jobs: list[tuple[str, list[str], bool]] = []  # (name, keys, from the journal)
         with self._cond:
             taken: set[str] = set()
@@ -373,6 +385,11 @@ class Batcher:
     def _create(
         self, client: Any, model: str, keys: list[str], by_key: dict[str, list[_Waiting]]
     ) -> str:
+        """A job of ``keys``' requests, journaled by its display name before it is sent (a
+        kill between the API's answer and the journal's entry leaves the display name, by
+        which a rerun finds the job instead of sending it again), then by its name."""
+        import uuid
+
         from google.genai import types
 
         inlined = [
@@ -384,13 +401,47 @@ class Batcher:
             )
             for k in keys
         ]
-        name = client.batch_create(model, inlined, f"refine {model} x{len(inlined)}")
+        display = f"refine {model} x{len(inlined)} {uuid.uuid4().hex[:12]}"
+        pending = PENDING + display
         with self._cond:
-            self._jobs[name] = {"model": model, "keys": list(keys), "created": time.time()}
+            self._jobs[pending] = {"model": model, "keys": list(keys), "display": display}
+            self._write()
+        try:
+            name = client.batch_create(model, inlined, display)
+        except BaseException as err:
+            if _refused(err):  # no job was made: nothing to find again
+                with self._cond:
+                    self._jobs.pop(pending, None)
+                    self._write()
+            raise
+        with self._cond:
+            self._jobs.pop(pending, None)
+            self._jobs[name] = {
+                "model": model, "keys": list(keys), "display": display, "created": time.time()
+            }  # fmt: skip
             self._write()
             self.created.append(name)
         self.emit(f"batch job {name}: {len(inlined)} request(s) to {model} sent")
         return name
+
+    def _found_again(self, client: Any, model: str) -> None:
+        """The journal's jobs of ``model`` sent but not yet named (a kill came between the
+        sending and the journal's entry): each found by its display name and journaled
+        by its name, or dropped where the API has none (its requests are sent again)."""
+        with self._cond:
+            pending = {
+                key: job
+                for key, job in self._jobs.items()
+                if key.startswith(PENDING) and job.get("model") == model
+            }
+        for key, job in pending.items():
+            name = client.batch_named(job.get("display") or key.removeprefix(PENDING))
+            with self._cond:
+                self._jobs.pop(key, None)
+                if name is not None:
+                    self._jobs[name] = {k: v for k, v in job.items()}
+                    log.info("batch job %s: found again by its display name", name)
+                self._write()
 
     def _wait(self, client: Any, model: str, name: str) -> dict[str, Any]:
         """The job's answers by key, once it is done (polled; a poll that fails is tried

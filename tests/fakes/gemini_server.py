@@ -297,6 +297,22 @@ class FakeGemini:
             }  # fmt: skip
         return 200, self._batch_body(name)
 
+    def _list_batches(self, path: str) -> tuple[int, dict]:
+        """GET batches: the jobs, newest first, ``pageSize`` a page (the API's default 50
+        here) with a ``nextPageToken`` while more are left (google-genai's Pager reads it)."""
+        from urllib.parse import parse_qs, urlsplit
+
+        query = parse_qs(urlsplit(path).query)
+        size = int((query.get("pageSize") or ["50"])[0])
+        start = int((query.get("pageToken") or ["0"])[0])
+        with self._batch_lock:
+            names = list(reversed(self.batches))
+            page = [self._batch_body(n) for n in names[start : start + size]]
+        body: dict = {"operations": page}
+        if start + size < len(names):
+            body["nextPageToken"] = str(start + size)
+        return 200, body
+
     def _batch_body(self, name: str) -> dict:
         job = self.batches[name]
         meta = {
@@ -369,7 +385,10 @@ class FakeGemini:
             def do_GET(self):
                 path = self.path.split("?", 1)[0].rstrip("/")
                 name = path.rsplit("/", 1)[-1]
-                if "/batches/" in path:
+                if path.endswith("/batches"):  # batches.list, a page at a time
+                    status, body = fake._list_batches(self.path)
+                    fake.batch_gets.append(path)
+                elif "/batches/" in path:
                     status, body = fake._get_batch(f"batches/{name}")
                     fake.batch_gets.append(path)
                 elif fake.model_gets.append(path) or name == "models":

@@ -324,3 +324,50 @@ def test_a_lowered_cap_splits_image_requests_into_jobs(fake, client, installed):
         t.join(30)
     assert out == [b"\x89PNG\r\n\x1a\n"] * 3
     assert sorted(len(fake.batches[n]["requests"]) for n in batcher.created) == [1, 2]
+
+
+def test_a_kill_right_after_a_jobs_creation_sends_no_second_job(fake, client, installed):
+    """The journal names a job by its display name before it is sent: a process killed
+    between the API's answer and the job's entry leaves that name, by which the rerun
+    finds the job (batches.list) and reads it, sending nothing twice."""
+    import json
+
+    from refine.backends.gemini_batch import PENDING
+
+    first = installed()
+    made = client.batch_create
+
+    def killed(*args):  # the job is made at the API; its answer never comes back (as
+        made(*args)  # for a process killed before the job's entry)
+        raise ConnectionResetError("the answer was lost")
+
+    client.batch_create = killed
+    out = asked(client, ["a", "b"])
+    assert all(isinstance(e, ConnectionResetError) for e in out) and len(fake.batches) == 1
+    first.close()
+    journal = json.loads(first.journal.read_text())["jobs"]
+    ((entry, job),) = journal.items()
+    assert entry.startswith(PENDING) and job["display"] == entry.removeprefix(PENDING)
+    assert job["display"] == next(iter(fake.batches.values()))["display"]
+    client.batch_create = made
+    fake.batches["batches/other"] = {**next(iter(fake.batches.values())), "display": "x"}
+    again = installed()
+    assert asked(client, ["a", "b"]) == ["answer to a", "answer to b"]
+    assert again.created == [] and again.resumed == ["batches/stand-in-1"]
+    assert len(fake.batches) == 2  # the first job and the stand-in's other: none sent again
+    journal = json.loads(again.journal.read_text())["jobs"]
+    assert list(journal) == ["batches/stand-in-1"] and journal["batches/stand-in-1"]["keys"]
+
+
+def test_a_job_whose_reads_fail_is_read_again_by_the_same_command(fake, client, installed):
+    """A job whose polls keep failing fails its requests in one line; the journal keeps it,
+    and the next run reads it instead of sending a second job."""
+    batcher = installed()
+    batcher.poll_failures = 2
+    fake.batch_get_errors = 2
+    (err,) = asked(client, ["a"])
+    assert isinstance(err, GeminiError) and "HTTP 503" in str(err) and "\n" not in str(err)
+    batcher.close()
+    again = installed()
+    assert asked(client, ["a"]) == ["answer to a"]
+    assert again.created == [] and again.resumed == batcher.created and len(fake.batches) == 1
