@@ -50,6 +50,8 @@ def export_cmd(
 
     if fmt not in FORMATS:
         raise UserInputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if out.exists() and not out.is_dir():
+        raise UserInputError(f"--out: {out} is a file; give a new folder")
     if out.exists() and any(out.iterdir()):
         raise UserInputError(f"--out: {out} is not empty; give a new folder")
     checked_push(push_to_hub, public)  # before any work: a bad token said now

@@ -81,6 +81,27 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
     return list(dict.fromkeys(runs))
 
 
+def _unsafe(run_dir: Path, run: Any) -> str:
+    """Why a run folder is not exported (empty when it is): its id, which the files copied
+    are named after, is not a plain name (``../../x`` or an absolute path would write
+    outside the export); or an image it names is a link, lies outside the folder or is
+    missing (a link would copy, and upload, whatever it points to)."""
+    from refine.io.files import confined
+
+    rid = str(run.id)
+    if not rid or rid in (".", "..") or Path(rid).name != rid or "\\" in rid or "\x00" in rid:
+        return "a run whose id is not a plain name (its files would be named outside --out)"
+    for r in run.rounds:
+        for c in r.candidates:
+            try:
+                src = confined(run_dir, c.image, "image of its run")
+            except ValueError:
+                return "a run whose image is a link, outside its folder or missing"
+            if not src.is_file():
+                return "a run whose image is a link, outside its folder or missing"
+    return ""
+
+
 def _copy(src: Path, folder: Path, name: str) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, folder / name)
@@ -128,9 +149,15 @@ def export(
     loaded = []
     for run_dir in find_runs(paths):
         try:
-            loaded.append((run_dir, RunStore(run_dir).load()))
+            run = RunStore(run_dir).load()
         except ValueError as err:
             result.skipped[f"unreadable run ({err})"] += 1
+            continue
+        refused = _unsafe(run_dir, run)
+        if refused:
+            result.skipped[refused] += 1
+            continue
+        loaded.append((run_dir, run))
     held = {a.casefold() for a in holdout}
     if fmt == "imagefolder":
         rows = []

@@ -485,3 +485,51 @@ def test_records_name_their_layout_packages_and_weights(runs, tmp_path):
     # the fake Gemini answers name their modelVersion: the generator's is the API's word
     gen = run.backend_info["generator"]
     assert made["models"]["generator"] == [f"{gen['id']} @ {gen['model_version']}"]
+
+
+def test_a_hostile_run_folder_writes_nothing_outside_and_copies_no_link(runs, tmp_path):
+    """A run folder whose run.json names its id ``../../x`` (or an absolute path), or
+    whose image is a link to a private file, is left out with its reason: nothing is
+    written outside --out, the linked file is neither copied nor named (it was copied, and
+    pushed to the Hub); an --out that is a file is one line."""
+    import shutil
+
+    out, loaded, dirs = runs
+    secret = tmp_path / "id_rsa"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    hostile = tmp_path / "hostile"
+    for k, (rid, link) in enumerate(
+        [("../../escaped", False), (str(tmp_path / "abs"), False), (None, True)]
+    ):
+        copy = hostile / f"run{k}"
+        shutil.copytree(dirs[0], copy)
+        doc = json.loads((copy / "run.json").read_text())
+        if rid is not None:
+            doc["id"] = rid
+        (copy / "run.json").write_text(json.dumps(doc))
+        if link:
+            image = copy / loaded[0].rounds[-1].best.image
+            image.unlink()
+            image.symlink_to(secret)
+    shutil.copytree(dirs[1], hostile / "good")  # and one run as it was made
+    target = tmp_path / "deep" / "a" / "b"
+    for fmt in ("imagefolder", "pairs", "dpo"):
+        loose = [] if fmt == "imagefolder" else ["--max-drift", "10"]  # the good run's pairs
+        done = cli("export", str(hostile), "--format", fmt, "--out", str(target / fmt), *loose)
+        assert done.returncode == 0, done.stderr
+        assert "skipped 2: a run whose id is not a plain name" in done.stdout
+        link = "skipped 1: a run whose image is a link, outside its folder or missing"
+        assert link in done.stdout and f"{fmt}: 0 item(s)" not in done.stdout
+    written = {p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()}
+    assert not {p for p in written if "escaped" in str(p) or str(p).startswith("abs")}
+    for p in target.rglob("*"):
+        assert not p.is_symlink() and "OPENSSH" not in (
+            p.read_text(errors="ignore") if p.is_file() else ""
+        )
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    said = cli("export", str(out), "--format", "imagefolder", "--out", str(a_file))
+    assert (
+        said.returncode == 2
+        and said.stderr.strip() == f"error: --out: {a_file} is a file; give a new folder"
+    )
