@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from refine.io.files import json_lines
+
 SCORES = "scores.jsonl"
 FIELDS = ("id", "prompt", "country", "model", "image", "image_sha256")
 
@@ -39,7 +41,7 @@ def read_prompts(folder: Path) -> list[dict[str, Any]]:
     """``prompts.jsonl`` of a fetched dataset; a ValueError names a row without a field."""
     path = folder / "prompts.jsonl"
     rows = []
-    for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for k, line in enumerate(json_lines(path.read_text(encoding="utf-8")), 1):
         if not line.strip():
             continue
         row = json.loads(line)
@@ -79,7 +81,7 @@ def score_images(
     store = out / SCORES
     kept: dict[str, dict[str, Any]] = {}
     if store.is_file():
-        for line in store.read_text(encoding="utf-8").splitlines():
+        for line in json_lines(store.read_text(encoding="utf-8")):
             try:
                 row = json.loads(line) if line.strip() else None
             except json.JSONDecodeError:  # a line cut by a kill: that image is scored again

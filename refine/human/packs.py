@@ -27,7 +27,7 @@ from typing import Any
 
 from refine.human.rating import ITEMS, RATINGS
 from refine.human.study import ATTENTION, PROFILES, STUDY, Study
-from refine.io.files import append_jsonl, atomic_write_json, file_sha256, json_value
+from refine.io.files import append_jsonl, atomic_write_json, file_sha256, json_lines, json_value
 
 ASSIGNMENT = "assignment.json"
 
@@ -309,7 +309,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in json_lines(path.read_text(encoding="utf-8")):
         try:
             row = json_value(line)
         except json.JSONDecodeError:

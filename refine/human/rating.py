@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from refine.io.files import atomic_write_text, plain_file_inside
+from refine.io.files import atomic_write_text, json_lines, plain_file_inside
 
 RATINGS = "ratings.jsonl"
 ITEMS = "items.json"  # a packed rater's folder: its images and what they show
@@ -189,7 +189,7 @@ def _collect(root: Path, folder: Path, items: dict[str, Item]) -> bool:
         return True
     for cells in ("cells.jsonl", "concepts.jsonl"):
         if (folder / cells).is_file():
-            for line in (folder / cells).read_text(encoding="utf-8").splitlines():
+            for line in json_lines((folder / cells).read_text(encoding="utf-8")):
                 try:
                     cell = json.loads(line)
                 except json.JSONDecodeError:

@@ -34,7 +34,7 @@ from typing import Any
 
 from refine.human.protocols import Protocol, RaterProfile, load_protocol
 from refine.human.rating import _APPEND, Item, RatingSet
-from refine.io.files import append_jsonl, atomic_write_text, file_sha256
+from refine.io.files import append_jsonl, atomic_write_text, file_sha256, json_lines
 
 # one answer checked against what its rater is shown and appended at a time: two clicks
 # of one rater (or raters of one image) never both pass the check
@@ -177,7 +177,7 @@ class Study:
         out = []
         path = self.set.ratings_path
         if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
+            for line in json_lines(path.read_text(encoding="utf-8")):
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError:

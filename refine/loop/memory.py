@@ -25,7 +25,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from refine.io.files import append_jsonl, atomic_write_text, read_jsonl
+from refine.io.files import (
+    append_jsonl_rows,
+    atomic_write_text,
+    json_lines,
+    json_value,
+    read_jsonl,
+)
 from refine.io.inputs import InputError
 from refine.loop.tracking import folded, lineage, track_round
 from refine.records import PastFix, PlannedChange, Round, Run, RunSpec
@@ -59,18 +65,22 @@ class FixStore:
     def entries(self) -> list[PastFix]:
         """Every entry (a line a kill cut short is left out); a line that is no entry is
         an InputError naming the file and the line."""
-        return [_fix(self.path, n, row) for n, row in read_jsonl(self.path)]
+        try:
+            rows = read_jsonl(self.path)
+        except ValueError as err:  # not UTF-8, nested past reading, NaN: named
+            raise InputError(str(err)) from err
+        return [_fix(self.path, n, row) for n, row in rows]
 
     def add(self, fixes: Iterable[PastFix]) -> int:
         """Append the entries not in the store yet; how many were new."""
         seen = {fix_id(f) for f in self.entries()}
-        n = 0
+        new = []
         for f in fixes:
             if fix_id(f) not in seen:
-                append_jsonl(self.path, f.model_dump(mode="json"))
+                new.append(f.model_dump(mode="json"))
                 seen.add(fix_id(f))
-                n += 1
-        return n
+        append_jsonl_rows(self.path, new)  # one sync for them all
+        return len(new)
 
     def export(self, dest: str | Path) -> int:
         """The store as one JSON-lines file at ``dest``; how many entries."""
@@ -86,10 +96,14 @@ def read_shared(path: str | Path) -> list[PastFix]:
     if not p.is_file():
         raise InputError(f"{p}: no such file (an exported store of fixes, JSON lines)")
     out = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{p}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    for n, line in enumerate(json_lines(text), 1):
         if line.strip():
             try:
-                row = json.loads(line)
+                row = json_value(line)  # (NaN, Infinity or nested past reading: not JSON)
             except json.JSONDecodeError as err:
                 raise InputError(f"{p}: line {n} is not JSON ({err.msg})") from err
             out.append(_fix(p, n, row))

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from refine.io.files import json_lines
+
 # the columns each method reads besides the prompt, and the export format that writes them
 KEYS = {"dpo": ("image_w", "image_l"), "sft": ("file_name",)}
 FORMATS = {"dpo": "pairs", "sft": "imagefolder"}
@@ -32,7 +34,8 @@ def load_rows(data: str | Path, method: str, split: str = "train") -> list[dict[
         if split == "train":
             raise ValueError(f"{data}: no {split}/metadata.jsonl (make it with refine export)")
         return []
-    rows = [json.loads(x) for x in meta.read_text(encoding="utf-8").splitlines() if x.strip()]
+    text = meta.read_text(encoding="utf-8")
+    rows = [json.loads(x) for x in json_lines(text) if x.strip()]  # (split on \n alone)
     keys, fmt = KEYS[method], FORMATS[method]
     out = []
     for k, row in enumerate(rows, start=1):

@@ -3,6 +3,8 @@ fixes a descriptor in round 1 and loses it in round 2 while fixing others."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from refine.loop import tracking
@@ -215,6 +217,47 @@ def test_a_store_is_shown_exported_and_imported_and_a_bad_file_adds_nothing(tmp_
     missing = cli("memory", "import", str(tmp_path / "none.jsonl"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
     assert cli("memory", "export", str(tmp_path / "x.csv")).returncode == 2
+
+
+def test_fixes_whose_text_holds_line_separators_are_kept_whole(tmp_path, monkeypatch):
+    """Instructions holding U+2028, U+2029 and U+0085 (JSON keeps them raw): imported,
+    all three are shown, and a second import adds none (they were split in two by
+    str.splitlines, dropped as cut lines, and imported again each time)."""
+    from refine.loop.memory import FixStore, store_path
+    from refine.records import PastFix
+    from tests.e2e.test_cli_run import cli
+
+    monkeypatch.setenv("REFINE_DATA_DIR", str(tmp_path / "data"))
+    fixes = [
+        PastFix(
+            country="Nigeria",
+            activity="wedding",
+            dimension="attire",
+            descriptor=f"wrapper {k}",
+            kind="fixed",
+            editor="gemini:x",
+            instruction=f"Replace the gown{sep}with an aso-oke wrapper.",
+            faith_gain=0.08,
+            run="r1",
+            round=k + 1,
+        )  # fmt: skip
+        for k, sep in enumerate(["\u2028", "\u2029", "\u0085"])
+    ]
+    shared = tmp_path / "shared.jsonl"
+    shared.write_text(
+        "".join(json.dumps(f.model_dump(mode="json"), ensure_ascii=False) + "\n" for f in fixes)
+    )
+    got = cli("memory", "import", str(shared), "--profile", "gemini")
+    assert got.returncode == 0 and "3 new fix(es) of 3" in got.stdout, got.stderr
+    assert FixStore(store_path("gemini")).entries() == fixes
+    shown = cli("memory", "show", "--country", "nigeria")
+    assert "3 fix(es)" in shown.stdout
+    again = cli("memory", "import", str(shared), "--profile", "gemini")
+    assert "0 new fix(es) of 3" in again.stdout
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(shared.read_bytes() + b'{"country": "\xff"}\n')
+    refused = cli("memory", "import", str(bad), "--profile", "fresh")
+    assert refused.returncode == 2 and f"{bad}: not UTF-8 text" in refused.stderr
 
 
 def test_memory_is_refused_without_a_language_model_writer(tmp_path):

@@ -63,3 +63,33 @@ def test_image_folders_and_plain_files(tmp_path):
     assert files.file_sha256(tmp_path / "a.jpg") == (
         "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
     )
+
+
+def test_json_lines_split_on_newlines_alone_and_bad_lines_are_named(tmp_path):
+    """A JSON-lines file is split on \\n alone: text holding U+2028, U+2029 or U+0085 is one
+    record (str.splitlines cut it in two); a line cut by a kill, or that json_value refuses
+    (NaN, nested past reading), is left out; a line that is not UTF-8 is named with its
+    file and line (the last line may end within a character: a kill's cut)."""
+    import json
+
+    from refine.io.files import append_jsonl_rows, json_lines, read_jsonl
+
+    path = tmp_path / "rows.jsonl"
+    rows = [{"text": f"a{sep}b"} for sep in ("\u2028", "\u2029", "\u0085", "\x0b", "\x1c")]
+    append_jsonl_rows(path, rows)
+    assert [v for _, v in read_jsonl(path)] == rows
+    assert json_lines("a\r\nb\u2028c\n\nd") == ["a", "b\u2028c", "", "d"]
+    with path.open("a") as f:
+        f.write('{"x": NaN}\n' + "[" * 50_000 + "]" * 50_000 + '\n{"cut": ')
+    assert [v for _, v in read_jsonl(path)] == rows
+    append_jsonl_rows(path, [{"after": 1}])  # the cut line closed first
+    assert [v for _, v in read_jsonl(path)] == [*rows, {"after": 1}]
+    with pytest.raises(ValueError, match="Out of range float values"):
+        append_jsonl_rows(path, [{"x": float("nan")}])
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(b'{"a": 1}\n{"b": "\xff"}\n{"c": "\xe2\x80')
+    with pytest.raises(ValueError, match=r"broken.jsonl: line 2 is not UTF-8 text"):
+        read_jsonl(broken)
+    broken.write_bytes(b'{"a": 1}\n{"c": "\xe2\x80')  # the last line cut within a character
+    assert read_jsonl(broken) == [(1, {"a": 1})]
+    assert json.loads(path.read_text().split("\n")[0]) == rows[0]

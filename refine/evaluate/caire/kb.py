@@ -28,7 +28,7 @@ import numpy as np
 
 from refine.backends.imports import require
 from refine.io.files import IMAGE_SUFFIXES as FOLDER_IMAGES
-from refine.io.files import atomic_write, atomic_write_bytes, file_digest, image_files
+from refine.io.files import atomic_write, atomic_write_bytes, file_digest, image_files, json_lines
 
 KB_VERSION = 1
 MANIFEST = "kb.json"
@@ -95,7 +95,7 @@ def read_source(source: str | Path) -> list[SourceEntity]:
 
 def _from_jsonl(path: Path, problems: list[str]) -> list[SourceEntity]:
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(json_lines(path.read_text(encoding="utf-8")), start=1):
         if not line.strip():
             continue
         where = f"{path.name} line {n}"
@@ -184,7 +184,7 @@ class KnowledgeBase:
         """Each indexed image's entity, source and SHA-1 (read on first use: querying
         needs only the index and ``image_entities``)."""
         if self._images is None:
-            lines = (self.path / "images.jsonl").read_text(encoding="utf-8").splitlines()
+            lines = json_lines((self.path / "images.jsonl").read_text(encoding="utf-8"))
             self._images = [json.loads(x) for x in lines[: self.manifest["images"]]]
             if len(self._images) != self.manifest["images"]:
                 raise KBError(
@@ -215,7 +215,7 @@ class KnowledgeBase:
             )
         kb = cls(path, manifest)
         n_ent, n_img = manifest["entities"], manifest["images"]
-        lines = (path / "entities.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = json_lines((path / "entities.jsonl").read_text(encoding="utf-8"))
         kb.entities = [json.loads(x) for x in lines[:n_ent]]
         kb._images = None
         mode = "r" if mmap else None

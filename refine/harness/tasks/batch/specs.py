@@ -16,7 +16,7 @@ from typing import Any
 from refine import settings
 from refine.evaluate.reference_source import ReferenceSource
 from refine.harness.tasks.batch.record import BATCH_FILE, Batch, BatchEntry, BatchStore
-from refine.io.files import json_value, slug
+from refine.io.files import json_lines, json_value, slug
 from refine.records import ReferencePack, RunSpec
 
 BATCH_WIDE = ("profile", "backends", "backend_options")
@@ -41,7 +41,7 @@ def _rows(path: Path, text: str) -> list[tuple[int, dict[str, Any] | BatchSpecEr
     if path.suffix.lower() not in (".jsonl", ".ndjson", ".json"):
         raise BatchSpecError(f"{path}: a batch file is .jsonl (one JSON object a line) or .csv")
     rows = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(json_lines(text), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
