@@ -47,6 +47,7 @@ GRACE_S = float(os.environ.get("REFINE_LEAK_GRACE_S", "10"))
 # shortens both for the runs it makes, whose leftovers stay on purpose
 GONE_S = float(os.environ.get("REFINE_LEAK_GONE_S", "2"))
 _OWNER = False  # this process made the session folder (the run's first process)
+_RAY_TMP = ""  # Ray's short folder (RAY_TMPDIR), where this process made it
 # work a test handed on to finish while the next tests run (closing a server: see
 # tests/ui/clients.py close_later), waited for, GRACE_S each, before the session's check
 _FINISHING: list = []
@@ -76,7 +77,7 @@ def session_folder() -> Path:
     """The test session's temporary folder: made by the run's first process (which then
     owns it), inherited by the workers through the environment. ``TMPDIR`` and the
     toolkit's cache point into it."""
-    global _OWNER
+    global _OWNER, _RAY_TMP
     if not os.environ.get("REFINE_TEST_TMP"):
         system = tempfile.gettempdir()
         made = tempfile.mkdtemp(prefix="refine-tests-", dir=system)
@@ -90,6 +91,14 @@ def session_folder() -> Path:
         os.environ.setdefault("REFINE_JUDGE_MEMORY", "off")
         # the data directory's packs come before the bundled pack: a user's own stay out
         os.environ["REFINE_DATA_DIR"] = str(Path(made) / "data")
+        # Ray's session keeps its sockets in its temporary folder, and a socket's path has
+        # at most 107 bytes: nested in the session folder under a long TMPDIR (a Mac's is
+        # about 49 characters) it is longer. Ray's own folder is short (/tmp where there
+        # is one; a user's RAY_TMPDIR kept), made here and removed at the end
+        if "RAY_TMPDIR" not in os.environ:
+            short = "/tmp" if os.access("/tmp", os.W_OK) else system
+            _RAY_TMP = tempfile.mkdtemp(prefix="rt-", dir=short)
+            os.environ.update(RAY_TMPDIR=_RAY_TMP, REFINE_TEST_RAY_TMP=_RAY_TMP)
         tempfile.tempdir = None  # read TMPDIR again
         _OWNER = True
     return Path(os.environ["REFINE_TEST_TMP"])
@@ -418,6 +427,8 @@ def pytest_sessionfinish(session, exitstatus):
             blame.setdefault(path, []).extend(tests)
     found, warned = _WATCH.files(blame)
     _remove(folder)
+    if _RAY_TMP:  # Ray's short folder, made by this process (session_folder)
+        shutil.rmtree(_RAY_TMP, ignore_errors=True)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     for title, lines, red in (
         ("files left behind", ["left behind by the tests:", *found], True),
