@@ -18,7 +18,6 @@ import os
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 # Gradio's file routes: /gradio_api/file=PATH and /gradio_api/file/PATH (also without the
 # /gradio_api prefix, and under a root path)
@@ -53,6 +52,11 @@ def private(out: Path, path: str, gradio: list[Path] | None = None) -> bool:
     return not any(_under(asked, g) for g in folders if not _under(out, g))
 
 
+def _odd(path: str) -> bool:
+    """Whether a file route's path (decoded once) holds ``%`` or a ``..`` part."""
+    return "%" in path or ".." in Path(path).parts
+
+
 class PrivateFiles:
     """Answers 404 to a file route request for a path under ``out``."""
 
@@ -63,8 +67,11 @@ class PrivateFiles:
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope.get("type") == "http":
-            match = _FILE_ROUTE.search(unquote(scope.get("path", "")))
-            if match and private(self.out, match.group(1), self.gradio):
+            # the ASGI path is decoded once already, as Gradio reads it: decoding it again
+            # made a folder named with %2F.. under --out look like a path outside it, which
+            # Gradio then served; a path holding % or .. is refused outright
+            match = _FILE_ROUTE.search(scope.get("path", ""))
+            if match and (_odd(match.group(1)) or private(self.out, match.group(1), self.gradio)):
                 body = b'{"detail":"Not Found"}'
                 await send(
                     {

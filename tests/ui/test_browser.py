@@ -241,6 +241,9 @@ def test_the_file_route_serves_nothing_under_out(app, tmp_path):
         tmp_path / "set" / ".raters.json",
         tmp_path / "set" / "ratings.jsonl",
         tmp_path / "references" / "visitors" / "ab12" / "refs.json",
+        # a folder an operator named with %: decoded twice, its name looked like a path
+        # out of --out, which the route then served
+        tmp_path / "runs" / "x%2F..%2F..%2F..%2Fy" / "run.json",
     ]
     for path in files:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -254,7 +257,9 @@ def test_the_file_route_serves_nothing_under_out(app, tmp_path):
         ]
         for path in files:
             odd = str(path.parent / "." / ".." / path.parent.name / path.name)
-            for asked in [*(s.format(path) for s in spellings), f"/gradio_api/file={odd}"]:
+            percent = "/gradio_api/file=" + str(path).replace("%", "%25")  # decoded once: path
+            asked_all = [*(s.format(path) for s in spellings), f"/gradio_api/file={odd}", percent]
+            for asked in asked_all:
                 got = client.get(asked)
                 assert got.status_code in (403, 404), asked
                 assert b"secret" not in got.content and png not in got.content, asked
