@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from refine import settings
+from refine import settings, usage
 from refine.cli.inputs import (
     UserInputError,
     parse_backends,
@@ -115,6 +115,11 @@ def resolve_references(activity: str, country: str, profile: str, build: bool):
             )
         except ValueError as err:
             raise UserInputError(f"building references: {err}") from err
+        except usage.CallBudgetSpent as err:  # --budget-calls: the build takes from it too
+            raise UserInputError(
+                f"building references: {err}; --budget-calls counts the build's requests "
+                "too (one a proposer, the refiner's and the stereotypes'): raise it"
+            ) from err
         save_built(result)
         return result.pack
 
@@ -264,27 +269,34 @@ def _run(
         raw = {"activity": activity, "country": country, **given}
         try:
             spec = settings.run_spec(raw, spec=spec_type)
-            settings.output_folder(out)
-            if refs_file:
-                refs = settings.references(activity, country, refs_file)
-                where["refs"] = f"references: the file {refs_file}"
-            else:
-                found = resolve_references(activity, country, profile, build_refs)
-                refs, where["refs"] = found.pack, found.describe()
-            refs = settings.with_reference_images(refs, reference_images)
         except settings.SettingsError as err:
             raise settings_error(err) from err
-        try:
-            refiner = Refiner(profile, parse_backends(backend), on_event=progress)
-        except ValueError as err:
-            raise UserInputError(f"--profile/--backend: {err}") from err
-        try:
-            with resume_hint(where):
-                run = refiner.start(spec, refs, out=out)
-        except ValueError as err:
-            if "dir" in where:  # the run had begun: not a settings problem
-                raise
-            raise UserInputError(str(err)) from err
+        # --budget-calls is a hard limit on every request the command sends: a build of
+        # references takes from it too, and the run has what is left
+        hard = usage.CallBudget(spec.budget_calls) if spec.budget_calls is not None else None
+        with usage.call_budget(hard if build_refs and not refs_file else None):
+            try:
+                settings.output_folder(out)
+                if refs_file:
+                    refs = settings.references(activity, country, refs_file)
+                    where["refs"] = f"references: the file {refs_file}"
+                else:
+                    found = resolve_references(activity, country, profile, build_refs)
+                    refs, where["refs"] = found.pack, found.describe()
+                refs = settings.with_reference_images(refs, reference_images)
+            except settings.SettingsError as err:
+                raise settings_error(err) from err
+            try:
+                refiner = Refiner(profile, parse_backends(backend), on_event=progress)
+            except ValueError as err:
+                raise UserInputError(f"--profile/--backend: {err}") from err
+            try:
+                with resume_hint(where):
+                    run = refiner.start(spec, refs, out=out)
+            except ValueError as err:
+                if "dir" in where:  # the run had begun: not a settings problem
+                    raise
+                raise UserInputError(str(err)) from err
     if as_json:
         typer.echo(run.model_dump_json(indent=2))
         return

@@ -230,3 +230,17 @@ def test_references_with_the_papers_prompts(gemini_env, tmp_path):
         assert bad.returncode == 2 and "auto, ahead or toolkit" in bad.stderr
     finally:
         gemini_env.handler = None
+
+
+def test_a_build_of_references_takes_from_the_runs_call_budget(models, tmp_path):
+    """--budget-calls is a hard limit on every request the command sends, the build of
+    references included (a budget of 3 sent 7: the build was outside it): 3 calls cannot
+    build (4 requests), so 3 are sent and the command ends in one line, before any model
+    of the run loads."""
+    args = ["run", ACT, "--country", "Bolivia", "--build-refs", "--out", str(tmp_path / "o")]
+    short = cli(*args, "--budget-calls", "3")
+    assert short.returncode == 2 and len(models.asked) == 3, short.stderr
+    assert [k for _, k in models.asked] == ["propose", "propose", "refine"]
+    (said,) = short.stderr.strip().splitlines()[-1:]
+    assert said.startswith("error: building references: ") and "--budget-calls" in said
+    assert "loading models" not in short.stderr and not (tmp_path / "o").exists()
