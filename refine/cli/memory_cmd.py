@@ -22,6 +22,14 @@ PROFILE = typer.Option("gemini", "--profile", help="Whose store (one per profile
 
 
 def _store(profile: str) -> FixStore:
+    """The profile's store; a profile that is neither bundled nor a file is one line (its
+    store would be an empty file of a name no run writes)."""
+    from refine.assets import bundled_or_file
+
+    try:
+        bundled_or_file(profile, "profile")
+    except ValueError as err:
+        raise UserInputError(f"--profile: {err}") from err
     return FixStore(store_path(profile))
 
 

@@ -211,9 +211,12 @@ def test_a_store_is_shown_exported_and_imported_and_a_bad_file_adds_nothing(tmp_
     # one bad line: refused, naming the file and line, and nothing is added
     bad = tmp_path / "bad.jsonl"
     bad.write_text(out.read_text().splitlines()[0] + "\n" + '{"country": "Iran"}\n')
-    refused = cli("memory", "import", str(bad), "--profile", "fresh")
+    refused = cli("memory", "import", str(bad), "--profile", "cpu")
     assert refused.returncode == 2 and f"{bad}: line 2 is not a remembered fix" in refused.stderr
-    assert not store_path("fresh").exists()
+    assert not store_path("cpu").exists()
+    # a profile that is neither bundled nor a file: one line, with the nearest name
+    typo = cli("memory", "show", "--profile", "gemni")
+    assert typo.returncode == 2 and "did you mean 'gemini'?" in typo.stderr
     missing = cli("memory", "import", str(tmp_path / "none.jsonl"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
     assert cli("memory", "export", str(tmp_path / "x.csv")).returncode == 2
@@ -256,7 +259,7 @@ def test_fixes_whose_text_holds_line_separators_are_kept_whole(tmp_path, monkeyp
     assert "0 new fix(es) of 3" in again.stdout
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(shared.read_bytes() + b'{"country": "\xff"}\n')
-    refused = cli("memory", "import", str(bad), "--profile", "fresh")
+    refused = cli("memory", "import", str(bad), "--profile", "cpu")
     assert refused.returncode == 2 and f"{bad}: not UTF-8 text" in refused.stderr
 
 
