@@ -7,6 +7,12 @@
   which renews at midnight UTC.
 
 A start over quota is refused with one message saying when the visitor can start again.
+A start is reserved at admission (:meth:`Quotas.reserve`), atomically: the run counts
+against the visitor's and the address's hour at once, and its most calls (its budget)
+against the day's allowance, while it waits in line and runs; visitors who start together
+cannot all pass the check before any of them is counted. A reservation is written to the
+ledger when its run starts (:meth:`Quotas.started`), settled with the calls the run made
+when it ends, and released if the run never starts.
 The ledger is ``--out/.usage.jsonl``: hashed visitors and addresses (never the ids), one
 line per start and per finished run's calls, so a restart keeps the counts. ``refine
 app-usage --out DIR`` prints it per visitor. The hashes are salted with a secret kept
@@ -72,12 +78,25 @@ def _when(t: float, now: float) -> str:
 
 
 @dataclass
+class Reservation:
+    """A start admitted and not yet settled: who (hashed), from where, and the most calls
+    its run may make under the day's allowance (held against it until the run ends; 0
+    without an allowance)."""
+
+    who: str
+    where: str
+    calls: int
+    started: bool = False
+
+
+@dataclass
 class Quotas:
     out: Path
     runs_per_hour: int | None = None  # per visitor and per address; None: no limit
     daily_calls: int | None = None  # all visitors together; None: no limit
     clock: Callable[[], float] = time.time
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _held: list[Reservation] = field(default_factory=list, repr=False)
 
     def check(self) -> Quotas:
         for name, option in (
@@ -117,35 +136,94 @@ class Quotas:
 
     def check_start(self, visitor: str, address: str | None) -> None:
         """Raise :class:`QuotaExceeded`, saying when they can start again, when ``visitor``
-        (or ``address``) may not start a run now."""
+        (or ``address``) may not start a run now (nothing is reserved)."""
         now = self.clock()
         salt = ledger_salt(self.out)
         who, where = hashed("visitor", visitor, salt), hashed("address", address or "", salt)
         with self._lock:
+            self._check(now, who, where if address else "")
+
+    def reserve(self, visitor: str, address: str | None, calls: int | None = None) -> Reservation:
+        """Check and reserve a start in one step (under the lock): the run counts at once
+        against the visitor's and the address's hour, and holds its most calls (``calls``,
+        or less: what the day's allowance has left, :attr:`Reservation.calls`, which the run
+        is then held to) against the day's allowance; :class:`QuotaExceeded` when it may not
+        start."""
+        now = self.clock()
+        salt = ledger_salt(self.out)
+        who, where = hashed("visitor", visitor, salt), hashed("address", address or "", salt)
+        with self._lock:
+            self._check(now, who, where if address else "")
+            held = Reservation(who, where if address else "", max(0, int(calls or 0)))
             if self.daily_calls is not None:
-                midnight = now - now % DAY
-                used = sum(
-                    int(e.get("n", 0)) for e in self._lines(midnight) if e["kind"] == "calls"
+                left = self.daily_calls - self._used(now) - sum(r.calls for r in self._held)
+                held.calls = left if calls is None else min(held.calls, left)
+            self._held.append(held)
+        return held
+
+    def _used(self, now: float) -> int:
+        midnight = now - now % DAY
+        return sum(int(e.get("n", 0)) for e in self._lines(midnight) if e["kind"] == "calls")
+
+    def started(self, held: Reservation) -> int:
+        """The reserved run has started: its start is written to the ledger; returns the
+        visitor's starts in the last hour, this one included."""
+        now = self.clock()
+        with self._lock:
+            self._append({"t": now, "kind": "start", "visitor": held.who, "address": held.where})
+            held.started = True
+            return sum(
+                1
+                for e in self._lines(now - HOUR)
+                if e["kind"] == "start" and e.get("visitor") == held.who
+            )
+
+    def settle(self, held: Reservation, calls: int) -> None:
+        """The reserved run has ended, having made ``calls``: they are written to the
+        ledger and the reservation let go."""
+        with self._lock:
+            if calls > 0:
+                self._append({"t": self.clock(), "kind": "calls", "visitor": held.who, "n": calls})
+            self._let_go(held)
+
+    def release(self, held: Reservation) -> None:
+        """The reserved run never started (refused, or its page left while it waited)."""
+        with self._lock:
+            self._let_go(held)
+
+    def _let_go(self, held: Reservation) -> None:
+        self._held = [r for r in self._held if r is not held]
+
+    def _check(self, now: float, who: str, where: str) -> None:
+        """:class:`QuotaExceeded` when a start of ``who`` from ``where`` ("": no address)
+        does not fit: no call of the day's allowance left unused and unheld, or the hour's
+        starts (the ledger's and those reserved) at the limit (under the lock)."""
+        if self.daily_calls is not None:
+            midnight = now - now % DAY
+            used, held = self._used(now), sum(r.calls for r in self._held)
+            if used + held >= self.daily_calls:
+                holds = f", {held} held by runs under way" if held else ""
+                raise QuotaExceeded(
+                    f"this demo's daily allowance of {self.daily_calls} model calls is "
+                    f"spent ({used} used{holds}); it renews at {_when(midnight + DAY, now)}"
                 )
-                if used >= self.daily_calls:
-                    raise QuotaExceeded(
-                        f"this demo's daily allowance of {self.daily_calls} model calls is "
-                        f"spent ({used} used); it renews at {_when(midnight + DAY, now)}"
-                    )
-            if self.runs_per_hour is None:
-                return
-            starts = [e for e in self._lines(now - HOUR) if e["kind"] == "start"]
-            mine = [e["t"] for e in starts if e.get("visitor") == who]
-            here = [e["t"] for e in starts if address and e.get("address") == where]
-            for times, whose in ((mine, "you have"), (here, "your address has")):
-                if len(times) >= self.runs_per_hour:
-                    # the oldest start of the window leaves it first
-                    free = sorted(times)[len(times) - self.runs_per_hour] + HOUR
-                    raise QuotaExceeded(
-                        f"{whose} started {len(times)} run(s) in the last hour (this demo "
-                        f"allows {self.runs_per_hour}); you can start again at "
-                        f"{_when(free, now)}"
-                    )
+        if self.runs_per_hour is None:
+            return
+        starts = [e for e in self._lines(now - HOUR) if e["kind"] == "start"]
+        waiting = [r for r in self._held if not r.started]  # reserved, not in the ledger yet
+        mine = [e["t"] for e in starts if e.get("visitor") == who]
+        mine += [now] * sum(1 for r in waiting if r.who == who)
+        here = [e["t"] for e in starts if where and e.get("address") == where]
+        here += [now] * sum(1 for r in waiting if where and r.where == where)
+        for times, whose in ((mine, "you have"), (here, "your address has")):
+            if len(times) >= self.runs_per_hour:
+                # the oldest start of the window leaves it first
+                free = sorted(times)[len(times) - self.runs_per_hour] + HOUR
+                raise QuotaExceeded(
+                    f"{whose} started {len(times)} run(s) in the last hour (this demo "
+                    f"allows {self.runs_per_hour}); you can start again at "
+                    f"{_when(free, now)}"
+                )
 
     def record_start(self, visitor: str, address: str | None) -> int:
         """Count a start; returns the visitor's starts in the last hour, this one included."""

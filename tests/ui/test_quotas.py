@@ -76,6 +76,48 @@ def test_the_daily_allowance_of_calls(tmp_path):
     assert sorted(r["calls_today"] for r in usage.values()) == [40, 60]
 
 
+def test_starts_together_are_reserved_one_at_a_time(tmp_path):
+    """Six visitors from one address start at once (runs checked at admission, counted
+    only later, let all six through: 120 calls on a day's 60): exactly the hour's 2 are
+    reserved; a run's most calls are held against the day's allowance from admission, so
+    visitors from other addresses get what is left, each run held to its share; a
+    reservation whose run never starts is let go, and a run's calls are settled as made."""
+    import threading
+
+    clock = Clock(1_700_000_000.0)
+    q = Quotas(tmp_path, runs_per_hour=2, daily_calls=60, clock=clock).check()
+    got: list = []
+    gate = threading.Barrier(6)
+
+    def start(k: int) -> None:
+        gate.wait()
+        try:
+            got.append(q.reserve(f"browser:{k}", "10.0.0.1", 20))
+        except QuotaExceeded as err:
+            got.append(err)
+
+    threads = [threading.Thread(target=start, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    held = [r for r in got if not isinstance(r, QuotaExceeded)]
+    assert len(held) == 2 and [r.calls for r in held] == [20, 20]
+    assert sum("your address has started 2 run(s)" in str(e) for e in got) == 4
+    # elsewhere: 20 of the day's 60 are left unheld, then none
+    third = q.reserve("browser:x", "10.0.0.2", 50)
+    assert third.calls == 20  # held to what is left
+    with pytest.raises(QuotaExceeded, match=r"spent \(0 used, 60 held by runs under way\)"):
+        q.reserve("browser:y", "10.0.0.3", 20)
+    q.release(third)  # its run never started: the hold goes, no start is written
+    assert q.usage() == {}
+    assert q.started(held[0]) == 1
+    q.settle(held[0], 12)  # the run made 12 calls: 8 of its 20 come back
+    q.settle(held[1], 0)
+    assert q.reserve("browser:z", "10.0.0.4", 60).calls == 48
+    assert [r["calls_today"] for r in q.usage().values()] == [12]
+
+
 def test_the_forwarded_address_is_read_only_behind_a_trusted_proxy():
     class Request:
         headers = {"x-forwarded-for": "6.6.6.6, 10.0.0.7"}
@@ -246,3 +288,47 @@ def test_every_spending_endpoint_checks_the_quota_first_and_counts_its_calls(quo
     with pytest.raises(AppError, match=r"your address has started 1 run\(s\)"):
         visitor.predict(*expecting, api_name="/start")
     assert len(world.log) == sent  # nothing was sent for the refused visitor
+
+
+@pytest.mark.slow
+def test_six_visitors_from_one_address_starting_at_once_get_the_quotas_runs(
+    world, backends, options, tmp_path
+):
+    """Through the app's API, as visitors meet it: with 2 runs an hour per address, 60 calls
+    a day and 20 a run, six visitors from one address who press Start together get 2 runs
+    (they got 6, 120 calls on the ledger and 104 requests at the stand-in); the ledger
+    holds 2 starts and their calls, no more than the stand-in was sent."""
+    import threading
+
+    from gradio_client.exceptions import AppError
+
+    from tests.ui.clients import app_client
+    from ui.limits import Limits
+
+    service = RunService("gemini", out=tmp_path, backends=backends, backend_options=options)
+    quotas = Quotas(tmp_path, runs_per_hour=2, daily_calls=60)
+    demo = build_app(service, "quotas", Limits(run_calls=20), quotas=quotas, trust_proxy=True)
+    before = len(world.log)
+    with served(demo) as url:
+        clients = [app_client(url, headers={"X-Forwarded-For": "10.0.0.1"}) for _ in range(6)]
+        gate, got = threading.Barrier(6), []
+
+        def press(client) -> None:
+            gate.wait()
+            try:
+                got.append(client.predict(*start_args(0), api_name="/start")[0])
+            except AppError as err:
+                got.append(str(err))
+
+        threads = [threading.Thread(target=press, args=(c,)) for c in clients]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    assert sorted(got).count("finished") == 2, got
+    assert sum("your address has started 2 run(s)" in g for g in got) == 4, got
+    sent = len(world.log) - before
+    ledger = [json.loads(x) for x in (tmp_path / LEDGER).read_text().splitlines()]
+    assert [e["kind"] for e in ledger].count("start") == 2
+    calls = sum(e.get("n", 0) for e in ledger if e["kind"] == "calls")
+    assert 0 < calls <= 40 and sent <= calls, (calls, sent)

@@ -297,16 +297,49 @@ class Session:
         """The visitor a request comes from (see :mod:`ui.visitors`)."""
         return visitor_id(request, token)
 
-    def admitted(self, visitor: str | None, request: Any) -> str | None:
-        """The client's address, once the visitor's quota allows a start."""
+    def admitted(self, visitor: str | None, request: Any, calls: int | None = None) -> Any:
+        """The start reserved against the visitor's quota (a :class:`ui.quotas.Reservation`,
+        None without quotas), checked and counted in one step so that visitors who start
+        together cannot all pass; ``calls``: the run's most. Give it to :meth:`counted` once
+        the run has started, or to :meth:`released` if it never does."""
         if self.quotas is None or visitor is None:
             return None
         address = client_address(request, self.trust_proxy)
         try:
-            self.quotas.check_start(visitor, address)
+            return self.quotas.reserve(visitor, address, calls)
         except QuotaExceeded as err:
             raise error(err) from err
-        return address
+
+    def checked(self, visitor: str | None, request: Any) -> None:
+        """The visitor's quota allows spending now (a build of references: its calls are
+        counted as they are sent, :meth:`counting`; nothing is reserved)."""
+        if self.quotas is None or visitor is None:
+            return
+        try:
+            self.quotas.check_start(visitor, client_address(request, self.trust_proxy))
+        except QuotaExceeded as err:
+            raise error(err) from err
+
+    @contextmanager
+    def holding(self, held: Any):
+        """The block between a start's reservation and its run's start: a failure, or a
+        page that leaves while it waits in line, releases the reservation."""
+        try:
+            yield held
+        except BaseException:
+            self.released(held)
+            raise
+
+    def released(self, held: Any) -> None:
+        """A reserved start whose run never started (refused, or its page left in line)."""
+        if self.quotas is not None and held is not None:
+            self.quotas.release(held)
+
+    def capped(self, held: Any, calls: int | None) -> int | None:
+        """A run's most calls, held to what the day's allowance reserved for it."""
+        if held is None or self.quotas is None or self.quotas.daily_calls is None:
+            return calls
+        return held.calls if calls is None else min(calls, held.calls)
 
     @contextmanager
     def counting(self, visitor: str | None):
@@ -368,19 +401,20 @@ class Session:
         finally:
             self.line.leave(ticket)
 
-    def counted(self, job: Any, visitor: str, address: str | None, skip: Any, base: int = 0):
-        """Follow a started run, counting it and its model calls against the quotas (the
-        calls once the run has ended, whether or not a page still follows it)."""
+    def counted(self, job: Any, visitor: str, held: Any, skip: Any, base: int = 0):
+        """Follow a started run, its reserved start (:meth:`admitted`) written to the
+        quotas' ledger now and settled with its model calls once it has ended, whether or
+        not a page still follows it."""
         quotas = self.quotas
-        if quotas is not None:
-            n = quotas.record_start(visitor, address)
+        if quotas is not None and held is not None:
+            n = quotas.started(held)
             log.info("run started by visitor %s (%d this hour)", visitor_hash(visitor)[:12], n)
 
-            def spend(ended: Any) -> None:
-                if ended.run is not None:
-                    quotas.spent(visitor, ended.run.model_calls - base)
+            def settle(ended: Any) -> None:
+                run = ended.run
+                quotas.settle(held, run.model_calls - base if run is not None else 0)
 
-            job.when_done(spend)
+            job.when_done(settle)
         yield from self.follow(job, skip)
 
 

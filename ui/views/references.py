@@ -215,7 +215,7 @@ def wire_references(
                 done = asked["of"] + (0 if stage == "refine" else 1)
             progress((done, asked["of"] + 2), desc=f"{stage}: {event.get('model', '')}")
 
-        session.admitted(who := visitor(tok, request), request)  # quota, before any call
+        session.checked(who := visitor(tok, request), request)  # quota, before any call
         try:  # the device taken: wait in the app's line, told how many runs are ahead
             session.wait_quietly(who, lambda words: progress(0, desc=words))
             with session.counting(who):  # every request sent, against the daily calls

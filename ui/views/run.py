@@ -368,46 +368,51 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
         raw = {"activity": act, "country": ctry, **given, "image": image or None}
         if who is None:  # a run nobody owns could be stopped by anyone
             raise error(NO_VISITOR)
-        address = session.admitted(who, request)  # before any model call
-        if check_expectations:
-            try:  # built from the run's own prompt (cached inside --out); never a path
-                with session.counting(who):
-                    made = service.expectations_for(act, ctry).expectations
-                raw["expectations"] = [e.model_dump() for e in made]
-            except ValueError as err:
-                raise error(f"cultural expectations: {err}") from err
+        # the start reserved against the quotas, before any model call (its most calls held
+        # to what the day's allowance has left), released if the run never starts
+        held = session.admitted(who, request, raw.get("budget_calls"))
+        with session.holding(held):
+            raw["budget_calls"] = session.capped(held, raw.get("budget_calls"))
+            if check_expectations:
+                try:  # built from the run's own prompt (cached inside --out); never a path
+                    with session.counting(who):
+                        made = service.expectations_for(act, ctry).expectations
+                    raw["expectations"] = [e.model_dump() for e in made]
+                except ValueError as err:
+                    raise error(f"cultural expectations: {err}") from err
 
-        def find(a: str, c: str) -> Any:
-            try:
-                return service.find_references(a, c, who)
-            except ReferenceNotFound as err:  # the app's own way to get some, not the CLI's
-                near = suggest(a, ready_activities(c))
-                raise ReferenceNotFound(
-                    f'no references yet for {a!r} in {c}{near}; or press "{BUILD_REFS}" '
-                    "under the form (a few model calls, cached), review them, then Start"
-                ) from err
+            def find(a: str, c: str) -> Any:
+                try:
+                    return service.find_references(a, c, who)
+                except ReferenceNotFound as err:  # the app's own way, not the CLI's
+                    near = suggest(a, ready_activities(c))
+                    raise ReferenceNotFound(
+                        f'no references yet for {a!r} in {c}{near}; or press "{BUILD_REFS}" '
+                        "under the form (a few model calls, cached), review them, then Start"
+                    ) from err
 
-        try:
-            # knowledge bases and SoS banks are read from inside --out only
-            spec, refs = settings.load(raw, find=find, root=service.out, spec=spec_type)
-        except settings.SettingsError as err:
-            raise error(settings_message(err)) from err
-        try:  # the device taken: wait in the app's line, told how many runs are ahead
-            ticket = session.line.join()
             try:
-                yield from session.wait_turn(ticket, who, gr.skip(), limits.run_minutes * 60 + 60)
-                job = service.start(
-                    spec=spec,
-                    references=refs,
-                    pause=bool(paused),
-                    owner=who,
-                    review_timeout_s=REVIEW_TIMEOUT_S,
-                )
-            finally:  # started, refused, or the page left while waiting
-                session.line.leave(ticket)
-        except (ServiceBusy, ValueError) as err:
-            raise error(err) from err
-        yield from session.counted(job, who, address, gr.skip())
+                # knowledge bases and SoS banks are read from inside --out only
+                spec, refs = settings.load(raw, find=find, root=service.out, spec=spec_type)
+            except settings.SettingsError as err:
+                raise error(settings_message(err)) from err
+            try:  # the device taken: wait in the app's line, told how many runs are ahead
+                ticket = session.line.join()
+                try:
+                    most_s = limits.run_minutes * 60 + 60
+                    yield from session.wait_turn(ticket, who, gr.skip(), most_s)
+                    job = service.start(
+                        spec=spec,
+                        references=refs,
+                        pause=bool(paused),
+                        owner=who,
+                        review_timeout_s=REVIEW_TIMEOUT_S,
+                    )
+                finally:  # started, refused, or the page left while waiting
+                    session.line.leave(ticket)
+            except (ServiceBusy, ValueError) as err:
+                raise error(err) from err
+        yield from session.counted(job, who, held, gr.skip())
 
     def on_stop(tok, request=None):
         job = service.job

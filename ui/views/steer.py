@@ -76,22 +76,31 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
             # opened run's, see follow_form); and the operator's budget of time and calls
             changed = {n: given[n] for n, v in form.items() if differs(v, getattr(old.spec, n))}
             budget = {n: given[n] for n in ("budget_seconds", "budget_calls")}
-            address = session.admitted(who, request)
-            # the device taken: wait in the app's line, told how many runs are ahead
-            ticket = session.line.join()
-            try:
-                yield from session.wait_turn(ticket, who, gr.skip(), limits.run_minutes * 60 + 60)
-                job = service.branch(
-                    run_dir,
-                    index(k, "round"),
-                    pause=bool(paused),
-                    owner=who,
-                    review_timeout_s=REVIEW_TIMEOUT_S,
-                    **changed,
-                    **budget,
-                )
-            finally:
-                session.line.leave(ticket)
+            # the start reserved against the quotas (the new run's calls: its budget counts
+            # the calls it goes on from), released if the run never starts
+            most = budget["budget_calls"]
+            new = None if most is None else max(0, most - old.model_calls)
+            held = session.admitted(who, request, new)
+            with session.holding(held):
+                new = session.capped(held, new)
+                if new is not None:
+                    budget["budget_calls"] = old.model_calls + new
+                # the device taken: wait in the app's line, told how many runs are ahead
+                ticket = session.line.join()
+                try:
+                    most_s = limits.run_minutes * 60 + 60
+                    yield from session.wait_turn(ticket, who, gr.skip(), most_s)
+                    job = service.branch(
+                        run_dir,
+                        index(k, "round"),
+                        pause=bool(paused),
+                        owner=who,
+                        review_timeout_s=REVIEW_TIMEOUT_S,
+                        **changed,
+                        **budget,
+                    )
+                finally:
+                    session.line.leave(ticket)
         except (ServiceBusy, ValueError, OSError) as err:
             raise error(err) from err
         # said at once: a roll-back is a new run, the old one is kept as it was, with the
@@ -104,7 +113,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
             f"a new run from round {index(k, 'round')} of {old.id}: starting, with {with_what}"
         )
         yield RunDisplay.only(gr.skip(), stage=started)
-        yield from session.counted(job, who, address, gr.skip(), old.model_calls)
+        yield from session.counted(job, who, held, gr.skip(), old.model_calls)
 
     def on_choose(tok, path, k, j, accept, request=None):
         try:
