@@ -29,6 +29,7 @@ its ``lead_time`` kept as ``lead_time_s``."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -255,6 +256,7 @@ def import_rows(study: Study, path: str | Path, joining: Any) -> None:
                 continue
             row = answer_row(study, mapped, rater, kept, why, when, options, "label-studio")
             lead = a.get("lead_time")
-            if isinstance(lead, int | float) and not isinstance(lead, bool) and lead >= 0:
-                row["lead_time_s"] = float(lead)
+            if isinstance(lead, int | float) and not isinstance(lead, bool):
+                if lead >= 0 or not math.isfinite(lead):  # not finite: the join refuses it
+                    row["lead_time_s"] = float(lead)
             joining.take(where, row, mapped)

@@ -19,6 +19,7 @@ reported, never written over.
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 from dataclasses import dataclass, field
@@ -259,6 +260,22 @@ def _invalid(row: dict[str, Any], target: Study) -> str | None:
         return "the rater is not a name"
     if len(rater) > 60 or not rater.isprintable():
         return "the rater name must be printable text of at most 60 characters"
+    if any(ch in rater for ch in "<>&\"'`"):  # a name, never markup (pages show it)
+        return "the rater name holds markup characters (< > & quotes)"
+    when = row.get("time")
+    if when:
+        from datetime import UTC, datetime, timedelta
+
+        try:
+            at = datetime.fromisoformat(str(when))
+        except ValueError:
+            return f"{str(when)[:40]!r} is not an ISO 8601 time"
+        at = at if at.tzinfo else at.replace(tzinfo=UTC)
+        if at > datetime.now(UTC) + timedelta(days=1):
+            return f"its time {str(when)[:40]} is in the future"
+    for key in ("lead_time_s",):  # the figures a tool gives beside the answers
+        if key in row and not (isinstance(row[key], int | float) and math.isfinite(row[key])):
+            return f"{key} {str(row[key])[:20]} is not a finite number"
     kind = row.get("kind", "rate")
     if kind not in KINDS:
         return f"{str(kind)[:40]!r} is not a kind of answer ({', '.join(KINDS)})"

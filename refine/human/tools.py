@@ -4,10 +4,10 @@ the formats in :mod:`refine.human.label_studio` and :mod:`refine.human.argilla_f
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from refine.human.exchange import read_export
 from refine.human.packs import Joining, Merged
 from refine.human.study import Study
 
@@ -59,9 +59,9 @@ def import_answers(
     if profiles is not None:
         where = Path(profiles)
         try:
-            doc = json.loads(where.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
-            raise ValueError(f"--profiles: {where}: {err}") from None
+            doc = read_export(where)  # bounded: size, depth (it was a RecursionError)
+        except ValueError as err:
+            raise ValueError(f"--profiles: {err}") from None
         if not isinstance(doc, dict):
             raise ValueError(f"--profiles: {where}: not an object of rater -> profile")
         joining.profiles([(str(where), str(rater), data) for rater, data in doc.items()])

@@ -203,6 +203,30 @@ def test_label_studio_conditions_marks_and_reasons(tmp_path):
     assert refused.returncode == 2 and "Describe what aspect of the image is stereotypical" in (
         refused.stderr
     )
+    # what the join would refuse is refused at the import, and nothing is written: a lead
+    # time of Infinity (json.loads takes it; a second import then added a duplicate row),
+    # a rater named with markup, a time in the future; a --profiles file nested past
+    # reading is one line (it was a RecursionError)
+    annotation["result"] = answers
+    bad = [
+        ({"lead_time": float("inf")}, "lead_time_s inf is not a finite number"),
+        ({"completed_by": {"email": "<script>x</script>@x.org"}}, "holds markup characters"),
+        ({"created_at": "9999-12-31T00:00:00Z"}, "9999-12-31T00:00:00Z is in the future"),
+    ]
+    before = (folder / "ratings.jsonl").read_bytes()
+    for k, (change, said) in enumerate(bad):
+        (tmp_path / f"bad{k}.json").write_text(
+            json.dumps([{**task, "annotations": [{**annotation, **change}]}])
+        )
+        refused = cli("rate", "import", str(tmp_path / f"bad{k}.json"), "--from", "label-studio",
+                      "--into", str(folder))  # fmt: skip
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+        assert (folder / "ratings.jsonl").read_bytes() == before
+    deep = tmp_path / "profiles.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    refused = cli("rate", "import", str(tmp_path / "e.json"), "--from", "label-studio",
+                  "--into", str(folder), "--profiles", str(deep))  # fmt: skip
+    assert refused.returncode == 2 and f"--profiles: {deep}: not JSON" in refused.stderr
 
 
 @pytest.mark.slow
