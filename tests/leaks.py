@@ -33,6 +33,7 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ GRACE_S = float(os.environ.get("REFINE_LEAK_GRACE_S", "10"))
 # shortens both for the runs it makes, whose leftovers stay on purpose
 GONE_S = float(os.environ.get("REFINE_LEAK_GONE_S", "2"))
 _OWNER = False  # this process made the session folder (the run's first process)
-_RAY_TMP = ""  # Ray's short folder (RAY_TMPDIR), where this process made it
+_RAY_TMP = ""  # the short folder of sockets (session_folder), where this process made it
 # work a test handed on to finish while the next tests run (closing a server: see
 # tests/ui/clients.py close_later), waited for, GRACE_S each, before the session's check
 _FINISHING: list = []
@@ -91,17 +92,33 @@ def session_folder() -> Path:
         os.environ.setdefault("REFINE_JUDGE_MEMORY", "off")
         # the data directory's packs come before the bundled pack: a user's own stay out
         os.environ["REFINE_DATA_DIR"] = str(Path(made) / "data")
-        # Ray's session keeps its sockets in its temporary folder, and a socket's path has
-        # at most 107 bytes: nested in the session folder under a long TMPDIR (a Mac's is
-        # about 49 characters) it is longer. Ray's own folder is short (/tmp where there
-        # is one; a user's RAY_TMPDIR kept), made here and removed at the end
-        if "RAY_TMPDIR" not in os.environ:
-            short = "/tmp" if os.access("/tmp", os.W_OK) else system
-            _RAY_TMP = tempfile.mkdtemp(prefix="rt-", dir=short)
-            os.environ.update(RAY_TMPDIR=_RAY_TMP, REFINE_TEST_RAY_TMP=_RAY_TMP)
+        # Ray's session and Chromium's profile keep sockets in their temporary folder, and
+        # a socket's path has at most 107 bytes: nested in the session folder under a long
+        # TMPDIR (a Mac's is about 49 characters) it is longer, and both failed to start.
+        # They get a short folder (/tmp where there is one), made here and removed at the
+        # end: Ray through RAY_TMPDIR (a user's own kept), Chromium through short_tmpdir
+        root = "/tmp" if os.access("/tmp", os.W_OK) else system
+        _RAY_TMP = tempfile.mkdtemp(prefix="rt-", dir=root)
+        os.environ["REFINE_TEST_SHORT_TMP"] = _RAY_TMP
+        os.environ.setdefault("RAY_TMPDIR", _RAY_TMP)
         tempfile.tempdir = None  # read TMPDIR again
         _OWNER = True
     return Path(os.environ["REFINE_TEST_TMP"])
+
+
+@contextmanager
+def short_tmpdir():
+    """``TMPDIR`` pointed at the session's short folder while a program that keeps sockets
+    in its temporary folder starts (Playwright's driver, which makes Chromium's profile
+    there), then as it was."""
+    short, saved = os.environ.get("REFINE_TEST_SHORT_TMP"), os.environ.get("TMPDIR")
+    if short:
+        os.environ["TMPDIR"] = short
+    try:
+        yield
+    finally:
+        if short and saved is not None:
+            os.environ["TMPDIR"] = saved
 
 
 def system_tmp() -> Path:
@@ -427,7 +444,7 @@ def pytest_sessionfinish(session, exitstatus):
             blame.setdefault(path, []).extend(tests)
     found, warned = _WATCH.files(blame)
     _remove(folder)
-    if _RAY_TMP:  # Ray's short folder, made by this process (session_folder)
+    if _RAY_TMP:  # the short folder of sockets, made by this process (session_folder)
         shutil.rmtree(_RAY_TMP, ignore_errors=True)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     for title, lines, red in (

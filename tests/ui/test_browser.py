@@ -32,7 +32,11 @@ def chromium():
     test); they share one page of it, emptied after each test (:func:`page`)."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
+    from tests.leaks import short_tmpdir
+
+    with contextlib.ExitStack() as stack:
+        with short_tmpdir():  # the driver makes Chromium's profile (its sockets) there
+            p = stack.enter_context(sync_playwright())
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         try:
             yield browser

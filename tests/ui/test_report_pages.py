@@ -6,6 +6,7 @@ over each other, and nothing wider than the screen but a table that scrolls by i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
@@ -115,7 +116,11 @@ def test_every_chart_reads_at_both_widths(pages, size):
         "tau": 1,
         "tune": 2,
     }
-    with sync_playwright() as p:
+    from tests.leaks import short_tmpdir
+
+    with contextlib.ExitStack() as stack:
+        with short_tmpdir():  # the driver makes Chromium's profile (its sockets) there
+            p = stack.enter_context(sync_playwright())
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         pg = browser.new_page(viewport={"width": size[0], "height": size[1]})
         for name, path in pages.items():
