@@ -59,14 +59,22 @@ def ledger_salt(out: Path) -> str:
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    salt = secrets.token_hex(16)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process made it first: theirs is the salt
-        return path.read_text(encoding="utf-8").strip()
+    # written whole to a file of its own, then linked into place in one step: a file made
+    # in place is empty for a moment, and a visitor starting then read an empty salt (so
+    # hashes that matched no other: six starting together were six addresses)
+    tmp = path.with_name(f"{SALT}.{os.getpid()}.{threading.get_ident()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(salt)
-    return salt
+        fh.write(secrets.token_hex(16))
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, path)  # fails where another made it first: theirs is the salt
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_text(encoding="utf-8").strip()
 
 
 def _when(t: float, now: float) -> str:

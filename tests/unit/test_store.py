@@ -127,7 +127,7 @@ def _race(run_dir, start, done, won):
 
 
 @pytest.mark.slow
-def test_processes_racing_for_a_run_get_one_holder_every_time(tmp_path):
+def test_processes_racing_for_a_run_get_one_holder_every_time(tmp_path, monkeypatch):
     """Six processes try to take one run at the same moment, 24 times over: each time
     exactly one holds it (with the lock created first and its owner written after, a
     loser could read an empty lock as stale and take it too: 9 of 24 trials did)."""
@@ -136,6 +136,14 @@ def test_processes_racing_for_a_run_get_one_holder_every_time(tmp_path):
     # forked from a clean one-thread server: a fork of a busy test process can inherit a
     # lock another thread held, and hang
     ctx = multiprocessing.get_context("forkserver")
+    # the server's socket in the session's short folder: in the temporary folder, under a
+    # long TMPDIR, its path passed the 107 bytes a socket's may have
+    import multiprocessing.util
+    import os
+    import tempfile
+
+    short = tempfile.mkdtemp(prefix="mp-", dir=os.environ.get("REFINE_TEST_SHORT_TMP"))
+    monkeypatch.setattr(multiprocessing.util, "get_temp_dir", lambda: short)
     ctx.set_forkserver_preload(["refine.io.store", "tests.unit.test_store"])
     store = RunStore.create(tmp_path, "race")
     store.save(a_run("race"))
@@ -146,6 +154,9 @@ def test_processes_racing_for_a_run_get_one_holder_every_time(tmp_path):
 
         forkserver._forkserver._stop()
         resource_tracker._resource_tracker._stop()
+        import shutil
+
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def race(ctx, store: RunStore) -> None:
