@@ -782,8 +782,12 @@ def _decoded(data: bytes) -> Image.Image:
 
 
 def _check_images(response: Any) -> None:
-    """Every image part of ``response`` decodes (:class:`NotAnImage` otherwise), so that
-    bytes that are no image are retried like the other garbage answers."""
+    """Every image part of ``response`` is an image (:class:`NotAnImage` otherwise), so that
+    bytes that are no image are retried like the other garbage answers. PIL reads its
+    header and checks its structure (``verify``: a PNG's chunks and their checksums)
+    without decoding its pixels, which :func:`_first_image` does once."""
+    from PIL import Image, UnidentifiedImageError
+
     candidates = getattr(response, "candidates", None) or []
     if not candidates:
         return
@@ -791,7 +795,14 @@ def _check_images(response: Any) -> None:
         data = getattr(part.inline_data, "data", None) if part.inline_data is not None else None
         kind = str(getattr(part.inline_data, "mime_type", "") or "") if data else ""
         if data and (kind.startswith("image/") or not kind):
-            _decoded(data)
+            try:
+                with Image.open(io.BytesIO(data)) as image:
+                    image.verify()
+            except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as err:
+                raise NotAnImage(
+                    f"an image part of {len(data)} bytes that is no image "
+                    f"({type(err).__name__}; it begins {data[:16]!r})"
+                ) from err
 
 
 def _first_image(model: str, response: Any) -> Image.Image:

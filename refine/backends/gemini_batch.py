@@ -215,6 +215,7 @@ class Batcher:
         self.poll_s, self.gather_s = poll_s, gather_s
         self.max_bytes = MAX_JOB_BYTES
         self.max_images = MAX_IMAGE_ANSWERS
+        self._sending: set[str] = set()  # journal entries of jobs this process is sending
         self.poll_failures = 5  # polls failed in a row before a job's requests fail
         self.emit = emit or (lambda line: None)
         self._jobs: dict[str, dict[str, Any]] = self._read()
@@ -405,17 +406,20 @@ class Batcher:
         pending = PENDING + display
         with self._cond:
             self._jobs[pending] = {"model": model, "keys": list(keys), "display": display}
+            self._sending.add(pending)  # this process's: never looked for (_found_again)
             self._write()
         try:
             name = client.batch_create(model, inlined, display)
         except BaseException as err:
-            if _refused(err):  # no job was made: nothing to find again
-                with self._cond:
+            with self._cond:
+                if _refused(err):  # no job was made: nothing to find again
                     self._jobs.pop(pending, None)
                     self._write()
+                self._sending.discard(pending)  # (else a rerun looks for it)
             raise
         with self._cond:
             self._jobs.pop(pending, None)
+            self._sending.discard(pending)
             self._jobs[name] = {
                 "model": model, "keys": list(keys), "display": display, "created": time.time()
             }  # fmt: skip
@@ -432,7 +436,9 @@ class Batcher:
             pending = {
                 key: job
                 for key, job in self._jobs.items()
-                if key.startswith(PENDING) and job.get("model") == model
+                if key.startswith(PENDING)
+                and job.get("model") == model
+                and key not in self._sending
             }
         for key, job in pending.items():
             name = client.batch_named(job.get("display") or key.removeprefix(PENDING))
