@@ -5,7 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from metrics.ahead import TAU_RANGE
 from metrics.baselines import TifaAnswer
@@ -583,6 +590,30 @@ class Round(_Record):
         return self.candidates[self.chosen]
 
 
+class RefusedRound(_Record):
+    """An editing round whose every candidate the model refused (a safety block, a content
+    filter): nothing was made, so it is no round of the run; the next round edits the same
+    image again, with new seeds, and a person reviewing the instruction may rewrite it."""
+
+    round: int  # the round it was to be (the next round gets the same number)
+    parent: int
+    kind: Literal["edit", "regenerate"] = "edit"
+    text: str  # the instruction (or the rewritten prompt) the model refused
+    instruction_source: InstructionSource = "template"
+    seeds: list[int] = Field(default_factory=list)
+    failures: list[str] = Field(min_length=1)  # each candidate's refusal, in words
+
+    def why(self) -> str:
+        """``every candidate (2) was refused by the editor: candidate 0 (seed 1042): ...``"""
+        maker = "generator" if self.kind == "regenerate" else "editor"
+        return f"every candidate ({len(self.failures)}) was refused by the {maker}: " + "; ".join(
+            self.failures
+        )
+
+    def describe(self) -> str:
+        return f"round {self.round} refused: {self.why()}"
+
+
 _RUN = {"surfaces": ["run", "batch"]}  # refine run's options and batch lines
 # and the app's form: its box's ``label`` (in messages too; default: the name in words),
 # the box's own words where they differ (``box``), and a line under it (``info``)
@@ -893,12 +924,16 @@ class RunSpec(_Record):
 
 
 # run.json's layout: 1, every run written before the field; 2, with the schema, the
-# toolkit's version, and each local model's resolved commit in backend_info
-RUN_SCHEMA = 2
+# toolkit's version, and each local model's resolved commit in backend_info; 3, with
+# ``refused`` rounds. A run is written at the lowest layout that holds it (2 unless a round
+# was refused), so that a toolkit of layout 2 still opens it; this one reads up to RUN_SCHEMA
+RUN_SCHEMA = 3
+WRITTEN_SCHEMA = 2  # a run without refused rounds
+REFUSED_SCHEMA = 3
 
 
 class Run(_Record):
-    schema_version: int = RUN_SCHEMA
+    schema_version: int = WRITTEN_SCHEMA
     toolkit: str = ""  # the cultural-refine version that started it ("" before schema 2)
     id: str
     spec: RunSpec
@@ -926,6 +961,21 @@ class Run(_Record):
     elapsed_s: float = 0.0
     # a run continued from a round of another run: {"run": dir, "round": k}
     branched_from: dict[str, Any] | None = None
+    # editing rounds whose every candidate the model refused (written only when there are)
+    refused: list[RefusedRound] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: Any) -> Any:
+        """The record as written: ``refused`` only when a round was, and then at layout 3
+        (a run.json without it reads the same, and records from before the field stay byte
+        for byte)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            if data.get("refused"):  # a toolkit of layout 2 would refuse the field unnamed
+                data["schema_version"] = max(int(data.get("schema_version") or 0), REFUSED_SCHEMA)
+            else:
+                data.pop("refused", None)
+        return data
 
     @model_validator(mode="before")
     @classmethod

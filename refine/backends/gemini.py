@@ -66,6 +66,7 @@ from refine.backends.judging import (
     check_judge_options,
     pooled,
 )
+from refine.backends.loading import JobFailure, Refused
 from refine.backends.structured import ApiObserver, ask_with_repair, check_observer_prompts
 from refine.usage import BudgetExhausted, QuotaSpent, abandonable, check_stop, sent, time_left
 from refine.usage import answered as count_answer
@@ -200,13 +201,24 @@ class GeminiError(RuntimeError):
         self.detail = detail
 
 
-class GeminiBlocked(GeminiError):
+class GeminiBlocked(GeminiError, Refused):
     """An answer the model refused, or ended without content: ``reason`` is its finish
     reason (or the prompt's block reason). Another request may be answered."""
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+    def __reduce__(self) -> Any:  # whole across processes (a Ray worker's cell)
+        return (type(self), (str(self), self.reason))
+
+
+class GeminiJobFailed(GeminiError, JobFailure):
+    """A request of a batch job that failed, expired or could not be read, or that the job
+    answered with an error: that request's own failure (its cell fails, the others go on)."""
+
+    def __reduce__(self) -> Any:
+        return (type(self), (str(self), self.code, self.detail))
 
 
 # google-genai's FinishReason values an answer may end with, without content, and what the
@@ -555,9 +567,9 @@ class GeminiClient:
             try:
                 response = batcher.submit(self, model, contents, config)
             except BatchAnswerError as err:  # the job answered this request with an error
-                raise GeminiError(str(err), err.code, err.message) from err
+                raise GeminiJobFailed(str(err), err.code, err.message) from err
             except BatchJobError as err:  # the job failed, expired or could not be read
-                raise GeminiError(str(err)) from err
+                raise GeminiJobFailed(str(err)) from err
             return self._answered(model, purpose, response, start, 1)
         for attempt in range(self.max_retries + 1):
             check_stop()

@@ -18,6 +18,20 @@ class OutOfMemory(RuntimeError):
     """The GPU ran out of memory; the message names the ways out."""
 
 
+class JobFailure(Exception):
+    """A failure of one request of its own, not of the model or the account: a refusal, a
+    batch job that failed. A many-cell job (a bench) records it as that cell's failure and
+    goes on with the others; the next run makes that cell again
+    (:meth:`refine.harness.task.Task.failed`)."""
+
+
+class Refused(JobFailure, RuntimeError):
+    """A model that refused a request (a safety block, a content filter), as its service
+    said; the message says why. Another request, or another instruction, may be answered:
+    a round whose every candidate is refused is recorded and the run goes on
+    (:class:`refine.records.RefusedRound`)."""
+
+
 def pick_dtype(device: str, dtype: str | None = None):
     """``dtype`` if given; bfloat16 (or float16) on CUDA; float32 on CPU."""
     import torch

@@ -205,11 +205,13 @@ def _root(
 # registered backends' own (refine.backends.registry.BackendInfo.errors: an API's)
 EXPLAINED = (
     "BatchJournalError",
+    "CellsFailed",
     "ModelUnavailable",
     "ModelsUnavailable",
     "OutOfMemory",
     "OutOfMemoryError",
     "QuotaSpent",
+    "Refused",  # a model's refusal (every candidate of round 0, say), in its own words
 )
 
 

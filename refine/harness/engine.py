@@ -112,14 +112,19 @@ class Driver(Protocol):
         """The job's worker died mid-job (``retries`` times now): True to make it again,
         False when the driver has given it up (and recorded why)."""
 
+    def failed(self, job: Any, err: Exception, worker: str) -> bool:
+        """The job itself failed with ``err``: True when the driver recorded it and the
+        other jobs go on, False to stop them (the engine raises ``err``)."""
+
 
 class Engine(Protocol):
     def describe(self) -> Any:
         """What the cells are made with (checked to be the same on every worker)."""
 
     def run(self, jobs: Sequence[Any], driver: Driver) -> None:
-        """Make every job, telling ``driver``. The first failure of a job stops the rest
-        (jobs under way end first); what is done is kept."""
+        """Make every job, telling ``driver``. The first failure of a job that the driver
+        does not take as the job's own (:meth:`Driver.failed`) stops the rest (jobs under
+        way end first); what is done is kept."""
 
     def workers(self) -> list[str]:
         """The workers' names (none on the local engine)."""
@@ -165,6 +170,8 @@ class LocalEngine:
                     result = self.maker.make(job, lambda news, job=job: driver.heard(job, news))
                     driver.done(job, result, "")
                 except BaseException as err:  # the first failure stops the rest
+                    if isinstance(err, Exception) and driver.failed(job, err, ""):
+                        continue  # the job's own failure, recorded: the others go on
                     failures.append(err)
                     stop.set()
                     return

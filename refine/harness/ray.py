@@ -256,7 +256,11 @@ class RayPool:
                     queue.appendleft(k)
                     continue
                 except Exception as err:  # the first failure stops the rest, as locally
-                    raise (getattr(err, "cause", None) or err) from None
+                    cause = getattr(err, "cause", None) or err
+                    if driver.failed(jobs[k], cause, self.identity.get(actor, "?")):
+                        idle.append(actor)  # the job's own failure, recorded: go on
+                        continue
+                    raise cause from None
                 idle.append(actor)
                 driver.done(jobs[k], result, self.identity.get(actor, "?"))
 

@@ -70,6 +70,11 @@ class Task:
     def lost(self, job: Any, worker: str, retries: int) -> bool:
         return True  # made again (the engine gives up after its own limit)
 
+    def failed(self, job: Any, err: Exception, worker: str) -> bool:
+        """The job failed with ``err``: True when the task recorded it and the other jobs
+        go on, False to stop them (the engine then raises ``err``)."""
+        return False
+
     def interrupted(self) -> None:
         """Ctrl-C, once the workers are stopped: save what is known."""
 
@@ -124,6 +129,7 @@ class CellTask(Task):
         self.lock = threading.Lock()
         self.todo: list[Any] = []
         self.finished = 0
+        self.failures: list[str] = []  # the cells that failed on their own, in words
 
     def jobs(self) -> list[Any]:
         """Every job of the plan, in the plan's order."""
@@ -200,8 +206,29 @@ class CellTask(Task):
             left = f" · {left}" if left else ""
             self.emit(f"[{self.finished}/{len(self.todo)}] {self.progress(cell)}{where}{left}")
 
+    def failed(self, job: Any, err: Exception, worker: str) -> bool:
+        """A cell's own failure (a refusal, a batch job that failed: ``JobFailure``) is
+        said and kept out of the cells, and the others go on; the next run makes only the
+        cells left. Any other failure stops them."""
+        from refine.backends.loading import JobFailure, describe_error
+
+        if not isinstance(err, JobFailure):
+            return False
+        where = f" [{worker}]" if worker else ""
+        with self.lock:
+            self.failures.append(f"{self.label(job)}: {describe_error(err)}")
+            self.finished += 1
+            left = self.countdown.tick()
+            left = f" · {left}" if left else ""
+            self.emit(
+                f"[{self.finished}/{len(self.todo)}] {self.label(job)}: failed: "
+                f"{describe_error(err)}{where}{left}"
+            )
+        return True
+
     def end(self, made_with: Any) -> Results:
-        """The results record of the plan's cells, written with the CSV beside it."""
+        """The results record of the plan's cells, written with the CSV beside it; then,
+        when cells failed on their own, :class:`CellsFailed` naming them."""
 
         kept = latest(c for c in self.store.cells() if self.reusable(c, made_with))
         cells = [kept[key] for key in map(self.job_key, self.jobs()) if key in kept]
@@ -223,4 +250,22 @@ class CellTask(Task):
         rows = [row for line in lines for row in self.csv_rows(line)]
         results = publish(self.store.dir, results, self.csv_fields(), rows)
         self.emit(f"written: {self.store.dir / RESULTS}, {self.csv_file}")
+        if self.failures:
+            raise CellsFailed(self.failures, len(self.todo), self.store.dir, results)
         return results
+
+
+class CellsFailed(RuntimeError):
+    """Cells that failed on their own (a refusal, a failed batch job): the others were
+    made and written, ``results`` their record; running the same job again makes only
+    the cells left."""
+
+    def __init__(self, failures: list[str], asked: int, folder: Path, results: Results) -> None:
+        shown = "; ".join(failures[:5]) + (
+            f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
+        )
+        super().__init__(
+            f"{len(failures)} of {asked} cell(s) failed and are left out of {folder / RESULTS} "
+            f"(the others are in it): {shown}. Run the same command again to make only those"
+        )
+        self.failures, self.results = failures, results

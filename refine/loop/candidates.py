@@ -9,7 +9,8 @@ models allow and with the same record whatever the timing.
   is called once for the batch (:meth:`refine.evaluate.assess.Assessor.assess_many`, ``drifts``).
 * The candidates come back in seed order, so the record does not depend on which call
   finished first. A candidate whose calls fail is left out and its failure returned (the
-  round decides among the others); when every candidate fails, the first failure is raised.
+  round decides among the others); when every candidate fails, the first failure is raised,
+  or :class:`EveryCandidateRefused` when the model refused each (a safety block).
 * ``timings`` gets each stage's model time summed over the candidates, and ``wall``, the
   time the candidates took together.
 * A stop asked for (:func:`refine.usage.stop_on`) ends the round between candidates and
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from refine import usage
-from refine.backends.loading import describe_error
+from refine.backends.loading import Refused, describe_error
 from refine.events import Event, StageStarted, StepDone
 from refine.records import Candidate
 
@@ -38,6 +39,19 @@ if TYPE_CHECKING:
     from refine.records import Run
 
 Make = Callable[..., list["Image.Image"]]  # make(backend, seeds, **progress) -> images
+
+
+class EveryCandidateRefused(Refused):
+    """Every candidate of a round refused by the model that makes them: ``failures`` says
+    each in words ("candidate 0 (seed 1042): ..."). The round is recorded as refused and
+    the run goes on (:class:`refine.records.RefusedRound`)."""
+
+    def __init__(self, failures: list[str]) -> None:
+        super().__init__(f"every candidate was refused: {'; '.join(failures)}")
+        self.failures = failures
+
+    def __reduce__(self) -> Any:  # whole across processes
+        return (type(self), (self.failures,))
 
 
 @dataclass
@@ -189,6 +203,9 @@ class CandidateMaker:
             stopped.made = Made(out.candidates, out.failures)
             raise stopped
         if not out.candidates and first is not None:
+            errors = [outcome[2] for outcome in outcomes if outcome is not None]
+            if all(isinstance(err, Refused) for err in errors):
+                raise EveryCandidateRefused(out.failures) from first
             raise first
         return out
 

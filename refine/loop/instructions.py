@@ -47,6 +47,7 @@ from refine.records import (
     Match,
     PastFix,
     PlannedChange,
+    RefusedRound,
     Round,
     Run,
     RunSpec,
@@ -226,6 +227,16 @@ def change_records(planned: Plan, extra: list[str] | None = None) -> list[Planne
     return out
 
 
+def refused_lines(refused: RefusedRound) -> str:
+    """What the writer is told of the instruction the image model refused."""
+    reason = refused.failures[0] if refused.failures else "no reason given"
+    return (
+        prompt_template("refused_instruction")
+        .strip()
+        .format(reason=reason[:300], instruction=refused.text)
+    )
+
+
 def write_instruction(
     model: Any,
     activity: str,
@@ -234,6 +245,7 @@ def write_instruction(
     keep: list[str],
     cache: Any = None,
     hints: str = "",
+    refused: RefusedRound | None = None,
 ) -> str:
     """The instruction the language model ``model`` (``complete_json``) writes from the
     planned ``changes`` and what to ``keep``; through ``cache`` (a
@@ -254,6 +266,8 @@ def write_instruction(
         keep=", ".join(keep) or "(nothing named)",
         # past fixes (--memory), as lines starting "* "; nothing without them
         past="\n" + prompt_template("past_fixes").strip().format(fixes=hints) if hints else "",
+        # the last instruction the image model refused for this round, and why
+        refused="\n" + refused_lines(refused) if refused is not None else "",
     )
     if cache is not None:
         answer = cache.ask(model, prompt, WrittenInstruction)
@@ -449,20 +463,28 @@ def round_instruction(
         left = f"Tab. 32 has no place for: {'; '.join(extras)}" if extras else None
         return Written(got[0], "ahead template", changes=got[1], note=left)
     tau = parent.best.scores.tau if parent.best.scores.tau is not None else spec.tau
-    extras = extras[: spec.max_changes]
+    # the image model refused this round before: the template leaves out the refused
+    # instruction's first change (one more each time), and the language model is told
+    refused = [x for x in run.refused if x.round == k]
+    skip = len(refused) if spec.writer != "llm" else 0
+    extras = extras[: spec.max_changes + skip]
     planned = plan(
         parent.best.feedback,
-        spec.max_changes - len(extras),
+        spec.max_changes + skip - len(extras),
         tau,
         spec.near_margin,
         spec.replace_floor,
     )
+    dropped = min(skip, len(extras))
+    extras = extras[dropped:]
+    planned = Plan(planned.changes[skip - dropped :], planned.near, planned.keep)
     text = template_instruction(planned, spec.activity, run.references.country, extras)
     if text is None:
         return None
     changes = change_records(planned, extras)
     if spec.writer != "llm":
-        return Written(text, "template", changes=changes)
+        note = f"after {len(refused)} refused: the first change(s) left out" if skip else None
+        return Written(text, "template", changes=changes, note=note)
     keep = planned.keep[:5]
     country = run.references.country
     hints = memory.hints_for(run, changes) if spec.memory else []
@@ -472,8 +494,15 @@ def round_instruction(
         calls,
         Written(text, "template", changes=changes),
         lambda model, cache: write_instruction(
-            model, spec.activity, country, changes, keep, cache, said
-        ),
+            model,
+            spec.activity,
+            country,
+            changes,
+            keep,
+            cache,
+            said,
+            refused[-1] if refused else None,
+        ),  # fmt: skip
     )
     written.hints = hints
     return written

@@ -273,14 +273,15 @@ def parent_of_next(run: Run) -> int:
 
 def rejected_streak(run: Run) -> int:
     """Editing rounds in a row, up to the last, without an accepted improvement (a branch
-    counts from its branch point)."""
+    counts from its branch point); a round the model refused counts as one."""
     start = 1 + (run.branched_from or {}).get("round", 0)
     streak = 0
     for r in reversed(run.rounds[start:]):
         if r.decision == "accepted":
             break
         streak += 1
-    return streak
+    since = max([start - 1] + [r.index for r in run.rounds if r.decision == "accepted"])
+    return streak + sum(1 for x in run.refused if x.round > since)
 
 
 def stop_reason(
@@ -300,9 +301,12 @@ def stop_reason(
     if best is not None and best.best.scores.faith is not None:
         if best.best.scores.faith >= spec.target:
             return f"target: FAITH {best.best.scores.faith:.3f} >= {spec.target}"
-    edits = len(run.rounds) - 1
+    # a round the model refused counts: it was asked for, and a model that refuses every
+    # time must not hold the run in a loop
+    edits = len(run.rounds) - 1 + len(run.refused)
     if edits >= spec.rounds:
-        return f"max rounds: {spec.rounds} editing round(s) done"
+        refused = f", {len(run.refused)} of them refused" if run.refused else ""
+        return f"max rounds: {spec.rounds} editing round(s) done{refused}"
     streak = rejected_streak(run)
     if streak >= spec.patience:
         return f"patience: {streak} round(s) in a row without an accepted improvement"

@@ -41,11 +41,11 @@ from refine.events import (
 )
 from refine.io.store import RunStore, new_run_id
 from refine.loop import confirm, localize, memory, policy, request, tracking
-from refine.loop.candidates import CandidateMaker, Made
+from refine.loop.candidates import CandidateMaker, EveryCandidateRefused, Made
 from refine.loop.prompts import round_text
 from refine.loop.steps import StepContext, default_steps
 from refine.profiles import load_profile
-from refine.records import Candidate, ReferencePack, Round, Run, RunSpec
+from refine.records import Candidate, ReferencePack, RefusedRound, Round, Run, RunSpec
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -94,6 +94,8 @@ def choose_by_hand(
 
 # the stop reason of a stop the user asked for (a review nobody answered says so instead)
 USER_STOP = "stopped by the user"
+# how far a round made again after the model refused it moves its seeds, each time
+REFUSED_SEEDS = 100_000
 
 
 class Refiner:
@@ -243,19 +245,7 @@ class Refiner:
         kept = [r.model_copy(deep=True) for r in old.rounds[: round_index + 1]]
         for name in old.image_names(upto=round_index):
             store.save_image(name, source.load_image(name))
-        run = old.model_copy(
-            update={
-                "id": store.dir.name,
-                "spec": spec,
-                "rounds": kept,
-                "best_round": round_index,
-                "status": "running",
-                "stop_reason": None,
-                "error": None,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "branched_from": {"run": str(source.dir), "round": round_index},
-            }
-        )
+        run = _branched(old, store.dir.name, spec, kept, source.dir)
         store.save(run)
         return self._drive(run, store)
 
@@ -428,7 +418,7 @@ class Refiner:
                 instruction, source = reviewed, "person"
         # 4. edit, or generate from the new prompt (with photos, in boxes: the request)
         parent_image = store.load_image(parent.best.image)
-        seeds = [spec.seed + 1000 * k + j for j in range(spec.candidates)]
+        seeds = round_seeds(run, k)
         role = "generator" if how == "regenerate" else "editor"
         extra = request.round_request(run, how, parent, parent_image, written.changes,
                                       self.backends, self.calls)  # fmt: skip
@@ -449,6 +439,10 @@ class Refiner:
             if len(run.rounds) > k:  # the round kept as stopped: what its request carried
                 request.record(run.rounds[-1], why, written, extra)
             raise
+        except EveryCandidateRefused as refused:  # nothing made: recorded, and the run goes on
+            kept = _keep_refused(run, refused, seeds, parent_index, how, instruction, source)
+            self._emit(RoundDecided(round=k, decision="refused", reason=kept.why()))
+            return
         localize.measure(made.candidates, parent_image, extra.regions, store, self.backends)
         # 6. decide: a regenerated image is a new picture, its drift is not limited
         best, compared = run.best(), policy.compared_with(run, parent).best
@@ -518,6 +512,54 @@ def _decided(r: Round) -> RoundDecided:
     return RoundDecided(
         round=r.index, decision=r.decision, reason=r.reason, faith=s.faith, quality=s.quality
     )
+
+
+def _branched(old: Run, name: str, spec: RunSpec, kept: list[Round], source: Path) -> Run:
+    """The new run of a roll back: ``old``'s record with its rounds up to the branch point
+    (``kept``), its new id and spec, naming where it came from."""
+    return old.model_copy(
+        update={
+            "id": name,
+            "spec": spec,
+            "rounds": kept,
+            "best_round": len(kept) - 1,
+            "status": "running",
+            "stop_reason": None,
+            "error": None,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "branched_from": {"run": str(source), "round": len(kept) - 1},
+            # the parent's refused rounds stay its own: the branch's rounds are its own
+            "refused": [],
+        }
+    )
+
+
+def round_seeds(run: Run, k: int) -> list[int]:
+    """Round ``k``'s candidates' seeds; a round made again after the model refused it
+    takes new ones (REFUSED_SEEDS further each time)."""
+    again = sum(1 for x in run.refused if x.round == k)
+    first = run.spec.seed + 1000 * k + REFUSED_SEEDS * again
+    return [first + j for j in range(run.spec.candidates)]
+
+
+def _keep_refused(
+    run: Run,
+    refused: EveryCandidateRefused,
+    seeds: list[int],
+    parent: int,
+    kind: str,
+    text: str,
+    source: str,
+) -> RefusedRound:
+    """The round the model refused, kept in the run: the next round edits the same image
+    again, and the refused one counts against the rounds (a model that refuses every time
+    ends the run, never holds it in a loop)."""
+    kept = RefusedRound(
+        round=len(run.rounds), parent=parent, kind=kind, text=text,
+        instruction_source=source, seeds=seeds, failures=refused.failures,
+    )  # fmt: skip
+    run.refused.append(kept)
+    return kept
 
 
 def _keep_stopped(

@@ -22,7 +22,7 @@ from metrics.descriptors import DIMENSIONS
 from refine.loop import tracking
 from refine.loop.instructions import NEAR_MARGIN, near_matches
 from refine.numbers import MISSING, shown, with_error
-from refine.records import Exaggerated, Match, Round, Run, Scores
+from refine.records import Exaggerated, Match, RefusedRound, Round, Run, Scores
 from refine.usage import tokens_text
 
 FAITH, ALIGN, HAL, EXAG = label("faith"), label("align"), label("hal"), label("exag")
@@ -280,7 +280,10 @@ def rounds_table(run: Run) -> list[list[object]]:
 
     rows = []
     extras = table_extras()
+    refused = list(run.refused)  # each before the round made again in its place
     for r in run.rounds:
+        while refused and refused[0].round <= r.index:
+            rows.append(refused_row(refused.pop(0), len(extras)))
         s = r.best.scores
         rows.append(
             [
@@ -299,7 +302,15 @@ def rounds_table(run: Run) -> list[list[object]]:
                 tokens_text(r.usage),
             ]
         )
+    rows.extend(refused_row(x, len(extras)) for x in refused)
     return rows
+
+
+def refused_row(x: RefusedRound, extras: int) -> list[object]:
+    """A round the model refused, in :func:`rounds_table`'s columns: nothing was made, so
+    no number; its reason says what each candidate was refused for."""
+    move = " · regenerate" if x.kind == "regenerate" else ""
+    return [x.round, f"refused{move}", *[MISSING] * (6 + extras), x.why(), "", "", ""]
 
 
 @dataclass(frozen=True)
@@ -488,7 +499,9 @@ def progress_line(run: Run | None) -> str:
     9,310 tokens in, 1,204 out (14 API calls) · 23 s``; empty before round 0 is saved."""
     if run is None or not run.rounds:
         return ""
-    parts = [f"{len(run.rounds) - 1} of {run.spec.rounds} editing rounds"]
+    done = len(run.rounds) - 1 + len(run.refused)  # a refused round was asked for too
+    refused = f" ({len(run.refused)} refused by the model)" if run.refused else ""
+    parts = [f"{done} of {run.spec.rounds} editing rounds{refused}"]
     if run.branched_from:  # a roll-back names where it comes from
         parts.insert(0, parent_text(run))
     best = run.best()
@@ -549,6 +562,8 @@ def summary_lines(run: Run, run_dir: str | Path) -> list[str]:
             if undone:
                 verb = "undid" if r.decision in tracking.KEPT else "would have undone"
                 lines.append(f"round {r.index} ({r.decision}) {verb}: {tracking.fix_words(undone)}")
+    for x in run.refused:  # asked for, nothing made: the next round edited the same image
+        lines.append(x.describe())
     for r in run.rounds:
         if r.caire:
             note = f"  <- {r.caire_note}" if r.caire_note else ""

@@ -322,6 +322,7 @@ class World:
     bare: dict = field(default_factory=dict)
     # the seeds whose answers are so (-1: a request without one); None: every request
     bare_seeds: set | None = None
+    bare_models: set | None = None  # the models whose answers are so; None: every model
     edit_delay_s: float = 0.0  # a slow editor, to kill a process mid-round
     # a threading.Event every edit waits for (at most a minute): a run held mid-round until
     # a test has seen what it waits for, whatever the machine's pace
@@ -493,8 +494,10 @@ class World:
             time.sleep(delay)
         if kind == self.fail_on:
             return 500, {"error": {"code": 500, "message": "injected", "status": "INTERNAL"}}
-        if kind in self.bare and (
-            self.bare_seeds is None or int(config.get("seed", -1)) in self.bare_seeds
+        if (
+            kind in self.bare
+            and (self.bare_seeds is None or int(config.get("seed", -1)) in self.bare_seeds)
+            and (self.bare_models is None or model in self.bare_models)
         ):
             from tests.fakes.gemini_server import bare_answer
 

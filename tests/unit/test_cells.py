@@ -121,6 +121,13 @@ class Heard:
     def lost(self, job, worker, retries):
         raise AssertionError("no worker dies here")
 
+    def failed(self, job, err, worker):
+        """A job's own failure (JobFailure) is written down and the others go on."""
+        from refine.backends.loading import JobFailure
+
+        self.failures = [*getattr(self, "failures", []), (job, str(err))]
+        return isinstance(err, JobFailure)
+
 
 def test_the_local_engine_makes_every_job_on_its_workers(tmp_path):
     Squares.built = 0
@@ -156,6 +163,27 @@ def test_the_first_failure_stops_the_rest(tmp_path):
     with pytest.raises(RuntimeError, match="job 2 failed"):
         engine.run([1, 2, 3, 4], driver)
     assert driver.got == {1: (1, "")}  # one worker: 3 and 4 never started
+
+
+class Refusing(Squares):
+    def make(self, job: int, tell=None) -> int:
+        from refine.backends.loading import Refused
+
+        if job == 2:
+            raise Refused("job 2 refused")
+        return job
+
+
+def test_a_jobs_own_failure_is_the_drivers_and_the_rest_go_on(tmp_path):
+    """A failure the driver takes as the job's own (a refusal) is told to it, and the
+    engine goes on with the other jobs."""
+    engine = open_engine(
+        EngineOptions(), MakerSpec(Refusing, {"offset": 0}), folder=tmp_path, what="x", emit=print
+    )
+    driver = Heard()
+    engine.run([1, 2, 3, 4], driver)
+    assert driver.got == {1: (1, ""), 3: (3, ""), 4: (4, "")}
+    assert driver.failures == [(2, "job 2 refused")]
 
 
 def test_an_unknown_engine_is_named(tmp_path):

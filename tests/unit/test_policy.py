@@ -10,6 +10,7 @@ from refine.records import (
     Drift,
     Feedback,
     ReferencePack,
+    RefusedRound,
     Round,
     Run,
     RunSpec,
@@ -101,6 +102,47 @@ def test_a_branch_counts_patience_from_its_branch_point():
     assert policy.rejected_streak(run) == 3
     run.branched_from = {"run": "x", "round": 2}
     assert policy.rejected_streak(run) == 1 and policy.stop_reason(run) is None
+
+
+def refused(k: int) -> RefusedRound:
+    return RefusedRound(round=k, parent=k - 1, text="t", failures=["candidate 0: blocked"])
+
+
+def test_a_refused_round_counts_against_the_rounds_and_the_patience():
+    """A round the model refused was asked for: it counts toward --rounds (an editor that
+    refuses every time ends the run) and toward the patience after the last accepted
+    round, not before it."""
+    run = a_run(["initial", "accepted"], rounds=3, patience=9)
+    assert policy.stop_reason(run) is None
+    run.refused = [refused(2), refused(2)]
+    assert policy.stop_reason(run) == "max rounds: 3 editing round(s) done, 2 of them refused"
+    run = a_run(["initial", "accepted", "rejected"], rounds=9, patience=3)
+    run.refused = [refused(1), refused(3)]  # round 1 refused once, then made and accepted
+    assert policy.rejected_streak(run) == 2 and policy.stop_reason(run) is None
+    run.refused.append(refused(3))
+    assert policy.rejected_streak(run) == 3
+    assert policy.stop_reason(run).startswith("patience: 3 round(s) in a row")
+
+
+def test_refused_rounds_are_written_at_layout_3_and_only_when_there_are_some():
+    """A run without refused rounds is written as before (layout 2, no field); with one,
+    at layout 3, which reads back whole; a layout-2 record reads with none."""
+    from refine.records import REFUSED_SCHEMA, WRITTEN_SCHEMA
+
+    run = a_run(["initial", "rejected"])
+    plain = run.model_dump(mode="json")
+    assert "refused" not in plain and plain["schema_version"] == WRITTEN_SCHEMA == 2
+    assert Run.read(plain).refused == []
+    run.refused = [refused(1)]
+    doc = run.model_dump(mode="json")
+    assert doc["schema_version"] == REFUSED_SCHEMA == 3
+    again = Run.read(doc)
+    assert again.refused == run.refused and again.schema_version == 3
+    assert again.refused[0].describe() == (
+        "round 1 refused: every candidate (1) was refused by the editor: candidate 0: blocked"
+    )
+    with pytest.raises(ValueError, match="failures"):
+        RefusedRound(round=1, parent=0, text="t", failures=[])
 
 
 @pytest.mark.parametrize(("edit_from", "expected"), [("best", 1), ("original", 0), ("last", 2)])

@@ -360,7 +360,11 @@ def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
         f'<p class="muted">EXAG: {escape(exag)}<br>settings: {escape(settings)}<br>'
         f"references: {escape(run.references.source)}</p>"
         f"<details><summary>backends</summary><table>{backends}</table></details>"
-        f"{chart}" + "".join(_round_html(run, r, run_dir) for r in run.rounds) + "</section>"
+        f"{chart}"
+        + "".join(_round_html(run, r, run_dir) for r in run.rounds)
+        # rounds the model refused: asked for, nothing made
+        + "".join(f'<p class="refused">{escape(x.describe())}</p>' for x in run.refused)
+        + "</section>"
     )
 
 
