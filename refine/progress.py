@@ -117,6 +117,11 @@ class RunProgress:
         elif isinstance(event, ReviewWaiting):
             self.review_since = now
             self.stage, self.detail = "waiting for your review of the instruction", ""
+        elif isinstance(event, RoundDecided) and event.decision == "refused":
+            # nothing made: the same round is made again, and the run has one round fewer
+            self.last = max(self.round, self.last - 1)
+            self.within, self.round_started, self.waited = 0.0, now, 0.0
+            self.stage, self.detail = f"round {event.round} refused, made again", ""
         elif isinstance(event, RoundDecided):
             if self.round_started is not None:
                 self.durations[event.round] = max(0.0, now - self.round_started - self.waited)

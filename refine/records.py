@@ -632,7 +632,11 @@ class RunSpec(_Record):
     # line; see refine.settings.SETTINGS); the bounds are ones no caller can pass (the
     # app's operator limits stay below them)
     rounds: int = Field(
-        5, ge=0, le=100, description="Editing rounds after round 0.", json_schema_extra=_ALL
+        5,
+        ge=0,
+        le=100,
+        description="Editing rounds after round 0 (a round the image model refuses counts).",
+        json_schema_extra=_ALL,
     )
     target: float = Field(
         0.7,
@@ -646,7 +650,10 @@ class RunSpec(_Record):
         },
     )
     patience: int = Field(
-        2, ge=1, description="Rejected rounds before stopping.", json_schema_extra=_RUN
+        2,
+        ge=1,
+        description="Rejected (or refused) rounds in a row before stopping.",
+        json_schema_extra=_RUN,
     )
     candidates: int = Field(
         2,

@@ -823,8 +823,9 @@ def _first_image(model: str, response: Any) -> Image.Image:
         if part.inline_data is not None and part.inline_data.data:
             try:
                 return _decoded(part.inline_data.data)
-            except NotAnImage as err:  # a batch job's answer, which is not retried
-                raise GeminiError(f"{model}: the answer's {err}") from err
+            except NotAnImage as err:  # a batch job's answer, which is not retried:
+                # that request's own failure (its cell fails, a bench goes on)
+                raise GeminiJobFailed(f"{model}: the answer's {err}") from err
         if part.text:
             texts.append(part.text)
     said = f"; it said: {' '.join(texts)[:300]}" if texts else ""

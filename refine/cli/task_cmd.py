@@ -31,6 +31,7 @@ from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
 from refine.harness.registry import TaskSpec
 from refine.harness.results import RESULTS, Results, ResultsError
+from refine.harness.task import CellsFailed
 from refine.settings import shown_on
 
 
@@ -61,17 +62,20 @@ def run_plan(
         if not as_json:
             typer.echo(line, err=True)
 
+    own: list[str] = []  # cells that failed on their own (a refusal): none in the results
     try:
         results = spec.runner()(plan, out, on_event=progress, engine=engine)
+    except CellsFailed as err:  # the rest were made: their page and summary, then exit 1
+        results, own = err.results, [f"failed: {line}" for line in err.failures]
     except (RayEngineError, CellSchemaError, *spec.error_types()) as err:
         raise UserInputError(str(err)) from err
-    failed = spec.failure_lines(results.cells)
+    failed = [*own, *spec.failure_lines(results.cells)]
     for line in failed:
         typer.echo(line, err=True)
     if failed:
         typer.echo(
-            f"{len(failed)} of {len(results.cells)} cell(s) failed; they are made again when "
-            "the same command runs again",
+            f"{len(failed)} of {len(results.cells) + len(own)} cell(s) failed; they are made "
+            "again when the same command runs again (the others are kept)",
             err=True,
         )
     written = None

@@ -170,7 +170,11 @@ class LocalEngine:
                     result = self.maker.make(job, lambda news, job=job: driver.heard(job, news))
                     driver.done(job, result, "")
                 except BaseException as err:  # the first failure stops the rest
-                    if isinstance(err, Exception) and driver.failed(job, err, ""):
+                    try:
+                        own = isinstance(err, Exception) and driver.failed(job, err, "")
+                    except BaseException as failing:  # the driver could not record it
+                        own, err = False, failing
+                    if own:
                         continue  # the job's own failure, recorded: the others go on
                     failures.append(err)
                     stop.set()

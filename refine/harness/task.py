@@ -110,7 +110,11 @@ def run_task(
         raise
     finally:
         cells_engine.close()
-    return task.end(made_with)
+    result = task.end(made_with)
+    failures = getattr(task, "failures", None)
+    if failures:  # after the task's end: what was made is written whole
+        raise CellsFailed(failures, len(getattr(task, "todo", ())), Path(task.folder), result)
+    return result
 
 
 class CellTask(Task):
@@ -227,8 +231,8 @@ class CellTask(Task):
         return True
 
     def end(self, made_with: Any) -> Results:
-        """The results record of the plan's cells, written with the CSV beside it; then,
-        when cells failed on their own, :class:`CellsFailed` naming them."""
+        """The results record of the plan's cells, written with the CSV beside it (cells
+        that failed on their own are left out: :func:`run_task` names them after)."""
 
         kept = latest(c for c in self.store.cells() if self.reusable(c, made_with))
         cells = [kept[key] for key in map(self.job_key, self.jobs()) if key in kept]
@@ -250,15 +254,13 @@ class CellTask(Task):
         rows = [row for line in lines for row in self.csv_rows(line)]
         results = publish(self.store.dir, results, self.csv_fields(), rows)
         self.emit(f"written: {self.store.dir / RESULTS}, {self.csv_file}")
-        if self.failures:
-            raise CellsFailed(self.failures, len(self.todo), self.store.dir, results)
         return results
 
 
 class CellsFailed(RuntimeError):
-    """Cells that failed on their own (a refusal, a failed batch job): the others were
-    made and written, ``results`` their record; running the same job again makes only
-    the cells left."""
+    """Cells that failed on their own (a refusal, a failed batch job), raised by
+    :func:`run_task` once the task has ended: the others were made and written,
+    ``results`` the task's result; running the same job again makes only the cells left."""
 
     def __init__(self, failures: list[str], asked: int, folder: Path, results: Results) -> None:
         shown = "; ".join(failures[:5]) + (

@@ -10,7 +10,8 @@ models allow and with the same record whatever the timing.
 * The candidates come back in seed order, so the record does not depend on which call
   finished first. A candidate whose calls fail is left out and its failure returned (the
   round decides among the others); when every candidate fails, the first failure is raised,
-  or :class:`EveryCandidateRefused` when the model refused each (a safety block).
+  or :class:`EveryCandidateRefused` when the model that makes them refused each (a safety
+  block; a refusal of a later step, an observation, is raised as itself).
 * ``timings`` gets each stage's model time summed over the candidates, and ``wall``, the
   time the candidates took together.
 * A stop asked for (:func:`refine.usage.stop_on`) ends the round between candidates and
@@ -148,7 +149,11 @@ class CandidateMaker:
                     if image is None:
                         t = time.perf_counter()
                         with self.backends.using(role) as backend:
-                            image = make(backend, [seeds[j]])[0]
+                            try:
+                                image = make(backend, [seeds[j]])[0]
+                            except Refused as err:  # the maker's own refusal, not a
+                                err.by_maker = role  # later step's (an observation's)
+                                raise
                         self.calls.add(1)
                         own[stage] = time.perf_counter() - t
                     one = self._one(run, store, k, j, seeds[j], image, parent, own)
@@ -204,7 +209,7 @@ class CandidateMaker:
             raise stopped
         if not out.candidates and first is not None:
             errors = [outcome[2] for outcome in outcomes if outcome is not None]
-            if all(isinstance(err, Refused) for err in errors):
+            if all(getattr(err, "by_maker", None) for err in errors):
                 raise EveryCandidateRefused(out.failures) from first
             raise first
         return out

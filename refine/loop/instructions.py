@@ -463,10 +463,10 @@ def round_instruction(
         left = f"Tab. 32 has no place for: {'; '.join(extras)}" if extras else None
         return Written(got[0], "ahead template", changes=got[1], note=left)
     tau = parent.best.scores.tau if parent.best.scores.tau is not None else spec.tau
-    # the image model refused this round before: the template leaves out the refused
-    # instruction's first change (one more each time), and the language model is told
+    # the image model refused this round before: the refused instruction's first change
+    # is left out (one more each time), and the language model is told what was refused
     refused = [x for x in run.refused if x.round == k]
-    skip = len(refused) if spec.writer != "llm" else 0
+    skip = len(refused)
     extras = extras[: spec.max_changes + skip]
     planned = plan(
         parent.best.feedback,
@@ -483,8 +483,7 @@ def round_instruction(
         return None
     changes = change_records(planned, extras)
     if spec.writer != "llm":
-        note = f"after {len(refused)} refused: the first change(s) left out" if skip else None
-        return Written(text, "template", changes=changes, note=note)
+        return Written(text, "template", changes=changes, note=_left_out(skip))
     keep = planned.keep[:5]
     country = run.references.country
     hints = memory.hints_for(run, changes) if spec.memory else []
@@ -505,7 +504,19 @@ def round_instruction(
         ),  # fmt: skip
     )
     written.hints = hints
+    if skip:
+        written.note = "; ".join(x for x in (written.note, _left_out(skip)) if x)
     return written
+
+
+def _left_out(skip: int) -> str | None:
+    """Why an instruction leaves out the planned changes a refused one led with."""
+    if not skip:
+        return None
+    return (
+        f"the image model refused this round {skip} time(s): its first {skip} planned "
+        "change(s) left out"
+    )
 
 
 def worded(backends: Backends, calls: CallCounter, template: Written, ask: Any) -> Written:

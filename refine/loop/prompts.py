@@ -154,4 +154,10 @@ def round_text(
             "nothing to change: no hallucinated or exaggerated items (AHEaD's Tab. 32 "
             "removes those and adds only where they point)"
         )
+    refused = sum(1 for x in run.refused if x.round == k)
+    if refused:  # each refusal left out a planned change: none is left to ask for
+        nothing = (
+            f"nothing left to ask for: the image model refused round {k} {refused} time(s), "
+            "and no other planned change is left"
+        )
     return written, nothing

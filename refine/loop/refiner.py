@@ -45,7 +45,15 @@ from refine.loop.candidates import CandidateMaker, EveryCandidateRefused, Made
 from refine.loop.prompts import round_text
 from refine.loop.steps import StepContext, default_steps
 from refine.profiles import load_profile
-from refine.records import Candidate, ReferencePack, RefusedRound, Round, Run, RunSpec
+from refine.records import (
+    WRITTEN_SCHEMA,
+    Candidate,
+    ReferencePack,
+    RefusedRound,
+    Round,
+    Run,
+    RunSpec,
+)
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -265,7 +273,12 @@ class Refiner:
         self._stop.clear()
         self._stop_why = USER_STOP
         self._emit(
-            RunStarted(run=run.id, dir=str(store.dir), first=len(run.rounds), last=run.spec.rounds)
+            RunStarted(
+                run=run.id,
+                dir=str(store.dir),
+                first=len(run.rounds),
+                last=run.spec.rounds - len(run.refused),  # a refused round is one fewer
+            )
         )
         try:
             if not run.rounds:
@@ -530,6 +543,7 @@ def _branched(old: Run, name: str, spec: RunSpec, kept: list[Round], source: Pat
             "branched_from": {"run": str(source), "round": len(kept) - 1},
             # the parent's refused rounds stay its own: the branch's rounds are its own
             "refused": [],
+            "schema_version": WRITTEN_SCHEMA,
         }
     )
 

@@ -50,7 +50,9 @@ def test_a_round_whose_every_edit_is_refused_is_recorded_and_the_run_goes_on(
     assert run["stop_reason"] == "max rounds: 2 editing round(s) done, 1 of them refused"
     (refused,) = run["refused"]
     assert (refused["round"], refused["parent"], refused["seeds"]) == (1, 0, [1042, 1043])
-    assert refused["text"] == run["rounds"][1]["text"]  # the same instruction, made again
+    # made again without the change the refused instruction led with, the writer told why
+    assert run["rounds"][1]["text"] != refused["text"]
+    assert "refused this round 1 time(s)" in run["rounds"][1]["instruction_note"]
     assert len(refused["failures"]) == 2
     assert all("IMAGE_SAFETY" in f for f in refused["failures"]), refused["failures"]
     assert [r["index"] for r in run["rounds"]] == [0, 1]
@@ -61,7 +63,6 @@ def test_a_round_whose_every_edit_is_refused_is_recorded_and_the_run_goes_on(
     told = world.written[-1]
     assert "The image model refused the last instruction for this photo" in told
     assert refused["text"] in told and "IMAGE_SAFETY" in told
-    assert "refused the last instruction" not in world.written[0]
 
 
 def test_a_model_that_refuses_every_edit_ends_the_run_at_its_rounds(world, siglip_path, tmp_path):
@@ -98,8 +99,9 @@ def test_a_bench_cell_whose_prompt_is_refused_fails_alone_and_a_rerun_makes_only
     world, gemini_env, siglip_path, tmp_path
 ):
     """One generator refuses the bench's prompt (IMAGE_SAFETY): its cell fails with the
-    reason, the other generator's cell is made and written, the bench ends in one line
-    naming the failed cell (exit 1); run again, it sends only that cell's requests."""
+    reason, the other generator's cell is made and written with the page and summary, and
+    the bench names the failed cell (exit 1); run again, it sends only that cell's
+    requests."""
     from tests.e2e.test_bench import ACTS, GENS
 
     world.bare, world.bare_models = {"generate": "IMAGE_SAFETY"}, {"gemini-3-pro-image"}
@@ -108,11 +110,14 @@ def test_a_bench_cell_whose_prompt_is_refused_fails_alone_and_a_rerun_makes_only
     args += ["--backend", f"image_embedder=siglip:{siglip_path}"]
     done = cli(*args)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-    assert "1 of 2 cell(s) failed and are left out of " in done.stderr
-    assert f"{GENS[1]}: {ACTS[0]} (Iran): " in done.stderr and "IMAGE_SAFETY" in done.stderr
-    assert "Run the same command again to make only those" in done.stderr
+    assert f"failed: {GENS[1]}: {ACTS[0]} (Iran): " in done.stderr and "IMAGE_SAFETY" in done.stderr
+    assert "1 of 2 cell(s) failed; they are made again when the same command runs again" in (
+        done.stderr
+    )
     doc = json.loads((tmp_path / "b" / "results.json").read_text())
     assert [c["generator"] for c in doc["cells"]] == [GENS[0]]
+    # the cell made is written whole: its page and summary too
+    assert (tmp_path / "b" / "bench.html").is_file() and f"results: {tmp_path / 'b'}" in done.stdout
     world.bare_models = None
     world.bare = {}
     before = list(world.by_model)

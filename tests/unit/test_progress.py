@@ -152,3 +152,20 @@ def test_a_countdown_tells_the_time_left_from_the_pace_so_far():
     now[0] = 140.0
     assert c.tick(2) == "about 13 s left"  # 40 s for 3 jobs, 1 to go
     assert c.tick() == "" and c.done == 4
+
+
+def test_a_refused_round_is_made_again_and_the_run_has_one_round_fewer():
+    """A round the image model refused: nothing was made, the same round is made again,
+    and the run may make one round fewer (the refused one counted against its rounds):
+    the bar never goes back, and the round's number stays."""
+    p = RunProgress(Clock())
+    p.see(RunStarted(run="r", dir="d", first=0, last=2))
+    p.see(RoundDecided(round=0, decision="initial"))
+    p.see(StageStarted(round=1, stage="edit", n=2))
+    before = p.fraction()
+    p.see(RoundDecided(round=1, decision="refused", reason="every candidate (2) was refused"))
+    assert p.round == 1 and p.last == 1 and p.fraction() >= before
+    assert "round 1 refused, made again" in p.describe()
+    p.see(StageStarted(round=1, stage="edit", n=2))
+    p.see(RoundDecided(round=1, decision="accepted"))
+    assert p.fraction() == pytest.approx(1.0)  # round 1 was the last one left

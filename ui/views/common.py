@@ -125,7 +125,8 @@ class RunDisplay:
         run_dir = Path(path) if run is not None and path else None
         done = 0.0
         if run is not None and run.rounds:
-            done = 1.0 if run.status != "running" else len(run.rounds) / (run.spec.rounds + 1)
+            made = len(run.rounds) + len(run.refused)  # a refused round was asked for too
+            done = 1.0 if run.status != "running" else made / (run.spec.rounds + 1)
         state = "not finished" if run is not None and run.status == "running" else None
         label = f"run {run.id}: {state or run.status}" if run is not None else "not started"
         bar = adapters.progress_bar(done, label)
