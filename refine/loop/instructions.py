@@ -227,14 +227,11 @@ def change_records(planned: Plan, extra: list[str] | None = None) -> list[Planne
     return out
 
 
-def refused_lines(refused: RefusedRound) -> str:
-    """What the writer is told of the instruction the image model refused."""
+def refused_lines(refused: RefusedRound, template: str = "refused_instruction") -> str:
+    """What the writer is told of the instruction (or, ``refused_prompt``, the prompt) the
+    image model refused."""
     reason = refused.failures[0] if refused.failures else "no reason given"
-    return (
-        prompt_template("refused_instruction")
-        .strip()
-        .format(reason=reason[:300], instruction=refused.text)
-    )
+    return prompt_template(template).strip().format(reason=reason[:300], instruction=refused.text)
 
 
 def write_instruction(
@@ -483,7 +480,7 @@ def round_instruction(
         return None
     changes = change_records(planned, extras)
     if spec.writer != "llm":
-        return Written(text, "template", changes=changes, note=_left_out(skip))
+        return Written(text, "template", changes=changes, note=left_out(skip))
     keep = planned.keep[:5]
     country = run.references.country
     hints = memory.hints_for(run, changes) if spec.memory else []
@@ -505,11 +502,11 @@ def round_instruction(
     )
     written.hints = hints
     if skip:
-        written.note = "; ".join(x for x in (written.note, _left_out(skip)) if x)
+        written.note = "; ".join(x for x in (written.note, left_out(skip)) if x)
     return written
 
 
-def _left_out(skip: int) -> str | None:
+def left_out(skip: int) -> str | None:
     """Why an instruction leaves out the planned changes a refused one led with."""
     if not skip:
         return None

@@ -19,10 +19,13 @@ from refine.assets import prompt_template
 from refine.backends.selection import Backends
 from refine.evaluate.assess import CallCounter
 from refine.loop.instructions import (
+    Plan,
     Written,
     change_records,
+    left_out,
     noun_phrase,
     plan,
+    refused_lines,
     round_instruction,
     worded,
 )
@@ -69,10 +72,11 @@ def _join(items: list[str]) -> str:
 
 def rewrite_prompt(
     model: Any, activity: str, country: str, prompt: str, missing: list[str],
-    wrong: list[str], keep: list[str], cache: Any = None,
+    wrong: list[str], keep: list[str], cache: Any = None, refused: Any = None,
 ) -> str:  # fmt: skip
-    """The prompt the language model ``model`` (``complete_json``) writes; a ValueError
-    when it is empty or too long."""
+    """The prompt the language model ``model`` (``complete_json``) writes (told of the
+    ``refused`` round's prompt, a RefusedRound, when the image model refused it); a
+    ValueError when it is empty or too long."""
     text = prompt_template("rewrite_prompt").format(
         activity=activity,
         country=country,
@@ -80,6 +84,7 @@ def rewrite_prompt(
         missing="; ".join(missing) or "(nothing)",
         wrong="; ".join(wrong) or "(nothing)",
         keep="; ".join(keep) or "(nothing named)",
+        refused="\n" + refused_lines(refused, "refused_prompt") if refused is not None else "",
     )
     if cache is not None:
         answer = cache.ask(model, text, RewrittenPrompt)
@@ -106,9 +111,13 @@ def round_prompt(
         return Written(user, "user")
     spec, parent = run.spec, run.rounds[parent_index]
     tau = parent.best.scores.tau if parent.best.scores.tau is not None else spec.tau
+    # refused before: the change the refused prompt led with is left out, one more a time
+    refused = [x for x in run.refused if x.round == k]
+    skip = len(refused)
     planned = plan(
-        parent.best.feedback, spec.max_changes, tau, spec.near_margin, spec.replace_floor
+        parent.best.feedback, spec.max_changes + skip, tau, spec.near_margin, spec.replace_floor
     )
+    planned = Plan(planned.changes[skip:], planned.near, planned.keep)
     if not planned.changes:
         return None
     show = [c.reference or c.item for c in planned.changes if c.kind in ("add", "replace")]
@@ -121,6 +130,7 @@ def round_prompt(
         note = "the template wrote it" + (
             ": AHEaD's Tab. 32 is an editing template" if spec.writer == "ahead" else ""
         )
+        note = "; ".join(x for x in (note, left_out(skip)) if x)
         return Written(text, "template", changes=changes, note=note)
     wrong = [
         f"{c.item} (instead: {c.reference})" if c.reference else c.item
@@ -129,14 +139,25 @@ def round_prompt(
     ]
     missing = [c.item for c in planned.changes if c.kind == "add"]
     country = run.references.country
-    return worded(
+    written = worded(
         backends,
         calls,
         Written(text, "template", changes=changes),
         lambda model, cache: rewrite_prompt(
-            model, spec.activity, country, base, missing, wrong, keep, cache
-        ),
+            model,
+            spec.activity,
+            country,
+            base,
+            missing,
+            wrong,
+            keep,
+            cache,
+            refused[-1] if refused else None,
+        ),  # fmt: skip
     )
+    if skip:
+        written.note = "; ".join(x for x in (written.note, left_out(skip)) if x)
+    return written
 
 
 def round_text(

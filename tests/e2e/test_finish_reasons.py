@@ -127,3 +127,28 @@ def test_a_bench_cell_whose_prompt_is_refused_fails_alone_and_a_rerun_makes_only
     assert sent == ["gemini-3-pro-image"] * 2  # only the failed cell's two images
     doc = json.loads((tmp_path / "b" / "results.json").read_text())
     assert [c["generator"] for c in doc["cells"]] == GENS[:2]
+
+
+def test_a_refused_regeneration_is_made_again_and_its_rewriter_told_why(
+    world, siglip_path, tmp_path
+):
+    """The regenerate move: both new images of round 1 refused by the generator. The
+    round is recorded as refused by the generator and made again with new seeds, the
+    prompt rewriter told what was refused."""
+    from refine.loop.refiner import REFUSED_SEEDS
+
+    world.bare, world.bare_seeds = {"generate": "IMAGE_SAFETY"}, {1042, 1043}
+    done = cli(*run_args(tmp_path, 2, siglip_path), "--strategy", "regenerate")
+    assert done.returncode == 0, done.stderr
+    (run,) = [json.loads(p.read_text()) for p in tmp_path.glob("*/run.json")]
+    (refused,) = run["refused"]
+    assert refused["kind"] == "regenerate" and refused["seeds"] == [1042, 1043]
+    assert "round 1 refused: every candidate (2) was refused by the generator" in (
+        done.stdout + done.stderr
+    )
+    made = run["rounds"][1]
+    assert made["kind"] == "regenerate"
+    assert [c["seed"] for c in made["candidates"]] == [1042 + REFUSED_SEEDS, 1043 + REFUSED_SEEDS]
+    told = world.rewritten[-1]
+    assert "The image model refused the last prompt for this scene" in told
+    assert refused["text"] in told and "IMAGE_SAFETY" in told
