@@ -160,6 +160,14 @@ def language_of(country: str, data: Path | None = None) -> str:
     for name, language in LANGUAGES.items():
         if name.casefold() == country.strip().casefold():
             return language
+    from refine.evaluate.references import suggest
+
+    near = suggest(country.strip(), list(LANGUAGES))
+    if near:  # most likely a misspelling of a country known here
+        raise SearchError(
+            f"no country {country!r} known here{near} (for a country not listed, give the "
+            "language to search in with --language)"
+        )
     raise SearchError(
         f"no language known for {country!r}: give the language to search in with --language "
         "(English alone: --language English)"

@@ -174,6 +174,9 @@ def test_what_cannot_be_searched_is_named(tiny_clip, tmp_path, monkeypatch):
             search_photos(ACT, COUNTRY, Translator(), embedder, api=server.api, data=tmp_path)
     with pytest.raises(SearchError, match="no language known for 'Atlantis'.*--language"):
         commons.language_of("Atlantis", tmp_path)
+    # a misspelled country is named with the nearest known, not asked for a language
+    with pytest.raises(SearchError, match="no country 'Brazl' known here; did you mean 'Brazil'"):
+        commons.language_of("Brazl", tmp_path)
     waits = []  # the waits between tries, kept rather than slept (3 s of this test's 3.5)
     monkeypatch.setattr(commons, "time", types.SimpleNamespace(sleep=waits.append))
     with pytest.raises(SearchError, match="cannot reach http://127.0.0.1:9/w/api.php"):
