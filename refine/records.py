@@ -595,13 +595,15 @@ class RefusedRound(_Record):
     filter): nothing was made, so it is no round of the run; the next round edits the same
     image again, with new seeds, and a person reviewing the instruction may rewrite it."""
 
-    round: int  # the round it was to be (the next round gets the same number)
-    parent: int
+    # a record read from a file is bounded: an editing round (1 or more) of a real parent,
+    # and the few lines a round's candidates make (RunSpec's at most 64)
+    round: int = Field(ge=1)  # the round it was to be (the next round gets the same number)
+    parent: int = Field(ge=0)
     kind: Literal["edit", "regenerate"] = "edit"
     text: str  # the instruction (or the rewritten prompt) the model refused
     instruction_source: InstructionSource = "template"
-    seeds: list[int] = Field(default_factory=list)
-    failures: list[str] = Field(min_length=1)  # each candidate's refusal, in words
+    seeds: list[int] = Field(default_factory=list, max_length=64)
+    failures: list[str] = Field(min_length=1, max_length=64)  # each candidate's refusal
 
     def why(self) -> str:
         """``every candidate (2) was refused by the editor: candidate 0 (seed 1042): ...``"""

@@ -143,6 +143,10 @@ def test_refused_rounds_are_written_at_layout_3_and_only_when_there_are_some():
     )
     with pytest.raises(ValueError, match="failures"):
         RefusedRound(round=1, parent=0, text="t", failures=[])
+    # a hostile record: round 0 is never refused (the run ends there), no negative parent
+    for bad in ({"round": 0}, {"parent": -1}, {"failures": ["x"] * 65}):
+        with pytest.raises(ValueError):
+            Run.read({**doc, "refused": [{**doc["refused"][0], **bad}]})
 
 
 @pytest.mark.parametrize(("edit_from", "expected"), [("best", 1), ("original", 0), ("last", 2)])
