@@ -124,6 +124,11 @@ def test_an_api_generator_asks_for_several_seeds_at_once(world):
     model = "gemini:gemini-3.1-flash-image"
     for concurrency, most in ((4, 4), (2, 2), (1, 1)):
         world.busy[:] = [0, 0]
+        # the first `most` requests are held until they are all in (a loaded machine can
+        # start the threads more than the delay apart: 3 of 4 were seen at once under
+        # -n 3); a request beyond the concurrency would then meet them in flight
+        world.hold_together, world.hold_give_up_s, world.held_peak = most, 10.0, 0
+        world._held[:] = [0, 0, False]
         gen = create("generator", model, max_retries=0, concurrency=concurrency)
         with usage.collecting() as spent:
             images = gen.generate("a picture, blue please", [1, 2, 3, 4])
