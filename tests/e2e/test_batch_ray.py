@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 
@@ -23,7 +22,6 @@ from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from refine.profiles import load_profile
 from tests.e2e.test_batch import write_jsonl
-from tests.e2e.test_cli_run import env
 
 pytestmark = pytest.mark.slow  # Ray: a cluster of worker processes
 
@@ -157,47 +155,25 @@ def test_an_interrupted_driver_is_finished_by_the_local_engine(
     assert len(list((store.dir / "runs").glob("*/run.json"))) == 4  # begun runs went on
 
 
-def test_bad_settings_get_one_line_each(tmp_path, world):
+def test_bad_settings_get_one_line_each(tmp_path, world, monkeypatch):
+    """As the console script runs each (tests.e2e.test_cli_run.cli), in this process where
+    its Ray is not the point (a process each, importing the command line, cost 0.7 s)."""
+    from tests.e2e.test_cli_run import cli
+
     path = specs(tmp_path, n=1)
-    base = [sys.executable, "-c"]
-    main = "from refine.cli import main; main()"
-    no_ray = "import sys; sys.modules['ray'] = None; " + main
-    done = subprocess.run(
-        [*base, no_ray, "batch", str(path), "--engine", "ray", "--out", str(tmp_path / "o")],
-        env=env(),
-        capture_output=True,
-        text=True,
-    )
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "ray", None)  # Ray not installed: its import fails
+        done = cli("batch", path, "--engine", "ray", "--out", tmp_path / "o")
     assert (
         done.returncode == 2
         and "the cultural-refine[ray] extra: pip install '.[ray]'" in done.stderr
     )
     assert len(done.stderr.strip().splitlines()) == 1
-    done = subprocess.run(
-        [
-            *base,
-            main,
-            "batch",
-            str(path),
-            "--engine",
-            "ray",
-            "--address",
-            "127.0.0.1:9",
-            "--out",
-            str(tmp_path / "p"),
-        ],
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    # in a process of its own: this one may be joined to the module's Ray instance already
+    address = ("--address", "127.0.0.1:9")
+    done = cli("batch", path, "--engine", "ray", *address, "--out", tmp_path / "p", process=True)
     assert done.returncode == 2 and "--address 127.0.0.1:9: nothing answers there" in done.stderr
-    done = subprocess.run(
-        [*base, main, "batch", str(path), "--address", "x:1", "--out", str(tmp_path / "q")],
-        env=env(),
-        capture_output=True,
-        text=True,
-    )
+    done = cli("batch", path, "--address", "x:1", "--out", tmp_path / "q")
     assert done.returncode == 2 and "only with --engine ray" in done.stderr
     assert "edit" not in world.log and "generate" not in world.log  # no model was called
 

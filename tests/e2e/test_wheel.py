@@ -130,34 +130,44 @@ def test_the_wheel_carries_its_data_and_runs(tmp_path, world, siglip_path):
             args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
         )
 
-    where = run(str(python), "-c", "import refine.assets as a; print(a.assets_dir())")
-    assets = Path(where.stdout.strip())
-    assert where.returncode == 0, where.stderr
+    # where the data is, the gemini profile's observer and whether diffusers is there, in
+    # one process (each asked alone was a process start and an import of refine)
+    facts = run(
+        str(python),
+        "-c",
+        "import importlib.util as u, json, refine.assets as a; "
+        "from refine.profiles import load_profile as p; "
+        "print(json.dumps([str(a.assets_dir()), p('gemini').roles['observer'], "
+        "u.find_spec('diffusers') is None]))",
+    )
+    assert facts.returncode == 0, facts.stderr
+    where, observer, no_diffusers = json.loads(facts.stdout.strip().splitlines()[-1])
+    assets = Path(where)
     assert assets.is_relative_to(venv) and (assets / "profiles" / "gemini.toml").is_file()
     refine = str(venv / "bin" / "refine")
     shown = run(refine, "refs", "show", "people eating food at home", "--country", "Iran")
     assert shown.returncode == 0, shown.stderr
     assert "stereotype candidates:" in shown.stdout and "source:" in shown.stdout
-    profile = run(
-        str(python),
-        "-c",
-        "from refine.profiles import load_profile as p; print(p('gemini').roles['observer'])",
-    )
-    assert profile.returncode == 0 and profile.stdout.startswith("gemini:"), profile.stderr
+    assert observer.startswith("gemini:"), observer
+    # an API-only install: the extras are missing, and the gemini profile runs
+    assert no_diffusers
     example = assets / "examples" / "iran_eating_home"
     # an API-only install: the extras are missing, and the gemini profile runs
     missing = run(str(python), "-c", "import importlib.util as u; print(u.find_spec('diffusers'))")
     assert missing.stdout.strip() == "None", missing.stderr
-    # the two commands that load models, in one process of the fresh environment (each
-    # started alone spent 5 s importing torch and transformers; the console script itself
-    # is the one the other commands run)
+    # the two commands that load models and the two that need an extra, in one process of
+    # the fresh environment, as the console script runs each (started alone, each spent
+    # 5 s importing torch and transformers, or 1 s importing the command line; the console
+    # script itself is the one refs show ran)
     out = tmp_path / "runs"
     ahead = ["metrics", "ahead", "--refs", str(example / "refs.json")]
     ahead += ["--preds", str(example / "observed.json"), "--json"]
     refined = [*map(str, run_args(out, 1, siglip_path)), "--json"]
-    both = run(str(python), "-c", COMMANDS, json.dumps([ahead, refined]))
-    assert both.returncode == 0, both.stderr
-    scored, ran = json.loads(both.stdout.strip().splitlines()[-1])
+    tune = ["tune", "--data", str(out), "--base", "diffusers:x", "--out", str(tmp_path)]
+    app = ["app", "--port", "7999"]
+    done = run(str(python), "-c", COMMANDS, json.dumps([ahead, refined, tune, app]))
+    assert done.returncode == 0, done.stderr
+    scored, ran, tune, app = json.loads(done.stdout.strip().splitlines()[-1])
     assert scored["code"] == 0, scored["err"]
     doc = json.loads(scored["out"])
     assert 0.0 <= doc["align"] <= 1.0 and 0.0 <= doc["hal"] <= 1.0 and "ddiv" in doc
@@ -165,15 +175,13 @@ def test_the_wheel_carries_its_data_and_runs(tmp_path, world, siglip_path):
     record = json.loads(ran["out"])
     assert [r["decision"] for r in record["rounds"]] == ["initial", "accepted"]
     assert "diffusers" not in record["packages"] and record["packages"]["cultural-refine"]
-    tune = run(refine, "tune", "--data", str(out), "--base", "diffusers:x", "--out", str(tmp_path))
-    assert tune.returncode == 1 and "Traceback" not in tune.stderr, tune.stderr
-    assert tune.stderr.strip().splitlines() == [
+    assert tune["code"] == 1 and "Traceback" not in tune["err"], tune["err"]
+    assert tune["err"].strip().splitlines() == [
         "error: refine tune needs the package 'diffusers' (the cultural-refine[local] extra: "
         "pip install '.[local]' in a clone)"
     ]
-    app = run(refine, "app", "--port", "7999")
-    assert app.returncode == 1 and "Traceback" not in app.stderr, app.stderr
+    assert app["code"] == 1 and "Traceback" not in app["err"], app["err"]
     assert (
         "error: the app needs the package 'gradio' (the cultural-refine[app] extra: "
-        "pip install '.[app]' in a clone)" in (app.stderr)
+        "pip install '.[app]' in a clone)" in (app["err"])
     )

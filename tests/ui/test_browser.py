@@ -85,6 +85,44 @@ def shared_page(chromium):
         context.close()
 
 
+TOKENS: list[str] = []  # each browser token the app made, the latest last
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tokens_kept():
+    """The app's browser tokens, as it makes them (:data:`TOKENS`): a test then makes a
+    run of the page's visitor through the service (:func:`own_run`), without the page."""
+    import ui.app
+
+    made = ui.app.new_token
+
+    def kept(value):
+        token = made(value)
+        TOKENS.append(token)
+        return token
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ui.app, "new_token", kept)
+        yield
+    TOKENS.clear()
+
+
+def own_run(pg, service, activity: str, country: str, **raw) -> str:
+    """A finished run of ``activity`` in ``country`` with ``raw`` settings, made through
+    the service as the visitor's of ``pg`` (the last browser token the app made, once the
+    page's load event has read it: the buttons wait for it); its folder's name under
+    --out, as the page names it. What the page shows of a run as it is made is the other
+    tests'; a run made through the page cost its form's filling and the rounds' streaming
+    (a run the page follows as it is reloaded is made through the page)."""
+    from tests.runs import prepared
+
+    pg.wait_for_selector("#start:not([disabled])")
+    job = service.start(*prepared(activity, country, **raw), owner=f"browser:{TOKENS[-1]}")
+    job.wait()
+    assert job.run is not None and job.run.status == "finished", job.error
+    return str(job.run_dir.relative_to(service.out))
+
+
 @pytest.fixture
 def page(shared_page, app, world, backends, options, tmp_path):
     """The app on a service of the test's own (out: ``tmp_path``), in the module's page
@@ -1001,7 +1039,8 @@ def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
 
 def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeypatch, tmp_path):
     """The browser keeps its visitor token: after a reload the owner still decides their
-    run by hand; a second browser (its own storage) is refused and nothing changes. A
+    run (made through the service as theirs: :func:`own_run`) by hand; a second browser
+    (its own storage) is refused and nothing changes. A
     model's answer carrying markup shows as text, never as an element. The saved run's
     thumbnail shows the whole picture (never cropped), with its country, activity, best
     FAITH and date in sight, on a desktop and on a phone, and a click (on a phone) opens
@@ -1013,23 +1052,10 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
     hostile = "<img src=x onerror=window.__owned=1>"
     monkeypatch.setitem(gemini_world.SEEN[gemini_world.RED], "objects", [hostile, "hamburgers"])
     pg, service = page
-    fill(pg, "rounds", "1")
-    fill(pg, "target", "1")
-    fill(pg, "max-drift", "2")
-    fill(pg, "candidates", "1")
-    pg.click("#start")
-    wait_finished(pg)
-    run_dir = pg.locator("#run-dir textarea").input_value()
+    raw = {"rounds": 1, "target": 1, "max_drift": 2, "candidates": 1}
+    run_dir = own_run(pg, service, "people eating food at home", "Iran", **raw)
     made = service.open(run_dir)
-    # once seen in a full run: the run had the default rounds (4 rounds), so the hand
-    # decision below was refused ("only the last editing round", round 3)
-    assert len(made.rounds) == 2, f"rounds 1 was not what the run got: {made.spec}"
-    assert made.rounds[1].decision == "accepted"
-    fill(pg, "round", "0")
-    pg.click("#show")
-    until(pg, "() => document.querySelector('#stage textarea').value === 'round 0: initial'")
-    assert hostile in pg.locator("#checklist").inner_text()  # shown as text
-    assert pg.locator("img[src='x']").count() == 0 and pg.evaluate("window.__owned") is None
+    assert len(made.rounds) == 2 and made.rounds[1].decision == "accepted"
 
     def open_saved(p) -> None:
         p.wait_for_selector("#start")
@@ -1075,6 +1101,11 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
     assert pg.locator("#run-dir textarea").input_value() == run_dir
     images_loaded(pg, 1)
     until(pg, "() => document.querySelector('#stage textarea').value.startsWith('run ')")
+    fill(pg, "round", "0")
+    pg.click("#show")
+    until(pg, "() => document.querySelector('#stage textarea').value === 'round 0: initial'")
+    assert hostile in pg.locator("#checklist").inner_text()  # shown as text
+    assert pg.locator("img[src='x']").count() == 0 and pg.evaluate("window.__owned") is None
     fill(pg, "round", "1")
     pg.click("#reject")
     until(
@@ -1486,19 +1517,12 @@ def test_start_refuses_an_unreadable_upload_and_runs_nothing(page, tmp_path):
 
 def test_a_roll_back_continues_with_the_opened_runs_settings(page):
     """Opened from the saved runs after a reload (the form back at its defaults), a run
-    puts its settings in the form, and a roll back continues with them, saying so. Run on
-    a desktop, reloaded, opened and rolled back at a phone's width."""
+    puts its settings in the form, and a roll back continues with them, saying so. The
+    visitor's run is made through the service (:func:`own_run`); the page is reloaded,
+    and the run opened and rolled back, at a phone's width."""
     pg, service = page
-    resize(pg, DESKTOP)
-    pg.locator("#examples").get_by_text("wedding celebration").first.click()
-    until(pg, "() => document.querySelector('#country input').value === 'India'")
-    for elem, value in (("rounds", "1"), ("target", "1"), ("max-drift", "2")):
-        fill(pg, elem, value)
-    fill(pg, "candidates", "1")
-    fill(pg, "seed", "43")
-    pg.click("#start")
-    wait_finished(pg)
-    first = pg.locator("#run-dir textarea").input_value()
+    raw = {"rounds": 1, "target": 1, "max_drift": 2, "candidates": 1, "seed": 43}
+    first = own_run(pg, service, "wedding celebration", "India", **raw)
     pg.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})  # laid out as it loads
     pg.reload()
     pg.wait_for_selector("#start:not([disabled])")
