@@ -92,6 +92,7 @@ class CallCounter:
 
     def __init__(self, start: int = 0) -> None:
         self.n = start
+        self.fresh = 0  # of n, those a close decision's confirmation spent (refine.loop.confirm)
         self._lock = threading.Lock()
 
     def add(self, k: int = 1) -> None:

@@ -469,7 +469,7 @@ class Refiner:
         # a close sampled gain, confirmed on fresh answers (refine.loop.confirm)
         reread = confirm.rereading(self.assessor(spec), store, run.references)
         verdict = confirm.confirmed(verdict, made.candidates, compared, parent_index,
-                                    spec.margin, reread)  # fmt: skip
+                                    spec.margin, reread, self.calls)  # fmt: skip
         r = _append_round(
             run, verdict, made.candidates, timings, parent_index, how, instruction, source
         )

@@ -84,6 +84,47 @@ def test_a_pair_that_says_otherwise_takes_all_k_fresh_answers_which_decide():
     assert "not confirmed on 8 fresh answers each" in v.reason
 
 
+def test_a_runs_fresh_answers_stay_within_its_allowance():
+    """Confirmations spend at most half the requests a run made otherwise, and at least
+    one confirmation's most (4k): a step that could pass that is not taken, the parent
+    kept, and what a step spends counts against the allowance."""
+    from refine.evaluate.assess import CallCounter
+
+    class Paying(Reader):  # each answer a request, on the run's counter
+        def __init__(self, calls, *answers):
+            super().__init__(*answers)
+            self.calls = calls
+
+        def __call__(self, pair, seed, every):
+            got = super().__call__(pair, seed, every)
+            self.calls.add(sum(e.reading.k for e in got))
+            return got
+
+    def run(n, fresh_spent, *answers):
+        calls = CallCounter(n)
+        calls.fresh = fresh_spent
+        reader = Paying(calls, *answers)
+        return confirm.confirmed(ACCEPTED, [CHOSEN], PARENT, 0, 0.01, reader, calls), reader
+
+    pair_then_all = ([fresh(0.25, 2, 0.1), fresh(0.75, 2, 0.1)],
+                     [fresh(0.5, 8, 0.04), fresh(0.75, 8, 0.04)])  # fmt: skip
+    # early in a run (20 other requests): one confirmation in full, 4 + 16 requests
+    v, reader = run(20, 0, *pair_then_all)
+    assert v.decision == "accepted" and len(reader.asked) == 2 and reader.calls.fresh == 20
+    assert confirm.allowance(reader.calls) == 32  # 4k: 20 fresh of 20 others
+    # 100 other requests: 50 may be fresh; 31 spent, the 4 of a pair fit, the 16 of all k not
+    v, reader = run(131, 31, *pair_then_all)
+    assert reader.asked == [(confirm.FRESH_SEED, False)] and reader.calls.fresh == 35
+    assert v.decision == "rejected" and v.reason == ACCEPTED.reason + (
+        "; not confirmed: 16 fresh answers would pass the run's allowance for them (35 of 50 "
+        "spent): kept round 0"
+    )
+    # spent already: not even the pair is read
+    v, reader = run(147, 47, *pair_then_all)
+    assert reader.asked == [] and v.decision == "rejected"
+    assert "not confirmed: 4 fresh answers would pass" in v.reason
+
+
 def test_a_failed_reading_keeps_the_parent_and_nothing_fresh_leaves_the_verdict():
     v = decide(Reader(RuntimeError("503 UNAVAILABLE")))
     assert v.decision == "rejected" and "reading it again failed (503 UNAVAILABLE)" in v.reason
