@@ -28,8 +28,9 @@ LOGPROBS, SAMPLED = "logprobs", "sampled"
 
 @dataclass(frozen=True)
 class Reading:
-    """How a number was read from the judge: by log-probabilities, or from ``k`` samples
-    with the standard error of the number (None: not sampled)."""
+    """How a number was read from the judge: by log-probabilities (its sampling error 0:
+    the model's own probabilities, read once), or from ``k`` samples with the standard
+    error of the number (None: not recorded)."""
 
     method: str = LOGPROBS
     k: int | None = None
@@ -40,6 +41,12 @@ class Reading:
             raise ValueError(f"a reading is {LOGPROBS!r} or {SAMPLED!r}, got {self.method!r}")
         if self.method == SAMPLED and (self.k is None or self.k < 2):
             raise ValueError(f"a sampled reading needs k >= 2 samples, got {self.k!r}")
+        if self.method == LOGPROBS:  # a record written before: null
+            if self.stderr not in (None, 0, 0.0):
+                raise ValueError(
+                    f"a reading by log-probabilities has no sampling error, got {self.stderr!r}"
+                )
+            object.__setattr__(self, "stderr", 0.0)
         # a record read from a file is shown ± its error: a finite number at least 0
         if self.stderr is not None and not (
             isinstance(self.stderr, int | float) and math.isfinite(self.stderr) and self.stderr >= 0

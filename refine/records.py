@@ -252,7 +252,18 @@ class QualityReading(_Record):
     artifacts: float
     judge: str
     method: str  # "logprobs" or "sampled k=N" (either rating sampled)
-    stderr: float | None = Field(None, ge=0, allow_inf_nan=False)  # of quality, when sampled
+    # of quality: 0 by log-probabilities (read once), the samples' when sampled
+    stderr: float | None = Field(None, ge=0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _logprobs_read_once(self) -> QualityReading:
+        if self.method == "logprobs":  # a record written before: null
+            if self.stderr not in (None, 0.0):
+                raise ValueError(
+                    f"quality read by log-probabilities has no sampling error, got {self.stderr}"
+                )
+            self.stderr = 0.0
+        return self
 
 
 Scores.model_rebuild()

@@ -351,7 +351,7 @@ def test_sampled_exag_and_faith_carry_their_errors(fixed_embedder, tmp_path):
     exact, _ = assessor(fixed_embedder)
     _, scores, _, _ = exact.assess(image, pack)
     assert scores.exag == pytest.approx(0.3) and "faith" not in scores.readings
-    assert scores.readings["exag"].mode == "logprobs" and scores.readings["exag"].stderr is None
+    assert scores.readings["exag"].mode == "logprobs" and scores.readings["exag"].stderr == 0.0
 
 
 def test_an_excess_within_its_noise_is_not_named_exaggerated(fixed_embedder, tmp_path):

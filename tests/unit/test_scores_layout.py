@@ -36,7 +36,10 @@ def test_an_earlier_run_json_opens_with_every_value_under_its_catalog_name():
             assert new.variants == {"exag": "exag:judge-rubric", "faith": "faith:ahead"}
             assert new.readings["exag"].mode == old["judge_mode"] == "logprobs"
             assert new.per_dimension == old["per_dimension"] and new.tau == old["tau"]
-            assert new.quality_reading.model_dump() == old["quality_reading"]
+            # read by log-probabilities: the sampling error recorded as 0 (null before)
+            assert old["quality_reading"]["stderr"] is None
+            assert new.quality_reading.model_dump() == {**old["quality_reading"], "stderr": 0.0}
+            assert new.readings["exag"].stderr == 0.0 and new.stderr("exag") is None
     assert seen >= 4 * len(run.rounds)
     # written again, it is this layout, and opens to the same record
     again = Run.model_validate(json.loads(run.model_dump_json()))
@@ -171,3 +174,19 @@ def test_a_record_whose_error_is_no_number_at_least_0_is_refused(stderr):
         )
     with pytest.raises(ValidationError):
         QualityReading(naturalness=1, artifacts=1, judge="j", method="sampled k=8", stderr=stderr)
+
+
+def test_a_reading_by_log_probabilities_records_no_sampling_error():
+    """The model's own probabilities, read once: its error is recorded as 0 (a record
+    written before, null, opens so), shown as none (no ±), and a record that gives it
+    another is refused."""
+    from refine.records import QualityReading
+
+    s = Scores(values={"exag": 0.2}, readings={"exag": {"method": "logprobs", "stderr": None}})
+    assert s.readings["exag"].stderr == 0.0 and s.stderr("exag") is None
+    q = QualityReading(naturalness=6, artifacts=2, judge="j", method="logprobs")
+    assert q.stderr == 0.0
+    with pytest.raises((ValidationError, ValueError), match="no sampling error"):
+        Scores(values={"exag": 0.2}, readings={"exag": {"method": "logprobs", "stderr": 0.1}})
+    with pytest.raises(ValidationError, match="no sampling error"):
+        QualityReading(naturalness=6, artifacts=2, judge="j", method="logprobs", stderr=0.1)

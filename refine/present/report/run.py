@@ -219,8 +219,8 @@ def _quality_title(s: Any) -> str:
         f"naturalness {q.naturalness:.1f}, artifacts {q.artifacts:.1f} of 10 "
         f"({q.judge}, {q.method})"
     )
-    if q.stderr is not None:
-        text += f", s.e. {q.stderr:.3f}"
+    if (se := s.stderr("quality")) is not None:  # sampled
+        text += f", s.e. {se:.3f}"
     for m in views.quality_names():  # the readings beside the judge's (CLIP-IQA)
         if m != "quality" and s.value(m) is not None:
             text += f"; {label(m)} {s.value(m):.3f}"
