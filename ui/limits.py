@@ -58,17 +58,22 @@ class Limits:
             if value is None:
                 value = getattr(kept, name) if kept is not None and name != "rounds" else None
                 value = self.default_of(name) if value is None else value
-            limit = getattr(self, name)
-            if value > limit:
-                what = "editing rounds" if name == "rounds" else "candidates per round"
-                raise ValueError(
-                    f"{name}: {value} is above this app's limit of {limit} {what} "
-                    f"(the operator sets it with refine app {self.OPTIONS[name]})"
-                )
+            self.refuse_above(name, value)
             out[name] = value
         out["budget_seconds"] = float(self.run_minutes) * 60.0
         out["budget_calls"] = int(self.run_calls)
         return out
+
+    def refuse_above(self, name: str, value: float) -> None:
+        """Refuse ``value`` of ``rounds`` or ``candidates`` above this app's limit, naming
+        it and the option that sets it (any other setting: nothing to check)."""
+        limit = getattr(self, name) if name in ("rounds", "candidates") else None
+        if limit is not None and value > limit:
+            what = "editing rounds" if name == "rounds" else "candidates per round"
+            raise ValueError(
+                f"{name}: {value:g} is above this app's limit of {limit} {what} "
+                f"(the operator sets it with refine app {self.OPTIONS[name]})"
+            )
 
     def describe(self) -> str:
         return (

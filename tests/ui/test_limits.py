@@ -55,6 +55,9 @@ def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
     ):
         with pytest.raises(AppError, match=match):
             client.predict(*args, api_name="/start")
+    # above the settings' own bound (64 candidates) too, the app's limit is the one named
+    with pytest.raises(AppError, match=r"candidates: 100 is above this app's limit of 2 cand"):
+        client.predict(*start_args(1, candidates=100), api_name="/start")
     assert not service.busy and runs_in(service) == runs
     # the handler itself refuses too (a client that gets past the form's maximum)
     handler = next(fn.fn for fn in demo.fns.values() if getattr(fn, "api_name", None) == "start")
@@ -199,6 +202,10 @@ def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited):
         with pytest.raises(AppError, match=refusal):
             client.predict(*args, api_name="/start")
         assert not service.busy and runs_in(service) == runs, value
+    # a number past 10^15 in any box, a seed of 1e16 say, is refused naming the box
+    with pytest.raises(AppError, match=r"seed: '1e\+16' is not a number"):
+        client.predict(*start_args(1, seed=1e16), api_name="/start")
+    assert not service.busy and runs_in(service) == runs
     # the strategy, a choice: any other value is refused naming it, through the API too
     for value in ("sideways", "edit; rm -rf /", "x" * 600, 3):
         args = list(start_args(1))

@@ -496,11 +496,15 @@ def label_of(name: str) -> str:
     return SETTINGS[name].label if name in SETTINGS else name
 
 
-def numbers(values: dict[str, Any], spec: type[RunSpec] = RunSpec) -> dict[str, Any]:
+def numbers(
+    values: dict[str, Any], spec: type[RunSpec] = RunSpec, limits: Any = None
+) -> dict[str, Any]:
     """The form's run settings by name (None where a field is empty: the default), each
     checked against the settings table: a number's kind and bounds, a choice among its
-    choices. The boxes carry no bounds (Gradio's own check says only "Value 50 is greater
-    than maximum value 10"): a refusal here names its field."""
+    choices; a number above the app's own limit (``limits``: :class:`ui.limits.Limits`),
+    first, with that limit (the table's bound, 64 candidates say, is no bound a visitor of
+    this app can reach). The boxes carry no bounds (Gradio's own check says only "Value 50
+    is greater than maximum value 10"): a refusal here names its field."""
     table = SETTINGS if spec is RunSpec else settings.table(spec)
     out = {}
     for name, value in values.items():
@@ -513,7 +517,7 @@ def numbers(values: dict[str, Any], spec: type[RunSpec] = RunSpec) -> dict[str, 
                 raise ValueError(f"{label}: {str(value)[:40]!r} is not true or false")
             out[name] = value
         elif setting.kind in (int, float):
-            out[name] = _number(value, setting, label)
+            out[name] = _number(value, setting, label, limits, name)
         elif not isinstance(value, str) or len(value) > MAX_TEXT:
             raise ValueError(f"{label}: a text of at most {MAX_TEXT} characters")
         elif setting.choices and value not in setting.choices:
@@ -523,13 +527,17 @@ def numbers(values: dict[str, Any], spec: type[RunSpec] = RunSpec) -> dict[str, 
     return out
 
 
-def _number(value: Any, setting: Any, label: str) -> float | int:
+def _number(
+    value: Any, setting: Any, label: str, limits: Any = None, name: str = ""
+) -> float | int:
     try:
         number = setting.kind(value)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{label}: {str(value)[:40]!r} is not a number") from None
     if number != number or number in (float("inf"), float("-inf")):
         raise ValueError(f"{label}: {value!r} is not a number")
+    if limits is not None:
+        limits.refuse_above(name, number)
     if setting.lower is not None and number < setting.lower:
         raise ValueError(f"{label}: {number:g} is below the least allowed, {setting.lower:g}")
     if setting.above is not None and number <= setting.above:

@@ -362,7 +362,7 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
         except ValueError as err:
             raise error(err) from err
         try:  # the operator's limits, and each run's budget of time and calls
-            given = limits.apply(numbers({n: values[n] for n in names}, spec_type))
+            given = limits.apply(numbers({n: values[n] for n in names}, spec_type, limits))
         except ValueError as err:
             raise error(err) from err
         raw = {"activity": act, "country": ctry, **given, "image": image or None}

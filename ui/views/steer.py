@@ -70,7 +70,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
             session.check_ready()
             old, run_dir = service.opened(path)
             service.check_owner(run_dir, who)  # a roll-back continues one's own run
-            form = numbers({n: values[n] for n in names}, run.spec)
+            form = numbers({n: values[n] for n in names}, run.spec, limits)
             given = limits.apply(form, old.spec)
             # the run's own settings, but for what differs from them (the form shows an
             # opened run's, see follow_form); and the operator's budget of time and calls
