@@ -634,6 +634,9 @@ _ALL = {"surfaces": ["run", "batch", "app"]}
 
 
 class RunSpec(_Record):
+    # no setting takes NaN or infinity: refused as "should be a finite number" (NaN failed
+    # each bound's comparison, and was refused as above the upper bound)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     # ``flag``: how refine run names a field in its messages (default: --the-name)
     activity: str = Field(json_schema_extra={"flag": "ACTIVITY"})
     country: str

@@ -250,9 +250,22 @@ def usage_line(err: Exception, argv: list[str]) -> str:
         name = "/".join(opts) or str(getattr(param, "human_readable_name", "argument"))
         value = _given(opts, argv)
         shown = f" {value!r}" if value is not None else ""
-        return f"{name}{shown}: {getattr(err, 'message', '') or err.format_message()}"
+        said = getattr(err, "message", "") or err.format_message()
+        if _not_finite(value):  # NaN fails every bound's comparison: "less than or equal"
+            said = "not a finite number"
+        return f"{name}{shown}: {said}"
     message = err.format_message() if hasattr(err, "format_message") else str(err)
     return f"{message} (see '{_command_path(argv)} --help')"
+
+
+def _not_finite(value: str | None) -> bool:
+    """Whether an option's text reads as NaN or an infinity."""
+    import math
+
+    try:
+        return value is not None and not math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def _command_path(argv: list[str]) -> str:

@@ -134,6 +134,9 @@ def test_run_summary_and_errors(world, siglip_path, tmp_path):
     assert bad.returncode == 2 and "did you mean 'people eating food at home'" in bad.stderr
     bad = cli("run", ACT, "--country", "Iran", "--profile", "huge-gpu")
     assert bad.returncode == 2 and "unknown profile 'huge-gpu'" in bad.stderr
+    # NaN failed every bound's comparison, and read as above the upper bound
+    bad = cli("run", ACT, "--country", "Iran", "--max-drift", "nan", "--out", str(tmp_path))
+    assert (bad.returncode, bad.stderr) == (2, "error: --max-drift 'nan': not a finite number\n")
     shown = cli("refs", "show", ACT, "--country", "iran", "--json")
     refs = json.loads(shown.stdout)
     assert refs["country"] == "Iran" and "Persian rug on floor" in refs["descriptors"]["setting"]

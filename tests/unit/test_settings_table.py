@@ -5,6 +5,7 @@ are the operator's limits, below the table's)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -102,6 +103,26 @@ def test_a_batch_line_takes_the_table_bounds(tmp_path):
     assert len(lines) == len(rows)
     for n, (name, line) in enumerate(zip(names, lines, strict=True), start=1):
         assert line.startswith(f"bad.jsonl line {n}: {name}: "), line
+    # NaN and infinity (which JSON Lines may hold) are no setting's value, bounded or not
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text(
+        json.dumps({**base, "max_drift": math.nan}) + "\n"
+        + json.dumps({**base, "budget_seconds": math.inf}) + "\n"
+    )  # fmt: skip
+    with pytest.raises(BatchSpecError) as err:
+        read_specs(odd)
+    lines = str(err.value).splitlines()
+    assert lines == [
+        "odd.jsonl line 1: not JSON (NaN is not a JSON number)",
+        "odd.jsonl line 2: not JSON (Infinity is not a JSON number)",
+    ]
+    # nor through the Python API, where NaN failed every bound's comparison
+    from refine import settings
+
+    for name, value in (("max_drift", math.nan), ("budget_seconds", math.inf)):
+        with pytest.raises(settings.SettingsError, match="should be a finite number") as err:
+            settings.run_spec({**base, name: value})
+        assert err.value.field == name
 
 
 def test_every_bad_batch_line_is_listed_json_or_not(tmp_path):
