@@ -2,7 +2,7 @@
 from it (``mkdocs.yml`` names this file under ``hooks``).
 
 * ``cli/``: one page per command of the ``refine`` command line, holding exactly what its
-  ``--help`` prints (from the typer app), and an index of them;
+  ``--help`` prints (from the typer app), and an index of them, each in the navigation;
 * ``metrics.md``: the page's own text, with one entry per metric of
   :mod:`metrics.catalog` (label, direction, range, what it needs, what it means, where it
   is defined and how this toolkit differs) and per variant, where the page says
@@ -137,6 +137,18 @@ def readme_page() -> str:
     """The README, its links into docs/ made relative to the site."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     return re.sub(r"\]\(docs/", "](", text)
+
+
+def on_config(config: Any) -> Any:
+    """The navigation's "CLI reference" entry as a section: the index, then every
+    command's page (the pages exist only as the build makes them, so the navigation that
+    lists them is made here too)."""
+    nav = config.get("nav") or []
+    for k, item in enumerate(nav):
+        if isinstance(item, dict) and item.get("CLI reference") == "cli/index.md":
+            pages = [{"refine " + " ".join(path): page_name(path)} for path, _ in commands()]
+            nav[k] = {"CLI reference": [{"All commands": "cli/index.md"}, *pages]}
+    return config
 
 
 def on_files(files: Any, config: Any) -> Any:

@@ -45,7 +45,12 @@ def test_every_command_has_its_page_saying_what_its_help_says(site):
     found = docs_hooks.commands()
     assert len(found) >= 25 and (("run",) in dict(found)) and (("refs", "build") in dict(found))
     index = (site / "cli" / "index.html").read_text()
+    home = (site / "index.html").read_text()  # the site's navigation lists every command
+    navigation = re.findall(
+        r'href="cli/([^"]+)/" class="md-nav__link">\s*<span[^>]*>\s*([^<]+?)\s*<', home
+    )
     for path, command in found:
+        assert ("-".join(path), "refine " + " ".join(path)) in navigation, path
         page = site / "cli" / "-".join(path) / "index.html"
         assert page.is_file(), path
         text = html.unescape(page.read_text())
