@@ -24,7 +24,7 @@ STATES = {
     "still missing": ("#f0f0f0", "#555", "\u00b7", "still missing"),
     "missing": ("#f0f0f0", "#555", "\u00b7", "missing (round 0)"),
     "new": ("#fdae61", "#000", "!", "new: in no earlier round"),
-    "kept": ("#fee08b", "#000", "!", "still there"),
+    "kept": ("#fee08b", "#000", "=", "still there"),  # its own mark: not by colour alone
     "came back": ("#d73027", "#fff", "\u21ba", "came back after a round removed it"),
     "removed": ("#4575b4", "#fff", "\u2212", "removed this round"),
 }

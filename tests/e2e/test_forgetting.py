@@ -104,6 +104,8 @@ def test_the_timeline_draws_a_fix_then_its_loss(world, backends, options, tmp_pa
             super().__init__()
             self.rows, self.item = {}, None
 
+            self.marks, self.cell = {}, None
+
         def handle_starttag(self, tag, attrs):
             a = dict(attrs)
             if tag == "tr":  # the timeline's rows name their item
@@ -112,12 +114,28 @@ def test_the_timeline_draws_a_fix_then_its_loss(world, backends, options, tmp_pa
                     self.rows[self.item] = []
             elif tag == "td" and self.item is not None:
                 self.rows[self.item].append(a["data-state"])
+                self.cell = a["data-state"]
+
+        def handle_data(self, data):
+            if self.cell is not None and data.strip():
+                self.marks.setdefault(self.cell, set()).add(data.strip())
+
+        def handle_endtag(self, tag):
+            if tag == "td":
+                self.cell = None
 
     page = render_run(tmp_path / run.id)  # the report holds the same table
     for html in (timeline_html(run), page):
         cells = Cells()
         cells.feed(html)
         assert cells.rows["Persian rug on floor"] == ["missing", "became aligned", "lost"]
+        # each state its own mark, so that none is told from another by colour alone (round
+        # 0's "aligned" and "missing" are later rounds' "stayed aligned" and "still missing")
+        marks = {state: m.pop() for state, m in cells.marks.items() if len(m) == 1}
+        assert marks.keys() == cells.marks.keys() and {"new", "kept"} <= marks.keys()
+        twins = {"aligned": "stayed aligned", "missing": "still missing"}
+        by_meaning = {twins.get(state, state): mark for state, mark in marks.items()}
+        assert len(set(by_meaning.values())) == len(by_meaning), marks
     assert "2 of 8 fix(es) forgotten (setting 2 of 2)" in page
     assert 'style="background:#d73027' in timeline_html(run)  # lost is drawn red
 
