@@ -542,6 +542,9 @@ def test_pause_rewrite_instruction_and_stop(page, app, tmp_path):
     while service.job.waiting is None or service.job.waiting[0] != 2:
         assert time.monotonic() < deadline, "round 2 never came up for review"
         time.sleep(0.1)
+    # Apply's answer was about round 1's review: round 2's empties it
+    wait_value(pg, "stage", "v.startsWith('round 2: review')", "round 2's review")
+    wait_value(pg, "notice", "v === ''", "Apply's answer emptied by the next review")
     pg.click("#stop")
     clicked = time.monotonic()
     notice = pg.locator("#notice textarea")

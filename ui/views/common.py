@@ -50,6 +50,9 @@ FIELD_LABELS = {
     "refs": "references",
 }
 
+# the stage of a run paused for its review says this; Apply's answer begins so
+REVIEW_WORDS, APPLIED = "review the instruction", "instruction applied"
+
 
 @dataclass
 class RunDisplay:
@@ -164,7 +167,7 @@ class RunDisplay:
             by = f" (written by the {update.review_source})" if update.review_source else ""
             changes = "; ".join(update.review_changes)
             text = (
-                f"round {update.review[0]}: review the instruction{by}, then apply "
+                f"round {update.review[0]}: {REVIEW_WORDS}{by}, then apply "
                 f"(within {minutes} minutes, or the run stops); an edit of yours is "
                 f"recorded as a person's" + (f"\nplanned changes: {changes}" if changes else "")
             )

@@ -17,8 +17,10 @@ from ui import adapters
 from ui.line import IN_LINE
 from ui.safe import error, html_text, no_server_paths, number_box
 from ui.views.common import (
+    APPLIED,
     NO_VISITOR,
     REVIEW_TIMEOUT_S,
+    REVIEW_WORDS,
     RunDisplay,
     Session,
     by_name,
@@ -221,6 +223,18 @@ def add_run_view(
         timeline=timeline,
     )
     view = RunView(form, display, refs, start, stop, apply, notice, spec=spec)
+    # Apply's answer is about the review it ended: the next review empties it (in the page:
+    # what a page shows, never what an API client got)
+    stage.change(
+        None,
+        [stage, notice],
+        notice,
+        js=f"(stage, said) => stage.includes('{REVIEW_WORDS}') && said.startsWith("
+        f"'{APPLIED}') ? '' : said",
+        queue=False,
+        api_name=False,
+        show_progress="hidden",
+    )
     _wire_upload(gr, form)
     wire_references(gr, session, refs, activity, country, examples, example_act, example_ctry)
     _wire_run(gr, session, view, spec)
@@ -433,7 +447,7 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
             job.submit_instruction(text)
         except ValueError as err:
             return f"error: {err}"
-        return "instruction applied; editing ..."
+        return f"{APPLIED}; editing ..."
 
     for handler in (on_stop, on_apply):
         handler.__annotations__["request"] = gr.Request
