@@ -1394,7 +1394,8 @@ def test_a_reload_mid_run_leaves_the_run_going_and_the_page_follows_it(page, wor
 
 
 def test_a_paused_run_survives_a_reload_and_apply_continues_it(page, world):
-    """Reloading a run paused for review shows the instruction under review; opened from
+    """Reloading a run paused for review shows the instruction under review, and the form
+    ticks its pause (unticked, a roll-back from it went on with no review); opened from
     the saved runs it shows its stage and that instruction; Apply continues the run.
     Started on a desktop, reloaded and applied at a phone's width."""
     pg, service = page
@@ -1408,10 +1409,13 @@ def test_a_paused_run_survives_a_reload_and_apply_continues_it(page, world):
     pg.wait_for_selector("#start")
     wait_value(pg, "instruction", "v.startsWith('Edit this photo')", "the instruction after reload")
     assert box.input_value() == proposed
-    # the form names the run followed, not the form's defaults (Iran)
+    # the form names the run followed, not the form's defaults (Iran), and it pauses for
+    # review (a roll-back from it then pauses too)
     until(pg, "() => document.querySelector('#country input').value === 'India'")
     assert pg.locator("#activity input").first.input_value() == "wedding celebration"
     assert "round 1: review the instruction" in stage(pg)
+    open_options(pg)
+    until(pg, "() => document.querySelector('#pause input').checked")
     # opened from the saved runs: the same stage and instruction, never the record's
     # round-0 prompt or a literal None (the box is blanked first, so that the open's answer
     # is seen to arrive: it would otherwise overwrite what is typed next)

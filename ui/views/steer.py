@@ -182,7 +182,7 @@ def follow_form(
     activity, country and settings, so that a roll-back from it continues with them unless
     the visitor changes one (said as the roll-back starts). After ``visit`` (a page opened
     or reloaded), the form shows the visitor's run in progress, if any (``session`` tells
-    whose)."""
+    whose), its pause for review included."""
     from ui.views.references import ready_activities
 
     names = list(form.numeric)
@@ -206,11 +206,13 @@ def follow_form(
         return
 
     def live(tok, request=None):
+        """The visitor's run in progress: its settings, and whether it pauses for review
+        (not a setting of its record: a roll-back from it pauses as it does)."""
         job = service.job
         who = session.visitor(tok, request)
         if job is None or not job.live or who is None or job.owner != who or not job.run_dir:
-            return [gr.skip()] * len(outputs)
-        return settings_of(job.run_dir)
+            return [gr.skip()] * (len(outputs) + 1)
+        return [*settings_of(job.run_dir), bool(job.pause)]
 
     live.__annotations__["request"] = gr.Request  # found by its type
-    visit.then(live, session.token, outputs, api_name=False, queue=False)
+    visit.then(live, session.token, [*outputs, form.pause], api_name=False, queue=False)
