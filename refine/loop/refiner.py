@@ -253,7 +253,7 @@ class Refiner:
         kept = [r.model_copy(deep=True) for r in old.rounds[: round_index + 1]]
         for name in old.image_names(upto=round_index):
             store.save_image(name, source.load_image(name))
-        run = _branched(old, store.dir.name, spec, kept, source.dir)
+        run = _branched(old, store.dir.name, spec, kept, source.dir, further, settings)
         store.save(run)
         return self._drive(run, store)
 
@@ -527,9 +527,26 @@ def _decided(r: Round) -> RoundDecided:
     )
 
 
-def _branched(old: Run, name: str, spec: RunSpec, kept: list[Round], source: Path) -> Run:
+def _branched(
+    old: Run,
+    name: str,
+    spec: RunSpec,
+    kept: list[Round],
+    source: Path,
+    further: int = 0,
+    asked: dict[str, Any] | None = None,
+) -> Run:
     """The new run of a roll back: ``old``'s record with its rounds up to the branch point
-    (``kept``), its new id and spec, naming where it came from."""
+    (``kept``), its new id and spec, naming where it came from and what the roll back
+    does: its ``further`` rounds and the settings ``asked`` that changed, each with the
+    run's own (a caller's budgets are its limits, no setting of the run's)."""
+    now, was = spec.model_dump(mode="json"), old.spec.model_dump(mode="json")
+    changes = {
+        n: [now[n], was[n]]
+        for n in asked or {}
+        if n in now and not n.startswith("budget_") and now[n] != was[n]
+    }
+    came = {"run": str(source), "round": len(kept) - 1, "further": further, "changes": changes}
     return old.model_copy(
         update={
             "id": name,
@@ -540,7 +557,7 @@ def _branched(old: Run, name: str, spec: RunSpec, kept: list[Round], source: Pat
             "stop_reason": None,
             "error": None,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "branched_from": {"run": str(source), "round": len(kept) - 1},
+            "branched_from": came,
             # the parent's refused rounds stay its own: the branch's rounds are its own
             "refused": [],
             "schema_version": WRITTEN_SCHEMA,

@@ -522,11 +522,24 @@ def progress_line(run: Run | None) -> str:
 
 
 def parent_text(run: Run) -> str:
-    """``a new run from round 1 of RUN`` for a roll-back, else empty."""
-    if not run.branched_from:
+    """``a new run from round 1 of RUN: 3 further round(s), with the run's own settings``
+    (or ``with these changes: seed 43 (the run had 42)``) for a roll-back, else empty (a
+    record written before the further rounds and changes were kept: only where from)."""
+    came = run.branched_from
+    if not came:
         return ""
-    parent = Path(str(run.branched_from.get("run", ""))).name
-    return f"a new run from round {run.branched_from.get('round', 0)} of {parent}"
+    parent = Path(str(came.get("run", ""))).name
+    text = f"a new run from round {came.get('round', 0)} of {parent}"
+    further, changes = came.get("further"), came.get("changes")
+    if not isinstance(further, int) or not isinstance(changes, dict):
+        return text
+    said = "; ".join(
+        f"{n} {pair[0]} (the run had {pair[1]})"
+        for n, pair in changes.items()
+        if isinstance(pair, list) and len(pair) == 2
+    )
+    with_what = f"these changes: {said}" if said else "the run's own settings"
+    return f"{text}: {further} further round(s), with {with_what}"
 
 
 def branches_text(branches: list[tuple[str, int]]) -> str:

@@ -281,10 +281,24 @@ def test_branch_from_an_earlier_round_and_decide_by_hand(world, backends, option
     with pytest.raises(ValueError, match="only the last editing round"):
         Refiner.choose(store.dir, 0, 0)
     # roll back to round 0 and continue with two candidates: a new run, the old one intact
+    from refine.present.views import parent_text
+
     before = (store.dir / "run.json").read_text()
     branch = r.branch(store.dir, 0, rounds=1, candidates=2, seed=42, target=1.0)
     assert (store.dir / "run.json").read_text() == before
-    assert branch.id != first.id and branch.branched_from == {"run": str(store.dir), "round": 0}
+    # the record keeps what the roll back did: its further rounds and the settings it
+    # changed, each beside the run's own
+    changes = {"candidates": [2, 1], "seed": [42, 43], "target": [1.0, 0.7]}
+    assert branch.id != first.id and branch.branched_from == {
+        "run": str(store.dir), "round": 0, "further": 1, "changes": changes
+    }  # fmt: skip
+    assert parent_text(branch) == (
+        f"a new run from round 0 of {store.dir.name}: 1 further round(s), with these changes: "
+        "candidates 2 (the run had 1); seed 42 (the run had 43); target 1.0 (the run had 0.7)"
+    )
+    # a record written before (or a hostile one) says only where it came from
+    assert parent_text(branch.model_copy(update={"branched_from": {"run": "x", "round": 0,
+                       "further": "9; rm -rf /"}})) == "a new run from round 0 of x"  # fmt: skip
     assert branch.rounds[0] == first.rounds[0] and len(branch.rounds) == 2
     assert branch.rounds[1].decision == "accepted" and branch.rounds[1].parent == 0
     assert colour(RunStore(tmp_path / branch.id), branch.rounds[1].best.image) == GREEN

@@ -241,7 +241,12 @@ def test_show_roll_back_and_decide_by_hand(app_url):
         f"a new run from round 0 of {run_dir.name}: starting, with these changes: "
         "candidates 2 (the run had 1); seed 42 (the run had 43)"
     )
-    assert job.outputs()[-1][9].startswith(f"a new run from round 0 of {run_dir.name} · ")
+    # the "so far" line keeps what the roll back did for as long as the run is shown
+    assert job.outputs()[-1][9].startswith(
+        f"a new run from round 0 of {run_dir.name}: 1 further round(s), with these changes: "
+        "candidates 2 (the run had 1); seed 42 (the run had 43) · "
+    ), job.outputs()[-1][9]
+    assert branch.branched_from["changes"] == {"candidates": [2, 1], "seed": [42, 43]}
     opened = client.predict(str(run_dir), api_name="/open")
     assert opened[9].endswith(f" · continued from round 0 in {service.job.run_dir.name}")
 

@@ -672,7 +672,8 @@ def test_show_a_round_and_roll_back_to_it(page, tmp_path):
     # the new run names its parent, and the parent, opened again, names it
     parent, child = Path(first_dir).name, Path(branch_dir).name
     so_far = pg.locator("#progress textarea").input_value()
-    assert so_far.startswith(f"a new run from round 0 of {parent} · ")
+    said = "1 further round(s), with the run's own settings"
+    assert so_far.startswith(f"a new run from round 0 of {parent}: {said} · "), so_far
     pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
     label = next(label for label, run in service.saved() if run == parent)
     pick(pg, "saved", f"{label} - yours")  # the list marks the visitor's own runs
