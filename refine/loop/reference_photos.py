@@ -47,7 +47,13 @@ def check(spec: RunSpec, backends: Any, references: Any) -> None:
                 f"--reference-guided: the {role} {name} takes no reference images; "
                 f"{role}s that do: {'; '.join(TAKING)}"
             )
-    if not references.reference_images:
+    has_photos(spec, references)
+
+
+def has_photos(spec: RunSpec, references: Any) -> None:
+    """A reference-guided run's refusal when it has no photos: checked before any model
+    loads, since it needs none."""
+    if spec.reference_guided and not references.reference_images:
         raise ValueError(
             f"--reference-guided: no real photos of {references.activity} in "
             f"{references.country} (refine photos search, refine photos add, or refine data "

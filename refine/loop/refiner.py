@@ -195,6 +195,7 @@ class Refiner:
         )
         for step in self.steps:
             step.check(spec, references.country, self.backends)
+        request.check_settings(spec, self.backends, references)  # before any model loads
         self._preflight(spec)  # before any directory or paid call
         request.check(spec, self.backends, references)
         store = RunStore.create(out, new_run_id(spec.activity, references.country))

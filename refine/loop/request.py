@@ -20,6 +20,14 @@ class RoundRequest:
     note: str | None = None  # why the edit has no boxes, or which items have none
 
 
+def check_settings(spec: RunSpec, backends: Any, references: Any) -> None:
+    """Before any model loads: the settings that need no model agree with each other and
+    with the references (--memory with a writer that takes hints, --reference-guided with
+    photos). A conflict was refused only once every model had loaded (22 s and more)."""
+    memory.check(spec, backends)
+    reference_photos.has_photos(spec, references)
+
+
 def check(spec: RunSpec, backends: Any, references: Any) -> None:
     """Before a run begins: its editor (and generator) can carry what the run asks for."""
     reference_photos.check(spec, backends, references)
