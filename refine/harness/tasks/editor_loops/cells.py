@@ -35,6 +35,12 @@ class EditorLoopMaker:
         )
         self.refiners: dict[str, Any] = {}
         self.lock = threading.Lock()  # one source image a prompt, made once
+        # every model loads (or is checked with its API) before the first cell: an editor
+        # that cannot was named only once the editors before it had made their cells
+        base = self.base.backends
+        base.preflight([r for r in SHARED if r != "llm" and base.names.get(r)])
+        for editor in plan.editors:
+            self.refiner(editor).backends.preflight(["editor"])
 
     def describe(self) -> tuple[float, str, dict[str, str]]:
         return self.tau, self.tau_source, self.scoring
