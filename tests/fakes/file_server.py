@@ -3,8 +3,9 @@ folder's files by path, answers 404 for what it does not hold, can answer 503 a 
 number of times first, so that retries are seen, and redirects the paths it is told to
 (to another of its paths, or to any address: ``file:///...``). As a hostile mirror it
 can also, for the paths it is told: send zeros without end and no length (``endless``),
-declare twice the body's length and close after the body (``cut``), or send one byte every
-so many seconds (``drip``). Every request is recorded."""
+declare twice the body's length and close after the body (``cut``), send one byte every
+so many seconds (``drip``), or drip a few bytes and then close (``drip_cut``: a slow try
+that is worth another). Every request is recorded."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class FileServer(StandIn):
         endless: set[str] | None = None,
         cut: set[str] | None = None,
         drip: dict[str, float] | None = None,
+        drip_cut: dict[str, tuple[float, int]] | None = None,
     ) -> None:
         super().__init__()
         self.root = Path(root)
@@ -32,6 +34,7 @@ class FileServer(StandIn):
         self.endless = set(endless or ())
         self.cut = set(cut or ())
         self.drip = dict(drip or {})  # path -> seconds between bytes
+        self.drip_cut = dict(drip_cut or {})  # path -> (seconds between bytes, bytes sent)
         self.sent: dict[str, int] = {}  # bytes sent of each hostile path
 
     def answer(self, handler: BaseHTTPRequestHandler, body: bool = True) -> None:
@@ -43,7 +46,7 @@ class FileServer(StandIn):
             handler.send_header("Location", to if "://" in to else f"{self.url}/{to}")
             handler.end_headers()
             return
-        if path in self.endless or path in self.cut or path in self.drip:
+        if path in self.endless or path in self.cut or path in self.drip or path in self.drip_cut:
             self._hostile(handler, path)
             return
         if self.busy.get(path, 0) > 0:
@@ -67,7 +70,7 @@ class FileServer(StandIn):
         handler.send_response(200)
         if path in self.cut:
             handler.send_header("Content-Length", "2000")
-        elif path in self.drip:
+        elif path in self.drip or path in self.drip_cut:
             handler.send_header("Content-Length", "1000")
         handler.end_headers()
         self.sent[path] = 0
@@ -75,6 +78,13 @@ class FileServer(StandIn):
             if path in self.cut:
                 handler.wfile.write(b"\x89PNG" + b"\0" * 996)
                 self.sent[path] = 1000
+            elif path in self.drip_cut:
+                every, n = self.drip_cut[path]
+                for _ in range(n):
+                    handler.wfile.write(b"\0")
+                    handler.wfile.flush()
+                    self.sent[path] += 1
+                    time.sleep(every)
             elif path in self.drip:
                 for _ in range(1000):
                     handler.wfile.write(b"\0")
