@@ -336,6 +336,9 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"error: {usage_line(err, args)}", err=True)
         sys.exit(getattr(err, "exit_code", 2) or 2)
     except Exception as err:
+        if type(err).__name__ == "RunLocked":  # a run or task folder another process holds
+            typer.echo(f"error: {err}", err=True)
+            sys.exit(2)
         # a model that cannot answer (no API key, not downloaded, a full GPU): its message
         # says what to do, so it is shown without a traceback (exit code 1)
         missing_extra = isinstance(err, ImportError) and "cultural-refine[" in str(err)

@@ -88,6 +88,13 @@ def run_task(
 ) -> Any:
     """Make every job of ``task`` left to do on ``engine`` and return its result, the same
     for any engine and number of workers."""
+    from refine.io.store import held
+
+    with held(task.folder):  # one process a task folder: another is refused, naming it
+        return _run_held(task, engine, instances, on_event)
+
+
+def _run_held(task: Task, engine: EngineOptions, instances: Any, on_event: Any) -> Any:
     task.engine = engine
     cells_engine = open_engine(
         engine,

@@ -6,9 +6,9 @@ third-party hosts, Wikimedia Commons), made so that no answer can hurt the machi
 * The body is streamed with a size cap (:data:`MAX_MB` by default): a declared length over
   it is refused before the body is read, and a body that grows past it is cut off there.
 * A time limit per file bounds the whole transfer, all its tries together, not each read
-  or each try: a server that answers one byte a second is given up after ``timeout_s``. A ``deadline`` (``time.monotonic()``
-  seconds) bounds a whole fetch: a download that would start after it is not started, and
-  one running is cut off at it.
+  or each try: a server that answers one byte a second is given up after ``timeout_s``.
+  A ``deadline`` (``time.monotonic()`` seconds) bounds a whole fetch: a download that
+  would start after it is not started, and one running is cut off at it.
 * Every way a download can fail (an HTTP error, a cut body, an address with a control
   character, a refused connection, the limits above) ends in one :class:`DownloadError`
   whose message says what came back; a network error or a server error (5xx, 429) is tried

@@ -16,12 +16,14 @@ killed write left behind are removed. Files are written atomically with the user
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import socket
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +40,20 @@ LOCK_FILE = ".lock"
 
 class RunLocked(RuntimeError):
     """Another process (or another driver in this one) is working on the run."""
+
+
+@contextlib.contextmanager
+def held(folder: str | Path) -> Iterator[None]:
+    """``folder`` (a task's: a bench's, a batch's) held by this process as a run folder is
+    (its ``.lock``), or RunLocked naming the process that holds it: two processes on one
+    folder would both send, and pay for, the same cells."""
+    store = RunStore(folder)
+    store.dir.mkdir(parents=True, exist_ok=True)
+    store.acquire()
+    try:
+        yield
+    finally:
+        store.release()
 
 
 def new_run_id(activity: str, country: str) -> str:

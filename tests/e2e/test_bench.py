@@ -217,6 +217,21 @@ def test_bench_from_the_command_line(world, gemini_env, siglip_path, tmp_path):
     assert f"clipscore: not computed: {why}" in done.stdout
     page = (tmp_path / "b" / "bench.html").read_text()
     assert "Baselines asked for and not computed" in page and "CLIPScore needs a CLIP" in page
+    # a bench folder another process holds is refused in one line, nothing sent: two
+    # processes on one folder would both make, and pay for, the same cells
+    import os
+    import socket
+
+    from refine.io.store import held
+
+    asked = len(gemini_env.paths)
+    with held(tmp_path / "b"):  # held as another process holds it (the same OS lock)
+        again = cli(*args)
+    me = f"{os.getpid()}@{socket.gethostname()}"
+    assert again.returncode == 2 and again.stderr == (
+        f"error: {tmp_path / 'b'} is in use by process {me}; wait for it to end, or stop it\n"
+    ), again.stderr
+    assert len(gemini_env.paths) == asked and not (tmp_path / "b" / ".lock").exists()
     bad = cli("bench", "--countries", "Atlantis", "--out", str(tmp_path / "c"))
     assert bad.returncode == 2 and "no country 'Atlantis'" in bad.stderr
     bad = cli("bench", "--countries", "France", "--out", str(tmp_path / "c"))
