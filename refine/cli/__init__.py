@@ -284,6 +284,21 @@ def _command_path(argv: list[str]) -> str:
     return " ".join(path)
 
 
+def full_disk(err: BaseException) -> str:
+    """What to do about a disk (or quota) that is full, in one line; empty for any other
+    error. What was written before is whole (every record is written through a temp file):
+    a run goes on with --resume, and an export or a task written again."""
+    import errno
+
+    if not isinstance(err, OSError) or err.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return ""
+    where = f" writing {err.filename}" if err.filename else ""
+    return (
+        f"the disk is full{where} ({os.strerror(err.errno)}): free some space, then run the "
+        "same command again (a run: refine run --resume DIR, its record is whole)"
+    )
+
+
 def explained(err: BaseException) -> bool:
     """Whether ``err``'s message says what to do: one line, no traceback."""
     names = {c.__name__ for c in type(err).__mro__}
@@ -339,6 +354,9 @@ def main(argv: list[str] | None = None) -> None:
         if type(err).__name__ == "RunLocked":  # a run or task folder another process holds
             typer.echo(f"error: {err}", err=True)
             sys.exit(2)
+        if full_disk(err):
+            typer.echo(f"error: {full_disk(err)}", err=True)
+            sys.exit(1)
         # a model that cannot answer (no API key, not downloaded, a full GPU): its message
         # says what to do, so it is shown without a traceback (exit code 1)
         missing_extra = isinstance(err, ImportError) and "cultural-refine[" in str(err)

@@ -11,6 +11,8 @@ from refine.cli.inputs import PUBLIC_HELP, UserInputError, checked_push, push_to
 from refine.settings import split_list
 from refine.train.export import FORMATS, export
 
+CUT_OFF = ".export-incomplete"  # in --out while an export is being written
+
 
 def export_cmd(
     runs: list[Path] = typer.Argument(..., help="Run or batch directories (or folders of them)."),
@@ -52,13 +54,19 @@ def export_cmd(
         raise UserInputError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
     if out.exists() and not out.is_dir():
         raise UserInputError(f"--out: {out} is a file; give a new folder")
-    if out.exists() and any(out.iterdir()):
+    # an export cut off before its end (a full disk, a kill) leaves its mark: the same
+    # command writes it again there
+    cut_off = out / CUT_OFF
+    if out.exists() and any(out.iterdir()) and not cut_off.is_file():
         raise UserInputError(f"--out: {out} is not empty; give a new folder")
     checked_push(push_to_hub, public)  # before any work: a bad token said now
+    out.mkdir(parents=True, exist_ok=True)
+    cut_off.write_text("an export began here and has not ended\n")
     try:
         result = export(runs, out, fmt, min_margin, max_drift, split_list(holdout), include_initial)
     except ValueError as err:
         raise UserInputError(f"RUNS: {err}") from err
+    cut_off.unlink()
     doc = result.to_dict()
     if push_to_hub:
         from refine.train.hub import push

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from refine.assets import prompt_template
-from refine.io.files import atomic_write_text
+from refine.io.files import atomic_write, atomic_write_text
 from refine.io.store import RunStore
 
 FORMATS = ("imagefolder", "pairs", "edits", "dpo", "judge-dpo", "judge-kto")
@@ -103,8 +103,10 @@ def _unsafe(run_dir: Path, run: Any) -> str:
 
 
 def _copy(src: Path, folder: Path, name: str) -> str:
+    """``src`` copied into ``folder`` as ``name``, whole or not at all: through a temp file
+    beside it (a full disk left a 0-byte image under the image's own name)."""
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src, folder / name)
+    atomic_write(folder / name, lambda tmp: shutil.copyfile(src, tmp))
     return name
 
 

@@ -122,6 +122,37 @@ def test_resume_after_kill_9_mid_round(world, siglip_path, tmp_path):
     assert RunStore(run_dir).load().model_dump(mode="json") == done
 
 
+def test_a_full_disk_is_one_line_and_resume_finishes_the_run(
+    world, siglip_path, tmp_path, monkeypatch
+):
+    """The disk fills as round 1's record is written: one line says so and what to do
+    (it was a traceback), the record on disk is round 0's, whole, and --resume finishes."""
+    import errno
+
+    from refine.io import store as stores
+
+    real, saves = stores.RunStore.save, []
+
+    def filling(self, run):
+        saves.append(len(run.rounds))
+        if len(run.rounds) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.dir / "run.json"))
+        return real(self, run)
+
+    with monkeypatch.context() as m:
+        m.setattr(stores.RunStore, "save", filling)
+        done = cli(*run_args(tmp_path, 1, siglip_path))
+    assert done.returncode == 1, done.stderr
+    said = done.stderr.strip().splitlines()[-1]
+    assert said.startswith("error: the disk is full writing ") and "--resume" in said, said
+    assert "Traceback" not in done.stderr
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(RunStore(run_dir).load().rounds) == 1  # round 0's record, whole
+    again = cli("run", "--resume", str(run_dir), "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["status"] == "finished"
+
+
 def test_run_summary_and_errors(world, siglip_path, tmp_path):
     args = run_args(tmp_path, 1, siglip_path)
     out = cli(*args)

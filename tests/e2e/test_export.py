@@ -97,6 +97,47 @@ def test_imagefolder_and_datasets(runs, tmp_path):
     assert f"imagefolder: {len(rows)} item(s) written" in done.stdout
 
 
+def test_a_full_disk_is_one_line_and_the_same_command_finishes(runs, tmp_path, monkeypatch):
+    """The disk fills while the second image is copied: one line says so and what to do,
+    no image is left cut short under its own name (it was a 0-byte file), and the same
+    command into the same --out (refused before as "not empty") finishes the export."""
+    import errno
+    import shutil
+
+    from PIL import Image
+
+    out, loaded, _ = runs
+    real, copied = shutil.copyfile, []
+
+    def filling(src, dst, *args, **kwargs):
+        copied.append(dst)
+        if len(copied) == 2:  # half of it written, then the disk is full
+            Path(dst).write_bytes(Path(src).read_bytes()[:100])
+            raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return real(src, dst, *args, **kwargs)
+
+    target = tmp_path / "if"
+    with monkeypatch.context() as m:
+        m.setattr(shutil, "copyfile", filling)
+        done = cli("export", str(out), "--format", "imagefolder", "--out", str(target))
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("error: the disk is full writing ") and "again" in done.stderr
+    images = sorted((target / "train").iterdir())
+    assert [p.suffix for p in images] == [".png"]  # the first, whole; no temp file left
+    with Image.open(images[0]) as im:
+        im.verify()
+    again = cli("export", str(out), "--format", "imagefolder", "--out", str(target))
+    assert again.returncode == 0, again.stderr
+    accepted = [r for run in loaded for r in run.rounds if r.decision == "accepted"]
+    assert len(read(target / "train" / "metadata.jsonl")) == len(accepted)
+    assert not (target / ".export-incomplete").exists()
+    # a folder with another's files stays refused
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    no = cli("export", str(out), "--format", "imagefolder", "--out", str(tmp_path / "other"))
+    assert no.returncode == 2 and "is not empty; give a new folder" in no.stderr
+
+
 def test_pairs_margins_holdout_and_duplicates(runs, tmp_path):
     out, loaded, dirs = runs
     args = [
