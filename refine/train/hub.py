@@ -38,14 +38,47 @@ def check_push(repo: str) -> None:
         raise InputError(
             "--push-to-hub: no Hugging Face token (set HF_TOKEN, or run `hf auth login`)"
         )
-    try:  # the token asked about now, not after hours of work
-        me = hub_api().whoami()
-    except Exception as err:  # refused, or the hub out of reach: said in one line
-        said = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise InputError(f"--push-to-hub: the hub did not accept the token ({said})") from err
+    me = _whoami()  # the token asked about now, not after hours of work
     role = ((me.get("auth") or {}).get("accessToken") or {}).get("role")
     if role == "read":
         raise InputError("--push-to-hub: the token can only read; give one that can write")
+
+
+WHOAMI_S = 20.0  # the most the token's check may take, the whole answer
+
+
+def _whoami() -> dict:
+    """The hub's answer about the token, within :data:`WHOAMI_S` for the whole answer (a
+    hub that dripped it a byte a second held a push for its 300 s, then the token was
+    blamed); an InputError saying which: the hub refused the token, or did not answer."""
+    import threading
+
+    from huggingface_hub.errors import HfHubHTTPError
+
+    got: dict = {}
+
+    def ask() -> None:
+        try:
+            got["me"] = hub_api().whoami()
+        except Exception as err:  # said below, in the caller's thread
+            got["err"] = err
+
+    asking = threading.Thread(target=ask, name="hub-whoami", daemon=True)
+    asking.start()
+    asking.join(WHOAMI_S)
+    if asking.is_alive():
+        raise InputError(
+            f"--push-to-hub: the hub ({hub_api().endpoint}) did not answer within "
+            f"{WHOAMI_S:g} s; try again later (nothing was done)"
+        )
+    err = got.get("err")
+    if err is None:
+        return got["me"]
+    said = str(err).splitlines()[0] if str(err) else type(err).__name__
+    if isinstance(err, HfHubHTTPError) and err.response is not None:
+        if err.response.status_code in (401, 403):
+            raise InputError(f"--push-to-hub: the hub did not accept the token ({said})") from err
+    raise InputError(f"--push-to-hub: the hub could not be asked about the token ({said})") from err
 
 
 def push(
@@ -63,7 +96,14 @@ def push(
 
     api = hub_api()
     try:
-        api.create_repo(repo, repo_type=repo_type, private=not public, exist_ok=True)
+        try:
+            api.create_repo(repo, repo_type=repo_type, private=not public, exist_ok=True)
+        except KeyError:  # a 409 whose answer names no repository (the client reads its url)
+            raise InputError(
+                f"--push-to-hub: the hub refused to create {repo} (HTTP 409, a conflict: the "
+                f"name may be held by a repository of another kind or one being made); "
+                f"nothing was pushed; {folder} is kept"
+            ) from None
         if not public and not api.repo_info(repo, repo_type=repo_type).private:
             raise InputError(
                 f"--push-to-hub: {repo} exists and is public; add --public to push to it "

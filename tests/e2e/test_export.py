@@ -5,6 +5,7 @@ bad inputs get one clear line."""
 from __future__ import annotations
 
 import json
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -480,6 +481,26 @@ def test_an_export_is_pushed_to_the_hub_in_one_private_commit(runs, tmp_path):
             assert again.returncode == 2
             assert "me/open exists and is public; add --public to push to it" in again.stderr
             assert len(hub.pushed[("dataset", "me/open")]["commits"]) == 1
+            # a conflict the hub names no repository in: said as such (it read "('url')")
+            hub.conflicts.add("me/taken")
+            taken = cli(*args, "--out", str(tmp_path / "t"), "--push-to-hub", "me/taken")
+            assert taken.returncode == 2 and taken.stderr == (
+                "error: --push-to-hub: the hub refused to create me/taken (HTTP 409, a "
+                "conflict: the name may be held by a repository of another kind or one being "
+                f"made); nothing was pushed; {tmp_path / 't'} is kept\n"
+            ), taken.stderr
+            # a hub that drips its answer about the token is given up on within the limit,
+            # and the token is not blamed (it held the push for the server's 300 s)
+            import refine.train.hub as hub_module
+
+            hub.whoami_drip_s, began = 0.5, time.monotonic()
+            with pytest.MonkeyPatch.context() as m:
+                m.setattr(hub_module, "WHOAMI_S", 1.0)
+                slow = cli(*args, "--out", str(tmp_path / "s"), "--push-to-hub", "me/slow")
+            hub.whoami_drip_s = 0.0
+            assert time.monotonic() - began < 10 and slow.returncode == 2, slow.stderr
+            assert f"the hub ({hub.url}) did not answer within 1 s" in slow.stderr
+            assert "token" not in slow.stderr and not (tmp_path / "s").exists()
             hub.token_role = "read"
             reader = cli(*args, "--out", str(tmp_path / "g"), "--push-to-hub", "me/culture-dpo")
             assert reader.returncode == 2 and "the token can only read" in reader.stderr

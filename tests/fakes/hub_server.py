@@ -49,6 +49,8 @@ class FakeHub(StandIn):
         self.cut = set(cut or ())
         self.token = "hf_standin_token"
         self.token_role = "write"  # what whoami says the token may do
+        self.whoami_drip_s = 0.0  # whoami's answer a byte at a time, this far apart
+        self.conflicts: set[str] = set()  # repository ids whose creation answers a bare 409
         # (repo type, repo id) -> {"private": bool, "files": {path: bytes}, "commits": [...]}
         self.pushed: dict[tuple[str, str], dict] = {}
         self.lfs: dict[str, bytes] = {}  # sha256 -> the bytes uploaded
@@ -116,6 +118,8 @@ class FakeHub(StandIn):
             repo = (
                 f"{doc['organization']}/{doc['name']}" if doc.get("organization") else doc["name"]
             )
+            if repo in self.conflicts:  # a conflict the hub names no repository in
+                return self.json(handler, {"error": "Conflict"}, 409)
             if (kind, repo) in self.pushed:
                 # the hub names the repository in its refusal; the client reads it
                 doc = {"error": "You already created this repo", "url": f"{self.url}/{repo}"}
@@ -186,7 +190,10 @@ class FakeHub(StandIn):
             if handler.headers.get("Authorization") != f"Bearer {self.token}":
                 return self.json(handler, {"error": "Invalid credentials"}, 401)
             role = self.token_role
-            return self.json(handler, {"name": "me", "auth": {"accessToken": {"role": role}}})
+            doc = {"name": "me", "auth": {"accessToken": {"role": role}}}
+            if self.whoami_drip_s:
+                return self.drip(handler, doc, self.whoami_drip_s)
+            return self.json(handler, doc)
         for (kind, repo), store in self.pushed.items():  # a pushed repository's info
             if path in (f"/api/{kind}s/{repo}", f"/api/{kind}s/{repo}/revision/main"):
                 sha = store["commits"][-1]["oid"] if store["commits"] else "0" * 40
@@ -220,6 +227,23 @@ class FakeHub(StandIn):
         handler.send_response(404)
         handler.send_header("Content-Length", "0")
         handler.end_headers()
+
+    def drip(self, handler: BaseHTTPRequestHandler, doc, every: float) -> None:
+        """``doc`` as JSON, a byte every ``every`` seconds (until the client hangs up)."""
+        import time
+
+        data = json.dumps(doc).encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        try:
+            for k in range(len(data)):
+                handler.wfile.write(data[k : k + 1])
+                handler.wfile.flush()
+                time.sleep(every)
+        except OSError:
+            pass  # the client gave up, as it should
 
     def json(self, handler: BaseHTTPRequestHandler, doc, status: int = 200) -> None:
         data = json.dumps(doc).encode()
