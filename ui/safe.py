@@ -134,10 +134,13 @@ def number_box(*args: Any, **kwargs: Any) -> Any:
 
     def preprocess(payload: Any) -> Any:
         ok = isinstance(payload, int | float)  # a bool is an int: Gradio's own takes it
+        name = box.label or "a number box"
         if payload is not None and not (
             ok and math.isfinite(payload) and abs(payload) <= MAX_NUMBER
         ):
-            raise error(f"{box.label or 'a number box'}: {str(payload)[:40]!r} is not a number")
+            if ok and math.isfinite(payload):  # a number, past what any box takes
+                raise error(f"{name}: {payload:g} is past the largest number this app takes, 1e15")
+            raise error(f"{name}: {str(payload)[:40]!r} is not a number")
         return convert(payload)
 
     box.preprocess = preprocess

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import typer
@@ -55,18 +56,32 @@ def export_cmd(
     if out.exists() and not out.is_dir():
         raise UserInputError(f"--out: {out} is a file; give a new folder")
     # an export cut off before its end (a full disk, a kill) leaves its mark: the same
-    # command writes it again there
+    # command writes it again there, what it left removed first (all of it was its own)
     cut_off = out / CUT_OFF
     if out.exists() and any(out.iterdir()) and not cut_off.is_file():
         raise UserInputError(f"--out: {out} is not empty; give a new folder")
     checked_push(push_to_hub, public)  # before any work: a bad token said now
-    out.mkdir(parents=True, exist_ok=True)
-    cut_off.write_text("an export began here and has not ended\n")
+    from refine.io.store import RunLocked, held
+
     try:
-        result = export(runs, out, fmt, min_margin, max_drift, split_list(holdout), include_initial)
-    except ValueError as err:
-        raise UserInputError(f"RUNS: {err}") from err
-    cut_off.unlink()
+        with held(out):  # one export a folder: another process's is refused
+            for left in out.iterdir():
+                if left.name in (".lock", CUT_OFF):
+                    continue
+                if left.is_dir() and not left.is_symlink():
+                    shutil.rmtree(left)
+                else:
+                    left.unlink()
+            cut_off.write_text("an export began here and has not ended\n")
+            try:
+                result = export(
+                    runs, out, fmt, min_margin, max_drift, split_list(holdout), include_initial
+                )
+            except ValueError as err:
+                raise UserInputError(f"RUNS: {err}") from err
+            cut_off.unlink(missing_ok=True)
+    except RunLocked as err:
+        raise UserInputError(f"--out: {err}") from err
     doc = result.to_dict()
     if push_to_hub:
         from refine.train.hub import push

@@ -21,6 +21,7 @@ import fcntl
 import json
 import os
 import socket
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -42,18 +43,33 @@ class RunLocked(RuntimeError):
     """Another process (or another driver in this one) is working on the run."""
 
 
+_HELD: dict[Path, list] = {}  # the folders this process holds (held): [depth, store]
+_HELD_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def held(folder: str | Path) -> Iterator[None]:
-    """``folder`` (a task's: a bench's, a batch's) held by this process as a run folder is
-    (its ``.lock``), or RunLocked naming the process that holds it: two processes on one
-    folder would both send, and pay for, the same cells."""
-    store = RunStore(folder)
-    store.dir.mkdir(parents=True, exist_ok=True)
-    store.acquire()
+    """``folder`` (a task's: a bench's, a batch's, a bank's) held by this process as a run
+    folder is (its ``.lock``), or RunLocked naming the process that holds it: two
+    processes on one folder would both send, and pay for, the same cells. Within this
+    process it may be held again (a command that holds its folder and runs its task there):
+    one process a folder."""
+    path = Path(folder).resolve()
+    with _HELD_LOCK:
+        if path in _HELD:
+            _HELD[path][0] += 1
+        else:
+            store = RunStore(path)
+            store.dir.mkdir(parents=True, exist_ok=True)
+            store.acquire()
+            _HELD[path] = [1, store]
     try:
         yield
     finally:
-        store.release()
+        with _HELD_LOCK:
+            _HELD[path][0] -= 1
+            if _HELD[path][0] == 0:
+                _HELD.pop(path)[1].release()
 
 
 def new_run_id(activity: str, country: str) -> str:

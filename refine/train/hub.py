@@ -9,6 +9,7 @@ as it is (its visibility unchanged). Everything a push needs is checked by
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from refine.backends.provenance import hub_api
@@ -98,7 +99,8 @@ def push(
     try:
         try:
             api.create_repo(repo, repo_type=repo_type, private=not public, exist_ok=True)
-        except KeyError:  # a 409 whose answer names no repository (the client reads its url)
+        except (KeyError, json.JSONDecodeError):  # a 409 whose answer names no repository
+            # (the client reads its url from the answer, which may be no JSON at all)
             raise InputError(
                 f"--push-to-hub: the hub refused to create {repo} (HTTP 409, a conflict: the "
                 f"name may be held by a repository of another kind or one being made); "

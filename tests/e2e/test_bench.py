@@ -219,19 +219,30 @@ def test_bench_from_the_command_line(world, gemini_env, siglip_path, tmp_path):
     assert "Baselines asked for and not computed" in page and "CLIPScore needs a CLIP" in page
     # a bench folder another process holds is refused in one line, nothing sent: two
     # processes on one folder would both make, and pay for, the same cells
-    import os
     import socket
+    import subprocess
+    import sys
 
-    from refine.io.store import held
+    from refine.io.store import RunStore
 
     asked = len(gemini_env.paths)
-    with held(tmp_path / "b"):  # held as another process holds it (the same OS lock)
+    hold = "import sys, time\nfrom refine.io.store import held\nwith held(sys.argv[1]):\n"
+    hold += "    print('held', flush=True)\n    time.sleep(120)\n"
+    other = subprocess.Popen(
+        [sys.executable, "-c", hold, str(tmp_path / "b")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert other.stdout.readline().strip() == "held"
         again = cli(*args)
-    me = f"{os.getpid()}@{socket.gethostname()}"
+    finally:
+        other.kill()
+        other.wait()
+        other.stdout.close()
+    them = f"{other.pid}@{socket.gethostname()}"
     assert again.returncode == 2 and again.stderr == (
-        f"error: {tmp_path / 'b'} is in use by process {me}; wait for it to end, or stop it\n"
+        f"error: {tmp_path / 'b'} is in use by process {them}; wait for it to end, or stop it\n"
     ), again.stderr
-    assert len(gemini_env.paths) == asked and not (tmp_path / "b" / ".lock").exists()
+    assert len(gemini_env.paths) == asked and RunStore(tmp_path / "b").holder() is None
     bad = cli("bench", "--countries", "Atlantis", "--out", str(tmp_path / "c"))
     assert bad.returncode == 2 and "no country 'Atlantis'" in bad.stderr
     bad = cli("bench", "--countries", "France", "--out", str(tmp_path / "c"))

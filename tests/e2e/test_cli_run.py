@@ -141,7 +141,7 @@ def test_a_full_disk_is_one_line_and_resume_finishes_the_run(
 
     with monkeypatch.context() as m:
         m.setattr(stores.RunStore, "save", filling)
-        done = cli(*run_args(tmp_path, 1, siglip_path))
+        done = in_process(*run_args(tmp_path, 1, siglip_path))  # the patch is this process's
     assert done.returncode == 1, done.stderr
     said = done.stderr.strip().splitlines()[-1]
     assert said.startswith("error: the disk is full writing ") and "--resume" in said, said

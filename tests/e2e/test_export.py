@@ -107,6 +107,8 @@ def test_a_full_disk_is_one_line_and_the_same_command_finishes(runs, tmp_path, m
 
     from PIL import Image
 
+    from tests.e2e.test_cli_run import in_process as cli  # the patch is this process's
+
     out, loaded, _ = runs
     real, copied = shutil.copyfile, []
 
@@ -127,10 +129,13 @@ def test_a_full_disk_is_one_line_and_the_same_command_finishes(runs, tmp_path, m
     assert [p.suffix for p in images] == [".png"]  # the first, whole; no temp file left
     with Image.open(images[0]) as im:
         im.verify()
+    (target / "train" / "stray.png").write_bytes(b"left by the cut-off export")
     again = cli("export", str(out), "--format", "imagefolder", "--out", str(target))
     assert again.returncode == 0, again.stderr
     accepted = [r for run in loaded for r in run.rounds if r.decision == "accepted"]
     assert len(read(target / "train" / "metadata.jsonl")) == len(accepted)
+    # what the cut-off export left went first: nothing of it is mixed in
+    assert len(list((target / "train").glob("*.png"))) == len(accepted)
     assert not (target / ".export-incomplete").exists()
     # a folder with another's files stays refused
     (tmp_path / "other").mkdir()
@@ -489,6 +494,9 @@ def test_an_export_is_pushed_to_the_hub_in_one_private_commit(runs, tmp_path):
                 "conflict: the name may be held by a repository of another kind or one being "
                 f"made); nothing was pushed; {tmp_path / 't'} is kept\n"
             ), taken.stderr
+            hub.conflicts.add("me/taken-bare")  # a 409 with no JSON at all
+            bare = cli(*args, "--out", str(tmp_path / "tb"), "--push-to-hub", "me/taken-bare")
+            assert bare.returncode == 2 and "HTTP 409, a conflict" in bare.stderr, bare.stderr
             # a hub that drips its answer about the token is given up on within the limit,
             # and the token is not blamed (it held the push for the server's 300 s)
             import refine.train.hub as hub_module

@@ -119,6 +119,12 @@ class FakeHub(StandIn):
                 f"{doc['organization']}/{doc['name']}" if doc.get("organization") else doc["name"]
             )
             if repo in self.conflicts:  # a conflict the hub names no repository in
+                if repo.endswith("-bare"):  # not even an answer in JSON
+                    handler.send_response(409)
+                    handler.send_header("Content-Length", "8")
+                    handler.end_headers()
+                    handler.wfile.write(b"Conflict")
+                    return None
                 return self.json(handler, {"error": "Conflict"}, 409)
             if (kind, repo) in self.pushed:
                 # the hub names the repository in its refusal; the client reads it

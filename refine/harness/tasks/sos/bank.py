@@ -36,6 +36,7 @@ from refine.harness.task import Task, run_task
 from refine.harness.tasks.sos.cells import BankMaker, bank_results, write_combined
 from refine.harness.tasks.sos.prompts import check_grid
 from refine.io.files import atomic_write_json
+from refine.io.store import held
 
 
 def build_bank(
@@ -67,6 +68,20 @@ def build_bank(
 
     check_grid(concept, cultures, languages)
     out = Path(out)
+    if (out / MANIFEST).is_file() or not (out.exists() and any(out.iterdir())):
+        # held before its manifest is written: a second process writes nothing (run_task
+        # holds it again, within this process)
+        with held(out):
+            return _build(out, concept, cultures, languages, generator, embedder, llm,
+                          llm_cache, images_per_prompt, prompts_per_cell, seed, on_progress,
+                          models, emit, engine)  # fmt: skip
+    raise BankError(f"{out}: exists and is not an SoS bank; choose an empty folder")
+
+
+def _build(
+    out, concept, cultures, languages, generator, embedder, llm, llm_cache,
+    images_per_prompt, prompts_per_cell, seed, on_progress, models, emit, engine,
+) -> Any:  # fmt: skip
     settings = {
         "concept": concept,
         "generator": generator.id,
@@ -84,9 +99,7 @@ def build_bank(
                 f"{out} was built with {was}; a bank keeps one setting for all its cells. "
                 "Use the same settings to go on, or a new --out folder"
             )
-    else:
-        if out.exists() and any(out.iterdir()):
-            raise BankError(f"{out}: exists and is not an SoS bank; choose an empty folder")
+    else:  # an empty folder (build_bank checked it), held by this process
         out.mkdir(parents=True, exist_ok=True)
         manifest = {"version": 1, "settings": settings, "cells": {}}
     for c in cultures:
