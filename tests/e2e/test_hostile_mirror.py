@@ -78,11 +78,9 @@ def test_a_download_is_capped_in_size_and_time_and_only_http(tmp_path):
         # the time limit holds for a file's tries together: a try cut short after 0.4 s
         # would be worth another, but its wait (1 s) would end past the file's 0.6 s, so
         # none is made (each try had its own limit: three tries, 1.2 s and more)
-        began = time.monotonic()
         with pytest.raises(DownloadError, match="cut short"):
             download(f"{server.url}/slow-cut", timeout_s=0.6, sleep=lambda s: None)
-        took = time.monotonic() - began
-        assert server.requests.count("slow-cut") == 1 and took < 1.0, took
+        assert server.requests.count("slow-cut") == 1  # the count, not a time: load-proof
         with pytest.raises(DownloadError, match="cut short"):
             download(f"{server.url}/cut.png", tries=2, sleep=lambda s: None)
         assert server.requests.count("cut.png") == 2  # a cut body is worth another try

@@ -149,9 +149,17 @@ def test_the_local_engine_makes_every_job_on_its_workers(tmp_path):
 
 
 class Failing(Squares):
+    """Makes each job but job 2, which raises its :meth:`error`."""
+
+    said = "failed"
+
+    @staticmethod
+    def error(message: str) -> Exception:
+        return RuntimeError(message)
+
     def make(self, job: int, tell=None) -> int:
         if job == 2:
-            raise RuntimeError("job 2 failed")
+            raise self.error(f"job 2 {self.said}")
         return job
 
 
@@ -165,13 +173,14 @@ def test_the_first_failure_stops_the_rest(tmp_path):
     assert driver.got == {1: (1, "")}  # one worker: 3 and 4 never started
 
 
-class Refusing(Squares):
-    def make(self, job: int, tell=None) -> int:
+class Refusing(Failing):
+    said = "refused"
+
+    @staticmethod
+    def error(message: str) -> Exception:
         from refine.backends.loading import Refused
 
-        if job == 2:
-            raise Refused("job 2 refused")
-        return job
+        return Refused(message)
 
 
 def test_a_jobs_own_failure_is_the_drivers_and_the_rest_go_on(tmp_path):

@@ -229,8 +229,8 @@ def add_run_view(
         None,
         [stage, notice],
         notice,
-        js=f"(stage, said) => stage.includes('{REVIEW_WORDS}') && said.startsWith("
-        f"'{APPLIED}') ? '' : said",
+        js=f"(stage, said) => (stage || '').includes('{REVIEW_WORDS}') && (said || '')"
+        f".startsWith('{APPLIED}') ? '' : said",
         queue=False,
         api_name=False,
         show_progress="hidden",
