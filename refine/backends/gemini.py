@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import logging
 import os
 import random
@@ -53,6 +54,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from refine import usage
@@ -423,8 +425,9 @@ class GeminiClient:
             seen = self._versions.get(model, {})
             return ", ".join(sorted(v for v, last in seen.items() if last > since))
 
-    def batch_create(self, model: str, inlined: list[Any], display: str) -> str:
-        """A batch job of ``inlined`` requests to ``model`` (its name); a spent daily quota
+    def batch_create(self, model: str, inlined: list[Any] | str, display: str) -> str:
+        """A batch job of ``inlined`` requests to ``model`` (or of the requests in an
+        uploaded file, by its name "files/..."): the job's name; a spent daily quota
         raises :class:`refine.usage.QuotaSpent`, another refusal a :class:`GeminiError`."""
         from google.genai import errors, types
 
@@ -439,6 +442,62 @@ class GeminiClient:
             detail = (err.message or str(err)).strip()
             raise GeminiError(_explain(model, err, 1), err.code, detail) from err
         return str(job.name)
+
+    def batch_files(self) -> bool:
+        """Whether batch jobs can send and answer their requests as files (the developer
+        API's Files API; Vertex AI, which reads them from Cloud Storage, is refused before)."""
+        return not getattr(self.client(), "vertexai", False)
+
+    def batch_create_by_file(
+        self, model: str, inlined: list[Any], display: str, folder: Path
+    ) -> str:
+        """A batch job of ``inlined`` requests sent as a JSON Lines file (uploaded with the
+        Files API; each line ``{"key", "request"}``), whose answers come back as a file too
+        (read with :meth:`batch_download`): an inline job's answers come back inside
+        ``batches.get`` and may be too large to read. Errors as :meth:`batch_create`."""
+        import uuid
+
+        from google.genai import _common, errors, types
+        from google.genai.batches import _InlinedRequest_to_mldev
+
+        client = self.client()
+        lines = folder / f".gemini-batch-{uuid.uuid4().hex[:12]}.jsonl"
+        try:
+            with lines.open("w", encoding="utf-8") as out:
+                for item in inlined:
+                    # the SDK's own conversion of a request to the API's JSON, as it makes
+                    # for an inline job: the same request either way
+                    body = _InlinedRequest_to_mldev(client._api_client, item)
+                    body = _common.encode_unserializable_types(_common.convert_to_dict(body))
+                    key = (item.metadata or {})["key"]
+                    out.write(json.dumps({"key": key, "request": body["request"]}) + "\n")
+            try:
+                uploaded = client.files.upload(
+                    file=str(lines),
+                    config=types.UploadFileConfig(display_name=display, mime_type="jsonl"),
+                )
+            except errors.APIError as err:
+                detail = (err.message or str(err)).strip()
+                raise GeminiError(_explain(model, err, 1), err.code, detail) from err
+        finally:
+            lines.unlink(missing_ok=True)
+        return self.batch_create(model, str(uploaded.name), display)
+
+    def batch_download(self, name: str, destination: Path, timeout_s: float) -> None:
+        """The file ``name`` (a job's answers) written to ``destination`` as it streams in,
+        a part at a time (never whole in memory), each read given ``timeout_s``."""
+        from google.genai import errors, types
+
+        limit = types.HttpOptions(timeout=max(1, int(timeout_s * 1000)))
+        try:
+            self.client().files.download(
+                file=name,
+                destination=str(destination),
+                config=types.DownloadFileConfig(http_options=limit),
+            )
+        except errors.APIError as err:
+            detail = (err.message or str(err)).strip()
+            raise GeminiError(f"file {name}: HTTP {err.code}: {detail}", err.code, detail) from err
 
     def batch_named(self, display: str) -> str | None:
         """The name of the batch job whose display name is ``display`` (the newest, where

@@ -22,7 +22,10 @@ reads fail stays in the journal, so the same command reads it again.
 A job is polled every ``poll_s`` seconds (``REFINE_GEMINI_BATCH_POLL_S``, 30; a failed poll
 is tried again); the API's webhook, which needs an address the API can reach, is not used.
 A job holds at most :data:`MAX_JOB_BYTES` of requests (the API takes 20 MB inline) and at
-most :data:`MAX_IMAGE_ANSWERS` requests for images, so that its answers can be read. A job
+most :data:`MAX_IMAGE_ANSWERS` requests for images, so that its answers can be read. On the
+developer API a job that asks for images is sent as a JSON Lines file (uploaded with the
+Files API) and answered as a file, which is downloaded a part at a time and read a line at a
+time (an inline job's answers come back inside ``batches.get``, all at once). A job
 that ends other than succeeded (failed, cancelled, expired after 48 hours) fails each of its
 requests with its state, and a request the job answers with an error fails with that error;
 the journal marks both, so a rerun sends them again in a new job.
@@ -60,6 +63,15 @@ MAX_JOB_BYTES = 18_000_000
 # Google's AI developers forum). Generation requests are short text, so the bytes' cap
 # alone let 2,560 image requests into one job.
 MAX_IMAGE_ANSWERS = 100
+# a job sent as a file (image jobs, on the developer API): the Files API takes files of up to
+# 2 GB (ai.google.dev/gemini-api/docs/files); the image cap binds long before, as 100 edits
+# of 1K images are about 200 MB of requests
+MAX_FILE_BYTES = 1_800_000_000
+# the answers' file is read a part at a time, each read given READ_S and READ_S_PER_ANSWER
+# for each of the job's requests (a large file may take the API a while to start sending),
+# and read READ_TRIES times before its requests fail (the journal keeps the job: the same
+# command reads it again, paying nothing twice)
+READ_S, READ_S_PER_ANSWER, READ_TRIES = 120.0, 2.0, 3
 # the most jobs (a bench's cells) waiting at once, and the most requests one call of a
 # backend has in flight, while batching: a larger task makes a job per stage per wave
 MAX_AT_ONCE = 256
@@ -101,6 +113,12 @@ def _asks_for_image(config: Any) -> int:
     else 0."""
     kinds = getattr(config, "response_modalities", None) or []
     return int(any(str(getattr(k, "value", k)).upper() == "IMAGE" for k in kinds))
+
+
+def _files(client: Any) -> bool:
+    """Whether ``client`` sends image jobs as files (the developer API's Gemini client)."""
+    check = getattr(client, "batch_files", None)
+    return bool(check and check())
 
 
 def _weight(contents: list[Any]) -> int:
@@ -334,9 +352,10 @@ class Batcher:
                     taken.update(held)
                     self.resumed.append(name)
         fresh = [k for k in by_key if k not in taken]
+        by_file = _files(client) and any(_asks_for_image(w[0].config) for w in by_key.values())
         try:
-            for chunk in self._chunks(fresh, by_key):
-                jobs.append((self._create(client, model, chunk, by_key), chunk, False))
+            for chunk in self._chunks(fresh, by_key, by_file):
+                jobs.append((self._create(client, model, chunk, by_key, by_file), chunk, False))
         except BaseException as err:  # no job for the rest (a quota, a refusal)
             fail(fresh, _readable(model, "", err))
         for name, keys, journaled in jobs:
@@ -347,7 +366,7 @@ class Batcher:
                     if not (journaled and getattr(err, "code", None) == 404):
                         raise
                     # the API no longer has the job: its requests are sent again
-                    again = self._create(client, model, keys, by_key)
+                    again = self._create(client, model, keys, by_key, by_file)
                     answers = self._wait(client, model, again)
             except BaseException as err:
                 fail(keys, _readable(model, name, err))
@@ -366,16 +385,19 @@ class Batcher:
                     waiting.done.set()
         fail(list(by_key), BatchJobError(f"{model}: no batch job answered this request"))
 
-    def _chunks(self, keys: list[str], by_key: dict[str, list[_Waiting]]) -> list[list[str]]:
+    def _chunks(
+        self, keys: list[str], by_key: dict[str, list[_Waiting]], by_file: bool = False
+    ) -> list[list[str]]:
         """``keys`` in jobs whose requests come to at most :attr:`max_bytes` (the API takes
-        up to 20 MB of inline requests a job) and at most :attr:`max_images` requests for
-        images (their answers are read in one answer)."""
+        up to 20 MB of inline requests a job; :data:`MAX_FILE_BYTES` ``by_file``) and at
+        most :attr:`max_images` requests for images (the answers one job gives)."""
         chunks: list[list[str]] = []
         size = images = 0
+        most = MAX_FILE_BYTES if by_file else self.max_bytes
         for key in keys:
             weight = _weight(by_key[key][0].contents)
             image = _asks_for_image(by_key[key][0].config)
-            if not chunks or size + weight > self.max_bytes or images + image > self.max_images:
+            if not chunks or size + weight > most or images + image > self.max_images:
                 chunks.append([])
                 size = images = 0
             chunks[-1].append(key)
@@ -384,11 +406,17 @@ class Batcher:
         return chunks
 
     def _create(
-        self, client: Any, model: str, keys: list[str], by_key: dict[str, list[_Waiting]]
+        self,
+        client: Any,
+        model: str,
+        keys: list[str],
+        by_key: dict[str, list[_Waiting]],
+        by_file: bool = False,
     ) -> str:
         """A job of ``keys``' requests, journaled by its display name before it is sent (a
         kill between the API's answer and the journal's entry leaves the display name, by
-        which a rerun finds the job instead of sending it again), then by its name."""
+        which a rerun finds the job instead of sending it again), then by its name; sent
+        as an uploaded file ``by_file`` (its answers come back as a file)."""
         import uuid
 
         from google.genai import types
@@ -409,7 +437,10 @@ class Batcher:
             self._sending.add(pending)  # this process's: never looked for (_found_again)
             self._write()
         try:
-            name = client.batch_create(model, inlined, display)
+            if by_file:
+                name = client.batch_create_by_file(model, inlined, display, self.journal.parent)
+            else:
+                name = client.batch_create(model, inlined, display)
         except BaseException as err:
             with self._cond:
                 if _refused(err):  # no job was made: nothing to find again
@@ -473,10 +504,17 @@ class Batcher:
                 raise BatchJobError(f"batch job {name}: no longer waited for (the task ended)")
         answers: dict[str, Any] = {}
         failed: list[str] = []
-        for item in getattr(job.dest, "inlined_responses", None) or []:
-            key = (item.metadata or {}).get("key")
-            if item.error is not None or item.response is None:
-                err = item.error or {}
+        by_file = getattr(job.dest, "file_name", None) if state == "SUCCEEDED" else None
+        if by_file:
+            items = self._read_answers(client, model, name, str(by_file))
+        else:
+            items = [
+                ((item.metadata or {}).get("key"), item.response, item.error)
+                for item in getattr(job.dest, "inlined_responses", None) or []
+            ]
+        for key, response, error in items:
+            if error is not None or response is None:
+                err = error or {}
                 code = err.get("code") if isinstance(err, dict) else getattr(err, "code", None)
                 message = err.get("message") if isinstance(err, dict) else str(err)
                 if isinstance(key, str):  # (a journal holds request keys only)
@@ -487,7 +525,7 @@ class Batcher:
                     str(message),
                 )
             else:
-                answers[key] = item.response
+                answers[key] = response
         with self._cond:  # a rerun sends the failed requests again, in a new job
             entry = self._jobs.setdefault(name, {"model": model, "keys": []})
             entry["state"], entry["failed"] = state, failed
@@ -498,6 +536,56 @@ class Batcher:
             raise BatchJobError(f"batch job {name} ({model}) ended {state.lower()}{said}")
         self.emit(f"batch job {name}: answered after {time.monotonic() - began:.0f} s")
         return answers
+
+    def _read_answers(
+        self, client: Any, model: str, name: str, file: str
+    ) -> list[tuple[Any, Any, Any]]:
+        """A job's answers from the file ``file`` (JSON Lines, ``{"key", "response"}`` or
+        ``{"key", "error"}``): downloaded next to the journal a part at a time, each read
+        given :data:`READ_S` plus :data:`READ_S_PER_ANSWER` for each of the job's requests,
+        tried :data:`READ_TRIES` times; then read a line at a time and removed."""
+        from google.genai import types
+
+        with self._cond:
+            held = len(self._jobs.get(name, {}).get("keys", []))
+        timeout = READ_S + READ_S_PER_ANSWER * held
+        part = self.journal.parent / f".gemini-batch-{name.rsplit('/', 1)[-1]}.answers"
+        try:
+            for attempt in range(1, READ_TRIES + 1):
+                try:
+                    client.batch_download(file, part, timeout)
+                    break
+                except Exception as err:
+                    if getattr(err, "code", None) == 404:  # gone: a rerun sends them again
+                        raise
+                    if attempt == READ_TRIES:
+                        said = " ".join(str(err).split())[:160] or type(err).__name__
+                        raise BatchJobError(
+                            f"{model}: batch job {name}'s answers ({file}) could not be read "
+                            f"after {attempt} tries ({said}); the same command reads the job "
+                            "again, sending nothing twice"
+                        ) from err
+                    log.warning("batch job %s: reading %s: %s; reading again", name, file, err)
+                    if self._closed.wait(self.poll_s):
+                        raise BatchJobError(
+                            f"batch job {name}: no longer read (the task ended)"
+                        ) from err
+            out = []
+            with part.open(encoding="utf-8") as lines:
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    item = json.loads(line)
+                    key = item.get("key", (item.get("metadata") or {}).get("key"))
+                    answer = item.get("response")
+                    if answer is not None:
+                        answer = types.GenerateContentResponse.model_validate_json(
+                            json.dumps(answer)
+                        )
+                    out.append((key, answer, item.get("error")))
+            return out
+        finally:
+            part.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Stop: the requests not sent yet, and the waits on jobs, end with an error (the

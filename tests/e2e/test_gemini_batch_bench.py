@@ -52,6 +52,8 @@ def test_a_batch_bench_is_the_live_bench(
     live = run_bench(plan, tmp_path / "live", backend_options=options)
     sent_live = len(gemini_env.paths)
     earlier = set(gemini_env.batches)  # the stand-in serves the whole session
+    # the cap of image answers a job lowered to 1: each model's two images, two jobs
+    monkeypatch.setattr("refine.backends.gemini_batch.MAX_IMAGE_ANSWERS", 1)
     batch = run_bench(
         plan, tmp_path / "batch", backend_options=options, engine=EngineOptions(batch=True)
     )
@@ -65,15 +67,17 @@ def test_a_batch_bench_is_the_live_bench(
     ]
     assert len(cells[0]) == 2 and timeless(cells[0]) == timeless(cells[1])
     assert timeless(live.summary) == timeless(batch.summary)
-    # nothing live: one job per model and stage (the two generators' images, then every
-    # image's observation and readings together)
+    # nothing live: a job per model and stage (the two generators' images, a job per
+    # image under the cap, then every image's observation and readings together); the
+    # image jobs' requests go up as files, and the rest inline
     paths = gemini_env.paths[sent_live:]
-    assert paths and all(p.endswith(":batchGenerateContent") for p in paths)
+    assert paths and all(p.endswith((":batchGenerateContent", "/files")) for p in paths)
     jobs = [job for name, job in gemini_env.batches.items() if name not in earlier]
     models = [job["model"] for job in jobs]
-    assert sorted(models[:2]) == ["gemini-3-pro-image", "gemini-3.1-flash-lite-image"]
-    assert models[2:] == ["gemini-3.8-flash"]
-    assert [len(job["requests"]) for job in jobs[:2]] == [2, 2]  # 2 seeds each
+    assert sorted(models[:4]) == ["gemini-3-pro-image"] * 2 + ["gemini-3.1-flash-lite-image"] * 2
+    assert models[4:] == ["gemini-3.8-flash"]
+    assert [len(job["requests"]) for job in jobs[:4]] == [1] * 4  # 2 seeds each, 1 a job
+    assert [bool(job["file"]) for job in jobs] == [True] * 4 + [False]
     # the record says how the judge read: k answers always, as a batch job must
     config = json.loads((tmp_path / "batch" / "results.json").read_text())["config"]
     assert "a sampled reading takes all k answers" in config["batch"]

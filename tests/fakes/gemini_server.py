@@ -10,6 +10,7 @@ import base64
 import io
 import json
 import re
+import socket
 import threading
 import time
 from collections import deque
@@ -240,6 +241,14 @@ class FakeGemini:
         # a finished job's answers replaced by this (the API's shape, its entries garbage)
         self.batch_garbage: list | None = None
         self._batch_lock = threading.Lock()
+        # the Files API (a job's requests and answers as JSON Lines): name -> bytes; uploads
+        # under way: id -> {"meta", "data"}; the next downloads answered 503, or cut short
+        # after half their bytes (the connection dropped)
+        self.files: dict[str, bytes] = {}
+        self._uploads: dict[str, dict] = {}
+        self.download_errors = 0
+        self.download_cuts = 0
+        self.downloads: list[str] = []  # names of the files downloaded, in order
 
     def reset_peak(self) -> None:
         with self._flight:
@@ -286,16 +295,75 @@ class FakeGemini:
         if self.batch_refusal is not None:
             return self.batch_refusal
         batch = body.get("batch") or {}
-        items = ((batch.get("inputConfig") or {}).get("requests") or {}).get("requests")
+        source = batch.get("inputConfig") or {}
+        by_file = source.get("fileName")
+        if by_file is not None:  # JSON Lines of {"key", "request"}, uploaded before
+            if by_file not in self.files:
+                return error_answer(400, "INVALID_ARGUMENT", f"{by_file} is not found")
+            lines = self.files[by_file].decode("utf-8").splitlines()
+            items = [json.loads(line) for line in lines if line.strip()]
+        else:
+            items = (source.get("requests") or {}).get("requests")
         if not isinstance(items, list) or not items:
             return error_answer(400, "INVALID_ARGUMENT", "batch.input_config: no requests")
         with self._batch_lock:
             name = f"batches/stand-in-{len(self.batches) + 1}"
             self.batches[name] = {
                 "model": model, "requests": items, "state": "BATCH_STATE_PENDING", "gets": 0,
-                "display": batch.get("displayName", ""), "output": None,
+                "display": batch.get("displayName", ""), "output": None, "file": by_file,
             }  # fmt: skip
         return 200, self._batch_body(name)
+
+    # -- the Files API: a resumable upload, and a download of a job's answers -------------
+
+    def _start_upload(self, path: str, body: dict) -> tuple[int, dict, dict]:
+        """POST upload/v1beta/files (X-Goog-Upload-Command: start): the address the file's
+        bytes go to, in the x-goog-upload-url header."""
+        with self._batch_lock:
+            upload = f"u{len(self._uploads) + 1}"
+            self._uploads[upload] = {"meta": body.get("file") or {}, "data": b""}
+        where = f"{self.url}{path.split('?', 1)[0]}?upload_id={upload}&upload_protocol=resumable"
+        return 200, {}, {"x-goog-upload-url": where, "x-goog-upload-status": "active"}
+
+    def _upload_bytes(self, path: str, command: str, data: bytes) -> tuple[int, dict, dict]:
+        """POST to the upload address (X-Goog-Upload-Command: upload[, finalize]): the
+        bytes are added; the last part answers the file."""
+        from urllib.parse import parse_qs, urlsplit
+
+        upload = (parse_qs(urlsplit(path).query).get("upload_id") or [""])[0]
+        with self._batch_lock:
+            held = self._uploads.get(upload)
+            if held is None:
+                return (*error_answer(404, "NOT_FOUND", "no such upload"), {})
+            held["data"] += data
+            if "finalize" not in command:
+                return 200, {}, {"x-goog-upload-status": "active"}
+            name = f"files/stand-in-{len(self.files) + 1}"
+            self.files[name] = held.pop("data")
+        meta = held["meta"]
+        file = {
+            "name": name, "displayName": meta.get("displayName", ""),
+            "mimeType": meta.get("mimeType", ""), "sizeBytes": str(len(self.files[name])),
+            "state": "ACTIVE", "source": "UPLOADED",
+        }  # fmt: skip
+        return 200, {"file": file}, {"x-goog-upload-status": "final"}
+
+    def _download(self, name: str) -> tuple[int, bytes, bool]:
+        """GET files/N:download?alt=media: the file's bytes (a job's answers), or a 503, or
+        (cut) half of them before the connection drops."""
+        with self._batch_lock:
+            if self.download_errors:
+                self.download_errors -= 1
+                code, body = error_answer(503, "UNAVAILABLE", "The service is unavailable.")
+                return code, json.dumps(body).encode(), False
+            data = self.files.get(name)
+            if data is None:
+                code, body = error_answer(404, "NOT_FOUND", f"{name} is not found")
+                return code, json.dumps(body).encode(), False
+            self.downloads.append(name)
+            cut = self.download_cuts > 0
+            self.download_cuts -= int(cut)
+        return 200, data, cut
 
     def _list_batches(self, path: str) -> tuple[int, dict]:
         """GET batches: the jobs, newest first, ``pageSize`` a page (the API's default 50
@@ -320,7 +388,9 @@ class FakeGemini:
             "model": f"models/{job['model']}", "displayName": job["display"],
             "state": job["state"], "name": name,
         }  # fmt: skip
-        if job["output"] is not None:
+        if job["output"] is not None and job.get("answers_file"):
+            meta["output"] = {"responsesFile": job["answers_file"]}
+        elif job["output"] is not None:
             output = job["output"] if self.batch_garbage is None else self.batch_garbage
             meta["output"] = {"inlinedResponses": {"inlinedResponses": output}}
         return {"name": name, "metadata": meta, "done": job["output"] is not None}
@@ -349,13 +419,23 @@ class FakeGemini:
         path = f"/v1beta/models/{job['model']}:generateContent"
         for item in job["requests"]:
             got = self.answer(path, item.get("request") or {})
-            entry = {"metadata": item.get("metadata") or {}}
+            # a file's lines are keyed by "key", inline answers by their metadata
+            entry = (
+                {"key": item["key"]} if "key" in item else {"metadata": item.get("metadata") or {}}
+            )
             if got.status == 200:
                 entry["response"] = got.body
             else:
                 entry["error"] = got.body.get("error", {"code": got.status})
             output.append(entry)
         with self._batch_lock:
+            if job.get("file"):  # answers by file: JSON Lines, in the requests' order
+                lines = output if self.batch_garbage is None else self.batch_garbage
+                answers = f"files/batch-answers-{name.rsplit('-', 1)[-1]}"
+                self.files[answers] = "".join(
+                    (line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines
+                ).encode()
+                job["answers_file"] = answers
             job["state"], job["output"] = "BATCH_STATE_SUCCEEDED", output
             return 200, self._batch_body(name)
 
@@ -385,6 +465,8 @@ class FakeGemini:
             def do_GET(self):
                 path = self.path.split("?", 1)[0].rstrip("/")
                 name = path.rsplit("/", 1)[-1]
+                if path.endswith(":download"):  # files.download: the bytes as they are
+                    return self._download("files/" + name.removesuffix(":download"))
                 if path.endswith("/batches"):  # batches.list, a page at a time
                     status, body = fake._list_batches(self.path)
                     fake.batch_gets.append(path)
@@ -423,8 +505,43 @@ class FakeGemini:
                     with fake._flight:
                         fake.in_flight -= 1
 
+            def _download(self, name: str) -> None:
+                status, data, cut = fake._download(name)
+                self.send_response(status)
+                kind = "application/octet-stream" if status == 200 else "application/json"
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    self.wfile.write(data[: len(data) // 2] if cut else data)
+                    if cut:  # the connection drops half-way
+                        self.wfile.flush()
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                self.close_connection = True
+
+            def _upload(self, length: int) -> None:
+                data = self.rfile.read(length)
+                command = self.headers.get("X-Goog-Upload-Command", "")
+                if command == "start":
+                    status, body, headers = fake._start_upload(self.path, json.loads(data or b"{}"))
+                else:
+                    status, body, headers = fake._upload_bytes(self.path, command, data)
+                out = json.dumps(body).encode()
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
             def _post(self):
                 length = int(self.headers.get("Content-Length", 0))
+                if self.path.startswith("/upload/"):
+                    fake.paths.append(self.path.split("?", 1)[0])
+                    return self._upload(length)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append(body)
                 fake.paths.append(self.path)

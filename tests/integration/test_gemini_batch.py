@@ -297,35 +297,6 @@ def test_image_jobs_hold_at_most_the_cap_of_image_answers(tmp_path):
         batcher.close()
 
 
-def test_a_lowered_cap_splits_image_requests_into_jobs(fake, client, installed):
-    """Through the real client and the stand-in's Batch API: with the cap at 2, three image
-    requests make two jobs, and each request gets its own image back."""
-    from google.genai import types
-
-    from tests.fakes.gemini_server import image_answer, png_bytes
-
-    fake.handler = lambda path, body: (200, image_answer(png_bytes()))
-    batcher = installed()
-    batcher.max_images = 2
-    out: list = [None] * 3
-
-    def one(k: int) -> None:
-        config = types.GenerateContentConfig(response_modalities=["IMAGE", "TEXT"], seed=k)
-        try:
-            answer = client.generate("gemini-nano-banana-2.1", [f"draw {k}"], config, "draw")
-            out[k] = answer.candidates[0].content.parts[0].inline_data.data[:8]
-        except Exception as err:
-            out[k] = err
-
-    threads = [threading.Thread(target=one, args=(k,)) for k in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert out == [b"\x89PNG\r\n\x1a\n"] * 3
-    assert sorted(len(fake.batches[n]["requests"]) for n in batcher.created) == [1, 2]
-
-
 def test_a_kill_right_after_a_jobs_creation_sends_no_second_job(fake, client, installed):
     """The journal names a job by its display name before it is sent: a process killed
     between the API's answer and the job's entry leaves that name, by which the rerun
@@ -371,3 +342,81 @@ def test_a_job_whose_reads_fail_is_read_again_by_the_same_command(fake, client, 
     again = installed()
     assert asked(client, ["a"]) == ["answer to a"]
     assert again.created == [] and again.resumed == batcher.created and len(fake.batches) == 1
+
+
+def drawn(client: GeminiClient, seeds: list[int]) -> list:
+    """An image asked for each seed, each on a thread of its own: the first bytes of each
+    image (or the error)."""
+    from google.genai import types
+
+    out: list = [None] * len(seeds)
+
+    def one(k: int) -> None:
+        config = types.GenerateContentConfig(response_modalities=["IMAGE", "TEXT"], seed=seeds[k])
+        try:
+            answer = client.generate("gemini-nano-banana-2.1", [f"draw {seeds[k]}"], config, "d")
+            out[k] = answer.candidates[0].content.parts[0].inline_data.data[:8]
+        except Exception as err:
+            out[k] = err
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(len(seeds))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return out
+
+
+@pytest.mark.slow  # about 2 s: two image jobs and a text job, each polled and read
+def test_image_jobs_go_as_files_under_the_cap_and_are_read_again_when_reads_fail(
+    fake, client, installed, tmp_path
+):
+    """Through the real client and the stand-in's Batch and Files APIs. With the image cap
+    at 2, three image requests make two jobs, and each request gets its own image. On the
+    developer API an image job's requests are uploaded as a JSON Lines file (each line the
+    request an inline job sends) and its answers are read back from a file, a part at a
+    time: a read answered 503 and one cut off half-way are read again. A job whose answers
+    cannot be read after its tries fails its requests in one line naming the job; the next
+    run reads it without sending a second job. Text jobs stay inline, and nothing is left
+    beside the journal."""
+    import json
+
+    from tests.fakes.gemini_server import image_answer, png_bytes
+
+    png = b"\x89PNG\r\n\x1a\n"
+    fake.handler = lambda path, body: (
+        (200, image_answer(png_bytes())) if "responseModalities" in str(body) else echo(path, body)
+    )
+    first = installed()
+    first.max_images = 2
+    fake.download_errors, fake.download_cuts = 1, 1
+    assert drawn(client, [1, 2, 3]) == [png] * 3
+    jobs = [fake.batches[n] for n in first.created]
+    assert sorted(len(job["requests"]) for job in jobs) == [1, 2]
+    assert all(job["file"] for job in jobs)
+    assert sum(p.endswith("/files") for p in fake.paths) == 4  # two uploads: start, bytes
+    # one read cut off half-way and read again, after one answered 503
+    assert sorted(fake.downloads) == sorted([j["answers_file"] for j in jobs] + [fake.downloads[0]])
+    assert asked(client, ["a"]) == ["answer to a"]
+    assert not fake.batches[first.created[-1]]["file"]  # text: inline
+    # a line's request is the request an inline job sends
+    client.batch_files = lambda: False
+    assert drawn(client, [4]) == [png]
+    del client.batch_files
+    inline = fake.batches[first.created[-1]]["requests"][0]
+    line = next(r for j in jobs for r in j["requests"] if "draw 1" in json.dumps(r))
+    assert set(line) == {"key", "request"} and set(inline) == {"request", "metadata"}
+    said = json.dumps(line["request"]).replace("draw 1", "draw 4").replace('"seed": 1', '"seed": 4')
+    assert inline["request"] == json.loads(said)
+    # reads that keep failing: the requests fail in one line, the journal keeps the job
+    fake.download_errors = 3
+    (err,) = drawn(client, [5])
+    assert isinstance(err, GeminiError) and "\n" not in str(err)
+    assert "could not be read after 3 tries" in str(err) and "HTTP 503" in str(err)
+    assert "the same command reads the job again" in str(err)
+    failed = first.created[-1]
+    first.close()
+    again = installed()
+    assert drawn(client, [5]) == [png]
+    assert again.created == [] and again.resumed == [failed]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [JOURNAL]
