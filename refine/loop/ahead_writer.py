@@ -14,7 +14,9 @@ the reference closest to it (among objects, attire and setting, as the loop's ow
 replacement uses). The references added are the dimension's missing ones first (the
 furthest from anything seen first), then its others not yet aligned. REFERENCE
 DESCRIPTORS lists every reference descriptor (the paper's D^ref). All of HAL and EXAG
-go in (the template says "all"): ``max_changes`` does not apply.
+go in (the template says "all"): ``max_changes`` does not apply. After the image model
+refuses a round, the next instruction leaves out the first of HAL and EXAG (one more each
+refusal), as the other writers leave out the first planned change.
 """
 
 from __future__ import annotations
@@ -60,11 +62,33 @@ def additions(feedback: Feedback, references: dict[str, list[str]]) -> dict[str,
     return out
 
 
+def without_first(feedback: Feedback, skip: int) -> Feedback:
+    """``feedback`` without its first ``skip`` items of HAL, then of EXAG: what a round
+    the image model refused ``skip`` times leaves out (the refused instruction led with
+    them); the additions they alone pointed at go with them."""
+    order = [("hal", p) for p in dict.fromkeys(h.phrase for h in feedback.hallucinated)]
+    order += [("exag", c) for c in dict.fromkeys(e.candidate for e in feedback.exaggerated)]
+    gone = set(order[:skip])
+    return feedback.model_copy(
+        update={
+            "hallucinated": [h for h in feedback.hallucinated if ("hal", h.phrase) not in gone],
+            "exaggerated": [e for e in feedback.exaggerated if ("exag", e.candidate) not in gone],
+        }
+    )
+
+
 def ahead_instruction(
-    feedback: Feedback, activity: str, country: str, references: dict[str, list[str]]
+    feedback: Feedback,
+    activity: str,
+    country: str,
+    references: dict[str, list[str]],
+    skip: int = 0,
 ) -> tuple[str, list[PlannedChange]] | None:
     """Tab. 32 filled in, and the changes it asks for; None when HAL and EXAG are empty
-    (the template removes what they list and adds only where they mention a dimension)."""
+    (the template removes what they list and adds only where they mention a dimension).
+    ``skip``: the round was refused that many times, and its first ``skip`` items of HAL
+    and EXAG are left out (:func:`without_first`)."""
+    feedback = without_first(feedback, skip) if skip else feedback
     hal = list(dict.fromkeys(h.phrase for h in feedback.hallucinated))
     exag = list(dict.fromkeys(e.candidate for e in feedback.exaggerated))
     if not hal and not exag:

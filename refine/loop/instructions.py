@@ -448,22 +448,23 @@ def round_instruction(
     # missed expectations take at most half the changes; descriptors keep the rest
     extras += missed_changes(parent.expectations, (run.spec.max_changes + 1) // 2)
     spec = run.spec
+    # the image model refused this round before: the refused instruction's first change
+    # is left out (one more each time), and the language model is told what was refused
+    refused = [x for x in run.refused if x.round == k]
+    skip = len(refused)
     if spec.writer == "ahead":  # AHEaD's Tab. 32, filled in: no model call
         from refine.loop.ahead_writer import ahead_instruction
 
         country = run.references.country
         got = ahead_instruction(
-            parent.best.feedback, spec.activity, country, run.references.descriptors
+            parent.best.feedback, spec.activity, country, run.references.descriptors, skip
         )
         if got is None:
             return None
         left = f"Tab. 32 has no place for: {'; '.join(extras)}" if extras else None
-        return Written(got[0], "ahead template", changes=got[1], note=left)
+        note = "; ".join(x for x in (left, left_out(skip, "item(s) of HAL and EXAG")) if x)
+        return Written(got[0], "ahead template", changes=got[1], note=note or None)
     tau = parent.best.scores.tau if parent.best.scores.tau is not None else spec.tau
-    # the image model refused this round before: the refused instruction's first change
-    # is left out (one more each time), and the language model is told what was refused
-    refused = [x for x in run.refused if x.round == k]
-    skip = len(refused)
     extras = extras[: spec.max_changes + skip]
     planned = plan(
         parent.best.feedback,
@@ -506,14 +507,11 @@ def round_instruction(
     return written
 
 
-def left_out(skip: int) -> str | None:
+def left_out(skip: int, what: str = "planned change(s)") -> str | None:
     """Why an instruction leaves out the planned changes a refused one led with."""
     if not skip:
         return None
-    return (
-        f"the image model refused this round {skip} time(s): its first {skip} planned "
-        "change(s) left out"
-    )
+    return f"the image model refused this round {skip} time(s): its first {skip} {what} left out"
 
 
 def worded(backends: Backends, calls: CallCounter, template: Written, ask: Any) -> Written:

@@ -65,25 +65,43 @@ def test_a_round_whose_every_edit_is_refused_is_recorded_and_the_run_goes_on(
     assert refused["text"] in told and "IMAGE_SAFETY" in told
 
 
-def test_a_model_that_refuses_every_edit_ends_the_run_at_its_rounds(world, siglip_path, tmp_path):
+@pytest.mark.parametrize("writer", ["template", "ahead"])
+def test_a_model_that_refuses_every_edit_ends_the_run_at_its_rounds(
+    world, siglip_path, tmp_path, writer
+):
     """An editor whose every answer ends bare (IMAGE_OTHER): each round is refused, none
     made, and the run ends when its rounds are spent, round 0 kept: a finished run, not a
     failed one, and no loop. The template writer leaves out the refused instruction's
-    first change the next time; the rounds table has a row for each refusal."""
+    first change the next time, and AHEaD's Tab. 32 the first of its HAL and EXAG; the
+    rounds table has a row for each refusal."""
     from refine.io.store import RunStore
     from refine.present.views import rounds_table
 
     world.bare = {"edit": "IMAGE_OTHER"}
-    done = cli(*run_args(tmp_path, 2, siglip_path), "--writer", "template")
+    done = cli(*run_args(tmp_path, 2, siglip_path), "--writer", writer)
     assert done.returncode == 0, done.stderr
     (run,) = [json.loads(p.read_text()) for p in tmp_path.glob("*/run.json")]
     assert run["status"] == "finished" and len(run["rounds"]) == 1
     assert [x["round"] for x in run["refused"]] == [1, 1]
     assert run["stop_reason"] == "max rounds: 2 editing round(s) done, 2 of them refused"
     assert all("finish reason IMAGE_OTHER" in f for x in run["refused"] for f in x["failures"])
-    first, second = (
-        [line for line in x["text"].splitlines() if line.startswith("- ")] for x in run["refused"]
-    )
+    if writer == "template":
+        first, second = (
+            [line for line in x["text"].splitlines() if line.startswith("- ")]
+            for x in run["refused"]
+        )
+    else:  # the items of HAL, then of EXAG
+        first, second = (
+            [
+                item
+                for line in x["text"].splitlines()
+                if line.startswith(("HAL DESCRIPTORS: ", "EXAG DESCRIPTORS: "))
+                for item in line.split(": ", 1)[1].split("; ")
+                if item != "(none)"
+            ]
+            for x in run["refused"]
+        )
+        assert run["refused"][0]["text"].startswith("Task: Edit the image to correctly show")
     # the next planned change leads: the first is left out, the rest follow in order
     assert len(first) >= 2 and first[0] not in second and second[: len(first) - 1] == first[1:]
     (folder,) = [p.parent for p in tmp_path.glob("*/run.json")]

@@ -298,6 +298,13 @@ def test_the_ahead_writer_fills_tab_32_and_adds_only_where_hal_or_exag_point():
     assert [c.item for c in changes if c.kind == "add"] == [
         "simple headscarves", "chador", "long tunic", "home dining room",
     ]  # fmt: skip
+    # refused once: the first of HAL left out, with the attire it alone pointed at
+    text, changes = ahead_instruction(fb, "people eating food at home", "Iran", refs, 1)
+    assert "HAL DESCRIPTORS: modern restaurant\n" in text and "attire from REF DESC" not in text
+    assert [(c.kind, c.item) for c in changes] == [
+        ("remove", "modern restaurant"), ("add", "home dining room"),
+    ]  # fmt: skip
+    assert ahead_instruction(fb, "people eating food at home", "Iran", refs, 2) is None
     # nothing in HAL or EXAG: nothing to send
     empty = fb.model_copy(update={"hallucinated": [], "exaggerated": []})
     assert ahead_instruction(empty, "people eating food at home", "Iran", refs) is None
