@@ -258,35 +258,47 @@ def test_bench_on_ray_survives_a_killed_worker_and_makes_the_same_bench(
     the bench is the local engine's: the same record and rows, every cell once, each
     made by a worker of its own process. One worker: the killed one's replacement makes
     what is left (that the other workers go on meanwhile is the batch's test above; a
-    worker's start is about 4.5 CPU-s)."""
+    worker's start is about 4.5 CPU-s). The cells whose prompt a generator refuses
+    (IMAGE_SAFETY, its finish reason sent back from the worker) fail alone, with the
+    local engine's reasons, and the bench goes on."""
+    from refine.harness.task import CellsFailed
     from refine.harness.tasks.bench.cells import BenchStore, cell_key
     from refine.harness.tasks.bench.task import run_bench
     from tests.fakes.gemini_world import GREEN, RED
 
     world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
+    world.bare, world.bare_models = {"generate": "IMAGE_SAFETY"}, {"gemini-3-pro-image"}
+    world.bare_words = "wedding"  # the two wedding cells of one generator
     plan = bench_plan(siglip_path)
-    run_bench(plan, tmp_path / "local", backend_options=options)
+    with pytest.raises(CellsFailed) as local:
+        run_bench(plan, tmp_path / "local", backend_options=options)
     world.log.clear()  # the kill waits for the Ray workers' first image request
     world.delay_by_kind = {"generate": 0.5}  # cells long enough to be killed in the middle
     lines, killed = [], []
-    results = run_bench(
-        plan,
-        tmp_path / "ray",
-        backend_options=options,
-        on_event=killer(world, lines, killed),
-        engine=EngineOptions("ray", workers=1),
-    )
+    with pytest.raises(CellsFailed) as ray:
+        run_bench(
+            plan,
+            tmp_path / "ray",
+            backend_options=options,
+            on_event=killer(world, lines, killed),
+            engine=EngineOptions("ray", workers=1),
+        )
     assert killed and any(line.startswith("retrying ") for line in lines)
+    assert len(ray.value.failures) == 2 and sorted(ray.value.failures) == sorted(
+        local.value.failures
+    )
+    assert all("wedding" in f and "IMAGE_SAFETY" in f for f in ray.value.failures)
+    results = ray.value.results
     cells = BenchStore(tmp_path / "ray").records()
     keys = [cell_key(c) for c in cells]
-    assert len(keys) == 8 and len(set(keys)) == 8  # every cell once
-    assert sum(row["prompts"] for row in results.summary["generators"].values()) == 8
+    assert len(keys) == 6 and len(set(keys)) == 6  # every cell made once
+    assert sum(row["prompts"] for row in results.summary["generators"].values()) == 6
     docs = [json.loads((tmp_path / f / "results.json").read_text()) for f in ("local", "ray")]
     # the same record but for the cells' timings
     assert [(d["config"], d["summary"]) for d in docs[1:]] == [
         (docs[0]["config"], docs[0]["summary"])
     ]
-    assert docs[1]["summary"]["generators"]["gemini:gemini-3-pro-image"]["prompts"] == 4
+    assert docs[1]["summary"]["generators"]["gemini:gemini-3-pro-image"]["prompts"] == 2
     rows = [(tmp_path / f / "rows.csv").read_text() for f in ("local", "ray")]
     assert rows[0] == rows[1]
     # each cell was made by a worker (named in its progress line: the one the pool
@@ -297,7 +309,8 @@ def test_bench_on_ray_survives_a_killed_worker_and_makes_the_same_bench(
     assert not workers[0].startswith(f"{os.getpid()}@")
     made = [line for line in lines if line.startswith("[")]
     named = [re.findall(r"\[(\d+@[^\]]+)\]", line) for line in made]
-    assert len(made) == 8 and all(len(n) == 1 for n in named), made
+    assert len(made) == 8 and all(len(n) == 1 for n in named), made  # 6 made, 2 failed
+    assert sum("IMAGE_SAFETY" in line for line in made) == 2
     named = {n[0] for n in named}
     assert not any(w.startswith(f"{os.getpid()}@") for w in named)
     assert len(named - set(workers)) == 1  # the replacement, a process of its own, made cells

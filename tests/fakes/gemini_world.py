@@ -323,6 +323,7 @@ class World:
     # the seeds whose answers are so (-1: a request without one); None: every request
     bare_seeds: set | None = None
     bare_models: set | None = None  # the models whose answers are so; None: every model
+    bare_words: str | None = None  # only requests whose text holds these words are so
     edit_delay_s: float = 0.0  # a slow editor, to kill a process mid-round
     # a threading.Event every edit waits for (at most a minute): a run held mid-round until
     # a test has seen what it waits for, whatever the machine's pace
@@ -498,6 +499,7 @@ class World:
             kind in self.bare
             and (self.bare_seeds is None or int(config.get("seed", -1)) in self.bare_seeds)
             and (self.bare_models is None or model in self.bare_models)
+            and (self.bare_words is None or self.bare_words in text)
         ):
             from tests.fakes.gemini_server import bare_answer
 
