@@ -445,16 +445,40 @@ class GeminiClient:
 
     def batch_files(self) -> bool:
         """Whether batch jobs can send and answer their requests as files (the developer
-        API's Files API; Vertex AI, which reads them from Cloud Storage, is refused before)."""
-        return not getattr(self.client(), "vertexai", False)
+        API's Files API; Vertex AI, which reads them from Cloud Storage, is refused before).
+        A google-genai too old to stream a download, or without the request converter the
+        files are written with, is a :class:`GeminiError` naming the upgrade, before any job
+        is sent (its answers could not be read once paid for)."""
+        import inspect
+
+        client = self.client()
+        if getattr(client, "vertexai", False):
+            return False
+        try:
+            from google.genai.batches import _InlinedRequest_to_mldev  # noqa: F401
+
+            streams = "destination" in inspect.signature(client.files.download).parameters
+        except (ImportError, AttributeError, TypeError, ValueError):
+            streams = False
+        if not streams:
+            from google.genai import __version__
+
+            raise GeminiError(
+                f"google-genai {__version__} cannot send image batch jobs as files (it has no "
+                "streamed download or request converter); upgrade it: pip install -U "
+                "google-genai"
+            )
+        return True
 
     def batch_create_by_file(
         self, model: str, inlined: list[Any], display: str, folder: Path
-    ) -> str:
+    ) -> tuple[str, str]:
         """A batch job of ``inlined`` requests sent as a JSON Lines file (uploaded with the
         Files API; each line ``{"key", "request"}``), whose answers come back as a file too
         (read with :meth:`batch_download`): an inline job's answers come back inside
-        ``batches.get`` and may be too large to read. Errors as :meth:`batch_create`."""
+        ``batches.get`` and may be too large to read. The job's name and the uploaded
+        file's (:meth:`batch_forget` it once the job is done). Errors as
+        :meth:`batch_create`."""
         import uuid
 
         from google.genai import _common, errors, types
@@ -481,7 +505,18 @@ class GeminiClient:
                 raise GeminiError(_explain(model, err, 1), err.code, detail) from err
         finally:
             lines.unlink(missing_ok=True)
-        return self.batch_create(model, str(uploaded.name), display)
+        return self.batch_create(model, str(uploaded.name), display), str(uploaded.name)
+
+    def batch_forget(self, name: str) -> None:
+        """Delete the uploaded file ``name`` (a done job's requests: the Files API keeps a
+        project's files, 20 GB at most, for 48 hours)."""
+        from google.genai import errors
+
+        try:
+            self.client().files.delete(name=name)
+        except errors.APIError as err:
+            detail = (err.message or str(err)).strip()
+            raise GeminiError(f"file {name}: HTTP {err.code}: {detail}", err.code, detail) from err
 
     def batch_download(self, name: str, destination: Path, timeout_s: float) -> None:
         """The file ``name`` (a job's answers) written to ``destination`` as it streams in,

@@ -437,8 +437,11 @@ class Batcher:
             self._sending.add(pending)  # this process's: never looked for (_found_again)
             self._write()
         try:
+            upload = None
             if by_file:
-                name = client.batch_create_by_file(model, inlined, display, self.journal.parent)
+                name, upload = client.batch_create_by_file(
+                    model, inlined, display, self.journal.parent
+                )
             else:
                 name = client.batch_create(model, inlined, display)
         except BaseException as err:
@@ -454,6 +457,8 @@ class Batcher:
             self._jobs[name] = {
                 "model": model, "keys": list(keys), "display": display, "created": time.time()
             }  # fmt: skip
+            if upload is not None:  # deleted once the job is done
+                self._jobs[name]["input"] = upload
             self._write()
             self.created.append(name)
         self.emit(f"batch job {name}: {len(inlined)} request(s) to {model} sent")
@@ -490,8 +495,15 @@ class Batcher:
                 failures = 0
             except Exception as err:
                 failures += 1
-                if getattr(err, "code", None) == 404 or failures >= self.poll_failures:
+                if getattr(err, "code", None) == 404:  # gone: a journaled job is sent again
                     raise
+                if failures >= self.poll_failures:  # the job's cells fail; the job is kept
+                    said = " ".join(str(err).split())[:160] or type(err).__name__
+                    raise BatchJobError(
+                        f"{model}: batch job {name} could not be read after {failures} polls "
+                        f"({said}); the same command reads the job again, sending nothing "
+                        "twice"
+                    ) from err
                 log.warning("batch job %s: %s; polling again", name, err)
                 job = None
             if job is not None:
@@ -502,6 +514,7 @@ class Batcher:
                          time.monotonic() - began)  # fmt: skip
             if self._closed.wait(self.poll_s):
                 raise BatchJobError(f"batch job {name}: no longer waited for (the task ended)")
+        self._forget_input(client, name)
         answers: dict[str, Any] = {}
         failed: list[str] = []
         by_file = getattr(job.dest, "file_name", None) if state == "SUCCEEDED" else None
@@ -536,6 +549,20 @@ class Batcher:
             raise BatchJobError(f"batch job {name} ({model}) ended {state.lower()}{said}")
         self.emit(f"batch job {name}: answered after {time.monotonic() - began:.0f} s")
         return answers
+
+    def _forget_input(self, client: Any, name: str) -> None:
+        """The done job's uploaded requests deleted from the Files API (they count against
+        the project's storage for 48 hours); a failure is logged, and the file expires."""
+        with self._cond:
+            upload = self._jobs.get(name, {}).pop("input", None)
+        if not isinstance(upload, str):
+            return
+        try:
+            client.batch_forget(upload)
+        except Exception as err:
+            log.warning(
+                "batch job %s: its requests' file %s was not deleted: %s", name, upload, err
+            )
 
     def _read_answers(
         self, client: Any, model: str, name: str, file: str

@@ -249,6 +249,7 @@ class FakeGemini:
         self.download_errors = 0
         self.download_cuts = 0
         self.downloads: list[str] = []  # names of the files downloaded, in order
+        self.deleted: list[str] = []  # names of the files deleted, in order
 
     def reset_peak(self) -> None:
         with self._flight:
@@ -504,6 +505,19 @@ class FakeGemini:
                 finally:
                     with fake._flight:
                         fake.in_flight -= 1
+
+            def do_DELETE(self):  # files.delete: an uploaded file removed
+                name = "files/" + self.path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+                with fake._batch_lock:
+                    found = fake.files.pop(name, None) is not None
+                fake.deleted.append(name)
+                status, body = (200, {}) if found else error_answer(404, "NOT_FOUND", name)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def _download(self, name: str) -> None:
                 status, data, cut = fake._download(name)

@@ -331,13 +331,18 @@ def test_a_kill_right_after_a_jobs_creation_sends_no_second_job(fake, client, in
 
 
 def test_a_job_whose_reads_fail_is_read_again_by_the_same_command(fake, client, installed):
-    """A job whose polls keep failing fails its requests in one line; the journal keeps it,
-    and the next run reads it instead of sending a second job."""
+    """A job whose polls keep failing fails its requests in one line, as the job's own
+    failure (a bench's cells fail, and the bench goes on); the journal keeps it, and the
+    next run reads it instead of sending a second job."""
+    from refine.backends.loading import JobFailure
+
     batcher = installed()
     batcher.poll_failures = 2
     fake.batch_get_errors = 2
     (err,) = asked(client, ["a"])
     assert isinstance(err, GeminiError) and "HTTP 503" in str(err) and "\n" not in str(err)
+    assert isinstance(err, JobFailure) and "could not be read after 2 polls" in str(err)
+    assert "the same command reads the job again" in str(err)
     batcher.close()
     again = installed()
     assert asked(client, ["a"]) == ["answer to a"]
@@ -369,7 +374,7 @@ def drawn(client: GeminiClient, seeds: list[int]) -> list:
 
 @pytest.mark.slow  # about 2 s: two image jobs and a text job, each polled and read
 def test_image_jobs_go_as_files_under_the_cap_and_are_read_again_when_reads_fail(
-    fake, client, installed, tmp_path
+    fake, client, installed, tmp_path, monkeypatch
 ):
     """Through the real client and the stand-in's Batch and Files APIs. With the image cap
     at 2, three image requests make two jobs, and each request gets its own image. On the
@@ -394,6 +399,9 @@ def test_image_jobs_go_as_files_under_the_cap_and_are_read_again_when_reads_fail
     jobs = [fake.batches[n] for n in first.created]
     assert sorted(len(job["requests"]) for job in jobs) == [1, 2]
     assert all(job["file"] for job in jobs)
+    # each job's uploaded requests deleted once it is done; its answers kept to be read again
+    assert sorted(fake.deleted) == sorted(job["file"] for job in jobs)
+    assert not set(fake.deleted) & set(fake.files)
     assert sum(p.endswith("/files") for p in fake.paths) == 4  # two uploads: start, bytes
     # one read cut off half-way and read again, after one answered 503
     assert sorted(fake.downloads) == sorted([j["answers_file"] for j in jobs] + [fake.downloads[0]])
@@ -420,3 +428,9 @@ def test_image_jobs_go_as_files_under_the_cap_and_are_read_again_when_reads_fail
     assert drawn(client, [5]) == [png]
     assert again.created == [] and again.resumed == [failed]
     assert sorted(p.name for p in tmp_path.iterdir()) == [JOURNAL]
+    # a google-genai that cannot stream a download: said before any job is sent
+    monkeypatch.setattr(client.client().files, "download", lambda *, file, config=None: b"")
+    jobs = len(fake.batches)
+    (err,) = drawn(client, [6])
+    assert "cannot send image batch jobs as files" in str(err) and "pip install -U" in str(err)
+    assert len(fake.batches) == jobs
