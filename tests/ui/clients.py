@@ -77,3 +77,29 @@ def rate_save(client, folder: str, rater: str, shown, answers: dict[int, Any]):
         else:
             values += [given, [], "", ""]
     return client.predict(folder, rater, shown[-2], shown[-1], *values, api_name="/rate_save")
+
+
+# what the tests' runs ask unless a test says otherwise: the world's activity and country,
+# every round run (a target FAITH of 1 and a drift of 2 are never reached); any other
+# setting is the form's own default (the API's, by name), and no upload
+START = {"act": "people eating food at home", "ctry": "Iran", "target": 1.0, "max_drift": 2.0}
+
+
+def start_values(**values: Any) -> dict[str, Any]:
+    """/start's inputs by name: :data:`START` with ``values`` over it."""
+    return {**START, **values}
+
+
+def start(client: Any, **values: Any) -> Any:
+    """A run started through ``/start`` with its settings by name (``rounds=2``,
+    ``paused=True``, ``caire_labels="Turkey"``: the names ``client.view_api()`` lists); the
+    job (``.result()`` waits for the run's end, raising the app's refusal)."""
+    return client.submit(api_name="/start", **start_values(**values))
+
+
+def positional(client: Any, api_name: str, values: dict[str, Any]) -> list[Any]:
+    """An endpoint's inputs in the order its API lists them (``values`` by name, the
+    endpoint's defaults for the rest): what a raw HTTP call sends as ``data``."""
+    info = client.view_api(return_format="dict", print_info=False)
+    params = info["named_endpoints"][api_name]["parameters"]
+    return [values.get(p["parameter_name"], p.get("parameter_default")) for p in params]

@@ -10,7 +10,7 @@ from dataclasses import fields
 import pytest
 
 from refine.service import RunService
-from tests.ui.clients import served
+from tests.ui.clients import served, start
 from ui.adapters import TABLE_HEADERS
 from ui.app import build_app
 
@@ -28,30 +28,6 @@ def chart_series(html: str) -> dict[str, list]:
 
     found = re.findall(r'data-name="([^"]+)" data-values=\'([^\']+)\'', html)
     return {name: json.loads(values) for name, values in found}
-
-
-# CAIRE labels and KB, prompt languages, SoS bank: empty; no scores per language
-NO_EXTRAS = ("", "", "", "", False)
-
-
-def start_args(
-    rounds: int,
-    seed: int = 42,
-    candidates: int = 2,
-    pause: bool = False,
-    extras=NO_EXTRAS,
-    strategy: str = "edit",
-) -> tuple:
-    """The values /start takes, in the form's order: activity, country, the run settings
-    in the table's order (target 1, max drift 2, the default quality drop, the strategy;
-    ``extras``: CAIRE cultures and knowledge base, prompt languages, SoS bank, language
-    scores), then pause, no upload and whether to check cultural expectations
-    (``extras``' sixth)."""
-    act = "people eating food at home"
-    if len(extras) == 5:  # no cultural expectations
-        extras = (*extras, False)
-    numbers = (rounds, 1.0, candidates, seed, 2.0, None)
-    return (act, "Iran", *numbers, strategy, *extras[:5], pause, None, extras[5])
 
 
 @pytest.fixture(scope="module")
@@ -92,12 +68,38 @@ def own_app_url(world, backends, options, tmp_path):
         yield url, service
 
 
+def test_every_endpoint_takes_its_inputs_by_name(app_url):
+    """Every endpoint of the app's API names each input (none is Gradio's param_N), so a
+    caller passes them by name; /start takes the form's run settings from the settings
+    table, each of which may be left out (the form's default), the upload too; /branch
+    the numbers a roll-back may change. Runs started by name: every other app test."""
+    from refine.settings import shown_on
+    from tests.ui.clients import app_client
+
+    url, _ = app_url
+    endpoints = app_client(url).view_api(print_info=False, return_format="dict")
+    endpoints = endpoints["named_endpoints"]
+    for name, info in endpoints.items():
+        names = [p["parameter_name"] for p in info["parameters"]]
+        assert not [x for x in names if re.fullmatch(r"param_\d+", x)], (name, names)
+        assert len(set(names)) == len(names), name
+    given = {p["parameter_name"]: p for p in endpoints["/start"]["parameters"]}
+    settings = [s.name for s in shown_on("app")]
+    assert list(given) == ["act", "ctry", *settings, "paused", "image", "expectations"]
+    assert all(p["parameter_has_default"] for p in given.values())
+    numbers = [s.name for s in shown_on("app") if s.kind in (int, float) and not s.choices]
+    branch = [p["parameter_name"] for p in endpoints["/branch"]["parameters"]]
+    assert branch == ["path", "k", *numbers, "paused"]
+    save = [p["parameter_name"] for p in endpoints["/rate_save"]["parameters"]]
+    assert save[:4] == ["folder_value", "who", "item", "slot_kind"] and save[4] == "q1_choice"
+
+
 def test_full_run_streams_rounds_then_opens_saved(app_url):
     from tests.ui.clients import app_client
 
     url, service = app_url
     client = app_client(url)
-    job = client.submit(*start_args(2), api_name="/start")
+    job = start(client, rounds=2)
     job.result(timeout=300)
     outputs = job.outputs()
     stages = [o[0] for o in outputs]
@@ -146,7 +148,7 @@ def test_pause_apply_and_stop_through_the_api(app_url, world):
 
     url, service = app_url
     client = app_client(url)
-    job = client.submit(*start_args(3, pause=True), api_name="/start")
+    job = start(client, rounds=3, paused=True)
     deadline = time.monotonic() + 120
     while service.job is None or service.job.waiting is None:  # round 1 waits for review
         assert time.monotonic() < deadline, "no instruction came up for review"
@@ -211,7 +213,7 @@ def test_show_roll_back_and_decide_by_hand(app_url):
     url, service = app_url
     client = app_client(url)
     # one candidate, seed 43: round 1 turns red into blue and is rejected
-    client.predict(*start_args(1, seed=43, candidates=1), api_name="/start")
+    start(client, rounds=1, seed=43, candidates=1).result()
     run_dir = service.job.run_dir
     first = service.open(run_dir)
     assert [r.decision for r in first.rounds] == ["initial", "rejected"]
@@ -231,7 +233,15 @@ def test_show_roll_back_and_decide_by_hand(app_url):
     best0 = service.open(run_dir).rounds[0].best.scores.faith
     assert f"best FAITH {best0:.3f} " in rejected[9]
     # roll back to round 0 and continue with two candidates: a new run, green accepted
-    job = client.submit(str(run_dir), 0, 1, 1.0, 2, 42, 2.0, None, False, api_name="/branch")
+    job = client.submit(
+        path=str(run_dir),
+        k=0,
+        rounds=1,
+        target=1.0,
+        candidates=2,
+        max_drift=2.0,
+        api_name="/branch",
+    )
     job.result(timeout=300)
     branch = service.open(service.job.run_dir)
     assert service.job.run_dir != run_dir and branch.branched_from["round"] == 0
@@ -258,7 +268,7 @@ def test_download_zip_and_report(app_url):
 
     url, service = app_url
     client = app_client(url)
-    client.predict(*start_args(1), api_name="/start")
+    start(client, rounds=1).result()
     run = service.open(service.job.run_dir)
     archive, report = client.predict(str(service.job.run_dir), api_name="/download")
     names = set(zipfile.ZipFile(archive).namelist())
@@ -308,7 +318,7 @@ def test_missing_key_is_a_readable_message_and_the_app_goes_on(
         # and at Start, at once, before anything is spent
         began = time.monotonic()
         with pytest.raises(AppError) as err:
-            client.predict(*start_args(1), api_name="/start")
+            start(client, rounds=1).result()
         assert time.monotonic() - began < 10
         assert str(err.value).startswith("generator, observer, judge and editor: no Gemini API")
         assert len(str(err.value)) < 250 and not service.busy and service.job is None
@@ -338,7 +348,7 @@ def test_a_client_that_cancels_stops_following_and_the_run_goes_on_until_stop(ap
     url, service = app_url
     client = app_client(url)
     earlier = service.job  # an earlier test's run, in the module's app
-    followed = client.submit(*start_args(3, candidates=1, pause=True), api_name="/start")
+    followed = start(client, rounds=3, candidates=1, paused=True)
     deadline = time.monotonic() + 120
     while service.job is earlier or service.job.waiting is None:
         assert time.monotonic() < deadline, "round 1 never came up for review"
@@ -360,7 +370,7 @@ def test_a_client_that_cancels_stops_following_and_the_run_goes_on_until_stop(ap
         time.sleep(0.05)
     # the same visitor's Start is refused while their run goes on, saying why
     with pytest.raises(Exception, match="your run is still in progress"):
-        client.predict(*start_args(1, candidates=1), api_name="/start")
+        start(client, rounds=1, candidates=1).result()
     assert client.predict(api_name="/stop").startswith("stopping")
     while service.busy:
         assert time.monotonic() < deadline, "the run went on after /stop"
@@ -381,15 +391,13 @@ def test_a_second_visitor_waits_in_line_and_can_browse_meanwhile(app_url):
 
     url, service = app_url
     first, second = app_client(url), app_client(url)
-    held = first.submit(
-        *start_args(1, candidates=1, pause=True), api_name="/start"
-    )  # waits for review
+    held = start(first, rounds=1, candidates=1, paused=True)  # waits for review
     deadline = time.monotonic() + 120
     while service.job is None or service.job.waiting is None:
         assert time.monotonic() < deadline, "the first run never paused"
         time.sleep(0.1)
     first_dir = service.job.run_dir
-    queued = second.submit(*start_args(1, candidates=1), api_name="/start")
+    queued = start(second, rounds=1, candidates=1)
     # told in words, on its stage, how many runs are ahead and what the one in progress is
     # doing (not Gradio's "queue: 1/1" on every output)
     ahead = "waiting: 1 run ahead of yours (one in progress: round 1"
@@ -399,7 +407,7 @@ def test_a_second_visitor_waits_in_line_and_can_browse_meanwhile(app_url):
         time.sleep(0.1)
     # a third visitor is told of both
     third = app_client(url)
-    also = third.submit(*start_args(1, candidates=1), api_name="/start")
+    also = start(third, rounds=1, candidates=1)
     two = "waiting: 2 runs ahead of yours (one in progress: round 1"
     while not any(str(o[0]).startswith(two) for o in also.outputs()):
         assert time.monotonic() < deadline, f"no place in the line was said: {also.outputs()}"
@@ -454,10 +462,10 @@ def test_out_of_gpu_memory_is_advice_in_the_app(world, backends, options, tmp_pa
     demo = build_app(service, "full GPU")
     with served(demo) as url:
         client = app_client(url)
-        out = client.predict(*start_args(1), api_name="/start")
+        out = start(client, rounds=1).result()
         assert out[0].startswith("error: out of GPU memory: use the 'small-gpu' profile")
         assert "Tried to allocate 2.00 GiB" in out[0] and not service.busy
-        again = client.predict(*start_args(1), api_name="/start")  # the app still takes runs
+        again = start(client, rounds=1).result()  # the app still takes runs
         assert again[0].startswith("error: out of GPU memory")
 
 
@@ -472,8 +480,8 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     kb = KnowledgeBase.open_or_create(service.out / "kb", embedder.id)  # inside --out
     kb.add(read_source(folder_source(tmp_path)), embedder)
     client = app_client(url)
-    caire = ("Turkey, India", str(service.out / "kb"), "", "", False)
-    out = client.predict(*start_args(1, extras=caire), api_name="/start")
+    kb = str(service.out / "kb")
+    out = start(client, rounds=1, caire_labels="Turkey, India", caire_kb=kb).result()
     assert out[0] == "finished"
     rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
     # linked by name similarity over all six KB pictures (a random tiny model): either entity
@@ -481,9 +489,8 @@ def test_caire_per_round_in_the_app(app_url, siglip_path, tmp_path):
     assert rows[0][CAIRE].endswith("); reads more as Turkey (4/5) than Iran (2/5)")
     assert rows[1][CAIRE].startswith("Iran 5 \u00b7 Turkey 2 \u00b7 India 1 (kb, linked to ")
     assert chart_series(out[2])["CAIRE Iran (0-1)"] == [0.25, 1.0]
-    bad_kb = ("Turkey", str(service.out), "", "", False)
     with pytest.raises(Exception, match="CAIRE knowledge base: .*not a knowledge base"):
-        client.predict(*start_args(1, extras=bad_kb), api_name="/start")
+        start(client, rounds=1, caire_labels="Turkey", caire_kb=str(service.out)).result()
     assert not service.busy
 
 
@@ -495,8 +502,8 @@ def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world):
     bank = service.out / "bank"  # inside --out
     build_activity_bank(world, service.refiner().backends, bank)
     client = app_client(url)
-    languages = ("", "", "fr", str(bank), True)
-    out = client.predict(*start_args(1, extras=languages), api_name="/start")
+    languages = {"prompt_languages": "fr", "sos_bank": str(bank), "language_scores": True}
+    out = start(client, rounds=1, **languages).result()
     assert out[0] == "finished"
     run = service.open(out[7])
     rows = out[3]["data"] if isinstance(out[3], dict) else out[3]
@@ -524,9 +531,8 @@ def test_prompt_languages_and_sos_per_round_in_the_app(app_url, world):
     (item,) = shown[8]
     caption = item["caption"] if isinstance(item, dict) else item[1]
     assert caption.startswith("round 0, fr: SoS ")
-    bad_bank = ("", "", "fr", str(service.out), False)
     with pytest.raises(Exception, match="SoS bank: .*not an SoS bank"):
-        client.predict(*start_args(1, extras=bad_bank), api_name="/start")
+        start(client, rounds=1, prompt_languages="fr", sos_bank=str(service.out)).result()
 
 
 def test_references_built_reviewed_and_used_in_the_app(app_url, world):
@@ -549,7 +555,7 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world):
     near = "did you mean 'people eating food at home' or 'people participating in Nowruz'"
     said = f"no references yet for '{act}' in Iran; {near}.*; or {build}"
     with pytest.raises(AppError, match=said):
-        client.predict(act, *start_args(0, candidates=1)[1:], api_name="/start")
+        start(client, act=act, rounds=0, candidates=1).result()
     assert world.refs_asked == [] and "refs build" not in note
     note, review = client.predict(act, "Iran", api_name="/build_references")
     assert world.refs_asked == ["propose", "propose", "refine", "stereotypes"]
@@ -587,8 +593,7 @@ def test_references_built_reviewed_and_used_in_the_app(app_url, world):
     table = {"headers": ["dimension", "phrase"], "data": [*edited, ["objects", "Samanu pudding"]]}
     note = client.predict(act, "Iran", table, api_name="/save_references")
     assert "references saved" in note and "(7 descriptors)" in note
-    args = (act, *start_args(0, candidates=1)[1:])
-    job = client.submit(*args, api_name="/start")
+    job = start(client, act=act, rounds=0, candidates=1)
     job.result(timeout=300)
     run = service.open(job.outputs()[-1][7])
     assert run.references.descriptors["objects"] == [
@@ -622,9 +627,7 @@ def test_saved_runs_as_thumbnails(own_app_url):
     url, service = own_app_url
     client = app_client(url)
     for seed in (1, 2):
-        client.submit(*start_args(0, seed=seed, candidates=1), api_name="/start").result(
-            timeout=300
-        )
+        start(client, rounds=0, seed=seed, candidates=1).result(timeout=300)
     listing, thumbs = client.predict(api_name="/runs")
     assert len(thumbs) == 2 and len(listing["choices"]) == 2
     cards = service.cards()
@@ -640,8 +643,8 @@ def test_saved_runs_as_thumbnails(own_app_url):
     _, theirs = app_client(url).predict(api_name="/runs")
     assert [t["caption"] for t in theirs] == [c.caption for c in cards]
     # a roll-back's card names what it continues
-    branch = (cards[0].id, 0, 1, 1.0, 1, 7, 2.0, None, False)
-    client.submit(*branch, api_name="/branch").result(timeout=300)
+    branch = {"path": cards[0].id, "k": 0, "rounds": 1, "target": 1.0, "candidates": 1, "seed": 7}
+    client.submit(**branch, max_drift=2.0, api_name="/branch").result(timeout=300)
     _, thumbs = client.predict(api_name="/runs")
     parent = cards[0].id.rsplit("/", 1)[-1]
     assert thumbs[0]["caption"].endswith(f" · yours, rolled back from round 0 of {parent}")
@@ -654,7 +657,7 @@ def test_cultural_expectations_in_the_app(app_url, world):
 
     url, service = app_url
     client = app_client(url)
-    out = client.predict(*start_args(1, extras=("", "", "", "", False, True)), api_name="/start")
+    out = start(client, rounds=1, expectations=True).result()
     assert out[0] == "finished"
     run = service.open(out[7])
     assert len(run.spec.expectations) == 5 and run.rounds[1].expectations is not None

@@ -1569,14 +1569,13 @@ def test_a_start_behind_another_run_says_how_many_are_ahead(page):
     stage, in words, how many runs are ahead and what the one in progress is doing, and no
     output shows Gradio's "queue: 1/1"; when that run ends, this one starts and finishes.
     Started on a phone, where the stage is furthest from Start."""
-    from tests.ui.clients import app_client
-    from tests.ui.test_app import start_args
+    from tests.ui.clients import app_client, start
 
     pg, service = page
     resize(pg, PHONE)
     url = pg.url
     # another visitor, through the app: its call follows its run, as a page does
-    followed = app_client(url).submit(*start_args(1, candidates=1, pause=True), api_name="/start")
+    followed = start(app_client(url), rounds=1, candidates=1, paused=True)
     deadline = time.monotonic() + 120
     while service.job is None or service.job.waiting is None:
         assert time.monotonic() < deadline, "the other run never paused"

@@ -12,8 +12,16 @@ import zipfile
 import pytest
 
 from refine.service import RunService
-from tests.ui.clients import PROFILE, rate_begin, rate_profile, rate_save, served
-from tests.ui.test_app import start_args
+from tests.ui.clients import (
+    PROFILE,
+    positional,
+    rate_begin,
+    rate_profile,
+    rate_save,
+    served,
+    start,
+    start_values,
+)
 from ui.app import build_app
 
 # one launched app and its finished run for the module's probes (2.5 s to set up)
@@ -39,7 +47,7 @@ def launched(gemini_env, siglip_path, tmp_path_factory):
     with served(demo) as url:
         client = app_client(url)
         with in_world(gemini_env):
-            client.predict(*start_args(1), api_name="/start")
+            start(client, rounds=1).result()
         yield client, service, service.job.run_dir, base
 
 
@@ -137,13 +145,11 @@ def test_links_inside_a_run_folder_are_not_followed(app):
 def test_start_reads_knowledge_bases_banks_and_images_from_inside_only(app, kb_dir):
     client, service, run_dir, base = app
     # kb_dir is a real knowledge base, but outside --out: refused before anything runs
-    outside_kb = ("Turkey", str(kb_dir), "", "", False)
     with pytest.raises(Exception, match="is not a CAIRE knowledge base inside this app"):
-        client.predict(*start_args(1, extras=outside_kb), api_name="/start")
+        start(client, rounds=1, caire_labels="Turkey", caire_kb=str(kb_dir)).result()
     for bank in ("/etc", "../elsewhere", str(base)):
-        extras = ("", "", "fr", bank, False)
         with pytest.raises(Exception, match="is not a SoS bank inside this app"):
-            client.predict(*start_args(1, extras=extras), api_name="/start")
+            start(client, rounds=1, prompt_languages="fr", sos_bank=bank).result()
     assert service.job.run_dir == run_dir  # no new run began
     # an image path the client did not upload is refused by Gradio itself (raw HTTP)
     import httpx
@@ -151,8 +157,8 @@ def test_start_reads_knowledge_bases_banks_and_images_from_inside_only(app, kb_d
 
     s = base / "not-uploaded.png"
     Image.new("RGB", (8, 8)).save(s)
-    data = list(start_args(1))
-    data[8] = {"path": str(s), "meta": {"_type": "gradio.FileData"}}
+    image = {"path": str(s), "meta": {"_type": "gradio.FileData"}}
+    data = positional(client, "/start", start_values(rounds=1, image=image))
     url = client.src.rstrip("/") + "/"
     event = httpx.post(url + "gradio_api/call/start", json={"data": data}).json()["event_id"]
     answer = httpx.get(url + f"gradio_api/call/start/{event}", timeout=60).text

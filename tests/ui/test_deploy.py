@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.clients import served
-from tests.ui.test_app import start_args
+from tests.ui.clients import served, start
 from ui import deploy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,7 +126,7 @@ def test_the_space_app_runs_from_the_environment_alone(world, siglip_path, tmp_p
         assert fields["rounds"]["label"] == "rounds (at most 1)"
         assert fields["candidates"]["label"] == "candidates (at most 2)"
         assert "lost when the demo restarts" in fields["status"]["value"]
-        out = app_client(url).predict(*start_args(1), api_name="/start")
+        out = start(app_client(url), rounds=1).result()
         assert out[0] == "finished"
         assert (tmp_path / "runs").is_dir() and list((tmp_path / "runs").rglob("run.json"))
 

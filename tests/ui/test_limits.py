@@ -7,8 +7,7 @@ import pytest
 
 from refine import settings
 from refine.service import RunService
-from tests.ui.clients import served
-from tests.ui.test_app import start_args
+from tests.ui.clients import served, start, start_values
 from ui.app import build_app
 from ui.limits import Limits
 
@@ -47,26 +46,26 @@ def test_a_start_above_a_limit_is_refused_and_nothing_is_written(limited):
     url, service, demo = limited
     client = app_client(url)
     runs = runs_in(service)
-    for args, match in (
-        (start_args(100_000), "rounds|maximum"),
-        (start_args(4), "rounds|maximum"),
-        (start_args(1, candidates=5000), "candidates|maximum"),
-        (start_args(1, candidates=3), "candidates|maximum"),
+    for values, match in (
+        ({"rounds": 100_000}, "rounds|maximum"),
+        ({"rounds": 4}, "rounds|maximum"),
+        ({"rounds": 1, "candidates": 5000}, "candidates|maximum"),
+        ({"rounds": 1, "candidates": 3}, "candidates|maximum"),
     ):
         with pytest.raises(AppError, match=match):
-            client.predict(*args, api_name="/start")
+            start(client, **values).result()
     # above the settings' own bound (64 candidates) too, the app's limit is the one named
     with pytest.raises(AppError, match=r"candidates: 100 is above this app's limit of 2 cand"):
-        client.predict(*start_args(1, candidates=100), api_name="/start")
+        start(client, rounds=1, candidates=100).result()
     assert not service.busy and runs_in(service) == runs
     # the handler itself refuses too (a client that gets past the form's maximum)
     handler = next(fn.fn for fn in demo.fns.values() if getattr(fn, "api_name", None) == "start")
     with pytest.raises(Exception, match=r"rounds: 4 is above this app's limit of 3 editing"):
-        next(handler(None, *start_args(4)))
+        next(handler(tok=None, **start_values(rounds=4)))
     with pytest.raises(Exception, match=r"--max-candidates"):
-        next(handler(None, *start_args(1, candidates=3)))
+        next(handler(tok=None, **start_values(rounds=1, candidates=3)))
     with pytest.raises(Exception, match="names no visitor"):  # nobody to own the run
-        next(handler(None, *start_args(1)))
+        next(handler(tok=None, **start_values(rounds=1)))
     assert not service.busy
     # the page's number fields say the same maxima (the handler checks them, naming the
     # field: Gradio's own check of a box's maximum names none)
@@ -84,7 +83,7 @@ def test_every_app_run_has_the_budget_and_says_which_limit_ended_it(limited):
     url, service, _ = limited
     client = app_client(url)
     # each round of two candidates takes several calls: the call limit ends the run early
-    out = client.predict(*start_args(3, candidates=2), api_name="/start")
+    out = start(client, rounds=3, candidates=2).result()
     run = service.open(out[7])
     assert run.spec.budget_calls == 12 and run.spec.budget_seconds == 30 * 60
     assert run.stop_reason.startswith("budget: ") and "model calls used (limit 12)" in (
@@ -142,7 +141,7 @@ def test_a_stop_during_a_round_of_many_candidates_ends_the_run_at_once(
     with served(demo) as url:
         client = app_client(url)
         world.edit_delay_s = 0.75
-        job = client.submit(*start_args(3, candidates=60), api_name="/start")
+        job = start(client, rounds=3, candidates=60)
         deadline = time.monotonic() + 120
         # round 1 under way with the first four candidates finished: four chains run at
         # once, so a fifth observation comes only once one of the first four is done
@@ -193,27 +192,25 @@ def test_a_hostile_max_quality_drop_is_refused_and_nothing_is_written(limited):
 
     for value in (5, -1, "nan", "inf", "0.2; rm -rf /"):
         # the largest quality drop (0 to 1), the last of the run settings
-        args = list(start_args(1))
-        args[7] = value
+        values = start_values(rounds=1, max_quality_drop=value)
         with pytest.raises(Exception, match="max quality drop|max_quality_drop"):
-            next(handler(None, *args, request=Request()))
+            next(handler(tok=None, request=Request(), **values))
         # through the API, the box or the handler refuses them, naming the field
         refusal = r"max quality drop(: | \(1: off\): .* is not a number)"
         with pytest.raises(AppError, match=refusal):
-            client.predict(*args, api_name="/start")
+            start(client, **values).result()
         assert not service.busy and runs_in(service) == runs, value
     # a number past 10^15 in any box, a seed of 1e16 say, is refused naming the box
     with pytest.raises(AppError, match=r"seed: 1e\+16 is past the largest number this app"):
-        client.predict(*start_args(1, seed=1e16), api_name="/start")
+        start(client, rounds=1, seed=1e16).result()
     assert not service.busy and runs_in(service) == runs
     # the strategy, a choice: any other value is refused naming it, through the API too
     for value in ("sideways", "edit; rm -rf /", "x" * 600, 3):
-        args = list(start_args(1))
-        args[8] = value
+        values = start_values(rounds=1, strategy=value)
         with pytest.raises(Exception, match="strategy: "):
-            next(handler(None, *args, request=Request()))
+            next(handler(tok=None, request=Request(), **values))
         with pytest.raises(AppError, match="strategy: |has raised an exception"):
-            client.predict(*args, api_name="/start")
+            start(client, **values).result()
         assert not service.busy and runs_in(service) == runs, value
 
 
@@ -228,17 +225,14 @@ def test_hostile_text_and_checkbox_settings_are_refused_by_name(limited):
     class Request:
         username, session_hash, headers, client = "ann", "s1", {}, None
 
-    # after activity, country, the six numbers and the strategy: CAIRE cultures, its
-    # knowledge base, prompt languages, SoS bank, language scores
-    for at, value, said in (
-        (9, "x" * 5000, "CAIRE cultures: a text of at most 500 characters"),
-        (9, ["Turkey"], "CAIRE cultures: a text of at most"),
-        (11, "xx, ../../etc", "prompt languages: unknown language 'xx'"),
-        (12, "/etc", "is not a SoS bank inside this app's folder"),
-        (13, "false", "language scores: 'false' is not true or false"),
+    for name, value, said in (
+        ("caire_labels", "x" * 5000, "CAIRE cultures: a text of at most 500 characters"),
+        ("caire_labels", ["Turkey"], "CAIRE cultures: a text of at most"),
+        ("prompt_languages", "xx, ../../etc", "prompt languages: unknown language 'xx'"),
+        ("sos_bank", "/etc", "is not a SoS bank inside this app's folder"),
+        ("language_scores", "false", "language scores: 'false' is not true or false"),
     ):
-        args = list(start_args(1))
-        args[at] = value
+        values = start_values(rounds=1, **{name: value})
         with pytest.raises(Exception, match=said):
-            next(handler(None, *args, request=Request()))
+            next(handler(tok=None, request=Request(), **values))
     assert not service.busy and runs_in(service) == runs

@@ -9,8 +9,8 @@ import pytest
 
 from refine.service import RunService
 from tests.e2e.test_cli_run import cli
-from tests.ui.clients import served
-from tests.ui.test_app import _rounds_on_record, start_args
+from tests.ui.clients import served, start
+from tests.ui.test_app import _rounds_on_record
 from ui.app import build_app
 from ui.quotas import LEDGER, QuotaExceeded, Quotas, client_address
 
@@ -155,14 +155,14 @@ def test_a_visitor_over_quota_is_refused_and_another_is_not(quota_app):
         return app_client(url, headers={"X-Forwarded-For": address})
 
     first = visitor("10.0.0.1")
-    assert first.predict(*start_args(0), api_name="/start")[0] == "finished"
+    assert start(first, rounds=0).result()[0] == "finished"
     with pytest.raises(AppError, match=r"you have started 1 run\(s\) in the last hour"):
-        first.predict(*start_args(0), api_name="/start")
+        start(first, rounds=0).result()
     # another visitor from another address may start
-    assert visitor("10.0.0.2").predict(*start_args(0), api_name="/start")[0] == "finished"
+    assert start(visitor("10.0.0.2"), rounds=0).result()[0] == "finished"
     # a new visitor (a cleared browser) from the first address is still counted
     with pytest.raises(AppError, match="your address has started 1 run"):
-        visitor("10.0.0.1").predict(*start_args(0), api_name="/start")
+        start(visitor("10.0.0.1"), rounds=0).result()
     # the operator's view: two visitors, one run each, their calls counted
     done = cli("app-usage", "--out", out, "--json")
     assert done.returncode == 0, done.stderr
@@ -208,7 +208,7 @@ def test_a_run_its_client_left_is_counted_whole_and_the_next_start_waits_for_it(
     url, out, service = quota_app
     world.edit_delay_s = 0.5
     first = app_client(url, headers={"X-Forwarded-For": "10.0.0.1"})
-    left = first.submit(*start_args(3, candidates=1), api_name="/start")
+    left = start(first, rounds=3, candidates=1)
     deadline = time.monotonic() + 120
     while not _rounds_on_record(service):
         assert time.monotonic() < deadline, "round 0 never landed"
@@ -217,7 +217,7 @@ def test_a_run_its_client_left_is_counted_whole_and_the_next_start_waits_for_it(
     first_dir = service.job.run_dir
     calls_when_left = service.open(first_dir).model_calls
     second = app_client(url, headers={"X-Forwarded-For": "10.0.0.2"})
-    queued = second.submit(*start_args(0), api_name="/start")
+    queued = start(second, rounds=0)
     queued.result(timeout=300)
     stages = [o[0] for o in queued.outputs()]
     said = "waiting: 1 run ahead of yours (one in progress: round "
@@ -284,9 +284,8 @@ def test_every_spending_endpoint_checks_the_quota_first_and_counts_its_calls(quo
     sent = len(world.log)
     with pytest.raises(AppError, match=r"your address has started 1 run\(s\)"):
         visitor.predict("people dancing at a party", "Iran", api_name="/build_references")
-    expecting = (*start_args(0)[:-1], True)  # with cultural expectations
     with pytest.raises(AppError, match=r"your address has started 1 run\(s\)"):
-        visitor.predict(*expecting, api_name="/start")
+        start(visitor, rounds=0, expectations=True).result()  # with cultural expectations
     assert len(world.log) == sent  # nothing was sent for the refused visitor
 
 
@@ -316,7 +315,7 @@ def test_six_visitors_from_one_address_starting_at_once_get_the_quotas_runs(
         def press(client) -> None:
             gate.wait()
             try:
-                got.append(client.predict(*start_args(0), api_name="/start")[0])
+                got.append(start(client, rounds=0).result()[0])
             except AppError as err:
                 got.append(str(err))
 

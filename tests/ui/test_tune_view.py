@@ -14,8 +14,7 @@ from PIL import Image
 
 from refine.service import RunService
 from tests.fakes.tiny_models import build_tiny_sd
-from tests.ui.clients import served
-from tests.ui.test_app import start_args
+from tests.ui.clients import served, start
 from ui.app import build_app
 
 
@@ -50,7 +49,7 @@ def test_count_tune_and_compare(app, world):
     assert client.predict(2.0, api_name="/tune_count").startswith("0 saved runs of yours")
     with pytest.raises(Exception, match="no saved runs to learn from yet"):
         client.predict("dpo", 5, 1e-3, 32, 2.0, api_name="/tune")
-    assert client.predict(*start_args(1), api_name="/start")[0] == "finished"
+    assert start(client, rounds=1).result()[0] == "finished"
     counted = client.predict(2.0, api_name="/tune_count")
     assert counted.startswith("1 saved runs of yours: ")
     assert "the generator to tune: `diffusers:" in counted

@@ -11,12 +11,11 @@ import pytest
 
 from refine.service import NOT_YOURS, RunService, visitor_hash
 from tests.runs import prepared
-from tests.ui.clients import rate_begin, rate_profile, rate_save, served
+from tests.ui.clients import rate_begin, rate_profile, rate_save, served, start
 from tests.ui.test_app import (  # noqa: F401 (fixtures)
     app_url,
     launched_app,
     own_app_url,
-    start_args,
 )
 from ui.app import build_app
 from ui.visitors import new_token, visitor_id
@@ -41,9 +40,9 @@ def test_a_finished_run_keeps_its_owner(app_url):  # noqa: F811
     url, service = app_url
     a, b, c = (app_client(url) for _ in range(3))
     # one candidate, seed 43: round 1 is rejected, so it can be accepted by hand
-    a.predict(*start_args(1, seed=43, candidates=1), api_name="/start")
+    start(a, rounds=1, seed=43, candidates=1).result()
     a_dir = service.job.run_dir
-    b.predict(*start_args(0, candidates=1), api_name="/start")
+    start(b, rounds=0, candidates=1).result()
     assert service.job.run_dir != a_dir
     before = snapshot(service.out)
     for api, args in (
@@ -78,7 +77,7 @@ def test_another_visitors_paused_run_cannot_be_applied_or_stopped(app_url):  # n
 
     url, service = app_url
     owner, other = app_client(url), app_client(url)
-    job = owner.submit(*start_args(2, candidates=1, pause=True), api_name="/start")
+    job = start(owner, rounds=2, candidates=1, paused=True)
     deadline = time.monotonic() + 120
     while service.job is None or service.job.waiting is None:
         assert time.monotonic() < deadline, "no instruction came up for review"
@@ -145,7 +144,7 @@ def test_a_user_name_is_one_visitor_across_sessions(world, backends, options, tm
     demo = build_app(service, "with auth")
     with served(demo, auth=[("ana", "pw-ana"), ("ben", "pw-ben")]) as url:
         first = app_client(url, auth=("ana", "pw-ana"))
-        first.predict(*start_args(1, seed=43, candidates=1), api_name="/start")
+        start(first, rounds=1, seed=43, candidates=1).result()
         run_dir = service.job.run_dir
         assert (run_dir / ".owner").read_text().strip() == visitor_hash("user:ana")
         ben = app_client(url, auth=("ben", "pw-ben"))
@@ -246,26 +245,7 @@ def test_visitor_and_model_text_comes_back_escaped(app_url, world, monkeypatch):
     clean(note)
     assert "&lt;script&gt;" in note
     # a run of it: the HTML outputs (chart, progress bar) carry no raw markup
-    args = (
-        act,
-        "Iran",
-        1,
-        1.0,
-        1,
-        42,
-        2.0,
-        None,
-        "edit",
-        "",
-        "",
-        "",
-        "",
-        False,
-        False,
-        None,
-        False,
-    )
-    job = client.submit(*args, api_name="/start")
+    job = start(client, act=act, rounds=1, candidates=1)
     job.result(timeout=300)
     outputs = job.outputs()
     assert outputs[-1][0] == "finished"
@@ -276,7 +256,7 @@ def test_visitor_and_model_text_comes_back_escaped(app_url, world, monkeypatch):
     assert hostile in run.rounds[0].best.observed["objects"]  # the model did say it
     # error toasts: gradio renders their text as HTML
     with pytest.raises(AppError) as refused:
-        client.predict(act + " x", *args[1:], api_name="/start")
+        start(client, act=act + " x", rounds=1, candidates=1).result()
     clean(str(refused.value))
     assert "&lt;script&gt;" in str(refused.value)
     with pytest.raises(AppError) as refused:
@@ -311,9 +291,9 @@ def test_the_rate_view_lists_the_sets_a_visitor_may_rate(own_app_url):  # noqa: 
 
     url, service = own_app_url
     ana, ben = app_client(url), app_client(url)
-    ana.predict(*start_args(0, candidates=1), api_name="/start")
+    start(ana, rounds=0, candidates=1).result()
     ana_run = service.job.run_dir.relative_to(service.out).as_posix()
-    ben.predict(*start_args(0, candidates=1), api_name="/start")
+    start(ben, rounds=0, candidates=1).result()
     ben_run = service.job.run_dir.relative_to(service.out).as_posix()
     for folder, marker in (("studies/bench-a", "cells.jsonl"), ("batches/b1", "batch.json")):
         (service.out / folder).mkdir(parents=True)

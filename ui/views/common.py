@@ -452,35 +452,55 @@ def settings_message(err: settings.SettingsError) -> str:
     return f"{label_of(err.field)}: {err.message}{hint}"
 
 
-def by_name(fn: Callable[..., Any], names: Sequence[str], request_type: Any) -> Callable:
+def by_name(
+    fn: Callable[..., Any], names: Sequence[str], request_type: Any, optional: Sequence[str] = ()
+) -> Callable:
     """A Gradio handler that takes one positional input per name (the form's run settings
     among them, however many the table has) and the request, and calls
     ``fn(values, request)`` with the inputs by name. Gradio passes the request only to a
     parameter it can place by position, so each input is a parameter of its own
-    (``__signature__``), never ``*args``. A generator stays a generator (a run's updates)."""
+    (``__signature__``), never ``*args``. A direct call may name its inputs instead
+    (``handler(tok=None, rounds=2)``; an input not named is empty). A generator stays a
+    generator (a run's updates). ``optional``: inputs an API caller may leave out (None).
+    """
     import inspect
 
     n = len(names)
 
-    def split(args: tuple, request: Any) -> tuple[dict[str, Any], Any]:
+    def split(args: tuple, request: Any, named: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         if len(args) > n:  # Gradio places the request after the inputs
             request = args[n]
+        unknown = set(named) - set(names)
+        if unknown:
+            raise TypeError(f"{fn.__name__} takes no input named {', '.join(sorted(unknown))}")
+        if named:  # called by name in Python: an input not named is empty
+            return {
+                **dict.fromkeys(names),
+                **dict(zip(names, args, strict=False)),
+                **named,
+            }, request
         return dict(zip(names, args[:n], strict=False)), request
 
     if inspect.isgeneratorfunction(fn):
 
-        def handler(*args: Any, request: Any = None) -> Any:
-            values, request = split(args, request)
+        def handler(*args: Any, request: Any = None, **named: Any) -> Any:
+            values, request = split(args, request, named)
             yield from fn(values, request)
 
     else:
 
-        def handler(*args: Any, request: Any = None) -> Any:
-            values, request = split(args, request)
+        def handler(*args: Any, request: Any = None, **named: Any) -> Any:
+            values, request = split(args, request, named)
             return fn(values, request)
 
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    params = [inspect.Parameter(x, kind) for x in names]
+    # an input with no value of its own on the page (an upload) is optional to an API
+    # caller where it defaults to None here: it and the inputs after it take None
+    first = min((names.index(x) for x in optional), default=len(names))
+    params = [
+        inspect.Parameter(x, kind, **({"default": None} if k >= first else {}))
+        for k, x in enumerate(names)
+    ]
     params.append(inspect.Parameter("request", kind, default=None))
     handler.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     handler.__annotations__ = {"request": request_type}

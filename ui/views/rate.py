@@ -23,10 +23,13 @@ from refine.human.protocols import AGE_BANDS, BUNDLED, Question, prompt_words
 from refine.human.study import Slot, Study
 from refine.service import RunService, phrase, visitor_hash
 from ui.safe import error, md_text, take_refusal
-from ui.views.common import VisitorGate
+from ui.views.common import VisitorGate, by_name
 from ui.visitors import visitor_id
 
 SLOTS = 8  # the most questions a protocol may ask in the Rate view
+# a question slot's answer boxes (Slot.inputs), and what Save takes before them, by name
+SLOT_PARTS = ("choice", "checks", "answer", "reason")
+SAVE_OWN = ("tok", "folder_value", "who", "item", "slot_kind")
 OWN = "as the set is rated (quick for a new set)"
 HELP = (
     "Keys: **1-9** the first scale's choices · **q w e r t y** the second's · "
@@ -453,8 +456,15 @@ def add_rate_view(service: RunService, token: Any, gate: VisitorGate) -> Any:
         api_name="rate_profile",
         queue=False,
     )
+    # each answer box by name (question 1's choice, checks, answer and reason, ...), never
+    # param_5 ... param_36
+    answer_names = [f"q{k}_{part}" for k in range(1, SLOTS + 1) for part in SLOT_PARTS]
+
+    def rate_save(v: dict[str, Any], request: Any) -> Any:
+        return on.save(request, *(v[x] for x in SAVE_OWN), *(v[x] for x in answer_names))
+
     saved = save.click(
-        on.save,
+        by_name(rate_save, [*SAVE_OWN, *answer_names], gr.Request),
         [token, set_box, rater, current, kind, *answer_inputs],
         outputs,
         api_name="rate_save",

@@ -453,7 +453,7 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
         handler.__annotations__["request"] = gr.Request
     token = session.token
     started = view.start.click(
-        by_name(on_start, ["tok", "act", "ctry", *names, *START_OWN], gr.Request),
+        by_name(on_start, ["tok", "act", "ctry", *names, *START_OWN], gr.Request, ("image",)),
         [token, *view.form.start_inputs()],
         view.display.outputs(),
         api_name="start",

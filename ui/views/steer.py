@@ -125,11 +125,11 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
             raise error(err) from err
         return RunDisplay.pack(f"round {k}: {record.rounds[k].reason}", path, record, k)
 
-    def on_accept(tok, p, k, j, request=None):
-        return on_choose(tok, p, k, j, True, request)
+    def on_accept(tok, path, k, candidate, request=None):
+        return on_choose(tok, path, k, candidate, True, request)
 
-    def on_reject(tok, p, k, j, request=None):
-        return on_choose(tok, p, k, j, False, request)
+    def on_reject(tok, path, k, candidate, request=None):
+        return on_choose(tok, path, k, candidate, False, request)
 
     for handler in (on_accept, on_reject):
         handler.__annotations__["request"] = gr.Request
