@@ -828,13 +828,20 @@ class RunSpec(_Record):
         description="Reject an edit that undoes more than N earlier fixes (a descriptor an "
         "earlier round made aligned, an item it removed) unless its FAITH gain passes the "
         "margin by the gain below; off by default.",
-        json_schema_extra=_RUN,
+        json_schema_extra={
+            **_ALL,
+            "info": "reject an edit that undoes more than this many earlier fixes (empty: off)",
+        },
     )
     memory: bool = Field(
         False,
         description="Remember what accepted rounds fixed (a store per profile under the data "
-        "folder) and give the instruction writer the best matching past fixes as hints.",
-        json_schema_extra=_RUN,
+        "folder; in the app, one per visitor) and give the instruction writer the best "
+        "matching past fixes as hints.",
+        json_schema_extra={
+            **_ALL,
+            "box": "remember what my accepted rounds fixed, and hint it to the instruction writer",
+        },
     )
     # the store --memory reads and adds to (None: the profile's, under the data folder; a
     # bench gives its own)

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import functools
 import io
-import json
 import logging
 import os
 import random
@@ -361,6 +360,19 @@ class CallRecord:
     thought_tokens: int = 0  # of output_tokens, the thoughts' (billed as output)
 
 
+def _streams_files(client: Any) -> bool:
+    """Whether the SDK ``client`` streams a download to a file and has the request
+    converter a batch job's file is written with."""
+    import inspect
+
+    try:
+        from google.genai.batches import _InlinedRequest_to_mldev  # noqa: F401
+
+        return "destination" in inspect.signature(client.files.download).parameters
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return False
+
+
 @dataclass
 class GeminiClient:
     """A google-genai client with timeouts, retries and a usage log, shared by the roles."""
@@ -449,18 +461,10 @@ class GeminiClient:
         A google-genai too old to stream a download, or without the request converter the
         files are written with, is a :class:`GeminiError` naming the upgrade, before any job
         is sent (its answers could not be read once paid for)."""
-        import inspect
-
         client = self.client()
         if getattr(client, "vertexai", False):
             return False
-        try:
-            from google.genai.batches import _InlinedRequest_to_mldev  # noqa: F401
-
-            streams = "destination" in inspect.signature(client.files.download).parameters
-        except (ImportError, AttributeError, TypeError, ValueError):
-            streams = False
-        if not streams:
+        if not _streams_files(client):
             from google.genai import __version__
 
             raise GeminiError(
@@ -481,20 +485,14 @@ class GeminiClient:
         :meth:`batch_create`."""
         import uuid
 
-        from google.genai import _common, errors, types
-        from google.genai.batches import _InlinedRequest_to_mldev
+        from google.genai import errors, types
+
+        from refine.backends.gemini_batch import request_lines
 
         client = self.client()
         lines = folder / f".gemini-batch-{uuid.uuid4().hex[:12]}.jsonl"
         try:
-            with lines.open("w", encoding="utf-8") as out:
-                for item in inlined:
-                    # the SDK's own conversion of a request to the API's JSON, as it makes
-                    # for an inline job: the same request either way
-                    body = _InlinedRequest_to_mldev(client._api_client, item)
-                    body = _common.encode_unserializable_types(_common.convert_to_dict(body))
-                    key = (item.metadata or {})["key"]
-                    out.write(json.dumps({"key": key, "request": body["request"]}) + "\n")
+            request_lines(client._api_client, inlined, lines)
             try:
                 uploaded = client.files.upload(
                     file=str(lines),

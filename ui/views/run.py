@@ -382,6 +382,8 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
         raw = {"activity": act, "country": ctry, **given, "image": image or None}
         if who is None:  # a run nobody owns could be stopped by anyone
             raise error(NO_VISITOR)
+        if given.get("memory"):  # the visitor's own fixes only: another's words stay theirs
+            raw["memory_store"] = str(service.memory_store(who))
         # the start reserved against the quotas, before any model call (its most calls held
         # to what the day's allowance has left), released if the run never starts
         held = session.admitted(who, request, raw.get("budget_calls"))
@@ -453,7 +455,8 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
         handler.__annotations__["request"] = gr.Request
     token = session.token
     started = view.start.click(
-        by_name(on_start, ["tok", "act", "ctry", *names, *START_OWN], gr.Request, ("image",)),
+        # every setting may be left out (the form's default; an empty box: the run's)
+        by_name(on_start, ["tok", "act", "ctry", *names, *START_OWN], gr.Request, names),
         [token, *view.form.start_inputs()],
         view.display.outputs(),
         api_name="start",

@@ -142,7 +142,7 @@ def add_steer_view(gr: Any, session: Session, run: RunView) -> Any:
     )
     form = run.form
     branched = branch_btn.click(
-        by_name(on_branch, ["tok", "path", "k", *names, "paused"], gr.Request),
+        by_name(on_branch, ["tok", "path", "k", *names, "paused"], gr.Request, names),
         [token, display.run_dir, round_pick, *form.numbers()],
         outputs,
         api_name="branch",
