@@ -185,6 +185,9 @@ APP_CSS = (
 /* the rounds and the saved runs: each caption whole under its picture (Gradio draws it
    over the picture, on one line, cut at the picture's width) */
 :is(#saved-gallery, #gallery) .grid-wrap.fixed-height { min-height: 0; max-height: none; }
+/* the gallery's own label ("saved runs, newest first ...") is drawn over its top left
+   corner: the pictures start under it */
+:is(#saved-gallery, #gallery) .grid-wrap { padding-top: 32px; }
 :is(#saved-gallery, #gallery) .grid-container {
   grid-template-rows: none; grid-auto-rows: auto;
   grid-template-columns: repeat(auto-fill, minmax(140px, 1fr));

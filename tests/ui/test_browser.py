@@ -983,6 +983,8 @@ def test_an_uploaded_image_is_previewed_and_refined(page, tmp_path):
     wait_finished(pg)
     run = service.open(pg.locator("#run-dir textarea").input_value())
     assert run.rounds[0].text == "input image mine.png"
+    # the Options left as they were: fix keeping and memory off (an empty box, no tick)
+    assert run.spec.keep_fixes is None and not run.spec.memory
 
 
 def test_rate_three_images_by_keyboard_reload_and_go_on(page, tmp_path):
@@ -1104,6 +1106,9 @@ def test_a_reload_keeps_the_visitor_and_another_browser_is_refused(page, monkeyp
         thumb, label = thumbs.first.bounding_box(), caption.first.bounding_box()
         assert label["width"] > 0 and label["height"] > 0, size  # in sight, not clipped away
         assert label["y"] >= thumb["y"] + thumb["height"] - 2 or label["width"] <= thumb["width"]
+        # the gallery's own label stands above the first picture, never over it
+        named = pg.locator('#saved-gallery [data-testid="block-label"]').first.bounding_box()
+        assert named["y"] + named["height"] <= thumb["y"] + 1, (size, named, thumb)
     thumbs.first.click()
     until(pg, "() => document.querySelector('#run-dir textarea').value !== ''")
     assert pg.locator("#run-dir textarea").input_value() == run_dir

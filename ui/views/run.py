@@ -331,6 +331,11 @@ def _box(gr: Any, setting: Setting, limits: Any) -> Any:
             allow_custom_value=True,
             **extra,
         )
+    if setting.kind in (int, float) and value is None:
+        # Gradio's number box is never empty (it shows and sends 0): a number whose default
+        # is none (--keep-fixes: off) is a text box, empty for the default, read as a
+        # number by the handler, which names the box when it is not one
+        return gr.Textbox("", label=label, elem_id=elem_id, **extra)
     if setting.kind in (int, float):
         precision = 0 if setting.kind is int else None
         return number_box(value, precision=precision, label=label, elem_id=elem_id, **extra)
