@@ -51,25 +51,46 @@ class BankError(ValueError):
     """A bad bank setting or folder; the message says what to do."""
 
 
+# the authors' prompt file spells one culture two ways: "Hondurans" in its German rows only,
+# "Honduran" in its 12 other languages, and its English prompts both ways ("A photo of a
+# Hondurans person" beside "... a Honduran person": 18 for that culture, 9 for each other).
+# One culture of 9 English prompts, as the paper counts them: 171 cultures x 14 languages x
+# 9 prompts = 21,546 (its 1,539 English prompts in 14 languages), not 172 cultures and a
+# German-only one whose other cells do not exist.
+CULTURE_SPELLINGS = {"Hondurans": "Honduran"}
+
+
 @cache
 def person_prompts() -> dict[tuple[str, str], list[str]]:
     """(culture, language) -> the nine person prompts of SoS's bank
-    (``assets/sos/multilingual_person_prompts.csv``), ``en`` from ``prompt_en``."""
+    (``assets/sos/multilingual_person_prompts.csv``), ``en`` from ``prompt_en``: one per
+    template and person, the one that names the culture as spelt where the file has two;
+    a culture spelt two ways is one (:data:`CULTURE_SPELLINGS`)."""
     import csv
+    import re
 
     from refine.assets import assets_dir
 
     path = assets_dir() / "sos" / "multilingual_person_prompts.csv"
     out: dict[tuple[str, str], list[str]] = {}
+    english: dict[str, dict[tuple[str, str], str]] = {}
     with open(path, encoding="utf-8", newline="") as fh:
         for row in csv.DictReader(fh):
-            culture = row["Culture"].strip()
+            spelt = row["Culture"].strip()
+            culture = CULTURE_SPELLINGS.get(spelt, spelt)
             out.setdefault((culture, row["Language"].strip()), []).append(
                 row["prompt_translated"].strip()
             )
-            english = out.setdefault((culture, "en"), [])
-            if row["prompt_en"].strip() not in english:
-                english.append(row["prompt_en"].strip())
+            kept = english.setdefault(culture, {})
+            slot = (row["prompt_template"].strip(), row["Topic"].strip())
+            said = row["prompt_en"].strip()
+            named = re.search(rf"\b{re.escape(culture)}\b", said) is not None
+            if slot not in kept or (
+                named and not re.search(rf"\b{re.escape(culture)}\b", kept[slot])
+            ):
+                kept[slot] = said
+    for culture, kept in english.items():
+        out[(culture, "en")] = list(kept.values())
     return out
 
 

@@ -462,6 +462,10 @@ def test_dry_runs_of_the_other_tasks_count_and_make_nothing(tmp_path):
     assert f"{7 * 2 * 14 * 9} images: 7 generator(s)" in sos.stdout
     assert "generator: " not in sos.stdout and "generator diffusers:" in sos.stdout
     assert "cost: about $0.00" in sos.stdout
+    # every culture: the paper's 171 (the authors' "Hondurans" in German is "Honduran")
+    # x 14 languages x 9 prompts = 21,546 a generator
+    every = cli("bench", "--recipe", "sos-table2", "--dry-run", "--out", str(out))
+    assert f"{7 * 21546} images: 7 generator(s) x 21546 prompts" in every.stdout, every.stdout
     lines = tmp_path / "u.txt"
     lines.write_text("wedding\nbreakfast\n")
     caire = cli("bench", "--recipe", "caire-table2", "--concepts", str(lines), "--dry-run",

@@ -13,6 +13,7 @@ import pytest
 
 from refine.backends import create
 from refine.evaluate.sos import Bank, BankError, analyse
+from refine.harness.task import CellsFailed
 from refine.harness.tasks.sos.bank import build_bank
 from refine.harness.tasks.sos.prompts import person_prompts
 from refine.present.report.sos import write_sos_report
@@ -25,8 +26,9 @@ LANGUAGES = ["en", "fr", "ja"]
 class Counting:
     """A generator that counts its calls and can fail after some."""
 
-    def __init__(self, inner, fail_after: int | None = None) -> None:
+    def __init__(self, inner, fail_after: int | None = None, refuse: str = "") -> None:
         self.inner, self.fail_after, self.calls = inner, fail_after, []
+        self.refuse = refuse  # a prompt holding these words is refused (a safety block)
 
     @property
     def id(self):
@@ -35,6 +37,10 @@ class Counting:
     def generate(self, prompt, seeds):
         if self.fail_after is not None and len(self.calls) >= self.fail_after:
             raise RuntimeError("the GPU fell over")
+        if self.refuse and self.refuse in prompt:
+            from refine.backends.loading import Refused
+
+            raise Refused("the model's safety filters refused it")
         self.calls.append(prompt)
         return self.inner.generate(prompt, seeds)
 
@@ -55,6 +61,11 @@ def test_person_prompts_come_from_the_native_speaker_table():
     assert prompts[("Japanese", "fr")][0] == "Une photo d'une personne japonaise"
     assert prompts[("Japanese", "en")][0] == "A photo of a Japanese person"
     assert len(prompts[("Japanese", "en")]) == 9  # English once, not once per language
+    # one culture spelt two ways by the authors ("Hondurans" in German alone): one culture,
+    # its 9 English prompts naming it as spelt; 171 cultures, every one in 14 languages
+    assert len({c for c, _ in prompts}) == 171 and len(prompts) == 171 * 14
+    assert len(prompts[("Honduran", "de")]) == 9 and len(prompts[("Honduran", "en")]) == 9
+    assert all(" Honduran " in p for p in prompts[("Honduran", "en")])
 
 
 @pytest.mark.slow
@@ -91,12 +102,21 @@ def test_build_resume_scores_and_report(models, tmp_path):
     assert {r["images"] for r in rows if r["done"] == "False"} <= {""}  # none yet: blank
     assert half.centroids().cultures == ["Japanese", "Nigerian"]
     kept = {k: (out / c["embeddings"]).read_bytes() for k, c in half.cells.items() if c["done"]}
-    # going on: finished cells are kept, the half-done cell reuses its saved image
-    again = Counting(generator)
+    # going on: finished cells are kept, the half-done cell reuses its saved image; that
+    # cell's next prompt refused, it fails alone, the others are made, and the bank names it
+    again = Counting(generator, refuse="nigériane")
+    with pytest.raises(CellsFailed, match=r"1 of 5 cell\(s\) failed .*Nigerian x fr: .*safety"):
+        build_bank(
+            out, "person", CULTURES, LANGUAGES, again, embedder, prompts_per_cell=2,
+            images_per_prompt=1,
+        )  # fmt: skip
+    assert len(again.calls) == 4 * 2 and len(Bank(out).done()) == 8
+    # the same command again makes only that cell, from its saved image
+    last = Counting(generator)
     bank = build_bank(
-        out, "person", CULTURES, LANGUAGES, again, embedder, prompts_per_cell=2, images_per_prompt=1
+        out, "person", CULTURES, LANGUAGES, last, embedder, prompts_per_cell=2, images_per_prompt=1
     )
-    assert len(again.calls) == 9 * 2 - 9  # 5 cells x 2 prompts, less the one saved
+    assert len(last.calls) == 1 and "nigériane" in last.calls[0]
     assert len(bank.done()) == 9
     for key, data in kept.items():
         assert (out / bank.cells[key]["embeddings"]).read_bytes() == data
@@ -248,7 +268,7 @@ def _pooled_over_generators(out, tmp_path, e, cultures, languages):
 
 
 @pytest.mark.slow
-def test_cli_bank_and_report(capsys, models, siglip_path, tmp_path):
+def test_cli_bank_and_report(capsys, models, siglip_path, tmp_path, monkeypatch):
     from tests.integration.test_caire_kb import run
 
     _, _, sd = models
@@ -292,6 +312,16 @@ def test_cli_bank_and_report(capsys, models, siglip_path, tmp_path):
     )
     assert code == 2 and "culture 'Japan' has no person prompts" in err
     assert "did you mean Japanese" in err and "unknown language 'xx'" in err
+    # a cell the prompt file lacks (a culture with no German prompts, say) is refused as
+    # the bank is planned, before any image is made (a KeyError hours in, before)
+    from refine.harness.tasks.sos import prompts as grid
+
+    lacking = {k: v for k, v in person_prompts().items() if k != ("Nigerian", "de")}
+    monkeypatch.setattr(grid, "person_prompts", lambda: lacking)
+    code, _, err = run(capsys, "sos", "bank", "--cultures", "Japanese,Nigerian",
+                       "--languages", "en,de", "--out", tmp_path / "b3")  # fmt: skip
+    assert code == 2 and "no person prompts for Nigerian x de: leave" in err, err
+    assert not (tmp_path / "b3").exists()
     code, _, err = run(capsys, "sos", "report", tmp_path)
     assert code == 2 and "not an SoS bank" in err
 

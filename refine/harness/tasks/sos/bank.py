@@ -160,6 +160,8 @@ class BankTask(Task):
         self.total = len(manifest["cells"])
         self.finished = 0
         self.lock = threading.Lock()
+        self.todo: list[tuple[str, dict[str, Any]]] = []
+        self.failures: list[str] = []  # the cells that failed on their own, in words
         self.models: tuple[str, dict[str, str], bool] = ("", {}, False)
 
     def with_models(self, profile: str, overrides: dict[str, str], needs_llm: bool) -> BankTask:
@@ -182,9 +184,9 @@ class BankTask(Task):
 
     def begin(self, made_with: Any, workers: list[str]) -> list[tuple[str, dict[str, Any]]]:
         cells = self.manifest["cells"]
-        todo = [(key, dict(cell)) for key, cell in cells.items() if not cell["done"]]
-        self.finished = self.total - len(todo)
-        return todo
+        self.todo = [(key, dict(cell)) for key, cell in cells.items() if not cell["done"]]
+        self.finished = self.total - len(self.todo)
+        return self.todo
 
     def label(self, job: tuple[str, dict[str, Any]]) -> str:
         return f"{job[1]['culture']} x {job[1]['language']}"
@@ -210,6 +212,26 @@ class BankTask(Task):
             where = f" [{worker}]" if worker else ""
             what = f"{cell['culture']} x {cell['language']} ({len(cell['images'])} images)"
             self.on_progress(n, self.total, what + where)
+
+    def failed(self, job: tuple[str, dict[str, Any]], err: Exception, worker: str) -> bool:
+        """A cell's own failure (a prompt the generator refuses: ``JobFailure``) is said and
+        the cell left to do, and the others go on: the bank ends with the failures listed
+        (:class:`refine.harness.task.CellsFailed`), and the same command makes only those.
+        Any other failure (a model that fell over) stops the bank, as it would every cell."""
+        from refine.backends.loading import JobFailure, describe_error
+
+        if not isinstance(err, JobFailure):
+            return False
+        with self.lock:
+            self.failures.append(f"{self.label(job)}: {describe_error(err)}")
+            self.finished += 1
+            n = self.finished
+        if self.on_progress is not None:
+            where = f" [{worker}]" if worker else ""
+            self.on_progress(
+                n, self.total, f"{self.label(job)}: failed: {describe_error(err)}{where}"
+            )
+        return True
 
     def end(self, made_with: Any) -> None:
         return None

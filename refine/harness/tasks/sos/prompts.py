@@ -57,6 +57,20 @@ def check_grid(concept: str, cultures: Sequence[str], languages: Sequence[str]) 
                     f"language {lang!r} has no native-speaker person prompts; "
                     f"use one of {', '.join(sorted(have))}"
                 )
+        # every cell of the grid has its prompts: a missing one is said now, not hours in
+        pairs = person_prompts()
+        missing = [
+            f"{c} x {lang}"
+            for c in cultures
+            for lang in languages
+            if c in known and lang in have and (c, lang) not in pairs
+        ]
+        if missing:
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            problems.append(
+                f"no person prompts for {', '.join(missing[:5])}{more}: leave that culture or "
+                "language out"
+            )
     for name, items in (("culture", cultures), ("language", languages)):
         dup = sorted({x for x in items if list(items).count(x) > 1})
         if dup:
