@@ -35,6 +35,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from refine.human.countries import same_country
+
 PROFILE_COUNTRIES = ("born", "raised", "residence", "nationality")
 AGE_BANDS = ("18-24", "25-34", "35-44", "45-54", "55-64", "65+")
 MAX_TEXT = 1000  # characters of a reason, comment or description
@@ -271,7 +273,7 @@ class Protocol(_Strict):
             return True, ""
         have = {f: getattr(profile, f) for f in PROFILE_COUNTRIES}
         for rule in self.qualify.country:
-            if not any(_same_country(have[f], country) for f in rule):
+            if not any(same_country(have[f], country) for f in rule):
                 words = " or ".join(_FIELD_WORDS[f] for f in rule)
                 return False, f"this study asks for raters {words} {country}"
         return True, ""
@@ -331,17 +333,6 @@ def _as_values(value: Any) -> set[str]:
     if isinstance(value, list | tuple | set):
         return {str(v) for v in value}
     return {str(value)}
-
-
-_ALIASES = {"usa": "united states", "us": "united states", "uk": "united kingdom"}
-
-
-def _same_country(a: str, b: str) -> bool:
-    def norm(x: str) -> str:
-        x = " ".join(x.casefold().replace("the ", " ").split())
-        return _ALIASES.get(x, x)
-
-    return bool(a) and norm(a) == norm(b)
 
 
 def prompt_words(prompt: str) -> list[str]:

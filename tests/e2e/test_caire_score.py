@@ -313,23 +313,35 @@ def test_the_caire_recipe_country_by_country(world, tmp_path):
     for im, row in zip(doc["images"], doc["scores"], strict=True):
         c = next(colour[k] for k in colour if k in Path(im["image"]).name)
         assert row == [CULTURE[c][x] for x in doc["labels"]]
-    # raters: two from each country; each rates every image near CAIRE's score, with noise
+    # raters: two from each country, each country written as raters write it (its name, a
+    # native spelling, a demonym); each rates every image near CAIRE's score, with noise.
+    # Two more are left out, and named: a country no table holds, and one outside the table
     ratings = tmp_path / "rate" / "ratings.jsonl"
     ratings.parent.mkdir()
-    profiles = {f"{n}{k}": {"nationality": n} for n in doc["labels"] for k in range(2)}
-    (ratings.parent / ".profiles.json").write_text(json.dumps(profiles))
+    written = {"Iran": ("the Islamic Republic of Iran", "Persian"),
+               "Turkey": ("Türkiye", "turkish"), "India": ("India", "Indian")}  # fmt: skip
+    profiles = {f"{n}{k}": {"nationality": written[n][k]} for n in doc["labels"] for k in (0, 1)}
+    country = {f"{n}{k}": n for n in doc["labels"] for k in (0, 1)}
+    left_out = {"x1": {"nationality": "Atlantis"}, "x2": {"nationality": "Français"}}
+    (ratings.parent / ".profiles.json").write_text(json.dumps({**profiles, **left_out}))
     rng = np.random.default_rng(2)
     lines, mean = [], {}
     for i, (im, row) in enumerate(zip(doc["images"], doc["scores"], strict=True)):
-        for rater, p in profiles.items():
-            k = doc["labels"].index(p["nationality"])
+        for rater in profiles:
+            k = doc["labels"].index(country[rater])
             v = int(np.clip(round(row[k] + rng.normal(scale=1.0)), 1, 5))
-            mean.setdefault((i, p["nationality"]), []).append(v)
+            mean.setdefault((i, country[rater]), []).append(v)
             lines.append({"image": im["image"], "rater": rater, "protocol": "caire",
                           "answers": {"relevance": str(v)}})  # fmt: skip
+        for rater in left_out:  # rated far from anyone: counted, they would move the figures
+            lines.append({"image": im["image"], "rater": rater, "protocol": "caire",
+                          "answers": {"relevance": str(1 + 4 * (i % 2))}})  # fmt: skip
     ratings.write_text("".join(json.dumps(x) + "\n" for x in lines))
     again = cli(*args, "--ratings", str(ratings))
     assert again.returncode == 0, again.stderr
+    said = " ".join(again.stdout.split())
+    assert "1 rater(s) left out whose country could not be placed" in said, said
+    assert "'Atlantis' (1)" in said and "outside the table: 'France' (1)" in said
     rows = list(csv.DictReader((out / "table-caire-small.csv").open()))
     # C.9: per image, Pearson of its 3 country scores with the 3 countries' mean ratings;
     # per country, the mean over the images of its prompts (3 each); Avg their mean

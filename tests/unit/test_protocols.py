@@ -107,10 +107,13 @@ def test_who_qualifies():
     me = RaterProfile.parse(PROFILE)
     assert me.languages == ["Japanese", "English"]
     cf = load_protocol("culturalframes")
-    ok, why = cf.qualifies(me, "Japan")
-    assert not ok and "nationals of Japan" in why  # nationality "Japanese", not "Japan"
+    # nationality "Japanese", the country's demonym (refine.human.countries), or "japan"
+    assert cf.qualifies(me, "Japan") == (True, "")
     me = RaterProfile.parse({**PROFILE, "nationality": "japan"})
     assert cf.qualifies(me, "Japan") == (True, "")
+    other = RaterProfile.parse({**PROFILE, "nationality": "Korean"})
+    ok, why = cf.qualifies(other, "Japan")
+    assert not ok and "nationals of Japan" in why
     moved = RaterProfile.parse({**PROFILE, "nationality": "Japan", "residence": "Germany"})
     ok, why = cf.qualifies(moved, "Japan")
     assert not ok and "living in Japan" in why
@@ -120,8 +123,27 @@ def test_who_qualifies():
     assert ahead.qualifies(moved, "Japan")[0]  # nationality Japan
     born = RaterProfile.parse({**PROFILE, "nationality": "Germany", "residence": "Germany"})
     assert not ahead.qualifies(born, "Japan")[0] and origin.qualifies(born, "Japan")[0]
-    us = RaterProfile.parse({**PROFILE, "born": "USA", "raised": "the United States"})
+    us = {"born": "USA", "raised": "the United States", "nationality": "American"}
+    us = RaterProfile.parse({**PROFILE, **us})
     assert origin.qualifies(us, "United States")[0] and not origin.qualifies(us, "Japan")[0]
+    # one table of names: official names, native spellings, demonyms, codes; a name it
+    # does not hold is compared as written
+    from refine.human.countries import COUNTRIES, country_of, same_country
+
+    for written, country in (
+        ("American", "USA"),
+        ("Brasil", "Brazil"),
+        ("U.S.A.", "USA"),
+        ("Russian Federation", "Russia"),
+        ("méxico", "Mexico"),
+        ("Türkiye", "Turkey"),
+        ("the UK", "UK"),
+        ("Persian", "Iran"),
+    ):
+        assert country_of(written) == country and same_country(written, country), written
+    assert country_of("Atlantis") is None and same_country("atlantis", "Atlantis")
+    assert not same_country("Brazilian", "Mexico") and not same_country("", "USA")
+    assert {"USA", "Brazil", "Russia", "Egypt"} <= set(COUNTRIES)  # CAIRE Tab. 2's among them
     assert ahead.rater_country == "nationality" and origin.rater_country == "raised"
     # the rest of ahead-origin is ahead's (its base)
     assert [q.id for q in origin.questions] == [q.id for q in ahead.questions]

@@ -15,6 +15,7 @@ from typing import Any
 from refine.harness.recipes import Recipe
 from refine.harness.results import Results
 from refine.harness.tasks.caire.task import scores_document
+from refine.human.countries import country_of, place
 
 
 def caire_table(recipe: Recipe, results: Results, out: Path, rated: Any = None) -> Any:
@@ -44,14 +45,23 @@ def caire_table(recipe: Recipe, results: Results, out: Path, rated: Any = None) 
         return table
     index = {str(Path(im["image"]).resolve()): i for i, im in enumerate(doc["images"])}
     latest: dict[tuple[int, str], dict[str, float]] = {}  # each rater's latest answer
+    # raters left out, by what they wrote: a country the table of names does not hold, or
+    # one it holds that is not among the labels
+    unplaced: dict[str, set[str]] = {}
+    elsewhere: dict[str, set[str]] = {}
     for r in rated:
         i = index.get(str(r.image))
         value = r.answers.get(t.question or "relevance")
         if i is None or value is None or not r.rater_country:
             continue
-        country = next((c for c in labels if c.casefold() == r.rater_country.casefold()), None)
+        country = place(r.rater_country, labels)  # "American", "United States": USA
+        named = country_of(r.rater_country)
         if country is not None:
             latest.setdefault((i, country), {})[r.rater] = value
+        elif named is None:
+            unplaced.setdefault(r.rater_country.strip(), set()).add(r.rater)
+        else:
+            elsewhere.setdefault(named, set()).add(r.rater)
     human = {k: sum(v.values()) / len(v) for k, v in latest.items()}
     seed = recipe.select.seed
     paper, _ = image_level(doc["scores"], labels, doc["prompt_countries"], human, seed)
@@ -68,11 +78,31 @@ def caire_table(recipe: Recipe, results: Results, out: Path, rated: Any = None) 
             )
     columns = [(c, t.group_label(c), "", "max") for c in [*labels, "Avg"]]
     table = RecipeTable(recipe, "agreement", rows, columns, cells)
+    table.notes += _left_out(unplaced, elsewhere)
     # with a knowledge base, the paper's CAIRE row; without, its VLM baseline (the judge
     # rating the image alone); only beside the row computed as the paper computes it
     which = "caire" if doc.get("mode") == "kb" else "vlm"
     attach_paper(table, lambda p: "caire" if p.metric == which else None)
     return table
+
+
+def _left_out(unplaced: dict[str, set[str]], elsewhere: dict[str, set[str]]) -> list[str]:
+    """The table's notes on the raters its rows leave out, each count with its words."""
+
+    def said(groups: dict[str, set[str]]) -> str:
+        return ", ".join(f"{name!r} ({len(who)})" for name, who in sorted(groups.items()))
+
+    notes = []
+    if unplaced:
+        n = len(set().union(*unplaced.values()))
+        notes.append(
+            f"{n} rater(s) left out whose country could not be placed (what they wrote, and "
+            f"how many): {said(unplaced)}"
+        )
+    if elsewhere:
+        n = len(set().union(*elsewhere.values()))
+        notes.append(f"{n} rater(s) left out from countries outside the table: {said(elsewhere)}")
+    return notes
 
 
 def caire_estimate(plan: Any, profile: Any) -> Any:
