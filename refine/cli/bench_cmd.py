@@ -15,7 +15,7 @@ from refine.cli.inputs import UserInputError, parse_backends, parsed_baseline_mo
 from refine.cli.task_cmd import extra_option, run_plan, task_command
 from refine.harness import registry
 from refine.harness.plan import refusal
-from refine.harness.recipe_run import plan_of, proposer_packs
+from refine.harness.recipe_run import plan_of, proposer_packs, recipe_shortfall
 
 # the fields a recipe chooses itself, refused beside --recipe
 SELECTION = ("countries", "activity", "category", "sample", "images_per_prompt", "expectations")
@@ -128,6 +128,8 @@ def _recipe(name: str, given: dict) -> None:
             proposer_packs(recipe)
         except ValueError as err:
             raise UserInputError(str(err)) from err
+    if said := recipe_shortfall(recipe):  # a smaller plan than the paper's, said first
+        echo(f"recipe {recipe.name}: {said}")
     results = run_plan(registry.task(recipe.task), plan, out, as_json, given["engine"])
     write_table(recipe, results, out, given["ratings"], echo)
 

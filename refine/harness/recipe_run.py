@@ -218,6 +218,18 @@ def plan_of(recipe: Recipe, **overrides: Any) -> Any:
     return spec.plan_class()(**{**(recipe.select.model_extra or {}), **overrides})
 
 
+def recipe_shortfall(recipe: Recipe) -> str | None:
+    """What a bench recipe's selection names that has no reference descriptors here (its
+    plan then runs fewer countries or prompts than the paper's), in words with the command
+    that fetches the rest; None for another task, or when nothing is left out."""
+    if recipe.task != "bench":
+        return None
+    from refine.harness.tasks.bench.plan import shortfall
+
+    s = recipe.select
+    return shortfall(s.countries, s.activities, s.categories, s.sample)
+
+
 def proposer_packs(recipe: Recipe) -> list[tuple[str, Path]]:
     """Each AHEaD proposer's own pack, fetched by ``refine data fetch ahead --proposers``;
     a ValueError says to fetch them where they are not."""
@@ -258,6 +270,9 @@ def run_recipe(
     if recipe.table.settings == "proposers":  # refused before any image is made
         proposer_packs(recipe)
     emit = on_event or (lambda line: None)
+    said = recipe_shortfall(recipe)
+    if said:
+        emit(f"recipe {recipe.name}: {said}")
     results = spec.runner()(plan, Path(out), on_event=emit, engine=engine)
     table, others = recipe_table(recipe, results, Path(out), ratings, emit)
     return RecipeRun(recipe, results, table, others)
@@ -301,6 +316,9 @@ def recipe_table(
             list(results.config.get("generators") or [None]),  # None: a task's one row
             backbones=[(label, done.cells) for label, _, done in others],
         )
+    said = recipe_shortfall(recipe)
+    if said:
+        table.missing.append(f"countries and prompts: {said}")
     if recipe.needs_ratings and rated is None:
         table.missing.append(
             f"people's ratings: the table is each metric's agreement with the answers "
@@ -378,6 +396,9 @@ def recipe_estimate(recipe: Recipe, plan: Any, profile: Any) -> Any:
     from refine.harness.estimate import bench_estimate
 
     est = bench_estimate(plan, profile)
+    said = recipe_shortfall(recipe)
+    if said:  # never a smaller plan without a word
+        est.notes.append(said)
     if recipe.table.settings == "tau-quantiles":  # the photos, observed once each
         from metrics.descriptors import DIMENSIONS
         from refine.evaluate.reference_source import ReferenceSource

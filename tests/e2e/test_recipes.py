@@ -61,6 +61,12 @@ def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
         "--backend", f"image_embedder=siglip:{siglip_path}", "--out", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    # the six countries with descriptors here, of the paper's 16: said as the run begins
+    # and in the table's note, with the command that fetches the rest
+    said = "6 of the 16 countries named run (220 of 576 prompts): France, Brazil,"
+    assert f"recipe ahead-table1: {said}" in done.stdout + done.stderr
+    assert f"missing: countries and prompts: {said}" in done.stdout
+    assert "`refine data fetch ahead` fetches the paper's descriptors" in done.stdout
     doc = json.loads((out / "results.json").read_text())
     # the first prompt of each of the first 4 countries: both regions are in the table
     every = plan_prompts()
@@ -456,6 +462,12 @@ def test_dry_runs_of_the_other_tasks_count_and_make_nothing(tmp_path):
     both = cli("bench", "--recipe", "cube-table5", "--concepts", str(concepts), "--dry-run",
                "--out", str(out))  # fmt: skip
     assert "judge: 240 calls" in both.stdout  # the within-culture concept's filter too
+    ahead = cli("bench", "--recipe", "ahead-table2", "--dry-run", "--out", str(out))
+    assert (
+        "6 of the 11 countries named run (72 of 132 prompts): France, Brazil, Germany, "
+        in (ahead.stdout)
+        and "`refine data fetch ahead`" in ahead.stdout
+    )
     sos = cli("bench", "--recipe", "sos-table2", "--dry-run", "--limit", "2", "--out", str(out))
     assert sos.returncode == 0, sos.stderr
     # 7 models x 2 cultures x 14 languages x 9 prompts: images made here, no API call

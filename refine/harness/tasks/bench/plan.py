@@ -143,6 +143,53 @@ class BenchPlan(PromptPlan):
         return {n: checkpoint(n, given).describe() for n in CHECKPOINTS if n in self.baselines}
 
 
+def _named(pack: Any, keys: list[str], wanted: set[str], cats: set[str]) -> list[Any]:
+    """(activity, country, has descriptors) of the pack's pairs the selection names."""
+    return [
+        (act, key, bool(entry.get("descriptors")))
+        for key in keys
+        for act, entry in pack.countries[key]["activities"].items()
+        if (not wanted or act.casefold() in wanted)
+        and (not cats or str(entry.get("category", "")).casefold() in cats)
+    ]
+
+
+def shortfall(
+    countries: Sequence[str] = (),
+    activities: Sequence[str] = (),
+    categories: Sequence[str] = (),
+    sample: int | None = None,
+) -> str | None:
+    """What a selection names that has no reference descriptors here, so that its plan is
+    smaller than the selection (the bundled pack holds six countries' descriptors of
+    CULTIVate's 16), in words with the command that completes it; None when nothing is
+    left out."""
+    pack = catalog()[0]
+    keys = [k for k in (pack.country_key(n) for n in countries) if k] or list(pack.countries)
+    wanted = {a.casefold() for a in activities}
+    named = _named(pack, keys, wanted, {c.casefold() for c in categories})
+    have = [(a, k) for a, k, described in named if described]
+    if len(have) == len(named):
+        return None
+    run = {k for _, k in have}
+    none = [k for k in keys if k not in run]
+
+    def prompts(pairs: list[Any]) -> int:  # with ``sample`` of each country's drawn
+        counts = [sum(p[1] == k for p in pairs) for k in keys]
+        return sum(min(n, sample) if sample is not None else n for n in counts)
+
+    said = (
+        f"{len(run)} of the {len(keys)} countries named run ({prompts(have)} of "
+        f"{prompts(named)} prompts)"
+    )
+    if none:
+        said += f": {', '.join(none)} have no reference descriptors here"
+    return (
+        f"{said}; `refine data fetch ahead` fetches the paper's descriptors for every "
+        "CULTIVate country and activity"
+    )
+
+
 def plan_prompts(
     countries: Sequence[str] = (),
     activities: Sequence[str] = (),
@@ -181,15 +228,7 @@ def plan_prompts(
     if not keys:
         keys = list(pack.countries)
     wanted = {a.casefold() for a in activities}
-    out = []
-    for key in keys:
-        for act, entry in pack.countries[key]["activities"].items():
-            if (
-                entry.get("descriptors")
-                and (not wanted or act.casefold() in wanted)
-                and (not cats or str(entry.get("category", "")).casefold() in cats)
-            ):
-                out.append((act, key))
+    out = [(a, k) for a, k, described in _named(pack, keys, wanted, cats) if described]
     if not out and cats:
         raise ValueError(
             f"no activity with reference descriptors in {', '.join(sorted(cats))} "
