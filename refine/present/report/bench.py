@@ -161,7 +161,8 @@ def render_bench_leaderboard(folder: str | Path, results: Results) -> str:
 
 
 def _exaggerated_html(top: dict[str, list[dict[str, Any]]]) -> str:
-    """AHEaD Tab. 12: each country and activity's most exaggerated stereotype candidates."""
+    """AHEaD Tab. 12: each country and activity category's most exaggerated stereotype
+    candidates."""
     if not top:
         return ""
     rows = "".join(
@@ -177,8 +178,10 @@ def _exaggerated_html(top: dict[str, list[dict[str, Any]]]) -> str:
     )
     return (
         "<h2>Most exaggerated stereotype candidates (AHEaD Tab. 12)</h2>"
-        '<p class="muted">Per country and activity, over every generator\'s images: the '
-        "candidates the most images exaggerate (EXAG), then by their mean excess over the "
-        "real photos' VQAScore where EXAG(ITA) measured one; the first three.</p>"
-        f"<table><tr><th>country / activity</th><th>top 3</th></tr>{rows}</table>"
+        '<p class="muted">Per country and activity category, as AHEaD groups them (an '
+        "activity with no CULTIVate category: by its phrase, said so), over every "
+        "generator's images: the candidates the most images exaggerate (EXAG), then by their "
+        "mean excess over the real photos' VQAScore where EXAG(ITA) measured one; the first "
+        "three.</p>"
+        f"<table><tr><th>country / activity category</th><th>top 3</th></tr>{rows}</table>"
     )

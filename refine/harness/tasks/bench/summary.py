@@ -170,23 +170,26 @@ def image_rows(cell: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-TOP_EXAGGERATED = 3  # AHEaD Tab. 12: the top 3 of each country and activity
+TOP_EXAGGERATED = 3  # AHEaD Tab. 12: the top 3 of each country and activity category
+NO_CATEGORY = " (by its phrase: no category)"  # a group that is an activity, not a category
+
+
+def _group(cell: Cell) -> tuple[str, str]:
+    """A cell's Tab. 12 group: its country and CULTIVate category (AHEaD groups by category:
+    "Celebration", "Eating"), or its activity's phrase where it has none."""
+    category = cell.inputs.get("category")
+    return cell.inputs["country"], category or f"{cell.inputs['activity']}{NO_CATEGORY}"
 
 
 def top_exaggerated(cells: list[Cell]) -> dict[str, list[dict[str, Any]]]:
-    """AHEaD Tab. 12: per "country / activity", over every generator's images of it, the
-    stereotype candidates its images exaggerate most: by the share of images that
-    exaggerate each, then by its mean excess over the real photos where EXAG(ITA) gave one;
-    the first :data:`TOP_EXAGGERATED`. A pair with no exaggerated candidate is left out."""
+    """AHEaD Tab. 12: per "country / activity category" (an activity with no category: by
+    its phrase, said so), over every generator's images of its activities, the stereotype
+    candidates its images exaggerate most: by the share of images that exaggerate each,
+    then by its mean excess over the real photos where EXAG(ITA) gave one; the first
+    :data:`TOP_EXAGGERATED`. A group with no exaggerated candidate is left out."""
     out: dict[str, list[dict[str, Any]]] = {}
-    pairs = sorted({(c.inputs["country"], c.inputs["activity"]) for c in cells})
-    for country, activity in pairs:
-        images = [
-            im
-            for c in cells
-            if (c.inputs["country"], c.inputs["activity"]) == (country, activity)
-            for im in c.images
-        ]
+    for country, group in sorted({_group(c) for c in cells}):
+        images = [im for c in cells if _group(c) == (country, group) for im in c.images]
         seen: dict[str, list[float | None]] = {}
         for im in images:
             for e in im.get("exaggerated") or []:
@@ -204,5 +207,5 @@ def top_exaggerated(cells: list[Cell]) -> dict[str, list[dict[str, Any]]]:
             )
         rows.sort(key=lambda r: (-r["share"], -(r["mean_excess"] or 0.0), r["candidate"]))
         if rows:
-            out[f"{country} / {activity}"] = rows[:TOP_EXAGGERATED]
+            out[f"{country} / {group}"] = rows[:TOP_EXAGGERATED]
     return out
