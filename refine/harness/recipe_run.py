@@ -319,6 +319,8 @@ def recipe_table(
     said = recipe_shortfall(recipe)
     if said:
         table.missing.append(f"countries and prompts: {said}")
+    if recipe.table.caveat:
+        table.notes.append(" ".join(recipe.table.caveat.split()))
     if recipe.needs_ratings and rated is None:
         table.missing.append(
             f"people's ratings: the table is each metric's agreement with the answers "

@@ -216,6 +216,9 @@ class Table(_Strict):
         default_factory=lambda: ["spearman", "kendall"]
     )
     paper: list[PaperRow] = Field(default_factory=list)
+    # said in the table's notes beside the paper's figures: what the paper leaves open about
+    # the statistic they are (AHEaD Tab. 4 and 5), and how the table reads it
+    caveat: str = ""
 
     @model_validator(mode="after")
     def _consistent(self) -> Table:

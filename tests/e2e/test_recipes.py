@@ -354,6 +354,8 @@ def test_a_settings_recipe_rescores_its_bench_at_the_photos_quartiles(
         assert cells[0]["tau"] == pytest.approx(taus[name], abs=1e-5)
         assert float(r["value"]) == pytest.approx(cell_mean(cells[0], "faith"), abs=1e-9)
     assert "missing: people's ratings" in done.stdout
+    said = " ".join(done.stdout.split())  # what the paper leaves open, said beside it
+    assert "differs: the paper does not identify the statistic of its Tab. 5" in said
     # the dry run counts the photos' looks too: 2 images and 2 photos (this recipe's
     # observer asks once an image)
     dry = cli("bench", "--recipe", str(recipe), "--dry-run", "--out", str(tmp_path / "d"))
@@ -668,6 +670,9 @@ def test_the_proposers_recipe_rescores_its_bench_with_each_proposers_own_set(
     world.log.clear()
     done = cli(*args)
     assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())  # what the paper leaves open, said beside it
+    assert "differs: the paper does not identify the statistic of its Tab. 4" in said
+    assert "Tab. 2 sets FAITH against at 0.47 (InternVL3)" in said
     rows = {r["row"]: r for r in _table(out, "t4")}
     assert list(rows) == ["Proposer (gpt-4o)", "Proposer (gemini-2.5-flash)", "Proposer-Refiner"]
     faith = {}
