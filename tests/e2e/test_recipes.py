@@ -465,11 +465,12 @@ def test_dry_runs_of_the_other_tasks_count_and_make_nothing(tmp_path):
                "--out", str(out))  # fmt: skip
     assert "judge: 240 calls" in both.stdout  # the within-culture concept's filter too
     ahead = cli("bench", "--recipe", "ahead-table2", "--dry-run", "--out", str(out))
-    assert (
-        "6 of the 11 countries named run (72 of 132 prompts): France, Brazil, Germany, "
-        in (ahead.stdout)
-        and "`refine data fetch ahead`" in ahead.stdout
-    )
+    said = "6 of the 11 countries named run (72 of 132 prompts): France, Brazil, Germany, "
+    assert said in ahead.stdout and "`refine data fetch ahead`" in ahead.stdout
+    frames = cli("bench", "--recipe", "culturalframes-fig6-cultivate", "--dry-run",
+                 "--out", str(out))  # fmt: skip
+    said = "3 of the 6 countries named run (36 of 72 prompts): South Africa, Brazil, Germany"
+    assert said in frames.stdout, frames.stdout
     sos = cli("bench", "--recipe", "sos-table2", "--dry-run", "--limit", "2", "--out", str(out))
     assert sos.returncode == 0, sos.stderr
     # 7 models x 2 cultures x 14 languages x 9 prompts: images made here, no API call
