@@ -119,6 +119,12 @@ def test_agreement_by_region_and_generator(rated, tmp_path):
                 assert set(g["alpha_countries"]) == {c["country"] for c in cells if key(c) == name}
                 assert g["alpha_ordinal_pooled"]["faithfulness"] == pytest.approx(want, abs=1e-9)
     assert "by region:" in done.stdout and "  Global North: 12 images" in done.stdout
+    # each group's alpha at the ordinal level (AHEaD's, for its 1-5 answers), the interval's
+    # beside it
+    north = doc["by"]["region"]["Global North"]
+    ordinal, interval = north["alpha_ordinal"]["faithfulness"], north["alpha"]["faithfulness"]
+    said = f"ordinal alpha faithfulness {ordinal:.3f} (interval {interval:.3f})"
+    assert said in done.stdout, done.stdout
     assert "(mean of its countries'; pooled faithfulness " in done.stdout
     page = (tmp_path / "agree" / "agree.html").read_text()
     assert 'data-by="region" data-group="Global South"' in page and "Human-human ceiling" in page

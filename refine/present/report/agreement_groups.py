@@ -23,9 +23,9 @@ def groups_html(result: Any) -> str:
         rows = []
         for key, g in groups.items():
             note = " (rough: under 30 images)" if g["notes"] else ""
-            alpha = "; ".join(f"{escape(q)} {num(a)}" for q, a in g["alpha"].items())
+            alpha = _alphas(g.get("alpha_ordinal", {}), g["alpha"])
             if "alpha_pooled" in g:  # a region: its countries' mean, then pooled
-                pooled = "; ".join(f"{escape(q)} {num(a)}" for q, a in g["alpha_pooled"].items())
+                pooled = _alphas(g.get("alpha_ordinal_pooled", {}), g["alpha_pooled"])
                 alpha = f"{alpha} (mean of its countries'; pooled: {pooled})"
             human = "; ".join(
                 f"{escape(q)} {fig(c.get('spearman'))}" for q, c in g.get("ceiling", {}).items()
@@ -49,10 +49,15 @@ def groups_html(result: Any) -> str:
                 rows.append(f"<tr>{lead}<td colspan=4>{MISSING}</td></tr>")
         out.append(
             f"<h2>By {escape(by)}</h2><table><tr><th>{escape(by)}</th><th>images</th>"
-            "<th>alpha (interval)</th><th>metric</th><th>question</th><th>n</th>"
+            "<th>alpha: ordinal (interval)</th><th>metric</th><th>question</th><th>n</th>"
             f"<th>Spearman</th></tr>{''.join(rows)}</table>"
         )
     return "".join(out)
+
+
+def _alphas(ordinal: dict[str, Any], interval: dict[str, Any]) -> str:
+    """A group's alphas: the ordinal (AHEaD's, for its 1-5 answers), the interval beside."""
+    return "; ".join(f"{escape(q)} {num(ordinal.get(q))} ({num(a)})" for q, a in interval.items())
 
 
 def _pooled(c: dict[str, Any]) -> str:

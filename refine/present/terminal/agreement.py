@@ -86,15 +86,15 @@ def _extras(result: Any) -> list[str]:
     for by, groups in result.by.items():
         lines.append(f"by {by}:")
         for key, g in groups.items():
-            alpha = " ".join(f"{q} {shown(a, '.3f')}" for q, a in g["alpha"].items())
+            alpha = _alphas(g.get("alpha_ordinal", {}), g["alpha"])
             if "alpha_pooled" in g:  # a region: its countries' mean, then pooled
-                pooled = " ".join(f"{q} {shown(a, '.3f')}" for q, a in g["alpha_pooled"].items())
+                pooled = _alphas(g.get("alpha_ordinal_pooled", {}), g["alpha_pooled"])
                 alpha = f"{alpha} (mean of its countries'; pooled {pooled})"
             human = " ".join(
                 f"{q} {shown(c['spearman'], '+.3f')}" for q, c in g.get("ceiling", {}).items()
             )
             lines.append(
-                f"  {key}: {g['images']} images, alpha {alpha or '-'}"
+                f"  {key}: {g['images']} images, ordinal alpha {alpha or '-'}"
                 + (f", human-human {human}" if human else "")
             )
             scores = " ".join(
@@ -112,3 +112,11 @@ def _extras(result: Any) -> list[str]:
             for note in g["notes"]:
                 lines.append(f"    note: {note}")
     return lines
+
+
+def _alphas(ordinal: dict[str, Any], interval: dict[str, Any]) -> str:
+    """A group's alphas: the ordinal (AHEaD's, for its 1-5 answers), the interval beside."""
+    return " ".join(
+        f"{q} {shown(ordinal.get(q), '.3f')} (interval {shown(a, '.3f')})"
+        for q, a in interval.items()
+    )
