@@ -208,6 +208,39 @@ def rater_kappas(answers: dict[Path, dict[str, dict[str, float]]]) -> dict[str, 
     return out
 
 
+def between_groups(ratings: Sequence[Any]) -> dict[str, Any]:
+    """Per question, AHEaD A.4's kappa "between the two annotator groups" ("each image is
+    annotated by two independent raters"): per image country, each image's first rater's
+    answer against its second's (raters in the order the ratings file first names them
+    for the image, each rater's latest answer), Cohen's kappa over the country's images;
+    then the mean over the countries where it is defined. The paper states no weighting:
+    quadratic, as the per-pair kappas."""
+    order: dict[tuple[str, str, Path], dict[str, float]] = {}
+    for r in ratings:  # the file's order; a later answer of the same rater replaces its own
+        for q, v in r.answers.items():
+            order.setdefault((r.country or NO_GROUP, q, r.image), {})[r.rater] = v
+    pairs: dict[str, dict[str, tuple[list[float], list[float]]]] = {}
+    for (country, q, _), given in order.items():
+        if len(given) >= 2:
+            first, second = list(given.values())[:2]
+            xs, ys = pairs.setdefault(q, {}).setdefault(country, ([], []))
+            xs.append(first)
+            ys.append(second)
+    out: dict[str, Any] = {}
+    for q, by_country in sorted(pairs.items()):
+        countries = {
+            c: {"n": len(xs), "kappa": cohen_kappa(xs, ys, "quadratic") if len(xs) >= 2 else None}
+            for c, (xs, ys) in sorted(by_country.items())
+        }
+        defined = [c["kappa"] for c in countries.values() if c["kappa"] is not None]
+        out[q] = {
+            "countries": countries,
+            "mean": sum(defined) / len(defined) if defined else None,
+            "weights": "quadratic",
+        }
+    return out
+
+
 POOLED = "pooled over ratings"  # a ceiling's way where no rater rated two images
 
 
@@ -375,6 +408,8 @@ def extend(result: Any, ratings: Sequence[Any], seed: int = 0, reps: int = 1000)
     """``result`` (an :class:`refine.human.agree.Agreement`) with the kappas, Fleiss' kappa
     and majorities, the ceiling, the paired differences and the matrix."""
     result.kappa = rater_kappas(result.answers)
+    for q, got in between_groups(ratings).items():  # AHEaD A.4's, beside the pairs' mean
+        result.kappa.setdefault(q, {"pairs": {}, "mean": None})["between_groups"] = got
     result.fleiss = nominal(ratings)
     result.ceiling = ceiling(result.answers)
     result.differences = differences(result, seed, reps)

@@ -128,6 +128,21 @@ def test_agreement_by_region_and_generator(rated, tmp_path):
     assert "(mean of its countries'; pooled faithfulness " in done.stdout
     page = (tmp_path / "agree" / "agree.html").read_text()
     assert 'data-by="region" data-group="Global South"' in page and "Human-human ceiling" in page
+    # AHEaD A.4's kappa between the two annotator groups: per country, each image's first
+    # rater (a, the file's first) against its second (b), scikit-learn's quadratic kappa,
+    # then the mean over the two countries
+    between = doc["kappa"]["faithfulness"]["between_groups"]
+    per_country = {}
+    for country in ("Iran", "USA"):
+        mine = [i for i in sorted(faith) if where[i]["country"] == country]
+        want = cohen_kappa_score([score(rows, i, "a") for i in mine],
+                                 [score(rows, i, "b") for i in mine], weights="quadratic")  # fmt: skip
+        got = between["countries"][country]
+        assert got["n"] == len(mine) == 12 and got["kappa"] == pytest.approx(want, abs=1e-12)
+        per_country[country] = want
+    assert between["mean"] == pytest.approx(np.mean(list(per_country.values())), abs=1e-12)
+    said = f"the mean over 2 countries: {between['mean']:.3f}"
+    assert "between the two annotator groups" in done.stdout and said in done.stdout
     # each pair of raters' weighted kappa, as scikit-learn computes it
     every = sorted(faith)
     given = {w: [score(rows, i, w) for i in every] for w in ("a", "b", "c")}

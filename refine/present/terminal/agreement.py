@@ -71,6 +71,14 @@ def _extras(result: Any) -> list[str]:
         lines.append(
             f"Cohen's weighted kappa ({q}), mean over rater pairs: {shown(k['mean'], '.3f')}"
         )
+        if "between_groups" in k:
+            g = k["between_groups"]
+            n = sum(c["kappa"] is not None for c in g["countries"].values())
+            lines.append(
+                f"  between the two annotator groups (AHEaD A.4: per country, each image's "
+                f"first rater against its second; {g['weights']} weights, the paper states "
+                f"none), the mean over {n} countries: {shown(g['mean'], '.3f')}"
+            )
     for d in result.differences:
         if d["difference"] is not None:
             lines.append(
