@@ -404,6 +404,42 @@ def matrix(result: Any) -> dict[str, Any]:
     return {"metrics": names, "spearman": rows}
 
 
+def questions_matrix(answers: dict[Path, dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """People's answers against each other (CulturalFrames Sec. 3.3: the overall score
+    against alignment 0.68, quality 0.45, stereotype -0.21; AHEaD Fig. 5a): per pair of
+    questions, Spearman's correlation over the ratings that answer both (a rater's latest
+    answers to one image), and over the images of their mean answers; with each n. The
+    papers do not say which: both are given, named."""
+    names = sorted({q for by_q in answers.values() for q in by_q})
+    spearman = CORRELATIONS["spearman"]
+
+    def pairs(a: str, b: str, over: str) -> tuple[list[float], list[float]]:
+        xs, ys = [], []
+        for by_q in answers.values():
+            got_a, got_b = by_q.get(a, {}), by_q.get(b, {})
+            if over == "ratings":
+                both = [w for w in got_a if w in got_b]
+                xs += [got_a[w] for w in both]
+                ys += [got_b[w] for w in both]
+            elif got_a and got_b:
+                xs.append(sum(got_a.values()) / len(got_a))
+                ys.append(sum(got_b.values()) / len(got_b))
+        return xs, ys
+
+    out: dict[str, Any] = {"questions": names}
+    for over in ("ratings", "images"):
+        rows = []
+        for a in names:
+            row = []
+            for b in names:
+                xs, ys = pairs(a, b, over)
+                value = spearman(xs, ys) if len(xs) >= 2 else None
+                row.append({"spearman": value, "n": len(xs)})
+            rows.append(row)
+        out[f"over_{over}"] = rows
+    return out
+
+
 def extend(result: Any, ratings: Sequence[Any], seed: int = 0, reps: int = 1000) -> Any:
     """``result`` (an :class:`refine.human.agree.Agreement`) with the kappas, Fleiss' kappa
     and majorities, the ceiling, the paired differences and the matrix."""
@@ -414,4 +450,6 @@ def extend(result: Any, ratings: Sequence[Any], seed: int = 0, reps: int = 1000)
     result.ceiling = ceiling(result.answers)
     result.differences = differences(result, seed, reps)
     result.matrix = matrix(result)
+    if len({q for by_q in result.answers.values() for q in by_q}) >= 2:
+        result.matrix["answers"] = questions_matrix(result.answers)
     return result

@@ -110,6 +110,19 @@ def test_correlations_alpha_and_page(rated, tmp_path):
             assert row["pearson"] == pytest.approx(stats.pearsonr(values, mean)[0], abs=1e-9)
         units = [[ANA[q][k], BEN[q][k]] for k in range(6)]
         assert doc["alpha"][q] == pytest.approx(krippendorff_alpha(units), abs=1e-12)
+    # people's answers against each other (CulturalFrames Sec. 3.3, AHEaD Fig. 5a), by
+    # scipy: over the 12 ratings that answer both, and over the 6 images' mean answers
+    asked = doc["matrix"]["answers"]
+    assert asked["questions"] == ["alignment", "faithfulness"]
+    over_ratings = stats.spearmanr(ANA["alignment"] + BEN["alignment"],
+                                   ANA["faithfulness"] + BEN["faithfulness"])[0]  # fmt: skip
+    means = {q: [(a + b) / 2 for a, b in zip(ANA[q], BEN[q], strict=True)] for q in ANA}
+    over_images = stats.spearmanr(means["alignment"], means["faithfulness"])[0]
+    got = asked["over_ratings"][0][1], asked["over_images"][1][0]
+    assert got[0] == {"spearman": pytest.approx(over_ratings, abs=1e-12), "n": 12}
+    assert got[1] == {"spearman": pytest.approx(over_images, abs=1e-12), "n": 6}
+    said = f"alignment against faithfulness (people's answers, Spearman): {over_ratings:+.3f}"
+    assert said in cli(*args[:-1]).stdout
     assert doc["metrics"]["faith"]["faithfulness"]["spearman"] > 0.9
     assert doc["metrics"]["hal"]["faithfulness"]["spearman"] < -0.9
     # a constant metric has no correlation: said as a dash, not as a number

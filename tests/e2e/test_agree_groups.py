@@ -135,8 +135,8 @@ def test_agreement_by_region_and_generator(rated, tmp_path):
     per_country = {}
     for country in ("Iran", "USA"):
         mine = [i for i in sorted(faith) if where[i]["country"] == country]
-        want = cohen_kappa_score([score(rows, i, "a") for i in mine],
-                                 [score(rows, i, "b") for i in mine], weights="quadratic")  # fmt: skip
+        first, second = ([score(rows, i, w) for i in mine] for w in ("a", "b"))
+        want = cohen_kappa_score(first, second, weights="quadratic")
         got = between["countries"][country]
         assert got["n"] == len(mine) == 12 and got["kappa"] == pytest.approx(want, abs=1e-12)
         per_country[country] = want

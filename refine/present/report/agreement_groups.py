@@ -134,4 +134,23 @@ def extras_html(result: Any) -> str:
             "<h2>Metric against metric (Spearman)</h2>"
             f"<table><tr><th></th>{head}</tr>{rows}</table>"
         )
+    asked = matrix.get("answers")
+    if asked:
+        names = asked["questions"]
+        head = "".join(f"<th>{escape(n)}</th>" for n in names)
+        rows = "".join(
+            f"<tr><th>{escape(a)}</th>"
+            + "".join(
+                f"<td>{num(r['spearman'])} / {num(i['spearman'])}</td>"
+                for r, i in zip(asked["over_ratings"][k], asked["over_images"][k], strict=True)
+            )
+            + "</tr>"
+            for k, a in enumerate(names)
+        )
+        parts.append(
+            "<h2>Question against question: people's answers (Spearman)</h2>"
+            '<p class="muted">Over the ratings that answer both / over the images\' mean '
+            "answers (CulturalFrames Sec. 3.3 and AHEaD Fig. 5a do not say which).</p>"
+            f"<table><tr><th></th>{head}</tr>{rows}</table>"
+        )
     return "".join(parts)

@@ -85,6 +85,17 @@ def _extras(result: Any) -> list[str]:
                 f"{d['metric']} - {d['versus']} ({d['question']}, Spearman, {d['n']} images): "
                 f"{d['difference']:+.3f}{_interval(d['interval'])}"
             )
+    asked = getattr(result, "matrix", {}).get("answers")
+    if asked:  # people's answers against each other (CulturalFrames Sec. 3.3, AHEaD Fig. 5a)
+        names = asked["questions"]
+        for k, a in enumerate(names):
+            for j in range(k + 1, len(names)):
+                r, i = asked["over_ratings"][k][j], asked["over_images"][k][j]
+                lines.append(
+                    f"{a} against {names[j]} (people's answers, Spearman): "
+                    f"{shown(r['spearman'], '+.3f')} over {r['n']} ratings, "
+                    f"{shown(i['spearman'], '+.3f')} over {i['n']} images' mean answers"
+                )
     for q, f in result.fleiss.items():
         tendency = ", ".join(f"{k} {v}" for k, v in sorted(f.get("tendency", {}).items()))
         lines.append(
