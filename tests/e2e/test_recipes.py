@@ -458,12 +458,12 @@ def test_dry_runs_of_the_other_tasks_count_and_make_nothing(tmp_path):
     cube = cli("bench", "--recipe", "cube-table5", "--concepts", str(concepts), "--dry-run",
                "--limit", "1", "--out", str(out))  # fmt: skip
     assert cube.returncode == 0, cube.stderr
-    # one concept prompt x 80 images x SDXL: geo-tags and quality answers for each
-    assert "80 images: 1 generator(s) x 1 prompts" in cube.stdout
-    assert "observer: 80 calls" in cube.stdout and "judge: 80 calls" in cube.stdout
+    # one concept prompt x 80 images x SDXL and Playground: geo-tags and quality answers
+    assert "160 images: 2 generator(s) x 1 prompts" in cube.stdout
+    assert "observer: 160 calls" in cube.stdout and "judge: 160 calls" in cube.stdout
     both = cli("bench", "--recipe", "cube-table5", "--concepts", str(concepts), "--dry-run",
                "--out", str(out))  # fmt: skip
-    assert "judge: 240 calls" in both.stdout  # the within-culture concept's filter too
+    assert "judge: 480 calls" in both.stdout  # the within-culture concept's filter too
     ahead = cli("bench", "--recipe", "ahead-table2", "--dry-run", "--out", str(out))
     said = "6 of the 11 countries named run (72 of 132 prompts): France, Brazil, Germany, "
     assert said in ahead.stdout and "`refine data fetch ahead`" in ahead.stdout

@@ -297,8 +297,10 @@ def test_a_recipes_generator_settings_are_the_papers_and_checked(tmp_path):
         assert got.steps == 8 and got.scheduler["shift_terminal"] is None
         assert got.scheduler["base_shift"] == pytest.approx(math.log(3))
     cube = load_recipe("cube-table5").select.generator_settings
-    (sdxl,) = cube.values()
+    sdxl, playground = cube.values()  # CUBE's two open models with named weights
     assert sdxl.negative_prompt.startswith("multiple items, blurry, painting, cartoon")
+    assert playground.negative_prompt == sdxl.negative_prompt
+    assert (playground.steps, playground.guidance) == (50, 3.0)
     recipes = files("refine") / "assets" / "recipes"
     good = (recipes / "culturalframes-fig6-cultivate.toml").read_text()
     path = tmp_path / "r.toml"
