@@ -136,7 +136,9 @@ def debiased_nll(nll: float, base: float, lam: float, floor: float) -> float:
     label's base rate ``base`` (its negative log-likelihood after the prompt alone) is
     subtracted, raised to ``floor`` where it is smaller, so that a label the model expects
     anyway (a small base NLL) is not credited for it, nor one whose base is tiny corrected
-    by next to nothing (Zhao et al., 2021). Lower is more relevant."""
+    by next to nothing (Zhao et al., 2021). Lower is more relevant. B.1's equation has this
+    ``max`` (a floor), where its prose says "capping its contribution at a threshold" (a
+    ``min``): the equation is followed."""
     for name, v in (("nll", nll), ("base", base), ("lambda", lam), ("floor", floor)):
         if not math.isfinite(v):
             raise ValueError(f"{name} must be a finite number, got {v!r}")
