@@ -830,7 +830,8 @@ class RunSpec(_Record):
         "margin by the gain below; off by default.",
         json_schema_extra={
             **_ALL,
-            "info": "reject an edit that undoes more than this many earlier fixes (empty: off)",
+            "info": "reject an edit that undoes more than this many earlier fixes (empty: off; "
+            "on a roll back, the run's own)",
         },
     )
     memory: bool = Field(

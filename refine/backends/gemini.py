@@ -43,6 +43,7 @@ retried: :class:`refine.usage.QuotaSpent` says which model and when the quota co
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import logging
@@ -477,12 +478,9 @@ class GeminiClient:
     def batch_create_by_file(
         self, model: str, inlined: list[Any], display: str, folder: Path
     ) -> tuple[str, str]:
-        """A batch job of ``inlined`` requests sent as a JSON Lines file (uploaded with the
-        Files API; each line ``{"key", "request"}``), whose answers come back as a file too
-        (read with :meth:`batch_download`): an inline job's answers come back inside
-        ``batches.get`` and may be too large to read. The job's name and the uploaded
-        file's (:meth:`batch_forget` it once the job is done). Errors as
-        :meth:`batch_create`."""
+        """A batch job of ``inlined`` requests sent as a JSON Lines file (the Files API), its
+        answers a file too (:meth:`batch_download`): the job's name and the file's (deleted,
+        :meth:`batch_forget`, once the job is done, or at once if the job is refused)."""
         import uuid
 
         from google.genai import errors, types
@@ -503,11 +501,18 @@ class GeminiClient:
                 raise GeminiError(_explain(model, err, 1), err.code, detail) from err
         finally:
             lines.unlink(missing_ok=True)
-        return self.batch_create(model, str(uploaded.name), display), str(uploaded.name)
+        try:
+            return self.batch_create(model, str(uploaded.name), display), str(uploaded.name)
+        except (GeminiError, QuotaSpent) as err:
+            from refine.backends.gemini_batch import _refused
+
+            if _refused(err):  # no job was made: its file would stay 48 hours for nothing
+                with contextlib.suppress(Exception):
+                    self.batch_forget(str(uploaded.name))
+            raise
 
     def batch_forget(self, name: str) -> None:
-        """Delete the uploaded file ``name`` (a done job's requests: the Files API keeps a
-        project's files, 20 GB at most, for 48 hours)."""
+        """Delete the uploaded file ``name`` (the Files API keeps 20 GB for 48 hours)."""
         from google.genai import errors
 
         try:

@@ -132,8 +132,10 @@ def request_lines(api_client: Any, inlined: list[Any], path: Path) -> None:
 
 def answers_in(path: Path) -> list[tuple[Any, Any, Any]]:
     """A job's answers file read a line at a time: (key, response or None, error or
-    None) for each line ``{"key", "response"}`` or ``{"key", "error"}``."""
+    None) for each line ``{"key", "response"}`` or ``{"key", "error"}``; a response read
+    as the SDK reads one (a field it does not know, which a newer API may send, left out)."""
     from google.genai import types
+    from google.genai.batches import _GenerateContentResponse_from_mldev
 
     out = []
     with path.open(encoding="utf-8") as lines:
@@ -144,7 +146,9 @@ def answers_in(path: Path) -> list[tuple[Any, Any, Any]]:
             key = item.get("key", (item.get("metadata") or {}).get("key"))
             answer = item.get("response")
             if answer is not None:
-                answer = types.GenerateContentResponse.model_validate_json(json.dumps(answer))
+                answer = types.GenerateContentResponse._from_response(
+                    response=_GenerateContentResponse_from_mldev(answer), kwargs={}
+                )
             out.append((key, answer, item.get("error")))
     return out
 
@@ -271,6 +275,10 @@ class Batcher:
         self.poll_failures = 5  # polls failed in a row before a job's requests fail
         self.emit = emit or (lambda line: None)
         self._jobs: dict[str, dict[str, Any]] = self._read()
+        # a job's request file or answers a killed run left beside the journal (the task's
+        # folder is this process's alone): the job itself is in the journal, or was never sent
+        for left in journal.parent.glob(".gemini-batch-*"):
+            left.unlink(missing_ok=True)
         self._cond = threading.Condition()
         # (the client's id, model) -> request key -> the threads waiting for its answer
         self._queue: dict[tuple[int, str], dict[str, list[_Waiting]]] = {}
@@ -386,8 +394,9 @@ class Batcher:
                     taken.update(held)
                     self.resumed.append(name)
         fresh = [k for k in by_key if k not in taken]
-        by_file = _files(client) and any(_asks_for_image(w[0].config) for w in by_key.values())
-        try:
+        images, by_file = any(_asks_for_image(w[0].config) for w in by_key.values()), False
+        try:  # (an SDK that cannot send files fails the new jobs alone, not those on record)
+            by_file = images and _files(client)
             for chunk in self._chunks(fresh, by_key, by_file):
                 jobs.append((self._create(client, model, chunk, by_key, by_file), chunk, False))
         except BaseException as err:  # no job for the rest (a quota, a refusal)
@@ -575,6 +584,8 @@ class Batcher:
                 answers[key] = response
         with self._cond:  # a rerun sends the failed requests again, in a new job
             entry = self._jobs.setdefault(name, {"model": model, "keys": []})
+            if state == "SUCCEEDED":  # a request the job holds no answer for: sent again too
+                failed += [k for k in entry.get("keys", []) if k not in answers and k not in failed]
             entry["state"], entry["failed"] = state, failed
             self._write()
         if state != "SUCCEEDED":

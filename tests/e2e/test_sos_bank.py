@@ -291,6 +291,23 @@ def test_cli_bank_and_report(capsys, models, siglip_path, tmp_path, monkeypatch)
         "--backend",
         f"image_embedder=siglip:{siglip_path}",
     )
+    # the generator refuses one cell's prompt: the command names it in one line, exit 1, the
+    # other cells made; the same command makes only that cell
+    from refine.backends.diffusers_backends import DiffusersGenerator
+    from refine.backends.loading import Refused
+
+    made = DiffusersGenerator.generate
+
+    def refusing(self, prompt, *rest, **kw):
+        if "nigériane" in prompt:
+            raise Refused("the model's safety filters refused it")
+        return made(self, prompt, *rest, **kw)
+
+    monkeypatch.setattr(DiffusersGenerator, "generate", refusing)
+    code, stdout, err = run(capsys, *args)
+    assert code == 1 and "Traceback" not in err, err
+    assert "failed: Nigerian x fr: " in err and "safety filters refused it" in err, err
+    monkeypatch.setattr(DiffusersGenerator, "generate", made)
     code, stdout, err = run(capsys, *args)
     assert code == 0, err
     assert "cell 4/4: Nigerian x fr (1 images)" in err and "4/4 cells, 4 images" in stdout

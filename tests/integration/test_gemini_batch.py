@@ -428,6 +428,15 @@ def test_image_jobs_go_as_files_under_the_cap_and_are_read_again_when_reads_fail
     assert drawn(client, [5]) == [png]
     assert again.created == [] and again.resumed == [failed]
     assert sorted(p.name for p in tmp_path.iterdir()) == [JOURNAL]
+    # a job refused at its creation (a spent quota, a 4xx): its uploaded requests deleted
+    from tests.fakes.gemini_server import error_answer
+
+    fake.batch_refusal = error_answer(400, "INVALID_ARGUMENT", "bad job")
+    (err,) = drawn(client, [7])
+    assert isinstance(err, GeminiError) and "bad job" in str(err)
+    uploaded = [n for n in fake.files if n.startswith("files/stand-in-")]
+    assert not uploaded and fake.deleted[-1].startswith("files/stand-in-")
+    fake.batch_refusal = None
     # a google-genai that cannot stream a download: said before any job is sent
     monkeypatch.setattr(client.client().files, "download", lambda *, file, config=None: b"")
     jobs = len(fake.batches)

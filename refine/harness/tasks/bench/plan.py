@@ -160,10 +160,8 @@ def shortfall(
     categories: Sequence[str] = (),
     sample: int | None = None,
 ) -> str | None:
-    """What a selection names that has no reference descriptors here, so that its plan is
-    smaller than the selection (the bundled pack holds six countries' descriptors of
-    CULTIVate's 16), in words with the command that completes it; None when nothing is
-    left out."""
+    """What a selection names that has no reference descriptors here (the bundled pack has
+    six of CULTIVate's 16 countries), in words with the fetch that completes it; or None."""
     pack = catalog()[0]
     keys = [k for k in (pack.country_key(n) for n in countries) if k] or list(pack.countries)
     wanted = {a.casefold() for a in activities}
@@ -178,10 +176,8 @@ def shortfall(
         counts = [sum(p[1] == k for p in pairs) for k in keys]
         return sum(min(n, sample) if sample is not None else n for n in counts)
 
-    said = (
-        f"{len(run)} of the {len(keys)} countries named run ({prompts(have)} of "
-        f"{prompts(named)} prompts)"
-    )
+    said = f"{len(run)} of the {len(keys)} countries named run ({prompts(have)} of "
+    said += f"{prompts(named)} prompts)"
     if none:
         said += f": {', '.join(none)} have no reference descriptors here"
     return (

@@ -67,12 +67,23 @@ def run_bank(
     """Build (or go on building) the bank of ``plan`` at ``out`` with the plan's profile's
     models, each cell said as it ends; its results record."""
     from refine.backends.selection import Backends
+    from refine.harness.task import CellsFailed
     from refine.harness.tasks.sos.bank import build_bank
     from refine.profiles import load_profile
 
     emit = on_event or (lambda line: None)
     backends = Backends(load_profile(plan.profile), plan.backends)
     needs_llm = plan.concept != "person" and any(x != "en" for x in plan.languages)
+    try:
+        _build(build_bank, plan, out, backends, needs_llm, emit, engine)
+    except CellsFailed as err:  # the other cells were made: the record says what they hold
+        err.results = Results.read(out, "sos-bank")
+        raise
+    return Results.read(out, "sos-bank")
+
+
+def _build(build_bank: Any, plan: BankPlan, out: Any, backends: Any, needs_llm: bool,
+           emit: Callable[[str], None], engine: EngineOptions) -> None:  # fmt: skip
     build_bank(
         out,
         plan.concept,
@@ -89,7 +100,6 @@ def run_bank(
         models=(plan.profile, plan.backends),
         emit=emit,
     )
-    return Results.read(out, "sos-bank")
 
 
 def bank_lines(results: Results) -> list[str]:

@@ -79,12 +79,13 @@ def run_sos(
     prints) as its summary and a cell per bank."""
     from refine.evaluate.sos import analyse
     from refine.harness.results import publish
+    from refine.harness.task import CellsFailed
     from refine.harness.tasks.sos.plan import BankPlan, run_bank
     from refine.io.files import slug
 
     emit = on_event or (lambda line: None)
     out = Path(out)
-    banks, cells = [], []
+    banks, cells, failures = [], [], []
     for g in plan.generators:
         folder = out / "banks" / slug(g, 60)
         bank = BankPlan(
@@ -93,16 +94,23 @@ def run_sos(
             images_per_prompt=plan.images_per_prompt, prompts_per_cell=plan.prompts_per_cell,
             seed=plan.seed,
         )  # fmt: skip
-        made = run_bank(
-            bank, folder, on_event=lambda line, g=g: emit(f"{g}: {line}"), engine=engine
-        )
+        try:
+            made = run_bank(
+                bank, folder, on_event=lambda line, g=g: emit(f"{g}: {line}"), engine=engine
+            )
+        except CellsFailed as err:  # its other cells made: the next generator's bank goes on
+            made, failures = err.results, [*failures, *(f"{g}: {x}" for x in err.failures)]
         banks.append(folder)
         cells.append({"generator": g, "bank": str(folder), **made.summary})
     result = analyse(banks, plan.classifiers, plan.caption_models)
     config = {**plan.model_dump(mode="json"), "banks": [str(b) for b in banks]}
     record = Results.made("sos", config, result, cells, "banks.csv")
     fields = ("generator", "bank", "cells", "done", "images")
-    return publish(out, record, fields, [{k: c.get(k) for k in fields} for c in cells])
+    record = publish(out, record, fields, [{k: c.get(k) for k in fields} for c in cells])
+    if failures:  # named after the analysis of what was made; the same command makes them
+        asked = len(plan.generators) * len(plan.cultures) * len(plan.languages)
+        raise CellsFailed(failures, asked, out, record)
+    return record
 
 
 def sos_table(recipe: Any, results: Results, out: Path, rated: Any = None) -> Any:
