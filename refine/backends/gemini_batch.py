@@ -153,6 +153,16 @@ def answers_in(path: Path) -> list[tuple[Any, Any, Any]]:
     return out
 
 
+def _unread(what: str, after: str, err: BaseException) -> BatchJobError:
+    """A job that could not be read, in one line: its requests fail as the job's own
+    failure, and the journal keeps it for the same command to read again."""
+    said = " ".join(str(err).split())[:160] or type(err).__name__
+    return BatchJobError(
+        f"{what} could not be read after {after} ({said}); the same command reads the job "
+        "again, sending nothing twice"
+    )
+
+
 def _files(client: Any) -> bool:
     """Whether ``client`` sends image jobs as files (the developer API's Gemini client)."""
     check = getattr(client, "batch_files", None)
@@ -541,12 +551,7 @@ class Batcher:
                 if getattr(err, "code", None) == 404:  # gone: a journaled job is sent again
                     raise
                 if failures >= self.poll_failures:  # the job's cells fail; the job is kept
-                    said = " ".join(str(err).split())[:160] or type(err).__name__
-                    raise BatchJobError(
-                        f"{model}: batch job {name} could not be read after {failures} polls "
-                        f"({said}); the same command reads the job again, sending nothing "
-                        "twice"
-                    ) from err
+                    raise _unread(f"{model}: batch job {name}", f"{failures} polls", err) from err
                 log.warning("batch job %s: %s; polling again", name, err)
                 job = None
             if job is not None:
@@ -629,12 +634,8 @@ class Batcher:
                     if getattr(err, "code", None) == 404:  # gone: a rerun sends them again
                         raise
                     if attempt == READ_TRIES:
-                        said = " ".join(str(err).split())[:160] or type(err).__name__
-                        raise BatchJobError(
-                            f"{model}: batch job {name}'s answers ({file}) could not be read "
-                            f"after {attempt} tries ({said}); the same command reads the job "
-                            "again, sending nothing twice"
-                        ) from err
+                        what = f"{model}: batch job {name}'s answers ({file})"
+                        raise _unread(what, f"{attempt} tries", err) from err
                     log.warning("batch job %s: reading %s: %s; reading again", name, file, err)
                     if self._closed.wait(self.poll_s):
                         raise BatchJobError(

@@ -482,12 +482,7 @@ class FakeGemini:
                 else:
                     message = f"models/{name} is not found for API version v1beta"
                     status, body = error_answer(404, "NOT_FOUND", message)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self._json(status, body)
 
             def do_POST(self):
                 with fake._flight:
@@ -512,7 +507,9 @@ class FakeGemini:
                 with fake._batch_lock:
                     found = fake.files.pop(name, None) is not None
                 fake.deleted.append(name)
-                status, body = (200, {}) if found else error_answer(404, "NOT_FOUND", name)
+                self._json(*((200, {}) if found else error_answer(404, "NOT_FOUND", name)))
+
+            def _json(self, status: int, body: dict) -> None:
                 data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
