@@ -51,24 +51,9 @@ from ui.serve_plan import ServePlan
 app = typer.Typer(
     name="refine",
     help=(
-        "Find, explain and fix cultural errors in generated images.\n\n"
-        "Subcommands: 'run' refines an image round by round; 'batch' runs one refinement "
-        "per line of a file; 'score' observes and scores existing images; 'report' writes an "
-        "HTML report of a run or batch; 'app' serves the Gradio app; 'refs' shows reference "
-        "descriptors; 'caire' builds knowledge bases and rates cultural relevance 1-5; 'sos' "
-        "builds multilingual image banks and reports where language outweighs culture; "
-        "'bench' compares generators on the CULTIVate catalog; 'strategies' compares the "
-        "loop's strategies with best-of-N at one budget; 'editor-loops' compares editors over "
-        "many edits in a row; 'concepts' measures CUBE's cultural diversity of concept prompts; "
-        "'expectations build' lists a "
-        "prompt's explicit and implicit cultural expectations; 'agree' says which metric agrees "
-        "with human ratings; 'export' writes runs as training data; "
-        "'models download' fetches a profile's weights ahead of time; 'calibrate-tau' sets the "
-        "match threshold for an observer from real photos; "
-        "'metrics' scores descriptor sets and embeddings (AHEaD, Vendi, SoS) "
-        "from JSON and .npy files; 'data fetch ahead' downloads the AHEaD paper's data; "
-        "'photos search' collects real photos of an activity in a country; "
-        "'backends' lists the model backends that can be named."
+        "Find, explain and fix cultural errors in generated images. Every command is listed "
+        "below with what it does; `refine COMMAND --help` says more, and the docs have a "
+        "page for each."
     ),
     no_args_is_help=True,
     rich_markup_mode=None,

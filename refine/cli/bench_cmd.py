@@ -16,6 +16,7 @@ from refine.cli.task_cmd import extra_option, run_plan, task_command
 from refine.harness import registry
 from refine.harness.plan import refusal
 from refine.harness.recipe_run import plan_of, proposer_packs, recipe_shortfall
+from refine.harness.recipes import bundled as bundled_recipes
 
 # the fields a recipe chooses itself, refused beside --recipe
 SELECTION = ("countries", "activity", "category", "sample", "images_per_prompt", "expectations")
@@ -25,9 +26,7 @@ RECIPE_OPTIONS = [
     extra_option(
         "recipe", None, "--recipe",
         "Run a paper's protocol and write its table (CSV, LaTeX, HTML) beside the bench: "
-        "ahead-table1, ahead-table2, ahead-table4, ahead-table5, cube-table5, sos-table2, "
-        "caire-table2, culturalframes-fig6, culturalframes-fig6-cultivate, or a recipe file "
-        "(.toml).", str | None,
+        f"{', '.join(bundled_recipes())}, or a recipe file (.toml).", str | None,
     ),
     extra_option(
         "limit", None, "--limit",

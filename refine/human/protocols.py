@@ -340,7 +340,14 @@ def prompt_words(prompt: str) -> list[str]:
     return list(dict.fromkeys(re.findall(r"[\w'-]+", prompt)))
 
 
-BUNDLED = ("quick", "ahead", "ahead-origin", "culturalframes", "cube", "caire", "sos")
+def _bundled() -> tuple[str, ...]:
+    """The bundled protocols (``assets/protocols/*.toml``), the quick questions first."""
+    from refine.assets import bundled_names
+
+    return tuple(sorted(bundled_names("protocol"), key=lambda n: (n != "quick", n)))
+
+
+BUNDLED = _bundled()  # scanned as profiles and recipes are: a new file is a new protocol
 
 
 def load_protocol(name_or_path: str | Path) -> Protocol:

@@ -113,3 +113,19 @@ def test_the_readme_is_one_screen_and_links_into_the_site():
         generated = path in ("docs/cli/index.md",)  # made by the build
         assert generated or (ROOT / path).is_file(), link
     assert "./dev refine app" in readme and "./dev test" in readme
+
+
+def test_the_docs_tables_list_every_bundled_profile_recipe_and_protocol():
+    """The tables of profiles, recipes and protocols in the docs are checked against what is
+    bundled (assets/*/NAME.toml, scanned as the command line scans them): a new file with no
+    row fails here."""
+    import re
+
+    from refine.assets import bundled_names
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    for kind, page in (("profile", "profiles.md"), ("recipe", "benchmarks.md"),
+                       ("protocol", "human-studies.md")):  # fmt: skip
+        rows = set(re.findall(r"^\| `([a-z0-9-]+)` \|", (docs / page).read_text(), re.M))
+        names = set(bundled_names(kind))
+        assert names <= rows, (kind, sorted(names - rows))
