@@ -123,7 +123,10 @@ def choose_profile() -> tuple[str, str]:
     time a round takes there."""
     import os
 
-    if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
+    from refine.backends.registry import info
+
+    # the keys the gemini backend reads, as it registers them (GEMINI_API_KEY, GOOGLE_API_KEY)
+    if any(os.environ.get(k) for k in info("observer", "gemini:x").key_env):
         return "gemini", "Gemini API key found: the gemini profile runs every model."
 
     gpu = device.gpu_name()

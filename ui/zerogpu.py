@@ -152,11 +152,14 @@ def unlease() -> None:
 
 def preload(service: Any) -> list[str]:
     """Load the service profile's local models now, outside any lease; returns them as
-    ``role=name``. API backends (gemini:, openai:) load nothing."""
+    ``role=name``. API backends (the registry's remote ones: gemini:, openai:) load
+    nothing."""
+    from refine.backends.registry import is_remote
+
     backends = service.refiner().backends
     loaded = []
     for role, name in backends.names.items():
-        if name.startswith(("gemini:", "openai:")):
+        if is_remote(role, name):
             continue
         backend = backends.get(role)
         if hasattr(backend, "load"):
