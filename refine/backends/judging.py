@@ -176,9 +176,9 @@ def _remember(key: str, logprobs: bool) -> None:
             data = _read_memory(path)
             data[key] = {"logprobs": logprobs, "seen": time.time()}
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, path)
+            from refine.io.files import atomic_write_text
+
+            atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True))
         except OSError as err:
             log.info("could not remember %s's log-probabilities in %s: %s", key, path, err)
 

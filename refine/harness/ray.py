@@ -26,6 +26,7 @@ from typing import Any
 
 from refine.backends.imports import steady_collector
 from refine.backends.registry import environment
+from refine.io.files import atomic_write_text
 
 # environment a worker needs to reach the same models and caches as the driver
 # (and every variable a registered backend reads: its key, its server's address)
@@ -101,7 +102,7 @@ def check_shared(ray: Any, actors: list[Any], folder: Path, what: str) -> None:
     token = uuid.uuid4().hex
     folder.mkdir(parents=True, exist_ok=True)
     probe = folder / f".shared-{token[:8]}"
-    probe.write_text(token, encoding="utf-8")
+    atomic_write_text(probe, token)  # whole or absent, as a worker reads it
     try:
         seen = ray.get([a.sees.remote(str(probe), token) for a in actors])
     finally:
