@@ -13,7 +13,6 @@ import pytest
 
 from refine.backends import create
 from refine.evaluate.sos import Bank, BankError, analyse
-from refine.harness.task import CellsFailed
 from refine.harness.tasks.sos.bank import build_bank
 from refine.harness.tasks.sos.prompts import person_prompts
 from refine.present.report.sos import write_sos_report
@@ -102,21 +101,13 @@ def test_build_resume_scores_and_report(models, tmp_path):
     assert {r["images"] for r in rows if r["done"] == "False"} <= {""}  # none yet: blank
     assert half.centroids().cultures == ["Japanese", "Nigerian"]
     kept = {k: (out / c["embeddings"]).read_bytes() for k, c in half.cells.items() if c["done"]}
-    # going on: finished cells are kept, the half-done cell reuses its saved image; that
-    # cell's next prompt refused, it fails alone, the others are made, and the bank names it
-    again = Counting(generator, refuse="nigériane")
-    with pytest.raises(CellsFailed, match=r"1 of 5 cell\(s\) failed .*Nigerian x fr: .*safety"):
-        build_bank(
-            out, "person", CULTURES, LANGUAGES, again, embedder, prompts_per_cell=2,
-            images_per_prompt=1,
-        )  # fmt: skip
-    assert len(again.calls) == 4 * 2 and len(Bank(out).done()) == 8
-    # the same command again makes only that cell, from its saved image
-    last = Counting(generator)
+    # going on: finished cells are kept, the half-done cell reuses its saved image (a cell
+    # refused on its own is test_cli_bank_and_report's)
+    again = Counting(generator)
     bank = build_bank(
-        out, "person", CULTURES, LANGUAGES, last, embedder, prompts_per_cell=2, images_per_prompt=1
+        out, "person", CULTURES, LANGUAGES, again, embedder, prompts_per_cell=2, images_per_prompt=1
     )
-    assert len(last.calls) == 1 and "nigériane" in last.calls[0]
+    assert len(again.calls) == 9 * 2 - 9  # 5 cells x 2 prompts, less the one saved
     assert len(bank.done()) == 9
     for key, data in kept.items():
         assert (out / bank.cells[key]["embeddings"]).read_bytes() == data

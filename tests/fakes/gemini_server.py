@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.serving import json_reply
+
 
 def png_bytes(color=(200, 30, 30), size=(16, 12)) -> bytes:
     from PIL import Image
@@ -510,12 +512,7 @@ class FakeGemini:
                 self._json(*((200, {}) if found else error_answer(404, "NOT_FOUND", name)))
 
             def _json(self, status: int, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                json_reply(self, status, body)
 
             def _download(self, name: str) -> None:
                 status, data, cut = fake._download(name)

@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlparse
 
 import yaml
 
-from tests.fakes.serving import StandIn
+from tests.fakes.serving import StandIn, json_reply
 
 COMMIT = "0" * 39 + "1"
 
@@ -252,12 +252,7 @@ class FakeHub(StandIn):
             pass  # the client gave up, as it should
 
     def json(self, handler: BaseHTTPRequestHandler, doc, status: int = 200) -> None:
-        data = json.dumps(doc).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        json_reply(handler, status, doc)
 
     def send_file(
         self,

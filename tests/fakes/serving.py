@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 Answer = Callable[[BaseHTTPRequestHandler, bool], None]  # (request, send the body?)
 
@@ -37,6 +38,18 @@ def serve(answer: Answer) -> ThreadingHTTPServer:
         target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
     ).start()
     return server
+
+
+def json_reply(handler: BaseHTTPRequestHandler, status: int, doc: Any) -> None:
+    """``doc`` as a JSON answer of ``status``, with its length (the stand-ins' one way)."""
+    import json
+
+    data = json.dumps(doc).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def close(server: ThreadingHTTPServer | None) -> None:

@@ -231,6 +231,13 @@ def test_hostile_text_and_checkbox_settings_are_refused_by_name(limited):
         ("prompt_languages", "xx, ../../etc", "prompt languages: unknown language 'xx'"),
         ("sos_bank", "/etc", "is not a SoS bank inside this app's folder"),
         ("language_scores", "false", "language scores: 'false' is not true or false"),
+        # keep fixes: a text box (a number box cannot be empty), read as a whole number
+        ("keep_fixes", "x" * 5000, "keep fixes: 'xxxxxxxx"),
+        ("keep_fixes", "9" * 4000, "keep fixes: '9999"),
+        ("keep_fixes", "1" + "0" * 16, "keep fixes: 1e\\+16 is past the largest number"),
+        ("keep_fixes", "-1", "keep fixes: -1 is below the least allowed, 0"),
+        ("keep_fixes", "nan", "keep fixes: 'nan' is not a number"),
+        ("memory", "true", "memory: 'true' is not true or false"),
     ):
         values = start_values(rounds=1, **{name: value})
         with pytest.raises(Exception, match=said):

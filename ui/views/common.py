@@ -21,7 +21,7 @@ from ui import adapters
 from ui.limits import Limits
 from ui.line import Line
 from ui.quotas import QuotaExceeded, Quotas, client_address
-from ui.safe import error, no_server_paths, shown_path, take_refusal
+from ui.safe import MAX_NUMBER, error, no_server_paths, shown_path, take_refusal
 from ui.visitors import visitor_id
 
 log = logging.getLogger(__name__)
@@ -553,12 +553,16 @@ def numbers(
 def _number(
     value: Any, setting: Any, label: str, limits: Any = None, name: str = ""
 ) -> float | int:
-    try:
-        number = setting.kind(value)
+    try:  # a text box's number (--keep-fixes: a box that may be empty) is as short as any
+        if isinstance(value, str) and len(value.strip()) > 40:
+            raise ValueError
+        number = setting.kind(value.strip() if isinstance(value, str) else value)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{label}: {str(value)[:40]!r} is not a number") from None
     if number != number or number in (float("inf"), float("-inf")):
         raise ValueError(f"{label}: {value!r} is not a number")
+    if abs(number) > MAX_NUMBER:  # as the number boxes refuse it (ui.safe.number_box)
+        raise ValueError(f"{label}: {number:g} is past the largest number this app takes, 1e15")
     if limits is not None:
         limits.refuse_above(name, number)
     if setting.lower is not None and number < setting.lower:
