@@ -25,8 +25,10 @@ from typing import Any
 
 from metrics.catalog import VARIANT_BOUND
 from metrics.stats import mean_interval
-from refine.harness.recipes import Recipe
+from refine.harness.recipes import PaperRow, Recipe
 from refine.harness.results import cell_mean
+from refine.harness.ways import differs as way_differs
+from refine.harness.ways import made as made_of
 from refine.records import variant_name
 
 ALL = "All"
@@ -49,6 +51,11 @@ class TableCell:
     note: str = ""  # why the value is missing, where it is
     way: str = ""  # how the value was computed, where a metric has several ways (way_of)
     p: float | None = None  # a correlation's two-sided p-value (None: not a correlation)
+    # what made the value: its models, the judge's reading and tau (refine.harness.ways.made)
+    made: dict[str, Any] = field(default_factory=dict)
+    # where the paper's figure was made another way: what differs, in words (then no
+    # difference is computed; "" where every stated part is the paper's)
+    paper_differs: str = ""
 
 
 @dataclass
@@ -78,7 +85,12 @@ class RecipeTable:
         return f"{t.caption} (the metric side: means per group; the ratings are missing)"
 
     def paper_figures(self) -> int:
-        return sum(c.paper is not None for c in self.cells.values())
+        """The paper's figures set beside values made the paper's way."""
+        return sum(c.paper is not None and not c.paper_differs for c in self.cells.values())
+
+    def apart_figures(self) -> int:
+        """The paper's figures shown apart: their values were made another way."""
+        return sum(c.paper is not None and bool(c.paper_differs) for c in self.cells.values())
 
 
 def _groups_of(recipe: Recipe, cells: list[dict[str, Any]], regions: dict[str, str]) -> list[str]:
@@ -222,9 +234,10 @@ def _metric_cell(cells: list[dict[str, Any]], metric: str, seed: int) -> TableCe
     got = [v for v in values if v is not None]
     ways = {w for c in cells if (w := way_of(c, metric))}
     way = next(iter(ways)) if len(ways) == 1 else ""
+    made = made_of(cells, metric, way)
     if not got:
-        return TableCell(None, note=f"no prompt has {metric}", way=way)
-    return TableCell(sum(got) / len(got), mean_interval(got, seed), len(got), way=way)
+        return TableCell(None, note=f"no prompt has {metric}", way=way, made=made)
+    return TableCell(sum(got) / len(got), mean_interval(got, seed), len(got), way=way, made=made)
 
 
 def _replaced(table: RecipeTable, row: str, paper: str, runs_as: str) -> None:
@@ -257,30 +270,38 @@ def _paper(table: RecipeTable) -> None:
                     _replaced(table, p.row, p.generator or "", p.runs_as)
                 for key, value in p.values.items():
                     if (row.label, key) in table.cells:
-                        _beside(table, table.cells[(row.label, key)], key, value)
+                        beside(table, table.cells[(row.label, key)], key, value, p)
             elif p.metric == row.key and p.backbone == row.backbone:
                 for key, value in p.values.items():
                     column = _column_of(table, key)
                     if column is not None and (row.label, column) in table.cells:
-                        _beside(table, table.cells[(row.label, column)], row.key, value)
+                        beside(table, table.cells[(row.label, column)], row.key, value, p)
 
 
-def _beside(table: RecipeTable, cell: TableCell, metric: str, value: float) -> None:
-    """Set the paper's ``value`` beside ``cell``, unless the cell was computed in another
-    way than the paper's; then the table's notes say so, once per metric and way."""
+def beside(
+    table: RecipeTable, cell: TableCell, metric: str, value: float, row: PaperRow | None = None
+) -> None:
+    """Set the paper's ``value`` beside ``cell``: with a difference where the cell was made
+    the paper's way (its variant, and the models, the judge's reading and tau the recipe
+    states: :func:`refine.harness.ways.differs`); apart, headed by what differs, where it
+    was not (the table's notes say so once per metric and difference)."""
     if cell.value is None:
         return  # nothing to set it beside (a row split by way: the figure goes to its own)
-    family = _family(metric)
-    paper_way = PAPER_WAYS.get(family or "")
-    if paper_way is None or cell.way == paper_way:
-        cell.paper = value
+    paper = table.recipe.table.paper_way(metric, row)
+    here = dict(cell.made)
+    paper_variant = PAPER_WAYS.get(_family(metric) or "")
+    if paper_variant is not None:
+        words = WAY_WORDS[_family(metric) or ""]
+        paper["variant"] = f"{words} {paper_variant}"
+        here["variant"] = f"{words} {cell.way}" if cell.way else f"{words} not recorded"
+    cell.paper = value
+    cell.paper_differs = way_differs(here, paper)
+    if not cell.paper_differs:
         return
-    words = WAY_WORDS[family or ""]
     shown = {m.metric: m.shown() for m in table.recipe.table.metrics}
-    how = f"with the {words} {cell.way}" if cell.way else f"with no {words} recorded"
     said = (
-        f"{shown.get(metric, metric)}: computed here {how}, the paper's with {paper_way}; the "
-        "paper's figures are not set beside these (they are in the paper's own table)"
+        f"{shown.get(metric, metric)}: made another way than the paper's figures ("
+        f"{cell.paper_differs}): each is marked with a dagger and set apart, with no difference"
     )
     if said not in table.notes:
         table.notes.append(said)
@@ -321,15 +342,15 @@ def agreement_table(
     t = recipe.table
     whole, parts, ceilings = _agreements(recipe, ratings, stored, regions_file, seed)
     if t.columns == "questions":
-        return _by_questions(recipe, whole)
+        return _by_questions(recipe, whole, stored)
     columns = [(g, t.group_label(g), "", "max") for g in parts]
     rows: list[Row] = []
     cells: dict[tuple[str, str], TableCell] = {}
-    _agreement_rows(recipe, t.metrics, whole, parts, rows, cells)
+    _agreement_rows(recipe, t.metrics, whole, parts, rows, cells, made_in=stored)
     for label, theirs in backbones:
         got_whole, got_parts, _ = _agreements(recipe, ratings, theirs, regions_file, seed)
         chosen = [m for m in t.metrics if m.metric in t.backbone_metrics]
-        _agreement_rows(recipe, chosen, got_whole, got_parts, rows, cells, label)
+        _agreement_rows(recipe, chosen, got_whole, got_parts, rows, cells, label, theirs)
     if t.human_row:  # each rater against the others' mean, per column (the ceiling)
         rows.append(Row("Human", "", "human"))
         for g in parts:
@@ -399,11 +420,14 @@ def _agreement_rows(
     rows: list[Row],
     cells: dict[tuple[str, str], TableCell],
     backbone: str | None = None,
+    made_in: Any = None,
 ) -> None:
     """A row per metric (and per EXAG variant among the rated images), labelled with the
-    backbone where it is another's, each cell a group's correlation."""
+    backbone where it is another's, each cell a group's correlation; what made the
+    metric's values is read from the bench cells ``made_in`` holds (its ``cells``)."""
     t = recipe.table
     name = t.correlation
+    stored_cells = getattr(made_in, "cells", None) or []
     for m in metrics:
         shown = [k for k in whole.table if k == m.metric or k.startswith(f"{m.metric} [")]
         for key in shown or [m.metric]:
@@ -411,6 +435,7 @@ def _agreement_rows(
             label = f"{backbone}, {label}" if backbone else label
             rows.append(Row(label, "", m.metric, backbone=backbone))
             variant = key[len(m.metric) :].strip(" []") or None
+            made = made_of(stored_cells, m.metric, variant or "")
             for g, table in parts.items():
                 got = _part_row(table, key, m.metric, variant, t.question or "")
                 if not got or got.get(name) is None:
@@ -419,7 +444,7 @@ def _agreement_rows(
                 iv = got.get(f"{name}_interval")
                 cells[(label, g)] = TableCell(
                     got[name], tuple(iv) if iv else None, got["n"], p=got.get(f"{name}_p"),
-                    way=got.get("variant") or "",
+                    way=got.get("variant") or "", made=made,
                 )  # fmt: skip
 
 
@@ -457,8 +482,10 @@ def settings_table(
         from refine.human.agree import agreement
         from refine.human.stored import stored_metrics
 
-        got = agreement(ratings, stored_metrics([folder]), [metric.metric], seed=seed)
+        found = stored_metrics([folder])
+        got = agreement(ratings, found, [metric.metric], seed=seed)
         row = (got.table.get(metric.metric) or {}).get(t.question or "") or {}
+        made = made_of(found.cells, metric.metric, row.get("variant") or "")
         for c in t.correlations:
             if row.get(c) is None:
                 cells[(label, c)] = TableCell(None, note=f"no rated image has {metric.metric}")
@@ -466,7 +493,7 @@ def settings_table(
             iv = row.get(f"{c}_interval")
             cells[(label, c)] = TableCell(
                 row[c], tuple(iv) if iv else None, row["n"], p=row.get(f"{c}_p"),
-                way=row.get("variant") or "",
+                way=row.get("variant") or "", made=made,
             )  # fmt: skip
     out = RecipeTable(
         recipe, "agreement" if ratings is not None else "metrics", rows, columns, cells
@@ -477,7 +504,7 @@ def settings_table(
             if p.setting == r.key:
                 for k, v in p.values.items():
                     if (r.label, k) in out.cells:
-                        _beside(out, out.cells[(r.label, k)], metric.metric, v)
+                        beside(out, out.cells[(r.label, k)], metric.metric, v, p)
     return out
 
 
@@ -537,7 +564,7 @@ def _pooled_note(table: RecipeTable) -> None:
         )
 
 
-def _by_questions(recipe: Recipe, whole: Any) -> RecipeTable:
+def _by_questions(recipe: Recipe, whole: Any, stored: Any = None) -> RecipeTable:
     """An agreement table whose columns are the protocol's questions (CulturalFrames
     Fig. 6): each metric's correlation with the mean answer to each, over all rated
     images; with ``human_row``, each rater's correlation with the others' mean, averaged
@@ -553,6 +580,8 @@ def _by_questions(recipe: Recipe, whole: Any) -> RecipeTable:
         for key in shown or [m.metric]:
             label = m.shown() + key[len(m.metric) :]
             rows.append(Row(label, "", m.metric))
+            variant = key[len(m.metric) :].strip(" []")
+            made = made_of(getattr(stored, "cells", None) or [], m.metric, variant)
             for q in t.questions:
                 got = (whole.table.get(key) or {}).get(q) or {}
                 if got.get(name) is None:
@@ -561,7 +590,7 @@ def _by_questions(recipe: Recipe, whole: Any) -> RecipeTable:
                 iv = got.get(f"{name}_interval")
                 cells[(label, q)] = TableCell(
                     got[name], tuple(iv) if iv else None, got["n"], p=got.get(f"{name}_p"),
-                    way=got.get("variant") or "",
+                    way=got.get("variant") or "", made=made,
                 )  # fmt: skip
     if t.human_row:
         top = ceiling(whole.answers)

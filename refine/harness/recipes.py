@@ -169,6 +169,24 @@ class Metric(_Strict):
         return self.header or self.metric
 
 
+class PaperWay(_Strict):
+    """What made the paper's figures (a part left out: not compared): the observer's and
+    the judge's model ids as this toolkit names them, how the judge was read, and tau
+    (:mod:`refine.harness.ways`)."""
+
+    observer: str | None = None
+    judge: str | None = None
+    read: Literal["logprobs", "sampled"] | None = None
+    tau: float | None = Field(None, gt=0, le=1)
+
+
+class MadeWith(PaperWay):
+    """The paper's way for the table's metrics, and for some metrics another (AHEaD
+    Tab. 2's MLLM row, judged by InternVL3 where VQAScore is CLIP-FlanT5's)."""
+
+    metrics: dict[str, PaperWay] = Field(default_factory=dict)
+
+
 class PaperRow(_Strict):
     row: str  # the paper's label of the row
     generator: str | None = None  # metrics tables: the toolkit's name of the paper's model
@@ -181,6 +199,7 @@ class PaperRow(_Strict):
     setting: str | None = None  # settings tables: the setting the row is (q1, median, q3)
     backbone: str | None = None  # agreement tables: the backbone the row is (None: the bench's)
     values: dict[str, float | None] = Field(default_factory=dict)  # column -> figure
+    made_with: PaperWay | None = None  # where this row's way is not the table's
 
 
 class Table(_Strict):
@@ -219,6 +238,20 @@ class Table(_Strict):
     # said in the table's notes beside the paper's figures: what the paper leaves open about
     # the statistic they are (AHEaD Tab. 4 and 5), and how the table reads it
     caveat: str = ""
+    # the models and settings behind the paper's figures: a figure is compared with a value
+    # made the same way only (refine.harness.ways)
+    made_with: MadeWith = Field(default_factory=MadeWith)
+
+    def paper_way(self, metric: str, row: PaperRow | None = None) -> dict[str, Any]:
+        """The paper's way of ``metric`` (of ``row``'s figures): the table's, the metric's
+        own over it, the row's over both; the parts no one states left out."""
+        out: dict[str, Any] = {}
+        for way in (self.made_with, self.made_with.metrics.get(metric), row and row.made_with):
+            if way is not None:
+                out.update(
+                    {k: v for k in PaperWay.model_fields if (v := getattr(way, k)) is not None}
+                )
+        return out
 
     @model_validator(mode="after")
     def _consistent(self) -> Table:

@@ -39,6 +39,9 @@ class StoredMetrics:
         # each model the folders' metrics were made with -> the weights it resolved to
         # (their results.json's or run.json's; several folders' different weights joined)
         self.models: dict[str, str] = {}
+        # the bench cells read, without their observations and embeddings: what made each
+        # value (their scorer, tau and each image's judge: refine.harness.ways)
+        self.cells: list[dict[str, Any]] = []
 
     def made_with(self, models: dict[str, Any]) -> None:
         for model, weights in models.items():
@@ -157,6 +160,7 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
     if (folder / "cells.jsonl").is_file():
         found.made_with(_results_models(folder))
         for _, cell in read_jsonl(folder / "cells.jsonl"):
+            found.cells.append(_made_part(cell))
             for im in cell["images"]:
                 # read per image from folders
                 stored = (*BENCH_IMAGE, *image_extras(), *BENCH_EXPECTATIONS)
@@ -192,6 +196,16 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
                 found.add(folder / c.image, run.spec.activity, run.spec.country, values)
         return True
     return False
+
+
+def _made_part(cell: dict[str, Any]) -> dict[str, Any]:
+    """What of a bench cell says what made its values (refine.harness.ways.made)."""
+    keep = ("scorer", "tau", "rescored")
+    images = [
+        {k: v for k, v in im.items() if k == "judged" or isinstance(v, int | float)}
+        for im in cell.get("images") or []
+    ]
+    return {**{k: cell[k] for k in keep if k in cell}, "images": images}
 
 
 def _results_models(folder: Path) -> dict[str, Any]:

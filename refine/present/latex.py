@@ -40,6 +40,9 @@ class Cell:
     interval: tuple[float, float] | None = None
     score: float | None = None  # what "best" compares (the value where None)
     paper: float | None = None  # a published figure, shown in parentheses after the value
+    # the published figure was made another way (other models, reading or tau): marked
+    # with a dagger, the table's note says what differs
+    apart: bool = False
     sd: float | None = None  # a standard deviation, shown in parentheses (mean (SD) cells)
 
 
@@ -145,12 +148,7 @@ class Table:
         if cell is None:
             return "--"
         if cell.value is None:
-            paper = (
-                ""
-                if cell.paper is None
-                else rf" {{\scriptsize\itshape ({cell.paper:.{self.digits}f})}}"
-            )
-            return "--" + paper
+            return "--" + self._paper(cell)
         text = f"{cell.value:.{self.digits}f}"
         if bold:
             text = rf"\textbf{{{text}}}"
@@ -159,9 +157,13 @@ class Table:
             text += rf" {{\scriptsize [{lo:.2f}, {hi:.2f}]}}"
         if cell.sd is not None:
             text += f" ({cell.sd:.{self.digits}f})"
-        if cell.paper is not None:
-            text += rf" {{\scriptsize\itshape ({cell.paper:.{self.digits}f})}}"
-        return text
+        return text + self._paper(cell)
+
+    def _paper(self, cell: Cell) -> str:
+        if cell.paper is None:
+            return ""
+        mark = r"\textsuperscript{\dag}" if cell.apart else ""
+        return rf" {{\scriptsize\itshape ({cell.paper:.{self.digits}f}{mark})}}"
 
 
 def document(fragments: Sequence[str]) -> str:

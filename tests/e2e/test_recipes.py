@@ -121,24 +121,29 @@ def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
                     if p.row == "Gemini 2.5 Flash Image" and p.group == group
                 ]
                 want = paper.values.get(m.metric) if g == PAPERS else None
-                if m.metric in ("exag", "faith"):  # the paper's are exag:ita: not beside
-                    want = None
                 assert (float(row["paper"]) if row["paper"] else None) == want
-                assert row["difference"] == "" or want is not None
+                # observed and judged by the gemini profile's model, not InternVL3 and
+                # CLIP-FlanT5: each figure apart, headed by what differs, no difference
+                assert row["difference"] == ""
+                if want is not None:
+                    assert row["paper_differs"].startswith("paper: ")
+                    assert "here: " in row["paper_differs"] and "gemini" in row["paper_differs"]
+                    if m.metric in ("exag", "faith"):
+                        assert "EXAG variant exag:ita" in row["paper_differs"]
                 checked += 1
     assert checked >= 16
-    said = "computed here with the EXAG variant exag:mllm, the paper's with exag:ita"
+    said = "made another way than the paper's figures (paper: EXAG variant exag:ita"
     assert f"differs: EXAG ↓: {said}" in done.stdout and f"differs: FAITH ↑: {said}" in done.stdout
-    # the terminal shows the table with the paper's figures in parentheses
-    assert f"{PAPERS} · GN" in done.stdout and "(0.46)" in done.stdout  # GN's HAL
+    # the terminal shows the table with the paper's figures in parentheses, marked apart
+    assert f"{PAPERS} · GN" in done.stdout and "(0.46†)" in done.stdout  # GN's HAL
     page = (out / "table-ahead-table1.html").read_text()
     assert (
-        'id="recipe-table"' in page and "(paper 0.46)" in page and "Gemini 2.5 Flash Image" in page
+        'id="recipe-table"' in page and "(paper 0.46†" in page and "Gemini 2.5 Flash Image" in page
     )
     assert 'id="recipe-notes"' in page and '<span class="muted way">exag:mllm</span>' in page
     tex = (out / "table-ahead-table1.tex").read_text()
     assert r"\multicolumn{4}{c}{N=1}" in tex and r"$\downarrow$" in tex
-    assert "the paper's with exag:ita" in tex
+    assert "paper: EXAG variant exag:ita" in tex and r"\textsuperscript{\dag}" in tex
     # the paper's whole table follows, its models not run here included
     published = (out / "table-ahead-table1-ahead-table1-paper.tex").read_text()
     assert "DALL" in published and "0.61" in published and "Gemini 2.5 Flash Image" in published
@@ -253,10 +258,11 @@ def test_an_agreement_recipe_with_and_without_ratings(world, siglip_path, tmp_pa
             (row,) = [t for t in table if t["row"] == header and t["column"] == label]
             assert float(row["value"]) == pytest.approx(sp.spearmanr(x, y).statistic, abs=1e-9)
             assert int(row["n"]) == len(pick)
-    # the paper's FAITH is by exag:ita, this world's by exag:mllm: not set beside, said
+    # the paper's FAITH is by exag:ita, this world's by exag:mllm: set apart, said
     (faith_all,) = [t for t in table if t["row"] == "FAITH" and t["column"] == "All"]
-    assert faith_all["paper"] == "" and faith_all["way"] == "exag:mllm"
-    assert "differs: FAITH: computed here with the EXAG variant exag:mllm" in again.stdout
+    assert faith_all["way"] == "exag:mllm" and faith_all["difference"] == ""
+    assert "here: EXAG variant exag:mllm" in faith_all["paper_differs"]
+    assert "differs: FAITH: made another way than the paper's figures" in again.stdout
     (align_all,) = [t for t in table if t["row"] == "ALIGN" and t["column"] == "All"]
     assert float(align_all["paper"]) == 0.32 and float(align_all["p"]) > 0
     assert "missing: people's ratings" not in again.stdout
@@ -613,7 +619,8 @@ def test_a_second_backbone_scores_the_same_images_again(world, siglip_path, tmp_
     assert float(own["paper"]) == 0.33
     for row in ("Other, FAITH", "FAITH"):  # the paper's by exag:ita, these by exag:mllm
         (faith,) = [t for t in table if t["row"] == row and t["column"] == "GN"]
-        assert faith["paper"] == "" and faith["way"] == "exag:mllm"
+        assert faith["difference"] == "" and faith["way"] == "exag:mllm"
+        assert "EXAG variant exag:ita" in faith["paper_differs"]
     # the Human row: with two raters, each against the other
     (human,) = [t for t in table if t["row"] == "Human" and t["column"] == "All"]
     a, b = zip(*answers.values(), strict=True)

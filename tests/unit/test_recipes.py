@@ -60,15 +60,21 @@ def test_a_broken_recipe_names_its_problem(tmp_path, change, says):
 
 
 def _cell(generator, country, faith, align, variant="exag:mllm", ddiv=0.5):
+    """A bench cell scored with AHEaD's models, tau and reading (the paper's way)."""
+    paper = load_recipe("ahead-table1").table.paper_way("faith")
+    read = {"by": paper["judge"], "read": paper["read"]}
     return {
         "generator": generator,
         "country": country,
         "ddiv": ddiv,
+        "tau": paper["tau"],
+        "scorer": {"observer": paper["observer"], "judge": paper["judge"]},
         "images": [
-            {"faith": f, "align": a, "hal": 1 - a, "exag": 0.1, "exag_variant": variant}
+            {"faith": f, "align": a, "hal": 1 - a, "exag": 0.1, "exag_variant": variant,
+             "judged": {"exag": read, "faith": read}}
             for f, a in zip(faith, align, strict=True)
         ],
-    }
+    }  # fmt: skip
 
 
 def test_a_metrics_table_by_hand():
@@ -142,11 +148,14 @@ def test_concepts_under_cubes_kernels():
     c = table.cells[(f"{sdxl} · cuisine", f"cd:{kernel}")]
     assert c.value == pytest.approx(0.2) and c.paper == 0.04  # SDXL, Cuisine (any case)
     assert table.cells[(f"{sdxl} · cuisine", "cd:uniform (1/3, 1/3, 1/3)")].value is None
-    # cells that do not record their quality's source: no figure beside them, and said
+    # cells that do not record their quality's source: the figure apart, and said
     unknown = [{k: v for k, v in c.items() if k != "quality_by"} for c in cells]
     table = metrics_table(recipe, unknown, [sdxl, other])
-    assert table.cells[(f"{sdxl} · cuisine", f"cd:{kernel}")].paper is None
-    assert any("with no quality source recorded" in n for n in table.notes)
+    c = table.cells[(f"{sdxl} · cuisine", f"cd:{kernel}")]
+    assert c.paper == 0.04 and c.paper_differs == (
+        "paper: quality source hpsv2; here: quality source not recorded"
+    )
+    assert any(c.paper_differs in n for n in table.notes)
 
 
 def test_aheads_observer_prompts_ask_once_per_dimension():

@@ -26,6 +26,7 @@ CSV_FIELDS = (
     "n",
     "paper",
     "difference",
+    "paper_differs",
     "way",
     "note",
 )
@@ -41,7 +42,9 @@ def csv_rows(table: RecipeTable) -> list[dict[str, Any]]:
             if c is None:
                 continue
             lo, hi = c.interval or (None, None)
-            diff = None if c.value is None or c.paper is None else c.value - c.paper
+            diff = None
+            if c.value is not None and c.paper is not None and not c.paper_differs:
+                diff = c.value - c.paper
             out.append(
                 {
                     "row": row.label,
@@ -55,6 +58,7 @@ def csv_rows(table: RecipeTable) -> list[dict[str, Any]]:
                     "n": c.n,
                     "paper": c.paper,
                     "difference": diff,
+                    "paper_differs": c.paper_differs,
                     "way": c.way,
                     "note": c.note,
                 }
@@ -94,11 +98,20 @@ def latex_table(table: RecipeTable) -> Table:
             c = table.cells.get((row.label, key))
             if c is not None:
                 cells[(row.label, header)] = Cell(
-                    c.value, c.interval, _score(table, row.key, c.value), c.paper
+                    c.value,
+                    c.interval,
+                    _score(table, row.key, c.value),
+                    c.paper,
+                    apart=bool(c.paper_differs),
                 )
     note = f"{table.recipe.paper}, {table.recipe.source}."
     if table.paper_figures():
-        note += " The paper's figure is in parentheses after each value."
+        note += " The paper's figure is in parentheses after each value made its way."
+    if table.apart_figures():
+        note += (
+            " A figure marked with a dagger is the paper's, made another way (below): it is "
+            "no measure of this value's difference."
+        )
     if table.notes:
         note += " " + " ".join(f"{n[0].upper()}{n[1:]}." for n in table.notes)
     if any(c.p is not None for c in table.cells.values()):
@@ -189,7 +202,12 @@ def _cell_html(table: RecipeTable, row: Any, key: str, digits: int) -> str:
         text += f' <span class="muted way">{escape(c.way)}</span>'
     if c.p is not None:
         text += f' <span class="muted">{p_text(c.p)}</span>'
-    if c.paper is not None:
+    if c.paper is not None and c.paper_differs:  # another way: apart, what differs said
+        text += (
+            f' <em class="paper-apart" title="{escape(c.paper_differs)}">'
+            f"(paper {c.paper:.{digits}f}†: {escape(c.paper_differs)})</em>"
+        )
+    elif c.paper is not None:
         text += f" <em>(paper {c.paper:.{digits}f})</em>"
     title = f' title="{escape(c.note)}"' if c.note else ""
     n = f' data-n="{c.n}"' if c.n else ""

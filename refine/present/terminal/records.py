@@ -210,11 +210,13 @@ def recipe_table_lines(table: Any) -> list[str]:
             c = table.cells.get((row.label, key))
             text = "-" if c is None or c.value is None else f"{c.value:.{digits}f}"
             if c is not None and c.paper is not None:
-                text += f" ({c.paper:.{digits}f})"
+                text += f" ({c.paper:.{digits}f}{'†' if c.paper_differs else ''})"
             cells.append(f"{text:>16}")
         lines.append(f"{row.label:<{width}} " + " ".join(cells))
     if table.paper_figures():
         lines.append("(the paper's figure in parentheses)")
+    if table.apart_figures():
+        lines.append("(†: the paper's figure, made another way: no measure of a difference)")
     for n in table.notes:
         lines.append(f"differs: {n}")
     for m in table.missing:

@@ -158,7 +158,7 @@ class CellMaker:
             },
             outputs=prompt_values(BENCH_PROMPT, pooled=pooled, embeddings=emb, weights=faiths),
             images=[
-                _image_record(f, s, a, ex, plan.baselines)
+                _image_record(f, s, a, ex, plan.baselines, self.scoring.get("judge"))
                 for f, s, a, ex in zip(files, seeds, assessed, checked, strict=True)
             ],
             data={"embeddings": emb.tolist()},
@@ -182,7 +182,7 @@ def with_observer_prompts(
 
 
 def _image_record(
-    file: str, seed: int, assessed: Any, checked: Any, baselines: Any = ()
+    file: str, seed: int, assessed: Any, checked: Any, baselines: Any = (), judge: Any = None
 ) -> dict[str, Any]:
     scores = assessed.scores
     record = {
@@ -198,6 +198,8 @@ def _image_record(
     errors = {m: e for m in record if m in scores.values and (e := scores.stderr(m)) is not None}
     if errors:
         record["stderr"] = errors
+    if judged := judged_record(scores, judge):
+        record["judged"] = judged
     if scores.tifa is not None:  # TIFA's questions and the judge's answers
         record["tifa_answers"] = [dataclasses.asdict(a) for a in scores.tifa]
     record["exaggerated"] = exaggerated_record(assessed.feedback.exaggerated)
@@ -208,6 +210,19 @@ def _image_record(
         record["implicit_met"] = checked.implicit_met
         record["expectations"] = [c.model_dump() for c in checked.checks]
     return record
+
+
+def judged_record(scores: Any, judge: Any) -> dict[str, dict[str, Any]]:
+    """Per value a judge read: the judge and its reading (``logprobs``, ``sampled k=N``),
+    what a recipe table's way check reads (:mod:`refine.harness.ways`)."""
+    out = {
+        m: {"by": judge, "read": r.mode}
+        for m, r in scores.readings.items()
+        if scores.values.get(m) is not None
+    }
+    if (q := scores.quality_reading) is not None and scores.values.get("quality") is not None:
+        out["quality"] = {"by": q.judge, "read": q.method}
+    return out
 
 
 def exaggerated_record(listed: Any) -> list[dict[str, Any]]:

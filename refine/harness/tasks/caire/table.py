@@ -23,7 +23,7 @@ def caire_table(recipe: Recipe, results: Results, out: Path, rated: Any = None) 
     ``CAIRE`` row) and the per-rater-country figure (its own row); without, the scores'
     mean per country."""
     from refine.evaluate.caire.human import image_level, per_rater_country
-    from refine.harness.recipe_tables import RecipeTable, Row, TableCell, attach_paper
+    from refine.harness.recipe_tables import RecipeTable, Row, TableCell, beside
 
     doc = scores_document(results, Path(out))
     t = recipe.table
@@ -82,7 +82,17 @@ def caire_table(recipe: Recipe, results: Results, out: Path, rated: Any = None) 
     # with a knowledge base, the paper's CAIRE row; without, its VLM baseline (the judge
     # rating the image alone); only beside the row computed as the paper computes it
     which = "caire" if doc.get("mode") == "kb" else "vlm"
-    attach_paper(table, lambda p: "caire" if p.metric == which else None)
+    # and beside a value made the paper's way alone: its judge (refine.harness.ways)
+    judges = sorted({str((c.get("scorer") or {}).get("judge")) for c in results.cells})
+    made = {"judge": judges[0] if len(judges) == 1 else judges, "read": None}
+    for p in t.paper:
+        if p.metric != which:
+            continue
+        for k, v in p.values.items():
+            if (rows[0].label, k) in table.cells and v is not None:
+                cell = table.cells[(rows[0].label, k)]
+                cell.made = made
+                beside(table, cell, "caire", v, p)
     return table
 
 

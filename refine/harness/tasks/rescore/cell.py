@@ -3,7 +3,6 @@ and observations scored again under the new tau, observer or baselines."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import time
@@ -85,11 +84,16 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
         pooled = score_pooled(refs.descriptors, observed, embedder, tau)
     exags = [{"exag": im.get("exag"), "exag_variant": im.get("exag_variant")} for im in src.images]
     if getattr(maker, "exag", None):
+        from refine.harness.tasks.rescore.again import exag_again
+
         exags = exag_again(maker, images, observed, refs, tau, f"{gen}: {act} ({country})")
-    records = []
-    for im, o, a, x in zip(src.images, observed, aheads, exags, strict=True):
-        value, _ = faith(a.align, a.hal, x["exag"])
-        records.append({**im, **x, "observed": o, "align": a.align, "hal": a.hal, "faith": value})
+    from refine.harness.tasks.rescore.again import image_again
+
+    judge = maker.scoring.get("judge")
+    records = [
+        image_again(im, o, a, x, faith(a.align, a.hal, x["exag"])[0], judge)
+        for im, o, a, x in zip(src.images, observed, aheads, exags, strict=True)
+    ]
     had = list(src.inputs.get("baselines") or ())
     added = [b for b in maker.plan.baselines if b not in had]
     # the kept baselines the judge reads, read again under a new judge
@@ -98,6 +102,7 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
     for record in records:  # the new judge cannot read them: gone, and said why
         for b, why in lost.items():
             record.pop(b, None)
+            (record.get("judged") or {}).pop(b, None)
             record["missing"] = {**(record.get("missing") or {}), b: why}
     if rejudged:  # vie_sc is read with vie_overall: both go again, or neither
         rejudged += [b for b in ("vie_sc", "vie_overall") if b in had and b not in rejudged
@@ -105,22 +110,11 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
         for record in records:
             for b in rejudged:
                 record.pop(b, None)
+                (record.get("judged") or {}).pop(b, None)
     if added or rejudged:
-        from refine.evaluate.baselines import rescored
-        from refine.harness.tasks.bench.top_up import why_missing
+        from refine.harness.tasks.rescore.again import baselines_again
 
-        got = rescored(maker.assessor, images, refs, [*added, *rejudged], known=records)
-        for record, scores in zip(records, got, strict=True):
-            record.update(scores.values)
-            if scores.tifa is not None:
-                record["tifa_answers"] = [dataclasses.asdict(t) for t in scores.tifa]
-            why = {
-                **(record.get("missing") or {}),
-                **why_missing(scores, [*added, *rejudged]),
-            }
-            record.pop("missing", None)
-            if why := {m: w for m, w in why.items() if record.get(m) is None}:
-                record["missing"] = why
+        baselines_again(maker, images, refs, records, [*added, *rejudged], judge)
     calls.add(maker.assessor.calls.n - before)
     vendi = src.outputs.get("vendi")
     faiths = [r["faith"] for r in records]
@@ -182,47 +176,3 @@ def rescore_cell(maker: Any, job: tuple[str, ...]) -> Cell:
         data=dict(src.data),
         timings={"rescore_s": time.perf_counter() - began},
     )
-
-
-def exag_again(
-    maker: Any, images: list[Any], observed: list[Any], refs: Any, tau: float, where: str
-) -> list[dict[str, Any]]:
-    """EXAG of each image read again by the rescore's variant (AHEaD Tab. 9 on the same
-    images): ``exag:ita`` against the prompt's real photos (a ValueError says how to get
-    them where there are none), ``exag:mllm`` from the judge's rating without them."""
-    from metrics.ahead import exag_of
-    from refine.evaluate.assess import ita
-    from refine.harness.tasks.bench.cells import exaggerated_record
-
-    if not refs.stereotypes:
-        raise RescoreError(f"{where}: no stereotype candidates, so no EXAG to read again")
-    if maker.exag == "exag:ita" and not ita(refs):
-        raise RescoreError(
-            f"{where}: --exag ita reads the activity's real photos, and it has none (refine "
-            "data fetch ahead --photos, or refine photos search / add)"
-        )
-    if maker.exag == "exag:mllm":
-        refs = refs.model_copy(update={"reference_images": []})
-    out = []
-    for image, o in zip(images, observed, strict=True):
-        judged = maker.assessor.exaggeration(image, o, refs, tau)
-        (got,) = exag_of([judged.answer])
-        listed = exaggerated_record(judged.exaggerated)
-        out.append(
-            {"exag": got.value, "exag_variant": judged.answer.variant, "exaggerated": listed}
-        )
-    return out
-
-
-RATED_BY = {"judge_align": "rate_prefixed", "judge_hal": "rate_prefixed",
-            "vie_sc": "rate_scale", "vie_overall": "rate_scale"}  # fmt: skip
-
-
-def unreadable(scorer: Any, baselines: tuple[str, ...]) -> dict[str, str]:
-    """The baselines a judge cannot read (it lacks the rating they take), and why."""
-    judge = scorer.get("judge")
-    return {
-        b: f"the judge {scorer.names.get('judge')} gives no {RATED_BY[b]} ratings"
-        for b in baselines
-        if b in RATED_BY and not callable(getattr(judge, RATED_BY[b], None))
-    }

@@ -77,7 +77,7 @@ class Rescorer:
             else ()
         )
         # what the new judge cannot read (CLIP-FlanT5 gives no ratings): said missing
-        from refine.harness.tasks.rescore.cell import unreadable
+        from refine.harness.tasks.rescore.again import unreadable
 
         self.unreadable = unreadable(scorer, self.rejudge) if self.new_judge else {}
         self.rejudge = tuple(b for b in self.rejudge if b not in self.unreadable)
