@@ -71,7 +71,7 @@ def _intercept(given: dict[str, Any], extras: dict[str, Any], **run: Any) -> boo
     selection = {k: given[k] for k in SELECTION}
     _recipe(extras["recipe"], {
         "selection": selection, "generator": given["generators"] or [],
-        "profile": given["profile"] or "gemini", "backend": given["backends"] or [],
+        "profile": given["profile"], "backend": given["backends"] or [],
         "tau": given["tau"], "baselines": given["baselines"],
         "baseline_model": given["baseline_models"] or [], **extras, **run,
     })  # fmt: skip

@@ -116,7 +116,8 @@ def run_dataset_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[st
                 echo(line)
             return None
         table = score_dataset(
-            chosen, given["out"], given["profile"], backends, given["tau"],
+            chosen, given["out"], given["profile"] or recipe.select.profile or "gemini",
+            backends, given["tau"],
             given["baseline_model"], echo,
         )  # fmt: skip
     except ValueError as err:

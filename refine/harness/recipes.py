@@ -152,6 +152,18 @@ class Select(_Strict):
     dataset: Literal["culturalframes"] | None = None
     # agreement recipes: other backbones scoring the same images (a rescore each)
     backbones: list[Backbone] = Field(default_factory=list)
+    # the scoring profile that holds the paper's models (None: --profile's, gemini by
+    # default); --profile replaces it, and the table then says what differs
+    profile: str | None = None
+
+    @field_validator("profile")
+    @classmethod
+    def _a_profile(cls, value: str | None) -> str | None:
+        if value is not None:
+            from refine.profiles import load_profile
+
+            load_profile(value)  # a ValueError names the profiles there are
+        return value
 
 
 # a labels table's columns (SoS Tab. 2): agreement with people's labels, and the

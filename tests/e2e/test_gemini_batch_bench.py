@@ -86,7 +86,8 @@ def test_a_batch_bench_is_the_live_bench(
 
 def test_the_dry_run_prices_live_and_batch_work(tmp_path):
     out = tmp_path / "none"
-    done = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run", "--out", str(out))
+    done = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run",
+               "--profile", "gemini", "--out", str(out))  # fmt: skip
     assert done.returncode == 0, done.stderr
     # the bundled profile's prices: live, from the agreeing answers to all k, and as batch
     # jobs, at half the price of all k
@@ -108,7 +109,8 @@ def test_batch_on_vertex_ai_and_an_unreadable_journal_are_one_line(tmp_path, mon
     from refine.backends.gemini_batch import JOURNAL
 
     out = tmp_path / "b"
-    args = ("bench", "--recipe", "ahead-table1", "--limit", "1", "--batch", "--out", str(out))
+    args = ("bench", "--recipe", "ahead-table1", "--limit", "1", "--batch", "--profile", "gemini",
+            "--out", str(out))  # fmt: skip
     monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
     refused = cli(*args)
     assert refused.returncode == 2 and not out.exists()

@@ -56,7 +56,7 @@ def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
     world.generate_by_model = {"gemini-nano-banana-2.1": RED, "gemini-3.1-flash-image": GREEN}
     out = tmp_path / "t1"
     done = cli(
-        "bench", "--recipe", "ahead-table1", "--limit", "4",
+        "bench", "--recipe", "ahead-table1", "--limit", "4", "--profile", "gemini",
         "--generator", PAPERS, "--generator", OTHER,
         "--backend", f"image_embedder=siglip:{siglip_path}", "--out", str(out),
     )  # fmt: skip
@@ -309,6 +309,10 @@ def test_dry_run_counts_and_prices(tmp_path):
     plain = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run",
                 "--profile", str(unpriced), "--out", str(out))  # fmt: skip
     assert plain.returncode == 0 and "the profile gives no prices" in plain.stdout
+    # without --profile, the recipe's own: the paper's scorers
+    paper = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run",
+                "--out", str(out))  # fmt: skip
+    assert paper.returncode == 0 and "profile ahead-paper" in paper.stdout, paper.stderr
     # another API generator than the profile's own is not priced at the profile's price;
     # the bundled recipe's diffusers models are made here, no call
     other = cli("bench", "--recipe", "ahead-table1", "--limit", "1", "--dry-run",
