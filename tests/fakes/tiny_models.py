@@ -956,3 +956,81 @@ def build_tiny_clip_t5(path: Path, seed: int = 0) -> Path:
                mm_vision_select_layer=-2, mm_vision_select_feature="patch")  # fmt: skip
     (out / "config.json").write_text(json.dumps(doc, indent=2))
     return out
+
+
+INTERNVL_TEMPLATE = CHAT_TEMPLATE.replace(
+    "<|vision_start|><|image_pad|><|vision_end|>", "<IMG_CONTEXT>\n"
+)
+# InternVL's image tokens, as its tokenizer names them (the processor reads these attributes)
+INTERNVL_IMAGE_TOKENS = {
+    "start_image_token": "<img>",
+    "end_image_token": "</img>",
+    "context_image_token": "<IMG_CONTEXT>",
+    "video_token": "<video>",
+}
+
+
+def build_tiny_internvl(path: Path, seed: int = 0) -> Path:
+    """A random InternVL3 in the layout of its transformers build (OpenGVLab/InternVL3-14B-hf:
+    ``InternVLForConditionalGeneration``): a vision tower 32 wide at 56 px (16 patches,
+    pixel-shuffled to 4 image tokens) and a Qwen2 language model 32 wide, with the test
+    suite's byte-level tokenizer carrying InternVL's image tokens, one tile an image."""
+    import torch
+    from transformers import (
+        GotOcr2ImageProcessor,
+        InternVLConfig,
+        InternVLForConditionalGeneration,
+        InternVLProcessor,
+        InternVLVideoProcessor,
+        Qwen2Tokenizer,
+    )
+
+    src = path / "_internvl_tokenizer"
+    tiny_qwen_tokenizer(src)  # its vocabulary and merges
+    tok = Qwen2Tokenizer(
+        str(src / "vocab.json"), str(src / "merges.txt"), unk_token=None, bos_token=None,
+        eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        additional_special_tokens=[*QWEN_SPECIALS, *INTERNVL_IMAGE_TOKENS.values()],
+        extra_special_tokens=INTERNVL_IMAGE_TOKENS,
+    )  # fmt: skip
+    tok.chat_template = INTERNVL_TEMPLATE
+    size, tokens = 56, 4  # (56 / 14)^2 patches, a quarter of them after the pixel shuffle
+    square = {"height": size, "width": size}
+    processor = InternVLProcessor(
+        image_processor=GotOcr2ImageProcessor(
+            size=square, crop_to_patches=False, min_patches=1, max_patches=1
+        ),
+        tokenizer=tok,
+        video_processor=InternVLVideoProcessor(size=square),
+        image_seq_length=tokens,
+        chat_template=INTERNVL_TEMPLATE,
+    )
+    config = InternVLConfig(
+        vision_config={"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                       "intermediate_size": 64, "image_size": [size, size],
+                       "patch_size": [14, 14]},
+        text_config={"model_type": "qwen2", "hidden_size": 32, "intermediate_size": 64,
+                     "num_hidden_layers": 2, "num_attention_heads": 4,
+                     "num_key_value_heads": 2, "vocab_size": len(tok),
+                     "max_position_embeddings": 2048, "rope_theta": 1e4,
+                     "tie_word_embeddings": True},
+        image_token_id=tok.context_image_token_id, image_seq_length=tokens,
+        downsample_ratio=0.5,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    out = path / "tiny-internvl3"
+    InternVLForConditionalGeneration(config).save_pretrained(out)
+    processor.save_pretrained(out)
+    return out
+
+
+def serve_from_hub_cache(cache: Path, repo: str, folder: Path) -> None:
+    """``folder`` in a Hugging Face cache at ``cache`` as the main revision of ``repo``: a
+    model loads by the hub's id (offline) as if it had been downloaded."""
+    import shutil
+
+    sha = "0" * 39 + "1"
+    repo_dir = cache / ("models--" + repo.replace("/", "--"))
+    (repo_dir / "refs").mkdir(parents=True, exist_ok=True)
+    (repo_dir / "refs" / "main").write_text(sha)
+    shutil.copytree(folder, repo_dir / "snapshots" / sha, dirs_exist_ok=True)
