@@ -286,6 +286,9 @@ def rescored(
                 variants={
                     n: c.variant for n, c in row.items() if c.value is not None and c.variant
                 },
+                readings={
+                    n: c.reading for n, c in row.items() if c.value is not None and c.reading
+                },
                 notes={
                     n: notes.get(n) or c.note or ""
                     for n, c in row.items()

@@ -18,6 +18,7 @@ from typing import Any
 
 from refine.harness import registry
 from refine.harness.engine import LOCAL, EngineOptions
+from refine.harness.judges import judge_rescores, judges_note, with_judges
 from refine.harness.recipes import Recipe, load_recipe
 from refine.harness.results import Results
 
@@ -297,25 +298,32 @@ def recipe_table(
     if own is not None:  # a table of the task's own (CAIRE's C.9)
         return own(recipe, results, out, _ratings(ratings)), []
     others = backbone_rescores(recipe, out, emit)
+    profile = results.config.get("profile")
+    judged = judge_rescores(recipe, out, profile, emit)  # baselines another judge reads
+    cells = with_judges(results.cells, judged)
     rated = _ratings(ratings)
     if recipe.table.kind == "settings":
         table = _settings(recipe, out, rated, emit)
     elif recipe.needs_ratings and rated is not None:
-        from refine.human.stored import stored_metrics
+        from refine.human.stored import stored_from_cells, stored_metrics
 
         table = agreement_table(
             recipe,
             rated,
-            stored_metrics([out]),
+            stored_from_cells([out, *(f for _, f, _ in judged)], cells)
+            if judged
+            else stored_metrics([out]),
             backbones=[(label, stored_metrics([folder])) for label, folder, _ in others],
         )
     else:
         table = metrics_table(
             recipe,
-            results.cells,
+            cells,
             list(results.config.get("generators") or [None]),  # None: a task's one row
             backbones=[(label, done.cells) for label, _, done in others],
         )
+    if said := judges_note(recipe, profile):
+        table.notes.append(said)
     said = recipe_shortfall(recipe)
     if said:
         table.missing.append(f"countries and prompts: {said}")
@@ -414,6 +422,7 @@ def recipe_estimate(recipe: Recipe, plan: Any, profile: Any) -> Any:
             f"the observer's count holds the {len(files)} real photos of the tau quartiles"
             + ("" if files else " (none yet: refine data fetch ahead --photos)")
         )
+    _judges_estimate(recipe, plan, est)
     for b in recipe.select.backbones:  # each looks at the bench's images again
         from metrics.descriptors import DIMENSIONS
         from refine.harness.estimate import ONE_READING
@@ -435,3 +444,24 @@ def recipe_estimate(recipe: Recipe, plan: Any, profile: Any) -> Any:
             )
         )
     return est
+
+
+def _judges_estimate(recipe: Recipe, plan: Any, est: Any) -> None:
+    """The second judges' readings of the bench's images, counted as the judge's calls
+    (priced at the profile's judge), or why they do not run."""
+    from refine.harness.judges import judges_apply
+
+    if not judges_apply(recipe, plan.profile):
+        if said := judges_note(recipe, plan.profile):
+            est.notes.append(said)
+        return
+    from refine.harness.estimate import ONE_READING
+
+    for j in recipe.select.judges:
+        read = [m for m in j.metrics if m in plan.baselines and m in ONE_READING]
+        est.calls["judge"] += est.images * len(read)
+        est.sampled["judge"] += est.images * len(read) * est.samples
+        est.notes.append(
+            f"judge {j.judge}: {', '.join(j.metrics)} of the bench's images read again by it "
+            f"(a rescore into OUT/judges/{j.slug}), in place of the profile judge's"
+        )

@@ -88,6 +88,22 @@ class Backbone(_Strict):
         return "".join(c if c.isalnum() or c in "._-" else "-" for c in self.label)
 
 
+class SecondJudge(_Strict):
+    """A judge other than the profile's, for some of the baselines the table holds (AHEaD
+    Tab. 2: the MLLM-as-a-judge row is InternVL3's, where VQAScore and EXAG are
+    CLIP-FlanT5's): the bench's images read again by it for ``metrics`` (a rescore into
+    ``OUT/judges/<slug>``, nothing generated or observed again), and the table's values of
+    those metrics are its. Run on the recipe's own profile only; on another, the profile's
+    judge reads them, and the table sets the paper's figures apart."""
+
+    judge: str = Field(min_length=1)
+    metrics: list[str] = Field(min_length=1)
+
+    @property
+    def slug(self) -> str:
+        return "".join(c if c.isalnum() or c in "._-" else "-" for c in self.judge)
+
+
 class GeneratorSettings(_Strict):
     """How a diffusers generator draws, where a paper states it (CulturalFrames A.1.4,
     CUBE Tab. 13): each checked against the loaded pipeline's call."""
@@ -155,6 +171,8 @@ class Select(_Strict):
     # the scoring profile that holds the paper's models (None: --profile's, gemini by
     # default); --profile replaces it, and the table then says what differs
     profile: str | None = None
+    # bench recipes: baselines the paper read with another judge than the profile's
+    judges: list[SecondJudge] = Field(default_factory=list)
 
     @field_validator("profile")
     @classmethod
@@ -372,6 +390,27 @@ class Recipe(_Strict):
                     f"table.metrics: no metric {m.metric!r} in a {self.task} recipe"
                     f"{suggest(m.metric, sorted(known))}"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _second_judges(self) -> Recipe:
+        """Each second judge reads baselines the bench's judge reads and the recipe asks
+        for, each metric by one judge alone."""
+        from metrics.baselines import JUDGE_READ
+
+        seen: set[str] = set()
+        for j in self.select.judges:
+            if self.task != "bench":
+                raise ValueError("select.judges: only a bench recipe has them")
+            for m in j.metrics:
+                if m not in JUDGE_READ or m not in self.select.baselines:
+                    raise ValueError(
+                        f"select.judges {j.judge!r}: {m!r} is not a baseline of the recipe "
+                        f"the judge reads ({', '.join(JUDGE_READ)})"
+                    )
+                if m in seen:
+                    raise ValueError(f"select.judges: {m!r} is given two judges")
+                seen.add(m)
         return self
 
     def _plan_fields(self, spec: registry.TaskSpec) -> None:

@@ -159,20 +159,7 @@ def stored_metrics(sources: Sequence[str | Path]) -> StoredMetrics:
 def _collect(folder: Path, found: StoredMetrics) -> bool:
     if (folder / "cells.jsonl").is_file():
         found.made_with(_results_models(folder))
-        for _, cell in read_jsonl(folder / "cells.jsonl"):
-            found.cells.append(_made_part(cell))
-            for im in cell["images"]:
-                # read per image from folders
-                stored = (*BENCH_IMAGE, *image_extras(), *BENCH_EXPECTATIONS)
-                values = {m: im.get(m) for m in stored}
-                checks = im.get("expectations") or []
-                if checks:
-                    values["expectations"] = met_share(c["met"] for c in checks)
-                values = with_variant(values, variant_name(im.get("exag_variant")))
-                found.add(
-                    folder / im["file"], cell.get("activity"), cell.get("country"), values,
-                    cell.get("generator"), cell.get("category"),
-                )  # fmt: skip
+        add_bench_cells(found, folder, (cell for _, cell in read_jsonl(folder / "cells.jsonl")))
         return True
     if (folder / "run.json").is_file():
         from refine.io.store import RunStore
@@ -196,6 +183,35 @@ def _collect(folder: Path, found: StoredMetrics) -> bool:
                 found.add(folder / c.image, run.spec.activity, run.spec.country, values)
         return True
     return False
+
+
+def stored_from_cells(folders: Sequence[Path], cells: Any) -> StoredMetrics:
+    """The metrics of ``cells`` (a bench's, its images under the first folder), the models
+    of every folder's results named."""
+    found = StoredMetrics()
+    for folder in folders:
+        found.made_with(_results_models(folder))
+    add_bench_cells(found, folders[0], cells)
+    return found
+
+
+def add_bench_cells(found: StoredMetrics, folder: Path, cells: Any) -> None:
+    """The metrics of bench cells (``cells.jsonl``'s, or a recipe's with its second judges'
+    values: refine.harness.judges) whose images are under ``folder``."""
+    for cell in cells:
+        found.cells.append(_made_part(cell))
+        for im in cell["images"]:
+            # read per image from folders
+            stored = (*BENCH_IMAGE, *image_extras(), *BENCH_EXPECTATIONS)
+            values = {m: im.get(m) for m in stored}
+            checks = im.get("expectations") or []
+            if checks:
+                values["expectations"] = met_share(c["met"] for c in checks)
+            values = with_variant(values, variant_name(im.get("exag_variant")))
+            found.add(
+                folder / im["file"], cell.get("activity"), cell.get("country"), values,
+                cell.get("generator"), cell.get("category"),
+            )  # fmt: skip
 
 
 def _made_part(cell: dict[str, Any]) -> dict[str, Any]:

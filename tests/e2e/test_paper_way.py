@@ -55,7 +55,8 @@ def test_a_bench_on_the_papers_models_sets_its_figures_and_differences_beside(
     # the checkpoint has no tokenizer of its own: FlanT5-XXL's is read, as for the real one
     serve_from_hub_cache(cache, "google/flan-t5-xxl", clip_t5)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-    # real photos of the activity, for EXAG(ITA)
+    # real photos of the activity, for EXAG(ITA), in this test's data folder
+    monkeypatch.setenv("REFINE_DATA_DIR", str(tmp_path / "data"))
     photos = tmp_path / "photos"
     photos.mkdir()
     for k, colour in enumerate((GREEN, RED)):

@@ -702,3 +702,74 @@ def test_the_proposers_recipe_rescores_its_bench_with_each_proposers_own_set(
     assert world.log.count("observe") == 2  # the bench's two images, observed once
     bad = cli("rescore", str(out), "--out", str(tmp_path / "r"), "--references", str(repo))
     assert bad.returncode == 2 and "--references: no file" in bad.stderr
+
+
+JUDGED = (
+    SMALL.replace('generators = ["gemini', 'baselines = ["judge_align"]\ngenerators = ["gemini')
+    .replace("images_per_prompt = 3", "images_per_prompt = 1")
+    .replace(', "gemini:gemini-3-pro-image"]', "]")
+    .replace(
+        "\n[table]",
+        """
+[[select.judges]]
+judge = "gemini:gemini-3.5-pro"
+metrics = ["judge_align"]
+
+[table]""",
+    )
+    .replace(
+        'header = "ALIGN" },', 'header = "ALIGN" }, { metric = "judge_align", header = "MLLM" },'
+    )
+)
+
+
+@pytest.mark.slow
+def test_a_baseline_the_paper_read_with_another_judge_is_read_again_by_it(
+    world, siglip_path, tmp_path
+):
+    """AHEaD Tab. 2's MLLM row is another judge's than VQAScore's: the recipe's second judge
+    reads the bench's images again for it (a rescore, nothing generated or observed), the
+    table's MLLM values are its, and its way names it; the dry run counts its readings; on
+    another profile than the recipe's it does not run, and the table says so."""
+    world.generate_by_model = {"gemini-3.1-flash-image": RED}
+    world.judge_shift_by_model = {"gemini-3.5-pro": -1}  # the second judge rates one lower
+    recipe = tmp_path / "judged.toml"
+    recipe.write_text(JUDGED)
+    out = tmp_path / "b"
+    args = ["bench", "--recipe", str(recipe), "--out", str(out),
+            "--backend", f"image_embedder=siglip:{siglip_path}"]  # fmt: skip
+    dry = cli(*args, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    said = "judge gemini:gemini-3.5-pro: judge_align of the bench's images read again by it"
+    assert said in " ".join(dry.stdout.split())
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    main = [json.loads(x) for x in (out / "cells.jsonl").read_text().splitlines()]
+    folder = out / "judges" / "gemini-gemini-3.5-pro"
+    theirs = [json.loads(x) for x in (folder / "cells.jsonl").read_text().splitlines()]
+    assert len(theirs) == len(main) == 4
+    # after the bench: the second judge alone, once an image
+    first = world.by_model.index(("judge", "gemini-3.5-pro"))
+    assert set(world.by_model[first:]) == {("judge", "gemini-3.5-pro")}
+    assert len(world.by_model[first:]) == 4
+    # the table's MLLM means are the second judge's (one point lower on 1-5), not the bench's
+    side = {(r["row"], r["column"]): r for r in _table(out, "small-agreement")}
+    for c, mine in zip(theirs, main, strict=True):
+        (im,) = c["images"]
+        assert im["judged"]["judge_align"]["by"] == "gemini:gemini-3.5-pro"
+        assert im["judge_align"] == pytest.approx(
+            max(0.0, mine["images"][0]["judge_align"] - 0.25), abs=0.03
+        )
+    for group in ("Global South", "Global North"):
+        short = "GS" if group == "Global South" else "GN"
+        row = side[(f"gemini:gemini-3.1-flash-image · {short}", "MLLM")]
+        want = [c["images"][0]["judge_align"] for c in theirs
+                if regions()[c["country"].casefold()] == group]  # fmt: skip
+        assert float(row["value"]) == pytest.approx(np.mean(want), abs=1e-9)
+    # on another profile than the recipe's (gemini), the profile's judge reads it: said
+    other = tmp_path / "other.toml"
+    other.write_text((recipes_dir().parent / "profiles" / "gemini.toml").read_text())
+    dry = cli(*args, "--dry-run", "--profile", str(other))
+    assert dry.returncode == 0, dry.stderr
+    said = "the paper read judge_align by gemini:gemini-3.5-pro; on profile other"
+    assert said in " ".join(dry.stdout.split()) and "read again by it" not in dry.stdout
