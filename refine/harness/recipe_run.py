@@ -324,6 +324,9 @@ def recipe_table(
         )
     if said := judges_note(recipe, profile):
         table.notes.append(said)
+    tau, source = results.config.get("tau"), results.config.get("tau_source")
+    if tau is not None and source and table.apart_figures():  # where the paper's tau came from
+        table.notes.append(f"tau here: {tau:g} ({source})")
     said = recipe_shortfall(recipe)
     if said:
         table.missing.append(f"countries and prompts: {said}")

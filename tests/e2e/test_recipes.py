@@ -136,6 +136,8 @@ def test_ahead_table1_with_a_limit(world, siglip_path, tmp_path):
     assert f"differs: EXAG ↓: {said}" in done.stdout and f"differs: FAITH ↑: {said}" in done.stdout
     # the terminal shows the table with the paper's figures in parentheses, marked apart
     assert f"{PAPERS} · GN" in done.stdout and "(0.46†)" in done.stdout  # GN's HAL
+    # and where this tau comes from: the paper calibrated its 0.52 for InternVL3
+    assert "differs: tau here: 0.52 (profile gemini: the AHEaD default" in done.stdout
     page = (out / "table-ahead-table1.html").read_text()
     assert (
         'id="recipe-table"' in page and "(paper 0.46†" in page and "Gemini 2.5 Flash Image" in page
