@@ -30,7 +30,7 @@ SEEN = {
     "setting": ["Persian rug on floor"],
     "objects": ["Large rice platter"],
     "attire": [],
-    "interaction": ["Sharing communal dishes"],
+    "interaction": [],
     "spatial": [],
 }
 
