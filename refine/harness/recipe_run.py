@@ -325,7 +325,9 @@ def recipe_table(
     if said := judges_note(recipe, profile):
         table.notes.append(said)
     tau, source = results.config.get("tau"), results.config.get("tau_source")
-    if tau is not None and source and table.apart_figures():  # where the paper's tau came from
+    # where this tau comes from, where a figure is set apart (a settings table's rows are
+    # each at a tau of their own)
+    if tau is not None and source and table.apart_figures() and recipe.table.kind != "settings":
         table.notes.append(f"tau here: {tau:g} ({source})")
     said = recipe_shortfall(recipe)
     if said:

@@ -23,8 +23,10 @@ from typing import Any
 PARTS = ("variant", "observer", "tau", "judge", "read")
 SAMPLED = "sampled"
 UNKNOWN = "not recorded"
-# the judged metric whose judge and reading a metric's value carries (FAITH: EXAG's)
-CARRIED = {"faith": "exag", "vie_overall": "vie_sc"}
+# the judged values whose judges and readings a metric's value carries: FAITH EXAG's,
+# VIEScore its semantic score's and the quality reading's (a rescore may read the first
+# again and keep the second: then the way names both judges)
+CARRIED = {"faith": ("exag",), "vie_overall": ("vie_sc", "quality")}
 
 
 def parts_of(metric: str) -> tuple[str, ...]:
@@ -54,12 +56,16 @@ def _observer(cell: dict[str, Any]) -> str | None:
     return (cell.get("scorer") or {}).get("observer")
 
 
-def _judged(cell: dict[str, Any], image: dict[str, Any], metric: str) -> tuple[Any, Any]:
-    """(the judge, its reading) of one image's ``metric``: as the image records it, else
-    the cell's judge with its reading not recorded (a bench made before they were)."""
-    got = (image.get("judged") or {}).get(CARRIED.get(metric, metric))
+def _judged(cell: dict[str, Any], image: dict[str, Any], source: str) -> tuple[Any, Any]:
+    """(the judge, its reading) of one image's judged value ``source``: as the image
+    records it, else the judge of the cell that read it with its reading not recorded (a
+    bench made before they were: a rescore's kept value is its source's judge's)."""
+    got = (image.get("judged") or {}).get(source)
     if got:
         return got.get("by"), _read_words(got.get("read"))
+    rescored = cell.get("rescored") or {}
+    if rescored.get("judge") and source in (rescored.get("kept") or ()):
+        return rescored["judge"][0], None
     return (cell.get("scorer") or {}).get("judge"), None
 
 
@@ -70,11 +76,22 @@ def _read_words(mode: str | None) -> str | None:
     return SAMPLED if str(mode).startswith(SAMPLED) else str(mode)
 
 
-def _answers(image: dict[str, Any], metric: str) -> int | None:
-    got = (image.get("judged") or {}).get(CARRIED.get(metric, metric)) or {}
+def _answers(image: dict[str, Any], source: str) -> int | None:
+    got = (image.get("judged") or {}).get(source) or {}
     mode = str(got.get("read") or "")
     k = mode.partition(" k=")[2]
     return int(k) if k.isdigit() else None
+
+
+def _of_variant(image: dict[str, Any], metric: str, variant: str) -> bool:
+    """Whether an image's ``metric`` was made by ``variant`` (EXAG's and FAITH's; any image
+    where no variant is asked, or the metric has one way)."""
+    from metrics.catalog import VARIANT_BOUND
+    from refine.records import variant_name
+
+    if not variant or metric not in VARIANT_BOUND:
+        return True
+    return variant_name(image.get("exag_variant")) == variant
 
 
 def made(cells: Iterable[dict[str, Any]], metric: str, variant: str = "") -> dict[str, Any]:
@@ -84,18 +101,22 @@ def made(cells: Iterable[dict[str, Any]], metric: str, variant: str = "") -> dic
     seen: dict[str, set[Any]] = {p: set() for p in parts_of(metric)}
     answers: list[int] = []
     for cell in cells:
+        images = [im for im in cell.get("images") or [] if _of_variant(im, metric, variant)]
+        if cell.get("images") and not images:
+            continue  # its images were made another way: another row holds them
         if "observer" in seen:
             seen["observer"].add(_observer(cell))
             seen["tau"].add(cell.get("tau"))
         if "judge" in seen:
-            for image in cell.get("images") or []:
+            for image in images:
                 if image.get(metric) is None:
                     continue
-                by, read = _judged(cell, image, metric)
-                seen["judge"].add(by)
-                seen["read"].add(read)
-                if (k := _answers(image, metric)) is not None:
-                    answers.append(k)
+                for source in CARRIED.get(metric, (metric,)):
+                    by, read = _judged(cell, image, source)
+                    seen["judge"].add(by)
+                    seen["read"].add(read)
+                    if (k := _answers(image, source)) is not None:
+                        answers.append(k)
     out: dict[str, Any] = {"variant": variant or None} if variant else {}
     for part, values in seen.items():
         known = sorted(v for v in values if v is not None)
@@ -129,6 +150,18 @@ def _said(part: str, value: Any, answers: float | None = None) -> str:
     return str(value)
 
 
+def words(here: dict[str, Any]) -> str:
+    """What made a value (:func:`made`), in words: ``observer InternVL3-14B-hf, tau 0.52,
+    judge clip-flant5-xxl, by log-probabilities`` ("" where nothing is recorded)."""
+    out = []
+    for part in PARTS[1:]:
+        if part not in here:
+            continue
+        said = _said(part, here[part], here.get("answers"))
+        out.append(f"{part} {said}" if part in ("observer", "judge") and here[part] else said)
+    return ", ".join(out)
+
+
 def differs(here: dict[str, Any], paper: dict[str, Any]) -> str:
     """Where ``here`` (:func:`made`) is not the paper's way (the parts the recipe states),
     in words: ``paper: InternVL3-14B-hf, tau 0.52; here: gemini-3.8-flash, tau 0.6``; ""
@@ -151,4 +184,15 @@ def _same(part: str, here: Any, paper: Any) -> bool:
         return False
     if part == "tau":
         return abs(float(here) - float(paper)) < 5e-4  # stated to two or three decimals
+    if part in ("observer", "judge"):
+        return model_key(here) == model_key(paper)
     return str(here) == str(paper)
+
+
+def model_key(model: Any) -> str:
+    """A model as its weights are named, whatever backend served them: the hub id without
+    the backend's prefix, case or the transformers build's ``-hf`` (``hf:OpenGVLab/
+    InternVL3-14B-hf`` and vLLM's ``openai:OpenGVLab/InternVL3-14B`` are one model); a
+    local path stays itself."""
+    name = str(model).split(":", 1)[-1].rstrip("/").casefold()
+    return name.removesuffix("-hf")

@@ -156,4 +156,9 @@ def stored(rows: Sequence[dict[str, Any]], folder: Path) -> Any:
     found = StoredMetrics()
     for row in rows:
         found.add(folder / row["image"], None, row["country"], row["values"], row["model"])
+        scoring = row.get("scoring") or {}  # what made its values (refine.harness.ways)
+        found.cells.append(
+            {"scorer": scoring.get("scorer") or {}, "tau": scoring.get("tau"),
+             "images": [dict(row["values"])]}
+        )  # fmt: skip
     return found

@@ -95,4 +95,7 @@ def test_a_bench_on_the_papers_models_sets_its_figures_and_differences_beside(
         row = rows[column]
         assert row["paper"] == figure and row["paper_differs"] == "", row
         assert row["difference"] == pytest.approx(row["value"] - figure, abs=1e-12)
+    assert rows["FAITH ↑"]["made_with"] == (
+        "observer InternVL3-14B-hf, tau 0.52, judge clip-flant5-xxl, by log-probabilities"
+    )
     assert not [n for n in made.table.notes if "made another way" in n]

@@ -204,3 +204,32 @@ def test_a_value_made_with_other_models_a_sampled_judge_or_another_tau_is_not_co
     assert rows["FAITH ↑"]["difference"] == pytest.approx(0.6 - 0.61)
     assert rows["ALIGN ↑"]["difference"] == pytest.approx(0.5 - 0.4)
     assert same.apart_figures() == 0 and not same.notes[1:]  # only the stand-in's note
+
+
+def test_what_made_a_value_follows_its_judges_and_variant():
+    """ways.made: a rescore's kept EXAG is its source's judge's (a bench made before judges
+    were recorded); VIEScore is its semantic score's and the quality reading's judges
+    (several where a rescore read one again); an EXAG variant's row reads its own images
+    alone; one model served by two backends is one model."""
+    from refine.harness.ways import differs, made
+
+    old = {"rescored": {"judge": ["gemini:a", "gemini:b"], "kept": ["exag", "quality"]},
+           "scorer": {"observer": "gemini:a", "judge": "gemini:b"}, "tau": 0.5,
+           "images": [{"exag": 0.1, "faith": 0.6, "exag_variant": "exag:ita"}]}  # fmt: skip
+    got = made([old], "faith", "exag:ita")
+    assert got["judge"] == "gemini:a" and got["read"] is None and got["observer"] == "gemini:a"
+    vie = {"scorer": {"judge": "gemini:b"}, "images": [{"vie_overall": 0.4, "judged": {
+        "vie_sc": {"by": "gemini:b", "read": "sampled k=4"},
+        "quality": {"by": "gemini:a", "read": "logprobs"}}}]}  # fmt: skip
+    got = made([vie], "vie_overall")
+    assert got["judge"] == ["gemini:a", "gemini:b"] and got["read"] == ["logprobs", "sampled"]
+    assert got["answers"] == 4
+    assert "here: several: a or b" in differs(got, {"judge": "gemini:a"})
+    by_j = {"exag": {"by": "j", "read": "logprobs"}}
+    mixed = {"scorer": {"observer": "o", "judge": "j"}, "tau": 0.5,
+             "images": [{"exag": 0.2, "exag_variant": "exag:mllm", "judged": by_j}]}  # fmt: skip
+    assert made([old, mixed], "exag", "exag:ita")["judge"] == "gemini:a"  # mllm's cell apart
+    assert made([old, mixed], "exag", "exag:mllm")["judge"] == "j"
+    served = {"observer": "openai:OpenGVLab/InternVL3-14B", "tau": 0.52}
+    assert differs(served, {"observer": "hf:OpenGVLab/InternVL3-14B-hf", "tau": 0.52}) == ""
+    assert differs(served, {"observer": "hf:Qwen/Qwen2.5-VL-7B-Instruct"}) != ""

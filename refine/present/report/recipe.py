@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from refine.harness.recipe_tables import RecipeTable
+from refine.harness.ways import words as made_words
 from refine.numbers import p_text
 from refine.present.html import document, escape, num, write_page
 from refine.present.latex import Cell, Table, write_tables
@@ -28,6 +29,7 @@ CSV_FIELDS = (
     "difference",
     "paper_differs",
     "way",
+    "made_with",
     "note",
 )
 
@@ -60,6 +62,7 @@ def csv_rows(table: RecipeTable) -> list[dict[str, Any]]:
                     "difference": diff,
                     "paper_differs": c.paper_differs,
                     "way": c.way,
+                    "made_with": made_words(c.made),
                     "note": c.note,
                 }
             )

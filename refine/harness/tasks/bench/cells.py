@@ -19,7 +19,7 @@ from refine.evaluate.reference_source import ReferenceSource, activity_category
 from refine.harness.cells import Cell, CellFormat, CellStore
 from refine.harness.generators import checked_generators, generate
 from refine.harness.tasks.bench.plan import BenchPlan
-from refine.harness.tasks.bench.top_up import RESCORE, why_missing
+from refine.harness.tasks.bench.top_up import RESCORE, judged_record, why_missing
 from refine.profiles import load_profile
 
 BENCH_CELLS = CellFormat(
@@ -210,19 +210,6 @@ def _image_record(
         record["implicit_met"] = checked.implicit_met
         record["expectations"] = [c.model_dump() for c in checked.checks]
     return record
-
-
-def judged_record(scores: Any, judge: Any) -> dict[str, dict[str, Any]]:
-    """Per value a judge read: the judge and its reading (``logprobs``, ``sampled k=N``),
-    what a recipe table's way check reads (:mod:`refine.harness.ways`)."""
-    out = {
-        m: {"by": judge, "read": r.mode}
-        for m, r in scores.readings.items()
-        if scores.values.get(m) is not None
-    }
-    if (q := scores.quality_reading) is not None and scores.values.get("quality") is not None:
-        out["quality"] = {"by": q.judge, "read": q.method}
-    return out
 
 
 def exaggerated_record(listed: Any) -> list[dict[str, Any]]:

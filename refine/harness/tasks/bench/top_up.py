@@ -76,9 +76,12 @@ def rescore(maker: Any, job: tuple[str, str, str]) -> Cell:
         with Image.open(maker.store.dir / im["file"]) as opened:
             images.append(opened.convert("RGB"))
     got = rescored(maker.assessor, images, refs, missing, known=cell.images)
+
     records = []
     for im, scores in zip(cell.images, got, strict=True):
         record = {**im, **scores.values}
+        if mine := judged_record(scores, scoring[2].get("judge")):
+            record["judged"] = {**(im.get("judged") or {}), **mine}
         if scores.tifa is not None:
             record["tifa_answers"] = [dataclasses.asdict(a) for a in scores.tifa]
         why = {**(im.get("missing") or {}), **why_missing(scores, missing)}
@@ -104,3 +107,16 @@ def why_missing(scores: Any, baselines: Any) -> dict[str, str]:
     return {
         m: scores.notes.get(m) or "not computed" for m in baselines if scores.values.get(m) is None
     }
+
+
+def judged_record(scores: Any, judge: Any) -> dict[str, dict[str, Any]]:
+    """Per value a judge read: the judge and its reading (``logprobs``, ``sampled k=N``),
+    what a recipe table's way check reads (:mod:`refine.harness.ways`)."""
+    out = {
+        m: {"by": judge, "read": r.mode}
+        for m, r in scores.readings.items()
+        if scores.values.get(m) is not None
+    }
+    if (q := scores.quality_reading) is not None and scores.values.get("quality") is not None:
+        out["quality"] = {"by": q.judge, "read": q.method}
+    return out

@@ -83,8 +83,8 @@ def caire_table(recipe: Recipe, results: Results, out: Path, rated: Any = None) 
     # rating the image alone); only beside the row computed as the paper computes it
     which = "caire" if doc.get("mode") == "kb" else "vlm"
     # and beside a value made the paper's way alone: its judge (refine.harness.ways)
-    judges = sorted({str((c.get("scorer") or {}).get("judge")) for c in results.cells})
-    made = {"judge": judges[0] if len(judges) == 1 else judges, "read": None}
+    judges = sorted({str(j) for c in results.cells if (j := (c.get("scorer") or {}).get("judge"))})
+    made = {"judge": judges[0] if len(judges) == 1 else (judges or None), "read": None}
     for p in t.paper:
         if p.metric != which:
             continue

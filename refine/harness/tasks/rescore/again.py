@@ -82,8 +82,7 @@ def baselines_again(
     """The baselines ``names`` scored from the images into their ``records`` (with the
     judge that read each, TIFA's answers, and why any is missing)."""
     from refine.evaluate.baselines import rescored
-    from refine.harness.tasks.bench.cells import judged_record
-    from refine.harness.tasks.bench.top_up import why_missing
+    from refine.harness.tasks.bench.top_up import judged_record, why_missing
 
     got = rescored(maker.assessor, images, refs, names, known=records)
     for record, scores in zip(records, got, strict=True):
