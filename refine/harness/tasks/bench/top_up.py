@@ -77,18 +77,11 @@ def rescore(maker: Any, job: tuple[str, str, str]) -> Cell:
             images.append(opened.convert("RGB"))
     got = rescored(maker.assessor, images, refs, missing, known=cell.images)
 
-    records = []
-    for im, scores in zip(cell.images, got, strict=True):
-        record = {**im, **scores.values}
-        if mine := judged_record(scores, scoring[2].get("judge")):
-            record["judged"] = {**(im.get("judged") or {}), **mine}
-        if scores.tifa is not None:
-            record["tifa_answers"] = [dataclasses.asdict(a) for a in scores.tifa]
-        why = {**(im.get("missing") or {}), **why_missing(scores, missing)}
-        record.pop("missing", None)
-        if why := {m: w for m, w in why.items() if record.get(m) is None}:
-            record["missing"] = why
-        records.append(record)
+    judge = scoring[2].get("judge")
+    records = [
+        with_baselines(im, scores, missing, judge)
+        for im, scores in zip(cell.images, got, strict=True)
+    ]
     baselines = list(dict.fromkeys([*(cell.inputs.get("baselines") or ()), *missing]))
     models = {**(cell.inputs.get("baseline_models") or {}), **maker.plan.checkpoints()}
     return Cell(
@@ -107,6 +100,23 @@ def why_missing(scores: Any, baselines: Any) -> dict[str, str]:
     return {
         m: scores.notes.get(m) or "not computed" for m in baselines if scores.values.get(m) is None
     }
+
+
+def with_baselines(
+    record: dict[str, Any], scores: Any, names: list[str], judge: Any
+) -> dict[str, Any]:
+    """An image's ``record`` with the baselines ``names`` as ``scores`` gives them: their
+    values, the judge that read each, TIFA's answers, and why any is missing."""
+    out = {**record, **scores.values}
+    if mine := judged_record(scores, judge):
+        out["judged"] = {**(record.get("judged") or {}), **mine}
+    if scores.tifa is not None:
+        out["tifa_answers"] = [dataclasses.asdict(a) for a in scores.tifa]
+    why = {**(record.get("missing") or {}), **why_missing(scores, names)}
+    out.pop("missing", None)
+    if why := {m: w for m, w in why.items() if out.get(m) is None}:
+        out["missing"] = why
+    return out
 
 
 def judged_record(scores: Any, judge: Any) -> dict[str, dict[str, Any]]:

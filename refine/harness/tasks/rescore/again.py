@@ -4,7 +4,6 @@ baselines a new judge cannot read."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from refine.harness.tasks.rescore.plan import RescoreError
@@ -82,16 +81,8 @@ def baselines_again(
     """The baselines ``names`` scored from the images into their ``records`` (with the
     judge that read each, TIFA's answers, and why any is missing)."""
     from refine.evaluate.baselines import rescored
-    from refine.harness.tasks.bench.top_up import judged_record, why_missing
+    from refine.harness.tasks.bench.top_up import with_baselines
 
     got = rescored(maker.assessor, images, refs, names, known=records)
-    for record, scores in zip(records, got, strict=True):
-        record.update(scores.values)
-        if mine := judged_record(scores, judge):
-            record["judged"] = {**(record.get("judged") or {}), **mine}
-        if scores.tifa is not None:
-            record["tifa_answers"] = [dataclasses.asdict(t) for t in scores.tifa]
-        why = {**(record.get("missing") or {}), **why_missing(scores, names)}
-        record.pop("missing", None)
-        if why := {m: w for m, w in why.items() if record.get(m) is None}:
-            record["missing"] = why
+    for i, scores in enumerate(got):  # each record in place: the caller's list holds them
+        records[i] = with_baselines(records[i], scores, names, judge)
