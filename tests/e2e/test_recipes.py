@@ -45,6 +45,17 @@ def small_recipe(bundled, name, act, folder):
     return recipe
 
 
+def _recipe_run(tmp_path, text, siglip_path):
+    """A recipe file of ``text`` and the command that runs it into ``tmp_path / "b"`` with
+    the tiny SigLIP: (the folder, the arguments)."""
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(text)
+    out = tmp_path / "b"
+    args = ["bench", "--recipe", str(recipe), "--out", str(out),
+            "--backend", f"image_embedder=siglip:{siglip_path}"]  # fmt: skip
+    return out, args
+
+
 def _table(folder, name):
     """The bench's rows of a recipe's CSV (the paper's own rows, "paper: ...", apart)."""
     with (folder / f"table-{name}.csv").open() as fh:
@@ -173,7 +184,7 @@ task = "bench"
 [select]
 countries = ["Iran", "USA"]
 activities = ["people eating food at home", "wedding celebration"]
-images_per_prompt = 3
+images_per_prompt = 2
 seed = 42
 generators = ["gemini:gemini-3.1-flash-image", "gemini:gemini-3-pro-image"]
 
@@ -550,16 +561,12 @@ def test_a_second_backbone_scores_the_same_images_again(world, siglip_path, tmp_
     are recomputed by hand from its own cells."""
     world.generate_by_model = {"gemini-3.1-flash-image": RED, "gemini-3-pro-image": GREEN}
     world.judge_shift_by_model = {"gemini-3.5-pro": -1}  # the second judge rates one lower
-    recipe = tmp_path / "two.toml"
-    recipe.write_text(BACKBONES)
-    out = tmp_path / "b"
-    args = ["bench", "--recipe", str(recipe), "--out", str(out),
-            "--backend", f"image_embedder=siglip:{siglip_path}"]  # fmt: skip
+    out, args = _recipe_run(tmp_path, BACKBONES, siglip_path)
     dry = cli(*args, "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    # 8 prompts x 3 images: the bench's 24 observations and the backbone's 24
+    # 8 prompts x 2 images: the bench's 16 observations and the backbone's 16
     assert (
-        "backbone Other: 24 observations" in dry.stdout and "judge_align read again" in dry.stdout
+        "backbone Other: 16 observations" in dry.stdout and "judge_align read again" in dry.stdout
     )
     done = cli(*args)
     assert done.returncode == 0, done.stderr
@@ -571,8 +578,8 @@ def test_a_second_backbone_scores_the_same_images_again(world, siglip_path, tmp_
     first = world.by_model.index(("observe", "gemini-3.5-flash"))
     later = world.by_model[first:]
     assert {k for k, _ in later} == {"observe", "judge"}
-    assert later.count(("observe", "gemini-3.5-flash")) == 24
-    assert later.count(("judge", "gemini-3.5-pro")) == 24  # judge_align, once an image
+    assert later.count(("observe", "gemini-3.5-flash")) == 16
+    assert later.count(("judge", "gemini-3.5-pro")) == 16  # judge_align, once an image
     by_file = {im["file"]: im for c in main for im in c["images"]}
     for cell in theirs:
         note = cell["rescored"]
@@ -708,7 +715,7 @@ def test_the_proposers_recipe_rescores_its_bench_with_each_proposers_own_set(
 
 JUDGED = (
     SMALL.replace('generators = ["gemini', 'baselines = ["judge_align"]\ngenerators = ["gemini')
-    .replace("images_per_prompt = 3", "images_per_prompt = 1")
+    .replace("images_per_prompt = 2", "images_per_prompt = 1")
     .replace(', "gemini:gemini-3-pro-image"]', "]")
     .replace(
         "\n[table]",
@@ -735,11 +742,7 @@ def test_a_baseline_the_paper_read_with_another_judge_is_read_again_by_it(
     another profile than the recipe's it does not run, and the table says so."""
     world.generate_by_model = {"gemini-3.1-flash-image": RED}
     world.judge_shift_by_model = {"gemini-3.5-pro": -1}  # the second judge rates one lower
-    recipe = tmp_path / "judged.toml"
-    recipe.write_text(JUDGED)
-    out = tmp_path / "b"
-    args = ["bench", "--recipe", str(recipe), "--out", str(out),
-            "--backend", f"image_embedder=siglip:{siglip_path}"]  # fmt: skip
+    out, args = _recipe_run(tmp_path, JUDGED, siglip_path)
     dry = cli(*args, "--dry-run")
     assert dry.returncode == 0, dry.stderr
     said = "judge gemini:gemini-3.5-pro: judge_align of the bench's images read again by it"
