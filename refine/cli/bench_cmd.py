@@ -5,6 +5,7 @@ a concepts run, CAIRE's universal set, SoS banks) and writes the paper's table."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from refine.cli.inputs import UserInputError, parse_backends, parsed_baseline_mo
 from refine.cli.task_cmd import extra_option, run_plan, task_command
 from refine.harness import registry
 from refine.harness.plan import refusal
-from refine.harness.recipe_run import plan_of, proposer_packs, recipe_shortfall
+from refine.harness.recipe_run import planned, proposer_packs, recipe_shortfall, record_asked
 from refine.harness.recipes import bundled as bundled_recipes
 
 # the fields a recipe chooses itself, refused beside --recipe
@@ -27,12 +28,6 @@ RECIPE_OPTIONS = [
         "recipe", None, "--recipe",
         "Run a paper's protocol and write its table (CSV, LaTeX, HTML) beside the bench: "
         f"{', '.join(bundled_recipes())}, or a recipe file (.toml).", str | None,
-    ),
-    extra_option(
-        "limit", None, "--limit",
-        "With --recipe: only its first K prompts (each a cell per generator), taken in turn "
-        "from its countries, for a quick look (a concepts recipe: its first K concept "
-        "prompts; sos: K cultures; caire: K concepts).", int | None,
     ),
     extra_option(
         "dry_run", False, "--dry-run",
@@ -50,9 +45,10 @@ RECIPE_OPTIONS = [
         "one without a recipe).", Path | None,
     ),
     extra_option(
-        "cube_quality", "auto", "--cube-quality",
+        "cube_quality", None, "--cube-quality",
         "With a concepts recipe: the images' quality, hpsv2 (as CUBE rates it), judge, or "
-        "auto (HPS v2 where its checkpoint loads, else the judge's, said).", str,
+        "auto (HPS v2 where its checkpoint loads, else the judge's, said; the default).",
+        str | None,
     ),
 ]  # fmt: skip
 
@@ -61,8 +57,9 @@ def _intercept(given: dict[str, Any], extras: dict[str, Any], **run: Any) -> boo
     """``--recipe``: the recipe's task and table, done here (True); without it, the options
     that go with it are refused and the bench runs from its Plan (False)."""
     if extras["recipe"] is None:
-        for flag, name in (("--limit", "limit"), ("--dry-run", "dry_run"),
-                           ("--ratings", "ratings"), ("--concepts", "concepts")):  # fmt: skip
+        for flag, name in (("--dry-run", "dry_run"), ("--ratings", "ratings"),
+                           ("--concepts", "concepts"),
+                           ("--cube-quality", "cube_quality")):  # fmt: skip
             if extras[name]:
                 raise UserInputError(f"{flag} goes with --recipe NAME")
         if given["baseline_models"]:
@@ -74,6 +71,7 @@ def _intercept(given: dict[str, Any], extras: dict[str, Any], **run: Any) -> boo
         "profile": given["profile"], "backend": given["backends"] or [],
         "tau": given["tau"], "baselines": given["baselines"],
         "baseline_model": given["baseline_models"] or [], **extras, **run,
+        "limit": run["engine"].limit, "engine": replace(run["engine"], limit=None),
     })  # fmt: skip
     return True
 
@@ -111,7 +109,7 @@ def _recipe(name: str, given: dict) -> None:
 
         run_dataset_recipe(recipe, given, echo)
         return
-    plan = _recipe_plan(recipe, given)
+    plan, engine = _recipe_plan(recipe, given)
     if given["dry_run"]:
         if (estimate := registry.task(recipe.task).estimator()) is not None:
             from refine.cli.recipe_run import profile_of
@@ -129,40 +127,37 @@ def _recipe(name: str, given: dict) -> None:
             raise UserInputError(str(err)) from err
     if said := recipe_shortfall(recipe):  # a smaller plan than the paper's, said first
         echo(f"recipe {recipe.name}: {said}")
-    results = run_plan(registry.task(recipe.task), plan, out, as_json, given["engine"])
+    results = run_plan(registry.task(recipe.task), plan, out, as_json, engine)
+    record_asked(out, results, _asked(given))
     write_table(recipe, results, out, given["ratings"], echo)
 
 
-def _recipe_plan(recipe: Any, given: dict) -> Any:
-    """The plan a recipe runs, with the command line's generators, profile, backends and
-    the rest in place of the recipe's where given; one line where it cannot be."""
-    spec = registry.task(recipe.task)
+def _asked(given: dict) -> dict[str, Any]:
+    """What the command line asks of a recipe's plan, by the plan's names (None or empty:
+    not asked; refine.harness.plan.ASKED)."""
     parsed_baseline_models(given["baseline_model"])  # a bad one said as the option's
-    common = {
+    chosen = None if given["baselines"] is None else _baselines(given["baselines"])
+    return {
         "generators": list(given["generator"]),
         "limit": given["limit"],
         "profile": given["profile"],
         "backends": parse_backends(given["backend"]),
         "baseline_models": tuple(given["baseline_model"]),
+        "tau": given["tau"],
+        "baselines": chosen,
+        "concepts": given["concepts"],
+        "quality": given["cube_quality"],
     }
-    if recipe.task == "bench":
-        # the recipe's own baselines unless --baselines chooses others
-        chosen = None if given["baselines"] is None else _baselines(given["baselines"])
-        overrides = {**common, "tau": given["tau"], "baselines": chosen}
-    elif recipe.task == "concepts":
-        overrides = {**common, "concepts": given["concepts"], "quality": given["cube_quality"]}
-    elif recipe.task == "caire":
-        overrides = {k: common[k] for k in ("generators", "limit", "profile", "backends")}
-        overrides["concepts"] = given["concepts"]
-    elif recipe.task == "sos":
-        keep = ("generators", "limit", "profile", "backends", "baseline_models")
-        overrides = {k: common[k] for k in keep}
-    else:
-        overrides = {}
+
+
+def _recipe_plan(recipe: Any, given: dict) -> tuple[Any, Any]:
+    """The plan a recipe runs and its engine options, with the command line's options in
+    place of the recipe's where given; one line where one cannot be."""
     try:
-        return plan_of(recipe, **overrides)
+        return planned(recipe, given["engine"], **_asked(given))
     except ValidationError as err:
-        raise UserInputError(f"--recipe {recipe.name}: {refusal(err, spec.plan_class())}") from err
+        plan = registry.task(recipe.task).plan_class()
+        raise UserInputError(f"--recipe {recipe.name}: {refusal(err, plan)}") from err
     except ValueError as err:
         raise UserInputError(f"--recipe {recipe.name}: {err}") from err
 

@@ -30,24 +30,6 @@ def profile_of(name: str) -> Any:
         raise UserInputError(f"--profile: {err}") from err
 
 
-def bench_plan(recipe: Recipe, generators: list[str], limit: int | None, **given: Any) -> Any:
-    """The bench plan of a recipe (:func:`refine.harness.recipe_run.bench_plan`), or the
-    one line saying what cannot be; ``given`` holds the command line's profile, backends,
-    tau, baselines and baseline models."""
-    from pydantic import ValidationError
-
-    from refine.harness.plan import refusal
-    from refine.harness.recipe_run import bench_plan
-    from refine.harness.tasks.bench.plan import BenchPlan
-
-    try:
-        return bench_plan(recipe, generators, limit, **given)
-    except ValidationError as err:
-        raise UserInputError(f"--recipe {recipe.name}: {refusal(err, BenchPlan)}") from err
-    except ValueError as err:
-        raise UserInputError(f"--recipe {recipe.name}: {err}") from err
-
-
 def dry_run(plan: Any, recipe: Recipe, echo: Callable[[str], None]) -> None:
     """Say what the recipe's bench makes and calls, making nothing."""
     from refine.harness.recipe_run import recipe_estimate

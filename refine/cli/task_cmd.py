@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.ray import RayEngineError
 from refine.harness.registry import TaskSpec
 from refine.harness.results import RESULTS, Results, ResultsError
-from refine.harness.task import CellsFailed
+from refine.harness.task import CellsFailed, NotLimited
 from refine.settings import shown_on
 
 
@@ -67,7 +68,7 @@ def run_plan(
         results = spec.runner()(plan, out, on_event=progress, engine=engine)
     except CellsFailed as err:  # the rest were made: their page and summary, then exit 1
         results, own = err.results, [f"failed: {line}" for line in err.failures]
-    except (RayEngineError, CellSchemaError, *spec.error_types()) as err:
+    except (RayEngineError, CellSchemaError, NotLimited, *spec.error_types()) as err:
         raise UserInputError(str(err)) from err
     failed = [*own, *spec.failure_lines(results.cells)]
     for line in failed:
@@ -133,8 +134,14 @@ def task_command(
     settings = shown_on("cli", plan)
 
     def command(
-        out: Path, as_json: bool, engine: EngineOptions = LOCAL, ctx: Any = None, **options: Any
+        out: Path,
+        as_json: bool,
+        limit: int | None = None,
+        engine: EngineOptions = LOCAL,
+        ctx: Any = None,
+        **options: Any,
     ) -> None:
+        engine = replace(engine, limit=limit)  # the task's first N jobs (CellTask.planned)
         values = {s.name: options.pop(s.name) for s in settings}
         given = {k: v if _on_command_line(ctx, k) else None for k, v in values.items()}
         fields = {s.name: given_value(s, values[s.name]) for s in settings}
@@ -164,6 +171,19 @@ def task_command(
             inspect.Parameter.KEYWORD_ONLY,
             default=typer.Option(False, "--json", help="Print the results record."),
             annotation=bool,
+        ),
+        inspect.Parameter(
+            "limit",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=typer.Option(
+                None,
+                "--limit",
+                min=1,
+                help="Only the task's first N cells, for a quick look (a recipe whose task "
+                "takes a limit of its own: its first N prompts, taken in turn from its "
+                "countries; concepts, cultures).",
+            ),
+            annotation=int | None,
         ),
         inspect.Parameter("engine", inspect.Parameter.KEYWORD_ONLY, annotation=EngineOptions),
         # the running command's context: which options were given, not left at default

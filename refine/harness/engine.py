@@ -29,13 +29,15 @@ class EngineOptions:
     threads sharing one set of models) or ``ray`` (``workers`` actors, on this machine or
     the cluster at ``address``, ``gpus_per_worker`` GPUs each). ``batch``: Gemini requests
     go out as batch jobs (:mod:`refine.backends.gemini_batch`; half the price, answered
-    within a day), every cell at once, on the local engine."""
+    within a day), every cell at once, on the local engine. ``limit``: only the task's
+    first N jobs (``--limit`` of a task whose Plan takes no limit itself)."""
 
     kind: str = "local"
     workers: int = 1
     address: str | None = None
     gpus_per_worker: float = 0.0
     batch: bool = False
+    limit: int | None = None
 
     def check(self) -> None:
         """A ValueError naming the option that cannot be, and what to do instead."""
@@ -43,6 +45,8 @@ class EngineOptions:
             raise ValueError(f"--engine: {self.kind!r} is not {' or '.join(ENGINES)}")
         if self.workers < 1:
             raise ValueError(f"--workers: at least 1, got {self.workers}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"--limit: at least 1, got {self.limit}")
         if self.gpus_per_worker < 0:
             raise ValueError(f"--gpus-per-worker: at least 0, got {self.gpus_per_worker:g}")
         if self.kind == "local" and (self.address or self.gpus_per_worker):

@@ -21,12 +21,34 @@ from pydantic import (
     ValidationError,
 )
 
+from refine.harness.registry import resolve
 from refine.records import option
 from refine.settings import flag_of, parse_backends
 
 __all__ = ["option"]  # a plan field a front shows, re-exported for the task plans
 
 MAX_IMAGES_PER_PROMPT = 1000  # CUBE draws 80; a bound stops a typo's billions
+
+# what a run of a recipe may be asked besides its [select], by the plan field each sets,
+# with its flag: the run-level options first (every task takes them; where its Plan has no
+# such field one is refused in a line, and --limit keeps the task's first N jobs), then
+# those some tasks' recipes read
+ASKED = {
+    "generators": "--generator",
+    "limit": "--limit",
+    "profile": "--profile",
+    "backends": "--backend",
+    "baseline_models": "--baseline-model",
+    "tau": "--tau",
+    "baselines": "--baselines",
+    "concepts": "--concepts",
+    "quality": "--cube-quality",
+}
+
+
+def asked_only(asked: dict[str, Any]) -> dict[str, Any]:
+    """The options of ``asked`` that were asked: None and empty ones left out."""
+    return {k: v for k, v in asked.items() if v is not None and v not in ((), [], {})}
 
 
 class Plan(BaseModel):
@@ -36,6 +58,12 @@ class Plan(BaseModel):
     # the fields that may be given by position, in order, as they could when plans were
     # dataclasses (StrategyPlan(["edit"], prompts, budget_calls=5))
     positional: ClassVar[tuple[str, ...]] = ()
+    # "module:function" that reads a recipe into this plan where it reads more than the
+    # plan's own fields from [select] (a bench: the catalog's prompts), called with the
+    # options asked (of ASKED: its fields', ``limit``, which it applies, and also_takes);
+    # without one, the fields [select] gives, the asked ones replacing them
+    recipe_reader: ClassVar[str | None] = None
+    also_takes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, *args: Any, **fields: Any) -> None:
         if len(args) > len(self.positional):
@@ -48,6 +76,46 @@ class Plan(BaseModel):
                 raise TypeError(f"{type(self).__name__}: {name} given twice")
             fields[name] = value
         super().__init__(**fields)
+
+    @classmethod
+    def from_recipe(cls, recipe: Any, **asked: Any) -> Plan:
+        """This task's plan of ``recipe`` (a :class:`refine.harness.recipes.Recipe`), with
+        the options ``asked`` (None or empty: not asked) in place of the recipe's. One this
+        plan cannot take is a ValueError naming its flag; ``limit`` where the plan takes no
+        limit of its own is left to the run (:func:`jobs_limit`: its first N jobs)."""
+        asked = asked_only(asked)
+        takes = cls.takes()
+        refused = [k for k in asked if k not in takes]
+        if refused:
+            name = refused[0]
+            shown = ", ".join(ASKED[k] for k in ASKED if k in takes)
+            raise ValueError(
+                f"{ASKED.get(name, name)}: a {recipe.task} recipe's plan has no {name}; it "
+                f"takes {shown}"
+            )
+        if cls.recipe_reader is not None:
+            return resolve(cls.recipe_reader)(recipe, **asked)
+        select = recipe.select
+        fields = {k: getattr(select, k) for k in select.model_fields_set if k in cls.model_fields}
+        fields.update(select.model_extra or {})
+        fields.update({k: v for k, v in asked.items() if k in cls.model_fields})
+        return cls(**fields)
+
+    @classmethod
+    def takes(cls) -> tuple[str, ...]:
+        """The options of :data:`ASKED` a recipe's run of this plan may be asked."""
+        own = [k for k in ASKED if k in cls.model_fields or k in cls.also_takes]
+        if cls.recipe_reader is not None:
+            return (*own, *(["limit"] if "limit" not in own else []))
+        return (*cls.model_fields, *(["limit"] if "limit" not in cls.model_fields else []))
+
+    @classmethod
+    def jobs_limit(cls, asked: dict[str, Any]) -> int | None:
+        """The ``limit`` of ``asked`` that the run applies to the task's jobs (its first N):
+        None where this plan takes a limit itself (a bench's first K prompts)."""
+        if "limit" in cls.model_fields or cls.recipe_reader is not None:
+            return None
+        return asked.get("limit")
 
 
 def _some(prompts: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -3,11 +3,14 @@ Plan, runs the task, and makes the recipe's table from the results (and people's
 where the table is agreement with them). ``refine bench --recipe`` is this, with the pages
 written and the table printed.
 
-A bench recipe's prompts are the catalog's by its countries, activities, categories and
-sample (``limit``: the first K taken in turn from each country); a concepts recipe's, its
-concepts file's; a recipe of any other registered task gives its Plan's fields in
-``[select]`` (each checked by that Plan when the recipe loads), and ``overrides`` replace
-them."""
+Each task's Plan reads its recipe (:meth:`refine.harness.plan.Plan.from_recipe`): a bench
+recipe's prompts are the catalog's by its countries, activities, categories and sample
+(``limit``: the first K taken in turn from each country), a concepts recipe's its concepts
+file's (:mod:`refine.harness.tasks.bench.recipe`, ``...concepts.recipe``); a recipe of a
+task whose Plan has no reader gives its Plan's fields in ``[select]`` (each checked by that
+Plan when the recipe loads). The options asked replace the recipe's; ``limit`` keeps the
+first N jobs of a task whose Plan takes no limit itself, and the results record says what
+was asked (``config["asked"]``) and how many jobs ran of how many (``config["jobs"]``)."""
 
 from __future__ import annotations
 
@@ -34,189 +37,36 @@ class RecipeRun:
     backbones: list[tuple[str, Path, Results]] = field(default_factory=list)
 
 
-def interleaved(prompts: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The prompts taken in turn from each country (the first of each, then the second of
-    each, ...): a bench cut short with ``limit`` still covers the countries, and with
-    them the table's groups."""
-    by: dict[str, list[tuple[str, str]]] = {}
-    for p in prompts:
-        by.setdefault(p[1], []).append(p)
-    out = []
-    for k in range(max((len(v) for v in by.values()), default=0)):
-        out += [v[k] for v in by.values() if k < len(v)]
-    return out
+def plan_of(recipe: Recipe, **asked: Any) -> Any:
+    """The Plan a recipe runs: its task's Plan read from its ``[select]``
+    (:meth:`refine.harness.plan.Plan.from_recipe`), the options ``asked`` (of
+    :data:`refine.harness.plan.ASKED`, or the Plan's fields; None: not asked) in place of
+    the recipe's. One the Plan cannot take is a ValueError naming its flag."""
+    return registry.task(recipe.task).plan_class().from_recipe(recipe, **asked)
 
 
-def generator_settings(recipe: Recipe, generators: list[str]) -> dict[str, dict[str, Any]]:
-    """The recipe's settings of those of ``generators`` it sets (a generator named in
-    place of the recipe's draws with its own)."""
-    return {
-        g: st.model_dump(exclude_none=True)
-        for g, st in recipe.select.generator_settings.items()
-        if g in generators
-    }
+def planned(recipe: Recipe, engine: EngineOptions, **asked: Any) -> tuple[Any, EngineOptions]:
+    """A recipe's plan (:func:`plan_of`) and the engine options it runs on: where its Plan
+    takes no limit of its own, an asked ``limit`` keeps the task's first N jobs."""
+    from dataclasses import replace
+
+    plan = plan_of(recipe, **asked)
+    limit = type(plan).jobs_limit(asked)
+    return plan, replace(engine, limit=limit) if limit else engine
 
 
-def bench_plan(
-    recipe: Recipe,
-    generators: list[str] | tuple[str, ...] = (),
-    limit: int | None = None,
-    *,
-    profile: str | None = None,
-    backends: dict[str, str] | None = None,
-    tau: float | None = None,
-    baselines: tuple[str, ...] | None = None,
-    baseline_models: tuple[str, ...] = (),
-) -> Any:
-    """The bench plan of a recipe: its prompts (the first ``limit``), images per prompt,
-    seed, observer prompts and generator settings; ``tau`` and ``baselines`` in place of
-    the recipe's where given. A ValueError (a pydantic one from the plan) says what cannot
-    be."""
-    from refine.harness.tasks.bench.plan import BenchPlan, plan_prompts
+def record_asked(out: Path, results: Results, asked: dict[str, Any]) -> Results:
+    """The task's results record with what the run was asked beside the recipe
+    (``config["asked"]``, by option name; the jobs it then ran are ``config["jobs"]``),
+    written again; the record unchanged where nothing was asked."""
+    from refine.harness.plan import asked_only
 
-    s = recipe.select
-    prompts = plan_prompts(s.countries, s.activities, s.sample, s.seed, s.categories)
-    prompts = interleaved(prompts)[:limit] if limit else prompts
-    generators = list(generators) or list(s.generators)
-    return BenchPlan(
-        generators=generators,
-        prompts=prompts,
-        images_per_prompt=s.images_per_prompt,
-        seed=s.seed,
-        tau=tau if tau is not None else s.tau,
-        profile=profile or recipe.select.profile or "gemini",
-        backends=backends or {},
-        baselines=baselines if baselines is not None else tuple(s.baselines) or ("clipscore",),
-        baseline_models=tuple(baseline_models),
-        observer_prompts=s.observer_prompts,
-        generator_settings=generator_settings(recipe, generators),
-    )
-
-
-def _concepts(
-    recipe: Recipe, given: str | Path | None, limit: int | None, read: Any, what: str
-) -> list[Any]:
-    """The first ``limit`` concepts of ``given`` (else the recipe's own file), read by
-    ``read``; a ValueError asks for ``--concepts FILE`` where there is neither."""
-    path = given or recipe.select.concepts
-    if path is None:
-        raise ValueError(f"recipe {recipe.name} runs on {what}: give them with --concepts FILE")
-    found = read(path)
-    return found[:limit] if limit else found
-
-
-def concepts_plan(
-    recipe: Recipe,
-    concepts: str | Path | None = None,
-    generators: list[str] | tuple[str, ...] = (),
-    limit: int | None = None,
-    *,
-    profile: str | None = None,
-    backends: dict[str, str] | None = None,
-    quality: str = "auto",
-    baseline_models: tuple[str, ...] = (),
-) -> Any:
-    """The concepts plan of a recipe: its concepts file (``concepts`` in place of the
-    recipe's; the first ``limit``), images per prompt, seed and kernel weights."""
-    from refine.harness.tasks.concepts.plan import ConceptPlan, load_concepts
-
-    s = recipe.select
-    about = recipe.about.split(".")[0] if recipe.about else "see the recipe"
-    found = _concepts(recipe, concepts, limit, load_concepts, f"concept prompts ({about})")
-    generators = list(generators) or list(s.generators)
-    return ConceptPlan(
-        generators=generators,
-        concepts=found,
-        images_per_prompt=s.images_per_prompt,
-        seed=s.seed,
-        weights=tuple(s.cube_weights),
-        profile=profile or recipe.select.profile or "gemini",
-        backends=backends or {},
-        quality=quality,
-        baseline_models=tuple(baseline_models),
-        generator_settings=generator_settings(recipe, generators),
-    )
-
-
-def caire_plan(
-    recipe: Recipe,
-    concepts: str | Path | None = None,
-    generators: list[str] | tuple[str, ...] = (),
-    limit: int | None = None,
-    *,
-    profile: str | None = None,
-    backends: dict[str, str] | None = None,
-) -> Any:
-    """The CAIRE plan of a recipe: its concepts file (``concepts`` in place of the
-    recipe's; the first ``limit``), countries, generators, seeds and knowledge base."""
-    from refine.harness.tasks.caire.plan import CairePlan, read_concepts
-
-    s = recipe.select
-    hint = "the universal set's concepts (one concept a line, JSONL or CSV with a concept field)"
-    found = _concepts(recipe, concepts, limit, read_concepts, hint)
-    return CairePlan(
-        generators=list(generators) or list(s.generators),
-        concepts=found,
-        countries=list(s.countries),
-        images_per_prompt=s.images_per_prompt,
-        seed=s.seed,
-        profile=profile or recipe.select.profile or "gemini",
-        backends=backends or {},
-        kb=s.kb,
-    )
-
-
-def sos_plan(
-    recipe: Recipe,
-    generators: list[str] | tuple[str, ...] = (),
-    limit: int | None = None,
-    *,
-    profile: str | None = None,
-    backends: dict[str, str] | None = None,
-    baseline_models: tuple[str, ...] = (),
-) -> Any:
-    """The SoS plan of a recipe: its concept, cultures (the first ``limit``), languages and
-    generators, the caption classifiers its table names and their checkpoints
-    (``baseline_models``, NAME=WHERE)."""
-    from refine.harness.tasks.sos.prompts import person_prompts
-    from refine.harness.tasks.sos.recipe import SosPlan
-
-    s = recipe.select
-    cultures = list(s.cultures)
-    if not cultures and s.concept == "person":
-        cultures = sorted({c for c, _ in person_prompts()})
-    methods = tuple(m.metric for m in recipe.table.metrics if m.metric != "sos")
-    given = dict(x.split("=", 1) for x in baseline_models if "=" in x)
-    return SosPlan(
-        generators=list(generators) or list(s.generators),
-        concept=s.concept,
-        cultures=cultures[:limit] if limit else cultures,
-        languages=list(s.languages),
-        images_per_prompt=s.images_per_prompt,
-        prompts_per_cell=s.prompts_per_cell,
-        seed=s.seed,
-        profile=profile or recipe.select.profile or "gemini",
-        backends=backends or {},
-        classifiers=methods,
-        caption_models={k: v for k, v in given.items() if k in methods},
-    )
-
-
-def plan_of(recipe: Recipe, **overrides: Any) -> Any:
-    """The Plan a recipe runs: a bench's, a concepts run's or a CAIRE run's from its
-    selection (the keyword arguments of :func:`bench_plan`, :func:`concepts_plan` and
-    :func:`caire_plan` and :func:`sos_plan` in ``overrides``), any other
-    task's from the ``[select]`` fields its Plan declares, ``overrides`` replacing them."""
-    if recipe.task == "bench":
-        return bench_plan(recipe, **overrides)
-    if recipe.task == "concepts":
-        return concepts_plan(recipe, **overrides)
-    if recipe.task == "caire":
-        return caire_plan(recipe, **overrides)
-    if recipe.task == "sos":
-        return sos_plan(recipe, **overrides)
-    spec = registry.task(recipe.task)
-    return spec.plan_class()(**{**(recipe.select.model_extra or {}), **overrides})
+    given = asked_only(asked)
+    if not given:
+        return results
+    results.config["asked"] = {k: str(v) if isinstance(v, Path) else v for k, v in given.items()}
+    results.write(out)
+    return results
 
 
 def recipe_shortfall(recipe: Recipe) -> str | None:
@@ -259,15 +109,16 @@ def run_recipe(
     """Run a recipe (a :class:`Recipe`, a bundled recipe's name or a recipe file) into
     ``out``: its task on ``engine``, then its table from the results (and ``ratings``,
     a ratings file, where the table is agreement with people). ``overrides`` are the
-    plan's: for a bench recipe those of :func:`bench_plan`, for a concepts recipe those
-    of :func:`concepts_plan`, for another task its Plan's fields."""
+    options asked (:func:`plan_of`): the run-level ones (``generators``, ``limit``,
+    ``profile``, ``backends``, ``baseline_models``), a bench's ``tau`` and ``baselines``, a
+    concepts run's ``concepts`` and ``quality``, or the Plan's own fields."""
 
     if not isinstance(recipe, Recipe):
         recipe = load_recipe(recipe)
     spec = registry.task(recipe.task)
     if spec.run is None:
         raise ValueError(f"recipe {recipe.name}: run it with refine bench --recipe {recipe.name}")
-    plan = plan_of(recipe, **overrides)
+    plan, engine = planned(recipe, engine, **overrides)
     if recipe.table.settings == "proposers":  # refused before any image is made
         proposer_packs(recipe)
     emit = on_event or (lambda line: None)
@@ -275,6 +126,7 @@ def run_recipe(
     if said:
         emit(f"recipe {recipe.name}: {said}")
     results = spec.runner()(plan, Path(out), on_event=emit, engine=engine)
+    results = record_asked(Path(out), results, overrides)
     table, others = recipe_table(recipe, results, Path(out), ratings, emit)
     return RecipeRun(recipe, results, table, others)
 

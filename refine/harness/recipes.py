@@ -128,14 +128,11 @@ class GeneratorSettings(_Strict):
         return value
 
 
-# the bundled tasks whose [select] is read by the fields below (refine.harness.recipe_run's
-# bench_plan, concepts_plan, caire_plan and sos_plan), not by their Plan's
-OWN_SELECTION = ("bench", "concepts", "caire", "sos")
-
-
 class Select(_Strict):
-    # a recipe of a task with a Plan of its own (not bench, concepts, sos or caire) gives
-    # its Plan's fields here too, checked by that Plan as the recipe loads
+    # the fields below are read by a Plan's recipe reader (Plan.recipe_reader: the bench's,
+    # concepts', CAIRE's and SoS's); a recipe of a task whose Plan has none gives its Plan's
+    # fields here, checked by that Plan as the recipe loads (and those of the fields below
+    # its Plan has)
     model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
 
     countries: list[str] = Field(default_factory=list)  # empty: every country with refs
@@ -414,12 +411,12 @@ class Recipe(_Strict):
         return self
 
     def _plan_fields(self, spec: registry.TaskSpec) -> None:
-        """A task of its own Plan takes its fields from [select]; the bundled tasks take
-        only the fields above."""
+        """A task whose Plan reads no recipe of its own takes its fields from [select];
+        one with a reader takes only the fields above."""
         given = dict(self.select.model_extra or {})
         if not given:
             return
-        if spec.plan is None or self.task in OWN_SELECTION:
+        if spec.plan is None or spec.plan_class().recipe_reader is not None:
             raise ValueError(f"select.{sorted(given)[0]}: Extra inputs are not permitted")
         plan = spec.plan_class()
         stray = sorted(set(given) - set(plan.model_fields))
@@ -459,3 +456,45 @@ def load_recipe(name_or_path: str | Path) -> Recipe:
     path, where = bundled_or_file(name_or_path, "recipe")
 
     return toml_model(path.read_text(encoding="utf-8"), where, Recipe)
+
+
+def interleaved(prompts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The prompts taken in turn from each country (the first of each, then the second of
+    each, ...): a bench cut short with ``limit`` still covers the countries, and with
+    them the table's groups."""
+    by: dict[str, list[tuple[str, str]]] = {}
+    for p in prompts:
+        by.setdefault(p[1], []).append(p)
+    out = []
+    for k in range(max((len(v) for v in by.values()), default=0)):
+        out += [v[k] for v in by.values() if k < len(v)]
+    return out
+
+
+def generator_settings(recipe: Recipe, generators: list[str]) -> dict[str, dict[str, Any]]:
+    """The recipe's settings of those of ``generators`` it sets (a generator named in
+    place of the recipe's draws with its own)."""
+    return {
+        g: st.model_dump(exclude_none=True)
+        for g, st in recipe.select.generator_settings.items()
+        if g in generators
+    }
+
+
+def recipe_concepts(
+    recipe: Recipe, given: str | Path | None, limit: int | None, read: Any, what: str
+) -> list[Any]:
+    """The first ``limit`` concepts of ``given`` (else the recipe's own file), read by
+    ``read``; a ValueError asks for ``--concepts FILE`` where there is neither."""
+    path = given or recipe.select.concepts
+    if path is None:
+        raise ValueError(f"recipe {recipe.name} runs on {what}: give them with --concepts FILE")
+    found = read(path)
+    return found[:limit] if limit else found
+
+
+def chosen_profile(asked: str | None, recipe: Recipe) -> dict[str, str]:
+    """A recipe plan's ``profile``: the one asked, else the recipe's; neither, none (the
+    plan's own default)."""
+    chosen = asked or recipe.select.profile
+    return {"profile": chosen} if chosen else {}

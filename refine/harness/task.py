@@ -95,6 +95,10 @@ def run_task(
 
 
 def _run_held(task: Task, engine: EngineOptions, instances: Any, on_event: Any) -> Any:
+    if engine.limit and not isinstance(task, CellTask):
+        raise NotLimited(
+            f"--limit: a {task.name} is not made job by job; run it whole, or make its plan smaller"
+        )
     task.engine = engine
     cells_engine = open_engine(
         engine,
@@ -184,8 +188,13 @@ class CellTask(Task):
         """A cell's rows in the CSV (one per image), from its line."""
         raise NotImplementedError
 
-    def begin(self, made_with: Any, workers: list[str]) -> list[Any]:
+    def planned(self) -> list[Any]:
+        """The plan's jobs this run makes: its first ``engine.limit`` where one is asked."""
         jobs = self.jobs()
+        return jobs[: self.engine.limit] if self.engine.limit else jobs
+
+    def begin(self, made_with: Any, workers: list[str]) -> list[Any]:
+        jobs = self.planned()
         cells = self.store.cells()
         done = {c.key for c in cells if self.reusable(c, made_with) and self.settled(c)}
         last = latest(cells)
@@ -199,9 +208,12 @@ class CellTask(Task):
             self.todo.append(topped if topped is not None else job)
         self.countdown = Countdown(len(self.todo))
         rescored = f" ({again} of them kept, scored again from their images)" if again else ""
+        first = (
+            f", the first {len(jobs)} of {len(self.jobs())} (--limit)" if self.engine.limit else ""
+        )
         self.emit(
             f"{self.name} in {self.store.dir}: {len(self.todo)} of {len(jobs)} cell(s) to do"
-            f"{rescored}"
+            f"{first}{rescored}"
         )
         return self.todo
 
@@ -242,13 +254,20 @@ class CellTask(Task):
         that failed on their own are left out: :func:`run_task` names them after)."""
 
         kept = latest(c for c in self.store.cells() if self.reusable(c, made_with))
-        cells = [kept[key] for key in map(self.job_key, self.jobs()) if key in kept]
+        planned = self.planned()
+        cells = [kept[key] for key in map(self.job_key, planned) if key in kept]
         summary = self.summarise(cells, made_with)
         lines = [c.record() for c in cells]
         kept = [{k: v for k, v in line.items() if k not in self.form.bulky} for line in lines]
         config = self.config(made_with)
         if self.engine.batch:  # the cells left were made so: how their judge read
             config["batch"] = BATCH_WORDS
+        if self.engine.limit:  # what was asked against what was done
+            config["jobs"] = {
+                "limit": self.engine.limit,
+                "run": len(planned),
+                "of": len(self.jobs()),
+            }
         models = self.models
         if (self.store.dir / RESULTS).is_file():  # a rerun: the cells kept were made then
             from refine.harness.made_with import merge_models
@@ -262,6 +281,10 @@ class CellTask(Task):
         results = publish(self.store.dir, results, self.csv_fields(), rows)
         self.emit(f"written: {self.store.dir / RESULTS}, {self.csv_file}")
         return results
+
+
+class NotLimited(ValueError):
+    """``--limit`` asked of a task that is not made job by job (a bank, a batch)."""
 
 
 class CellsFailed(RuntimeError):

@@ -339,8 +339,15 @@ def test_wrong_input_is_refused_in_one_line(tmp_path):
     out = str(tmp_path / "x")
     bad = cli("bench", "--recipe", "ahead-tabel1", "--out", out)
     assert bad.returncode == 2 and "did you mean 'ahead-table1'" in bad.stderr
-    bad = cli("bench", "--limit", "3", "--out", out)
-    assert bad.returncode == 2 and "--limit goes with --recipe NAME" in bad.stderr
+    bad = cli("bench", "--cube-quality", "judge", "--out", out)
+    assert bad.returncode == 2 and "--cube-quality goes with --recipe NAME" in bad.stderr
+    bad = cli("bench", "--recipe", "ahead-table1", "--limit", "0", "--out", out)
+    assert bad.returncode == 2
+    assert "--limit '0': Input should be greater than or equal to 1" in bad.stderr
+    # an option the recipe's task does not take: one line, never dropped without a word
+    bad = cli("bench", "--recipe", "caire-table2", "--tau", "0.5", "--out", out)
+    assert bad.returncode == 2
+    assert "--recipe caire-table2: --tau: a caire recipe's plan has no tau" in bad.stderr
     bad = cli("bench", "--recipe", "ahead-table1", "--countries", "Iran", "--out", out)
     assert bad.returncode == 2 and "leave out --countries" in bad.stderr
     broken = tmp_path / "broken.toml"

@@ -95,6 +95,37 @@ def test_a_registered_task_runs_from_a_recipe_in_python_and_on_the_command_line(
         assert "toy-table: Vendi" in done.stdout and "Vendi 2.000" in done.stdout
         assert {p.suffix for p in (tmp_path / "cli").glob("table-toy-table*")} >= {".csv", ".tex"}
 
+        # the run-level options reach a task of its own: --limit keeps its first jobs (the
+        # plan has no limit of its own), and the record says what was asked and done
+        first = cli("bench", "--recipe", path, "--limit", "1", "--out", tmp_path / "one")
+        assert first.returncode == 0, first.stderr
+        assert "1 of 1 cell(s) to do, the first 1 of 3 (--limit)" in first.stderr
+        one = Results.read(tmp_path / "one")
+        assert [c["k"] for c in one.cells] == [1] and "Vendi 1.000" in first.stdout
+        assert one.config["jobs"] == {"limit": 1, "run": 1, "of": 3}
+        assert one.config["asked"] == {"limit": 1}
+        assert len((tmp_path / "one" / "toy.jsonl").read_text().splitlines()) == 1
+        limited = run_recipe(path, tmp_path / "py1", limit=2)
+        assert limited.results.config["jobs"] == {"limit": 2, "run": 2, "of": 3}
+        assert limited.table.cells[("toy", "vendi")].value == pytest.approx(1.5, abs=1e-9)
+        # what its plan cannot take is refused in one line, before anything is made
+        for wrong, said in (
+            (["--generator", "x:y"], "--generator: a toy recipe's plan has no generators; "
+             "it takes --limit"),
+            (["--profile", "nonexistent"], "--profile: a toy recipe's plan has no profile"),
+            (["--backend", "judge=gemini:gemini-3.8-flash"],
+             "--backend: a toy recipe's plan has no backends"),
+            (["--tau", "0.5"], "--tau: a toy recipe's plan has no tau"),
+        ):  # fmt: skip
+            refused = cli(
+                "bench", "--recipe", path, "--limit", "1", *wrong, "--out", tmp_path / "no"
+            )
+            assert refused.returncode == 2, refused.stderr
+            assert f"--recipe toy-table: {said}" in refused.stderr, refused.stderr
+        plain = cli("toy", "--ks", "1,2,3", "--limit", "2", "--out", tmp_path / "own", "--json")
+        assert plain.returncode == 0, plain.stderr
+        assert json.loads(plain.stdout)["config"]["jobs"] == {"limit": 2, "run": 2, "of": 3}
+
         bad = path.with_name("bad.toml")
         bad.write_text(TOY_RECIPE.replace("ks = [1, 2, 3]", "ks = [0]"))
         refused = cli("bench", "--recipe", bad, "--out", tmp_path / "no")

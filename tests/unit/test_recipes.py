@@ -190,16 +190,16 @@ def test_aheads_observer_prompts_ask_once_per_dimension():
 
 
 def test_a_recipes_baselines_are_its_own_unless_chosen():
-    from refine.cli.recipe_run import bench_plan
+    from refine.harness.recipe_run import plan_of
 
     recipe = load_recipe("ahead-table2")
-    own = bench_plan(recipe, [], 2, profile="gemini", backends={}, tau=None, baselines=None)
+    own = plan_of(recipe, limit=2, profile="gemini", backends={}, tau=None, baselines=None)
     assert own.baselines == tuple(recipe.select.baselines) and "pickscore" in own.baselines
     assert own.observer_prompts == "ahead" and len(own.prompts) == 2
-    chosen = bench_plan(recipe, [], 1, profile="gemini", backends={}, baselines=("vqascore",))
+    chosen = plan_of(recipe, limit=1, profile="gemini", baselines=("vqascore",))
     assert chosen.baselines == ("vqascore",)
     # a recipe that lists none: the bench's default
-    plain = bench_plan(load_recipe("ahead-table1"), [], 1, profile="gemini", backends={})
+    plain = plan_of(load_recipe("ahead-table1"), limit=1, profile="gemini", backends={})
     assert plain.baselines == ("clipscore",)
 
 
@@ -282,19 +282,17 @@ def test_a_recipes_generator_settings_are_the_papers_and_checked(tmp_path):
     prompt reach the plan of the generators they name; a --generator of the command
     line's own draws with its own; a setting for a generator the recipe does not draw
     with, or out of bounds, is one line."""
-    from refine.cli.recipe_run import bench_plan
+    from refine.harness.recipe_run import plan_of
 
     recipe = load_recipe("culturalframes-fig6-cultivate")
-    plan = bench_plan(recipe, [], 2, profile="gemini", backends={}, tau=None, baselines=None)
+    plan = plan_of(recipe, limit=2, profile="gemini", backends={}, tau=None, baselines=None)
     assert plan.generator_settings == {
         "diffusers:black-forest-labs/FLUX.1-dev":
             {"steps": 50, "guidance": 3.5, "width": 1024, "height": 1024},
         "diffusers:stabilityai/stable-diffusion-3.5-large":
             {"steps": 40, "guidance": 4.5, "width": 1024, "height": 1024},
     }  # fmt: skip
-    mine = bench_plan(
-        recipe, ["diffusers:x"], 2, profile="gemini", backends={}, tau=None, baselines=None
-    )
+    mine = plan_of(recipe, generators=["diffusers:x"], limit=2, profile="gemini")
     assert mine.generator_settings == {}
     # AHEaD footnote 3: Qwen-Image as Qwen-Image-Lightning, in every AHEaD recipe
     light = "diffusers:Qwen/Qwen-Image+lora=lightx2v/Qwen-Image-Lightning/"

@@ -78,6 +78,7 @@ class BenchPlan(PromptPlan):
     or no prompt is refused here, for every front."""
 
     positional = ("generators", "prompts")
+    recipe_reader = "refine.harness.tasks.bench.recipe:bench_plan"
 
     # generator names ("gemini:...", "diffusers:...+lora=PATH@0.8")
     generators: Generators = option(

@@ -20,6 +20,7 @@ from refine.harness.plan import (
     option,
     profile_generator,
 )
+from refine.harness.recipes import chosen_profile, recipe_concepts
 
 PROMPT = "A realistic photo of {concept} in {country}"  # CAIRE Sec. 4.2
 
@@ -29,6 +30,7 @@ class CairePlan(Plan):
     scores each image 1-5 for every country (with the knowledge base, where given)."""
 
     positional = ("generators", "concepts", "countries")
+    recipe_reader = "refine.harness.tasks.caire.plan:caire_plan"
 
     generators: Generators = option(
         help="A generator (once per generator; default: the profile's).",
@@ -119,3 +121,30 @@ def read_concepts(path: str | Path) -> list[str]:
     if any(len(c) > 120 for c in out):
         raise ValueError(f"{path}: a concept is longer than 120 characters")
     return out
+
+
+def caire_plan(
+    recipe: Any,
+    concepts: str | Path | None = None,
+    generators: list[str] | tuple[str, ...] = (),
+    limit: int | None = None,
+    *,
+    profile: str | None = None,
+    backends: dict[str, str] | None = None,
+) -> CairePlan:
+    """The CAIRE plan of a recipe (:attr:`CairePlan.recipe_reader`): its concepts file
+    (``concepts`` in place of the recipe's; the first ``limit``), countries, generators,
+    seeds and knowledge base."""
+    s = recipe.select
+    hint = "the universal set's concepts (one concept a line, JSONL or CSV with a concept field)"
+    found = recipe_concepts(recipe, concepts, limit, read_concepts, hint)
+    return CairePlan(
+        generators=list(generators) or list(s.generators),
+        concepts=found,
+        countries=list(s.countries),
+        images_per_prompt=s.images_per_prompt,
+        seed=s.seed,
+        **chosen_profile(profile, recipe),
+        backends=backends or {},
+        kb=s.kb,
+    )

@@ -173,6 +173,7 @@ class ConceptPlan(Plan):
     diversity (one image, kernel weights that are no kernel's) is refused here."""
 
     positional = ("generators", "concepts")
+    recipe_reader = "refine.harness.tasks.concepts.recipe:concepts_plan"
 
     generators: Generators = option(
         help="A generator to compare (once per generator; default: the profile's).",

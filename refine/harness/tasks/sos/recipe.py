@@ -13,12 +13,16 @@ from pydantic import Field, model_validator
 
 from refine.harness.engine import LOCAL, EngineOptions
 from refine.harness.plan import BACKENDS, MAX_IMAGES_PER_PROMPT, PROFILE, Backends, Plan, option
+from refine.harness.recipes import chosen_profile
 from refine.harness.results import Results
 from refine.harness.tasks.sos.prompts import person_prompts
 
 
 class SosPlan(Plan):
     """A bank of every (culture, language) cell for each generator, analysed together."""
+
+    recipe_reader = "refine.harness.tasks.sos.recipe:sos_plan"
+    also_takes = ("baseline_models",)  # the caption classifiers' checkpoints
 
     generators: list[str] = option(
         help="A generator (once per generator; default: the profile's).",
@@ -154,3 +158,36 @@ def sos_lines(results: Results) -> list[str]:
         for c in results.cells
     ]
     return lines + [f"banks analysed together: {len(results.cells)}"]
+
+
+def sos_plan(
+    recipe: Any,
+    generators: list[str] | tuple[str, ...] = (),
+    limit: int | None = None,
+    *,
+    profile: str | None = None,
+    backends: dict[str, str] | None = None,
+    baseline_models: tuple[str, ...] = (),
+) -> SosPlan:
+    """The SoS plan of a recipe (:attr:`SosPlan.recipe_reader`): its concept, cultures (the
+    first ``limit``), languages and generators, the caption classifiers its table names and
+    their checkpoints (``baseline_models``, NAME=WHERE)."""
+    s = recipe.select
+    cultures = list(s.cultures)
+    if not cultures and s.concept == "person":
+        cultures = sorted({c for c, _ in person_prompts()})
+    methods = tuple(m.metric for m in recipe.table.metrics if m.metric != "sos")
+    given = dict(x.split("=", 1) for x in baseline_models if "=" in x)
+    return SosPlan(
+        generators=list(generators) or list(s.generators),
+        concept=s.concept,
+        cultures=cultures[:limit] if limit else cultures,
+        languages=list(s.languages),
+        images_per_prompt=s.images_per_prompt,
+        prompts_per_cell=s.prompts_per_cell,
+        seed=s.seed,
+        **chosen_profile(profile, recipe),
+        backends=backends or {},
+        classifiers=methods,
+        caption_models={k: v for k, v in given.items() if k in methods},
+    )
