@@ -69,6 +69,9 @@ class Metric:
     # the checkpoint a baseline scored on a model of its own loads (downloaded with
     # ``refine models download --baselines``; refine.evaluate.baseline_models)
     checkpoint: str = ""
+    # how a task pools its values over prompts or cells (metrics.stats.POOLS): ``mean``,
+    # the mean with its 95% percentile bootstrap interval, drawn with the plan's seed
+    pool: str = "mean"
 
     @property
     def arrow(self) -> str:
@@ -1044,6 +1047,10 @@ def register(m: Metric) -> None:
         raise ValueError(f"the catalog already holds a metric named {m.name!r}")
     if m.level == "image" and m.compute is None:
         raise ValueError(f"{m.name}: a registered image metric needs its compute function")
+    from metrics.stats import POOLS
+
+    if m.pool not in POOLS:
+        raise ValueError(f"{m.name}: pool {m.pool!r} is not one of {', '.join(POOLS)}")
     _ALL = (*_ALL, m)
     CATALOG[m.name] = m
 
@@ -1094,6 +1101,17 @@ def prompt_values(
             given = {r: known if r == "values" else readings[r] for r in m.reads}
             known[m.name] = out[m.name] = m.compute(**given)
     return out
+
+
+def pooled(name: str, values: Sequence[float | None], seed: int = 42) -> dict[str, Any]:
+    """``{"mean", "interval"}`` of a figure's values over prompts or cells (None left out),
+    pooled as its catalog entry says (:attr:`Metric.pool`; a figure the catalog does not
+    hold, such as calls or seconds, by the mean), the bootstrap drawn with ``seed``. Every
+    task's summary pools here."""
+    from metrics.stats import POOLS
+
+    m = CATALOG.get(name) or next((c for c in CUBE if c.name == name), None)
+    return POOLS[m.pool if m is not None else "mean"](values, seed)
 
 
 def metric(name: str) -> Metric:

@@ -138,6 +138,35 @@ def mean_interval(
     return paired_bootstrap(lambda r: r.mean(axis=1), x, seed=seed, reps=reps)
 
 
+def mean_of(values: Sequence[float | None]) -> float | None:
+    """The mean of the values given (None left out); None where none is."""
+    got = [v for v in values if v is not None]
+    return sum(got) / len(got) if got else None
+
+
+def mean_stat(values: Sequence[float | None], seed: int = 42) -> dict[str, Any]:
+    """``{"mean", "interval"}``: the mean of the values given (None left out) and its 95%
+    percentile bootstrap interval (:func:`mean_interval`, drawn with ``seed``)."""
+    return {"mean": mean_of(values), "interval": mean_interval(values, seed)}
+
+
+def paired_difference(diffs: Sequence[float], seed: int = 42) -> dict[str, Any]:
+    """One thing against another on their common prompts, from the differences of each
+    prompt's values (other - base): how many, their mean, its 95% bootstrap interval and
+    the share of prompts improved."""
+    return {
+        "prompts": len(diffs),
+        "mean_difference": mean_of(diffs),
+        "interval": mean_interval(diffs, seed),
+        "share_improved": (sum(d > 0 for d in diffs) / len(diffs)) if diffs else None,
+    }
+
+
+# how a catalog metric's values are pooled over prompts or cells (metrics.catalog.Metric's
+# ``pool``, read by metrics.catalog.pooled): each ``(values, seed) -> {"mean", "interval"}``
+POOLS: dict[str, Callable[[Sequence[float | None], int], dict[str, Any]]] = {"mean": mean_stat}
+
+
 def mean_of_means_interval(
     groups: Sequence[Sequence[float]], seed: int = 0, reps: int = BOOTSTRAP
 ) -> tuple[float, float] | None:

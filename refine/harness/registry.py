@@ -101,8 +101,15 @@ class TaskSpec:
         return resolve(self._command("run"))
 
     def summary_lines(self, results: Any) -> list[str]:
-        """What the terminal shows of its results record (nothing without a summary)."""
-        return list(resolve(self.summary)(results)) if self.summary else []
+        """What the terminal shows of its results record: its ``summary`` function's lines;
+        without one, each pooled figure of the summary with its interval."""
+        if self.summary:
+            return list(resolve(self.summary)(results))
+        from metrics.catalog import label
+        from refine.numbers import interval_text
+
+        pooled = {k: v for k, v in results.summary.items() if isinstance(v, dict) and "mean" in v}
+        return ["; ".join(f"{label(k)} {interval_text(v)}" for k, v in pooled.items())]
 
     def error_types(self) -> tuple[type[Exception], ...]:
         """Its own errors that a user can put right (each said in one line, exit code 2)."""

@@ -130,12 +130,16 @@ def _run_held(task: Task, engine: EngineOptions, instances: Any, on_event: Any) 
 
 class CellTask(Task):
     """A task whose results are cells kept in ``folder`` (see the module docstring).
-    Subclasses give ``form``, ``metrics``, ``csv_file``, ``maker``, ``jobs``, ``job_key``,
-    ``reusable``, ``progress``, ``config``, ``summarise``, ``csv_fields`` and ``csv_rows``."""
+    Subclasses give ``form``, ``metrics``, ``csv_file``, ``maker`` and ``jobs``; the other
+    hooks have defaults read from the ``CellFormat`` and the task's ``plan`` (its Plan,
+    where it keeps one), and a task gives them only where it differs: ``job_key``,
+    ``reusable``, ``progress``, ``config``, ``summarise``, ``csv_fields`` and
+    ``csv_rows``."""
 
     form: CellFormat
     metrics: tuple[str, ...] = ()  # the catalog metrics a cell fills (its outputs)
     csv_file = "rows.csv"
+    plan: Any = None  # the task's Plan, where it keeps one: the defaults read it
 
     def __init__(self, folder: str | Path, emit: Callable[[str], None] | None = None) -> None:
         self.folder = str(folder)
@@ -151,12 +155,16 @@ class CellTask(Task):
         raise NotImplementedError
 
     def job_key(self, job: Any) -> tuple[Any, ...]:
-        """The key the job's cell has."""
-        raise NotImplementedError
+        """The key the job's cell has: a mapping's fields of the format's key, a tuple as
+        it is, any other job alone."""
+        if isinstance(job, dict):
+            return self.form.key_of(job)
+        return job if isinstance(job, tuple) else (job,)
 
     def reusable(self, cell: Cell, made_with: Any) -> bool:
-        """Whether a cell on record was made the way this plan makes cells."""
-        raise NotImplementedError
+        """Whether a cell on record was made the way this plan makes cells: made by the
+        same makers (its ``maker`` input, where its format keeps one)."""
+        return "maker" not in self.form.inputs or cell.inputs.get("maker") == made_with
 
     def settled(self, cell: Cell) -> bool:
         """Whether a reusable cell is done; one that is not (a failure it records) stays in
@@ -169,24 +177,35 @@ class CellTask(Task):
         return None
 
     def progress(self, cell: Cell) -> str:
-        """One line about a finished cell."""
-        raise NotImplementedError
+        """One line about a finished cell: its key, and each metric's value."""
+        from metrics.catalog import label
+        from refine.numbers import shown
+
+        key = ", ".join(f"{k}={v}" for k, v in zip(self.form.key, cell.key, strict=True))
+        values = [f"{label(m)} {shown(cell.outputs.get(m))}" for m in self.metrics]
+        return f"{key}: {', '.join(values)}"
 
     def config(self, made_with: Any) -> dict[str, Any]:
-        """What the task was asked for and made its cells with, for the record."""
-        raise NotImplementedError
+        """What the task was asked for and made its cells with, for the record: the plan's
+        fields and the makers."""
+        asked = self.plan.model_dump(mode="json") if self.plan is not None else {}
+        return {**asked, "maker": made_with}
 
     def summarise(self, cells: list[Cell], made_with: Any) -> dict[str, Any]:
-        """The figures of the plan's cells (in its order), by catalog metric name."""
-        raise NotImplementedError
+        """The figures of the plan's cells (in its order), by catalog metric name: each
+        metric pooled over the cells as the catalog says, with the plan's seed."""
+        from metrics.catalog import pooled
+
+        seed = getattr(self.plan, "seed", 42)
+        return {m: pooled(m, [c.mean(m) for c in cells], seed) for m in self.metrics}
 
     def csv_fields(self) -> tuple[str, ...]:
-        """The CSV's columns."""
-        raise NotImplementedError
+        """The CSV's columns: the cell's inputs, then its metrics."""
+        return (*self.form.inputs, *self.metrics)
 
     def csv_rows(self, line: dict[str, Any]) -> list[dict[str, Any]]:
-        """A cell's rows in the CSV (one per image), from its line."""
-        raise NotImplementedError
+        """A cell's rows in the CSV, from its line: one a cell."""
+        return [{k: line.get(k) for k in self.csv_fields()}]
 
     def planned(self) -> list[Any]:
         """The plan's jobs this run makes: its first ``engine.limit`` where one is asked."""
@@ -281,6 +300,20 @@ class CellTask(Task):
         results = publish(self.store.dir, results, self.csv_fields(), rows)
         self.emit(f"written: {self.store.dir / RESULTS}, {self.csv_file}")
         return results
+
+
+def cells_runner(task: Callable[..., CellTask]) -> Callable[..., Results]:
+    """A TaskSpec's run function for the task ``task(plan, folder, emit)`` builds."""
+
+    def run(
+        plan: Any,
+        out: str | Path,
+        on_event: Callable[[str], None] | None = None,
+        engine: EngineOptions = LOCAL,
+    ) -> Results:
+        return run_task(task(plan, out, on_event), engine=engine, on_event=on_event)
+
+    return run
 
 
 class NotLimited(ValueError):

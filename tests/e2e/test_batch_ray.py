@@ -387,9 +387,9 @@ def test_a_toy_task_spec_on_ray_writes_the_record_the_local_engine_does(cluster,
     from refine.harness.results import Results
     from refine.harness.task import run_task
     from tests.e2e.test_cli_run import cli
-    from tests.fakes.toy_task import TOY, ToyTask
+    from tests.fakes.toy_task import TOY, ToyPlan, ToyTask
 
-    local = run_task(ToyTask([1, 2, 3], tmp_path / "local"))
+    local = run_task(ToyTask(ToyPlan(ks=[1, 2, 3]), tmp_path / "local"))
     with registry.registered(TOY):
         # cells from two workers: the batch test
         done = cli("toy", "--ks", "1,2,3", "--out", tmp_path / "ray", "--engine", "ray")

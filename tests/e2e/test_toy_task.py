@@ -28,7 +28,10 @@ def test_a_registered_task_is_a_command_made_from_its_plan(tmp_path):
 
         done = cli("toy", "--ks", "1, 2,3", "--out", tmp_path / "t")
         assert done.returncode == 0, done.stderr
-        assert "Vendi 2.000, DDIV None" in done.stdout
+        # the task writes no summary, progress or config of its own: the defaults, pooled
+        # as the catalog says (a mean with its bootstrap interval; DDIV missing)
+        assert "Vendi 2.000 [1.000, 3.000]; DDIV \u2013" in done.stdout
+        assert "k=2: Vendi 2.000, DDIV \u2013" in done.stderr
         assert "toy in " in done.stderr and "3 of 3 cell(s) to do" in done.stderr
         results = Results.read(tmp_path / "t")
         assert results.task == "toy" and results.config["ks"] == [1, 2, 3]

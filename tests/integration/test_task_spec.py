@@ -12,12 +12,12 @@ import pytest
 from refine.harness.engine import EngineOptions
 from refine.harness.results import Results, ResultsError, cell_mean
 from refine.harness.task import run_task
-from tests.fakes.toy_task import ToyTask
+from tests.fakes.toy_task import ToyPlan, ToyTask
 
 
 def test_a_toy_task_writes_the_results_record(tmp_path):
     lines: list[str] = []
-    results = run_task(ToyTask([1, 2, 3, 4], tmp_path, lines.append))
+    results = run_task(ToyTask(ToyPlan(ks=[1, 2, 3, 4]), tmp_path, lines.append))
     assert lines[0].endswith("4 of 4 cell(s) to do")
     # the Vendi score of k orthogonal vectors is k; their mean 2.5
     assert [c["vendi"] for c in results.cells] == pytest.approx([1, 2, 3, 4])
@@ -42,19 +42,19 @@ def test_a_toy_task_writes_the_results_record(tmp_path):
 
 
 def test_cells_done_are_kept_and_workers_give_the_same_record(tmp_path):
-    one = run_task(ToyTask([2, 3], tmp_path / "a"))
+    one = run_task(ToyTask(ToyPlan(ks=[2, 3]), tmp_path / "a"))
     lines: list[str] = []
-    more = run_task(ToyTask([2, 3, 5], tmp_path / "a", lines.append))
+    more = run_task(ToyTask(ToyPlan(ks=[2, 3, 5]), tmp_path / "a", lines.append))
     assert lines[0].endswith("1 of 3 cell(s) to do")  # 2 and 3 were done
     assert more.cells[:2] == one.cells
-    wide = run_task(ToyTask([2, 3, 5], tmp_path / "b"), engine=EngineOptions(workers=3))
+    wide = run_task(ToyTask(ToyPlan(ks=[2, 3, 5]), tmp_path / "b"), engine=EngineOptions(workers=3))
     assert (wide.config, wide.summary, wide.cells) == (more.config, more.summary, more.cells)
 
 
 def test_a_record_of_another_task_or_layout_is_refused(tmp_path):
     with pytest.raises(ResultsError, match="no results record here"):
         Results.read(tmp_path)
-    run_task(ToyTask([1], tmp_path))
+    run_task(ToyTask(ToyPlan(ks=[1]), tmp_path))
     with pytest.raises(ResultsError, match="the results of a toy, not of a bench"):
         Results.read(tmp_path, "bench")
     doc = json.loads((tmp_path / "results.json").read_text())
@@ -67,7 +67,7 @@ def test_a_record_of_another_task_or_layout_is_refused(tmp_path):
 
 
 def test_a_cell_filling_an_undeclared_metric_is_refused(tmp_path):
-    task = ToyTask([2], tmp_path)
+    task = ToyTask(ToyPlan(ks=[2]), tmp_path)
     task.metrics = ("vendi",)  # ddiv left out of the spec
     with pytest.raises(ValueError, match=r"a toy cell fills \['ddiv'\], not among \('vendi',\)"):
         run_task(task)

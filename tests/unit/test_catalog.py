@@ -228,3 +228,30 @@ def test_every_prompt_figure_is_computed_by_its_catalog_entry():
     assert prompt_values(["qvendi"], {"vendi": None}, weights=[1.0]) == {"qvendi": None}
     with pytest.raises(KeyError):  # a reading not given is no figure
         prompt_values(["vendi"], weights=[1.0])
+
+
+def test_a_metric_is_pooled_as_its_entry_says_and_tasks_pool_nowhere_else():
+    """Every task's summary pools through catalog.pooled: the mean over prompts (None left
+    out) with its bootstrap interval, drawn with the seed given; a pool the catalog does not
+    know is refused when the metric is registered; no task module writes a mean or builds
+    a {mean, interval} of its own."""
+    from dataclasses import replace
+
+    from metrics.stats import mean_interval
+
+    values = [0.2, None, 0.4, 0.9]
+    got = catalog.pooled("faith", values, seed=7)
+    assert got["mean"] == pytest.approx(0.5, abs=1e-12)
+    assert got["interval"] == mean_interval([0.2, 0.4, 0.9], 7)
+    many = [i / 17 for i in range(17)]  # enough values for two seeds' draws to differ
+    assert catalog.pooled("faith", many, 7) != catalog.pooled("faith", many, 8)
+    assert catalog.pooled("seconds", [None]) == {"mean": None, "interval": None}
+    odd = replace(catalog.metric("faith"), name="toy_median", pool="median")
+    with pytest.raises(ValueError, match="toy_median: pool 'median' is not one of mean"):
+        catalog.register(odd)
+    assert not catalog.known("toy_median")
+    tasks = ROOT / "refine" / "harness" / "tasks"
+    for path in tasks.rglob("*.py"):
+        text = path.read_text()
+        assert "def _mean" not in text and '"interval": ' not in text, path
+        assert "mean_interval(" not in text, path

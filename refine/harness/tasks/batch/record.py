@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from metrics.catalog import pooled
 from refine.events import EntryChanged
 from refine.harness.results import Results
 from refine.io.files import atomic_write_text
@@ -189,8 +190,8 @@ def batch_results(batch: Batch, folder: Any = None) -> tuple[Results, list[dict[
     finished = [r for r in rows if r["status"] == "finished"]
     summary = dict(summarise(batch.entries))
     for key, field in (("faith_initial", "initial_faith"), ("faith_best", "best_faith")):
-        summary[key] = _stat([r[field] for r in finished])
-    summary["faith_gain"] = _stat([r["faith_gain"] for r in finished])
+        summary[key] = pooled("faith", [r[field] for r in finished])
+    summary["faith_gain"] = pooled("faith", [r["faith_gain"] for r in finished])
     config = {
         "id": batch.id,
         "source": batch.source,
@@ -219,10 +220,3 @@ def _models(batch: Batch, folder: Path) -> dict[str, str]:
             continue
         seen.append({i.get("id", role): weights_of(i) for role, i in run.backend_info.items()})
     return merge_models(seen)
-
-
-def _stat(values: list[float | None]) -> dict[str, Any]:
-    from metrics.stats import mean_interval
-
-    got = [v for v in values if v is not None]
-    return {"mean": sum(got) / len(got) if got else None, "interval": mean_interval(got)}

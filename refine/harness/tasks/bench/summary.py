@@ -15,17 +15,13 @@ from metrics.catalog import (
     HEADLINE,
     VARIANT_BOUND,
     image_extras,
+    pooled,
 )
-from metrics.stats import mean_interval
+from metrics.stats import paired_difference
 from refine.harness.cells import Cell
 from refine.records import variant_name
 
 NO_EXAG = "no EXAG"  # the group of prompts whose images have none
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    got = [v for v in values if v is not None]
-    return sum(got) / len(got) if got else None
 
 
 def summarise(cells: list[Cell], generators: Sequence[str], seed: int = 42) -> dict[str, Any]:
@@ -53,17 +49,8 @@ def summarise(cells: list[Cell], generators: Sequence[str], seed: int = 42) -> d
         a, b = _headline_by_prompt(cells, base), _headline_by_prompt(cells, other)
         common = sorted(k for k in a if k in b and a[k] is not None and b[k] is not None)
         diffs = [b[k] - a[k] for k in common]
-        out["paired"].append(
-            {
-                "base": base,
-                "other": other,
-                "metric": HEADLINE,
-                "prompts": len(common),
-                "mean_difference": _mean(diffs),
-                "interval": mean_interval(diffs, seed),
-                "share_improved": (sum(d > 0 for d in diffs) / len(diffs)) if diffs else None,
-            }
-        )
+        pair = {"base": base, "other": other, "metric": HEADLINE}
+        out["paired"].append({**pair, **paired_difference(diffs, seed)})
     return out
 
 
@@ -117,19 +104,15 @@ def _stats(cells: list[Cell], seed: int) -> dict[str, Any]:
         optional = (*extras, *BENCH_EXPECTATIONS)
         if metric in optional and all(v is None for v in values):
             continue  # a bench without expectations, a scorer that reads no quality
-        stat = {"mean": _mean(values), "interval": mean_interval(values, seed)}
+        stat = pooled(metric, values, seed)
         if metric in VARIANT_BOUND and groups and set(groups) != {NO_EXAG}:
             if len(groups) == 1:
                 stat["variant"] = next(iter(groups))
             else:
-                stat = {"mean": None, "interval": None, "by_variant": {}}
+                stat = {**pooled(metric, [], seed), "by_variant": {}}
                 for v, same in sorted(groups.items()):
                     got = [c.mean(metric) for c in same]
-                    stat["by_variant"][v] = {
-                        "prompts": len(same),
-                        "mean": _mean(got),
-                        "interval": mean_interval(got, seed),
-                    }
+                    stat["by_variant"][v] = {"prompts": len(same), **pooled(metric, got, seed)}
         row[metric] = stat
     return row
 

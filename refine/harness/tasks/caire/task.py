@@ -143,17 +143,13 @@ class CaireTask(CellTask):
         }
 
     def summarise(self, cells: list[Cell], made_with: Any) -> dict[str, Any]:
-        from metrics.stats import mean_interval
+        from metrics.catalog import pooled
 
         out: dict[str, Any] = {"images": sum(len(c.images) for c in cells), "countries": {}}
         for label in self.plan.countries:
-            got = [im["scores"][label] for c in cells for im in c.images]
-            got = [v for v in got if v is not None]
-            out["countries"][label] = {
-                "mean": sum(got) / len(got) if got else None,
-                "interval": mean_interval(got),
-                "n": len(got),
-            }
+            got = [v for c in cells for im in c.images if (v := im["scores"][label]) is not None]
+            stat = pooled("caire", got, self.plan.seed)
+            out["countries"][label] = {**stat, "n": len(got)}
         return out
 
     def csv_fields(self) -> tuple[str, ...]:

@@ -32,6 +32,7 @@ from typing import Any
 
 from metrics.catalog import CUBE_FIGURES as FIGURES  # the last, concept_quality, is per image
 from metrics.catalog import prompt_values
+from metrics.stats import mean_of
 from metrics.vendi import (
     CUBE_KERNELS,
     cultural_diversity,
@@ -107,11 +108,6 @@ def _within(tags: Sequence[tuple[str, str, str]], faithful: Sequence[bool] | Non
     return total / kept_all if kept_all else None
 
 
-def _mean(values: list[Any]) -> float | None:
-    got = [v for v in values if v is not None]
-    return sum(got) / len(got) if got else None
-
-
 def summarise_concepts(cells: list[dict[str, Any]], generators: Sequence[str]) -> dict[str, Any]:
     """Per concept, each generator's figures; per generator, their means over concepts."""
     out: dict[str, Any] = {"concepts": [], "generators": {}}
@@ -140,10 +136,10 @@ def summarise_concepts(cells: list[dict[str, Any]], generators: Sequence[str]) -
         kernels = list(dict.fromkeys(k for c in mine for k in c.get("cd_kernels") or {}))
         out["generators"][g] = {
             "concepts": len(mine),
-            **{f: _mean([c.get(f) for c in mine]) for f in FIGURES},
+            **{f: mean_of([c.get(f) for c in mine]) for f in FIGURES},
             # Tab. 5: each kernel's Eq. 3, over the concepts computed under it
             "cd_kernels": {
-                k: _mean([(c.get("cd_kernels") or {}).get(k) for c in mine]) for k in kernels
+                k: mean_of([(c.get("cd_kernels") or {}).get(k) for c in mine]) for k in kernels
             },
         }
     return out

@@ -9,33 +9,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from metrics.catalog import EDITOR_LOOP
-from metrics.stats import mean_interval
+from metrics.catalog import EDITOR_LOOP, pooled
+from metrics.stats import mean_of
 from refine.harness.cells import Cell
 from refine.harness.tasks.loop_benches import forgetting_line, forgetting_sum
-from refine.harness.tasks.strategies.summary import with_interval
-from refine.numbers import shown
+from refine.numbers import interval_text, shown
 
 FIGURES = (*EDITOR_LOOP, "drift_outside", "drift_from_source")
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    got = [v for v in values if v is not None]
-    return sum(got) / len(got) if got else None
 
 
 def by_loop(cells: list[Cell], loops: int, seed: int) -> dict[str, Any]:
     """One editor's loops 0..``loops`` over ``cells`` (its prompts)."""
     rows = []
     guards = [c.data.get("guard") for c in cells]
-    guard = _mean(guards)
+    guard = mean_of(guards)
     first = None
     for k in range(loops + 1):
         at = [next((r for r in c.images if r["loop"] == k), None) for c in cells]
         row: dict[str, Any] = {"loop": k, "prompts": sum(r is not None for r in at)}
         for f in FIGURES:
             values = [None if r is None else r.get(f) for r in at]
-            row[f] = {"mean": _mean(values), "interval": mean_interval(values, seed)}
+            row[f] = pooled(f, values, seed)
         below = [  # of the prompts whose chain reached this loop
             g is not None and r["quality"] is not None and r["quality"] < g - 1e-9
             for r, g in zip(at, guards, strict=True)
@@ -75,9 +69,9 @@ def loop_lines(results: Any) -> list[str]:
         for row in s["loops"]:
             mark = "  below the guard" if s["first_below_guard"] == row["loop"] else ""
             lines.append(
-                f"  {row['loop']:>4}  {with_interval(row['faith']):<22} "
-                f"{with_interval(row['quality']):<22} "
-                f"{with_interval(row['drift'])}{mark}"
+                f"  {row['loop']:>4}  {interval_text(row['faith']):<22} "
+                f"{interval_text(row['quality']):<22} "
+                f"{interval_text(row['drift'])}{mark}"
             )
         lines.append(f"  {forgetting_line(s.get('forgetting'))}")
     return lines

@@ -188,7 +188,7 @@ class ScoreTask(CellTask):
         }
 
     def summarise(self, cells: list[Cell], made_with: Any) -> dict[str, Any]:
-        from metrics.stats import mean_interval
+        from metrics.catalog import pooled
 
         names = [*BENCH_IMAGE, *self.plan.baselines]
         if self.plan.expectations is not None:
@@ -196,11 +196,7 @@ class ScoreTask(CellTask):
         out: dict[str, Any] = {"images": len(cells)}
         for name in names:
             values = [v for c in cells if (v := c.mean(name)) is not None]
-            out[name] = {
-                "mean": sum(values) / len(values) if values else None,
-                "interval": mean_interval(values),
-                "n": len(values),
-            }
+            out[name] = {**pooled(name, values), "n": len(values)}
         return out
 
     def csv_fields(self) -> tuple[str, ...]:

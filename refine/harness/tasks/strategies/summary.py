@@ -10,33 +10,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from metrics.stats import mean_interval
+from metrics.catalog import pooled
+from metrics.stats import paired_difference
 from refine.harness.cells import Cell
 from refine.harness.tasks.loop_benches import forgetting_line, forgetting_sum
 from refine.harness.tasks.strategies.plan import BEST_OF_N, with_memory
-from refine.numbers import shown
+from refine.numbers import interval_text, shown
 
 CURVE_POINTS = 11  # the budget's calls split in ten
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    got = [v for v in values if v is not None]
-    return sum(got) / len(got) if got else None
-
-
-def _stat(values: list[float | None], seed: int) -> dict[str, Any]:
-    return {"mean": _mean(values), "interval": mean_interval(values, seed)}
 
 
 def stats(cells: list[Cell], seed: int) -> dict[str, Any]:
     """Each figure's mean over the cells (prompts) and its interval."""
     return {
         "prompts": len(cells),
-        "faith": _stat([c.outputs.get("faith") for c in cells], seed),
-        "quality": _stat([c.outputs.get("quality") for c in cells], seed),
-        "reached": _stat([float(bool(c.data.get("reached"))) for c in cells], seed),
-        "calls": _stat([c.data.get("calls") for c in cells], seed),
-        "seconds": _stat([c.data.get("seconds") for c in cells], seed),
+        "faith": pooled("faith", [c.outputs.get("faith") for c in cells], seed),
+        "quality": pooled("quality", [c.outputs.get("quality") for c in cells], seed),
+        "reached": pooled("reached", [float(bool(c.data.get("reached"))) for c in cells], seed),
+        "calls": pooled("calls", [c.data.get("calls") for c in cells], seed),
+        "seconds": pooled("seconds", [c.data.get("seconds") for c in cells], seed),
         # what a loop's kept rounds fixed and undid (None: best-of-N, which edits nothing)
         "forgetting": forgetting_sum(cells),
     }
@@ -49,15 +41,7 @@ def paired(cells: list[Cell], other: str, seed: int, base: str = BEST_OF_N) -> d
     by = {s: _faith_by_prompt(cells, s) for s in (base, other)}
     common = sorted(k for k in by[other] if k in by[base])
     diffs = [by[other][k] - by[base][k] for k in common]
-    return {
-        "base": base,
-        "other": other,
-        "metric": "faith",
-        "prompts": len(common),
-        "mean_difference": _mean(diffs),
-        "interval": mean_interval(diffs, seed),
-        "share_improved": (sum(d > 0 for d in diffs) / len(diffs)) if diffs else None,
-    }
+    return {"base": base, "other": other, "metric": "faith", **paired_difference(diffs, seed)}
 
 
 def _faith_by_prompt(cells: list[Cell], strategy: str) -> dict[tuple[str, str], float]:
@@ -128,13 +112,6 @@ def summarise(
     return out
 
 
-def with_interval(stat: dict[str, Any], digits: str = ".3f") -> str:
-    """``0.712 [0.650, 0.770]``, or the dash where the mean is missing."""
-    iv = stat.get("interval")
-    span = f" [{format(iv[0], digits)}, {format(iv[1], digits)}]" if iv else ""
-    return shown(stat.get("mean"), digits) + span
-
-
 def summary_lines(results: Any) -> list[str]:
     """The table of strategies on the terminal, then the paired differences."""
     summary = results.summary
@@ -143,8 +120,8 @@ def summary_lines(results: Any) -> list[str]:
     for s, st in summary["strategies"].items():
         reached = shown(st["reached"]["mean"], ".0%")
         lines.append(
-            f"{s:<13} {st['prompts']:>7}  {with_interval(st['faith']):<22} "
-            f"{with_interval(st['quality']):<22} "
+            f"{s:<13} {st['prompts']:>7}  {interval_text(st['faith']):<22} "
+            f"{interval_text(st['quality']):<22} "
             f"{reached:>7}   {shown(st['calls']['mean'], '.0f'):>5}  "
             f"{shown(st['seconds']['mean'], '.1f'):>8}"
         )
