@@ -477,7 +477,7 @@ def build_models(arch: str, root: Path, tiny: bool, device: str, in_memory: bool
             "editor": (f"diffusers:{ip2p}", {"steps": 20}, None),
             "observer": (f"hf:{qwen}", {}, None),
         }
-    from benchmarks.bench_cpu_round import build_qwen35
+    from benchmarks.qwen35 import build_qwen35
     from refine.profiles import load_profile
 
     options = load_profile(arch).options

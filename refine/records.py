@@ -627,6 +627,8 @@ class RefusedRound(_Record):
         return f"round {self.round} refused: {self.why()}"
 
 
+# the profile a run, a task, a command or the app uses where none is named
+DEFAULT_PROFILE = "gemini"
 _RUN = {"surfaces": ["run", "batch"]}  # refine run's options and batch lines
 # and the app's form: its box's ``label`` (in messages too; default: the name in words),
 # the box's own words where they differ (``box``), and a line under it (``info``)
@@ -640,7 +642,7 @@ class RunSpec(_Record):
     # ``flag``: how refine run names a field in its messages (default: --the-name)
     activity: str = Field(json_schema_extra={"flag": "ACTIVITY"})
     country: str
-    profile: str = "gemini"
+    profile: str = DEFAULT_PROFILE
     backends: dict[str, str] = Field(default_factory=dict, json_schema_extra={"flag": "--backend"})
     backend_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # the table of run settings: each field's type, bounds, default and help, and which

@@ -1,7 +1,7 @@
 """The structure check `./dev test` runs before the tests: ``python tools/check_structure.py``.
 
-It reads the packages ``refine``, ``metrics`` and ``ui`` as text (nothing is imported) and
-fails on:
+It reads the packages ``refine``, ``metrics`` and ``ui`` and the scripts of ``benchmarks``
+as text (nothing is imported) and fails on:
 
 * an import circle between files, function-level imports and imports under
   ``if TYPE_CHECKING:`` included (a circle is a set of files each reaching the others
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("refine", "metrics", "ui")
+PACKAGES = ("refine", "metrics", "ui", "benchmarks")
 MAX_CLASS, MAX_FUNCTION, MAX_FLAT, MAX_TASK = 400, 150, 12, 250
 TASKS = "refine/harness/tasks"
 # module prefix -> the module prefixes it may not import

@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from refine.records import DEFAULT_PROFILE
+
 PERSISTENT = Path("/data")  # where a Space mounts its storage bucket (a container, its volume)
 
 
@@ -145,7 +147,7 @@ def from_env(env: Mapping[str, str] | None = None) -> Deployment:
     from ui.limits import Limits
 
     env = os.environ if env is None else env
-    profile = env.get("REFINE_PROFILE", "").strip() or "gemini"
+    profile = env.get("REFINE_PROFILE", "").strip() or DEFAULT_PROFILE
     try:
         loaded = load_profile(profile)
     except ValueError as err:

@@ -16,6 +16,7 @@ from refine.human.stored import stored_metrics
 from refine.io.files import atomic_write_text
 from refine.present.report.agreement import render_agreement
 from refine.present.terminal import agreement_lines
+from refine.records import DEFAULT_PROFILE
 from refine.settings import split_list
 
 
@@ -35,7 +36,7 @@ def agree_cmd(
     ),
     activity: str = typer.Option(None, "--activity", help="With --compute: what images show."),
     country: str = typer.Option(None, "--country", help="With --compute: where."),
-    profile: str = typer.Option("gemini", "--profile", help="With --compute: the scorer."),
+    profile: str = typer.Option(DEFAULT_PROFILE, "--profile", help="With --compute: the scorer."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap intervals."),
     out: Path = typer.Option(None, "--out", help="Folder for agree.json and agree.html."),

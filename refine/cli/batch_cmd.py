@@ -17,6 +17,7 @@ from refine.harness.tasks.batch.task import run_batch
 from refine.loop.refiner import Refiner
 from refine.present.report import write_report
 from refine.present.terminal.records import batch_lines
+from refine.records import DEFAULT_PROFILE
 from refine.settings import SettingsError, output_folder
 from refine.usage import QuotaSpent
 
@@ -25,7 +26,9 @@ def batch_cmd(
     specs: Path = typer.Argument(..., help="A .jsonl (one JSON object a line) or .csv file."),
     out: Path = typer.Option(Path("runs"), "--out", help="Folder for the batch directory."),
     resume: bool = typer.Option(False, "--resume", help="Finish this file's existing batch."),
-    profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
+    profile: str = typer.Option(
+        DEFAULT_PROFILE, "--profile", help="Backend profile (name or .toml)."
+    ),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
     as_json: bool = typer.Option(False, "--json", help="Print the batch record as JSON."),
     engine: EngineOptions = LOCAL,
@@ -103,7 +106,7 @@ def batch_cmd(
 def batch_again(specs: Path, out: Path, profile: str, backend: list[str], engine) -> list[str]:
     """The command that finishes this batch (``--resume``, with its profile and engine)."""
     again = ["refine", "batch", str(specs), "--out", str(out), "--resume"]
-    if profile != "gemini":
+    if profile != DEFAULT_PROFILE:
         again += ["--profile", profile]
     for b in backend:
         again += ["--backend", b]

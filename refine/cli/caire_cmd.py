@@ -18,6 +18,7 @@ from refine.evaluate.caire.score_plan import (
 )
 from refine.present.terminal import records as lines
 from refine.present.terminal import scores as scores_lines
+from refine.records import DEFAULT_PROFILE
 
 caire_app = typer.Typer(
     help=(
@@ -46,7 +47,7 @@ def kb_build_cmd(
         None, "--embedder", help="Image embedder, e.g. clip:ViT-L-14/openai or siglip:ID."
     ),
     profile: str = typer.Option(
-        "gemini", "--profile", help="Profile whose image embedder is the default."
+        DEFAULT_PROFILE, "--profile", help="Profile whose image embedder is the default."
     ),
     device: str = typer.Option(None, "--device", help="cpu, cuda or cuda:N (default: auto)."),
     chunk: int = typer.Option(64, "--chunk", min=1, help="Entities embedded between saves."),

@@ -13,6 +13,7 @@ from refine.evaluate.expectations import build_expectations
 from refine.evaluate.refs_build import LLMCache
 from refine.io.files import atomic_write_text
 from refine.profiles import load_profile
+from refine.records import DEFAULT_PROFILE
 from refine.service import phrase
 
 expectations_app = typer.Typer(
@@ -26,7 +27,7 @@ expectations_app = typer.Typer(
 def build_cmd(
     prompt: str = typer.Argument(..., help='The prompt, e.g. "a family celebrating Nowruz".'),
     country: str = typer.Option(..., "--country", help="The culture the image should show."),
-    profile: str = typer.Option("gemini", "--profile", help="Backend profile (its llm)."),
+    profile: str = typer.Option(DEFAULT_PROFILE, "--profile", help="Backend profile (its llm)."),
     backend: list[str] = typer.Option([], "--backend", help="Override a role: llm=NAME."),
     count: int = typer.Option(6, "--count", min=1, max=15, help="Statements of each kind."),
     out: Path = typer.Option(None, "--out", help="Write the expectations file here (JSON)."),

@@ -12,13 +12,14 @@ from refine.cli.inputs import UserInputError
 from refine.io.inputs import InputError
 from refine.loop.memory import FixStore, read_shared, store_path
 from refine.loop.tracking import folded
+from refine.records import DEFAULT_PROFILE
 
 memory_app = typer.Typer(
     help="The fixes --memory remembers: what accepted rounds fixed, per profile.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-PROFILE = typer.Option("gemini", "--profile", help="Whose store (one per profile).")
+PROFILE = typer.Option(DEFAULT_PROFILE, "--profile", help="Whose store (one per profile).")
 
 
 def _store(profile: str) -> FixStore:

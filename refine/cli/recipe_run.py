@@ -11,6 +11,7 @@ from typing import Any
 from refine.cli.inputs import UserInputError, parse_backends
 from refine.harness.recipes import Recipe, load_recipe
 from refine.present.terminal.records import recipe_table_lines
+from refine.records import DEFAULT_PROFILE
 
 
 def read_recipe(name: str) -> Recipe:
@@ -98,7 +99,7 @@ def run_dataset_recipe(recipe: Recipe, given: dict[str, Any], echo: Callable[[st
                 echo(line)
             return None
         table = score_dataset(
-            chosen, given["out"], given["profile"] or recipe.select.profile or "gemini",
+            chosen, given["out"], given["profile"] or recipe.select.profile or DEFAULT_PROFILE,
             backends, given["tau"],
             given["baseline_model"], echo,
         )  # fmt: skip

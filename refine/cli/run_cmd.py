@@ -33,7 +33,7 @@ from refine.io.store import RunStore
 from refine.loop.refiner import Refiner
 from refine.present.terminal.records import catalog_lines, reference_lines
 from refine.present.views import summary_lines
-from refine.records import RunSpec
+from refine.records import DEFAULT_PROFILE, RunSpec
 
 refs_app = typer.Typer(
     help="Reference descriptors and stereotype candidates from the bundled pack.",
@@ -192,7 +192,9 @@ def make_run_cmd(spec: type[RunSpec] = RunSpec) -> Callable[..., None]:
             None, help='The activity, e.g. "people eating food at home".'
         ),
         country: str = typer.Option(None, "--country", help="The country, e.g. Iran."),
-        profile: str = typer.Option("gemini", "--profile", help="Backend profile (name or .toml)."),
+        profile: str = typer.Option(
+            DEFAULT_PROFILE, "--profile", help="Backend profile (name or .toml)."
+        ),
         backend: list[str] = typer.Option([], "--backend", help="Override a role: ROLE=NAME."),
         refs_file: Path = typer.Option(None, "--refs", help="References JSON instead of the pack."),
         reference_images: Path = reference_images_option(),

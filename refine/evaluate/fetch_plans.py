@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from refine.evaluate.commons import API, KEEP, PER_QUERY
 from refine.evaluate.paper_data import SOURCE
 from refine.io.download import MAX_MB, TIMEOUT_S
-from refine.records import option
+from refine.records import DEFAULT_PROFILE, option
 
 DATA_DIR = "Where the files go (default: $REFINE_DATA_DIR, else data in the cache folder)."
 
@@ -120,7 +120,7 @@ class PhotoSearch(BaseModel):
     query: str | None = option(None, 'The English query (default: "ACTIVITY COUNTRY").')
     keep: int = option(KEEP, "Photos kept.", ge=1, le=50)
     per_query: int = option(PER_QUERY, "Results taken per query.", ge=1, le=50)
-    profile: str = option("gemini", "Backend profile (name or .toml).")
+    profile: str = option(DEFAULT_PROFILE, "Backend profile (name or .toml).")
     backends: list[str] = option(
         help="Override a role: ROLE=NAME.", flag="--backend", given="repeat", default_factory=list
     )
@@ -171,7 +171,7 @@ class ModelsFetch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    profile: str = option("gemini", "Profile whose models to fetch.")
+    profile: str = option(DEFAULT_PROFILE, "Profile whose models to fetch.")
     backends: list[str] = option(
         help="Override a role: ROLE=NAME.", flag="--backend", given="repeat", default_factory=list
     )

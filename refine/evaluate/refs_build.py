@@ -27,7 +27,7 @@ from refine.backends.selection import Backends
 from refine.backends.structured import dimension_help
 from refine.io.files import atomic_write_text, cache_dir, slug
 from refine.profiles import load_profile
-from refine.records import ReferencePack, option
+from refine.records import DEFAULT_PROFILE, ReferencePack, option
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -316,7 +316,7 @@ class RefsBuild(BaseModel):
         help='An activity, e.g. "people repairing a bicycle".', flag="ACTIVITY", given="text"
     )
     country: str = option(help="A country, e.g. Peru.")
-    profile: str = option("gemini", "Profile whose [refs] models to use.")
+    profile: str = option(DEFAULT_PROFILE, "Profile whose [refs] models to use.")
     proposers: list[str] = option(
         help="A proposer llm (repeatable).", flag="--proposer", given="repeat",
         default_factory=list,

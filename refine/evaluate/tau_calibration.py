@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from metrics.ahead import best_match_similarities, check_tau
 from metrics.descriptors import DIMENSIONS
-from refine.records import option
+from refine.records import DEFAULT_PROFILE, option
 
 
 class TauError(ValueError):
@@ -36,7 +36,7 @@ class TauPlan(BaseModel):
     activity: str = option(help="What the photos show.")
     country: str = option(help="Where they were taken.")
     refs: Path | None = option(None, "References JSON instead of the pack.", given="path")
-    profile: str = option("gemini", "Backend profile (name or .toml).")
+    profile: str = option(DEFAULT_PROFILE, "Backend profile (name or .toml).")
     backends: list[str] = option(
         [], "Override a role: ROLE=NAME.", flag="--backend", given="repeat"
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from refine.harness.recipes import Recipe, SecondJudge
+from refine.records import DEFAULT_PROFILE
 
 
 def _named(profile: str | None) -> str | None:
@@ -21,7 +22,7 @@ def _named(profile: str | None) -> str | None:
 def judges_apply(recipe: Recipe, profile: str | None) -> bool:
     """Whether the recipe's second judges run for a bench on ``profile``: on the recipe's
     own profile only (on another, the profile's judge reads every baseline)."""
-    own = _named(recipe.select.profile or "gemini")
+    own = _named(recipe.select.profile or DEFAULT_PROFILE)
     return bool(recipe.select.judges) and _named(profile) == own
 
 

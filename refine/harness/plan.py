@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from refine.harness.registry import resolve
-from refine.records import option
+from refine.records import DEFAULT_PROFILE, option
 from refine.settings import flag_of, parse_backends
 
 __all__ = ["option"]  # a plan field a front shows, re-exported for the task plans
@@ -192,7 +192,7 @@ def _known_profile(name: str) -> str:
 # a profile's name or file, found as the plan is made
 Profile = Annotated[str, AfterValidator(_known_profile)]
 PROFILE = Field(
-    "gemini",
+    DEFAULT_PROFILE,
     description="The profile whose models score (and draw, where not named).",
     json_schema_extra={"flag": "--profile", "surfaces": ("cli",)},
 )
@@ -220,7 +220,7 @@ def profile_generator(data: Any) -> Any:
     from refine.profiles import load_profile
 
     try:
-        generator = load_profile(data.get("profile") or "gemini").backend("generator")
+        generator = load_profile(data.get("profile") or DEFAULT_PROFILE).backend("generator")
     except ValueError as err:
         raise ValueError(f"--profile: {err}") from err
     return {**data, "generators": [generator]}

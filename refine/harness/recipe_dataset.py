@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from refine.harness.recipes import Recipe
+from refine.records import DEFAULT_PROFILE
 
 
 @dataclass
@@ -82,7 +83,7 @@ def select_dataset(
 def score_dataset(
     chosen: DatasetSelection,
     out: str | Path,
-    profile: str = "gemini",
+    profile: str = DEFAULT_PROFILE,
     backends: dict[str, str] | None = None,
     tau: float | None = None,
     baseline_models: Sequence[str] = (),

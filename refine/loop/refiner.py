@@ -46,6 +46,7 @@ from refine.loop.prompts import round_text
 from refine.loop.steps import StepContext, default_steps
 from refine.profiles import load_profile
 from refine.records import (
+    DEFAULT_PROFILE,
     WRITTEN_SCHEMA,
     Candidate,
     ReferencePack,
@@ -111,7 +112,7 @@ class Refiner:
 
     def __init__(
         self,
-        profile: str = "gemini",
+        profile: str = DEFAULT_PROFILE,
         backends: dict[str, str] | None = None,
         backend_options: dict[str, dict[str, Any]] | None = None,
         on_event: Callable[[Event], None] | None = None,

@@ -20,7 +20,7 @@ from refine.evaluate.refs_build import (
     save_built,
 )
 from refine.io.files import atomic_write_text
-from refine.records import ReferencePack
+from refine.records import DEFAULT_PROFILE, ReferencePack
 from refine.service.folders import RunFolders, phrase
 from refine.service.jobs import Job
 from refine.service.slot import Slot
@@ -32,7 +32,7 @@ class RunService(RunFolders):
 
     def __init__(
         self,
-        profile: str = "gemini",
+        profile: str = DEFAULT_PROFILE,
         out: str | Path = "runs",
         backends: dict[str, str] | None = None,
         backend_options: dict[str, dict[str, Any]] | None = None,

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from refine.records import option
+from refine.records import DEFAULT_PROFILE, option
 
 
 class CaireScoreError(ValueError):
@@ -27,7 +27,7 @@ class CaireScorePlan(BaseModel):
     labels: str = option(help='Culture labels, e.g. "Iran,Turkey,India".')
     kb: Path | None = option(None, "A KB folder; without it, kb-free mode.", given="path")
     embedder: str | None = option(None, "Image embedder (default: the one the KB was built with).")
-    profile: str = option("gemini", "Backend profile for the judge.")
+    profile: str = option(DEFAULT_PROFILE, "Backend profile for the judge.")
     backends: list[str] = option(
         help="Override a role: ROLE=NAME.", flag="--backend", given="repeat", default_factory=list
     )

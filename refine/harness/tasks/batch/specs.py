@@ -17,7 +17,7 @@ from refine import settings
 from refine.evaluate.reference_source import ReferenceSource
 from refine.harness.tasks.batch.record import BATCH_FILE, Batch, BatchEntry, BatchStore
 from refine.io.files import json_lines, json_value, slug
-from refine.records import ReferencePack, RunSpec
+from refine.records import DEFAULT_PROFILE, ReferencePack, RunSpec
 
 BATCH_WIDE = ("profile", "backends", "backend_options")
 
@@ -91,7 +91,7 @@ def _find(activity: str, country: str) -> ReferencePack:
 
 def read_specs(
     path: str | Path,
-    profile: str = "gemini",
+    profile: str = DEFAULT_PROFILE,
     find: Callable[..., ReferencePack] | None = None,
     spec: type[RunSpec] = RunSpec,
 ) -> list[BatchEntry]:

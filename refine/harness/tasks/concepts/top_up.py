@@ -15,6 +15,7 @@ from refine.harness.results import Results
 from refine.harness.task import run_task
 from refine.harness.tasks.concepts.plan import Concept, ConceptPlan
 from refine.harness.tasks.concepts.task import CONCEPT_CELLS, ConceptsTask
+from refine.records import DEFAULT_PROFILE
 
 
 class ConceptRescorer:
@@ -93,7 +94,7 @@ class ConceptsRescoreTask(ConceptsTask):
             images_per_prompt=len(seeds),
             seed=seeds[0],
             weights=tuple(float(w) for w in weights),
-            profile=src.config.get("profile", "gemini"),
+            profile=src.config.get("profile", DEFAULT_PROFILE),
         )
         if Path(out).resolve() == Path(source).resolve():
             raise ValueError("--out: the new folder must be another than the source")

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from refine.harness.plan import Backends, Baselines, Plan, option
 from refine.harness.results import Results
 from refine.harness.tasks.bench.plan import BenchPlan
+from refine.records import DEFAULT_PROFILE
 
 SCORING_ROLES = ("observer", "judge", "text_embedder", "image_embedder")
 
@@ -127,7 +128,7 @@ class RescorePlan(Plan):
             images_per_prompt=len(c["seeds"]),
             seed=c["seeds"][0],
             tau=tau,
-            profile=self.profile or c.get("profile") or "gemini",
+            profile=self.profile or c.get("profile") or DEFAULT_PROFILE,
             backends={
                 **{r: n for r, n in scorer.items() if r in SCORING_ROLES},
                 **self.backends,

@@ -12,6 +12,7 @@ from typing import Any
 from metrics.catalog import BENCH_IMAGE, image_extras
 from refine.human.ratings import Rating
 from refine.human.stored import StoredMetrics
+from refine.records import DEFAULT_PROFILE
 
 
 def score_missing(
@@ -19,7 +20,7 @@ def score_missing(
     found: StoredMetrics,
     metrics: Sequence[str],
     out: str | Path,
-    profile: str = "gemini",
+    profile: str = DEFAULT_PROFILE,
     backends: dict[str, str] | None = None,
     backend_options: dict[str, dict[str, Any]] | None = None,
     activity: str | None = None,
