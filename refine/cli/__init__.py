@@ -20,7 +20,6 @@ import typer
 from refine import __version__
 from refine.backends import available
 from refine.backends.imports import steady_collector
-from refine.backends.registry import error_names
 from refine.cli.agree_cmd import agree_cmd
 from refine.cli.batch_cmd import batch_cmd, report_cmd
 from refine.cli.bench_cmd import bench_cmd
@@ -45,6 +44,7 @@ from refine.evaluate.fetch_plans import ModelsFetch
 from refine.harness import registry
 from refine.io.inputs import InputError
 from refine.present.terminal import records as lines
+from refine.present.terminal.errors import explained, full_disk, usage_line
 from refine.profiles import list_profiles, load_profile
 from ui.serve_plan import ServePlan
 
@@ -186,20 +186,6 @@ def _root(
     )
 
 
-# errors whose message says what to do, shown in one line (exit code 1): these, and the
-# registered backends' own (refine.backends.registry.BackendInfo.errors: an API's)
-EXPLAINED = (
-    "BatchJournalError",
-    "CellsFailed",
-    "ModelUnavailable",
-    "ModelsUnavailable",
-    "OutOfMemory",
-    "OutOfMemoryError",
-    "QuotaSpent",
-    "Refused",  # a model's refusal (every candidate of round 0, say), in its own words
-)
-
-
 def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
     """(ClickException, Abort) classes of the click that typer uses: typer 0.29 and newer
     carry their own copy (``typer._click``), older ones use the ``click`` package."""
@@ -216,43 +202,6 @@ def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
     return tuple(errors), tuple(aborts)
 
 
-def _given(opts: list[str], argv: list[str]) -> str | None:
-    """The value given on the command line to one of ``opts`` (``--x V`` or ``--x=V``)."""
-    for k, arg in enumerate(argv):
-        for opt in opts:
-            if arg == opt and k + 1 < len(argv):
-                return argv[k + 1]
-            if arg.startswith(opt + "="):
-                return arg[len(opt) + 1 :]
-    return None
-
-
-def usage_line(err: Exception, argv: list[str]) -> str:
-    """A click usage error as one line: the option, the value given and what is wrong."""
-    param = getattr(err, "param", None)
-    if param is not None and type(err).__name__ == "BadParameter":
-        opts = list(getattr(param, "opts", []) or [])
-        name = "/".join(opts) or str(getattr(param, "human_readable_name", "argument"))
-        value = _given(opts, argv)
-        shown = f" {value!r}" if value is not None else ""
-        said = getattr(err, "message", "") or err.format_message()
-        if _not_finite(value):  # NaN fails every bound's comparison: "less than or equal"
-            said = "not a finite number"
-        return f"{name}{shown}: {said}"
-    message = err.format_message() if hasattr(err, "format_message") else str(err)
-    return f"{message} (see '{_command_path(argv)} --help')"
-
-
-def _not_finite(value: str | None) -> bool:
-    """Whether an option's text reads as NaN or an infinity."""
-    import math
-
-    try:
-        return value is not None and not math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def _command_path(argv: list[str]) -> str:
     """``refine metrics vendi`` for ``["metrics", "vendi", "--q"]``: the subcommands named."""
     path = ["refine"]
@@ -267,27 +216,6 @@ def _command_path(argv: list[str]) -> str:
         path.append(token)
         node = commands[token]
     return " ".join(path)
-
-
-def full_disk(err: BaseException) -> str:
-    """What to do about a disk (or quota) that is full, in one line; empty for any other
-    error. What was written before is whole (every record is written through a temp file):
-    a run goes on with --resume, and an export or a task written again."""
-    import errno
-
-    if not isinstance(err, OSError) or err.errno not in (errno.ENOSPC, errno.EDQUOT):
-        return ""
-    where = f" writing {err.filename}" if err.filename else ""
-    return (
-        f"the disk is full{where} ({os.strerror(err.errno)}): free some space, then run the "
-        "same command again (a run: refine run --resume DIR, its record is whole)"
-    )
-
-
-def explained(err: BaseException) -> bool:
-    """Whether ``err``'s message says what to do: one line, no traceback."""
-    names = {c.__name__ for c in type(err).__mro__}
-    return bool(names & {*EXPLAINED, *error_names()})
 
 
 def interrupted_exit() -> None:
@@ -333,7 +261,7 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("aborted", err=True)
         rc = 130
     except click_error as err:
-        typer.echo(f"error: {usage_line(err, args)}", err=True)
+        typer.echo(f"error: {usage_line(err, args, _command_path(args))}", err=True)
         sys.exit(getattr(err, "exit_code", 2) or 2)
     except Exception as err:
         if type(err).__name__ == "RunLocked":  # a run or task folder another process holds

@@ -42,10 +42,10 @@ def toy_api():
 
 def test_a_registered_api_backend_is_remote_everywhere(toy_api, monkeypatch):
     from refine.backends.download import plan
-    from refine.cli import explained
     from refine.evaluate.readings import NotRead, Readings
     from refine.harness.estimate import split_generators
     from refine.harness.ray import worker_env
+    from refine.present.terminal.errors import explained
 
     assert registry.is_remote("judge", "toyapi:judge-1")
     assert not registry.is_remote("judge", "hf:Qwen/Qwen3-VL-8B-Instruct")
