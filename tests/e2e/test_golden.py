@@ -19,6 +19,8 @@ from tests.golden.produce import (
     agree_args,
     bench_args,
     compare,
+    compare_csv,
+    compare_numbers_in_text,
     concepts_args,
     differences,
     files,
@@ -35,11 +37,26 @@ REMAKE = "if the change is on purpose: python tools/make_golden.py, and say why 
 
 @pytest.mark.slow
 def test_the_jobs_give_the_golden_outputs(gemini_env, siglip_path, tmp_path):
+    """Made again with a metric registered since (a toy one), the jobs give the golden
+    files: each golden file's own columns, keys and page cells compared by name, and the
+    new metric's left to the fresh files, so that a new metric regenerates no golden file."""
+    from metrics.catalog import registered
+    from tests.e2e.test_toy_metric import TOY
+
     fresh = tmp_path / "data"
-    produce(fresh, gemini_env, siglip_path, cli)
-    write_meta(fresh, siglip_path)
-    found = differences(DATA, fresh)
+    with registered(TOY):  # compared while the catalog holds it, as a new metric would be
+        produce(fresh, gemini_env, siglip_path, cli)
+        write_meta(fresh, siglip_path)
+        found = differences(DATA, fresh)
     assert not found, "\n".join([*found[:40], REMAKE])
+    # the toy metric was there: a column of the fresh rows, a cell of the fresh page
+    assert "toy_redness" in (fresh / "bench" / "rows.csv").read_text().splitlines()[0]
+    assert 'data-metric="toy_redness"' in (fresh / "bench" / "bench.html").read_text()
+    # and a golden column lost, or a page cell of a known metric gone, is still found
+    rows = (DATA / "bench" / "rows.csv").read_text()
+    assert compare_csv(rows, rows.replace(",vendi,", ",vendi_gone,", 1))
+    page = (DATA / "bench" / "bench.html").read_text()
+    assert compare_numbers_in_text(page, page.replace('data-metric="vendi"', "", 1))
 
 
 def moved(tmp_path, siglip_path):

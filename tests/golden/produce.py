@@ -344,17 +344,48 @@ def compare_file(a: Path, b: Path, na: dict[str, str], nb: dict[str, str]) -> li
     return [] if ta == tb else ["text differs"]
 
 
+def new_metric(name: str, golden: object) -> bool:
+    """Whether ``name`` is a catalog metric that the golden file does not have: a metric
+    added since, whose column and keys the golden data does not own (they are not
+    compared, so a new metric regenerates no golden file)."""
+    from metrics.catalog import known
+
+    if isinstance(golden, str):  # a page: the metrics its cells name
+        return known(name) and f'data-metric="{name}"' not in golden
+    return known(name) and name not in golden  # a file's columns, a record's keys
+
+
 def compare_csv(ta: str, tb: str) -> list[str]:
+    """The golden file's columns, each compared by name (not position) with the fresh
+    file's; a column of a metric added since is the fresh file's own."""
     ra, rb = list(csv.reader(io.StringIO(ta))), list(csv.reader(io.StringIO(tb)))
-    if not ra or not rb or ra[0] != rb[0]:
+    if not ra or not rb:
         return [f"columns {ra[:1]} against {rb[:1]}"]
+    own = [c for c in rb[0] if not new_metric(c, ra[0])]
+    if ra[0] != own:
+        return [f"columns {ra[:1]} against {[own]}"]
     if len(ra) != len(rb):
         return [f"{len(ra)} rows against {len(rb)}"]
-    keep = [k for k, c in enumerate(ra[0]) if c not in VOLATILE_KEYS]
+    at = {c: k for k, c in enumerate(rb[0])}
+    keep = [c for c in ra[0] if c not in VOLATILE_KEYS]
     out = []
     for n, (x, y) in enumerate(zip(ra[1:], rb[1:], strict=True), start=2):
-        out += compare([x[k] for k in keep], [y[k] for k in keep], f"row {n}")
+        row = dict(zip(ra[0], x, strict=True))
+        out += compare([row[c] for c in keep], [y[at[c]] for c in keep], f"row {n}")
     return out
+
+
+# a table cell or header of one metric in a page (refine.present.report's data-metric)
+METRIC_CELL = re.compile(r'<t([hd])\b[^>]*\bdata-metric="([^"]+)"[^>]*>.*?</t\1>', re.S)
+
+
+def without_new_metrics(fresh: str, golden: str) -> str:
+    """A fresh page without the cells and headers of metrics the golden page has none of."""
+
+    def kept(m: re.Match) -> str:
+        return "" if new_metric(m.group(2), golden) else m.group(0)
+
+    return METRIC_CELL.sub(kept, fresh)
 
 
 NUMBER = re.compile(r"-?\d+\.\d+(?:e-?\d+)?")
@@ -376,7 +407,7 @@ def chart_data(svg: str) -> str:
 def compare_numbers_in_text(ta: str, tb: str) -> list[str]:
     """HTML: the same text once numbers are set aside (and a final newline), and the same
     numbers; a chart is compared by :func:`chart_data`."""
-    ta, tb = ta.rstrip("\n"), tb.rstrip("\n")
+    ta, tb = ta.rstrip("\n"), without_new_metrics(tb.rstrip("\n"), ta)
     ta = SVG.sub(lambda m: chart_data(m.group(0)), ta)
     tb = SVG.sub(lambda m: chart_data(m.group(0)), tb)
     if NUMBER.sub("#", ta) != NUMBER.sub("#", tb):
@@ -387,6 +418,7 @@ def compare_numbers_in_text(ta: str, tb: str) -> list[str]:
 
 def compare(a, b, where: str) -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
+        b = {k: v for k, v in b.items() if not new_metric(k, a)}  # a metric added since
         if set(a) != set(b):
             return [f"{where}: keys {sorted(set(a) ^ set(b))} in one only"]
         return [d for k in a if k not in VOLATILE_KEYS for d in compare(a[k], b[k], f"{where}.{k}")]

@@ -63,7 +63,7 @@ def render_bench_leaderboard(folder: str | Path, results: Results) -> str:
     extras = image_extras()
     shown = (*BENCH_IMAGE, *present(extras), *BENCH_PROMPT) + present(BENCH_EXPECTATIONS)
     scores = (*BENCH_IMAGE, *extras)  # by label; the rest by name
-    head = "".join(f"<th>{label(m) if m in scores else m}</th>" for m in shown)
+    head = "".join(f'<th data-metric="{m}">{label(m) if m in scores else m}</th>' for m in shown)
     rows = []
     for g in ranked:
         s = summary["generators"][g]
@@ -71,7 +71,7 @@ def render_bench_leaderboard(folder: str | Path, results: Results) -> str:
             f'<td data-generator="{escape(g)}" data-metric="{m}" '
             f'data-mean="{raw(s[m]["mean"])}">{escape(interval_text(s[m]))}</td>'
             if m in s
-            else f"<td>{MISSING}</td>"
+            else f'<td data-generator="{escape(g)}" data-metric="{m}">{MISSING}</td>'
             for m in shown
         )
         rows.append(
