@@ -8,7 +8,7 @@ from pathlib import Path
 from refine.assets import assets_dir
 from refine.backends import device
 from refine.backends.profile import Profile
-from refine.backends.registry import ROLES, split_name
+from refine.backends.registry import ROLES, info, split_name
 
 __all__ = [
     "Profile",
@@ -55,9 +55,11 @@ def load_profile(name_or_path: str) -> Profile:
     options = data.get("options", {})
     if not isinstance(options, dict) or not all(isinstance(v, dict) for v in options.values()):
         raise ValueError(f"{path}: [options.<role>] tables must hold backend options")
-    for role in options:
+    for role, given in options.items():
         if role not in roles:
             raise ValueError(f"{path}: options.{role} given but roles.{role} is not set")
+        # an option the role's backend does not take, refused now rather than at its build
+        info(role, roles[role]).check_options(given, f"{path}: options.{role}.")
     refs = data.get("refs", {})
     if not isinstance(refs, dict) or set(refs) - {"proposers", "refiner"}:
         raise ValueError(f"{path}: [refs] may hold 'proposers' (a list) and 'refiner'")

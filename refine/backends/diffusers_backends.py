@@ -509,6 +509,9 @@ class DiffusersImg2Img:
 
     role = "editor"
 
+    # where its other options go: the generator's whose weights it shares
+    options_go_to = ("refine.backends.diffusers_backends:DiffusersGenerator",)
+
     def __init__(self, model: str, strength: float = 0.6, **generator_options: Any) -> None:
         if not 0.0 < strength <= 1.0:
             raise ValueError(f"strength must be in (0, 1], got {strength}")

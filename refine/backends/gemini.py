@@ -947,6 +947,8 @@ def shared_client(**options: Any) -> GeminiClient:
 class _GeminiBackend:
     default_model = DEFAULT_TEXT_MODEL
     thread_safe = True  # HTTP calls: batch workers may call at the same time
+    # where its other options go: the shared client's (registry.constructor_options)
+    options_go_to = ("refine.backends.gemini:GeminiClient",)
 
     def __init__(
         self,

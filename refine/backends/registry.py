@@ -25,6 +25,19 @@ each bundled backend and the stand-ins through these methods):
   also take ``temperature=``);
 - ``text_embedder``: ``encode(phrases) -> tensor``, a row per phrase; ``image_embedder``:
   ``encode_images(images)`` and ``encode_texts(texts)``, in one space.
+
+These are :data:`ROLE_METHODS`, and each registered backend's class is checked to have its
+role's (``tests/unit/test_backend_contract.py``). A backend registered ``remote`` (an API's)
+also keeps the usage contract of :mod:`refine.usage` (:data:`USAGE_CONTRACT`), which the call
+budget, the app's quotas, a run's token counts and Ctrl-C rely on: ``sent(model)`` before
+each request it sends (a retry is a request: under ``--budget-calls`` it takes a call, and
+none is sent past the budget), ``record(model, ...)`` with each answer's token counts,
+``abandonable(call)`` around the wait for an answer (a stop is not held up by it), and
+``time_left()`` to cap its timeout and retries by the run's deadline. A test drives every
+registered remote backend against its stand-in under a call budget and counts the requests
+that reach the stand-in. A backend's options are declared where it is registered
+(:attr:`BackendInfo.options`) and checked when a profile is loaded: an unknown one is
+refused then, naming it, not when the run builds the backend.
 """
 
 from __future__ import annotations
@@ -67,7 +80,51 @@ class BackendInfo:
     errors: tuple[str, ...] = ()  # "module:Class"
     # ("module:Class", its methods that each run the model once), a class and its bases
     model_calls: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the options it takes (a profile's [options.ROLE], --backend-option), as its
+    # constructor and what that passes them to take them (constructor_options); None: not
+    # declared (a backend registered by a user), the constructor's own TypeError then
+    options: tuple[str, ...] | None = None
 
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """What a backend of its role answers (:data:`ROLE_METHODS`)."""
+        return ROLE_METHODS[self.role]
+
+    def check_options(self, given: dict[str, Any], where: str = "") -> None:
+        """A ValueError naming the first option of ``given`` this backend does not take,
+        and those it does; through a pydantic model of its options (extra ones forbidden),
+        as a task's plan is checked."""
+        if self.options is None:
+            return
+        from pydantic import ConfigDict, ValidationError, create_model
+
+        model = create_model(
+            f"{self.prefix}_{self.role}_options",
+            __config__=ConfigDict(extra="forbid"),
+            **dict.fromkeys(self.options, (Any, None)),
+        )
+        try:
+            model(**given)
+        except ValidationError as err:
+            name = err.errors()[0]["loc"][0]
+            raise ValueError(
+                f"{where}{name}: {self.prefix}: takes no option {name!r} for its {self.role} "
+                f"(it takes {', '.join(sorted(self.options)) or 'none'})"
+            ) from None
+
+
+# what a backend of each role answers (the module docstring); optional methods aside
+ROLE_METHODS: dict[str, tuple[str, ...]] = {
+    "generator": ("generate",),
+    "editor": ("edit",),
+    "observer": ("describe",),
+    "judge": ("yes_probability",),  # rate, rate_scale, ...: a judge without one says so
+    "llm": ("complete_json",),
+    "text_embedder": ("encode",),
+    "image_embedder": ("encode_images", "encode_texts"),
+}
+# what a remote backend calls of refine.usage around each request (the module docstring)
+USAGE_CONTRACT = ("sent", "record", "abandonable", "time_left")
 
 _REGISTRY: dict[str, dict[str, BackendInfo]] = {role: {} for role in ROLES}
 _DEFAULTS: dict[str, str] = {}
@@ -176,6 +233,11 @@ def split_name(role: str, name: str) -> tuple[str, str]:
 _INSTANCES: dict[tuple, Any] = {}
 
 
+def _resolve(target: str) -> Any:
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
 def create(role: str, name: str, shared: bool = True, **options: Any) -> Any:
     """The backend named ``name`` for ``role`` (weights load on first use).
 
@@ -186,10 +248,7 @@ def create(role: str, name: str, shared: bool = True, **options: Any) -> Any:
     key = (role, prefix, rest, tuple(sorted((k, repr(v)) for k, v in options.items())))
     if shared and key in _INSTANCES:
         return _INSTANCES[key]
-    info = _REGISTRY[role][prefix]
-    module_name, _, attr = info.target.partition(":")
-    factory = getattr(importlib.import_module(module_name), attr)
-    backend = factory(rest, **options)
+    backend = _resolve(_REGISTRY[role][prefix].target)(rest, **options)
     if shared:
         _INSTANCES[key] = backend
     return backend
@@ -201,6 +260,23 @@ def instances(role: str, name: str) -> list[Any]:
     return [b for key, b in _INSTANCES.items() if key[:3] == (role, prefix, rest)]
 
 
+# the options each bundled backend takes (BackendInfo.options), as its constructor and
+# what that passes them to take them (constructor_options; the test of the contract
+# compares them), the objects a caller may hand in (client, calls, sleep) aside
+_GEMINI = ("api_key", "base_url", "concurrency", "initial_delay_s", "jitter", "max_delay_s",
+           "max_retries", "store", "timeout_s")  # fmt: skip
+_GEMINI_TEXT = (*_GEMINI, "max_repairs", "prompts", "temperature", "thinking_level")
+_GEMINI_JUDGE = (*_GEMINI, "agree", "judge_mode", "samples", "thinking_budget", "thinking_level")
+_OPENAI = ("api_key_env", "base_url", "concurrency", "max_retries", "timeout_s")
+_OPENAI_TEXT = (*_OPENAI, "max_repairs", "prompts", "temperature")
+_OPENAI_JUDGE = (*_OPENAI, "agree", "judge_mode", "max_tokens", "samples")
+_DIFFUSERS = ("cpu_offload", "device", "dtype", "guidance", "revision", "steps", "vae_tiling",
+              "variant")  # fmt: skip
+_DIFFUSERS_GENERATOR = (*_DIFFUSERS, "height", "lora", "lora_scale", "loras", "negative_prompt",
+                        "scheduler", "true_cfg", "width")  # fmt: skip
+_HF = ("batch_size", "device", "dtype", "max_image_side", "max_new_tokens", "max_repairs",
+       "prompts", "revision", "temperature", "thinking")  # fmt: skip
+
 register(
     "text_embedder",
     "st",
@@ -208,15 +284,20 @@ register(
     "sentence-transformers text embedder; all-MiniLM-L6-v2 ships with the package",
     "st:all-MiniLM-L6-v2",
     default=True,
+    options=("batch_size", "device"),
 )
 
-for _role, _cls, _example, _what in (
-    ("generator", "GeminiGenerator", "gemini:gemini-3.1-flash-lite-image", "text-to-image"),
-    ("editor", "GeminiEditor", "gemini:gemini-nano-banana-2.1", "instruction-based editing"),
-    ("observer", "GeminiObserver", "gemini:gemini-3.8-flash", "descriptor listing"),
-    ("judge", "GeminiJudge", "gemini:gemini-3.8-flash", "yes-probability and 1-5 ratings"),
-    ("llm", "GeminiLanguageModel", "gemini:gemini-3.8-flash", "JSON answers"),
-):
+for _role, _cls, _example, _what, _options in (
+    ("generator", "GeminiGenerator", "gemini:gemini-3.1-flash-lite-image", "text-to-image",
+     _GEMINI),
+    ("editor", "GeminiEditor", "gemini:gemini-nano-banana-2.1", "instruction-based editing",
+     _GEMINI),
+    ("observer", "GeminiObserver", "gemini:gemini-3.8-flash", "descriptor listing",
+     _GEMINI_TEXT),
+    ("judge", "GeminiJudge", "gemini:gemini-3.8-flash", "yes-probability and 1-5 ratings",
+     _GEMINI_JUDGE),
+    ("llm", "GeminiLanguageModel", "gemini:gemini-3.8-flash", "JSON answers", _GEMINI_TEXT),
+):  # fmt: skip
     register(
         _role,
         "gemini",
@@ -227,12 +308,13 @@ for _role, _cls, _example, _what in (
         env=("GOOGLE_GEMINI_BASE_URL",),
         key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         errors=("refine.backends.gemini:GeminiError",),
+        options=_options,
     )
 
-for _role, _cls, _what in (
-    ("observer", "OpenAIObserver", "descriptor listing"),
-    ("judge", "OpenAIJudge", "yes-probability and 1-5 ratings"),
-    ("llm", "OpenAILanguageModel", "JSON answers"),
+for _role, _cls, _what, _options in (
+    ("observer", "OpenAIObserver", "descriptor listing", _OPENAI_TEXT),
+    ("judge", "OpenAIJudge", "yes-probability and 1-5 ratings", _OPENAI_JUDGE),
+    ("llm", "OpenAILanguageModel", "JSON answers", _OPENAI_TEXT),
 ):
     register(
         _role,
@@ -244,6 +326,7 @@ for _role, _cls, _what in (
         remote=True,
         env=("OPENAI_API_KEY", "OPENAI_BASE_URL"),  # a local server may want no key
         errors=("refine.backends.openai_compat:OpenAIServerError",),
+        options=_options,
     )
 
 register(
@@ -253,6 +336,7 @@ register(
     "any diffusers text-to-image pipeline (hub id or local path); LoRA, offload, tiling",
     "diffusers:black-forest-labs/FLUX.2-klein-4B",
     model_calls=(("refine.backends.diffusers_backends:DiffusersGenerator", ("generate",)),),
+    options=_DIFFUSERS_GENERATOR,
 )
 register(
     "editor",
@@ -261,6 +345,7 @@ register(
     "instruction editing: FLUX.2-klein, FLUX.1 Kontext, Qwen-Image-Edit, InstructPix2Pix",
     "diffusers:black-forest-labs/FLUX.1-Kontext-dev",
     model_calls=(("refine.backends.diffusers_backends:DiffusersEditor", ("edit",)),),
+    options=(*_DIFFUSERS, "image_guidance"),
 )
 register(
     "editor",
@@ -269,6 +354,7 @@ register(
     "strength-based img2img sharing the weights of the generator of the same name",
     "img2img:stabilityai/sd-turbo",
     model_calls=(("refine.backends.diffusers_backends:DiffusersImg2Img", ("edit",)),),
+    options=(*_DIFFUSERS_GENERATOR, "strength"),
 )
 register(
     "editor",
@@ -279,6 +365,7 @@ register(
     "inpaint:stabilityai/stable-diffusion-2-inpainting",
     # its own edit (a localized inpaint), not the img2img edit it inherits
     model_calls=(("refine.backends.diffusers_backends:DiffusersInpainter", ("edit",)),),
+    options=(*_DIFFUSERS_GENERATOR, "strength"),
 )
 
 for _role, _cls, _example, _what in (
@@ -300,6 +387,7 @@ for _role, _cls, _example, _what in (
                 ("answer_distribution", "next_token_probability", "vqa_score", "rate_prefixed"),
             ),
         ),
+        options=_HF,
     )
 
 register(
@@ -310,6 +398,7 @@ register(
     "VQAScore and yes-probabilities, no ratings",
     "clip-t5:zhiqiulin/clip-flant5-xxl",
     model_calls=(("refine.backends.clip_t5:ClipT5Judge", ("_yes",)),),
+    options=("batch_size", "device", "dtype", "revision", "tokenizer", "vision_tower"),
 )
 register(
     "image_embedder",
@@ -324,6 +413,7 @@ register(
             ("encode_images", "encode_texts", "logit_scale"),
         ),
     ),
+    options=("batch_size", "device"),
 )
 register(
     "image_embedder",
@@ -338,6 +428,7 @@ register(
             ("encode_images", "encode_texts", "match_probability"),
         ),
     ),
+    options=("batch_size", "device", "dtype", "processor", "revision"),
 )
 register(
     "image_embedder",
@@ -351,7 +442,29 @@ register(
             ("encode_images", "encode_texts", "match_probability"),
         ),
     ),
+    options=("batch_size", "device", "dtype", "revision"),
 )
+
+
+def constructor_options(cls: type) -> set[str]:
+    """The options a backend class takes: the keyword parameters of every ``__init__`` of
+    its classes (the model's name aside), and of the classes its ``options_go_to`` names
+    (``"module:Class"``: where its ``**kw`` go, a shared client's)."""
+    import inspect
+
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    names: set[str] = set()
+    for k in cls.__mro__:
+        init = k.__dict__.get("__init__")
+        if init is not None and k is not object:
+            names |= {
+                p.name
+                for p in inspect.signature(init).parameters.values()
+                if p.kind in kinds and p.name not in ("self", "model", "name")
+            }
+        for target in k.__dict__.get("options_go_to", ()):
+            names |= constructor_options(_resolve(target))
+    return names
 
 
 def parse_overrides(values: Iterable[str]) -> dict[str, str]:
