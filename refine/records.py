@@ -447,14 +447,26 @@ InstructionSource = Literal[
 ]
 
 
-class Region(_Record):
-    """A box the observer drew for a localized edit: around an item that is wrong
-    (hallucinated or exaggerated), or where a missing one belongs; [x0, y0, x1, y1] as
-    fractions of the image's width and height."""
+# by-hand regions: at most this many a round, each at least this share of the image
+MAX_REGIONS, MIN_REGION_AREA = 8, 0.01
 
-    item: str
-    kind: Literal["hallucinated", "exaggerated", "missing"]
+
+class Region(_Record):
+    """A box a localized edit is restricted to, [x0, y0, x1, y1] as fractions of the
+    image's width and height: one the observer drew (``source`` "observer") around an item
+    that is wrong (hallucinated or exaggerated) or where a missing one belongs, or one a
+    person gave (``source`` "by hand": ``--edit-box``), which names no item or kind."""
+
+    item: str | None = None
+    kind: Literal["hallucinated", "exaggerated", "missing"] | None = None
     box: list[float] = Field(min_length=4, max_length=4)
+    source: Literal["observer", "by hand"] = "observer"
+
+    @model_validator(mode="after")
+    def _named(self) -> Region:
+        if self.source == "observer" and (self.item is None or self.kind is None):
+            raise ValueError("an observer's region names its item and kind")
+        return self
 
     @field_validator("box")
     @classmethod
@@ -635,6 +647,29 @@ _RUN = {"surfaces": ["run", "batch"]}  # refine run's options and batch lines
 _ALL = {"surfaces": ["run", "batch", "app"]}
 
 
+def by_hand_boxes(value: Any) -> list[list[float]]:
+    """Boxes a person gave (``--edit-box x0,y0,x1,y1``, or a batch line's lists): each four
+    fractions with x0 < x1 and y0 < y1, at least :data:`MIN_REGION_AREA` of the image, at
+    most :data:`MAX_REGIONS` of them; a ValueError says which is not."""
+    boxes = []
+    for k, given in enumerate(value or []):
+        text = given if isinstance(given, str) else ",".join(map(str, given))
+        try:
+            box = [float(v) for v in text.split(",")]
+        except ValueError:
+            raise ValueError(f"box {k + 1} is x0,y0,x1,y1 (four numbers), got {text!r}") from None
+        if len(box) != 4 or not all(0.0 <= v <= 1.0 for v in box):
+            raise ValueError(f"box {k + 1} is four fractions in [0, 1], got {text!r}")
+        if box[0] >= box[2] or box[1] >= box[3]:
+            raise ValueError(f"box {k + 1} needs x0 < x1 and y0 < y1, got {text!r}")
+        if (box[2] - box[0]) * (box[3] - box[1]) < MIN_REGION_AREA:
+            raise ValueError(f"box {k + 1} is under {MIN_REGION_AREA:.0%} of the image: {text!r}")
+        boxes.append(box)
+    if len(boxes) > MAX_REGIONS:
+        raise ValueError(f"at most {MAX_REGIONS} boxes, got {len(boxes)}")
+    return boxes
+
+
 class RunSpec(_Record):
     # no setting takes NaN or infinity: refused as "should be a finite number" (NaN failed
     # each bound's comparison, and was refused as above the upper bound)
@@ -770,6 +805,14 @@ class RunSpec(_Record):
         "and where what is missing belongs (an inpainting editor: a mask, the pixels outside "
         "pasted back; an API editor: the region in the instruction).",
         json_schema_extra=_RUN,
+    )
+    # each edit restricted to boxes a person gave (refine.loop.localize: by hand)
+    edit_boxes: list[list[float]] = Field(
+        default_factory=list,
+        description=f"Restrict every edit to this box, x0,y0,x1,y1 as fractions of the "
+        f"width and height from the top left (repeatable: at most {MAX_REGIONS}, each at "
+        f"least {MIN_REGION_AREA:.0%} of the image); the observer draws none then.",
+        json_schema_extra={**_RUN, "flag": "--edit-box", "given": "repeat"},
     )
     max_drift_outside: float = Field(
         1.0,
@@ -947,6 +990,20 @@ class RunSpec(_Record):
         "missed ones are asked for in the next edit.",
         json_schema_extra={**_RUN, "given": "path"},
     )
+
+    @field_validator("edit_boxes", mode="before")
+    @classmethod
+    def _boxes(cls, v: Any) -> list[list[float]]:
+        return by_hand_boxes(v)
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: Any) -> Any:
+        """The settings as written: ``edit_boxes`` only where boxes were given (a record
+        from before the field reads the same, and stays byte for byte)."""
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("edit_boxes"):
+            data.pop("edit_boxes", None)
+        return data
 
     @field_validator("baselines")
     @classmethod

@@ -389,6 +389,9 @@ def run_spec(
     except ValidationError as err:
         first = err.errors()[0]
         field = ".".join(str(x) for x in first["loc"]) or "settings"
+        if first["type"] == "value_error":  # a validator's own words, which name the input
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise SettingsError(field, message) from err
         raise SettingsError(field, f"{first['msg']} (got {first.get('input')!r})") from err
 
 

@@ -1045,7 +1045,9 @@ class GeminiEditor(_GeminiBackend):
     role = "editor"
     default_model = DEFAULT_IMAGE_MODEL
     reference_images = 3  # real photos a request may carry after the image (as above)
-    localizes = "instruction"  # a region is said in the instruction (the API takes no mask)
+    # a region is said in the instruction (the API takes no mask), and the original's pixels
+    # are pasted back outside it
+    localizes = "instruction"
 
     def edit(
         self,
@@ -1057,7 +1059,9 @@ class GeminiEditor(_GeminiBackend):
     ) -> list[Image.Image]:
         """One edit of ``image`` per seed; ``references``: real photos sent after it (what
         the edit should look like), at most :attr:`reference_images`; ``regions``: boxes
-        the edit is restricted to, said in the instruction."""
+        the edit is restricted to, said in the instruction, and the original's pixels
+        pasted back outside them (beyond a feathered band: ``regions.paste_back``), so that
+        the outside cannot drift whatever the model repaints."""
         from google.genai import types
         from PIL import Image as PILImage
 
@@ -1080,6 +1084,10 @@ class GeminiEditor(_GeminiBackend):
             edited = _first_image(self.model, response)
             if edited.size != image.size:
                 edited = edited.resize(image.size, PILImage.Resampling.LANCZOS)
+            if regions:
+                from refine.backends.regions import paste_back
+
+                edited = paste_back(image, edited, regions)
             return edited
 
         return self._each(seeds, one)

@@ -13,6 +13,16 @@ if TYPE_CHECKING:
 
 Box = Sequence[float]  # x0, y0, x1, y1 in [0, 1]
 
+# an API editor's edit pasted back into the original outside its boxes blends over a band
+# this wide outside them (a share of the image's shorter side, at least 2 pixels): beyond
+# the band every pixel is the original's, exactly; within it the edit fades out linearly
+FEATHER = 0.02
+
+
+def feather_pixels(size: tuple[int, int], feather: float = FEATHER) -> int:
+    """The feathered band's width in pixels for an image of ``size``."""
+    return max(2, round(feather * min(size)))
+
 
 def pixels(box: Box, size: tuple[int, int]) -> tuple[int, int, int, int]:
     """A box in pixels of an image of ``size`` (width, height): left, top, right, bottom
@@ -55,6 +65,33 @@ def paste_outside(original: Image.Image, edited: Image.Image, mask: Image.Image)
     if edited.size != original.size:
         edited = edited.resize(original.size, PILImage.Resampling.LANCZOS)
     return PILImage.composite(edited.convert("RGB"), original.convert("RGB"), mask)
+
+
+def feathered_mask(boxes: Sequence[Box], size: tuple[int, int]) -> Image.Image:
+    """The boxes as a blending mask: 255 inside, falling linearly to 0 over the feathered
+    band outside them (:data:`FEATHER`), 0 beyond it."""
+    import numpy as np
+    from PIL import Image
+    from scipy.ndimage import distance_transform_edt
+
+    band = feather_pixels(size)
+    distance = distance_transform_edt(~inside(boxes, size))  # 0 inside, pixels outside
+    alpha = np.clip(1.0 - distance / band, 0.0, 1.0)
+    return Image.fromarray(np.round(alpha * 255).astype("uint8"), mode="L")
+
+
+def reach(boxes: Sequence[Box], size: tuple[int, int]) -> np.ndarray:
+    """True inside the boxes and their feathered band: where an edit pasted back may have
+    changed a pixel (drift outside is measured beyond it)."""
+    import numpy as np
+
+    return np.asarray(feathered_mask(boxes, size)) > 0
+
+
+def paste_back(original: Image.Image, edited: Image.Image, boxes: Sequence[Box]) -> Image.Image:
+    """An API editor's edit restricted to ``boxes`` after the fact: the edit inside them,
+    faded out over the feathered band, and the original's own pixels beyond it."""
+    return paste_outside(original, edited, feathered_mask(boxes, original.size))
 
 
 def region_words(boxes: Sequence[Box]) -> str:

@@ -1,7 +1,9 @@
 """Localized edits (``--localize``): the edit restricted to boxes the observer draws, and
 the drift inside and outside them.
 
-1. After the parent is scored and the round's changes planned, one grounding call asks the
+1. Boxes a person gave (``--edit-box``) restrict every edit of the run: recorded on each
+   round with ``source`` "by hand", and no grounding call is made. Otherwise, after the
+   parent is scored and the round's changes planned, one grounding call asks the
    observer (``assets/prompts/ground.txt``, structured output) for a box around each item
    the edit removes, replaces or tones down, and where each item it adds belongs:
    [x0, y0, x1, y1] as fractions of the width and height. The boxes are recorded on the
@@ -10,10 +12,12 @@ the drift inside and outside them.
 2. The editor is given the boxes (``regions``): an inpainting editor (``localizes =
    "mask"``) edits inside the mask they make and pastes the original pixels outside it
    back exactly; an API editor (``localizes = "instruction"``) gets the region in the
-   instruction. An editor with neither is refused before the run begins.
+   instruction, and the original's pixels are pasted back outside it beyond a feathered
+   band (:data:`refine.backends.regions.FEATHER`). An editor with neither is refused before
+   the run begins.
 3. Each candidate's drift is measured twice: inside, 1 - the cosine of the image
    embeddings of the boxes' crops (parent and candidate, averaged over the boxes);
-   outside, 1 - SSIM over the windows wholly outside them
+   outside, 1 - SSIM over the windows wholly outside them and their feathered band
    (:func:`metrics.drift.ssim_outside`). ``max_drift_outside`` rejects a candidate that
    changed what it was not asked to change.
 """
@@ -45,13 +49,14 @@ class Grounding(BaseModel):
 
 def check(spec: RunSpec, backends: Any) -> None:
     """A localized run's refusal, in one line, when its editor can restrict no edit."""
-    if not spec.localize or spec.strategy == "regenerate":
+    if not (spec.localize or spec.edit_boxes) or spec.strategy == "regenerate":
         return
     editor = backends.get("editor")
     if getattr(editor, "localizes", None) not in ("mask", "instruction"):
         name = backends.names.get("editor") or getattr(editor, "id", "?")
+        flag = "--edit-box" if spec.edit_boxes else "--localize"
         raise ValueError(
-            f"--localize: the editor {name} can restrict no edit to a region; editors that "
+            f"{flag}: the editor {name} can restrict no edit to a region; editors that "
             f"can: {'; '.join(LOCALIZING)}"
         )
 
@@ -121,6 +126,8 @@ def for_round(
     fails leaves the edit unrestricted, and the note says why."""
     from refine import usage
 
+    if run.spec.edit_boxes:  # a person's boxes: every edit's, no grounding call
+        return [Region(box=b, source="by hand") for b in run.spec.edit_boxes], None
     if not run.spec.localize:
         return [], None
     asked = items(changes, feedback)
@@ -150,12 +157,12 @@ def measure(candidates: Sequence[Any], parent: Any, regions: Sequence[Region], s
     import numpy as np
 
     from metrics.drift import ssim_outside
-    from refine.backends.regions import inside, pixels
+    from refine.backends.regions import pixels, reach
 
     if not regions:
         return
     boxes = [r.box for r in regions]
-    mask = inside(boxes, parent.size)
+    mask = reach(boxes, parent.size)  # the boxes and their feathered band
     with backends.using("image_embedder") as embedder:
         for c in candidates:
             if c.drift is None:
@@ -173,6 +180,8 @@ def measure(candidates: Sequence[Any], parent: Any, regions: Sequence[Region], s
             c.drift = c.drift.model_copy(
                 update={
                     "inside": float(np.mean([1.0 - v for v in cosines])),
-                    "outside": None if s is None else 1.0 - s,
+                    # SSIM is at most 1: a value past it is float rounding (identical
+                    # windows, an edit pasted back), read as no drift
+                    "outside": None if s is None else max(0.0, 1.0 - s),
                 }
             )

@@ -460,7 +460,7 @@ def before_after(run: Run, run_dir: str | Path, k: int) -> tuple[Any, str]:
 
 # a box's colour by what it holds: red around what is wrong, green where a missing item goes
 REGION_COLOURS = {"hallucinated": (230, 40, 40), "exaggerated": (240, 150, 0),
-                  "missing": (30, 170, 60)}  # fmt: skip
+                  "missing": (30, 170, 60), "by hand": (40, 110, 230)}  # fmt: skip
 
 
 def regions_overlay(path: str | Path, regions: Any) -> Any:
@@ -475,7 +475,7 @@ def regions_overlay(path: str | Path, regions: Any) -> Any:
     width = max(2, min(out.size) // 120)
     for reg in regions:
         left, top, right, bottom = pixels(reg.box, out.size)
-        colour = REGION_COLOURS.get(reg.kind, (255, 255, 255))
+        colour = REGION_COLOURS.get(reg.kind or reg.source, (255, 255, 255))
         draw.rectangle([left, top, right - 1, bottom - 1], outline=colour, width=width)
     return out
 

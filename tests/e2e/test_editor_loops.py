@@ -118,9 +118,11 @@ def test_localized_loops_measure_drift_outside_the_boxes(
     results = run_editor_loops(plan, tmp_path / "bench", instances=refiner(backends, options))
     rows = results.cells[0]["images"]
     assert len(world.grounded) == 2 and rows[0]["drift_outside"] is None
-    assert all(
-        r["drift_outside"] is not None and 0 <= r["drift_outside"] < r["drift"] for r in rows[1:]
-    )
+    # the Gemini editor's edits pasted back beyond a feathered band: nothing drifts outside
+    # (1 - SSIM of identical windows: 0 up to float64 rounding), while the image did change
+    assert all(0 <= r["drift_outside"] < 1e-9 and r["drift"] > 0 for r in rows[1:]), [
+        (r["drift_outside"], r["drift"]) for r in rows
+    ]
     page = write_editor_loops_page(tmp_path / "bench").read_text()
     assert "drift outside boxes" in page
 

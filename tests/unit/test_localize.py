@@ -4,6 +4,8 @@ that cannot restrict an edit, and the decision on drift outside."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -174,3 +176,42 @@ def test_drift_inside_is_the_crops_and_outside_the_rest():
     assert changed_in.outside == pytest.approx(0.0, abs=1e-12)
     assert changed_out.inside == pytest.approx(0.0, abs=1e-6)  # the crop is the parent's
     assert changed_out.outside > 0.1
+
+
+def test_an_api_edit_pasted_back_keeps_every_pixel_beyond_the_feathered_band():
+    from refine.backends.regions import feather_pixels, feathered_mask, paste_back, reach
+
+    parent = Image.new("RGB", (100, 80), (10, 20, 30))
+    edited = Image.new("RGB", (100, 80), (200, 100, 50))  # the model repainted it all
+    box = [0.2, 0.25, 0.6, 0.75]
+    out = np.asarray(paste_back(parent, edited, [box]))
+    left, top, right, bottom = pixels(box, parent.size)
+    assert (out[top:bottom, left:right] == (200, 100, 50)).all()  # the edit, inside
+    beyond = ~reach([box], parent.size)
+    assert (out[beyond] == (10, 20, 30)).all()  # the parent's own pixels, exactly
+    band = feather_pixels(parent.size)
+    assert band == 2 and beyond.sum() < 100 * 80 - (right - left) * (bottom - top)
+    # within the band the edit fades out: one pixel out, half of it at a band of 2
+    alpha = np.asarray(feathered_mask([box], parent.size))
+    assert alpha[top + 5, right] == 128 and alpha[top + 5, right + band] == 0
+
+
+@pytest.mark.parametrize(
+    "given, said",
+    [
+        (["0.1,0.1,0.15,0.15"], "box 1 is under 1% of the image"),
+        (["0.1,0.1,0.5"], "box 1 is four fractions in [0, 1]"),
+        (["0.5,0.1,0.1,0.5"], "box 1 needs x0 < x1 and y0 < y1"),
+        (["one,two,three,four"], "box 1 is x0,y0,x1,y1 (four numbers)"),
+        (["0,0,0.5,0.5"] * 9, "at most 8 boxes, got 9"),
+    ],
+)
+def test_boxes_by_hand_are_refused_in_one_line(given, said):
+    from refine.records import by_hand_boxes
+
+    with pytest.raises(ValueError, match=re.escape(said)):
+        by_hand_boxes(given)
+    assert by_hand_boxes([[0, 0, 0.5, 0.5]]) == [[0.0, 0.0, 0.5, 0.5]]  # a batch line's list
+    with pytest.raises(ValueError, match="an observer's region names its item and kind"):
+        Region(box=[0, 0, 0.5, 0.5])
+    assert RunSpec(activity="a", country="Iran", edit_boxes=["0,0,0.5,0.5"]).edit_boxes

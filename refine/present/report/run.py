@@ -234,7 +234,8 @@ def _regions_html(r: Round) -> str:
     if not r.regions:
         return note
     items = "".join(
-        f'<li data-kind="{escape(g.kind)}">{escape(g.kind)}: {escape(g.item)} '
+        f'<li data-kind="{escape(g.kind or g.source)}" data-source="{escape(g.source)}">'
+        f"{escape(g.kind or g.source)}{': ' + escape(g.item) if g.item else ''} "
         f"[{', '.join(f'{v:.2f}' for v in g.box)}]</li>"
         for g in r.regions
     )
