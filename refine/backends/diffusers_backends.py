@@ -603,12 +603,18 @@ class DiffusersInpainter(DiffusersImg2Img):
         seeds: Sequence[int],
         progress: Progress | None = None,
         regions: Sequence[Sequence[float]] = (),
+        mask: Image.Image | None = None,
     ) -> list[Image.Image]:
-        """Edits of ``image`` inside ``regions`` ([x0, y0, x1, y1] fractions; none: the
-        whole image), every pixel outside them the original's."""
-        from refine.backends.regions import mask_image, paste_outside
+        """Edits of ``image`` inside ``regions`` ([x0, y0, x1, y1] fractions) and a drawn
+        ``mask`` (one channel, the image's size; neither: the whole image), every pixel
+        outside them the original's."""
+        from PIL import Image as PILImage
 
-        boxes = list(regions) or [[0.0, 0.0, 1.0, 1.0]]
-        mask = mask_image(boxes, image.size)
-        made = self._edit(image, instruction, seeds, progress, {"mask_image": mask})
-        return [paste_outside(image, m, mask) for m in made]
+        from refine.backends.regions import paste_outside, region_array
+
+        if not regions and mask is None:
+            regions = [[0.0, 0.0, 1.0, 1.0]]
+        drawn = region_array(list(regions), image.size, mask)
+        inpaint = PILImage.fromarray(drawn.astype("uint8") * 255, mode="L")
+        made = self._edit(image, instruction, seeds, progress, {"mask_image": inpaint})
+        return [paste_outside(image, m, inpaint) for m in made]

@@ -1056,19 +1056,25 @@ class GeminiEditor(_GeminiBackend):
         seeds: Sequence[int],
         references: Sequence[Image.Image] = (),
         regions: Sequence[Sequence[float]] = (),
+        mask: Image.Image | None = None,
     ) -> list[Image.Image]:
         """One edit of ``image`` per seed; ``references``: real photos sent after it (what
         the edit should look like), at most :attr:`reference_images`; ``regions``: boxes
-        the edit is restricted to, said in the instruction, and the original's pixels
-        pasted back outside them (beyond a feathered band: ``regions.paste_back``), so that
-        the outside cannot drift whatever the model repaints."""
+        the edit is restricted to, and ``mask``: a region drawn (one channel, the image's
+        size), each said in the instruction (a drawn region by its bounding box), and the
+        original's pixels pasted back outside them (beyond a feathered band:
+        ``regions.paste_back``), so that the outside cannot drift whatever the model
+        repaints."""
         from google.genai import types
         from PIL import Image as PILImage
 
-        if regions:
-            from refine.backends.regions import region_words
+        from refine.backends.regions import mask_array, mask_box, paste_back, region_words
 
-            instruction = f"{instruction}\n\n{region_words(regions)}"
+        said = list(regions)
+        if mask is not None:  # checked before any request: its size, its one channel
+            said.append(mask_box(mask_array(mask, image.size)))
+        if said:
+            instruction = f"{instruction}\n\n{region_words(said)}"
         shown = [_image_part(r, photo=True) for r in list(references)[: self.reference_images]]
         if shown:  # the first image is the one edited; the photos are named as such
             instruction = (
@@ -1084,10 +1090,8 @@ class GeminiEditor(_GeminiBackend):
             edited = _first_image(self.model, response)
             if edited.size != image.size:
                 edited = edited.resize(image.size, PILImage.Resampling.LANCZOS)
-            if regions:
-                from refine.backends.regions import paste_back
-
-                edited = paste_back(image, edited, regions)
+            if said:
+                edited = paste_back(image, edited, regions, mask)
             return edited
 
         return self._each(seeds, one)

@@ -67,31 +67,72 @@ def paste_outside(original: Image.Image, edited: Image.Image, mask: Image.Image)
     return PILImage.composite(edited.convert("RGB"), original.convert("RGB"), mask)
 
 
-def feathered_mask(boxes: Sequence[Box], size: tuple[int, int]) -> Image.Image:
-    """The boxes as a blending mask: 255 inside, falling linearly to 0 over the feathered
-    band outside them (:data:`FEATHER`), 0 beyond it."""
+def mask_array(mask: Image.Image, size: tuple[int, int]) -> np.ndarray:
+    """A region drawn as a mask (a one-channel image of the edited image's ``size``, the
+    region over half white) as a boolean array; a ValueError says what is wrong with it."""
+    import numpy as np
+
+    if mask.mode not in ("L", "1"):
+        raise ValueError(f"a region's mask has one channel (L or 1), not {mask.mode}")
+    if mask.size != size:
+        raise ValueError(f"a region's mask is {mask.size[0]}x{mask.size[1]}, the image "
+                         f"{size[0]}x{size[1]}")  # fmt: skip
+    return np.asarray(mask.convert("L")) > 127
+
+
+def mask_box(region: np.ndarray) -> list[float]:
+    """The box around a drawn region (its bounding box, as fractions)."""
+    import numpy as np
+
+    rows, cols = np.nonzero(region)
+    if not rows.size:
+        raise ValueError("a region's mask is empty")
+    h, w = region.shape
+    return [cols.min() / w, rows.min() / h, (cols.max() + 1) / w, (rows.max() + 1) / h]
+
+
+def region_array(
+    boxes: Sequence[Box], size: tuple[int, int], mask: Image.Image | None
+) -> np.ndarray:
+    """True inside any of ``boxes`` or the drawn ``mask``."""
+    out = inside(boxes, size)
+    return out if mask is None else out | mask_array(mask, size)
+
+
+def feathered_mask(
+    boxes: Sequence[Box], size: tuple[int, int], mask: Image.Image | None = None
+) -> Image.Image:
+    """The boxes (and a drawn ``mask``) as a blending mask: 255 inside, falling linearly to
+    0 over the feathered band outside them (:data:`FEATHER`), 0 beyond it."""
     import numpy as np
     from PIL import Image
     from scipy.ndimage import distance_transform_edt
 
     band = feather_pixels(size)
-    distance = distance_transform_edt(~inside(boxes, size))  # 0 inside, pixels outside
+    distance = distance_transform_edt(~region_array(boxes, size, mask))  # pixels outside
     alpha = np.clip(1.0 - distance / band, 0.0, 1.0)
     return Image.fromarray(np.round(alpha * 255).astype("uint8"), mode="L")
 
 
-def reach(boxes: Sequence[Box], size: tuple[int, int]) -> np.ndarray:
-    """True inside the boxes and their feathered band: where an edit pasted back may have
-    changed a pixel (drift outside is measured beyond it)."""
+def reach(
+    boxes: Sequence[Box], size: tuple[int, int], mask: Image.Image | None = None
+) -> np.ndarray:
+    """True inside the boxes (and a drawn ``mask``) and their feathered band: where an edit
+    pasted back may have changed a pixel (drift outside is measured beyond it)."""
     import numpy as np
 
-    return np.asarray(feathered_mask(boxes, size)) > 0
+    return np.asarray(feathered_mask(boxes, size, mask)) > 0
 
 
-def paste_back(original: Image.Image, edited: Image.Image, boxes: Sequence[Box]) -> Image.Image:
-    """An API editor's edit restricted to ``boxes`` after the fact: the edit inside them,
-    faded out over the feathered band, and the original's own pixels beyond it."""
-    return paste_outside(original, edited, feathered_mask(boxes, original.size))
+def paste_back(
+    original: Image.Image,
+    edited: Image.Image,
+    boxes: Sequence[Box],
+    mask: Image.Image | None = None,
+) -> Image.Image:
+    """An API editor's edit restricted to ``boxes`` (and a drawn ``mask``) after the fact:
+    the edit inside them, faded out over the feathered band, the original's pixels beyond."""
+    return paste_outside(original, edited, feathered_mask(boxes, original.size, mask))
 
 
 def region_words(boxes: Sequence[Box]) -> str:

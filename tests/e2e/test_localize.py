@@ -6,6 +6,8 @@ candidate's drift inside and outside the boxes is measured; boxes a person gives
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -80,3 +82,33 @@ def test_boxes_given_by_hand_restrict_every_edit(world, backends, options, tmp_p
     assert bad.returncode == 2
     assert bad.stderr == "error: --edit-box: box 1 is under 1% of the image: '0.1,0.1,0.15,0.15'\n"
     assert not (tmp_path / "no").exists()
+
+
+def test_the_gemini_editor_takes_a_drawn_region_and_keeps_the_rest(world):
+    """A region drawn by hand (a brush's one-channel mask): the API editor is told its
+    bounding box and its edit is pasted back beyond the feathered band; a mask of another
+    size or with colour channels is refused before any request."""
+    from refine.backends import create
+    from refine.backends.regions import mask_box
+
+    editor = create("editor", "gemini:gemini-nano-banana-2.1", shared=False)
+    parent = Image.new("RGB", (64, 48), (120, 80, 40))
+    drawn = np.zeros((48, 64), dtype=bool)
+    drawn[10:30, 8:24] = True
+    mask = Image.fromarray(drawn.astype(np.uint8) * 255, mode="L")
+    (out,) = editor.edit(parent, "add a samovar", [1], mask=mask)
+    box = mask_box(drawn)
+    assert box == [8 / 64, 10 / 48, 24 / 64, 30 / 48]
+    assert region_words([box]) in world.edited[-1]
+    a, b = np.asarray(parent), np.asarray(out.convert("RGB"))
+    beyond = ~reach([], parent.size, mask)
+    assert beyond.any() and (a[beyond] == b[beyond]).all()
+    assert (a[drawn] != b[drawn]).any()  # the world repainted it: the edit is kept inside
+    asked = len(world.edited)
+    for wrong, said in (
+        (mask.resize((32, 24)), "a region's mask is 32x24, the image 64x48"),
+        (mask.convert("RGB"), "a region's mask has one channel (L or 1), not RGB"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            editor.edit(parent, "add a samovar", [1], mask=wrong)
+    assert len(world.edited) == asked  # nothing sent

@@ -397,6 +397,15 @@ def test_an_inpainting_edit_leaves_every_pixel_outside_its_boxes(tiny_dir):
     region = inside(boxes, src.size)
     assert np.array_equal(arr(out)[~region], arr(src)[~region])
     assert not np.array_equal(arr(out)[region], arr(src)[region])
+    # a region drawn by hand (a brush's mask, one channel) is edited the same way
+    drawn = np.zeros((32, 48), dtype=bool)
+    drawn[4:12, 30:44] = True
+    mask = Image.fromarray(drawn.astype(np.uint8) * 255, mode="L")
+    (by_hand,) = ed.edit(src, "add a samovar", seeds=[3], mask=mask)
+    assert np.array_equal(arr(by_hand)[~drawn], arr(src)[~drawn])
+    assert not np.array_equal(arr(by_hand)[drawn], arr(src)[drawn])
+    with pytest.raises(ValueError, match="a region's mask is 24x16, the image 48x32"):
+        ed.edit(src, "add a samovar", seeds=[3], mask=mask.resize((24, 16)))
 
 
 def test_a_call_budget_counts_each_image_and_sends_none_past_it(tiny_dir):
