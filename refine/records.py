@@ -814,6 +814,15 @@ class RunSpec(_Record):
         f"least {MIN_REGION_AREA:.0%} of the image); the observer draws none then.",
         json_schema_extra={**_RUN, "flag": "--edit-box", "given": "repeat"},
     )
+    # what a person says at each round's pause, written in a file (refine.loop.review_file)
+    review_file: str | None = Field(
+        None,
+        description="A JSON Lines file of what a person says at each editing round: a line "
+        "an editing round with its round, and optionally its instruction, its boxes (each "
+        "x0, y0, x1, y1) and its decision (accept, reject or stop); read again before each "
+        "round.",
+        json_schema_extra={"surfaces": ["run"], "flag": "--review", "given": "path"},
+    )
     max_drift_outside: float = Field(
         1.0,
         ge=0.0,
@@ -998,11 +1007,13 @@ class RunSpec(_Record):
 
     @model_serializer(mode="wrap")
     def _written(self, handler: Any) -> Any:
-        """The settings as written: ``edit_boxes`` only where boxes were given (a record
-        from before the field reads the same, and stays byte for byte)."""
+        """The settings as written: ``edit_boxes`` and ``review_file`` only where given (a
+        record from before those fields reads the same, and stays byte for byte)."""
         data = handler(self)
-        if isinstance(data, dict) and not data.get("edit_boxes"):
-            data.pop("edit_boxes", None)
+        if isinstance(data, dict):
+            for name in ("edit_boxes", "review_file"):
+                if not data.get(name):
+                    data.pop(name, None)
         return data
 
     @field_validator("baselines")

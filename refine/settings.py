@@ -331,6 +331,21 @@ def _languages(row: dict[str, Any], base_dir: Path | None, root: Path | None = N
         row.pop("sos_bank", None)
 
 
+def _review(row: dict[str, Any], base_dir: Path | None) -> None:
+    """A review file (``--review``): its path, and every line checked now, before the run."""
+    if not row.get("review_file"):
+        row.pop("review_file", None)
+        return
+    from refine.loop.review_file import read_review
+
+    path = _path(row["review_file"], base_dir)
+    try:
+        read_review(path)
+    except ValueError as err:
+        raise SettingsError("review_file", str(err)) from err
+    row["review_file"] = str(path)
+
+
 def _expectations(row: dict[str, Any], base_dir: Path | None) -> None:
     """An expectations file (``refine expectations build --out``) becomes the list of
     expectations the run checks; a list given as such is validated by the spec."""
@@ -384,6 +399,7 @@ def run_spec(
     _caire(row, base, inside)
     _languages(row, base, inside)
     _expectations(row, base)
+    _review(row, base)
     try:
         return spec(**row)
     except ValidationError as err:

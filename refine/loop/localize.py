@@ -49,12 +49,14 @@ class Grounding(BaseModel):
 
 def check(spec: RunSpec, backends: Any) -> None:
     """A localized run's refusal, in one line, when its editor can restrict no edit."""
-    if not (spec.localize or spec.edit_boxes) or spec.strategy == "regenerate":
+    from refine.loop.review_file import has_boxes
+
+    if not (spec.localize or spec.edit_boxes or has_boxes(spec)) or spec.strategy == "regenerate":
         return
     editor = backends.get("editor")
     if getattr(editor, "localizes", None) not in ("mask", "instruction"):
         name = backends.names.get("editor") or getattr(editor, "id", "?")
-        flag = "--edit-box" if spec.edit_boxes else "--localize"
+        flag = "--edit-box" if spec.edit_boxes else "--localize" if spec.localize else "--review"
         raise ValueError(
             f"{flag}: the editor {name} can restrict no edit to a region; editors that "
             f"can: {'; '.join(LOCALIZING)}"
@@ -125,9 +127,12 @@ def for_round(
     is not localized or the round changes nothing an item names. A grounding call that
     fails leaves the edit unrestricted, and the note says why."""
     from refine import usage
+    from refine.loop.review_file import entry
 
-    if run.spec.edit_boxes:  # a person's boxes: every edit's, no grounding call
-        return [Region(box=b, source="by hand") for b in run.spec.edit_boxes], None
+    reviewed = entry(run.spec, len(run.rounds))  # this round's line of --review FILE
+    by_hand = reviewed.boxes if reviewed is not None and reviewed.boxes else run.spec.edit_boxes
+    if by_hand:  # a person's boxes: this edit's, no grounding call
+        return [Region(box=b, source="by hand") for b in by_hand], None
     if not run.spec.localize:
         return [], None
     asked = items(changes, feedback)

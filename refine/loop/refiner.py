@@ -40,7 +40,7 @@ from refine.events import (
     RunStarted,
 )
 from refine.io.store import RunStore, new_run_id
-from refine.loop import confirm, localize, memory, policy, request, tracking
+from refine.loop import confirm, localize, memory, policy, request, review_file, tracking
 from refine.loop.candidates import CandidateMaker, EveryCandidateRefused, Made
 from refine.loop.prompts import round_text
 from refine.loop.steps import StepContext, default_steps
@@ -399,8 +399,7 @@ class Refiner:
            reference-guided) ``candidates`` times, assess each (drift from the parent);
         6. decide: the best (an edit within the drift limit), accepted if FAITH rose
            enough and quality held; 7. the steps (CAIRE, languages and SoS)."""
-        spec = run.spec
-        k = len(run.rounds)
+        spec, k = run.spec, len(run.rounds)
         parent_index = policy.parent_of_next(run)
         parent = run.rounds[parent_index]
         timings: dict[str, float] = {}
@@ -411,7 +410,10 @@ class Refiner:
         if written is None:
             run.stop_reason = nothing
             return
-        instruction, source = written.text, written.source
+        line = review_file.entry(spec, k)  # --review FILE: what a person says at this round
+        if review_file.stopped(run, k, line):
+            return
+        instruction, source = review_file.instruction_of(line, written.text, written.source)
         # 3. review
         if self.review is not None:
             self._emit(
@@ -478,6 +480,7 @@ class Refiner:
         r.failures, r.notes, r.instruction_note = made.failures, made.notes, written.note
         r.instruction_model = written.model if source == "language model" else None
         request.record(r, why, written, extra)
+        review_file.decide(run, r, line)
         memory.remember(run, r, self.backends.names)  # --memory: an accepted round's fixes
         # 7. steps
         self._after_round(run, store, r)

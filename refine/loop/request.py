@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from refine.loop import localize, memory, reference_photos
+from refine.loop import localize, memory, reference_photos, review_file
 from refine.records import PlannedChange, ReferencePhoto, Region, RunSpec
 
 
@@ -31,6 +31,11 @@ def check_settings(spec: RunSpec, backends: Any, references: Any) -> None:
 def check(spec: RunSpec, backends: Any, references: Any) -> None:
     """Before a run begins: its editor (and generator) can carry what the run asks for."""
     reference_photos.check(spec, backends, references)
+    if spec.review_file:  # every line checked before the run begins
+        try:
+            review_file.read_review(spec.review_file)
+        except ValueError as err:
+            raise ValueError(f"--review: {err}") from None
     localize.check(spec, backends)
     memory.check(spec, backends)
 

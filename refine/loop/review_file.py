@@ -1,0 +1,119 @@
+"""A run reviewed from a file (``--review FILE``): what a person would say at each pause of
+the app, written ahead (or while the run goes: the file is read again before each round).
+
+JSON Lines, one line a round: ``{"round": K, "instruction": "...", "boxes": [[x0, y0, x1,
+y1], ...], "decision": "accept" | "reject" | "stop"}``, every field but ``round`` optional.
+For editing round K, ``instruction`` replaces the one written from the feedback (recorded
+as the person's), ``boxes`` restrict that round's edit to them (by hand, as
+``--edit-box``), ``decision`` decides the round by hand once its candidates are made
+(``accept``: its best candidate becomes the run's best image; ``reject``: the parent is
+kept), or ``stop`` stops the run before the round's edit. A line that cannot be is refused
+in one line naming the file and the line, before the run begins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from refine.records import by_hand_boxes
+
+
+class ReviewLine(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    round: int = Field(ge=1, le=10_000)
+    instruction: str | None = Field(None, min_length=1, max_length=2000)
+    boxes: list[list[float]] = Field(default_factory=list)
+    decision: Literal["accept", "reject", "stop"] | None = None
+
+    @field_validator("boxes", mode="before")
+    @classmethod
+    def _boxes(cls, v: Any) -> list[list[float]]:
+        return by_hand_boxes(v)
+
+
+def read_review(path: str | Path) -> dict[int, ReviewLine]:
+    """The file's lines by round; a ValueError names the file, the line and the problem
+    (the caller names the flag)."""
+    from refine.io.files import json_lines, json_value
+
+    where = Path(path)
+    try:
+        text = where.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"cannot read {where} ({err})") from None
+    out: dict[int, ReviewLine] = {}
+    for n, line in enumerate(json_lines(text), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = ReviewLine.model_validate(json_value(line))
+        except ValidationError as err:
+            first = err.errors()[0]
+            field = ".".join(str(x) for x in first["loc"])
+            said = str(first["msg"]).removeprefix("Value error, ")
+            raise ValueError(f"{where} line {n}: {field}: {said}") from None
+        except ValueError as err:
+            raise ValueError(f"{where} line {n} is not JSON ({err})") from None
+        if entry.round in out:
+            raise ValueError(f"{where} line {n}: round {entry.round} is reviewed twice")
+        out[entry.round] = entry
+    return out
+
+
+def entry(spec: Any, k: int) -> ReviewLine | None:
+    """Round ``k``'s line of the run's review file (read again: the file may grow while the
+    run goes), or None."""
+    if not spec.review_file:
+        return None
+    return read_review(spec.review_file).get(k)
+
+
+def has_boxes(spec: Any) -> bool:
+    """Whether the run's review file restricts any round's edit to boxes."""
+    return bool(spec.review_file) and any(e.boxes for e in read_review(spec.review_file).values())
+
+
+def stopped(run: Any, k: int, line: ReviewLine | None) -> bool:
+    """Whether round ``k``'s line stops the run before its edit (said as its stop reason)."""
+    if line is None or line.decision != "stop":
+        return False
+    run.stop_reason = f"stopped by the review file before round {k}"
+    return True
+
+
+def instruction_of(line: ReviewLine | None, instruction: str, source: str) -> tuple[str, str]:
+    """The round's instruction and who wrote it: the line's (a person's), else as written."""
+    return (
+        (line.instruction, "person")
+        if line is not None and line.instruction
+        else (instruction, source)
+    )
+
+
+def decide(run: Any, r: Any, line: ReviewLine | None) -> None:
+    """Round ``r`` decided by its line of the review file, where it says ``accept`` (its
+    chosen candidate, else its best by FAITH, becomes the run's best image) or ``reject``
+    (the best round before it stays), the rule's own reason kept beside."""
+    from refine.loop import tracking
+    from refine.loop.policy import faith_of
+
+    if line is None or line.decision not in ("accept", "reject"):
+        return
+    decision = line.decision
+    r.by_hand = True
+    said = f"by hand (the review file; the rule said: {r.reason})"
+    if decision == "accept":
+        if r.chosen is None:
+            r.chosen = max(range(len(r.candidates)), key=lambda i: faith_of(r.candidates[i]))
+            r.tracked = tracking.track_round(run, r.index)
+        r.decision, r.reason = "accepted", f"accepted {said}"
+        run.best_round = r.index
+        return
+    r.decision, r.reason = "rejected", f"rejected {said}"
+    if run.best_round == r.index:
+        run.best_round = max(
+            i for i, x in enumerate(run.rounds[: r.index]) if x.decision != "rejected"
+        )
