@@ -77,7 +77,10 @@ def mask_array(mask: Image.Image, size: tuple[int, int]) -> np.ndarray:
     if mask.size != size:
         raise ValueError(f"a region's mask is {mask.size[0]}x{mask.size[1]}, the image "
                          f"{size[0]}x{size[1]}")  # fmt: skip
-    return np.asarray(mask.convert("L")) > 127
+    drawn = np.asarray(mask.convert("L")) > 127
+    if not drawn.any():
+        raise ValueError("a region's mask is empty: nothing is drawn on it")
+    return drawn
 
 
 def mask_box(region: np.ndarray) -> list[float]:

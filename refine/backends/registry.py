@@ -27,7 +27,7 @@ each bundled backend and the stand-ins through these methods):
   ``encode_images(images)`` and ``encode_texts(texts)``, in one space.
 
 These are :data:`ROLE_METHODS`, and each registered backend's class is checked to have its
-role's (``tests/unit/test_backend_contract.py``). A backend registered ``remote`` (an API's)
+role's (``tests/integration/test_backend_contract.py``). A backend registered ``remote`` (an API's)
 also keeps the usage contract of :mod:`refine.usage` (:data:`USAGE_CONTRACT`), which the call
 budget, the app's quotas, a run's token counts and Ctrl-C rely on: ``sent(model)`` before
 each request it sends (a retry is a request: under ``--budget-calls`` it takes a call, and

@@ -93,7 +93,13 @@ def backends_cmd(
         raise UserInputError(f"--role: {err}") from err
     profiles = [load_profile(name) for name in list_profiles()]
     rows = [
-        {"role": i.role, "prefix": i.prefix, "example": i.example, "description": i.description}
+        {
+            "role": i.role,
+            "prefix": i.prefix,
+            "example": i.example,
+            "description": i.description,
+            "options": None if i.options is None else sorted(i.options),
+        }
         for i in infos
     ]
     profile_rows = [

@@ -16,7 +16,7 @@ from refine.cli.inputs import UserInputError, parse_backends, parsed_baseline_mo
 from refine.cli.task_cmd import extra_option, run_plan, task_command
 from refine.harness import registry
 from refine.harness.plan import refusal
-from refine.harness.recipe_run import planned, proposer_packs, recipe_shortfall, record_asked
+from refine.harness.recipe_run import planned, proposer_packs, recipe_shortfall
 from refine.harness.recipes import bundled as bundled_recipes
 
 # the fields a recipe chooses itself, refused beside --recipe
@@ -127,8 +127,7 @@ def _recipe(name: str, given: dict) -> None:
             raise UserInputError(str(err)) from err
     if said := recipe_shortfall(recipe):  # a smaller plan than the paper's, said first
         echo(f"recipe {recipe.name}: {said}")
-    results = run_plan(registry.task(recipe.task), plan, out, as_json, engine)
-    record_asked(out, results, _asked(given))
+    results = run_plan(registry.task(recipe.task), plan, out, as_json, engine, _asked(given))
     write_table(recipe, results, out, given["ratings"], echo)
 
 
@@ -137,12 +136,12 @@ def _asked(given: dict) -> dict[str, Any]:
     not asked; refine.harness.plan.ASKED)."""
     parsed_baseline_models(given["baseline_model"])  # a bad one said as the option's
     chosen = None if given["baselines"] is None else _baselines(given["baselines"])
-    return {
-        "generators": list(given["generator"]),
+    return {  # an option not given is None (an empty one is asked: --baselines none)
+        "generators": list(given["generator"]) or None,
         "limit": given["limit"],
         "profile": given["profile"],
-        "backends": parse_backends(given["backend"]),
-        "baseline_models": tuple(given["baseline_model"]),
+        "backends": parse_backends(given["backend"]) or None,
+        "baseline_models": tuple(given["baseline_model"]) or None,
         "tau": given["tau"],
         "baselines": chosen,
         "concepts": given["concepts"],

@@ -52,11 +52,18 @@ def own_folder(out: Path, mine: str) -> None:
 
 
 def run_plan(
-    spec: TaskSpec, plan: Any, out: Path, as_json: bool = False, engine: EngineOptions = LOCAL
+    spec: TaskSpec,
+    plan: Any,
+    out: Path,
+    as_json: bool = False,
+    engine: EngineOptions = LOCAL,
+    asked: dict[str, Any] | None = None,
 ) -> Results:
     """Run ``plan`` of task ``spec`` into ``out`` with progress on stderr, write its page
     and print its summary (or its results record with ``as_json``); a cell a failure ended
-    is named on stderr and the exit code is 1 (the same command makes it again)."""
+    is named on stderr and the exit code is 1 (the same command makes it again). ``asked``:
+    what a recipe's run was asked, kept in the record (``config.asked``) before any of it
+    is shown."""
     own_folder(out, spec.record or spec.name)
 
     def progress(line: str) -> None:
@@ -70,6 +77,10 @@ def run_plan(
         results, own = err.results, [f"failed: {line}" for line in err.failures]
     except (RayEngineError, CellSchemaError, NotLimited, *spec.error_types()) as err:
         raise UserInputError(str(err)) from err
+    if asked:
+        from refine.harness.recipe_run import record_asked
+
+        results = record_asked(out, results, asked)
     failed = [*own, *spec.failure_lines(results.cells)]
     for line in failed:
         typer.echo(line, err=True)
@@ -189,6 +200,8 @@ def task_command(
         # the running command's context: which options were given, not left at default
         inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context),
     ]
+    if not spec.limits_jobs:  # made as one piece: no --limit
+        own = [p for p in own if p.name != "limit"]
     options = setting_parameters(settings)
     params = [*options, *extras, *own]
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

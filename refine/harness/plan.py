@@ -47,8 +47,12 @@ ASKED = {
 
 
 def asked_only(asked: dict[str, Any]) -> dict[str, Any]:
-    """The options of ``asked`` that were asked: None and empty ones left out."""
-    return {k: v for k, v in asked.items() if v is not None and v not in ((), [], {})}
+    """The options of ``asked`` that were asked: None is not asked (an empty value is:
+    ``--baselines none``); a ``limit`` under 1 is a ValueError."""
+    limit = asked.get("limit")
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit: at least 1, got {limit}")
+    return {k: v for k, v in asked.items() if v is not None}
 
 
 class Plan(BaseModel):
@@ -90,8 +94,7 @@ class Plan(BaseModel):
             name = refused[0]
             shown = ", ".join(ASKED[k] for k in ASKED if k in takes)
             raise ValueError(
-                f"{ASKED.get(name, name)}: a {recipe.task} recipe's plan has no {name}; it "
-                f"takes {shown}"
+                f"{ASKED.get(name, name)}: a {recipe.task} recipe takes no {name}; it takes {shown}"
             )
         if cls.recipe_reader is not None:
             return resolve(cls.recipe_reader)(recipe, **asked)

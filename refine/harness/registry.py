@@ -82,6 +82,9 @@ class TaskSpec:
     about: str = ""  # more of its command's help, after the help's line
     # the task its results record names, where another's (a rescore's record is a bench's)
     record: str = ""
+    # whether it is made job by job (a CellTask), so that --limit N keeps its first N jobs;
+    # a task made as one piece (an SoS bank) has no --limit
+    limits_jobs: bool = True
 
     def __post_init__(self) -> None:
         if not self.name or not all(c.isalnum() or c == "-" for c in self.name):
@@ -109,7 +112,8 @@ class TaskSpec:
         from refine.numbers import interval_text
 
         pooled = {k: v for k, v in results.summary.items() if isinstance(v, dict) and "mean" in v}
-        return ["; ".join(f"{label(k)} {interval_text(v)}" for k, v in pooled.items())]
+        said = "; ".join(f"{label(k)} {interval_text(v)}" for k, v in pooled.items())
+        return [said] if said else []
 
     def error_types(self) -> tuple[type[Exception], ...]:
         """Its own errors that a user can put right (each said in one line, exit code 2)."""

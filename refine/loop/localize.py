@@ -121,16 +121,16 @@ def ground(
 
 def for_round(
     run: Any, parent_image: Any, changes: Sequence[PlannedChange], backends: Any, calls: Any,
-    feedback: Feedback | None = None,
+    feedback: Feedback | None = None, reviewed: Any = None,
 ) -> tuple[list[Region], str | None]:  # fmt: skip
     """A localized edit round's boxes (one observer call) and its note; none when the run
     is not localized or the round changes nothing an item names. A grounding call that
     fails leaves the edit unrestricted, and the note says why."""
     from refine import usage
-    from refine.loop.review_file import entry
+    from refine.loop.review_file import ReviewLine
 
-    reviewed = entry(run.spec, len(run.rounds))  # this round's line of --review FILE
-    by_hand = reviewed.boxes if reviewed is not None and reviewed.boxes else run.spec.edit_boxes
+    own = reviewed.boxes if isinstance(reviewed, ReviewLine) else []  # --review FILE's
+    by_hand = own or run.spec.edit_boxes
     if by_hand:  # a person's boxes: this edit's, no grounding call
         return [Region(box=b, source="by hand") for b in by_hand], None
     if not run.spec.localize:

@@ -406,12 +406,12 @@ class Refiner:
         # 1-2. the move, and its instruction or prompt
         how, why = policy.move(spec, parent)
         why = why if spec.strategy == "auto" else None  # a chosen move keeps its reason
+        line = review_file.entry(spec, k)  # --review FILE: what a person says at this round
+        if review_file.stopped(run, k, line):
+            return
         written, nothing = round_text(run, k, parent_index, how, self.backends, self.calls)
         if written is None:
             run.stop_reason = nothing
-            return
-        line = review_file.entry(spec, k)  # --review FILE: what a person says at this round
-        if review_file.stopped(run, k, line):
             return
         instruction, source = review_file.instruction_of(line, written.text, written.source)
         # 3. review
@@ -438,7 +438,7 @@ class Refiner:
         seeds = round_seeds(run, k)
         role = "generator" if how == "regenerate" else "editor"
         extra = request.round_request(run, how, parent, parent_image, written.changes,
-                                      self.backends, self.calls)  # fmt: skip
+                                      self.backends, self.calls, line)  # fmt: skip
         given = extra.given
 
         def make(backend: Any, some: list[int], **progress: Any) -> list[Image.Image]:
@@ -547,9 +547,9 @@ def _branched(
     run's own (a caller's budgets are its limits, no setting of the run's)."""
     now, was = spec.model_dump(mode="json"), old.spec.model_dump(mode="json")
     changes = {
-        n: [now[n], was[n]]
+        n: [now[n], was.get(n)]
         for n in asked or {}
-        if n in now and not n.startswith("budget_") and now[n] != was[n]
+        if n in now and not n.startswith("budget_") and now[n] != was.get(n)
     }
     came = {"run": str(source), "round": len(kept) - 1, "further": further, "changes": changes}
     return old.model_copy(

@@ -42,17 +42,18 @@ def check(spec: RunSpec, backends: Any, references: Any) -> None:
 
 def round_request(
     run: Any, how: str, parent: Any, parent_image: Any, changes: Sequence[PlannedChange],
-    backends: Any, calls: Any,
+    backends: Any, calls: Any, reviewed: Any = None,
 ) -> RoundRequest:  # fmt: skip
     """A round's photos (for the editor, or the generator when it regenerates) and, for a
-    localized edit of ``parent`` (its round), its boxes (one observer call)."""
+    localized edit of ``parent`` (its round), its boxes (one observer call; ``reviewed``:
+    the round's line of the review file, whose boxes are the person's)."""
     role = "generator" if how == "regenerate" else "editor"
     photos, shown = reference_photos.for_round(run, changes, backends, role)
     out = RoundRequest(given={"references": shown} if shown else {}, photos=photos)
     if how == "edit":
         feedback = parent.best.feedback
         out.regions, out.note = localize.for_round(
-            run, parent_image, changes, backends, calls, feedback
+            run, parent_image, changes, backends, calls, feedback, reviewed
         )
         if out.regions:
             out.given["regions"] = [r.box for r in out.regions]

@@ -63,12 +63,16 @@ def read_review(path: str | Path) -> dict[int, ReviewLine]:
     return out
 
 
-def entry(spec: Any, k: int) -> ReviewLine | None:
+def entry(spec: Any, k: int) -> ReviewLine | str | None:
     """Round ``k``'s line of the run's review file (read again: the file may grow while the
-    run goes), or None."""
+    run goes), None without one, or what is wrong with a file changed into one that cannot
+    be read (the run then stops before the round, saying so: :func:`stopped`)."""
     if not spec.review_file:
         return None
-    return read_review(spec.review_file).get(k)
+    try:
+        return read_review(spec.review_file).get(k)
+    except ValueError as err:
+        return str(err)
 
 
 def has_boxes(spec: Any) -> bool:
@@ -76,31 +80,36 @@ def has_boxes(spec: Any) -> bool:
     return bool(spec.review_file) and any(e.boxes for e in read_review(spec.review_file).values())
 
 
-def stopped(run: Any, k: int, line: ReviewLine | None) -> bool:
-    """Whether round ``k``'s line stops the run before its edit (said as its stop reason)."""
+def stopped(run: Any, k: int, line: ReviewLine | str | None) -> bool:
+    """Whether round ``k``'s line stops the run before anything of the round is asked for
+    (said as its stop reason): a ``stop``, or a file that can no longer be read."""
+    if isinstance(line, str):
+        run.stop_reason = (
+            f"stopped before round {k}: the review file can no longer be read ({line}); "
+            "mend it and go on with refine run --resume"
+        )
+        return True
     if line is None or line.decision != "stop":
         return False
     run.stop_reason = f"stopped by the review file before round {k}"
     return True
 
 
-def instruction_of(line: ReviewLine | None, instruction: str, source: str) -> tuple[str, str]:
+def instruction_of(line: Any, instruction: str, source: str) -> tuple[str, str]:
     """The round's instruction and who wrote it: the line's (a person's), else as written."""
-    return (
-        (line.instruction, "person")
-        if line is not None and line.instruction
-        else (instruction, source)
-    )
+    if isinstance(line, ReviewLine) and line.instruction:
+        return line.instruction, "person"
+    return instruction, source
 
 
-def decide(run: Any, r: Any, line: ReviewLine | None) -> None:
+def decide(run: Any, r: Any, line: Any) -> None:
     """Round ``r`` decided by its line of the review file, where it says ``accept`` (its
     chosen candidate, else its best by FAITH, becomes the run's best image) or ``reject``
     (the best round before it stays), the rule's own reason kept beside."""
     from refine.loop import tracking
     from refine.loop.policy import faith_of
 
-    if line is None or line.decision not in ("accept", "reject"):
+    if not isinstance(line, ReviewLine) or line.decision not in ("accept", "reject"):
         return
     decision = line.decision
     r.by_hand = True

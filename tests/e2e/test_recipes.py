@@ -347,7 +347,7 @@ def test_wrong_input_is_refused_in_one_line(tmp_path):
     # an option the recipe's task does not take: one line, never dropped without a word
     bad = cli("bench", "--recipe", "caire-table2", "--tau", "0.5", "--out", out)
     assert bad.returncode == 2
-    assert "--recipe caire-table2: --tau: a caire recipe's plan has no tau" in bad.stderr
+    assert "--recipe caire-table2: --tau: a caire recipe takes no tau" in bad.stderr
     bad = cli("bench", "--recipe", "ahead-table1", "--countries", "Iran", "--out", out)
     assert bad.returncode == 2 and "leave out --countries" in bad.stderr
     broken = tmp_path / "broken.toml"

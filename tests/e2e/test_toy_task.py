@@ -113,12 +113,12 @@ def test_a_registered_task_runs_from_a_recipe_in_python_and_on_the_command_line(
         assert limited.table.cells[("toy", "vendi")].value == pytest.approx(1.5, abs=1e-9)
         # what its plan cannot take is refused in one line, before anything is made
         for wrong, said in (
-            (["--generator", "x:y"], "--generator: a toy recipe's plan has no generators; "
+            (["--generator", "x:y"], "--generator: a toy recipe takes no generators; "
              "it takes --limit"),
-            (["--profile", "nonexistent"], "--profile: a toy recipe's plan has no profile"),
+            (["--profile", "nonexistent"], "--profile: a toy recipe takes no profile"),
             (["--backend", "judge=gemini:gemini-3.8-flash"],
-             "--backend: a toy recipe's plan has no backends"),
-            (["--tau", "0.5"], "--tau: a toy recipe's plan has no tau"),
+             "--backend: a toy recipe takes no backends"),
+            (["--tau", "0.5"], "--tau: a toy recipe takes no tau"),
         ):  # fmt: skip
             refused = cli(
                 "bench", "--recipe", path, "--limit", "1", *wrong, "--out", tmp_path / "no"

@@ -361,9 +361,10 @@ def compare_csv(ta: str, tb: str) -> list[str]:
     ra, rb = list(csv.reader(io.StringIO(ta))), list(csv.reader(io.StringIO(tb)))
     if not ra or not rb:
         return [f"columns {ra[:1]} against {rb[:1]}"]
-    own = [c for c in rb[0] if not new_metric(c, ra[0])]
-    if ra[0] != own:
-        return [f"columns {ra[:1]} against {[own]}"]
+    missing = [c for c in ra[0] if c not in rb[0]]
+    stray = [c for c in rb[0] if c not in ra[0] and not new_metric(c, ra[0])]
+    if missing or stray:
+        return [f"columns {missing} only in the golden file, {stray} only in the fresh one"]
     if len(ra) != len(rb):
         return [f"{len(ra)} rows against {len(rb)}"]
     at = {c: k for k, c in enumerate(rb[0])}

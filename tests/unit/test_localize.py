@@ -215,3 +215,25 @@ def test_boxes_by_hand_are_refused_in_one_line(given, said):
     with pytest.raises(ValueError, match="an observer's region names its item and kind"):
         Region(box=[0, 0, 0.5, 0.5])
     assert RunSpec(activity="a", country="Iran", edit_boxes=["0,0,0.5,0.5"]).edit_boxes
+
+
+def test_a_review_file_changed_into_one_that_cannot_be_read_stops_the_run(tmp_path):
+    from types import SimpleNamespace
+
+    from refine.backends.regions import mask_array
+    from refine.loop import review_file
+
+    path = tmp_path / "review.jsonl"
+    path.write_text('{"round": 1, "instruction": "Add a samovar."}\n')
+    spec = SimpleNamespace(review_file=str(path))
+    run = SimpleNamespace(stop_reason=None)
+    line = review_file.entry(spec, 1)
+    assert not review_file.stopped(run, 1, line) and run.stop_reason is None
+    assert review_file.instruction_of(line, "written", "template") == ("Add a samovar.", "person")
+    path.write_text('{"round": 1}\n{"round": 2, "decision": "mayb')  # saved half-way
+    line = review_file.entry(spec, 2)
+    assert review_file.stopped(run, 2, line)
+    assert run.stop_reason.startswith("stopped before round 2: the review file can no longer")
+    assert "line 2 is not JSON" in run.stop_reason and "--resume" in run.stop_reason
+    with pytest.raises(ValueError, match="a region's mask is empty"):
+        mask_array(Image.new("L", (8, 8), 0), (8, 8))

@@ -198,6 +198,8 @@ def test_a_recipes_baselines_are_its_own_unless_chosen():
     assert own.observer_prompts == "ahead" and len(own.prompts) == 2
     chosen = plan_of(recipe, limit=1, profile="gemini", baselines=("vqascore",))
     assert chosen.baselines == ("vqascore",)
+    # --baselines none: asked, and empty (None is what was not asked)
+    assert plan_of(recipe, limit=1, profile="gemini", baselines=()).baselines == ()
     # a recipe that lists none: the bench's default
     plain = plan_of(load_recipe("ahead-table1"), limit=1, profile="gemini", backends={})
     assert plain.baselines == ("clipscore",)

@@ -9,6 +9,7 @@ from refine.harness.registry import TaskSpec, lazy_exports
 
 SPEC = TaskSpec(
     name="sos",
+    limits_jobs=False,  # banks, each made as one piece (a recipe's --limit: its cultures)
     help="Build an SoS bank per generator and say where language outweighs culture.",
     plan="refine.harness.tasks.sos.recipe:SosPlan",
     run="refine.harness.tasks.sos.recipe:run_sos",
@@ -24,6 +25,7 @@ SPEC = TaskSpec(
 
 BANK = TaskSpec(
     name="sos-bank",
+    limits_jobs=False,
     help="Generate and embed images for every (culture, language) cell; resumable. "
     "--engine ray makes the cells on Ray actors (the bank folder on storage every node sees).",
     plan="refine.harness.tasks.sos.plan:BankPlan",
