@@ -8,7 +8,6 @@ the field and the problem on stderr and exits with code 2.
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 import os
 import sys
@@ -44,7 +43,7 @@ from refine.evaluate.fetch_plans import ModelsFetch
 from refine.harness import registry
 from refine.io.inputs import InputError
 from refine.present.terminal import records as lines
-from refine.present.terminal.errors import explained, full_disk, usage_line
+from refine.present.terminal.errors import click_errors, command_path, error_exit, usage_line
 from refine.profiles import list_profiles, load_profile
 from ui.serve_plan import ServePlan
 
@@ -192,38 +191,6 @@ def _root(
     )
 
 
-def _click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
-    """(ClickException, Abort) classes of the click that typer uses: typer 0.29 and newer
-    carry their own copy (``typer._click``), older ones use the ``click`` package."""
-    errors: list[type] = []
-    aborts: list[type] = [typer.Abort] if hasattr(typer, "Abort") else []
-    for name in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        errors.append(module.ClickException)
-        if hasattr(module, "Abort"):
-            aborts.append(module.Abort)
-    return tuple(errors), tuple(aborts)
-
-
-def _command_path(argv: list[str]) -> str:
-    """``refine metrics vendi`` for ``["metrics", "vendi", "--q"]``: the subcommands named."""
-    path = ["refine"]
-    try:
-        node = command()
-    except Exception:  # only for a message
-        return "refine"
-    for token in argv:
-        commands = getattr(node, "commands", None)
-        if not commands or token not in commands:
-            break
-        path.append(token)
-        node = commands[token]
-    return " ".join(path)
-
-
 def interrupted_exit() -> None:
     """Exit 130 at once after Ctrl-C (a run's record and a batch's are saved by then). A
     normal exit would first wait for the model calls still in flight on worker threads
@@ -257,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(said, err=True)
     if argv is None:  # this process is the command's own
         steady_collector()
-    click_error, abort = _click_errors()
+    click_error, abort = click_errors()
     try:
         rc = command()(args=args, prog_name="refine", standalone_mode=False)
     except InputError as err:  # a bad option's UserInputError, or an input file's
@@ -267,27 +234,14 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo("aborted", err=True)
         rc = 130
     except click_error as err:
-        typer.echo(f"error: {usage_line(err, args, _command_path(args))}", err=True)
+        typer.echo(f"error: {usage_line(err, args, command_path(command(), args))}", err=True)
         sys.exit(getattr(err, "exit_code", 2) or 2)
     except Exception as err:
-        if type(err).__name__ == "RunLocked":  # a run or task folder another process holds
-            typer.echo(f"error: {err}", err=True)
-            sys.exit(2)
-        if full_disk(err):
-            typer.echo(f"error: {full_disk(err)}", err=True)
-            sys.exit(1)
-        # a model that cannot answer (no API key, not downloaded, a full GPU): its message
-        # says what to do, so it is shown without a traceback (exit code 1)
-        missing_extra = isinstance(err, ImportError) and "cultural-refine[" in str(err)
-        if not explained(err) and not missing_extra:
+        said, code = error_exit(err)
+        if not said:
             raise
-        from refine.backends.loading import describe_error
-
-        said = describe_error(err)
-        if type(err).__name__ == "QuotaSpent":  # a batch's or a bench's: done is kept
-            said += "; what was done is kept: run the same command again once it is back"
         typer.echo(f"error: {said}", err=True)
-        sys.exit(1)
+        sys.exit(code)
     if rc == 130:  # Ctrl-C: what was done is saved; the calls still in flight are left
         interrupted_exit()
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -16,9 +16,41 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, field_validator
+
 from metrics.catalog import BENCH_IMAGE, BENCH_PROMPT, image_extras
 from metrics.stats import correlation_difference, mean_interval, spearman
 from refine.harness.results import Results, cell_mean
+from refine.records import option
+from refine.settings import split_list
+
+
+class ComparePlan(BaseModel):
+    """``refine compare``'s options (the command is made from its fields)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    a: Path = option(help="The first bench (the base).", flag="A", given="argument")
+    b: Path = option(help="The second bench, of the same images.", flag="B", given="argument")
+    ratings: Path | None = option(
+        None, "Also each bench's agreement with these ratings, and the difference.", given="path"
+    )
+    metrics: str = option("faith,align,hal", "With --ratings: the metrics set against them.")
+    question: str | None = option(
+        None, "With --ratings: the question (default: the first answered)."
+    )
+    seed: int = option(0, "Seed of the bootstrap intervals.")
+    out: Path | None = option(None, "Write compare.json into this folder.", given="path")
+
+    @field_validator("metrics")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from metrics.catalog import CATALOG
+
+        unknown = [m for m in split_list(value) if m not in CATALOG]
+        if unknown:
+            raise ValueError(f"no metric {unknown[0]!r} (metrics: {', '.join(CATALOG)})")
+        return value
 
 
 def _key(cell: dict[str, Any]) -> tuple[Any, ...]:

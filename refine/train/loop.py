@@ -16,7 +16,6 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -162,7 +161,7 @@ class TrainLoop:
         """Steps until ``steps``: each reported (``emit``, trackers), checkpointed every
         ``checkpoint_every``; ``after(step)`` then runs on every process."""
         self.accelerator.init_trackers(
-            "refine-tune", config={k: v for k, v in asdict(self.c).items() if v is not None}
+            "refine-tune", config={k: v for k, v in self.c.model_dump().items() if v is not None}
         )
         start = time.perf_counter()
         self.wrapped.train()
@@ -219,7 +218,7 @@ class TrainLoop:
             "lora": self.model.lora_state(),
             "optimizer": self.optimizer.state_dict(),
             "losses": self.history,
-            "config": asdict(self.c),
+            "config": self.c.model_dump(),
         }
         if self.accelerator.scaler is not None:
             state["scaler"] = self.accelerator.scaler.state_dict()
@@ -232,7 +231,7 @@ class TrainLoop:
         path = self.out / "checkpoint.pt"
         state = torch.load(path, map_location=self.device, weights_only=False)
         same = {k: v for k, v in state["config"].items() if k not in FREE_ON_RESUME}
-        mine = {k: v for k, v in asdict(self.c).items() if k in same}
+        mine = {k: v for k, v in self.c.model_dump().items() if k in same}
         if same != mine:
             changed = sorted(k for k in same if same[k] != mine[k])
             raise ValueError(f"the checkpoint was made with other settings ({', '.join(changed)})")

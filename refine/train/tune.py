@@ -22,7 +22,6 @@ images every ``validate_every`` steps.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -195,7 +194,7 @@ class Tuner:
             "final_loss": self.losses[-1][1] if self.losses else None,
             "held_out_accuracy": held,
             "processes": self.world,
-            "config": asdict(self.c),
+            "config": self.c.model_dump(),
             "base_model": base_facts(self.c.base),  # the hub id, its commit, its licence
             "validation_prompts": list(dict.fromkeys(r["prompt"] for r in self.rows))[:2],
         }

@@ -108,6 +108,14 @@ def test_a_new_tau_makes_no_model_call(bench, world, minilm, tmp_path):
         spearman(xb, y)
     )
     assert faith["difference"] == pytest.approx(spearman(xb, y) - spearman(xa, y))
+    # the same documents as text: a line per metric, and the agreement with people
+    text = cli("compare", str(bench), str(new), "--ratings", str(ratings)).stdout.splitlines()
+    assert "4 cells paired on the same images (12 images)" in text
+    align = next(line for line in text if line.startswith("align "))
+    low, high = row["interval"]
+    assert f"{row['difference']:+.3f}" in align and f"[{low:+.3f}, {high:+.3f}]" in align
+    said = next(line for line in text if line.startswith("  faith "))
+    assert said.split("B - A")[1].split()[0] == f"{faith['difference']:+.3f}"
 
 
 @pytest.mark.slow

@@ -67,7 +67,7 @@ def test_long_classes_and_functions_are_found(tmp_path):
     }
 
 
-def test_a_page_reading_a_task_and_a_long_task_file_are_found(tmp_path):
+def test_a_page_reading_a_task_a_long_task_file_and_a_long_cli_are_found(tmp_path):
     long = "\n".join(f"x{i} = {i}" for i in range(251))
     root = tree(
         tmp_path,
@@ -82,6 +82,8 @@ def test_a_page_reading_a_task_and_a_long_task_file_are_found(tmp_path):
             "refine/present/__init__.py": "",
             "refine/present/page.py": "def f():\n    from refine.harness.tasks import bench\n",
             "refine/present/fine.py": "from refine.harness.results import x\n",
+            "refine/cli/__init__.py": "x = 1\n" * 2000,
+            "refine/cli/run_cmd.py": "y = 2\n" * 1001,
         },
     )
     found = {p.name: p.detail for p in cs.problems(root, ["refine"])}
@@ -90,6 +92,7 @@ def test_a_page_reading_a_task_and_a_long_task_file_are_found(tmp_path):
             "refine.present"
         ),
         "task file refine/harness/tasks/bench/task.py": "251 lines (at most 250)",
+        "refine/cli: 3001 lines": "at most 3000",
     }
 
 

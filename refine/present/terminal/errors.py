@@ -1,10 +1,12 @@
 """How the command line says an error in one line: a click usage error (the option, the
 value given and what is wrong), a full disk (what to do), and which errors' messages say
-what to do (shown without a traceback, exit code 1)."""
+what to do (shown without a traceback, exit code 1): :func:`error_exit`."""
 
 from __future__ import annotations
 
+import importlib
 import os
+from typing import Any
 
 from refine.backends.registry import error_names
 
@@ -79,3 +81,54 @@ def explained(err: BaseException) -> bool:
     """Whether ``err``'s message says what to do: one line, no traceback."""
     names = {c.__name__ for c in type(err).__mro__}
     return bool(names & {*EXPLAINED, *error_names()})
+
+
+def error_exit(err: BaseException) -> tuple[str, int]:
+    """An error the command line says in one line, and its exit code: a run or task folder
+    another process holds (2), a full disk (1), a model that cannot answer (no API key,
+    not downloaded, a full GPU: its message says what to do) or an extra not installed
+    (1); ``("", 0)`` for any other, whose traceback is shown."""
+    if type(err).__name__ == "RunLocked":
+        return str(err), 2
+    if full_disk(err):
+        return full_disk(err), 1
+    missing_extra = isinstance(err, ImportError) and "cultural-refine[" in str(err)
+    if not explained(err) and not missing_extra:
+        return "", 0
+    from refine.backends.loading import describe_error
+
+    said = describe_error(err)
+    if type(err).__name__ == "QuotaSpent":  # a batch's or a bench's: done is kept
+        said += "; what was done is kept: run the same command again once it is back"
+    return said, 1
+
+
+def click_errors() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(ClickException, Abort) classes of the click that typer uses: typer 0.29 and newer
+    carry their own copy (``typer._click``), older ones use the ``click`` package."""
+    import typer
+
+    errors: list[type] = []
+    aborts: list[type] = [typer.Abort] if hasattr(typer, "Abort") else []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        errors.append(module.ClickException)
+        if hasattr(module, "Abort"):
+            aborts.append(module.Abort)
+    return tuple(errors), tuple(aborts)
+
+
+def command_path(tree: Any, argv: list[str]) -> str:
+    """``refine metrics vendi`` for ``["metrics", "vendi", "--q"]``: the subcommands of the
+    click command ``tree`` that ``argv`` names."""
+    path, node = ["refine"], tree
+    for token in argv:
+        commands = getattr(node, "commands", None)
+        if not commands or token not in commands:
+            break
+        path.append(token)
+        node = commands[token]
+    return " ".join(path)

@@ -1,5 +1,5 @@
 """The terminal lines of what the data, photos, references, knowledge-base, backends,
-app-usage, batch and SoS-report commands made or found."""
+app-usage, batch, SoS-report, compare and tune commands made or found."""
 
 from __future__ import annotations
 
@@ -221,4 +221,55 @@ def recipe_table_lines(table: Any) -> list[str]:
         lines.append(f"differs: {n}")
     for m in table.missing:
         lines.append(f"missing: {m}")
+    return lines
+
+
+def _interval(iv: Any) -> str:
+    return f"[{iv[0]:+.3f}, {iv[1]:+.3f}]" if iv else "-"
+
+
+def compare_lines(doc: dict[str, Any]) -> list[str]:
+    """Two benches side by side (``refine compare``'s document): each metric's means, B - A
+    and its paired interval, and with ratings each bench's agreement with people."""
+    lines = []
+    for side in ("a", "b"):
+        s = doc["settings"][side]
+        observer = (s["scorer"] or {}).get("observer")
+        lines.append(f"{side.upper()}: {doc[side]} (tau {s['tau']}, observer {observer})")
+    lines.append(f"{doc['cells']} cells paired on the same images ({doc['images']} images)")
+    if doc["not_the_same_images"]:
+        lines.append(f"  left out, their images differ: {len(doc['not_the_same_images'])} cells")
+    head = f"{'metric':14} {'A':>8} {'B':>8} {'B - A':>8}"
+    lines.append(f"{head} {'95% interval':>20} {'changed':>8}")
+    for m, r in doc["metrics"].items():
+        lines.append(
+            f"{m:14} {shown(r['a'], '.3f', 8)} {shown(r['b'], '.3f', 8)} "
+            f"{shown(r['difference'], '+.3f', 8)} {_interval(r['interval']):>20} {r['changed']:>8}"
+        )
+    agreed = doc.get("agreement")
+    if agreed:
+        q, n = agreed["question"], agreed["images"]
+        lines.append(f"agreement with people ({q}, Spearman, {n} rated images):")
+        for m, r in agreed["metrics"].items():
+            lines.append(
+                f"  {m:12} A {shown(r['a'], '+.3f', 7)}  B {shown(r['b'], '+.3f', 7)}  "
+                f"B - A {shown(r['difference'], '+.3f', 7)} {_interval(r.get('interval'))}"
+            )
+    return lines
+
+
+def tune_lines(summary: dict[str, Any]) -> list[str]:
+    """What ``refine tune`` made (its ``summary`` with ``out``, ``base``, ``page`` and,
+    once pushed, ``pushed``) and how to use it."""
+    lines = [
+        f"adapter: {summary['out']} ({summary['steps']} steps, final loss "
+        f"{summary['final_loss']:.4f})"
+    ]
+    if summary["held_out_accuracy"] is not None:
+        lines.append(f"held-out implicit reward accuracy: {summary['held_out_accuracy']:.3f}")
+    lines.append(f"loss curve: {summary['page']}")
+    base = summary["base"].removeprefix("diffusers:")
+    lines.append(f'use it: --generator "diffusers:{base}+lora={summary["out"]}"')
+    if summary.get("pushed"):
+        lines.append(f"pushed to the Hub: {summary['pushed']}")
     return lines
