@@ -981,6 +981,10 @@ class Variant:
 # under their variant (``exag@exag:ita``), never averaged or correlated across variants
 VARIANT_BOUND = ("exag", "faith")
 
+# the metrics a change of the reference descriptors moves: matches of the same observations
+# (no model call), and FAITH from them (refine.loop.aims re-matches them)
+MATCHED = ("align", "hal", "faith")
+
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (

@@ -334,6 +334,17 @@ class Candidate(_Record):
     scores: Scores
     feedback: Feedback
     drift: Drift | None = None
+    # once a person changed the run's references: ALIGN, HAL and FAITH of the same
+    # observations against the pack's (refine.loop.aims), beside ``scores``, the
+    # creative's; absent while the run aims at the pack
+    against_pack: dict[str, float | None] | None = None
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("against_pack") is None:
+            data.pop("against_pack", None)  # a record from before the field, byte for byte
+        return data
 
 
 class LabelScore(_Record):
@@ -476,6 +487,76 @@ class Region(_Record):
         return v
 
 
+# a descriptor or stereotype candidate a person gives: one printable line, at most this long
+MAX_DESCRIPTOR = 120
+
+
+def person_phrase(value: Any) -> str:
+    """A descriptor or stereotype candidate a person typed: stripped, one printable line
+    of at most :data:`MAX_DESCRIPTOR` characters; a ValueError says what is wrong."""
+    if not isinstance(value, str):
+        raise ValueError("a descriptor is text")
+    text = value.strip()
+    if not text:
+        raise ValueError("a descriptor is not empty")
+    if len(text) > MAX_DESCRIPTOR:
+        raise ValueError(f"a descriptor is at most {MAX_DESCRIPTOR} characters, got {len(text)}")
+    if not text.isprintable():
+        raise ValueError("a descriptor is one line of printable text")
+    return text
+
+
+class Descriptor(_Record):
+    """A reference descriptor a person removes or adds, with its dimension."""
+
+    dimension: Literal["setting", "objects", "attire", "interaction", "spatial"]
+    phrase: str
+
+    @field_validator("phrase", mode="before")
+    @classmethod
+    def _phrase(cls, v: Any) -> str:
+        return person_phrase(v)
+
+
+class ReferenceEdit(_Record):
+    """What a person changes in a run's references: reference descriptors not wanted here
+    (``removed``) and their own (``added``), and stereotype candidates likewise."""
+
+    removed: list[Descriptor] = Field(default_factory=list, max_length=64)
+    added: list[Descriptor] = Field(default_factory=list, max_length=64)
+    stereotypes_removed: list[str] = Field(default_factory=list, max_length=64)
+    stereotypes_added: list[str] = Field(default_factory=list, max_length=64)
+
+    @field_validator("stereotypes_removed", "stereotypes_added", mode="before")
+    @classmethod
+    def _phrases(cls, v: Any) -> list[str]:
+        if not isinstance(v, list):
+            raise ValueError("a list of stereotype candidates")
+        return [person_phrase(x) for x in v]
+
+    def empty(self) -> bool:
+        return not (
+            self.removed or self.added or self.stereotypes_removed or self.stereotypes_added
+        )
+
+
+class ReferenceChange(ReferenceEdit):
+    """A change of the run's references by a person, in effect from round ``round`` on
+    (its instruction is the first written against them), made at ``at`` (local time)."""
+
+    round: int = Field(ge=1)
+    at: str
+    source: Literal["review file", "app"] = "review file"
+
+    def describe(self) -> str:
+        """``-objects: carpet; +objects: samovar; -stereotype: hookah``"""
+        parts = [f"-{d.dimension}: {d.phrase}" for d in self.removed]
+        parts += [f"+{d.dimension}: {d.phrase}" for d in self.added]
+        parts += [f"-stereotype: {x}" for x in self.stereotypes_removed]
+        parts += [f"+stereotype: {x}" for x in self.stereotypes_added]
+        return "; ".join(parts)
+
+
 class ReferencePhoto(_Record):
     """A real photo a reference-guided round's request carried: its file, its mean cosine
     to the descriptors the round adds (the image embedder's), and where it came from
@@ -607,6 +688,16 @@ class Round(_Record):
     tracked: list[Tracked] = Field(default_factory=list)
     # the past fixes the instruction writer was given as hints (--memory)
     hints: list[PastFix] = Field(default_factory=list)
+    # the person's changes of references its scores are against (0: the pack's; the
+    # scores of a round before a change are re-matched to it, refine.loop.aims)
+    references: int = Field(0, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("references"):
+            data.pop("references", None)  # a record from before the field, byte for byte
+        return data
 
     @property
     def best(self) -> Candidate:
@@ -1026,11 +1117,13 @@ class RunSpec(_Record):
 
 # run.json's layout: 1, every run written before the field; 2, with the schema, the
 # toolkit's version, and each local model's resolved commit in backend_info; 3, with
-# ``refused`` rounds. A run is written at the lowest layout that holds it (2 unless a round
-# was refused), so that a toolkit of layout 2 still opens it; this one reads up to RUN_SCHEMA
-RUN_SCHEMA = 3
+# ``refused`` rounds; 4, with a person's ``reference_changes``. A run is written at the
+# lowest layout that holds it (2 unless a round was refused or its references changed), so
+# that a toolkit of layout 2 still opens it; this one reads up to RUN_SCHEMA
+RUN_SCHEMA = 4
 WRITTEN_SCHEMA = 2  # a run without refused rounds
 REFUSED_SCHEMA = 3
+CHANGED_SCHEMA = 4  # 4: with a person's changes of the references
 
 
 class Run(_Record):
@@ -1064,19 +1157,34 @@ class Run(_Record):
     branched_from: dict[str, Any] | None = None
     # editing rounds whose every candidate the model refused (written only when there are)
     refused: list[RefusedRound] = Field(default_factory=list)
+    # a person's changes of the references mid-run (refine.loop.aims): each with the round
+    # it starts at; ``references`` are then the changed ones, and ``pack_references`` the
+    # pack's the run began with
+    reference_changes: list[ReferenceChange] = Field(default_factory=list)
+    pack_references: ReferencePack | None = None
 
     @model_serializer(mode="wrap")
     def _written(self, handler: Any) -> Any:
-        """The record as written: ``refused`` only when a round was, and then at layout 3
-        (a run.json without it reads the same, and records from before the field stay byte
-        for byte)."""
+        """The record as written: ``refused`` only when a round was, and then at layout 3;
+        the reference changes only when a person made one, and then at layout 4 (a run.json
+        without them reads the same, and records from before the fields stay byte for
+        byte)."""
         data = handler(self)
         if isinstance(data, dict):
             if data.get("refused"):  # a toolkit of layout 2 would refuse the field unnamed
                 data["schema_version"] = max(int(data.get("schema_version") or 0), REFUSED_SCHEMA)
             else:
                 data.pop("refused", None)
+            if data.get("reference_changes"):
+                data["schema_version"] = max(int(data.get("schema_version") or 0), CHANGED_SCHEMA)
+            else:
+                data.pop("reference_changes", None)
+                data.pop("pack_references", None)
         return data
+
+    def aims_changed(self) -> bool:
+        """Whether a person changed the references the run aims at."""
+        return self.pack_references is not None
 
     @model_validator(mode="before")
     @classmethod

@@ -398,9 +398,9 @@ class Assessor:
         ):
             scores = _scores(row, notes, ahead, q, j.answer, given["tifa_answers"][i])
             feedback = Feedback(
-                aligned=[_match(m) for m in ahead.aligned],
-                missing=[_match(m) for m in ahead.missing],
-                hallucinated=[_match(m) for m in ahead.hallucinated],
+                aligned=[as_match(m) for m in ahead.aligned],
+                missing=[as_match(m) for m in ahead.missing],
+                hallucinated=[as_match(m) for m in ahead.hallucinated],
                 exaggerated=j.exaggerated,
             )
             out.append(Assessment(o, scores, feedback, timings if i == 0 else {}))
@@ -618,7 +618,8 @@ class Assessor:
         return self.drifts(parent, [child])[0]
 
 
-def _match(m: Any) -> Match:
+def as_match(m: Any) -> Match:
+    """A matcher's descriptor match as the record's."""
     return Match(
         dimension=m.dimension, phrase=m.phrase, best_match=m.best_match, similarity=m.similarity
     )

@@ -28,6 +28,7 @@ a place sets the scene, an interaction is shown, an arrangement arranges them.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import Any
@@ -76,14 +77,32 @@ class Plan:
     keep: list[str]  # aligned items, named in the keep clause
 
 
+def own_descriptors(run: Any) -> set[tuple[str, str]]:
+    """The reference descriptors a person added to the run (refine.loop.aims) and still
+    has, as (dimension, phrase)."""
+    now = run.references.descriptors
+    return {
+        (d.dimension, d.phrase)
+        for c in run.reference_changes
+        for d in c.added
+        if d.phrase in now.get(d.dimension, [])
+    }
+
+
+def _not_own(m: Match, own: Collection[tuple[str, str]]) -> bool:
+    return (m.dimension, m.phrase) not in own
+
+
 def plan(
     feedback: Feedback,
     max_changes: int,
     tau: float | None = None,
     near_margin: float = NEAR_MARGIN,
     replace_floor: float = REPLACE_FLOOR,
+    own: Collection[tuple[str, str]] = (),
 ) -> Plan:
-    """The changes the feedback asks for (see the module docstring)."""
+    """The changes the feedback asks for (see the module docstring); the missing
+    descriptors a person added (``own``: (dimension, phrase)) are asked for first."""
     near = near_matches(feedback, tau, near_margin)
     spared = {(m.dimension, (m.best_match or "").casefold()) for m in near}
     near_items = {(m.dimension, m.phrase.casefold()) for m in near}
@@ -123,7 +142,7 @@ def plan(
             hallucinated.append(Change("remove", h.dimension, h.phrase, similarity=h.similarity))
     adds = [
         Change("add", m.dimension, m.phrase, similarity=m.similarity)
-        for m in sorted(feedback.missing, key=lambda m: m.similarity or 0.0)
+        for m in sorted(feedback.missing, key=lambda m: (_not_own(m, own), m.similarity or 0.0))
         if (m.dimension, m.phrase.casefold()) not in spared | used
     ]
     out: list[Change] = []
@@ -472,6 +491,7 @@ def round_instruction(
         tau,
         spec.near_margin,
         spec.replace_floor,
+        own_descriptors(run),
     )
     dropped = min(skip, len(extras))
     extras = extras[dropped:]

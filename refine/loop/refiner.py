@@ -40,7 +40,7 @@ from refine.events import (
     RunStarted,
 )
 from refine.io.store import RunStore, new_run_id
-from refine.loop import confirm, localize, memory, policy, request, review_file, tracking
+from refine.loop import aims, confirm, localize, memory, policy, request, review_file, tracking
 from refine.loop.candidates import CandidateMaker, EveryCandidateRefused, Made
 from refine.loop.prompts import round_text
 from refine.loop.steps import StepContext, default_steps
@@ -270,8 +270,7 @@ class Refiner:
 
     def _drive_within(self, run: Run, store: RunStore) -> Run:
         started = self._started = time.monotonic() - run.elapsed_s
-        self.calls = CallCounter(run.model_calls)
-        self.qualities = QualityCache()
+        self.calls, self.qualities = CallCounter(run.model_calls), QualityCache()
         self._stop.clear()
         self._stop_why = USER_STOP
         self._emit(
@@ -407,8 +406,8 @@ class Refiner:
         how, why = policy.move(spec, parent)
         why = why if spec.strategy == "auto" else None  # a chosen move keeps its reason
         line = review_file.entry(spec, k)  # --review FILE: what a person says at this round
-        if review_file.stopped(run, k, line):
-            return
+        if review_file.stopped(run, k, line) or aims.follow(run, k, line, self.backends):
+            return  # a stop, or a change of references that cannot be made
         written, nothing = round_text(run, k, parent_index, how, self.backends, self.calls)
         if written is None:
             run.stop_reason = nothing
@@ -487,6 +486,7 @@ class Refiner:
         self._emit(_decided(r))
 
     def _after_round(self, run: Run, store: RunStore, r: Round) -> None:
+        aims.against_pack(run, r.candidates, self.backends)  # a person's references: both ways
         ctx = StepContext(self.backends, store, self._emit, self.calls, self.assessor(run.spec))
         for step in self.steps:
             step.after_round(run, r, ctx)
@@ -643,6 +643,7 @@ def _append_round(
         decision=verdict.decision,
         reason=verdict.reason,
         timings=timings,
+        references=len(run.reference_changes),
     )
     run.rounds.append(r)
     # what the round's image fixed and lost against the kept rounds before it

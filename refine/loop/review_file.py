@@ -2,13 +2,17 @@
 the app, written ahead (or while the run goes: the file is read again before each round).
 
 JSON Lines, one line a round: ``{"round": K, "instruction": "...", "boxes": [[x0, y0, x1,
-y1], ...], "decision": "accept" | "reject" | "stop"}``, every field but ``round`` optional.
+y1], ...], "decision": "accept" | "reject" | "stop", "references": {"removed": [{"dimension":
+"objects", "phrase": "carpet"}], "added": [...], "stereotypes_removed": [...],
+"stereotypes_added": [...]}}``, every field but ``round`` optional.
 For editing round K, ``instruction`` replaces the one written from the feedback (recorded
 as the person's), ``boxes`` restrict that round's edit to them (by hand, as
 ``--edit-box``), ``decision`` decides the round by hand once its candidates are made
 (``accept``: its best candidate becomes the run's best image; ``reject``: the parent is
-kept), or ``stop`` stops the run before the round's edit. A line that cannot be is refused
-in one line naming the file and the line, before the run begins."""
+kept), or ``stop`` stops the run before the round's edit; ``references`` changes what the
+run aims for from round K on (:mod:`refine.loop.aims`: the round's instruction is the first
+written against them, and every round before is re-matched against them). A line that
+cannot be is refused in one line naming the file and the line, before the run begins."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from refine.records import by_hand_boxes
+from refine.records import ReferenceEdit, by_hand_boxes
 
 
 class ReviewLine(BaseModel):
@@ -27,6 +31,7 @@ class ReviewLine(BaseModel):
     instruction: str | None = Field(None, min_length=1, max_length=2000)
     boxes: list[list[float]] = Field(default_factory=list)
     decision: Literal["accept", "reject", "stop"] | None = None
+    references: ReferenceEdit | None = None
 
     @field_validator("boxes", mode="before")
     @classmethod

@@ -120,6 +120,7 @@ def timeline_html(run: Run) -> str:
             f'data-item="{escape(row.item)}"><th scope="row" style="text-align:left;'
             f'font-weight:normal;overflow-wrap:anywhere">{label}</th>{cells}</tr>'
         )
+    body += _change_rows(run, tl.rounds, n)
     legend = " ".join(
         f'<span style="white-space:nowrap"><span style="background:{bg};color:{fg};'
         f'padding:0 .3em">{mark}</span> {escape(state)}</span>'
@@ -141,4 +142,36 @@ def timeline_html(run: Run) -> str:
         f'"{tracking.totals(tl.figures).forgotten}">{escape(figures_text(tl.figures))} '
         f"(over the kept rounds; faded columns: rounds rejected or cut short){never}</p>"
         f'<p class="legend">{legend}</p></figcaption></figure>'
+    )
+
+
+def _change_rows(run: Run, rounds: list[tuple[int, str]], n: int) -> list[str]:
+    """A row per change of the references a person made, starting at its round (the
+    rounds from there on are scored against it; those before are re-matched to it)."""
+    if not run.reference_changes:
+        return []
+    rows = [
+        f'<tr class="tl-group"><th colspan="{n + 1}" scope="rowgroup" '
+        'style="text-align:left;padding-top:.4em">your references</th></tr>'
+    ]
+    for c in run.reference_changes:
+        said = escape(c.describe())
+        cells = "".join(_change_cell(c.round, i, d) for i, d in rounds)
+        rows.append(
+            f'<tr data-kind="references" data-round="{c.round}"><th scope="row" '
+            'style="text-align:left;font-weight:normal;overflow-wrap:anywhere">'
+            f"from round {c.round}: {said}</th>{cells}</tr>"
+        )
+    return rows
+
+
+def _change_cell(start: int, index: int, decision: str) -> str:
+    """A change's cell: marked from its round on (a triangle where it starts)."""
+    if index < start:
+        faded = _faded(decision)
+        return f'<td data-state="" title="round {index}: before the change" style="{faded}"></td>'
+    mark = "\u25b8" if index == start else ""
+    return (
+        f'<td data-state="changed" title="round {index}: your references, from round {start}" '
+        f'style="background:#762a83;color:#fff;text-align:center;{_faded(decision)}">{mark}</td>'
     )

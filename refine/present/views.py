@@ -255,11 +255,17 @@ def chart_range(series: dict[str, list[float | None]]) -> tuple[float, float]:
     return (-1.0 if low < 0 else 0.0, 1.0)
 
 
+YOURS = "your references"
+
+
 def decision_text(r: Round) -> str:
     """``accepted``, ``rejected (by hand)``; a regenerating round, or one whose move auto
-    chose, says its move: ``accepted · regenerate``."""
+    chose, says its move: ``accepted · regenerate``; a round scored against references a
+    person changed says so: ``accepted · your references``."""
     move = f" · {r.kind}" if r.kind == "regenerate" or r.move_reason else ""
-    return r.decision + (" (by hand)" if r.by_hand else "") + move
+    # scored against references a person changed (refine.loop.aims)
+    mine = f" · {YOURS}" if r.references else ""
+    return r.decision + (" (by hand)" if r.by_hand else "") + move + mine
 
 
 def reason_text(r: Round) -> str:
@@ -542,6 +548,23 @@ def parent_text(run: Run) -> str:
     return f"{text}: {further} further round(s), with {with_what}"
 
 
+def references_lines(run: Run) -> list[str]:
+    """Each change of the references a person made (when, from which round, what), and
+    the best round's FAITH both ways: against their references and against the pack."""
+    lines = [
+        f"references changed by hand from round {c.round} ({c.source}, {c.at}): {c.describe()}"
+        for c in run.reference_changes
+    ]
+    best = run.best()
+    if lines and best is not None and best.best.against_pack is not None:
+        mine, pack = best.best.scores.faith, best.best.against_pack.get("faith")
+        lines.append(
+            f"FAITH of the best round ({best.index}): {shown(mine, '.3f')} against your "
+            f"references, {shown(pack, '.3f')} against the pack"
+        )
+    return lines
+
+
 def branches_text(branches: list[tuple[str, int]]) -> str:
     """``continued from round 1 in RUN-from-r1`` for each run rolled back from this one."""
     return "; ".join(f"continued from round {k} in {name}" for name, k in branches)
@@ -577,6 +600,7 @@ def summary_lines(run: Run, run_dir: str | Path) -> list[str]:
                 lines.append(f"round {r.index} ({r.decision}) {verb}: {tracking.fix_words(undone)}")
     for x in run.refused:  # asked for, nothing made: the next round edited the same image
         lines.append(x.describe())
+    lines.extend(references_lines(run))
     for r in run.rounds:
         if r.caire:
             note = f"  <- {r.caire_note}" if r.caire_note else ""

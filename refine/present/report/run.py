@@ -174,7 +174,7 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f'<section class="round {r.decision}" id="{escape(run.id)}-round-{r.index}" '
         f'data-round="{r.index}" data-decision="{r.decision}">'
         f'<h3>round {r.index}: {r.kind}{parent} <span class="badge {r.decision}">'
-        f"{r.decision}{' by hand' if r.by_hand else ''}</span>{best}</h3>"
+        f"{r.decision}{' by hand' if r.by_hand else ''}</span>{best}{_yours(r)}</h3>"
         f'<p class="reason">{escape(views.reason_text(r))}</p>'
         f'<div class="imgs">{"".join(figs)}</div>'
         "<table><tr><th>FAITH</th><th>quality</th><th>ALIGN</th><th>HAL</th><th>EXAG</th>"
@@ -192,6 +192,44 @@ def _round_html(run: Run, r: Round, run_dir: Path) -> str:
         f"{_changes_html(r)}{_photos_html(r)}{_regions_html(r)}"
         f'<p class="muted">timings: {escape(timings) or "-"}</p>'
         "</section>"
+    )
+
+
+def _yours(r: Round) -> str:
+    """A badge on a round scored against references a person changed (its FAITH against
+    the pack beside)."""
+    if not r.references:
+        return ""
+    pack = (r.best.against_pack or {}).get("faith")
+    return (
+        f' <span class="badge changed" data-references="{r.references}" '
+        f'title="FAITH against the pack: {num(pack)}">{views.YOURS}</span>'
+    )
+
+
+def _references_html(run: Run) -> str:
+    """The changes a person made to the references, and FAITH both ways per round: against
+    their references (the scores) and against the pack (the same observations matched to
+    the pack's descriptors)."""
+    if not run.reference_changes:
+        return ""
+    changes = "".join(
+        f'<li data-round="{c.round}">from round {c.round} ({escape(c.source)}, '
+        f"{escape(c.at)}): {escape(c.describe())}</li>"
+        for c in run.reference_changes
+    )
+    rows = "".join(
+        f'<tr data-round="{r.index}" data-faith="{raw(r.best.scores.faith)}" '
+        f'data-faith-pack="{raw((r.best.against_pack or {}).get("faith"))}"><td>{r.index}</td>'
+        f"<td>{escape(r.decision)}</td><td>{num(r.best.scores.faith)}</td>"
+        f"<td>{num((r.best.against_pack or {}).get('faith'))}</td></tr>"
+        for r in run.rounds
+    )
+    return (
+        '<section class="references-changed"><h3>your references</h3>'
+        f"<ul>{changes}</ul><table><tr><th>round</th><th>decision</th>"
+        "<th>FAITH, your references</th><th>FAITH, the pack</th></tr>"
+        f"{rows}</table></section>"
     )
 
 
@@ -361,7 +399,7 @@ def run_section(run: Run, run_dir: Path, heading: str = "h2") -> str:
         f'<p class="muted">EXAG: {escape(exag)}<br>settings: {escape(settings)}<br>'
         f"references: {escape(run.references.source)}</p>"
         f"<details><summary>backends</summary><table>{backends}</table></details>"
-        f"{chart}"
+        f"{chart}{_references_html(run)}"
         + "".join(_round_html(run, r, run_dir) for r in run.rounds)
         # rounds the model refused: asked for, nothing made
         + "".join(f'<p class="refused">{escape(x.describe())}</p>' for x in run.refused)
