@@ -7,6 +7,9 @@ from it (``mkdocs.yml`` names this file under ``hooks``).
   :mod:`metrics.catalog` (label, direction, range, what it needs, what it means, where it
   is defined and how this toolkit differs) and per variant, where the page says
   ``<!-- catalog -->``;
+* ``benchmarks.md``: a row of its recipes table for every bundled recipe the page has no
+  row of its own for (its paper and source, title and what it runs, from the recipe file),
+  where the page says ``<!-- recipes -->``, so that a new recipe is one file;
 * ``readme.md``: the repository's README, its links into ``docs/`` made relative to the
   site, so that the strict build checks them too.
 """
@@ -19,6 +22,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG_MARK = "<!-- catalog -->"
+RECIPES_MARK = "<!-- recipes -->"
 
 
 def commands() -> list[tuple[tuple[str, ...], Any]]:
@@ -133,6 +137,35 @@ def catalog_text() -> str:
     return "\n".join(out) + "\n"
 
 
+def recipe_rows(markdown: str) -> str:
+    """Rows of the recipes table for the bundled recipes ``markdown`` has no row for."""
+    from refine.harness import recipes
+
+    written = set(re.findall(r"^\| `([a-z0-9-]+)` \|", markdown, re.M))
+    rows = []
+    for name in recipes.bundled():
+        if name in written:
+            continue
+        r = recipes.load_recipe(recipes.recipes_dir() / f"{name}.toml")
+        about = " ".join(r.about.split()).split(". ")[0].rstrip(".")
+        cells = [f"`{name}`", f"{r.paper}, {r.source}", about, r.title]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |\n")
+    return "".join(rows)
+
+
+def page_markdown(markdown: str, page: str) -> str:
+    """A page's markdown as the build shows it (the made parts put in)."""
+    if page == "metrics.md":
+        if CATALOG_MARK not in markdown:
+            raise ValueError(f"docs/metrics.md: the mark {CATALOG_MARK} is missing")
+        return markdown.replace(CATALOG_MARK, catalog_text())
+    if page == "benchmarks.md":
+        if RECIPES_MARK + "\n" not in markdown:
+            raise ValueError(f"docs/benchmarks.md: the mark {RECIPES_MARK} is missing")
+        return markdown.replace(RECIPES_MARK + "\n", recipe_rows(markdown))
+    return markdown
+
+
 def readme_page() -> str:
     """The README, its links into docs/ made relative to the site."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -163,8 +196,4 @@ def on_files(files: Any, config: Any) -> Any:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    if page.file.src_uri == "metrics.md":
-        if CATALOG_MARK not in markdown:
-            raise ValueError(f"docs/metrics.md: the mark {CATALOG_MARK} is missing")
-        return markdown.replace(CATALOG_MARK, catalog_text())
-    return markdown
+    return page_markdown(markdown, page.file.src_uri)

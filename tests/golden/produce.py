@@ -355,6 +355,27 @@ def new_metric(name: str, golden: object) -> bool:
     return known(name) and name not in golden  # a file's columns, a record's keys
 
 
+def new_setting(name: str, value: object, golden: dict) -> bool:
+    """Whether ``name`` is a run setting the golden record does not have, at its default: a
+    setting added since (at its default it changes nothing the golden data shows)."""
+    from refine.records import RunSpec
+
+    field = RunSpec.model_fields.get(name)
+    if name in golden or field is None or field.is_required():
+        return False
+    default = field.get_default(call_default_factory=True)
+    return value == (default.model_dump(mode="json") if hasattr(default, "model_dump") else default)
+
+
+def new_item(item: object, golden: list) -> bool:
+    """Whether ``item`` of a list names a metric (``{"metric": NAME, ...}``) that no item of
+    the golden list names: an entry added with a metric added since."""
+    if not isinstance(item, dict) or not isinstance(item.get("metric"), str):
+        return False
+    named = {x.get("metric") for x in golden if isinstance(x, dict)}
+    return item["metric"] not in named and new_metric(item["metric"], [])
+
+
 def compare_csv(ta: str, tb: str) -> list[str]:
     """The golden file's columns, each compared by name (not position) with the fresh
     file's; a column of a metric added since is the fresh file's own."""
@@ -419,11 +440,13 @@ def compare_numbers_in_text(ta: str, tb: str) -> list[str]:
 
 def compare(a, b, where: str) -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
-        b = {k: v for k, v in b.items() if not new_metric(k, a)}  # a metric added since
+        # a metric added since, and a setting added since at its default
+        b = {k: v for k, v in b.items() if not new_metric(k, a) and not new_setting(k, v, a)}
         if set(a) != set(b):
             return [f"{where}: keys {sorted(set(a) ^ set(b))} in one only"]
         return [d for k in a if k not in VOLATILE_KEYS for d in compare(a[k], b[k], f"{where}.{k}")]
     if isinstance(a, list) and isinstance(b, list):
+        b = [x for x in b if not new_item(x, a)]  # a ranking's entry of a metric added since
         if len(a) != len(b):
             return [f"{where}: {len(a)} items against {len(b)}"]
         return [

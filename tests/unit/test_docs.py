@@ -117,8 +117,9 @@ def test_the_readme_is_one_screen_and_links_into_the_site():
 
 def test_the_docs_tables_list_every_bundled_profile_recipe_and_protocol():
     """The tables of profiles, recipes and protocols in the docs are checked against what is
-    bundled (assets/*/NAME.toml, scanned as the command line scans them): a new file with no
-    row fails here."""
+    bundled (assets/*/NAME.toml, scanned as the command line scans them): a new profile or
+    protocol with no row fails here; a new recipe gets its row from its own file at every
+    build (tools/docs_hooks.recipe_rows), in the recipes table."""
     import re
 
     from refine.assets import bundled_names
@@ -126,6 +127,35 @@ def test_the_docs_tables_list_every_bundled_profile_recipe_and_protocol():
     docs = Path(__file__).resolve().parents[2] / "docs"
     for kind, page in (("profile", "profiles.md"), ("recipe", "benchmarks.md"),
                        ("protocol", "human-studies.md")):  # fmt: skip
-        rows = set(re.findall(r"^\| `([a-z0-9-]+)` \|", (docs / page).read_text(), re.M))
+        # as the build shows the page: a recipe with no row of the page's own gets one
+        shown = docs_hooks.page_markdown((docs / page).read_text(), page)
+        rows = set(re.findall(r"^\| `([a-z0-9-]+)` \|", shown, re.M))
         names = set(bundled_names(kind))
         assert names <= rows, (kind, sorted(names - rows))
+
+
+def test_a_new_recipe_gets_a_row_from_its_own_file(tmp_path, monkeypatch):
+    from refine.harness import recipes
+
+    mine = tmp_path / "recipes"
+    mine.mkdir()
+    bundled = recipes.recipes_dir() / "ahead-table1.toml"
+    text = bundled.read_text().replace('name = "ahead-table1"', 'name = "my-table"')
+    (mine / "my-table.toml").write_text(text.replace('title = "', 'title = "Mine | ', 1))
+    monkeypatch.setattr(recipes, "recipes_dir", lambda: mine)
+    monkeypatch.setattr(recipes, "bundled", lambda: ["ahead-table1", "my-table"])
+    page = (Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md").read_text()
+    shown = docs_hooks.page_markdown(page, "benchmarks.md")
+    (row,) = [x for x in shown.splitlines() if x.startswith("| `my-table` |")]
+    cells = row.split(" | ")
+    assert cells[1].startswith("AHEaD (Culture in Action") and cells[1].endswith(
+        "Table 1 (Sec. 5.1)"
+    )
+    assert cells[2].startswith("Every CULTIVate activity of the 16 countries")
+    assert cells[3] == "Mine \\| T2I models are more faithful for the Global North |"
+    # in the table: the row follows the table's last row, the mark gone
+    at = shown.splitlines().index(row)
+    assert (
+        shown.splitlines()[at - 1].startswith("| `cube-table5` |")
+        and "<!-- recipes -->" not in shown
+    )

@@ -21,7 +21,8 @@ def number(value, kind) -> str:
 def expected_brackets(setting) -> str:
     """What click prints after the help: ``[default: D; LO<=x<=HI]``."""
     parts = []
-    if setting.default not in (None, [], False):  # click shows no empty default
+    # click shows no empty default (None, [], False), and shows 0 (0 == False: by identity)
+    if setting.default is not None and setting.default != [] and setting.default is not False:
         parts.append(f"default: {setting.default}")
     lo, hi, kind = setting.lower, setting.upper, setting.kind
     if lo is not None and hi is not None:

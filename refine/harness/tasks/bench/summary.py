@@ -142,7 +142,10 @@ def image_rows(cell: dict[str, Any]) -> list[dict[str, Any]]:
             "activity": cell["activity"],
             "country": cell["country"],
             "category": cell.get("category"),
-            **{k: im[k] for k in ("seed", "file", *BENCH_IMAGE)},
+            "seed": im["seed"],
+            "file": im["file"],
+            # a metric added since the cell was made: none recorded
+            **{k: im.get(k) for k in BENCH_IMAGE},
             # by name, also for cells written when variants were said in words
             "exag_variant": variant_name(im.get("exag_variant")),
             **{k: im.get(k) for k in image_extras()},
