@@ -466,12 +466,28 @@ class Region(_Record):
     """A box a localized edit is restricted to, [x0, y0, x1, y1] as fractions of the
     image's width and height: one the observer drew (``source`` "observer") around an item
     that is wrong (hallucinated or exaggerated) or where a missing one belongs, or one a
-    person gave (``source`` "by hand": ``--edit-box``), which names no item or kind."""
+    person gave (``source`` "by hand": ``--edit-box``, a review's boxes, or a region drawn
+    in the app, kept as a ``mask``), which names no item or kind."""
 
     item: str | None = None
     kind: Literal["hallucinated", "exaggerated", "missing"] | None = None
     box: list[float] = Field(min_length=4, max_length=4)
     source: Literal["observer", "by hand"] = "observer"
+    # a region drawn with a brush: its mask, a PNG in the run's folder (one channel, the
+    # image's size, white over the region), its bounding box in ``box``
+    mask: str | None = None
+
+    @field_validator("mask")
+    @classmethod
+    def _mask_file(cls, v: str | None) -> str | None:
+        return None if v is None else plain_file_name(v)
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("mask") is None:
+            data.pop("mask", None)  # a record from before the field, byte for byte
+        return data
 
     @model_validator(mode="after")
     def _named(self) -> Region:
@@ -1214,3 +1230,9 @@ class Run(_Record):
         return [c.image for r in rounds for c in r.candidates] + [
             e.image for r in rounds for e in r.languages.values()
         ]
+
+    def file_names(self, upto: int | None = None) -> list[str]:
+        """Every file of the run's folder the record names: its images and the masks of
+        regions drawn by hand (rounds 0..``upto``, or all)."""
+        rounds = self.rounds if upto is None else self.rounds[: upto + 1]
+        return self.image_names(upto) + [g.mask for r in rounds for g in r.regions if g.mask]

@@ -94,6 +94,17 @@ def mask_box(region: np.ndarray) -> list[float]:
     return [cols.min() / w, rows.min() / h, (cols.max() + 1) / w, (rows.max() + 1) / h]
 
 
+def drawn_box(mask: Image.Image, size: tuple[int, int], least: float = 0.01) -> list[float]:
+    """A region a person drew: its mask checked (one channel, the image's ``size``, at
+    least ``least`` of the image: the by-hand bound, :data:`refine.records.MIN_REGION_AREA`)
+    and its bounding box; a ValueError says what is wrong."""
+    region = mask_array(mask, size)
+    share = float(region.mean())
+    if share < least:
+        raise ValueError(f"the region drawn covers {share:.1%} of the image, under {least:.0%}")
+    return mask_box(region)
+
+
 def region_array(
     boxes: Sequence[Box], size: tuple[int, int], mask: Image.Image | None
 ) -> np.ndarray:

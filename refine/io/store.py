@@ -208,6 +208,30 @@ class RunStore:
                 self._writer = None
             self.release()
 
+    def save_mask(self, name: str, mask: Image.Image) -> str:
+        """Write a region's mask as ``name``: a one-channel PNG (L), as drawn."""
+        path = self._inside(name)
+        mask = mask.convert("L")
+        _write_png(path, mask)
+        return name
+
+    def load_mask(self, name: str) -> Image.Image:
+        """A region's mask, one channel (L)."""
+        from PIL import Image as PILImage
+
+        with PILImage.open(self._inside(name)) as im:
+            return im.convert("L")
+
+    def copy_in(self, source: RunStore, name: str) -> str:
+        """``name`` of another run's folder copied here, byte for byte (a roll back's
+        images and masks)."""
+        import shutil
+
+        source.flush()
+        path = self._inside(name)
+        atomic_write(path, lambda tmp: shutil.copyfile(source._inside(name), tmp))
+        return name
+
     def load_image(self, name: str) -> Image.Image:
         from PIL import Image as PILImage
 

@@ -129,10 +129,20 @@ def for_round(
     from refine import usage
     from refine.loop.review_file import ReviewLine
 
-    own = reviewed.boxes if isinstance(reviewed, ReviewLine) else []  # --review FILE's
-    by_hand = own or run.spec.edit_boxes
-    if by_hand:  # a person's boxes: this edit's, no grounding call
-        return [Region(box=b, source="by hand") for b in by_hand], None
+    # a person's boxes and region drawn at the pause or in the review file: this edit's, no
+    # grounding call (the run's --edit-box where they marked none)
+    own = reviewed.boxes if isinstance(reviewed, ReviewLine) else []
+    drawn = reviewed.drawn() if isinstance(reviewed, ReviewLine) else None
+    by_hand = own or ([] if drawn is not None else run.spec.edit_boxes)
+    if by_hand or drawn is not None:
+        regions = [Region(box=b, source="by hand") for b in by_hand]
+        if drawn is not None:
+            from refine.backends.regions import drawn_box
+            from refine.records import MIN_REGION_AREA
+
+            box = drawn_box(drawn, parent_image.size, MIN_REGION_AREA)
+            regions.append(Region(box=box, source="by hand", mask=reviewed.mask))
+        return regions, None
     if not run.spec.localize:
         return [], None
     asked = items(changes, feedback)
@@ -167,7 +177,10 @@ def measure(candidates: Sequence[Any], parent: Any, regions: Sequence[Region], s
     if not regions:
         return
     boxes = [r.box for r in regions]
-    mask = reach(boxes, parent.size)  # the boxes and their feathered band
+    drawn = [store.load_mask(r.mask) for r in regions if r.mask]
+    # the boxes and the regions drawn, and their feathered band (a drawn region's box is
+    # its bounding box: inside, its crop is compared)
+    mask = reach([r.box for r in regions if not r.mask], parent.size, drawn[0] if drawn else None)
     with backends.using("image_embedder") as embedder:
         for c in candidates:
             if c.drift is None:

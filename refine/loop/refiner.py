@@ -34,13 +34,22 @@ from refine.evaluate.assess import Assessor, CallCounter, QualityCache
 from refine.events import (
     Event,
     ModelsLoading,
-    ReviewWaiting,
     RoundDecided,
     RunFinished,
     RunStarted,
 )
 from refine.io.store import RunStore, new_run_id
-from refine.loop import aims, confirm, localize, memory, policy, request, review_file, tracking
+from refine.loop import (
+    aims,
+    confirm,
+    localize,
+    memory,
+    pause,
+    policy,
+    request,
+    review_file,
+    tracking,
+)
 from refine.loop.candidates import CandidateMaker, EveryCandidateRefused, Made
 from refine.loop.prompts import round_text
 from refine.loop.steps import StepContext, default_steps
@@ -253,8 +262,8 @@ class Refiner:
         store = RunStore.create(out or source.dir.parent, f"{old.id}-from-r{round_index}")
         store.acquire()
         kept = [r.model_copy(deep=True) for r in old.rounds[: round_index + 1]]
-        for name in old.image_names(upto=round_index):
-            store.save_image(name, source.load_image(name))
+        for name in old.file_names(upto=round_index):  # the regions' masks too
+            store.copy_in(source, name)
         run = _branched(old, store.dir.name, spec, kept, source.dir, further, settings)
         store.save(run)
         return self._drive(run, store)
@@ -413,25 +422,11 @@ class Refiner:
             run.stop_reason = nothing
             return
         instruction, source = review_file.instruction_of(line, written.text, written.source)
-        # 3. review
-        if self.review is not None:
-            self._emit(
-                ReviewWaiting(
-                    round=k,
-                    instruction=instruction,
-                    source=source,
-                    changes=tuple(c.phrase() for c in written.changes),
-                )
-            )
-            reviewed = self.review(k, instruction, run)
-            if reviewed is None or self._stop.is_set():
-                run.stop_reason = self._stop_why
-                return
-            reviewed = reviewed.strip()
-            if not reviewed:
-                raise ValueError(f"round {k}: the reviewed instruction is empty")
-            if reviewed != instruction:
-                instruction, source = reviewed, "person"
+        # 3. review: a person may rewrite it, mark regions, change the references, or stop
+        asked = pause.ask(self, run, store, k, instruction, source, written, line)
+        if asked is None:
+            return
+        instruction, source, line = asked
         # 4. edit, or generate from the new prompt (with photos, in boxes: the request)
         parent_image = store.load_image(parent.best.image)
         seeds = round_seeds(run, k)

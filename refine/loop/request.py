@@ -55,8 +55,11 @@ def round_request(
         out.regions, out.note = localize.for_round(
             run, parent_image, changes, backends, calls, feedback, reviewed
         )
-        if out.regions:
-            out.given["regions"] = [r.box for r in out.regions]
+        boxes = [r.box for r in out.regions if not r.mask]
+        if boxes:
+            out.given["regions"] = boxes
+        if any(r.mask for r in out.regions):  # a region drawn: the editor takes its mask
+            out.given["mask"] = reviewed.drawn()
     return out
 
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from refine.records import ReferenceEdit, by_hand_boxes
+from refine.records import MAX_REGIONS, ReferenceEdit, by_hand_boxes
 
 
 class ReviewLine(BaseModel):
@@ -32,11 +32,37 @@ class ReviewLine(BaseModel):
     boxes: list[list[float]] = Field(default_factory=list)
     decision: Literal["accept", "reject", "stop"] | None = None
     references: ReferenceEdit | None = None
+    # a region drawn: a PNG of the image's size, one channel, white over the region (a
+    # path, relative to the review file's folder); the app hands the drawn image itself
+    mask: str | None = Field(None, min_length=1, max_length=1000)
+    _drawn: Any = PrivateAttr(None)
+    _folder: Path | None = PrivateAttr(None)
 
     @field_validator("boxes", mode="before")
     @classmethod
     def _boxes(cls, v: Any) -> list[list[float]]:
         return by_hand_boxes(v)
+
+    def drawn(self) -> Any:
+        """The region drawn (a one-channel PIL image), or None; a ValueError says why a
+        mask file cannot be read."""
+        if self._drawn is not None or self.mask is None:
+            return self._drawn
+        from PIL import Image, UnidentifiedImageError
+
+        path = Path(self.mask)
+        if not path.is_absolute() and self._folder is not None:
+            path = self._folder / path
+        try:
+            with Image.open(path) as im:
+                self._drawn = im.copy()
+        except (OSError, UnidentifiedImageError) as err:
+            raise ValueError(f"round {self.round}: cannot read the mask {path} ({err})") from None
+        return self._drawn
+
+    def regions(self) -> int:
+        """How many regions the line restricts its round's edit to."""
+        return len(self.boxes) + (self.mask is not None or self._drawn is not None)
 
 
 def read_review(path: str | Path) -> dict[int, ReviewLine]:
@@ -62,6 +88,9 @@ def read_review(path: str | Path) -> dict[int, ReviewLine]:
             raise ValueError(f"{where} line {n}: {field}: {said}") from None
         except ValueError as err:
             raise ValueError(f"{where} line {n} is not JSON ({err})") from None
+        entry._folder = where.parent
+        if entry.regions() > MAX_REGIONS:
+            raise ValueError(f"{where} line {n}: at most {MAX_REGIONS} regions, boxes and mask")
         if entry.round in out:
             raise ValueError(f"{where} line {n}: round {entry.round} is reviewed twice")
         out[entry.round] = entry
@@ -81,8 +110,9 @@ def entry(spec: Any, k: int) -> ReviewLine | str | None:
 
 
 def has_boxes(spec: Any) -> bool:
-    """Whether the run's review file restricts any round's edit to boxes."""
-    return bool(spec.review_file) and any(e.boxes for e in read_review(spec.review_file).values())
+    """Whether the run's review file restricts any round's edit to boxes or a mask."""
+    lines = read_review(spec.review_file).values() if spec.review_file else []
+    return any(e.boxes or e.mask for e in lines)
 
 
 def stopped(run: Any, k: int, line: ReviewLine | str | None) -> bool:

@@ -154,7 +154,7 @@ class RunFolders:
         names images that are links or lie outside its folder."""
         path = self.resolve(run_dir)
         run = RunStore(path).load()
-        for name in run.image_names():
+        for name in run.file_names():
             if (path / name).is_symlink():
                 raise ValueError(f"{path.name}: {name} is a link, not an image of the run")
         return run, path

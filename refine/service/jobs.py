@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from refine.events import Event, ReviewWaiting, RunStarted, StepDone
 from refine.io.store import RunStore
@@ -81,9 +82,10 @@ class Job:
         self._logged = threading.Condition()
         self._last_stage = "starting"
         self._when_done: list[Callable[[Job], None]] = []
-        self._answers: queue.Queue[str | None] = queue.Queue()
+        self._answers: queue.Queue[Any] = queue.Queue()  # text, a Review, or None
         self._thread: threading.Thread | None = None
         self.waiting: tuple[int, str] | None = None
+        self._reviewing: Run | None = None
         self.stopped = False
         self.stop_why = ""  # the stop reason asked for ("": the user's Stop)
         self.tracker = RunProgress()
@@ -106,9 +108,10 @@ class Job:
                 self._stop_run(self.stop_why)
         self._put(event)
 
-    def _review(self, k: int, instruction: str, run: Run) -> str | None:
+    def _review(self, k: int, instruction: str, run: Run) -> Any:
         if not self.pause:
             return instruction
+        self._reviewing = run  # the live record: the references a change is made to
         self.waiting = (k, instruction)
         event = ReviewWaiting(round=k, instruction=instruction)
         self.tracker.see(event)
@@ -142,6 +145,7 @@ class Job:
                 continue
         self.waiting = None
         self.review_since = None
+        self._reviewing = None
         return answer
 
     def _follow(self, n: int) -> None:
@@ -152,17 +156,46 @@ class Job:
 
     # called by the front end ----------------------------------------------------------
 
-    def submit_instruction(self, text: str) -> None:
-        """Apply ``text`` (the proposed instruction or a rewritten one) and go on."""
+    def submit_instruction(
+        self,
+        text: str,
+        boxes: list[list[float]] | None = None,
+        mask: Any = None,
+        references: Any = None,
+    ) -> None:
+        """Apply ``text`` (the proposed instruction or a rewritten one) and go on; with
+        ``boxes`` or a drawn ``mask`` (one channel, the image's size) the edit is restricted
+        to them, and ``references`` (a :class:`refine.records.ReferenceEdit`) changes what
+        the run aims for from this round on (:mod:`refine.loop.pause`). What cannot be is
+        refused with a ValueError saying why, and the review goes on waiting."""
         if not isinstance(text, str) or not text.strip():
             raise ValueError("the instruction is empty; write one, or stop the run")
         if len(text) > MAX_INSTRUCTION:
             raise ValueError(
                 f"the instruction is {len(text):,} characters; at most {MAX_INSTRUCTION:,}"
             )
+        answer: Any = text
+        if boxes or mask is not None or references is not None:
+            from refine.loop.pause import Review
+
+            answer = Review(text, list(boxes or []), mask, references)
+            reviewing = self._reviewing
+            if self.waiting is None or reviewing is None or self.run_dir is None:
+                raise ValueError("no round is waiting for review")
+            answer.check(self._image_size(reviewing), reviewing.references)
         if self.waiting is not None:
             self.applied = (self.waiting[0], text.strip())
-        self._answers.put(text)
+        self._answers.put(answer)
+
+    def _image_size(self, run: Run) -> tuple[int, int]:
+        """The size of the image the round under review edits (its parent's chosen)."""
+        from PIL import Image
+
+        from refine.loop.policy import parent_of_next
+
+        name = run.rounds[parent_of_next(run)].best.image
+        with Image.open(Path(self.run_dir) / name) as im:
+            return im.size
 
     def stop(self, why: str = "") -> None:
         """End the run within moments (see :meth:`refine.loop.refiner.Refiner.request_stop`):

@@ -1,0 +1,34 @@
+"""A review file's drawn region (``mask``): read from beside the file when its round comes,
+counted with the boxes against the bound, and a file that cannot be read said as such."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from refine.loop.review_file import has_boxes, read_review
+
+
+def test_a_review_lines_mask_is_read_from_beside_the_file(tmp_path):
+    drawn = np.zeros((20, 30), dtype="uint8")
+    drawn[5:15, 10:25] = 255
+    Image.fromarray(drawn, mode="L").save(tmp_path / "m.png")
+    review = tmp_path / "review.jsonl"
+    review.write_text(json.dumps({"round": 2, "mask": "m.png"}) + "\n")
+    (line,) = read_review(review).values()
+    got = line.drawn()
+    assert got.mode == "L" and np.array_equal(np.asarray(got), drawn)
+    assert line.regions() == 1 and has_boxes(SimpleNamespace(review_file=str(review)))
+    # nine regions (eight boxes and the mask) are refused, naming the line
+    boxes = [[0.1 * i, 0.0, 0.1 * i + 0.1, 0.5] for i in range(8)]
+    review.write_text(json.dumps({"round": 2, "boxes": boxes, "mask": "m.png"}) + "\n")
+    with pytest.raises(ValueError, match="line 1: at most 8 regions, boxes and mask"):
+        read_review(review)
+    review.write_text(json.dumps({"round": 2, "mask": "gone.png"}) + "\n")
+    (line,) = read_review(review).values()
+    with pytest.raises(ValueError, match=r"round 2: cannot read the mask .*gone\.png"):
+        line.drawn()
