@@ -137,6 +137,17 @@ def catalog_text() -> str:
     return "\n".join(out) + "\n"
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text``: up to a full stop before a capital, never after an
+    abbreviation the papers use (Sec., Tab., Fig., Eq., App., e.g., i.e., al.)."""
+    words = " ".join(text.split())
+    for m in re.finditer(r"\.\s+(?=[A-Z])", words):
+        before = words[: m.start()].rsplit(" ", 1)[-1].lstrip("(")
+        if before not in ("Sec", "Tab", "Fig", "Eq", "App", "e.g", "i.e", "al", "vs"):
+            return words[: m.start()]
+    return words.rstrip(".")
+
+
 def recipe_rows(markdown: str) -> str:
     """Rows of the recipes table for the bundled recipes ``markdown`` has no row for."""
     from refine.harness import recipes
@@ -147,8 +158,7 @@ def recipe_rows(markdown: str) -> str:
         if name in written:
             continue
         r = recipes.load_recipe(recipes.recipes_dir() / f"{name}.toml")
-        about = " ".join(r.about.split()).split(". ")[0].rstrip(".")
-        cells = [f"`{name}`", f"{r.paper}, {r.source}", about, r.title]
+        cells = [f"`{name}`", f"{r.paper}, {r.source}", first_sentence(r.about), r.table.caption]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |\n")
     return "".join(rows)
 

@@ -141,7 +141,7 @@ def test_a_new_recipe_gets_a_row_from_its_own_file(tmp_path, monkeypatch):
     mine.mkdir()
     bundled = recipes.recipes_dir() / "ahead-table1.toml"
     text = bundled.read_text().replace('name = "ahead-table1"', 'name = "my-table"')
-    (mine / "my-table.toml").write_text(text.replace('title = "', 'title = "Mine | ', 1))
+    (mine / "my-table.toml").write_text(text.replace('caption = "', 'caption = "Mine | ', 1))
     monkeypatch.setattr(recipes, "recipes_dir", lambda: mine)
     monkeypatch.setattr(recipes, "bundled", lambda: ["ahead-table1", "my-table"])
     page = (Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md").read_text()
@@ -151,8 +151,10 @@ def test_a_new_recipe_gets_a_row_from_its_own_file(tmp_path, monkeypatch):
     assert cells[1].startswith("AHEaD (Culture in Action") and cells[1].endswith(
         "Table 1 (Sec. 5.1)"
     )
-    assert cells[2].startswith("Every CULTIVate activity of the 16 countries")
-    assert cells[3] == "Mine \\| T2I models are more faithful for the Global North |"
+    # the first sentence of what it runs (not cut at "Sec. 3"), and the table's caption
+    assert cells[2].startswith("Every CULTIVate activity of the 16 countries (Sec. 3: Global")
+    assert cells[2].endswith("10 images per prompt at seeds 42 to 51")
+    assert cells[3].startswith("Mine \\| T2I models consistently generate more faithful")
     # in the table: the row follows the table's last row, the mark gone
     at = shown.splitlines().index(row)
     assert (
