@@ -1,7 +1,8 @@
 """Screenshots of the app for docs/screenshots: the first screen at desktop (1440x900) and
 phone (390x844) width, a run in progress and a finished two-round run, the Rate view on
 that run at both widths (the CulturalFrames protocol, after a rater's profile, with its
-follow-up questions open), served by the
+follow-up questions open), the point-and-say controls of a paused run at both widths and
+the timeline of its changed references, served by the
 app on the test suite's stand-in Gemini world (no key, no network). Needs Debian's
 chromium and the test extras. Usage:
 
@@ -128,11 +129,62 @@ def main(out_dir: str) -> None:
                 rate.locator("#rate").scroll_into_view_if_needed()
                 rate.locator("#rate").screenshot(path=str(out / f"rate-{name}.png"))
                 rate.close()
+            point_shots(browser, url, service, out)
             browser.close()
     finally:
         demo.close()
         server.stop()
     print(f"screenshots in {out}")
+
+
+def point_shots(browser, url: str, service, out: Path) -> None:
+    """A paused run's point-and-say controls, at both widths: a region drawn on the image
+    under review, a reference descriptor not wanted here and one of the visitor's own;
+    then, applied, the timeline's row of the changed references from that round on."""
+    from tests.ui.strokes import draw
+
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(url)
+    page.wait_for_selector("#start")
+    page.locator("#options").get_by_text("Options", exact=True).first.click()
+    for elem, value in (("rounds", "1"), ("target", "1"), ("max-drift", "2")):
+        box = page.locator(f"#{elem} input").first
+        box.fill(value)
+        box.press("Tab")
+    page.locator("#pause input").check()
+    page.click("#start")
+    page.wait_for_function(
+        "() => document.querySelector('#stage textarea').value.includes('review the instruction')",
+        timeout=120_000,
+    )
+    page.locator("#point-box").get_by_text("Point and say", exact=False).first.click()
+    page.wait_for_function(
+        "() => (document.querySelector('#region')?.innerText || '').includes('round 1:')"
+    )
+    page.locator("#region").first.scroll_into_view_if_needed()
+    time.sleep(1)
+    draw(page, service.job.review_image().size, (0.55, 0.5))
+    remove = page.locator("#refs-remove input").first
+    remove.click()
+    remove.fill("objects: Basket of flatbreads")
+    page.locator("li[role=option][aria-label='objects: Basket of flatbreads']").first.click()
+    page.locator("#refs-add textarea").fill("objects: Grandmother's brass samovar")
+    time.sleep(1)
+    page.locator("#point-box").screenshot(path=str(out / "point-desktop.png"))
+    page.set_viewport_size({"width": 390, "height": 844})
+    time.sleep(1)
+    page.locator("#point-box").screenshot(path=str(out / "point-phone.png"))
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.click("#apply")
+    deadline = time.monotonic() + 120
+    while page.locator("#stage textarea").input_value() != "finished":
+        if time.monotonic() > deadline:
+            raise SystemExit("the paused run did not finish")
+        time.sleep(0.2)
+    time.sleep(2)
+    page.locator("#timeline").scroll_into_view_if_needed()
+    page.locator("#timeline").screenshot(path=str(out / "references-timeline-desktop.png"))
+    page.close()
 
 
 if __name__ == "__main__":

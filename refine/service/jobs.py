@@ -197,6 +197,21 @@ class Job:
         with Image.open(Path(self.run_dir) / name) as im:
             return im.size
 
+    @property
+    def reviewing(self) -> Run | None:
+        """The live record of the run whose round waits for review (None: no review)."""
+        return self._reviewing if self.waiting is not None else None
+
+    def review_image(self) -> Any:
+        """The image the round under review edits (its parent's chosen), as RGB; a
+        ValueError where no round waits."""
+        from refine.loop.policy import parent_of_next
+
+        run = self.reviewing
+        if run is None or self.run_dir is None:
+            raise ValueError("no round is waiting for review")
+        return RunStore(self.run_dir).load_image(run.rounds[parent_of_next(run)].best.image)
+
     def stop(self, why: str = "") -> None:
         """End the run within moments (see :meth:`refine.loop.refiner.Refiner.request_stop`):
         completed rounds are kept, the round in progress is kept as stopped; ``why`` is the

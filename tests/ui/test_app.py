@@ -709,3 +709,72 @@ def test_many_visitors_browsing_at_once_are_all_answered(app_url):
         except Exception as err:  # noqa: BLE001 - what a refused click gets
             refused.append(str(err)[:80])
     assert answered == 40 and not refused, refused[:3]
+
+
+def test_a_region_and_changed_references_through_the_api(app_url, world, tmp_path):
+    """At the pause, /apply takes by name a region drawn in the editor and a change of the
+    references: what cannot be is refused in one line, the review still waiting; what can
+    reaches the edit, the round's record and the next round's instruction."""
+    import numpy as np
+    from gradio_client import handle_file
+    from PIL import Image, ImageDraw
+
+    from refine.backends.regions import region_words
+    from tests.ui.clients import app_client
+
+    url, service = app_url
+    client = app_client(url)
+    job = start(client, rounds=2, paused=True)
+    deadline = time.monotonic() + 120
+    while service.job is None or service.job.waiting is None:
+        assert time.monotonic() < deadline, "no instruction came up for review"
+        time.sleep(0.1)
+    w, h = service.job.review_image().size
+    Image.new("RGB", (w, h), (9, 9, 9)).save(tmp_path / "bg.png")
+    layer = Image.new("RGBA", (w, h), (0, 0, 0, 0))
+    ImageDraw.Draw(layer).rectangle([w // 2, h // 2, w - 1, h - 1], fill=(255, 0, 255, 255))
+    layer.save(tmp_path / "layer.png")
+    layer.resize((w // 2, h // 2)).save(tmp_path / "small.png")
+
+    def region(name):
+        return {"background": handle_file(str(tmp_path / "bg.png")), "composite": None,
+                "layers": [handle_file(str(tmp_path / name))]}  # fmt: skip
+
+    text = "Put a samovar on the table."
+    for given, said in (
+        ({"region": region("small.png")}, f"is {w // 2}x{h // 2}, the image {w}x{h}"),
+        ({"add": "objects: " + "x" * 121}, "a descriptor is at most 120 characters, got 121"),
+        ({"add": "furniture: a low table"}, "is dimension: phrase, the dimension one of setting"),
+        ({"remove": ["objects: Hamburgers"]}, "'Hamburgers' is no reference descriptor of objects"),
+    ):
+        answer = client.predict(text=text, api_name="/apply", **given)
+        assert answer.startswith("error: ") and said in answer and "\n" not in answer, answer
+        assert service.job.waiting is not None  # still waiting: nothing was applied
+    answer = client.predict(
+        text=text, region=region("layer.png"), remove=["objects: Basket of flatbreads"],
+        add="objects: Brass samovar <on a tray>", api_name="/apply",
+    )  # fmt: skip
+    assert answer.startswith("instruction applied"), answer
+    while service.job.waiting is None or service.job.waiting[0] != 2:
+        assert time.monotonic() < deadline, "round 2 never came up for review"
+        time.sleep(0.1)
+    second = service.job.waiting[1]
+    planned = service.job.review_info[1]  # the changes round 2's instruction was built from
+    assert client.predict(api_name="/stop").startswith("stopping")
+    job.result(timeout=120)
+    run = service.open(job.outputs()[-1][7])
+    r1 = run.rounds[1]
+    (mine,) = r1.regions
+    assert (mine.source, mine.mask) == ("by hand", "round_01_mask.png")
+    assert mine.box == pytest.approx([0.5, 0.5, 1.0, 1.0], abs=1.0 / min(w, h))
+    mask = np.asarray(Image.open(Path(service.resolve(job.outputs()[-1][7])) / mine.mask))
+    assert mask.mean() / 255 == pytest.approx(0.25, abs=0.05)
+    assert region_words([mine.box]) in world.edited[-1]
+    (change,) = run.reference_changes
+    assert change.source == "app" and change.round == 1
+    assert [d.phrase for d in change.added] == ["Brass samovar <on a tray>"]
+    # round 2's instruction was written against the visitor's references: it asks for their
+    # descriptor, never for the one not wanted (shown now, it is to go)
+    assert "add Brass samovar <on a tray>" in planned and "brass samovar" in second.lower()
+    assert not [c for c in planned if c.startswith("add ") and "flatbread" in c.lower()]
+    assert "replace Basket of flatbreads with Bowls of mast" in planned

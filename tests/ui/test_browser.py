@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import threading
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from refine.service import RunService
 from tests.fakes.gemini_world import GREEN, RED
 from tests.ui.clients import served
+from tests.ui.strokes import draw
 from ui.app import build_app, launch_options
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -1796,3 +1798,77 @@ def questions_fit(pg, size) -> None:
         size[0],
     )
     assert wide == [], (size, wide)
+
+
+def test_point_at_a_region_and_change_the_references_at_both_widths(page, world, tmp_path):
+    """Paused for review: on a desktop the visitor draws a region by mouse, drops a
+    reference descriptor and adds one of their own; on a phone, the next round, a region by
+    touch. Each edit is told its region and keeps the parent's pixels beyond its feathered
+    band; each round records its region as the visitor's, with its mask; the next round's
+    instruction follows the changed references, which run.json and the report record."""
+    import numpy as np
+    from PIL import Image
+
+    from refine.backends.regions import reach, region_words
+    from refine.present.report.run import render_run
+
+    pg, service = page
+    resize(pg, DESKTOP)
+    start_paused(pg, rounds="2")
+    for size, corner, touch in ((DESKTOP, (0.55, 0.55), False), (PHONE, (0.1, 0.1), True)):
+        resize(pg, size)
+        k = 1 if size == DESKTOP else 2
+        wait_value(pg, "stage", f"v.startsWith('round {k}: review')", f"round {k}'s review")
+        if not pg.locator("#region canvas").first.is_visible():
+            pg.locator("#point-box").get_by_text("Point and say", exact=False).first.click()
+        pg.locator("#region").first.scroll_into_view_if_needed()
+        # the editor holds this round's image (its label says the round) before any stroke
+        until(
+            pg, f"() => (document.querySelector('#region')?.innerText || '').includes('round {k}:')"
+        )
+        until(pg, "() => document.querySelector('#region canvas') !== null")
+        draw(pg, service.job.review_image().size, corner, touch)
+        if k == 1:
+            pick(pg, "refs-remove", "objects: Basket of flatbreads")
+            pg.locator("#refs-add textarea").fill("objects: Brass samovar on a low tray")
+        pg.click("#apply")
+        wait_value(pg, "notice", "v.startsWith('instruction applied')", f"round {k} applied")
+        pg.screenshot(path=str(tmp_path / f"point-{size[0]}.png"))
+    wait_finished(pg)
+    run_dir = service.resolve(pg.locator("#run-dir textarea").input_value())
+    run = service.open(run_dir)
+    parent = np.asarray(Image.open(run_dir / run.rounds[0].best.image).convert("RGB"))
+    for k, corner, away in ((1, (0.55, 0.55), (0.15, 0.15)), (2, (0.1, 0.1), (0.85, 0.85))):
+        r = run.rounds[k]
+        assert len(r.regions) == 1, (k, r.regions, r.text[:60])
+        (mine,) = r.regions
+        assert mine.source == "by hand" and mine.mask == f"round_{k:02d}_mask.png"
+        mask = Image.open(run_dir / mine.mask)
+        drawn = np.asarray(mask) > 127
+        h, w = drawn.shape
+        # the stroke's middle is in the region, the far corner is not
+        assert drawn[int((corner[1] + 5 / 60) * h), int((corner[0] + 5 / 60) * w)], mine.box
+        assert not drawn[int(away[1] * h), int(away[0] * w)], mine.box
+        # each of the round's edits was told it (the Gemini editor: in words, after the text)
+        told = [e for e in world.edited if region_words([mine.box]) in e]
+        assert len(told) == len(r.candidates), (k, mine.box)
+        before = (
+            parent
+            if k == 1
+            else np.asarray(Image.open(run_dir / run.rounds[r.parent].best.image).convert("RGB"))
+        )
+        after = np.asarray(Image.open(run_dir / r.best.image).convert("RGB"))
+        outside = ~reach([], (w, h), mask)
+        assert np.array_equal(after[outside], before[outside]), k
+    (change,) = run.reference_changes
+    assert (change.round, change.source) == (1, "app")
+    assert [d.phrase for d in change.added] == ["Brass samovar on a low tray"]
+    added = [c for c in run.rounds[2].changes if c.kind == "add"]
+    assert "Brass samovar on a low tray" in [c.item for c in added]
+    assert "Basket of flatbreads" not in [c.item for c in added]
+    # the report: FAITH both ways, a row a round (the page's attributes: 6 decimals)
+    both = re.findall(r'data-round="(\d+)" data-faith="[^"]+" data-faith-pack="([^"]+)"',
+                      render_run(run_dir))  # fmt: skip
+    assert {int(k): float(v) for k, v in both} == {
+        r.index: pytest.approx(r.best.against_pack["faith"], abs=1e-6) for r in run.rounds
+    }

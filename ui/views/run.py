@@ -16,6 +16,7 @@ from refine.settings import Setting, shown_on
 from ui import adapters
 from ui.line import IN_LINE
 from ui.safe import error, html_text, no_server_paths, number_box
+from ui.views import point
 from ui.views.common import (
     APPLIED,
     NO_VISITOR,
@@ -27,6 +28,7 @@ from ui.views.common import (
     numbers,
     settings_message,
 )
+from ui.views.point import add_point
 from ui.views.references import (
     BUILD_REFS,
     EXAMPLES,
@@ -94,6 +96,7 @@ class RunView:
     notice: Any
     started: Any = None  # the Start event (set as it is wired)
     spec: type[RunSpec] = RunSpec  # the run settings' table the form is made from
+    point: Any = None  # the region and references controls of the pause (ui/views/point.py)
 
 
 def add_run_view(
@@ -136,6 +139,7 @@ def add_run_view(
             )
             apply = session.gate.button(gr, "Apply instruction", answers=True, elem_id="apply")
             notice = session.gate.message.box.render()
+            point = add_point(gr)  # a region drawn, the references changed: applied with it
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
             # examples the bundled pack holds references for; they fill plain text boxes (a
@@ -222,7 +226,7 @@ def add_run_view(
         glossary=glossary,
         timeline=timeline,
     )
-    view = RunView(form, display, refs, start, stop, apply, notice, spec=spec)
+    view = RunView(form, display, refs, start, stop, apply, notice, spec=spec, point=point)
     # Apply's answer is about the review it ended: the next review empties it (in the page:
     # what a page shows, never what an API client got)
     stage.change(
@@ -444,14 +448,19 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
             return "stopping now: the round in progress is cut short, the rounds done are kept"
         return "no run in progress"
 
-    def on_apply(tok, text, request=None):
+    def on_apply(
+        tok, text, region=None, remove=None, add=None, stereotypes_remove=None,
+        stereotypes_add=None, request=None,
+    ):  # fmt: skip
         job = service.job
         if job is None or job.waiting is None:
             return "no instruction is waiting for review"
         if not job.owned_by(visitor(tok, request)):
             return NOT_YOURS
-        try:
-            job.submit_instruction(text)
+        try:  # what the visitor drew and changed (ui/views/point.py), checked by the job
+            mask = point.region_mask(region)
+            edit = point.reference_edit(remove, add, stereotypes_remove, stereotypes_add)
+            job.submit_instruction(text, mask=mask, references=edit)
         except ValueError as err:
             return f"error: {err}"
         return f"{APPLIED}; editing ..."
@@ -472,5 +481,10 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
     # their messages go to their own box, so they never hide the run's own stage
     view.stop.click(on_stop, token, view.notice, api_name="stop", queue=False)
     view.apply.click(
-        on_apply, [token, view.display.instruction], view.notice, api_name="apply", queue=False
+        on_apply,
+        [token, view.display.instruction, *view.point.inputs()],
+        view.notice,
+        api_name="apply",
+        queue=False,
     )
+    point.wire_review(gr, session, view.display.stage, view.point)

@@ -1,0 +1,233 @@
+"""Point and say, at the pause before an edit: a region drawn on the image under review
+(a brush, by mouse or by touch: Gradio's ImageEditor), and the references the run aims for
+changed from this round on (reference descriptors not wanted here, descriptors of the
+visitor's own, stereotype candidates likewise). Apply hands them to the run with the
+instruction (:meth:`refine.service.jobs.Job.submit_instruction`), which refuses what
+cannot be (:class:`refine.loop.pause.Review`), the review still waiting.
+
+Every value here comes from a client: the editor's layers are read as an alpha mask of the
+image's size or refused, and each descriptor typed is one printable line of at most 120
+characters (:func:`refine.records.person_phrase`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from metrics.descriptors import DIMENSIONS
+from refine.records import Descriptor, ReferenceEdit
+
+# a brush that shows on any photo, and marks nothing but where it passes
+BRUSH_COLOUR = "#ff00ff"
+MOST_LINES = 64  # descriptors added or removed at once (ReferenceEdit's bound)
+# the editor's label; under review, after the round it marks ("round 2: draw ...")
+REGION_WORDS = (
+    "draw over what to change (the edit keeps the rest); leave it blank for the whole image"
+)
+
+
+@dataclass
+class PointControls:
+    region: Any  # gr.ImageEditor: the image under review, a brush layer over it
+    remove: Any  # gr.Dropdown of many: reference descriptors not wanted here
+    add: Any  # gr.Textbox: descriptors of one's own, "dimension: phrase" a line
+    stereotypes_remove: Any
+    stereotypes_add: Any
+
+    def inputs(self) -> list[Any]:
+        return [self.region, self.remove, self.add, self.stereotypes_remove, self.stereotypes_add]
+
+
+def add_point(gr: Any) -> PointControls:
+    """The controls, folded under Apply (they matter only in pause mode)."""
+    with gr.Accordion(
+        "Point and say (in pause mode): draw where to change, change what the run aims for",
+        open=False,
+        elem_id="point-box",
+    ):
+        region = gr.ImageEditor(
+            type="pil",
+            sources=(),
+            transforms=(),
+            layers=False,
+            brush=gr.Brush(colors=[BRUSH_COLOUR], default_size="auto", color_mode="fixed"),
+            label=REGION_WORDS,
+            height=320,
+            elem_id="region",
+        )
+        # a pick of many, whose choices are the run's (set as its review comes up); its
+        # values are checked against the run's references by the job, not by the component
+        # (an API client, which has no page to set the choices, may name them too)
+        remove = gr.Dropdown(
+            [], multiselect=True, allow_custom_value=True,
+            label="reference descriptors not wanted here", elem_id="refs-remove",
+        )  # fmt: skip
+        add = gr.Textbox(
+            label=f"descriptors of your own, one a line: dimension: phrase "
+            f"({', '.join(DIMENSIONS)}; at most 120 characters)",
+            lines=2,
+            max_lines=8,
+            elem_id="refs-add",
+        )
+        stereotypes_remove = gr.Dropdown(
+            [], multiselect=True, allow_custom_value=True,
+            label="stereotype candidates not to count", elem_id="stereotypes-remove",
+        )  # fmt: skip
+        stereotypes_add = gr.Textbox(
+            label="stereotype candidates of your own, one a line", lines=1, max_lines=4,
+            elem_id="stereotypes-add",
+        )  # fmt: skip
+    return PointControls(region, remove, add, stereotypes_remove, stereotypes_add)
+
+
+def blank(image: Any) -> dict[str, Any]:
+    """The editor's value for a review: the image under it, and one clear layer of its size
+    to draw on (a value with no layer leaves a brush nothing to draw on, once a stroke of an
+    earlier review was wiped)."""
+    from PIL import Image
+
+    return {"background": image, "layers": [Image.new("RGBA", image.size)], "composite": None}
+
+
+def region_mask(value: Any) -> Any:
+    """The region drawn in the editor's value (its layers' painted pixels) as a one-channel
+    mask of the image's size, white over it; None when nothing is drawn. A ValueError says
+    what is wrong with a value a client made up."""
+    import numpy as np
+    from PIL import Image
+
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError("the region is the editor's value: a background and its layers")
+    background, layers = value.get("background"), value.get("layers") or []
+    if not isinstance(layers, list) or not all(isinstance(x, Image.Image) for x in layers):
+        raise ValueError("the region's layers are images")
+    if not isinstance(background, Image.Image) or not layers:
+        return None
+    painted = None
+    for layer in layers:
+        if layer.size != background.size:
+            raise ValueError(
+                f"a region's layer is {layer.size[0]}x{layer.size[1]}, the image "
+                f"{background.size[0]}x{background.size[1]}"
+            )
+        alpha = np.asarray(layer.convert("RGBA"))[..., 3] > 0
+        painted = alpha if painted is None else painted | alpha
+    if painted is None or not painted.any():
+        return None
+    return Image.fromarray(painted.astype("uint8") * 255, mode="L")
+
+
+def _lines(text: Any, what: str) -> list[str]:
+    if text is None:
+        return []
+    if not isinstance(text, str):
+        raise ValueError(f"{what}: text, one a line")
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    if len(lines) > MOST_LINES:
+        raise ValueError(f"{what}: at most {MOST_LINES} lines")
+    return lines
+
+
+def _picked(values: Any, what: str) -> list[str]:
+    if values is None:
+        return []
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError(f"{what}: a list of the offered choices")
+    return values
+
+
+def descriptor(text: str, what: str) -> Descriptor:
+    """``objects: a brass samovar`` as a descriptor; a ValueError names the line."""
+    dimension, sep, phrase = text.partition(":")
+    dimension = dimension.strip().lower()
+    if not sep or dimension not in DIMENSIONS:
+        raise ValueError(
+            f"{what}: {text[:60]!r} is dimension: phrase, the dimension one of "
+            f"{', '.join(DIMENSIONS)}"
+        )
+    try:
+        return Descriptor(dimension=dimension, phrase=phrase)
+    except ValueError as err:  # pydantic's: the phrase's own words
+        said = err.errors()[0]["msg"] if hasattr(err, "errors") else str(err)
+        raise ValueError(f"{what}: {said.removeprefix('Value error, ')}") from None
+
+
+def reference_edit(
+    remove: Any, add: Any, stereotypes_remove: Any, stereotypes_add: Any
+) -> ReferenceEdit | None:
+    """The change of references the controls say, or None where they say none."""
+    edit_words = "descriptors of your own"
+    removed = [descriptor(x, "reference descriptors not wanted here") for x in
+               _picked(remove, "reference descriptors not wanted here")]  # fmt: skip
+    added = [descriptor(x, edit_words) for x in _lines(add, edit_words)]
+    try:
+        edit = ReferenceEdit(
+            removed=removed,
+            added=added,
+            stereotypes_removed=_picked(stereotypes_remove, "stereotype candidates not to count"),
+            stereotypes_added=_lines(stereotypes_add, "stereotype candidates of your own"),
+        )
+    except ValueError as err:
+        said = err.errors()[0]["msg"] if hasattr(err, "errors") else str(err)
+        raise ValueError(f"stereotype candidates: {said.removeprefix('Value error, ')}") from None
+    return None if edit.empty() else edit
+
+
+def choices(run: Any) -> tuple[list[str], list[str]]:
+    """The run's references as the controls offer them: ``dimension: phrase`` each, and the
+    stereotype candidates."""
+    refs = run.references
+    return [f"{d}: {p}" for d in DIMENSIONS for p in refs.descriptors.get(d, [])], list(
+        refs.stereotypes
+    )
+
+
+def wire_review(gr: Any, session: Any, stage: Any, controls: PointControls) -> None:
+    """Each review of the visitor's run fills the controls once: the image under review in
+    the editor (its label naming the round), the run's references offered to change."""
+    from ui.views.common import REVIEW_WORDS
+
+    service, visitor = session.service, session.visitor
+
+    def on_review(tok, said, filled, request=None):
+        """A review waiting for this visitor: the image under review in the editor, and the
+        run's references offered to change (nothing changes for anyone else's run), once a
+        review: what the visitor drew is never wiped by a later update of the same one."""
+        job = service.job
+        keep = [gr.skip()] * 6
+        if REVIEW_WORDS not in (said or "") or job is None or job.waiting is None:
+            return keep
+        if not job.owned_by(visitor(tok, request)):
+            return keep
+        k = job.waiting[0]
+        this = f"{job.run_dir}#{k}"
+        if filled == this:
+            return keep
+        try:
+            image, run = job.review_image(), job.reviewing
+        except (ValueError, OSError):
+            return keep
+        descriptors, stereotypes = choices(run)
+        return [
+            gr.update(
+                value=blank(image),
+                label=f"round {k}: {REGION_WORDS}",
+            ),
+            gr.update(choices=descriptors, value=[]),
+            "",
+            gr.update(choices=stereotypes, value=[]),
+            "",
+            this,
+        ]
+
+    on_review.__annotations__["request"] = gr.Request  # found by its type
+    filled = gr.State("")  # the review whose image the editor holds (run folder#round)
+    stage.change(
+        on_review,
+        [session.token, stage, filled],
+        [*controls.inputs(), filled],
+        api_name=False,
+        queue=False,
+    )
