@@ -217,6 +217,24 @@ class RunService(RunFolders):
         atomic_write_text(path, json.dumps(pack.model_dump(mode="json"), indent=1))
         return pack
 
+    def keep_references(self, run_dir: str | Path, visitor: str | None = None) -> Any:
+        """The references a run aims at, once a person changed them at a pause, kept as
+        ``visitor``'s own for its activity and country: their next runs start from them
+        (:meth:`save_references`). Refused for another visitor's run, or one that aims at
+        the pack's; a ValueError says why."""
+        import json
+
+        run, path = self.opened(run_dir)
+        self.check_owner(path, visitor)
+        if not run.aims_changed():
+            raise ValueError("the run aims at the pack's references: change them at a pause first")
+        refs = run.references
+        text = json.dumps(
+            {"descriptors": refs.descriptors, "stereotypes": refs.stereotypes,
+             "source": f"changed in run {run.id}"}
+        )  # fmt: skip
+        return self.save_references(run.spec.activity, refs.country, text, visitor)
+
     @property
     def busy(self) -> bool:
         return self.slot.busy

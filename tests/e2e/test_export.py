@@ -529,8 +529,9 @@ def test_records_name_their_layout_packages_and_weights(runs, tmp_path):
 
     out, loaded, dirs = runs
     run = loaded[0]
-    # written at layout 2 (3 only with refused rounds: test_finish_reasons), read up to 3
-    assert run.schema_version == WRITTEN_SCHEMA == 2 and RUN_SCHEMA == 3
+    # written at layout 2 (3 only with refused rounds: test_finish_reasons; 4 with a
+    # person's change of references: test_changed_references), read up to 4
+    assert run.schema_version == WRITTEN_SCHEMA == 2 and RUN_SCHEMA == 4
     assert run.toolkit == __version__
     # the image embedder is a local folder, not a cached snapshot: no commit to name
     assert run.backend_info["image_embedder"]["commit"] == "no_revision_available"

@@ -778,3 +778,13 @@ def test_a_region_and_changed_references_through_the_api(app_url, world, tmp_pat
     assert "add Brass samovar <on a tray>" in planned and "brass samovar" in second.lower()
     assert not [c for c in planned if c.startswith("add ") and "flatbread" in c.lower()]
     assert "replace Basket of flatbreads with Bowls of mast" in planned
+    # kept as the visitor's own references: their next run of the pair starts from them;
+    # another visitor may not keep them
+    path = job.outputs()[-1][7]
+    other = app_client(url)
+    assert other.predict(path=path, api_name="/keep_references").startswith("error: ")
+    said = client.predict(path=path, api_name="/keep_references")
+    assert said.startswith("references kept for your next runs of people eating food at home")
+    found = service.find_references("people eating food at home", "Iran", service.job.owner)
+    mine = found.descriptors["objects"]
+    assert "Brass samovar <on a tray>" in mine and "Basket of flatbreads" not in mine

@@ -33,12 +33,13 @@ class PointControls:
     add: Any  # gr.Textbox: descriptors of one's own, "dimension: phrase" a line
     stereotypes_remove: Any
     stereotypes_add: Any
+    keep: Any = None  # the button that keeps the run's changed references as the visitor's
 
     def inputs(self) -> list[Any]:
         return [self.region, self.remove, self.add, self.stereotypes_remove, self.stereotypes_add]
 
 
-def add_point(gr: Any) -> PointControls:
+def add_point(gr: Any, gate: Any) -> PointControls:
     """The controls, folded under Apply (they matter only in pause mode)."""
     with gr.Accordion(
         "Point and say (in pause mode): draw where to change, change what the run aims for",
@@ -77,7 +78,10 @@ def add_point(gr: Any) -> PointControls:
             label="stereotype candidates of your own, one a line", lines=1, max_lines=4,
             elem_id="stereotypes-add",
         )  # fmt: skip
-    return PointControls(region, remove, add, stereotypes_remove, stereotypes_add)
+        keep = gate.button(
+            gr, "Keep the run's references as mine, for my next runs", elem_id="keep-refs"
+        )
+    return PointControls(region, remove, add, stereotypes_remove, stereotypes_add, keep)
 
 
 def blank(image: Any) -> dict[str, Any]:
@@ -184,9 +188,10 @@ def choices(run: Any) -> tuple[list[str], list[str]]:
     )
 
 
-def wire_review(gr: Any, session: Any, stage: Any, controls: PointControls) -> None:
+def wire_point(gr: Any, session: Any, display: Any, notice: Any, controls: PointControls) -> None:
     """Each review of the visitor's run fills the controls once: the image under review in
-    the editor (its label naming the round), the run's references offered to change."""
+    the editor (its label naming the round), the run's references offered to change. Keep
+    saves the run's changed references as the visitor's own (``/keep_references``)."""
     from ui.views.common import REVIEW_WORDS
 
     service, visitor = session.service, session.visitor
@@ -222,8 +227,24 @@ def wire_review(gr: Any, session: Any, stage: Any, controls: PointControls) -> N
             this,
         ]
 
-    on_review.__annotations__["request"] = gr.Request  # found by its type
+    def on_keep(tok, path, request=None):
+        """The run's references, as a person changed them, kept as the visitor's own."""
+        try:
+            pack = service.keep_references(path, visitor(tok, request))
+        except (ValueError, OSError) as err:
+            return f"error: {err}"
+        n = sum(len(p) for p in pack.descriptors.values())
+        return (
+            f"references kept for your next runs of {pack.activity} in {pack.country}: "
+            f"{n} descriptors, {len(pack.stereotypes)} stereotype candidates"
+        )
+
+    for handler in (on_review, on_keep):
+        handler.__annotations__["request"] = gr.Request  # found by its type
+    keep = [session.token, display.run_dir]
+    controls.keep.click(on_keep, keep, notice, api_name="keep_references", queue=False)
     filled = gr.State("")  # the review whose image the editor holds (run folder#round)
+    stage = display.stage
     stage.change(
         on_review,
         [session.token, stage, filled],

@@ -139,7 +139,7 @@ def add_run_view(
             )
             apply = session.gate.button(gr, "Apply instruction", answers=True, elem_id="apply")
             notice = session.gate.message.box.render()
-            point = add_point(gr)  # a region drawn, the references changed: applied with it
+            pointing = add_point(gr, session.gate)  # a region drawn, the references changed
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=300):
             # examples the bundled pack holds references for; they fill plain text boxes (a
@@ -226,7 +226,7 @@ def add_run_view(
         glossary=glossary,
         timeline=timeline,
     )
-    view = RunView(form, display, refs, start, stop, apply, notice, spec=spec, point=point)
+    view = RunView(form, display, refs, start, stop, apply, notice, spec=spec, point=pointing)
     # Apply's answer is about the review it ended: the next review empties it (in the page:
     # what a page shows, never what an API client got)
     stage.change(
@@ -487,4 +487,4 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
         api_name="apply",
         queue=False,
     )
-    point.wire_review(gr, session, view.display.stage, view.point)
+    point.wire_point(gr, session, view.display, view.notice, view.point)
