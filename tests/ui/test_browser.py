@@ -1285,38 +1285,6 @@ def box_in_view(pg, elem_id: str) -> dict:
     )
 
 
-def test_the_image_under_review_its_instruction_and_apply_on_one_screen(page, tmp_path):
-    """Paused for review, the current image, the instruction and Apply fit on one screen
-    (on a desktop, the first one; on a phone, once the image is brought into sight); on a
-    phone the progress and the current image come right after Start, with the options
-    folded."""
-    pg, _ = page
-    resize(pg, PHONE)
-    assert not pg.locator("#rounds input").first.is_visible()  # the options are folded
-    start = pg.locator("#start").bounding_box()
-    bar, slider = pg.locator("#progress-bar").bounding_box(), pg.locator("#slider").bounding_box()
-    # stacked: Start, the progress, then the image
-    assert start["y"] < bar["y"] < slider["y"]
-    between = slider["y"] - (start["y"] + start["height"])
-    assert between < 360, between  # the progress bar, the stage and "so far" only
-    for later in ("examples", "options", "gallery", "run-dir"):
-        assert pg.locator(f"#{later}").bounding_box()["y"] > slider["y"], later
-    resize(pg, DESKTOP)
-    start_paused(pg, rounds="2")
-    until(pg, "() => [...document.querySelectorAll('#slider img')].some(i => i.naturalWidth > 0)")
-    for size in (DESKTOP, PHONE):
-        resize(pg, size)
-        if size == DESKTOP:  # the first screen, unscrolled
-            pg.evaluate("window.scrollTo(0, 0)")
-        else:
-            pg.evaluate("document.getElementById('slider').scrollIntoView({block: 'start'})")
-        where = {e: box_in_view(pg, e) for e in ("slider", "instruction", "apply")}
-        pg.screenshot(path=str(tmp_path / f"review-{size[0]}.png"))
-        for elem, b in where.items():
-            assert -1 <= b["top"] and b["bottom"] <= b["height"] + 1, (elem, size, where)
-    pg.click("#stop")
-
-
 def wait_value(pg, elem_id: str, test: str, what: str, seconds: float = 120) -> None:
     """Wait until the text of ``#elem_id``'s box passes ``test`` (a JS expression of
     ``v``), or fail naming ``what``."""
@@ -1801,11 +1769,14 @@ def questions_fit(pg, size) -> None:
 
 
 def test_point_at_a_region_and_change_the_references_at_both_widths(page, world, tmp_path):
-    """Paused for review: on a desktop the visitor draws a region by mouse, drops a
-    reference descriptor and adds one of their own; on a phone, the next round, a region by
-    touch. Each edit is told its region and keeps the parent's pixels beyond its feathered
-    band; each round records its region as the visitor's, with its mask; the next round's
-    instruction follows the changed references, which run.json and the report record."""
+    """Paused for review, the current image, the instruction and Apply fit on one screen
+    (on a desktop, the first one; on a phone, once the image is brought into sight; on a
+    phone the progress and the image come right after Start, with the options folded).
+    On a desktop the visitor draws a region by mouse, drops a reference descriptor and adds
+    one of their own; on a phone, the next round, a region by touch. Each edit is told its
+    region and keeps the parent's pixels beyond its feathered band; each round records its
+    region as the visitor's, with its mask; the next round's instruction follows the
+    changed references, which run.json and the report record."""
     import numpy as np
     from PIL import Image
 
@@ -1813,12 +1784,34 @@ def test_point_at_a_region_and_change_the_references_at_both_widths(page, world,
     from refine.present.report.run import render_run
 
     pg, service = page
+    # on a phone, before the run: Start, the progress, then the image, the options folded
+    resize(pg, PHONE)
+    assert not pg.locator("#rounds input").first.is_visible()
+    start = pg.locator("#start").bounding_box()
+    bar, slider = pg.locator("#progress-bar").bounding_box(), pg.locator("#slider").bounding_box()
+    assert start["y"] < bar["y"] < slider["y"]
+    between = slider["y"] - (start["y"] + start["height"])
+    assert between < 360, between  # the progress bar, the stage and "so far" only
+    for later in ("examples", "options", "gallery", "run-dir"):
+        assert pg.locator(f"#{later}").bounding_box()["y"] > slider["y"], later
     resize(pg, DESKTOP)
-    start_paused(pg, rounds="2")
+    start_paused(pg, rounds="2", candidates="1")
     for size, corner, touch in ((DESKTOP, (0.55, 0.55), False), (PHONE, (0.1, 0.1), True)):
         resize(pg, size)
         k = 1 if size == DESKTOP else 2
         wait_value(pg, "stage", f"v.startsWith('round {k}: review')", f"round {k}'s review")
+        # the image under review, its instruction and Apply on one screen (on a desktop
+        # the first one; on a phone, once the image is brought into sight)
+        until(
+            pg, "() => [...document.querySelectorAll('#slider img')].some(i => i.naturalWidth > 0)"
+        )
+        if size == DESKTOP:
+            pg.evaluate("window.scrollTo(0, 0)")
+        else:
+            pg.evaluate("document.getElementById('slider').scrollIntoView({block: 'start'})")
+        where = {e: box_in_view(pg, e) for e in ("slider", "instruction", "apply")}
+        for elem, b in where.items():
+            assert -1 <= b["top"] and b["bottom"] <= b["height"] + 1, (elem, size, where)
         if not pg.locator("#region canvas").first.is_visible():
             pg.locator("#point-box").get_by_text("Point and say", exact=False).first.click()
         pg.locator("#region").first.scroll_into_view_if_needed()
