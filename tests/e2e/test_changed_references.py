@@ -67,6 +67,9 @@ def test_a_change_of_references_steers_the_next_round(world, backends, options, 
     assert MINE in [m.phrase for m in r0.feedback.missing]
     assert GONE not in [m.phrase for m in r0.feedback.missing + r0.feedback.aligned]
     assert "oversized hookahs" not in [e.candidate for e in r0.feedback.exaggerated]
+    # what --keep-fixes and --memory read, each round's fixes and losses, is re-matched too
+    tracked = {(t.kind, t.item) for t in run.rounds[0].tracked}
+    assert ("descriptor", MINE) in tracked and ("descriptor", GONE) not in tracked
     # every round is scored against them (re-matched for round 0, before the compare), and
     # keeps its figures against the pack: a rescore of the same observations against it
     assert [r.references for r in run.rounds] == [1, 1, 1]
