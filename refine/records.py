@@ -45,6 +45,17 @@ def option(
     return Field(default, description=help, json_schema_extra=extra, **bounds)
 
 
+def _unset_left_out(data: Any, *names: str) -> Any:
+    """A record's document without the fields ``names`` where they hold nothing (None, an
+    empty list or mapping, 0): a record from before those fields is written byte for byte,
+    and a toolkit that does not know them still reads one that does not use them."""
+    if isinstance(data, dict):
+        for name in names:
+            if not data.get(name):
+                data.pop(name, None)
+    return data
+
+
 Descriptors = dict[str, list[str]]
 
 
@@ -341,10 +352,7 @@ class Candidate(_Record):
 
     @model_serializer(mode="wrap")
     def _written(self, handler: Any) -> Any:
-        data = handler(self)
-        if isinstance(data, dict) and data.get("against_pack") is None:
-            data.pop("against_pack", None)  # a record from before the field, byte for byte
-        return data
+        return _unset_left_out(handler(self), "against_pack")
 
 
 class LabelScore(_Record):
@@ -484,10 +492,7 @@ class Region(_Record):
 
     @model_serializer(mode="wrap")
     def _written(self, handler: Any) -> Any:
-        data = handler(self)
-        if isinstance(data, dict) and data.get("mask") is None:
-            data.pop("mask", None)  # a record from before the field, byte for byte
-        return data
+        return _unset_left_out(handler(self), "mask")
 
     @model_validator(mode="after")
     def _named(self) -> Region:
@@ -710,10 +715,7 @@ class Round(_Record):
 
     @model_serializer(mode="wrap")
     def _written(self, handler: Any) -> Any:
-        data = handler(self)
-        if isinstance(data, dict) and not data.get("references"):
-            data.pop("references", None)  # a record from before the field, byte for byte
-        return data
+        return _unset_left_out(handler(self), "references")
 
     @property
     def best(self) -> Candidate:
@@ -1116,12 +1118,7 @@ class RunSpec(_Record):
     def _written(self, handler: Any) -> Any:
         """The settings as written: ``edit_boxes`` and ``review_file`` only where given (a
         record from before those fields reads the same, and stays byte for byte)."""
-        data = handler(self)
-        if isinstance(data, dict):
-            for name in ("edit_boxes", "review_file"):
-                if not data.get(name):
-                    data.pop(name, None)
-        return data
+        return _unset_left_out(handler(self), "edit_boxes", "review_file")
 
     @field_validator("baselines")
     @classmethod

@@ -65,12 +65,7 @@ def main(out_dir: str) -> None:
             page = context.new_page()
             page.goto(url)
             page.wait_for_selector("#start")
-            page.locator("#options").get_by_text("Options", exact=True).first.click()
-            for elem, value in (("rounds", "2"), ("target", "1"), ("max-drift", "2")):
-                box = page.locator(f"#{elem} input").first
-                box.fill(value)
-                box.press("Tab")
-            page.click("#start")
+            start(page, rounds="2")
             # while the run is going: its first image in, the first edit under way
             page.wait_for_function(
                 """() => {
@@ -137,6 +132,19 @@ def main(out_dir: str) -> None:
     print(f"screenshots in {out}")
 
 
+def start(page, rounds: str, paused: bool = False) -> None:
+    """A run of ``rounds`` editing rounds (target 1, any drift) started from the Options,
+    pausing for review where ``paused``."""
+    page.locator("#options").get_by_text("Options", exact=True).first.click()
+    for elem, value in (("rounds", rounds), ("target", "1"), ("max-drift", "2")):
+        box = page.locator(f"#{elem} input").first
+        box.fill(value)
+        box.press("Tab")
+    if paused:
+        page.locator("#pause input").check()
+    page.click("#start")
+
+
 def point_shots(browser, url: str, service, out: Path) -> None:
     """A paused run's point-and-say controls, at both widths: a region drawn on the image
     under review, a reference descriptor not wanted here and one of the visitor's own;
@@ -146,13 +154,7 @@ def point_shots(browser, url: str, service, out: Path) -> None:
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.goto(url)
     page.wait_for_selector("#start")
-    page.locator("#options").get_by_text("Options", exact=True).first.click()
-    for elem, value in (("rounds", "1"), ("target", "1"), ("max-drift", "2")):
-        box = page.locator(f"#{elem} input").first
-        box.fill(value)
-        box.press("Tab")
-    page.locator("#pause input").check()
-    page.click("#start")
+    start(page, rounds="1", paused=True)
     page.wait_for_function(
         "() => document.querySelector('#stage textarea').value.includes('review the instruction')",
         timeout=120_000,
