@@ -64,6 +64,7 @@ class ReviewWaiting:
     instruction: str
     source: str = "template"  # who wrote it (template, language model, user)
     changes: tuple[str, ...] = ()  # the items of the changes it was built from
+    move: str = "edit"  # edit (the parent edited) or regenerate (a new image)
 
     def describe(self) -> str:
         return f"round {self.round}: waiting for the instruction to be reviewed"

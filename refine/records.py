@@ -928,8 +928,8 @@ class RunSpec(_Record):
         None,
         description="A JSON Lines file of what a person says at each editing round: a line "
         "an editing round with its round, and optionally its instruction, its boxes (each "
-        "x0, y0, x1, y1) and its decision (accept, reject or stop); read again before each "
-        "round.",
+        "x0, y0, x1, y1), a mask (a PNG drawn over the region), its decision (accept, "
+        "reject or stop) and a change of the references; read again before each round.",
         json_schema_extra={"surfaces": ["run"], "flag": "--review", "given": "path"},
     )
     max_drift_outside: float = Field(

@@ -158,8 +158,9 @@ def rematched(
     }
     variants = {**s.variants, "faith": variant} if "faith" in s.variants else s.variants
     scores = s.model_copy(
-        update={"values": values, "per_dimension": per_dimension, "variants": variants}
-    )
+        update={"values": values, "per_dimension": per_dimension, "variants": variants,
+                "tau": tau}
+    )  # fmt: skip
     exaggerated = c.feedback.exaggerated
     if backends is not None:
         exaggerated = _seen(c, refs, tau, backends)

@@ -30,13 +30,28 @@ class Review:
     mask: Any = None
     references: ReferenceEdit | None = None
 
-    def check(self, image_size: tuple[int, int], references: Any) -> None:
-        """What the front may hand the loop: at most :data:`MAX_REGIONS` regions, each at
-        least :data:`MIN_REGION_AREA` of the image, a mask of the image's size with one
-        channel, and a change the references can take; a ValueError says what is not (the
-        pause goes on waiting)."""
+    def check(
+        self, image_size: tuple[int, int], references: Any, move: str = "edit",
+        localizes: str | None = "mask",
+    ) -> None:  # fmt: skip
+        """What the front may hand the loop: regions only for an edit (``move``) by an
+        editor that restricts one (``localizes``: ``mask`` or ``instruction``), at most
+        :data:`MAX_REGIONS` of them, each at least :data:`MIN_REGION_AREA` of the image, a
+        mask of the image's size with one channel, and a change the references can take;
+        a ValueError says what is not (the pause goes on waiting)."""
         from refine.backends.regions import drawn_box
+        from refine.loop.localize import LOCALIZING
 
+        if self.boxes or self.mask is not None:
+            if move != "edit":
+                raise ValueError(
+                    "this round draws a new image (regenerate): a region restricts an edit"
+                )
+            if localizes not in ("mask", "instruction"):
+                raise ValueError(
+                    "this run's editor can restrict no edit to a region; editors that can: "
+                    + "; ".join(LOCALIZING)
+                )
         self.boxes = by_hand_boxes(self.boxes)
         if len(self.boxes) + (self.mask is not None) > MAX_REGIONS:
             raise ValueError(f"at most {MAX_REGIONS} regions a round, boxes and the drawn one")
@@ -48,7 +63,7 @@ class Review:
 
 def ask(
     refiner: Any, run: Any, store: Any, k: int, instruction: str, source: str, written: Any,
-    line: Any,
+    line: Any, move: str = "edit",
 ) -> tuple[str, str, Any] | None:  # fmt: skip
     """Round ``k``'s pause (where the refiner has a ``review``): the instruction applied
     and who wrote it, and the round's line (the review file's, with what the person marked
@@ -61,6 +76,7 @@ def ask(
             instruction=instruction,
             source=source,
             changes=tuple(c.phrase() for c in written.changes),
+            move=move,
         )
     )
     answer = refiner.review(k, instruction, run)

@@ -345,6 +345,7 @@ class Refiner:
             run.rounds[-1].usage = spent
 
     def _save(self, run: Run, store: RunStore, started: float) -> None:
+        aims.against_pack(run, [c for r in run.rounds for c in r.candidates], self.backends)
         run.elapsed_s = time.monotonic() - started
         run.model_calls = calls_made(self.calls, self._budget)
         run.backend_ids = {**run.backend_ids, **self.backends.ids()}
@@ -423,7 +424,7 @@ class Refiner:
             return
         instruction, source = review_file.instruction_of(line, written.text, written.source)
         # 3. review: a person may rewrite it, mark regions, change the references, or stop
-        asked = pause.ask(self, run, store, k, instruction, source, written, line)
+        asked = pause.ask(self, run, store, k, instruction, source, written, line, how)
         if asked is None:
             return
         instruction, source, line = asked
@@ -481,7 +482,6 @@ class Refiner:
         self._emit(_decided(r))
 
     def _after_round(self, run: Run, store: RunStore, r: Round) -> None:
-        aims.against_pack(run, r.candidates, self.backends)  # a person's references: both ways
         ctx = StepContext(self.backends, store, self._emit, self.calls, self.assessor(run.spec))
         for step in self.steps:
             step.after_round(run, r, ctx)

@@ -89,6 +89,13 @@ def read_review(path: str | Path) -> dict[int, ReviewLine]:
         except ValueError as err:
             raise ValueError(f"{where} line {n} is not JSON ({err})") from None
         entry._folder = where.parent
+        if entry.mask is not None:  # read now: its size is checked when its round comes
+            drawn = entry.drawn()
+            if drawn.mode not in ("L", "1"):
+                raise ValueError(
+                    f"{where} line {n}: the mask {entry.mask} has one channel (L or 1), "
+                    f"not {drawn.mode}"
+                )
         if entry.regions() > MAX_REGIONS:
             raise ValueError(f"{where} line {n}: at most {MAX_REGIONS} regions, boxes and mask")
         if entry.round in out:

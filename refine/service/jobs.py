@@ -90,14 +90,18 @@ class Job:
         self.stop_why = ""  # the stop reason asked for ("": the user's Stop)
         self.tracker = RunProgress()
         self.applied: tuple[int, str] | None = None
-        self.review_info: tuple[str, tuple[str, ...]] = ("", ())  # (source, changes)
+        # (source, changes, move) of the review waiting
+        self.review_info: tuple[str, tuple[str, ...], str] = ("", (), "edit")
+        # how the run's editor restricts an edit to a region (mask, instruction, or None:
+        # it cannot), asked of the service's models when a region is applied
+        self.localizes: Callable[[], str | None] = lambda: "mask"
 
     # called on the worker thread ------------------------------------------------------
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, ReviewWaiting):
             # reported by _review, and only when this job pauses for one
-            self.review_info = (event.source, event.changes)
+            self.review_info = (event.source, event.changes, event.move)
             return
         self.tracker.see(event)
         if isinstance(event, RunStarted):
@@ -182,7 +186,8 @@ class Job:
             reviewing = self._reviewing
             if self.waiting is None or reviewing is None or self.run_dir is None:
                 raise ValueError("no round is waiting for review")
-            answer.check(self._image_size(reviewing), reviewing.references)
+            size, move = self._image_size(reviewing), self.review_info[2]
+            answer.check(size, reviewing.references, move, self.localizes())
         if self.waiting is not None:
             self.applied = (self.waiting[0], text.strip())
         self._answers.put(answer)

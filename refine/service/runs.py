@@ -110,6 +110,7 @@ class RunService(RunFolders):
             raise
         refiner.on_event = job._on_event
         refiner.review = job._review
+        job.localizes = lambda: _localizes(refiner)
         self.job = job
 
         def work() -> None:
@@ -241,3 +242,12 @@ class RunService(RunFolders):
 
     def _stop_run(self, why: str) -> None:
         self.refiner().request_stop(why)
+
+
+def _localizes(refiner: Any) -> str | None:
+    """How a refiner's editor restricts an edit to a region (``mask``, ``instruction``), or
+    None where it cannot (or the run has no editor)."""
+    try:
+        return getattr(refiner.backends.get("editor"), "localizes", None)
+    except Exception:  # no editor role (a run that only regenerates), or none that loads
+        return None

@@ -53,6 +53,12 @@ def test_a_region_drawn_and_references_changed_at_the_pause(world, backends, opt
                 job.submit_instruction("Put a samovar on the table.", **wrong)
             said[len(said)] = str(err.value)
         drawn = brush(size, (0.5, 0.4, 0.9, 0.9))
+        # an editor that restricts no edit to a region (a plain instruction editor) refuses
+        # it before anything is spent
+        job.localizes, took = (lambda: None), job.localizes
+        with pytest.raises(ValueError, match="this run's editor can restrict no edit"):
+            job.submit_instruction("Put a samovar on the table.", mask=drawn)
+        job.localizes = took
         job.submit_instruction("Put a samovar on the table.", mask=drawn, references=change)
     run = u.run
     assert u.done and run.status == "finished" and len(run.rounds) == 2, run.error

@@ -28,7 +28,11 @@ def test_a_review_lines_mask_is_read_from_beside_the_file(tmp_path):
     review.write_text(json.dumps({"round": 2, "boxes": boxes, "mask": "m.png"}) + "\n")
     with pytest.raises(ValueError, match="line 1: at most 8 regions, boxes and mask"):
         read_review(review)
+    # a mask that is not there, or of three channels: refused before the run, naming it
     review.write_text(json.dumps({"round": 2, "mask": "gone.png"}) + "\n")
-    (line,) = read_review(review).values()
     with pytest.raises(ValueError, match=r"round 2: cannot read the mask .*gone\.png"):
-        line.drawn()
+        read_review(review)
+    Image.fromarray(np.dstack([drawn] * 3), mode="RGB").save(tmp_path / "rgb.png")
+    review.write_text(json.dumps({"round": 2, "mask": "rgb.png"}) + "\n")
+    with pytest.raises(ValueError, match="line 1: the mask rgb.png has one channel"):
+        read_review(review)

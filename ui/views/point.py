@@ -93,10 +93,14 @@ def blank(image: Any) -> dict[str, Any]:
     return {"background": image, "layers": [Image.new("RGBA", image.size)], "composite": None}
 
 
-def region_mask(value: Any) -> Any:
+MOST_LAYERS = 4  # the editor makes one; a client's value with more is made up
+
+
+def region_mask(value: Any, size: tuple[int, int] | None = None) -> Any:
     """The region drawn in the editor's value (its layers' painted pixels) as a one-channel
-    mask of the image's size, white over it; None when nothing is drawn. A ValueError says
-    what is wrong with a value a client made up."""
+    mask of the image's size (``size``: the image under review's), white over it; None when
+    nothing is drawn. A ValueError says what is wrong with a value a client made up, before
+    any layer is converted."""
     import numpy as np
     from PIL import Image
 
@@ -109,12 +113,15 @@ def region_mask(value: Any) -> Any:
         raise ValueError("the region's layers are images")
     if not isinstance(background, Image.Image) or not layers:
         return None
+    if len(layers) > MOST_LAYERS:
+        raise ValueError(f"the region has {len(layers)} layers; the editor makes one")
+    want = size or background.size
     painted = None
     for layer in layers:
-        if layer.size != background.size:
+        if layer.size != want:
             raise ValueError(
                 f"a region's layer is {layer.size[0]}x{layer.size[1]}, the image "
-                f"{background.size[0]}x{background.size[1]}"
+                f"{want[0]}x{want[1]}"
             )
         alpha = np.asarray(layer.convert("RGBA"))[..., 3] > 0
         painted = alpha if painted is None else painted | alpha
@@ -158,6 +165,15 @@ def descriptor(text: str, what: str) -> Descriptor:
         raise ValueError(f"{what}: {said.removeprefix('Value error, ')}") from None
 
 
+# a change's lists as the controls name them
+LISTS = {
+    "removed": "reference descriptors not wanted here",
+    "added": "descriptors of your own",
+    "stereotypes_removed": "stereotype candidates not to count",
+    "stereotypes_added": "stereotype candidates of your own",
+}
+
+
 def reference_edit(
     remove: Any, add: Any, stereotypes_remove: Any, stereotypes_add: Any
 ) -> ReferenceEdit | None:
@@ -173,9 +189,10 @@ def reference_edit(
             stereotypes_removed=_picked(stereotypes_remove, "stereotype candidates not to count"),
             stereotypes_added=_lines(stereotypes_add, "stereotype candidates of your own"),
         )
-    except ValueError as err:
-        said = err.errors()[0]["msg"] if hasattr(err, "errors") else str(err)
-        raise ValueError(f"stereotype candidates: {said.removeprefix('Value error, ')}") from None
+    except ValueError as err:  # pydantic's: the list it is about, and its words
+        first = err.errors()[0] if hasattr(err, "errors") else {"loc": (), "msg": str(err)}
+        what = LISTS.get(str((first.get("loc") or ("",))[0]), "the references")
+        raise ValueError(f"{what}: {first['msg'].removeprefix('Value error, ')}") from None
     return None if edit.empty() else edit
 
 

@@ -458,7 +458,7 @@ def _wire_run(gr: Any, session: Session, view: RunView, spec_type: type[RunSpec]
         if not job.owned_by(visitor(tok, request)):
             return NOT_YOURS
         try:  # what the visitor drew and changed (ui/views/point.py), checked by the job
-            mask = point.region_mask(region)
+            mask = point.region_mask(region, job.review_image().size)
             edit = point.reference_edit(remove, add, stereotypes_remove, stereotypes_add)
             job.submit_instruction(text, mask=mask, references=edit)
         except ValueError as err:
