@@ -10,7 +10,7 @@ GPU-hour (docs/benchmarks.md). ``bench_cpu_round.py`` reuses its pipelines.
 * ``small-gpu``: the bundled small-gpu profile today: FLUX.2 [klein] 4B generates (768 px) and
   edits (the input image as its reference, same size) with the profile's options (4 steps,
   ``cpu_offload``, ``vae_tiling``), one pipeline for both; a Qwen3.5-0.8B-size observer and
-  judge (``bench_cpu_round.build_qwen35``, sizes set there from the model card).
+  judge (``benchmarks/qwen35.build_qwen35``, sizes set there from the model card).
 * ``local-gpu``: the bundled local-gpu profile today: the same FLUX.2 [klein] 4B at 1024 px
   without offload; a Qwen3-VL-8B-size observer and judge.
 

@@ -127,12 +127,12 @@ def made_at(run: Run, k: int, edit: ReferenceEdit) -> bool:
 def against_pack(run: Run, candidates: list[Candidate], backends: Any) -> None:
     """The figures against the pack of candidates scored against a person's references
     (a round after a change); nothing while the run aims at the pack."""
-    if run.pack_references is None:
+    todo = [c for c in candidates if c.against_pack is None]
+    if run.pack_references is None or not todo:  # called at every save: most find none
         return
     with backends.using("text_embedder") as embedder:
-        for c in candidates:
-            if c.against_pack is None:
-                c.against_pack = figures(rematched(c, run.pack_references, embedder, run.spec.tau))
+        for c in todo:
+            c.against_pack = figures(rematched(c, run.pack_references, embedder, run.spec.tau))
 
 
 def figures(c: Candidate) -> dict[str, float | None]:
