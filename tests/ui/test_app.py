@@ -785,6 +785,10 @@ def test_a_region_and_changed_references_through_the_api(app_url, world, tmp_pat
     assert other.predict(path=path, api_name="/keep_references").startswith("error: ")
     said = client.predict(path=path, api_name="/keep_references")
     assert said.startswith("references kept for your next runs of people eating food at home")
+    # a roll back copies the region's mask beside the record, with the change
+    again = service.refiner().branch(service.resolve(path), 1, rounds=0)
+    assert (service.resolve(path).parent / again.id / "round_01_mask.png").is_file()
+    assert again.reference_changes == run.reference_changes
     found = service.find_references("people eating food at home", "Iran", service.job.owner)
     mine = found.descriptors["objects"]
     assert "Brass samovar <on a tray>" in mine and "Basket of flatbreads" not in mine

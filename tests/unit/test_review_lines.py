@@ -36,3 +36,36 @@ def test_a_review_lines_mask_is_read_from_beside_the_file(tmp_path):
     review.write_text(json.dumps({"round": 2, "mask": "rgb.png"}) + "\n")
     with pytest.raises(ValueError, match="line 1: the mask rgb.png has one channel"):
         read_review(review)
+
+
+def test_what_a_person_marks_at_the_pause_is_checked_before_the_loop_sees_it():
+    """refine.loop.pause.Review.check: what the job refuses while the review waits."""
+    from PIL import ImageDraw
+
+    from refine.loop.pause import Review
+    from refine.records import Descriptor, ReferenceEdit, ReferencePack
+
+    refs = ReferencePack(activity="a", country="Iran", descriptors={"objects": ["rug"]})
+    size = (64, 48)
+
+    def brush(box, mode="L", at=size):
+        mask = Image.new(mode, at, 0)
+        ImageDraw.Draw(mask).ellipse([box[0] * at[0], box[1] * at[1], box[2] * at[0],
+                                      box[3] * at[1]], fill=255)  # fmt: skip
+        return mask
+
+    big = brush((0.1, 0.1, 0.9, 0.9))
+    eight = [[0.1 * i, 0.0, 0.1 * i + 0.1, 0.5] for i in range(8)]
+    gone = ReferenceEdit(removed=[Descriptor(dimension="objects", phrase="x")])
+    for given, how, said in (
+        ({"mask": brush((0.1, 0.1, 0.9, 0.9), at=(32, 48))}, {}, "is 32x48, the image 64x48"),
+        ({"mask": brush((0.1, 0.1, 0.9, 0.9), "RGB")}, {}, r"one channel \(L or 1\), not RGB"),
+        ({"mask": brush((0.1, 0.1, 0.15, 0.15))}, {}, r"covers 0\.4% of the image, under 1%"),
+        ({"boxes": eight, "mask": big}, {}, "at most 8 regions a round"),
+        ({"mask": big}, {"move": "regenerate"}, "a region restricts an edit"),
+        ({"mask": big}, {"localizes": None}, "this run's editor can restrict no edit"),
+        ({"references": gone}, {}, "'x' is no reference descriptor of objects"),
+    ):
+        with pytest.raises(ValueError, match=said):
+            Review("Put a samovar on the table.", **given).check(size, refs, **how)
+    Review("Put a samovar on the table.", mask=big).check(size, refs, "edit", "instruction")
