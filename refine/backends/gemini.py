@@ -1224,9 +1224,12 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
         return None
 
     def info(self, since: int = 0) -> dict[str, str]:
-        agree = str(self._agreeing())
+        agree = str(self.agree)
         if self.batched and self.agree:
-            agree = f"none: a batch job takes all {self.samples} answers at once"
+            agree += (
+                f" (a batch job sends all {self.samples} answers at once and reads them as a "
+                "live reading does)"
+            )
         info = {"judge_mode": self.judge_mode, "method": self.method, "agree": agree}
         return {**super().info(since), **info}
 
@@ -1243,9 +1246,9 @@ class GeminiJudge(ProbabilityJudge, _GeminiBackend):
 
         return MAX_AT_ONCE if self.batched else self.concurrency
 
-    def _agreeing(self) -> int:
-        # an adaptive reading waits for its first answers: a batch job takes k at once
-        return 0 if self.batched else self.agree
+    def _prefetched(self) -> bool:
+        # a batch job cannot wait for a reading's first answers: it sends all k at once
+        return self.batched
 
     def _error(self, message: str) -> Exception:
         return GeminiError(message)

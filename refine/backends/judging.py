@@ -289,9 +289,11 @@ class ProbabilityJudge:
         """The most requests one call has in flight (a transport may lift it)."""
         return self.concurrency
 
-    def _agreeing(self) -> int:
-        """The first answers that end a reading when they agree (0: always k)."""
-        return self.agree
+    def _prefetched(self) -> bool:
+        """Whether this judge cannot wait for a reading's first answers before it sends the
+        rest (a batch job's answers come together): it then sends all of them at once, and
+        reads them as a judge that waits does (:meth:`_sampled`)."""
+        return False
 
     def _answers(
         self,
@@ -304,6 +306,18 @@ class ProbabilityJudge:
     ) -> list[str]:
         """One sampled answer per seed, sent together (each holding ``gate``); an answer
         withheld twice is left out (see the module)."""
+        return [a for a in self._answered(image, text, answers, seeds, purpose, gate) if a]
+
+    def _answered(
+        self,
+        image: Image.Image,
+        text: str,
+        answers: Sequence[str],
+        seeds: Sequence[int],
+        purpose: str,
+        gate: threading.Semaphore,
+    ) -> list[str]:
+        """:meth:`_answers`, one per seed in seed order: an answer withheld twice is ``""``."""
 
         def one(seed: int) -> str:
             with gate:
@@ -321,7 +335,7 @@ class ProbabilityJudge:
                 )  # fmt: skip
             return answer
 
-        return [a for a in usage.at_once(one, seeds, len(seeds)) if a]
+        return usage.at_once(one, seeds, len(seeds))
 
     def _enough_answers(self, given: Sequence[str], asked: int) -> None:
         if len(given) < FEWEST:
@@ -346,20 +360,34 @@ class ProbabilityJudge:
         ``agree`` when they agree (``adaptive``), else ``samples`` (k) in all, their seeds
         from ``first_seed`` (another reading of the same image, where it is not 0). With
         ``most``: ``most`` answers in stages of k, until ``enough`` says the answers so far
-        decide what they are read for (all ``most`` at once where the judge does not wait
-        for answers, ``agree`` 0); the same seeds for every image, so that two images'
-        errors cancel where the model follows seeds."""
+        decide what they are read for (all ``most`` at once where ``agree`` is 0); the same
+        seeds for every image, so that two images' errors cancel where the model follows
+        seeds. A judge that cannot wait for its first answers (a batch job's) sends all of
+        them at once and reads them as one that waits does (:meth:`_prefetched`): the first
+        ``agree`` decide whether the rest are read, the stages whether the next is, so that
+        a reading sent live and one sent as a batch job are one estimator, the same reading
+        where the model follows seeds."""
+        k, rule = self.samples, self.agree
         if most is not None:
-            some = lambda seeds: self._answers(image, text, answers, seeds, purpose, gate)  # noqa: E731
+            if rule and self._prefetched():
+                each = self._answered(image, text, answers, range(most), purpose, gate)
+                some = lambda seeds: [a for a in each[seeds.start : seeds.stop] if a]  # noqa: E731
+            else:
+                some = lambda seeds: self._answers(image, text, answers, seeds, purpose, gate)  # noqa: E731
             return self._staged(some, answers, most, enough)
-        k, agree = self.samples, self._agreeing()
-        first = min(agree, k) if adaptive and agree else k
+        first = min(rule, k) if adaptive and rule else k
         seeds = range(first_seed, first_seed + k)
-        given = self._answers(image, text, answers, seeds[:first], purpose, gate)
-        asked = first
-        if first < k and (len(given) < first or len({a.casefold() for a in given}) > 1):
-            given += self._answers(image, text, answers, seeds[first:], purpose, gate)
-            asked = k
+        if first < k and self._prefetched():
+            each = self._answered(image, text, answers, seeds, purpose, gate)
+            agreed = all(each[:first]) and len({a.casefold() for a in each[:first]}) == 1
+            given = each[:first] if agreed else [a for a in each if a]
+            asked = first if agreed else k
+        else:
+            given = self._answers(image, text, answers, seeds[:first], purpose, gate)
+            asked = first
+            if first < k and (len(given) < first or len({a.casefold() for a in given}) > 1):
+                given += self._answers(image, text, answers, seeds[first:], purpose, gate)
+                asked = k
         self._enough_answers(given, asked)
         try:
             return Sampled(frequencies(given, answers), len(given))
@@ -374,7 +402,7 @@ class ProbabilityJudge:
         enough: Callable[[Sampled], bool] | None,
     ) -> Sampled:
         """``most`` answers (``some(seeds)``) in stages of k, until ``enough``."""
-        stage = self.samples if self._agreeing() else most
+        stage = self.samples if self.agree else most
         given: list[str] = []
         asked = 0
         try:

@@ -124,7 +124,7 @@ class Estimate:
                 batch = self.price(True) * self.batch_share
                 out.append(
                     f"  as batch jobs (--batch): about ${batch:,.2f}, answered within a day "
-                    f"(each judge reading takes all {self.samples} answers)"
+                    f"(each judge reading sends all {self.samples} answers)"
                 )
         return out
 

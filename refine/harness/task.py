@@ -27,8 +27,8 @@ from refine.progress import Countdown
 
 # what a task run with --batch records in its results' config
 BATCH_WORDS = (
-    "Gemini requests sent as batch jobs (--batch): a sampled reading takes all k answers at "
-    "once, where a live one may stop at its first agreeing answers"
+    "Gemini requests sent as batch jobs (--batch): a sampled reading sends all k answers at "
+    "once and reads them as a live one does, which stops at its first agreeing answers"
 )
 
 

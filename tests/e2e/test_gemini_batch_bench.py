@@ -47,8 +47,9 @@ def test_a_batch_bench_is_the_live_bench(
         profile="gemini",
         backends={"image_embedder": f"siglip:{siglip_path}"},
     )
-    # a batch job's readings take all k answers: the live bench is asked the same way
-    options = {**options, "judge": {**options["judge"], "judge_mode": "sampled", "agree": 0}}
+    # the judge samples, as on the developer API, and stops at its first two agreeing
+    # answers (the profile's agree): a batch job sends all k and reads them so
+    options = {**options, "judge": {**options["judge"], "judge_mode": "sampled"}}
     live = run_bench(plan, tmp_path / "live", backend_options=options)
     sent_live = len(gemini_env.paths)
     earlier = set(gemini_env.batches)  # the stand-in serves the whole session
@@ -66,6 +67,11 @@ def test_a_batch_bench_is_the_live_bench(
         for d in ("live", "batch")
     ]
     assert len(cells[0]) == 2 and timeless(cells[0]) == timeless(cells[1])
+    # the world's judge follows seeds: each reading's first two answers agree there, so a
+    # live reading stops at them, and the batch job's reading of all k reads them so too
+    # (it used to read all 8: other numbers than the live bench's)
+    modes = {j["read"] for c in cells[1] for i in c["images"] for j in i["judged"].values()}
+    assert modes == {"sampled k=2"}
     assert timeless(live.summary) == timeless(batch.summary)
     # nothing live: a job per model and stage (the two generators' images, a job per
     # image under the cap, then every image's observation and readings together); the
@@ -78,9 +84,9 @@ def test_a_batch_bench_is_the_live_bench(
     assert models[4:] == ["gemini-3.8-flash"]
     assert [len(job["requests"]) for job in jobs[:4]] == [1] * 4  # 2 seeds each, 1 a job
     assert [bool(job["file"]) for job in jobs] == [True] * 4 + [False]
-    # the record says how the judge read: k answers always, as a batch job must
+    # the record says how the judge read: all k answers sent, read as a live reading
     config = json.loads((tmp_path / "batch" / "results.json").read_text())["config"]
-    assert "a sampled reading takes all k answers" in config["batch"]
+    assert "a sampled reading sends all k answers at once" in config["batch"]
     assert "batch" not in json.loads((tmp_path / "live" / "results.json").read_text())["config"]
 
 
@@ -97,7 +103,7 @@ def test_the_dry_run_prices_live_and_batch_work(tmp_path):
     batch = float(half.split("$")[1].split(",")[0])
     assert "Gemini API list prices read 2026-11-28" in line and 0 < low < high
     assert batch == pytest.approx(high / 2, abs=0.006)  # each rounded to the cent
-    assert "each judge reading takes all 8 answers" in half
+    assert "each judge reading sends all 8 answers" in half
     refused = cli("strategies", "--strategies", "best-of-n", "--batch", "--out", str(out))
     assert refused.returncode == 2 and "No such option: --batch" in refused.stderr
 
