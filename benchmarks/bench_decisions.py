@@ -25,12 +25,16 @@ an image's candidates took: as read before (2 answers, 6 more unless they agree;
 value; any positive excess named) beside the assessor's readings, value and naming now
 (:func:`refine.evaluate.assess.ita_answers`, :func:`metrics.ahead.exag_of`).
 
-Usage: python benchmarks/bench_decisions.py [--decisions 2000] [--seed 0]
+With ``--close-rejections`` it prints, instead, what reading a close rejection again would
+do (:func:`close_rejections`).
+
+Usage: python benchmarks/bench_decisions.py [--decisions 2000] [--seed 0] [--close-rejections]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 import threading
@@ -188,6 +192,46 @@ def decisions(p, follows_seed: bool, n: int, seed: int, exag_down=0.0, align_up=
     return today / n, new / n, judge.answers / n
 
 
+def close_rejections(p, n: int, seed: int, exag_down=0.0) -> tuple[float, ...]:
+    """What reading a close rejection again would do (``--close-rejections``): over ``n``
+    decisions of a judge that ignores the seed, the accept rate of the loop's rule, then of
+    that rule where a rejection whose gain reached the margin but not its bound is read
+    again (the chosen image's EXAG and its parent's, all k fresh answers each, the same
+    seeds for both) and decided at 90% on the fresh answers alone, then on the first and
+    fresh answers pooled; and the fresh answers that took per decision."""
+    judge, sim = SimJudge(False), Sim(seed)
+    q = shifted(p, exag_down)
+    rule = alone = pooled = 0
+    extra = 0
+    for _ in range(n):
+        (parent,), (picture,) = candidates_of(judge, sim, [p], [ALIGN])
+        unchanged = picture if not exag_down else None
+        kids, seen = candidates_of(judge, sim, [q, q], [ALIGN] * 2, unchanged)
+        now = policy.decide_edit(kids, parent, 0, MARGIN, 2.0)
+        pair = [seen[now.chosen], picture]
+        now = confirm.confirmed(
+            now, kids, parent, 0, MARGIN,
+            lambda _, seed, every, pair=pair: fresh(judge, pair, seed, every),
+        )  # fmt: skip
+        kept = now.decision == "accepted"
+        rule += kept
+        c = kids[now.chosen]
+        gain = policy.faith_of(c) - policy.faith_of(parent)
+        if kept or gain < MARGIN or "noise cannot explain" not in now.reason:
+            alone, pooled = alone + kept, pooled + kept
+            continue
+        before = judge.answers
+        again = fresh(judge, pair, 3 * confirm.FULL_SEED, True)
+        extra += judge.answers - before
+        pairs = zip((c, parent), again, strict=True)
+        (f1, s1), (f0, s0) = (confirm.fresh_faith(x, e) for x, e in pairs)
+        alone += f1 - f0 - policy.CONFIDENCE_Z * math.hypot(s1, s0) >= MARGIN
+        g = (policy.faith_of(c) + f1 - policy.faith_of(parent) - f0) / 2
+        se = math.hypot(policy.faith_se(c), s1, policy.faith_se(parent), s0) / 2
+        pooled += g - policy.CONFIDENCE_Z * se >= MARGIN
+    return rule / n, alone / n, pooled / n, extra / n
+
+
 def ita(follows_seed: bool, n: int, seed: int, candidates: int, excess: float) -> list[float]:
     """Over ``n`` images: mean EXAG(ITA) today and now, the share named today and now
     (the candidate at ``excess``; any, at zero excess), and the answers an image's
@@ -243,9 +287,27 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--decisions", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--close-rejections", action="store_true",
+        help="only what reading close rejections again would do (torn, flat, bimodal)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     n, seed = args.decisions, args.seed
     start = time.perf_counter()
+    if args.close_rejections:
+        print(f"{n} decisions per cell; the loop's rule / close rejections read again, "
+              "decided on the fresh answers alone / on first and fresh pooled "
+              "(fresh answers a decision)")  # fmt: skip
+        print("| judge | null edit | EXAG +0.1 |")
+        print("|---|---|---|")
+        for name in ("torn", "flat", "bimodal"):
+            cells = []
+            for down in (0.0, 1.2):
+                r = close_rejections(JUDGES[name], n, seed, down)
+                cells.append(f"{r[0]:.1%} / {r[1]:.1%} / {r[2]:.1%} ({r[3]:.1f})")
+            print(f"| {name} | {' | '.join(cells)} |")
+        print(f"\n({time.perf_counter() - start:.0f} s)")
+        return
     print(f"{n} decisions per cell; 2 candidates, margin {MARGIN}; today's rule / the new rule")
     print("| judge | null edit | EXAG +0.05 | EXAG +0.1 | ALIGN +0.05 | ALIGN +0.1 | answers |")
     print("|---|---|---|---|---|---|---|")

@@ -223,35 +223,15 @@ class Sampled(NamedTuple):
         return rating_stderr(self.probabilities, self.k)
 
 
-class ProbabilityJudge:
-    """The judge's reading, for a transport that provides:
-
-    * ``model``, ``judge_mode``, ``samples``, ``agree`` and ``concurrency`` (the most
-      requests one call has in flight);
-    * ``probe_key``: what log-probabilities are remembered under (the model, and the
-      server where more than one may serve it);
-    * ``_answer_logprobs(image, text, purpose) -> (positions, chosen)``: the most likely
-      tokens at each answer position with their log-probabilities, and the tokens chosen,
-      or :class:`LogprobsUnavailable`;
-    * ``_sample_answer(image, text, answers, seed, purpose) -> str``: one answer sampled at
-      temperature 1, restricted to ``answers``;
-    * ``_error(message) -> Exception``: the transport's error for a message.
-    """
+class SampledAnswers:
+    """A judge's sampled readings: answers drawn one per seed (``_sample_answer``, each
+    request holding the call's gate), read as frequencies, two at first and the rest of k
+    unless they agree (``agree``), or in stages up to a most; :class:`ProbabilityJudge`'s
+    way where the model gives no log-probabilities."""
 
     model: str
-    judge_mode: str
     samples: int
     agree: int = 0
-    concurrency: int = 4
-
-    @property
-    def probe_key(self) -> str:
-        return self.model
-
-    def _answer_logprobs(
-        self, image: Image.Image, text: str, purpose: str
-    ) -> tuple[list[dict[str, float]], list[str]]:
-        raise NotImplementedError
 
     def _sample_answer(
         self, image: Image.Image, text: str, answers: Sequence[str], seed: int, purpose: str
@@ -260,34 +240,6 @@ class ProbabilityJudge:
 
     def _error(self, message: str) -> Exception:
         return RuntimeError(message)
-
-    @property
-    def sampling(self) -> bool:
-        if self.judge_mode == "sampled":
-            return True
-        if self.judge_mode != "auto":
-            return False
-        _recall(self.probe_key)
-        return self.probe_key in _NO_LOGPROBS
-
-    @property
-    def method(self) -> str:
-        """How this judge reads probabilities now: ``logprobs`` or ``sampled k=N`` (N the
-        most answers a reading takes)."""
-        return Reading(SAMPLED, self.samples).mode if self.sampling else LOGPROBS
-
-    # -- one call's readings, at once -------------------------------------------------
-
-    def _readings(self, n: int, one: Callable[[int, threading.Semaphore], Any]) -> list[Any]:
-        """``one(k, gate)`` for each of ``n`` readings, in order, started together: every
-        request they send holds ``gate`` (at most ``concurrency`` in flight)."""
-        width = self._width()
-        gate = threading.BoundedSemaphore(width)
-        return usage.at_once(lambda k: one(k, gate), range(n), width)
-
-    def _width(self) -> int:
-        """The most requests one call has in flight (a transport may lift it)."""
-        return self.concurrency
 
     def _prefetched(self) -> bool:
         """Whether this judge cannot wait for a reading's first answers before it sends the
@@ -419,6 +371,65 @@ class ProbabilityJudge:
             raise self._error(f"{self.model}: {err}") from None
         self._enough_answers(given, asked)
         return read
+
+
+class ProbabilityJudge(SampledAnswers):
+    """The judge's reading, for a transport that provides:
+
+    * ``model``, ``judge_mode``, ``samples``, ``agree`` and ``concurrency`` (the most
+      requests one call has in flight);
+    * ``probe_key``: what log-probabilities are remembered under (the model, and the
+      server where more than one may serve it);
+    * ``_answer_logprobs(image, text, purpose) -> (positions, chosen)``: the most likely
+      tokens at each answer position with their log-probabilities, and the tokens chosen,
+      or :class:`LogprobsUnavailable`;
+    * ``_sample_answer(image, text, answers, seed, purpose) -> str``: one answer sampled at
+      temperature 1, restricted to ``answers``;
+    * ``_error(message) -> Exception``: the transport's error for a message.
+    """
+
+    model: str
+    judge_mode: str
+    samples: int
+    agree: int = 0
+    concurrency: int = 4
+
+    @property
+    def probe_key(self) -> str:
+        return self.model
+
+    def _answer_logprobs(
+        self, image: Image.Image, text: str, purpose: str
+    ) -> tuple[list[dict[str, float]], list[str]]:
+        raise NotImplementedError
+
+    @property
+    def sampling(self) -> bool:
+        if self.judge_mode == "sampled":
+            return True
+        if self.judge_mode != "auto":
+            return False
+        _recall(self.probe_key)
+        return self.probe_key in _NO_LOGPROBS
+
+    @property
+    def method(self) -> str:
+        """How this judge reads probabilities now: ``logprobs`` or ``sampled k=N`` (N the
+        most answers a reading takes)."""
+        return Reading(SAMPLED, self.samples).mode if self.sampling else LOGPROBS
+
+    # -- one call's readings, at once -------------------------------------------------
+
+    def _readings(self, n: int, one: Callable[[int, threading.Semaphore], Any]) -> list[Any]:
+        """``one(k, gate)`` for each of ``n`` readings, in order, started together: every
+        request they send holds ``gate`` (at most ``concurrency`` in flight)."""
+        width = self._width()
+        gate = threading.BoundedSemaphore(width)
+        return usage.at_once(lambda k: one(k, gate), range(n), width)
+
+    def _width(self) -> int:
+        """The most requests one call has in flight (a transport may lift it)."""
+        return self.concurrency
 
     def _by_logprobs_first(
         self,

@@ -362,6 +362,13 @@ class World:
     # generator, where one that follows the seed draws by it (``seed_draw``)
     ignores_seed: bool = False
     draws: Any = field(default_factory=lambda: __import__("random").Random(0))
+    # a judge that ignores the seed whose draws are keyed by what it is asked: the picture,
+    # the prompt, the seed and how often it was asked so before. Two runs that ask the same
+    # things meet the same draws, whatever else one of them asks in between (fresh answers
+    # from other seeds), so that two decision rules' costs compare run by run; unpaired,
+    # the draws go to the answers in the order they are asked
+    paired: bool = False
+    asked_so: dict = field(default_factory=dict)
     # answers to the reference-building prompts (refine refs build, the app's Build button)
     refs: dict = field(default_factory=lambda: dict(NOWRUZ_REFS))
     refs_asked: list[str] = field(default_factory=list)
@@ -563,7 +570,7 @@ class World:
             message = f"Logprobs is not enabled for models/{model}"
             return 400, {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
         if kind == "sampled":  # drawn from what the log-probabilities below state
-            u = self._draw(config)
+            u = self._draw(config, f"{colour}|{text}")
             if (p := tifa_p(colour, text)) is not None:
                 self.tifa_answered.append(text.split("?")[0].strip() + "?")
                 answer = "Yes" if u < p else "No"
@@ -631,13 +638,19 @@ class World:
             return quota_answer(model, retry_delay=self.retry_delay)
         return None
 
-    def _draw(self, config: dict) -> float:
+    def _draw(self, config: dict, asked: str) -> float:
         """The uniform draw of a sampled answer: by the request's seed, or from this
-        world's generator where the judge ignores it."""
+        world's generator where the judge ignores it (``paired``: by ``asked``, what it
+        is asked, the seed and how often both were asked so before)."""
+        seed = int(config.get("seed", 0))
+        if self.ignores_seed and self.paired:
+            with _BUSY:
+                n = self.asked_so[asked, seed] = self.asked_so.get((asked, seed), 0) + 1
+            return random.Random(f"{asked}|{seed}|{n}").random()
         if self.ignores_seed:
             with _BUSY:
                 return self.draws.random()
-        return seed_draw(int(config.get("seed", 0)))
+        return seed_draw(seed)
 
     def _rating(self, path: str, colour, text: str) -> dict[str, float]:
         """The judge's log-probabilities of "1".."5" for this image and prompt: its peak,
@@ -654,7 +667,7 @@ class World:
         self.quality_asked.append(peak)
         logprobs = quality_logprobs(peak, self.odds)
         if kind == "sampled":
-            answer = drawn(logprobs, self._draw(config))
+            answer = drawn(logprobs, self._draw(config, f"quality|{colour}|{peak}"))
             return 200, text_answer(json.dumps({"answer": answer}))
         if self.no_logprobs:
             return 400, {"error": {"code": 400, "message": "Logprobs is not enabled"}}

@@ -298,6 +298,24 @@ def test_ita_value_counts_an_excess_only_beyond_two_errors_and_is_the_papers_wit
     assert not ahead.ita_decided(0.9, 0.1)  # never for an excess above 0
 
 
+def test_a_candidate_is_named_exaggerated_only_beyond_its_noise_at_95_percent():
+    """Named (and so turned into an instruction) where its excess is above 0 by 1.645
+    errors: 0.15 over an error of 0.1 (1.5 errors, named at a 90% bound) is not; 0.17 is;
+    by log-probabilities any positive excess is, largest first."""
+    answer = ahead.ExagAnswer(
+        "exag:ita",
+        yes=(0.45, 0.47, 0.2),
+        baseline=(0.3, 0.3, 0.3),
+        candidates=("turban", "camel", "desert"),
+        yes_stderr=(0.06, 0.06, 0.06),
+        baseline_stderr=(0.08, 0.08, 0.08),
+    )
+    assert [c for c, _ in answer.exaggerated()] == ["camel"]
+    exact = ahead.ExagAnswer("exag:ita", yes=answer.yes, baseline=answer.baseline,
+                             candidates=answer.candidates)  # fmt: skip
+    assert [c for c, _ in exact.exaggerated()] == ["camel", "turban"]
+
+
 def test_ita_baseline_error_is_a_means():
     assert ahead.ita_baseline_stderr([[0.1, 0.0], [0.1, 0.2]]) == pytest.approx(
         [math.sqrt(0.02) / 2, 0.1]

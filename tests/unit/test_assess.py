@@ -357,14 +357,15 @@ def test_sampled_exag_and_faith_carry_their_errors(fixed_embedder, tmp_path):
 def test_an_excess_within_its_noise_is_not_named_exaggerated(fixed_embedder, tmp_path):
     """3 "Yes" of 8 on the image against 2 of 8 on each photo: the excess, 0.125, is within
     two errors, so EXAG(ITA) does not count it (0, where the paper's value of the readings is
-    0.125), and its 90% lower bound is below 0 (the noise of three readings of eight is
-    0.24), so the feedback names no exaggerated candidate, and no edit is asked to remove
+    0.125), and its 95% lower bound is below 0 (the noise of three readings of eight is
+    0.31), so the feedback names no exaggerated candidate, and no edit is asked to remove
     it; by log-probabilities the same excess is named (test_reference_yes_variant...)."""
-    from metrics.judge import ONE_SIDED_90, sampled_stderr
+    from metrics.ahead import ITA_NAMED_AT
+    from metrics.judge import sampled_stderr
 
     pack = photo_pack(tmp_path)
     a, _ = assessor(fixed_embedder, judge=SampledJudge(yes=0.375))
     _, scores, feedback, _ = a.assess(Image.new("RGB", (8, 8), (200, 0, 0)), pack)
     assert scores.exag == 0.0 and feedback.exaggerated == []
-    noise = ONE_SIDED_90 * math.hypot(sampled_stderr(0.375, 8), sampled_stderr(0.25, 8) / 2**0.5)
-    assert noise == pytest.approx(0.24, abs=0.01)
+    noise = ITA_NAMED_AT * math.hypot(sampled_stderr(0.375, 8), sampled_stderr(0.25, 8) / 2**0.5)
+    assert noise == pytest.approx(0.31, abs=0.01)

@@ -46,3 +46,12 @@ def test_exag_ita_as_read_before_and_now(bench):
     assert named_then == named_now == 1.0
     assert value_now == pytest.approx(0.6, abs=0.15)
     assert 3 * 2 <= then <= 3 * 8 and 48 + 2 * 8 <= now <= 3 * 48
+
+
+def test_close_rejections_read_again_only_add_accepts(bench):
+    """Reading a close rejection again can only turn it into an accept, and spends all k
+    fresh answers on each of the two images when it does (a flat judge's gain of +0.077 is
+    often close)."""
+    rule, alone, pooled, fresh = bench.close_rejections(bench.JUDGES["flat"], 30, 0, 1.2)
+    assert rule <= alone and rule <= pooled
+    assert fresh > 0 and round(fresh * 30) % 16 == 0  # 2 x 8 a decision read again
