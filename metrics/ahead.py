@@ -556,11 +556,12 @@ ITA_COUNTS_AT = 2.0
 # a candidate is named exaggerated, and so turned into an edit instruction, where its
 # excess over the photos is above 0 by this many errors (a one-sided 95 % bound). An image
 # has several candidates, each a chance to name noise: at zero true excess on 3 and 5
-# candidates (5 photos, P(Yes) 0.3, the readings of refine.evaluate.assess.ita_answers),
-# a one-sided 90 % bound named one in 31 % and 41 % of images, 95 % in 18 % and 22 %, and 2
-# errors (where it counts) in 7 % and 9 %; the candidate at a true excess of 0.2 was named in
-# 89-90 %, 81-82 % and 67-71 % of them (300 images a cell, benchmarks/bench_decisions.py).
-# 95 % is the bar that still names that one in at least 80 % of images.
+# candidates (5 photos, P(Yes) 0.3, up to 48 answers a candidate), a one-sided 90 % bound
+# named one in 31 % and 41 % of images, 95 % in 18 % and 22 %, and 2 errors (where it
+# counts) in 7 % and 9 %; the candidate at a true excess of 0.2 was named in 89-90 %, 81-82 %
+# and 67-71 % of them (300 images a cell, benchmarks/bench_decisions.py). At 95 %, the
+# readings of refine.evaluate.assess.ita_answers (up to 64 answers) name it in 87-89 %, and
+# some candidate at zero excess in 13-24 %.
 ITA_NAMED_AT = 1.6448536269514722
 
 

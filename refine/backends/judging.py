@@ -255,21 +255,11 @@ class SampledAnswers:
         seeds: Sequence[int],
         purpose: str,
         gate: threading.Semaphore,
+        withheld: bool = False,
     ) -> list[str]:
         """One sampled answer per seed, sent together (each holding ``gate``); an answer
-        withheld twice is left out (see the module)."""
-        return [a for a in self._answered(image, text, answers, seeds, purpose, gate) if a]
-
-    def _answered(
-        self,
-        image: Image.Image,
-        text: str,
-        answers: Sequence[str],
-        seeds: Sequence[int],
-        purpose: str,
-        gate: threading.Semaphore,
-    ) -> list[str]:
-        """:meth:`_answers`, one per seed in seed order: an answer withheld twice is ``""``."""
+        withheld twice is left out (see the module), or with ``withheld`` given as ``""``
+        in its seed's place."""
 
         def one(seed: int) -> str:
             with gate:
@@ -287,7 +277,8 @@ class SampledAnswers:
                 )  # fmt: skip
             return answer
 
-        return usage.at_once(one, seeds, len(seeds))
+        each = usage.at_once(one, seeds, len(seeds))
+        return each if withheld else [a for a in each if a]
 
     def _enough_answers(self, given: Sequence[str], asked: int) -> None:
         if len(given) < FEWEST:
@@ -322,7 +313,7 @@ class SampledAnswers:
         k, rule = self.samples, self.agree
         if most is not None:
             if rule and self._prefetched():
-                each = self._answered(image, text, answers, range(most), purpose, gate)
+                each = self._answers(image, text, answers, range(most), purpose, gate, True)
                 some = lambda seeds: [a for a in each[seeds.start : seeds.stop] if a]  # noqa: E731
             else:
                 some = lambda seeds: self._answers(image, text, answers, seeds, purpose, gate)  # noqa: E731
@@ -330,7 +321,7 @@ class SampledAnswers:
         first = min(rule, k) if adaptive and rule else k
         seeds = range(first_seed, first_seed + k)
         if first < k and self._prefetched():
-            each = self._answered(image, text, answers, seeds, purpose, gate)
+            each = self._answers(image, text, answers, seeds, purpose, gate, True)
             agreed = all(each[:first]) and len({a.casefold() for a in each[:first]}) == 1
             given = each[:first] if agreed else [a for a in each if a]
             asked = first if agreed else k

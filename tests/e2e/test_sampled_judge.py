@@ -208,11 +208,11 @@ def test_a_model_that_ignores_the_seed_reads_at_its_own_odds(no_logprobs, gemini
     """Gemini 3.6 Flash and later fix their sampling: no temperature is sent (the stand-in
     refuses one), the seed still is, and a model may ignore it too. Then a reading is no
     longer repeatable: the same image read 40 times gives different readings, where a
-    model that follows the seed gives one reading 40 times. Each reading still says its
-    answers and standard error, and their mean is the agree-2 estimator's expectation at
-    the model's own odds (peak a with 3/4, its neighbour b with 1/4, docs/metrics.md):
-    a with 9/16, b with 1/16, else the mean of 8 answers, (5.5a + 2.5b) / 8, with 6/16:
-    (105a + 23b) / 128 in all."""
+    model that follows the seed gives one reading every time (8 here). Each reading still
+    says its answers and standard error, and their mean is the agree-2 estimator's
+    expectation at the model's own odds (peak a with 3/4, its neighbour b with 1/4,
+    docs/metrics.md): a with 9/16, b with 1/16, else the mean of 8 answers, (5.5a + 2.5b)
+    / 8, with 6/16: (105a + 23b) / 128 in all."""
     from PIL import Image
 
     world = no_logprobs
@@ -220,7 +220,7 @@ def test_a_model_that_ignores_the_seed_reads_at_its_own_odds(no_logprobs, gemini
     red, prompt, n = Image.new("RGB", (8, 8), RED), "How exaggerated? 1-5", 40
     # one request at a time: the world's draws go to the answers in one order
     reader = judge(judge_mode="sampled", samples=K, agree=2, concurrency=1)
-    seeded = reader.rate([red] * n, [prompt] * n)
+    seeded = reader.rate([red] * 8, [prompt] * 8)
     assert len({r.probabilities for r in seeded}) == 1  # the same answers every time
     world.ignores_seed = True
     drawn = reader.rate([red] * n, [prompt] * n)
@@ -242,10 +242,10 @@ def test_a_model_that_ignores_the_seed_reads_at_its_own_odds(no_logprobs, gemini
 def test_exag_ita_reads_photos_and_images_from_more_answers_and_stops_only_below_doubt(
     no_logprobs,
 ):
-    """EXAG(ITA) by sampling: a photo's VQAScore from 4k answers, an image's from up to 6k,
+    """EXAG(ITA) by sampling: a photo's VQAScore from 4k answers, an image's from up to 8k,
     k at a time, the same seeds for each; a candidate whose excess is below 0 beyond doubt
-    stops after its first k, one above 0 never early. A judge that does not wait for
-    answers (agree 0: the batch mode's) takes every answer at once."""
+    stops after its first k, one above 0 never early. A judge that reads every answer
+    (agree 0) takes them all at once."""
     from PIL import Image
 
     from refine.evaluate.assess import (

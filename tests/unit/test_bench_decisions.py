@@ -40,12 +40,16 @@ def test_decisions_of_a_seed_following_judge(bench):
 def test_exag_ita_as_read_before_and_now(bench):
     """Three images with one candidate 0.6 above the photos (P(Yes) 0.9 against 0.3): both
     ways read through the project's code, and both find it, the new one from its more
-    answers (48 for a candidate above the photos, 8 to 48 for the others), the old one from
-    2 to 8; the value is the excess within its error (about 0.07 from 48 and 32 answers)."""
+    answers (all 8k for a candidate above the photos, 8 to 8k for the others), the old one
+    from 2 to 8; the value is the excess within its error (about 0.07 from 64 and 32
+    answers)."""
+    from refine.evaluate.assess import ITA_STAGES
+
     value_then, value_now, named_then, named_now, then, now = bench.ita(False, 3, 0, 3, 0.6)
     assert named_then == named_now == 1.0
     assert value_now == pytest.approx(0.6, abs=0.15)
-    assert 3 * 2 <= then <= 3 * 8 and 48 + 2 * 8 <= now <= 3 * 48
+    most = ITA_STAGES * 8
+    assert 3 * 2 <= then <= 3 * 8 and most + 2 * 8 <= now <= 3 * most
 
 
 def test_close_rejections_read_again_only_add_accepts(bench):
