@@ -225,8 +225,8 @@ class Sampled(NamedTuple):
 
 class SampledAnswers:
     """A judge's sampled readings: answers drawn one per seed (``_sample_answer``, each
-    request holding the call's gate), read as frequencies, two at first and the rest of k
-    unless they agree (``agree``), or in stages up to a most; :class:`ProbabilityJudge`'s
+    request holding the call's gate), read as frequencies, the first ``agree`` and the rest
+    of k unless they agree, or in stages up to a most; :class:`ProbabilityJudge`'s
     way where the model gives no log-probabilities."""
 
     model: str
@@ -255,30 +255,60 @@ class SampledAnswers:
         seeds: Sequence[int],
         purpose: str,
         gate: threading.Semaphore,
-        withheld: bool = False,
+        sent: bool = False,
     ) -> list[str]:
         """One sampled answer per seed, sent together (each holding ``gate``); an answer
-        withheld twice is left out (see the module), or with ``withheld`` given as ``""``
-        in its seed's place."""
+        withheld is asked once more from its retry seed, and withheld again, left out (see
+        the module). ``sent``: a batch job's answers, all sent at once before it is known
+        which will be read: none asked again (:meth:`_asked_again` asks those read), each
+        withheld one ``""`` in its seed's place."""
 
         def one(seed: int) -> str:
             with gate:
                 answer = self._sample_answer(image, text, answers, seed, f"{purpose}_sampled")
-                if not answer:
+                if not answer and not sent:
                     answer = self._sample_answer(
                         image, text, answers, RETRY_SEED + seed, f"{purpose}_sampled"
                     )
-            if not answer:
-                with _WITHHELD_LOCK:
-                    _WITHHELD[self.model] = _WITHHELD.get(self.model, 0) + 1
-                log.warning(
-                    "%s: no answer from seeds %d and %d (blocked or empty); the reading "
-                    "goes on without it", self.model, seed, RETRY_SEED + seed,
-                )  # fmt: skip
+            if not answer and not sent:
+                self._left_out(seed)
             return answer
 
         each = usage.at_once(one, seeds, len(seeds))
-        return each if withheld else [a for a in each if a]
+        return each if sent else [a for a in each if a]
+
+    def _asked_again(
+        self,
+        image: Image.Image,
+        text: str,
+        answers: Sequence[str],
+        each: list[str],
+        at: range,
+        purpose: str,
+        gate: threading.Semaphore,
+        start: int = 0,
+    ) -> list[str]:
+        """The answers of a batch job's ``each`` (one per seed, from seed ``start``) at the
+        seeds ``at`` that a reading reads: a withheld one asked once more from its retry
+        seed, as a live reading asks it (in place), and withheld again, left out."""
+        missing = [s for s in at if not each[s - start]]
+        if missing:
+            again = [RETRY_SEED + s for s in missing]
+            for s, got in zip(missing, self._answers(image, text, answers, again, purpose, gate,
+                                                     True), strict=True):  # fmt: skip
+                each[s - start] = got
+                if not got:
+                    self._left_out(s)
+        return [a for a in each[at.start - start : at.stop - start] if a]
+
+    def _left_out(self, seed: int) -> None:
+        """An answer withheld from ``seed`` and from its retry seed: counted, and said."""
+        with _WITHHELD_LOCK:
+            _WITHHELD[self.model] = _WITHHELD.get(self.model, 0) + 1
+        log.warning(
+            "%s: no answer from seeds %d and %d (blocked or empty); the reading goes on "
+            "without it", self.model, seed, RETRY_SEED + seed,
+        )  # fmt: skip
 
     def _enough_answers(self, given: Sequence[str], asked: int) -> None:
         if len(given) < FEWEST:
@@ -314,16 +344,22 @@ class SampledAnswers:
         if most is not None:
             if rule and self._prefetched():
                 each = self._answers(image, text, answers, range(most), purpose, gate, True)
-                some = lambda seeds: [a for a in each[seeds.start : seeds.stop] if a]  # noqa: E731
+                some = lambda seeds: self._asked_again(image, text, answers, each, seeds,  # noqa: E731
+                                                       purpose, gate)  # fmt: skip
             else:
                 some = lambda seeds: self._answers(image, text, answers, seeds, purpose, gate)  # noqa: E731
             return self._staged(some, answers, most, enough)
         first = min(rule, k) if adaptive and rule else k
         seeds = range(first_seed, first_seed + k)
         if first < k and self._prefetched():
+            # all k sent at once, then read as a live reading reads them
             each = self._answers(image, text, answers, seeds, purpose, gate, True)
-            agreed = all(each[:first]) and len({a.casefold() for a in each[:first]}) == 1
-            given = each[:first] if agreed else [a for a in each if a]
+            read = lambda at: self._asked_again(image, text, answers, each, at, purpose,  # noqa: E731
+                                                gate, first_seed)  # fmt: skip
+            given = read(seeds[:first])
+            agreed = len(given) == first and len({a.casefold() for a in given}) == 1
+            if not agreed:
+                given += read(seeds[first:])
             asked = first if agreed else k
         else:
             given = self._answers(image, text, answers, seeds[:first], purpose, gate)

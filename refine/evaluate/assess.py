@@ -143,9 +143,9 @@ class PhotoBaseline(NamedTuple):
 # each photo PHOTO_STAGES x k (once a run). With k = 8 (64 and 32 answers) a true excess of
 # 0.2 is named exaggerated (at a one-sided 95 % bound, metrics.ahead.ITA_NAMED_AT) in 87-89 %
 # of images, against 68-72 % (by any positive excess) from the 2-8 answers of another
-# reading; up to 48 answers named it in 80-81 %, for a quarter fewer answers (131-220
-# against 173-290 an image at zero excess, 3 and 5 candidates; benchmarks/bench_decisions.py
-# and 500 images a cell)
+# reading; up to 48 answers named it in 80-82 %, for a quarter fewer answers (130-220
+# against 170-290 an image at zero excess, 3 and 5 candidates; benchmarks/bench_decisions.py,
+# 500 images a cell)
 ITA_STAGES, PHOTO_STAGES = 8, 4
 
 
@@ -664,7 +664,7 @@ def fresh_exag(
     seeds from ``first_seed`` (the same for every image, so that their errors cancel where
     the model follows seeds). None where there is nothing fresh to read: the judge reads
     log-probabilities (the same reading again), or EXAG is the paper's (``exag:ita``,
-    whose readings take up to 6k answers already)."""
+    whose readings take up to 8k answers already)."""
     from metrics.ahead import exag_of
     from refine.backends.judging import ProbabilityJudge
 

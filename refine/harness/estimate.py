@@ -10,7 +10,9 @@ candidate, and once per prompt one per candidate and real photo for the photos'
 baseline; ``exag:mllm``: one rating) and one answer per judge-read baseline
 (``vqascore``, ``judge_align``, ``judge_hal``, ``vie_sc``; ``vie_overall`` reads
 ``vie_sc``). A judge that samples makes up to k calls an answer (the profile's
-``[options.judge]`` ``samples``), ``agree`` where its first answers agree: with
+``[options.judge]`` ``samples``), ``agree`` where its first answers agree (EXAG(ITA)'s
+readings take more: a candidate's on an image k to ITA_STAGES x k, a photo's
+PHOTO_STAGES x k, as :func:`refine.evaluate.assess.ita_answers` reads them): with
 ``judge_mode = "auto"`` the count is given both ways, as the run finds out which. TIFA's
 and the expectations' answers depend on how many questions the language model writes:
 they are named, not counted."""
@@ -46,13 +48,20 @@ class Estimate:
     notes: list[str] = field(default_factory=list)  # what the counts include, in words
     agree: int = 0  # a sampled answer's first answers, which end it when they agree
     batch_share: float | None = None  # the share of the prices a batch job pays (--batch)
+    # EXAG(ITA)'s sampled answers among the judge's (``sampled``), which take more than k
+    # (refine.evaluate.assess.ita_answers), and their fewest: a candidate's first k on an
+    # image, a photo's all
+    ita_most: int = 0
+    ita_least: int = 0
 
     def least(self, role: str) -> int:
         """The calls of ``role`` where the judge samples and every answer's first ``agree``
-        answers agree (``sampled`` counts k each)."""
+        answers agree (``sampled`` counts k each, EXAG(ITA)'s up to their most)."""
         n = self.sampled[role]
         if not self.agree or role != "judge" or self.samples < 2:
             return n
+        if role == "judge" and self.ita_most:
+            return (n - self.ita_most) // self.samples * self.agree + self.ita_least
         return n // self.samples * self.agree
 
     def sampled_words(self, role: str) -> str:
@@ -120,11 +129,17 @@ class Estimate:
             if self.unpriced():
                 out.append(f"  no price for: {', '.join(self.unpriced())}")
             if self.batch_share is not None:
+                ita_words = ""
+                if self.ita_most:
+                    from refine.evaluate.assess import ITA_STAGES
+
+                    ita_words = f", an EXAG(ITA) candidate's up to {ITA_STAGES * self.samples}"
                 # a batch job's judge samples, k answers a reading
                 batch = self.price(True) * self.batch_share
                 out.append(
                     f"  as batch jobs (--batch): about ${batch:,.2f}, answered within a day "
-                    f"(each judge reading sends all {self.samples} answers)"
+                    f"(each judge reading sends all its answers at once: {self.samples}"
+                    f"{ita_words})"
                 )
         return out
 
@@ -140,6 +155,7 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
     n_img = plan.images_per_prompt
     gens = len(plan.generators)
     answers = 0  # judge answers over the bench
+    ita_images = ita_photos = 0  # EXAG(ITA)'s answers: on images, on the photos
     per_image = 2 + sum(b in plan.baselines for b in ONE_READING)
     if "vie_overall" in plan.baselines and "vie_sc" not in plan.baselines:
         per_image += 1
@@ -149,6 +165,8 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
         photos, cands = len(refs.reference_images), len(refs.stereotypes)
         if photos and cands:
             answers += gens * n_img * cands + photos * cands  # the baseline once a prompt
+            ita_images += gens * n_img * cands
+            ita_photos += photos * cands
         else:
             answers += gens * n_img
         answers += gens * n_img * per_image
@@ -168,7 +186,14 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
     if plan.expectations:
         uncounted.append("one judge answer per expectation and image")
     sampled = dict(calls)
-    sampled["judge"] = answers * k
+    # sampled, EXAG(ITA)'s readings take more answers than k: a candidate's on an image up
+    # to ITA_STAGES x k (k where its first stage is below the photos beyond doubt), a
+    # photo's PHOTO_STAGES x k
+    from refine.evaluate.assess import ITA_STAGES, PHOTO_STAGES
+
+    ita_most = (ita_images * ITA_STAGES + ita_photos * PHOTO_STAGES) * k
+    ita_least = (ita_images + ita_photos * PHOTO_STAGES) * k
+    sampled["judge"] = (answers - ita_images - ita_photos) * k + ita_most
     local += [
         b for b in plan.baselines if b not in (*ONE_READING, "vie_overall", "tifa", "soft_tifa")
     ]
@@ -192,6 +217,8 @@ def bench_estimate(plan: Any, profile: Any) -> Estimate:
         notes,
         agree=agree_of(judge, mode),
         batch_share=getattr(profile, "costs_batch", None),
+        ita_most=ita_most if mode != "logprobs" else 0,
+        ita_least=ita_least if mode != "logprobs" else 0,
     )
 
 

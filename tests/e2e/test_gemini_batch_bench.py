@@ -103,7 +103,7 @@ def test_the_dry_run_prices_live_and_batch_work(tmp_path):
     batch = float(half.split("$")[1].split(",")[0])
     assert "Gemini API list prices read 2026-11-28" in line and 0 < low < high
     assert batch == pytest.approx(high / 2, abs=0.006)  # each rounded to the cent
-    assert "each judge reading sends all 8 answers" in half
+    assert "each judge reading sends all its answers at once: 8" in half
     refused = cli("strategies", "--strategies", "best-of-n", "--batch", "--out", str(out))
     assert refused.returncode == 2 and "No such option: --batch" in refused.stderr
 

@@ -401,8 +401,9 @@ def test_edits_that_change_nothing_are_not_taken_for_gains_and_real_gains_are_ke
     0.5 on its rating, 0.2 below, 0.3 above, as its log-probabilities state): where edits
     change nothing the observer or the judge can see, readings of the same picture still
     differ. Each run is made under this rule and under the rule before (a FAITH gain of
-    0.01 on the same readings, nothing read again), meeting the same draws for what both
-    ask (the world's paired draws), so that the two compare run by run. Six runs of 4
+    0.01 and the quality limit alone, on the same readings, nothing read again), meeting
+    the same draws for what both ask (the world's paired draws), so that the two compare
+    run by run. Six runs of 4
     editing rounds whose edits change nothing: the rule before takes noise for a gain in 5
     of the 24 rounds (8 of 24 on the world's draws in order); only a gain beyond its noise
     counts now, and a close one only where fresh answers confirm it: 2 of 24, at most 1.28
@@ -420,7 +421,9 @@ def test_edits_that_change_nothing_are_not_taken_for_gains_and_real_gains_are_ke
     decisions = [r.decision for run in null for r in run.rounds[1:]]
     assert len(decisions) == 24 and decisions.count("accepted") <= 3, decisions
     reasons = [r.reason for run in null for r in run.rounds[1:]]
-    # each gain kept was close, and kept only where fresh answers confirmed it
+    # close gains were read again on fresh answers; each gain kept was close, and kept
+    # only where they confirmed it
+    assert any("fresh answers" in why for why in reasons), reasons
     kept = [why for why, d in zip(reasons, decisions, strict=True) if d == "accepted"]
     assert all("; confirmed on 8 fresh answers each" in why for why in kept), kept
     world.edits = {RED: (GREEN, GREEN)}
@@ -438,7 +441,9 @@ def test_edits_that_change_nothing_are_not_taken_for_gains_and_real_gains_are_ke
     judging.forget()  # the model found out anew, as in the first runs
     world.edits = {RED: (RED, RED)}
     with monkeypatch.context() as m:
-        m.setattr(policy, "faith_se", lambda c: 0.0)  # FAITH read as exact: the margin alone
+        # FAITH and quality read as exact: the margin alone, the quality guard's limit alone
+        m.setattr(policy, "faith_se", lambda c: 0.0)
+        m.setattr(policy, "quality_se", lambda c: 0.0)
         m.setattr(confirm, "confirmed", lambda verdict, *args, **kwargs: verdict)
         before = steady_runs(backends, options, tmp_path / "before", 6, rounds=4, patience=4)
     taken = [r.decision for run in before for r in run.rounds[1:]].count("accepted")

@@ -40,6 +40,8 @@ class SeededJudge(ProbabilityJudge):
 AGREE = Picture({0: "score is 4", 1: "score is 4"}, "score is 2")  # reads 4 from two
 DIFFER = Picture({0: "score is 4", 1: "score is 3"}, "score is 2")  # all 8
 WITHHELD = Picture({1: "", RETRY_SEED + 1: ""}, "score is 3")  # seed 1 withheld twice
+# the first two agree; seed 5, which is then not read, withheld
+UNREAD = Picture({0: "score is 4", 1: "score is 4", 5: "", RETRY_SEED + 5: ""}, "score is 2")
 
 
 @pytest.mark.parametrize(
@@ -48,20 +50,26 @@ WITHHELD = Picture({1: "", RETRY_SEED + 1: ""}, "score is 3")  # seed 1 withheld
         (AGREE, "sampled k=2", 4.0, 2),
         (DIFFER, "sampled k=8", 2.375, 8),
         (WITHHELD, "sampled k=7", 3.0, 9),
+        (UNREAD, "sampled k=2", 4.0, 2),
     ],  # fmt: skip
 )
 def test_a_batch_reading_is_the_live_reading_of_the_same_answers(
     picture, mode, expected, live_asked
 ):
+    from refine.backends.judging import withheld
+
     readings = {}
     for batch in (False, True):
         judge = SeededJudge(batch)
+        left_out = withheld("seeded")
         (rating,) = judge.rate_prefixed([picture], ["how exaggerated?"], "score is ")
         readings[batch] = rating
         asked = len(judge.seeds)
         # live: two, then six more unless they agree (a withheld answer asked again under
-        # its retry seed); batch: all 8 at once (and that retry), whatever they say
+        # its retry seed); batch: all 8 at once, whatever they say, then again only a
+        # withheld answer the reading reads (none where the first two agree)
         assert asked == (live_asked if not batch else 8 + (picture is WITHHELD))
+        assert withheld("seeded") - left_out == (picture is WITHHELD)
     live, batch = readings[False], readings[True]
     assert live.method == batch.method == mode
     assert live.expectation == pytest.approx(expected, abs=1e-12)
@@ -81,3 +89,16 @@ def test_a_staged_batch_reading_stops_where_the_live_one_does():
         got[batch] = (answer.value, answer.mode, len(judge.seeds))
     assert got[False] == (0.5, "sampled k=16", 16)  # two stages of 8, then enough
     assert got[True] == (0.5, "sampled k=16", 24)  # the same reading; all 24 were sent
+
+
+def test_a_fresh_batch_reading_reads_its_own_seeds_as_the_live_one():
+    """A reading read again from fresh seeds (a confirmation's, from 1,000,000 on): its
+    first two seeds' answers decide, live and batched alike."""
+    fresh = Picture({1_000_000: "score is 4", 1_000_001: "score is 4"}, "score is 2")
+    for batch in (False, True):
+        judge = SeededJudge(batch)
+        (rating,) = judge.rate_prefixed(
+            [fresh], ["how exaggerated?"], "score is ", first_seed=1_000_000
+        )
+        assert (rating.method, rating.expectation) == ("sampled k=2", 4.0)
+        assert sorted(judge.seeds) == list(range(1_000_000, 1_000_000 + (8 if batch else 2)))
