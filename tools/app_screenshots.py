@@ -76,12 +76,7 @@ def main(out_dir: str) -> None:
                 timeout=120_000,
             )
             page.screenshot(path=str(out / "running-desktop.png"), full_page=True)
-            deadline = time.monotonic() + 120
-            while page.locator("#stage textarea").input_value() != "finished":
-                if time.monotonic() > deadline:
-                    raise SystemExit("the run did not finish")
-                time.sleep(0.2)
-            time.sleep(2)
+            finished(page, "the run")
             page.screenshot(path=str(out / "finished-desktop.png"), full_page=True)
             page.set_viewport_size({"width": 390, "height": 844})
             time.sleep(1)
@@ -132,6 +127,17 @@ def main(out_dir: str) -> None:
     print(f"screenshots in {out}")
 
 
+def finished(page, what: str) -> None:
+    """Wait (at most 120 s) for the page's run to finish, then for its last pictures to
+    be drawn."""
+    deadline = time.monotonic() + 120
+    while page.locator("#stage textarea").input_value() != "finished":
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{what} did not finish")
+        time.sleep(0.2)
+    time.sleep(2)
+
+
 def start(page, rounds: str, paused: bool = False) -> None:
     """A run of ``rounds`` editing rounds (target 1, any drift) started from the Options,
     pausing for review where ``paused``."""
@@ -178,12 +184,7 @@ def point_shots(browser, url: str, service, out: Path) -> None:
     page.locator("#point-box").screenshot(path=str(out / "point-phone.png"))
     page.set_viewport_size({"width": 1440, "height": 900})
     page.click("#apply")
-    deadline = time.monotonic() + 120
-    while page.locator("#stage textarea").input_value() != "finished":
-        if time.monotonic() > deadline:
-            raise SystemExit("the paused run did not finish")
-        time.sleep(0.2)
-    time.sleep(2)
+    finished(page, "the paused run")
     page.locator("#timeline").scroll_into_view_if_needed()
     page.locator("#timeline").screenshot(path=str(out / "references-timeline-desktop.png"))
     page.close()

@@ -56,32 +56,34 @@ def add_point(gr: Any, gate: Any) -> PointControls:
             height=320,
             elem_id="region",
         )
-        # a pick of many, whose choices are the run's (set as its review comes up); its
+        # picks of many, whose choices are the run's (set as its review comes up); their
         # values are checked against the run's references by the job, not by the component
         # (an API client, which has no page to set the choices, may name them too)
-        remove = gr.Dropdown(
-            [], multiselect=True, allow_custom_value=True,
-            label="reference descriptors not wanted here", elem_id="refs-remove",
+        remove, add = _drop_and_add(
+            gr, "reference descriptors not wanted here", "refs",
+            f"descriptors of your own, one a line: dimension: phrase "
+            f"({', '.join(DIMENSIONS)}; at most 120 characters)", (2, 8),
         )  # fmt: skip
-        add = gr.Textbox(
-            label=f"descriptors of your own, one a line: dimension: phrase "
-            f"({', '.join(DIMENSIONS)}; at most 120 characters)",
-            lines=2,
-            max_lines=8,
-            elem_id="refs-add",
-        )
-        stereotypes_remove = gr.Dropdown(
-            [], multiselect=True, allow_custom_value=True,
-            label="stereotype candidates not to count", elem_id="stereotypes-remove",
-        )  # fmt: skip
-        stereotypes_add = gr.Textbox(
-            label="stereotype candidates of your own, one a line", lines=1, max_lines=4,
-            elem_id="stereotypes-add",
+        stereotypes_remove, stereotypes_add = _drop_and_add(
+            gr, "stereotype candidates not to count", "stereotypes",
+            "stereotype candidates of your own, one a line", (1, 4),
         )  # fmt: skip
         keep = gate.button(
             gr, "Keep the run's references as mine, for my next runs", elem_id="keep-refs"
         )
     return PointControls(region, remove, add, stereotypes_remove, stereotypes_add, keep)
+
+
+def _drop_and_add(
+    gr: Any, dropped: str, name: str, added: str, lines: tuple[int, int]
+) -> tuple[Any, Any]:
+    """A pick of many of the run's items to leave out (``#NAME-remove``) and a box of the
+    visitor's own, one a line (``#NAME-add``, ``lines``: its lines shown and at most)."""
+    remove = gr.Dropdown(
+        [], multiselect=True, allow_custom_value=True, label=dropped, elem_id=f"{name}-remove"
+    )
+    add = gr.Textbox(label=added, lines=lines[0], max_lines=lines[1], elem_id=f"{name}-add")
+    return remove, add
 
 
 def blank(image: Any) -> dict[str, Any]:
