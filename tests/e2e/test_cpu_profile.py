@@ -81,7 +81,9 @@ def test_a_run_on_tiny_models_of_the_cpu_profiles_architectures(tmp_path_factory
     made += edit.edit(made[0], "Remove the hamburgers", [1042, 1043])
     observe = observation_prompt(list(DIMENSIONS), 10)
     # teach raises unless greedy generation writes SEEN for each of the images
-    teach(refiner.backends.get("observer"), observe, json.dumps(SEEN), images=made)
+    teach(
+        refiner.backends.get("observer"), observe, json.dumps(SEEN), images=made, keep="cpu-profile"
+    )
 
     run = begin(refiner, ACT, COUNTRY, out=tmp_path, rounds=1, candidates=2, target=1.0)
     assert run.status == "finished", run.error

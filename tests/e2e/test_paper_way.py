@@ -68,7 +68,13 @@ def test_a_bench_on_the_papers_models_sets_its_figures_and_differences_beside(
     prompt = prompt_template("generate").strip().format(activity=ACT, country="Iran")
     (image,) = create("generator", PAPERS).generate(prompt, [42])
     observer = create("observer", "hf:OpenGVLab/InternVL3-14B-hf")
-    teach(observer, observation_prompt(list(DIMENSIONS), 10), json.dumps(SEEN), images=[image])
+    teach(
+        observer,
+        observation_prompt(list(DIMENSIONS), 10),
+        json.dumps(SEEN),
+        images=[image],
+        keep="paper-way",
+    )
     # AHEaD Tab. 1's recipe on one prompt of Iran (the Global South), one image
     text = (recipes_dir() / "ahead-table1.toml").read_text()
     start, end = text.index("[select]"), text.index("[table]")

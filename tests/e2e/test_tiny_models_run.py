@@ -62,7 +62,9 @@ def local_refiner(tmp_path_factory, siglip_path):
     made += [Image.fromarray((rng.random((64, 64, 3)) * 255).astype("uint8")) for _ in range(2)]
     prompt = observation_prompt(list(DIMENSIONS), 10)
     # teach raises unless greedy generation writes SEEN for each of the images
-    teach(refiner.backends.get("observer"), prompt, json.dumps(SEEN), images=made)
+    teach(
+        refiner.backends.get("observer"), prompt, json.dumps(SEEN), images=made, keep="tiny-local"
+    )
     return refiner
 
 

@@ -6,6 +6,7 @@ They exercise the real loading and inference code of the backends in seconds on 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 
@@ -504,8 +505,18 @@ def build_tiny_flux2_klein(path: Path) -> Path:
     return out
 
 
+# taught weights kept in the repository (see :func:`teach`'s ``keep``)
+TAUGHT = Path(__file__).resolve().parent / "taught"
+
+
 def teach(
-    backend, prompt: str, answer: str, image=None, max_steps: int = 400, images=None
+    backend,
+    prompt: str,
+    answer: str,
+    image=None,
+    max_steps: int = 400,
+    images=None,
+    keep: str | None = None,
 ) -> float:
     """Train an hf: backend's tiny model until it answers ``prompt`` (about ``image``, or
     about each of ``images`` in turn, so the answer holds for any image) with ``answer``;
@@ -516,7 +527,16 @@ def teach(
     beats every other by :data:`TAUGHT_MARGIN` in the logits, with the answer before it
     given, at the final weights. Greedy generation then writes the answer token by token
     (a float32 forward pass with a cache moves logits by about 1e-5, far below the margin).
-    Stopping there rather than at a mean loss of 0.005 takes about half the steps."""
+    Stopping there rather than at a mean loss of 0.005 takes about half the steps.
+
+    ``keep`` names taught weights kept under :data:`TAUGHT` for this prompt and answer
+    (``REFINE_TAUGHT=record`` writes them). Where they are there and taught for every
+    picture, the model takes them instead of training: teaching the observers of the
+    suite's local runs took about 35 of its worker-seconds, each training step a forward
+    and backward pass over a prompt of about 1,200 tokens. Weights kept for another prompt,
+    another answer or another architecture, or not taught for this machine's pictures (its
+    float arithmetic may draw them a little differently), are a warning, and the model is
+    trained as without them."""
     import torch
 
     backend.load()
@@ -536,10 +556,6 @@ def teach(
         labels[:, : n_prompt["input_ids"].shape[1]] = -100
         batches.append((batch, labels))
     model = backend.model
-    model.train()
-    torch.manual_seed(0)
-    opt = torch.optim.Adam(model.parameters(), lr=5e-3)
-    losses = [float("inf")] * len(batches)
 
     def taught() -> float | None:
         """The largest loss over the pictures when every one is taught, else None."""
@@ -549,8 +565,8 @@ def teach(
             for batch, labels in batches:
                 out = model(**batch, labels=labels)
                 logits, want = out.logits[0, :-1].float(), labels[0, 1:]
-                keep = want != -100
-                logits, want = logits[keep], want[keep]
+                mask = want != -100
+                logits, want = logits[mask], want[mask]
                 right = logits.gather(1, want[:, None])[:, 0]
                 others = logits.scatter(1, want[:, None], float("-inf")).max(dim=1).values
                 if float((right - others).min()) < TAUGHT_MARGIN:
@@ -559,6 +575,12 @@ def teach(
                 worst = max(worst, out.loss.item())
         return worst
 
+    if keep is not None and (done := _kept(model, keep, full, taught)) is not None:
+        return done
+    model.train()
+    torch.manual_seed(0)
+    opt = torch.optim.Adam(model.parameters(), lr=5e-3)
+    losses = [float("inf")] * len(batches)
     for step in range(max_steps):
         k = step % len(batches)
         batch, labels = batches[k]
@@ -568,9 +590,58 @@ def teach(
         opt.step()
         losses[k] = out.loss.item()
         if max(losses) < 0.05 and (done := taught()) is not None:
+            if keep is not None and os.environ.get("REFINE_TAUGHT") == "record":
+                _keep(model, keep, full)
             return done
     model.eval()
     raise AssertionError(f"not taught in {max_steps} steps (losses {losses})")
+
+
+def _taught_for(model, text: str) -> str:
+    """What kept weights are for: the model's architecture (its parameters' names, shapes
+    and types) and the text taught, prompt and answer."""
+    import hashlib
+
+    shapes = [(n, tuple(p.shape), str(p.dtype)) for n, p in model.state_dict().items()]
+    return hashlib.sha256(json.dumps([type(model).__name__, shapes, text]).encode()).hexdigest()
+
+
+def _kept(model, name: str, text: str, taught) -> float | None:
+    """The largest loss once ``model`` has taken the weights kept as ``name``, where they
+    are for it and ``text`` and taught for every picture; else None (a warning where they
+    are there), the model as it was."""
+    import warnings
+
+    from safetensors import safe_open
+    from safetensors.torch import load_model
+
+    path = TAUGHT / f"{name}.safetensors"
+    if not path.is_file():
+        return None
+    with safe_open(str(path), "pt") as f:
+        meant = f.metadata().get("for")
+    if meant == _taught_for(model, text):
+        before = {k: v.clone() for k, v in model.state_dict().items()}
+        load_model(model, str(path))
+        if (done := taught()) is not None:
+            return done
+        model.load_state_dict(before)
+        why = "are not taught for this machine's pictures"
+    else:
+        why = "are for another model, prompt or answer"
+    warnings.warn(
+        f"the taught weights {path.name} {why}: the model is trained instead "
+        "(REFINE_TAUGHT=record ./dev test keeps new ones)",
+        stacklevel=3,
+    )
+    return None
+
+
+def _keep(model, name: str, text: str) -> None:
+    from safetensors.torch import save_model
+
+    TAUGHT.mkdir(exist_ok=True)
+    save_model(model, str(TAUGHT / f"{name}.safetensors"), {"for": _taught_for(model, text)})
 
 
 TAUGHT_MARGIN = 2.0

@@ -242,10 +242,13 @@ TAUGHT = {
 
 @pytest.fixture(scope="module")
 def taught(tiny):
-    """The tiny VL observer taught to answer TAUGHT about RED (about 9 s of training, once
-    for the module's two tests of real generation); returns it with the last loss."""
+    """The tiny VL observer taught to answer TAUGHT about RED (its kept weights, or about
+    9 s of training; once for the module's two tests of real generation); returns it with
+    the last loss."""
     obs = backend("observer", tiny["vl"], max_new_tokens=160)
-    loss = teach(obs, observation_prompt(DIMS, 3), json.dumps(TAUGHT), image=RED)
+    loss = teach(
+        obs, observation_prompt(DIMS, 3), json.dumps(TAUGHT), image=RED, keep="hf-observer"
+    )
     return obs, loss
 
 
@@ -255,7 +258,7 @@ def test_taught_observer_lists_descriptors_through_real_generation(taught):
     assert obs.describe(RED, DIMS, 3) == TAUGHT
 
 
-@pytest.mark.slow  # the taught observer costs about 9 s
+@pytest.mark.slow  # the taught observer: about 9 s where its kept weights do not hold
 def test_observer_describes_several_images_in_one_generate_call(taught):
     """describe_many: the first answers of all images in one left-padded generate call,
     the same as describing each alone."""
@@ -280,13 +283,32 @@ class Candidates(BaseModel):
     candidates: list[str]
 
 
-def test_language_model_complete_json(tiny):
+def test_language_model_complete_json(tiny, tmp_path, monkeypatch):
+    """A taught language model answers in JSON. Its taught weights, kept (as teach keeps
+    the suite's observers'), are taken by a fresh model without a training step; kept for
+    another answer, they are a warning and the model is trained."""
+    import torch
+
+    from tests.fakes import tiny_models
+
+    monkeypatch.setattr(tiny_models, "TAUGHT", tmp_path)
+    monkeypatch.setenv("REFINE_TAUGHT", "record")
     lm = backend("llm", tiny["lm"], max_new_tokens=60)
-    prompt = "List stereotype candidates for Iran as JSON."
-    teach(lm, prompt, '{"candidates": ["carpets", "turbans"]}')
-    assert lm.complete_json(prompt, Candidates) == Candidates(candidates=["carpets", "turbans"])
+    prompt, answer = "List stereotype candidates for Iran as JSON.", '{"candidates": ["carpets"]}'
+    teach(lm, prompt, answer, keep="lm")
+    assert lm.complete_json(prompt, Candidates) == Candidates(candidates=["carpets"])
     with pytest.raises(ValueError, match="text-only model and cannot observe"):
         lm.describe(RED, DIMS, 3)
+    monkeypatch.delenv("REFINE_TAUGHT")
+    other = backend("llm", tiny["lm"], max_new_tokens=60)
+    with pytest.warns(UserWarning, match=r"lm\.safetensors are for another model, prompt or"):
+        with pytest.raises(AssertionError, match="not taught in 1 steps"):  # it trains
+            teach(other, prompt, '{"candidates": ["rugs"]}', max_steps=1, keep="lm")
+    steps = []
+    monkeypatch.setattr(torch.optim.Adam, "step", lambda self, *a, **k: steps.append(1))
+    fresh = backend("llm", tiny["lm"], max_new_tokens=60)
+    assert teach(fresh, prompt, answer, keep="lm") < 0.1 and steps == []
+    assert fresh.complete_json(prompt, Candidates) == Candidates(candidates=["carpets"])
 
 
 def test_unavailable_model_errors_name_the_model(tmp_path):
