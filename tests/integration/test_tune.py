@@ -50,6 +50,13 @@ def build_world(root):
             )
         (pairs / split).mkdir()
         (pairs / split / "metadata.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # the same training pairs without a held-out split, for tunes that assert nothing held
+    # out (the final held-out accuracy, 8 no-grad draws, costs more than a few steps)
+    (root / "pairs-train" / "train").mkdir(parents=True)
+    (root / "pairs-train" / "images").symlink_to(pairs / "images")
+    (root / "pairs-train" / "train" / "metadata.jsonl").write_text(
+        (pairs / "train" / "metadata.jsonl").read_text()
+    )
     (images / "train").mkdir(parents=True)
     rows = []
     for k in range(16):
@@ -118,32 +125,42 @@ def toward(tuner, lats, rows_w, rows_l):
 
 # the preference is learnt at 16 px (latents of 8 x 8): 100 steps there gave held-out
 # accuracy 1.0, the samples moved 15.7 toward the preferred images against the bound of 3,
-# the last losses 0.42 against 0.5 (0.69 at the start) and beta 1e8 moving them 0.50-0.54
-# as far against 0.75, with one torch thread or two. At 32 px (the other tests' size) the
-# same held in 1.5x the time (the fixture and the large beta's run, one process: 29 s against
-# 19 s)
+# the last losses 0.42 against 0.5 (0.69 at the start), with one torch thread or two. At
+# 32 px (the other tests' size) the same held in 1.5x the time. Beta 1e8 moves the samples
+# 0.29-0.36 as far as beta 2000 in the same 40 steps, against 0.75 (0.50-0.54 at 100 steps,
+# near 0.70 at 20-25): the large beta's test compares them at 40 (TIGHT_STEPS)
 DPO_RESOLUTION = 16
 
 
 @pytest.fixture(scope="module")
 def dpo(world, tmp_path_factory):
     out = tmp_path_factory.mktemp("dpo") / "adapter"
-    tuner = Tuner(config(world, out, resolution=DPO_RESOLUTION))
+    at = {}
+
+    def progress(info):  # the samples after TIGHT_STEPS, for the large beta's comparison
+        if info["step"] == TIGHT_STEPS:
+            tuner.denoiser.unet.eval()
+            at["tight"] = latents(tuner)
+            tuner.denoiser.unet.train()
+
+    tuner = Tuner(config(world, out, resolution=DPO_RESOLUTION), progress)
     tuner.load()
     before = tuner.accuracy(tuner.held)
     base = latents(tuner, adapter=False)
     tuner.load = lambda: None  # keep the pipeline, the adapter and the optimiser
     summary = tuner.run()
-    return tuner, before, base, summary
+    return tuner, before, base, summary, latents(tuner), at["tight"]
+
+
+TIGHT_STEPS = 40
 
 
 def test_dpo_learns_the_preference(dpo):
-    tuner, before, base, summary = dpo
+    tuner, before, base, summary, tuned, _ = dpo
     assert before == 0.0  # the adapter starts as the base: no pair is preferred yet
     assert summary["held_out_accuracy"] > 0.8  # held-out pairs, above chance
     rows_w = [r["image_w"] for r in tuner.rows]
     rows_l = [r["image_l"] for r in tuner.rows]
-    tuned = latents(tuner)
     assert toward(tuner, tuned, rows_w, rows_l) > toward(tuner, base, rows_w, rows_l) + 3.0
     losses = [x[1] for x in tuner.losses]
     assert losses[0] == pytest.approx(np.log(2), abs=1e-4)  # -log sigmoid(0) at the start
@@ -151,21 +168,28 @@ def test_dpo_learns_the_preference(dpo):
 
 
 def test_a_very_large_beta_stays_closer_to_the_base(world, dpo, tmp_path):
-    tuner, _, base, _ = dpo
-    moved = float((latents(tuner) - base).flatten(1).norm(dim=1).mean())
-    tight = Tuner(config(world, tmp_path / "tight", beta=1e8, resolution=DPO_RESOLUTION))
-    tight.load()
-    tight_base = latents(tight, adapter=False)
-    tight.load = lambda: None
-    tight.run()
-    moved_tight = float((latents(tight) - tight_base).flatten(1).norm(dim=1).mean())
+    _, _, base, _, _, at_40 = dpo
+    moved = float((at_40 - base).flatten(1).norm(dim=1).mean())
+    data = str(world[3] / "pairs-train")  # the same training pairs, nothing held out
+    tight = Tuner(
+        config(
+            world,
+            tmp_path / "tight",
+            beta=1e8,
+            resolution=DPO_RESOLUTION,
+            steps=TIGHT_STEPS,
+            data=data,
+        )
+    )
+    tight.run()  # from the same base: its samples without the adapter are base's
+    moved_tight = float((latents(tight) - base).flatten(1).norm(dim=1).mean())
     assert moved_tight < 0.75 * moved
 
 
 def test_the_adapter_round_trips_and_unloads(world, dpo):
     from diffusers import StableDiffusionPipeline
 
-    tuner, _, _, _ = dpo
+    tuner = dpo[0]
     sd = world[0]
     out = tuner.out
     assert (out / "pytorch_lora_weights.safetensors").is_file()
@@ -200,10 +224,10 @@ def test_the_adapter_round_trips_and_unloads(world, dpo):
 
 def test_sft_moves_toward_the_training_images(world, tmp_path):
     sd, pairs, images, _ = world
-    # 60 steps: the last 20 losses 5 % under the first 20 (0.995 against 1.049, the same
-    # with one torch thread or two) and the samples 5.8 toward the training images; 120
-    # steps gave 7 % and 5.2 in twice the time
-    tuner = Tuner(config(world, tmp_path / "sft", data=str(images), method="sft", steps=60))
+    # 40 steps: the last 20 losses 5.0 % under the first 20 (0.996 against 1.049, the same
+    # with one torch thread or two) and the samples 2.9 toward the training images; 60
+    # steps gave 5.2 % and 5.8 in 1.4x the time, 120 steps 7 % and 5.2 in 3x
+    tuner = Tuner(config(world, tmp_path / "sft", data=str(images), method="sft", steps=40))
     tuner.load()
     red = [r["file_name"] for r in tuner.rows]
     blue = [str(p) for p in sorted((pairs / "images").glob("train-l*.png"))]
@@ -217,20 +241,21 @@ def test_sft_moves_toward_the_training_images(world, tmp_path):
 
 def test_resume_ends_where_an_uninterrupted_tune_does(world, tmp_path):
     def tune(out, **kw):  # at the DPO tests' size: what is compared is the steps' sequence
-        return Tuner(config(world, tmp_path / out, resolution=DPO_RESOLUTION, **kw))
+        data = str(world[3] / "pairs-train")
+        return Tuner(config(world, tmp_path / out, resolution=DPO_RESOLUTION, data=data, **kw))
 
-    whole = tune("whole", steps=12, checkpoint_every=6)
+    whole = tune("whole", steps=4, checkpoint_every=2)
     whole.run()
-    first = tune("cut", steps=6, checkpoint_every=6)
-    first.run()  # "killed" after its checkpoint at step 6
-    second = tune("cut", steps=12, checkpoint_every=6)
+    first = tune("cut", steps=2, checkpoint_every=2)
+    first.run()  # "killed" after its checkpoint at step 2
+    second = tune("cut", steps=4, checkpoint_every=2)
     with pytest.raises(ValueError, match="holds a tune already"):
-        tune("cut", steps=12, checkpoint_every=6).run()
+        tune("cut", steps=4, checkpoint_every=2).run()
     second.run(resume=True)
     a, b = whole.denoiser.lora_state(), second.denoiser.lora_state()
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert [round(x[1], 6) for x in whole.losses] == [round(x[1], 6) for x in second.losses]
-    changed = tune("cut", steps=14, checkpoint_every=6, lr=1e-2)
+    changed = tune("cut", steps=6, checkpoint_every=2, lr=1e-2)
     with pytest.raises(ValueError, match="other settings .*lr"):
         changed.run(resume=True)
 
@@ -325,7 +350,10 @@ def test_sdxl_trains_and_its_adapter_loads(world, tmp_path):
     from tests.fakes.tiny_models import build_tiny_sdxl
 
     sdxl = build_tiny_sdxl(tmp_path)
-    tuner = Tuner(config(world, tmp_path / "xl", base=f"diffusers:{sdxl}", steps=2, lr=1e-2))
+    data = str(world[3] / "pairs-train")
+    tuner = Tuner(
+        config(world, tmp_path / "xl", base=f"diffusers:{sdxl}", steps=2, lr=1e-2, data=data)
+    )
     tuner.load()
     assert tuner.denoiser.xl
     base = latents(tuner, adapter=False, seeds=range(2))
@@ -337,22 +365,18 @@ def test_sdxl_trains_and_its_adapter_loads(world, tmp_path):
     fresh = StableDiffusionXLPipeline.from_pretrained(sdxl)
     fresh.load_lora_weights(str(tmp_path / "xl"))
     fresh.set_progress_bar_config(disable=True)
-    tuner.denoiser.unet.eval()
-    for s in range(2):
-        outs = []
-        for pipe in (tuner.denoiser.pipe, fresh):
-            with torch.no_grad():
-                outs.append(
-                    pipe(
-                        PROMPT,
-                        num_inference_steps=10,
-                        height=32,
-                        width=32,
-                        generator=torch.Generator().manual_seed(s),
-                        output_type="latent",
-                    ).images[0]
-                )
-        torch.testing.assert_close(outs[0], outs[1], atol=1e-4, rtol=1e-4)
+    # tuned: the tuned pipeline's latents for seeds 0 and 1 (10 steps, 32 px, eval mode)
+    with torch.no_grad():
+        for s in range(2):
+            again = fresh(
+                PROMPT,
+                num_inference_steps=10,
+                height=32,
+                width=32,
+                generator=torch.Generator().manual_seed(s),
+                output_type="latent",
+            ).images[0]
+            torch.testing.assert_close(again, tuned[s], atol=1e-4, rtol=1e-4)
 
 
 def test_other_pipelines_are_refused_with_what_they_are(world, tmp_path):
@@ -413,7 +437,8 @@ def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
     reports and writes the LoRA (once), which loads with load_lora_weights. That one
     process learns the preference is test_dpo_learns_the_preference's (100 steps); 4 steps
     here, with a checkpoint after 2, show the two trainings are one (8 steps cost 3 CPU-s
-    more and showed nothing more; 60 steps to learn here took 30 s)."""
+    more and showed nothing more; 60 steps to learn here took 30 s), on the pairs without
+    a held-out split and with no validation images (each process drew them: 2-3 CPU-s)."""
     import os
     import subprocess
     from pathlib import Path
@@ -430,10 +455,12 @@ def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
     launcher = Path(sys.executable).with_name("accelerate-launch")
     args = [str(launcher), "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
     args += ["--mixed_precision", "no", "--dynamo_backend", "no", str(script), "tune"]
-    args += ["--data", str(pairs), "--base", f"diffusers:{sd}", "--out", str(tmp_path / "a")]
+    data = world[3] / "pairs-train"  # no held-out split: each process would draw it 8 times
+    args += ["--data", str(data), "--base", f"diffusers:{sd}", "--out", str(tmp_path / "a")]
     args += ["--steps", "4", "--resolution", str(DPO_RESOLUTION), "--batch-size", "4"]
     args += ["--rank", "4"]
     args += ["--lr", "5e-3", "--beta", "2000", "--checkpoint-every", "2", "--device", "cpu"]
+    args += ["--validate-every", "5"]  # past the last step: no validation images
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -451,7 +478,16 @@ def test_two_processes_under_accelerate_launch_match_one(world, tmp_path):
     # tests' 16 px, run here (3 s less), the 4 steps gave 5.3e-5, 3.0e-5 and 4.0e-4. Each
     # bound below is about ten times the larger measure (1e-3, 5e-3, 2e-2), and far below a
     # step fed another batch (the losses of consecutive steps differ by 10 to 60 %).
-    one = Tuner(config(world, tmp_path / "one", steps=4, batch_size=8, resolution=DPO_RESOLUTION))
+    one = Tuner(
+        config(
+            world,
+            tmp_path / "one",
+            steps=4,
+            batch_size=8,
+            resolution=DPO_RESOLUTION,
+            data=str(data),
+        )
+    )
     one.run()
     history = ranks[0]["history"]
     assert [h[0] for h in history] == [h[0] for h in one.losses] == list(range(1, 5))
@@ -508,7 +544,10 @@ def test_flux2_klein_trains_and_its_adapter_loads(world, tmp_path):
     from tests.fakes.tiny_models import build_tiny_flux2_klein
 
     flux = build_tiny_flux2_klein(tmp_path)
-    tuner = Tuner(config(world, tmp_path / "fx", base=f"diffusers:{flux}", steps=2, lr=1e-2))
+    data = str(world[3] / "pairs-train")
+    tuner = Tuner(
+        config(world, tmp_path / "fx", base=f"diffusers:{flux}", steps=2, lr=1e-2, data=data)
+    )
     tuner.load()
     assert tuner.denoiser.flux and tuner.denoiser.noise_scheduler is None
     tuner.load = lambda: None
@@ -625,13 +664,22 @@ def test_the_losses_are_the_recorded_ones(world, recorded, case, tmp_path):
 
 
 def test_a_one_percent_change_fails_the_golden(world, recorded, tmp_path):
-    """The bounds are tight enough to see a real change: beta 101 for 100."""
+    """The bounds are tight enough to see a real change: beta 101 for 100. Three steps
+    show it (step 1's margins are 0 at any beta, step 2's about 0.005; step 3's 0.56, where
+    1 % is 11x the bound), on the pairs without a held-out split (the held-out margins,
+    8 draws, cost more than the steps)."""
     from tools.make_tune_golden import run_case
 
     golden, models = recorded
-    got = run_case(world, models, "sd-dpo", tmp_path, beta=101.0)
-    found = departures(got, golden["sd-dpo"], FP32)
-    assert any("margin" in f for f in found), found
+    data = str(world[3] / "pairs-train")
+    got = run_case(world, models, "sd-dpo", tmp_path, beta=101.0, steps=3, data=data)
+    want = golden["sd-dpo"]["margins"][:3]
+    moved = [
+        abs(x - y)
+        for mine, theirs in zip(got["margins"], want, strict=True)
+        for x, y in zip(mine, theirs, strict=True)
+    ]
+    assert max(moved) > FP32["margin"], moved
 
 
 def test_bf16_tracks_its_float32_twin(world, recorded, tmp_path):
@@ -657,7 +705,8 @@ def test_trackers_log_every_step_where_tensorboard_reads_it(world, tmp_path):
     installed, or not a tracker, is refused before any work."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    tuner = Tuner(config(world, tmp_path / "tb", steps=3, report_to="tensorboard"))
+    data = str(world[3] / "pairs-train")
+    tuner = Tuner(config(world, tmp_path / "tb", steps=3, report_to="tensorboard", data=data))
     tuner.run()
     events = EventAccumulator(str(tmp_path / "tb" / "refine-tune"))
     events.Reload()
@@ -694,6 +743,7 @@ def test_trackio_keeps_every_step_in_its_local_store(world, tmp_path, monkeypatc
         config(
             world,
             tmp_path / "a",
+            data=str(world[3] / "pairs-train"),
             steps=3,
             checkpoint_every=0,
             validate_every=0,

@@ -63,7 +63,7 @@ def test_count_tune_and_compare(app, world):
     ):
         with pytest.raises(Exception, match=match):
             client.predict(*bad, 2.0, api_name="/tune")
-    text, chart, chosen = client.predict("dpo", 30, 5e-3, 32, 2.0, api_name="/tune")
+    text, chart, chosen = client.predict("dpo", 3, 5e-3, 32, 2.0, api_name="/tune")
     assert text.startswith("**tuned** ") and f"on {pairs} rows" in text
     name = chosen if isinstance(chosen, str) else chosen["value"]
     adapter = service.out / "tunes" / name / "adapter"
@@ -71,13 +71,13 @@ def test_count_tune_and_compare(app, world):
     # the view shows the loss per step, the numbers of loss.csv, and loss.html beside it
     with open(adapter / "loss.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == 30
+    assert len(rows) == 3
     found = re.search(
         r'id="w-series-0" class="series" data-name="dpo loss" '
         r"data-steps='([^']+)' data-values='([^']+)'",
         chart,
     )
-    assert json.loads(found.group(1)) == list(range(1, 31))
+    assert json.loads(found.group(1)) == list(range(1, 4))
     assert json.loads(found.group(2)) == pytest.approx([float(r["loss"]) for r in rows], abs=1e-6)
     assert "reward accuracy" in chart and "dpo loss" in (adapter / "loss.html").read_text()
     assert (service.out / "tunes" / name / "data" / "train" / "metadata.jsonl").is_file()
