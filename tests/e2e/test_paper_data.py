@@ -142,6 +142,13 @@ def test_every_command_finds_the_fetched_countries(tmp_path, monkeypatch, capsys
     assert origin["Brazil"] == "ahead.json" and origin["Iran"] == "bundled"
     brazil = pack.countries["Brazil"]["activities"]
     assert all(a["descriptors"] for a in brazil.values())
+    # the bundled pack itself (cached, shared) is as it was: the fetched descriptors are
+    # the catalog's own copy of Brazil's entry
+    from refine.evaluate.references import load_pack
+
+    bundled = load_pack().countries["Brazil"]["activities"]
+    assert not any(a.get("descriptors") for a in bundled.values()) and bundled is not brazil
+    assert pack.countries["Iran"] is load_pack().countries["Iran"]
     # a bench plans Brazil's prompts, the app lists its activities as ready
     assert set(plan_prompts(["Brazil"])) == {(a, "Brazil") for a in brazil}
     assert ready_activities("Brazil") == sorted(brazil)
