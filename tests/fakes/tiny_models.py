@@ -608,8 +608,8 @@ def _taught_for(model, text: str) -> str:
 
 def _kept(model, name: str, text: str, taught) -> float | None:
     """The largest loss once ``model`` has taken the weights kept as ``name``, where they
-    are for it and ``text`` and taught for every picture; else None (a warning where they
-    are there), the model as it was."""
+    are for it and ``text`` and taught for every picture; else None, the model as it was,
+    and a warning (none while recording a name not kept yet)."""
     import warnings
 
     from safetensors import safe_open
@@ -617,18 +617,20 @@ def _kept(model, name: str, text: str, taught) -> float | None:
 
     path = TAUGHT / f"{name}.safetensors"
     if not path.is_file():
-        return None
-    with safe_open(str(path), "pt") as f:
-        meant = f.metadata().get("for")
-    if meant == _taught_for(model, text):
+        if os.environ.get("REFINE_TAUGHT") == "record":
+            return None  # trained, then kept
+        why = "are not kept"
+    else:
+        with safe_open(str(path), "pt") as f:
+            meant = f.metadata().get("for")
+        why = "are for another model, prompt or answer"
+    if path.is_file() and meant == _taught_for(model, text):
         before = {k: v.clone() for k, v in model.state_dict().items()}
         load_model(model, str(path))
         if (done := taught()) is not None:
             return done
         model.load_state_dict(before)
         why = "are not taught for this machine's pictures"
-    else:
-        why = "are for another model, prompt or answer"
     warnings.warn(
         f"the taught weights {path.name} {why}: the model is trained instead "
         "(REFINE_TAUGHT=record ./dev test keeps new ones)",

@@ -286,7 +286,7 @@ class Candidates(BaseModel):
 def test_language_model_complete_json(tiny, tmp_path, monkeypatch):
     """A taught language model answers in JSON. Its taught weights, kept (as teach keeps
     the suite's observers'), are taken by a fresh model without a training step; kept for
-    another answer, they are a warning and the model is trained."""
+    another answer, or not kept, they are a warning and the model is trained."""
     import torch
 
     from tests.fakes import tiny_models
@@ -304,6 +304,9 @@ def test_language_model_complete_json(tiny, tmp_path, monkeypatch):
     with pytest.warns(UserWarning, match=r"lm\.safetensors are for another model, prompt or"):
         with pytest.raises(AssertionError, match="not taught in 1 steps"):  # it trains
             teach(other, prompt, '{"candidates": ["rugs"]}', max_steps=1, keep="lm")
+    with pytest.warns(UserWarning, match=r"taught weights gone\.safetensors are not kept"):
+        with pytest.raises(AssertionError, match="not taught in 1 steps"):
+            teach(other, prompt, answer, max_steps=1, keep="gone")
     steps = []
     monkeypatch.setattr(torch.optim.Adam, "step", lambda self, *a, **k: steps.append(1))
     fresh = backend("llm", tiny["lm"], max_new_tokens=60)
