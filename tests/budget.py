@@ -18,7 +18,7 @@ seconds, from a whole run. A change that moves them says so in its commit;
 limits and the reference time, which defines the units, are kept). ``REFINE_BUDGET=off``
 times nothing and checks nothing.
 
-A run of the whole suite or of the fast tests on the profile's number of workers (two,
+A run of the whole suite or of the fast tests on the profile's number of workers (three,
 as ``./dev test`` runs it; a run on another number, or one interrupted, is not timed)
 fails (after its tests, as ``tests/leaks.py`` does) when:
 

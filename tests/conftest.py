@@ -27,7 +27,7 @@ from tests.leaks import (  # noqa: F401 (the check's hooks and fixture, register
 
 gc.disable()  # until the tests begin (see _set_aside)
 
-# every test process keeps to one core's worth of threads, under pytest-xdist (two workers
+# every test process keeps to one core's worth of threads, under pytest-xdist (three workers
 # share two cores; more threads per worker only make them wait on each other) and in one
 # process alike (-n 0: the same float32 sums as the workers'), and so does every process
 # a test starts (a command, a Ray worker, accelerate's): torch's, the BLAS libraries' and

@@ -52,7 +52,7 @@ def test_the_repositorys_budget_holds_its_profile():
     budget = load_budget(BUDGET_FILE)
     assert set(budget["budgets"]) == {"suite", "fast"}
     assert budget["grace"] == 0.25 and budget["new_test_s"] == 10 and budget["slow_s"] == 1.5
-    assert budget["workers"] == 2  # as ./dev test runs
+    assert budget["workers"] == 3  # as ./dev test runs
     assert budget["budgets"]["fast"] < budget["budgets"]["suite"]
     assert 0.5 < budget["reference_s"] < 20
     profile = budget["profile"]
@@ -185,7 +185,7 @@ def test_a_run_with_a_sleeping_test_fails_naming_it_and_passes_without(tmp_path,
     assert "2 passed" in sleepy.stdout  # every test passed: the time alone failed the run
     assert "over the time budget (tests/budget.json)" in sleepy.stdout
     assert "tests/test_sleepy.py::test_sleepy is not in the profile and took" in sleepy.stdout
-    # the profile's runs had two workers: a run in one process is not judged against it
+    # the profile's runs had several workers: a run in one process is not judged against it
     (tmp_path / "budget.json").write_text(json.dumps({**budget, "workers": 2}))
     other = session()
     assert other.returncode == 0, other.stdout[-2000:]
