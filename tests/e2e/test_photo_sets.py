@@ -131,6 +131,7 @@ def test_search_keeps_the_top_five_by_clipscore_with_their_attribution(tiny_clip
     assert len(again.files) == 2 and len(list(folder.iterdir())) == 3
 
 
+@pytest.mark.slow  # the module's tiny CLIP, built for the first test that asks (1.6-2.4 s)
 def test_the_ahead_manifests_translated_query_is_searched_as_the_paper_did(tiny_clip, tmp_path):
     """After `refine data fetch ahead`, the manifest's ``prompt_language`` says "english" or
     "translated" (no language) and ``prompt_text`` holds the paper's query: the translated
@@ -331,6 +332,7 @@ def test_names_from_a_client_stay_in_the_photos_folder(tmp_path, activity, count
     assert not (tmp_path / "photos").exists()
 
 
+@pytest.mark.slow  # the module's tiny CLIP, built for the first test that asks (1.6-2.4 s)
 def test_a_hostile_commons_gets_one_line_and_its_huge_images_are_not_decoded(tiny_clip, tmp_path):
     """Five kinds of bad API answer each end in one SearchError; images declaring
     12000 x 12000 pixels are refused from their header (nothing decoded), the others kept;
