@@ -238,8 +238,9 @@ def test_the_space_app_serves_on_gradio_server_port(world, tmp_path):
     try:
         deadline = time.monotonic() + 240  # the import of torch and Gradio, on a busy machine
         page = None
-        # one client for every try: a client each loaded the CA bundle for a plain-HTTP
-        # address, 2.3 CPU-s over a run's tries here (the 0.2 s waits while Gradio imports)
+        # one client for every try: a client a try loaded the CA bundle for a plain-HTTP
+        # address each time (2.3 s of a suite's py-spy samples, over the 0.2 s waits while
+        # the app imports torch and Gradio)
         with httpx.Client(timeout=5) as client:
             while time.monotonic() < deadline and app.poll() is None:
                 try:

@@ -153,8 +153,8 @@ def test_a_run_with_a_sleeping_test_fails_naming_it_and_passes_without(tmp_path,
     # a new test's limit a tenth of the sleep below: the workload here is an empty
     # interpreter's start (about 0.04 s), and on a busy machine one copy of it has taken
     # five times what this test timed just before (0.20 s against 0.04 s, the whole suite
-    # running beside it), which scales the sleep's 2 s down to 0.4 reference s: against a
-    # limit of 0.5 the sleep then passed unnamed
+    # running beside it), which scaled the sleep's 2 s down to under 0.5 reference s: the
+    # old limit of 0.5, which the sleep then passed unnamed
     budget = {**BUDGET, "budgets": {"suite": 4.0, "fast": 2.0}, "new_test_s": 0.2}
     budget["workers"] = 1  # the sessions run in one process
     budget["reference_s"] = reference_time(1)  # an empty interpreter's start, here and now
