@@ -5,13 +5,12 @@ process does not see.
     python tools/cpu_by_process.py [--every S] [--top N] [--json FILE] -- COMMAND ...
 
 Every ``--every`` seconds (0.2) the user and system time of every process on the machine
-(the command's and any other: measure on a quiet machine) is read from
-``/proc/<pid>/stat``; a process is counted from its first reading to its last, less what
-it had used before the command started, and is named by its latest command line (Ray's
-workers retitle themselves ``ray::...``). A process that starts and ends between two
-readings is missed. The report: the busy CPU seconds of the whole machine
-(``/proc/stat``) and the wall time, then the processes, most CPU first; the command's exit
-code is this tool's. Linux only.
+(the command's and any other: measure on a quiet machine) is read (psutil); a process
+(its pid and start time) is counted from its first reading to its last, less what it had
+used before the command started, and is named by its latest command line (Ray's workers
+retitle themselves ``ray::...``). A process that starts and ends between two readings is
+missed. The report: the busy CPU seconds of the whole machine and the wall time, then the
+processes, most CPU first; the command's exit code is this tool's.
 """
 
 from __future__ import annotations
@@ -23,54 +22,48 @@ import subprocess
 import sys
 import time
 
-HZ = os.sysconf("SC_CLK_TCK")
+import psutil
+
+Key = tuple[int, float]  # a process: its pid and start time (a pid may be used again)
 
 
-def readings() -> dict[int, tuple[float, str]]:
+def readings() -> dict[Key, tuple[float, str]]:
     """Each process's CPU seconds so far and its command line, now."""
     out = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
+    for p in psutil.process_iter(["cmdline", "cpu_times", "create_time", "name"]):
+        info = p.info
+        if info["cpu_times"] is None or info["create_time"] is None:  # gone, or not ours
             continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:  # gone meanwhile
-            continue
-        head, _, tail = stat.rpartition(")")  # the name may hold spaces and parentheses
-        fields = tail.split()
         # a kernel thread has no command line: its name, in brackets as ps shows it
-        cmd = cmd or f"[{head.partition('(')[2]}]"
-        out[int(name)] = ((int(fields[11]) + int(fields[12])) / HZ, cmd)
+        cmd = " ".join(info["cmdline"] or []) or f"[{info['name']}]"
+        used = info["cpu_times"].user + info["cpu_times"].system
+        out[(p.pid, info["create_time"])] = (used, cmd)
     return out
 
 
 def busy() -> float:
-    """The machine's busy CPU seconds so far (all but idle and iowait)."""
-    with open("/proc/stat") as f:
-        values = [int(v) for v in f.readline().split()[1:]]
-    return (sum(values) - values[3] - values[4]) / HZ
+    """The machine's busy CPU seconds so far (all but idle and waiting on I/O)."""
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
 
 
 def measure(command: list[str], every: float) -> tuple[int, float, float, dict]:
     """Run ``command``; its exit code, the wall and busy seconds, and per process
-    (pid: [CPU seconds, command line])."""
-    before = {pid: cpu for pid, (cpu, _) in readings().items()}
+    ((pid, start time): [CPU seconds, command line])."""
+    before = {key: cpu for key, (cpu, _) in readings().items()}
     busy0, start = busy(), time.monotonic()
-    seen: dict[int, list] = {}
+    seen: dict[Key, list] = {}
     me = os.getpid()
     proc = subprocess.Popen(command)
     while True:
         done = proc.poll() is not None
-        for pid, (cpu, cmd) in readings().items():
-            if pid == me:
+        for key, (cpu, cmd) in readings().items():
+            if key[0] == me:
                 continue
-            used = cpu - before.get(pid, 0.0)
-            row = seen.setdefault(pid, [0.0, cmd])
-            row[0] = max(row[0], used)
-            row[1] = cmd or row[1]
+            row = seen.setdefault(key, [0.0, cmd])
+            row[0] = max(row[0], cpu - before.get(key, 0.0))
+            if not cmd.startswith("["):  # an exited process (a zombie) has no command line
+                row[1] = cmd
         if done:
             break
         time.sleep(every)
@@ -88,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     if not command:
         parser.error("give the command to measure after --")
     code, wall, total, seen = measure(command, args.every)
-    rows = sorted(((cpu, pid, cmd) for pid, (cpu, cmd) in seen.items() if cpu > 0), reverse=True)
+    rows = sorted(
+        ((cpu, pid, cmd) for (pid, _), (cpu, cmd) in seen.items() if cpu > 0), reverse=True
+    )
     print(f"busy CPU-s {total:.1f} over {wall:.1f} s of wall, {os.cpu_count()} cores")
     print(f"processes {sum(r[0] for r in rows):.1f} CPU-s in all; the top {args.top}:")
     for cpu, pid, cmd in rows[: args.top]:
