@@ -65,7 +65,23 @@ STILL = """document.addEventListener('DOMContentLoaded', () => {
     still.textContent = '*, *::before, *::after '
         + '{ animation: none !important; transition: none !important; }';
     document.head.appendChild(still);
-});"""
+});
+{
+    // the region editor's canvas (PixiJS) draws every frame through WebGL, which Chromium
+    // runs on the CPU here (SwiftShader): its ticker (the callback that keeps its
+    // _requestId) gets a frame at most every 100 ms. Every other callback keeps its frame.
+    const frame = window.requestAnimationFrame.bind(window);
+    const cancel = window.cancelAnimationFrame.bind(window);
+    const cancelled = new Set();
+    let last = 0;
+    window.requestAnimationFrame = (callback) => {
+        if (!String(callback).includes('_requestId')) return frame(callback);
+        const id = --last;  // below zero: never one of the browser's own ids
+        setTimeout(() => frame((t) => { if (!cancelled.delete(id)) callback(t); }), 100);
+        return id;
+    };
+    window.cancelAnimationFrame = (id) => { if (id < 0) cancelled.add(id); else cancel(id); };
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +95,9 @@ def shared_page(chromium):
     context = chromium.new_context(viewport={"width": 1400, "height": 1300})
     # no animation runs in the module's page: what the tests look at is where things are
     # and what they say, never how they move, and Gradio's pulse on every output that
-    # waits for an answer kept Chromium drawing frames (12 % of its CPU)
+    # waits for an answer kept Chromium drawing frames (12 % of its CPU); the region
+    # editor's canvas is drawn ten times a second, not sixty (Chromium's CPU in the test
+    # that draws regions: 17-20 CPU-s at every frame, 10-12 so, two runs each)
     context.add_init_script(STILL)
     try:
         yield context.new_page()
