@@ -203,3 +203,29 @@ def test_a_chart_drawn_again_from_the_same_values_is_not_drawn_twice(monkeypatch
     array = np.zeros(3)
     assert charts._drawing_key("t", lambda s, p: str(array), "", (1,)) is None
     assert charts._drawing_key("t", lambda s, p: str(counted), "", (1,)) is None
+
+
+def test_a_chart_laid_out_once_is_the_chart_savefig_lays_out_in_its_dry_draw(monkeypatch):
+    """Lines with a band and a legend, signed bars with their values written beside, and
+    a heatmap with its colour bar are the same text whether they are laid out before they
+    are saved (charts._laid_out) or by savefig's own dry draw (a layout with another
+    renderer than savefig's fails here)."""
+    kinds = {
+        "line": lambda: charts.line_chart(
+            {"FAITH": [0.1, 0.5, None], "ALIGN": [0.3, 0.2, 0.6]},
+            ["r0", "r1", "r2"],
+            ["\u2022", "\u2713", "\u2717"],
+            target=0.8,
+            y_title="score \u2191",
+            errors={"FAITH": [0.02, 0.03, None]},
+        ),
+        "bars": lambda: charts.bar_chart([0.1, -0.2, None], ["Japan \u00b7 sdxl", "b", "c"], "g"),
+        "heatmap": lambda: charts.heatmap(SOS),
+    }
+    for kind, draw in kinds.items():
+        once = draw()
+        charts._line_chart_drawn.cache_clear()
+        with monkeypatch.context() as m:
+            m.setattr(charts, "_DRAWN", type(charts._DRAWN)())
+            m.setattr(charts, "_laid_out", lambda fig: None)
+            assert draw() == once, kind
