@@ -11,6 +11,12 @@ used before the command started, and is named by its latest command line (Ray's 
 retitle themselves ``ray::...``). A process that starts and ends between two readings is
 missed. The report: the busy CPU seconds of the whole machine and the wall time, then the
 processes, most CPU first; the command's exit code is this tool's.
+
+With ``--tree`` only the command and its descendants are counted (as found at each
+reading: a process that outlives its parent is still counted, one that its parent left
+before the first reading of it is not), so that two trees can be measured side by side:
+run at the same time, they meet the same speed of the machine, which moved by a third
+within minutes here, and their totals compare where runs made one after the other did not.
 """
 
 from __future__ import annotations
@@ -47,9 +53,18 @@ def busy() -> float:
     return sum(t) - t.idle - getattr(t, "iowait", 0.0)
 
 
-def measure(command: list[str], every: float) -> tuple[int, float, float, dict]:
+def tree_of(pid: int) -> set[int]:
+    """``pid`` and its descendants, now."""
+    try:
+        return {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
+    except psutil.NoSuchProcess:
+        return {pid}
+
+
+def measure(command: list[str], every: float, tree: bool = False) -> tuple[int, float, float, dict]:
     """Run ``command``; its exit code, the wall and busy seconds, and per process
-    ((pid, start time): [CPU seconds, command line])."""
+    ((pid, start time): [CPU seconds, command line]); with ``tree``, only the command's
+    process and its descendants."""
     before = {key: cpu for key, (cpu, _) in readings().items()}
     busy0, start = busy(), time.monotonic()
     seen: dict[Key, list] = {}
@@ -57,8 +72,9 @@ def measure(command: list[str], every: float) -> tuple[int, float, float, dict]:
     proc = subprocess.Popen(command)
     while True:
         done = proc.poll() is not None
+        ours = tree_of(proc.pid) if tree else None
         for key, (cpu, cmd) in readings().items():
-            if key[0] == me:
+            if key[0] == me or (ours is not None and key not in seen and key[0] not in ours):
                 continue
             row = seen.setdefault(key, [0.0, cmd])
             row[0] = max(row[0], cpu - before.get(key, 0.0))
@@ -75,12 +91,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=float, default=0.2, help="seconds between readings")
     parser.add_argument("--top", type=int, default=40, help="processes to list")
     parser.add_argument("--json", help="write every process's reading here")
+    parser.add_argument(
+        "--tree",
+        action="store_true",
+        help="count only the command and its descendants (to compare two runs side by side)",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to measure after --")
-    code, wall, total, seen = measure(command, args.every)
+    code, wall, total, seen = measure(command, args.every, args.tree)
     rows = sorted(
         ((cpu, pid, cmd) for (pid, _), (cpu, cmd) in seen.items() if cpu > 0), reverse=True
     )

@@ -205,6 +205,7 @@ def test_a_chart_drawn_again_from_the_same_values_is_not_drawn_twice(monkeypatch
     assert charts._drawing_key("t", lambda s, p: str(counted), "", (1,)) is None
 
 
+@pytest.mark.slow  # twelve drawings: 0.6-1.5 s
 def test_a_chart_laid_out_once_is_the_chart_savefig_lays_out_in_its_dry_draw(monkeypatch):
     """Lines with a band and a legend, signed bars with their values written beside, and
     a heatmap with its colour bar are the same text whether they are laid out before they

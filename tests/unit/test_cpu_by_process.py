@@ -28,21 +28,35 @@ sys.exit(3)
 
 @pytest.mark.slow  # the zombie kept for 1 s
 def test_a_childs_cpu_is_counted_and_the_exit_code_passed_on(tmp_path):
-    out = tmp_path / "cpu.json"
+    """Two measurements side by side: the machine's counts both spinners, the one with
+    --tree only its own command's."""
     tool = [sys.executable, str(ROOT / "tools" / "cpu_by_process.py"), "--every", "0.05"]
-    done = subprocess.run(
-        [*tool, "--json", str(out), "--", sys.executable, "-c", SPIN],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 3, done.stderr
-    assert done.stdout.startswith("busy CPU-s "), done.stdout
-    rows = json.loads(out.read_text())
-    # the spinner, named by the command line it had while it ran, where its last readings
-    # came once it had exited (a zombie has none); its parent's holds its code as a string
-    (spinner,) = [r for r in rows if r["command"].partition(" -c ")[2].startswith("import time")]
-    assert 0.3 <= spinner["cpu_s"] <= 1.0, rows
-    assert any(f"{spinner['pid']:>7}" in line for line in done.stdout.splitlines())
+    out = {"all": tmp_path / "all.json", "tree": tmp_path / "tree.json"}
+    runs = {
+        way: subprocess.Popen(
+            [*tool, *(["--tree"] if way == "tree" else []), "--json", str(out[way])]
+            + ["--", sys.executable, "-c", SPIN],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for way in out
+    }
+    done = {way: (run.communicate(timeout=60), run.returncode) for way, run in runs.items()}
+    spinners = {}
+    for way, ((stdout, stderr), code) in done.items():
+        assert code == 3, stderr
+        assert stdout.startswith("busy CPU-s "), stdout
+        rows = json.loads(out[way].read_text())
+        # a spinner, named by the command line it had while it ran, where its last
+        # readings came once it had exited (a zombie has none); its parent's holds its
+        # code as a string
+        spinners[way] = [
+            r for r in rows if r["command"].partition(" -c ")[2].startswith("import time")
+        ]
+        assert all(0.3 <= r["cpu_s"] <= 1.0 for r in spinners[way]), rows
+        assert all(f"{r['pid']:>7}" in stdout for r in spinners[way][:1])
+    assert len(spinners["all"]) == 2 and len(spinners["tree"]) == 1, spinners
+    assert spinners["tree"][0]["pid"] in {r["pid"] for r in spinners["all"]}
     bad = subprocess.run(tool, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "give the command to measure after --" in bad.stderr
