@@ -76,6 +76,7 @@ STILL = """document.addEventListener('DOMContentLoaded', () => {
     let last = 0;
     window.requestAnimationFrame = (callback) => {
         if (!String(callback).includes('_requestId')) return frame(callback);
+        window.framesHeld = (window.framesHeld || 0) + 1;  // the region test reads it
         const id = --last;  // below zero: never one of the browser's own ids
         setTimeout(() => frame((t) => { if (!cancelled.delete(id)) callback(t); }), 100);
         return id;
@@ -1839,6 +1840,9 @@ def test_point_at_a_region_and_change_the_references_at_both_widths(page, world,
         )
         until(pg, "() => document.querySelector('#region canvas') !== null")
         draw(pg, service.job.review_image().size, corner, touch)
+        # the canvas's ticker was held to ten frames a second (STILL): a PixiJS that no
+        # longer names _requestId would draw every frame again, and cost 6-8 CPU-s more
+        assert pg.evaluate("() => window.framesHeld || 0") > 0
         if k == 1:
             pick(pg, "refs-remove", "objects: Basket of flatbreads")
             pg.locator("#refs-add textarea").fill("objects: Brass samovar on a low tray")
