@@ -10,13 +10,25 @@ write images into the job's folder, which every node must see (checked before th
 job); the driver alone writes the cells file, so it has one writer, and a job stopped
 half-way goes on with either engine. Ctrl-C stops the workers; cells done are kept.
 
+A worker holds no spec of its own: every call carries the pool's (one object in Ray's
+store), and a worker builds its maker from it on the first call that needs one, so a
+worker Ray restarts builds the spec it serves now. A driver that joined Ray itself
+(``ray.init`` before the job) keeps the workers of a job that ended cleanly for its next
+job, with their models released, for :data:`IDLE_S` seconds: a worker's start is mostly
+importing torch and the model code (5-7 CPU-s of the 6-7 here), which the next job then
+skips. A driver whose job started Ray, or joined it by ``--address``, ends it with the job.
+
 This module alone imports Ray; :func:`refine.harness.engine.open_engine` chooses it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import socket
+import sys
+import threading
 import time
 import uuid
 from collections import deque
@@ -41,6 +53,11 @@ PASSED_ENV = (
     "HF_HUB_CACHE",
 )
 MAX_RETRIES = 3
+# how long the workers of a job that ended cleanly wait for the driver's next job
+IDLE_S = 120.0
+# those workers, by (worker class, GPUs a worker, Ray job of the driver): (actor, pid@host)
+_PARKED: dict[tuple, list[tuple[Any, str]]] = {}
+_PARKED_LOCK = threading.Lock()
 
 
 class RayEngineError(RuntimeError):
@@ -131,13 +148,36 @@ def worker_env() -> dict[str, str]:
 
 
 class MakerWorker:
-    """One worker: the cell maker of a :class:`MakerSpec` in its own process."""
+    """One worker: the cell maker of the pool's :class:`MakerSpec`, in its own process.
+    ``held`` is ``[ref]``, the reference to the pool's ``((spec,), env)`` in Ray's store
+    (in a list, so Ray hands the reference, not the value): the maker is built from it on
+    the first call that needs one, and again when a later pool hands another."""
 
-    def __init__(self, spec: Any, env: dict[str, str]) -> None:
+    def __init__(self) -> None:
         steady_collector()  # before the maker loads its libraries and models
-        os.environ.update(env)
-        self.maker = spec.build()
         self.identity = f"{os.getpid()}@{socket.gethostname()}"
+        self.maker: Any = None
+        self.loaded = ""  # the held spec the maker was built from
+        self.base = dict(os.environ)
+        self.env: dict[str, str] = {}
+
+    def _maker(self, held: list[Any]) -> Any:
+        (ref,) = held
+        if ref.hex() != self.loaded:
+            import ray
+
+            (spec,), env = ray.get(ref)
+            self.release()
+            for name in set(self.env) - set(env):  # the last job's, which this one lacks
+                if name in self.base:
+                    os.environ[name] = self.base[name]
+                else:
+                    os.environ.pop(name, None)
+            os.environ.update(env)
+            self.env = dict(env)
+            self.maker = spec.build()
+            self.loaded = ref.hex()
+        return self.maker
 
     def whoami(self) -> str:
         return self.identity
@@ -145,22 +185,37 @@ class MakerWorker:
     def sees(self, probe: str, token: str) -> bool:
         return sees(probe, token)
 
-    def describe(self) -> Any:
-        return self.maker.describe()
+    def prepare(self, held: list[Any]) -> str:
+        self._maker(held)
+        return self.identity
 
-    def models(self) -> dict[str, str]:
+    def describe(self, held: list[Any]) -> Any:
+        return self._maker(held).describe()
+
+    def models(self, held: list[Any]) -> dict[str, str]:
         from refine.harness.made_with import maker_models
 
-        return maker_models(self.maker)
+        return maker_models(self._maker(held))
 
-    def make(self, job: Any) -> Any:
-        return self.maker.make(job)
+    def make(self, held: list[Any], job: Any) -> Any:
+        return self._maker(held).make(job)
+
+    def release(self) -> None:
+        """Drop the maker and its models (GPU memory included) while the worker waits."""
+        if self.maker is None:
+            return
+        self.maker, self.loaded = None, ""
+        gc.collect()
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
 
 
 class RayPool:
-    """``workers`` actors of ``worker_cls`` (each built with ``args``) on a local Ray
-    instance or the cluster at ``address``, all seeing ``folder``; jobs are handed to idle
-    workers and a job whose worker died is handed out again (up to MAX_RETRIES times)."""
+    """``workers`` actors of ``worker_cls`` serving ``args`` on a local Ray instance or
+    the cluster at ``address``, all seeing ``folder``; jobs are handed to idle workers and
+    a job whose worker died is handed out again (up to MAX_RETRIES times). Workers this
+    driver kept from its last job (see the module's docstring) are taken first."""
 
     def __init__(
         self,
@@ -178,12 +233,17 @@ class RayPool:
         self.emit = emit
         self.actors: list[Any] = []
         self.identity: dict[Any, str] = {}
+        self.broken = False  # a call was cut short: the workers are not kept
         self.started_here = connect(ray, options.address)
         gpus = options.gpus_per_worker
         try:
+            self.key = (worker_cls.__module__, worker_cls.__qualname__, gpus, _ray_job(ray))
+            self.held = [ray.put((args, worker_env()))]
+            kept = _take(self.key, max(1, options.workers))
+            self.identity = dict(kept)  # until they answer (one killed meanwhile is restarted)
             remote = ray.remote(worker_cls)
             tag = uuid.uuid4().hex[:6]
-            self.actors = [
+            self.actors = [actor for actor, _ in kept] + [
                 # API workers wait on the network: they hold no CPU, so N may exceed the
                 # cores; the name is what Ray's dashboard shows
                 remote.options(
@@ -192,35 +252,57 @@ class RayPool:
                     num_gpus=gpus,
                     max_restarts=-1,
                     max_task_retries=0,
-                ).remote(*args, worker_env())
-                for k in range(max(1, options.workers))
+                ).remote()
+                for k in range(len(kept), max(1, options.workers))
             ]
             check_shared(ray, self.actors, Path(folder), what)
-            names = self.get([a.whoami.remote() for a in self.actors])
+            names = self._prepare()
             self.identity = dict(zip(self.actors, names, strict=True))
             emit(f"ray: {len(self.actors)} worker(s): {', '.join(names)}")
+            if kept:
+                emit(f"kept from this program's last job: {', '.join(names[: len(kept)])}")
         except BaseException:
+            self.broken = True
             self.close()
             raise
 
     def get(self, refs: Any) -> Any:
-        """``ray.get``; a worker that could not start (its models unavailable, say) is one
-        clear error."""
+        """``ray.get``; a worker that could not start is one clear error."""
         from ray.exceptions import ActorDiedError
 
         try:
             return self.ray.get(refs)
         except ActorDiedError as err:
-            cause = str(err).strip().splitlines()
-            raise RayEngineError(
-                "a Ray worker could not start: " + (cause[-1] if cause else "no reason given")
-            ) from None
+            self.broken = True
+            raise RayEngineError("a Ray worker could not start: " + _last_line(err)) from None
+        except BaseException:
+            self.broken = True  # the calls may still be running
+            raise
+
+    def _prepare(self) -> list[str]:
+        """Every worker builds its maker; the workers' names. One that cannot (its models
+        unavailable, say) is one clear error."""
+        from ray.exceptions import RayTaskError
+
+        try:
+            return self.get([a.prepare.remote(self.held) for a in self.actors])
+        except RayTaskError as err:
+            self.broken = True
+            cause = getattr(err, "cause", None) or err
+            raise RayEngineError("a Ray worker could not start: " + _last_line(cause)) from None
 
     def run(self, jobs: Sequence[Any], driver: Any) -> None:
         """Every job on an idle worker (``make(job)``), telling ``driver`` (see
         :class:`refine.harness.engine.Driver`). A job whose worker died is made again
         while the driver wants it, up to MAX_RETRIES times; the first failure of a job
         itself stops the rest (what is done is kept)."""
+        try:
+            self._run(jobs, driver)
+        except BaseException:
+            self.broken = True  # calls may still be running: the workers go with the job
+            raise
+
+    def _run(self, jobs: Sequence[Any], driver: Any) -> None:
         from ray.exceptions import RayActorError
 
         ray = self.ray
@@ -232,7 +314,7 @@ class RayPool:
             while queue and idle:
                 k, actor = queue.popleft(), idle.pop()
                 driver.started(jobs[k])
-                pending[actor.make.remote(jobs[k])] = (k, actor)
+                pending[actor.make.remote(self.held, jobs[k])] = (k, actor)
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
             for fut in ready:
                 k, actor = pending.pop(fut)
@@ -266,18 +348,68 @@ class RayPool:
                 driver.done(jobs[k], result, self.identity.get(actor, "?"))
 
     def close(self) -> None:
-        """Kill the workers (waiting up to 15 s for those on this host) and leave Ray if
-        this pool joined it."""
+        """Keep the workers for this driver's next job (see the module's docstring), or
+        kill them (waiting up to 15 s for those on this host) and leave Ray if this pool
+        joined it."""
         ray = self.ray
-        for actor in self.actors:
+        actors, self.actors = self.actors, []
+        if actors and not self.broken and not self.started_here and self._park(actors):
+            return
+        for actor in actors:
             ray.kill(actor)
         here = socket.gethostname()
         pids = [int(w.split("@")[0]) for w in self.identity.values() if w.endswith(f"@{here}")]
         wait_for(lambda: not any(_alive(pid) for pid in pids), 15.0)
-        self.actors = []
         if self.started_here:
             ray.shutdown()
             self.started_here = False
+
+    def _park(self, actors: list[Any]) -> bool:
+        """Release the workers' models and keep them for :data:`IDLE_S`; False when one
+        does not answer."""
+        try:
+            self.ray.get([a.release.remote() for a in actors], timeout=60)
+        except Exception:
+            return False
+        kept = [(a, self.identity.get(a, "?")) for a in actors]
+        with _PARKED_LOCK:
+            _PARKED.setdefault(self.key, []).extend(kept)
+        timer = threading.Timer(IDLE_S, _expire, args=(self.ray, self.key, kept))
+        timer.daemon = True
+        timer.start()
+        return True
+
+
+def _last_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[-1] if lines else "no reason given"
+
+
+def _ray_job(ray: Any) -> str:
+    """The Ray job of this driver (a new one at each ``ray.init``)."""
+    return ray.get_runtime_context().get_job_id()
+
+
+def _take(key: tuple, n: int) -> list[tuple[Any, str]]:
+    """Up to ``n`` workers kept for ``key``, no longer kept."""
+    with _PARKED_LOCK:
+        kept = _PARKED.get(key, [])
+        taken, _PARKED[key] = kept[:n], kept[n:]
+    return taken
+
+
+def _expire(ray: Any, key: tuple, kept: list[tuple[Any, str]]) -> None:
+    """Kill those of ``kept`` still waiting for a job (a timer's, :data:`IDLE_S` after
+    they were kept)."""
+    with _PARKED_LOCK:
+        waiting = _PARKED.get(key, [])
+        gone = [entry for entry in kept if entry in waiting]
+        _PARKED[key] = [entry for entry in waiting if entry not in gone]
+    if not gone or not ray.is_initialized() or _ray_job(ray) != key[-1]:
+        return  # taken, or their Ray was left (which ended them)
+    for actor, _ in gone:
+        with contextlib.suppress(Exception):  # already dead
+            ray.kill(actor)
 
 
 class RayEngine:
@@ -298,10 +430,12 @@ class RayEngine:
     def models(self) -> dict[str, str]:
         from refine.harness.made_with import merge_models
 
-        return merge_models(self.pool.get([a.models.remote() for a in self.pool.actors]))
+        pool = self.pool
+        return merge_models(pool.get([a.models.remote(pool.held) for a in pool.actors]))
 
     def describe(self) -> Any:
-        seen = self.pool.get([a.describe.remote() for a in self.pool.actors])
+        pool = self.pool
+        seen = pool.get([a.describe.remote(pool.held) for a in pool.actors])
         for other in seen[1:]:
             if other != seen[0]:
                 raise RayEngineError(

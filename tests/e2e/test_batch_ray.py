@@ -16,6 +16,7 @@ import pytest
 
 from refine.events import EntryChanged
 from refine.harness.engine import EngineOptions
+from refine.harness.ray import RayEngineError
 from refine.harness.tasks.batch.specs import open_batch
 from refine.harness.tasks.batch.task import run_batch
 from refine.io.store import RunStore
@@ -404,3 +405,38 @@ def test_a_toy_task_spec_on_ray_writes_the_record_the_local_engine_does(cluster,
     )
     csvs = [(tmp_path / f / "toy.csv").read_text() for f in ("local", "ray")]
     assert csvs[0] == csvs[1]
+
+
+def test_a_driver_that_joined_ray_keeps_its_workers_for_its_next_job(
+    cluster, tmp_path, monkeypatch
+):
+    """A job that ended cleanly leaves its workers (their imports done, most of a worker's
+    start) to this program's next job, which they serve with its own maker; unused, they
+    end after IDLE_S. A worker that cannot build its maker is one line, and is not kept."""
+    from refine.harness import ray as ray_engine
+    from refine.harness.task import run_task
+    from tests.fakes.toy_task import ToyPlan, ToyTask, UnbuildableToyTask
+
+    def run(task, name, lines):
+        return run_task(task(ToyPlan(ks=[3]), tmp_path / name), engine=one, on_event=lines.append)
+
+    one = EngineOptions("ray", workers=1)
+    first, broken, fresh, again = [], [], [], []
+    run(ToyTask, "a", first)
+    (kept,) = pool_workers(first[0])
+    with pytest.raises(RayEngineError, match="^a Ray worker could not start: .*not on this node"):
+        run(UnbuildableToyTask, "b", broken)
+    assert not ray_engine._alive(int(kept.split("@")[0]))  # taken, failed, not kept: ended
+
+    run(ToyTask, "c", fresh)
+    (worker,) = pool_workers(fresh[0])
+    assert worker != kept and not any(line.startswith("kept from") for line in fresh)
+    monkeypatch.setattr(ray_engine, "IDLE_S", 0.5)  # this job's workers then wait this long
+    result = run(ToyTask, "d", again)
+    assert again[:2] == [
+        f"ray: 1 worker(s): {worker}",
+        f"kept from this program's last job: {worker}",
+    ]
+    assert [c["vendi"] for c in result.cells] == pytest.approx([3.0])  # made: k = 3
+    pid = int(worker.split("@")[0])
+    assert ray_engine.wait_for(lambda: not ray_engine._alive(pid), 15.0)  # unused: ended

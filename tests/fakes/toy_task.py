@@ -75,3 +75,16 @@ TOY = TaskSpec(
     tables=("metrics",),
 )
 run_toy = cells_runner(ToyTask)
+
+
+class UnbuildableToyMaker:
+    """A maker whose models cannot be had (the Ray engine's test of a worker that cannot
+    build one)."""
+
+    def __init__(self, instances: Any = None) -> None:
+        raise RuntimeError("the toy's models are not on this node")
+
+
+class UnbuildableToyTask(ToyTask):
+    def maker(self) -> MakerSpec:
+        return MakerSpec(UnbuildableToyMaker)
