@@ -292,22 +292,28 @@ class Job:
         )
 
     def updates(
-        self, poll_s: float = 0.25, attach: bool = False, idle_s: float | None = None
+        self,
+        poll_s: float = 0.25,
+        attach: bool = False,
+        idle_s: float | None = None,
+        latest: bool = False,
     ) -> Iterator[Update | None]:
         """An update per event until the run ends (the last one has ``done``), from the
         run's start; with ``attach``, the run as it stands now and then the events from
         here on. Any number of readers may follow one run, each from its own place. With
         ``idle_s``, a None after each ``idle_s`` without an event (a run paused for review
-        sends none): a reader that is a generator can then be closed between two. While
-        one reads, the run's visitor is here (see ``orphan_s``)."""
+        sends none): a reader that is a generator can then be closed between two. With
+        ``latest``, the events that came while the reader was busy are one update, the
+        latest's (a page, which shows the run as it stands, not each stage it passed).
+        While one reads, the run's visitor is here (see ``orphan_s``)."""
         self._follow(1)
         try:
-            yield from self._updates(poll_s, attach, idle_s)
+            yield from self._updates(poll_s, attach, idle_s, latest)
         finally:
             self._follow(-1)
 
     def _updates(
-        self, poll_s: float, attach: bool, idle_s: float | None
+        self, poll_s: float, attach: bool, idle_s: float | None, latest: bool
     ) -> Iterator[Update | None]:
         with self._logged:
             at = len(self._log) if attach else 0
@@ -332,12 +338,15 @@ class Job:
                 else:
                     event = self._log[at]
                     at += 1
-                    # denoising steps come fast: only the latest one logged is shown
-                    while isinstance(event, StepDone) and at < len(self._log):
-                        if not isinstance(self._log[at], StepDone):
-                            break
+                    light = isinstance(event, StepDone)
+                    # denoising steps come fast: only the latest one logged is shown (with
+                    # ``latest``, the latest event of all)
+                    while at < len(self._log) and (
+                        latest or (light and isinstance(self._log[at], StepDone))
+                    ):
                         event = self._log[at]
                         at += 1
+                        light = light and isinstance(event, StepDone)
             if event == IDLE:
                 quiet_since = time.monotonic()
                 yield None
@@ -347,7 +356,6 @@ class Job:
                 yield self._end_update()
                 return
             assert isinstance(event, Event)
-            light = isinstance(event, StepDone)
             if not light:
                 shown = self._load()
             yield self._update(event.describe(), shown, light)

@@ -56,6 +56,18 @@ def test_live_updates_and_one_run_at_a_time(world, service):
     assert service.open(job.run_dir.name) == final
 
 
+def test_a_reader_that_comes_late_gets_the_events_it_missed_as_one_update(world, service):
+    """A page shows the run as it stands: the events that came while it was busy (here,
+    the whole run) are one update, the latest's; a reader of every event gets each."""
+    job = service.start(*prepared(ACT, COUNTRY, rounds=1, target=1.0, max_drift=2.0))
+    job.join(60)
+    every = list(job.updates())
+    late = list(job.updates(latest=True))
+    assert len(every) > 5 and every[-1].done
+    assert len(late) == 1 and late[0].done and late[0].run == every[-1].run
+    assert late[0].stage == every[-1].stage == "finished"
+
+
 def test_pause_rewrite_then_stop(world, service):
     job = service.start(*prepared(ACT, COUNTRY, rounds=5, target=1.0, max_drift=2.0), pause=True)
     reviews = []

@@ -371,7 +371,9 @@ class Session:
             # while nothing happens (a review waiting), an empty update each second: Gradio
             # closes a page's stream between two updates, and a stream that never yields
             # cannot be closed (a cancel then waits for it)
-            for update in job.updates(attach=attach, idle_s=1.0):
+            # the page shows the run as it stands: events that came while it was being
+            # sent the last update are one update
+            for update in job.updates(attach=attach, idle_s=1.0, latest=True):
                 yield RunDisplay.only(skip) if update is None else RunDisplay.show(update, skip)
             done = True
         finally:
