@@ -16,7 +16,10 @@ worker Ray restarts builds the spec it serves now. A driver that joined Ray itse
 (``ray.init`` before the job) keeps the workers of a job that ended cleanly for its next
 job, with their models released, for :data:`IDLE_S` seconds: a worker's start is mostly
 importing torch and the model code (5-7 CPU-s of the 6-7 here), which the next job then
-skips. A driver whose job started Ray, or joined it by ``--address``, ends it with the job.
+skips. They keep their Ray resources (GPUs) meanwhile; :func:`release_kept` ends them at
+once, and a job of another kind (worker class, GPUs a worker, caches) ends them as it
+starts. A job that Ctrl-C or an error stops ends its workers. A driver whose job started
+Ray, or joined it by ``--address``, ends it with the job.
 
 This module alone imports Ray; :func:`refine.harness.engine.open_engine` chooses it.
 """
@@ -33,6 +36,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +59,17 @@ PASSED_ENV = (
 MAX_RETRIES = 3
 # how long the workers of a job that ended cleanly wait for the driver's next job
 IDLE_S = 120.0
-# those workers, by (worker class, GPUs a worker, Ray job of the driver): (actor, pid@host)
-_PARKED: dict[tuple, list[tuple[Any, str]]] = {}
-_PARKED_LOCK = threading.Lock()
+
+
+@dataclass(eq=False)  # each keeping of a worker is its own (a timer ends only its own)
+class _Kept:
+    key: tuple  # worker class, GPUs a worker, the caches' settings, the Ray session last
+    actor: Any
+    name: str  # pid@host
+
+
+_KEPT: list[_Kept] = []
+_KEPT_LOCK = threading.Lock()
 
 
 class RayEngineError(RuntimeError):
@@ -237,13 +249,17 @@ class RayPool:
         self.started_here = connect(ray, options.address)
         gpus = options.gpus_per_worker
         try:
-            self.key = (worker_cls.__module__, worker_cls.__qualname__, gpus, _ray_job(ray))
-            self.held = [ray.put((args, worker_env()))]
-            kept = _take(self.key, max(1, options.workers))
-            self.identity = dict(kept)  # until they answer (one killed meanwhile is restarted)
+            env = worker_env()
+            # what a worker's libraries read once, as they are imported, is part of the key
+            caches = tuple((k, env[k]) for k in PASSED_ENV if k in env)
+            kind_of = (worker_cls.__module__, worker_cls.__qualname__)
+            self.key = (*kind_of, gpus, caches, _session(ray))
+            self.held = [ray.put((args, env))]
+            kept = _take(ray, self.key, max(1, options.workers))
+            self.identity = {k.actor: k.name for k in kept}  # until they answer
             remote = ray.remote(worker_cls)
             tag = uuid.uuid4().hex[:6]
-            self.actors = [actor for actor, _ in kept] + [
+            self.actors = [k.actor for k in kept] + [
                 # API workers wait on the network: they hold no CPU, so N may exceed the
                 # cores; the name is what Ray's dashboard shows
                 remote.options(
@@ -267,14 +283,14 @@ class RayPool:
             raise
 
     def get(self, refs: Any) -> Any:
-        """``ray.get``; a worker that could not start is one clear error."""
+        """``ray.get``; a worker that died is one clear error."""
         from ray.exceptions import ActorDiedError
 
         try:
             return self.ray.get(refs)
         except ActorDiedError as err:
             self.broken = True
-            raise RayEngineError("a Ray worker could not start: " + _last_line(err)) from None
+            raise RayEngineError("a Ray worker died: " + _last_line(err)) from None
         except BaseException:
             self.broken = True  # the calls may still be running
             raise
@@ -282,14 +298,17 @@ class RayPool:
     def _prepare(self) -> list[str]:
         """Every worker builds its maker; the workers' names. One that cannot (its models
         unavailable, say) is one clear error."""
-        from ray.exceptions import RayTaskError
+        from ray.exceptions import ActorDiedError, RayTaskError
 
         try:
-            return self.get([a.prepare.remote(self.held) for a in self.actors])
-        except RayTaskError as err:
+            return self.ray.get([a.prepare.remote(self.held) for a in self.actors])
+        except (ActorDiedError, RayTaskError) as err:
             self.broken = True
             cause = getattr(err, "cause", None) or err
             raise RayEngineError("a Ray worker could not start: " + _last_line(cause)) from None
+        except BaseException:
+            self.broken = True
+            raise
 
     def run(self, jobs: Sequence[Any], driver: Any) -> None:
         """Every job on an idle worker (``make(job)``), telling ``driver`` (see
@@ -350,15 +369,19 @@ class RayPool:
     def close(self) -> None:
         """Keep the workers for this driver's next job (see the module's docstring), or
         kill them (waiting up to 15 s for those on this host) and leave Ray if this pool
-        joined it."""
+        joined it. Closed while an exception is handled (Ctrl-C among them), or after a
+        call was cut short, the pool keeps nothing."""
         ray = self.ray
         actors, self.actors = self.actors, []
-        if actors and not self.broken and not self.started_here and self._park(actors):
+        clean = not self.broken and sys.exc_info()[0] is None
+        if actors and clean and not self.started_here and self._park(actors):
+            self.identity = {}
             return
         for actor in actors:
             ray.kill(actor)
         here = socket.gethostname()
         pids = [int(w.split("@")[0]) for w in self.identity.values() if w.endswith(f"@{here}")]
+        self.identity = {}
         wait_for(lambda: not any(_alive(pid) for pid in pids), 15.0)
         if self.started_here:
             ray.shutdown()
@@ -371,10 +394,10 @@ class RayPool:
             self.ray.get([a.release.remote() for a in actors], timeout=60)
         except Exception:
             return False
-        kept = [(a, self.identity.get(a, "?")) for a in actors]
-        with _PARKED_LOCK:
-            _PARKED.setdefault(self.key, []).extend(kept)
-        timer = threading.Timer(IDLE_S, _expire, args=(self.ray, self.key, kept))
+        kept = [_Kept(self.key, a, self.identity.get(a, "?")) for a in actors]
+        with _KEPT_LOCK:
+            _KEPT.extend(kept)
+        timer = threading.Timer(IDLE_S, _end_kept, args=(self.ray, kept))
         timer.daemon = True
         timer.start()
         return True
@@ -385,31 +408,57 @@ def _last_line(err: BaseException) -> str:
     return lines[-1] if lines else "no reason given"
 
 
-def _ray_job(ray: Any) -> str:
-    """The Ray job of this driver (a new one at each ``ray.init``)."""
-    return ray.get_runtime_context().get_job_id()
+def _session(ray: Any) -> str:
+    """This driver's Ray job on its node: new at each ``ray.init`` (a job id alone starts
+    again at 1 in a new cluster)."""
+    context = ray.get_runtime_context()
+    return f"{context.get_job_id()}@{context.get_node_id()}"
 
 
-def _take(key: tuple, n: int) -> list[tuple[Any, str]]:
-    """Up to ``n`` workers kept for ``key``, no longer kept."""
-    with _PARKED_LOCK:
-        kept = _PARKED.get(key, [])
-        taken, _PARKED[key] = kept[:n], kept[n:]
+def _take(ray: Any, key: tuple, n: int) -> list[_Kept]:
+    """Up to ``n`` workers kept for ``key``, no longer kept. Those kept in another Ray
+    session are forgotten (ended with it); those of this session kept for another kind
+    of job are ended, so that they hold none of the resources this job may need."""
+    with _KEPT_LOCK:
+        here = [k for k in _KEPT if k.key[-1] == key[-1]]
+        other = [k for k in here if k.key != key]
+        taken = [k for k in here if k.key == key][:n]
+        _KEPT[:] = [k for k in here if k not in other and k not in taken]
+    for k in other:
+        with contextlib.suppress(Exception):  # already dead
+            ray.kill(k.actor)
     return taken
 
 
-def _expire(ray: Any, key: tuple, kept: list[tuple[Any, str]]) -> None:
-    """Kill those of ``kept`` still waiting for a job (a timer's, :data:`IDLE_S` after
+def _end_kept(ray: Any, kept: list[_Kept]) -> None:
+    """End those of ``kept`` still waiting for a job (a timer's, :data:`IDLE_S` after
     they were kept)."""
-    with _PARKED_LOCK:
-        waiting = _PARKED.get(key, [])
-        gone = [entry for entry in kept if entry in waiting]
-        _PARKED[key] = [entry for entry in waiting if entry not in gone]
-    if not gone or not ray.is_initialized() or _ray_job(ray) != key[-1]:
+    with _KEPT_LOCK:
+        gone = [k for k in kept if k in _KEPT]
+        _KEPT[:] = [k for k in _KEPT if k not in gone]
+    if not gone or not ray.is_initialized():
         return  # taken, or their Ray was left (which ended them)
-    for actor, _ in gone:
+    session = _session(ray)
+    for k in gone:
+        if k.key[-1] == session:
+            with contextlib.suppress(Exception):  # already dead
+                ray.kill(k.actor)
+
+
+def release_kept() -> int:
+    """End at once the workers this driver keeps for its next job (a program that wants
+    their GPUs back before :data:`IDLE_S`); how many were ended."""
+    with _KEPT_LOCK:
+        gone, _KEPT[:] = list(_KEPT), []
+    ray = sys.modules.get("ray")
+    if ray is None or not gone or not ray.is_initialized():
+        return 0
+    session = _session(ray)
+    here = [k for k in gone if k.key[-1] == session]
+    for k in here:
         with contextlib.suppress(Exception):  # already dead
-            ray.kill(actor)
+            ray.kill(k.actor)
+    return len(here)
 
 
 class RayEngine:

@@ -412,7 +412,8 @@ def test_a_driver_that_joined_ray_keeps_its_workers_for_its_next_job(
 ):
     """A job that ended cleanly leaves its workers (their imports done, most of a worker's
     start) to this program's next job, which they serve with its own maker; unused, they
-    end after IDLE_S. A worker that cannot build its maker is one line, and is not kept."""
+    end after IDLE_S, or at once by release_kept(). A worker that cannot build its maker
+    is one line, and is not kept."""
     from refine.harness import ray as ray_engine
     from refine.harness.task import run_task
     from tests.fakes.toy_task import ToyPlan, ToyTask, UnbuildableToyTask
@@ -420,17 +421,23 @@ def test_a_driver_that_joined_ray_keeps_its_workers_for_its_next_job(
     def run(task, name, lines):
         return run_task(task(ToyPlan(ks=[3]), tmp_path / name), engine=one, on_event=lines.append)
 
+    def ended(worker):
+        pid = int(worker.split("@")[0])
+        return ray_engine.wait_for(lambda: not ray_engine._alive(pid), 15.0)
+
+    ray_engine.release_kept()  # what the module's tests before kept (a -k selection)
     one = EngineOptions("ray", workers=1)
     first, broken, fresh, again = [], [], [], []
     run(ToyTask, "a", first)
     (kept,) = pool_workers(first[0])
+    assert ray_engine.release_kept() == 1 and ended(kept)
     with pytest.raises(RayEngineError, match="^a Ray worker could not start: .*not on this node"):
         run(UnbuildableToyTask, "b", broken)
-    assert not ray_engine._alive(int(kept.split("@")[0]))  # taken, failed, not kept: ended
+    assert ray_engine.release_kept() == 0  # its worker was not kept
 
     run(ToyTask, "c", fresh)
     (worker,) = pool_workers(fresh[0])
-    assert worker != kept and not any(line.startswith("kept from") for line in fresh)
+    assert not any(line.startswith("kept from") for line in fresh)
     monkeypatch.setattr(ray_engine, "IDLE_S", 0.5)  # this job's workers then wait this long
     result = run(ToyTask, "d", again)
     assert again[:2] == [
@@ -438,5 +445,4 @@ def test_a_driver_that_joined_ray_keeps_its_workers_for_its_next_job(
         f"kept from this program's last job: {worker}",
     ]
     assert [c["vendi"] for c in result.cells] == pytest.approx([3.0])  # made: k = 3
-    pid = int(worker.split("@")[0])
-    assert ray_engine.wait_for(lambda: not ray_engine._alive(pid), 15.0)  # unused: ended
+    assert ended(worker)  # unused for IDLE_S
