@@ -424,41 +424,39 @@ def _take(ray: Any, key: tuple, n: int) -> list[_Kept]:
         other = [k for k in here if k.key != key]
         taken = [k for k in here if k.key == key][:n]
         _KEPT[:] = [k for k in here if k not in other and k not in taken]
-    for k in other:
-        with contextlib.suppress(Exception):  # already dead
-            ray.kill(k.actor)
+    _kill(ray, other)
     return taken
 
 
-def _end_kept(ray: Any, kept: list[_Kept]) -> None:
+def _end_kept(ray: Any, kept: list[_Kept]) -> int:
     """End those of ``kept`` still waiting for a job (a timer's, :data:`IDLE_S` after
-    they were kept)."""
+    they were kept); how many were ended."""
     with _KEPT_LOCK:
         gone = [k for k in kept if k in _KEPT]
         _KEPT[:] = [k for k in _KEPT if k not in gone]
     if not gone or not ray.is_initialized():
-        return  # taken, or their Ray was left (which ended them)
+        return 0  # taken, or their Ray was left (which ended them)
     session = _session(ray)
-    for k in gone:
-        if k.key[-1] == session:
-            with contextlib.suppress(Exception):  # already dead
-                ray.kill(k.actor)
+    here = [k for k in gone if k.key[-1] == session]
+    _kill(ray, here)
+    return len(here)
 
 
 def release_kept() -> int:
     """End at once the workers this driver keeps for its next job (a program that wants
     their GPUs back before :data:`IDLE_S`); how many were ended."""
-    with _KEPT_LOCK:
-        gone, _KEPT[:] = list(_KEPT), []
     ray = sys.modules.get("ray")
-    if ray is None or not gone or not ray.is_initialized():
+    if ray is None:  # Ray never imported: nothing was kept
         return 0
-    session = _session(ray)
-    here = [k for k in gone if k.key[-1] == session]
-    for k in here:
+    with _KEPT_LOCK:
+        kept = list(_KEPT)
+    return _end_kept(ray, kept)
+
+
+def _kill(ray: Any, kept: list[_Kept]) -> None:
+    for k in kept:
         with contextlib.suppress(Exception):  # already dead
             ray.kill(k.actor)
-    return len(here)
 
 
 class RayEngine:
