@@ -110,6 +110,7 @@ def build_app(
         follow_form(gr, service, run.form, run.display, opening, visit, session)
         demo.load(None, None, None, js=keys_js, api_name=False)  # the Rate view's keys
     demo.queue(default_concurrency_limit=1, **queue_options())
+    paced(demo)
     return demo
 
 
@@ -163,6 +164,28 @@ def queue_options() -> dict[str, Any]:
     """Gradio's queue bounds memory only (:data:`MAX_QUEUED`); starts, roll-backs and builds
     wait in the app's own line of :func:`ui.line.line_length`, refused past it."""
     return {"max_size": MAX_QUEUED}
+
+
+# how often Gradio's queue looks for an event to start, and for progress to send, while it
+# has none. Its own pace (every 1 ms and 10 ms) kept an idle app's server at 3.7-4.5 % of
+# a core here; at these an idle app takes 0.5-1.2 % (benchmarks/bench_idle_app.py), and
+# an event waits 10 ms more on average before it starts
+QUEUE_LOOK_S = 0.02
+PROGRESS_LOOK_S = 0.05
+
+
+def paced(demo: Any) -> None:
+    """``demo``'s queue looks for work at :data:`QUEUE_LOOK_S` and
+    :data:`PROGRESS_LOOK_S`. Gradio has no setting for it: its queue's two attributes
+    are set, each only where the queue has it (a Gradio that renames them keeps its own
+    pace; tests/ui/test_app.py then fails)."""
+    queue = demo._queue
+    for name, seconds in (
+        ("sleep_when_free", QUEUE_LOOK_S),
+        ("progress_update_sleep_when_free", PROGRESS_LOOK_S),
+    ):
+        if hasattr(queue, name):
+            setattr(queue, name, seconds)
 
 
 # the charts drawn for a wide column or a phone, the one that fits shown; the saved runs'
