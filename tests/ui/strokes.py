@@ -6,16 +6,19 @@ from __future__ import annotations
 import re
 
 UNDO = "() => document.querySelector('#region button[aria-label=\"Undo\"]')?.disabled === false"
+CLEAN = "() => document.querySelector('#region button[aria-label=\"Undo\"]')?.disabled !== false"
 
 
 def draw(pg, size: tuple[int, int], corner: tuple[float, float], touch: bool = False) -> None:
-    """:func:`stroke`, until the editor took it: its Undo comes on with the first stroke of
-    the image it holds. A stroke sent while the editor still draws the image it was just
-    handed (seen under load) leaves no paint, and is sent again, up to three times."""
+    """:func:`stroke` on a clean image, until the editor took it. A new round's image
+    clears the last one's strokes and turns Undo off a moment after the editor shows the
+    round's label (Undo read every 0.1 s: on, then off): a stroke made in that moment was
+    cleared with them, seen as a round without its region. So Undo is first waited for to
+    be off; it comes on with the first stroke. A stroke sent while the editor still draws
+    the image it was just handed (seen under load) leaves no paint, and is sent again, up
+    to three times."""
+    pg.wait_for_function(CLEAN, timeout=15000, polling=100)
     for _ in range(3):
-        if pg.evaluate(UNDO):  # a stroke is on the image already: nothing to wait for
-            stroke(pg, size, corner, touch)
-            return
         stroke(pg, size, corner, touch)
         try:
             pg.wait_for_function(UNDO, timeout=3000, polling=100)
