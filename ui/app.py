@@ -167,9 +167,9 @@ def queue_options() -> dict[str, Any]:
 
 
 # how often Gradio's queue looks for an event to start, and for progress to send, while it
-# has none. Its own pace (every 1 ms and 10 ms) kept an idle app's server at 3.7-4.5 % of
-# a core here; at these an idle app takes 0.5-1.2 % (benchmarks/bench_idle_app.py), and
-# an event waits 10 ms more on average before it starts
+# has none. Its own pace (every 1 ms and 10 ms) kept an idle app's server at 4.6-5.0 % of
+# a core here; at these an idle app takes 1.3-1.5 % (benchmarks/bench_idle_app.py, two
+# runs of each, alternated), and an event waits 10 ms more on average before it starts
 QUEUE_LOOK_S = 0.02
 PROGRESS_LOOK_S = 0.05
 
@@ -178,7 +178,7 @@ def paced(demo: Any) -> None:
     """``demo``'s queue looks for work at :data:`QUEUE_LOOK_S` and
     :data:`PROGRESS_LOOK_S`. Gradio has no setting for it: its queue's two attributes
     are set, each only where the queue has it (a Gradio that renames them keeps its own
-    pace; tests/ui/test_app.py then fails)."""
+    pace; tests/ui/test_views.py then fails)."""
     queue = demo._queue
     for name, seconds in (
         ("sleep_when_free", QUEUE_LOOK_S),
