@@ -6,26 +6,74 @@ from __future__ import annotations
 import re
 
 UNDO = "() => document.querySelector('#region button[aria-label=\"Undo\"]')?.disabled === false"
-CLEAN = "() => document.querySelector('#region button[aria-label=\"Undo\"]')?.disabled !== false"
+
+# The editor (Gradio's ImageEditor, which sets window.editor) holds the image under review
+# (of [width, height]) with one clear layer, active, and nothing to undo: the state a new
+# review's value leaves once it is loaded. A new value is loaded in steps (the image, put
+# on the undo history; then the history emptied and the layers deleted; then a clear layer
+# fetched and made active): Undo is off from the second step, and a stroke in the third
+# lands on no layer, or on one the load then replaces.
+READY = """([w, h]) => {
+    const e = window.editor;
+    const layers = e?.layer_manager?.get_layers?.();
+    const bg = e?.background_image;
+    return !!layers && layers.length === 1 && e.command_manager.history.previous === null
+        && e.layer_manager.get_active_layer() === layers[0].container
+        && !!bg && bg.texture.width === w && bg.texture.height === h;
+}"""
+
+# What Apply will send of the region: the editor's own export (get_blobs, which Gradio's
+# ImageEditor calls to make its value), each layer read back as [width, height, whether
+# each of the points (fractions of the image) is painted (alpha above 0)]
+PAINTED = """async (points) => {
+    const blobs = await window.editor.get_blobs();
+    const out = [];
+    for (const blob of blobs.layers) {
+        const image = await createImageBitmap(blob);
+        const canvas = new OffscreenCanvas(image.width, image.height);
+        const g = canvas.getContext('2d');
+        g.drawImage(image, 0, 0);
+        const px = g.getImageData(0, 0, image.width, image.height).data;
+        const at = ([x, y]) => px[(Math.floor(y * image.height) * image.width
+            + Math.floor(x * image.width)) * 4 + 3] > 0;
+        out.push([image.width, image.height, points.map(at)]);
+    }
+    return out;
+}"""
 
 
-def draw(pg, size: tuple[int, int], corner: tuple[float, float], touch: bool = False) -> None:
-    """:func:`stroke` on a clean image, until the editor took it. A new round's image
-    clears the last one's strokes and turns Undo off a moment after the editor shows the
-    round's label (Undo read every 0.1 s: on, then off): a stroke made in that moment was
-    cleared with them, seen as a round without its region. So Undo is first waited for to
-    be off; it comes on with the first stroke. A stroke sent while the editor still draws
-    the image it was just handed (seen under load) leaves no paint, and is sent again, up
-    to three times."""
-    pg.wait_for_function(CLEAN, timeout=15000, polling=100)
+def draw(
+    pg,
+    size: tuple[int, int],
+    corner: tuple[float, float],
+    touch: bool = False,
+    away: tuple[float, float] | None = None,
+) -> None:
+    """:func:`stroke` on the loaded image under review, until the editor's export has the
+    stroke's middle painted (and ``away``, a point far from it, not). The stroke waits
+    for :data:`READY`: a round's new image clears the strokes on the last one, and a
+    stroke made while the editor loads it was lost, or (once, under load, seen by the
+    round's mask) kept beside another. Up to three strokes: one the editor took
+    elsewhere, or not at all, is undone and made again."""
+    middle = (corner[0] + 5 / 60, corner[1] + 5 / 60)
+    points = [middle] + ([away] if away is not None else [])
+    want = [list(size[:2]) + [[True] + [False] * (len(points) - 1)]]
+    seen = []
     for _ in range(3):
+        pg.wait_for_function(READY, arg=list(size), timeout=30000, polling=100)
         stroke(pg, size, corner, touch)
         try:
-            pg.wait_for_function(UNDO, timeout=3000, polling=100)
-            return
+            pg.wait_for_function(UNDO, timeout=5000, polling=100)
         except Exception:  # playwright's TimeoutError: the stroke left no paint
+            seen.append("no paint")
             continue
-    raise AssertionError("the region editor took no stroke in three tries")
+        painted = pg.evaluate(PAINTED, [list(p) for p in points])
+        if painted == want:
+            return
+        seen.append(painted)
+        while pg.evaluate(UNDO):
+            pg.locator('#region button[aria-label="Undo"]').first.click()
+    raise AssertionError(f"the region editor's export, stroke by stroke: {seen} (want {want})")
 
 
 def stroke(pg, size: tuple[int, int], corner: tuple[float, float], touch: bool = False) -> None:

@@ -1815,7 +1815,11 @@ def test_point_at_a_region_and_change_the_references_at_both_widths(page, world,
         assert pg.locator(f"#{later}").bounding_box()["y"] > slider["y"], later
     resize(pg, DESKTOP)
     start_paused(pg, rounds="2", candidates="1")
-    for size, corner, touch in ((DESKTOP, (0.55, 0.55), False), (PHONE, (0.1, 0.1), True)):
+    strokes = (
+        (DESKTOP, (0.55, 0.55), False, (0.15, 0.15)),
+        (PHONE, (0.1, 0.1), True, (0.85, 0.85)),
+    )
+    for size, corner, touch, away in strokes:
         resize(pg, size)
         k = 1 if size == DESKTOP else 2
         wait_value(pg, "stage", f"v.startsWith('round {k}: review')", f"round {k}'s review")
@@ -1839,7 +1843,7 @@ def test_point_at_a_region_and_change_the_references_at_both_widths(page, world,
             pg, f"() => (document.querySelector('#region')?.innerText || '').includes('round {k}:')"
         )
         until(pg, "() => document.querySelector('#region canvas') !== null")
-        draw(pg, service.job.review_image().size, corner, touch)
+        draw(pg, service.job.review_image().size, corner, touch, away)
         # the canvas's ticker was held to ten frames a second (STILL): a PixiJS that no
         # longer names _requestId would draw every frame again, and cost 6-8 CPU-s more
         assert pg.evaluate("() => window.framesHeld || 0") > 0
@@ -1853,7 +1857,7 @@ def test_point_at_a_region_and_change_the_references_at_both_widths(page, world,
     run_dir = service.resolve(pg.locator("#run-dir textarea").input_value())
     run = service.open(run_dir)
     parent = np.asarray(Image.open(run_dir / run.rounds[0].best.image).convert("RGB"))
-    for k, corner, away in ((1, (0.55, 0.55), (0.15, 0.15)), (2, (0.1, 0.1), (0.85, 0.85))):
+    for k, (_, corner, _, away) in enumerate(strokes, start=1):
         r = run.rounds[k]
         assert len(r.regions) == 1, (k, r.regions, r.text[:60])
         (mine,) = r.regions
