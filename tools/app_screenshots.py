@@ -170,7 +170,6 @@ def point_shots(browser, url: str, service, out: Path) -> None:
         "() => (document.querySelector('#region')?.innerText || '').includes('round 1:')"
     )
     page.locator("#region").first.scroll_into_view_if_needed()
-    time.sleep(1)
     draw(page, service.job.review_image().size, (0.55, 0.5))
     remove = page.locator("#refs-remove input").first
     remove.click()

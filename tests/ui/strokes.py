@@ -8,18 +8,27 @@ import re
 UNDO = "() => document.querySelector('#region button[aria-label=\"Undo\"]')?.disabled === false"
 
 # The editor (Gradio's ImageEditor, which sets window.editor) holds the image under review
-# (of [width, height]) with one clear layer, active, and nothing to undo: the state a new
-# review's value leaves once it is loaded. A new value is loaded in steps (the image, put
-# on the undo history; then the history emptied and the layers deleted; then a clear layer
-# fetched and made active): Undo is off from the second step, and a stroke in the third
-# lands on no layer, or on one the load then replaces.
-READY = """([w, h]) => {
+# (of [width, height]) with one layer, active: the state a new review's value leaves once it
+# is loaded. A new value is loaded in steps (the image, put on the undo history; then the
+# history emptied and the layers deleted; then a clear layer fetched and made active): Undo
+# is off from the second step, and a stroke in the third lands on no layer, or on one the
+# load then replaces. READY: that, and nothing to undo (no stroke on it yet).
+SETTLED = """([w, h]) => {
     const e = window.editor;
     const layers = e?.layer_manager?.get_layers?.();
     const bg = e?.background_image;
-    return !!layers && layers.length === 1 && e.command_manager.history.previous === null
+    return !!layers && layers.length === 1
         && e.layer_manager.get_active_layer() === layers[0].container
         && !!bg && bg.texture.width === w && bg.texture.height === h;
+}"""
+READY = f"(size) => ({SETTLED})(size) && window.editor.command_manager.history.previous === null"
+# one click of Undo, where it is on (in one step: a click that waited for the button to be
+# enabled would wait its whole timeout for a button that has just gone off)
+UNDO_ONCE = """() => {
+    const undo = document.querySelector('#region button[aria-label="Undo"]');
+    if (!undo || undo.disabled) return false;
+    undo.click();
+    return true;
 }"""
 
 # What Apply will send of the region: the editor's own export (get_blobs, which Gradio's
@@ -59,21 +68,35 @@ def draw(
     points = [middle] + ([away] if away is not None else [])
     want = [list(size[:2]) + [[True] + [False] * (len(points) - 1)]]
     seen = []
-    for _ in range(3):
-        pg.wait_for_function(READY, arg=list(size), timeout=30000, polling=100)
+    for attempt in range(3):
+        if attempt:  # the last stroke, even one taken late, undone: all since READY is ours
+            held(pg, SETTLED, size, seen)
+            for _ in range(10):
+                if not pg.evaluate(UNDO_ONCE):
+                    break
+        held(pg, READY, size, seen)
         stroke(pg, size, corner, touch)
         try:
             pg.wait_for_function(UNDO, timeout=5000, polling=100)
-        except Exception:  # playwright's TimeoutError: the stroke left no paint
+        except Exception:  # playwright's TimeoutError: the stroke left no paint (yet)
             seen.append("no paint")
             continue
         painted = pg.evaluate(PAINTED, [list(p) for p in points])
         if painted == want:
             return
         seen.append(painted)
-        while pg.evaluate(UNDO):
-            pg.locator('#region button[aria-label="Undo"]').first.click()
     raise AssertionError(f"the region editor's export, stroke by stroke: {seen} (want {want})")
+
+
+def held(pg, state: str, size: tuple[int, int], seen: list) -> None:
+    """Wait (30 s at most) until the editor is in ``state`` (:data:`SETTLED` or
+    :data:`READY`) for an image of ``size``; an AssertionError names the state and what
+    the strokes so far left."""
+    try:
+        pg.wait_for_function(state, arg=list(size[:2]), timeout=30000, polling=100)
+    except Exception as err:  # playwright's TimeoutError
+        name = "READY" if state == READY else "SETTLED"
+        raise AssertionError(f"the region editor was not {name} in 30 s (strokes: {seen})") from err
 
 
 def stroke(pg, size: tuple[int, int], corner: tuple[float, float], touch: bool = False) -> None:
