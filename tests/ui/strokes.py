@@ -12,21 +12,28 @@ UNDO = "() => document.querySelector('#region button[aria-label=\"Undo\"]')?.dis
 # is loaded. A new value is loaded in steps (the image, put on the undo history; then the
 # history emptied and the layers deleted; then a clear layer fetched and made active): Undo
 # is off from the second step, and a stroke in the third lands on no layer, or on one the
-# load then replaces. READY: that, and nothing to undo (no stroke on it yet).
+# load then replaces. The view is the one the editor last set (its zoom and place, which its
+# canvas takes up at its next frame): a stroke is placed by the zoom the toolbar shows.
+# READY: that, and nothing to undo (no stroke on it yet).
 SETTLED = """([w, h]) => {
     const e = window.editor;
     const layers = e?.layer_manager?.get_layers?.();
     const bg = e?.background_image;
+    const view = e?.image_container;
     return !!layers && layers.length === 1
         && e.layer_manager.get_active_layer() === layers[0].container
-        && !!bg && bg.texture.width === w && bg.texture.height === h;
+        && bg?.texture?.width === w && bg?.texture?.height === h
+        && view?.scale?.x === e.scale_value && view.position.x === e.position_value?.x
+        && view.position.y === e.position_value.y;
 }"""
 READY = f"(size) => ({SETTLED})(size) && window.editor.command_manager.history.previous === null"
-# one click of Undo, where it is on (in one step: a click that waited for the button to be
-# enabled would wait its whole timeout for a button that has just gone off)
+# one click of Undo, where it would undo a stroke (never the load of an image, which is on
+# the history too), in one step: a click that waited for the button to be enabled would
+# wait its whole timeout for a button that has just gone off
 UNDO_ONCE = """() => {
     const undo = document.querySelector('#region button[aria-label="Undo"]');
-    if (!undo || undo.disabled) return false;
+    const last = window.editor?.command_manager?.history?.command;
+    if (!undo || undo.disabled || last?.name !== 'Draw') return false;
     undo.click();
     return true;
 }"""
@@ -38,6 +45,7 @@ PAINTED = """async (points) => {
     const blobs = await window.editor.get_blobs();
     const out = [];
     for (const blob of blobs.layers) {
+        if (!blob) { out.push(null); continue; }  // a layer the editor could not export
         const image = await createImageBitmap(blob);
         const canvas = new OffscreenCanvas(image.width, image.height);
         const g = canvas.getContext('2d');
@@ -63,13 +71,13 @@ def draw(
     for :data:`READY`: a round's new image clears the strokes on the last one, and a
     stroke made while the editor loads it was lost, or (once, under load, seen by the
     round's mask) kept beside another. Up to three strokes: one the editor took
-    elsewhere, or not at all, is undone and made again."""
+    elsewhere is undone, and one it took elsewhere or not at all is made again."""
     middle = (corner[0] + 5 / 60, corner[1] + 5 / 60)
     points = [middle] + ([away] if away is not None else [])
     want = [list(size[:2]) + [[True] + [False] * (len(points) - 1)]]
     seen = []
     for attempt in range(3):
-        if attempt:  # the last stroke, even one taken late, undone: all since READY is ours
+        if attempt:  # the last stroke undone, even one the editor took late
             held(pg, SETTLED, size, seen)
             for _ in range(10):
                 if not pg.evaluate(UNDO_ONCE):
