@@ -1787,7 +1787,7 @@ def questions_fit(pg, size) -> None:
     assert wide == [], (size, wide)
 
 
-def test_point_at_a_region_and_change_the_references_at_both_widths(page, world, tmp_path):
+def test_point_at_a_region_and_change_the_references_at_both_widths(page, world):
     """Paused for review, the current image, the instruction and Apply fit on one screen
     (on a desktop, the first one; on a phone, once the image is brought into sight; on a
     phone the progress and the image come right after Start, with the options folded).
@@ -1852,7 +1852,6 @@ def test_point_at_a_region_and_change_the_references_at_both_widths(page, world,
             pg.locator("#refs-add textarea").fill("objects: Brass samovar on a low tray")
         pg.click("#apply")
         wait_value(pg, "notice", "v.startsWith('instruction applied')", f"round {k} applied")
-        pg.screenshot(path=str(tmp_path / f"point-{size[0]}.png"))
     wait_finished(pg)
     run_dir = service.resolve(pg.locator("#run-dir textarea").input_value())
     run = service.open(run_dir)
