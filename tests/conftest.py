@@ -187,32 +187,11 @@ def pytest_collection_modifyitems(config, items):
                 gpu = torch.cuda.is_available()
             if not gpu:
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
-    # modules with slow tests first, each module's tests together, its longest first (the
-    # profile's times; the rest in their order). With ./dev test's --dist worksteal each
-    # worker starts on a third of the queue, and a worker that is done takes the tail of
-    # another's queue (a module split so builds its module fixtures on both). Measured: in
-    # file order with load scheduling a 20 s test could start last and one worker ended
-    # 110 s after the other; with each module in its order, the browser module's longest
-    # test (20 s, mostly waiting on the page) was its last, taken by a worker that was done
-    # and run alone for the run's last 15 s
-    slow = {item.path for item in items if "slow" in item.keywords}
-    took = _profiled_tests()
-    first: dict = {}
-    for k, item in enumerate(items):
-        first.setdefault(item.path, k)
-    items.sort(
-        key=lambda item: (item.path not in slow, first[item.path], -took.get(item.nodeid, 0.0))
-    )
-
-
-def _profiled_tests() -> dict[str, float]:
-    """Each test's time in the suite's profile (tests/budget.json; those over a second)."""
+    # modules with slow tests first, each module's tests together, its longest first
+    # (tests/budget.py's run_order, which says why)
     from tests import budget
 
-    try:
-        return dict(budget.load_budget()["profile"].get("tests", {}))
-    except (pytest.UsageError, AttributeError):  # read and named again by the budget's check
-        return {}
+    items[:] = budget.run_order(items, budget.profiled_tests())
 
 
 # -- the loop's world: the fake Gemini server behind the real backends ----------------

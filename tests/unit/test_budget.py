@@ -18,7 +18,9 @@ from tests.budget import (
     Timings,
     line,
     load_budget,
+    profiled_tests,
     reference_time,
+    run_order,
     selection_of,
     verdict,
 )
@@ -61,6 +63,49 @@ def test_the_repositorys_budget_holds_its_profile():
     assert all((ROOT / t.split("::")[0]).is_file() for t in profile["tests"])
     fast = sum(f["fast"] for f in profile["files"].values())
     assert 0 < fast < sum(f["all"] for f in profile["files"].values())
+
+
+def test_the_run_takes_modules_with_slow_tests_first_and_each_modules_longest_first(tmp_path):
+    """A worker that is done takes the tail of another's queue: the tails are short tests."""
+
+    def item(path, name, slow=False):
+        return SimpleNamespace(
+            path=path, nodeid=f"{path}::{name}", keywords={"slow"} if slow else {}
+        )
+
+    items = [
+        item("a.py", "quick"),
+        item("b.py", "short", slow=True),
+        item("b.py", "unprofiled"),
+        item("b.py", "long", slow=True),
+        item("b.py", "middle"),
+        item("c.py", "long"),
+        item("c.py", "short"),
+        item("d.py", "only", slow=True),
+    ]
+    took = {"b.py::long": 20.0, "b.py::middle": 4.0, "b.py::short": 1.2, "c.py::long": 9.0}
+    order = [i.nodeid for i in run_order(items, took)]
+    assert order == [
+        "b.py::long",
+        "b.py::middle",
+        "b.py::short",
+        "b.py::unprofiled",  # no time of its own: after the profiled ones, in file order
+        "d.py::only",
+        "a.py::quick",  # modules without a slow test after those with one, in file order
+        "c.py::long",
+        "c.py::short",
+    ]
+    # the repository's profile is the one read; an unreadable file orders by file alone
+    assert profiled_tests() == load_budget()["profile"]["tests"]
+    bad = tmp_path / "budget.json"
+    bad.write_text("{")
+    assert profiled_tests(bad) == {}
+    assert [i.nodeid for i in run_order(items, {})][:4] == [
+        "b.py::short",
+        "b.py::unprofiled",
+        "b.py::long",
+        "b.py::middle",
+    ]
 
 
 def test_a_budget_file_that_cannot_be_read_is_named_before_any_test(tmp_path):
