@@ -172,7 +172,9 @@ def profiled_tests(path: Path = BUDGET_FILE) -> dict[str, float]:
 def run_order(items: list, took: dict[str, float]) -> list:
     """``items`` (pytest's, or anything with ``path``, ``nodeid`` and ``keywords``) in the
     order the run takes them: modules with a slow test first, each module's tests together,
-    its longest first by ``took`` (the rest in their order).
+    its longest first by ``took`` (the rest in their order), those marked ``module_end``
+    last in it, in their order: each ends what the module's other tests share (Ray's kept
+    workers, which spare the next job a worker's start, about 6 CPU-s each).
 
     With ./dev test's --dist worksteal each worker starts on a third of the queue, and a
     worker that is done takes the tail of another's queue (a module split so builds its
@@ -187,7 +189,12 @@ def run_order(items: list, took: dict[str, float]) -> list:
         first.setdefault(item.path, k)
     return sorted(
         items,
-        key=lambda item: (item.path not in slow, first[item.path], -took.get(item.nodeid, 0.0)),
+        key=lambda item: (
+            item.path not in slow,
+            first[item.path],
+            "module_end" in item.keywords,
+            0.0 if "module_end" in item.keywords else -took.get(item.nodeid, 0.0),
+        ),
     )
 
 

@@ -68,28 +68,34 @@ def test_the_repositorys_budget_holds_its_profile():
 def test_the_run_takes_modules_with_slow_tests_first_and_each_modules_longest_first(tmp_path):
     """A worker that is done takes the tail of another's queue: the tails are short tests."""
 
-    def item(path, name, slow=False):
+    def item(path, name, slow=False, end=False):
+        marks = {"slow"} if slow else set()
         return SimpleNamespace(
-            path=path, nodeid=f"{path}::{name}", keywords={"slow"} if slow else {}
+            path=path, nodeid=f"{path}::{name}", keywords=marks | ({"module_end"} if end else set())
         )
 
     items = [
         item("a.py", "quick"),
+        item("b.py", "ends_one", end=True),
         item("b.py", "short", slow=True),
         item("b.py", "unprofiled"),
         item("b.py", "long", slow=True),
+        item("b.py", "ends_all", slow=True, end=True),
         item("b.py", "middle"),
         item("c.py", "long"),
         item("c.py", "short"),
         item("d.py", "only", slow=True),
     ]
     took = {"b.py::long": 20.0, "b.py::middle": 4.0, "b.py::short": 1.2, "c.py::long": 9.0}
+    took |= {"b.py::ends_one": 1.0, "b.py::ends_all": 30.0}
     order = [i.nodeid for i in run_order(items, took)]
     assert order == [
         "b.py::long",
         "b.py::middle",
         "b.py::short",
         "b.py::unprofiled",  # no time of its own: after the profiled ones, in file order
+        "b.py::ends_one",  # what ends the module's shared things: last, in file order
+        "b.py::ends_all",
         "d.py::only",
         "a.py::quick",  # modules without a slow test after those with one, in file order
         "c.py::long",
@@ -100,11 +106,13 @@ def test_the_run_takes_modules_with_slow_tests_first_and_each_modules_longest_fi
     bad = tmp_path / "budget.json"
     bad.write_text("{")
     assert profiled_tests(bad) == {}
-    assert [i.nodeid for i in run_order(items, {})][:4] == [
+    assert [i.nodeid for i in run_order(items, {})][:6] == [
         "b.py::short",
         "b.py::unprofiled",
         "b.py::long",
         "b.py::middle",
+        "b.py::ends_one",
+        "b.py::ends_all",
     ]
 
 
