@@ -1435,12 +1435,25 @@ def error_covers(pg, elem_id: str) -> int:
     )
 
 
-def test_a_refused_roll_back_changes_nothing_and_says_why(page, world, tmp_path):
-    """Another visitor's roll back of a run is refused: the images, the stage and the
+def saved_thumbnail(pg, caption: str):
+    """The saved runs' thumbnail whose caption holds ``caption``."""
+    item = pg.locator("#saved-gallery button.thumbnail-item", has_text=caption)
+    return item.locator("img").first
+
+
+def test_a_roll_back_continues_with_the_opened_runs_settings_and_anothers_is_refused(
+    page, tmp_path
+):
+    """Opened from the saved runs after a reload (the form back at its defaults), a run
+    puts its settings in the form, and a roll back continues with them, saying so; the
+    saved runs list it at once, marked as the visitor's and as a roll back. Another
+    visitor's run, opened then, is refused a roll back: the images, the stage and the
     table stay as they were, no output is covered by an error, and the message box says
-    why, the reason staying there. The run is made by its owner through the service (what
-    the page shows of a run as it is made is the other tests'); the other visitor is on a
-    phone, and what stays is looked at there and on a desktop."""
+    why, the reason staying there until the next action. Both runs are made through the
+    service (:func:`own_run`; the other by its owner): what the page shows of a run as it
+    is made is the other tests'. The page is reloaded, and the runs opened and rolled
+    back, at a phone's width; what stays of the refused one is looked at there and on a
+    desktop (one page for both: a reload and a run fewer than a test each)."""
     from refine.service import visitor_hash
     from tests.runs import prepared
 
@@ -1451,36 +1464,67 @@ def test_a_refused_roll_back_changes_nothing_and_says_why(page, world, tmp_path)
     )
     job.wait()
     assert (job.run_dir / ".owner").exists()
-    other = pg  # a new visitor: nothing of the owner's is in its storage
-    resize(other, PHONE)
-    other.reload()  # the saved runs as they are now
-    other.wait_for_selector("#start")
-    other.locator("#saved-runs").get_by_text("Open a saved run").first.click()
-    other.locator("#saved-gallery img").first.click()
-    wait_value(other, "stage", "v.startsWith('run ')", "the opened run's stage")
-    images_loaded(other, 2)
-    before = (stage(other), other.locator("#table").inner_text())
-    other.locator("#round input").first.fill("1")
-    other.click("#branch")
-    wait_value(other, "notice", "v.startsWith('refused: ')", "the refusal in the box")
-    said = other.locator("#notice textarea").input_value()
+    others = str(job.run_dir.relative_to(service.out))
+    first = own_run(pg, service, "wedding celebration", "India", **raw, seed=43)
+    pg.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})  # laid out as it loads
+    pg.reload()  # the saved runs as they are now
+    pg.wait_for_selector("#start:not([disabled])")
+    open_options(pg)
+    assert pg.locator("#seed input").first.input_value() == "42"  # the form's default
+    assert pg.locator("#country input").first.input_value() == "Iran"
+    pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
+    saved_thumbnail(pg, "India: wedding celebration").click()
+    wait_value(pg, "run-dir", f"v === {first!r}", "the opened run")
+    until(
+        pg,
+        "() => document.querySelector('#seed input').value === '43' && "
+        "document.querySelector('#candidates input').value === '1' && "
+        "document.querySelector('#rounds input').value === '1' && "
+        "document.querySelector('#country input').value === 'India'",
+    )
+    assert pg.locator("#activity input").first.input_value() == "wedding celebration"
+    assert "people dancing Garba" in dropdown_options(pg, "activity")  # India's activities
+    fill(pg, "round", "0")
+    pg.click("#branch")
+    # (what the roll back says as it starts, the changes or "the run's own settings",
+    # lasts a moment on the page: tests/ui/test_app.py reads it from the API)
+    wait_value(pg, "run-dir", f"v !== '' && v !== {first!r}", "the rolled-back run")
+    wait_finished(pg)
+    branch = service.open(pg.locator("#run-dir textarea").input_value())
+    assert branch.branched_from["round"] == 0
+    assert (branch.spec.seed, branch.spec.candidates, branch.spec.rounds) == (43, 1, 1)
+    # the saved runs list it at once, marked as the visitor's and as a roll back
+    until(pg, "() => document.querySelectorAll('#saved-gallery img').length === 3")
+    mark = f"yours, rolled back from round 0 of {Path(first).name}"
+    pg.locator("#saved-gallery").get_by_text(mark).first.wait_for()
+
+    # another visitor's run: nothing of the owner's is in this visitor's storage
+    saved_thumbnail(pg, "Iran: people eating food at home").click()
+    wait_value(pg, "run-dir", f"v === {others!r}", "the other visitor's run")
+    wait_value(pg, "stage", "v.startsWith('run ')", "the opened run's stage")
+    images_loaded(pg, 2)
+    before = (stage(pg), pg.locator("#table").inner_text())
+    fill(pg, "round", "1")
+    pg.click("#branch")
+    wait_value(pg, "notice", "v.startsWith('refused: ')", "the refusal in the box")
+    said = pg.locator("#notice textarea").input_value()
     assert "this run belongs to another visitor" in said, said
     for size in (PHONE, DESKTOP):
-        resize(other, size)
-        images_loaded(other, 2)  # the gallery is still there
+        resize(pg, size)
+        images_loaded(pg, 2)  # the gallery is still there
         if size == PHONE:  # the width the rows were read at (their text follows it)
-            assert (stage(other), other.locator("#table").inner_text()) == before
+            assert (stage(pg), pg.locator("#table").inner_text()) == before
         for elem in ("gallery", "slider", "table", "stage", "plot"):
-            assert error_covers(other, elem) == 0, (elem, size)
+            assert error_covers(pg, elem) == 0, (elem, size)
         # the pointer off the pictures (the click brought the run into sight, and a
         # picture under the pointer is drawn brighter)
-        other.mouse.move(0, 0)
-        shot = other.locator("#gallery").screenshot(path=str(tmp_path / f"refused-{size[0]}.png"))
+        pg.mouse.move(0, 0)
+        shot = pg.locator("#gallery").screenshot(path=str(tmp_path / f"refused-{size[0]}.png"))
         assert has_colour(shot, RED) and has_colour(shot, GREEN), size
-    assert len(service.runs()) == 1  # no new run
+    assert len(service.runs()) == 3  # no new run
     # the reason stays until the next action (the toast fades; the box does not)
-    other.locator("#show").click()
-    wait_value(other, "notice", "v === ''", "the box emptied by the next action")
+    pg.locator("#show").click()
+    wait_value(pg, "notice", "v === ''", "the box emptied by the next action")
 
 
 def test_start_refuses_an_unreadable_upload_and_runs_nothing(page, tmp_path):
@@ -1513,47 +1557,6 @@ def test_start_refuses_an_unreadable_upload_and_runs_nothing(page, tmp_path):
     for size in (PHONE, DESKTOP):
         resize(pg, size)
         assert error_covers(pg, "stage") == 0 and error_covers(pg, "gallery") == 0, size
-
-
-def test_a_roll_back_continues_with_the_opened_runs_settings(page):
-    """Opened from the saved runs after a reload (the form back at its defaults), a run
-    puts its settings in the form, and a roll back continues with them, saying so. The
-    visitor's run is made through the service (:func:`own_run`); the page is reloaded,
-    and the run opened and rolled back, at a phone's width."""
-    pg, service = page
-    raw = {"rounds": 1, "target": 1, "max_drift": 2, "candidates": 1, "seed": 43}
-    first = own_run(pg, service, "wedding celebration", "India", **raw)
-    pg.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})  # laid out as it loads
-    pg.reload()
-    pg.wait_for_selector("#start:not([disabled])")
-    open_options(pg)
-    assert pg.locator("#seed input").first.input_value() == "42"  # the form's default
-    assert pg.locator("#country input").first.input_value() == "Iran"
-    pg.locator("#saved-runs").get_by_text("Open a saved run").first.click()
-    pg.locator("#saved-gallery img").first.click()
-    wait_value(pg, "run-dir", f"v === {first!r}", "the opened run")
-    until(
-        pg,
-        "() => document.querySelector('#seed input').value === '43' && "
-        "document.querySelector('#candidates input').value === '1' && "
-        "document.querySelector('#rounds input').value === '1' && "
-        "document.querySelector('#country input').value === 'India'",
-    )
-    assert pg.locator("#activity input").first.input_value() == "wedding celebration"
-    assert "people dancing Garba" in dropdown_options(pg, "activity")  # India's activities
-    fill(pg, "round", "0")
-    pg.click("#branch")
-    # (what the roll back says as it starts, the changes or "the run's own settings",
-    # lasts a moment on the page: tests/ui/test_app.py reads it from the API)
-    wait_value(pg, "run-dir", f"v !== '' && v !== {first!r}", "the rolled-back run")
-    wait_finished(pg)
-    branch = service.open(pg.locator("#run-dir textarea").input_value())
-    assert branch.branched_from["round"] == 0
-    assert (branch.spec.seed, branch.spec.candidates, branch.spec.rounds) == (43, 1, 1)
-    # the saved runs list it at once, marked as the visitor's and as a roll back
-    until(pg, "() => document.querySelectorAll('#saved-gallery img').length === 2")
-    mark = f"yours, rolled back from round 0 of {Path(first).name}"
-    pg.locator("#saved-gallery").get_by_text(mark).first.wait_for()
 
 
 def test_a_start_behind_another_run_says_how_many_are_ahead(page):
